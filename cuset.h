@@ -1,0 +1,1264 @@
+/* cuset.h — CuSeT (CUDA-Sensitive Instruction Tuning) in one header.
+
+   A small GPT, trained on the CPU by plain C (this file) or on one NVIDIA GPU by the
+   kernels of cuset.cu, with the CuSeT objective and its baselines (SFT, DFT, ProFit,
+   EAFT, ASFT) of ../shared/METHOD.md inside one fused loss.
+
+   stb style: include it anywhere for the declarations; in exactly one C file write
+       #define CUSET_IMPLEMENTATION
+       #include "cuset.h"
+   The objective's math (section 2) is `static inline` and marked CUSET_HD so that the
+   CUDA loss kernel calls the very same functions as the CPU loss.
+
+   Sections: 1 types and declarations, 2 the objective's math (METHOD.md equations),
+   3 implementation: utilities, parameters, layers forward/backward, the loss, the model,
+   AdamW, batches, synthetic data, checkpoints. */
+#ifndef CUSET_H
+#define CUSET_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+
+#ifdef __CUDACC__
+#define CUSET_HD __host__ __device__
+#else
+#define CUSET_HD
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------------------ */
+/* 1. Types and declarations                                                             */
+/* ------------------------------------------------------------------------------------ */
+
+typedef struct {
+    int32_t vocab_size;        // V: real tokens
+    int32_t padded_vocab_size; // Vp: V rounded up to a multiple of 64; rows V..Vp-1 of wte stay 0
+    int32_t max_seq_len;       // maxT: positions of wpe
+    int32_t n_layer;           // L
+    int32_t n_head;            // NH
+    int32_t n_embd;            // C (a multiple of NH)
+} CusetConfig;
+
+// The parameter tensors, in checkpoint order. Shapes in the comments.
+#define CUSET_NUM_TENSORS 16
+typedef struct {
+    float *wte;      // (Vp, C)   token embedding, tied to the output head
+    float *wpe;      // (maxT, C) position embedding
+    float *ln1w;     // (L, C)
+    float *ln1b;     // (L, C)
+    float *qkvw;     // (L, 3C, C)
+    float *qkvb;     // (L, 3C)
+    float *attprojw; // (L, C, C)
+    float *attprojb; // (L, C)
+    float *ln2w;     // (L, C)
+    float *ln2b;     // (L, C)
+    float *fcw;      // (L, 4C, C)
+    float *fcb;      // (L, 4C)
+    float *fcprojw;  // (L, C, 4C)
+    float *fcprojb;  // (L, C)
+    float *lnfw;     // (C)
+    float *lnfb;     // (C)
+} CusetParams;
+
+extern const char *const cuset_tensor_names[CUSET_NUM_TENSORS];
+extern const int cuset_tensor_decay[CUSET_NUM_TENSORS]; // 1: AdamW weight decay applies
+
+// Forward activations for a (B, T) batch, one allocation, named pointers.
+typedef struct {
+    float *encoded;   // (B, T, C)
+    float *ln1;       // (L, B, T, C)
+    float *ln1_mean;  // (L, B, T)
+    float *ln1_rstd;  // (L, B, T)
+    float *qkv;       // (L, B, T, 3C)
+    float *att;       // (L, B, NH, T, T) softmax probabilities (causal: only t2 <= t used)
+    float *atty;      // (L, B, T, C)   attention output before the projection
+    float *residual2; // (L, B, T, C)   after the attention block
+    float *ln2;       // (L, B, T, C)
+    float *ln2_mean;  // (L, B, T)
+    float *ln2_rstd;  // (L, B, T)
+    float *fch;       // (L, B, T, 4C)  before GELU
+    float *fch_gelu;  // (L, B, T, 4C)
+    float *residual3; // (L, B, T, C)   after the MLP block = the layer's output
+    float *lnf;       // (B, T, C)
+    float *lnf_mean;  // (B, T)
+    float *lnf_rstd;  // (B, T)
+    float *logits;    // (B, T, Vp)     the loss overwrites it with d(loss)/d(logits)
+} CusetActs;
+#define CUSET_NUM_ACTS 18
+
+// Backward scratch: gradients of activations, reused layer after layer.
+typedef struct {
+    float *dresidual; // (B, T, C)   gradient flowing down the residual stream
+    float *dbt_c;     // (B, T, C)
+    float *dbt_c2;    // (B, T, C)
+    float *dqkv;      // (B, T, 3C)
+    float *datt;      // (B, NH, T, T)
+    float *dfch;      // (B, T, 4C)
+} CusetGradActs;
+#define CUSET_NUM_GRAD_ACTS 6
+
+// One sample per row, padded. Row n holds prompt then target; position t predicts
+// targets[t]. The target positions of a row are contiguous: tgt_start[n] ..
+// tgt_start[n] + tgt_len[n] - 1. is_target marks them; is_cuda marks target tokens that
+// lie in CUDA-sensitive code (METHOD.md eq. 3). Filled by cuset_batch_set_row.
+typedef struct {
+    int B, T;
+    int *inputs;              // (B, T)
+    int *targets;             // (B, T)
+    unsigned char *is_target; // (B, T)
+    unsigned char *is_cuda;   // (B, T)
+    int *tgt_start;           // (B)
+    int *tgt_len;             // (B) T_n
+} CusetBatch;
+
+typedef enum {
+    CUSET_OBJ_SFT = 0, CUSET_OBJ_DFT, CUSET_OBJ_PROFIT, CUSET_OBJ_EAFT, CUSET_OBJ_ASFT, CUSET_OBJ_CUSET,
+    CUSET_OBJ_COUNT
+} CusetObjectiveKind;
+extern const char *const cuset_objective_names[CUSET_OBJ_COUNT];
+
+// The objective and its parameters. The three switches apply to kind == CUSET_OBJ_CUSET.
+typedef struct {
+    int32_t kind;      // CusetObjectiveKind
+    int32_t conf_mask; // CuSeT switch: confidence mask 1[c > tau] (off: every token passes)
+    int32_t cuda_mask; // CuSeT switch: + lambda on CUDA-sensitive tokens
+    int32_t reweight;  // CuSeT switch: sample weight w_n = 1 - C_n (off: w_n = 1)
+    float tau;         // confidence threshold (CuSeT, ProFit), paper default 0.1
+    float lambda;      // CUDA mask weight, paper default 1.0
+    int32_t window;    // window length l in tokens, paper default 256
+    float alpha;       // EAFT exponent, default 1
+    float beta;        // ASFT KL weight, default 0.1
+} CusetObjective;
+CusetObjective cuset_objective_default(CusetObjectiveKind kind);
+
+// Sums over the target tokens (and samples) of one or more micro-batches; divide by ntok
+// (nsamples for weight) to report means. loss is already normalised by the step's N.
+typedef struct {
+    double loss;     // objective value (contribution to the step's L)
+    double ce;       // sum of -log c
+    double conf;     // sum of c
+    double pass;     // count of c > tau
+    double weight;   // sum over samples with T_n > 0 of w_n = 1 - C_n (computed for every objective)
+    double ntok;     // target tokens
+    double nsamples; // samples with at least one target token
+} CusetStats;
+
+typedef struct {
+    CusetConfig cfg;
+    size_t tensor_sizes[CUSET_NUM_TENSORS];
+    size_t num_params;
+    float *params_memory; CusetParams params;
+    float *grads_memory;  CusetParams grads;   // allocated on first backward
+    float *m_memory, *v_memory;                // AdamW moments, allocated on first update
+    int B, T;                                  // size the activations were allocated for
+    float *acts_memory;  CusetActs acts;
+    float *gacts_memory; CusetGradActs gacts;
+    float *scratch;      // transposes for the matmuls
+    float *loss_scratch; // per position lse, conf, aux (3 B T) and per row w (B)
+} CusetGPT;
+
+// Optimizer and schedule.
+typedef struct {
+    float max_lr, min_lr;   // peak and final learning rate
+    int32_t warmup;         // linear warmup steps
+    int32_t total;          // steps of the whole schedule (cosine reaches min_lr there)
+    float beta1, beta2, eps;
+    float weight_decay;     // decoupled, on the tensors of cuset_tensor_decay
+    float grad_clip;        // global-norm clip; 0 disables
+} CusetOptim;
+CusetOptim cuset_optim_default(void);
+float cuset_lr_at(const CusetOptim *o, int step);
+
+// Model.
+int cuset_config_check(const CusetConfig *c, char *err, size_t errlen);
+int cuset_pad_vocab(int V);
+void cuset_gpt_init(CusetGPT *m, const CusetConfig *cfg);           // allocate parameters
+void cuset_gpt_init_random(CusetGPT *m, uint64_t seed, float std);  // GPT-2 style init
+void cuset_gpt_free(CusetGPT *m);
+void cuset_gpt_forward(CusetGPT *m, const int *inputs, int B, int T);  // fills acts.logits
+// Loss on m->acts.logits (overwritten by dlogits). ref_logits: ASFT's frozen model
+// logits (B,T,Vp) or NULL. inv_norm = 1/N with N the target tokens of the whole step.
+void cuset_loss(CusetGPT *m, const CusetBatch *b, const CusetObjective *obj,
+                const float *ref_logits, float inv_norm, CusetStats *stats);
+void cuset_gpt_zero_grad(CusetGPT *m);
+void cuset_gpt_backward(CusetGPT *m, const int *inputs);   // accumulates into grads
+float cuset_gpt_grad_norm(const CusetGPT *m);
+// Clips to o->grad_clip (if > 0) using norm, then one AdamW step; step is 0-based.
+void cuset_gpt_update(CusetGPT *m, const CusetOptim *o, int step, float grad_norm);
+
+// Batches.
+void cuset_batch_alloc(CusetBatch *b, int B, int T);
+void cuset_batch_free(CusetBatch *b);
+// Row n from a sample: prompt (np >= 1 tokens) then target (nt tokens, per-token CUDA
+// flags). Returns the number of target tokens dropped because the row is full
+// (truncation), or -1 when the prompt alone does not leave room for one target token.
+int cuset_batch_set_row(CusetBatch *b, int n, const int *prompt, int np, const int *target,
+                        const unsigned char *target_cuda, int nt);
+int cuset_batch_check(const CusetBatch *b, int vocab_size, char *err, size_t errlen);
+int cuset_batch_target_tokens(const CusetBatch *b);
+
+// Samples and data sources. A data source is a list of samples; the trainer draws rows
+// from it in an order that is a pure function of (seed, epoch), so a run resumed from a
+// checkpoint sees exactly the batches it would have seen.
+typedef struct {
+    int *prompt; int np;                 // starts with the prompt-opening token
+    int *target; int nt;                 // ends with the end-of-sample token
+    unsigned char *target_cuda;          // (nt) CUDA-sensitive flags
+} CusetSample;
+typedef struct {
+    CusetSample *samples; int n;
+    int vocab_size;
+    uint64_t fingerprint;                // hash of all samples: checked on --resume
+} CusetDataset;
+void cuset_dataset_free(CusetDataset *d);
+uint64_t cuset_dataset_fingerprint(const CusetDataset *d);
+// Fills the batch with samples order[first .. first+B-1] of d (wrapping). Returns the
+// number of target tokens truncated; -1 and a message in err if a prompt does not fit.
+int cuset_batch_from_dataset(CusetBatch *b, const CusetDataset *d, const int *order, int norder,
+                             long first, char *err, size_t errlen);
+void cuset_shuffle(int *order, int n, uint64_t seed, int epoch);
+// A learnable synthetic task (reverse a random sequence) for tests, benchmarks and demos.
+// Token 1 opens the prompt, 2 ends the target; target tokens with id % 4 == 0 are
+// flagged CUDA-sensitive.
+void cuset_dataset_synthetic(CusetDataset *d, int n, int vocab_size, int min_len, int max_len, uint64_t seed);
+
+// Checkpoints. A checkpoint holds the parameters and optionally the optimizer state
+// (moments, step, training settings) and ASFT's frozen reference parameters.
+typedef struct {
+    int32_t B, T, accum;     // micro-batch shape and micro-batches per step
+    int32_t steps;           // optimizer steps of the run
+    int32_t seed;
+    int32_t val_every, ckpt_every;
+    CusetObjective obj;
+    CusetOptim optim;
+} CusetTrainSettings;
+typedef struct {
+    CusetConfig cfg;
+    int has_optimizer, has_reference;
+    int32_t step;                // optimizer steps completed
+    uint64_t data_fingerprint;
+    CusetTrainSettings settings;
+} CusetCheckpointInfo;
+// Writes to path.tmp then renames. ref may be NULL. Returns 0, or -1 with a message.
+int cuset_checkpoint_save(const char *path, const CusetGPT *m, const CusetGPT *ref,
+                          const CusetCheckpointInfo *info, int with_optimizer, char *err, size_t errlen);
+// Reads the header only.
+int cuset_checkpoint_info(const char *path, CusetCheckpointInfo *info, char *err, size_t errlen);
+// Allocates m (and ref when non-NULL and the file has one) and reads them; loads the
+// optimizer moments when the file has them and want_optimizer is set.
+int cuset_checkpoint_load(const char *path, CusetGPT *m, CusetGPT *ref, int want_optimizer,
+                          CusetCheckpointInfo *info, char *err, size_t errlen);
+
+// Small utilities used by the mains.
+uint64_t cuset_rng_next(uint64_t *state);
+float cuset_rng_uniform(uint64_t *state);   // [0, 1)
+double cuset_time(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+/* ------------------------------------------------------------------------------------ */
+/* 2. The objective's math, METHOD.md equation by equation. Shared by the CPU loss and   */
+/*    the CUDA loss kernel; every quantity here is a stop-gradient constant.             */
+/* ------------------------------------------------------------------------------------ */
+
+// Eq. 2: confidence mask 1[c > tau].
+CUSET_HD static inline float cuset_conf_mask(float c, float tau) { return c > tau ? 1.0f : 0.0f; }
+
+// Eq. 3: CUDA mask lambda * 1[token is CUDA-sensitive].
+CUSET_HD static inline float cuset_cuda_mask(int is_cuda, float lambda) { return is_cuda ? lambda : 0.0f; }
+
+// Eq. 4: hybrid mask M = Mconf + Mcuda, with each switch of the ablation table.
+// With the confidence mask off every token passes (Mconf = 1), so all switches off is SFT.
+CUSET_HD static inline float cuset_hybrid_mask(const CusetObjective *o, float c, int is_cuda) {
+    float m = o->conf_mask ? cuset_conf_mask(c, o->tau) : 1.0f;
+    if (o->cuda_mask) m += cuset_cuda_mask(is_cuda, o->lambda);
+    return m;
+}
+
+// Eq. 5: window of target index j (0-based here; METHOD.md is 1-based) in a target of
+// n tokens: [j - floor(l/2), j + ceil(l/2) - 1] clipped to [0, n-1].
+CUSET_HD static inline void cuset_window(int j, int n, int l, int *lo, int *hi) {
+    int a = j - l / 2, b = j + (l + 1) / 2 - 1;
+    *lo = a < 0 ? 0 : a;
+    *hi = b > n - 1 ? n - 1 : b;
+}
+
+// Eqs. 6-7: C_n = the minimum over j of the mean confidence of window j; a target
+// shorter than l is one window. conf holds the n confidences of the sample in order.
+// Both window ends only move forward with j, so one running sum in double does it: O(n).
+CUSET_HD static inline float cuset_hardest_window(const float *conf, int n, int l) {
+    if (n <= 0) return 1.0f;
+    if (n < l) {
+        double s = 0.0;
+        for (int j = 0; j < n; j++) s += conf[j];
+        return (float)(s / n);
+    }
+    double sum = 0.0, best = 1e30;
+    int lo = 0, hi = -1; // the running window [lo, hi]
+    for (int j = 0; j < n; j++) {
+        int wlo, whi;
+        cuset_window(j, n, l, &wlo, &whi);
+        while (hi < whi) sum += conf[++hi];
+        while (lo < wlo) sum -= conf[lo++];
+        double mean = sum / (hi - lo + 1);
+        if (mean < best) best = mean;
+    }
+    return (float)best;
+}
+
+// Eq. 8: sample weight w_n = 1 - C_n.
+CUSET_HD static inline float cuset_sample_weight(float hardest_window) { return 1.0f - hardest_window; }
+
+// EAFT: keep the k largest logits of a row, sorted descending in top[0..*n-1].
+CUSET_HD static inline void cuset_topk_push(float *top, int *n, int k, float z) {
+    if (*n == k && z <= top[k - 1]) return;
+    int i = *n < k ? (*n)++ : k - 1;
+    while (i > 0 && top[i - 1] < z) { top[i] = top[i - 1]; i--; }
+    top[i] = z;
+}
+
+// EAFT: (H / 3.0)^alpha, H the entropy of the softmax over the n largest logits
+// (sorted descending, so top[0] is the max).
+#define CUSET_EAFT_TOPK 20
+CUSET_HD static inline float cuset_eaft_weight(const float *top, int n, float alpha) {
+    float z = 0.0f, s = 0.0f;
+    for (int i = 0; i < n; i++) { float e = expf(top[i] - top[0]); z += e; s += e * (top[i] - top[0]); }
+    float entropy = logf(z) - s / z; // -sum q log q with q = e / z
+    return powf(entropy / 3.0f, alpha);
+}
+
+// Eq. 9 and the baselines: the per-token coefficient a such that the token contributes
+// a * (-log c) to the loss and a * (softmax - onehot) to the logits' gradient (both then
+// scaled by 1/N). c is the token's confidence, w the sample weight (CuSeT, reweighting
+// on; 1 otherwise), eaft the EAFT weight of the position (unused by the others).
+CUSET_HD static inline float cuset_token_coef(const CusetObjective *o, float c, int is_cuda, float w, float eaft) {
+    switch (o->kind) {
+    case CUSET_OBJ_SFT:    return 1.0f;
+    case CUSET_OBJ_DFT:    return c;                          // -p log p, p constant
+    case CUSET_OBJ_PROFIT: return c >= o->tau ? 1.0f : 0.0f;  // 1[p >= tau] (-log p)
+    case CUSET_OBJ_EAFT:   return eaft;
+    case CUSET_OBJ_ASFT:   return c;                          // DFT part; the KL term is separate
+    case CUSET_OBJ_CUSET:  return w * cuset_hybrid_mask(o, c, is_cuda);
+    default:               return 0.0f;
+    }
+}
+
+// ASFT: the KL(p_ref || p_theta) term's logit gradient on one vocabulary entry, before 1/N.
+CUSET_HD static inline float cuset_kl_grad(float p_theta, float p_ref, float beta) { return beta * (p_theta - p_ref); }
+// ASFT: one vocabulary entry's share of KL(p_ref || p_theta) given the two log-probabilities.
+CUSET_HD static inline float cuset_kl_term(float logp_ref, float logp_theta) { return expf(logp_ref) * (logp_ref - logp_theta); }
+
+#endif // CUSET_H
+
+/* ------------------------------------------------------------------------------------ */
+/* 3. Implementation                                                                      */
+/* ------------------------------------------------------------------------------------ */
+#ifdef CUSET_IMPLEMENTATION
+#ifndef CUSET_IMPLEMENTATION_DONE
+#define CUSET_IMPLEMENTATION_DONE
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdarg.h>
+#include <errno.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+const char *const cuset_tensor_names[CUSET_NUM_TENSORS] = {
+    "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
+    "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"};
+const int cuset_tensor_decay[CUSET_NUM_TENSORS] = {1, 1, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0};
+const char *const cuset_objective_names[CUSET_OBJ_COUNT] = {"sft", "dft", "profit", "eaft", "asft", "cuset"};
+
+// ---- utilities ----------------------------------------------------------------------
+
+static void cuset__die(const char *file, int line, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "cuset: %s:%d: ", file, line);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(1);
+}
+#define CUSET_DIE(...) cuset__die(__FILE__, __LINE__, __VA_ARGS__)
+
+static void *cuset__calloc(size_t n, size_t size, const char *file, int line) {
+    void *p = calloc(n ? n : 1, size);
+    if (!p) cuset__die(file, line, "out of memory allocating %zu x %zu bytes", n, size);
+    return p;
+}
+#define CUSET_CALLOC(n, size) cuset__calloc((n), (size), __FILE__, __LINE__)
+
+static int cuset__err(char *err, size_t errlen, const char *fmt, ...) {
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+uint64_t cuset_rng_next(uint64_t *s) { // splitmix64
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+float cuset_rng_uniform(uint64_t *s) { return (cuset_rng_next(s) >> 40) * (1.0f / 16777216.0f); }
+static float cuset__rng_normal(uint64_t *s) { // Box-Muller
+    float u1 = cuset_rng_uniform(s), u2 = cuset_rng_uniform(s);
+    return sqrtf(-2.0f * logf(u1 + 1e-12f)) * cosf(6.2831853f * u2);
+}
+
+double cuset_time(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+CusetObjective cuset_objective_default(CusetObjectiveKind kind) {
+    CusetObjective o = {kind, 1, 1, 1, 0.1f, 1.0f, 256, 1.0f, 0.1f};
+    return o;
+}
+
+CusetOptim cuset_optim_default(void) {
+    CusetOptim o = {3e-4f, 3e-5f, 0, 1, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    return o;
+}
+
+// Linear warmup to max_lr over `warmup` steps, then cosine decay to min_lr at `total`.
+float cuset_lr_at(const CusetOptim *o, int step) {
+    if (step < o->warmup) return o->max_lr * (step + 1) / o->warmup;
+    int span = o->total - o->warmup > 1 ? o->total - o->warmup : 1;
+    double progress = (double)(step - o->warmup) / span;
+    if (progress > 1.0) progress = 1.0;
+    return (float)(o->min_lr + 0.5 * (o->max_lr - o->min_lr) * (1.0 + cos(M_PI * progress)));
+}
+
+// ---- parameters -----------------------------------------------------------------------
+
+int cuset_pad_vocab(int V) { return (V + 63) / 64 * 64; }
+
+int cuset_config_check(const CusetConfig *c, char *err, size_t errlen) {
+    if (c->vocab_size < 2 || c->vocab_size > (1 << 24))
+        return cuset__err(err, errlen, "vocab_size %d out of range [2, 2^24]", c->vocab_size);
+    if (c->padded_vocab_size != cuset_pad_vocab(c->vocab_size))
+        return cuset__err(err, errlen, "padded_vocab_size %d is not vocab_size %d rounded up to 64",
+                          c->padded_vocab_size, c->vocab_size);
+    if (c->max_seq_len < 1 || c->max_seq_len > (1 << 16))
+        return cuset__err(err, errlen, "max_seq_len %d out of range [1, 65536]", c->max_seq_len);
+    if (c->n_layer < 1 || c->n_layer > 256) return cuset__err(err, errlen, "n_layer %d out of range [1, 256]", c->n_layer);
+    if (c->n_head < 1 || c->n_embd < 1 || c->n_embd > 16384 || c->n_embd % c->n_head)
+        return cuset__err(err, errlen, "n_embd %d must be in [1, 16384] and a multiple of n_head %d", c->n_embd, c->n_head);
+    return 0;
+}
+
+static void cuset__tensor_sizes(const CusetConfig *c, size_t *s) {
+    size_t Vp = c->padded_vocab_size, maxT = c->max_seq_len, L = c->n_layer, C = c->n_embd;
+    s[0] = Vp * C;  s[1] = maxT * C;
+    s[2] = L * C;   s[3] = L * C;
+    s[4] = L * 3 * C * C; s[5] = L * 3 * C;
+    s[6] = L * C * C; s[7] = L * C;
+    s[8] = L * C;   s[9] = L * C;
+    s[10] = L * 4 * C * C; s[11] = L * 4 * C;
+    s[12] = L * C * 4 * C; s[13] = L * C;
+    s[14] = C;      s[15] = C;
+}
+
+// Points the n named pointers of `table` (a struct of float*) into one block.
+static void cuset__point(float **table, int n, const size_t *sizes, float *memory) {
+    for (int i = 0; i < n; i++) { table[i] = memory; memory += sizes[i]; }
+}
+
+void cuset_gpt_init(CusetGPT *m, const CusetConfig *cfg) {
+    memset(m, 0, sizeof *m);
+    m->cfg = *cfg;
+    cuset__tensor_sizes(cfg, m->tensor_sizes);
+    for (int i = 0; i < CUSET_NUM_TENSORS; i++) m->num_params += m->tensor_sizes[i];
+    m->params_memory = (float *)CUSET_CALLOC(m->num_params, sizeof(float));
+    cuset__point((float **)&m->params, CUSET_NUM_TENSORS, m->tensor_sizes, m->params_memory);
+}
+
+// GPT-2 init: N(0, std) for the matrices, std / sqrt(2L) for the two projections into
+// the residual stream, zero biases, unit LayerNorm gains; padding rows of wte stay 0.
+void cuset_gpt_init_random(CusetGPT *m, uint64_t seed, float std) {
+    const CusetConfig *c = &m->cfg;
+    uint64_t rng = seed * 0x2545F4914F6CDD1Dull + 1;
+    for (int t = 0; t < CUSET_NUM_TENSORS; t++) {
+        float *p = ((float **)&m->params)[t];
+        size_t n = m->tensor_sizes[t];
+        if (t == 2 || t == 8 || t == 14) { for (size_t i = 0; i < n; i++) p[i] = 1.0f; continue; }
+        if (!cuset_tensor_decay[t]) { memset(p, 0, n * sizeof(float)); continue; }
+        float s = (t == 6 || t == 12) ? std / sqrtf(2.0f * c->n_layer) : std;
+        if (t == 0) n = (size_t)c->vocab_size * c->n_embd; // keep padding rows zero
+        for (size_t i = 0; i < n; i++) p[i] = s * cuset__rng_normal(&rng);
+    }
+}
+
+static void cuset__alloc_acts(CusetGPT *m, int B, int T) {
+    if (m->acts_memory && m->B == B && m->T == T) return;
+    free(m->acts_memory); free(m->gacts_memory); free(m->scratch); free(m->loss_scratch);
+    size_t L = m->cfg.n_layer, C = m->cfg.n_embd, NH = m->cfg.n_head, Vp = m->cfg.padded_vocab_size;
+    size_t BT = (size_t)B * T;
+    size_t a[CUSET_NUM_ACTS] = {BT * C, L * BT * C, L * BT, L * BT, L * BT * 3 * C, L * B * NH * T * T,
+                                L * BT * C, L * BT * C, L * BT * C, L * BT, L * BT, L * BT * 4 * C,
+                                L * BT * 4 * C, L * BT * C, BT * C, BT, BT, BT * Vp};
+    size_t g[CUSET_NUM_GRAD_ACTS] = {BT * C, BT * C, BT * C, BT * 3 * C, B * NH * T * T, BT * 4 * C};
+    size_t na = 0, ng = 0;
+    for (int i = 0; i < CUSET_NUM_ACTS; i++) na += a[i];
+    for (int i = 0; i < CUSET_NUM_GRAD_ACTS; i++) ng += g[i];
+    m->acts_memory = (float *)CUSET_CALLOC(na, sizeof(float));
+    m->gacts_memory = (float *)CUSET_CALLOC(ng, sizeof(float));
+    cuset__point((float **)&m->acts, CUSET_NUM_ACTS, a, m->acts_memory);
+    cuset__point((float **)&m->gacts, CUSET_NUM_GRAD_ACTS, g, m->gacts_memory);
+    // Transpose scratch: the largest weight (Vp x C or 4C x C) or output gradient (BT x Vp or BT x 4C).
+    size_t widest = Vp > 4 * C ? Vp : 4 * C, s = (BT > C ? BT : C) * widest;
+    m->scratch = (float *)CUSET_CALLOC(s, sizeof(float));
+    m->loss_scratch = (float *)CUSET_CALLOC(3 * BT + B, sizeof(float));
+    m->B = B; m->T = T;
+}
+
+void cuset_gpt_free(CusetGPT *m) {
+    free(m->params_memory); free(m->grads_memory); free(m->m_memory); free(m->v_memory);
+    free(m->acts_memory); free(m->gacts_memory); free(m->scratch); free(m->loss_scratch);
+    memset(m, 0, sizeof *m);
+}
+
+// ---- matmul: one blocked kernel C += A B, and transposes around it ---------------------
+
+// C (M, N) += A (M, K) B (K, N), all row-major with leading dimensions lda, ldb, ldc.
+// Register tiles of 8 rows x 32 columns: per k, 8 broadcasts of A times one 32-wide row
+// of B, accumulated in registers (gcc vectorises the fixed-size inner loops). Tiles are
+// independent, so threads split them and every output is summed in one fixed order.
+#define CUSET_MR 8
+#define CUSET_NR 32
+static void cuset__gemm_tile(int mr, int nr, int K, const float *A, int lda, const float *B, int ldb, float *C, int ldc) {
+    if (mr == CUSET_MR && nr == CUSET_NR) {
+        float acc[CUSET_MR][CUSET_NR];
+        for (int r = 0; r < CUSET_MR; r++)
+            for (int j = 0; j < CUSET_NR; j++) acc[r][j] = C[(size_t)r * ldc + j];
+        for (int k = 0; k < K; k++) {
+            const float *b = B + (size_t)k * ldb;
+            for (int r = 0; r < CUSET_MR; r++) {
+                float a = A[(size_t)r * lda + k];
+                for (int j = 0; j < CUSET_NR; j++) acc[r][j] += a * b[j];
+            }
+        }
+        for (int r = 0; r < CUSET_MR; r++)
+            for (int j = 0; j < CUSET_NR; j++) C[(size_t)r * ldc + j] = acc[r][j];
+        return;
+    }
+    for (int r = 0; r < mr; r++) // edge tiles: same order of summation, no register tile
+        for (int j = 0; j < nr; j++) {
+            float acc = C[(size_t)r * ldc + j];
+            for (int k = 0; k < K; k++) acc += A[(size_t)r * lda + k] * B[(size_t)k * ldb + j];
+            C[(size_t)r * ldc + j] = acc;
+        }
+}
+
+static void cuset__gemm(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C, int ldc) {
+    int tm = (M + CUSET_MR - 1) / CUSET_MR, tn = (N + CUSET_NR - 1) / CUSET_NR;
+#pragma omp parallel for schedule(static)
+    for (int tile = 0; tile < tm * tn; tile++) {
+        int i = tile / tn * CUSET_MR, j = tile % tn * CUSET_NR;
+        int mr = M - i < CUSET_MR ? M - i : CUSET_MR, nr = N - j < CUSET_NR ? N - j : CUSET_NR;
+        cuset__gemm_tile(mr, nr, K, A + (size_t)i * lda, lda, B + j, ldb, C + (size_t)i * ldc + j, ldc);
+    }
+}
+
+// out (cols, rows) = in (rows, cols) transposed, in 32x32 blocks.
+static void cuset__transpose(float *out, const float *in, int rows, int cols) {
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int i0 = 0; i0 < rows; i0 += 32)
+        for (int j0 = 0; j0 < cols; j0 += 32)
+            for (int i = i0; i < i0 + 32 && i < rows; i++)
+                for (int j = j0; j < j0 + 32 && j < cols; j++) out[(size_t)j * rows + i] = in[(size_t)i * cols + j];
+}
+
+// out (N, OC) = inp (N, IC) @ weight (OC, IC)^T + bias (OC) (bias may be NULL).
+static void cuset__matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
+                                  int N, int IC, int OC, float *scratch) {
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < N; i++)
+        for (int o = 0; o < OC; o++) out[(size_t)i * OC + o] = bias ? bias[o] : 0.0f;
+    cuset__transpose(scratch, weight, OC, IC); // (IC, OC)
+    cuset__gemm(N, OC, IC, inp, IC, scratch, OC, out, OC);
+}
+
+// Given dout (N, OC): dinp (N, IC) += dout @ weight, dweight (OC, IC) += dout^T @ inp,
+// dbias (OC) += column sums of dout (dbias may be NULL).
+static void cuset__matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                                   const float *weight, int N, int IC, int OC, float *scratch) {
+    cuset__gemm(N, IC, OC, dout, OC, weight, IC, dinp, IC);
+    cuset__transpose(scratch, dout, N, OC); // (OC, N)
+    cuset__gemm(OC, IC, N, scratch, N, inp, IC, dweight, IC);
+    if (dbias) {
+#pragma omp parallel for schedule(static)
+        for (int o = 0; o < OC; o++) {
+            float s = 0.0f;
+            for (int i = 0; i < N; i++) s += scratch[(size_t)o * N + i];
+            dbias[o] += s;
+        }
+    }
+}
+
+// ---- the other layers, forward and backward -------------------------------------------
+
+// out (B,T,C) = wte[inputs] + wpe[t]
+static void cuset__encoder_forward(float *out, const int *inputs, const float *wte, const float *wpe, int BT, int T, int C) {
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < BT; i++) {
+        const float *te = wte + (size_t)inputs[i] * C, *pe = wpe + (size_t)(i % T) * C;
+        for (int c = 0; c < C; c++) out[(size_t)i * C + c] = te[c] + pe[c];
+    }
+}
+
+// dwte[inputs] += dout, dwpe[t] += dout. Parallel over channels, so no two threads touch
+// the same element and the sums keep one order.
+static void cuset__encoder_backward(float *dwte, float *dwpe, const float *dout, const int *inputs, int BT, int T, int C) {
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < C; c++)
+        for (int i = 0; i < BT; i++) {
+            float d = dout[(size_t)i * C + c];
+            dwte[(size_t)inputs[i] * C + c] += d;
+            dwpe[(size_t)(i % T) * C + c] += d;
+        }
+}
+
+// out (N,C) = (inp - mean) * rstd * w + b per row; saves mean and rstd (N).
+static void cuset__layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+                                     const float *b, int N, int C) {
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < N; i++) {
+        const float *x = inp + (size_t)i * C;
+        float m = 0.0f, v = 0.0f;
+        for (int c = 0; c < C; c++) m += x[c];
+        m /= C;
+        for (int c = 0; c < C; c++) v += (x[c] - m) * (x[c] - m);
+        float s = 1.0f / sqrtf(v / C + 1e-5f);
+        for (int c = 0; c < C; c++) out[(size_t)i * C + c] = (x[c] - m) * s * w[c] + b[c];
+        mean[i] = m; rstd[i] = s;
+    }
+}
+
+static void cuset__layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                                      const float *w, const float *mean, const float *rstd, int N, int C) {
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < N; i++) {
+        const float *x = inp + (size_t)i * C, *dy = dout + (size_t)i * C;
+        float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
+        for (int c = 0; c < C; c++) {
+            float norm = (x[c] - mean[i]) * rstd[i], dnorm = w[c] * dy[c];
+            dnorm_mean += dnorm;
+            dnorm_norm_mean += dnorm * norm;
+        }
+        dnorm_mean /= C; dnorm_norm_mean /= C;
+        for (int c = 0; c < C; c++) {
+            float norm = (x[c] - mean[i]) * rstd[i], dnorm = w[c] * dy[c];
+            dinp[(size_t)i * C + c] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * rstd[i];
+        }
+    }
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < C; c++) {
+        float sw = 0.0f, sb = 0.0f;
+        for (int i = 0; i < N; i++) {
+            float dy = dout[(size_t)i * C + c];
+            sw += dy * (inp[(size_t)i * C + c] - mean[i]) * rstd[i];
+            sb += dy;
+        }
+        dw[c] += sw; db[c] += sb;
+    }
+}
+
+// Causal multi-head attention. qkv (B,T,3C) holds q, k, v; head h uses channels
+// h*hs..(h+1)*hs-1 of each. att (B,NH,T,T) keeps the softmax rows; out (B,T,C).
+static void cuset__attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH) {
+    int hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+#pragma omp parallel for collapse(3) schedule(static)
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int t = 0; t < T; t++) {
+                const float *q = qkv + ((size_t)b * T + t) * 3 * C + h * hs;
+                float *a = att + (((size_t)b * NH + h) * T + t) * T;
+                float maxv = -INFINITY;
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const float *k = qkv + ((size_t)b * T + t2) * 3 * C + C + h * hs;
+                    float s = 0.0f;
+                    for (int i = 0; i < hs; i++) s += q[i] * k[i];
+                    a[t2] = s * scale;
+                    if (a[t2] > maxv) maxv = a[t2];
+                }
+                float sum = 0.0f;
+                for (int t2 = 0; t2 <= t; t2++) { a[t2] = expf(a[t2] - maxv); sum += a[t2]; }
+                for (int t2 = 0; t2 <= t; t2++) a[t2] /= sum;
+                for (int t2 = t + 1; t2 < T; t2++) a[t2] = 0.0f;
+                float *y = out + ((size_t)b * T + t) * C + h * hs;
+                for (int i = 0; i < hs; i++) y[i] = 0.0f;
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const float *v = qkv + ((size_t)b * T + t2) * 3 * C + 2 * C + h * hs;
+                    for (int i = 0; i < hs; i++) y[i] += a[t2] * v[i];
+                }
+            }
+}
+
+// Given dout (B,T,C): dqkv (B,T,3C) += the gradient through attention; datt is scratch.
+// One (b, h) pair per task, because dk and dv of a position gather from every later t.
+static void cuset__attention_backward(float *dqkv, float *datt, const float *dout, const float *qkv, const float *att,
+                                      int B, int T, int C, int NH) {
+    int hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int t = 0; t < T; t++) {
+                const float *a = att + (((size_t)b * NH + h) * T + t) * T;
+                float *da = datt + (((size_t)b * NH + h) * T + t) * T;
+                const float *dy = dout + ((size_t)b * T + t) * C + h * hs;
+                const float *q = qkv + ((size_t)b * T + t) * 3 * C + h * hs;
+                float *dq = dqkv + ((size_t)b * T + t) * 3 * C + h * hs;
+                float dot = 0.0f; // sum over t2 of a * da: the softmax backward's shared term
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const float *v = qkv + ((size_t)b * T + t2) * 3 * C + 2 * C + h * hs;
+                    float *dv = dqkv + ((size_t)b * T + t2) * 3 * C + 2 * C + h * hs;
+                    float s = 0.0f;
+                    for (int i = 0; i < hs; i++) { s += dy[i] * v[i]; dv[i] += a[t2] * dy[i]; }
+                    da[t2] = s;
+                    dot += a[t2] * s;
+                }
+                for (int t2 = 0; t2 <= t; t2++) {
+                    float dpre = a[t2] * (da[t2] - dot) * scale;
+                    const float *k = qkv + ((size_t)b * T + t2) * 3 * C + C + h * hs;
+                    float *dk = dqkv + ((size_t)b * T + t2) * 3 * C + C + h * hs;
+                    for (int i = 0; i < hs; i++) { dq[i] += dpre * k[i]; dk[i] += dpre * q[i]; }
+                }
+            }
+}
+
+#define CUSET_GELU_SCALE 0.7978845608028654f // sqrt(2 / pi)
+// GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+static void cuset__gelu_forward(float *out, const float *inp, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        float x = inp[i];
+        out[i] = 0.5f * x * (1.0f + tanhf(CUSET_GELU_SCALE * (x + 0.044715f * x * x * x)));
+    }
+}
+
+static void cuset__gelu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        float x = inp[i], u = CUSET_GELU_SCALE * (x + 0.044715f * x * x * x);
+        float th = tanhf(u), sech2 = 1.0f - th * th;
+        float grad = 0.5f * (1.0f + th) + 0.5f * x * sech2 * CUSET_GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
+        dinp[i] = grad * dout[i];
+    }
+}
+
+static void cuset__residual_forward(float *out, const float *a, const float *b, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+// ---- the model ---------------------------------------------------------------------------
+
+void cuset_gpt_forward(CusetGPT *m, const int *inputs, int B, int T) {
+    const CusetConfig *c = &m->cfg;
+    if (T > c->max_seq_len) CUSET_DIE("sequence length %d exceeds the model's context %d", T, c->max_seq_len);
+    cuset__alloc_acts(m, B, T);
+    int L = c->n_layer, C = c->n_embd, NH = c->n_head, Vp = c->padded_vocab_size, BT = B * T;
+    CusetParams p = m->params;
+    CusetActs a = m->acts;
+    cuset__encoder_forward(a.encoded, inputs, p.wte, p.wpe, BT, T, C);
+    for (int l = 0; l < L; l++) {
+        const float *residual = l == 0 ? a.encoded : a.residual3 + (size_t)(l - 1) * BT * C;
+        size_t lc = (size_t)l * BT * C;
+        float *ln1 = a.ln1 + lc, *qkv = a.qkv + 3 * lc, *atty = a.atty + lc, *res2 = a.residual2 + lc;
+        float *ln2 = a.ln2 + lc, *fch = a.fch + 4 * lc, *fchg = a.fch_gelu + 4 * lc, *res3 = a.residual3 + lc;
+        float *att = a.att + (size_t)l * B * NH * T * T;
+        float *tmp = m->gacts.dbt_c; // the projections' output before the residual add
+        cuset__layernorm_forward(ln1, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, residual,
+                                 p.ln1w + l * C, p.ln1b + l * C, BT, C);
+        cuset__matmul_forward(qkv, ln1, p.qkvw + (size_t)l * 3 * C * C, p.qkvb + l * 3 * C, BT, C, 3 * C, m->scratch);
+        cuset__attention_forward(atty, att, qkv, B, T, C, NH);
+        cuset__matmul_forward(tmp, atty, p.attprojw + (size_t)l * C * C, p.attprojb + l * C, BT, C, C, m->scratch);
+        cuset__residual_forward(res2, residual, tmp, (size_t)BT * C);
+        cuset__layernorm_forward(ln2, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, res2,
+                                 p.ln2w + l * C, p.ln2b + l * C, BT, C);
+        cuset__matmul_forward(fch, ln2, p.fcw + (size_t)l * 4 * C * C, p.fcb + l * 4 * C, BT, C, 4 * C, m->scratch);
+        cuset__gelu_forward(fchg, fch, (size_t)BT * 4 * C);
+        cuset__matmul_forward(tmp, fchg, p.fcprojw + (size_t)l * 4 * C * C, p.fcprojb + l * C, BT, 4 * C, C, m->scratch);
+        cuset__residual_forward(res3, res2, tmp, (size_t)BT * C);
+    }
+    const float *last = a.residual3 + (size_t)(L - 1) * BT * C;
+    cuset__layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last, p.lnfw, p.lnfb, BT, C);
+    cuset__matmul_forward(a.logits, a.lnf, p.wte, NULL, BT, C, Vp, m->scratch);
+}
+
+void cuset_gpt_zero_grad(CusetGPT *m) {
+    if (!m->grads_memory) {
+        m->grads_memory = (float *)CUSET_CALLOC(m->num_params, sizeof(float));
+        cuset__point((float **)&m->grads, CUSET_NUM_TENSORS, m->tensor_sizes, m->grads_memory);
+    }
+    memset(m->grads_memory, 0, m->num_params * sizeof(float));
+}
+
+// Backward from acts.logits holding dlogits (written by cuset_loss); accumulates into
+// grads (call cuset_gpt_zero_grad at the start of each optimizer step).
+void cuset_gpt_backward(CusetGPT *m, const int *inputs) {
+    if (!m->grads_memory) cuset_gpt_zero_grad(m);
+    const CusetConfig *c = &m->cfg;
+    int B = m->B, T = m->T, L = c->n_layer, C = c->n_embd, NH = c->n_head, Vp = c->padded_vocab_size, BT = B * T;
+    CusetParams p = m->params, g = m->grads;
+    CusetActs a = m->acts;
+    CusetGradActs d = m->gacts;
+    size_t btc = (size_t)BT * C;
+    // head and final LayerNorm: dresidual = d(loss)/d(last layer output)
+    memset(d.dbt_c, 0, btc * sizeof(float));
+    cuset__matmul_backward(d.dbt_c, g.wte, NULL, a.logits, a.lnf, p.wte, BT, C, Vp, m->scratch);
+    memset(d.dresidual, 0, btc * sizeof(float));
+    cuset__layernorm_backward(d.dresidual, g.lnfw, g.lnfb, d.dbt_c, a.residual3 + (size_t)(L - 1) * btc,
+                              p.lnfw, a.lnf_mean, a.lnf_rstd, BT, C);
+    for (int l = L - 1; l >= 0; l--) {
+        const float *residual = l == 0 ? a.encoded : a.residual3 + (size_t)(l - 1) * btc;
+        size_t lc = (size_t)l * btc;
+        // MLP block: res3 = res2 + fcproj(gelu(fc(ln2(res2))))
+        memset(d.dfch, 0, 4 * btc * sizeof(float));
+        cuset__matmul_backward(d.dfch, g.fcprojw + (size_t)l * 4 * C * C, g.fcprojb + l * C, d.dresidual,
+                               a.fch_gelu + 4 * lc, p.fcprojw + (size_t)l * 4 * C * C, BT, 4 * C, C, m->scratch);
+        cuset__gelu_backward(d.dfch, a.fch + 4 * lc, d.dfch, 4 * btc);
+        memset(d.dbt_c, 0, btc * sizeof(float));
+        cuset__matmul_backward(d.dbt_c, g.fcw + (size_t)l * 4 * C * C, g.fcb + l * 4 * C, d.dfch,
+                               a.ln2 + lc, p.fcw + (size_t)l * 4 * C * C, BT, C, 4 * C, m->scratch);
+        cuset__layernorm_backward(d.dresidual, g.ln2w + l * C, g.ln2b + l * C, d.dbt_c, a.residual2 + lc,
+                                  p.ln2w + l * C, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, BT, C);
+        // attention block: res2 = residual + attproj(attention(qkv(ln1(residual))))
+        memset(d.dbt_c, 0, btc * sizeof(float));
+        cuset__matmul_backward(d.dbt_c, g.attprojw + (size_t)l * C * C, g.attprojb + l * C, d.dresidual,
+                               a.atty + lc, p.attprojw + (size_t)l * C * C, BT, C, C, m->scratch);
+        memset(d.dqkv, 0, 3 * btc * sizeof(float));
+        cuset__attention_backward(d.dqkv, d.datt, d.dbt_c, a.qkv + 3 * lc, a.att + (size_t)l * B * NH * T * T,
+                                  B, T, C, NH);
+        memset(d.dbt_c2, 0, btc * sizeof(float));
+        cuset__matmul_backward(d.dbt_c2, g.qkvw + (size_t)l * 3 * C * C, g.qkvb + l * 3 * C, d.dqkv,
+                               a.ln1 + lc, p.qkvw + (size_t)l * 3 * C * C, BT, C, 3 * C, m->scratch);
+        cuset__layernorm_backward(d.dresidual, g.ln1w + l * C, g.ln1b + l * C, d.dbt_c2, residual,
+                                  p.ln1w + l * C, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, BT, C);
+    }
+    cuset__encoder_backward(g.wte, g.wpe, d.dresidual, inputs, BT, T, C);
+}
+
+// ---- the loss: three phases, no probability tensor kept ----------------------------------
+
+// Phase 1, one row of logits: the log-sum-exp over the V real columns and, for EAFT, the
+// top-20 weight. Returns lse.
+static float cuset__row_lse(const float *z, int V, const CusetObjective *o, float *eaft) {
+    float maxv = -INFINITY;
+    for (int v = 0; v < V; v++) maxv = z[v] > maxv ? z[v] : maxv;
+    float sum = 0.0f;
+    for (int v = 0; v < V; v++) sum += expf(z[v] - maxv);
+    if (o->kind == CUSET_OBJ_EAFT) {
+        float top[CUSET_EAFT_TOPK];
+        int n = 0, k = V < CUSET_EAFT_TOPK ? V : CUSET_EAFT_TOPK;
+        for (int v = 0; v < V; v++) cuset_topk_push(top, &n, k, z[v]);
+        *eaft = cuset_eaft_weight(top, n, o->alpha);
+    }
+    return maxv + logf(sum);
+}
+
+// logits (B,T,Vp) in, d(loss)/d(logits) out, in place. Phase 1: per target position the
+// row's log-sum-exp, the confidence c = softmax(target), the EAFT weight. Phase 2: per
+// sample the hardest window C_n and w_n. Phase 3: per target position the coefficient and
+// the gradient a * (softmax - onehot) / N (+ ASFT's KL gradient); other rows get zeros.
+void cuset_loss(CusetGPT *m, const CusetBatch *b, const CusetObjective *obj, const float *ref_logits,
+                float inv_norm, CusetStats *stats) {
+    int B = b->B, T = b->T, V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab_size;
+    float *logits = m->acts.logits;
+    float *lse = m->loss_scratch, *conf = lse + B * T, *eaft = conf + B * T, *wn = eaft + B * T;
+    int asft = obj->kind == CUSET_OBJ_ASFT;
+    double row_loss[B], row_ce[B], row_conf[B], row_pass[B];
+
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < B * T; i++) { // phase 1
+        if (!b->is_target[i]) continue;
+        const float *z = logits + (size_t)i * Vp;
+        lse[i] = cuset__row_lse(z, V, obj, &eaft[i]);
+        conf[i] = expf(z[b->targets[i]] - lse[i]);
+    }
+    for (int n = 0; n < B; n++) // phase 2
+        wn[n] = cuset_sample_weight(cuset_hardest_window(conf + n * T + b->tgt_start[n], b->tgt_len[n], obj->window));
+
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < B; n++) { // phase 3, a row per task so the sums keep one order
+        row_loss[n] = row_ce[n] = row_conf[n] = row_pass[n] = 0.0;
+        float w = obj->kind == CUSET_OBJ_CUSET && obj->reweight ? wn[n] : 1.0f;
+        for (int t = 0; t < T; t++) {
+            int i = n * T + t;
+            float *z = logits + (size_t)i * Vp;
+            if (!b->is_target[i]) { memset(z, 0, Vp * sizeof(float)); continue; }
+            float c = conf[i], nll = lse[i] - z[b->targets[i]];
+            float a = cuset_token_coef(obj, c, b->is_cuda[i], w, eaft[i]);
+            double kl = 0.0;
+            if (asft) {
+                const float *zr = ref_logits + (size_t)i * Vp;
+                float lse_ref = cuset__row_lse(zr, V, obj, NULL);
+                for (int v = 0; v < V; v++) {
+                    float lp = z[v] - lse[i], lp_ref = zr[v] - lse_ref;
+                    kl += cuset_kl_term(lp_ref, lp);
+                    z[v] = (a * expf(lp) + cuset_kl_grad(expf(lp), expf(lp_ref), obj->beta)) * inv_norm;
+                }
+            } else {
+                for (int v = 0; v < V; v++) z[v] = a * expf(z[v] - lse[i]) * inv_norm;
+            }
+            z[b->targets[i]] -= a * inv_norm;
+            for (int v = V; v < Vp; v++) z[v] = 0.0f;
+            row_loss[n] += (a * nll + obj->beta * kl * asft) * inv_norm;
+            row_ce[n] += nll;
+            row_conf[n] += c;
+            row_pass[n] += c > obj->tau;
+        }
+    }
+    for (int n = 0; n < B; n++) {
+        stats->loss += row_loss[n]; stats->ce += row_ce[n]; stats->conf += row_conf[n]; stats->pass += row_pass[n];
+        stats->ntok += b->tgt_len[n];
+        if (b->tgt_len[n] > 0) { stats->weight += wn[n]; stats->nsamples += 1; }
+    }
+}
+
+// ---- AdamW -------------------------------------------------------------------------------------
+
+float cuset_gpt_grad_norm(const CusetGPT *m) {
+    double s = 0.0;
+    for (size_t i = 0; i < m->num_params; i++) s += (double)m->grads_memory[i] * m->grads_memory[i];
+    return (float)sqrt(s);
+}
+
+void cuset_gpt_update(CusetGPT *m, const CusetOptim *o, int step, float grad_norm) {
+    if (!m->m_memory) {
+        m->m_memory = (float *)CUSET_CALLOC(m->num_params, sizeof(float));
+        m->v_memory = (float *)CUSET_CALLOC(m->num_params, sizeof(float));
+    }
+    float lr = cuset_lr_at(o, step), clip = 1.0f;
+    if (o->grad_clip > 0.0f && grad_norm > o->grad_clip) clip = o->grad_clip / grad_norm;
+    float bc1 = 1.0f - powf(o->beta1, step + 1), bc2 = 1.0f - powf(o->beta2, step + 1);
+    size_t off = 0;
+    for (int t = 0; t < CUSET_NUM_TENSORS; t++) {
+        float wd = cuset_tensor_decay[t] ? o->weight_decay : 0.0f;
+        size_t n = m->tensor_sizes[t];
+#pragma omp parallel for schedule(static)
+        for (size_t i = off; i < off + n; i++) {
+            float g = m->grads_memory[i] * clip;
+            float mi = m->m_memory[i] = o->beta1 * m->m_memory[i] + (1.0f - o->beta1) * g;
+            float vi = m->v_memory[i] = o->beta2 * m->v_memory[i] + (1.0f - o->beta2) * g * g;
+            float *p = &m->params_memory[i];
+            *p -= lr * ((mi / bc1) / (sqrtf(vi / bc2) + o->eps) + wd * *p);
+        }
+        off += n;
+    }
+}
+
+// ---- batches and data -------------------------------------------------------------------------
+
+void cuset_batch_alloc(CusetBatch *b, int B, int T) {
+    b->B = B; b->T = T;
+    b->inputs = (int *)CUSET_CALLOC((size_t)B * T, sizeof(int));
+    b->targets = (int *)CUSET_CALLOC((size_t)B * T, sizeof(int));
+    b->is_target = (unsigned char *)CUSET_CALLOC((size_t)B * T, 1);
+    b->is_cuda = (unsigned char *)CUSET_CALLOC((size_t)B * T, 1);
+    b->tgt_start = (int *)CUSET_CALLOC(B, sizeof(int));
+    b->tgt_len = (int *)CUSET_CALLOC(B, sizeof(int));
+}
+
+void cuset_batch_free(CusetBatch *b) {
+    free(b->inputs); free(b->targets); free(b->is_target); free(b->is_cuda); free(b->tgt_start); free(b->tgt_len);
+    memset(b, 0, sizeof *b);
+}
+
+// The sequence is s = prompt ++ target; position t reads s[t] and predicts s[t+1], so
+// target token k is predicted at position np - 1 + k. Padding is token 0, not a target.
+int cuset_batch_set_row(CusetBatch *b, int n, const int *prompt, int np, const int *target,
+                        const unsigned char *target_cuda, int nt) {
+    int T = b->T;
+    if (np < 1 || np > T) return -1;
+    int keep = nt < T - np + 1 ? nt : T - np + 1;
+    int *in = b->inputs + n * T, *tg = b->targets + n * T;
+    unsigned char *ist = b->is_target + n * T, *isc = b->is_cuda + n * T;
+    memset(in, 0, T * sizeof(int)); memset(tg, 0, T * sizeof(int));
+    memset(ist, 0, T); memset(isc, 0, T);
+    for (int t = 0; t < np; t++) in[t] = prompt[t];
+    for (int t = 0; t + 1 < np; t++) tg[t] = prompt[t + 1];
+    for (int k = 0; k < keep; k++) {
+        int pos = np - 1 + k;
+        tg[pos] = target[k];
+        ist[pos] = 1;
+        isc[pos] = target_cuda ? target_cuda[k] : 0;
+        if (pos + 1 < T) in[pos + 1] = target[k];
+    }
+    b->tgt_start[n] = np - 1;
+    b->tgt_len[n] = keep;
+    return nt - keep;
+}
+
+int cuset_batch_check(const CusetBatch *b, int vocab_size, char *err, size_t errlen) {
+    for (int n = 0; n < b->B; n++) {
+        int s = b->tgt_start[n], len = b->tgt_len[n];
+        if (len < 0 || s < 0 || s + len > b->T)
+            return cuset__err(err, errlen, "row %d: target positions %d..%d outside the row of %d", n, s, s + len - 1, b->T);
+        for (int t = 0; t < b->T; t++) {
+            int i = n * b->T + t;
+            if (b->inputs[i] < 0 || b->inputs[i] >= vocab_size || b->targets[i] < 0 || b->targets[i] >= vocab_size)
+                return cuset__err(err, errlen, "row %d position %d: token out of the vocabulary [0, %d)", n, t, vocab_size);
+            if (b->is_target[i] != (t >= s && t < s + len))
+                return cuset__err(err, errlen, "row %d position %d: is_target disagrees with the target range %d..%d",
+                                  n, t, s, s + len - 1);
+            if (b->is_cuda[i] && !b->is_target[i])
+                return cuset__err(err, errlen, "row %d position %d: CUDA flag on a non-target position", n, t);
+        }
+    }
+    return 0;
+}
+
+int cuset_batch_target_tokens(const CusetBatch *b) {
+    int n = 0;
+    for (int i = 0; i < b->B; i++) n += b->tgt_len[i];
+    return n;
+}
+
+void cuset_dataset_free(CusetDataset *d) {
+    for (int i = 0; i < d->n; i++) { free(d->samples[i].prompt); free(d->samples[i].target); free(d->samples[i].target_cuda); }
+    free(d->samples);
+    memset(d, 0, sizeof *d);
+}
+
+uint64_t cuset_dataset_fingerprint(const CusetDataset *d) { // FNV-1a over the samples
+    uint64_t h = 1469598103934665603ull;
+#define CUSET_MIX(x) (h = (h ^ (uint64_t)(uint32_t)(x)) * 1099511628211ull)
+    CUSET_MIX(d->n); CUSET_MIX(d->vocab_size);
+    for (int i = 0; i < d->n; i++) {
+        const CusetSample *s = &d->samples[i];
+        CUSET_MIX(s->np); CUSET_MIX(s->nt);
+        for (int k = 0; k < s->np; k++) CUSET_MIX(s->prompt[k]);
+        for (int k = 0; k < s->nt; k++) { CUSET_MIX(s->target[k]); CUSET_MIX(s->target_cuda[k]); }
+    }
+#undef CUSET_MIX
+    return h;
+}
+
+// Fisher-Yates, seeded by (seed, epoch): the order of an epoch never depends on history.
+void cuset_shuffle(int *order, int n, uint64_t seed, int epoch) {
+    uint64_t rng = seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(epoch + 1));
+    for (int i = 0; i < n; i++) order[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)(cuset_rng_next(&rng) % (uint64_t)(i + 1)), t = order[i];
+        order[i] = order[j]; order[j] = t;
+    }
+}
+
+int cuset_batch_from_dataset(CusetBatch *b, const CusetDataset *d, const int *order, int norder, long first,
+                             char *err, size_t errlen) {
+    int truncated = 0;
+    for (int n = 0; n < b->B; n++) {
+        int idx = order[(first + n) % norder];
+        const CusetSample *s = &d->samples[idx];
+        int dropped = cuset_batch_set_row(b, n, s->prompt, s->np, s->target, s->target_cuda, s->nt);
+        if (dropped < 0)
+            return cuset__err(err, errlen, "sample %d: prompt of %d tokens leaves no room for a target in a row of %d",
+                              idx, s->np, b->T);
+        truncated += dropped > 0;
+    }
+    return truncated;
+}
+
+void cuset_dataset_synthetic(CusetDataset *d, int n, int vocab_size, int min_len, int max_len, uint64_t seed) {
+    memset(d, 0, sizeof *d);
+    d->n = n; d->vocab_size = vocab_size;
+    d->samples = (CusetSample *)CUSET_CALLOC(n, sizeof(CusetSample));
+    uint64_t rng = seed * 0xD1B54A32D192ED03ull + 7;
+    for (int i = 0; i < n; i++) {
+        CusetSample *s = &d->samples[i];
+        int len = min_len + (int)(cuset_rng_next(&rng) % (uint64_t)(max_len - min_len + 1));
+        s->np = len + 1; s->nt = len + 1;
+        s->prompt = (int *)CUSET_CALLOC(s->np, sizeof(int));
+        s->target = (int *)CUSET_CALLOC(s->nt, sizeof(int));
+        s->target_cuda = (unsigned char *)CUSET_CALLOC(s->nt, 1);
+        s->prompt[0] = 1;
+        for (int k = 0; k < len; k++) s->prompt[1 + k] = 3 + (int)(cuset_rng_next(&rng) % (uint64_t)(vocab_size - 3));
+        for (int k = 0; k < len; k++) s->target[k] = s->prompt[len - k];
+        s->target[len] = 2;
+        for (int k = 0; k < s->nt; k++) s->target_cuda[k] = s->target[k] % 4 == 0;
+    }
+    d->fingerprint = cuset_dataset_fingerprint(d);
+}
+
+// ---- checkpoints -------------------------------------------------------------------------------
+// Layout (little-endian): a 256-byte header of int32 slots, then float32 parameters,
+// then (if CUSET_CKPT_OPTIMIZER) the AdamW moments m and v, then (if
+// CUSET_CKPT_REFERENCE) ASFT's frozen reference parameters.
+//   slot 0-1 magic "CUSETCKP", 2 version, 3 header bytes, 4-9 config (V, Vp, maxT, L, NH, C),
+//   10 contents flags, 11 step, 12-13 number of parameters (uint64),
+//   14-15 data fingerprint (uint64), 16.. CusetTrainSettings.
+#define CUSET_CKPT_MAGIC "CUSETCKP"
+#define CUSET_CKPT_VERSION 1
+#define CUSET_CKPT_HEADER 256
+#define CUSET_CKPT_OPTIMIZER 1
+#define CUSET_CKPT_REFERENCE 2
+_Static_assert(16 * 4 + sizeof(CusetTrainSettings) <= CUSET_CKPT_HEADER, "checkpoint header too small");
+
+static size_t cuset__ckpt_bytes(size_t nparams, int contents) {
+    size_t copies = 1 + ((contents & CUSET_CKPT_OPTIMIZER) ? 2 : 0) + ((contents & CUSET_CKPT_REFERENCE) ? 1 : 0);
+    return CUSET_CKPT_HEADER + copies * nparams * sizeof(float);
+}
+
+int cuset_checkpoint_save(const char *path, const CusetGPT *m, const CusetGPT *ref, const CusetCheckpointInfo *info,
+                          int with_optimizer, char *err, size_t errlen) {
+    unsigned char h[CUSET_CKPT_HEADER] = {0};
+    int32_t *slot = (int32_t *)h;
+    int contents = (with_optimizer && m->m_memory ? CUSET_CKPT_OPTIMIZER : 0) | (ref ? CUSET_CKPT_REFERENCE : 0);
+    uint64_t np = m->num_params;
+    memcpy(h, CUSET_CKPT_MAGIC, 8);
+    slot[2] = CUSET_CKPT_VERSION; slot[3] = CUSET_CKPT_HEADER;
+    memcpy(&slot[4], &m->cfg, sizeof m->cfg);
+    slot[10] = contents; slot[11] = info->step;
+    memcpy(&slot[12], &np, 8);
+    memcpy(&slot[14], &info->data_fingerprint, 8);
+    memcpy(&slot[16], &info->settings, sizeof info->settings);
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return cuset__err(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
+    int ok = fwrite(h, 1, sizeof h, f) == sizeof h;
+    ok = ok && fwrite(m->params_memory, sizeof(float), np, f) == np;
+    if (contents & CUSET_CKPT_OPTIMIZER)
+        ok = ok && fwrite(m->m_memory, sizeof(float), np, f) == np && fwrite(m->v_memory, sizeof(float), np, f) == np;
+    if (contents & CUSET_CKPT_REFERENCE) ok = ok && fwrite(ref->params_memory, sizeof(float), np, f) == np;
+    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        int e = errno;
+        remove(tmp);
+        return cuset__err(err, errlen, "%s: write failed: %s", path, strerror(e));
+    }
+    return 0;
+}
+
+// Reads and validates the header; on success leaves f positioned at the parameters.
+static int cuset__ckpt_open(const char *path, FILE **fp, CusetCheckpointInfo *info, int *contents, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return cuset__err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    unsigned char h[CUSET_CKPT_HEADER];
+    int32_t slot[CUSET_CKPT_HEADER / 4];
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    if (size < CUSET_CKPT_HEADER || fread(h, 1, sizeof h, f) != sizeof h) {
+        fclose(f);
+        return cuset__err(err, errlen, "%s: %ld bytes, shorter than the %d-byte checkpoint header", path, size, CUSET_CKPT_HEADER);
+    }
+    memcpy(slot, h, sizeof h);
+    if (memcmp(h, CUSET_CKPT_MAGIC, 8) != 0) {
+        fclose(f);
+        return cuset__err(err, errlen, "%s: not a cuset checkpoint (magic is not %s)", path, CUSET_CKPT_MAGIC);
+    }
+    if (slot[2] != CUSET_CKPT_VERSION || slot[3] != CUSET_CKPT_HEADER) {
+        fclose(f);
+        return cuset__err(err, errlen, "%s: checkpoint version %d (header %d bytes); this build reads version %d",
+                          path, slot[2], slot[3], CUSET_CKPT_VERSION);
+    }
+    memset(info, 0, sizeof *info);
+    memcpy(&info->cfg, &slot[4], sizeof info->cfg);
+    *contents = slot[10];
+    info->step = slot[11];
+    memcpy(&info->data_fingerprint, &slot[14], 8);
+    memcpy(&info->settings, &slot[16], sizeof info->settings);
+    info->has_optimizer = !!(*contents & CUSET_CKPT_OPTIMIZER);
+    info->has_reference = !!(*contents & CUSET_CKPT_REFERENCE);
+    char why[256];
+    if (cuset_config_check(&info->cfg, why, sizeof why) != 0) {
+        fclose(f);
+        return cuset__err(err, errlen, "%s: bad model config in header: %s", path, why);
+    }
+    if (*contents & ~(CUSET_CKPT_OPTIMIZER | CUSET_CKPT_REFERENCE) || info->step < 0) {
+        fclose(f);
+        return cuset__err(err, errlen, "%s: bad header (contents flags %d, step %d)", path, *contents, info->step);
+    }
+    size_t sizes[CUSET_NUM_TENSORS], np = 0;
+    uint64_t np_file;
+    memcpy(&np_file, &slot[12], 8);
+    cuset__tensor_sizes(&info->cfg, sizes);
+    for (int i = 0; i < CUSET_NUM_TENSORS; i++) np += sizes[i];
+    if (np_file != np) {
+        fclose(f);
+        return cuset__err(err, errlen, "%s: header says %llu parameters but its config needs %zu", path,
+                          (unsigned long long)np_file, np);
+    }
+    size_t want = cuset__ckpt_bytes(np, *contents);
+    if ((size_t)size != want) {
+        fclose(f);
+        return cuset__err(err, errlen, "%s: %s: file has %ld bytes, header implies %zu", path,
+                          (size_t)size < want ? "truncated" : "trailing bytes", size, want);
+    }
+    *fp = f;
+    return 0;
+}
+
+int cuset_checkpoint_info(const char *path, CusetCheckpointInfo *info, char *err, size_t errlen) {
+    FILE *f;
+    int contents;
+    if (cuset__ckpt_open(path, &f, info, &contents, err, errlen) != 0) return -1;
+    fclose(f);
+    return 0;
+}
+
+int cuset_checkpoint_load(const char *path, CusetGPT *m, CusetGPT *ref, int want_optimizer, CusetCheckpointInfo *info,
+                          char *err, size_t errlen) {
+    FILE *f;
+    int contents;
+    if (cuset__ckpt_open(path, &f, info, &contents, err, errlen) != 0) return -1;
+    cuset_gpt_init(m, &info->cfg);
+    size_t np = m->num_params;
+    int ok = fread(m->params_memory, sizeof(float), np, f) == np;
+    if (ok && (contents & CUSET_CKPT_OPTIMIZER)) {
+        if (want_optimizer) {
+            m->m_memory = (float *)CUSET_CALLOC(np, sizeof(float));
+            m->v_memory = (float *)CUSET_CALLOC(np, sizeof(float));
+            ok = fread(m->m_memory, sizeof(float), np, f) == np && fread(m->v_memory, sizeof(float), np, f) == np;
+        } else {
+            ok = fseek(f, (long)(2 * np * sizeof(float)), SEEK_CUR) == 0;
+        }
+    }
+    if (ok && ref && (contents & CUSET_CKPT_REFERENCE)) {
+        cuset_gpt_init(ref, &info->cfg);
+        ok = fread(ref->params_memory, sizeof(float), np, f) == np;
+    }
+    fclose(f);
+    if (!ok) {
+        cuset_gpt_free(m);
+        if (ref) cuset_gpt_free(ref);
+        return cuset__err(err, errlen, "%s: read error", path);
+    }
+    // padding rows of wte must be zero: a non-zero one means a damaged or foreign file
+    const float *wte = m->params.wte;
+    for (size_t i = (size_t)info->cfg.vocab_size * info->cfg.n_embd; i < m->tensor_sizes[0]; i++)
+        if (wte[i] != 0.0f) {
+            cuset_gpt_free(m);
+            if (ref) cuset_gpt_free(ref);
+            return cuset__err(err, errlen, "%s: padding rows of wte are not zero", path);
+        }
+    return 0;
+}
+
+#endif // CUSET_IMPLEMENTATION_DONE
+#endif // CUSET_IMPLEMENTATION

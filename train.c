@@ -1,0 +1,380 @@
+// train: trains a small GPT with the CuSeT objective or one of its baselines.
+// See `train --help`, README.md and ../shared/METHOD.md.
+#define CUSET_IMPLEMENTATION
+#include "cuset.h"
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *usage_text =
+    "usage: train [options]\n"
+    "Trains a small GPT with CuSeT (CUDA-sensitive instruction tuning) or a baseline objective.\n"
+    "\n"
+    "data\n"
+    "  --data SRC            training data; 'synthetic': a sequence-reversal task whose target\n"
+    "                        tokens with id %% 4 == 0 count as CUDA-sensitive   [synthetic]\n"
+    "  --synthetic-n N       samples in the synthetic set                       [4096]\n"
+    "  --synthetic-len A:B   lengths of the synthetic sequences                 [8:48]\n"
+    "  --val-frac F          share of samples held out for validation           [0.05]\n"
+    "model (a new run; --init and --resume take the model from the checkpoint)\n"
+    "  --layers L --heads H --embd C --ctx N     [4, 4, 128, 256]\n"
+    "  --vocab V             vocabulary of the synthetic data                   [2048]\n"
+    "  --init FILE           start from this checkpoint's parameters (fine-tuning), fresh optimizer\n"
+    "training\n"
+    "  --batch B             rows (samples) per micro-batch                     [8]\n"
+    "  --seq T               tokens per row, at most the model's context        [256]\n"
+    "  --accum A             micro-batches per optimizer step                   [1]\n"
+    "  --steps N | --epochs E  length of the run (one of the two is required)\n"
+    "  --lr X --min-lr X     peak and final learning rate                       [3e-4, 3e-5]\n"
+    "  --warmup N            linear warmup steps, then cosine decay             [steps/20]\n"
+    "  --wd X                AdamW weight decay on the weight matrices          [0.1]\n"
+    "  --clip X              global gradient-norm clip, 0 = off                 [1.0]\n"
+    "  --beta1 X --beta2 X   AdamW moments                                      [0.9, 0.95]\n"
+    "objective (../shared/METHOD.md)\n"
+    "  --objective NAME      sft | dft | profit | eaft | asft | cuset           [cuset]\n"
+    "  --no-conf-mask --no-cuda-mask --no-reweight   CuSeT ablation switches (all on by default)\n"
+    "  --tau X               confidence threshold (cuset, profit)               [0.1]\n"
+    "  --lambda X            CUDA mask weight                                   [1.0]\n"
+    "  --window L            window length in tokens for w_n                    [256]\n"
+    "  --alpha X             EAFT exponent                                      [1.0]\n"
+    "  --beta X              ASFT KL weight                                     [0.1]\n"
+    "run\n"
+    "  --seed N              initialisation and data order                      [1337]\n"
+    "  --ckpt PATH           checkpoint file (written atomically)               [model.ckpt]\n"
+    "  --ckpt-every N        also checkpoint every N steps (0: only at the end) [0]\n"
+    "  --resume              continue exactly from --ckpt (model, optimizer, step, settings)\n"
+    "  --val-every N         validate every N steps (0: only at the end)        [0]\n"
+    "  --log FILE            append per-step numbers as JSON lines              [PATH of --ckpt + .jsonl]\n"
+    "  --device D            cpu | cuda | auto                                  [auto]\n"
+    "  --threads N           OpenMP threads                                     [all cores]\n"
+    "  --quiet               print every 10th step only\n"
+    "  -h, --help            this text\n";
+
+static volatile sig_atomic_t stop_requested = 0;
+static void on_signal(int sig) { (void)sig; stop_requested = 1; }
+
+static void fail(const char *fmt, const char *a, const char *b) {
+    fprintf(stderr, "train: ");
+    fprintf(stderr, fmt, a, b);
+    fprintf(stderr, "\n(train --help lists the options)\n");
+    exit(2);
+}
+
+// Parses a number flag strictly: the whole string must be a number in [lo, hi].
+static double num(const char *flag, const char *v, double lo, double hi) {
+    char *end;
+    double x = strtod(v, &end);
+    if (*v == '\0' || *end != '\0' || !(x >= lo && x <= hi)) {
+        char range[96];
+        snprintf(range, sizeof range, "%s expects a number in [%g, %g], got '%%s'", flag, lo, hi);
+        fail(range, v, "");
+    }
+    return x;
+}
+
+typedef struct {
+    const char *data, *init, *ckpt, *log, *device;
+    int synthetic_n, syn_min, syn_max, vocab, resume, threads, quiet;
+    double val_frac, epochs;
+    CusetConfig cfg;
+    CusetTrainSettings s;
+} Args;
+
+static void parse_args(int argc, char **argv, Args *a) {
+    memset(a, 0, sizeof *a);
+    a->data = "synthetic"; a->ckpt = "model.ckpt"; a->device = "auto";
+    a->synthetic_n = 4096; a->syn_min = 8; a->syn_max = 48; a->vocab = 2048; a->val_frac = 0.05;
+    a->cfg = (CusetConfig){0, 0, 256, 4, 4, 128};
+    a->s = (CusetTrainSettings){8, 256, 1, 0, 1337, 0, 0, cuset_objective_default(CUSET_OBJ_CUSET), cuset_optim_default()};
+    a->s.optim.warmup = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *k = argv[i];
+        if (!strcmp(k, "-h") || !strcmp(k, "--help")) { fputs(usage_text, stdout); exit(0); }
+        if (!strcmp(k, "--resume")) { a->resume = 1; continue; }
+        if (!strcmp(k, "--quiet")) { a->quiet = 1; continue; }
+        if (!strcmp(k, "--no-conf-mask")) { a->s.obj.conf_mask = 0; continue; }
+        if (!strcmp(k, "--no-cuda-mask")) { a->s.obj.cuda_mask = 0; continue; }
+        if (!strcmp(k, "--no-reweight")) { a->s.obj.reweight = 0; continue; }
+        if (strncmp(k, "--", 2) != 0) fail("unexpected argument '%s'%s", k, "");
+        if (i + 1 >= argc) fail("%s needs a value%s", k, "");
+        const char *v = argv[++i];
+        CusetObjective *o = &a->s.obj;
+        CusetOptim *op = &a->s.optim;
+        if (!strcmp(k, "--data")) a->data = v;
+        else if (!strcmp(k, "--synthetic-n")) a->synthetic_n = (int)num(k, v, 2, 1e8);
+        else if (!strcmp(k, "--synthetic-len")) {
+            if (sscanf(v, "%d:%d", &a->syn_min, &a->syn_max) != 2 || a->syn_min < 1 || a->syn_max < a->syn_min)
+                fail("--synthetic-len expects MIN:MAX with 1 <= MIN <= MAX, got '%s'%s", v, "");
+        } else if (!strcmp(k, "--val-frac")) a->val_frac = num(k, v, 0, 0.5);
+        else if (!strcmp(k, "--layers")) a->cfg.n_layer = (int)num(k, v, 1, 256);
+        else if (!strcmp(k, "--heads")) a->cfg.n_head = (int)num(k, v, 1, 1024);
+        else if (!strcmp(k, "--embd")) a->cfg.n_embd = (int)num(k, v, 1, 16384);
+        else if (!strcmp(k, "--ctx")) a->cfg.max_seq_len = (int)num(k, v, 2, 65536);
+        else if (!strcmp(k, "--vocab")) a->vocab = (int)num(k, v, 8, 1 << 24);
+        else if (!strcmp(k, "--init")) a->init = v;
+        else if (!strcmp(k, "--batch")) a->s.B = (int)num(k, v, 1, 1 << 16);
+        else if (!strcmp(k, "--seq")) a->s.T = (int)num(k, v, 2, 65536);
+        else if (!strcmp(k, "--accum")) a->s.accum = (int)num(k, v, 1, 1 << 16);
+        else if (!strcmp(k, "--steps")) a->s.steps = (int)num(k, v, -1e9, 1e9);
+        else if (!strcmp(k, "--epochs")) a->epochs = num(k, v, -1e9, 1e6);
+        else if (!strcmp(k, "--lr")) op->max_lr = (float)num(k, v, 0, 10);
+        else if (!strcmp(k, "--min-lr")) op->min_lr = (float)num(k, v, 0, 10);
+        else if (!strcmp(k, "--warmup")) op->warmup = (int)num(k, v, 0, 1e9);
+        else if (!strcmp(k, "--wd")) op->weight_decay = (float)num(k, v, 0, 10);
+        else if (!strcmp(k, "--clip")) op->grad_clip = (float)num(k, v, 0, 1e9);
+        else if (!strcmp(k, "--beta1")) op->beta1 = (float)num(k, v, 0, 0.999999);
+        else if (!strcmp(k, "--beta2")) op->beta2 = (float)num(k, v, 0, 0.999999);
+        else if (!strcmp(k, "--objective")) {
+            int kind = -1;
+            for (int j = 0; j < CUSET_OBJ_COUNT; j++) if (!strcmp(v, cuset_objective_names[j])) kind = j;
+            if (kind < 0) fail("unknown objective '%s' (sft, dft, profit, eaft, asft or cuset)%s", v, "");
+            o->kind = kind;
+        } else if (!strcmp(k, "--tau")) o->tau = (float)num(k, v, 0, 1);
+        else if (!strcmp(k, "--lambda")) o->lambda = (float)num(k, v, 0, 1e6);
+        else if (!strcmp(k, "--window")) o->window = (int)num(k, v, 1, 1 << 20);
+        else if (!strcmp(k, "--alpha")) o->alpha = (float)num(k, v, 0, 100);
+        else if (!strcmp(k, "--beta")) o->beta = (float)num(k, v, 0, 1e6);
+        else if (!strcmp(k, "--seed")) a->s.seed = (int)num(k, v, 0, 2147483647);
+        else if (!strcmp(k, "--ckpt")) a->ckpt = v;
+        else if (!strcmp(k, "--ckpt-every")) a->s.ckpt_every = (int)num(k, v, 0, 1e9);
+        else if (!strcmp(k, "--val-every")) a->s.val_every = (int)num(k, v, 0, 1e9);
+        else if (!strcmp(k, "--log")) a->log = v;
+        else if (!strcmp(k, "--device")) a->device = v;
+        else if (!strcmp(k, "--threads")) a->threads = (int)num(k, v, 1, 1024);
+        else fail("unknown option '%s'%s", k, "");
+    }
+    if (strcmp(a->device, "cpu") && strcmp(a->device, "cuda") && strcmp(a->device, "auto"))
+        fail("--device expects cpu, cuda or auto, got '%s'%s", a->device, "");
+}
+
+// Mean objective value and cross-entropy over a held-out set (no gradients are kept).
+static void validate(CusetGPT *m, CusetGPT *ref, const CusetDataset *d, const int *order, int n, CusetBatch *b,
+                     const CusetObjective *obj, CusetStats *st) {
+    memset(st, 0, sizeof *st);
+    char err[256];
+    long ntok = 0;
+    for (long first = 0; first < n; first += b->B) { // N of the objective = all validation target tokens
+        cuset_batch_from_dataset(b, d, order, n, first, err, sizeof err);
+        ntok += cuset_batch_target_tokens(b);
+    }
+    for (long first = 0; first < n; first += b->B) {
+        cuset_batch_from_dataset(b, d, order, n, first, err, sizeof err);
+        const float *ref_logits = NULL;
+        if (ref) { cuset_gpt_forward(ref, b->inputs, b->B, b->T); ref_logits = ref->acts.logits; }
+        cuset_gpt_forward(m, b->inputs, b->B, b->T);
+        cuset_loss(m, b, obj, ref_logits, ntok ? 1.0f / ntok : 0.0f, st);
+    }
+}
+
+static void fmt_duration(char *buf, size_t n, double s) {
+    if (s < 60) snprintf(buf, n, "%.0fs", s);
+    else if (s < 3600) snprintf(buf, n, "%dm%02ds", (int)s / 60, (int)s % 60);
+    else snprintf(buf, n, "%dh%02dm", (int)s / 3600, (int)s % 3600 / 60);
+}
+
+int main(int argc, char **argv) {
+    Args a;
+    parse_args(argc, argv, &a);
+    char err[512];
+#ifdef _OPENMP
+    if (a.threads) omp_set_num_threads(a.threads);
+#endif
+    if (!strcmp(a.device, "cuda")) {
+        fprintf(stderr, "train: --device cuda: this build has no GPU backend (built without nvcc); use --device cpu\n");
+        return 2;
+    }
+
+    // --- the model, its settings and, for ASFT, the frozen reference ---
+    CusetGPT model, ref_model, *ref = NULL;
+    int start_step = 0;
+    CusetCheckpointInfo info;
+    if (a.resume) {
+        if (cuset_checkpoint_load(a.ckpt, &model, &ref_model, 1, &info, err, sizeof err)) {
+            fprintf(stderr, "train: --resume: %s\n", err);
+            return 1;
+        }
+        if (!info.has_optimizer) {
+            fprintf(stderr, "train: --resume: %s holds no optimizer state (a final or --init checkpoint); "
+                            "use --init %s to fine-tune from it instead\n", a.ckpt, a.ckpt);
+            return 1;
+        }
+        a.s = info.settings; // a resumed run continues with the settings it started with
+        start_step = info.step;
+        if (info.has_reference) ref = &ref_model;
+        printf("resuming %s at step %d of %d\n", a.ckpt, start_step, a.s.steps);
+    } else if (a.init) {
+        if (cuset_checkpoint_load(a.init, &model, NULL, 0, &info, err, sizeof err)) {
+            fprintf(stderr, "train: --init: %s\n", err);
+            return 1;
+        }
+        printf("fine-tuning from %s (trained %d steps)\n", a.init, info.step);
+    } else {
+        a.cfg.vocab_size = a.vocab;
+        a.cfg.padded_vocab_size = cuset_pad_vocab(a.vocab);
+        if (cuset_config_check(&a.cfg, err, sizeof err)) { fprintf(stderr, "train: model: %s\n", err); return 2; }
+        cuset_gpt_init(&model, &a.cfg);
+        cuset_gpt_init_random(&model, (uint64_t)a.s.seed, 0.02f);
+    }
+    const CusetConfig *cfg = &model.cfg;
+    CusetTrainSettings *s = &a.s;
+    if (s->T > cfg->max_seq_len) {
+        fprintf(stderr, "train: --seq %d is longer than the model's context of %d tokens; lower --seq or raise --ctx\n",
+                s->T, cfg->max_seq_len);
+        return 2;
+    }
+    if (s->obj.kind == CUSET_OBJ_ASFT && !ref) { // the frozen copy of the starting weights
+        cuset_gpt_init(&ref_model, cfg);
+        memcpy(ref_model.params_memory, model.params_memory, model.num_params * sizeof(float));
+        ref = &ref_model;
+    }
+
+    // --- data: a fixed validation split, a per-epoch shuffle of the rest ---
+    CusetDataset data;
+    if (strcmp(a.data, "synthetic") != 0) {
+        fprintf(stderr, "train: --data %s: only 'synthetic' is supported by this build\n", a.data);
+        return 2;
+    }
+    if (cfg->vocab_size < 8) { fprintf(stderr, "train: the synthetic task needs a vocabulary of at least 8\n"); return 2; }
+    cuset_dataset_synthetic(&data, a.synthetic_n, cfg->vocab_size, a.syn_min, a.syn_max, (uint64_t)s->seed);
+    if (a.resume && info.data_fingerprint != data.fingerprint) {
+        fprintf(stderr, "train: --resume: the data differs from the data the checkpoint was trained on "
+                        "(fingerprint %016llx, checkpoint %016llx); pass the same --data flags\n",
+                (unsigned long long)data.fingerprint, (unsigned long long)info.data_fingerprint);
+        return 1;
+    }
+    int nval = (int)(data.n * a.val_frac), ntrain = data.n - nval;
+    if (ntrain < 1) { fprintf(stderr, "train: no training samples left after the validation split\n"); return 2; }
+    int *all = (int *)CUSET_CALLOC(data.n, sizeof(int));
+    cuset_shuffle(all, data.n, (uint64_t)s->seed, -1); // the split itself
+    int *val_order = all + ntrain, *order = (int *)CUSET_CALLOC(ntrain, sizeof(int));
+    long rows_per_step = (long)s->B * s->accum;
+    if (!a.resume) {
+        if (a.epochs != 0) s->steps = (int)ceil(a.epochs * ntrain / rows_per_step);
+        if (s->steps < 1) {
+            fprintf(stderr, "train: nothing to do: the run has %d steps; give --steps N or --epochs E with N, E > 0\n", s->steps);
+            return 2;
+        }
+        if (s->optim.warmup < 0) s->optim.warmup = s->steps / 20;
+        s->optim.total = s->steps;
+    }
+
+    // --- the log ---
+    char log_path[4096];
+    snprintf(log_path, sizeof log_path, "%s", a.log ? a.log : a.ckpt);
+    if (!a.log) strncat(log_path, ".jsonl", sizeof log_path - strlen(log_path) - 1);
+    FILE *log = fopen(log_path, a.resume ? "a" : "w");
+    if (!log) { fprintf(stderr, "train: --log %s: cannot open for writing\n", log_path); return 1; }
+
+    const CusetObjective *obj = &s->obj;
+    printf("model: %d layers, %d heads, %d channels, context %d, vocabulary %d (padded %d): %.2fM parameters\n",
+           cfg->n_layer, cfg->n_head, cfg->n_embd, cfg->max_seq_len, cfg->vocab_size, cfg->padded_vocab_size,
+           model.num_params / 1e6);
+    printf("objective: %s", cuset_objective_names[obj->kind]);
+    if (obj->kind == CUSET_OBJ_CUSET)
+        printf(" (confidence mask %s, CUDA mask %s, reweighting %s) tau %g lambda %g window %d", obj->conf_mask ? "on" : "off",
+               obj->cuda_mask ? "on" : "off", obj->reweight ? "on" : "off", obj->tau, obj->lambda, obj->window);
+    if (obj->kind == CUSET_OBJ_PROFIT) printf(" tau %g", obj->tau);
+    if (obj->kind == CUSET_OBJ_EAFT) printf(" alpha %g", obj->alpha);
+    if (obj->kind == CUSET_OBJ_ASFT) printf(" beta %g", obj->beta);
+    printf("\ndata: %s, %d train / %d validation samples; batch %d x %d tokens x %d accum; %d steps; lr %g -> %g, warmup %d\n",
+           a.data, ntrain, nval, s->B, s->T, s->accum, s->steps, s->optim.max_lr, s->optim.min_lr, s->optim.warmup);
+    printf("device: cpu, %d threads; checkpoint %s; log %s\n",
+#ifdef _OPENMP
+           omp_get_max_threads(),
+#else
+           1,
+#endif
+           a.ckpt, log_path);
+    fflush(stdout);
+
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    CusetBatch batches[s->accum], val_batch;
+    for (int i = 0; i < s->accum; i++) cuset_batch_alloc(&batches[i], s->B, s->T);
+    cuset_batch_alloc(&val_batch, s->B, s->T);
+    CusetCheckpointInfo out = {*cfg, 0, 0, 0, data.fingerprint, *s};
+    long truncated = 0;
+    int shuffled_epoch = -1, step = start_step;
+    double t_start = cuset_time(), tokens_done = 0;
+
+    for (; step < s->steps && !stop_requested; step++) {
+        double t0 = cuset_time();
+        int ntok = 0;
+        for (int i = 0; i < s->accum; i++) { // the step's micro-batches first: N counts them all
+            long row = ((long)step * s->accum + i) * s->B;
+            int epoch = (int)(row / ntrain);
+            if (epoch != shuffled_epoch) { cuset_shuffle(order, ntrain, (uint64_t)s->seed, epoch); shuffled_epoch = epoch; }
+            int t = cuset_batch_from_dataset(&batches[i], &data, order, ntrain, row % ntrain, err, sizeof err);
+            if (t < 0) { fprintf(stderr, "train: %s\n", err); return 1; }
+            if (t > 0 && truncated == 0)
+                printf("note: targets longer than the row of %d tokens are truncated (the log counts them)\n", s->T);
+            truncated += t;
+            ntok += cuset_batch_target_tokens(&batches[i]);
+        }
+        CusetStats st = {0};
+        cuset_gpt_zero_grad(&model);
+        for (int i = 0; i < s->accum; i++) {
+            const float *ref_logits = NULL;
+            if (ref) { cuset_gpt_forward(ref, batches[i].inputs, s->B, s->T); ref_logits = ref->acts.logits; }
+            cuset_gpt_forward(&model, batches[i].inputs, s->B, s->T);
+            cuset_loss(&model, &batches[i], obj, ref_logits, ntok ? 1.0f / ntok : 0.0f, &st);
+            cuset_gpt_backward(&model, batches[i].inputs);
+        }
+        float norm = cuset_gpt_grad_norm(&model);
+        if (!isfinite(norm) || !isfinite(st.loss)) {
+            fprintf(stderr, "train: step %d: the loss or gradient is not finite (loss %g, grad norm %g); "
+                            "lower --lr; the last checkpoint is untouched\n", step + 1, st.loss, norm);
+            return 1;
+        }
+        float lr = cuset_lr_at(&s->optim, step);
+        cuset_gpt_update(&model, &s->optim, step, norm);
+        double dt = cuset_time() - t0, tokens = (double)rows_per_step * s->T;
+        tokens_done += tokens;
+        double elapsed = cuset_time() - t_start, eta = elapsed / (step + 1 - start_step) * (s->steps - step - 1);
+        double ce = st.ntok ? st.ce / st.ntok : 0, conf = st.ntok ? st.conf / st.ntok : 0;
+        double pass = st.ntok ? st.pass / st.ntok : 0, w = st.nsamples ? st.weight / st.nsamples : 0;
+        char etas[32];
+        fmt_duration(etas, sizeof etas, eta);
+        if (!a.quiet || (step + 1) % 10 == 0 || step + 1 == s->steps)
+            printf("step %5d/%d %5.1f%% | loss %.4f | ce %.4f | conf %.3f | pass %.3f | w %.3f | lr %.2e | norm %.3f | %.0f tok/s | eta %s\n",
+                   step + 1, s->steps, 100.0 * (step + 1) / s->steps, st.loss, ce, conf, pass, w, lr, norm,
+                   tokens / dt, etas);
+        fprintf(log, "{\"step\": %d, \"loss\": %.6f, \"ce\": %.6f, \"conf\": %.6f, \"pass\": %.6f, \"w\": %.6f, "
+                     "\"lr\": %.6e, \"grad_norm\": %.6f, \"tokens_per_s\": %.1f, \"truncated\": %ld, \"elapsed_s\": %.3f}\n",
+                step + 1, st.loss, ce, conf, pass, w, lr, norm, tokens / dt, truncated, elapsed);
+        fflush(stdout);
+        fflush(log);
+        int last = step + 1 == s->steps;
+        if (nval > 0 && ((s->val_every && (step + 1) % s->val_every == 0) || last)) {
+            CusetStats vs;
+            validate(&model, ref, &data, val_order, nval, &val_batch, obj, &vs);
+            double vce = vs.ntok ? vs.ce / vs.ntok : 0;
+            printf("val  %5d | loss %.4f | ce %.4f | conf %.3f\n", step + 1, vs.loss, vce, vs.ntok ? vs.conf / vs.ntok : 0);
+            fprintf(log, "{\"step\": %d, \"val_loss\": %.6f, \"val_ce\": %.6f}\n", step + 1, vs.loss, vce);
+            fflush(log);
+        }
+        if ((s->ckpt_every && (step + 1) % s->ckpt_every == 0) || last || stop_requested) {
+            out.step = step + 1;
+            if (cuset_checkpoint_save(a.ckpt, &model, ref, &out, 1, err, sizeof err)) {
+                fprintf(stderr, "train: %s\n", err);
+                return 1;
+            }
+        }
+    }
+    double elapsed = cuset_time() - t_start;
+    if (stop_requested) {
+        printf("stopped at step %d; checkpoint %s holds it: continue with --resume --ckpt %s\n", step, a.ckpt, a.ckpt);
+        return 130;
+    }
+    printf("done: %d steps in %.1fs, %.0f tok/s; checkpoint %s\n", step - start_step, elapsed,
+           tokens_done / (elapsed > 0 ? elapsed : 1), a.ckpt);
+    fclose(log);
+    for (int i = 0; i < s->accum; i++) cuset_batch_free(&batches[i]);
+    cuset_batch_free(&val_batch);
+    cuset_dataset_free(&data);
+    free(all); free(order);
+    cuset_gpt_free(&model);
+    if (ref) cuset_gpt_free(ref);
+    return 0;
+}
