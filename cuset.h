@@ -253,6 +253,11 @@ int cuset_checkpoint_info(const char *path, CusetCheckpointInfo *info, char *err
 int cuset_checkpoint_load(const char *path, CusetGPT *m, CusetGPT *ref, int want_optimizer,
                           CusetCheckpointInfo *info, char *err, size_t errlen);
 
+// Sampling: a token from one row of logits (the V real columns) with temperature
+// (0: greedy), top-k (0: off) and top-p (1: off); work holds V entries.
+typedef struct { float prob; int id; } CusetProbId;
+int cuset_sample(const float *logits, int V, float temperature, int top_k, float top_p, uint64_t *rng, CusetProbId *work);
+
 // Small utilities used by the mains.
 uint64_t cuset_rng_next(uint64_t *state);
 float cuset_rng_uniform(uint64_t *state);   // [0, 1)
@@ -1101,6 +1106,40 @@ void cuset_dataset_synthetic(CusetDataset *d, int n, int vocab_size, int min_len
         for (int k = 0; k < s->nt; k++) s->target_cuda[k] = s->target[k] % 4 == 0;
     }
     d->fingerprint = cuset_dataset_fingerprint(d);
+}
+
+// ---- sampling ------------------------------------------------------------------------------------
+
+static int cuset__by_prob_desc(const void *a, const void *b) {
+    const CusetProbId *x = (const CusetProbId *)a, *y = (const CusetProbId *)b;
+    if (x->prob != y->prob) return x->prob < y->prob ? 1 : -1;
+    return x->id - y->id;
+}
+
+int cuset_sample(const float *logits, int V, float temperature, int top_k, float top_p, uint64_t *rng, CusetProbId *w) {
+    int best = 0;
+    for (int v = 1; v < V; v++) if (logits[v] > logits[best]) best = v;
+    if (temperature <= 0.0f) return best;
+    double sum = 0.0;
+    for (int v = 0; v < V; v++) { w[v].prob = expf((logits[v] - logits[best]) / temperature); w[v].id = v; sum += w[v].prob; }
+    int n = V;
+    if ((top_k > 0 && top_k < V) || top_p < 1.0f) { // keep the most probable tokens only
+        qsort(w, V, sizeof *w, cuset__by_prob_desc);
+        if (top_k > 0 && top_k < n) n = top_k;
+        double cum = 0.0;
+        for (int i = 0; i < n; i++) {
+            cum += w[i].prob / sum;
+            if (cum >= top_p) { n = i + 1; break; }
+        }
+    }
+    double kept = 0.0;
+    for (int i = 0; i < n; i++) kept += w[i].prob;
+    double r = cuset_rng_uniform(rng) * kept, cum = 0.0;
+    for (int i = 0; i < n; i++) {
+        cum += w[i].prob;
+        if (r < cum) return w[i].id;
+    }
+    return w[n - 1].id;
 }
 
 // ---- checkpoints -------------------------------------------------------------------------------

@@ -43,7 +43,9 @@ static const char *usage_text =
     "  --seed N              initialisation and data order                      [1337]\n"
     "  --ckpt PATH           checkpoint file (written atomically)               [model.ckpt]\n"
     "  --ckpt-every N        also checkpoint every N steps (0: only at the end) [0]\n"
-    "  --resume              continue exactly from --ckpt (model, optimizer, step, settings)\n"
+    "  --resume              continue exactly from --ckpt (model, optimizer, step and settings come\n"
+    "                        from the checkpoint; give the same data flags)\n"
+    "  --stop-at N           stop after step N, checkpointed, as if interrupted (for time-limited jobs)\n"
     "  --val-every N         validate every N steps (0: only at the end)        [0]\n"
     "  --log FILE            append per-step numbers as JSON lines              [PATH of --ckpt + .jsonl]\n"
     "  --device D            cpu | cuda | auto                                  [auto]\n"
@@ -75,7 +77,7 @@ static double num(const char *flag, const char *v, double lo, double hi) {
 
 typedef struct {
     const char *data, *init, *ckpt, *log, *device;
-    int synthetic_n, syn_min, syn_max, vocab, resume, threads, quiet;
+    int synthetic_n, syn_min, syn_max, vocab, resume, threads, quiet, stop_at;
     double val_frac, epochs;
     CusetConfig cfg;
     CusetTrainSettings s;
@@ -141,6 +143,7 @@ static void parse_args(int argc, char **argv, Args *a) {
         else if (!strcmp(k, "--val-every")) a->s.val_every = (int)num(k, v, 0, 1e9);
         else if (!strcmp(k, "--log")) a->log = v;
         else if (!strcmp(k, "--device")) a->device = v;
+        else if (!strcmp(k, "--stop-at")) a->stop_at = (int)num(k, v, 1, 1e9);
         else if (!strcmp(k, "--threads")) a->threads = (int)num(k, v, 1, 1024);
         else fail("unknown option '%s'%s", k, "");
     }
@@ -354,6 +357,7 @@ int main(int argc, char **argv) {
             fprintf(log, "{\"step\": %d, \"val_loss\": %.6f, \"val_ce\": %.6f}\n", step + 1, vs.loss, vce);
             fflush(log);
         }
+        if (a.stop_at == step + 1) stop_requested = 2;
         if ((s->ckpt_every && (step + 1) % s->ckpt_every == 0) || last || stop_requested) {
             out.step = step + 1;
             if (cuset_checkpoint_save(a.ckpt, &model, ref, &out, 1, err, sizeof err)) {
@@ -364,8 +368,8 @@ int main(int argc, char **argv) {
     }
     double elapsed = cuset_time() - t_start;
     if (stop_requested) {
-        printf("stopped at step %d; checkpoint %s holds it: continue with --resume --ckpt %s\n", step, a.ckpt, a.ckpt);
-        return 130;
+        printf("stopped after step %d; checkpoint %s holds it: continue with --resume --ckpt %s\n", step, a.ckpt, a.ckpt);
+        return stop_requested == 2 ? 0 : 130;
     }
     printf("done: %d steps in %.1fs, %.0f tok/s; checkpoint %s\n", step - start_step, elapsed,
            tokens_done / (elapsed > 0 ? elapsed : 1), a.ckpt);

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# The test suite: `make test` runs it after building. Every check prints one line
+# PASS/FAIL/SKIP; the last line is "N passed, N failed, N skipped".
+set -u
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-/usr/bin/python3}
+TMP=$(mktemp -d /tmp/cuset_tests.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+pass=0 fail=0 skip=0
+
+tally() { # count PASS/FAIL/SKIP lines of a test program's output (on stdin), echoing them
+    while IFS= read -r line; do
+        echo "$line"
+        case "$line" in
+            PASS*) pass=$((pass + 1)) ;;
+            FAIL*) fail=$((fail + 1)) ;;
+            SKIP*) skip=$((skip + 1)) ;;
+        esac
+    done
+}
+ok() { echo "PASS $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
+
+# expect NAME WANT_RC PATTERN CMD...: the command exits WANT_RC and its stderr+stdout match PATTERN
+expect() {
+    local name=$1 want=$2 pattern=$3; shift 3
+    local out rc
+    out=$("$@" 2>&1); rc=$?
+    if [ "$rc" -ne "$want" ]; then bad "$name" "exit $rc, want $want: $(echo "$out" | tail -2)"
+    elif ! grep -qE -- "$pattern" <<<"$out"; then bad "$name" "output lacks /$pattern/: $(echo "$out" | tail -2)"
+    else ok "$name"; fi
+}
+
+echo "== unit tests (test/test_cuset)"
+tally < <(./test/test_cuset; echo "exit $?" >"$TMP/unit_rc")
+grep -q "exit 0" "$TMP/unit_rc" || bad "test_cuset_exit" "$(cat "$TMP/unit_rc")"
+
+echo "== oracle: C float32 against PyTorch float64 (test/oracle.py)"
+if ! "$PYTHON" -c "import torch, numpy" 2>/dev/null; then
+    bad "oracle" "$PYTHON cannot import torch and numpy (apt-get install python3-torch python3-numpy)"
+else
+    if "$PYTHON" test/oracle.py selftest >"$TMP/selftest.out" 2>&1; then ok "oracle_selftest"
+    else cat "$TMP/selftest.out"; bad "oracle_selftest" "the oracle's own hand-computed checks failed"; fi
+    # Each case: an objective (and for cuset the three switches), a window length; a fresh
+    # seed per run, retried when a confidence lands within 1e-4 of tau (exit 3).
+    cases=("sft" "dft" "profit" "eaft" "asft" "dft 0 0 0 1 3" "eaft 0 0 0 2 1")
+    for sw in "0 0 0" "1 0 0" "0 1 0" "0 0 1" "1 1 0" "1 0 1" "0 1 1" "1 1 1"; do cases+=("cuset $sw"); done
+    base_seed=${ORACLE_SEED:-$(( $(date +%s) % 100000 ))}
+    echo "  oracle seeds start at $base_seed (ORACLE_SEED=$base_seed reproduces)"
+    windows=(1 2 3 4 5 7 8 64)
+    i=0
+    for c in "${cases[@]}"; do
+        set -- $c
+        obj=$1 conf=${2:-1} cuda=${3:-1} rew=${4:-1} steps=${5:-3} accum=${6:-2}
+        w=${windows[$((i % ${#windows[@]}))]}
+        clip=$([ $((i % 2)) -eq 0 ] && echo 0.05 || echo 0)
+        label="$obj${2:+ conf=$conf cuda=$cuda rew=$rew} l=$w steps=$steps accum=$accum clip=$clip"
+        rc=3 tries=0
+        while [ $rc -eq 3 ] && [ $tries -lt 6 ]; do
+            seed=$((base_seed + 1000 * i + tries))
+            ./test/oracle_case --seed $seed --objective "$obj" --conf "$conf" --cuda "$cuda" --rew "$rew" --window "$w" \
+                --steps "$steps" --accum "$accum" --clip "$clip" --out "$TMP/case.bin" || { rc=99; break; }
+            "$PYTHON" test/oracle.py check "$TMP/case.bin" --label "$label (seed $seed)" >"$TMP/oracle.out" 2>&1
+            rc=$?
+            tries=$((tries + 1))
+        done
+        if [ $rc -eq 0 ]; then
+            # the worst relative error of the forward and of the gradients, for the record
+            worst=$(awk '/relerr=/ { split($2, a, "="); v = a[2] + 0; g = ($1 ~ /^grad/) ? "grad" : ($1 ~ /^final/) ? "param" : "fwd";
+                     if (v > m[g]) m[g] = v } END { printf "fwd %.1e grad %.1e param %.1e", m["fwd"], m["grad"], m["param"] }' "$TMP/oracle.out")
+            ok "oracle $label: $worst"
+        elif [ $rc -eq 3 ]; then
+            echo "SKIP oracle $label: every seed put a confidence within 1e-4 of tau"; skip=$((skip + 1))
+        else
+            cat "$TMP/oracle.out"; bad "oracle $label" "exit $rc (seed $seed)"
+        fi
+        i=$((i + 1))
+    done
+fi
+
+echo "== command line: bad input gives a clear message and a non-zero exit"
+tiny=(--layers 1 --heads 2 --embd 16 --ctx 32 --seq 32 --vocab 40 --batch 4 --synthetic-n 64 --synthetic-len 3:10)
+expect "train_help" 0 "usage: train" ./train --help
+expect "gen_help" 0 "usage: gen" ./gen --help
+expect "train_unknown_flag" 2 "unknown option '--bogus'" ./train --bogus 1
+expect "train_missing_value" 2 "needs a value" ./train --steps
+expect "train_bad_number" 2 "--lr expects a number" ./train --lr fast --steps 1
+expect "train_zero_steps" 2 "nothing to do" ./train "${tiny[@]}" --steps 0 --ckpt "$TMP/z.ckpt"
+expect "train_no_length" 2 "nothing to do" ./train "${tiny[@]}" --ckpt "$TMP/z.ckpt"
+expect "train_seq_beyond_context" 2 "longer than the model's context" ./train "${tiny[@]}" --seq 64 --steps 1 --ckpt "$TMP/z.ckpt"
+expect "train_bad_objective" 2 "unknown objective 'xent'" ./train --objective xent --steps 1
+expect "train_bad_model" 2 "multiple of n_head" ./train "${tiny[@]}" --heads 3 --steps 1 --ckpt "$TMP/z.ckpt"
+expect "train_no_cuda_backend" 2 "no GPU backend" ./train "${tiny[@]}" --device cuda --steps 1 --ckpt "$TMP/z.ckpt"
+head -c 1000 /dev/urandom >"$TMP/foreign.ckpt"
+expect "train_init_foreign_file" 1 "not a cuset checkpoint" ./train --init "$TMP/foreign.ckpt" --steps 1 --ckpt "$TMP/z.ckpt"
+expect "train_init_missing_file" 1 "cannot open" ./train --init "$TMP/none.ckpt" --steps 1 --ckpt "$TMP/z.ckpt"
+expect "gen_foreign_file" 1 "not a cuset checkpoint" ./gen --model "$TMP/foreign.ckpt" --prompt-ids 1
+
+echo "== train, checkpoint, resume exactly, fine-tune, sample"
+./train "${tiny[@]}" --steps 6 --objective cuset --window 4 --ckpt "$TMP/full.ckpt" --log "$TMP/full.jsonl" >"$TMP/full.out" 2>&1 \
+    && ok "train_6_steps" || bad "train_6_steps" "$(tail -3 "$TMP/full.out")"
+for f in loss ce conf pass w tokens_per_s; do
+    grep -q "\"$f\"" "$TMP/full.jsonl" || { bad "log_has_$f" "missing in the JSON lines log"; continue; }
+    ok "log_has_$f"
+done
+grep -qE "step +6/6 .*loss .*ce .*conf .*pass .*w .*tok/s .*eta" "$TMP/full.out" && ok "progress_line" || bad "progress_line" "$(grep step "$TMP/full.out" | tail -1)"
+losses() { grep -o '"step": [0-9]*, "loss": [-0-9.e]*' "$1"; }
+same_losses() { # NAME LOG_A LOG_B: the two logs hold the same losses at the same steps
+    if diff <(losses "$2") <(losses "$3") >/dev/null && [ -n "$(losses "$2")" ]; then ok "$1"
+    else bad "$1" "losses differ: $(diff <(losses "$2") <(losses "$3") | head -4 | tr '\n' ' ')"; fi
+}
+run=(./train "${tiny[@]}" --steps 12 --objective cuset --window 4 --accum 2)
+"${run[@]}" --ckpt "$TMP/r.ckpt" --log "$TMP/r.jsonl" >/dev/null 2>&1
+expect "stop_at_keeps_checkpoint" 0 "stopped after step 5" "${run[@]}" --ckpt "$TMP/p.ckpt" --log "$TMP/p.jsonl" --stop-at 5
+expect "resume_from_step_5" 0 "resuming .* at step 5 of 12" ./train --resume --ckpt "$TMP/p.ckpt" "${tiny[@]}" --log "$TMP/p.jsonl"
+same_losses "resume_is_exact" "$TMP/r.jsonl" "$TMP/p.jsonl"
+# an interrupted run (SIGINT during training) saves the step it finished and resumes exactly
+long=(./train "${tiny[@]}" --steps 60 --objective asft --accum 2)
+"${long[@]}" --ckpt "$TMP/l.ckpt" --log "$TMP/l.jsonl" >/dev/null 2>&1
+"${long[@]}" --ckpt "$TMP/i.ckpt" --log "$TMP/i.jsonl" >"$TMP/i.out" 2>&1 &
+pid=$!
+for _ in $(seq 200); do [ "$(grep -c loss "$TMP/i.jsonl" 2>/dev/null)" -ge 3 ] && break; sleep 0.05; done
+kill -INT $pid; wait $pid; rc=$?
+if [ $rc -eq 130 ] && grep -q "continue with --resume" "$TMP/i.out"; then ok "sigint_saves_and_exits_130"
+else bad "sigint_saves_and_exits_130" "exit $rc: $(tail -1 "$TMP/i.out")"; fi
+./train --resume --ckpt "$TMP/i.ckpt" "${tiny[@]}" --log "$TMP/i.jsonl" >/dev/null 2>&1
+same_losses "sigint_resume_is_exact" "$TMP/l.jsonl" "$TMP/i.jsonl"
+expect "resume_other_data" 1 "data differs" ./train --resume --ckpt "$TMP/p.ckpt" "${tiny[@]}" --synthetic-n 65 --log "$TMP/x.jsonl"
+head -c 5000 "$TMP/full.ckpt" >"$TMP/trunc.ckpt"
+expect "resume_truncated" 1 "truncated: file has 5000 bytes" ./train --resume --ckpt "$TMP/trunc.ckpt" --log "$TMP/x.jsonl"
+expect "finetune_asft_from_checkpoint" 0 "objective: asft" ./train --init "$TMP/full.ckpt" \
+    --objective asft --steps 2 --seq 32 --batch 4 --synthetic-n 64 --synthetic-len 3:10 --ckpt "$TMP/ft.ckpt" --log "$TMP/ft.jsonl"
+expect "finetune_seq_beyond_context" 2 "longer than the model's context of 32" ./train --init "$TMP/full.ckpt" --seq 33 --steps 1 \
+    --ckpt "$TMP/z.ckpt"
+expect "gen_samples" 0 "tokens/s" ./gen --model "$TMP/full.ckpt" --prompt-ids "1 5 7 9" --max-tokens 5
+expect "gen_info" 0 "trained 6 steps with cuset" ./gen --model "$TMP/full.ckpt" --info
+expect "gen_prompt_beyond_context" 2 "longer than the model's context" ./gen --model "$TMP/full.ckpt" \
+    --prompt-ids "$(seq -s ' ' 1 33)"
+expect "gen_bad_token" 2 "not a token id" ./gen --model "$TMP/full.ckpt" --prompt-ids "1 99999"
+
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,399 @@
+// Unit tests of cuset.h: hand-computed objective cases, exact identities between
+// objectives, finite differences, checkpoints (good and damaged), batches, determinism.
+// Prints PASS/FAIL/SKIP lines; exits 1 if anything failed.
+#define CUSET_IMPLEMENTATION
+#include "../cuset.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures = 0;
+static void check(int ok, const char *name, const char *fmt, ...) {
+    if (ok) { printf("PASS %s\n", name); return; }
+    failures++;
+    printf("FAIL %s: ", name);
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+}
+
+static uint64_t rng;
+
+// ---- the objective's math by hand -------------------------------------------------------------
+
+static void test_windows(void) {
+    // METHOD.md eq. 5-7 worked by hand for conf = .9 .1 .8 .6 .2 1 (n = 6):
+    // l=1 single tokens -> .1; l=2 [j-1,j] -> min(.9,.5,.45,.7,.4,.6) = .4;
+    // l=3 [j-1,j+1] -> min(.5,.6,.5,.5333,.6,.6) = .5; l=4 [j-2,j+1] -> (.1+.8+.6+.2)/4 = .425;
+    // l=6 [j-3,j+2] -> (.9+.1+.8+.6+.2)/5 = .52; l=7 > n: one window, the mean .6.
+    const float conf[6] = {0.9f, 0.1f, 0.8f, 0.6f, 0.2f, 1.0f};
+    const int ls[6] = {1, 2, 3, 4, 6, 7};
+    const float want[6] = {0.1f, 0.4f, 0.5f, 0.425f, 0.52f, 0.6f};
+    for (int i = 0; i < 6; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "hardest_window_l%d", ls[i]);
+        float got = cuset_hardest_window(conf, 6, ls[i]);
+        check(fabsf(got - want[i]) < 1e-6f, name, "got %.7f want %.7f", got, want[i]);
+    }
+    // window bounds against METHOD.md's 1-based formula, clipped at both ends
+    int ok = 1;
+    for (int l = 1; l <= 9 && ok; l++)
+        for (int n = 1; n <= 12 && ok; n++)
+            for (int t = 1; t <= n && ok; t++) {
+                int lo, hi, a = t - l / 2, b = t + (l + 1) / 2 - 1;
+                cuset_window(t - 1, n, l, &lo, &hi);
+                ok = lo + 1 == (a > 1 ? a : 1) && hi + 1 == (b < n ? b : n);
+            }
+    check(ok, "window_bounds_1based_formula", "mismatch");
+    float ones[5] = {1, 1, 1, 1, 1};
+    check(cuset_sample_weight(cuset_hardest_window(ones, 5, 2)) == 0.0f, "weight_zero_when_all_confident", "w != 0");
+    check(cuset_hardest_window(conf, 0, 4) == 1.0f, "empty_target_window", "not 1");
+    // a target shorter than l is a single window even when a clipped window would be lower
+    float dip[4] = {0.9f, 0.9f, 0.1f, 0.9f};
+    check(fabsf(cuset_hardest_window(dip, 4, 5) - 0.7f) < 1e-6f, "short_target_one_window", "got %f",
+          cuset_hardest_window(dip, 4, 5));
+}
+
+static void test_eaft_and_topk(void) {
+    float top[CUSET_EAFT_TOPK];
+    int n = 0;
+    for (int i = 0; i < 50; i++) cuset_topk_push(top, &n, CUSET_EAFT_TOPK, 0.25f); // 50 equal logits
+    float w = cuset_eaft_weight(top, n, 1.0f), want = logf(20.0f) / 3.0f;
+    check(n == 20 && fabsf(w - want) < 1e-6f, "eaft_uniform_top20", "n %d weight %f want %f", n, w, want);
+    float peaked[3] = {50.0f, 0.0f, 0.0f};
+    check(cuset_eaft_weight(peaked, 3, 1.0f) < 1e-6f, "eaft_peaked_zero", "weight %g", cuset_eaft_weight(peaked, 3, 1.0f));
+    check(fabsf(cuset_eaft_weight(top, n, 2.0f) - want * want) < 1e-6f, "eaft_alpha_power", "alpha 2 wrong");
+    int ok = 1;
+    for (int trial = 0; trial < 100 && ok; trial++) {
+        float z[200], sorted[200];
+        int k = 1 + (int)(cuset_rng_next(&rng) % 25), nz = 1 + (int)(cuset_rng_next(&rng) % 200);
+        n = 0;
+        for (int i = 0; i < nz; i++) {
+            z[i] = (float)(cuset_rng_next(&rng) % 30); // many ties
+            cuset_topk_push(top, &n, k < 20 ? k : 20, z[i]);
+        }
+        memcpy(sorted, z, sizeof z);
+        for (int i = 0; i < nz; i++) // selection sort descending, plainly
+            for (int j = i + 1; j < nz; j++)
+                if (sorted[j] > sorted[i]) { float t = sorted[i]; sorted[i] = sorted[j]; sorted[j] = t; }
+        int want_n = nz < (k < 20 ? k : 20) ? nz : (k < 20 ? k : 20);
+        ok = n == want_n;
+        for (int i = 0; i < n && ok; i++) ok = top[i] == sorted[i];
+    }
+    check(ok, "topk_matches_sort", "top-k differs from a full sort");
+}
+
+static void test_lr_schedule(void) {
+    CusetOptim o = cuset_optim_default();
+    o.max_lr = 1e-3f; o.min_lr = 1e-4f; o.warmup = 10; o.total = 110;
+    const int steps[5] = {0, 9, 10, 60, 110};
+    const float want[5] = {1e-4f, 1e-3f, 1e-3f, 5.5e-4f, 1e-4f}; // warmup 1/10, peak, peak, cosine middle, end
+    int ok = 1;
+    for (int i = 0; i < 5; i++) ok &= fabsf(cuset_lr_at(&o, steps[i]) - want[i]) < 1e-9f;
+    check(ok, "lr_warmup_cosine", "lr(60) = %g", cuset_lr_at(&o, 60));
+}
+
+// ---- the loss: identities between objectives -----------------------------------------------------
+
+// A model-free setting for the loss: random logits in a CusetGPT's activation buffer.
+static void random_loss_setup(CusetGPT *m, CusetBatch *b, int V, int B, int T) {
+    CusetConfig cfg = {V, cuset_pad_vocab(V), T, 1, 1, 8};
+    cuset_gpt_init(m, &cfg);
+    int in[1] = {0};
+    cuset_gpt_forward(m, in, 1, 1); // allocate once at the right size below
+    cuset_batch_alloc(b, B, T);
+    for (int n = 0; n < B; n++) {
+        int np = 1 + (int)(cuset_rng_next(&rng) % 4), nt = n == 0 ? T - np + 1 : (int)(cuset_rng_next(&rng) % (T - np + 2));
+        int prompt[T], target[T];
+        unsigned char cuda[T];
+        for (int i = 0; i < T; i++) {
+            prompt[i] = target[i] = (int)(cuset_rng_next(&rng) % V);
+            cuda[i] = cuset_rng_uniform(&rng) < 0.3f;
+        }
+        cuset_batch_set_row(b, n, prompt, np, target, cuda, nt);
+    }
+}
+
+static void fill_logits(CusetGPT *m, const CusetBatch *b, float spread) {
+    int Vp = m->cfg.padded_vocab_size, V = m->cfg.vocab_size;
+    for (int i = 0; i < b->B * b->T; i++)
+        for (int v = 0; v < Vp; v++) m->acts.logits[(size_t)i * Vp + v] = v < V ? spread * (cuset_rng_uniform(&rng) - 0.5f) : 0.0f;
+}
+
+static void run_loss(CusetGPT *m, const CusetBatch *b, const CusetObjective *o, const float *logits, float *out, double *loss) {
+    size_t n = (size_t)b->B * b->T * m->cfg.padded_vocab_size;
+    memcpy(m->acts.logits, logits, n * sizeof(float));
+    CusetStats st = {0};
+    int ntok = cuset_batch_target_tokens(b);
+    cuset_loss(m, b, o, NULL, ntok ? 1.0f / ntok : 0.0f, &st);
+    memcpy(out, m->acts.logits, n * sizeof(float));
+    *loss = st.loss;
+}
+
+static void test_identities(void) {
+    int V = 70, B = 6, T = 24;
+    CusetGPT m;
+    CusetBatch b;
+    random_loss_setup(&m, &b, V, B, T);
+    cuset__alloc_acts(&m, B, T);
+    size_t n = (size_t)B * T * m.cfg.padded_vocab_size;
+    float *logits = malloc(n * 4), *g1 = malloc(n * 4), *g2 = malloc(n * 4);
+    fill_logits(&m, &b, 12.0f);
+    memcpy(logits, m.acts.logits, n * 4);
+    double l1, l2;
+
+    CusetObjective sft = cuset_objective_default(CUSET_OBJ_SFT), cs = cuset_objective_default(CUSET_OBJ_CUSET);
+    cs.conf_mask = cs.cuda_mask = cs.reweight = 0;
+    run_loss(&m, &b, &sft, logits, g1, &l1);
+    run_loss(&m, &b, &cs, logits, g2, &l2);
+    check(l1 == l2 && !memcmp(g1, g2, n * 4), "cuset_all_off_equals_sft", "loss %.9g vs %.9g", l1, l2);
+
+    CusetObjective pf = cuset_objective_default(CUSET_OBJ_PROFIT);
+    cs.conf_mask = 1;
+    pf.tau = cs.tau = 0.0137f; // no confidence equals it: > and >= agree
+    run_loss(&m, &b, &pf, logits, g1, &l1);
+    run_loss(&m, &b, &cs, logits, g2, &l2);
+    check(l1 == l2 && !memcmp(g1, g2, n * 4), "cuset_conf_only_equals_profit", "loss %.9g vs %.9g", l1, l2);
+    double pass = 0;
+    {
+        CusetStats st = {0};
+        memcpy(m.acts.logits, logits, n * 4);
+        cuset_loss(&m, &b, &cs, NULL, 1.0f, &st);
+        pass = st.pass / st.ntok;
+    }
+    check(pass > 0.05 && pass < 0.95, "profit_identity_is_not_trivial", "share passing tau %.3f", pass);
+
+    // the logits' gradient of every target row sums to zero over the vocabulary
+    // (softmax - onehot sums to 0, and so does p_theta - p_ref); non-target rows are 0
+    int ok = 1;
+    for (int i = 0; i < B * T && ok; i++) {
+        double s = 0, a = 0;
+        for (int v = 0; v < m.cfg.padded_vocab_size; v++) { s += g2[(size_t)i * m.cfg.padded_vocab_size + v]; a += fabs(g2[(size_t)i * m.cfg.padded_vocab_size + v]); }
+        ok = b.is_target[i] ? fabs(s) < 1e-6 : a == 0.0;
+    }
+    check(ok, "dlogits_rows_sum_to_zero", "a row does not");
+
+    // w_n = 0 for a sample whose every target token has confidence 1: its gradient vanishes
+    for (int i = 0; i < B * T; i++)
+        if (i / T == 0 && b.is_target[i]) {
+            for (int v = 0; v < V; v++) logits[(size_t)i * m.cfg.padded_vocab_size + v] = v == b.targets[i] ? 100.0f : 0.0f;
+        }
+    cs.conf_mask = cs.cuda_mask = cs.reweight = 1;
+    run_loss(&m, &b, &cs, logits, g1, &l1);
+    float wn = m.loss_scratch[3 * B * T];
+    double row0 = 0;
+    for (int i = 0; i < T * m.cfg.padded_vocab_size; i++) row0 += fabs(g1[i]);
+    check(b.tgt_len[0] > 0 && wn == 0.0f && row0 == 0.0, "confident_sample_weight_zero", "w_0 = %g, |grad row 0| = %g", wn, row0);
+    free(logits); free(g1); free(g2);
+    cuset_batch_free(&b);
+    cuset_gpt_free(&m);
+}
+
+// ---- the model: finite differences of the SFT loss --------------------------------------------------
+
+static double sft_loss(CusetGPT *m, const CusetBatch *b) {
+    CusetObjective o = cuset_objective_default(CUSET_OBJ_SFT);
+    CusetStats st = {0};
+    cuset_gpt_forward(m, b->inputs, b->B, b->T);
+    cuset_loss(m, b, &o, NULL, 1.0f / cuset_batch_target_tokens(b), &st);
+    return st.loss;
+}
+
+static void test_finite_differences(void) {
+    CusetConfig cfg = {37, 64, 10, 2, 2, 8};
+    CusetGPT m;
+    cuset_gpt_init(&m, &cfg);
+    cuset_gpt_init_random(&m, cuset_rng_next(&rng), 0.3f);
+    for (int t = 0; t < CUSET_NUM_TENSORS; t++) // nonzero biases and gains away from 1
+        if (!cuset_tensor_decay[t]) { float *p = ((float **)&m.params)[t]; for (size_t i = 0; i < m.tensor_sizes[t]; i++) p[i] += 0.2f * (cuset_rng_uniform(&rng) - 0.5f); }
+    CusetBatch b;
+    cuset_batch_alloc(&b, 3, 10);
+    for (int n = 0; n < 3; n++) {
+        int p[10], t[10];
+        for (int i = 0; i < 10; i++) { p[i] = (int)(cuset_rng_next(&rng) % 37); t[i] = (int)(cuset_rng_next(&rng) % 37); }
+        cuset_batch_set_row(&b, n, p, 2 + n, t, NULL, 6);
+    }
+    sft_loss(&m, &b);
+    cuset_gpt_zero_grad(&m);
+    cuset_gpt_backward(&m, b.inputs);
+    for (int t = 0; t < CUSET_NUM_TENSORS; t++) { // the largest gradient entry of each tensor
+        float *p = ((float **)&m.params)[t], *g = ((float **)&m.grads)[t];
+        size_t best = 0;
+        for (size_t i = 1; i < m.tensor_sizes[t]; i++) if (fabsf(g[i]) > fabsf(g[best])) best = i;
+        float saved = p[best], h = 1e-2f;
+        p[best] = saved + h; double up = sft_loss(&m, &b);
+        p[best] = saved - h; double down = sft_loss(&m, &b);
+        p[best] = saved;
+        double fd = (up - down) / (2 * h), rel = fabs(fd - g[best]) / fmax(fabs(g[best]), 1e-6);
+        char name[64];
+        snprintf(name, sizeof name, "finite_difference_%s", cuset_tensor_names[t]);
+        check(rel < 2e-2, name, "entry %zu: backward %.6g, central difference %.6g (rel %.2e)", best, g[best], fd, rel);
+    }
+    cuset_batch_free(&b);
+    cuset_gpt_free(&m);
+}
+
+// ---- determinism across thread counts ----------------------------------------------------------
+
+static void train_steps(CusetGPT *m, int threads, int steps) {
+#ifdef _OPENMP
+    omp_set_num_threads(threads);
+#else
+    (void)threads;
+#endif
+    CusetConfig cfg = {300, 320, 40, 2, 4, 64};
+    cuset_gpt_init(m, &cfg);
+    cuset_gpt_init_random(m, 7, 0.02f);
+    CusetDataset d;
+    cuset_dataset_synthetic(&d, 64, 300, 4, 20, 3);
+    int order[64];
+    cuset_shuffle(order, 64, 3, 0);
+    CusetBatch b;
+    cuset_batch_alloc(&b, 5, 40);
+    CusetObjective o = cuset_objective_default(CUSET_OBJ_CUSET);
+    o.window = 7;
+    CusetOptim opt = cuset_optim_default();
+    opt.total = steps;
+    char err[128];
+    for (int s = 0; s < steps; s++) {
+        cuset_batch_from_dataset(&b, &d, order, 64, s * 5, err, sizeof err);
+        CusetStats st = {0};
+        cuset_gpt_zero_grad(m);
+        cuset_gpt_forward(m, b.inputs, 5, 40);
+        cuset_loss(m, &b, &o, NULL, 1.0f / cuset_batch_target_tokens(&b), &st);
+        cuset_gpt_backward(m, b.inputs);
+        cuset_gpt_update(m, &opt, s, cuset_gpt_grad_norm(m));
+    }
+    cuset_batch_free(&b);
+    cuset_dataset_free(&d);
+}
+
+static void test_determinism(void) {
+#ifdef _OPENMP
+    int saved = omp_get_max_threads();
+#endif
+    CusetGPT a, b;
+    train_steps(&a, 1, 3);
+    train_steps(&b, 2, 3);
+    check(!memcmp(a.params_memory, b.params_memory, a.num_params * 4), "bitwise_same_with_1_and_2_threads", "parameters differ");
+    cuset_gpt_free(&a);
+    cuset_gpt_free(&b);
+#ifdef _OPENMP
+    omp_set_num_threads(saved);
+#endif
+}
+
+// ---- batches --------------------------------------------------------------------------------------
+
+static void test_batches(void) {
+    CusetBatch b;
+    cuset_batch_alloc(&b, 2, 8);
+    int prompt[3] = {1, 5, 6}, target[10] = {10, 11, 12, 13, 14, 15, 16, 17, 18, 19};
+    unsigned char cuda[10] = {0, 1, 0, 1, 0, 1, 0, 1, 0, 1};
+    int dropped = cuset_batch_set_row(&b, 0, prompt, 3, target, cuda, 10);
+    // s = 1 5 6 10 11 12 13 14 | 15 ...: positions 2..7 predict 10..15; 4 target tokens dropped
+    int ok = dropped == 4 && b.tgt_start[0] == 2 && b.tgt_len[0] == 6 && b.targets[2] == 10 && b.targets[7] == 15 &&
+             b.inputs[3] == 10 && b.inputs[7] == 14 && b.is_cuda[3] == 1 && b.is_cuda[2] == 0 && b.targets[0] == 5;
+    check(ok, "batch_row_layout_and_truncation", "dropped %d start %d len %d", dropped, b.tgt_start[0], b.tgt_len[0]);
+    int big[9] = {0};
+    check(cuset_batch_set_row(&b, 1, big, 9, target, NULL, 2) == -1, "batch_prompt_longer_than_row", "not rejected");
+    cuset_batch_set_row(&b, 1, prompt, 3, target, cuda, 2);
+    char err[256];
+    check(cuset_batch_check(&b, 20, err, sizeof err) == 0, "batch_check_accepts_good", "%s", err);
+    b.is_target[1 * 8 + 6] = 1;
+    check(cuset_batch_check(&b, 20, err, sizeof err) != 0 && strstr(err, "is_target"), "batch_check_rejects_gap", "%s", err);
+    b.is_target[1 * 8 + 6] = 0;
+    check(cuset_batch_check(&b, 12, err, sizeof err) != 0 && strstr(err, "vocabulary"), "batch_check_rejects_token", "%s", err);
+    cuset_batch_free(&b);
+}
+
+// ---- checkpoints ------------------------------------------------------------------------------------
+
+static void write_bytes(const char *path, const void *p, size_t n) {
+    FILE *f = fopen(path, "wb");
+    fwrite(p, 1, n, f);
+    fclose(f);
+}
+
+static void test_checkpoints(void) {
+    char path[] = "/tmp/cuset_test_ckpt_XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    CusetGPT m, r, l, lr;
+    train_steps(&m, 2, 2);
+    cuset_gpt_init(&r, &m.cfg);
+    memcpy(r.params_memory, m.params_memory, m.num_params * 4);
+    r.params_memory[5] += 1.0f;
+    CusetCheckpointInfo info = {m.cfg, 0, 0, 2, 0xABCDEF, {0}};
+    info.settings.obj = cuset_objective_default(CUSET_OBJ_ASFT);
+    info.settings.steps = 17;
+    char err[512];
+    int rc = cuset_checkpoint_save(path, &m, &r, &info, 1, err, sizeof err);
+    CusetCheckpointInfo got;
+    rc |= cuset_checkpoint_load(path, &l, &lr, 1, &got, err, sizeof err);
+    int ok = rc == 0 && got.step == 2 && got.has_optimizer && got.has_reference && got.data_fingerprint == 0xABCDEF &&
+             got.settings.steps == 17 && got.settings.obj.kind == CUSET_OBJ_ASFT &&
+             !memcmp(l.params_memory, m.params_memory, m.num_params * 4) &&
+             !memcmp(l.m_memory, m.m_memory, m.num_params * 4) && !memcmp(l.v_memory, m.v_memory, m.num_params * 4) &&
+             !memcmp(lr.params_memory, r.params_memory, m.num_params * 4);
+    check(ok, "checkpoint_round_trip", "%s", rc ? err : "contents differ");
+    if (rc == 0) { cuset_gpt_free(&l); cuset_gpt_free(&lr); }
+
+    FILE *f = fopen(path, "rb");
+    fseek(f, 0, SEEK_END);
+    size_t n = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *bytes = malloc(n + 1);
+    if (fread(bytes, 1, n, f) != n) n = 0;
+    fclose(f);
+    struct { const char *name, *expect; size_t len; int offset; unsigned char value; } cases[] = {
+        {"checkpoint_truncated", "truncated", n - 1, -1, 0},
+        {"checkpoint_trailing_bytes", "trailing", n + 1, -1, 0},
+        {"checkpoint_header_only", "truncated", 256, -1, 0},
+        {"checkpoint_tiny_file", "shorter than", 10, -1, 0},
+        {"checkpoint_foreign_magic", "not a cuset checkpoint", n, 0, 'X'},
+        {"checkpoint_future_version", "version", n, 8, 99},
+        {"checkpoint_bad_config", "bad model config", n, 8 * 4, 7}, // n_head 7 does not divide n_embd
+        {"checkpoint_bad_flags", "bad header", n, 10 * 4, 0x70},
+    };
+    bytes[n] = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        unsigned char *copy = malloc(n + 1);
+        memcpy(copy, bytes, n + 1);
+        if (cases[i].offset >= 0) copy[cases[i].offset] = cases[i].value;
+        write_bytes(path, copy, cases[i].len);
+        CusetGPT x;
+        int r2 = cuset_checkpoint_load(path, &x, NULL, 1, &got, err, sizeof err);
+        check(r2 != 0 && strstr(err, cases[i].expect) && strstr(err, path), cases[i].name, "rc %d, message: %s", r2, err);
+        if (r2 == 0) cuset_gpt_free(&x);
+        free(copy);
+    }
+    // a non-zero padding row of wte is damage, not a model
+    memcpy(bytes + 256 + (size_t)m.cfg.vocab_size * m.cfg.n_embd * 4, &(float){1.0f}, 4);
+    write_bytes(path, bytes, n);
+    CusetGPT x;
+    check(cuset_checkpoint_load(path, &x, NULL, 1, &got, err, sizeof err) != 0 && strstr(err, "padding"),
+          "checkpoint_nonzero_padding", "%s", err);
+    remove(path);
+    check(cuset_checkpoint_load(path, &x, NULL, 1, &got, err, sizeof err) != 0 && strstr(err, "cannot open"),
+          "checkpoint_missing_file", "%s", err);
+    free(bytes);
+    cuset_gpt_free(&m);
+    cuset_gpt_free(&r);
+}
+
+int main(void) {
+    rng = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    printf("# test_cuset seed %llu\n", (unsigned long long)rng);
+    test_windows();
+    test_eaft_and_topk();
+    test_lr_schedule();
+    test_identities();
+    test_finite_differences();
+    test_batches();
+    test_determinism();
+    test_checkpoints();
+    return failures ? 1 : 0;
+}
