@@ -98,8 +98,10 @@ typedef struct {
     float *dqkv;      // (B, T, 3C)
     float *datt;      // (B, NH, T, T)
     float *dfch;      // (B, T, 4C)
+    float *att_t;     // (B, NH, T, T)  attention's transposes: att^T, dpre^T
+    float *kv_t;      // (B, NH, hs, T) attention's transposes: K^T (forward), V^T (backward)
 } CusetGradActs;
-#define CUSET_NUM_GRAD_ACTS 6
+#define CUSET_NUM_GRAD_ACTS 8
 
 // One sample per row, padded. Row n holds prompt then target; position t predicts
 // targets[t]. The target positions of a row are contiguous: tgt_start[n] ..
@@ -521,7 +523,8 @@ static void cuset__alloc_acts(CusetGPT *m, int B, int T) {
     size_t a[CUSET_NUM_ACTS] = {BT * C, L * BT * C, L * BT, L * BT, L * BT * 3 * C, L * B * NH * T * T,
                                 L * BT * C, L * BT * C, L * BT * C, L * BT, L * BT, L * BT * 4 * C,
                                 L * BT * 4 * C, L * BT * C, BT * C, BT, BT, BT * Vp};
-    size_t g[CUSET_NUM_GRAD_ACTS] = {BT * C, BT * C, BT * C, BT * 3 * C, B * NH * T * T, BT * 4 * C};
+    size_t g[CUSET_NUM_GRAD_ACTS] = {BT * C, BT * C, BT * C, BT * 3 * C, B * NH * T * T, BT * 4 * C,
+                                     B * NH * T * T, BT * C};
     size_t na = 0, ng = 0;
     for (int i = 0; i < CUSET_NUM_ACTS; i++) na += a[i];
     for (int i = 0; i < CUSET_NUM_GRAD_ACTS; i++) ng += g[i];
@@ -688,69 +691,102 @@ static void cuset__layernorm_backward(float *dinp, float *dw, float *db, const f
     }
 }
 
-// Causal multi-head attention. qkv (B,T,3C) holds q, k, v; head h uses channels
-// h*hs..(h+1)*hs-1 of each. att (B,NH,T,T) keeps the softmax rows; out (B,T,C).
-static void cuset__attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH) {
-    int hs = C / NH;
-    float scale = 1.0f / sqrtf((float)hs);
-#pragma omp parallel for collapse(3) schedule(static)
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++)
-            for (int t = 0; t < T; t++) {
-                const float *q = qkv + ((size_t)b * T + t) * 3 * C + h * hs;
-                float *a = att + (((size_t)b * NH + h) * T + t) * T;
-                float maxv = -INFINITY;
-                for (int t2 = 0; t2 <= t; t2++) {
-                    const float *k = qkv + ((size_t)b * T + t2) * 3 * C + C + h * hs;
-                    float s = 0.0f;
-                    for (int i = 0; i < hs; i++) s += q[i] * k[i];
-                    a[t2] = s * scale;
-                    if (a[t2] > maxv) maxv = a[t2];
-                }
-                float sum = 0.0f;
-                for (int t2 = 0; t2 <= t; t2++) { a[t2] = expf(a[t2] - maxv); sum += a[t2]; }
-                for (int t2 = 0; t2 <= t; t2++) a[t2] /= sum;
-                for (int t2 = t + 1; t2 < T; t2++) a[t2] = 0.0f;
-                float *y = out + ((size_t)b * T + t) * C + h * hs;
-                for (int i = 0; i < hs; i++) y[i] = 0.0f;
-                for (int t2 = 0; t2 <= t; t2++) {
-                    const float *v = qkv + ((size_t)b * T + t2) * 3 * C + 2 * C + h * hs;
-                    for (int i = 0; i < hs; i++) y[i] += a[t2] * v[i];
-                }
-            }
+// Causal multi-head attention, one (batch, head) pair per task, its products done by the
+// matmul's register tiles: only the tiles on or below the diagonal of the T x T score
+// matrix are computed, and the products with att stop at the diagonal too.
+// qkv (B,T,3C) holds q, k, v; head h uses channels h*hs..(h+1)*hs-1 of each (row stride
+// 3C). att (B,NH,T,T) keeps the softmax rows (zero above the diagonal); out (B,T,C).
+// kv_t (B,NH,hs,T) is scratch for K^T.
+
+// Tiles of C (T, N) += A (T, K) B (K, N) where row block i of A is zero past column
+// i + MR - 1 (lower triangular A: att, dpre): K shrinks with the block.
+static void cuset__gemm_lower(int T, int N, const float *A, int lda, const float *B, int ldb, float *C, int ldc) {
+    for (int i = 0; i < T; i += CUSET_MR)
+        for (int j = 0; j < N; j += CUSET_NR) {
+            int mr = T - i < CUSET_MR ? T - i : CUSET_MR, nr = N - j < CUSET_NR ? N - j : CUSET_NR;
+            cuset__gemm_tile(mr, nr, i + mr, A + (size_t)i * lda, lda, B + j, ldb, C + (size_t)i * ldc + j, ldc);
+        }
 }
 
-// Given dout (B,T,C): dqkv (B,T,3C) += the gradient through attention; datt is scratch.
-// One (b, h) pair per task, because dk and dv of a position gather from every later t.
-static void cuset__attention_backward(float *dqkv, float *datt, const float *dout, const float *qkv, const float *att,
-                                      int B, int T, int C, int NH) {
+// Tiles of C (T, N) += A (T, T) B (T, N) for upper triangular A (att^T, dpre^T): row block
+// i of A is zero before column i.
+static void cuset__gemm_upper(int T, int N, const float *A, int lda, const float *B, int ldb, float *C, int ldc) {
+    for (int i = 0; i < T; i += CUSET_MR)
+        for (int j = 0; j < N; j += CUSET_NR) {
+            int mr = T - i < CUSET_MR ? T - i : CUSET_MR, nr = N - j < CUSET_NR ? N - j : CUSET_NR;
+            cuset__gemm_tile(mr, nr, T - i, A + (size_t)i * lda + i, lda, B + (size_t)i * ldb + j, ldb,
+                             C + (size_t)i * ldc + j, ldc);
+        }
+}
+
+// S (T, T) = A (T, K) Bt (K, T) on the tiles that touch the lower triangle (t2 <= t).
+static void cuset__gemm_causal_scores(int T, int K, const float *A, int lda, const float *Bt, float *S) {
+    memset(S, 0, (size_t)T * T * sizeof(float));
+    for (int i = 0; i < T; i += CUSET_MR)
+        for (int j = 0; j < i + CUSET_MR && j < T; j += CUSET_NR) {
+            int mr = T - i < CUSET_MR ? T - i : CUSET_MR, nr = T - j < CUSET_NR ? T - j : CUSET_NR;
+            cuset__gemm_tile(mr, nr, K, A + (size_t)i * lda, lda, Bt + j, T, S + (size_t)i * T + j, T);
+        }
+}
+
+// out (cols, rows) = in (rows, cols) with a row stride of ld, on one thread.
+static void cuset__transpose_serial(float *out, const float *in, int rows, int cols, int ld) {
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) out[(size_t)j * rows + i] = in[(size_t)i * ld + j];
+}
+
+static void cuset__attention_forward(float *out, float *att, float *kv_t, const float *qkv, int B, int T, int C, int NH) {
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
 #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++)
-            for (int t = 0; t < T; t++) {
-                const float *a = att + (((size_t)b * NH + h) * T + t) * T;
-                float *da = datt + (((size_t)b * NH + h) * T + t) * T;
-                const float *dy = dout + ((size_t)b * T + t) * C + h * hs;
-                const float *q = qkv + ((size_t)b * T + t) * 3 * C + h * hs;
-                float *dq = dqkv + ((size_t)b * T + t) * 3 * C + h * hs;
-                float dot = 0.0f; // sum over t2 of a * da: the softmax backward's shared term
-                for (int t2 = 0; t2 <= t; t2++) {
-                    const float *v = qkv + ((size_t)b * T + t2) * 3 * C + 2 * C + h * hs;
-                    float *dv = dqkv + ((size_t)b * T + t2) * 3 * C + 2 * C + h * hs;
-                    float s = 0.0f;
-                    for (int i = 0; i < hs; i++) { s += dy[i] * v[i]; dv[i] += a[t2] * dy[i]; }
-                    da[t2] = s;
-                    dot += a[t2] * s;
-                }
-                for (int t2 = 0; t2 <= t; t2++) {
-                    float dpre = a[t2] * (da[t2] - dot) * scale;
-                    const float *k = qkv + ((size_t)b * T + t2) * 3 * C + C + h * hs;
-                    float *dk = dqkv + ((size_t)b * T + t2) * 3 * C + C + h * hs;
-                    for (int i = 0; i < hs; i++) { dq[i] += dpre * k[i]; dk[i] += dpre * q[i]; }
-                }
+        for (int h = 0; h < NH; h++) {
+            const float *q = qkv + (size_t)b * T * 3 * C + h * hs, *k = q + C, *v = q + 2 * C;
+            float *a = att + ((size_t)b * NH + h) * T * T, *kt = kv_t + ((size_t)b * NH + h) * hs * T;
+            float *y = out + (size_t)b * T * C + h * hs;
+            cuset__transpose_serial(kt, k, T, hs, 3 * C);
+            cuset__gemm_causal_scores(T, hs, q, 3 * C, kt, a); // a[t][t2] = q_t . k_t2
+            for (int t = 0; t < T; t++) { // softmax over t2 <= t, zeros beyond
+                float *row = a + (size_t)t * T, maxv = -INFINITY, sum = 0.0f;
+                for (int t2 = 0; t2 <= t; t2++) maxv = fmaxf(maxv, row[t2] * scale);
+                for (int t2 = 0; t2 <= t; t2++) { row[t2] = expf(row[t2] * scale - maxv); sum += row[t2]; }
+                for (int t2 = 0; t2 <= t; t2++) row[t2] /= sum;
+                for (int t2 = t + 1; t2 < T; t2++) row[t2] = 0.0f;
+                for (int i = 0; i < hs; i++) y[(size_t)t * C + i] = 0.0f;
             }
+            cuset__gemm_lower(T, hs, a, T, v, 3 * C, y, C); // y = att v
+        }
+}
+
+// Given dout (B,T,C): dqkv (B,T,3C) += the gradient through attention. datt (B,NH,T,T)
+// becomes d(scores); att_t and kv_t are scratch.
+static void cuset__attention_backward(float *dqkv, float *datt, float *att_t, float *kv_t, const float *dout,
+                                      const float *qkv, const float *att, int B, int T, int C, int NH) {
+    int hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            size_t bh = (size_t)b * NH + h;
+            const float *q = qkv + (size_t)b * T * 3 * C + h * hs, *k = q + C, *v = q + 2 * C;
+            const float *a = att + bh * T * T, *dy = dout + (size_t)b * T * C + h * hs;
+            float *dq = dqkv + (size_t)b * T * 3 * C + h * hs, *dk = dq + C, *dv = dq + 2 * C;
+            float *da = datt + bh * T * T, *at = att_t + bh * T * T, *vt = kv_t + bh * hs * T;
+            cuset__transpose_serial(at, a, T, T, T);
+            cuset__gemm_upper(T, hs, at, T, dy, C, dv, 3 * C); // dv += att^T dy
+            cuset__transpose_serial(vt, v, T, hs, 3 * C);
+            cuset__gemm_causal_scores(T, hs, dy, C, vt, da);   // da = dy v^T
+            for (int t = 0; t < T; t++) { // softmax backward: dpre = a (da - sum a da), scaled
+                const float *ar = a + (size_t)t * T;
+                float *dr = da + (size_t)t * T, dot = 0.0f;
+                for (int t2 = 0; t2 <= t; t2++) dot += ar[t2] * dr[t2];
+                for (int t2 = 0; t2 <= t; t2++) dr[t2] = ar[t2] * (dr[t2] - dot) * scale;
+                for (int t2 = t + 1; t2 < T; t2++) dr[t2] = 0.0f;
+            }
+            cuset__gemm_lower(T, hs, da, T, k, 3 * C, dq, 3 * C); // dq += dpre k
+            cuset__transpose_serial(at, da, T, T, T);
+            cuset__gemm_upper(T, hs, at, T, q, 3 * C, dk, 3 * C); // dk += dpre^T q
+        }
 }
 
 #define CUSET_GELU_SCALE 0.7978845608028654f // sqrt(2 / pi)
@@ -798,7 +834,7 @@ void cuset_gpt_forward(CusetGPT *m, const int *inputs, int B, int T) {
         cuset__layernorm_forward(ln1, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, residual,
                                  p.ln1w + l * C, p.ln1b + l * C, BT, C);
         cuset__matmul_forward(qkv, ln1, p.qkvw + (size_t)l * 3 * C * C, p.qkvb + l * 3 * C, BT, C, 3 * C, m->scratch);
-        cuset__attention_forward(atty, att, qkv, B, T, C, NH);
+        cuset__attention_forward(atty, att, m->gacts.kv_t, qkv, B, T, C, NH);
         cuset__matmul_forward(tmp, atty, p.attprojw + (size_t)l * C * C, p.attprojb + l * C, BT, C, C, m->scratch);
         cuset__residual_forward(res2, residual, tmp, (size_t)BT * C);
         cuset__layernorm_forward(ln2, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, res2,
@@ -855,7 +891,7 @@ void cuset_gpt_backward(CusetGPT *m, const int *inputs) {
         cuset__matmul_backward(d.dbt_c, g.attprojw + (size_t)l * C * C, g.attprojb + l * C, d.dresidual,
                                a.atty + lc, p.attprojw + (size_t)l * C * C, BT, C, C, m->scratch);
         memset(d.dqkv, 0, 3 * btc * sizeof(float));
-        cuset__attention_backward(d.dqkv, d.datt, d.dbt_c, a.qkv + 3 * lc, a.att + (size_t)l * B * NH * T * T,
+        cuset__attention_backward(d.dqkv, d.datt, d.att_t, d.kv_t, d.dbt_c, a.qkv + 3 * lc, a.att + (size_t)l * B * NH * T * T,
                                   B, T, C, NH);
         memset(d.dbt_c2, 0, btc * sizeof(float));
         cuset__matmul_backward(d.dbt_c2, g.qkvw + (size_t)l * 3 * C * C, g.qkvb + l * 3 * C, d.dqkv,

@@ -2,7 +2,9 @@
 // random batches and writes everything test/oracle.py needs to recompute them in
 // float64 (format: test/ORACLE.md).
 //   oracle_case --seed S --objective NAME [--conf 0|1 --cuda 0|1 --rew 0|1] [--window L]
-//               [--steps K] [--accum A] [--clip G] --out FILE
+//               [--steps K] [--accum A] [--clip G] [--embd C --heads H --seq T] --out FILE
+// The default model is tiny (C 16, 2 heads, T 12..19); --embd 64 --heads 2 --seq 41 makes
+// the matmuls and attention use their full 8 x 32 register tiles as well as edge tiles.
 // tau is chosen from the data: the middle of the widest gap between the step-0
 // confidences, so no confidence sits near it.
 #define CUSET_IMPLEMENTATION
@@ -13,7 +15,8 @@
 
 static void usage(void) {
     fprintf(stderr, "usage: oracle_case --seed S --objective sft|dft|profit|eaft|asft|cuset [--conf 0|1] [--cuda 0|1]\n"
-                    "                   [--rew 0|1] [--window L] [--steps K] [--accum A] [--clip G] --out FILE\n");
+                    "                   [--rew 0|1] [--window L] [--steps K] [--accum A] [--clip G]\n"
+                    "                   [--embd C --heads H --seq T] --out FILE\n");
     exit(2);
 }
 
@@ -83,7 +86,7 @@ static void put_f32(FILE *f, float x) { put(f, &x, 4, 1); }
 
 int main(int argc, char **argv) {
     uint64_t seed = 1;
-    int steps = 3, accum = 2, have_obj = 0;
+    int steps = 3, accum = 2, have_obj = 0, C = 16, NH = 2, T = 0;
     float clip = 0.0f;
     const char *out = NULL;
     CusetObjective obj = cuset_objective_default(CUSET_OBJ_SFT);
@@ -101,17 +104,21 @@ int main(int argc, char **argv) {
         else if (!strcmp(k, "--steps")) steps = atoi(v);
         else if (!strcmp(k, "--accum")) accum = atoi(v);
         else if (!strcmp(k, "--clip")) clip = (float)atof(v);
+        else if (!strcmp(k, "--embd")) C = atoi(v);
+        else if (!strcmp(k, "--heads")) NH = atoi(v);
+        else if (!strcmp(k, "--seq")) T = atoi(v);
         else if (!strcmp(k, "--out")) out = v;
         else usage();
     }
-    if (!out || !have_obj || steps < 1 || accum < 1 || obj.window < 1) usage();
+    if (!out || !have_obj || steps < 1 || accum < 1 || obj.window < 1 || NH < 1 || C % NH || T < 0) usage();
     obj.lambda = 1.5f; // not 1, so that M = 1 + lambda differs from 2 x the confidence mask
     obj.alpha = 1.3f;
     obj.beta = 0.3f;
 
     uint64_t rng = seed;
-    int V = 40 + (int)(cuset_rng_next(&rng) % 60), T = 12 + (int)(cuset_rng_next(&rng) % 8), B = 4;
-    CusetConfig cfg = {V, cuset_pad_vocab(V), T + 3, 2, 2, 16};
+    int V = 40 + (int)(cuset_rng_next(&rng) % 60), B = 4;
+    if (T == 0) T = 12 + (int)(cuset_rng_next(&rng) % 8);
+    CusetConfig cfg = {V, cuset_pad_vocab(V), T + 3, 2, NH, C};
     CusetGPT model, ref;
     cuset_gpt_init(&model, &cfg);
     // a peaky random model: large embeddings, perturbed LayerNorm gains and biases

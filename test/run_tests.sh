@@ -43,7 +43,8 @@ else
     else cat "$TMP/selftest.out"; bad "oracle_selftest" "the oracle's own hand-computed checks failed"; fi
     # Each case: an objective (and for cuset the three switches), a window length; a fresh
     # seed per run, retried when a confidence lands within 1e-4 of tau (exit 3).
-    cases=("sft" "dft" "profit" "eaft" "asft" "dft 0 0 0 1 3" "eaft 0 0 0 2 1")
+    # fields: objective conf cuda rew steps accum embd heads seq (defaults 1 1 1 3 2 16 2 random)
+    cases=("sft" "dft" "profit" "eaft" "asft" "dft 0 0 0 1 3" "eaft 0 0 0 2 1" "sft 1 1 1 2 1 64 2 41" "cuset 1 1 1 2 1 64 2 40")
     for sw in "0 0 0" "1 0 0" "0 1 0" "0 0 1" "1 1 0" "1 0 1" "0 1 1" "1 1 1"; do cases+=("cuset $sw"); done
     base_seed=${ORACLE_SEED:-$(( $(date +%s) % 100000 ))}
     echo "  oracle seeds start at $base_seed (ORACLE_SEED=$base_seed reproduces)"
@@ -51,15 +52,16 @@ else
     i=0
     for c in "${cases[@]}"; do
         set -- $c
-        obj=$1 conf=${2:-1} cuda=${3:-1} rew=${4:-1} steps=${5:-3} accum=${6:-2}
+        obj=$1 conf=${2:-1} cuda=${3:-1} rew=${4:-1} steps=${5:-3} accum=${6:-2} embd=${7:-16} heads=${8:-2} seq=${9:-0}
         w=${windows[$((i % ${#windows[@]}))]}
         clip=$([ $((i % 2)) -eq 0 ] && echo 0.05 || echo 0)
-        label="$obj${2:+ conf=$conf cuda=$cuda rew=$rew} l=$w steps=$steps accum=$accum clip=$clip"
+        label="$obj${2:+ conf=$conf cuda=$cuda rew=$rew} l=$w steps=$steps accum=$accum clip=$clip C=$embd"
         rc=3 tries=0
         while [ $rc -eq 3 ] && [ $tries -lt 6 ]; do
             seed=$((base_seed + 1000 * i + tries))
             ./test/oracle_case --seed $seed --objective "$obj" --conf "$conf" --cuda "$cuda" --rew "$rew" --window "$w" \
-                --steps "$steps" --accum "$accum" --clip "$clip" --out "$TMP/case.bin" || { rc=99; break; }
+                --steps "$steps" --accum "$accum" --clip "$clip" --embd "$embd" --heads "$heads" --seq "$seq" \
+                --out "$TMP/case.bin" || { rc=99; break; }
             "$PYTHON" test/oracle.py check "$TMP/case.bin" --label "$label (seed $seed)" >"$TMP/oracle.out" 2>&1
             rc=$?
             tries=$((tries + 1))
