@@ -299,7 +299,7 @@ int main(int argc, char **argv) {
     CusetCheckpointInfo out = {*cfg, 0, 0, 0, data.fingerprint, *s};
     long truncated = 0;
     int shuffled_epoch = -1, step = start_step;
-    double t_start = cuset_time(), tokens_done = 0;
+    double t_start = cuset_time(), tokens_done = 0, train_seconds = 0;
 
     for (; step < s->steps && !stop_requested; step++) {
         double t0 = cuset_time();
@@ -334,6 +334,7 @@ int main(int argc, char **argv) {
         cuset_gpt_update(&model, &s->optim, step, norm);
         double dt = cuset_time() - t0, tokens = (double)rows_per_step * s->T;
         tokens_done += tokens;
+        train_seconds += dt;
         double elapsed = cuset_time() - t_start, eta = elapsed / (step + 1 - start_step) * (s->steps - step - 1);
         double ce = st.ntok ? st.ce / st.ntok : 0, conf = st.ntok ? st.conf / st.ntok : 0;
         double pass = st.ntok ? st.pass / st.ntok : 0, w = st.nsamples ? st.weight / st.nsamples : 0;
@@ -371,8 +372,8 @@ int main(int argc, char **argv) {
         printf("stopped after step %d; checkpoint %s holds it: continue with --resume --ckpt %s\n", step, a.ckpt, a.ckpt);
         return stop_requested == 2 ? 0 : 130;
     }
-    printf("done: %d steps in %.1fs, %.0f tok/s; checkpoint %s\n", step - start_step, elapsed,
-           tokens_done / (elapsed > 0 ? elapsed : 1), a.ckpt);
+    printf("done: %d steps in %.1fs (%.0f training tok/s); checkpoint %s\n", step - start_step, elapsed,
+           tokens_done / (train_seconds > 0 ? train_seconds : 1), a.ckpt);
     fclose(log);
     for (int i = 0; i < s->accum; i++) cuset_batch_free(&batches[i]);
     cuset_batch_free(&val_batch);

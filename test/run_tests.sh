@@ -99,6 +99,10 @@ expect "train_init_missing_file" 1 "cannot open" ./train --init "$TMP/none.ckpt"
 expect "gen_foreign_file" 1 "not a cuset checkpoint" ./gen --model "$TMP/foreign.ckpt" --prompt-ids 1
 
 echo "== train, checkpoint, resume exactly, fine-tune, sample"
+# 64 samples, 3 held out (5%), 4 rows a step: one epoch is ceil(61 / 4) = 16 steps
+expect "train_epochs" 0 "61 train / 3 validation samples.*; 16 steps;" ./train "${tiny[@]}" --epochs 1 --ckpt "$TMP/e.ckpt" \
+    --val-every 5 --log "$TMP/e.jsonl"
+[ "$(grep -c val_loss "$TMP/e.jsonl")" -eq 4 ] && ok "val_every_5_of_16" || bad "val_every_5_of_16" "$(grep -c val_loss "$TMP/e.jsonl") validations"
 ./train "${tiny[@]}" --steps 6 --objective cuset --window 4 --ckpt "$TMP/full.ckpt" --log "$TMP/full.jsonl" >"$TMP/full.out" 2>&1 \
     && ok "train_6_steps" || bad "train_6_steps" "$(tail -3 "$TMP/full.out")"
 for f in loss ce conf pass w tokens_per_s; do
