@@ -255,6 +255,19 @@ int cuset_checkpoint_info(const char *path, CusetCheckpointInfo *info, char *err
 int cuset_checkpoint_load(const char *path, CusetGPT *m, CusetGPT *ref, int want_optimizer,
                           CusetCheckpointInfo *info, char *err, size_t errlen);
 
+// Incremental decoding with a KV cache: the keys and values of every position so far, per
+// layer, so that each new token costs one position's worth of the forward pass.
+typedef struct {
+    int len;          // positions cached
+    float *k, *v;     // (L, maxT, C) each
+    float *buf;       // one position's activations: x, ln, qkv, att, y, fch, logits
+} CusetKVCache;
+void cuset_kv_init(CusetKVCache *kv, const CusetConfig *cfg);
+void cuset_kv_free(CusetKVCache *kv);
+// Feeds token at position kv->len and returns the logits (Vp) predicting the next one;
+// the pointer stays valid until the next call. Requires kv->len < max_seq_len.
+const float *cuset_gpt_decode(const CusetGPT *m, CusetKVCache *kv, int token);
+
 // Sampling: a token from one row of logits (the V real columns) with temperature
 // (0: greedy), top-k (0: off) and top-p (1: off); work holds V entries.
 typedef struct { float prob; int id; } CusetProbId;
@@ -387,6 +400,9 @@ const char *const cuset_tensor_names[CUSET_NUM_TENSORS] = {
     "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"};
 const int cuset_tensor_decay[CUSET_NUM_TENSORS] = {1, 1, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0};
 const char *const cuset_objective_names[CUSET_OBJ_COUNT] = {"sft", "dft", "profit", "eaft", "asft", "cuset"};
+
+// Loops with less work than this run on one thread: waking the others costs more.
+#define CUSET_PAR_MIN 16384
 
 // ---- utilities ----------------------------------------------------------------------
 
@@ -579,7 +595,7 @@ static void cuset__gemm_tile(int mr, int nr, int K, const float *A, int lda, con
 
 static void cuset__gemm(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C, int ldc) {
     int tm = (M + CUSET_MR - 1) / CUSET_MR, tn = (N + CUSET_NR - 1) / CUSET_NR;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((size_t)M * N * K >= CUSET_PAR_MIN)
     for (int tile = 0; tile < tm * tn; tile++) {
         int i = tile / tn * CUSET_MR, j = tile % tn * CUSET_NR;
         int mr = M - i < CUSET_MR ? M - i : CUSET_MR, nr = N - j < CUSET_NR ? N - j : CUSET_NR;
@@ -589,7 +605,7 @@ static void cuset__gemm(int M, int N, int K, const float *A, int lda, const floa
 
 // out (cols, rows) = in (rows, cols) transposed, in 32x32 blocks.
 static void cuset__transpose(float *out, const float *in, int rows, int cols) {
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if ((size_t)rows * cols >= CUSET_PAR_MIN)
     for (int i0 = 0; i0 < rows; i0 += 32)
         for (int j0 = 0; j0 < cols; j0 += 32)
             for (int i = i0; i < i0 + 32 && i < rows; i++)
@@ -599,7 +615,7 @@ static void cuset__transpose(float *out, const float *in, int rows, int cols) {
 // out (N, OC) = inp (N, IC) @ weight (OC, IC)^T + bias (OC) (bias may be NULL).
 static void cuset__matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
                                   int N, int IC, int OC, float *scratch) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((size_t)N * OC >= CUSET_PAR_MIN)
     for (int i = 0; i < N; i++)
         for (int o = 0; o < OC; o++) out[(size_t)i * OC + o] = bias ? bias[o] : 0.0f;
     cuset__transpose(scratch, weight, OC, IC); // (IC, OC)
@@ -614,7 +630,7 @@ static void cuset__matmul_backward(float *dinp, float *dweight, float *dbias, co
     cuset__transpose(scratch, dout, N, OC); // (OC, N)
     cuset__gemm(OC, IC, N, scratch, N, inp, IC, dweight, IC);
     if (dbias) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((size_t)OC * N >= CUSET_PAR_MIN)
         for (int o = 0; o < OC; o++) {
             float s = 0.0f;
             for (int i = 0; i < N; i++) s += scratch[(size_t)o * N + i];
@@ -627,7 +643,7 @@ static void cuset__matmul_backward(float *dinp, float *dweight, float *dbias, co
 
 // out (B,T,C) = wte[inputs] + wpe[t]
 static void cuset__encoder_forward(float *out, const int *inputs, const float *wte, const float *wpe, int BT, int T, int C) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((size_t)BT * C >= CUSET_PAR_MIN)
     for (int i = 0; i < BT; i++) {
         const float *te = wte + (size_t)inputs[i] * C, *pe = wpe + (size_t)(i % T) * C;
         for (int c = 0; c < C; c++) out[(size_t)i * C + c] = te[c] + pe[c];
@@ -637,7 +653,7 @@ static void cuset__encoder_forward(float *out, const int *inputs, const float *w
 // dwte[inputs] += dout, dwpe[t] += dout. Parallel over channels, so no two threads touch
 // the same element and the sums keep one order.
 static void cuset__encoder_backward(float *dwte, float *dwpe, const float *dout, const int *inputs, int BT, int T, int C) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((size_t)BT * C >= CUSET_PAR_MIN)
     for (int c = 0; c < C; c++)
         for (int i = 0; i < BT; i++) {
             float d = dout[(size_t)i * C + c];
@@ -649,7 +665,7 @@ static void cuset__encoder_backward(float *dwte, float *dwpe, const float *dout,
 // out (N,C) = (inp - mean) * rstd * w + b per row; saves mean and rstd (N).
 static void cuset__layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
                                      const float *b, int N, int C) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((size_t)N * C >= CUSET_PAR_MIN)
     for (int i = 0; i < N; i++) {
         const float *x = inp + (size_t)i * C;
         float m = 0.0f, v = 0.0f;
@@ -664,7 +680,7 @@ static void cuset__layernorm_forward(float *out, float *mean, float *rstd, const
 
 static void cuset__layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                                       const float *w, const float *mean, const float *rstd, int N, int C) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((size_t)N * C >= CUSET_PAR_MIN)
     for (int i = 0; i < N; i++) {
         const float *x = inp + (size_t)i * C, *dy = dout + (size_t)i * C;
         float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
@@ -679,7 +695,7 @@ static void cuset__layernorm_backward(float *dinp, float *dw, float *db, const f
             dinp[(size_t)i * C + c] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * rstd[i];
         }
     }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((size_t)N * C >= CUSET_PAR_MIN)
     for (int c = 0; c < C; c++) {
         float sw = 0.0f, sb = 0.0f;
         for (int i = 0; i < N; i++) {
@@ -792,7 +808,7 @@ static void cuset__attention_backward(float *dqkv, float *datt, float *att_t, fl
 #define CUSET_GELU_SCALE 0.7978845608028654f // sqrt(2 / pi)
 // GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 static void cuset__gelu_forward(float *out, const float *inp, size_t n) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= CUSET_PAR_MIN)
     for (size_t i = 0; i < n; i++) {
         float x = inp[i];
         out[i] = 0.5f * x * (1.0f + tanhf(CUSET_GELU_SCALE * (x + 0.044715f * x * x * x)));
@@ -800,7 +816,7 @@ static void cuset__gelu_forward(float *out, const float *inp, size_t n) {
 }
 
 static void cuset__gelu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= CUSET_PAR_MIN)
     for (size_t i = 0; i < n; i++) {
         float x = inp[i], u = CUSET_GELU_SCALE * (x + 0.044715f * x * x * x);
         float th = tanhf(u), sech2 = 1.0f - th * th;
@@ -810,7 +826,7 @@ static void cuset__gelu_backward(float *dinp, const float *inp, const float *dou
 }
 
 static void cuset__residual_forward(float *out, const float *a, const float *b, size_t n) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= CUSET_PAR_MIN)
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
@@ -847,6 +863,79 @@ void cuset_gpt_forward(CusetGPT *m, const int *inputs, int B, int T) {
     const float *last = a.residual3 + (size_t)(L - 1) * BT * C;
     cuset__layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last, p.lnfw, p.lnfb, BT, C);
     cuset__matmul_forward(a.logits, a.lnf, p.wte, NULL, BT, C, Vp, m->scratch);
+}
+
+// ---- incremental decoding ------------------------------------------------------------------
+
+void cuset_kv_init(CusetKVCache *kv, const CusetConfig *c) {
+    size_t n = (size_t)c->n_layer * c->max_seq_len * c->n_embd;
+    kv->len = 0;
+    kv->k = (float *)CUSET_CALLOC(n, sizeof(float));
+    kv->v = (float *)CUSET_CALLOC(n, sizeof(float));
+    kv->buf = (float *)CUSET_CALLOC(11 * (size_t)c->n_embd + c->max_seq_len + c->padded_vocab_size, sizeof(float));
+}
+
+void cuset_kv_free(CusetKVCache *kv) {
+    free(kv->k); free(kv->v); free(kv->buf);
+    memset(kv, 0, sizeof *kv);
+}
+
+// out (OC) = W (OC, IC) x + b, one dot product per output.
+static void cuset__matvec(float *out, const float *x, const float *w, const float *b, int IC, int OC) {
+#pragma omp parallel for schedule(static) if ((size_t)OC * IC >= 4 * CUSET_PAR_MIN)
+    for (int o = 0; o < OC; o++) {
+        const float *row = w + (size_t)o * IC;
+        float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+        for (int i = 0; i < IC; i++) s += row[i] * x[i];
+        out[o] = s + (b ? b[o] : 0.0f);
+    }
+}
+
+// The forward pass of cuset_gpt_forward for one position t = kv->len, reading the
+// keys and values of positions 0..t-1 from the cache; the layers are the same functions
+// with N = 1 row.
+const float *cuset_gpt_decode(const CusetGPT *m, CusetKVCache *kv, int token) {
+    const CusetConfig *c = &m->cfg;
+    int L = c->n_layer, C = c->n_embd, NH = c->n_head, hs = C / NH, T = c->max_seq_len, t = kv->len;
+    if (t >= T) CUSET_DIE("KV cache full: the context holds %d tokens", T);
+    CusetParams p = m->params;
+    float *x = kv->buf, *ln = x + C, *qkv = ln + C, *y = qkv + 3 * C, *fch = y + C, *att = fch + 4 * C;
+    float *logits = att + T, mean, rstd;
+    cuset__encoder_forward(x, &token, p.wte, p.wpe + (size_t)t * C, 1, 1, C);
+    for (int l = 0; l < L; l++) {
+        float *kc = kv->k + (size_t)l * T * C, *vc = kv->v + (size_t)l * T * C;
+        cuset__layernorm_forward(ln, &mean, &rstd, x, p.ln1w + l * C, p.ln1b + l * C, 1, C);
+        cuset__matvec(qkv, ln, p.qkvw + (size_t)l * 3 * C * C, p.qkvb + l * 3 * C, C, 3 * C);
+        memcpy(kc + (size_t)t * C, qkv + C, C * sizeof(float));
+        memcpy(vc + (size_t)t * C, qkv + 2 * C, C * sizeof(float));
+        for (int h = 0; h < NH; h++) { // softmax(q k^T / sqrt(hs)) v over positions 0..t
+            const float *q = qkv + h * hs;
+            float maxv = -INFINITY, sum = 0.0f;
+            for (int t2 = 0; t2 <= t; t2++) {
+                const float *k = kc + (size_t)t2 * C + h * hs;
+                float s = 0.0f;
+                for (int i = 0; i < hs; i++) s += q[i] * k[i];
+                att[t2] = s / sqrtf((float)hs);
+                maxv = fmaxf(maxv, att[t2]);
+            }
+            for (int t2 = 0; t2 <= t; t2++) { att[t2] = expf(att[t2] - maxv); sum += att[t2]; }
+            for (int i = 0; i < hs; i++) y[h * hs + i] = 0.0f;
+            for (int t2 = 0; t2 <= t; t2++)
+                for (int i = 0; i < hs; i++) y[h * hs + i] += att[t2] / sum * vc[(size_t)t2 * C + h * hs + i];
+        }
+        cuset__matvec(ln, y, p.attprojw + (size_t)l * C * C, p.attprojb + l * C, C, C);
+        cuset__residual_forward(x, x, ln, C);
+        cuset__layernorm_forward(ln, &mean, &rstd, x, p.ln2w + l * C, p.ln2b + l * C, 1, C);
+        cuset__matvec(fch, ln, p.fcw + (size_t)l * 4 * C * C, p.fcb + l * 4 * C, C, 4 * C);
+        cuset__gelu_forward(fch, fch, 4 * C);
+        cuset__matvec(ln, fch, p.fcprojw + (size_t)l * 4 * C * C, p.fcprojb + l * C, 4 * C, C);
+        cuset__residual_forward(x, x, ln, C);
+    }
+    cuset__layernorm_forward(ln, &mean, &rstd, x, p.lnfw, p.lnfb, 1, C);
+    cuset__matvec(logits, ln, p.wte, NULL, C, c->padded_vocab_size);
+    kv->len = t + 1;
+    return logits;
 }
 
 void cuset_gpt_zero_grad(CusetGPT *m) {

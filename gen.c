@@ -94,24 +94,26 @@ int main(int argc, char **argv) {
     }
     if (n == 0) fail("--prompt-ids holds no token", "");
     CusetProbId *work = (CusetProbId *)calloc(c->vocab_size, sizeof *work);
+    CusetKVCache kv;
+    cuset_kv_init(&kv, c);
     uint64_t rng = seed;
+    const float *logits = NULL;
+    for (int i = 0; i < n; i++) logits = cuset_gpt_decode(&m, &kv, tokens[i]); // the prompt fills the cache
     double t0 = cuset_time();
     int produced = 0;
-    // Without a KV cache yet: every token reruns the forward pass over the whole sequence.
-    while (produced < max_tokens && n < c->max_seq_len) {
-        cuset_gpt_forward(&m, tokens, 1, n);
-        int next = cuset_sample(m.acts.logits + (size_t)(n - 1) * c->padded_vocab_size, c->vocab_size, temperature,
-                                top_k, top_p, &rng, work);
-        tokens[n++] = next;
+    while (produced < max_tokens) {
+        int next = cuset_sample(logits, c->vocab_size, temperature, top_k, top_p, &rng, work);
         produced++;
         printf("%s%d", produced > 1 ? " " : "", next);
         fflush(stdout);
-        if (next == stop) break;
+        if (next == stop || kv.len == c->max_seq_len) break;
+        logits = cuset_gpt_decode(&m, &kv, next);
     }
     double dt = cuset_time() - t0;
     printf("\n");
     fprintf(stderr, "gen: %d tokens in %.2fs (%.1f tokens/s)%s\n", produced, dt, produced / (dt > 0 ? dt : 1),
-            n == c->max_seq_len ? ", stopped at the context length" : "");
+            kv.len == c->max_seq_len ? ", stopped at the context length" : "");
+    cuset_kv_free(&kv);
     free(tokens);
     free(work);
     cuset_gpt_free(&m);

@@ -384,6 +384,31 @@ static void test_checkpoints(void) {
     cuset_gpt_free(&r);
 }
 
+// ---- KV-cache decoding against the full forward pass -----------------------------------------------
+
+static void test_kv_cache(void) {
+    CusetConfig cfg = {90, 128, 37, 3, 2, 64}; // hs 32, a context that is no multiple of the tiles
+    CusetGPT m;
+    cuset_gpt_init(&m, &cfg);
+    cuset_gpt_init_random(&m, cuset_rng_next(&rng), 0.3f);
+    int toks[37];
+    for (int i = 0; i < 37; i++) toks[i] = (int)(cuset_rng_next(&rng) % 90);
+    cuset_gpt_forward(&m, toks, 1, 37);
+    CusetKVCache kv;
+    cuset_kv_init(&kv, &cfg);
+    double worst = 0;
+    for (int t = 0; t < 37; t++) {
+        const float *got = cuset_gpt_decode(&m, &kv, toks[t]), *want = m.acts.logits + (size_t)t * cfg.padded_vocab_size;
+        double num = 0, den = 0;
+        for (int v = 0; v < cfg.padded_vocab_size; v++) { num += (got[v] - want[v]) * (got[v] - want[v]); den += want[v] * want[v]; }
+        worst = fmax(worst, sqrt(num / den));
+    }
+    check(worst < 1e-5, "kv_cache_matches_full_forward", "worst relative error %.2e over 37 positions", worst);
+    printf("# kv cache vs full forward: worst relative error %.2e\n", worst);
+    cuset_kv_free(&kv);
+    cuset_gpt_free(&m);
+}
+
 int main(void) {
     rng = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
     printf("# test_cuset seed %llu\n", (unsigned long long)rng);
@@ -395,5 +420,6 @@ int main(void) {
     test_batches();
     test_determinism();
     test_checkpoints();
+    test_kv_cache();
     return failures ? 1 : 0;
 }
