@@ -4,9 +4,11 @@ ARCH    ?= -march=native -mprefer-vector-width=512
 CFLAGS  ?= -O3 $(ARCH) -fopenmp -std=gnu11 -Wall -Wextra -Wno-unused-function
 LDLIBS  ?= -lm
 PYTHON  ?= /usr/bin/python3
+FUZZ_SECONDS ?= 180
 
 BINS = train gen
-TEST_BINS = test/oracle_case test/test_cuset
+TEST_BINS = test/oracle_case test/test_cuset test/test_tokenizer test/test_annotate test/bench_tokenizer
+FUZZERS = annotate tokenizer
 
 all: $(BINS)
 
@@ -16,7 +18,7 @@ train: train.c cuset.h
 gen: gen.c cuset.h
 	$(CC) $(CFLAGS) -o $@ gen.c $(LDLIBS)
 
-test/%: test/%.c cuset.h
+test/%: test/%.c cuset.h test/tok_testlib.h
 	$(CC) $(CFLAGS) -o $@ $< $(LDLIBS)
 
 test: $(BINS) $(TEST_BINS)
@@ -25,7 +27,19 @@ test: $(BINS) $(TEST_BINS)
 bench-cpu: train
 	PYTHON=$(PYTHON) bash test/bench_cpu.sh
 
+bench-tokenizer: test/bench_tokenizer
+	./test/bench_tokenizer
+
+# libFuzzer targets (clang; Debian: apt-get install clang libclang-rt-14-dev), each run
+# for FUZZ_SECONDS with its corpus under test/fuzz/corpus/NAME.
+fuzz: $(FUZZERS:%=fuzz-%)
+fuzz-%: test/fuzz_%.c cuset.h
+	mkdir -p test/fuzz/corpus/$*
+	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -o test/fuzz/fuzz_$* $< -lm
+	./test/fuzz/fuzz_$* -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=test/fuzz/ test/fuzz/corpus/$*
+
 clean:
 	rm -f $(BINS) $(TEST_BINS)
+	rm -rf test/fuzz/fuzz_*
 
-.PHONY: all test bench-cpu clean
+.PHONY: all test bench-cpu bench-tokenizer fuzz clean

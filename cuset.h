@@ -19,6 +19,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <math.h>
+// stb_ds (Debian libstb-dev): the tokenizer's and annotator's hash maps and growable
+// arrays, which their functions take and return. cuset.h compiles stb_ds's implementation
+// with its own unless the program did so already before including cuset.h.
+#ifdef STB_DS_IMPLEMENTATION
+#define CUSET__STB_DS_COMPILED
+#endif
+#include <stb/stb_ds.h>
 
 #ifdef __CUDACC__
 #define CUSET_HD __host__ __device__
@@ -273,6 +280,254 @@ const float *cuset_gpt_decode(const CusetGPT *m, CusetKVCache *kv, int token);
 typedef struct { float prob; int id; } CusetProbId;
 int cuset_sample(const float *logits, int V, float temperature, int top_k, float top_p, uint64_t *rng, CusetProbId *work);
 
+// ---------------------------------------------------------------------------------------
+// The tokenizer: byte-level BPE. All arrays passed in and out are stb_ds arrays:
+//     CusetTokenizer tk; cuset_tok_init(&tk);
+//     cuset_tok_train(&tk, texts, lens, ntexts, CUSET_TOK_DEFAULT_VOCAB, 1);
+//     int *ids = NULL;  cuset_tok_encode(&tk, s, n, &ids);            // appends to ids
+//     char *out = NULL; cuset_tok_decode(&tk, ids, arrlen(ids), &out); // appends to out
+//     cuset_tok_free(&tk);
+//
+//
+// Vocabulary. Ids 0..255 are the 256 byte values, so every byte string can be encoded.
+// Then come three special ids that only the caller inserts: CUSET_TOK_PROMPT (256) opens
+// the prompt, CUSET_TOK_TARGET (257) opens the target, CUSET_TOK_EOS (258) ends a sample.
+// Merges get ids 259, 260, ... in the order they were learned. Encoding text never
+// produces a special id: the text "<|eos|>" encodes like any other seven bytes.
+// Specials decode to nothing (cuset_tok_bytes gives them zero bytes), so
+// decode(encode(s)) == s exactly for any byte string s, including NUL bytes and invalid
+// UTF-8, and the byte offset of every token is the sum of the lengths of the tokens
+// before it.
+//
+// Pre-split. Before BPE, text is cut into chunks and merges never cross a chunk boundary.
+// A chunk is one of:
+//   word        [A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*   identifiers and keywords as one
+//               class, so blockIdx, x1, float4, __syncthreads can become single tokens;
+//               bytes >= 0x80 count as letters, so UTF-8 text in comments stays together
+//   number      [0-9][A-Za-z0-9_.]*   256, 1024, 0xff, 1.0f, 1e (then -, 5): a literal
+//               with its suffix is one chunk, the sign and exponent sign are punctuation
+//   punctuation a run of any other bytes except whitespace and NUL
+//   whitespace  a run of ' ' \t \n \r \v \f
+//   NUL         a 0 byte is always a chunk by itself and is never merged (it never occurs
+//               in source code, and this keeps chunks usable as C string keys)
+// Leading space: a single ' ' directly before a word, number or punctuation chunk belongs
+// to that chunk (GPT-2 style), so "a = b + c" is a| =| b| +| c. When a whitespace run ends
+// in ' ' before such a chunk, its last space goes to the chunk and the rest stays a
+// whitespace chunk: "\n        return" is "\n       " + " return". This way the body of
+// a line always starts with the same " return"/" float"/" if" tokens as mid-line words,
+// and indentation runs (newline + N spaces) are their own chunks, which BPE turns into a
+// handful of tokens ("\n   ", "\n       ", ...) - one token per line start instead of one
+// per 4 spaces.
+// Chunks are at most CUSET_TOK_MAX_CHUNK (64) bytes: a longer run is cut into pieces of
+// 64 bytes. This bounds the work per chunk (encoding is O(64^2) at worst per chunk, so
+// linear in the input), the length of every token, and the memory a hostile tokenizer
+// file can make us allocate.
+//
+// Operators. A punctuation run is one chunk and may merge freely within itself, so
+// frequent operators and operator clusters become single tokens: <<<, >>>, ->, ::, ++,
+// +=, ==, <=, &&, //, and also clusters such as ");", "){", ">>>(" when they are common.
+// We allow this because in CUDA these runs are structure the model must get exactly right
+// (a launch is `<<<`, never `<<` + `<`), one token per operator makes per-token
+// confidence mean "confidence in this operator" rather than in half of it, and it
+// shortens sequences (punctuation is ~15% of the bytes of CUDA code). Operators are not
+// hard-coded: BPE learns which runs are frequent, and with the leading-space rule the
+// common forms are " ==", " +=", " <=", " &&", "<<<", ">>>(", ");", " {". The price is
+// that a rare run may be split oddly ("]->" as "]-" + ">"); byte offsets stay exact.
+//
+// Training counts chunks (a string hash map chunk -> count), then repeatedly merges the
+// most frequent adjacent pair, counted over chunks weighted by their counts. Pair counts
+// are kept incrementally: each pair knows which chunks contain it, and a merge only
+// recounts those chunks. Ties go to the smallest (left id, right id), so training is
+// deterministic. Pairs seen fewer than 2 times are never merged, so a small corpus may
+// give a smaller vocabulary than asked for. (8 MB of synthetic code with 266k distinct
+// chunks trains to 2048 ids in ~1.3 s, to 32768 in ~1.8 s.)
+//
+// Vocabulary size: CUSET_TOK_DEFAULT_VOCAB = 2048 (1789 merges) is the recommended
+// default for the small models here. Trained on the CUDABench programs of half of the
+// tasks and measured on the programs of the other tasks it gives 3.24 bytes per token
+// (512: 2.49, 1024: 3.06, 4096: 3.25; bytes alone: 1.00), while the embedding and the
+// softmax over 2048 ids stay a small part of a model with d_model 256-512. On a corpus
+// this small (0.35 MB) training stops at ~2100 merges anyway (no pair left twice).
+//
+// Encoding applies, within each chunk, the earliest-learned merge among adjacent pairs
+// until none applies, which gives exactly the tokens of applying every merge in training
+// order. About 85 MB/s on one core (decode ~1 GB/s); test/bench_tokenizer.c measures it.
+//
+// File format (little-endian), written by cuset_tok_save and checked by cuset_tok_load:
+//   offset  size  field
+//   0       8     magic "CUSETTOK"
+//   8       4     u32 version (1)
+//   12      4     u32 vocab_size V (>= 259)
+//   16      8*(V-259)  merges: u32 left id, u32 right id; merge i makes id 259+i
+// Both ids of a merge are below its own id and are not special ids, no pair appears
+// twice, and no token is longer than CUSET_TOK_MAX_CHUNK bytes.
+//
+// Thread safety: encode, decode and bytes only read the tokenizer; any number of threads
+// may call them on one tokenizer at the same time.
+// ---------------------------------------------------------------------------------------
+
+
+
+#define CUSET_TOK_NBYTES 256         // ids 0..255 are bytes
+#define CUSET_TOK_PROMPT 256         // special: opens the prompt
+#define CUSET_TOK_TARGET 257         // special: opens the target (response)
+#define CUSET_TOK_EOS 258            // special: ends the sample
+#define CUSET_TOK_FIRST_MERGE 259    // first id made by a merge
+#define CUSET_TOK_DEFAULT_VOCAB 2048 // recommended vocabulary size (see above)
+#define CUSET_TOK_MAX_CHUNK 64       // longest pre-split chunk, hence longest token, in bytes
+#define CUSET_TOK_MAX_VOCAB (1 << 24) // largest vocabulary a file may declare
+#define CUSET_TOK_VERSION 1          // file format and pre-split rules version
+
+typedef struct {
+    int vocab_size;         // 259 + number of merges
+    int *merges;            // stb_ds array (left, right) per merge: merge i makes id 259+i
+    unsigned char *bytes;   // stb_ds array: the bytes of all tokens, back to back
+    unsigned int *offset;   // stb_ds array (vocab_size+1): token id's bytes are
+                            //   bytes[offset[id] .. offset[id+1])
+    // merge lookup (left,right) -> merged id: an open-addressing hash table with linear
+    // probing, at most half full, rebuilt from merges when it grows. A lower merged id is
+    // an earlier merge, so the id doubles as the rank. (A plain table rather than an
+    // stb_ds map: lookups are the inner loop of encoding, which runs 2x faster this way,
+    // and a lookup writes nothing, so threads can share a tokenizer.)
+    unsigned long long *pair_key; // stb_ds array, 2^pair_bits slots: (left << 32) | right,
+                                  //   or CUSET__TOK_EMPTY
+    int *pair_id;                 // stb_ds array, same slots: the merged id
+    int pair_bits;
+} CusetTokenizer;
+
+// Resets tk to the byte-level tokenizer (259 ids, no merges). tk must be zeroed or valid.
+void cuset_tok_init(CusetTokenizer *tk);
+// Frees everything and leaves tk zeroed.
+void cuset_tok_free(CusetTokenizer *tk);
+// Trains on ntexts byte strings (texts[i] has lens[i] bytes) until vocab_size ids or no
+// pair occurs twice. Replaces what tk held. Returns the number of merges learned, or -1
+// (tk untouched) when vocab_size < 259 or > CUSET_TOK_MAX_VOCAB. verbose: progress on
+// stderr.
+int cuset_tok_train(CusetTokenizer *tk, const char *const *texts, const size_t *lens,
+                    size_t ntexts, int vocab_size, int verbose);
+// Appends the ids of the n bytes at s to the stb_ds array *ids; returns how many.
+size_t cuset_tok_encode(const CusetTokenizer *tk, const char *s, size_t n, int **ids);
+// Appends the bytes of n ids to the stb_ds array *out (not NUL-terminated); returns how
+// many. Special ids add nothing; ids outside 0..vocab_size-1 are skipped.
+size_t cuset_tok_decode(const CusetTokenizer *tk, const int *ids, size_t n, char **out);
+// The bytes of token id (not NUL-terminated) and their count in *len; special ids give
+// len 0; ids outside the vocabulary give NULL and len 0.
+const char *cuset_tok_bytes(const CusetTokenizer *tk, int id, size_t *len);
+int cuset_tok_vocab_size(const CusetTokenizer *tk);
+// Appends the serialized tokenizer to the stb_ds array *buf; returns how many bytes.
+size_t cuset_tok_save(const CusetTokenizer *tk, unsigned char **buf);
+// Reads a serialized tokenizer. On success replaces what tk held and returns 0; on
+// failure leaves tk untouched, writes the reason into err (if err and errlen > 0) and
+// returns -1. Safe on any bytes.
+int cuset_tok_load(CusetTokenizer *tk, const unsigned char *buf, size_t len,
+                   char *err, size_t errlen);
+
+// ---------------------------------------------------------------------------------------
+// The CUDA-sensitivity annotator (METHOD.md, "The objective", item 3): the byte ranges of
+// a CUDA program that CuSeT weights as CUDA-sensitive: __global__ / __device__ function
+// definitions, kernel launches and dim3 declarations. A token is CUDA-sensitive when any
+// of its bytes lies in a span (cuset_span_flags gives the per-byte answer).
+//
+// THE SPAN RULES (every span is a byte range [start, end) of src)
+//
+// 0. Lexing. The source is cut into tokens first; these are skipped as a whole, so
+//    nothing inside them ever counts (no braces, no <<<, no __global__, no dim3):
+//    - comments: // to the end of the line (a backslash at the end of the line
+//      continues it, as in C), and /* ... */;
+//    - string and character literals, with backslash escapes; an unterminated one
+//      stops at the end of its line (a compiler rejects it there too); C++ raw
+//      strings R"d( ... )d" (also u8R, uR, UR, LR) may span lines;
+//    - preprocessor directives: a '#' that is the first token of its line, through
+//      the end of the line and every backslash-continued line after it (comments and
+//      literals inside the directive are honoured).
+//    Macros are treated as opaque text: a #define whose body holds __global__ or
+//    k<<<...>>> is not a span, and macro uses are not expanded (so `#define DEV
+//    __device__` + `DEV int f() {...}` is not recognised). A macro body is not code
+//    at the place where it is written, and guessing expansions would make the
+//    annotator unpredictable. Directive lines inside a span (#pragma unroll in a
+//    kernel) are simply inside its byte range.
+//    Numbers follow the preprocessor's pp-number rule, so the C++14 digit separator
+//    in 1'000 does not open a character literal. Line splices (backslash-newline)
+//    between tokens are ignored; so is a UTF-8 byte order mark. Bytes >= 0x80 are
+//    identifier characters. Both branches of #if/#else are read as code.
+//    Brackets (), [] and {} are then paired; a '}' also closes any ( or [ still
+//    open inside its block, and a stray closer is ignored.
+//
+// 1. GLOBAL_DEF, DEVICE_DEF: a function definition whose declaration contains the
+//    token __global__ (GLOBAL_DEF) or __device__ (DEVICE_DEF; __host__ __device__
+//    functions are device functions).
+//    start: the first token of the declaration, i.e. the first token after the
+//      previous ';', '{', '}' or access label (public: private: protected:) at the
+//      same bracket level, or the first token of the file. The span therefore
+//      includes template<...>, extern "C", static, inline, [[attributes]],
+//      __attribute__((...)), __launch_bounds__(...), __forceinline__ and the return
+//      type, but never a comment or a directive line before the declaration.
+//    end: the '}' closing the body, inclusive; the end of input if it never closes.
+//    A declaration is a definition when, read left to right at its own bracket
+//    level, a parenthesised group (the parameter list; the groups of __attribute__,
+//    __launch_bounds__, __align__, alignas, decltype, noexcept, throw, sizeof and
+//    alignof do not count) comes before a '{', with no initialiser '=' in between.
+//    A constructor's member-initialiser list (": x(a), y{b}") is stepped over.
+//    Not spans: prototypes ending in ';' (and "= delete;"), __device__ variables
+//    (`__device__ int counter;`, `__device__ float t[3] = {1, 2, 3};`), extended
+//    lambdas (`[=] __device__ (int i) { ... }`), a __device__ written inside ( ) or
+//    [ ], and a declaration cut off by the end of input before its body.
+//    Definitions are not nested: anything inside one (say a member function of a
+//    local struct) is part of it and is not reported again.
+//
+// 2. LAUNCH: `kernel<<<config>>>(args);`
+//    start: the kernel expression before the '<<<': a name, optionally qualified
+//      (ns::k, ::k, ns::template k, obj.k, p->k), with optional template arguments
+//      (k<float, 4>), then optional subscripts and calls (table[i], pick(3)); or a
+//      parenthesised expression ((fp)<<<..., also right after if (...)).
+//    The configuration runs to the first '>>>' (three adjacent '>') outside
+//    brackets, so a shift such as (n+255)>>8 inside it does no harm.
+//    end: the ')' closing the argument list, plus the ';' right after it when there
+//      is one. Unterminated: the end of input. A ';' or an enclosing closing bracket
+//      met before the '>>>' ends the span there (malformed launch).
+//    A '<<<' not preceded by such an expression (a "<<<<<<<" merge marker) is not a
+//    launch. A '<<<' inside an earlier launch span belongs to it and is not reported.
+//
+// 3. DIM3: a declaration statement whose type is dim3.
+//    start: the token dim3, or the first of the qualifiers right before it (const
+//      static constexpr volatile extern register thread_local __shared__
+//      __constant__ __device__ __managed__), when that token begins a statement
+//      (preceded by ';', '{', '}', ')', a label ':' or nothing) and dim3 is followed
+//      by a name, '*' or '&'.
+//    end: the ';' at its bracket level, inclusive, covering every declarator
+//      (`dim3 a(1), c(2);`). Unterminated: the end of input; an enclosing closing
+//      bracket ends it just before.
+//    Not spans: dim3 in expressions (dim3(16, 16), return dim3(n), auto g =
+//    dim3(2)), parameters, and functions returning dim3: definitions, and
+//    prototypes recognised by their parameter list (`dim3 f();`, `dim3 f(int n);`,
+//    `dim3 f(int);`). A dim3 inside an earlier dim3 statement belongs to it.
+//
+// Nesting and order: launches and dim3 declarations inside a function definition
+// (dynamic parallelism) are reported too, besides the definition, so spans can
+// nest; a dim3 declaration inside a launch's arguments (in a lambda) is reported
+// too. Same-kind spans never nest (see above). The spans appended are sorted by
+// start, then by end descending (outer first), then by kind.
+// Cost: linear in len: one lexing pass, one bracket-pairing pass, and three scans
+// that each look at a token a bounded number of times; memory 32 bytes per token.
+//
+// Known limits: both branches of an #if are read, so `#if A` `{` `#else` `{`
+// `#endif` leaves a brace open; macros are not expanded; a '>>>' inside a template
+// argument list within a launch configuration (k<<<f<g<int>>>(x), 1>>>) ends the
+// configuration early; digraphs (<% %>) are not recognised.
+
+
+typedef enum { CUSET_SPAN_GLOBAL_DEF = 1, CUSET_SPAN_DEVICE_DEF, CUSET_SPAN_LAUNCH, CUSET_SPAN_DIM3 } CusetSpanKind;
+typedef struct { size_t start, end; CusetSpanKind kind; } CusetSpan; // byte range [start, end)
+
+// Appends the CUDA-sensitive spans of src[0..len) to *spans (an stb_ds array), sorted
+// by start; returns how many were appended.
+size_t cuset_annotate(const char *src, size_t len, CusetSpan **spans);
+// Sets flags[i] = 1 for every byte i of src that lies in some span, 0 otherwise (flags
+// has len bytes). Any span order works; sorted spans take linear time.
+void cuset_span_flags(const CusetSpan *spans, size_t nspans, unsigned char *flags, size_t len);
+// "global_def", "device_def", "launch", "dim3" (or "?"), for logs and tests.
+const char *cuset_span_kind_name(CusetSpanKind kind);
+
 // Small utilities used by the mains.
 uint64_t cuset_rng_next(uint64_t *state);
 float cuset_rng_uniform(uint64_t *state);   // [0, 1)
@@ -383,6 +638,7 @@ CUSET_HD static inline float cuset_kl_term(float logp_ref, float logp_theta) { r
 #ifndef CUSET_IMPLEMENTATION_DONE
 #define CUSET_IMPLEMENTATION_DONE
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -393,6 +649,11 @@ CUSET_HD static inline float cuset_kl_term(float logp_ref, float logp_theta) { r
 #include <sys/stat.h>
 #ifdef _OPENMP
 #include <omp.h>
+#endif
+#if !defined(CUSET__STB_DS_COMPILED) && !defined(CUSET_NO_STB_DS_IMPLEMENTATION)
+#define CUSET__STB_DS_COMPILED
+#define STB_DS_IMPLEMENTATION
+#include <stb/stb_ds.h>
 #endif
 
 const char *const cuset_tensor_names[CUSET_NUM_TENSORS] = {
@@ -1265,6 +1526,998 @@ int cuset_sample(const float *logits, int V, float temperature, int top_k, float
         if (r < cum) return w[i].id;
     }
     return w[n - 1].id;
+}
+
+// ---- the tokenizer --------------------------------------------------------------------------
+
+
+// ----------------------------------------------------------------------------
+// pre-split
+
+enum { CUSET__TOK_WS, CUSET__TOK_WORD, CUSET__TOK_NUM, CUSET__TOK_PUNCT, CUSET__TOK_NUL };
+
+// The class of a byte that starts a chunk.
+static inline int cuset__tok_class(unsigned char c) {
+    if (c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f')
+        return CUSET__TOK_WS;
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c >= 0x80)
+        return CUSET__TOK_WORD;
+    if (c >= '0' && c <= '9') return CUSET__TOK_NUM;
+    if (c == 0) return CUSET__TOK_NUL;
+    return CUSET__TOK_PUNCT;
+}
+
+// Whether byte c continues a chunk of class cls that started with a non-whitespace byte.
+static inline int cuset__tok_continues(int cls, unsigned char c) {
+    int k = cuset__tok_class(c);
+    if (cls == CUSET__TOK_WORD) return k == CUSET__TOK_WORD || k == CUSET__TOK_NUM;
+    if (cls == CUSET__TOK_NUM) return k == CUSET__TOK_WORD || k == CUSET__TOK_NUM || c == '.';
+    return k == cls; // punctuation
+}
+
+// Returns the end (exclusive) of the chunk that starts at s[i], i < n (rules above).
+static size_t cuset__tok_chunk_end(const unsigned char *s, size_t n, size_t i) {
+    size_t max = n - i > CUSET_TOK_MAX_CHUNK ? i + CUSET_TOK_MAX_CHUNK : n;
+    size_t j = i + 1;
+    int cls = cuset__tok_class(s[i]);
+    if (cls == CUSET__TOK_NUL) return j;
+    if (cls == CUSET__TOK_WS) {
+        while (j < max && cuset__tok_class(s[j]) == CUSET__TOK_WS) j++;
+        // does the run end in a space that should lead the next chunk?
+        int next = j < n ? cuset__tok_class(s[j]) : CUSET__TOK_WS;
+        if (s[j - 1] != ' ' || next == CUSET__TOK_WS || next == CUSET__TOK_NUL) return j;
+        if (j - 1 > i) return j - 1; // the run without its last space
+        cls = next;                   // a lone space: it leads the chunk starting at s[j]
+        j++;
+    }
+    while (j < max && cuset__tok_continues(cls, s[j])) j++;
+    return j;
+}
+
+// ----------------------------------------------------------------------------
+// vocabulary
+
+#define CUSET__TOK_EMPTY (~0ULL) // an empty slot of the merge table (no pair has this key)
+
+static inline unsigned long long cuset__tok_key(int a, int b) {
+    return ((unsigned long long)(unsigned)a << 32) | (unsigned)b;
+}
+
+// First slot to probe for key: Fibonacci hashing (multiply, keep the top bits).
+static inline size_t cuset__tok_slot(unsigned long long key, int bits) {
+    return (size_t)((key * 0x9E3779B97F4A7C15ULL) >> (64 - bits));
+}
+
+// The id that merges (a, b), or INT_MAX when no merge does.
+static inline int cuset__tok_rank(const CusetTokenizer *tk, int a, int b) {
+    unsigned long long key = cuset__tok_key(a, b);
+    size_t mask = ((size_t)1 << tk->pair_bits) - 1;
+    if (tk->pair_bits == 0) return INT_MAX;
+    for (size_t h = cuset__tok_slot(key, tk->pair_bits);; h = (h + 1) & mask) {
+        if (tk->pair_key[h] == key) return tk->pair_id[h];
+        if (tk->pair_key[h] == CUSET__TOK_EMPTY) return INT_MAX;
+    }
+}
+
+// Puts (a, b) -> id into the merge table; the table has a free slot.
+static void cuset__tok_table_put(CusetTokenizer *tk, int a, int b, int id) {
+    unsigned long long key = cuset__tok_key(a, b);
+    size_t mask = ((size_t)1 << tk->pair_bits) - 1, h = cuset__tok_slot(key, tk->pair_bits);
+    while (tk->pair_key[h] != CUSET__TOK_EMPTY) h = (h + 1) & mask;
+    tk->pair_key[h] = key;
+    tk->pair_id[h] = id;
+}
+
+static inline size_t cuset__tok_len(const CusetTokenizer *tk, int id) {
+    return tk->offset[id + 1] - tk->offset[id];
+}
+
+// Doubles the merge table (1024 slots at first) and re-inserts every merge.
+static void cuset__tok_table_grow(CusetTokenizer *tk) {
+    tk->pair_bits = tk->pair_bits ? tk->pair_bits + 1 : 10;
+    arrsetlen(tk->pair_key, (size_t)1 << tk->pair_bits);
+    arrsetlen(tk->pair_id, (size_t)1 << tk->pair_bits);
+    memset(tk->pair_key, 0xff, arrlenu(tk->pair_key) * sizeof *tk->pair_key); // all EMPTY
+    for (ptrdiff_t i = 0; i < arrlen(tk->merges) / 2; i++)
+        cuset__tok_table_put(tk, tk->merges[2 * i], tk->merges[2 * i + 1],
+                             CUSET_TOK_FIRST_MERGE + (int)i);
+}
+
+// Appends the merge (a, b) as id tk->vocab_size: its bytes, and its table entry.
+// Caller has checked a and b.
+static void cuset__tok_add_merge(CusetTokenizer *tk, int a, int b) {
+    int id = tk->vocab_size++;
+    size_t la = cuset__tok_len(tk, a), lb = cuset__tok_len(tk, b);
+    unsigned char *dst = arraddnptr(tk->bytes, la + lb); // may move tk->bytes: copy after
+    memcpy(dst, tk->bytes + tk->offset[a], la);
+    memcpy(dst + la, tk->bytes + tk->offset[b], lb);
+    arrput(tk->offset, (unsigned)arrlenu(tk->bytes));
+    arrput(tk->merges, a);
+    arrput(tk->merges, b);
+    if (arrlenu(tk->merges) > arrlenu(tk->pair_key)) cuset__tok_table_grow(tk); // > half full
+    else cuset__tok_table_put(tk, a, b, id);
+}
+
+void cuset_tok_free(CusetTokenizer *tk) {
+    arrfree(tk->merges);
+    arrfree(tk->bytes);
+    arrfree(tk->offset);
+    arrfree(tk->pair_key);
+    arrfree(tk->pair_id);
+    memset(tk, 0, sizeof *tk);
+}
+
+void cuset_tok_init(CusetTokenizer *tk) {
+    cuset_tok_free(tk);
+    for (int i = 0; i < CUSET_TOK_NBYTES; i++) {
+        arrput(tk->offset, (unsigned)i);
+        arrput(tk->bytes, (unsigned char)i);
+    }
+    for (int i = CUSET_TOK_NBYTES; i <= CUSET_TOK_FIRST_MERGE; i++) // specials: empty
+        arrput(tk->offset, (unsigned)CUSET_TOK_NBYTES);
+    tk->vocab_size = CUSET_TOK_FIRST_MERGE;
+}
+
+int cuset_tok_vocab_size(const CusetTokenizer *tk) { return tk->vocab_size; }
+
+const char *cuset_tok_bytes(const CusetTokenizer *tk, int id, size_t *len) {
+    if (id < 0 || id >= tk->vocab_size) { *len = 0; return NULL; }
+    *len = cuset__tok_len(tk, id);
+    return (const char *)tk->bytes + tk->offset[id];
+}
+
+// ----------------------------------------------------------------------------
+// encode / decode
+
+// Encodes one chunk of n (1..CUSET_TOK_MAX_CHUNK) bytes: start from the bytes and
+// repeatedly apply the earliest-learned merge among adjacent pairs (leftmost on ties),
+// which is exactly what training did to this chunk. r[i] caches the merge of (t[i],t[i+1])
+// so each step costs a scan of ints and two hash lookups.
+static void cuset__tok_encode_chunk(const CusetTokenizer *tk, const unsigned char *c, int n,
+                                    int **ids) {
+    int t[CUSET_TOK_MAX_CHUNK], r[CUSET_TOK_MAX_CHUNK];
+    for (int i = 0; i < n; i++) t[i] = c[i];
+    for (int i = 0; i + 1 < n; i++) r[i] = cuset__tok_rank(tk, t[i], t[i + 1]);
+    while (n > 1) {
+        int best = 0;
+        for (int i = 1; i + 1 < n; i++) if (r[i] < r[best]) best = i;
+        if (r[best] == INT_MAX) break;
+        // t[best], t[best+1] -> r[best]; close the gap in t and in r
+        t[best] = r[best];
+        for (int i = best + 1; i + 1 < n; i++) { t[i] = t[i + 1]; r[i - 1] = r[i]; }
+        n--;
+        if (best > 0) r[best - 1] = cuset__tok_rank(tk, t[best - 1], t[best]);
+        if (best + 1 < n) r[best] = cuset__tok_rank(tk, t[best], t[best + 1]);
+    }
+    memcpy(arraddnptr(*ids, n), t, (size_t)n * sizeof *t);
+}
+
+size_t cuset_tok_encode(const CusetTokenizer *tk, const char *s, size_t n, int **ids) {
+    const unsigned char *u = (const unsigned char *)s;
+    size_t before = arrlenu(*ids);
+    for (size_t i = 0, end; i < n; i = end) {
+        end = cuset__tok_chunk_end(u, n, i);
+        if (end - i == 1) arrput(*ids, u[i]); // common: ( ) ; \n ...
+        else cuset__tok_encode_chunk(tk, u + i, (int)(end - i), ids);
+    }
+    return arrlenu(*ids) - before;
+}
+
+size_t cuset_tok_decode(const CusetTokenizer *tk, const int *ids, size_t n, char **out) {
+    size_t before = arrlenu(*out);
+    for (size_t i = 0; i < n; i++) {
+        size_t len;
+        const char *b = cuset_tok_bytes(tk, ids[i], &len);
+        if (len > 0) memcpy(arraddnptr(*out, len), b, len);
+    }
+    return arrlenu(*out) - before;
+}
+
+// ----------------------------------------------------------------------------
+// training
+
+// A distinct chunk of the corpus, as token ids tok[start .. start+len) (shrinks as merges
+// apply), weighted by how often it occurs.
+typedef struct { int start, len, stamp; long long count; } cuset__tok_word;
+
+// Statistics of one adjacent pair: its count over the corpus, the count last pushed on
+// the heap, and the words it occurs in (may hold words that no longer contain it).
+typedef struct { long long count, pushed; int *where; } cuset__tok_stat;
+typedef struct { unsigned long long key; cuset__tok_stat value; } cuset__tok_stat_entry;
+
+// Max-heap entry: the pair with the highest count, then the smallest key, is on top.
+typedef struct { long long count; unsigned long long key; } cuset__tok_heap_item;
+
+typedef struct {
+    int *tok;                      // stb_ds: token ids of all words, back to back
+    cuset__tok_word *words;        // stb_ds
+    cuset__tok_stat_entry *stats;  // stb_ds hash map pair -> stats
+    cuset__tok_heap_item *heap;    // stb_ds binary heap, lazily invalidated
+    ptrdiff_t *touched;            // stb_ds: stats entries changed by the current merge
+} cuset__tok_train_state;
+
+static inline int cuset__tok_heap_above(cuset__tok_heap_item x, cuset__tok_heap_item y) {
+    return x.count > y.count || (x.count == y.count && x.key < y.key);
+}
+
+static void cuset__tok_heap_push(cuset__tok_heap_item **heap, cuset__tok_heap_item it) {
+    cuset__tok_heap_item *h;
+    size_t i = arrlenu(*heap);
+    arrput(*heap, it);
+    h = *heap;
+    while (i > 0 && cuset__tok_heap_above(h[i], h[(i - 1) / 2])) {
+        cuset__tok_heap_item tmp = h[i]; h[i] = h[(i - 1) / 2]; h[(i - 1) / 2] = tmp;
+        i = (i - 1) / 2;
+    }
+}
+
+static cuset__tok_heap_item cuset__tok_heap_pop(cuset__tok_heap_item **heap) {
+    cuset__tok_heap_item *h = *heap, top = h[0];
+    size_t n = arrlenu(h) - 1, i = 0;
+    h[0] = h[n];
+    arrsetlen(*heap, n); // shrinking: no reallocation, h stays valid
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && cuset__tok_heap_above(h[l], h[m])) m = l;
+        if (r < n && cuset__tok_heap_above(h[r], h[m])) m = r;
+        if (m == i) break;
+        cuset__tok_heap_item tmp = h[i]; h[i] = h[m]; h[m] = tmp;
+        i = m;
+    }
+    return top;
+}
+
+// Adds delta to the count of pair (a, b); records word w as containing it when w >= 0.
+static void cuset__tok_count(cuset__tok_train_state *st, int a, int b, long long delta, int w) {
+    unsigned long long key = cuset__tok_key(a, b);
+    ptrdiff_t k = hmgeti(st->stats, key);
+    if (k < 0) {
+        cuset__tok_stat zero = {0, 0, NULL};
+        hmput(st->stats, key, zero);
+        k = hmgeti(st->stats, key);
+    }
+    cuset__tok_stat *s = &st->stats[k].value;
+    s->count += delta;
+    if (w >= 0 && (arrlen(s->where) == 0 || arrlast(s->where) != w)) arrput(s->where, w);
+    arrput(st->touched, k);
+}
+
+// Applies merge (a, b) -> id to word w and updates the pair counts: the word's old pairs
+// are uncounted, the merge is applied left to right, the new pairs are counted, and the
+// word is filed under each new pair that contains id.
+static void cuset__tok_merge_word(cuset__tok_train_state *st, int w, int a, int b, int id) {
+    cuset__tok_word *wd = &st->words[w];
+    int *t = st->tok + wd->start, n = wd->len, i, j;
+    if (wd->stamp == id) return; // already done (listed twice)
+    wd->stamp = id;
+    for (i = 0; i + 1 < n && !(t[i] == a && t[i + 1] == b); i++) {}
+    if (i + 1 >= n) return; // stale entry: an earlier merge took the pair away
+    for (i = 0; i + 1 < n; i++) cuset__tok_count(st, t[i], t[i + 1], -wd->count, -1);
+    for (i = 0, j = 0; i < n; j++) {
+        if (i + 1 < n && t[i] == a && t[i + 1] == b) { t[j] = id; i += 2; }
+        else t[j] = t[i++];
+    }
+    wd->len = n = j;
+    for (i = 0; i + 1 < n; i++)
+        cuset__tok_count(st, t[i], t[i + 1], wd->count, (t[i] == id || t[i + 1] == id) ? w : -1);
+}
+
+// Pushes a fresh heap entry for every pair whose count changed since its last push.
+static void cuset__tok_push_touched(cuset__tok_train_state *st) {
+    for (size_t i = 0; i < arrlenu(st->touched); i++) {
+        cuset__tok_stat_entry *e = &st->stats[st->touched[i]];
+        if (e->value.count != e->value.pushed) {
+            e->value.pushed = e->value.count;
+            if (e->value.count > 0) {
+                cuset__tok_heap_item it = {e->value.count, e->key};
+                cuset__tok_heap_push(&st->heap, it);
+            }
+        }
+    }
+    arrsetlen(st->touched, 0);
+}
+
+// Counts the chunks of all texts in a string hash map, then makes one word per distinct
+// chunk. Chunks of one byte are skipped: they hold no pair. Chunks of 2+ bytes never hold
+// a NUL (NUL is a chunk by itself), so they are valid C string keys.
+static void cuset__tok_count_chunks(cuset__tok_train_state *st, const char *const *texts,
+                                    const size_t *lens, size_t ntexts) {
+    struct { char *key; long long value; } *counts = NULL;
+    char buf[CUSET_TOK_MAX_CHUNK + 1];
+    sh_new_strdup(counts); // the map keeps a copy of each key (sh_new_arena would too, but
+                           // its storage trick trips clang's UBSan bounds check)
+    for (size_t t = 0; t < ntexts; t++) {
+        const unsigned char *s = (const unsigned char *)texts[t];
+        for (size_t i = 0, end; i < lens[t]; i = end) {
+            end = cuset__tok_chunk_end(s, lens[t], i);
+            if (end - i < 2) continue;
+            memcpy(buf, s + i, end - i);
+            buf[end - i] = 0;
+            ptrdiff_t k = shgeti(counts, buf);
+            if (k < 0) shput(counts, buf, 1);
+            else counts[k].value++;
+        }
+    }
+    for (ptrdiff_t k = 0; k < shlen(counts); k++) { // insertion order: deterministic
+        cuset__tok_word w = {(int)arrlen(st->tok), (int)strlen(counts[k].key), 0, counts[k].value};
+        for (int i = 0; i < w.len; i++) arrput(st->tok, (unsigned char)counts[k].key[i]);
+        arrput(st->words, w);
+    }
+    shfree(counts);
+}
+
+int cuset_tok_train(CusetTokenizer *tk, const char *const *texts, const size_t *lens,
+                    size_t ntexts, int vocab_size, int verbose) {
+    cuset__tok_train_state st = {0};
+    if (vocab_size < CUSET_TOK_FIRST_MERGE || vocab_size > CUSET_TOK_MAX_VOCAB) return -1;
+    cuset_tok_init(tk);
+    cuset__tok_count_chunks(&st, texts, lens, ntexts);
+
+    // initial pair counts, and one heap entry per pair
+    for (int w = 0; w < (int)arrlen(st.words); w++) {
+        const int *t = st.tok + st.words[w].start;
+        for (int i = 0; i + 1 < st.words[w].len; i++)
+            cuset__tok_count(&st, t[i], t[i + 1], st.words[w].count, w);
+    }
+    cuset__tok_push_touched(&st);
+
+    while (tk->vocab_size < vocab_size) {
+        // the valid top of the heap is the most frequent pair (entries whose count is no
+        // longer the pair's count are stale and dropped)
+        ptrdiff_t k = -1;
+        while (arrlen(st.heap) > 0) {
+            cuset__tok_heap_item top = cuset__tok_heap_pop(&st.heap);
+            ptrdiff_t c = hmgeti(st.stats, top.key);
+            if (st.stats[c].value.count == top.count) { k = c; break; }
+        }
+        if (k < 0 || st.stats[k].value.count < 2) break;
+        unsigned long long key = st.stats[k].key;
+        long long count = st.stats[k].value.count;
+        int a = (int)(key >> 32), b = (int)(key & 0xffffffffu), id = tk->vocab_size;
+        cuset__tok_add_merge(tk, a, b);
+
+        // recount only the words that contain (a, b)
+        int *where = st.stats[k].value.where;
+        st.stats[k].value.where = NULL;
+        for (size_t i = 0; i < arrlenu(where); i++) cuset__tok_merge_word(&st, where[i], a, b, id);
+        arrfree(where);
+        cuset__tok_push_touched(&st);
+
+        if (verbose && ((id - CUSET_TOK_FIRST_MERGE) % 256 == 0 || tk->vocab_size == vocab_size)) {
+            size_t len;
+            const char *p = cuset_tok_bytes(tk, id, &len);
+            fprintf(stderr, "cuset_tok_train: merge %d: (%d, %d) -> %d count %lld \"",
+                    id - CUSET_TOK_FIRST_MERGE, a, b, id, count);
+            for (size_t i = 0; i < len; i++) {
+                unsigned char c = (unsigned char)p[i];
+                if (c >= 32 && c < 127 && c != '"' && c != '\\') fputc(c, stderr);
+                else fprintf(stderr, "\\x%02x", c);
+            }
+            fprintf(stderr, "\"\n");
+        }
+    }
+    if (verbose)
+        fprintf(stderr, "cuset_tok_train: %d distinct chunks, %d merges, vocab %d\n",
+                (int)arrlen(st.words), tk->vocab_size - CUSET_TOK_FIRST_MERGE, tk->vocab_size);
+
+    for (ptrdiff_t k = 0; k < hmlen(st.stats); k++) arrfree(st.stats[k].value.where);
+    hmfree(st.stats);
+    arrfree(st.heap);
+    arrfree(st.touched);
+    arrfree(st.words);
+    arrfree(st.tok);
+    return tk->vocab_size - CUSET_TOK_FIRST_MERGE;
+}
+
+// ----------------------------------------------------------------------------
+// serialization
+
+static void cuset__tok_put_u32(unsigned char **buf, unsigned v) {
+    unsigned char *p = arraddnptr(*buf, 4);
+    p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8);
+    p[2] = (unsigned char)(v >> 16); p[3] = (unsigned char)(v >> 24);
+}
+
+static unsigned cuset__tok_get_u32(const unsigned char *p) {
+    return (unsigned)p[0] | (unsigned)p[1] << 8 | (unsigned)p[2] << 16 | (unsigned)p[3] << 24;
+}
+
+size_t cuset_tok_save(const CusetTokenizer *tk, unsigned char **buf) {
+    size_t before = arrlenu(*buf);
+    memcpy(arraddnptr(*buf, 8), "CUSETTOK", 8);
+    cuset__tok_put_u32(buf, CUSET_TOK_VERSION);
+    cuset__tok_put_u32(buf, (unsigned)tk->vocab_size);
+    for (ptrdiff_t i = 0; i < arrlen(tk->merges); i++)
+        cuset__tok_put_u32(buf, (unsigned)tk->merges[i]);
+    return arrlenu(*buf) - before;
+}
+
+int cuset_tok_load(CusetTokenizer *tk, const unsigned char *buf, size_t len,
+                   char *err, size_t errlen) {
+    CusetTokenizer nt = {0};
+    char msg[256];
+    const size_t header = 16;
+    unsigned version = 0, vocab = 0;
+    size_t need = 0;
+#define CUSET__TOK_FAIL(...) do { snprintf(msg, sizeof msg, __VA_ARGS__); goto fail; } while (0)
+    if (buf == NULL || len < header)
+        CUSET__TOK_FAIL("tokenizer: %zu bytes, shorter than the %zu-byte header",
+                        buf ? len : 0, header);
+    if (memcmp(buf, "CUSETTOK", 8) != 0)
+        CUSET__TOK_FAIL("tokenizer: bad magic at byte 0 (expected \"CUSETTOK\")");
+    version = cuset__tok_get_u32(buf + 8);
+    vocab = cuset__tok_get_u32(buf + 12);
+    if (version != CUSET_TOK_VERSION)
+        CUSET__TOK_FAIL("tokenizer: version %u at byte 8, this reader knows version %d",
+                        version, CUSET_TOK_VERSION);
+    if (vocab < CUSET_TOK_FIRST_MERGE || vocab > CUSET_TOK_MAX_VOCAB)
+        CUSET__TOK_FAIL("tokenizer: vocab size %u at byte 12 is outside %d..%d",
+                        vocab, CUSET_TOK_FIRST_MERGE, CUSET_TOK_MAX_VOCAB);
+    need = header + 8 * (size_t)(vocab - CUSET_TOK_FIRST_MERGE);
+    if (len != need)
+        CUSET__TOK_FAIL("tokenizer: %zu bytes, but vocab size %u needs %zu (16-byte header"
+                        " + 8 per merge): %s", len, vocab, need, len < need ? "truncated" : "trailing bytes");
+    cuset_tok_init(&nt);
+    for (unsigned id = CUSET_TOK_FIRST_MERGE; id < vocab; id++) {
+        size_t at = header + 8 * (size_t)(id - CUSET_TOK_FIRST_MERGE);
+        unsigned ab[2] = {cuset__tok_get_u32(buf + at), cuset__tok_get_u32(buf + at + 4)};
+        for (int s = 0; s < 2; s++) {
+            if (ab[s] >= id)
+                CUSET__TOK_FAIL("tokenizer: merge for id %u at byte %zu: %s id %u is not below %u",
+                                id, at + 4 * (size_t)s, s ? "right" : "left", ab[s], id);
+            if (ab[s] >= CUSET_TOK_NBYTES && ab[s] < CUSET_TOK_FIRST_MERGE)
+                CUSET__TOK_FAIL("tokenizer: merge for id %u at byte %zu: %s id %u is a special"
+                                " token", id, at + 4 * (size_t)s, s ? "right" : "left", ab[s]);
+        }
+        int prev = cuset__tok_rank(&nt, (int)ab[0], (int)ab[1]);
+        if (prev != INT_MAX)
+            CUSET__TOK_FAIL("tokenizer: merge for id %u at byte %zu: pair (%u, %u) already"
+                            " makes id %d", id, at, ab[0], ab[1], prev);
+        size_t tlen = cuset__tok_len(&nt, (int)ab[0]) + cuset__tok_len(&nt, (int)ab[1]);
+        if (tlen > CUSET_TOK_MAX_CHUNK)
+            CUSET__TOK_FAIL("tokenizer: merge for id %u at byte %zu: token of %zu bytes, longer"
+                            " than %d", id, at, tlen, CUSET_TOK_MAX_CHUNK);
+        cuset__tok_add_merge(&nt, (int)ab[0], (int)ab[1]);
+    }
+#undef CUSET__TOK_FAIL
+    cuset_tok_free(tk);
+    *tk = nt;
+    return 0;
+fail:
+    cuset_tok_free(&nt);
+    if (err && errlen > 0) snprintf(err, errlen, "%s", msg);
+    return -1;
+}
+
+// ---- the annotator ----------------------------------------------------------------------------
+
+
+// ----------------------------------------------------------------------------
+// Tokens
+
+enum { CUSET__TK_IDENT = 1, CUSET__TK_NUMBER, CUSET__TK_STRING, CUSET__TK_CHAR, CUSET__TK_PUNCT, CUSET__TK_SCOPE };
+#define CUSET__NONE ((size_t)-1)
+
+typedef struct {
+    size_t start, end;      // byte range in src
+    size_t pair;            // opener: its closer, or the '}' that cut it off, or ntok if never closed
+                            // closer: its opener, or CUSET__NONE when stray; others: CUSET__NONE
+    unsigned char kind;     // CUSET__TK_*
+    char ch;                // the character of a one-byte punctuator, else 0
+    unsigned char in_paren; // 1 when the innermost open bracket around it is ( or [
+} cuset__tok;
+
+static int cuset__ident_char(unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '$' || c >= 0x80;
+}
+static int cuset__digit(unsigned char c) { return c >= '0' && c <= '9'; }
+
+// Length of a line splice (backslash newline, or backslash CR LF) at i, else 0.
+static size_t cuset__splice(const char *s, size_t len, size_t i) {
+    if (i >= len || s[i] != '\\') return 0;
+    if (i + 1 < len && s[i + 1] == '\n') return 2;
+    if (i + 2 < len && s[i + 1] == '\r' && s[i + 2] == '\n') return 3;
+    return 0;
+}
+
+// "// ..." at i: returns the index of the newline ending it (or len). A splice continues it.
+static size_t cuset__skip_line_comment(const char *s, size_t len, size_t i) {
+    i += 2;
+    while (i < len && s[i] != '\n') {
+        size_t sp = cuset__splice(s, len, i);
+        i += sp ? sp : 1;
+    }
+    return i;
+}
+
+// "/* ... */" at i: returns the index after the "*/" (or len).
+static size_t cuset__skip_block_comment(const char *s, size_t len, size_t i) {
+    i += 2;
+    while (i + 1 < len && !(s[i] == '*' && s[i + 1] == '/')) i++;
+    return i + 1 < len ? i + 2 : len;
+}
+
+// A "..." or '...' literal whose quote is at i: returns the index after the closing
+// quote. Backslash escapes the next byte; an unterminated literal stops at its newline.
+static size_t cuset__skip_quoted(const char *s, size_t len, size_t i) {
+    char q = s[i++];
+    while (i < len) {
+        if (s[i] == q) return i + 1;
+        if (s[i] == '\n') return i;
+        if (s[i] == '\\') {
+            size_t sp = cuset__splice(s, len, i);
+            i += sp ? sp : 2;
+            continue;
+        }
+        i++;
+    }
+    return len;
+}
+
+// A C++ raw string R"d( ... )d" whose '"' is at i: returns the index after it (len if it
+// never ends), or 0 when no valid "d(" follows (the caller then lexes a plain string).
+static size_t cuset__skip_raw_string(const char *s, size_t len, size_t i) {
+    size_t d = i + 1, dlen = 0;
+    while (d + dlen < len && s[d + dlen] != '(') {
+        char c = s[d + dlen];
+        if (dlen == 16 || c == ' ' || c == ')' || c == '\\' || c == '"' || c == '\t' || c == '\n' || c == '\r') return 0;
+        dlen++;
+    }
+    if (d + dlen >= len) return 0;
+    for (size_t k = d + dlen + 1; k < len; k++)
+        if (s[k] == ')' && k + 1 + dlen < len && s[k + 1 + dlen] == '"' && memcmp(s + k + 1, s + d, dlen) == 0)
+            return k + 2 + dlen;
+    return len;
+}
+
+// Does the identifier s[a..b) prefix a raw string (R, u8R, uR, UR, LR)?
+static int cuset__raw_prefix(const char *s, size_t a, size_t b) {
+    size_t n = b - a;
+    return (n == 1 && s[a] == 'R') || (n == 2 && s[a + 1] == 'R' && (s[a] == 'u' || s[a] == 'U' || s[a] == 'L')) ||
+           (n == 3 && s[a] == 'u' && s[a + 1] == '8' && s[a + 2] == 'R');
+}
+
+// A pp-number starting at i (a digit, or '.' then a digit): returns the index after it.
+// Takes letters, digits, '.', exponent signs (1e+5, 0x1p-3) and digit separators (1'000).
+static size_t cuset__skip_number(const char *s, size_t len, size_t i) {
+    i++;
+    while (i < len) {
+        unsigned char c = (unsigned char)s[i], p = (unsigned char)s[i - 1];
+        if ((c == '+' || c == '-') && (p == 'e' || p == 'E' || p == 'p' || p == 'P')) i++;
+        else if (cuset__ident_char(c) || c == '.') i++;
+        else if (c == '\'' && i + 1 < len && cuset__ident_char((unsigned char)s[i + 1])) i += 2;
+        else break;
+    }
+    return i;
+}
+
+// A directive whose '#' is at i: returns the index of the newline that ends it (or len).
+// Splices continue it; comments and literals inside are skipped whole.
+static size_t cuset__skip_directive(const char *s, size_t len, size_t i) {
+    i++;
+    while (i < len && s[i] != '\n') {
+        size_t sp = cuset__splice(s, len, i);
+        if (sp) i += sp;
+        else if (s[i] == '/' && i + 1 < len && s[i + 1] == '/') return cuset__skip_line_comment(s, len, i);
+        else if (s[i] == '/' && i + 1 < len && s[i + 1] == '*') i = cuset__skip_block_comment(s, len, i);
+        else if (s[i] == '"' || s[i] == '\'') i = cuset__skip_quoted(s, len, i);
+        else i++;
+    }
+    return i;
+}
+
+// Cuts src into tokens (an stb_ds array), dropping whitespace, comments and directives.
+static cuset__tok *cuset__lex(const char *s, size_t len) {
+    cuset__tok *toks = NULL;
+    int bol = 1; // only whitespace and comments since the last newline: a '#' here is a directive
+    size_t i = len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0; // skip a UTF-8 byte order mark
+    while (i < len) {
+        unsigned char c = (unsigned char)s[i];
+        size_t sp;
+        if (c == '\n') { bol = 1; i++; continue; }
+        if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') { i++; continue; }
+        if ((sp = cuset__splice(s, len, i)) != 0) { i += sp; continue; }
+        if (c == '/' && i + 1 < len && s[i + 1] == '/') { i = cuset__skip_line_comment(s, len, i); continue; }
+        if (c == '/' && i + 1 < len && s[i + 1] == '*') { i = cuset__skip_block_comment(s, len, i); continue; }
+        if (c == '#' && bol) { i = cuset__skip_directive(s, len, i); continue; }
+
+        cuset__tok t = { i, i, CUSET__NONE, 0, 0, 0 };
+        if (cuset__ident_char(c) && !cuset__digit(c)) {
+            while (i < len && cuset__ident_char((unsigned char)s[i])) i++;
+            t.kind = CUSET__TK_IDENT;
+            if (i < len && s[i] == '"' && cuset__raw_prefix(s, t.start, i)) {
+                size_t r = cuset__skip_raw_string(s, len, i);
+                if (r) { i = r; t.kind = CUSET__TK_STRING; }
+            }
+        } else if (cuset__digit(c) || (c == '.' && i + 1 < len && cuset__digit((unsigned char)s[i + 1]))) {
+            i = cuset__skip_number(s, len, i);
+            t.kind = CUSET__TK_NUMBER;
+        } else if (c == '"' || c == '\'') {
+            i = cuset__skip_quoted(s, len, i);
+            t.kind = c == '"' ? CUSET__TK_STRING : CUSET__TK_CHAR;
+        } else if (c == ':' && i + 1 < len && s[i + 1] == ':') {
+            i += 2;
+            t.kind = CUSET__TK_SCOPE;
+        } else {
+            i++;
+            t.kind = CUSET__TK_PUNCT;
+            t.ch = (char)c;
+        }
+        t.end = i;
+        arrput(toks, t);
+        bol = 0;
+    }
+    return toks;
+}
+
+// ----------------------------------------------------------------------------
+// Bracket pairing and stepping
+
+static int cuset__is_opener(char c) { return c == '(' || c == '[' || c == '{'; }
+static int cuset__is_closer(char c) { return c == ')' || c == ']' || c == '}'; }
+static char cuset__closer_of(char c) { return c == '(' ? ')' : c == '[' ? ']' : '}'; }
+
+// Fills pair and in_paren (see cuset__tok) with one pass and a stack of open brackets.
+static void cuset__pair_brackets(cuset__tok *t, size_t n) {
+    size_t *open = NULL;  // indices of unclosed openers, innermost last
+    size_t braces = 0;    // how many of them are '{'
+    for (size_t i = 0; i < n; i++) {
+        char c = t[i].ch;
+        if (arrlen(open)) {
+            char top = t[arrlast(open)].ch;
+            t[i].in_paren = top == '(' || top == '[';
+        }
+        if (cuset__is_opener(c)) {
+            t[i].pair = n; // until it closes
+            arrput(open, i);
+            braces += c == '{';
+        } else if ((c == ')' || c == ']') && arrlen(open) && t[arrlast(open)].ch == (c == ')' ? '(' : '[')) {
+            size_t o = arrpop(open);
+            t[o].pair = i;
+            t[i].pair = o;
+        } else if (c == '}' && braces > 0) {
+            for (;;) { // close everything up to and including the innermost '{'
+                size_t o = arrpop(open);
+                t[o].pair = i;
+                if (t[o].ch == '{') { t[i].pair = o; braces--; break; }
+            }
+        }
+    }
+    arrfree(open);
+}
+
+// Index of the next token at the same bracket level as token j: after j, or after the
+// whole group j opens. A group cut off by a '}' ends just before that '}'.
+static size_t cuset__step(const cuset__tok *t, size_t n, size_t j) {
+    if (!cuset__is_opener(t[j].ch)) return j + 1;
+    size_t p = t[j].pair;
+    if (p >= n) return n;
+    return t[p].ch == cuset__closer_of(t[j].ch) ? p + 1 : p;
+}
+
+// Byte just past the group opened at j: its closer, its last token if cut off, or len.
+static size_t cuset__group_end(const cuset__tok *t, size_t n, size_t j, size_t len) {
+    size_t p = t[j].pair;
+    if (p >= n) return len;
+    return t[p].ch == cuset__closer_of(t[j].ch) ? t[p].end : t[p - 1].end;
+}
+
+// Is token j the identifier `word`?
+static int cuset__is_word(const char *s, const cuset__tok *t, const char *word) {
+    size_t n = strlen(word);
+    return t->kind == CUSET__TK_IDENT && t->end - t->start == n && memcmp(s + t->start, word, n) == 0;
+}
+
+// Is token j one of the identifiers in the NULL-terminated list?
+static int cuset__is_any_word(const char *s, const cuset__tok *t, const char *const *words) {
+    for (; *words; words++)
+        if (cuset__is_word(s, t, *words)) return 1;
+    return 0;
+}
+
+// Are tokens j, j+1, j+2 three adjacent c characters ("<<<" or ">>>")?
+static int cuset__is_triple(const cuset__tok *t, size_t n, size_t j, char c) {
+    return j + 2 < n && t[j].ch == c && t[j + 1].ch == c && t[j + 2].ch == c &&
+           t[j].end == t[j + 1].start && t[j + 1].end == t[j + 2].start;
+}
+
+// ----------------------------------------------------------------------------
+// Rule 1: __global__ / __device__ function definitions
+
+// Names whose parenthesised group is not a parameter list.
+static const char *const cuset__attribute_words[] = {
+    "__attribute__", "__launch_bounds__", "__align__", "alignas", "_Alignas", "__declspec", "decltype",
+    "noexcept", "throw", "sizeof", "alignof", "__cluster_dims__", "__maxnreg__", NULL };
+
+// Is the '=' at j an initialiser (not part of ==, <=, +=, ... nor operator=)?
+static int cuset__is_assign(const char *s, const cuset__tok *t, size_t n, size_t j) {
+    if (t[j].ch != '=') return 0;
+    if (j > 0 && t[j - 1].end == t[j].start && t[j - 1].ch && strchr("=!<>+-*/%&|^~", t[j - 1].ch)) return 0;
+    if (j + 1 < n && t[j + 1].ch == '=' && t[j].end == t[j + 1].start) return 0;
+    if (j > 0 && cuset__is_word(s, &t[j - 1], "operator")) return 0;
+    return 1;
+}
+
+// Is the execution-space keyword at i the "[capture] __device__ (...)" of an extended lambda?
+static int cuset__after_lambda_capture(const char *s, const cuset__tok *t, size_t i) {
+    if (i > 0 && (cuset__is_word(s, &t[i - 1], "__host__") || cuset__is_word(s, &t[i - 1], "__device__"))) i--;
+    if (i == 0 || t[i - 1].ch != ']') return 0;
+    return !(i >= 2 && t[i - 2].ch == ']'); // "[[attr]]" ends in two ']': an attribute
+}
+
+// First token of the declaration holding token i: walks back at i's bracket level to the
+// previous ';', '{', '}' or access label, never below floor.
+static size_t cuset__decl_start(const char *s, const cuset__tok *t, size_t i, size_t floor) {
+    static const char *const access[] = { "public", "private", "protected", NULL };
+    size_t k = i;
+    while (k > floor) {
+        const cuset__tok *p = &t[k - 1];
+        if (p->ch == ';' || p->ch == '{' || p->ch == '}' || p->ch == '(' || p->ch == '[') break;
+        if (p->ch == ')' || p->ch == ']') { // step back over the whole group
+            if (p->pair == CUSET__NONE || p->pair < floor) break;
+            k = p->pair;
+            continue;
+        }
+        if (p->ch == ':' && k >= 2 && cuset__is_any_word(s, &t[k - 2], access)) break;
+        k--;
+    }
+    return k;
+}
+
+// Steps over a constructor's member initialisers ("x(a), y{b}, Base<T>(c)...") starting
+// at k (just after the ':'); returns the index of what follows, normally the body '{'.
+static size_t cuset__skip_mem_inits(const cuset__tok *t, size_t n, size_t k) {
+    while (k < n) {
+        while (k < n && t[k].ch != '(' && t[k].ch != '{' && t[k].ch != ';' && !cuset__is_closer(t[k].ch))
+            k = cuset__step(t, n, k);
+        if (k >= n || (t[k].ch != '(' && t[k].ch != '{')) return k;
+        k = cuset__step(t, n, k);                 // the initialiser group
+        while (k < n && t[k].ch == '.') k++;      // a pack expansion "..."
+        if (k < n && t[k].ch == ',') { k++; continue; }
+        return k;
+    }
+    return k;
+}
+
+// Reads the declaration containing the specifier at i, left to right at its own level.
+// Returns the index just after the declaration; *body is the index of the body's '{'
+// when it is a function definition, else CUSET__NONE.
+static size_t cuset__decl_scan(const char *s, const cuset__tok *t, size_t n, size_t i, size_t *body) {
+    int params = 0, init = 0; // seen a parameter list / an initialiser '='
+    size_t j = i + 1;
+    *body = CUSET__NONE;
+    while (j < n) {
+        char c = t[j].ch;
+        if (c == ';') return j + 1;
+        if (cuset__is_closer(c)) return j; // an enclosing group closes: declaration cut short
+        if (cuset__is_assign(s, t, n, j)) init = 1;
+        if (c == '(' && !cuset__is_any_word(s, &t[j - 1], cuset__attribute_words)) params = 1;
+        if (c == ':' && params && !init) { j = cuset__skip_mem_inits(t, n, j + 1); continue; }
+        if (c == '{' && params && !init) { *body = j; return cuset__step(t, n, j); }
+        j = cuset__step(t, n, j);
+    }
+    return n;
+}
+
+// Appends one span per __global__ / __device__ function definition.
+static void cuset__find_functions(const char *s, size_t len, const cuset__tok *t, size_t n, CusetSpan **out) {
+    size_t floor = 0; // tokens before floor belong to declarations already read
+    size_t i = 0;
+    while (i < n) {
+        if (!cuset__is_word(s, &t[i], "__global__") && !cuset__is_word(s, &t[i], "__device__")) { i++; continue; }
+        if (t[i].in_paren || cuset__after_lambda_capture(s, t, i)) { i++; continue; }
+        size_t start = cuset__decl_start(s, t, i, floor), body;
+        size_t next = cuset__decl_scan(s, t, n, i, &body);
+        if (body != CUSET__NONE) {
+            CusetSpanKind kind = CUSET_SPAN_DEVICE_DEF;
+            for (size_t k = start; k < body; k++)
+                if (cuset__is_word(s, &t[k], "__global__")) kind = CUSET_SPAN_GLOBAL_DEF;
+            CusetSpan sp = { t[start].start, cuset__group_end(t, n, body, len), kind };
+            arrput(*out, sp);
+        }
+        floor = i = next;
+    }
+}
+
+// ----------------------------------------------------------------------------
+// Rule 2: kernel launches
+
+// Index of the '<' opening the template argument list whose '>' is at g, or CUSET__NONE.
+static size_t cuset__template_open(const cuset__tok *t, size_t g, size_t floor) {
+    size_t depth = 0;
+    for (size_t k = g + 1; k > floor; k--) {
+        const cuset__tok *p = &t[k - 1];
+        if (p->ch == '>') depth++;
+        else if (p->ch == '<' && --depth == 0) return k - 1;
+        else if (p->ch == ')' || p->ch == ']') {
+            if (p->pair == CUSET__NONE || p->pair < floor) return CUSET__NONE;
+            k = p->pair + 1; // the loop's k-- lands on the opener's left
+        } else if (p->ch == ';' || p->ch == '{' || p->ch == '}' || p->ch == '(' || p->ch == '[') return CUSET__NONE;
+    }
+    return CUSET__NONE;
+}
+
+// First token of the kernel expression ending just before the '<<<' at j, or CUSET__NONE
+// when there is none. Never looks below floor.
+static size_t cuset__kernel_start(const char *s, const cuset__tok *t, size_t j, size_t floor) {
+    static const char *const control[] = { "if", "while", "for", "switch", "return", "else", "do", "case",
+        "sizeof", "decltype", NULL };
+    size_t k = j; // the expression is t[k..j)
+    while (k > floor && (t[k - 1].ch == ')' || t[k - 1].ch == ']')) { // postfix groups: table[i], get(3)
+        char c = t[k - 1].ch;
+        if (t[k - 1].pair == CUSET__NONE || t[k - 1].pair < floor) return CUSET__NONE;
+        k = t[k - 1].pair;
+        int called = k > floor && (t[k - 1].kind == CUSET__TK_IDENT || t[k - 1].ch == '>' || t[k - 1].ch == ']') &&
+                     !cuset__is_any_word(s, &t[k - 1], control);
+        if (c == ')' && !called) return k; // a parenthesised expression: (fp)<<<...
+    }
+    if (k > floor && t[k - 1].ch == '>') { // template arguments: k<float, 4><<<...
+        size_t o = cuset__template_open(t, k - 1, floor);
+        if (o == CUSET__NONE) return CUSET__NONE;
+        k = o;
+    }
+    if (k <= floor || t[k - 1].kind != CUSET__TK_IDENT) return CUSET__NONE;
+    k--; // the name
+    for (;;) { // qualifiers to the left: ns::, ::, ns::template, obj., p->
+        size_t q = k > floor && cuset__is_word(s, &t[k - 1], "template") ? k - 1 : k;
+        if (q > floor && t[q - 1].kind == CUSET__TK_SCOPE) {
+            k = q - 1;
+            if (k > floor && t[k - 1].kind == CUSET__TK_IDENT && !cuset__is_word(s, &t[k - 1], "return")) { k--; continue; }
+            break;
+        }
+        if (k > floor + 1 && t[k - 1].ch == '.' && t[k - 2].kind == CUSET__TK_IDENT) { k -= 2; continue; }
+        if (k > floor + 2 && t[k - 1].ch == '>' && t[k - 2].ch == '-' && t[k - 2].end == t[k - 1].start &&
+            t[k - 3].kind == CUSET__TK_IDENT) { k -= 3; continue; }
+        break;
+    }
+    return k;
+}
+
+// Byte end of the launch whose configuration starts at token k (just after '<<<');
+// *next is the index of the first token after it.
+static size_t cuset__launch_end(const cuset__tok *t, size_t n, size_t k, size_t len, size_t *next) {
+    while (k < n && !cuset__is_triple(t, n, k, '>')) { // the configuration, up to '>>>'
+        if (t[k].ch == ';') { *next = k + 1; return t[k].end; }
+        if (cuset__is_closer(t[k].ch)) { *next = k; return t[k - 1].end; }
+        k = cuset__step(t, n, k);
+    }
+    if (k >= n) { *next = n; return len; }
+    k += 3;
+    size_t end = t[k - 1].end;
+    if (k < n && t[k].ch == '(') { // the argument list
+        end = cuset__group_end(t, n, k, len);
+        k = cuset__step(t, n, k);
+        if (end == len) { *next = n; return len; }
+    }
+    if (k < n && t[k].ch == ';') end = t[k++].end;
+    *next = k;
+    return end;
+}
+
+// Appends one span per kernel launch.
+static void cuset__find_launches(const char *s, size_t len, const cuset__tok *t, size_t n, CusetSpan **out) {
+    size_t floor = 0; // tokens before floor are inside a launch or were already looked at
+    size_t j = 0;
+    while (j < n) {
+        if (!cuset__is_triple(t, n, j, '<') || (j > 0 && t[j - 1].ch == '<' && t[j - 1].end == t[j].start)) { j++; continue; }
+        size_t start = cuset__kernel_start(s, t, j, floor), next = j + 3;
+        if (start != CUSET__NONE) {
+            CusetSpan sp = { t[start].start, cuset__launch_end(t, n, j + 3, len, &next), CUSET_SPAN_LAUNCH };
+            arrput(*out, sp);
+        }
+        floor = j = next;
+    }
+}
+
+// ----------------------------------------------------------------------------
+// Rule 3: dim3 declarations
+
+// Does the group opened at o look like a parameter list rather than constructor
+// arguments: empty, or two names side by side ("int n"), or a type keyword alone ("int")?
+static int cuset__looks_like_params(const char *s, const cuset__tok *t, size_t n, size_t o) {
+    static const char *const types[] = { "void", "int", "float", "double", "char", "bool", "short", "long",
+        "unsigned", "signed", "const", "volatile", "size_t", "dim3", NULL };
+    if (o + 1 < n && t[o + 1].ch == ')') return 1;
+    for (size_t k = o + 1; k < n && !cuset__is_closer(t[k].ch); k = cuset__step(t, n, k)) {
+        if (t[k].kind != CUSET__TK_IDENT || k + 1 >= n) continue;
+        if (t[k + 1].kind == CUSET__TK_IDENT) return 1;
+        if (cuset__is_any_word(s, &t[k], types) && t[k + 1].ch && strchr("),*&", t[k + 1].ch)) return 1;
+    }
+    return 0;
+}
+
+// Byte end of the dim3 statement whose declarators start at token k; *next is the token
+// to resume at. Returns CUSET__NONE for a function returning dim3 (resume at its body).
+static size_t cuset__dim3_end(const char *s, const cuset__tok *t, size_t n, size_t k, size_t len, size_t *next) {
+    size_t first = k;
+    *next = k;
+    while (k < n) {
+        char c = t[k].ch;
+        if (c == ';') { *next = k + 1; return t[k].end; }
+        if (cuset__is_closer(c)) { *next = k; return t[k - 1].end; }
+        if (c == '{' && t[k - 1].ch == ')') { *next = k; return CUSET__NONE; }           // a definition
+        if (c == '(' && k == first + 1 && cuset__looks_like_params(s, t, n, k)) return CUSET__NONE; // a prototype
+        k = cuset__step(t, n, k);
+    }
+    *next = n;
+    return len;
+}
+
+// Appends one span per dim3 declaration statement.
+static void cuset__find_dim3(const char *s, size_t len, const cuset__tok *t, size_t n, CusetSpan **out) {
+    static const char *const quals[] = { "const", "static", "constexpr", "volatile", "extern", "register",
+        "thread_local", "__shared__", "__constant__", "__device__", "__managed__", NULL };
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (!cuset__is_word(s, &t[i], "dim3")) continue;
+        char nx = t[i + 1].ch;
+        if (t[i + 1].kind != CUSET__TK_IDENT && nx != '*' && nx != '&') continue;
+        size_t start = i;
+        while (start > 0 && cuset__is_any_word(s, &t[start - 1], quals)) start--;
+        if (start > 0) { // the statement must begin here
+            const cuset__tok *p = &t[start - 1];
+            int label = p->ch == ':'; // "case 1:", "default:", "public:"
+            if (!(p->ch == ';' || p->ch == '{' || p->ch == '}' || p->ch == ')' || label)) continue;
+        }
+        size_t next, end = cuset__dim3_end(s, t, n, i + 1, len, &next);
+        if (end != CUSET__NONE) {
+            CusetSpan sp = { t[start].start, end, CUSET_SPAN_DIM3 };
+            arrput(*out, sp);
+        }
+        i = next - 1; // resume after what was read: a dim3 inside a dim3 statement is part of it
+    }
+}
+
+// ----------------------------------------------------------------------------
+// Public API
+
+// Orders spans by start, then outer (longer) first, then kind.
+static int cuset__span_cmp(const void *a, const void *b) {
+    const CusetSpan *x = (const CusetSpan *)a, *y = (const CusetSpan *)b;
+    if (x->start != y->start) return x->start < y->start ? -1 : 1;
+    if (x->end != y->end) return x->end > y->end ? -1 : 1;
+    return (int)x->kind - (int)y->kind;
+}
+
+size_t cuset_annotate(const char *src, size_t len, CusetSpan **spans) {
+    if (!src || len == 0) return 0;
+    cuset__tok *t = cuset__lex(src, len);
+    size_t n = (size_t)arrlen(t);
+    cuset__pair_brackets(t, n);
+    CusetSpan *found = NULL;
+    cuset__find_functions(src, len, t, n, &found);
+    cuset__find_launches(src, len, t, n, &found);
+    cuset__find_dim3(src, len, t, n, &found);
+    size_t count = (size_t)arrlen(found);
+    if (count) qsort(found, count, sizeof *found, cuset__span_cmp);
+    for (size_t k = 0; k < count; k++) arrput(*spans, found[k]);
+    arrfree(found);
+    arrfree(t);
+    return count;
+}
+
+void cuset_span_flags(const CusetSpan *spans, size_t nspans, unsigned char *flags, size_t len) {
+    if (len) memset(flags, 0, len);
+    size_t covered = 0, last_start = 0; // with sorted starts, [start, covered) is already set
+    for (size_t k = 0; k < nspans; k++) {
+        size_t a = spans[k].start < len ? spans[k].start : len;
+        size_t b = spans[k].end < len ? spans[k].end : len;
+        if (a < last_start) covered = 0; // out of order: forget the shortcut
+        last_start = a;
+        size_t from = a > covered ? a : covered;
+        if (b > from) memset(flags + from, 1, b - from);
+        if (b > covered) covered = b;
+    }
+}
+
+const char *cuset_span_kind_name(CusetSpanKind kind) {
+    switch (kind) {
+    case CUSET_SPAN_GLOBAL_DEF: return "global_def";
+    case CUSET_SPAN_DEVICE_DEF: return "device_def";
+    case CUSET_SPAN_LAUNCH: return "launch";
+    case CUSET_SPAN_DIM3: return "dim3";
+    }
+    return "?";
 }
 
 // ---- checkpoints -------------------------------------------------------------------------------

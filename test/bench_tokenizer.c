@@ -6,9 +6,8 @@
 // second each, and prints a table. A second table shows held-out compression for a few
 // vocabulary sizes: train on the programs of the even-numbered tasks, measure on the
 // others (the five variants of a task are near copies, so the split is by task).
-#define STB_DS_IMPLEMENTATION
 #define CUSET_IMPLEMENTATION
-#include "../wip/tokenizer.h"
+#include "../cuset.h"
 #include "tok_testlib.h"
 
 #include <time.h>

@@ -1,11 +1,10 @@
-// fuzz_annotate.c - libFuzzer target for the CUDA-sensitivity annotator (wip/annotate.h).
+// fuzz_annotate.c - libFuzzer target for the CUDA-sensitivity annotator (cuset.h).
 //   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu11 -o /tmp/fuzz_annotate test/fuzz_annotate.c
 //   /tmp/fuzz_annotate -max_total_time=180 CORPUS_DIR
 // Any input must give spans in bounds, non-empty, sorted, of known kinds, and flags
 // equal to the naive union of the spans; the sanitizers catch reads past the input.
 #define CUSET_IMPLEMENTATION
-#define STB_DS_IMPLEMENTATION
-#include "../wip/annotate.h"
+#include "../cuset.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -35,6 +35,12 @@ echo "== unit tests (test/test_cuset)"
 tally < <(./test/test_cuset; echo "exit $?" >"$TMP/unit_rc")
 grep -q "exit 0" "$TMP/unit_rc" || bad "test_cuset_exit" "$(cat "$TMP/unit_rc")"
 
+echo "== tokenizer (test/test_tokenizer) and annotator (test/test_annotate)"
+for prog in test_tokenizer test_annotate; do
+    tally < <(./test/$prog; echo "exit $?" >"$TMP/rc")
+    grep -q "exit 0" "$TMP/rc" || bad "${prog}_exit" "$(cat "$TMP/rc")"
+done
+
 echo "== oracle: C float32 against PyTorch float64 (test/oracle.py)"
 if ! "$PYTHON" -c "import torch, numpy" 2>/dev/null; then
     bad "oracle" "$PYTHON cannot import torch and numpy (apt-get install python3-torch python3-numpy)"

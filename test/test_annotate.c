@@ -1,4 +1,4 @@
-// test_annotate.c - tests for the CUDA-sensitivity annotator (wip/annotate.h).
+// test_annotate.c - tests for the CUDA-sensitivity annotator (cuset.h).
 //   gcc -std=gnu11 -O1 -g -fsanitize=address,undefined -Wall -Wextra -o /tmp/test_annotate test/test_annotate.c
 //   /tmp/test_annotate [path/to/cudabench-dev.jsonl]
 // Prints "PASS name" / "FAIL name: why" / "SKIP name: why" per check; exits 1 if any failed.
@@ -6,8 +6,7 @@
 // programs (checked against an independent little scanner written here), and a random
 // robustness loop (random and mutated snippets) plus a few worst-case timing inputs.
 #define CUSET_IMPLEMENTATION
-#define STB_DS_IMPLEMENTATION
-#include "../wip/annotate.h"
+#include "../cuset.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -570,6 +569,6 @@ int main(int argc, char **argv) {
     arrfree(bench);
 
     worst_cases();
-    printf("%s: %d passed, %d failed\n", n_fail ? "FAILED" : "OK", n_pass, n_fail);
+    printf("# test_annotate: %d passed, %d failed\n", n_pass, n_fail);
     return n_fail ? 1 : 0;
 }

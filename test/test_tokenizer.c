@@ -1,12 +1,11 @@
-// test_tokenizer.c - checks of the byte-level BPE tokenizer (wip/tokenizer.h).
+// test_tokenizer.c - checks of the byte-level BPE tokenizer (cuset.h).
 // Build and run from the repository root:
 //   gcc -std=gnu11 -O2 -Wall -Wextra -o test_tokenizer test/test_tokenizer.c && ./test_tokenizer
 // Prints PASS/FAIL/SKIP per check and exits non-zero when a check fails. The random
 // round trip uses a fresh seed each run (printed); CUSET_TEST_SEED=<n> repeats one.
 // Uses ../shared/cudabench/cudabench-dev.jsonl (or $CUSET_CUDABENCH) when present.
-#define STB_DS_IMPLEMENTATION
 #define CUSET_IMPLEMENTATION
-#include "../wip/tokenizer.h"
+#include "../cuset.h"
 #include "tok_testlib.h"
 
 #include <stdarg.h>
@@ -91,7 +90,7 @@ static int *reference_train(const char *const *texts, const size_t *lens, size_t
     struct { unsigned long long key; long long value; } *pairs = NULL;
     int **words = NULL, *merges = NULL;
     char buf[CUSET_TOK_MAX_CHUNK + 1];
-    sh_new_arena(counts);
+    sh_new_strdup(counts);
     for (size_t t = 0; t < ntexts; t++)
         for (size_t i = 0, end; i < lens[t]; i = end) {
             end = cuset__tok_chunk_end((const unsigned char *)texts[t], lens[t], i);
@@ -275,7 +274,7 @@ static void test_reference_encode(const CusetTokenizer *tk, char **progs) {
     struct { char *key; int value; } *seen = NULL;
     int *fast = NULL, *ref = NULL, bad = 0;
     char buf[CUSET_TOK_MAX_CHUNK + 1];
-    sh_new_arena(seen);
+    sh_new_strdup(seen);
     for (ptrdiff_t p = 0; p < arrlen(progs) && !bad; p++) {
         const char *s = progs[p];
         size_t n = (size_t)arrlen(progs[p]);
