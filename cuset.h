@@ -235,54 +235,9 @@ void cuset_shuffle(int *order, int n, uint64_t seed, int epoch);
 // flagged CUDA-sensitive.
 void cuset_dataset_synthetic(CusetDataset *d, int n, int vocab_size, int min_len, int max_len, uint64_t seed);
 
-// Checkpoints. A checkpoint holds the parameters and optionally the optimizer state
-// (moments, step, training settings) and ASFT's frozen reference parameters.
-typedef struct {
-    int32_t B, T, accum;     // micro-batch shape and micro-batches per step
-    int32_t steps;           // optimizer steps of the run
-    int32_t seed;
-    int32_t val_every, ckpt_every;
-    CusetObjective obj;
-    CusetOptim optim;
-} CusetTrainSettings;
-typedef struct {
-    CusetConfig cfg;
-    int has_optimizer, has_reference;
-    int32_t step;                // optimizer steps completed
-    uint64_t data_fingerprint;
-    CusetTrainSettings settings;
-} CusetCheckpointInfo;
-// Writes to path.tmp then renames. ref may be NULL. Returns 0, or -1 with a message.
-int cuset_checkpoint_save(const char *path, const CusetGPT *m, const CusetGPT *ref,
-                          const CusetCheckpointInfo *info, int with_optimizer, char *err, size_t errlen);
-// Reads the header only.
-int cuset_checkpoint_info(const char *path, CusetCheckpointInfo *info, char *err, size_t errlen);
-// Allocates m (and ref when non-NULL and the file has one) and reads them; loads the
-// optimizer moments when the file has them and want_optimizer is set.
-int cuset_checkpoint_load(const char *path, CusetGPT *m, CusetGPT *ref, int want_optimizer,
-                          CusetCheckpointInfo *info, char *err, size_t errlen);
-
-// Incremental decoding with a KV cache: the keys and values of every position so far, per
-// layer, so that each new token costs one position's worth of the forward pass.
-typedef struct {
-    int len;          // positions cached
-    float *k, *v;     // (L, maxT, C) each
-    float *buf;       // one position's activations: x, ln, qkv, att, y, fch, logits
-} CusetKVCache;
-void cuset_kv_init(CusetKVCache *kv, const CusetConfig *cfg);
-void cuset_kv_free(CusetKVCache *kv);
-// Feeds token at position kv->len and returns the logits (Vp) predicting the next one;
-// the pointer stays valid until the next call. Requires kv->len < max_seq_len.
-const float *cuset_gpt_decode(const CusetGPT *m, CusetKVCache *kv, int token);
-
-// Sampling: a token from one row of logits (the V real columns) with temperature
-// (0: greedy), top-k (0: off) and top-p (1: off); work holds V entries.
-typedef struct { float prob; int id; } CusetProbId;
-int cuset_sample(const float *logits, int V, float temperature, int top_k, float top_p, uint64_t *rng, CusetProbId *work);
-
 // ---------------------------------------------------------------------------------------
 // The tokenizer: byte-level BPE. All arrays passed in and out are stb_ds arrays:
-//     CusetTokenizer tk; cuset_tok_init(&tk);
+//     CusetTokenizer tk = {0}; cuset_tok_init(&tk);
 //     cuset_tok_train(&tk, texts, lens, ntexts, CUSET_TOK_DEFAULT_VOCAB, 1);
 //     int *ids = NULL;  cuset_tok_encode(&tk, s, n, &ids);            // appends to ids
 //     char *out = NULL; cuset_tok_decode(&tk, ids, arrlen(ids), &out); // appends to out
@@ -527,6 +482,54 @@ size_t cuset_annotate(const char *src, size_t len, CusetSpan **spans);
 void cuset_span_flags(const CusetSpan *spans, size_t nspans, unsigned char *flags, size_t len);
 // "global_def", "device_def", "launch", "dim3" (or "?"), for logs and tests.
 const char *cuset_span_kind_name(CusetSpanKind kind);
+
+// ---------------------------------------------------------------------------------------
+// Checkpoints. A checkpoint holds the parameters and optionally the optimizer state
+// (moments, step, training settings), ASFT's frozen reference parameters and the
+// tokenizer, so that one file is enough to sample from.
+typedef struct {
+    int32_t B, T, accum;     // micro-batch shape and micro-batches per step
+    int32_t steps;           // optimizer steps of the run
+    int32_t seed;
+    int32_t val_every, ckpt_every;
+    CusetObjective obj;
+    CusetOptim optim;
+} CusetTrainSettings;
+typedef struct {
+    CusetConfig cfg;
+    int has_optimizer, has_reference, has_tokenizer;
+    int32_t step;                // optimizer steps completed
+    uint64_t data_fingerprint;
+    CusetTrainSettings settings;
+} CusetCheckpointInfo;
+// Writes to path.tmp.PID then renames. ref and tk may be NULL. Returns 0, or -1 with a message.
+int cuset_checkpoint_save(const char *path, const CusetGPT *m, const CusetGPT *ref, const CusetTokenizer *tk,
+                          const CusetCheckpointInfo *info, int with_optimizer, char *err, size_t errlen);
+// Reads the header only.
+int cuset_checkpoint_info(const char *path, CusetCheckpointInfo *info, char *err, size_t errlen);
+// Allocates m (and ref when non-NULL and the file has one) and reads them; loads the
+// optimizer moments when the file has them and want_optimizer is set; loads the
+// tokenizer into tk (cuset_tok_init'ed by the caller) when tk is non-NULL and the file has one.
+int cuset_checkpoint_load(const char *path, CusetGPT *m, CusetGPT *ref, CusetTokenizer *tk, int want_optimizer,
+                          CusetCheckpointInfo *info, char *err, size_t errlen);
+
+// Incremental decoding with a KV cache: the keys and values of every position so far, per
+// layer, so that each new token costs one position's worth of the forward pass.
+typedef struct {
+    int len;          // positions cached
+    float *k, *v;     // (L, maxT, C) each
+    float *buf;       // one position's activations: x, ln, qkv, att, y, fch, logits
+} CusetKVCache;
+void cuset_kv_init(CusetKVCache *kv, const CusetConfig *cfg);
+void cuset_kv_free(CusetKVCache *kv);
+// Feeds token at position kv->len and returns the logits (Vp) predicting the next one;
+// the pointer stays valid until the next call. Requires kv->len < max_seq_len.
+const float *cuset_gpt_decode(const CusetGPT *m, CusetKVCache *kv, int token);
+
+// Sampling: a token from one row of logits (the V real columns) with temperature
+// (0: greedy), top-k (0: off) and top-p (1: off); work holds V entries.
+typedef struct { float prob; int id; } CusetProbId;
+int cuset_sample(const float *logits, int V, float temperature, int top_k, float top_p, uint64_t *rng, CusetProbId *work);
 
 // Small utilities used by the mains.
 uint64_t cuset_rng_next(uint64_t *state);
@@ -2521,30 +2524,36 @@ const char *cuset_span_kind_name(CusetSpanKind kind) {
 }
 
 // ---- checkpoints -------------------------------------------------------------------------------
-// Layout (little-endian): a 256-byte header of int32 slots, then float32 parameters,
-// then (if CUSET_CKPT_OPTIMIZER) the AdamW moments m and v, then (if
-// CUSET_CKPT_REFERENCE) ASFT's frozen reference parameters.
+// Layout (little-endian): a 256-byte header of int32 slots, then float32 parameters, then
+// (if CUSET_CKPT_OPTIMIZER) the AdamW moments m and v, then (if CUSET_CKPT_REFERENCE)
+// ASFT's frozen reference parameters, then (if CUSET_CKPT_TOKENIZER) the tokenizer as
+// cuset_tok_save writes it.
 //   slot 0-1 magic "CUSETCKP", 2 version, 3 header bytes, 4-9 config (V, Vp, maxT, L, NH, C),
-//   10 contents flags, 11 step, 12-13 number of parameters (uint64),
-//   14-15 data fingerprint (uint64), 16.. CusetTrainSettings.
+//   10 contents flags, 11 step, 12-13 number of parameters (uint64), 14-15 data
+//   fingerprint (uint64), 16-40 CusetTrainSettings, 62-63 tokenizer bytes (uint64).
 #define CUSET_CKPT_MAGIC "CUSETCKP"
 #define CUSET_CKPT_VERSION 1
 #define CUSET_CKPT_HEADER 256
 #define CUSET_CKPT_OPTIMIZER 1
 #define CUSET_CKPT_REFERENCE 2
-_Static_assert(16 * 4 + sizeof(CusetTrainSettings) <= CUSET_CKPT_HEADER, "checkpoint header too small");
+#define CUSET_CKPT_TOKENIZER 4
+#define CUSET_CKPT_TOK_SLOT 62
+_Static_assert(16 * 4 + sizeof(CusetTrainSettings) <= CUSET_CKPT_TOK_SLOT * 4, "checkpoint header too small");
 
-static size_t cuset__ckpt_bytes(size_t nparams, int contents) {
+static size_t cuset__ckpt_bytes(size_t nparams, int contents, uint64_t tok_bytes) {
     size_t copies = 1 + ((contents & CUSET_CKPT_OPTIMIZER) ? 2 : 0) + ((contents & CUSET_CKPT_REFERENCE) ? 1 : 0);
-    return CUSET_CKPT_HEADER + copies * nparams * sizeof(float);
+    return CUSET_CKPT_HEADER + copies * nparams * sizeof(float) + tok_bytes;
 }
 
-int cuset_checkpoint_save(const char *path, const CusetGPT *m, const CusetGPT *ref, const CusetCheckpointInfo *info,
-                          int with_optimizer, char *err, size_t errlen) {
+int cuset_checkpoint_save(const char *path, const CusetGPT *m, const CusetGPT *ref, const CusetTokenizer *tk,
+                          const CusetCheckpointInfo *info, int with_optimizer, char *err, size_t errlen) {
     unsigned char h[CUSET_CKPT_HEADER] = {0};
     int32_t *slot = (int32_t *)h;
-    int contents = (with_optimizer && m->m_memory ? CUSET_CKPT_OPTIMIZER : 0) | (ref ? CUSET_CKPT_REFERENCE : 0);
-    uint64_t np = m->num_params;
+    int contents = (with_optimizer && m->m_memory ? CUSET_CKPT_OPTIMIZER : 0) | (ref ? CUSET_CKPT_REFERENCE : 0) |
+                   (tk ? CUSET_CKPT_TOKENIZER : 0);
+    uint64_t np = m->num_params, tok_bytes = 0;
+    unsigned char *tok = NULL; // stb_ds array
+    if (tk) tok_bytes = cuset_tok_save(tk, &tok);
     memcpy(h, CUSET_CKPT_MAGIC, 8);
     slot[2] = CUSET_CKPT_VERSION; slot[3] = CUSET_CKPT_HEADER;
     memcpy(&slot[4], &m->cfg, sizeof m->cfg);
@@ -2552,17 +2561,20 @@ int cuset_checkpoint_save(const char *path, const CusetGPT *m, const CusetGPT *r
     memcpy(&slot[12], &np, 8);
     memcpy(&slot[14], &info->data_fingerprint, 8);
     memcpy(&slot[16], &info->settings, sizeof info->settings);
+    memcpy(&slot[CUSET_CKPT_TOK_SLOT], &tok_bytes, 8);
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
     FILE *f = fopen(tmp, "wb");
-    if (!f) return cuset__err(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
+    if (!f) { arrfree(tok); return cuset__err(err, errlen, "%s: cannot create: %s", tmp, strerror(errno)); }
     int ok = fwrite(h, 1, sizeof h, f) == sizeof h;
     ok = ok && fwrite(m->params_memory, sizeof(float), np, f) == np;
     if (contents & CUSET_CKPT_OPTIMIZER)
         ok = ok && fwrite(m->m_memory, sizeof(float), np, f) == np && fwrite(m->v_memory, sizeof(float), np, f) == np;
     if (contents & CUSET_CKPT_REFERENCE) ok = ok && fwrite(ref->params_memory, sizeof(float), np, f) == np;
+    if (tok_bytes) ok = ok && fwrite(tok, 1, tok_bytes, f) == tok_bytes;
     ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
     ok = (fclose(f) == 0) && ok;
+    arrfree(tok);
     if (!ok || rename(tmp, path) != 0) {
         int e = errno;
         remove(tmp);
@@ -2572,7 +2584,8 @@ int cuset_checkpoint_save(const char *path, const CusetGPT *m, const CusetGPT *r
 }
 
 // Reads and validates the header; on success leaves f positioned at the parameters.
-static int cuset__ckpt_open(const char *path, FILE **fp, CusetCheckpointInfo *info, int *contents, char *err, size_t errlen) {
+static int cuset__ckpt_open(const char *path, FILE **fp, CusetCheckpointInfo *info, int *contents, uint64_t *tok_bytes,
+                            char *err, size_t errlen) {
     FILE *f = fopen(path, "rb");
     if (!f) return cuset__err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
     unsigned char h[CUSET_CKPT_HEADER];
@@ -2580,53 +2593,46 @@ static int cuset__ckpt_open(const char *path, FILE **fp, CusetCheckpointInfo *in
     fseek(f, 0, SEEK_END);
     long size = ftell(f);
     fseek(f, 0, SEEK_SET);
-    if (size < CUSET_CKPT_HEADER || fread(h, 1, sizeof h, f) != sizeof h) {
-        fclose(f);
-        return cuset__err(err, errlen, "%s: %ld bytes, shorter than the %d-byte checkpoint header", path, size, CUSET_CKPT_HEADER);
-    }
-    memcpy(slot, h, sizeof h);
-    if (memcmp(h, CUSET_CKPT_MAGIC, 8) != 0) {
-        fclose(f);
-        return cuset__err(err, errlen, "%s: not a cuset checkpoint (magic is not %s)", path, CUSET_CKPT_MAGIC);
-    }
-    if (slot[2] != CUSET_CKPT_VERSION || slot[3] != CUSET_CKPT_HEADER) {
-        fclose(f);
-        return cuset__err(err, errlen, "%s: checkpoint version %d (header %d bytes); this build reads version %d",
-                          path, slot[2], slot[3], CUSET_CKPT_VERSION);
-    }
+    char why[512] = "";
+    if (size < CUSET_CKPT_HEADER || fread(h, 1, sizeof h, f) != sizeof h)
+        snprintf(why, sizeof why, "%ld bytes, shorter than the %d-byte checkpoint header", size, CUSET_CKPT_HEADER);
+    else if (memcpy(slot, h, sizeof h), memcmp(h, CUSET_CKPT_MAGIC, 8) != 0)
+        snprintf(why, sizeof why, "not a cuset checkpoint (magic is not %s)", CUSET_CKPT_MAGIC);
+    else if (slot[2] != CUSET_CKPT_VERSION || slot[3] != CUSET_CKPT_HEADER)
+        snprintf(why, sizeof why, "checkpoint version %d (header %d bytes); this build reads version %d", slot[2], slot[3],
+                 CUSET_CKPT_VERSION);
+    if (why[0]) { fclose(f); return cuset__err(err, errlen, "%s: %s", path, why); }
     memset(info, 0, sizeof *info);
     memcpy(&info->cfg, &slot[4], sizeof info->cfg);
     *contents = slot[10];
     info->step = slot[11];
     memcpy(&info->data_fingerprint, &slot[14], 8);
     memcpy(&info->settings, &slot[16], sizeof info->settings);
+    memcpy(tok_bytes, &slot[CUSET_CKPT_TOK_SLOT], 8);
     info->has_optimizer = !!(*contents & CUSET_CKPT_OPTIMIZER);
     info->has_reference = !!(*contents & CUSET_CKPT_REFERENCE);
-    char why[256];
-    if (cuset_config_check(&info->cfg, why, sizeof why) != 0) {
-        fclose(f);
-        return cuset__err(err, errlen, "%s: bad model config in header: %s", path, why);
-    }
-    if (*contents & ~(CUSET_CKPT_OPTIMIZER | CUSET_CKPT_REFERENCE) || info->step < 0) {
-        fclose(f);
-        return cuset__err(err, errlen, "%s: bad header (contents flags %d, step %d)", path, *contents, info->step);
-    }
+    info->has_tokenizer = !!(*contents & CUSET_CKPT_TOKENIZER);
     size_t sizes[CUSET_NUM_TENSORS], np = 0;
     uint64_t np_file;
     memcpy(&np_file, &slot[12], 8);
-    cuset__tensor_sizes(&info->cfg, sizes);
-    for (int i = 0; i < CUSET_NUM_TENSORS; i++) np += sizes[i];
-    if (np_file != np) {
-        fclose(f);
-        return cuset__err(err, errlen, "%s: header says %llu parameters but its config needs %zu", path,
-                          (unsigned long long)np_file, np);
+    char cfg_why[256];
+    if (cuset_config_check(&info->cfg, cfg_why, sizeof cfg_why) != 0) {
+        snprintf(why, sizeof why, "bad model config in header: %s", cfg_why);
+    } else if (*contents & ~(CUSET_CKPT_OPTIMIZER | CUSET_CKPT_REFERENCE | CUSET_CKPT_TOKENIZER) || info->step < 0 ||
+               (*tok_bytes != 0) != info->has_tokenizer || *tok_bytes > (1u << 30)) {
+        snprintf(why, sizeof why, "bad header (contents flags %d, step %d, tokenizer bytes %llu)", *contents, info->step,
+                 (unsigned long long)*tok_bytes);
+    } else {
+        cuset__tensor_sizes(&info->cfg, sizes);
+        for (int i = 0; i < CUSET_NUM_TENSORS; i++) np += sizes[i];
+        size_t want = cuset__ckpt_bytes(np, *contents, *tok_bytes);
+        if (np_file != np)
+            snprintf(why, sizeof why, "header says %llu parameters but its config needs %zu", (unsigned long long)np_file, np);
+        else if ((size_t)size != want)
+            snprintf(why, sizeof why, "%s: file has %ld bytes, header implies %zu",
+                     (size_t)size < want ? "truncated" : "trailing bytes", size, want);
     }
-    size_t want = cuset__ckpt_bytes(np, *contents);
-    if ((size_t)size != want) {
-        fclose(f);
-        return cuset__err(err, errlen, "%s: %s: file has %ld bytes, header implies %zu", path,
-                          (size_t)size < want ? "truncated" : "trailing bytes", size, want);
-    }
+    if (why[0]) { fclose(f); return cuset__err(err, errlen, "%s: %s", path, why); }
     *fp = f;
     return 0;
 }
@@ -2634,18 +2640,22 @@ static int cuset__ckpt_open(const char *path, FILE **fp, CusetCheckpointInfo *in
 int cuset_checkpoint_info(const char *path, CusetCheckpointInfo *info, char *err, size_t errlen) {
     FILE *f;
     int contents;
-    if (cuset__ckpt_open(path, &f, info, &contents, err, errlen) != 0) return -1;
+    uint64_t tok_bytes;
+    if (cuset__ckpt_open(path, &f, info, &contents, &tok_bytes, err, errlen) != 0) return -1;
     fclose(f);
     return 0;
 }
 
-int cuset_checkpoint_load(const char *path, CusetGPT *m, CusetGPT *ref, int want_optimizer, CusetCheckpointInfo *info,
-                          char *err, size_t errlen) {
+int cuset_checkpoint_load(const char *path, CusetGPT *m, CusetGPT *ref, CusetTokenizer *tk, int want_optimizer,
+                          CusetCheckpointInfo *info, char *err, size_t errlen) {
     FILE *f;
     int contents;
-    if (cuset__ckpt_open(path, &f, info, &contents, err, errlen) != 0) return -1;
+    uint64_t tok_bytes;
+    if (cuset__ckpt_open(path, &f, info, &contents, &tok_bytes, err, errlen) != 0) return -1;
     cuset_gpt_init(m, &info->cfg);
+    if (ref) memset(ref, 0, sizeof *ref);
     size_t np = m->num_params;
+    char why[512] = "";
     int ok = fread(m->params_memory, sizeof(float), np, f) == np;
     if (ok && (contents & CUSET_CKPT_OPTIMIZER)) {
         if (want_optimizer) {
@@ -2656,24 +2666,37 @@ int cuset_checkpoint_load(const char *path, CusetGPT *m, CusetGPT *ref, int want
             ok = fseek(f, (long)(2 * np * sizeof(float)), SEEK_CUR) == 0;
         }
     }
-    if (ok && ref && (contents & CUSET_CKPT_REFERENCE)) {
-        cuset_gpt_init(ref, &info->cfg);
-        ok = fread(ref->params_memory, sizeof(float), np, f) == np;
+    if (ok && (contents & CUSET_CKPT_REFERENCE)) {
+        if (ref) {
+            cuset_gpt_init(ref, &info->cfg);
+            ok = fread(ref->params_memory, sizeof(float), np, f) == np;
+        } else {
+            ok = fseek(f, (long)(np * sizeof(float)), SEEK_CUR) == 0;
+        }
+    }
+    if (ok && tk && tok_bytes) {
+        unsigned char *buf = (unsigned char *)CUSET_CALLOC(tok_bytes, 1);
+        char tok_why[400];
+        ok = fread(buf, 1, tok_bytes, f) == tok_bytes;
+        if (ok && cuset_tok_load(tk, buf, tok_bytes, tok_why, sizeof tok_why) != 0)
+            snprintf(why, sizeof why, "its tokenizer: %s", tok_why);
+        else if (ok && cuset_tok_vocab_size(tk) != info->cfg.vocab_size)
+            snprintf(why, sizeof why, "its tokenizer has %d tokens but the model's vocabulary is %d",
+                     cuset_tok_vocab_size(tk), info->cfg.vocab_size);
+        free(buf);
     }
     fclose(f);
-    if (!ok) {
-        cuset_gpt_free(m);
-        if (ref) cuset_gpt_free(ref);
-        return cuset__err(err, errlen, "%s: read error", path);
-    }
+    if (!ok) snprintf(why, sizeof why, "read error");
     // padding rows of wte must be zero: a non-zero one means a damaged or foreign file
     const float *wte = m->params.wte;
-    for (size_t i = (size_t)info->cfg.vocab_size * info->cfg.n_embd; i < m->tensor_sizes[0]; i++)
-        if (wte[i] != 0.0f) {
-            cuset_gpt_free(m);
-            if (ref) cuset_gpt_free(ref);
-            return cuset__err(err, errlen, "%s: padding rows of wte are not zero", path);
-        }
+    for (size_t i = (size_t)info->cfg.vocab_size * info->cfg.n_embd; i < m->tensor_sizes[0] && !why[0]; i++)
+        if (wte[i] != 0.0f) snprintf(why, sizeof why, "padding rows of wte are not zero");
+    if (why[0]) {
+        cuset_gpt_free(m);
+        if (ref) cuset_gpt_free(ref);
+        if (tk && tok_bytes) cuset_tok_init(tk);
+        return cuset__err(err, errlen, "%s: %s", path, why);
+    }
     return 0;
 }
 

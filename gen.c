@@ -61,7 +61,7 @@ int main(int argc, char **argv) {
     char err[512];
     CusetGPT m;
     CusetCheckpointInfo info;
-    if (cuset_checkpoint_load(model_path, &m, NULL, 0, &info, err, sizeof err)) {
+    if (cuset_checkpoint_load(model_path, &m, NULL, NULL, 0, &info, err, sizeof err)) {
         fprintf(stderr, "gen: %s\n", err);
         return 1;
     }

@@ -193,7 +193,7 @@ int main(int argc, char **argv) {
     int start_step = 0;
     CusetCheckpointInfo info;
     if (a.resume) {
-        if (cuset_checkpoint_load(a.ckpt, &model, &ref_model, 1, &info, err, sizeof err)) {
+        if (cuset_checkpoint_load(a.ckpt, &model, &ref_model, NULL, 1, &info, err, sizeof err)) {
             fprintf(stderr, "train: --resume: %s\n", err);
             return 1;
         }
@@ -207,7 +207,7 @@ int main(int argc, char **argv) {
         if (info.has_reference) ref = &ref_model;
         printf("resuming %s at step %d of %d\n", a.ckpt, start_step, a.s.steps);
     } else if (a.init) {
-        if (cuset_checkpoint_load(a.init, &model, NULL, 0, &info, err, sizeof err)) {
+        if (cuset_checkpoint_load(a.init, &model, NULL, NULL, 0, &info, err, sizeof err)) {
             fprintf(stderr, "train: --init: %s\n", err);
             return 1;
         }
@@ -296,7 +296,7 @@ int main(int argc, char **argv) {
     CusetBatch batches[s->accum], val_batch;
     for (int i = 0; i < s->accum; i++) cuset_batch_alloc(&batches[i], s->B, s->T);
     cuset_batch_alloc(&val_batch, s->B, s->T);
-    CusetCheckpointInfo out = {*cfg, 0, 0, 0, data.fingerprint, *s};
+    CusetCheckpointInfo out = {.cfg = *cfg, .data_fingerprint = data.fingerprint, .settings = *s};
     long truncated = 0;
     int shuffled_epoch = -1, step = start_step;
     double t_start = cuset_time(), tokens_done = 0, train_seconds = 0;
@@ -361,7 +361,7 @@ int main(int argc, char **argv) {
         if (a.stop_at == step + 1) stop_requested = 2;
         if ((s->ckpt_every && (step + 1) % s->ckpt_every == 0) || last || stop_requested) {
             out.step = step + 1;
-            if (cuset_checkpoint_save(a.ckpt, &model, ref, &out, 1, err, sizeof err)) {
+            if (cuset_checkpoint_save(a.ckpt, &model, ref, NULL, &out, 1, err, sizeof err)) {
                 fprintf(stderr, "train: %s\n", err);
                 return 1;
             }

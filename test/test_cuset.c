@@ -326,13 +326,13 @@ static void test_checkpoints(void) {
     cuset_gpt_init(&r, &m.cfg);
     memcpy(r.params_memory, m.params_memory, m.num_params * 4);
     r.params_memory[5] += 1.0f;
-    CusetCheckpointInfo info = {m.cfg, 0, 0, 2, 0xABCDEF, {0}};
+    CusetCheckpointInfo info = {.cfg = m.cfg, .step = 2, .data_fingerprint = 0xABCDEF};
     info.settings.obj = cuset_objective_default(CUSET_OBJ_ASFT);
     info.settings.steps = 17;
     char err[512];
-    int rc = cuset_checkpoint_save(path, &m, &r, &info, 1, err, sizeof err);
+    int rc = cuset_checkpoint_save(path, &m, &r, NULL, &info, 1, err, sizeof err);
     CusetCheckpointInfo got;
-    rc |= cuset_checkpoint_load(path, &l, &lr, 1, &got, err, sizeof err);
+    rc |= cuset_checkpoint_load(path, &l, &lr, NULL, 1, &got, err, sizeof err);
     int ok = rc == 0 && got.step == 2 && got.has_optimizer && got.has_reference && got.data_fingerprint == 0xABCDEF &&
              got.settings.steps == 17 && got.settings.obj.kind == CUSET_OBJ_ASFT &&
              !memcmp(l.params_memory, m.params_memory, m.num_params * 4) &&
@@ -365,7 +365,7 @@ static void test_checkpoints(void) {
         if (cases[i].offset >= 0) copy[cases[i].offset] = cases[i].value;
         write_bytes(path, copy, cases[i].len);
         CusetGPT x;
-        int r2 = cuset_checkpoint_load(path, &x, NULL, 1, &got, err, sizeof err);
+        int r2 = cuset_checkpoint_load(path, &x, NULL, NULL, 1, &got, err, sizeof err);
         check(r2 != 0 && strstr(err, cases[i].expect) && strstr(err, path), cases[i].name, "rc %d, message: %s", r2, err);
         if (r2 == 0) cuset_gpt_free(&x);
         free(copy);
@@ -374,10 +374,38 @@ static void test_checkpoints(void) {
     memcpy(bytes + 256 + (size_t)m.cfg.vocab_size * m.cfg.n_embd * 4, &(float){1.0f}, 4);
     write_bytes(path, bytes, n);
     CusetGPT x;
-    check(cuset_checkpoint_load(path, &x, NULL, 1, &got, err, sizeof err) != 0 && strstr(err, "padding"),
+    check(cuset_checkpoint_load(path, &x, NULL, NULL, 1, &got, err, sizeof err) != 0 && strstr(err, "padding"),
           "checkpoint_nonzero_padding", "%s", err);
+    // a checkpoint carries its tokenizer: same encodings after loading; a damaged one is named
+    const char *text = "__global__ void add(float *x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; }\n"
+                       "add<<<(n + 255) / 256, 256>>>(x, n); add<<<1, 32>>>(x, 32);\n";
+    size_t text_len = strlen(text);
+    CusetTokenizer tk = {0}, tk2 = {0};
+    cuset_tok_train(&tk, &text, &text_len, 1, 300, 0);
+    CusetConfig tcfg = {cuset_tok_vocab_size(&tk), cuset_pad_vocab(cuset_tok_vocab_size(&tk)), 8, 1, 1, 8};
+    CusetGPT tm;
+    cuset_gpt_init(&tm, &tcfg);
+    CusetCheckpointInfo tinfo = {.cfg = tcfg};
+    cuset_tok_init(&tk2);
+    int *ids1 = NULL, *ids2 = NULL;
+    cuset_tok_encode(&tk, text, text_len, &ids1);
+    rc = cuset_checkpoint_save(path, &tm, NULL, &tk, &tinfo, 0, err, sizeof err);
+    rc |= cuset_checkpoint_load(path, &x, NULL, &tk2, 0, &got, err, sizeof err);
+    if (rc == 0) cuset_tok_encode(&tk2, text, text_len, &ids2);
+    check(rc == 0 && got.has_tokenizer && arrlen(ids1) == arrlen(ids2) && !memcmp(ids1, ids2, arrlen(ids1) * sizeof(int)),
+          "checkpoint_carries_tokenizer", "%s", rc ? err : "encodings differ");
+    if (rc == 0) cuset_gpt_free(&x);
+    f = fopen(path, "r+b");
+    fseek(f, -4, SEEK_END); // the last merge's right id: make it reference a later id
+    fwrite(&(int32_t){100000}, 4, 1, f);
+    fclose(f);
+    check(cuset_checkpoint_load(path, &x, NULL, &tk2, 0, &got, err, sizeof err) != 0 && strstr(err, "its tokenizer"),
+          "checkpoint_damaged_tokenizer", "%s", err);
+    arrfree(ids1); arrfree(ids2);
+    cuset_tok_free(&tk); cuset_tok_free(&tk2);
+    cuset_gpt_free(&tm);
     remove(path);
-    check(cuset_checkpoint_load(path, &x, NULL, 1, &got, err, sizeof err) != 0 && strstr(err, "cannot open"),
+    check(cuset_checkpoint_load(path, &x, NULL, NULL, 1, &got, err, sizeof err) != 0 && strstr(err, "cannot open"),
           "checkpoint_missing_file", "%s", err);
     free(bytes);
     cuset_gpt_free(&m);
