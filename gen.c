@@ -1,25 +1,30 @@
-// gen: samples from a trained checkpoint.
-// Until the tokenizer lands, prompts and completions are token ids (the synthetic task's
-// vocabulary: 1 opens the prompt, 2 ends the target).
+// gen: samples a completion from a trained checkpoint, streaming it as it is produced.
+// A checkpoint trained on text carries its tokenizer: the prompt is text and so is the
+// output. A checkpoint trained on the synthetic task has none: prompt and output are ids.
 #define CUSET_IMPLEMENTATION
 #include "cuset.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *usage_text =
-    "usage: gen --model FILE [options]\n"
-    "Samples a completion from a checkpoint written by train.\n"
+    "usage: gen --model FILE [--prompt TEXT | --prompt-file FILE | --prompt-ids IDS] [options]\n"
+    "Samples a completion from a checkpoint written by train and streams it to stdout.\n"
     "  --model FILE          checkpoint (required)\n"
-    "  --prompt-ids \"1 5 9\"  prompt as token ids separated by spaces or commas\n"
+    "  --prompt TEXT         the prompt (a model with a tokenizer); '-' reads it from stdin,\n"
+    "                        as does giving no prompt with stdin not a terminal\n"
+    "  --prompt-file FILE    the prompt, read from a file\n"
+    "  --prompt-ids \"1 5 9\"  the prompt as token ids (any model; used as given, no special tokens)\n"
     "  --info                print the checkpoint's header and exit\n"
-    "  --max-tokens N        most tokens to generate                  [64]\n"
-    "  --temperature X       0 = greedy                               [0.8]\n"
-    "  --top-k N             keep the N most probable tokens, 0 = all [0]\n"
-    "  --top-p X             keep the smallest set with mass >= X    [1.0]\n"
-    "  --stop ID             stop after this token                    [2]\n"
-    "  --seed N              sampling seed                            [1]\n"
-    "  -h, --help            this text\n";
+    "  --max-tokens N        most tokens to generate                      [512]\n"
+    "  --temperature X       0 = greedy                                   [0.8]\n"
+    "  --top-k N             keep the N most probable tokens, 0 = all     [0]\n"
+    "  --top-p X             keep the smallest set with mass >= X         [1.0]\n"
+    "  --stop ID             stop after this token    [end of sample; 2 without a tokenizer]\n"
+    "  --seed N              sampling seed                                [1]\n"
+    "  -h, --help            this text\n"
+    "The completion goes to stdout; the speed (tokens/s) to stderr.\n";
 
 static void fail(const char *msg, const char *arg) {
     fprintf(stderr, "gen: %s%s\n(gen --help lists the options)\n", msg, arg);
@@ -36,19 +41,36 @@ static double num(const char *flag, const char *v, double lo, double hi) {
     return x;
 }
 
+// Reads all of f into a malloc'd buffer (NUL-terminated); *n gets the length.
+static char *read_all(FILE *f, size_t *n) {
+    size_t cap = 4096, len = 0;
+    char *buf = (char *)malloc(cap);
+    for (size_t got; buf && (got = fread(buf + len, 1, cap - len - 1, f)) > 0;) {
+        len += got;
+        if (len + 1 == cap) buf = (char *)realloc(buf, cap *= 2);
+    }
+    if (!buf || ferror(f)) { free(buf); return NULL; }
+    buf[len] = '\0';
+    *n = len;
+    return buf;
+}
+
 int main(int argc, char **argv) {
-    const char *model_path = NULL, *prompt_text = NULL;
-    int info_only = 0, max_tokens = 64, top_k = 0, stop = 2;
+    const char *model_path = NULL, *prompt = NULL, *prompt_file = NULL, *prompt_ids = NULL;
+    int info_only = 0, max_tokens = 512, top_k = 0, stop = -2;
     float temperature = 0.8f, top_p = 1.0f;
     uint64_t seed = 1;
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i];
         if (!strcmp(k, "-h") || !strcmp(k, "--help")) { fputs(usage_text, stdout); return 0; }
         if (!strcmp(k, "--info")) { info_only = 1; continue; }
+        if (strncmp(k, "--", 2) != 0) fail("unexpected argument ", k);
         if (i + 1 >= argc) fail("missing value for ", k);
         const char *v = argv[++i];
         if (!strcmp(k, "--model")) model_path = v;
-        else if (!strcmp(k, "--prompt-ids")) prompt_text = v;
+        else if (!strcmp(k, "--prompt")) prompt = v;
+        else if (!strcmp(k, "--prompt-file")) prompt_file = v;
+        else if (!strcmp(k, "--prompt-ids")) prompt_ids = v;
         else if (!strcmp(k, "--max-tokens")) max_tokens = (int)num(k, v, 1, 1 << 20);
         else if (!strcmp(k, "--temperature")) temperature = (float)num(k, v, 0, 100);
         else if (!strcmp(k, "--top-k")) top_k = (int)num(k, v, 0, 1 << 24);
@@ -58,10 +80,13 @@ int main(int argc, char **argv) {
         else fail("unknown option ", k);
     }
     if (!model_path) fail("--model FILE is required", "");
+    if (!!prompt + !!prompt_file + !!prompt_ids > 1) fail("give one of --prompt, --prompt-file, --prompt-ids", "");
     char err[512];
     CusetGPT m;
+    CusetTokenizer tk = {0};
     CusetCheckpointInfo info;
-    if (cuset_checkpoint_load(model_path, &m, NULL, NULL, 0, &info, err, sizeof err)) {
+    cuset_tok_init(&tk);
+    if (cuset_checkpoint_load(model_path, &m, NULL, &tk, 0, &info, err, sizeof err)) {
         fprintf(stderr, "gen: %s\n", err);
         return 1;
     }
@@ -69,53 +94,93 @@ int main(int argc, char **argv) {
     if (info_only) {
         printf("%s: %d layers, %d heads, %d channels, context %d, vocabulary %d (padded %d), %zu parameters\n", model_path,
                c->n_layer, c->n_head, c->n_embd, c->max_seq_len, c->vocab_size, c->padded_vocab_size, m.num_params);
-        printf("trained %d steps with %s; optimizer state %s; ASFT reference %s\n", info.step,
+        printf("trained %d steps with %s; optimizer state %s; ASFT reference %s; tokenizer %s\n", info.step,
                cuset_objective_names[info.settings.obj.kind % CUSET_OBJ_COUNT], info.has_optimizer ? "yes" : "no",
-               info.has_reference ? "yes" : "no");
+               info.has_reference ? "yes" : "no", info.has_tokenizer ? "yes" : "no (token ids only)");
         return 0;
     }
-    if (!prompt_text) fail("--prompt-ids is required (or --info)", "");
-    int *tokens = (int *)calloc(c->max_seq_len, sizeof(int)), n = 0;
-    for (const char *p = prompt_text; *p;) {
-        while (*p == ' ' || *p == ',') p++;
-        if (!*p) break;
-        char *end;
-        long id = strtol(p, &end, 10);
-        if (end == p || id < 0 || id >= c->vocab_size) {
-            fprintf(stderr, "gen: --prompt-ids: '%.16s' is not a token id in [0, %d)\n", p, c->vocab_size);
+
+    // --- the prompt, as token ids ---
+    int *tokens = NULL; // stb_ds array
+    if (prompt_ids) {
+        for (const char *p = prompt_ids; *p;) {
+            while (*p == ' ' || *p == ',') p++;
+            if (!*p) break;
+            char *end;
+            long id = strtol(p, &end, 10);
+            if (end == p || id < 0 || id >= c->vocab_size) {
+                fprintf(stderr, "gen: --prompt-ids: '%.16s' is not a token id in [0, %d)\n", p, c->vocab_size);
+                return 2;
+            }
+            arrput(tokens, (int)id);
+            p = end;
+        }
+    } else {
+        if (!info.has_tokenizer) {
+            fprintf(stderr, "gen: %s has no tokenizer (it was trained on token ids): use --prompt-ids\n", model_path);
             return 2;
         }
-        if (n == c->max_seq_len) {
-            fprintf(stderr, "gen: the prompt is longer than the model's context of %d tokens\n", c->max_seq_len);
-            return 2;
+        size_t n = 0;
+        char *text = NULL;
+        if (prompt && strcmp(prompt, "-") != 0) {
+            n = strlen(prompt);
+            text = strdup(prompt);
+        } else if (prompt_file || prompt || !isatty(0)) {
+            FILE *f = prompt_file ? fopen(prompt_file, "rb") : stdin;
+            if (!f || !(text = read_all(f, &n))) {
+                fprintf(stderr, "gen: cannot read the prompt from %s\n", prompt_file ? prompt_file : "stdin");
+                return 1;
+            }
+            if (prompt_file) fclose(f);
+        } else {
+            fail("give a prompt: --prompt TEXT, --prompt-file FILE or on stdin", "");
         }
-        tokens[n++] = (int)id;
-        p = end;
+        arrput(tokens, CUSET_TOK_PROMPT);
+        cuset_tok_encode(&tk, text, n, &tokens);
+        arrput(tokens, CUSET_TOK_TARGET);
+        free(text);
     }
-    if (n == 0) fail("--prompt-ids holds no token", "");
+    int n = (int)arrlen(tokens);
+    if (n == 0) fail("the prompt holds no token", "");
+    if (n >= c->max_seq_len) {
+        fprintf(stderr, "gen: the prompt is %d tokens, but the model's context is %d: nothing left to generate; "
+                        "shorten the prompt\n", n, c->max_seq_len);
+        return 2;
+    }
+    if (stop == -2) stop = info.has_tokenizer ? CUSET_TOK_EOS : 2;
+
+    // --- prefill the KV cache with the prompt, then sample and stream ---
     CusetProbId *work = (CusetProbId *)calloc(c->vocab_size, sizeof *work);
     CusetKVCache kv;
     cuset_kv_init(&kv, c);
     uint64_t rng = seed;
     const float *logits = NULL;
-    for (int i = 0; i < n; i++) logits = cuset_gpt_decode(&m, &kv, tokens[i]); // the prompt fills the cache
+    for (int i = 0; i < n; i++) logits = cuset_gpt_decode(&m, &kv, tokens[i]);
     double t0 = cuset_time();
     int produced = 0;
     while (produced < max_tokens) {
         int next = cuset_sample(logits, c->vocab_size, temperature, top_k, top_p, &rng, work);
         produced++;
-        printf("%s%d", produced > 1 ? " " : "", next);
+        if (next == stop) break;
+        if (info.has_tokenizer && !prompt_ids) {
+            size_t len;
+            const char *bytes = cuset_tok_bytes(&tk, next, &len);
+            fwrite(bytes, 1, len, stdout);
+        } else {
+            printf("%s%d", produced > 1 ? " " : "", next);
+        }
         fflush(stdout);
-        if (next == stop || kv.len == c->max_seq_len) break;
+        if (kv.len == c->max_seq_len) break;
         logits = cuset_gpt_decode(&m, &kv, next);
     }
     double dt = cuset_time() - t0;
     printf("\n");
-    fprintf(stderr, "gen: %d tokens in %.2fs (%.1f tokens/s)%s\n", produced, dt, produced / (dt > 0 ? dt : 1),
-            kv.len == c->max_seq_len ? ", stopped at the context length" : "");
+    fprintf(stderr, "gen: %d prompt tokens, %d generated in %.2fs (%.1f tokens/s)%s\n", n, produced, dt,
+            produced / (dt > 0 ? dt : 1), kv.len == c->max_seq_len ? ", stopped at the context length" : "");
     cuset_kv_free(&kv);
-    free(tokens);
+    arrfree(tokens);
     free(work);
+    cuset_tok_free(&tk);
     cuset_gpt_free(&m);
     return 0;
 }

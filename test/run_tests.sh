@@ -146,7 +146,7 @@ expect "finetune_seq_beyond_context" 2 "longer than the model's context of 32" .
     --ckpt "$TMP/z.ckpt"
 expect "gen_samples" 0 "tokens/s" ./gen --model "$TMP/full.ckpt" --prompt-ids "1 5 7 9" --max-tokens 5
 expect "gen_info" 0 "trained 6 steps with cuset" ./gen --model "$TMP/full.ckpt" --info
-expect "gen_prompt_beyond_context" 2 "longer than the model's context" ./gen --model "$TMP/full.ckpt" \
+expect "gen_prompt_beyond_context" 2 "the model.s context is 32" ./gen --model "$TMP/full.ckpt" \
     --prompt-ids "$(seq -s ' ' 1 33)"
 expect "gen_bad_token" 2 "not a token id" ./gen --model "$TMP/full.ckpt" --prompt-ids "1 99999"
 

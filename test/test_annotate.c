@@ -569,6 +569,6 @@ int main(int argc, char **argv) {
     arrfree(bench);
 
     worst_cases();
-    printf("# test_annotate: %d passed, %d failed\n", n_pass, n_fail);
+    printf("# test_annotate: %d checks passed, %d checks failed\n", n_pass, n_fail);
     return n_fail ? 1 : 0;
 }
