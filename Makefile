@@ -8,7 +8,7 @@ FUZZ_SECONDS ?= 180
 
 BINS = train gen
 TEST_BINS = test/oracle_case test/test_cuset test/test_tokenizer test/test_annotate test/bench_tokenizer
-FUZZERS = annotate tokenizer
+FUZZERS = annotate tokenizer checkpoint
 
 all: $(BINS)
 
@@ -35,8 +35,9 @@ bench-tokenizer: test/bench_tokenizer
 fuzz: $(FUZZERS:%=fuzz-%)
 fuzz-%: test/fuzz_%.c cuset.h
 	mkdir -p test/fuzz/corpus/$*
+	[ ! -d test/fuzz/seeds/$* ] || cp -n test/fuzz/seeds/$*/* test/fuzz/corpus/$*/
 	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -o test/fuzz/fuzz_$* $< -lm
-	./test/fuzz/fuzz_$* -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=test/fuzz/ test/fuzz/corpus/$*
+	CUSET_FUZZ_SEED_DIR=test/fuzz/corpus/$* ./test/fuzz/fuzz_$* -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=test/fuzz/ test/fuzz/corpus/$*
 
 clean:
 	rm -f $(BINS) $(TEST_BINS)

@@ -2583,6 +2583,11 @@ int cuset_checkpoint_save(const char *path, const CusetGPT *m, const CusetGPT *r
     return 0;
 }
 
+static int cuset__nonzero(const unsigned char *p, size_t n) {
+    for (size_t i = 0; i < n; i++) if (p[i]) return 1;
+    return 0;
+}
+
 // Reads and validates the header; on success leaves f positioned at the parameters.
 static int cuset__ckpt_open(const char *path, FILE **fp, CusetCheckpointInfo *info, int *contents, uint64_t *tok_bytes,
                             char *err, size_t errlen) {
@@ -2618,6 +2623,9 @@ static int cuset__ckpt_open(const char *path, FILE **fp, CusetCheckpointInfo *in
     char cfg_why[256];
     if (cuset_config_check(&info->cfg, cfg_why, sizeof cfg_why) != 0) {
         snprintf(why, sizeof why, "bad model config in header: %s", cfg_why);
+    } else if (cuset__nonzero(h + 64 + sizeof info->settings, CUSET_CKPT_TOK_SLOT * 4 - 64 - sizeof info->settings) ||
+               cuset__nonzero(h + CUSET_CKPT_TOK_SLOT * 4 + 8, CUSET_CKPT_HEADER - CUSET_CKPT_TOK_SLOT * 4 - 8)) {
+        snprintf(why, sizeof why, "bad header: reserved bytes are not zero");
     } else if (*contents & ~(CUSET_CKPT_OPTIMIZER | CUSET_CKPT_REFERENCE | CUSET_CKPT_TOKENIZER) || info->step < 0 ||
                (*tok_bytes != 0) != info->has_tokenizer || *tok_bytes > (1u << 30)) {
         snprintf(why, sizeof why, "bad header (contents flags %d, step %d, tokenizer bytes %llu)", *contents, info->step,

@@ -357,6 +357,7 @@ static void test_checkpoints(void) {
         {"checkpoint_future_version", "version", n, 8, 99},
         {"checkpoint_bad_config", "bad model config", n, 8 * 4, 7}, // n_head 7 does not divide n_embd
         {"checkpoint_bad_flags", "bad header", n, 10 * 4, 0x70},
+        {"checkpoint_reserved_bytes", "reserved bytes", n, 200, 1},
     };
     bytes[n] = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
