@@ -7,8 +7,8 @@ PYTHON  ?= /usr/bin/python3
 FUZZ_SECONDS ?= 180
 
 BINS = train gen
-TEST_BINS = test/oracle_case test/test_cuset test/test_tokenizer test/test_annotate test/bench_tokenizer
-FUZZERS = annotate tokenizer checkpoint
+TEST_BINS = test/oracle_case test/test_cuset test/test_tokenizer test/test_annotate test/test_data test/bench_tokenizer
+FUZZERS = annotate tokenizer checkpoint jsonl data
 
 all: $(BINS)
 

@@ -12,14 +12,18 @@ static const char *usage_text =
     "Trains a small GPT with CuSeT (CUDA-sensitive instruction tuning) or a baseline objective.\n"
     "\n"
     "data\n"
-    "  --data SRC            training data; 'synthetic': a sequence-reversal task whose target\n"
-    "                        tokens with id %% 4 == 0 count as CUDA-sensitive   [synthetic]\n"
+    "  --data SRC            training data: a .jsonl file of {\"prompt\": ..., \"completion\": ...}\n"
+    "                        lines, a directory of .cu files (empty prompts), a .tok file that\n"
+    "                        an earlier run cached (SRC.tok beside the source), or 'synthetic':\n"
+    "                        a sequence-reversal task on token ids whose target tokens with\n"
+    "                        id %% 4 == 0 count as CUDA-sensitive                [synthetic]\n"
     "  --synthetic-n N       samples in the synthetic set                       [4096]\n"
     "  --synthetic-len A:B   lengths of the synthetic sequences                 [8:48]\n"
     "  --val-frac F          share of samples held out for validation           [0.05]\n"
     "model (a new run; --init and --resume take the model from the checkpoint)\n"
     "  --layers L --heads H --embd C --ctx N     [4, 4, 128, 256]\n"
-    "  --vocab V             vocabulary of the synthetic data                   [2048]\n"
+    "  --vocab V             vocabulary: of the tokenizer trained on text data (a new model\n"
+    "                        on a new source), or of the synthetic task         [2048]\n"
     "  --init FILE           start from this checkpoint's parameters (fine-tuning), fresh optimizer\n"
     "training\n"
     "  --batch B             rows (samples) per micro-batch                     [8]\n"
@@ -188,39 +192,81 @@ int main(int argc, char **argv) {
         return 2;
     }
 
-    // --- the model, its settings and, for ASFT, the frozen reference ---
+    // --- a checkpoint to continue (--resume) or to fine-tune (--init), with its tokenizer ---
     CusetGPT model, ref_model, *ref = NULL;
-    int start_step = 0;
-    CusetCheckpointInfo info;
-    if (a.resume) {
-        if (cuset_checkpoint_load(a.ckpt, &model, &ref_model, NULL, 1, &info, err, sizeof err)) {
-            fprintf(stderr, "train: --resume: %s\n", err);
+    CusetTokenizer tk = {0};
+    int start_step = 0, have_model = 0;
+    CusetCheckpointInfo info = {0};
+    cuset_tok_init(&tk);
+    if (a.resume || a.init) {
+        const char *path = a.resume ? a.ckpt : a.init;
+        if (cuset_checkpoint_load(path, &model, a.resume ? &ref_model : NULL, &tk, a.resume, &info, err, sizeof err)) {
+            fprintf(stderr, "train: %s: %s\n", a.resume ? "--resume" : "--init", err);
             return 1;
         }
-        if (!info.has_optimizer) {
-            fprintf(stderr, "train: --resume: %s holds no optimizer state (a final or --init checkpoint); "
-                            "use --init %s to fine-tune from it instead\n", a.ckpt, a.ckpt);
+        have_model = 1;
+        if (a.resume && !info.has_optimizer) {
+            fprintf(stderr, "train: --resume: %s holds no optimizer state; use --init %s to fine-tune from it instead\n",
+                    path, path);
             return 1;
         }
-        a.s = info.settings; // a resumed run continues with the settings it started with
-        start_step = info.step;
-        if (info.has_reference) ref = &ref_model;
-        printf("resuming %s at step %d of %d\n", a.ckpt, start_step, a.s.steps);
-    } else if (a.init) {
-        if (cuset_checkpoint_load(a.init, &model, NULL, NULL, 0, &info, err, sizeof err)) {
-            fprintf(stderr, "train: --init: %s\n", err);
-            return 1;
+        if (a.resume) {
+            a.s = info.settings; // a resumed run continues with the settings it started with
+            start_step = info.step;
+            if (info.has_reference) ref = &ref_model;
+            printf("resuming %s at step %d of %d\n", path, start_step, a.s.steps);
+        } else {
+            printf("fine-tuning from %s (trained %d steps with %s)\n", path, info.step,
+                   cuset_objective_names[info.settings.obj.kind % CUSET_OBJ_COUNT]);
         }
-        printf("fine-tuning from %s (trained %d steps)\n", a.init, info.step);
+    }
+    CusetTrainSettings *s = &a.s;
+
+    // --- data; text data brings or trains the tokenizer, and the tokenizer sets the vocabulary ---
+    CusetDataset data;
+    int synthetic = !strcmp(a.data, "synthetic");
+    if (synthetic) {
+        if (have_model && info.has_tokenizer) {
+            fprintf(stderr, "train: %s was trained on text; the synthetic task needs a model without a tokenizer\n",
+                    a.resume ? a.ckpt : a.init);
+            return 2;
+        }
+        int V = have_model ? model.cfg.vocab_size : a.vocab;
+        if (V < 8) { fprintf(stderr, "train: the synthetic task needs a vocabulary of at least 8\n"); return 2; }
+        cuset_dataset_synthetic(&data, a.synthetic_n, V, a.syn_min, a.syn_max, (uint64_t)s->seed);
     } else {
-        a.cfg.vocab_size = a.vocab;
-        a.cfg.padded_vocab_size = cuset_pad_vocab(a.vocab);
+        if (have_model && !info.has_tokenizer) {
+            fprintf(stderr, "train: %s has no tokenizer (it was trained on the synthetic task); "
+                            "text data needs a model trained on text, or a new model\n", a.resume ? a.ckpt : a.init);
+            return 2;
+        }
+        char note[512];
+        CusetTokenizer fixed = tk; // a checkpoint's tokenizer: the only one its model understands
+        tk = (CusetTokenizer){0};  // cuset_data_open fills tk anew
+        cuset_tok_init(&tk);
+        if (cuset_data_open(a.data, have_model ? &fixed : NULL, a.vocab, &data, &tk, note, sizeof note, err, sizeof err)) {
+            fprintf(stderr, "train: --data: %s\n", err);
+            return 1;
+        }
+        cuset_tok_free(&fixed);
+        printf("%s\n", note);
+    }
+    if (a.resume && info.data_fingerprint != data.fingerprint) {
+        fprintf(stderr, "train: --resume: the data differs from the data the checkpoint was trained on "
+                        "(fingerprint %016llx, checkpoint %016llx); pass the same --data flags\n",
+                (unsigned long long)data.fingerprint, (unsigned long long)info.data_fingerprint);
+        return 1;
+    }
+
+    // --- a new model, sized by the data's vocabulary ---
+    if (!have_model) {
+        a.cfg.vocab_size = synthetic ? a.vocab : cuset_tok_vocab_size(&tk);
+        a.cfg.padded_vocab_size = cuset_pad_vocab(a.cfg.vocab_size);
         if (cuset_config_check(&a.cfg, err, sizeof err)) { fprintf(stderr, "train: model: %s\n", err); return 2; }
         cuset_gpt_init(&model, &a.cfg);
-        cuset_gpt_init_random(&model, (uint64_t)a.s.seed, 0.02f);
+        cuset_gpt_init_random(&model, (uint64_t)s->seed, 0.02f);
     }
     const CusetConfig *cfg = &model.cfg;
-    CusetTrainSettings *s = &a.s;
     if (s->T > cfg->max_seq_len) {
         fprintf(stderr, "train: --seq %d is longer than the model's context of %d tokens; lower --seq or raise --ctx\n",
                 s->T, cfg->max_seq_len);
@@ -231,26 +277,19 @@ int main(int argc, char **argv) {
         memcpy(ref_model.params_memory, model.params_memory, model.num_params * sizeof(float));
         ref = &ref_model;
     }
-
-    // --- data: a fixed validation split, a per-epoch shuffle of the rest ---
-    CusetDataset data;
-    if (strcmp(a.data, "synthetic") != 0) {
-        fprintf(stderr, "train: --data %s: only 'synthetic' is supported by this build\n", a.data);
-        return 2;
-    }
-    if (cfg->vocab_size < 8) { fprintf(stderr, "train: the synthetic task needs a vocabulary of at least 8\n"); return 2; }
-    cuset_dataset_synthetic(&data, a.synthetic_n, cfg->vocab_size, a.syn_min, a.syn_max, (uint64_t)s->seed);
-    if (a.resume && info.data_fingerprint != data.fingerprint) {
-        fprintf(stderr, "train: --resume: the data differs from the data the checkpoint was trained on "
-                        "(fingerprint %016llx, checkpoint %016llx); pass the same --data flags\n",
-                (unsigned long long)data.fingerprint, (unsigned long long)info.data_fingerprint);
-        return 1;
-    }
-    int nval = (int)(data.n * a.val_frac), ntrain = data.n - nval;
+    // --- splits: samples whose prompt fills a row sit out; a fixed validation split drawn
+    //     from the seed; each epoch a fresh shuffle of the training split ---
+    int *usable = (int *)CUSET_CALLOC(data.n, sizeof(int)), nusable = 0;
+    for (int i = 0; i < data.n; i++) if (data.samples[i].np <= s->T) usable[nusable++] = i;
+    if (nusable < data.n)
+        printf("note: %d of %d samples sit out: their prompt fills the row of %d tokens (raise --seq to keep them)\n",
+               data.n - nusable, data.n, s->T);
+    int nval = (int)(nusable * a.val_frac), ntrain = nusable - nval;
     if (ntrain < 1) { fprintf(stderr, "train: no training samples left after the validation split\n"); return 2; }
-    int *all = (int *)CUSET_CALLOC(data.n, sizeof(int));
-    cuset_shuffle(all, data.n, (uint64_t)s->seed, -1); // the split itself
-    int *val_order = all + ntrain, *order = (int *)CUSET_CALLOC(ntrain, sizeof(int));
+    int *perm = (int *)CUSET_CALLOC(nusable, sizeof(int)), *split = (int *)CUSET_CALLOC(nusable, sizeof(int));
+    cuset_shuffle(perm, nusable, (uint64_t)s->seed, -1); // the split itself
+    for (int i = 0; i < nusable; i++) split[i] = usable[perm[i]];
+    int *train_ids = split, *val_order = split + ntrain, *order = (int *)CUSET_CALLOC(ntrain, sizeof(int));
     long rows_per_step = (long)s->B * s->accum;
     if (!a.resume) {
         if (a.epochs != 0) s->steps = (int)ceil(a.epochs * ntrain / rows_per_step);
@@ -307,7 +346,11 @@ int main(int argc, char **argv) {
         for (int i = 0; i < s->accum; i++) { // the step's micro-batches first: N counts them all
             long row = ((long)step * s->accum + i) * s->B;
             int epoch = (int)(row / ntrain);
-            if (epoch != shuffled_epoch) { cuset_shuffle(order, ntrain, (uint64_t)s->seed, epoch); shuffled_epoch = epoch; }
+            if (epoch != shuffled_epoch) { // order = the training split in this epoch's order
+                cuset_shuffle(perm, ntrain, (uint64_t)s->seed, epoch);
+                for (int k = 0; k < ntrain; k++) order[k] = train_ids[perm[k]];
+                shuffled_epoch = epoch;
+            }
             int t = cuset_batch_from_dataset(&batches[i], &data, order, ntrain, row % ntrain, err, sizeof err);
             if (t < 0) { fprintf(stderr, "train: %s\n", err); return 1; }
             if (t > 0 && truncated == 0)
@@ -361,7 +404,7 @@ int main(int argc, char **argv) {
         if (a.stop_at == step + 1) stop_requested = 2;
         if ((s->ckpt_every && (step + 1) % s->ckpt_every == 0) || last || stop_requested) {
             out.step = step + 1;
-            if (cuset_checkpoint_save(a.ckpt, &model, ref, NULL, &out, 1, err, sizeof err)) {
+            if (cuset_checkpoint_save(a.ckpt, &model, ref, synthetic ? NULL : &tk, &out, 1, err, sizeof err)) {
                 fprintf(stderr, "train: %s\n", err);
                 return 1;
             }
@@ -378,7 +421,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < s->accum; i++) cuset_batch_free(&batches[i]);
     cuset_batch_free(&val_batch);
     cuset_dataset_free(&data);
-    free(all); free(order);
+    cuset_tok_free(&tk);
+    free(usable); free(perm); free(split); free(order);
     cuset_gpt_free(&model);
     if (ref) cuset_gpt_free(ref);
     return 0;

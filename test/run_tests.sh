@@ -35,8 +35,8 @@ echo "== unit tests (test/test_cuset)"
 tally < <(./test/test_cuset; echo "exit $?" >"$TMP/unit_rc")
 grep -q "exit 0" "$TMP/unit_rc" || bad "test_cuset_exit" "$(cat "$TMP/unit_rc")"
 
-echo "== tokenizer (test/test_tokenizer) and annotator (test/test_annotate)"
-for prog in test_tokenizer test_annotate; do
+echo "== tokenizer, annotator, data layer (test/test_tokenizer, test_annotate, test_data)"
+for prog in test_tokenizer test_annotate test_data; do
     tally < <(./test/$prog; echo "exit $?" >"$TMP/rc")
     grep -q "exit 0" "$TMP/rc" || bad "${prog}_exit" "$(cat "$TMP/rc")"
 done
@@ -149,6 +149,36 @@ expect "gen_info" 0 "trained 6 steps with cuset" ./gen --model "$TMP/full.ckpt" 
 expect "gen_prompt_beyond_context" 2 "the model.s context is 32" ./gen --model "$TMP/full.ckpt" \
     --prompt-ids "$(seq -s ' ' 1 33)"
 expect "gen_bad_token" 2 "not a token id" ./gen --model "$TMP/full.ckpt" --prompt-ids "1 99999"
+
+echo "== text data: JSON lines and .cu directories, the tokenized cache, tokenizers that must match"
+mkdir -p "$TMP/kernels/sub"
+kernel='__global__ void scale(float *x, float a, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) x[i] *= a;\n}\n'
+host='int main() {\n    dim3 block(256), grid((n + 255) / 256);\n    scale<<<grid, block>>>(x, 2.0f, n);\n    return 0;\n}\n'
+for i in $(seq 1 24); do
+    printf '{"prompt": "Task Name: scale %d\\nTask Description: multiply by a \\u0026 store", "completion": "%s%s"}\n' \
+        "$i" "${kernel//n)/n + $i)}" "$host" >>"$TMP/tasks.jsonl"
+done
+printf "$kernel$host" >"$TMP/kernels/a.cu"; printf "$kernel" >"$TMP/kernels/sub/b.cu"; echo "not cuda" >"$TMP/kernels/notes.txt"
+text=(--layers 1 --heads 2 --embd 16 --ctx 96 --seq 96 --batch 4 --vocab 300 --steps 2 --val-frac 0.1)
+expect "text_jsonl_trains_tokenizer" 0 "24 samples from .*tokenizer trained on it .*cached in .*tasks.jsonl.tok" \
+    ./train --data "$TMP/tasks.jsonl" "${text[@]}" --ckpt "$TMP/t.ckpt"
+expect "text_jsonl_uses_cache" 0 "tokenized cache .*tasks.jsonl.tok" ./train --data "$TMP/tasks.jsonl" "${text[@]}" --ckpt "$TMP/t2.ckpt"
+expect "text_tok_file_directly" 0 "24 samples from .*tasks.jsonl.tok" ./train --data "$TMP/tasks.jsonl.tok" "${text[@]}" --ckpt "$TMP/t3.ckpt"
+expect "text_cu_directory" 0 "2 samples from .*kernels" ./train --data "$TMP/kernels/" "${text[@]}" --val-frac 0 --ckpt "$TMP/k.ckpt"
+[ -f "$TMP/kernels.tok" ] && ok "cu_directory_cache_beside_it" || bad "cu_directory_cache_beside_it" "no $TMP/kernels.tok"
+expect "finetune_rejects_foreign_tok_file" 1 "another tokenizer than the checkpoint's" ./train --init "$TMP/k.ckpt" \
+    --data "$TMP/tasks.jsonl.tok" --seq 96 --batch 4 --steps 1 --ckpt "$TMP/ft3.ckpt"
+expect "finetune_uses_checkpoint_tokenizer" 0 "tokenized with the checkpoint's tokenizer" ./train --init "$TMP/k.ckpt" \
+    --data "$TMP/tasks.jsonl" --seq 96 --batch 4 --steps 1 --ckpt "$TMP/ft2.ckpt"
+expect "finetune_text_on_synthetic_model" 2 "has no tokenizer" ./train --init "$TMP/full.ckpt" --data "$TMP/tasks.jsonl" \
+    --seq 32 --steps 1 --ckpt "$TMP/ft4.ckpt"
+printf '{"prompt": "a", "completion": "b"}\n{"prompt": "a", "completion": "b\\q"}\n' >"$TMP/bad.jsonl"
+expect "malformed_json_line_column" 1 "bad.jsonl:2:33: " ./train --data "$TMP/bad.jsonl" "${text[@]}" --ckpt "$TMP/b.ckpt"
+expect "unknown_data_kind" 1 "unknown kind of data" ./train --data "$TMP/kernels/notes.txt" "${text[@]}" --ckpt "$TMP/b.ckpt"
+expect "gen_text_prompt" 0 "prompt tokens, [0-9]+ generated" ./gen --model "$TMP/t.ckpt" --prompt "Task Name: scale" --max-tokens 8
+expect "gen_prompt_from_stdin" 0 "prompt tokens" sh -c "echo 'Task Name: scale' | ./gen --model '$TMP/t.ckpt' --max-tokens 4"
+expect "gen_long_text_prompt" 2 "the model's context is 96" ./gen --model "$TMP/t.ckpt" --prompt "$(head -c 2000 "$TMP/tasks.jsonl")"
+expect "gen_ids_model_needs_ids" 2 "no tokenizer" ./gen --model "$TMP/full.ckpt" --prompt "hello"
 
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
