@@ -230,6 +230,10 @@ uint64_t cuset_dataset_fingerprint(const CusetDataset *d);
 int cuset_batch_from_dataset(CusetBatch *b, const CusetDataset *d, const int *order, int norder,
                              long first, char *err, size_t errlen);
 void cuset_shuffle(int *order, int n, uint64_t seed, int epoch);
+// The samples whose prompt fits a row of T tokens, shuffled by the seed and split into
+// training and validation lists (val_frac of them). Returns how many fit; *train (which
+// *val points into) is malloc'd: free(*train).
+int cuset_split(const CusetDataset *d, int T, double val_frac, uint64_t seed, int **train, int *ntrain, int **val, int *nval);
 // A learnable synthetic task (reverse a random sequence) for tests, benchmarks and demos.
 // Token 1 opens the prompt, 2 ends the target; target tokens with id % 4 == 0 are
 // flagged CUDA-sensitive.
@@ -1608,6 +1612,19 @@ void cuset_shuffle(int *order, int n, uint64_t seed, int epoch) {
         int j = (int)(cuset_rng_next(&rng) % (uint64_t)(i + 1)), t = order[i];
         order[i] = order[j]; order[j] = t;
     }
+}
+
+int cuset_split(const CusetDataset *d, int T, double val_frac, uint64_t seed, int **train, int *ntrain, int **val, int *nval) {
+    int *perm = (int *)CUSET_CALLOC(d->n, sizeof(int)), *ids = (int *)CUSET_CALLOC(d->n, sizeof(int)), n = 0;
+    for (int i = 0; i < d->n; i++) if (d->samples[i].np <= T) perm[n++] = i; // the usable ones, for now
+    cuset_shuffle(ids, n, seed, -1);
+    for (int i = 0; i < n; i++) ids[i] = perm[ids[i]];
+    free(perm);
+    *nval = (int)(n * val_frac);
+    *ntrain = n - *nval;
+    *train = ids;
+    *val = ids + *ntrain;
+    return n;
 }
 
 int cuset_batch_from_dataset(CusetBatch *b, const CusetDataset *d, const int *order, int norder, long first,

@@ -279,17 +279,13 @@ int main(int argc, char **argv) {
     }
     // --- splits: samples whose prompt fills a row sit out; a fixed validation split drawn
     //     from the seed; each epoch a fresh shuffle of the training split ---
-    int *usable = (int *)CUSET_CALLOC(data.n, sizeof(int)), nusable = 0;
-    for (int i = 0; i < data.n; i++) if (data.samples[i].np <= s->T) usable[nusable++] = i;
+    int *train_ids, *val_order, ntrain, nval;
+    int nusable = cuset_split(&data, s->T, a.val_frac, (uint64_t)s->seed, &train_ids, &ntrain, &val_order, &nval);
     if (nusable < data.n)
         printf("note: %d of %d samples sit out: their prompt fills the row of %d tokens (raise --seq to keep them)\n",
                data.n - nusable, data.n, s->T);
-    int nval = (int)(nusable * a.val_frac), ntrain = nusable - nval;
     if (ntrain < 1) { fprintf(stderr, "train: no training samples left after the validation split\n"); return 2; }
-    int *perm = (int *)CUSET_CALLOC(nusable, sizeof(int)), *split = (int *)CUSET_CALLOC(nusable, sizeof(int));
-    cuset_shuffle(perm, nusable, (uint64_t)s->seed, -1); // the split itself
-    for (int i = 0; i < nusable; i++) split[i] = usable[perm[i]];
-    int *train_ids = split, *val_order = split + ntrain, *order = (int *)CUSET_CALLOC(ntrain, sizeof(int));
+    int *perm = (int *)CUSET_CALLOC(ntrain, sizeof(int)), *order = (int *)CUSET_CALLOC(ntrain, sizeof(int));
     long rows_per_step = (long)s->B * s->accum;
     if (!a.resume) {
         if (a.epochs != 0) s->steps = (int)ceil(a.epochs * ntrain / rows_per_step);
@@ -422,7 +418,7 @@ int main(int argc, char **argv) {
     cuset_batch_free(&val_batch);
     cuset_dataset_free(&data);
     cuset_tok_free(&tk);
-    free(usable); free(perm); free(split); free(order);
+    free(train_ids); free(perm); free(order);
     cuset_gpt_free(&model);
     if (ref) cuset_gpt_free(ref);
     return 0;

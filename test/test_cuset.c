@@ -309,6 +309,27 @@ static void test_batches(void) {
     cuset_batch_free(&b);
 }
 
+static void test_split(void) {
+    CusetDataset d;
+    cuset_dataset_synthetic(&d, 500, 50, 1, 30, cuset_rng_next(&rng)); // prompts of 2..31 tokens
+    int *train, *val, ntrain, nval, T = 20, fits = 0;
+    for (int i = 0; i < d.n; i++) fits += d.samples[i].np <= T;
+    int n = cuset_split(&d, T, 0.1, 7, &train, &ntrain, &val, &nval);
+    char *seen = calloc(d.n, 1);
+    int ok = n == fits && ntrain + nval == n && nval == (int)(n * 0.1);
+    for (int i = 0; i < n && ok; i++) { // every usable sample exactly once, in one list only
+        int id = train[i]; // val = train + ntrain: one array
+        ok = id >= 0 && id < d.n && !seen[id] && d.samples[id].np <= T;
+        seen[id] = 1;
+    }
+    check(ok, "split_disjoint_and_complete", "n %d (fit %d), train %d, val %d", n, fits, ntrain, nval);
+    int *train2, *val2, nt2, nv2;
+    cuset_split(&d, T, 0.1, 7, &train2, &nt2, &val2, &nv2);
+    check(!memcmp(train, train2, n * sizeof(int)), "split_same_for_same_seed", "differs");
+    free(train); free(train2); free(seen);
+    cuset_dataset_free(&d);
+}
+
 // ---- checkpoints ------------------------------------------------------------------------------------
 
 static void write_bytes(const char *path, const void *p, size_t n) {
@@ -447,6 +468,7 @@ int main(void) {
     test_identities();
     test_finite_differences();
     test_batches();
+    test_split();
     test_determinism();
     test_checkpoints();
     test_kv_cache();
