@@ -309,6 +309,29 @@ static void test_batches(void) {
     cuset_batch_free(&b);
 }
 
+// Sampling: greedy is the argmax; top-k and top-p keep exactly the most probable tokens;
+// at temperature 1 the frequencies follow the softmax.
+static void test_sampling(void) {
+    float logits[6] = {1.0f, 3.0f, 0.0f, 2.0f, -1.0f, 2.5f}; // order: 1, 5, 3, 0, 2, 4
+    CusetProbId work[6];
+    uint64_t r = cuset_rng_next(&rng);
+    int count[6] = {0}, n = 200000, ok = cuset_sample(logits, 6, 0.0f, 0, 1.0f, &r, work) == 1;
+    for (int i = 0; i < 2000 && ok; i++) {
+        int k2 = cuset_sample(logits, 6, 1.0f, 2, 1.0f, &r, work);      // top-2: tokens 1 and 5
+        int p = cuset_sample(logits, 6, 1.0f, 0, 0.5f, &r, work);       // p(1) = 0.46 < 0.5: {1, 5}
+        ok = (k2 == 1 || k2 == 5) && (p == 1 || p == 5);
+    }
+    check(ok, "sample_greedy_topk_topp", "a token outside the kept set");
+    double z = 0, worst = 0;
+    for (int v = 0; v < 6; v++) z += exp(logits[v]);
+    for (int i = 0; i < n; i++) count[cuset_sample(logits, 6, 1.0f, 0, 1.0f, &r, work)]++;
+    for (int v = 0; v < 6; v++) {
+        double p = exp(logits[v]) / z, sd = sqrt(p * (1 - p) / n);
+        worst = fmax(worst, fabs(count[v] / (double)n - p) / sd);
+    }
+    check(worst < 5.0, "sample_follows_softmax", "a frequency is %.1f standard deviations off", worst);
+}
+
 static void test_split(void) {
     CusetDataset d;
     cuset_dataset_synthetic(&d, 500, 50, 1, 30, cuset_rng_next(&rng)); // prompts of 2..31 tokens
@@ -469,6 +492,7 @@ int main(void) {
     test_finite_differences();
     test_batches();
     test_split();
+    test_sampling();
     test_determinism();
     test_checkpoints();
     test_kv_cache();
