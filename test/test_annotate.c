@@ -1,6 +1,6 @@
 // test_annotate.c - tests for the CUDA-sensitivity annotator (cuset.h).
 //   gcc -std=gnu11 -O1 -g -fsanitize=address,undefined -Wall -Wextra -o /tmp/test_annotate test/test_annotate.c
-//   /tmp/test_annotate [path/to/cudabench-dev.jsonl]
+//   test/test_annotate [path/to/cudabench-dev.jsonl]   (default ../shared/cudabench/..., or $CUSET_CUDABENCH)
 // Prints "PASS name" / "FAIL name: why" / "SKIP name: why" per check; exits 1 if any failed.
 // Three parts: hand-written cases with exact spans, a sweep over the real CUDABench
 // programs (checked against an independent little scanner written here), and a random
@@ -547,7 +547,9 @@ static void worst_cases(void) {
 
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    const char *path = argc > 1 ? argv[1] : "/work/shared/cudabench/cudabench-dev.jsonl";
+    // the benchmark beside the repository (tests run from its root), or as the argument / $CUSET_CUDABENCH
+    const char *path = argc > 1 ? argv[1] : getenv("CUSET_CUDABENCH");
+    if (!path) path = "../shared/cudabench/cudabench-dev.jsonl";
     hand_written_cases();
     cudabench_sweep(path);
 
