@@ -61,7 +61,8 @@ else
         obj=$1 conf=${2:-1} cuda=${3:-1} rew=${4:-1} steps=${5:-3} accum=${6:-2} embd=${7:-16} heads=${8:-2} seq=${9:-0}
         w=${windows[$((i % ${#windows[@]}))]}
         clip=$([ $((i % 2)) -eq 0 ] && echo 0.05 || echo 0)
-        label="$obj${2:+ conf=$conf cuda=$cuda rew=$rew} l=$w steps=$steps accum=$accum clip=$clip C=$embd"
+        switches=$([ "$obj" = cuset ] && echo " conf=$conf cuda=$cuda rew=$rew")
+        label="$obj$switches l=$w steps=$steps accum=$accum clip=$clip C=$embd"
         rc=3 tries=0
         while [ $rc -eq 3 ] && [ $tries -lt 6 ]; do
             seed=$((base_seed + 1000 * i + tries))
