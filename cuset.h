@@ -11,8 +11,10 @@
    CUDA loss kernel calls the very same functions as the CPU loss.
 
    Sections: 1 types and declarations, 2 the objective's math (METHOD.md equations),
-   3 implementation: utilities, parameters, layers forward/backward, the loss, the model,
-   AdamW, batches, synthetic data, checkpoints. */
+   3 implementation: utilities, parameters, matmul, layers forward/backward, the model,
+   incremental decoding, the loss, AdamW, batches and data, sampling, the tokenizer, the
+   annotator, the data layer (JSON lines, .cu directories, token files), checkpoints.
+   Depends on libc, libm, OpenMP (optional) and stb_ds (Debian libstb-dev). */
 #ifndef CUSET_H
 #define CUSET_H
 
@@ -682,6 +684,10 @@ const float *cuset_gpt_decode(const CusetGPT *m, CusetKVCache *kv, int token);
 // (0: greedy), top-k (0: off) and top-p (1: off); work holds V entries.
 typedef struct { float prob; int id; } CusetProbId;
 int cuset_sample(const float *logits, int V, float temperature, int top_k, float top_p, uint64_t *rng, CusetProbId *work);
+
+// Reads a whole file (or a pipe: "/dev/stdin") into *buf (malloc'd, one NUL byte past the
+// end); returns 0, or -1 with a message.
+int cuset_read_file(const char *path, unsigned char **buf, size_t *len, char *err, size_t errlen);
 
 // Small utilities used by the mains.
 uint64_t cuset_rng_next(uint64_t *state);
@@ -2695,7 +2701,7 @@ const char *cuset_span_kind_name(CusetSpanKind kind) {
 
 // Reads a whole file into *buf (malloc'd, one NUL byte past the end) and its size into
 // *len. Sized by fstat when it is a regular file, grown by doubling otherwise (pipes).
-static int cuset__data_slurp(const char *path, unsigned char **buf, size_t *len, char *err, size_t errlen) {
+int cuset_read_file(const char *path, unsigned char **buf, size_t *len, char *err, size_t errlen) {
     FILE *f = fopen(path, "rb");
     if (!f) return cuset__err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
@@ -3148,7 +3154,7 @@ int cuset_jsonl_parse(const char *buf, size_t len, const char *name, CusetTextSa
 int cuset_jsonl_read(const char *path, CusetTextSample **out, char *err, size_t errlen) {
     unsigned char *buf;
     size_t len;
-    if (cuset__data_slurp(path, &buf, &len, err, errlen)) return -1;
+    if (cuset_read_file(path, &buf, &len, err, errlen)) return -1;
     int rc = cuset_jsonl_parse((const char *)buf, len, path, out, err, errlen);
     free(buf);
     return rc;
@@ -3228,7 +3234,7 @@ int cuset_cu_dir_read(const char *dir, CusetTextSample **out, char *err, size_t 
         unsigned char *buf;
         size_t len;
         if (!(full = cuset__cu_join(root, files[k]))) { cuset__err(err, errlen, "%s: out of memory", root); goto done; }
-        if (cuset__data_slurp(full, &buf, &len, err, errlen)) goto done;
+        if (cuset_read_file(full, &buf, &len, err, errlen)) goto done;
         CusetTextSample s = {0};
         s.prompt = (char *)calloc(1, 1);
         if (!s.prompt) { free(buf); cuset__err(err, errlen, "%s: out of memory", full); goto done; }
@@ -3612,7 +3618,7 @@ int cuset_data_load(const char *path, CusetDataset *d, CusetTokenizer *tk, uint6
                     char *err, size_t errlen) {
     unsigned char *buf;
     size_t len;
-    if (cuset__data_slurp(path, &buf, &len, err, errlen)) return -1;
+    if (cuset_read_file(path, &buf, &len, err, errlen)) return -1;
     int rc = cuset_data_parse(buf, len, path, d, tk, source_stamp, err, errlen);
     free(buf);
     return rc;

@@ -41,20 +41,6 @@ static double num(const char *flag, const char *v, double lo, double hi) {
     return x;
 }
 
-// Reads all of f into a malloc'd buffer (NUL-terminated); *n gets the length.
-static char *read_all(FILE *f, size_t *n) {
-    size_t cap = 4096, len = 0;
-    char *buf = (char *)malloc(cap);
-    for (size_t got; buf && (got = fread(buf + len, 1, cap - len - 1, f)) > 0;) {
-        len += got;
-        if (len + 1 == cap) buf = (char *)realloc(buf, cap *= 2);
-    }
-    if (!buf || ferror(f)) { free(buf); return NULL; }
-    buf[len] = '\0';
-    *n = len;
-    return buf;
-}
-
 int main(int argc, char **argv) {
     const char *model_path = NULL, *prompt = NULL, *prompt_file = NULL, *prompt_ids = NULL;
     int info_only = 0, max_tokens = 512, top_k = 0, stop = -2;
@@ -126,12 +112,10 @@ int main(int argc, char **argv) {
             n = strlen(prompt);
             text = strdup(prompt);
         } else if (prompt_file || prompt || !isatty(0)) {
-            FILE *f = prompt_file ? fopen(prompt_file, "rb") : stdin;
-            if (!f || !(text = read_all(f, &n))) {
-                fprintf(stderr, "gen: cannot read the prompt from %s\n", prompt_file ? prompt_file : "stdin");
+            if (cuset_read_file(prompt_file ? prompt_file : "/dev/stdin", (unsigned char **)&text, &n, err, sizeof err)) {
+                fprintf(stderr, "gen: the prompt: %s\n", err);
                 return 1;
             }
-            if (prompt_file) fclose(f);
         } else {
             fail("give a prompt: --prompt TEXT, --prompt-file FILE or on stdin", "");
         }
