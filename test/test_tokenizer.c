@@ -62,26 +62,6 @@ static const char *check_roundtrip(const CusetTokenizer *tk, const char *s, size
     return res;
 }
 
-// Reference encoder, straight from the definition: cut into chunks, then apply every
-// merge in the order learned, left to right, to each chunk.
-static void reference_encode(const CusetTokenizer *tk, const char *s, size_t n, int **ids) {
-    const unsigned char *u = (const unsigned char *)s;
-    int t[CUSET_TOK_MAX_CHUNK];
-    for (size_t i = 0, end; i < n; i = end) {
-        end = cuset__tok_chunk_end(u, n, i);
-        int len = (int)(end - i);
-        for (int k = 0; k < len; k++) t[k] = u[i + k];
-        for (int m = 0; m < (int)arrlen(tk->merges) / 2 && len > 1; m++) {
-            int a = tk->merges[2 * m], b = tk->merges[2 * m + 1], j = 0;
-            for (int k = 0; k < len; j++) {
-                if (k + 1 < len && t[k] == a && t[k + 1] == b) { t[j] = CUSET_TOK_FIRST_MERGE + m; k += 2; }
-                else t[j] = t[k++];
-            }
-            len = j;
-        }
-        for (int k = 0; k < len; k++) arrput(*ids, t[k]);
-    }
-}
 
 // Reference trainer: a full recount of all pairs before every merge. Returns the merges
 // as an stb_ds array (left, right, left, right, ...).
