@@ -3690,7 +3690,7 @@ int cuset_data_open(const char *src, const CusetTokenizer *fixed, int vocab_size
     }
     cuset_tok_free(&cached);
 
-    const char *how = "tokenized with the checkpoint's tokenizer";
+    const char *how = "tokenized with the model's tokenizer";
     if (fixed) { // copy the checkpoint's tokenizer through its serial form
         unsigned char *bytes = NULL;
         size_t len = cuset_tok_save(fixed, &bytes);

@@ -20,6 +20,8 @@ static const char *usage_text =
     "  --synthetic-n N       samples in the synthetic set                       [4096]\n"
     "  --synthetic-len A:B   lengths of the synthetic sequences                 [8:48]\n"
     "  --val-frac F          share of samples held out for validation           [0.05]\n"
+    "  --val-data SRC        validate on this text data instead (tokenized like --data);\n"
+    "                        then no training sample is held out\n"
     "model (a new run; --init and --resume take the model from the checkpoint)\n"
     "  --layers L --heads H --embd C --ctx N     [4, 4, 128, 256]\n"
     "  --vocab V             vocabulary: of the tokenizer trained on text data (a new model\n"
@@ -80,7 +82,7 @@ static double num(const char *flag, const char *v, double lo, double hi) {
 }
 
 typedef struct {
-    const char *data, *init, *ckpt, *log, *device;
+    const char *data, *val_data, *init, *ckpt, *log, *device;
     int synthetic_n, syn_min, syn_max, vocab, resume, threads, quiet, stop_at;
     double val_frac, epochs;
     CusetConfig cfg;
@@ -113,6 +115,7 @@ static void parse_args(int argc, char **argv, Args *a) {
             if (sscanf(v, "%d:%d", &a->syn_min, &a->syn_max) != 2 || a->syn_min < 1 || a->syn_max < a->syn_min)
                 fail("--synthetic-len expects MIN:MAX with 1 <= MIN <= MAX, got '%s'%s", v, "");
         } else if (!strcmp(k, "--val-frac")) a->val_frac = num(k, v, 0, 0.5);
+        else if (!strcmp(k, "--val-data")) a->val_data = v;
         else if (!strcmp(k, "--layers")) a->cfg.n_layer = (int)num(k, v, 1, 256);
         else if (!strcmp(k, "--heads")) a->cfg.n_head = (int)num(k, v, 1, 1024);
         else if (!strcmp(k, "--embd")) a->cfg.n_embd = (int)num(k, v, 1, 16384);
@@ -251,6 +254,20 @@ int main(int argc, char **argv) {
         cuset_tok_free(&fixed);
         printf("%s\n", note);
     }
+    CusetDataset val_data = {0}, *val = &data; // validation: held out of --data, or --val-data
+    if (a.val_data) {
+        char note[512];
+        CusetTokenizer val_tk = {0};
+        cuset_tok_init(&val_tk);
+        if (synthetic || cuset_data_open(a.val_data, &tk, a.vocab, &val_data, &val_tk, note, sizeof note, err, sizeof err)) {
+            fprintf(stderr, "train: --val-data: %s\n", synthetic ? "needs text --data" : err);
+            return 1;
+        }
+        cuset_tok_free(&val_tk); // the same tokenizer as tk
+        printf("validation %s\n", note);
+        val = &val_data;
+        a.val_frac = 0;
+    }
     if (a.resume && info.data_fingerprint != data.fingerprint) {
         fprintf(stderr, "train: --resume: the data differs from the data the checkpoint was trained on "
                         "(fingerprint %016llx, checkpoint %016llx); pass the same --data flags\n",
@@ -281,6 +298,8 @@ int main(int argc, char **argv) {
     //     from the seed; each epoch a fresh shuffle of the training split ---
     int *train_ids, *val_order, ntrain, nval;
     int nusable = cuset_split(&data, s->T, a.val_frac, (uint64_t)s->seed, &train_ids, &ntrain, &val_order, &nval);
+    int *val_ids = NULL, nval_unused;
+    if (val != &data) cuset_split(val, s->T, 1.0, (uint64_t)s->seed, &val_ids, &nval_unused, &val_order, &nval);
     if (nusable < data.n)
         printf("note: %d of %d samples sit out: their prompt fills the row of %d tokens (raise --seq to keep them)\n",
                data.n - nusable, data.n, s->T);
@@ -391,7 +410,7 @@ int main(int argc, char **argv) {
         int last = step + 1 == s->steps;
         if (nval > 0 && ((s->val_every && (step + 1) % s->val_every == 0) || last)) {
             CusetStats vs;
-            validate(&model, ref, &data, val_order, nval, &val_batch, obj, &vs);
+            validate(&model, ref, val, val_order, nval, &val_batch, obj, &vs);
             double vce = vs.ntok ? vs.ce / vs.ntok : 0;
             printf("val  %5d | loss %.4f | ce %.4f | conf %.3f\n", step + 1, vs.loss, vce, vs.ntok ? vs.conf / vs.ntok : 0);
             fprintf(log, "{\"step\": %d, \"val_loss\": %.6f, \"val_ce\": %.6f}\n", step + 1, vs.loss, vce);
@@ -417,6 +436,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < s->accum; i++) cuset_batch_free(&batches[i]);
     cuset_batch_free(&val_batch);
     cuset_dataset_free(&data);
+    if (val != &data) { cuset_dataset_free(&val_data); free(val_ids); }
     cuset_tok_free(&tk);
     free(train_ids); free(perm); free(order);
     cuset_gpt_free(&model);

@@ -165,11 +165,16 @@ expect "text_jsonl_trains_tokenizer" 0 "24 samples from .*tokenizer trained on i
     ./train --data "$TMP/tasks.jsonl" "${text[@]}" --ckpt "$TMP/t.ckpt"
 expect "text_jsonl_uses_cache" 0 "tokenized cache .*tasks.jsonl.tok" ./train --data "$TMP/tasks.jsonl" "${text[@]}" --ckpt "$TMP/t2.ckpt"
 expect "text_tok_file_directly" 0 "24 samples from .*tasks.jsonl.tok" ./train --data "$TMP/tasks.jsonl.tok" "${text[@]}" --ckpt "$TMP/t3.ckpt"
+head -5 "$TMP/tasks.jsonl" >"$TMP/val.jsonl"
+expect "text_val_data" 0 "validation data: 5 samples from .*val.jsonl" ./train --data "$TMP/tasks.jsonl" --val-data "$TMP/val.jsonl" \
+    "${text[@]}" --ckpt "$TMP/v.ckpt"
+grep -q "24 train / 5 validation" <(./train --data "$TMP/tasks.jsonl" --val-data "$TMP/val.jsonl" "${text[@]}" --ckpt "$TMP/v.ckpt") \
+    && ok "val_data_holds_nothing_out" || bad "val_data_holds_nothing_out" "training samples were held out"
 expect "text_cu_directory" 0 "2 samples from .*kernels" ./train --data "$TMP/kernels/" "${text[@]}" --val-frac 0 --ckpt "$TMP/k.ckpt"
 [ -f "$TMP/kernels.tok" ] && ok "cu_directory_cache_beside_it" || bad "cu_directory_cache_beside_it" "no $TMP/kernels.tok"
 expect "finetune_rejects_foreign_tok_file" 1 "another tokenizer than the checkpoint's" ./train --init "$TMP/k.ckpt" \
     --data "$TMP/tasks.jsonl.tok" --seq 96 --batch 4 --steps 1 --ckpt "$TMP/ft3.ckpt"
-expect "finetune_uses_checkpoint_tokenizer" 0 "tokenized with the checkpoint's tokenizer" ./train --init "$TMP/k.ckpt" \
+expect "finetune_uses_checkpoint_tokenizer" 0 "tokenized with the model's tokenizer" ./train --init "$TMP/k.ckpt" \
     --data "$TMP/tasks.jsonl" --seq 96 --batch 4 --steps 1 --ckpt "$TMP/ft2.ckpt"
 expect "finetune_text_on_synthetic_model" 2 "has no tokenizer" ./train --init "$TMP/full.ckpt" --data "$TMP/tasks.jsonl" \
     --seq 32 --steps 1 --ckpt "$TMP/ft4.ckpt"
