@@ -15,6 +15,9 @@ static const char *usage_text =
     "  --prompt TEXT         the prompt (a model with a tokenizer); '-' reads it from stdin,\n"
     "                        as does giving no prompt with stdin not a terminal\n"
     "  --prompt-file FILE    the prompt, read from a file\n"
+    "  --prompt-jsonl FILE   the prompt of a JSON-lines task file (\"prompt\" member), with\n"
+    "  --index K             the K-th task (from 0)                        [0]\n"
+    "  --show-prompt         print the prompt before the completion\n"
     "  --prompt-ids \"1 5 9\"  the prompt as token ids (any model; used as given, no special tokens)\n"
     "  --info                print the checkpoint's header and exit\n"
     "  --max-tokens N        most tokens to generate                      [512]\n"
@@ -42,14 +45,15 @@ static double num(const char *flag, const char *v, double lo, double hi) {
 }
 
 int main(int argc, char **argv) {
-    const char *model_path = NULL, *prompt = NULL, *prompt_file = NULL, *prompt_ids = NULL;
-    int info_only = 0, max_tokens = 512, top_k = 0, stop = -2;
+    const char *model_path = NULL, *prompt = NULL, *prompt_file = NULL, *prompt_ids = NULL, *prompt_jsonl = NULL;
+    int info_only = 0, max_tokens = 512, top_k = 0, stop = -2, index = 0, show_prompt = 0;
     float temperature = 0.8f, top_p = 1.0f;
     uint64_t seed = 1;
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i];
         if (!strcmp(k, "-h") || !strcmp(k, "--help")) { fputs(usage_text, stdout); return 0; }
         if (!strcmp(k, "--info")) { info_only = 1; continue; }
+        if (!strcmp(k, "--show-prompt")) { show_prompt = 1; continue; }
         if (strncmp(k, "--", 2) != 0) fail("unexpected argument ", k);
         if (i + 1 >= argc) fail("missing value for ", k);
         const char *v = argv[++i];
@@ -57,6 +61,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(k, "--prompt")) prompt = v;
         else if (!strcmp(k, "--prompt-file")) prompt_file = v;
         else if (!strcmp(k, "--prompt-ids")) prompt_ids = v;
+        else if (!strcmp(k, "--prompt-jsonl")) prompt_jsonl = v;
+        else if (!strcmp(k, "--index")) index = (int)num(k, v, 0, 1e9);
         else if (!strcmp(k, "--max-tokens")) max_tokens = (int)num(k, v, 1, 1 << 20);
         else if (!strcmp(k, "--temperature")) temperature = (float)num(k, v, 0, 100);
         else if (!strcmp(k, "--top-k")) top_k = (int)num(k, v, 0, 1 << 24);
@@ -66,7 +72,8 @@ int main(int argc, char **argv) {
         else fail("unknown option ", k);
     }
     if (!model_path) fail("--model FILE is required", "");
-    if (!!prompt + !!prompt_file + !!prompt_ids > 1) fail("give one of --prompt, --prompt-file, --prompt-ids", "");
+    if (!!prompt + !!prompt_file + !!prompt_ids + !!prompt_jsonl > 1)
+        fail("give one of --prompt, --prompt-file, --prompt-jsonl, --prompt-ids", "");
     char err[512];
     CusetGPT m;
     CusetTokenizer tk = {0};
@@ -111,6 +118,17 @@ int main(int argc, char **argv) {
         if (prompt && strcmp(prompt, "-") != 0) {
             n = strlen(prompt);
             text = strdup(prompt);
+        } else if (prompt_jsonl) {
+            CusetTextSample *tasks = NULL;
+            if (cuset_jsonl_read(prompt_jsonl, &tasks, err, sizeof err)) { fprintf(stderr, "gen: %s\n", err); return 1; }
+            if (index >= (int)arrlen(tasks)) {
+                fprintf(stderr, "gen: %s holds %d tasks; --index %d is past the end\n", prompt_jsonl, (int)arrlen(tasks), index);
+                return 2;
+            }
+            n = tasks[index].prompt_len;
+            text = (char *)malloc(n + 1);
+            memcpy(text, tasks[index].prompt, n + 1);
+            cuset_text_samples_free(tasks);
         } else if (prompt_file || prompt || !isatty(0)) {
             if (cuset_read_file(prompt_file ? prompt_file : "/dev/stdin", (unsigned char **)&text, &n, err, sizeof err)) {
                 fprintf(stderr, "gen: the prompt: %s\n", err);
@@ -119,6 +137,7 @@ int main(int argc, char **argv) {
         } else {
             fail("give a prompt: --prompt TEXT, --prompt-file FILE or on stdin", "");
         }
+        if (show_prompt) printf("%.*s\n\n", (int)n, text);
         arrput(tokens, CUSET_TOK_PROMPT);
         cuset_tok_encode(&tk, text, n, &tokens);
         arrput(tokens, CUSET_TOK_TARGET);

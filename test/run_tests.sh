@@ -185,6 +185,9 @@ expect "gen_text_prompt" 0 "prompt tokens, [0-9]+ generated" ./gen --model "$TMP
 expect "gen_prompt_from_stdin" 0 "prompt tokens" sh -c "echo 'Task Name: scale' | ./gen --model '$TMP/t.ckpt' --max-tokens 4"
 expect "gen_long_text_prompt" 2 "the model's context is 96" ./gen --model "$TMP/t.ckpt" --prompt "$(head -c 2000 "$TMP/tasks.jsonl")"
 expect "gen_ids_model_needs_ids" 2 "no tokenizer" ./gen --model "$TMP/full.ckpt" --prompt "hello"
+expect "gen_prompt_from_jsonl" 0 "Task Name: scale 3" ./gen --model "$TMP/t.ckpt" --prompt-jsonl "$TMP/tasks.jsonl" --index 2 \
+    --show-prompt --max-tokens 4
+expect "gen_jsonl_index_past_end" 2 "holds 24 tasks" ./gen --model "$TMP/t.ckpt" --prompt-jsonl "$TMP/tasks.jsonl" --index 24
 expect "gen_missing_prompt_file" 1 "the prompt: .*cannot open" ./gen --model "$TMP/t.ckpt" --prompt-file "$TMP/none.txt"
 
 echo "$pass passed, $fail failed, $skip skipped"
