@@ -7,7 +7,7 @@ PYTHON  ?= /usr/bin/python3
 FUZZ_SECONDS ?= 180
 
 BINS = train gen
-TEST_BINS = test/oracle_case test/test_cuset test/test_tokenizer test/test_annotate test/test_data test/bench_tokenizer
+TEST_BINS = test/oracle_case test/test_cuset test/test_tokenizer test/test_annotate test/test_data test/bench_tokenizer test/test_corpus
 FUZZERS = annotate tokenizer checkpoint jsonl data
 
 all: $(BINS)
@@ -21,7 +21,7 @@ gen: gen.c cuset.h
 test/%: test/%.c cuset.h test/tok_testlib.h
 	$(CC) $(CFLAGS) -o $@ $< $(LDLIBS)
 
-test: $(BINS) $(TEST_BINS)
+test: $(BINS) $(TEST_BINS) data/corpus
 	PYTHON=$(PYTHON) bash test/run_tests.sh
 
 bench-cpu: train
@@ -39,8 +39,18 @@ fuzz-%: test/fuzz_%.c cuset.h
 	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -o test/fuzz/fuzz_$* $< -lm
 	CUSET_FUZZ_SEED_DIR=test/fuzz/corpus/$* ./test/fuzz/fuzz_$* -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=test/fuzz/ test/fuzz/corpus/$*
 
+# The default corpus of CUDA tasks (data/corpus.c and its families), and the quick start.
+data/corpus: data/corpus.c data/corpus.h $(wildcard data/families_*.c)
+	$(CC) -std=gnu11 -O2 -Wall -Wextra -o $@ data/corpus.c -lm
+
+data: data/corpus
+	./data/corpus --out data/default
+
+quickstart:
+	bash data/quickstart.sh
+
 clean:
-	rm -f $(BINS) $(TEST_BINS)
+	rm -f $(BINS) $(TEST_BINS) data/corpus
 	rm -rf test/fuzz/fuzz_*
 
-.PHONY: all test bench-cpu bench-tokenizer fuzz clean
+.PHONY: all test bench-cpu bench-tokenizer fuzz data quickstart clean

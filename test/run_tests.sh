@@ -190,5 +190,9 @@ expect "gen_prompt_from_jsonl" 0 "Task Name: scale 3" ./gen --model "$TMP/t.ckpt
 expect "gen_jsonl_index_past_end" 2 "holds 24 tasks" ./gen --model "$TMP/t.ckpt" --prompt-jsonl "$TMP/tasks.jsonl" --index 24
 expect "gen_missing_prompt_file" 1 "the prompt: .*cannot open" ./gen --model "$TMP/t.ckpt" --prompt-file "$TMP/none.txt"
 
+echo "== the CUDA task corpus (data/): determinism, splits, spans against the annotator, references, nvcc"
+tally < <(./test/test_corpus; echo "exit $?" >"$TMP/rc")
+grep -q "exit 0" "$TMP/rc" || bad "test_corpus_exit" "$(cat "$TMP/rc")"
+
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

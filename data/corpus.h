@@ -1,0 +1,1294 @@
+// corpus.h - the framework of the CUDA task corpus generator (data/corpus.c).
+//
+// A sample is a CUDA programming task: a five-field prompt, a complete CUDA program as the
+// target, the CUDA-sensitive character spans of that program (METHOD.md item 3, known by
+// construction because every line of code goes through the emitter below), a test spec
+// (inputs with value ranges, outputs, seed, tolerance) and a CPU reference that computes
+// the expected outputs from the inputs.
+//
+// A family is a kind of task (unary maps, stencils, reductions, ...). It is a Family
+// descriptor (below) with six functions:
+//   draw      picks the parameters of one instance (sizes, block size, loop style, names,
+//             comment and host-code choices) with the random generator;
+//   layout    derives the spec from the parameters: tensor shapes, dtypes, value ranges,
+//             size constants, tolerance. Deterministic: --materialize calls it again on the
+//             parameters stored in the JSONL to rebuild the task;
+//   describe  writes the Task Name and the one-line Task Description;
+//   kernels   writes the device code (__device__ helpers, __global__ kernels);
+//   launch    writes the host statements that configure and launch the kernel(s);
+//   ref       computes the outputs from the inputs on the CPU.
+// Everything else (the prompt's Input/Output/GPU lines, includes, error checking, reading
+// NAME.bin, cudaMalloc/cudaMemcpy, writing NAME.bin, freeing) is generic: emit_program.
+//
+// The I/O convention of every program: each input NAME is read from "NAME.bin" in the
+// working directory (raw little-endian values, no header, row-major), each output is
+// written to "NAME.bin". The harness puts the expected outputs in NAME.expected.bin.
+//
+// Adding families: write data/families_NAME.c with static family functions and a
+// NULL-terminated list `static const Family *const families_NAME[]`, then add one
+// #include and one list entry in corpus.c. All family files share one translation unit,
+// so give every file-level name (enums, tables, functions) a prefix of the file's own. Names of parameters (ParamDesc) are what the
+// JSONL's spec.params holds; parameters marked combo form the "parameter combination"
+// that decides which combinations are held out for the test split.
+#ifndef CORPUS_H
+#define CORPUS_H
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "corpus: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(2);
+}
+
+// ----------------------------------------------------------------------------
+// Growable text buffer
+
+typedef struct { char *s; size_t len, cap; } Buf;
+
+static void buf_reserve(Buf *b, size_t extra) {
+    if (b->len + extra + 1 <= b->cap) return;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra + 1) cap *= 2;
+    b->s = realloc(b->s, cap);
+    if (!b->s) die("out of memory");
+    b->cap = cap;
+}
+static void buf_putn(Buf *b, const char *s, size_t n) {
+    buf_reserve(b, n);
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = 0;
+}
+static void buf_puts(Buf *b, const char *s) { buf_putn(b, s, strlen(s)); }
+static void buf_vprintf(Buf *b, const char *fmt, va_list ap) {
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    buf_reserve(b, (size_t)n);
+    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+    b->len += (size_t)n;
+}
+__attribute__((format(printf, 2, 3)))
+static void buf_printf(Buf *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(b, fmt, ap);
+    va_end(ap);
+}
+static void buf_clear(Buf *b) { b->len = 0; if (b->s) b->s[0] = 0; }
+static void buf_free(Buf *b) { free(b->s); b->s = NULL; b->len = b->cap = 0; }
+static const char *buf_str(const Buf *b) { return b->s ? b->s : ""; }
+
+// A few short-lived formatted strings (a ring of 16), for building arguments inline.
+__attribute__((format(printf, 1, 2)))
+static const char *fmt(const char *f, ...) {
+    static char ring[16][512];
+    static int k;
+    char *s = ring[k++ & 15];
+    va_list ap;
+    va_start(ap, f);
+    int n = vsnprintf(s, 512, f, ap);
+    va_end(ap);
+    if (n >= 512) die("fmt: string too long: %.60s...", s);
+    return s;
+}
+
+// ----------------------------------------------------------------------------
+// Random numbers and hashing (splitmix64: small, fast, good enough, and the same
+// everywhere, so a seed means the same corpus on every machine)
+
+typedef struct { uint64_t s; } Rng;
+
+static uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+static uint64_t rng_next(Rng *r) { r->s += 0x9e3779b97f4a7c15ULL; return mix64(r->s); }
+static Rng rng_seeded(uint64_t a, uint64_t b) { Rng r = { mix64(a * 0x9e3779b97f4a7c15ULL + mix64(b + 1)) }; return r; }
+// Uniform integer in [lo, hi].
+static int rng_int(Rng *r, int lo, int hi) { return lo + (int)(rng_next(r) % (uint64_t)(hi - lo + 1)); }
+// Uniform in [0, 1) with 53 bits.
+static double rng_unit(Rng *r) { return (double)(rng_next(r) >> 11) * (1.0 / 9007199254740992.0); }
+// 1 with probability pct/100.
+static int rng_chance(Rng *r, int pct) { return rng_int(r, 0, 99) < pct; }
+// Index into a table.
+#define RPICK(r, table) rng_int((r), 0, NELEM(table) - 1)
+
+static uint64_t hash_bytes(const void *p, size_t n, uint64_t h) {
+    const unsigned char *s = p;
+    h ^= 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < n; i++) { h ^= s[i]; h *= 0x100000001b3ULL; }
+    return mix64(h);
+}
+static uint64_t hash_str(const char *s, uint64_t h) { return hash_bytes(s, strlen(s), h); }
+
+// ----------------------------------------------------------------------------
+// Data types of tensors (files hold raw little-endian values of these types)
+
+typedef enum { DT_F32, DT_I32, DT_U32, DT_F16, DT_U8, DT_COUNT } DType;
+static const char *const dt_names[DT_COUNT] = { "float32", "int32", "uint32", "float16", "uint8" };
+static const char *const dt_ctypes[DT_COUNT] = { "float", "int", "unsigned int", "__half", "unsigned char" };
+static const int dt_sizes[DT_COUNT] = { 4, 4, 4, 2, 1 };
+
+static int dt_from_name(const char *s) {
+    for (int k = 0; k < DT_COUNT; k++)
+        if (strcmp(s, dt_names[k]) == 0) return k;
+    return -1;
+}
+
+// IEEE binary16 <-> binary32. f32_to_f16 rounds to nearest, ties to even (what
+// __float2half does); NaN stays NaN, overflow gives infinity.
+static uint16_t f32_to_f16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0));
+    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); // >= 65520 rounds to infinity
+    if (ax < 0x38800000u) { // below 2^-14: a subnormal half, in units of 2^-24
+        float a;
+        memcpy(&a, &ax, 4);
+        return (uint16_t)(sign | (uint32_t)rintf(a * 16777216.0f)); // exact product; rintf ties to even
+    }
+    uint32_t h = ((((ax >> 23) - 127 + 15) << 10) | ((ax & 0x7fffffu) >> 13));
+    uint32_t rem = ax & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++; // a carry moves into the exponent correctly
+    return (uint16_t)(sign | h);
+}
+static float f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ffu, x;
+    if (e == 0) {
+        float v = ldexpf((float)m, -24);
+        return sign ? -v : v;
+    }
+    if (e == 31) x = sign | 0x7f800000u | (m << 13);
+    else x = sign | ((e - 15 + 127) << 23) | (m << 13);
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+// ----------------------------------------------------------------------------
+// Spans (the same numbering as cuset.h's CusetSpanKind)
+
+enum { SPAN_GLOBAL = 1, SPAN_DEVICE, SPAN_LAUNCH, SPAN_DIM3 };
+static const char *const span_names[] = { "?", "global", "device", "launch", "dim3" };
+typedef struct { size_t start, end; int kind; } Span;
+
+// ----------------------------------------------------------------------------
+// The emitter: code text plus the CUDA-sensitive spans recorded while writing it.
+// em_line writes one indented line. A span starts where em_span_begin is called and ends
+// where em_span_end is called, so a function definition's span opens right before its
+// first declaration token (after any comment and after the indentation) and closes right
+// after its '}'; a launch's after its ';'. Spans never nest in our programs (no launches
+// or dim3 inside kernels); em_check verifies their shape.
+
+#define EM_MAX_SPANS 64
+typedef struct {
+    Buf b;
+    Span sp[EM_MAX_SPANS];
+    int nsp;
+    int open;  // index of the open span, or -1
+    int ind;   // current indentation level
+    int iw;    // spaces per level
+} Emit;
+
+static void em_init(Emit *e, int indent_width) {
+    memset(e, 0, sizeof *e);
+    e->open = -1;
+    e->iw = indent_width;
+}
+static void em_free(Emit *e) { buf_free(&e->b); }
+static void em_raw(Emit *e, const char *s) { buf_puts(&e->b, s); }
+__attribute__((format(printf, 2, 3)))
+static void em_fmt(Emit *e, const char *f, ...) {
+    va_list ap;
+    va_start(ap, f);
+    buf_vprintf(&e->b, f, ap);
+    va_end(ap);
+}
+static void em_indent(Emit *e) {
+    for (int k = 0; k < e->ind * e->iw; k++) buf_putn(&e->b, " ", 1);
+}
+// One line at the current indentation ("" writes an empty line without spaces).
+__attribute__((format(printf, 2, 3)))
+static void em_line(Emit *e, const char *f, ...) {
+    va_list ap;
+    if (f[0]) em_indent(e);
+    va_start(ap, f);
+    buf_vprintf(&e->b, f, ap);
+    va_end(ap);
+    buf_putn(&e->b, "\n", 1);
+}
+static void em_blank(Emit *e) { buf_putn(&e->b, "\n", 1); }
+static void em_in(Emit *e) { e->ind++; }
+static void em_out(Emit *e) { if (--e->ind < 0) die("emitter: indentation below zero"); }
+
+static void em_span_begin(Emit *e, int kind) {
+    if (e->open >= 0) die("emitter: span opened inside another span");
+    if (e->nsp == EM_MAX_SPANS) die("emitter: too many spans");
+    e->sp[e->nsp].start = e->b.len;
+    e->sp[e->nsp].end = 0;
+    e->sp[e->nsp].kind = kind;
+    e->open = e->nsp++;
+}
+static void em_span_end(Emit *e) {
+    if (e->open < 0) die("emitter: no open span");
+    e->sp[e->open].end = e->b.len;
+    e->open = -1;
+}
+
+// A launch statement `kexpr<<<cfg>>>(args);` on its own line, recorded as a span.
+static void em_launch(Emit *e, const char *kexpr, const char *cfg, const char *args) {
+    em_indent(e);
+    em_span_begin(e, SPAN_LAUNCH);
+    em_fmt(e, "%s<<<%s>>>(%s);", kexpr, cfg, args);
+    em_span_end(e);
+    em_raw(e, "\n");
+}
+// A dim3 declaration statement `[qual ]dim3 decls;` on its own line, recorded as a span.
+static void em_dim3(Emit *e, const char *qual, const char *decls) {
+    em_indent(e);
+    em_span_begin(e, SPAN_DIM3);
+    em_fmt(e, "%s%sdim3 %s;", qual ? qual : "", qual && qual[0] ? " " : "", decls);
+    em_span_end(e);
+    em_raw(e, "\n");
+}
+
+// Checks every span: in bounds, non-empty, not nested, starting on a non-blank byte and
+// ending with '}' (definitions) or ';' (launches, dim3). Dies on a violation: that is a
+// bug in a family, not in the data.
+static void em_check(const Emit *e, const char *who) {
+    if (e->open >= 0) die("%s: a span was left open", who);
+    if (e->ind != 0) die("%s: indentation ends at %d, not 0", who, e->ind);
+    for (int k = 0; k < e->nsp; k++) {
+        const Span *s = &e->sp[k];
+        if (s->start >= s->end || s->end > e->b.len) die("%s: span %d out of bounds", who, k);
+        if (k && s->start < e->sp[k - 1].end) die("%s: spans %d and %d overlap", who, k - 1, k);
+        char first = e->b.s[s->start], last = e->b.s[s->end - 1];
+        if (first == ' ' || first == '\n' || first == '\t') die("%s: span %d starts on a blank", who, k);
+        char want = s->kind == SPAN_GLOBAL || s->kind == SPAN_DEVICE ? '}' : ';';
+        if (last != want) die("%s: span %d (%s) ends with '%c', not '%c'", who, k, span_names[s->kind], last, want);
+    }
+    for (size_t i = 0; i < e->b.len; i++)
+        if ((unsigned char)e->b.s[i] >= 0x80 || (e->b.s[i] < 0x20 && e->b.s[i] != '\n'))
+            die("%s: non-ASCII or control byte at %zu", who, i);
+}
+
+// ----------------------------------------------------------------------------
+// Tensors, sizes, styles, tasks
+
+#define MAX_T 6      // inputs (or outputs) per task
+#define MAX_DIMS 3
+#define MAX_SIZES 6
+#define MAX_IP 24    // integer parameters per family
+#define MAX_FP 6     // float parameters per family
+
+enum { GEN_UNIFORM, GEN_PERM };
+static const char *const gen_names[] = { "uniform", "perm" };
+
+typedef struct {
+    char name[24];     // the variable and file name (NAME.bin)
+    DType dt;
+    int ndim;
+    long shape[MAX_DIMS];
+    // inputs: how the test data is drawn
+    double lo, hi;     // value range, inclusive for integers, [lo, hi) for floats
+    int integer;       // whole numbers (float tensors may hold whole numbers too)
+    int gen;           // GEN_UNIFORM, or GEN_PERM: a random permutation of 0..count-1
+    // host code
+    int fac[2], nfac;  // element count = product of the size constants fac[0..nfac)
+    int zero_init;     // outputs: cudaMemset to 0 before the launch (accumulated with atomics)
+} Tensor;
+
+static long tensor_count(const Tensor *t) {
+    long c = 1;
+    for (int d = 0; d < t->ndim; d++) c *= t->shape[d];
+    return c;
+}
+
+typedef struct {
+    char base[16];     // "n", "rows", "cols", "bins": the host's name derives from it
+    long value;
+} SizeConst;
+
+// Cosmetic choices, shared by all families (drawn by style_draw, never in the spec).
+enum { HOST_C, HOST_CPP, HOST_INLINE, HOST_LAUNCHER, HOST_COUNT };
+enum { SIZES_LOCAL, SIZES_DEFINE, SIZES_GLOBAL, SIZES_CONSTEXPR };
+enum { CHECK_MACRO, CHECK_MACRO2, CHECK_FUNC, CHECK_LAST };
+enum { CMT_NONE, CMT_LINE, CMT_BLOCK, CMT_DOXY };
+typedef struct {
+    int host;       // HOST_*: I/O helpers and structure of main
+    int sizes;      // SIZES_*: where the size constants live
+    int check;      // CHECK_*: how CUDA errors are checked
+    int cmt;        // CMT_*: comment style
+    int verbose;    // comments inside kernels too
+    int devname;    // d_x, x_d, dev_x, x_dev
+    int hostname;   // h_x, x_h, host_x, x_host
+    int restrict_;  // const float *__restrict__ x
+    int ptrstar;    // "float *x" or "float* x"
+    int allman;     // function braces on their own line
+    int iw;         // indentation width: 2 or 4
+    int idxname;    // i, tid, gid, k
+    int idxtype;    // 0 int, 1 size_t (1-D elementwise kernels)
+    int bytesvar;   // one "bytes" variable per tensor
+    int pow2;       // sizes written as (1 << k) when powers of two
+    int timing;     // cudaEvent timing around the launches
+    int header;     // a comment at the top of the file
+    int mainsig;    // int main() / int main(void) / int main(int argc, char **argv)
+    int nullinit;   // float *d_x = nullptr; / NULL / uninitialised
+    int cfg;        // 1-D launch configuration style (see launch_1d)
+    int gpu;        // the GPU line
+    int done;       // print a line at the end
+} Style;
+
+struct Task;
+struct Host;
+
+typedef struct {
+    const char *name;            // the key in spec.params
+    const char *const *values;   // enum names (NULL-terminated) or NULL for a number
+    int combo;                   // part of the held-out parameter combination
+} ParamDesc;
+
+typedef struct Family {
+    const char *name;
+    const char *summary;
+    const ParamDesc *ip;         // terminated by {NULL}
+    const char *const *fp;       // float parameter names, NULL-terminated (may be NULL)
+    void (*draw)(struct Task *t, Rng *r);
+    void (*layout)(struct Task *t);
+    void (*describe)(const struct Task *t, Buf *name, Buf *desc);
+    void (*kernels)(const struct Task *t, Emit *e);
+    void (*launch)(const struct Task *t, Emit *e, const struct Host *h);
+    void (*ref)(const struct Task *t, const void *const *in, void *const *out);
+} Family;
+
+typedef struct Task {
+    const Family *fam;
+    int p[MAX_IP];
+    double f[MAX_FP];
+    Style st;
+    char kname[3][40];   // kernel and helper names
+    char slug[24];       // short name of the operation (launcher function, file comment)
+    Tensor in[MAX_T], out[MAX_T];
+    int nin, nout;
+    SizeConst size[MAX_SIZES];
+    int nsize;
+    int need_fp16, need_math;
+    uint64_t seed;
+    double atol, rtol;
+} Task;
+
+// The host code context a family's launch function writes with: the names of the device
+// buffers (inputs then outputs) and size constants as this program spells them.
+typedef struct Host {
+    const Task *t;
+    char in[MAX_T][40], out[MAX_T][40];  // device pointers
+    char size[MAX_SIZES][24];            // size constants
+} Host;
+
+static int param_count(const Family *f) { int k = 0; while (f->ip[k].name) k++; return k; }
+static int fparam_count(const Family *f) { int k = 0; while (f->fp && f->fp[k]) k++; return k; }
+static int param_index(const Family *f, const char *name) {
+    for (int k = 0; f->ip[k].name; k++)
+        if (strcmp(f->ip[k].name, name) == 0) return k;
+    return -1;
+}
+
+// Tensor setup helpers for layout functions.
+static void tset(Tensor *x, DType dt, int ndim, long d0, long d1) {
+    x->dt = dt;
+    x->ndim = ndim;
+    x->shape[0] = d0;
+    x->shape[1] = d1;
+    x->nfac = 0;
+}
+static void tfac(Tensor *x, int f0, int f1) { // count = size[f0] (* size[f1] when f1 >= 0), f0 < 0: 1
+    x->nfac = 0;
+    if (f0 >= 0) x->fac[x->nfac++] = f0;
+    if (f1 >= 0) x->fac[x->nfac++] = f1;
+}
+static void trange(Tensor *x, double lo, double hi, int integer) {
+    x->lo = lo;
+    x->hi = hi;
+    x->integer = integer;
+    x->gen = GEN_UNIFORM;
+}
+static int add_size(Task *t, const char *base, long value) {
+    if (t->nsize == MAX_SIZES) die("too many size constants");
+    snprintf(t->size[t->nsize].base, sizeof t->size[0].base, "%s", base);
+    t->size[t->nsize].value = value;
+    return t->nsize++;
+}
+
+// ----------------------------------------------------------------------------
+// Cosmetic helpers for kernels
+
+static const char *const idx_names[] = { "i", "tid", "gid", "k" };
+static const char *IDX(const Task *t) { return idx_names[t->st.idxname]; }
+
+// A pointer parameter in the program's style: "const float *__restrict__ x".
+static const char *ptr_param(const Task *t, const char *ctype, const char *name, int is_const) {
+    return fmt("%s%s%s%s%s", is_const ? "const " : "", ctype, t->st.ptrstar ? "* " : " *",
+               t->st.restrict_ ? (t->st.ptrstar ? "__restrict__ " : "__restrict__ ") : "", name);
+}
+
+// A comment before a function or a block, in the program's comment style. text may hold
+// several sentences; CMT_NONE writes nothing unless force.
+static void em_comment(Emit *e, const Task *t, const char *text, int force) {
+    int c = t->st.cmt;
+    if (c == CMT_NONE && !force) return;
+    if (c == CMT_NONE) c = CMT_LINE;
+    if (c == CMT_LINE) em_line(e, "// %s", text);
+    else if (c == CMT_BLOCK) em_line(e, "/* %s */", text);
+    else {
+        em_line(e, "/**");
+        em_line(e, " * %s", text);
+        em_line(e, " */");
+    }
+}
+// A comment inside a kernel body, only in verbose programs.
+static void em_note(Emit *e, const Task *t, const char *text) {
+    if (t->st.verbose) em_line(e, "// %s", text);
+}
+
+// Opens a function definition's span and writes its declaration and '{':
+//   prefix: "template <int BLOCK>\n" or "" (written before the specifiers, inside the span)
+//   spec:   "__global__ void", "__device__ __forceinline__ float", ...
+// Leaves the emitter indented inside the body.
+static void em_fn_open(Emit *e, const Task *t, int kind, const char *prefix, const char *spec,
+                       const char *name, const char *params) {
+    em_indent(e);
+    em_span_begin(e, kind);
+    if (prefix && prefix[0]) em_raw(e, prefix);
+    em_fmt(e, "%s %s(%s)", spec, name, params);
+    em_raw(e, t->st.allman ? "\n{\n" : " {\n");
+    em_in(e);
+}
+static void em_fn_close(Emit *e) {
+    em_out(e);
+    em_indent(e);
+    em_raw(e, "}");
+    em_span_end(e);
+    em_raw(e, "\n");
+}
+
+// The global thread index expression "blockIdx.x * blockDim.x + threadIdx.x" (varied).
+static const char *gidx_expr(const Task *t, int size_t_idx) {
+    if (size_t_idx) return "(size_t)blockIdx.x * blockDim.x + threadIdx.x";
+    switch ((t->st.idxname + t->st.devname) % 3) {
+    case 0: return "blockIdx.x * blockDim.x + threadIdx.x";
+    case 1: return "threadIdx.x + blockIdx.x * blockDim.x";
+    default: return "blockDim.x * blockIdx.x + threadIdx.x";
+    }
+}
+
+// The element loop of a 1-D kernel over n elements, index IDX(t):
+//   LOOP_IF:     int i = ...; if (i < n) { body }
+//   LOOP_RETURN: int i = ...; if (i >= n) return; body
+//   LOOP_GRID:   for (int i = ...; i < n; i += blockDim.x * gridDim.x) { body }
+// loop_open writes the head and leaves the emitter at the body's indentation;
+// loop_close closes it. itype is the index type ("int" or "size_t").
+enum { LOOP_IF, LOOP_RETURN, LOOP_GRID, LOOP_COUNT };
+static const char *const loop_names[] = { "if_guard", "early_return", "grid_stride", NULL };
+
+static void loop_open(Emit *e, const Task *t, int loop, const char *n) {
+    const char *i = IDX(t), *ty = t->st.idxtype ? "size_t" : "int";
+    const char *start = gidx_expr(t, t->st.idxtype);
+    if (loop == LOOP_GRID) {
+        if (t->st.idxname & 1) {
+            em_line(e, "const %s stride = %sblockDim.x * gridDim.x;", ty, t->st.idxtype ? "(size_t)" : "");
+            em_line(e, "for (%s %s = %s; %s < %s; %s += stride) {", ty, i, start, i, n, i);
+        } else {
+            em_line(e, "for (%s %s = %s; %s < %s; %s += %sblockDim.x * gridDim.x) {", ty, i, start, i, n, i,
+                    t->st.idxtype ? "(size_t)" : "");
+        }
+        em_in(e);
+    } else {
+        em_line(e, "%s%s %s = %s;", t->st.idxname == 2 ? "const " : "", ty, i, start);
+        if (loop == LOOP_IF) {
+            em_line(e, "if (%s < %s) {", i, n);
+            em_in(e);
+        } else {
+            em_line(e, "if (%s >= %s) return;", i, n);
+        }
+    }
+}
+static void loop_close(Emit *e, int loop) {
+    if (loop == LOOP_RETURN) return;
+    em_out(e);
+    em_line(e, "}");
+}
+// The kernel parameter for an element count: "int n" or "size_t n".
+static const char *count_param(const Task *t, const char *name) {
+    return fmt("%s %s", t->st.idxtype ? "size_t" : "int", name);
+}
+
+// One of three strings.
+static const char *pick3(int k, const char *a, const char *b, const char *c) { return k == 0 ? a : k == 1 ? b : c; }
+
+// A float literal as CUDA source: 2.5 -> "2.5f", 2 -> "2.0f", 1e-05 -> "1e-05f".
+static const char *flit(double v) {
+    char tmp[48];
+    snprintf(tmp, sizeof tmp, "%.9g", v);
+    if (!strchr(tmp, '.') && !strchr(tmp, 'e') && !strchr(tmp, 'n') && !strchr(tmp, 'i')) strcat(tmp, ".0");
+    return fmt("%sf", tmp);
+}
+// The same number for prompts: 2.5 -> "2.5", 2 -> "2".
+static const char *fnum(double v) { return fmt("%.9g", v); }
+
+// ----------------------------------------------------------------------------
+// Host code (generic): includes, error checks, size constants, file I/O, buffers, main
+
+static const char *const dev_affix[][2] = { { "d_", "" }, { "", "_d" }, { "dev_", "" }, { "", "_dev" } };
+static const char *const host_affix[][2] = { { "h_", "" }, { "", "_h" }, { "host_", "" }, { "", "_host" } };
+
+static const char *size_name(const Task *t, int k) {
+    const char *b = t->size[k].base;
+    if (t->st.sizes == SIZES_LOCAL) return b;
+    static char up[8][24];
+    static int ring;
+    char *s = up[ring++ & 7];
+    if (t->st.sizes == SIZES_DEFINE || t->st.sizes == SIZES_CONSTEXPR) {
+        size_t j = 0;
+        for (; b[j] && j < 23; j++) s[j] = (b[j] >= 'a' && b[j] <= 'z') ? (char)(b[j] - 32) : b[j];
+        s[j] = 0;
+    } else {
+        snprintf(s, 24, "k%c%s", b[0] >= 'a' && b[0] <= 'z' ? b[0] - 32 : b[0], b + 1);
+    }
+    return s;
+}
+static const char *size_value(const Task *t, int k) {
+    long v = t->size[k].value;
+    if (t->st.pow2 && v >= 1024 && (v & (v - 1)) == 0) {
+        int b = 0;
+        while ((1L << b) != v) b++;
+        return fmt("(1 << %d)", b);
+    }
+    return fmt("%ld", v);
+}
+// Count expression of a tensor in terms of the size names, e.g. "rows * cols".
+static const char *count_expr(const Task *t, const Tensor *x) {
+    if (x->nfac == 0) return "1";
+    if (x->nfac == 1) return size_name(t, x->fac[0]);
+    return fmt("%s * %s", size_name(t, x->fac[0]), size_name(t, x->fac[1]));
+}
+static int is_cpp(const Task *t) { return t->st.host == HOST_CPP; }
+
+// A checked CUDA runtime call as a statement, in the program's error-check style.
+__attribute__((format(printf, 3, 4)))
+static void host_call(Emit *e, const Task *t, const char *f, ...) {
+    char call[400];
+    va_list ap;
+    va_start(ap, f);
+    vsnprintf(call, sizeof call, f, ap);
+    va_end(ap);
+    switch (t->st.check) {
+    case CHECK_MACRO: em_line(e, "CUDA_CHECK(%s);", call); break;
+    case CHECK_MACRO2: em_line(e, "CHECK_CUDA(%s);", call); break;
+    case CHECK_FUNC: {
+        char what[64];
+        size_t j = 0;
+        while (call[j] && call[j] != '(' && j < 63) { what[j] = call[j]; j++; }
+        what[j] = 0;
+        em_line(e, "check(%s, \"%s\");", call, what);
+        break;
+    }
+    default: em_line(e, "%s;", call); break;
+    }
+}
+// Allocates a device buffer of count elements of ctype (for a family's scratch buffers).
+static void host_dev_alloc(Emit *e, const Task *t, const char *ctype, const char *name, const char *count) {
+    const char *init = t->st.nullinit == 0 ? " = nullptr" : t->st.nullinit == 1 ? " = NULL" : "";
+    em_line(e, "%s *%s%s;", ctype, name, init);
+    if (t->st.nullinit == 2) host_call(e, t, "cudaMalloc((void **)&%s, %s * sizeof(%s))", name, count, ctype);
+    else host_call(e, t, "cudaMalloc(&%s, %s * sizeof(%s))", name, count, ctype);
+}
+// After the launches: the launch error and the synchronisation, in the program's style.
+static void host_after_launch(Emit *e, const Task *t) {
+    if (t->st.check == CHECK_LAST) {
+        em_line(e, "cudaError_t err = cudaGetLastError();");
+        em_line(e, "if (err == cudaSuccess) err = cudaDeviceSynchronize();");
+        em_line(e, "if (err != cudaSuccess) {");
+        em_in(e);
+        em_line(e, "fprintf(stderr, \"CUDA error: %%s\\n\", cudaGetErrorString(err));");
+        em_line(e, "return 1;");
+        em_out(e);
+        em_line(e, "}");
+    } else {
+        host_call(e, t, "cudaGetLastError()");
+        host_call(e, t, "cudaDeviceSynchronize()");
+    }
+}
+
+// The generic 1-D launch: `blocks` over `count` elements with `block` threads, in one of
+// several spellings (t->st.cfg). grid_cap > 0 caps the grid (grid-stride kernels).
+// kname: the kernel; args: the argument list.
+static void launch_1d(Emit *e, const Task *t, const char *kname, const char *count, int block, int grid_cap,
+                      const char *args) {
+    int cfg = t->st.cfg;
+    if (grid_cap > 0 && cfg == 3) cfg = 0; // the inline form has no room for a cap
+    switch (cfg) {
+    case 0:
+        em_line(e, "const int threads = %d;", block);
+        if (grid_cap > 0) {
+            em_line(e, "int blocks = (%s + threads - 1) / threads;", count);
+            em_line(e, "if (blocks > %d) blocks = %d;", grid_cap, grid_cap);
+        } else {
+            em_line(e, "const int blocks = (%s + threads - 1) / threads;", count);
+        }
+        em_launch(e, kname, "blocks, threads", args);
+        break;
+    case 1:
+        em_line(e, "int block_size = %d;", block);
+        em_line(e, "int grid_size = (int)((%s + block_size - 1) / block_size);", count);
+        if (grid_cap > 0) em_line(e, "grid_size = grid_size < %d ? grid_size : %d;", grid_cap, grid_cap);
+        em_launch(e, kname, "grid_size, block_size", args);
+        break;
+    case 2:
+        em_dim3(e, NULL, fmt("block(%d)", block));
+        if (grid_cap > 0) em_dim3(e, NULL, fmt("grid(min((unsigned int)((%s + block.x - 1) / block.x), %du))", count, grid_cap));
+        else em_dim3(e, NULL, fmt("grid((%s + block.x - 1) / block.x)", count));
+        em_launch(e, kname, "grid, block", args);
+        break;
+    default:
+        em_launch(e, kname, fmt("(%s + %d) / %d, %d", count, block - 1, block, block), args);
+        break;
+    }
+}
+
+static void emit_includes(Emit *e, const Task *t) {
+    if (is_cpp(t)) {
+        em_line(e, "#include <cstdio>");
+        em_line(e, "#include <cstdlib>");
+        em_line(e, "#include <fstream>");
+        em_line(e, "#include <string>");
+        em_line(e, "#include <vector>");
+        if (t->need_math) em_line(e, "#include <cmath>");
+    } else {
+        em_line(e, "#include <stdio.h>");
+        em_line(e, "#include <stdlib.h>");
+        if (t->need_math) em_line(e, "#include <math.h>");
+    }
+    em_line(e, "#include <cuda_runtime.h>");
+    if (t->need_fp16) em_line(e, "#include <cuda_fp16.h>");
+    em_blank(e);
+}
+
+static void emit_check_helpers(Emit *e, const Task *t) {
+    switch (t->st.check) {
+    case CHECK_MACRO:
+    case CHECK_MACRO2: {
+        const char *m = t->st.check == CHECK_MACRO ? "CUDA_CHECK" : "CHECK_CUDA";
+        em_line(e, "#define %s(call) \\", m);
+        em_line(e, "    do { \\");
+        em_line(e, "        cudaError_t err_ = (call); \\");
+        em_line(e, "        if (err_ != cudaSuccess) { \\");
+        em_line(e, "            fprintf(stderr, \"CUDA error %%s at %%s:%%d\\n\", cudaGetErrorString(err_), __FILE__, __LINE__); \\");
+        em_line(e, "            exit(1); \\");
+        em_line(e, "        } \\");
+        em_line(e, "    } while (0)");
+        em_blank(e);
+        break;
+    }
+    case CHECK_FUNC:
+        em_line(e, "static void check(cudaError_t err, const char *what) {");
+        em_in(e);
+        em_line(e, "if (err != cudaSuccess) {");
+        em_in(e);
+        em_line(e, "fprintf(stderr, \"%%s failed: %%s\\n\", what, cudaGetErrorString(err));");
+        em_line(e, "exit(1);");
+        em_out(e);
+        em_line(e, "}");
+        em_out(e);
+        em_line(e, "}");
+        em_blank(e);
+        break;
+    default: break;
+    }
+}
+
+static void emit_file_sizes(Emit *e, const Task *t) {
+    if (t->st.sizes == SIZES_LOCAL || t->nsize == 0) return;
+    for (int k = 0; k < t->nsize; k++) {
+        if (t->st.sizes == SIZES_DEFINE) em_line(e, "#define %s %s", size_name(t, k), size_value(t, k));
+        else if (t->st.sizes == SIZES_GLOBAL) em_line(e, "static const int %s = %s;", size_name(t, k), size_value(t, k));
+        else em_line(e, "constexpr int %s = %s;", size_name(t, k), size_value(t, k));
+    }
+    em_blank(e);
+}
+
+static void emit_io_helpers(Emit *e, const Task *t) {
+    if (t->st.host == HOST_INLINE) return;
+    if (is_cpp(t)) {
+        em_comment(e, t, "Reads count values of type T from a raw binary file.", 0);
+        em_line(e, "template <typename T>");
+        em_line(e, "std::vector<T> read_binary(const std::string &path, size_t count) {");
+        em_in(e);
+        em_line(e, "std::vector<T> data(count);");
+        em_line(e, "std::ifstream in(path, std::ios::binary);");
+        em_line(e, "if (!in.read(reinterpret_cast<char *>(data.data()), count * sizeof(T))) {");
+        em_in(e);
+        em_line(e, "fprintf(stderr, \"cannot read %%s\\n\", path.c_str());");
+        em_line(e, "exit(1);");
+        em_out(e);
+        em_line(e, "}");
+        em_line(e, "return data;");
+        em_out(e);
+        em_line(e, "}");
+        em_blank(e);
+        em_comment(e, t, "Writes the values of v to a raw binary file.", 0);
+        em_line(e, "template <typename T>");
+        em_line(e, "void write_binary(const std::string &path, const std::vector<T> &v) {");
+        em_in(e);
+        em_line(e, "std::ofstream out(path, std::ios::binary);");
+        em_line(e, "out.write(reinterpret_cast<const char *>(v.data()), v.size() * sizeof(T));");
+        em_line(e, "if (!out) {");
+        em_in(e);
+        em_line(e, "fprintf(stderr, \"cannot write %%s\\n\", path.c_str());");
+        em_line(e, "exit(1);");
+        em_out(e);
+        em_line(e, "}");
+        em_out(e);
+        em_line(e, "}");
+    } else {
+        int v = (t->st.devname + t->st.hostname) & 1;
+        const char *rd = v ? "read_file" : "load_bin", *wr = v ? "write_file" : "save_bin";
+        em_comment(e, t, "Reads exactly bytes bytes from path into dst.", 0);
+        em_line(e, "static void %s(const char *path, void *dst, size_t bytes) {", rd);
+        em_in(e);
+        em_line(e, "FILE *f = fopen(path, \"rb\");");
+        em_line(e, "if (!f) {");
+        em_in(e);
+        em_line(e, "fprintf(stderr, \"cannot open %%s\\n\", path);");
+        em_line(e, "exit(1);");
+        em_out(e);
+        em_line(e, "}");
+        em_line(e, "size_t got = fread(dst, 1, bytes, f);");
+        em_line(e, "fclose(f);");
+        em_line(e, "if (got != bytes) {");
+        em_in(e);
+        em_line(e, "fprintf(stderr, \"%%s: expected %%zu bytes, read %%zu\\n\", path, bytes, got);");
+        em_line(e, "exit(1);");
+        em_out(e);
+        em_line(e, "}");
+        em_out(e);
+        em_line(e, "}");
+        em_blank(e);
+        em_comment(e, t, "Writes bytes bytes from src to path.", 0);
+        em_line(e, "static void %s(const char *path, const void *src, size_t bytes) {", wr);
+        em_in(e);
+        em_line(e, "FILE *f = fopen(path, \"wb\");");
+        em_line(e, "if (!f || fwrite(src, 1, bytes, f) != bytes) {");
+        em_in(e);
+        em_line(e, "fprintf(stderr, \"cannot write %%s\\n\", path);");
+        em_line(e, "exit(1);");
+        em_out(e);
+        em_line(e, "}");
+        em_line(e, "fclose(f);");
+        em_out(e);
+        em_line(e, "}");
+    }
+    em_blank(e);
+}
+
+static const char *hname(const Task *t, const char *n) {
+    return fmt("%s%s%s", host_affix[t->st.hostname][0], n, host_affix[t->st.hostname][1]);
+}
+static const char *dname(const Task *t, const char *n) {
+    return fmt("%s%s%s", dev_affix[t->st.devname][0], n, dev_affix[t->st.devname][1]);
+}
+static const char *bytes_expr(const Task *t, const Tensor *x) {
+    if (t->st.bytesvar) return fmt("%s_bytes", x->name);
+    return fmt("%s * sizeof(%s)", count_expr(t, x), dt_ctypes[x->dt]);
+}
+// The host pointer of a tensor: h_x, or h_x.data() for vectors.
+static const char *hptr(const Task *t, const Tensor *x) {
+    return is_cpp(t) ? fmt("%s.data()", hname(t, x->name)) : hname(t, x->name);
+}
+
+static void host_fill(struct Host *h, const Task *t) {
+    memset(h, 0, sizeof *h);
+    h->t = t;
+    for (int k = 0; k < t->nin; k++) snprintf(h->in[k], sizeof h->in[k], "%s", dname(t, t->in[k].name));
+    for (int k = 0; k < t->nout; k++) snprintf(h->out[k], sizeof h->out[k], "%s", dname(t, t->out[k].name));
+    for (int k = 0; k < t->nsize; k++) snprintf(h->size[k], sizeof h->size[k], "%s", size_name(t, k));
+}
+
+// The launcher function of HOST_LAUNCHER programs: run_SLUG(device pointers, sizes).
+static const char *launcher_params(const Task *t, const struct Host *h) {
+    static char s[512];
+    s[0] = 0;
+    for (int k = 0; k < t->nin; k++)
+        snprintf(s + strlen(s), sizeof s - strlen(s), "%sconst %s *%s", s[0] ? ", " : "", dt_ctypes[t->in[k].dt], h->in[k]);
+    for (int k = 0; k < t->nout; k++)
+        snprintf(s + strlen(s), sizeof s - strlen(s), ", %s *%s", dt_ctypes[t->out[k].dt], h->out[k]);
+    for (int k = 0; k < t->nsize; k++) snprintf(s + strlen(s), sizeof s - strlen(s), ", int %s", h->size[k]);
+    return s;
+}
+static const char *launcher_args(const Task *t, const struct Host *h) {
+    static char s[512];
+    s[0] = 0;
+    for (int k = 0; k < t->nin; k++) snprintf(s + strlen(s), sizeof s - strlen(s), "%s%s", s[0] ? ", " : "", h->in[k]);
+    for (int k = 0; k < t->nout; k++) snprintf(s + strlen(s), sizeof s - strlen(s), ", %s", h->out[k]);
+    for (int k = 0; k < t->nsize; k++) snprintf(s + strlen(s), sizeof s - strlen(s), ", %s", h->size[k]);
+    return s;
+}
+
+static void emit_main(Emit *e, const Task *t, const struct Host *h) {
+    const Style *s = &t->st;
+    int cpp = is_cpp(t);
+    int v = (s->devname + s->hostname) & 1;
+    const char *rd = v ? "read_file" : "load_bin", *wr = v ? "write_file" : "save_bin";
+    const char *sig = s->mainsig == 0 ? "int main()" : s->mainsig == 1 ? "int main(void)" : "int main(int argc, char **argv)";
+    em_line(e, "%s {", sig);
+    em_in(e);
+    if (s->mainsig == 2) {
+        em_line(e, "(void)argc;");
+        em_line(e, "(void)argv;");
+    }
+    if (s->sizes == SIZES_LOCAL)
+        for (int k = 0; k < t->nsize; k++) em_line(e, "const int %s = %s;", size_name(t, k), size_value(t, k));
+    if (s->bytesvar) {
+        for (int k = 0; k < t->nin; k++)
+            em_line(e, "const size_t %s_bytes = %s * sizeof(%s);", t->in[k].name, count_expr(t, &t->in[k]), dt_ctypes[t->in[k].dt]);
+        for (int k = 0; k < t->nout; k++)
+            em_line(e, "const size_t %s_bytes = %s * sizeof(%s);", t->out[k].name, count_expr(t, &t->out[k]), dt_ctypes[t->out[k].dt]);
+    }
+    em_blank(e);
+
+    // host buffers and inputs
+    if (s->cmt != CMT_NONE) em_line(e, "// Inputs from %s", t->nin > 1 ? "their .bin files" : fmt("%s.bin", t->in[0].name));
+    for (int k = 0; k < t->nin; k++) {
+        const Tensor *x = &t->in[k];
+        const char *ct = dt_ctypes[x->dt];
+        if (cpp) {
+            em_line(e, "std::vector<%s> %s = read_binary<%s>(\"%s.bin\", %s);", ct, hname(t, x->name), ct, x->name,
+                    count_expr(t, x));
+        } else if (s->host == HOST_INLINE) {
+            em_line(e, "%s *%s = (%s *)malloc(%s);", ct, hname(t, x->name), ct, bytes_expr(t, x));
+            em_line(e, "FILE *f_%s = fopen(\"%s.bin\", \"rb\");", x->name, x->name);
+            em_line(e, "if (!f_%s || fread(%s, sizeof(%s), %s, f_%s) != (size_t)(%s)) {", x->name, hname(t, x->name), ct,
+                    count_expr(t, x), x->name, count_expr(t, x));
+            em_in(e);
+            em_line(e, "fprintf(stderr, \"cannot read %s.bin\\n\");", x->name);
+            em_line(e, "return 1;");
+            em_out(e);
+            em_line(e, "}");
+            em_line(e, "fclose(f_%s);", x->name);
+        } else {
+            em_line(e, "%s *%s = (%s *)malloc(%s);", ct, hname(t, x->name), ct, bytes_expr(t, x));
+            em_line(e, "%s(\"%s.bin\", %s, %s);", rd, x->name, hname(t, x->name), bytes_expr(t, x));
+        }
+    }
+    for (int k = 0; k < t->nout; k++) {
+        const Tensor *x = &t->out[k];
+        const char *ct = dt_ctypes[x->dt];
+        if (cpp) em_line(e, "std::vector<%s> %s(%s);", ct, hname(t, x->name), count_expr(t, x));
+        else em_line(e, "%s *%s = (%s *)malloc(%s);", ct, hname(t, x->name), ct, bytes_expr(t, x));
+    }
+    em_blank(e);
+
+    // device buffers
+    if (s->cmt != CMT_NONE) em_line(e, "// Device buffers");
+    const char *init = s->nullinit == 0 ? " = nullptr" : s->nullinit == 1 ? " = NULL" : "";
+    if (!cpp && s->nullinit == 0) init = " = NULL";
+    for (int k = 0; k < t->nin + t->nout; k++) {
+        const Tensor *x = k < t->nin ? &t->in[k] : &t->out[k - t->nin];
+        const char *d = k < t->nin ? h->in[k] : h->out[k - t->nin];
+        em_line(e, "%s *%s%s;", dt_ctypes[x->dt], d, init);
+    }
+    for (int k = 0; k < t->nin + t->nout; k++) {
+        const Tensor *x = k < t->nin ? &t->in[k] : &t->out[k - t->nin];
+        const char *d = k < t->nin ? h->in[k] : h->out[k - t->nin];
+        if (s->nullinit == 2) host_call(e, t, "cudaMalloc((void **)&%s, %s)", d, bytes_expr(t, x));
+        else host_call(e, t, "cudaMalloc(&%s, %s)", d, bytes_expr(t, x));
+    }
+    for (int k = 0; k < t->nin; k++)
+        host_call(e, t, "cudaMemcpy(%s, %s, %s, cudaMemcpyHostToDevice)", h->in[k], hptr(t, &t->in[k]), bytes_expr(t, &t->in[k]));
+    for (int k = 0; k < t->nout; k++)
+        if (t->out[k].zero_init) host_call(e, t, "cudaMemset(%s, 0, %s)", h->out[k], bytes_expr(t, &t->out[k]));
+    em_blank(e);
+
+    if (s->timing) {
+        em_line(e, "cudaEvent_t start, stop;");
+        host_call(e, t, "cudaEventCreate(&start)");
+        host_call(e, t, "cudaEventCreate(&stop)");
+        host_call(e, t, "cudaEventRecord(start)");
+    }
+    if (s->host == HOST_LAUNCHER) {
+        em_line(e, "run_%s(%s);", t->slug, launcher_args(t, h));
+    } else {
+        if (s->cmt != CMT_NONE) em_line(e, "// Launch");
+        t->fam->launch(t, e, h);
+    }
+    if (s->timing) {
+        host_call(e, t, "cudaEventRecord(stop)");
+        host_call(e, t, "cudaEventSynchronize(stop)");
+        em_line(e, "float ms = 0.0f;");
+        host_call(e, t, "cudaEventElapsedTime(&ms, start, stop)");
+        em_line(e, "printf(\"%s: %%.3f ms\\n\", ms);", t->kname[0]);
+    }
+    host_after_launch(e, t);
+    em_blank(e);
+
+    // outputs back and to files
+    if (s->cmt != CMT_NONE) em_line(e, "// Results to %s", t->nout > 1 ? "their .bin files" : fmt("%s.bin", t->out[0].name));
+    for (int k = 0; k < t->nout; k++)
+        host_call(e, t, "cudaMemcpy(%s, %s, %s, cudaMemcpyDeviceToHost)", hptr(t, &t->out[k]), h->out[k], bytes_expr(t, &t->out[k]));
+    for (int k = 0; k < t->nout; k++) {
+        const Tensor *x = &t->out[k];
+        if (cpp) em_line(e, "write_binary(\"%s.bin\", %s);", x->name, hname(t, x->name));
+        else if (s->host == HOST_INLINE) {
+            em_line(e, "FILE *g_%s = fopen(\"%s.bin\", \"wb\");", x->name, x->name);
+            em_line(e, "if (!g_%s || fwrite(%s, sizeof(%s), %s, g_%s) != (size_t)(%s)) {", x->name, hname(t, x->name),
+                    dt_ctypes[x->dt], count_expr(t, x), x->name, count_expr(t, x));
+            em_in(e);
+            em_line(e, "fprintf(stderr, \"cannot write %s.bin\\n\");", x->name);
+            em_line(e, "return 1;");
+            em_out(e);
+            em_line(e, "}");
+            em_line(e, "fclose(g_%s);", x->name);
+        } else em_line(e, "%s(\"%s.bin\", %s, %s);", wr, x->name, hname(t, x->name), bytes_expr(t, x));
+    }
+    em_blank(e);
+
+    if (s->timing) {
+        host_call(e, t, "cudaEventDestroy(start)");
+        host_call(e, t, "cudaEventDestroy(stop)");
+    }
+    for (int k = 0; k < t->nin; k++) host_call(e, t, "cudaFree(%s)", h->in[k]);
+    for (int k = 0; k < t->nout; k++) host_call(e, t, "cudaFree(%s)", h->out[k]);
+    if (!cpp) {
+        for (int k = 0; k < t->nin; k++) em_line(e, "free(%s);", hname(t, t->in[k].name));
+        for (int k = 0; k < t->nout; k++) em_line(e, "free(%s);", hname(t, t->out[k].name));
+    }
+    if (s->done) em_line(e, "printf(\"%s done\\n\");", t->slug);
+    em_line(e, "return 0;");
+    em_out(e);
+    em_line(e, "}");
+}
+
+// The whole program. Kernels come first; host helpers after them or before (varied).
+static void emit_program(const Task *t, Emit *e) {
+    const Style *s = &t->st;
+    struct Host h;
+    host_fill(&h, t);
+    if (s->header) {
+        Buf nm = { 0 }, desc = { 0 };
+        t->fam->describe(t, &nm, &desc);
+        if (s->cmt == CMT_BLOCK || s->cmt == CMT_DOXY) em_line(e, "/* %s.cu - %s */", t->slug, buf_str(&nm));
+        else em_line(e, "// %s.cu: %s", t->slug, buf_str(&nm));
+        em_blank(e);
+        buf_free(&nm);
+        buf_free(&desc);
+    }
+    emit_includes(e, t);
+    int helpers_first = (s->hostname + s->check) % 3 == 0;
+    emit_check_helpers(e, t);
+    emit_file_sizes(e, t);
+    if (helpers_first) emit_io_helpers(e, t);
+    t->fam->kernels(t, e);
+    em_blank(e);
+    if (!helpers_first) emit_io_helpers(e, t);
+    if (s->host == HOST_LAUNCHER) {
+        em_comment(e, t, "Configures and launches the kernel(s); the caller synchronises.", 0);
+        em_line(e, "static void run_%s(%s) {", t->slug, launcher_params(t, &h));
+        em_in(e);
+        t->fam->launch(t, e, &h);
+        em_out(e);
+        em_line(e, "}");
+        em_blank(e);
+    }
+    emit_main(e, t, &h);
+}
+
+// ----------------------------------------------------------------------------
+// The prompt
+
+static const char *const gpu_lines[] = { "NVIDIA H200", "NVIDIA H200", "NVIDIA H200", "NVIDIA H200", "NVIDIA H200",
+                                         "NVIDIA H200 (141 GB HBM3e)", "NVIDIA H100", "NVIDIA A100" };
+
+static void tensor_list(Buf *b, const Tensor *x, int n) {
+    for (int k = 0; k < n; k++) {
+        buf_printf(b, "%s%s (%s, [", k ? ", " : "", x[k].name, dt_names[x[k].dt]);
+        for (int d = 0; d < x[k].ndim; d++) buf_printf(b, "%s%ld", d ? ", " : "", x[k].shape[d]);
+        buf_puts(b, "])");
+    }
+}
+
+static void emit_prompt(const Task *t, Buf *p) {
+    Buf nm = { 0 }, desc = { 0 };
+    t->fam->describe(t, &nm, &desc);
+    buf_printf(p, "Task Name: %s\nTask Description: %s\nInput: ", buf_str(&nm), buf_str(&desc));
+    tensor_list(p, t->in, t->nin);
+    buf_puts(p, "\nOutput: ");
+    tensor_list(p, t->out, t->nout);
+    buf_printf(p, "\nGPU: %s", gpu_lines[t->st.gpu]);
+    buf_free(&nm);
+    buf_free(&desc);
+}
+
+// ----------------------------------------------------------------------------
+// Style drawing
+
+static void style_draw(Style *s, Rng *r) {
+    memset(s, 0, sizeof *s);
+    s->host = rng_int(r, 0, HOST_COUNT - 1);
+    s->sizes = rng_int(r, 0, 3);
+    if (s->sizes == SIZES_CONSTEXPR && s->host != HOST_CPP) s->sizes = SIZES_GLOBAL;
+    if (s->host == HOST_LAUNCHER) s->sizes = SIZES_LOCAL; // the launcher takes sizes as parameters
+    s->check = rng_int(r, 0, 3);
+    s->cmt = rng_int(r, 0, 3);
+    s->verbose = s->cmt != CMT_NONE && rng_chance(r, 40);
+    s->devname = rng_int(r, 0, 3);
+    s->hostname = rng_int(r, 0, 3);
+    s->restrict_ = rng_chance(r, 35);
+    s->ptrstar = rng_chance(r, 40);
+    s->allman = rng_chance(r, 20);
+    s->iw = rng_chance(r, 25) ? 2 : 4;
+    s->idxname = rng_int(r, 0, 3);
+    s->idxtype = rng_chance(r, 20);
+    s->bytesvar = rng_chance(r, 40);
+    s->pow2 = rng_chance(r, 40);
+    s->timing = rng_chance(r, 15);
+    s->header = rng_chance(r, 50);
+    s->mainsig = rng_int(r, 0, 2);
+    s->nullinit = rng_int(r, 0, 2);
+    s->cfg = rng_int(r, 0, 3);
+    s->gpu = RPICK(r, gpu_lines);
+    s->done = rng_chance(r, 20);
+}
+
+// ----------------------------------------------------------------------------
+// JSON: writing
+
+static void json_str(Buf *b, const char *s, size_t n) {
+    buf_putn(b, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        switch (c) {
+        case '"': buf_puts(b, "\\\""); break;
+        case '\\': buf_puts(b, "\\\\"); break;
+        case '\n': buf_puts(b, "\\n"); break;
+        case '\r': buf_puts(b, "\\r"); break;
+        case '\t': buf_puts(b, "\\t"); break;
+        case '\b': buf_puts(b, "\\b"); break;
+        case '\f': buf_puts(b, "\\f"); break;
+        default:
+            if (c < 0x20 || c == 0x7f) buf_printf(b, "\\u%04x", c);
+            else buf_putn(b, (const char *)&c, 1);
+        }
+    }
+    buf_putn(b, "\"", 1);
+}
+static void json_num(Buf *b, double v) {
+    if (!isfinite(v)) die("json: non-finite number");
+    if (v == floor(v) && fabs(v) < 1e15) { buf_printf(b, "%.0f", v); return; }
+    char s[40];
+    for (int prec = 9; prec <= 17; prec++) { // the shortest form that reads back exactly
+        snprintf(s, sizeof s, "%.*g", prec, v);
+        if (strtod(s, NULL) == v) break;
+    }
+    buf_puts(b, s);
+}
+
+// The spec object: family, params, inputs, outputs, seed, tolerance.
+static void json_spec(Buf *b, const Task *t) {
+    const Family *f = t->fam;
+    buf_puts(b, "{\"family\":");
+    json_str(b, f->name, strlen(f->name));
+    buf_puts(b, ",\"params\":{");
+    int np = param_count(f), nf = fparam_count(f);
+    for (int k = 0; k < np; k++) {
+        if (k) buf_puts(b, ",");
+        json_str(b, f->ip[k].name, strlen(f->ip[k].name));
+        buf_puts(b, ":");
+        if (f->ip[k].values) json_str(b, f->ip[k].values[t->p[k]], strlen(f->ip[k].values[t->p[k]]));
+        else buf_printf(b, "%d", t->p[k]);
+    }
+    for (int k = 0; k < nf; k++) {
+        buf_puts(b, np || k ? "," : "");
+        json_str(b, f->fp[k], strlen(f->fp[k]));
+        buf_puts(b, ":");
+        json_num(b, t->f[k]);
+    }
+    buf_puts(b, "},\"inputs\":[");
+    for (int k = 0; k < t->nin; k++) {
+        const Tensor *x = &t->in[k];
+        buf_printf(b, "%s{\"name\":", k ? "," : "");
+        json_str(b, x->name, strlen(x->name));
+        buf_printf(b, ",\"dtype\":\"%s\",\"shape\":[", dt_names[x->dt]);
+        for (int d = 0; d < x->ndim; d++) buf_printf(b, "%s%ld", d ? "," : "", x->shape[d]);
+        buf_puts(b, "],\"lo\":");
+        json_num(b, x->lo);
+        buf_puts(b, ",\"hi\":");
+        json_num(b, x->hi);
+        buf_printf(b, ",\"integer\":%s,\"gen\":\"%s\"}", x->integer ? "true" : "false", gen_names[x->gen]);
+    }
+    buf_puts(b, "],\"outputs\":[");
+    for (int k = 0; k < t->nout; k++) {
+        const Tensor *x = &t->out[k];
+        buf_printf(b, "%s{\"name\":", k ? "," : "");
+        json_str(b, x->name, strlen(x->name));
+        buf_printf(b, ",\"dtype\":\"%s\",\"shape\":[", dt_names[x->dt]);
+        for (int d = 0; d < x->ndim; d++) buf_printf(b, "%s%ld", d ? "," : "", x->shape[d]);
+        buf_puts(b, "]}");
+    }
+    buf_printf(b, "],\"seed\":%llu,\"atol\":", (unsigned long long)t->seed);
+    json_num(b, t->atol);
+    buf_puts(b, ",\"rtol\":");
+    json_num(b, t->rtol);
+    buf_puts(b, "}");
+}
+
+// ----------------------------------------------------------------------------
+// JSON: reading (a small strict parser for our own files: spec.json and JSONL lines)
+
+enum { JNULL, JBOOL, JNUM, JSTR, JARR, JOBJ };
+typedef struct JVal {
+    int type;
+    double num;         // JNUM, JBOOL
+    char *str;          // JSTR (NUL-terminated; our strings hold no NUL)
+    struct JVal *items; // JARR, JOBJ
+    char **keys;        // JOBJ
+    int n;
+} JVal;
+
+typedef struct { const char *s; size_t i, n; const char *err; } JParser;
+
+static void jws(JParser *p) {
+    while (p->i < p->n && (p->s[p->i] == ' ' || p->s[p->i] == '\t' || p->s[p->i] == '\n' || p->s[p->i] == '\r')) p->i++;
+}
+static int jparse(JParser *p, JVal *v, int depth);
+static char *jstring(JParser *p) {
+    if (p->i >= p->n || p->s[p->i] != '"') { p->err = "expected a string"; return NULL; }
+    p->i++;
+    Buf b = { 0 };
+    buf_reserve(&b, 16);
+    while (p->i < p->n && p->s[p->i] != '"') {
+        char c = p->s[p->i++];
+        if ((unsigned char)c < 0x20) { p->err = "control character in string"; buf_free(&b); return NULL; }
+        if (c != '\\') { buf_putn(&b, &c, 1); continue; }
+        if (p->i >= p->n) break;
+        char x = p->s[p->i++], o;
+        switch (x) {
+        case '"': o = '"'; break;
+        case '\\': o = '\\'; break;
+        case '/': o = '/'; break;
+        case 'b': o = '\b'; break;
+        case 'f': o = '\f'; break;
+        case 'n': o = '\n'; break;
+        case 'r': o = '\r'; break;
+        case 't': o = '\t'; break;
+        case 'u': {
+            if (p->i + 4 > p->n) { p->err = "short \\u escape"; buf_free(&b); return NULL; }
+            unsigned u = 0;
+            for (int k = 0; k < 4; k++) {
+                char h = p->s[p->i++];
+                u = u * 16 + (unsigned)(h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                                        : h >= 'A' && h <= 'F' ? h - 'A' + 10 : 99);
+            }
+            if (u >= 0x80) { p->err = "non-ASCII \\u escape (not produced by this generator)"; buf_free(&b); return NULL; }
+            o = (char)u;
+            break;
+        }
+        default: p->err = "bad escape"; buf_free(&b); return NULL;
+        }
+        buf_putn(&b, &o, 1);
+    }
+    if (p->i >= p->n) { p->err = "unterminated string"; buf_free(&b); return NULL; }
+    p->i++;
+    return b.s;
+}
+static int jparse(JParser *p, JVal *v, int depth) {
+    memset(v, 0, sizeof *v);
+    if (depth > 32) { p->err = "nested too deep"; return -1; }
+    jws(p);
+    if (p->i >= p->n) { p->err = "unexpected end"; return -1; }
+    char c = p->s[p->i];
+    if (c == '"') {
+        v->type = JSTR;
+        v->str = jstring(p);
+        return v->str ? 0 : -1;
+    }
+    if (c == '{' || c == '[') {
+        v->type = c == '{' ? JOBJ : JARR;
+        p->i++;
+        int cap = 0;
+        jws(p);
+        if (p->i < p->n && p->s[p->i] == (c == '{' ? '}' : ']')) { p->i++; return 0; }
+        for (;;) {
+            if (v->n == cap) {
+                cap = cap ? cap * 2 : 8;
+                v->items = realloc(v->items, (size_t)cap * sizeof *v->items);
+                if (c == '{') v->keys = realloc(v->keys, (size_t)cap * sizeof *v->keys);
+            }
+            jws(p);
+            if (c == '{') {
+                char *k = jstring(p);
+                if (!k) return -1;
+                v->keys[v->n] = k;
+                jws(p);
+                if (p->i >= p->n || p->s[p->i] != ':') { p->err = "expected ':'"; free(k); return -1; }
+                p->i++;
+            }
+            if (jparse(p, &v->items[v->n], depth + 1)) { if (c == '{') free(v->keys[v->n]); return -1; }
+            v->n++;
+            jws(p);
+            if (p->i < p->n && p->s[p->i] == ',') { p->i++; continue; }
+            if (p->i < p->n && p->s[p->i] == (c == '{' ? '}' : ']')) { p->i++; return 0; }
+            p->err = "expected ',' or a closing bracket";
+            return -1;
+        }
+    }
+    if (strncmp(p->s + p->i, "true", 4) == 0) { v->type = JBOOL; v->num = 1; p->i += 4; return 0; }
+    if (strncmp(p->s + p->i, "false", 5) == 0) { v->type = JBOOL; p->i += 5; return 0; }
+    if (strncmp(p->s + p->i, "null", 4) == 0) { v->type = JNULL; p->i += 4; return 0; }
+    char *end;
+    v->type = JNUM;
+    v->num = strtod(p->s + p->i, &end);
+    if (end == p->s + p->i) { p->err = "unexpected character"; return -1; }
+    p->i = (size_t)(end - p->s);
+    return 0;
+}
+static void jfree(JVal *v) {
+    free(v->str);
+    for (int k = 0; k < v->n; k++) {
+        jfree(&v->items[k]);
+        if (v->keys) free(v->keys[k]);
+    }
+    free(v->items);
+    free(v->keys);
+    memset(v, 0, sizeof *v);
+}
+static int jparse_text(const char *s, size_t n, JVal *v, const char **err) {
+    JParser p = { s, 0, n, NULL };
+    if (jparse(&p, v, 0)) { *err = p.err; jfree(v); return -1; }
+    jws(&p);
+    if (p.i != n) { *err = "trailing characters"; jfree(v); return -1; }
+    return 0;
+}
+static const JVal *jget(const JVal *o, const char *key) {
+    if (!o || o->type != JOBJ) return NULL;
+    for (int k = 0; k < o->n; k++)
+        if (strcmp(o->keys[k], key) == 0) return &o->items[k];
+    return NULL;
+}
+
+#endif // CORPUS_H

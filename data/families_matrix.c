@@ -1,0 +1,3055 @@
+// families_matrix.c - dense matrix families and multi-kernel pipelines: transposes (naive,
+// and through a padded shared-memory tile), 2-D element-wise matrix operations, matrix
+// products (naive, shared-memory tiled, batched over blockIdx.z), matrix-vector products
+// (one thread or one warp per row), vector-matrix products, outer products, 1-D
+// convolution with the filter in __constant__ memory, 2-D convolution, and pipelines of
+// two to three dependent kernels (standardize a vector, softmax over a vector, SAXPY then
+// an L2 norm, row normalization then a matrix-vector product). Included by corpus.c.
+//
+// Conventions of this file: kernel parameters and locals are lower case, so they never
+// meet a size constant spelled as a macro (#define ROWS ...); macros and template
+// parameters of the kernels (TILE_DIM, BLOCK_ROWS, ...) never equal an upper-cased size
+// name. Tensor names are never M, N or K.
+
+// ----------------------------------------------------------------------------
+// Shared helpers
+
+static const char *const mx_dtypes[] = { "float32", "int32", NULL };
+static const int mx_bdims[][2] = { { 16, 16 }, { 32, 8 }, { 8, 8 }, { 32, 32 }, { 16, 8 }, { 32, 4 }, { 64, 4 } };
+// Matrix sides: powers of two and sizes that are not multiples of any block or tile.
+static const int mx_sides[] = { 64, 100, 128, 250, 256, 300, 500, 512, 640, 768, 1000, 1024, 1500, 2048 };
+static const int mx_blocks1d[] = { 64, 128, 256, 256, 512 };
+static const int mx_caps[] = { 16, 32, 64, 128 };
+static const char *const mx_dnames[][2] = { { "rows", "cols" }, { "height", "width" }, { "ny", "nx" }, { "m", "n" } };
+
+static void mx_draw_rc(Rng *r, int *rows, int *cols, long minel, long maxel) {
+    do {
+        *rows = mx_sides[RPICK(r, mx_sides)];
+        *cols = mx_sides[RPICK(r, mx_sides)];
+    } while ((long)*rows * *cols > maxel || (long)*rows * *cols < minel);
+}
+
+static void mx_name(char *dst, size_t n, const char *s) { snprintf(dst, n, "%s", s); }
+
+// Tolerance of outputs that are float32 sums of len terms of magnitude up to mag, added in
+// an order the reference (which sums in double) does not know. The rounding errors of a
+// running float sum grow like a random walk over the partial sums, about
+// 2^-25 * sigma * len with sigma ~ mag / 3 for terms of both signs; this allows ~20 times
+// that, plus a relative 1e-5 for the last roundings and sums of one sign.
+static void mx_sum_tol(Task *t, long len, double mag) {
+    t->atol = mag * (1e-6 + 1.2e-7 * (double)len);
+    t->rtol = 1e-5;
+}
+// Relative error allowance of a float sum of n values reduced on the GPU (per-thread
+// partial sums, block trees or shuffles, atomics or a second pass over the partials).
+static double mx_red_rel(long n) { return 2e-6 + 2e-8 * sqrt((double)n); }
+
+// A kernel signature built piece by piece.
+typedef struct { char s[700]; } MxSig;
+static void mxsig_add(MxSig *g, const char *text) {
+    size_t l = strlen(g->s);
+    snprintf(g->s + l, sizeof g->s - l, "%s%s", l ? ", " : "", text);
+}
+static void mxsig_ptr(MxSig *g, const Task *t, const char *ct, const char *name, int is_const) {
+    mxsig_add(g, ptr_param(t, ct, name, is_const));
+}
+static void mxsig_int(MxSig *g, const char *name) { mxsig_add(g, fmt("int %s", name)); }
+
+// The 2-D thread coordinates: the column from x, the row from y (or swapped: swap = 1).
+static void mx_idx2d(Emit *e, const Task *t, const char *rv, const char *cv, int swap) {
+    const char *xs = (t->st.idxname & 1) ? "threadIdx.x + blockIdx.x * blockDim.x" : "blockIdx.x * blockDim.x + threadIdx.x";
+    const char *ys = (t->st.idxname & 1) ? "threadIdx.y + blockIdx.y * blockDim.y" : "blockIdx.y * blockDim.y + threadIdx.y";
+    const char *a = swap ? rv : cv, *b = swap ? cv : rv;
+    if (t->st.idxname == 2) em_line(e, "const int %s = %s, %s = %s;", a, xs, b, ys);
+    else {
+        const char *q = t->st.idxname == 3 ? "" : "const ";
+        em_line(e, "%sint %s = %s;", q, a, xs);
+        em_line(e, "%sint %s = %s;", q, b, ys);
+    }
+}
+// A bounds guard: if (r < R && c < C) { ... } (style 0) or an early return (style 1).
+static void mx_guard_open(Emit *e, int style, const char *cond_in, const char *cond_out) {
+    if (style == 0) {
+        em_line(e, "if (%s) {", cond_in);
+        em_in(e);
+    } else em_line(e, "if (%s) return;", cond_out);
+}
+static void mx_guard_close(Emit *e, int style) {
+    if (style == 0) {
+        em_out(e);
+        em_line(e, "}");
+    }
+}
+
+// A 2-D (or 3-D) launch: blocks of bx x by threads, each covering tx x ty elements (NULL:
+// its own extent) of an xc-wide, yc-high (NULL: one block high) index space, zc grid
+// layers (NULL: none). Four
+// spellings (dims); ycap > 0 caps grid.y (grid-stride kernels); shmem: dynamic bytes or NULL.
+static void mx_launch2d(Emit *e, const Task *t, int dims, const char *k, const char *bx, const char *by, const char *tx,
+                        const char *ty, const char *xc, const char *yc, const char *zc, int ycap, const char *shmem,
+                        const char *args) {
+    char gx[200], gy[200], z[120], cfg[200];
+    (void)t;
+    if (ycap && dims == 1) dims = 0;
+    z[0] = 0;
+    if (zc) snprintf(z, sizeof z, ", %s", zc);
+    const char *bn = "block", *gn = "grid";
+    switch (dims) {
+    case 0:
+    case 2:
+        if (tx) snprintf(gx, sizeof gx, "(%s + %s - 1) / %s", xc, tx, tx);
+        else snprintf(gx, sizeof gx, "(%s + block.x - 1) / block.x", xc);
+        if (ty) snprintf(gy, sizeof gy, "(%s + %s - 1) / %s", yc, ty, ty);
+        else snprintf(gy, sizeof gy, "(%s + block.y - 1) / block.y", yc);
+        if (!yc) snprintf(gy, sizeof gy, "1");
+        if (dims == 0) {
+            em_dim3(e, NULL, fmt("block(%s, %s)", bx, by));
+            em_dim3(e, NULL, fmt("grid(%s, %s%s)", gx, gy, z));
+        } else {
+            if (!tx) snprintf(gx, sizeof gx, "(%s + %s - 1) / %s", xc, bx, bx);
+            if (!ty && yc) snprintf(gy, sizeof gy, "(%s + %s - 1) / %s", yc, by, by);
+            em_dim3(e, NULL, fmt("block(%s, %s), grid(%s, %s%s)", bx, by, gx, gy, z));
+        }
+        if (ycap) em_line(e, "if (grid.y > %d) grid.y = %d;", ycap, ycap);
+        break;
+    case 1:
+        bn = "threads";
+        gn = "blocks";
+        snprintf(gx, sizeof gx, "(%s + %s - 1) / %s", xc, tx ? tx : bx, tx ? tx : bx);
+        if (yc) snprintf(gy, sizeof gy, "(%s + %s - 1) / %s", yc, ty ? ty : by, ty ? ty : by);
+        else snprintf(gy, sizeof gy, "1");
+        em_dim3(e, "const", fmt("threads(%s, %s)", bx, by));
+        em_dim3(e, "const", fmt("blocks(%s, %s%s)", gx, gy, z));
+        break;
+    default:
+        bn = "block_dim";
+        gn = "grid_dim";
+        em_dim3(e, NULL, fmt("block_dim(%s, %s)", bx, by));
+        em_dim3(e, NULL, "grid_dim");
+        if (tx) em_line(e, "grid_dim.x = (%s + %s - 1) / %s;", xc, tx, tx);
+        else em_line(e, "grid_dim.x = (%s + block_dim.x - 1) / block_dim.x;", xc);
+        if (!yc) em_line(e, "grid_dim.y = 1;");
+        else if (ty) em_line(e, "grid_dim.y = (%s + %s - 1) / %s;", yc, ty, ty);
+        else em_line(e, "grid_dim.y = (%s + block_dim.y - 1) / block_dim.y;", yc);
+        if (ycap) em_line(e, "if (grid_dim.y > %d) grid_dim.y = %d;", ycap, ycap);
+        if (zc) em_line(e, "grid_dim.z = %s;", zc);
+        break;
+    }
+    snprintf(cfg, sizeof cfg, "%s, %s%s%s", gn, bn, shmem ? ", " : "", shmem ? shmem : "");
+    em_launch(e, k, cfg, args);
+}
+
+// The 4-byte copy of element s of src to element d of dst (float32 and int32 alike).
+static void mx_copy4(void *dst, long d, const void *src, long s) { memcpy((char *)dst + 4 * d, (const char *)src + 4 * s, 4); }
+
+// ----------------------------------------------------------------------------
+// Naive transpose
+
+enum { MXTN_DT, MXTN_ROWS, MXTN_COLS, MXTN_MODE, MXTN_BDIM, MXTN_BLOCK, MXTN_MAP, MXTN_GUARD, MXTN_CAP, MXTN_DIMS, MXTN_KNAME, MXTN_NAMES, MXTN_TNAME,
+       MXTN_DNAMES, MXTN_NP };
+static const char *const mxtn_modes[] = { "grid_2d", "flat_1d", "grid_stride_2d", NULL };
+static const char *const mxtn_maps[] = { "x_along_cols", "x_along_rows", NULL };
+static const ParamDesc mxtn_params[] = {
+    { "dtype", mx_dtypes, 1 }, { "rows", NULL, 1 }, { "cols", NULL, 1 }, { "mode", mxtn_modes, 1 }, { "bdim", NULL, 1 },
+    { "block", NULL, 1 }, { "map", mxtn_maps, 0 }, { "guard", NULL, 0 }, { "cap", NULL, 0 }, { "dims", NULL, 0 },
+    { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 }, { "dnames", NULL, 0 }, { NULL, NULL, 0 } };
+static const char *const mxtn_names[][2] = { { "in", "out" }, { "src", "dst" }, { "A", "A_t" }, { "mat", "mat_t" },
+                                           { "input", "transposed" }, { "a", "b" } };
+static const char *const mxtn_kn[] = { "transpose_naive", "transposeNaive", "transpose_kernel", "naive_transpose" };
+
+static void mxtn_draw(Task *t, Rng *r) {
+    t->p[MXTN_DT] = rng_chance(r, 70) ? 0 : 1;
+    mx_draw_rc(r, &t->p[MXTN_ROWS], &t->p[MXTN_COLS], 4096, 4200000);
+    t->p[MXTN_MODE] = rng_int(r, 0, 2);
+    if (t->p[MXTN_MODE] == 1) {
+        t->p[MXTN_BLOCK] = mx_blocks1d[RPICK(r, mx_blocks1d)];
+        t->p[MXTN_BDIM] = 0;
+        t->p[MXTN_GUARD] = rng_int(r, 0, 2); // the loop style of loop_open
+        t->p[MXTN_CAP] = t->p[MXTN_GUARD] == LOOP_GRID ? 1024 * (1 << rng_int(r, 0, 2)) : 0;
+        t->p[MXTN_MAP] = 0;
+    } else {
+        t->p[MXTN_BLOCK] = 0;
+        t->p[MXTN_BDIM] = rng_int(r, 0, NELEM(mx_bdims) - 1);
+        t->p[MXTN_GUARD] = t->p[MXTN_MODE] == 0 ? rng_int(r, 0, 1) : 0;
+        t->p[MXTN_CAP] = t->p[MXTN_MODE] == 2 ? mx_caps[RPICK(r, mx_caps)] : 0;
+        t->p[MXTN_MAP] = rng_chance(r, 75) ? 0 : 1;
+    }
+    t->p[MXTN_DIMS] = rng_int(r, 0, 3);
+    t->p[MXTN_KNAME] = rng_int(r, 0, 3);
+    t->p[MXTN_NAMES] = rng_int(r, 0, NELEM(mxtn_names) - 1);
+    t->p[MXTN_TNAME] = rng_int(r, 0, 2);
+    t->p[MXTN_DNAMES] = rng_int(r, 0, NELEM(mx_dnames) - 1);
+    mx_name(t->in[0].name, sizeof t->in[0].name, mxtn_names[t->p[MXTN_NAMES]][0]);
+    mx_name(t->out[0].name, sizeof t->out[0].name, mxtn_names[t->p[MXTN_NAMES]][1]);
+    mx_name(t->kname[0], sizeof t->kname[0], mxtn_kn[t->p[MXTN_KNAME]]);
+    mx_name(t->slug, sizeof t->slug, "transpose");
+}
+
+static void mxtn_layout(Task *t) {
+    const char *const *dn = mx_dnames[t->p[MXTN_DNAMES]];
+    long R = t->p[MXTN_ROWS], C = t->p[MXTN_COLS];
+    DType dt = t->p[MXTN_DT] ? DT_I32 : DT_F32;
+    t->nsize = 0;
+    int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
+    t->nin = t->nout = 1;
+    tset(&t->in[0], dt, 2, R, C);
+    tfac(&t->in[0], rr, cc);
+    if (dt == DT_I32) trange(&t->in[0], -1000000, 1000000, 1);
+    else trange(&t->in[0], -100, 100, 0);
+    tset(&t->out[0], dt, 2, C, R);
+    tfac(&t->out[0], cc, rr);
+    t->atol = 0; // a copy: exact
+    t->rtol = 0;
+}
+
+static void mxtn_describe(const Task *t, Buf *name, Buf *desc) {
+    buf_puts(name, pick3(t->p[MXTN_TNAME], "Matrix_Transpose", "Naive_Transpose", "Transpose_2D"));
+    const char *x = t->in[0].name, *y = t->out[0].name;
+    int R = t->p[MXTN_ROWS], C = t->p[MXTN_COLS];
+    buf_printf(desc, "%s is a %d x %d row-major %s matrix. Write its transpose to %s (%d x %d, row-major): %s[c][r] = %s[r][c].",
+               x, R, C, t->p[MXTN_DT] ? "int32" : "float32", y, C, R, y, x);
+    switch (t->p[MXTN_MODE]) {
+    case 0: buf_puts(desc, " One thread per element on a 2-D grid of 2-D blocks (dim3), reading and writing global memory directly."); break;
+    case 1: buf_puts(desc, " Use a 1-D launch over the flat element index and recover the row and column with / and %."); break;
+    default: buf_puts(desc, " Use a 2-D grid of 2-D blocks (dim3) with grid-stride loops in both directions; the grid may be smaller than the matrix."); break;
+    }
+}
+
+static void mxtn_kernels(const Task *t, Emit *e) {
+    const char *const *dn = mx_dnames[t->p[MXTN_DNAMES]];
+    const char *ct = t->p[MXTN_DT] ? "int" : "float", *x = t->in[0].name, *y = t->out[0].name, *R = dn[0], *C = dn[1];
+    int mode = t->p[MXTN_MODE], sw = t->p[MXTN_MAP];
+    MxSig g = { "" };
+    mxsig_ptr(&g, t, ct, x, 1);
+    mxsig_ptr(&g, t, ct, y, 0);
+    mxsig_int(&g, R);
+    mxsig_int(&g, C);
+    static const char *const what[] = {
+        "One thread per element: reads are coalesced along a row, writes are strided.",
+        "One thread per element of the flat index; row = i / cols, column = i % cols.",
+        "2-D grid-stride loops: each thread transposes several elements." };
+    em_comment(e, t, fmt("%s[c][r] = %s[r][c]. %s", y, x, sw && mode != 1 ? "Thread x runs along the input rows, so the writes are coalesced and the reads strided." : what[mode]), 0);
+    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
+    if (mode == 1) {
+        const char *i = IDX(t);
+        em_line(e, "const int total = %s * %s;", R, C);
+        loop_open(e, t, t->p[MXTN_GUARD], "total");
+        if (t->st.idxtype) em_line(e, "const int r = (int)(%s / %s), c = (int)(%s %% %s);", i, C, i, C);
+        else em_line(e, "const int r = %s / %s, c = %s %% %s;", i, C, i, C);
+        em_line(e, "%s[(size_t)c * %s + r] = %s[%s];", y, R, x, i);
+        loop_close(e, t->p[MXTN_GUARD]);
+    } else if (mode == 0) {
+        mx_idx2d(e, t, "row", "col", sw);
+        mx_guard_open(e, t->p[MXTN_GUARD], fmt("row < %s && col < %s", R, C), fmt("row >= %s || col >= %s", R, C));
+        em_line(e, "%s[col * %s + row] = %s[row * %s + col];", y, R, x, C);
+        mx_guard_close(e, t->p[MXTN_GUARD]);
+    } else {
+        const char *outer = sw ? "col" : "row", *inner = sw ? "row" : "col";
+        const char *ol = sw ? C : R, *il = sw ? R : C;
+        em_line(e, "for (int %s = blockIdx.y * blockDim.y + threadIdx.y; %s < %s; %s += blockDim.y * gridDim.y) {", outer, outer, ol, outer);
+        em_in(e);
+        em_line(e, "for (int %s = blockIdx.x * blockDim.x + threadIdx.x; %s < %s; %s += blockDim.x * gridDim.x) {", inner, inner, il, inner);
+        em_in(e);
+        em_line(e, "%s[col * %s + row] = %s[row * %s + col];", y, R, x, C);
+        em_out(e);
+        em_line(e, "}");
+        em_out(e);
+        em_line(e, "}");
+    }
+    em_fn_close(e);
+}
+
+static void mxtn_launch(const Task *t, Emit *e, const Host *h) {
+    const char *R = h->size[0], *C = h->size[1];
+    const char *args = fmt("%s, %s, %s, %s", h->in[0], h->out[0], R, C);
+    if (t->p[MXTN_MODE] == 1) {
+        launch_1d(e, t, t->kname[0], fmt("%s * %s", R, C), t->p[MXTN_BLOCK], t->p[MXTN_CAP], args);
+        return;
+    }
+    const int *bd = mx_bdims[t->p[MXTN_BDIM]];
+    int sw = t->p[MXTN_MAP];
+    mx_launch2d(e, t, t->p[MXTN_DIMS], t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, sw ? R : C, sw ? C : R, NULL,
+                t->p[MXTN_CAP], NULL, args);
+}
+
+static void mxtn_ref(const Task *t, const void *const *in, void *const *out) {
+    long R = t->p[MXTN_ROWS], C = t->p[MXTN_COLS];
+    for (long r = 0; r < R; r++)
+        for (long c = 0; c < C; c++) mx_copy4(out[0], c * R + r, in[0], r * C + c);
+}
+
+static const Family fam_mx_transpose_naive = { "transpose_naive", "matrix transpose, one thread per element: 2-D dim3 grid, flat 1-D index, or 2-D grid-stride; float32 or int32",
+                                            mxtn_params, NULL, mxtn_draw, mxtn_layout, mxtn_describe, mxtn_kernels, mxtn_launch, mxtn_ref };
+
+// ----------------------------------------------------------------------------
+// Transpose through a shared-memory tile padded by one column
+
+enum { MXTT_DT, MXTT_ROWS, MXTT_COLS, MXTT_TILE, MXTT_BROWS, MXTT_TDEF, MXTT_DIMS, MXTT_KNAME, MXTT_NAMES, MXTT_TNAME, MXTT_DNAMES, MXTT_VARS, MXTT_NP };
+static const char *const mxtt_tdefs[] = { "define", "template", "constexpr", NULL };
+static const ParamDesc mxtt_params[] = {
+    { "dtype", mx_dtypes, 1 }, { "rows", NULL, 1 }, { "cols", NULL, 1 }, { "tile", NULL, 1 }, { "block_rows", NULL, 1 },
+    { "tdef", mxtt_tdefs, 0 }, { "dims", NULL, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 },
+    { "dnames", NULL, 0 }, { "vars", NULL, 0 }, { NULL, NULL, 0 } };
+static const char *const mxtt_kn[] = { "transpose_shared", "transposeCoalesced", "transpose_tiled", "smem_transpose" };
+
+static void mxtt_draw(Task *t, Rng *r) {
+    t->p[MXTT_DT] = rng_chance(r, 75) ? 0 : 1;
+    mx_draw_rc(r, &t->p[MXTT_ROWS], &t->p[MXTT_COLS], 4096, 4200000);
+    t->p[MXTT_TILE] = rng_chance(r, 50) ? 16 : 32;
+    static const int br[] = { 0, 8, 4, 8 }; // 0: the full tile (one element per thread)
+    t->p[MXTT_BROWS] = br[RPICK(r, br)];
+    if (t->p[MXTT_BROWS] == 0) t->p[MXTT_BROWS] = t->p[MXTT_TILE];
+    t->p[MXTT_TDEF] = rng_int(r, 0, 2);
+    t->p[MXTT_DIMS] = rng_int(r, 0, 3);
+    t->p[MXTT_KNAME] = rng_int(r, 0, 3);
+    t->p[MXTT_NAMES] = rng_int(r, 0, NELEM(mxtn_names) - 1);
+    t->p[MXTT_TNAME] = rng_int(r, 0, 2);
+    t->p[MXTT_DNAMES] = rng_int(r, 0, NELEM(mx_dnames) - 1);
+    t->p[MXTT_VARS] = rng_int(r, 0, 1);
+    mx_name(t->in[0].name, sizeof t->in[0].name, mxtn_names[t->p[MXTT_NAMES]][0]);
+    mx_name(t->out[0].name, sizeof t->out[0].name, mxtn_names[t->p[MXTT_NAMES]][1]);
+    mx_name(t->kname[0], sizeof t->kname[0], mxtt_kn[t->p[MXTT_KNAME]]);
+    mx_name(t->slug, sizeof t->slug, "transpose_tiled");
+}
+
+static void mxtt_layout(Task *t) {
+    const char *const *dn = mx_dnames[t->p[MXTT_DNAMES]];
+    long R = t->p[MXTT_ROWS], C = t->p[MXTT_COLS];
+    DType dt = t->p[MXTT_DT] ? DT_I32 : DT_F32;
+    t->nsize = 0;
+    int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
+    t->nin = t->nout = 1;
+    tset(&t->in[0], dt, 2, R, C);
+    tfac(&t->in[0], rr, cc);
+    if (dt == DT_I32) trange(&t->in[0], -1000000, 1000000, 1);
+    else trange(&t->in[0], -100, 100, 0);
+    tset(&t->out[0], dt, 2, C, R);
+    tfac(&t->out[0], cc, rr);
+    t->atol = 0;
+    t->rtol = 0;
+}
+
+static void mxtt_describe(const Task *t, Buf *name, Buf *desc) {
+    buf_puts(name, pick3(t->p[MXTT_TNAME], "Shared_Memory_Transpose", "Tiled_Transpose", "Coalesced_Transpose"));
+    const char *x = t->in[0].name, *y = t->out[0].name;
+    int R = t->p[MXTT_ROWS], C = t->p[MXTT_COLS], T = t->p[MXTT_TILE], B = t->p[MXTT_BROWS];
+    buf_printf(desc, "%s is a %d x %d row-major %s matrix; write its transpose to %s (%d x %d): %s[c][r] = %s[r][c]. ", x, R, C,
+               t->p[MXTT_DT] ? "int32" : "float32", y, C, R, y, x);
+    buf_printf(desc, "Stage %d x %d tiles in shared memory padded to %d columns (avoids bank conflicts) so that both the global reads and the global writes are coalesced; ",
+               T, T, T + 1);
+    if (B == T) buf_printf(desc, "blocks of %d x %d threads (dim3), one element per thread.", T, T);
+    else buf_printf(desc, "blocks of %d x %d threads (dim3), each thread moving %d elements of its tile column.", T, B, T / B);
+    if (R % T || C % T) buf_puts(desc, " The sides are not multiples of the tile: guard every load and store.");
+}
+
+static void mxtt_kernels(const Task *t, Emit *e) {
+    const char *const *dn = mx_dnames[t->p[MXTT_DNAMES]];
+    const char *ct = t->p[MXTT_DT] ? "int" : "float", *x = t->in[0].name, *y = t->out[0].name, *R = dn[0], *C = dn[1];
+    int T = t->p[MXTT_TILE], B = t->p[MXTT_BROWS], td = t->p[MXTT_TDEF], full = B == T;
+    const char *TD = td == 1 ? "TILE" : "TILE_DIM", *BR = "BLOCK_ROWS";
+    const char *xv = t->p[MXTT_VARS] ? "x" : "col", *yv = t->p[MXTT_VARS] ? "y" : "row";
+    if (td == 0) {
+        em_line(e, "#define TILE_DIM %d", T);
+        if (!full) em_line(e, "#define BLOCK_ROWS %d", B);
+        em_blank(e);
+    } else if (td == 2) {
+        em_line(e, "constexpr int TILE_DIM = %d;", T);
+        if (!full) em_line(e, "constexpr int BLOCK_ROWS = %d;", B);
+        em_blank(e);
+    }
+    MxSig g = { "" };
+    mxsig_ptr(&g, t, ct, x, 1);
+    mxsig_ptr(&g, t, ct, y, 0);
+    mxsig_int(&g, R);
+    mxsig_int(&g, C);
+    em_comment(e, t, fmt("Transpose through a shared tile: coalesced reads of %s, coalesced writes of %s. The extra column of the tile "
+                         "puts the elements of a tile column in different banks.", x, y), 0);
+    const char *prefix = td == 1 ? (full ? "template <int TILE>\n" : "template <int TILE, int BLOCK_ROWS>\n") : "";
+    em_fn_open(e, t, SPAN_GLOBAL, prefix, "__global__ void", t->kname[0], g.s);
+    em_line(e, "__shared__ %s tile[%s][%s + 1];", ct, TD, TD);
+    em_line(e, "int %s = blockIdx.x * %s + threadIdx.x;", xv, TD);
+    em_line(e, "int %s = blockIdx.y * %s + threadIdx.y;", yv, TD);
+    em_note(e, t, "load the tile: thread (tx, ty) reads row y + j, column x");
+    if (full) {
+        em_line(e, "if (%s < %s && %s < %s) tile[threadIdx.y][threadIdx.x] = %s[%s * %s + %s];", xv, C, yv, R, x, yv, C, xv);
+    } else {
+        em_line(e, "for (int j = 0; j < %s; j += %s) {", TD, BR);
+        em_in(e);
+        em_line(e, "if (%s < %s && %s + j < %s) tile[threadIdx.y + j][threadIdx.x] = %s[(%s + j) * %s + %s];", xv, C, yv, R, x, yv, C, xv);
+        em_out(e);
+        em_line(e, "}");
+    }
+    em_line(e, "__syncthreads();");
+    em_note(e, t, "the transposed block: swap the block indices, read the tile by column");
+    em_line(e, "%s = blockIdx.y * %s + threadIdx.x;", xv, TD);
+    em_line(e, "%s = blockIdx.x * %s + threadIdx.y;", yv, TD);
+    if (full) {
+        em_line(e, "if (%s < %s && %s < %s) %s[%s * %s + %s] = tile[threadIdx.x][threadIdx.y];", xv, R, yv, C, y, yv, R, xv);
+    } else {
+        em_line(e, "for (int j = 0; j < %s; j += %s) {", TD, BR);
+        em_in(e);
+        em_line(e, "if (%s < %s && %s + j < %s) %s[(%s + j) * %s + %s] = tile[threadIdx.x][threadIdx.y + j];", xv, R, yv, C, y, yv, R, xv);
+        em_out(e);
+        em_line(e, "}");
+    }
+    em_fn_close(e);
+}
+
+static void mxtt_launch(const Task *t, Emit *e, const Host *h) {
+    const char *R = h->size[0], *C = h->size[1];
+    int T = t->p[MXTT_TILE], B = t->p[MXTT_BROWS], td = t->p[MXTT_TDEF], full = B == T;
+    const char *args = fmt("%s, %s, %s, %s", h->in[0], h->out[0], R, C);
+    char k[80], bx[24], by[24];
+    if (td == 1) {
+        if (full) snprintf(k, sizeof k, "%s<%d>", t->kname[0], T);
+        else snprintf(k, sizeof k, "%s<%d, %d>", t->kname[0], T, B);
+        snprintf(bx, sizeof bx, "%d", T);
+        snprintf(by, sizeof by, "%d", B);
+    } else {
+        snprintf(k, sizeof k, "%s", t->kname[0]);
+        snprintf(bx, sizeof bx, "TILE_DIM");
+        snprintf(by, sizeof by, "%s", full ? "TILE_DIM" : "BLOCK_ROWS");
+    }
+    // the grid covers tiles of TILE x TILE, not blocks of threads
+    mx_launch2d(e, t, t->p[MXTT_DIMS], k, bx, by, bx, full ? NULL : bx, C, R, NULL, 0, NULL, args);
+}
+
+static void mxtt_ref(const Task *t, const void *const *in, void *const *out) {
+    long R = t->p[MXTT_ROWS], C = t->p[MXTT_COLS];
+    for (long r = 0; r < R; r++)
+        for (long c = 0; c < C; c++) mx_copy4(out[0], c * R + r, in[0], r * C + c);
+}
+
+static const Family fam_mx_transpose_tiled = { "transpose_tiled", "transpose through a TILE x (TILE+1) shared tile (tile 16/32, 1-4 rows per thread), dim3 grid, ragged sides guarded",
+                                            mxtt_params, NULL, mxtt_draw, mxtt_layout, mxtt_describe, mxtt_kernels, mxtt_launch, mxtt_ref };
+
+// A float parameter as nvcc reads its literal (flit prints "%.9g" + "f").
+static float mx_fpar(const Task *t, int k) { return strtof(fmt("%.9g", t->f[k]), NULL); }
+static const char *const mx_fp_ab[] = { "alpha", "beta", NULL };
+enum { MX_F_A, MX_F_B };
+
+// ----------------------------------------------------------------------------
+// Element-wise matrix operations on a 2-D grid
+
+enum { MXME_OP, MXME_ROWS, MXME_COLS, MXME_MODE, MXME_BDIM, MXME_GUARD, MXME_CAP, MXME_COEF, MXME_HELPER, MXME_DIMS, MXME_KNAME, MXME_NAMES,
+       MXME_TNAME, MXME_DNAMES, MXME_NP };
+static const char *const mxme_ops[] = { "add", "sub", "mul", "scale", "axpby", NULL };
+static const char *const mxme_modes[] = { "grid_2d", "grid_stride_2d", NULL };
+static const char *const mxme_coefs[] = { "literal", "kernel_arg", NULL };
+static const ParamDesc mxme_params[] = {
+    { "op", mxme_ops, 1 }, { "rows", NULL, 1 }, { "cols", NULL, 1 }, { "mode", mxme_modes, 1 }, { "bdim", NULL, 1 },
+    { "guard", NULL, 0 }, { "cap", NULL, 0 }, { "coef", mxme_coefs, 0 }, { "helper", NULL, 0 }, { "dims", NULL, 0 },
+    { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 }, { "dnames", NULL, 0 }, { NULL, NULL, 0 } };
+static const char *const mxme_names[][3] = { { "A", "B", "C" }, { "x", "y", "z" }, { "lhs", "rhs", "out" },
+                                           { "mat_a", "mat_b", "result" }, { "P", "Q", "S" } };
+static const char *const mxme_kn[5][4] = { { "matrix_add", "matAdd2D", "add_matrices", "madd_kernel" },
+                                         { "matrix_sub", "matSub2D", "subtract_matrices", "msub_kernel" },
+                                         { "matrix_hadamard", "matMul2DElementwise", "hadamard_product", "emul_kernel" },
+                                         { "matrix_scale", "matScale2D", "scale_matrix", "mscale_kernel" },
+                                         { "matrix_axpby", "matAxpby2D", "axpby_matrices", "axpby_kernel" } };
+static const double mxme_alphas[] = { 0.5, 2, -1, 1.5, 0.25, 3, -0.75 };
+static const double mxme_betas[] = { 1, -1, 0.5, 2, -2.5 };
+
+static int mxme_binary(const Task *t) { return t->p[MXME_OP] != 3; }
+
+static void mxme_draw(Task *t, Rng *r) {
+    t->p[MXME_OP] = rng_int(r, 0, 4);
+    mx_draw_rc(r, &t->p[MXME_ROWS], &t->p[MXME_COLS], 4096, 4200000);
+    t->p[MXME_MODE] = rng_chance(r, 65) ? 0 : 1;
+    t->p[MXME_BDIM] = rng_int(r, 0, NELEM(mx_bdims) - 1);
+    t->p[MXME_GUARD] = t->p[MXME_MODE] == 0 ? rng_int(r, 0, 1) : 0;
+    t->p[MXME_CAP] = t->p[MXME_MODE] == 1 ? mx_caps[RPICK(r, mx_caps)] : 0;
+    t->p[MXME_COEF] = t->p[MXME_OP] >= 3 ? rng_int(r, 0, 1) : 0;
+    t->p[MXME_HELPER] = rng_int(r, 0, 2);
+    t->p[MXME_DIMS] = rng_int(r, 0, 3);
+    t->p[MXME_KNAME] = rng_int(r, 0, 3);
+    t->p[MXME_NAMES] = rng_int(r, 0, NELEM(mxme_names) - 1);
+    t->p[MXME_TNAME] = rng_int(r, 0, 2);
+    t->p[MXME_DNAMES] = rng_int(r, 0, NELEM(mx_dnames) - 1);
+    t->f[MX_F_A] = t->p[MXME_OP] >= 3 ? mxme_alphas[RPICK(r, mxme_alphas)] : 0;
+    t->f[MX_F_B] = t->p[MXME_OP] == 4 ? mxme_betas[RPICK(r, mxme_betas)] : 0;
+    const char *const *nm = mxme_names[t->p[MXME_NAMES]];
+    mx_name(t->in[0].name, sizeof t->in[0].name, nm[0]);
+    if (mxme_binary(t)) mx_name(t->in[1].name, sizeof t->in[1].name, nm[1]);
+    mx_name(t->out[0].name, sizeof t->out[0].name, nm[2]);
+    mx_name(t->kname[0], sizeof t->kname[0], mxme_kn[t->p[MXME_OP]][t->p[MXME_KNAME]]);
+    static const char *const hn[] = { "combine", "elem_op", "apply_op", "op2" };
+    mx_name(t->kname[1], sizeof t->kname[1], hn[(t->p[MXME_KNAME] + t->p[MXME_NAMES]) % 4]);
+    mx_name(t->slug, sizeof t->slug, fmt("matrix_%s", mxme_ops[t->p[MXME_OP]]));
+}
+
+static void mxme_layout(Task *t) {
+    const char *const *dn = mx_dnames[t->p[MXME_DNAMES]];
+    long R = t->p[MXME_ROWS], C = t->p[MXME_COLS];
+    t->nsize = 0;
+    int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
+    t->nin = mxme_binary(t) ? 2 : 1;
+    t->nout = 1;
+    for (int k = 0; k < t->nin; k++) {
+        tset(&t->in[k], DT_F32, 2, R, C);
+        tfac(&t->in[k], rr, cc);
+        trange(&t->in[k], -10, 10, 0);
+    }
+    tset(&t->out[0], DT_F32, 2, R, C);
+    tfac(&t->out[0], rr, cc);
+    if (t->p[MXME_OP] == 4) {
+        // alpha * a + beta * b may be contracted to an fma (one rounding less than the
+        // reference's double expression rounded once): up to one ulp of each term
+        t->atol = 3e-7 * (fabs(t->f[MX_F_A]) * 10 + fabs(t->f[MX_F_B]) * 10);
+        t->rtol = 1e-6;
+    } else {
+        t->atol = 1e-6; // one correctly rounded operation: the results agree exactly
+        t->rtol = 1e-6;
+    }
+}
+
+static const char *mxme_formula(const Task *t, const char *a, const char *b, int prompt) {
+    const char *al = prompt ? fnum(t->f[MX_F_A]) : flit(t->f[MX_F_A]), *be = prompt ? fnum(t->f[MX_F_B]) : flit(t->f[MX_F_B]);
+    if (!prompt && t->p[MXME_COEF] == 1) al = "alpha", be = "beta";
+    switch (t->p[MXME_OP]) {
+    case 0: return fmt("%s + %s", a, b);
+    case 1: return fmt("%s - %s", a, b);
+    case 2: return fmt("%s * %s", a, b);
+    case 3: return fmt("%s * %s", al, a);
+    default: return fmt("%s * %s + %s * %s", al, a, be, b);
+    }
+}
+
+static void mxme_describe(const Task *t, Buf *name, Buf *desc) {
+    static const char *const nm[5][3] = { { "Matrix_Addition", "Matrix_Add_2D", "Elementwise_Matrix_Sum" },
+                                          { "Matrix_Subtraction", "Matrix_Sub_2D", "Elementwise_Matrix_Difference" },
+                                          { "Hadamard_Product", "Elementwise_Matrix_Product", "Matrix_Multiply_Elementwise" },
+                                          { "Matrix_Scale", "Scale_Matrix_2D", "Matrix_Scalar_Multiply" },
+                                          { "Matrix_AXPBY", "Scaled_Matrix_Sum", "Linear_Combination_Of_Matrices" } };
+    buf_puts(name, nm[t->p[MXME_OP]][t->p[MXME_TNAME]]);
+    const char *a = t->in[0].name, *b = mxme_binary(t) ? t->in[1].name : "", *c = t->out[0].name;
+    int R = t->p[MXME_ROWS], C = t->p[MXME_COLS];
+    buf_printf(desc, "%s%s%s %s %d x %d row-major float32 matri%s. Compute %s[r][c] = %s for every row r and column c",
+               a, mxme_binary(t) ? " and " : "", b, mxme_binary(t) ? "are" : "is a", R, C, mxme_binary(t) ? "ces" : "x", c,
+               mxme_formula(t, fmt("%s[r][c]", a), fmt("%s[r][c]", b), 1));
+    if (t->p[MXME_MODE] == 0) buf_puts(desc, ", one thread per element on a 2-D grid of 2-D thread blocks (dim3).");
+    else buf_puts(desc, " on a 2-D grid of 2-D thread blocks (dim3) with grid-stride loops over rows and columns.");
+}
+
+static void mxme_kernels(const Task *t, Emit *e) {
+    const char *const *dn = mx_dnames[t->p[MXME_DNAMES]];
+    const char *a = t->in[0].name, *b = mxme_binary(t) ? t->in[1].name : NULL, *c = t->out[0].name, *R = dn[0], *C = dn[1];
+    int helper = t->p[MXME_HELPER], coef = t->p[MXME_COEF];
+    if (helper) {
+        em_comment(e, t, "The operation on one element.", 0);
+        MxSig hp = { "" };
+        mxsig_add(&hp, "float u");
+        if (b) mxsig_add(&hp, "float v");
+        if (coef) mxsig_add(&hp, "float alpha");
+        if (coef && t->p[MXME_OP] == 4) mxsig_add(&hp, "float beta");
+        em_fn_open(e, t, SPAN_DEVICE, "", helper == 1 ? "__device__ float" : "__device__ __forceinline__ float", t->kname[1], hp.s);
+        em_line(e, "return %s;", mxme_formula(t, "u", "v", 0));
+        em_fn_close(e);
+        em_blank(e);
+    }
+    MxSig g = { "" };
+    mxsig_ptr(&g, t, "float", a, 1);
+    if (b) mxsig_ptr(&g, t, "float", b, 1);
+    mxsig_ptr(&g, t, "float", c, 0);
+    mxsig_int(&g, R);
+    mxsig_int(&g, C);
+    if (coef) mxsig_add(&g, "float alpha");
+    if (coef && t->p[MXME_OP] == 4) mxsig_add(&g, "float beta");
+    em_comment(e, t, fmt("%s[r][c] = %s; %s", c, mxme_formula(t, fmt("%s[r][c]", a), b ? fmt("%s[r][c]", b) : "", 1),
+                         t->p[MXME_MODE] ? "grid-stride loops in both dimensions." : "one thread per element."), 0);
+    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
+    const char *val;
+    if (helper) {
+        char args[160];
+        snprintf(args, sizeof args, "%s[idx]%s%s%s%s", a, b ? ", " : "", b ? fmt("%s[idx]", b) : "", coef ? ", alpha" : "",
+                 coef && t->p[MXME_OP] == 4 ? ", beta" : "");
+        val = fmt("%s(%s)", t->kname[1], args);
+    } else val = mxme_formula(t, fmt("%s[idx]", a), b ? fmt("%s[idx]", b) : "", 0);
+    char stmt[300];
+    snprintf(stmt, sizeof stmt, "%s[idx] = %s;", c, val);
+    if (t->p[MXME_MODE] == 0) {
+        mx_idx2d(e, t, "row", "col", 0);
+        mx_guard_open(e, t->p[MXME_GUARD], fmt("row < %s && col < %s", R, C), fmt("row >= %s || col >= %s", R, C));
+        em_line(e, "const int idx = row * %s + col;", C);
+        em_line(e, "%s", stmt);
+        mx_guard_close(e, t->p[MXME_GUARD]);
+    } else {
+        em_line(e, "for (int row = blockIdx.y * blockDim.y + threadIdx.y; row < %s; row += blockDim.y * gridDim.y) {", R);
+        em_in(e);
+        em_line(e, "for (int col = blockIdx.x * blockDim.x + threadIdx.x; col < %s; col += blockDim.x * gridDim.x) {", C);
+        em_in(e);
+        em_line(e, "const int idx = row * %s + col;", C);
+        em_line(e, "%s", stmt);
+        em_out(e);
+        em_line(e, "}");
+        em_out(e);
+        em_line(e, "}");
+    }
+    em_fn_close(e);
+}
+
+static void mxme_launch(const Task *t, Emit *e, const Host *h) {
+    const char *R = h->size[0], *C = h->size[1];
+    char args[300];
+    if (mxme_binary(t)) snprintf(args, sizeof args, "%s, %s, %s, %s, %s", h->in[0], h->in[1], h->out[0], R, C);
+    else snprintf(args, sizeof args, "%s, %s, %s, %s", h->in[0], h->out[0], R, C);
+    if (t->p[MXME_COEF]) {
+        snprintf(args + strlen(args), sizeof args - strlen(args), ", %s", flit(t->f[MX_F_A]));
+        if (t->p[MXME_OP] == 4) snprintf(args + strlen(args), sizeof args - strlen(args), ", %s", flit(t->f[MX_F_B]));
+    }
+    const int *bd = mx_bdims[t->p[MXME_BDIM]];
+    mx_launch2d(e, t, t->p[MXME_DIMS], t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, C, R, NULL, t->p[MXME_CAP], NULL, args);
+}
+
+static void mxme_ref(const Task *t, const void *const *in, void *const *out) {
+    long n = (long)t->p[MXME_ROWS] * t->p[MXME_COLS];
+    const float *a = in[0], *b = mxme_binary(t) ? in[1] : NULL;
+    float *c = out[0];
+    double al = mx_fpar(t, MX_F_A), be = mx_fpar(t, MX_F_B);
+    for (long i = 0; i < n; i++) {
+        double v;
+        switch (t->p[MXME_OP]) {
+        case 0: v = (double)a[i] + b[i]; break;
+        case 1: v = (double)a[i] - b[i]; break;
+        case 2: v = (double)a[i] * b[i]; break;
+        case 3: v = al * a[i]; break;
+        default: v = al * a[i] + be * b[i]; break;
+        }
+        c[i] = (float)v;
+    }
+}
+
+static const Family fam_mx_matrix_ew2d = { "matrix_elementwise_2d", "C = A + B, A - B, A .* B, alpha A, alpha A + beta B on a 2-D dim3 grid (one thread per element or grid-stride)",
+                                        mxme_params, mx_fp_ab, mxme_draw, mxme_layout, mxme_describe, mxme_kernels, mxme_launch, mxme_ref };
+
+// ----------------------------------------------------------------------------
+// Matrix products: shared pieces
+
+static const int mxmm_sides[] = { 64, 96, 100, 128, 200, 256, 300, 384, 500, 512, 640, 1000, 1024 };
+static const int mxmm_aligned[] = { 64, 128, 192, 256, 384, 512, 768, 1024 };
+static const int mxmm_ragged[] = { 100, 129, 200, 250, 257, 300, 333, 500, 600, 1000 };
+static const char *const mxmm_dnames[][3] = { { "m", "n", "k" }, { "rows", "cols", "inner" }, { "m", "n", "depth" },
+                                            { "n_rows", "n_cols", "n_inner" } };
+static const char *const mxmm_names[][3] = { { "A", "B", "C" }, { "lhs", "rhs", "out" }, { "X", "W", "Y" },
+                                           { "mat_a", "mat_b", "mat_c" }, { "left", "right", "prod" } };
+static const char *const mxmm_ops[] = { "ab", "abt", "atb", NULL };
+
+// Draws M, N, K from a list with M*N*K bounded (the CPU reference does M*N*K steps).
+static void mxmm_draw_mnk(Rng *r, const int *list, int nlist, int *m, int *n, int *k, long max_mnk) {
+    do {
+        *m = list[rng_int(r, 0, nlist - 1)];
+        *n = list[rng_int(r, 0, nlist - 1)];
+        *k = list[rng_int(r, 0, nlist - 1)];
+    } while ((long)*m * *n * *k > max_mnk || (long)*m * *n < 4096);
+}
+
+// C = op(A) op(B) in double; op 0: A[M][K] B[K][N], 1: A[M][K] B[N][K] (B transposed),
+// 2: A[K][M] (A transposed) B[K][N].
+static void mxmm_ref_core(int op, long M, long N, long K, const float *A, const float *B, float *C) {
+    double *row = malloc(sizeof *row * (size_t)N);
+    for (long i = 0; i < M; i++) {
+        for (long j = 0; j < N; j++) row[j] = 0;
+        if (op == 1) {
+            for (long j = 0; j < N; j++) {
+                double s = 0;
+                for (long p = 0; p < K; p++) s += (double)A[i * K + p] * B[j * K + p];
+                row[j] = s;
+            }
+        } else {
+            for (long p = 0; p < K; p++) {
+                double a = op == 0 ? A[i * K + p] : A[p * M + i];
+                const float *b = B + p * N;
+                for (long j = 0; j < N; j++) row[j] += a * b[j];
+            }
+        }
+        for (long j = 0; j < N; j++) C[i * N + j] = (float)row[j];
+    }
+    free(row);
+}
+
+static void mxmm_layout_common(Task *t, int op, const char *const *dn, long M, long N, long K) {
+    t->nsize = 0;
+    int m = add_size(t, dn[0], M), n = add_size(t, dn[1], N), k = add_size(t, dn[2], K);
+    t->nin = 2;
+    t->nout = 1;
+    if (op == 2) { tset(&t->in[0], DT_F32, 2, K, M); tfac(&t->in[0], k, m); }
+    else { tset(&t->in[0], DT_F32, 2, M, K); tfac(&t->in[0], m, k); }
+    if (op == 1) { tset(&t->in[1], DT_F32, 2, N, K); tfac(&t->in[1], n, k); }
+    else { tset(&t->in[1], DT_F32, 2, K, N); tfac(&t->in[1], k, n); }
+    trange(&t->in[0], -1, 1, 0);
+    trange(&t->in[1], -1, 1, 0);
+    tset(&t->out[0], DT_F32, 2, M, N);
+    tfac(&t->out[0], m, n);
+    mx_sum_tol(t, K, 1.0);
+}
+
+static void mxmm_describe_shapes(Buf *desc, int op, const char *a, const char *b, const char *c, int M, int N, int K) {
+    switch (op) {
+    case 0:
+        buf_printf(desc, "Compute the matrix product %s = %s * %s: %s is %d x %d, %s is %d x %d, %s is %d x %d (all row-major float32), "
+                         "%s[i][j] = sum over p of %s[i][p] * %s[p][j].", c, a, b, a, M, K, b, K, N, c, M, N, c, a, b);
+        break;
+    case 1:
+        buf_printf(desc, "Compute %s = %s * %s^T: %s is %d x %d and %s is stored as %d x %d (row-major float32), so "
+                         "%s[i][j] = sum over p of %s[i][p] * %s[j][p]; %s is %d x %d.", c, a, b, a, M, K, b, N, K, c, a, b, c, M, N);
+        break;
+    default:
+        buf_printf(desc, "Compute %s = %s^T * %s: %s is stored as %d x %d and %s as %d x %d (row-major float32), so "
+                         "%s[i][j] = sum over p of %s[p][i] * %s[p][j]; %s is %d x %d.", c, a, b, a, K, M, b, K, N, c, a, b, c, M, N);
+        break;
+    }
+}
+
+// ----------------------------------------------------------------------------
+// Naive matrix multiply: one thread per output element
+
+enum { MXMN_OP, MXMN_M, MXMN_N, MXMN_K, MXMN_BDIM, MXMN_GUARD, MXMN_ACC, MXMN_DIMS, MXMN_KNAME, MXMN_NAMES, MXMN_TNAME, MXMN_DNAMES, MXMN_VARS, MXMN_NP };
+static const char *const mxmn_accs[] = { "plain", "fmaf", "dot_helper", NULL };
+static const ParamDesc mxmn_params[] = {
+    { "op", mxmm_ops, 1 }, { "m", NULL, 1 }, { "n", NULL, 1 }, { "k", NULL, 1 }, { "bdim", NULL, 1 }, { "guard", NULL, 0 },
+    { "acc", mxmn_accs, 0 }, { "dims", NULL, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 },
+    { "dnames", NULL, 0 }, { "vars", NULL, 0 }, { NULL, NULL, 0 } };
+static const char *const mxmn_kn[] = { "matmul_naive", "matMulKernel", "gemm_naive", "matrix_multiply" };
+static const char *const mxmn_vars[][3] = { { "row", "col", "p" }, { "r", "c", "kk" }, { "i", "j", "e" } };
+
+static void mxmn_draw(Task *t, Rng *r) {
+    t->p[MXMN_OP] = rng_chance(r, 60) ? 0 : rng_int(r, 1, 2);
+    mxmm_draw_mnk(r, mxmm_sides, NELEM(mxmm_sides), &t->p[MXMN_M], &t->p[MXMN_N], &t->p[MXMN_K], 140000000L);
+    static const int bd[] = { 0, 1, 2, 3, 4 };
+    t->p[MXMN_BDIM] = bd[RPICK(r, bd)];
+    t->p[MXMN_GUARD] = rng_int(r, 0, 1);
+    t->p[MXMN_ACC] = rng_int(r, 0, 2);
+    t->p[MXMN_DIMS] = rng_int(r, 0, 3);
+    t->p[MXMN_KNAME] = rng_int(r, 0, 3);
+    t->p[MXMN_NAMES] = rng_int(r, 0, NELEM(mxmm_names) - 1);
+    t->p[MXMN_TNAME] = rng_int(r, 0, 2);
+    t->p[MXMN_DNAMES] = rng_int(r, 0, NELEM(mxmm_dnames) - 1);
+    t->p[MXMN_VARS] = rng_int(r, 0, 2);
+    const char *const *nm = mxmm_names[t->p[MXMN_NAMES]];
+    mx_name(t->in[0].name, sizeof t->in[0].name, nm[0]);
+    mx_name(t->in[1].name, sizeof t->in[1].name, nm[1]);
+    mx_name(t->out[0].name, sizeof t->out[0].name, nm[2]);
+    mx_name(t->kname[0], sizeof t->kname[0], mxmn_kn[t->p[MXMN_KNAME]]);
+    static const char *const hn[] = { "dot_strided", "strided_dot", "dotProduct", "dot" };
+    mx_name(t->kname[1], sizeof t->kname[1], hn[t->p[MXMN_KNAME]]);
+    mx_name(t->slug, sizeof t->slug, "matmul");
+}
+
+static void mxmn_layout(Task *t) {
+    mxmm_layout_common(t, t->p[MXMN_OP], mxmm_dnames[t->p[MXMN_DNAMES]], t->p[MXMN_M], t->p[MXMN_N], t->p[MXMN_K]);
+}
+
+static void mxmn_describe(const Task *t, Buf *name, Buf *desc) {
+    static const char *const nm[3][3] = { { "Matrix_Multiplication", "Naive_GEMM", "Matrix_Product" },
+                                          { "Matrix_Multiply_Transposed_B", "GEMM_NT", "Matrix_Times_Transpose" },
+                                          { "Matrix_Multiply_Transposed_A", "GEMM_TN", "Transpose_Times_Matrix" } };
+    buf_puts(name, nm[t->p[MXMN_OP]][t->p[MXMN_TNAME]]);
+    mxmm_describe_shapes(desc, t->p[MXMN_OP], t->in[0].name, t->in[1].name, t->out[0].name, t->p[MXMN_M], t->p[MXMN_N], t->p[MXMN_K]);
+    buf_puts(desc, " One thread per output element on a 2-D grid of 2-D blocks (dim3), each thread looping over the shared dimension in global memory.");
+}
+
+static void mxmn_kernels(const Task *t, Emit *e) {
+    const char *const *dn = mxmm_dnames[t->p[MXMN_DNAMES]], *const *v = mxmn_vars[t->p[MXMN_VARS]];
+    const char *a = t->in[0].name, *b = t->in[1].name, *c = t->out[0].name, *m = dn[0], *n = dn[1], *k = dn[2];
+    const char *row = v[0], *col = v[1], *p = v[2];
+    int op = t->p[MXMN_OP], acc = t->p[MXMN_ACC];
+    if (acc == 2) {
+        em_comment(e, t, "Dot product of len elements of u (stride su) and v (stride sv).", 0);
+        em_fn_open(e, t, SPAN_DEVICE, "", t->p[MXMN_KNAME] & 1 ? "__device__ __forceinline__ float" : "__device__ float", t->kname[1],
+                   "const float *u, int su, const float *v, int sv, int len");
+        em_line(e, "float s = 0.0f;");
+        em_line(e, "for (int q = 0; q < len; ++q) s += u[q * su] * v[q * sv];");
+        em_line(e, "return s;");
+        em_fn_close(e);
+        em_blank(e);
+    }
+    MxSig g = { "" };
+    mxsig_ptr(&g, t, "float", a, 1);
+    mxsig_ptr(&g, t, "float", b, 1);
+    mxsig_ptr(&g, t, "float", c, 0);
+    mxsig_int(&g, m);
+    mxsig_int(&g, n);
+    mxsig_int(&g, k);
+    em_comment(e, t, fmt("One thread computes %s[%s][%s] as a dot product over the %s dimension.", c, row, col, k), 0);
+    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
+    mx_idx2d(e, t, row, col, 0);
+    mx_guard_open(e, t->p[MXMN_GUARD], fmt("%s < %s && %s < %s", row, m, col, n), fmt("%s >= %s || %s >= %s", row, m, col, n));
+    const char *ai = op == 2 ? fmt("%s[%s * %s + %s]", a, p, m, row) : fmt("%s[%s * %s + %s]", a, row, k, p);
+    const char *bi = op == 1 ? fmt("%s[%s * %s + %s]", b, col, k, p) : fmt("%s[%s * %s + %s]", b, p, n, col);
+    if (acc == 2) {
+        const char *call;
+        if (op == 0) call = fmt("%s(%s + %s * %s, 1, %s + %s, %s, %s)", t->kname[1], a, row, k, b, col, n, k);
+        else if (op == 1) call = fmt("%s(%s + %s * %s, 1, %s + %s * %s, 1, %s)", t->kname[1], a, row, k, b, col, k, k);
+        else call = fmt("%s(%s + %s, %s, %s + %s, %s, %s)", t->kname[1], a, row, m, b, col, n, k);
+        em_line(e, "%s[%s * %s + %s] = %s;", c, row, n, col, call);
+    } else {
+        em_line(e, "float acc = 0.0f;");
+        em_line(e, "for (int %s = 0; %s < %s; ++%s) {", p, p, k, p);
+        em_in(e);
+        if (acc == 1) em_line(e, "acc = fmaf(%s, %s, acc);", ai, bi);
+        else em_line(e, "acc += %s * %s;", ai, bi);
+        em_out(e);
+        em_line(e, "}");
+        em_line(e, "%s[%s * %s + %s] = acc;", c, row, n, col);
+    }
+    mx_guard_close(e, t->p[MXMN_GUARD]);
+    em_fn_close(e);
+}
+
+static void mxmn_launch(const Task *t, Emit *e, const Host *h) {
+    const char *m = h->size[0], *n = h->size[1], *k = h->size[2];
+    const int *bd = mx_bdims[t->p[MXMN_BDIM]];
+    mx_launch2d(e, t, t->p[MXMN_DIMS], t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, n, m, NULL, 0, NULL,
+                fmt("%s, %s, %s, %s, %s, %s", h->in[0], h->in[1], h->out[0], m, n, k));
+}
+
+static void mxmn_ref(const Task *t, const void *const *in, void *const *out) {
+    mxmm_ref_core(t->p[MXMN_OP], t->p[MXMN_M], t->p[MXMN_N], t->p[MXMN_K], in[0], in[1], out[0]);
+}
+
+static const Family fam_mx_matmul_naive = { "matmul_naive", "C = A B, A B^T or A^T B with one thread per output on a 2-D dim3 grid; plain, fmaf or __device__ dot helper",
+                                         mxmn_params, NULL, mxmn_draw, mxmn_layout, mxmn_describe, mxmn_kernels, mxmn_launch, mxmn_ref };
+
+// ----------------------------------------------------------------------------
+// Tiled matrix multiply with shared-memory tiles
+
+enum { MXMT_M, MXMT_N, MXMT_K, MXMT_ALIGNED, MXMT_TILE, MXMT_CHECKS, MXMT_TDEF, MXMT_LOOP, MXMT_UNROLL, MXMT_DIMS, MXMT_KNAME, MXMT_NAMES, MXMT_TNAME,
+       MXMT_DNAMES, MXMT_SHN, MXMT_NP };
+static const char *const mxmt_tdefs[] = { "define", "template", "constexpr", NULL };
+static const ParamDesc mxmt_params[] = {
+    { "m", NULL, 1 }, { "n", NULL, 1 }, { "k", NULL, 1 }, { "aligned", NULL, 1 }, { "tile", NULL, 1 }, { "checks", NULL, 1 },
+    { "tdef", mxmt_tdefs, 0 }, { "loop", NULL, 0 }, { "unroll", NULL, 0 }, { "dims", NULL, 0 }, { "kname", NULL, 0 },
+    { "names", NULL, 0 }, { "tname", NULL, 0 }, { "dnames", NULL, 0 }, { "shnames", NULL, 0 }, { NULL, NULL, 0 } };
+static const char *const mxmt_kn[] = { "matmul_tiled", "matMulShared", "gemm_tiled", "tiled_matmul" };
+static const char *const mxmt_shn[][2] = { { "As", "Bs" }, { "tile_a", "tile_b" }, { "sA", "sB" }, { "a_tile", "b_tile" } };
+static const char *const mxmt_macros[] = { "TILE", "TILE_SIZE", "BLOCK_SIZE", "TILE_WIDTH" };
+
+static void mxmt_draw(Task *t, Rng *r) {
+    static const int tiles[] = { 8, 16, 16, 32 };
+    t->p[MXMT_ALIGNED] = rng_int(r, 0, 1);
+    if (t->p[MXMT_ALIGNED]) mxmm_draw_mnk(r, mxmm_aligned, NELEM(mxmm_aligned), &t->p[MXMT_M], &t->p[MXMT_N], &t->p[MXMT_K], 140000000L);
+    else mxmm_draw_mnk(r, mxmm_ragged, NELEM(mxmm_ragged), &t->p[MXMT_M], &t->p[MXMT_N], &t->p[MXMT_K], 140000000L);
+    t->p[MXMT_TILE] = tiles[RPICK(r, tiles)];
+    t->p[MXMT_CHECKS] = t->p[MXMT_ALIGNED] ? rng_int(r, 0, 1) : 1;
+    t->p[MXMT_TDEF] = rng_int(r, 0, 2);
+    t->p[MXMT_LOOP] = rng_int(r, 0, 1);
+    t->p[MXMT_UNROLL] = rng_int(r, 0, 1);
+    t->p[MXMT_DIMS] = rng_int(r, 0, 3);
+    t->p[MXMT_KNAME] = rng_int(r, 0, 3);
+    t->p[MXMT_NAMES] = rng_int(r, 0, NELEM(mxmm_names) - 1);
+    t->p[MXMT_TNAME] = rng_int(r, 0, 2);
+    t->p[MXMT_DNAMES] = rng_int(r, 0, NELEM(mxmm_dnames) - 1);
+    t->p[MXMT_SHN] = rng_int(r, 0, 3);
+    const char *const *nm = mxmm_names[t->p[MXMT_NAMES]];
+    mx_name(t->in[0].name, sizeof t->in[0].name, nm[0]);
+    mx_name(t->in[1].name, sizeof t->in[1].name, nm[1]);
+    mx_name(t->out[0].name, sizeof t->out[0].name, nm[2]);
+    mx_name(t->kname[0], sizeof t->kname[0], mxmt_kn[t->p[MXMT_KNAME]]);
+    mx_name(t->slug, sizeof t->slug, "matmul_tiled");
+}
+
+static void mxmt_layout(Task *t) { mxmm_layout_common(t, 0, mxmm_dnames[t->p[MXMT_DNAMES]], t->p[MXMT_M], t->p[MXMT_N], t->p[MXMT_K]); }
+
+static void mxmt_describe(const Task *t, Buf *name, Buf *desc) {
+    buf_puts(name, pick3(t->p[MXMT_TNAME], "Tiled_Matrix_Multiplication", "Shared_Memory_GEMM", "Matrix_Multiply_Tiled"));
+    int T = t->p[MXMT_TILE];
+    mxmm_describe_shapes(desc, 0, t->in[0].name, t->in[1].name, t->out[0].name, t->p[MXMT_M], t->p[MXMT_N], t->p[MXMT_K]);
+    buf_printf(desc, " Use %d x %d thread blocks (dim3), one thread per output element, and stage %d x %d tiles of both inputs in shared memory, "
+                     "synchronising before and after each tile is used.", T, T, T, T);
+    if (t->p[MXMT_M] % T || t->p[MXMT_N] % T || t->p[MXMT_K] % T) buf_printf(desc, " The sizes are not all multiples of %d: pad partial tiles with zeros and guard the stores.", T);
+    else if (!t->p[MXMT_CHECKS]) buf_printf(desc, " All sizes are multiples of %d, so no bounds checks are needed.", T);
+    else buf_puts(desc, " Keep bounds checks on the loads and the store so the kernel also works for other sizes.");
+}
+
+static void mxmt_kernels(const Task *t, Emit *e) {
+    const char *const *dn = mxmm_dnames[t->p[MXMT_DNAMES]], *const *sh = mxmt_shn[t->p[MXMT_SHN]];
+    const char *a = t->in[0].name, *b = t->in[1].name, *c = t->out[0].name, *m = dn[0], *n = dn[1], *k = dn[2];
+    int T = t->p[MXMT_TILE], td = t->p[MXMT_TDEF], chk = t->p[MXMT_CHECKS];
+    const char *TL = td == 1 ? "TILE" : mxmt_macros[t->p[MXMT_KNAME]];
+    if (td == 0) {
+        em_line(e, "#define %s %d", TL, T);
+        em_blank(e);
+    } else if (td == 2) {
+        em_line(e, "constexpr int %s = %d;", TL, T);
+        em_blank(e);
+    }
+    MxSig g = { "" };
+    mxsig_ptr(&g, t, "float", a, 1);
+    mxsig_ptr(&g, t, "float", b, 1);
+    mxsig_ptr(&g, t, "float", c, 0);
+    mxsig_int(&g, m);
+    mxsig_int(&g, n);
+    mxsig_int(&g, k);
+    em_comment(e, t, fmt("%s = %s * %s with %s x %s tiles of both inputs staged in shared memory; one thread per output element.", c, a, b, TL, TL), 0);
+    em_fn_open(e, t, SPAN_GLOBAL, td == 1 ? "template <int TILE>\n" : "", "__global__ void", t->kname[0], g.s);
+    em_line(e, "__shared__ float %s[%s][%s];", sh[0], TL, TL);
+    em_line(e, "__shared__ float %s[%s][%s];", sh[1], TL, TL);
+    em_line(e, "const int tx = threadIdx.x, ty = threadIdx.y;");
+    em_line(e, "const int row = blockIdx.y * %s + ty;", TL);
+    em_line(e, "const int col = blockIdx.x * %s + tx;", TL);
+    em_line(e, "float acc = 0.0f;");
+    const char *t0;
+    if (t->p[MXMT_LOOP] == 0) {
+        t0 = "t0";
+        em_line(e, "for (int t0 = 0; t0 < %s; t0 += %s) {", k, TL);
+    } else {
+        t0 = fmt("tt * %s", TL);
+        em_line(e, "const int num_tiles = (%s + %s - 1) / %s;", k, TL, TL);
+        em_line(e, "for (int tt = 0; tt < num_tiles; ++tt) {");
+    }
+    em_in(e);
+    char t0s[40];
+    snprintf(t0s, sizeof t0s, "%s", t0);
+    if (t->p[MXMT_LOOP] == 1) {
+        em_line(e, "const int base = %s;", t0s);
+        snprintf(t0s, sizeof t0s, "base");
+    }
+    em_note(e, t, "each thread loads one element of each tile (zero outside the matrices)");
+    if (chk) {
+        em_line(e, "%s[ty][tx] = (row < %s && %s + tx < %s) ? %s[row * %s + %s + tx] : 0.0f;", sh[0], m, t0s, k, a, k, t0s);
+        em_line(e, "%s[ty][tx] = (%s + ty < %s && col < %s) ? %s[(%s + ty) * %s + col] : 0.0f;", sh[1], t0s, k, n, b, t0s, n);
+    } else {
+        em_line(e, "%s[ty][tx] = %s[row * %s + %s + tx];", sh[0], a, k, t0s);
+        em_line(e, "%s[ty][tx] = %s[(%s + ty) * %s + col];", sh[1], b, t0s, n);
+    }
+    em_line(e, "__syncthreads();");
+    if (t->p[MXMT_UNROLL]) em_line(e, "#pragma unroll");
+    em_line(e, "for (int e = 0; e < %s; ++e) acc += %s[ty][e] * %s[e][tx];", TL, sh[0], sh[1]);
+    em_line(e, "__syncthreads();");
+    em_out(e);
+    em_line(e, "}");
+    if (chk) em_line(e, "if (row < %s && col < %s) %s[row * %s + col] = acc;", m, n, c, n);
+    else em_line(e, "%s[row * %s + col] = acc;", c, n);
+    em_fn_close(e);
+}
+
+static void mxmt_launch(const Task *t, Emit *e, const Host *h) {
+    const char *m = h->size[0], *n = h->size[1], *k = h->size[2];
+    int T = t->p[MXMT_TILE], td = t->p[MXMT_TDEF];
+    char kx[80], ts[24];
+    if (td == 1) {
+        snprintf(kx, sizeof kx, "%s<%d>", t->kname[0], T);
+        snprintf(ts, sizeof ts, "%d", T);
+    } else {
+        snprintf(kx, sizeof kx, "%s", t->kname[0]);
+        snprintf(ts, sizeof ts, "%s", mxmt_macros[t->p[MXMT_KNAME]]);
+    }
+    mx_launch2d(e, t, t->p[MXMT_DIMS], kx, ts, ts, NULL, NULL, n, m, NULL, 0, NULL,
+                fmt("%s, %s, %s, %s, %s, %s", h->in[0], h->in[1], h->out[0], m, n, k));
+}
+
+static void mxmt_ref(const Task *t, const void *const *in, void *const *out) {
+    mxmm_ref_core(0, t->p[MXMT_M], t->p[MXMT_N], t->p[MXMT_K], in[0], in[1], out[0]);
+}
+
+static const Family fam_mx_matmul_tiled = { "matmul_tiled", "C = A B with TILE x TILE shared-memory tiles (8/16/32), sizes multiple of the tile or ragged with zero padding and guards",
+                                         mxmt_params, NULL, mxmt_draw, mxmt_layout, mxmt_describe, mxmt_kernels, mxmt_launch, mxmt_ref };
+
+// ----------------------------------------------------------------------------
+// Matrix-vector products: shared pieces
+
+static const int mxmv_rows[] = { 128, 256, 500, 1000, 1024, 2048, 4096, 5000, 8192, 10000 };
+static const int mxmv_cols[] = { 32, 64, 100, 128, 256, 500, 512, 1000, 1024, 2048, 4096 };
+static const char *const mxmv_names[][4] = { { "A", "x", "b", "y" }, { "mat", "vec", "bias", "out" }, { "W", "v", "bvec", "result" },
+                                           { "weights", "input", "offset", "output" }, { "M_in", "x_in", "b_in", "y_out" } };
+
+static void mxmv_draw_rc(Rng *r, int *rows, int *cols) {
+    do {
+        *rows = mxmv_rows[RPICK(r, mxmv_rows)];
+        *cols = mxmv_cols[RPICK(r, mxmv_cols)];
+    } while ((long)*rows * *cols > 4200000 || (long)*rows * *cols < 8192);
+}
+
+// y = A x (+ b): inputs A [rows, cols], x [cols] (, b [rows]), output y [rows].
+static void mxmv_layout_common(Task *t, const char *const *dn, long R, long C, int bias) {
+    t->nsize = 0;
+    int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
+    t->nin = bias ? 3 : 2;
+    t->nout = 1;
+    tset(&t->in[0], DT_F32, 2, R, C);
+    tfac(&t->in[0], rr, cc);
+    trange(&t->in[0], -1, 1, 0);
+    tset(&t->in[1], DT_F32, 1, C, 0);
+    tfac(&t->in[1], cc, -1);
+    trange(&t->in[1], -1, 1, 0);
+    if (bias) {
+        tset(&t->in[2], DT_F32, 1, R, 0);
+        tfac(&t->in[2], rr, -1);
+        trange(&t->in[2], -1, 1, 0);
+    }
+    tset(&t->out[0], DT_F32, 1, R, 0);
+    tfac(&t->out[0], rr, -1);
+    mx_sum_tol(t, C + bias, 1.0);
+}
+
+static void mxmv_names_set(Task *t, int set, int bias) {
+    const char *const *nm = mxmv_names[set];
+    mx_name(t->in[0].name, sizeof t->in[0].name, nm[0]);
+    mx_name(t->in[1].name, sizeof t->in[1].name, nm[1]);
+    if (bias) mx_name(t->in[2].name, sizeof t->in[2].name, nm[2]);
+    mx_name(t->out[0].name, sizeof t->out[0].name, nm[3]);
+}
+
+static void mxmv_ref_core(long R, long C, const float *A, const float *x, const float *b, float *y) {
+    for (long r = 0; r < R; r++) {
+        double s = b ? b[r] : 0.0;
+        for (long c = 0; c < C; c++) s += (double)A[r * C + c] * x[c];
+        y[r] = (float)s;
+    }
+}
+
+static void mxmv_describe_common(const Task *t, Buf *desc, long R, long C, int bias) {
+    const char *A = t->in[0].name, *x = t->in[1].name, *y = t->out[0].name;
+    buf_printf(desc, "%s is a %ld x %ld row-major float32 matrix and %s a vector of %ld. Compute %s = %s * %s%s%s, i.e. %s[r] = sum over c of %s[r][c] * %s[c]%s%s.",
+               A, R, C, x, C, y, A, x, bias ? " + " : "", bias ? t->in[2].name : "", y, A, x, bias ? " + " : "",
+               bias ? fmt("%s[r]", t->in[2].name) : "");
+}
+
+// ----------------------------------------------------------------------------
+// Matrix-vector product, one thread per row
+
+enum { MXMV_ROWS, MXMV_COLS, MXMV_MODE, MXMV_BLOCK, MXMV_LOOP, MXMV_BIAS, MXMV_ACC, MXMV_CAP, MXMV_KNAME, MXMV_NAMES, MXMV_TNAME, MXMV_DNAMES, MXMV_NP };
+static const char *const mxmv_modes[] = { "global", "shared_x", NULL };
+static const ParamDesc mxmv_params[] = {
+    { "rows", NULL, 1 }, { "cols", NULL, 1 }, { "mode", mxmv_modes, 1 }, { "block", NULL, 1 }, { "loop", loop_names, 1 },
+    { "bias", NULL, 1 }, { "acc", NULL, 0 }, { "cap", NULL, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 },
+    { "dnames", NULL, 0 }, { NULL, NULL, 0 } };
+static const char *const mxmv_kn[] = { "matvec", "gemv_row_per_thread", "matVecKernel", "mv_rows" };
+
+static void mxmv_draw(Task *t, Rng *r) {
+    mxmv_draw_rc(r, &t->p[MXMV_ROWS], &t->p[MXMV_COLS]);
+    t->p[MXMV_MODE] = rng_int(r, 0, 1);
+    t->p[MXMV_BLOCK] = mx_blocks1d[RPICK(r, mx_blocks1d)];
+    t->p[MXMV_LOOP] = t->p[MXMV_MODE] == 0 ? rng_int(r, 0, 2) : LOOP_IF; // a block-wide __syncthreads: no early exit
+    t->p[MXMV_BIAS] = rng_chance(r, 35);
+    t->p[MXMV_ACC] = rng_int(r, 0, 1);
+    t->p[MXMV_CAP] = t->p[MXMV_LOOP] == LOOP_GRID ? mx_caps[RPICK(r, mx_caps)] : 0;
+    t->p[MXMV_KNAME] = rng_int(r, 0, 3);
+    t->p[MXMV_NAMES] = rng_int(r, 0, NELEM(mxmv_names) - 1);
+    t->p[MXMV_TNAME] = rng_int(r, 0, 2);
+    t->p[MXMV_DNAMES] = rng_int(r, 0, 3);
+    mxmv_names_set(t, t->p[MXMV_NAMES], t->p[MXMV_BIAS]);
+    mx_name(t->kname[0], sizeof t->kname[0], mxmv_kn[t->p[MXMV_KNAME]]);
+    mx_name(t->slug, sizeof t->slug, "matvec");
+}
+
+static void mxmv_layout(Task *t) { mxmv_layout_common(t, mx_dnames[t->p[MXMV_DNAMES]], t->p[MXMV_ROWS], t->p[MXMV_COLS], t->p[MXMV_BIAS]); }
+
+static void mxmv_describe(const Task *t, Buf *name, Buf *desc) {
+    buf_puts(name, pick3(t->p[MXMV_TNAME], "Matrix_Vector_Product", "GEMV_Row_Per_Thread", "Matrix_Vector_Multiply"));
+    mxmv_describe_common(t, desc, t->p[MXMV_ROWS], t->p[MXMV_COLS], t->p[MXMV_BIAS]);
+    if (t->p[MXMV_MODE] == 0) buf_puts(desc, " One thread per row, reading the row and the vector from global memory.");
+    else buf_puts(desc, " One thread per row; each block stages the vector in shared memory one block-sized chunk at a time.");
+}
+
+static void mxmv_kernels(const Task *t, Emit *e) {
+    const char *const *dn = mx_dnames[t->p[MXMV_DNAMES]];
+    const char *A = t->in[0].name, *x = t->in[1].name, *b = t->p[MXMV_BIAS] ? t->in[2].name : NULL, *y = t->out[0].name;
+    const char *R = dn[0], *C = dn[1];
+    int mode = t->p[MXMV_MODE], B = t->p[MXMV_BLOCK];
+    if (mode == 1) {
+        em_line(e, "#define CHUNK %d // threads per block = vector elements staged per step", B);
+        em_blank(e);
+    }
+    MxSig g = { "" };
+    mxsig_ptr(&g, t, "float", A, 1);
+    mxsig_ptr(&g, t, "float", x, 1);
+    if (b) mxsig_ptr(&g, t, "float", b, 1);
+    mxsig_ptr(&g, t, "float", y, 0);
+    mxsig_int(&g, R);
+    mxsig_int(&g, C);
+    em_comment(e, t, mode ? fmt("One thread per row of %s; the block shares chunks of %s through shared memory.", A, x)
+                          : fmt("One thread per row: %s[r] = dot(row r of %s, %s).", y, A, x), 0);
+    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
+    const char *fma_fmt = t->p[MXMV_ACC] ? "acc = fmaf(%s, %s, acc);" : "acc += %s * %s;";
+    if (mode == 0) {
+        const char *i = IDX(t);
+        loop_open(e, t, t->p[MXMV_LOOP], R);
+        em_line(e, "float acc = %s;", b ? fmt("%s[%s]", b, i) : "0.0f");
+        em_line(e, "for (int c = 0; c < %s; ++c) {", C);
+        em_in(e);
+        em_line(e, fma_fmt, fmt("%s[(size_t)%s * %s + c]", A, i, C), fmt("%s[c]", x));
+        em_out(e);
+        em_line(e, "}");
+        em_line(e, "%s[%s] = acc;", y, i);
+        loop_close(e, t->p[MXMV_LOOP]);
+    } else {
+        em_line(e, "__shared__ float xs[CHUNK];");
+        em_line(e, "const int row = blockIdx.x * blockDim.x + threadIdx.x;");
+        em_line(e, "float acc = 0.0f;");
+        em_note(e, t, "every thread of the block takes part in the loads and barriers, even past the last row");
+        em_line(e, "for (int c0 = 0; c0 < %s; c0 += CHUNK) {", C);
+        em_in(e);
+        em_line(e, "if (c0 + threadIdx.x < %s) xs[threadIdx.x] = %s[c0 + threadIdx.x];", C, x);
+        em_line(e, "__syncthreads();");
+        em_line(e, "const int len = min(CHUNK, %s - c0);", C);
+        em_line(e, "if (row < %s) {", R);
+        em_in(e);
+        em_line(e, "for (int j = 0; j < len; ++j) {");
+        em_in(e);
+        em_line(e, fma_fmt, fmt("%s[(size_t)row * %s + c0 + j]", A, C), "xs[j]");
+        em_out(e);
+        em_line(e, "}");
+        em_out(e);
+        em_line(e, "}");
+        em_line(e, "__syncthreads();");
+        em_out(e);
+        em_line(e, "}");
+        em_line(e, "if (row < %s) %s[row] = acc%s;", R, y, b ? fmt(" + %s[row]", b) : "");
+    }
+    em_fn_close(e);
+}
+
+static void mxmv_launch(const Task *t, Emit *e, const Host *h) {
+    const char *R = h->size[0], *C = h->size[1];
+    const char *args = t->p[MXMV_BIAS] ? fmt("%s, %s, %s, %s, %s, %s", h->in[0], h->in[1], h->in[2], h->out[0], R, C)
+                                     : fmt("%s, %s, %s, %s, %s", h->in[0], h->in[1], h->out[0], R, C);
+    if (t->p[MXMV_MODE] == 1) {
+        em_line(e, "const int blocks = (%s + CHUNK - 1) / CHUNK;", R);
+        em_launch(e, t->kname[0], "blocks, CHUNK", args);
+        return;
+    }
+    launch_1d(e, t, t->kname[0], R, t->p[MXMV_BLOCK], t->p[MXMV_CAP], args);
+}
+
+static void mxmv_ref(const Task *t, const void *const *in, void *const *out) {
+    mxmv_ref_core(t->p[MXMV_ROWS], t->p[MXMV_COLS], in[0], in[1], t->p[MXMV_BIAS] ? in[2] : NULL, out[0]);
+}
+
+static const Family fam_mx_matvec_thread = { "matvec_thread_per_row", "y = A x (+ b), one thread per row: vector from global memory or staged in shared chunks; if/return/grid-stride",
+                                          mxmv_params, NULL, mxmv_draw, mxmv_layout, mxmv_describe, mxmv_kernels, mxmv_launch, mxmv_ref };
+
+// ----------------------------------------------------------------------------
+// Matrix-vector product, one warp per row with shuffles
+
+enum { MXMW_ROWS, MXMW_COLS, MXMW_BLOCK, MXMW_SHFL, MXMW_VEC, MXMW_BIAS, MXMW_HELPER, MXMW_MASK, MXMW_CFG, MXMW_KNAME, MXMW_NAMES, MXMW_TNAME, MXMW_DNAMES, MXMW_NP };
+static const char *const mxmw_shfl[] = { "down", "xor", NULL };
+static const char *const mxmw_vec[] = { "scalar", "float4", NULL };
+static const ParamDesc mxmw_params[] = {
+    { "rows", NULL, 1 }, { "cols", NULL, 1 }, { "block", NULL, 1 }, { "shfl", mxmw_shfl, 1 }, { "vec", mxmw_vec, 1 }, { "bias", NULL, 1 },
+    { "helper", NULL, 0 }, { "mask", NULL, 0 }, { "cfg", NULL, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 },
+    { "dnames", NULL, 0 }, { NULL, NULL, 0 } };
+static const char *const mxmw_kn[] = { "matvec_warp", "gemvWarpPerRow", "warp_matvec", "mv_warp_rows" };
+
+static void mxmw_draw(Task *t, Rng *r) {
+    static const int blocks[] = { 64, 128, 256, 512 };
+    mxmv_draw_rc(r, &t->p[MXMW_ROWS], &t->p[MXMW_COLS]);
+    t->p[MXMW_BLOCK] = blocks[RPICK(r, blocks)];
+    t->p[MXMW_SHFL] = rng_int(r, 0, 1);
+    t->p[MXMW_VEC] = t->p[MXMW_COLS] % 4 == 0 && rng_chance(r, 40);
+    t->p[MXMW_BIAS] = rng_chance(r, 35);
+    t->p[MXMW_HELPER] = rng_int(r, 0, 2);
+    t->p[MXMW_MASK] = rng_int(r, 0, 2);
+    t->p[MXMW_CFG] = rng_int(r, 0, 1);
+    t->p[MXMW_KNAME] = rng_int(r, 0, 3);
+    t->p[MXMW_NAMES] = rng_int(r, 0, NELEM(mxmv_names) - 1);
+    t->p[MXMW_TNAME] = rng_int(r, 0, 2);
+    t->p[MXMW_DNAMES] = rng_int(r, 0, 3);
+    mxmv_names_set(t, t->p[MXMW_NAMES], t->p[MXMW_BIAS]);
+    mx_name(t->kname[0], sizeof t->kname[0], mxmw_kn[t->p[MXMW_KNAME]]);
+    static const char *const hn[] = { "warp_reduce_sum", "warpSum", "warp_allreduce_sum", "shfl_sum" };
+    mx_name(t->kname[1], sizeof t->kname[1], hn[t->p[MXMW_KNAME]]);
+    mx_name(t->slug, sizeof t->slug, "matvec_warp");
+}
+
+static void mxmw_layout(Task *t) { mxmv_layout_common(t, mx_dnames[t->p[MXMW_DNAMES]], t->p[MXMW_ROWS], t->p[MXMW_COLS], t->p[MXMW_BIAS]); }
+
+static void mxmw_describe(const Task *t, Buf *name, Buf *desc) {
+    buf_puts(name, pick3(t->p[MXMW_TNAME], "Warp_Per_Row_GEMV", "Matrix_Vector_Warp_Shuffle", "Matrix_Vector_Product_Warp"));
+    mxmv_describe_common(t, desc, t->p[MXMW_ROWS], t->p[MXMW_COLS], t->p[MXMW_BIAS]);
+    buf_printf(desc, " Use one warp (32 threads) per row: lanes stride over the columns%s, then combine the 32 partial sums with %s.",
+               t->p[MXMW_VEC] ? " with float4 loads" : "", t->p[MXMW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync");
+}
+
+static void mxmw_shuffle(const Task *t, Emit *e, const char *v) {
+    const char *mask = t->p[MXMW_MASK] == 0 ? "0xffffffff" : t->p[MXMW_MASK] == 1 ? "0xFFFFFFFFu" : "FULL_MASK";
+    em_line(e, "for (int offset = 16; offset > 0; offset /= 2) {");
+    em_in(e);
+    em_line(e, "%s += %s(%s, %s, offset);", v, t->p[MXMW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync", mask, v);
+    em_out(e);
+    em_line(e, "}");
+}
+
+static void mxmw_kernels(const Task *t, Emit *e) {
+    const char *const *dn = mx_dnames[t->p[MXMW_DNAMES]];
+    const char *A = t->in[0].name, *x = t->in[1].name, *b = t->p[MXMW_BIAS] ? t->in[2].name : NULL, *y = t->out[0].name;
+    const char *R = dn[0], *C = dn[1];
+    if (t->p[MXMW_MASK] == 2) {
+        em_line(e, "#define FULL_MASK 0xffffffffu");
+        em_blank(e);
+    }
+    if (t->p[MXMW_HELPER]) {
+        em_comment(e, t, t->p[MXMW_SHFL] ? "Sum over the 32 lanes of a warp; every lane gets the total." : "Sum over the 32 lanes of a warp; lane 0 gets the total.", 0);
+        em_fn_open(e, t, SPAN_DEVICE, "", t->p[MXMW_HELPER] == 1 ? "__device__ float" : "__inline__ __device__ float", t->kname[1], "float v");
+        mxmw_shuffle(t, e, "v");
+        em_line(e, "return v;");
+        em_fn_close(e);
+        em_blank(e);
+    }
+    MxSig g = { "" };
+    mxsig_ptr(&g, t, "float", A, 1);
+    mxsig_ptr(&g, t, "float", x, 1);
+    if (b) mxsig_ptr(&g, t, "float", b, 1);
+    mxsig_ptr(&g, t, "float", y, 0);
+    mxsig_int(&g, R);
+    mxsig_int(&g, C);
+    em_comment(e, t, fmt("One warp per row of %s: strided partial dot products, then a shuffle reduction.", A), 0);
+    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
+    if (t->p[MXMW_KNAME] & 1) {
+        em_line(e, "const int lane = threadIdx.x & 31;");
+        em_line(e, "const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);");
+    } else {
+        em_line(e, "const int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;");
+        em_line(e, "const int lane = threadIdx.x %% 32;");
+    }
+    em_line(e, "if (row >= %s) return; // the whole warp leaves together", R);
+    em_line(e, "float sum = 0.0f;");
+    if (t->p[MXMW_VEC]) {
+        em_line(e, "const float4 *arow = reinterpret_cast<const float4 *>(%s + (size_t)row * %s);", A, C);
+        em_line(e, "const float4 *xv = reinterpret_cast<const float4 *>(%s);", x);
+        em_line(e, "for (int c = lane; c < %s / 4; c += 32) {", C);
+        em_in(e);
+        em_line(e, "const float4 p = arow[c], q = xv[c];");
+        em_line(e, "sum += p.x * q.x + p.y * q.y + p.z * q.z + p.w * q.w;");
+        em_out(e);
+        em_line(e, "}");
+    } else {
+        em_line(e, "const float *arow = %s + (size_t)row * %s;", A, C);
+        em_line(e, "for (int c = lane; c < %s; c += 32) {", C);
+        em_in(e);
+        em_line(e, "sum += arow[c] * %s[c];", x);
+        em_out(e);
+        em_line(e, "}");
+    }
+    if (t->p[MXMW_HELPER]) em_line(e, "sum = %s(sum);", t->kname[1]);
+    else mxmw_shuffle(t, e, "sum");
+    em_line(e, "if (lane == 0) %s[row] = sum%s;", y, b ? fmt(" + %s[row]", b) : "");
+    em_fn_close(e);
+}
+
+static void mxmw_launch(const Task *t, Emit *e, const Host *h) {
+    const char *R = h->size[0], *C = h->size[1];
+    const char *args = t->p[MXMW_BIAS] ? fmt("%s, %s, %s, %s, %s, %s", h->in[0], h->in[1], h->in[2], h->out[0], R, C)
+                                     : fmt("%s, %s, %s, %s, %s", h->in[0], h->in[1], h->out[0], R, C);
+    int B = t->p[MXMW_BLOCK];
+    if (t->p[MXMW_CFG]) {
+        em_line(e, "const int warps_per_block = %d;", B / 32);
+        em_line(e, "const int blocks = (%s + warps_per_block - 1) / warps_per_block;", R);
+        em_launch(e, t->kname[0], "blocks, warps_per_block * 32", args);
+    } else {
+        em_dim3(e, NULL, fmt("block(%d)", B));
+        em_dim3(e, NULL, fmt("grid((%s * 32 + block.x - 1) / block.x)", R));
+        em_launch(e, t->kname[0], "grid, block", args);
+    }
+}
+
+static void mxmw_ref(const Task *t, const void *const *in, void *const *out) {
+    mxmv_ref_core(t->p[MXMW_ROWS], t->p[MXMW_COLS], in[0], in[1], t->p[MXMW_BIAS] ? in[2] : NULL, out[0]);
+}
+
+static const Family fam_mx_matvec_warp = { "matvec_warp_per_row", "y = A x (+ b), one warp per row: strided (or float4) partial sums, __shfl_down_sync / __shfl_xor_sync",
+                                        mxmw_params, NULL, mxmw_draw, mxmw_layout, mxmw_describe, mxmw_kernels, mxmw_launch, mxmw_ref };
+
+// ----------------------------------------------------------------------------
+// Vector-matrix product y = x^T A (and column sums)
+
+enum { MXVM_OP, MXVM_ROWS, MXVM_COLS, MXVM_MODE, MXVM_BLOCK, MXVM_BY, MXVM_CHUNK, MXVM_LOOP, MXVM_DIMS, MXVM_KNAME, MXVM_NAMES, MXVM_TNAME, MXVM_DNAMES, MXVM_NP };
+static const char *const mxvm_ops[] = { "xta", "colsum", NULL };
+static const char *const mxvm_modes[] = { "thread_per_col", "row_chunks_atomic", "block_reduce_2d", NULL };
+static const ParamDesc mxvm_params[] = {
+    { "op", mxvm_ops, 1 }, { "rows", NULL, 1 }, { "cols", NULL, 1 }, { "mode", mxvm_modes, 1 }, { "block", NULL, 1 }, { "by", NULL, 1 },
+    { "chunk", NULL, 1 }, { "loop", NULL, 0 }, { "dims", NULL, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 },
+    { "dnames", NULL, 0 }, { NULL, NULL, 0 } };
+static const char *const mxvm_names[][3] = { { "A", "x", "y" }, { "mat", "w", "out" }, { "data", "coef", "result" }, { "M_in", "u", "v" } };
+static const char *const mxvm_kn[2][4] = { { "vecmat", "xTA_kernel", "vector_matrix", "gevm_col_per_thread" },
+                                         { "column_sums", "colSumKernel", "sum_columns", "col_reduce" } };
+
+static void mxvm_draw(Task *t, Rng *r) {
+    static const int chunks[] = { 32, 64, 128, 256 };
+    static const int bys[] = { 4, 8, 16 };
+    t->p[MXVM_OP] = rng_int(r, 0, 1);
+    mxmv_draw_rc(r, &t->p[MXVM_ROWS], &t->p[MXVM_COLS]);
+    t->p[MXVM_MODE] = rng_int(r, 0, 2);
+    t->p[MXVM_BLOCK] = t->p[MXVM_MODE] == 2 ? 32 : mx_blocks1d[RPICK(r, mx_blocks1d)];
+    t->p[MXVM_BY] = t->p[MXVM_MODE] == 2 ? bys[RPICK(r, bys)] : 0;
+    t->p[MXVM_CHUNK] = t->p[MXVM_MODE] == 1 ? chunks[RPICK(r, chunks)] : 0;
+    t->p[MXVM_LOOP] = t->p[MXVM_MODE] == 0 ? rng_int(r, 0, 1) : 0;
+    t->p[MXVM_DIMS] = rng_int(r, 0, 3);
+    t->p[MXVM_KNAME] = rng_int(r, 0, 3);
+    t->p[MXVM_NAMES] = rng_int(r, 0, NELEM(mxvm_names) - 1);
+    t->p[MXVM_TNAME] = rng_int(r, 0, 2);
+    t->p[MXVM_DNAMES] = rng_int(r, 0, 3);
+    const char *const *nm = mxvm_names[t->p[MXVM_NAMES]];
+    mx_name(t->in[0].name, sizeof t->in[0].name, nm[0]);
+    if (t->p[MXVM_OP] == 0) mx_name(t->in[1].name, sizeof t->in[1].name, nm[1]);
+    mx_name(t->out[0].name, sizeof t->out[0].name, nm[2]);
+    mx_name(t->kname[0], sizeof t->kname[0], mxvm_kn[t->p[MXVM_OP]][t->p[MXVM_KNAME]]);
+    mx_name(t->slug, sizeof t->slug, t->p[MXVM_OP] ? "column_sums" : "vecmat");
+}
+
+static void mxvm_layout(Task *t) {
+    const char *const *dn = mx_dnames[t->p[MXVM_DNAMES]];
+    long R = t->p[MXVM_ROWS], C = t->p[MXVM_COLS];
+    t->nsize = 0;
+    int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
+    t->nin = t->p[MXVM_OP] == 0 ? 2 : 1;
+    t->nout = 1;
+    tset(&t->in[0], DT_F32, 2, R, C);
+    tfac(&t->in[0], rr, cc);
+    trange(&t->in[0], -1, 1, 0);
+    if (t->nin == 2) {
+        tset(&t->in[1], DT_F32, 1, R, 0);
+        tfac(&t->in[1], rr, -1);
+        trange(&t->in[1], -1, 1, 0);
+    }
+    tset(&t->out[0], DT_F32, 1, C, 0);
+    tfac(&t->out[0], cc, -1);
+    t->out[0].zero_init = t->p[MXVM_MODE] == 1;
+    mx_sum_tol(t, R, 1.0);
+}
+
+static void mxvm_describe(const Task *t, Buf *name, Buf *desc) {
+    static const char *const nm[2][3] = { { "Vector_Matrix_Product", "Row_Vector_Times_Matrix", "Transposed_GEMV" },
+                                          { "Column_Sums", "Matrix_Column_Reduction", "Sum_Over_Rows" } };
+    buf_puts(name, nm[t->p[MXVM_OP]][t->p[MXVM_TNAME]]);
+    const char *A = t->in[0].name, *y = t->out[0].name;
+    int R = t->p[MXVM_ROWS], C = t->p[MXVM_COLS];
+    if (t->p[MXVM_OP] == 0)
+        buf_printf(desc, "%s is a %d x %d row-major float32 matrix and %s a vector of %d. Compute the row vector %s = %s^T * %s: %s[c] = sum over r of %s[r] * %s[r][c].",
+                   A, R, C, t->in[1].name, R, y, t->in[1].name, A, y, t->in[1].name, A);
+    else buf_printf(desc, "%s is a %d x %d row-major float32 matrix. Compute %s[c] = sum over r of %s[r][c] (the sum of each column).", A, R, C, y, A);
+    switch (t->p[MXVM_MODE]) {
+    case 0: buf_puts(desc, " One thread per column, looping down the rows, so neighbouring threads read neighbouring addresses."); break;
+    case 1: buf_printf(desc, " Split the rows into chunks of %d: a 2-D grid (dim3) with blockIdx.y selecting the chunk; each thread sums its column over the chunk and adds it to the output with atomicAdd (the output starts at zero).", t->p[MXVM_CHUNK]); break;
+    default: buf_printf(desc, " Use 32 x %d thread blocks (dim3): threadIdx.x picks the column, the %d rows of threads stride down the rows, and the partial sums are combined in shared memory.", t->p[MXVM_BY], t->p[MXVM_BY]); break;
+    }
+}
+
+static void mxvm_kernels(const Task *t, Emit *e) {
+    const char *const *dn = mx_dnames[t->p[MXVM_DNAMES]];
+    const char *A = t->in[0].name, *x = t->p[MXVM_OP] == 0 ? t->in[1].name : NULL, *y = t->out[0].name, *R = dn[0], *C = dn[1];
+    int mode = t->p[MXVM_MODE];
+    if (mode == 1) {
+        em_line(e, "#define ROWS_PER_CHUNK %d", t->p[MXVM_CHUNK]);
+        em_blank(e);
+    } else if (mode == 2) {
+        em_line(e, "#define BLOCK_X 32");
+        em_line(e, "#define BLOCK_Y %d", t->p[MXVM_BY]);
+        em_blank(e);
+    }
+    MxSig g = { "" };
+    mxsig_ptr(&g, t, "float", A, 1);
+    if (x) mxsig_ptr(&g, t, "float", x, 1);
+    mxsig_ptr(&g, t, "float", y, 0);
+    mxsig_int(&g, R);
+    mxsig_int(&g, C);
+    const char *term = x ? fmt("%s[r] * %s[(size_t)r * %s + col]", x, A, C) : fmt("%s[(size_t)r * %s + col]", A, C);
+    static const char *const what[] = { "One thread per column: coalesced reads down the rows.",
+                                        "blockIdx.y picks a chunk of rows; partial column sums are added with atomicAdd.",
+                                        "A 32-wide block of columns; the block's rows of threads split the rows, then reduce in shared memory." };
+    em_comment(e, t, fmt("%s[c] = sum over r of %s. %s", y, x ? fmt("%s[r] * %s[r][c]", x, A) : fmt("%s[r][c]", A), what[mode]), 0);
+    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
+    if (mode == 0) {
+        em_line(e, "const int col = blockIdx.x * blockDim.x + threadIdx.x;");
+        mx_guard_open(e, t->p[MXVM_LOOP], fmt("col < %s", C), fmt("col >= %s", C));
+        em_line(e, "float acc = 0.0f;");
+        em_line(e, "for (int r = 0; r < %s; ++r) acc += %s;", R, term);
+        em_line(e, "%s[col] = acc;", y);
+        mx_guard_close(e, t->p[MXVM_LOOP]);
+    } else if (mode == 1) {
+        em_line(e, "const int col = blockIdx.x * blockDim.x + threadIdx.x;");
+        em_line(e, "const int r0 = blockIdx.y * ROWS_PER_CHUNK;");
+        em_line(e, "if (col >= %s) return;", C);
+        em_line(e, "const int r1 = min(r0 + ROWS_PER_CHUNK, %s);", R);
+        em_line(e, "float acc = 0.0f;");
+        em_line(e, "for (int r = r0; r < r1; ++r) acc += %s;", term);
+        em_line(e, "atomicAdd(&%s[col], acc);", y);
+    } else {
+        em_line(e, "__shared__ float part[BLOCK_Y][BLOCK_X + 1];");
+        em_line(e, "const int col = blockIdx.x * BLOCK_X + threadIdx.x;");
+        em_line(e, "float acc = 0.0f;");
+        em_line(e, "if (col < %s) {", C);
+        em_in(e);
+        em_line(e, "for (int r = threadIdx.y; r < %s; r += BLOCK_Y) acc += %s;", R, term);
+        em_out(e);
+        em_line(e, "}");
+        em_line(e, "part[threadIdx.y][threadIdx.x] = acc;");
+        em_line(e, "__syncthreads();");
+        em_line(e, "if (threadIdx.y == 0 && col < %s) {", C);
+        em_in(e);
+        em_line(e, "for (int j = 1; j < BLOCK_Y; ++j) acc += part[j][threadIdx.x];");
+        em_line(e, "%s[col] = acc;", y);
+        em_out(e);
+        em_line(e, "}");
+    }
+    em_fn_close(e);
+}
+
+static void mxvm_launch(const Task *t, Emit *e, const Host *h) {
+    const char *R = h->size[0], *C = h->size[1];
+    const char *args = t->p[MXVM_OP] == 0 ? fmt("%s, %s, %s, %s, %s", h->in[0], h->in[1], h->out[0], R, C)
+                                        : fmt("%s, %s, %s, %s", h->in[0], h->out[0], R, C);
+    int mode = t->p[MXVM_MODE];
+    if (mode == 0) launch_1d(e, t, t->kname[0], C, t->p[MXVM_BLOCK], 0, args);
+    else if (mode == 1)
+        mx_launch2d(e, t, t->p[MXVM_DIMS], t->kname[0], fmt("%d", t->p[MXVM_BLOCK]), "1", NULL, "ROWS_PER_CHUNK", C, R, NULL, 0, NULL, args);
+    else mx_launch2d(e, t, t->p[MXVM_DIMS], t->kname[0], "BLOCK_X", "BLOCK_Y", NULL, NULL, C, NULL, NULL, 0, NULL, args);
+}
+
+static void mxvm_ref(const Task *t, const void *const *in, void *const *out) {
+    long R = t->p[MXVM_ROWS], C = t->p[MXVM_COLS];
+    const float *A = in[0], *x = t->p[MXVM_OP] == 0 ? in[1] : NULL;
+    double *acc = calloc((size_t)C, sizeof *acc);
+    for (long r = 0; r < R; r++) {
+        double w = x ? x[r] : 1.0;
+        for (long c = 0; c < C; c++) acc[c] += w * A[r * C + c];
+    }
+    for (long c = 0; c < C; c++) ((float *)out[0])[c] = (float)acc[c];
+    free(acc);
+}
+
+static const Family fam_mx_vecmat = { "vecmat", "y = x^T A or column sums: thread per column, row chunks + atomicAdd on a 2-D grid, or 32 x BY blocks reduced in shared memory",
+                                   mxvm_params, NULL, mxvm_draw, mxvm_layout, mxvm_describe, mxvm_kernels, mxvm_launch, mxvm_ref };
+
+// ----------------------------------------------------------------------------
+// Outer product and rank-1 update
+
+enum { MXOP_OP, MXOP_M, MXOP_N, MXOP_MODE, MXOP_BDIM, MXOP_BLOCK, MXOP_CAP, MXOP_GUARD, MXOP_DIMS, MXOP_KNAME, MXOP_NAMES, MXOP_TNAME, MXOP_DNAMES, MXOP_NP };
+static const char *const mxop_ops[] = { "outer", "scaled", "ger", NULL };
+static const char *const mxop_modes[] = { "grid_2d", "shared_vectors", "flat_grid_stride", NULL };
+static const ParamDesc mxop_params[] = {
+    { "op", mxop_ops, 1 }, { "m", NULL, 1 }, { "n", NULL, 1 }, { "mode", mxop_modes, 1 }, { "bdim", NULL, 1 }, { "block", NULL, 1 },
+    { "cap", NULL, 0 }, { "guard", NULL, 0 }, { "dims", NULL, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 },
+    { "dnames", NULL, 0 }, { NULL, NULL, 0 } };
+static const char *const mxop_names[][4] = { { "x", "y", "A", "C" }, { "u", "v", "base", "outer" }, { "a", "b", "mat", "result" },
+                                           { "col_vec", "row_vec", "A_in", "A_out" } };
+static const char *const mxop_kn[3][4] = { { "outer_product", "outerProduct", "outer_kernel", "vec_outer" },
+                                         { "scaled_outer", "scaledOuterProduct", "outer_scaled_kernel", "alpha_outer" },
+                                         { "ger_update", "rank1Update", "ger_kernel", "rank_one_update" } };
+static const double mxop_alphas[] = { 0.5, 2, -1, -0.25, 1.5, 3 };
+static const char *const mxop_fp[] = { "alpha", NULL };
+
+static void mxop_draw(Task *t, Rng *r) {
+    t->p[MXOP_OP] = rng_int(r, 0, 2);
+    mx_draw_rc(r, &t->p[MXOP_M], &t->p[MXOP_N], 4096, 4200000);
+    t->p[MXOP_MODE] = rng_int(r, 0, 2);
+    if (t->p[MXOP_MODE] == 2) {
+        t->p[MXOP_BDIM] = 0;
+        t->p[MXOP_BLOCK] = mx_blocks1d[RPICK(r, mx_blocks1d)];
+        t->p[MXOP_CAP] = 1024 * (1 << rng_int(r, 0, 2));
+        t->p[MXOP_GUARD] = 0;
+    } else {
+        t->p[MXOP_BDIM] = rng_int(r, 0, NELEM(mx_bdims) - 1);
+        t->p[MXOP_BLOCK] = 0;
+        t->p[MXOP_CAP] = 0;
+        t->p[MXOP_GUARD] = t->p[MXOP_MODE] == 0 ? rng_int(r, 0, 1) : 0;
+    }
+    t->p[MXOP_DIMS] = rng_int(r, 0, 3);
+    t->p[MXOP_KNAME] = rng_int(r, 0, 3);
+    t->p[MXOP_NAMES] = rng_int(r, 0, NELEM(mxop_names) - 1);
+    t->p[MXOP_TNAME] = rng_int(r, 0, 2);
+    t->p[MXOP_DNAMES] = rng_int(r, 0, 3);
+    t->f[0] = t->p[MXOP_OP] ? mxop_alphas[RPICK(r, mxop_alphas)] : 0;
+    const char *const *nm = mxop_names[t->p[MXOP_NAMES]];
+    int k = 0;
+    if (t->p[MXOP_OP] == 2) mx_name(t->in[k++].name, sizeof t->in[0].name, nm[2]);
+    mx_name(t->in[k++].name, sizeof t->in[0].name, nm[0]);
+    mx_name(t->in[k++].name, sizeof t->in[0].name, nm[1]);
+    mx_name(t->out[0].name, sizeof t->out[0].name, nm[3]);
+    mx_name(t->kname[0], sizeof t->kname[0], mxop_kn[t->p[MXOP_OP]][t->p[MXOP_KNAME]]);
+    mx_name(t->slug, sizeof t->slug, t->p[MXOP_OP] == 2 ? "ger" : "outer");
+}
+
+static void mxop_layout(Task *t) {
+    const char *const *dn = mx_dnames[t->p[MXOP_DNAMES]];
+    long M = t->p[MXOP_M], N = t->p[MXOP_N];
+    t->nsize = 0;
+    int mm = add_size(t, dn[0], M), nn = add_size(t, dn[1], N);
+    int ger = t->p[MXOP_OP] == 2, k = 0;
+    t->nin = ger ? 3 : 2;
+    t->nout = 1;
+    if (ger) {
+        tset(&t->in[k], DT_F32, 2, M, N);
+        tfac(&t->in[k], mm, nn);
+        trange(&t->in[k++], -1, 1, 0);
+    }
+    tset(&t->in[k], DT_F32, 1, M, 0);
+    tfac(&t->in[k], mm, -1);
+    trange(&t->in[k++], -2, 2, 0);
+    tset(&t->in[k], DT_F32, 1, N, 0);
+    tfac(&t->in[k], nn, -1);
+    trange(&t->in[k++], -2, 2, 0);
+    tset(&t->out[0], DT_F32, 2, M, N);
+    tfac(&t->out[0], mm, nn);
+    // outer: one rounding; scaled: two; ger: A + alpha x y, possibly contracted to an fma
+    double a = fabs(t->f[0]);
+    t->atol = t->p[MXOP_OP] == 2 ? 3e-7 * (1 + 4 * a) * 2 : 1e-7;
+    t->rtol = 1e-6;
+}
+
+static void mxop_describe(const Task *t, Buf *name, Buf *desc) {
+    static const char *const nm[3][3] = { { "Outer_Product", "Vector_Outer_Product", "Rank_One_Matrix" },
+                                          { "Scaled_Outer_Product", "Alpha_Outer_Product", "Scaled_Rank_One_Matrix" },
+                                          { "Rank_One_Update", "GER_Update", "Outer_Product_Accumulate" } };
+    buf_puts(name, nm[t->p[MXOP_OP]][t->p[MXOP_TNAME]]);
+    int ger = t->p[MXOP_OP] == 2, M = t->p[MXOP_M], N = t->p[MXOP_N];
+    const char *x = t->in[ger].name, *y = t->in[ger + 1].name, *c = t->out[0].name;
+    buf_printf(desc, "%s has %d elements and %s has %d. ", x, M, y, N);
+    switch (t->p[MXOP_OP]) {
+    case 0: buf_printf(desc, "Compute the %d x %d row-major outer product %s[i][j] = %s[i] * %s[j].", M, N, c, x, y); break;
+    case 1: buf_printf(desc, "Compute the %d x %d row-major matrix %s[i][j] = %s * %s[i] * %s[j].", M, N, c, fnum(t->f[0]), x, y); break;
+    default: buf_printf(desc, "%s is a %d x %d row-major float32 matrix. Compute the rank-1 update %s[i][j] = %s[i][j] + %s * %s[i] * %s[j].", t->in[0].name, M, N, c, t->in[0].name,
+                        fnum(t->f[0]), x, y); break;
+    }
+    switch (t->p[MXOP_MODE]) {
+    case 0: buf_puts(desc, " One thread per output element on a 2-D grid of 2-D blocks (dim3)."); break;
+    case 1: buf_puts(desc, " Use a 2-D grid of 2-D blocks (dim3); each block first stages the slices of both vectors it needs in shared memory."); break;
+    default: buf_puts(desc, " Use a 1-D grid-stride loop over the flat output index (row = i / columns, column = i % columns)."); break;
+    }
+}
+
+static void mxop_kernels(const Task *t, Emit *e) {
+    const char *const *dn = mx_dnames[t->p[MXOP_DNAMES]];
+    int ger = t->p[MXOP_OP] == 2, mode = t->p[MXOP_MODE];
+    const char *A = ger ? t->in[0].name : NULL, *x = t->in[ger].name, *y = t->in[ger + 1].name, *c = t->out[0].name;
+    const char *M = dn[0], *N = dn[1];
+    const int *bd = mx_bdims[t->p[MXOP_BDIM]];
+    if (mode == 1) {
+        em_line(e, "#define BLOCK_X %d", bd[0]);
+        em_line(e, "#define BLOCK_Y %d", bd[1]);
+        em_blank(e);
+    }
+    MxSig g = { "" };
+    if (ger) mxsig_ptr(&g, t, "float", A, 1);
+    mxsig_ptr(&g, t, "float", x, 1);
+    mxsig_ptr(&g, t, "float", y, 1);
+    mxsig_ptr(&g, t, "float", c, 0);
+    mxsig_int(&g, M);
+    mxsig_int(&g, N);
+    const char *al = flit(t->f[0]);
+    char val[200];
+    em_comment(e, t, fmt("%s[i][j] = %s%s%s[i] * %s[j]%s.", c, ger ? fmt("%s[i][j] + ", A) : "", t->p[MXOP_OP] ? fmt("%s * ", fnum(t->f[0])) : "", x, y,
+                         mode == 1 ? "; the block's slices of the vectors are staged in shared memory" : ""), 0);
+    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
+    if (mode == 2) {
+        const char *i = IDX(t);
+        em_line(e, "const int total = %s * %s;", M, N);
+        loop_open(e, t, LOOP_GRID, "total");
+        if (t->st.idxtype) em_line(e, "const int row = (int)(%s / %s), col = (int)(%s %% %s);", i, N, i, N);
+        else em_line(e, "const int row = %s / %s, col = %s %% %s;", i, N, i, N);
+        snprintf(val, sizeof val, "%s%s%s[row] * %s[col]", ger ? fmt("%s[%s] + ", A, i) : "", t->p[MXOP_OP] ? fmt("%s * ", al) : "", x, y);
+        em_line(e, "%s[%s] = %s;", c, i, val);
+        loop_close(e, LOOP_GRID);
+    } else if (mode == 0) {
+        mx_idx2d(e, t, "row", "col", 0);
+        mx_guard_open(e, t->p[MXOP_GUARD], fmt("row < %s && col < %s", M, N), fmt("row >= %s || col >= %s", M, N));
+        em_line(e, "const int idx = row * %s + col;", N);
+        snprintf(val, sizeof val, "%s%s%s[row] * %s[col]", ger ? fmt("%s[idx] + ", A) : "", t->p[MXOP_OP] ? fmt("%s * ", al) : "", x, y);
+        em_line(e, "%s[idx] = %s;", c, val);
+        mx_guard_close(e, t->p[MXOP_GUARD]);
+    } else {
+        em_line(e, "__shared__ float xs[BLOCK_Y];");
+        em_line(e, "__shared__ float ys[BLOCK_X];");
+        em_line(e, "const int row = blockIdx.y * BLOCK_Y + threadIdx.y;");
+        em_line(e, "const int col = blockIdx.x * BLOCK_X + threadIdx.x;");
+        em_line(e, "if (threadIdx.x == 0 && row < %s) xs[threadIdx.y] = %s[row];", M, x);
+        em_line(e, "if (threadIdx.y == 0 && col < %s) ys[threadIdx.x] = %s[col];", N, y);
+        em_line(e, "__syncthreads();");
+        em_line(e, "if (row < %s && col < %s) {", M, N);
+        em_in(e);
+        em_line(e, "const int idx = row * %s + col;", N);
+        snprintf(val, sizeof val, "%s%sxs[threadIdx.y] * ys[threadIdx.x]", ger ? fmt("%s[idx] + ", A) : "", t->p[MXOP_OP] ? fmt("%s * ", al) : "");
+        em_line(e, "%s[idx] = %s;", c, val);
+        em_out(e);
+        em_line(e, "}");
+    }
+    em_fn_close(e);
+}
+
+static void mxop_launch(const Task *t, Emit *e, const Host *h) {
+    const char *M = h->size[0], *N = h->size[1];
+    int ger = t->p[MXOP_OP] == 2;
+    const char *args = ger ? fmt("%s, %s, %s, %s, %s, %s", h->in[0], h->in[1], h->in[2], h->out[0], M, N)
+                           : fmt("%s, %s, %s, %s, %s", h->in[0], h->in[1], h->out[0], M, N);
+    const int *bd = mx_bdims[t->p[MXOP_BDIM]];
+    switch (t->p[MXOP_MODE]) {
+    case 0: mx_launch2d(e, t, t->p[MXOP_DIMS], t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, N, M, NULL, 0, NULL, args); break;
+    case 1: mx_launch2d(e, t, t->p[MXOP_DIMS], t->kname[0], "BLOCK_X", "BLOCK_Y", NULL, NULL, N, M, NULL, 0, NULL, args); break;
+    default: launch_1d(e, t, t->kname[0], fmt("%s * %s", M, N), t->p[MXOP_BLOCK], t->p[MXOP_CAP], args); break;
+    }
+}
+
+static void mxop_ref(const Task *t, const void *const *in, void *const *out) {
+    long M = t->p[MXOP_M], N = t->p[MXOP_N];
+    int ger = t->p[MXOP_OP] == 2;
+    const float *A = ger ? in[0] : NULL, *x = in[ger], *y = in[ger + 1];
+    double al = t->p[MXOP_OP] ? mx_fpar(t, 0) : 1.0;
+    float *c = out[0];
+    for (long i = 0; i < M; i++)
+        for (long j = 0; j < N; j++) c[i * N + j] = (float)((A ? A[i * N + j] : 0.0) + al * x[i] * y[j]);
+}
+
+static const Family fam_mx_outer = { "outer_product", "C = x y^T, alpha x y^T, or A + alpha x y^T: 2-D dim3 grid, vectors staged in shared memory, or flat grid-stride",
+                                  mxop_params, mxop_fp, mxop_draw, mxop_layout, mxop_describe, mxop_kernels, mxop_launch, mxop_ref };
+
+// ----------------------------------------------------------------------------
+// Batched small matrix multiply, the batch index in blockIdx.z
+
+enum { MXBM_SHAPE, MXBM_N, MXBM_BATCH, MXBM_MODE, MXBM_BDIM, MXBM_TDEF, MXBM_PAD, MXBM_GUARD, MXBM_DIMS, MXBM_KNAME, MXBM_NAMES, MXBM_TNAME, MXBM_DNAMES, MXBM_NP };
+static const char *const mxbm_shapes[] = { "both_batched", "shared_rhs", NULL };
+static const char *const mxbm_modes[] = { "global", "shared", NULL };
+static const ParamDesc mxbm_params[] = {
+    { "shape", mxbm_shapes, 1 }, { "n", NULL, 1 }, { "batch", NULL, 1 }, { "mode", mxbm_modes, 1 }, { "bdim", NULL, 1 },
+    { "tdef", NULL, 0 }, { "pad", NULL, 0 }, { "guard", NULL, 0 }, { "dims", NULL, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 },
+    { "tname", NULL, 0 }, { "dnames", NULL, 0 }, { NULL, NULL, 0 } };
+static const char *const mxbm_dnames[][3] = { { "batch", "n", "nn" }, { "count", "dim", "elems" }, { "num_mats", "order", "mat_size" } };
+static const char *const mxbm_names[][3] = { { "A", "B", "C" }, { "lhs", "rhs", "out" }, { "X", "W", "Y" }, { "mats_a", "mats_b", "mats_c" } };
+static const char *const mxbm_kn[] = { "batched_matmul", "bmmKernel", "matmul_batched", "batch_gemm" };
+
+static void mxbm_draw(Task *t, Rng *r) {
+    static const int ns[] = { 4, 8, 16, 24, 32, 48, 64 };
+    static const int batches[] = { 16, 32, 64, 100, 128, 256, 500, 1000, 2048 };
+    static const int bds[] = { 0, 2, 4, 1 };
+    t->p[MXBM_SHAPE] = rng_chance(r, 70) ? 0 : 1;
+    do {
+        t->p[MXBM_N] = ns[RPICK(r, ns)];
+        t->p[MXBM_BATCH] = batches[RPICK(r, batches)];
+    } while ((long)t->p[MXBM_BATCH] * t->p[MXBM_N] * t->p[MXBM_N] > 4200000 || (long)t->p[MXBM_BATCH] * t->p[MXBM_N] * t->p[MXBM_N] < 4096);
+    t->p[MXBM_MODE] = t->p[MXBM_N] <= 32 && rng_chance(r, 50);
+    t->p[MXBM_BDIM] = t->p[MXBM_MODE] ? 0 : bds[RPICK(r, bds)];
+    t->p[MXBM_TDEF] = t->p[MXBM_MODE] ? rng_int(r, 0, 1) : 0;
+    t->p[MXBM_PAD] = t->p[MXBM_MODE] ? rng_int(r, 0, 1) : 0;
+    t->p[MXBM_GUARD] = rng_int(r, 0, 1);
+    t->p[MXBM_DIMS] = rng_int(r, 0, 3);
+    t->p[MXBM_KNAME] = rng_int(r, 0, 3);
+    t->p[MXBM_NAMES] = rng_int(r, 0, NELEM(mxbm_names) - 1);
+    t->p[MXBM_TNAME] = rng_int(r, 0, 2);
+    t->p[MXBM_DNAMES] = rng_int(r, 0, NELEM(mxbm_dnames) - 1);
+    const char *const *nm = mxbm_names[t->p[MXBM_NAMES]];
+    mx_name(t->in[0].name, sizeof t->in[0].name, nm[0]);
+    mx_name(t->in[1].name, sizeof t->in[1].name, nm[1]);
+    mx_name(t->out[0].name, sizeof t->out[0].name, nm[2]);
+    mx_name(t->kname[0], sizeof t->kname[0], mxbm_kn[t->p[MXBM_KNAME]]);
+    mx_name(t->slug, sizeof t->slug, "batched_matmul");
+}
+
+static void mxbm_layout(Task *t) {
+    const char *const *dn = mxbm_dnames[t->p[MXBM_DNAMES]];
+    long B = t->p[MXBM_BATCH], N = t->p[MXBM_N];
+    t->nsize = 0;
+    int bb = add_size(t, dn[0], B), nn = add_size(t, dn[1], N), ee = add_size(t, dn[2], N * N);
+    t->nin = 2;
+    t->nout = 1;
+    for (int k = 0; k < 2; k++) {
+        if (k == 1 && t->p[MXBM_SHAPE] == 1) {
+            tset(&t->in[k], DT_F32, 2, N, N);
+            tfac(&t->in[k], nn, nn);
+        } else {
+            tset(&t->in[k], DT_F32, 3, B, N);
+            t->in[k].shape[2] = N;
+            tfac(&t->in[k], bb, ee);
+        }
+        trange(&t->in[k], -1, 1, 0);
+    }
+    tset(&t->out[0], DT_F32, 3, B, N);
+    t->out[0].shape[2] = N;
+    tfac(&t->out[0], bb, ee);
+    mx_sum_tol(t, N, 1.0);
+}
+
+static void mxbm_describe(const Task *t, Buf *name, Buf *desc) {
+    buf_puts(name, pick3(t->p[MXBM_TNAME], "Batched_Matrix_Multiply", "Batched_GEMM", "Many_Small_Matmuls"));
+    const char *a = t->in[0].name, *b = t->in[1].name, *c = t->out[0].name;
+    int B = t->p[MXBM_BATCH], N = t->p[MXBM_N];
+    if (t->p[MXBM_SHAPE] == 0)
+        buf_printf(desc, "%s and %s hold %d row-major %d x %d float32 matrices each (shape [%d, %d, %d]). Compute %s[b] = %s[b] * %s[b] for every b.",
+                   a, b, B, N, N, B, N, N, c, a, b);
+    else
+        buf_printf(desc, "%s holds %d row-major %d x %d float32 matrices (shape [%d, %d, %d]) and %s is one %d x %d matrix. Compute %s[b] = %s[b] * %s for every b.",
+                   a, B, N, N, B, N, N, b, N, N, c, a, b);
+    if (t->p[MXBM_MODE] == 0) buf_puts(desc, " Use a 3-D grid (dim3): blockIdx.z is the batch index, x and y cover the columns and rows of the output, one thread per output element.");
+    else buf_printf(desc, " Use one %d x %d thread block per matrix (blockIdx.z is the batch index): load both operands into shared memory, synchronise, then each thread computes one output element.", N, N);
+}
+
+static void mxbm_kernels(const Task *t, Emit *e) {
+    const char *const *dn = mxbm_dnames[t->p[MXBM_DNAMES]];
+    const char *a = t->in[0].name, *b = t->in[1].name, *c = t->out[0].name, *B = dn[0], *n = dn[1];
+    int shared_rhs = t->p[MXBM_SHAPE] == 1;
+    MxSig g = { "" };
+    mxsig_ptr(&g, t, "float", a, 1);
+    mxsig_ptr(&g, t, "float", b, 1);
+    mxsig_ptr(&g, t, "float", c, 0);
+    mxsig_int(&g, B);
+    if (t->p[MXBM_MODE] == 0) {
+        mxsig_int(&g, n);
+        em_comment(e, t, fmt("%s[item] = %s[item] * %s%s; blockIdx.z selects the matrix, one thread per output element.", c, a, b, shared_rhs ? "" : "[item]"), 0);
+        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
+        em_line(e, "const int item = blockIdx.z;");
+        mx_idx2d(e, t, "row", "col", 0);
+        mx_guard_open(e, t->p[MXBM_GUARD], fmt("item < %s && row < %s && col < %s", B, n, n), fmt("item >= %s || row >= %s || col >= %s", B, n, n));
+        em_line(e, "const size_t off = (size_t)item * %s * %s;", n, n);
+        em_line(e, "const float *pa = %s + off;", a);
+        em_line(e, "const float *pb = %s%s;", b, shared_rhs ? "" : " + off");
+        em_line(e, "float acc = 0.0f;");
+        em_line(e, "for (int p = 0; p < %s; ++p) acc += pa[row * %s + p] * pb[p * %s + col];", n, n, n);
+        em_line(e, "%s[off + row * %s + col] = acc;", c, n);
+        mx_guard_close(e, t->p[MXBM_GUARD]);
+        em_fn_close(e);
+        return;
+    }
+    int N = t->p[MXBM_N], tmpl = t->p[MXBM_TDEF];
+    const char *D = tmpl ? "DIM" : "MAT_DIM", *pad = t->p[MXBM_PAD] ? " + 1" : "";
+    if (!tmpl) {
+        em_line(e, "#define MAT_DIM %d", N);
+        em_blank(e);
+    }
+    em_comment(e, t, fmt("One %s x %s block per matrix (blockIdx.z): both operands in shared memory, one thread per output element.", D, D), 0);
+    em_fn_open(e, t, SPAN_GLOBAL, tmpl ? "template <int DIM>\n" : "", "__global__ void", t->kname[0], g.s);
+    em_line(e, "__shared__ float sa[%s][%s%s];", D, D, pad);
+    em_line(e, "__shared__ float sb[%s][%s%s];", D, D, pad);
+    em_line(e, "const int item = blockIdx.z;");
+    em_line(e, "if (item >= %s) return; // uniform across the block", B);
+    em_line(e, "const int r = threadIdx.y, c = threadIdx.x;");
+    em_line(e, "const size_t off = (size_t)item * %s * %s;", D, D);
+    em_line(e, "sa[r][c] = %s[off + r * %s + c];", a, D);
+    em_line(e, "sb[r][c] = %s[%sr * %s + c];", b, shared_rhs ? "" : "off + ", D);
+    em_line(e, "__syncthreads();");
+    em_line(e, "float acc = 0.0f;");
+    em_line(e, "#pragma unroll");
+    em_line(e, "for (int p = 0; p < %s; ++p) acc += sa[r][p] * sb[p][c];", D);
+    em_line(e, "%s[off + r * %s + c] = acc;", c, D);
+    em_fn_close(e);
+}
+
+static void mxbm_launch(const Task *t, Emit *e, const Host *h) {
+    const char *B = h->size[0], *n = h->size[1];
+    if (t->p[MXBM_MODE] == 0) {
+        const int *bd = mx_bdims[t->p[MXBM_BDIM]];
+        mx_launch2d(e, t, t->p[MXBM_DIMS], t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, n, n, B, 0, NULL,
+                    fmt("%s, %s, %s, %s, %s", h->in[0], h->in[1], h->out[0], B, n));
+        return;
+    }
+    int N = t->p[MXBM_N];
+    const char *k = t->p[MXBM_TDEF] ? fmt("%s<%d>", t->kname[0], N) : t->kname[0];
+    const char *D = n; // the side; the kernel's shared arrays have the same compile-time size
+    const char *args = fmt("%s, %s, %s, %s", h->in[0], h->in[1], h->out[0], B);
+    switch (t->p[MXBM_DIMS]) {
+    case 0:
+        em_dim3(e, NULL, fmt("block(%s, %s)", D, D));
+        em_dim3(e, NULL, fmt("grid(1, 1, %s)", B));
+        em_launch(e, k, "grid, block", args);
+        break;
+    case 1:
+        em_dim3(e, "const", fmt("threads(%s, %s), blocks(1, 1, %s)", D, D, B));
+        em_launch(e, k, "blocks, threads", args);
+        break;
+    case 2:
+        em_launch(e, k, fmt("dim3(1, 1, %s), dim3(%s, %s)", B, D, D), args);
+        break;
+    default:
+        em_dim3(e, NULL, fmt("block_dim(%s, %s)", D, D));
+        em_dim3(e, NULL, "grid_dim");
+        em_line(e, "grid_dim.z = %s; // one block per matrix", B);
+        em_launch(e, k, "grid_dim, block_dim", args);
+        break;
+    }
+}
+
+static void mxbm_ref(const Task *t, const void *const *in, void *const *out) {
+    long B = t->p[MXBM_BATCH], N = t->p[MXBM_N];
+    const float *a = in[0], *b = in[1];
+    float *c = out[0];
+    for (long k = 0; k < B; k++)
+        mxmm_ref_core(0, N, N, N, a + k * N * N, t->p[MXBM_SHAPE] == 1 ? b : b + k * N * N, c + k * N * N);
+}
+
+static const Family fam_mx_matmul_batched = { "matmul_batched", "many small N x N products, batch index in blockIdx.z: global loads on a 3-D grid or one block per matrix with shared operands",
+                                           mxbm_params, NULL, mxbm_draw, mxbm_layout, mxbm_describe, mxbm_kernels, mxbm_launch, mxbm_ref };
+
+// ----------------------------------------------------------------------------
+// 1-D convolution with the filter in __constant__ memory
+
+enum { MXC1_N, MXC1_TAPS, MXC1_PAD, MXC1_MODE, MXC1_CAPACITY, MXC1_BLOCK, MXC1_CAP, MXC1_LOOP, MXC1_KNAME, MXC1_NAMES, MXC1_TNAME, MXC1_DNAMES, MXC1_CNAME, MXC1_NP };
+static const char *const mxcv_pads[] = { "same", "valid", NULL };
+static const char *const mxc1_modes[] = { "global", "shared_tile", "grid_stride", NULL };
+static const char *const mxc1_capacity[] = { "exact", "max_taps", NULL };
+static const ParamDesc mxc1_params[] = {
+    { "n", NULL, 1 }, { "taps", NULL, 1 }, { "pad", mxcv_pads, 1 }, { "mode", mxc1_modes, 1 }, { "capacity", mxc1_capacity, 1 },
+    { "block", NULL, 1 }, { "cap", NULL, 0 }, { "loop", NULL, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 },
+    { "dnames", NULL, 0 }, { "cname", NULL, 0 }, { NULL, NULL, 0 } };
+static const char *const mxc1_dnames[][3] = { { "n", "taps", "n_out" }, { "len", "ksize", "out_len" }, { "length", "width", "result_len" } };
+static const char *const mxc1_names[][3] = { { "x", "w", "y" }, { "signal", "filt", "filtered" }, { "in", "filter", "out" },
+                                           { "input", "weights", "output" }, { "data", "mask", "result" } };
+static const char *const mxc1_cnames[] = { "c_filter", "c_weights", "const_mask", "filter_c" };
+static const char *const mxc1_kn[] = { "conv1d", "convolve1D", "conv1d_const", "fir_filter" };
+
+static void mxc1_draw(Task *t, Rng *r) {
+    static const int ns[] = { 1000, 4096, 10000, 65536, 100000, 262144, 1000000 };
+    static const int odd[] = { 3, 5, 7, 9, 11, 15, 17, 25, 31 };
+    static const int any[] = { 2, 3, 4, 5, 7, 8, 9, 16, 31 };
+    t->p[MXC1_N] = ns[RPICK(r, ns)];
+    t->p[MXC1_PAD] = rng_int(r, 0, 1);
+    t->p[MXC1_TAPS] = t->p[MXC1_PAD] == 0 ? odd[RPICK(r, odd)] : any[RPICK(r, any)];
+    t->p[MXC1_MODE] = rng_int(r, 0, 2);
+    t->p[MXC1_CAPACITY] = rng_int(r, 0, 1);
+    t->p[MXC1_BLOCK] = mx_blocks1d[RPICK(r, mx_blocks1d)];
+    t->p[MXC1_CAP] = t->p[MXC1_MODE] == 2 ? 256 * (1 << rng_int(r, 0, 3)) : 0;
+    t->p[MXC1_LOOP] = t->p[MXC1_MODE] == 0 ? rng_int(r, 0, 1) : 0;
+    t->p[MXC1_KNAME] = rng_int(r, 0, 3);
+    t->p[MXC1_NAMES] = rng_int(r, 0, NELEM(mxc1_names) - 1);
+    t->p[MXC1_TNAME] = rng_int(r, 0, 2);
+    t->p[MXC1_DNAMES] = rng_int(r, 0, NELEM(mxc1_dnames) - 1);
+    t->p[MXC1_CNAME] = rng_int(r, 0, 3);
+    const char *const *nm = mxc1_names[t->p[MXC1_NAMES]];
+    mx_name(t->in[0].name, sizeof t->in[0].name, nm[0]);
+    mx_name(t->in[1].name, sizeof t->in[1].name, nm[1]);
+    mx_name(t->out[0].name, sizeof t->out[0].name, nm[2]);
+    mx_name(t->kname[0], sizeof t->kname[0], mxc1_kn[t->p[MXC1_KNAME]]);
+    mx_name(t->slug, sizeof t->slug, "conv1d");
+}
+
+static long mxc1_nout(const Task *t) { return t->p[MXC1_PAD] == 0 ? t->p[MXC1_N] : t->p[MXC1_N] - t->p[MXC1_TAPS] + 1; }
+
+static void mxc1_layout(Task *t) {
+    const char *const *dn = mxc1_dnames[t->p[MXC1_DNAMES]];
+    long N = t->p[MXC1_N], K = t->p[MXC1_TAPS];
+    t->nsize = 0;
+    int nn = add_size(t, dn[0], N), kk = add_size(t, dn[1], K);
+    int oo = t->p[MXC1_PAD] == 1 ? add_size(t, dn[2], mxc1_nout(t)) : nn;
+    t->nin = 2;
+    t->nout = 1;
+    tset(&t->in[0], DT_F32, 1, N, 0);
+    tfac(&t->in[0], nn, -1);
+    trange(&t->in[0], -1, 1, 0);
+    tset(&t->in[1], DT_F32, 1, K, 0);
+    tfac(&t->in[1], kk, -1);
+    trange(&t->in[1], -1, 1, 0);
+    tset(&t->out[0], DT_F32, 1, mxc1_nout(t), 0);
+    tfac(&t->out[0], oo, -1);
+    mx_sum_tol(t, K, 1.0);
+}
+
+static void mxc1_describe(const Task *t, Buf *name, Buf *desc) {
+    buf_puts(name, pick3(t->p[MXC1_TNAME], "Convolution_1D", "FIR_Filter_Constant_Memory", "Conv1D_Constant_Filter"));
+    const char *x = t->in[0].name, *w = t->in[1].name, *y = t->out[0].name;
+    int N = t->p[MXC1_N], K = t->p[MXC1_TAPS];
+    if (t->p[MXC1_PAD] == 0)
+        buf_printf(desc, "%s has %d elements and %s holds %d filter taps (odd, radius %d). Compute the same-size 1-D convolution %s[i] = sum over j in [0, %d) of %s[j] * %s[i + j - %d], "
+                         "with elements of %s outside [0, %d) taken as 0.", x, N, w, K, K / 2, y, K, w, x, K / 2, x, N);
+    else
+        buf_printf(desc, "%s has %d elements and %s holds %d filter taps. Compute the valid 1-D convolution (no padding) %s[i] = sum over j in [0, %d) of %s[j] * %s[i + j] for i in [0, %ld).",
+                   x, N, w, K, y, K, w, x, mxc1_nout(t));
+    buf_puts(desc, " The filter is not flipped (cross-correlation form).");
+    buf_printf(desc, " Keep the filter in __constant__ memory (cudaMemcpyToSymbol from the device buffer of %s)%s.", w,
+               t->p[MXC1_MODE] == 1 ? "; each block stages its input window plus the filter's halo in shared memory" :
+               t->p[MXC1_MODE] == 2 ? "; threads walk the outputs with a grid-stride loop" : "; one thread per output element");
+}
+
+static void mxc1_kernels(const Task *t, Emit *e) {
+    const char *const *dn = mxc1_dnames[t->p[MXC1_DNAMES]];
+    const char *x = t->in[0].name, *y = t->out[0].name, *n = dn[0], *kk = dn[1], *no = dn[2], *cn = mxc1_cnames[t->p[MXC1_CNAME]];
+    int mode = t->p[MXC1_MODE], same = t->p[MXC1_PAD] == 0, cap = t->p[MXC1_CAPACITY] == 1, K = t->p[MXC1_TAPS];
+    const char *TAPS = cap ? kk : "FILTER_TAPS", *CAPN = cap ? "MAX_TAPS" : "FILTER_TAPS", *nout = same ? n : no;
+    if (cap) em_line(e, "#define MAX_TAPS 64 // capacity of the constant filter; the kernel takes the actual count");
+    else em_line(e, "#define FILTER_TAPS %d", K);
+    if (mode == 1) em_line(e, "#define BLOCK_SIZE %d", t->p[MXC1_BLOCK]);
+    em_blank(e);
+    em_comment(e, t, "The filter taps: read by every thread, cached in constant memory.", 0);
+    em_line(e, "__constant__ float %s[%s];", cn, CAPN);
+    em_blank(e);
+    MxSig g = { "" };
+    mxsig_ptr(&g, t, "float", x, 1);
+    mxsig_ptr(&g, t, "float", y, 0);
+    mxsig_int(&g, n);
+    if (!same) mxsig_int(&g, no);
+    if (cap) mxsig_int(&g, kk);
+    const char *center = same ? fmt(" - %s / 2", TAPS) : "";
+    em_comment(e, t, fmt("%s[i] = sum over j of %s[j] * %s[i + j%s]%s.", y, cn, x, center, same ? " (zero outside the input)" : ""), 0);
+    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
+    if (mode == 1) {
+        em_line(e, "__shared__ float tile[BLOCK_SIZE + %s - 1];", CAPN);
+        em_line(e, "const int base = blockIdx.x * BLOCK_SIZE;");
+        em_line(e, "const int start = base%s;", center);
+        em_note(e, t, "the block's window of the input plus the halo, zero outside [0, n)");
+        em_line(e, "for (int j = threadIdx.x; j < BLOCK_SIZE + %s - 1; j += BLOCK_SIZE) {", TAPS);
+        em_in(e);
+        em_line(e, "const int g = start + j;");
+        em_line(e, "tile[j] = (g >= 0 && g < %s) ? %s[g] : 0.0f;", n, x);
+        em_out(e);
+        em_line(e, "}");
+        em_line(e, "__syncthreads();");
+        em_line(e, "const int i = base + threadIdx.x;");
+        em_line(e, "if (i < %s) {", nout);
+        em_in(e);
+        em_line(e, "float acc = 0.0f;");
+        if (!cap) em_line(e, "#pragma unroll");
+        em_line(e, "for (int j = 0; j < %s; ++j) acc += %s[j] * tile[threadIdx.x + j];", TAPS, cn);
+        em_line(e, "%s[i] = acc;", y);
+        em_out(e);
+        em_line(e, "}");
+    } else {
+        const char *i = IDX(t);
+        int loop = mode == 2 ? LOOP_GRID : t->p[MXC1_LOOP];
+        loop_open(e, t, loop, nout);
+        em_line(e, "float acc = 0.0f;");
+        em_line(e, "for (int j = 0; j < %s; ++j) {", TAPS);
+        em_in(e);
+        if (same) {
+            em_line(e, "const int src = (int)%s + j - %s / 2;", i, TAPS);
+            em_line(e, "if (src >= 0 && src < %s) acc += %s[j] * %s[src];", n, cn, x);
+        } else em_line(e, "acc += %s[j] * %s[%s + j];", cn, x, i);
+        em_out(e);
+        em_line(e, "}");
+        em_line(e, "%s[%s] = acc;", y, i);
+        loop_close(e, loop);
+    }
+    em_fn_close(e);
+}
+
+static void mxc1_launch(const Task *t, Emit *e, const Host *h) {
+    const char *n = h->size[0], *kk = h->size[1], *no = t->p[MXC1_PAD] == 1 ? h->size[2] : n;
+    int same = t->p[MXC1_PAD] == 0, cap = t->p[MXC1_CAPACITY] == 1;
+    const char *cn = mxc1_cnames[t->p[MXC1_CNAME]];
+    host_call(e, t, "cudaMemcpyToSymbol(%s, %s, %s * sizeof(float), 0, cudaMemcpyDeviceToDevice)", cn, h->in[1], kk);
+    char args[300];
+    snprintf(args, sizeof args, "%s, %s, %s%s%s%s%s", h->in[0], h->out[0], n, same ? "" : ", ", same ? "" : no, cap ? ", " : "", cap ? kk : "");
+    if (t->p[MXC1_MODE] == 1) {
+        em_line(e, "const int blocks = (%s + BLOCK_SIZE - 1) / BLOCK_SIZE;", no);
+        em_launch(e, t->kname[0], "blocks, BLOCK_SIZE", args);
+    } else launch_1d(e, t, t->kname[0], no, t->p[MXC1_BLOCK], t->p[MXC1_CAP], args);
+}
+
+static void mxc1_ref(const Task *t, const void *const *in, void *const *out) {
+    const float *x = in[0], *w = in[1];
+    float *y = out[0];
+    long N = t->p[MXC1_N], K = t->p[MXC1_TAPS], no = mxc1_nout(t), sh = t->p[MXC1_PAD] == 0 ? K / 2 : 0;
+    for (long i = 0; i < no; i++) {
+        double s = 0;
+        for (long j = 0; j < K; j++) {
+            long src = i + j - sh;
+            if (src >= 0 && src < N) s += (double)w[j] * x[src];
+        }
+        y[i] = (float)s;
+    }
+}
+
+static const Family fam_mx_conv1d = { "conv1d_constant", "1-D convolution (same or valid) with the filter in __constant__ memory via cudaMemcpyToSymbol; global, shared tile + halo, or grid-stride",
+                                   mxc1_params, NULL, mxc1_draw, mxc1_layout, mxc1_describe, mxc1_kernels, mxc1_launch, mxc1_ref };
+
+// ----------------------------------------------------------------------------
+// 2-D convolution with a 3x3 or 5x5 filter
+
+enum { MXC2_SIZE, MXC2_K, MXC2_PAD, MXC2_FLIP, MXC2_MODE, MXC2_FMEM, MXC2_BDIM, MXC2_DIMS, MXC2_KNAME, MXC2_NAMES, MXC2_TNAME, MXC2_DNAMES, MXC2_MACROS, MXC2_NP };
+static const char *const mxc2_flips[] = { "correlation", "convolution", NULL };
+static const char *const mxc2_modes[] = { "global", "shared_tile", NULL };
+static const char *const mxc2_fmems[] = { "constant", "global", NULL };
+static const ParamDesc mxc2_params[] = {
+    { "size", NULL, 1 }, { "ksize", NULL, 1 }, { "pad", mxcv_pads, 1 }, { "flip", mxc2_flips, 1 }, { "mode", mxc2_modes, 1 },
+    { "filter_mem", mxc2_fmems, 1 }, { "bdim", NULL, 1 }, { "dims", NULL, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 },
+    { "tname", NULL, 0 }, { "dnames", NULL, 0 }, { "macros", NULL, 0 }, { NULL, NULL, 0 } };
+static const int mxc2_sizes[][2] = { { 64, 64 }, { 100, 200 }, { 256, 256 }, { 333, 555 }, { 480, 640 }, { 512, 512 },
+                                   { 1000, 1000 }, { 768, 1024 }, { 1024, 1024 }, { 2048, 512 } };
+static const char *const mxc2_dnames[][5] = { { "rows", "cols", "ksize", "out_rows", "out_cols" },
+                                            { "height", "width", "fsize", "out_h", "out_w" },
+                                            { "ny", "nx", "kdim", "ony", "onx" } };
+static const char *const mxc2_names[][3] = { { "img", "filt", "out" }, { "image", "kern", "conv" }, { "input", "mask", "output" },
+                                           { "src", "weights", "dst" }, { "x", "w", "y" } };
+static const char *const mxc2_macros[][2] = { { "FILTER_DIM", "FILTER_RADIUS" }, { "MASK_DIM", "MASK_RADIUS" }, { "KW", "KR" } };
+static const char *const mxc2_kn[] = { "conv2d", "convolution2D", "conv2d_kernel", "filter2d" };
+
+static long mxc2_orows(const Task *t) { return mxc2_sizes[t->p[MXC2_SIZE]][0] - (t->p[MXC2_PAD] ? t->p[MXC2_K] - 1 : 0); }
+static long mxc2_ocols(const Task *t) { return mxc2_sizes[t->p[MXC2_SIZE]][1] - (t->p[MXC2_PAD] ? t->p[MXC2_K] - 1 : 0); }
+
+static void mxc2_draw(Task *t, Rng *r) {
+    static const int bds[] = { 0, 1, 2, 4, 5 };
+    t->p[MXC2_SIZE] = rng_int(r, 0, NELEM(mxc2_sizes) - 1);
+    t->p[MXC2_K] = rng_chance(r, 60) ? 3 : 5;
+    t->p[MXC2_PAD] = rng_int(r, 0, 1);
+    t->p[MXC2_FLIP] = rng_chance(r, 65) ? 0 : 1;
+    t->p[MXC2_MODE] = rng_int(r, 0, 1);
+    t->p[MXC2_FMEM] = rng_chance(r, 60) ? 0 : 1;
+    t->p[MXC2_BDIM] = bds[RPICK(r, bds)];
+    t->p[MXC2_DIMS] = rng_int(r, 0, 3);
+    t->p[MXC2_KNAME] = rng_int(r, 0, 3);
+    t->p[MXC2_NAMES] = rng_int(r, 0, NELEM(mxc2_names) - 1);
+    t->p[MXC2_TNAME] = rng_int(r, 0, 2);
+    t->p[MXC2_DNAMES] = rng_int(r, 0, NELEM(mxc2_dnames) - 1);
+    t->p[MXC2_MACROS] = rng_int(r, 0, NELEM(mxc2_macros) - 1);
+    const char *const *nm = mxc2_names[t->p[MXC2_NAMES]];
+    mx_name(t->in[0].name, sizeof t->in[0].name, nm[0]);
+    mx_name(t->in[1].name, sizeof t->in[1].name, nm[1]);
+    mx_name(t->out[0].name, sizeof t->out[0].name, nm[2]);
+    mx_name(t->kname[0], sizeof t->kname[0], mxc2_kn[t->p[MXC2_KNAME]]);
+    mx_name(t->slug, sizeof t->slug, "conv2d");
+}
+
+static void mxc2_layout(Task *t) {
+    const char *const *dn = mxc2_dnames[t->p[MXC2_DNAMES]];
+    long R = mxc2_sizes[t->p[MXC2_SIZE]][0], C = mxc2_sizes[t->p[MXC2_SIZE]][1], K = t->p[MXC2_K];
+    t->nsize = 0;
+    int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C), kk = add_size(t, dn[2], K);
+    int orr = rr, occ = cc;
+    if (t->p[MXC2_PAD]) {
+        orr = add_size(t, dn[3], mxc2_orows(t));
+        occ = add_size(t, dn[4], mxc2_ocols(t));
+    }
+    t->nin = 2;
+    t->nout = 1;
+    tset(&t->in[0], DT_F32, 2, R, C);
+    tfac(&t->in[0], rr, cc);
+    trange(&t->in[0], (t->p[MXC2_NAMES] & 1) ? 0 : -1, 1, 0);
+    tset(&t->in[1], DT_F32, 2, K, K);
+    tfac(&t->in[1], kk, kk);
+    trange(&t->in[1], -1, 1, 0);
+    tset(&t->out[0], DT_F32, 2, mxc2_orows(t), mxc2_ocols(t));
+    tfac(&t->out[0], orr, occ);
+    mx_sum_tol(t, K * K, 1.0);
+}
+
+static void mxc2_describe(const Task *t, Buf *name, Buf *desc) {
+    static const char *const nm[2][3] = { { "Convolution_2D", "Image_Filter_2D", "Conv2D_Single_Channel" },
+                                          { "True_Convolution_2D", "Flipped_Kernel_Conv2D", "Image_Convolution" } };
+    buf_puts(name, nm[t->p[MXC2_FLIP]][t->p[MXC2_TNAME]]);
+    const char *x = t->in[0].name, *w = t->in[1].name, *y = t->out[0].name;
+    int R = mxc2_sizes[t->p[MXC2_SIZE]][0], C = mxc2_sizes[t->p[MXC2_SIZE]][1], K = t->p[MXC2_K], H = K / 2;
+    const char *wt = t->p[MXC2_FLIP] ? fmt("%s[%d - i][%d - j]", w, K - 1, K - 1) : fmt("%s[i][j]", w);
+    buf_printf(desc, "%s is a %d x %d row-major float32 image and %s a %d x %d filter. ", x, R, C, w, K, K);
+    if (t->p[MXC2_PAD] == 0)
+        buf_printf(desc, "Compute the same-size output %s[r][c] = sum over i, j in [0, %d) of %s * %s[r + i - %d][c + j - %d], with pixels outside the image taken as 0.",
+                   y, K, wt, x, H, H);
+    else
+        buf_printf(desc, "Compute the valid output (%ld x %ld, no padding) %s[r][c] = sum over i, j in [0, %d) of %s * %s[r + i][c + j].",
+                   mxc2_orows(t), mxc2_ocols(t), y, K, wt, x);
+    if (t->p[MXC2_FLIP]) buf_puts(desc, " This is a true convolution: the filter is flipped in both directions.");
+    buf_printf(desc, " One thread per output pixel on a 2-D grid of 2-D blocks (dim3)%s; the filter %s.",
+               t->p[MXC2_MODE] ? ", each block staging its input tile plus the halo in shared memory" : ", reading the image from global memory",
+               t->p[MXC2_FMEM] ? "is read from global memory" : "lives in __constant__ memory (cudaMemcpyToSymbol)");
+}
+
+static void mxc2_kernels(const Task *t, Emit *e) {
+    const char *const *dn = mxc2_dnames[t->p[MXC2_DNAMES]], *const *mc = mxc2_macros[t->p[MXC2_MACROS]];
+    const char *x = t->in[0].name, *w = t->in[1].name, *y = t->out[0].name, *R = dn[0], *C = dn[1];
+    const char *FD = mc[0], *FR = mc[1];
+    int K = t->p[MXC2_K], same = t->p[MXC2_PAD] == 0, flip = t->p[MXC2_FLIP], shared = t->p[MXC2_MODE], cmem = t->p[MXC2_FMEM] == 0;
+    const int *bd = mx_bdims[t->p[MXC2_BDIM]];
+    em_line(e, "#define %s %d", FD, K);
+    em_line(e, "#define %s (%s / 2)", FR, FD);
+    if (shared) {
+        em_line(e, "#define TILE_W %d", bd[0]);
+        em_line(e, "#define TILE_H %d", bd[1]);
+    }
+    em_blank(e);
+    if (cmem) {
+        em_comment(e, t, "The filter, row-major, in constant memory.", 0);
+        em_line(e, "__constant__ float c_mask[%s * %s];", FD, FD);
+        em_blank(e);
+    }
+    const char *wsrc = cmem ? "c_mask" : w;
+    const char *widx = flip ? fmt("%s[(%s - 1 - i) * %s + (%s - 1 - j)]", wsrc, FD, FD, FD) : fmt("%s[i * %s + j]", wsrc, FD);
+    char wexpr[200];
+    snprintf(wexpr, sizeof wexpr, "%s", widx);
+    MxSig g = { "" };
+    mxsig_ptr(&g, t, "float", x, 1);
+    if (!cmem) mxsig_ptr(&g, t, "float", w, 1);
+    mxsig_ptr(&g, t, "float", y, 0);
+    mxsig_int(&g, R);
+    mxsig_int(&g, C);
+    em_comment(e, t, fmt("One thread per output pixel: a %s x %s weighted sum of the neighbourhood%s.", FD, FD,
+                         shared ? " read from a shared tile with a halo" : ""), 0);
+    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
+    const char *orows = same ? R : "orows", *ocols = same ? C : "ocols";
+    if (!same) em_line(e, "const int orows = %s - %s + 1, ocols = %s - %s + 1;", R, FD, C, FD);
+    if (shared) {
+        em_line(e, "__shared__ float tile[TILE_H + %s - 1][TILE_W + %s - 1];", FD, FD);
+        em_line(e, "const int r0 = blockIdx.y * TILE_H, c0 = blockIdx.x * TILE_W;");
+        if (same) em_line(e, "const int oy = r0 - %s, ox = c0 - %s; // the tile's top-left input pixel", FR, FR);
+        else em_line(e, "const int oy = r0, ox = c0; // the tile's top-left input pixel");
+        em_line(e, "for (int ty = threadIdx.y; ty < TILE_H + %s - 1; ty += TILE_H) {", FD);
+        em_in(e);
+        em_line(e, "for (int tx = threadIdx.x; tx < TILE_W + %s - 1; tx += TILE_W) {", FD);
+        em_in(e);
+        em_line(e, "const int rr = oy + ty, cc = ox + tx;");
+        em_line(e, "tile[ty][tx] = (rr >= 0 && rr < %s && cc >= 0 && cc < %s) ? %s[rr * %s + cc] : 0.0f;", R, C, x, C);
+        em_out(e);
+        em_line(e, "}");
+        em_out(e);
+        em_line(e, "}");
+        em_line(e, "__syncthreads();");
+        em_line(e, "const int row = r0 + threadIdx.y, col = c0 + threadIdx.x;");
+        em_line(e, "if (row >= %s || col >= %s) return;", orows, ocols);
+        em_line(e, "float acc = 0.0f;");
+        em_line(e, "for (int i = 0; i < %s; ++i) {", FD);
+        em_in(e);
+        em_line(e, "for (int j = 0; j < %s; ++j) acc += %s * tile[threadIdx.y + i][threadIdx.x + j];", FD, wexpr);
+        em_out(e);
+        em_line(e, "}");
+    } else {
+        mx_idx2d(e, t, "row", "col", 0);
+        em_line(e, "if (row >= %s || col >= %s) return;", orows, ocols);
+        em_line(e, "float acc = 0.0f;");
+        em_line(e, "for (int i = 0; i < %s; ++i) {", FD);
+        em_in(e);
+        if (same) {
+            em_line(e, "const int rr = row + i - %s;", FR);
+            em_line(e, "if (rr < 0 || rr >= %s) continue;", R);
+        } else em_line(e, "const int rr = row + i;");
+        em_line(e, "for (int j = 0; j < %s; ++j) {", FD);
+        em_in(e);
+        if (same) {
+            em_line(e, "const int cc = col + j - %s;", FR);
+            em_line(e, "if (cc < 0 || cc >= %s) continue;", C);
+        } else em_line(e, "const int cc = col + j;");
+        em_line(e, "acc += %s * %s[rr * %s + cc];", wexpr, x, C);
+        em_out(e);
+        em_line(e, "}");
+        em_out(e);
+        em_line(e, "}");
+    }
+    em_line(e, "%s[row * %s + col] = acc;", y, ocols);
+    em_fn_close(e);
+}
+
+static void mxc2_launch(const Task *t, Emit *e, const Host *h) {
+    int same = t->p[MXC2_PAD] == 0, cmem = t->p[MXC2_FMEM] == 0, shared = t->p[MXC2_MODE];
+    const char *R = h->size[0], *C = h->size[1], *kk = h->size[2];
+    const char *orr = same ? R : h->size[3], *occ = same ? C : h->size[4];
+    if (cmem) host_call(e, t, "cudaMemcpyToSymbol(c_mask, %s, %s * %s * sizeof(float), 0, cudaMemcpyDeviceToDevice)", h->in[1], kk, kk);
+    char args[300];
+    if (cmem) snprintf(args, sizeof args, "%s, %s, %s, %s", h->in[0], h->out[0], R, C);
+    else snprintf(args, sizeof args, "%s, %s, %s, %s, %s", h->in[0], h->in[1], h->out[0], R, C);
+    const int *bd = mx_bdims[t->p[MXC2_BDIM]];
+    if (shared) mx_launch2d(e, t, t->p[MXC2_DIMS], t->kname[0], "TILE_W", "TILE_H", NULL, NULL, occ, orr, NULL, 0, NULL, args);
+    else mx_launch2d(e, t, t->p[MXC2_DIMS], t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, occ, orr, NULL, 0, NULL, args);
+}
+
+static void mxc2_ref(const Task *t, const void *const *in, void *const *out) {
+    const float *x = in[0], *w = in[1];
+    float *y = out[0];
+    long R = mxc2_sizes[t->p[MXC2_SIZE]][0], C = mxc2_sizes[t->p[MXC2_SIZE]][1], K = t->p[MXC2_K], OR = mxc2_orows(t), OC = mxc2_ocols(t);
+    long sh = t->p[MXC2_PAD] == 0 ? K / 2 : 0;
+    for (long r = 0; r < OR; r++)
+        for (long c = 0; c < OC; c++) {
+            double s = 0;
+            for (long i = 0; i < K; i++)
+                for (long j = 0; j < K; j++) {
+                    long rr = r + i - sh, cc = c + j - sh;
+                    if (rr < 0 || rr >= R || cc < 0 || cc >= C) continue;
+                    double wv = t->p[MXC2_FLIP] ? w[(K - 1 - i) * K + (K - 1 - j)] : w[i * K + j];
+                    s += wv * x[rr * C + cc];
+                }
+            y[r * OC + c] = (float)s;
+        }
+}
+
+static const Family fam_mx_conv2d = { "conv2d", "2-D convolution / correlation with a 3x3 or 5x5 filter (constant or global memory), same or valid, direct or shared tile + halo",
+                                   mxc2_params, NULL, mxc2_draw, mxc2_layout, mxc2_describe, mxc2_kernels, mxc2_launch, mxc2_ref };
+
+// ----------------------------------------------------------------------------
+// Pipelines: shared pieces
+
+static const int mxpl_sizes[] = { 1000, 4096, 10000, 65536, 100000, 262144, 1000000, 1048576 };
+static const int mxpl_blocks[] = { 128, 256, 256, 512, 1024 };
+static const int mxpl_caps[] = { 0, 64, 256, 1024 }; // 0: one element per thread in the first pass
+
+// Emits __device__ float NAME(float v): the sum (op 0) or maximum (op 1) of v over the
+// block, valid in thread 0. kind 0: a shared-memory tree over BLOCK_SIZE floats (the block
+// size, a power of two); kind 1: warp shuffles, then the warp results through shared
+// memory. Ends with __syncthreads(), so a kernel may call it several times in a row.
+static void mxpl_block_reduce(Emit *e, const Task *t, int kind, int op, const char *name) {
+    const char *id = op ? "-3.402823466e+38f" : "0.0f";
+    em_comment(e, t, fmt("Block-wide %s of v (blockDim.x == BLOCK_SIZE threads); the result is valid in thread 0.", op ? "maximum" : "sum"), 0);
+    em_fn_open(e, t, SPAN_DEVICE, "", (t->st.idxname & 1) ? "__device__ __forceinline__ float" : "__device__ float", name, "float v");
+    if (kind == 0) {
+        em_line(e, "__shared__ float buf[BLOCK_SIZE];");
+        em_line(e, "buf[threadIdx.x] = v;");
+        em_line(e, "__syncthreads();");
+        em_line(e, "for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {");
+        em_in(e);
+        if (op) em_line(e, "if (threadIdx.x < s) buf[threadIdx.x] = fmaxf(buf[threadIdx.x], buf[threadIdx.x + s]);");
+        else em_line(e, "if (threadIdx.x < s) buf[threadIdx.x] += buf[threadIdx.x + s];");
+        em_line(e, "__syncthreads();");
+        em_out(e);
+        em_line(e, "}");
+        em_line(e, "const float total = buf[0];");
+        em_line(e, "__syncthreads(); // buf may be reused by the next call");
+        em_line(e, "return total;");
+    } else {
+        const char *sh = op ? "v = fmaxf(v, __shfl_down_sync(0xffffffff, v, offset));" : "v += __shfl_down_sync(0xffffffff, v, offset);";
+        em_line(e, "__shared__ float warp_vals[32];");
+        em_line(e, "const int lane = threadIdx.x %% 32, wid = threadIdx.x / 32;");
+        em_line(e, "for (int offset = 16; offset > 0; offset >>= 1) %s", sh);
+        em_line(e, "if (lane == 0) warp_vals[wid] = v;");
+        em_line(e, "__syncthreads();");
+        em_line(e, "v = threadIdx.x < blockDim.x / 32 ? warp_vals[threadIdx.x] : %s;", id);
+        em_line(e, "if (wid == 0) {");
+        em_in(e);
+        em_line(e, "for (int offset = 16; offset > 0; offset >>= 1) %s", sh);
+        em_out(e);
+        em_line(e, "}");
+        em_line(e, "__syncthreads(); // warp_vals may be reused by the next call");
+        em_line(e, "return v;");
+    }
+    em_fn_close(e);
+    em_blank(e);
+}
+
+// A scratch device buffer's name in the program's naming style.
+static const char *mxpl_scratch(const Task *t, const char *base) {
+    return fmt("%s%s%s", dev_affix[t->st.devname][0], base, dev_affix[t->st.devname][1]);
+}
+// The grid-stride loop header over n starting at the global thread index.
+static void mxpl_stride_loop(Emit *e, const char *n) {
+    em_line(e, "for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < %s; i += blockDim.x * gridDim.x) {", n);
+    em_in(e);
+}
+static void mxpl_close(Emit *e) {
+    em_out(e);
+    em_line(e, "}");
+}
+// Host lines: threads and the grid of the reduction passes (capped when cap > 0) and of the
+// element-wise passes (one thread per element).
+static void mxpl_grids(Emit *e, const char *n, int cap) {
+    em_line(e, "const int threads = BLOCK_SIZE;");
+    em_line(e, "const int elem_blocks = (%s + threads - 1) / threads;", n);
+    if (cap) em_line(e, "const int red_blocks = elem_blocks < %d ? elem_blocks : %d;", cap, cap);
+    else em_line(e, "const int red_blocks = elem_blocks;");
+}
+
+static const char *const mxpl_vnames[][2] = { { "x", "y" }, { "input", "output" }, { "data", "result" }, { "signal", "out" }, { "a", "z" } };
+static const char *const mxpl_dn[] = { "n", "len", "count" };
+
+// ----------------------------------------------------------------------------
+// Pipeline: standardize a vector (mean and variance by reduction, then normalize)
+
+enum { MXPS_N, MXPS_METHOD, MXPS_REDUCE, MXPS_BLOCK, MXPS_DDOF, MXPS_STATS, MXPS_RANGE, MXPS_CAP, MXPS_LOOP, MXPS_INV, MXPS_KNAME, MXPS_NAMES, MXPS_TNAME,
+       MXPS_DNAME, MXPS_NP };
+static const char *const mxps_methods[] = { "two_moment", "centered", "partials", NULL };
+static const char *const mxpl_reduces[] = { "shared_tree", "warp_shuffle", NULL };
+static const ParamDesc mxps_params[] = {
+    { "n", NULL, 1 }, { "method", mxps_methods, 1 }, { "reduce", mxpl_reduces, 1 }, { "block", NULL, 1 }, { "ddof", NULL, 1 },
+    { "stats", NULL, 1 }, { "range", NULL, 0 }, { "cap", NULL, 0 }, { "loop", loop_names, 0 }, { "inv", NULL, 0 },
+    { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 }, { "dname", NULL, 0 }, { NULL, NULL, 0 } };
+static const double mxps_ranges[][2] = { { -1, 1 }, { 0, 1 }, { 0, 10 }, { -5, 15 }, { -100, 100 }, { 10, 12 }, { 100, 104 } };
+static const double mxps_eps[] = { 1e-5, 1e-6, 1e-8, 1e-12 };
+static const char *const mxps_fp[] = { "eps", NULL };
+static const char *const mxps_stat_names[] = { "stats", "moments", "mean_var" };
+static const char *const mxps_kn[3][4] = { { "moments_kernel", "block_moments", "sum_and_sumsq", "reduceMoments" },
+                                         { "sum_kernel", "block_sum_pass", "reduce_sum", "reduceSum" },
+                                         { "partial_moments", "block_moments_partial", "moments_pass1", "partialMoments" } };
+static const char *const mxps_kn2[3][4] = { { "", "", "", "" },
+                                          { "sq_dev_kernel", "centered_sumsq", "reduce_sq_dev", "reduceSqDev" },
+                                          { "finalize_stats", "reduce_partials", "moments_pass2", "finalizeStats" } };
+static const char *const mxps_normn[] = { "normalize_kernel", "standardize", "apply_standardize", "normalizeKernel" };
+static const char *const mxpl_helper_names[][2] = { { "block_sum", "block_max" }, { "blockReduceSum", "blockReduceMax" },
+                                                  { "reduce_block_sum", "reduce_block_max" }, { "block_total", "block_maximum" } };
+
+static void mxps_draw(Task *t, Rng *r) {
+    t->p[MXPS_N] = mxpl_sizes[RPICK(r, mxpl_sizes)];
+    t->p[MXPS_METHOD] = rng_int(r, 0, 2);
+    t->p[MXPS_REDUCE] = rng_int(r, 0, 1);
+    t->p[MXPS_BLOCK] = mxpl_blocks[RPICK(r, mxpl_blocks)];
+    t->p[MXPS_DDOF] = rng_chance(r, 70) ? 0 : 1;
+    t->p[MXPS_STATS] = rng_chance(r, 40);
+    // two-moment variance (E[x^2] - mean^2) cancels badly when |mean| >> std: offset ranges only for the centered method
+    t->p[MXPS_RANGE] = rng_int(r, 0, t->p[MXPS_METHOD] == 1 ? NELEM(mxps_ranges) - 1 : 4);
+    t->p[MXPS_CAP] = mxpl_caps[RPICK(r, mxpl_caps)];
+    t->p[MXPS_LOOP] = rng_int(r, 0, 2);
+    t->p[MXPS_INV] = rng_int(r, 0, 1);
+    t->p[MXPS_KNAME] = rng_int(r, 0, 3);
+    t->p[MXPS_NAMES] = rng_int(r, 0, NELEM(mxpl_vnames) - 1);
+    t->p[MXPS_TNAME] = rng_int(r, 0, 2);
+    t->p[MXPS_DNAME] = rng_int(r, 0, 2);
+    t->f[0] = mxps_eps[RPICK(r, mxps_eps)];
+    mx_name(t->in[0].name, sizeof t->in[0].name, mxpl_vnames[t->p[MXPS_NAMES]][0]);
+    mx_name(t->out[0].name, sizeof t->out[0].name, mxpl_vnames[t->p[MXPS_NAMES]][1]);
+    if (t->p[MXPS_STATS]) mx_name(t->out[1].name, sizeof t->out[1].name, mxps_stat_names[t->p[MXPS_KNAME] % 3]);
+    mx_name(t->kname[0], sizeof t->kname[0], mxps_kn[t->p[MXPS_METHOD]][t->p[MXPS_KNAME]]);
+    mx_name(t->kname[1], sizeof t->kname[1], mxps_kn2[t->p[MXPS_METHOD]][t->p[MXPS_KNAME]]);
+    mx_name(t->kname[2], sizeof t->kname[2], mxps_normn[t->p[MXPS_KNAME]]);
+    mx_name(t->slug, sizeof t->slug, "standardize");
+}
+
+static void mxps_layout(Task *t) {
+    long N = t->p[MXPS_N];
+    t->nsize = 0;
+    int n = add_size(t, mxpl_dn[t->p[MXPS_DNAME]], N);
+    t->nin = 1;
+    t->nout = t->p[MXPS_STATS] ? 2 : 1;
+    const double *rg = mxps_ranges[t->p[MXPS_RANGE]];
+    tset(&t->in[0], DT_F32, 1, N, 0);
+    tfac(&t->in[0], n, -1);
+    trange(&t->in[0], rg[0], rg[1], 0);
+    tset(&t->out[0], DT_F32, 1, N, 0);
+    tfac(&t->out[0], n, -1);
+    if (t->p[MXPS_STATS]) {
+        tset(&t->out[1], DT_F32, 1, 2, 0);
+        tfac(&t->out[1], add_size(t, "nstats", 2), -1);
+    }
+    // Error budget (sums in float on the GPU, in double in the reference): the mean is off
+    // by about c * (|mu| + sigma), the variance by a relative c (centered) or
+    // 3 c E[x^2] / var (E[x^2] - mean^2); y = (x - mean) / sqrt(var + eps) inherits
+    // d(mean) / sigma absolutely and half the variance's error relatively.
+    double mu = (rg[0] + rg[1]) / 2, sd = (rg[1] - rg[0]) / sqrt(12.0), c = mx_red_rel(N);
+    double factor = t->p[MXPS_METHOD] == 1 ? 1 : 3 * (mu * mu + sd * sd) / (sd * sd);
+    double am = c * (fabs(mu) + sd);
+    t->atol = am / sd + 2e-7 * (fabs(mu) + sd) / sd + 1e-6 + (t->p[MXPS_STATS] ? am : 0);
+    t->rtol = factor * c + 1e-5;
+}
+
+static void mxps_describe(const Task *t, Buf *name, Buf *desc) {
+    buf_puts(name, pick3(t->p[MXPS_TNAME], "Standardize_Vector", "Z_Score_Normalization", "Mean_Variance_Normalize"));
+    const char *x = t->in[0].name, *y = t->out[0].name;
+    long N = t->p[MXPS_N];
+    int d = t->p[MXPS_DDOF];
+    buf_printf(desc, "Standardize the %ld values of %s: mean = sum(%s) / %ld, var = sum((%s - mean)^2) / %s, and %s[i] = (%s[i] - mean) / sqrt(var + %s).",
+               N, x, x, N, x, d ? fmt("%ld (the unbiased estimate)", N - 1) : fmt("%ld", N), y, x, fnum(t->f[0]));
+    if (t->p[MXPS_STATS]) buf_printf(desc, " Also write %s[0] = mean and %s[1] = var.", t->out[1].name, t->out[1].name);
+    switch (t->p[MXPS_METHOD]) {
+    case 0: buf_puts(desc, " Use two kernels: the first reduces sum(x) and sum(x^2) (block reductions, then atomicAdd into a two-float buffer); the second derives mean and var from them and normalizes."); break;
+    case 1: buf_puts(desc, " Use three kernels: reduce sum(x) (atomicAdd), then reduce the squared deviations from the mean (atomicAdd), then normalize."); break;
+    default: buf_puts(desc, " Use three kernels: each block writes its partial sum(x) and sum(x^2); a single block reduces the partials into mean and var; a third kernel normalizes."); break;
+    }
+    buf_printf(desc, " Block reductions use %s.", t->p[MXPS_REDUCE] ? "warp shuffles (__shfl_down_sync)" : "a shared-memory tree with __syncthreads()");
+}
+
+static void mxps_kernels(const Task *t, Emit *e) {
+    const char *x = t->in[0].name, *y = t->out[0].name, *st = t->p[MXPS_STATS] ? t->out[1].name : NULL, *n = mxpl_dn[t->p[MXPS_DNAME]];
+    int method = t->p[MXPS_METHOD], ddof = t->p[MXPS_DDOF];
+    const char *bsum = mxpl_helper_names[t->p[MXPS_KNAME]][0];
+    em_line(e, "#define BLOCK_SIZE %d", t->p[MXPS_BLOCK]);
+    em_line(e, "#define EPS %s", flit(t->f[0]));
+    em_blank(e);
+    mxpl_block_reduce(e, t, t->p[MXPS_REDUCE], 0, bsum);
+    MxSig g = { "" };
+    // pass 1
+    mxsig_ptr(&g, t, "float", x, 1);
+    mxsig_ptr(&g, t, "float", method == 2 ? "partial" : "acc", 0);
+    mxsig_int(&g, n);
+    em_comment(e, t, method == 0 ? "Pass 1: sum(x) and sum(x^2) of each block, added into acc[0] and acc[1]."
+                     : method == 1 ? "Pass 1: the sum of x, accumulated into acc[0]."
+                                   : "Pass 1: each block writes its sum(x) to partial[b] and its sum(x^2) to partial[gridDim.x + b].", 0);
+    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
+    em_line(e, "float s = 0.0f%s;", method == 1 ? "" : ", q = 0.0f");
+    mxpl_stride_loop(e, n);
+    if (method == 1) em_line(e, "s += %s[i];", x);
+    else {
+        em_line(e, "const float val = %s[i];", x);
+        em_line(e, "s += val;");
+        em_line(e, "q += val * val;");
+    }
+    mxpl_close(e);
+    em_line(e, "s = %s(s);", bsum);
+    if (method != 1) em_line(e, "q = %s(q);", bsum);
+    em_line(e, "if (threadIdx.x == 0) {");
+    em_in(e);
+    if (method == 0) {
+        em_line(e, "atomicAdd(&acc[0], s);");
+        em_line(e, "atomicAdd(&acc[1], q);");
+    } else if (method == 1) em_line(e, "atomicAdd(&acc[0], s);");
+    else {
+        em_line(e, "partial[blockIdx.x] = s;");
+        em_line(e, "partial[gridDim.x + blockIdx.x] = q;");
+    }
+    mxpl_close(e);
+    em_fn_close(e);
+    em_blank(e);
+    // pass 2 (centered, partials)
+    if (method == 1) {
+        memset(&g, 0, sizeof g);
+        mxsig_ptr(&g, t, "float", x, 1);
+        mxsig_add(&g, "float *acc");
+        mxsig_int(&g, n);
+        em_comment(e, t, "Pass 2: the sum of squared deviations from the mean, accumulated into acc[1].", 0);
+        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[1], g.s);
+        em_line(e, "const float mean = acc[0] / %s;", n);
+        em_line(e, "float q = 0.0f;");
+        mxpl_stride_loop(e, n);
+        em_line(e, "const float d = %s[i] - mean;", x);
+        em_line(e, "q += d * d;");
+        mxpl_close(e);
+        em_line(e, "q = %s(q);", bsum);
+        em_line(e, "if (threadIdx.x == 0) atomicAdd(&acc[1], q);");
+        em_fn_close(e);
+        em_blank(e);
+    } else if (method == 2) {
+        em_comment(e, t, "Pass 2 (one block): reduce the partials; acc[0] = mean, acc[1] = var.", 0);
+        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[1], fmt("%s, int nblocks, float *acc, int %s", ptr_param(t, "float", "partial", 1), n));
+        em_line(e, "float s = 0.0f, q = 0.0f;");
+        em_line(e, "for (int b = threadIdx.x; b < nblocks; b += blockDim.x) {");
+        em_in(e);
+        em_line(e, "s += partial[b];");
+        em_line(e, "q += partial[nblocks + b];");
+        mxpl_close(e);
+        em_line(e, "s = %s(s);", bsum);
+        em_line(e, "q = %s(q);", bsum);
+        em_line(e, "if (threadIdx.x == 0) {");
+        em_in(e);
+        em_line(e, "const float mean = s / %s;", n);
+        if (ddof) em_line(e, "acc[1] = fmaxf((q - mean * s) / (%s - 1), 0.0f);", n);
+        else em_line(e, "acc[1] = fmaxf(q / %s - mean * mean, 0.0f);", n);
+        em_line(e, "acc[0] = mean;");
+        mxpl_close(e);
+        em_fn_close(e);
+        em_blank(e);
+    }
+    // normalize
+    memset(&g, 0, sizeof g);
+    mxsig_ptr(&g, t, "float", x, 1);
+    mxsig_add(&g, "const float *acc");
+    mxsig_ptr(&g, t, "float", y, 0);
+    if (st) mxsig_ptr(&g, t, "float", st, 0);
+    mxsig_int(&g, n);
+    em_comment(e, t, fmt("Last pass: %s[i] = (%s[i] - mean) / sqrt(var + eps), one element per thread.", y, x), 0);
+    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[2], g.s);
+    if (method == 2) {
+        em_line(e, "const float mean = acc[0];");
+        em_line(e, "const float var = acc[1];");
+    } else if (method == 1) {
+        em_line(e, "const float mean = acc[0] / %s;", n);
+        em_line(e, "const float var = acc[1] / %s;", ddof ? fmt("(%s - 1)", n) : n);
+    } else {
+        em_line(e, "const float mean = acc[0] / %s;", n);
+        if (ddof) em_line(e, "const float var = fmaxf((acc[1] - mean * acc[0]) / (%s - 1), 0.0f);", n);
+        else em_line(e, "const float var = fmaxf(acc[1] / %s - mean * mean, 0.0f);", n);
+    }
+    em_line(e, "const float inv = %s;", t->p[MXPS_INV] ? "rsqrtf(var + EPS)" : "1.0f / sqrtf(var + EPS)");
+    if (st) {
+        em_line(e, "if (blockIdx.x == 0 && threadIdx.x == 0) {");
+        em_in(e);
+        em_line(e, "%s[0] = mean;", st);
+        em_line(e, "%s[1] = var;", st);
+        mxpl_close(e);
+    }
+    const char *i = IDX(t);
+    loop_open(e, t, t->p[MXPS_LOOP], n);
+    em_line(e, "%s[%s] = (%s[%s] - mean) * inv;", y, i, x, i);
+    loop_close(e, t->p[MXPS_LOOP]);
+    em_fn_close(e);
+}
+
+static void mxps_launch(const Task *t, Emit *e, const Host *h) {
+    const char *n = h->size[0], *x = h->in[0], *y = h->out[0];
+    int method = t->p[MXPS_METHOD];
+    mxpl_grids(e, n, method == 2 && !t->p[MXPS_CAP] ? 1024 : t->p[MXPS_CAP]);
+    const char *acc = mxpl_scratch(t, "acc");
+    char accs[48];
+    snprintf(accs, sizeof accs, "%s", acc);
+    host_dev_alloc(e, t, "float", accs, "2");
+    if (method != 2) host_call(e, t, "cudaMemset(%s, 0, 2 * sizeof(float))", accs);
+    char part[48];
+    snprintf(part, sizeof part, "%s", mxpl_scratch(t, "partial"));
+    if (method == 2) host_dev_alloc(e, t, "float", part, "2 * red_blocks");
+    const char *cfg = "red_blocks, threads";
+    em_launch(e, t->kname[0], cfg, fmt("%s, %s, %s", x, method == 2 ? part : accs, n));
+    if (method == 1) em_launch(e, t->kname[1], cfg, fmt("%s, %s, %s", x, accs, n));
+    if (method == 2) em_launch(e, t->kname[1], "1, threads", fmt("%s, red_blocks, %s, %s", part, accs, n));
+    const char *last = t->p[MXPS_STATS] ? fmt("%s, %s, %s, %s, %s", x, accs, y, h->out[1], n) : fmt("%s, %s, %s, %s", x, accs, y, n);
+    em_launch(e, t->kname[2], t->p[MXPS_LOOP] == LOOP_GRID ? "red_blocks, threads" : "elem_blocks, threads", last);
+    host_call(e, t, "cudaDeviceSynchronize()");
+    host_call(e, t, "cudaFree(%s)", accs);
+    if (method == 2) host_call(e, t, "cudaFree(%s)", part);
+}
+
+static void mxps_ref(const Task *t, const void *const *in, void *const *out) {
+    const float *x = in[0];
+    float *y = out[0];
+    long N = t->p[MXPS_N];
+    double s = 0, q = 0;
+    for (long i = 0; i < N; i++) s += x[i];
+    double mean = s / N;
+    for (long i = 0; i < N; i++) q += (x[i] - mean) * (x[i] - mean);
+    double var = q / (N - t->p[MXPS_DDOF]);
+    double inv = 1.0 / sqrt(var + mx_fpar(t, 0));
+    for (long i = 0; i < N; i++) y[i] = (float)((x[i] - mean) * inv);
+    if (t->p[MXPS_STATS]) {
+        ((float *)out[1])[0] = (float)mean;
+        ((float *)out[1])[1] = (float)var;
+    }
+}
+
+static const Family fam_mx_pl_standardize = { "pipeline_standardize", "z-score a vector with 2-3 kernels: reduce sum / sum of squares (atomics or per-block partials), then normalize; tree or shuffle reductions",
+                                           mxps_params, mxps_fp, mxps_draw, mxps_layout, mxps_describe, mxps_kernels, mxps_launch, mxps_ref };
+
+// ----------------------------------------------------------------------------
+// Pipeline: softmax over a whole vector in three kernels (max, sum of exp, divide)
+
+enum { MXSM_N, MXSM_OP, MXSM_MAXOP, MXSM_REDUCE, MXSM_STORE, MXSM_BLOCK, MXSM_RANGE, MXSM_INIT, MXSM_CAP, MXSM_LOOP, MXSM_KNAME, MXSM_NAMES, MXSM_TNAME,
+       MXSM_DNAME, MXSM_NP };
+static const char *const mxsm_ops[] = { "softmax", "log_softmax", NULL };
+static const char *const mxsm_maxops[] = { "cas_loop", "ordered_int", NULL };
+static const char *const mxsm_stores[] = { "recompute", "store_exp", NULL };
+static const char *const mxsm_inits[] = { "memcpy", "init_kernel", NULL };
+static const ParamDesc mxsm_params[] = {
+    { "n", NULL, 1 }, { "op", mxsm_ops, 1 }, { "max_atomic", mxsm_maxops, 1 }, { "reduce", mxpl_reduces, 1 }, { "store", mxsm_stores, 1 },
+    { "block", NULL, 1 }, { "range", NULL, 0 }, { "init", mxsm_inits, 0 }, { "cap", NULL, 0 }, { "loop", loop_names, 0 },
+    { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 }, { "dname", NULL, 0 }, { NULL, NULL, 0 } };
+static const double mxsm_ranges[][2] = { { -4, 4 }, { -10, 10 }, { 0, 20 }, { -1, 1 }, { -30, 0 } };
+static const char *const mxsm_kn[3][4] = { { "reduce_max", "max_kernel", "softmax_max_pass", "maxReduce" },
+                                         { "sum_exp", "exp_sum_kernel", "softmax_sum_pass", "sumExp" },
+                                         { "normalize", "softmax_divide", "softmax_final_pass", "divideBySum" } };
+
+static void mxsm_draw(Task *t, Rng *r) {
+    t->p[MXSM_N] = mxpl_sizes[RPICK(r, mxpl_sizes)];
+    t->p[MXSM_OP] = rng_chance(r, 70) ? 0 : 1;
+    t->p[MXSM_MAXOP] = rng_int(r, 0, 1);
+    t->p[MXSM_REDUCE] = rng_int(r, 0, 1);
+    t->p[MXSM_STORE] = t->p[MXSM_OP] == 0 ? rng_int(r, 0, 1) : 0;
+    t->p[MXSM_BLOCK] = mxpl_blocks[RPICK(r, mxpl_blocks)];
+    t->p[MXSM_RANGE] = rng_int(r, 0, NELEM(mxsm_ranges) - 1);
+    t->p[MXSM_INIT] = rng_int(r, 0, 1);
+    t->p[MXSM_CAP] = mxpl_caps[RPICK(r, mxpl_caps)];
+    t->p[MXSM_LOOP] = rng_int(r, 0, 2);
+    t->p[MXSM_KNAME] = rng_int(r, 0, 3);
+    t->p[MXSM_NAMES] = rng_int(r, 0, NELEM(mxpl_vnames) - 1);
+    t->p[MXSM_TNAME] = rng_int(r, 0, 2);
+    t->p[MXSM_DNAME] = rng_int(r, 0, 2);
+    mx_name(t->in[0].name, sizeof t->in[0].name, mxpl_vnames[t->p[MXSM_NAMES]][0]);
+    mx_name(t->out[0].name, sizeof t->out[0].name, mxpl_vnames[t->p[MXSM_NAMES]][1]);
+    for (int k = 0; k < 3; k++) mx_name(t->kname[k], sizeof t->kname[k], mxsm_kn[k][t->p[MXSM_KNAME]]);
+    mx_name(t->slug, sizeof t->slug, t->p[MXSM_OP] ? "log_softmax" : "softmax");
+}
+
+static void mxsm_layout(Task *t) {
+    long N = t->p[MXSM_N];
+    t->nsize = 0;
+    int n = add_size(t, mxpl_dn[t->p[MXSM_DNAME]], N);
+    t->nin = t->nout = 1;
+    const double *rg = mxsm_ranges[t->p[MXSM_RANGE]];
+    tset(&t->in[0], DT_F32, 1, N, 0);
+    tfac(&t->in[0], n, -1);
+    trange(&t->in[0], rg[0], rg[1], 0);
+    tset(&t->out[0], DT_F32, 1, N, 0);
+    tfac(&t->out[0], n, -1);
+    t->need_math = 1;
+    // the sum of exponentials is off by a relative c; expf by ~2 ulp; x - max rounds by
+    // half an ulp of the range, which expf turns into a relative error
+    double c = mx_red_rel(N), span = rg[1] - rg[0];
+    if (t->p[MXSM_OP] == 0) {
+        t->atol = 1e-12;
+        t->rtol = c + 3e-7 + 6e-8 * span + 1e-5;
+    } else {
+        t->atol = c + 2e-7 * (1 + span + log((double)N)) + 1e-6;
+        t->rtol = 1e-6;
+    }
+}
+
+static void mxsm_describe(const Task *t, Buf *name, Buf *desc) {
+    static const char *const nm[2][3] = { { "Softmax_Vector", "Global_Softmax", "Softmax_Three_Pass" },
+                                          { "Log_Softmax_Vector", "Global_Log_Softmax", "Log_Softmax_Three_Pass" } };
+    buf_puts(name, nm[t->p[MXSM_OP]][t->p[MXSM_TNAME]]);
+    const char *x = t->in[0].name, *y = t->out[0].name;
+    long N = t->p[MXSM_N];
+    if (t->p[MXSM_OP] == 0)
+        buf_printf(desc, "Compute the softmax over all %ld elements of %s: %s[i] = exp(%s[i] - m) / S with m = max(%s) and S = sum over j of exp(%s[j] - m).", N, x, y, x, x, x);
+    else
+        buf_printf(desc, "Compute the log-softmax over all %ld elements of %s: %s[i] = %s[i] - m - log(S) with m = max(%s) and S = sum over j of exp(%s[j] - m).", N, x, y, x, x, x);
+    buf_printf(desc, " Use three kernels: a block-reduced maximum combined across blocks with an atomic float max (%s), "
+                     "a block-reduced sum of exponentials combined with atomicAdd%s, and a final element-wise kernel.",
+               t->p[MXSM_MAXOP] ? "atomicMax/atomicMin on the float's bits" : "an atomicCAS loop",
+               t->p[MXSM_STORE] ? " (it also stores exp(x - m) into the output, which the last kernel scales in place)" : "");
+}
+
+static void mxsm_kernels(const Task *t, Emit *e) {
+    const char *x = t->in[0].name, *y = t->out[0].name, *n = mxpl_dn[t->p[MXSM_DNAME]];
+    const char *bsum = mxpl_helper_names[t->p[MXSM_KNAME]][0], *bmax = mxpl_helper_names[t->p[MXSM_KNAME]][1];
+    static const char *const amn[] = { "atomic_max_float", "atomicMaxFloat", "atomic_fmax", "atomicMaxF" };
+    const char *am = amn[t->p[MXSM_KNAME]];
+    int store = t->p[MXSM_STORE], logsm = t->p[MXSM_OP];
+    em_line(e, "#define BLOCK_SIZE %d", t->p[MXSM_BLOCK]);
+    em_blank(e);
+    if (t->p[MXSM_MAXOP] == 0) {
+        em_comment(e, t, "Atomic maximum of a float through atomicCAS on its bits; returns the old value.", 0);
+        em_fn_open(e, t, SPAN_DEVICE, "", "__device__ float", am, "float *addr, float value");
+        em_line(e, "int *addr_i = (int *)addr;");
+        em_line(e, "int old = *addr_i;");
+        em_line(e, "while (__int_as_float(old) < value) {");
+        em_in(e);
+        em_line(e, "const int assumed = old;");
+        em_line(e, "old = atomicCAS(addr_i, assumed, __float_as_int(value));");
+        em_line(e, "if (old == assumed) break;");
+        mxpl_close(e);
+        em_line(e, "return __int_as_float(old);");
+    } else {
+        em_comment(e, t, "Atomic maximum of a float: non-negative floats order like their int bits, negative ones in reverse like their unsigned bits.", 0);
+        em_fn_open(e, t, SPAN_DEVICE, "", "__device__ float", am, "float *addr, float value");
+        em_line(e, "return value >= 0.0f ? __int_as_float(atomicMax((int *)addr, __float_as_int(value)))");
+        em_line(e, "                     : __uint_as_float(atomicMin((unsigned int *)addr, __float_as_uint(value)));");
+    }
+    em_fn_close(e);
+    em_blank(e);
+    mxpl_block_reduce(e, t, t->p[MXSM_REDUCE], 1, bmax);
+    mxpl_block_reduce(e, t, t->p[MXSM_REDUCE], 0, bsum);
+    if (t->p[MXSM_INIT]) {
+        em_comment(e, t, "red[0] = running maximum (starts at -FLT_MAX), red[1] = running sum.", 0);
+        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", "init_reduction", "float *red");
+        em_line(e, "red[0] = -3.402823466e+38f;");
+        em_line(e, "red[1] = 0.0f;");
+        em_fn_close(e);
+        em_blank(e);
+    }
+    MxSig g = { "" };
+    mxsig_ptr(&g, t, "float", x, 1);
+    mxsig_add(&g, "float *red");
+    mxsig_int(&g, n);
+    em_comment(e, t, fmt("Kernel 1: red[0] = max(%s).", x), 0);
+    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
+    em_line(e, "float m = -3.402823466e+38f;");
+    mxpl_stride_loop(e, n);
+    em_line(e, "m = fmaxf(m, %s[i]);", x);
+    mxpl_close(e);
+    em_line(e, "m = %s(m);", bmax);
+    em_line(e, "if (threadIdx.x == 0) %s(&red[0], m);", am);
+    em_fn_close(e);
+    em_blank(e);
+    memset(&g, 0, sizeof g);
+    mxsig_ptr(&g, t, "float", x, 1);
+    mxsig_add(&g, "float *red");
+    if (store) mxsig_ptr(&g, t, "float", y, 0);
+    mxsig_int(&g, n);
+    em_comment(e, t, fmt("Kernel 2: red[1] = sum of exp(%s[i] - red[0])%s.", x, store ? fmt("; %s[i] = exp(%s[i] - red[0])", y, x) : ""), 0);
+    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[1], g.s);
+    em_line(e, "const float m = red[0];");
+    em_line(e, "float s = 0.0f;");
+    mxpl_stride_loop(e, n);
+    em_line(e, "const float ex = expf(%s[i] - m);", x);
+    if (store) em_line(e, "%s[i] = ex;", y);
+    em_line(e, "s += ex;");
+    mxpl_close(e);
+    em_line(e, "s = %s(s);", bsum);
+    em_line(e, "if (threadIdx.x == 0) atomicAdd(&red[1], s);");
+    em_fn_close(e);
+    em_blank(e);
+    memset(&g, 0, sizeof g);
+    if (!store) mxsig_ptr(&g, t, "float", x, 1);
+    mxsig_add(&g, "const float *red");
+    mxsig_ptr(&g, t, "float", y, 0);
+    mxsig_int(&g, n);
+    const char *i = IDX(t);
+    em_comment(e, t, logsm ? fmt("Kernel 3: %s[i] = %s[i] - max - log(sum).", y, x) : store ? fmt("Kernel 3: scale %s in place by 1 / sum.", y) : fmt("Kernel 3: %s[i] = exp(%s[i] - max) / sum.", y, x), 0);
+    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[2], g.s);
+    if (logsm) em_line(e, "const float shift = red[0] + logf(red[1]);");
+    else if (store) em_line(e, "const float inv = 1.0f / red[1];");
+    else {
+        em_line(e, "const float m = red[0];");
+        em_line(e, "const float total = red[1];");
+    }
+    loop_open(e, t, t->p[MXSM_LOOP], n);
+    if (logsm) em_line(e, "%s[%s] = %s[%s] - shift;", y, i, x, i);
+    else if (store) em_line(e, "%s[%s] *= inv;", y, i);
+    else em_line(e, "%s[%s] = expf(%s[%s] - m) / total;", y, i, x, i);
+    loop_close(e, t->p[MXSM_LOOP]);
+    em_fn_close(e);
+}
+
+static void mxsm_launch(const Task *t, Emit *e, const Host *h) {
+    const char *n = h->size[0], *x = h->in[0], *y = h->out[0];
+    int store = t->p[MXSM_STORE];
+    mxpl_grids(e, n, t->p[MXSM_CAP]);
+    char red[48];
+    snprintf(red, sizeof red, "%s", mxpl_scratch(t, "red"));
+    host_dev_alloc(e, t, "float", red, "2");
+    if (t->p[MXSM_INIT]) em_launch(e, "init_reduction", "1, 1", red);
+    else {
+        em_line(e, "const float red_init[2] = { -3.402823466e+38f, 0.0f }; // max starts at -FLT_MAX, sum at 0");
+        host_call(e, t, "cudaMemcpy(%s, red_init, sizeof(red_init), cudaMemcpyHostToDevice)", red);
+    }
+    em_launch(e, t->kname[0], "red_blocks, threads", fmt("%s, %s, %s", x, red, n));
+    em_launch(e, t->kname[1], "red_blocks, threads", store ? fmt("%s, %s, %s, %s", x, red, y, n) : fmt("%s, %s, %s", x, red, n));
+    em_launch(e, t->kname[2], t->p[MXSM_LOOP] == LOOP_GRID ? "red_blocks, threads" : "elem_blocks, threads",
+              store ? fmt("%s, %s, %s", red, y, n) : fmt("%s, %s, %s, %s", x, red, y, n));
+    host_call(e, t, "cudaDeviceSynchronize()");
+    host_call(e, t, "cudaFree(%s)", red);
+}
+
+static void mxsm_ref(const Task *t, const void *const *in, void *const *out) {
+    const float *x = in[0];
+    float *y = out[0];
+    long N = t->p[MXSM_N];
+    double m = -INFINITY, s = 0;
+    for (long i = 0; i < N; i++) m = x[i] > m ? x[i] : m;
+    for (long i = 0; i < N; i++) s += exp(x[i] - m);
+    for (long i = 0; i < N; i++) y[i] = (float)(t->p[MXSM_OP] ? x[i] - m - log(s) : exp(x[i] - m) / s);
+}
+
+static const Family fam_mx_pl_softmax = { "pipeline_softmax", "softmax / log-softmax of a whole vector in 3 kernels: atomic float max (CAS or int ordering), atomicAdd of exp sums, divide",
+                                       mxsm_params, NULL, mxsm_draw, mxsm_layout, mxsm_describe, mxsm_kernels, mxsm_launch, mxsm_ref };
+
+// ----------------------------------------------------------------------------
+// Pipeline: SAXPY, then the L2 norm of the result
+
+enum { MXSN_N, MXSN_LOOP, MXSN_NORM, MXSN_REDUCE, MXSN_BLOCK, MXSN_CAP, MXSN_ALPHA_ARG, MXSN_KNAME, MXSN_NAMES, MXSN_TNAME, MXSN_DNAME, MXSN_NP };
+static const char *const mxsn_norms[] = { "atomic_then_sqrt", "partials_then_block", NULL };
+static const ParamDesc mxsn_params[] = {
+    { "n", NULL, 1 }, { "loop", loop_names, 1 }, { "norm", mxsn_norms, 1 }, { "reduce", mxpl_reduces, 1 }, { "block", NULL, 1 },
+    { "cap", NULL, 0 }, { "alpha_arg", NULL, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 },
+    { "dname", NULL, 0 }, { NULL, NULL, 0 } };
+static const char *const mxsn_names[][4] = { { "x", "y", "z", "norm" }, { "a_vec", "b_vec", "out", "l2" }, { "u", "v", "w", "nrm" },
+                                           { "xs", "ys", "result", "result_norm" } };
+static const double mxsn_alphas[] = { 2, 0.5, -1, 1.5, -0.25, 3, 4 };
+static const char *const mxsn_fp[] = { "alpha", NULL };
+static const char *const mxsn_kn[3][4] = { { "saxpy", "saxpy_kernel", "axpy", "saxpyKernel" },
+                                         { "sum_squares", "norm_sq_kernel", "sumsq_pass", "sumSquares" },
+                                         { "finish_norm", "sqrt_kernel", "norm_final", "finishNorm" } };
+
+static void mxsn_draw(Task *t, Rng *r) {
+    t->p[MXSN_N] = mxpl_sizes[RPICK(r, mxpl_sizes)];
+    t->p[MXSN_LOOP] = rng_int(r, 0, 2);
+    t->p[MXSN_NORM] = rng_int(r, 0, 1);
+    t->p[MXSN_REDUCE] = rng_int(r, 0, 1);
+    t->p[MXSN_BLOCK] = mxpl_blocks[RPICK(r, mxpl_blocks)];
+    t->p[MXSN_CAP] = t->p[MXSN_NORM] == 1 ? 64 << rng_int(r, 0, 4) : mxpl_caps[RPICK(r, mxpl_caps)];
+    t->p[MXSN_ALPHA_ARG] = rng_int(r, 0, 1);
+    t->p[MXSN_KNAME] = rng_int(r, 0, 3);
+    t->p[MXSN_NAMES] = rng_int(r, 0, NELEM(mxsn_names) - 1);
+    t->p[MXSN_TNAME] = rng_int(r, 0, 2);
+    t->p[MXSN_DNAME] = rng_int(r, 0, 2);
+    t->f[0] = mxsn_alphas[RPICK(r, mxsn_alphas)];
+    const char *const *nm = mxsn_names[t->p[MXSN_NAMES]];
+    mx_name(t->in[0].name, sizeof t->in[0].name, nm[0]);
+    mx_name(t->in[1].name, sizeof t->in[1].name, nm[1]);
+    mx_name(t->out[0].name, sizeof t->out[0].name, nm[2]);
+    mx_name(t->out[1].name, sizeof t->out[1].name, nm[3]);
+    for (int k = 0; k < 3; k++) mx_name(t->kname[k], sizeof t->kname[k], mxsn_kn[k][t->p[MXSN_KNAME]]);
+    mx_name(t->slug, sizeof t->slug, "saxpy_norm");
+}
+
+static void mxsn_layout(Task *t) {
+    long N = t->p[MXSN_N];
+    t->nsize = 0;
+    int n = add_size(t, mxpl_dn[t->p[MXSN_DNAME]], N);
+    t->nin = t->nout = 2;
+    for (int k = 0; k < 2; k++) {
+        tset(&t->in[k], DT_F32, 1, N, 0);
+        tfac(&t->in[k], n, -1);
+        trange(&t->in[k], -5, 5, 0);
+    }
+    tset(&t->out[0], DT_F32, 1, N, 0);
+    tfac(&t->out[0], n, -1);
+    tset(&t->out[1], DT_F32, 1, 1, 0);
+    tfac(&t->out[1], -1, -1);
+    t->out[1].zero_init = t->p[MXSN_NORM] == 0;
+    t->need_math = 1;
+    // z: alpha * x + y, perhaps contracted to an fma (up to an ulp of each term);
+    // the norm: a float sum of n squares (relative c), halved by the square root
+    t->atol = 3e-7 * (fabs(t->f[0]) * 5 + 5);
+    t->rtol = mx_red_rel(N) + 1e-6;
+}
+
+static void mxsn_describe(const Task *t, Buf *name, Buf *desc) {
+    buf_puts(name, pick3(t->p[MXSN_TNAME], "SAXPY_Then_L2_Norm", "Axpy_And_Norm", "SAXPY_Norm_Pipeline"));
+    const char *x = t->in[0].name, *y = t->in[1].name, *z = t->out[0].name, *nr = t->out[1].name;
+    buf_printf(desc, "%s and %s have %d elements. First compute %s[i] = %s * %s[i] + %s[i] (SAXPY), then %s[0] = sqrt(sum over i of %s[i]^2), the L2 norm of %s, with a second kernel that reads %s.",
+               x, y, t->p[MXSN_N], z, fnum(t->f[0]), x, y, nr, z, z, z);
+    if (t->p[MXSN_NORM] == 0) buf_printf(desc, " The norm kernel adds each block's sum of squares into %s[0] (zeroed first) with atomicAdd; a one-thread kernel then takes the square root.", nr);
+    else buf_puts(desc, " The norm kernel writes one partial sum of squares per block; a single-block kernel adds the partials and writes the square root.");
+}
+
+static void mxsn_kernels(const Task *t, Emit *e) {
+    const char *x = t->in[0].name, *y = t->in[1].name, *z = t->out[0].name, *nr = t->out[1].name, *n = mxpl_dn[t->p[MXSN_DNAME]];
+    const char *bsum = mxpl_helper_names[t->p[MXSN_KNAME]][0];
+    int aarg = t->p[MXSN_ALPHA_ARG], part = t->p[MXSN_NORM] == 1;
+    em_line(e, "#define BLOCK_SIZE %d", t->p[MXSN_BLOCK]);
+    em_blank(e);
+    mxpl_block_reduce(e, t, t->p[MXSN_REDUCE], 0, bsum);
+    MxSig g = { "" };
+    if (aarg) mxsig_add(&g, "float alpha");
+    mxsig_ptr(&g, t, "float", x, 1);
+    mxsig_ptr(&g, t, "float", y, 1);
+    mxsig_ptr(&g, t, "float", z, 0);
+    mxsig_int(&g, n);
+    const char *i = IDX(t);
+    em_comment(e, t, fmt("Kernel 1 (SAXPY): %s[i] = %s * %s[i] + %s[i].", z, aarg ? "alpha" : fnum(t->f[0]), x, y), 0);
+    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
+    loop_open(e, t, t->p[MXSN_LOOP], n);
+    em_line(e, "%s[%s] = %s * %s[%s] + %s[%s];", z, i, aarg ? "alpha" : flit(t->f[0]), x, i, y, i);
+    loop_close(e, t->p[MXSN_LOOP]);
+    em_fn_close(e);
+    em_blank(e);
+    memset(&g, 0, sizeof g);
+    mxsig_ptr(&g, t, "float", z, 1);
+    mxsig_ptr(&g, t, "float", part ? "partial" : nr, 0);
+    mxsig_int(&g, n);
+    em_comment(e, t, part ? fmt("Kernel 2: partial[b] = the sum of %s[i]^2 over block b's elements.", z)
+                          : fmt("Kernel 2: %s[0] += the sum of %s[i]^2 over the block's elements.", nr, z), 0);
+    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[1], g.s);
+    em_line(e, "float s = 0.0f;");
+    mxpl_stride_loop(e, n);
+    em_line(e, "s += %s[i] * %s[i];", z, z);
+    mxpl_close(e);
+    em_line(e, "s = %s(s);", bsum);
+    if (part) em_line(e, "if (threadIdx.x == 0) partial[blockIdx.x] = s;");
+    else em_line(e, "if (threadIdx.x == 0) atomicAdd(%s, s);", nr);
+    em_fn_close(e);
+    em_blank(e);
+    if (part) {
+        em_comment(e, t, fmt("Kernel 3 (one block): %s[0] = sqrt(the sum of the partials).", nr), 0);
+        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[2], fmt("%s, int count, %s", ptr_param(t, "float", "partial", 1), ptr_param(t, "float", nr, 0)));
+        em_line(e, "float s = 0.0f;");
+        em_line(e, "for (int b = threadIdx.x; b < count; b += blockDim.x) s += partial[b];");
+        em_line(e, "s = %s(s);", bsum);
+        em_line(e, "if (threadIdx.x == 0) %s[0] = sqrtf(s);", nr);
+    } else {
+        em_comment(e, t, fmt("Kernel 3 (one thread): %s[0] = sqrt(%s[0]).", nr, nr), 0);
+        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[2], ptr_param(t, "float", nr, 0));
+        em_line(e, "%s[0] = sqrtf(%s[0]);", nr, nr);
+    }
+    em_fn_close(e);
+}
+
+static void mxsn_launch(const Task *t, Emit *e, const Host *h) {
+    const char *n = h->size[0], *x = h->in[0], *y = h->in[1], *z = h->out[0], *nr = h->out[1];
+    int part = t->p[MXSN_NORM] == 1;
+    mxpl_grids(e, n, t->p[MXSN_CAP]);
+    const char *a1 = t->p[MXSN_ALPHA_ARG] ? fmt("%s, ", flit(t->f[0])) : "";
+    em_launch(e, t->kname[0], t->p[MXSN_LOOP] == LOOP_GRID ? "red_blocks, threads" : "elem_blocks, threads", fmt("%s%s, %s, %s, %s", a1, x, y, z, n));
+    if (part) {
+        char pn[48];
+        snprintf(pn, sizeof pn, "%s", mxpl_scratch(t, "partial"));
+        host_dev_alloc(e, t, "float", pn, "red_blocks");
+        em_launch(e, t->kname[1], "red_blocks, threads", fmt("%s, %s, %s", z, pn, n));
+        em_launch(e, t->kname[2], "1, threads", fmt("%s, red_blocks, %s", pn, nr));
+        host_call(e, t, "cudaDeviceSynchronize()");
+        host_call(e, t, "cudaFree(%s)", pn);
+    } else {
+        em_launch(e, t->kname[1], "red_blocks, threads", fmt("%s, %s, %s", z, nr, n));
+        em_launch(e, t->kname[2], "1, 1", nr);
+    }
+}
+
+static void mxsn_ref(const Task *t, const void *const *in, void *const *out) {
+    const float *x = in[0], *y = in[1];
+    float *z = out[0];
+    double a = mx_fpar(t, 0), s = 0;
+    for (long i = 0; i < t->p[MXSN_N]; i++) {
+        z[i] = (float)(a * x[i] + y[i]);
+        s += (double)z[i] * z[i];
+    }
+    ((float *)out[1])[0] = (float)sqrt(s);
+}
+
+static const Family fam_mx_pl_saxpy_norm = { "pipeline_saxpy_norm", "z = alpha x + y, then ||z||_2 by a second kernel: atomicAdd + one-thread sqrt, or per-block partials + one-block finish",
+                                          mxsn_params, mxsn_fp, mxsn_draw, mxsn_layout, mxsn_describe, mxsn_kernels, mxsn_launch, mxsn_ref };
+
+// ----------------------------------------------------------------------------
+// Pipeline: normalize the rows of a matrix, then multiply by a vector
+
+enum { MXRN_ROWS, MXRN_COLS, MXRN_NORM, MXRN_STAGES, MXRN_BLOCK, MXRN_BDIM, MXRN_MVBLOCK, MXRN_REDUCE, MXRN_DIMS, MXRN_KNAME, MXRN_NAMES, MXRN_TNAME,
+       MXRN_DNAMES, MXRN_NP };
+static const char *const mxrn_norms[] = { "l2", "l1", NULL };
+static const char *const mxrn_stages[] = { "norms_scale_matvec", "block_normalize_warp_matvec", NULL };
+static const ParamDesc mxrn_params[] = {
+    { "rows", NULL, 1 }, { "cols", NULL, 1 }, { "norm", mxrn_norms, 1 }, { "stages", mxrn_stages, 1 }, { "block", NULL, 1 },
+    { "bdim", NULL, 1 }, { "mv_block", NULL, 0 }, { "reduce", mxpl_reduces, 0 }, { "dims", NULL, 0 }, { "kname", NULL, 0 },
+    { "names", NULL, 0 }, { "tname", NULL, 0 }, { "dnames", NULL, 0 }, { NULL, NULL, 0 } };
+static const char *const mxrn_names[][4] = { { "A", "x", "A_norm", "y" }, { "mat", "vec", "mat_normed", "out" },
+                                           { "W", "v", "W_hat", "result" }, { "data", "query", "unit_rows", "scores" } };
+static const char *const mxrn_kn[5][4] = { { "row_norms", "rowNormsWarp", "compute_row_norms", "row_norm_kernel" },
+                                         { "scale_rows", "scaleRows", "divide_rows", "row_scale_kernel" },
+                                         { "matvec", "matVec", "gemv_rows", "matvec_kernel" },
+                                         { "normalize_rows", "normalizeRows", "row_normalize", "normalize_rows_kernel" },
+                                         { "matvec_warp", "matVecWarp", "gemv_warp", "warp_matvec" } };
+
+static void mxrn_draw(Task *t, Rng *r) {
+    static const int blocks[] = { 64, 128, 256, 256, 512 };
+    do {
+        t->p[MXRN_ROWS] = mxmv_rows[RPICK(r, mxmv_rows)];
+        t->p[MXRN_COLS] = mxmv_cols[RPICK(r, mxmv_cols)];
+    } while ((long)t->p[MXRN_ROWS] * t->p[MXRN_COLS] > 2100000 || (long)t->p[MXRN_ROWS] * t->p[MXRN_COLS] < 8192 || t->p[MXRN_COLS] < 64);
+    t->p[MXRN_NORM] = rng_chance(r, 70) ? 0 : 1;
+    t->p[MXRN_STAGES] = rng_int(r, 0, 1);
+    t->p[MXRN_BLOCK] = blocks[RPICK(r, blocks)];
+    t->p[MXRN_BDIM] = t->p[MXRN_STAGES] == 0 ? rng_int(r, 0, NELEM(mx_bdims) - 1) : 0;
+    t->p[MXRN_MVBLOCK] = mx_blocks1d[RPICK(r, mx_blocks1d)];
+    t->p[MXRN_REDUCE] = t->p[MXRN_STAGES] == 1 ? rng_int(r, 0, 1) : 0;
+    t->p[MXRN_DIMS] = rng_int(r, 0, 3);
+    t->p[MXRN_KNAME] = rng_int(r, 0, 3);
+    t->p[MXRN_NAMES] = rng_int(r, 0, NELEM(mxrn_names) - 1);
+    t->p[MXRN_TNAME] = rng_int(r, 0, 2);
+    t->p[MXRN_DNAMES] = rng_int(r, 0, 3);
+    const char *const *nm = mxrn_names[t->p[MXRN_NAMES]];
+    mx_name(t->in[0].name, sizeof t->in[0].name, nm[0]);
+    mx_name(t->in[1].name, sizeof t->in[1].name, nm[1]);
+    mx_name(t->out[0].name, sizeof t->out[0].name, nm[2]);
+    mx_name(t->out[1].name, sizeof t->out[1].name, nm[3]);
+    int st = t->p[MXRN_STAGES], k = t->p[MXRN_KNAME];
+    mx_name(t->kname[0], sizeof t->kname[0], mxrn_kn[st ? 3 : 0][k]);
+    mx_name(t->kname[1], sizeof t->kname[1], mxrn_kn[st ? 4 : 1][k]);
+    mx_name(t->kname[2], sizeof t->kname[2], st ? "" : mxrn_kn[2][k]);
+    mx_name(t->slug, sizeof t->slug, "rownorm_matvec");
+}
+
+static void mxrn_layout(Task *t) {
+    const char *const *dn = mx_dnames[t->p[MXRN_DNAMES]];
+    long R = t->p[MXRN_ROWS], C = t->p[MXRN_COLS];
+    t->nsize = 0;
+    int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
+    t->nin = t->nout = 2;
+    tset(&t->in[0], DT_F32, 2, R, C);
+    tfac(&t->in[0], rr, cc);
+    trange(&t->in[0], -1, 1, 0);
+    tset(&t->in[1], DT_F32, 1, C, 0);
+    tfac(&t->in[1], cc, -1);
+    trange(&t->in[1], -1, 1, 0);
+    tset(&t->out[0], DT_F32, 2, R, C);
+    tfac(&t->out[0], rr, cc);
+    tset(&t->out[1], DT_F32, 1, R, 0);
+    tfac(&t->out[1], rr, -1);
+    t->need_math = 1;
+    // the normalized entries carry the relative error of the row's float norm; y is a
+    // float sum of C products whose size is about 3.5 / sqrt(C) (L2) or 4 / C (L1)
+    double mag = t->p[MXRN_NORM] == 0 ? 3.5 / sqrt((double)C) : 4.0 / (double)C;
+    mx_sum_tol(t, C, mag);
+    t->rtol = mx_red_rel(C) + 1e-5;
+}
+
+static void mxrn_describe(const Task *t, Buf *name, Buf *desc) {
+    buf_puts(name, pick3(t->p[MXRN_TNAME], "Row_Normalize_Then_Matvec", "Normalized_Rows_Times_Vector",
+                         t->p[MXRN_NORM] ? "L1_Row_Normalize_Matvec" : "Cosine_Scores_Pipeline"));
+    const char *A = t->in[0].name, *x = t->in[1].name, *An = t->out[0].name, *y = t->out[1].name;
+    int R = t->p[MXRN_ROWS], C = t->p[MXRN_COLS];
+    buf_printf(desc, "%s is a %d x %d row-major float32 matrix and %s a vector of %d. First divide each row of %s by its %s norm and store the result in %s (%d x %d); "
+                     "then compute %s = %s * %s (%s[r] = sum over c of %s[r][c] * %s[c]) from %s with a separate kernel.",
+               A, R, C, x, C, A, t->p[MXRN_NORM] ? "L1 (sum of absolute values)" : "L2 (Euclidean)", An, R, C, y, An, x, y, An, x, An);
+    if (t->p[MXRN_STAGES] == 0)
+        buf_puts(desc, " Use three kernels: row norms (one warp per row, shuffle reduction) into a scratch buffer, a 2-D (dim3) kernel that scales every element, and a matrix-vector kernel with one thread per row.");
+    else
+        buf_puts(desc, " Use two kernels: one block per row reduces the row's norm and scales the row, then a matrix-vector kernel with one warp per row and shuffle reductions.");
+}
+
+static void mxrn_kernels(const Task *t, Emit *e) {
+    const char *const *dn = mx_dnames[t->p[MXRN_DNAMES]];
+    const char *A = t->in[0].name, *x = t->in[1].name, *An = t->out[0].name, *y = t->out[1].name, *R = dn[0], *C = dn[1];
+    int l1 = t->p[MXRN_NORM] == 1;
+    const char *term = l1 ? "fabsf(arow[c])" : "arow[c] * arow[c]", *fin = l1 ? "s" : "sqrtf(s)";
+    MxSig g = { "" };
+    if (t->p[MXRN_STAGES] == 0) {
+        mxsig_ptr(&g, t, "float", A, 1);
+        mxsig_ptr(&g, t, "float", "norms", 0);
+        mxsig_int(&g, R);
+        mxsig_int(&g, C);
+        em_comment(e, t, fmt("Kernel 1: norms[r] = the %s norm of row r of %s; one warp per row.", l1 ? "L1" : "L2", A), 0);
+        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
+        em_line(e, "const int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;");
+        em_line(e, "const int lane = threadIdx.x %% 32;");
+        em_line(e, "if (row >= %s) return;", R);
+        em_line(e, "const float *arow = %s + (size_t)row * %s;", A, C);
+        em_line(e, "float s = 0.0f;");
+        em_line(e, "for (int c = lane; c < %s; c += 32) s += %s;", C, term);
+        em_line(e, "for (int offset = 16; offset > 0; offset >>= 1) s += __shfl_xor_sync(0xffffffff, s, offset);");
+        em_line(e, "if (lane == 0) norms[row] = %s;", fin);
+        em_fn_close(e);
+        em_blank(e);
+        memset(&g, 0, sizeof g);
+        mxsig_ptr(&g, t, "float", A, 1);
+        mxsig_ptr(&g, t, "float", "norms", 1);
+        mxsig_ptr(&g, t, "float", An, 0);
+        mxsig_int(&g, R);
+        mxsig_int(&g, C);
+        em_comment(e, t, fmt("Kernel 2: %s[r][c] = %s[r][c] / norms[r] on a 2-D grid.", An, A), 0);
+        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[1], g.s);
+        mx_idx2d(e, t, "row", "col", 0);
+        em_line(e, "if (row < %s && col < %s) %s[row * %s + col] = %s[row * %s + col] / norms[row];", R, C, An, C, A, C);
+        em_fn_close(e);
+        em_blank(e);
+        memset(&g, 0, sizeof g);
+        mxsig_ptr(&g, t, "float", An, 1);
+        mxsig_ptr(&g, t, "float", x, 1);
+        mxsig_ptr(&g, t, "float", y, 0);
+        mxsig_int(&g, R);
+        mxsig_int(&g, C);
+        em_comment(e, t, fmt("Kernel 3: %s = %s * %s, one thread per row.", y, An, x), 0);
+        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[2], g.s);
+        em_line(e, "const int row = blockIdx.x * blockDim.x + threadIdx.x;");
+        em_line(e, "if (row >= %s) return;", R);
+        em_line(e, "float acc = 0.0f;");
+        em_line(e, "for (int c = 0; c < %s; ++c) acc += %s[(size_t)row * %s + c] * %s[c];", C, An, C, x);
+        em_line(e, "%s[row] = acc;", y);
+        em_fn_close(e);
+        return;
+    }
+    const char *bsum = mxpl_helper_names[t->p[MXRN_KNAME]][0];
+    em_line(e, "#define BLOCK_SIZE %d", t->p[MXRN_BLOCK]);
+    em_blank(e);
+    mxpl_block_reduce(e, t, t->p[MXRN_REDUCE], 0, bsum);
+    mxsig_ptr(&g, t, "float", A, 1);
+    mxsig_ptr(&g, t, "float", An, 0);
+    mxsig_int(&g, R);
+    mxsig_int(&g, C);
+    em_comment(e, t, fmt("Kernel 1: one block per row: reduce the row's %s norm, then scale the row into %s.", l1 ? "L1" : "L2", An), 0);
+    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
+    em_line(e, "__shared__ float row_norm;");
+    em_line(e, "const int row = blockIdx.x;");
+    em_line(e, "const float *arow = %s + (size_t)row * %s;", A, C);
+    em_line(e, "float s = 0.0f;");
+    em_line(e, "for (int c = threadIdx.x; c < %s; c += blockDim.x) s += %s;", C, term);
+    em_line(e, "s = %s(s);", bsum);
+    em_line(e, "if (threadIdx.x == 0) row_norm = %s;", fin);
+    em_line(e, "__syncthreads();");
+    em_line(e, "for (int c = threadIdx.x; c < %s; c += blockDim.x) %s[(size_t)row * %s + c] = arow[c] / row_norm;", C, An, C);
+    em_fn_close(e);
+    em_blank(e);
+    memset(&g, 0, sizeof g);
+    mxsig_ptr(&g, t, "float", An, 1);
+    mxsig_ptr(&g, t, "float", x, 1);
+    mxsig_ptr(&g, t, "float", y, 0);
+    mxsig_int(&g, R);
+    mxsig_int(&g, C);
+    em_comment(e, t, fmt("Kernel 2: %s = %s * %s, one warp per row with a shuffle reduction.", y, An, x), 0);
+    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[1], g.s);
+    em_line(e, "const int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;");
+    em_line(e, "const int lane = threadIdx.x %% 32;");
+    em_line(e, "if (row >= %s) return;", R);
+    em_line(e, "float acc = 0.0f;");
+    em_line(e, "for (int c = lane; c < %s; c += 32) acc += %s[(size_t)row * %s + c] * %s[c];", C, An, C, x);
+    em_line(e, "for (int offset = 16; offset > 0; offset >>= 1) acc += __shfl_down_sync(0xffffffff, acc, offset);");
+    em_line(e, "if (lane == 0) %s[row] = acc;", y);
+    em_fn_close(e);
+}
+
+static void mxrn_launch(const Task *t, Emit *e, const Host *h) {
+    const char *R = h->size[0], *C = h->size[1], *A = h->in[0], *x = h->in[1], *An = h->out[0], *y = h->out[1];
+    if (t->p[MXRN_STAGES] == 0) {
+        int B = t->p[MXRN_BLOCK];
+        char nm[48];
+        snprintf(nm, sizeof nm, "%s", mxpl_scratch(t, "norms"));
+        host_dev_alloc(e, t, "float", nm, R);
+        em_line(e, "const int warp_blocks = (%s * 32 + %d - 1) / %d;", R, B, B);
+        em_launch(e, t->kname[0], fmt("warp_blocks, %d", B), fmt("%s, %s, %s, %s", A, nm, R, C));
+        const int *bd = mx_bdims[t->p[MXRN_BDIM]];
+        mx_launch2d(e, t, t->p[MXRN_DIMS], t->kname[1], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, C, R, NULL, 0, NULL,
+                    fmt("%s, %s, %s, %s, %s", A, nm, An, R, C));
+        int MB = t->p[MXRN_MVBLOCK];
+        em_launch(e, t->kname[2], fmt("(%s + %d) / %d, %d", R, MB - 1, MB, MB), fmt("%s, %s, %s, %s, %s", An, x, y, R, C));
+        host_call(e, t, "cudaDeviceSynchronize()");
+        host_call(e, t, "cudaFree(%s)", nm);
+        return;
+    }
+    em_launch(e, t->kname[0], fmt("%s, BLOCK_SIZE", R), fmt("%s, %s, %s, %s", A, An, R, C));
+    int MB = t->p[MXRN_MVBLOCK];
+    em_line(e, "const int rows_per_block = %d;", MB / 32);
+    em_launch(e, t->kname[1], fmt("(%s + rows_per_block - 1) / rows_per_block, rows_per_block * 32", R), fmt("%s, %s, %s, %s, %s", An, x, y, R, C));
+}
+
+static void mxrn_ref(const Task *t, const void *const *in, void *const *out) {
+    const float *A = in[0], *x = in[1];
+    float *An = out[0], *y = out[1];
+    long R = t->p[MXRN_ROWS], C = t->p[MXRN_COLS];
+    for (long r = 0; r < R; r++) {
+        double s = 0;
+        for (long c = 0; c < C; c++) s += t->p[MXRN_NORM] ? fabs(A[r * C + c]) : (double)A[r * C + c] * A[r * C + c];
+        double nrm = t->p[MXRN_NORM] ? s : sqrt(s), acc = 0;
+        for (long c = 0; c < C; c++) {
+            An[r * C + c] = (float)(A[r * C + c] / nrm);
+            acc += (double)An[r * C + c] * x[c]; // the GPU multiplies the stored floats
+        }
+        y[r] = (float)acc;
+    }
+}
+
+static const Family fam_mx_pl_rownorm_mv = { "pipeline_rownorm_matvec", "normalize matrix rows (L2 / L1), then y = A_norm x: norms + 2-D scale + thread-per-row matvec, or block-per-row normalize + warp matvec",
+                                          mxrn_params, NULL, mxrn_draw, mxrn_layout, mxrn_describe, mxrn_kernels, mxrn_launch, mxrn_ref };
+
+static const Family *const families_matrix[] = {
+    &fam_mx_transpose_naive, &fam_mx_transpose_tiled, &fam_mx_matrix_ew2d, &fam_mx_matmul_naive, &fam_mx_matmul_tiled, &fam_mx_matvec_thread,
+    &fam_mx_matvec_warp, &fam_mx_vecmat, &fam_mx_outer, &fam_mx_matmul_batched, &fam_mx_conv1d, &fam_mx_conv2d, &fam_mx_pl_standardize,
+    &fam_mx_pl_softmax, &fam_mx_pl_saxpy_norm, &fam_mx_pl_rownorm_mv, NULL };

@@ -1,0 +1,520 @@
+// families_memory.c - indexed memory access: gather (1-D and embedding rows), scatter
+// (permutation, scatter-add and scatter-max with atomics) and histograms (global
+// atomics, or privatised per block in shared memory). Included by corpus.c.
+
+// ----------------------------------------------------------------------------
+// Gather
+
+enum { G_OP, G_N, G_M, G_D, G_BLOCK, G_LOOP, G_KNAME, G_NAMES, G_CAP, G_TNAME, G_FN, G_NP };
+enum { GL_IF, GL_RETURN, GL_GRID, GL_BLOCK_ROW, GL_GRID2D };
+static const char *const gather_ops[] = { "gather1d", "gather_rows", NULL };
+static const char *const gather_loops[] = { "if_guard", "early_return", "grid_stride", "block_per_row", "grid_2d", NULL };
+static const ParamDesc gather_params[] = {
+    { "op", gather_ops, 1 }, { "n", NULL, 1 }, { "m", NULL, 1 }, { "d", NULL, 1 }, { "block", NULL, 1 },
+    { "loop", gather_loops, 1 }, { "kname", NULL, 0 }, { "names", NULL, 0 }, { "cap", NULL, 0 }, { "tname", NULL, 0 },
+    { "fn", NULL, 0 }, { NULL, NULL, 0 } };
+static const char *const gather1d_names[][3] = {
+    { "src", "idx", "out" }, { "table", "indices", "gathered" }, { "values", "ids", "result" }, { "x", "positions", "y" } };
+static const char *const gather_rows_names[][3] = {
+    { "table", "ids", "out" }, { "embeddings", "tokens", "vectors" }, { "weight", "indices", "rows_out" }, { "emb", "idx", "result" } };
+static const char *const gather1d_kn[] = { "gather_kernel", "gatherKernel", "gather", "indexed_load" };
+static const char *const gather_rows_kn[] = { "embedding_lookup", "gatherRows", "embedding_forward", "gather_rows" };
+
+static void gather_draw(Task *t, Rng *r) {
+    static const int n1[] = { 1000, 4096, 10000, 65536, 100000, 262144, 1000000 };
+    static const int m1[] = { 256, 1000, 4096, 50000, 100000 };
+    static const int nr[] = { 64, 256, 1000, 4096 };
+    static const int mr[] = { 100, 1000, 5000, 30000 };
+    static const int dr[] = { 16, 32, 64, 100, 128, 256, 300 };
+    static const int blocks[] = { 128, 256, 512 };
+    t->p[G_OP] = rng_int(r, 0, 1);
+    if (t->p[G_OP] == 0) {
+        t->p[G_N] = n1[RPICK(r, n1)];
+        t->p[G_M] = m1[RPICK(r, m1)];
+        t->p[G_D] = 1;
+        t->p[G_LOOP] = rng_int(r, 0, 2);
+    } else {
+        t->p[G_N] = nr[RPICK(r, nr)];
+        do {
+            t->p[G_M] = mr[RPICK(r, mr)];
+            t->p[G_D] = dr[RPICK(r, dr)];
+        } while ((long)t->p[G_M] * t->p[G_D] > 2000000 || (long)t->p[G_N] * t->p[G_D] > 1100000);
+        t->p[G_LOOP] = rng_int(r, 0, 4);
+    }
+    t->p[G_BLOCK] = blocks[RPICK(r, blocks)];
+    if (t->p[G_LOOP] == GL_BLOCK_ROW && t->p[G_BLOCK] > 256) t->p[G_BLOCK] = 128;
+    t->p[G_KNAME] = rng_int(r, 0, 3);
+    t->p[G_NAMES] = rng_int(r, 0, 3);
+    t->p[G_CAP] = rng_chance(r, 50) ? 1024 : 4096;
+    t->p[G_TNAME] = rng_int(r, 0, 2);
+    t->p[G_FN] = rng_int(r, 0, 3);
+    const char *const *nm = t->p[G_OP] == 0 ? gather1d_names[t->p[G_NAMES]] : gather_rows_names[t->p[G_NAMES]];
+    snprintf(t->in[0].name, sizeof t->in[0].name, "%s", nm[0]);
+    snprintf(t->in[1].name, sizeof t->in[1].name, "%s", nm[1]);
+    snprintf(t->out[0].name, sizeof t->out[0].name, "%s", nm[2]);
+    snprintf(t->kname[0], sizeof t->kname[0], "%s", (t->p[G_OP] ? gather_rows_kn : gather1d_kn)[t->p[G_KNAME]]);
+    snprintf(t->slug, sizeof t->slug, "%s", t->p[G_OP] ? "embedding" : "gather");
+}
+
+static void gather_layout(Task *t) {
+    t->nsize = 0;
+    t->nin = 2;
+    t->nout = 1;
+    if (t->p[G_OP] == 0) {
+        int n = add_size(t, "n", t->p[G_N]), m = add_size(t, "m", t->p[G_M]);
+        tset(&t->in[0], DT_F32, 1, t->p[G_M], 0);
+        tfac(&t->in[0], m, -1);
+        trange(&t->in[0], -100, 100, 0);
+        tset(&t->in[1], DT_I32, 1, t->p[G_N], 0);
+        tfac(&t->in[1], n, -1);
+        trange(&t->in[1], 0, t->p[G_M] - 1, 1);
+        tset(&t->out[0], DT_F32, 1, t->p[G_N], 0);
+        tfac(&t->out[0], n, -1);
+    } else {
+        int n = add_size(t, "n", t->p[G_N]), v = add_size(t, "vocab", t->p[G_M]), d = add_size(t, "dim", t->p[G_D]);
+        tset(&t->in[0], DT_F32, 2, t->p[G_M], t->p[G_D]);
+        tfac(&t->in[0], v, d);
+        trange(&t->in[0], -1, 1, 0);
+        tset(&t->in[1], DT_I32, 1, t->p[G_N], 0);
+        tfac(&t->in[1], n, -1);
+        trange(&t->in[1], 0, t->p[G_M] - 1, 1);
+        tset(&t->out[0], DT_F32, 2, t->p[G_N], t->p[G_D]);
+        tfac(&t->out[0], n, d);
+    }
+    t->atol = 0;
+    t->rtol = 0;
+}
+
+static void gather_describe(const Task *t, Buf *name, Buf *desc) {
+    const char *s = t->in[0].name, *ix = t->in[1].name, *o = t->out[0].name;
+    if (t->p[G_OP] == 0) {
+        buf_puts(name, pick3(t->p[G_TNAME], "Gather", "Indexed_Gather", "Gather_By_Index"));
+        buf_printf(desc, "Gather values by index: %s[i] = %s[%s[i]] for i in [0, %d). Every index in %s lies in [0, %d).", o, s, ix,
+                   t->p[G_N], ix, t->p[G_M]);
+    } else {
+        buf_puts(name, pick3(t->p[G_TNAME], "Embedding_Lookup", "Gather_Rows", "Embedding_Gather"));
+        buf_printf(desc, "Embedding lookup: row r of %s is row %s[r] of the %d x %d table %s, for r in [0, %d). "
+                         "Indices lie in [0, %d); matrices are row-major.", o, ix, t->p[G_M], t->p[G_D], s, t->p[G_N], t->p[G_M]);
+        if (t->p[G_LOOP] == GL_BLOCK_ROW) buf_puts(desc, " Use one thread block per output row.");
+        if (t->p[G_LOOP] == GL_GRID2D) buf_puts(desc, " Use a 2-D grid: x over columns, y over rows.");
+    }
+}
+
+static void gather_kernels(const Task *t, Emit *e) {
+    const char *s = t->in[0].name, *ix = t->in[1].name, *o = t->out[0].name, *i = IDX(t);
+    int loop = t->p[G_LOOP], ldg = t->p[G_FN] & 1;
+    if (t->p[G_OP] == 0) {
+        em_comment(e, t, fmt("%s[i] = %s[%s[i]]: %s.", o, s, ix, loop == GL_GRID ? "grid-stride loop" : "one thread per output"), 0);
+        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0],
+                   fmt("%s, %s, %s, %s", ptr_param(t, "float", s, 1), ptr_param(t, "int", ix, 1), ptr_param(t, "float", o, 0),
+                       count_param(t, "n")));
+        loop_open(e, t, loop, "n");
+        if (t->p[G_FN] >= 2) {
+            em_line(e, "const int j = %s[%s];", ix, i);
+            em_line(e, "%s[%s] = %s;", o, i, ldg ? fmt("__ldg(&%s[j])", s) : fmt("%s[j]", s));
+        } else {
+            em_line(e, "%s[%s] = %s;", o, i, ldg ? fmt("__ldg(%s + %s[%s])", s, ix, i) : fmt("%s[%s[%s]]", s, ix, i));
+        }
+        loop_close(e, loop);
+        em_fn_close(e);
+        return;
+    }
+    const char *params = fmt("%s, %s, %s, int n, int dim", ptr_param(t, "float", s, 1), ptr_param(t, "int", ix, 1),
+                             ptr_param(t, "float", o, 0));
+    if (loop == GL_BLOCK_ROW) {
+        em_comment(e, t, "One block per output row; its threads copy the row's columns.", 0);
+        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], params);
+        em_line(e, "const int row = blockIdx.x;");
+        em_line(e, "if (row >= n) return;");
+        em_line(e, "const float *from = %s + (size_t)%s[row] * dim;", s, ix);
+        em_line(e, "float *to = %s + (size_t)row * dim;", o);
+        em_line(e, "for (int c = threadIdx.x; c < dim; c += blockDim.x) {");
+        em_in(e);
+        em_line(e, "to[c] = from[c];");
+        em_out(e);
+        em_line(e, "}");
+        em_fn_close(e);
+    } else if (loop == GL_GRID2D) {
+        em_comment(e, t, "2-D grid: x covers the columns, y the rows.", 0);
+        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], params);
+        em_line(e, "const int col = blockIdx.x * blockDim.x + threadIdx.x;");
+        em_line(e, "const int row = blockIdx.y * blockDim.y + threadIdx.y;");
+        em_line(e, "if (row < n && col < dim) {");
+        em_in(e);
+        em_line(e, "%s[(size_t)row * dim + col] = %s[(size_t)%s[row] * dim + col];", o, s, ix);
+        em_out(e);
+        em_line(e, "}");
+        em_fn_close(e);
+    } else {
+        em_comment(e, t, "One thread per output element of the n x dim result (flattened).", 0);
+        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], params);
+        Task t2 = *t;
+        t2.st.idxtype = 0;
+        const char *total = "total";
+        em_line(e, "const int total = n * dim;");
+        loop_open(e, &t2, loop, total);
+        em_line(e, "const int row = %s / dim;", i);
+        em_line(e, "const int col = %s %% dim;", i);
+        em_line(e, "%s[%s] = %s[%s[row] * dim + col];", o, i, s, ix);
+        loop_close(e, loop);
+        em_fn_close(e);
+    }
+}
+
+static void gather_launch(const Task *t, Emit *e, const Host *h) {
+    int loop = t->p[G_LOOP], b = t->p[G_BLOCK];
+    if (t->p[G_OP] == 0) {
+        launch_1d(e, t, t->kname[0], h->size[0], b, loop == GL_GRID ? t->p[G_CAP] : 0,
+                  fmt("%s, %s, %s, %s", h->in[0], h->in[1], h->out[0], h->size[0]));
+        return;
+    }
+    const char *args = fmt("%s, %s, %s, %s, %s", h->in[0], h->in[1], h->out[0], h->size[0], h->size[2]);
+    if (loop == GL_BLOCK_ROW) {
+        em_line(e, "const int threads = %d;", b);
+        em_launch(e, t->kname[0], fmt("%s, threads", h->size[0]), args);
+    } else if (loop == GL_GRID2D) {
+        int by = b / 32;
+        if (t->st.cfg & 1) {
+            em_dim3(e, NULL, fmt("block(32, %d)", by));
+            em_dim3(e, NULL, fmt("grid((%s + block.x - 1) / block.x, (%s + block.y - 1) / block.y)", h->size[2], h->size[0]));
+        } else {
+            em_dim3(e, NULL, fmt("block(32, %d), grid((%s + 31) / 32, (%s + %d) / %d)", by, h->size[2], h->size[0], by - 1, by));
+        }
+        em_launch(e, t->kname[0], "grid, block", args);
+    } else {
+        launch_1d(e, t, t->kname[0], fmt("%s * %s", h->size[0], h->size[2]), b, loop == GL_GRID ? t->p[G_CAP] : 0, args);
+    }
+}
+
+static void gather_ref(const Task *t, const void *const *in, void *const *out) {
+    const float *s = in[0];
+    const int *ix = in[1];
+    float *o = out[0];
+    long n = t->p[G_N], m = t->p[G_M], d = t->p[G_OP] ? t->p[G_D] : 1;
+    for (long r = 0; r < n; r++) {
+        long j = ix[r];
+        for (long c = 0; c < d; c++) o[r * d + c] = j >= 0 && j < m ? s[j * d + c] : 0.0f;
+    }
+}
+
+static const Family fam_gather = { "gather", "out[i] = src[idx[i]]; embedding rows (flat, block per row, 2-D grid)", gather_params, NULL,
+                                   gather_draw, gather_layout, gather_describe, gather_kernels, gather_launch, gather_ref };
+
+// ----------------------------------------------------------------------------
+// Scatter
+
+enum { SC_OP, SC_N, SC_M, SC_BLOCK, SC_LOOP, SC_KNAME, SC_NAMES, SC_CAP, SC_TNAME, SC_FN, SC_NP };
+static const char *const scatter_ops[] = { "perm", "add_f32", "add_i32", "max_i32", NULL };
+static const ParamDesc scatter_params[] = {
+    { "op", scatter_ops, 1 }, { "n", NULL, 1 }, { "m", NULL, 1 }, { "block", NULL, 1 }, { "loop", loop_names, 1 },
+    { "kname", NULL, 0 }, { "names", NULL, 0 }, { "cap", NULL, 0 }, { "tname", NULL, 0 }, { "fn", NULL, 0 }, { NULL, NULL, 0 } };
+static const char *const scatter_names[][3] = {
+    { "src", "idx", "out" }, { "values", "targets", "acc" }, { "x", "index_map", "y" }, { "updates", "positions", "result" } };
+static const char *const scatter_kn[][4] = {
+    { "scatter_kernel", "scatterPerm", "permute_scatter", "scatter" },
+    { "scatter_add_kernel", "scatterAdd", "index_add", "scatter_add" },
+    { "scatter_add_kernel", "scatterAddInt", "index_add_int", "scatter_add_i32" },
+    { "scatter_max_kernel", "scatterMax", "index_max", "scatter_max" } };
+
+static void scatter_draw(Task *t, Rng *r) {
+    static const int ns[] = { 1000, 4096, 10000, 65536, 100000, 262144, 1000000 };
+    static const int ms[] = { 16, 100, 1000, 4096, 65536 };
+    static const int blocks[] = { 128, 256, 512, 1024 };
+    t->p[SC_OP] = rng_int(r, 0, 3);
+    t->p[SC_N] = ns[RPICK(r, ns)];
+    t->p[SC_M] = t->p[SC_OP] == 0 ? t->p[SC_N] : ms[RPICK(r, ms)];
+    t->p[SC_BLOCK] = blocks[RPICK(r, blocks)];
+    t->p[SC_LOOP] = rng_int(r, 0, 2);
+    t->p[SC_KNAME] = rng_int(r, 0, 3);
+    t->p[SC_NAMES] = rng_int(r, 0, 3);
+    t->p[SC_CAP] = rng_chance(r, 50) ? 1024 : 2048;
+    t->p[SC_TNAME] = rng_int(r, 0, 2);
+    t->p[SC_FN] = rng_int(r, 0, 3);
+    for (int k = 0; k < 2; k++) snprintf(t->in[k].name, sizeof t->in[k].name, "%s", scatter_names[t->p[SC_NAMES]][k]);
+    snprintf(t->out[0].name, sizeof t->out[0].name, "%s", scatter_names[t->p[SC_NAMES]][2]);
+    snprintf(t->kname[0], sizeof t->kname[0], "%s", scatter_kn[t->p[SC_OP]][t->p[SC_KNAME]]);
+    snprintf(t->slug, sizeof t->slug, "%s", t->p[SC_OP] == 0 ? "scatter" : t->p[SC_OP] == 3 ? "scatter_max" : "scatter_add");
+}
+
+static void scatter_layout(Task *t) {
+    int op = t->p[SC_OP];
+    t->nsize = 0;
+    t->nin = 2;
+    t->nout = 1;
+    int n = add_size(t, "n", t->p[SC_N]);
+    int m = op == 0 ? n : add_size(t, "m", t->p[SC_M]);
+    DType vt = op == 0 || op == 1 ? DT_F32 : DT_I32;
+    tset(&t->in[0], vt, 1, t->p[SC_N], 0);
+    tfac(&t->in[0], n, -1);
+    if (op == 0) trange(&t->in[0], -100, 100, 0);
+    else if (op == 1) trange(&t->in[0], -8, 8, 1);
+    else trange(&t->in[0], -1000, 1000, 1);
+    tset(&t->in[1], DT_I32, 1, t->p[SC_N], 0);
+    tfac(&t->in[1], n, -1);
+    trange(&t->in[1], 0, t->p[SC_M] - 1, 1);
+    if (op == 0) t->in[1].gen = GEN_PERM;
+    tset(&t->out[0], vt, 1, t->p[SC_M], 0);
+    tfac(&t->out[0], m, -1);
+    t->out[0].zero_init = op != 0;
+    t->atol = 0;
+    t->rtol = 0;
+}
+
+static void scatter_describe(const Task *t, Buf *name, Buf *desc) {
+    const char *s = t->in[0].name, *ix = t->in[1].name, *o = t->out[0].name;
+    int k = t->p[SC_TNAME];
+    switch (t->p[SC_OP]) {
+    case 0:
+        buf_puts(name, pick3(k, "Scatter", "Permutation_Scatter", "Scatter_By_Index"));
+        buf_printf(desc, "Scatter: %s[%s[i]] = %s[i] for i in [0, %d). %s is a permutation of 0..%d, so every output is written once.",
+                   o, ix, s, t->p[SC_N], ix, t->p[SC_N] - 1);
+        break;
+    case 1:
+    case 2:
+        buf_puts(name, pick3(k, "Scatter_Add", "Index_Add", "Atomic_Scatter_Add"));
+        buf_printf(desc, "Scatter-add: %s starts at zero, then for every i in [0, %d), %s[i] is added to %s[%s[i]]. "
+                         "Indices lie in [0, %d) and repeat, so use atomic additions.%s",
+                   o, t->p[SC_N], s, o, ix, t->p[SC_M], t->p[SC_OP] == 1 ? " The values are whole numbers, so the sums are exact." : "");
+        break;
+    default:
+        buf_puts(name, pick3(k, "Scatter_Max", "Index_Max", "Atomic_Scatter_Max"));
+        buf_printf(desc, "Scatter-max: %s starts at zero, then for every i in [0, %d), %s[%s[i]] = max(%s[%s[i]], %s[i]). "
+                         "Indices lie in [0, %d) and repeat, so use atomicMax.", o, t->p[SC_N], o, ix, o, ix, s, t->p[SC_M]);
+        break;
+    }
+}
+
+static void scatter_kernels(const Task *t, Emit *e) {
+    const char *s = t->in[0].name, *ix = t->in[1].name, *o = t->out[0].name, *i = IDX(t);
+    int op = t->p[SC_OP], loop = t->p[SC_LOOP];
+    const char *vt = op <= 1 ? "float" : "int";
+    static const char *const what[] = { "writes its element to the permuted position", "adds its value atomically",
+                                        "adds its value atomically", "raises the target with atomicMax" };
+    em_comment(e, t, fmt("Each thread %s.", what[op]), 0);
+    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0],
+               fmt("%s, %s, %s, %s", ptr_param(t, vt, s, 1), ptr_param(t, "int", ix, 1), ptr_param(t, vt, o, 0), count_param(t, "n")));
+    loop_open(e, t, loop, "n");
+    const char *target = t->p[SC_FN] & 1 ? fmt("%s + %s[%s]", o, ix, i) : fmt("&%s[%s[%s]]", o, ix, i);
+    if (op == 0) em_line(e, "%s[%s[%s]] = %s[%s];", o, ix, i, s, i);
+    else if (op == 3) em_line(e, "atomicMax(%s, %s[%s]);", target, s, i);
+    else em_line(e, "atomicAdd(%s, %s[%s]);", target, s, i);
+    loop_close(e, loop);
+    em_fn_close(e);
+}
+
+static void scatter_launch(const Task *t, Emit *e, const Host *h) {
+    launch_1d(e, t, t->kname[0], h->size[0], t->p[SC_BLOCK], t->p[SC_LOOP] == LOOP_GRID ? t->p[SC_CAP] : 0,
+              fmt("%s, %s, %s, %s", h->in[0], h->in[1], h->out[0], h->size[0]));
+}
+
+static void scatter_ref(const Task *t, const void *const *in, void *const *out) {
+    long n = t->p[SC_N], m = t->p[SC_M];
+    const int *ix = in[1];
+    int op = t->p[SC_OP];
+    if (op == 0 || op == 1) {
+        const float *s = in[0];
+        float *o = out[0];
+        if (op == 1) {
+            double *acc = calloc((size_t)m, sizeof *acc);
+            for (long i = 0; i < n; i++)
+                if (ix[i] >= 0 && ix[i] < m) acc[ix[i]] += s[i];
+            for (long j = 0; j < m; j++) o[j] = (float)acc[j];
+            free(acc);
+        } else {
+            for (long j = 0; j < m; j++) o[j] = 0;
+            for (long i = 0; i < n; i++)
+                if (ix[i] >= 0 && ix[i] < m) o[ix[i]] = s[i];
+        }
+    } else {
+        const int *s = in[0];
+        int *o = out[0];
+        for (long j = 0; j < m; j++) o[j] = 0;
+        for (long i = 0; i < n; i++) {
+            if (ix[i] < 0 || ix[i] >= m) continue;
+            if (op == 2) o[ix[i]] = (int)((unsigned)o[ix[i]] + (unsigned)s[i]);
+            else if (s[i] > o[ix[i]]) o[ix[i]] = s[i];
+        }
+    }
+}
+
+static const Family fam_scatter = { "scatter", "out[idx[i]] = x[i] (permutation); scatter-add / scatter-max with atomics",
+                                    scatter_params, NULL, scatter_draw, scatter_layout, scatter_describe, scatter_kernels,
+                                    scatter_launch, scatter_ref };
+
+// ----------------------------------------------------------------------------
+// Histogram
+
+enum { H_OP, H_N, H_BINS, H_BLOCK, H_VARIANT, H_LOOP, H_SHMEM, H_CTYPE, H_KNAME, H_NAMES, H_CAP, H_TNAME, H_NP };
+static const char *const hist_ops[] = { "int_values", "uint8_pixels", "float_unit", NULL };
+static const char *const hist_variants[] = { "global_atomics", "shared_private", NULL };
+static const char *const hist_loops[] = { "one_per_thread", "grid_stride", NULL };
+static const char *const hist_shmem[] = { "define", "template", "dynamic", NULL };
+static const char *const hist_ctypes[] = { "uint32", "int32", NULL };
+static const ParamDesc hist_params[] = {
+    { "op", hist_ops, 1 }, { "n", NULL, 1 }, { "bins", NULL, 1 }, { "block", NULL, 1 }, { "variant", hist_variants, 1 },
+    { "loop", hist_loops, 1 }, { "shmem", hist_shmem, 0 }, { "count_type", hist_ctypes, 0 }, { "kname", NULL, 0 },
+    { "names", NULL, 0 }, { "cap", NULL, 0 }, { "tname", NULL, 0 }, { NULL, NULL, 0 } };
+static const char *const hist_names[][2] = { { "data", "hist" }, { "values", "counts" }, { "samples", "histogram" }, { "keys", "freq" } };
+static const char *const hist_pix_names[][2] = { { "pixels", "hist" }, { "image", "histogram" }, { "img", "counts" }, { "gray", "bins_out" } };
+static const char *const hist_kn[][4] = { { "histogram_kernel", "histogramGlobal", "hist_atomic", "count_values" },
+                                          { "histogram_shared", "histogramShared", "hist_privatized", "block_histogram" } };
+
+static void hist_draw(Task *t, Rng *r) {
+    static const int ns[] = { 4096, 10000, 65536, 100000, 262144, 1000000, 1048576 };
+    static const int bins[] = { 16, 32, 64, 100, 128, 256, 1000, 1024 };
+    static const int blocks[] = { 128, 256, 512 };
+    t->p[H_OP] = rng_int(r, 0, 2);
+    t->p[H_N] = ns[RPICK(r, ns)];
+    t->p[H_BINS] = t->p[H_OP] == 1 ? 256 : bins[RPICK(r, bins)];
+    t->p[H_BLOCK] = blocks[RPICK(r, blocks)];
+    t->p[H_VARIANT] = rng_int(r, 0, 1);
+    t->p[H_LOOP] = rng_int(r, 0, 1);
+    t->p[H_SHMEM] = rng_int(r, 0, 2);
+    t->p[H_CTYPE] = rng_chance(r, 70) ? 0 : 1;
+    t->p[H_KNAME] = rng_int(r, 0, 3);
+    t->p[H_NAMES] = rng_int(r, 0, 3);
+    t->p[H_CAP] = rng_chance(r, 50) ? 256 : 1024;
+    t->p[H_TNAME] = rng_int(r, 0, 2);
+    const char *const *nm = t->p[H_OP] == 1 ? hist_pix_names[t->p[H_NAMES]] : hist_names[t->p[H_NAMES]];
+    snprintf(t->in[0].name, sizeof t->in[0].name, "%s", nm[0]);
+    snprintf(t->out[0].name, sizeof t->out[0].name, "%s", nm[1]);
+    snprintf(t->kname[0], sizeof t->kname[0], "%s", hist_kn[t->p[H_VARIANT]][t->p[H_KNAME]]);
+    snprintf(t->slug, sizeof t->slug, "histogram");
+}
+
+static void hist_layout(Task *t) {
+    t->nsize = 0;
+    t->nin = 1;
+    t->nout = 1;
+    int n = add_size(t, "n", t->p[H_N]), b = add_size(t, "bins", t->p[H_BINS]);
+    static const DType in_dt[] = { DT_I32, DT_U8, DT_F32 };
+    tset(&t->in[0], in_dt[t->p[H_OP]], 1, t->p[H_N], 0);
+    tfac(&t->in[0], n, -1);
+    if (t->p[H_OP] == 2) trange(&t->in[0], 0, 1, 0);
+    else trange(&t->in[0], 0, t->p[H_BINS] - 1, 1);
+    tset(&t->out[0], t->p[H_CTYPE] ? DT_I32 : DT_U32, 1, t->p[H_BINS], 0);
+    tfac(&t->out[0], b, -1);
+    t->out[0].zero_init = 1;
+    t->atol = 0;
+    t->rtol = 0;
+}
+
+static void hist_describe(const Task *t, Buf *name, Buf *desc) {
+    const char *x = t->in[0].name, *o = t->out[0].name;
+    int k = t->p[H_TNAME], bins = t->p[H_BINS];
+    switch (t->p[H_OP]) {
+    case 0:
+        buf_puts(name, pick3(k, "Histogram", "Integer_Histogram", "Value_Counts"));
+        buf_printf(desc, "Count how many elements of %s take each value: %s[b] = number of i with %s[i] == b, for %d bins. "
+                         "Every value lies in [0, %d).", x, o, x, bins, bins);
+        break;
+    case 1:
+        buf_puts(name, pick3(k, "Image_Histogram", "Grayscale_Histogram", "Pixel_Histogram"));
+        buf_printf(desc, "Compute the 256-bin histogram of the 8-bit pixels in %s: %s[v] = number of pixels equal to v.", x, o);
+        break;
+    default:
+        buf_puts(name, pick3(k, "Float_Histogram", "Uniform_Bin_Histogram", "Binned_Counts"));
+        buf_printf(desc, "Histogram of values in [0, 1) with %d equal bins: element x goes to bin (int)(x * %d) computed in float32, "
+                         "clamped to %d; %s[b] counts the elements of %s in bin b.", bins, bins, bins - 1, o, x);
+        break;
+    }
+    if (t->p[H_VARIANT] == 1) buf_puts(desc, " Privatise the histogram per thread block in shared memory, then merge it into the output with atomics.");
+    else buf_puts(desc, " Use atomicAdd on the output counts.");
+}
+
+// The bin of element expression v (a value read from the input), as CUDA source.
+static const char *hist_bin_expr(const Task *t, const char *v, const char *bins) {
+    if (t->p[H_OP] == 2) return fmt("min((int)(%s * %s), %s - 1)", v, bins, bins);
+    if (t->p[H_OP] == 1) return fmt("(int)%s", v);
+    return v;
+}
+
+static void hist_kernels(const Task *t, Emit *e) {
+    const char *x = t->in[0].name, *o = t->out[0].name, *i = IDX(t);
+    const char *ct = t->p[H_CTYPE] ? "int" : "unsigned int", *one = t->p[H_CTYPE] ? "1" : "1u";
+    static const char *const in_ct[] = { "int", "unsigned char", "float" };
+    int loop = t->p[H_LOOP] == 1 ? LOOP_GRID : LOOP_IF, shared = t->p[H_VARIANT] == 1, sh = t->p[H_SHMEM];
+    Task t2 = *t;
+    t2.st.idxtype = 0;
+    const char *params = fmt("%s, %s, int n%s", ptr_param(t, in_ct[t->p[H_OP]], x, 1), ptr_param(t, ct, o, 0),
+                             shared && sh == 1 ? "" : ", int bins");
+    if (!shared) {
+        em_comment(e, t, "Every element increments its bin in global memory with atomicAdd.", 0);
+        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], params);
+        loop_open(e, &t2, loop, "n");
+        if (t->p[H_OP] == 0) em_line(e, "atomicAdd(&%s[%s[%s]], %s);", o, x, i, one);
+        else {
+            em_line(e, "const int b = %s;", hist_bin_expr(t, fmt("%s[%s]", x, i), "bins"));
+            em_line(e, "atomicAdd(&%s[b], %s);", o, one);
+        }
+        loop_close(e, loop);
+        em_fn_close(e);
+        return;
+    }
+    const char *nb = sh == 0 ? "NUM_BINS" : sh == 1 ? "NBINS" : "bins";
+    if (sh == 0) {
+        em_line(e, "#define NUM_BINS %d", t->p[H_BINS]);
+        em_blank(e);
+    }
+    em_comment(e, t, "Each block builds a private histogram in shared memory, then adds it to the global one.", 0);
+    em_fn_open(e, t, SPAN_GLOBAL, sh == 1 ? "template <int NBINS>\n" : "", "__global__ void", t->kname[0], params);
+    if (sh == 2) em_line(e, "extern __shared__ %s local_hist[];", ct);
+    else em_line(e, "__shared__ %s local_hist[%s];", ct, nb);
+    em_note(e, t, "zero the block's private copy");
+    em_line(e, "for (int b = threadIdx.x; b < %s; b += blockDim.x) local_hist[b] = 0;", nb);
+    em_line(e, "__syncthreads();");
+    loop_open(e, &t2, loop, "n");
+    if (t->p[H_OP] == 0) em_line(e, "atomicAdd(&local_hist[%s[%s]], %s);", x, i, one);
+    else {
+        em_line(e, "const int b = %s;", hist_bin_expr(t, fmt("%s[%s]", x, i), nb));
+        em_line(e, "atomicAdd(&local_hist[b], %s);", one);
+    }
+    loop_close(e, loop);
+    em_line(e, "__syncthreads();");
+    em_note(e, t, "merge into the global histogram");
+    em_line(e, "for (int b = threadIdx.x; b < %s; b += blockDim.x) {", nb);
+    em_in(e);
+    em_line(e, "if (local_hist[b] != 0) atomicAdd(&%s[b], local_hist[b]);", o);
+    em_out(e);
+    em_line(e, "}");
+    em_fn_close(e);
+}
+
+static void hist_launch(const Task *t, Emit *e, const Host *h) {
+    int shared = t->p[H_VARIANT] == 1, sh = t->p[H_SHMEM], grid = t->p[H_LOOP] == 1;
+    const char *ct = t->p[H_CTYPE] ? "int" : "unsigned int";
+    const char *args = fmt("%s, %s, %s%s", h->in[0], h->out[0], h->size[0], shared && sh == 1 ? "" : fmt(", %s", h->size[1]));
+    const char *kname = shared && sh == 1 ? fmt("%s<%d>", t->kname[0], t->p[H_BINS]) : t->kname[0];
+    if (!(shared && sh == 2)) {
+        launch_1d(e, t, kname, h->size[0], t->p[H_BLOCK], grid ? t->p[H_CAP] : 0, args);
+        return;
+    }
+    // dynamic shared memory: the third launch parameter
+    em_line(e, "const int threads = %d;", t->p[H_BLOCK]);
+    if (grid) em_line(e, "const int blocks = %d;", t->p[H_CAP]);
+    else em_line(e, "const int blocks = (%s + threads - 1) / threads;", h->size[0]);
+    em_line(e, "const size_t shmem = %s * sizeof(%s);", h->size[1], ct);
+    em_launch(e, kname, "blocks, threads, shmem", args);
+}
+
+static void hist_ref(const Task *t, const void *const *in, void *const *out) {
+    long n = t->p[H_N], bins = t->p[H_BINS];
+    unsigned *o = out[0]; // int32 and uint32 counts have the same bits here
+    for (long b = 0; b < bins; b++) o[b] = 0;
+    for (long i = 0; i < n; i++) {
+        long b;
+        if (t->p[H_OP] == 0) b = ((const int *)in[0])[i];
+        else if (t->p[H_OP] == 1) b = ((const unsigned char *)in[0])[i];
+        else {
+            volatile float p = ((const float *)in[0])[i] * (float)bins;
+            b = (int)p;
+            if (b > bins - 1) b = bins - 1;
+        }
+        if (b >= 0 && b < bins) o[b]++;
+    }
+}
+
+static const Family fam_histogram = { "histogram", "counts per bin with atomicAdd: global atomics or shared-memory privatised; int, uint8 or float input",
+                                      hist_params, NULL, hist_draw, hist_layout, hist_describe, hist_kernels, hist_launch, hist_ref };
+
+static const Family *const families_memory[] = { &fam_gather, &fam_scatter, &fam_histogram, NULL };
