@@ -49,8 +49,11 @@ data: data/corpus
 quickstart:
 	bash data/quickstart.sh
 
+compile-test-split: data
+	bash data/compile_split.sh data/default test
+
 clean:
 	rm -f $(BINS) $(TEST_BINS) data/corpus
 	rm -rf test/fuzz/fuzz_*
 
-.PHONY: all test bench-cpu bench-tokenizer fuzz data quickstart clean
+.PHONY: all test bench-cpu bench-tokenizer fuzz data quickstart compile-test-split clean

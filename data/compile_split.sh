@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Compiles the reference program of every task of a split with nvcc (make compile-test-split).
+#   bash data/compile_split.sh [DIR] [SPLIT]      defaults: data/default test
+set -uo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:-data/default} split=${2:-test}
+command -v nvcc >/dev/null || { echo "compile_split: nvcc not found (the CUDA toolkit is needed)" >&2; exit 1; }
+[ -f "$dir/$split.jsonl" ] || { echo "compile_split: no $dir/$split.jsonl: run make data first" >&2; exit 1; }
+tmp=$(mktemp -d /tmp/cuset_compile.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+n=$(wc -l <"$dir/$split.jsonl") pass=0 fail=0
+for k in $(seq 0 $((n - 1))); do
+    ./data/corpus --materialize "$dir" --split "$split" --index "$k" --to "$tmp/$k" >/dev/null
+    if out=$(nvcc -arch=sm_90 -o "$tmp/$k/prog" "$tmp/$k/reference.cu" 2>&1); then pass=$((pass + 1))
+    else fail=$((fail + 1)); echo "FAIL $split:$k: $(echo "$out" | head -2)"; fi
+    rm -rf "$tmp/$k"
+done
+echo "$split split: $pass of $n reference programs compile with nvcc -arch=sm_90, $fail fail"
+[ "$fail" -eq 0 ]
