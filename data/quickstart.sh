@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The quick start (`make quickstart`): build, make the default corpus, train a small GPT on
 # it with plain SFT, fine-tune that base model with CuSeT, and print a program the model
-# writes for a task of the test split. About 10 minutes on 2 CPU cores.
+# writes for a task of the test split: 420 steps of 4 x 1024 tokens (1.7M tokens) on the CPU.
 # CuSeT is a post-training objective: from random weights every confidence is below tau,
 # so the base model comes first. Override the lengths with SFT_STEPS=N CUSET_STEPS=N.
 set -euo pipefail
