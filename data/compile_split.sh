@@ -10,7 +10,7 @@ tmp=$(mktemp -d /tmp/cuset_compile.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 n=$(wc -l <"$dir/$split.jsonl") pass=0 fail=0
 for k in $(seq 0 $((n - 1))); do
-    ./data/corpus --materialize "$dir" --split "$split" --index "$k" --to "$tmp/$k" >/dev/null
+    ./data/corpus --materialize "$dir" --split "$split" --index "$k" --to "$tmp/$k" >/dev/null 2>&1
     if out=$(nvcc -arch=sm_90 -o "$tmp/$k/prog" "$tmp/$k/reference.cu" 2>&1); then pass=$((pass + 1))
     else fail=$((fail + 1)); echo "FAIL $split:$k: $(echo "$out" | head -2)"; fi
     rm -rf "$tmp/$k"
