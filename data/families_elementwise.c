@@ -631,7 +631,7 @@ static const char *half_formula(const Task *t) {
     const char *x = fmt("%s[i]", t->in[0].name);
     switch (t->p[M_OP]) {
     case 0: return fmt("%s converted to float16 (round to nearest even)", x);
-    case 1: return fmt("float32(%s) * %s, where %s is float16", x, fnum(t->f[MF_A]), t->in[0].name);
+    case 1: return fmt("float32(%s) * %s (%s holds float16 values)", x, fnum(t->f[MF_A]), t->in[0].name);
     case 2: return fmt("%s rounded to float16 (nearest even) and converted back to float32", x);
     default: return fmt("%s + %s in float16 (round to nearest even)", x, fmt("%s[i]", t->in[1].name));
     }

@@ -1698,13 +1698,13 @@ static void mxbm_kernels(const Task *t, Emit *e) {
         return;
     }
     int N = t->p[MXBM_N], tmpl = t->p[MXBM_TDEF];
-    const char *D = tmpl ? "DIM" : "MAT_DIM", *pad = t->p[MXBM_PAD] ? " + 1" : "";
+    const char *D = tmpl ? "TILE_N" : "MAT_DIM", *pad = t->p[MXBM_PAD] ? " + 1" : "";
     if (!tmpl) {
         em_line(e, "#define MAT_DIM %d", N);
         em_blank(e);
     }
     em_comment(e, t, fmt("One %s x %s block per matrix (blockIdx.z): both operands in shared memory, one thread per output element.", D, D), 0);
-    em_fn_open(e, t, SPAN_GLOBAL, tmpl ? "template <int DIM>\n" : "", "__global__ void", t->kname[0], g.s);
+    em_fn_open(e, t, SPAN_GLOBAL, tmpl ? "template <int TILE_N>\n" : "", "__global__ void", t->kname[0], g.s);
     em_line(e, "__shared__ float sa[%s][%s%s];", D, D, pad);
     em_line(e, "__shared__ float sb[%s][%s%s];", D, D, pad);
     em_line(e, "const int item = blockIdx.z;");
