@@ -3501,6 +3501,8 @@ int cuset_data_parse(const unsigned char *buf, size_t len, const char *name, Cus
     CusetDataset nd = {0};
     CusetTokenizer ntk = {0};
     char why[256];
+    const unsigned char *p, *fl; // ids and flags cursors (declared before the gotos, for C++)
+    uint64_t got;
     if (!name) name = "<data>";
     if (!buf) len = 0;
     if (len < H)
@@ -3541,12 +3543,12 @@ int cuset_data_parse(const unsigned char *buf, size_t len, const char *name, Cus
     if (cuset_tok_load(&ntk, buf + H, (size_t)K, why, sizeof why) != 0)
         return cuset__err(err, errlen, "%s: the tokenizer at bytes %zu..%llu is invalid (its byte numbers count from"
                           " byte %zu): %s", name, H, (unsigned long long)(H + K - 1), H, why);
+    size_t L = H + (size_t)K, ids_at = L + 8 * (size_t)N, flags_at = ids_at + 4 * (size_t)(P + Q);
+    uint64_t sp = 0, sq = 0;
     if ((uint32_t)ntk.vocab_size != V) {
         cuset__err(err, errlen, "%s: vocabulary size %u at byte 16 differs from the tokenizer's %d", name, V, ntk.vocab_size);
         goto fail;
     }
-    size_t L = H + (size_t)K, ids_at = L + 8 * (size_t)N, flags_at = ids_at + 4 * (size_t)(P + Q);
-    uint64_t sp = 0, sq = 0;
     for (uint32_t i = 0; i < N; i++) {
         size_t at = L + 8 * (size_t)i;
         uint32_t np = cuset__data_u32(buf + at), nt = cuset__data_u32(buf + at + 4);
@@ -3577,7 +3579,7 @@ int cuset_data_parse(const unsigned char *buf, size_t len, const char *name, Cus
     nd.samples = (CusetSample *)calloc(N, sizeof(CusetSample));
     if (!nd.samples) { cuset__err(err, errlen, "%s: out of memory for %u samples", name, N); goto fail; }
     nd.n = (int)N; nd.vocab_size = (int)V;
-    const unsigned char *p = buf + ids_at, *fl = buf + flags_at;
+    p = buf + ids_at; fl = buf + flags_at;
     for (uint32_t i = 0; i < N; i++) {
         CusetSample *s = &nd.samples[i];
         s->np = (int)cuset__data_u32(buf + L + 8 * (size_t)i);
@@ -3595,7 +3597,7 @@ int cuset_data_parse(const unsigned char *buf, size_t len, const char *name, Cus
         fl += s->nt;
     }
     if (cuset__data_check(&nd, (int)V, name, ids_at, flags_at, err, errlen)) goto fail;
-    uint64_t got = cuset_dataset_fingerprint(&nd);
+    got = cuset_dataset_fingerprint(&nd);
     if (got != fp) {
         cuset__err(err, errlen, "%s: the dataset fingerprint 0x%016llx at byte 56 does not match the samples'"
                    " (0x%016llx): the token data is corrupt (rebuild the file from its source)", name,
@@ -3737,6 +3739,9 @@ int cuset_data_open(const char *src, const CusetTokenizer *fixed, int vocab_size
 #define CUSET_CKPT_REFERENCE 2
 #define CUSET_CKPT_TOKENIZER 4
 #define CUSET_CKPT_TOK_SLOT 62
+#ifdef __cplusplus
+#define _Static_assert static_assert
+#endif
 _Static_assert(16 * 4 + sizeof(CusetTrainSettings) <= CUSET_CKPT_TOK_SLOT * 4, "checkpoint header too small");
 
 static size_t cuset__ckpt_bytes(size_t nparams, int contents, uint64_t tok_bytes) {
