@@ -1,0 +1,2 @@
+// Stand-in for CUDA's cooperative_groups.h: everything is in cuemu.h.
+#include "../cuemu.h"

@@ -1,0 +1,2 @@
+// Stand-in for CUDA's cuda.h: everything is in cuemu.h.
+#include "../cuemu.h"

@@ -1,0 +1,2 @@
+// Stand-in for CUDA's cuda_fp16.h: everything is in cuemu.h.
+#include "../cuemu.h"

@@ -1,0 +1,2 @@
+// Stand-in for CUDA's cuda_runtime_api.h: everything is in cuemu.h.
+#include "../cuemu.h"

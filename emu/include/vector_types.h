@@ -1,0 +1,2 @@
+// Stand-in for CUDA's vector_types.h: everything is in cuemu.h.
+#include "../cuemu.h"

@@ -1,0 +1,823 @@
+// nvcc-emu.c - builds a CUDA C++ program (.cu) into a CPU executable with the emulator
+// runtime (emu/cuemu.h), the way nvcc builds it for a GPU.
+//   gcc -std=c11 -O2 -Wall -Wextra -o emu/nvcc-emu emu/nvcc-emu.c
+//   emu/nvcc-emu [--asan] [--rewrite-only] [-o OUT] [-I DIR] [-D NAME[=V]] [-l LIB] FILE.cu [more .cu/.c/.o]
+//
+// What it does: reads FILE.cu, scans it for CUDA features the emulator does not model
+// (texture/surface objects, inline PTX, grid-wide sync, dynamic parallelism, CUDA graphs,
+// the CUDA libraries, ...: exit 3 with one "unsupported feature" line per feature, nothing
+// compiled), rewrites the three constructs a C++ compiler cannot take, and compiles the
+// result with ${CXX:-g++} -std=c++17 -O1 -g -w -I EMUDIR/include -include EMUDIR/cuemu.h,
+// EMUDIR being the directory of this executable. Exit status: the compiler's; 3 for an
+// unmodelled feature; 2 for a usage error or an unreadable file.
+//
+// The rewrite contract (the runtime header implements the right-hand sides):
+// 1. A launch  KERNEL<<<G, B[, S[, ST]]>>>(ARGS)  becomes
+//      ::cuemu::launch(::cuemu::Config(G, B[, S[, ST]]), "KERNEL", __FILE__, __LINE__,
+//                      [&](auto &...cuemu_a_) { KERNEL(cuemu_a_...); }[, ARGS])
+//    KERNEL is the expression before <<<: an identifier, optionally qualified (ns::k), with
+//    template arguments (k<float, (N > 4)>), subscripted (ks[i]) or parenthesised. The
+//    config and ARGS are copied verbatim; the string is KERNEL's text with " and \ escaped
+//    and newlines made spaces. Launches inside #define bodies are rewritten too.
+// 2. extern __shared__ TYPE NAME[];   (or NAME[0]; __align__(...)/alignas(...) dropped)
+//    becomes  TYPE *const NAME = reinterpret_cast<TYPE *>(::cuemu::dyn_smem);
+// 3. A non-extern __shared__ declaration inside a function body stays as it is, and after
+//    its ';' (on the same line) comes  ::cuemu::shared_fresh(&NAME, sizeof(NAME));  for
+//    each declared NAME; at file scope nothing is appended. In both places a `static` right
+//    before or after __shared__ is dropped (the runtime's __shared__ means `static`).
+// Everything else is left byte for byte; comments, string/char literals and raw strings are
+// never rewritten or scanned. Every rewrite keeps the number of newlines (and so the line of
+// everything after it), and the compiled file starts with #line 1 "FILE.cu", so compiler
+// messages and __LINE__ point at the user's file and lines.
+#define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+// ----------------------------------------------------------------------------
+// Small utilities
+
+static void *xrealloc(void *p, size_t n) {
+    p = realloc(p, n ? n : 1);
+    if (!p) { fprintf(stderr, "nvcc-emu: out of memory\n"); exit(2); }
+    return p;
+}
+
+typedef struct { char *s; size_t len, cap; } Buf;
+
+static void buf_put(Buf *b, const char *s, size_t n) {
+    if (b->len + n + 1 > b->cap) {
+        b->cap = (b->len + n + 1) * 2;
+        b->s = xrealloc(b->s, b->cap);
+    }
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = 0;
+}
+static void buf_puts(Buf *b, const char *s) { buf_put(b, s, strlen(s)); }
+static void buf_printf(Buf *b, const char *fmt, ...) {
+    char tmp[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    buf_put(b, tmp, n < (int)sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+static size_t count_nl(const char *s, size_t a, size_t b) {
+    size_t k = 0;
+    for (size_t i = a; i < b; i++) k += s[i] == '\n';
+    return k;
+}
+
+// ----------------------------------------------------------------------------
+// Lexer: tokens of the code outside comments and literals. Preprocessor lines are lexed as
+// code (tokens carry the number of their directive, 0 outside one); a backslash-newline is
+// white space; the header name of #include is one T_HDR token.
+
+enum { T_IDENT, T_NUM, T_STR, T_HDR, T_PUNCT };
+typedef struct { int kind, line, pp; size_t s, e; } Tok;
+
+static const char *src, *srcname;
+static size_t srclen;
+static Tok *toks;
+static int ntok;
+
+static int is_id(int c) { return isalnum(c) || c == '_' || c == '$' || c >= 0x80; }
+static size_t newline_after_backslash(size_t i) { // length of "\\\n" or "\\\r\n" at i, else 0
+    if (src[i] != '\\') return 0;
+    if (i + 1 < srclen && src[i + 1] == '\n') return 2;
+    if (i + 2 < srclen && src[i + 1] == '\r' && src[i + 2] == '\n') return 3;
+    return 0;
+}
+static int tok_is(int k, const char *s) {
+    if (k < 0 || k >= ntok) return 0;
+    size_t n = strlen(s);
+    return toks[k].e - toks[k].s == n && memcmp(src + toks[k].s, s, n) == 0;
+}
+static int tok_ident(int k) { return k >= 0 && k < ntok && toks[k].kind == T_IDENT; }
+
+static void lex(void) {
+    size_t i = 0, cap = 0;
+    int line = 1, bol = 1, pp = 0, npp = 0, want_hdr = 0;
+    while (i < srclen) {
+        unsigned char c = (unsigned char)src[i];
+        size_t k;
+        if (c == '\n') { line++, i++, bol = 1, pp = 0, want_hdr = 0; continue; }
+        if ((k = newline_after_backslash(i))) { line++, i += k; continue; }
+        if (isspace(c)) { i++; continue; }
+        if (c == '/' && i + 1 < srclen && src[i + 1] == '/') {
+            while (i < srclen && src[i] != '\n') {
+                if ((k = newline_after_backslash(i))) line++, i += k;
+                else i++;
+            }
+            continue;
+        }
+        if (c == '/' && i + 1 < srclen && src[i + 1] == '*') {
+            for (i += 2; i < srclen && !(src[i] == '*' && i + 1 < srclen && src[i + 1] == '/'); i++) line += src[i] == '\n';
+            i = i + 2 < srclen ? i + 2 : srclen;
+            continue;
+        }
+        if (ntok == (int)cap) toks = xrealloc(toks, (cap = cap * 2 + 256) * sizeof *toks);
+        Tok *t = &toks[ntok];
+        t->s = i, t->line = line;
+        if (c == '#' && bol) pp = ++npp;
+        t->pp = pp;
+        bol = 0;
+        if (want_hdr && (c == '<' || c == '"')) { // the header name of an #include
+            char close = c == '<' ? '>' : '"';
+            for (i++; i < srclen && src[i] != close && src[i] != '\n'; i++) {}
+            if (i < srclen && src[i] == close) i++;
+            t->kind = T_HDR;
+        } else if (is_id(c)) {
+            while (i < srclen && is_id((unsigned char)src[i])) i++;
+            t->kind = T_IDENT;
+            size_t n = i - t->s;
+            const char *w = src + t->s;
+            int raw = i < srclen && src[i] == '"' && w[n - 1] == 'R' &&
+                      (n == 1 || (n == 2 && strchr("LuU", w[0])) || (n == 3 && w[0] == 'u' && w[1] == '8'));
+            if (raw) { // R"delim( ... )delim"
+                size_t d0 = ++i;
+                while (i < srclen && src[i] != '(' && i - d0 < 16) i++;
+                size_t dl = i - d0;
+                for (i++; i < srclen; i++) {
+                    if (src[i] == '\n') line++;
+                    if (src[i] == ')' && i + 1 + dl < srclen && memcmp(src + i + 1, src + d0, dl) == 0 && src[i + 1 + dl] == '"') {
+                        i += dl + 2;
+                        break;
+                    }
+                }
+                t->kind = T_STR;
+            }
+        } else if (isdigit(c) || (c == '.' && i + 1 < srclen && isdigit((unsigned char)src[i + 1]))) {
+            for (i++; i < srclen; i++) {
+                unsigned char d = (unsigned char)src[i];
+                if ((d == '+' || d == '-') && strchr("eEpP", src[i - 1])) continue;
+                if (d == '\'' && i + 1 < srclen && isalnum((unsigned char)src[i + 1])) continue;
+                if (!is_id(d) && d != '.') break;
+            }
+            t->kind = T_NUM;
+        } else if (c == '"' || c == '\'') {
+            for (i++; i < srclen && src[i] != (char)c && src[i] != '\n'; i++)
+                if (src[i] == '\\' && i + 1 < srclen) {
+                    i++;
+                    if (src[i] == '\r' && i + 1 < srclen && src[i + 1] == '\n') i++;
+                    if (src[i] == '\n') line++;
+                }
+            if (i < srclen && src[i] == (char)c) i++;
+            t->kind = T_STR;
+        } else {
+            t->kind = T_PUNCT;
+            if (i + 2 < srclen && (memcmp(src + i, "<<<", 3) == 0 || memcmp(src + i, ">>>", 3) == 0)) i += 3;
+            else if (i + 1 < srclen && (memcmp(src + i, "::", 2) == 0 || memcmp(src + i, "->", 2) == 0)) i += 2;
+            else i++;
+        }
+        t->e = i;
+        ntok++;
+        // "#include" / "#include_next" / "#import": the next token is a header name
+        want_hdr = t->kind == T_IDENT && ntok >= 2 && toks[ntok - 2].pp == pp && pp && tok_is(ntok - 2, "#") &&
+                   (ntok < 3 || toks[ntok - 3].pp != pp) &&
+                   (tok_is(ntok - 1, "include") || tok_is(ntok - 1, "include_next") || tok_is(ntok - 1, "import"));
+    }
+}
+
+// Matching bracket, scanning forward from an opening one (or backward from a closing one)
+// within the same directive; -1 when unbalanced.
+static int match_fwd(int k) {
+    char open = src[toks[k].s], close = open == '(' ? ')' : open == '[' ? ']' : '}';
+    int depth = 0;
+    for (int j = k; j < ntok && toks[j].pp == toks[k].pp; j++) {
+        if (toks[j].kind != T_PUNCT || toks[j].e - toks[j].s != 1) continue;
+        if (src[toks[j].s] == open) depth++;
+        else if (src[toks[j].s] == close && --depth == 0) return j;
+    }
+    return -1;
+}
+static int match_back(int k) {
+    char close = src[toks[k].s], open = close == ')' ? '(' : close == ']' ? '[' : '{';
+    int depth = 0;
+    for (int j = k; j >= 0 && toks[j].pp == toks[k].pp; j--) {
+        if (toks[j].kind != T_PUNCT || toks[j].e - toks[j].s != 1) continue;
+        if (src[toks[j].s] == close) depth++;
+        else if (src[toks[j].s] == open && --depth == 0) return j;
+    }
+    return -1;
+}
+static int is_open(int k) { return toks[k].kind == T_PUNCT && toks[k].e - toks[k].s == 1 && strchr("([{", src[toks[k].s]); }
+
+// ----------------------------------------------------------------------------
+// Unmodelled features
+
+typedef struct { const char *name; int line; char what[80]; } Feature;
+static Feature feats[64];
+static int nfeat;
+
+static void feature(const char *name, int k) {
+    for (int j = 0; j < nfeat; j++)
+        if (strcmp(feats[j].name, name) == 0) return;
+    if (nfeat == 64) return;
+    Feature *f = &feats[nfeat++];
+    f->name = name, f->line = toks[k].line;
+    size_t n = toks[k].e - toks[k].s;
+    snprintf(f->what, sizeof f->what, "%.*s", (int)(n < 70 ? n : 70), src + toks[k].s);
+}
+
+static const struct { const char *word, *name; } feature_words[] = { // identifiers, exact
+    { "cudaTextureObject_t", "texture objects" }, { "cudaCreateTextureObject", "texture objects" },
+    { "cudaDestroyTextureObject", "texture objects" }, { "cudaTextureDesc", "texture objects" },
+    { "cudaResourceDesc", "texture objects" }, { "tex1Dfetch", "texture objects" }, { "tex1D", "texture objects" },
+    { "tex2D", "texture objects" }, { "tex3D", "texture objects" }, { "tex1DLayered", "texture objects" },
+    { "tex2DLayered", "texture objects" }, { "texCubemap", "texture objects" }, { "tex2Dgather", "texture objects" },
+    { "tex1DLod", "texture objects" }, { "tex2DLod", "texture objects" }, { "tex3DLod", "texture objects" },
+    { "tex1DGrad", "texture objects" }, { "tex2DGrad", "texture objects" },
+    { "cudaBindTexture", "texture references" }, { "cudaBindTexture2D", "texture references" },
+    { "cudaBindTextureToArray", "texture references" }, { "cudaUnbindTexture", "texture references" },
+    { "cudaSurfaceObject_t", "surface objects" }, { "cudaCreateSurfaceObject", "surface objects" },
+    { "surf1Dread", "surface objects" }, { "surf1Dwrite", "surface objects" }, { "surf2Dread", "surface objects" },
+    { "surf2Dwrite", "surface objects" }, { "surf3Dread", "surface objects" }, { "surf3Dwrite", "surface objects" },
+    { "cudaBindSurfaceToArray", "surface objects" },
+    { "cudaArray", "CUDA arrays" }, { "cudaArray_t", "CUDA arrays" }, { "cudaMallocArray", "CUDA arrays" },
+    { "cudaMalloc3DArray", "CUDA arrays" }, { "cudaMemcpyToArray", "CUDA arrays" }, { "cudaMemcpy2DToArray", "CUDA arrays" },
+    { "cudaMemcpyFromArray", "CUDA arrays" }, { "cudaMemcpy2DFromArray", "CUDA arrays" },
+    { "__asm__", "inline PTX" }, { "__asm", "inline PTX" },
+    { "this_grid", "grid-wide sync" }, { "grid_group", "grid-wide sync" }, { "this_multi_grid", "grid-wide sync" },
+    { "cudaLaunchCooperativeKernel", "grid-wide sync" }, { "cudaLaunchCooperativeKernelMultiDevice", "grid-wide sync" },
+    { "cudaStreamBeginCapture", "CUDA graphs" }, { "cudaStreamEndCapture", "CUDA graphs" },
+    { "cudaMemcpy3D", "cudaMemcpy3D" }, { "cudaMemcpy3DAsync", "cudaMemcpy3D" }, { "cudaMalloc3D", "cudaMemcpy3D" },
+    { "cudaMemcpy3DPeer", "cudaMemcpy3D" }, { "make_cudaPitchedPtr", "cudaMemcpy3D" },
+    { "curand_init", "cuRAND" }, { "curand_uniform", "cuRAND" }, { "curand_normal", "cuRAND" }, { "curand", "cuRAND" },
+    { "curand_uniform4", "cuRAND" }, { "curand_normal4", "cuRAND" }, { "curand_poisson", "cuRAND" },
+    { "curand_log_normal", "cuRAND" }, { "curand_uniform_double", "cuRAND" }, { "curand_normal_double", "cuRAND" },
+    { "nvrtcCreateProgram", "NVRTC" }, { "cuModuleLoad", "driver API modules" },
+    { "cuModuleLoadData", "driver API modules" }, { "cuLaunchKernel", "driver API modules" },
+};
+static const struct { const char *prefix, *name; } feature_prefixes[] = { // identifiers: prefix + upper-case letter
+    { "cudaGraph", "CUDA graphs" }, { "cublas", "cuBLAS" }, { "cufft", "cuFFT" }, { "curand", "cuRAND" },
+    { "cusparse", "cuSPARSE" }, { "cusolver", "cuSOLVER" }, { "cudnn", "cuDNN" }, { "nccl", "NCCL" },
+};
+static const struct { const char *prefix, *name; } feature_headers[] = { // #include <prefix...>, first match wins
+    { "cublas", "cuBLAS" }, { "cufft", "cuFFT" }, { "curand", "cuRAND" }, { "cusparse", "cuSPARSE" },
+    { "cusolver", "cuSOLVER" }, { "cudnn", "cuDNN" }, { "nccl", "NCCL" }, { "nvrtc", "NVRTC" },
+    { "thrust/", "Thrust" }, { "cub/", "CUB" }, { "cutlass/", "CUTLASS" }, { "cute/", "CUTLASS" },
+    { "cuda_pipeline", "CUDA pipelines" }, { "cuda/pipeline", "CUDA pipelines" }, { "cuda/barrier", "CUDA barriers" },
+    { "cuda/", "libcu++" }, { "texture_fetch_functions", "texture objects" },
+    { "cuda.h", NULL }, // the driver API header itself is fine; its module calls are caught by name
+};
+
+static void scan_features(int k) {
+    const Tok *t = &toks[k];
+    size_t n = t->e - t->s;
+    const char *w = src + t->s;
+    if (t->kind == T_HDR) {
+        if (n < 3) return;
+        const char *h = w + 1;
+        size_t hn = n - 2;
+        for (size_t j = 0; j < sizeof feature_headers / sizeof *feature_headers; j++) {
+            size_t pn = strlen(feature_headers[j].prefix);
+            if (hn >= pn && memcmp(h, feature_headers[j].prefix, pn) == 0) {
+                if (feature_headers[j].name) feature(feature_headers[j].name, k);
+                return;
+            }
+        }
+        return;
+    }
+    if (t->kind != T_IDENT) return;
+    for (size_t j = 0; j < sizeof feature_words / sizeof *feature_words; j++)
+        if (strlen(feature_words[j].word) == n && memcmp(w, feature_words[j].word, n) == 0) {
+            feature(feature_words[j].name, k);
+            return;
+        }
+    for (size_t j = 0; j < sizeof feature_prefixes / sizeof *feature_prefixes; j++) {
+        size_t pn = strlen(feature_prefixes[j].prefix);
+        if (n > pn && memcmp(w, feature_prefixes[j].prefix, pn) == 0 && isupper((unsigned char)w[pn])) {
+            feature(feature_prefixes[j].name, k);
+            return;
+        }
+    }
+    int next_paren = tok_is(k + 1, "(");
+    if (tok_is(k, "asm") && (next_paren || tok_is(k + 1, "volatile") || tok_is(k + 1, "__volatile__") || tok_is(k + 1, "goto")))
+        feature("inline PTX", k);
+    else if ((tok_is(k, "texture") || tok_is(k, "surface")) && tok_is(k + 1, "<"))
+        feature(tok_is(k, "texture") ? "texture references" : "surface objects", k);
+    else if (tok_is(k, "grid") && tok_is(k + 1, ".") && tok_is(k + 2, "sync"))
+        feature("grid-wide sync", k);
+    else if ((tok_is(k, "thrust") || tok_is(k, "cub") || tok_is(k, "cutlass")) && tok_is(k + 1, "::"))
+        feature(tok_is(k, "thrust") ? "Thrust" : tok_is(k, "cub") ? "CUB" : "CUTLASS", k);
+}
+
+// ----------------------------------------------------------------------------
+// Rewrites: a list of edits (replace [s, e) by text), applied in order of position
+
+typedef struct { size_t s, e; char *text; } Edit;
+static Edit *edits;
+static int nedit, capedit;
+
+static void edit(size_t s, size_t e, Buf *text) {
+    if (nedit == capedit) edits = xrealloc(edits, (capedit = capedit * 2 + 16) * sizeof *edits);
+    edits[nedit++] = (Edit){ s, e, text->s ? text->s : calloc(1, 1) };
+    *text = (Buf){ 0 };
+}
+
+// Pads a replacement of src[s, e) with the newlines it dropped, so line numbers stay.
+static void pad_newlines(Buf *b, size_t s, size_t e, int in_directive) {
+    size_t want = count_nl(src, s, e), have = count_nl(b->s ? b->s : "", 0, b->len);
+    for (; have < want; have++) buf_puts(b, in_directive ? " \\\n" : "\n");
+}
+
+static const char *keywords[] = { "return", "case", "sizeof", "else", "do", "if", "while", "for", "switch", "new",
+                                  "delete", "throw", "co_return", "co_yield", "typedef", "operator", NULL };
+static int is_keyword(int k) {
+    for (int j = 0; keywords[j]; j++)
+        if (tok_is(k, keywords[j])) return 1;
+    return 0;
+}
+
+// The kernel expression that ends at token j (just before <<<): returns its first token, or -1.
+static int kernel_start(int j) {
+    int pp = toks[j].pp;
+    while (j >= 0 && tok_is(j, "]")) { // subscripts: ks[i]<<<...
+        j = match_back(j);
+        if (j < 0) return -1;
+        j--;
+    }
+    if (j < 0 || toks[j].pp != pp) return -1;
+    if (tok_is(j, ")")) return match_back(j); // a parenthesised expression
+    for (;;) {                                // [::] name [<args>] { :: name [<args>] }, read backwards
+        if (tok_is(j, ">") || tok_is(j, ">>>")) { // template arguments: back to their '<'
+            int depth = 0;
+            for (; j >= 0 && toks[j].pp == pp; j--) {
+                if (tok_is(j, ">")) depth++;
+                else if (tok_is(j, ">>>")) depth += 3;
+                else if (tok_is(j, "<") && --depth == 0) break;
+                else if (tok_is(j, ")") || tok_is(j, "]")) {
+                    if ((j = match_back(j)) < 0) return -1;
+                } else if (tok_is(j, ";") || tok_is(j, "{") || tok_is(j, "}")) return -1;
+            }
+            if (j < 0 || toks[j].pp != pp) return -1;
+            j--;
+        }
+        if (!tok_ident(j) || toks[j].pp != pp || is_keyword(j)) return -1;
+        int start = j;
+        if (tok_is(j - 1, "template")) start = --j; // ns::template k<T>
+        if (!tok_is(j - 1, "::") || toks[j - 1].pp != pp) return start;
+        start = j - 1;
+        j -= 2;
+        if (j < 0 || toks[j].pp != pp || !(tok_ident(j) || tok_is(j, ">") || tok_is(j, ">>>")) || is_keyword(j))
+            return start; // ::k
+    }
+}
+
+static void escape_into(Buf *b, size_t s, size_t e) { // a string literal's contents, newlines as spaces
+    for (size_t i = s; i < e; i++) {
+        size_t k = newline_after_backslash(i);
+        if (k) { buf_puts(b, " "), i += k - 1; continue; }
+        char c = src[i];
+        if (c == '\n' || c == '\r' || c == '\t') buf_puts(b, " ");
+        else if (c == '"' || c == '\\') buf_put(b, "\\", 1), buf_put(b, &c, 1);
+        else buf_put(b, &c, 1);
+    }
+}
+
+// KERNEL<<<CONFIG>>>(ARGS) with <<< at token k: returns 1 when rewritten
+static int rewrite_launch(int k) {
+    int pp = toks[k].pp, ks = k > 0 ? kernel_start(k - 1) : -1;
+    if (ks < 0) return 0;
+    int close = -1, nargs = 1;
+    for (int j = k + 1; j < ntok && toks[j].pp == pp; j++) {
+        if (tok_is(j, ">>>")) { close = j; break; }
+        if (tok_is(j, ";") || tok_is(j, "}") || tok_is(j, ")") || tok_is(j, "]")) break;
+        if (tok_is(j, ",")) nargs++;
+        if (is_open(j) && (j = match_fwd(j)) < 0) break;
+    }
+    if (close < 0 || nargs < 2 || nargs > 4 || !tok_is(close + 1, "(") || toks[close + 1].pp != pp) return 0;
+    int lp = close + 1, rp = match_fwd(lp);
+    if (rp < 0) return 0;
+    Buf b = { 0 };
+    buf_puts(&b, "::cuemu::launch(::cuemu::Config(");
+    // the config on one line (unless a // comment needs its newline), so that __LINE__ is
+    // the line where the launch starts; pad_newlines puts the newlines back after it
+    size_t cs = toks[k].e, ce = toks[close].s;
+    int line_comment = 0;
+    for (size_t i = cs; i + 1 < ce; i++) line_comment |= src[i] == '/' && src[i + 1] == '/';
+    for (size_t i = cs; i < ce; i++) {
+        size_t nl = line_comment ? 0 : newline_after_backslash(i);
+        if (nl) buf_puts(&b, " "), i += nl - 1;
+        else if (!line_comment && (src[i] == '\n' || src[i] == '\r')) buf_puts(&b, " ");
+        else buf_put(&b, src + i, 1);
+    }
+    buf_puts(&b, "), \"");
+    escape_into(&b, toks[ks].s, toks[k - 1].e);
+    buf_puts(&b, "\", __FILE__, __LINE__, [&](auto &...cuemu_a_) { ");
+    buf_put(&b, src + toks[ks].s, toks[k - 1].e - toks[ks].s);
+    buf_puts(&b, "(cuemu_a_...); }");
+    if (rp > lp + 1) buf_puts(&b, ", ");
+    pad_newlines(&b, toks[ks].s, toks[lp].e, pp != 0);
+    edit(toks[ks].s, toks[lp].e, &b);
+    return 1;
+}
+
+// Skips __align__(...), alignas(...), __attribute__((...)) and __declspec(...) at token j.
+static int skip_attr(int j) {
+    if ((tok_is(j, "__align__") || tok_is(j, "alignas") || tok_is(j, "__attribute__") || tok_is(j, "__declspec")) &&
+        tok_is(j + 1, "(")) {
+        int m = match_fwd(j + 1);
+        return m < 0 ? j : m + 1;
+    }
+    return j;
+}
+static int is_decl_qual(int j) {
+    return tok_is(j, "*") || tok_is(j, "&") || tok_is(j, "const") || tok_is(j, "volatile") || tok_is(j, "__restrict__") ||
+           tok_is(j, "__restrict");
+}
+
+// The ';' ending the declaration that starts at token k (within its directive), or -1.
+static int decl_end(int k) {
+    for (int j = k; j < ntok && toks[j].pp == toks[k].pp; j++) {
+        if (tok_is(j, ";")) return j;
+        if (tok_is(j, "}") || tok_is(j, ")") || tok_is(j, "]")) return -1;
+        if (is_open(j) && (j = match_fwd(j)) < 0) return -1;
+    }
+    return -1;
+}
+
+// extern __shared__ TYPE NAME[]; with `extern` at token k (the __shared__ somewhere after it)
+static int rewrite_extern_shared(int k) {
+    int end = decl_end(k), pp = toks[k].pp;
+    if (end < 0) return 0;
+    int type[64], ntype = 0, name = -1;
+    Buf b = { 0 };
+    for (int j = k + 1; j < end;) {
+        int a = skip_attr(j);
+        if (a != j) { j = a; continue; }
+        if (tok_is(j, "__shared__")) { j++; continue; }
+        if (tok_ident(j) && tok_is(j + 1, "[")) { // a declarator NAME[] or NAME[0]
+            int m = match_fwd(j + 1);
+            if (m < 0 || m > j + 3 || (m == j + 3 && !tok_is(j + 2, "0"))) break;
+            name = j;
+            Buf ty = { 0 };
+            for (int t = 0; t < ntype; t++) {
+                if (t) buf_puts(&ty, " ");
+                buf_put(&ty, src + toks[type[t]].s, toks[type[t]].e - toks[type[t]].s);
+            }
+            if (b.len) buf_puts(&b, " ");
+            buf_printf(&b, "%s *const %.*s = reinterpret_cast<%s *>(::cuemu::dyn_smem);", ty.s ? ty.s : "",
+                       (int)(toks[j].e - toks[j].s), src + toks[j].s, ty.s ? ty.s : "");
+            free(ty.s);
+            j = m + 1;
+            if (tok_is(j, ",")) j++;
+            else if (j != end) { name = -1; break; }
+            continue;
+        }
+        if (name >= 0 || ntype == 64) { name = -1; break; } // a type after a declarator: not this form
+        type[ntype++] = j++;
+    }
+    if (name < 0 || ntype == 0) { free(b.s); return 0; }
+    pad_newlines(&b, toks[k].s, toks[end].e, pp != 0);
+    edit(toks[k].s, toks[end].e, &b);
+    return 1;
+}
+
+// __shared__ declaration inside a function (the __shared__ at token k): append shared_fresh
+static void append_shared_fresh(int k) {
+    int end = decl_end(k);
+    if (end < 0) return;
+    Buf b = { 0 };
+    int j = k + 1, name = -1;
+    // the first declarator: the last identifier before a top-level [ = ( , ; skipping
+    // attributes and template arguments of the type
+    while (j < end) {
+        int a = skip_attr(j);
+        if (a != j) { j = a; continue; }
+        if (tok_is(j, "[") || tok_is(j, "=") || tok_is(j, "(") || tok_is(j, ",") || tok_is(j, "{")) break;
+        if (tok_ident(j) && tok_is(j + 1, "<")) { // template arguments
+            int depth = 0;
+            for (j++; j < end; j++) {
+                if (tok_is(j, "<")) depth++;
+                else if (tok_is(j, ">") && --depth == 0) break;
+                else if (tok_is(j, ">>>") && (depth -= 3) <= 0) break;
+                else if (is_open(j) && (j = match_fwd(j)) < 0) return;
+            }
+            j++;
+            continue;
+        }
+        if (tok_ident(j) && !is_decl_qual(j)) name = j;
+        j++;
+    }
+    for (;;) {
+        if (name < 0) break;
+        buf_printf(&b, " ::cuemu::shared_fresh(&%.*s, sizeof(%.*s));", (int)(toks[name].e - toks[name].s),
+                   src + toks[name].s, (int)(toks[name].e - toks[name].s), src + toks[name].s);
+        while (j < end && !tok_is(j, ",")) // to the next declarator
+            if (is_open(j) && (j = match_fwd(j)) < 0) return;
+            else j++;
+        if (j >= end) break;
+        for (j++; j < end && is_decl_qual(j); j++) {}
+        name = tok_ident(j) ? j : -1;
+    }
+    if (b.len) edit(toks[end].e, toks[end].e, &b);
+    else free(b.s);
+}
+
+// The pass over the tokens: feature scan, scopes, rewrites.
+static void rewrite_all(void) {
+    enum { NS = 'n', DEV = 'd', OTHER = 'o' };
+    char stack[512], saved[512];
+    int depth = 0, saved_depth = 0, pending = 0, pend_paren = 0, saved_pending = 0, cur_pp = 0;
+    for (int k = 0; k < ntok; k++) {
+        if (toks[k].pp != cur_pp) { // entering or leaving a directive: its braces stay inside it
+            if (cur_pp) memcpy(stack, saved, sizeof stack), depth = saved_depth, pending = saved_pending;
+            if (toks[k].pp) memcpy(saved, stack, sizeof stack), saved_depth = depth, saved_pending = pending;
+            cur_pp = toks[k].pp;
+        }
+        scan_features(k);
+        int in_dev = 0, in_fn = 0;
+        for (int d = 0; d < depth && d < 512; d++) in_dev |= stack[d] == DEV, in_fn |= stack[d] != NS;
+        if (tok_is(k, "__global__") || tok_is(k, "__device__")) {
+            if (!pending) pending = 1, pend_paren = 0;
+        } else if (tok_is(k, "(") && pending) pend_paren++;
+        else if (tok_is(k, ")") && pending) pend_paren--;
+        else if ((tok_is(k, ";") || tok_is(k, "=")) && pending && pend_paren <= 0) pending = 0;
+        else if (tok_is(k, "{")) {
+            char kind = OTHER;
+            if (pending && pend_paren <= 0) kind = DEV, pending = 0;
+            else {
+                int j = k - 1;
+                while (tok_ident(j) || tok_is(j, "::")) {
+                    if (tok_is(j, "namespace")) { kind = NS; break; }
+                    j--;
+                }
+                if (tok_is(k - 1, "namespace") || (toks[k - 1].kind == T_STR && tok_is(k - 2, "extern"))) kind = NS;
+            }
+            if (depth < 512) stack[depth] = kind;
+            depth++;
+        } else if (tok_is(k, "}")) {
+            if (depth > 0) depth--;
+        } else if (tok_is(k, "<<<")) {
+            if (in_dev) feature("dynamic parallelism", k);
+            else if (!rewrite_launch(k))
+                fprintf(stderr, "nvcc-emu: %s:%d: warning: cannot read this launch (KERNEL<<<G, B[, S[, ST]]>>>(ARGS)); left as it is\n",
+                        srcname, toks[k].line);
+        } else if (tok_is(k, "extern")) { // extern [volatile|const|__align__(..)]... __shared__
+            int j = k + 1;
+            for (;;) {
+                if (tok_is(j, "volatile") || tok_is(j, "const")) j++;
+                else if (skip_attr(j) != j) j = skip_attr(j);
+                else break;
+            }
+            if (tok_is(j, "__shared__") && toks[j].pp == toks[k].pp && rewrite_extern_shared(k))
+                k = decl_end(k); // its tokens hold nothing more to rewrite
+        } else if (tok_is(k, "__shared__")) {
+            // the runtime's __shared__ is `static`: a `static` next to it would be said twice
+            for (int j = k - 1; j <= k + 1; j += 2)
+                if (tok_is(j, "static") && toks[j].pp == toks[k].pp) {
+                    size_t e = toks[j].e;
+                    while (e < srclen && (src[e] == ' ' || src[e] == '\t')) e++;
+                    Buf none = { 0 };
+                    edit(toks[j].s, e, &none);
+                }
+            if (in_fn) append_shared_fresh(k);
+        }
+    }
+}
+
+static int cmp_edit(const void *a, const void *b) {
+    const Edit *x = a, *y = b;
+    return x->s < y->s ? -1 : x->s > y->s ? 1 : 0;
+}
+
+static void apply_edits(Buf *out) {
+    qsort(edits, (size_t)nedit, sizeof *edits, cmp_edit);
+    size_t pos = 0;
+    for (int j = 0; j < nedit; j++) {
+        if (edits[j].s < pos) continue; // overlapping: keep the first
+        buf_put(out, src + pos, edits[j].s - pos);
+        buf_puts(out, edits[j].text);
+        pos = edits[j].e;
+    }
+    buf_put(out, src + pos, srclen - pos);
+}
+
+// ----------------------------------------------------------------------------
+// Driver
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: nvcc-emu [options] FILE.cu [FILE.cu | FILE.c | FILE.o ...]\n"
+            "Builds a CUDA C++ program into a CPU executable with the emulator runtime (emu/cuemu.h).\n"
+            "Each .cu/.cuh/.cpp/.cc/.cxx input is rewritten and compiled as C++; other inputs (.c, .o, .a)\n"
+            "go to the compiler as they are. Files reached by #include are not rewritten: keep kernels\n"
+            "and launches in the files named here. Each source's directory is on the quote-include path.\n"
+            "  -o OUT            the executable (default a.out)\n"
+            "  -I DIR, -IDIR     include directory (passed to the compiler)\n"
+            "  -D NAME[=V]       macro definition (passed to the compiler)\n"
+            "  -l LIB, -lLIB     link a library; -L DIR likewise\n"
+            "  -c                compile only (an object file)\n"
+            "  --asan            build with AddressSanitizer (-fsanitize=address)\n"
+            "  --rewrite-only    print the rewritten source to stdout; compile nothing\n"
+            "  --keep            keep the rewritten temporary file and print its path\n"
+            "  --help            this text\n"
+            "Accepted and ignored (they only matter for a GPU): -O*, -g, -G, -lineinfo, -arch=*, -arch X,\n"
+            "  -code=*, -gencode X, -std=* (always C++17), --use_fast_math, -Xptxas X, -Xcompiler X,\n"
+            "  -Xlinker X, -ccbin X, -maxrregcount N, -rdc X, -x cu, -m64, --expt-*, -Wno-* and any\n"
+            "  other option starting with '-'.\n"
+            "Environment: CXX (default g++). Exit status: the compiler's; 3 when the program uses a\n"
+            "CUDA feature the emulator does not model (textures, inline PTX, grid-wide sync, dynamic\n"
+            "parallelism, CUDA graphs, cuBLAS/cuFFT/cuRAND/Thrust/CUB, ...); 2 for a usage error.\n");
+}
+
+static char *read_all(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    Buf b = { 0 };
+    char tmp[65536];
+    size_t n;
+    while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) buf_put(&b, tmp, n);
+    int err = ferror(f);
+    fclose(f);
+    if (err) { free(b.s); return NULL; }
+    if (!b.s) b.s = calloc(1, 1);
+    *len = b.len;
+    return b.s;
+}
+
+// Is path a source to rewrite and compile as C++ (.cu .cuh .cpp .cc .cxx), as nvcc would?
+static int is_cuda_source(const char *path) {
+    const char *dot = strrchr(path, '.');
+    static const char *const exts[] = { ".cu", ".cuh", ".cpp", ".cc", ".cxx", NULL };
+    for (int j = 0; dot && exts[j]; j++)
+        if (strcmp(dot, exts[j]) == 0) return 1;
+    return 0;
+}
+
+// Reads, scans and rewrites one source into a new temporary file (its path into tmp).
+// Returns 0, 3 when it uses an unmodelled feature (reported, no file written), 2 on errors.
+// With rewrite_only, prints the result instead of writing a file.
+static int rewrite_file(const char *input, int rewrite_only, char *tmp, size_t tmpsize) {
+    srcname = input;
+    src = read_all(input, &srclen);
+    if (!src) { fprintf(stderr, "nvcc-emu: cannot read %s: %s\n", input, strerror(errno)); return 2; }
+    ntok = nedit = nfeat = 0;
+    lex();
+    rewrite_all();
+    Buf text = { 0 };
+    buf_puts(&text, "#line 1 \"");
+    for (const char *p = input; *p; p++) {
+        if (*p == '"' || *p == '\\') buf_puts(&text, "\\");
+        buf_put(&text, p, 1);
+    }
+    buf_puts(&text, "\"\n");
+    apply_edits(&text);
+    for (int j = 0; j < nfeat; j++)
+        fprintf(stderr, "nvcc-emu: %s:%d: unsupported feature: %s (%s)\n", input, feats[j].line, feats[j].name, feats[j].what);
+    if (rewrite_only) {
+        fwrite(text.s, 1, text.len, stdout);
+        return nfeat ? 3 : 0;
+    }
+    if (nfeat) return 3;
+    const char *tmpdir = getenv("TMPDIR");
+    snprintf(tmp, tmpsize, "%s/nvcc-emu-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+    int fd = mkstemp(tmp); // the compiler gets -x c++, so no suffix is needed
+    if (fd < 0) { fprintf(stderr, "nvcc-emu: cannot create a temporary file %s: %s\n", tmp, strerror(errno)); return 2; }
+    FILE *tf = fdopen(fd, "wb");
+    if (!tf || fwrite(text.s, 1, text.len, tf) != text.len || fclose(tf) != 0) {
+        fprintf(stderr, "nvcc-emu: cannot write %s\n", tmp);
+        unlink(tmp);
+        return 2;
+    }
+    free(text.s);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    const char *out = "a.out";
+    int asan = 0, rewrite_only = 0, keep = 0, compile_only = 0;
+    char **pass = xrealloc(NULL, sizeof(char *) * (size_t)(2 * argc + 2)); // -I/-D/-l/-L passed through
+    const char **inputs = xrealloc(NULL, sizeof(char *) * (size_t)argc);
+    int npass = 0, ninput = 0;
+    static const char *ignored_with_value[] = { "-arch", "-gencode", "-code", "-Xptxas", "-Xcompiler", "-Xlinker", "-ccbin",
+                                                "-maxrregcount", "--maxrregcount", "-rdc", "-x", "--compiler-options",
+                                                "--linker-options", "--ptxas-options", "-t", "--threads", "-diag-suppress",
+                                                "--diag-suppress", "--default-stream", "-Xcudafe", "--gpu-architecture",
+                                                "--gpu-code", "-std", "--std", "-ptxas-options", "-Xnvlink", NULL };
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int has = i + 1 < argc;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { usage(stdout); return 0; }
+        else if (strcmp(a, "--asan") == 0) asan = 1;
+        else if (strcmp(a, "--rewrite-only") == 0) rewrite_only = 1;
+        else if (strcmp(a, "--keep") == 0) keep = 1;
+        else if (strcmp(a, "-c") == 0) compile_only = 1;
+        else if (strcmp(a, "-o") == 0 || strcmp(a, "--output-file") == 0) {
+            if (!has) { fprintf(stderr, "nvcc-emu: %s needs a value\n", a); return 2; }
+            out = argv[++i];
+        } else if (strcmp(a, "-lineinfo") == 0) {
+            // ignored (a GPU matter)
+        } else if (a[0] == '-' && a[1] && strchr("IDlL", a[1])) {
+            char flag[3] = { '-', a[1], 0 };
+            const char *v = a[2] ? a + 2 : has ? argv[++i] : NULL;
+            if (!v) { fprintf(stderr, "nvcc-emu: %s needs a value\n", a); return 2; }
+            pass[npass++] = strdup(flag);
+            pass[npass++] = (char *)v;
+        } else if (a[0] == '-' && a[1]) {
+            for (int j = 0; ignored_with_value[j]; j++)
+                if (strcmp(a, ignored_with_value[j]) == 0) {
+                    if (!has) { fprintf(stderr, "nvcc-emu: %s needs a value\n", a); return 2; }
+                    i++;
+                    break;
+                }
+        } else inputs[ninput++] = a;
+    }
+    if (!ninput) { usage(stderr); return 2; }
+    if (rewrite_only) {
+        if (ninput != 1 || !is_cuda_source(inputs[0])) { fprintf(stderr, "nvcc-emu: --rewrite-only takes one .cu file\n"); return 2; }
+        return rewrite_file(inputs[0], 1, NULL, 0);
+    }
+
+    // EMUDIR: the directory of this executable
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) { fprintf(stderr, "nvcc-emu: cannot find my own directory (/proc/self/exe)\n"); return 2; }
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = 0;
+    char header[PATH_MAX + 16], incdir[PATH_MAX + 16];
+    snprintf(header, sizeof header, "%s/cuemu.h", exe);
+    snprintf(incdir, sizeof incdir, "%s/include", exe);
+    if (access(header, R_OK) != 0) { fprintf(stderr, "nvcc-emu: the runtime header %s is missing\n", header); return 2; }
+
+    // Rewrite every CUDA source into a temporary file; an unmodelled feature anywhere stops the build.
+    char (*tmps)[PATH_MAX] = xrealloc(NULL, sizeof *tmps * (size_t)ninput);
+    int status = 0, ntmp = 0;
+    for (int j = 0; j < ninput && status != 2; j++) {
+        if (!is_cuda_source(inputs[j])) continue;
+        int st = rewrite_file(inputs[j], 0, tmps[ntmp], sizeof tmps[ntmp]);
+        if (st == 0) {
+            if (keep) fprintf(stderr, "nvcc-emu: %s rewritten into %s (kept)\n", inputs[j], tmps[ntmp]);
+            ntmp++;
+        } else status = st > status ? st : status;
+    }
+
+    // the command line: CXX split at spaces, the fixed flags, then per source -iquote its
+    // directory (nvcc finds "x.h" beside the source; the rewritten copy lives elsewhere)
+    const char *cxx = getenv("CXX");
+    char *cxxcopy = strdup(cxx && *cxx ? cxx : "g++");
+    char **cmd = xrealloc(NULL, sizeof(char *) * (size_t)(npass + 4 * ninput + 64));
+    int nc = 0;
+    for (char *save = NULL, *w = strtok_r(cxxcopy, " \t", &save); w && nc < 16; w = strtok_r(NULL, " \t", &save)) cmd[nc++] = w;
+    const char *fixed[] = { "-std=c++17", "-O1", "-g", "-w", "-I", incdir, "-include", header, NULL };
+    for (int j = 0; fixed[j]; j++) cmd[nc++] = (char *)fixed[j];
+    if (asan) cmd[nc++] = "-fsanitize=address", cmd[nc++] = "-fno-omit-frame-pointer";
+    if (compile_only) cmd[nc++] = "-c";
+    for (int j = 0; j < npass; j += 2)
+        if (strcmp(pass[j], "-I") == 0 || strcmp(pass[j], "-D") == 0) cmd[nc++] = pass[j], cmd[nc++] = pass[j + 1];
+    for (int j = 0; j < ninput; j++) {
+        if (!is_cuda_source(inputs[j])) continue;
+        char *dir = strdup(inputs[j]), *sl = strrchr(dir, '/');
+        if (sl) *sl = 0; else strcpy(dir, ".");
+        cmd[nc++] = "-iquote", cmd[nc++] = dir;
+    }
+    cmd[nc++] = "-x", cmd[nc++] = "c++";
+    for (int j = 0; j < ntmp; j++) cmd[nc++] = tmps[j];
+    cmd[nc++] = "-x", cmd[nc++] = "none";
+    for (int j = 0; j < ninput; j++)
+        if (!is_cuda_source(inputs[j])) cmd[nc++] = (char *)inputs[j];
+    cmd[nc++] = "-o", cmd[nc++] = (char *)out;
+    if (!compile_only) {
+        for (int j = 0; j < npass; j += 2)
+            if (strcmp(pass[j], "-l") == 0 || strcmp(pass[j], "-L") == 0) cmd[nc++] = pass[j], cmd[nc++] = pass[j + 1];
+        cmd[nc++] = "-lm";
+        cmd[nc++] = "-lpthread";
+    }
+    cmd[nc] = NULL;
+    if (status == 0 && getenv("NVCC_EMU_VERBOSE")) {
+        for (int j = 0; j < nc; j++) fprintf(stderr, "%s%s", j ? " " : "", cmd[j]);
+        fprintf(stderr, "\n");
+    }
+    if (status == 0) {
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid < 0) { fprintf(stderr, "nvcc-emu: fork: %s\n", strerror(errno)); status = 2; }
+        else if (pid == 0) {
+            execvp(cmd[0], cmd);
+            fprintf(stderr, "nvcc-emu: cannot run %s: %s\n", cmd[0], strerror(errno));
+            _exit(127);
+        } else {
+            int ws;
+            while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {}
+            if (WIFEXITED(ws)) status = WEXITSTATUS(ws);
+            else {
+                fprintf(stderr, "nvcc-emu: %s killed by signal %d\n", cmd[0], WTERMSIG(ws));
+                status = 128 + WTERMSIG(ws);
+            }
+        }
+    }
+    if (!keep)
+        for (int j = 0; j < ntmp; j++) unlink(tmps[j]);
+    return status;
+}

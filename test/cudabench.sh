@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# CUDABench's programs (../shared/cudabench/cudabench-dev.jsonl, 255 tasks) under the CPU
+# emulator. One task: a temporary directory with data/, gen.py writes the inputs and the
+# references there, emu/nvcc-emu builds bench.cu, it runs there, compare.py prints T or F.
+#   test/cudabench.sh [--smallest] [--names a,b,c] [--ids 1,2] [--jobs N] [--timeout S] [--reorder SEED]
+#                     [--asan] [--keep] [--file JSONL]
+#     --smallest   only the smallest size (total input bytes) of each task name
+#     --names      only these task names (comma-separated);  --ids  only these task ids
+#     --timeout    seconds for the program's run (default 120; gen.py gets 600)
+#     --reorder    run with CUEMU_REORDER=SEED;  --keep  keep the directories of failures
+# One line per task: "PASS id name 0.8 s", "UNSUPPORTED id name: feature NAME",
+# "SLOW id name: ..." (not done within --timeout: these are reference programs, so the
+# emulator's speed, not a failure), "FAIL id name: reason"; then a summary. Exit 1 when a
+# task that uses only modelled features fails; exit 0 with a SKIP line when the tasks or
+# python's numpy are missing.
+# PYTHON (default /usr/bin/python3) runs gen.py and compare.py; NVCC_EMU overrides the driver.
+set -u
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+PYTHON=${PYTHON:-/usr/bin/python3}
+file=../shared/cudabench/cudabench-dev.jsonl smallest=0 names="" ids="" jobs=$(nproc) timeout_s=120 reorder="" asan="" keep=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --smallest) smallest=1 ;;
+        --names) names=${2:?--names needs a list}; shift ;;
+        --ids) ids=${2:?--ids needs a list}; shift ;;
+        --jobs) jobs=${2:?--jobs needs a number}; shift ;;
+        --timeout) timeout_s=${2:?--timeout needs seconds}; shift ;;
+        --reorder) reorder=${2:?--reorder needs a seed}; shift ;;
+        --asan) asan=--asan ;;
+        --keep) keep=1 ;;
+        --file) file=${2:?--file needs a path}; shift ;;
+        -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+        *) echo "cudabench.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+if [ ! -f "$file" ]; then echo "SKIP cudabench: $file is absent"; exit 0; fi
+if ! "$PYTHON" -c "import numpy" 2>/dev/null; then echo "SKIP cudabench: $PYTHON cannot import numpy"; exit 0; fi
+[ -x emu/nvcc-emu ] && [ emu/nvcc-emu -nt emu/nvcc-emu.c ] || make -s emu/nvcc-emu >/dev/null || exit 2
+
+TMP=$(mktemp -d /tmp/cuset_cudabench.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+# unpack the chosen tasks into $TMP/tasks/ID/{bench.cu,gen.py,compare.py}; list "ID NAME"
+"$PYTHON" - "$file" "$TMP/tasks" "$smallest" "$names" "$ids" >"$TMP/list" <<'EOF' || { echo "cudabench.sh: cannot read $file" >&2; exit 2; }
+import json, math, os, re, sys
+path, out, smallest, names, ids = sys.argv[1], sys.argv[2], sys.argv[3] == "1", sys.argv[4], sys.argv[5]
+tasks = [json.loads(line) for line in open(path) if line.strip()]
+if names:
+    want = set(names.split(","))
+    unknown = want - {t["task_name"] for t in tasks}
+    if unknown:
+        sys.exit("cudabench.sh: no task named " + ", ".join(sorted(unknown)))
+    tasks = [t for t in tasks if t["task_name"] in want]
+size = {"float16": 2, "float64": 8, "int64": 8, "uint64": 8, "int8": 1, "uint8": 1, "bool": 1}
+def nbytes(t):
+    return sum(math.prod(int(d) for d in re.findall(r"\d+", x["shape"])) * size.get(x["dtype"], 4) for x in t["inputs"])
+if ids:
+    tasks = [t for t in tasks if str(t["id"]) in ids.split(",")]
+if smallest:
+    best = {}
+    for t in tasks:
+        if t["task_name"] not in best or nbytes(t) < nbytes(best[t["task_name"]]):
+            best[t["task_name"]] = t
+    tasks = [t for t in tasks if best[t["task_name"]] is t]
+for t in tasks:
+    d = os.path.join(out, str(t["id"]))
+    os.makedirs(os.path.join(d, "data"))
+    for f in ("bench.cu", "gen.py", "compare.py"):
+        with open(os.path.join(d, f), "w") as fh:
+            fh.write(t[f])
+    print(t["id"], t["task_name"])
+EOF
+
+run_task() {
+    local id=$1 name=$2 w="$TMP/tasks/$1" rc t0 t1
+    local tag="$id $name"
+    "$NVCC_EMU" $asan -O3 -o "$w/bench" "$w/bench.cu" >"$w/build.log" 2>&1
+    rc=$?
+    if [ $rc -eq 3 ]; then
+        echo "UNSUPPORTED $tag: feature $(sed -n 's/.*unsupported feature: \(.*\) (.*/\1/p' "$w/build.log" | paste -sd, -)"
+        rm -rf "$w"; return
+    elif [ $rc -ne 0 ]; then
+        echo "FAIL $tag: compile error: $(grep -m2 -E 'error|nvcc-emu' "$w/build.log" | tr '\n' '|' | cut -c1-400)"
+        [ $keep -eq 1 ] || rm -rf "$w"; return
+    fi
+    if ! (cd "$w" && timeout -k 5 600 "$PYTHON" gen.py >gen.out 2>&1); then
+        echo "FAIL $tag: gen.py failed ($(tail -1 "$w/gen.out" | cut -c1-200))"
+        [ $keep -eq 1 ] || rm -rf "$w"; return
+    fi
+    t0=$(date +%s.%N)
+    (cd "$w" && CUEMU_REORDER=$reorder timeout -k 5 "$timeout_s" ./bench >run.out 2>run.err)
+    rc=$?
+    t1=$(date +%s.%N)
+    if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+        echo "SLOW $tag: still running after ${timeout_s} s (the emulator is slow on large inputs; raise --timeout)"
+    elif [ $rc -ne 0 ]; then
+        echo "FAIL $tag: crash (exit $rc: $(tail -2 "$w/run.err" | tr '\n' '|' | cut -c1-300))"
+    else
+        (cd "$w" && timeout 600 "$PYTHON" compare.py >cmp.out 2>&1)
+        if [ "$(grep -v '^\s*$' "$w/cmp.out" | tail -1)" = T ]; then
+            echo "PASS $tag $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s"
+            rm -rf "$w"; return
+        fi
+        echo "FAIL $tag: wrong answer ($(tail -3 "$w/cmp.out" | tr '\n' '|' | cut -c1-300))"
+    fi
+    if [ $keep -eq 1 ]; then touch "$w/.keep"; else rm -rf "$w"; fi
+}
+export -f run_task
+export NVCC_EMU=${NVCC_EMU:-$ROOT/emu/nvcc-emu}
+export TMP ROOT PYTHON asan reorder timeout_s keep
+
+ntask=$(wc -l <"$TMP/list")
+echo "cudabench: $ntask tasks from $file, $jobs jobs, timeout ${timeout_s} s${reorder:+, CUEMU_REORDER=$reorder}"
+start=$(date +%s)
+xargs -P "$jobs" -L 1 bash -c 'run_task "$0" "$1"' <"$TMP/list" | tee "$TMP/results"
+end=$(date +%s)
+npass=$(grep -c '^PASS' "$TMP/results")
+nuns=$(grep -c '^UNSUPPORTED' "$TMP/results")
+nfail=$(grep -c '^FAIL' "$TMP/results")
+nslow=$(grep -c '^SLOW' "$TMP/results")
+echo "cudabench: $npass passed, $nuns unsupported, $nslow not finished within ${timeout_s} s, $nfail failed of $ntask in $((end - start)) s"
+[ "$nuns" -eq 0 ] || echo "  unsupported by feature: $(sed -n 's/^UNSUPPORTED [^:]*: feature //p' "$TMP/results" | tr ',' '\n' |
+    sort | uniq -c | sort -rn | awk '{ c = $1; $1 = ""; printf "%s%s: %d", sep, substr($0, 2), c; sep = ", " }')"
+[ "$nfail" -eq 0 ] || echo "  failed by reason: $(sed -n 's/^FAIL [^:]*: //p' "$TMP/results" |
+    sed -E 's/^(compile error|crash|wrong answer|gen\.py failed).*/\1/' | sort | uniq -c | sort -rn | awk '{ c = $1; $1 = ""; printf "%s%s: %d", sep, substr($0, 2), c; sep = ", " }')"
+if [ $keep -eq 1 ] && [ "$nfail" -gt 0 ]; then
+    kept=$(mktemp -d /tmp/cuset_cudabench_failures.XXXXXX)
+    for k in "$TMP"/tasks/*/.keep; do [ -e "$k" ] && mv "$(dirname "$k")" "$kept/"; done
+    echo "cudabench: failing task directories kept in $kept"
+fi
+[ "$nfail" -eq 0 ] && [ $((npass + nuns)) -eq "$ntask" ]

@@ -1,0 +1,26 @@
+// Shared helpers of the emulator test programs: a seeded random generator and a check.
+#pragma once
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <unistd.h>
+
+#define CHECK(call)                                                                        \
+    do {                                                                                   \
+        cudaError_t err_ = (call);                                                         \
+        if (err_ != cudaSuccess) {                                                         \
+            printf("CUDA error %s at %s:%d\n", cudaGetErrorString(err_), __FILE__, __LINE__); \
+            exit(1);                                                                       \
+        }                                                                                  \
+    } while (0)
+
+// Inputs are fresh each run (seeded from the time and pid) unless argv[1] gives a seed.
+static unsigned long long rng_state;
+static void seed_inputs(int argc, char **argv) {
+    rng_state = argc > 1 ? strtoull(argv[1], 0, 10) : (unsigned long long)time(0) * 1000003u + getpid();
+}
+static unsigned rand_u32() {
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (unsigned)(rng_state >> 33);
+}
+static float rand_float() { return (rand_u32() % 2000001) / 1000000.0f - 1.0f; } // [-1, 1]

@@ -1,0 +1,117 @@
+#!/bin/bash
+# Tests of the CUDA CPU emulator (emu/cuemu.h built through emu/nvcc-emu): correct programs
+# under test/emu/ must match their own CPU references (in plain and reordered runs), and
+# planted bugs must be caught (a race by reordering, out-of-bounds writes by
+# AddressSanitizer, broken collectives with exit status 86).
+# Prints PASS/FAIL/SKIP per check; exits non-zero if any check failed.
+cd "$(dirname "$0")/.." || exit 2
+make -s emu/nvcc-emu >/dev/null || { echo "FAIL build: make emu/nvcc-emu"; exit 1; }
+DRV=emu/nvcc-emu
+SRC=test/emu
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+failed=0
+
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; failed=1; }
+
+# build NAME OUT [driver flags...]: compile test/emu/NAME.cu to $TMP/OUT; says why on failure.
+build() {
+    local name=$1 out=$2
+    shift 2
+    $DRV "$@" -I $SRC $SRC/$name.cu -o "$TMP/$out" >"$TMP/$out.build" 2>&1
+    local rc=$?
+    if [ $rc -ne 0 ]; then
+        fail "$out" "build failed (exit $rc): $(head -c 300 "$TMP/$out.build" | tr '\n' ' ')"
+        return 1
+    fi
+}
+
+# expect_ok NAME OUT [ENV...]: the program prints OK and exits 0.
+expect_ok() {
+    local label=$1 out=$2
+    shift 2
+    env "$@" "$TMP/$out" >"$TMP/$out.stdout" 2>"$TMP/$out.stderr"
+    local rc=$?
+    if [ $rc -eq 0 ] && grep -q '^OK' "$TMP/$out.stdout"; then pass "$label"
+    else fail "$label" "exit $rc: $(head -c 300 "$TMP/$out.stdout" "$TMP/$out.stderr" | tr '\n' ' ')"; fi
+}
+
+# Correct programs: plain order, then a reordered run (results must not depend on order).
+for t in reduce_shared warp_shuffle block_scan matmul_tiled histogram votes cg_reduce wmma_gemm half_convert \
+         grid_index errors; do
+    build $t $t || continue
+    expect_ok "$t" $t
+    expect_ok "$t (CUEMU_REORDER=3)" $t CUEMU_REORDER=3
+done
+[ -x "$TMP/errors" ] && expect_ok "errors (CUEMU_NO_DEVICE=1)" errors CUEMU_NO_DEVICE=1
+
+# A missing __syncthreads in a tree reduction: wrong for some seed; the correct one never.
+if [ -x "$TMP/reduce_shared" ] && build reduce_shared reduce_racy -DMISSING_SYNC; then
+    wrong=0 correct_bad=""
+    for seed in 1 2 3 4 5; do
+        CUEMU_REORDER=$seed "$TMP/reduce_racy" >"$TMP/racy.out" 2>&1
+        grep -q '^MISMATCH' "$TMP/racy.out" && wrong=$((wrong + 1))
+        CUEMU_REORDER=$seed "$TMP/reduce_shared" >"$TMP/ok.out" 2>&1 || correct_bad="$correct_bad $seed"
+    done
+    [ $wrong -gt 0 ] && pass "race: missing __syncthreads gives a wrong sum ($wrong of 5 seeds)" \
+        || fail "race: missing __syncthreads" "the sum was right under all 5 seeds"
+    [ -z "$correct_bad" ] && pass "race: the correct reduction is right under seeds 1-5" \
+        || fail "race: correct reduction" "wrong under seeds$correct_bad"
+fi
+
+# A race that in-order execution hides: each thread reads its left neighbour's shared
+# value without a barrier. Plain order happens to be right; some reordered seed is not.
+if build race_neighbour race_neighbour; then
+    "$TMP/race_neighbour" >"$TMP/rn.out" 2>&1
+    plain=$(head -c 40 "$TMP/rn.out")
+    wrong=0
+    for seed in 1 2 3 4 5; do
+        CUEMU_REORDER=$seed "$TMP/race_neighbour" >"$TMP/rn.out" 2>&1
+        grep -q '^MISMATCH' "$TMP/rn.out" && wrong=$((wrong + 1))
+    done
+    [ $wrong -gt 0 ] && pass "race: unsynchronised neighbour read is wrong under $wrong of 5 seeds (plain order: $plain)" \
+        || fail "race: unsynchronised neighbour read" "right under all 5 seeds"
+fi
+
+# Out-of-bounds writes: AddressSanitizer reports them.
+for t in bug_oob_global bug_oob_static_shared bug_oob_dynamic_shared; do
+    build $t $t --asan || continue
+    "$TMP/$t" >"$TMP/$t.stdout" 2>"$TMP/$t.stderr"
+    rc=$?
+    if [ $rc -ne 0 ] && grep -q AddressSanitizer "$TMP/$t.stderr"; then
+        pass "$t: $(grep -o 'AddressSanitizer: [a-z-]*' "$TMP/$t.stderr" | head -1)"
+    else fail "$t" "exit $rc, no AddressSanitizer report"; fi
+done
+# ... and correct programs raise no false reports under ASan (fiber stacks, dynamic smem).
+for t in reduce_shared matmul_tiled cg_reduce warp_shuffle; do
+    build $t asan_$t --asan || continue
+    expect_ok "$t (--asan, CUEMU_REORDER=2)" asan_$t CUEMU_REORDER=2
+done
+
+# Broken collectives: exit status 86 and a message saying what is wrong.
+expect_86() {
+    local t=$1 pattern=$2
+    build $t $t || return
+    "$TMP/$t" >"$TMP/$t.stdout" 2>"$TMP/$t.stderr"
+    local rc=$?
+    if [ $rc -eq 86 ] && grep -q "$pattern" "$TMP/$t.stderr"; then pass "$t: exit 86, \"$pattern\""
+    else fail "$t" "exit $rc (want 86 and \"$pattern\"): $(head -c 300 "$TMP/$t.stderr" | tr '\n' ' ')"; fi
+}
+expect_86 bug_shfl_mask "does not include itself"
+expect_86 bug_divergent_barrier "barrier divergence"
+expect_86 bug_exited_lane "exited without reaching it"
+expect_86 bug_host_pointer "not device memory"
+
+# Speed: printed, with only a loose bound (a 1M elementwise launch well under a second,
+# a 64K shared-memory reduction a few seconds at most).
+if build speed speed; then
+    "$TMP/speed" >"$TMP/speed.out" 2>&1
+    line=$(grep '^OK' "$TMP/speed.out")
+    read -r ew red <<<"$(echo "$line" | sed -E 's/.*1M: ([0-9.]+) s.*64K: ([0-9.]+) s.*/\1 \2/')"
+    if [ -n "$line" ] && awk -v a="$ew" -v b="$red" 'BEGIN { exit !(a < 1.0 && b < 5.0) }'; then
+        pass "speed: elementwise 1M ${ew}s, reduction 64K ${red}s"
+    else fail "speed" "$(head -c 200 "$TMP/speed.out")"; fi
+fi
+
+exit $failed

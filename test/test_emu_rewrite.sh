@@ -1,0 +1,403 @@
+#!/usr/bin/env bash
+# Tests of emu/nvcc-emu's source rewrite (launches, extern __shared__, __shared__ at function
+# scope) and its scan for unmodelled features, through --rewrite-only; then the driver's
+# compile path with a stand-in runtime header (a copy of the driver beside a stub cuemu.h).
+# Prints PASS/FAIL lines; exits non-zero on any failure.
+set -u
+cd "$(dirname "$0")/.."
+EMU=./emu/nvcc-emu
+[ -x $EMU ] || make -s emu/nvcc-emu >/dev/null || { echo "FAIL emu_rewrite_build: make emu/nvcc-emu"; exit 1; }
+T=$(mktemp -d /tmp/cuset_emu_rewrite.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+fails=0
+pass() { echo "PASS emu_rewrite $1"; }
+fail() { echo "FAIL emu_rewrite $1: $2"; fails=$((fails + 1)); }
+
+# rewrite NAME: the source on fd 3 and the expected output (without the #line) on fd 4
+rewrite() {
+    local name=$1
+    cat <&3 >"$T/$name.cu"
+    cat <&4 >"$T/$name.want"
+    $EMU --rewrite-only "$T/$name.cu" >"$T/$name.got" 2>"$T/$name.err"
+    local rc=$?
+    if [ $rc -ne 0 ]; then fail "$name" "exit $rc: $(head -3 "$T/$name.err")"; return; fi
+    if [ "$(head -1 "$T/$name.got")" != "#line 1 \"$T/$name.cu\"" ]; then fail "$name" "first line: $(head -1 "$T/$name.got")"; return; fi
+    tail -n +2 "$T/$name.got" >"$T/$name.body"
+    if ! cmp -s "$T/$name.body" "$T/$name.want"; then
+        fail "$name" "output differs: $(diff "$T/$name.want" "$T/$name.body" | head -6 | tr '\n' '|')"
+    elif [ "$(wc -l <"$T/$name.cu")" -ne "$(wc -l <"$T/$name.body")" ]; then fail "$name" "line count changed"
+    else pass "$name"; fi
+}
+
+rewrite plain 3<<'EOF' 4<<'EOF'
+int main() {
+    add<<<grid, block>>>(a, b, c, n);
+    add<<<(n + 255) / 256, 256>>>(a, n);
+    noargs<<<1, 1>>>();
+}
+EOF
+int main() {
+    ::cuemu::launch(::cuemu::Config(grid, block), "add", __FILE__, __LINE__, [&](auto &...cuemu_a_) { add(cuemu_a_...); }, a, b, c, n);
+    ::cuemu::launch(::cuemu::Config((n + 255) / 256, 256), "add", __FILE__, __LINE__, [&](auto &...cuemu_a_) { add(cuemu_a_...); }, a, n);
+    ::cuemu::launch(::cuemu::Config(1, 1), "noargs", __FILE__, __LINE__, [&](auto &...cuemu_a_) { noargs(cuemu_a_...); });
+}
+EOF
+
+rewrite config_forms 3<<'EOF' 4<<'EOF'
+void f() {
+    k<<<dim3(gx, gy), dim3(16, 16)>>>(x);
+    k<<<blocks, threads, threads * sizeof(float)>>>(x);
+    k<<<blocks, threads, smem, stream>>>(x);
+    k<<<std::min<int>(n, 64), 256>>>(x);
+    k<<<n >> 8, (a > b ? a : b)>>>(x);
+    k<<<dim3{1, 2}, 32>>>(x);
+}
+EOF
+void f() {
+    ::cuemu::launch(::cuemu::Config(dim3(gx, gy), dim3(16, 16)), "k", __FILE__, __LINE__, [&](auto &...cuemu_a_) { k(cuemu_a_...); }, x);
+    ::cuemu::launch(::cuemu::Config(blocks, threads, threads * sizeof(float)), "k", __FILE__, __LINE__, [&](auto &...cuemu_a_) { k(cuemu_a_...); }, x);
+    ::cuemu::launch(::cuemu::Config(blocks, threads, smem, stream), "k", __FILE__, __LINE__, [&](auto &...cuemu_a_) { k(cuemu_a_...); }, x);
+    ::cuemu::launch(::cuemu::Config(std::min<int>(n, 64), 256), "k", __FILE__, __LINE__, [&](auto &...cuemu_a_) { k(cuemu_a_...); }, x);
+    ::cuemu::launch(::cuemu::Config(n >> 8, (a > b ? a : b)), "k", __FILE__, __LINE__, [&](auto &...cuemu_a_) { k(cuemu_a_...); }, x);
+    ::cuemu::launch(::cuemu::Config(dim3{1, 2}, 32), "k", __FILE__, __LINE__, [&](auto &...cuemu_a_) { k(cuemu_a_...); }, x);
+}
+EOF
+
+rewrite kernel_forms 3<<'EOF' 4<<'EOF'
+void f() {
+    scale<float, 4><<<g, b>>>(x);
+    k<T, (N > 4)><<<g, b>>>(x);
+    k<Vec<float, 4>, Op<int>><<<g, b>>>(x);
+    k<A<B<int>>><<<g, b>>>(x);
+    ns::k<<<g, b>>>(x);
+    ::k<<<g, b>>>(x);
+    a::b::k<float><<<g, b>>>(x);
+    ns::template k<T><<<g, b>>>(x);
+    (kernel_ptr)<<<g, b>>>(x);
+    table[i]<<<g, b>>>(x);
+}
+EOF
+void f() {
+    ::cuemu::launch(::cuemu::Config(g, b), "scale<float, 4>", __FILE__, __LINE__, [&](auto &...cuemu_a_) { scale<float, 4>(cuemu_a_...); }, x);
+    ::cuemu::launch(::cuemu::Config(g, b), "k<T, (N > 4)>", __FILE__, __LINE__, [&](auto &...cuemu_a_) { k<T, (N > 4)>(cuemu_a_...); }, x);
+    ::cuemu::launch(::cuemu::Config(g, b), "k<Vec<float, 4>, Op<int>>", __FILE__, __LINE__, [&](auto &...cuemu_a_) { k<Vec<float, 4>, Op<int>>(cuemu_a_...); }, x);
+    ::cuemu::launch(::cuemu::Config(g, b), "k<A<B<int>>>", __FILE__, __LINE__, [&](auto &...cuemu_a_) { k<A<B<int>>>(cuemu_a_...); }, x);
+    ::cuemu::launch(::cuemu::Config(g, b), "ns::k", __FILE__, __LINE__, [&](auto &...cuemu_a_) { ns::k(cuemu_a_...); }, x);
+    ::cuemu::launch(::cuemu::Config(g, b), "::k", __FILE__, __LINE__, [&](auto &...cuemu_a_) { ::k(cuemu_a_...); }, x);
+    ::cuemu::launch(::cuemu::Config(g, b), "a::b::k<float>", __FILE__, __LINE__, [&](auto &...cuemu_a_) { a::b::k<float>(cuemu_a_...); }, x);
+    ::cuemu::launch(::cuemu::Config(g, b), "ns::template k<T>", __FILE__, __LINE__, [&](auto &...cuemu_a_) { ns::template k<T>(cuemu_a_...); }, x);
+    ::cuemu::launch(::cuemu::Config(g, b), "(kernel_ptr)", __FILE__, __LINE__, [&](auto &...cuemu_a_) { (kernel_ptr)(cuemu_a_...); }, x);
+    ::cuemu::launch(::cuemu::Config(g, b), "table[i]", __FILE__, __LINE__, [&](auto &...cuemu_a_) { table[i](cuemu_a_...); }, x);
+}
+EOF
+
+rewrite args_verbatim 3<<'EOF' 4<<'EOF'
+void f() {
+    k<<<1, 256>>>(f(a, g(b)), "<<<)", ')', [&](int i) { return h<1, 2>(i); }, std::max<int>(m, n));
+    k<<<1, 1>>>(/* none */);
+}
+EOF
+void f() {
+    ::cuemu::launch(::cuemu::Config(1, 256), "k", __FILE__, __LINE__, [&](auto &...cuemu_a_) { k(cuemu_a_...); }, f(a, g(b)), "<<<)", ')', [&](int i) { return h<1, 2>(i); }, std::max<int>(m, n));
+    ::cuemu::launch(::cuemu::Config(1, 1), "k", __FILE__, __LINE__, [&](auto &...cuemu_a_) { k(cuemu_a_...); }/* none */);
+}
+EOF
+
+rewrite comments_and_strings 3<<'EOF' 4<<'EOF'
+// k<<<1, 1>>>(x); in a line comment
+/* k<<<1, 1>>>(x); in a block
+   comment */ const char *s = "k<<<1, 1>>>(x)";
+const char *r = R"x(k<<<1, 1>>>(")"; tex2D(t); asm("nop"))x";
+char c = '<'; int n = 1'000'000; // asm("trap") and tex2D in a comment
+int my_tex2D_count = 0, asm_lines = 2, texture_count = 3;
+EOF
+// k<<<1, 1>>>(x); in a line comment
+/* k<<<1, 1>>>(x); in a block
+   comment */ const char *s = "k<<<1, 1>>>(x)";
+const char *r = R"x(k<<<1, 1>>>(")"; tex2D(t); asm("nop"))x";
+char c = '<'; int n = 1'000'000; // asm("trap") and tex2D in a comment
+int my_tex2D_count = 0, asm_lines = 2, texture_count = 3;
+EOF
+
+rewrite multiline_launch 3<<'EOF' 4<<'EOF'
+void f() {
+    big_kernel<float,
+               8>
+        <<<dim3(gx,
+                gy),
+           block>>>
+        (a,
+         b);
+    int line_after = __LINE__;
+}
+EOF
+void f() {
+    ::cuemu::launch(::cuemu::Config(dim3(gx,                 gy),            block), "big_kernel<float,                8>", __FILE__, __LINE__, [&](auto &...cuemu_a_) { big_kernel<float,
+               8>(cuemu_a_...); }, 
+
+
+
+a,
+         b);
+    int line_after = __LINE__;
+}
+EOF
+
+rewrite define_launch 3<<'EOF' 4<<'EOF'
+#define LAUNCH(k, n) k<<<((n) + 255) / 256, 256>>>(x, n)
+#define LAUNCH2(k) \
+    do { \
+        k<<<grid, \
+            block>>>(a, b); \
+    } while (0)
+int after_macros = __LINE__;
+EOF
+#define LAUNCH(k, n) ::cuemu::launch(::cuemu::Config(((n) + 255) / 256, 256), "k", __FILE__, __LINE__, [&](auto &...cuemu_a_) { k(cuemu_a_...); }, x, n)
+#define LAUNCH2(k) \
+    do { \
+        ::cuemu::launch(::cuemu::Config(grid,              block), "k", __FILE__, __LINE__, [&](auto &...cuemu_a_) { k(cuemu_a_...); },  \
+a, b); \
+    } while (0)
+int after_macros = __LINE__;
+EOF
+
+rewrite extern_shared 3<<'EOF' 4<<'EOF'
+extern __shared__ float file_smem[];
+__global__ void k1() {
+    extern __shared__ float s[];
+    extern __shared__ __align__(16) unsigned char raw[];
+    extern __shared__ alignas(8) double d[0];
+    extern __shared__ volatile int v[];
+}
+template <typename T> __global__ void k2() {
+    extern __shared__ __align__(sizeof(T)) unsigned char bytes[];
+    extern __shared__ Pair<T, int> pairs[];
+}
+EOF
+float *const file_smem = reinterpret_cast<float *>(::cuemu::dyn_smem);
+__global__ void k1() {
+    float *const s = reinterpret_cast<float *>(::cuemu::dyn_smem);
+    unsigned char *const raw = reinterpret_cast<unsigned char *>(::cuemu::dyn_smem);
+    double *const d = reinterpret_cast<double *>(::cuemu::dyn_smem);
+    volatile int *const v = reinterpret_cast<volatile int *>(::cuemu::dyn_smem);
+}
+template <typename T> __global__ void k2() {
+    unsigned char *const bytes = reinterpret_cast<unsigned char *>(::cuemu::dyn_smem);
+    Pair < T , int > *const pairs = reinterpret_cast<Pair < T , int > *>(::cuemu::dyn_smem);
+}
+EOF
+
+rewrite shared_decls 3<<'EOF' 4<<'EOF'
+__shared__ float file_scope[32];
+namespace ns { __shared__ int in_namespace; }
+static __shared__ int file_static;
+__global__ void k() {
+    __shared__ float s[256];
+    __shared__ float a[T][T + 1], b[T][T];
+    __shared__ int count;
+    __shared__ __align__(16) float4 buf[64];
+    static __shared__ float x[32];
+    __shared__ Pair<int, float> p[4], *q;
+    if (threadIdx.x == 0) { __shared__ unsigned long long w; }
+}
+struct S { __device__ void m() { __shared__ double t[8]; } };
+EOF
+__shared__ float file_scope[32];
+namespace ns { __shared__ int in_namespace; }
+__shared__ int file_static;
+__global__ void k() {
+    __shared__ float s[256]; ::cuemu::shared_fresh(&s, sizeof(s));
+    __shared__ float a[T][T + 1], b[T][T]; ::cuemu::shared_fresh(&a, sizeof(a)); ::cuemu::shared_fresh(&b, sizeof(b));
+    __shared__ int count; ::cuemu::shared_fresh(&count, sizeof(count));
+    __shared__ __align__(16) float4 buf[64]; ::cuemu::shared_fresh(&buf, sizeof(buf));
+    __shared__ float x[32]; ::cuemu::shared_fresh(&x, sizeof(x));
+    __shared__ Pair<int, float> p[4], *q; ::cuemu::shared_fresh(&p, sizeof(p)); ::cuemu::shared_fresh(&q, sizeof(q));
+    if (threadIdx.x == 0) { __shared__ unsigned long long w; ::cuemu::shared_fresh(&w, sizeof(w)); }
+}
+struct S { __device__ void m() { __shared__ double t[8]; ::cuemu::shared_fresh(&t, sizeof(t)); } };
+EOF
+
+rewrite host_after_device_code 3<<'EOF' 4<<'EOF'
+__device__ float helper(float x);
+__device__ int table[3] = {1, 2, 3};
+__global__ void k(float *x) { x[0] = helper(1.0f); }
+int main() { auto l = [] __device__ (int i) { return i; }; k<<<1, 1>>>(p); }
+EOF
+__device__ float helper(float x);
+__device__ int table[3] = {1, 2, 3};
+__global__ void k(float *x) { x[0] = helper(1.0f); }
+int main() { auto l = [] __device__ (int i) { return i; }; ::cuemu::launch(::cuemu::Config(1, 1), "k", __FILE__, __LINE__, [&](auto &...cuemu_a_) { k(cuemu_a_...); }, p); }
+EOF
+
+# feature NAME WANT_LINE WANT_NAME: the source on fd 3 is refused with exit 3 and the message
+feature() {
+    local name=$1 line=$2 want=$3
+    cat <&3 >"$T/$name.cu"
+    $EMU -o "$T/$name.out" "$T/$name.cu" >"$T/$name.got" 2>"$T/$name.err"
+    local rc=$?
+    if [ $rc -ne 3 ]; then fail "feature_$name" "exit $rc, want 3: $(head -2 "$T/$name.err")"
+    elif ! grep -qF "nvcc-emu: $T/$name.cu:$line: unsupported feature: $want (" "$T/$name.err"; then
+        fail "feature_$name" "want line $line '$want', got: $(head -2 "$T/$name.err")"
+    elif [ -e "$T/$name.out" ]; then fail "feature_$name" "an executable was written"
+    else pass "feature_$name"; fi
+}
+feature texture_object 3 "texture objects" 3<<'EOF'
+#include <cuda_runtime.h>
+__global__ void k(float *o,
+                  cudaTextureObject_t t) { o[0] = tex1Dfetch<float>(t, 0); }
+EOF
+feature tex2D 2 "texture objects" 3<<'EOF'
+__global__ void k(float *o, long t) {
+    o[0] = tex2D<float>(t, 0.5f, 0.5f); }
+EOF
+feature texture_reference 1 "texture references" 3<<'EOF'
+texture<float, 1, cudaReadModeElementType> tex;
+EOF
+feature surface 2 "surface objects" 3<<'EOF'
+__global__ void k(long s) {
+    surf2Dwrite(1.0f, s, 0, 0); }
+EOF
+feature inline_ptx 3 "inline PTX" 3<<'EOF'
+__device__ unsigned lane() {
+    unsigned r; // asm in a comment is fine
+    asm volatile("mov.u32 %0, %%laneid;" : "=r"(r));
+    return r; }
+EOF
+feature inline_ptx_plain 1 "inline PTX" 3<<'EOF'
+__device__ void f() { asm("trap;"); }
+EOF
+feature grid_sync 4 "grid-wide sync" 3<<'EOF'
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void k() {
+    cg::grid_group grid = cg::this_grid();
+    grid.sync(); }
+EOF
+feature cooperative_launch 2 "grid-wide sync" 3<<'EOF'
+int main() {
+    cudaLaunchCooperativeKernel((void *)k, 1, 1, args, 0, 0); }
+EOF
+feature dynamic_parallelism 3 "dynamic parallelism" 3<<'EOF'
+__global__ void child(int *x) { x[0] = 1; }
+__global__ void parent(int *x) {
+    if (threadIdx.x == 0) child<<<1, 1>>>(x);
+}
+EOF
+feature graphs 2 "CUDA graphs" 3<<'EOF'
+int main() {
+    cudaGraph_t g; cudaGraphExec_t e; }
+EOF
+feature cublas 2 "cuBLAS" 3<<'EOF'
+#include <cuda_runtime.h>
+#include <cublas_v2.h>
+EOF
+feature cufft 1 "cuFFT" 3<<'EOF'
+#include "cufft.h"
+EOF
+feature curand 1 "cuRAND" 3<<'EOF'
+#include <curand_kernel.h>
+EOF
+feature curand_call 1 "cuRAND" 3<<'EOF'
+__global__ void k(curandState *s) {
+    curand_init(1, 0, 0, s); }
+EOF
+feature thrust 3 "Thrust" 3<<'EOF'
+// #include <cublas_v2.h> in a comment is fine
+#include <vector>
+#include <thrust/device_vector.h>
+EOF
+feature cub 1 "CUB" 3<<'EOF'
+#include <cub/cub.cuh>
+EOF
+feature libcudacxx 1 "libcu++" 3<<'EOF'
+#include <cuda/std/atomic>
+EOF
+feature cuda_barrier 1 "CUDA barriers" 3<<'EOF'
+#include <cuda/barrier>
+EOF
+feature cuda_pipeline 1 "CUDA pipelines" 3<<'EOF'
+#include <cuda_pipeline.h>
+EOF
+feature memcpy3d 2 "cudaMemcpy3D" 3<<'EOF'
+int main() {
+    cudaMemcpy3D(&p); }
+EOF
+
+# two features: one line each; a false-positive check: nothing flagged for near-miss names
+cat >"$T/two.cu" <<'EOF'
+#include <cufft.h>
+__device__ void f() { asm("trap;"); }
+__device__ void g() { asm("exit;"); }
+EOF
+$EMU "$T/two.cu" >/dev/null 2>"$T/two.err"; rc=$?
+if [ $rc -eq 3 ] && [ "$(grep -c 'unsupported feature' "$T/two.err")" -eq 2 ]; then pass "feature_one_line_each"
+else fail "feature_one_line_each" "exit $rc: $(tr '\n' '|' <"$T/two.err")"; fi
+cat >"$T/near.cu" <<'EOF'
+#include <cuda_runtime.h>
+#include <cooperative_groups.h>
+#include <cuda_fp16.h>
+namespace cg = cooperative_groups;
+int my_tex2D_count, texture_size, asm_count, surface = 1, graph_sync, cublas_like; // tex2D(t) asm("x")
+__global__ void k(float *x, dim3 grid) { cg::thread_block b = cg::this_thread_block(); b.sync(); x[0] = grid.x; }
+__device__ float curand_like(float v) { return v; }
+int main() { cudaMemPrefetchAsync(0, 0, 0); k<<<1, 1>>>(0, dim3(1)); const char *s = "cudaGraphLaunch asm("; }
+EOF
+$EMU --rewrite-only "$T/near.cu" >/dev/null 2>"$T/near.err"; rc=$?
+[ $rc -eq 0 ] && [ ! -s "$T/near.err" ] && pass "no_false_positives" || fail "no_false_positives" "exit $rc: $(head -2 "$T/near.err")"
+
+# the command line
+$EMU --help | grep -q "usage: nvcc-emu" && pass "help" || fail "help" "no usage line"
+$EMU >/dev/null 2>&1; rc=$?; [ $rc -eq 2 ] && pass "no_input_exit_2" || fail "no_input_exit_2" "exit $rc"
+$EMU "$T/none.cu" >/dev/null 2>"$T/none.err"; rc=$?
+[ $rc -eq 2 ] && grep -q "cannot read" "$T/none.err" && pass "unreadable_exit_2" || fail "unreadable_exit_2" "exit $rc"
+$EMU -arch=sm_90 -O3 -lineinfo --use_fast_math -Xptxas -v -gencode arch=compute_90,code=sm_90 -std=c++17 \
+    --rewrite-only "$T/plain.cu" >"$T/flags.got" 2>&1; rc=$?
+[ $rc -eq 0 ] && cmp -s <(tail -n +2 "$T/flags.got") "$T/plain.want" && pass "nvcc_flags_ignored" \
+    || fail "nvcc_flags_ignored" "exit $rc: $(head -2 "$T/flags.got")"
+
+# the compile path, against a stand-in runtime: a copy of the driver beside a stub cuemu.h
+mkdir -p "$T/stub/include"
+cp $EMU "$T/stub/nvcc-emu"
+: >"$T/stub/include/cuda_runtime.h"
+cat >"$T/stub/cuemu.h" <<'EOF'
+#include <cstdio>
+#define __global__
+#define __shared__ static
+namespace cuemu {
+inline char dyn_smem[1024];
+struct Config { template <class... A> Config(A...) {} };
+template <class T> void shared_fresh(T *, unsigned long) {}
+template <class F, class... A> void launch(Config, const char *name, const char *file, int line, F f, A... a) {
+    std::printf("%s %s:%d\n", name, file, line);
+    f(a...);
+}
+}
+EOF
+cat >"$T/prog.cu" <<'EOF'
+#include <cuda_runtime.h>
+#include <cstdio>
+__global__ void k(int *x, int v) { __shared__ int s; s = v; extern __shared__ int d[]; d[0] = s; *x = d[0]; }
+int main() {
+    int x = 0;
+    k<<<1,
+        1>>>(&x,
+             MAGIC);
+    std::printf("x=%d line=%d\n", x, __LINE__);
+    return 0;
+}
+EOF
+if "$T/stub/nvcc-emu" -O3 -arch=sm_80 -D MAGIC=42 -o "$T/prog" "$T/prog.cu" >"$T/prog.err" 2>&1; then
+    out=$("$T/prog")
+    want="k $T/prog.cu:6
+x=42 line=9"
+    [ "$out" = "$want" ] && pass "compile_and_run_stub" || fail "compile_and_run_stub" "output: $(echo "$out" | tr '\n' '|')"
+else fail "compile_and_run_stub" "$(head -3 "$T/prog.err")"; fi
+printf '#include <cuda_runtime.h>\nint main() {\n    k<<<1, 1>>>(0);\n    int y = undeclared_name;\n}\n' >"$T/bad.cu"
+"$T/stub/nvcc-emu" -o "$T/bad" "$T/bad.cu" >"$T/bad.err" 2>&1; rc=$?
+if [ $rc -ne 0 ] && [ $rc -ne 3 ] && grep -q "bad.cu:4:.*undeclared_name" "$T/bad.err"; then pass "compile_error_points_at_user_line"
+else fail "compile_error_points_at_user_line" "exit $rc: $(head -2 "$T/bad.err")"; fi
+rm -f "$T/stub/cuemu.h"
+"$T/stub/nvcc-emu" -o "$T/prog" "$T/prog.cu" >"$T/nohdr.err" 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q "cuemu.h is missing" "$T/nohdr.err" && pass "missing_runtime_exit_2" || fail "missing_runtime_exit_2" "exit $rc"
+
+[ $fails -eq 0 ]
