@@ -5,23 +5,49 @@ CFLAGS  ?= -O3 $(ARCH) -fopenmp -std=gnu11 -Wall -Wextra -Wno-unused-function
 LDLIBS  ?= -lm
 PYTHON  ?= /usr/bin/python3
 FUZZ_SECONDS ?= 180
+# The GPU backend (cuset.cu) is built when nvcc is found (PATH, then /usr/local/cuda);
+# train and gen then use the GPU when one answers (--device auto), else the CPU.
+NVCC    ?= $(shell command -v nvcc 2>/dev/null || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })
+NVCCFLAGS ?= -O3 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -Xptxas -warn-spills --std=c++17
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+ifneq ($(NVCC),)
+CUDA_OBJ    = cuset_cuda.o
+CUDA_CFLAGS = -DCUSET_CUDA
+CUDA_LDLIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lstdc++
+endif
 
 BINS = train gen
-TEST_BINS = test/oracle_case test/test_cuset test/test_tokenizer test/test_annotate test/test_data test/bench_tokenizer test/test_corpus
+TEST_BINS = test/oracle_case test/test_cuset test/test_tokenizer test/test_annotate test/test_data test/bench_tokenizer test/test_corpus test/test_eval
 FUZZERS = annotate tokenizer checkpoint jsonl data
 
-all: $(BINS)
+all: $(BINS) emu/nvcc-emu
 
-train: train.c cuset.h
-	$(CC) $(CFLAGS) -o $@ train.c $(LDLIBS)
+train: train.c cuset.h $(CUDA_OBJ)
+	$(CC) $(CFLAGS) $(CUDA_CFLAGS) -o $@ train.c $(CUDA_OBJ) $(LDLIBS) $(CUDA_LDLIBS)
 
-gen: gen.c cuset.h
-	$(CC) $(CFLAGS) -o $@ gen.c $(LDLIBS)
+gen: gen.c cuset.h $(CUDA_OBJ)
+	$(CC) $(CFLAGS) $(CUDA_CFLAGS) -o $@ gen.c $(CUDA_OBJ) $(LDLIBS) $(CUDA_LDLIBS)
+
+cuset_cuda.o: cuset.cu cuset.h
+	$(NVCC) $(NVCCFLAGS) -c cuset.cu -o $@
+
+# The GPU tests and benchmark (need nvcc and a GPU; test/gpu_check.sh runs all of it).
+test/test_gpu test/test_gpu_attn_loss: test/%: test/%.cu cuset.cu cuset.h
+	$(NVCC) $(NVCCFLAGS) -I. -Xcompiler -fopenmp -o $@ $< cuset.cu -lgomp
+
+test/bench_gpu: test/bench_gpu.cu cuset.cu cuset.h
+	$(NVCC) $(NVCCFLAGS) -Xcompiler -fopenmp -o $@ test/bench_gpu.cu cuset.cu -lgomp
+
+test-gpu: test/test_gpu test/test_gpu_attn_loss
+	./test/test_gpu && ./test/test_gpu_attn_loss
+
+bench-gpu: train test/bench_gpu
+	PYTHON=$(PYTHON) bash test/bench_gpu.sh
 
 test/%: test/%.c cuset.h test/tok_testlib.h
 	$(CC) $(CFLAGS) -o $@ $< $(LDLIBS)
 
-test: $(BINS) $(TEST_BINS) data/corpus
+test: $(BINS) $(TEST_BINS) data/corpus emu/nvcc-emu
 	PYTHON=$(PYTHON) bash test/run_tests.sh
 
 bench-cpu: train
@@ -46,6 +72,14 @@ data/corpus: data/corpus.c data/corpus.h $(wildcard data/families_*.c)
 data: data/corpus
 	./data/corpus --out data/default
 
+# Running CUDA programs on the CPU: emu/nvcc-emu builds a .cu file against the emulator
+# runtime emu/cuemu.h; `make cudabench` runs CUDABench's 255 tasks (../shared/cudabench) with it.
+emu/nvcc-emu: emu/nvcc-emu.c
+	$(CC) -std=c11 -O2 -Wall -Wextra -o $@ emu/nvcc-emu.c
+
+cudabench: emu/nvcc-emu
+	PYTHON=$(PYTHON) bash test/cudabench.sh
+
 quickstart:
 	bash data/quickstart.sh
 
@@ -53,7 +87,8 @@ compile-test-split: data
 	bash data/compile_split.sh data/default test
 
 clean:
-	rm -f $(BINS) $(TEST_BINS) data/corpus
+	rm -f $(BINS) $(TEST_BINS) data/corpus emu/nvcc-emu cuset_cuda.o test/test_gpu test/test_gpu_attn_loss test/bench_gpu
 	rm -rf test/fuzz/fuzz_*
 
-.PHONY: all test bench-cpu bench-tokenizer fuzz data quickstart compile-test-split clean
+.PHONY: test-gpu bench-gpu
+.PHONY: all test bench-cpu bench-tokenizer fuzz data quickstart compile-test-split clean cudabench

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <math.h>
+#include <stdio.h> // FILE, for cuset_json_write_string
 // stb_ds (Debian libstb-dev): the tokenizer's and annotator's hash maps and growable
 // arrays, which their functions take and return. cuset.h compiles stb_ds's implementation
 // with its own unless the program did so already before including cuset.h.
@@ -195,6 +196,18 @@ void cuset_gpt_forward(CusetGPT *m, const int *inputs, int B, int T);  // fills 
 // logits (B,T,Vp) or NULL. inv_norm = 1/N with N the target tokens of the whole step.
 void cuset_loss(CusetGPT *m, const CusetBatch *b, const CusetObjective *obj,
                 const float *ref_logits, float inv_norm, CusetStats *stats);
+// The same loss on the GPU (cuset.cu), liftable on its own: every pointer but obj and
+// stats is a device pointer. logits (B,T,Vp) in, d(loss)/d(logits) out, in place;
+// ref_logits (B,T,Vp) for ASFT or NULL; targets, is_target, is_cuda (B,T); tgt_start,
+// tgt_len (B) as in CusetBatch. workspace: cuset_cuda_loss_workspace_bytes(B, T) bytes of
+// device memory. stream: a cudaStream_t (NULL: the default stream). stats (host, or NULL
+// to skip the one device-to-host copy and the sync it costs) += this call's sums, added
+// in the same order as cuset_loss, so two runs are bit-identical. Returns 0 or a
+// cudaError_t code.
+size_t cuset_cuda_loss_workspace_bytes(int B, int T);
+int cuset_cuda_loss(float *logits, const float *ref_logits, const int *targets, const unsigned char *is_target,
+                    const unsigned char *is_cuda, const int *tgt_start, const int *tgt_len, int B, int T, int V, int Vp,
+                    const CusetObjective *obj, float inv_norm, void *workspace, CusetStats *stats, void *stream);
 void cuset_gpt_zero_grad(CusetGPT *m);
 void cuset_gpt_backward(CusetGPT *m, const int *inputs);   // accumulates into grads
 float cuset_gpt_grad_norm(const CusetGPT *m);
@@ -693,6 +706,151 @@ int cuset_read_file(const char *path, unsigned char **buf, size_t *len, char *er
 uint64_t cuset_rng_next(uint64_t *state);
 float cuset_rng_uniform(uint64_t *state);   // [0, 1)
 double cuset_time(void);
+
+// ---------------------------------------------------------------------------------------
+// The GPU backend (cuset.cu; linked when the build has nvcc, and then the mains are built
+// with -DCUSET_CUDA). Plain C types only: the device state is an opaque struct, every
+// pointer below is a host pointer. One CusetCudaModel mirrors a CusetGPT on the device
+// (parameters, gradients, AdamW moments, ASFT reference parameters and the activations of
+// a (B, T) micro-batch, one allocation); one optimizer step on the GPU is
+//     cuset_cuda_forward_backward(g, batches, accum, &obj, &stats, &norm);
+//     cuset_cuda_update(g, &optim, step, norm);
+// exactly like zero_grad + accum x (forward, loss, backward) + grad_norm + update on the
+// CPU. Functions that can fail return -1 (NULL) and write the reason into err.
+typedef struct CusetCudaModel CusetCudaModel;
+typedef struct CusetCudaDecoder CusetCudaDecoder;
+// 1 when a CUDA device can be used; 0 with the reason in why (no driver: cudaGetDeviceCount
+// error 35, no device, ...). Never crashes.
+int cuset_cuda_available(char *why, size_t n);
+// Uploads m's parameters (and its AdamW moments if m has them) and ref's (ASFT's frozen
+// reference; may be NULL) and allocates everything a (B, T) micro-batch needs.
+CusetCudaModel *cuset_cuda_model_new(const CusetGPT *m, const CusetGPT *ref, int B, int T, char *err, size_t errlen);
+void cuset_cuda_model_free(CusetCudaModel *g);
+// One optimizer step's gradients: zero, then for each of the accum micro-batches (shape
+// B x T of cuset_cuda_model_new) forward (+ the reference's for ASFT), the fused loss with
+// N = all target tokens of the step, backward. Stats are summed into *stats; *grad_norm is
+// the global gradient norm (before clipping). Returns 0, or -1 with a message.
+int cuset_cuda_forward_backward(CusetCudaModel *g, const CusetBatch *batches, int accum, const CusetObjective *obj,
+                                CusetStats *stats, float *grad_norm, char *err, size_t errlen);
+// Clip by grad_norm (o->grad_clip) and one AdamW step (step 0-based), as cuset_gpt_update.
+void cuset_cuda_update(CusetCudaModel *g, const CusetOptim *o, int step, float grad_norm);
+// Forward and loss only (validation): stats summed into *stats with inv_norm = 1/N.
+int cuset_cuda_eval(CusetCudaModel *g, const CusetBatch *b, const CusetObjective *obj, float inv_norm,
+                    CusetStats *stats, char *err, size_t errlen);
+// Copies the device parameters (and moments, once an update ran or were uploaded) into m,
+// which must have m's config (moments are allocated when m has none): for checkpoints.
+void cuset_cuda_model_download(const CusetCudaModel *g, CusetGPT *m);
+// The gradients (num_params floats, checkpoint order) into host memory: for tests.
+void cuset_cuda_download_grads(const CusetCudaModel *g, float *grads);
+// Incremental decoding on the GPU, like cuset_kv_init + cuset_gpt_decode: the parameters
+// and a KV cache of the model's whole context on the device. decode feeds token at the
+// next position and returns the logits (Vp floats, host memory, valid until the next call).
+CusetCudaDecoder *cuset_cuda_decoder_new(const CusetGPT *m, char *err, size_t errlen);
+const float *cuset_cuda_decode(CusetCudaDecoder *d, int token);
+int cuset_cuda_decoder_len(const CusetCudaDecoder *d);
+void cuset_cuda_decoder_reset(CusetCudaDecoder *d);   // empties the cache (a new prompt)
+void cuset_cuda_decoder_free(CusetCudaDecoder *d);
+#ifdef CUSET_CUDA_INTERNALS
+// Single kernels for test/test_gpu.cu and test/bench_gpu.cu: device pointers, the default
+// stream, synchronous. Shapes and semantics as the CPU functions named in cuset.cu (except
+// that matmul_backward overwrites dinp, times gelu'(pre) when pre is non-NULL).
+void cuset__cuda_test_matmul_forward(float *out, float *pre, const float *inp, const float *w, const float *bias,
+                                     int N, int IC, int OC);
+void cuset__cuda_test_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
+                                      const float *w, const float *pre, int N, int IC, int OC);
+void cuset__cuda_test_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+                                        const float *b, int N, int C);
+void cuset__cuda_test_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                                         const float *w, const float *mean, const float *rstd, int N, int C);
+void cuset__cuda_test_residual_forward(float *out, const float *a, const float *b, size_t n);
+void cuset__cuda_test_encoder_forward(float *out, const int *inputs, const float *wte, const float *wpe, int B, int T, int C);
+void cuset__cuda_test_encoder_backward(float *dwte, float *dwpe, const float *dout, const int *host_inputs, int B, int T, int C);
+void cuset__cuda_test_adamw(float *params, float *m, float *v, const float *grads, size_t n, float lr, float beta1,
+                            float beta2, float bc1, float bc2, float eps, float wd, float clip);
+float cuset__cuda_test_global_norm(const float *x, size_t n);
+void cuset__cuda_test_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C, int NH);
+void cuset__cuda_test_attention_backward(float *dqkv, float *delta, const float *dout, const float *qkv, const float *out,
+                                         const float *lse, int B, int T, int C, int NH);
+#endif
+
+// ---------------------------------------------------------------------------------------
+// Evaluation helpers (gen --eval): the pass@k estimator, a sandboxed child runner, and
+// small file and JSON utilities. POSIX only (fork, execvp, setpgid, setrlimit, waitpid).
+//
+// pass@k, the unbiased estimator over n samples with c successes (METHOD.md):
+//     1 - C(n-c, k) / C(n, k) = 1 - prod_{i=n-c+1}^{n} (1 - k / i)
+// computed as that product (no binomials, so no overflow for any n); exactly 1.0 when
+// n - c < k (every k-subset holds a success). Invalid arguments - n < 1, c < 0, c > n,
+// k < 1 or k > n (k samples cannot be drawn from n) - return NAN: callers check with isnan.
+double cuset_pass_at_k(int n, int c, int k);
+
+// Runs argv (argv[0] looked up on PATH by execvp) as a child in its own process group,
+// in directory dir (NULL: the current one), with stdin from /dev/null and stdout/stderr
+// to out_path/err_path (created or truncated; NULL: /dev/null), under resource limits
+// (CusetRunLimits), and kills the whole group with SIGKILL when timeout_s of wall-clock
+// time pass (<= 0: no limit). Every other descriptor is closed in the child. Returns
+// r->status (also when it is CUSET_RUN_ERROR: the child could not be started - no such
+// program, a dir or output file that cannot be opened - with the reason in r->error).
+// After the child ends, its group is killed too, so no grandchild outlives it.
+typedef enum {
+    CUSET_RUN_EXITED = 0,  // exited by itself: exit_code holds the status
+    CUSET_RUN_SIGNALED,    // killed by signal `signal` (SIGSEGV, SIGABRT, SIGXCPU, SIGXFSZ, ...)
+    CUSET_RUN_TIMEOUT,     // still running at timeout_s: the group was killed (signal = SIGKILL)
+    CUSET_RUN_ERROR,       // could not be started
+} CusetRunStatus;
+typedef struct {
+    CusetRunStatus status;
+    int exit_code;   // CUSET_RUN_EXITED: the exit status; -1 otherwise
+    int signal;      // CUSET_RUN_SIGNALED, CUSET_RUN_TIMEOUT: the signal; 0 otherwise
+    int timed_out;   // status == CUSET_RUN_TIMEOUT
+    double seconds;  // wall-clock time from fork to the end of the child
+    char error[256]; // CUSET_RUN_ERROR: why
+} CusetRunResult;
+// Resource limits for the child (setrlimit, soft = hard). 0 leaves a limit as inherited.
+typedef struct {
+    double cpu_s;        // RLIMIT_CPU in seconds (rounded up); SIGXCPU past it
+    uint64_t file_bytes; // RLIMIT_FSIZE: largest file the child may write; SIGXFSZ past it
+    uint64_t as_bytes;   // RLIMIT_AS: address space (leave 0 for AddressSanitizer builds)
+    int nofile;          // RLIMIT_NOFILE: open descriptors
+} CusetRunLimits;        // RLIMIT_CORE is always 0: no core files
+// The defaults of cuset_run_limited: CPU time timeout_s x the number of CPUs + 1 s (the
+// wall clock is the real limit; this is a backstop), files 256 MiB, address space 8 GiB,
+// 256 descriptors.
+CusetRunLimits cuset_run_default_limits(double timeout_s);
+int cuset_run_limited(char *const argv[], const char *dir, double timeout_s, const char *out_path,
+                      const char *err_path, CusetRunResult *r);
+int cuset_run_limited_ex(char *const argv[], const char *dir, double timeout_s, const char *out_path,
+                         const char *err_path, const CusetRunLimits *limits, CusetRunResult *r);
+// The process group of the child being run now (0 when none), so that a signal handler
+// can kill it: if (cuset_run_current_pgid) kill(-cuset_run_current_pgid, SIGKILL).
+extern volatile int cuset_run_current_pgid;
+
+// A private temporary directory: mkdtemp of $TMPDIR/PREFIX.XXXXXX ($TMPDIR unset or
+// empty: /tmp), mode 0700. Returns a malloc'd path, or NULL with a message.
+char *cuset_make_temp_dir(const char *prefix, char *err, size_t errlen);
+// Removes path and everything under it (symbolic links are removed, never followed).
+// Returns 0, or -1 when something could not be removed (it carries on with the rest).
+int cuset_remove_tree(const char *path);
+// Copies file src to dst (created or truncated, mode 0644). 0, or -1 with a message.
+int cuset_copy_file(const char *src, const char *dst, char *err, size_t errlen);
+// Writes len bytes to path (created or truncated). 0, or -1 with a message.
+int cuset_write_file(const char *path, const void *data, size_t len, char *err, size_t errlen);
+// The first max_lines lines of file path, at most cap - 1 bytes, into buf (always
+// NUL-terminated; "" when the file is missing or empty). Returns buf.
+char *cuset_file_head(const char *path, int max_lines, char *buf, size_t cap);
+
+// One top-level member of the JSON object on one line of JSON lines (a line of
+// cuset_jsonl_parse's format): finds member `key` and reports its type ('s' string, 'n'
+// number, 'o' object, 'a' array, 't'/'f' true/false, 'z' null). A string is decoded into
+// *str (malloc'd, NUL-terminated, its length in *str_len); a number is parsed into *num;
+// str and num may be NULL. Returns 1 found, 0 not there, -1 the line is not a JSON
+// object (message in err, as "name:line_no:COL: ...").
+int cuset_json_member(const char *line, size_t len, const char *name, size_t line_no, const char *key, char *type,
+                      char **str, size_t *str_len, double *num, char *err, size_t errlen);
+// Appends s (len bytes) to f as a JSON string with quotes: escapes ", \ and control
+// characters, and writes each byte that is not part of valid UTF-8 as \ufffd, so the
+// output is always valid JSON.
+void cuset_json_write_string(FILE *f, const char *s, size_t len);
 
 #ifdef __cplusplus
 }
@@ -3722,6 +3880,347 @@ int cuset_data_open(const char *src, const CusetTokenizer *fixed, int vocab_size
     snprintf(note, notelen, "data: %d samples from %s, %s (%d ids); %s%s", d->n, src, how, cuset_tok_vocab_size(tk),
              saved ? "cached in " : "not cached: ", saved ? cache : why);
     return 0;
+}
+
+// ---- evaluation helpers: pass@k, the sandboxed runner, files, JSON members ------------------
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+// 1 - C(n-c, k) / C(n, k) as 1 - prod_{i=n-c+1}^{n} (1 - k/i): C(n-c,k)/C(n,k) is the
+// chance that k samples drawn without replacement all miss the c successes.
+double cuset_pass_at_k(int n, int c, int k) {
+    if (n < 1 || c < 0 || c > n || k < 1 || k > n) return NAN;
+    if (n - c < k) return 1.0;
+    double miss = 1.0;
+    for (int i = n - c + 1; i <= n; i++) miss *= 1.0 - (double)k / i;
+    return 1.0 - miss;
+}
+
+volatile int cuset_run_current_pgid = 0;
+
+CusetRunLimits cuset_run_default_limits(double timeout_s) {
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    CusetRunLimits l = {0, 256ull << 20, 8ull << 30, 256};
+    if (timeout_s > 0) l.cpu_s = ceil(timeout_s) * (ncpu > 0 ? ncpu : 1) + 1;
+    return l;
+}
+
+int cuset_run_limited(char *const argv[], const char *dir, double timeout_s, const char *out_path,
+                      const char *err_path, CusetRunResult *r) {
+    CusetRunLimits l = cuset_run_default_limits(timeout_s);
+    return cuset_run_limited_ex(argv, dir, timeout_s, out_path, err_path, &l, r);
+}
+
+// What a child that could not exec tells its parent through the pipe: the step and errno.
+// (After fork only async-signal-safe calls are allowed: the parent may have threads.)
+typedef struct { int step, err; } cuset__child_fail;
+static const char *const cuset__child_steps[] = {"start", "open /dev/null", "open", "open", "chdir to", "setrlimit",
+                                                  "exec"};
+
+static void cuset__child_exit(int fd, int step) {
+    cuset__child_fail f = {step, errno};
+    ssize_t w = write(fd, &f, sizeof f);
+    (void)w;
+    _exit(127);
+}
+
+static void cuset__setlimit(int fd, int resource, uint64_t v) {
+    struct rlimit rl;
+    rl.rlim_cur = rl.rlim_max = (rlim_t)v;
+    if (setrlimit(resource, &rl) == 0) return;
+    // a hard limit below ours (inherited) is kept: lowering never fails
+    if (getrlimit(resource, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max < (rlim_t)v) return;
+    cuset__child_exit(fd, 5);
+}
+
+// argv[0] as execv needs it: as given when it holds a '/', else the first executable
+// regular file PATH/argv[0]. 0, or -1 when there is none.
+static int cuset__find_program(const char *name, char *out, size_t cap) {
+    if (strchr(name, '/')) { snprintf(out, cap, "%s", name); return 0; }
+    const char *path = getenv("PATH");
+    if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
+    for (const char *p = path; ; ) {
+        const char *e = strchr(p, ':');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        int k = snprintf(out, cap, "%.*s%s%s", (int)n, p, n ? "/" : "", name);
+        struct stat st;
+        if (k > 0 && (size_t)k < cap && stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0) return 0;
+        if (!e) return -1;
+        p = e + 1;
+    }
+}
+
+int cuset_run_limited_ex(char *const argv[], const char *dir, double timeout_s, const char *out_path,
+                         const char *err_path, const CusetRunLimits *lim, CusetRunResult *r) {
+    memset(r, 0, sizeof *r);
+    r->exit_code = -1;
+    r->status = CUSET_RUN_ERROR;
+    char prog[4096];
+    if (!argv || !argv[0]) { snprintf(r->error, sizeof r->error, "no program to run"); return r->status; }
+    if (cuset__find_program(argv[0], prog, sizeof prog)) {
+        snprintf(r->error, sizeof r->error, "%s: not found on PATH", argv[0]);
+        return r->status;
+    }
+    long open_max = sysconf(_SC_OPEN_MAX);
+    if (open_max < 0 || open_max > 65536) open_max = 65536;
+    int fds[2];
+    if (pipe(fds)) { snprintf(r->error, sizeof r->error, "pipe: %s", strerror(errno)); return r->status; }
+    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+    fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+    fflush(NULL); // nothing buffered twice
+    double t0 = cuset_time();
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(r->error, sizeof r->error, "fork: %s", strerror(errno));
+        close(fds[0]); close(fds[1]);
+        return r->status;
+    }
+    if (pid == 0) { // the child: its own group, files, directory, limits, then exec
+        int wfd = fds[1];
+        setpgid(0, 0);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        for (int s = 1; s < 32; s++) if (s != SIGKILL && s != SIGSTOP) sigaction(s, &dfl, NULL);
+        int in = open("/dev/null", O_RDONLY);
+        if (in < 0) cuset__child_exit(wfd, 1);
+        int out = open(out_path ? out_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (out < 0) cuset__child_exit(wfd, 2);
+        int err = open(err_path ? err_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (err < 0) cuset__child_exit(wfd, 3);
+        if (dir && chdir(dir)) cuset__child_exit(wfd, 4);
+        if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) cuset__child_exit(wfd, 1);
+        if (lim) {
+            if (lim->cpu_s > 0) cuset__setlimit(wfd, RLIMIT_CPU, (uint64_t)ceil(lim->cpu_s));
+            if (lim->file_bytes) cuset__setlimit(wfd, RLIMIT_FSIZE, lim->file_bytes);
+            if (lim->as_bytes) cuset__setlimit(wfd, RLIMIT_AS, lim->as_bytes);
+            if (lim->nofile > 0) cuset__setlimit(wfd, RLIMIT_NOFILE, (uint64_t)lim->nofile);
+        }
+        cuset__setlimit(wfd, RLIMIT_CORE, 0);
+        for (int fd = 3; fd < open_max; fd++) if (fd != wfd) close(fd); // nothing of the parent's leaks
+        execv(prog, argv);
+        cuset__child_exit(wfd, 6);
+    }
+    setpgid(pid, pid); // also here, so the group exists before we may have to kill it
+    cuset_run_current_pgid = pid;
+    close(fds[1]);
+    cuset__child_fail f;
+    ssize_t got;
+    do got = read(fds[0], &f, sizeof f); while (got < 0 && errno == EINTR); // 0: exec succeeded
+    close(fds[0]);
+    int st = 0;
+    if (got == (ssize_t)sizeof f) {
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+        cuset_run_current_pgid = 0;
+        int step = f.step >= 1 && f.step <= 6 ? f.step : 0;
+        const char *what = step == 2 ? out_path : step == 3 ? err_path : step == 4 ? dir : NULL;
+        snprintf(r->error, sizeof r->error, "%s: cannot %s%s%s: %s", argv[0], cuset__child_steps[step],
+                 what ? " " : "", what ? what : "", strerror(f.err));
+        r->seconds = cuset_time() - t0;
+        return r->status;
+    }
+    // wait, polling, until it ends or the time is up; poll often at first so short runs
+    // are timed precisely
+    long nap_ns = 200000;
+    for (;;) {
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid) break;
+        if (w < 0 && errno != EINTR) break; // cannot happen for our own child
+        if (timeout_s > 0 && cuset_time() - t0 >= timeout_s) {
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+            r->timed_out = 1;
+            break;
+        }
+        struct timespec ts = {0, nap_ns};
+        nanosleep(&ts, NULL);
+        if (nap_ns < 20000000) nap_ns *= 2;
+    }
+    r->seconds = cuset_time() - t0;
+    kill(-pid, SIGKILL); // whatever it left behind in its group
+    cuset_run_current_pgid = 0;
+    if (r->timed_out) { r->status = CUSET_RUN_TIMEOUT; r->signal = SIGKILL; }
+    else if (WIFEXITED(st)) { r->status = CUSET_RUN_EXITED; r->exit_code = WEXITSTATUS(st); }
+    else if (WIFSIGNALED(st)) { r->status = CUSET_RUN_SIGNALED; r->signal = WTERMSIG(st); }
+    else snprintf(r->error, sizeof r->error, "%s: unexpected wait status 0x%x", argv[0], st);
+    return r->status;
+}
+
+char *cuset_make_temp_dir(const char *prefix, char *err, size_t errlen) {
+    const char *base = getenv("TMPDIR");
+    if (!base || !*base) base = "/tmp";
+    size_t cap = strlen(base) + strlen(prefix) + 16;
+    char *path = (char *)CUSET_CALLOC(cap, 1);
+    snprintf(path, cap, "%s/%s.XXXXXX", base, prefix);
+    if (!mkdtemp(path)) {
+        cuset__err(err, errlen, "cannot make a temporary directory %s: %s", path, strerror(errno));
+        free(path);
+        return NULL;
+    }
+    return path;
+}
+
+int cuset_remove_tree(const char *path) {
+    struct stat st;
+    if (lstat(path, &st)) return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(st.st_mode)) return unlink(path) ? -1 : 0;
+    int rc = 0;
+    chmod(path, 0700); // a program may have taken its own permissions away
+    DIR *d = opendir(path);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+            size_t cap = strlen(path) + strlen(e->d_name) + 2;
+            char *sub = (char *)CUSET_CALLOC(cap, 1);
+            snprintf(sub, cap, "%s/%s", path, e->d_name);
+            if (cuset_remove_tree(sub)) rc = -1;
+            free(sub);
+        }
+        closedir(d);
+    } else rc = -1;
+    return rmdir(path) ? -1 : rc;
+}
+
+int cuset_write_file(const char *path, const void *data, size_t len, char *err, size_t errlen) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return cuset__err(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+    size_t put = len ? fwrite(data, 1, len, f) : 0;
+    int bad = put != len;
+    if (fclose(f)) bad = 1;
+    if (bad) return cuset__err(err, errlen, "%s: write error: %s", path, strerror(errno));
+    return 0;
+}
+
+int cuset_copy_file(const char *src, const char *dst, char *err, size_t errlen) {
+    unsigned char *buf;
+    size_t len;
+    if (cuset_read_file(src, &buf, &len, err, errlen)) return -1;
+    int rc = cuset_write_file(dst, buf, len, err, errlen);
+    free(buf);
+    return rc;
+}
+
+char *cuset_file_head(const char *path, int max_lines, char *buf, size_t cap) {
+    if (!cap) return buf;
+    buf[0] = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return buf;
+    size_t n = fread(buf, 1, cap - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    int lines = 0;
+    for (size_t i = 0; i < n; i++)
+        if (buf[i] == '\n' && ++lines == max_lines) { buf[i] = 0; break; }
+        else if (buf[i] == 0) buf[i] = ' ';
+    return buf;
+}
+
+int cuset_json_member(const char *line, size_t len, const char *name, size_t line_no, const char *key, char *type,
+                      char **str, size_t *str_len, double *num, char *err, size_t errlen) {
+    cuset__json J = {0};
+    J.s = (const unsigned char *)line; J.n = len;
+    J.line = line_no; J.name = name ? name : "<input>"; J.err = err; J.errlen = errlen;
+    int found = 0;
+    size_t klen = strlen(key);
+    if (str) *str = NULL;
+    cuset__json_ws(&J);
+    if (J.i >= J.n || J.s[J.i] != '{') { cuset__json_expected(&J, "'{' opening an object"); goto fail; }
+    J.open = J.i++; J.open_kind = '{';
+    cuset__json_ws(&J);
+    if (J.i < J.n && J.s[J.i] == '}') { J.i++; goto done; }
+    for (;;) {
+        cuset__json_ws(&J);
+        if (J.i >= J.n || J.s[J.i] != '"') { cuset__json_expected(&J, "a member name (a string in double quotes)"); goto fail; }
+        arrsetlen(J.buf, 0);
+        if (cuset__json_string(&J, 1)) goto fail;
+        int match = !found && arrlenu(J.buf) == klen && memcmp(J.buf, key, klen) == 0;
+        cuset__json_ws(&J);
+        if (J.i >= J.n || J.s[J.i] != ':') { cuset__json_expected(&J, "':' after the member name"); goto fail; }
+        J.i++;
+        cuset__json_ws(&J);
+        size_t at = J.i;
+        unsigned char c = at < J.n ? J.s[at] : 0;
+        if (match && c == '"') {
+            arrsetlen(J.buf, 0);
+            if (cuset__json_string(&J, 1)) goto fail;
+            if (str) {
+                size_t n = arrlenu(J.buf);
+                *str = (char *)CUSET_CALLOC(n + 1, 1);
+                if (n) memcpy(*str, J.buf, n);
+                if (str_len) *str_len = n;
+            }
+        } else if (cuset__json_value(&J, 1)) goto fail;
+        if (match) {
+            found = 1;
+            char t = c == '"' ? 's' : c == '{' ? 'o' : c == '[' ? 'a' : c == 't' ? 't' : c == 'f' ? 'f' : c == 'n' ? 'z' : 'n';
+            if (type) *type = t;
+            if (t == 'n' && num) {
+                char tmp[64];
+                size_t n = J.i - at < sizeof tmp - 1 ? J.i - at : sizeof tmp - 1;
+                memcpy(tmp, J.s + at, n);
+                tmp[n] = 0;
+                *num = strtod(tmp, NULL);
+            }
+        }
+        cuset__json_ws(&J);
+        if (J.i < J.n && J.s[J.i] == ',') { J.i++; continue; }
+        if (J.i < J.n && J.s[J.i] == '}') { J.i++; break; }
+        cuset__json_expected(&J, "',' or '}' after the member");
+        goto fail;
+    }
+done:
+    cuset__json_ws(&J);
+    if (J.i < J.n && J.s[J.i] != '\n' && J.s[J.i] != '\r') {
+        cuset__json_fail(&J, J.i, "unexpected text after the object");
+        goto fail;
+    }
+    arrfree(J.buf);
+    return found;
+fail:
+    arrfree(J.buf);
+    if (str && *str) { free(*str); *str = NULL; }
+    return -1;
+}
+
+// The length of the valid UTF-8 sequence at s[0..n), or 0 when it is not one.
+static size_t cuset__utf8_len(const unsigned char *s, size_t n) {
+    unsigned char c = s[0];
+    size_t k;
+    unsigned char lo = 0x80, hi = 0xBF; // the range of the second byte
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) k = 2;
+    else if (c >= 0xE0 && c <= 0xEF) { k = 3; if (c == 0xE0) lo = 0xA0; if (c == 0xED) hi = 0x9F; }
+    else if (c >= 0xF0 && c <= 0xF4) { k = 4; if (c == 0xF0) lo = 0x90; if (c == 0xF4) hi = 0x8F; }
+    else return 0;
+    if (n < k || s[1] < lo || s[1] > hi) return 0;
+    for (size_t i = 2; i < k; i++) if (s[i] < 0x80 || s[i] > 0xBF) return 0;
+    return k;
+}
+
+void cuset_json_write_string(FILE *f, const char *str, size_t len) {
+    const unsigned char *s = (const unsigned char *)str;
+    fputc('"', f);
+    for (size_t i = 0; i < len;) {
+        unsigned char c = s[i];
+        if (c == '"' || c == '\\') { fputc('\\', f); fputc(c, f); i++; }
+        else if (c == '\n') { fputs("\\n", f); i++; }
+        else if (c == '\t') { fputs("\\t", f); i++; }
+        else if (c == '\r') { fputs("\\r", f); i++; }
+        else if (c < 0x20 || c == 0x7F) { fprintf(f, "\\u%04x", c); i++; }
+        else {
+            size_t k = cuset__utf8_len(s + i, len - i);
+            if (k) { fwrite(s + i, 1, k, f); i += k; }
+            else { fputs("\\ufffd", f); i++; }
+        }
+    }
+    fputc('"', f);
 }
 
 // ---- checkpoints -------------------------------------------------------------------------------

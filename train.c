@@ -159,8 +159,9 @@ static void parse_args(int argc, char **argv, Args *a) {
 }
 
 // Mean objective value and cross-entropy over a held-out set (no gradients are kept).
-static void validate(CusetGPT *m, CusetGPT *ref, const CusetDataset *d, const int *order, int n, CusetBatch *b,
-                     const CusetObjective *obj, CusetStats *st) {
+// gpu: the model on the device (then m and ref are not used), or NULL.
+static void validate(CusetGPT *m, CusetGPT *ref, CusetCudaModel *gpu, const CusetDataset *d, const int *order, int n,
+                     CusetBatch *b, const CusetObjective *obj, CusetStats *st) {
     memset(st, 0, sizeof *st);
     char err[256];
     long ntok = 0;
@@ -170,6 +171,17 @@ static void validate(CusetGPT *m, CusetGPT *ref, const CusetDataset *d, const in
     }
     for (long first = 0; first < n; first += b->B) {
         cuset_batch_from_dataset(b, d, order, n, first, err, sizeof err);
+#ifdef CUSET_CUDA
+        if (gpu) {
+            if (cuset_cuda_eval(gpu, b, obj, ntok ? 1.0f / ntok : 0.0f, st, err, sizeof err)) {
+                fprintf(stderr, "train: validation: %s\n", err);
+                exit(1);
+            }
+            continue;
+        }
+#else
+        (void)gpu;
+#endif
         const float *ref_logits = NULL;
         if (ref) { cuset_gpt_forward(ref, b->inputs, b->B, b->T); ref_logits = ref->acts.logits; }
         cuset_gpt_forward(m, b->inputs, b->B, b->T);
@@ -190,10 +202,24 @@ int main(int argc, char **argv) {
 #ifdef _OPENMP
     if (a.threads) omp_set_num_threads(a.threads);
 #endif
+    // --device: auto takes the GPU when the build has the backend and a device answers
+#ifdef CUSET_CUDA
+    char device_name[256] = "";
+    int use_gpu = 0;
+    if (strcmp(a.device, "cpu")) {
+        use_gpu = cuset_cuda_available(device_name, sizeof device_name);
+        if (!use_gpu && !strcmp(a.device, "cuda")) {
+            fprintf(stderr, "train: --device cuda: no usable GPU: %s; use --device cpu\n", device_name);
+            return 2;
+        }
+        if (!use_gpu) printf("note: no usable GPU (%s): training on the CPU\n", device_name);
+    }
+#else
     if (!strcmp(a.device, "cuda")) {
         fprintf(stderr, "train: --device cuda: this build has no GPU backend (built without nvcc); use --device cpu\n");
         return 2;
     }
+#endif
 
     // --- a checkpoint to continue (--resume) or to fine-tune (--init), with its tokenizer ---
     CusetGPT model, ref_model, *ref = NULL;
@@ -336,6 +362,14 @@ int main(int argc, char **argv) {
     if (obj->kind == CUSET_OBJ_ASFT) printf(" beta %g", obj->beta);
     printf("\ndata: %s, %d train / %d validation samples; batch %d x %d tokens x %d accum; %d steps; lr %g -> %g, warmup %d\n",
            a.data, ntrain, nval, s->B, s->T, s->accum, s->steps, s->optim.max_lr, s->optim.min_lr, s->optim.warmup);
+    CusetCudaModel *gpu = NULL; // the model, its optimizer state and the reference on the GPU
+#ifdef CUSET_CUDA
+    if (use_gpu) {
+        gpu = cuset_cuda_model_new(&model, ref, s->B, s->T, err, sizeof err);
+        if (!gpu) { fprintf(stderr, "train: --device %s: %s\n", a.device, err); return 1; }
+        printf("device: cuda (%s); checkpoint %s; log %s\n", device_name, a.ckpt, log_path);
+    } else
+#endif
     printf("device: cpu, %d threads; checkpoint %s; log %s\n",
 #ifdef _OPENMP
            omp_get_max_threads(),
@@ -374,21 +408,36 @@ int main(int argc, char **argv) {
             ntok += cuset_batch_target_tokens(&batches[i]);
         }
         CusetStats st = {0};
-        cuset_gpt_zero_grad(&model);
-        for (int i = 0; i < s->accum; i++) {
-            const float *ref_logits = NULL;
-            if (ref) { cuset_gpt_forward(ref, batches[i].inputs, s->B, s->T); ref_logits = ref->acts.logits; }
-            cuset_gpt_forward(&model, batches[i].inputs, s->B, s->T);
-            cuset_loss(&model, &batches[i], obj, ref_logits, ntok ? 1.0f / ntok : 0.0f, &st);
-            cuset_gpt_backward(&model, batches[i].inputs);
+        float norm;
+#ifdef CUSET_CUDA
+        if (gpu) { // the same step on the device: accum x (forward, loss, backward), the norm
+            if (cuset_cuda_forward_backward(gpu, batches, s->accum, obj, &st, &norm, err, sizeof err)) {
+                fprintf(stderr, "train: step %d: %s\n", step + 1, err);
+                return 1;
+            }
+        } else
+#endif
+        {
+            cuset_gpt_zero_grad(&model);
+            for (int i = 0; i < s->accum; i++) {
+                const float *ref_logits = NULL;
+                if (ref) { cuset_gpt_forward(ref, batches[i].inputs, s->B, s->T); ref_logits = ref->acts.logits; }
+                cuset_gpt_forward(&model, batches[i].inputs, s->B, s->T);
+                cuset_loss(&model, &batches[i], obj, ref_logits, ntok ? 1.0f / ntok : 0.0f, &st);
+                cuset_gpt_backward(&model, batches[i].inputs);
+            }
+            norm = cuset_gpt_grad_norm(&model);
         }
-        float norm = cuset_gpt_grad_norm(&model);
         if (!isfinite(norm) || !isfinite(st.loss)) {
             fprintf(stderr, "train: step %d: the loss or gradient is not finite (loss %g, grad norm %g); "
                             "lower --lr; the last checkpoint is untouched\n", step + 1, st.loss, norm);
             return 1;
         }
         float lr = cuset_lr_at(&s->optim, step);
+#ifdef CUSET_CUDA
+        if (gpu) cuset_cuda_update(gpu, &s->optim, step, norm);
+        else
+#endif
         cuset_gpt_update(&model, &s->optim, step, norm);
         double dt = cuset_time() - t0, tokens = (double)rows_per_step * s->T;
         tokens_done += tokens;
@@ -410,7 +459,7 @@ int main(int argc, char **argv) {
         int last = step + 1 == s->steps;
         if (nval > 0 && ((s->val_every && (step + 1) % s->val_every == 0) || last)) {
             CusetStats vs;
-            validate(&model, ref, val, val_order, nval, &val_batch, obj, &vs);
+            validate(&model, ref, gpu, val, val_order, nval, &val_batch, obj, &vs);
             double vce = vs.ntok ? vs.ce / vs.ntok : 0;
             printf("val  %5d | loss %.4f | ce %.4f | conf %.3f\n", step + 1, vs.loss, vce, vs.ntok ? vs.conf / vs.ntok : 0);
             fprintf(log, "{\"step\": %d, \"val_loss\": %.6f, \"val_ce\": %.6f}\n", step + 1, vs.loss, vce);
@@ -419,6 +468,9 @@ int main(int argc, char **argv) {
         if (a.stop_at == step + 1) stop_requested = 2;
         if ((s->ckpt_every && (step + 1) % s->ckpt_every == 0) || last || stop_requested) {
             out.step = step + 1;
+#ifdef CUSET_CUDA
+            if (gpu) cuset_cuda_model_download(gpu, &model); // parameters and moments, for the checkpoint
+#endif
             if (cuset_checkpoint_save(a.ckpt, &model, ref, synthetic ? NULL : &tk, &out, 1, err, sizeof err)) {
                 fprintf(stderr, "train: %s\n", err);
                 return 1;
@@ -439,6 +491,9 @@ int main(int argc, char **argv) {
     if (val != &data) { cuset_dataset_free(&val_data); free(val_ids); }
     cuset_tok_free(&tk);
     free(train_ids); free(perm); free(order);
+#ifdef CUSET_CUDA
+    cuset_cuda_model_free(gpu);
+#endif
     cuset_gpt_free(&model);
     if (ref) cuset_gpt_free(ref);
     return 0;

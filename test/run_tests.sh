@@ -99,7 +99,18 @@ expect "train_no_length" 2 "nothing to do" ./train "${tiny[@]}" --ckpt "$TMP/z.c
 expect "train_seq_beyond_context" 2 "longer than the model's context" ./train "${tiny[@]}" --seq 64 --steps 1 --ckpt "$TMP/z.ckpt"
 expect "train_bad_objective" 2 "unknown objective 'xent'" ./train --objective xent --steps 1
 expect "train_bad_model" 2 "multiple of n_head" ./train "${tiny[@]}" --heads 3 --steps 1 --ckpt "$TMP/z.ckpt"
-expect "train_no_cuda_backend" 2 "no GPU backend" ./train "${tiny[@]}" --device cuda --steps 1 --ckpt "$TMP/z.ckpt"
+# --device cuda without a GPU (or without the backend) is an error; auto falls back to the CPU
+if ./train "${tiny[@]}" --device cuda --steps 1 --ckpt "$TMP/z.ckpt" >/dev/null 2>&1; then
+    echo "SKIP train_device_cuda_unavailable: a GPU answers here"; skip=$((skip + 1))
+else
+    expect "train_device_cuda_unavailable" 2 "no GPU backend|no usable GPU" ./train "${tiny[@]}" --device cuda --steps 1 --ckpt "$TMP/z.ckpt"
+    expect "train_device_auto_falls_back" 0 "device: cpu" ./train "${tiny[@]}" --device auto --steps 1 --ckpt "$TMP/z.ckpt"
+    expect "gen_device_cuda_unavailable" 2 "no GPU backend|no usable GPU" ./gen --model "$TMP/z.ckpt" --prompt-ids 1 --device cuda
+    if grep -q cuset_cuda_available train; then # a build with the GPU backend says why it uses the CPU
+        expect "train_device_auto_notice" 0 "note: no usable GPU .*training on the CPU" ./train "${tiny[@]}" --steps 1 --ckpt "$TMP/z.ckpt"
+    fi
+fi
+expect "train_bad_device" 2 "--device expects cpu, cuda or auto" ./train --device tpu --steps 1
 head -c 1000 /dev/urandom >"$TMP/foreign.ckpt"
 expect "train_init_foreign_file" 1 "not a cuset checkpoint" ./train --init "$TMP/foreign.ckpt" --steps 1 --ckpt "$TMP/z.ckpt"
 expect "train_init_missing_file" 1 "cannot open" ./train --init "$TMP/none.ckpt" --steps 1 --ckpt "$TMP/z.ckpt"
@@ -193,6 +204,43 @@ expect "gen_missing_prompt_file" 1 "the prompt: .*cannot open" ./gen --model "$T
 echo "== the CUDA task corpus (data/): determinism, splits, spans against the annotator, references, nvcc"
 tally < <(./test/test_corpus; echo "exit $?" >"$TMP/rc")
 grep -q "exit 0" "$TMP/rc" || bad "test_corpus_exit" "$(cat "$TMP/rc")"
+
+echo "== evaluation: pass@k, the sandboxed runner, gen --eval end to end (test/test_eval)"
+tally < <(./test/test_eval; echo "exit $?" >"$TMP/rc")
+grep -q "exit 0" "$TMP/rc" || bad "test_eval_exit" "$(cat "$TMP/rc")"
+
+echo "== CUDA on the CPU: emu/nvcc-emu's rewrite, one program per corpus family, a few CUDABench tasks"
+tally < <(bash test/test_emu_rewrite.sh; echo "exit $?" >"$TMP/rc")
+grep -q "exit 0" "$TMP/rc" || bad "test_emu_rewrite_exit" "$(cat "$TMP/rc")"
+if [ -f test/test_emu.sh ] && [ -f emu/cuemu.h ]; then
+    tally < <(bash test/test_emu.sh; echo "exit $?" >"$TMP/rc")
+    grep -q "exit 0" "$TMP/rc" || bad "test_emu_exit" "$(cat "$TMP/rc")"
+fi
+if [ ! -f emu/cuemu.h ]; then
+    echo "SKIP emu_corpus, cudabench: no emulator runtime emu/cuemu.h"; skip=$((skip + 1))
+else
+    tally < <(bash test/emu_corpus.sh; echo "exit $?" >"$TMP/rc")
+    grep -q "exit 0" "$TMP/rc" || bad "emu_corpus_exit" "$(cat "$TMP/rc")"
+    # the smallest size of tasks using shared memory (DB4, FDTD_3D), atomics (Max_Subarray_Sum,
+    # BCE loss) and cooperative groups (FDTD_3D); SKIP when ../shared/cudabench or numpy is absent
+    tally < <(PYTHON=$PYTHON bash test/cudabench.sh --smallest \
+        --names DB4_Wavelet_Transform,Max_Subarray_Sum,FDTD_3D,Binary_Cross_Entropy_With_Logits_Loss; echo "exit $?" >"$TMP/rc")
+    grep -q "exit 0" "$TMP/rc" || bad "cudabench_exit" "$(cat "$TMP/rc")"
+fi
+
+echo "== the GPU backend (cuset.cu) under the CPU emulator: each kernel, whole steps, every objective"
+if [ ! -x emu/nvcc-emu ] || [ ! -f emu/cuemu.h ]; then
+    echo "SKIP test_gpu_emu: no emulator (make emu/nvcc-emu; emu/cuemu.h)"; skip=$((skip + 1))
+else
+    for t in test_gpu test_gpu_attn_loss; do
+        if ! emu/nvcc-emu -I . -o "$TMP/$t" "test/$t.cu" cuset.cu >"$TMP/emu_build.out" 2>&1; then
+            bad "${t}_emu_build" "$(tail -5 "$TMP/emu_build.out")"
+            continue
+        fi
+        tally < <("$TMP/$t" --small; echo "exit $?" >"$TMP/rc")
+        grep -q "exit 0" "$TMP/rc" || bad "${t}_emu_exit" "$(cat "$TMP/rc")"
+    done
+fi
 
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
