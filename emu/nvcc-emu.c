@@ -15,6 +15,7 @@
 // 1. A launch  KERNEL<<<G, B[, S[, ST]]>>>(ARGS)  becomes
 //      ::cuemu::launch(::cuemu::Config(G, B[, S[, ST]]), "KERNEL", __FILE__, __LINE__,
 //                      [&](auto &...cuemu_a_) { KERNEL(cuemu_a_...); }[, ARGS])
+//    (an argument that is exactly NULL is written nullptr: see rewrite_launch)
 //    KERNEL is the expression before <<<: an identifier, optionally qualified (ns::k), with
 //    template arguments (k<float, (N > 4)>), subscripted (ks[i]) or parenthesised. The
 //    config and ARGS are copied verbatim; the string is KERNEL's text with " and \ escaped
@@ -419,6 +420,18 @@ static int rewrite_launch(int k) {
     if (rp > lp + 1) buf_puts(&b, ", ");
     pad_newlines(&b, toks[ks].s, toks[lp].e, pp != 0);
     edit(toks[ks].s, toks[lp].e, &b);
+    // An argument that is just NULL becomes nullptr: the arguments are copied once into a
+    // tuple by type, and NULL's integer type would not convert to the kernel's pointer.
+    for (int j = lp + 1, arg_start = lp + 1; j <= rp; j++) {
+        if (j < rp && is_open(j)) { if ((j = match_fwd(j)) < 0) break; continue; }
+        if (j < rp && !tok_is(j, ",")) continue;
+        if (j == arg_start + 1 && tok_is(arg_start, "NULL")) {
+            Buf n = { 0 };
+            buf_puts(&n, "nullptr");
+            edit(toks[arg_start].s, toks[arg_start].e, &n);
+        }
+        arg_start = j + 1;
+    }
     return 1;
 }
 

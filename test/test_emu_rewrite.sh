@@ -43,6 +43,18 @@ int main() {
 }
 EOF
 
+rewrite null_arguments 3<<'EOF' 4<<'EOF'
+void f() {
+    k<<<1, 32>>>(NULL, n, f(NULL), (int *)NULL,
+                 NULL);
+}
+EOF
+void f() {
+    ::cuemu::launch(::cuemu::Config(1, 32), "k", __FILE__, __LINE__, [&](auto &...cuemu_a_) { k(cuemu_a_...); }, nullptr, n, f(NULL), (int *)NULL,
+                 nullptr);
+}
+EOF
+
 rewrite config_forms 3<<'EOF' 4<<'EOF'
 void f() {
     k<<<dim3(gx, gy), dim3(16, 16)>>>(x);
