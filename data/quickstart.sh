@@ -24,8 +24,12 @@ if [ ${#missing[@]} -gt 0 ]; then
     fi
 fi
 
+# The GPU backend only pays off with a GPU: without one, skip its (minutes-long) nvcc build.
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then gpu=(); where="the GPU"
+else gpu=(NVCC=); where="the CPU (no GPU found)"; fi
 echo "== building train, gen and the corpus generator; writing the default corpus to data/default"
-make -s all data
+make -s -j2 "${gpu[@]}" all data
+echo "== training on $where"
 mkdir -p "$RUN"
 model=(--layers 4 --heads 4 --embd 128 --ctx 1024 --seq 1024 --batch 4)
 

@@ -586,11 +586,11 @@ int main(int argc, char **argv) {
     if (!s.NH) s.NH = s.C == 32 ? 2 : 3; // head size 16: the fused attention takes 16, 32, 48, 64, 96, 128
     printf("steps: L=%d C=%d NH=%d T=%d B=%d V=%d accum=%d\n", s.L, s.C, s.NH, s.T, s.B, s.V, s.accum);
     fflush(stdout);
-    int traj = small ? 20 : 20;
+    const int traj = 20; // every objective: one step in detail, then a 20-step loss trajectory
     for (int k = 0; k < CUSET_OBJ_COUNT; k++) {
         if (k == CUSET_OBJ_CUSET) continue;
         CusetObjective o = cuset_objective_default((CusetObjectiveKind)k);
-        test_steps(&s, o, k == CUSET_OBJ_SFT ? traj : 0);
+        test_steps(&s, o, traj);
     }
     int sw[][3] = {{1, 1, 1}, {1, 0, 0}, {1, 1, 0}, {1, 0, 1}, {0, 1, 1}, {0, 0, 0}};
     for (auto &w : sw) {
