@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The one prepared script for a machine with a GPU (sm_90, e.g. H100/H200): builds for
 # sm_90 only (faster), runs the GPU test suite at real sizes (make test-gpu), the small
-# suite under compute-sanitizer (memcheck, racecheck), train/gen on the GPU end to end, and
-# the benchmark. Stops at the first failure with a non-zero exit. Each part has a timeout
+# suite under compute-sanitizer (memcheck, racecheck), train/gen on the GPU end to end, the
+# corpus references and CUDABench's smallest tasks natively (the same programs the CPU
+# emulator runs in make test / make cudabench, so both must pass their checks), and the
+# benchmark. Stops at the first failure with a non-zero exit. Each part has a timeout
 # so the whole fits a short device session (about 8 minutes on an H200).
 #   bash test/gpu_check.sh [--no-bench]
 set -euo pipefail
@@ -17,14 +19,15 @@ step "device"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || die "nvidia-smi"
 
 step "build (sm_90): train, gen, test/test_gpu, test/bench_gpu; no warnings from cuset.cu"
-rm -f cuset_cuda.o train gen test/test_gpu test/bench_gpu
+rm -f cuset_cuda.o train gen test/test_gpu test/test_gpu_attn_loss test/bench_gpu
 "$NVCC" $FLAGS -c cuset.cu -o cuset_cuda.o 2>&1 | tee /tmp/gpu_check_nvcc.log
 [ ! -s /tmp/gpu_check_nvcc.log ] || die "nvcc printed warnings for cuset.cu (see above)"
-make NVCC="$NVCC" NVCCFLAGS="$FLAGS" train gen test/test_gpu test/bench_gpu >/tmp/gpu_check_make.log 2>&1 \
+make NVCC="$NVCC" NVCCFLAGS="$FLAGS" train gen test/test_gpu test/test_gpu_attn_loss test/bench_gpu data/corpus >/tmp/gpu_check_make.log 2>&1 \
     || { tail -30 /tmp/gpu_check_make.log; die "make"; }
 
 step "make test-gpu: every kernel and whole steps against the CPU, real sizes"
 timeout 300 ./test/test_gpu || die "test_gpu (real sizes)"
+timeout 120 ./test/test_gpu_attn_loss || die "test_gpu_attn_loss (real sizes)"
 
 step "compute-sanitizer memcheck and racecheck on the small suite"
 if [ -x "$SAN" ]; then
@@ -63,6 +66,13 @@ timeout 60 ./gen --model "$T/g.ckpt" --prompt-ids "1 5 7 9 11" --max-tokens 16 -
 [ "$(head -1 "$T/gg.out")" = "$(head -1 "$T/gc.out")" ] || echo "note: greedy GPU and CPU samples differ (tf32/fp32 ties): $(head -1 "$T/gg.out") | $(head -1 "$T/gc.out")"
 echo "gen --device cuda: $(head -1 "$T/gg.out")"
 rm -rf "$T"
+
+step "the programs the emulator checks, natively: one corpus reference per family, CUDABench's smallest tasks"
+native=$(mktemp /tmp/gpu_check_nvcc.XXXXXX)
+printf '#!/bin/sh\nexec "%s" -arch=sm_90 "$@"\n' "$NVCC" >"$native" && chmod +x "$native"
+NVCC_EMU=$native timeout 300 bash test/emu_corpus.sh --jobs "$(nproc)" | tail -3 || die "corpus references, natively"
+NVCC_EMU=$native timeout 600 bash test/cudabench.sh --smallest --jobs "$(nproc)" | tail -4 || die "CUDABench, natively"
+rm -f "$native"
 
 if [ "${1:-}" != "--no-bench" ]; then
     step "benchmark: cuset against PyTorch"
