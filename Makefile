@@ -44,7 +44,7 @@ test-gpu: test/test_gpu test/test_gpu_attn_loss
 bench-gpu: train test/bench_gpu
 	PYTHON=$(PYTHON) bash test/bench_gpu.sh
 
-test/%: test/%.c cuset.h test/tok_testlib.h
+test/%: test/%.c cuset.h test/tok_testlib.h test/testlib.h
 	$(CC) $(CFLAGS) -o $@ $< $(LDLIBS)
 
 test: $(BINS) $(TEST_BINS) data/corpus emu/nvcc-emu

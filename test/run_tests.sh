@@ -228,6 +228,17 @@ else
     grep -q "exit 0" "$TMP/rc" || bad "cudabench_exit" "$(cat "$TMP/rc")"
 fi
 
+echo "== the GPU backend (cuset.cu): nvcc builds it without a warning or a register spill"
+nvcc_bin=$(command -v nvcc || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })
+if [ -z "$nvcc_bin" ]; then
+    echo "SKIP cuset_cu_nvcc_clean: no nvcc"; skip=$((skip + 1))
+elif out=$("$nvcc_bin" -O3 -gencode arch=compute_90,code=sm_90 -Xptxas -warn-spills --std=c++17 -c cuset.cu \
+          -o "$TMP/cuset_cuda.o" 2>&1) && [ -z "$out" ]; then
+    ok "cuset_cu_nvcc_clean (sm_90, -Xptxas -warn-spills)"
+else
+    bad "cuset_cu_nvcc_clean" "$(echo "$out" | head -5)"
+fi
+
 echo "== the GPU backend (cuset.cu) under the CPU emulator: each kernel, whole steps, every objective"
 if [ ! -x emu/nvcc-emu ] || [ ! -f emu/cuemu.h ]; then
     echo "SKIP test_gpu_emu: no emulator (make emu/nvcc-emu; emu/cuemu.h)"; skip=$((skip + 1))

@@ -18,21 +18,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "testlib.h"
 
-static int n_fail = 0;
 static char tmpdir[64];
 static char corpus[512];
-
-static void pass(const char *name) { printf("PASS %s\n", name); }
-static void skip(const char *name, const char *why) { printf("SKIP %s: %s\n", name, why); }
-__attribute__((format(printf, 2, 3)))
-static void fail(const char *name, const char *fmt, ...) {
-    va_list ap;
-    printf("FAIL %s: ", name);
-    va_start(ap, fmt); vprintf(fmt, ap); va_end(ap);
-    printf("\n");
-    n_fail++;
-}
 
 // ----------------------------------------------------------------------------
 // helpers

@@ -24,20 +24,10 @@
 #include <sys/stat.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include "testlib.h"
 
-static int n_fail = 0;
 static char *tmp; // this run's private directory
 
-static void pass(const char *name) { printf("PASS %s\n", name); }
-static void skip(const char *name, const char *why) { printf("SKIP %s: %s\n", name, why); }
-__attribute__((format(printf, 2, 3)))
-static void fail(const char *name, const char *fmt, ...) {
-    va_list ap;
-    printf("FAIL %s: ", name);
-    va_start(ap, fmt); vprintf(fmt, ap); va_end(ap);
-    printf("\n");
-    n_fail++;
-}
 __attribute__((format(printf, 3, 4)))
 static void check(int ok, const char *name, const char *fmt, ...) {
     if (ok) { pass(name); return; }

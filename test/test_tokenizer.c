@@ -11,18 +11,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <time.h>
-
-static int n_fail = 0;
-
-static void pass(const char *name) { printf("PASS %s\n", name); }
-static void skip(const char *name, const char *why) { printf("SKIP %s: %s\n", name, why); }
-static void fail(const char *name, const char *fmt, ...) {
-    va_list ap;
-    printf("FAIL %s: ", name);
-    va_start(ap, fmt); vprintf(fmt, ap); va_end(ap);
-    printf("\n");
-    n_fail++;
-}
+#include "testlib.h"
 
 // xorshift64* - a small PRNG so runs repeat exactly for a given seed
 static uint64_t rng_state;
@@ -61,7 +50,6 @@ static const char *check_roundtrip(const CusetTokenizer *tk, const char *s, size
     arrfree(out);
     return res;
 }
-
 
 // Reference trainer: a full recount of all pairs before every merge. Returns the merges
 // as an stb_ds array (left, right, left, right, ...).
