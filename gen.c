@@ -554,6 +554,52 @@ static void write_result_line(FILE *f, const EvalTask *t, const EvalProgram *p, 
 
 typedef struct { int n, c_compile, c_pass, n_unsupported; } TaskTally;
 
+// One report line: pass@k for each k, averaged over the tasks [first, last) that have at
+// least k programs; what = 0 compilation, 1 functional, 2 functional with the programs
+// the emulator cannot run left out.
+static void print_pass_at_k(const char *label, int what, const TaskTally *tally, int first, int last, const int *ks,
+                            int nk, int evaluated_tasks) {
+    printf("%s", label);
+    for (int j = 0; j < nk; j++) {
+        double sum = 0;
+        int used = 0;
+        for (int t = first; t < last; t++) {
+            int n = tally[t].n - (what == 2 ? tally[t].n_unsupported : 0);
+            if (n < ks[j] || n < 1) continue;
+            sum += cuset_pass_at_k(n, what ? tally[t].c_pass : tally[t].c_compile, ks[j]);
+            used++;
+        }
+        if (!used) printf("  pass@%d    n/a", ks[j]);
+        else if (what == 2) printf("  pass@%d %6.2f%% (%d tasks)", ks[j], 100 * sum / used, used);
+        else {
+            printf("  pass@%d %6.2f%%", ks[j], 100 * sum / used);
+            if (used < evaluated_tasks) printf(" (%d tasks with >= %d programs)", used, ks[j]);
+        }
+    }
+    printf("\n");
+}
+
+// Functional pass@1 per family, each family once, in the order of its first task.
+static void print_family_table(const EvalTask *tasks, const TaskTally *tally, int first, int last) {
+    printf("functional pass@1 by family:\n");
+    printf("  %-28s %6s %9s %8s\n", "family", "tasks", "programs", "pass@1");
+    for (int t = first; t < last; t++) {
+        if (!tally[t].n) continue;
+        int seen = 0;
+        for (int u = first; u < t && !seen; u++) seen = tally[u].n && !strcmp(tasks[u].family, tasks[t].family);
+        if (seen) continue;
+        int nt = 0, np = 0;
+        double sum = 0;
+        for (int u = t; u < last; u++) {
+            if (!tally[u].n || strcmp(tasks[u].family, tasks[t].family)) continue;
+            nt++;
+            np += tally[u].n;
+            sum += cuset_pass_at_k(tally[u].n, tally[u].c_pass, 1);
+        }
+        printf("  %-28s %6d %9d %7.1f%%\n", tasks[t].family, nt, np, 100 * sum / nt);
+    }
+}
+
 static int eval_main(const EvalOpts *o, const char *model_path, SampleOpts so, uint64_t seed) {
     EvalEnv E = {0};
     E.tasks_path = o->tasks_path;
@@ -765,60 +811,16 @@ static int eval_main(const EvalOpts *o, const char *model_path, SampleOpts so, u
     printf("compilation check: %s\n", compiler);
     printf("runs: %s%s, %g s limit\n", E.use_gpu ? "on the GPU (nvcc's binary)" : "on the CPU emulator ", E.use_gpu ? "" : E.emu,
            E.timeout);
-    for (int pass = 0; pass < 2; pass++) { // compilation, then functional
-        printf("%-12s", pass ? "functional" : "compilation");
-        for (int j = 0; j < nk; j++) {
-            double sum = 0;
-            int used = 0;
-            for (int t = o->first; t < last; t++) {
-                if (tally[t].n < ks[j]) continue;
-                sum += cuset_pass_at_k(tally[t].n, pass ? tally[t].c_pass : tally[t].c_compile, ks[j]);
-                used++;
-            }
-            if (used) printf("  pass@%d %6.2f%%", ks[j], 100 * sum / used);
-            else printf("  pass@%d    n/a", ks[j]);
-            if (used && used < evaluated_tasks) printf(" (%d tasks with >= %d programs)", used, ks[j]);
-        }
-        printf("\n");
-    }
-    if (counts[ST_UNSUPPORTED]) { // the same without the programs the emulator cannot run
-        printf("functional, unsupported left out:");
-        for (int j = 0; j < nk; j++) {
-            double sum = 0;
-            int used = 0;
-            for (int t = o->first; t < last; t++) {
-                int n = tally[t].n - tally[t].n_unsupported;
-                if (n < ks[j] || n < 1) continue;
-                sum += cuset_pass_at_k(n, tally[t].c_pass, ks[j]);
-                used++;
-            }
-            if (used) printf("  pass@%d %6.2f%% (%d tasks)", ks[j], 100 * sum / used, used);
-            else printf("  pass@%d n/a", ks[j]);
-        }
-        printf("\n");
-    }
+    print_pass_at_k("compilation ", 0, tally, o->first, last, ks, nk, evaluated_tasks);
+    print_pass_at_k("functional  ", 1, tally, o->first, last, ks, nk, evaluated_tasks);
+    if (counts[ST_UNSUPPORTED]) // the same without the programs the emulator cannot run
+        print_pass_at_k("functional, unsupported left out:", 2, tally, o->first, last, ks, nk, evaluated_tasks);
     printf("outcomes of %d programs:", done);
     for (int s = 0; s < ST_COUNT; s++) printf(" %s %d%s", status_names[s], counts[s], s + 1 < ST_COUNT ? "," : "\n");
     if (!E.use_gpu)
         printf("(unsupported: the emulator does not model a feature the program uses, or cannot build a program nvcc "
                "compiles; counted as not passing; the line 'unsupported left out' drops them)\n");
-    printf("functional pass@1 by family:\n");
-    printf("  %-28s %6s %9s %8s\n", "family", "tasks", "programs", "pass@1");
-    for (int t = o->first; t < last; t++) {
-        if (!tally[t].n) continue;
-        int seen = 0; // print each family once, at its first task
-        for (int u = o->first; u < t && !seen; u++) seen = tally[u].n && !strcmp(tasks[u].family, tasks[t].family);
-        if (seen) continue;
-        int nt = 0, np = 0;
-        double sum = 0;
-        for (int u = t; u < last; u++) {
-            if (!tally[u].n || strcmp(tasks[u].family, tasks[t].family)) continue;
-            nt++;
-            np += tally[u].n;
-            sum += cuset_pass_at_k(tally[u].n, tally[u].c_pass, 1);
-        }
-        printf("  %-28s %6d %9d %7.1f%%\n", tasks[t].family, nt, np, 100 * sum / nt);
-    }
+    print_family_table(tasks, tally, o->first, last);
     printf("results: %s\n", results_path);
     if (E.keep_dirs) printf("work directories kept in %s\n", E.root);
     for (int t = 0; t < ntasks; t++) { free(tasks[t].prompt); free(tasks[t].reference); free(tasks[t].id); free(tasks[t].family); }
