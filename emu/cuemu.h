@@ -2,7 +2,7 @@
 // without a GPU. It is a checking tool (faithful semantics, race and out-of-bounds
 // detection), not a fast way to run CUDA: every thread of every block runs on one core.
 //
-// Build. emu/nvcc-emu rewrites launches and `extern __shared__` declarations and compiles:
+// Build. emu/nvcc-emu rewrites launches and `__shared__` declarations and compiles:
 //   g++ -std=c++17 -O1 -g -w -I emu/include -include emu/cuemu.h -x c++ REWRITTEN.cu -lm
 // (add -fsanitize=address for out-of-bounds checks). emu/include/ holds stand-ins for
 // cuda_runtime.h, cuda_fp16.h, mma.h, cooperative_groups.h, ... that include this file.
@@ -53,6 +53,7 @@
 #include <cstring>
 #include <ctime>
 #include <limits>
+#include <new>
 #include <map>
 #include <math.h>
 #include <cmath>
@@ -104,7 +105,7 @@ extern "C" __attribute__((weak)) const char *__asan_default_options() { return "
 #define __grid_constant__
 #define __constant__
 #define __managed__ __attribute__((section("cuemu_managed"), used))
-#define __shared__ static // one variable per launch site, shared by the block's fibers
+#define __shared__ static // file scope only: the driver rewrites __shared__ in functions (shared_var)
 #define __align__(n) __attribute__((aligned(n)))
 #define __builtin_align__(n) __attribute__((aligned(n)))
 #define __cudart_builtin__
@@ -261,7 +262,6 @@ inline int g_nthreads;              // threads per block of the running launch
 inline bool g_in_kernel;
 inline const char *g_kernel = "", *g_launch_file = "";
 inline int g_launch_line;
-inline uint64_t g_block_epoch = 1;  // increments per block; see shared_fresh
 inline cudaError_t g_last_error = cudaSuccess;
 
 // Thread start order within the block and the next thread to start.
@@ -607,14 +607,28 @@ constexpr size_t smem_optin_limit = 227 * 1024;
 alignas(128) inline unsigned char dyn_smem[max_dyn_smem];
 inline size_t g_smem_optin = 48 * 1024; // raised by cudaFuncSetAttribute
 
-// A static __shared__ variable is garbage at the start of each block: the first thread of
-// the block to pass its declaration fills it.
-inline void shared_fresh(void *p, size_t n) {
-    static std::unordered_map<void *, uint64_t> refreshed; // variable -> block epoch
-    uint64_t &e = refreshed[p];
-    if (e == g_block_epoch) return;
-    e = g_block_epoch;
-    fill_garbage(p, n, 0xFF);
+// A __shared__ variable declared in a function lives in the current block: the driver
+// rewrites `__shared__ float s[N];` into `float (&s)[N] = shared_var<float[N]>(&key);`
+// (key: a static char of that declaration, so one per template instantiation). The first
+// thread of the block to reach the declaration allocates it - on the heap, so that
+// AddressSanitizer sees its bounds - filled with garbage; the others get the same memory;
+// the block's variables are freed when the block ends.
+struct SharedVar {
+    const void *key;
+    void *mem;
+};
+inline std::vector<SharedVar> g_block_shared;
+template <class T> inline T &shared_var(const void *key) {
+    for (const SharedVar &v : g_block_shared)
+        if (v.key == key) return *static_cast<T *>(v.mem);
+    void *mem = ::operator new(sizeof(T), std::align_val_t(128));
+    fill_garbage(mem, sizeof(T), 0xFF);
+    g_block_shared.push_back({key, mem});
+    return *static_cast<T *>(mem);
+}
+inline void free_block_shared() {
+    for (const SharedVar &v : g_block_shared) ::operator delete(v.mem, std::align_val_t(128));
+    g_block_shared.clear();
 }
 // Dynamic shared memory: only [0, size) of the buffer is addressable during a launch.
 inline void set_dyn_smem_size(size_t size) {
@@ -714,9 +728,9 @@ inline void run_grid(const Config &c) {
         uint64_t k = (a * i + b) % nblocks;
         g_block_idx = uint3{(unsigned)(k % c.grid.x), (unsigned)(k / c.grid.x % c.grid.y),
                             (unsigned)(k / ((uint64_t)c.grid.x * c.grid.y))};
-        g_block_epoch++;
         fill_garbage(dyn_smem, c.dyn_smem, 0xFF);
         run_block();
+        free_block_shared();
     }
     g_in_kernel = false;
 }

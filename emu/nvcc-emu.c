@@ -22,10 +22,15 @@
 //    and newlines made spaces. Launches inside #define bodies are rewritten too.
 // 2. extern __shared__ TYPE NAME[];   (or NAME[0]; __align__(...)/alignas(...) dropped)
 //    becomes  TYPE *const NAME = reinterpret_cast<TYPE *>(::cuemu::dyn_smem);
-// 3. A non-extern __shared__ declaration inside a function body stays as it is, and after
-//    its ';' (on the same line) comes  ::cuemu::shared_fresh(&NAME, sizeof(NAME));  for
-//    each declared NAME; at file scope nothing is appended. In both places a `static` right
-//    before or after __shared__ is dropped (the runtime's __shared__ means `static`).
+// 3. A non-extern __shared__ declaration inside a function body,
+//      [static] __shared__ TYPE D1, D2;   e.g.  __shared__ float a[T][T + 1], *p;
+//    becomes one reference per declarator D (its name N made (&N)) to memory that the
+//    runtime gives each block, keyed by a static char of the declaration:
+//      static char cuemu_shared_K[2]; float (&a)[T][T + 1] = ::cuemu::shared_var<float [T][T + 1]>
+//      (&cuemu_shared_K[0]); float *(&p) = ::cuemu::shared_var<float *>(&cuemu_shared_K[1]);
+//    At file scope (and for a declarator with parentheses) the declaration stays as it is,
+//    a static variable (the runtime's __shared__ means `static`), minus a `static` next to
+//    __shared__, which would be said twice.
 // Everything else is left byte for byte; comments, string/char literals and raw strings are
 // never rewritten or scanned. Every rewrite keeps the number of newlines (and so the line of
 // everything after it), and the compiled file starts with #line 1 "FILE.cu", so compiler
@@ -496,45 +501,104 @@ static int rewrite_extern_shared(int k) {
     return 1;
 }
 
-// __shared__ declaration inside a function (the __shared__ at token k): append shared_fresh
-static void append_shared_fresh(int k) {
-    int end = decl_end(k);
-    if (end < 0) return;
-    Buf b = { 0 };
-    int j = k + 1, name = -1;
-    // the first declarator: the last identifier before a top-level [ = ( , ; skipping
-    // attributes and template arguments of the type
-    while (j < end) {
-        int a = skip_attr(j);
-        if (a != j) { j = a; continue; }
-        if (tok_is(j, "[") || tok_is(j, "=") || tok_is(j, "(") || tok_is(j, ",") || tok_is(j, "{")) break;
-        if (tok_ident(j) && tok_is(j + 1, "<")) { // template arguments
-            int depth = 0;
-            for (j++; j < end; j++) {
-                if (tok_is(j, "<")) depth++;
-                else if (tok_is(j, ">") && --depth == 0) break;
-                else if (tok_is(j, ">>>") && (depth -= 3) <= 0) break;
-                else if (is_open(j) && (j = match_fwd(j)) < 0) return;
-            }
-            j++;
+// Appends the text of tokens [a, b) to buf on one line: one space where the source had
+// white space between two tokens (or a newline); skip (or -1) is left out.
+static void put_tokens(Buf *buf, int a, int b, int skip) {
+    for (int j = a; j < b; j++) {
+        if (j == skip) continue;
+        if (j > a && toks[j].s > toks[j - 1].e && buf->len && buf->s[buf->len - 1] != ' ') buf_puts(buf, " ");
+        buf_put(buf, src + toks[j].s, toks[j].e - toks[j].s);
+    }
+}
+
+// A __shared__ declaration inside a function, the __shared__ at token k:
+//     [static] [volatile] __shared__ [__align__(N)] TYPE D1, D2;
+// becomes, for each declarator D with its name N,
+//     static char cuemu_shared_K[2]; TYPE D1[N -> (&N)] = ::cuemu::shared_var<TYPE D1[N -> ]>(&cuemu_shared_K[0]); ...
+// e.g. `float (&s)[T][T + 1] = ::cuemu::shared_var<float [T][T + 1]>(...)`: a reference to
+// memory the runtime gives each block (see shared_var in cuemu.h). Returns the
+// declaration's last token, or -1 when it is not of this form (a declarator with
+// parentheses or an initializer): then it stays as it is.
+static int rewrite_static_shared(int k) {
+    int end = decl_end(k), pp = toks[k].pp;
+    if (end < 0) return -1;
+    int start = k; // qualifiers and attributes before __shared__ belong to the declaration
+    for (;;) {
+        int j = start - 1;
+        if (j >= 0 && tok_is(j, ")") && toks[j].pp == pp) {
+            int o = match_back(j);
+            if (o > 0 && skip_attr(o - 1) == j + 1) { start = o - 1; continue; }
+        }
+        if (j >= 0 && toks[j].pp == pp && (tok_is(j, "static") || tok_is(j, "volatile") || tok_is(j, "const"))) {
+            start = j;
             continue;
         }
-        if (tok_ident(j) && !is_decl_qual(j)) name = j;
-        j++;
+        break;
     }
-    for (;;) {
-        if (name < 0) break;
-        buf_printf(&b, " ::cuemu::shared_fresh(&%.*s, sizeof(%.*s));", (int)(toks[name].e - toks[name].s),
-                   src + toks[name].s, (int)(toks[name].e - toks[name].s), src + toks[name].s);
-        while (j < end && !tok_is(j, ",")) // to the next declarator
-            if (is_open(j) && (j = match_fwd(j)) < 0) return;
-            else j++;
-        if (j >= end) break;
-        for (j++; j < end && is_decl_qual(j); j++) {}
-        name = tok_ident(j) ? j : -1;
+    // the first declarator's name: the last identifier before a top-level [ = ( , ;
+    int first_name = -1;
+    for (int t = start; t < end; t++) {
+        int a = skip_attr(t);
+        if (a != t) { t = a - 1; continue; }
+        if (tok_is(t, "[") || tok_is(t, "=") || tok_is(t, "(") || tok_is(t, ",") || tok_is(t, "{")) break;
+        if (tok_is(t, "<")) { // template arguments of the type
+            for (int depth = 0; t < end; t++) {
+                if (tok_is(t, "<")) depth++;
+                else if (tok_is(t, ">")) depth--;
+                else if (tok_is(t, ">>")) depth -= 2;
+                else if (is_open(t) && (t = match_fwd(t)) < 0) return -1;
+                if (depth <= 0) break;
+            }
+            continue;
+        }
+        if (tok_ident(t) && !is_decl_qual(t) && !tok_is(t, "__shared__") && !tok_is(t, "static")) first_name = t;
     }
-    if (b.len) edit(toks[end].e, toks[end].e, &b);
-    else free(b.s);
+    if (first_name < 0) return -1;
+    int dstart = first_name; // the declarator: the name and the * & const before it
+    while (dstart - 1 > start && is_decl_qual(dstart - 1)) dstart--;
+    // the type: the tokens before the declarator but static, __shared__ and attributes
+    // (the runtime aligns every variable to 128 bytes)
+    Buf ty = { 0 };
+    for (int j = start; j < dstart; j++) {
+        int a = skip_attr(j);
+        if (a != j) { j = a - 1; continue; }
+        if (tok_is(j, "static") || tok_is(j, "__shared__")) continue;
+        if (ty.len && toks[j].s > toks[j - 1].e) buf_puts(&ty, " ");
+        put_tokens(&ty, j, j + 1, -1);
+    }
+    if (!ty.len) return -1;
+    // the declarators: [dstart, comma or end), each with one name and no ( = {
+    int decl[32][2], name[32], nd = 0;
+    for (int d = dstart; d < end;) {
+        int e = d, nm = -1;
+        for (; e < end && !tok_is(e, ","); e++) {
+            if (tok_is(e, "(") || tok_is(e, "=") || tok_is(e, "{") || (tok_is(e, "[") && (e = match_fwd(e)) < 0)) {
+                free(ty.s);
+                return -1;
+            }
+            if (tok_ident(e) && !is_decl_qual(e) && nm < 0) nm = e;
+        }
+        if (nm < 0 || nd == 32) { free(ty.s); return -1; }
+        decl[nd][0] = d, decl[nd][1] = e, name[nd++] = nm;
+        d = e + 1;
+    }
+    Buf b = { 0 };
+    buf_printf(&b, "static char cuemu_shared_%d[%d];", k, nd);
+    for (int d = 0; d < nd; d++) {
+        Buf ref = { 0 }, abstract = { 0 };
+        put_tokens(&ref, decl[d][0], name[d], -1);
+        buf_printf(&ref, "%s(&%.*s)", ref.len ? " " : "", (int)(toks[name[d]].e - toks[name[d]].s), src + toks[name[d]].s);
+        put_tokens(&ref, name[d] + 1, decl[d][1], -1);
+        put_tokens(&abstract, decl[d][0], decl[d][1], name[d]);
+        buf_printf(&b, " %s %s = ::cuemu::shared_var<%s%s%s>(&cuemu_shared_%d[%d]);", ty.s, ref.s, ty.s,
+                   abstract.len ? " " : "", abstract.s ? abstract.s : "", k, d);
+        free(ref.s);
+        free(abstract.s);
+    }
+    free(ty.s);
+    pad_newlines(&b, toks[start].s, toks[end].e, pp != 0);
+    edit(toks[start].s, toks[end].e, &b);
+    return end;
 }
 
 // The pass over the tokens: feature scan, scopes, rewrites.
@@ -586,7 +650,10 @@ static void rewrite_all(void) {
             if (tok_is(j, "__shared__") && toks[j].pp == toks[k].pp && rewrite_extern_shared(k))
                 k = decl_end(k); // its tokens hold nothing more to rewrite
         } else if (tok_is(k, "__shared__")) {
-            // the runtime's __shared__ is `static`: a `static` next to it would be said twice
+            int end = in_fn ? rewrite_static_shared(k) : -1;
+            if (end >= 0) { k = end; continue; }
+            // left a static variable (file scope, or a form the rewrite does not take): the
+            // runtime's __shared__ is `static`, so a `static` next to it would be said twice
             for (int j = k - 1; j <= k + 1; j += 2)
                 if (tok_is(j, "static") && toks[j].pp == toks[k].pp) {
                     size_t e = toks[j].e;
@@ -594,7 +661,6 @@ static void rewrite_all(void) {
                     Buf none = { 0 };
                     edit(toks[j].s, e, &none);
                 }
-            if (in_fn) append_shared_fresh(k);
         }
     }
 }

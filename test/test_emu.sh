@@ -75,7 +75,7 @@ if build race_neighbour race_neighbour; then
 fi
 
 # Out-of-bounds writes: AddressSanitizer reports them.
-for t in bug_oob_global bug_oob_static_shared bug_oob_dynamic_shared; do
+for t in bug_oob_global bug_oob_static_shared bug_oob_template_shared bug_oob_dynamic_shared; do
     build $t $t --asan || continue
     "$TMP/$t" >"$TMP/$t.stdout" 2>"$TMP/$t.stderr"
     rc=$?

@@ -218,15 +218,15 @@ __shared__ float file_scope[32];
 namespace ns { __shared__ int in_namespace; }
 __shared__ int file_static;
 __global__ void k() {
-    __shared__ float s[256]; ::cuemu::shared_fresh(&s, sizeof(s));
-    __shared__ float a[T][T + 1], b[T][T]; ::cuemu::shared_fresh(&a, sizeof(a)); ::cuemu::shared_fresh(&b, sizeof(b));
-    __shared__ int count; ::cuemu::shared_fresh(&count, sizeof(count));
-    __shared__ __align__(16) float4 buf[64]; ::cuemu::shared_fresh(&buf, sizeof(buf));
-    __shared__ float x[32]; ::cuemu::shared_fresh(&x, sizeof(x));
-    __shared__ Pair<int, float> p[4], *q; ::cuemu::shared_fresh(&p, sizeof(p)); ::cuemu::shared_fresh(&q, sizeof(q));
-    if (threadIdx.x == 0) { __shared__ unsigned long long w; ::cuemu::shared_fresh(&w, sizeof(w)); }
+    static char cuemu_shared_26[1]; float (&s)[256] = ::cuemu::shared_var<float [256]>(&cuemu_shared_26[0]);
+    static char cuemu_shared_33[2]; float (&a)[T][T + 1] = ::cuemu::shared_var<float [T][T + 1]>(&cuemu_shared_33[0]); float (&b)[T][T] = ::cuemu::shared_var<float [T][T]>(&cuemu_shared_33[1]);
+    static char cuemu_shared_53[1]; int (&count) = ::cuemu::shared_var<int>(&cuemu_shared_53[0]);
+    static char cuemu_shared_57[1]; float4 (&buf)[64] = ::cuemu::shared_var<float4 [64]>(&cuemu_shared_57[0]);
+    static char cuemu_shared_69[1]; float (&x)[32] = ::cuemu::shared_var<float [32]>(&cuemu_shared_69[0]);
+    static char cuemu_shared_76[2]; Pair<int, float> (&p)[4] = ::cuemu::shared_var<Pair<int, float> [4]>(&cuemu_shared_76[0]); Pair<int, float> * (&q) = ::cuemu::shared_var<Pair<int, float> *>(&cuemu_shared_76[1]);
+    if (threadIdx.x == 0) { static char cuemu_shared_101[1]; unsigned long long (&w) = ::cuemu::shared_var<unsigned long long>(&cuemu_shared_101[0]); }
 }
-struct S { __device__ void m() { __shared__ double t[8]; ::cuemu::shared_fresh(&t, sizeof(t)); } };
+struct S { __device__ void m() { static char cuemu_shared_118[1]; double (&t)[8] = ::cuemu::shared_var<double [8]>(&cuemu_shared_118[0]); } };
 EOF
 
 rewrite host_after_device_code 3<<'EOF' 4<<'EOF'
@@ -378,7 +378,7 @@ cat >"$T/stub/cuemu.h" <<'EOF'
 namespace cuemu {
 inline char dyn_smem[1024];
 struct Config { template <class... A> Config(A...) {} };
-template <class T> void shared_fresh(T *, unsigned long) {}
+template <class T> T &shared_var(const void *) { static T v; return v; }
 template <class F, class... A> void launch(Config, const char *name, const char *file, int line, F f, A... a) {
     std::printf("%s %s:%d\n", name, file, line);
     f(a...);
