@@ -129,4 +129,4 @@ if [ $keep -eq 1 ] && [ "$nfail" -gt 0 ]; then
     for k in "$TMP"/tasks/*/.keep; do [ -e "$k" ] && mv "$(dirname "$k")" "$kept/"; done
     echo "cudabench: failing task directories kept in $kept"
 fi
-[ "$nfail" -eq 0 ] && [ $((npass + nuns)) -eq "$ntask" ]
+[ "$nfail" -eq 0 ] # SLOW tasks are reported above, not failures
