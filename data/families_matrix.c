@@ -185,10 +185,10 @@ static void mxtn_draw(Task *t, Rng *r) {
     mx_name(t->slug, sizeof t->slug, "transpose");
 }
 
-static void mxtn_layout(Task *t) {
-    const char *const *dn = mx_dnames[t->p[MXTN_DNAMES]];
-    long R = t->p[MXTN_ROWS], C = t->p[MXTN_COLS];
-    DType dt = t->p[MXTN_DT] ? DT_I32 : DT_F32;
+// The two transpose families (naive and tiled) share the task: in (R, C) float32 or
+// int32 -> out (C, R), an exact copy.
+static void mx_transpose_layout(Task *t, int is_int, long R, long C, const char *const *dn) {
+    DType dt = is_int ? DT_I32 : DT_F32;
     t->nsize = 0;
     int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
     t->nin = t->nout = 1;
@@ -200,6 +200,14 @@ static void mxtn_layout(Task *t) {
     tfac(&t->out[0], cc, rr);
     t->atol = 0; // a copy: exact
     t->rtol = 0;
+}
+static void mx_transpose_ref(long R, long C, const void *in, void *out) {
+    for (long r = 0; r < R; r++)
+        for (long c = 0; c < C; c++) mx_copy4(out, c * R + r, in, r * C + c);
+}
+
+static void mxtn_layout(Task *t) {
+    mx_transpose_layout(t, t->p[MXTN_DT], t->p[MXTN_ROWS], t->p[MXTN_COLS], mx_dnames[t->p[MXTN_DNAMES]]);
 }
 
 static void mxtn_describe(const Task *t, Buf *name, Buf *desc) {
@@ -273,9 +281,7 @@ static void mxtn_launch(const Task *t, Emit *e, const Host *h) {
 }
 
 static void mxtn_ref(const Task *t, const void *const *in, void *const *out) {
-    long R = t->p[MXTN_ROWS], C = t->p[MXTN_COLS];
-    for (long r = 0; r < R; r++)
-        for (long c = 0; c < C; c++) mx_copy4(out[0], c * R + r, in[0], r * C + c);
+    mx_transpose_ref(t->p[MXTN_ROWS], t->p[MXTN_COLS], in[0], out[0]);
 }
 
 static const Family fam_mx_transpose_naive = { "transpose_naive", "matrix transpose, one thread per element: 2-D dim3 grid, flat 1-D index, or 2-D grid-stride; float32 or int32",
@@ -313,20 +319,7 @@ static void mxtt_draw(Task *t, Rng *r) {
 }
 
 static void mxtt_layout(Task *t) {
-    const char *const *dn = mx_dnames[t->p[MXTT_DNAMES]];
-    long R = t->p[MXTT_ROWS], C = t->p[MXTT_COLS];
-    DType dt = t->p[MXTT_DT] ? DT_I32 : DT_F32;
-    t->nsize = 0;
-    int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
-    t->nin = t->nout = 1;
-    tset(&t->in[0], dt, 2, R, C);
-    tfac(&t->in[0], rr, cc);
-    if (dt == DT_I32) trange(&t->in[0], -1000000, 1000000, 1);
-    else trange(&t->in[0], -100, 100, 0);
-    tset(&t->out[0], dt, 2, C, R);
-    tfac(&t->out[0], cc, rr);
-    t->atol = 0;
-    t->rtol = 0;
+    mx_transpose_layout(t, t->p[MXTT_DT], t->p[MXTT_ROWS], t->p[MXTT_COLS], mx_dnames[t->p[MXTT_DNAMES]]);
 }
 
 static void mxtt_describe(const Task *t, Buf *name, Buf *desc) {
@@ -415,9 +408,7 @@ static void mxtt_launch(const Task *t, Emit *e, const Host *h) {
 }
 
 static void mxtt_ref(const Task *t, const void *const *in, void *const *out) {
-    long R = t->p[MXTT_ROWS], C = t->p[MXTT_COLS];
-    for (long r = 0; r < R; r++)
-        for (long c = 0; c < C; c++) mx_copy4(out[0], c * R + r, in[0], r * C + c);
+    mx_transpose_ref(t->p[MXTT_ROWS], t->p[MXTT_COLS], in[0], out[0]);
 }
 
 static const Family fam_mx_transpose_tiled = { "transpose_tiled", "transpose through a TILE x (TILE+1) shared tile (tile 16/32, 1-4 rows per thread), dim3 grid, ragged sides guarded",
