@@ -1,8 +1,11 @@
 // corpus.c - the generator of cuset's default data: CUDA programming tasks.
 //   gcc -std=gnu11 -O2 -Wall -Wextra -o data/corpus data/corpus.c -lm
 //
-//   data/corpus --out DIR [--seed S] [--train N] [--val N] [--test N]
-//       writes DIR/train.jsonl, DIR/val.jsonl, DIR/test.jsonl (defaults 2000/200/200, seed 1)
+//   data/corpus --out DIR [--seed S] [--train N] [--val N] [--test N] [--families A,B,..]
+//               [--style varied|plain]
+//       writes DIR/train.jsonl, DIR/val.jsonl, DIR/test.jsonl (defaults 2000/200/200, seed 1);
+//       --families keeps only the named families; --style plain writes every program in one
+//       short style (I/O inline in main, no comments) instead of drawing a style per task
 //   data/corpus --materialize DIR --split test --index K --to WORKDIR
 //       writes task K's inputs (NAME.bin), expected outputs (NAME.expected.bin), spec.json
 //       and the reference program (reference.cu) into WORKDIR
@@ -70,6 +73,29 @@ static const Family *family_by_name(const char *name) {
     return NULL;
 }
 
+// --families a,b,c: keep only the named families, in the order given.
+static void families_keep(const char *list) {
+    const Family *keep[MAX_FAMILIES];
+    int nkeep = 0;
+    char name[64];
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n == 0 || n >= sizeof name) die("--families: expected names separated by commas, got '%s'", list);
+        memcpy(name, p, n);
+        name[n] = 0;
+        const Family *f = family_by_name(name);
+        if (!f) die("--families: unknown family '%s' (corpus --list lists them)", name);
+        for (int j = 0; j < nkeep; j++)
+            if (keep[j] == f) die("--families: '%s' named twice", name);
+        keep[nkeep++] = f;
+        p += n + (p[n] == ',');
+    }
+    memcpy(fams, keep, sizeof *keep * (size_t)nkeep);
+    nfams = nkeep;
+}
+
+static int plain_style; // --style plain: every task written in style_plain
+
 // ----------------------------------------------------------------------------
 // Tasks and their text
 
@@ -102,6 +128,7 @@ static void task_draw(Task *t, const Family *f, Rng *r) {
     memset(t, 0, sizeof *t);
     t->fam = f;
     style_draw(&t->st, r);
+    if (plain_style) style_plain(&t->st);
     f->draw(t, r);
     f->layout(t);
     t->seed = rng_next(r) >> 20; // 44 bits: exact as a JSON number
@@ -646,7 +673,7 @@ static int compare(const char *wdir) {
 static void usage(void) {
     fprintf(stderr,
             "usage:\n"
-            "  corpus --out DIR [--seed S] [--train N] [--val N] [--test N]\n"
+            "  corpus --out DIR [--seed S] [--train N] [--val N] [--test N] [--families A,B,..] [--style varied|plain]\n"
             "  corpus --materialize DIR --split train|val|test --index K --to WORKDIR\n"
             "  corpus --compare WORKDIR\n"
             "  corpus --reference WORKDIR\n"
@@ -689,6 +716,12 @@ int main(int argc, char **argv) {
         else if (ARG("--compare")) cmp = argv[++i];
         else if (ARG("--reference")) ref = argv[++i];
         else if (ARG("--emit-family")) emit = argv[++i];
+        else if (ARG("--families")) families_keep(argv[++i]);
+        else if (ARG("--style")) {
+            const char *v = argv[++i];
+            if (strcmp(v, "plain") && strcmp(v, "varied")) die("--style: plain or varied, got '%s'", v);
+            plain_style = strcmp(v, "plain") == 0;
+        }
         else if (strcmp(a, "--list") == 0) list = 1;
         else if (strcmp(a, "--prompt") == 0) prompt = 1;
         else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) usage();

@@ -1075,6 +1075,20 @@ static void style_draw(Style *s, Rng *r) {
     s->done = rng_chance(r, 20);
 }
 
+// The one style of `--style plain` corpora: shortest host code (I/O inline in main), no
+// comments, one naming scheme. Drawn after style_draw, so the rest of a task's draws (and
+// with them its parameters) are the same as in a varied corpus of the same seed.
+static void style_plain(Style *s) {
+    int gpu = s->gpu;
+    memset(s, 0, sizeof *s);
+    s->host = HOST_INLINE;
+    s->sizes = SIZES_LOCAL;
+    s->check = CHECK_MACRO;
+    s->cmt = CMT_NONE;
+    s->iw = 4;
+    s->gpu = gpu;
+}
+
 // ----------------------------------------------------------------------------
 // JSON: writing
 
