@@ -22,20 +22,27 @@ FUZZERS = annotate tokenizer checkpoint jsonl data
 
 all: $(BINS) emu/nvcc-emu
 
-train: train.c cuset.h $(CUDA_OBJ)
+# What the system must provide (Debian packages), checked before anything is built: the one
+# list is test/deps.sh, which installs what is missing as root and else prints the apt-get line.
+deps-build:
+	@bash test/deps.sh build
+deps-test deps-cudabench: deps-%: deps-build
+	@PYTHON=$(PYTHON) bash test/deps.sh $*
+
+train: train.c cuset.h $(CUDA_OBJ) | deps-build
 	$(CC) $(CFLAGS) $(CUDA_CFLAGS) -o $@ train.c $(CUDA_OBJ) $(LDLIBS) $(CUDA_LDLIBS)
 
-gen: gen.c cuset.h $(CUDA_OBJ)
+gen: gen.c cuset.h $(CUDA_OBJ) | deps-build
 	$(CC) $(CFLAGS) $(CUDA_CFLAGS) -o $@ gen.c $(CUDA_OBJ) $(LDLIBS) $(CUDA_LDLIBS)
 
-cuset_cuda.o: cuset.cu cuset.h
+cuset_cuda.o: cuset.cu cuset.h | deps-build
 	$(NVCC) $(NVCCFLAGS) -c cuset.cu -o $@
 
 # The GPU tests and benchmark (need nvcc and a GPU; test/gpu_check.sh runs all of it).
-test/test_gpu test/test_gpu_attn_loss: test/%: test/%.cu cuset.cu cuset.h
+test/test_gpu test/test_gpu_attn_loss: test/%: test/%.cu cuset.cu cuset.h | deps-build
 	$(NVCC) $(NVCCFLAGS) -I. -Xcompiler -fopenmp -o $@ $< cuset.cu -lgomp
 
-test/bench_gpu: test/bench_gpu.cu cuset.cu cuset.h
+test/bench_gpu: test/bench_gpu.cu cuset.cu cuset.h | deps-build
 	$(NVCC) $(NVCCFLAGS) -Xcompiler -fopenmp -o $@ test/bench_gpu.cu cuset.cu -lgomp
 
 test-gpu: test/test_gpu test/test_gpu_attn_loss
@@ -44,10 +51,10 @@ test-gpu: test/test_gpu test/test_gpu_attn_loss
 bench-gpu: train test/bench_gpu
 	PYTHON=$(PYTHON) bash test/bench_gpu.sh
 
-test/%: test/%.c cuset.h test/tok_testlib.h test/testlib.h
+test/%: test/%.c cuset.h test/tok_testlib.h test/testlib.h | deps-build
 	$(CC) $(CFLAGS) -o $@ $< $(LDLIBS)
 
-test: $(BINS) $(TEST_BINS) data/corpus emu/nvcc-emu
+test: $(BINS) $(TEST_BINS) data/corpus emu/nvcc-emu | deps-test
 	PYTHON=$(PYTHON) bash test/run_tests.sh
 
 bench-cpu: train
@@ -66,7 +73,7 @@ fuzz-%: test/fuzz_%.c cuset.h
 	CUSET_FUZZ_SEED_DIR=test/fuzz/corpus/$* ./test/fuzz/fuzz_$* -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=test/fuzz/ test/fuzz/corpus/$*
 
 # The default corpus of CUDA tasks (data/corpus.c and its families), and the quick start.
-data/corpus: data/corpus.c data/corpus.h $(wildcard data/families_*.c)
+data/corpus: data/corpus.c data/corpus.h $(wildcard data/families_*.c) | deps-build
 	$(CC) -std=gnu11 -O2 -Wall -Wextra -o $@ data/corpus.c -lm
 
 data: data/corpus
@@ -74,10 +81,10 @@ data: data/corpus
 
 # Running CUDA programs on the CPU: emu/nvcc-emu builds a .cu file against the emulator
 # runtime emu/cuemu.h; `make cudabench` runs CUDABench's 255 tasks (../shared/cudabench) with it.
-emu/nvcc-emu: emu/nvcc-emu.c
+emu/nvcc-emu: emu/nvcc-emu.c | deps-build
 	$(CC) -std=c11 -O2 -Wall -Wextra -o $@ emu/nvcc-emu.c
 
-cudabench: emu/nvcc-emu
+cudabench: emu/nvcc-emu | deps-cudabench
 	PYTHON=$(PYTHON) bash test/cudabench.sh
 
 quickstart:
@@ -91,4 +98,5 @@ clean:
 	rm -rf test/fuzz/fuzz_*
 
 .PHONY: test-gpu bench-gpu
+.PHONY: deps-build deps-test deps-cudabench
 .PHONY: all test bench-cpu bench-tokenizer fuzz data quickstart compile-test-split clean cudabench

@@ -10,23 +10,10 @@ SFT_STEPS=${SFT_STEPS:-240}
 CUSET_STEPS=${CUSET_STEPS:-90}
 RUN=${RUN:-runs/quickstart}
 
-# --- what the build needs: a C compiler, make, and stb_ds (Debian: libstb-dev) ---
-missing=()
-command -v gcc >/dev/null || missing+=(gcc)
-[ -f /usr/include/stb/stb_ds.h ] || missing+=(libstb-dev)
-if [ ${#missing[@]} -gt 0 ]; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        echo "== installing ${missing[*]}"
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-    else
-        echo "quickstart: cuset needs ${missing[*]}; install with: sudo apt-get install ${missing[*]}" >&2
-        exit 1
-    fi
-fi
-
 # The GPU backend only pays off with a GPU: without one, skip its (minutes-long) nvcc build.
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then gpu=(); where="the GPU"
 else gpu=(NVCC=); where="the CPU (no GPU found)"; fi
+# make first checks the packages the build needs (test/deps.sh: installs them as root)
 echo "== building train, gen and the corpus generator; writing the default corpus to data/default"
 make -s -j2 "${gpu[@]}" all data
 echo "== training on $where"

@@ -10,9 +10,13 @@
 #     --reorder    run with CUEMU_REORDER=SEED;  --keep  keep the directories of failures
 # One line per task: "PASS id name 0.8 s", "UNSUPPORTED id name: feature NAME",
 # "SLOW id name: ..." (not done within --timeout: these are reference programs, so the
-# emulator's speed, not a failure), "FAIL id name: reason"; then a summary. Exit 1 when a
-# task that uses only modelled features fails; exit 0 with a SKIP line when the tasks or
-# python's numpy are missing.
+# emulator's speed, not a failure), "NEEDS-GPU id name: ..." (gen.py, the task's input
+# generator, needs a GPU, e.g. torch.cuda), "GEN-ERROR id name: ..." (gen.py needs a Python
+# module that is missing), "FAIL id name: reason"; then a summary. Only FAIL lines make the
+# exit 1 (a program that uses only modelled features fails, or gen.py fails otherwise); exit
+# 0 with a SKIP line when the tasks or python's numpy are missing.
+# test/cudabench_smallest.jsonl holds four tasks copied verbatim from CUDABench (see
+# ../shared/cudabench/README.md), so make test and test/gpu_check.sh run them anywhere.
 # PYTHON (default /usr/bin/python3) runs gen.py and compare.py; NVCC_EMU overrides the driver.
 set -u
 cd "$(dirname "$0")/.."
@@ -85,7 +89,15 @@ run_task() {
         [ $keep -eq 1 ] || rm -rf "$w"; return
     fi
     if ! (cd "$w" && timeout -k 5 600 "$PYTHON" gen.py >gen.out 2>&1); then
-        echo "FAIL $tag: gen.py failed ($(tail -1 "$w/gen.out" | cut -c1-200))"
+        local module
+        module=$(sed -n "s/.*ModuleNotFoundError: No module named '\([^'.]*\).*/\1/p" "$w/gen.out" | head -1)
+        if grep -qE "$gpu_needed" "$w/gen.out"; then
+            echo "NEEDS-GPU $tag: gen.py needs a GPU ($(grep -m1 -oE "$gpu_needed" "$w/gen.out"))"
+        elif [ -n "$module" ]; then
+            echo "GEN-ERROR $tag: gen.py needs the Python module $module (Debian: python3-${module,,})"
+        else
+            echo "FAIL $tag: gen.py failed ($(tail -1 "$w/gen.out" | cut -c1-200))"
+        fi
         [ $keep -eq 1 ] || rm -rf "$w"; return
     fi
     t0=$(date +%s.%N)
@@ -106,9 +118,11 @@ run_task() {
     fi
     if [ $keep -eq 1 ]; then touch "$w/.keep"; else rm -rf "$w"; fi
 }
+# what PyTorch (or CuPy, numba) prints when a generator asks for a GPU that is not there
+gpu_needed="Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available|CUDA driver version is insufficient|no CUDA-capable device|CUDARuntimeError|CudaSupportError"
 export -f run_task
 export NVCC_EMU=${NVCC_EMU:-$ROOT/emu/nvcc-emu}
-export TMP ROOT PYTHON asan reorder timeout_s keep
+export TMP ROOT PYTHON asan reorder timeout_s keep gpu_needed
 
 ntask=$(wc -l <"$TMP/list")
 echo "cudabench: $ntask tasks from $file, $jobs jobs, timeout ${timeout_s} s${reorder:+, CUEMU_REORDER=$reorder}"
@@ -119,7 +133,10 @@ npass=$(grep -c '^PASS' "$TMP/results")
 nuns=$(grep -c '^UNSUPPORTED' "$TMP/results")
 nfail=$(grep -c '^FAIL' "$TMP/results")
 nslow=$(grep -c '^SLOW' "$TMP/results")
-echo "cudabench: $npass passed, $nuns unsupported, $nslow not finished within ${timeout_s} s, $nfail failed of $ntask in $((end - start)) s"
+ngpu=$(grep -c '^NEEDS-GPU' "$TMP/results")
+ngen=$(grep -c '^GEN-ERROR' "$TMP/results")
+echo "cudabench: $npass passed, $nuns unsupported, $nslow not finished within ${timeout_s} s, $ngpu need a GPU for their inputs," \
+    "$ngen inputs not generated (missing Python module), $nfail failed of $ntask in $((end - start)) s"
 [ "$nuns" -eq 0 ] || echo "  unsupported by feature: $(sed -n 's/^UNSUPPORTED [^:]*: feature //p' "$TMP/results" | tr ',' '\n' |
     sort | uniq -c | sort -rn | awk '{ c = $1; $1 = ""; printf "%s%s: %d", sep, substr($0, 2), c; sep = ", " }')"
 [ "$nfail" -eq 0 ] || echo "  failed by reason: $(sed -n 's/^FAIL [^:]*: //p' "$TMP/results" |
@@ -129,4 +146,4 @@ if [ $keep -eq 1 ] && [ "$nfail" -gt 0 ]; then
     for k in "$TMP"/tasks/*/.keep; do [ -e "$k" ] && mv "$(dirname "$k")" "$kept/"; done
     echo "cudabench: failing task directories kept in $kept"
 fi
-[ "$nfail" -eq 0 ] # SLOW tasks are reported above, not failures
+[ "$nfail" -eq 0 ] # SLOW, NEEDS-GPU and GEN-ERROR tasks are reported above, not failures

@@ -222,10 +222,24 @@ else
     tally < <(bash test/emu_corpus.sh; echo "exit $?" >"$TMP/rc")
     grep -q "exit 0" "$TMP/rc" || bad "emu_corpus_exit" "$(cat "$TMP/rc")"
     # the smallest size of tasks using shared memory (DB4, FDTD_3D), atomics (Max_Subarray_Sum,
-    # BCE loss) and cooperative groups (FDTD_3D); SKIP when ../shared/cudabench or numpy is absent
-    tally < <(PYTHON=$PYTHON bash test/cudabench.sh --smallest \
-        --names DB4_Wavelet_Transform,Max_Subarray_Sum,FDTD_3D,Binary_Cross_Entropy_With_Logits_Loss; echo "exit $?" >"$TMP/rc")
+    # BCE loss) and cooperative groups (FDTD_3D), copied into test/ from CUDABench
+    tally < <(PYTHON=$PYTHON bash test/cudabench.sh --file test/cudabench_smallest.jsonl; echo "exit $?" >"$TMP/rc")
     grep -q "exit 0" "$TMP/rc" || bad "cudabench_exit" "$(cat "$TMP/rc")"
+    # a task whose input generator needs a missing module or a GPU is its own category, not a failure
+    "$PYTHON" - "$TMP/gen_fails.jsonl" <<'EOF'
+import json, sys
+gens = {1: "import cuset_no_such_module\n", 2: "import torch\ntorch.zeros(1).cuda()\n"}
+with open(sys.argv[1], "w") as f:
+    for i, gen in gens.items():
+        f.write(json.dumps({"id": i, "task_name": f"gen_fails_{i}", "inputs": [], "gen.py": gen,
+                            "bench.cu": "int main() { return 0; }\n", "compare.py": "print('T')\n"}) + "\n")
+EOF
+    out=$(PYTHON=$PYTHON bash test/cudabench.sh --file "$TMP/gen_fails.jsonl" 2>&1)
+    if [ $? -eq 0 ] && grep -q "^GEN-ERROR 1 .*module cuset_no_such_module" <<<"$out" && grep -qE "^(NEEDS-GPU|PASS) 2 " <<<"$out"; then
+        ok "cudabench_generator_categories: $(grep -oE '^(NEEDS-GPU|GEN-ERROR|PASS) [0-9]+' <<<"$out" | paste -sd' ')"
+    else
+        bad "cudabench_generator_categories" "$(echo "$out" | grep -vE '^cudabench: [0-9]+ tasks' | head -3 | tr '\n' '|')"
+    fi
 fi
 
 echo "== the GPU backend (cuset.cu): nvcc builds it without a warning or a register spill"
