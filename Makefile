@@ -17,7 +17,7 @@ CUDA_LDLIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lstdc
 endif
 
 BINS = train gen
-TEST_BINS = test/oracle_case test/test_cuset test/test_tokenizer test/test_annotate test/test_data test/bench_tokenizer test/test_corpus test/test_eval
+TEST_BINS = test/oracle_case test/test_cuset test/test_tokenizer test/test_annotate test/test_data test/bench_tokenizer test/test_corpus test/test_eval test/test_confidence
 FUZZERS = annotate tokenizer checkpoint jsonl data
 
 all: $(BINS) emu/nvcc-emu
@@ -53,6 +53,7 @@ bench-gpu: train test/bench_gpu
 
 test/%: test/%.c cuset.h test/tok_testlib.h test/testlib.h | deps-build
 	$(CC) $(CFLAGS) -o $@ $< $(LDLIBS)
+test/test_confidence: data/confidence.h
 
 test: $(BINS) $(TEST_BINS) data/corpus emu/nvcc-emu | deps-test
 	PYTHON=$(PYTHON) bash test/run_tests.sh

@@ -49,9 +49,12 @@ else
     else cat "$TMP/selftest.out"; bad "oracle_selftest" "the oracle's own hand-computed checks failed"; fi
     # Each case: an objective (and for cuset the three switches), a window length; a fresh
     # seed per run, retried when a confidence lands within 1e-4 of tau (exit 3).
-    # fields: objective conf cuda rew steps accum embd heads seq (defaults 1 1 1 3 2 16 2 random)
+    # fields: objective conf cuda rew steps accum embd heads seq window (defaults 1 1 1 3 2 16 2
+    # random, and the window from the list below)
     cases=("sft" "dft" "profit" "eaft" "asft" "dft 0 0 0 1 3" "eaft 0 0 0 2 1" "sft 1 1 1 2 1 64 2 41" "cuset 1 1 1 2 1 64 2 40")
     for sw in "0 0 0" "1 0 0" "0 1 0" "0 0 1" "1 1 0" "1 0 1" "0 1 1" "1 1 1"; do cases+=("cuset $sw"); done
+    # eq. 5's clipped windows in targets of ceil(l/2) < T_n < l tokens, odd and even l
+    cases+=("cuset 0 0 1 2 1 16 2 26 13" "cuset 1 1 1 2 1 16 2 26 12")
     base_seed=${ORACLE_SEED:-$(( $(date +%s) % 100000 ))}
     echo "  oracle seeds start at $base_seed (ORACLE_SEED=$base_seed reproduces)"
     windows=(1 2 3 4 5 7 8 64)
@@ -59,7 +62,7 @@ else
     for c in "${cases[@]}"; do
         set -- $c
         obj=$1 conf=${2:-1} cuda=${3:-1} rew=${4:-1} steps=${5:-3} accum=${6:-2} embd=${7:-16} heads=${8:-2} seq=${9:-0}
-        w=${windows[$((i % ${#windows[@]}))]}
+        w=${10:-${windows[$((i % ${#windows[@]}))]}}
         clip=$([ $((i % 2)) -eq 0 ] && echo 0.05 || echo 0)
         switches=$([ "$obj" = cuset ] && echo " conf=$conf cuda=$cuda rew=$rew")
         label="$obj$switches l=$w steps=$steps accum=$accum clip=$clip C=$embd"
@@ -158,6 +161,11 @@ expect "finetune_seq_beyond_context" 2 "longer than the model's context of 32" .
     --ckpt "$TMP/z.ckpt"
 expect "gen_samples" 0 "tokens/s" ./gen --model "$TMP/full.ckpt" --prompt-ids "1 5 7 9" --max-tokens 5
 expect "gen_info" 0 "trained 6 steps with cuset" ./gen --model "$TMP/full.ckpt" --info
+# a version-1 checkpoint (trained before the eq. 5 correction) still loads, and says so
+cp "$TMP/full.ckpt" "$TMP/v1.ckpt" && printf '\001' | dd of="$TMP/v1.ckpt" bs=1 seek=8 conv=notrunc status=none
+expect "gen_info_version_1" 0 "checkpoint version 1: CuSeT's windows before the eq. 5 correction" ./gen --model "$TMP/v1.ckpt" --info
+expect "train_init_version_1_note" 0 "trained with CuSeT's window rule before the eq. 5 correction" \
+    ./train "${tiny[@]}" --init "$TMP/v1.ckpt" --steps 1 --ckpt "$TMP/v1b.ckpt"
 expect "gen_prompt_beyond_context" 2 "the model.s context is 32" ./gen --model "$TMP/full.ckpt" \
     --prompt-ids "$(seq -s ' ' 1 33)"
 expect "gen_bad_token" 2 "not a token id" ./gen --model "$TMP/full.ckpt" --prompt-ids "1 99999"
@@ -208,6 +216,23 @@ grep -q "exit 0" "$TMP/rc" || bad "test_corpus_exit" "$(cat "$TMP/rc")"
 echo "== evaluation: pass@k, the sandboxed runner, gen --eval end to end (test/test_eval)"
 tally < <(./test/test_eval; echo "exit $?" >"$TMP/rc")
 grep -q "exit 0" "$TMP/rc" || bad "test_eval_exit" "$(cat "$TMP/rc")"
+
+echo "== the confidence analysis (data/confidence.h): hand-made cases; KS p-value against scipy"
+tally < <(./test/test_confidence "$TMP/ks.txt"; echo "exit $?" >"$TMP/rc")
+grep -q "exit 0" "$TMP/rc" || bad "test_confidence_exit" "$(cat "$TMP/rc")"
+if "$PYTHON" -c "import scipy" 2>/dev/null; then
+    # a fresh random case: D as scipy.stats.ks_2samp computes it, p from the Kolmogorov
+    # limiting distribution (scipy.stats.kstwobign) that cuset_ks_pvalue implements
+    if out=$("$PYTHON" - "$TMP/ks.txt" <<'PY' 2>&1
+import math, sys, scipy.stats as st
+rows = open(sys.argv[1]).read().split("\n")
+d, p = map(float, rows[0].split()); a = [float(x) for x in rows[1].split()]; b = [float(x) for x in rows[2].split()]
+r = st.ks_2samp(a, b, method="asymp"); q = st.kstwobign.sf(math.sqrt(len(a) * len(b) / (len(a) + len(b))) * d)
+ok = abs(r.statistic - d) < 1e-9 and abs(q - p) < 1e-9 * max(1.0, q)
+print("n %d, %d: D %.6f (scipy %.6f), p %.6g (scipy %.6g)" % (len(a), len(b), d, r.statistic, p, q)); sys.exit(0 if ok else 1)
+PY
+    ); then ok "ks_against_scipy: $out"; else bad "ks_against_scipy" "$out"; fi
+else echo "SKIP ks_against_scipy: $PYTHON cannot import scipy (bash test/deps.sh test installs python3-scipy)"; skip=$((skip + 1)); fi
 
 echo "== CUDA on the CPU: emu/nvcc-emu's rewrite, one program per corpus family, a few CUDABench tasks"
 tally < <(bash test/test_emu_rewrite.sh; echo "exit $?" >"$TMP/rc")

@@ -1,0 +1,301 @@
+/* confidence.h — where a model is unsure inside a program: the confidence analysis that
+   motivates CuSeT (README, "The method", last part).
+
+   For every sample of a prompt/completion file: the model's confidence c (the probability
+   of the true token, teacher-forced) on each target token, which tokens are
+   CUDA-sensitive and of what kind (the annotator's spans), the lowest-mean window of
+   `probe` tokens, and the hardest window of eq. 7 with its weight w_n (eq. 8). Over all
+   samples: the mean, median and histogram of c for CUDA-sensitive versus neutral
+   tokens, a two-sample Kolmogorov-Smirnov test between the two, the share of samples
+   with a window below the neutral-token mean, and how often those windows overlap
+   CUDA-sensitive spans (any, kernel definitions, launches, dim3). `gen --analyze` is the
+   command; data/experiment_report.py draws the JSON it writes.
+
+   stb style: in exactly one C file
+       #define CUSET_CONFIDENCE_IMPLEMENTATION
+       #include "data/confidence.h"
+   after cuset.h (model, eqs. 5-8, the tokenizer and the annotator). Choices: the
+   end-of-sample token is not a program token and is left out; a target longer than the
+   model's context is analysed up to the context. */
+#ifndef CUSET_CONFIDENCE_H
+#define CUSET_CONFIDENCE_H
+
+#include <stdio.h>
+
+// Span kinds as the analysis groups them (a token may be several).
+enum { CUSET_CONF_DEF = 1, CUSET_CONF_LAUNCH = 2, CUSET_CONF_DIM3 = 4 };
+
+typedef struct {
+    int nt;                // target tokens analysed
+    float *conf;           // (nt) confidence of the true token
+    unsigned char *kinds;  // (nt) CUSET_CONF_* bits of the spans the token overlaps; 0 = neutral
+    size_t *byte_start;    // (nt + 1) token k is completion bytes [byte_start[k], byte_start[k + 1])
+    int hard_lo, hard_hi;  // eq. 7: the window R_{n,t} of least mean confidence (0-based, inclusive)
+    float C, w;            // its mean C_n and w_n = 1 - C_n
+    int low_lo, low_n;     // the lowest-mean window of min(probe, nt) tokens
+    float low_mean;
+} CusetConfSample;
+
+// Two-sample Kolmogorov-Smirnov statistic D = max |F_a(x) - F_b(x)|.
+double cuset_ks_statistic(const float *a, size_t na, const float *b, size_t nb);
+// Its asymptotic p-value: Q(sqrt(na nb / (na + nb)) D), Q(x) = 2 sum_j (-1)^(j-1) exp(-2 j^2 x^2).
+double cuset_ks_pvalue(double d, size_t na, size_t nb);
+// The start of the window of min(w, n) consecutive values with the least mean (the first
+// of equals); *mean gets that mean.
+int cuset_lowest_window(const float *c, int n, int w, float *mean);
+// Eq. 7 located: the t whose window R_t (eq. 5, cuset_window) has the least mean; writes
+// the window's bounds and mean. n >= 1.
+void cuset_hardest_window_at(const float *c, int n, int l, int *lo, int *hi, float *mean);
+
+// Analyses one sample with model m (CPU). l: CuSeT's window for eq. 7; probe: the window
+// of the low-confidence search (64 in the paper). Returns 0, or -1 when the prompt leaves
+// no room for a target token in the model's context.
+int cuset_conf_sample(CusetGPT *m, const CusetTokenizer *tk, const char *prompt, size_t np, const char *completion,
+                      size_t nc, int l, int probe, CusetConfSample *out);
+void cuset_conf_sample_free(CusetConfSample *s);
+// Given s->nt, s->conf and s->kinds: the two windows and w_n (the end of cuset_conf_sample).
+void cuset_conf_windows(CusetConfSample *s, int l, int probe);
+
+// Writes the summary over samples s[0..n) as one JSON object to json (and, when text is
+// not NULL, a short human-readable report to text), with a per-sample view (tokens as
+// text, confidences, kinds, both windows) of the first nview samples; texts[i] is sample
+// i's completion.
+void cuset_conf_report(const CusetConfSample *s, int n, const char *const *texts, int l, int probe, int nview,
+                       FILE *json, FILE *text);
+
+#endif // CUSET_CONFIDENCE_H
+
+#ifdef CUSET_CONFIDENCE_IMPLEMENTATION
+#ifndef CUSET_CONFIDENCE_IMPLEMENTED
+#define CUSET_CONFIDENCE_IMPLEMENTED
+#include <stdlib.h>
+#include <string.h>
+
+static int cuset__conf_cmp(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+double cuset_ks_statistic(const float *a, size_t na, const float *b, size_t nb) {
+    if (!na || !nb) return 0.0;
+    float *x = (float *)malloc(na * sizeof *x), *y = (float *)malloc(nb * sizeof *y);
+    memcpy(x, a, na * sizeof *x);
+    memcpy(y, b, nb * sizeof *y);
+    qsort(x, na, sizeof *x, cuset__conf_cmp);
+    qsort(y, nb, sizeof *y, cuset__conf_cmp);
+    // walk both sorted lists; after every distinct value, compare the two CDFs
+    double d = 0.0;
+    size_t i = 0, j = 0;
+    while (i < na && j < nb) {
+        float v = x[i] < y[j] ? x[i] : y[j];
+        while (i < na && x[i] == v) i++;
+        while (j < nb && y[j] == v) j++;
+        double gap = fabs((double)i / na - (double)j / nb);
+        if (gap > d) d = gap;
+    }
+    free(x);
+    free(y);
+    return d;
+}
+
+double cuset_ks_pvalue(double d, size_t na, size_t nb) {
+    if (!na || !nb) return 1.0;
+    double x = sqrt((double)na * nb / ((double)na + nb)) * d;
+    if (x < 0.2) return 1.0; // the series converges slowly here, and Q(x) rounds to 1
+    double q = 0.0;
+    for (int j = 1; j <= 100; j++) {
+        double term = exp(-2.0 * j * j * x * x);
+        q += (j % 2 ? 2.0 : -2.0) * term;
+        if (term < 1e-17) break;
+    }
+    return q < 0.0 ? 0.0 : q > 1.0 ? 1.0 : q;
+}
+
+int cuset_lowest_window(const float *c, int n, int w, float *mean) {
+    if (w > n) w = n;
+    double sum = 0.0, best;
+    int at = 0;
+    for (int k = 0; k < w; k++) sum += c[k];
+    best = sum;
+    for (int s = 1; s + w <= n; s++) {
+        sum += c[s + w - 1] - c[s - 1];
+        if (sum < best - 1e-12) best = sum, at = s;
+    }
+    *mean = (float)(best / w);
+    return at;
+}
+
+void cuset_hardest_window_at(const float *c, int n, int l, int *lo, int *hi, float *mean) {
+    double *prefix = (double *)malloc(((size_t)n + 1) * sizeof *prefix); // prefix[k] = c[0] + ... + c[k-1]
+    prefix[0] = 0.0;
+    for (int k = 0; k < n; k++) prefix[k + 1] = prefix[k] + c[k];
+    double best = 2.0;
+    for (int t = 0; t < n; t++) {
+        int a, b;
+        cuset_window(t, n, l, &a, &b);
+        double m = (prefix[b + 1] - prefix[a]) / (b - a + 1);
+        if (m < best - 1e-12) best = m, *lo = a, *hi = b;
+    }
+    *mean = (float)best;
+    free(prefix);
+}
+
+static unsigned char cuset__conf_kind(CusetSpanKind k) {
+    return k == CUSET_SPAN_LAUNCH ? CUSET_CONF_LAUNCH : k == CUSET_SPAN_DIM3 ? CUSET_CONF_DIM3 : CUSET_CONF_DEF;
+}
+
+int cuset_conf_sample(CusetGPT *m, const CusetTokenizer *tk, const char *prompt, size_t np, const char *completion,
+                      size_t nc, int l, int probe, CusetConfSample *out) {
+    memset(out, 0, sizeof *out);
+    CusetSample s;
+    cuset_sample_from_text(&s, tk, prompt, np, completion, nc);
+    int ctx = m->cfg.max_seq_len, nt = s.nt - 1; // without the end-of-sample token
+    if (nt > ctx - s.np + 1) nt = ctx - s.np + 1;
+    if (nt < 1) {
+        free(s.prompt), free(s.target), free(s.target_cuda);
+        return -1;
+    }
+    // teacher forcing: position np - 1 + k sees the prompt and targets 0..k-1, predicts target k
+    int T = s.np + nt - 1, V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab_size;
+    int *inputs = (int *)malloc((size_t)T * sizeof *inputs);
+    memcpy(inputs, s.prompt, (size_t)s.np * sizeof *inputs);
+    memcpy(inputs + s.np, s.target, (size_t)(nt - 1) * sizeof *inputs);
+    cuset_gpt_forward(m, inputs, 1, T);
+    out->nt = nt;
+    out->conf = (float *)malloc((size_t)nt * sizeof *out->conf);
+    out->kinds = (unsigned char *)calloc((size_t)nt, 1);
+    out->byte_start = (size_t *)malloc(((size_t)nt + 1) * sizeof *out->byte_start);
+    for (int k = 0; k < nt; k++) {
+        const float *z = m->acts.logits + (size_t)(s.np - 1 + k) * Vp;
+        float mx = z[0];
+        for (int v = 1; v < V; v++) mx = z[v] > mx ? z[v] : mx;
+        double sum = 0.0;
+        for (int v = 0; v < V; v++) sum += exp((double)(z[v] - mx));
+        out->conf[k] = (float)(exp((double)(z[s.target[k]] - mx)) / sum);
+    }
+    // byte ranges of the tokens, then the kinds of the spans each one touches
+    size_t pos = 0;
+    for (int k = 0; k < nt; k++) {
+        size_t len;
+        cuset_tok_bytes(tk, s.target[k], &len);
+        out->byte_start[k] = pos;
+        pos += len;
+    }
+    out->byte_start[nt] = pos;
+    CusetSpan *spans = NULL;
+    size_t nspans = cuset_annotate(completion, nc, &spans);
+    for (size_t j = 0; j < nspans; j++)
+        for (int k = 0; k < nt; k++) // tokens are in byte order: a span touches a run of them
+            if (out->byte_start[k] < spans[j].end && spans[j].start < out->byte_start[k + 1])
+                out->kinds[k] |= cuset__conf_kind(spans[j].kind);
+    arrfree(spans);
+    cuset_conf_windows(out, l, probe);
+    free(inputs);
+    free(s.prompt), free(s.target), free(s.target_cuda);
+    return 0;
+}
+
+void cuset_conf_windows(CusetConfSample *s, int l, int probe) {
+    cuset_hardest_window_at(s->conf, s->nt, l, &s->hard_lo, &s->hard_hi, &s->C);
+    s->w = cuset_sample_weight(s->C);
+    s->low_n = probe < s->nt ? probe : s->nt;
+    s->low_lo = cuset_lowest_window(s->conf, s->nt, probe, &s->low_mean);
+}
+
+void cuset_conf_sample_free(CusetConfSample *s) {
+    free(s->conf), free(s->kinds), free(s->byte_start);
+    memset(s, 0, sizeof *s);
+}
+
+static double cuset__conf_median(float *v, size_t n) { // sorts v
+    if (!n) return 0.0;
+    qsort(v, n, sizeof *v, cuset__conf_cmp);
+    return n % 2 ? v[n / 2] : 0.5 * ((double)v[n / 2 - 1] + v[n / 2]);
+}
+
+static void cuset__conf_floats(FILE *f, const float *v, int n, const char *fmt) {
+    fputc('[', f);
+    for (int k = 0; k < n; k++) fputs(k ? "," : "", f), fprintf(f, fmt, v[k]);
+    fputc(']', f);
+}
+
+void cuset_conf_report(const CusetConfSample *s, int n, const char *const *texts, int l, int probe, int nview,
+                       FILE *json, FILE *text) {
+    enum { BINS = 20 };
+    size_t ntok = 0;
+    for (int i = 0; i < n; i++) ntok += (size_t)s[i].nt;
+    float *cuda = (float *)malloc((ntok + 1) * sizeof *cuda), *neutral = (float *)malloc((ntok + 1) * sizeof *neutral);
+    size_t nc = 0, nn = 0;
+    double sum_c = 0, sum_n = 0, sum_w = 0;
+    float hist_c[BINS] = {0}, hist_n[BINS] = {0};
+    for (int i = 0; i < n; i++) {
+        sum_w += s[i].w;
+        for (int k = 0; k < s[i].nt; k++) {
+            float c = s[i].conf[k];
+            int bin = (int)(c * BINS);
+            bin = bin < 0 ? 0 : bin >= BINS ? BINS - 1 : bin;
+            if (s[i].kinds[k]) cuda[nc++] = c, sum_c += c, hist_c[bin] += 1;
+            else neutral[nn++] = c, sum_n += c, hist_n[bin] += 1;
+        }
+    }
+    for (int b = 0; b < BINS; b++) hist_c[b] /= nc ? (float)nc : 1.0f, hist_n[b] /= nn ? (float)nn : 1.0f;
+    double mean_c = nc ? sum_c / nc : 0, mean_n = nn ? sum_n / nn : 0;
+    double ks = cuset_ks_statistic(cuda, nc, neutral, nn), p = cuset_ks_pvalue(ks, nc, nn);
+    double med_c = cuset__conf_median(cuda, nc), med_n = cuset__conf_median(neutral, nn);
+    // samples with a probe window below the neutral mean; what their lowest window touches
+    int low = 0, touch[4] = {0}; // any, definition, launch, dim3
+    for (int i = 0; i < n; i++) {
+        if (!(s[i].low_mean < mean_n)) continue;
+        low++;
+        unsigned char k = 0;
+        for (int t = s[i].low_lo; t < s[i].low_lo + s[i].low_n; t++) k |= s[i].kinds[t];
+        touch[0] += k != 0, touch[1] += !!(k & CUSET_CONF_DEF), touch[2] += !!(k & CUSET_CONF_LAUNCH),
+            touch[3] += !!(k & CUSET_CONF_DIM3);
+    }
+#define CUSET__SHARE(a, b) ((b) ? (double)(a) / (b) : 0.0)
+    fprintf(json, "{\"samples\":%d,\"window\":%d,\"probe\":%d,\"tokens\":{\"cuda\":%zu,\"neutral\":%zu},", n, l, probe, nc, nn);
+    fprintf(json, "\"mean\":{\"cuda\":%.6f,\"neutral\":%.6f},\"median\":{\"cuda\":%.6f,\"neutral\":%.6f},", mean_c, mean_n,
+            med_c, med_n);
+    fprintf(json, "\"hist\":{\"bins\":%d,\"cuda\":", BINS);
+    cuset__conf_floats(json, hist_c, BINS, "%.5f");
+    fprintf(json, ",\"neutral\":");
+    cuset__conf_floats(json, hist_n, BINS, "%.5f");
+    fprintf(json, "},\"ks\":{\"d\":%.6f,\"p\":%.6g},\"low_share\":%.6f,\"low_samples\":%d,", ks, p, CUSET__SHARE(low, n), low);
+    fprintf(json, "\"low_overlap\":{\"any\":%.6f,\"definition\":%.6f,\"launch\":%.6f,\"dim3\":%.6f},\"mean_w\":%.6f,",
+            CUSET__SHARE(touch[0], low), CUSET__SHARE(touch[1], low), CUSET__SHARE(touch[2], low),
+            CUSET__SHARE(touch[3], low), n ? sum_w / n : 0.0);
+    fprintf(json, "\"views\":[");
+    for (int i = 0; i < n && i < nview; i++) {
+        const CusetConfSample *v = &s[i];
+        fprintf(json, "%s{\"index\":%d,\"C\":%.6f,\"w\":%.6f,\"hard\":[%d,%d],\"low\":[%d,%d],\"conf\":", i ? "," : "", i,
+                v->C, v->w, v->hard_lo, v->hard_hi, v->low_lo, v->low_lo + v->low_n - 1);
+        cuset__conf_floats(json, v->conf, v->nt, "%.4f");
+        fprintf(json, ",\"kinds\":[");
+        for (int k = 0; k < v->nt; k++) fprintf(json, "%s%d", k ? "," : "", v->kinds[k]);
+        fprintf(json, "],\"tokens\":[");
+        for (int k = 0; k < v->nt; k++) {
+            if (k) fputc(',', json);
+            cuset_json_write_string(json, texts[i] + v->byte_start[k], v->byte_start[k + 1] - v->byte_start[k]);
+        }
+        fprintf(json, "]}");
+    }
+    fprintf(json, "]}\n");
+    if (text) {
+        fprintf(text, "confidence analysis: %d samples, %zu CUDA-sensitive and %zu neutral target tokens\n", n, nc, nn);
+        fprintf(text, "  mean confidence   CUDA-sensitive %.3f, neutral %.3f (medians %.3f, %.3f)\n", mean_c, mean_n, med_c,
+                med_n);
+        fprintf(text, "  two-sample KS     D = %.4f, p = %.3g\n", ks, p);
+        fprintf(text, "  low regions       %.1f%% of samples have a %d-token window below the neutral mean;\n",
+                100 * CUSET__SHARE(low, n), probe);
+        fprintf(text, "                    %.1f%% of those windows touch CUDA-sensitive spans (definitions %.1f%%, "
+                      "launches %.1f%%, dim3 %.1f%%)\n", 100 * CUSET__SHARE(touch[0], low), 100 * CUSET__SHARE(touch[1], low),
+                100 * CUSET__SHARE(touch[2], low), 100 * CUSET__SHARE(touch[3], low));
+        fprintf(text, "  mean w_n          %.3f (eq. 8, window l = %d)\n", n ? sum_w / n : 0.0, l);
+    }
+#undef CUSET__SHARE
+    free(cuda);
+    free(neutral);
+}
+
+#endif // CUSET_CONFIDENCE_IMPLEMENTED
+#endif // CUSET_CONFIDENCE_IMPLEMENTATION

@@ -1,0 +1,123 @@
+// test_confidence.c - the confidence analysis (data/confidence.h) on hand-made
+// confidences with hand-computed answers, and eq. 7's located window against
+// cuset_hardest_window on fresh random inputs.
+//   test/test_confidence [KS_FILE]   KS_FILE: writes a random KS case for scipy to check
+#define CUSET_IMPLEMENTATION
+#include "../cuset.h"
+#define CUSET_CONFIDENCE_IMPLEMENTATION
+#include "../data/confidence.h"
+#include "testlib.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int close_to(double a, double b, double tol) { return fabs(a - b) <= tol; }
+
+static void test_ks(void) {
+    const float a[] = {1, 2, 3}, b[] = {2.5f, 3.5f, 4.5f, 5.5f};
+    double d = cuset_ks_statistic(a, 3, b, 4); // largest gap at 3: F_a = 1, F_b = 1/4
+    if (close_to(d, 0.75, 1e-12)) pass("ks_statistic_hand");
+    else fail("ks_statistic_hand", "D = %.6f, want 0.75", d);
+    const float t1[] = {0.5f, 0.5f}, t2[] = {0.5f, 0.7f}; // a tie: both CDFs step at 0.5 together
+    d = cuset_ks_statistic(t1, 2, t2, 2);
+    if (close_to(d, 0.5, 1e-12)) pass("ks_statistic_ties");
+    else fail("ks_statistic_ties", "D = %.6f, want 0.5", d);
+    // D = 0.5 with 8 and 8 samples: x = sqrt(4) * 0.5 = 1; Q(1) = 2 (e^-2 - e^-8 + e^-18 - ...)
+    double p = cuset_ks_pvalue(0.5, 8, 8), want = 2 * (exp(-2.0) - exp(-8.0) + exp(-18.0) - exp(-32.0));
+    if (close_to(p, want, 1e-12) && close_to(p, 0.2699996717, 1e-9)) pass("ks_pvalue_hand");
+    else fail("ks_pvalue_hand", "p = %.10f, want %.10f", p, want);
+    if (cuset_ks_pvalue(0.0, 10, 10) == 1.0 && cuset_ks_pvalue(1.0, 1000, 1000) < 1e-100) pass("ks_pvalue_ends");
+    else fail("ks_pvalue_ends", "p(0) = %g, p(1, n = 1000) = %g", cuset_ks_pvalue(0.0, 10, 10), cuset_ks_pvalue(1.0, 1000, 1000));
+}
+
+static void test_windows(void) {
+    const float c[] = {0.9f, 0.9f, 0.1f, 0.2f, 0.9f};
+    float mean;
+    int at = cuset_lowest_window(c, 5, 2, &mean);
+    if (at == 2 && close_to(mean, 0.15, 1e-6)) pass("lowest_window_hand");
+    else fail("lowest_window_hand", "start %d mean %.4f, want 2 and 0.15", at, mean);
+    at = cuset_lowest_window(c, 5, 64, &mean); // shorter than the window: the whole sample
+    if (at == 0 && close_to(mean, 0.6, 1e-6)) pass("lowest_window_short");
+    else fail("lowest_window_short", "start %d mean %.4f, want 0 and 0.6", at, mean);
+    // the worked case of eq. 5 (l = 7, T = 6): the window of t = 6 (1-based) is 3..6, mean 0.3
+    const float w[] = {0.9f, 0.9f, 0.9f, 0.1f, 0.1f, 0.1f};
+    int lo, hi;
+    cuset_hardest_window_at(w, 6, 7, &lo, &hi, &mean);
+    if (lo == 2 && hi == 5 && close_to(mean, 0.3, 1e-6)) pass("hardest_window_at_worked_case");
+    else fail("hardest_window_at_worked_case", "window %d..%d mean %.4f, want 2..5 and 0.3", lo, hi, mean);
+    // fresh random inputs: the located window's mean is eq. 7's C_n
+    uint64_t rng = (uint64_t)time(NULL);
+    int bad = 0;
+    for (int rep = 0; rep < 300; rep++) {
+        int n = 1 + (int)(cuset_rng_next(&rng) % 300), l = 1 + (int)(cuset_rng_next(&rng) % 80);
+        float x[300];
+        for (int k = 0; k < n; k++) x[k] = cuset_rng_uniform(&rng);
+        cuset_hardest_window_at(x, n, l, &lo, &hi, &mean);
+        float C = cuset_hardest_window(x, n, l);
+        if (!close_to(mean, C, 1e-5) || lo < 0 || hi >= n || lo > hi) {
+            if (!bad++) fail("hardest_window_at_random", "n %d l %d: window %d..%d mean %.6f, C_n %.6f", n, l, lo, hi, mean, C);
+        }
+    }
+    if (!bad) pass("hardest_window_at_random (300 fresh cases)");
+}
+
+// Three samples whose summary is worked out by hand (probe window 2, l = 2):
+//   A: c = .9 .9 .9 .1 .1 .1, token 3 a launch: lowest pair 3-4 (mean .1), touches the launch
+//   B: c = .8 .8 .8 .8, tokens 0-1 a kernel definition: lowest pair mean .8, not low
+//   C: c = .05 .05 .95 .95, tokens 2-3 dim3: lowest pair 0-1 (mean .05), neutral tokens
+// CUDA-sensitive c: .1 .8 .8 .95 .95 (mean .72, median .8); neutral: .9 .9 .9 .1 .1 .8 .8
+// .05 .05 (mean 4.6/9, median .8); KS D = .4 (at .9: F_cuda = .6, F_neutral = 1).
+// Low samples: A and C (2 of 3); of those, 1 of 2 touches a span (a launch).
+// w_n: A 1 - .1, B 1 - .8, C 1 - .05: mean .68333.
+static void test_report(void) {
+    float ca[] = {.9f, .9f, .9f, .1f, .1f, .1f}, cb[] = {.8f, .8f, .8f, .8f}, cc[] = {.05f, .05f, .95f, .95f};
+    unsigned char ka[] = {0, 0, 0, CUSET_CONF_LAUNCH, 0, 0}, kb[] = {CUSET_CONF_DEF, CUSET_CONF_DEF, 0, 0},
+                  kc[] = {0, 0, CUSET_CONF_DIM3, CUSET_CONF_DIM3};
+    size_t bytes[] = {0, 1, 2, 3, 4, 5, 6};
+    const char *texts[] = {"abcdef", "abcd", "abcd"};
+    CusetConfSample s[3] = {{.nt = 6, .conf = ca, .kinds = ka, .byte_start = bytes},
+                            {.nt = 4, .conf = cb, .kinds = kb, .byte_start = bytes},
+                            {.nt = 4, .conf = cc, .kinds = kc, .byte_start = bytes}};
+    for (int i = 0; i < 3; i++) cuset_conf_windows(&s[i], 2, 2);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cuset_conf_report(s, 3, texts, 2, 2, 1, f, NULL);
+    fclose(f);
+    const char *want[] = {"\"tokens\":{\"cuda\":5,\"neutral\":9}", "\"mean\":{\"cuda\":0.720000,\"neutral\":0.511111}",
+                          "\"median\":{\"cuda\":0.800000,\"neutral\":0.800000}", "\"ks\":{\"d\":0.400000",
+                          "\"low_share\":0.666667,\"low_samples\":2",
+                          "\"low_overlap\":{\"any\":0.500000,\"definition\":0.000000,\"launch\":0.500000,\"dim3\":0.000000}",
+                          "\"mean_w\":0.683333", "\"hard\":[3,4],\"low\":[3,4]", "\"tokens\":[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\"]"};
+    int ok = 1;
+    for (size_t k = 0; k < sizeof want / sizeof *want; k++)
+        if (!strstr(buf, want[k])) fail("report_hand", "the JSON lacks %s: %s", want[k], buf), ok = 0;
+    if (ok) pass("report_hand (shares, means, medians, KS, w_n, the view)");
+    free(buf);
+}
+
+// A random KS case written for scipy.stats.ks_2samp to check (run_tests.sh).
+static void write_ks_case(const char *path) {
+    uint64_t rng = (uint64_t)time(NULL) * 7919u;
+    int na = 50 + (int)(cuset_rng_next(&rng) % 400), nb = 50 + (int)(cuset_rng_next(&rng) % 400);
+    float *a = malloc(sizeof *a * (size_t)na), *b = malloc(sizeof *b * (size_t)nb);
+    for (int k = 0; k < na; k++) a[k] = cuset_rng_uniform(&rng);
+    for (int k = 0; k < nb; k++) b[k] = powf(cuset_rng_uniform(&rng), 1.3f); // a little skewed
+    FILE *f = fopen(path, "w");
+    if (!f) { fail("ks_case", "cannot write %s", path); return; }
+    double d = cuset_ks_statistic(a, (size_t)na, b, (size_t)nb);
+    fprintf(f, "%.17g %.17g\n", d, cuset_ks_pvalue(d, (size_t)na, (size_t)nb));
+    for (int k = 0; k < na; k++) fprintf(f, "%.9g%c", a[k], k + 1 < na ? ' ' : '\n');
+    for (int k = 0; k < nb; k++) fprintf(f, "%.9g%c", b[k], k + 1 < nb ? ' ' : '\n');
+    fclose(f);
+    free(a), free(b);
+}
+
+int main(int argc, char **argv) {
+    test_ks();
+    test_windows();
+    test_report();
+    if (argc > 1) write_ks_case(argv[1]);
+    return n_fail ? 1 : 0;
+}
