@@ -20,7 +20,7 @@ BINS = train gen
 TEST_BINS = test/oracle_case test/test_cuset test/test_tokenizer test/test_annotate test/test_data test/bench_tokenizer test/test_corpus test/test_eval test/test_confidence
 FUZZERS = annotate tokenizer checkpoint jsonl data
 
-all: $(BINS) emu/nvcc-emu
+all: $(BINS) emu/nvcc-emu emu/pch/cuemu.h.gch
 
 # What the system must provide (Debian packages), checked before anything is built: the one
 # list is test/deps.sh, which installs what is missing as root and else prints the apt-get line.
@@ -55,7 +55,7 @@ test/%: test/%.c cuset.h test/tok_testlib.h test/testlib.h | deps-build
 	$(CC) $(CFLAGS) -o $@ $< $(LDLIBS)
 test/test_confidence: data/confidence.h
 
-test: $(BINS) $(TEST_BINS) data/corpus emu/nvcc-emu | deps-test
+test: $(BINS) $(TEST_BINS) data/corpus emu/nvcc-emu emu/pch/cuemu.h.gch | deps-test
 	PYTHON=$(PYTHON) bash test/run_tests.sh
 
 bench-cpu: train
@@ -85,7 +85,11 @@ data: data/corpus
 emu/nvcc-emu: emu/nvcc-emu.c | deps-build
 	$(CC) -std=c11 -O2 -Wall -Wextra -o $@ emu/nvcc-emu.c
 
-cudabench: emu/nvcc-emu | deps-cudabench
+# the emulator runtime precompiled once (builds of CUDA programs then skip parsing it)
+emu/pch/cuemu.h.gch: emu/nvcc-emu emu/cuemu.h emu/pch/cuemu.h $(wildcard emu/include/* emu/include/*/*)
+	./emu/nvcc-emu --build-pch
+
+cudabench: emu/nvcc-emu emu/pch/cuemu.h.gch | deps-cudabench
 	PYTHON=$(PYTHON) bash test/cudabench.sh
 
 quickstart:
@@ -95,7 +99,7 @@ compile-test-split: data
 	bash data/compile_split.sh data/default test
 
 clean:
-	rm -f $(BINS) $(TEST_BINS) data/corpus emu/nvcc-emu cuset_cuda.o test/test_gpu test/test_gpu_attn_loss test/bench_gpu
+	rm -f $(BINS) $(TEST_BINS) data/corpus emu/nvcc-emu emu/pch/cuemu.h.gch cuset_cuda.o test/test_gpu test/test_gpu_attn_loss test/bench_gpu
 	rm -rf test/fuzz/fuzz_*
 
 .PHONY: test-gpu bench-gpu

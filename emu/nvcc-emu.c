@@ -2,13 +2,15 @@
 // runtime (emu/cuemu.h), the way nvcc builds it for a GPU.
 //   gcc -std=c11 -O2 -Wall -Wextra -o emu/nvcc-emu emu/nvcc-emu.c
 //   emu/nvcc-emu [--asan] [--rewrite-only] [-o OUT] [-I DIR] [-D NAME[=V]] [-l LIB] FILE.cu [more .cu/.c/.o]
+//   emu/nvcc-emu --build-pch      precompiles the runtime into EMUDIR/pch/cuemu.h.gch (make does it)
 //
 // What it does: reads FILE.cu, scans it for CUDA features the emulator does not model
 // (texture/surface objects, inline PTX, grid-wide sync, dynamic parallelism, CUDA graphs,
 // the CUDA libraries, ...: exit 3 with one "unsupported feature" line per feature, nothing
 // compiled), rewrites the three constructs a C++ compiler cannot take, and compiles the
 // result with ${CXX:-g++} -std=c++17 -O1 -g -w -I EMUDIR/include -include EMUDIR/cuemu.h,
-// EMUDIR being the directory of this executable. Exit status: the compiler's; 3 for an
+// EMUDIR being the directory of this executable (EMUDIR/pch/cuemu.h, its precompiled form,
+// when that is up to date: see use_pch). Exit status: the compiler's; 3 for an
 // unmodelled feature; 2 for a usage error or an unreadable file.
 //
 // The rewrite contract (the runtime header implements the right-hand sides):
@@ -43,6 +45,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -683,6 +687,93 @@ static void apply_edits(Buf *out) {
 }
 
 // ----------------------------------------------------------------------------
+// The precompiled runtime. Parsing cuemu.h and the C++ headers it pulls in is about 40% of
+// a build; `--build-pch` does it once into EMUDIR/pch/cuemu.h.gch with the flags of every
+// build, and builds then include EMUDIR/pch/cuemu.h, for which g++ loads the .gch (g++
+// checks the flags itself and reads the text when they differ).
+
+// Flags of every compilation, the precompiled header's included.
+static const char *const fixed_flags[] = { "-std=c++17", "-O1", "-g", "-w", NULL };
+
+static time_t mtime_of(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 ? st.st_mtime : 0;
+}
+
+// Newest modification time of the regular files in dir and its subdirectories.
+static time_t newest_in(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    time_t newest = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (stat(path, &st) != 0) continue;
+        time_t t = S_ISDIR(st.st_mode) ? newest_in(path) : st.st_mtime;
+        if (t > newest) newest = t;
+    }
+    closedir(d);
+    return newest;
+}
+
+// The .gch is used when it is at least as new as the runtime and every stand-in header
+// (g++ would take a stale one without a word). Not with AddressSanitizer: instrumented
+// builds parse the runtime themselves.
+static int use_pch(const char *emudir, int asan) {
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/pch/cuemu.h.gch", emudir);
+    time_t gch = mtime_of(path);
+    snprintf(path, sizeof path, "%s/cuemu.h", emudir);
+    char inc[PATH_MAX + 16];
+    snprintf(inc, sizeof inc, "%s/include", emudir);
+    return !asan && gch && gch >= mtime_of(path) && gch >= newest_in(inc);
+}
+
+// Runs argv and waits; returns its exit status (128 + signal when killed).
+static int run_command(char **argv) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) { fprintf(stderr, "nvcc-emu: fork: %s\n", strerror(errno)); return 2; }
+    if (pid == 0) {
+        execvp(argv[0], argv);
+        fprintf(stderr, "nvcc-emu: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    int ws;
+    while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {}
+    if (WIFEXITED(ws)) return WEXITSTATUS(ws);
+    fprintf(stderr, "nvcc-emu: %s killed by signal %d\n", argv[0], WTERMSIG(ws));
+    return 128 + WTERMSIG(ws);
+}
+
+// --build-pch: EMUDIR/pch/cuemu.h.gch, written to a temporary name and renamed, so
+// builds running meanwhile see the old file or the new one, never half of one.
+static int build_pch(const char *emudir, char **cxx, int ncxx) {
+    char src[PATH_MAX + 32], gch[PATH_MAX + 32], tmp[PATH_MAX + 48], inc[PATH_MAX + 16];
+    snprintf(src, sizeof src, "%s/pch/cuemu.h", emudir);
+    snprintf(gch, sizeof gch, "%s/pch/cuemu.h.gch", emudir);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", gch, (long)getpid());
+    snprintf(inc, sizeof inc, "%s/include", emudir);
+    char *cmd[48];
+    int nc = 0;
+    for (int j = 0; j < ncxx; j++) cmd[nc++] = cxx[j];
+    for (int j = 0; fixed_flags[j]; j++) cmd[nc++] = (char *)fixed_flags[j];
+    char *rest[] = { "-I", inc, "-x", "c++-header", src, "-o", tmp, NULL };
+    for (int j = 0; rest[j]; j++) cmd[nc++] = rest[j];
+    cmd[nc] = NULL;
+    int status = run_command(cmd);
+    if (status == 0 && rename(tmp, gch) != 0) {
+        fprintf(stderr, "nvcc-emu: cannot rename %s to %s: %s\n", tmp, gch, strerror(errno));
+        status = 2;
+    }
+    if (status != 0) unlink(tmp);
+    return status;
+}
+
+// ----------------------------------------------------------------------------
 // Driver
 
 static void usage(FILE *f) {
@@ -700,6 +791,8 @@ static void usage(FILE *f) {
             "  --asan            build with AddressSanitizer (-fsanitize=address)\n"
             "  --rewrite-only    print the rewritten source to stdout; compile nothing\n"
             "  --keep            keep the rewritten temporary file and print its path\n"
+            "  --build-pch       precompile the runtime (EMUDIR/pch/cuemu.h.gch), which makes builds\n"
+            "                    about 40%% faster; make does it\n"
             "  --help            this text\n"
             "Accepted and ignored (they only matter for a GPU): -O*, -g, -G, -lineinfo, -arch=*, -arch X,\n"
             "  -code=*, -gencode X, -std=* (always C++17), --use_fast_math, -Xptxas X, -Xcompiler X,\n"
@@ -775,7 +868,7 @@ static int rewrite_file(const char *input, int rewrite_only, char *tmp, size_t t
 
 int main(int argc, char **argv) {
     const char *out = "a.out";
-    int asan = 0, rewrite_only = 0, keep = 0, compile_only = 0;
+    int asan = 0, rewrite_only = 0, keep = 0, compile_only = 0, pch_only = 0;
     char **pass = xrealloc(NULL, sizeof(char *) * (size_t)(2 * argc + 2)); // -I/-D/-l/-L passed through
     const char **inputs = xrealloc(NULL, sizeof(char *) * (size_t)argc);
     int npass = 0, ninput = 0;
@@ -791,6 +884,7 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--asan") == 0) asan = 1;
         else if (strcmp(a, "--rewrite-only") == 0) rewrite_only = 1;
         else if (strcmp(a, "--keep") == 0) keep = 1;
+        else if (strcmp(a, "--build-pch") == 0) pch_only = 1;
         else if (strcmp(a, "-c") == 0) compile_only = 1;
         else if (strcmp(a, "-o") == 0 || strcmp(a, "--output-file") == 0) {
             if (!has) { fprintf(stderr, "nvcc-emu: %s needs a value\n", a); return 2; }
@@ -812,7 +906,8 @@ int main(int argc, char **argv) {
                 }
         } else inputs[ninput++] = a;
     }
-    if (!ninput) { usage(stderr); return 2; }
+    if (!ninput && !pch_only) { usage(stderr); return 2; }
+    if (ninput && pch_only) { fprintf(stderr, "nvcc-emu: --build-pch takes no input files\n"); return 2; }
     if (rewrite_only) {
         if (ninput != 1 || !is_cuda_source(inputs[0])) { fprintf(stderr, "nvcc-emu: --rewrite-only takes one .cu file\n"); return 2; }
         return rewrite_file(inputs[0], 1, NULL, 0);
@@ -829,6 +924,14 @@ int main(int argc, char **argv) {
     snprintf(header, sizeof header, "%s/cuemu.h", exe);
     snprintf(incdir, sizeof incdir, "%s/include", exe);
     if (access(header, R_OK) != 0) { fprintf(stderr, "nvcc-emu: the runtime header %s is missing\n", header); return 2; }
+    // the compiler: CXX split at spaces ("ccache g++" works)
+    const char *cxx = getenv("CXX");
+    char *cxxcopy = strdup(cxx && *cxx ? cxx : "g++"), *cxxwords[16];
+    int ncxx = 0;
+    for (char *save = NULL, *w = strtok_r(cxxcopy, " \t", &save); w && ncxx < 16; w = strtok_r(NULL, " \t", &save))
+        cxxwords[ncxx++] = w;
+    if (pch_only) return build_pch(exe, cxxwords, ncxx);
+    if (use_pch(exe, asan)) snprintf(header, sizeof header, "%s/pch/cuemu.h", exe);
 
     // Rewrite every CUDA source into a temporary file; an unmodelled feature anywhere stops the build.
     char (*tmps)[PATH_MAX] = xrealloc(NULL, sizeof *tmps * (size_t)ninput);
@@ -844,13 +947,11 @@ int main(int argc, char **argv) {
 
     // the command line: CXX split at spaces, the fixed flags, then per source -iquote its
     // directory (nvcc finds "x.h" beside the source; the rewritten copy lives elsewhere)
-    const char *cxx = getenv("CXX");
-    char *cxxcopy = strdup(cxx && *cxx ? cxx : "g++");
     char **cmd = xrealloc(NULL, sizeof(char *) * (size_t)(npass + 4 * ninput + 64));
     int nc = 0;
-    for (char *save = NULL, *w = strtok_r(cxxcopy, " \t", &save); w && nc < 16; w = strtok_r(NULL, " \t", &save)) cmd[nc++] = w;
-    const char *fixed[] = { "-std=c++17", "-O1", "-g", "-w", "-I", incdir, "-include", header, NULL };
-    for (int j = 0; fixed[j]; j++) cmd[nc++] = (char *)fixed[j];
+    for (int j = 0; j < ncxx; j++) cmd[nc++] = cxxwords[j];
+    for (int j = 0; fixed_flags[j]; j++) cmd[nc++] = (char *)fixed_flags[j];
+    cmd[nc++] = "-I", cmd[nc++] = incdir, cmd[nc++] = "-include", cmd[nc++] = header;
     if (asan) cmd[nc++] = "-fsanitize=address", cmd[nc++] = "-fno-omit-frame-pointer";
     if (compile_only) cmd[nc++] = "-c";
     for (int j = 0; j < npass; j += 2)
@@ -878,24 +979,7 @@ int main(int argc, char **argv) {
         for (int j = 0; j < nc; j++) fprintf(stderr, "%s%s", j ? " " : "", cmd[j]);
         fprintf(stderr, "\n");
     }
-    if (status == 0) {
-        fflush(NULL);
-        pid_t pid = fork();
-        if (pid < 0) { fprintf(stderr, "nvcc-emu: fork: %s\n", strerror(errno)); status = 2; }
-        else if (pid == 0) {
-            execvp(cmd[0], cmd);
-            fprintf(stderr, "nvcc-emu: cannot run %s: %s\n", cmd[0], strerror(errno));
-            _exit(127);
-        } else {
-            int ws;
-            while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {}
-            if (WIFEXITED(ws)) status = WEXITSTATUS(ws);
-            else {
-                fprintf(stderr, "nvcc-emu: %s killed by signal %d\n", cmd[0], WTERMSIG(ws));
-                status = 128 + WTERMSIG(ws);
-            }
-        }
-    }
+    if (status == 0) status = run_command(cmd);
     if (!keep)
         for (int j = 0; j < ntmp; j++) unlink(tmps[j]);
     return status;
