@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <algorithm>
 
 #define CHECK(call)                                                                                  \
     do {                                                                                             \
@@ -222,11 +223,31 @@ static void loss_case_free(LossCase *lc) {
 
 static double stat_err(double g, double c) { return fabs(g - c) / (fabs(c) > 1e-6 ? fabs(c) : 1e-6); }
 
-static void test_loss(LossCase *lc, const CusetObjective *obj, const char *label) {
+// tau, or, when a target confidence lies within 1e-4 of it, the middle of the widest gap
+// between sorted confidences in [tau/2, 2 tau]: GPU expf (2 ulp) must not flip a token
+// across tau, which the exact count of passing tokens would see (test_gpu.cu: pick_tau).
+static float tau_off_confidences(const float *conf, const unsigned char *is_target, size_t BT, float tau) {
+    float *cs = (float *)malloc(BT * sizeof(float));
+    size_t n = 0, near = 0;
+    for (size_t i = 0; i < BT; i++)
+        if (is_target[i]) { cs[n++] = conf[i]; near += fabsf(conf[i] - tau) < 1e-4f; }
+    float best = tau, gap = 0.0f;
+    if (near) {
+        std::sort(cs, cs + n);
+        for (size_t i = 1; i < n; i++)
+            if (cs[i - 1] >= 0.5f * tau && cs[i] <= 2.0f * tau && cs[i] - cs[i - 1] > gap) {
+                gap = cs[i] - cs[i - 1]; best = 0.5f * (cs[i] + cs[i - 1]);
+            }
+    }
+    free(cs);
+    return best;
+}
+
+static void test_loss(LossCase *lc, const CusetObjective *obj_in, const char *label) {
     int B = lc->B, T = lc->T, V = lc->V, Vp = lc->Vp;
     size_t BT = (size_t)B * T, N = BT * Vp;
-    const float *ref = obj->kind == CUSET_OBJ_ASFT ? lc->ref : NULL;
-    const float *d_ref = obj->kind == CUSET_OBJ_ASFT ? lc->d_ref : NULL;
+    const float *ref = obj_in->kind == CUSET_OBJ_ASFT ? lc->ref : NULL;
+    const float *d_ref = obj_in->kind == CUSET_OBJ_ASFT ? lc->d_ref : NULL;
     CusetStats base = {0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5}; // stats accumulate: start from something
 
     // CPU reference, through a CusetGPT that only carries the sizes and the two buffers
@@ -235,9 +256,18 @@ static void test_loss(LossCase *lc, const CusetObjective *obj, const char *label
     m.cfg.vocab_size = V; m.cfg.padded_vocab_size = Vp;
     m.acts.logits = (float *)malloc(N * sizeof(float));
     m.loss_scratch = (float *)calloc(3 * BT + B, sizeof(float));
+    CusetObjective o = *obj_in;
+    const CusetObjective *obj = &o;
     memcpy(m.acts.logits, lc->logits, N * sizeof(float));
     CusetStats cpu = base;
     cuset_loss(&m, &lc->batch, obj, ref, lc->inv_norm, &cpu);
+    float tau = tau_off_confidences(m.loss_scratch + BT, lc->batch.is_target, BT, o.tau);
+    if (tau != o.tau) { // again with a tau no confidence sits on
+        o.tau = tau;
+        memcpy(m.acts.logits, lc->logits, N * sizeof(float));
+        cpu = base;
+        cuset_loss(&m, &lc->batch, obj, ref, lc->inv_norm, &cpu);
+    }
 
     // GPU, twice
     float *g[2];
