@@ -70,9 +70,10 @@ int cuset_sandbox_init(CusetSandbox *sb, int gpu);
 // compilers, emulator and comparison programs that are not under /usr, /etc or /opt. When
 // the programs run as nobody, path must be readable by nobody. 0, or -1 with a message.
 int cuset_sandbox_add_tool(CusetSandbox *sb, const char *path, char *err, size_t errlen);
-// Makes dir a directory the sandboxed programs can write: when they run as nobody, dir is
-// given to nobody, and each directory above it must let others through (a mkdtemp
-// directory does not: chmod it 0711). 0, or -1 with a message.
+// Makes dir a directory the sandboxed programs can write: when they run as nobody, dir and
+// what is directly in it are given to nobody (links themselves, never what they point
+// to), and each directory above it must let others through (a mkdtemp directory does
+// not: chmod it 0711). Call it before each command, after adding files. 0, or -1.
 int cuset_sandbox_prepare_dir(const CusetSandbox *sb, const char *dir, char *err, size_t errlen);
 // The command line that runs argv (argv[0] an absolute path or a name on PATH) inside the
 // sandbox, with dir (absolute; NULL: none) its writable working directory. When
@@ -170,7 +171,7 @@ static int cuset__sb_env_passes(const char *var) {
 }
 
 char **cuset_sandbox_argv(const CusetSandbox *sb, const char *dir, char *const argv[]) {
-    cuset__sb_args a = {0};
+    cuset__sb_args a = {NULL, 0, 0};
     if (!sb->isolated) {
         for (int i = 0; argv[i]; i++) cuset__sb_push(&a, argv[i]);
         return a.v;
@@ -326,7 +327,8 @@ int cuset_sandbox_init(CusetSandbox *sb, int gpu) {
         if (d) closedir(d);
     }
     sb->isolated = 1; // so that cuset_sandbox_argv builds the real command
-    char *argv[] = {"true", NULL}, msg[400];
+    char true_[] = "true", msg[400];
+    char *argv[] = {true_, NULL};
     char **cmd = cuset_sandbox_argv(sb, NULL, argv);
     int rc = cuset__sb_probe(cmd, 30, msg, sizeof msg);
     cuset_sandbox_argv_free(cmd);
@@ -374,11 +376,17 @@ int cuset_sandbox_add_tool(CusetSandbox *sb, const char *path, char *err, size_t
 
 int cuset_sandbox_prepare_dir(const CusetSandbox *sb, const char *dir, char *err, size_t errlen) {
     if (!sb->isolated || !sb->drop_root) return 0;
-    if (chown(dir, sb->uid, sb->gid)) {
-        cuset__sb_say(err, errlen, "cannot give %s to nobody for the sandbox: %s", dir, strerror(errno));
-        return -1;
-    }
-    return cuset__sb_nobody_reaches(dir, 0, err, errlen);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    int rc = d && fchown(fd, sb->uid, sb->gid) == 0 ? 0 : -1;
+    struct dirent *e;
+    while (!rc && (e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            rc = fchownat(fd, e->d_name, sb->uid, sb->gid, AT_SYMLINK_NOFOLLOW);
+    if (rc) cuset__sb_say(err, errlen, "cannot give %s to nobody for the sandbox: %s", dir, strerror(errno));
+    if (d) closedir(d);
+    else if (fd >= 0) close(fd);
+    return rc ? -1 : cuset__sb_nobody_reaches(dir, 0, err, errlen);
 }
 
 void cuset_sandbox_free(CusetSandbox *sb) {
