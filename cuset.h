@@ -664,6 +664,8 @@ typedef struct {
 } CusetTrainSettings;
 typedef struct {
     CusetConfig cfg;
+    int version;                 // of the file read (the writer always writes CUSET_CKPT_VERSION);
+                                 // 1: before the eq. 5 correction, see cuset_checkpoint_old_windows
     int has_optimizer, has_reference, has_tokenizer;
     int32_t step;                // optimizer steps completed
     uint64_t data_fingerprint;
@@ -672,6 +674,11 @@ typedef struct {
 // Writes to path.tmp.PID then renames. ref and tk may be NULL. Returns 0, or -1 with a message.
 int cuset_checkpoint_save(const char *path, const CusetGPT *m, const CusetGPT *ref, const CusetTokenizer *tk,
                           const CusetCheckpointInfo *info, int with_optimizer, char *err, size_t errlen);
+// 1 when the checkpoint was trained by CuSeT with reweighting under the window rule
+// before the 2026-12-01 correction of eq. 5 (checkpoint version 1: a target shorter than
+// the window was one window, so C_n differed for ceil(l/2) < T_n < l); the layout is the
+// same, so such files still load, and a run continued from one uses eq. 5 as written.
+int cuset_checkpoint_old_windows(const CusetCheckpointInfo *info);
 // Reads the header only.
 int cuset_checkpoint_info(const char *path, CusetCheckpointInfo *info, char *err, size_t errlen);
 // Allocates m (and ref when non-NULL and the file has one) and reads them; loads the
@@ -876,23 +883,20 @@ CUSET_HD static inline float cuset_hybrid_mask(const CusetObjective *o, float c,
 }
 
 // Eq. 5: window of target index j (0-based here; METHOD.md is 1-based) in a target of
-// n tokens: [j - floor(l/2), j + ceil(l/2) - 1] clipped to [0, n-1].
+// n tokens: [j - floor(l/2), j + ceil(l/2) - 1] clipped to [0, n-1]. The same rule for
+// every n: only when n <= ceil(l/2) is every window the whole target.
 CUSET_HD static inline void cuset_window(int j, int n, int l, int *lo, int *hi) {
     int a = j - l / 2, b = j + (l + 1) / 2 - 1;
     *lo = a < 0 ? 0 : a;
     *hi = b > n - 1 ? n - 1 : b;
 }
 
-// Eqs. 6-7: C_n = the minimum over j of the mean confidence of window j; a target
-// shorter than l is one window. conf holds the n confidences of the sample in order.
+// Eqs. 6-7: C_n = the minimum over j of the mean confidence of window j (eq. 5, clipped
+// windows included, whatever n is), so C_n moves by at most one token's share when a
+// token is appended. conf holds the n confidences of the sample in order; n = 0 gives 1.
 // Both window ends only move forward with j, so one running sum in double does it: O(n).
 CUSET_HD static inline float cuset_hardest_window(const float *conf, int n, int l) {
     if (n <= 0) return 1.0f;
-    if (n < l) {
-        double s = 0.0;
-        for (int j = 0; j < n; j++) s += conf[j];
-        return (float)(s / n);
-    }
     double sum = 0.0, best = 1e30;
     int lo = 0, hi = -1; // the running window [lo, hi]
     for (int j = 0; j < n; j++) {
@@ -4231,8 +4235,11 @@ void cuset_json_write_string(FILE *f, const char *str, size_t len) {
 //   slot 0-1 magic "CUSETCKP", 2 version, 3 header bytes, 4-9 config (V, Vp, maxT, L, NH, C),
 //   10 contents flags, 11 step, 12-13 number of parameters (uint64), 14-15 data
 //   fingerprint (uint64), 16-40 CusetTrainSettings, 62-63 tokenizer bytes (uint64).
+// Versions: 2 since the eq. 5 correction (2026-12-01); 1 before it, the same layout, read
+// too (the version tells which window rule trained the model).
 #define CUSET_CKPT_MAGIC "CUSETCKP"
-#define CUSET_CKPT_VERSION 1
+#define CUSET_CKPT_VERSION 2
+#define CUSET_CKPT_OLDEST_VERSION 1
 #define CUSET_CKPT_HEADER 256
 #define CUSET_CKPT_OPTIMIZER 1
 #define CUSET_CKPT_REFERENCE 2
@@ -4306,11 +4313,12 @@ static int cuset__ckpt_open(const char *path, FILE **fp, CusetCheckpointInfo *in
         snprintf(why, sizeof why, "%ld bytes, shorter than the %d-byte checkpoint header", size, CUSET_CKPT_HEADER);
     else if (memcpy(slot, h, sizeof h), memcmp(h, CUSET_CKPT_MAGIC, 8) != 0)
         snprintf(why, sizeof why, "not a cuset checkpoint (magic is not %s)", CUSET_CKPT_MAGIC);
-    else if (slot[2] != CUSET_CKPT_VERSION || slot[3] != CUSET_CKPT_HEADER)
-        snprintf(why, sizeof why, "checkpoint version %d (header %d bytes); this build reads version %d", slot[2], slot[3],
-                 CUSET_CKPT_VERSION);
+    else if (slot[2] < CUSET_CKPT_OLDEST_VERSION || slot[2] > CUSET_CKPT_VERSION || slot[3] != CUSET_CKPT_HEADER)
+        snprintf(why, sizeof why, "checkpoint version %d (header %d bytes); this build reads versions %d to %d", slot[2],
+                 slot[3], CUSET_CKPT_OLDEST_VERSION, CUSET_CKPT_VERSION);
     if (why[0]) { fclose(f); return cuset__err(err, errlen, "%s: %s", path, why); }
     memset(info, 0, sizeof *info);
+    info->version = slot[2];
     memcpy(&info->cfg, &slot[4], sizeof info->cfg);
     *contents = slot[10];
     info->step = slot[11];
@@ -4346,6 +4354,11 @@ static int cuset__ckpt_open(const char *path, FILE **fp, CusetCheckpointInfo *in
     if (why[0]) { fclose(f); return cuset__err(err, errlen, "%s: %s", path, why); }
     *fp = f;
     return 0;
+}
+
+int cuset_checkpoint_old_windows(const CusetCheckpointInfo *info) {
+    const CusetObjective *o = &info->settings.obj;
+    return info->version < 2 && o->kind == CUSET_OBJ_CUSET && o->reweight;
 }
 
 int cuset_checkpoint_info(const char *path, CusetCheckpointInfo *info, char *err, size_t errlen) {

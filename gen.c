@@ -903,6 +903,9 @@ int main(int argc, char **argv) {
         printf("trained %d steps with %s; optimizer state %s; ASFT reference %s; tokenizer %s\n", info.step,
                cuset_objective_names[info.settings.obj.kind % CUSET_OBJ_COUNT], info.has_optimizer ? "yes" : "no",
                info.has_reference ? "yes" : "no", info.has_tokenizer ? "yes" : "no (token ids only)");
+        if (cuset_checkpoint_old_windows(&info))
+            printf("checkpoint version 1: CuSeT's windows before the eq. 5 correction (a target shorter than the window "
+                   "was one window)\n");
         return 0;
     }
 

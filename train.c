@@ -249,6 +249,10 @@ int main(int argc, char **argv) {
                    cuset_objective_names[info.settings.obj.kind % CUSET_OBJ_COUNT]);
         }
     }
+    if (have_model && cuset_checkpoint_old_windows(&info))
+        printf("note: %s was trained with CuSeT's window rule before the eq. 5 correction (checkpoint version 1: a "
+               "target shorter than the window was one window); this run applies eq. 5 to every target length\n",
+               a.resume ? a.ckpt : a.init);
     CusetTrainSettings *s = &a.s;
 
     // --- data; text data brings or trains the tokenizer, and the tokenizer sets the vocabulary ---

@@ -282,24 +282,18 @@ def forward(P, cfg, inputs):
 # ---------------------------------------------------------------------------
 
 def window_bounds(j, T_n, l):
-    """1-based inclusive window of target index j: METHOD.md eq. 5."""
-    lo = max(1, j - l // 2)
-    hi = min(T_n, j + (l + 1) // 2 - 1)     # (l + 1) // 2 == ceil(l / 2)
-    return lo, hi
+    """METHOD.md eq. 5: the window R_{n,j} of target position j (1-based, inclusive),
+    max(1, j - floor(l/2)) .. min(T_n, j + ceil(l/2) - 1), for every T_n."""
+    return max(1, j - math.floor(l / 2)), min(T_n, j + math.ceil(l / 2) - 1)
 
 
 def hardest_window_mean(p, l):
-    """C_n = min over j of the mean of p over window j (eqs. 5-7).
+    """METHOD.md eqs. 6-7: C_n = min over j = 1..T_n of the mean of p over R_{n,j}.
 
-    p: 1-D float64 tensor of the confidences of one row's target tokens.
-    A target shorter than l is a single window (its mean)."""
+    p: 1-D float64 tensor, the confidences of one row's target tokens in order. Every
+    window comes from eq. 5, clipped ones included, whatever T_n is."""
     T_n = p.shape[0]
-    if T_n < l:
-        return p.mean()
-    means = []
-    for j in range(1, T_n + 1):
-        lo, hi = window_bounds(j, T_n, l)
-        means.append(p[lo - 1:hi].mean())
+    means = [p[lo - 1:hi].mean() for lo, hi in (window_bounds(j, T_n, l) for j in range(1, T_n + 1))]
     return torch.stack(means).min()
 
 
@@ -598,7 +592,14 @@ def selftest():
     # l = 4 windows: [.9,.1] .5 | [.9,.1,.5] | [.9,.1,.5,.8] .575 | [.1,.5,.8,.2] .4 | [.5,.8,.2] .5
     expect("min window mean l=4", hardest_window_mean(p, 4).item(), 0.4)
     expect("min window mean l=1 (min p)", hardest_window_mean(p, 1).item(), 0.1)
-    expect("T_n < l: whole target", hardest_window_mean(p, 6).item(), 2.5 / 5)
+    # l = 6 > T_n = 5 > ceil(6/2): clipped windows 1..3 .5 | 1..4 .575 | 1..5 .5 | 1..5 | 2..5 .4
+    expect("ceil(l/2) < T_n < l: clipped windows", hardest_window_mean(p, 6).item(), 0.4)
+    expect("T_n <= ceil(l/2): whole target", hardest_window_mean(p, 10).item(), 2.5 / 5)
+    # METHOD.md's worked case (issue 10): l = 7, T_n = 6, windows 1..4 1..5 1..6 1..6 2..6 3..6
+    expect("l=7 j=1 T=6", window_bounds(1, 6, 7), (1, 4))
+    expect("l=7 j=6 T=6", window_bounds(6, 6, 7), (3, 6))
+    q = torch.tensor([0.9, 0.9, 0.9, 0.1, 0.1, 0.1], dtype=DT)
+    expect("l=7 T=6: C_n = 0.3", hardest_window_mean(q, 7).item(), 0.3)
 
     cfg = {"max_lr": 1.0, "min_lr": 0.1, "warmup": 2, "total": 6}
     expect("lr warmup s=0", learning_rate(0, cfg), 0.5)

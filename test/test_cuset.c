@@ -23,15 +23,29 @@ static uint64_t rng;
 
 // ---- the objective's math by hand -------------------------------------------------------------
 
+// C_n by METHOD.md eqs. 5-7 written out directly (1-based, every window summed afresh).
+static double hardest_window_by_hand(const float *conf, int n, int l) {
+    double best = 1.0;
+    for (int t = 1; t <= n; t++) {
+        int lo = t - l / 2 > 1 ? t - l / 2 : 1, hi = t + (l + 1) / 2 - 1 < n ? t + (l + 1) / 2 - 1 : n;
+        double s = 0;
+        for (int j = lo; j <= hi; j++) s += conf[j - 1];
+        if (t == 1 || s / (hi - lo + 1) < best) best = s / (hi - lo + 1);
+    }
+    return best;
+}
+
 static void test_windows(void) {
     // METHOD.md eq. 5-7 worked by hand for conf = .9 .1 .8 .6 .2 1 (n = 6):
     // l=1 single tokens -> .1; l=2 [j-1,j] -> min(.9,.5,.45,.7,.4,.6) = .4;
     // l=3 [j-1,j+1] -> min(.5,.6,.5,.5333,.6,.6) = .5; l=4 [j-2,j+1] -> (.1+.8+.6+.2)/4 = .425;
-    // l=6 [j-3,j+2] -> (.9+.1+.8+.6+.2)/5 = .52; l=7 > n: one window, the mean .6.
+    // l=6 [j-3,j+2] -> (.9+.1+.8+.6+.2)/5 = .52; l=7 [j-3,j+3] (ceil(7/2) = 4 < n: clipped
+    // windows) -> min(.6,.52,.6,.6,.54,.65) = .52; l=12 (ceil(12/2) = 6 >= n): every
+    // window is the whole target, the mean .6.
     const float conf[6] = {0.9f, 0.1f, 0.8f, 0.6f, 0.2f, 1.0f};
-    const int ls[6] = {1, 2, 3, 4, 6, 7};
-    const float want[6] = {0.1f, 0.4f, 0.5f, 0.425f, 0.52f, 0.6f};
-    for (int i = 0; i < 6; i++) {
+    const int ls[7] = {1, 2, 3, 4, 6, 7, 12};
+    const float want[7] = {0.1f, 0.4f, 0.5f, 0.425f, 0.52f, 0.52f, 0.6f};
+    for (int i = 0; i < 7; i++) {
         char name[64];
         snprintf(name, sizeof name, "hardest_window_l%d", ls[i]);
         float got = cuset_hardest_window(conf, 6, ls[i]);
@@ -50,10 +64,50 @@ static void test_windows(void) {
     float ones[5] = {1, 1, 1, 1, 1};
     check(cuset_sample_weight(cuset_hardest_window(ones, 5, 2)) == 0.0f, "weight_zero_when_all_confident", "w != 0");
     check(cuset_hardest_window(conf, 0, 4) == 1.0f, "empty_target_window", "not 1");
-    // a target shorter than l is a single window even when a clipped window would be lower
-    float dip[4] = {0.9f, 0.9f, 0.1f, 0.9f};
-    check(fabsf(cuset_hardest_window(dip, 4, 5) - 0.7f) < 1e-6f, "short_target_one_window", "got %f",
-          cuset_hardest_window(dip, 4, 5));
+    // METHOD.md's worked case: l = 7, T_n = 6; windows 1..4 1..5 1..6 1..6 2..6 3..6 have
+    // means .7 .58 .5 .5 .42 .3, so C_n = .3 and w_n = .7 (not the whole mean .5)
+    const float worked[6] = {0.9f, 0.9f, 0.9f, 0.1f, 0.1f, 0.1f};
+    float wn = cuset_sample_weight(cuset_hardest_window(worked, 6, 7));
+    check(fabsf(wn - 0.7f) < 1e-6f, "worked_case_l7_T6_w_0.7", "w_n %.7f, want 0.7", wn);
+    // odd and even l, T_n around ceil(l/2) and l: eq. 5 as written, no special case; at
+    // T_n <= ceil(l/2) every window is the whole target, so C_n is the mean
+    const int lens[5] = {7, 8, 63, 64, 256};
+    float *c = (float *)malloc(300 * sizeof(float));
+    for (int i = 0; i < 5; i++) {
+        int l = lens[i], h = (l + 1) / 2, ns[5] = {h, h + 1, l - 1, l, l + 1};
+        for (int k = 0; k < 5; k++) {
+            int n = ns[k];
+            double mean = 0, worst = 0;
+            for (int r = 0; r < 20; r++) { // random confidences, with a low stretch somewhere
+                int dip = (int)(cuset_rng_next(&rng) % n);
+                mean = 0;
+                for (int j = 0; j < n; j++) {
+                    c[j] = cuset_rng_uniform(&rng);
+                    if (abs(j - dip) < 3) c[j] *= 0.1f;
+                    mean += c[j];
+                }
+                mean /= n;
+                double want_c = hardest_window_by_hand(c, n, l), got = cuset_hardest_window(c, n, l);
+                if (fabs(got - want_c) > worst) worst = fabs(got - want_c);
+                if (n == h && fabs(got - mean) > worst) worst = fabs(got - mean);
+            }
+            char name[64];
+            snprintf(name, sizeof name, "hardest_window_l%d_T%d", l, n);
+            check(worst < 2e-6, name, "differs from eq. 5-7 by hand by %.3g", worst);
+        }
+    }
+    // continuity: appending a token moves C_n by at most one token's share of the smallest
+    // window, 1 / min(T_n, ceil(l/2)) (confidences lie in [0, 1]); no jump at T_n = l
+    double worst = 0;
+    for (int l = 1; l <= 40; l++)
+        for (int r = 0; r < 10; r++) {
+            int n = 1 + (int)(cuset_rng_next(&rng) % 120), h = (l + 1) / 2;
+            for (int j = 0; j <= n; j++) c[j] = (cuset_rng_next(&rng) & 1) ? 1.0f : cuset_rng_uniform(&rng) * 0.2f;
+            double d = fabs(cuset_hardest_window(c, n + 1, l) - cuset_hardest_window(c, n, l)) * (n < h ? n : h);
+            if (d > worst) worst = d;
+        }
+    check(worst <= 1.0 + 1e-5, "hardest_window_continuous_in_T", "appending a token moved C_n by %.3f token shares", worst);
+    free(c);
 }
 
 static void test_eaft_and_topk(void) {
@@ -415,6 +469,18 @@ static void test_checkpoints(void) {
         if (r2 == 0) cuset_gpt_free(&x);
         free(copy);
     }
+    // version 1 (before the eq. 5 correction, same layout) still loads, and says so
+    bytes[8] = 1;
+    write_bytes(path, bytes, n);
+    got.settings.obj = cuset_objective_default(CUSET_OBJ_CUSET);
+    rc = cuset_checkpoint_info(path, &got, err, sizeof err);
+    check(rc == 0 && got.version == 1 && !cuset_checkpoint_old_windows(&got), "checkpoint_version_1_loads", "%s",
+          rc ? err : "wrong version or window rule");
+    got.settings.obj = cuset_objective_default(CUSET_OBJ_CUSET);
+    check(cuset_checkpoint_old_windows(&got), "checkpoint_version_1_cuset_old_windows", "not reported");
+    got.version = CUSET_CKPT_VERSION;
+    check(!cuset_checkpoint_old_windows(&got), "checkpoint_current_version_eq5_windows", "reported old");
+    bytes[8] = CUSET_CKPT_VERSION;
     // a non-zero padding row of wte is damage, not a model
     memcpy(bytes + 256 + (size_t)m.cfg.vocab_size * m.cfg.n_embd * 4, &(float){1.0f}, 4);
     write_bytes(path, bytes, n);

@@ -160,7 +160,8 @@ static void test_attention(int B, int T, int NH, int hs) {
 // ---- the fused loss -------------------------------------------------------------------------
 
 // A batch of B rows: row n has a prompt, then its target span, then padding. Targets of
-// rows 0, 1, 2, ... are long, short, empty, then random. Logits are N(0, 2) with a boost of
+// rows 0, 1, 2, ... are long, short, empty, then random; or lens[n] tokens when lens is
+// given (prompts then take 1 .. T - lens[n] tokens). Logits are N(0, 2) with a boost of
 // U(2, 9) on half of the target logits, so confidences straddle tau; the pad columns hold
 // large values that must be ignored; ref logits (ASFT) are the logits plus N(0, 0.5).
 typedef struct {
@@ -175,15 +176,15 @@ typedef struct {
     void *d_work;
 } LossCase;
 
-static void loss_case_init(LossCase *lc, int B, int T, int V, int Vp) {
+static void loss_case_init(LossCase *lc, int B, int T, int V, int Vp, const int *lens) {
     lc->B = B; lc->T = T; lc->V = V; lc->Vp = Vp;
     CusetBatch *b = &lc->batch;
     cuset_batch_alloc(b, B, T);
     size_t BT = (size_t)B * T, N = BT * Vp;
     int ntok = 0;
     for (int n = 0; n < B; n++) {
-        int np = 1 + rnd_int(T / 4 > 0 ? T / 4 : 1), room = T - np;
-        int len = n == 0 ? room : n == 1 ? (room < 5 ? room : 5) : n == 2 ? 0 : rnd_int(room + 1);
+        int np = lens ? 1 + rnd_int(T - lens[n]) : 1 + rnd_int(T / 4 > 0 ? T / 4 : 1), room = T - np;
+        int len = lens ? lens[n] : n == 0 ? room : n == 1 ? (room < 5 ? room : 5) : n == 2 ? 0 : rnd_int(room + 1);
         b->tgt_start[n] = np; b->tgt_len[n] = len; ntok += len;
         for (int t = 0; t < T; t++) {
             size_t i = (size_t)n * T + t;
@@ -303,7 +304,7 @@ static void test_loss(LossCase *lc, const CusetObjective *obj_in, const char *la
 
 static void test_loss_objectives(int B, int T, int V, int Vp, int full) {
     LossCase lc;
-    loss_case_init(&lc, B, T, V, Vp);
+    loss_case_init(&lc, B, T, V, Vp, NULL);
     char label[160];
     const char *kinds[CUSET_OBJ_COUNT] = {"sft", "dft", "profit", "eaft", "asft", "cuset"};
     for (int k = 0; k < CUSET_OBJ_CUSET; k++) {
@@ -323,6 +324,24 @@ static void test_loss_objectives(int B, int T, int V, int Vp, int full) {
             o.window = windows[wi];
             snprintf(label, sizeof label, "cuset conf=%d cuda=%d reweight=%d window=%d B=%d T=%d V=%d", o.conf_mask,
                      o.cuda_mask, o.reweight, o.window, B, T, V);
+            test_loss(&lc, &o, label);
+        }
+    loss_case_free(&lc);
+}
+
+// Eq. 5 at the lengths where its windows change shape: for l = 7 and l = 8 targets of
+// ceil(l/2), ceil(l/2) + 1, l - 1, l and l + 1 tokens (4..9), one per row, so clipped
+// windows in targets shorter than l meet the CPU loss on the same rows.
+static void test_loss_window_lengths(int V, int Vp) {
+    const int lens[6] = {4, 5, 6, 7, 8, 9};
+    LossCase lc;
+    loss_case_init(&lc, 6, 12, V, Vp, lens);
+    for (int l = 7; l <= 8; l++)
+        for (int sw = 4; sw <= 7; sw += 3) { // reweighting alone, and all three switches
+            CusetObjective o = cuset_objective_default(CUSET_OBJ_CUSET);
+            o.conf_mask = sw & 1; o.cuda_mask = (sw >> 1) & 1; o.window = l;
+            char label[160];
+            snprintf(label, sizeof label, "cuset conf=%d cuda=%d reweight=1 window=%d T_n=4..9", o.conf_mask, o.cuda_mask, l);
             test_loss(&lc, &o, label);
         }
     loss_case_free(&lc);
@@ -367,10 +386,12 @@ int main(int argc, char **argv) {
         test_loss_objectives(2, 16, 2061, cuset_pad_vocab(2061), 0);
         test_loss_objectives(3, 12, 101, 103, 0);
         test_loss_objectives(3, 9, 10, 64, 0);
+        test_loss_window_lengths(150, cuset_pad_vocab(150));
     } else {
         test_loss_objectives(8, 512, 2061, cuset_pad_vocab(2061), 1);
         test_loss_objectives(4, 100, 1001, 1003, 1);
         test_loss_objectives(4, 30, 10, 64, 0);
+        test_loss_window_lengths(2061, cuset_pad_vocab(2061));
     }
     if (g_failures) printf("test_gpu_attn_loss: %d FAILED (seed %llu)\n", g_failures, (unsigned long long)seed);
     else printf("test_gpu_attn_loss: all passed\n");
