@@ -68,19 +68,25 @@ typedef struct {
 int cuset_sandbox_init(CusetSandbox *sb, int gpu);
 // Makes path (a file or a directory) visible read-only inside, at the same path: the
 // compilers, emulator and comparison programs that are not under /usr, /etc or /opt. When
-// the programs run as nobody, path must be readable by nobody. 0, or -1 with a message.
+// the programs run as nobody, path must be open to others (r and x). 0, or -1 with a message.
 int cuset_sandbox_add_tool(CusetSandbox *sb, const char *path, char *err, size_t errlen);
 // Makes dir a directory the sandboxed programs can write: when they run as nobody, dir and
 // what is directly in it are given to nobody (links themselves, never what they point
 // to), and each directory above it must let others through (a mkdtemp directory does
 // not: chmod it 0711). Call it before each command, after adding files. 0, or -1.
 int cuset_sandbox_prepare_dir(const CusetSandbox *sb, const char *dir, char *err, size_t errlen);
+// 0 when the programs' user can get into dir (always, when they run as the caller), else
+// -1 saying which directory stops it: a check, at the start, of where work directories go.
+int cuset_sandbox_can_reach(const CusetSandbox *sb, const char *dir, char *err, size_t errlen);
 // The command line that runs argv (argv[0] an absolute path or a name on PATH) inside the
 // sandbox, with dir (absolute; NULL: none) its writable working directory. When
 // sb->isolated is 0 it is a copy of argv: the caller decides whether to run it so.
 // malloc'd; free with cuset_sandbox_argv_free.
 char **cuset_sandbox_argv(const CusetSandbox *sb, const char *dir, char *const argv[]);
 void cuset_sandbox_argv_free(char **cmd);
+// The signal that ended a sandboxed command which exited with exit_code (bubblewrap tells
+// a death by signal N as exit 128 + N, as a shell does), 0 for a plain exit.
+int cuset_sandbox_signal(const CusetSandbox *sb, int exit_code);
 void cuset_sandbox_free(CusetSandbox *sb);
 
 #endif // CUSET_SANDBOX_H
@@ -249,6 +255,10 @@ void cuset_sandbox_argv_free(char **cmd) {
     free(cmd);
 }
 
+int cuset_sandbox_signal(const CusetSandbox *sb, int exit_code) {
+    return sb->isolated && exit_code > 128 && exit_code < 128 + 65 ? exit_code - 128 : 0;
+}
+
 // Runs cmd with stdin and stdout on /dev/null and its stderr into msg (the first cap - 1
 // bytes, trailing newlines dropped), for at most timeout_s. Its exit status, or -1.
 static int cuset__sb_probe(char **cmd, double timeout_s, char *msg, size_t cap) {
@@ -342,22 +352,19 @@ int cuset_sandbox_init(CusetSandbox *sb, int gpu) {
     return 0;
 }
 
-// Can nobody (as "others") reach path: x on every directory above it, and, when self is
-// set, r (and x for a directory) on path itself? 0, or -1 naming the first that stops it.
-static int cuset__sb_nobody_reaches(const char *path, int self, char *err, size_t errlen) {
+// Can nobody (as "others") reach path: x on every directory above it, and the permissions
+// `need` (S_IROTH, S_IXOTH) on path itself? 0, or -1 naming the first that stops it.
+static int cuset__sb_nobody_reaches(const char *path, mode_t need, char *err, size_t errlen) {
     char walk[4096];
     snprintf(walk, sizeof walk, "%s", path);
     for (char *slash = strchr(walk + 1, '/');; slash = strchr(slash + 1, '/')) {
-        if (!slash && !self) return 0;
         if (slash) *slash = 0;
+        mode_t want = slash ? S_IXOTH : need;
         struct stat st;
-        int ok = stat(walk, &st) == 0;
-        mode_t need = slash || (ok && S_ISDIR(st.st_mode)) ? S_IXOTH : 0;
-        if (!slash) need |= S_IROTH;
-        if (!ok || (st.st_mode & need) != need) {
+        if (stat(walk, &st) || (st.st_mode & want) != want) {
             cuset__sb_say(err, errlen, "%s is not %s by nobody (uid %d), whom generated programs run as when the "
                           "evaluation runs as root: open it to others (chmod o+%s), or run as an ordinary user", walk,
-                          slash ? "searchable" : "readable", CUSET_SANDBOX_NOBODY, slash ? "x" : "rx");
+                          want & S_IROTH ? "readable" : "searchable", CUSET_SANDBOX_NOBODY, want & S_IROTH ? "rx" : "x");
             return -1;
         }
         if (!slash) return 0;
@@ -365,11 +372,15 @@ static int cuset__sb_nobody_reaches(const char *path, int self, char *err, size_
     }
 }
 
+int cuset_sandbox_can_reach(const CusetSandbox *sb, const char *dir, char *err, size_t errlen) {
+    return sb->isolated && sb->drop_root ? cuset__sb_nobody_reaches(dir, S_IXOTH, err, errlen) : 0;
+}
+
 int cuset_sandbox_add_tool(CusetSandbox *sb, const char *path, char *err, size_t errlen) {
     char real[4096];
     if (!realpath(path, real)) { cuset__sb_say(err, errlen, "%s: %s", path, strerror(errno)); return -1; }
     if (cuset__sb_is_system(real)) return 0;
-    if (sb->drop_root && cuset__sb_nobody_reaches(real, 1, err, errlen)) return -1;
+    if (sb->drop_root && cuset__sb_nobody_reaches(real, S_IROTH | S_IXOTH, err, errlen)) return -1;
     cuset__sb_bind(sb, real);
     return 0;
 }
@@ -386,7 +397,11 @@ int cuset_sandbox_prepare_dir(const CusetSandbox *sb, const char *dir, char *err
     if (rc) cuset__sb_say(err, errlen, "cannot give %s to nobody for the sandbox: %s", dir, strerror(errno));
     if (d) closedir(d);
     else if (fd >= 0) close(fd);
-    return rc ? -1 : cuset__sb_nobody_reaches(dir, 0, err, errlen);
+    if (rc) return -1;
+    char parent[4096];
+    snprintf(parent, sizeof parent, "%s", dir);
+    if (strrchr(parent, '/')) *strrchr(parent, '/') = 0;
+    return cuset_sandbox_can_reach(sb, parent[0] ? parent : "/", err, errlen);
 }
 
 void cuset_sandbox_free(CusetSandbox *sb) {
