@@ -32,7 +32,7 @@ deps-test deps-cudabench: deps-%: deps-build
 train: train.c cuset.h $(CUDA_OBJ) | deps-build
 	$(CC) $(CFLAGS) $(CUDA_CFLAGS) -o $@ train.c $(CUDA_OBJ) $(LDLIBS) $(CUDA_LDLIBS)
 
-gen: gen.c cuset.h $(CUDA_OBJ) | deps-build
+gen: gen.c cuset.h emu/eval.h $(CUDA_OBJ) | deps-build
 	$(CC) $(CFLAGS) $(CUDA_CFLAGS) -o $@ gen.c $(CUDA_OBJ) $(LDLIBS) $(CUDA_LDLIBS)
 
 cuset_cuda.o: cuset.cu cuset.h | deps-build
@@ -54,6 +54,7 @@ bench-gpu: train test/bench_gpu
 test/%: test/%.c cuset.h test/tok_testlib.h test/testlib.h | deps-build
 	$(CC) $(CFLAGS) -o $@ $< $(LDLIBS)
 test/test_confidence: data/confidence.h
+test/test_eval: emu/eval.h
 
 test: $(BINS) $(TEST_BINS) data/corpus emu/nvcc-emu emu/pch/cuemu.h.gch | deps-test
 	PYTHON=$(PYTHON) bash test/run_tests.sh

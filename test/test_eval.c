@@ -1,4 +1,4 @@
-// test_eval.c - checks of the evaluation helpers (cuset.h) and of `gen --eval`.
+// test_eval.c - checks of the evaluation harness (emu/eval.h) and of `gen --eval`.
 // Build and run from the repository root (make test does both):
 //   make test/test_eval && ./test/test_eval
 // Prints PASS/FAIL/SKIP per check and exits non-zero when a check fails.
@@ -15,6 +15,8 @@
 //    reference program.
 #define CUSET_IMPLEMENTATION
 #include "../cuset.h"
+#define CUSET_EVAL_IMPLEMENTATION
+#include "../emu/eval.h"
 
 #include <signal.h>
 #include <stdarg.h>

@@ -1,0 +1,1041 @@
+/* emu/eval.h - evaluation of generated CUDA programs: compile, run, compare, pass@k.
+
+   What `gen --eval` does, as a header that can be copied with cuset.h (it uses cuset.h's
+   JSON-lines reader and writer and cuset_read_file, nothing of the model):
+   - cuset_pass_at_k: the unbiased pass@k estimator of the paper's evaluation;
+   - cuset_run_limited: a child process in its own process group, under resource limits
+     and a wall-clock timeout, its whole group killed afterwards;
+   - small file helpers: private temporary directories, copies, removal;
+   - cuset_eval_main: for each task of a corpus split file (data/corpus's DIR/SPLIT.jsonl)
+     and each program (sampled through a CusetEvalSampler, or read from a --programs file):
+     a private directory with prog.cu and the task's inputs, nvcc (when present) for the
+     compilation check, a run on the GPU or under the CPU emulator emu/nvcc-emu, then
+     data/corpus --compare against the expected outputs; one JSON line per program and a
+     report of compilation and functional pass@k, outcomes and pass@1 per family.
+
+   stb style: include it anywhere for the declarations; in exactly one C file write
+       #define CUSET_EVAL_IMPLEMENTATION
+       #include "emu/eval.h"
+   after cuset.h's implementation (CUSET_IMPLEMENTATION) is in the program.
+   POSIX only (fork, execv, setpgid, setrlimit, waitpid). Messages start with
+   CUSET_EVAL_WHO ("gen" unless defined before the include). */
+#ifndef CUSET_EVAL_H
+#define CUSET_EVAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "../cuset.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// ---------------------------------------------------------------------------------------
+// pass@k, the unbiased estimator over n samples with c successes (METHOD.md):
+//     1 - C(n-c, k) / C(n, k) = 1 - prod_{i=n-c+1}^{n} (1 - k / i)
+// computed as that product (no binomials, so no overflow for any n); exactly 1.0 when
+// n - c < k (every k-subset holds a success). Invalid arguments - n < 1, c < 0, c > n,
+// k < 1 or k > n (k samples cannot be drawn from n) - return NAN: callers check with isnan.
+double cuset_pass_at_k(int n, int c, int k);
+
+// Runs argv (argv[0] looked up on PATH by execvp) as a child in its own process group,
+// in directory dir (NULL: the current one), with stdin from /dev/null and stdout/stderr
+// to out_path/err_path (created or truncated; NULL: /dev/null), under resource limits
+// (CusetRunLimits), and kills the whole group with SIGKILL when timeout_s of wall-clock
+// time pass (<= 0: no limit). Every other descriptor is closed in the child. Returns
+// r->status (also when it is CUSET_RUN_ERROR: the child could not be started - no such
+// program, a dir or output file that cannot be opened - with the reason in r->error).
+// After the child ends, its group is killed too, so no grandchild outlives it.
+typedef enum {
+    CUSET_RUN_EXITED = 0,  // exited by itself: exit_code holds the status
+    CUSET_RUN_SIGNALED,    // killed by signal `signal` (SIGSEGV, SIGABRT, SIGXCPU, SIGXFSZ, ...)
+    CUSET_RUN_TIMEOUT,     // still running at timeout_s: the group was killed (signal = SIGKILL)
+    CUSET_RUN_ERROR,       // could not be started
+} CusetRunStatus;
+typedef struct {
+    CusetRunStatus status;
+    int exit_code;   // CUSET_RUN_EXITED: the exit status; -1 otherwise
+    int signal;      // CUSET_RUN_SIGNALED, CUSET_RUN_TIMEOUT: the signal; 0 otherwise
+    int timed_out;   // status == CUSET_RUN_TIMEOUT
+    double seconds;  // wall-clock time from fork to the end of the child
+    char error[256]; // CUSET_RUN_ERROR: why
+} CusetRunResult;
+// Resource limits for the child (setrlimit, soft = hard). 0 leaves a limit as inherited.
+typedef struct {
+    double cpu_s;        // RLIMIT_CPU in seconds (rounded up); SIGXCPU past it
+    uint64_t file_bytes; // RLIMIT_FSIZE: largest file the child may write; SIGXFSZ past it
+    uint64_t as_bytes;   // RLIMIT_AS: address space (leave 0 for AddressSanitizer builds)
+    int nofile;          // RLIMIT_NOFILE: open descriptors
+} CusetRunLimits;        // RLIMIT_CORE is always 0: no core files
+// The defaults of cuset_run_limited: CPU time timeout_s x the number of CPUs + 1 s (the
+// wall clock is the real limit; this is a backstop), files 256 MiB, address space 8 GiB,
+// 256 descriptors.
+CusetRunLimits cuset_run_default_limits(double timeout_s);
+int cuset_run_limited(char *const argv[], const char *dir, double timeout_s, const char *out_path,
+                      const char *err_path, CusetRunResult *r);
+int cuset_run_limited_ex(char *const argv[], const char *dir, double timeout_s, const char *out_path,
+                         const char *err_path, const CusetRunLimits *limits, CusetRunResult *r);
+// The process group of the child being run now (0 when none), so that a signal handler
+// can kill it: if (cuset_run_current_pgid) kill(-cuset_run_current_pgid, SIGKILL).
+extern volatile int cuset_run_current_pgid;
+
+// A private temporary directory: mkdtemp of $TMPDIR/PREFIX.XXXXXX ($TMPDIR unset or
+// empty: /tmp), mode 0700. Returns a malloc'd path, or NULL with a message.
+char *cuset_make_temp_dir(const char *prefix, char *err, size_t errlen);
+// Removes path and everything under it (symbolic links are removed, never followed).
+// Returns 0, or -1 when something could not be removed (it carries on with the rest).
+int cuset_remove_tree(const char *path);
+// Copies file src to dst (created or truncated, mode 0644). 0, or -1 with a message.
+int cuset_copy_file(const char *src, const char *dst, char *err, size_t errlen);
+// Writes len bytes to path (created or truncated). 0, or -1 with a message.
+int cuset_write_file(const char *path, const void *data, size_t len, char *err, size_t errlen);
+// The first max_lines lines of file path, at most cap - 1 bytes, into buf (always
+// NUL-terminated; "" when the file is missing or empty). Returns buf.
+char *cuset_file_head(const char *path, int max_lines, char *buf, size_t cap);
+
+
+// ---------------------------------------------------------------------------------------
+// The harness (gen --eval). Options, as gen's flags give them (gen --help documents each).
+typedef struct {
+    const char *tasks_path, *programs_path, *results_path, *corpus, *emu, *nvcc, *runner, *k_list;
+    int samples, first, count, keep_dirs;
+    double timeout, compile_timeout;
+} CusetEvalOpts;
+
+// Where programs come from when there is no --programs file: a model. open is called once,
+// after the options and tasks are checked (return non-zero to stop: the harness returns 1);
+// sample writes sample program number s of task `task` (prompt: its prompt's bytes) with
+// the given seed into *program (an stb_ds char array, appended to); non-zero with a
+// message in err stops the run (exit 2). seed: sample s of task t uses seed + 1000 t + s.
+typedef struct {
+    void *ctx;
+    int (*open)(void *ctx, int samples);
+    int (*sample)(void *ctx, int task, const char *prompt, size_t len, uint64_t seed, char **program, char *err,
+                  size_t errlen);
+    const char *name;    // the model, for the report and the default results path NAME.eval.jsonl
+    char settings[160];  // the sampling settings, for the report
+    uint64_t seed;
+} CusetEvalSampler;
+
+// What became of a program; the results file writes the name.
+enum { CUSET_EVAL_PASS, CUSET_EVAL_COMPILE_ERROR, CUSET_EVAL_UNSUPPORTED, CUSET_EVAL_CRASH, CUSET_EVAL_TIMEOUT,
+       CUSET_EVAL_WRONG_ANSWER, CUSET_EVAL_ERROR, CUSET_EVAL_NSTATUS };
+extern const char *const cuset_eval_status_names[CUSET_EVAL_NSTATUS];
+
+// Runs the whole evaluation (sampler NULL: the programs of o->programs_path) and prints
+// the report to stdout, progress to stderr. Returns 0, or 1 when sampler->open failed;
+// exits 2 (bad options or files) or 1 (the corpus failed) with a message otherwise.
+int cuset_eval_main(const CusetEvalOpts *o, const CusetEvalSampler *sampler);
+
+#ifdef __cplusplus
+}
+#endif
+#endif // CUSET_EVAL_H
+
+#ifdef CUSET_EVAL_IMPLEMENTATION
+#ifndef CUSET_EVAL_IMPLEMENTATION_DONE
+#define CUSET_EVAL_IMPLEMENTATION_DONE
+
+#ifndef CUSET_EVAL_WHO
+#define CUSET_EVAL_WHO "gen"
+#endif
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int cuset__eval_err(char *err, size_t errlen, const char *fmt, ...) {
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+// ---- pass@k and the runner ------------------------------------------------------------------
+
+// 1 - C(n-c, k) / C(n, k) as 1 - prod_{i=n-c+1}^{n} (1 - k/i): C(n-c,k)/C(n,k) is the
+// chance that k samples drawn without replacement all miss the c successes.
+double cuset_pass_at_k(int n, int c, int k) {
+    if (n < 1 || c < 0 || c > n || k < 1 || k > n) return NAN;
+    if (n - c < k) return 1.0;
+    double miss = 1.0;
+    for (int i = n - c + 1; i <= n; i++) miss *= 1.0 - (double)k / i;
+    return 1.0 - miss;
+}
+
+volatile int cuset_run_current_pgid = 0;
+
+CusetRunLimits cuset_run_default_limits(double timeout_s) {
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    CusetRunLimits l = {0, 256ull << 20, 8ull << 30, 256};
+    if (timeout_s > 0) l.cpu_s = ceil(timeout_s) * (ncpu > 0 ? ncpu : 1) + 1;
+    return l;
+}
+
+int cuset_run_limited(char *const argv[], const char *dir, double timeout_s, const char *out_path,
+                      const char *err_path, CusetRunResult *r) {
+    CusetRunLimits l = cuset_run_default_limits(timeout_s);
+    return cuset_run_limited_ex(argv, dir, timeout_s, out_path, err_path, &l, r);
+}
+
+// What a child that could not exec tells its parent through the pipe: the step and errno.
+// (After fork only async-signal-safe calls are allowed: the parent may have threads.)
+typedef struct { int step, err; } cuset__child_fail;
+static const char *const cuset__child_steps[] = {"start", "open /dev/null", "open", "open", "chdir to", "setrlimit",
+                                                  "exec"};
+
+static void cuset__child_exit(int fd, int step) {
+    cuset__child_fail f = {step, errno};
+    ssize_t w = write(fd, &f, sizeof f);
+    (void)w;
+    _exit(127);
+}
+
+static void cuset__setlimit(int fd, int resource, uint64_t v) {
+    struct rlimit rl;
+    rl.rlim_cur = rl.rlim_max = (rlim_t)v;
+    if (setrlimit(resource, &rl) == 0) return;
+    // a hard limit below ours (inherited) is kept: lowering never fails
+    if (getrlimit(resource, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max < (rlim_t)v) return;
+    cuset__child_exit(fd, 5);
+}
+
+// argv[0] as execv needs it: as given when it holds a '/', else the first executable
+// regular file PATH/argv[0]. 0, or -1 when there is none.
+static int cuset__find_program(const char *name, char *out, size_t cap) {
+    if (strchr(name, '/')) { snprintf(out, cap, "%s", name); return 0; }
+    const char *path = getenv("PATH");
+    if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
+    for (const char *p = path; ; ) {
+        const char *e = strchr(p, ':');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        int k = snprintf(out, cap, "%.*s%s%s", (int)n, p, n ? "/" : "", name);
+        struct stat st;
+        if (k > 0 && (size_t)k < cap && stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0) return 0;
+        if (!e) return -1;
+        p = e + 1;
+    }
+}
+
+int cuset_run_limited_ex(char *const argv[], const char *dir, double timeout_s, const char *out_path,
+                         const char *err_path, const CusetRunLimits *lim, CusetRunResult *r) {
+    memset(r, 0, sizeof *r);
+    r->exit_code = -1;
+    r->status = CUSET_RUN_ERROR;
+    char prog[4096];
+    if (!argv || !argv[0]) { snprintf(r->error, sizeof r->error, "no program to run"); return r->status; }
+    if (cuset__find_program(argv[0], prog, sizeof prog)) {
+        snprintf(r->error, sizeof r->error, "%s: not found on PATH", argv[0]);
+        return r->status;
+    }
+    long open_max = sysconf(_SC_OPEN_MAX);
+    if (open_max < 0 || open_max > 65536) open_max = 65536;
+    int fds[2];
+    if (pipe(fds)) { snprintf(r->error, sizeof r->error, "pipe: %s", strerror(errno)); return r->status; }
+    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+    fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+    fflush(NULL); // nothing buffered twice
+    double t0 = cuset_time();
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(r->error, sizeof r->error, "fork: %s", strerror(errno));
+        close(fds[0]); close(fds[1]);
+        return r->status;
+    }
+    if (pid == 0) { // the child: its own group, files, directory, limits, then exec
+        int wfd = fds[1];
+        setpgid(0, 0);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        for (int s = 1; s < 32; s++) if (s != SIGKILL && s != SIGSTOP) sigaction(s, &dfl, NULL);
+        int in = open("/dev/null", O_RDONLY);
+        if (in < 0) cuset__child_exit(wfd, 1);
+        int out = open(out_path ? out_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (out < 0) cuset__child_exit(wfd, 2);
+        int err = open(err_path ? err_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (err < 0) cuset__child_exit(wfd, 3);
+        if (dir && chdir(dir)) cuset__child_exit(wfd, 4);
+        if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) cuset__child_exit(wfd, 1);
+        if (lim) {
+            if (lim->cpu_s > 0) cuset__setlimit(wfd, RLIMIT_CPU, (uint64_t)ceil(lim->cpu_s));
+            if (lim->file_bytes) cuset__setlimit(wfd, RLIMIT_FSIZE, lim->file_bytes);
+            if (lim->as_bytes) cuset__setlimit(wfd, RLIMIT_AS, lim->as_bytes);
+            if (lim->nofile > 0) cuset__setlimit(wfd, RLIMIT_NOFILE, (uint64_t)lim->nofile);
+        }
+        cuset__setlimit(wfd, RLIMIT_CORE, 0);
+        for (int fd = 3; fd < open_max; fd++) if (fd != wfd) close(fd); // nothing of the parent's leaks
+        execv(prog, argv);
+        cuset__child_exit(wfd, 6);
+    }
+    setpgid(pid, pid); // also here, so the group exists before we may have to kill it
+    cuset_run_current_pgid = pid;
+    close(fds[1]);
+    cuset__child_fail f;
+    ssize_t got;
+    do got = read(fds[0], &f, sizeof f); while (got < 0 && errno == EINTR); // 0: exec succeeded
+    close(fds[0]);
+    int st = 0;
+    if (got == (ssize_t)sizeof f) {
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+        cuset_run_current_pgid = 0;
+        int step = f.step >= 1 && f.step <= 6 ? f.step : 0;
+        const char *what = step == 2 ? out_path : step == 3 ? err_path : step == 4 ? dir : NULL;
+        snprintf(r->error, sizeof r->error, "%s: cannot %s%s%s: %s", argv[0], cuset__child_steps[step],
+                 what ? " " : "", what ? what : "", strerror(f.err));
+        r->seconds = cuset_time() - t0;
+        return r->status;
+    }
+    // wait, polling, until it ends or the time is up; poll often at first so short runs
+    // are timed precisely
+    long nap_ns = 200000;
+    for (;;) {
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid) break;
+        if (w < 0 && errno != EINTR) break; // cannot happen for our own child
+        if (timeout_s > 0 && cuset_time() - t0 >= timeout_s) {
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+            r->timed_out = 1;
+            break;
+        }
+        struct timespec ts = {0, nap_ns};
+        nanosleep(&ts, NULL);
+        if (nap_ns < 20000000) nap_ns *= 2;
+    }
+    r->seconds = cuset_time() - t0;
+    kill(-pid, SIGKILL); // whatever it left behind in its group
+    cuset_run_current_pgid = 0;
+    if (r->timed_out) { r->status = CUSET_RUN_TIMEOUT; r->signal = SIGKILL; }
+    else if (WIFEXITED(st)) { r->status = CUSET_RUN_EXITED; r->exit_code = WEXITSTATUS(st); }
+    else if (WIFSIGNALED(st)) { r->status = CUSET_RUN_SIGNALED; r->signal = WTERMSIG(st); }
+    else snprintf(r->error, sizeof r->error, "%s: unexpected wait status 0x%x", argv[0], st);
+    return r->status;
+}
+
+char *cuset_make_temp_dir(const char *prefix, char *err, size_t errlen) {
+    const char *base = getenv("TMPDIR");
+    if (!base || !*base) base = "/tmp";
+    size_t cap = strlen(base) + strlen(prefix) + 16;
+    char *path = (char *)CUSET_CALLOC(cap, 1);
+    snprintf(path, cap, "%s/%s.XXXXXX", base, prefix);
+    if (!mkdtemp(path)) {
+        cuset__eval_err(err, errlen, "cannot make a temporary directory %s: %s", path, strerror(errno));
+        free(path);
+        return NULL;
+    }
+    return path;
+}
+
+int cuset_remove_tree(const char *path) {
+    struct stat st;
+    if (lstat(path, &st)) return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(st.st_mode)) return unlink(path) ? -1 : 0;
+    int rc = 0;
+    chmod(path, 0700); // a program may have taken its own permissions away
+    DIR *d = opendir(path);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+            size_t cap = strlen(path) + strlen(e->d_name) + 2;
+            char *sub = (char *)CUSET_CALLOC(cap, 1);
+            snprintf(sub, cap, "%s/%s", path, e->d_name);
+            if (cuset_remove_tree(sub)) rc = -1;
+            free(sub);
+        }
+        closedir(d);
+    } else rc = -1;
+    return rmdir(path) ? -1 : rc;
+}
+
+int cuset_write_file(const char *path, const void *data, size_t len, char *err, size_t errlen) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return cuset__eval_err(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+    size_t put = len ? fwrite(data, 1, len, f) : 0;
+    int bad = put != len;
+    if (fclose(f)) bad = 1;
+    if (bad) return cuset__eval_err(err, errlen, "%s: write error: %s", path, strerror(errno));
+    return 0;
+}
+
+int cuset_copy_file(const char *src, const char *dst, char *err, size_t errlen) {
+    unsigned char *buf;
+    size_t len;
+    if (cuset_read_file(src, &buf, &len, err, errlen)) return -1;
+    int rc = cuset_write_file(dst, buf, len, err, errlen);
+    free(buf);
+    return rc;
+}
+
+char *cuset_file_head(const char *path, int max_lines, char *buf, size_t cap) {
+    if (!cap) return buf;
+    buf[0] = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return buf;
+    size_t n = fread(buf, 1, cap - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    int lines = 0;
+    for (size_t i = 0; i < n; i++)
+        if (buf[i] == '\n' && ++lines == max_lines) { buf[i] = 0; break; }
+        else if (buf[i] == 0) buf[i] = ' ';
+    return buf;
+}
+
+
+// ---- the harness ----------------------------------------------------------------------------
+
+const char *const cuset_eval_status_names[CUSET_EVAL_NSTATUS] = {"pass", "compile_error", "unsupported", "crash",
+                                                                  "timeout", "wrong_answer", "error"};
+
+typedef struct {
+    char *prompt, *reference, *id, *family; // from the task's line
+    size_t prompt_len, reference_len;
+} cuset__EvalTask;
+
+typedef struct {          // one program to evaluate
+    int task, sample;
+    int has_seed;
+    uint64_t seed;
+    char *text; size_t len;
+} cuset__EvalProgram;
+
+typedef struct {          // what became of it
+    int status, compile_ok;
+    int exit_code, signal; // of the program's run (-1 / 0 when it did not run or exit)
+    double seconds;        // compiling and running
+    char detail[700];      // the first lines of the compiler's or program's error, or compare's verdict
+} cuset__EvalResult;
+
+typedef struct {
+    const char *tasks_path;
+    char corpus_dir[4096], split[16];
+    char corpus[4096], emu[4096], nvcc[4096];
+    int have_nvcc, use_gpu, keep_dirs;
+    double timeout, compile_timeout;
+    char *root; // the private temporary directory of this run
+} cuset__EvalEnv;
+
+static void cuset__eval_fail(const char *fmt, const char *a, const char *b) {
+    fprintf(stderr, CUSET_EVAL_WHO ": ");
+    fprintf(stderr, fmt, a, b);
+    fprintf(stderr, "\n");
+    exit(2);
+}
+
+// out = dir/name; a path longer than cap is an error.
+static char *cuset__eval_join(char *out, size_t cap, const char *dir, const char *name) {
+    int n = snprintf(out, cap, "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= cap) { fprintf(stderr, CUSET_EVAL_WHO ": path too long: %s/%s\n", dir, name); exit(2); }
+    return out;
+}
+
+// DIR/NAME beside the gen binary (/proc/self/exe), e.g. data/corpus.
+static void cuset__eval_beside_exe(const char *name, char *out, size_t cap) {
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) { snprintf(out, cap, "%s", name); return; }
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = 0;
+    cuset__eval_join(out, cap, exe, name);
+}
+
+static int cuset__eval_is_executable(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+// nvcc on PATH, else /usr/local/cuda/bin/nvcc.
+static int cuset__eval_find_nvcc(char *out, size_t cap) {
+    const char *path = getenv("PATH");
+    for (const char *p = path ? path : ""; p && *p;) {
+        const char *e = strchr(p, ':');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        snprintf(out, cap, "%.*s/nvcc", (int)n, p);
+        if (n && cuset__eval_is_executable(out)) return 1;
+        p = e ? e + 1 : NULL;
+    }
+    snprintf(out, cap, "/usr/local/cuda/bin/nvcc");
+    return cuset__eval_is_executable(out);
+}
+
+// Tasks: prompt and reference from the strict JSON-lines reader; id, family and spec
+// (which marks a corpus split file) from each line.
+static cuset__EvalTask *cuset__eval_load_tasks(const char *path) {
+    char err[600];
+    unsigned char *buf;
+    size_t len;
+    if (cuset_read_file(path, &buf, &len, err, sizeof err)) cuset__eval_fail("%s%s", err, "");
+    CusetTextSample *s = NULL;
+    if (cuset_jsonl_parse((const char *)buf, len, path, &s, err, sizeof err)) cuset__eval_fail("%s%s", err, "");
+    cuset__EvalTask *tasks = NULL;
+    size_t line_no = 0;
+    for (size_t i = len >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3) ? 3 : 0; i < len;) { // after a byte order mark
+        size_t j = i;
+        while (j < len && buf[j] != '\n') j++;
+        line_no++;
+        size_t k = i;
+        while (k < j && (buf[k] == ' ' || buf[k] == '\t' || buf[k] == '\r')) k++;
+        if (k < j) { // not blank: the next sample
+            size_t t = arrlenu(tasks);
+            cuset__EvalTask task = {s[t].prompt, s[t].completion, NULL, NULL, s[t].prompt_len, s[t].completion_len};
+            char type = 0;
+            int found = cuset_json_member((const char *)buf + i, j - i, path, line_no, "spec", &type, NULL, NULL, NULL,
+                                          err, sizeof err);
+            if (found < 0) cuset__eval_fail("%s%s", err, "");
+            if (!found || type != 'o') {
+                fprintf(stderr, CUSET_EVAL_WHO ": %s:%zu: the task has no \"spec\" object: --eval needs a split file written by "
+                                "data/corpus (DIR/test.jsonl after make data), whose tasks carry their test spec\n",
+                        path, line_no);
+                exit(2);
+            }
+            cuset_json_member((const char *)buf + i, j - i, path, line_no, "id", &type, &task.id, NULL, NULL, err, sizeof err);
+            cuset_json_member((const char *)buf + i, j - i, path, line_no, "family", &type, &task.family, NULL, NULL, err,
+                              sizeof err);
+            if (!task.id) task.id = strdup("");
+            if (!task.family) task.family = strdup("?");
+            arrput(tasks, task);
+        }
+        i = j + 1;
+    }
+    arrfree(s); // the strings now belong to the tasks
+    free(buf);
+    return tasks;
+}
+
+// --programs: {"index": K, "program": "..."} per line.
+static cuset__EvalProgram *cuset__eval_load_programs(const char *path, int ntasks) {
+    char err[600];
+    unsigned char *buf;
+    size_t len;
+    if (cuset_read_file(path, &buf, &len, err, sizeof err)) cuset__eval_fail("%s%s", err, "");
+    cuset__EvalProgram *progs = NULL;
+    int *per_task = (int *)calloc(ntasks, sizeof(int));
+    size_t line_no = 0;
+    for (size_t i = 0; i < len;) {
+        size_t j = i;
+        while (j < len && buf[j] != '\n') j++;
+        line_no++;
+        size_t k = i;
+        while (k < j && (buf[k] == ' ' || buf[k] == '\t' || buf[k] == '\r')) k++;
+        if (k < j) {
+            const char *line = (const char *)buf + i;
+            char type = 0;
+            double index = -1;
+            cuset__EvalProgram p = {0};
+            int found = cuset_json_member(line, j - i, path, line_no, "index", &type, NULL, NULL, &index, err, sizeof err);
+            if (found < 0) cuset__eval_fail("%s%s", err, "");
+            if (!found || type != 'n' || index != floor(index) || index < 0 || index >= ntasks) {
+                fprintf(stderr, CUSET_EVAL_WHO ": %s:%zu: \"index\" must be a task index in [0, %d) of the tasks file\n", path,
+                        line_no, ntasks);
+                exit(2);
+            }
+            found = cuset_json_member(line, j - i, path, line_no, "program", &type, &p.text, &p.len, NULL, err, sizeof err);
+            if (found < 1 || type != 's') {
+                fprintf(stderr, CUSET_EVAL_WHO ": %s:%zu: every line needs a \"program\" string\n", path, line_no);
+                exit(2);
+            }
+            p.task = (int)index;
+            p.sample = per_task[p.task]++;
+            arrput(progs, p);
+        }
+        i = j + 1;
+    }
+    if (!arrlen(progs)) cuset__eval_fail("%s: no programs (one {\"index\": K, \"program\": \"...\"} per line)%s", path, "");
+    free(per_task);
+    free(buf);
+    return progs;
+}
+
+// The first line of file path that contains needle, or the file's first lines.
+static void cuset__eval_head_or_line(const char *path, const char *needle, char *out, size_t cap) {
+    char buf[8192];
+    cuset_file_head(path, 200, buf, sizeof buf);
+    const char *hit = needle ? strstr(buf, needle) : NULL;
+    if (hit) {
+        while (hit > buf && hit[-1] != '\n') hit--; // the whole line
+        const char *end = strchr(hit, '\n');
+        snprintf(out, cap, "%.*s", (int)(end ? end - hit : (long)strlen(hit)), hit);
+    } else {
+        cuset_file_head(path, 6, out, cap);
+    }
+}
+
+// Runs argv in dir with the run limits (program) or the compile limits (compilers: no
+// address-space or CPU limit, the wall clock only); stdout/stderr to dir/NAME.out/.err.
+static void cuset__eval_run(const cuset__EvalEnv *E, char *const argv[], const char *dir, const char *name, int program,
+                     uint64_t as_bytes, CusetRunResult *r, char *err_path, size_t cap) {
+    char out_path[4200], file[64];
+    snprintf(file, sizeof file, "%s.out", name);
+    cuset__eval_join(out_path, sizeof out_path, dir, file);
+    snprintf(file, sizeof file, "%s.err", name);
+    cuset__eval_join(err_path, cap, dir, file);
+    double timeout = program ? E->timeout : E->compile_timeout;
+    CusetRunLimits lim = cuset_run_default_limits(timeout);
+    lim.as_bytes = as_bytes;
+    if (!program) { lim.cpu_s = 0; lim.nofile = 1024; }
+    cuset_run_limited_ex(argv, dir, timeout, out_path, err_path, &lim, r);
+}
+
+// Does the file hold AddressSanitizer's runtime? (It reserves terabytes of address
+// space, so RLIMIT_AS would kill it at start.)
+static int cuset__eval_uses_asan(const char *path) {
+    unsigned char *b;
+    size_t n;
+    if (cuset_read_file(path, &b, &n, NULL, 0)) return 0;
+    int hit = 0;
+    for (size_t i = 0; i + 11 <= n && !hit; i++) hit = b[i] == '_' && memcmp(b + i, "__asan_init", 11) == 0;
+    free(b);
+    return hit;
+}
+
+// Copies the files of the materialized task directory into dir: inputs and spec.json
+// before the run (expected = 0), the expected outputs after it (expected = 1), over
+// anything the program wrote under their names.
+static int cuset__eval_copy_task_files(const char *taskdir, const char *dir, int expected, char *err, size_t errlen) {
+    DIR *d = opendir(taskdir);
+    if (!d) { snprintf(err, errlen, "%s: %s", taskdir, strerror(errno)); return -1; }
+    struct dirent *e;
+    int rc = 0;
+    while ((e = readdir(d)) && !rc) {
+        const char *n = e->d_name;
+        size_t len = strlen(n);
+        int is_expected = len > 13 && !strcmp(n + len - 13, ".expected.bin");
+        int is_input = !is_expected && ((len > 4 && !strcmp(n + len - 4, ".bin")) || !strcmp(n, "spec.json"));
+        if (expected ? !is_expected : !is_input) continue;
+        char src[4200], dst[4200];
+        cuset__eval_join(src, sizeof src, taskdir, n);
+        cuset__eval_join(dst, sizeof dst, dir, n);
+        unlink(dst); // the program may have left a link or a read-only file there
+        rc = cuset_copy_file(src, dst, err, errlen);
+    }
+    closedir(d);
+    return rc;
+}
+
+// One program: compile, run, compare. dir exists and is empty.
+static void cuset__eval_program(const cuset__EvalEnv *E, const char *taskdir, const char *dir, const char *text, size_t len,
+                         cuset__EvalResult *res) {
+    memset(res, 0, sizeof *res);
+    res->exit_code = -1;
+    res->compile_ok = 0;
+    char path[4200], err_path[4200], err[600];
+    CusetRunResult r;
+    double t0 = cuset_time();
+    cuset__eval_join(path, sizeof path, dir, "prog.cu");
+    if (cuset_write_file(path, text, len, err, sizeof err) || cuset__eval_copy_task_files(taskdir, dir, 0, err, sizeof err)) {
+        res->status = CUSET_EVAL_ERROR;
+        snprintf(res->detail, sizeof res->detail, "%s", err);
+        goto done;
+    }
+    // the compilation check: nvcc, when there is one
+    if (E->have_nvcc) {
+        char *argv[] = {(char *)E->nvcc, "-arch=sm_90", "-o", "prog", "prog.cu", NULL};
+        cuset__eval_run(E, argv, dir, "nvcc", 0, 0, &r, err_path, sizeof err_path);
+        if (r.status == CUSET_RUN_ERROR) { res->status = CUSET_EVAL_ERROR; snprintf(res->detail, sizeof res->detail, "%s", r.error); goto done; }
+        if (r.status != CUSET_RUN_EXITED || r.exit_code != 0) {
+            res->status = CUSET_EVAL_COMPILE_ERROR;
+            if (r.timed_out) snprintf(res->detail, sizeof res->detail, "nvcc did not finish in %g s", E->compile_timeout);
+            else cuset__eval_head_or_line(err_path, " error", res->detail, sizeof res->detail);
+            goto done;
+        }
+        res->compile_ok = 1;
+    }
+    // the program to run: nvcc's on a GPU, else the emulator's build
+    const char *exe = "./prog";
+    uint64_t as = 0; // CUDA reserves much address space on a GPU: no RLIMIT_AS there
+    if (!E->use_gpu) {
+        char *argv[] = {(char *)E->emu, "prog.cu", "-o", "prog_emu", NULL};
+        cuset__eval_run(E, argv, dir, "emu_build", 0, 0, &r, err_path, sizeof err_path);
+        if (r.status == CUSET_RUN_ERROR) { res->status = CUSET_EVAL_ERROR; snprintf(res->detail, sizeof res->detail, "%s", r.error); goto done; }
+        if (r.status == CUSET_RUN_EXITED && r.exit_code == 3) {
+            res->status = CUSET_EVAL_UNSUPPORTED;
+            cuset__eval_head_or_line(err_path, "unsupported feature", res->detail, sizeof res->detail);
+            goto done;
+        }
+        if (r.status != CUSET_RUN_EXITED || r.exit_code != 0) {
+            char why[600];
+            if (r.timed_out) snprintf(why, sizeof why, "did not finish in %g s", E->compile_timeout);
+            else cuset__eval_head_or_line(err_path, "error", why, sizeof why);
+            // nvcc accepted it: the emulator's limit, not the program's fault
+            res->status = E->have_nvcc ? CUSET_EVAL_UNSUPPORTED : CUSET_EVAL_COMPILE_ERROR;
+            snprintf(res->detail, sizeof res->detail, "%s%s", E->have_nvcc ? "the emulator could not build a program "
+                     "nvcc compiles: " : "", why);
+            goto done;
+        }
+        if (!E->have_nvcc) res->compile_ok = 1;
+        exe = "./prog_emu";
+        cuset__eval_join(path, sizeof path, dir, "prog_emu");
+        as = cuset__eval_uses_asan(path) ? 0 : 8ull << 30;
+    }
+    char *argv[] = {(char *)exe, NULL};
+    cuset__eval_run(E, argv, dir, "run", 1, as, &r, err_path, sizeof err_path);
+    res->exit_code = r.exit_code;
+    res->signal = r.signal;
+    if (r.status == CUSET_RUN_ERROR) { res->status = CUSET_EVAL_ERROR; snprintf(res->detail, sizeof res->detail, "%s", r.error); goto done; }
+    if (r.status == CUSET_RUN_TIMEOUT || (r.status == CUSET_RUN_SIGNALED && r.signal == SIGXCPU)) {
+        res->status = CUSET_EVAL_TIMEOUT;
+        snprintf(res->detail, sizeof res->detail, r.timed_out ? "killed after %g s" : "CPU time limit of %g s", E->timeout);
+        goto done;
+    }
+    if (r.status == CUSET_RUN_SIGNALED || r.exit_code != 0) {
+        char head[600];
+        cuset__eval_head_or_line(err_path, NULL, head, sizeof head);
+        if (r.status == CUSET_RUN_EXITED && r.exit_code == 3 && strstr(head, "unsupported feature")) {
+            res->status = CUSET_EVAL_UNSUPPORTED;
+            cuset__eval_head_or_line(err_path, "unsupported feature", res->detail, sizeof res->detail);
+            goto done;
+        }
+        res->status = CUSET_EVAL_CRASH;
+        if (r.status == CUSET_RUN_SIGNALED)
+            snprintf(res->detail, sizeof res->detail, "killed by signal %d (%s)%s%s", r.signal, strsignal(r.signal),
+                     head[0] ? ": " : "", head);
+        else
+            snprintf(res->detail, sizeof res->detail, "exit %d%s%s%s", r.exit_code,
+                     !E->use_gpu && r.exit_code == 86 ? " (the emulator found an error)" : "", head[0] ? ": " : "", head);
+        goto done;
+    }
+    // outputs against the expected ones
+    if (cuset__eval_copy_task_files(taskdir, dir, 1, err, sizeof err)) {
+        res->status = CUSET_EVAL_ERROR;
+        snprintf(res->detail, sizeof res->detail, "%s", err);
+        goto done;
+    }
+    char *cargv[] = {(char *)E->corpus, "--compare", ".", NULL};
+    cuset__eval_run(E, cargv, dir, "compare", 0, 0, &r, err_path, sizeof err_path);
+    char out_path[4200];
+    cuset__eval_join(out_path, sizeof out_path, dir, "compare.out");
+    if (r.status == CUSET_RUN_EXITED && r.exit_code == 0) res->status = CUSET_EVAL_PASS;
+    else if (r.status == CUSET_RUN_EXITED && r.exit_code == 1) {
+        res->status = CUSET_EVAL_WRONG_ANSWER;
+        cuset__eval_head_or_line(out_path, "FAIL", res->detail, sizeof res->detail);
+    } else {
+        res->status = CUSET_EVAL_ERROR;
+        if (r.status == CUSET_RUN_ERROR) snprintf(res->detail, sizeof res->detail, "%s", r.error);
+        else cuset__eval_head_or_line(err_path, NULL, res->detail, sizeof res->detail);
+    }
+done:
+    res->seconds = cuset_time() - t0;
+}
+
+
+static void cuset__eval_on_signal(int sig) { // Ctrl-C: take the running program down with us
+    if (cuset_run_current_pgid) kill(-cuset_run_current_pgid, SIGKILL);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+// Materializes task index into dir with data/corpus. 0, or -1 with its message in err.
+static int cuset__eval_materialize(const cuset__EvalEnv *E, int index, const char *dir, char *err, size_t errlen) {
+    char idx[32], log[4200];
+    snprintf(idx, sizeof idx, "%d", index);
+    cuset__eval_join(log, sizeof log, E->root, "materialize.err");
+    char *argv[] = {(char *)E->corpus, "--materialize", (char *)E->corpus_dir, "--split", (char *)E->split, "--index", idx,
+                    "--to", (char *)dir, NULL};
+    CusetRunResult r;
+    CusetRunLimits lim = cuset_run_default_limits(0);
+    lim.as_bytes = 0;
+    cuset_run_limited_ex(argv, NULL, 300, NULL, log, &lim, &r);
+    if (r.status == CUSET_RUN_EXITED && r.exit_code == 0) return 0;
+    char head[400];
+    if (r.status == CUSET_RUN_ERROR) snprintf(head, sizeof head, "%s", r.error);
+    else cuset_file_head(log, 3, head, sizeof head);
+    snprintf(err, errlen, "data/corpus --materialize failed for task %d: %s", index, head);
+    return -1;
+}
+
+static void cuset__eval_write_result(FILE *f, const cuset__EvalTask *t, const cuset__EvalProgram *p, const cuset__EvalResult *r) {
+    fprintf(f, "{\"task\": %d, \"id\": ", p->task);
+    cuset_json_write_string(f, t->id, strlen(t->id));
+    fprintf(f, ", \"family\": ");
+    cuset_json_write_string(f, t->family, strlen(t->family));
+    fprintf(f, ", \"sample\": %d, \"seed\": ", p->sample);
+    if (p->has_seed) fprintf(f, "%llu", (unsigned long long)p->seed); else fprintf(f, "null");
+    fprintf(f, ", \"status\": \"%s\", \"compile_ok\": %s, \"exit_code\": ", cuset_eval_status_names[r->status],
+            r->compile_ok ? "true" : "false");
+    if (r->exit_code >= 0) fprintf(f, "%d", r->exit_code); else fprintf(f, "null");
+    fprintf(f, ", \"signal\": ");
+    if (r->signal) fprintf(f, "%d", r->signal); else fprintf(f, "null");
+    fprintf(f, ", \"seconds\": %.3f, \"detail\": ", r->seconds);
+    cuset_json_write_string(f, r->detail, strlen(r->detail));
+    fprintf(f, ", \"program\": ");
+    cuset_json_write_string(f, p->text, p->len);
+    fprintf(f, "}\n");
+    fflush(f);
+}
+
+typedef struct { int n, c_compile, c_pass, n_unsupported; } cuset__EvalTally;
+
+// One report line: pass@k for each k, averaged over the tasks [first, last) that have at
+// least k programs; what = 0 compilation, 1 functional, 2 functional with the programs
+// the emulator cannot run left out.
+static void cuset__eval_print_pass_at_k(const char *label, int what, const cuset__EvalTally *tally, int first, int last, const int *ks,
+                            int nk, int evaluated_tasks) {
+    printf("%s", label);
+    for (int j = 0; j < nk; j++) {
+        double sum = 0;
+        int used = 0;
+        for (int t = first; t < last; t++) {
+            int n = tally[t].n - (what == 2 ? tally[t].n_unsupported : 0);
+            if (n < ks[j] || n < 1) continue;
+            sum += cuset_pass_at_k(n, what ? tally[t].c_pass : tally[t].c_compile, ks[j]);
+            used++;
+        }
+        if (!used) printf("  pass@%d    n/a", ks[j]);
+        else if (what == 2) printf("  pass@%d %6.2f%% (%d tasks)", ks[j], 100 * sum / used, used);
+        else {
+            printf("  pass@%d %6.2f%%", ks[j], 100 * sum / used);
+            if (used < evaluated_tasks) printf(" (%d tasks with >= %d programs)", used, ks[j]);
+        }
+    }
+    printf("\n");
+}
+
+// Functional pass@1 per family, each family once, in the order of its first task.
+static void cuset__eval_print_families(const cuset__EvalTask *tasks, const cuset__EvalTally *tally, int first, int last) {
+    printf("functional pass@1 by family:\n");
+    printf("  %-28s %6s %9s %8s\n", "family", "tasks", "programs", "pass@1");
+    for (int t = first; t < last; t++) {
+        if (!tally[t].n) continue;
+        int seen = 0;
+        for (int u = first; u < t && !seen; u++) seen = tally[u].n && !strcmp(tasks[u].family, tasks[t].family);
+        if (seen) continue;
+        int nt = 0, np = 0;
+        double sum = 0;
+        for (int u = t; u < last; u++) {
+            if (!tally[u].n || strcmp(tasks[u].family, tasks[t].family)) continue;
+            nt++;
+            np += tally[u].n;
+            sum += cuset_pass_at_k(tally[u].n, tally[u].c_pass, 1);
+        }
+        printf("  %-28s %6d %9d %7.1f%%\n", tasks[t].family, nt, np, 100 * sum / nt);
+    }
+}
+
+int cuset_eval_main(const CusetEvalOpts *o, const CusetEvalSampler *sampler) {
+    cuset__EvalEnv E = {0};
+    E.tasks_path = o->tasks_path;
+    E.keep_dirs = o->keep_dirs;
+    E.timeout = o->timeout;
+    E.compile_timeout = o->compile_timeout;
+    char err[1200];
+    if (!!sampler == !!o->programs_path) cuset__eval_fail("--eval needs --model CKPT (sample programs) or --programs FILE "
+                                                       "(evaluate given ones)%s%s", "", "");
+    // k, and samples per task
+    int ks[16], nk = 0, kmax = 0;
+    for (const char *p = o->k_list; *p;) {
+        char *end;
+        long k = strtol(p, &end, 10);
+        if (end == p || k < 1 || k > 1000 || nk == 16 || (*end && *end != ',')) cuset__eval_fail("--k expects values like 1,3 (each in [1, 1000]), got '%s'%s", o->k_list, "");
+        ks[nk++] = (int)k;
+        if (k > kmax) kmax = (int)k;
+        p = *end ? end + 1 : end;
+    }
+    if (!nk) cuset__eval_fail("--k expects values like 1,3%s%s", "", "");
+    int samples = o->samples ? o->samples : kmax;
+    if (sampler && samples < kmax) {
+        fprintf(stderr, CUSET_EVAL_WHO ": --k %d needs at least %d samples per task, but --samples is %d\n", kmax, kmax, samples);
+        exit(2);
+    }
+    // the corpus: DIR/SPLIT.jsonl, and the data/corpus binary
+    {
+        char tmp[4096];
+        if (!realpath(o->tasks_path, tmp)) cuset__eval_fail("%s: %s", o->tasks_path, strerror(errno));
+        char *slash = strrchr(tmp, '/');
+        const char *base = slash + 1;
+        size_t bl = strlen(base);
+        if (bl < 7 || strcmp(base + bl - 6, ".jsonl") || bl - 6 >= sizeof E.split)
+            cuset__eval_fail("%s is not a corpus split file (DIR/train.jsonl, DIR/val.jsonl or DIR/test.jsonl, as make data "
+                      "writes them)%s", o->tasks_path, "");
+        snprintf(E.split, sizeof E.split, "%.*s", (int)(bl - 6), base);
+        if (strcmp(E.split, "train") && strcmp(E.split, "val") && strcmp(E.split, "test"))
+            cuset__eval_fail("%s is not a corpus split file: its name must be train.jsonl, val.jsonl or test.jsonl%s",
+                      o->tasks_path, "");
+        *slash = 0;
+        snprintf(E.corpus_dir, sizeof E.corpus_dir, "%s", tmp[0] ? tmp : "/");
+    }
+    char path[4096];
+    if (o->corpus) snprintf(path, sizeof path, "%s", o->corpus); else cuset__eval_beside_exe("data/corpus", path, sizeof path);
+    if (!cuset__eval_is_executable(path) || !realpath(path, E.corpus))
+        cuset__eval_fail("the corpus program %s is missing (make data/corpus builds it; --corpus PATH gives another)%s", path, "");
+    if (!o->nvcc) E.have_nvcc = cuset__eval_find_nvcc(E.nvcc, sizeof E.nvcc);
+    else if (strcmp(o->nvcc, "none")) {
+        if (!cuset__eval_is_executable(o->nvcc) || !realpath(o->nvcc, E.nvcc)) cuset__eval_fail("--nvcc %s: not an executable file%s", o->nvcc, "");
+        E.have_nvcc = 1;
+    }
+    // the runner
+    if (strcmp(o->runner, "auto") && strcmp(o->runner, "gpu") && strcmp(o->runner, "emu"))
+        cuset__eval_fail("--runner expects auto, gpu or emu, got '%s'%s", o->runner, "");
+    int gpu_present = 0;
+    if (strcmp(o->runner, "emu")) {
+        char *argv[] = {"nvidia-smi", "-L", NULL};
+        CusetRunResult r;
+        cuset_run_limited(argv, NULL, 30, NULL, NULL, &r);
+        gpu_present = r.status == CUSET_RUN_EXITED && r.exit_code == 0;
+    }
+    if (!strcmp(o->runner, "gpu") && !gpu_present) cuset__eval_fail("--runner gpu: no GPU (nvidia-smi -L fails)%s%s", "", "");
+    E.use_gpu = gpu_present && E.have_nvcc;
+    if (!strcmp(o->runner, "gpu") && !E.have_nvcc) cuset__eval_fail("--runner gpu needs nvcc (on PATH or /usr/local/cuda/bin)%s%s", "", "");
+    if (!E.use_gpu) {
+        if (o->emu) snprintf(path, sizeof path, "%s", o->emu); else cuset__eval_beside_exe("emu/nvcc-emu", path, sizeof path);
+        if (!cuset__eval_is_executable(path) || !realpath(path, E.emu))
+            cuset__eval_fail("no GPU, and the CPU emulator %s is missing (make emu/nvcc-emu builds it; --emu PATH gives "
+                      "another)%s", path, "");
+    }
+    // tasks and programs
+    cuset__EvalTask *tasks = cuset__eval_load_tasks(o->tasks_path);
+    int ntasks = (int)arrlen(tasks);
+    if (o->first >= ntasks) {
+        fprintf(stderr, CUSET_EVAL_WHO ": %s holds %d tasks; --first %d is past the end\n", o->tasks_path, ntasks, o->first);
+        exit(2);
+    }
+    int last = o->count > 0 && o->first + o->count < ntasks ? o->first + o->count : ntasks; // tasks [first, last)
+    cuset__EvalProgram *given = o->programs_path ? cuset__eval_load_programs(o->programs_path, ntasks) : NULL;
+    // the sampler's model
+    if (sampler && sampler->open(sampler->ctx, samples)) return 1;
+    // the results file and the private directory
+    char results_default[4200];
+    const char *results_path = o->results_path;
+    if (!results_path) {
+        snprintf(results_default, sizeof results_default, "%s.eval.jsonl", sampler ? sampler->name : o->programs_path);
+        results_path = results_default;
+    }
+    FILE *rf = fopen(results_path, "w");
+    if (!rf) cuset__eval_fail("%s: cannot create: %s", results_path, strerror(errno));
+    E.root = cuset_make_temp_dir("cuset_eval", err, sizeof err);
+    if (!E.root) cuset__eval_fail("%s%s", err, "");
+    signal(SIGINT, cuset__eval_on_signal);
+    signal(SIGTERM, cuset__eval_on_signal);
+    const char *compiler = E.have_nvcc ? "nvcc -arch=sm_90" : "none (no nvcc: the emulator's build is the compilation check)";
+    fprintf(stderr, "eval: %s tasks %d..%d of %d; compiler %s; runner %s; work in %s\n", o->tasks_path, o->first, last - 1,
+            ntasks, compiler, E.use_gpu ? "GPU" : E.emu, E.root);
+
+    // evaluate, task by task
+    cuset__EvalTally *tally = (cuset__EvalTally *)calloc(ntasks, sizeof *tally);
+    int counts[CUSET_EVAL_NSTATUS] = {0}, done = 0, evaluated_tasks = 0, total = 0, compiled = 0;
+    if (given) { for (int i = 0; i < (int)arrlen(given); i++) total += given[i].task >= o->first && given[i].task < last; }
+    else total = (last - o->first) * samples;
+    double t0 = cuset_time();
+    for (int t = o->first; t < last; t++) {
+        int todo = 0;
+        if (given) { for (int i = 0; i < (int)arrlen(given); i++) todo += given[i].task == t; }
+        else todo = samples;
+        if (!todo) continue;
+        char taskdir[4200];
+        char name[64];
+        snprintf(name, sizeof name, "task-%d", t);
+        cuset__eval_join(taskdir, sizeof taskdir, E.root, name);
+        if (cuset__eval_materialize(&E, t, taskdir, err, sizeof err)) {
+            fprintf(stderr, CUSET_EVAL_WHO ": %s\n", err);
+            cuset_remove_tree(E.root);
+            exit(1);
+        }
+        evaluated_tasks++;
+        for (int s = 0, gi = 0; s < todo; s++) {
+            cuset__EvalProgram p = {t, s, 0, 0, NULL, 0};
+            char *text = NULL; // stb_ds, a sampled program
+            if (given) {
+                while (given[gi].task != t) gi++;
+                p = given[gi++];
+            } else {
+                p.has_seed = 1;
+                p.seed = sampler->seed + 1000ull * (uint64_t)t + (uint64_t)s;
+                if (sampler->sample(sampler->ctx, t, tasks[t].prompt, tasks[t].prompt_len, p.seed, &text, err, sizeof err)) {
+                    fprintf(stderr, CUSET_EVAL_WHO ": %s\n", err);
+                    cuset_remove_tree(E.root);
+                    exit(2);
+                }
+                p.text = text;
+                p.len = arrlenu(text);
+            }
+            char dir[4300];
+            snprintf(name, sizeof name, "task-%d-sample-%d", t, s);
+            cuset__eval_join(dir, sizeof dir, E.root, name);
+            cuset__EvalResult res;
+            if (mkdir(dir, 0700)) {
+                memset(&res, 0, sizeof res);
+                res.status = CUSET_EVAL_ERROR;
+                res.exit_code = -1;
+                snprintf(res.detail, sizeof res.detail, "cannot make a directory for the program: %s", strerror(errno));
+            } else {
+                cuset__eval_program(&E, taskdir, dir, p.text ? p.text : "", p.len, &res);
+            }
+            if (!E.keep_dirs) cuset_remove_tree(dir);
+            cuset__eval_write_result(rf, &tasks[t], &p, &res);
+            arrfree(text);
+            cuset__EvalTally *ty = &tally[t];
+            ty->n++;
+            ty->c_compile += res.compile_ok;
+            ty->c_pass += res.status == CUSET_EVAL_PASS;
+            ty->n_unsupported += res.status == CUSET_EVAL_UNSUPPORTED;
+            counts[res.status]++;
+            compiled += res.compile_ok;
+            done++;
+            double el = cuset_time() - t0;
+            fprintf(stderr, "eval: task %d/%d %s (%s) sample %d/%d: %s (%.1f s) | %.2f samples/s | passed %d, compiled %d of %d\n",
+                    t - o->first + 1, last - o->first, tasks[t].id, tasks[t].family, s + 1, todo, cuset_eval_status_names[res.status],
+                    res.seconds, done / (el > 0 ? el : 1), counts[CUSET_EVAL_PASS], compiled, done);
+        }
+        if (!E.keep_dirs) cuset_remove_tree(taskdir);
+    }
+    fclose(rf);
+    if (!E.keep_dirs) cuset_remove_tree(E.root);
+    if (!done) {
+        fprintf(stderr, CUSET_EVAL_WHO ": no program to evaluate for tasks %d..%d (check --first, --count and the indexes in %s)\n",
+                o->first, last - 1, o->programs_path ? o->programs_path : "");
+        exit(2);
+    }
+
+    // the report
+    printf("eval: %s, %d tasks (of tasks %d..%d)\n", o->tasks_path, evaluated_tasks, o->first, last - 1);
+    if (sampler)
+        printf("programs: sampled from %s, %d per task (%s, seed %llu)\n", sampler->name, samples, sampler->settings,
+               (unsigned long long)sampler->seed);
+    else
+        printf("programs: %d from %s\n", done, o->programs_path);
+    printf("compilation check: %s\n", compiler);
+    printf("runs: %s%s, %g s limit\n", E.use_gpu ? "on the GPU (nvcc's binary)" : "on the CPU emulator ", E.use_gpu ? "" : E.emu,
+           E.timeout);
+    cuset__eval_print_pass_at_k("compilation ", 0, tally, o->first, last, ks, nk, evaluated_tasks);
+    cuset__eval_print_pass_at_k("functional  ", 1, tally, o->first, last, ks, nk, evaluated_tasks);
+    if (counts[CUSET_EVAL_UNSUPPORTED]) // the same without the programs the emulator cannot run
+        cuset__eval_print_pass_at_k("functional, unsupported left out:", 2, tally, o->first, last, ks, nk, evaluated_tasks);
+    printf("outcomes of %d programs:", done);
+    for (int s = 0; s < CUSET_EVAL_NSTATUS; s++) printf(" %s %d%s", cuset_eval_status_names[s], counts[s], s + 1 < CUSET_EVAL_NSTATUS ? "," : "\n");
+    if (!E.use_gpu)
+        printf("(unsupported: the emulator does not model a feature the program uses, or cannot build a program nvcc "
+               "compiles; counted as not passing; the line 'unsupported left out' drops them)\n");
+    cuset__eval_print_families(tasks, tally, o->first, last);
+    printf("results: %s\n", results_path);
+    if (E.keep_dirs) printf("work directories kept in %s\n", E.root);
+    for (int t = 0; t < ntasks; t++) { free(tasks[t].prompt); free(tasks[t].reference); free(tasks[t].id); free(tasks[t].family); }
+    arrfree(tasks);
+    for (int i = 0; i < (int)arrlen(given); i++) free(given[i].text);
+    arrfree(given);
+    free(tally);
+    free(E.root);
+    return 0;
+}
+
+
+#endif // CUSET_EVAL_IMPLEMENTATION_DONE
+#endif // CUSET_EVAL_IMPLEMENTATION
