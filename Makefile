@@ -17,7 +17,7 @@ CUDA_LDLIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lstdc
 endif
 
 BINS = train gen
-TEST_BINS = test/oracle_case test/test_cuset test/test_tokenizer test/test_annotate test/test_data test/bench_tokenizer test/test_corpus test/test_eval test/test_confidence
+TEST_BINS = test/oracle_case test/test_cuset test/test_tokenizer test/test_annotate test/test_data test/bench_tokenizer test/test_corpus test/test_eval test/test_confidence test/test_sandbox
 FUZZERS = annotate tokenizer checkpoint jsonl data
 
 all: $(BINS) emu/nvcc-emu emu/pch/cuemu.h.gch
@@ -32,7 +32,7 @@ deps-test deps-cudabench: deps-%: deps-build
 train: train.c cuset.h $(CUDA_OBJ) | deps-build
 	$(CC) $(CFLAGS) $(CUDA_CFLAGS) -o $@ train.c $(CUDA_OBJ) $(LDLIBS) $(CUDA_LDLIBS)
 
-gen: gen.c cuset.h emu/eval.h $(CUDA_OBJ) | deps-build
+gen: gen.c cuset.h emu/eval.h emu/sandbox.h $(CUDA_OBJ) | deps-build
 	$(CC) $(CFLAGS) $(CUDA_CFLAGS) -o $@ gen.c $(CUDA_OBJ) $(LDLIBS) $(CUDA_LDLIBS)
 
 cuset_cuda.o: cuset.cu cuset.h | deps-build
@@ -54,7 +54,7 @@ bench-gpu: train test/bench_gpu
 test/%: test/%.c cuset.h test/tok_testlib.h test/testlib.h | deps-build
 	$(CC) $(CFLAGS) -o $@ $< $(LDLIBS)
 test/test_confidence: data/confidence.h
-test/test_eval: emu/eval.h
+test/test_eval test/test_sandbox: emu/eval.h emu/sandbox.h
 
 test: $(BINS) $(TEST_BINS) data/corpus emu/nvcc-emu emu/pch/cuemu.h.gch | deps-test
 	PYTHON=$(PYTHON) bash test/run_tests.sh

@@ -54,15 +54,23 @@ static const char *usage_text =
     "                        the program)                   [MODEL.eval.jsonl, PROGS.eval.jsonl]\n"
     "  --timeout SEC         wall-clock limit of each run                  [30]\n"
     "  --compile-timeout SEC wall-clock limit of each compilation          [120]\n"
+    "  --disk-limit MIB      what each compilation or run may take of the disk: it is stopped\n"
+    "                        when the disk's free space falls by more while it runs   [1024]\n"
     "  --runner auto|gpu|emu where programs run: auto = the GPU when nvidia-smi -L works [auto]\n"
     "  --corpus PATH         the corpus program        [data/corpus beside the gen binary]\n"
     "  --emu PATH            the emulator's compiler   [emu/nvcc-emu beside the gen binary]\n"
     "  --nvcc PATH|none      the CUDA compiler; none: the emulator's build is the compilation\n"
     "                        check                      [nvcc on the PATH, /usr/local/cuda/bin]\n"
     "  --keep-dirs           keep the work directories ($TMPDIR/cuset_eval.XXXXXX) for a look\n"
-    "The report goes to stdout, progress to stderr. Each program runs in a private temporary\n"
-    "directory, in its own process group, with stdin from /dev/null, its output in files,\n"
-    "and limits on CPU time, file size (256 MiB), memory (8 GiB, emulator only) and open files.\n";
+    "  --unsafe-no-sandbox   compile and run the programs WITHOUT ISOLATION, with your user's\n"
+    "                        rights over your files, processes and network (for a machine\n"
+    "                        where bubblewrap cannot make a sandbox)\n"
+    "The report goes to stdout, progress to stderr. Each compilation and run happens in a\n"
+    "sandbox (emu/sandbox.h: bubblewrap; only its private directory writable, the system\n"
+    "read-only, the rest of the file system hidden, no network, its own PID namespace, not\n"
+    "root), with stdin from /dev/null, its output in files, and limits on time, CPU time,\n"
+    "processes (256), file size (256 MiB), memory (8 GiB, emulator only), open files and disk.\n"
+    "Without a working bubblewrap gen refuses to run programs unless --unsafe-no-sandbox.\n";
 
 static void fail(const char *msg, const char *arg) {
     fprintf(stderr, "gen: %s%s\n(gen --help lists the options)\n", msg, arg);
@@ -225,7 +233,7 @@ static int eval_with_model(const CusetEvalOpts *ev, const char *model_path, Samp
 int main(int argc, char **argv) {
     const char *model_path = NULL, *prompt = NULL, *prompt_file = NULL, *prompt_ids = NULL, *prompt_jsonl = NULL;
     int info_only = 0, max_tokens = 0, top_k = 0, stop = -2, index = 0, show_prompt = 0;
-    CusetEvalOpts ev = {.k_list = "1,3", .runner = "auto", .timeout = 30, .compile_timeout = 120};
+    CusetEvalOpts ev = {.k_list = "1,3", .runner = "auto", .timeout = 30, .compile_timeout = 120, .disk_mib = 1024};
     float temperature = 0.8f, top_p = 1.0f;
     uint64_t seed = 1;
     for (int i = 1; i < argc; i++) {
@@ -234,6 +242,7 @@ int main(int argc, char **argv) {
         if (!strcmp(k, "--info")) { info_only = 1; continue; }
         if (!strcmp(k, "--show-prompt")) { show_prompt = 1; continue; }
         if (!strcmp(k, "--keep-dirs")) { ev.keep_dirs = 1; continue; }
+        if (!strcmp(k, "--unsafe-no-sandbox")) { ev.unsafe_no_sandbox = 1; continue; }
         if (strncmp(k, "--", 2) != 0) fail("unexpected argument ", k);
         if (i + 1 >= argc) fail("missing value for ", k);
         const char *v = argv[++i];
@@ -259,6 +268,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(k, "--count")) ev.count = (int)num(k, v, 1, 1e9);
         else if (!strcmp(k, "--timeout")) ev.timeout = num(k, v, 0.01, 86400);
         else if (!strcmp(k, "--compile-timeout")) ev.compile_timeout = num(k, v, 1, 86400);
+        else if (!strcmp(k, "--disk-limit")) ev.disk_mib = num(k, v, 1, 1 << 24);
         else if (!strcmp(k, "--runner")) ev.runner = v;
         else if (!strcmp(k, "--corpus")) ev.corpus = v;
         else if (!strcmp(k, "--emu")) ev.emu = v;

@@ -11,7 +11,9 @@
      a private directory with prog.cu and the task's inputs, nvcc (when present) for the
      compilation check, a run on the GPU or under the CPU emulator emu/nvcc-emu, then
      data/corpus --compare against the expected outputs; one JSON line per program and a
-     report of compilation and functional pass@k, outcomes and pass@1 per family.
+     report of compilation and functional pass@k, outcomes and pass@1 per family. Every
+     compilation, run and comparison happens in the sandbox of emu/sandbox.h (bubblewrap),
+     or, where there is none, not at all unless o->unsafe_no_sandbox says so.
 
    stb style: include it anywhere for the declarations; in exactly one C file write
        #define CUSET_EVAL_IMPLEMENTATION
@@ -25,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "../cuset.h"
+#include "sandbox.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -58,6 +61,7 @@ typedef struct {
     int signal;      // CUSET_RUN_SIGNALED, CUSET_RUN_TIMEOUT: the signal; 0 otherwise
     int timed_out;   // status == CUSET_RUN_TIMEOUT
     double seconds;  // wall-clock time from fork to the end of the child
+    int disk_full;   // the disk watch killed it (status CUSET_RUN_SIGNALED, signal SIGKILL)
     char error[256]; // CUSET_RUN_ERROR: why
 } CusetRunResult;
 // Resource limits for the child (setrlimit, soft = hard). 0 leaves a limit as inherited.
@@ -66,6 +70,9 @@ typedef struct {
     uint64_t file_bytes; // RLIMIT_FSIZE: largest file the child may write; SIGXFSZ past it
     uint64_t as_bytes;   // RLIMIT_AS: address space (leave 0 for AddressSanitizer builds)
     int nofile;          // RLIMIT_NOFILE: open descriptors
+    uint64_t disk_bytes; // the disk watch: kill the group when the file system holding dir
+                         // loses more than this while it runs (free bytes, plus 4 KiB per
+                         // free inode; others' writes count too); 0: no watch
 } CusetRunLimits;        // RLIMIT_CORE is always 0: no core files
 // The defaults of cuset_run_limited: CPU time timeout_s x the number of CPUs + 1 s (the
 // wall clock is the real limit; this is a backstop), files 256 MiB, address space 8 GiB,
@@ -99,7 +106,9 @@ char *cuset_file_head(const char *path, int max_lines, char *buf, size_t cap);
 typedef struct {
     const char *tasks_path, *programs_path, *results_path, *corpus, *emu, *nvcc, *runner, *k_list;
     int samples, first, count, keep_dirs;
+    int unsafe_no_sandbox; // run the programs without isolation (only where the user says so)
     double timeout, compile_timeout;
+    double disk_mib;       // what each compilation or run may take of the disk (0: no watch)
 } CusetEvalOpts;
 
 // Where programs come from when there is no --programs file: a model. open is called once,
@@ -151,8 +160,11 @@ int cuset_eval_main(const CusetEvalOpts *o, const CusetEvalSampler *sampler);
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#define CUSET_SANDBOX_IMPLEMENTATION
+#include "sandbox.h"
 
 static int cuset__eval_err(char *err, size_t errlen, const char *fmt, ...) {
     if (err && errlen) {
@@ -180,7 +192,7 @@ volatile int cuset_run_current_pgid = 0;
 
 CusetRunLimits cuset_run_default_limits(double timeout_s) {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    CusetRunLimits l = {0, 256ull << 20, 8ull << 30, 256};
+    CusetRunLimits l = {0, 256ull << 20, 8ull << 30, 256, 0};
     if (timeout_s > 0) l.cpu_s = ceil(timeout_s) * (ncpu > 0 ? ncpu : 1) + 1;
     return l;
 }
@@ -228,6 +240,14 @@ static int cuset__find_program(const char *name, char *out, size_t cap) {
         if (!e) return -1;
         p = e + 1;
     }
+}
+
+// What the file system holding dir (NULL: the working directory) has free: bytes, plus
+// 4 KiB per free inode. 0 when it cannot tell.
+static uint64_t cuset__disk_free(const char *dir) {
+    struct statvfs v;
+    if (statvfs(dir ? dir : ".", &v)) return 0;
+    return (uint64_t)v.f_bavail * v.f_frsize + (uint64_t)v.f_favail * 4096;
 }
 
 int cuset_run_limited_ex(char *const argv[], const char *dir, double timeout_s, const char *out_path,
@@ -302,18 +322,22 @@ int cuset_run_limited_ex(char *const argv[], const char *dir, double timeout_s, 
         r->seconds = cuset_time() - t0;
         return r->status;
     }
-    // wait, polling, until it ends or the time is up; poll often at first so short runs
-    // are timed precisely
+    // wait, polling, until it ends, the time is up or it has written too much; poll often
+    // at first so short runs are timed precisely
+    uint64_t free0 = lim && lim->disk_bytes ? cuset__disk_free(dir) : 0;
     long nap_ns = 200000;
     for (;;) {
         pid_t w = waitpid(pid, &st, WNOHANG);
         if (w == pid) break;
         if (w < 0 && errno != EINTR) break; // cannot happen for our own child
-        if (timeout_s > 0 && cuset_time() - t0 >= timeout_s) {
+        int late = timeout_s > 0 && cuset_time() - t0 >= timeout_s;
+        int full = free0 && cuset__disk_free(dir) + lim->disk_bytes < free0;
+        if (late || full) {
             kill(-pid, SIGKILL);
             kill(pid, SIGKILL);
             while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-            r->timed_out = 1;
+            r->timed_out = late;
+            r->disk_full = full && !late;
             break;
         }
         struct timespec ts = {0, nap_ns};
@@ -430,8 +454,9 @@ typedef struct {
     char corpus_dir[4096], split[16];
     char corpus[4096], emu[4096], nvcc[4096];
     int have_nvcc, use_gpu, keep_dirs;
-    double timeout, compile_timeout;
-    char *root; // the private temporary directory of this run
+    double timeout, compile_timeout, disk_mib;
+    char *root;      // the private temporary directory of this run
+    CusetSandbox sb; // where every compilation and run happens (sb.isolated 0: --unsafe-no-sandbox)
 } cuset__EvalEnv;
 
 static void cuset__eval_fail(const char *fmt, const char *a, const char *b) {
@@ -580,8 +605,9 @@ static void cuset__eval_head_or_line(const char *path, const char *needle, char 
     }
 }
 
-// Runs argv in dir with the run limits (program) or the compile limits (compilers: no
-// address-space or CPU limit, the wall clock only); stdout/stderr to dir/NAME.out/.err.
+// Runs argv in dir, in the sandbox, with the run limits (program) or the compile limits
+// (compilers: no address-space or CPU limit, the wall clock only); stdout/stderr to
+// dir/NAME.out/.err, made anew (what a program left under those names may be a link).
 static void cuset__eval_run(const cuset__EvalEnv *E, char *const argv[], const char *dir, const char *name, int program,
                      uint64_t as_bytes, CusetRunResult *r, char *err_path, size_t cap) {
     char out_path[4200], file[64];
@@ -589,11 +615,22 @@ static void cuset__eval_run(const cuset__EvalEnv *E, char *const argv[], const c
     cuset__eval_join(out_path, sizeof out_path, dir, file);
     snprintf(file, sizeof file, "%s.err", name);
     cuset__eval_join(err_path, cap, dir, file);
+    unlink(out_path);
+    unlink(err_path);
+    memset(r, 0, sizeof *r);
+    r->exit_code = -1;
+    r->status = CUSET_RUN_ERROR;
+    if (cuset_sandbox_prepare_dir(&E->sb, dir, r->error, sizeof r->error)) return; // the sandbox's user owns all there
     double timeout = program ? E->timeout : E->compile_timeout;
     CusetRunLimits lim = cuset_run_default_limits(timeout);
     lim.as_bytes = as_bytes;
+    lim.disk_bytes = (uint64_t)(E->disk_mib * 1048576);
     if (!program) { lim.cpu_s = 0; lim.nofile = 1024; }
-    cuset_run_limited_ex(argv, dir, timeout, out_path, err_path, &lim, r);
+    char **cmd = cuset_sandbox_argv(&E->sb, dir, argv);
+    cuset_run_limited_ex(cmd, dir, timeout, out_path, err_path, &lim, r);
+    cuset_sandbox_argv_free(cmd);
+    int sig = r->status == CUSET_RUN_EXITED ? cuset_sandbox_signal(&E->sb, r->exit_code) : 0;
+    if (sig) { r->status = CUSET_RUN_SIGNALED; r->signal = sig; r->exit_code = -1; }
 }
 
 // Does the file hold AddressSanitizer's runtime? (It reserves terabytes of address
@@ -706,7 +743,9 @@ static void cuset__eval_program(const cuset__EvalEnv *E, const char *taskdir, co
             goto done;
         }
         res->status = CUSET_EVAL_CRASH;
-        if (r.status == CUSET_RUN_SIGNALED)
+        if (r.disk_full)
+            snprintf(res->detail, sizeof res->detail, "stopped: it wrote more than %g MiB to the disk", E->disk_mib);
+        else if (r.status == CUSET_RUN_SIGNALED)
             snprintf(res->detail, sizeof res->detail, "killed by signal %d (%s)%s%s", r.signal, strsignal(r.signal),
                      head[0] ? ": " : "", head);
         else
@@ -837,6 +876,7 @@ int cuset_eval_main(const CusetEvalOpts *o, const CusetEvalSampler *sampler) {
     E.keep_dirs = o->keep_dirs;
     E.timeout = o->timeout;
     E.compile_timeout = o->compile_timeout;
+    E.disk_mib = o->disk_mib;
     char err[1200];
     if (!!sampler == !!o->programs_path) cuset__eval_fail("--eval needs --model CKPT (sample programs) or --programs FILE "
                                                        "(evaluate given ones)%s%s", "", "");
@@ -901,6 +941,25 @@ int cuset_eval_main(const CusetEvalOpts *o, const CusetEvalSampler *sampler) {
             cuset__eval_fail("no GPU, and the CPU emulator %s is missing (make emu/nvcc-emu builds it; --emu PATH gives "
                       "another)%s", path, "");
     }
+    // the sandbox, which sees the tools read-only: the emulator's directory (its headers),
+    // the corpus program (--compare), nvcc's toolkit
+    if (o->unsafe_no_sandbox) {
+        fprintf(stderr, CUSET_EVAL_WHO ": WARNING: --unsafe-no-sandbox: the programs are compiled and run WITHOUT "
+                "ISOLATION, with the rights of user %d over files, processes and the network\n", (int)getuid());
+    } else if (cuset_sandbox_init(&E.sb, E.use_gpu)) {
+        cuset__eval_fail("cannot isolate the programs on this machine: %s. Model-written programs run only in a "
+                         "sandbox; --unsafe-no-sandbox runs them without one, with all your rights%s", E.sb.why, "");
+    } else {
+        char dir[4096], toolkit[4096];
+        snprintf(dir, sizeof dir, "%s", E.emu);
+        if (strrchr(dir, '/')) *strrchr(dir, '/') = 0; // nvcc-emu finds its headers beside itself
+        snprintf(toolkit, sizeof toolkit, "%s", E.nvcc); // TOOLKIT/bin/nvcc
+        for (int up = 0; up < 2 && strrchr(toolkit, '/'); up++) *strrchr(toolkit, '/') = 0;
+        if ((!E.use_gpu && cuset_sandbox_add_tool(&E.sb, dir, err, sizeof err)) ||
+            cuset_sandbox_add_tool(&E.sb, E.corpus, err, sizeof err) ||
+            (E.have_nvcc && cuset_sandbox_add_tool(&E.sb, toolkit, err, sizeof err)))
+            cuset__eval_fail("the sandbox: %s%s", err, "");
+    }
     // tasks and programs
     cuset__EvalTask *tasks = cuset__eval_load_tasks(o->tasks_path);
     int ntasks = (int)arrlen(tasks);
@@ -923,11 +982,19 @@ int cuset_eval_main(const CusetEvalOpts *o, const CusetEvalSampler *sampler) {
     if (!rf) cuset__eval_fail("%s: cannot create: %s", results_path, strerror(errno));
     E.root = cuset_make_temp_dir("cuset_eval", err, sizeof err);
     if (!E.root) cuset__eval_fail("%s%s", err, "");
+    char *abs = realpath(E.root, NULL); // the sandbox binds directories by absolute paths
+    if (abs) { free(E.root); E.root = abs; }
+    if (E.sb.drop_root) chmod(E.root, 0711); // nobody, the programs' user, passes through to their directories
+    if (cuset_sandbox_can_reach(&E.sb, E.root, err, sizeof err)) {
+        cuset_remove_tree(E.root);
+        cuset__eval_fail("the sandbox: %s (or set TMPDIR to a directory open to others)%s", err, "");
+    }
     signal(SIGINT, cuset__eval_on_signal);
     signal(SIGTERM, cuset__eval_on_signal);
     const char *compiler = E.have_nvcc ? "nvcc -arch=sm_90" : "none (no nvcc: the emulator's build is the compilation check)";
-    fprintf(stderr, "eval: %s tasks %d..%d of %d; compiler %s; runner %s; work in %s\n", o->tasks_path, o->first, last - 1,
-            ntasks, compiler, E.use_gpu ? "GPU" : E.emu, E.root);
+    fprintf(stderr, "eval: %s tasks %d..%d of %d; compiler %s; runner %s; work in %s; %s\n", o->tasks_path, o->first,
+            last - 1, ntasks, compiler, E.use_gpu ? "GPU" : E.emu, E.root,
+            E.sb.isolated ? "isolated by bubblewrap" : "NOT ISOLATED");
 
     // evaluate, task by task
     cuset__EvalTally *tally = (cuset__EvalTally *)calloc(ntasks, sizeof *tally);
@@ -1033,6 +1100,7 @@ int cuset_eval_main(const CusetEvalOpts *o, const CusetEvalSampler *sampler) {
     arrfree(given);
     free(tally);
     free(E.root);
+    cuset_sandbox_free(&E.sb);
     return 0;
 }
 

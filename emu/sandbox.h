@@ -92,6 +92,8 @@ void cuset_sandbox_free(CusetSandbox *sb);
 #endif // CUSET_SANDBOX_H
 
 #ifdef CUSET_SANDBOX_IMPLEMENTATION
+#ifndef CUSET_SANDBOX_IMPLEMENTATION_DONE // emu/eval.h's implementation brings it along too
+#define CUSET_SANDBOX_IMPLEMENTATION_DONE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -411,4 +413,5 @@ void cuset_sandbox_free(CusetSandbox *sb) {
     sb->nbinds = 0;
 }
 
+#endif // CUSET_SANDBOX_IMPLEMENTATION_DONE
 #endif // CUSET_SANDBOX_IMPLEMENTATION

@@ -217,6 +217,10 @@ echo "== evaluation: pass@k, the sandboxed runner, gen --eval end to end (test/t
 tally < <(./test/test_eval; echo "exit $?" >"$TMP/rc")
 grep -q "exit 0" "$TMP/rc" || bad "test_eval_exit" "$(cat "$TMP/rc")"
 
+echo "== the sandbox: hostile generated programs through gen --eval are contained (test/test_sandbox)"
+tally < <(./test/test_sandbox; echo "exit $?" >"$TMP/rc")
+grep -q "exit 0" "$TMP/rc" || bad "test_sandbox_exit" "$(cat "$TMP/rc")"
+
 echo "== the confidence analysis (data/confidence.h): hand-made cases; KS p-value against scipy"
 tally < <(./test/test_confidence "$TMP/ks.txt"; echo "exit $?" >"$TMP/rc")
 grep -q "exit 0" "$TMP/rc" || bad "test_confidence_exit" "$(cat "$TMP/rc")"

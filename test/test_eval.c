@@ -289,7 +289,7 @@ static void put_program(FILE *f, int index, const char *text) {
 static CusetRunResult run_gen(char *const *argv, double timeout) {
     CusetRunResult r;
     cuset_run_limited_ex(argv, NULL, timeout, path_in("gen.out"), path_in("gen.err"),
-                         &(CusetRunLimits){0, 1ull << 30, 0, 256}, &r);
+                         &(CusetRunLimits){0, 1ull << 30, 0, 256, 0}, &r);
     return r;
 }
 
@@ -362,7 +362,7 @@ static void test_eval_end_to_end(void) {
         else {
             char *build[] = {emu, "reference.cu", "-o", "prog_emu", NULL};
             cuset_run_limited_ex(build, path_in("probe"), 300, NULL, path_in("probe/build.err"),
-                                 &(CusetRunLimits){0, 1ull << 28, 0, 1024}, &r);
+                                 &(CusetRunLimits){0, 1ull << 28, 0, 1024, 0}, &r);
             if (r.status != CUSET_RUN_EXITED || r.exit_code != 0) {
                 why = "emu/nvcc-emu cannot build task 0's reference program";
                 cuset_file_head(path_in("probe/build.err"), 3, detail, sizeof detail);
@@ -511,6 +511,7 @@ int main(void) {
     char err[300];
     tmp = cuset_make_temp_dir("cuset_test_eval", err, sizeof err);
     if (!tmp) { printf("FAIL temp_dir: %s\n", err); return 1; }
+    chmod(tmp, 0711); // as root, gen's sandbox runs programs as nobody, who must get through to them
     setenv("TMPDIR", tmp, 1); // gen's work directories land here, so the test sees what is left
     test_pass_at_k();
     test_runner();
