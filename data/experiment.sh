@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# The experiment (`make experiment`): the paper's comparison (Table 2) and ablation
+# (Table 5) in miniature, plus its confidence analysis.
+#
+#   make experiment [PRESET=cpu|gpu|smoke] [SEEDS=1,2,3] [RUN=DIR] [JOBS=N]
+#
+# 1. a corpus of CUDA tasks (data/corpus); its training split is cut in two disjoint
+#    parts: the base part and the fine-tuning part;
+# 2. one base model: plain SFT on the base part (the paper's "vanilla" model);
+# 3. from that one base checkpoint, for every seed, one fine-tuned model per objective
+#    (sft, dft, profit, eaft, asft, cuset and CuSeT's two partial ablations), all with
+#    the same fine-tuning data, steps, schedule and seed;
+# 4. every model, the base included, scored on the test split with gen --eval
+#    (compilation and functional pass@1 and pass@3 from n samples per task);
+# 5. gen --analyze: the confidence analysis on the validation split, for every model;
+# 6. data/experiment_report.py: results.json, results.md and report.html in RUN.
+#
+# A stage whose outputs exist for the same settings is skipped, so rerunning continues
+# where a run stopped; an interrupted training stage resumes from its checkpoint. Ctrl-C
+# leaves nothing half-written: outputs appear under their names only when complete.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PRESET=${PRESET:-}
+if [ -z "$PRESET" ]; then
+    if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then PRESET=gpu; else PRESET=cpu; fi
+fi
+SEEDS=${SEEDS:-1}
+RUN=${RUN:-runs/experiment-$PRESET}
+JOBS=${JOBS:-$(nproc)}
+
+# --- presets: the corpus, the model, the training and the evaluation --------------------
+# Every row of the comparison shares these; nothing here was tuned on the test split.
+TEMPERATURE=0.7 SAMPLES=3 KS=1,3  # sampling for pass@k: n = 3 programs per task at T = 0.7
+WINDOW=256                       # CuSeT's l (the paper's default)
+case "$PRESET" in
+smoke) # every stage end to end in a couple of minutes (CI runs it); measures nothing
+    FAMILIES=elementwise_binary,convert_int_to_float STYLE=plain
+    NBASE=48 NFT=24 NVAL=8 NTEST=4
+    MODEL=(--layers 1 --heads 2 --embd 32 --ctx 1024 --vocab 512) SEQ=1024 BATCH=2
+    BASE_STEPS=6 BASE_LR=3e-3 FT_STEPS=3 FT_LR=1e-3 MAX_TOKENS=160 ANALYZE=8 ;;
+cpu) # sized for 2 CPU cores: see README, "The experiment"
+    FAMILIES=elementwise_binary,convert_float_to_int,convert_int_to_float STYLE=plain
+    NBASE=3000 NFT=1000 NVAL=60 NTEST=30
+    MODEL=(--layers 4 --heads 4 --embd 128 --ctx 1024 --vocab 2048) SEQ=1024 BATCH=4
+    BASE_STEPS=1200 BASE_LR=2e-3 FT_STEPS=100 FT_LR=5e-4 MAX_TOKENS=1000 ANALYZE=60 ;;
+gpu) # the whole corpus and a larger model, for one H100/H200-class GPU
+    FAMILIES=all STYLE=varied
+    NBASE=8000 NFT=2000 NVAL=200 NTEST=100
+    MODEL=(--layers 8 --heads 8 --embd 512 --ctx 1024 --vocab 4096) SEQ=1024 BATCH=16
+    BASE_STEPS=3000 BASE_LR=1e-3 FT_STEPS=300 FT_LR=2e-4 MAX_TOKENS=1000 ANALYZE=200 ;;
+*) echo "experiment: unknown PRESET '$PRESET' (cpu, gpu or smoke)" >&2; exit 2 ;;
+esac
+ROWS=(sft dft profit eaft asft cuset cuset_conf_cuda cuset_conf_rew)
+row_flags() {
+    case $1 in
+    cuset_conf_cuda) echo "--objective cuset --no-reweight" ;;
+    cuset_conf_rew) echo "--objective cuset --no-cuda-mask" ;;
+    *) echo "--objective $1" ;;
+    esac
+}
+IFS=, read -r -a seeds <<<"$SEEDS"
+for s in "${seeds[@]}"; do [[ $s =~ ^[0-9]+$ ]] || { echo "experiment: SEEDS: whole numbers separated by commas, got '$SEEDS'" >&2; exit 2; }; done
+
+# --- bookkeeping: stage keys, atomic outputs, progress -----------------------------------
+mkdir -p "$RUN"
+trap 'echo; echo "experiment: interrupted; rerun the same command to continue (finished stages are kept)" >&2; exit 130' INT TERM
+T0=$(date +%s)
+# done_with FILE KEY: FILE exists and was made with exactly these settings
+done_with() { [ -f "$1" ] && [ -f "$1.key" ] && [ "$(cat "$1.key")" = "$2" ]; }
+mark() { printf '%s' "$2" >"$1.key.tmp" && mv "$1.key.tmp" "$1.key"; }
+# The work left, for the ETA: training tokens and evaluated programs, at rates measured
+# so far (first guesses before anything was measured).
+nseeds=${#seeds[@]} nrows=${#ROWS[@]}
+train_left=$(( (BASE_STEPS + nseeds * nrows * FT_STEPS) * BATCH * SEQ ))
+progs_left=$(( nseeds * (nrows + 1) * NTEST * SAMPLES ))
+train_s=0 train_done=0 eval_s=0 eval_done=0
+stage_no=0 stages=$(( 2 + nseeds * nrows + nseeds * (nrows + 1) * 2 + 1 ))
+say() {
+    stage_no=$((stage_no + 1))
+    local el tok_rate=3000 ms_per_prog=3000 eta
+    el=$(( $(date +%s) - T0 ))
+    [ "$train_s" -gt 0 ] && tok_rate=$((train_done / train_s))
+    [ "$eval_done" -gt 0 ] && ms_per_prog=$((1000 * eval_s / eval_done))
+    eta=$(( train_left / (tok_rate > 0 ? tok_rate : 1) + progs_left * ms_per_prog / 1000 ))
+    printf '\n== [%d/%d] %s  (elapsed %dm%02ds, about %dm left)\n' "$stage_no" "$stages" "$1" $((el / 60)) $((el % 60)) $((eta / 60))
+}
+
+key_common="preset=$PRESET families=$FAMILIES style=$STYLE model=${MODEL[*]} seq=$SEQ batch=$BATCH window=$WINDOW"
+
+# --- 0. build ----------------------------------------------------------------------------
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then gpu=(); else gpu=(NVCC=); fi
+bash test/deps.sh build
+make -s -j"$JOBS" "${gpu[@]}" all data/corpus
+
+# --- 1. the corpus -----------------------------------------------------------------------
+DATA=$RUN/data
+say "corpus: $FAMILIES ($STYLE style), $((NBASE + NFT)) training / $NVAL validation / $NTEST test tasks"
+k="$key_common n=$NBASE+$NFT/$NVAL/$NTEST"
+if ! done_with "$DATA/ft.jsonl" "$k"; then
+    rm -rf "$DATA.tmp"
+    fam=(); [ "$FAMILIES" = all ] || fam=(--families "$FAMILIES")
+    ./data/corpus --out "$DATA.tmp" --seed 1 "${fam[@]}" --style "$STYLE" --train $((NBASE + NFT)) --val "$NVAL" --test "$NTEST"
+    # the base part and the fine-tuning part: disjoint, every family in both (families take turns)
+    head -n "$NBASE" "$DATA.tmp/train.jsonl" >"$DATA.tmp/base.jsonl"
+    tail -n "$NFT" "$DATA.tmp/train.jsonl" >"$DATA.tmp/ft.jsonl"
+    rm -rf "$DATA" && mv "$DATA.tmp" "$DATA"
+    mark "$DATA/ft.jsonl" "$k"
+else echo "   done before (same settings): $DATA"; fi
+
+# train_stage NAME CKPT KEY ARGS...: trains unless done; resumes an interrupted run
+train_stage() {
+    local name=$1 ckpt=$2 key=$3; shift 3
+    local steps=$STEPS_NOW t0
+    t0=$(date +%s)
+    if done_with "$ckpt" "$key"; then echo "   done before (same settings): $ckpt"
+    else
+        if [ -f "$ckpt" ] && [ -f "$ckpt.started" ] && [ "$(cat "$ckpt.started")" = "$key" ]; then
+            echo "   resuming the interrupted run in $ckpt"
+            ./train --resume --ckpt "$ckpt" "$@" --quiet
+        else
+            rm -f "$ckpt" "$ckpt.jsonl" "$ckpt.key"
+            printf '%s' "$key" >"$ckpt.started"
+            ./train "$@" --ckpt "$ckpt" --quiet
+        fi
+        mark "$ckpt" "$key"
+        rm -f "$ckpt.started"
+        train_s=$((train_s + $(date +%s) - t0)); train_done=$((train_done + steps * BATCH * SEQ))
+    fi
+    train_left=$((train_left - steps * BATCH * SEQ))
+}
+
+# --- 2. the base model -------------------------------------------------------------------
+say "base model: plain SFT on the base part, $BASE_STEPS steps"
+STEPS_NOW=$BASE_STEPS
+train_stage base "$RUN/base.ckpt" "$key_common base_steps=$BASE_STEPS lr=$BASE_LR" \
+    --data "$DATA/base.jsonl" --val-data "$DATA/val.jsonl" "${MODEL[@]}" --seq "$SEQ" --batch "$BATCH" \
+    --objective sft --steps "$BASE_STEPS" --lr "$BASE_LR" --min-lr "$(awk "BEGIN{print $BASE_LR/10}")" \
+    --warmup $((BASE_STEPS / 20 + 1)) --val-every 0 --seed 1337
+
+# --- 3. fine-tuning: one model per objective and seed, all from base.ckpt ----------------
+for s in "${seeds[@]}"; do
+    mkdir -p "$RUN/seed$s"
+    for row in "${ROWS[@]}"; do
+        say "fine-tune $row (seed $s): $FT_STEPS steps from base.ckpt"
+        STEPS_NOW=$FT_STEPS
+        # shellcheck disable=SC2046
+        train_stage "$row" "$RUN/seed$s/$row.ckpt" "$key_common ft=$row seed=$s steps=$FT_STEPS lr=$FT_LR base=$(cat "$RUN/base.ckpt.key")" \
+            --init "$RUN/base.ckpt" --data "$DATA/ft.jsonl" --val-data "$DATA/val.jsonl" --seq "$SEQ" --batch "$BATCH" \
+            $(row_flags "$row") --window "$WINDOW" --steps "$FT_STEPS" --lr "$FT_LR" \
+            --min-lr "$(awk "BEGIN{print $FT_LR/10}")" --warmup $((FT_STEPS / 10 + 1)) --val-every 0 --seed "$s"
+    done
+done
+
+# --- 4. evaluation and 5. analysis of every model ----------------------------------------
+models() { for s in "${seeds[@]}"; do echo "vanilla $s $RUN/base.ckpt"; for row in "${ROWS[@]}"; do echo "$row $s $RUN/seed$s/$row.ckpt"; done; done; }
+while read -r row s ckpt; do
+    out=$RUN/seed$s/$row
+    say "evaluate $row (seed $s): $NTEST test tasks x $SAMPLES programs, temperature $TEMPERATURE"
+    k="$(cat "$ckpt.key") eval n=$SAMPLES T=$TEMPERATURE k=$KS max=$MAX_TOKENS seed=$s"
+    t0=$(date +%s)
+    if done_with "$out.eval.json" "$k"; then echo "   done before (same settings): $out.eval.json"
+    else
+        ./gen --model "$ckpt" --eval "$DATA/test.jsonl" --samples "$SAMPLES" --k "$KS" --temperature "$TEMPERATURE" \
+            --max-tokens "$MAX_TOKENS" --seed "$s" --jobs "$JOBS" --cache "$RUN/eval-cache" \
+            --results "$out.eval.jsonl.tmp" --summary "$out.eval.json.tmp" >"$out.eval.txt.tmp"
+        mv "$out.eval.jsonl.tmp" "$out.eval.jsonl"; mv "$out.eval.txt.tmp" "$out.eval.txt"; mv "$out.eval.json.tmp" "$out.eval.json"
+        mark "$out.eval.json" "$k"
+        eval_s=$((eval_s + $(date +%s) - t0)); eval_done=$((eval_done + NTEST * SAMPLES))
+        grep -E "^(compilation|functional)" "$out.eval.txt" | sed 's/^/   /' || true
+    fi
+    progs_left=$((progs_left - NTEST * SAMPLES))
+
+    label="$row (seed $s)"
+    [ "$row" = vanilla ] && out=$RUN/base label="the base model" # one analysis of it, whatever the seed
+    say "analyse $label: confidences on $ANALYZE validation samples"
+    k="$(cat "$ckpt.key") analyze n=$ANALYZE window=64 l=$WINDOW"
+    if done_with "$out.analysis.json" "$k"; then echo "   done before (same settings): $out.analysis.json"
+    else
+        ./gen --model "$ckpt" --analyze "$DATA/val.jsonl" --count "$ANALYZE" --window "$WINDOW" \
+            --json "$out.analysis.json.tmp" >"$out.analysis.txt.tmp"
+        mv "$out.analysis.txt.tmp" "$out.analysis.txt"; mv "$out.analysis.json.tmp" "$out.analysis.json"
+        mark "$out.analysis.json" "$k"
+    fi
+done < <(models)
+
+# --- 6. the report -----------------------------------------------------------------------
+say "report: $RUN/results.json, results.md, report.html"
+settings=$(printf '{"preset":"%s","seeds":"%s","families":"%s","style":"%s","model":"%s","seq":%d,"batch":%d,"base_tasks":%d,"ft_tasks":%d,"val_tasks":%d,"test_tasks":%d,"base_steps":%d,"base_lr":%s,"ft_steps":%d,"ft_lr":%s,"window":%d,"samples":%d,"temperature":%s,"max_tokens":%d,"analyzed":%d,"started":"%s","machine":"%s"}' \
+    "$PRESET" "$SEEDS" "$FAMILIES" "$STYLE" "${MODEL[*]}" "$SEQ" "$BATCH" "$NBASE" "$NFT" "$NVAL" "$NTEST" "$BASE_STEPS" "$BASE_LR" \
+    "$FT_STEPS" "$FT_LR" "$WINDOW" "$SAMPLES" "$TEMPERATURE" "$MAX_TOKENS" "$ANALYZE" "$(date -u -d @"$T0" +%FT%TZ)" \
+    "$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//; s/"//g')")
+"${PYTHON:-/usr/bin/python3}" data/experiment_report.py "$RUN" --settings "$settings" --seconds $(( $(date +%s) - T0 ))
+el=$(( $(date +%s) - T0 ))
+echo
+echo "== done in $((el / 60))m$((el % 60))s: $RUN/results.md, $RUN/report.html"
+cat "$RUN/results.md"

@@ -1,0 +1,397 @@
+#!/usr/bin/env python3
+"""The experiment's report: results.json, results.md and report.html from a run directory.
+
+    data/experiment_report.py RUN [--settings JSON] [--seconds S]
+    data/experiment_report.py --view ANALYSIS.json --out VIEW.html    (one gen --analyze file)
+
+Every number comes from the C programs: pass@k per task and overall from `gen --eval
+--summary`, training curves from `train`'s JSON-lines logs, the confidence analysis from
+`gen --analyze`. This script only gathers them, states their spread (the standard
+deviation over seeds; with one seed, a 95% bootstrap interval over test tasks) and draws
+them. Standard library only; the HTML needs no network and no other file.
+"""
+import argparse
+import html
+import json
+import math
+import os
+import random
+import statistics
+import sys
+
+# (row, label, how it is trained); the paper's Table 2, then Table 5's partial ablations
+ROWS = [
+    ("vanilla", "Vanilla (base model)", "no fine-tuning"),
+    ("sft", "SFT", "--objective sft"),
+    ("dft", "DFT", "--objective dft"),
+    ("profit", "ProFit", "--objective profit"),
+    ("eaft", "EAFT", "--objective eaft"),
+    ("asft", "ASFT", "--objective asft"),
+    ("cuset", "CuSeT", "--objective cuset"),
+    ("cuset_conf_cuda", "CuSeT: confidence + CUDA mask", "--objective cuset --no-reweight"),
+    ("cuset_conf_rew", "CuSeT: confidence mask + reweighting", "--objective cuset --no-cuda-mask"),
+]
+TABLE2 = ["vanilla", "sft", "dft", "profit", "eaft", "asft", "cuset"]
+# Table 5: confidence mask only is exactly ProFit (METHOD.md)
+TABLE5 = [("profit", "yes", "", ""), ("cuset_conf_cuda", "yes", "yes", ""), ("cuset_conf_rew", "yes", "", "yes"),
+          ("cuset", "yes", "yes", "yes")]
+METRICS = [("compile", "1"), ("compile", "3"), ("functional", "1"), ("functional", "3")]
+LABEL = {r: l for r, l, _ in ROWS}
+COLORS = {"vanilla": "#888888", "sft": "#1f77b4", "dft": "#ff7f0e", "profit": "#2ca02c", "eaft": "#9467bd",
+          "asft": "#8c564b", "cuset": "#d62728", "cuset_conf_cuda": "#e377c2", "cuset_conf_rew": "#17becf"}
+
+
+def load_json(path):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return json.load(f)
+
+
+def load_log(path):
+    """train's JSON-lines log: the step lines (validation lines are left out)."""
+    steps = []
+    if not os.path.exists(path):
+        return steps
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                d = json.loads(line)
+                if "step" in d and "loss" in d:
+                    steps.append(d)
+    return steps
+
+
+def bootstrap(values, reps=2000, seed=12345):
+    """95% percentile interval of the mean of values, resampling them with replacement."""
+    if not values:
+        return (0.0, 0.0)
+    rng = random.Random(seed)
+    n = len(values)
+    means = sorted(sum(values[rng.randrange(n)] for _ in range(n)) / n for _ in range(reps))
+    return (means[int(0.025 * reps)], means[int(0.975 * reps) - 1])
+
+
+def spread(per_seed, per_task):
+    """mean over seeds and its spread: std over seeds, or a bootstrap interval over tasks."""
+    mean = statistics.fmean(per_seed)
+    if len(per_seed) > 1:
+        return {"mean": mean, "std": statistics.stdev(per_seed), "kind": "std over seeds"}
+    lo, hi = bootstrap(per_task)
+    return {"mean": mean, "lo": lo, "hi": hi, "kind": "95% bootstrap interval over tasks"}
+
+
+def fmt(s, scale=100.0):
+    if "std" in s:
+        return "%.1f ± %.1f" % (scale * s["mean"], scale * s["std"])
+    return "%.1f [%.1f, %.1f]" % (scale * s["mean"], scale * s["lo"], scale * s["hi"])
+
+
+def gather(run, seeds):
+    """results per row: metrics (overall, seen, held-out, per family), curves, analysis."""
+    out = {}
+    for row, label, how in ROWS:
+        evals = []
+        for s in seeds:
+            p = os.path.join(run, "seed%s" % s, row + ".eval.json")
+            if os.path.exists(p):
+                evals.append(load_json(p))
+        if not evals:
+            continue
+        r = {"label": label, "trained_with": how, "seeds": len(evals), "metrics": {}}
+        for part in ("all", "seen", "heldout"):
+            r["metrics"][part] = {}
+            for kind, k in METRICS:
+                per_seed = [e[part][kind][k] for e in evals]
+                tasks = [t for t in evals[0]["per_task"] if part == "all" or t["heldout"] == (part == "heldout")]
+                per_task = [t[kind][k] for t in tasks]
+                r["metrics"][part]["%s@%s" % (kind, k)] = spread(per_seed, per_task)
+            r["metrics"][part]["tasks"] = evals[0][part]["tasks"]
+        fams = sorted(evals[0]["families"])
+        r["families"] = {f: statistics.fmean(e["families"][f]["functional"]["1"] for e in evals) for f in fams}
+        r["outcomes"] = evals[0]["outcomes"]
+        ckpt = os.path.join(run, "base.ckpt" if row == "vanilla" else os.path.join("seed%s" % seeds[0], row + ".ckpt"))
+        r["curve"] = [{k: d[k] for k in ("step", "loss", "ce", "conf", "pass", "w") if k in d}
+                      for d in load_log(ckpt + ".jsonl")]
+        ap = os.path.join(run, "base.analysis.json" if row == "vanilla" else
+                          os.path.join("seed%s" % seeds[0], row + ".analysis.json"))
+        r["analysis"] = load_json(ap) if os.path.exists(ap) else None
+        out[row] = r
+    return out
+
+
+# ---- markdown ---------------------------------------------------------------------------
+
+def markdown(res, settings, seconds):
+    st = settings
+    kind = next(iter(res.values()))["metrics"]["all"]["functional@1"]["kind"]
+    L = ["# CuSeT in miniature: results", ""]
+    L.append("Preset `%s`, seeds %s, %s. Base model: %s, SFT for %s steps on %s tasks; every fine-tuned row: "
+             "%s steps from that checkpoint on %s other tasks, same data order, schedule and seed. Scored on %s "
+             "test tasks (half with held-out parameter combinations): n = %s programs per task at temperature %s. "
+             "Numbers are percentages; the spread is the %s." %
+             (st.get("preset"), st.get("seeds"), st.get("machine", "?"), st.get("model"), st.get("base_steps"),
+              st.get("base_tasks"), st.get("ft_steps"), st.get("ft_tasks"), st.get("test_tasks"), st.get("samples"),
+              st.get("temperature"), kind))
+    if seconds:
+        L.append("")
+        L.append("Started %s; took %d min." % (st.get("started", "?"), round(seconds / 60)))
+    L += ["", "## Table 2: objectives", "",
+          "| model | compile pass@1 | compile pass@3 | functional pass@1 | functional pass@3 | functional pass@1, seen | functional pass@1, held-out |",
+          "| --- | --- | --- | --- | --- | --- | --- |"]
+    for row in TABLE2:
+        if row in res:
+            m = res[row]["metrics"]
+            L.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+                res[row]["label"], fmt(m["all"]["compile@1"]), fmt(m["all"]["compile@3"]), fmt(m["all"]["functional@1"]),
+                fmt(m["all"]["functional@3"]), fmt(m["seen"]["functional@1"]), fmt(m["heldout"]["functional@1"])))
+    L += ["", "## Table 5: CuSeT's parts", "",
+          "| confidence mask | CUDA mask | reweighting | compile pass@1 | functional pass@1 | functional pass@3 |",
+          "| --- | --- | --- | --- | --- | --- |"]
+    for row, a, b, c in TABLE5:
+        if row in res:
+            m = res[row]["metrics"]["all"]
+            L.append("| %s | %s | %s | %s | %s | %s |" % (a or "-", b or "-", c or "-", fmt(m["compile@1"]),
+                                                          fmt(m["functional@1"]), fmt(m["functional@3"])))
+    fams = sorted({f for r in res.values() for f in r["families"]})
+    L += ["", "## Functional pass@1 per family (mean over seeds)", "",
+          "| family | " + " | ".join(res[r]["label"].split(":")[0] if r in TABLE2 else r for r in res) + " |",
+          "| --- |" + " --- |" * len(res)]
+    for f in fams:
+        L.append("| %s | %s |" % (f, " | ".join("%.1f" % (100 * res[r]["families"].get(f, 0)) for r in res)))
+    L += ["", "## Confidence analysis (validation split, teacher-forced)", "",
+          "| model | mean c, CUDA-sensitive | mean c, neutral | KS D (p) | samples with a low 64-token window | "
+          "low windows on CUDA-sensitive spans | mean w_n |",
+          "| --- | --- | --- | --- | --- | --- | --- |"]
+    for row, r in res.items():
+        a = r["analysis"]
+        if a:
+            L.append("| %s | %.3f | %.3f | %.3f (%.2g) | %.1f%% | %.1f%% | %.3f |" % (
+                r["label"], a["mean"]["cuda"], a["mean"]["neutral"], a["ks"]["d"], a["ks"]["p"],
+                100 * a["low_share"], 100 * a["low_overlap"]["any"], a["mean_w"]))
+    return "\n".join(L) + "\n"
+
+
+# ---- HTML -------------------------------------------------------------------------------
+
+def svg_lines(series, key, title, w=300, h=170):
+    """one small line chart: series = {row: [(x, y)]}"""
+    pts = [p for s in series.values() for p in s]
+    if not pts:
+        return ""
+    x0, x1 = min(p[0] for p in pts), max(p[0] for p in pts)
+    y0, y1 = min(p[1] for p in pts), max(p[1] for p in pts)
+    if y1 - y0 < 1e-9:
+        y1 = y0 + 1
+    if x1 == x0:
+        x1 = x0 + 1
+    ml, mr, mt, mb = 44, 8, 20, 22
+    sx = lambda x: ml + (x - x0) / (x1 - x0) * (w - ml - mr)
+    sy = lambda y: mt + (1 - (y - y0) / (y1 - y0)) * (h - mt - mb)
+    o = ['<svg width="%d" height="%d" viewBox="0 0 %d %d" class="chart">' % (w, h, w, h),
+         '<text x="%d" y="13" class="t">%s</text>' % (ml, html.escape(title))]
+    for frac in (0, 0.5, 1):
+        y = y0 + frac * (y1 - y0)
+        o.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" class="grid"/><text x="%d" y="%.1f" class="ax" '
+                 'text-anchor="end">%.3g</text>' % (ml, w - mr, sy(y), sy(y), ml - 3, sy(y) + 3, y))
+    o.append('<text x="%d" y="%d" class="ax">step %d</text><text x="%d" y="%d" class="ax" text-anchor="end">%d</text>'
+             % (ml, h - 6, x0, w - mr, h - 6, x1))
+    for row, s in series.items():
+        if len(s) > 1:
+            d = " ".join("%s%.1f,%.1f" % ("M" if i == 0 else "L", sx(x), sy(y)) for i, (x, y) in enumerate(s))
+            o.append('<path d="%s" stroke="%s" fill="none" stroke-width="1.5"><title>%s</title></path>' %
+                     (d, COLORS.get(row, "#000"), html.escape(LABEL.get(row, row))))
+    o.append("</svg>")
+    return "".join(o)
+
+
+def svg_bars(res, metric, w=640, h=240):
+    """pass@1 per model with error bars"""
+    rows = list(res)
+    vals = [res[r]["metrics"]["all"][metric] for r in rows]
+    top = max([v.get("hi", v["mean"] + v.get("std", 0)) for v in vals] + [0.05])
+    ml, mb, mt = 40, 70, 20
+    bw = (w - ml - 10) / len(rows)
+    sy = lambda y: mt + (1 - y / top) * (h - mt - mb)
+    o = ['<svg width="%d" height="%d" viewBox="0 0 %d %d" class="chart">' % (w, h, w, h)]
+    for frac in (0, 0.25, 0.5, 0.75, 1):
+        y = frac * top
+        o.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" class="grid"/><text x="%d" y="%.1f" class="ax" '
+                 'text-anchor="end">%.0f%%</text>' % (ml, w - 10, sy(y), sy(y), ml - 3, sy(y) + 3, 100 * y))
+    for i, (r, v) in enumerate(zip(rows, vals)):
+        x = ml + i * bw + bw * 0.15
+        lo, hi = (v["lo"], v["hi"]) if "lo" in v else (v["mean"] - v["std"], v["mean"] + v["std"])
+        lo = max(lo, 0)
+        o.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s: %s</title></rect>' % (
+            x, sy(v["mean"]), bw * 0.7, sy(0) - sy(v["mean"]), COLORS.get(r, "#444"), html.escape(res[r]["label"]), fmt(v)))
+        cx = x + bw * 0.35
+        o.append('<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" class="err"/>' % (cx, cx, sy(lo), sy(hi)))
+        o.append('<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" class="err"/>' % (cx - 5, cx + 5, sy(hi), sy(hi)))
+        o.append('<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" class="err"/>' % (cx - 5, cx + 5, sy(lo), sy(lo)))
+        o.append('<text x="%.1f" y="%.1f" class="ax" text-anchor="end" transform="rotate(-35 %.1f %.1f)">%s</text>' % (
+            cx, sy(0) + 14, cx, sy(0) + 14, html.escape(r)))
+    o.append("</svg>")
+    return "".join(o)
+
+
+def svg_hist(a, w=300, h=150):
+    """histograms of confidence: CUDA-sensitive and neutral target tokens"""
+    hc, hn = a["hist"]["cuda"], a["hist"]["neutral"]
+    top = max(hc + hn + [1e-9])
+    n = len(hc)
+    ml, mb, mt = 30, 22, 18
+    bw = (w - ml - 6) / n
+    sy = lambda y: mt + (1 - y / top) * (h - mt - mb)
+    o = ['<svg width="%d" height="%d" viewBox="0 0 %d %d" class="chart">' % (w, h, w, h),
+         '<text x="%d" y="12" class="t"><tspan fill="#d62728">CUDA-sensitive</tspan> / '
+         '<tspan fill="#1f77b4">neutral</tspan> tokens by confidence</text>' % ml]
+    for i in range(n):
+        x = ml + i * bw
+        for j, (v, col) in enumerate(((hc[i], "#d62728"), (hn[i], "#1f77b4"))):
+            o.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" opacity="0.8"/>' % (
+                x + j * bw / 2, sy(v), bw / 2, sy(0) - sy(v), col))
+    o.append('<text x="%d" y="%d" class="ax">0</text><text x="%d" y="%d" class="ax" text-anchor="end">c = 1</text>' % (
+        ml, h - 6, w - 6, h - 6))
+    o.append("</svg>")
+    return "".join(o)
+
+
+def conf_color(c):
+    """red (c = 0) to white (c = 1)"""
+    c = min(max(c, 0.0), 1.0)
+    return "rgb(255,%d,%d)" % (int(90 + 165 * c), int(90 + 165 * c))
+
+
+def sample_view(v, title):
+    """the program, each token colored by its confidence; CUDA-sensitive tokens underlined,
+    the hardest window of eq. 7 outlined"""
+    o = ['<div class="view"><div class="vh">%s: C_n = %.3f, w_n = %.3f; hardest window tokens %d-%d (outlined), '
+         'lowest 64-token window %d-%d</div><pre>' % (html.escape(title), v["C"], v["w"], v["hard"][0], v["hard"][1],
+                                                      v["low"][0], v["low"][1])]
+    lo, hi = v["hard"]
+    for k, (tok, c, kind) in enumerate(zip(v["tokens"], v["conf"], v["kinds"])):
+        cls = []
+        if kind:
+            cls.append("cuda")
+        if lo <= k <= hi:
+            cls.append("hard")
+        o.append('<span style="background:%s"%s title="c = %.3f">%s</span>' % (
+            conf_color(c), ' class="%s"' % " ".join(cls) if cls else "", c, html.escape(tok)))
+    o.append("</pre></div>")
+    return "".join(o)
+
+
+CSS = """body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1180px;color:#222;padding:0 16px}
+h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
+th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}
+.chart{background:#fff;border:1px solid #e4e4e4;margin:4px}.t{font-size:12px;font-weight:600}.ax{font-size:10px;fill:#555}
+.grid{stroke:#eee}.err{stroke:#000;stroke-width:1.2}.charts{display:flex;flex-wrap:wrap}
+.legend span{display:inline-block;margin-right:12px}.legend i{display:inline-block;width:18px;height:4px;margin-right:4px;vertical-align:middle}
+pre{white-space:pre-wrap;font:12px/1.35 ui-monospace,monospace;border:1px solid #ddd;padding:8px;max-height:420px;overflow:auto}
+.cuda{text-decoration:underline 2px #000}.hard{outline:1px solid #00f}.vh{font-weight:600;margin-top:12px}
+.note{color:#555}"""
+
+
+def md_table_html(md):
+    """the markdown tables of results.md as HTML (header lines become headings)"""
+    out, rows = [], []
+
+    def flush():
+        if rows:
+            out.append("<table>")
+            for i, r in enumerate(rows):
+                tag = "th" if i == 0 else "td"
+                out.append("<tr>" + "".join("<%s>%s</%s>" % (tag, html.escape(c.strip()), tag) for c in r) + "</tr>")
+            out.append("</table>")
+            rows.clear()
+    for line in md.splitlines():
+        if line.startswith("|"):
+            cells = line.strip().strip("|").split("|")
+            if not all(set(c.strip()) <= set("-") for c in cells):
+                rows.append(cells)
+            continue
+        flush()
+        if line.startswith("## "):
+            out.append("<h2>%s</h2>" % html.escape(line[3:]))
+        elif line.startswith("# "):
+            out.append("<h1>%s</h1>" % html.escape(line[2:]))
+        elif line.strip():
+            out.append('<p class="note">%s</p>' % html.escape(line))
+    flush()
+    return "\n".join(out)
+
+
+def report_html(res, md):
+    o = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>CuSeT experiment</title><style>%s</style></head><body>" % CSS]
+    o.append(md_table_html(md))
+    o.append("<h2>Functional pass@1 per model</h2>")
+    o.append(svg_bars(res, "functional@1"))
+    o.append("<h2>Training curves (seed %s; fine-tuning rows from the base checkpoint)</h2>" % "1")
+    o.append('<div class="legend">' + "".join('<span><i style="background:%s"></i>%s</span>' % (
+        COLORS[r], html.escape(res[r]["label"])) for r in res) + "</div><div class='charts'>")
+    for key, title in (("loss", "objective value"), ("ce", "cross-entropy on targets"), ("conf", "mean confidence c"),
+                       ("pass", "share of tokens with c > tau"), ("w", "mean w_n")):
+        series = {r: [(d["step"], d[key]) for d in res[r]["curve"] if key in d] for r in res if r != "vanilla"}
+        o.append(svg_lines(series, key, title))
+    o.append("</div>")
+    base = res.get("vanilla", {}).get("curve")
+    if base:
+        o.append("<div class='charts'>%s%s</div>" % (
+            svg_lines({"vanilla": [(d["step"], d["loss"]) for d in base]}, "loss", "base model: SFT loss"),
+            svg_lines({"vanilla": [(d["step"], d["conf"]) for d in base]}, "conf", "base model: mean confidence")))
+    o.append("<h2>Confidence histograms</h2><div class='charts'>")
+    for r in res:
+        a = res[r]["analysis"]
+        if a:
+            o.append("<div><div class='vh'>%s</div>%s<div class='note'>KS D = %.3f, p = %.2g</div></div>" % (
+                html.escape(res[r]["label"]), svg_hist(a), a["ks"]["d"], a["ks"]["p"]))
+    o.append("</div><h2>Samples through the models' eyes</h2><p class='note'>Background: confidence of each token "
+             "(red = low, white = high); underlined: CUDA-sensitive; outlined: the hardest window of eq. 7.</p>")
+    for r in ("vanilla", "sft", "cuset"):
+        a = res.get(r, {}).get("analysis")
+        if a and a["views"]:
+            o.append(sample_view(a["views"][0], "%s, validation sample %d" % (res[r]["label"], a["views"][0]["index"])))
+    o.append("</body></html>")
+    return "\n".join(o)
+
+
+def view_only(path, out):
+    a = load_json(path)
+    body = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>confidence view</title><style>%s</style></head><body>" % CSS,
+            "<h1>Confidence view: %s</h1>" % html.escape(path), svg_hist(a)]
+    body += [sample_view(v, "sample %d" % v["index"]) for v in a["views"]]
+    body.append("</body></html>")
+    with open(out + ".tmp", "w", encoding="utf-8") as f:
+        f.write("\n".join(body))
+    os.replace(out + ".tmp", out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("run", nargs="?")
+    ap.add_argument("--settings", default="{}")
+    ap.add_argument("--seconds", type=float, default=0)
+    ap.add_argument("--view")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    if a.view:
+        view_only(a.view, a.out or os.path.splitext(a.view)[0] + ".html")
+        return
+    if not a.run:
+        ap.error("give RUN (the experiment's directory) or --view FILE")
+    settings = json.loads(a.settings)
+    seeds = [s for s in str(settings.get("seeds", "1")).split(",") if s]
+    res = gather(a.run, seeds)
+    if not res:
+        sys.exit("experiment_report: no evaluation results (seed*/ROW.eval.json) in %s" % a.run)
+    md = markdown(res, settings, a.seconds)
+    for name, text in (("results.json", json.dumps({"settings": settings, "seconds": a.seconds, "rows": res}, indent=1)),
+                       ("results.md", md), ("report.html", report_html(res, md))):
+        path = os.path.join(a.run, name)
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(path + ".tmp", path)
+
+
+if __name__ == "__main__":
+    main()
