@@ -33,10 +33,13 @@
 //   or keys of the caller's), with HOME set to the work directory and TMPDIR to /tmp.
 // What it does not do:
 // - Limit time, CPU, memory, file sizes or the disk: the runner does that (rlimits, the
-//   wall clock, a watch on the disk's free space).
+//   wall clock, a watch on the disk's free space). Memory is then limited per process
+//   only: up to CUSET_SANDBOX_NPROC processes can together still exhaust the machine's.
 // - Protect against kernel bugs: same kernel, no seccomp filter.
 // - Hide world-readable system files (/etc/passwd, installed packages), or the GPU: with
-//   a GPU, the program shares the device with everything else on the machine.
+//   a GPU, the program shares the device with everything else on the machine, and the
+//   device nodes must exist before the sandbox starts (nvidia-modprobe, which makes
+//   /dev/nvidia-uvm on first use, is setuid and cannot work inside).
 // - Make what the program leaves in its directory trustworthy: a later step must expect
 //   symbolic links, FIFOs and odd permissions there.
 #ifndef CUSET_SANDBOX_H
