@@ -17,6 +17,8 @@ CUDA_LDLIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lstdc
 endif
 
 BINS = train gen
+# the data side, each an stb-style header of its own
+DATA_H = data/tokenizer.h data/annotate.h data/textdata.h
 TEST_BINS = test/oracle_case test/test_cuset test/test_tokenizer test/test_annotate test/test_data test/bench_tokenizer test/test_corpus test/test_eval test/test_confidence test/test_sandbox
 FUZZERS = annotate tokenizer checkpoint jsonl data
 
@@ -29,10 +31,10 @@ deps-build:
 deps-test deps-cudabench: deps-%: deps-build
 	@PYTHON=$(PYTHON) bash test/deps.sh $*
 
-train: train.c cuset.h $(CUDA_OBJ) | deps-build
+train: train.c cuset.h $(DATA_H) $(CUDA_OBJ) | deps-build
 	$(CC) $(CFLAGS) $(CUDA_CFLAGS) -o $@ train.c $(CUDA_OBJ) $(LDLIBS) $(CUDA_LDLIBS)
 
-gen: gen.c cuset.h emu/eval.h emu/sandbox.h $(CUDA_OBJ) | deps-build
+gen: gen.c cuset.h $(DATA_H) emu/eval.h emu/sandbox.h $(CUDA_OBJ) | deps-build
 	$(CC) $(CFLAGS) $(CUDA_CFLAGS) -o $@ gen.c $(CUDA_OBJ) $(LDLIBS) $(CUDA_LDLIBS)
 
 cuset_cuda.o: cuset.cu cuset.h | deps-build
@@ -51,7 +53,7 @@ test-gpu: test/test_gpu test/test_gpu_attn_loss
 bench-gpu: train test/bench_gpu
 	PYTHON=$(PYTHON) bash test/bench_gpu.sh
 
-test/%: test/%.c cuset.h test/tok_testlib.h test/testlib.h | deps-build
+test/%: test/%.c cuset.h $(DATA_H) test/tok_testlib.h test/testlib.h | deps-build
 	$(CC) $(CFLAGS) -o $@ $< $(LDLIBS)
 test/test_confidence: data/confidence.h
 test/test_eval test/test_sandbox: emu/eval.h emu/sandbox.h
@@ -68,7 +70,7 @@ bench-tokenizer: test/bench_tokenizer
 # libFuzzer targets (clang; Debian: apt-get install clang libclang-rt-14-dev), each run
 # for FUZZ_SECONDS with its corpus under test/fuzz/corpus/NAME.
 fuzz: $(FUZZERS:%=fuzz-%)
-fuzz-%: test/fuzz_%.c cuset.h
+fuzz-%: test/fuzz_%.c cuset.h $(DATA_H)
 	mkdir -p test/fuzz/corpus/$*
 	[ ! -d test/fuzz/seeds/$* ] || cp -n test/fuzz/seeds/$*/* test/fuzz/corpus/$*/
 	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -o test/fuzz/fuzz_$* $< -lm

@@ -3,8 +3,16 @@
 // output. A checkpoint trained on the synthetic task has none: prompt and output are ids.
 #define CUSET_IMPLEMENTATION
 #include "cuset.h"
+#define CUSET_TOKENIZER_IMPLEMENTATION
+#include "data/tokenizer.h"
+#define CUSET_ANNOTATE_IMPLEMENTATION
+#include "data/annotate.h"
+#define CUSET_TEXTDATA_IMPLEMENTATION
+#include "data/textdata.h"
 #define CUSET_EVAL_IMPLEMENTATION
 #include "emu/eval.h"
+#define CUSET_CONFIDENCE_IMPLEMENTATION
+#include "data/confidence.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +69,11 @@ static const char *usage_text =
     "  --emu PATH            the emulator's compiler   [emu/nvcc-emu beside the gen binary]\n"
     "  --nvcc PATH|none      the CUDA compiler; none: the emulator's build is the compilation\n"
     "                        check                      [nvcc on the PATH, /usr/local/cuda/bin]\n"
+    "  --jobs N              programs compiled and run at once                [1]\n"
+    "  --cache DIR           keep each result in DIR, keyed by the task, the program's text and\n"
+    "                        how it is built and run; a program met again is not rerun\n"
+    "  --summary FILE        the numbers as JSON: pass@k overall, for seen and held-out parameter\n"
+    "                        combinations, per family and per task\n"
     "  --keep-dirs           keep the work directories ($TMPDIR/cuset_eval.XXXXXX) for a look\n"
     "  --unsafe-no-sandbox   compile and run the programs WITHOUT ISOLATION, with your user's\n"
     "                        rights over your files, processes and network (for a machine\n"
@@ -70,7 +83,20 @@ static const char *usage_text =
     "read-only, the rest of the file system hidden, no network, its own PID namespace, not\n"
     "root), with stdin from /dev/null, its output in files, and limits on time, CPU time,\n"
     "processes (256), file size (256 MiB), memory (8 GiB, emulator only), open files and disk.\n"
-    "Without a working bubblewrap gen refuses to run programs unless --unsafe-no-sandbox.\n";
+    "Without a working bubblewrap gen refuses to run programs unless --unsafe-no-sandbox.\n"
+    "\n"
+    "usage: gen --model FILE --analyze DATA.jsonl [options]   the confidence analysis\n"
+    "Teacher-forces the model on each prompt/completion of DATA.jsonl and reports its confidence\n"
+    "(the probability of the true token) on CUDA-sensitive versus neutral target tokens: means,\n"
+    "medians, histograms, a two-sample KS test; the share of samples with a PROBE-token window\n"
+    "whose mean is below the neutral-token mean and what those windows touch (kernel\n"
+    "definitions, launches, dim3); the hardest window of eq. 7 and w_n (data/confidence.h).\n"
+    "  --first I, --count C  the samples I .. I+C-1                        [all]\n"
+    "  --window L            CuSeT's window l for eq. 7     [the checkpoint's training setting]\n"
+    "  --probe N             the window of the low-confidence search       [64]\n"
+    "  --views N             samples shown token by token in the JSON      [3]\n"
+    "  --json FILE           the JSON written                              [MODEL.analysis.json]\n"
+    "The text report goes to stdout; data/experiment_report.py --view FILE draws the JSON.\n";
 
 static void fail(const char *msg, const char *arg) {
     fprintf(stderr, "gen: %s%s\n(gen --help lists the options)\n", msg, arg);
@@ -182,7 +208,7 @@ static int eval_open(void *ctx, int samples) {
     char err[1200];
     CusetCheckpointInfo info;
     cuset_tok_init(&e->tk);
-    if (cuset_checkpoint_load(e->path, &e->m, NULL, &e->tk, 0, &info, err, sizeof err)) { fprintf(stderr, "gen: %s\n", err); return 1; }
+    if (cuset_checkpoint_load_tok(e->path, &e->m, NULL, &e->tk, 0, &info, err, sizeof err)) { fprintf(stderr, "gen: %s\n", err); return 1; }
     if (!info.has_tokenizer) {
         fprintf(stderr, "gen: %s has no tokenizer (trained on token ids): it cannot write programs\n", e->path);
         exit(2);
@@ -217,6 +243,39 @@ static int eval_sample(void *ctx, int task, const char *prompt, size_t len, uint
     return 0;
 }
 
+// --analyze: the confidence analysis of data/confidence.h, JSON to a file, text to stdout.
+static int analyze(const char *model_path, const char *data, int first, int count, int window, int probe, int views,
+                   const char *json_path) {
+    char err[600], path[4200];
+    CusetGPT m;
+    CusetTokenizer tk = {0};
+    CusetCheckpointInfo info;
+    cuset_tok_init(&tk);
+    if (cuset_checkpoint_load_tok(model_path, &m, NULL, &tk, 0, &info, err, sizeof err)) {
+        fprintf(stderr, "gen: %s\n", err);
+        return 1;
+    }
+    if (!info.has_tokenizer) fail("--analyze needs a model trained on text (this checkpoint has no tokenizer)", "");
+    if (window <= 0) window = info.settings.obj.window > 0 ? info.settings.obj.window : 256;
+    if (!json_path) snprintf(path, sizeof path, "%s.analysis.json", model_path), json_path = path;
+    char tmp[4300];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", json_path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) { fprintf(stderr, "gen: %s: cannot create: %s\n", tmp, strerror(errno)); return 1; }
+    printf("model %s, data %s, window l = %d, probe %d tokens\n", model_path, data, window, probe);
+    int rc = cuset_conf_analyze_file(&m, &tk, data, first, count > 0 ? count : -1, window, probe, views, f, stdout, err,
+                                     sizeof err);
+    if (fclose(f) != 0 && !rc) rc = -1, snprintf(err, sizeof err, "%s: cannot write: %s", tmp, strerror(errno));
+    if (rc || rename(tmp, json_path)) {
+        if (!rc) snprintf(err, sizeof err, "%s: cannot rename to %s: %s", tmp, json_path, strerror(errno));
+        fprintf(stderr, "gen: %s\n", err);
+        unlink(tmp);
+    } else printf("json: %s\n", json_path);
+    cuset_gpt_free(&m);
+    cuset_tok_free(&tk);
+    return rc ? 1 : 0;
+}
+
 // --eval with --model: the model writes the programs; without: --programs gives them.
 static int eval_with_model(const CusetEvalOpts *ev, const char *model_path, SampleOpts so, uint64_t seed) {
     if (!model_path) return cuset_eval_main(ev, NULL);
@@ -236,6 +295,8 @@ int main(int argc, char **argv) {
     CusetEvalOpts ev = {.k_list = "1,3", .runner = "auto", .timeout = 30, .compile_timeout = 120, .disk_mib = 1024};
     float temperature = 0.8f, top_p = 1.0f;
     uint64_t seed = 1;
+    const char *analyze_path = NULL, *json_path = NULL;
+    int window = 0, probe = 64, views = 3;
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i];
         if (!strcmp(k, "-h") || !strcmp(k, "--help")) { fputs(usage_text, stdout); return 0; }
@@ -273,7 +334,21 @@ int main(int argc, char **argv) {
         else if (!strcmp(k, "--corpus")) ev.corpus = v;
         else if (!strcmp(k, "--emu")) ev.emu = v;
         else if (!strcmp(k, "--nvcc")) ev.nvcc = v;
+        else if (!strcmp(k, "--jobs")) ev.jobs = (int)num(k, v, 1, 256);
+        else if (!strcmp(k, "--cache")) ev.cache_dir = v;
+        else if (!strcmp(k, "--summary")) ev.summary_path = v;
+        else if (!strcmp(k, "--analyze")) analyze_path = v;
+        else if (!strcmp(k, "--window")) window = (int)num(k, v, 1, 1 << 24);
+        else if (!strcmp(k, "--probe")) probe = (int)num(k, v, 1, 1 << 24);
+        else if (!strcmp(k, "--views")) views = (int)num(k, v, 0, 1 << 20);
+        else if (!strcmp(k, "--json")) json_path = v;
         else fail("unknown option ", k);
+    }
+    if (analyze_path) {
+        if (!model_path) fail("--analyze needs --model FILE", "");
+        if (ev.tasks_path || prompt || prompt_file || prompt_ids || prompt_jsonl || info_only)
+            fail("--analyze reads its own samples: drop --eval, --prompt, --prompt-file, --prompt-jsonl, --prompt-ids and --info", "");
+        return analyze(model_path, analyze_path, ev.first, ev.count, window, probe, views, json_path);
     }
     if (ev.tasks_path) {
         if (prompt || prompt_file || prompt_ids || prompt_jsonl || info_only)
@@ -291,7 +366,7 @@ int main(int argc, char **argv) {
     CusetTokenizer tk = {0};
     CusetCheckpointInfo info;
     cuset_tok_init(&tk);
-    if (cuset_checkpoint_load(model_path, &m, NULL, &tk, 0, &info, err, sizeof err)) {
+    if (cuset_checkpoint_load_tok(model_path, &m, NULL, &tk, 0, &info, err, sizeof err)) {
         fprintf(stderr, "gen: %s\n", err);
         return 1;
     }

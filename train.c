@@ -2,6 +2,12 @@
 // See `train --help`, README.md and ../shared/METHOD.md.
 #define CUSET_IMPLEMENTATION
 #include "cuset.h"
+#define CUSET_TOKENIZER_IMPLEMENTATION
+#include "data/tokenizer.h"
+#define CUSET_ANNOTATE_IMPLEMENTATION
+#include "data/annotate.h"
+#define CUSET_TEXTDATA_IMPLEMENTATION
+#include "data/textdata.h"
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,7 +235,7 @@ int main(int argc, char **argv) {
     cuset_tok_init(&tk);
     if (a.resume || a.init) {
         const char *path = a.resume ? a.ckpt : a.init;
-        if (cuset_checkpoint_load(path, &model, a.resume ? &ref_model : NULL, &tk, a.resume, &info, err, sizeof err)) {
+        if (cuset_checkpoint_load_tok(path, &model, a.resume ? &ref_model : NULL, &tk, a.resume, &info, err, sizeof err)) {
             fprintf(stderr, "train: %s: %s\n", a.resume ? "--resume" : "--init", err);
             return 1;
         }
@@ -475,7 +481,7 @@ int main(int argc, char **argv) {
 #ifdef CUSET_CUDA
             if (gpu) cuset_cuda_model_download(gpu, &model); // parameters and moments, for the checkpoint
 #endif
-            if (cuset_checkpoint_save(a.ckpt, &model, ref, synthetic ? NULL : &tk, &out, 1, err, sizeof err)) {
+            if (cuset_checkpoint_save_tok(a.ckpt, &model, ref, synthetic ? NULL : &tk, &out, 1, err, sizeof err)) {
                 fprintf(stderr, "train: %s\n", err);
                 return 1;
             }

@@ -1,6 +1,6 @@
 /* emu/eval.h - evaluation of generated CUDA programs: compile, run, compare, pass@k.
 
-   What `gen --eval` does, as a header that can be copied with cuset.h (it uses cuset.h's
+   What `gen --eval` does, as a header that can be copied with data/textdata.h (it uses its
    JSON-lines reader and writer and cuset_read_file, nothing of the model):
    - cuset_pass_at_k: the unbiased pass@k estimator of the paper's evaluation;
    - cuset_run_limited: a child process in its own process group, under resource limits
@@ -18,7 +18,7 @@
    stb style: include it anywhere for the declarations; in exactly one C file write
        #define CUSET_EVAL_IMPLEMENTATION
        #include "emu/eval.h"
-   after cuset.h's implementation (CUSET_IMPLEMENTATION) is in the program.
+   after data/textdata.h's implementation (CUSET_TEXTDATA_IMPLEMENTATION).
    POSIX only (fork, execv, setpgid, setrlimit, waitpid). Messages start with
    CUSET_EVAL_WHO ("gen" unless defined before the include). */
 #ifndef CUSET_EVAL_H
@@ -26,7 +26,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "../cuset.h"
+#include "../data/textdata.h" // JSON lines in and out, cuset_read_file
 #include "sandbox.h"
 
 #ifdef __cplusplus
@@ -109,6 +109,9 @@ typedef struct {
     int unsafe_no_sandbox; // run the programs without isolation (only where the user says so)
     double timeout, compile_timeout;
     double disk_mib;       // what each compilation or run may take of the disk (0: no watch)
+    int jobs;              // programs compiled and run at once (0 or 1: one at a time)
+    const char *cache_dir; // results kept by task and program text, reused on a rerun (NULL: none)
+    const char *summary_path; // the numbers of the report as one JSON object (NULL: none)
 } CusetEvalOpts;
 
 // Where programs come from when there is no --programs file: a model. open is called once,
@@ -433,6 +436,8 @@ const char *const cuset_eval_status_names[CUSET_EVAL_NSTATUS] = {"pass", "compil
 typedef struct {
     char *prompt, *reference, *id, *family; // from the task's line
     size_t prompt_len, reference_len;
+    int heldout;   // the line's "heldout": a parameter combination that training never saw
+    uint64_t key;  // a hash of the whole line (spec included): the task, for the cache
 } cuset__EvalTask;
 
 typedef struct {          // one program to evaluate
@@ -503,6 +508,14 @@ static int cuset__eval_find_nvcc(char *out, size_t cap) {
     return cuset__eval_is_executable(out);
 }
 
+// FNV-1a, 64 bits, continuing from h (0: a fresh hash).
+static uint64_t cuset__eval_hash(const void *data, size_t n, uint64_t h) {
+    const unsigned char *p = (const unsigned char *)data;
+    if (!h) h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
 // Tasks: prompt and reference from the strict JSON-lines reader; id, family and spec
 // (which marks a corpus split file) from each line.
 static cuset__EvalTask *cuset__eval_load_tasks(const char *path) {
@@ -522,7 +535,8 @@ static cuset__EvalTask *cuset__eval_load_tasks(const char *path) {
         while (k < j && (buf[k] == ' ' || buf[k] == '\t' || buf[k] == '\r')) k++;
         if (k < j) { // not blank: the next sample
             size_t t = arrlenu(tasks);
-            cuset__EvalTask task = {s[t].prompt, s[t].completion, NULL, NULL, s[t].prompt_len, s[t].completion_len};
+            cuset__EvalTask task = {s[t].prompt, s[t].completion, NULL, NULL, s[t].prompt_len, s[t].completion_len, 0,
+                                    cuset__eval_hash(buf + i, j - i, 0)};
             char type = 0;
             int found = cuset_json_member((const char *)buf + i, j - i, path, line_no, "spec", &type, NULL, NULL, NULL,
                                           err, sizeof err);
@@ -536,6 +550,10 @@ static cuset__EvalTask *cuset__eval_load_tasks(const char *path) {
             cuset_json_member((const char *)buf + i, j - i, path, line_no, "id", &type, &task.id, NULL, NULL, err, sizeof err);
             cuset_json_member((const char *)buf + i, j - i, path, line_no, "family", &type, &task.family, NULL, NULL, err,
                               sizeof err);
+            double held = 0;
+            if (cuset_json_member((const char *)buf + i, j - i, path, line_no, "heldout", &type, NULL, NULL, &held, err,
+                                  sizeof err) == 1 && type == 't')
+                task.heldout = 1;
             if (!task.id) task.id = strdup("");
             if (!task.family) task.family = strdup("?");
             arrput(tasks, task);
@@ -777,8 +795,12 @@ done:
 }
 
 
-static void cuset__eval_on_signal(int sig) { // Ctrl-C: take the running program down with us
+static pid_t cuset__eval_workers[256]; // the running workers (0: a free slot), for Ctrl-C
+
+static void cuset__eval_on_signal(int sig) { // Ctrl-C: take the running programs down with us
     if (cuset_run_current_pgid) kill(-cuset_run_current_pgid, SIGKILL);
+    for (int w = 0; w < 256; w++)
+        if (cuset__eval_workers[w] > 0) kill(cuset__eval_workers[w], SIGTERM);
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -868,6 +890,146 @@ static void cuset__eval_print_families(const cuset__EvalTask *tasks, const cuset
         }
         printf("  %-28s %6d %9d %7.1f%%\n", tasks[t].family, nt, np, 100 * sum / nt);
     }
+}
+
+// ---- the result cache: one small file per (task, program, how it was built and run) -----
+// Greedy programs of different models are often the same text, and a rerun of an
+// experiment meets every program again: a result found here is not recomputed. The key
+// covers the task's whole line, the program's text, the compiler and runner, the limits
+// and the modification times of the emulator and corpus binaries. File: two lines,
+// "cuset-eval-cache 1 STATUS COMPILE_OK EXIT SIGNAL SECONDS" and the detail.
+static void cuset__eval_cache_path(const cuset__EvalEnv *E, const char *dir, const cuset__EvalTask *t,
+                                   const cuset__EvalProgram *p, char *out, size_t cap) {
+    char how[9000];
+    struct stat se = {0}, sc = {0};
+    stat(E->emu, &se);
+    stat(E->corpus, &sc);
+    snprintf(how, sizeof how, "%s|%s|%s|%d|%g|%g|%g|%ld|%ld", E->use_gpu ? "gpu" : E->emu, E->have_nvcc ? E->nvcc : "-",
+             E->corpus, E->sb.isolated, E->timeout, E->compile_timeout, E->disk_mib, (long)se.st_mtime, (long)sc.st_mtime);
+    uint64_t a = cuset__eval_hash(how, strlen(how), t->key), b = 0x9e3779b97f4a7c15ull ^ a;
+    a = cuset__eval_hash(p->text ? p->text : "", p->len, a);
+    b = cuset__eval_hash(p->text ? p->text : "", p->len, cuset__eval_hash(how, strlen(how), b ^ t->key));
+    snprintf(out, cap, "%s/%016llx%016llx", dir, (unsigned long long)a, (unsigned long long)b);
+}
+
+static int cuset__eval_cache_get(const char *path, cuset__EvalResult *r) {
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    memset(r, 0, sizeof *r);
+    int ok = fscanf(f, "cuset-eval-cache 1 %d %d %d %d %lf", &r->status, &r->compile_ok, &r->exit_code, &r->signal,
+                    &r->seconds) == 5 && fgetc(f) == '\n' && r->status >= 0 && r->status < CUSET_EVAL_NSTATUS;
+    if (ok && !fgets(r->detail, sizeof r->detail, f)) r->detail[0] = 0;
+    r->detail[strcspn(r->detail, "\n")] = 0;
+    fclose(f);
+    return ok;
+}
+
+static void cuset__eval_cache_put(const char *path, const cuset__EvalResult *r) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) return; // a cache that cannot be written only costs time
+    char detail[sizeof r->detail];
+    snprintf(detail, sizeof detail, "%s", r->detail);
+    for (char *c = detail; *c; c++) if (*c == '\n') *c = ' ';
+    fprintf(f, "cuset-eval-cache 1 %d %d %d %d %.3f\n%s\n", r->status, r->compile_ok, r->exit_code, r->signal, r->seconds,
+            detail);
+    if (fclose(f) == 0) rename(tmp, path); else unlink(tmp);
+}
+
+// ---- running programs in parallel: each in a worker process that reports its result ----
+// Evaluates program p (index i of the run) in a forked worker; the result comes back
+// through fd. Returns the worker's pid, or -1 (then *res holds the error).
+static pid_t cuset__eval_start(const cuset__EvalEnv *E, const char *taskdir, const cuset__EvalProgram *p, int i, int fd) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid != 0) return pid;
+    cuset__EvalResult res;
+    char dir[4300], name[64];
+    snprintf(name, sizeof name, "program-%d", i);
+    cuset__eval_join(dir, sizeof dir, E->root, name);
+    if (mkdir(dir, 0700)) {
+        memset(&res, 0, sizeof res);
+        res.status = CUSET_EVAL_ERROR;
+        res.exit_code = -1;
+        snprintf(res.detail, sizeof res.detail, "cannot make a directory for the program: %s", strerror(errno));
+    } else cuset__eval_program(E, taskdir, dir, p->text ? p->text : "", p->len, &res);
+    if (!E->keep_dirs) cuset_remove_tree(dir);
+    size_t put = 0; // the parent reads until end of file
+    for (ssize_t n; put < sizeof res && (n = write(fd, (char *)&res + put, sizeof res - put)) != 0;)
+        if (n > 0) put += (size_t)n; else if (errno != EINTR) break;
+    _exit(put == sizeof res ? 0 : 1);
+}
+
+// ---- the numbers as JSON: pass@k overall, seen / held-out combinations, per family ------
+// A group: heldout -1 all tasks, 0 seen, 1 held-out; family NULL every family.
+static void cuset__eval_group_json(FILE *f, const cuset__EvalTask *tasks, const cuset__EvalTally *tally, int first,
+                                   int last, const int *ks, int nk, int heldout, const char *family) {
+    int ntask = 0;
+    for (int t = first; t < last; t++)
+        ntask += tally[t].n && (heldout < 0 || tasks[t].heldout == heldout) && (!family || !strcmp(family, tasks[t].family));
+    fprintf(f, "{\"tasks\": %d", ntask);
+    for (int what = 0; what < 2; what++) {
+        fprintf(f, ", \"%s\": {", what ? "functional" : "compile");
+        for (int j = 0; j < nk; j++) {
+            double sum = 0;
+            int used = 0;
+            for (int t = first; t < last; t++) {
+                if (tally[t].n < ks[j] || (heldout >= 0 && tasks[t].heldout != heldout) || (family && strcmp(family, tasks[t].family)))
+                    continue;
+                sum += cuset_pass_at_k(tally[t].n, what ? tally[t].c_pass : tally[t].c_compile, ks[j]);
+                used++;
+            }
+            fprintf(f, "%s\"%d\": ", j ? ", " : "", ks[j]);
+            if (used) fprintf(f, "%.6f", sum / used); else fprintf(f, "null");
+        }
+        fprintf(f, "}");
+    }
+    fprintf(f, "}");
+}
+
+static void cuset__eval_summary(const char *path, const cuset__EvalTask *tasks, const cuset__EvalTally *tally, int first,
+                                int last, const int *ks, int nk, const int *counts, int samples, double seconds) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) cuset__eval_fail("%s: cannot create: %s", tmp, strerror(errno));
+    fprintf(f, "{\"samples\": %d, \"seconds\": %.1f, \"k\": [", samples, seconds);
+    for (int j = 0; j < nk; j++) fprintf(f, "%s%d", j ? ", " : "", ks[j]);
+    fprintf(f, "],\n \"all\": ");
+    cuset__eval_group_json(f, tasks, tally, first, last, ks, nk, -1, NULL);
+    fprintf(f, ",\n \"seen\": ");
+    cuset__eval_group_json(f, tasks, tally, first, last, ks, nk, 0, NULL);
+    fprintf(f, ",\n \"heldout\": ");
+    cuset__eval_group_json(f, tasks, tally, first, last, ks, nk, 1, NULL);
+    fprintf(f, ",\n \"outcomes\": {");
+    for (int s = 0; s < CUSET_EVAL_NSTATUS; s++) fprintf(f, "%s\"%s\": %d", s ? ", " : "", cuset_eval_status_names[s], counts[s]);
+    fprintf(f, "},\n \"families\": {");
+    int nf = 0;
+    for (int t = first; t < last; t++) { // each family once, in the order of its first task
+        int seen = !tally[t].n;
+        for (int u = first; u < t && !seen; u++) seen = tally[u].n && !strcmp(tasks[u].family, tasks[t].family);
+        if (seen) continue;
+        fprintf(f, "%s\n  ", nf++ ? "," : "");
+        cuset_json_write_string(f, tasks[t].family, strlen(tasks[t].family));
+        fprintf(f, ": ");
+        cuset__eval_group_json(f, tasks, tally, first, last, ks, nk, -1, tasks[t].family);
+    }
+    fprintf(f, "},\n \"per_task\": [");
+    int np = 0;
+    for (int t = first; t < last; t++) {
+        if (!tally[t].n) continue;
+        fprintf(f, "%s\n  {\"index\": %d, \"id\": ", np++ ? "," : "", t);
+        cuset_json_write_string(f, tasks[t].id, strlen(tasks[t].id));
+        fprintf(f, ", \"family\": ");
+        cuset_json_write_string(f, tasks[t].family, strlen(tasks[t].family));
+        fprintf(f, ", \"heldout\": %s, \"n\": %d, \"compiled\": %d, \"passed\": %d, \"result\": ", tasks[t].heldout ? "true" : "false",
+                tally[t].n, tally[t].c_compile, tally[t].c_pass);
+        cuset__eval_group_json(f, tasks, tally, t, t + 1, ks, nk, -1, NULL);
+        fprintf(f, "}");
+    }
+    fprintf(f, "]}\n");
+    if (fclose(f) != 0 || rename(tmp, path) != 0) cuset__eval_fail("%s: cannot write: %s", path, strerror(errno));
 }
 
 int cuset_eval_main(const CusetEvalOpts *o, const CusetEvalSampler *sampler) {
@@ -996,19 +1158,18 @@ int cuset_eval_main(const CusetEvalOpts *o, const CusetEvalSampler *sampler) {
             last - 1, ntasks, compiler, E.use_gpu ? "GPU" : E.emu, E.root,
             E.sb.isolated ? "isolated by bubblewrap" : "NOT ISOLATED");
 
-    // evaluate, task by task
+    // every task's files, then every program (sampled now, or given), then their results:
+    // from the cache, or from up to o->jobs workers at once
     cuset__EvalTally *tally = (cuset__EvalTally *)calloc(ntasks, sizeof *tally);
-    int counts[CUSET_EVAL_NSTATUS] = {0}, done = 0, evaluated_tasks = 0, total = 0, compiled = 0;
-    if (given) { for (int i = 0; i < (int)arrlen(given); i++) total += given[i].task >= o->first && given[i].task < last; }
-    else total = (last - o->first) * samples;
+    int counts[CUSET_EVAL_NSTATUS] = {0}, evaluated_tasks = 0, compiled = 0;
+    cuset__EvalProgram *progs = NULL; // stb_ds
     double t0 = cuset_time();
     for (int t = o->first; t < last; t++) {
         int todo = 0;
         if (given) { for (int i = 0; i < (int)arrlen(given); i++) todo += given[i].task == t; }
         else todo = samples;
         if (!todo) continue;
-        char taskdir[4200];
-        char name[64];
+        char taskdir[4200], name[64];
         snprintf(name, sizeof name, "task-%d", t);
         cuset__eval_join(taskdir, sizeof taskdir, E.root, name);
         if (cuset__eval_materialize(&E, t, taskdir, err, sizeof err)) {
@@ -1019,11 +1180,12 @@ int cuset_eval_main(const CusetEvalOpts *o, const CusetEvalSampler *sampler) {
         evaluated_tasks++;
         for (int s = 0, gi = 0; s < todo; s++) {
             cuset__EvalProgram p = {t, s, 0, 0, NULL, 0};
-            char *text = NULL; // stb_ds, a sampled program
             if (given) {
                 while (given[gi].task != t) gi++;
                 p = given[gi++];
+                p.text = strndup(p.text ? p.text : "", p.len);
             } else {
+                char *text = NULL; // stb_ds
                 p.has_seed = 1;
                 p.seed = sampler->seed + 1000ull * (uint64_t)t + (uint64_t)s;
                 if (sampler->sample(sampler->ctx, t, tasks[t].prompt, tasks[t].prompt_len, p.seed, &text, err, sizeof err)) {
@@ -1031,46 +1193,98 @@ int cuset_eval_main(const CusetEvalOpts *o, const CusetEvalSampler *sampler) {
                     cuset_remove_tree(E.root);
                     exit(2);
                 }
-                p.text = text;
                 p.len = arrlenu(text);
+                p.text = strndup(text ? text : "", p.len);
+                arrfree(text);
             }
-            char dir[4300];
-            snprintf(name, sizeof name, "task-%d-sample-%d", t, s);
-            cuset__eval_join(dir, sizeof dir, E.root, name);
-            cuset__EvalResult res;
-            if (mkdir(dir, 0700)) {
-                memset(&res, 0, sizeof res);
-                res.status = CUSET_EVAL_ERROR;
-                res.exit_code = -1;
-                snprintf(res.detail, sizeof res.detail, "cannot make a directory for the program: %s", strerror(errno));
-            } else {
-                cuset__eval_program(&E, taskdir, dir, p.text ? p.text : "", p.len, &res);
-            }
-            if (!E.keep_dirs) cuset_remove_tree(dir);
-            cuset__eval_write_result(rf, &tasks[t], &p, &res);
-            arrfree(text);
-            cuset__EvalTally *ty = &tally[t];
-            ty->n++;
-            ty->c_compile += res.compile_ok;
-            ty->c_pass += res.status == CUSET_EVAL_PASS;
-            ty->n_unsupported += res.status == CUSET_EVAL_UNSUPPORTED;
-            counts[res.status]++;
-            compiled += res.compile_ok;
-            done++;
-            double el = cuset_time() - t0;
-            fprintf(stderr, "eval: task %d/%d %s (%s) sample %d/%d: %s (%.1f s) | %.2f samples/s | passed %d, compiled %d of %d\n",
-                    t - o->first + 1, last - o->first, tasks[t].id, tasks[t].family, s + 1, todo, cuset_eval_status_names[res.status],
-                    res.seconds, done / (el > 0 ? el : 1), counts[CUSET_EVAL_PASS], compiled, done);
+            arrput(progs, p);
         }
-        if (!E.keep_dirs) cuset_remove_tree(taskdir);
+        if (!given)
+            fprintf(stderr, "eval: sampled task %d/%d (%d programs, %.1f s)\n", t - o->first + 1, last - o->first,
+                    (int)arrlen(progs), cuset_time() - t0);
+    }
+    int total = (int)arrlen(progs), done = 0, cached = 0, running = 0, next = 0;
+    cuset__EvalResult *results = (cuset__EvalResult *)calloc(total + 1, sizeof *results);
+    int *fds = (int *)malloc(sizeof(int) * (total + 1));
+    pid_t *pids = (pid_t *)calloc(total + 1, sizeof *pids);
+    int jobs = o->jobs < 1 ? 1 : o->jobs > 256 ? 256 : o->jobs;
+    if (o->cache_dir && mkdir(o->cache_dir, 0755) && errno != EEXIST)
+        cuset__eval_fail("--cache %s: %s", o->cache_dir, strerror(errno));
+    double t1 = cuset_time();
+    while (done < total) {
+        // start what may start; take cached results at once
+        while (next < total && running < jobs) {
+            const cuset__EvalProgram *p = &progs[next];
+            char cpath[4200];
+            if (o->cache_dir) {
+                cuset__eval_cache_path(&E, o->cache_dir, &tasks[p->task], p, cpath, sizeof cpath);
+                if (cuset__eval_cache_get(cpath, &results[next])) { pids[next] = 0, fds[next] = -1, cached++, next++, done++; continue; }
+            }
+            int pipefd[2];
+            char taskdir[4200], name[64];
+            snprintf(name, sizeof name, "task-%d", p->task);
+            cuset__eval_join(taskdir, sizeof taskdir, E.root, name);
+            if (pipe(pipefd) || (pids[next] = cuset__eval_start(&E, taskdir, p, next, pipefd[1])) < 0)
+                cuset__eval_fail("cannot start a worker: %s%s", strerror(errno), "");
+            close(pipefd[1]);
+            fds[next] = pipefd[0];
+            for (int w = 0; w < 256; w++)
+                if (!cuset__eval_workers[w]) { cuset__eval_workers[w] = pids[next]; break; }
+            running++, next++;
+        }
+        if (!running) continue;
+        // wait for a worker and read what it found
+        int ws;
+        pid_t pid = wait(&ws);
+        if (pid < 0) { if (errno == EINTR) continue; cuset__eval_fail("wait: %s%s", strerror(errno), ""); }
+        int i = 0;
+        while (i < next && pids[i] != pid) i++;
+        if (i == next) continue; // not one of ours
+        cuset__EvalResult *r = &results[i];
+        size_t got = 0;
+        for (ssize_t n; got < sizeof *r && (n = read(fds[i], (char *)r + got, sizeof *r - got)) != 0;)
+            if (n > 0) got += (size_t)n; else if (errno != EINTR) break;
+        close(fds[i]);
+        for (int w = 0; w < 256; w++)
+            if (cuset__eval_workers[w] == pid) cuset__eval_workers[w] = 0;
+        pids[i] = 0;
+        running--, done++;
+        if (got != sizeof *r || !WIFEXITED(ws) || WEXITSTATUS(ws)) {
+            memset(r, 0, sizeof *r);
+            r->status = CUSET_EVAL_ERROR;
+            r->exit_code = -1;
+            snprintf(r->detail, sizeof r->detail, "the worker evaluating this program died (status %d)", ws);
+        } else if (o->cache_dir && r->status != CUSET_EVAL_ERROR) {
+            char cpath[4200];
+            cuset__eval_cache_path(&E, o->cache_dir, &tasks[progs[i].task], &progs[i], cpath, sizeof cpath);
+            cuset__eval_cache_put(cpath, r);
+        }
+        double el = cuset_time() - t1;
+        fprintf(stderr, "eval: %d/%d task %s (%s) sample %d: %s (%.1f s) | %.2f programs/s, %d from the cache\n", done,
+                total, tasks[progs[i].task].id, tasks[progs[i].task].family, progs[i].sample + 1,
+                cuset_eval_status_names[r->status], r->seconds, done / (el > 0 ? el : 1), cached);
+    }
+    for (int i = 0; i < total; i++) { // in program order
+        const cuset__EvalResult *r = &results[i];
+        cuset__eval_write_result(rf, &tasks[progs[i].task], &progs[i], r);
+        cuset__EvalTally *ty = &tally[progs[i].task];
+        ty->n++;
+        ty->c_compile += r->compile_ok;
+        ty->c_pass += r->status == CUSET_EVAL_PASS;
+        ty->n_unsupported += r->status == CUSET_EVAL_UNSUPPORTED;
+        counts[r->status]++;
+        compiled += r->compile_ok;
     }
     fclose(rf);
     if (!E.keep_dirs) cuset_remove_tree(E.root);
-    if (!done) {
+    if (!total) {
         fprintf(stderr, CUSET_EVAL_WHO ": no program to evaluate for tasks %d..%d (check --first, --count and the indexes in %s)\n",
                 o->first, last - 1, o->programs_path ? o->programs_path : "");
         exit(2);
     }
+    if (o->summary_path)
+        cuset__eval_summary(o->summary_path, tasks, tally, o->first, last, ks, nk, counts, sampler ? samples : 0,
+                            cuset_time() - t0);
 
     // the report
     printf("eval: %s, %d tasks (of tasks %d..%d)\n", o->tasks_path, evaluated_tasks, o->first, last - 1);
@@ -1078,7 +1292,10 @@ int cuset_eval_main(const CusetEvalOpts *o, const CusetEvalSampler *sampler) {
         printf("programs: sampled from %s, %d per task (%s, seed %llu)\n", sampler->name, samples, sampler->settings,
                (unsigned long long)sampler->seed);
     else
-        printf("programs: %d from %s\n", done, o->programs_path);
+        printf("programs: %d from %s\n", total, o->programs_path);
+    printf("evaluated: %d programs in %.1f s (%.2f per minute, %d jobs), %d results from the cache%s%s\n", total,
+           cuset_time() - t1, 60.0 * total / (cuset_time() - t1 > 0 ? cuset_time() - t1 : 1), jobs, cached,
+           o->cache_dir ? " " : "", o->cache_dir ? o->cache_dir : "");
     printf("compilation check: %s\n", compiler);
     printf("runs: %s%s, %g s limit\n", E.use_gpu ? "on the GPU (nvcc's binary)" : "on the CPU emulator ", E.use_gpu ? "" : E.emu,
            E.timeout);
@@ -1086,7 +1303,7 @@ int cuset_eval_main(const CusetEvalOpts *o, const CusetEvalSampler *sampler) {
     cuset__eval_print_pass_at_k("functional  ", 1, tally, o->first, last, ks, nk, evaluated_tasks);
     if (counts[CUSET_EVAL_UNSUPPORTED]) // the same without the programs the emulator cannot run
         cuset__eval_print_pass_at_k("functional, unsupported left out:", 2, tally, o->first, last, ks, nk, evaluated_tasks);
-    printf("outcomes of %d programs:", done);
+    printf("outcomes of %d programs:", total);
     for (int s = 0; s < CUSET_EVAL_NSTATUS; s++) printf(" %s %d%s", cuset_eval_status_names[s], counts[s], s + 1 < CUSET_EVAL_NSTATUS ? "," : "\n");
     if (!E.use_gpu)
         printf("(unsupported: the emulator does not model a feature the program uses, or cannot build a program nvcc "
@@ -1098,6 +1315,10 @@ int cuset_eval_main(const CusetEvalOpts *o, const CusetEvalSampler *sampler) {
     arrfree(tasks);
     for (int i = 0; i < (int)arrlen(given); i++) free(given[i].text);
     arrfree(given);
+    for (int i = 0; i < total; i++) free(progs[i].text);
+    arrfree(progs);
+    free(results), free(fds), free(pids);
+    if (o->summary_path) printf("summary: %s\n", o->summary_path);
     free(tally);
     free(E.root);
     cuset_sandbox_free(&E.sb);

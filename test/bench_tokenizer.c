@@ -8,6 +8,8 @@
 // others (the five variants of a task are near copies, so the split is by task).
 #define CUSET_IMPLEMENTATION
 #include "../cuset.h"
+#define CUSET_TOKENIZER_IMPLEMENTATION
+#include "../data/tokenizer.h"
 #include "tok_testlib.h"
 
 #include <time.h>

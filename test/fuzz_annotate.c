@@ -5,6 +5,8 @@
 // equal to the naive union of the spans; the sanitizers catch reads past the input.
 #define CUSET_IMPLEMENTATION
 #include "../cuset.h"
+#define CUSET_ANNOTATE_IMPLEMENTATION
+#include "../data/annotate.h"
 
 #include <stdint.h>
 #include <stdio.h>

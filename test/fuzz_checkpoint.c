@@ -5,6 +5,12 @@
 // (the format has no slack: every byte is a header field, a parameter or the tokenizer).
 #define CUSET_IMPLEMENTATION
 #include "../cuset.h"
+#define CUSET_TOKENIZER_IMPLEMENTATION
+#include "../data/tokenizer.h"
+#define CUSET_ANNOTATE_IMPLEMENTATION
+#include "../data/annotate.h"
+#define CUSET_TEXTDATA_IMPLEMENTATION
+#include "../data/textdata.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,9 +40,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     CusetCheckpointInfo info = {.cfg = cfg, .step = 1};
     char out[4096], err[256];
     snprintf(out, sizeof out, "%s/seed_full.ckpt", dir);
-    cuset_checkpoint_save(out, &m, &r, &tk, &info, 1, err, sizeof err);
+    cuset_checkpoint_save_tok(out, &m, &r, &tk, &info, 1, err, sizeof err);
     snprintf(out, sizeof out, "%s/seed_plain.ckpt", dir);
-    cuset_checkpoint_save(out, &m, NULL, NULL, &info, 0, err, sizeof err);
+    cuset_checkpoint_save_tok(out, &m, NULL, NULL, &info, 0, err, sizeof err);
     cuset_gpt_free(&m); cuset_gpt_free(&r); cuset_tok_free(&tk);
     return 0;
 }
@@ -50,11 +56,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     CusetTokenizer tk = {0};
     CusetCheckpointInfo info;
     cuset_tok_init(&tk);
-    if (cuset_checkpoint_load(path, &m, NULL, NULL, 0, &info, err, sizeof err) == 0) cuset_gpt_free(&m);
+    if (cuset_checkpoint_load_tok(path, &m, NULL, NULL, 0, &info, err, sizeof err) == 0) cuset_gpt_free(&m);
     else if (!err[0]) abort(); // a rejection always says why
-    if (cuset_checkpoint_load(path, &m, &r, &tk, 1, &info, err, sizeof err) == 0) {
+    if (cuset_checkpoint_load_tok(path, &m, &r, &tk, 1, &info, err, sizeof err) == 0) {
         CusetGPT *ref = info.has_reference ? &r : NULL;
-        if (cuset_checkpoint_save(path2, &m, ref, info.has_tokenizer ? &tk : NULL, &info, 1, err, sizeof err) != 0) abort();
+        if (cuset_checkpoint_save_tok(path2, &m, ref, info.has_tokenizer ? &tk : NULL, &info, 1, err, sizeof err) != 0) abort();
         FILE *g = fopen(path2, "rb");
         unsigned char *back = (unsigned char *)malloc(size + 1);
         size_t n = fread(back, 1, size + 1, g);

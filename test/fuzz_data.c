@@ -24,6 +24,12 @@
 // it accepts must serialize to the same bytes.
 #define CUSET_IMPLEMENTATION
 #include "../cuset.h"
+#define CUSET_TOKENIZER_IMPLEMENTATION
+#include "../data/tokenizer.h"
+#define CUSET_ANNOTATE_IMPLEMENTATION
+#include "../data/annotate.h"
+#define CUSET_TEXTDATA_IMPLEMENTATION
+#include "../data/textdata.h"
 #include "tok_testlib.h"
 
 #include <stdint.h>

@@ -14,6 +14,12 @@
 //   member names), parse to the very same samples.
 #define CUSET_IMPLEMENTATION
 #include "../cuset.h"
+#define CUSET_TOKENIZER_IMPLEMENTATION
+#include "../data/tokenizer.h"
+#define CUSET_ANNOTATE_IMPLEMENTATION
+#include "../data/annotate.h"
+#define CUSET_TEXTDATA_IMPLEMENTATION
+#include "../data/textdata.h"
 
 #include <stdint.h>
 

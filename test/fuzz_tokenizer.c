@@ -14,6 +14,8 @@
 //   3: train on the rest (cut into texts at '\n'), then round trip, save/load, retrain
 #define CUSET_IMPLEMENTATION
 #include "../cuset.h"
+#define CUSET_TOKENIZER_IMPLEMENTATION
+#include "../data/tokenizer.h"
 #include "tok_testlib.h"
 
 #include <stdint.h>

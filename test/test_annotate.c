@@ -7,6 +7,8 @@
 // robustness loop (random and mutated snippets) plus a few worst-case timing inputs.
 #define CUSET_IMPLEMENTATION
 #include "../cuset.h"
+#define CUSET_ANNOTATE_IMPLEMENTATION
+#include "../data/annotate.h"
 
 #include <stdarg.h>
 #include <stdint.h>

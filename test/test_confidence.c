@@ -4,6 +4,12 @@
 //   test/test_confidence [KS_FILE]   KS_FILE: writes a random KS case for scipy to check
 #define CUSET_IMPLEMENTATION
 #include "../cuset.h"
+#define CUSET_TOKENIZER_IMPLEMENTATION
+#include "../data/tokenizer.h"
+#define CUSET_ANNOTATE_IMPLEMENTATION
+#include "../data/annotate.h"
+#define CUSET_TEXTDATA_IMPLEMENTATION
+#include "../data/textdata.h"
 #define CUSET_CONFIDENCE_IMPLEMENTATION
 #include "../data/confidence.h"
 #include "testlib.h"

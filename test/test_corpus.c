@@ -9,6 +9,12 @@
 // too (CUSET_TEST_NVCC=0 skips that, CUSET_TEST_NVCC=N compiles N seeds per family).
 #define CUSET_IMPLEMENTATION
 #include "../cuset.h"
+#define CUSET_TOKENIZER_IMPLEMENTATION
+#include "../data/tokenizer.h"
+#define CUSET_ANNOTATE_IMPLEMENTATION
+#include "../data/annotate.h"
+#define CUSET_TEXTDATA_IMPLEMENTATION
+#include "../data/textdata.h"
 
 #include <stdarg.h>
 #include <stdio.h>

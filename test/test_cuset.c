@@ -3,6 +3,12 @@
 // Prints PASS/FAIL/SKIP lines; exits 1 if anything failed.
 #define CUSET_IMPLEMENTATION
 #include "../cuset.h"
+#define CUSET_TOKENIZER_IMPLEMENTATION
+#include "../data/tokenizer.h"
+#define CUSET_ANNOTATE_IMPLEMENTATION
+#include "../data/annotate.h"
+#define CUSET_TEXTDATA_IMPLEMENTATION
+#include "../data/textdata.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -428,9 +434,9 @@ static void test_checkpoints(void) {
     info.settings.obj = cuset_objective_default(CUSET_OBJ_ASFT);
     info.settings.steps = 17;
     char err[512];
-    int rc = cuset_checkpoint_save(path, &m, &r, NULL, &info, 1, err, sizeof err);
+    int rc = cuset_checkpoint_save(path, &m, &r, NULL, 0, &info, 1, err, sizeof err);
     CusetCheckpointInfo got;
-    rc |= cuset_checkpoint_load(path, &l, &lr, NULL, 1, &got, err, sizeof err);
+    rc |= cuset_checkpoint_load(path, &l, &lr, NULL, NULL, 1, &got, err, sizeof err);
     int ok = rc == 0 && got.step == 2 && got.has_optimizer && got.has_reference && got.data_fingerprint == 0xABCDEF &&
              got.settings.steps == 17 && got.settings.obj.kind == CUSET_OBJ_ASFT &&
              !memcmp(l.params_memory, m.params_memory, m.num_params * 4) &&
@@ -464,7 +470,7 @@ static void test_checkpoints(void) {
         if (cases[i].offset >= 0) copy[cases[i].offset] = cases[i].value;
         write_bytes(path, copy, cases[i].len);
         CusetGPT x;
-        int r2 = cuset_checkpoint_load(path, &x, NULL, NULL, 1, &got, err, sizeof err);
+        int r2 = cuset_checkpoint_load(path, &x, NULL, NULL, NULL, 1, &got, err, sizeof err);
         check(r2 != 0 && strstr(err, cases[i].expect) && strstr(err, path), cases[i].name, "rc %d, message: %s", r2, err);
         if (r2 == 0) cuset_gpt_free(&x);
         free(copy);
@@ -485,7 +491,7 @@ static void test_checkpoints(void) {
     memcpy(bytes + 256 + (size_t)m.cfg.vocab_size * m.cfg.n_embd * 4, &(float){1.0f}, 4);
     write_bytes(path, bytes, n);
     CusetGPT x;
-    check(cuset_checkpoint_load(path, &x, NULL, NULL, 1, &got, err, sizeof err) != 0 && strstr(err, "padding"),
+    check(cuset_checkpoint_load(path, &x, NULL, NULL, NULL, 1, &got, err, sizeof err) != 0 && strstr(err, "padding"),
           "checkpoint_nonzero_padding", "%s", err);
     // a checkpoint carries its tokenizer: same encodings after loading; a damaged one is named
     const char *text = "__global__ void add(float *x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; }\n"
@@ -500,8 +506,8 @@ static void test_checkpoints(void) {
     cuset_tok_init(&tk2);
     int *ids1 = NULL, *ids2 = NULL;
     cuset_tok_encode(&tk, text, text_len, &ids1);
-    rc = cuset_checkpoint_save(path, &tm, NULL, &tk, &tinfo, 0, err, sizeof err);
-    rc |= cuset_checkpoint_load(path, &x, NULL, &tk2, 0, &got, err, sizeof err);
+    rc = cuset_checkpoint_save_tok(path, &tm, NULL, &tk, &tinfo, 0, err, sizeof err);
+    rc |= cuset_checkpoint_load_tok(path, &x, NULL, &tk2, 0, &got, err, sizeof err);
     if (rc == 0) cuset_tok_encode(&tk2, text, text_len, &ids2);
     check(rc == 0 && got.has_tokenizer && arrlen(ids1) == arrlen(ids2) && !memcmp(ids1, ids2, arrlen(ids1) * sizeof(int)),
           "checkpoint_carries_tokenizer", "%s", rc ? err : "encodings differ");
@@ -510,13 +516,13 @@ static void test_checkpoints(void) {
     fseek(f, -4, SEEK_END); // the last merge's right id: make it reference a later id
     fwrite(&(int32_t){100000}, 4, 1, f);
     fclose(f);
-    check(cuset_checkpoint_load(path, &x, NULL, &tk2, 0, &got, err, sizeof err) != 0 && strstr(err, "its tokenizer"),
+    check(cuset_checkpoint_load_tok(path, &x, NULL, &tk2, 0, &got, err, sizeof err) != 0 && strstr(err, "its tokenizer"),
           "checkpoint_damaged_tokenizer", "%s", err);
     arrfree(ids1); arrfree(ids2);
     cuset_tok_free(&tk); cuset_tok_free(&tk2);
     cuset_gpt_free(&tm);
     remove(path);
-    check(cuset_checkpoint_load(path, &x, NULL, NULL, 1, &got, err, sizeof err) != 0 && strstr(err, "cannot open"),
+    check(cuset_checkpoint_load(path, &x, NULL, NULL, NULL, 1, &got, err, sizeof err) != 0 && strstr(err, "cannot open"),
           "checkpoint_missing_file", "%s", err);
     free(bytes);
     cuset_gpt_free(&m);

@@ -7,6 +7,12 @@
 // ../shared/cudabench/cudabench-dev.jsonl (or $CUSET_CUDABENCH) when present.
 #define CUSET_IMPLEMENTATION
 #include "../cuset.h"
+#define CUSET_TOKENIZER_IMPLEMENTATION
+#include "../data/tokenizer.h"
+#define CUSET_ANNOTATE_IMPLEMENTATION
+#include "../data/annotate.h"
+#define CUSET_TEXTDATA_IMPLEMENTATION
+#include "../data/textdata.h"
 #include "tok_testlib.h"
 
 #include <stdarg.h>

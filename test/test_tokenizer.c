@@ -6,6 +6,8 @@
 // Uses ../shared/cudabench/cudabench-dev.jsonl (or $CUSET_CUDABENCH) when present.
 #define CUSET_IMPLEMENTATION
 #include "../cuset.h"
+#define CUSET_TOKENIZER_IMPLEMENTATION
+#include "../data/tokenizer.h"
 #include "tok_testlib.h"
 
 #include <stdarg.h>
