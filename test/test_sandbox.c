@@ -12,7 +12,9 @@
 // process of theirs is left and the secret is in no output. Without isolation on this
 // machine (no bubblewrap, no user namespaces) the hostile programs are never run: those
 // checks are SKIPped, and the test checks that gen refuses to run programs unless
-// --unsafe-no-sandbox is given (the given program is then a harmless one).
+// --unsafe-no-sandbox is given; with it, the reference and a harmless control program
+// run unisolated, and the control's effects (a connection, a file in /tmp, a leftover
+// process) must be seen, so the checks above are known to see what they look for.
 #define CUSET_IMPLEMENTATION
 #include "../cuset.h"
 #define CUSET_TOKENIZER_IMPLEMENTATION
@@ -65,20 +67,22 @@ static void put_program(FILE *f, const char *text) {
     fprintf(f, "}\n");
 }
 
-// What every hostile program starts with: the names it attacks, and a process name
-// (sbx + tok) by which the test finds whatever of it survives.
-static char *hostile(const char *body) {
+// A hostile program: what they all start with (the names they attack, the listener's
+// PORT, TEST_PID, and a process name, sbx + tok, by which the test finds whatever of them
+// survives), then body.
+static char *hostile(const char *body, int port) {
     const char *fmt =
-        "#include <cstdio>\n#include <cstdlib>\n#include <cstring>\n#include <csignal>\n#include <unistd.h>\n"
-        "#include <fcntl.h>\n#include <sys/prctl.h>\n#include <sys/socket.h>\n#include <netinet/in.h>\n"
-        "#include <arpa/inet.h>\n"
+        "#include <cerrno>\n#include <cstdio>\n#include <cstdlib>\n#include <cstring>\n#include <csignal>\n"
+        "#include <unistd.h>\n#include <fcntl.h>\n#include <sys/prctl.h>\n#include <sys/socket.h>\n"
+        "#include <netinet/in.h>\n#include <arpa/inet.h>\n"
+        "#define PORT \"%d\"\n#define TEST_PID %d\n"
         "static const char *planted[] = {\"%s/sbx_%s_planted\", \"/tmp/sbx_%s_planted\"};\n"
         "static const char *created[] = {\"%s/sbx_%s_created\", \"/tmp/sbx_%s_created\"};\n"
         "static void name(void) { prctl(PR_SET_NAME, \"sbx%s\"); }\n"
         "%s";
     size_t n = strlen(fmt) + strlen(body) + 4 * sizeof checkout + 200;
     char *s = malloc(n);
-    snprintf(s, n, fmt, checkout, tok, tok, checkout, tok, tok, tok, body);
+    snprintf(s, n, fmt, port, (int)getpid(), checkout, tok, tok, checkout, tok, tok, tok, body);
     return s;
 }
 
@@ -180,8 +184,9 @@ static const struct { const char *name, *want, *body; } attacks[] = {
 #define N_ATTACKS (int)(sizeof attacks / sizeof attacks[0])
 
 // Processes whose name is sbx + tok (the hostile programs'), after waiting up to wait_s
-// for them to go (a PID namespace's processes die asynchronously).
-static int count_survivors(double wait_s) {
+// for them to go (a PID namespace's processes die asynchronously); end_them: SIGKILL
+// each (they are this test's own programs' children).
+static int survivors(double wait_s, int end_them) {
     char want[32];
     snprintf(want, sizeof want, "sbx%s", tok);
     double t0 = cuset_time();
@@ -195,12 +200,38 @@ static int count_survivors(double wait_s) {
             snprintf(p, sizeof p, "/proc/%s/comm", e->d_name);
             cuset_file_head(p, 1, comm, sizeof comm);
             comm[strcspn(comm, "\n")] = 0;
-            n += !strcmp(comm, want);
+            if (strcmp(comm, want)) continue;
+            n++;
+            if (end_them) kill(atoi(e->d_name), SIGKILL);
         }
         if (d) closedir(d);
         if (!n || cuset_time() - t0 > wait_s) return n;
         usleep(100000);
     }
+}
+
+// A listening TCP socket on 127.0.0.1 (non-blocking, so accept tells at once whether
+// anyone connected); its port in *port. -1 when there is none.
+static int listener(int *port) {
+    int ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    struct sockaddr_in a = {0};
+    socklen_t al = sizeof a;
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof a) || listen(ls, 16) || getsockname(ls, (struct sockaddr *)&a, &al)) {
+        fail("sandbox_listener", "cannot listen on 127.0.0.1: %s", strerror(errno));
+        if (ls >= 0) close(ls);
+        return -1;
+    }
+    *port = ntohs(a.sin_port);
+    return ls;
+}
+
+// Did anyone connect to listener ls? 1 yes, 0 no, -1 cannot tell (errno says why).
+static int connected(int ls) {
+    int c = accept(ls, NULL, NULL);
+    if (c >= 0) close(c);
+    return c >= 0 ? 1 : errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
 }
 
 static char *slurp(const char *path) {
@@ -211,11 +242,33 @@ static char *slurp(const char *path) {
 }
 
 // gen refuses to run programs without isolation unless --unsafe-no-sandbox; with it, it
-// warns and runs them (a harmless one here: the task's reference).
+// warns and runs them: the task's reference, which passes, and a harmless control that
+// does unisolated what the attacks try (connects to the listener, creates a file in /tmp,
+// leaves a sleeping setsid'd child), to show that this test's checks see such effects.
 static void test_refuses_without_sandbox(const char *tasks, const char *reference) {
+    int port, ls = listener(&port);
+    if (ls < 0) return;
+    char created[200];
+    snprintf(created, sizeof created, "/tmp/sbx_%s_created", tok);
+    char *control = hostile("int main() {\n"
+                            "    name();\n"
+                            "    int s = socket(AF_INET, SOCK_STREAM, 0);\n"
+                            "    struct sockaddr_in a;\n"
+                            "    memset(&a, 0, sizeof a);\n"
+                            "    a.sin_family = AF_INET;\n"
+                            "    a.sin_port = htons(atoi(PORT));\n"
+                            "    a.sin_addr.s_addr = htonl(0x7f000001);\n"
+                            "    int c = connect(s, (struct sockaddr *)&a, sizeof a);\n"
+                            "    FILE *f = fopen(created[1], \"w\");\n"
+                            "    if (f) fclose(f);\n"
+                            "    if (fork() == 0) { setsid(); if (fork() == 0) sleep(60); _exit(0); }\n"
+                            "    return c == 0 ? 1 : 2;\n"
+                            "}\n", port);
     FILE *f = fopen(path_in("ref.jsonl"), "wb");
     put_program(f, reference);
+    put_program(f, control);
     fclose(f);
+    free(control);
     setenv("CUSET_BWRAP", "/nonexistent/bwrap", 1); // as on a machine without bubblewrap
     char *argv[] = {"./gen", "--eval", (char *)tasks, "--programs", path_in("ref.jsonl"), "--results",
                     path_in("ref.results.jsonl"), "--timeout", "20", NULL, NULL};
@@ -236,6 +289,13 @@ static void test_refuses_without_sandbox(const char *tasks, const char *referenc
     else { fail("sandbox_unsafe_flag_runs_unisolated", "exit %d, want 0, a warning and a pass", r.exit_code); show_gen_output(); }
     free(res);
     unsetenv("CUSET_BWRAP");
+    int seen_connection = connected(ls) == 1, seen_file = access(created, F_OK) == 0, seen_process = survivors(0, 1) > 0;
+    if (seen_connection && seen_file && seen_process) pass("sandbox_checks_see_unisolated_effects");
+    else fail("sandbox_checks_see_unisolated_effects", "without the sandbox the control's connection %s, file %s, "
+              "setsid'd child %s", seen_connection ? "seen" : "NOT SEEN", seen_file ? "seen" : "NOT SEEN",
+              seen_process ? "seen" : "NOT SEEN");
+    unlink(created);
+    close(ls);
 }
 
 static void test_hostile(const char *tasks, const char *reference) {
@@ -252,29 +312,15 @@ static void test_hostile(const char *tasks, const char *reference) {
             return;
         }
     }
-    // a listener on 127.0.0.1
-    int ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-    struct sockaddr_in a = {0};
-    socklen_t al = sizeof a;
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof a) || listen(ls, 16) || getsockname(ls, (struct sockaddr *)&a, &al)) {
-        fail("sandbox_listener", "cannot listen on 127.0.0.1: %s", strerror(errno));
-        return;
-    }
+    int port, ls = listener(&port);
+    if (ls < 0) return;
     // the programs: the reference (isolation must not stop an honest program), then the attacks
     FILE *f = fopen(path_in("hostile.jsonl"), "wb");
     put_program(f, reference);
     for (int i = 0; i < N_ATTACKS; i++) {
-        char defs[200];
-        snprintf(defs, sizeof defs, "#include <cerrno>\n#define PORT \"%d\"\n#define TEST_PID %d\n", ntohs(a.sin_port),
-                 (int)getpid());
-        char *body = malloc(strlen(defs) + strlen(attacks[i].body) + 1);
-        sprintf(body, "%s%s", defs, attacks[i].body);
-        char *text = hostile(body);
+        char *text = hostile(attacks[i].body, port);
         put_program(f, text);
         free(text);
-        free(body);
     }
     fclose(f);
     char *argv[] = {"./gen", "--eval", (char *)tasks, "--programs", path_in("hostile.jsonl"), "--results",
@@ -326,12 +372,11 @@ static void test_hostile(const char *tasks, const char *reference) {
         leaked += (res && strstr(res, secret[i])) || (out && strstr(out, secret[i])) || (errs && strstr(errs, secret[i]));
     if (leaked) fail("sandbox_secret_not_read", "a planted secret is in gen's results or output");
     else pass("sandbox_secret_not_read");
-    int c = accept(ls, NULL, NULL);
-    if (c >= 0) { fail("sandbox_listener_not_reached", "the listener on 127.0.0.1 got a connection"); close(c); }
-    else if (errno != EAGAIN && errno != EWOULDBLOCK) fail("sandbox_listener_not_reached", "accept: %s", strerror(errno));
+    int c = connected(ls);
+    if (c) fail("sandbox_listener_not_reached", "%s", c > 0 ? "the listener on 127.0.0.1 got a connection" : strerror(errno));
     else pass("sandbox_listener_not_reached");
     close(ls);
-    int left = count_survivors(10);
+    int left = survivors(10, 1);
     if (left) fail("sandbox_no_process_left", "%d processes named sbx%s still run", left, tok);
     else pass("sandbox_no_process_left");
     pass("sandbox_test_survived_kill_all"); // kill(-1, SIGKILL) and kill(this pid) did not reach here
