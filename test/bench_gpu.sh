@@ -4,7 +4,8 @@
 #   the fused loss's bandwidth against a device-to-device copy;
 #   fused attention forward/backward against torch's scaled_dot_product_attention;
 #   the tf32 matmul's TFLOP/s against torch.matmul (tf32).
-# Needs a GPU, ./train built with the backend, test/bench_gpu, and PyTorch with CUDA.
+# Needs a GPU, ./train built with the backend and test/bench_gpu; PyTorch with CUDA (PYTHON)
+# is optional: without it the PyTorch column is "-" and a SKIP line says why.
 # Any failure stops the script with a message and a non-zero exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,16 +28,24 @@ import json, statistics, sys
 v = [json.loads(l)['tokens_per_s'] for l in open('$TMP/b.jsonl') if '\"tokens_per_s\"' in l][5:]
 print(f'{statistics.median(v):.0f}' if v else sys.exit('no steps logged'))")
 ./test/bench_gpu "$B" "$T" "$C" "$H" "$V" >"$TMP/kern.out" 2>&1 || { cat "$TMP/kern.out"; die "test/bench_gpu failed"; }
-"$PYTHON" test/bench_gpu_torch.py --layers "$L" --heads "$H" --embd "$C" --seq "$T" --batch "$B" --vocab "$V" \
-    --steps "$STEPS" >"$TMP/torch.out" 2>&1 || { cat "$TMP/torch.out"; die "the PyTorch benchmark failed"; }
-get() { # FILE NAME: the value of line "NAME value unit"
+no_torch=$("$PYTHON" -c "import torch; torch.cuda.is_available() or print('torch', torch.__version__, 'sees no GPU')" 2>&1) ||
+    no_torch="$PYTHON cannot import torch"
+if [ -z "$no_torch" ]; then
+    "$PYTHON" test/bench_gpu_torch.py --layers "$L" --heads "$H" --embd "$C" --seq "$T" --batch "$B" --vocab "$V" \
+        --steps "$STEPS" >"$TMP/torch.out" 2>&1 || { cat "$TMP/torch.out"; die "the PyTorch benchmark failed"; }
+else
+    echo "SKIP the PyTorch column: $(echo "$no_torch" | tail -1)"
+    : >"$TMP/torch.out"
+fi
+get() { # FILE NAME: the value of line "NAME value unit" ("-" for the absent PyTorch side)
     local v
+    [ -s "$1" ] || { echo -; return; }
     v=$(awk -v n="$2" '$1 == n { print $2 }' "$1")
     [ -n "$v" ] || die "no '$2' in $(basename "$1"): $(cat "$1")"
     echo "$v"
 }
 head -1 "$TMP/kern.out"
-head -1 "$TMP/torch.out"
+[ ! -s "$TMP/torch.out" ] || head -1 "$TMP/torch.out"
 printf '%-40s %14s %14s\n' "" "cuset" "pytorch"
 printf '%-40s %14s %14s\n' "training tokens/s (sft)" "$cuset_tokps" "$(get "$TMP/torch.out" torch_train_tokps)"
 printf '%-40s %14s %14s\n' "matmul $(get "$TMP/kern.out" matmul_shape) TFLOP/s" "$(get "$TMP/kern.out" matmul_forward_TFLOPs)" \

@@ -5,15 +5,19 @@ scaled_dot_product_attention forward/backward times.
 
     python3 test/bench_gpu_torch.py --layers L --heads H --embd C --seq T --batch B --vocab V --steps N
 
-One line per number, "name value unit", like test/bench_gpu. Fails loudly (exception,
-non-zero exit) when CUDA is not available."""
+One line per number, "name value unit", like test/bench_gpu. Exits non-zero with a
+one-line reason when PyTorch or its CUDA is not available (test/bench_gpu.sh checks first)."""
 import argparse
 import statistics
+import sys
 import time
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError as e:
+    sys.exit(f"bench_gpu_torch: cannot import PyTorch ({e}): the comparison needs PyTorch with CUDA")
 
 
 class Block(nn.Module):

@@ -12,7 +12,7 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 # package            | purposes       | present when                                      | why
 table='
 build-essential      | build          | cmd:gcc cmd:g++ cmd:make                          | gcc, make, and g++ for the CUDA emulator
-libstb-dev           | build          | header:stb/stb_ds.h                               | stb_ds hash maps and arrays in cuset.h
+libstb-dev           | build          | header:stb/stb_ds.h                               | stb_ds maps and arrays: data/tokenizer.h, annotate.h
 python3-numpy        | test cudabench | py:numpy                                          | the PyTorch oracle, CUDABench compare scripts
 python3-torch        | test cudabench | py:torch                                          | the PyTorch oracle, CUDABench input generators
 libopenblas0-pthread | test           | file:/usr/lib/*/openblas-pthread/libopenblas.so.0 | a threaded BLAS, the oracle 10x faster
