@@ -17,6 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 static const char *usage_text =
     "usage: gen --model FILE [--prompt TEXT | --prompt-file FILE | --prompt-ids IDS] [options]\n"
@@ -124,37 +127,26 @@ typedef struct {
 // --device: sampling runs its forward passes on the GPU (a decoder with the parameters and
 // the KV cache on the device; logits come back for cuset_sample) or on the CPU.
 static const char *device_flag = "auto";
-#ifdef CUSET_CUDA
 static CusetCudaDecoder *gpu_decoder = NULL;
-#endif
 
 // Picks the device for model m per --device; exits with a message when --device cuda has none.
 static void use_device(const CusetGPT *m) {
     if (strcmp(device_flag, "cpu") && strcmp(device_flag, "cuda") && strcmp(device_flag, "auto"))
         fail("--device expects cpu, cuda or auto, got ", device_flag);
-#ifdef CUSET_CUDA
-    char why[256];
     if (!strcmp(device_flag, "cpu")) return;
-    if (cuset_cuda_available(why, sizeof why)) {
-        gpu_decoder = cuset_cuda_decoder_new(m, why, sizeof why);
-        if (gpu_decoder) return;
-    }
-    if (!strcmp(device_flag, "cuda")) { fprintf(stderr, "gen: --device cuda: no usable GPU: %s; use --device cpu\n", why); exit(2); }
-    fprintf(stderr, "gen: note: no usable GPU (%s): sampling on the CPU\n", why);
-#else
-    (void)m;
+    char why[256];
+    int avail = cuset_cuda_available(why, sizeof why); // -1: a build without the GPU backend
+    if (avail > 0 && (gpu_decoder = cuset_cuda_decoder_new(m, why, sizeof why))) return;
     if (!strcmp(device_flag, "cuda")) {
-        fprintf(stderr, "gen: --device cuda: this build has no GPU backend (built without nvcc); use --device cpu\n");
+        fprintf(stderr, "gen: --device cuda: %s%s; use --device cpu\n", avail < 0 ? "" : "no usable GPU: ", why);
         exit(2);
     }
-#endif
+    if (avail >= 0) fprintf(stderr, "gen: note: no usable GPU (%s): sampling on the CPU\n", why);
 }
 
 // One position of the forward pass, on the device --device picked; kv->len counts positions.
 static const float *decode_step(const CusetGPT *m, CusetKVCache *kv, int token) {
-#ifdef CUSET_CUDA
     if (gpu_decoder) { kv->len++; return cuset_cuda_decode(gpu_decoder, token); }
-#endif
     return cuset_gpt_decode(m, kv, token);
 }
 
@@ -169,9 +161,7 @@ static int sample_completion(const CusetGPT *m, const CusetTokenizer *tk, const 
     uint64_t rng = seed;
     const float *logits = NULL;
     kv->len = 0;
-#ifdef CUSET_CUDA
     if (gpu_decoder) cuset_cuda_decoder_reset(gpu_decoder);
-#endif
     for (int i = 0; i < n; i++) logits = decode_step(m, kv, prompt[i]);
     int produced = 0;
     while (produced < o->max_tokens) {
@@ -243,10 +233,22 @@ static int eval_sample(void *ctx, int task, const char *prompt, size_t len, uint
     return 0;
 }
 
+// Sampling in forked processes (gen --eval --jobs N): fine for a model on the CPU, one
+// OpenMP thread each (N processes of the default thread count would oversubscribe the
+// cores, and decoding one token is too little work to share anyway); not with a GPU.
+static int eval_prepare_fork(void *ctx) {
+    (void)ctx;
+    if (gpu_decoder) return 0;
+#ifdef _OPENMP
+    omp_set_num_threads(1);
+#endif
+    return 1;
+}
+
 // --analyze: the confidence analysis of data/confidence.h, JSON to a file, text to stdout.
 static int analyze(const char *model_path, const char *data, int first, int count, int window, int probe, int views,
                    const char *json_path) {
-    char err[600], path[4200];
+    char err[9000], path[4200];
     CusetGPT m;
     CusetTokenizer tk = {0};
     CusetCheckpointInfo info;
@@ -280,7 +282,7 @@ static int analyze(const char *model_path, const char *data, int first, int coun
 static int eval_with_model(const CusetEvalOpts *ev, const char *model_path, SampleOpts so, uint64_t seed) {
     if (!model_path) return cuset_eval_main(ev, NULL);
     EvalModel e = {.path = model_path, .so = so};
-    CusetEvalSampler s = {&e, eval_open, eval_sample, model_path, "", seed};
+    CusetEvalSampler s = {&e, eval_open, eval_sample, eval_prepare_fork, model_path, "", seed};
     snprintf(s.settings, sizeof s.settings, "temperature %g, top-k %d, top-p %g", so.temperature, so.top_k, so.top_p);
     int rc = cuset_eval_main(ev, &s);
     if (e.work) { cuset_kv_free(&e.kv); free(e.work); cuset_gpt_free(&e.m); }
@@ -456,9 +458,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "gen: %d prompt tokens, %d generated in %.2fs (%.1f tokens/s)%s\n", n, produced, dt,
             produced / (dt > 0 ? dt : 1), kv.len == c->max_seq_len ? ", stopped at the context length" : "");
     cuset_kv_free(&kv);
-#ifdef CUSET_CUDA
     cuset_cuda_decoder_free(gpu_decoder);
-#endif
     arrfree(tokens);
     free(work);
     cuset_tok_free(&tk);

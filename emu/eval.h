@@ -124,6 +124,9 @@ typedef struct {
     int (*open)(void *ctx, int samples);
     int (*sample)(void *ctx, int task, const char *prompt, size_t len, uint64_t seed, char **program, char *err,
                   size_t errlen);
+    // Optional: called before sampling in forked processes (--jobs > 1); returns 0 when
+    // the sampler cannot be forked (a model on a GPU), else readies it (one thread each).
+    int (*prepare_fork)(void *ctx);
     const char *name;    // the model, for the report and the default results path NAME.eval.jsonl
     char settings[160];  // the sampling settings, for the report
     uint64_t seed;
@@ -900,7 +903,7 @@ static void cuset__eval_print_families(const cuset__EvalTask *tasks, const cuset
 // "cuset-eval-cache 1 STATUS COMPILE_OK EXIT SIGNAL SECONDS" and the detail.
 static void cuset__eval_cache_path(const cuset__EvalEnv *E, const char *dir, const cuset__EvalTask *t,
                                    const cuset__EvalProgram *p, char *out, size_t cap) {
-    char how[9000];
+    char how[12400];
     struct stat se = {0}, sc = {0};
     stat(E->emu, &se);
     stat(E->corpus, &sc);
@@ -925,7 +928,7 @@ static int cuset__eval_cache_get(const char *path, cuset__EvalResult *r) {
 }
 
 static void cuset__eval_cache_put(const char *path, const cuset__EvalResult *r) {
-    char tmp[4200];
+    char tmp[4240];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f) return; // a cache that cannot be written only costs time
@@ -1030,6 +1033,92 @@ static void cuset__eval_summary(const char *path, const cuset__EvalTask *tasks, 
     }
     fprintf(f, "]}\n");
     if (fclose(f) != 0 || rename(tmp, path) != 0) cuset__eval_fail("%s: cannot write: %s", path, strerror(errno));
+}
+
+// Samples the text of every program, in `jobs` forked processes when the sampler allows
+// it (program i in process i mod jobs; the seeds are per program, so the texts do not
+// depend on jobs). A failure stops the run (exit 2).
+static void cuset__eval_sample_all(const cuset__EvalEnv *E, const CusetEvalSampler *sampler, const cuset__EvalTask *tasks,
+                                   cuset__EvalProgram *progs, int n, int jobs) {
+    char err[1200];
+    double t0 = cuset_time();
+    if (jobs < 2 || n < 2 || !sampler->prepare_fork || !sampler->prepare_fork(sampler->ctx)) jobs = 1;
+    if (jobs > n) jobs = n;
+    if (jobs == 1) {
+        for (int i = 0; i < n; i++) {
+            char *text = NULL; // stb_ds
+            cuset__EvalProgram *p = &progs[i];
+            if (sampler->sample(sampler->ctx, p->task, tasks[p->task].prompt, tasks[p->task].prompt_len, p->seed, &text, err,
+                                sizeof err)) {
+                fprintf(stderr, CUSET_EVAL_WHO ": %s\n", err);
+                cuset_remove_tree(E->root);
+                exit(2);
+            }
+            p->len = arrlenu(text);
+            p->text = strndup(text ? text : "", p->len);
+            arrfree(text);
+            if ((i + 1) % 10 == 0 || i + 1 == n)
+                fprintf(stderr, "eval: sampled %d/%d programs (%.1f s)\n", i + 1, n, cuset_time() - t0);
+        }
+        return;
+    }
+    // each worker writes, per program: the index (int), the length (size_t), the text
+    int fds[256];
+    pid_t pids[256];
+    for (int w = 0; w < jobs; w++) {
+        int pfd[2];
+        if (pipe(pfd)) cuset__eval_fail("pipe: %s%s", strerror(errno), "");
+        fflush(NULL);
+        pids[w] = fork();
+        if (pids[w] < 0) cuset__eval_fail("fork: %s%s", strerror(errno), "");
+        if (pids[w] == 0) {
+            close(pfd[0]);
+            FILE *out = fdopen(pfd[1], "wb");
+            for (int i = w; i < n; i += jobs) {
+                char *text = NULL;
+                const cuset__EvalProgram *p = &progs[i];
+                if (sampler->sample(sampler->ctx, p->task, tasks[p->task].prompt, tasks[p->task].prompt_len, p->seed, &text,
+                                    err, sizeof err)) {
+                    fprintf(stderr, CUSET_EVAL_WHO ": %s\n", err);
+                    _exit(2);
+                }
+                size_t len = arrlenu(text);
+                if (fwrite(&i, sizeof i, 1, out) != 1 || fwrite(&len, sizeof len, 1, out) != 1 ||
+                    (len && fwrite(text, 1, len, out) != len))
+                    _exit(1);
+                arrfree(text);
+            }
+            _exit(fclose(out) == 0 ? 0 : 1);
+        }
+        close(pfd[1]);
+        fds[w] = pfd[0];
+        cuset__eval_workers[w] = pids[w];
+    }
+    int got = 0, failed = 0;
+    for (int w = 0; w < jobs; w++) { // a worker blocked on a full pipe waits for its turn: no cycle
+        FILE *in = fdopen(fds[w], "rb");
+        int i;
+        size_t len;
+        while (fread(&i, sizeof i, 1, in) == 1) {
+            if (i < 0 || i >= n || fread(&len, sizeof len, 1, in) != 1) { failed = 1; break; }
+            char *text = (char *)malloc(len + 1);
+            if (len && fread(text, 1, len, in) != len) { free(text); failed = 1; break; }
+            text[len] = 0;
+            progs[i].text = text, progs[i].len = len;
+            if (++got % 10 == 0 || got == n) fprintf(stderr, "eval: sampled %d/%d programs (%.1f s, %d processes)\n", got, n,
+                                                     cuset_time() - t0, jobs);
+        }
+        fclose(in);
+        int ws;
+        while (waitpid(pids[w], &ws, 0) < 0 && errno == EINTR) {}
+        cuset__eval_workers[w] = 0;
+        if (!WIFEXITED(ws) || WEXITSTATUS(ws)) failed = 1;
+    }
+    if (failed || got != n) {
+        fprintf(stderr, CUSET_EVAL_WHO ": a sampling process failed (%d of %d programs written)\n", got, n);
+        cuset_remove_tree(E->root);
+        exit(2);
+    }
 }
 
 int cuset_eval_main(const CusetEvalOpts *o, const CusetEvalSampler *sampler) {
@@ -1185,24 +1274,13 @@ int cuset_eval_main(const CusetEvalOpts *o, const CusetEvalSampler *sampler) {
                 p = given[gi++];
                 p.text = strndup(p.text ? p.text : "", p.len);
             } else {
-                char *text = NULL; // stb_ds
                 p.has_seed = 1;
                 p.seed = sampler->seed + 1000ull * (uint64_t)t + (uint64_t)s;
-                if (sampler->sample(sampler->ctx, t, tasks[t].prompt, tasks[t].prompt_len, p.seed, &text, err, sizeof err)) {
-                    fprintf(stderr, CUSET_EVAL_WHO ": %s\n", err);
-                    cuset_remove_tree(E.root);
-                    exit(2);
-                }
-                p.len = arrlenu(text);
-                p.text = strndup(text ? text : "", p.len);
-                arrfree(text);
             }
             arrput(progs, p);
         }
-        if (!given)
-            fprintf(stderr, "eval: sampled task %d/%d (%d programs, %.1f s)\n", t - o->first + 1, last - o->first,
-                    (int)arrlen(progs), cuset_time() - t0);
     }
+    if (!given) cuset__eval_sample_all(&E, sampler, tasks, progs, (int)arrlen(progs), o->jobs);
     int total = (int)arrlen(progs), done = 0, cached = 0, running = 0, next = 0;
     cuset__EvalResult *results = (cuset__EvalResult *)calloc(total + 1, sizeof *results);
     int *fds = (int *)malloc(sizeof(int) * (total + 1));
