@@ -46,7 +46,7 @@ static void cuset__cuda_check(cudaError_t e, const char *file, int line) {
 #endif
 #define CUSET_CHECK_LAUNCH() cuset__cuda_check(cudaGetLastError(), __FILE__, __LINE__)
 
-static inline int ceil_div(long a, long b) { return (int)((a + b - 1) / b); }
+static inline int cuset__ceil_div(long a, long b) { return (int)((a + b - 1) / b); }
 
 // ---- fused causal attention (forward, backward) and the fused loss ---------------------
 //
@@ -83,7 +83,7 @@ template <int HS> struct CusetAttnShape {
 #define CUSET_ATT_BK 32  // rows per shared-memory tile streamed through a block
 
 // Sum of x over the G lanes of a group; every lane of the warp must call it.
-template <int G> __device__ __forceinline__ float cuset__group_sum(float x) {
+template <int G> static __device__ __forceinline__ float cuset__group_sum(float x) {
 #pragma unroll
     for (int o = G / 2; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
     return x;
@@ -92,7 +92,7 @@ template <int G> __device__ __forceinline__ float cuset__group_sum(float x) {
 // Copies rows r0 .. r0+CUSET_ATT_BK-1 (HS floats each, row stride `stride` floats, rows
 // >= T as zeros) of a head's matrix into a shared tile, as float4s, by the whole block.
 template <int HS>
-__device__ __forceinline__ void cuset__load_tile(float *tile, const float *src, int r0, int T, size_t stride) {
+static __device__ __forceinline__ void cuset__load_tile(float *tile, const float *src, int r0, int T, size_t stride) {
     float4 *dst = (float4 *)tile;
     for (int idx = threadIdx.x; idx < CUSET_ATT_BK * HS / 4; idx += blockDim.x) {
         int r = idx / (HS / 4), c4 = idx % (HS / 4);
@@ -109,7 +109,7 @@ __device__ __forceinline__ void cuset__load_tile(float *tile, const float *src, 
 // the tile's scores into registers, rescale the running sum and output once, then add the
 // tile's values. qkv (B,T,3C) -> out (B,T,C), lse (B,NH,T) of the scaled scores.
 template <int HS>
-__global__ void __launch_bounds__(CUSET_ATT_BQ * CusetAttnShape<HS>::G)
+static __global__ void __launch_bounds__(CUSET_ATT_BQ * CusetAttnShape<HS>::G)
 cuset__attention_forward_kernel(float *out, float *lse, const float *qkv, int T, int C, int NH, float scale) {
     constexpr int G = CusetAttnShape<HS>::G, D = CusetAttnShape<HS>::D, BK = CUSET_ATT_BK;
     __shared__ __align__(16) float ks[CUSET_ATT_BK * HS];
@@ -169,7 +169,7 @@ cuset__attention_forward_kernel(float *out, float *lse, const float *qkv, int T,
 // delta (B,NH,T) = per head, the row sum of dout * out (the softmax backward's dot product
 // sum_j P_ij dP_ij, computed without P). One warp per (b, t, h): lanes stride over the hs
 // channels, then a shuffle reduction. grid ceil(B*T*NH / 8) x 256 threads.
-__global__ void cuset__attention_delta_kernel(float *delta, const float *dout, const float *out, int B, int T,
+static __global__ void cuset__attention_delta_kernel(float *delta, const float *dout, const float *out, int B, int T,
                                               int C, int NH) {
     int w = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (w >= B * T * NH) return; // a whole warp leaves together
@@ -188,7 +188,7 @@ __global__ void cuset__attention_delta_kernel(float *delta, const float *dout, c
 // dV_j += P_ij dout_i, dS_ij = P_ij (dout_i.v_j - delta_i), dK_j += scale dS_ij q_i.
 // Writes (not accumulates) the k and v parts of dqkv (B,T,3C).
 template <int HS>
-__global__ void __launch_bounds__(CUSET_ATT_BQ * CusetAttnShape<HS>::G)
+static __global__ void __launch_bounds__(CUSET_ATT_BQ * CusetAttnShape<HS>::G)
 cuset__attention_backward_dkdv_kernel(float *dqkv, const float *dout, const float *qkv, const float *lse,
                                       const float *delta, int T, int C, int NH, float scale) {
     constexpr int G = CusetAttnShape<HS>::G, D = CusetAttnShape<HS>::D, BK = CUSET_ATT_BK;
@@ -253,7 +253,7 @@ cuset__attention_backward_dkdv_kernel(float *dqkv, const float *dout, const floa
 // key j <= i: P_ij recomputed from lse_i, dS_ij = P_ij (dout_i.v_j - delta_i),
 // dQ_i += scale dS_ij k_j. Writes the q part of dqkv (B,T,3C).
 template <int HS>
-__global__ void __launch_bounds__(CUSET_ATT_BQ * CusetAttnShape<HS>::G)
+static __global__ void __launch_bounds__(CUSET_ATT_BQ * CusetAttnShape<HS>::G)
 cuset__attention_backward_dq_kernel(float *dqkv, const float *dout, const float *qkv, const float *lse,
                                     const float *delta, int T, int C, int NH, float scale) {
     constexpr int G = CusetAttnShape<HS>::G, D = CusetAttnShape<HS>::D, BK = CUSET_ATT_BK;
@@ -329,7 +329,7 @@ void cuset__cuda_attention_forward(float *out, float *lse, const float *qkv, int
     cuset__attention_check(B, T, C, NH);
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
-    dim3 grid(B * NH, ceil_div(T, CUSET_ATT_BQ));
+    dim3 grid(B * NH, cuset__ceil_div(T, CUSET_ATT_BQ));
 #define CUSET__ATT_FWD(HS) \
     cuset__attention_forward_kernel<HS><<<grid, CUSET_ATT_BQ * CusetAttnShape<HS>::G, 0, s>>>(out, lse, qkv, T, C, NH, scale)
     CUSET__ATT_DISPATCH(hs, CUSET__ATT_FWD)
@@ -345,9 +345,9 @@ void cuset__cuda_attention_backward(float *dqkv, float *delta, const float *dout
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
     int rows = B * T * NH;
-    cuset__attention_delta_kernel<<<ceil_div(rows, 8), 256, 0, s>>>(delta, dout, out, B, T, C, NH);
+    cuset__attention_delta_kernel<<<cuset__ceil_div(rows, 8), 256, 0, s>>>(delta, dout, out, B, T, C, NH);
     CUSET_CHECK_LAUNCH();
-    dim3 grid(B * NH, ceil_div(T, CUSET_ATT_BQ));
+    dim3 grid(B * NH, cuset__ceil_div(T, CUSET_ATT_BQ));
 #define CUSET__ATT_BWD(HS)                                                                         \
     do {                                                                                           \
         cuset__attention_backward_dkdv_kernel<HS><<<grid, CUSET_ATT_BQ * CusetAttnShape<HS>::G, 0, s>>>( \
@@ -405,7 +405,7 @@ extern "C" size_t cuset_cuda_loss_workspace_bytes(int B, int T) {
 
 // Four consecutive columns c..c+3 (c % 4 == 0) of a row: one float4 when vec, else scalar
 // loads of the columns below n (the rest read as 0).
-__device__ __forceinline__ float4 cuset__load4(const float *row, int c, int n, bool vec) {
+static __device__ __forceinline__ float4 cuset__load4(const float *row, int c, int n, bool vec) {
     if (vec) return *(const float4 *)(row + c);
     float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (c < n) x.x = row[c];
@@ -414,7 +414,7 @@ __device__ __forceinline__ float4 cuset__load4(const float *row, int c, int n, b
     if (c + 3 < n) x.w = row[c + 3];
     return x;
 }
-__device__ __forceinline__ void cuset__store4(float *row, int c, int n, bool vec, float4 x) {
+static __device__ __forceinline__ void cuset__store4(float *row, int c, int n, bool vec, float4 x) {
     if (vec) { *(float4 *)(row + c) = x; return; }
     if (c < n) row[c] = x.x;
     if (c + 1 < n) row[c + 1] = x.y;
@@ -424,13 +424,13 @@ __device__ __forceinline__ void cuset__store4(float *row, int c, int n, bool vec
 
 // A running softmax denominator: s = sum of exp(x - m) over the values seen, m their max.
 struct CusetMaxSum { float m, s; };
-__device__ __forceinline__ void cuset__maxsum_push(CusetMaxSum *a, float x) {
+static __device__ __forceinline__ void cuset__maxsum_push(CusetMaxSum *a, float x) {
     if (x > a->m) { a->s = a->s * expf(a->m - x) + 1.0f; a->m = x; }
     else a->s += expf(x - a->m);
 }
 // Merging is commutative bit for bit (one max, two products, one addition), so a butterfly
 // leaves the same value in every lane.
-__device__ __forceinline__ CusetMaxSum cuset__maxsum_merge(CusetMaxSum a, CusetMaxSum b) {
+static __device__ __forceinline__ CusetMaxSum cuset__maxsum_merge(CusetMaxSum a, CusetMaxSum b) {
     float m = fmaxf(a.m, b.m);
     if (m == -INFINITY) return a; // nothing seen on either side
     CusetMaxSum r = {m, a.s * expf(a.m - m) + b.s * expf(b.m - m)};
@@ -439,7 +439,7 @@ __device__ __forceinline__ CusetMaxSum cuset__maxsum_merge(CusetMaxSum a, CusetM
 
 // The block's log-sum-exp from each thread's running (max, sum): a warp butterfly, then
 // the warps' results in order through shared memory. Every thread gets the result.
-__device__ float cuset__block_lse(CusetMaxSum ms) {
+static __device__ float cuset__block_lse(CusetMaxSum ms) {
     __shared__ CusetMaxSum warp_ms[CUSET_LOSS_THREADS / 32];
     for (int o = 16; o > 0; o >>= 1) {
         CusetMaxSum other = {__shfl_xor_sync(0xffffffffu, ms.m, o), __shfl_xor_sync(0xffffffffu, ms.s, o)};
@@ -457,7 +457,7 @@ __device__ float cuset__block_lse(CusetMaxSum ms) {
 // threads, thread k reading columns 4k..4k+3, then 4(k + 256).., as float4s when vec), in
 // one pass; with EAFT each thread also keeps the top-20 of its columns in top[0..*ntop-1].
 template <bool EAFT>
-__device__ float cuset__row_lse(const float *row, int V, int Vp, bool vec, float *top, int *ntop) {
+static __device__ float cuset__block_row_lse(const float *row, int V, int Vp, bool vec, float *top, int *ntop) {
     int k = V < CUSET_EAFT_TOPK ? V : CUSET_EAFT_TOPK;
     CusetMaxSum ms = {-INFINITY, 0.0f};
     for (int c = 4 * threadIdx.x; c < V; c += 4 * blockDim.x) {
@@ -480,7 +480,7 @@ __device__ float cuset__row_lse(const float *row, int V, int Vp, bool vec, float
 // merged pairwise in shared memory, 8 levels) and their weight cuset_eaft_weight. With ASFT
 // also the lse of the reference row (its one read before phase 3).
 template <bool EAFT>
-__global__ void __launch_bounds__(CUSET_LOSS_THREADS)
+static __global__ void __launch_bounds__(CUSET_LOSS_THREADS)
 cuset__loss_phase1_kernel(CusetLossWork w, const float *logits, const float *ref_logits, const int *targets,
                           const unsigned char *is_target, int V, int Vp, bool vec, CusetObjective obj) {
     int i = blockIdx.x, tid = threadIdx.x;
@@ -488,13 +488,13 @@ cuset__loss_phase1_kernel(CusetLossWork w, const float *logits, const float *ref
     const float *z = logits + (size_t)i * Vp;
     float top[CUSET_EAFT_TOPK];
     int n = 0;
-    float lse = cuset__row_lse<EAFT>(z, V, Vp, vec, top, &n);
+    float lse = cuset__block_row_lse<EAFT>(z, V, Vp, vec, top, &n);
     if (tid == 0) {
         w.lse[i] = lse;
-        w.conf[i] = expf(z[targets[i]] - lse);
+        w.conf[i] = cuset_confidence(z[targets[i]], lse);
     }
     if (ref_logits) { // ASFT: the reference row's lse, for phase 3
-        float lse_ref = cuset__row_lse<false>(ref_logits + (size_t)i * Vp, V, Vp, vec, NULL, NULL);
+        float lse_ref = cuset__block_row_lse<false>(ref_logits + (size_t)i * Vp, V, Vp, vec, NULL, NULL);
         if (tid == 0) w.lse_ref[i] = lse_ref;
     }
     if (EAFT) {
@@ -521,7 +521,7 @@ cuset__loss_phase1_kernel(CusetLossWork w, const float *logits, const float *ref
 // Loss phase 2. One thread per sample n (grid ceil(B/64) x 64): the hardest window C_n of
 // its target confidences and w_n = 1 - C_n, with the functions of cuset.h (sequential,
 // O(T_n), in double).
-__global__ void cuset__loss_phase2_kernel(CusetLossWork w, const int *tgt_start, const int *tgt_len, int B, int T,
+static __global__ void cuset__loss_phase2_kernel(CusetLossWork w, const int *tgt_start, const int *tgt_len, int B, int T,
                                           int window) {
     int n = blockIdx.x * blockDim.x + threadIdx.x;
     if (n >= B) return;
@@ -533,7 +533,7 @@ __global__ void cuset__loss_phase2_kernel(CusetLossWork w, const int *tgt_start,
 // KL gradient beta (softmax - softmax_ref) / N; its KL sum is reduced in double across the
 // block in a fixed order. Thread 0 writes the row's stat terms. Non-target rows and the pad
 // columns V..Vp-1 become zeros.
-__global__ void __launch_bounds__(CUSET_LOSS_THREADS)
+static __global__ void __launch_bounds__(CUSET_LOSS_THREADS)
 cuset__loss_phase3_kernel(CusetLossWork w, float *logits, const float *ref_logits, const int *targets,
                           const unsigned char *is_target, const unsigned char *is_cuda, int T, int V, int Vp,
                           bool vec, CusetObjective obj, float inv_norm) {
@@ -549,9 +549,8 @@ cuset__loss_phase3_kernel(CusetLossWork w, float *logits, const float *ref_logit
     }
     int asft = obj.kind == CUSET_OBJ_ASFT && ref_logits != NULL, tgt = targets[i];
     float lse = w.lse[i], c = w.conf[i], zt = z[tgt];
-    float wgt = obj.kind == CUSET_OBJ_CUSET && obj.reweight ? w.wn[i / T] : 1.0f;
-    float a = cuset_token_coef(&obj, c, is_cuda[i], wgt, obj.kind == CUSET_OBJ_EAFT ? w.eaft[i] : 0.0f);
-    float lse_ref = asft ? w.lse_ref[i] : 0.0f, a_n = a * inv_norm;
+    float a = cuset_token_coef(&obj, c, is_cuda[i], w.wn[i / T], obj.kind == CUSET_OBJ_EAFT ? w.eaft[i] : 0.0f);
+    float lse_ref = asft ? w.lse_ref[i] : 0.0f;
     const float *zr = asft ? ref_logits + (size_t)i * Vp : NULL;
     __syncthreads(); // every thread has read z[tgt] before anyone overwrites it
     double kl = 0.0;
@@ -564,14 +563,9 @@ cuset__loss_phase3_kernel(CusetLossWork w, float *logits, const float *ref_logit
             int col = c0 + e;
             float gz = 0.0f;
             if (col < V) {
-                if (asft) {
-                    float lp = xs[e] - lse, lp_ref = xrs[e] - lse_ref;
-                    kl += cuset_kl_term(lp_ref, lp);
-                    gz = (a * expf(lp) + cuset_kl_grad(expf(lp), expf(lp_ref), obj.beta)) * inv_norm;
-                } else {
-                    gz = a * expf(xs[e] - lse) * inv_norm;
-                }
-                if (col == tgt) gz -= a_n;
+                float lp = xs[e] - lse, lp_ref = asft ? xrs[e] - lse_ref : 0.0f;
+                if (asft) kl += cuset_kl_term(lp_ref, lp);
+                gz = cuset_logit_grad(&obj, a, lp, lp_ref, col == tgt, inv_norm);
             }
             xs[e] = gz;
         }
@@ -586,7 +580,7 @@ cuset__loss_phase3_kernel(CusetLossWork w, float *logits, const float *ref_logit
     }
     if (threadIdx.x == 0) {
         float nll = lse - zt;
-        row[0] = (a * nll + obj.beta * kl * asft) * inv_norm; // the very expression of cuset_loss
+        row[0] = cuset_loss_term(&obj, a, nll, kl, inv_norm);
         row[1] = nll;
         row[2] = c;
         row[3] = c > obj.tau;
@@ -596,7 +590,7 @@ cuset__loss_phase3_kernel(CusetLossWork w, float *logits, const float *ref_logit
 // Loss sums. One thread per sample n (grid ceil(B/64) x 64): the sums over t = 0..T-1 of the
 // row terms, in order (cuset_loss's order: off-target rows add exact zeros), then w_n and
 // T_n. sample (B, 6).
-__global__ void cuset__loss_sums_kernel(CusetLossWork w, const int *tgt_len, int B, int T) {
+static __global__ void cuset__loss_sums_kernel(CusetLossWork w, const int *tgt_len, int B, int T) {
     int n = blockIdx.x * blockDim.x + threadIdx.x;
     if (n >= B) return;
     double s[4] = {0.0, 0.0, 0.0, 0.0};
@@ -626,10 +620,10 @@ extern "C" int cuset_cuda_loss(float *logits, const float *ref_logits, const int
         cuset__loss_phase1_kernel<true><<<rows, CUSET_LOSS_THREADS, 0, s>>>(w, logits, ref, targets, is_target, V, Vp, vec, *obj);
     else
         cuset__loss_phase1_kernel<false><<<rows, CUSET_LOSS_THREADS, 0, s>>>(w, logits, ref, targets, is_target, V, Vp, vec, *obj);
-    cuset__loss_phase2_kernel<<<ceil_div(B, 64), 64, 0, s>>>(w, tgt_start, tgt_len, B, T, obj->window);
+    cuset__loss_phase2_kernel<<<cuset__ceil_div(B, 64), 64, 0, s>>>(w, tgt_start, tgt_len, B, T, obj->window);
     cuset__loss_phase3_kernel<<<rows, CUSET_LOSS_THREADS, 0, s>>>(w, logits, ref, targets, is_target, is_cuda, T, V, Vp,
                                                                    vec, *obj, inv_norm);
-    cuset__loss_sums_kernel<<<ceil_div(B, 64), 64, 0, s>>>(w, tgt_len, B, T);
+    cuset__loss_sums_kernel<<<cuset__ceil_div(B, 64), 64, 0, s>>>(w, tgt_len, B, T);
     cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) return (int)err;
     if (!stats) return 0;
@@ -651,18 +645,8 @@ extern "C" int cuset_cuda_loss(float *logits, const float *ref_logits, const int
     return (int)err;
 }
 
-#define GELU_SCALE 0.7978845608028654f // sqrt(2 / pi)
-// GELU, tanh form, as cuset__gelu_forward; and its derivative, as cuset__gelu_backward.
-__device__ __forceinline__ float gelu_value(float x) {
-    return 0.5f * x * (1.0f + tanhf(GELU_SCALE * (x + 0.044715f * x * x * x)));
-}
-__device__ __forceinline__ float gelu_grad(float x) {
-    float th = tanhf(GELU_SCALE * (x + 0.044715f * x * x * x)), sech2 = 1.0f - th * th;
-    return 0.5f * (1.0f + th) + 0.5f * x * sech2 * GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
-}
-
 // Sum over the 32 lanes of a warp by butterfly: every lane gets the same, fixed-order sum.
-__device__ __forceinline__ float warp_sum(float v) {
+static __device__ __forceinline__ float cuset__warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
@@ -679,63 +663,63 @@ namespace wmma = nvcuda::wmma;
 // A[m lda + k], else A[k lda + m]; B_ROW: B(k, n) at B[k ldb + n], else B[n ldb + k]):
 // the tile keeps that orientation in shared memory and is handed to WMMA as a row- or
 // column-major fragment, so global reads are coalesced and nothing is transposed.
-#define MM_BM 64
-#define MM_BN 64
-#define MM_BK 32
-#define MM_THREADS 128
-#define MM_PAD 4 // shared rows padded by 4 floats: fewer bank conflicts, ldm stays a multiple of 4
-#define MM_TILE_FLOATS ((MM_BM + MM_PAD) * MM_BN) // >= each operand tile and the 64 x 68 output staging
+#define CUSET_MM_BM 64
+#define CUSET_MM_BN 64
+#define CUSET_MM_BK 32
+#define CUSET_MM_THREADS 128
+#define CUSET_MM_PAD 4 // shared rows padded by 4 floats: fewer bank conflicts, ldm stays a multiple of 4
+#define CUSET_MM_TILE_FLOATS ((CUSET_MM_BM + CUSET_MM_PAD) * CUSET_MM_BN) // >= each operand tile and the 64 x 68 output staging
 
 // What the epilogue does with the fp32 result v of output (m, n), index i = m N + n:
 enum {
-    EPI_STORE = 0,         // out[i] = v + bias[n]            (bias may be NULL)
-    EPI_ACCUM = 1,         // out[i] += v                     (weight gradients accumulate)
-    EPI_GELU = 2,          // aux[i] = v + bias[n]; out[i] = gelu(aux[i])
-    EPI_GELU_BACKWARD = 3  // out[i] = v * gelu'(aux[i])      (aux: the pre-GELU activation)
+    CUSET_EPI_STORE = 0,         // out[i] = v + bias[n]            (bias may be NULL)
+    CUSET_EPI_ACCUM = 1,         // out[i] += v                     (weight gradients accumulate)
+    CUSET_EPI_GELU = 2,          // aux[i] = v + bias[n]; out[i] = gelu(aux[i])
+    CUSET_EPI_GELU_BACKWARD = 3  // out[i] = v * gelu'(aux[i])      (aux: the pre-GELU activation)
 };
 
 // C (M, N) = A (M, K) B (K, N) with the epilogue EPI, on tensor cores (tf32 in, fp32 sums).
 // Launch: grid (ceil(N / 64), ceil(M / 64)), block 128 threads (4 warps, 2 x 2).
 template <bool A_ROW, bool B_ROW, int EPI>
-__global__ void __launch_bounds__(MM_THREADS) matmul_kernel(float *out, float *aux, const float *A, int lda,
+static __global__ void __launch_bounds__(CUSET_MM_THREADS) cuset__matmul_kernel(float *out, float *aux, const float *A, int lda,
                                                             const float *B, int ldb, const float *bias,
                                                             int M, int N, int K) {
     typedef typename std::conditional<A_ROW, wmma::row_major, wmma::col_major>::type LayoutA;
     typedef typename std::conditional<B_ROW, wmma::row_major, wmma::col_major>::type LayoutB;
     // A tile: A_ROW as [64][32 + 4] (row-major), else [32][64 + 4] (column-major view).
     // B tile: B_ROW as [32][64 + 4] (row-major), else [64][32 + 4] (column-major view).
-    __shared__ __align__(128) float As[MM_TILE_FLOATS];
-    __shared__ __align__(128) float Bs[MM_TILE_FLOATS];
-    const int lda_s = A_ROW ? MM_BK + MM_PAD : MM_BM + MM_PAD;
-    const int ldb_s = B_ROW ? MM_BN + MM_PAD : MM_BK + MM_PAD;
+    __shared__ __align__(128) float As[CUSET_MM_TILE_FLOATS];
+    __shared__ __align__(128) float Bs[CUSET_MM_TILE_FLOATS];
+    const int lda_s = A_ROW ? CUSET_MM_BK + CUSET_MM_PAD : CUSET_MM_BM + CUSET_MM_PAD;
+    const int ldb_s = B_ROW ? CUSET_MM_BN + CUSET_MM_PAD : CUSET_MM_BK + CUSET_MM_PAD;
     int tid = threadIdx.x, warp = tid / 32;
-    int m0 = blockIdx.y * MM_BM, n0 = blockIdx.x * MM_BN;
+    int m0 = blockIdx.y * CUSET_MM_BM, n0 = blockIdx.x * CUSET_MM_BN;
     int wm = (warp / 2) * 32, wn = (warp % 2) * 32; // this warp's 32 x 32 quarter of the tile
 
     wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc[2][2];
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++) wmma::fill_fragment(acc[i][j], 0.0f);
 
-    for (int k0 = 0; k0 < K; k0 += MM_BK) {
+    for (int k0 = 0; k0 < K; k0 += CUSET_MM_BK) {
         // Load both tiles; consecutive threads read consecutive addresses.
-        for (int e = tid; e < MM_BM * MM_BK; e += MM_THREADS) {
+        for (int e = tid; e < CUSET_MM_BM * CUSET_MM_BK; e += CUSET_MM_THREADS) {
             int m, k;
-            if (A_ROW) { m = e / MM_BK; k = e % MM_BK; } else { k = e / MM_BM; m = e % MM_BM; }
+            if (A_ROW) { m = e / CUSET_MM_BK; k = e % CUSET_MM_BK; } else { k = e / CUSET_MM_BM; m = e % CUSET_MM_BM; }
             int gm = m0 + m, gk = k0 + k;
             float x = 0.0f;
             if (gm < M && gk < K) x = A_ROW ? A[(size_t)gm * lda + gk] : A[(size_t)gk * lda + gm];
             As[A_ROW ? m * lda_s + k : k * lda_s + m] = x;
         }
-        for (int e = tid; e < MM_BK * MM_BN; e += MM_THREADS) {
+        for (int e = tid; e < CUSET_MM_BK * CUSET_MM_BN; e += CUSET_MM_THREADS) {
             int k, n;
-            if (B_ROW) { k = e / MM_BN; n = e % MM_BN; } else { n = e / MM_BK; k = e % MM_BK; }
+            if (B_ROW) { k = e / CUSET_MM_BN; n = e % CUSET_MM_BN; } else { n = e / CUSET_MM_BK; k = e % CUSET_MM_BK; }
             int gk = k0 + k, gn = n0 + n;
             float x = 0.0f;
             if (gk < K && gn < N) x = B_ROW ? B[(size_t)gk * ldb + gn] : B[(size_t)gn * ldb + gk];
             Bs[B_ROW ? k * ldb_s + n : n * ldb_s + k] = x;
         }
         __syncthreads();
-        for (int kk = 0; kk < MM_BK; kk += 8) {
+        for (int kk = 0; kk < CUSET_MM_BK; kk += 8) {
             wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, LayoutA> af[2];
             wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, LayoutB> bf[2];
             for (int i = 0; i < 2; i++) {
@@ -756,26 +740,26 @@ __global__ void __launch_bounds__(MM_THREADS) matmul_kernel(float *out, float *a
 
     // Epilogue: the accumulators go through shared memory (As, as a [64][68] tile), then
     // each thread writes whole rows of the output in order: coalesced, bounds-checked.
-    const int ldc_s = MM_BN + MM_PAD;
+    const int ldc_s = CUSET_MM_BN + CUSET_MM_PAD;
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++)
             wmma::store_matrix_sync(As + (wm + 16 * i) * ldc_s + wn + 16 * j, acc[i][j], ldc_s, wmma::mem_row_major);
     __syncthreads();
-    for (int e = tid; e < MM_BM * MM_BN; e += MM_THREADS) {
-        int m = e / MM_BN, n = e % MM_BN, gm = m0 + m, gn = n0 + n;
+    for (int e = tid; e < CUSET_MM_BM * CUSET_MM_BN; e += CUSET_MM_THREADS) {
+        int m = e / CUSET_MM_BN, n = e % CUSET_MM_BN, gm = m0 + m, gn = n0 + n;
         if (gm >= M || gn >= N) continue;
         float v = As[m * ldc_s + n];
         size_t i = (size_t)gm * N + gn;
-        if (EPI == EPI_STORE) {
+        if (EPI == CUSET_EPI_STORE) {
             out[i] = bias ? v + bias[gn] : v;
-        } else if (EPI == EPI_ACCUM) {
+        } else if (EPI == CUSET_EPI_ACCUM) {
             out[i] += v;
-        } else if (EPI == EPI_GELU) {
+        } else if (EPI == CUSET_EPI_GELU) {
             v = bias ? v + bias[gn] : v;
             aux[i] = v;
-            out[i] = gelu_value(v);
-        } else { // EPI_GELU_BACKWARD
-            out[i] = v * gelu_grad(aux[i]);
+            out[i] = cuset_gelu(v);
+        } else { // CUSET_EPI_GELU_BACKWARD
+            out[i] = v * cuset_gelu_grad(aux[i]);
         }
     }
 }
@@ -784,14 +768,14 @@ __global__ void __launch_bounds__(MM_THREADS) matmul_kernel(float *out, float *a
 
 // Rows per partial sum. The grouping depends on the shapes only (never on the GPU), and
 // a second kernel adds the partials in order, so the sums are reproducible bit for bit.
-#define COLSUM_ROWS 256
+#define CUSET_COLSUM_ROWS 256
 
 // partial (nchunks, OC): partial[c][o] = sum of dout[r][o] over rows r of chunk c.
 // Launch: grid (ceil(OC / 32), ceil(N / 256)), block (32, 8): 32 columns, 8 row strides.
-__global__ void bias_grad_partial_kernel(float *partial, const float *dout, int N, int OC) {
+static __global__ void cuset__bias_grad_partial_kernel(float *partial, const float *dout, int N, int OC) {
     __shared__ float sh[8][33];
-    int o = blockIdx.x * 32 + threadIdx.x, r0 = blockIdx.y * COLSUM_ROWS;
-    int r1 = min(r0 + COLSUM_ROWS, N);
+    int o = blockIdx.x * 32 + threadIdx.x, r0 = blockIdx.y * CUSET_COLSUM_ROWS;
+    int r1 = min(r0 + CUSET_COLSUM_ROWS, N);
     float s = 0.0f;
     if (o < OC)
         for (int r = r0 + threadIdx.y; r < r1; r += 8) s += dout[(size_t)r * OC + o];
@@ -805,7 +789,7 @@ __global__ void bias_grad_partial_kernel(float *partial, const float *dout, int 
 }
 
 // dst (n) += sum over c of partial[c][i], c in order. Launch: ceil(n / 256) x 256 threads.
-__global__ void sum_partials_kernel(float *dst, const float *partial, int nchunks, int n) {
+static __global__ void cuset__sum_partials_kernel(float *dst, const float *partial, int nchunks, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     float s = 0.0f;
@@ -817,24 +801,24 @@ __global__ void sum_partials_kernel(float *dst, const float *partial, int nchunk
 
 // out (N, C) = (inp - mean) * rstd * w + b per row; saves mean and rstd (N). As
 // cuset__layernorm_forward. Launch: one warp per row, 4 rows per block of 128 threads.
-__global__ void layernorm_forward_kernel(float *out, float *mean, float *rstd, const float *inp, const float *w,
+static __global__ void cuset__layernorm_forward_kernel(float *out, float *mean, float *rstd, const float *inp, const float *w,
                                          const float *b, int N, int C) {
     int row = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (row >= N) return;
     const float *x = inp + (size_t)row * C;
     float s = 0.0f;
     for (int c = lane; c < C; c += 32) s += x[c];
-    float m = warp_sum(s) / C;
+    float m = cuset__warp_sum(s) / C;
     float v = 0.0f;
     for (int c = lane; c < C; c += 32) v += (x[c] - m) * (x[c] - m);
-    float r = 1.0f / sqrtf(warp_sum(v) / C + 1e-5f);
+    float r = 1.0f / sqrtf(cuset__warp_sum(v) / C + 1e-5f);
     for (int c = lane; c < C; c += 32) out[(size_t)row * C + c] = (x[c] - m) * r * w[c] + b[c];
     if (lane == 0) { mean[row] = m; rstd[row] = r; }
 }
 
 // dinp (N, C) += the gradient through the normalisation, per row, as the first loop of
 // cuset__layernorm_backward. Launch: one warp per row, 4 rows per block of 128 threads.
-__global__ void layernorm_backward_kernel(float *dinp, const float *dout, const float *inp, const float *w,
+static __global__ void cuset__layernorm_backward_kernel(float *dinp, const float *dout, const float *inp, const float *w,
                                           const float *mean, const float *rstd, int N, int C) {
     int row = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (row >= N) return;
@@ -845,7 +829,7 @@ __global__ void layernorm_backward_kernel(float *dinp, const float *dout, const 
         a += dnorm;
         bsum += dnorm * (x[c] - m) * r;
     }
-    float dnorm_mean = warp_sum(a) / C, dnorm_norm_mean = warp_sum(bsum) / C;
+    float dnorm_mean = cuset__warp_sum(a) / C, dnorm_norm_mean = cuset__warp_sum(bsum) / C;
     for (int c = lane; c < C; c += 32) {
         float norm = (x[c] - m) * r, dnorm = w[c] * dy[c];
         dinp[(size_t)row * C + c] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * r;
@@ -855,11 +839,11 @@ __global__ void layernorm_backward_kernel(float *dinp, const float *dout, const 
 // The LayerNorm parameter gradients of chunk c of 256 rows: pw[c][j] = sum dy * norm,
 // pb[c][j] = sum dy (the partials of dw, db). Launch: grid (ceil(C / 32), ceil(N / 256)),
 // block (32, 8), like bias_grad_partial_kernel.
-__global__ void layernorm_param_partial_kernel(float *pw, float *pb, const float *dout, const float *inp,
+static __global__ void cuset__layernorm_param_partial_kernel(float *pw, float *pb, const float *dout, const float *inp,
                                                const float *mean, const float *rstd, int N, int C) {
     __shared__ float shw[8][33], shb[8][33];
-    int j = blockIdx.x * 32 + threadIdx.x, r0 = blockIdx.y * COLSUM_ROWS;
-    int r1 = min(r0 + COLSUM_ROWS, N);
+    int j = blockIdx.x * 32 + threadIdx.x, r0 = blockIdx.y * CUSET_COLSUM_ROWS;
+    int r1 = min(r0 + CUSET_COLSUM_ROWS, N);
     float sw = 0.0f, sb = 0.0f;
     if (j < C)
         for (int r = r0 + threadIdx.y; r < r1; r += 8) {
@@ -881,21 +865,21 @@ __global__ void layernorm_param_partial_kernel(float *pw, float *pb, const float
 // ---- elementwise layers -------------------------------------------------------------------------
 
 // out (n) = a + b (the residual stream). Launch: ceil(n / 256) x 256 threads.
-__global__ void residual_forward_kernel(float *out, const float *a, const float *b, size_t n) {
+static __global__ void cuset__residual_forward_kernel(float *out, const float *a, const float *b, size_t n) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = a[i] + b[i];
 }
 
 // out (n) = gelu(inp) (decoding; training fuses GELU into the matmul). ceil(n / 256) x 256.
-__global__ void gelu_forward_kernel(float *out, const float *inp, int n) {
+static __global__ void cuset__gelu_forward_kernel(float *out, const float *inp, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = gelu_value(inp[i]);
+    if (i < n) out[i] = cuset_gelu(inp[i]);
 }
 
 // ---- the embedding --------------------------------------------------------------------------------
 
 // out (BT, C) = wte[inputs[i]] + wpe[i % T]. Launch: ceil(BT C / 256) x 256 threads.
-__global__ void encoder_forward_kernel(float *out, const int *inputs, const float *wte, const float *wpe,
+static __global__ void cuset__encoder_forward_kernel(float *out, const int *inputs, const float *wte, const float *wpe,
                                        int BT, int T, int C) {
     size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (size_t)BT * C) return;
@@ -904,7 +888,7 @@ __global__ void encoder_forward_kernel(float *out, const int *inputs, const floa
 }
 
 // dwpe (T, C) += sum over b of dout[b][t], b in order. Launch: ceil(T C / 256) x 256.
-__global__ void wpe_backward_kernel(float *dwpe, const float *dout, int B, int T, int C) {
+static __global__ void cuset__wpe_backward_kernel(float *dwpe, const float *dout, int B, int T, int C) {
     int idx = blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= T * C) return;
     float s = 0.0f;
@@ -916,7 +900,7 @@ __global__ void wpe_backward_kernel(float *dwpe, const float *dout, int B, int T
 // the host sorted the positions by token (CSR: positions[offsets[u] .. offsets[u+1]-1]),
 // so no two blocks touch the same row and no atomics are needed.
 // Launch: grid (number of distinct tokens), block min(C, 256) threads striding channels.
-__global__ void wte_backward_kernel(float *dwte, const float *dout, const int *tokens, const int *offsets,
+static __global__ void cuset__wte_backward_kernel(float *dwte, const float *dout, const int *tokens, const int *offsets,
                                     const int *positions, int C) {
     int u = blockIdx.x, lo = offsets[u], hi = offsets[u + 1];
     float *row = dwte + (size_t)tokens[u] * C;
@@ -932,7 +916,7 @@ __global__ void wte_backward_kernel(float *dwte, const float *dout, const int *t
 // One AdamW step on n parameters of one tensor, as cuset_gpt_update: gradient scaled by
 // clip, moments, bias correction (bc1, bc2), decoupled weight decay wd (0 for tensors
 // without decay). Launch: ceil(n / 256) x 256 threads.
-__global__ void adamw_kernel(float *params, float *m, float *v, const float *grads, size_t n, float lr, float beta1,
+static __global__ void cuset__adamw_kernel(float *params, float *m, float *v, const float *grads, size_t n, float lr, float beta1,
                              float beta2, float bc1, float bc2, float eps, float wd, float clip) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -944,14 +928,14 @@ __global__ void adamw_kernel(float *params, float *m, float *v, const float *gra
 }
 
 // Pass 1 of the sum of squares: block b sums x[i]^2 (in double) over i = b*256 + t +
-// k*NORM_BLOCKS*256, then a fixed tree in shared memory. NORM_BLOCKS is a constant, not
+// k*CUSET_NORM_BLOCKS*256, then a fixed tree in shared memory. CUSET_NORM_BLOCKS is a constant, not
 // a function of the GPU, so the grouping (and the result) never changes.
-// Launch: NORM_BLOCKS x 256 threads.
-#define NORM_BLOCKS 256
-__global__ void sumsq_partial_kernel(double *partial, const float *x, size_t n) {
+// Launch: CUSET_NORM_BLOCKS x 256 threads.
+#define CUSET_NORM_BLOCKS 256
+static __global__ void cuset__sumsq_partial_kernel(double *partial, const float *x, size_t n) {
     __shared__ double sh[256];
     double s = 0.0;
-    for (size_t i = (size_t)blockIdx.x * 256 + threadIdx.x; i < n; i += (size_t)NORM_BLOCKS * 256)
+    for (size_t i = (size_t)blockIdx.x * 256 + threadIdx.x; i < n; i += (size_t)CUSET_NORM_BLOCKS * 256)
         s += (double)x[i] * x[i];
     sh[threadIdx.x] = s;
     __syncthreads();
@@ -962,10 +946,10 @@ __global__ void sumsq_partial_kernel(double *partial, const float *x, size_t n) 
     if (threadIdx.x == 0) partial[blockIdx.x] = sh[0];
 }
 
-// Pass 2: out[0] = sqrt(sum of the NORM_BLOCKS partials), the same tree. Launch: 1 x 256.
-__global__ void sumsq_final_kernel(float *out, const double *partial) {
+// Pass 2: out[0] = sqrt(sum of the CUSET_NORM_BLOCKS partials), the same tree. Launch: 1 x 256.
+static __global__ void cuset__sumsq_final_kernel(float *out, const double *partial) {
     __shared__ double sh[256];
-    sh[threadIdx.x] = threadIdx.x < NORM_BLOCKS ? partial[threadIdx.x] : 0.0;
+    sh[threadIdx.x] = threadIdx.x < CUSET_NORM_BLOCKS ? partial[threadIdx.x] : 0.0;
     __syncthreads();
     for (int w = 128; w > 0; w >>= 1) {
         if (threadIdx.x < w) sh[threadIdx.x] += sh[threadIdx.x + w];
@@ -977,27 +961,27 @@ __global__ void sumsq_final_kernel(float *out, const double *partial) {
 // ---- decoding: one position --------------------------------------------------------------------
 
 // x (C) = wte[token] + wpe[t]. Launch: ceil(C / 256) x 256.
-__global__ void embed_one_kernel(float *x, const float *wte, const float *wpe, int token, int t, int C) {
+static __global__ void cuset__embed_one_kernel(float *x, const float *wte, const float *wpe, int token, int t, int C) {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c < C) x[c] = wte[(size_t)token * C + c] + wpe[(size_t)t * C + c];
 }
 
 // out (OC) = W (OC, IC) x + b (b may be NULL), as cuset__matvec: one warp per output, its
 // lanes striding the row (coalesced), a butterfly sum. Launch: ceil(OC / 8) x 256 threads.
-__global__ void matvec_kernel(float *out, const float *x, const float *w, const float *b, int IC, int OC) {
+static __global__ void cuset__matvec_kernel(float *out, const float *x, const float *w, const float *b, int IC, int OC) {
     int o = blockIdx.x * 8 + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (o >= OC) return;
     const float *row = w + (size_t)o * IC;
     float s = 0.0f;
     for (int i = lane; i < IC; i += 32) s += row[i] * x[i];
-    s = warp_sum(s);
+    s = cuset__warp_sum(s);
     if (lane == 0) out[o] = s + (b ? b[o] : 0.0f);
 }
 
 // Attention of the new position t over the cache: for each head h, scores q . k[t2] /
 // sqrt(hs) for t2 <= t (k[t] was just written), softmax, y = sum att v. att (NH, maxT) is
 // scratch. Launch: NH blocks of 256 threads; threads stride t2, then channels.
-__global__ void decode_attention_kernel(float *y, float *att, const float *qkv, const float *kc, const float *vc,
+static __global__ void cuset__decode_attention_kernel(float *y, float *att, const float *qkv, const float *kc, const float *vc,
                                         int t, int C, int NH, int maxT) {
     __shared__ float red[256];
     int h = blockIdx.x, hs = C / NH, tid = threadIdx.x;
@@ -1038,21 +1022,21 @@ __global__ void decode_attention_kernel(float *y, float *att, const float *qkv, 
 // ---- host launchers ---------------------------------------------------------------------------------
 
 // Rows of a matmul's output are blocks along grid.y, which CUDA caps at 65535 (4M rows).
-static dim3 matmul_grid(int M, int N) {
-    if (ceil_div(M, MM_BM) > 65535) {
+static dim3 cuset__matmul_grid(int M, int N) {
+    if (cuset__ceil_div(M, CUSET_MM_BM) > 65535) {
         fprintf(stderr, "cuset: matmul with %d rows is beyond the grid's 65535 x 64\n", M);
         exit(1);
     }
-    return dim3(ceil_div(N, MM_BN), ceil_div(M, MM_BM));
+    return dim3(cuset__ceil_div(N, CUSET_MM_BN), cuset__ceil_div(M, CUSET_MM_BM));
 }
 
 // out (N, OC) = inp (N, IC) W (OC, IC)^T + bias, as cuset__matmul_forward. With pre
 // non-NULL the GELU is fused: pre = that product, out = gelu(pre).
-static void matmul_forward(float *out, float *pre, const float *inp, const float *w, const float *bias, int N, int IC,
+static void cuset__matmul_forward(float *out, float *pre, const float *inp, const float *w, const float *bias, int N, int IC,
                            int OC, cudaStream_t s) {
-    dim3 grid = matmul_grid(N, OC);
-    if (pre) matmul_kernel<true, false, EPI_GELU><<<grid, MM_THREADS, 0, s>>>(out, pre, inp, IC, w, IC, bias, N, OC, IC);
-    else matmul_kernel<true, false, EPI_STORE><<<grid, MM_THREADS, 0, s>>>(out, nullptr, inp, IC, w, IC, bias, N, OC, IC);
+    dim3 grid = cuset__matmul_grid(N, OC);
+    if (pre) cuset__matmul_kernel<true, false, CUSET_EPI_GELU><<<grid, CUSET_MM_THREADS, 0, s>>>(out, pre, inp, IC, w, IC, bias, N, OC, IC);
+    else cuset__matmul_kernel<true, false, CUSET_EPI_STORE><<<grid, CUSET_MM_THREADS, 0, s>>>(out, nullptr, inp, IC, w, IC, bias, N, OC, IC);
     CUSET_CHECK_LAUNCH();
 }
 
@@ -1060,68 +1044,68 @@ static void matmul_forward(float *out, float *pre, const float *inp, const float
 // dinp (N, IC) = dout W (times gelu'(pre) when pre is non-NULL: the GELU's backward fused),
 // dw (OC, IC) += dout^T inp, dbias (OC) += column sums of dout (dbias may be NULL; partial
 // holds ceil(N / 256) * OC floats).
-static void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp, const float *w,
+static void cuset__matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp, const float *w,
                             const float *pre, int N, int IC, int OC, float *partial, cudaStream_t s) {
-    dim3 gi = matmul_grid(N, IC);
-    if (pre) matmul_kernel<true, true, EPI_GELU_BACKWARD><<<gi, MM_THREADS, 0, s>>>(dinp, (float *)pre, dout, OC, w, IC, nullptr, N, IC, OC);
-    else matmul_kernel<true, true, EPI_STORE><<<gi, MM_THREADS, 0, s>>>(dinp, nullptr, dout, OC, w, IC, nullptr, N, IC, OC);
+    dim3 gi = cuset__matmul_grid(N, IC);
+    if (pre) cuset__matmul_kernel<true, true, CUSET_EPI_GELU_BACKWARD><<<gi, CUSET_MM_THREADS, 0, s>>>(dinp, (float *)pre, dout, OC, w, IC, nullptr, N, IC, OC);
+    else cuset__matmul_kernel<true, true, CUSET_EPI_STORE><<<gi, CUSET_MM_THREADS, 0, s>>>(dinp, nullptr, dout, OC, w, IC, nullptr, N, IC, OC);
     CUSET_CHECK_LAUNCH();
-    dim3 gw = matmul_grid(OC, IC);
-    matmul_kernel<false, true, EPI_ACCUM><<<gw, MM_THREADS, 0, s>>>(dw, nullptr, dout, OC, inp, IC, nullptr, OC, IC, N);
+    dim3 gw = cuset__matmul_grid(OC, IC);
+    cuset__matmul_kernel<false, true, CUSET_EPI_ACCUM><<<gw, CUSET_MM_THREADS, 0, s>>>(dw, nullptr, dout, OC, inp, IC, nullptr, OC, IC, N);
     CUSET_CHECK_LAUNCH();
     if (dbias) {
-        int nchunks = ceil_div(N, COLSUM_ROWS);
-        bias_grad_partial_kernel<<<dim3(ceil_div(OC, 32), nchunks), dim3(32, 8), 0, s>>>(partial, dout, N, OC);
+        int nchunks = cuset__ceil_div(N, CUSET_COLSUM_ROWS);
+        cuset__bias_grad_partial_kernel<<<dim3(cuset__ceil_div(OC, 32), nchunks), dim3(32, 8), 0, s>>>(partial, dout, N, OC);
         CUSET_CHECK_LAUNCH();
-        sum_partials_kernel<<<ceil_div(OC, 256), 256, 0, s>>>(dbias, partial, nchunks, OC);
+        cuset__sum_partials_kernel<<<cuset__ceil_div(OC, 256), 256, 0, s>>>(dbias, partial, nchunks, OC);
         CUSET_CHECK_LAUNCH();
     }
 }
 
-static void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w, const float *b,
+static void cuset__layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w, const float *b,
                               int N, int C, cudaStream_t s) {
-    layernorm_forward_kernel<<<ceil_div(N, 4), 128, 0, s>>>(out, mean, rstd, inp, w, b, N, C);
+    cuset__layernorm_forward_kernel<<<cuset__ceil_div(N, 4), 128, 0, s>>>(out, mean, rstd, inp, w, b, N, C);
     CUSET_CHECK_LAUNCH();
 }
 
 // dinp += ..., dw += ..., db += ... as cuset__layernorm_backward; partial holds
 // 2 * ceil(N / 256) * C floats.
-static void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp, const float *w,
+static void cuset__layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp, const float *w,
                                const float *mean, const float *rstd, int N, int C, float *partial, cudaStream_t s) {
-    layernorm_backward_kernel<<<ceil_div(N, 4), 128, 0, s>>>(dinp, dout, inp, w, mean, rstd, N, C);
+    cuset__layernorm_backward_kernel<<<cuset__ceil_div(N, 4), 128, 0, s>>>(dinp, dout, inp, w, mean, rstd, N, C);
     CUSET_CHECK_LAUNCH();
-    int nchunks = ceil_div(N, COLSUM_ROWS);
+    int nchunks = cuset__ceil_div(N, CUSET_COLSUM_ROWS);
     float *pw = partial, *pb = partial + (size_t)nchunks * C;
-    layernorm_param_partial_kernel<<<dim3(ceil_div(C, 32), nchunks), dim3(32, 8), 0, s>>>(pw, pb, dout, inp, mean, rstd, N, C);
+    cuset__layernorm_param_partial_kernel<<<dim3(cuset__ceil_div(C, 32), nchunks), dim3(32, 8), 0, s>>>(pw, pb, dout, inp, mean, rstd, N, C);
     CUSET_CHECK_LAUNCH();
-    sum_partials_kernel<<<ceil_div(C, 256), 256, 0, s>>>(dw, pw, nchunks, C);
+    cuset__sum_partials_kernel<<<cuset__ceil_div(C, 256), 256, 0, s>>>(dw, pw, nchunks, C);
     CUSET_CHECK_LAUNCH();
-    sum_partials_kernel<<<ceil_div(C, 256), 256, 0, s>>>(db, pb, nchunks, C);
-    CUSET_CHECK_LAUNCH();
-}
-
-static void residual_forward(float *out, const float *a, const float *b, size_t n, cudaStream_t s) {
-    residual_forward_kernel<<<ceil_div((long)n, 256), 256, 0, s>>>(out, a, b, n);
+    cuset__sum_partials_kernel<<<cuset__ceil_div(C, 256), 256, 0, s>>>(db, pb, nchunks, C);
     CUSET_CHECK_LAUNCH();
 }
 
-static void encoder_forward(float *out, const int *inputs, const float *wte, const float *wpe, int BT, int T, int C,
+static void cuset__residual_forward(float *out, const float *a, const float *b, size_t n, cudaStream_t s) {
+    cuset__residual_forward_kernel<<<cuset__ceil_div((long)n, 256), 256, 0, s>>>(out, a, b, n);
+    CUSET_CHECK_LAUNCH();
+}
+
+static void cuset__encoder_forward(float *out, const int *inputs, const float *wte, const float *wpe, int BT, int T, int C,
                             cudaStream_t s) {
-    encoder_forward_kernel<<<ceil_div((long)BT * C, 256), 256, 0, s>>>(out, inputs, wte, wpe, BT, T, C);
+    cuset__encoder_forward_kernel<<<cuset__ceil_div((long)BT * C, 256), 256, 0, s>>>(out, inputs, wte, wpe, BT, T, C);
     CUSET_CHECK_LAUNCH();
 }
 
 // The embedding's token index on the host: the distinct tokens of inputs (BT) in
 // increasing order, and for each its positions in increasing order (CSR). Returns the
 // number of distinct tokens. order (BT) is scratch.
-typedef struct { int token, pos; } TokPos;
-static int cmp_tokpos(const void *a, const void *b) {
-    const TokPos *x = (const TokPos *)a, *y = (const TokPos *)b;
+typedef struct { int token, pos; } CusetTokPos;
+static int cuset__cmp_tokpos(const void *a, const void *b) {
+    const CusetTokPos *x = (const CusetTokPos *)a, *y = (const CusetTokPos *)b;
     return x->token != y->token ? (x->token < y->token ? -1 : 1) : (x->pos < y->pos ? -1 : x->pos > y->pos);
 }
-static int build_token_csr(const int *inputs, int BT, TokPos *order, int *tokens, int *offsets, int *positions) {
+static int cuset__build_token_csr(const int *inputs, int BT, CusetTokPos *order, int *tokens, int *offsets, int *positions) {
     for (int i = 0; i < BT; i++) { order[i].token = inputs[i]; order[i].pos = i; }
-    qsort(order, BT, sizeof *order, cmp_tokpos);
+    qsort(order, BT, sizeof *order, cuset__cmp_tokpos);
     int nu = 0;
     for (int i = 0; i < BT; i++) {
         if (i == 0 || order[i].token != order[i - 1].token) { tokens[nu] = order[i].token; offsets[nu++] = i; }
@@ -1132,22 +1116,22 @@ static int build_token_csr(const int *inputs, int BT, TokPos *order, int *tokens
 }
 
 // dwte += and dwpe += the embedding's gradients from dout (B, T, C), given the device CSR
-// of build_token_csr (nu distinct tokens).
-static void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *tokens, const int *offsets,
+// of cuset__build_token_csr (nu distinct tokens).
+static void cuset__encoder_backward(float *dwte, float *dwpe, const float *dout, const int *tokens, const int *offsets,
                              const int *positions, int nu, int B, int T, int C, cudaStream_t s) {
-    wpe_backward_kernel<<<ceil_div((long)T * C, 256), 256, 0, s>>>(dwpe, dout, B, T, C);
+    cuset__wpe_backward_kernel<<<cuset__ceil_div((long)T * C, 256), 256, 0, s>>>(dwpe, dout, B, T, C);
     CUSET_CHECK_LAUNCH();
     if (nu > 0) {
-        wte_backward_kernel<<<nu, C < 256 ? C : 256, 0, s>>>(dwte, dout, tokens, offsets, positions, C);
+        cuset__wte_backward_kernel<<<nu, C < 256 ? C : 256, 0, s>>>(dwte, dout, tokens, offsets, positions, C);
         CUSET_CHECK_LAUNCH();
     }
 }
 
-// out[0] (device) = the L2 norm of x (n), deterministic; partial holds NORM_BLOCKS doubles.
-static void global_norm(float *out, const float *x, size_t n, double *partial, cudaStream_t s) {
-    sumsq_partial_kernel<<<NORM_BLOCKS, 256, 0, s>>>(partial, x, n);
+// out[0] (device) = the L2 norm of x (n), deterministic; partial holds CUSET_NORM_BLOCKS doubles.
+static void cuset__global_norm(float *out, const float *x, size_t n, double *partial, cudaStream_t s) {
+    cuset__sumsq_partial_kernel<<<CUSET_NORM_BLOCKS, 256, 0, s>>>(partial, x, n);
     CUSET_CHECK_LAUNCH();
-    sumsq_final_kernel<<<1, 256, 0, s>>>(out, partial);
+    cuset__sumsq_final_kernel<<<1, 256, 0, s>>>(out, partial);
     CUSET_CHECK_LAUNCH();
 }
 
@@ -1203,7 +1187,7 @@ struct CusetCudaModel {
     CusetCudaGradActs gacts;
     float *ref_logits;                  // (B, T, Vp) ASFT: the reference's logits, or NULL
     float *partial;                     // column-sum partials: 2 ceil(BT / 256) max(4C, 2C)
-    double *norm_partial;               // NORM_BLOCKS
+    double *norm_partial;               // CUSET_NORM_BLOCKS
     float *norm;                        // 1: the gradient norm
     void *loss_workspace;               // cuset_cuda_loss_workspace_bytes(B, T)
     int *inputs, *targets, *tgt_start, *tgt_len;  // the micro-batch: (B, T), (B, T), (B), (B)
@@ -1211,70 +1195,70 @@ struct CusetCudaModel {
     int *emb_tokens, *emb_offsets, *emb_positions; // its token CSR: (BT), (BT + 1), (BT)
     int emb_ntokens;
     // host scratch for the CSR
-    TokPos *h_order;
+    CusetTokPos *h_order;
     int *h_csr;                         // tokens (BT), offsets (BT + 1), positions (BT)
 };
 
 // A bump allocator over one block: measure with base NULL, then carve the real block.
-typedef struct { char *base; size_t off; } Bump;
-static void *bump(Bump *b, size_t bytes) {
+typedef struct { char *base; size_t off; } CusetBump;
+static void *cuset__bump(CusetBump *b, size_t bytes) {
     size_t o = (b->off + 255) & ~(size_t)255;
     b->off = o + bytes;
     return b->base ? b->base + o : NULL;
 }
 
-static void point_tensors(CusetParams *p, float *memory, const size_t *sizes) {
+static void cuset__point_tensors(CusetParams *p, float *memory, const size_t *sizes) {
     float **t = (float **)p;
     for (int i = 0; i < CUSET_NUM_TENSORS; i++) { t[i] = memory; memory += sizes[i]; }
 }
 
-static size_t model_layout(CusetCudaModel *g, char *base, int with_ref) {
-    Bump b = {base, 0};
+static size_t cuset__model_layout(CusetCudaModel *g, char *base, int with_ref) {
+    CusetBump b = {base, 0};
     size_t L = g->cfg.n_layer, C = g->cfg.n_embd, NH = g->cfg.n_head, Vp = g->cfg.padded_vocab_size;
     size_t B = g->B, T = g->T, BT = B * T, np = g->num_params, F = sizeof(float);
-    g->params = (float *)bump(&b, np * F);
-    g->grads = (float *)bump(&b, np * F);
-    g->m = (float *)bump(&b, np * F);
-    g->v = (float *)bump(&b, np * F);
-    g->ref = with_ref ? (float *)bump(&b, np * F) : NULL;
+    g->params = (float *)cuset__bump(&b, np * F);
+    g->grads = (float *)cuset__bump(&b, np * F);
+    g->m = (float *)cuset__bump(&b, np * F);
+    g->v = (float *)cuset__bump(&b, np * F);
+    g->ref = with_ref ? (float *)cuset__bump(&b, np * F) : NULL;
     size_t a[CUSET_CUDA_NUM_ACTS] = {BT * C, L * BT * C, L * BT, L * BT, L * BT * 3 * C, L * B * NH * T,
                                      L * BT * C, L * BT * C, L * BT * C, L * BT, L * BT, L * BT * 4 * C,
                                      L * BT * 4 * C, L * BT * C, BT * C, BT, BT, BT * Vp};
     float **ap = (float **)&g->acts;
-    for (int i = 0; i < CUSET_CUDA_NUM_ACTS; i++) ap[i] = (float *)bump(&b, a[i] * F);
+    for (int i = 0; i < CUSET_CUDA_NUM_ACTS; i++) ap[i] = (float *)cuset__bump(&b, a[i] * F);
     size_t d[CUSET_CUDA_NUM_GRAD_ACTS] = {BT * C, BT * C, BT * C, BT * 3 * C, BT * 4 * C, B * NH * T};
     float **dp = (float **)&g->gacts;
-    for (int i = 0; i < CUSET_CUDA_NUM_GRAD_ACTS; i++) dp[i] = (float *)bump(&b, d[i] * F);
-    g->ref_logits = with_ref ? (float *)bump(&b, BT * Vp * F) : NULL;
-    g->partial = (float *)bump(&b, 2 * (size_t)ceil_div(BT, COLSUM_ROWS) * 4 * C * F);
-    g->norm_partial = (double *)bump(&b, NORM_BLOCKS * sizeof(double));
-    g->norm = (float *)bump(&b, F);
-    g->loss_workspace = bump(&b, cuset_cuda_loss_workspace_bytes((int)B, (int)T));
-    g->inputs = (int *)bump(&b, BT * sizeof(int));
-    g->targets = (int *)bump(&b, BT * sizeof(int));
-    g->tgt_start = (int *)bump(&b, B * sizeof(int));
-    g->tgt_len = (int *)bump(&b, B * sizeof(int));
-    g->is_target = (unsigned char *)bump(&b, BT);
-    g->is_cuda = (unsigned char *)bump(&b, BT);
-    g->emb_tokens = (int *)bump(&b, BT * sizeof(int));
-    g->emb_offsets = (int *)bump(&b, (BT + 1) * sizeof(int));
-    g->emb_positions = (int *)bump(&b, BT * sizeof(int));
+    for (int i = 0; i < CUSET_CUDA_NUM_GRAD_ACTS; i++) dp[i] = (float *)cuset__bump(&b, d[i] * F);
+    g->ref_logits = with_ref ? (float *)cuset__bump(&b, BT * Vp * F) : NULL;
+    g->partial = (float *)cuset__bump(&b, 2 * (size_t)cuset__ceil_div(BT, CUSET_COLSUM_ROWS) * 4 * C * F);
+    g->norm_partial = (double *)cuset__bump(&b, CUSET_NORM_BLOCKS * sizeof(double));
+    g->norm = (float *)cuset__bump(&b, F);
+    g->loss_workspace = cuset__bump(&b, cuset_cuda_loss_workspace_bytes((int)B, (int)T));
+    g->inputs = (int *)cuset__bump(&b, BT * sizeof(int));
+    g->targets = (int *)cuset__bump(&b, BT * sizeof(int));
+    g->tgt_start = (int *)cuset__bump(&b, B * sizeof(int));
+    g->tgt_len = (int *)cuset__bump(&b, B * sizeof(int));
+    g->is_target = (unsigned char *)cuset__bump(&b, BT);
+    g->is_cuda = (unsigned char *)cuset__bump(&b, BT);
+    g->emb_tokens = (int *)cuset__bump(&b, BT * sizeof(int));
+    g->emb_offsets = (int *)cuset__bump(&b, (BT + 1) * sizeof(int));
+    g->emb_positions = (int *)cuset__bump(&b, BT * sizeof(int));
     if (base) {
-        point_tensors(&g->p, g->params, g->tensor_sizes);
-        point_tensors(&g->g, g->grads, g->tensor_sizes);
-        if (g->ref) point_tensors(&g->rp, g->ref, g->tensor_sizes);
+        cuset__point_tensors(&g->p, g->params, g->tensor_sizes);
+        cuset__point_tensors(&g->g, g->grads, g->tensor_sizes);
+        if (g->ref) cuset__point_tensors(&g->rp, g->ref, g->tensor_sizes);
     }
     return b.off;
 }
 
-static void copy_tensor_sizes(CusetCudaModel *g, const CusetGPT *m) {
+static void cuset__copy_tensor_sizes(CusetCudaModel *g, const CusetGPT *m) {
     g->cfg = m->cfg;
     g->num_params = m->num_params;
     memcpy(g->tensor_sizes, m->tensor_sizes, sizeof g->tensor_sizes);
 }
 
 // Uploads one micro-batch and its token CSR (for the embedding's backward).
-static void upload_batch(CusetCudaModel *g, const CusetBatch *b) {
+static void cuset__upload_batch(CusetCudaModel *g, const CusetBatch *b) {
     int B = g->B, T = g->T, BT = B * T;
     cudaStream_t s = g->stream;
     CUSET_CHECK(cudaMemcpyAsync(g->inputs, b->inputs, BT * sizeof(int), cudaMemcpyHostToDevice, s));
@@ -1285,7 +1269,7 @@ static void upload_batch(CusetCudaModel *g, const CusetBatch *b) {
     CUSET_CHECK(cudaMemcpyAsync(g->tgt_len, b->tgt_len, B * sizeof(int), cudaMemcpyHostToDevice, s));
     int *tok = g->h_csr, *off = tok + BT, *pos = off + BT + 1;
     CUSET_CHECK(cudaStreamSynchronize(s)); // h_csr may still be in flight from the previous batch
-    g->emb_ntokens = build_token_csr(b->inputs, BT, g->h_order, tok, off, pos);
+    g->emb_ntokens = cuset__build_token_csr(b->inputs, BT, g->h_order, tok, off, pos);
     CUSET_CHECK(cudaMemcpyAsync(g->emb_tokens, tok, g->emb_ntokens * sizeof(int), cudaMemcpyHostToDevice, s));
     CUSET_CHECK(cudaMemcpyAsync(g->emb_offsets, off, (g->emb_ntokens + 1) * sizeof(int), cudaMemcpyHostToDevice, s));
     CUSET_CHECK(cudaMemcpyAsync(g->emb_positions, pos, BT * sizeof(int), cudaMemcpyHostToDevice, s));
@@ -1293,36 +1277,36 @@ static void upload_batch(CusetCudaModel *g, const CusetBatch *b) {
 
 // The forward pass of cuset_gpt_forward with parameters p (the model's or the reference's)
 // on the uploaded micro-batch; fills g->acts, logits last.
-static void gpt_forward(CusetCudaModel *g, const CusetParams *p) {
+static void cuset__gpt_forward(CusetCudaModel *g, const CusetParams *p) {
     int B = g->B, T = g->T, L = g->cfg.n_layer, C = g->cfg.n_embd, NH = g->cfg.n_head;
     int Vp = g->cfg.padded_vocab_size, BT = B * T;
     CusetCudaActs a = g->acts;
     cudaStream_t s = g->stream;
     size_t btc = (size_t)BT * C;
     float *tmp = g->gacts.dbt_c; // the projections' output before the residual add
-    encoder_forward(a.encoded, g->inputs, p->wte, p->wpe, BT, T, C, s);
+    cuset__encoder_forward(a.encoded, g->inputs, p->wte, p->wpe, BT, T, C, s);
     for (int l = 0; l < L; l++) {
         const float *residual = l == 0 ? a.encoded : a.residual3 + (size_t)(l - 1) * btc;
         size_t lc = (size_t)l * btc;
         float *ln1 = a.ln1 + lc, *qkv = a.qkv + 3 * lc, *atty = a.atty + lc, *res2 = a.residual2 + lc;
         float *ln2 = a.ln2 + lc, *fch = a.fch + 4 * lc, *fchg = a.fch_gelu + 4 * lc, *res3 = a.residual3 + lc;
-        layernorm_forward(ln1, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, residual, p->ln1w + l * C, p->ln1b + l * C, BT, C, s);
-        matmul_forward(qkv, NULL, ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + l * 3 * C, BT, C, 3 * C, s);
+        cuset__layernorm_forward(ln1, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, residual, p->ln1w + l * C, p->ln1b + l * C, BT, C, s);
+        cuset__matmul_forward(qkv, NULL, ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + l * 3 * C, BT, C, 3 * C, s);
         cuset__cuda_attention_forward(atty, a.att_lse + (size_t)l * B * NH * T, qkv, B, T, C, NH, s);
-        matmul_forward(tmp, NULL, atty, p->attprojw + (size_t)l * C * C, p->attprojb + l * C, BT, C, C, s);
-        residual_forward(res2, residual, tmp, btc, s);
-        layernorm_forward(ln2, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, res2, p->ln2w + l * C, p->ln2b + l * C, BT, C, s);
-        matmul_forward(fchg, fch, ln2, p->fcw + (size_t)l * 4 * C * C, p->fcb + l * 4 * C, BT, C, 4 * C, s);
-        matmul_forward(tmp, NULL, fchg, p->fcprojw + (size_t)l * 4 * C * C, p->fcprojb + l * C, BT, 4 * C, C, s);
-        residual_forward(res3, res2, tmp, btc, s);
+        cuset__matmul_forward(tmp, NULL, atty, p->attprojw + (size_t)l * C * C, p->attprojb + l * C, BT, C, C, s);
+        cuset__residual_forward(res2, residual, tmp, btc, s);
+        cuset__layernorm_forward(ln2, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, res2, p->ln2w + l * C, p->ln2b + l * C, BT, C, s);
+        cuset__matmul_forward(fchg, fch, ln2, p->fcw + (size_t)l * 4 * C * C, p->fcb + l * 4 * C, BT, C, 4 * C, s);
+        cuset__matmul_forward(tmp, NULL, fchg, p->fcprojw + (size_t)l * 4 * C * C, p->fcprojb + l * C, BT, 4 * C, C, s);
+        cuset__residual_forward(res3, res2, tmp, btc, s);
     }
-    layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, a.residual3 + (size_t)(L - 1) * btc, p->lnfw, p->lnfb, BT, C, s);
-    matmul_forward(a.logits, NULL, a.lnf, p->wte, NULL, BT, C, Vp, s);
+    cuset__layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, a.residual3 + (size_t)(L - 1) * btc, p->lnfw, p->lnfb, BT, C, s);
+    cuset__matmul_forward(a.logits, NULL, a.lnf, p->wte, NULL, BT, C, Vp, s);
 }
 
 // The backward pass of cuset_gpt_backward from acts.logits holding dlogits; accumulates
 // into g->grads.
-static void gpt_backward(CusetCudaModel *g) {
+static void cuset__gpt_backward(CusetCudaModel *g) {
     int B = g->B, T = g->T, L = g->cfg.n_layer, C = g->cfg.n_embd, NH = g->cfg.n_head;
     int Vp = g->cfg.padded_vocab_size, BT = B * T;
     CusetParams p = g->p, gr = g->g;
@@ -1331,47 +1315,47 @@ static void gpt_backward(CusetCudaModel *g) {
     cudaStream_t s = g->stream;
     size_t btc = (size_t)BT * C;
     // the head (tied to wte) and the final LayerNorm: dresidual = d(loss)/d(last layer output)
-    matmul_backward(d.dbt_c, gr.wte, NULL, a.logits, a.lnf, p.wte, NULL, BT, C, Vp, g->partial, s);
+    cuset__matmul_backward(d.dbt_c, gr.wte, NULL, a.logits, a.lnf, p.wte, NULL, BT, C, Vp, g->partial, s);
     CUSET_CHECK(cudaMemsetAsync(d.dresidual, 0, btc * sizeof(float), s));
-    layernorm_backward(d.dresidual, gr.lnfw, gr.lnfb, d.dbt_c, a.residual3 + (size_t)(L - 1) * btc, p.lnfw,
+    cuset__layernorm_backward(d.dresidual, gr.lnfw, gr.lnfb, d.dbt_c, a.residual3 + (size_t)(L - 1) * btc, p.lnfw,
                        a.lnf_mean, a.lnf_rstd, BT, C, g->partial, s);
     for (int l = L - 1; l >= 0; l--) {
         const float *residual = l == 0 ? a.encoded : a.residual3 + (size_t)(l - 1) * btc;
         size_t lc = (size_t)l * btc;
         // MLP block: res3 = res2 + fcproj(gelu(fc(ln2(res2)))); dfch = (dres3 fcprojw) * gelu'(fch)
-        matmul_backward(d.dfch, gr.fcprojw + (size_t)l * 4 * C * C, gr.fcprojb + l * C, d.dresidual, a.fch_gelu + 4 * lc,
+        cuset__matmul_backward(d.dfch, gr.fcprojw + (size_t)l * 4 * C * C, gr.fcprojb + l * C, d.dresidual, a.fch_gelu + 4 * lc,
                         p.fcprojw + (size_t)l * 4 * C * C, a.fch + 4 * lc, BT, 4 * C, C, g->partial, s);
-        matmul_backward(d.dbt_c, gr.fcw + (size_t)l * 4 * C * C, gr.fcb + l * 4 * C, d.dfch, a.ln2 + lc,
+        cuset__matmul_backward(d.dbt_c, gr.fcw + (size_t)l * 4 * C * C, gr.fcb + l * 4 * C, d.dfch, a.ln2 + lc,
                         p.fcw + (size_t)l * 4 * C * C, NULL, BT, C, 4 * C, g->partial, s);
-        layernorm_backward(d.dresidual, gr.ln2w + l * C, gr.ln2b + l * C, d.dbt_c, a.residual2 + lc, p.ln2w + l * C,
+        cuset__layernorm_backward(d.dresidual, gr.ln2w + l * C, gr.ln2b + l * C, d.dbt_c, a.residual2 + lc, p.ln2w + l * C,
                            a.ln2_mean + l * BT, a.ln2_rstd + l * BT, BT, C, g->partial, s);
         // attention block: res2 = residual + attproj(attention(qkv(ln1(residual))))
-        matmul_backward(d.dbt_c, gr.attprojw + (size_t)l * C * C, gr.attprojb + l * C, d.dresidual, a.atty + lc,
+        cuset__matmul_backward(d.dbt_c, gr.attprojw + (size_t)l * C * C, gr.attprojb + l * C, d.dresidual, a.atty + lc,
                         p.attprojw + (size_t)l * C * C, NULL, BT, C, C, g->partial, s);
         cuset__cuda_attention_backward(d.dqkv, d.delta, d.dbt_c, a.qkv + 3 * lc, a.atty + lc,
                                        a.att_lse + (size_t)l * B * NH * T, B, T, C, NH, s);
-        matmul_backward(d.dbt_c2, gr.qkvw + (size_t)l * 3 * C * C, gr.qkvb + l * 3 * C, d.dqkv, a.ln1 + lc,
+        cuset__matmul_backward(d.dbt_c2, gr.qkvw + (size_t)l * 3 * C * C, gr.qkvb + l * 3 * C, d.dqkv, a.ln1 + lc,
                         p.qkvw + (size_t)l * 3 * C * C, NULL, BT, C, 3 * C, g->partial, s);
-        layernorm_backward(d.dresidual, gr.ln1w + l * C, gr.ln1b + l * C, d.dbt_c2, residual, p.ln1w + l * C,
+        cuset__layernorm_backward(d.dresidual, gr.ln1w + l * C, gr.ln1b + l * C, d.dbt_c2, residual, p.ln1w + l * C,
                            a.ln1_mean + l * BT, a.ln1_rstd + l * BT, BT, C, g->partial, s);
     }
-    encoder_backward(gr.wte, gr.wpe, d.dresidual, g->emb_tokens, g->emb_offsets, g->emb_positions, g->emb_ntokens,
+    cuset__encoder_backward(gr.wte, gr.wpe, d.dresidual, g->emb_tokens, g->emb_offsets, g->emb_positions, g->emb_ntokens,
                      B, T, C, s);
 }
 
 // Forward (the reference's first for ASFT) and the fused loss on the uploaded micro-batch.
-static int forward_loss(CusetCudaModel *g, const CusetObjective *obj, float inv_norm, CusetStats *stats, char *err,
+static int cuset__forward_loss(CusetCudaModel *g, const CusetObjective *obj, float inv_norm, CusetStats *stats, char *err,
                         size_t errlen) {
     const float *ref_logits = NULL;
     size_t nlogits = (size_t)g->B * g->T * g->cfg.padded_vocab_size;
     if (obj->kind == CUSET_OBJ_ASFT) {
         if (!g->ref) { snprintf(err, errlen, "ASFT needs the reference model: pass ref to cuset_cuda_model_new"); return -1; }
-        gpt_forward(g, &g->rp);
+        cuset__gpt_forward(g, &g->rp);
         CUSET_CHECK(cudaMemcpyAsync(g->ref_logits, g->acts.logits, nlogits * sizeof(float), cudaMemcpyDeviceToDevice,
                                     g->stream));
         ref_logits = g->ref_logits;
     }
-    gpt_forward(g, &g->p);
+    cuset__gpt_forward(g, &g->p);
     if (cuset_cuda_loss(g->acts.logits, ref_logits, g->targets, g->is_target, g->is_cuda, g->tgt_start, g->tgt_len,
                         g->B, g->T, g->cfg.vocab_size, g->cfg.padded_vocab_size, obj, inv_norm, g->loss_workspace,
                         stats, (void *)g->stream)) {
@@ -1415,9 +1399,9 @@ extern "C" CusetCudaModel *cuset_cuda_model_new(const CusetGPT *m, const CusetGP
     }
     if (ref && ref->num_params != m->num_params) { snprintf(err, errlen, "the reference model has another shape"); return NULL; }
     CusetCudaModel *g = (CusetCudaModel *)calloc(1, sizeof *g);
-    copy_tensor_sizes(g, m);
+    cuset__copy_tensor_sizes(g, m);
     g->B = B; g->T = T;
-    g->memory_bytes = model_layout(g, NULL, ref != NULL);
+    g->memory_bytes = cuset__model_layout(g, NULL, ref != NULL);
     cudaError_t e = cudaMalloc(&g->memory, g->memory_bytes);
     if (e != cudaSuccess) {
         snprintf(err, errlen, "cudaMalloc of %.1f MB for the model and a %d x %d batch failed: %s", g->memory_bytes / 1e6,
@@ -1425,7 +1409,7 @@ extern "C" CusetCudaModel *cuset_cuda_model_new(const CusetGPT *m, const CusetGP
         free(g);
         return NULL;
     }
-    model_layout(g, (char *)g->memory, ref != NULL);
+    cuset__model_layout(g, (char *)g->memory, ref != NULL);
     CUSET_CHECK(cudaStreamCreate(&g->stream));
     size_t bytes = m->num_params * sizeof(float);
     CUSET_CHECK(cudaMemcpy(g->params, m->params_memory, bytes, cudaMemcpyHostToDevice));
@@ -1440,7 +1424,7 @@ extern "C" CusetCudaModel *cuset_cuda_model_new(const CusetGPT *m, const CusetGP
     }
     if (ref) CUSET_CHECK(cudaMemcpy(g->ref, ref->params_memory, bytes, cudaMemcpyHostToDevice));
     size_t BT = (size_t)B * T;
-    g->h_order = (TokPos *)malloc(BT * sizeof(TokPos));
+    g->h_order = (CusetTokPos *)malloc(BT * sizeof(CusetTokPos));
     g->h_csr = (int *)malloc((3 * BT + 1) * sizeof(int));
     if (!g->h_order || !g->h_csr) { fprintf(stderr, "cuset: out of host memory\n"); exit(1); }
     return g;
@@ -1456,7 +1440,7 @@ extern "C" void cuset_cuda_model_free(CusetCudaModel *g) {
     free(g);
 }
 
-static int check_batch(const CusetCudaModel *g, const CusetBatch *b, char *err, size_t errlen) {
+static int cuset__check_batch(const CusetCudaModel *g, const CusetBatch *b, char *err, size_t errlen) {
     if (b->B != g->B || b->T != g->T) {
         snprintf(err, errlen, "batch %d x %d, but the device model was made for %d x %d", b->B, b->T, g->B, g->T);
         return -1;
@@ -1465,21 +1449,17 @@ static int check_batch(const CusetCudaModel *g, const CusetBatch *b, char *err, 
 }
 
 extern "C" int cuset_cuda_forward_backward(CusetCudaModel *g, const CusetBatch *batches, int accum,
-                                           const CusetObjective *obj, CusetStats *stats, float *grad_norm, char *err,
-                                           size_t errlen) {
-    long ntok = 0;
-    for (int i = 0; i < accum; i++) {
-        if (check_batch(g, &batches[i], err, errlen)) return -1;
-        ntok += cuset_batch_target_tokens(&batches[i]);
-    }
-    float inv_norm = ntok ? 1.0f / ntok : 0.0f;
+                                           const CusetObjective *obj, float inv_norm, CusetStats *stats,
+                                           float *grad_norm, char *err, size_t errlen) {
+    for (int i = 0; i < accum; i++)
+        if (cuset__check_batch(g, &batches[i], err, errlen)) return -1;
     CUSET_CHECK(cudaMemsetAsync(g->grads, 0, g->num_params * sizeof(float), g->stream));
     for (int i = 0; i < accum; i++) {
-        upload_batch(g, &batches[i]);
-        if (forward_loss(g, obj, inv_norm, stats, err, errlen)) return -1;
-        gpt_backward(g);
+        cuset__upload_batch(g, &batches[i]);
+        if (cuset__forward_loss(g, obj, inv_norm, stats, err, errlen)) return -1;
+        cuset__gpt_backward(g);
     }
-    global_norm(g->norm, g->grads, g->num_params, g->norm_partial, g->stream);
+    cuset__global_norm(g->norm, g->grads, g->num_params, g->norm_partial, g->stream);
     CUSET_CHECK(cudaMemcpyAsync(grad_norm, g->norm, sizeof(float), cudaMemcpyDeviceToHost, g->stream));
     CUSET_CHECK(cudaStreamSynchronize(g->stream));
     return 0;
@@ -1494,7 +1474,7 @@ extern "C" void cuset_cuda_update(CusetCudaModel *g, const CusetOptim *o, int st
     for (int t = 0; t < CUSET_NUM_TENSORS; t++) {
         size_t n = g->tensor_sizes[t];
         float wd = cuset_tensor_decay[t] ? o->weight_decay : 0.0f;
-        adamw_kernel<<<ceil_div((long)n, 256), 256, 0, g->stream>>>(g->params + off, g->m + off, g->v + off, g->grads + off,
+        cuset__adamw_kernel<<<cuset__ceil_div((long)n, 256), 256, 0, g->stream>>>(g->params + off, g->m + off, g->v + off, g->grads + off,
                                                                    n, lr, o->beta1, o->beta2, bc1, bc2, o->eps, wd, clip);
         CUSET_CHECK_LAUNCH();
         off += n;
@@ -1504,9 +1484,9 @@ extern "C" void cuset_cuda_update(CusetCudaModel *g, const CusetOptim *o, int st
 
 extern "C" int cuset_cuda_eval(CusetCudaModel *g, const CusetBatch *b, const CusetObjective *obj, float inv_norm,
                                CusetStats *stats, char *err, size_t errlen) {
-    if (check_batch(g, b, err, errlen)) return -1;
-    upload_batch(g, b);
-    int rc = forward_loss(g, obj, inv_norm, stats, err, errlen);
+    if (cuset__check_batch(g, b, err, errlen)) return -1;
+    cuset__upload_batch(g, b);
+    int rc = cuset__forward_loss(g, obj, inv_norm, stats, err, errlen);
     CUSET_CHECK(cudaStreamSynchronize(g->stream));
     return rc;
 }
@@ -1550,19 +1530,19 @@ extern "C" CusetCudaDecoder *cuset_cuda_decoder_new(const CusetGPT *m, char *err
     d->cfg = m->cfg;
     size_t L = m->cfg.n_layer, C = m->cfg.n_embd, NH = m->cfg.n_head, maxT = m->cfg.max_seq_len;
     size_t Vp = m->cfg.padded_vocab_size, F = sizeof(float);
-    Bump b = {NULL, 0};
+    CusetBump b = {NULL, 0};
     for (int pass = 0; pass < 2; pass++) {
-        float *params = (float *)bump(&b, m->num_params * F);
-        d->k = (float *)bump(&b, L * maxT * C * F);
-        d->v = (float *)bump(&b, L * maxT * C * F);
-        d->x = (float *)bump(&b, C * F);
-        d->ln = (float *)bump(&b, C * F);
-        d->qkv = (float *)bump(&b, 3 * C * F);
-        d->y = (float *)bump(&b, C * F);
-        d->fch = (float *)bump(&b, 4 * C * F);
-        d->stat = (float *)bump(&b, 2 * F);
-        d->att = (float *)bump(&b, NH * maxT * F);
-        d->logits = (float *)bump(&b, Vp * F);
+        float *params = (float *)cuset__bump(&b, m->num_params * F);
+        d->k = (float *)cuset__bump(&b, L * maxT * C * F);
+        d->v = (float *)cuset__bump(&b, L * maxT * C * F);
+        d->x = (float *)cuset__bump(&b, C * F);
+        d->ln = (float *)cuset__bump(&b, C * F);
+        d->qkv = (float *)cuset__bump(&b, 3 * C * F);
+        d->y = (float *)cuset__bump(&b, C * F);
+        d->fch = (float *)cuset__bump(&b, 4 * C * F);
+        d->stat = (float *)cuset__bump(&b, 2 * F);
+        d->att = (float *)cuset__bump(&b, NH * maxT * F);
+        d->logits = (float *)cuset__bump(&b, Vp * F);
         if (pass == 0) {
             cudaError_t e = cudaMalloc(&d->memory, b.off);
             if (e != cudaSuccess) {
@@ -1573,7 +1553,7 @@ extern "C" CusetCudaDecoder *cuset_cuda_decoder_new(const CusetGPT *m, char *err
             b.base = (char *)d->memory;
             b.off = 0;
         } else {
-            point_tensors(&d->p, params, m->tensor_sizes);
+            cuset__point_tensors(&d->p, params, m->tensor_sizes);
             CUSET_CHECK(cudaMemcpy(params, m->params_memory, m->num_params * F, cudaMemcpyHostToDevice));
         }
     }
@@ -1590,31 +1570,31 @@ extern "C" const float *cuset_cuda_decode(CusetCudaDecoder *d, int token) {
     CusetParams p = d->p;
     cudaStream_t s = d->stream;
     float *mean = d->stat, *rstd = d->stat + 1;
-    embed_one_kernel<<<ceil_div(C, 256), 256, 0, s>>>(d->x, p.wte, p.wpe, token, t, C);
+    cuset__embed_one_kernel<<<cuset__ceil_div(C, 256), 256, 0, s>>>(d->x, p.wte, p.wpe, token, t, C);
     CUSET_CHECK_LAUNCH();
     for (int l = 0; l < L; l++) {
         float *kc = d->k + (size_t)l * T * C, *vc = d->v + (size_t)l * T * C;
-        layernorm_forward(d->ln, mean, rstd, d->x, p.ln1w + l * C, p.ln1b + l * C, 1, C, s);
-        matvec_kernel<<<ceil_div(3 * C, 8), 256, 0, s>>>(d->qkv, d->ln, p.qkvw + (size_t)l * 3 * C * C, p.qkvb + l * 3 * C, C, 3 * C);
+        cuset__layernorm_forward(d->ln, mean, rstd, d->x, p.ln1w + l * C, p.ln1b + l * C, 1, C, s);
+        cuset__matvec_kernel<<<cuset__ceil_div(3 * C, 8), 256, 0, s>>>(d->qkv, d->ln, p.qkvw + (size_t)l * 3 * C * C, p.qkvb + l * 3 * C, C, 3 * C);
         CUSET_CHECK_LAUNCH();
         CUSET_CHECK(cudaMemcpyAsync(kc + (size_t)t * C, d->qkv + C, C * sizeof(float), cudaMemcpyDeviceToDevice, s));
         CUSET_CHECK(cudaMemcpyAsync(vc + (size_t)t * C, d->qkv + 2 * C, C * sizeof(float), cudaMemcpyDeviceToDevice, s));
-        decode_attention_kernel<<<NH, 256, 0, s>>>(d->y, d->att, d->qkv, kc, vc, t, C, NH, T);
+        cuset__decode_attention_kernel<<<NH, 256, 0, s>>>(d->y, d->att, d->qkv, kc, vc, t, C, NH, T);
         CUSET_CHECK_LAUNCH();
-        matvec_kernel<<<ceil_div(C, 8), 256, 0, s>>>(d->ln, d->y, p.attprojw + (size_t)l * C * C, p.attprojb + l * C, C, C);
+        cuset__matvec_kernel<<<cuset__ceil_div(C, 8), 256, 0, s>>>(d->ln, d->y, p.attprojw + (size_t)l * C * C, p.attprojb + l * C, C, C);
         CUSET_CHECK_LAUNCH();
-        residual_forward(d->x, d->x, d->ln, C, s);
-        layernorm_forward(d->ln, mean, rstd, d->x, p.ln2w + l * C, p.ln2b + l * C, 1, C, s);
-        matvec_kernel<<<ceil_div(4 * C, 8), 256, 0, s>>>(d->fch, d->ln, p.fcw + (size_t)l * 4 * C * C, p.fcb + l * 4 * C, C, 4 * C);
+        cuset__residual_forward(d->x, d->x, d->ln, C, s);
+        cuset__layernorm_forward(d->ln, mean, rstd, d->x, p.ln2w + l * C, p.ln2b + l * C, 1, C, s);
+        cuset__matvec_kernel<<<cuset__ceil_div(4 * C, 8), 256, 0, s>>>(d->fch, d->ln, p.fcw + (size_t)l * 4 * C * C, p.fcb + l * 4 * C, C, 4 * C);
         CUSET_CHECK_LAUNCH();
-        gelu_forward_kernel<<<ceil_div(4 * C, 256), 256, 0, s>>>(d->fch, d->fch, 4 * C);
+        cuset__gelu_forward_kernel<<<cuset__ceil_div(4 * C, 256), 256, 0, s>>>(d->fch, d->fch, 4 * C);
         CUSET_CHECK_LAUNCH();
-        matvec_kernel<<<ceil_div(C, 8), 256, 0, s>>>(d->ln, d->fch, p.fcprojw + (size_t)l * 4 * C * C, p.fcprojb + l * C, 4 * C, C);
+        cuset__matvec_kernel<<<cuset__ceil_div(C, 8), 256, 0, s>>>(d->ln, d->fch, p.fcprojw + (size_t)l * 4 * C * C, p.fcprojb + l * C, 4 * C, C);
         CUSET_CHECK_LAUNCH();
-        residual_forward(d->x, d->x, d->ln, C, s);
+        cuset__residual_forward(d->x, d->x, d->ln, C, s);
     }
-    layernorm_forward(d->ln, mean, rstd, d->x, p.lnfw, p.lnfb, 1, C, s);
-    matvec_kernel<<<ceil_div(Vp, 8), 256, 0, s>>>(d->logits, d->ln, p.wte, nullptr, C, Vp);
+    cuset__layernorm_forward(d->ln, mean, rstd, d->x, p.lnfw, p.lnfb, 1, C, s);
+    cuset__matvec_kernel<<<cuset__ceil_div(Vp, 8), 256, 0, s>>>(d->logits, d->ln, p.wte, nullptr, C, Vp);
     CUSET_CHECK_LAUNCH();
     CUSET_CHECK(cudaMemcpyAsync(d->host_logits, d->logits, Vp * sizeof(float), cudaMemcpyDeviceToHost, s));
     CUSET_CHECK(cudaStreamSynchronize(s));
@@ -1640,42 +1620,42 @@ extern "C" void cuset_cuda_decoder_free(CusetCudaDecoder *d) {
 
 extern "C" void cuset__cuda_test_matmul_forward(float *out, float *pre, const float *inp, const float *w,
                                                 const float *bias, int N, int IC, int OC) {
-    matmul_forward(out, pre, inp, w, bias, N, IC, OC, 0);
+    cuset__matmul_forward(out, pre, inp, w, bias, N, IC, OC, 0);
     CUSET_CHECK(cudaDeviceSynchronize());
 }
 
 extern "C" void cuset__cuda_test_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
                                                  const float *w, const float *pre, int N, int IC, int OC) {
     float *partial = NULL;
-    CUSET_CHECK(cudaMalloc(&partial, (size_t)ceil_div(N, COLSUM_ROWS) * OC * sizeof(float)));
-    matmul_backward(dinp, dw, dbias, dout, inp, w, pre, N, IC, OC, partial, 0);
+    CUSET_CHECK(cudaMalloc(&partial, (size_t)cuset__ceil_div(N, CUSET_COLSUM_ROWS) * OC * sizeof(float)));
+    cuset__matmul_backward(dinp, dw, dbias, dout, inp, w, pre, N, IC, OC, partial, 0);
     CUSET_CHECK(cudaDeviceSynchronize());
     CUSET_CHECK(cudaFree(partial));
 }
 
 extern "C" void cuset__cuda_test_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
                                                    const float *b, int N, int C) {
-    layernorm_forward(out, mean, rstd, inp, w, b, N, C, 0);
+    cuset__layernorm_forward(out, mean, rstd, inp, w, b, N, C, 0);
     CUSET_CHECK(cudaDeviceSynchronize());
 }
 
 extern "C" void cuset__cuda_test_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                                                     const float *w, const float *mean, const float *rstd, int N, int C) {
     float *partial = NULL;
-    CUSET_CHECK(cudaMalloc(&partial, 2 * (size_t)ceil_div(N, COLSUM_ROWS) * C * sizeof(float)));
-    layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, partial, 0);
+    CUSET_CHECK(cudaMalloc(&partial, 2 * (size_t)cuset__ceil_div(N, CUSET_COLSUM_ROWS) * C * sizeof(float)));
+    cuset__layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, partial, 0);
     CUSET_CHECK(cudaDeviceSynchronize());
     CUSET_CHECK(cudaFree(partial));
 }
 
 extern "C" void cuset__cuda_test_residual_forward(float *out, const float *a, const float *b, size_t n) {
-    residual_forward(out, a, b, n, 0);
+    cuset__residual_forward(out, a, b, n, 0);
     CUSET_CHECK(cudaDeviceSynchronize());
 }
 
 extern "C" void cuset__cuda_test_encoder_forward(float *out, const int *inputs, const float *wte, const float *wpe,
                                                  int B, int T, int C) {
-    encoder_forward(out, inputs, wte, wpe, B * T, T, C, 0);
+    cuset__encoder_forward(out, inputs, wte, wpe, B * T, T, C, 0);
     CUSET_CHECK(cudaDeviceSynchronize());
 }
 
@@ -1683,12 +1663,12 @@ extern "C" void cuset__cuda_test_encoder_forward(float *out, const int *inputs, 
 extern "C" void cuset__cuda_test_encoder_backward(float *dwte, float *dwpe, const float *dout, const int *host_inputs,
                                                   int B, int T, int C) {
     int BT = B * T;
-    TokPos *order = (TokPos *)malloc(BT * sizeof(TokPos));
+    CusetTokPos *order = (CusetTokPos *)malloc(BT * sizeof(CusetTokPos));
     int *h = (int *)malloc((3 * (size_t)BT + 1) * sizeof(int)), *d = NULL;
-    int nu = build_token_csr(host_inputs, BT, order, h, h + BT, h + 2 * BT + 1);
+    int nu = cuset__build_token_csr(host_inputs, BT, order, h, h + BT, h + 2 * BT + 1);
     CUSET_CHECK(cudaMalloc(&d, (3 * (size_t)BT + 1) * sizeof(int)));
     CUSET_CHECK(cudaMemcpy(d, h, (3 * (size_t)BT + 1) * sizeof(int), cudaMemcpyHostToDevice));
-    encoder_backward(dwte, dwpe, dout, d, d + BT, d + 2 * BT + 1, nu, B, T, C, 0);
+    cuset__encoder_backward(dwte, dwpe, dout, d, d + BT, d + 2 * BT + 1, nu, B, T, C, 0);
     CUSET_CHECK(cudaDeviceSynchronize());
     CUSET_CHECK(cudaFree(d));
     free(order);
@@ -1697,7 +1677,7 @@ extern "C" void cuset__cuda_test_encoder_backward(float *dwte, float *dwpe, cons
 
 extern "C" void cuset__cuda_test_adamw(float *params, float *m, float *v, const float *grads, size_t n, float lr,
                                        float beta1, float beta2, float bc1, float bc2, float eps, float wd, float clip) {
-    adamw_kernel<<<ceil_div((long)n, 256), 256>>>(params, m, v, grads, n, lr, beta1, beta2, bc1, bc2, eps, wd, clip);
+    cuset__adamw_kernel<<<cuset__ceil_div((long)n, 256), 256>>>(params, m, v, grads, n, lr, beta1, beta2, bc1, bc2, eps, wd, clip);
     CUSET_CHECK_LAUNCH();
     CUSET_CHECK(cudaDeviceSynchronize());
 }
@@ -1705,9 +1685,9 @@ extern "C" void cuset__cuda_test_adamw(float *params, float *m, float *v, const 
 extern "C" float cuset__cuda_test_global_norm(const float *x, size_t n) {
     double *partial = NULL;
     float *out = NULL, norm = 0.0f;
-    CUSET_CHECK(cudaMalloc(&partial, NORM_BLOCKS * sizeof(double)));
+    CUSET_CHECK(cudaMalloc(&partial, CUSET_NORM_BLOCKS * sizeof(double)));
     CUSET_CHECK(cudaMalloc(&out, sizeof(float)));
-    global_norm(out, x, n, partial, 0);
+    cuset__global_norm(out, x, n, partial, 0);
     CUSET_CHECK(cudaMemcpy(&norm, out, sizeof(float), cudaMemcpyDeviceToHost));
     CUSET_CHECK(cudaFree(partial));
     CUSET_CHECK(cudaFree(out));

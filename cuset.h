@@ -248,6 +248,21 @@ int cuset_split(const CusetDataset *d, int T, double val_frac, uint64_t seed, in
 // flagged CUDA-sensitive.
 void cuset_dataset_synthetic(CusetDataset *d, int n, int vocab_size, int min_len, int max_len, uint64_t seed);
 
+// One training step, the same entry for the CPU and the GPU. gpu: the model on the device
+// (cuset_cuda_model_new; then m and ref are not touched) or NULL: m on the CPU, with ref
+// ASFT's frozen model (or NULL). Counts eq. 9's N = every target token of the accum
+// micro-batches, masked or not; then per micro-batch ASFT's reference forward, the
+// forward, the loss with 1/N and the backward, gradients summed from zero; *grad_norm is
+// the global gradient norm before clipping. stats += the step's sums. The update follows:
+// cuset_gpt_update, or cuset_cuda_update on the GPU. Returns 0, or -1 with a message.
+typedef struct CusetCudaModel CusetCudaModel; // the GPU backend's model (end of this section)
+int cuset_gpt_step(CusetGPT *m, CusetGPT *ref, CusetCudaModel *gpu, const CusetBatch *batches, int accum,
+                   const CusetObjective *obj, CusetStats *stats, float *grad_norm, char *err, size_t errlen);
+// The evaluation loss: forward and loss only, over samples order[0 .. n-1] of d in
+// batches of b's shape, with N = all their target tokens; stats (zeroed first) gets the sums.
+int cuset_gpt_validate(CusetGPT *m, CusetGPT *ref, CusetCudaModel *gpu, const CusetDataset *d, const int *order,
+                       int n, CusetBatch *b, const CusetObjective *obj, CusetStats *stats, char *err, size_t errlen);
+
 // ---------------------------------------------------------------------------------------
 // Checkpoints. A checkpoint holds the parameters and optionally the optimizer state
 // (moments, step, training settings), ASFT's frozen reference parameters and the
@@ -312,30 +327,30 @@ float cuset_rng_uniform(uint64_t *state);   // [0, 1)
 double cuset_time(void);
 
 // ---------------------------------------------------------------------------------------
-// The GPU backend (cuset.cu; linked when the build has nvcc, and then the mains are built
-// with -DCUSET_CUDA). Plain C types only: the device state is an opaque struct, every
-// pointer below is a host pointer. One CusetCudaModel mirrors a CusetGPT on the device
-// (parameters, gradients, AdamW moments, ASFT reference parameters and the activations of
-// a (B, T) micro-batch, one allocation); one optimizer step on the GPU is
-//     cuset_cuda_forward_backward(g, batches, accum, &obj, &stats, &norm);
-//     cuset_cuda_update(g, &optim, step, norm);
-// exactly like zero_grad + accum x (forward, loss, backward) + grad_norm + update on the
-// CPU. Functions that can fail return -1 (NULL) and write the reason into err.
-typedef struct CusetCudaModel CusetCudaModel;
+// The GPU backend (cuset.cu, linked when the build has nvcc). Plain C types only: the
+// device state is an opaque struct, every pointer below is a host pointer. One
+// CusetCudaModel mirrors a CusetGPT on the device (parameters, gradients, AdamW moments,
+// ASFT reference parameters and the activations of a (B, T) micro-batch, one allocation);
+// one optimizer step on the GPU is cuset_gpt_step(NULL, NULL, g, ...) then
+// cuset_cuda_update, exactly like the CPU's. Functions that can fail return -1 (NULL) and
+// write the reason into err. A program without cuset.cu gets stand-ins from cuset.h's
+// implementation (weak symbols: cuset.cu's replace them when linked) that answer "no GPU
+// backend", so the mains need no #ifdef.
 typedef struct CusetCudaDecoder CusetCudaDecoder;
-// 1 when a CUDA device can be used; 0 with the reason in why (no driver: cudaGetDeviceCount
-// error 35, no device, ...). Never crashes.
+// 1 when a CUDA device can be used (its name in why); 0 with the reason in why (no driver:
+// cudaGetDeviceCount error 35, no device, ...); -1 when the program has no GPU backend.
+// Never crashes.
 int cuset_cuda_available(char *why, size_t n);
 // Uploads m's parameters (and its AdamW moments if m has them) and ref's (ASFT's frozen
 // reference; may be NULL) and allocates everything a (B, T) micro-batch needs.
 CusetCudaModel *cuset_cuda_model_new(const CusetGPT *m, const CusetGPT *ref, int B, int T, char *err, size_t errlen);
 void cuset_cuda_model_free(CusetCudaModel *g);
-// One optimizer step's gradients: zero, then for each of the accum micro-batches (shape
-// B x T of cuset_cuda_model_new) forward (+ the reference's for ASFT), the fused loss with
-// N = all target tokens of the step, backward. Stats are summed into *stats; *grad_norm is
-// the global gradient norm (before clipping). Returns 0, or -1 with a message.
+// cuset_gpt_step's device half: zero the gradients, then for each of the accum
+// micro-batches (shape B x T of cuset_cuda_model_new) forward (+ the reference's for
+// ASFT), the fused loss with inv_norm = 1/N, backward. Stats are summed into *stats;
+// *grad_norm is the global gradient norm (before clipping). Returns 0, or -1 with a message.
 int cuset_cuda_forward_backward(CusetCudaModel *g, const CusetBatch *batches, int accum, const CusetObjective *obj,
-                                CusetStats *stats, float *grad_norm, char *err, size_t errlen);
+                                float inv_norm, CusetStats *stats, float *grad_norm, char *err, size_t errlen);
 // Clip by grad_norm (o->grad_clip) and one AdamW step (step 0-based), as cuset_gpt_update.
 void cuset_cuda_update(CusetCudaModel *g, const CusetOptim *o, int step, float grad_norm);
 // Forward and loss only (validation): stats summed into *stats with inv_norm = 1/N.
@@ -387,6 +402,10 @@ void cuset__cuda_test_attention_backward(float *dqkv, float *delta, const float 
 /*    the CPU loss and the CUDA loss kernel; every quantity here is a stop-gradient      */
 /*    constant.                                                                          */
 /* ------------------------------------------------------------------------------------ */
+
+// Eq. 1: token confidence c = p_theta(y_t | x, y_<t) = softmax(z)[target], from the
+// target's logit and the log-sum-exp of the row's V real columns.
+CUSET_HD static inline float cuset_confidence(float z_target, float lse) { return expf(z_target - lse); }
 
 // Eq. 2: confidence mask 1[c > tau].
 CUSET_HD static inline float cuset_conf_mask(float c, float tau) { return c > tau ? 1.0f : 0.0f; }
@@ -452,17 +471,18 @@ CUSET_HD static inline float cuset_eaft_weight(const float *top, int n, float al
 }
 
 // Eq. 9 and the baselines: the per-token coefficient a such that the token contributes
-// a * (-log c) to the loss and a * (softmax - onehot) to the logits' gradient (both then
-// scaled by 1/N). c is the token's confidence, w the sample weight (CuSeT, reweighting
-// on; 1 otherwise), eaft the EAFT weight of the position (unused by the others).
-CUSET_HD static inline float cuset_token_coef(const CusetObjective *o, float c, int is_cuda, float w, float eaft) {
+// a * (-log c) to the loss (cuset_loss_term) and a * (softmax - onehot) to the logits'
+// gradient (cuset_logit_grad), both scaled by 1/N. c is the token's confidence, wn its
+// sample's w_n (eq. 8; CuSeT applies it when reweighting is on), eaft the EAFT weight of
+// the position (unused by the others).
+CUSET_HD static inline float cuset_token_coef(const CusetObjective *o, float c, int is_cuda, float wn, float eaft) {
     switch (o->kind) {
     case CUSET_OBJ_SFT:    return 1.0f;
     case CUSET_OBJ_DFT:    return c;                          // -p log p, p constant
     case CUSET_OBJ_PROFIT: return c >= o->tau ? 1.0f : 0.0f;  // 1[p >= tau] (-log p)
     case CUSET_OBJ_EAFT:   return eaft;
     case CUSET_OBJ_ASFT:   return c;                          // DFT part; the KL term is separate
-    case CUSET_OBJ_CUSET:  return w * cuset_hybrid_mask(o, c, is_cuda);
+    case CUSET_OBJ_CUSET:  return (o->reweight ? wn : 1.0f) * cuset_hybrid_mask(o, c, is_cuda);
     default:               return 0.0f;
     }
 }
@@ -471,6 +491,33 @@ CUSET_HD static inline float cuset_token_coef(const CusetObjective *o, float c, 
 CUSET_HD static inline float cuset_kl_grad(float p_theta, float p_ref, float beta) { return beta * (p_theta - p_ref); }
 // ASFT: one vocabulary entry's share of KL(p_ref || p_theta) given the two log-probabilities.
 CUSET_HD static inline float cuset_kl_term(float logp_ref, float logp_theta) { return expf(logp_ref) * (logp_ref - logp_theta); }
+
+// The gradient: d(loss)/d(z_v) of one vocabulary entry v of a target position, given its
+// log-probability lp = z_v - lse, a = cuset_token_coef, and (ASFT) the reference model's
+// lp_ref: a (p - 1[v = target]) / N, plus beta (p - p_ref) / N under ASFT.
+CUSET_HD static inline float cuset_logit_grad(const CusetObjective *o, float a, float lp, float lp_ref, int is_target,
+                                              float inv_norm) {
+    float p = expf(lp);
+    float g = o->kind == CUSET_OBJ_ASFT ? (a * p + cuset_kl_grad(p, expf(lp_ref), o->beta)) * inv_norm : a * p * inv_norm;
+    return is_target ? g - a * inv_norm : g;
+}
+
+// Eq. 9's term of one target position: (a (-log c) + beta KL) / N, KL = sum over v of
+// cuset_kl_term (ASFT; 0 for the others).
+CUSET_HD static inline double cuset_loss_term(const CusetObjective *o, float a, float nll, double kl, float inv_norm) {
+    return (a * nll + o->beta * kl * (o->kind == CUSET_OBJ_ASFT)) * inv_norm;
+}
+
+// Not the objective, but shared by both backends the same way: GELU, tanh form,
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), and its derivative.
+#define CUSET_GELU_SCALE 0.7978845608028654f // sqrt(2 / pi)
+CUSET_HD static inline float cuset_gelu(float x) {
+    return 0.5f * x * (1.0f + tanhf(CUSET_GELU_SCALE * (x + 0.044715f * x * x * x)));
+}
+CUSET_HD static inline float cuset_gelu_grad(float x) {
+    float th = tanhf(CUSET_GELU_SCALE * (x + 0.044715f * x * x * x)), sech2 = 1.0f - th * th;
+    return 0.5f * (1.0f + th) + 0.5f * x * sech2 * CUSET_GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
+}
 
 #endif // CUSET_H
 
@@ -905,24 +952,14 @@ static void cuset__attention_backward(float *dqkv, float *datt, float *att_t, fl
         }
 }
 
-#define CUSET_GELU_SCALE 0.7978845608028654f // sqrt(2 / pi)
-// GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 static void cuset__gelu_forward(float *out, const float *inp, size_t n) {
 #pragma omp parallel for schedule(static) if (n >= CUSET_PAR_MIN)
-    for (size_t i = 0; i < n; i++) {
-        float x = inp[i];
-        out[i] = 0.5f * x * (1.0f + tanhf(CUSET_GELU_SCALE * (x + 0.044715f * x * x * x)));
-    }
+    for (size_t i = 0; i < n; i++) out[i] = cuset_gelu(inp[i]);
 }
 
 static void cuset__gelu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
 #pragma omp parallel for schedule(static) if (n >= CUSET_PAR_MIN)
-    for (size_t i = 0; i < n; i++) {
-        float x = inp[i], u = CUSET_GELU_SCALE * (x + 0.044715f * x * x * x);
-        float th = tanhf(u), sech2 = 1.0f - th * th;
-        float grad = 0.5f * (1.0f + th) + 0.5f * x * sech2 * CUSET_GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
-        dinp[i] = grad * dout[i];
-    }
+    for (size_t i = 0; i < n; i++) dinp[i] = cuset_gelu_grad(inp[i]) * dout[i];
 }
 
 static void cuset__residual_forward(float *out, const float *a, const float *b, size_t n) {
@@ -1126,7 +1163,7 @@ void cuset_loss(CusetGPT *m, const CusetBatch *b, const CusetObjective *obj, con
         if (!b->is_target[i]) continue;
         const float *z = logits + (size_t)i * Vp;
         lse[i] = cuset__row_lse(z, V, obj, &eaft[i]);
-        conf[i] = expf(z[b->targets[i]] - lse[i]);
+        conf[i] = cuset_confidence(z[b->targets[i]], lse[i]);
     }
     for (int n = 0; n < B; n++) // phase 2
         wn[n] = cuset_sample_weight(cuset_hardest_window(conf + n * T + b->tgt_start[n], b->tgt_len[n], obj->window));
@@ -1134,28 +1171,22 @@ void cuset_loss(CusetGPT *m, const CusetBatch *b, const CusetObjective *obj, con
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < B; n++) { // phase 3, a row per task so the sums keep one order
         row_loss[n] = row_ce[n] = row_conf[n] = row_pass[n] = 0.0;
-        float w = obj->kind == CUSET_OBJ_CUSET && obj->reweight ? wn[n] : 1.0f;
         for (int t = 0; t < T; t++) {
             int i = n * T + t;
             float *z = logits + (size_t)i * Vp;
             if (!b->is_target[i]) { memset(z, 0, Vp * sizeof(float)); continue; }
             float c = conf[i], nll = lse[i] - z[b->targets[i]];
-            float a = cuset_token_coef(obj, c, b->is_cuda[i], w, eaft[i]);
+            float a = cuset_token_coef(obj, c, b->is_cuda[i], wn[n], eaft[i]);
+            const float *zr = asft ? ref_logits + (size_t)i * Vp : NULL;
+            float lse_ref = asft ? cuset__row_lse(zr, V, obj, NULL) : 0.0f;
             double kl = 0.0;
-            if (asft) {
-                const float *zr = ref_logits + (size_t)i * Vp;
-                float lse_ref = cuset__row_lse(zr, V, obj, NULL);
-                for (int v = 0; v < V; v++) {
-                    float lp = z[v] - lse[i], lp_ref = zr[v] - lse_ref;
-                    kl += cuset_kl_term(lp_ref, lp);
-                    z[v] = (a * expf(lp) + cuset_kl_grad(expf(lp), expf(lp_ref), obj->beta)) * inv_norm;
-                }
-            } else {
-                for (int v = 0; v < V; v++) z[v] = a * expf(z[v] - lse[i]) * inv_norm;
+            for (int v = 0; v < V; v++) {
+                float lp = z[v] - lse[i], lp_ref = asft ? zr[v] - lse_ref : 0.0f;
+                if (asft) kl += cuset_kl_term(lp_ref, lp);
+                z[v] = cuset_logit_grad(obj, a, lp, lp_ref, v == b->targets[i], inv_norm);
             }
-            z[b->targets[i]] -= a * inv_norm;
             for (int v = V; v < Vp; v++) z[v] = 0.0f;
-            row_loss[n] += (a * nll + obj->beta * kl * asft) * inv_norm;
+            row_loss[n] += cuset_loss_term(obj, a, nll, kl, inv_norm);
             row_ce[n] += nll;
             row_conf[n] += c;
             row_pass[n] += c > obj->tau;
@@ -1198,6 +1229,55 @@ void cuset_gpt_update(CusetGPT *m, const CusetOptim *o, int step, float grad_nor
         }
         off += n;
     }
+}
+
+// ---- one training step, the evaluation loss ----------------------------------------------------
+
+// Eq. 9's N: every target token of the batches, masked or not.
+static long cuset__target_tokens(const CusetBatch *b, int n) {
+    long ntok = 0;
+    for (int i = 0; i < n; i++) ntok += cuset_batch_target_tokens(&b[i]);
+    return ntok;
+}
+
+// The forward pass and the loss of one micro-batch on the CPU (ASFT: the reference first).
+static void cuset__forward_loss(CusetGPT *m, CusetGPT *ref, const CusetBatch *b, const CusetObjective *obj,
+                                float inv_norm, CusetStats *stats) {
+    const float *ref_logits = NULL;
+    if (ref) { cuset_gpt_forward(ref, b->inputs, b->B, b->T); ref_logits = ref->acts.logits; }
+    cuset_gpt_forward(m, b->inputs, b->B, b->T);
+    cuset_loss(m, b, obj, ref_logits, inv_norm, stats);
+}
+
+int cuset_gpt_step(CusetGPT *m, CusetGPT *ref, CusetCudaModel *gpu, const CusetBatch *batches, int accum,
+                   const CusetObjective *obj, CusetStats *stats, float *grad_norm, char *err, size_t errlen) {
+    long ntok = cuset__target_tokens(batches, accum);
+    float inv_norm = ntok ? 1.0f / ntok : 0.0f;
+    if (gpu) return cuset_cuda_forward_backward(gpu, batches, accum, obj, inv_norm, stats, grad_norm, err, errlen);
+    cuset_gpt_zero_grad(m);
+    for (int i = 0; i < accum; i++) {
+        cuset__forward_loss(m, ref, &batches[i], obj, inv_norm, stats);
+        cuset_gpt_backward(m, batches[i].inputs);
+    }
+    *grad_norm = cuset_gpt_grad_norm(m);
+    return 0;
+}
+
+int cuset_gpt_validate(CusetGPT *m, CusetGPT *ref, CusetCudaModel *gpu, const CusetDataset *d, const int *order,
+                       int n, CusetBatch *b, const CusetObjective *obj, CusetStats *stats, char *err, size_t errlen) {
+    memset(stats, 0, sizeof *stats);
+    long ntok = 0;
+    for (long first = 0; first < n; first += b->B) { // N = all the samples' target tokens
+        cuset_batch_from_dataset(b, d, order, n, first, err, errlen);
+        ntok += cuset_batch_target_tokens(b);
+    }
+    float inv_norm = ntok ? 1.0f / ntok : 0.0f;
+    for (long first = 0; first < n; first += b->B) {
+        cuset_batch_from_dataset(b, d, order, n, first, err, errlen);
+        if (!gpu) cuset__forward_loss(m, ref, b, obj, inv_norm, stats);
+        else if (cuset_cuda_eval(gpu, b, obj, inv_norm, stats, err, errlen)) return -1;
+    }
+    return 0;
 }
 
 // ---- batches and data -------------------------------------------------------------------------
@@ -1379,6 +1459,43 @@ int cuset_sample(const float *logits, int V, float temperature, int top_k, float
     }
     return w[n - 1].id;
 }
+
+// ---- the GPU backend's stand-ins --------------------------------------------------------------
+// Weak definitions: a program linked with cuset.cu gets its functions instead; one without
+// gets these, which say that there is no GPU backend.
+#define CUSET__NO_GPU "this build has no GPU backend (built without nvcc)"
+#define CUSET__WEAK __attribute__((weak))
+CUSET__WEAK int cuset_cuda_available(char *why, size_t n) { snprintf(why, n, CUSET__NO_GPU); return -1; }
+CUSET__WEAK CusetCudaModel *cuset_cuda_model_new(const CusetGPT *m, const CusetGPT *ref, int B, int T, char *err,
+                                                 size_t errlen) {
+    (void)m; (void)ref; (void)B; (void)T;
+    cuset__err(err, errlen, CUSET__NO_GPU);
+    return NULL;
+}
+CUSET__WEAK void cuset_cuda_model_free(CusetCudaModel *g) { (void)g; }
+CUSET__WEAK int cuset_cuda_forward_backward(CusetCudaModel *g, const CusetBatch *batches, int accum,
+                                            const CusetObjective *obj, float inv_norm, CusetStats *stats,
+                                            float *grad_norm, char *err, size_t errlen) {
+    (void)g; (void)batches; (void)accum; (void)obj; (void)inv_norm; (void)stats; (void)grad_norm;
+    return cuset__err(err, errlen, CUSET__NO_GPU);
+}
+CUSET__WEAK void cuset_cuda_update(CusetCudaModel *g, const CusetOptim *o, int step, float grad_norm) {
+    (void)g; (void)o; (void)step; (void)grad_norm;
+}
+CUSET__WEAK int cuset_cuda_eval(CusetCudaModel *g, const CusetBatch *b, const CusetObjective *obj, float inv_norm,
+                                CusetStats *stats, char *err, size_t errlen) {
+    (void)g; (void)b; (void)obj; (void)inv_norm; (void)stats;
+    return cuset__err(err, errlen, CUSET__NO_GPU);
+}
+CUSET__WEAK void cuset_cuda_model_download(const CusetCudaModel *g, CusetGPT *m) { (void)g; (void)m; }
+CUSET__WEAK CusetCudaDecoder *cuset_cuda_decoder_new(const CusetGPT *m, char *err, size_t errlen) {
+    (void)m;
+    cuset__err(err, errlen, CUSET__NO_GPU);
+    return NULL;
+}
+CUSET__WEAK const float *cuset_cuda_decode(CusetCudaDecoder *d, int token) { (void)d; (void)token; return NULL; }
+CUSET__WEAK void cuset_cuda_decoder_reset(CusetCudaDecoder *d) { (void)d; }
+CUSET__WEAK void cuset_cuda_decoder_free(CusetCudaDecoder *d) { (void)d; }
 
 // ---- checkpoints -------------------------------------------------------------------------------
 // Layout (little-endian): a 256-byte header of int32 slots, then float32 parameters, then

@@ -1,5 +1,6 @@
-// train: trains a small GPT with the CuSeT objective or one of its baselines.
-// See `train --help`, README.md and ../shared/METHOD.md.
+// train: trains a small GPT with the CuSeT objective or one of its baselines, on the CPU or
+// on the GPU (cuset_gpt_step is the same call for both). See `train --help` and README.md
+// (the method, the flags, the formats).
 #define CUSET_IMPLEMENTATION
 #include "cuset.h"
 #define CUSET_TOKENIZER_IMPLEMENTATION
@@ -22,7 +23,7 @@ static const char *usage_text =
     "                        lines, a directory of .cu files (empty prompts), a .tok file that\n"
     "                        an earlier run cached (SRC.tok beside the source), or 'synthetic':\n"
     "                        a sequence-reversal task on token ids whose target tokens with\n"
-    "                        id %% 4 == 0 count as CUDA-sensitive                [synthetic]\n"
+    "                        id % 4 == 0 count as CUDA-sensitive                 [synthetic]\n"
     "  --synthetic-n N       samples in the synthetic set                       [4096]\n"
     "  --synthetic-len A:B   lengths of the synthetic sequences                 [8:48]\n"
     "  --val-frac F          share of samples held out for validation           [0.05]\n"
@@ -43,7 +44,7 @@ static const char *usage_text =
     "  --wd X                AdamW weight decay on the weight matrices          [0.1]\n"
     "  --clip X              global gradient-norm clip, 0 = off                 [1.0]\n"
     "  --beta1 X --beta2 X   AdamW moments                                      [0.9, 0.95]\n"
-    "objective (../shared/METHOD.md)\n"
+    "objective (README.md, \"The method\")\n"
     "  --objective NAME      sft | dft | profit | eaft | asft | cuset           [cuset]\n"
     "  --no-conf-mask --no-cuda-mask --no-reweight   CuSeT ablation switches (all on by default)\n"
     "  --tau X               confidence threshold (cuset, profit)               [0.1]\n"
@@ -164,205 +165,198 @@ static void parse_args(int argc, char **argv, Args *a) {
         fail("--device expects cpu, cuda or auto, got '%s'%s", a->device, "");
 }
 
-// Mean objective value and cross-entropy over a held-out set (no gradients are kept).
-// gpu: the model on the device (then m and ref are not used), or NULL.
-static void validate(CusetGPT *m, CusetGPT *ref, CusetCudaModel *gpu, const CusetDataset *d, const int *order, int n,
-                     CusetBatch *b, const CusetObjective *obj, CusetStats *st) {
-    memset(st, 0, sizeof *st);
-    char err[256];
-    long ntok = 0;
-    for (long first = 0; first < n; first += b->B) { // N of the objective = all validation target tokens
-        cuset_batch_from_dataset(b, d, order, n, first, err, sizeof err);
-        ntok += cuset_batch_target_tokens(b);
-    }
-    for (long first = 0; first < n; first += b->B) {
-        cuset_batch_from_dataset(b, d, order, n, first, err, sizeof err);
-#ifdef CUSET_CUDA
-        if (gpu) {
-            if (cuset_cuda_eval(gpu, b, obj, ntok ? 1.0f / ntok : 0.0f, st, err, sizeof err)) {
-                fprintf(stderr, "train: validation: %s\n", err);
-                exit(1);
-            }
-            continue;
-        }
-#else
-        (void)gpu;
-#endif
-        const float *ref_logits = NULL;
-        if (ref) { cuset_gpt_forward(ref, b->inputs, b->B, b->T); ref_logits = ref->acts.logits; }
-        cuset_gpt_forward(m, b->inputs, b->B, b->T);
-        cuset_loss(m, b, obj, ref_logits, ntok ? 1.0f / ntok : 0.0f, st);
-    }
-}
-
 static void fmt_duration(char *buf, size_t n, double s) {
     if (s < 60) snprintf(buf, n, "%.0fs", s);
     else if (s < 3600) snprintf(buf, n, "%dm%02ds", (int)s / 60, (int)s % 60);
     else snprintf(buf, n, "%dh%02dm", (int)s / 3600, (int)s % 3600 / 60);
 }
 
-int main(int argc, char **argv) {
+// Everything one run holds. The open_* steps fill it in order; each returns 0, or the
+// exit code after printing why.
+typedef struct {
     Args a;
-    parse_args(argc, argv, &a);
-    char err[512];
-#ifdef _OPENMP
-    if (a.threads) omp_set_num_threads(a.threads);
-#endif
-    // --device: auto takes the GPU when the build has the backend and a device answers
-#ifdef CUSET_CUDA
-    char device_name[256] = "";
-    int use_gpu = 0;
-    if (strcmp(a.device, "cpu")) {
-        use_gpu = cuset_cuda_available(device_name, sizeof device_name);
-        if (!use_gpu && !strcmp(a.device, "cuda")) {
-            fprintf(stderr, "train: --device cuda: no usable GPU: %s; use --device cpu\n", device_name);
-            return 2;
-        }
-        if (!use_gpu) printf("note: no usable GPU (%s): training on the CPU\n", device_name);
-    }
-#else
-    if (!strcmp(a.device, "cuda")) {
-        fprintf(stderr, "train: --device cuda: this build has no GPU backend (built without nvcc); use --device cpu\n");
+    CusetTrainSettings *s;             // a.s: the flags', or the resumed checkpoint's
+    int use_gpu;
+    char device_name[256];
+    CusetGPT model, ref_model, *ref;   // ref: ASFT's frozen copy, or NULL
+    CusetCudaModel *gpu;               // the model on the device, or NULL
+    CusetTokenizer tk;
+    CusetCheckpointInfo info;          // of --resume / --init
+    int have_model, start_step, synthetic;
+    CusetDataset data, val_data, *val; // val: &data (held out) or &val_data (--val-data)
+    int *train_ids, *val_ids, *val_order, ntrain, nval;
+    int *perm, *order, shuffled_epoch; // this epoch's order of the training split
+    FILE *log;
+    char log_path[4096];
+} Run;
+
+// --device: auto takes the GPU when the build has the backend and a device answers.
+static int open_device(Run *r) {
+    const char *d = r->a.device;
+    int avail = strcmp(d, "cpu") ? cuset_cuda_available(r->device_name, sizeof r->device_name) : 0;
+    r->use_gpu = avail > 0;
+    if (avail < 1 && !strcmp(d, "cuda")) {
+        fprintf(stderr, "train: --device cuda: %s%s; use --device cpu\n", avail < 0 ? "" : "no usable GPU: ", r->device_name);
         return 2;
     }
-#endif
+    if (avail == 0 && strcmp(d, "cpu")) printf("note: no usable GPU (%s): training on the CPU\n", r->device_name);
+    return 0;
+}
 
-    // --- a checkpoint to continue (--resume) or to fine-tune (--init), with its tokenizer ---
-    CusetGPT model, ref_model, *ref = NULL;
-    CusetTokenizer tk = {0};
-    int start_step = 0, have_model = 0;
-    CusetCheckpointInfo info = {0};
-    cuset_tok_init(&tk);
-    if (a.resume || a.init) {
-        const char *path = a.resume ? a.ckpt : a.init;
-        if (cuset_checkpoint_load_tok(path, &model, a.resume ? &ref_model : NULL, &tk, a.resume, &info, err, sizeof err)) {
-            fprintf(stderr, "train: %s: %s\n", a.resume ? "--resume" : "--init", err);
-            return 1;
-        }
-        have_model = 1;
-        if (a.resume && !info.has_optimizer) {
-            fprintf(stderr, "train: --resume: %s holds no optimizer state; use --init %s to fine-tune from it instead\n",
-                    path, path);
-            return 1;
-        }
-        if (a.resume) {
-            a.s = info.settings; // a resumed run continues with the settings it started with
-            start_step = info.step;
-            if (info.has_reference) ref = &ref_model;
-            printf("resuming %s at step %d of %d\n", path, start_step, a.s.steps);
-        } else {
-            printf("fine-tuning from %s (trained %d steps with %s)\n", path, info.step,
-                   cuset_objective_names[info.settings.obj.kind % CUSET_OBJ_COUNT]);
-        }
+// A checkpoint to continue (--resume) or to fine-tune (--init), with its tokenizer.
+static int open_checkpoint(Run *r) {
+    Args *a = &r->a;
+    char err[512];
+    cuset_tok_init(&r->tk);
+    if (!a->resume && !a->init) return 0;
+    const char *path = a->resume ? a->ckpt : a->init;
+    if (cuset_checkpoint_load_tok(path, &r->model, a->resume ? &r->ref_model : NULL, &r->tk, a->resume, &r->info, err,
+                                  sizeof err)) {
+        fprintf(stderr, "train: %s: %s\n", a->resume ? "--resume" : "--init", err);
+        return 1;
     }
-    if (have_model && cuset_checkpoint_old_windows(&info))
-        printf("note: %s was trained with CuSeT's window rule before the eq. 5 correction (checkpoint version 1: a "
-               "target shorter than the window was one window); this run applies eq. 5 to every target length\n",
-               a.resume ? a.ckpt : a.init);
-    CusetTrainSettings *s = &a.s;
-
-    // --- data; text data brings or trains the tokenizer, and the tokenizer sets the vocabulary ---
-    CusetDataset data;
-    int synthetic = !strcmp(a.data, "synthetic");
-    if (synthetic) {
-        if (have_model && info.has_tokenizer) {
-            fprintf(stderr, "train: %s was trained on text; the synthetic task needs a model without a tokenizer\n",
-                    a.resume ? a.ckpt : a.init);
-            return 2;
-        }
-        int V = have_model ? model.cfg.vocab_size : a.vocab;
-        if (V < 8) { fprintf(stderr, "train: the synthetic task needs a vocabulary of at least 8\n"); return 2; }
-        cuset_dataset_synthetic(&data, a.synthetic_n, V, a.syn_min, a.syn_max, (uint64_t)s->seed);
+    r->have_model = 1;
+    if (a->resume && !r->info.has_optimizer) {
+        fprintf(stderr, "train: --resume: %s holds no optimizer state; use --init %s to fine-tune from it instead\n", path,
+                path);
+        return 1;
+    }
+    if (a->resume) {
+        a->s = r->info.settings; // a resumed run continues with the settings it started with
+        r->start_step = r->info.step;
+        if (r->info.has_reference) r->ref = &r->ref_model;
+        printf("resuming %s at step %d of %d\n", path, r->start_step, a->s.steps);
     } else {
-        if (have_model && !info.has_tokenizer) {
-            fprintf(stderr, "train: %s has no tokenizer (it was trained on the synthetic task); "
-                            "text data needs a model trained on text, or a new model\n", a.resume ? a.ckpt : a.init);
+        printf("fine-tuning from %s (trained %d steps with %s)\n", path, r->info.step,
+               cuset_objective_names[r->info.settings.obj.kind % CUSET_OBJ_COUNT]);
+    }
+    if (cuset_checkpoint_old_windows(&r->info))
+        printf("note: %s was trained with CuSeT's window rule before the eq. 5 correction (checkpoint version 1: a "
+               "target shorter than the window was one window); this run applies eq. 5 to every target length\n", path);
+    return 0;
+}
+
+// The data; text data brings or trains the tokenizer, and the tokenizer sets the vocabulary.
+static int open_data(Run *r) {
+    Args *a = &r->a;
+    char err[512], note[512];
+    const char *ckpt = a->resume ? a->ckpt : a->init;
+    r->synthetic = !strcmp(a->data, "synthetic");
+    if (r->synthetic) {
+        if (r->have_model && r->info.has_tokenizer) {
+            fprintf(stderr, "train: %s was trained on text; the synthetic task needs a model without a tokenizer\n", ckpt);
             return 2;
         }
-        char note[512];
-        CusetTokenizer fixed = tk; // a checkpoint's tokenizer: the only one its model understands
-        tk = (CusetTokenizer){0};  // cuset_data_open fills tk anew
-        cuset_tok_init(&tk);
-        if (cuset_data_open(a.data, have_model ? &fixed : NULL, a.vocab, &data, &tk, note, sizeof note, err, sizeof err)) {
+        int V = r->have_model ? r->model.cfg.vocab_size : a->vocab;
+        if (V < 8) { fprintf(stderr, "train: the synthetic task needs a vocabulary of at least 8\n"); return 2; }
+        cuset_dataset_synthetic(&r->data, a->synthetic_n, V, a->syn_min, a->syn_max, (uint64_t)r->s->seed);
+    } else {
+        if (r->have_model && !r->info.has_tokenizer) {
+            fprintf(stderr, "train: %s has no tokenizer (it was trained on the synthetic task); "
+                            "text data needs a model trained on text, or a new model\n", ckpt);
+            return 2;
+        }
+        CusetTokenizer fixed = r->tk; // a checkpoint's tokenizer: the only one its model understands
+        r->tk = (CusetTokenizer){0};  // cuset_data_open fills tk anew
+        cuset_tok_init(&r->tk);
+        if (cuset_data_open(a->data, r->have_model ? &fixed : NULL, a->vocab, &r->data, &r->tk, note, sizeof note, err,
+                            sizeof err)) {
             fprintf(stderr, "train: --data: %s\n", err);
             return 1;
         }
         cuset_tok_free(&fixed);
         printf("%s\n", note);
     }
-    CusetDataset val_data = {0}, *val = &data; // validation: held out of --data, or --val-data
-    if (a.val_data) {
-        char note[512];
+    r->val = &r->data; // validation: held out of --data, or --val-data
+    if (a->val_data) {
         CusetTokenizer val_tk = {0};
         cuset_tok_init(&val_tk);
-        if (synthetic || cuset_data_open(a.val_data, &tk, a.vocab, &val_data, &val_tk, note, sizeof note, err, sizeof err)) {
-            fprintf(stderr, "train: --val-data: %s\n", synthetic ? "needs text --data" : err);
+        if (r->synthetic ||
+            cuset_data_open(a->val_data, &r->tk, a->vocab, &r->val_data, &val_tk, note, sizeof note, err, sizeof err)) {
+            fprintf(stderr, "train: --val-data: %s\n", r->synthetic ? "needs text --data" : err);
             return 1;
         }
         cuset_tok_free(&val_tk); // the same tokenizer as tk
         printf("validation %s\n", note);
-        val = &val_data;
-        a.val_frac = 0;
+        r->val = &r->val_data;
+        a->val_frac = 0;
     }
-    if (a.resume && info.data_fingerprint != data.fingerprint) {
+    if (a->resume && r->info.data_fingerprint != r->data.fingerprint) {
         fprintf(stderr, "train: --resume: the data differs from the data the checkpoint was trained on "
                         "(fingerprint %016llx, checkpoint %016llx); pass the same --data flags\n",
-                (unsigned long long)data.fingerprint, (unsigned long long)info.data_fingerprint);
+                (unsigned long long)r->data.fingerprint, (unsigned long long)r->info.data_fingerprint);
         return 1;
     }
+    return 0;
+}
 
-    // --- a new model, sized by the data's vocabulary ---
-    if (!have_model) {
-        a.cfg.vocab_size = synthetic ? a.vocab : cuset_tok_vocab_size(&tk);
-        a.cfg.padded_vocab_size = cuset_pad_vocab(a.cfg.vocab_size);
-        if (cuset_config_check(&a.cfg, err, sizeof err)) { fprintf(stderr, "train: model: %s\n", err); return 2; }
-        cuset_gpt_init(&model, &a.cfg);
-        cuset_gpt_init_random(&model, (uint64_t)s->seed, 0.02f);
+// A new model, sized by the data's vocabulary; ASFT's frozen copy of the starting weights.
+static int open_model(Run *r) {
+    Args *a = &r->a;
+    char err[512];
+    if (!r->have_model) {
+        a->cfg.vocab_size = r->synthetic ? a->vocab : cuset_tok_vocab_size(&r->tk);
+        a->cfg.padded_vocab_size = cuset_pad_vocab(a->cfg.vocab_size);
+        if (cuset_config_check(&a->cfg, err, sizeof err)) { fprintf(stderr, "train: model: %s\n", err); return 2; }
+        cuset_gpt_init(&r->model, &a->cfg);
+        cuset_gpt_init_random(&r->model, (uint64_t)r->s->seed, 0.02f);
     }
-    const CusetConfig *cfg = &model.cfg;
-    if (s->T > cfg->max_seq_len) {
+    const CusetConfig *cfg = &r->model.cfg;
+    if (r->s->T > cfg->max_seq_len) {
         fprintf(stderr, "train: --seq %d is longer than the model's context of %d tokens; lower --seq or raise --ctx\n",
-                s->T, cfg->max_seq_len);
+                r->s->T, cfg->max_seq_len);
         return 2;
     }
-    if (s->obj.kind == CUSET_OBJ_ASFT && !ref) { // the frozen copy of the starting weights
-        cuset_gpt_init(&ref_model, cfg);
-        memcpy(ref_model.params_memory, model.params_memory, model.num_params * sizeof(float));
-        ref = &ref_model;
+    if (r->s->obj.kind == CUSET_OBJ_ASFT && !r->ref) {
+        cuset_gpt_init(&r->ref_model, cfg);
+        memcpy(r->ref_model.params_memory, r->model.params_memory, r->model.num_params * sizeof(float));
+        r->ref = &r->ref_model;
     }
-    // --- splits: samples whose prompt fills a row sit out; a fixed validation split drawn
-    //     from the seed; each epoch a fresh shuffle of the training split ---
-    int *train_ids, *val_order, ntrain, nval;
-    int nusable = cuset_split(&data, s->T, a.val_frac, (uint64_t)s->seed, &train_ids, &ntrain, &val_order, &nval);
-    int *val_ids = NULL, nval_unused;
-    if (val != &data) cuset_split(val, s->T, 1.0, (uint64_t)s->seed, &val_ids, &nval_unused, &val_order, &nval);
-    if (nusable < data.n)
+    return 0;
+}
+
+// Splits: samples whose prompt fills a row sit out; a fixed validation split drawn from
+// the seed; each epoch a fresh shuffle of the training split. Then the run's length.
+static int open_splits(Run *r) {
+    Args *a = &r->a;
+    CusetTrainSettings *s = r->s;
+    int nusable = cuset_split(&r->data, s->T, a->val_frac, (uint64_t)s->seed, &r->train_ids, &r->ntrain, &r->val_order,
+                              &r->nval);
+    int nval_unused;
+    if (r->val != &r->data)
+        cuset_split(r->val, s->T, 1.0, (uint64_t)s->seed, &r->val_ids, &nval_unused, &r->val_order, &r->nval);
+    if (nusable < r->data.n)
         printf("note: %d of %d samples sit out: their prompt fills the row of %d tokens (raise --seq to keep them)\n",
-               data.n - nusable, data.n, s->T);
-    if (ntrain < 1) { fprintf(stderr, "train: no training samples left after the validation split\n"); return 2; }
-    int *perm = (int *)CUSET_CALLOC(ntrain, sizeof(int)), *order = (int *)CUSET_CALLOC(ntrain, sizeof(int));
-    long rows_per_step = (long)s->B * s->accum;
-    if (!a.resume) {
-        if (a.epochs != 0) s->steps = (int)ceil(a.epochs * ntrain / rows_per_step);
-        if (s->steps < 1) {
-            fprintf(stderr, "train: nothing to do: the run has %d steps; give --steps N or --epochs E with N, E > 0\n", s->steps);
-            return 2;
-        }
-        if (s->optim.warmup < 0) s->optim.warmup = s->steps / 20;
-        s->optim.total = s->steps;
+               r->data.n - nusable, r->data.n, s->T);
+    if (r->ntrain < 1) { fprintf(stderr, "train: no training samples left after the validation split\n"); return 2; }
+    r->perm = (int *)CUSET_CALLOC(r->ntrain, sizeof(int));
+    r->order = (int *)CUSET_CALLOC(r->ntrain, sizeof(int));
+    r->shuffled_epoch = -1;
+    if (a->resume) return 0;
+    if (a->epochs != 0) s->steps = (int)ceil(a->epochs * r->ntrain / ((long)s->B * s->accum));
+    if (s->steps < 1) {
+        fprintf(stderr, "train: nothing to do: the run has %d steps; give --steps N or --epochs E with N, E > 0\n", s->steps);
+        return 2;
     }
+    if (s->optim.warmup < 0) s->optim.warmup = s->steps / 20;
+    s->optim.total = s->steps;
+    return 0;
+}
 
-    // --- the log ---
-    char log_path[4096];
-    snprintf(log_path, sizeof log_path, "%s", a.log ? a.log : a.ckpt);
-    if (!a.log) strncat(log_path, ".jsonl", sizeof log_path - strlen(log_path) - 1);
-    FILE *log = fopen(log_path, a.resume ? "a" : "w");
-    if (!log) { fprintf(stderr, "train: --log %s: cannot open for writing\n", log_path); return 1; }
-
+// The log, what the run is, and the model on the device.
+static int open_log_and_device(Run *r) {
+    Args *a = &r->a;
+    CusetTrainSettings *s = r->s;
+    char err[512];
+    snprintf(r->log_path, sizeof r->log_path, "%s", a->log ? a->log : a->ckpt);
+    if (!a->log) strncat(r->log_path, ".jsonl", sizeof r->log_path - strlen(r->log_path) - 1);
+    r->log = fopen(r->log_path, a->resume ? "a" : "w");
+    if (!r->log) { fprintf(stderr, "train: --log %s: cannot open for writing\n", r->log_path); return 1; }
+    const CusetConfig *cfg = &r->model.cfg;
     const CusetObjective *obj = &s->obj;
     printf("model: %d layers, %d heads, %d channels, context %d, vocabulary %d (padded %d): %.2fM parameters\n",
            cfg->n_layer, cfg->n_head, cfg->n_embd, cfg->max_seq_len, cfg->vocab_size, cfg->padded_vocab_size,
-           model.num_params / 1e6);
+           r->model.num_params / 1e6);
     printf("objective: %s", cuset_objective_names[obj->kind]);
     if (obj->kind == CUSET_OBJ_CUSET)
         printf(" (confidence mask %s, CUDA mask %s, reweighting %s) tau %g lambda %g window %d", obj->conf_mask ? "on" : "off",
@@ -371,72 +365,132 @@ int main(int argc, char **argv) {
     if (obj->kind == CUSET_OBJ_EAFT) printf(" alpha %g", obj->alpha);
     if (obj->kind == CUSET_OBJ_ASFT) printf(" beta %g", obj->beta);
     printf("\ndata: %s, %d train / %d validation samples; batch %d x %d tokens x %d accum; %d steps; lr %g -> %g, warmup %d\n",
-           a.data, ntrain, nval, s->B, s->T, s->accum, s->steps, s->optim.max_lr, s->optim.min_lr, s->optim.warmup);
-    CusetCudaModel *gpu = NULL; // the model, its optimizer state and the reference on the GPU
-#ifdef CUSET_CUDA
-    if (use_gpu) {
-        gpu = cuset_cuda_model_new(&model, ref, s->B, s->T, err, sizeof err);
-        if (!gpu) { fprintf(stderr, "train: --device %s: %s\n", a.device, err); return 1; }
-        printf("device: cuda (%s); checkpoint %s; log %s\n", device_name, a.ckpt, log_path);
-    } else
-#endif
-    printf("device: cpu, %d threads; checkpoint %s; log %s\n",
+           a->data, r->ntrain, r->nval, s->B, s->T, s->accum, s->steps, s->optim.max_lr, s->optim.min_lr, s->optim.warmup);
+    if (r->use_gpu) {
+        r->gpu = cuset_cuda_model_new(&r->model, r->ref, s->B, s->T, err, sizeof err);
+        if (!r->gpu) { fprintf(stderr, "train: --device %s: %s\n", a->device, err); return 1; }
+        printf("device: cuda (%s); checkpoint %s; log %s\n", r->device_name, a->ckpt, r->log_path);
+    } else {
+        int threads = 1;
 #ifdef _OPENMP
-           omp_get_max_threads(),
-#else
-           1,
+        threads = omp_get_max_threads();
 #endif
-           a.ckpt, log_path);
+        printf("device: cpu, %d threads; checkpoint %s; log %s\n", threads, a->ckpt, r->log_path);
+    }
     fflush(stdout);
+    return 0;
+}
 
+// The step's micro-batches, in this epoch's order. Returns 0, or 1 after a message;
+// *truncated counts the target tokens cut off at the row's end.
+static int next_batches(Run *r, CusetBatch *batches, int step, long *truncated) {
+    CusetTrainSettings *s = r->s;
+    char err[512];
+    for (int i = 0; i < s->accum; i++) {
+        long row = ((long)step * s->accum + i) * s->B;
+        int epoch = (int)(row / r->ntrain);
+        if (epoch != r->shuffled_epoch) { // order = the training split in this epoch's order
+            cuset_shuffle(r->perm, r->ntrain, (uint64_t)s->seed, epoch);
+            for (int k = 0; k < r->ntrain; k++) r->order[k] = r->train_ids[r->perm[k]];
+            r->shuffled_epoch = epoch;
+        }
+        int t = cuset_batch_from_dataset(&batches[i], &r->data, r->order, r->ntrain, row % r->ntrain, err, sizeof err);
+        if (t < 0) { fprintf(stderr, "train: %s\n", err); return 1; }
+        if (t > 0 && *truncated == 0)
+            printf("note: targets longer than the row of %d tokens are truncated (the log counts them)\n", s->T);
+        *truncated += t;
+    }
+    return 0;
+}
+
+// The progress line and the step's JSON line.
+static void log_step(Run *r, int step, const CusetStats *st, float lr, float norm, double dt, double elapsed,
+                     long truncated) {
+    CusetTrainSettings *s = r->s;
+    double tokens = (double)s->B * s->accum * s->T, eta = elapsed / (step + 1 - r->start_step) * (s->steps - step - 1);
+    double ce = st->ntok ? st->ce / st->ntok : 0, conf = st->ntok ? st->conf / st->ntok : 0;
+    double pass = st->ntok ? st->pass / st->ntok : 0, w = st->nsamples ? st->weight / st->nsamples : 0;
+    char etas[32];
+    fmt_duration(etas, sizeof etas, eta);
+    if (!r->a.quiet || (step + 1) % 10 == 0 || step + 1 == s->steps)
+        printf("step %5d/%d %5.1f%% | loss %.4f | ce %.4f | conf %.3f | pass %.3f | w %.3f | lr %.2e | norm %.3f | %.0f tok/s | eta %s\n",
+               step + 1, s->steps, 100.0 * (step + 1) / s->steps, st->loss, ce, conf, pass, w, lr, norm, tokens / dt, etas);
+    fprintf(r->log, "{\"step\": %d, \"loss\": %.6f, \"ce\": %.6f, \"conf\": %.6f, \"pass\": %.6f, \"w\": %.6f, "
+                    "\"lr\": %.6e, \"grad_norm\": %.6f, \"tokens_per_s\": %.1f, \"truncated\": %ld, \"elapsed_s\": %.3f}\n",
+            step + 1, st->loss, ce, conf, pass, w, lr, norm, tokens / dt, truncated, elapsed);
+    fflush(stdout);
+    fflush(r->log);
+}
+
+// Mean objective value and cross-entropy over the held-out samples.
+static int validate(Run *r, int step, CusetBatch *b) {
+    CusetStats vs;
+    char err[512];
+    if (cuset_gpt_validate(&r->model, r->ref, r->gpu, r->val, r->val_order, r->nval, b, &r->s->obj, &vs, err, sizeof err)) {
+        fprintf(stderr, "train: validation: %s\n", err);
+        return 1;
+    }
+    double vce = vs.ntok ? vs.ce / vs.ntok : 0;
+    printf("val  %5d | loss %.4f | ce %.4f | conf %.3f\n", step + 1, vs.loss, vce, vs.ntok ? vs.conf / vs.ntok : 0);
+    fprintf(r->log, "{\"step\": %d, \"val_loss\": %.6f, \"val_ce\": %.6f}\n", step + 1, vs.loss, vce);
+    fflush(r->log);
+    return 0;
+}
+
+static int save(Run *r, int step) {
+    char err[512];
+    CusetCheckpointInfo out = {.cfg = r->model.cfg, .step = step, .data_fingerprint = r->data.fingerprint, .settings = *r->s};
+    if (r->gpu) cuset_cuda_model_download(r->gpu, &r->model); // parameters and moments, for the checkpoint
+    if (cuset_checkpoint_save_tok(r->a.ckpt, &r->model, r->ref, r->synthetic ? NULL : &r->tk, &out, 1, err, sizeof err)) {
+        fprintf(stderr, "train: %s\n", err);
+        return 1;
+    }
+    return 0;
+}
+
+static void close_run(Run *r, CusetBatch *batches, CusetBatch *val_batch) {
+    fclose(r->log);
+    for (int i = 0; i < r->s->accum; i++) cuset_batch_free(&batches[i]);
+    cuset_batch_free(val_batch);
+    cuset_dataset_free(&r->data);
+    if (r->val != &r->data) { cuset_dataset_free(&r->val_data); free(r->val_ids); }
+    cuset_tok_free(&r->tk);
+    free(r->train_ids); free(r->perm); free(r->order);
+    cuset_cuda_model_free(r->gpu);
+    cuset_gpt_free(&r->model);
+    if (r->ref) cuset_gpt_free(r->ref);
+}
+
+int main(int argc, char **argv) {
+    Run run = {0}, *r = &run;
+    parse_args(argc, argv, &r->a);
+    r->s = &r->a.s;
+#ifdef _OPENMP
+    if (r->a.threads) omp_set_num_threads(r->a.threads);
+#endif
+    int rc;
+    if ((rc = open_device(r)) || (rc = open_checkpoint(r)) || (rc = open_data(r)) || (rc = open_model(r)) ||
+        (rc = open_splits(r)) || (rc = open_log_and_device(r)))
+        return rc;
+    CusetTrainSettings *s = r->s;
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     CusetBatch batches[s->accum], val_batch;
     for (int i = 0; i < s->accum; i++) cuset_batch_alloc(&batches[i], s->B, s->T);
     cuset_batch_alloc(&val_batch, s->B, s->T);
-    CusetCheckpointInfo out = {.cfg = *cfg, .data_fingerprint = data.fingerprint, .settings = *s};
     long truncated = 0;
-    int shuffled_epoch = -1, step = start_step;
+    int step = r->start_step;
     double t_start = cuset_time(), tokens_done = 0, train_seconds = 0;
+    char err[512];
 
     for (; step < s->steps && !stop_requested; step++) {
         double t0 = cuset_time();
-        int ntok = 0;
-        for (int i = 0; i < s->accum; i++) { // the step's micro-batches first: N counts them all
-            long row = ((long)step * s->accum + i) * s->B;
-            int epoch = (int)(row / ntrain);
-            if (epoch != shuffled_epoch) { // order = the training split in this epoch's order
-                cuset_shuffle(perm, ntrain, (uint64_t)s->seed, epoch);
-                for (int k = 0; k < ntrain; k++) order[k] = train_ids[perm[k]];
-                shuffled_epoch = epoch;
-            }
-            int t = cuset_batch_from_dataset(&batches[i], &data, order, ntrain, row % ntrain, err, sizeof err);
-            if (t < 0) { fprintf(stderr, "train: %s\n", err); return 1; }
-            if (t > 0 && truncated == 0)
-                printf("note: targets longer than the row of %d tokens are truncated (the log counts them)\n", s->T);
-            truncated += t;
-            ntok += cuset_batch_target_tokens(&batches[i]);
-        }
+        if (next_batches(r, batches, step, &truncated)) return 1;
         CusetStats st = {0};
         float norm;
-#ifdef CUSET_CUDA
-        if (gpu) { // the same step on the device: accum x (forward, loss, backward), the norm
-            if (cuset_cuda_forward_backward(gpu, batches, s->accum, obj, &st, &norm, err, sizeof err)) {
-                fprintf(stderr, "train: step %d: %s\n", step + 1, err);
-                return 1;
-            }
-        } else
-#endif
-        {
-            cuset_gpt_zero_grad(&model);
-            for (int i = 0; i < s->accum; i++) {
-                const float *ref_logits = NULL;
-                if (ref) { cuset_gpt_forward(ref, batches[i].inputs, s->B, s->T); ref_logits = ref->acts.logits; }
-                cuset_gpt_forward(&model, batches[i].inputs, s->B, s->T);
-                cuset_loss(&model, &batches[i], obj, ref_logits, ntok ? 1.0f / ntok : 0.0f, &st);
-                cuset_gpt_backward(&model, batches[i].inputs);
-            }
-            norm = cuset_gpt_grad_norm(&model);
+        if (cuset_gpt_step(&r->model, r->ref, r->gpu, batches, s->accum, &s->obj, &st, &norm, err, sizeof err)) {
+            fprintf(stderr, "train: step %d: %s\n", step + 1, err);
+            return 1;
         }
         if (!isfinite(norm) || !isfinite(st.loss)) {
             fprintf(stderr, "train: step %d: the loss or gradient is not finite (loss %g, grad norm %g); "
@@ -444,67 +498,26 @@ int main(int argc, char **argv) {
             return 1;
         }
         float lr = cuset_lr_at(&s->optim, step);
-#ifdef CUSET_CUDA
-        if (gpu) cuset_cuda_update(gpu, &s->optim, step, norm);
-        else
-#endif
-        cuset_gpt_update(&model, &s->optim, step, norm);
-        double dt = cuset_time() - t0, tokens = (double)rows_per_step * s->T;
-        tokens_done += tokens;
+        if (r->gpu) cuset_cuda_update(r->gpu, &s->optim, step, norm);
+        else cuset_gpt_update(&r->model, &s->optim, step, norm);
+        double dt = cuset_time() - t0;
+        tokens_done += (double)s->B * s->accum * s->T;
         train_seconds += dt;
-        double elapsed = cuset_time() - t_start, eta = elapsed / (step + 1 - start_step) * (s->steps - step - 1);
-        double ce = st.ntok ? st.ce / st.ntok : 0, conf = st.ntok ? st.conf / st.ntok : 0;
-        double pass = st.ntok ? st.pass / st.ntok : 0, w = st.nsamples ? st.weight / st.nsamples : 0;
-        char etas[32];
-        fmt_duration(etas, sizeof etas, eta);
-        if (!a.quiet || (step + 1) % 10 == 0 || step + 1 == s->steps)
-            printf("step %5d/%d %5.1f%% | loss %.4f | ce %.4f | conf %.3f | pass %.3f | w %.3f | lr %.2e | norm %.3f | %.0f tok/s | eta %s\n",
-                   step + 1, s->steps, 100.0 * (step + 1) / s->steps, st.loss, ce, conf, pass, w, lr, norm,
-                   tokens / dt, etas);
-        fprintf(log, "{\"step\": %d, \"loss\": %.6f, \"ce\": %.6f, \"conf\": %.6f, \"pass\": %.6f, \"w\": %.6f, "
-                     "\"lr\": %.6e, \"grad_norm\": %.6f, \"tokens_per_s\": %.1f, \"truncated\": %ld, \"elapsed_s\": %.3f}\n",
-                step + 1, st.loss, ce, conf, pass, w, lr, norm, tokens / dt, truncated, elapsed);
-        fflush(stdout);
-        fflush(log);
+        log_step(r, step, &st, lr, norm, dt, cuset_time() - t_start, truncated);
         int last = step + 1 == s->steps;
-        if (nval > 0 && ((s->val_every && (step + 1) % s->val_every == 0) || last)) {
-            CusetStats vs;
-            validate(&model, ref, gpu, val, val_order, nval, &val_batch, obj, &vs);
-            double vce = vs.ntok ? vs.ce / vs.ntok : 0;
-            printf("val  %5d | loss %.4f | ce %.4f | conf %.3f\n", step + 1, vs.loss, vce, vs.ntok ? vs.conf / vs.ntok : 0);
-            fprintf(log, "{\"step\": %d, \"val_loss\": %.6f, \"val_ce\": %.6f}\n", step + 1, vs.loss, vce);
-            fflush(log);
-        }
-        if (a.stop_at == step + 1) stop_requested = 2;
-        if ((s->ckpt_every && (step + 1) % s->ckpt_every == 0) || last || stop_requested) {
-            out.step = step + 1;
-#ifdef CUSET_CUDA
-            if (gpu) cuset_cuda_model_download(gpu, &model); // parameters and moments, for the checkpoint
-#endif
-            if (cuset_checkpoint_save_tok(a.ckpt, &model, ref, synthetic ? NULL : &tk, &out, 1, err, sizeof err)) {
-                fprintf(stderr, "train: %s\n", err);
-                return 1;
-            }
-        }
+        if (r->nval > 0 && ((s->val_every && (step + 1) % s->val_every == 0) || last) && validate(r, step, &val_batch))
+            return 1;
+        if (r->a.stop_at == step + 1) stop_requested = 2;
+        if (((s->ckpt_every && (step + 1) % s->ckpt_every == 0) || last || stop_requested) && save(r, step + 1)) return 1;
     }
     double elapsed = cuset_time() - t_start;
     if (stop_requested) {
-        printf("stopped after step %d; checkpoint %s holds it: continue with --resume --ckpt %s\n", step, a.ckpt, a.ckpt);
+        printf("stopped after step %d; checkpoint %s holds it: continue with --resume --ckpt %s\n", step, r->a.ckpt,
+               r->a.ckpt);
         return stop_requested == 2 ? 0 : 130;
     }
-    printf("done: %d steps in %.1fs (%.0f training tok/s); checkpoint %s\n", step - start_step, elapsed,
-           tokens_done / (train_seconds > 0 ? train_seconds : 1), a.ckpt);
-    fclose(log);
-    for (int i = 0; i < s->accum; i++) cuset_batch_free(&batches[i]);
-    cuset_batch_free(&val_batch);
-    cuset_dataset_free(&data);
-    if (val != &data) { cuset_dataset_free(&val_data); free(val_ids); }
-    cuset_tok_free(&tk);
-    free(train_ids); free(perm); free(order);
-#ifdef CUSET_CUDA
-    cuset_cuda_model_free(gpu);
-#endif
-    cuset_gpt_free(&model);
-    if (ref) cuset_gpt_free(ref);
+    printf("done: %d steps in %.1fs (%.0f training tok/s); checkpoint %s\n", step - r->start_step, elapsed,
+           tokens_done / (train_seconds > 0 ? train_seconds : 1), r->a.ckpt);
+    close_run(r, batches, &val_batch);
     return 0;
 }

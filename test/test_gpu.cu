@@ -420,7 +420,7 @@ static void test_steps(const StepShape *s, CusetObjective obj, int trajectory) {
     int ntok = 0;
     for (int i = 0; i < s->accum; i++) ntok += cuset_batch_target_tokens(&batches[i]);
     float gnorm = 0.0f;
-    if (cuset_cuda_forward_backward(g, batches, s->accum, &obj, &gs, &gnorm, err, sizeof err)) {
+    if (cuset_gpt_step(NULL, NULL, g, batches, s->accum, &obj, &gs, &gnorm, err, sizeof err)) {
         printf("FAIL %s: %s\n", label, err); failures++; cuset_cuda_model_free(g); return;
     }
     cuset_gpt_zero_grad(&cpu);
@@ -475,7 +475,7 @@ static void test_steps(const StepShape *s, CusetObjective obj, int trajectory) {
         for (int k = 1; k <= trajectory; k++) {
             CusetStats a = {0}, b = {0};
             float n2;
-            cuset_cuda_forward_backward(g, batches + k * s->accum, s->accum, &obj, &a, &n2, err, sizeof err);
+            cuset_gpt_step(NULL, NULL, g, batches + k * s->accum, s->accum, &obj, &a, &n2, err, sizeof err);
             cuset_cuda_update(g, &o, k, n2);
             cpu_step(&cpu, asft ? &ref : NULL, batches + k * s->accum, s->accum, &obj, &o, k, &b);
             double e = fabs(a.loss - b.loss) / fmax(fabs(b.loss), 1e-30);
@@ -515,7 +515,7 @@ static void test_determinism(const StepShape *s) {
         if (!g) { printf("FAIL determinism: %s\n", err); failures++; return; }
         for (int k = 0; k < 3; k++) {
             CusetStats st = {0};
-            if (cuset_cuda_forward_backward(g, batches + k * s->accum, s->accum, &obj, &st, &norm[run][k], err, sizeof err)) ok = 0;
+            if (cuset_gpt_step(NULL, NULL, g, batches + k * s->accum, s->accum, &obj, &st, &norm[run][k], err, sizeof err)) ok = 0;
             loss[run][k] = st.loss;
             cuset_cuda_update(g, &o, k, norm[run][k]);
         }
@@ -524,7 +524,7 @@ static void test_determinism(const StepShape *s) {
             CusetStats e = {0}, f = {0};
             float nn;
             cuset_cuda_eval(g, &batches[0], &obj, 1.0f / ntok, &e, err, sizeof err);
-            cuset_cuda_forward_backward(g, &batches[0], 1, &obj, &f, &nn, err, sizeof err);
+            cuset_gpt_step(NULL, NULL, g, &batches[0], 1, &obj, &f, &nn, err, sizeof err);
             if (e.loss == f.loss) { printf("PASS cuset_cuda_eval equals the step's loss (%.6f)\n", e.loss); passes++; }
             else { printf("FAIL cuset_cuda_eval %.9g != %.9g\n", e.loss, f.loss); failures++; }
         }
