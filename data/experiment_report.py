@@ -103,7 +103,7 @@ def gather(run, seeds):
             for kind, k in METRICS:
                 per_seed = [e[part][kind][k] for e in evals]
                 tasks = [t for t in evals[0]["per_task"] if part == "all" or t["heldout"] == (part == "heldout")]
-                per_task = [t[kind][k] for t in tasks]
+                per_task = [t["result"][kind][k] for t in tasks if t["result"][kind][k] is not None]
                 r["metrics"][part]["%s@%s" % (kind, k)] = spread(per_seed, per_task)
             r["metrics"][part]["tasks"] = evals[0][part]["tasks"]
         fams = sorted(evals[0]["families"])
