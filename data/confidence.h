@@ -63,6 +63,12 @@ void cuset_conf_windows(CusetConfSample *s, int l, int probe);
 void cuset_conf_report(const CusetConfSample *s, int n, const char *const *texts, int l, int probe, int nview,
                        FILE *json, FILE *text);
 
+// The whole analysis of a prompt/completion file (JSON lines) with model m and its
+// tokenizer: samples first .. first+count-1 (count < 0: to the end), the JSON summary to
+// json and the text report to text (may be NULL). Returns 0, or -1 with a message in err.
+int cuset_conf_analyze_file(CusetGPT *m, const CusetTokenizer *tk, const char *path, int first, int count, int l,
+                            int probe, int nview, FILE *json, FILE *text, char *err, size_t errlen);
+
 #endif // CUSET_CONFIDENCE_H
 
 #ifdef CUSET_CONFIDENCE_IMPLEMENTATION
@@ -295,6 +301,41 @@ void cuset_conf_report(const CusetConfSample *s, int n, const char *const *texts
 #undef CUSET__SHARE
     free(cuda);
     free(neutral);
+}
+
+int cuset_conf_analyze_file(CusetGPT *m, const CusetTokenizer *tk, const char *path, int first, int count, int l,
+                            int probe, int nview, FILE *json, FILE *text, char *err, size_t errlen) {
+    CusetTextSample *s = NULL;
+    if (cuset_jsonl_read(path, &s, err, errlen)) return -1;
+    int n = (int)arrlen(s);
+    if (first >= n) {
+        snprintf(err, errlen, "%s holds %d samples: there is no sample %d", path, n, first);
+        cuset_text_samples_free(s);
+        return -1;
+    }
+    int last = count < 0 || first + count > n ? n : first + count;
+    CusetConfSample *res = (CusetConfSample *)calloc((size_t)(last - first), sizeof *res);
+    const char **texts = (const char **)calloc((size_t)(last - first), sizeof *texts);
+    int kept = 0, skipped = 0;
+    double t0 = cuset_time();
+    for (int i = first; i < last; i++) {
+        if (cuset_conf_sample(m, tk, s[i].prompt, s[i].prompt_len, s[i].completion, s[i].completion_len, l, probe,
+                              &res[kept]) == 0)
+            texts[kept++] = s[i].completion;
+        else skipped++;
+        if (text && ((i - first + 1) % 10 == 0 || i + 1 == last))
+            fprintf(stderr, "analyze: %d/%d samples (%.1f s)\n", i - first + 1, last - first, cuset_time() - t0);
+    }
+    if (skipped && text) fprintf(text, "note: %d samples left out: their prompt fills the model's context\n", skipped);
+    if (!kept) {
+        snprintf(err, errlen, "%s: no sample of %d..%d leaves room for a target token in the model's context", path, first,
+                 last - 1);
+    } else cuset_conf_report(res, kept, texts, l, probe, nview, json, text);
+    for (int i = 0; i < kept; i++) cuset_conf_sample_free(&res[i]);
+    free(res);
+    free(texts);
+    cuset_text_samples_free(s);
+    return kept ? 0 : -1;
 }
 
 #endif // CUSET_CONFIDENCE_IMPLEMENTED
