@@ -581,6 +581,11 @@ static int cuset__err(char *err, size_t errlen, const char *fmt, ...) {
     return -1;
 }
 
+// The project's one random number generator (splitmix64), used by everything that
+// includes cuset.h. Two programs keep a copy on purpose, because they must build without
+// cuset.h: the corpus generator (data/corpus.h: a seed must mean the same corpus on every
+// machine, forever) and the emulator runtime (emu/cuemu.h, compiled into arbitrary CUDA
+// programs).
 uint64_t cuset_rng_next(uint64_t *s) { // splitmix64
     uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;

@@ -23,7 +23,7 @@ static const char *usage_text =
     "                        lines, a directory of .cu files (empty prompts), a .tok file that\n"
     "                        an earlier run cached (SRC.tok beside the source), or 'synthetic':\n"
     "                        a sequence-reversal task on token ids whose target tokens with\n"
-    "                        id % 4 == 0 count as CUDA-sensitive                 [synthetic]\n"
+    "                        id % 4 == 0 count as CUDA-sensitive                [synthetic]\n"
     "  --synthetic-n N       samples in the synthetic set                       [4096]\n"
     "  --synthetic-len A:B   lengths of the synthetic sequences                 [8:48]\n"
     "  --val-frac F          share of samples held out for validation           [0.05]\n"

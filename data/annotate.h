@@ -17,14 +17,17 @@
 extern "C" {
 #endif
 
-// The CUDA-sensitivity annotator (METHOD.md, "The objective", item 3): the byte ranges of
+// The CUDA-sensitivity annotator (eq. 3 of the method, README.md): the byte ranges of
 // a CUDA program that CuSeT weights as CUDA-sensitive: __global__ / __device__ function
 // definitions, kernel launches and dim3 declarations. A token is CUDA-sensitive when any
 // of its bytes lies in a span (cuset_span_flags gives the per-byte answer).
 //
 // THE SPAN RULES (every span is a byte range [start, end) of src)
 //
-// 0. Lexing. The source is cut into tokens first; these are skipped as a whole, so
+// 0. Lexing. (emu/nvcc-emu.c has a lexer too, for another job: it rewrites launches for a
+//    compiler and may reject what it does not understand, while this one must accept any
+//    bytes and report exact byte ranges; and nvcc-emu builds alone, without these headers.)
+//    The source is cut into tokens first; these are skipped as a whole, so
 //    nothing inside them ever counts (no braces, no <<<, no __global__, no dim3):
 //    - comments: // to the end of the line (a backslash at the end of the line
 //      continues it, as in C), and /* ... */;

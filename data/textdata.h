@@ -260,6 +260,10 @@ void cuset_text_samples_free(CusetTextSample *samples) {
 }
 
 // ---- JSON lines ----------------------------------------------------------------------------
+// The project's one JSON reader (cuset_jsonl_parse and cuset_json_member share it) and,
+// further down, its one JSON string writer. data/corpus.h writes its JSON itself because
+// the corpus generator builds without these headers; test/test_corpus.c reads all it
+// writes back through this reader.
 // A recursive-descent parser over one buffer. Every sample is on one line, so every error
 // is on the current line: its column is the offset minus the line's first offset, + 1.
 

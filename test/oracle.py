@@ -2,7 +2,8 @@
 """Independent float64 PyTorch reference for the C oracle case files.
 
 Written from test/ORACLE.md (model, objective switches, case-file format) and
-../shared/METHOD.md (the CuSeT method and its baselines) only.
+the method's statement (README.md, "The method"; the project's copy of it was
+../shared/METHOD.md) only - never from the C code. "METHOD.md" below means that text.
 
     oracle.py check FILE [--label TEXT]
         Parse a case file written by test/oracle_case, recompute everything in
