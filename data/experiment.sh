@@ -26,7 +26,7 @@ if [ -z "$PRESET" ]; then
 fi
 SEEDS=${SEEDS:-1}
 RUN=${RUN:-runs/experiment-$PRESET}
-JOBS=${JOBS:-$(nproc)}
+JOBS=${JOBS:-$(nproc --all)} # (plain nproc follows OMP_NUM_THREADS)
 
 # --- presets: the corpus, the model, the training and the evaluation --------------------
 # Every row of the comparison shares these; nothing here was tuned on the test split.
@@ -188,7 +188,7 @@ say "report: $RUN/results.json, results.md, report.html"
 settings=$(printf '{"preset":"%s","seeds":"%s","families":"%s","style":"%s","model":"%s","seq":%d,"batch":%d,"base_tasks":%d,"ft_tasks":%d,"val_tasks":%d,"test_tasks":%d,"base_steps":%d,"base_lr":%s,"ft_steps":%d,"ft_lr":%s,"window":%d,"samples":%d,"temperature":%s,"max_tokens":%d,"analyzed":%d,"started":"%s","machine":"%s"}' \
     "$PRESET" "$SEEDS" "$FAMILIES" "$STYLE" "${MODEL[*]}" "$SEQ" "$BATCH" "$NBASE" "$NFT" "$NVAL" "$NTEST" "$BASE_STEPS" "$BASE_LR" \
     "$FT_STEPS" "$FT_LR" "$WINDOW" "$SAMPLES" "$TEMPERATURE" "$MAX_TOKENS" "$ANALYZE" "$(date -u -d @"$T0" +%FT%TZ)" \
-    "$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//; s/"//g')")
+    "$(nproc --all) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//; s/"//g')")
 "${PYTHON:-/usr/bin/python3}" data/experiment_report.py "$RUN" --settings "$settings" --seconds $(( $(date +%s) - T0 ))
 el=$(( $(date +%s) - T0 ))
 echo

@@ -37,6 +37,7 @@ TABLE5 = [("profit", "yes", "", ""), ("cuset_conf_cuda", "yes", "yes", ""), ("cu
           ("cuset", "yes", "yes", "yes")]
 METRICS = [("compile", "1"), ("compile", "3"), ("functional", "1"), ("functional", "3")]
 LABEL = {r: l for r, l, _ in ROWS}
+SHORT = {"vanilla": "Vanilla", "cuset_conf_cuda": "conf + CUDA", "cuset_conf_rew": "conf + rew"}
 COLORS = {"vanilla": "#888888", "sft": "#1f77b4", "dft": "#ff7f0e", "profit": "#2ca02c", "eaft": "#9467bd",
           "asft": "#8c564b", "cuset": "#d62728", "cuset_conf_cuda": "#e377c2", "cuset_conf_rew": "#17becf"}
 
@@ -154,7 +155,7 @@ def markdown(res, settings, seconds):
                                                           fmt(m["functional@1"]), fmt(m["functional@3"])))
     fams = sorted({f for r in res.values() for f in r["families"]})
     L += ["", "## Functional pass@1 per family (mean over seeds)", "",
-          "| family | " + " | ".join(res[r]["label"].split(":")[0] if r in TABLE2 else r for r in res) + " |",
+          "| family | " + " | ".join(SHORT.get(r, res[r]["label"]) for r in res) + " |",
           "| --- |" + " --- |" * len(res)]
     for f in fams:
         L.append("| %s | %s |" % (f, " | ".join("%.1f" % (100 * res[r]["families"].get(f, 0)) for r in res)))
@@ -233,7 +234,7 @@ def svg_bars(res, metric, w=640, h=240):
     return "".join(o)
 
 
-def svg_hist(a, w=300, h=150):
+def svg_hist(a, w=330, h=150):
     """histograms of confidence: CUDA-sensitive and neutral target tokens"""
     hc, hn = a["hist"]["cuda"], a["hist"]["neutral"]
     top = max(hc + hn + [1e-9])
@@ -243,7 +244,7 @@ def svg_hist(a, w=300, h=150):
     sy = lambda y: mt + (1 - y / top) * (h - mt - mb)
     o = ['<svg width="%d" height="%d" viewBox="0 0 %d %d" class="chart">' % (w, h, w, h),
          '<text x="%d" y="12" class="t"><tspan fill="#d62728">CUDA-sensitive</tspan> / '
-         '<tspan fill="#1f77b4">neutral</tspan> tokens by confidence</text>' % ml]
+         '<tspan fill="#1f77b4">neutral</tspan> tokens</text>' % ml]
     for i in range(n):
         x = ml + i * bw
         for j, (v, col) in enumerate(((hc[i], "#d62728"), (hn[i], "#1f77b4"))):
