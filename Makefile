@@ -6,9 +6,11 @@ LDLIBS  ?= -lm
 PYTHON  ?= /usr/bin/python3
 FUZZ_SECONDS ?= 180
 # The GPU backend (cuset.cu) is built when nvcc is found (PATH, then /usr/local/cuda);
-# train and gen then use the GPU when one answers (--device auto), else the CPU.
+# train and gen then use the GPU when one answers (--device auto), else the CPU. Machine
+# code for sm_80 and sm_90, and sm_90's PTX, which the driver compiles for a newer GPU.
+# NVCCFLAGS="... -DCUSET_DEBUG" makes the check after every launch wait for the kernel.
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })
-NVCCFLAGS ?= -O3 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -Xptxas -warn-spills --std=c++17
+NVCCFLAGS ?= -O3 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 -Xptxas -warn-spills --std=c++17
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 ifneq ($(NVCC),)
 CUDA_OBJ    = cuset_cuda.o
@@ -34,7 +36,7 @@ deps-test deps-cudabench: deps-%: deps-build
 train: train.c cuset.h $(DATA_H) $(CUDA_OBJ) | deps-build
 	$(CC) $(CFLAGS) $(CUDA_CFLAGS) -o $@ train.c $(CUDA_OBJ) $(LDLIBS) $(CUDA_LDLIBS)
 
-gen: gen.c cuset.h $(DATA_H) emu/eval.h emu/sandbox.h $(CUDA_OBJ) | deps-build
+gen: gen.c cuset.h $(DATA_H) data/confidence.h emu/eval.h emu/sandbox.h $(CUDA_OBJ) | deps-build
 	$(CC) $(CFLAGS) $(CUDA_CFLAGS) -o $@ gen.c $(CUDA_OBJ) $(LDLIBS) $(CUDA_LDLIBS)
 
 cuset_cuda.o: cuset.cu cuset.h | deps-build

@@ -275,7 +275,7 @@ void cuset_conf_report(const CusetConfSample *s, int n, const char *const *texts
         const CusetConfSample *v = &s[i];
         fprintf(json, "%s{\"index\":%d,\"C\":%.6f,\"w\":%.6f,\"hard\":[%d,%d],\"low\":[%d,%d],\"conf\":", i ? "," : "", i,
                 v->C, v->w, v->hard_lo, v->hard_hi, v->low_lo, v->low_lo + v->low_n - 1);
-        cuset__conf_floats(json, v->conf, v->nt, "%.4f");
+        cuset__conf_floats(json, v->conf, v->nt, "%.9g"); // exact float32 round trip
         fprintf(json, ",\"kinds\":[");
         for (int k = 0; k < v->nt; k++) fprintf(json, "%s%d", k ? "," : "", v->kinds[k]);
         fprintf(json, "],\"tokens\":[");

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Recomputes a `gen --analyze` summary from its per-sample views, independently of the C
+code: METHOD.md's eqs. 5-8 written again here (1-based windows, as the page writes them),
+KS with scipy when it is installed. The analysis must have been run with --views at least
+its number of samples.
+
+    test/check_analysis.py ANALYSIS.json      exit 0 when everything agrees, else 1
+"""
+import json
+import math
+import sys
+
+
+def median(v):
+    v = sorted(v)
+    n = len(v)
+    return 0.0 if not n else v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+
+
+def hardest_window(c, l):
+    """eqs. 5-7: C_n = min over t of the mean of c over max(1, t - l//2) .. min(T, t + ceil(l/2) - 1)"""
+    T = len(c)
+    best = None
+    for t in range(1, T + 1):
+        lo, hi = max(1, t - l // 2), min(T, t + (l + 1) // 2 - 1)
+        m = sum(c[lo - 1:hi]) / (hi - lo + 1)
+        if best is None or m < best[0] - 1e-12:
+            best = (m, lo - 1, hi - 1)
+    return best
+
+
+def lowest_window(c, w):
+    w = min(w, len(c))
+    means = [sum(c[s:s + w]) / w for s in range(len(c) - w + 1)]
+    m = min(means)
+    return means.index(m), m
+
+
+def main():
+    a = json.load(open(sys.argv[1], encoding="utf-8", errors="replace"))
+    views, l, probe = a["views"], a["window"], a["probe"]
+    problems = []
+
+    def close(name, got, want, tol=2e-4):
+        if abs(got - want) > tol * max(1.0, abs(want)):
+            problems.append("%s: the C code says %.6g, recomputed %.6g" % (name, got, want))
+
+    if len(views) != a["samples"]:
+        sys.exit("check_analysis: %d views for %d samples: run gen --analyze with --views >= the sample count" %
+                 (len(views), a["samples"]))
+    cuda = [c for v in views for c, k in zip(v["conf"], v["kinds"]) if k]
+    neutral = [c for v in views for c, k in zip(v["conf"], v["kinds"]) if not k]
+    if (len(cuda), len(neutral)) != (a["tokens"]["cuda"], a["tokens"]["neutral"]):
+        problems.append("token counts %s, recomputed %d / %d" % (a["tokens"], len(cuda), len(neutral)))
+    mean_c, mean_n = sum(cuda) / max(len(cuda), 1), sum(neutral) / max(len(neutral), 1)
+    close("mean cuda", a["mean"]["cuda"], mean_c)
+    close("mean neutral", a["mean"]["neutral"], mean_n)
+    close("median cuda", a["median"]["cuda"], median(cuda), 1e-3)
+    close("median neutral", a["median"]["neutral"], median(neutral), 1e-3)
+    bins = a["hist"]["bins"]
+    for name, vals in (("cuda", cuda), ("neutral", neutral)):
+        h = [0] * bins
+        for c in vals:
+            h[min(max(int(c * bins), 0), bins - 1)] += 1
+        for b in range(bins):
+            close("histogram %s bin %d" % (name, b), a["hist"][name][b], h[b] / max(len(vals), 1), 1e-3)
+    try:
+        import scipy.stats as st
+        d = st.ks_2samp(cuda, neutral).statistic
+        close("KS D", a["ks"]["d"], d, 1e-4)
+        en = len(cuda) * len(neutral) / (len(cuda) + len(neutral))
+        close("KS p", a["ks"]["p"], st.kstwobign.sf(math.sqrt(en) * a["ks"]["d"]), 1e-3)
+    except ImportError:
+        print("note: scipy is not installed: KS not recomputed")
+    low, touch, ws = 0, [0, 0, 0, 0], []
+    for v in views:
+        C, lo, hi = hardest_window(v["conf"], l)
+        ws.append(1 - C)
+        close("sample %d C_n" % v["index"], v["C"], C, 1e-4)
+        if [lo, hi] != v["hard"] and abs(sum(v["conf"][v["hard"][0]:v["hard"][1] + 1]) / (v["hard"][1] - v["hard"][0] + 1) - C) > 1e-4:
+            problems.append("sample %d: hardest window %s, recomputed %s" % (v["index"], v["hard"], [lo, hi]))
+        s, m = lowest_window(v["conf"], probe)
+        if m < mean_n:
+            low += 1
+            k = 0
+            for t in range(s, s + min(probe, len(v["conf"]))):
+                k |= v["kinds"][t]
+            touch[0] += k != 0
+            touch[1] += bool(k & 1)
+            touch[2] += bool(k & 2)
+            touch[3] += bool(k & 4)
+    close("share of samples with a low window", a["low_share"], low / len(views), 1e-4)
+    for name, j in (("any", 0), ("definition", 1), ("launch", 2), ("dim3", 3)):
+        close("low windows on %s" % name, a["low_overlap"][name], touch[j] / low if low else 0.0, 1e-4)
+    close("mean w_n", a["mean_w"], sum(ws) / len(ws), 1e-4)
+    if problems:
+        print("\n".join(problems[:10]))
+        sys.exit(1)
+    print("%d samples, %d + %d tokens: means, medians, histograms, KS, windows, shares and w_n agree" %
+          (len(views), len(cuda), len(neutral)))
+
+
+if __name__ == "__main__":
+    main()
