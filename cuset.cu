@@ -34,7 +34,9 @@
 // ---- utilities ---------------------------------------------------------------------------
 
 // Every CUDA runtime call and every launch is checked; an error names the file and line
-// and exits, like CUSET_DIE on the CPU.
+// and exits, like CUSET_DIE on the CPU. Each launch has its own check (CUSET_CHECK_LAUNCH
+// right after it): in a build with -DCUSET_DEBUG that check also waits for the kernel, so
+// a fault inside it is reported at its own launch rather than at a later call.
 static void cuset__cuda_check(cudaError_t e, const char *file, int line) {
     if (e != cudaSuccess) {
         fprintf(stderr, "cuset: CUDA error at %s:%d: %s (%s)\n", file, line, cudaGetErrorString(e), cudaGetErrorName(e));
@@ -44,7 +46,16 @@ static void cuset__cuda_check(cudaError_t e, const char *file, int line) {
 #ifndef CUSET_CHECK
 #define CUSET_CHECK(call) cuset__cuda_check((call), __FILE__, __LINE__)
 #endif
-#define CUSET_CHECK_LAUNCH() cuset__cuda_check(cudaGetLastError(), __FILE__, __LINE__)
+// The error of the launch just made (a bad configuration, no kernel image for the device);
+// with CUSET_DEBUG also of its execution.
+static cudaError_t cuset__launch_error(void) {
+    cudaError_t e = cudaGetLastError();
+#ifdef CUSET_DEBUG
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+#endif
+    return e;
+}
+#define CUSET_CHECK_LAUNCH() cuset__cuda_check(cuset__launch_error(), __FILE__, __LINE__)
 
 static inline int cuset__ceil_div(long a, long b) { return (int)((a + b - 1) / b); }
 
@@ -73,10 +84,16 @@ static inline int cuset__ceil_div(long a, long b) { return (int)((a + b - 1) / b
 //     HS   16  32  48  64  96 128
 //     G     1   2   4   4   8   8
 //     D    16  16  12  16  12  16
+// The dK/dV kernel holds four vectors per lane (k, v, dk, dv) where the others hold two or
+// three: where D = 16 it uses twice the lanes, GK = 2G per key (DK = 8), so that a lane
+// needs at most 64 registers (at HS = 128: 1024 threads, 32 resident warps per SM, where
+// 8 lanes per key took 123 registers x 512 threads, 16 warps).
 template <int HS> struct CusetAttnShape {
     static constexpr int G = HS <= 16 ? 1 : HS <= 32 ? 2 : HS <= 64 ? 4 : 8;
     static constexpr int D = HS / G;
-    static_assert(HS % G == 0 && HS % 4 == 0 && HS <= 128, "unsupported head size");
+    static constexpr int GK = D == 16 ? 2 * G : G;
+    static constexpr int DK = HS / GK;
+    static_assert(HS % G == 0 && HS % GK == 0 && HS % 4 == 0 && HS <= 128, "unsupported head size");
 };
 
 #define CUSET_ATT_BQ 64  // queries per block (forward, dQ); keys per block (dK dV)
@@ -181,17 +198,17 @@ static __global__ void cuset__attention_delta_kernel(float *delta, const float *
     if (lane == 0) delta[((size_t)b * NH + h) * T + t] = x;
 }
 
-// Attention backward, keys' side. One block: CUSET_ATT_BQ keys j of one (batch, head), G
+// Attention backward, keys' side. One block: CUSET_ATT_BQ keys j of one (batch, head), GK
 // lanes per key holding k_j, v_j and their gradients; grid (B * NH, ceil(T / CUSET_ATT_BQ)).
 // Tiles of CUSET_ATT_BK queries (q, dout, lse, delta) stream through shared memory from
 // the diagonal to T. Per query i >= j: P_ij = exp(scale q_i.k_j - lse_i),
 // dV_j += P_ij dout_i, dS_ij = P_ij (dout_i.v_j - delta_i), dK_j += scale dS_ij q_i.
 // Writes (not accumulates) the k and v parts of dqkv (B,T,3C).
 template <int HS>
-static __global__ void __launch_bounds__(CUSET_ATT_BQ * CusetAttnShape<HS>::G)
+static __global__ void __launch_bounds__(CUSET_ATT_BQ * CusetAttnShape<HS>::GK)
 cuset__attention_backward_dkdv_kernel(float *dqkv, const float *dout, const float *qkv, const float *lse,
                                       const float *delta, int T, int C, int NH, float scale) {
-    constexpr int G = CusetAttnShape<HS>::G, D = CusetAttnShape<HS>::D, BK = CUSET_ATT_BK;
+    constexpr int G = CusetAttnShape<HS>::GK, D = CusetAttnShape<HS>::DK, BK = CUSET_ATT_BK;
     __shared__ __align__(16) float qs[CUSET_ATT_BK * HS];
     __shared__ __align__(16) float dos[CUSET_ATT_BK * HS];
     __shared__ float lses[CUSET_ATT_BK], dels[CUSET_ATT_BK];
@@ -350,14 +367,15 @@ void cuset__cuda_attention_backward(float *dqkv, float *delta, const float *dout
     dim3 grid(B * NH, cuset__ceil_div(T, CUSET_ATT_BQ));
 #define CUSET__ATT_BWD(HS)                                                                         \
     do {                                                                                           \
-        cuset__attention_backward_dkdv_kernel<HS><<<grid, CUSET_ATT_BQ * CusetAttnShape<HS>::G, 0, s>>>( \
+        cuset__attention_backward_dkdv_kernel<HS><<<grid, CUSET_ATT_BQ * CusetAttnShape<HS>::GK, 0, s>>>( \
             dqkv, dout, qkv, lse, delta, T, C, NH, scale);                                         \
+        CUSET_CHECK_LAUNCH();                                                                      \
         cuset__attention_backward_dq_kernel<HS><<<grid, CUSET_ATT_BQ * CusetAttnShape<HS>::G, 0, s>>>(   \
             dqkv, dout, qkv, lse, delta, T, C, NH, scale);                                         \
+        CUSET_CHECK_LAUNCH();                                                                      \
     } while (0)
     CUSET__ATT_DISPATCH(hs, CUSET__ATT_BWD)
 #undef CUSET__ATT_BWD
-    CUSET_CHECK_LAUNCH();
 }
 
 // ---- the fused loss ----------------------------------------------------------------------
@@ -498,7 +516,9 @@ cuset__loss_phase1_kernel(CusetLossWork w, const float *logits, const float *ref
         if (tid == 0) w.lse_ref[i] = lse_ref;
     }
     if (EAFT) {
-        __shared__ float tops[CUSET_LOSS_THREADS][CUSET_EAFT_TOPK];
+        // rows of 21 floats: thread tid's word r sits in bank (21 tid + r) % 32, distinct
+        // across a warp (a stride of 20 put 4 threads on each bank)
+        __shared__ float tops[CUSET_LOSS_THREADS][CUSET_EAFT_TOPK + 1];
         __shared__ int ntops[CUSET_LOSS_THREADS];
         int k = V < CUSET_EAFT_TOPK ? V : CUSET_EAFT_TOPK;
         for (int r = 0; r < n; r++) tops[tid][r] = top[r];
@@ -602,6 +622,17 @@ static __global__ void cuset__loss_sums_kernel(CusetLossWork w, const int *tgt_l
     out[5] = tgt_len[n];
 }
 
+// The final sum on the host of the loss's per-sample sums h (B, 6), sample by sample,
+// exactly as cuset_loss adds into stats.
+static void cuset__loss_stats_add(CusetStats *stats, const double *h, int B) {
+    for (int n = 0; n < B; n++) {
+        const double *r = h + CUSET_LOSS_SAMPLE_FIELDS * (size_t)n;
+        stats->loss += r[0]; stats->ce += r[1]; stats->conf += r[2]; stats->pass += r[3];
+        stats->ntok += r[5];
+        if (r[5] > 0) { stats->weight += r[4]; stats->nsamples += 1; }
+    }
+}
+
 extern "C" int cuset_cuda_loss(float *logits, const float *ref_logits, const int *targets,
                                const unsigned char *is_target, const unsigned char *is_cuda, const int *tgt_start,
                                const int *tgt_len, int B, int T, int V, int Vp, const CusetObjective *obj,
@@ -616,31 +647,26 @@ extern "C" int cuset_cuda_loss(float *logits, const float *ref_logits, const int
     const float *ref = obj->kind == CUSET_OBJ_ASFT ? ref_logits : NULL;
     bool vec = Vp % 4 == 0 && (size_t)logits % 16 == 0 && (!ref || (size_t)ref % 16 == 0);
     int rows = B * T;
+    cudaError_t err;
     if (obj->kind == CUSET_OBJ_EAFT)
         cuset__loss_phase1_kernel<true><<<rows, CUSET_LOSS_THREADS, 0, s>>>(w, logits, ref, targets, is_target, V, Vp, vec, *obj);
     else
         cuset__loss_phase1_kernel<false><<<rows, CUSET_LOSS_THREADS, 0, s>>>(w, logits, ref, targets, is_target, V, Vp, vec, *obj);
+    if ((err = cuset__launch_error()) != cudaSuccess) return (int)err;
     cuset__loss_phase2_kernel<<<cuset__ceil_div(B, 64), 64, 0, s>>>(w, tgt_start, tgt_len, B, T, obj->window);
+    if ((err = cuset__launch_error()) != cudaSuccess) return (int)err;
     cuset__loss_phase3_kernel<<<rows, CUSET_LOSS_THREADS, 0, s>>>(w, logits, ref, targets, is_target, is_cuda, T, V, Vp,
                                                                    vec, *obj, inv_norm);
+    if ((err = cuset__launch_error()) != cudaSuccess) return (int)err;
     cuset__loss_sums_kernel<<<cuset__ceil_div(B, 64), 64, 0, s>>>(w, tgt_len, B, T);
-    cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess) return (int)err;
+    if ((err = cuset__launch_error()) != cudaSuccess) return (int)err;
     if (!stats) return 0;
-    // The final sum on the host, sample by sample, exactly as cuset_loss adds into stats.
     size_t bytes = CUSET_LOSS_SAMPLE_FIELDS * (size_t)B * sizeof(double);
     double *h = (double *)malloc(bytes);
     if (!h) return (int)cudaErrorMemoryAllocation;
     err = cudaMemcpyAsync(h, w.sample, bytes, cudaMemcpyDeviceToHost, s);
     if (err == cudaSuccess) err = cudaStreamSynchronize(s);
-    if (err == cudaSuccess) {
-        for (int n = 0; n < B; n++) {
-            const double *r = h + CUSET_LOSS_SAMPLE_FIELDS * (size_t)n;
-            stats->loss += r[0]; stats->ce += r[1]; stats->conf += r[2]; stats->pass += r[3];
-            stats->ntok += r[5];
-            if (r[5] > 0) { stats->weight += r[4]; stats->nsamples += 1; }
-        }
-    }
+    if (err == cudaSuccess) cuset__loss_stats_add(stats, h, B);
     free(h);
     return (int)err;
 }
@@ -668,7 +694,11 @@ namespace wmma = nvcuda::wmma;
 #define CUSET_MM_BK 32
 #define CUSET_MM_THREADS 128
 #define CUSET_MM_PAD 4 // shared rows padded by 4 floats: fewer bank conflicts, ldm stays a multiple of 4
-#define CUSET_MM_TILE_FLOATS ((CUSET_MM_BM + CUSET_MM_PAD) * CUSET_MM_BN) // >= each operand tile and the 64 x 68 output staging
+#define CUSET_MM_OPERAND_FLOATS (CUSET_MM_BM * (CUSET_MM_BK + CUSET_MM_PAD)) // 2304: either tile in either orientation
+static_assert(CUSET_MM_BM == CUSET_MM_BN && CUSET_MM_BK * (CUSET_MM_BN + CUSET_MM_PAD) <= CUSET_MM_OPERAND_FLOATS,
+              "the tiles outgrow their buffers");
+static_assert(CUSET_MM_BM * (CUSET_MM_BN + CUSET_MM_PAD) <= 2 * CUSET_MM_OPERAND_FLOATS,
+              "the output staging outgrows both tiles");
 
 // What the epilogue does with the fp32 result v of output (m, n), index i = m N + n:
 enum {
@@ -688,8 +718,10 @@ static __global__ void __launch_bounds__(CUSET_MM_THREADS) cuset__matmul_kernel(
     typedef typename std::conditional<B_ROW, wmma::row_major, wmma::col_major>::type LayoutB;
     // A tile: A_ROW as [64][32 + 4] (row-major), else [32][64 + 4] (column-major view).
     // B tile: B_ROW as [32][64 + 4] (row-major), else [64][32 + 4] (column-major view).
-    __shared__ __align__(128) float As[CUSET_MM_TILE_FLOATS];
-    __shared__ __align__(128) float Bs[CUSET_MM_TILE_FLOATS];
+    // The epilogue stages the 64 x 64 output as [64][64 + 4] over both: 18,432 bytes a
+    // block, so shared memory no longer limits the blocks per SM (registers do).
+    __shared__ __align__(128) float tiles[2 * CUSET_MM_OPERAND_FLOATS];
+    float *As = tiles, *Bs = tiles + CUSET_MM_OPERAND_FLOATS;
     const int lda_s = A_ROW ? CUSET_MM_BK + CUSET_MM_PAD : CUSET_MM_BM + CUSET_MM_PAD;
     const int ldb_s = B_ROW ? CUSET_MM_BN + CUSET_MM_PAD : CUSET_MM_BK + CUSET_MM_PAD;
     int tid = threadIdx.x, warp = tid / 32;
@@ -738,17 +770,17 @@ static __global__ void __launch_bounds__(CUSET_MM_THREADS) cuset__matmul_kernel(
         __syncthreads();
     }
 
-    // Epilogue: the accumulators go through shared memory (As, as a [64][68] tile), then
+    // Epilogue: the accumulators go through shared memory (tiles, as a [64][68] tile), then
     // each thread writes whole rows of the output in order: coalesced, bounds-checked.
     const int ldc_s = CUSET_MM_BN + CUSET_MM_PAD;
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++)
-            wmma::store_matrix_sync(As + (wm + 16 * i) * ldc_s + wn + 16 * j, acc[i][j], ldc_s, wmma::mem_row_major);
+            wmma::store_matrix_sync(tiles + (wm + 16 * i) * ldc_s + wn + 16 * j, acc[i][j], ldc_s, wmma::mem_row_major);
     __syncthreads();
     for (int e = tid; e < CUSET_MM_BM * CUSET_MM_BN; e += CUSET_MM_THREADS) {
         int m = e / CUSET_MM_BN, n = e % CUSET_MM_BN, gm = m0 + m, gn = n0 + n;
         if (gm >= M || gn >= N) continue;
-        float v = As[m * ldc_s + n];
+        float v = tiles[m * ldc_s + n];
         size_t i = (size_t)gm * N + gn;
         if (EPI == CUSET_EPI_STORE) {
             out[i] = bias ? v + bias[gn] : v;
@@ -896,17 +928,31 @@ static __global__ void cuset__wpe_backward_kernel(float *dwpe, const float *dout
     dwpe[idx] += s;
 }
 
-// dwte[tokens[u]] += sum of dout[p] over the positions p of token u, in increasing order:
-// the host sorted the positions by token (CSR: positions[offsets[u] .. offsets[u+1]-1]),
-// so no two blocks touch the same row and no atomics are needed.
-// Launch: grid (number of distinct tokens), block min(C, 256) threads striding channels.
-static __global__ void cuset__wte_backward_kernel(float *dwte, const float *dout, const int *tokens, const int *offsets,
-                                    const int *positions, int C) {
-    int u = blockIdx.x, lo = offsets[u], hi = offsets[u + 1];
-    float *row = dwte + (size_t)tokens[u] * C;
+// The wte gradient in two deterministic passes over the host's token index
+// (cuset__build_token_index: positions sorted by token, cut into segments of at most
+// CUSET_WTE_SEGMENT positions), so a token at many positions (the padding token at every
+// pad) is summed by many blocks, not one.
+// Pass 1: partial (nseg, C): segment s's sum of dout over its positions, in increasing order.
+// Launch: grid (segments), block min(C, 256) threads striding channels.
+#define CUSET_WTE_SEGMENT 32
+static __global__ void cuset__wte_backward_partial_kernel(float *partial, const float *dout, const int *segment,
+                                                          const int *positions, int C) {
+    int sg = blockIdx.x, lo = segment[sg], hi = segment[sg + 1];
     for (int c = threadIdx.x; c < C; c += blockDim.x) {
         float s = 0.0f;
         for (int p = lo; p < hi; p++) s += dout[(size_t)positions[p] * C + c];
+        partial[(size_t)sg * C + c] = s;
+    }
+}
+// Pass 2: dwte[tokens[u]] += the partials of token u's segments useg[u] .. useg[u+1]-1, in
+// order; no two blocks touch the same row, so no atomics. Launch: as pass 1, grid (tokens).
+static __global__ void cuset__wte_backward_sum_kernel(float *dwte, const float *partial, const int *tokens,
+                                                      const int *useg, int C) {
+    int u = blockIdx.x;
+    float *row = dwte + (size_t)tokens[u] * C;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        float s = 0.0f;
+        for (int sg = useg[u]; sg < useg[u + 1]; sg++) s += partial[(size_t)sg * C + c];
         row[c] += s;
     }
 }
@@ -1095,34 +1141,52 @@ static void cuset__encoder_forward(float *out, const int *inputs, const float *w
     CUSET_CHECK_LAUNCH();
 }
 
-// The embedding's token index on the host: the distinct tokens of inputs (BT) in
-// increasing order, and for each its positions in increasing order (CSR). Returns the
-// number of distinct tokens. order (BT) is scratch.
+// The embedding's token index on the host, for the wte gradient: the distinct tokens of
+// inputs (BT) in increasing order (tokens, nu of them), all positions sorted by token then
+// position (positions), cut into segments of at most CUSET_WTE_SEGMENT positions of one token
+// (segment s: positions[segment[s]] .. positions[segment[s+1]-1]; token u owns segments
+// useg[u] .. useg[u+1]-1). tokens and positions hold BT ints, useg and segment BT + 1.
+// order (BT) is scratch.
 typedef struct { int token, pos; } CusetTokPos;
+typedef struct { int *tokens, *useg, *segment, *positions; int nu, nseg; } CusetTokenIndex;
 static int cuset__cmp_tokpos(const void *a, const void *b) {
     const CusetTokPos *x = (const CusetTokPos *)a, *y = (const CusetTokPos *)b;
     return x->token != y->token ? (x->token < y->token ? -1 : 1) : (x->pos < y->pos ? -1 : x->pos > y->pos);
 }
-static int cuset__build_token_csr(const int *inputs, int BT, CusetTokPos *order, int *tokens, int *offsets, int *positions) {
+static void cuset__build_token_index(const int *inputs, int BT, CusetTokPos *order, CusetTokenIndex *ix) {
     for (int i = 0; i < BT; i++) { order[i].token = inputs[i]; order[i].pos = i; }
     qsort(order, BT, sizeof *order, cuset__cmp_tokpos);
-    int nu = 0;
+    int nu = 0, nseg = 0;
     for (int i = 0; i < BT; i++) {
-        if (i == 0 || order[i].token != order[i - 1].token) { tokens[nu] = order[i].token; offsets[nu++] = i; }
-        positions[i] = order[i].pos;
+        int first = i == 0 || order[i].token != order[i - 1].token;
+        if (first) { ix->tokens[nu] = order[i].token; ix->useg[nu++] = nseg; }
+        if (first || i - ix->segment[nseg - 1] == CUSET_WTE_SEGMENT) ix->segment[nseg++] = i;
+        ix->positions[i] = order[i].pos;
     }
-    offsets[nu] = BT;
-    return nu;
+    ix->useg[nu] = nseg;
+    ix->segment[nseg] = BT;
+    ix->nu = nu;
+    ix->nseg = nseg;
+}
+// Points ix's arrays into base (4 BT + 2 ints): tokens, useg, segment, positions.
+static void cuset__token_index_carve(CusetTokenIndex *ix, int *base, int BT) {
+    ix->tokens = base;
+    ix->useg = base + BT;
+    ix->segment = base + 2 * BT + 1;
+    ix->positions = base + 3 * BT + 2;
 }
 
-// dwte += and dwpe += the embedding's gradients from dout (B, T, C), given the device CSR
-// of cuset__build_token_csr (nu distinct tokens).
-static void cuset__encoder_backward(float *dwte, float *dwpe, const float *dout, const int *tokens, const int *offsets,
-                             const int *positions, int nu, int B, int T, int C, cudaStream_t s) {
+// dwte += and dwpe += the embedding's gradients from dout (B, T, C), given the token index
+// ix (device arrays; nu and nseg as built on the host); partial: scratch of nseg * C floats.
+static void cuset__encoder_backward(float *dwte, float *dwpe, const float *dout, const CusetTokenIndex *ix,
+                                    float *partial, int B, int T, int C, cudaStream_t s) {
     cuset__wpe_backward_kernel<<<cuset__ceil_div((long)T * C, 256), 256, 0, s>>>(dwpe, dout, B, T, C);
     CUSET_CHECK_LAUNCH();
-    if (nu > 0) {
-        cuset__wte_backward_kernel<<<nu, C < 256 ? C : 256, 0, s>>>(dwte, dout, tokens, offsets, positions, C);
+    if (ix->nu > 0) {
+        int threads = C < 256 ? C : 256;
+        cuset__wte_backward_partial_kernel<<<ix->nseg, threads, 0, s>>>(partial, dout, ix->segment, ix->positions, C);
+        CUSET_CHECK_LAUNCH();
+        cuset__wte_backward_sum_kernel<<<ix->nu, threads, 0, s>>>(dwte, partial, ix->tokens, ix->useg, C);
         CUSET_CHECK_LAUNCH();
     }
 }
@@ -1192,11 +1256,18 @@ struct CusetCudaModel {
     void *loss_workspace;               // cuset_cuda_loss_workspace_bytes(B, T)
     int *inputs, *targets, *tgt_start, *tgt_len;  // the micro-batch: (B, T), (B, T), (B), (B)
     unsigned char *is_target, *is_cuda;           // (B, T)
-    int *emb_tokens, *emb_offsets, *emb_positions; // its token CSR: (BT), (BT + 1), (BT)
-    int emb_ntokens;
-    // host scratch for the CSR
-    CusetTokPos *h_order;
-    int *h_csr;                         // tokens (BT), offsets (BT + 1), positions (BT)
+    CusetTokenIndex emb;                     // its token index (4 BT + 2 ints), for the wte gradient
+    // The host side, page-locked so that copies from and to it are asynchronous: the
+    // micro-batch and its token index as uploaded (free again once the event `staged` has
+    // passed), and the loss's per-sample sums of each micro-batch of a step (B x 6 doubles
+    // for each of loss_sums_slots), added into the stats after the step's one sync.
+    void *h_stage;
+    CusetBatch h_batch;
+    CusetTokenIndex h_emb;
+    cudaEvent_t staged;
+    double *h_loss_sums;
+    int loss_sums_slots;
+    CusetTokPos *h_order;               // scratch of cuset__build_token_index
 };
 
 // A bump allocator over one block: measure with base NULL, then carve the real block.
@@ -1240,10 +1311,9 @@ static size_t cuset__model_layout(CusetCudaModel *g, char *base, int with_ref) {
     g->tgt_len = (int *)cuset__bump(&b, B * sizeof(int));
     g->is_target = (unsigned char *)cuset__bump(&b, BT);
     g->is_cuda = (unsigned char *)cuset__bump(&b, BT);
-    g->emb_tokens = (int *)cuset__bump(&b, BT * sizeof(int));
-    g->emb_offsets = (int *)cuset__bump(&b, (BT + 1) * sizeof(int));
-    g->emb_positions = (int *)cuset__bump(&b, BT * sizeof(int));
+    int *emb = (int *)cuset__bump(&b, (4 * BT + 2) * sizeof(int));
     if (base) {
+        cuset__token_index_carve(&g->emb, emb, (int)BT);
         cuset__point_tensors(&g->p, g->params, g->tensor_sizes);
         cuset__point_tensors(&g->g, g->grads, g->tensor_sizes);
         if (g->ref) cuset__point_tensors(&g->rp, g->ref, g->tensor_sizes);
@@ -1257,22 +1327,32 @@ static void cuset__copy_tensor_sizes(CusetCudaModel *g, const CusetGPT *m) {
     memcpy(g->tensor_sizes, m->tensor_sizes, sizeof g->tensor_sizes);
 }
 
-// Uploads one micro-batch and its token CSR (for the embedding's backward).
+// Uploads one micro-batch and its token index (for the embedding's backward) through the
+// page-locked staging area: the host waits only until the previous micro-batch's copies
+// have left it (they run before that micro-batch's kernels), never for the kernels.
 static void cuset__upload_batch(CusetCudaModel *g, const CusetBatch *b) {
     int B = g->B, T = g->T, BT = B * T;
     cudaStream_t s = g->stream;
-    CUSET_CHECK(cudaMemcpyAsync(g->inputs, b->inputs, BT * sizeof(int), cudaMemcpyHostToDevice, s));
-    CUSET_CHECK(cudaMemcpyAsync(g->targets, b->targets, BT * sizeof(int), cudaMemcpyHostToDevice, s));
-    CUSET_CHECK(cudaMemcpyAsync(g->is_target, b->is_target, BT, cudaMemcpyHostToDevice, s));
-    CUSET_CHECK(cudaMemcpyAsync(g->is_cuda, b->is_cuda, BT, cudaMemcpyHostToDevice, s));
-    CUSET_CHECK(cudaMemcpyAsync(g->tgt_start, b->tgt_start, B * sizeof(int), cudaMemcpyHostToDevice, s));
-    CUSET_CHECK(cudaMemcpyAsync(g->tgt_len, b->tgt_len, B * sizeof(int), cudaMemcpyHostToDevice, s));
-    int *tok = g->h_csr, *off = tok + BT, *pos = off + BT + 1;
-    CUSET_CHECK(cudaStreamSynchronize(s)); // h_csr may still be in flight from the previous batch
-    g->emb_ntokens = cuset__build_token_csr(b->inputs, BT, g->h_order, tok, off, pos);
-    CUSET_CHECK(cudaMemcpyAsync(g->emb_tokens, tok, g->emb_ntokens * sizeof(int), cudaMemcpyHostToDevice, s));
-    CUSET_CHECK(cudaMemcpyAsync(g->emb_offsets, off, (g->emb_ntokens + 1) * sizeof(int), cudaMemcpyHostToDevice, s));
-    CUSET_CHECK(cudaMemcpyAsync(g->emb_positions, pos, BT * sizeof(int), cudaMemcpyHostToDevice, s));
+    CusetBatch *h = &g->h_batch;
+    CUSET_CHECK(cudaEventSynchronize(g->staged));
+    memcpy(h->inputs, b->inputs, BT * sizeof(int));
+    memcpy(h->targets, b->targets, BT * sizeof(int));
+    memcpy(h->is_target, b->is_target, BT);
+    memcpy(h->is_cuda, b->is_cuda, BT);
+    memcpy(h->tgt_start, b->tgt_start, B * sizeof(int));
+    memcpy(h->tgt_len, b->tgt_len, B * sizeof(int));
+    cuset__build_token_index(b->inputs, BT, g->h_order, &g->h_emb);
+    g->emb.nu = g->h_emb.nu;
+    g->emb.nseg = g->h_emb.nseg;
+    CUSET_CHECK(cudaMemcpyAsync(g->inputs, h->inputs, BT * sizeof(int), cudaMemcpyHostToDevice, s));
+    CUSET_CHECK(cudaMemcpyAsync(g->targets, h->targets, BT * sizeof(int), cudaMemcpyHostToDevice, s));
+    CUSET_CHECK(cudaMemcpyAsync(g->is_target, h->is_target, BT, cudaMemcpyHostToDevice, s));
+    CUSET_CHECK(cudaMemcpyAsync(g->is_cuda, h->is_cuda, BT, cudaMemcpyHostToDevice, s));
+    CUSET_CHECK(cudaMemcpyAsync(g->tgt_start, h->tgt_start, B * sizeof(int), cudaMemcpyHostToDevice, s));
+    CUSET_CHECK(cudaMemcpyAsync(g->tgt_len, h->tgt_len, B * sizeof(int), cudaMemcpyHostToDevice, s));
+    CUSET_CHECK(cudaMemcpyAsync(g->emb.tokens, g->h_emb.tokens, (4 * (size_t)BT + 2) * sizeof(int),
+                                cudaMemcpyHostToDevice, s)); // the whole index: its four arrays are contiguous
+    CUSET_CHECK(cudaEventRecord(g->staged, s));
 }
 
 // The forward pass of cuset_gpt_forward with parameters p (the model's or the reference's)
@@ -1339,12 +1419,24 @@ static void cuset__gpt_backward(CusetCudaModel *g) {
         cuset__layernorm_backward(d.dresidual, gr.ln1w + l * C, gr.ln1b + l * C, d.dbt_c2, residual, p.ln1w + l * C,
                            a.ln1_mean + l * BT, a.ln1_rstd + l * BT, BT, C, g->partial, s);
     }
-    cuset__encoder_backward(gr.wte, gr.wpe, d.dresidual, g->emb_tokens, g->emb_offsets, g->emb_positions, g->emb_ntokens,
-                     B, T, C, s);
+    cuset__encoder_backward(gr.wte, gr.wpe, d.dresidual, &g->emb, d.dbt_c, B, T, C, s); // dbt_c: free scratch of BT * C
 }
 
-// Forward (the reference's first for ASFT) and the fused loss on the uploaded micro-batch.
-static int cuset__forward_loss(CusetCudaModel *g, const CusetObjective *obj, float inv_norm, CusetStats *stats, char *err,
+// Page-locked room for the loss's per-sample sums of n micro-batches (B x 6 doubles each).
+static double *cuset__loss_sums_room(CusetCudaModel *g, int n) {
+    if (n > g->loss_sums_slots) {
+        CUSET_CHECK(cudaStreamSynchronize(g->stream)); // no copy into the old room is in flight
+        if (g->h_loss_sums) CUSET_CHECK(cudaFreeHost(g->h_loss_sums));
+        CUSET_CHECK(cudaMallocHost(&g->h_loss_sums, (size_t)n * CUSET_LOSS_SAMPLE_FIELDS * g->B * sizeof(double)));
+        g->loss_sums_slots = n;
+    }
+    return g->h_loss_sums;
+}
+
+// Forward (the reference's first for ASFT) and the fused loss on the uploaded micro-batch;
+// the loss's per-sample sums go to sums (page-locked, B x 6 doubles) without waiting, or
+// nowhere when sums is NULL: add them with cuset__loss_stats_add after a sync.
+static int cuset__forward_loss(CusetCudaModel *g, const CusetObjective *obj, float inv_norm, double *sums, char *err,
                         size_t errlen) {
     const float *ref_logits = NULL;
     size_t nlogits = (size_t)g->B * g->T * g->cfg.padded_vocab_size;
@@ -1356,16 +1448,63 @@ static int cuset__forward_loss(CusetCudaModel *g, const CusetObjective *obj, flo
         ref_logits = g->ref_logits;
     }
     cuset__gpt_forward(g, &g->p);
-    if (cuset_cuda_loss(g->acts.logits, ref_logits, g->targets, g->is_target, g->is_cuda, g->tgt_start, g->tgt_len,
-                        g->B, g->T, g->cfg.vocab_size, g->cfg.padded_vocab_size, obj, inv_norm, g->loss_workspace,
-                        stats, (void *)g->stream)) {
-        snprintf(err, errlen, "the fused loss failed");
+    int rc = cuset_cuda_loss(g->acts.logits, ref_logits, g->targets, g->is_target, g->is_cuda, g->tgt_start,
+                             g->tgt_len, g->B, g->T, g->cfg.vocab_size, g->cfg.padded_vocab_size, obj, inv_norm,
+                             g->loss_workspace, NULL, (void *)g->stream);
+    if (rc) {
+        snprintf(err, errlen, "the fused loss failed: %s", cudaGetErrorString((cudaError_t)rc));
         return -1;
+    }
+    if (sums) {
+        CusetLossWork w;
+        cuset__loss_work(g->loss_workspace, g->B, g->T, &w);
+        CUSET_CHECK(cudaMemcpyAsync(sums, w.sample, CUSET_LOSS_SAMPLE_FIELDS * (size_t)g->B * sizeof(double),
+                                    cudaMemcpyDeviceToHost, g->stream));
     }
     return 0;
 }
 
 // ---- the C ABI --------------------------------------------------------------------------------------
+
+// Writes 1: when this runs, the build holds code that the device can run (machine code
+// for its architecture, or PTX that the driver compiles for it).
+static __global__ void cuset__probe_kernel(int *flag) { *flag = 1; }
+
+#define CUSET__STR(...) #__VA_ARGS__
+#define CUSET__XSTR(x) CUSET__STR(x)
+#ifdef __CUDA_ARCH_LIST__
+#define CUSET__BUILT_FOR "compute " CUSET__XSTR(__CUDA_ARCH_LIST__)
+#else
+#define CUSET__BUILT_FOR "the architectures in NVCCFLAGS"
+#endif
+
+// Launches cuset__probe_kernel on device 0 (once per process; the answer is kept): 0 and
+// why when no kernel of this build runs there.
+static int cuset__probe_device(const cudaDeviceProp *prop, char *why, size_t n) {
+    static int probed = 0; // 0: not yet, 1: runs, -1: does not
+    static char probe_why[320];
+    if (!probed) {
+        int *d = NULL, flag = 0;
+        cudaError_t e = cudaMalloc(&d, sizeof(int));
+        if (e == cudaSuccess) {
+            cuset__probe_kernel<<<1, 1>>>(d);
+            e = cudaGetLastError();
+            if (e == cudaSuccess) e = cudaMemcpy(&flag, d, sizeof(int), cudaMemcpyDeviceToHost);
+            cudaFree(d);
+        }
+        if (e == cudaSuccess && flag == 1) probed = 1;
+        else {
+            snprintf(probe_why, sizeof probe_why, "%s (sm_%d%d) runs no kernel of this build (%s): %s; rebuild cuset.cu "
+                     "with -gencode arch=compute_%d%d,code=sm_%d%d", prop->name, prop->major, prop->minor,
+                     CUSET__BUILT_FOR, e == cudaSuccess ? "the test kernel wrote nothing" : cudaGetErrorString(e),
+                     prop->major, prop->minor, prop->major, prop->minor);
+            cudaGetLastError(); // clear it
+            probed = -1;
+        }
+    }
+    if (probed < 0 && why && n) snprintf(why, n, "%s", probe_why);
+    return probed > 0;
+}
 
 extern "C" int cuset_cuda_available(char *why, size_t n) {
     int count = 0;
@@ -1381,12 +1520,17 @@ extern "C" int cuset_cuda_available(char *why, size_t n) {
         return 0;
     }
     cudaDeviceProp prop;
-    if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess && prop.major < 8) {
+    if ((e = cudaGetDeviceProperties(&prop, 0)) != cudaSuccess) {
+        if (why && n) snprintf(why, n, "cudaGetDeviceProperties: %s", cudaGetErrorString(e));
+        return 0;
+    }
+    if (prop.major < 8) {
         if (why && n) snprintf(why, n, "%s has compute capability %d.%d; the backend needs 8.0 or newer (tf32 tensor cores)",
                                prop.name, prop.major, prop.minor);
         return 0;
     }
-    if (why && n) snprintf(why, n, "%s", cudaGetDeviceProperties(&prop, 0) == cudaSuccess ? prop.name : "CUDA device");
+    if (!cuset__probe_device(&prop, why, n)) return 0;
+    if (why && n) snprintf(why, n, "%s", prop.name);
     return 1;
 }
 
@@ -1424,9 +1568,28 @@ extern "C" CusetCudaModel *cuset_cuda_model_new(const CusetGPT *m, const CusetGP
     }
     if (ref) CUSET_CHECK(cudaMemcpy(g->ref, ref->params_memory, bytes, cudaMemcpyHostToDevice));
     size_t BT = (size_t)B * T;
+    CusetBump hb = {NULL, 0};
+    for (int pass = 0; pass < 2; pass++) { // measure, then carve the page-locked block
+        CusetBatch *h = &g->h_batch;
+        h->B = B; h->T = T;
+        h->inputs = (int *)cuset__bump(&hb, BT * sizeof(int));
+        h->targets = (int *)cuset__bump(&hb, BT * sizeof(int));
+        h->tgt_start = (int *)cuset__bump(&hb, B * sizeof(int));
+        h->tgt_len = (int *)cuset__bump(&hb, B * sizeof(int));
+        h->is_target = (unsigned char *)cuset__bump(&hb, BT);
+        h->is_cuda = (unsigned char *)cuset__bump(&hb, BT);
+        int *emb = (int *)cuset__bump(&hb, (4 * BT + 2) * sizeof(int));
+        if (pass == 0) {
+            CUSET_CHECK(cudaMallocHost(&g->h_stage, hb.off));
+            hb.base = (char *)g->h_stage;
+            hb.off = 0;
+        } else {
+            cuset__token_index_carve(&g->h_emb, emb, (int)BT);
+        }
+    }
+    CUSET_CHECK(cudaEventCreateWithFlags(&g->staged, cudaEventDisableTiming));
     g->h_order = (CusetTokPos *)malloc(BT * sizeof(CusetTokPos));
-    g->h_csr = (int *)malloc((3 * BT + 1) * sizeof(int));
-    if (!g->h_order || !g->h_csr) { fprintf(stderr, "cuset: out of host memory\n"); exit(1); }
+    if (!g->h_order) { fprintf(stderr, "cuset: out of host memory\n"); exit(1); }
     return g;
 }
 
@@ -1435,8 +1598,10 @@ extern "C" void cuset_cuda_model_free(CusetCudaModel *g) {
     CUSET_CHECK(cudaStreamSynchronize(g->stream));
     CUSET_CHECK(cudaStreamDestroy(g->stream));
     CUSET_CHECK(cudaFree(g->memory));
+    CUSET_CHECK(cudaEventDestroy(g->staged));
+    CUSET_CHECK(cudaFreeHost(g->h_stage));
+    if (g->h_loss_sums) CUSET_CHECK(cudaFreeHost(g->h_loss_sums));
     free(g->h_order);
-    free(g->h_csr);
     free(g);
 }
 
@@ -1453,15 +1618,18 @@ extern "C" int cuset_cuda_forward_backward(CusetCudaModel *g, const CusetBatch *
                                            float *grad_norm, char *err, size_t errlen) {
     for (int i = 0; i < accum; i++)
         if (cuset__check_batch(g, &batches[i], err, errlen)) return -1;
+    double *sums = stats ? cuset__loss_sums_room(g, accum) : NULL;
+    size_t slot = CUSET_LOSS_SAMPLE_FIELDS * (size_t)g->B;
     CUSET_CHECK(cudaMemsetAsync(g->grads, 0, g->num_params * sizeof(float), g->stream));
     for (int i = 0; i < accum; i++) {
         cuset__upload_batch(g, &batches[i]);
-        if (cuset__forward_loss(g, obj, inv_norm, stats, err, errlen)) return -1;
+        if (cuset__forward_loss(g, obj, inv_norm, sums ? sums + i * slot : NULL, err, errlen)) return -1;
         cuset__gpt_backward(g);
     }
     cuset__global_norm(g->norm, g->grads, g->num_params, g->norm_partial, g->stream);
     CUSET_CHECK(cudaMemcpyAsync(grad_norm, g->norm, sizeof(float), cudaMemcpyDeviceToHost, g->stream));
-    CUSET_CHECK(cudaStreamSynchronize(g->stream));
+    CUSET_CHECK(cudaStreamSynchronize(g->stream)); // the step's one wait for the device
+    for (int i = 0; sums && i < accum; i++) cuset__loss_stats_add(stats, sums + i * slot, g->B);
     return 0;
 }
 
@@ -1486,8 +1654,10 @@ extern "C" int cuset_cuda_eval(CusetCudaModel *g, const CusetBatch *b, const Cus
                                CusetStats *stats, char *err, size_t errlen) {
     if (cuset__check_batch(g, b, err, errlen)) return -1;
     cuset__upload_batch(g, b);
-    int rc = cuset__forward_loss(g, obj, inv_norm, stats, err, errlen);
+    double *sums = stats ? cuset__loss_sums_room(g, 1) : NULL;
+    int rc = cuset__forward_loss(g, obj, inv_norm, sums, err, errlen);
     CUSET_CHECK(cudaStreamSynchronize(g->stream));
+    if (rc == 0 && sums) cuset__loss_stats_add(stats, sums, g->B);
     return rc;
 }
 
@@ -1624,13 +1794,15 @@ extern "C" void cuset__cuda_test_matmul_forward(float *out, float *pre, const fl
     CUSET_CHECK(cudaDeviceSynchronize());
 }
 
+// dbias NULL: no bias gradient and no scratch for it, so nothing but the two products
+// runs (test/bench_gpu.cu times that).
 extern "C" void cuset__cuda_test_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
                                                  const float *w, const float *pre, int N, int IC, int OC) {
     float *partial = NULL;
-    CUSET_CHECK(cudaMalloc(&partial, (size_t)cuset__ceil_div(N, CUSET_COLSUM_ROWS) * OC * sizeof(float)));
+    if (dbias) CUSET_CHECK(cudaMalloc(&partial, (size_t)cuset__ceil_div(N, CUSET_COLSUM_ROWS) * OC * sizeof(float)));
     cuset__matmul_backward(dinp, dw, dbias, dout, inp, w, pre, N, IC, OC, partial, 0);
     CUSET_CHECK(cudaDeviceSynchronize());
-    CUSET_CHECK(cudaFree(partial));
+    if (partial) CUSET_CHECK(cudaFree(partial));
 }
 
 extern "C" void cuset__cuda_test_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
@@ -1663,14 +1835,23 @@ extern "C" void cuset__cuda_test_encoder_forward(float *out, const int *inputs, 
 extern "C" void cuset__cuda_test_encoder_backward(float *dwte, float *dwpe, const float *dout, const int *host_inputs,
                                                   int B, int T, int C) {
     int BT = B * T;
+    size_t nidx = 4 * (size_t)BT + 2;
     CusetTokPos *order = (CusetTokPos *)malloc(BT * sizeof(CusetTokPos));
-    int *h = (int *)malloc((3 * (size_t)BT + 1) * sizeof(int)), *d = NULL;
-    int nu = cuset__build_token_csr(host_inputs, BT, order, h, h + BT, h + 2 * BT + 1);
-    CUSET_CHECK(cudaMalloc(&d, (3 * (size_t)BT + 1) * sizeof(int)));
-    CUSET_CHECK(cudaMemcpy(d, h, (3 * (size_t)BT + 1) * sizeof(int), cudaMemcpyHostToDevice));
-    cuset__encoder_backward(dwte, dwpe, dout, d, d + BT, d + 2 * BT + 1, nu, B, T, C, 0);
+    int *h = (int *)malloc(nidx * sizeof(int)), *d = NULL;
+    float *partial = NULL;
+    CusetTokenIndex hix, dix;
+    cuset__token_index_carve(&hix, h, BT);
+    cuset__build_token_index(host_inputs, BT, order, &hix);
+    CUSET_CHECK(cudaMalloc(&d, nidx * sizeof(int)));
+    CUSET_CHECK(cudaMalloc(&partial, (size_t)hix.nseg * C * sizeof(float)));
+    CUSET_CHECK(cudaMemcpy(d, h, nidx * sizeof(int), cudaMemcpyHostToDevice));
+    cuset__token_index_carve(&dix, d, BT);
+    dix.nu = hix.nu;
+    dix.nseg = hix.nseg;
+    cuset__encoder_backward(dwte, dwpe, dout, &dix, partial, B, T, C, 0);
     CUSET_CHECK(cudaDeviceSynchronize());
     CUSET_CHECK(cudaFree(d));
+    CUSET_CHECK(cudaFree(partial));
     free(order);
     free(h);
 }

@@ -564,6 +564,7 @@ int main(int argc, char **argv) {
         test_layernorm(37, 48);
         test_layernorm(300, 130);
         test_elementwise_and_embedding(2, 29, 48, 100);
+        test_elementwise_and_embedding(2, 150, 16, 100); // ~40 positions per repeated token: wte's segments of 32
         test_attention(2, 37, 32, 2);
         test_attention(1, 70, 48, 3);
     } else {
