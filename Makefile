@@ -20,8 +20,8 @@ endif
 
 BINS = train gen
 # the data side, each an stb-style header of its own
-DATA_H = data/tokenizer.h data/annotate.h data/textdata.h
-TEST_BINS = test/oracle_case test/test_cuset test/test_tokenizer test/test_annotate test/test_data test/bench_tokenizer test/test_corpus test/test_eval test/test_confidence test/test_sandbox
+DATA_H = data/tokenizer.h data/annotate.h data/textdata.h data/gpt2.h
+TEST_BINS = test/oracle_case test/test_cuset test/test_tokenizer test/test_annotate test/test_data test/bench_tokenizer test/test_corpus test/test_eval test/test_confidence test/test_sandbox test/test_gpt2
 FUZZERS = annotate tokenizer checkpoint jsonl data
 
 all: $(BINS) emu/nvcc-emu emu/pch/cuemu.h.gch

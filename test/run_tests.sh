@@ -41,6 +41,10 @@ for prog in test_tokenizer test_annotate test_data; do
     grep -q "exit 0" "$TMP/rc" || bad "${prog}_exit" "$(cat "$TMP/rc")"
 done
 
+echo "== GPT-2-family models in and out, against transformers and tokenizers (test/test_gpt2.py)"
+tally < <("$PYTHON" test/test_gpt2.py --tmp "$TMP/gpt2"; echo "exit $?" >"$TMP/rc")
+grep -q "exit 0" "$TMP/rc" || bad "test_gpt2_exit" "$(cat "$TMP/rc")"
+
 echo "== oracle: C float32 against PyTorch float64 (test/oracle.py)"
 if ! "$PYTHON" -c "import torch, numpy" 2>/dev/null; then
     bad "oracle" "$PYTHON cannot import torch and numpy (apt-get install python3-torch python3-numpy)"
