@@ -33,7 +33,8 @@ static const char *usage_text =
     "  --layers L --heads H --embd C --ctx N     [4, 4, 128, 256]\n"
     "  --vocab V             vocabulary: of the tokenizer trained on text data (a new model\n"
     "                        on a new source), or of the synthetic task         [2048]\n"
-    "  --init FILE           start from this checkpoint's parameters (fine-tuning), fresh optimizer\n"
+    "  --init FILE           start from this checkpoint's parameters (fine-tuning), fresh optimizer;\n"
+    "                        --batch, --seq and --accum not given are the checkpoint's\n"
     "training\n"
     "  --batch B             rows (samples) per micro-batch                     [8]\n"
     "  --seq T               tokens per row, at most the model's context        [256]\n"
@@ -91,6 +92,7 @@ static double num(const char *flag, const char *v, double lo, double hi) {
 typedef struct {
     const char *data, *val_data, *init, *ckpt, *log, *device;
     int synthetic_n, syn_min, syn_max, vocab, resume, threads, quiet, stop_at;
+    const char *src[3];       // where batch, seq and accum come from: "flag", "checkpoint", "default"
     double val_frac, epochs;
     CusetConfig cfg;
     CusetTrainSettings s;
@@ -103,6 +105,7 @@ static void parse_args(int argc, char **argv, Args *a) {
     a->cfg = (CusetConfig){0, 0, 256, 4, 4, 128};
     a->s = (CusetTrainSettings){8, 256, 1, 0, 1337, 0, 0, cuset_objective_default(CUSET_OBJ_CUSET), cuset_optim_default()};
     a->s.optim.warmup = -1;
+    a->src[0] = a->src[1] = a->src[2] = "default";
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i];
         if (!strcmp(k, "-h") || !strcmp(k, "--help")) { fputs(usage_text, stdout); exit(0); }
@@ -129,9 +132,9 @@ static void parse_args(int argc, char **argv, Args *a) {
         else if (!strcmp(k, "--ctx")) a->cfg.max_seq_len = (int)num(k, v, 2, 65536);
         else if (!strcmp(k, "--vocab")) a->vocab = (int)num(k, v, 8, 1 << 24);
         else if (!strcmp(k, "--init")) a->init = v;
-        else if (!strcmp(k, "--batch")) a->s.B = (int)num(k, v, 1, 1 << 16);
-        else if (!strcmp(k, "--seq")) a->s.T = (int)num(k, v, 2, 65536);
-        else if (!strcmp(k, "--accum")) a->s.accum = (int)num(k, v, 1, 1 << 16);
+        else if (!strcmp(k, "--batch")) a->s.B = (int)num(k, v, 1, 1 << 16), a->src[0] = "flag";
+        else if (!strcmp(k, "--seq")) a->s.T = (int)num(k, v, 2, 65536), a->src[1] = "flag";
+        else if (!strcmp(k, "--accum")) a->s.accum = (int)num(k, v, 1, 1 << 16), a->src[2] = "flag";
         else if (!strcmp(k, "--steps")) a->s.steps = (int)num(k, v, -1e9, 1e9);
         else if (!strcmp(k, "--epochs")) a->epochs = num(k, v, -1e9, 1e6);
         else if (!strcmp(k, "--lr")) op->max_lr = (float)num(k, v, 0, 10);
@@ -203,6 +206,23 @@ static int open_device(Run *r) {
     return 0;
 }
 
+// Batch, sequence length and accumulation of a run from a checkpoint: --resume keeps the
+// checkpoint's (an exact continuation: a flag that differs is ignored, with a note);
+// --init takes the checkpoint's unless the flag was given.
+static void shape_from_checkpoint(Run *r, const CusetTrainSettings *flags) {
+    Args *a = &r->a;
+    const CusetTrainSettings *c = &r->info.settings;
+    int *v[3] = {&a->s.B, &a->s.T, &a->s.accum};
+    const int ckpt[3] = {c->B, c->T, c->accum}, flag[3] = {flags->B, flags->T, flags->accum}, least[3] = {1, 2, 1};
+    const char *names[3] = {"--batch", "--seq", "--accum"};
+    for (int i = 0; i < 3; i++) {
+        int given = !strcmp(a->src[i], "flag");
+        if (a->resume && given && flag[i] != ckpt[i])
+            printf("note: --resume keeps the checkpoint's %s %d; %s %d is ignored\n", names[i], ckpt[i], names[i], flag[i]);
+        if (a->resume || (!given && ckpt[i] >= least[i])) { *v[i] = ckpt[i]; a->src[i] = "checkpoint"; }
+    }
+}
+
 // A checkpoint to continue (--resume) or to fine-tune (--init), with its tokenizer.
 static int open_checkpoint(Run *r) {
     Args *a = &r->a;
@@ -221,6 +241,7 @@ static int open_checkpoint(Run *r) {
                 path);
         return 1;
     }
+    CusetTrainSettings flags = a->s;
     if (a->resume) {
         a->s = r->info.settings; // a resumed run continues with the settings it started with
         r->start_step = r->info.step;
@@ -230,6 +251,7 @@ static int open_checkpoint(Run *r) {
         printf("fine-tuning from %s (trained %d steps with %s)\n", path, r->info.step,
                cuset_objective_names[r->info.settings.obj.kind % CUSET_OBJ_COUNT]);
     }
+    shape_from_checkpoint(r, &flags);
     if (cuset_checkpoint_old_windows(&r->info))
         printf("note: %s was trained with CuSeT's window rule before the eq. 5 correction (checkpoint version 1: a "
                "target shorter than the window was one window); this run applies eq. 5 to every target length\n", path);
@@ -315,6 +337,28 @@ static int open_model(Run *r) {
     return 0;
 }
 
+static int cmp_int(const void *x, const void *y) { return *(const int *)x - *(const int *)y; }
+
+// A warning when most training targets do not fit the row (they are truncated), with the
+// --seq that fits 95% of the training samples. A sample needs np + nt - 1 positions.
+static void check_row_length(Run *r) {
+    int n = r->ntrain, T = r->s->T, over = 0, *need = (int *)CUSET_CALLOC(n, sizeof(int));
+    for (int i = 0; i < n; i++) {
+        const CusetSample *x = &r->data.samples[r->train_ids[i]];
+        need[i] = x->np + x->nt - 1;
+        over += need[i] > T;
+    }
+    if (2 * over > n) {
+        qsort(need, n, sizeof(int), cmp_int);
+        int p95 = need[(int)ceil(0.95 * n) - 1], ctx = r->model.cfg.max_seq_len;
+        fprintf(stderr, "warning: %d of %d training targets (%.0f%%) are longer than the row of %d tokens and are "
+                        "truncated; --seq %d fits 95%% of the samples", over, n, 100.0 * over / n, T, p95);
+        if (p95 > ctx) fprintf(stderr, " (more than the model's context of %d: a new model needs --ctx %d)", ctx, p95);
+        fprintf(stderr, "\n");
+    }
+    free(need);
+}
+
 // Splits: samples whose prompt fills a row sit out; a fixed validation split drawn from
 // the seed; each epoch a fresh shuffle of the training split. Then the run's length.
 static int open_splits(Run *r) {
@@ -329,6 +373,7 @@ static int open_splits(Run *r) {
         printf("note: %d of %d samples sit out: their prompt fills the row of %d tokens (raise --seq to keep them)\n",
                r->data.n - nusable, r->data.n, s->T);
     if (r->ntrain < 1) { fprintf(stderr, "train: no training samples left after the validation split\n"); return 2; }
+    check_row_length(r);
     r->perm = (int *)CUSET_CALLOC(r->ntrain, sizeof(int));
     r->order = (int *)CUSET_CALLOC(r->ntrain, sizeof(int));
     r->shuffled_epoch = -1;
@@ -366,6 +411,7 @@ static int open_log_and_device(Run *r) {
     if (obj->kind == CUSET_OBJ_ASFT) printf(" beta %g", obj->beta);
     printf("\ndata: %s, %d train / %d validation samples; batch %d x %d tokens x %d accum; %d steps; lr %g -> %g, warmup %d\n",
            a->data, r->ntrain, r->nval, s->B, s->T, s->accum, s->steps, s->optim.max_lr, s->optim.min_lr, s->optim.warmup);
+    printf("settings: batch %d (%s), seq %d (%s), accum %d (%s)\n", s->B, a->src[0], s->T, a->src[1], s->accum, a->src[2]);
     if (r->use_gpu) {
         r->gpu = cuset_cuda_model_new(&r->model, r->ref, s->B, s->T, err, sizeof err);
         if (!r->gpu) { fprintf(stderr, "train: --device %s: %s\n", a->device, err); return 1; }

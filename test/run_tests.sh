@@ -163,6 +163,17 @@ expect "finetune_asft_from_checkpoint" 0 "objective: asft" ./train --init "$TMP/
     --objective asft --steps 2 --seq 32 --batch 4 --synthetic-n 64 --synthetic-len 3:10 --ckpt "$TMP/ft.ckpt" --log "$TMP/ft.jsonl"
 expect "finetune_seq_beyond_context" 2 "longer than the model's context of 32" ./train --init "$TMP/full.ckpt" --seq 33 --steps 1 \
     --ckpt "$TMP/z.ckpt"
+# a run from a checkpoint keeps its batch, sequence and accumulation unless given, and says so
+expect "finetune_keeps_checkpoint_shape" 0 "settings: batch 4 \(checkpoint\), seq 32 \(checkpoint\), accum 2 \(checkpoint\)" \
+    ./train --init "$TMP/r.ckpt" --synthetic-n 64 --synthetic-len 3:10 --steps 1 --ckpt "$TMP/z.ckpt"
+expect "finetune_flag_over_checkpoint" 0 "settings: batch 4 \(checkpoint\), seq 24 \(flag\), accum 2 \(checkpoint\)" \
+    ./train --init "$TMP/r.ckpt" --synthetic-n 64 --synthetic-len 3:10 --seq 24 --steps 1 --ckpt "$TMP/z.ckpt"
+expect "resume_ignores_other_batch" 0 "keeps the checkpoint's --batch 4; --batch 8 is ignored" \
+    ./train --resume --ckpt "$TMP/r.ckpt" "${tiny[@]}" --batch 8
+expect "new_run_settings_sources" 0 "settings: batch 4 \(flag\), seq 32 \(flag\), accum 1 \(default\)" \
+    ./train "${tiny[@]}" --steps 1 --ckpt "$TMP/z.ckpt"
+expect "truncation_warning" 0 "warning: [0-9]+ of [0-9]+ training targets .* truncated; --seq [0-9]+ fits 95% of the samples" \
+    ./train "${tiny[@]}" --synthetic-len 20:30 --steps 1 --ckpt "$TMP/z.ckpt"
 expect "gen_samples" 0 "tokens/s" ./gen --model "$TMP/full.ckpt" --prompt-ids "1 5 7 9" --max-tokens 5
 expect "gen_info" 0 "trained 6 steps with cuset" ./gen --model "$TMP/full.ckpt" --info
 # a version-1 checkpoint (trained before the eq. 5 correction) still loads, and says so
