@@ -14,7 +14,6 @@ NVCCFLAGS ?= -O3 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,co
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 ifneq ($(NVCC),)
 CUDA_OBJ    = cuset_cuda.o
-CUDA_CFLAGS = -DCUSET_CUDA
 CUDA_LDLIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lstdc++
 endif
 
@@ -34,10 +33,10 @@ deps-test deps-cudabench: deps-%: deps-build
 	@PYTHON=$(PYTHON) bash test/deps.sh $*
 
 train: train.c cuset.h $(DATA_H) $(CUDA_OBJ) | deps-build
-	$(CC) $(CFLAGS) $(CUDA_CFLAGS) -o $@ train.c $(CUDA_OBJ) $(LDLIBS) $(CUDA_LDLIBS)
+	$(CC) $(CFLAGS) -o $@ train.c $(CUDA_OBJ) $(LDLIBS) $(CUDA_LDLIBS)
 
 gen: gen.c cuset.h $(DATA_H) data/confidence.h emu/eval.h emu/sandbox.h $(CUDA_OBJ) | deps-build
-	$(CC) $(CFLAGS) $(CUDA_CFLAGS) -o $@ gen.c $(CUDA_OBJ) $(LDLIBS) $(CUDA_LDLIBS)
+	$(CC) $(CFLAGS) -o $@ gen.c $(CUDA_OBJ) $(LDLIBS) $(CUDA_LDLIBS)
 
 cuset_cuda.o: cuset.cu cuset.h | deps-build
 	$(NVCC) $(NVCCFLAGS) -c cuset.cu -o $@
