@@ -35,17 +35,17 @@ WINDOW=256                       # CuSeT's l (the paper's default)
 case "$PRESET" in
 smoke) # every stage end to end in a couple of minutes (CI runs it); measures nothing
     FAMILIES=elementwise_binary,convert_int_to_float STYLE=plain
-    NBASE=48 NFT=24 NVAL=8 NTEST=4
+    NBASE=48 NFT=24 NVAL=8 NTEST=4 EVAL_TASKS=4
     MODEL=(--layers 1 --heads 2 --embd 32 --ctx 1024 --vocab 512) SEQ=1024 BATCH=2
     BASE_STEPS=6 BASE_LR=3e-3 FT_STEPS=3 FT_LR=1e-3 MAX_TOKENS=160 ANALYZE=8 ;;
 cpu) # sized for 2 CPU cores: see README, "The experiment"
     FAMILIES=elementwise_binary,convert_float_to_int,convert_int_to_float STYLE=plain
     NBASE=3000 NFT=1000 NVAL=60 NTEST=30
     MODEL=(--layers 4 --heads 4 --embd 128 --ctx 1024 --vocab 2048) SEQ=1024 BATCH=4
-    BASE_STEPS=1200 BASE_LR=2e-3 FT_STEPS=60 FT_LR=5e-4 MAX_TOKENS=1000 ANALYZE=30 ;;
+    BASE_STEPS=1200 BASE_LR=2e-3 FT_STEPS=40 FT_LR=5e-4 MAX_TOKENS=1000 ANALYZE=20 EVAL_TASKS=20 ;;
 gpu) # the whole corpus and a larger model, for one H100/H200-class GPU
     FAMILIES=all STYLE=varied
-    NBASE=8000 NFT=2000 NVAL=200 NTEST=100
+    NBASE=8000 NFT=2000 NVAL=200 NTEST=100 EVAL_TASKS=100
     MODEL=(--layers 8 --heads 8 --embd 512 --ctx 1024 --vocab 4096) SEQ=1024 BATCH=16
     BASE_STEPS=3000 BASE_LR=1e-3 FT_STEPS=300 FT_LR=2e-4 MAX_TOKENS=1000 ANALYZE=200 ;;
 *) echo "experiment: unknown PRESET '$PRESET' (cpu, gpu or smoke)" >&2; exit 2 ;;
@@ -72,7 +72,7 @@ mark() { printf '%s' "$2" >"$1.key.tmp" && mv "$1.key.tmp" "$1.key"; }
 # so far (first guesses before anything was measured).
 nseeds=${#seeds[@]} nrows=${#ROWS[@]}
 train_left=$(( (BASE_STEPS + nseeds * nrows * FT_STEPS) * BATCH * SEQ ))
-progs_left=$(( nseeds * (nrows + 1) * NTEST * SAMPLES ))
+progs_left=$(( nseeds * (nrows + 1) * EVAL_TASKS * SAMPLES ))
 train_s=0 train_done=0 eval_s=0 eval_done=0
 stage_no=0 stages=$(( 2 + nseeds * nrows + nseeds * (nrows + 1) * 2 + 1 ))
 say() {
@@ -155,20 +155,20 @@ done
 models() { for s in "${seeds[@]}"; do echo "vanilla $s $RUN/base.ckpt"; for row in "${ROWS[@]}"; do echo "$row $s $RUN/seed$s/$row.ckpt"; done; done; }
 while read -r row s ckpt; do
     out=$RUN/seed$s/$row
-    say "evaluate $row (seed $s): $NTEST test tasks x $SAMPLES programs, temperature $TEMPERATURE"
-    k="$(cat "$ckpt.key") eval n=$SAMPLES T=$TEMPERATURE k=$KS max=$MAX_TOKENS seed=$s"
+    say "evaluate $row (seed $s): $EVAL_TASKS test tasks x $SAMPLES programs, temperature $TEMPERATURE"
+    k="$(cat "$ckpt.key") eval tasks=$EVAL_TASKS n=$SAMPLES T=$TEMPERATURE k=$KS max=$MAX_TOKENS seed=$s"
     t0=$(date +%s)
     if done_with "$out.eval.json" "$k"; then echo "   done before (same settings): $out.eval.json"
     else
-        ./gen --model "$ckpt" --eval "$DATA/test.jsonl" --samples "$SAMPLES" --k "$KS" --temperature "$TEMPERATURE" \
+        ./gen --model "$ckpt" --eval "$DATA/test.jsonl" --count "$EVAL_TASKS" --samples "$SAMPLES" --k "$KS" --temperature "$TEMPERATURE" \
             --max-tokens "$MAX_TOKENS" --seed "$s" --jobs "$JOBS" --cache "$RUN/eval-cache" \
             --results "$out.eval.jsonl.tmp" --summary "$out.eval.json.tmp" >"$out.eval.txt.tmp"
         mv "$out.eval.jsonl.tmp" "$out.eval.jsonl"; mv "$out.eval.txt.tmp" "$out.eval.txt"; mv "$out.eval.json.tmp" "$out.eval.json"
         mark "$out.eval.json" "$k"
-        eval_s=$((eval_s + $(date +%s) - t0)); eval_done=$((eval_done + NTEST * SAMPLES))
+        eval_s=$((eval_s + $(date +%s) - t0)); eval_done=$((eval_done + EVAL_TASKS * SAMPLES))
         grep -E "^(compilation|functional)" "$out.eval.txt" | sed 's/^/   /' || true
     fi
-    progs_left=$((progs_left - NTEST * SAMPLES))
+    progs_left=$((progs_left - EVAL_TASKS * SAMPLES))
 
     label="$row (seed $s)"
     [ "$row" = vanilla ] && out=$RUN/base label="the base model" # one analysis of it, whatever the seed
@@ -185,8 +185,8 @@ done < <(models)
 
 # --- 6. the report -----------------------------------------------------------------------
 say "report: $RUN/results.json, results.md, report.html"
-settings=$(printf '{"preset":"%s","seeds":"%s","families":"%s","style":"%s","model":"%s","seq":%d,"batch":%d,"base_tasks":%d,"ft_tasks":%d,"val_tasks":%d,"test_tasks":%d,"base_steps":%d,"base_lr":%s,"ft_steps":%d,"ft_lr":%s,"window":%d,"samples":%d,"temperature":%s,"max_tokens":%d,"analyzed":%d,"started":"%s","machine":"%s"}' \
-    "$PRESET" "$SEEDS" "$FAMILIES" "$STYLE" "${MODEL[*]}" "$SEQ" "$BATCH" "$NBASE" "$NFT" "$NVAL" "$NTEST" "$BASE_STEPS" "$BASE_LR" \
+settings=$(printf '{"preset":"%s","seeds":"%s","families":"%s","style":"%s","model":"%s","seq":%d,"batch":%d,"base_tasks":%d,"ft_tasks":%d,"val_tasks":%d,"test_tasks":%d,"eval_tasks":%d,"base_steps":%d,"base_lr":%s,"ft_steps":%d,"ft_lr":%s,"window":%d,"samples":%d,"temperature":%s,"max_tokens":%d,"analyzed":%d,"started":"%s","machine":"%s"}' \
+    "$PRESET" "$SEEDS" "$FAMILIES" "$STYLE" "${MODEL[*]}" "$SEQ" "$BATCH" "$NBASE" "$NFT" "$NVAL" "$NTEST" "$EVAL_TASKS" "$BASE_STEPS" "$BASE_LR" \
     "$FT_STEPS" "$FT_LR" "$WINDOW" "$SAMPLES" "$TEMPERATURE" "$MAX_TOKENS" "$ANALYZE" "$(date -u -d @"$T0" +%FT%TZ)" \
     "$(nproc --all) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//; s/"//g')")
 "${PYTHON:-/usr/bin/python3}" data/experiment_report.py "$RUN" --settings "$settings" --seconds $(( $(date +%s) - T0 ))

@@ -127,11 +127,11 @@ def markdown(res, settings, seconds):
     kind = next(iter(res.values()))["metrics"]["all"]["functional@1"]["kind"]
     L = ["# CuSeT in miniature: results", ""]
     L.append("Preset `%s`, seeds %s, %s. Base model: %s, SFT for %s steps on %s tasks; every fine-tuned row: "
-             "%s steps from that checkpoint on %s other tasks, same data order, schedule and seed. Scored on %s "
+             "%s steps from that checkpoint on %s other tasks, same data order, schedule and seed. Scored on the first %s "
              "test tasks (half with held-out parameter combinations): n = %s programs per task at temperature %s. "
              "Numbers are percentages; the spread is the %s." %
              (st.get("preset"), st.get("seeds"), st.get("machine", "?"), st.get("model"), st.get("base_steps"),
-              st.get("base_tasks"), st.get("ft_steps"), st.get("ft_tasks"), st.get("test_tasks"), st.get("samples"),
+              st.get("base_tasks"), st.get("ft_steps"), st.get("ft_tasks"), st.get("eval_tasks", st.get("test_tasks")), st.get("samples"),
               st.get("temperature"), kind))
     if seconds:
         L.append("")
