@@ -341,8 +341,8 @@ static void cuset__attention_check(int B, int T, int C, int NH) {
 
 // qkv (B,T,3C): q | k | v, head h at channels h*hs..(h+1)*hs-1 of each (row stride 3C);
 // out (B,T,C); lse (B,NH,T): log-sum-exp of each query's scaled scores, for the backward.
-void cuset__cuda_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C, int NH,
-                                   cudaStream_t s) {
+static void cuset__cuda_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C, int NH,
+                                          cudaStream_t s) {
     cuset__attention_check(B, T, C, NH);
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
@@ -356,8 +356,9 @@ void cuset__cuda_attention_forward(float *out, float *lse, const float *qkv, int
 
 // dout (B,T,C) -> dqkv (B,T,3C), overwritten (not accumulated); delta (B,NH,T) is scratch.
 // out and lse are the forward pass's.
-void cuset__cuda_attention_backward(float *dqkv, float *delta, const float *dout, const float *qkv, const float *out,
-                                    const float *lse, int B, int T, int C, int NH, cudaStream_t s) {
+static void cuset__cuda_attention_backward(float *dqkv, float *delta, const float *dout, const float *qkv,
+                                           const float *out, const float *lse, int B, int T, int C, int NH,
+                                           cudaStream_t s) {
     cuset__attention_check(B, T, C, NH);
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
