@@ -89,7 +89,7 @@ key_common="preset=$PRESET families=$FAMILIES style=$STYLE model=${MODEL[*]} seq
 
 # --- 0. build ----------------------------------------------------------------------------
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then gpu=(); else gpu=(NVCC=); fi
-bash test/deps.sh build
+bash test/deps.sh eval # the build, and bubblewrap for gen --eval's sandbox
 make -s -j"$JOBS" "${gpu[@]}" all data/corpus
 
 # --- 1. the corpus -----------------------------------------------------------------------
@@ -132,7 +132,7 @@ train_stage() {
 # --- 2. the base model -------------------------------------------------------------------
 say "base model: plain SFT on the base part, $BASE_STEPS steps"
 STEPS_NOW=$BASE_STEPS
-train_stage base "$RUN/base.ckpt" "$key_common base_steps=$BASE_STEPS lr=$BASE_LR" \
+train_stage base "$RUN/base.ckpt" "$(cat "$DATA/ft.jsonl.key") base_steps=$BASE_STEPS lr=$BASE_LR" \
     --data "$DATA/base.jsonl" --val-data "$DATA/val.jsonl" "${MODEL[@]}" --seq "$SEQ" --batch "$BATCH" \
     --objective sft --steps "$BASE_STEPS" --lr "$BASE_LR" --min-lr "$(awk "BEGIN{print $BASE_LR/10}")" \
     --warmup $((BASE_STEPS / 20 + 1)) --val-every 0 --seed 1337

@@ -18,7 +18,8 @@ python3-torch        | test cudabench | py:torch                                
 libopenblas0-pthread | test           | file:/usr/lib/*/openblas-pthread/libopenblas.so.0 | a threaded BLAS, the oracle 10x faster
 python3-scipy        | test cudabench | py:scipy                                          | CUDABench input generators
 python3-pil          | test cudabench | py:PIL                                            | CUDABench input generators
-chromium             | experiment     | cmd:chromium                                      | renders the experiment report to check it
+bubblewrap           | test eval      | cmd:bwrap                                         | the sandbox of generated programs (gen --eval)
+chromium             | report         | cmd:chromium                                      | a screenshot of the experiment's report
 '
 
 present() { # PROBE...: every probe holds
