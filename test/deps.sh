@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one list of what cuset needs from the system (Debian packages), by purpose; make,
 # make test, make quickstart and .ci/run check it through this script.
-#   bash test/deps.sh PURPOSE...     PURPOSE: build, test, cudabench, experiment
+#   bash test/deps.sh PURPOSE...     PURPOSE: build, test, cudabench, eval, report
 # Silent when everything is there. Otherwise, as root, installs what is missing with
 # apt-get and says in one line what and why; not as root, prints the apt-get line to run
 # and exits 1 at once. Every purpose includes build. PYTHON (default /usr/bin/python3) is
@@ -19,7 +19,7 @@ libopenblas0-pthread | test           | file:/usr/lib/*/openblas-pthread/libopen
 python3-scipy        | test cudabench | py:scipy                                          | CUDABench input generators
 python3-pil          | test cudabench | py:PIL                                            | CUDABench input generators
 bubblewrap           | test eval      | cmd:bwrap                                         | the sandbox of generated programs (gen --eval)
-chromium             | report         | cmd:chromium                                      | a screenshot of the experiment's report
+chromium             | report         | cmd:chromium                                      | a screenshot of the experiment report
 '
 
 present() { # PROBE...: every probe holds
