@@ -78,7 +78,7 @@ fuzz-%: test/fuzz_%.c cuset.h $(DATA_H)
 	CUSET_FUZZ_SEED_DIR=test/fuzz/corpus/$* ./test/fuzz/fuzz_$* -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=test/fuzz/ test/fuzz/corpus/$*
 
 # The default corpus of CUDA tasks (data/corpus.c and its families), and the quick start.
-data/corpus: data/corpus.c data/corpus.h $(wildcard data/families_*.c) | deps-build
+data/corpus: data/corpus.c data/corpus.h data/annotate.h $(wildcard data/families_*.c) | deps-build
 	$(CC) -std=gnu11 -O2 -Wall -Wextra -o $@ data/corpus.c -lm
 
 data: data/corpus
@@ -99,6 +99,11 @@ cudabench: emu/nvcc-emu emu/pch/cuemu.h.gch | deps-cudabench
 quickstart:
 	bash data/quickstart.sh
 
+# The paper's comparison in miniature (data/experiment.sh): PRESET=cpu|gpu|smoke (default:
+# gpu with a GPU, else cpu), SEEDS=1,2,3, RUN=DIR (default runs/experiment-PRESET).
+experiment:
+	PRESET="$(PRESET)" SEEDS="$(SEEDS)" RUN="$(RUN)" bash data/experiment.sh
+
 compile-test-split: data
 	bash data/compile_split.sh data/default test
 
@@ -108,4 +113,5 @@ clean:
 
 .PHONY: test-gpu bench-gpu
 .PHONY: deps-build deps-test deps-cudabench
+.PHONY: experiment
 .PHONY: all test bench-cpu bench-tokenizer fuzz data quickstart compile-test-split clean cudabench

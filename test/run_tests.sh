@@ -311,5 +311,62 @@ else
     done
 fi
 
+echo "== make experiment PRESET=smoke: every stage end to end; the tables against gen --eval run by hand"
+# Each row and column of results.json / results.md is there, the report is self-contained,
+# one model's numbers equal a by-hand gen --eval with the same settings (no cache), and
+# the confidence analysis of a checkpoint is recomputed from outside (test/check_analysis.py).
+exp=$TMP/experiment
+if ! OMP_NUM_THREADS=1 PRESET=smoke RUN="$exp" bash data/experiment.sh >"$TMP/experiment.out" 2>&1; then
+    bad "experiment_smoke" "exit $?: $(tail -5 "$TMP/experiment.out")"
+else
+    ok "experiment_smoke ($(grep -o 'done in [0-9ms]*' "$TMP/experiment.out"))"
+    if out=$("$PYTHON" - "$exp" <<'PY' 2>&1
+import json, sys
+run = sys.argv[1]
+r = json.load(open(run + "/results.json"))["rows"]
+md = open(run + "/results.md").read()
+html = open(run + "/report.html").read()
+rows = ["vanilla", "sft", "dft", "profit", "eaft", "asft", "cuset", "cuset_conf_cuda", "cuset_conf_rew"]
+missing = [x for x in rows if x not in r]
+assert not missing, "rows missing from results.json: %s" % missing
+for x in rows:
+    for part in ("all", "seen", "heldout"):
+        for m in ("compile@1", "compile@3", "functional@1", "functional@3"):
+            assert "mean" in r[x]["metrics"][part][m], (x, part, m)
+    assert r[x]["analysis"] and r[x]["families"], x
+    assert x == "vanilla" or r[x]["curve"], "no training curve for " + x
+for col in ("compile pass@1", "compile pass@3", "functional pass@1", "functional pass@3", "held-out",
+            "confidence mask", "CUDA mask", "reweighting", "mean w_n", "KS D"):
+    assert col in md, "results.md lacks the column " + col
+for label in ("SFT", "DFT", "ProFit", "EAFT", "ASFT", "CuSeT", "Vanilla"):
+    assert "| " + label in md, "results.md lacks the row " + label
+assert "<svg" in html and "http://" not in html and "https://" not in html and "src=" not in html, "report.html"
+print("9 rows x 3 parts x 4 metrics, analysis, curves, families; report.html self-contained")
+PY
+    ); then ok "experiment_tables: $out"; else bad "experiment_tables" "$out"; fi
+    # the CuSeT row by hand: the same programs (seeded), the same verdicts
+    ./gen --model "$exp/seed1/cuset.ckpt" --eval "$exp/data/test.jsonl" --samples 3 --k 1,3 --temperature 0.7 \
+        --max-tokens 160 --seed 1 --summary "$TMP/hand.json" --results "$TMP/hand.jsonl" >/dev/null 2>"$TMP/hand.err"
+    if out=$("$PYTHON" - "$exp/results.json" "$TMP/hand.json" <<'PY' 2>&1
+import json, sys
+row = json.load(open(sys.argv[1]))["rows"]["cuset"]["metrics"]
+hand = json.load(open(sys.argv[2]))
+for part in ("all", "seen", "heldout"):
+    for kind in ("compile", "functional"):
+        for k in ("1", "3"):
+            got, want = row[part]["%s@%s" % (kind, k)]["mean"], hand[part][kind][k]
+            assert abs(got - want) < 1e-9, "%s %s@%s: the table says %s, gen --eval by hand %s" % (part, kind, k, got, want)
+print("12 numbers equal")
+PY
+    ); then ok "experiment_equals_gen_eval: $out"; else bad "experiment_equals_gen_eval" "$out $(tail -2 "$TMP/hand.err")"; fi
+    ./gen --model "$exp/base.ckpt" --analyze "$exp/data/val.jsonl" --views 100 --json "$TMP/analysis.json" >/dev/null 2>&1
+    if out=$("$PYTHON" test/check_analysis.py "$TMP/analysis.json" 2>&1); then ok "analysis_recomputed: $out"
+    else bad "analysis_recomputed" "$out"; fi
+    # resumable: a second run finds every stage done
+    if OMP_NUM_THREADS=1 PRESET=smoke RUN="$exp" bash data/experiment.sh >"$TMP/experiment2.out" 2>&1 &&
+       [ "$(grep -c 'done before' "$TMP/experiment2.out")" -ge 27 ]; then ok "experiment_rerun_skips_finished_stages"
+    else bad "experiment_rerun_skips_finished_stages" "$(grep -c 'done before' "$TMP/experiment2.out") stages skipped: $(tail -2 "$TMP/experiment2.out")"; fi
+fi
+
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
