@@ -42,7 +42,7 @@ cpu) # sized for 2 CPU cores: see README, "The experiment"
     FAMILIES=elementwise_binary,convert_float_to_int,convert_int_to_float STYLE=plain
     NBASE=3000 NFT=1000 NVAL=60 NTEST=30
     MODEL=(--layers 4 --heads 4 --embd 128 --ctx 1024 --vocab 2048) SEQ=1024 BATCH=4
-    BASE_STEPS=1200 BASE_LR=2e-3 FT_STEPS=60 FT_LR=5e-4 MAX_TOKENS=1000 ANALYZE=20 EVAL_TASKS=30 ;;
+    BASE_STEPS=1200 BASE_LR=2e-3 FT_STEPS=40 FT_LR=5e-4 MAX_TOKENS=1000 ANALYZE=20 EVAL_TASKS=20 ;;
 gpu) # the whole corpus and a larger model, for one H100/H200-class GPU
     FAMILIES=all STYLE=varied
     NBASE=8000 NFT=2000 NVAL=200 NTEST=100 EVAL_TASKS=100
