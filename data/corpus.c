@@ -20,9 +20,9 @@
 //       lists the families and their parameters
 //
 // One JSON object per line: {"prompt", "completion", "family", "id", "spans": [[start, end,
-// "global"|"device"|"launch"|"dim3"], ...] (byte ranges of the completion), "spec": {"family",
-// "params", "inputs": [{name, dtype, shape, lo, hi, integer, gen}], "outputs": [{name, dtype,
-// shape}], "seed", "atol", "rtol"}, "combo": the parameter combination ("op=relu,n=4096,..."),
+// "global"|"device"|"launch"|"dim3"], ...] (byte ranges of the completion, found by the
+// annotator data/annotate.h), "spec": {"family", "params", "inputs": [{name, dtype, shape,
+// lo, hi, integer, gen}], "outputs": [{name, dtype, shape}], "seed", "atol", "rtol"}, "combo": the parameter combination ("op=relu,n=4096,..."),
 // "heldout": true when that combination never occurs in train/val}. An output passes when |got - expected| <= atol + rtol * |expected|
 // for every element.
 //
@@ -34,6 +34,8 @@
 // instances of seen combinations. Families take turns, so each split covers all of them.
 #define _GNU_SOURCE
 #include "corpus.h"
+#define CUSET_ANNOTATE_IMPLEMENTATION
+#include "annotate.h"
 
 #include <errno.h>
 #include <sys/stat.h>
@@ -129,6 +131,7 @@ static void task_draw(Task *t, const Family *f, Rng *r) {
     t->fam = f;
     style_draw(&t->st, r);
     if (plain_style) style_plain(&t->st);
+    params_draw(t, r);
     f->draw(t, r);
     f->layout(t);
     t->seed = rng_next(r) >> 20; // 44 bits: exact as a JSON number
@@ -195,8 +198,10 @@ static void json_line(Buf *b, const Sample *s, const char *id) {
     buf_puts(b, ",\"id\":");
     json_str(b, id, strlen(id));
     buf_puts(b, ",\"spans\":[");
-    for (int k = 0; k < s->code.nsp; k++)
-        buf_printf(b, "%s[%zu,%zu,\"%s\"]", k ? "," : "", s->code.sp[k].start, s->code.sp[k].end, span_names[s->code.sp[k].kind]);
+    CusetSpan *sp = NULL;
+    size_t nsp = cuset_annotate(s->code.b.s, s->code.b.len, &sp);
+    for (size_t k = 0; k < nsp; k++) buf_printf(b, "%s[%zu,%zu,\"%s\"]", k ? "," : "", sp[k].start, sp[k].end, span_names[sp[k].kind]);
+    arrfree(sp);
     buf_puts(b, "],\"spec\":");
     json_spec(b, &s->t);
     buf_puts(b, ",\"combo\":");

@@ -1,20 +1,20 @@
 // corpus.h - the framework of the CUDA task corpus generator (data/corpus.c).
 //
 // A sample is a CUDA programming task: a five-field prompt, a complete CUDA program as the
-// target, the CUDA-sensitive character spans of that program (METHOD.md item 3, known by
-// construction because every line of code goes through the emitter below), a test spec
-// (inputs with value ranges, outputs, seed, tolerance) and a CPU reference that computes
-// the expected outputs from the inputs.
+// target, the CUDA-sensitive character spans of that program (METHOD.md item 3, found by
+// the annotator, data/annotate.h, in the finished program), a test spec (inputs with value
+// ranges, outputs, seed, tolerance) and a CPU reference that computes the expected outputs
+// from the inputs.
 //
-// A family is a kind of task (unary maps, stencils, reductions, ...). It is a Family
-// descriptor (below) with six functions:
-//   draw      picks the parameters of one instance (sizes, block size, loop style, names,
-//             comment and host-code choices) with the random generator;
+// A family is a kind of task (unary maps, stencils, reductions, ...): a Family descriptor
+// (below) with its parameters (ParamDesc: name, enum values, whether it belongs to the
+// held-out combination, how params_draw draws it) and six functions, in reading order:
+//   draw      after params_draw: what depends on other parameters, and the names;
 //   layout    derives the spec from the parameters: tensor shapes, dtypes, value ranges,
 //             size constants, tolerance. Deterministic: --materialize calls it again on the
 //             parameters stored in the JSONL to rebuild the task;
 //   describe  writes the Task Name and the one-line Task Description;
-//   kernels   writes the device code (__device__ helpers, __global__ kernels);
+//   kernels   writes the device code, from templates of CUDA text (TPL, FRAG below);
 //   launch    writes the host statements that configure and launch the kernel(s);
 //   ref       computes the outputs from the inputs on the CPU.
 // Everything else (the prompt's Input/Output/GPU lines, includes, error checking, reading
@@ -27,9 +27,10 @@
 // Adding families: write data/families_NAME.c with static family functions and a
 // NULL-terminated list `static const Family *const families_NAME[]`, then add one
 // #include and one list entry in corpus.c. All family files share one translation unit,
-// so give every file-level name (enums, tables, functions) a prefix of the file's own. Names of parameters (ParamDesc) are what the
-// JSONL's spec.params holds; parameters marked combo form the "parameter combination"
-// that decides which combinations are held out for the test split.
+// so give every file-level name (enums, tables, functions) a prefix of the file's own.
+// Names of parameters (ParamDesc) are what the JSONL's spec.params holds; parameters
+// marked combo form the "parameter combination" that decides which combinations are held
+// out for the test split.
 #ifndef CORPUS_H
 #define CORPUS_H
 
@@ -93,12 +94,13 @@ static void buf_clear(Buf *b) { b->len = 0; if (b->s) b->s[0] = 0; }
 static void buf_free(Buf *b) { free(b->s); b->s = NULL; b->len = b->cap = 0; }
 static const char *buf_str(const Buf *b) { return b->s ? b->s : ""; }
 
-// A few short-lived formatted strings (a ring of 16), for building arguments inline.
+// Short-lived formatted strings (a ring of 64), for building the arguments of one call
+// (a template's values) inline.
 __attribute__((format(printf, 1, 2)))
 static const char *fmt(const char *f, ...) {
-    static char ring[16][512];
+    static char ring[64][512];
     static int k;
-    char *s = ring[k++ & 15];
+    char *s = ring[k++ & 63];
     va_list ap;
     va_start(ap, f);
     int n = vsnprintf(s, 512, f, ap);
@@ -183,44 +185,25 @@ static float f16_to_f32(uint16_t h) {
 }
 
 // ----------------------------------------------------------------------------
-// Spans (the same numbering as cuset.h's CusetSpanKind)
+// Spans: the annotator (data/annotate.h) finds them in the finished program; these are
+// their names in the JSONL, indexed by CusetSpanKind.
 
-enum { SPAN_GLOBAL = 1, SPAN_DEVICE, SPAN_LAUNCH, SPAN_DIM3 };
 static const char *const span_names[] = { "?", "global", "device", "launch", "dim3" };
-typedef struct { size_t start, end; int kind; } Span;
 
 // ----------------------------------------------------------------------------
-// The emitter: code text plus the CUDA-sensitive spans recorded while writing it.
-// em_line writes one indented line. A span starts where em_span_begin is called and ends
-// where em_span_end is called, so a function definition's span opens right before its
-// first declaration token (after any comment and after the indentation) and closes right
-// after its '}'; a launch's after its ';'. Spans never nest in our programs (no launches
-// or dim3 inside kernels); em_check verifies their shape.
+// The emitter: the program text, written line by line at an indentation level.
 
-#define EM_MAX_SPANS 64
 typedef struct {
     Buf b;
-    Span sp[EM_MAX_SPANS];
-    int nsp;
-    int open;  // index of the open span, or -1
     int ind;   // current indentation level
     int iw;    // spaces per level
 } Emit;
 
 static void em_init(Emit *e, int indent_width) {
     memset(e, 0, sizeof *e);
-    e->open = -1;
     e->iw = indent_width;
 }
 static void em_free(Emit *e) { buf_free(&e->b); }
-static void em_raw(Emit *e, const char *s) { buf_puts(&e->b, s); }
-__attribute__((format(printf, 2, 3)))
-static void em_fmt(Emit *e, const char *f, ...) {
-    va_list ap;
-    va_start(ap, f);
-    buf_vprintf(&e->b, f, ap);
-    va_end(ap);
-}
 static void em_indent(Emit *e) {
     for (int k = 0; k < e->ind * e->iw; k++) buf_putn(&e->b, " ", 1);
 }
@@ -238,52 +221,19 @@ static void em_blank(Emit *e) { buf_putn(&e->b, "\n", 1); }
 static void em_in(Emit *e) { e->ind++; }
 static void em_out(Emit *e) { if (--e->ind < 0) die("emitter: indentation below zero"); }
 
-static void em_span_begin(Emit *e, int kind) {
-    if (e->open >= 0) die("emitter: span opened inside another span");
-    if (e->nsp == EM_MAX_SPANS) die("emitter: too many spans");
-    e->sp[e->nsp].start = e->b.len;
-    e->sp[e->nsp].end = 0;
-    e->sp[e->nsp].kind = kind;
-    e->open = e->nsp++;
-}
-static void em_span_end(Emit *e) {
-    if (e->open < 0) die("emitter: no open span");
-    e->sp[e->open].end = e->b.len;
-    e->open = -1;
-}
-
-// A launch statement `kexpr<<<cfg>>>(args);` on its own line, recorded as a span.
+// A launch statement `kexpr<<<cfg>>>(args);` on its own line.
 static void em_launch(Emit *e, const char *kexpr, const char *cfg, const char *args) {
-    em_indent(e);
-    em_span_begin(e, SPAN_LAUNCH);
-    em_fmt(e, "%s<<<%s>>>(%s);", kexpr, cfg, args);
-    em_span_end(e);
-    em_raw(e, "\n");
+    em_line(e, "%s<<<%s>>>(%s);", kexpr, cfg, args);
 }
-// A dim3 declaration statement `[qual ]dim3 decls;` on its own line, recorded as a span.
+// A dim3 declaration statement `[qual ]dim3 decls;` on its own line.
 static void em_dim3(Emit *e, const char *qual, const char *decls) {
-    em_indent(e);
-    em_span_begin(e, SPAN_DIM3);
-    em_fmt(e, "%s%sdim3 %s;", qual ? qual : "", qual && qual[0] ? " " : "", decls);
-    em_span_end(e);
-    em_raw(e, "\n");
+    em_line(e, "%s%sdim3 %s;", qual ? qual : "", qual && qual[0] ? " " : "", decls);
 }
 
-// Checks every span: in bounds, non-empty, not nested, starting on a non-blank byte and
-// ending with '}' (definitions) or ';' (launches, dim3). Dies on a violation: that is a
-// bug in a family, not in the data.
+// Checks the finished text: indentation back at 0, printable ASCII only. Dies on a
+// violation: that is a bug in a family, not in the data.
 static void em_check(const Emit *e, const char *who) {
-    if (e->open >= 0) die("%s: a span was left open", who);
     if (e->ind != 0) die("%s: indentation ends at %d, not 0", who, e->ind);
-    for (int k = 0; k < e->nsp; k++) {
-        const Span *s = &e->sp[k];
-        if (s->start >= s->end || s->end > e->b.len) die("%s: span %d out of bounds", who, k);
-        if (k && s->start < e->sp[k - 1].end) die("%s: spans %d and %d overlap", who, k - 1, k);
-        char first = e->b.s[s->start], last = e->b.s[s->end - 1];
-        if (first == ' ' || first == '\n' || first == '\t') die("%s: span %d starts on a blank", who, k);
-        char want = s->kind == SPAN_GLOBAL || s->kind == SPAN_DEVICE ? '}' : ';';
-        if (last != want) die("%s: span %d (%s) ends with '%c', not '%c'", who, k, span_names[s->kind], last, want);
-    }
     for (size_t i = 0; i < e->b.len; i++)
         if ((unsigned char)e->b.s[i] >= 0x80 || (e->b.s[i] < 0x20 && e->b.s[i] != '\n'))
             die("%s: non-ASCII or control byte at %zu", who, i);
@@ -359,10 +309,14 @@ typedef struct {
 struct Task;
 struct Host;
 
+// A parameter of a family. pick says how params_draw draws it: "128 256 256 512" one of
+// the listed numbers (a number listed twice is twice as likely), "0..3" a number in the
+// range, "*" one of the enum values; NULL: the family's draw function sets it.
 typedef struct {
     const char *name;            // the key in spec.params
     const char *const *values;   // enum names (NULL-terminated) or NULL for a number
     int combo;                   // part of the held-out parameter combination
+    const char *pick;
 } ParamDesc;
 
 typedef struct Family {
@@ -370,7 +324,7 @@ typedef struct Family {
     const char *summary;
     const ParamDesc *ip;         // terminated by {NULL}
     const char *const *fp;       // float parameter names, NULL-terminated (may be NULL)
-    void (*draw)(struct Task *t, Rng *r);
+    void (*draw)(struct Task *t, Rng *r);   // after params_draw: names, dependent choices
     void (*layout)(struct Task *t);
     void (*describe)(const struct Task *t, Buf *name, Buf *desc);
     void (*kernels)(const struct Task *t, Emit *e);
@@ -409,6 +363,33 @@ static int param_index(const Family *f, const char *name) {
         if (strcmp(f->ip[k].name, name) == 0) return k;
     return -1;
 }
+
+// One number drawn from a list: "128 256 256 512" (a number listed twice is twice as
+// likely) or a range "0..3".
+static int rng_pick(Rng *r, const char *list) {
+    int lo, hi, n = 0;
+    if (sscanf(list, "%d..%d", &lo, &hi) == 2) return rng_int(r, lo, hi);
+    for (const char *p = list + strspn(list, " "); *p; p += strspn(p, " ")) n++, p += strcspn(p, " ");
+    if (n == 0) die("rng_pick: empty list");
+    const char *p = list + strspn(list, " ");
+    for (int k = rng_int(r, 0, n - 1); k > 0; k--) p += strcspn(p, " "), p += strspn(p, " ");
+    return atoi(p);
+}
+// One value of parameter d, drawn as its pick says.
+static int param_pick(const ParamDesc *d, Rng *r) {
+    if (strcmp(d->pick, "*") != 0) return rng_pick(r, d->pick);
+    int n = 0;
+    if (!d->values) die("parameter %s: pick \"*\" needs enum values", d->name);
+    while (d->values[n]) n++;
+    return rng_int(r, 0, n - 1);
+}
+// Draws every parameter of the task's family that has a pick, in the order listed.
+static void params_draw(Task *t, Rng *r) {
+    for (int k = 0; t->fam->ip[k].name; k++)
+        if (t->fam->ip[k].pick) t->p[k] = param_pick(&t->fam->ip[k], r);
+}
+// Sets a name field (tensor, kernel, slug) from a format.
+#define SETNAME(dst, ...) snprintf((dst), sizeof(dst), __VA_ARGS__)
 
 // Tensor setup helpers for layout functions.
 static void tset(Tensor *x, DType dt, int ndim, long d0, long d1) {
@@ -467,26 +448,105 @@ static void em_note(Emit *e, const Task *t, const char *text) {
     if (t->st.verbose) em_line(e, "// %s", text);
 }
 
-// Opens a function definition's span and writes its declaration and '{':
-//   prefix: "template <int BLOCK>\n" or "" (written before the specifiers, inside the span)
+// Writes a function definition's declaration and '{' and indents for its body:
+//   prefix: "template <int BLOCK>\n" or "" (written before the specifiers)
 //   spec:   "__global__ void", "__device__ __forceinline__ float", ...
-// Leaves the emitter indented inside the body.
-static void em_fn_open(Emit *e, const Task *t, int kind, const char *prefix, const char *spec,
-                       const char *name, const char *params) {
+static void em_fn_open(Emit *e, const Task *t, const char *prefix, const char *spec, const char *name,
+                       const char *params) {
     em_indent(e);
-    em_span_begin(e, kind);
-    if (prefix && prefix[0]) em_raw(e, prefix);
-    em_fmt(e, "%s %s(%s)", spec, name, params);
-    em_raw(e, t->st.allman ? "\n{\n" : " {\n");
+    buf_printf(&e->b, "%s%s %s(%s)%s", prefix ? prefix : "", spec, name, params, t->st.allman ? "\n{\n" : " {\n");
     em_in(e);
 }
 static void em_fn_close(Emit *e) {
     em_out(e);
-    em_indent(e);
-    em_raw(e, "}");
-    em_span_end(e);
-    em_raw(e, "\n");
+    em_line(e, "}");
 }
+
+// ----------------------------------------------------------------------------
+// Templates: CUDA text with named placeholders, written as the program reads.
+//
+// A template is text with placeholders $name (or ${name} before an identifier character),
+// indented by 4 spaces per level. The values are given as name, value pairs:
+//     TPL(e, t, "if ($i < n) $out[$i] = $expr;", "i", IDX(t), "out", y, "expr", f);
+// A value may hold several lines (a fragment made with FRAG): its later lines get the
+// indentation of the line the placeholder stands on. A template line whose placeholders
+// are all empty is left out, so optional statements are empty fragments. When written,
+// a level becomes the program's indentation width, and
+//   a line "/// text" is a comment before a function in the program's comment style,
+//   a line "//? text" a comment written only in verbose programs,
+//   a top-level line ending in ") {" (a function's head) puts '{' on its own line in
+//   Allman-style programs.
+
+static const char *tpl_value(const char *const *kv, const char *name, size_t n) {
+    for (int k = 0; kv[k]; k += 2) {
+        if (!kv[k + 1]) die("template: $%s has no value (NULL)", kv[k]);
+        if (strlen(kv[k]) == n && memcmp(kv[k], name, n) == 0) return kv[k + 1];
+    }
+    die("template: no value for $%.*s", (int)n, name);
+}
+// Expands the placeholders of text into out, keeping the template's indentation.
+static void tpl_expand(Buf *out, const char *text, const char *const *kv) {
+    if (*text == '\n') text++;
+    while (*text) {
+        const char *eol = text + strcspn(text, "\n");
+        size_t lead = strspn(text, " "), start = out->len;
+        for (const char *p = text; p < eol; p++) {
+            if (*p != '$') { buf_putn(out, p, 1); continue; }
+            int brace = p[1] == '{';
+            const char *name = p + 1 + brace;
+            size_t n = 0;
+            while ((name[n] >= 'a' && name[n] <= 'z') || (name[n] >= 'A' && name[n] <= 'Z') || (name[n] >= '0' && name[n] <= '9') || name[n] == '_') n++;
+            if (n == 0 || (brace && name[n] != '}')) die("template: bad placeholder at \"%.30s\"", p);
+            const char *v = tpl_value(kv, name, n);
+            if (*v == '\n') v++; // a template used as a value as it is
+            for (; *v && !(v[0] == '\n' && !v[1]); v++) {
+                buf_putn(out, v, 1);
+                if (*v == '\n' && v[1] != '\n') for (size_t k = 0; k < lead; k++) buf_putn(out, " ", 1);
+            }
+            p = name + n + brace - 1;
+        }
+        size_t k = start;
+        while (k < out->len && (out->s[k] == ' ' || out->s[k] == '\n')) k++;
+        if (k == out->len && eol > text + lead) out->len = start; // only empty values: no line
+        else buf_putn(out, "\n", 1);
+        text = *eol ? eol + 1 : eol;
+    }
+}
+// A fragment: the expanded text, for a placeholder of another template (a ring of 32).
+static const char *tpl_frag(const char *text, const char *const *kv) {
+    static Buf ring[32];
+    static int k;
+    Buf *b = &ring[k++ & 31];
+    buf_clear(b);
+    tpl_expand(b, text, kv);
+    return buf_str(b);
+}
+// Writes the expanded template at the emitter's indentation.
+static void tpl_emit(Emit *e, const Task *t, const char *text, const char *const *kv) {
+    Buf b = { 0 };
+    tpl_expand(&b, text, kv);
+    for (const char *line = buf_str(&b); *line;) {
+        const char *eol = line + strcspn(line, "\n");
+        int sp = (int)strspn(line, " "), len = (int)(eol - line) - sp;
+        const char *body = line + sp;
+        e->ind += sp / 4;
+        if (len == 0) em_blank(e);
+        else if (strncmp(body, "///", 3) == 0) em_comment(e, t, fmt("%.*s", len - 4, body + 4), 0);
+        else if (strncmp(body, "//?", 3) == 0) { if (t->st.verbose) em_line(e, "//%.*s", len - 3, body + 3); }
+        else if (sp == 0 && t->st.allman && len > 3 && strncmp(eol - 3, ") {", 3) == 0) {
+            em_line(e, "%.*s", len - 2, body);
+            em_line(e, "{");
+        } else em_line(e, "%*s%.*s", sp % 4, "", len, body);
+        e->ind -= sp / 4;
+        line = *eol ? eol + 1 : eol;
+    }
+    buf_free(&b);
+}
+#define TPL(e, t, text, ...) tpl_emit((e), (t), (text), (const char *const[]){ __VA_ARGS__, NULL })
+#define FRAG(text, ...) tpl_frag((text), (const char *const[]){ __VA_ARGS__, NULL })
+
+// ----------------------------------------------------------------------------
+// Loops and launches
 
 // The global thread index expression "blockIdx.x * blockDim.x + threadIdx.x" (varied).
 static const char *gidx_expr(const Task *t, int size_t_idx) {
@@ -534,6 +594,30 @@ static void loop_close(Emit *e, int loop) {
     em_out(e);
     em_line(e, "}");
 }
+// The same loop as a fragment around body (a fragment too), for templates.
+static const char *const loop_tpl[] = { [LOOP_IF] = R"(
+$const$type $i = $start;
+if ($i < $n) {
+    $body
+}
+)", [LOOP_RETURN] = R"(
+$const$type $i = $start;
+if ($i >= $n) return;
+$body
+)", [LOOP_GRID] = R"(
+$stride_decl
+for ($type $i = $start; $i < $n; $i += $stride) {
+    $body
+}
+)" };
+static const char *loop_frag(const Task *t, int loop, const char *n, const char *body) {
+    const char *ty = t->st.idxtype ? "size_t" : "int", *cast = t->st.idxtype ? "(size_t)" : "";
+    int stride_var = t->st.idxname & 1;
+    return FRAG(loop_tpl[loop], "const", t->st.idxname == 2 ? "const " : "", "type", ty, "i", IDX(t), "n", n, "body", body,
+                "start", gidx_expr(t, t->st.idxtype),
+                "stride_decl", stride_var ? fmt("const %s stride = %sblockDim.x * gridDim.x;", ty, cast) : "",
+                "stride", stride_var ? "stride" : fmt("%sblockDim.x * gridDim.x", cast));
+}
 // The kernel parameter for an element count: "int n" or "size_t n".
 static const char *count_param(const Task *t, const char *name) {
     return fmt("%s %s", t->st.idxtype ? "size_t" : "int", name);
@@ -551,6 +635,7 @@ static const char *flit(double v) {
 }
 // The same number for prompts: 2.5 -> "2.5", 2 -> "2".
 static const char *fnum(double v) { return fmt("%.9g", v); }
+
 
 // ----------------------------------------------------------------------------
 // Host code (generic): includes, error checks, size constants, file I/O, buffers, main
@@ -591,6 +676,14 @@ static const char *count_expr(const Task *t, const Tensor *x) {
 static int is_cpp(const Task *t) { return t->st.host == HOST_CPP; }
 
 // A checked CUDA runtime call as a statement, in the program's error-check style.
+static const char *checked(const Task *t, const char *call) {
+    switch (t->st.check) {
+    case CHECK_MACRO: return fmt("CUDA_CHECK(%s);", call);
+    case CHECK_MACRO2: return fmt("CHECK_CUDA(%s);", call);
+    case CHECK_FUNC: return fmt("check(%s, \"%.*s\");", call, (int)strcspn(call, "("), call);
+    default: return fmt("%s;", call);
+    }
+}
 __attribute__((format(printf, 3, 4)))
 static void host_call(Emit *e, const Task *t, const char *f, ...) {
     char call[400];
@@ -598,26 +691,17 @@ static void host_call(Emit *e, const Task *t, const char *f, ...) {
     va_start(ap, f);
     vsnprintf(call, sizeof call, f, ap);
     va_end(ap);
-    switch (t->st.check) {
-    case CHECK_MACRO: em_line(e, "CUDA_CHECK(%s);", call); break;
-    case CHECK_MACRO2: em_line(e, "CHECK_CUDA(%s);", call); break;
-    case CHECK_FUNC: {
-        char what[64];
-        size_t j = 0;
-        while (call[j] && call[j] != '(' && j < 63) { what[j] = call[j]; j++; }
-        what[j] = 0;
-        em_line(e, "check(%s, \"%s\");", call, what);
-        break;
-    }
-    default: em_line(e, "%s;", call); break;
-    }
+    em_line(e, "%s", checked(t, call));
 }
-// Allocates a device buffer of count elements of ctype (for a family's scratch buffers).
-static void host_dev_alloc(Emit *e, const Task *t, const char *ctype, const char *name, const char *count) {
+// The declaration and allocation of a device buffer of count elements of ctype (a
+// family's scratch buffer), two statements.
+static const char *dev_alloc(const Task *t, const char *ctype, const char *name, const char *count) {
     const char *init = t->st.nullinit == 0 ? " = nullptr" : t->st.nullinit == 1 ? " = NULL" : "";
-    em_line(e, "%s *%s%s;", ctype, name, init);
-    if (t->st.nullinit == 2) host_call(e, t, "cudaMalloc((void **)&%s, %s * sizeof(%s))", name, count, ctype);
-    else host_call(e, t, "cudaMalloc(&%s, %s * sizeof(%s))", name, count, ctype);
+    const char *call = fmt("cudaMalloc(%s&%s, %s * sizeof(%s))", t->st.nullinit == 2 ? "(void **)" : "", name, count, ctype);
+    return fmt("%s *%s%s;\n%s", ctype, name, init, checked(t, call));
+}
+static void host_dev_alloc(Emit *e, const Task *t, const char *ctype, const char *name, const char *count) {
+    TPL(e, t, "$alloc", "alloc", dev_alloc(t, ctype, name, count));
 }
 // After the launches: the launch error and the synchronisation, in the program's style.
 static void host_after_launch(Emit *e, const Task *t) {
@@ -690,37 +774,31 @@ static void emit_includes(Emit *e, const Task *t) {
     em_blank(e);
 }
 
+// The error-check helper of CHECK_MACRO, CHECK_MACRO2 and CHECK_FUNC programs.
+static const char check_macro_tpl[] = R"(
+#define $name(call) \
+    do { \
+        cudaError_t err_ = (call); \
+        if (err_ != cudaSuccess) { \
+            fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(err_), __FILE__, __LINE__); \
+            exit(1); \
+        } \
+    } while (0)
+
+)";
+static const char check_func_tpl[] = R"(
+static void check(cudaError_t err, const char *what) {
+    if (err != cudaSuccess) {
+        fprintf(stderr, "%s failed: %s\n", what, cudaGetErrorString(err));
+        exit(1);
+    }
+}
+
+)";
 static void emit_check_helpers(Emit *e, const Task *t) {
-    switch (t->st.check) {
-    case CHECK_MACRO:
-    case CHECK_MACRO2: {
-        const char *m = t->st.check == CHECK_MACRO ? "CUDA_CHECK" : "CHECK_CUDA";
-        em_line(e, "#define %s(call) \\", m);
-        em_line(e, "    do { \\");
-        em_line(e, "        cudaError_t err_ = (call); \\");
-        em_line(e, "        if (err_ != cudaSuccess) { \\");
-        em_line(e, "            fprintf(stderr, \"CUDA error %%s at %%s:%%d\\n\", cudaGetErrorString(err_), __FILE__, __LINE__); \\");
-        em_line(e, "            exit(1); \\");
-        em_line(e, "        } \\");
-        em_line(e, "    } while (0)");
-        em_blank(e);
-        break;
-    }
-    case CHECK_FUNC:
-        em_line(e, "static void check(cudaError_t err, const char *what) {");
-        em_in(e);
-        em_line(e, "if (err != cudaSuccess) {");
-        em_in(e);
-        em_line(e, "fprintf(stderr, \"%%s failed: %%s\\n\", what, cudaGetErrorString(err));");
-        em_line(e, "exit(1);");
-        em_out(e);
-        em_line(e, "}");
-        em_out(e);
-        em_line(e, "}");
-        em_blank(e);
-        break;
-    default: break;
-    }
+    if (t->st.check == CHECK_MACRO || t->st.check == CHECK_MACRO2)
+        TPL(e, t, check_macro_tpl, "name", t->st.check == CHECK_MACRO ? "CUDA_CHECK" : "CHECK_CUDA");
+    else if (t->st.check == CHECK_FUNC) TPL(e, t, check_func_tpl, NULL);
 }
 
 static void emit_file_sizes(Emit *e, const Task *t) {
@@ -733,78 +811,68 @@ static void emit_file_sizes(Emit *e, const Task *t) {
     em_blank(e);
 }
 
+// The file helpers of HOST_C/HOST_LAUNCHER programs (C stdio) and HOST_CPP programs
+// (templates over std::vector); HOST_INLINE programs read and write in main.
+static const char io_cpp_tpl[] = R"(
+/// Reads count values of type T from a raw binary file.
+template <typename T>
+std::vector<T> read_binary(const std::string &path, size_t count) {
+    std::vector<T> data(count);
+    std::ifstream in(path, std::ios::binary);
+    if (!in.read(reinterpret_cast<char *>(data.data()), count * sizeof(T))) {
+        fprintf(stderr, "cannot read %s\n", path.c_str());
+        exit(1);
+    }
+    return data;
+}
+
+/// Writes the values of v to a raw binary file.
+template <typename T>
+void write_binary(const std::string &path, const std::vector<T> &v) {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char *>(v.data()), v.size() * sizeof(T));
+    if (!out) {
+        fprintf(stderr, "cannot write %s\n", path.c_str());
+        exit(1);
+    }
+}
+
+)";
+static const char io_c_tpl[] = R"(
+/// Reads exactly bytes bytes from path into dst.
+static void $read(const char *path, void *dst, size_t bytes) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "cannot open %s\n", path);
+        exit(1);
+    }
+    size_t got = fread(dst, 1, bytes, f);
+    fclose(f);
+    if (got != bytes) {
+        fprintf(stderr, "%s: expected %zu bytes, read %zu\n", path, bytes, got);
+        exit(1);
+    }
+}
+
+/// Writes bytes bytes from src to path.
+static void $write(const char *path, const void *src, size_t bytes) {
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(src, 1, bytes, f) != bytes) {
+        fprintf(stderr, "cannot write %s\n", path);
+        exit(1);
+    }
+    fclose(f);
+}
+
+)";
+// The names of the C file helpers (two spellings).
+static const char *io_read_name(const Task *t) { return (t->st.devname + t->st.hostname) & 1 ? "read_file" : "load_bin"; }
+static const char *io_write_name(const Task *t) { return (t->st.devname + t->st.hostname) & 1 ? "write_file" : "save_bin"; }
+
 static void emit_io_helpers(Emit *e, const Task *t) {
     if (t->st.host == HOST_INLINE) return;
-    if (is_cpp(t)) {
-        em_comment(e, t, "Reads count values of type T from a raw binary file.", 0);
-        em_line(e, "template <typename T>");
-        em_line(e, "std::vector<T> read_binary(const std::string &path, size_t count) {");
-        em_in(e);
-        em_line(e, "std::vector<T> data(count);");
-        em_line(e, "std::ifstream in(path, std::ios::binary);");
-        em_line(e, "if (!in.read(reinterpret_cast<char *>(data.data()), count * sizeof(T))) {");
-        em_in(e);
-        em_line(e, "fprintf(stderr, \"cannot read %%s\\n\", path.c_str());");
-        em_line(e, "exit(1);");
-        em_out(e);
-        em_line(e, "}");
-        em_line(e, "return data;");
-        em_out(e);
-        em_line(e, "}");
-        em_blank(e);
-        em_comment(e, t, "Writes the values of v to a raw binary file.", 0);
-        em_line(e, "template <typename T>");
-        em_line(e, "void write_binary(const std::string &path, const std::vector<T> &v) {");
-        em_in(e);
-        em_line(e, "std::ofstream out(path, std::ios::binary);");
-        em_line(e, "out.write(reinterpret_cast<const char *>(v.data()), v.size() * sizeof(T));");
-        em_line(e, "if (!out) {");
-        em_in(e);
-        em_line(e, "fprintf(stderr, \"cannot write %%s\\n\", path.c_str());");
-        em_line(e, "exit(1);");
-        em_out(e);
-        em_line(e, "}");
-        em_out(e);
-        em_line(e, "}");
-    } else {
-        int v = (t->st.devname + t->st.hostname) & 1;
-        const char *rd = v ? "read_file" : "load_bin", *wr = v ? "write_file" : "save_bin";
-        em_comment(e, t, "Reads exactly bytes bytes from path into dst.", 0);
-        em_line(e, "static void %s(const char *path, void *dst, size_t bytes) {", rd);
-        em_in(e);
-        em_line(e, "FILE *f = fopen(path, \"rb\");");
-        em_line(e, "if (!f) {");
-        em_in(e);
-        em_line(e, "fprintf(stderr, \"cannot open %%s\\n\", path);");
-        em_line(e, "exit(1);");
-        em_out(e);
-        em_line(e, "}");
-        em_line(e, "size_t got = fread(dst, 1, bytes, f);");
-        em_line(e, "fclose(f);");
-        em_line(e, "if (got != bytes) {");
-        em_in(e);
-        em_line(e, "fprintf(stderr, \"%%s: expected %%zu bytes, read %%zu\\n\", path, bytes, got);");
-        em_line(e, "exit(1);");
-        em_out(e);
-        em_line(e, "}");
-        em_out(e);
-        em_line(e, "}");
-        em_blank(e);
-        em_comment(e, t, "Writes bytes bytes from src to path.", 0);
-        em_line(e, "static void %s(const char *path, const void *src, size_t bytes) {", wr);
-        em_in(e);
-        em_line(e, "FILE *f = fopen(path, \"wb\");");
-        em_line(e, "if (!f || fwrite(src, 1, bytes, f) != bytes) {");
-        em_in(e);
-        em_line(e, "fprintf(stderr, \"cannot write %%s\\n\", path);");
-        em_line(e, "exit(1);");
-        em_out(e);
-        em_line(e, "}");
-        em_line(e, "fclose(f);");
-        em_out(e);
-        em_line(e, "}");
-    }
-    em_blank(e);
+    if (is_cpp(t)) TPL(e, t, io_cpp_tpl, NULL);
+    else TPL(e, t, io_c_tpl, "read", io_read_name(t), "write", io_write_name(t));
 }
 
 static const char *hname(const Task *t, const char *n) {
@@ -850,94 +918,75 @@ static const char *launcher_args(const Task *t, const struct Host *h) {
     return s;
 }
 
-static void emit_main(Emit *e, const Task *t, const struct Host *h) {
-    const Style *s = &t->st;
-    int cpp = is_cpp(t);
-    int v = (s->devname + s->hostname) & 1;
-    const char *rd = v ? "read_file" : "load_bin", *wr = v ? "write_file" : "save_bin";
-    const char *sig = s->mainsig == 0 ? "int main()" : s->mainsig == 1 ? "int main(void)" : "int main(int argc, char **argv)";
-    em_line(e, "%s {", sig);
-    em_in(e);
-    if (s->mainsig == 2) {
-        em_line(e, "(void)argc;");
-        em_line(e, "(void)argv;");
-    }
-    if (s->sizes == SIZES_LOCAL)
-        for (int k = 0; k < t->nsize; k++) em_line(e, "const int %s = %s;", size_name(t, k), size_value(t, k));
-    if (s->bytesvar) {
-        for (int k = 0; k < t->nin; k++)
-            em_line(e, "const size_t %s_bytes = %s * sizeof(%s);", t->in[k].name, count_expr(t, &t->in[k]), dt_ctypes[t->in[k].dt]);
-        for (int k = 0; k < t->nout; k++)
-            em_line(e, "const size_t %s_bytes = %s * sizeof(%s);", t->out[k].name, count_expr(t, &t->out[k]), dt_ctypes[t->out[k].dt]);
-    }
-    em_blank(e);
+// main, part by part: inputs read into host buffers, device buffers, the launch (timed or
+// not), results written, everything freed.
+static const char read_inline_tpl[] = R"(
+$ct *$h = ($ct *)malloc($bytes);
+FILE *f_$x = fopen("$x.bin", "rb");
+if (!f_$x || fread($h, sizeof($ct), $count, f_$x) != (size_t)($count)) {
+    fprintf(stderr, "cannot read $x.bin\n");
+    return 1;
+}
+fclose(f_$x);
+)";
+static const char write_inline_tpl[] = R"(
+FILE *g_$x = fopen("$x.bin", "wb");
+if (!g_$x || fwrite($h, sizeof($ct), $count, g_$x) != (size_t)($count)) {
+    fprintf(stderr, "cannot write $x.bin\n");
+    return 1;
+}
+fclose(g_$x);
+)";
 
-    // host buffers and inputs
-    if (s->cmt != CMT_NONE) em_line(e, "// Inputs from %s", t->nin > 1 ? "their .bin files" : fmt("%s.bin", t->in[0].name));
-    for (int k = 0; k < t->nin; k++) {
-        const Tensor *x = &t->in[k];
-        const char *ct = dt_ctypes[x->dt];
-        if (cpp) {
-            em_line(e, "std::vector<%s> %s = read_binary<%s>(\"%s.bin\", %s);", ct, hname(t, x->name), ct, x->name,
-                    count_expr(t, x));
-        } else if (s->host == HOST_INLINE) {
-            em_line(e, "%s *%s = (%s *)malloc(%s);", ct, hname(t, x->name), ct, bytes_expr(t, x));
-            em_line(e, "FILE *f_%s = fopen(\"%s.bin\", \"rb\");", x->name, x->name);
-            em_line(e, "if (!f_%s || fread(%s, sizeof(%s), %s, f_%s) != (size_t)(%s)) {", x->name, hname(t, x->name), ct,
-                    count_expr(t, x), x->name, count_expr(t, x));
-            em_in(e);
-            em_line(e, "fprintf(stderr, \"cannot read %s.bin\\n\");", x->name);
-            em_line(e, "return 1;");
-            em_out(e);
-            em_line(e, "}");
-            em_line(e, "fclose(f_%s);", x->name);
-        } else {
-            em_line(e, "%s *%s = (%s *)malloc(%s);", ct, hname(t, x->name), ct, bytes_expr(t, x));
-            em_line(e, "%s(\"%s.bin\", %s, %s);", rd, x->name, hname(t, x->name), bytes_expr(t, x));
+static void main_inputs(Emit *e, const Task *t) {
+    if (t->st.cmt != CMT_NONE) em_line(e, "// Inputs from %s", t->nin > 1 ? "their .bin files" : fmt("%s.bin", t->in[0].name));
+    for (int k = 0; k < t->nin + t->nout; k++) {
+        const Tensor *x = k < t->nin ? &t->in[k] : &t->out[k - t->nin];
+        const char *ct = dt_ctypes[x->dt], *hn = hname(t, x->name), *count = count_expr(t, x);
+        if (is_cpp(t) && k < t->nin) em_line(e, "std::vector<%s> %s = read_binary<%s>(\"%s.bin\", %s);", ct, hn, ct, x->name, count);
+        else if (is_cpp(t)) em_line(e, "std::vector<%s> %s(%s);", ct, hn, count);
+        else if (t->st.host == HOST_INLINE && k < t->nin)
+            TPL(e, t, read_inline_tpl, "ct", ct, "h", hn, "bytes", bytes_expr(t, x), "x", x->name, "count", count);
+        else {
+            em_line(e, "%s *%s = (%s *)malloc(%s);", ct, hn, ct, bytes_expr(t, x));
+            if (k < t->nin) em_line(e, "%s(\"%s.bin\", %s, %s);", io_read_name(t), x->name, hn, bytes_expr(t, x));
         }
     }
-    for (int k = 0; k < t->nout; k++) {
-        const Tensor *x = &t->out[k];
-        const char *ct = dt_ctypes[x->dt];
-        if (cpp) em_line(e, "std::vector<%s> %s(%s);", ct, hname(t, x->name), count_expr(t, x));
-        else em_line(e, "%s *%s = (%s *)malloc(%s);", ct, hname(t, x->name), ct, bytes_expr(t, x));
-    }
     em_blank(e);
+}
 
-    // device buffers
-    if (s->cmt != CMT_NONE) em_line(e, "// Device buffers");
-    const char *init = s->nullinit == 0 ? " = nullptr" : s->nullinit == 1 ? " = NULL" : "";
-    if (!cpp && s->nullinit == 0) init = " = NULL";
+static void main_device_buffers(Emit *e, const Task *t, const struct Host *h) {
+    if (t->st.cmt != CMT_NONE) em_line(e, "// Device buffers");
+    const char *init = t->st.nullinit == 0 && is_cpp(t) ? " = nullptr" : t->st.nullinit <= 1 ? " = NULL" : "";
     for (int k = 0; k < t->nin + t->nout; k++) {
         const Tensor *x = k < t->nin ? &t->in[k] : &t->out[k - t->nin];
-        const char *d = k < t->nin ? h->in[k] : h->out[k - t->nin];
-        em_line(e, "%s *%s%s;", dt_ctypes[x->dt], d, init);
+        em_line(e, "%s *%s%s;", dt_ctypes[x->dt], k < t->nin ? h->in[k] : h->out[k - t->nin], init);
     }
     for (int k = 0; k < t->nin + t->nout; k++) {
         const Tensor *x = k < t->nin ? &t->in[k] : &t->out[k - t->nin];
         const char *d = k < t->nin ? h->in[k] : h->out[k - t->nin];
-        if (s->nullinit == 2) host_call(e, t, "cudaMalloc((void **)&%s, %s)", d, bytes_expr(t, x));
-        else host_call(e, t, "cudaMalloc(&%s, %s)", d, bytes_expr(t, x));
+        host_call(e, t, "cudaMalloc(%s&%s, %s)", t->st.nullinit == 2 ? "(void **)" : "", d, bytes_expr(t, x));
     }
     for (int k = 0; k < t->nin; k++)
         host_call(e, t, "cudaMemcpy(%s, %s, %s, cudaMemcpyHostToDevice)", h->in[k], hptr(t, &t->in[k]), bytes_expr(t, &t->in[k]));
     for (int k = 0; k < t->nout; k++)
         if (t->out[k].zero_init) host_call(e, t, "cudaMemset(%s, 0, %s)", h->out[k], bytes_expr(t, &t->out[k]));
     em_blank(e);
+}
 
-    if (s->timing) {
+static void main_launch(Emit *e, const Task *t, const struct Host *h) {
+    if (t->st.timing) {
         em_line(e, "cudaEvent_t start, stop;");
         host_call(e, t, "cudaEventCreate(&start)");
         host_call(e, t, "cudaEventCreate(&stop)");
         host_call(e, t, "cudaEventRecord(start)");
     }
-    if (s->host == HOST_LAUNCHER) {
-        em_line(e, "run_%s(%s);", t->slug, launcher_args(t, h));
-    } else {
-        if (s->cmt != CMT_NONE) em_line(e, "// Launch");
+    if (t->st.host == HOST_LAUNCHER) em_line(e, "run_%s(%s);", t->slug, launcher_args(t, h));
+    else {
+        if (t->st.cmt != CMT_NONE) em_line(e, "// Launch");
         t->fam->launch(t, e, h);
     }
-    if (s->timing) {
+    if (t->st.timing) {
         host_call(e, t, "cudaEventRecord(stop)");
         host_call(e, t, "cudaEventSynchronize(stop)");
         em_line(e, "float ms = 0.0f;");
@@ -946,38 +995,53 @@ static void emit_main(Emit *e, const Task *t, const struct Host *h) {
     }
     host_after_launch(e, t);
     em_blank(e);
+}
 
-    // outputs back and to files
-    if (s->cmt != CMT_NONE) em_line(e, "// Results to %s", t->nout > 1 ? "their .bin files" : fmt("%s.bin", t->out[0].name));
+static void main_outputs(Emit *e, const Task *t, const struct Host *h) {
+    if (t->st.cmt != CMT_NONE) em_line(e, "// Results to %s", t->nout > 1 ? "their .bin files" : fmt("%s.bin", t->out[0].name));
     for (int k = 0; k < t->nout; k++)
         host_call(e, t, "cudaMemcpy(%s, %s, %s, cudaMemcpyDeviceToHost)", hptr(t, &t->out[k]), h->out[k], bytes_expr(t, &t->out[k]));
     for (int k = 0; k < t->nout; k++) {
         const Tensor *x = &t->out[k];
-        if (cpp) em_line(e, "write_binary(\"%s.bin\", %s);", x->name, hname(t, x->name));
-        else if (s->host == HOST_INLINE) {
-            em_line(e, "FILE *g_%s = fopen(\"%s.bin\", \"wb\");", x->name, x->name);
-            em_line(e, "if (!g_%s || fwrite(%s, sizeof(%s), %s, g_%s) != (size_t)(%s)) {", x->name, hname(t, x->name),
-                    dt_ctypes[x->dt], count_expr(t, x), x->name, count_expr(t, x));
-            em_in(e);
-            em_line(e, "fprintf(stderr, \"cannot write %s.bin\\n\");", x->name);
-            em_line(e, "return 1;");
-            em_out(e);
-            em_line(e, "}");
-            em_line(e, "fclose(g_%s);", x->name);
-        } else em_line(e, "%s(\"%s.bin\", %s, %s);", wr, x->name, hname(t, x->name), bytes_expr(t, x));
+        if (is_cpp(t)) em_line(e, "write_binary(\"%s.bin\", %s);", x->name, hname(t, x->name));
+        else if (t->st.host == HOST_INLINE)
+            TPL(e, t, write_inline_tpl, "x", x->name, "h", hname(t, x->name), "ct", dt_ctypes[x->dt], "count", count_expr(t, x));
+        else em_line(e, "%s(\"%s.bin\", %s, %s);", io_write_name(t), x->name, hname(t, x->name), bytes_expr(t, x));
     }
     em_blank(e);
+}
 
-    if (s->timing) {
+static void main_free(Emit *e, const Task *t, const struct Host *h) {
+    if (t->st.timing) {
         host_call(e, t, "cudaEventDestroy(start)");
         host_call(e, t, "cudaEventDestroy(stop)");
     }
     for (int k = 0; k < t->nin; k++) host_call(e, t, "cudaFree(%s)", h->in[k]);
     for (int k = 0; k < t->nout; k++) host_call(e, t, "cudaFree(%s)", h->out[k]);
-    if (!cpp) {
-        for (int k = 0; k < t->nin; k++) em_line(e, "free(%s);", hname(t, t->in[k].name));
-        for (int k = 0; k < t->nout; k++) em_line(e, "free(%s);", hname(t, t->out[k].name));
+    for (int k = 0; !is_cpp(t) && k < t->nin; k++) em_line(e, "free(%s);", hname(t, t->in[k].name));
+    for (int k = 0; !is_cpp(t) && k < t->nout; k++) em_line(e, "free(%s);", hname(t, t->out[k].name));
+}
+
+static void emit_main(Emit *e, const Task *t, const struct Host *h) {
+    const Style *s = &t->st;
+    em_line(e, "%s {", pick3(s->mainsig, "int main()", "int main(void)", "int main(int argc, char **argv)"));
+    em_in(e);
+    if (s->mainsig == 2) {
+        em_line(e, "(void)argc;");
+        em_line(e, "(void)argv;");
     }
+    if (s->sizes == SIZES_LOCAL)
+        for (int k = 0; k < t->nsize; k++) em_line(e, "const int %s = %s;", size_name(t, k), size_value(t, k));
+    for (int k = 0; s->bytesvar && k < t->nin + t->nout; k++) {
+        const Tensor *x = k < t->nin ? &t->in[k] : &t->out[k - t->nin];
+        em_line(e, "const size_t %s_bytes = %s * sizeof(%s);", x->name, count_expr(t, x), dt_ctypes[x->dt]);
+    }
+    em_blank(e);
+    main_inputs(e, t);
+    main_device_buffers(e, t, h);
+    main_launch(e, t, h);
+    main_outputs(e, t, h);
+    main_free(e, t, h);
     if (s->done) em_line(e, "printf(\"%s done\\n\");", t->slug);
     em_line(e, "return 0;");
     em_out(e);

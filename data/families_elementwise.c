@@ -13,15 +13,17 @@ enum { LOOP_VEC4 = LOOP_COUNT };
 
 static const char *const map_loop_names[] = { "if_guard", "early_return", "grid_stride", "vec4", NULL };
 static const char *const map_helper_names[] = { "inline", "device_fn", "forceinline", "static_inline", NULL };
-static const int map_sizes[] = { 1000, 1024, 4096, 10000, 16384, 50000, 65536, 100000, 262144, 1000000, 1048576 };
-static const int map_blocks[] = { 128, 256, 256, 512, 1024 };
-static const int map_caps[] = { 0, 256, 1024, 4096 };
 static const char *const map_fp[] = { "a", "b", NULL };
 
-#define MAP_PARAMS(opnames)                                                                                   \
-    { { "op", opnames, 1 }, { "n", NULL, 1 }, { "block", NULL, 1 }, { "loop", map_loop_names, 1 },            \
-      { "helper", map_helper_names, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 }, { "cap", NULL, 0 },      \
-      { "tname", NULL, 0 }, { "desc", NULL, 0 }, { "fn", NULL, 0 }, { NULL, NULL, 0 } }
+// The parameters of every map family (M_*): the op, size, block and loop are the combination.
+#define MAP_PARAMS(opnames)                                                                                          \
+    { [M_OP] = { "op", opnames, 1, "*" },         [M_N] = { "n", NULL, 1, MAP_SIZES },                              \
+      [M_BLOCK] = { "block", NULL, 1, "128 256 256 512 1024" }, [M_LOOP] = { "loop", map_loop_names, 1, NULL },     \
+      [M_HELPER] = { "helper", map_helper_names, 0, "0 0 0 1 2 3" }, [M_KNAME] = { "kname", NULL, 0, "0..3" },      \
+      [M_NAMES] = { "names", NULL, 0, NULL },     [M_CAP] = { "cap", NULL, 0, "0 256 1024 4096" },                  \
+      [M_TNAME] = { "tname", NULL, 0, "0..2" },   [M_DESC] = { "desc", NULL, 0, "0..2" },                           \
+      [M_FN] = { "fn", NULL, 0, "0..3" },         [M_NP] = { NULL, NULL, 0, NULL } }
+#define MAP_SIZES "1000 1024 4096 10000 16384 50000 65536 100000 262144 1000000 1048576"
 
 // An operation of a map family.
 typedef struct {
@@ -58,27 +60,19 @@ static int map_vec4_ok(const MapOp *o) {
     return o->in_dt[0] == DT_F32;
 }
 
+// After params_draw: the loop style (float4 only where it fits) and the names.
 static void map_draw(Task *t, Rng *r) {
     const MapKind *k = map_kind(t);
-    t->p[M_OP] = rng_int(r, 0, k->nops - 1);
     const MapOp *o = &k->ops[t->p[M_OP]];
-    t->p[M_N] = map_sizes[RPICK(r, map_sizes)];
-    t->p[M_BLOCK] = map_blocks[RPICK(r, map_blocks)];
     t->p[M_LOOP] = rng_int(r, 0, map_vec4_ok(o) && t->p[M_N] % 4 == 0 ? 3 : 2);
-    t->p[M_HELPER] = rng_chance(r, 50) ? 0 : rng_int(r, 1, 3);
-    t->p[M_KNAME] = rng_int(r, 0, 3);
     t->p[M_NAMES] = rng_int(r, 0, k->nnames - 1);
-    t->p[M_CAP] = map_caps[RPICK(r, map_caps)];
-    t->p[M_TNAME] = rng_int(r, 0, 2);
-    t->p[M_DESC] = rng_int(r, 0, 2);
-    t->p[M_FN] = rng_int(r, 0, 3);
     const char *const *nm = k->names[t->p[M_NAMES]];
-    for (int j = 0; j < o->arity; j++) snprintf(t->in[j].name, sizeof t->in[j].name, "%s", nm[j]);
-    snprintf(t->out[0].name, sizeof t->out[0].name, "%s", nm[3]);
-    snprintf(t->kname[0], sizeof t->kname[0], "%s", o->kn[t->p[M_KNAME]]);
+    for (int j = 0; j < o->arity; j++) SETNAME(t->in[j].name, "%s", nm[j]);
+    SETNAME(t->out[0].name, "%s", nm[3]);
+    SETNAME(t->kname[0], "%s", o->kn[t->p[M_KNAME]]);
     static const char *const helper_fmt[] = { "%s_op", "apply_%s", "%s_fn", "dev_%s" };
-    snprintf(t->kname[1], sizeof t->kname[1], helper_fmt[(t->p[M_KNAME] + t->p[M_NAMES]) % 4], o->id);
-    snprintf(t->slug, sizeof t->slug, "%s", o->id);
+    SETNAME(t->kname[1], helper_fmt[(t->p[M_KNAME] + t->p[M_NAMES]) % 4], o->id);
+    SETNAME(t->slug, "%s", o->id);
 }
 
 static void map_layout(Task *t) {
@@ -116,80 +110,78 @@ static void map_describe(const Task *t, Buf *name, Buf *desc) {
     if (t->p[M_LOOP] == LOOP_VEC4) buf_puts(desc, " Use float4 vector loads and stores.");
 }
 
-// The kernels: an optional __device__ helper, then the kernel.
+// The kernels: an optional __device__ helper holding EXPR, then the kernel, whose body
+// is the element loop around one of the statement forms below.
+static const char map_helper_tpl[] = R"(
+/// $task for one element.
+$spec $helper($params) {
+    return $expr;
+}
+
+)";
+static const char map_kernel_tpl[] = R"(
+/// $task: $out[i] = $formula. $how
+__global__ void $kname($params) {
+    $loop
+}
+)";
+static const char map_vec4_tpl[] = R"(
+float4 v = $in[$i];
+$components
+$out[$i] = v;
+)";
+static const char map_locals_tpl[] = R"(
+$locals
+$out[$i] = $expr;
+)";
+
 static void map_kernels(const Task *t, Emit *e) {
     const MapOp *o = map_op(t);
     const MapKind *k = map_kind(t);
-    int loop = t->p[M_LOOP], helper = t->p[M_HELPER];
-    static const char *const opv[3] = { "a", "b", "c" };
-    static const char *const opv1[3] = { "v", "w", "s" };
-    const char *in_ct[3], *out_ct = dt_ctypes[o->out_dt];
-    for (int j = 0; j < o->arity; j++) in_ct[j] = dt_ctypes[o->in_dt[j]];
-
+    int loop = t->p[M_LOOP], vec4 = loop == LOOP_VEC4, helper = t->p[M_HELPER];
+    const char *i = IDX(t), *out = t->out[0].name, *out_ct = dt_ctypes[o->out_dt];
+    const char *const *vn = o->arity == 1 ? (const char *const[]){ "v", "w", "s" } : (const char *const[]){ "a", "b", "c" };
+    char hparams[160] = "", kparams[300] = "", args[200] = "";
+    for (int j = 0; j < o->arity; j++) {
+        const char *ct = dt_ctypes[o->in_dt[j]], *sep = j ? ", " : "";
+        snprintf(hparams + strlen(hparams), sizeof hparams - strlen(hparams), "%s%s %s", sep, ct, vn[j]);
+        snprintf(kparams + strlen(kparams), sizeof kparams - strlen(kparams), "%s, ", ptr_param(t, vec4 ? "float4" : ct, t->in[j].name, 1));
+        snprintf(args + strlen(args), sizeof args - strlen(args), "%s%s[%s]", sep, t->in[j].name, i);
+    }
+    snprintf(kparams + strlen(kparams), sizeof kparams - strlen(kparams), "%s, %s",
+             ptr_param(t, vec4 ? "float4" : out_ct, out, 0), count_param(t, vec4 ? "n4" : "n"));
     if (helper) {
-        char params[160] = "";
-        const char *const *vn = o->arity == 1 ? opv1 : opv;
-        for (int j = 0; j < o->arity; j++)
-            snprintf(params + strlen(params), sizeof params - strlen(params), "%s%s %s", j ? ", " : "", in_ct[j], vn[j]);
         static const char *const spec[] = { "", "__device__ %s", "__device__ __forceinline__ %s", "static __device__ inline %s" };
-        em_comment(e, t, fmt("%s for one element.", o->task[0]), 0);
-        em_fn_open(e, t, SPAN_DEVICE, "", fmt(spec[helper], out_ct), t->kname[1], params);
-        em_line(e, "return %s;", k->expr(t, vn));
-        em_fn_close(e);
-        em_blank(e);
+        TPL(e, t, map_helper_tpl, "task", o->task[0], "spec", fmt(spec[helper], out_ct), "helper", t->kname[1], "params", hparams,
+            "expr", k->expr(t, vn));
     }
 
-    // kernel signature
-    char params[300] = "";
-    const char *nparam = loop == LOOP_VEC4 ? count_param(t, "n4") : count_param(t, "n");
-    for (int j = 0; j < o->arity; j++)
-        snprintf(params + strlen(params), sizeof params - strlen(params), "%s, ",
-                 ptr_param(t, loop == LOOP_VEC4 ? "float4" : in_ct[j], t->in[j].name, 1));
-    snprintf(params + strlen(params), sizeof params - strlen(params), "%s, %s",
-             ptr_param(t, loop == LOOP_VEC4 ? "float4" : out_ct, t->out[0].name, 0), nparam);
-    em_comment(e, t, fmt("%s: %s[i] = %s. %s", o->task[0], t->out[0].name, k->formula(t),
-                         loop == LOOP_GRID ? "Grid-stride loop over the elements." :
-                         loop == LOOP_VEC4 ? "Each thread handles one float4 (four elements)." :
-                         "One thread per element."), 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], params);
-    const char *i = IDX(t);
-    loop_open(e, t, loop == LOOP_VEC4 ? LOOP_IF : loop, loop == LOOP_VEC4 ? "n4" : "n");
-    if (loop == LOOP_VEC4) {
-        em_line(e, "float4 v = %s[%s];", t->in[0].name, i);
-        static const char *const comp[] = { "x", "y", "z", "w" };
-        for (int c = 0; c < 4; c++) {
-            const char *a = fmt("v.%s", comp[c]);
-            const char *args[1] = { a };
-            if (helper) em_line(e, "v.%s = %s(v.%s);", comp[c], t->kname[1], comp[c]);
-            else em_line(e, "v.%s = %s;", comp[c], k->expr(t, args));
-        }
-        em_line(e, "%s[%s] = v;", t->out[0].name, i);
+    const char *body;
+    if (vec4) {
+        Buf c = { 0 };
+        for (const char *comp = "xyzw"; *comp; comp++)
+            buf_printf(&c, "v.%c = %s;\n", *comp, helper ? fmt("%s(v.%c)", t->kname[1], *comp) : k->expr(t, (const char *const[]){ fmt("v.%c", *comp) }));
+        body = FRAG(map_vec4_tpl, "in", t->in[0].name, "i", i, "components", buf_str(&c), "out", out);
+        buf_free(&c);
     } else if (helper) {
-        char args[200] = "";
-        for (int j = 0; j < o->arity; j++)
-            snprintf(args + strlen(args), sizeof args - strlen(args), "%s%s[%s]", j ? ", " : "", t->in[j].name, i);
-        em_note(e, t, "each thread handles its own element");
-        em_line(e, "%s[%s] = %s(%s);", t->out[0].name, i, t->kname[1], args);
-    } else if (o->repeat || t->p[M_FN] == 3) {
+        body = FRAG("//? each thread handles its own element\n$out[$i] = $helper($args);", "out", out, "i", i, "helper", t->kname[1], "args", args);
+    } else if (o->repeat || t->p[M_FN] == 3) { // operands into locals first (no tensor is named va, vb, vc)
         const char *a[3];
-        static const char *const loc[3] = { "va", "vb", "vc" }; // no tensor is named so
+        Buf l = { 0 };
         for (int j = 0; j < o->arity; j++) {
-            const char *v = o->arity == 1 ? "v" : loc[j];
-            em_line(e, "const %s %s = %s[%s];", in_ct[j], v, t->in[j].name, i);
-            a[j] = v;
+            a[j] = o->arity == 1 ? "v" : (const char *const[]){ "va", "vb", "vc" }[j];
+            buf_printf(&l, "const %s %s = %s[%s];\n", dt_ctypes[o->in_dt[j]], a[j], t->in[j].name, i);
         }
-        em_line(e, "%s[%s] = %s;", t->out[0].name, i, k->expr(t, a));
+        body = FRAG(map_locals_tpl, "locals", buf_str(&l), "out", out, "i", i, "expr", k->expr(t, a));
+        buf_free(&l);
     } else {
         const char *a[3];
-        char store[3][64];
-        for (int j = 0; j < o->arity; j++) {
-            snprintf(store[j], sizeof store[j], "%s[%s]", t->in[j].name, i);
-            a[j] = store[j];
-        }
-        em_line(e, "%s[%s] = %s;", t->out[0].name, i, k->expr(t, a));
+        for (int j = 0; j < o->arity; j++) a[j] = fmt("%s[%s]", t->in[j].name, i);
+        body = fmt("%s[%s] = %s;", out, i, k->expr(t, a));
     }
-    loop_close(e, loop == LOOP_VEC4 ? LOOP_IF : loop);
-    em_fn_close(e);
+    TPL(e, t, map_kernel_tpl, "task", o->task[0], "out", out, "formula", k->formula(t), "kname", t->kname[0], "params", kparams,
+        "how", loop == LOOP_GRID ? "Grid-stride loop over the elements." : vec4 ? "Each thread handles one float4 (four elements)." : "One thread per element.",
+        "loop", loop_frag(t, vec4 ? LOOP_IF : loop, vec4 ? "n4" : "n", body));
 }
 
 static void map_launch(const Task *t, Emit *e, const Host *h) {

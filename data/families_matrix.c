@@ -150,39 +150,34 @@ enum { MXTN_DT, MXTN_ROWS, MXTN_COLS, MXTN_MODE, MXTN_BDIM, MXTN_BLOCK, MXTN_MAP
 static const char *const mxtn_modes[] = { "grid_2d", "flat_1d", "grid_stride_2d", NULL };
 static const char *const mxtn_maps[] = { "x_along_cols", "x_along_rows", NULL };
 static const ParamDesc mxtn_params[] = {
-    { "dtype", mx_dtypes, 1 }, { "rows", NULL, 1 }, { "cols", NULL, 1 }, { "mode", mxtn_modes, 1 }, { "bdim", NULL, 1 },
-    { "block", NULL, 1 }, { "map", mxtn_maps, 0 }, { "guard", NULL, 0 }, { "cap", NULL, 0 }, { "dims", NULL, 0 },
-    { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 }, { "dnames", NULL, 0 }, { NULL, NULL, 0 } };
+    [MXTN_DT] = { "dtype", mx_dtypes, 1, "0 0 0 0 0 0 0 1 1 1" }, [MXTN_ROWS] = { "rows", NULL, 1, NULL },
+    [MXTN_COLS] = { "cols", NULL, 1, NULL },     [MXTN_MODE] = { "mode", mxtn_modes, 1, "*" },
+    [MXTN_BDIM] = { "bdim", NULL, 1, NULL },     [MXTN_BLOCK] = { "block", NULL, 1, NULL },
+    [MXTN_MAP] = { "map", mxtn_maps, 0, NULL },  [MXTN_GUARD] = { "guard", NULL, 0, NULL },
+    [MXTN_CAP] = { "cap", NULL, 0, NULL },       [MXTN_DIMS] = { "dims", NULL, 0, "0..3" },
+    [MXTN_KNAME] = { "kname", NULL, 0, "0..3" }, [MXTN_NAMES] = { "names", NULL, 0, "0..5" },
+    [MXTN_TNAME] = { "tname", NULL, 0, "0..2" }, [MXTN_DNAMES] = { "dnames", NULL, 0, "0..3" },
+    [MXTN_NP] = { NULL, NULL, 0, NULL } };
 static const char *const mxtn_names[][2] = { { "in", "out" }, { "src", "dst" }, { "A", "A_t" }, { "mat", "mat_t" },
                                            { "input", "transposed" }, { "a", "b" } };
 static const char *const mxtn_kn[] = { "transpose_naive", "transposeNaive", "transpose_kernel", "naive_transpose" };
 
 static void mxtn_draw(Task *t, Rng *r) {
-    t->p[MXTN_DT] = rng_chance(r, 70) ? 0 : 1;
     mx_draw_rc(r, &t->p[MXTN_ROWS], &t->p[MXTN_COLS], 4096, 4200000);
-    t->p[MXTN_MODE] = rng_int(r, 0, 2);
-    if (t->p[MXTN_MODE] == 1) {
-        t->p[MXTN_BLOCK] = mx_blocks1d[RPICK(r, mx_blocks1d)];
-        t->p[MXTN_BDIM] = 0;
-        t->p[MXTN_GUARD] = rng_int(r, 0, 2); // the loop style of loop_open
-        t->p[MXTN_CAP] = t->p[MXTN_GUARD] == LOOP_GRID ? 1024 * (1 << rng_int(r, 0, 2)) : 0;
-        t->p[MXTN_MAP] = 0;
+    if (t->p[MXTN_MODE] == 1) { // flat 1-D: a loop style of loop_frag
+        t->p[MXTN_BLOCK] = rng_pick(r, "64 128 256 256 512");
+        t->p[MXTN_GUARD] = rng_int(r, 0, 2);
+        t->p[MXTN_CAP] = t->p[MXTN_GUARD] == LOOP_GRID ? rng_pick(r, "1024 2048 4096") : 0;
     } else {
-        t->p[MXTN_BLOCK] = 0;
         t->p[MXTN_BDIM] = rng_int(r, 0, NELEM(mx_bdims) - 1);
         t->p[MXTN_GUARD] = t->p[MXTN_MODE] == 0 ? rng_int(r, 0, 1) : 0;
-        t->p[MXTN_CAP] = t->p[MXTN_MODE] == 2 ? mx_caps[RPICK(r, mx_caps)] : 0;
-        t->p[MXTN_MAP] = rng_chance(r, 75) ? 0 : 1;
+        t->p[MXTN_CAP] = t->p[MXTN_MODE] == 2 ? rng_pick(r, "16 32 64 128") : 0;
+        t->p[MXTN_MAP] = rng_pick(r, "0 0 0 1");
     }
-    t->p[MXTN_DIMS] = rng_int(r, 0, 3);
-    t->p[MXTN_KNAME] = rng_int(r, 0, 3);
-    t->p[MXTN_NAMES] = rng_int(r, 0, NELEM(mxtn_names) - 1);
-    t->p[MXTN_TNAME] = rng_int(r, 0, 2);
-    t->p[MXTN_DNAMES] = rng_int(r, 0, NELEM(mx_dnames) - 1);
-    mx_name(t->in[0].name, sizeof t->in[0].name, mxtn_names[t->p[MXTN_NAMES]][0]);
-    mx_name(t->out[0].name, sizeof t->out[0].name, mxtn_names[t->p[MXTN_NAMES]][1]);
-    mx_name(t->kname[0], sizeof t->kname[0], mxtn_kn[t->p[MXTN_KNAME]]);
-    mx_name(t->slug, sizeof t->slug, "transpose");
+    SETNAME(t->in[0].name, "%s", mxtn_names[t->p[MXTN_NAMES]][0]);
+    SETNAME(t->out[0].name, "%s", mxtn_names[t->p[MXTN_NAMES]][1]);
+    SETNAME(t->kname[0], "%s", mxtn_kn[t->p[MXTN_KNAME]]);
+    SETNAME(t->slug, "transpose");
 }
 
 // The two transpose families (naive and tiled) share the task: in (R, C) float32 or
@@ -223,48 +218,67 @@ static void mxtn_describe(const Task *t, Buf *name, Buf *desc) {
     }
 }
 
+static const char mxtn_kernel_tpl[] = R"(
+/// $y[c][r] = $x[r][c]. $what
+__global__ void $kname($params) {
+    $body
+}
+)";
+static const char *const mxtn_body_tpl[] = { R"(
+$index
+$guarded
+)", R"(
+const int total = $R * $C;
+$loop
+)", R"(
+for (int $outer = blockIdx.y * blockDim.y + threadIdx.y; $outer < $olen; $outer += blockDim.y * gridDim.y) {
+    for (int $inner = blockIdx.x * blockDim.x + threadIdx.x; $inner < $ilen; $inner += blockDim.x * gridDim.x) {
+        $y[col * $R + row] = $x[row * $C + col];
+    }
+}
+)" };
+
+// body under a bounds guard: if (in) { body } (early = 0) or an early return (early = 1).
+static const char *const mx_guard_tpl[] = { R"(
+if ($in) {
+    $body
+}
+)", R"(
+if ($out) return;
+$body
+)" };
+static const char *mx_guard(int early, const char *cond_in, const char *cond_out, const char *body) {
+    return FRAG(mx_guard_tpl[early], "in", cond_in, "out", cond_out, "body", body);
+}
+
+// The 2-D thread coordinates: the column from x, the row from y (or swapped).
+static const char *mx_index2d(const Task *t, const char *rv, const char *cv, int swap) {
+    const char *xs = (t->st.idxname & 1) ? "threadIdx.x + blockIdx.x * blockDim.x" : "blockIdx.x * blockDim.x + threadIdx.x";
+    const char *ys = (t->st.idxname & 1) ? "threadIdx.y + blockIdx.y * blockDim.y" : "blockIdx.y * blockDim.y + threadIdx.y";
+    const char *a = swap ? rv : cv, *b = swap ? cv : rv, *q = t->st.idxname == 3 ? "" : "const ";
+    if (t->st.idxname == 2) return fmt("const int %s = %s, %s = %s;", a, xs, b, ys);
+    return fmt("%sint %s = %s;\n%sint %s = %s;", q, a, xs, q, b, ys);
+}
+
 static void mxtn_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[MXTN_DNAMES]];
-    const char *ct = t->p[MXTN_DT] ? "int" : "float", *x = t->in[0].name, *y = t->out[0].name, *R = dn[0], *C = dn[1];
-    int mode = t->p[MXTN_MODE], sw = t->p[MXTN_MAP];
-    MxSig g = { "" };
-    mxsig_ptr(&g, t, ct, x, 1);
-    mxsig_ptr(&g, t, ct, y, 0);
-    mxsig_int(&g, R);
-    mxsig_int(&g, C);
+    const char *ct = t->p[MXTN_DT] ? "int" : "float", *x = t->in[0].name, *y = t->out[0].name, *R = dn[0], *C = dn[1], *i = IDX(t);
+    int mode = t->p[MXTN_MODE], sw = t->p[MXTN_MAP], early = t->p[MXTN_GUARD];
     static const char *const what[] = {
         "One thread per element: reads are coalesced along a row, writes are strided.",
         "One thread per element of the flat index; row = i / cols, column = i % cols.",
         "2-D grid-stride loops: each thread transposes several elements." };
-    em_comment(e, t, fmt("%s[c][r] = %s[r][c]. %s", y, x, sw && mode != 1 ? "Thread x runs along the input rows, so the writes are coalesced and the reads strided." : what[mode]), 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
-    if (mode == 1) {
-        const char *i = IDX(t);
-        em_line(e, "const int total = %s * %s;", R, C);
-        loop_open(e, t, t->p[MXTN_GUARD], "total");
-        if (t->st.idxtype) em_line(e, "const int r = (int)(%s / %s), c = (int)(%s %% %s);", i, C, i, C);
-        else em_line(e, "const int r = %s / %s, c = %s %% %s;", i, C, i, C);
-        em_line(e, "%s[(size_t)c * %s + r] = %s[%s];", y, R, x, i);
-        loop_close(e, t->p[MXTN_GUARD]);
-    } else if (mode == 0) {
-        mx_idx2d(e, t, "row", "col", sw);
-        mx_guard_open(e, t->p[MXTN_GUARD], fmt("row < %s && col < %s", R, C), fmt("row >= %s || col >= %s", R, C));
-        em_line(e, "%s[col * %s + row] = %s[row * %s + col];", y, R, x, C);
-        mx_guard_close(e, t->p[MXTN_GUARD]);
-    } else {
-        const char *outer = sw ? "col" : "row", *inner = sw ? "row" : "col";
-        const char *ol = sw ? C : R, *il = sw ? R : C;
-        em_line(e, "for (int %s = blockIdx.y * blockDim.y + threadIdx.y; %s < %s; %s += blockDim.y * gridDim.y) {", outer, outer, ol, outer);
-        em_in(e);
-        em_line(e, "for (int %s = blockIdx.x * blockDim.x + threadIdx.x; %s < %s; %s += blockDim.x * gridDim.x) {", inner, inner, il, inner);
-        em_in(e);
-        em_line(e, "%s[col * %s + row] = %s[row * %s + col];", y, R, x, C);
-        em_out(e);
-        em_line(e, "}");
-        em_out(e);
-        em_line(e, "}");
-    }
-    em_fn_close(e);
+    const char *flat = fmt(t->st.idxtype ? "const int r = (int)(%s / %s), c = (int)(%s %% %s);\n%s[(size_t)c * %s + r] = %s[%s];"
+                                         : "const int r = %s / %s, c = %s %% %s;\n%s[(size_t)c * %s + r] = %s[%s];",
+                           i, C, i, C, y, R, x, i);
+    TPL(e, t, mxtn_kernel_tpl, "y", y, "x", x, "kname", t->kname[0],
+        "what", sw && mode != 1 ? "Thread x runs along the input rows, so the writes are coalesced and the reads strided." : what[mode],
+        "params", fmt("%s, %s, int %s, int %s", ptr_param(t, ct, x, 1), ptr_param(t, ct, y, 0), R, C),
+        "body", FRAG(mxtn_body_tpl[mode], "index", mx_index2d(t, "row", "col", sw), "x", x, "y", y, "R", R, "C", C,
+                     "guarded", mode != 0 ? "" : mx_guard(early, fmt("row < %s && col < %s", R, C), fmt("row >= %s || col >= %s", R, C),
+                                                          fmt("%s[col * %s + row] = %s[row * %s + col];", y, R, x, C)),
+                     "loop", mode == 1 ? loop_frag(t, t->p[MXTN_GUARD], "total", flat) : "",
+                     "outer", sw ? "col" : "row", "inner", sw ? "row" : "col", "olen", sw ? C : R, "ilen", sw ? R : C));
 }
 
 static void mxtn_launch(const Task *t, Emit *e, const Host *h) {
@@ -293,29 +307,22 @@ static const Family fam_mx_transpose_naive = { "transpose_naive", "matrix transp
 enum { MXTT_DT, MXTT_ROWS, MXTT_COLS, MXTT_TILE, MXTT_BROWS, MXTT_TDEF, MXTT_DIMS, MXTT_KNAME, MXTT_NAMES, MXTT_TNAME, MXTT_DNAMES, MXTT_VARS, MXTT_NP };
 static const char *const mxtt_tdefs[] = { "define", "template", "constexpr", NULL };
 static const ParamDesc mxtt_params[] = {
-    { "dtype", mx_dtypes, 1 }, { "rows", NULL, 1 }, { "cols", NULL, 1 }, { "tile", NULL, 1 }, { "block_rows", NULL, 1 },
-    { "tdef", mxtt_tdefs, 0 }, { "dims", NULL, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 },
-    { "dnames", NULL, 0 }, { "vars", NULL, 0 }, { NULL, NULL, 0 } };
+    [MXTT_DT] = { "dtype", mx_dtypes, 1, "0 0 0 1" }, [MXTT_ROWS] = { "rows", NULL, 1, NULL },
+    [MXTT_COLS] = { "cols", NULL, 1, NULL },   [MXTT_TILE] = { "tile", NULL, 1, "16 32" },
+    [MXTT_BROWS] = { "block_rows", NULL, 1, "0 8 4 8" }, [MXTT_TDEF] = { "tdef", mxtt_tdefs, 0, "*" },
+    [MXTT_DIMS] = { "dims", NULL, 0, "0..3" }, [MXTT_KNAME] = { "kname", NULL, 0, "0..3" },
+    [MXTT_NAMES] = { "names", NULL, 0, "0..5" }, [MXTT_TNAME] = { "tname", NULL, 0, "0..2" },
+    [MXTT_DNAMES] = { "dnames", NULL, 0, "0..3" }, [MXTT_VARS] = { "vars", NULL, 0, "0..1" },
+    [MXTT_NP] = { NULL, NULL, 0, NULL } };
 static const char *const mxtt_kn[] = { "transpose_shared", "transposeCoalesced", "transpose_tiled", "smem_transpose" };
 
 static void mxtt_draw(Task *t, Rng *r) {
-    t->p[MXTT_DT] = rng_chance(r, 75) ? 0 : 1;
     mx_draw_rc(r, &t->p[MXTT_ROWS], &t->p[MXTT_COLS], 4096, 4200000);
-    t->p[MXTT_TILE] = rng_chance(r, 50) ? 16 : 32;
-    static const int br[] = { 0, 8, 4, 8 }; // 0: the full tile (one element per thread)
-    t->p[MXTT_BROWS] = br[RPICK(r, br)];
-    if (t->p[MXTT_BROWS] == 0) t->p[MXTT_BROWS] = t->p[MXTT_TILE];
-    t->p[MXTT_TDEF] = rng_int(r, 0, 2);
-    t->p[MXTT_DIMS] = rng_int(r, 0, 3);
-    t->p[MXTT_KNAME] = rng_int(r, 0, 3);
-    t->p[MXTT_NAMES] = rng_int(r, 0, NELEM(mxtn_names) - 1);
-    t->p[MXTT_TNAME] = rng_int(r, 0, 2);
-    t->p[MXTT_DNAMES] = rng_int(r, 0, NELEM(mx_dnames) - 1);
-    t->p[MXTT_VARS] = rng_int(r, 0, 1);
-    mx_name(t->in[0].name, sizeof t->in[0].name, mxtn_names[t->p[MXTT_NAMES]][0]);
-    mx_name(t->out[0].name, sizeof t->out[0].name, mxtn_names[t->p[MXTT_NAMES]][1]);
-    mx_name(t->kname[0], sizeof t->kname[0], mxtt_kn[t->p[MXTT_KNAME]]);
-    mx_name(t->slug, sizeof t->slug, "transpose_tiled");
+    if (t->p[MXTT_BROWS] == 0) t->p[MXTT_BROWS] = t->p[MXTT_TILE]; // the full tile: one element per thread
+    SETNAME(t->in[0].name, "%s", mxtn_names[t->p[MXTT_NAMES]][0]);
+    SETNAME(t->out[0].name, "%s", mxtn_names[t->p[MXTT_NAMES]][1]);
+    SETNAME(t->kname[0], "%s", mxtt_kn[t->p[MXTT_KNAME]]);
+    SETNAME(t->slug, "transpose_tiled");
 }
 
 static void mxtt_layout(Task *t) {
@@ -335,57 +342,51 @@ static void mxtt_describe(const Task *t, Buf *name, Buf *desc) {
     if (R % T || C % T) buf_puts(desc, " The sides are not multiples of the tile: guard every load and store.");
 }
 
+static const char mxtt_kernel_tpl[] = R"(
+$defines
+/// Transpose through a shared tile: coalesced reads of $x, coalesced writes of $y. The extra column of the tile puts the elements of a tile column in different banks.
+$template
+__global__ void $kname($params, int $R, int $C) {
+    __shared__ $ct tile[$TD][$TD + 1];
+    int $xv = blockIdx.x * $TD + threadIdx.x;
+    int $yv = blockIdx.y * $TD + threadIdx.y;
+    //? load the tile: thread (tx, ty) reads row y + j, column x
+    $load
+    __syncthreads();
+    //? the transposed block: swap the block indices, read the tile by column
+    $xv = blockIdx.y * $TD + threadIdx.x;
+    $yv = blockIdx.x * $TD + threadIdx.y;
+    $store
+}
+)";
+// One element per thread, or BLOCK_ROWS rows of the tile at a time.
+static const char *const mxtt_move_tpl[] = { R"(
+if ($xv < $xlen && $yv < $ylen) $to = $from;
+)", R"(
+for (int j = 0; j < $TD; j += BLOCK_ROWS) {
+    if ($xv < $xlen && $yv + j < $ylen) $to = $from;
+}
+)" };
+
 static void mxtt_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[MXTT_DNAMES]];
     const char *ct = t->p[MXTT_DT] ? "int" : "float", *x = t->in[0].name, *y = t->out[0].name, *R = dn[0], *C = dn[1];
     int T = t->p[MXTT_TILE], B = t->p[MXTT_BROWS], td = t->p[MXTT_TDEF], full = B == T;
-    const char *TD = td == 1 ? "TILE" : "TILE_DIM", *BR = "BLOCK_ROWS";
-    const char *xv = t->p[MXTT_VARS] ? "x" : "col", *yv = t->p[MXTT_VARS] ? "y" : "row";
-    if (td == 0) {
-        em_line(e, "#define TILE_DIM %d", T);
-        if (!full) em_line(e, "#define BLOCK_ROWS %d", B);
-        em_blank(e);
-    } else if (td == 2) {
-        em_line(e, "constexpr int TILE_DIM = %d;", T);
-        if (!full) em_line(e, "constexpr int BLOCK_ROWS = %d;", B);
-        em_blank(e);
+    const char *TD = td == 1 ? "TILE" : "TILE_DIM", *xv = t->p[MXTT_VARS] ? "x" : "col", *yv = t->p[MXTT_VARS] ? "y" : "row";
+    const char *defines = "";
+    if (td != 1) {
+        const char *f = td == 0 ? "#define %s %d\n" : "constexpr int %s = %d;\n";
+        defines = fmt("%s%s\n", fmt(f, "TILE_DIM", T), full ? "" : fmt(f, "BLOCK_ROWS", B));
     }
-    MxSig g = { "" };
-    mxsig_ptr(&g, t, ct, x, 1);
-    mxsig_ptr(&g, t, ct, y, 0);
-    mxsig_int(&g, R);
-    mxsig_int(&g, C);
-    em_comment(e, t, fmt("Transpose through a shared tile: coalesced reads of %s, coalesced writes of %s. The extra column of the tile "
-                         "puts the elements of a tile column in different banks.", x, y), 0);
-    const char *prefix = td == 1 ? (full ? "template <int TILE>\n" : "template <int TILE, int BLOCK_ROWS>\n") : "";
-    em_fn_open(e, t, SPAN_GLOBAL, prefix, "__global__ void", t->kname[0], g.s);
-    em_line(e, "__shared__ %s tile[%s][%s + 1];", ct, TD, TD);
-    em_line(e, "int %s = blockIdx.x * %s + threadIdx.x;", xv, TD);
-    em_line(e, "int %s = blockIdx.y * %s + threadIdx.y;", yv, TD);
-    em_note(e, t, "load the tile: thread (tx, ty) reads row y + j, column x");
-    if (full) {
-        em_line(e, "if (%s < %s && %s < %s) tile[threadIdx.y][threadIdx.x] = %s[%s * %s + %s];", xv, C, yv, R, x, yv, C, xv);
-    } else {
-        em_line(e, "for (int j = 0; j < %s; j += %s) {", TD, BR);
-        em_in(e);
-        em_line(e, "if (%s < %s && %s + j < %s) tile[threadIdx.y + j][threadIdx.x] = %s[(%s + j) * %s + %s];", xv, C, yv, R, x, yv, C, xv);
-        em_out(e);
-        em_line(e, "}");
-    }
-    em_line(e, "__syncthreads();");
-    em_note(e, t, "the transposed block: swap the block indices, read the tile by column");
-    em_line(e, "%s = blockIdx.y * %s + threadIdx.x;", xv, TD);
-    em_line(e, "%s = blockIdx.x * %s + threadIdx.y;", yv, TD);
-    if (full) {
-        em_line(e, "if (%s < %s && %s < %s) %s[%s * %s + %s] = tile[threadIdx.x][threadIdx.y];", xv, R, yv, C, y, yv, R, xv);
-    } else {
-        em_line(e, "for (int j = 0; j < %s; j += %s) {", TD, BR);
-        em_in(e);
-        em_line(e, "if (%s < %s && %s + j < %s) %s[(%s + j) * %s + %s] = tile[threadIdx.x][threadIdx.y + j];", xv, R, yv, C, y, yv, R, xv);
-        em_out(e);
-        em_line(e, "}");
-    }
-    em_fn_close(e);
+    TPL(e, t, mxtt_kernel_tpl, "defines", defines, "x", x, "y", y, "kname", t->kname[0], "R", R, "C", C, "ct", ct, "TD", TD,
+        "xv", xv, "yv", yv, "params", fmt("%s, %s", ptr_param(t, ct, x, 1), ptr_param(t, ct, y, 0)),
+        "template", td != 1 ? "" : full ? "template <int TILE>" : "template <int TILE, int BLOCK_ROWS>",
+        "load", FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", C, "ylen", R, "TD", TD,
+                     "to", full ? "tile[threadIdx.y][threadIdx.x]" : "tile[threadIdx.y + j][threadIdx.x]",
+                     "from", fmt(full ? "%s[%s * %s + %s]" : "%s[(%s + j) * %s + %s]", x, yv, C, xv)),
+        "store", FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", R, "ylen", C, "TD", TD,
+                      "to", fmt(full ? "%s[%s * %s + %s]" : "%s[(%s + j) * %s + %s]", y, yv, R, xv),
+                      "from", full ? "tile[threadIdx.x][threadIdx.y]" : "tile[threadIdx.x][threadIdx.y + j]"));
 }
 
 static void mxtt_launch(const Task *t, Emit *e, const Host *h) {
@@ -428,9 +429,14 @@ static const char *const mxme_ops[] = { "add", "sub", "mul", "scale", "axpby", N
 static const char *const mxme_modes[] = { "grid_2d", "grid_stride_2d", NULL };
 static const char *const mxme_coefs[] = { "literal", "kernel_arg", NULL };
 static const ParamDesc mxme_params[] = {
-    { "op", mxme_ops, 1 }, { "rows", NULL, 1 }, { "cols", NULL, 1 }, { "mode", mxme_modes, 1 }, { "bdim", NULL, 1 },
-    { "guard", NULL, 0 }, { "cap", NULL, 0 }, { "coef", mxme_coefs, 0 }, { "helper", NULL, 0 }, { "dims", NULL, 0 },
-    { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 }, { "dnames", NULL, 0 }, { NULL, NULL, 0 } };
+    [MXME_OP] = { "op", mxme_ops, 1, "*" },       [MXME_ROWS] = { "rows", NULL, 1, NULL },
+    [MXME_COLS] = { "cols", NULL, 1, NULL },      [MXME_MODE] = { "mode", mxme_modes, 1, "0 0 1" },
+    [MXME_BDIM] = { "bdim", NULL, 1, "0..6" },    [MXME_GUARD] = { "guard", NULL, 0, NULL },
+    [MXME_CAP] = { "cap", NULL, 0, NULL },        [MXME_COEF] = { "coef", mxme_coefs, 0, NULL },
+    [MXME_HELPER] = { "helper", NULL, 0, "0..2" }, [MXME_DIMS] = { "dims", NULL, 0, "0..3" },
+    [MXME_KNAME] = { "kname", NULL, 0, "0..3" },  [MXME_NAMES] = { "names", NULL, 0, "0..4" },
+    [MXME_TNAME] = { "tname", NULL, 0, "0..2" },  [MXME_DNAMES] = { "dnames", NULL, 0, "0..3" },
+    [MXME_NP] = { NULL, NULL, 0, NULL } };
 static const char *const mxme_names[][3] = { { "A", "B", "C" }, { "x", "y", "z" }, { "lhs", "rhs", "out" },
                                            { "mat_a", "mat_b", "result" }, { "P", "Q", "S" } };
 static const char *const mxme_kn[5][4] = { { "matrix_add", "matAdd2D", "add_matrices", "madd_kernel" },
@@ -444,29 +450,20 @@ static const double mxme_betas[] = { 1, -1, 0.5, 2, -2.5 };
 static int mxme_binary(const Task *t) { return t->p[MXME_OP] != 3; }
 
 static void mxme_draw(Task *t, Rng *r) {
-    t->p[MXME_OP] = rng_int(r, 0, 4);
     mx_draw_rc(r, &t->p[MXME_ROWS], &t->p[MXME_COLS], 4096, 4200000);
-    t->p[MXME_MODE] = rng_chance(r, 65) ? 0 : 1;
-    t->p[MXME_BDIM] = rng_int(r, 0, NELEM(mx_bdims) - 1);
     t->p[MXME_GUARD] = t->p[MXME_MODE] == 0 ? rng_int(r, 0, 1) : 0;
-    t->p[MXME_CAP] = t->p[MXME_MODE] == 1 ? mx_caps[RPICK(r, mx_caps)] : 0;
+    t->p[MXME_CAP] = t->p[MXME_MODE] == 1 ? rng_pick(r, "16 32 64 128") : 0;
     t->p[MXME_COEF] = t->p[MXME_OP] >= 3 ? rng_int(r, 0, 1) : 0;
-    t->p[MXME_HELPER] = rng_int(r, 0, 2);
-    t->p[MXME_DIMS] = rng_int(r, 0, 3);
-    t->p[MXME_KNAME] = rng_int(r, 0, 3);
-    t->p[MXME_NAMES] = rng_int(r, 0, NELEM(mxme_names) - 1);
-    t->p[MXME_TNAME] = rng_int(r, 0, 2);
-    t->p[MXME_DNAMES] = rng_int(r, 0, NELEM(mx_dnames) - 1);
     t->f[MX_F_A] = t->p[MXME_OP] >= 3 ? mxme_alphas[RPICK(r, mxme_alphas)] : 0;
     t->f[MX_F_B] = t->p[MXME_OP] == 4 ? mxme_betas[RPICK(r, mxme_betas)] : 0;
     const char *const *nm = mxme_names[t->p[MXME_NAMES]];
-    mx_name(t->in[0].name, sizeof t->in[0].name, nm[0]);
-    if (mxme_binary(t)) mx_name(t->in[1].name, sizeof t->in[1].name, nm[1]);
-    mx_name(t->out[0].name, sizeof t->out[0].name, nm[2]);
-    mx_name(t->kname[0], sizeof t->kname[0], mxme_kn[t->p[MXME_OP]][t->p[MXME_KNAME]]);
     static const char *const hn[] = { "combine", "elem_op", "apply_op", "op2" };
-    mx_name(t->kname[1], sizeof t->kname[1], hn[(t->p[MXME_KNAME] + t->p[MXME_NAMES]) % 4]);
-    mx_name(t->slug, sizeof t->slug, fmt("matrix_%s", mxme_ops[t->p[MXME_OP]]));
+    SETNAME(t->in[0].name, "%s", nm[0]);
+    if (mxme_binary(t)) SETNAME(t->in[1].name, "%s", nm[1]);
+    SETNAME(t->out[0].name, "%s", nm[2]);
+    SETNAME(t->kname[0], "%s", mxme_kn[t->p[MXME_OP]][t->p[MXME_KNAME]]);
+    SETNAME(t->kname[1], "%s", hn[(t->p[MXME_KNAME] + t->p[MXME_NAMES]) % 4]);
+    SETNAME(t->slug, "matrix_%s", mxme_ops[t->p[MXME_OP]]);
 }
 
 static void mxme_layout(Task *t) {
@@ -522,61 +519,51 @@ static void mxme_describe(const Task *t, Buf *name, Buf *desc) {
     else buf_puts(desc, " on a 2-D grid of 2-D thread blocks (dim3) with grid-stride loops over rows and columns.");
 }
 
+static const char mxme_helper_tpl[] = R"(
+/// The operation on one element.
+$spec $helper(float u$v$coefs) {
+    return $formula;
+}
+
+)";
+static const char mxme_kernel_tpl[] = R"(
+/// $c[r][c] = $what
+__global__ void $kname($params) {
+    $body
+}
+)";
+// One thread per element, or grid-stride loops over both dimensions, around the statement.
+static const char *const mxme_body_tpl[] = { R"(
+$index
+$guarded
+)", R"(
+for (int row = blockIdx.y * blockDim.y + threadIdx.y; row < $R; row += blockDim.y * gridDim.y) {
+    for (int col = blockIdx.x * blockDim.x + threadIdx.x; col < $C; col += blockDim.x * gridDim.x) {
+        $stmt
+    }
+}
+)" };
+
 static void mxme_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[MXME_DNAMES]];
     const char *a = t->in[0].name, *b = mxme_binary(t) ? t->in[1].name : NULL, *c = t->out[0].name, *R = dn[0], *C = dn[1];
-    int helper = t->p[MXME_HELPER], coef = t->p[MXME_COEF];
-    if (helper) {
-        em_comment(e, t, "The operation on one element.", 0);
-        MxSig hp = { "" };
-        mxsig_add(&hp, "float u");
-        if (b) mxsig_add(&hp, "float v");
-        if (coef) mxsig_add(&hp, "float alpha");
-        if (coef && t->p[MXME_OP] == 4) mxsig_add(&hp, "float beta");
-        em_fn_open(e, t, SPAN_DEVICE, "", helper == 1 ? "__device__ float" : "__device__ __forceinline__ float", t->kname[1], hp.s);
-        em_line(e, "return %s;", mxme_formula(t, "u", "v", 0));
-        em_fn_close(e);
-        em_blank(e);
-    }
-    MxSig g = { "" };
-    mxsig_ptr(&g, t, "float", a, 1);
-    if (b) mxsig_ptr(&g, t, "float", b, 1);
-    mxsig_ptr(&g, t, "float", c, 0);
-    mxsig_int(&g, R);
-    mxsig_int(&g, C);
-    if (coef) mxsig_add(&g, "float alpha");
-    if (coef && t->p[MXME_OP] == 4) mxsig_add(&g, "float beta");
-    em_comment(e, t, fmt("%s[r][c] = %s; %s", c, mxme_formula(t, fmt("%s[r][c]", a), b ? fmt("%s[r][c]", b) : "", 1),
-                         t->p[MXME_MODE] ? "grid-stride loops in both dimensions." : "one thread per element."), 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
-    const char *val;
-    if (helper) {
-        char args[160];
-        snprintf(args, sizeof args, "%s[idx]%s%s%s%s", a, b ? ", " : "", b ? fmt("%s[idx]", b) : "", coef ? ", alpha" : "",
-                 coef && t->p[MXME_OP] == 4 ? ", beta" : "");
-        val = fmt("%s(%s)", t->kname[1], args);
-    } else val = mxme_formula(t, fmt("%s[idx]", a), b ? fmt("%s[idx]", b) : "", 0);
-    char stmt[300];
-    snprintf(stmt, sizeof stmt, "%s[idx] = %s;", c, val);
-    if (t->p[MXME_MODE] == 0) {
-        mx_idx2d(e, t, "row", "col", 0);
-        mx_guard_open(e, t->p[MXME_GUARD], fmt("row < %s && col < %s", R, C), fmt("row >= %s || col >= %s", R, C));
-        em_line(e, "const int idx = row * %s + col;", C);
-        em_line(e, "%s", stmt);
-        mx_guard_close(e, t->p[MXME_GUARD]);
-    } else {
-        em_line(e, "for (int row = blockIdx.y * blockDim.y + threadIdx.y; row < %s; row += blockDim.y * gridDim.y) {", R);
-        em_in(e);
-        em_line(e, "for (int col = blockIdx.x * blockDim.x + threadIdx.x; col < %s; col += blockDim.x * gridDim.x) {", C);
-        em_in(e);
-        em_line(e, "const int idx = row * %s + col;", C);
-        em_line(e, "%s", stmt);
-        em_out(e);
-        em_line(e, "}");
-        em_out(e);
-        em_line(e, "}");
-    }
-    em_fn_close(e);
+    int helper = t->p[MXME_HELPER];
+    const char *coefs = !t->p[MXME_COEF] ? "" : t->p[MXME_OP] == 4 ? ", float alpha, float beta" : ", float alpha";
+    const char *coef_args = !t->p[MXME_COEF] ? "" : t->p[MXME_OP] == 4 ? ", alpha, beta" : ", alpha";
+    if (helper)
+        TPL(e, t, mxme_helper_tpl, "spec", helper == 1 ? "__device__ float" : "__device__ __forceinline__ float", "helper", t->kname[1],
+            "v", b ? ", float v" : "", "coefs", coefs, "formula", mxme_formula(t, "u", "v", 0));
+    const char *ai = fmt("%s[idx]", a), *bi = b ? fmt("%s[idx]", b) : "";
+    const char *val = helper ? fmt("%s(%s%s%s%s)", t->kname[1], ai, b ? ", " : "", bi, coef_args) : mxme_formula(t, ai, bi, 0);
+    const char *stmt = fmt("const int idx = row * %s + col;\n%s[idx] = %s;", C, c, val);
+    const char *params = fmt("%s, %s%s, int %s, int %s%s", ptr_param(t, "float", a, 1), b ? fmt("%s, ", ptr_param(t, "float", b, 1)) : "",
+                             ptr_param(t, "float", c, 0), R, C, coefs);
+    TPL(e, t, mxme_kernel_tpl, "c", c, "kname", t->kname[0], "params", params,
+        "what", fmt("%s; %s", mxme_formula(t, fmt("%s[r][c]", a), b ? fmt("%s[r][c]", b) : "", 1),
+                    t->p[MXME_MODE] ? "grid-stride loops in both dimensions." : "one thread per element."),
+        "body", FRAG(mxme_body_tpl[t->p[MXME_MODE]], "index", mx_index2d(t, "row", "col", 0), "R", R, "C", C, "stmt", stmt,
+                     "guarded", t->p[MXME_MODE] ? "" : mx_guard(t->p[MXME_GUARD], fmt("row < %s && col < %s", R, C),
+                                                                fmt("row >= %s || col >= %s", R, C), stmt)));
 }
 
 static void mxme_launch(const Task *t, Emit *e, const Host *h) {
@@ -697,33 +684,26 @@ static void mxmm_describe_shapes(Buf *desc, int op, const char *a, const char *b
 enum { MXMN_OP, MXMN_M, MXMN_N, MXMN_K, MXMN_BDIM, MXMN_GUARD, MXMN_ACC, MXMN_DIMS, MXMN_KNAME, MXMN_NAMES, MXMN_TNAME, MXMN_DNAMES, MXMN_VARS, MXMN_NP };
 static const char *const mxmn_accs[] = { "plain", "fmaf", "dot_helper", NULL };
 static const ParamDesc mxmn_params[] = {
-    { "op", mxmm_ops, 1 }, { "m", NULL, 1 }, { "n", NULL, 1 }, { "k", NULL, 1 }, { "bdim", NULL, 1 }, { "guard", NULL, 0 },
-    { "acc", mxmn_accs, 0 }, { "dims", NULL, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 },
-    { "dnames", NULL, 0 }, { "vars", NULL, 0 }, { NULL, NULL, 0 } };
+    [MXMN_OP] = { "op", mxmm_ops, 1, "0 0 0 1 2" }, [MXMN_M] = { "m", NULL, 1, NULL }, [MXMN_N] = { "n", NULL, 1, NULL },
+    [MXMN_K] = { "k", NULL, 1, NULL },            [MXMN_BDIM] = { "bdim", NULL, 1, "0..4" },
+    [MXMN_GUARD] = { "guard", NULL, 0, "0..1" },  [MXMN_ACC] = { "acc", mxmn_accs, 0, "*" },
+    [MXMN_DIMS] = { "dims", NULL, 0, "0..3" },    [MXMN_KNAME] = { "kname", NULL, 0, "0..3" },
+    [MXMN_NAMES] = { "names", NULL, 0, "0..4" },  [MXMN_TNAME] = { "tname", NULL, 0, "0..2" },
+    [MXMN_DNAMES] = { "dnames", NULL, 0, "0..3" }, [MXMN_VARS] = { "vars", NULL, 0, "0..2" },
+    [MXMN_NP] = { NULL, NULL, 0, NULL } };
 static const char *const mxmn_kn[] = { "matmul_naive", "matMulKernel", "gemm_naive", "matrix_multiply" };
 static const char *const mxmn_vars[][3] = { { "row", "col", "p" }, { "r", "c", "kk" }, { "i", "j", "e" } };
 
 static void mxmn_draw(Task *t, Rng *r) {
-    t->p[MXMN_OP] = rng_chance(r, 60) ? 0 : rng_int(r, 1, 2);
-    mxmm_draw_mnk(r, mxmm_sides, NELEM(mxmm_sides), &t->p[MXMN_M], &t->p[MXMN_N], &t->p[MXMN_K], 140000000L);
-    static const int bd[] = { 0, 1, 2, 3, 4 };
-    t->p[MXMN_BDIM] = bd[RPICK(r, bd)];
-    t->p[MXMN_GUARD] = rng_int(r, 0, 1);
-    t->p[MXMN_ACC] = rng_int(r, 0, 2);
-    t->p[MXMN_DIMS] = rng_int(r, 0, 3);
-    t->p[MXMN_KNAME] = rng_int(r, 0, 3);
-    t->p[MXMN_NAMES] = rng_int(r, 0, NELEM(mxmm_names) - 1);
-    t->p[MXMN_TNAME] = rng_int(r, 0, 2);
-    t->p[MXMN_DNAMES] = rng_int(r, 0, NELEM(mxmm_dnames) - 1);
-    t->p[MXMN_VARS] = rng_int(r, 0, 2);
-    const char *const *nm = mxmm_names[t->p[MXMN_NAMES]];
-    mx_name(t->in[0].name, sizeof t->in[0].name, nm[0]);
-    mx_name(t->in[1].name, sizeof t->in[1].name, nm[1]);
-    mx_name(t->out[0].name, sizeof t->out[0].name, nm[2]);
-    mx_name(t->kname[0], sizeof t->kname[0], mxmn_kn[t->p[MXMN_KNAME]]);
     static const char *const hn[] = { "dot_strided", "strided_dot", "dotProduct", "dot" };
-    mx_name(t->kname[1], sizeof t->kname[1], hn[t->p[MXMN_KNAME]]);
-    mx_name(t->slug, sizeof t->slug, "matmul");
+    mxmm_draw_mnk(r, mxmm_sides, NELEM(mxmm_sides), &t->p[MXMN_M], &t->p[MXMN_N], &t->p[MXMN_K], 140000000L);
+    const char *const *nm = mxmm_names[t->p[MXMN_NAMES]];
+    SETNAME(t->in[0].name, "%s", nm[0]);
+    SETNAME(t->in[1].name, "%s", nm[1]);
+    SETNAME(t->out[0].name, "%s", nm[2]);
+    SETNAME(t->kname[0], "%s", mxmn_kn[t->p[MXMN_KNAME]]);
+    SETNAME(t->kname[1], "%s", hn[t->p[MXMN_KNAME]]);
+    SETNAME(t->slug, "matmul");
 }
 
 static void mxmn_layout(Task *t) {
@@ -739,52 +719,49 @@ static void mxmn_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(desc, " One thread per output element on a 2-D grid of 2-D blocks (dim3), each thread looping over the shared dimension in global memory.");
 }
 
+static const char mxmn_helper_tpl[] = R"(
+/// Dot product of len elements of u (stride su) and v (stride sv).
+$spec $helper(const float *u, int su, const float *v, int sv, int len) {
+    float s = 0.0f;
+    for (int q = 0; q < len; ++q) s += u[q * su] * v[q * sv];
+    return s;
+}
+
+)";
+static const char mxmn_kernel_tpl[] = R"(
+/// One thread computes $c[$row][$col] as a dot product over the $k dimension.
+__global__ void $kname($params, int $m, int $n, int $k) {
+    $index
+    $guarded
+}
+)";
+static const char mxmn_loop_tpl[] = R"(
+float acc = 0.0f;
+for (int $p = 0; $p < $k; ++$p) {
+    $step
+}
+$c[$row * $n + $col] = acc;
+)";
+
 static void mxmn_kernels(const Task *t, Emit *e) {
     const char *const *dn = mxmm_dnames[t->p[MXMN_DNAMES]], *const *v = mxmn_vars[t->p[MXMN_VARS]];
     const char *a = t->in[0].name, *b = t->in[1].name, *c = t->out[0].name, *m = dn[0], *n = dn[1], *k = dn[2];
-    const char *row = v[0], *col = v[1], *p = v[2];
+    const char *row = v[0], *col = v[1], *p = v[2], *h = t->kname[1];
     int op = t->p[MXMN_OP], acc = t->p[MXMN_ACC];
-    if (acc == 2) {
-        em_comment(e, t, "Dot product of len elements of u (stride su) and v (stride sv).", 0);
-        em_fn_open(e, t, SPAN_DEVICE, "", t->p[MXMN_KNAME] & 1 ? "__device__ __forceinline__ float" : "__device__ float", t->kname[1],
-                   "const float *u, int su, const float *v, int sv, int len");
-        em_line(e, "float s = 0.0f;");
-        em_line(e, "for (int q = 0; q < len; ++q) s += u[q * su] * v[q * sv];");
-        em_line(e, "return s;");
-        em_fn_close(e);
-        em_blank(e);
-    }
-    MxSig g = { "" };
-    mxsig_ptr(&g, t, "float", a, 1);
-    mxsig_ptr(&g, t, "float", b, 1);
-    mxsig_ptr(&g, t, "float", c, 0);
-    mxsig_int(&g, m);
-    mxsig_int(&g, n);
-    mxsig_int(&g, k);
-    em_comment(e, t, fmt("One thread computes %s[%s][%s] as a dot product over the %s dimension.", c, row, col, k), 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
-    mx_idx2d(e, t, row, col, 0);
-    mx_guard_open(e, t->p[MXMN_GUARD], fmt("%s < %s && %s < %s", row, m, col, n), fmt("%s >= %s || %s >= %s", row, m, col, n));
+    if (acc == 2)
+        TPL(e, t, mxmn_helper_tpl, "spec", t->p[MXMN_KNAME] & 1 ? "__device__ __forceinline__ float" : "__device__ float", "helper", h);
     const char *ai = op == 2 ? fmt("%s[%s * %s + %s]", a, p, m, row) : fmt("%s[%s * %s + %s]", a, row, k, p);
     const char *bi = op == 1 ? fmt("%s[%s * %s + %s]", b, col, k, p) : fmt("%s[%s * %s + %s]", b, p, n, col);
-    if (acc == 2) {
-        const char *call;
-        if (op == 0) call = fmt("%s(%s + %s * %s, 1, %s + %s, %s, %s)", t->kname[1], a, row, k, b, col, n, k);
-        else if (op == 1) call = fmt("%s(%s + %s * %s, 1, %s + %s * %s, 1, %s)", t->kname[1], a, row, k, b, col, k, k);
-        else call = fmt("%s(%s + %s, %s, %s + %s, %s, %s)", t->kname[1], a, row, m, b, col, n, k);
-        em_line(e, "%s[%s * %s + %s] = %s;", c, row, n, col, call);
-    } else {
-        em_line(e, "float acc = 0.0f;");
-        em_line(e, "for (int %s = 0; %s < %s; ++%s) {", p, p, k, p);
-        em_in(e);
-        if (acc == 1) em_line(e, "acc = fmaf(%s, %s, acc);", ai, bi);
-        else em_line(e, "acc += %s * %s;", ai, bi);
-        em_out(e);
-        em_line(e, "}");
-        em_line(e, "%s[%s * %s + %s] = acc;", c, row, n, col);
-    }
-    mx_guard_close(e, t->p[MXMN_GUARD]);
-    em_fn_close(e);
+    const char *call = op == 0 ? fmt("%s(%s + %s * %s, 1, %s + %s, %s, %s)", h, a, row, k, b, col, n, k)
+                     : op == 1 ? fmt("%s(%s + %s * %s, 1, %s + %s * %s, 1, %s)", h, a, row, k, b, col, k, k)
+                               : fmt("%s(%s + %s, %s, %s + %s, %s, %s)", h, a, row, m, b, col, n, k);
+    const char *body = acc == 2 ? fmt("%s[%s * %s + %s] = %s;", c, row, n, col, call)
+        : FRAG(mxmn_loop_tpl, "p", p, "k", k, "c", c, "row", row, "n", n, "col", col,
+               "step", acc == 1 ? fmt("acc = fmaf(%s, %s, acc);", ai, bi) : fmt("acc += %s * %s;", ai, bi));
+    TPL(e, t, mxmn_kernel_tpl, "c", c, "row", row, "col", col, "k", k, "m", m, "n", n, "kname", t->kname[0],
+        "params", fmt("%s, %s, %s", ptr_param(t, "float", a, 1), ptr_param(t, "float", b, 1), ptr_param(t, "float", c, 0)),
+        "index", mx_index2d(t, row, col, 0),
+        "guarded", mx_guard(t->p[MXMN_GUARD], fmt("%s < %s && %s < %s", row, m, col, n), fmt("%s >= %s || %s >= %s", row, m, col, n), body));
 }
 
 static void mxmn_launch(const Task *t, Emit *e, const Host *h) {
@@ -808,35 +785,28 @@ enum { MXMT_M, MXMT_N, MXMT_K, MXMT_ALIGNED, MXMT_TILE, MXMT_CHECKS, MXMT_TDEF, 
        MXMT_DNAMES, MXMT_SHN, MXMT_NP };
 static const char *const mxmt_tdefs[] = { "define", "template", "constexpr", NULL };
 static const ParamDesc mxmt_params[] = {
-    { "m", NULL, 1 }, { "n", NULL, 1 }, { "k", NULL, 1 }, { "aligned", NULL, 1 }, { "tile", NULL, 1 }, { "checks", NULL, 1 },
-    { "tdef", mxmt_tdefs, 0 }, { "loop", NULL, 0 }, { "unroll", NULL, 0 }, { "dims", NULL, 0 }, { "kname", NULL, 0 },
-    { "names", NULL, 0 }, { "tname", NULL, 0 }, { "dnames", NULL, 0 }, { "shnames", NULL, 0 }, { NULL, NULL, 0 } };
+    [MXMT_M] = { "m", NULL, 1, NULL },          [MXMT_N] = { "n", NULL, 1, NULL },          [MXMT_K] = { "k", NULL, 1, NULL },
+    [MXMT_ALIGNED] = { "aligned", NULL, 1, "0..1" }, [MXMT_TILE] = { "tile", NULL, 1, "8 16 16 32" },
+    [MXMT_CHECKS] = { "checks", NULL, 1, NULL }, [MXMT_TDEF] = { "tdef", mxmt_tdefs, 0, "*" },
+    [MXMT_LOOP] = { "loop", NULL, 0, "0..1" },  [MXMT_UNROLL] = { "unroll", NULL, 0, "0..1" },
+    [MXMT_DIMS] = { "dims", NULL, 0, "0..3" },  [MXMT_KNAME] = { "kname", NULL, 0, "0..3" },
+    [MXMT_NAMES] = { "names", NULL, 0, "0..4" }, [MXMT_TNAME] = { "tname", NULL, 0, "0..2" },
+    [MXMT_DNAMES] = { "dnames", NULL, 0, "0..3" }, [MXMT_SHN] = { "shnames", NULL, 0, "0..3" },
+    [MXMT_NP] = { NULL, NULL, 0, NULL } };
 static const char *const mxmt_kn[] = { "matmul_tiled", "matMulShared", "gemm_tiled", "tiled_matmul" };
 static const char *const mxmt_shn[][2] = { { "As", "Bs" }, { "tile_a", "tile_b" }, { "sA", "sB" }, { "a_tile", "b_tile" } };
 static const char *const mxmt_macros[] = { "TILE", "TILE_SIZE", "BLOCK_SIZE", "TILE_WIDTH" };
 
 static void mxmt_draw(Task *t, Rng *r) {
-    static const int tiles[] = { 8, 16, 16, 32 };
-    t->p[MXMT_ALIGNED] = rng_int(r, 0, 1);
     if (t->p[MXMT_ALIGNED]) mxmm_draw_mnk(r, mxmm_aligned, NELEM(mxmm_aligned), &t->p[MXMT_M], &t->p[MXMT_N], &t->p[MXMT_K], 140000000L);
     else mxmm_draw_mnk(r, mxmm_ragged, NELEM(mxmm_ragged), &t->p[MXMT_M], &t->p[MXMT_N], &t->p[MXMT_K], 140000000L);
-    t->p[MXMT_TILE] = tiles[RPICK(r, tiles)];
     t->p[MXMT_CHECKS] = t->p[MXMT_ALIGNED] ? rng_int(r, 0, 1) : 1;
-    t->p[MXMT_TDEF] = rng_int(r, 0, 2);
-    t->p[MXMT_LOOP] = rng_int(r, 0, 1);
-    t->p[MXMT_UNROLL] = rng_int(r, 0, 1);
-    t->p[MXMT_DIMS] = rng_int(r, 0, 3);
-    t->p[MXMT_KNAME] = rng_int(r, 0, 3);
-    t->p[MXMT_NAMES] = rng_int(r, 0, NELEM(mxmm_names) - 1);
-    t->p[MXMT_TNAME] = rng_int(r, 0, 2);
-    t->p[MXMT_DNAMES] = rng_int(r, 0, NELEM(mxmm_dnames) - 1);
-    t->p[MXMT_SHN] = rng_int(r, 0, 3);
     const char *const *nm = mxmm_names[t->p[MXMT_NAMES]];
-    mx_name(t->in[0].name, sizeof t->in[0].name, nm[0]);
-    mx_name(t->in[1].name, sizeof t->in[1].name, nm[1]);
-    mx_name(t->out[0].name, sizeof t->out[0].name, nm[2]);
-    mx_name(t->kname[0], sizeof t->kname[0], mxmt_kn[t->p[MXMT_KNAME]]);
-    mx_name(t->slug, sizeof t->slug, "matmul_tiled");
+    SETNAME(t->in[0].name, "%s", nm[0]);
+    SETNAME(t->in[1].name, "%s", nm[1]);
+    SETNAME(t->out[0].name, "%s", nm[2]);
+    SETNAME(t->kname[0], "%s", mxmt_kn[t->p[MXMT_KNAME]]);
+    SETNAME(t->slug, "matmul_tiled");
 }
 
 static void mxmt_layout(Task *t) { mxmm_layout_common(t, 0, mxmm_dnames[t->p[MXMT_DNAMES]], t->p[MXMT_M], t->p[MXMT_N], t->p[MXMT_K]); }
@@ -852,66 +822,48 @@ static void mxmt_describe(const Task *t, Buf *name, Buf *desc) {
     else buf_puts(desc, " Keep bounds checks on the loads and the store so the kernel also works for other sizes.");
 }
 
+static const char mxmt_kernel_tpl[] = R"(
+$define
+/// $c = $a * $b with $TL x $TL tiles of both inputs staged in shared memory; one thread per output element.
+$template
+__global__ void $kname($params, int $m, int $n, int $k) {
+    __shared__ float $sa[$TL][$TL];
+    __shared__ float $sb[$TL][$TL];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int row = blockIdx.y * $TL + ty;
+    const int col = blockIdx.x * $TL + tx;
+    float acc = 0.0f;
+    $tile_loop {
+        $base
+        //? each thread loads one element of each tile (zero outside the matrices)
+        $load_a
+        $load_b
+        __syncthreads();
+        $unroll
+        for (int e = 0; e < $TL; ++e) acc += $sa[ty][e] * $sb[e][tx];
+        __syncthreads();
+    }
+    $store
+}
+)";
+
 static void mxmt_kernels(const Task *t, Emit *e) {
     const char *const *dn = mxmm_dnames[t->p[MXMT_DNAMES]], *const *sh = mxmt_shn[t->p[MXMT_SHN]];
     const char *a = t->in[0].name, *b = t->in[1].name, *c = t->out[0].name, *m = dn[0], *n = dn[1], *k = dn[2];
-    int T = t->p[MXMT_TILE], td = t->p[MXMT_TDEF], chk = t->p[MXMT_CHECKS];
-    const char *TL = td == 1 ? "TILE" : mxmt_macros[t->p[MXMT_KNAME]];
-    if (td == 0) {
-        em_line(e, "#define %s %d", TL, T);
-        em_blank(e);
-    } else if (td == 2) {
-        em_line(e, "constexpr int %s = %d;", TL, T);
-        em_blank(e);
-    }
-    MxSig g = { "" };
-    mxsig_ptr(&g, t, "float", a, 1);
-    mxsig_ptr(&g, t, "float", b, 1);
-    mxsig_ptr(&g, t, "float", c, 0);
-    mxsig_int(&g, m);
-    mxsig_int(&g, n);
-    mxsig_int(&g, k);
-    em_comment(e, t, fmt("%s = %s * %s with %s x %s tiles of both inputs staged in shared memory; one thread per output element.", c, a, b, TL, TL), 0);
-    em_fn_open(e, t, SPAN_GLOBAL, td == 1 ? "template <int TILE>\n" : "", "__global__ void", t->kname[0], g.s);
-    em_line(e, "__shared__ float %s[%s][%s];", sh[0], TL, TL);
-    em_line(e, "__shared__ float %s[%s][%s];", sh[1], TL, TL);
-    em_line(e, "const int tx = threadIdx.x, ty = threadIdx.y;");
-    em_line(e, "const int row = blockIdx.y * %s + ty;", TL);
-    em_line(e, "const int col = blockIdx.x * %s + tx;", TL);
-    em_line(e, "float acc = 0.0f;");
-    const char *t0;
-    if (t->p[MXMT_LOOP] == 0) {
-        t0 = "t0";
-        em_line(e, "for (int t0 = 0; t0 < %s; t0 += %s) {", k, TL);
-    } else {
-        t0 = fmt("tt * %s", TL);
-        em_line(e, "const int num_tiles = (%s + %s - 1) / %s;", k, TL, TL);
-        em_line(e, "for (int tt = 0; tt < num_tiles; ++tt) {");
-    }
-    em_in(e);
-    char t0s[40];
-    snprintf(t0s, sizeof t0s, "%s", t0);
-    if (t->p[MXMT_LOOP] == 1) {
-        em_line(e, "const int base = %s;", t0s);
-        snprintf(t0s, sizeof t0s, "base");
-    }
-    em_note(e, t, "each thread loads one element of each tile (zero outside the matrices)");
-    if (chk) {
-        em_line(e, "%s[ty][tx] = (row < %s && %s + tx < %s) ? %s[row * %s + %s + tx] : 0.0f;", sh[0], m, t0s, k, a, k, t0s);
-        em_line(e, "%s[ty][tx] = (%s + ty < %s && col < %s) ? %s[(%s + ty) * %s + col] : 0.0f;", sh[1], t0s, k, n, b, t0s, n);
-    } else {
-        em_line(e, "%s[ty][tx] = %s[row * %s + %s + tx];", sh[0], a, k, t0s);
-        em_line(e, "%s[ty][tx] = %s[(%s + ty) * %s + col];", sh[1], b, t0s, n);
-    }
-    em_line(e, "__syncthreads();");
-    if (t->p[MXMT_UNROLL]) em_line(e, "#pragma unroll");
-    em_line(e, "for (int e = 0; e < %s; ++e) acc += %s[ty][e] * %s[e][tx];", TL, sh[0], sh[1]);
-    em_line(e, "__syncthreads();");
-    em_out(e);
-    em_line(e, "}");
-    if (chk) em_line(e, "if (row < %s && col < %s) %s[row * %s + col] = acc;", m, n, c, n);
-    else em_line(e, "%s[row * %s + col] = acc;", c, n);
-    em_fn_close(e);
+    int T = t->p[MXMT_TILE], td = t->p[MXMT_TDEF], chk = t->p[MXMT_CHECKS], counted = t->p[MXMT_LOOP];
+    const char *TL = td == 1 ? "TILE" : mxmt_macros[t->p[MXMT_KNAME]], *t0 = counted ? "base" : "t0";
+    const char *la = fmt("%s[row * %s + %s + tx]", a, k, t0), *lb = fmt("%s[(%s + ty) * %s + col]", b, t0, n);
+    TPL(e, t, mxmt_kernel_tpl, "c", c, "a", a, "b", b, "m", m, "n", n, "k", k, "TL", TL, "sa", sh[0], "sb", sh[1], "kname", t->kname[0],
+        "define", td == 0 ? fmt("#define %s %d\n\n", TL, T) : td == 2 ? fmt("constexpr int %s = %d;\n\n", TL, T) : "",
+        "template", td == 1 ? "template <int TILE>" : "",
+        "params", fmt("%s, %s, %s", ptr_param(t, "float", a, 1), ptr_param(t, "float", b, 1), ptr_param(t, "float", c, 0)),
+        "tile_loop", counted ? fmt("const int num_tiles = (%s + %s - 1) / %s;\nfor (int tt = 0; tt < num_tiles; ++tt)", k, TL, TL)
+                             : fmt("for (int t0 = 0; t0 < %s; t0 += %s)", k, TL),
+        "base", counted ? fmt("const int base = tt * %s;", TL) : "",
+        "load_a", fmt("%s[ty][tx] = %s;", sh[0], chk ? fmt("(row < %s && %s + tx < %s) ? %s : 0.0f", m, t0, k, la) : la),
+        "load_b", fmt("%s[ty][tx] = %s;", sh[1], chk ? fmt("(%s + ty < %s && col < %s) ? %s : 0.0f", t0, k, n, lb) : lb),
+        "unroll", t->p[MXMT_UNROLL] ? "#pragma unroll" : "",
+        "store", chk ? fmt("if (row < %s && col < %s) %s[row * %s + col] = acc;", m, n, c, n) : fmt("%s[row * %s + col] = acc;", c, n));
 }
 
 static void mxmt_launch(const Task *t, Emit *e, const Host *h) {
@@ -1002,9 +954,9 @@ static void mxmv_describe_common(const Task *t, Buf *desc, long R, long C, int b
 enum { MXMV_ROWS, MXMV_COLS, MXMV_MODE, MXMV_BLOCK, MXMV_LOOP, MXMV_BIAS, MXMV_ACC, MXMV_CAP, MXMV_KNAME, MXMV_NAMES, MXMV_TNAME, MXMV_DNAMES, MXMV_NP };
 static const char *const mxmv_modes[] = { "global", "shared_x", NULL };
 static const ParamDesc mxmv_params[] = {
-    { "rows", NULL, 1 }, { "cols", NULL, 1 }, { "mode", mxmv_modes, 1 }, { "block", NULL, 1 }, { "loop", loop_names, 1 },
-    { "bias", NULL, 1 }, { "acc", NULL, 0 }, { "cap", NULL, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 },
-    { "dnames", NULL, 0 }, { NULL, NULL, 0 } };
+    { "rows", NULL, 1, NULL }, { "cols", NULL, 1, NULL }, { "mode", mxmv_modes, 1, NULL }, { "block", NULL, 1, NULL }, { "loop", loop_names, 1, NULL },
+    { "bias", NULL, 1, NULL }, { "acc", NULL, 0, NULL }, { "cap", NULL, 0, NULL }, { "kname", NULL, 0, NULL }, { "names", NULL, 0, NULL }, { "tname", NULL, 0, NULL },
+    { "dnames", NULL, 0, NULL }, { NULL, NULL, 0, NULL } };
 static const char *const mxmv_kn[] = { "matvec", "gemv_row_per_thread", "matVecKernel", "mv_rows" };
 
 static void mxmv_draw(Task *t, Rng *r) {
@@ -1051,7 +1003,7 @@ static void mxmv_kernels(const Task *t, Emit *e) {
     mxsig_int(&g, C);
     em_comment(e, t, mode ? fmt("One thread per row of %s; the block shares chunks of %s through shared memory.", A, x)
                           : fmt("One thread per row: %s[r] = dot(row r of %s, %s).", y, A, x), 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
+    em_fn_open(e, t, "", "__global__ void", t->kname[0], g.s);
     const char *fma_fmt = t->p[MXMV_ACC] ? "acc = fmaf(%s, %s, acc);" : "acc += %s * %s;";
     if (mode == 0) {
         const char *i = IDX(t);
@@ -1117,9 +1069,9 @@ enum { MXMW_ROWS, MXMW_COLS, MXMW_BLOCK, MXMW_SHFL, MXMW_VEC, MXMW_BIAS, MXMW_HE
 static const char *const mxmw_shfl[] = { "down", "xor", NULL };
 static const char *const mxmw_vec[] = { "scalar", "float4", NULL };
 static const ParamDesc mxmw_params[] = {
-    { "rows", NULL, 1 }, { "cols", NULL, 1 }, { "block", NULL, 1 }, { "shfl", mxmw_shfl, 1 }, { "vec", mxmw_vec, 1 }, { "bias", NULL, 1 },
-    { "helper", NULL, 0 }, { "mask", NULL, 0 }, { "cfg", NULL, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 },
-    { "dnames", NULL, 0 }, { NULL, NULL, 0 } };
+    { "rows", NULL, 1, NULL }, { "cols", NULL, 1, NULL }, { "block", NULL, 1, NULL }, { "shfl", mxmw_shfl, 1, NULL }, { "vec", mxmw_vec, 1, NULL }, { "bias", NULL, 1, NULL },
+    { "helper", NULL, 0, NULL }, { "mask", NULL, 0, NULL }, { "cfg", NULL, 0, NULL }, { "kname", NULL, 0, NULL }, { "names", NULL, 0, NULL }, { "tname", NULL, 0, NULL },
+    { "dnames", NULL, 0, NULL }, { NULL, NULL, 0, NULL } };
 static const char *const mxmw_kn[] = { "matvec_warp", "gemvWarpPerRow", "warp_matvec", "mv_warp_rows" };
 
 static void mxmw_draw(Task *t, Rng *r) {
@@ -1171,7 +1123,7 @@ static void mxmw_kernels(const Task *t, Emit *e) {
     }
     if (t->p[MXMW_HELPER]) {
         em_comment(e, t, t->p[MXMW_SHFL] ? "Sum over the 32 lanes of a warp; every lane gets the total." : "Sum over the 32 lanes of a warp; lane 0 gets the total.", 0);
-        em_fn_open(e, t, SPAN_DEVICE, "", t->p[MXMW_HELPER] == 1 ? "__device__ float" : "__inline__ __device__ float", t->kname[1], "float v");
+        em_fn_open(e, t, "", t->p[MXMW_HELPER] == 1 ? "__device__ float" : "__inline__ __device__ float", t->kname[1], "float v");
         mxmw_shuffle(t, e, "v");
         em_line(e, "return v;");
         em_fn_close(e);
@@ -1185,7 +1137,7 @@ static void mxmw_kernels(const Task *t, Emit *e) {
     mxsig_int(&g, R);
     mxsig_int(&g, C);
     em_comment(e, t, fmt("One warp per row of %s: strided partial dot products, then a shuffle reduction.", A), 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
+    em_fn_open(e, t, "", "__global__ void", t->kname[0], g.s);
     if (t->p[MXMW_KNAME] & 1) {
         em_line(e, "const int lane = threadIdx.x & 31;");
         em_line(e, "const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);");
@@ -1248,9 +1200,9 @@ enum { MXVM_OP, MXVM_ROWS, MXVM_COLS, MXVM_MODE, MXVM_BLOCK, MXVM_BY, MXVM_CHUNK
 static const char *const mxvm_ops[] = { "xta", "colsum", NULL };
 static const char *const mxvm_modes[] = { "thread_per_col", "row_chunks_atomic", "block_reduce_2d", NULL };
 static const ParamDesc mxvm_params[] = {
-    { "op", mxvm_ops, 1 }, { "rows", NULL, 1 }, { "cols", NULL, 1 }, { "mode", mxvm_modes, 1 }, { "block", NULL, 1 }, { "by", NULL, 1 },
-    { "chunk", NULL, 1 }, { "loop", NULL, 0 }, { "dims", NULL, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 },
-    { "dnames", NULL, 0 }, { NULL, NULL, 0 } };
+    { "op", mxvm_ops, 1, NULL }, { "rows", NULL, 1, NULL }, { "cols", NULL, 1, NULL }, { "mode", mxvm_modes, 1, NULL }, { "block", NULL, 1, NULL }, { "by", NULL, 1, NULL },
+    { "chunk", NULL, 1, NULL }, { "loop", NULL, 0, NULL }, { "dims", NULL, 0, NULL }, { "kname", NULL, 0, NULL }, { "names", NULL, 0, NULL }, { "tname", NULL, 0, NULL },
+    { "dnames", NULL, 0, NULL }, { NULL, NULL, 0, NULL } };
 static const char *const mxvm_names[][3] = { { "A", "x", "y" }, { "mat", "w", "out" }, { "data", "coef", "result" }, { "M_in", "u", "v" } };
 static const char *const mxvm_kn[2][4] = { { "vecmat", "xTA_kernel", "vector_matrix", "gevm_col_per_thread" },
                                          { "column_sums", "colSumKernel", "sum_columns", "col_reduce" } };
@@ -1339,7 +1291,7 @@ static void mxvm_kernels(const Task *t, Emit *e) {
                                         "blockIdx.y picks a chunk of rows; partial column sums are added with atomicAdd.",
                                         "A 32-wide block of columns; the block's rows of threads split the rows, then reduce in shared memory." };
     em_comment(e, t, fmt("%s[c] = sum over r of %s. %s", y, x ? fmt("%s[r] * %s[r][c]", x, A) : fmt("%s[r][c]", A), what[mode]), 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
+    em_fn_open(e, t, "", "__global__ void", t->kname[0], g.s);
     if (mode == 0) {
         em_line(e, "const int col = blockIdx.x * blockDim.x + threadIdx.x;");
         mx_guard_open(e, t->p[MXVM_LOOP], fmt("col < %s", C), fmt("col >= %s", C));
@@ -1409,9 +1361,9 @@ enum { MXOP_OP, MXOP_M, MXOP_N, MXOP_MODE, MXOP_BDIM, MXOP_BLOCK, MXOP_CAP, MXOP
 static const char *const mxop_ops[] = { "outer", "scaled", "ger", NULL };
 static const char *const mxop_modes[] = { "grid_2d", "shared_vectors", "flat_grid_stride", NULL };
 static const ParamDesc mxop_params[] = {
-    { "op", mxop_ops, 1 }, { "m", NULL, 1 }, { "n", NULL, 1 }, { "mode", mxop_modes, 1 }, { "bdim", NULL, 1 }, { "block", NULL, 1 },
-    { "cap", NULL, 0 }, { "guard", NULL, 0 }, { "dims", NULL, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 },
-    { "dnames", NULL, 0 }, { NULL, NULL, 0 } };
+    { "op", mxop_ops, 1, NULL }, { "m", NULL, 1, NULL }, { "n", NULL, 1, NULL }, { "mode", mxop_modes, 1, NULL }, { "bdim", NULL, 1, NULL }, { "block", NULL, 1, NULL },
+    { "cap", NULL, 0, NULL }, { "guard", NULL, 0, NULL }, { "dims", NULL, 0, NULL }, { "kname", NULL, 0, NULL }, { "names", NULL, 0, NULL }, { "tname", NULL, 0, NULL },
+    { "dnames", NULL, 0, NULL }, { NULL, NULL, 0, NULL } };
 static const char *const mxop_names[][4] = { { "x", "y", "A", "C" }, { "u", "v", "base", "outer" }, { "a", "b", "mat", "result" },
                                            { "col_vec", "row_vec", "A_in", "A_out" } };
 static const char *const mxop_kn[3][4] = { { "outer_product", "outerProduct", "outer_kernel", "vec_outer" },
@@ -1521,7 +1473,7 @@ static void mxop_kernels(const Task *t, Emit *e) {
     char val[200];
     em_comment(e, t, fmt("%s[i][j] = %s%s%s[i] * %s[j]%s.", c, ger ? fmt("%s[i][j] + ", A) : "", t->p[MXOP_OP] ? fmt("%s * ", fnum(t->f[0])) : "", x, y,
                          mode == 1 ? "; the block's slices of the vectors are staged in shared memory" : ""), 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
+    em_fn_open(e, t, "", "__global__ void", t->kname[0], g.s);
     if (mode == 2) {
         const char *i = IDX(t);
         em_line(e, "const int total = %s * %s;", M, N);
@@ -1590,9 +1542,9 @@ enum { MXBM_SHAPE, MXBM_N, MXBM_BATCH, MXBM_MODE, MXBM_BDIM, MXBM_TDEF, MXBM_PAD
 static const char *const mxbm_shapes[] = { "both_batched", "shared_rhs", NULL };
 static const char *const mxbm_modes[] = { "global", "shared", NULL };
 static const ParamDesc mxbm_params[] = {
-    { "shape", mxbm_shapes, 1 }, { "n", NULL, 1 }, { "batch", NULL, 1 }, { "mode", mxbm_modes, 1 }, { "bdim", NULL, 1 },
-    { "tdef", NULL, 0 }, { "pad", NULL, 0 }, { "guard", NULL, 0 }, { "dims", NULL, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 },
-    { "tname", NULL, 0 }, { "dnames", NULL, 0 }, { NULL, NULL, 0 } };
+    { "shape", mxbm_shapes, 1, NULL }, { "n", NULL, 1, NULL }, { "batch", NULL, 1, NULL }, { "mode", mxbm_modes, 1, NULL }, { "bdim", NULL, 1, NULL },
+    { "tdef", NULL, 0, NULL }, { "pad", NULL, 0, NULL }, { "guard", NULL, 0, NULL }, { "dims", NULL, 0, NULL }, { "kname", NULL, 0, NULL }, { "names", NULL, 0, NULL },
+    { "tname", NULL, 0, NULL }, { "dnames", NULL, 0, NULL }, { NULL, NULL, 0, NULL } };
 static const char *const mxbm_dnames[][3] = { { "batch", "n", "nn" }, { "count", "dim", "elems" }, { "num_mats", "order", "mat_size" } };
 static const char *const mxbm_names[][3] = { { "A", "B", "C" }, { "lhs", "rhs", "out" }, { "X", "W", "Y" }, { "mats_a", "mats_b", "mats_c" } };
 static const char *const mxbm_kn[] = { "batched_matmul", "bmmKernel", "matmul_batched", "batch_gemm" };
@@ -1674,7 +1626,7 @@ static void mxbm_kernels(const Task *t, Emit *e) {
     if (t->p[MXBM_MODE] == 0) {
         mxsig_int(&g, n);
         em_comment(e, t, fmt("%s[item] = %s[item] * %s%s; blockIdx.z selects the matrix, one thread per output element.", c, a, b, shared_rhs ? "" : "[item]"), 0);
-        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
+        em_fn_open(e, t, "", "__global__ void", t->kname[0], g.s);
         em_line(e, "const int item = blockIdx.z;");
         mx_idx2d(e, t, "row", "col", 0);
         mx_guard_open(e, t->p[MXBM_GUARD], fmt("item < %s && row < %s && col < %s", B, n, n), fmt("item >= %s || row >= %s || col >= %s", B, n, n));
@@ -1695,7 +1647,7 @@ static void mxbm_kernels(const Task *t, Emit *e) {
         em_blank(e);
     }
     em_comment(e, t, fmt("One %s x %s block per matrix (blockIdx.z): both operands in shared memory, one thread per output element.", D, D), 0);
-    em_fn_open(e, t, SPAN_GLOBAL, tmpl ? "template <int TILE_N>\n" : "", "__global__ void", t->kname[0], g.s);
+    em_fn_open(e, t, tmpl ? "template <int TILE_N>\n" : "", "__global__ void", t->kname[0], g.s);
     em_line(e, "__shared__ float sa[%s][%s%s];", D, D, pad);
     em_line(e, "__shared__ float sb[%s][%s%s];", D, D, pad);
     em_line(e, "const int item = blockIdx.z;");
@@ -1765,9 +1717,9 @@ static const char *const mxcv_pads[] = { "same", "valid", NULL };
 static const char *const mxc1_modes[] = { "global", "shared_tile", "grid_stride", NULL };
 static const char *const mxc1_capacity[] = { "exact", "max_taps", NULL };
 static const ParamDesc mxc1_params[] = {
-    { "n", NULL, 1 }, { "taps", NULL, 1 }, { "pad", mxcv_pads, 1 }, { "mode", mxc1_modes, 1 }, { "capacity", mxc1_capacity, 1 },
-    { "block", NULL, 1 }, { "cap", NULL, 0 }, { "loop", NULL, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 },
-    { "dnames", NULL, 0 }, { "cname", NULL, 0 }, { NULL, NULL, 0 } };
+    { "n", NULL, 1, NULL }, { "taps", NULL, 1, NULL }, { "pad", mxcv_pads, 1, NULL }, { "mode", mxc1_modes, 1, NULL }, { "capacity", mxc1_capacity, 1, NULL },
+    { "block", NULL, 1, NULL }, { "cap", NULL, 0, NULL }, { "loop", NULL, 0, NULL }, { "kname", NULL, 0, NULL }, { "names", NULL, 0, NULL }, { "tname", NULL, 0, NULL },
+    { "dnames", NULL, 0, NULL }, { "cname", NULL, 0, NULL }, { NULL, NULL, 0, NULL } };
 static const char *const mxc1_dnames[][3] = { { "n", "taps", "n_out" }, { "len", "ksize", "out_len" }, { "length", "width", "result_len" } };
 static const char *const mxc1_names[][3] = { { "x", "w", "y" }, { "signal", "filt", "filtered" }, { "in", "filter", "out" },
                                            { "input", "weights", "output" }, { "data", "mask", "result" } };
@@ -1856,7 +1808,7 @@ static void mxc1_kernels(const Task *t, Emit *e) {
     if (cap) mxsig_int(&g, kk);
     const char *center = same ? fmt(" - %s / 2", TAPS) : "";
     em_comment(e, t, fmt("%s[i] = sum over j of %s[j] * %s[i + j%s]%s.", y, cn, x, center, same ? " (zero outside the input)" : ""), 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
+    em_fn_open(e, t, "", "__global__ void", t->kname[0], g.s);
     if (mode == 1) {
         em_line(e, "__shared__ float tile[BLOCK_SIZE + %s - 1];", CAPN);
         em_line(e, "const int base = blockIdx.x * BLOCK_SIZE;");
@@ -1935,9 +1887,9 @@ static const char *const mxc2_flips[] = { "correlation", "convolution", NULL };
 static const char *const mxc2_modes[] = { "global", "shared_tile", NULL };
 static const char *const mxc2_fmems[] = { "constant", "global", NULL };
 static const ParamDesc mxc2_params[] = {
-    { "size", NULL, 1 }, { "ksize", NULL, 1 }, { "pad", mxcv_pads, 1 }, { "flip", mxc2_flips, 1 }, { "mode", mxc2_modes, 1 },
-    { "filter_mem", mxc2_fmems, 1 }, { "bdim", NULL, 1 }, { "dims", NULL, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 },
-    { "tname", NULL, 0 }, { "dnames", NULL, 0 }, { "macros", NULL, 0 }, { NULL, NULL, 0 } };
+    { "size", NULL, 1, NULL }, { "ksize", NULL, 1, NULL }, { "pad", mxcv_pads, 1, NULL }, { "flip", mxc2_flips, 1, NULL }, { "mode", mxc2_modes, 1, NULL },
+    { "filter_mem", mxc2_fmems, 1, NULL }, { "bdim", NULL, 1, NULL }, { "dims", NULL, 0, NULL }, { "kname", NULL, 0, NULL }, { "names", NULL, 0, NULL },
+    { "tname", NULL, 0, NULL }, { "dnames", NULL, 0, NULL }, { "macros", NULL, 0, NULL }, { NULL, NULL, 0, NULL } };
 static const int mxc2_sizes[][2] = { { 64, 64 }, { 100, 200 }, { 256, 256 }, { 333, 555 }, { 480, 640 }, { 512, 512 },
                                    { 1000, 1000 }, { 768, 1024 }, { 1024, 1024 }, { 2048, 512 } };
 static const char *const mxc2_dnames[][5] = { { "rows", "cols", "ksize", "out_rows", "out_cols" },
@@ -2047,7 +1999,7 @@ static void mxc2_kernels(const Task *t, Emit *e) {
     mxsig_int(&g, C);
     em_comment(e, t, fmt("One thread per output pixel: a %s x %s weighted sum of the neighbourhood%s.", FD, FD,
                          shared ? " read from a shared tile with a halo" : ""), 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
+    em_fn_open(e, t, "", "__global__ void", t->kname[0], g.s);
     const char *orows = same ? R : "orows", *ocols = same ? C : "ocols";
     if (!same) em_line(e, "const int orows = %s - %s + 1, ocols = %s - %s + 1;", R, FD, C, FD);
     if (shared) {
@@ -2149,7 +2101,7 @@ static const int mxpl_caps[] = { 0, 64, 256, 1024 }; // 0: one element per threa
 static void mxpl_block_reduce(Emit *e, const Task *t, int kind, int op, const char *name) {
     const char *id = op ? "-3.402823466e+38f" : "0.0f";
     em_comment(e, t, fmt("Block-wide %s of v (blockDim.x == BLOCK_SIZE threads); the result is valid in thread 0.", op ? "maximum" : "sum"), 0);
-    em_fn_open(e, t, SPAN_DEVICE, "", (t->st.idxname & 1) ? "__device__ __forceinline__ float" : "__device__ float", name, "float v");
+    em_fn_open(e, t, "", (t->st.idxname & 1) ? "__device__ __forceinline__ float" : "__device__ float", name, "float v");
     if (kind == 0) {
         em_line(e, "__shared__ float buf[BLOCK_SIZE];");
         em_line(e, "buf[threadIdx.x] = v;");
@@ -2217,9 +2169,9 @@ enum { MXPS_N, MXPS_METHOD, MXPS_REDUCE, MXPS_BLOCK, MXPS_DDOF, MXPS_STATS, MXPS
 static const char *const mxps_methods[] = { "two_moment", "centered", "partials", NULL };
 static const char *const mxpl_reduces[] = { "shared_tree", "warp_shuffle", NULL };
 static const ParamDesc mxps_params[] = {
-    { "n", NULL, 1 }, { "method", mxps_methods, 1 }, { "reduce", mxpl_reduces, 1 }, { "block", NULL, 1 }, { "ddof", NULL, 1 },
-    { "stats", NULL, 1 }, { "range", NULL, 0 }, { "cap", NULL, 0 }, { "loop", loop_names, 0 }, { "inv", NULL, 0 },
-    { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 }, { "dname", NULL, 0 }, { NULL, NULL, 0 } };
+    { "n", NULL, 1, NULL }, { "method", mxps_methods, 1, NULL }, { "reduce", mxpl_reduces, 1, NULL }, { "block", NULL, 1, NULL }, { "ddof", NULL, 1, NULL },
+    { "stats", NULL, 1, NULL }, { "range", NULL, 0, NULL }, { "cap", NULL, 0, NULL }, { "loop", loop_names, 0, NULL }, { "inv", NULL, 0, NULL },
+    { "kname", NULL, 0, NULL }, { "names", NULL, 0, NULL }, { "tname", NULL, 0, NULL }, { "dname", NULL, 0, NULL }, { NULL, NULL, 0, NULL } };
 static const double mxps_ranges[][2] = { { -1, 1 }, { 0, 1 }, { 0, 10 }, { -5, 15 }, { -100, 100 }, { 10, 12 }, { 100, 104 } };
 static const double mxps_eps[] = { 1e-5, 1e-6, 1e-8, 1e-12 };
 static const char *const mxps_fp[] = { "eps", NULL };
@@ -2319,7 +2271,7 @@ static void mxps_kernels(const Task *t, Emit *e) {
     em_comment(e, t, method == 0 ? "Pass 1: sum(x) and sum(x^2) of each block, added into acc[0] and acc[1]."
                      : method == 1 ? "Pass 1: the sum of x, accumulated into acc[0]."
                                    : "Pass 1: each block writes its sum(x) to partial[b] and its sum(x^2) to partial[gridDim.x + b].", 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
+    em_fn_open(e, t, "", "__global__ void", t->kname[0], g.s);
     em_line(e, "float s = 0.0f%s;", method == 1 ? "" : ", q = 0.0f");
     mxpl_stride_loop(e, n);
     if (method == 1) em_line(e, "s += %s[i];", x);
@@ -2351,7 +2303,7 @@ static void mxps_kernels(const Task *t, Emit *e) {
         mxsig_add(&g, "float *acc");
         mxsig_int(&g, n);
         em_comment(e, t, "Pass 2: the sum of squared deviations from the mean, accumulated into acc[1].", 0);
-        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[1], g.s);
+        em_fn_open(e, t, "", "__global__ void", t->kname[1], g.s);
         em_line(e, "const float mean = acc[0] / %s;", n);
         em_line(e, "float q = 0.0f;");
         mxpl_stride_loop(e, n);
@@ -2364,7 +2316,7 @@ static void mxps_kernels(const Task *t, Emit *e) {
         em_blank(e);
     } else if (method == 2) {
         em_comment(e, t, "Pass 2 (one block): reduce the partials; acc[0] = mean, acc[1] = var.", 0);
-        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[1], fmt("%s, int nblocks, float *acc, int %s", ptr_param(t, "float", "partial", 1), n));
+        em_fn_open(e, t, "", "__global__ void", t->kname[1], fmt("%s, int nblocks, float *acc, int %s", ptr_param(t, "float", "partial", 1), n));
         em_line(e, "float s = 0.0f, q = 0.0f;");
         em_line(e, "for (int b = threadIdx.x; b < nblocks; b += blockDim.x) {");
         em_in(e);
@@ -2391,7 +2343,7 @@ static void mxps_kernels(const Task *t, Emit *e) {
     if (st) mxsig_ptr(&g, t, "float", st, 0);
     mxsig_int(&g, n);
     em_comment(e, t, fmt("Last pass: %s[i] = (%s[i] - mean) / sqrt(var + eps), one element per thread.", y, x), 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[2], g.s);
+    em_fn_open(e, t, "", "__global__ void", t->kname[2], g.s);
     if (method == 2) {
         em_line(e, "const float mean = acc[0];");
         em_line(e, "const float var = acc[1];");
@@ -2471,9 +2423,9 @@ static const char *const mxsm_maxops[] = { "cas_loop", "ordered_int", NULL };
 static const char *const mxsm_stores[] = { "recompute", "store_exp", NULL };
 static const char *const mxsm_inits[] = { "memcpy", "init_kernel", NULL };
 static const ParamDesc mxsm_params[] = {
-    { "n", NULL, 1 }, { "op", mxsm_ops, 1 }, { "max_atomic", mxsm_maxops, 1 }, { "reduce", mxpl_reduces, 1 }, { "store", mxsm_stores, 1 },
-    { "block", NULL, 1 }, { "range", NULL, 0 }, { "init", mxsm_inits, 0 }, { "cap", NULL, 0 }, { "loop", loop_names, 0 },
-    { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 }, { "dname", NULL, 0 }, { NULL, NULL, 0 } };
+    { "n", NULL, 1, NULL }, { "op", mxsm_ops, 1, NULL }, { "max_atomic", mxsm_maxops, 1, NULL }, { "reduce", mxpl_reduces, 1, NULL }, { "store", mxsm_stores, 1, NULL },
+    { "block", NULL, 1, NULL }, { "range", NULL, 0, NULL }, { "init", mxsm_inits, 0, NULL }, { "cap", NULL, 0, NULL }, { "loop", loop_names, 0, NULL },
+    { "kname", NULL, 0, NULL }, { "names", NULL, 0, NULL }, { "tname", NULL, 0, NULL }, { "dname", NULL, 0, NULL }, { NULL, NULL, 0, NULL } };
 static const double mxsm_ranges[][2] = { { -4, 4 }, { -10, 10 }, { 0, 20 }, { -1, 1 }, { -30, 0 } };
 static const char *const mxsm_kn[3][4] = { { "reduce_max", "max_kernel", "softmax_max_pass", "maxReduce" },
                                          { "sum_exp", "exp_sum_kernel", "softmax_sum_pass", "sumExp" },
@@ -2550,7 +2502,7 @@ static void mxsm_kernels(const Task *t, Emit *e) {
     em_blank(e);
     if (t->p[MXSM_MAXOP] == 0) {
         em_comment(e, t, "Atomic maximum of a float through atomicCAS on its bits; returns the old value.", 0);
-        em_fn_open(e, t, SPAN_DEVICE, "", "__device__ float", am, "float *addr, float value");
+        em_fn_open(e, t, "", "__device__ float", am, "float *addr, float value");
         em_line(e, "int *addr_i = (int *)addr;");
         em_line(e, "int old = *addr_i;");
         em_line(e, "while (__int_as_float(old) < value) {");
@@ -2562,7 +2514,7 @@ static void mxsm_kernels(const Task *t, Emit *e) {
         em_line(e, "return __int_as_float(old);");
     } else {
         em_comment(e, t, "Atomic maximum of a float: non-negative floats order like their int bits, negative ones in reverse like their unsigned bits.", 0);
-        em_fn_open(e, t, SPAN_DEVICE, "", "__device__ float", am, "float *addr, float value");
+        em_fn_open(e, t, "", "__device__ float", am, "float *addr, float value");
         em_line(e, "return value >= 0.0f ? __int_as_float(atomicMax((int *)addr, __float_as_int(value)))");
         em_line(e, "                     : __uint_as_float(atomicMin((unsigned int *)addr, __float_as_uint(value)));");
     }
@@ -2572,7 +2524,7 @@ static void mxsm_kernels(const Task *t, Emit *e) {
     mxpl_block_reduce(e, t, t->p[MXSM_REDUCE], 0, bsum);
     if (t->p[MXSM_INIT]) {
         em_comment(e, t, "red[0] = running maximum (starts at -FLT_MAX), red[1] = running sum.", 0);
-        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", "init_reduction", "float *red");
+        em_fn_open(e, t, "", "__global__ void", "init_reduction", "float *red");
         em_line(e, "red[0] = -3.402823466e+38f;");
         em_line(e, "red[1] = 0.0f;");
         em_fn_close(e);
@@ -2583,7 +2535,7 @@ static void mxsm_kernels(const Task *t, Emit *e) {
     mxsig_add(&g, "float *red");
     mxsig_int(&g, n);
     em_comment(e, t, fmt("Kernel 1: red[0] = max(%s).", x), 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
+    em_fn_open(e, t, "", "__global__ void", t->kname[0], g.s);
     em_line(e, "float m = -3.402823466e+38f;");
     mxpl_stride_loop(e, n);
     em_line(e, "m = fmaxf(m, %s[i]);", x);
@@ -2598,7 +2550,7 @@ static void mxsm_kernels(const Task *t, Emit *e) {
     if (store) mxsig_ptr(&g, t, "float", y, 0);
     mxsig_int(&g, n);
     em_comment(e, t, fmt("Kernel 2: red[1] = sum of exp(%s[i] - red[0])%s.", x, store ? fmt("; %s[i] = exp(%s[i] - red[0])", y, x) : ""), 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[1], g.s);
+    em_fn_open(e, t, "", "__global__ void", t->kname[1], g.s);
     em_line(e, "const float m = red[0];");
     em_line(e, "float s = 0.0f;");
     mxpl_stride_loop(e, n);
@@ -2617,7 +2569,7 @@ static void mxsm_kernels(const Task *t, Emit *e) {
     mxsig_int(&g, n);
     const char *i = IDX(t);
     em_comment(e, t, logsm ? fmt("Kernel 3: %s[i] = %s[i] - max - log(sum).", y, x) : store ? fmt("Kernel 3: scale %s in place by 1 / sum.", y) : fmt("Kernel 3: %s[i] = exp(%s[i] - max) / sum.", y, x), 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[2], g.s);
+    em_fn_open(e, t, "", "__global__ void", t->kname[2], g.s);
     if (logsm) em_line(e, "const float shift = red[0] + logf(red[1]);");
     else if (store) em_line(e, "const float inv = 1.0f / red[1];");
     else {
@@ -2671,9 +2623,9 @@ static const Family fam_mx_pl_softmax = { "pipeline_softmax", "softmax / log-sof
 enum { MXSN_N, MXSN_LOOP, MXSN_NORM, MXSN_REDUCE, MXSN_BLOCK, MXSN_CAP, MXSN_ALPHA_ARG, MXSN_KNAME, MXSN_NAMES, MXSN_TNAME, MXSN_DNAME, MXSN_NP };
 static const char *const mxsn_norms[] = { "atomic_then_sqrt", "partials_then_block", NULL };
 static const ParamDesc mxsn_params[] = {
-    { "n", NULL, 1 }, { "loop", loop_names, 1 }, { "norm", mxsn_norms, 1 }, { "reduce", mxpl_reduces, 1 }, { "block", NULL, 1 },
-    { "cap", NULL, 0 }, { "alpha_arg", NULL, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 },
-    { "dname", NULL, 0 }, { NULL, NULL, 0 } };
+    { "n", NULL, 1, NULL }, { "loop", loop_names, 1, NULL }, { "norm", mxsn_norms, 1, NULL }, { "reduce", mxpl_reduces, 1, NULL }, { "block", NULL, 1, NULL },
+    { "cap", NULL, 0, NULL }, { "alpha_arg", NULL, 0, NULL }, { "kname", NULL, 0, NULL }, { "names", NULL, 0, NULL }, { "tname", NULL, 0, NULL },
+    { "dname", NULL, 0, NULL }, { NULL, NULL, 0, NULL } };
 static const char *const mxsn_names[][4] = { { "x", "y", "z", "norm" }, { "a_vec", "b_vec", "out", "l2" }, { "u", "v", "w", "nrm" },
                                            { "xs", "ys", "result", "result_norm" } };
 static const double mxsn_alphas[] = { 2, 0.5, -1, 1.5, -0.25, 3, 4 };
@@ -2750,7 +2702,7 @@ static void mxsn_kernels(const Task *t, Emit *e) {
     mxsig_int(&g, n);
     const char *i = IDX(t);
     em_comment(e, t, fmt("Kernel 1 (SAXPY): %s[i] = %s * %s[i] + %s[i].", z, aarg ? "alpha" : fnum(t->f[0]), x, y), 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
+    em_fn_open(e, t, "", "__global__ void", t->kname[0], g.s);
     loop_open(e, t, t->p[MXSN_LOOP], n);
     em_line(e, "%s[%s] = %s * %s[%s] + %s[%s];", z, i, aarg ? "alpha" : flit(t->f[0]), x, i, y, i);
     loop_close(e, t->p[MXSN_LOOP]);
@@ -2762,7 +2714,7 @@ static void mxsn_kernels(const Task *t, Emit *e) {
     mxsig_int(&g, n);
     em_comment(e, t, part ? fmt("Kernel 2: partial[b] = the sum of %s[i]^2 over block b's elements.", z)
                           : fmt("Kernel 2: %s[0] += the sum of %s[i]^2 over the block's elements.", nr, z), 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[1], g.s);
+    em_fn_open(e, t, "", "__global__ void", t->kname[1], g.s);
     em_line(e, "float s = 0.0f;");
     mxpl_stride_loop(e, n);
     em_line(e, "s += %s[i] * %s[i];", z, z);
@@ -2774,14 +2726,14 @@ static void mxsn_kernels(const Task *t, Emit *e) {
     em_blank(e);
     if (part) {
         em_comment(e, t, fmt("Kernel 3 (one block): %s[0] = sqrt(the sum of the partials).", nr), 0);
-        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[2], fmt("%s, int count, %s", ptr_param(t, "float", "partial", 1), ptr_param(t, "float", nr, 0)));
+        em_fn_open(e, t, "", "__global__ void", t->kname[2], fmt("%s, int count, %s", ptr_param(t, "float", "partial", 1), ptr_param(t, "float", nr, 0)));
         em_line(e, "float s = 0.0f;");
         em_line(e, "for (int b = threadIdx.x; b < count; b += blockDim.x) s += partial[b];");
         em_line(e, "s = %s(s);", bsum);
         em_line(e, "if (threadIdx.x == 0) %s[0] = sqrtf(s);", nr);
     } else {
         em_comment(e, t, fmt("Kernel 3 (one thread): %s[0] = sqrt(%s[0]).", nr, nr), 0);
-        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[2], ptr_param(t, "float", nr, 0));
+        em_fn_open(e, t, "", "__global__ void", t->kname[2], ptr_param(t, "float", nr, 0));
         em_line(e, "%s[0] = sqrtf(%s[0]);", nr, nr);
     }
     em_fn_close(e);
@@ -2829,9 +2781,9 @@ enum { MXRN_ROWS, MXRN_COLS, MXRN_NORM, MXRN_STAGES, MXRN_BLOCK, MXRN_BDIM, MXRN
 static const char *const mxrn_norms[] = { "l2", "l1", NULL };
 static const char *const mxrn_stages[] = { "norms_scale_matvec", "block_normalize_warp_matvec", NULL };
 static const ParamDesc mxrn_params[] = {
-    { "rows", NULL, 1 }, { "cols", NULL, 1 }, { "norm", mxrn_norms, 1 }, { "stages", mxrn_stages, 1 }, { "block", NULL, 1 },
-    { "bdim", NULL, 1 }, { "mv_block", NULL, 0 }, { "reduce", mxpl_reduces, 0 }, { "dims", NULL, 0 }, { "kname", NULL, 0 },
-    { "names", NULL, 0 }, { "tname", NULL, 0 }, { "dnames", NULL, 0 }, { NULL, NULL, 0 } };
+    { "rows", NULL, 1, NULL }, { "cols", NULL, 1, NULL }, { "norm", mxrn_norms, 1, NULL }, { "stages", mxrn_stages, 1, NULL }, { "block", NULL, 1, NULL },
+    { "bdim", NULL, 1, NULL }, { "mv_block", NULL, 0, NULL }, { "reduce", mxpl_reduces, 0, NULL }, { "dims", NULL, 0, NULL }, { "kname", NULL, 0, NULL },
+    { "names", NULL, 0, NULL }, { "tname", NULL, 0, NULL }, { "dnames", NULL, 0, NULL }, { NULL, NULL, 0, NULL } };
 static const char *const mxrn_names[][4] = { { "A", "x", "A_norm", "y" }, { "mat", "vec", "mat_normed", "out" },
                                            { "W", "v", "W_hat", "result" }, { "data", "query", "unit_rows", "scores" } };
 static const char *const mxrn_kn[5][4] = { { "row_norms", "rowNormsWarp", "compute_row_norms", "row_norm_kernel" },
@@ -2919,7 +2871,7 @@ static void mxrn_kernels(const Task *t, Emit *e) {
         mxsig_int(&g, R);
         mxsig_int(&g, C);
         em_comment(e, t, fmt("Kernel 1: norms[r] = the %s norm of row r of %s; one warp per row.", l1 ? "L1" : "L2", A), 0);
-        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
+        em_fn_open(e, t, "", "__global__ void", t->kname[0], g.s);
         em_line(e, "const int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;");
         em_line(e, "const int lane = threadIdx.x %% 32;");
         em_line(e, "if (row >= %s) return;", R);
@@ -2937,7 +2889,7 @@ static void mxrn_kernels(const Task *t, Emit *e) {
         mxsig_int(&g, R);
         mxsig_int(&g, C);
         em_comment(e, t, fmt("Kernel 2: %s[r][c] = %s[r][c] / norms[r] on a 2-D grid.", An, A), 0);
-        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[1], g.s);
+        em_fn_open(e, t, "", "__global__ void", t->kname[1], g.s);
         mx_idx2d(e, t, "row", "col", 0);
         em_line(e, "if (row < %s && col < %s) %s[row * %s + col] = %s[row * %s + col] / norms[row];", R, C, An, C, A, C);
         em_fn_close(e);
@@ -2949,7 +2901,7 @@ static void mxrn_kernels(const Task *t, Emit *e) {
         mxsig_int(&g, R);
         mxsig_int(&g, C);
         em_comment(e, t, fmt("Kernel 3: %s = %s * %s, one thread per row.", y, An, x), 0);
-        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[2], g.s);
+        em_fn_open(e, t, "", "__global__ void", t->kname[2], g.s);
         em_line(e, "const int row = blockIdx.x * blockDim.x + threadIdx.x;");
         em_line(e, "if (row >= %s) return;", R);
         em_line(e, "float acc = 0.0f;");
@@ -2967,7 +2919,7 @@ static void mxrn_kernels(const Task *t, Emit *e) {
     mxsig_int(&g, R);
     mxsig_int(&g, C);
     em_comment(e, t, fmt("Kernel 1: one block per row: reduce the row's %s norm, then scale the row into %s.", l1 ? "L1" : "L2", An), 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], g.s);
+    em_fn_open(e, t, "", "__global__ void", t->kname[0], g.s);
     em_line(e, "__shared__ float row_norm;");
     em_line(e, "const int row = blockIdx.x;");
     em_line(e, "const float *arow = %s + (size_t)row * %s;", A, C);
@@ -2986,7 +2938,7 @@ static void mxrn_kernels(const Task *t, Emit *e) {
     mxsig_int(&g, R);
     mxsig_int(&g, C);
     em_comment(e, t, fmt("Kernel 2: %s = %s * %s, one warp per row with a shuffle reduction.", y, An, x), 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[1], g.s);
+    em_fn_open(e, t, "", "__global__ void", t->kname[1], g.s);
     em_line(e, "const int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;");
     em_line(e, "const int lane = threadIdx.x %% 32;");
     em_line(e, "if (row >= %s) return;", R);

@@ -10,9 +10,11 @@ enum { GL_IF, GL_RETURN, GL_GRID, GL_BLOCK_ROW, GL_GRID2D };
 static const char *const gather_ops[] = { "gather1d", "gather_rows", NULL };
 static const char *const gather_loops[] = { "if_guard", "early_return", "grid_stride", "block_per_row", "grid_2d", NULL };
 static const ParamDesc gather_params[] = {
-    { "op", gather_ops, 1 }, { "n", NULL, 1 }, { "m", NULL, 1 }, { "d", NULL, 1 }, { "block", NULL, 1 },
-    { "loop", gather_loops, 1 }, { "kname", NULL, 0 }, { "names", NULL, 0 }, { "cap", NULL, 0 }, { "tname", NULL, 0 },
-    { "fn", NULL, 0 }, { NULL, NULL, 0 } };
+    [G_OP] = { "op", gather_ops, 1, "*" },     [G_N] = { "n", NULL, 1, NULL },           [G_M] = { "m", NULL, 1, NULL },
+    [G_D] = { "d", NULL, 1, NULL },            [G_BLOCK] = { "block", NULL, 1, "128 256 512" },
+    [G_LOOP] = { "loop", gather_loops, 1, NULL }, [G_KNAME] = { "kname", NULL, 0, "0..3" }, [G_NAMES] = { "names", NULL, 0, "0..3" },
+    [G_CAP] = { "cap", NULL, 0, "1024 4096" }, [G_TNAME] = { "tname", NULL, 0, "0..2" }, [G_FN] = { "fn", NULL, 0, "0..3" },
+    [G_NP] = { NULL, NULL, 0, NULL } };
 static const char *const gather1d_names[][3] = {
     { "src", "idx", "out" }, { "table", "indices", "gathered" }, { "values", "ids", "result" }, { "x", "positions", "y" } };
 static const char *const gather_rows_names[][3] = {
@@ -21,39 +23,26 @@ static const char *const gather1d_kn[] = { "gather_kernel", "gatherKernel", "gat
 static const char *const gather_rows_kn[] = { "embedding_lookup", "gatherRows", "embedding_forward", "gather_rows" };
 
 static void gather_draw(Task *t, Rng *r) {
-    static const int n1[] = { 1000, 4096, 10000, 65536, 100000, 262144, 1000000 };
-    static const int m1[] = { 256, 1000, 4096, 50000, 100000 };
-    static const int nr[] = { 64, 256, 1000, 4096 };
-    static const int mr[] = { 100, 1000, 5000, 30000 };
-    static const int dr[] = { 16, 32, 64, 100, 128, 256, 300 };
-    static const int blocks[] = { 128, 256, 512 };
-    t->p[G_OP] = rng_int(r, 0, 1);
     if (t->p[G_OP] == 0) {
-        t->p[G_N] = n1[RPICK(r, n1)];
-        t->p[G_M] = m1[RPICK(r, m1)];
+        t->p[G_N] = rng_pick(r, "1000 4096 10000 65536 100000 262144 1000000");
+        t->p[G_M] = rng_pick(r, "256 1000 4096 50000 100000");
         t->p[G_D] = 1;
         t->p[G_LOOP] = rng_int(r, 0, 2);
     } else {
-        t->p[G_N] = nr[RPICK(r, nr)];
+        t->p[G_N] = rng_pick(r, "64 256 1000 4096");
         do {
-            t->p[G_M] = mr[RPICK(r, mr)];
-            t->p[G_D] = dr[RPICK(r, dr)];
+            t->p[G_M] = rng_pick(r, "100 1000 5000 30000");
+            t->p[G_D] = rng_pick(r, "16 32 64 100 128 256 300");
         } while ((long)t->p[G_M] * t->p[G_D] > 2000000 || (long)t->p[G_N] * t->p[G_D] > 1100000);
         t->p[G_LOOP] = rng_int(r, 0, 4);
     }
-    t->p[G_BLOCK] = blocks[RPICK(r, blocks)];
     if (t->p[G_LOOP] == GL_BLOCK_ROW && t->p[G_BLOCK] > 256) t->p[G_BLOCK] = 128;
-    t->p[G_KNAME] = rng_int(r, 0, 3);
-    t->p[G_NAMES] = rng_int(r, 0, 3);
-    t->p[G_CAP] = rng_chance(r, 50) ? 1024 : 4096;
-    t->p[G_TNAME] = rng_int(r, 0, 2);
-    t->p[G_FN] = rng_int(r, 0, 3);
     const char *const *nm = t->p[G_OP] == 0 ? gather1d_names[t->p[G_NAMES]] : gather_rows_names[t->p[G_NAMES]];
-    snprintf(t->in[0].name, sizeof t->in[0].name, "%s", nm[0]);
-    snprintf(t->in[1].name, sizeof t->in[1].name, "%s", nm[1]);
-    snprintf(t->out[0].name, sizeof t->out[0].name, "%s", nm[2]);
-    snprintf(t->kname[0], sizeof t->kname[0], "%s", (t->p[G_OP] ? gather_rows_kn : gather1d_kn)[t->p[G_KNAME]]);
-    snprintf(t->slug, sizeof t->slug, "%s", t->p[G_OP] ? "embedding" : "gather");
+    SETNAME(t->in[0].name, "%s", nm[0]);
+    SETNAME(t->in[1].name, "%s", nm[1]);
+    SETNAME(t->out[0].name, "%s", nm[2]);
+    SETNAME(t->kname[0], "%s", (t->p[G_OP] ? gather_rows_kn : gather1d_kn)[t->p[G_KNAME]]);
+    SETNAME(t->slug, "%s", t->p[G_OP] ? "embedding" : "gather");
 }
 
 static void gather_layout(Task *t) {
@@ -100,90 +89,86 @@ static void gather_describe(const Task *t, Buf *name, Buf *desc) {
     }
 }
 
+// One kernel: out[i] = src[idx[i]] in a 1-D loop, or the rows of an embedding table
+// (flattened, one block per row, or a 2-D grid).
+static const char gather_kernel_tpl[] = R"(
+/// $comment
+__global__ void $kname($params) {
+    $body
+}
+)";
+static const char gather_flat_tpl[] = R"(
+const int row = $i / dim;
+const int col = $i % dim;
+$o[$i] = $s[$ix[row] * dim + col];
+)";
+static const char gather_block_row_tpl[] = R"(
+const int row = blockIdx.x;
+if (row >= n) return;
+const float *from = $s + (size_t)$ix[row] * dim;
+float *to = $o + (size_t)row * dim;
+for (int c = threadIdx.x; c < dim; c += blockDim.x) {
+    to[c] = from[c];
+}
+)";
+static const char gather_grid2d_tpl[] = R"(
+const int col = blockIdx.x * blockDim.x + threadIdx.x;
+const int row = blockIdx.y * blockDim.y + threadIdx.y;
+if (row < n && col < dim) {
+    $o[(size_t)row * dim + col] = $s[(size_t)$ix[row] * dim + col];
+}
+)";
+
 static void gather_kernels(const Task *t, Emit *e) {
     const char *s = t->in[0].name, *ix = t->in[1].name, *o = t->out[0].name, *i = IDX(t);
     int loop = t->p[G_LOOP], ldg = t->p[G_FN] & 1;
+    const char *ptrs = fmt("%s, %s, %s", ptr_param(t, "float", s, 1), ptr_param(t, "int", ix, 1), ptr_param(t, "float", o, 0));
     if (t->p[G_OP] == 0) {
-        em_comment(e, t, fmt("%s[i] = %s[%s[i]]: %s.", o, s, ix, loop == GL_GRID ? "grid-stride loop" : "one thread per output"), 0);
-        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0],
-                   fmt("%s, %s, %s, %s", ptr_param(t, "float", s, 1), ptr_param(t, "int", ix, 1), ptr_param(t, "float", o, 0),
-                       count_param(t, "n")));
-        loop_open(e, t, loop, "n");
-        if (t->p[G_FN] >= 2) {
-            em_line(e, "const int j = %s[%s];", ix, i);
-            em_line(e, "%s[%s] = %s;", o, i, ldg ? fmt("__ldg(&%s[j])", s) : fmt("%s[j]", s));
-        } else {
-            em_line(e, "%s[%s] = %s;", o, i, ldg ? fmt("__ldg(%s + %s[%s])", s, ix, i) : fmt("%s[%s[%s]]", s, ix, i));
-        }
-        loop_close(e, loop);
-        em_fn_close(e);
+        const char *body = t->p[G_FN] >= 2 ? fmt("const int j = %s[%s];\n%s[%s] = %s;", ix, i, o, i, ldg ? fmt("__ldg(&%s[j])", s) : fmt("%s[j]", s))
+                                           : fmt("%s[%s] = %s;", o, i, ldg ? fmt("__ldg(%s + %s[%s])", s, ix, i) : fmt("%s[%s[%s]]", s, ix, i));
+        TPL(e, t, gather_kernel_tpl, "kname", t->kname[0], "params", fmt("%s, %s", ptrs, count_param(t, "n")),
+            "comment", fmt("%s[i] = %s[%s[i]]: %s.", o, s, ix, loop == GL_GRID ? "grid-stride loop" : "one thread per output"),
+            "body", loop_frag(t, loop, "n", body));
         return;
     }
-    const char *params = fmt("%s, %s, %s, int n, int dim", ptr_param(t, "float", s, 1), ptr_param(t, "int", ix, 1),
-                             ptr_param(t, "float", o, 0));
+    const char *body, *comment;
     if (loop == GL_BLOCK_ROW) {
-        em_comment(e, t, "One block per output row; its threads copy the row's columns.", 0);
-        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], params);
-        em_line(e, "const int row = blockIdx.x;");
-        em_line(e, "if (row >= n) return;");
-        em_line(e, "const float *from = %s + (size_t)%s[row] * dim;", s, ix);
-        em_line(e, "float *to = %s + (size_t)row * dim;", o);
-        em_line(e, "for (int c = threadIdx.x; c < dim; c += blockDim.x) {");
-        em_in(e);
-        em_line(e, "to[c] = from[c];");
-        em_out(e);
-        em_line(e, "}");
-        em_fn_close(e);
+        comment = "One block per output row; its threads copy the row's columns.";
+        body = FRAG(gather_block_row_tpl, "s", s, "ix", ix, "o", o);
     } else if (loop == GL_GRID2D) {
-        em_comment(e, t, "2-D grid: x covers the columns, y the rows.", 0);
-        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], params);
-        em_line(e, "const int col = blockIdx.x * blockDim.x + threadIdx.x;");
-        em_line(e, "const int row = blockIdx.y * blockDim.y + threadIdx.y;");
-        em_line(e, "if (row < n && col < dim) {");
-        em_in(e);
-        em_line(e, "%s[(size_t)row * dim + col] = %s[(size_t)%s[row] * dim + col];", o, s, ix);
-        em_out(e);
-        em_line(e, "}");
-        em_fn_close(e);
+        comment = "2-D grid: x covers the columns, y the rows.";
+        body = FRAG(gather_grid2d_tpl, "s", s, "ix", ix, "o", o);
     } else {
-        em_comment(e, t, "One thread per output element of the n x dim result (flattened).", 0);
-        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], params);
-        Task t2 = *t;
+        comment = "One thread per output element of the n x dim result (flattened).";
+        Task t2 = *t; // an int index: total is an int
         t2.st.idxtype = 0;
-        const char *total = "total";
-        em_line(e, "const int total = n * dim;");
-        loop_open(e, &t2, loop, total);
-        em_line(e, "const int row = %s / dim;", i);
-        em_line(e, "const int col = %s %% dim;", i);
-        em_line(e, "%s[%s] = %s[%s[row] * dim + col];", o, i, s, ix);
-        loop_close(e, loop);
-        em_fn_close(e);
+        body = fmt("const int total = n * dim;\n%s", loop_frag(&t2, loop, "total", FRAG(gather_flat_tpl, "i", i, "s", s, "ix", ix, "o", o)));
     }
+    TPL(e, t, gather_kernel_tpl, "kname", t->kname[0], "params", fmt("%s, int n, int dim", ptrs), "comment", comment, "body", body);
 }
 
+static const char *const gather_grid2d_launch[] = { R"(
+dim3 block(32, $by), grid(($dim + 31) / 32, ($n + $by1) / $by);
+$k<<<grid, block>>>($args);
+)", R"(
+dim3 block(32, $by);
+dim3 grid(($dim + block.x - 1) / block.x, ($n + block.y - 1) / block.y);
+$k<<<grid, block>>>($args);
+)" };
+
 static void gather_launch(const Task *t, Emit *e, const Host *h) {
-    int loop = t->p[G_LOOP], b = t->p[G_BLOCK];
+    int loop = t->p[G_LOOP], b = t->p[G_BLOCK], cap = loop == GL_GRID ? t->p[G_CAP] : 0;
     if (t->p[G_OP] == 0) {
-        launch_1d(e, t, t->kname[0], h->size[0], b, loop == GL_GRID ? t->p[G_CAP] : 0,
-                  fmt("%s, %s, %s, %s", h->in[0], h->in[1], h->out[0], h->size[0]));
+        launch_1d(e, t, t->kname[0], h->size[0], b, cap, fmt("%s, %s, %s, %s", h->in[0], h->in[1], h->out[0], h->size[0]));
         return;
     }
     const char *args = fmt("%s, %s, %s, %s, %s", h->in[0], h->in[1], h->out[0], h->size[0], h->size[2]);
-    if (loop == GL_BLOCK_ROW) {
-        em_line(e, "const int threads = %d;", b);
-        em_launch(e, t->kname[0], fmt("%s, threads", h->size[0]), args);
-    } else if (loop == GL_GRID2D) {
-        int by = b / 32;
-        if (t->st.cfg & 1) {
-            em_dim3(e, NULL, fmt("block(32, %d)", by));
-            em_dim3(e, NULL, fmt("grid((%s + block.x - 1) / block.x, (%s + block.y - 1) / block.y)", h->size[2], h->size[0]));
-        } else {
-            em_dim3(e, NULL, fmt("block(32, %d), grid((%s + 31) / 32, (%s + %d) / %d)", by, h->size[2], h->size[0], by - 1, by));
-        }
-        em_launch(e, t->kname[0], "grid, block", args);
-    } else {
-        launch_1d(e, t, t->kname[0], fmt("%s * %s", h->size[0], h->size[2]), b, loop == GL_GRID ? t->p[G_CAP] : 0, args);
-    }
+    if (loop == GL_BLOCK_ROW)
+        TPL(e, t, "const int threads = $b;\n$k<<<$n, threads>>>($args);", "b", fmt("%d", b), "k", t->kname[0], "n", h->size[0], "args", args);
+    else if (loop == GL_GRID2D)
+        TPL(e, t, gather_grid2d_launch[t->st.cfg & 1], "by", fmt("%d", b / 32), "by1", fmt("%d", b / 32 - 1), "dim", h->size[2],
+            "n", h->size[0], "k", t->kname[0], "args", args);
+    else launch_1d(e, t, t->kname[0], fmt("%s * %s", h->size[0], h->size[2]), b, cap, args);
 }
 
 static void gather_ref(const Task *t, const void *const *in, void *const *out) {
@@ -206,8 +191,11 @@ static const Family fam_gather = { "gather", "out[i] = src[idx[i]]; embedding ro
 enum { SC_OP, SC_N, SC_M, SC_BLOCK, SC_LOOP, SC_KNAME, SC_NAMES, SC_CAP, SC_TNAME, SC_FN, SC_NP };
 static const char *const scatter_ops[] = { "perm", "add_f32", "add_i32", "max_i32", NULL };
 static const ParamDesc scatter_params[] = {
-    { "op", scatter_ops, 1 }, { "n", NULL, 1 }, { "m", NULL, 1 }, { "block", NULL, 1 }, { "loop", loop_names, 1 },
-    { "kname", NULL, 0 }, { "names", NULL, 0 }, { "cap", NULL, 0 }, { "tname", NULL, 0 }, { "fn", NULL, 0 }, { NULL, NULL, 0 } };
+    [SC_OP] = { "op", scatter_ops, 1, "*" },   [SC_N] = { "n", NULL, 1, "1000 4096 10000 65536 100000 262144 1000000" },
+    [SC_M] = { "m", NULL, 1, "16 100 1000 4096 65536" }, [SC_BLOCK] = { "block", NULL, 1, "128 256 512 1024" },
+    [SC_LOOP] = { "loop", loop_names, 1, "*" }, [SC_KNAME] = { "kname", NULL, 0, "0..3" }, [SC_NAMES] = { "names", NULL, 0, "0..3" },
+    [SC_CAP] = { "cap", NULL, 0, "1024 2048" }, [SC_TNAME] = { "tname", NULL, 0, "0..2" }, [SC_FN] = { "fn", NULL, 0, "0..3" },
+    [SC_NP] = { NULL, NULL, 0, NULL } };
 static const char *const scatter_names[][3] = {
     { "src", "idx", "out" }, { "values", "targets", "acc" }, { "x", "index_map", "y" }, { "updates", "positions", "result" } };
 static const char *const scatter_kn[][4] = {
@@ -217,23 +205,12 @@ static const char *const scatter_kn[][4] = {
     { "scatter_max_kernel", "scatterMax", "index_max", "scatter_max" } };
 
 static void scatter_draw(Task *t, Rng *r) {
-    static const int ns[] = { 1000, 4096, 10000, 65536, 100000, 262144, 1000000 };
-    static const int ms[] = { 16, 100, 1000, 4096, 65536 };
-    static const int blocks[] = { 128, 256, 512, 1024 };
-    t->p[SC_OP] = rng_int(r, 0, 3);
-    t->p[SC_N] = ns[RPICK(r, ns)];
-    t->p[SC_M] = t->p[SC_OP] == 0 ? t->p[SC_N] : ms[RPICK(r, ms)];
-    t->p[SC_BLOCK] = blocks[RPICK(r, blocks)];
-    t->p[SC_LOOP] = rng_int(r, 0, 2);
-    t->p[SC_KNAME] = rng_int(r, 0, 3);
-    t->p[SC_NAMES] = rng_int(r, 0, 3);
-    t->p[SC_CAP] = rng_chance(r, 50) ? 1024 : 2048;
-    t->p[SC_TNAME] = rng_int(r, 0, 2);
-    t->p[SC_FN] = rng_int(r, 0, 3);
-    for (int k = 0; k < 2; k++) snprintf(t->in[k].name, sizeof t->in[k].name, "%s", scatter_names[t->p[SC_NAMES]][k]);
-    snprintf(t->out[0].name, sizeof t->out[0].name, "%s", scatter_names[t->p[SC_NAMES]][2]);
-    snprintf(t->kname[0], sizeof t->kname[0], "%s", scatter_kn[t->p[SC_OP]][t->p[SC_KNAME]]);
-    snprintf(t->slug, sizeof t->slug, "%s", t->p[SC_OP] == 0 ? "scatter" : t->p[SC_OP] == 3 ? "scatter_max" : "scatter_add");
+    (void)r;
+    if (t->p[SC_OP] == 0) t->p[SC_M] = t->p[SC_N]; // a permutation
+    for (int k = 0; k < 2; k++) SETNAME(t->in[k].name, "%s", scatter_names[t->p[SC_NAMES]][k]);
+    SETNAME(t->out[0].name, "%s", scatter_names[t->p[SC_NAMES]][2]);
+    SETNAME(t->kname[0], "%s", scatter_kn[t->p[SC_OP]][t->p[SC_KNAME]]);
+    SETNAME(t->slug, "%s", t->p[SC_OP] == 0 ? "scatter" : t->p[SC_OP] == 3 ? "scatter_max" : "scatter_add");
 }
 
 static void scatter_layout(Task *t) {
@@ -284,22 +261,25 @@ static void scatter_describe(const Task *t, Buf *name, Buf *desc) {
     }
 }
 
+static const char scatter_kernel_tpl[] = R"(
+/// Each thread $what.
+__global__ void $kname($params) {
+    $loop
+}
+)";
+
 static void scatter_kernels(const Task *t, Emit *e) {
     const char *s = t->in[0].name, *ix = t->in[1].name, *o = t->out[0].name, *i = IDX(t);
-    int op = t->p[SC_OP], loop = t->p[SC_LOOP];
+    int op = t->p[SC_OP];
     const char *vt = op <= 1 ? "float" : "int";
     static const char *const what[] = { "writes its element to the permuted position", "adds its value atomically",
                                         "adds its value atomically", "raises the target with atomicMax" };
-    em_comment(e, t, fmt("Each thread %s.", what[op]), 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0],
-               fmt("%s, %s, %s, %s", ptr_param(t, vt, s, 1), ptr_param(t, "int", ix, 1), ptr_param(t, vt, o, 0), count_param(t, "n")));
-    loop_open(e, t, loop, "n");
     const char *target = t->p[SC_FN] & 1 ? fmt("%s + %s[%s]", o, ix, i) : fmt("&%s[%s[%s]]", o, ix, i);
-    if (op == 0) em_line(e, "%s[%s[%s]] = %s[%s];", o, ix, i, s, i);
-    else if (op == 3) em_line(e, "atomicMax(%s, %s[%s]);", target, s, i);
-    else em_line(e, "atomicAdd(%s, %s[%s]);", target, s, i);
-    loop_close(e, loop);
-    em_fn_close(e);
+    const char *body = op == 0 ? fmt("%s[%s[%s]] = %s[%s];", o, ix, i, s, i)
+                               : fmt("%s(%s, %s[%s]);", op == 3 ? "atomicMax" : "atomicAdd", target, s, i);
+    TPL(e, t, scatter_kernel_tpl, "what", what[op], "kname", t->kname[0],
+        "params", fmt("%s, %s, %s, %s", ptr_param(t, vt, s, 1), ptr_param(t, "int", ix, 1), ptr_param(t, vt, o, 0), count_param(t, "n")),
+        "loop", loop_frag(t, t->p[SC_LOOP], "n", body));
 }
 
 static void scatter_launch(const Task *t, Emit *e, const Host *h) {
@@ -351,35 +331,26 @@ static const char *const hist_loops[] = { "one_per_thread", "grid_stride", NULL 
 static const char *const hist_shmem[] = { "define", "template", "dynamic", NULL };
 static const char *const hist_ctypes[] = { "uint32", "int32", NULL };
 static const ParamDesc hist_params[] = {
-    { "op", hist_ops, 1 }, { "n", NULL, 1 }, { "bins", NULL, 1 }, { "block", NULL, 1 }, { "variant", hist_variants, 1 },
-    { "loop", hist_loops, 1 }, { "shmem", hist_shmem, 0 }, { "count_type", hist_ctypes, 0 }, { "kname", NULL, 0 },
-    { "names", NULL, 0 }, { "cap", NULL, 0 }, { "tname", NULL, 0 }, { NULL, NULL, 0 } };
+    [H_OP] = { "op", hist_ops, 1, "*" },          [H_N] = { "n", NULL, 1, "4096 10000 65536 100000 262144 1000000 1048576" },
+    [H_BINS] = { "bins", NULL, 1, "16 32 64 100 128 256 1000 1024" }, [H_BLOCK] = { "block", NULL, 1, "128 256 512" },
+    [H_VARIANT] = { "variant", hist_variants, 1, "*" }, [H_LOOP] = { "loop", hist_loops, 1, "*" },
+    [H_SHMEM] = { "shmem", hist_shmem, 0, "*" },  [H_CTYPE] = { "count_type", hist_ctypes, 0, "0 0 0 0 0 0 0 1 1 1" },
+    [H_KNAME] = { "kname", NULL, 0, "0..3" },     [H_NAMES] = { "names", NULL, 0, "0..3" },
+    [H_CAP] = { "cap", NULL, 0, "256 1024" },     [H_TNAME] = { "tname", NULL, 0, "0..2" },
+    [H_NP] = { NULL, NULL, 0, NULL } };
 static const char *const hist_names[][2] = { { "data", "hist" }, { "values", "counts" }, { "samples", "histogram" }, { "keys", "freq" } };
 static const char *const hist_pix_names[][2] = { { "pixels", "hist" }, { "image", "histogram" }, { "img", "counts" }, { "gray", "bins_out" } };
 static const char *const hist_kn[][4] = { { "histogram_kernel", "histogramGlobal", "hist_atomic", "count_values" },
                                           { "histogram_shared", "histogramShared", "hist_privatized", "block_histogram" } };
 
 static void hist_draw(Task *t, Rng *r) {
-    static const int ns[] = { 4096, 10000, 65536, 100000, 262144, 1000000, 1048576 };
-    static const int bins[] = { 16, 32, 64, 100, 128, 256, 1000, 1024 };
-    static const int blocks[] = { 128, 256, 512 };
-    t->p[H_OP] = rng_int(r, 0, 2);
-    t->p[H_N] = ns[RPICK(r, ns)];
-    t->p[H_BINS] = t->p[H_OP] == 1 ? 256 : bins[RPICK(r, bins)];
-    t->p[H_BLOCK] = blocks[RPICK(r, blocks)];
-    t->p[H_VARIANT] = rng_int(r, 0, 1);
-    t->p[H_LOOP] = rng_int(r, 0, 1);
-    t->p[H_SHMEM] = rng_int(r, 0, 2);
-    t->p[H_CTYPE] = rng_chance(r, 70) ? 0 : 1;
-    t->p[H_KNAME] = rng_int(r, 0, 3);
-    t->p[H_NAMES] = rng_int(r, 0, 3);
-    t->p[H_CAP] = rng_chance(r, 50) ? 256 : 1024;
-    t->p[H_TNAME] = rng_int(r, 0, 2);
+    (void)r;
+    if (t->p[H_OP] == 1) t->p[H_BINS] = 256; // uint8 pixels
     const char *const *nm = t->p[H_OP] == 1 ? hist_pix_names[t->p[H_NAMES]] : hist_names[t->p[H_NAMES]];
-    snprintf(t->in[0].name, sizeof t->in[0].name, "%s", nm[0]);
-    snprintf(t->out[0].name, sizeof t->out[0].name, "%s", nm[1]);
-    snprintf(t->kname[0], sizeof t->kname[0], "%s", hist_kn[t->p[H_VARIANT]][t->p[H_KNAME]]);
-    snprintf(t->slug, sizeof t->slug, "histogram");
+    SETNAME(t->in[0].name, "%s", nm[0]);
+    SETNAME(t->out[0].name, "%s", nm[1]);
+    SETNAME(t->kname[0], "%s", hist_kn[t->p[H_VARIANT]][t->p[H_KNAME]]);
+    SETNAME(t->slug, "histogram");
 }
 
 static void hist_layout(Task *t) {
@@ -422,79 +393,71 @@ static void hist_describe(const Task *t, Buf *name, Buf *desc) {
     else buf_puts(desc, " Use atomicAdd on the output counts.");
 }
 
-// The bin of element expression v (a value read from the input), as CUDA source.
-static const char *hist_bin_expr(const Task *t, const char *v, const char *bins) {
-    if (t->p[H_OP] == 2) return fmt("min((int)(%s * %s), %s - 1)", v, bins, bins);
-    if (t->p[H_OP] == 1) return fmt("(int)%s", v);
-    return v;
+// Global atomics on the output, or a private histogram per block in shared memory merged
+// into the output at the end.
+static const char hist_global_tpl[] = R"(
+/// Every element increments its bin in global memory with atomicAdd.
+__global__ void $kname($params) {
+    $loop
 }
+)";
+static const char hist_shared_tpl[] = R"(
+$define
+/// Each block builds a private histogram in shared memory, then adds it to the global one.
+$template
+__global__ void $kname($params) {
+    $local_hist
+    //? zero the block's private copy
+    for (int b = threadIdx.x; b < $nb; b += blockDim.x) local_hist[b] = 0;
+    __syncthreads();
+    $loop
+    __syncthreads();
+    //? merge into the global histogram
+    for (int b = threadIdx.x; b < $nb; b += blockDim.x) {
+        if (local_hist[b] != 0) atomicAdd(&$o[b], local_hist[b]);
+    }
+}
+)";
 
 static void hist_kernels(const Task *t, Emit *e) {
     const char *x = t->in[0].name, *o = t->out[0].name, *i = IDX(t);
     const char *ct = t->p[H_CTYPE] ? "int" : "unsigned int", *one = t->p[H_CTYPE] ? "1" : "1u";
     static const char *const in_ct[] = { "int", "unsigned char", "float" };
     int loop = t->p[H_LOOP] == 1 ? LOOP_GRID : LOOP_IF, shared = t->p[H_VARIANT] == 1, sh = t->p[H_SHMEM];
-    Task t2 = *t;
+    Task t2 = *t; // an int index
     t2.st.idxtype = 0;
     const char *params = fmt("%s, %s, int n%s", ptr_param(t, in_ct[t->p[H_OP]], x, 1), ptr_param(t, ct, o, 0),
                              shared && sh == 1 ? "" : ", int bins");
+    const char *nb = !shared ? "bins" : pick3(sh, "NUM_BINS", "NBINS", "bins"), *hist = shared ? "local_hist" : o;
+    const char *v = fmt("%s[%s]", x, i);
+    const char *bin = t->p[H_OP] == 2 ? fmt("min((int)(%s * %s), %s - 1)", v, nb, nb) : t->p[H_OP] == 1 ? fmt("(int)%s", v) : v;
+    const char *body = t->p[H_OP] == 0 ? fmt("atomicAdd(&%s[%s], %s);", hist, v, one)
+                                       : fmt("const int b = %s;\natomicAdd(&%s[b], %s);", bin, hist, one);
+    const char *lp = loop_frag(&t2, loop, "n", body);
     if (!shared) {
-        em_comment(e, t, "Every element increments its bin in global memory with atomicAdd.", 0);
-        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], params);
-        loop_open(e, &t2, loop, "n");
-        if (t->p[H_OP] == 0) em_line(e, "atomicAdd(&%s[%s[%s]], %s);", o, x, i, one);
-        else {
-            em_line(e, "const int b = %s;", hist_bin_expr(t, fmt("%s[%s]", x, i), "bins"));
-            em_line(e, "atomicAdd(&%s[b], %s);", o, one);
-        }
-        loop_close(e, loop);
-        em_fn_close(e);
+        TPL(e, t, hist_global_tpl, "kname", t->kname[0], "params", params, "loop", lp);
         return;
     }
-    const char *nb = sh == 0 ? "NUM_BINS" : sh == 1 ? "NBINS" : "bins";
-    if (sh == 0) {
-        em_line(e, "#define NUM_BINS %d", t->p[H_BINS]);
-        em_blank(e);
-    }
-    em_comment(e, t, "Each block builds a private histogram in shared memory, then adds it to the global one.", 0);
-    em_fn_open(e, t, SPAN_GLOBAL, sh == 1 ? "template <int NBINS>\n" : "", "__global__ void", t->kname[0], params);
-    if (sh == 2) em_line(e, "extern __shared__ %s local_hist[];", ct);
-    else em_line(e, "__shared__ %s local_hist[%s];", ct, nb);
-    em_note(e, t, "zero the block's private copy");
-    em_line(e, "for (int b = threadIdx.x; b < %s; b += blockDim.x) local_hist[b] = 0;", nb);
-    em_line(e, "__syncthreads();");
-    loop_open(e, &t2, loop, "n");
-    if (t->p[H_OP] == 0) em_line(e, "atomicAdd(&local_hist[%s[%s]], %s);", x, i, one);
-    else {
-        em_line(e, "const int b = %s;", hist_bin_expr(t, fmt("%s[%s]", x, i), nb));
-        em_line(e, "atomicAdd(&local_hist[b], %s);", one);
-    }
-    loop_close(e, loop);
-    em_line(e, "__syncthreads();");
-    em_note(e, t, "merge into the global histogram");
-    em_line(e, "for (int b = threadIdx.x; b < %s; b += blockDim.x) {", nb);
-    em_in(e);
-    em_line(e, "if (local_hist[b] != 0) atomicAdd(&%s[b], local_hist[b]);", o);
-    em_out(e);
-    em_line(e, "}");
-    em_fn_close(e);
+    TPL(e, t, hist_shared_tpl, "define", sh == 0 ? fmt("#define NUM_BINS %d\n\n", t->p[H_BINS]) : "",
+        "template", sh == 1 ? "template <int NBINS>" : "", "kname", t->kname[0], "params", params, "nb", nb, "loop", lp, "o", o,
+        "local_hist", sh == 2 ? fmt("extern __shared__ %s local_hist[];", ct) : fmt("__shared__ %s local_hist[%s];", ct, nb));
 }
+
+static const char hist_dynamic_launch[] = R"(
+const int threads = $block;
+const int blocks = $blocks;
+const size_t shmem = $bins * sizeof($ct);
+$k<<<blocks, threads, shmem>>>($args);
+)";
 
 static void hist_launch(const Task *t, Emit *e, const Host *h) {
     int shared = t->p[H_VARIANT] == 1, sh = t->p[H_SHMEM], grid = t->p[H_LOOP] == 1;
-    const char *ct = t->p[H_CTYPE] ? "int" : "unsigned int";
     const char *args = fmt("%s, %s, %s%s", h->in[0], h->out[0], h->size[0], shared && sh == 1 ? "" : fmt(", %s", h->size[1]));
     const char *kname = shared && sh == 1 ? fmt("%s<%d>", t->kname[0], t->p[H_BINS]) : t->kname[0];
-    if (!(shared && sh == 2)) {
-        launch_1d(e, t, kname, h->size[0], t->p[H_BLOCK], grid ? t->p[H_CAP] : 0, args);
-        return;
-    }
-    // dynamic shared memory: the third launch parameter
-    em_line(e, "const int threads = %d;", t->p[H_BLOCK]);
-    if (grid) em_line(e, "const int blocks = %d;", t->p[H_CAP]);
-    else em_line(e, "const int blocks = (%s + threads - 1) / threads;", h->size[0]);
-    em_line(e, "const size_t shmem = %s * sizeof(%s);", h->size[1], ct);
-    em_launch(e, kname, "blocks, threads, shmem", args);
+    if (!(shared && sh == 2)) launch_1d(e, t, kname, h->size[0], t->p[H_BLOCK], grid ? t->p[H_CAP] : 0, args);
+    else TPL(e, t, hist_dynamic_launch, "block", fmt("%d", t->p[H_BLOCK]), "bins", h->size[1], "k", kname, "args", args,
+             "blocks", grid ? fmt("%d", t->p[H_CAP]) : fmt("(%s + threads - 1) / threads", h->size[0]),
+             "ct", t->p[H_CTYPE] ? "int" : "unsigned int");
 }
 
 static void hist_ref(const Task *t, const void *const *in, void *const *out) {

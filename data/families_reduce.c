@@ -3,45 +3,7 @@
 // (__shfl_down_sync / __shfl_xor_sync) over a whole array or one warp per matrix row.
 // Included by corpus.c.
 
-static const int red_sizes[] = { 1000, 4096, 65536, 100000, 262144, 1000000, 1048576 };
-
-// ----------------------------------------------------------------------------
-// Block reduction in shared memory
-
-enum { RB_OP, RB_N, RB_BLOCK, RB_FINISH, RB_LOAD, RB_SHMEM, RB_KNAME, RB_NAMES, RB_TNAME, RB_CAP, RB_NP };
-static const char *const rb_ops[] = { "sum", "sumsq", "absmax", NULL };
-static const char *const rb_finish[] = { "two_pass", "atomic", NULL };
-static const char *const rb_loads[] = { "one_per_thread", "two_per_thread", "grid_stride", NULL };
-static const char *const rb_shmem[] = { "define", "template", "dynamic", NULL };
-static const ParamDesc rb_params[] = {
-    { "op", rb_ops, 1 }, { "n", NULL, 1 }, { "block", NULL, 1 }, { "finish", rb_finish, 1 }, { "load", rb_loads, 1 },
-    { "shmem", rb_shmem, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 }, { "cap", NULL, 0 },
-    { NULL, NULL, 0 } };
-static const char *const rb_names[][2] = { { "x", "sum" }, { "input", "total" }, { "values", "result" }, { "data", "out" } };
-static const char *const rb_kn[3][4] = { { "reduce_sum", "blockReduceSum", "sum_kernel", "reduce_block" },
-                                         { "reduce_sumsq", "sumOfSquares", "sumsq_kernel", "reduce_squares" },
-                                         { "reduce_absmax", "absMaxKernel", "absmax_kernel", "reduce_max_abs" } };
-
-static void rb_draw(Task *t, Rng *r) {
-    static const int blocks[] = { 128, 256, 512, 1024 };
-    static const int caps[] = { 128, 256, 1024 };
-    t->p[RB_OP] = rng_int(r, 0, 2);
-    t->p[RB_N] = red_sizes[RPICK(r, red_sizes)];
-    t->p[RB_BLOCK] = blocks[RPICK(r, blocks)];
-    t->p[RB_FINISH] = rng_int(r, 0, 1);
-    t->p[RB_LOAD] = rng_int(r, 0, 2);
-    t->p[RB_SHMEM] = rng_int(r, 0, 2);
-    t->p[RB_KNAME] = rng_int(r, 0, 3);
-    t->p[RB_NAMES] = rng_int(r, 0, 3);
-    t->p[RB_TNAME] = rng_int(r, 0, 2);
-    t->p[RB_CAP] = caps[RPICK(r, caps)];
-    snprintf(t->in[0].name, sizeof t->in[0].name, "%s", rb_names[t->p[RB_NAMES]][0]);
-    snprintf(t->out[0].name, sizeof t->out[0].name, "%s", rb_names[t->p[RB_NAMES]][1]);
-    snprintf(t->kname[0], sizeof t->kname[0], "%s", rb_kn[t->p[RB_OP]][t->p[RB_KNAME]]);
-    static const char *const fin[] = { "reduce_final", "finalReduce", "reduce_partials", "finish_reduction" };
-    snprintf(t->kname[1], sizeof t->kname[1], "%s", fin[t->p[RB_KNAME]]);
-    snprintf(t->slug, sizeof t->slug, "%s", rb_ops[t->p[RB_OP]]);
-}
+#define RED_SIZES "1000 4096 65536 100000 262144 1000000 1048576"
 
 // A reduction over n values in [-1, 1): float sums differ with the order of additions.
 static void red_tolerance(Task *t, long n, int exact) {
@@ -49,8 +11,37 @@ static void red_tolerance(Task *t, long n, int exact) {
     t->rtol = exact ? 0 : 1e-4;
 }
 
+// ----------------------------------------------------------------------------
+// reduce_block: a tree in shared memory per block, then a second pass or atomics
+
+enum { RB_OP, RB_N, RB_BLOCK, RB_FINISH, RB_LOAD, RB_SHMEM, RB_KNAME, RB_NAMES, RB_TNAME, RB_CAP, RB_NP };
+static const char *const rb_ops[] = { "sum", "sumsq", "absmax", NULL };
+static const char *const rb_finish[] = { "two_pass", "atomic", NULL };
+static const char *const rb_loads[] = { "one_per_thread", "two_per_thread", "grid_stride", NULL };
+static const char *const rb_shmem[] = { "define", "template", "dynamic", NULL };
+static const ParamDesc rb_params[] = {
+    [RB_OP] = { "op", rb_ops, 1, "*" },           [RB_N] = { "n", NULL, 1, RED_SIZES },
+    [RB_BLOCK] = { "block", NULL, 1, "128 256 512 1024" }, [RB_FINISH] = { "finish", rb_finish, 1, "*" },
+    [RB_LOAD] = { "load", rb_loads, 1, "*" },     [RB_SHMEM] = { "shmem", rb_shmem, 0, "*" },
+    [RB_KNAME] = { "kname", NULL, 0, "0..3" },    [RB_NAMES] = { "names", NULL, 0, "0..3" },
+    [RB_TNAME] = { "tname", NULL, 0, "0..2" },    [RB_CAP] = { "cap", NULL, 0, "128 256 1024" },
+    [RB_NP] = { NULL, NULL, 0, NULL } };
+
+static void rb_draw(Task *t, Rng *r) {
+    (void)r;
+    static const char *const names[][2] = { { "x", "sum" }, { "input", "total" }, { "values", "result" }, { "data", "out" } };
+    static const char *const kn[3][4] = { { "reduce_sum", "blockReduceSum", "sum_kernel", "reduce_block" },
+                                          { "reduce_sumsq", "sumOfSquares", "sumsq_kernel", "reduce_squares" },
+                                          { "reduce_absmax", "absMaxKernel", "absmax_kernel", "reduce_max_abs" } };
+    static const char *const fin[] = { "reduce_final", "finalReduce", "reduce_partials", "finish_reduction" };
+    SETNAME(t->in[0].name, "%s", names[t->p[RB_NAMES]][0]);
+    SETNAME(t->out[0].name, "%s", names[t->p[RB_NAMES]][1]);
+    SETNAME(t->kname[0], "%s", kn[t->p[RB_OP]][t->p[RB_KNAME]]);
+    SETNAME(t->kname[1], "%s", fin[t->p[RB_KNAME]]);
+    SETNAME(t->slug, "%s", rb_ops[t->p[RB_OP]]);
+}
+
 static void rb_layout(Task *t) {
-    t->nsize = 0;
     t->nin = t->nout = 1;
     int n = add_size(t, "n", t->p[RB_N]);
     tset(&t->in[0], DT_F32, 1, t->p[RB_N], 0);
@@ -66,17 +57,75 @@ static void rb_describe(const Task *t, Buf *name, Buf *desc) {
     static const char *const nm[3][3] = { { "Sum_Reduction", "Array_Sum", "Parallel_Reduction_Sum" },
                                           { "Sum_Of_Squares", "Squared_Norm", "Sum_Squares_Reduction" },
                                           { "Max_Abs_Reduction", "Absolute_Maximum", "Infinity_Norm" } };
-    buf_puts(name, nm[t->p[RB_OP]][t->p[RB_TNAME]]);
-    const char *x = t->in[0].name, *o = t->out[0].name;
     static const char *const what[] = { "the sum of all %d elements of %s", "the sum of the squares of all %d elements of %s",
                                         "the largest absolute value among the %d elements of %s" };
-    buf_printf(desc, "Compute %s[0] = ", o);
-    buf_printf(desc, what[t->p[RB_OP]], t->p[RB_N], x);
+    static const char *const finish[] = { "; a second kernel launch reduces the per-block partial results.",
+                                          "; block results are combined with atomicAdd.",
+                                          "; block results are combined with atomicMax on the float bits (valid because they are non-negative)." };
+    buf_puts(name, nm[t->p[RB_OP]][t->p[RB_TNAME]]);
+    buf_printf(desc, "Compute %s[0] = ", t->out[0].name);
+    buf_printf(desc, what[t->p[RB_OP]], t->p[RB_N], t->in[0].name);
     buf_puts(desc, ". Each block reduces its part in shared memory with a tree of __syncthreads() steps");
-    if (t->p[RB_FINISH] == 0) buf_puts(desc, "; a second kernel launch reduces the per-block partial results.");
-    else if (t->p[RB_OP] == 2) buf_puts(desc, "; block results are combined with atomicMax on the float bits (valid because they are non-negative).");
-    else buf_puts(desc, "; block results are combined with atomicAdd.");
+    buf_puts(desc, finish[t->p[RB_FINISH] == 0 ? 0 : t->p[RB_OP] == 2 ? 2 : 1]);
 }
+
+// Pass 1 (or the only kernel): each block reduces its elements in sdata; thread 0 writes
+// the block's result. Pass 2 reduces the partials with one block.
+static const char rb_kernel[] = R"(
+$define
+/// $comment
+$template
+__global__ void $kname($params, int n) {
+    $sdata
+    const unsigned int tid = threadIdx.x;
+    $load
+    __syncthreads();
+    $tree
+    if (tid == 0) {
+        $finish
+    }
+}
+)";
+static const char rb_pass2[] = R"(
+
+/// Pass 2: one block reduces the per-block partial results.
+$template
+__global__ void $kname($params, int count) {
+    $sdata
+    const unsigned int tid = threadIdx.x;
+    float v = 0.0f;
+    for (int i = tid; i < count; i += blockDim.x) v = $combine;
+    sdata[tid] = v;
+    __syncthreads();
+    $tree
+    if (tid == 0) $out[0] = sdata[0];
+}
+)";
+static const char rb_tree[] = R"(
+//? tree reduction: halve the active threads each step
+for (unsigned int s = $B / 2; s > 0; s >>= 1) {
+    if (tid < s) sdata[tid] = $combine;
+    __syncthreads();
+}
+)";
+static const char *const rb_load[] = { R"(
+const unsigned int i = blockIdx.x * blockDim.x + tid;
+sdata[tid] = i < n ? $f_i : 0.0f;
+)", R"(
+//? each thread starts with two elements, one block width apart
+const unsigned int i = blockIdx.x * (blockDim.x * 2) + tid;
+float v = 0.0f;
+if (i < n) v = $f_i;
+if (i + blockDim.x < n) v = $combine_next;
+sdata[tid] = v;
+)", R"(
+//? grid-stride accumulation first
+float v = 0.0f;
+for (int i = blockIdx.x * blockDim.x + tid; i < n; i += blockDim.x * gridDim.x) {
+    v = $combine_i;
+}
+sdata[tid] = v;
+)" };
 
 static const char *rb_f(const Task *t, const char *v) {
     return t->p[RB_OP] == 0 ? v : t->p[RB_OP] == 1 ? fmt("%s * %s", v, v) : fmt("fabsf(%s)", v);
@@ -85,108 +134,60 @@ static const char *rb_comb(const Task *t, const char *a, const char *b) {
     return t->p[RB_OP] == 2 ? fmt("fmaxf(%s, %s)", a, b) : fmt("%s + %s", a, b);
 }
 
-// The tree over sdata[0..B) and the __syncthreads() steps.
-static void rb_tree(const Task *t, Emit *e, const char *B) {
-    em_note(e, t, "tree reduction: halve the active threads each step");
-    em_line(e, "for (unsigned int s = %s / 2; s > 0; s >>= 1) {", B);
-    em_in(e);
-    em_line(e, "if (tid < s) sdata[tid] = %s;", rb_comb(t, "sdata[tid]", "sdata[tid + s]"));
-    em_line(e, "__syncthreads();");
-    em_out(e);
-    em_line(e, "}");
+static void rb_kernels(const Task *t, Emit *e) {
+    int sh = t->p[RB_SHMEM], fin = t->p[RB_FINISH], op = t->p[RB_OP];
+    const char *B = pick3(sh, "BLOCK_SIZE", "BLOCK", "blockDim.x"), *x = t->in[0].name, *o = t->out[0].name;
+    const char *outp = fin == 0 ? "partial" : o;
+    const char *tmpl = sh == 1 ? "template <int BLOCK>" : "";
+    const char *sdata = sh == 2 ? "extern __shared__ float sdata[];" : fmt("__shared__ float sdata[%s];", B);
+    const char *tree = FRAG(rb_tree, "B", B, "combine", rb_comb(t, "sdata[tid]", "sdata[tid + s]"));
+    const char *xi = fmt("%s[i]", x);
+    TPL(e, t, rb_kernel, "define", sh == 0 ? fmt("#define BLOCK_SIZE %d\n\n", t->p[RB_BLOCK]) : "",
+        "comment", fin == 0 ? "Pass 1: each block reduces its elements and writes one partial result."
+                            : "Each block reduces its elements in shared memory; thread 0 adds the block's result to the output.",
+        "template", tmpl, "kname", t->kname[0],
+        "params", fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", outp, 0)), "sdata", sdata,
+        "load", FRAG(rb_load[t->p[RB_LOAD]], "f_i", rb_f(t, xi), "combine_i", rb_comb(t, "v", rb_f(t, xi)),
+                     "combine_next", rb_comb(t, "v", rb_f(t, fmt("%s[i + blockDim.x]", x)))),
+        "tree", tree,
+        "finish", fin == 0 ? "partial[blockIdx.x] = sdata[0];"
+                  : op == 2 ? fmt("atomicMax((int *)%s, __float_as_int(sdata[0]));", o) : fmt("atomicAdd(%s, sdata[0]);", o));
+    if (fin == 0 && !(t->p[RB_LOAD] == 2 && op != 1)) // a grid-stride pass 1 reduces the partials too
+        TPL(e, t, rb_pass2, "template", tmpl, "kname", t->kname[1], "sdata", sdata, "tree", tree, "out", o,
+            "params", fmt("%s, %s", ptr_param(t, "float", "partial", 1), ptr_param(t, "float", o, 0)),
+            "combine", rb_comb(t, "v", "partial[i]"));
 }
 
-static void rb_kernels(const Task *t, Emit *e) {
-    int sh = t->p[RB_SHMEM], load = t->p[RB_LOAD], fin = t->p[RB_FINISH], op = t->p[RB_OP];
-    const char *B = sh == 0 ? "BLOCK_SIZE" : sh == 1 ? "BLOCK" : "blockDim.x";
-    const char *tmpl = sh == 1 ? "template <int BLOCK>\n" : "";
-    const char *x = t->in[0].name;
-    if (sh == 0) {
-        em_line(e, "#define BLOCK_SIZE %d", t->p[RB_BLOCK]);
-        em_blank(e);
-    }
-    const char *outp = fin == 0 ? "partial" : t->out[0].name;
-    em_comment(e, t, fin == 0 ? "Pass 1: each block reduces its elements and writes one partial result."
-                              : "Each block reduces its elements in shared memory; thread 0 adds the block's result to the output.", 0);
-    em_fn_open(e, t, SPAN_GLOBAL, tmpl, "__global__ void", t->kname[0],
-               fmt("%s, %s, int n", ptr_param(t, "float", x, 1), ptr_param(t, "float", outp, 0)));
-    if (sh == 2) em_line(e, "extern __shared__ float sdata[];");
-    else em_line(e, "__shared__ float sdata[%s];", B);
-    em_line(e, "const unsigned int tid = threadIdx.x;");
-    if (load == 0) {
-        em_line(e, "const unsigned int i = blockIdx.x * blockDim.x + tid;");
-        em_line(e, "sdata[tid] = i < n ? %s : 0.0f;", rb_f(t, fmt("%s[i]", x)));
-    } else if (load == 1) {
-        em_note(e, t, "each thread starts with two elements, one block width apart");
-        em_line(e, "const unsigned int i = blockIdx.x * (blockDim.x * 2) + tid;");
-        em_line(e, "float v = 0.0f;");
-        em_line(e, "if (i < n) v = %s;", rb_f(t, fmt("%s[i]", x)));
-        em_line(e, "if (i + blockDim.x < n) v = %s;", rb_comb(t, "v", rb_f(t, fmt("%s[i + blockDim.x]", x))));
-        em_line(e, "sdata[tid] = v;");
-    } else {
-        em_note(e, t, "grid-stride accumulation first");
-        em_line(e, "float v = 0.0f;");
-        em_line(e, "for (int i = blockIdx.x * blockDim.x + tid; i < n; i += blockDim.x * gridDim.x) {");
-        em_in(e);
-        em_line(e, "v = %s;", rb_comb(t, "v", rb_f(t, fmt("%s[i]", x))));
-        em_out(e);
-        em_line(e, "}");
-        em_line(e, "sdata[tid] = v;");
-    }
-    em_line(e, "__syncthreads();");
-    rb_tree(t, e, B);
-    em_line(e, "if (tid == 0) {");
-    em_in(e);
-    if (fin == 0) em_line(e, "partial[blockIdx.x] = sdata[0];");
-    else if (op == 2) em_line(e, "atomicMax((int *)%s, __float_as_int(sdata[0]));", outp);
-    else em_line(e, "atomicAdd(%s, sdata[0]);", outp);
-    em_out(e);
-    em_line(e, "}");
-    em_fn_close(e);
-    if (fin == 0 && !(load == 2 && op != 1)) {
-        em_blank(e);
-        em_comment(e, t, "Pass 2: one block reduces the per-block partial results.", 0);
-        em_fn_open(e, t, SPAN_GLOBAL, tmpl, "__global__ void", t->kname[1],
-                   fmt("%s, %s, int count", ptr_param(t, "float", "partial", 1), ptr_param(t, "float", t->out[0].name, 0)));
-        if (sh == 2) em_line(e, "extern __shared__ float sdata[];");
-        else em_line(e, "__shared__ float sdata[%s];", B);
-        em_line(e, "const unsigned int tid = threadIdx.x;");
-        em_line(e, "float v = 0.0f;");
-        em_line(e, "for (int i = tid; i < count; i += blockDim.x) v = %s;", rb_comb(t, "v", "partial[i]"));
-        em_line(e, "sdata[tid] = v;");
-        em_line(e, "__syncthreads();");
-        rb_tree(t, e, B);
-        em_line(e, "if (tid == 0) %s[0] = sdata[0];", t->out[0].name);
-        em_fn_close(e);
-    }
-}
+static const char rb_launch_tpl[] = R"(
+const int threads = $threads;
+$blocks
+$launches
+)";
+static const char *const rb_blocks[] = { "const int blocks = ($n + threads - 1) / threads;",
+                                         "const int blocks = ($n + 2 * threads - 1) / (2 * threads);", R"(
+int blocks = ($n + threads - 1) / threads;
+if (blocks > $cap) blocks = $cap;
+)" };
+static const char rb_two_passes[] = R"(
+$alloc
+$k1<<<$cfg>>>($in, $partial, $n);
+$k2<<<$cfg1>>>($partial, $out, blocks);
+$sync
+$free
+)";
 
 static void rb_launch(const Task *t, Emit *e, const Host *h) {
-    int sh = t->p[RB_SHMEM], load = t->p[RB_LOAD], fin = t->p[RB_FINISH], op = t->p[RB_OP], B = t->p[RB_BLOCK];
-    const char *n = h->size[0];
+    int sh = t->p[RB_SHMEM], B = t->p[RB_BLOCK];
     const char *k1 = sh == 1 ? fmt("%s<%d>", t->kname[0], B) : t->kname[0];
-    int reuse = load == 2 && op != 1;
-    const char *k2 = reuse ? k1 : sh == 1 ? fmt("%s<%d>", t->kname[1], B) : t->kname[1];
-    if (sh == 0) em_line(e, "const int threads = BLOCK_SIZE;");
-    else em_line(e, "const int threads = %d;", B);
-    if (load == 0) em_line(e, "const int blocks = (%s + threads - 1) / threads;", n);
-    else if (load == 1) em_line(e, "const int blocks = (%s + 2 * threads - 1) / (2 * threads);", n);
-    else {
-        em_line(e, "int blocks = (%s + threads - 1) / threads;", n);
-        em_line(e, "if (blocks > %d) blocks = %d;", t->p[RB_CAP], t->p[RB_CAP]);
-    }
-    const char *cfg = sh == 2 ? "blocks, threads, threads * sizeof(float)" : "blocks, threads";
-    const char *cfg1 = sh == 2 ? "1, threads, threads * sizeof(float)" : "1, threads";
-    if (fin == 1) {
-        em_launch(e, k1, cfg, fmt("%s, %s, %s", h->in[0], h->out[0], n));
-        return;
-    }
+    const char *k2 = t->p[RB_LOAD] == 2 && t->p[RB_OP] != 1 ? k1 : sh == 1 ? fmt("%s<%d>", t->kname[1], B) : t->kname[1];
     const char *pn = fmt("%spartial%s", dev_affix[t->st.devname][0], dev_affix[t->st.devname][1]);
-    host_dev_alloc(e, t, "float", pn, "blocks");
-    em_launch(e, k1, cfg, fmt("%s, %s, %s", h->in[0], pn, n));
-    em_launch(e, k2, cfg1, fmt("%s, %s, blocks", pn, h->out[0]));
-    host_call(e, t, "cudaDeviceSynchronize()");
-    host_call(e, t, "cudaFree(%s)", pn);
+    const char *cfg = sh == 2 ? "blocks, threads, threads * sizeof(float)" : "blocks, threads";
+    const char *launches = t->p[RB_FINISH] == 1 ? fmt("%s<<<%s>>>(%s, %s, %s);", k1, cfg, h->in[0], h->out[0], h->size[0])
+        : FRAG(rb_two_passes, "alloc", dev_alloc(t, "float", pn, "blocks"), "k1", k1, "cfg", cfg, "in", h->in[0],
+               "partial", pn, "n", h->size[0], "k2", k2, "cfg1", sh == 2 ? "1, threads, threads * sizeof(float)" : "1, threads",
+               "out", h->out[0], "sync", checked(t, "cudaDeviceSynchronize()"), "free", checked(t, fmt("cudaFree(%s)", pn)));
+    TPL(e, t, rb_launch_tpl, "threads", sh == 0 ? "BLOCK_SIZE" : fmt("%d", B),
+        "blocks", FRAG(rb_blocks[t->p[RB_LOAD]], "n", h->size[0], "cap", fmt("%d", t->p[RB_CAP])), "launches", launches);
 }
 
 static void rb_ref(const Task *t, const void *const *in, void *const *out) {
@@ -205,82 +206,70 @@ static const Family fam_reduce_block = { "reduce_block", "sum / sum of squares /
                                          rb_params, NULL, rb_draw, rb_layout, rb_describe, rb_kernels, rb_launch, rb_ref };
 
 // ----------------------------------------------------------------------------
-// Warp-shuffle reductions
+// reduce_warp: warp-shuffle reductions of a whole array or of each row (one warp per row)
 
 enum { RW_OP, RW_N, RW_ROWS, RW_COLS, RW_BLOCK, RW_SHFL, RW_HELPER, RW_MASK, RW_KNAME, RW_NAMES, RW_TNAME, RW_CAP, RW_NP };
 static const char *const rw_ops[] = { "total_sum", "block_sum", "row_sum", "row_max", "row_norm", NULL };
 static const char *const rw_shfl[] = { "down", "xor", NULL };
 static const ParamDesc rw_params[] = {
-    { "op", rw_ops, 1 }, { "n", NULL, 1 }, { "rows", NULL, 1 }, { "cols", NULL, 1 }, { "block", NULL, 1 }, { "shfl", rw_shfl, 1 },
-    { "helper", NULL, 0 }, { "mask", NULL, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 }, { "cap", NULL, 0 },
-    { NULL, NULL, 0 } };
-static const char *const rw_names[][2] = { { "x", "out" }, { "input", "result" }, { "values", "sums" }, { "data", "reduced" } };
-static const char *const rw_kn[5][4] = { { "warp_sum_kernel", "warpReduceSumKernel", "sum_shfl", "reduce_warp" },
-                                         { "block_sum_kernel", "blockSumWarps", "sum_two_level", "reduce_block_warps" },
-                                         { "row_sum_kernel", "rowSumWarp", "row_sums", "sum_rows" },
-                                         { "row_max_kernel", "rowMaxWarp", "row_max", "max_rows" },
-                                         { "row_norm_kernel", "rowNormWarp", "row_l2_norm", "norm_rows" } };
+    [RW_OP] = { "op", rw_ops, 1, "*" },        [RW_N] = { "n", NULL, 1, RED_SIZES },
+    [RW_ROWS] = { "rows", NULL, 1, NULL },     [RW_COLS] = { "cols", NULL, 1, NULL },
+    [RW_BLOCK] = { "block", NULL, 1, NULL },   [RW_SHFL] = { "shfl", rw_shfl, 1, "*" },
+    [RW_HELPER] = { "helper", NULL, 0, "0..2" }, [RW_MASK] = { "mask", NULL, 0, "0..2" },
+    [RW_KNAME] = { "kname", NULL, 0, "0..3" }, [RW_NAMES] = { "names", NULL, 0, "0..3" },
+    [RW_TNAME] = { "tname", NULL, 0, "0..2" }, [RW_CAP] = { "cap", NULL, 0, "256 1024 2048" },
+    [RW_NP] = { NULL, NULL, 0, NULL } };
 
 static int rw_is_row(const Task *t) { return t->p[RW_OP] >= 2; }
 
 static void rw_draw(Task *t, Rng *r) {
-    static const int rows[] = { 128, 1000, 4096, 10000 };
-    static const int cols[] = { 32, 100, 256, 1000, 1024, 4096 };
-    static const int blocks_total[] = { 128, 256, 512, 1024 };
-    static const int blocks_row[] = { 32, 64, 128, 256 };
-    static const int caps[] = { 256, 1024, 2048 };
-    t->p[RW_OP] = rng_int(r, 0, 4);
+    static const char *const names[][2] = { { "x", "out" }, { "input", "result" }, { "values", "sums" }, { "data", "reduced" } };
+    static const char *const kn[5][4] = { { "warp_sum_kernel", "warpReduceSumKernel", "sum_shfl", "reduce_warp" },
+                                          { "block_sum_kernel", "blockSumWarps", "sum_two_level", "reduce_block_warps" },
+                                          { "row_sum_kernel", "rowSumWarp", "row_sums", "sum_rows" },
+                                          { "row_max_kernel", "rowMaxWarp", "row_max", "max_rows" },
+                                          { "row_norm_kernel", "rowNormWarp", "row_l2_norm", "norm_rows" } };
+    static const char *const hn[] = { "warp_reduce", "warpReduce", "warp_allreduce", "shfl_reduce" };
     if (rw_is_row(t)) {
         t->p[RW_N] = 0;
         do {
-            t->p[RW_ROWS] = rows[RPICK(r, rows)];
-            t->p[RW_COLS] = cols[RPICK(r, cols)];
+            t->p[RW_ROWS] = rng_pick(r, "128 1000 4096 10000");
+            t->p[RW_COLS] = rng_pick(r, "32 100 256 1000 1024 4096");
         } while ((long)t->p[RW_ROWS] * t->p[RW_COLS] > 2100000);
-        t->p[RW_BLOCK] = blocks_row[RPICK(r, blocks_row)];
+        t->p[RW_BLOCK] = rng_pick(r, "32 64 128 256");
     } else {
-        t->p[RW_N] = red_sizes[RPICK(r, red_sizes)];
-        t->p[RW_ROWS] = t->p[RW_COLS] = 0;
-        t->p[RW_BLOCK] = blocks_total[RPICK(r, blocks_total)];
+        t->p[RW_BLOCK] = rng_pick(r, "128 256 512 1024");
     }
-    t->p[RW_SHFL] = rng_int(r, 0, 1);
-    t->p[RW_HELPER] = rng_int(r, 0, 2);
-    t->p[RW_MASK] = rng_int(r, 0, 2);
-    t->p[RW_KNAME] = rng_int(r, 0, 3);
-    t->p[RW_NAMES] = rng_int(r, 0, 3);
-    t->p[RW_TNAME] = rng_int(r, 0, 2);
-    t->p[RW_CAP] = caps[RPICK(r, caps)];
-    snprintf(t->in[0].name, sizeof t->in[0].name, "%s", rw_names[t->p[RW_NAMES]][0]);
-    snprintf(t->out[0].name, sizeof t->out[0].name, "%s", rw_names[t->p[RW_NAMES]][1]);
-    snprintf(t->kname[0], sizeof t->kname[0], "%s", rw_kn[t->p[RW_OP]][t->p[RW_KNAME]]);
-    static const char *const hn[] = { "warp_reduce", "warpReduce", "warp_allreduce", "shfl_reduce" };
-    snprintf(t->kname[1], sizeof t->kname[1], "%s%s", hn[t->p[RW_KNAME]], t->p[RW_OP] == 3 ? (t->p[RW_KNAME] == 1 ? "Max" : "_max") : (t->p[RW_KNAME] == 1 ? "Sum" : "_sum"));
-    snprintf(t->slug, sizeof t->slug, "%s", rw_ops[t->p[RW_OP]]);
+    SETNAME(t->in[0].name, "%s", names[t->p[RW_NAMES]][0]);
+    SETNAME(t->out[0].name, "%s", names[t->p[RW_NAMES]][1]);
+    SETNAME(t->kname[0], "%s", kn[t->p[RW_OP]][t->p[RW_KNAME]]);
+    int camel = t->p[RW_KNAME] == 1;
+    SETNAME(t->kname[1], "%s%s", hn[t->p[RW_KNAME]], t->p[RW_OP] == 3 ? (camel ? "Max" : "_max") : (camel ? "Sum" : "_sum"));
+    SETNAME(t->slug, "%s", rw_ops[t->p[RW_OP]]);
 }
 
 static void rw_layout(Task *t) {
-    t->nsize = 0;
     t->nin = t->nout = 1;
-    if (rw_is_row(t)) {
-        int rr = add_size(t, "rows", t->p[RW_ROWS]), cc = add_size(t, "cols", t->p[RW_COLS]);
-        tset(&t->in[0], DT_F32, 2, t->p[RW_ROWS], t->p[RW_COLS]);
-        tfac(&t->in[0], rr, cc);
-        tset(&t->out[0], DT_F32, 1, t->p[RW_ROWS], 0);
-        tfac(&t->out[0], rr, -1);
-        trange(&t->in[0], -1, 1, 0);
-        if (t->p[RW_OP] == 3) { t->atol = 0; t->rtol = 0; }
-        else if (t->p[RW_OP] == 4) { t->atol = 1e-6; t->rtol = 1e-5; }
-        else { t->atol = 1e-5 * sqrt((double)t->p[RW_COLS]) + 1e-6; t->rtol = 1e-5; }
-    } else {
+    trange(&t->in[0], -1, 1, 0);
+    t->need_math = t->p[RW_OP] == 4;
+    if (!rw_is_row(t)) {
         int n = add_size(t, "n", t->p[RW_N]);
         tset(&t->in[0], DT_F32, 1, t->p[RW_N], 0);
         tfac(&t->in[0], n, -1);
         tset(&t->out[0], DT_F32, 1, 1, 0);
         tfac(&t->out[0], -1, -1);
         t->out[0].zero_init = 1;
-        trange(&t->in[0], -1, 1, 0);
         red_tolerance(t, t->p[RW_N], 0);
+        return;
     }
-    t->need_math = t->p[RW_OP] == 4;
+    int rr = add_size(t, "rows", t->p[RW_ROWS]), cc = add_size(t, "cols", t->p[RW_COLS]);
+    tset(&t->in[0], DT_F32, 2, t->p[RW_ROWS], t->p[RW_COLS]);
+    tfac(&t->in[0], rr, cc);
+    tset(&t->out[0], DT_F32, 1, t->p[RW_ROWS], 0);
+    tfac(&t->out[0], rr, -1);
+    if (t->p[RW_OP] == 3) t->atol = t->rtol = 0;
+    else if (t->p[RW_OP] == 4) t->atol = 1e-6, t->rtol = 1e-5;
+    else t->atol = 1e-5 * sqrt((double)t->p[RW_COLS]) + 1e-6, t->rtol = 1e-5;
 }
 
 static void rw_describe(const Task *t, Buf *name, Buf *desc) {
@@ -289,119 +278,120 @@ static void rw_describe(const Task *t, Buf *name, Buf *desc) {
                                           { "Row_Sum", "Matrix_Row_Sums", "Row_Wise_Sum" },
                                           { "Row_Max", "Matrix_Row_Maximum", "Row_Wise_Max" },
                                           { "Row_L2_Norm", "Matrix_Row_Norms", "Row_Wise_Euclidean_Norm" } };
+    static const char *const what[] = { "the sum of row r", "the maximum of row r", "sqrt(sum of squares of row r)" };
     buf_puts(name, nm[t->p[RW_OP]][t->p[RW_TNAME]]);
     const char *x = t->in[0].name, *o = t->out[0].name, *sh = t->p[RW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync";
-    switch (t->p[RW_OP]) {
-    case 0: buf_printf(desc, "Compute %s[0] = the sum of the %d elements of %s. Reduce within each warp with %s; lane 0 of each warp adds its warp's sum to %s[0] with atomicAdd.", o, t->p[RW_N], x, sh, o); break;
-    case 1: buf_printf(desc, "Compute %s[0] = the sum of the %d elements of %s. Reduce within each warp with %s, combine the warp sums of a block through shared memory with a second warp-level step, then atomicAdd the block sum.", o, t->p[RW_N], x, sh); break;
-    case 2: buf_printf(desc, "%s is a %d x %d row-major matrix. Compute %s[r] = the sum of row r, one warp per row, reducing across lanes with %s.", x, t->p[RW_ROWS], t->p[RW_COLS], o, sh); break;
-    case 3: buf_printf(desc, "%s is a %d x %d row-major matrix. Compute %s[r] = the maximum of row r, one warp per row, reducing across lanes with %s.", x, t->p[RW_ROWS], t->p[RW_COLS], o, sh); break;
-    default: buf_printf(desc, "%s is a %d x %d row-major matrix. Compute %s[r] = sqrt(sum of squares of row r), one warp per row, reducing across lanes with %s.", x, t->p[RW_ROWS], t->p[RW_COLS], o, sh); break;
-    }
+    if (rw_is_row(t))
+        buf_printf(desc, "%s is a %d x %d row-major matrix. Compute %s[r] = %s, one warp per row, reducing across lanes with %s.",
+                   x, t->p[RW_ROWS], t->p[RW_COLS], o, what[t->p[RW_OP] - 2], sh);
+    else if (t->p[RW_OP] == 0)
+        buf_printf(desc, "Compute %s[0] = the sum of the %d elements of %s. Reduce within each warp with %s; "
+                         "lane 0 of each warp adds its warp's sum to %s[0] with atomicAdd.", o, t->p[RW_N], x, sh, o);
+    else
+        buf_printf(desc, "Compute %s[0] = the sum of the %d elements of %s. Reduce within each warp with %s, combine the warp "
+                         "sums of a block through shared memory with a second warp-level step, then atomicAdd the block sum.",
+                   o, t->p[RW_N], x, sh);
 }
 
-// The shuffle loop v = v (op) shfl(v, offset) for offset 16, 8, 4, 2, 1.
-static void rw_shuffle(const Task *t, Emit *e, const char *v) {
-    const char *mask = t->p[RW_MASK] == 0 ? "0xffffffff" : t->p[RW_MASK] == 1 ? "0xFFFFFFFFu" : "FULL_MASK";
-    const char *fn = t->p[RW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync";
-    const char *s = fmt("%s(%s, %s, offset)", fn, mask, v);
-    em_line(e, "#pragma unroll");
-    em_line(e, "for (int offset = 16; offset > 0; offset >>= 1) {");
-    em_in(e);
-    if (t->p[RW_OP] == 3) em_line(e, "%s = fmaxf(%s, %s);", v, v, s);
-    else em_line(e, "%s += %s;", v, s);
-    em_out(e);
-    em_line(e, "}");
+// The shuffle loop over offsets 16, 8, 4, 2, 1; the optional helper holding it; the
+// kernels (one warp per row, or the whole array).
+static const char rw_shuffle[] = R"(
+#pragma unroll
+for (int offset = 16; offset > 0; offset >>= 1) {
+    $step
 }
-// Either a call of the helper or the loop inline.
-static void rw_reduce(const Task *t, Emit *e, const char *v) {
-    if (t->p[RW_HELPER]) em_line(e, "%s = %s(%s);", v, t->kname[1], v);
-    else rw_shuffle(t, e, v);
+)";
+static const char rw_helper[] = R"(
+/// $comment
+$spec $helper(float v) {
+    $shuffle
+    return v;
 }
+
+)";
+static const char rw_row_kernel[] = R"(
+/// One warp per row: lanes stride over the columns, then reduce with shuffles.
+__global__ void $kname($params, int rows, int cols) {
+    const int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int lane = threadIdx.x $lane;
+    if (warp >= rows) return; // whole warps leave together
+    const float *row = $x + (size_t)warp * cols;
+    float v = $init;
+    for (int c = lane; c < cols; c += 32) {
+        $accumulate
+    }
+    $reduce
+    if (lane == 0) $out[warp] = $result;
+}
+)";
+static const char rw_total_kernel[] = R"(
+/// $comment
+__global__ void $kname($params, int n) {
+    $shared
+    float v = 0.0f;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+        v += $x[i];
+    }
+    $reduce
+    $finish
+}
+)";
+static const char rw_two_level[] = R"(
+const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+if (lane == 0) warp_sums[warp] = v;
+__syncthreads();
+if (warp == 0) {
+    v = lane < blockDim.x / 32 ? warp_sums[lane] : 0.0f;
+    $reduce
+    if (lane == 0) atomicAdd($out, v);
+}
+)";
 
 static void rw_kernels(const Task *t, Emit *e) {
-    const char *x = t->in[0].name, *o = t->out[0].name;
+    const char *x = t->in[0].name, *o = t->out[0].name, *v = "v";
     int op = t->p[RW_OP];
-    if (t->p[RW_MASK] == 2) {
-        em_line(e, "#define FULL_MASK 0xffffffffu");
-        em_blank(e);
-    }
-    if (t->p[RW_HELPER]) {
-        em_comment(e, t, t->p[RW_SHFL] ? "Butterfly reduction across the 32 lanes of a warp; every lane gets the result."
-                                       : "Reduction across the 32 lanes of a warp; lane 0 gets the result.", 0);
-        em_fn_open(e, t, SPAN_DEVICE, "", t->p[RW_HELPER] == 1 ? "__inline__ __device__ float" : "__device__ __forceinline__ float",
-                   t->kname[1], "float v");
-        rw_shuffle(t, e, "v");
-        em_line(e, "return v;");
-        em_fn_close(e);
-        em_blank(e);
-    }
-    if (rw_is_row(t)) {
-        em_comment(e, t, "One warp per row: lanes stride over the columns, then reduce with shuffles.", 0);
-        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0],
-                   fmt("%s, %s, int rows, int cols", ptr_param(t, "float", x, 1), ptr_param(t, "float", o, 0)));
-        em_line(e, "const int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;");
-        em_line(e, "const int lane = threadIdx.x %s;", t->p[RW_KNAME] & 1 ? "& 31" : "% 32");
-        em_line(e, "if (warp >= rows) return; // whole warps leave together");
-        em_line(e, "const float *row = %s + (size_t)warp * cols;", x);
-        em_line(e, "float v = %s;", op == 3 ? "-3.402823466e+38f" : "0.0f");
-        em_line(e, "for (int c = lane; c < cols; c += 32) {");
-        em_in(e);
-        if (op == 2) em_line(e, "v += row[c];");
-        else if (op == 3) em_line(e, "v = fmaxf(v, row[c]);");
-        else em_line(e, "v += row[c] * row[c];");
-        em_out(e);
-        em_line(e, "}");
-        rw_reduce(t, e, "v");
-        em_line(e, "if (lane == 0) %s[warp] = %s;", o, op == 4 ? "sqrtf(v)" : "v");
-        em_fn_close(e);
-        return;
-    }
-    em_comment(e, t, op == 0 ? "Grid-stride partial sums per thread, a warp-level shuffle reduction, one atomicAdd per warp."
-                             : "Per-thread partial sums, warp shuffles, warp sums through shared memory, one atomicAdd per block.", 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0],
-               fmt("%s, %s, int n", ptr_param(t, "float", x, 1), ptr_param(t, "float", o, 0)));
-    if (op == 1) em_line(e, "__shared__ float warp_sums[32];");
-    em_line(e, "float v = 0.0f;");
-    em_line(e, "for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {");
-    em_in(e);
-    em_line(e, "v += %s[i];", x);
-    em_out(e);
-    em_line(e, "}");
-    rw_reduce(t, e, "v");
-    if (op == 0) {
-        em_line(e, "if ((threadIdx.x & 31) == 0) atomicAdd(%s, v);", o);
-    } else {
-        em_line(e, "const int lane = threadIdx.x %% 32, warp = threadIdx.x / 32;");
-        em_line(e, "if (lane == 0) warp_sums[warp] = v;");
-        em_line(e, "__syncthreads();");
-        em_line(e, "if (warp == 0) {");
-        em_in(e);
-        em_line(e, "v = lane < blockDim.x / 32 ? warp_sums[lane] : 0.0f;");
-        rw_reduce(t, e, "v");
-        em_line(e, "if (lane == 0) atomicAdd(%s, v);", o);
-        em_out(e);
-        em_line(e, "}");
-    }
-    em_fn_close(e);
+    const char *mask = pick3(t->p[RW_MASK], "0xffffffff", "0xFFFFFFFFu", "FULL_MASK");
+    const char *shfl = fmt("%s(%s, v, offset)", t->p[RW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync", mask);
+    const char *shuffle = FRAG(rw_shuffle, "step", op == 3 ? fmt("v = fmaxf(v, %s);", shfl) : fmt("v += %s;", shfl));
+    const char *reduce = t->p[RW_HELPER] ? fmt("%s = %s(%s);", v, t->kname[1], v) : shuffle;
+    const char *params = fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", o, 0));
+    if (t->p[RW_MASK] == 2) TPL(e, t, "#define FULL_MASK 0xffffffffu\n\n", NULL);
+    if (t->p[RW_HELPER])
+        TPL(e, t, rw_helper, "spec", t->p[RW_HELPER] == 1 ? "__inline__ __device__ float" : "__device__ __forceinline__ float",
+            "helper", t->kname[1], "shuffle", shuffle,
+            "comment", t->p[RW_SHFL] ? "Butterfly reduction across the 32 lanes of a warp; every lane gets the result."
+                                     : "Reduction across the 32 lanes of a warp; lane 0 gets the result.");
+    if (rw_is_row(t))
+        TPL(e, t, rw_row_kernel, "kname", t->kname[0], "params", params, "lane", t->p[RW_KNAME] & 1 ? "& 31" : "% 32",
+            "x", x, "init", op == 3 ? "-3.402823466e+38f" : "0.0f", "reduce", reduce, "out", o,
+            "accumulate", pick3(op - 2, "v += row[c];", "v = fmaxf(v, row[c]);", "v += row[c] * row[c];"),
+            "result", op == 4 ? "sqrtf(v)" : "v");
+    else
+        TPL(e, t, rw_total_kernel, "kname", t->kname[0], "params", params, "x", x, "reduce", reduce,
+            "comment", op == 0 ? "Grid-stride partial sums per thread, a warp-level shuffle reduction, one atomicAdd per warp."
+                               : "Per-thread partial sums, warp shuffles, warp sums through shared memory, one atomicAdd per block.",
+            "shared", op == 1 ? "__shared__ float warp_sums[32];" : "",
+            "finish", op == 0 ? fmt("if ((threadIdx.x & 31) == 0) atomicAdd(%s, v);", o) : FRAG(rw_two_level, "reduce", reduce, "out", o));
 }
+
+static const char *const rw_row_launch[] = { R"(
+dim3 block($block);
+dim3 grid(($rows * 32 + block.x - 1) / block.x);
+$k<<<grid, block>>>($args);
+)", R"(
+const int warps_per_block = $warps;
+const int blocks = ($rows + warps_per_block - 1) / warps_per_block;
+$k<<<blocks, warps_per_block * 32>>>($args);
+)" };
 
 static void rw_launch(const Task *t, Emit *e, const Host *h) {
     int B = t->p[RW_BLOCK];
-    if (rw_is_row(t)) {
-        const char *args = fmt("%s, %s, %s, %s", h->in[0], h->out[0], h->size[0], h->size[1]);
-        if (t->st.cfg & 1) {
-            em_line(e, "const int warps_per_block = %d;", B / 32);
-            em_line(e, "const int blocks = (%s + warps_per_block - 1) / warps_per_block;", h->size[0]);
-            em_launch(e, t->kname[0], "blocks, warps_per_block * 32", args);
-        } else {
-            em_dim3(e, NULL, fmt("block(%d)", B));
-            em_dim3(e, NULL, fmt("grid((%s * 32 + block.x - 1) / block.x)", h->size[0]));
-            em_launch(e, t->kname[0], "grid, block", args);
-        }
+    if (!rw_is_row(t)) {
+        launch_1d(e, t, t->kname[0], h->size[0], B, t->p[RW_CAP], fmt("%s, %s, %s", h->in[0], h->out[0], h->size[0]));
         return;
     }
-    launch_1d(e, t, t->kname[0], h->size[0], B, t->p[RW_CAP], fmt("%s, %s, %s", h->in[0], h->out[0], h->size[0]));
+    TPL(e, t, rw_row_launch[t->st.cfg & 1], "block", fmt("%d", B), "warps", fmt("%d", B / 32), "rows", h->size[0],
+        "k", t->kname[0], "args", fmt("%s, %s, %s, %s", h->in[0], h->out[0], h->size[0], h->size[1]));
 }
 
 static void rw_ref(const Task *t, const void *const *in, void *const *out) {

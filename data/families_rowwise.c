@@ -51,9 +51,9 @@ enum { OP_SUM, OP_MAX, OP_MIN };
 // The parameters every row family starts with; family parameters follow from R_X on.
 enum { R_ROWS, R_COLS, R_MAP, R_BLOCK, R_RED, R_SHMEM, R_HELPER, R_MASK, R_KNAME, R_NAMES, R_TNAME, R_X };
 #define RX_PARAMS                                                                                             \
-    { "rows", NULL, 1 }, { "cols", NULL, 1 }, { "map", rx_maps, 1 }, { "block", NULL, 1 },                   \
-    { "reduce", rx_reds, 1 }, { "shmem", rx_shmems, 0 }, { "helper", NULL, 0 }, { "mask", NULL, 0 },        \
-    { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 }
+    { "rows", NULL, 1, NULL }, { "cols", NULL, 1, NULL }, { "map", rx_maps, 1, NULL }, { "block", NULL, 1, NULL },                   \
+    { "reduce", rx_reds, 1, NULL }, { "shmem", rx_shmems, 0, NULL }, { "helper", NULL, 0, NULL }, { "mask", NULL, 0, NULL },        \
+    { "kname", NULL, 0, NULL }, { "names", NULL, 0, NULL }, { "tname", NULL, 0, NULL }
 
 static int rx_map(const Task *t) { return t->p[R_MAP]; }
 static int rx_tree(const Task *t) { return t->p[R_MAP] == RX_BLOCK && t->p[R_RED] == RED_TREE; }
@@ -191,7 +191,7 @@ static void rx_helpers(Emit *e, const Task *t, int ops) {
         if (!((ops >> op) & 1)) continue;
         em_comment(e, t, down ? fmt("Warp-wide %s: a __shfl_down_sync tree leaves it in lane 0, which broadcasts it to all lanes.", rx_opname(op, 0))
                               : fmt("Warp-wide %s with a __shfl_xor_sync butterfly; every lane ends with the result.", rx_opname(op, 0)), 0);
-        em_fn_open(e, t, SPAN_DEVICE, "", t->p[R_KNAME] & 1 ? "__inline__ __device__ float" : "__device__ __forceinline__ float",
+        em_fn_open(e, t, "", t->p[R_KNAME] & 1 ? "__inline__ __device__ float" : "__device__ __forceinline__ float",
                    rx_warp_fn(t, op), "float v");
         rx_shfl_loop(e, t, "v", op, down);
         if (down) em_line(e, "return __shfl_sync(%s, v, 0);", rx_mask(t));
@@ -204,7 +204,7 @@ static void rx_helpers(Emit *e, const Task *t, int ops) {
         if (!((ops >> op) & 1)) continue;
         em_comment(e, t, fmt("Block-wide %s: each warp reduces with shuffles, the per-warp results meet in shared memory, "
                              "and every warp reduces those again, so all threads return the block's %s.", rx_opname(op, 0), rx_opname(op, 0)), 0);
-        em_fn_open(e, t, SPAN_DEVICE, "", "__device__ float", rx_block_fn(t, op), "float v");
+        em_fn_open(e, t, "", "__device__ float", rx_block_fn(t, op), "float v");
         em_line(e, "__shared__ float warp_part[32];");
         em_line(e, "const int lane = threadIdx.x & 31;");
         em_line(e, "const int wid = threadIdx.x >> 5;");
@@ -260,7 +260,7 @@ static void rx_kernel_head(Emit *e, const Task *t, const char *name, const char 
                            const char *sdtype) {
     em_comment(e, t, comment, 0);
     int tmpl = rx_tree(t) && t->p[R_SHMEM] == SHM_TEMPLATE;
-    em_fn_open(e, t, SPAN_GLOBAL, tmpl ? "template <int BLOCK>\n" : "", "__global__ void", name, params);
+    em_fn_open(e, t, tmpl ? "template <int BLOCK>\n" : "", "__global__ void", name, params);
     switch (rx_map(t)) {
     case RX_BLOCK:
         if (rx_tree(t) && sdtype && strncmp(sdtype, "arg:", 4) == 0) {
@@ -402,13 +402,13 @@ static void rx_arg_helpers(Emit *e, const Task *t, const char *vt, int dir) {
     int down = t->p[R_RED] == RED_DOWN;
     em_comment(e, t, fmt("Warp-wide arg%s of (v, i) pairs: the %s value, the lower index on ties; all lanes end with it.",
                          dir == OP_MAX ? "max" : "min", dir == OP_MAX ? "larger" : "smaller"), 0);
-    em_fn_open(e, t, SPAN_DEVICE, "", "__device__ __forceinline__ void", rx_warp_arg_fn(t, dir), fmt("%s &v, int &i", vt));
+    em_fn_open(e, t, "", "__device__ __forceinline__ void", rx_warp_arg_fn(t, dir), fmt("%s &v, int &i", vt));
     rx_arg_shfl_loop(e, t, vt, "v", "i", dir, down);
     em_fn_close(e);
     em_blank(e);
     if (rx_map(t) != RX_BLOCK) return;
     em_comment(e, t, fmt("Block-wide arg%s: warps reduce with shuffles, per-warp winners meet in shared memory.", dir == OP_MAX ? "max" : "min"), 0);
-    em_fn_open(e, t, SPAN_DEVICE, "", "__device__ void", rx_block_arg_fn(t, dir), fmt("%s &v, int &i", vt));
+    em_fn_open(e, t, "", "__device__ void", rx_block_arg_fn(t, dir), fmt("%s &v, int &i", vt));
     em_line(e, "__shared__ %s warp_val[32];", vt);
     em_line(e, "__shared__ int warp_idx[32];");
     em_line(e, "const int lane = threadIdx.x & 31;");
@@ -487,12 +487,12 @@ static const char *const sm_stores[] = { "recompute", "store", NULL };
 static const char *const sm_algos[] = { "two_pass", "online", NULL };
 static const char *const sm_logs[] = { "logf", "__logf", NULL };
 static const int sm_ranges[] = { 1, 4, 10 }; // inputs in [-range, range)
-static const ParamDesc smb_params[] = { RX_PARAMS, { "exp", sm_exps, 1 }, { "store", sm_stores, 1 }, { "range", NULL, 1 },
-                                        { "algo", sm_algos, 0 }, { "vars", NULL, 0 }, { NULL, NULL, 0 } };
-static const ParamDesc smw_params[] = { RX_PARAMS, { "exp", sm_exps, 1 }, { "store", sm_stores, 0 }, { "range", NULL, 1 },
-                                        { "algo", sm_algos, 1 }, { "vars", NULL, 0 }, { NULL, NULL, 0 } };
-static const ParamDesc lsm_params[] = { RX_PARAMS, { "exp", sm_exps, 1 }, { "store", sm_stores, 0 }, { "range", NULL, 1 },
-                                        { "algo", sm_algos, 0 }, { "vars", NULL, 0 }, { "log", sm_logs, 1 }, { NULL, NULL, 0 } };
+static const ParamDesc smb_params[] = { RX_PARAMS, { "exp", sm_exps, 1, NULL }, { "store", sm_stores, 1, NULL }, { "range", NULL, 1, NULL },
+                                        { "algo", sm_algos, 0, NULL }, { "vars", NULL, 0, NULL }, { NULL, NULL, 0, NULL } };
+static const ParamDesc smw_params[] = { RX_PARAMS, { "exp", sm_exps, 1, NULL }, { "store", sm_stores, 0, NULL }, { "range", NULL, 1, NULL },
+                                        { "algo", sm_algos, 1, NULL }, { "vars", NULL, 0, NULL }, { NULL, NULL, 0, NULL } };
+static const ParamDesc lsm_params[] = { RX_PARAMS, { "exp", sm_exps, 1, NULL }, { "store", sm_stores, 0, NULL }, { "range", NULL, 1, NULL },
+                                        { "algo", sm_algos, 0, NULL }, { "vars", NULL, 0, NULL }, { "log", sm_logs, 1, NULL }, { NULL, NULL, 0, NULL } };
 static const char *const sm_names[][2] = { { "x", "y" }, { "logits", "probs" }, { "scores", "weights" }, { "input", "output" } };
 static const char *const lsm_names[][2] = { { "x", "y" }, { "logits", "log_probs" }, { "scores", "logp" }, { "input", "output" } };
 static const char *const smb_kn[] = { "softmax_rows", "softmaxKernel", "row_softmax", "softmax_block_per_row" };
@@ -608,7 +608,7 @@ static void sm_kernels(const Task *t, Emit *e) {
     if (online) {
         if (t->p[R_HELPER]) {
             em_comment(e, t, "Merges the (max, sum of exp(x - max)) pairs of the 32 lanes; every lane ends with the row's pair.", 0);
-            em_fn_open(e, t, SPAN_DEVICE, "", "__device__ __forceinline__ void", t->kname[1], "float &m, float &s");
+            em_fn_open(e, t, "", "__device__ __forceinline__ void", t->kname[1], "float &m, float &s");
             sm_merge_loop(e, t, "m", "s");
             em_fn_close(e);
             em_blank(e);
@@ -718,10 +718,10 @@ enum { LNF_EPS };
 static const char *const ln_stats[] = { "two_pass", "one_pass", NULL };
 static const char *const ln_rsqrts[] = { "rsqrtf", "one_over_sqrtf", NULL };
 static const char *const ln_fp[] = { "eps", NULL };
-static const ParamDesc ln_params[] = { RX_PARAMS, { "stats", ln_stats, 1 }, { "rsqrt", ln_rsqrts, 0 }, { "save_stats", NULL, 1 },
-                                       { "range", NULL, 1 }, { "div", NULL, 0 }, { NULL, NULL, 0 } };
-static const ParamDesc rms_params[] = { RX_PARAMS, { "stats", ln_stats, 0 }, { "rsqrt", ln_rsqrts, 0 }, { "save_stats", NULL, 0 },
-                                        { "range", NULL, 1 }, { "div", NULL, 0 }, { NULL, NULL, 0 } };
+static const ParamDesc ln_params[] = { RX_PARAMS, { "stats", ln_stats, 1, NULL }, { "rsqrt", ln_rsqrts, 0, NULL }, { "save_stats", NULL, 1, NULL },
+                                       { "range", NULL, 1, NULL }, { "div", NULL, 0, NULL }, { NULL, NULL, 0, NULL } };
+static const ParamDesc rms_params[] = { RX_PARAMS, { "stats", ln_stats, 0, NULL }, { "rsqrt", ln_rsqrts, 0, NULL }, { "save_stats", NULL, 0, NULL },
+                                        { "range", NULL, 1, NULL }, { "div", NULL, 0, NULL }, { NULL, NULL, 0, NULL } };
 // input ranges [lo, hi) and E[x^2] / var of each (how much one-pass variances lose)
 static const double ln_lo[] = { -1, -3, 0, 0 }, ln_hi[] = { 1, 3, 2, 4 }, ln_amp[] = { 1, 1, 4, 4 };
 static const double ln_eps[] = { 1e-5, 1e-6, 1e-5, 1e-3, 1e-12 };
@@ -924,7 +924,7 @@ static const Family fam_rmsnorm = { "rmsnorm_row", "RMSNorm per row with a weigh
 
 enum { MV_ALGO = R_X, MV_DDOF, MV_RANGE, MV_NP };
 static const char *const mv_algos[] = { "two_pass", "sum_of_squares", "welford", NULL };
-static const ParamDesc mv_params[] = { RX_PARAMS, { "algo", mv_algos, 1 }, { "ddof", NULL, 1 }, { "range", NULL, 1 }, { NULL, NULL, 0 } };
+static const ParamDesc mv_params[] = { RX_PARAMS, { "algo", mv_algos, 1, NULL }, { "ddof", NULL, 1, NULL }, { "range", NULL, 1, NULL }, { NULL, NULL, 0, NULL } };
 static const double mv_lo[] = { -1, -10, 0, 0 }, mv_hi[] = { 1, 10, 10, 1 }, mv_amp[] = { 1, 1, 4, 4 };
 static const char *const mv_names[][3] = { { "x", "mean", "var" }, { "data", "means", "variances" }, { "samples", "avg", "variance" },
                                            { "input", "row_mean", "row_var" } };
@@ -990,7 +990,7 @@ static void mv_kernels(const Task *t, Emit *e) {
     if (algo == 2) {
         if (rx_map(t) != RX_THREAD) {
             em_comment(e, t, "Chan et al.: merges the Welford state (n, mean, M2) of another set of values into (n, mean, m2).", 0);
-            em_fn_open(e, t, SPAN_DEVICE, "", "__device__ __forceinline__ void", t->kname[1],
+            em_fn_open(e, t, "", "__device__ __forceinline__ void", t->kname[1],
                        "float &n, float &mean, float &m2, float nb, float mean_b, float m2_b");
             em_line(e, "const float total = n + nb;");
             em_line(e, "if (total == 0.0f) return;");
@@ -1114,7 +1114,7 @@ static const Family fam_mean_var = { "row_mean_var", "mean and variance of each 
 
 enum { AM_DTYPE = R_X, AM_DATA, AM_NP };
 static const char *const am_data[] = { "real", "small_ints", NULL };
-static const ParamDesc am_params[] = { RX_PARAMS, { "dtype", rx_dtypes, 1 }, { "data", am_data, 1 }, { NULL, NULL, 0 } };
+static const ParamDesc am_params[] = { RX_PARAMS, { "dtype", rx_dtypes, 1, NULL }, { "data", am_data, 1, NULL }, { NULL, NULL, 0, NULL } };
 static const char *const am_names[][3] = { { "x", "min_val", "min_idx" }, { "scores", "low", "low_idx" },
                                            { "dist", "nearest_dist", "nearest" }, { "input", "values", "indices" } };
 static const char *const am_kn[] = { "row_argmin", "rowArgMin", "argmin_rows", "argmin_kernel" };
@@ -1206,8 +1206,8 @@ static const Family fam_argmin_row = { "argmin_row", "argmin of each row with it
 enum { TK_K = R_X, TK_ORDER, TK_DATA, TK_KSTYLE, TK_NP };
 static const char *const tk_orders[] = { "largest", "smallest", NULL };
 static const char *const tk_kstyles[] = { "template", "kmax", NULL };
-static const ParamDesc tk_params[] = { RX_PARAMS, { "k", NULL, 1 }, { "order", tk_orders, 1 }, { "data", am_data, 1 },
-                                       { "kstyle", tk_kstyles, 0 }, { NULL, NULL, 0 } };
+static const ParamDesc tk_params[] = { RX_PARAMS, { "k", NULL, 1, NULL }, { "order", tk_orders, 1, NULL }, { "data", am_data, 1, NULL },
+                                       { "kstyle", tk_kstyles, 0, NULL }, { NULL, NULL, 0, NULL } };
 static const char *const tk_names[][3] = { { "x", "top_vals", "top_idx" }, { "scores", "values", "indices" },
                                            { "logits", "topk_val", "topk_idx" }, { "input", "best_vals", "best_ids" } };
 static const char *const tk_kn[] = { "topk_rows", "topKPerRow", "row_topk", "select_topk" };
@@ -1265,7 +1265,7 @@ static void tk_kernels(const Task *t, Emit *e) {
                                  ptr_param(t, "int", oi, 0), tmpl ? "" : ", int k");
         em_comment(e, t, fmt("Top-%s (%s first) of each row, one thread per row: insertion into a sorted list kept in registers.",
                              tmpl ? "K" : "k", sm ? "smallest" : "largest"), 0);
-        em_fn_open(e, t, SPAN_GLOBAL, tmpl ? "template <int K>\n" : "", "__global__ void", t->kname[0], params);
+        em_fn_open(e, t, tmpl ? "template <int K>\n" : "", "__global__ void", t->kname[0], params);
         const char *K = tmpl ? "K" : "k";
         em_line(e, "const int row = %s;", gidx_expr(t, 0));
         em_line(e, "if (row >= rows) return;");
@@ -1377,7 +1377,7 @@ static const Family fam_topk_row = { "topk_row", "top-k (k <= 8) values and indi
 enum { CS_DTYPE = R_X, CS_KIND, CS_DIR, CS_NP };
 static const char *const cs_kinds[] = { "inclusive", "exclusive", NULL };
 static const char *const cs_dirs[] = { "forward", "reverse", NULL };
-static const ParamDesc cs_params[] = { RX_PARAMS, { "dtype", rx_dtypes, 1 }, { "kind", cs_kinds, 1 }, { "direction", cs_dirs, 1 }, { NULL, NULL, 0 } };
+static const ParamDesc cs_params[] = { RX_PARAMS, { "dtype", rx_dtypes, 1, NULL }, { "kind", cs_kinds, 1, NULL }, { "direction", cs_dirs, 1, NULL }, { NULL, NULL, 0, NULL } };
 static const char *const cs_names[][2] = { { "x", "y" }, { "input", "cumsum" }, { "values", "prefix" }, { "data", "running" } };
 static const char *const cs_kn[] = { "row_cumsum", "rowCumSum", "cumsum_rows", "row_prefix_sum" };
 
@@ -1430,7 +1430,7 @@ static void cs_kernels(const Task *t, Emit *e) {
     rx_prelude(e, t, 1);
     if (rx_map(t) == RX_WARP && t->p[R_HELPER]) {
         em_comment(e, t, "Inclusive prefix sum across the 32 lanes of a warp (Hillis-Steele with __shfl_up_sync).", 0);
-        em_fn_open(e, t, SPAN_DEVICE, "", fmt("__device__ __forceinline__ %s", T), t->kname[1], fmt("%s v, int lane", T));
+        em_fn_open(e, t, "", fmt("__device__ __forceinline__ %s", T), t->kname[1], fmt("%s v, int lane", T));
         em_line(e, "#pragma unroll");
         em_line(e, "for (int off = 1; off < 32; off <<= 1) {");
         em_in(e);
@@ -1568,9 +1568,9 @@ static const char *const sb_algos[] = { "hillis_steele", "blelloch", NULL };
 static const char *const sb_buffers[] = { "double", "single", NULL };
 static const char *const sb_ops[] = { "sum", "max", NULL };
 static const ParamDesc sb_params[] = {
-    { "n", NULL, 1 }, { "block", NULL, 1 }, { "algo", sb_algos, 1 }, { "buffer", sb_buffers, 0 }, { "padding", NULL, 0 },
-    { "dtype", rx_dtypes, 1 }, { "op", sb_ops, 1 }, { "shmem", rx_shmems, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 },
-    { "tname", NULL, 0 }, { NULL, NULL, 0 } };
+    { "n", NULL, 1, NULL }, { "block", NULL, 1, NULL }, { "algo", sb_algos, 1, NULL }, { "buffer", sb_buffers, 0, NULL }, { "padding", NULL, 0, NULL },
+    { "dtype", rx_dtypes, 1, NULL }, { "op", sb_ops, 1, NULL }, { "shmem", rx_shmems, 0, NULL }, { "kname", NULL, 0, NULL }, { "names", NULL, 0, NULL },
+    { "tname", NULL, 0, NULL }, { NULL, NULL, 0, NULL } };
 static const char *const sb_names[][2] = { { "x", "y" }, { "input", "scanned" }, { "values", "prefix" }, { "data", "out" } };
 static const char *const sb_kn[] = { "block_scan", "blockScanInclusive", "scan_segments", "inclusive_scan_block" };
 
@@ -1651,7 +1651,7 @@ static void sb_kernels(const Task *t, Emit *e) {
     if (!bl) {
         em_comment(e, t, fmt("Inclusive %s scan of each block's %s elements (Hillis-Steele, %s).", t->p[SB_OP] ? "max" : "sum", B,
                              dbl ? "double-buffered" : "single buffer"), 0);
-        em_fn_open(e, t, SPAN_GLOBAL, tmpl, "__global__ void", t->kname[0], params);
+        em_fn_open(e, t, tmpl, "__global__ void", t->kname[0], params);
         const char *at_out, *at_in, *at_sh;
         if (dbl) {
             if (sh == SHM_DYNAMIC) {
@@ -1703,7 +1703,7 @@ static void sb_kernels(const Task *t, Emit *e) {
     const char *P = pad ? "%s + CONFLICT_FREE_OFFSET(%s)" : "%s";
     em_comment(e, t, fmt("Inclusive %s scan of each block's 2 * %s elements: Blelloch's work-efficient scan in shared memory%s.",
                          t->p[SB_OP] ? "max" : "sum", B, pad ? " with padded indices" : ""), 0);
-    em_fn_open(e, t, SPAN_GLOBAL, tmpl, "__global__ void", t->kname[0], params);
+    em_fn_open(e, t, tmpl, "__global__ void", t->kname[0], params);
     if (sh == SHM_DYNAMIC) em_line(e, "extern __shared__ %s temp[];", T);
     else if (pad) em_line(e, "__shared__ %s temp[2 * %s + CONFLICT_FREE_OFFSET(2 * %s)];", T, B, B);
     else em_line(e, "__shared__ %s temp[2 * %s];", T, B);
@@ -1803,8 +1803,8 @@ enum { SE_N, SE_BLOCK, SE_ALGO, SE_DTYPE, SE_SUMS, SE_SHMEM, SE_KNAME, SE_NAMES,
 static const char *const se_sums[] = { "block_loop", "serial", NULL };
 static const char *const se_shmems[] = { "define", "dynamic", NULL };
 static const ParamDesc se_params[] = {
-    { "n", NULL, 1 }, { "block", NULL, 1 }, { "algo", sb_algos, 1 }, { "dtype", rx_dtypes, 1 }, { "sums", se_sums, 1 },
-    { "shmem", se_shmems, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 }, { NULL, NULL, 0 } };
+    { "n", NULL, 1, NULL }, { "block", NULL, 1, NULL }, { "algo", sb_algos, 1, NULL }, { "dtype", rx_dtypes, 1, NULL }, { "sums", se_sums, 1, NULL },
+    { "shmem", se_shmems, 0, NULL }, { "kname", NULL, 0, NULL }, { "names", NULL, 0, NULL }, { "tname", NULL, 0, NULL }, { NULL, NULL, 0, NULL } };
 static const char *const se_names[][2] = { { "x", "y" }, { "input", "prefix" }, { "values", "offsets" }, { "counts", "starts" } };
 static const char *const se_kn[3][4] = { { "scan_blocks", "blockScanKernel", "local_scan", "scan_per_block" },
                                          { "scan_block_sums", "scanBlockTotals", "scan_totals", "scan_partials" },
@@ -1874,7 +1874,7 @@ static void se_kernels(const Task *t, Emit *e) {
     // kernel 1
     em_comment(e, t, fmt("Step 1: exclusive scan of each block's %s elements in shared memory; the block's total goes to block_sums.",
                          bl ? "2 * blockDim.x" : "blockDim.x"), 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0],
+    em_fn_open(e, t, "", "__global__ void", t->kname[0],
                fmt("%s, %s, %s, int n", ptr_param(t, T, x, 1), ptr_param(t, T, y, 0), ptr_param(t, T, "block_sums", 0)));
     if (!bl) {
         if (dyn) em_line(e, "extern __shared__ %s s[];", T);
@@ -1928,7 +1928,7 @@ static void se_kernels(const Task *t, Emit *e) {
     // kernel 2
     if (t->p[SE_SUMS]) {
         em_comment(e, t, "Step 2: one thread turns the block totals into exclusive offsets.", 0);
-        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[1], fmt("%s, int count", ptr_param(t, T, "sums", 0)));
+        em_fn_open(e, t, "", "__global__ void", t->kname[1], fmt("%s, int count", ptr_param(t, T, "sums", 0)));
         em_line(e, "if (threadIdx.x != 0 || blockIdx.x != 0) return;");
         em_line(e, "%s run = %s;", T, Z);
         em_line(e, "for (int b = 0; b < count; b++) {");
@@ -1939,7 +1939,7 @@ static void se_kernels(const Task *t, Emit *e) {
         rx_end(e);
     } else {
         em_comment(e, t, "Step 2: one block turns the block totals into exclusive offsets, a chunk of blockDim.x at a time.", 0);
-        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[1], fmt("%s, int count", ptr_param(t, T, "sums", 0)));
+        em_fn_open(e, t, "", "__global__ void", t->kname[1], fmt("%s, int count", ptr_param(t, T, "sums", 0)));
         if (dyn) em_line(e, "extern __shared__ %s s[];", T);
         else em_line(e, "__shared__ %s s[%s];", T, B);
         em_line(e, "const int tid = threadIdx.x;");
@@ -1959,7 +1959,7 @@ static void se_kernels(const Task *t, Emit *e) {
     em_blank(e);
     // kernel 3
     em_comment(e, t, "Step 3: add each block's offset to its elements.", 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[2], fmt("%s, %s, int n", ptr_param(t, T, y, 0), ptr_param(t, T, "sums", 1)));
+    em_fn_open(e, t, "", "__global__ void", t->kname[2], fmt("%s, %s, int n", ptr_param(t, T, y, 0), ptr_param(t, T, "sums", 1)));
     em_line(e, "const %s add = sums[blockIdx.x];", T);
     if (bl) {
         em_line(e, "const int i = blockIdx.x * 2 * blockDim.x + threadIdx.x;");
@@ -2014,9 +2014,9 @@ enum { AX_N, AX_BLOCK, AX_ALGO, AX_DTYPE, AX_DATA, AX_CAP, AX_SHFL, AX_MASK, AX_
 static const char *const ax_algos[] = { "two_pass_tree", "two_pass_shuffle", "packed_atomic", NULL };
 static const char *const ax_shfls[] = { "xor", "down", NULL };
 static const ParamDesc ax_params[] = {
-    { "n", NULL, 1 }, { "block", NULL, 1 }, { "algo", ax_algos, 1 }, { "dtype", rx_dtypes, 1 }, { "data", am_data, 1 },
-    { "cap", NULL, 0 }, { "shfl", ax_shfls, 0 }, { "mask", NULL, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 },
-    { NULL, NULL, 0 } };
+    { "n", NULL, 1, NULL }, { "block", NULL, 1, NULL }, { "algo", ax_algos, 1, NULL }, { "dtype", rx_dtypes, 1, NULL }, { "data", am_data, 1, NULL },
+    { "cap", NULL, 0, NULL }, { "shfl", ax_shfls, 0, NULL }, { "mask", NULL, 0, NULL }, { "kname", NULL, 0, NULL }, { "names", NULL, 0, NULL }, { "tname", NULL, 0, NULL },
+    { NULL, NULL, 0, NULL } };
 static const char *const ax_names[][3] = { { "x", "max_val", "max_idx" }, { "scores", "top", "top_idx" }, { "values", "peak", "peak_pos" },
                                            { "input", "value", "index" } };
 static const char *const ax_kn[3][4] = { { "argmax_partial", "argMaxBlocks", "block_argmax", "argmax_pass1" },
@@ -2083,7 +2083,7 @@ static void ax_kernels(const Task *t, Emit *e) {
     if (algo == 2) {
         em_comment(e, t, is_int ? "Order-preserving map of int to unsigned: flip the sign bit."
                                 : "Order-preserving map of float bits to unsigned: flip all bits of negatives, only the sign bit of the rest.", 0);
-        em_fn_open(e, t, SPAN_DEVICE, "", "__device__ __forceinline__ unsigned int", "ordered_bits", fmt("%s v", T));
+        em_fn_open(e, t, "", "__device__ __forceinline__ unsigned int", "ordered_bits", fmt("%s v", T));
         if (is_int) em_line(e, "return (unsigned int)v ^ 0x80000000u;");
         else {
             em_line(e, "const unsigned int u = __float_as_uint(v);");
@@ -2092,11 +2092,11 @@ static void ax_kernels(const Task *t, Emit *e) {
         em_fn_close(e);
         em_blank(e);
         em_comment(e, t, "Each warp finds its best (value, index) with shuffles; lane 0 folds it into key with a 64-bit atomicMax.", 0);
-        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0],
+        em_fn_open(e, t, "", "__global__ void", t->kname[0],
                    fmt("%s, unsigned long long *key, int n", ptr_param(t, T, x, 1)));
     } else {
         em_comment(e, t, "Pass 1: every block reduces its grid-stride share to one (value, index) pair.", 0);
-        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0],
+        em_fn_open(e, t, "", "__global__ void", t->kname[0],
                    fmt("%s, %s, %s, int n", ptr_param(t, T, x, 1), ptr_param(t, T, "part_val", 0), ptr_param(t, "int", "part_idx", 0)));
         rx_arg_shared(e, &tt, T);
         em_line(e, "const int tid = threadIdx.x;");
@@ -2123,7 +2123,7 @@ static void ax_kernels(const Task *t, Emit *e) {
         em_fn_close(e);
         em_blank(e);
         em_comment(e, t, "Decodes the winning key into the value and the index.", 0);
-        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[2],
+        em_fn_open(e, t, "", "__global__ void", t->kname[2],
                    fmt("const unsigned long long *key, %s, %s", ptr_param(t, T, t->out[0].name, 0), ptr_param(t, "int", t->out[1].name, 0)));
         em_line(e, "const unsigned long long k = key[0];");
         em_line(e, "const unsigned int hi = (unsigned int)(k >> 32);");
@@ -2142,7 +2142,7 @@ static void ax_kernels(const Task *t, Emit *e) {
     em_fn_close(e);
     em_blank(e);
     em_comment(e, t, "Pass 2: one block reduces the per-block pairs; on equal values the lower index wins.", 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[1],
+    em_fn_open(e, t, "", "__global__ void", t->kname[1],
                fmt("%s, %s, %s, %s, int count", ptr_param(t, T, "part_val", 1), ptr_param(t, "int", "part_idx", 1),
                    ptr_param(t, T, t->out[0].name, 0), ptr_param(t, "int", t->out[1].name, 0)));
     rx_arg_shared(e, &tt, T);
@@ -2215,8 +2215,8 @@ static const Family fam_argmax = { "argmax_array", "argmax of an array with its 
 
 enum { DP_N, DP_BLOCK, DP_RED, DP_CAP, DP_FMA, DP_VEC4, DP_MASK, DP_KNAME, DP_NAMES, DP_TNAME, DP_NP };
 static const ParamDesc dp_params[] = {
-    { "n", NULL, 1 }, { "block", NULL, 1 }, { "reduce", rx_reds, 1 }, { "cap", NULL, 0 }, { "fma", NULL, 0 }, { "vec4", NULL, 1 },
-    { "mask", NULL, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 }, { NULL, NULL, 0 } };
+    { "n", NULL, 1, NULL }, { "block", NULL, 1, NULL }, { "reduce", rx_reds, 1, NULL }, { "cap", NULL, 0, NULL }, { "fma", NULL, 0, NULL }, { "vec4", NULL, 1, NULL },
+    { "mask", NULL, 0, NULL }, { "kname", NULL, 0, NULL }, { "names", NULL, 0, NULL }, { "tname", NULL, 0, NULL }, { NULL, NULL, 0, NULL } };
 static const char *const dp_names[][3] = { { "a", "b", "result" }, { "x", "y", "dot" }, { "u", "v_in", "out" }, { "lhs", "rhs", "sum" } };
 static const char *const dp_kn[] = { "dot_kernel", "dotProductAtomic", "dot_product", "inner_product" };
 
@@ -2269,7 +2269,7 @@ static void dp_kernels(const Task *t, Emit *e) {
     rx_prelude(e, &tt, 1);
     rx_helpers(e, &tt, 1 << OP_SUM);
     em_comment(e, t, "Dot product: grid-stride partial sums, a block reduction, one atomicAdd per block.", 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0],
+    em_fn_open(e, t, "", "__global__ void", t->kname[0],
                fmt("%s, %s, %s, int n", ptr_param(t, "float", a, 1), ptr_param(t, "float", b, 1), ptr_param(t, "float", o, 0)));
     if (rx_tree(&tt)) em_line(e, "__shared__ float sdata[BLOCK_SIZE];");
     em_line(e, "const int tid = threadIdx.x;");
@@ -2325,9 +2325,9 @@ static const char *const mm_methods[] = { "native_int", "sign_split", "ordered_u
 static const char *const mm_aggs[] = { "per_element", "warp_first", "block_first", NULL };
 static const char *const mm_inits[] = { "init_kernel", "host_copy", NULL };
 static const ParamDesc mm_params[] = {
-    { "n", NULL, 1 }, { "block", NULL, 1 }, { "op", mm_ops, 1 }, { "dtype", rx_dtypes, 1 }, { "method", mm_methods, 1 },
-    { "agg", mm_aggs, 1 }, { "init", mm_inits, 0 }, { "data", NULL, 1 }, { "cap", NULL, 0 }, { "mask", NULL, 0 },
-    { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 }, { NULL, NULL, 0 } };
+    { "n", NULL, 1, NULL }, { "block", NULL, 1, NULL }, { "op", mm_ops, 1, NULL }, { "dtype", rx_dtypes, 1, NULL }, { "method", mm_methods, 1, NULL },
+    { "agg", mm_aggs, 1, NULL }, { "init", mm_inits, 0, NULL }, { "data", NULL, 1, NULL }, { "cap", NULL, 0, NULL }, { "mask", NULL, 0, NULL },
+    { "kname", NULL, 0, NULL }, { "names", NULL, 0, NULL }, { "tname", NULL, 0, NULL }, { NULL, NULL, 0, NULL } };
 static const double mm_flo[] = { -1000, -50, 0.5 }, mm_fhi[] = { 1000, -1, 100 };
 static const double mm_ilo[] = { -1000000, -1000, 0 }, mm_ihi[] = { 1000000, -1, 1000000000 };
 static const char *const mm_names[][3] = { { "x", "max_val", "min_val" }, { "data", "max_out", "min_out" }, { "values", "vmax", "vmin" },
@@ -2425,7 +2425,7 @@ static void mm_decode_kernel(Emit *e, const Task *t, const int *want, const char
     char ps[200] = "";
     for (int m = 0; m < 2; m++)
         if (want[m]) snprintf(ps + strlen(ps), sizeof ps - strlen(ps), "%s%s", ps[0] ? ", " : "", ptr_param(t, "float", outs[m], 0));
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[2], ps);
+    em_fn_open(e, t, "", "__global__ void", t->kname[2], ps);
     for (int m = 0; m < 2; m++)
         if (want[m]) {
             em_line(e, "const unsigned int k%d = *(const unsigned int *)%s;", m, outs[m]);
@@ -2450,7 +2450,7 @@ static void mm_kernels(const Task *t, Emit *e) {
             int mx = m == 0;
             em_comment(e, t, mx ? "Float atomicMax through the bits: ints order non-negative floats, unsigned ints order negative floats backwards."
                                 : "Float atomicMin through the bits: ints order non-negative floats, unsigned ints order negative floats backwards.", 0);
-            em_fn_open(e, t, SPAN_DEVICE, "", "__device__ void", mm_fn(t, mx), "float *addr, float v");
+            em_fn_open(e, t, "", "__device__ void", mm_fn(t, mx), "float *addr, float v");
             em_line(e, "if (v >= 0.0f) %s((int *)addr, __float_as_int(v));", mx ? "atomicMax" : "atomicMin");
             em_line(e, "else %s((unsigned int *)addr, __float_as_uint(v));", mx ? "atomicMin" : "atomicMax");
             em_fn_close(e);
@@ -2462,7 +2462,7 @@ static void mm_kernels(const Task *t, Emit *e) {
             int mx = m == 0;
             em_comment(e, t, fmt("Float atomic %s with compare-and-swap: retry until the stored value is %s v or our value is in.",
                                  mx ? "max" : "min", mx ? "at least" : "at most"), 0);
-            em_fn_open(e, t, SPAN_DEVICE, "", "__device__ void", mm_fn(t, mx), "float *addr, float v");
+            em_fn_open(e, t, "", "__device__ void", mm_fn(t, mx), "float *addr, float v");
             em_line(e, "int *p = (int *)addr;");
             em_line(e, "int old = *p;");
             em_line(e, "while (__int_as_float(old) %s v) {", mx ? "<" : ">");
@@ -2476,7 +2476,7 @@ static void mm_kernels(const Task *t, Emit *e) {
         }
     } else if (meth == 2) {
         em_comment(e, t, "Order-preserving map of float bits to unsigned: flip all bits of negatives, only the sign bit of the rest.", 0);
-        em_fn_open(e, t, SPAN_DEVICE, "", "__device__ __forceinline__ unsigned int", "ordered_bits", "float v");
+        em_fn_open(e, t, "", "__device__ __forceinline__ unsigned int", "ordered_bits", "float v");
         em_line(e, "const unsigned int u = __float_as_uint(v);");
         em_line(e, "return (u & 0x80000000u) ? ~u : (u | 0x80000000u);");
         em_fn_close(e);
@@ -2492,7 +2492,7 @@ static void mm_kernels(const Task *t, Emit *e) {
         char params[200] = "";
         for (int m = 0; m < 2; m++)
             if (want[m]) snprintf(params + strlen(params), sizeof params - strlen(params), "%s%s", params[0] ? ", " : "", ptr_param(t, T, outs[m], 0));
-        em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[1], params);
+        em_fn_open(e, t, "", "__global__ void", t->kname[1], params);
         for (int m = 0; m < 2; m++)
             if (want[m]) {
                 if (meth == 2) em_line(e, "*(unsigned int *)%s = %s;", outs[m], idv[m]);
@@ -2509,7 +2509,7 @@ static void mm_kernels(const Task *t, Emit *e) {
     em_comment(e, t, agg == 0 ? "Every element goes straight to the output with an atomic update."
                               : agg == 1 ? "Each thread keeps its own extreme, a warp combines them with shuffles, lane 0 updates the output."
                                          : "Each thread keeps its own extreme, the block combines them in shared memory, thread 0 updates the output.", 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], params);
+    em_fn_open(e, t, "", "__global__ void", t->kname[0], params);
     static const char *const loc[2] = { "hi", "lo" };
     static const char *const sh[2] = { "shi", "slo" };
     if (agg == 0) {
@@ -2630,8 +2630,8 @@ static const char *const cp_locals[] = { "shared_scan", "warp_ballot", NULL };
 static const char *const cp_preds[] = { "greater", "abs_greater", NULL };
 static const char *const cp_fp[] = { "threshold", NULL };
 static const ParamDesc cp_params[] = {
-    { "n", NULL, 1 }, { "block", NULL, 1 }, { "local", cp_locals, 1 }, { "sums", se_sums, 1 }, { "dtype", rx_dtypes, 1 },
-    { "pred", cp_preds, 1 }, { "mask", NULL, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 }, { NULL, NULL, 0 } };
+    { "n", NULL, 1, NULL }, { "block", NULL, 1, NULL }, { "local", cp_locals, 1, NULL }, { "sums", se_sums, 1, NULL }, { "dtype", rx_dtypes, 1, NULL },
+    { "pred", cp_preds, 1, NULL }, { "mask", NULL, 0, NULL }, { "kname", NULL, 0, NULL }, { "names", NULL, 0, NULL }, { "tname", NULL, 0, NULL }, { NULL, NULL, 0, NULL } };
 static const char *const cp_names[][3] = { { "x", "out", "count" }, { "input", "kept", "num_kept" }, { "values", "selected", "n_selected" },
                                            { "data", "compacted", "length" } };
 static const char *const cp_kn[3][4] = { { "count_kept", "countPerBlock", "block_counts_kernel", "flag_count" },
@@ -2704,7 +2704,7 @@ static void cp_kernels(const Task *t, Emit *e) {
     em_blank(e);
     // kernel 1
     em_comment(e, t, "Pass 1: how many elements of each block are kept.", 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], fmt("%s, int *block_counts, int n", ptr_param(t, T, x, 1)));
+    em_fn_open(e, t, "", "__global__ void", t->kname[0], fmt("%s, int *block_counts, int n", ptr_param(t, T, x, 1)));
     em_line(e, "const int tid = threadIdx.x;");
     em_line(e, "const int i = blockIdx.x * blockDim.x + tid;");
     em_line(e, "const int keep = i < n && %s;", cp_pred(t, fmt("%s[i]", x)));
@@ -2727,7 +2727,7 @@ static void cp_kernels(const Task *t, Emit *e) {
     em_blank(e);
     // kernel 2
     em_comment(e, t, "Pass 2: exclusive scan of the block counts (each block's first output slot) and the total.", 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[1], fmt("int *block_counts, %s, int nblocks", ptr_param(t, "int", cnt, 0)));
+    em_fn_open(e, t, "", "__global__ void", t->kname[1], fmt("int *block_counts, %s, int nblocks", ptr_param(t, "int", cnt, 0)));
     if (t->p[CP_SUMS]) {
         em_line(e, "if (threadIdx.x != 0) return;");
         em_line(e, "int run = 0;");
@@ -2759,7 +2759,7 @@ static void cp_kernels(const Task *t, Emit *e) {
     // kernel 3
     em_comment(e, t, fmt("Pass 3: each kept element goes to its block's offset plus its rank among the kept elements before it in the block (%s).",
                          ballot ? "ballot + popc per warp, then the warp counts" : "a shared-memory scan of the flags"), 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[2],
+    em_fn_open(e, t, "", "__global__ void", t->kname[2],
                fmt("%s, const int *block_offsets, %s, int n", ptr_param(t, T, x, 1), ptr_param(t, T, o, 0)));
     em_line(e, "const int tid = threadIdx.x;");
     em_line(e, "const int i = blockIdx.x * blockDim.x + tid;");
@@ -2834,9 +2834,9 @@ static const char *const ci_loops[] = { "one_per_thread", "grid_stride", NULL };
 static const char *const ci_outs[] = { "int32", "uint32", NULL };
 static const char *const ci_fp[] = { "a", "b", NULL };
 static const ParamDesc ci_params[] = {
-    { "n", NULL, 1 }, { "block", NULL, 1 }, { "agg", ci_aggs, 1 }, { "pred", ci_preds, 1 }, { "dtype", rx_dtypes, 1 },
-    { "out", ci_outs, 0 }, { "loop", ci_loops, 1 }, { "cap", NULL, 0 }, { "mask", NULL, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 },
-    { "tname", NULL, 0 }, { NULL, NULL, 0 } };
+    { "n", NULL, 1, NULL }, { "block", NULL, 1, NULL }, { "agg", ci_aggs, 1, NULL }, { "pred", ci_preds, 1, NULL }, { "dtype", rx_dtypes, 1, NULL },
+    { "out", ci_outs, 0, NULL }, { "loop", ci_loops, 1, NULL }, { "cap", NULL, 0, NULL }, { "mask", NULL, 0, NULL }, { "kname", NULL, 0, NULL }, { "names", NULL, 0, NULL },
+    { "tname", NULL, 0, NULL }, { NULL, NULL, 0, NULL } };
 static const char *const ci_names[][2] = { { "x", "count" }, { "data", "matches" }, { "values", "num_hits" }, { "input", "total" } };
 static const char *const ci_kn[] = { "count_if_kernel", "countIf", "count_matches", "predicate_count" };
 
@@ -2949,7 +2949,7 @@ static void ci_kernels(const Task *t, Emit *e) {
                                       "Counts matching elements: per-thread counts meet in a __shared__ counter, thread 0 adds it to the total.",
                                       "Counts matching elements: __syncthreads_count counts the block's matches in the barrier itself." };
     em_comment(e, t, cm[agg], 0);
-    em_fn_open(e, t, SPAN_GLOBAL, "", "__global__ void", t->kname[0], params);
+    em_fn_open(e, t, "", "__global__ void", t->kname[0], params);
     char pr[160];
     snprintf(pr, sizeof pr, "%s", ci_pred(t, "v"));
     if (agg == 0 || agg == 2) {

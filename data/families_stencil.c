@@ -12,9 +12,12 @@ static const char *const s1_weights[] = { "box", "binomial", "second_derivative"
 static const char *const s1_shmem[] = { "define", "template", "dynamic", NULL };
 static const char *const s1_wstyles[] = { "constant_array", "literals", NULL };
 static const ParamDesc s1_params[] = {
-    { "radius", NULL, 1 }, { "weights", s1_weights, 1 }, { "boundary", bound_names, 1 }, { "n", NULL, 1 }, { "block", NULL, 1 },
-    { "shmem", s1_shmem, 1 }, { "wstyle", s1_wstyles, 0 }, { "loadfn", NULL, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 },
-    { "tname", NULL, 0 }, { NULL, NULL, 0 } };
+    [S1_R] = { "radius", NULL, 1, "1..3" },            [S1_W] = { "weights", s1_weights, 1, "*" },
+    [S1_BOUND] = { "boundary", bound_names, 1, "0..1" }, [S1_N] = { "n", NULL, 1, "1000 4096 10000 65536 100000 262144 1000000" },
+    [S1_BLOCK] = { "block", NULL, 1, "128 256 512" },  [S1_SHMEM] = { "shmem", s1_shmem, 1, "*" },
+    [S1_WSTYLE] = { "wstyle", s1_wstyles, 0, "*" },    [S1_LOADFN] = { "loadfn", NULL, 0, "0..3" },
+    [S1_KNAME] = { "kname", NULL, 0, "0..3" },         [S1_NAMES] = { "names", NULL, 0, "0..4" },
+    [S1_TNAME] = { "tname", NULL, 0, "0..2" },         [S1_NP] = { NULL, NULL, 0, NULL } };
 static const char *const s1_names[][2] = { { "in", "out" }, { "x", "y" }, { "signal", "filtered" }, { "input", "output" }, { "u", "result" } };
 static const char *const s1_kn[] = { "stencil_1d", "stencil1D", "conv1d_shared", "apply_stencil" };
 
@@ -31,25 +34,13 @@ static void s1_weights_of(const Task *t, int *num, int *den) {
 }
 
 static void s1_draw(Task *t, Rng *r) {
-    static const int ns[] = { 1000, 4096, 10000, 65536, 100000, 262144, 1000000 };
-    static const int blocks[] = { 128, 256, 512 };
-    t->p[S1_R] = rng_int(r, 1, 3);
-    t->p[S1_W] = rng_int(r, 0, 2);
-    t->p[S1_BOUND] = rng_int(r, 0, 1);
-    t->p[S1_N] = ns[RPICK(r, ns)];
-    t->p[S1_BLOCK] = blocks[RPICK(r, blocks)];
-    t->p[S1_SHMEM] = rng_int(r, 0, 2);
-    t->p[S1_WSTYLE] = rng_int(r, 0, 1);
-    t->p[S1_LOADFN] = rng_int(r, 0, 3);
-    t->p[S1_KNAME] = rng_int(r, 0, 3);
-    t->p[S1_NAMES] = rng_int(r, 0, NELEM(s1_names) - 1);
-    t->p[S1_TNAME] = rng_int(r, 0, 2);
-    snprintf(t->in[0].name, sizeof t->in[0].name, "%s", s1_names[t->p[S1_NAMES]][0]);
-    snprintf(t->out[0].name, sizeof t->out[0].name, "%s", s1_names[t->p[S1_NAMES]][1]);
-    snprintf(t->kname[0], sizeof t->kname[0], "%s", s1_kn[t->p[S1_KNAME]]);
+    (void)r;
     static const char *const loadn[] = { "load_at", "fetch", "read_halo", "sample" };
-    snprintf(t->kname[1], sizeof t->kname[1], "%s", loadn[(t->p[S1_KNAME] + t->p[S1_NAMES]) % 4]);
-    snprintf(t->slug, sizeof t->slug, "stencil1d");
+    SETNAME(t->in[0].name, "%s", s1_names[t->p[S1_NAMES]][0]);
+    SETNAME(t->out[0].name, "%s", s1_names[t->p[S1_NAMES]][1]);
+    SETNAME(t->kname[0], "%s", s1_kn[t->p[S1_KNAME]]);
+    SETNAME(t->kname[1], "%s", loadn[(t->p[S1_KNAME] + t->p[S1_NAMES]) % 4]);
+    SETNAME(t->slug, "stencil1d");
 }
 
 static void s1_layout(Task *t) {
@@ -65,6 +56,23 @@ static void s1_layout(Task *t) {
     t->rtol = 1e-5;
 }
 
+// The weighted sum w[0] * tile[l - R] + ... over the taps, as the prompt (x[i-1]) or
+// the kernel (tile[l - 1], coefficients as float literals) writes it.
+static const char *s1_sum(const Task *t, const char *x, const char *i, int literals) {
+    int num[7], den, R = t->p[S1_R];
+    s1_weights_of(t, num, &den);
+    Buf s = { 0 };
+    for (int k = -R; k <= R; k++) {
+        int w = num[k + R];
+        const char *term = k == 0 ? fmt("%s[%s]", x, i) : fmt(literals ? "%s[%s %c %d]" : "%s[%s%c%d]", x, i, k < 0 ? '-' : '+', abs(k));
+        const char *coef = abs(w) == 1 ? "" : literals ? fmt("%s * ", flit(abs(w))) : fmt("%d*", abs(w));
+        buf_printf(&s, k == -R ? "%s%s%s" : " %s %s%s", k == -R ? (w < 0 ? "-" : "") : (w < 0 ? "-" : "+"), coef, term);
+    }
+    const char *r = fmt("%s", buf_str(&s));
+    buf_free(&s);
+    return r;
+}
+
 static void s1_describe(const Task *t, Buf *name, Buf *desc) {
     int num[7], den, R = t->p[S1_R];
     s1_weights_of(t, num, &den);
@@ -73,117 +81,102 @@ static void s1_describe(const Task *t, Buf *name, Buf *desc) {
                                           { "Second_Derivative_1D", "Laplacian_1D", "Finite_Difference_1D" } };
     buf_puts(name, nm[t->p[S1_W]][t->p[S1_TNAME]]);
     const char *x = t->in[0].name, *y = t->out[0].name;
-    buf_printf(desc, "1-D stencil of radius %d over %d elements: %s[i] = (", R, t->p[S1_N], y);
-    for (int k = -R; k <= R; k++) {
-        int w = num[k + R];
-        const char *term = k == 0 ? fmt("%s[i]", x) : fmt("%s[i%s%d]", x, k < 0 ? "-" : "+", k < 0 ? -k : k);
-        if (k == -R) buf_printf(desc, "%s%s%s", w < 0 ? "-" : "", abs(w) == 1 ? "" : fmt("%d*", abs(w)), term);
-        else buf_printf(desc, " %s %s%s", w < 0 ? "-" : "+", abs(w) == 1 ? "" : fmt("%d*", abs(w)), term);
-    }
+    buf_printf(desc, "1-D stencil of radius %d over %d elements: %s[i] = (%s", R, t->p[S1_N], y, s1_sum(t, x, "i", 0));
     buf_printf(desc, ")%s. ", den == 1 ? "" : fmt(" / %d", den));
     if (t->p[S1_BOUND] == 0) buf_printf(desc, "Elements outside [0, %d) count as 0. ", t->p[S1_N]);
     else buf_printf(desc, "Indices outside [0, %d) are clamped to the nearest end. ", t->p[S1_N]);
     buf_puts(desc, "Load each block's tile plus a halo into shared memory first.");
 }
 
-static void s1_kernels(const Task *t, Emit *e) {
-    int num[7], den, R = t->p[S1_R], B = t->p[S1_BLOCK], sh = t->p[S1_SHMEM], lit = t->p[S1_WSTYLE], lf = t->p[S1_LOADFN];
-    s1_weights_of(t, num, &den);
-    const char *x = t->in[0].name, *y = t->out[0].name;
-    const char *RAD = sh == 1 ? "RADIUS" : "RADIUS", *BS = sh == 0 ? "BLOCK_SIZE" : sh == 1 ? "BLOCK" : "blockDim.x";
-    if (sh != 1) {
-        em_line(e, "#define RADIUS %d", R);
-        if (sh == 0) em_line(e, "#define BLOCK_SIZE %d", B);
-        em_blank(e);
+static const char s1_kernel_tpl[] = R"(
+$defines
+$weights
+$load_fn
+/// $y[i] = weighted sum of $x[i - R .. i + R]; each block stages its tile and a halo of R on each side in shared memory.
+$template
+__global__ void $kname($params, int n) {
+    $tile
+    const int g = blockIdx.x * blockDim.x + threadIdx.x;
+    const int l = threadIdx.x + RADIUS;
+    //? the element of this thread, then the halo on both sides
+    $load_g
+    if (threadIdx.x < RADIUS) {
+        $load_left
+        $load_right
     }
-    if (!lit) {
-        em_comment(e, t, "Stencil weights, index k + radius for offset k.", 0);
-        em_indent(e);
-        em_fmt(e, "__constant__ float c_weights[%d] = {", 2 * R + 1);
-        for (int k = 0; k < 2 * R + 1; k++) em_fmt(e, "%s%s", k ? ", " : " ", flit((double)(float)((double)num[k] / den)));
-        em_raw(e, " };\n\n");
+    __syncthreads();
+    if (g < n) {
+        $sum
     }
-    // the load with the boundary rule
-    const char *load_zero = "(j >= 0 && j < n) ? %s[j] : 0.0f", *load_clamp = "%s[j < 0 ? 0 : (j >= n ? n - 1 : j)]";
-    int bound = t->p[S1_BOUND];
-    if (lf) {
-        em_comment(e, t, bound == 0 ? "x[j], or 0 outside [0, n)." : "x[j] with j clamped to [0, n - 1].", 0);
-        static const char *const spec[] = { "", "__device__ float", "__device__ __forceinline__ float", "static __device__ inline float" };
-        em_fn_open(e, t, SPAN_DEVICE, "", spec[lf], t->kname[1], fmt("%s, int j, int n", ptr_param(t, "float", x, 1)));
-        em_line(e, "return %s;", fmt(bound == 0 ? load_zero : load_clamp, x));
-        em_fn_close(e);
-        em_blank(e);
-    }
-    em_comment(e, t, fmt("%s[i] = weighted sum of %s[i - R .. i + R]; each block stages its tile and a halo of R on each side in shared memory.", y, x), 0);
-    em_fn_open(e, t, SPAN_GLOBAL, sh == 1 ? "template <int BLOCK, int RADIUS>\n" : "", "__global__ void", t->kname[0],
-               fmt("%s, %s, int n", ptr_param(t, "float", x, 1), ptr_param(t, "float", y, 0)));
-    if (sh == 2) em_line(e, "extern __shared__ float tile[]; // blockDim.x + 2 * RADIUS floats");
-    else em_line(e, "__shared__ float tile[%s + 2 * %s];", BS, RAD);
-    em_line(e, "const int g = blockIdx.x * blockDim.x + threadIdx.x;");
-    em_line(e, "const int l = threadIdx.x + %s;", RAD);
-#define S1_LOAD(dst, jexpr)                                                                                 \
-    do {                                                                                                    \
-        if (lf) em_line(e, "%s = %s(%s, %s, n);", dst, t->kname[1], x, jexpr);                              \
-        else {                                                                                              \
-            em_line(e, "{");                                                                                \
-            em_in(e);                                                                                       \
-            em_line(e, "const int j = %s;", jexpr);                                                         \
-            em_line(e, "%s = %s;", dst, fmt(bound == 0 ? load_zero : load_clamp, x));                       \
-            em_out(e);                                                                                      \
-            em_line(e, "}");                                                                                \
-        }                                                                                                   \
-    } while (0)
-    em_note(e, t, "the element of this thread, then the halo on both sides");
-    S1_LOAD("tile[l]", "g");
-    em_line(e, "if (threadIdx.x < %s) {", RAD);
-    em_in(e);
-    S1_LOAD(fmt("tile[l - %s]", RAD), fmt("g - %s", RAD));
-    S1_LOAD(fmt("tile[l + %s]", BS), fmt("g + %s", BS));
-    em_out(e);
-    em_line(e, "}");
-#undef S1_LOAD
-    em_line(e, "__syncthreads();");
-    em_line(e, "if (g < n) {");
-    em_in(e);
-    if (!lit) {
-        em_line(e, "float acc = 0.0f;");
-        em_line(e, "#pragma unroll");
-        em_line(e, "for (int k = -%s; k <= %s; ++k) acc += c_weights[k + %s] * tile[l + k];", RAD, RAD, RAD);
-        em_line(e, "%s[g] = acc;", y);
-    } else {
-        Buf s = { 0 };
-        for (int k = -R; k <= R; k++) {
-            int w = num[k + R];
-            const char *term = k == 0 ? "tile[l]" : fmt("tile[l %s %d]", k < 0 ? "-" : "+", k < 0 ? -k : k);
-            const char *coef = abs(w) == 1 ? "" : fmt("%s * ", flit(abs(w)));
-            if (k == -R) buf_printf(&s, "%s%s%s", w < 0 ? "-" : "", coef, term);
-            else buf_printf(&s, " %s %s%s", w < 0 ? "-" : "+", coef, term);
-        }
-        em_line(e, "const float acc = %s;", buf_str(&s));
-        buf_free(&s);
-        if (den == 1) em_line(e, "%s[g] = acc;", y);
-        else em_line(e, "%s[g] = acc / %s;", y, flit(den));
-    }
-    em_out(e);
-    em_line(e, "}");
-    em_fn_close(e);
+}
+)";
+static const char s1_weights_tpl[] = R"(
+/// Stencil weights, index k + radius for offset k.
+__constant__ float c_weights[$taps] = { $weights };
+
+)";
+static const char s1_load_fn_tpl[] = R"(
+/// $what
+$spec $load($xparam, int j, int n) {
+    return $value;
 }
 
+)";
+static const char s1_load_tpl[] = R"(
+{
+    const int j = $j;
+    $dst = $value;
+}
+)";
+static const char s1_loop_sum_tpl[] = R"(
+float acc = 0.0f;
+#pragma unroll
+for (int k = -RADIUS; k <= RADIUS; ++k) acc += c_weights[k + RADIUS] * tile[l + k];
+$y[g] = acc;
+)";
+
+static void s1_kernels(const Task *t, Emit *e) {
+    int num[7], den, R = t->p[S1_R], sh = t->p[S1_SHMEM], lit = t->p[S1_WSTYLE], lf = t->p[S1_LOADFN];
+    s1_weights_of(t, num, &den);
+    const char *x = t->in[0].name, *y = t->out[0].name, *BS = pick3(sh, "BLOCK_SIZE", "BLOCK", "blockDim.x");
+    const char *value = t->p[S1_BOUND] == 0 ? fmt("(j >= 0 && j < n) ? %s[j] : 0.0f", x) : fmt("%s[j < 0 ? 0 : (j >= n ? n - 1 : j)]", x);
+    const char *load[3], *dst[3] = { "tile[l]", "tile[l - RADIUS]", fmt("tile[l + %s]", BS) }, *j[3] = { "g", "g - RADIUS", fmt("g + %s", BS) };
+    for (int k = 0; k < 3; k++)
+        load[k] = lf ? fmt("%s = %s(%s, %s, n);", dst[k], t->kname[1], x, j[k]) : FRAG(s1_load_tpl, "j", j[k], "dst", dst[k], "value", value);
+    Buf w = { 0 };
+    for (int k = 0; lit == 0 && k < 2 * R + 1; k++) buf_printf(&w, "%s%s", k ? ", " : "", flit((double)(float)((double)num[k] / den)));
+    static const char *const spec[] = { "", "__device__ float", "__device__ __forceinline__ float", "static __device__ inline float" };
+    const char *sum = lit ? fmt("const float acc = %s;\n%s[g] = acc%s;", s1_sum(t, "tile", "l", 1), y, den == 1 ? "" : fmt(" / %s", flit(den)))
+                          : FRAG(s1_loop_sum_tpl, "y", y);
+    TPL(e, t, s1_kernel_tpl,
+        "defines", sh == 1 ? "" : sh == 0 ? fmt("#define RADIUS %d\n#define BLOCK_SIZE %d\n\n", R, t->p[S1_BLOCK]) : fmt("#define RADIUS %d\n\n", R),
+        "weights", lit ? "" : FRAG(s1_weights_tpl, "taps", fmt("%d", 2 * R + 1), "weights", buf_str(&w)),
+        "load_fn", lf ? FRAG(s1_load_fn_tpl, "spec", spec[lf], "load", t->kname[1], "xparam", ptr_param(t, "float", x, 1), "value", value,
+                             "what", t->p[S1_BOUND] == 0 ? "x[j], or 0 outside [0, n)." : "x[j] with j clamped to [0, n - 1].") : "",
+        "x", x, "y", y, "template", sh == 1 ? "template <int BLOCK, int RADIUS>" : "", "kname", t->kname[0],
+        "params", fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", y, 0)),
+        "tile", sh == 2 ? "extern __shared__ float tile[]; // blockDim.x + 2 * RADIUS floats" : fmt("__shared__ float tile[%s + 2 * RADIUS];", BS),
+        "load_g", load[0], "load_left", load[1], "load_right", load[2], "sum", sum);
+    buf_free(&w);
+}
+
+static const char *const s1_launch_tpl[] = { R"(
+const int blocks = ($n + BLOCK_SIZE - 1) / BLOCK_SIZE;
+$k<<<blocks, BLOCK_SIZE>>>($args);
+)", R"(
+const int blocks = ($n + $B1) / $B;
+$k<$B, $R><<<blocks, $B>>>($args);
+)", R"(
+const int threads = $B;
+const int blocks = ($n + threads - 1) / threads;
+const size_t shmem = (threads + 2 * RADIUS) * sizeof(float);
+$k<<<blocks, threads, shmem>>>($args);
+)" };
+
 static void s1_launch(const Task *t, Emit *e, const Host *h) {
-    int B = t->p[S1_BLOCK], sh = t->p[S1_SHMEM];
-    const char *args = fmt("%s, %s, %s", h->in[0], h->out[0], h->size[0]);
-    if (sh == 0) {
-        em_line(e, "const int blocks = (%s + BLOCK_SIZE - 1) / BLOCK_SIZE;", h->size[0]);
-        em_launch(e, t->kname[0], "blocks, BLOCK_SIZE", args);
-    } else if (sh == 1) {
-        em_line(e, "const int blocks = (%s + %d) / %d;", h->size[0], B - 1, B);
-        em_launch(e, fmt("%s<%d, %d>", t->kname[0], B, t->p[S1_R]), fmt("blocks, %d", B), args);
-    } else {
-        em_line(e, "const int threads = %d;", B);
-        em_line(e, "const int blocks = (%s + threads - 1) / threads;", h->size[0]);
-        em_line(e, "const size_t shmem = (threads + 2 * RADIUS) * sizeof(float);");
-        em_launch(e, t->kname[0], "blocks, threads, shmem", args);
-    }
+    int B = t->p[S1_BLOCK];
+    TPL(e, t, s1_launch_tpl[t->p[S1_SHMEM]], "n", h->size[0], "k", t->kname[0], "B", fmt("%d", B), "B1", fmt("%d", B - 1),
+        "R", fmt("%d", t->p[S1_R]), "args", fmt("%s, %s, %s", h->in[0], h->out[0], h->size[0]));
 }
 
 static void s1_ref(const Task *t, const void *const *in, void *const *out) {
@@ -215,9 +208,13 @@ enum { S2_OP, S2_BOUND, S2_ROWS, S2_COLS, S2_BX, S2_BY, S2_SHARED, S2_TDEF, S2_K
 static const char *const s2_ops[] = { "avg5", "laplace5", "box9", "gauss9", NULL };
 static const char *const s2_shared[] = { "global", "shared_tile", NULL };
 static const ParamDesc s2_params[] = {
-    { "op", s2_ops, 1 }, { "boundary", bound_names, 1 }, { "rows", NULL, 1 }, { "cols", NULL, 1 }, { "bx", NULL, 1 }, { "by", NULL, 1 }, { "shared", s2_shared, 1 },
-    { "tdef", NULL, 0 }, { "kname", NULL, 0 }, { "names", NULL, 0 }, { "tname", NULL, 0 }, { "dims", NULL, 0 },
-    { "dnames", NULL, 0 }, { NULL, NULL, 0 } };
+    [S2_OP] = { "op", s2_ops, 1, "*" },          [S2_BOUND] = { "boundary", bound_names, 1, "*" },
+    [S2_ROWS] = { "rows", NULL, 1, NULL },       [S2_COLS] = { "cols", NULL, 1, NULL },
+    [S2_BX] = { "bx", NULL, 1, NULL },           [S2_BY] = { "by", NULL, 1, NULL },
+    [S2_SHARED] = { "shared", s2_shared, 1, "*" }, [S2_TDEF] = { "tdef", NULL, 0, "0..1" },
+    [S2_KNAME] = { "kname", NULL, 0, "0..3" },   [S2_NAMES] = { "names", NULL, 0, "0..5" },
+    [S2_TNAME] = { "tname", NULL, 0, "0..2" },   [S2_DIMS] = { "dims", NULL, 0, "0..3" },
+    [S2_DNAMES] = { "dnames", NULL, 0, "0..2" }, [S2_NP] = { NULL, NULL, 0, NULL } };
 static const int s2_sizes[][2] = { { 64, 64 }, { 100, 200 }, { 256, 256 }, { 480, 640 }, { 512, 512 },
                                    { 1000, 1000 }, { 768, 1024 }, { 1024, 1024 }, { 2048, 512 } };
 static const int s2_bdims[][2] = { { 16, 16 }, { 32, 8 }, { 8, 8 }, { 32, 32 }, { 16, 8 }, { 32, 4 } };
@@ -230,27 +227,17 @@ static const char *const s2_kn[4][4] = { { "jacobi5", "average5_kernel", "stenci
                                          { "gaussian_blur3x3", "gaussBlur3x3", "gauss_filter", "smooth9" } };
 
 static void s2_draw(Task *t, Rng *r) {
-    t->p[S2_OP] = rng_int(r, 0, 3);
-    t->p[S2_BOUND] = rng_int(r, 0, 2);
-    int sz = rng_int(r, 0, NELEM(s2_sizes) - 1);
+    static const char *const at[] = { "at", "cell", "pixel", "load_cell" };
+    int sz = rng_int(r, 0, NELEM(s2_sizes) - 1), bd = rng_int(r, 0, NELEM(s2_bdims) - 1);
     t->p[S2_ROWS] = s2_sizes[sz][0];
     t->p[S2_COLS] = s2_sizes[sz][1];
-    int bd = rng_int(r, 0, NELEM(s2_bdims) - 1);
     t->p[S2_BX] = s2_bdims[bd][0];
     t->p[S2_BY] = s2_bdims[bd][1];
-    t->p[S2_SHARED] = rng_int(r, 0, 1);
-    t->p[S2_TDEF] = rng_int(r, 0, 1);
-    t->p[S2_KNAME] = rng_int(r, 0, 3);
-    t->p[S2_NAMES] = rng_int(r, 0, NELEM(s2_names) - 1);
-    t->p[S2_TNAME] = rng_int(r, 0, 2);
-    t->p[S2_DIMS] = rng_int(r, 0, 3);
-    t->p[S2_DNAMES] = rng_int(r, 0, 2);
-    snprintf(t->in[0].name, sizeof t->in[0].name, "%s", s2_names[t->p[S2_NAMES]][0]);
-    snprintf(t->out[0].name, sizeof t->out[0].name, "%s", s2_names[t->p[S2_NAMES]][1]);
-    snprintf(t->kname[0], sizeof t->kname[0], "%s", s2_kn[t->p[S2_OP]][t->p[S2_KNAME]]);
-    static const char *const at[] = { "at", "cell", "pixel", "load_cell" };
-    snprintf(t->kname[1], sizeof t->kname[1], "%s", at[(t->p[S2_KNAME] + t->p[S2_NAMES]) % 4]);
-    snprintf(t->slug, sizeof t->slug, "stencil2d");
+    SETNAME(t->in[0].name, "%s", s2_names[t->p[S2_NAMES]][0]);
+    SETNAME(t->out[0].name, "%s", s2_names[t->p[S2_NAMES]][1]);
+    SETNAME(t->kname[0], "%s", s2_kn[t->p[S2_OP]][t->p[S2_KNAME]]);
+    SETNAME(t->kname[1], "%s", at[(t->p[S2_KNAME] + t->p[S2_NAMES]) % 4]);
+    SETNAME(t->slug, "stencil2d");
 }
 
 static void s2_layout(Task *t) {
@@ -293,150 +280,137 @@ static void s2_describe(const Task *t, Buf *name, Buf *desc) {
     if (t->p[S2_SHARED]) buf_puts(desc, " Stage each block's tile with a one-cell halo in shared memory.");
 }
 
-// The stencil expression in terms of a cell accessor acc(dr, dc) given as a format with
-// two %s (row offset, column offset): "tile[ly%s][lx%s]" or "at(in, r%s, c%s, rows, cols)".
-static const char *s2_off(int d) { return d == 0 ? "" : d < 0 ? fmt(" - %d", -d) : fmt(" + %d", d); }
-
-static void s2_body(const Task *t, Emit *e, const char *cellfmt, const char *dst) {
-    int op = t->p[S2_OP];
-#define CELL(dr, dc) fmt(cellfmt, s2_off(dr), s2_off(dc))
-    if (op == 0) {
-        em_line(e, "%s = (%s + %s + %s +", dst, CELL(0, 0), CELL(-1, 0), CELL(1, 0));
-        em_line(e, "        %s + %s) / 5.0f;", CELL(0, -1), CELL(0, 1));
-    } else if (op == 1) {
-        em_line(e, "%s = %s + %s +", dst, CELL(-1, 0), CELL(1, 0));
-        em_line(e, "        %s + %s - 4.0f * %s;", CELL(0, -1), CELL(0, 1), CELL(0, 0));
-    } else {
-        em_line(e, "float acc = 0.0f;");
-        em_line(e, "for (int dr = -1; dr <= 1; ++dr) {");
-        em_in(e);
-        em_line(e, "for (int dc = -1; dc <= 1; ++dc) {");
-        em_in(e);
-        const char *c = fmt(cellfmt, " + dr", " + dc");
-        if (op == 2) em_line(e, "acc += %s;", c);
-        else em_line(e, "acc += c_gauss[dr + 1][dc + 1] * %s;", c);
-        em_out(e);
-        em_line(e, "}");
-        em_out(e);
-        em_line(e, "}");
-        em_line(e, "%s = %s;", dst, op == 2 ? "acc / 9.0f" : "acc");
-    }
-#undef CELL
+// The kernel: an optional __constant__ table and cell loader, then one thread per cell
+// reading its neighbours from global memory or from a shared tile with a one-cell halo.
+static const char s2_kernel_tpl[] = R"(
+$tile_defines
+$gauss
+$cell_fn
+/// $comment
+$template
+__global__ void $kname($params, int $R, int $C) {
+    $setup
+    if (r >= $R || c >= $C) return;
+    $copy_border
+    $body
 }
+)";
+static const char s2_gauss_tpl[] = R"(
+/// 3x3 Gaussian weights (sum 1).
+__constant__ float c_gauss[3][3] = {
+    { 0.0625f, 0.125f, 0.0625f },
+    { 0.125f, 0.25f, 0.125f },
+    { 0.0625f, 0.125f, 0.0625f } };
+
+)";
+static const char *const s2_cell_tpl[] = { R"(
+/// The cell (r, c), or 0 outside the grid.
+$spec $cell($xparam, int r, int c, int $R, int $C) {
+    if (r < 0 || r >= $R || c < 0 || c >= $C) return 0.0f;
+    return $x[r * $C + c];
+}
+
+)", R"(
+/// The cell (r, c) with both coordinates clamped to the grid.
+$spec $cell($xparam, int r, int c, int $R, int $C) {
+    r = r < 0 ? 0 : (r >= $R ? $R - 1 : r);
+    c = c < 0 ? 0 : (c >= $C ? $C - 1 : c);
+    return $x[r * $C + c];
+}
+
+)" };
+static const char s2_shared_setup[] = R"(
+__shared__ float tile[$TY + 2][$TX + 2];
+const int r0 = blockIdx.y * $TY, c0 = blockIdx.x * $TX;
+//? cooperative load of the tile and its halo
+for (int ty = threadIdx.y; ty < $TY + 2; ty += $TY) {
+    for (int tx = threadIdx.x; tx < $TX + 2; tx += $TX) {
+        tile[ty][tx] = $cell($x, r0 + ty - 1, c0 + tx - 1, $R, $C);
+    }
+}
+__syncthreads();
+const int r = r0 + threadIdx.y, c = c0 + threadIdx.x;
+)";
+static const char s2_global_setup[] = R"(
+const int c = blockIdx.x * blockDim.x + threadIdx.x;
+const int r = blockIdx.y * blockDim.y + threadIdx.y;
+)";
+static const char s2_copy_border[] = R"(
+if (r == 0 || c == 0 || r == $R - 1 || c == $C - 1) {
+    $dst = $x[r * $C + c];
+    return;
+}
+)";
+// The stencils over cell(dr, dc), written through cellfmt (two %s: the offsets).
+static const char *const s2_body_tpl[] = { R"(
+$dst = ($c00 + $cm0 + $cp0 +
+        $c0m + $c0p) / 5.0f;
+)", R"(
+$dst = $cm0 + $cp0 +
+        $c0m + $c0p - 4.0f * $c00;
+)", R"(
+float acc = 0.0f;
+for (int dr = -1; dr <= 1; ++dr) {
+    for (int dc = -1; dc <= 1; ++dc) {
+        acc += $weight$cdd;
+    }
+}
+$dst = $result;
+)" };
+
+static const char *s2_off(int d) { return d == 0 ? "" : d < 0 ? fmt(" - %d", -d) : fmt(" + %d", d); }
 
 static void s2_kernels(const Task *t, Emit *e) {
     const char *const *dn = s2_dnames[t->p[S2_DNAMES]];
     const char *x = t->in[0].name, *y = t->out[0].name, *R = dn[0], *C = dn[1];
-    int bx = t->p[S2_BX], by = t->p[S2_BY], shared = t->p[S2_SHARED], tmpl = t->p[S2_TDEF];
-    int bound = t->p[S2_BOUND];
-    const char *TX = tmpl ? "TX" : "TILE_X", *TY = tmpl ? "TY" : "TILE_Y";
-    if (shared && !tmpl) {
-        em_line(e, "#define TILE_X %d", bx);
-        em_line(e, "#define TILE_Y %d", by);
-        em_blank(e);
-    }
-    if (t->p[S2_OP] == 3) {
-        em_comment(e, t, "3x3 Gaussian weights (sum 1).", 0);
-        em_line(e, "__constant__ float c_gauss[3][3] = {");
-        em_line(e, "    { 0.0625f, 0.125f, 0.0625f },");
-        em_line(e, "    { 0.125f, 0.25f, 0.125f },");
-        em_line(e, "    { 0.0625f, 0.125f, 0.0625f } };");
-        em_blank(e);
-    }
-    // the cell loader (zero padding, or clamping); "copy" needs one only for the shared tile
-    int need_at = bound != 2 || shared;
-    if (need_at) {
-        int b = bound == 1 ? 1 : 0;
-        em_comment(e, t, b ? "The cell (r, c) with both coordinates clamped to the grid." : "The cell (r, c), or 0 outside the grid.", 0);
-        em_fn_open(e, t, SPAN_DEVICE, "", t->st.allman ? "__device__ __forceinline__ float" : "__device__ float", t->kname[1],
-                   fmt("%s, int r, int c, int %s, int %s", ptr_param(t, "float", x, 1), R, C));
-        if (b) {
-            em_line(e, "r = r < 0 ? 0 : (r >= %s ? %s - 1 : r);", R, R);
-            em_line(e, "c = c < 0 ? 0 : (c >= %s ? %s - 1 : c);", C, C);
-            em_line(e, "return %s[r * %s + c];", x, C);
-        } else {
-            em_line(e, "if (r < 0 || r >= %s || c < 0 || c >= %s) return 0.0f;", R, C);
-            em_line(e, "return %s[r * %s + c];", x, C);
-        }
-        em_fn_close(e);
-        em_blank(e);
-    }
-    em_comment(e, t, shared ? "One thread per output cell; the block's tile plus a one-cell halo is staged in shared memory."
-                            : "One thread per output cell, reading its neighbours from global memory.", 0);
-    em_fn_open(e, t, SPAN_GLOBAL, shared && tmpl ? "template <int TX, int TY>\n" : "", "__global__ void", t->kname[0],
-               fmt("%s, %s, int %s, int %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", y, 0), R, C));
-    if (shared) {
-        em_line(e, "__shared__ float tile[%s + 2][%s + 2];", TY, TX);
-        em_line(e, "const int r0 = blockIdx.y * %s, c0 = blockIdx.x * %s;", TY, TX);
-        em_note(e, t, "cooperative load of the tile and its halo");
-        em_line(e, "for (int ty = threadIdx.y; ty < %s + 2; ty += %s) {", TY, TY);
-        em_in(e);
-        em_line(e, "for (int tx = threadIdx.x; tx < %s + 2; tx += %s) {", TX, TX);
-        em_in(e);
-        em_line(e, "tile[ty][tx] = %s(%s, r0 + ty - 1, c0 + tx - 1, %s, %s);", t->kname[1], x, R, C);
-        em_out(e);
-        em_line(e, "}");
-        em_out(e);
-        em_line(e, "}");
-        em_line(e, "__syncthreads();");
-        em_line(e, "const int r = r0 + threadIdx.y, c = c0 + threadIdx.x;");
-    } else {
-        em_line(e, "const int c = blockIdx.x * blockDim.x + threadIdx.x;");
-        em_line(e, "const int r = blockIdx.y * blockDim.y + threadIdx.y;");
-    }
-    em_line(e, "if (r >= %s || c >= %s) return;", R, C);
-    const char *dst = fmt("%s[r * %s + c]", y, C);
-    if (bound == 2) {
-        em_line(e, "if (r == 0 || c == 0 || r == %s - 1 || c == %s - 1) {", R, C);
-        em_in(e);
-        em_line(e, "%s = %s[r * %s + c];", dst, x, C);
-        em_line(e, "return;");
-        em_out(e);
-        em_line(e, "}");
-    }
-    char cellfmt[160];
-    if (shared) {
-        em_line(e, "const int ly = threadIdx.y + 1, lx = threadIdx.x + 1;");
-        snprintf(cellfmt, sizeof cellfmt, "tile[ly%%s][lx%%s]");
-    } else if (bound == 2) {
-        snprintf(cellfmt, sizeof cellfmt, "%s[(r%%s) * %s + (c%%s)]", x, C);
-    } else {
-        snprintf(cellfmt, sizeof cellfmt, "%s(%s, r%%s, c%%s, %s, %s)", t->kname[1], x, R, C);
-    }
-    s2_body(t, e, cellfmt, dst);
-    em_fn_close(e);
+    int shared = t->p[S2_SHARED], tmpl = t->p[S2_TDEF], bound = t->p[S2_BOUND], op = t->p[S2_OP];
+    const char *TX = tmpl ? "TX" : "TILE_X", *TY = tmpl ? "TY" : "TILE_Y", *dst = fmt("%s[r * %s + c]", y, C);
+    const char *cellfmt = shared ? "tile[ly%s][lx%s]" : bound == 2 ? fmt("%s[(r%%s) * %s + (c%%s)]", x, C)
+                                                                 : fmt("%s(%s, r%%s, c%%s, %s, %s)", t->kname[1], x, R, C);
+#define CELL(dr, dc) fmt(cellfmt, s2_off(dr), s2_off(dc))
+    const char *body = FRAG(s2_body_tpl[op < 2 ? op : 2], "dst", dst, "c00", CELL(0, 0), "cm0", CELL(-1, 0), "cp0", CELL(1, 0),
+                            "c0m", CELL(0, -1), "c0p", CELL(0, 1), "cdd", fmt(cellfmt, " + dr", " + dc"),
+                            "weight", op == 3 ? "c_gauss[dr + 1][dc + 1] * " : "", "result", op == 2 ? "acc / 9.0f" : "acc");
+#undef CELL
+    if (shared) body = fmt("const int ly = threadIdx.y + 1, lx = threadIdx.x + 1;\n%s", body);
+    const char *cell_fn = bound != 2 || shared // the loader: zero padding or clamping (a copied border clamps in the tile)
+        ? FRAG(s2_cell_tpl[bound == 1], "spec", t->st.allman ? "__device__ __forceinline__ float" : "__device__ float",
+               "cell", t->kname[1], "xparam", ptr_param(t, "float", x, 1), "R", R, "C", C, "x", x) : "";
+    TPL(e, t, s2_kernel_tpl, "tile_defines", shared && !tmpl ? fmt("#define TILE_X %d\n#define TILE_Y %d\n\n", t->p[S2_BX], t->p[S2_BY]) : "",
+        "gauss", op == 3 ? s2_gauss_tpl : "", "cell_fn", cell_fn,
+        "comment", shared ? "One thread per output cell; the block's tile plus a one-cell halo is staged in shared memory."
+                          : "One thread per output cell, reading its neighbours from global memory.",
+        "template", shared && tmpl ? "template <int TX, int TY>" : "", "kname", t->kname[0],
+        "params", fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", y, 0)), "R", R, "C", C,
+        "setup", shared ? FRAG(s2_shared_setup, "TX", TX, "TY", TY, "cell", t->kname[1], "x", x, "R", R, "C", C) : s2_global_setup,
+        "copy_border", bound == 2 ? FRAG(s2_copy_border, "R", R, "C", C, "dst", dst, "x", x) : "", "body", body);
 }
 
+// The 2-D launch configuration, in four spellings.
+static const char *const s2_launch_tpl[] = { R"(
+dim3 block($bx, $by);
+dim3 grid(($C + block.x - 1) / block.x, ($R + block.y - 1) / block.y);
+$k<<<grid, block>>>($args);
+)", R"(
+const dim3 threads($bx, $by);
+const dim3 blocks(($C + $bx - 1) / $bx, ($R + $by - 1) / $by);
+$k<<<blocks, threads>>>($args);
+)", R"(
+dim3 block($bx, $by), grid(($C + $bx - 1) / $bx, ($R + $by - 1) / $by);
+$k<<<grid, block>>>($args);
+)", R"(
+dim3 block_dim($bx, $by);
+dim3 grid_dim;
+grid_dim.x = ($C + block_dim.x - 1) / block_dim.x;
+grid_dim.y = ($R + block_dim.y - 1) / block_dim.y;
+$k<<<grid_dim, block_dim>>>($args);
+)" };
+
 static void s2_launch(const Task *t, Emit *e, const Host *h) {
-    int bx = t->p[S2_BX], by = t->p[S2_BY];
-    const char *R = h->size[0], *C = h->size[1];
-    const char *k = t->p[S2_SHARED] && t->p[S2_TDEF] ? fmt("%s<%d, %d>", t->kname[0], bx, by) : t->kname[0];
-    const char *args = fmt("%s, %s, %s, %s", h->in[0], h->out[0], R, C);
-    const char *bxs = t->p[S2_SHARED] && !t->p[S2_TDEF] ? "TILE_X" : fmt("%d", bx);
-    const char *bys = t->p[S2_SHARED] && !t->p[S2_TDEF] ? "TILE_Y" : fmt("%d", by);
-    switch (t->p[S2_DIMS]) {
-    case 0:
-        em_dim3(e, NULL, fmt("block(%s, %s)", bxs, bys));
-        em_dim3(e, NULL, fmt("grid((%s + block.x - 1) / block.x, (%s + block.y - 1) / block.y)", C, R));
-        em_launch(e, k, "grid, block", args);
-        break;
-    case 1:
-        em_dim3(e, "const", fmt("threads(%s, %s)", bxs, bys));
-        em_dim3(e, "const", fmt("blocks((%s + %s - 1) / %s, (%s + %s - 1) / %s)", C, bxs, bxs, R, bys, bys));
-        em_launch(e, k, "blocks, threads", args);
-        break;
-    case 2:
-        em_dim3(e, NULL, fmt("block(%s, %s), grid((%s + %s - 1) / %s, (%s + %s - 1) / %s)", bxs, bys, C, bxs, bxs, R, bys, bys));
-        em_launch(e, k, "grid, block", args);
-        break;
-    default:
-        em_dim3(e, NULL, fmt("block_dim(%s, %s)", bxs, bys));
-        em_dim3(e, NULL, "grid_dim");
-        em_line(e, "grid_dim.x = (%s + block_dim.x - 1) / block_dim.x;", C);
-        em_line(e, "grid_dim.y = (%s + block_dim.y - 1) / block_dim.y;", R);
-        em_launch(e, k, "grid_dim, block_dim", args);
-        break;
-    }
+    int bx = t->p[S2_BX], by = t->p[S2_BY], named = t->p[S2_SHARED] && !t->p[S2_TDEF];
+    TPL(e, t, s2_launch_tpl[t->p[S2_DIMS]], "bx", named ? "TILE_X" : fmt("%d", bx), "by", named ? "TILE_Y" : fmt("%d", by),
+        "R", h->size[0], "C", h->size[1], "k", t->p[S2_SHARED] && t->p[S2_TDEF] ? fmt("%s<%d, %d>", t->kname[0], bx, by) : t->kname[0],
+        "args", fmt("%s, %s, %s, %s", h->in[0], h->out[0], h->size[0], h->size[1]));
 }
 
 static void s2_ref(const Task *t, const void *const *in, void *const *out) {

@@ -237,8 +237,8 @@ static void tensor_line(const J *arr, char *out, size_t cap) {
 }
 
 static void check_samples(Split *sp) {
-    long bad_prompt = 0, bad_spans = 0, bad_io = 0, bad_spec = 0, total = 0, nspans[5] = { 0 };
-    char first_prompt[300] = "", first_spans[300] = "", first_io[300] = "", first_spec[300] = "";
+    long bad_prompt = 0, bad_spans = 0, bad_counts = 0, bad_io = 0, bad_spec = 0, total = 0, nspans[5] = { 0 };
+    char first_prompt[300] = "", first_spans[300] = "", first_counts[300] = "", first_io[300] = "", first_spec[300] = "";
     for (int s = 0; s < 3; s++)
         for (int i = 0; i < sp[s].n; i++) {
             total++;
@@ -249,7 +249,7 @@ static void check_samples(Split *sp) {
             if (pp) {
                 if (!bad_prompt++) snprintf(first_prompt, sizeof first_prompt, "%s: %s", id, pp);
             }
-            // spans: exactly what the annotator finds
+            // spans: exactly what the annotator finds (the generator takes them from it)
             CusetSpan *want = NULL;
             size_t nw = cuset_annotate(ts->completion, ts->completion_len, &want);
             const J *spans = j_get(o, "spans");
@@ -260,6 +260,17 @@ static void check_samples(Split *sp) {
                        e->kid[2].t == J_STR && kind_of(e->kid[2].s) == (int)want[k].kind;
             }
             for (size_t k = 0; k < nw; k++) nspans[want[k].kind]++;
+            // and independently of its parsing: one span per occurrence of each kind's token
+            // (the corpus has no __device__ variables and no such words in comments)
+            static const char *const token[5] = { "", "__global__", "__device__", "<<<", "dim3 " };
+            for (int kind = 1; kind <= 4; kind++) {
+                long in_text = 0, in_spans = 0;
+                for (const char *p = strstr(ts->completion, token[kind]); p; p = strstr(p + 1, token[kind])) in_text++;
+                for (size_t k = 0; k < nw; k++) in_spans += (int)want[k].kind == kind;
+                if (in_text != in_spans && !bad_counts++)
+                    snprintf(first_counts, sizeof first_counts, "%s: %ld '%s' in the text, %ld %s spans", id, in_text, token[kind],
+                             in_spans, cuset_span_kind_name((CusetSpanKind)kind));
+            }
             if (!same && !bad_spans++) {
                 snprintf(first_spans, sizeof first_spans, "%s: annotator %zu spans, recorded %d", id, nw, spans ? spans->n : -1);
                 for (size_t k = 0; k < nw && k < 6; k++) {
@@ -302,6 +313,8 @@ static void check_samples(Split *sp) {
     if (bad_spans) fail("spans_equal_annotator", "%ld of %ld samples, first %s", bad_spans, total, first_spans);
     else printf("PASS spans_equal_annotator (%ld samples; %ld global, %ld device, %ld launch, %ld dim3 spans)\n", total,
                 nspans[1], nspans[2], nspans[3], nspans[4]);
+    if (bad_counts) fail("span_counts_match_text", "%ld of %ld samples, first %s", bad_counts, total, first_counts);
+    else pass("span_counts_match_text (__global__, __device__, <<<, dim3)");
     if (bad_io) fail("io_convention", "%ld of %ld programs lack a NAME.bin, main, kernel or launch; first %s", bad_io, total, first_io);
     else pass("io_convention");
     if (bad_spec) fail("spec_matches_prompt", "%ld of %ld samples, first %s", bad_spec, total, first_spec);
