@@ -270,13 +270,12 @@ def sample_view(v, title):
                                                       v["low"][0], v["low"][1])]
     lo, hi = v["hard"]
     for k, (tok, c, kind) in enumerate(zip(v["tokens"], v["conf"], v["kinds"])):
-        cls = []
-        if kind:
-            cls.append("cuda")
-        if lo <= k <= hi:
-            cls.append("hard")
+        if k == lo:
+            o.append('<span class="hard">')
         o.append('<span style="background:%s"%s title="c = %.3f">%s</span>' % (
-            conf_color(c), ' class="%s"' % " ".join(cls) if cls else "", c, html.escape(tok)))
+            conf_color(c), ' class="cuda"' if kind else "", c, html.escape(tok)))
+        if k == hi:
+            o.append("</span>")
     o.append("</pre></div>")
     return "".join(o)
 
@@ -289,7 +288,7 @@ th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}
 .grid{stroke:#eee}.err{stroke:#000;stroke-width:1.2}.charts{display:flex;flex-wrap:wrap}
 .legend span{display:inline-block;margin-right:12px}.legend i{display:inline-block;width:18px;height:4px;margin-right:4px;vertical-align:middle}
 pre{white-space:pre-wrap;font:12px/1.35 ui-monospace,monospace;border:1px solid #ddd;padding:8px;max-height:420px;overflow:auto}
-.cuda{text-decoration:underline 2px #000}.hard{outline:1px solid #00f}.vh{font-weight:600;margin-top:12px}
+.cuda{text-decoration:underline 2px #000}.hard{outline:2px solid #00f;outline-offset:1px}.vh{font-weight:600;margin-top:12px}
 .note{color:#555}"""
 
 
@@ -325,8 +324,9 @@ def md_table_html(md):
 def report_html(res, md):
     o = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>CuSeT experiment</title><style>%s</style></head><body>" % CSS]
     o.append(md_table_html(md))
-    o.append("<h2>Functional pass@1 per model</h2>")
-    o.append(svg_bars(res, "functional@1"))
+    o.append("<h2>Pass@1 per model</h2><div class='charts'><div><div class='vh'>functional</div>%s</div>"
+             "<div><div class='vh'>compilation</div>%s</div></div>" % (svg_bars(res, "functional@1", w=560),
+                                                                    svg_bars(res, "compile@1", w=560)))
     o.append("<h2>Training curves (seed %s; fine-tuning rows from the base checkpoint)</h2>" % "1")
     o.append('<div class="legend">' + "".join('<span><i style="background:%s"></i>%s</span>' % (
         COLORS[r], html.escape(res[r]["label"])) for r in res) + "</div><div class='charts'>")
