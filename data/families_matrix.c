@@ -954,26 +954,22 @@ static void mxmv_describe_common(const Task *t, Buf *desc, long R, long C, int b
 enum { MXMV_ROWS, MXMV_COLS, MXMV_MODE, MXMV_BLOCK, MXMV_LOOP, MXMV_BIAS, MXMV_ACC, MXMV_CAP, MXMV_KNAME, MXMV_NAMES, MXMV_TNAME, MXMV_DNAMES, MXMV_NP };
 static const char *const mxmv_modes[] = { "global", "shared_x", NULL };
 static const ParamDesc mxmv_params[] = {
-    { "rows", NULL, 1, NULL }, { "cols", NULL, 1, NULL }, { "mode", mxmv_modes, 1, NULL }, { "block", NULL, 1, NULL }, { "loop", loop_names, 1, NULL },
-    { "bias", NULL, 1, NULL }, { "acc", NULL, 0, NULL }, { "cap", NULL, 0, NULL }, { "kname", NULL, 0, NULL }, { "names", NULL, 0, NULL }, { "tname", NULL, 0, NULL },
-    { "dnames", NULL, 0, NULL }, { NULL, NULL, 0, NULL } };
+    [MXMV_ROWS] = { "rows", NULL, 1, NULL },      [MXMV_COLS] = { "cols", NULL, 1, NULL },
+    [MXMV_MODE] = { "mode", mxmv_modes, 1, "*" }, [MXMV_BLOCK] = { "block", NULL, 1, "64 128 256 256 512" },
+    [MXMV_LOOP] = { "loop", loop_names, 1, NULL }, [MXMV_BIAS] = { "bias", NULL, 1, "0 0 1" },
+    [MXMV_ACC] = { "acc", NULL, 0, "0..1" },      [MXMV_CAP] = { "cap", NULL, 0, NULL },
+    [MXMV_KNAME] = { "kname", NULL, 0, "0..3" },  [MXMV_NAMES] = { "names", NULL, 0, "0..4" },
+    [MXMV_TNAME] = { "tname", NULL, 0, "0..2" },  [MXMV_DNAMES] = { "dnames", NULL, 0, "0..3" },
+    [MXMV_NP] = { NULL, NULL, 0, NULL } };
 static const char *const mxmv_kn[] = { "matvec", "gemv_row_per_thread", "matVecKernel", "mv_rows" };
 
 static void mxmv_draw(Task *t, Rng *r) {
     mxmv_draw_rc(r, &t->p[MXMV_ROWS], &t->p[MXMV_COLS]);
-    t->p[MXMV_MODE] = rng_int(r, 0, 1);
-    t->p[MXMV_BLOCK] = mx_blocks1d[RPICK(r, mx_blocks1d)];
     t->p[MXMV_LOOP] = t->p[MXMV_MODE] == 0 ? rng_int(r, 0, 2) : LOOP_IF; // a block-wide __syncthreads: no early exit
-    t->p[MXMV_BIAS] = rng_chance(r, 35);
-    t->p[MXMV_ACC] = rng_int(r, 0, 1);
-    t->p[MXMV_CAP] = t->p[MXMV_LOOP] == LOOP_GRID ? mx_caps[RPICK(r, mx_caps)] : 0;
-    t->p[MXMV_KNAME] = rng_int(r, 0, 3);
-    t->p[MXMV_NAMES] = rng_int(r, 0, NELEM(mxmv_names) - 1);
-    t->p[MXMV_TNAME] = rng_int(r, 0, 2);
-    t->p[MXMV_DNAMES] = rng_int(r, 0, 3);
+    t->p[MXMV_CAP] = t->p[MXMV_LOOP] == LOOP_GRID ? rng_pick(r, "16 32 64 128") : 0;
     mxmv_names_set(t, t->p[MXMV_NAMES], t->p[MXMV_BIAS]);
-    mx_name(t->kname[0], sizeof t->kname[0], mxmv_kn[t->p[MXMV_KNAME]]);
-    mx_name(t->slug, sizeof t->slug, "matvec");
+    SETNAME(t->kname[0], "%s", mxmv_kn[t->p[MXMV_KNAME]]);
+    SETNAME(t->slug, "matvec");
 }
 
 static void mxmv_layout(Task *t) { mxmv_layout_common(t, mx_dnames[t->p[MXMV_DNAMES]], t->p[MXMV_ROWS], t->p[MXMV_COLS], t->p[MXMV_BIAS]); }
@@ -985,62 +981,56 @@ static void mxmv_describe(const Task *t, Buf *name, Buf *desc) {
     else buf_puts(desc, " One thread per row; each block stages the vector in shared memory one block-sized chunk at a time.");
 }
 
+static const char mxmv_kernel_tpl[] = R"(
+$chunk
+/// $comment
+__global__ void $kname($params, int $R, int $C) {
+    $body
+}
+)";
+static const char mxmv_row_tpl[] = R"(
+float acc = $init;
+for (int c = 0; c < $C; ++c) {
+    $step
+}
+$y[$i] = acc;
+)";
+static const char mxmv_shared_tpl[] = R"(
+__shared__ float xs[CHUNK];
+const int row = blockIdx.x * blockDim.x + threadIdx.x;
+float acc = 0.0f;
+//? every thread of the block takes part in the loads and barriers, even past the last row
+for (int c0 = 0; c0 < $C; c0 += CHUNK) {
+    if (c0 + threadIdx.x < $C) xs[threadIdx.x] = $x[c0 + threadIdx.x];
+    __syncthreads();
+    const int len = min(CHUNK, $C - c0);
+    if (row < $R) {
+        for (int j = 0; j < len; ++j) {
+            $step
+        }
+    }
+    __syncthreads();
+}
+if (row < $R) $y[row] = acc$bias;
+)";
+
 static void mxmv_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[MXMV_DNAMES]];
     const char *A = t->in[0].name, *x = t->in[1].name, *b = t->p[MXMV_BIAS] ? t->in[2].name : NULL, *y = t->out[0].name;
-    const char *R = dn[0], *C = dn[1];
-    int mode = t->p[MXMV_MODE], B = t->p[MXMV_BLOCK];
-    if (mode == 1) {
-        em_line(e, "#define CHUNK %d // threads per block = vector elements staged per step", B);
-        em_blank(e);
-    }
-    MxSig g = { "" };
-    mxsig_ptr(&g, t, "float", A, 1);
-    mxsig_ptr(&g, t, "float", x, 1);
-    if (b) mxsig_ptr(&g, t, "float", b, 1);
-    mxsig_ptr(&g, t, "float", y, 0);
-    mxsig_int(&g, R);
-    mxsig_int(&g, C);
-    em_comment(e, t, mode ? fmt("One thread per row of %s; the block shares chunks of %s through shared memory.", A, x)
-                          : fmt("One thread per row: %s[r] = dot(row r of %s, %s).", y, A, x), 0);
-    em_fn_open(e, t, "", "__global__ void", t->kname[0], g.s);
+    const char *R = dn[0], *C = dn[1], *i = IDX(t);
+    int mode = t->p[MXMV_MODE];
     const char *fma_fmt = t->p[MXMV_ACC] ? "acc = fmaf(%s, %s, acc);" : "acc += %s * %s;";
-    if (mode == 0) {
-        const char *i = IDX(t);
-        loop_open(e, t, t->p[MXMV_LOOP], R);
-        em_line(e, "float acc = %s;", b ? fmt("%s[%s]", b, i) : "0.0f");
-        em_line(e, "for (int c = 0; c < %s; ++c) {", C);
-        em_in(e);
-        em_line(e, fma_fmt, fmt("%s[(size_t)%s * %s + c]", A, i, C), fmt("%s[c]", x));
-        em_out(e);
-        em_line(e, "}");
-        em_line(e, "%s[%s] = acc;", y, i);
-        loop_close(e, t->p[MXMV_LOOP]);
-    } else {
-        em_line(e, "__shared__ float xs[CHUNK];");
-        em_line(e, "const int row = blockIdx.x * blockDim.x + threadIdx.x;");
-        em_line(e, "float acc = 0.0f;");
-        em_note(e, t, "every thread of the block takes part in the loads and barriers, even past the last row");
-        em_line(e, "for (int c0 = 0; c0 < %s; c0 += CHUNK) {", C);
-        em_in(e);
-        em_line(e, "if (c0 + threadIdx.x < %s) xs[threadIdx.x] = %s[c0 + threadIdx.x];", C, x);
-        em_line(e, "__syncthreads();");
-        em_line(e, "const int len = min(CHUNK, %s - c0);", C);
-        em_line(e, "if (row < %s) {", R);
-        em_in(e);
-        em_line(e, "for (int j = 0; j < len; ++j) {");
-        em_in(e);
-        em_line(e, fma_fmt, fmt("%s[(size_t)row * %s + c0 + j]", A, C), "xs[j]");
-        em_out(e);
-        em_line(e, "}");
-        em_out(e);
-        em_line(e, "}");
-        em_line(e, "__syncthreads();");
-        em_out(e);
-        em_line(e, "}");
-        em_line(e, "if (row < %s) %s[row] = acc%s;", R, y, b ? fmt(" + %s[row]", b) : "");
-    }
-    em_fn_close(e);
+    const char *body = mode == 0
+        ? loop_frag(t, t->p[MXMV_LOOP], R, FRAG(mxmv_row_tpl, "init", b ? fmt("%s[%s]", b, i) : "0.0f", "C", C, "y", y, "i", i,
+                                                "step", fmt(fma_fmt, fmt("%s[(size_t)%s * %s + c]", A, i, C), fmt("%s[c]", x))))
+        : FRAG(mxmv_shared_tpl, "C", C, "R", R, "x", x, "y", y, "bias", b ? fmt(" + %s[row]", b) : "",
+               "step", fmt(fma_fmt, fmt("%s[(size_t)row * %s + c0 + j]", A, C), "xs[j]"));
+    TPL(e, t, mxmv_kernel_tpl, "chunk", mode ? fmt("#define CHUNK %d // threads per block = vector elements staged per step\n\n", t->p[MXMV_BLOCK]) : "",
+        "comment", mode ? fmt("One thread per row of %s; the block shares chunks of %s through shared memory.", A, x)
+                        : fmt("One thread per row: %s[r] = dot(row r of %s, %s).", y, A, x),
+        "kname", t->kname[0], "R", R, "C", C, "body", body,
+        "params", fmt("%s, %s, %s%s", ptr_param(t, "float", A, 1), ptr_param(t, "float", x, 1), b ? fmt("%s, ", ptr_param(t, "float", b, 1)) : "",
+                      ptr_param(t, "float", y, 0)));
 }
 
 static void mxmv_launch(const Task *t, Emit *e, const Host *h) {
