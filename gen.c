@@ -13,6 +13,8 @@
 #include "emu/eval.h"
 #define CUSET_CONFIDENCE_IMPLEMENTATION
 #include "data/confidence.h"
+#define CUSET_GPT2_IMPLEMENTATION
+#include "data/gpt2.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +35,8 @@ static const char *usage_text =
     "  --show-prompt         print the prompt before the completion\n"
     "  --prompt-ids \"1 5 9\"  the prompt as token ids (any model; used as given, no special tokens)\n"
     "  --info                print the checkpoint's header and exit\n"
+    "  --export-hf DIR       write the model and its tokenizer as a Hugging Face directory\n"
+    "                        (GPT2LMHeadModel, AutoTokenizer; data/gpt2.h) and exit\n"
     "  --max-tokens N        most tokens to generate                      [512]\n"
     "  --temperature X       0 = greedy                                   [0.8]\n"
     "  --top-k N             keep the N most probable tokens, 0 = all     [0]\n"
@@ -292,7 +296,7 @@ static int eval_with_model(const CusetEvalOpts *ev, const char *model_path, Samp
 }
 
 int main(int argc, char **argv) {
-    const char *model_path = NULL, *prompt = NULL, *prompt_file = NULL, *prompt_ids = NULL, *prompt_jsonl = NULL;
+    const char *model_path = NULL, *export_dir = NULL, *prompt = NULL, *prompt_file = NULL, *prompt_ids = NULL, *prompt_jsonl = NULL;
     int info_only = 0, max_tokens = 0, top_k = 0, stop = -2, index = 0, show_prompt = 0;
     CusetEvalOpts ev = {.k_list = "1,3", .runner = "auto", .timeout = 30, .compile_timeout = 120, .disk_mib = 1024};
     float temperature = 0.8f, top_p = 1.0f;
@@ -310,6 +314,7 @@ int main(int argc, char **argv) {
         if (i + 1 >= argc) fail("missing value for ", k);
         const char *v = argv[++i];
         if (!strcmp(k, "--model")) model_path = v;
+        else if (!strcmp(k, "--export-hf")) export_dir = v;
         else if (!strcmp(k, "--prompt")) prompt = v;
         else if (!strcmp(k, "--prompt-file")) prompt_file = v;
         else if (!strcmp(k, "--prompt-ids")) prompt_ids = v;
@@ -378,10 +383,23 @@ int main(int argc, char **argv) {
                c->n_layer, c->n_head, c->n_embd, c->max_seq_len, c->vocab_size, c->padded_vocab_size, m.num_params);
         printf("trained %d steps with %s; optimizer state %s; ASFT reference %s; tokenizer %s\n", info.step,
                cuset_objective_names[info.settings.obj.kind % CUSET_OBJ_COUNT], info.has_optimizer ? "yes" : "no",
-               info.has_reference ? "yes" : "no", info.has_tokenizer ? "yes" : "no (token ids only)");
+               info.has_reference ? "yes" : "no", !info.has_tokenizer ? "no (token ids only)"
+               : tk.split == CUSET_TOK_SPLIT_GPT2 ? "yes (GPT-2's pre-split)" : "yes");
         if (cuset_checkpoint_old_windows(&info))
             printf("checkpoint version 1: CuSeT's windows before the eq. 5 correction (a target shorter than the window "
                    "was one window)\n");
+        return 0;
+    }
+
+    if (export_dir) {
+        if (!info.has_tokenizer) {
+            fprintf(stderr, "gen: %s has no tokenizer (it was trained on token ids): nothing to export it with\n",
+                    model_path);
+            return 2;
+        }
+        if (cuset_gpt2_export(export_dir, &m, &tk, err, sizeof err)) { fprintf(stderr, "gen: --export-hf: %s\n", err); return 1; }
+        printf("%s: config.json, model.safetensors, tokenizer.json, tokenizer_config.json (%zu parameters, %d ids)\n",
+               export_dir, m.num_params, c->vocab_size);
         return 0;
     }
 

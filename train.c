@@ -9,6 +9,8 @@
 #include "data/annotate.h"
 #define CUSET_TEXTDATA_IMPLEMENTATION
 #include "data/textdata.h"
+#define CUSET_GPT2_IMPLEMENTATION
+#include "data/gpt2.h"
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +36,10 @@ static const char *usage_text =
     "  --vocab V             vocabulary: of the tokenizer trained on text data (a new model\n"
     "                        on a new source), or of the synthetic task         [2048]\n"
     "  --init FILE           start from this checkpoint's parameters (fine-tuning), fresh optimizer;\n"
-    "                        --batch, --seq and --accum not given are the checkpoint's\n"
+    "                        --batch, --seq and --accum not given are the checkpoint's. Also a\n"
+    "                        GPT-2-family model: a Hugging Face directory (config.json,\n"
+    "                        model.safetensors, tokenizer.json or vocab.json + merges.txt) or an\n"
+    "                        llm.c .bin with gpt2_tokenizer.bin beside it (data/gpt2.h)\n"
     "training\n"
     "  --batch B             rows (samples) per micro-batch                     [8]\n"
     "  --seq T               tokens per row, at most the model's context        [256]\n"
@@ -230,6 +235,18 @@ static int open_checkpoint(Run *r) {
     cuset_tok_init(&r->tk);
     if (!a->resume && !a->init) return 0;
     const char *path = a->resume ? a->ckpt : a->init;
+    if (!a->resume && cuset_gpt2_recognize(path)) { // a Hugging Face directory or an llm.c checkpoint
+        if (cuset_gpt2_import(path, NULL, &r->model, &r->tk, NULL, err, sizeof err)) {
+            fprintf(stderr, "train: --init: %s\n", err);
+            return 1;
+        }
+        const CusetConfig *c = &r->model.cfg;
+        r->have_model = 1;
+        r->info = (CusetCheckpointInfo){.cfg = *c, .version = CUSET_CKPT_VERSION, .has_tokenizer = 1};
+        printf("fine-tuning from %s: %d layers, %d heads, %d channels, context %d, %d ids (GPT-2's pre-split, "
+               "data/gpt2.h)\n", path, c->n_layer, c->n_head, c->n_embd, c->max_seq_len, c->vocab_size);
+        return 0;
+    }
     if (cuset_checkpoint_load_tok(path, &r->model, a->resume ? &r->ref_model : NULL, &r->tk, a->resume, &r->info, err,
                                   sizeof err)) {
         fprintf(stderr, "train: %s: %s\n", a->resume ? "--resume" : "--init", err);

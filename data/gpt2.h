@@ -17,26 +17,23 @@
    Export
      a Hugging Face directory: config.json, model.safetensors (float32), tokenizer.json,
      tokenizer_config.json, which transformers loads with GPT2LMHeadModel.from_pretrained and
-     AutoTokenizer.from_pretrained. The tokenizer is either an imported GPT-2 tokenizer or the
-     project's own (data/tokenizer.h), written as a byte-level BPE whose pre-split is a regex
-     (cuset_gpt2_cuset_split_regex below).
+     AutoTokenizer.from_pretrained. tokenizer.json is a byte-level BPE in our ids (below)
+     with the tokenizer's pre-split: GPT-2's ByteLevel, or for the project's own tokenizer a
+     Split regex (cuset_gpt2_cuset_split_regex). Import -> export -> import gives the same
+     model and tokenizer, bit for bit.
 
-   The GPT-2 tokenizer (CusetGpt2Tok): byte-level BPE. Text is cut into pieces by GPT-2's
-   pre-tokenization regex
-       's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-   written out by hand (cuset__g2_piece_end) with Unicode 14's letter and number classes
-   (the tables at the end, the version the tokenizers library matches) and White_Space for
-   \s; bytes that are not valid UTF-8 count as one non-letter character each, so any byte
-   string encodes and decode(encode(x)) == x. Each piece is then merged by BPE: repeatedly
-   the adjacent pair of lowest rank (leftmost on ties). Ranks come from a merges list
-   (tokenizer.json, merges.txt: rank = line) or, for llm.c's tokenizer, which has no merges,
-   from the vocabulary as tiktoken does (a pair's rank is the id of the two tokens joined,
-   which is GPT-2's merge order). Added tokens (<|endoftext|>) are only ever inserted by the
-   caller: text that spells "<|endoftext|>" encodes as plain text. Unsupported tokenizer.json
-   settings (a normalizer, add_prefix_space, a non-byte-level model) are refused by name.
-   Inside a cuset checkpoint the tokenizer travels as the bytes of cuset_gpt2_tok_save
-   (magic "CUSETBPE"; data/tokenizer.h's own tokenizer has magic "CUSETTOK"), so a
-   checkpoint says which kind it holds (cuset_gpt2_tok_kind).
+   Tokenizers come in as ours (data/tokenizer.h's CusetTokenizer), with GPT-2's pre-split
+   (its regex, in data/tokenizer.h) and the vocabulary in our layout: byte b is id b, the
+   specials <|prompt|> <|target|> <|endoftext|> are ids 256-258, merge k makes id 259 + k.
+   So a file's ids are permuted (cuset_gpt2_tok_load gives the map) and so are the rows of
+   the model's embedding, and every part of this project - data files, the annotator's byte
+   offsets, checkpoints, sampling - works unchanged; a checkpoint's tokenizer says which
+   pre-split it uses (version 2 of data/tokenizer.h's format). GPT-2's <|endoftext|> ends a
+   sample, as CUSET_TOK_EOS does; <|prompt|> and <|target|> are new rows, the mean of the
+   embedding at first. Merges come from the merges list (tokenizer.json, merges.txt) or, for
+   llm.c's tokenizer file, which has none, from its ids (GPT-2's merge order): each token
+   is the merge of the two tokens the merges before it make of its bytes. Text is encoded
+   as text: "<|endoftext|>" in it is 13 characters, never the special.
 
    stb style: include it anywhere for the declarations; in exactly one C file write
        #define CUSET_GPT2_IMPLEMENTATION
@@ -55,53 +52,27 @@
 extern "C" {
 #endif
 
-// A byte-level BPE tokenizer of the GPT-2 kind. Ids 0 .. vocab_size-1; token id's bytes are
-// bytes[offset[id] .. offset[id+1]). All arrays are stb_ds arrays.
-typedef struct {
-    int vocab_size;
-    unsigned char *bytes;   // token bytes back to back
-    unsigned *offset;       // (vocab_size + 1)
-    unsigned char *added;   // (vocab_size) 1: an added token (never produced by encode)
-    int byte_id[256];       // the id of each single byte
-    int eot;                // id of <|endoftext|>, -1 if none
-    int *rules;             // 4 ints per merge rule: left id, right id, rank, merged id
-    // lookup (left, right) -> rule: open addressing, linear probing, at most half full
-    uint64_t *pair_key;     // (1 << pair_bits) slots: left << 32 | right, or ~0 when empty
-    int *pair_rule;         // the rule's index
-    int pair_bits;
-} CusetGpt2Tok;
-
-enum { CUSET_TOKKIND_NONE = 0, CUSET_TOKKIND_CUSET, CUSET_TOKKIND_GPT2 };
-// Which tokenizer serialized bytes hold: CUSET_TOKKIND_CUSET ("CUSETTOK", data/tokenizer.h),
-// CUSET_TOKKIND_GPT2 ("CUSETBPE", this file), or CUSET_TOKKIND_NONE.
-int cuset_gpt2_tok_kind(const unsigned char *buf, size_t len);
-
-// Loads a tokenizer from path: a directory (tokenizer.json, else vocab.json + merges.txt),
-// a tokenizer.json file, or an llm.c tokenizer file. 0, or -1 with a message.
-int cuset_gpt2_tok_load(CusetGpt2Tok *tk, const char *path, char *err, size_t errlen);
-void cuset_gpt2_tok_free(CusetGpt2Tok *tk);
-// Appends the ids of the n bytes at s to the stb_ds array *ids; returns how many.
-size_t cuset_gpt2_tok_encode(const CusetGpt2Tok *tk, const char *s, size_t n, int **ids);
-// Appends the bytes of n ids to the stb_ds array *out; returns how many. Added tokens give
-// their text; ids outside the vocabulary are skipped.
-size_t cuset_gpt2_tok_decode(const CusetGpt2Tok *tk, const int *ids, size_t n, char **out);
-// Serialized form for checkpoints: appends to the stb_ds array *buf; returns the bytes.
-size_t cuset_gpt2_tok_save(const CusetGpt2Tok *tk, unsigned char **buf);
-int cuset_gpt2_tok_load_bytes(CusetGpt2Tok *tk, const unsigned char *buf, size_t len, char *err, size_t errlen);
-
-// Reads a model: a Hugging Face directory (config.json + model.safetensors) or an llm.c
-// .bin file. Allocates m (cuset_gpt_init). 0, or -1 with a message naming the file and
-// the tensor or field.
+// Reads a tokenizer from path - a directory (tokenizer.json, else vocab.json + merges.txt),
+// a tokenizer.json file, or an llm.c tokenizer file - as one of ours (data/tokenizer.h) with
+// GPT-2's pre-split (or the project's, for a tokenizer.json this file exported): byte b is
+// id b, <|prompt|> <|target|> <|endoftext|> are CUSET_TOK_PROMPT, _TARGET, _EOS, merge k
+// makes id 259 + k. *perm (malloc'd, *n entries) maps the file's ids to ours. Other added
+// tokens, a vocabulary without all 256 bytes, a normalizer, add_prefix_space: refused.
+int cuset_gpt2_tok_load(CusetTokenizer *tk, int **perm, int *n, const char *path, char *err, size_t errlen);
+// Reads a model in the file's ids: a Hugging Face directory (config.json +
+// model.safetensors) or an llm.c .bin file. Allocates m (cuset_gpt_init). 0, or -1 with a
+// message naming the file and the tensor or field.
 int cuset_gpt2_load_model(const char *path, CusetGPT *m, char *err, size_t errlen);
-// Model and tokenizer together. tok_path NULL: the directory itself, or for an llm.c .bin
-// gpt2_tokenizer.bin beside it. Refuses a tokenizer with more ids than the model has.
-int cuset_gpt2_import(const char *path, const char *tok_path, CusetGPT *m, CusetGpt2Tok *tk, char *err,
+// 1 when path is a directory (a Hugging Face model, or else nothing) or an llm.c checkpoint.
+int cuset_gpt2_recognize(const char *path);
+// Model and tokenizer together, in our ids (wte's rows permuted; specials the file lacks
+// start as the mean row). tok_path NULL: the directory itself, or gpt2_tokenizer.bin beside
+// an llm.c .bin. Refuses a tokenizer with more ids than the model. perm: as above, or NULL.
+int cuset_gpt2_import(const char *path, const char *tok_path, CusetGPT *m, CusetTokenizer *tk, int **perm, char *err,
                       size_t errlen);
-
-// Writes a Hugging Face directory (created if missing; files written to .tmp then
-// renamed). Exactly one of gtk (a GPT-2 tokenizer) and ctk (the project's) is non-NULL.
-int cuset_gpt2_export(const char *dir, const CusetGPT *m, const CusetGpt2Tok *gtk, const CusetTokenizer *ctk,
-                      char *err, size_t errlen);
+// Writes a Hugging Face directory (created if missing; each file written to .tmp, then
+// renamed): config.json, model.safetensors (float32), tokenizer.json, tokenizer_config.json.
+int cuset_gpt2_export(const char *dir, const CusetGPT *m, const CusetTokenizer *tk, char *err, size_t errlen);
 // The regex that expresses data/tokenizer.h's pre-split in tokenizer.json (onig syntax).
 // Exact when every chunk of 64 characters or fewer also has 64 bytes or fewer (always for
 // ASCII; a run of non-ASCII letters longer than 64 bytes may be cut elsewhere).
@@ -396,11 +367,6 @@ static void cuset__g2_st_close(cuset__g2_st *st) {
 static int cuset__g2_by_begin(const void *a, const void *b) {
     const cuset__g2_tensor *x = (const cuset__g2_tensor *)a, *y = (const cuset__g2_tensor *)b;
     return x->begin < y->begin ? -1 : x->begin > y->begin;
-}
-
-static int cuset__g2_by_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
 }
 
 static int cuset__g2_st_open(cuset__g2_st *st, const char *path, char *err, size_t errlen) {
@@ -700,216 +666,29 @@ int cuset_gpt2_load_model(const char *path, CusetGPT *m, char *err, size_t errle
     return cuset__g2_is_dir(path) ? cuset__g2_load_hf(path, m, err, errlen) : cuset__g2_load_llmc(path, m, err, errlen);
 }
 
-// ---- the GPT-2 tokenizer: characters and pieces -------------------------------------------
+// ---- tokenizer files ------------------------------------------------------------------------------
+// A tokenizer as its files give it, in their ids: the bytes of each token, which are added
+// tokens, and the merges in rank order as (left, right, result). It becomes a CusetTokenizer
+// (bytes, specials, merges in order) by cuset__g2_convert, with a map from its ids to ours.
 
-// Unicode 14's letters (\p{L}: Lu Ll Lt Lm Lo) and numbers (\p{N}: Nd Nl No) as sorted
-// ranges: the version whose classes the tokenizers library's regex uses (its 15.0 letters
-// are not letters there). Made with Python 3.11's unicodedata (Unicode 14.0.0):
-//   [c for c in range(0x110000) if unicodedata.category(chr(c))[0] == 'L'], merged to ranges.
-static const uint32_t cuset__g2_letters[][2] = {
-    {0x41,0x5A}, {0x61,0x7A}, {0xAA,0xAA}, {0xB5,0xB5}, {0xBA,0xBA}, {0xC0,0xD6}, {0xD8,0xF6}, {0xF8,0x2C1},
-    {0x2C6,0x2D1}, {0x2E0,0x2E4}, {0x2EC,0x2EC}, {0x2EE,0x2EE}, {0x370,0x374}, {0x376,0x377}, {0x37A,0x37D},
-    {0x37F,0x37F}, {0x386,0x386}, {0x388,0x38A}, {0x38C,0x38C}, {0x38E,0x3A1}, {0x3A3,0x3F5}, {0x3F7,0x481},
-    {0x48A,0x52F}, {0x531,0x556}, {0x559,0x559}, {0x560,0x588}, {0x5D0,0x5EA}, {0x5EF,0x5F2}, {0x620,0x64A},
-    {0x66E,0x66F}, {0x671,0x6D3}, {0x6D5,0x6D5}, {0x6E5,0x6E6}, {0x6EE,0x6EF}, {0x6FA,0x6FC}, {0x6FF,0x6FF},
-    {0x710,0x710}, {0x712,0x72F}, {0x74D,0x7A5}, {0x7B1,0x7B1}, {0x7CA,0x7EA}, {0x7F4,0x7F5}, {0x7FA,0x7FA},
-    {0x800,0x815}, {0x81A,0x81A}, {0x824,0x824}, {0x828,0x828}, {0x840,0x858}, {0x860,0x86A}, {0x870,0x887},
-    {0x889,0x88E}, {0x8A0,0x8C9}, {0x904,0x939}, {0x93D,0x93D}, {0x950,0x950}, {0x958,0x961}, {0x971,0x980},
-    {0x985,0x98C}, {0x98F,0x990}, {0x993,0x9A8}, {0x9AA,0x9B0}, {0x9B2,0x9B2}, {0x9B6,0x9B9}, {0x9BD,0x9BD},
-    {0x9CE,0x9CE}, {0x9DC,0x9DD}, {0x9DF,0x9E1}, {0x9F0,0x9F1}, {0x9FC,0x9FC}, {0xA05,0xA0A}, {0xA0F,0xA10},
-    {0xA13,0xA28}, {0xA2A,0xA30}, {0xA32,0xA33}, {0xA35,0xA36}, {0xA38,0xA39}, {0xA59,0xA5C}, {0xA5E,0xA5E},
-    {0xA72,0xA74}, {0xA85,0xA8D}, {0xA8F,0xA91}, {0xA93,0xAA8}, {0xAAA,0xAB0}, {0xAB2,0xAB3}, {0xAB5,0xAB9},
-    {0xABD,0xABD}, {0xAD0,0xAD0}, {0xAE0,0xAE1}, {0xAF9,0xAF9}, {0xB05,0xB0C}, {0xB0F,0xB10}, {0xB13,0xB28},
-    {0xB2A,0xB30}, {0xB32,0xB33}, {0xB35,0xB39}, {0xB3D,0xB3D}, {0xB5C,0xB5D}, {0xB5F,0xB61}, {0xB71,0xB71},
-    {0xB83,0xB83}, {0xB85,0xB8A}, {0xB8E,0xB90}, {0xB92,0xB95}, {0xB99,0xB9A}, {0xB9C,0xB9C}, {0xB9E,0xB9F},
-    {0xBA3,0xBA4}, {0xBA8,0xBAA}, {0xBAE,0xBB9}, {0xBD0,0xBD0}, {0xC05,0xC0C}, {0xC0E,0xC10}, {0xC12,0xC28},
-    {0xC2A,0xC39}, {0xC3D,0xC3D}, {0xC58,0xC5A}, {0xC5D,0xC5D}, {0xC60,0xC61}, {0xC80,0xC80}, {0xC85,0xC8C},
-    {0xC8E,0xC90}, {0xC92,0xCA8}, {0xCAA,0xCB3}, {0xCB5,0xCB9}, {0xCBD,0xCBD}, {0xCDD,0xCDE}, {0xCE0,0xCE1},
-    {0xCF1,0xCF2}, {0xD04,0xD0C}, {0xD0E,0xD10}, {0xD12,0xD3A}, {0xD3D,0xD3D}, {0xD4E,0xD4E}, {0xD54,0xD56},
-    {0xD5F,0xD61}, {0xD7A,0xD7F}, {0xD85,0xD96}, {0xD9A,0xDB1}, {0xDB3,0xDBB}, {0xDBD,0xDBD}, {0xDC0,0xDC6},
-    {0xE01,0xE30}, {0xE32,0xE33}, {0xE40,0xE46}, {0xE81,0xE82}, {0xE84,0xE84}, {0xE86,0xE8A}, {0xE8C,0xEA3},
-    {0xEA5,0xEA5}, {0xEA7,0xEB0}, {0xEB2,0xEB3}, {0xEBD,0xEBD}, {0xEC0,0xEC4}, {0xEC6,0xEC6}, {0xEDC,0xEDF},
-    {0xF00,0xF00}, {0xF40,0xF47}, {0xF49,0xF6C}, {0xF88,0xF8C}, {0x1000,0x102A}, {0x103F,0x103F}, {0x1050,0x1055},
-    {0x105A,0x105D}, {0x1061,0x1061}, {0x1065,0x1066}, {0x106E,0x1070}, {0x1075,0x1081}, {0x108E,0x108E},
-    {0x10A0,0x10C5}, {0x10C7,0x10C7}, {0x10CD,0x10CD}, {0x10D0,0x10FA}, {0x10FC,0x1248}, {0x124A,0x124D},
-    {0x1250,0x1256}, {0x1258,0x1258}, {0x125A,0x125D}, {0x1260,0x1288}, {0x128A,0x128D}, {0x1290,0x12B0},
-    {0x12B2,0x12B5}, {0x12B8,0x12BE}, {0x12C0,0x12C0}, {0x12C2,0x12C5}, {0x12C8,0x12D6}, {0x12D8,0x1310},
-    {0x1312,0x1315}, {0x1318,0x135A}, {0x1380,0x138F}, {0x13A0,0x13F5}, {0x13F8,0x13FD}, {0x1401,0x166C},
-    {0x166F,0x167F}, {0x1681,0x169A}, {0x16A0,0x16EA}, {0x16F1,0x16F8}, {0x1700,0x1711}, {0x171F,0x1731},
-    {0x1740,0x1751}, {0x1760,0x176C}, {0x176E,0x1770}, {0x1780,0x17B3}, {0x17D7,0x17D7}, {0x17DC,0x17DC},
-    {0x1820,0x1878}, {0x1880,0x1884}, {0x1887,0x18A8}, {0x18AA,0x18AA}, {0x18B0,0x18F5}, {0x1900,0x191E},
-    {0x1950,0x196D}, {0x1970,0x1974}, {0x1980,0x19AB}, {0x19B0,0x19C9}, {0x1A00,0x1A16}, {0x1A20,0x1A54},
-    {0x1AA7,0x1AA7}, {0x1B05,0x1B33}, {0x1B45,0x1B4C}, {0x1B83,0x1BA0}, {0x1BAE,0x1BAF}, {0x1BBA,0x1BE5},
-    {0x1C00,0x1C23}, {0x1C4D,0x1C4F}, {0x1C5A,0x1C7D}, {0x1C80,0x1C88}, {0x1C90,0x1CBA}, {0x1CBD,0x1CBF},
-    {0x1CE9,0x1CEC}, {0x1CEE,0x1CF3}, {0x1CF5,0x1CF6}, {0x1CFA,0x1CFA}, {0x1D00,0x1DBF}, {0x1E00,0x1F15},
-    {0x1F18,0x1F1D}, {0x1F20,0x1F45}, {0x1F48,0x1F4D}, {0x1F50,0x1F57}, {0x1F59,0x1F59}, {0x1F5B,0x1F5B},
-    {0x1F5D,0x1F5D}, {0x1F5F,0x1F7D}, {0x1F80,0x1FB4}, {0x1FB6,0x1FBC}, {0x1FBE,0x1FBE}, {0x1FC2,0x1FC4},
-    {0x1FC6,0x1FCC}, {0x1FD0,0x1FD3}, {0x1FD6,0x1FDB}, {0x1FE0,0x1FEC}, {0x1FF2,0x1FF4}, {0x1FF6,0x1FFC},
-    {0x2071,0x2071}, {0x207F,0x207F}, {0x2090,0x209C}, {0x2102,0x2102}, {0x2107,0x2107}, {0x210A,0x2113},
-    {0x2115,0x2115}, {0x2119,0x211D}, {0x2124,0x2124}, {0x2126,0x2126}, {0x2128,0x2128}, {0x212A,0x212D},
-    {0x212F,0x2139}, {0x213C,0x213F}, {0x2145,0x2149}, {0x214E,0x214E}, {0x2183,0x2184}, {0x2C00,0x2CE4},
-    {0x2CEB,0x2CEE}, {0x2CF2,0x2CF3}, {0x2D00,0x2D25}, {0x2D27,0x2D27}, {0x2D2D,0x2D2D}, {0x2D30,0x2D67},
-    {0x2D6F,0x2D6F}, {0x2D80,0x2D96}, {0x2DA0,0x2DA6}, {0x2DA8,0x2DAE}, {0x2DB0,0x2DB6}, {0x2DB8,0x2DBE},
-    {0x2DC0,0x2DC6}, {0x2DC8,0x2DCE}, {0x2DD0,0x2DD6}, {0x2DD8,0x2DDE}, {0x2E2F,0x2E2F}, {0x3005,0x3006},
-    {0x3031,0x3035}, {0x303B,0x303C}, {0x3041,0x3096}, {0x309D,0x309F}, {0x30A1,0x30FA}, {0x30FC,0x30FF},
-    {0x3105,0x312F}, {0x3131,0x318E}, {0x31A0,0x31BF}, {0x31F0,0x31FF}, {0x3400,0x4DBF}, {0x4E00,0xA48C},
-    {0xA4D0,0xA4FD}, {0xA500,0xA60C}, {0xA610,0xA61F}, {0xA62A,0xA62B}, {0xA640,0xA66E}, {0xA67F,0xA69D},
-    {0xA6A0,0xA6E5}, {0xA717,0xA71F}, {0xA722,0xA788}, {0xA78B,0xA7CA}, {0xA7D0,0xA7D1}, {0xA7D3,0xA7D3},
-    {0xA7D5,0xA7D9}, {0xA7F2,0xA801}, {0xA803,0xA805}, {0xA807,0xA80A}, {0xA80C,0xA822}, {0xA840,0xA873},
-    {0xA882,0xA8B3}, {0xA8F2,0xA8F7}, {0xA8FB,0xA8FB}, {0xA8FD,0xA8FE}, {0xA90A,0xA925}, {0xA930,0xA946},
-    {0xA960,0xA97C}, {0xA984,0xA9B2}, {0xA9CF,0xA9CF}, {0xA9E0,0xA9E4}, {0xA9E6,0xA9EF}, {0xA9FA,0xA9FE},
-    {0xAA00,0xAA28}, {0xAA40,0xAA42}, {0xAA44,0xAA4B}, {0xAA60,0xAA76}, {0xAA7A,0xAA7A}, {0xAA7E,0xAAAF},
-    {0xAAB1,0xAAB1}, {0xAAB5,0xAAB6}, {0xAAB9,0xAABD}, {0xAAC0,0xAAC0}, {0xAAC2,0xAAC2}, {0xAADB,0xAADD},
-    {0xAAE0,0xAAEA}, {0xAAF2,0xAAF4}, {0xAB01,0xAB06}, {0xAB09,0xAB0E}, {0xAB11,0xAB16}, {0xAB20,0xAB26},
-    {0xAB28,0xAB2E}, {0xAB30,0xAB5A}, {0xAB5C,0xAB69}, {0xAB70,0xABE2}, {0xAC00,0xD7A3}, {0xD7B0,0xD7C6},
-    {0xD7CB,0xD7FB}, {0xF900,0xFA6D}, {0xFA70,0xFAD9}, {0xFB00,0xFB06}, {0xFB13,0xFB17}, {0xFB1D,0xFB1D},
-    {0xFB1F,0xFB28}, {0xFB2A,0xFB36}, {0xFB38,0xFB3C}, {0xFB3E,0xFB3E}, {0xFB40,0xFB41}, {0xFB43,0xFB44},
-    {0xFB46,0xFBB1}, {0xFBD3,0xFD3D}, {0xFD50,0xFD8F}, {0xFD92,0xFDC7}, {0xFDF0,0xFDFB}, {0xFE70,0xFE74},
-    {0xFE76,0xFEFC}, {0xFF21,0xFF3A}, {0xFF41,0xFF5A}, {0xFF66,0xFFBE}, {0xFFC2,0xFFC7}, {0xFFCA,0xFFCF},
-    {0xFFD2,0xFFD7}, {0xFFDA,0xFFDC}, {0x10000,0x1000B}, {0x1000D,0x10026}, {0x10028,0x1003A}, {0x1003C,0x1003D},
-    {0x1003F,0x1004D}, {0x10050,0x1005D}, {0x10080,0x100FA}, {0x10280,0x1029C}, {0x102A0,0x102D0}, {0x10300,0x1031F},
-    {0x1032D,0x10340}, {0x10342,0x10349}, {0x10350,0x10375}, {0x10380,0x1039D}, {0x103A0,0x103C3}, {0x103C8,0x103CF},
-    {0x10400,0x1049D}, {0x104B0,0x104D3}, {0x104D8,0x104FB}, {0x10500,0x10527}, {0x10530,0x10563}, {0x10570,0x1057A},
-    {0x1057C,0x1058A}, {0x1058C,0x10592}, {0x10594,0x10595}, {0x10597,0x105A1}, {0x105A3,0x105B1}, {0x105B3,0x105B9},
-    {0x105BB,0x105BC}, {0x10600,0x10736}, {0x10740,0x10755}, {0x10760,0x10767}, {0x10780,0x10785}, {0x10787,0x107B0},
-    {0x107B2,0x107BA}, {0x10800,0x10805}, {0x10808,0x10808}, {0x1080A,0x10835}, {0x10837,0x10838}, {0x1083C,0x1083C},
-    {0x1083F,0x10855}, {0x10860,0x10876}, {0x10880,0x1089E}, {0x108E0,0x108F2}, {0x108F4,0x108F5}, {0x10900,0x10915},
-    {0x10920,0x10939}, {0x10980,0x109B7}, {0x109BE,0x109BF}, {0x10A00,0x10A00}, {0x10A10,0x10A13}, {0x10A15,0x10A17},
-    {0x10A19,0x10A35}, {0x10A60,0x10A7C}, {0x10A80,0x10A9C}, {0x10AC0,0x10AC7}, {0x10AC9,0x10AE4}, {0x10B00,0x10B35},
-    {0x10B40,0x10B55}, {0x10B60,0x10B72}, {0x10B80,0x10B91}, {0x10C00,0x10C48}, {0x10C80,0x10CB2}, {0x10CC0,0x10CF2},
-    {0x10D00,0x10D23}, {0x10E80,0x10EA9}, {0x10EB0,0x10EB1}, {0x10F00,0x10F1C}, {0x10F27,0x10F27}, {0x10F30,0x10F45},
-    {0x10F70,0x10F81}, {0x10FB0,0x10FC4}, {0x10FE0,0x10FF6}, {0x11003,0x11037}, {0x11071,0x11072}, {0x11075,0x11075},
-    {0x11083,0x110AF}, {0x110D0,0x110E8}, {0x11103,0x11126}, {0x11144,0x11144}, {0x11147,0x11147}, {0x11150,0x11172},
-    {0x11176,0x11176}, {0x11183,0x111B2}, {0x111C1,0x111C4}, {0x111DA,0x111DA}, {0x111DC,0x111DC}, {0x11200,0x11211},
-    {0x11213,0x1122B}, {0x11280,0x11286}, {0x11288,0x11288}, {0x1128A,0x1128D}, {0x1128F,0x1129D}, {0x1129F,0x112A8},
-    {0x112B0,0x112DE}, {0x11305,0x1130C}, {0x1130F,0x11310}, {0x11313,0x11328}, {0x1132A,0x11330}, {0x11332,0x11333},
-    {0x11335,0x11339}, {0x1133D,0x1133D}, {0x11350,0x11350}, {0x1135D,0x11361}, {0x11400,0x11434}, {0x11447,0x1144A},
-    {0x1145F,0x11461}, {0x11480,0x114AF}, {0x114C4,0x114C5}, {0x114C7,0x114C7}, {0x11580,0x115AE}, {0x115D8,0x115DB},
-    {0x11600,0x1162F}, {0x11644,0x11644}, {0x11680,0x116AA}, {0x116B8,0x116B8}, {0x11700,0x1171A}, {0x11740,0x11746},
-    {0x11800,0x1182B}, {0x118A0,0x118DF}, {0x118FF,0x11906}, {0x11909,0x11909}, {0x1190C,0x11913}, {0x11915,0x11916},
-    {0x11918,0x1192F}, {0x1193F,0x1193F}, {0x11941,0x11941}, {0x119A0,0x119A7}, {0x119AA,0x119D0}, {0x119E1,0x119E1},
-    {0x119E3,0x119E3}, {0x11A00,0x11A00}, {0x11A0B,0x11A32}, {0x11A3A,0x11A3A}, {0x11A50,0x11A50}, {0x11A5C,0x11A89},
-    {0x11A9D,0x11A9D}, {0x11AB0,0x11AF8}, {0x11C00,0x11C08}, {0x11C0A,0x11C2E}, {0x11C40,0x11C40}, {0x11C72,0x11C8F},
-    {0x11D00,0x11D06}, {0x11D08,0x11D09}, {0x11D0B,0x11D30}, {0x11D46,0x11D46}, {0x11D60,0x11D65}, {0x11D67,0x11D68},
-    {0x11D6A,0x11D89}, {0x11D98,0x11D98}, {0x11EE0,0x11EF2}, {0x11FB0,0x11FB0}, {0x12000,0x12399}, {0x12480,0x12543},
-    {0x12F90,0x12FF0}, {0x13000,0x1342E}, {0x14400,0x14646}, {0x16800,0x16A38}, {0x16A40,0x16A5E}, {0x16A70,0x16ABE},
-    {0x16AD0,0x16AED}, {0x16B00,0x16B2F}, {0x16B40,0x16B43}, {0x16B63,0x16B77}, {0x16B7D,0x16B8F}, {0x16E40,0x16E7F},
-    {0x16F00,0x16F4A}, {0x16F50,0x16F50}, {0x16F93,0x16F9F}, {0x16FE0,0x16FE1}, {0x16FE3,0x16FE3}, {0x17000,0x187F7},
-    {0x18800,0x18CD5}, {0x18D00,0x18D08}, {0x1AFF0,0x1AFF3}, {0x1AFF5,0x1AFFB}, {0x1AFFD,0x1AFFE}, {0x1B000,0x1B122},
-    {0x1B150,0x1B152}, {0x1B164,0x1B167}, {0x1B170,0x1B2FB}, {0x1BC00,0x1BC6A}, {0x1BC70,0x1BC7C}, {0x1BC80,0x1BC88},
-    {0x1BC90,0x1BC99}, {0x1D400,0x1D454}, {0x1D456,0x1D49C}, {0x1D49E,0x1D49F}, {0x1D4A2,0x1D4A2}, {0x1D4A5,0x1D4A6},
-    {0x1D4A9,0x1D4AC}, {0x1D4AE,0x1D4B9}, {0x1D4BB,0x1D4BB}, {0x1D4BD,0x1D4C3}, {0x1D4C5,0x1D505}, {0x1D507,0x1D50A},
-    {0x1D50D,0x1D514}, {0x1D516,0x1D51C}, {0x1D51E,0x1D539}, {0x1D53B,0x1D53E}, {0x1D540,0x1D544}, {0x1D546,0x1D546},
-    {0x1D54A,0x1D550}, {0x1D552,0x1D6A5}, {0x1D6A8,0x1D6C0}, {0x1D6C2,0x1D6DA}, {0x1D6DC,0x1D6FA}, {0x1D6FC,0x1D714},
-    {0x1D716,0x1D734}, {0x1D736,0x1D74E}, {0x1D750,0x1D76E}, {0x1D770,0x1D788}, {0x1D78A,0x1D7A8}, {0x1D7AA,0x1D7C2},
-    {0x1D7C4,0x1D7CB}, {0x1DF00,0x1DF1E}, {0x1E100,0x1E12C}, {0x1E137,0x1E13D}, {0x1E14E,0x1E14E}, {0x1E290,0x1E2AD},
-    {0x1E2C0,0x1E2EB}, {0x1E7E0,0x1E7E6}, {0x1E7E8,0x1E7EB}, {0x1E7ED,0x1E7EE}, {0x1E7F0,0x1E7FE}, {0x1E800,0x1E8C4},
-    {0x1E900,0x1E943}, {0x1E94B,0x1E94B}, {0x1EE00,0x1EE03}, {0x1EE05,0x1EE1F}, {0x1EE21,0x1EE22}, {0x1EE24,0x1EE24},
-    {0x1EE27,0x1EE27}, {0x1EE29,0x1EE32}, {0x1EE34,0x1EE37}, {0x1EE39,0x1EE39}, {0x1EE3B,0x1EE3B}, {0x1EE42,0x1EE42},
-    {0x1EE47,0x1EE47}, {0x1EE49,0x1EE49}, {0x1EE4B,0x1EE4B}, {0x1EE4D,0x1EE4F}, {0x1EE51,0x1EE52}, {0x1EE54,0x1EE54},
-    {0x1EE57,0x1EE57}, {0x1EE59,0x1EE59}, {0x1EE5B,0x1EE5B}, {0x1EE5D,0x1EE5D}, {0x1EE5F,0x1EE5F}, {0x1EE61,0x1EE62},
-    {0x1EE64,0x1EE64}, {0x1EE67,0x1EE6A}, {0x1EE6C,0x1EE72}, {0x1EE74,0x1EE77}, {0x1EE79,0x1EE7C}, {0x1EE7E,0x1EE7E},
-    {0x1EE80,0x1EE89}, {0x1EE8B,0x1EE9B}, {0x1EEA1,0x1EEA3}, {0x1EEA5,0x1EEA9}, {0x1EEAB,0x1EEBB}, {0x20000,0x2A6DF},
-    {0x2A700,0x2B738}, {0x2B740,0x2B81D}, {0x2B820,0x2CEA1}, {0x2CEB0,0x2EBE0}, {0x2F800,0x2FA1D}, {0x30000,0x3134A},
-};
-static const uint32_t cuset__g2_numbers[][2] = {
-    {0x30,0x39}, {0xB2,0xB3}, {0xB9,0xB9}, {0xBC,0xBE}, {0x660,0x669}, {0x6F0,0x6F9}, {0x7C0,0x7C9}, {0x966,0x96F},
-    {0x9E6,0x9EF}, {0x9F4,0x9F9}, {0xA66,0xA6F}, {0xAE6,0xAEF}, {0xB66,0xB6F}, {0xB72,0xB77}, {0xBE6,0xBF2},
-    {0xC66,0xC6F}, {0xC78,0xC7E}, {0xCE6,0xCEF}, {0xD58,0xD5E}, {0xD66,0xD78}, {0xDE6,0xDEF}, {0xE50,0xE59},
-    {0xED0,0xED9}, {0xF20,0xF33}, {0x1040,0x1049}, {0x1090,0x1099}, {0x1369,0x137C}, {0x16EE,0x16F0}, {0x17E0,0x17E9},
-    {0x17F0,0x17F9}, {0x1810,0x1819}, {0x1946,0x194F}, {0x19D0,0x19DA}, {0x1A80,0x1A89}, {0x1A90,0x1A99},
-    {0x1B50,0x1B59}, {0x1BB0,0x1BB9}, {0x1C40,0x1C49}, {0x1C50,0x1C59}, {0x2070,0x2070}, {0x2074,0x2079},
-    {0x2080,0x2089}, {0x2150,0x2182}, {0x2185,0x2189}, {0x2460,0x249B}, {0x24EA,0x24FF}, {0x2776,0x2793},
-    {0x2CFD,0x2CFD}, {0x3007,0x3007}, {0x3021,0x3029}, {0x3038,0x303A}, {0x3192,0x3195}, {0x3220,0x3229},
-    {0x3248,0x324F}, {0x3251,0x325F}, {0x3280,0x3289}, {0x32B1,0x32BF}, {0xA620,0xA629}, {0xA6E6,0xA6EF},
-    {0xA830,0xA835}, {0xA8D0,0xA8D9}, {0xA900,0xA909}, {0xA9D0,0xA9D9}, {0xA9F0,0xA9F9}, {0xAA50,0xAA59},
-    {0xABF0,0xABF9}, {0xFF10,0xFF19}, {0x10107,0x10133}, {0x10140,0x10178}, {0x1018A,0x1018B}, {0x102E1,0x102FB},
-    {0x10320,0x10323}, {0x10341,0x10341}, {0x1034A,0x1034A}, {0x103D1,0x103D5}, {0x104A0,0x104A9}, {0x10858,0x1085F},
-    {0x10879,0x1087F}, {0x108A7,0x108AF}, {0x108FB,0x108FF}, {0x10916,0x1091B}, {0x109BC,0x109BD}, {0x109C0,0x109CF},
-    {0x109D2,0x109FF}, {0x10A40,0x10A48}, {0x10A7D,0x10A7E}, {0x10A9D,0x10A9F}, {0x10AEB,0x10AEF}, {0x10B58,0x10B5F},
-    {0x10B78,0x10B7F}, {0x10BA9,0x10BAF}, {0x10CFA,0x10CFF}, {0x10D30,0x10D39}, {0x10E60,0x10E7E}, {0x10F1D,0x10F26},
-    {0x10F51,0x10F54}, {0x10FC5,0x10FCB}, {0x11052,0x1106F}, {0x110F0,0x110F9}, {0x11136,0x1113F}, {0x111D0,0x111D9},
-    {0x111E1,0x111F4}, {0x112F0,0x112F9}, {0x11450,0x11459}, {0x114D0,0x114D9}, {0x11650,0x11659}, {0x116C0,0x116C9},
-    {0x11730,0x1173B}, {0x118E0,0x118F2}, {0x11950,0x11959}, {0x11C50,0x11C6C}, {0x11D50,0x11D59}, {0x11DA0,0x11DA9},
-    {0x11FC0,0x11FD4}, {0x12400,0x1246E}, {0x16A60,0x16A69}, {0x16AC0,0x16AC9}, {0x16B50,0x16B59}, {0x16B5B,0x16B61},
-    {0x16E80,0x16E96}, {0x1D2E0,0x1D2F3}, {0x1D360,0x1D378}, {0x1D7CE,0x1D7FF}, {0x1E140,0x1E149}, {0x1E2F0,0x1E2F9},
-    {0x1E8C7,0x1E8CF}, {0x1E950,0x1E959}, {0x1EC71,0x1ECAB}, {0x1ECAD,0x1ECAF}, {0x1ECB1,0x1ECB4}, {0x1ED01,0x1ED2D},
-    {0x1ED2F,0x1ED3D}, {0x1F100,0x1F10C}, {0x1FBF0,0x1FBF9},
-};
-#define CUSET__G2_NLETTERS (int)(sizeof cuset__g2_letters / sizeof cuset__g2_letters[0])
-#define CUSET__G2_NNUMBERS (int)(sizeof cuset__g2_numbers / sizeof cuset__g2_numbers[0])
+typedef struct {
+    unsigned char *bytes;   // stb_ds: token bytes back to back
+    unsigned *offset;       // stb_ds (n + 1)
+    unsigned char *added;   // stb_ds (n): 1 for added tokens (<|endoftext|> ...)
+    int *merges;            // stb_ds: 3 ints per merge; empty for llm.c's file (no merges)
+    int split;              // CUSET_TOK_SPLIT_GPT2, or _CUSET for a tokenizer this file exported
+} cuset__g2_vocab;
 
-static int cuset__g2_in(const uint32_t (*r)[2], int n, uint32_t c) {
-    int lo = 0, hi = n - 1;
-    while (lo <= hi) {
-        int mid = (lo + hi) / 2;
-        if (c < r[mid][0]) hi = mid - 1;
-        else if (c > r[mid][1]) lo = mid + 1;
-        else return 1;
-    }
-    return 0;
+static void cuset__g2_vocab_free(cuset__g2_vocab *v) {
+    arrfree(v->bytes); arrfree(v->offset); arrfree(v->added); arrfree(v->merges);
+    memset(v, 0, sizeof *v);
 }
 
-static int cuset__g2_space(uint32_t c) { // Unicode White_Space
-    return (c >= 9 && c <= 13) || c == 32 || c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
-           c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
-}
+static int cuset__g2_vocab_n(const cuset__g2_vocab *v) { return (int)arrlen(v->added); }
 
-// The character at s (n > 0 bytes left): its length, and its class in *cls. Bytes that do
-// not start a valid UTF-8 sequence are one "other" character each.
-enum { CUSET__G2_SPACE, CUSET__G2_LETTER, CUSET__G2_NUMBER, CUSET__G2_OTHER };
-static int cuset__g2_char(const unsigned char *s, size_t n, int *cls) {
-    uint32_t c = s[0];
-    int len = 1;
-    if (c >= 0xC2 && c <= 0xF4) {
-        int need = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-        uint32_t v = c & (0x7F >> need);
-        int ok = (size_t)need <= n;
-        for (int i = 1; ok && i < need; i++) ok = (s[i] & 0xC0) == 0x80, v = v << 6 | (s[i] & 0x3F);
-        if (ok && need == 3 && (v < 0x800 || (v >= 0xD800 && v < 0xE000))) ok = 0;
-        if (ok && need == 4 && (v < 0x10000 || v > 0x10FFFF)) ok = 0;
-        if (ok) { c = v; len = need; }
-        else c = 0xFFFFFFFF;
-    } else if (c >= 0x80) {
-        c = 0xFFFFFFFF;
-    }
-    *cls = cuset__g2_space(c) ? CUSET__G2_SPACE
-         : cuset__g2_in(cuset__g2_letters, CUSET__G2_NLETTERS, c) ? CUSET__G2_LETTER
-         : cuset__g2_in(cuset__g2_numbers, CUSET__G2_NNUMBERS, c) ? CUSET__G2_NUMBER : CUSET__G2_OTHER;
-    return len;
-}
-
-// The end of the piece of GPT-2's regex that starts at s[i], i < n:
-//   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-static size_t cuset__g2_piece_end(const unsigned char *s, size_t n, size_t i) {
-    if (s[i] == '\'' && i + 1 < n) {
-        if (strchr("stmd", s[i + 1]) && s[i + 1]) return i + 2;
-        if (i + 2 < n && (!memcmp(s + i + 1, "re", 2) || !memcmp(s + i + 1, "ve", 2) || !memcmp(s + i + 1, "ll", 2)))
-            return i + 3;
-    }
-    int cls, k;
-    size_t j = i + (size_t)cuset__g2_char(s + i, n - i, &cls);
-    if (s[i] == ' ' && j < n) { // " ?" before a letter, number or other run
-        size_t len = (size_t)cuset__g2_char(s + j, n - j, &k);
-        if (k != CUSET__G2_SPACE) { cls = k; j += len; }
-    }
-    if (cls == CUSET__G2_SPACE) {
-        size_t last = i; // where the run's last character starts
-        while (j < n) {
-            size_t len = (size_t)cuset__g2_char(s + j, n - j, &k);
-            if (k != CUSET__G2_SPACE) break;
-            last = j;
-            j += len;
-        }
-        if (j == n) return j;        // \s+(?!\S) at the end
-        return last > i ? last : j;  // \s+(?!\S) gives back the last space; else \s+, one character
-    }
-    while (j < n) {
-        size_t len = (size_t)cuset__g2_char(s + j, n - j, &k);
-        if (k != cls) break;
-        j += len;
-    }
-    return j;
+static const unsigned char *cuset__g2_token(const cuset__g2_vocab *v, int id, size_t *len) {
+    *len = v->offset[id + 1] - v->offset[id];
+    return v->bytes + v->offset[id];
 }
 
 // GPT-2's byte <-> character map: printable Latin-1 bytes are themselves, the other 68
@@ -919,11 +698,6 @@ static uint32_t cuset__g2_byte_char(int b) {
     int k = 0;
     for (int x = 0; x < b; x++) k += !((x >= '!' && x <= '~') || (x >= 0xA1 && x <= 0xAC) || (x >= 0xAE && x <= 0xFF));
     return 256u + (uint32_t)k;
-}
-
-// Appends the byte-level string of bytes b[0..n) to the stb_ds array *out.
-static void cuset__g2_to_chars(char **out, const unsigned char *b, size_t n) {
-    for (size_t i = 0; i < n; i++) cuset__g2_put_utf8(out, cuset__g2_byte_char(b[i]));
 }
 
 // to_byte[c] = 1 + the byte of character c (c < 324), 0 for the other characters.
@@ -941,7 +715,7 @@ static int cuset__g2_from_chars(const char *s, const int to_byte[324], unsigned 
         int len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
         if (len > 1) {
             c &= 0x7F >> len;
-            for (int i = 1; i < len; i++) c = c << 6 | (u[i] & 0x3F);
+            for (int i = 1; i < len && u[i]; i++) c = c << 6 | (u[i] & 0x3F);
         }
         if (c >= 324 || !to_byte[c]) { *bad = c; return -1; }
         arrput(*out, (unsigned char)(to_byte[c] - 1));
@@ -950,122 +724,21 @@ static int cuset__g2_from_chars(const char *s, const int to_byte[324], unsigned 
     return 0;
 }
 
-// ---- the GPT-2 tokenizer: vocabulary, merges, encode, decode ---------------------------------
+// The names of our three specials in tokenizer files (CUSET_TOK_PROMPT, _TARGET, _EOS).
+static const char *const cuset__g2_special[3] = {"<|prompt|>", "<|target|>", "<|endoftext|>"};
 
-#define CUSET__G2_EMPTY (~0ULL)
-static size_t cuset__g2_slot(uint64_t key, int bits) { return (size_t)((key * 0x9E3779B97F4A7C15ULL) >> (64 - bits)); }
-
-// The rule merging (a, b), or -1.
-static int cuset__g2_rule(const CusetGpt2Tok *tk, int a, int b) {
-    if (!tk->pair_bits) return -1;
-    uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
-    size_t mask = ((size_t)1 << tk->pair_bits) - 1;
-    for (size_t h = cuset__g2_slot(key, tk->pair_bits);; h = (h + 1) & mask) {
-        if (tk->pair_key[h] == key) return tk->pair_rule[h];
-        if (tk->pair_key[h] == CUSET__G2_EMPTY) return -1;
-    }
+static int cuset__g2_special_id(const unsigned char *p, size_t n) {
+    for (int k = 0; k < 3; k++)
+        if (strlen(cuset__g2_special[k]) == n && !memcmp(p, cuset__g2_special[k], n)) return CUSET_TOK_NBYTES + k;
+    return -1;
 }
-
-// Builds the lookup of tk->rules (a pair met twice keeps its first rule).
-static void cuset__g2_index(CusetGpt2Tok *tk) {
-    int n = (int)(arrlen(tk->rules) / 4);
-    tk->pair_bits = 4;
-    while ((1 << tk->pair_bits) < 2 * n) tk->pair_bits++;
-    size_t slots = (size_t)1 << tk->pair_bits, mask = slots - 1;
-    arrsetlen(tk->pair_key, slots);
-    arrsetlen(tk->pair_rule, slots);
-    memset(tk->pair_key, 0xff, slots * sizeof *tk->pair_key);
-    for (int r = 0; r < n; r++) {
-        uint64_t key = (uint64_t)(uint32_t)tk->rules[4 * r] << 32 | (uint32_t)tk->rules[4 * r + 1];
-        size_t h = cuset__g2_slot(key, tk->pair_bits);
-        while (tk->pair_key[h] != CUSET__G2_EMPTY && tk->pair_key[h] != key) h = (h + 1) & mask;
-        if (tk->pair_key[h] == key) continue;
-        tk->pair_key[h] = key;
-        tk->pair_rule[h] = r;
-    }
-}
-
-void cuset_gpt2_tok_free(CusetGpt2Tok *tk) {
-    arrfree(tk->bytes); arrfree(tk->offset); arrfree(tk->added); arrfree(tk->rules);
-    arrfree(tk->pair_key); arrfree(tk->pair_rule);
-    memset(tk, 0, sizeof *tk);
-}
-
-static const unsigned char *cuset__g2_tok(const CusetGpt2Tok *tk, int id, size_t *len) {
-    *len = tk->offset[id + 1] - tk->offset[id];
-    return tk->bytes + tk->offset[id];
-}
-
-// Checks a freshly filled vocabulary (bytes, offset, added) and finds the byte ids and
-// <|endoftext|>. Every byte needs a token of its own.
-static int cuset__g2_finish_vocab(CusetGpt2Tok *tk, const char *where, char *err, size_t errlen) {
-    tk->vocab_size = (int)arrlen(tk->added);
-    for (int b = 0; b < 256; b++) tk->byte_id[b] = -1;
-    tk->eot = -1;
-    for (int id = tk->vocab_size - 1; id >= 0; id--) {
-        size_t len;
-        const unsigned char *p = cuset__g2_tok(tk, id, &len);
-        if (len == 1 && !tk->added[id]) tk->byte_id[p[0]] = id;
-        if (len == 13 && !memcmp(p, "<|endoftext|>", 13)) { tk->eot = id; tk->added[id] = 1; }
-    }
-    for (int b = 0; b < 256; b++)
-        if (tk->byte_id[b] < 0)
-            return cuset__g2_err(err, errlen, "%s: no token for byte 0x%02x: a byte-level BPE needs all 256 bytes "
-                                 "(train it with the ByteLevel alphabet as initial_alphabet)", where, b);
-    return 0;
-}
-
-static void cuset__g2_piece(const CusetGpt2Tok *tk, const unsigned char *s, size_t n, int **ids, int **scratch) {
-    arrsetlen(*scratch, 2 * n);
-    int *t = *scratch, *r = *scratch + n; // tokens, and the rule of each adjacent pair
-    for (size_t i = 0; i < n; i++) t[i] = tk->byte_id[s[i]];
-    for (size_t i = 0; i + 1 < n; i++) r[i] = cuset__g2_rule(tk, t[i], t[i + 1]);
-#define CUSET__G2_RANK(x) ((x) < 0 ? INT32_MAX : tk->rules[4 * (x) + 2])
-    while (n > 1) {
-        size_t best = 0;
-        for (size_t i = 1; i + 1 < n; i++) if (CUSET__G2_RANK(r[i]) < CUSET__G2_RANK(r[best])) best = i;
-        if (r[best] < 0) break;
-        t[best] = tk->rules[4 * r[best] + 3];
-        for (size_t i = best + 1; i + 1 < n; i++) { t[i] = t[i + 1]; r[i - 1] = r[i]; }
-        n--;
-        if (best > 0) r[best - 1] = cuset__g2_rule(tk, t[best - 1], t[best]);
-        if (best + 1 < n) r[best] = cuset__g2_rule(tk, t[best], t[best + 1]);
-    }
-#undef CUSET__G2_RANK
-    memcpy(arraddnptr(*ids, n), t, n * sizeof *t);
-}
-
-size_t cuset_gpt2_tok_encode(const CusetGpt2Tok *tk, const char *s, size_t n, int **ids) {
-    const unsigned char *u = (const unsigned char *)s;
-    size_t before = arrlenu(*ids);
-    int *scratch = NULL;
-    for (size_t i = 0, end; i < n; i = end) {
-        end = cuset__g2_piece_end(u, n, i);
-        cuset__g2_piece(tk, u + i, end - i, ids, &scratch);
-    }
-    arrfree(scratch);
-    return arrlenu(*ids) - before;
-}
-
-size_t cuset_gpt2_tok_decode(const CusetGpt2Tok *tk, const int *ids, size_t n, char **out) {
-    size_t before = arrlenu(*out);
-    for (size_t i = 0; i < n; i++) {
-        if (ids[i] < 0 || ids[i] >= tk->vocab_size) continue;
-        size_t len;
-        const unsigned char *p = cuset__g2_tok(tk, ids[i], &len);
-        if (len) memcpy(arraddnptr(*out, len), p, len);
-    }
-    return arrlenu(*out) - before;
-}
-
-// ---- loading tokenizers ------------------------------------------------------------------------
 
 typedef struct { char *key; int value; } cuset__g2_strmap; // stb_ds string map: token text -> id
 
-// Fills tk's vocabulary from the JSON object `vocab` (text -> id) and the array `added`
+// Fills v's tokens from the JSON object `vocab` (text -> id) and the array `added`
 // (tokenizer.json's added_tokens, or -1); *map receives text -> id for the merges.
-static int cuset__g2_vocab(CusetGpt2Tok *tk, const cuset__g2_json *j, int vocab, int added, cuset__g2_strmap **map,
-                           const char *where, char *err, size_t errlen) {
+static int cuset__g2_read_vocab(cuset__g2_vocab *v, const cuset__g2_json *j, int vocab, int added, cuset__g2_strmap **map,
+                                const char *where, char *err, size_t errlen) {
     if (vocab < 0 || j->n[vocab].type != CUSET__J_OBJ) return cuset__g2_err(err, errlen, "%s: no vocabulary object", where);
     int V = 0;
     const char **text = NULL; // stb_ds, by id
@@ -1089,75 +762,96 @@ static int cuset__g2_vocab(CusetGpt2Tok *tk, const cuset__g2_json *j, int vocab,
                 return cuset__g2_err(err, errlen, "%s: id %d is given to two vocabulary entries", where, d);
             }
             text[(int)id] = s;
-            is_added[(int)id] |= (unsigned char)pass;
+            is_added[(int)id] |= (unsigned char)(pass || cuset__g2_special_id((const unsigned char *)s, strlen(s)) >= 0);
             if (!pass) shput(*map, (char *)s, (int)id);
         }
     }
     int rc = 0, to_byte[324];
     cuset__g2_char_table(to_byte);
-    arrput(tk->offset, 0);
+    arrput(v->offset, 0);
     for (int id = 0; id < V && !rc; id++) {
         uint32_t bad;
         if (!text[id]) rc = cuset__g2_err(err, errlen, "%s: no token has id %d (ids must be 0..%d without gaps)", where, id, V - 1);
-        else if (is_added[id]) memcpy(arraddnptr(tk->bytes, strlen(text[id])), text[id], strlen(text[id]));
-        else if (cuset__g2_from_chars(text[id], to_byte, &tk->bytes, &bad) != 0)
+        else if (is_added[id]) memcpy(arraddnptr(v->bytes, strlen(text[id])), text[id], strlen(text[id]));
+        else if (cuset__g2_from_chars(text[id], to_byte, &v->bytes, &bad) != 0)
             rc = cuset__g2_err(err, errlen, "%s: vocabulary entry %d \"%s\" is not byte-level (character U+%04X): not a "
                                "GPT-2-style byte-level BPE", where, id, text[id], bad);
-        arrput(tk->offset, (unsigned)arrlenu(tk->bytes));
-        arrput(tk->added, is_added[id]);
+        arrput(v->offset, (unsigned)arrlenu(v->bytes));
+        arrput(v->added, is_added[id]);
     }
     arrfree(text); arrfree(is_added);
-    return rc ? rc : cuset__g2_finish_vocab(tk, where, err, errlen);
+    return rc;
 }
 
-// Appends the merge of the tokens with texts a and b as rule `rank`.
-static int cuset__g2_merge(CusetGpt2Tok *tk, cuset__g2_strmap *map, const char *a, const char *b, int rank,
+// Appends the merge of the tokens with texts a and b.
+static int cuset__g2_merge(cuset__g2_vocab *v, cuset__g2_strmap *map, const char *a, const char *b, int rank,
                            const char *where, char *err, size_t errlen) {
-    char buf[1024];
+    char buf[2 * CUSET_TOK_MAX_GPT2_TOKEN + 1];
     snprintf(buf, sizeof buf, "%s%s", a, b);
     int ia = (int)shgeti(map, (char *)a), ib = (int)shgeti(map, (char *)b), im = (int)shgeti(map, buf);
     if (ia < 0 || ib < 0 || im < 0)
         return cuset__g2_err(err, errlen, "%s: merge %d (\"%s\" \"%s\") names a token that is not in the vocabulary", where,
                              rank, a, b);
-    int r[4] = {map[ia].value, map[ib].value, rank, map[im].value};
-    memcpy(arraddnptr(tk->rules, 4), r, sizeof r);
+    int r[3] = {map[ia].value, map[ib].value, map[im].value};
+    memcpy(arraddnptr(v->merges, 3), r, sizeof r);
     return 0;
 }
 
-// Reads tokenizer.json: model BPE, pre_tokenizer ByteLevel (GPT-2's regex, no prefix space),
-// no normalizer.
-static int cuset__g2_load_json(CusetGpt2Tok *tk, const char *path, char *err, size_t errlen) {
+// The pre-tokenizer of a tokenizer.json: GPT-2's ByteLevel, or the Split + ByteLevel this
+// file writes for the project's own tokenizer. -1 with the reason for anything else.
+static int cuset__g2_pretokenizer(const cuset__g2_json *j, int pre, char *why, size_t n) {
+    const char *type = cuset__g2_jstr(j, cuset__g2_jget(j, pre, "type"));
+    int ps = cuset__g2_jget(j, pre, "add_prefix_space"), re = cuset__g2_jget(j, pre, "use_regex");
+    if (type && !strcmp(type, "ByteLevel")) {
+        if ((ps >= 0 && j->n[ps].num) || (re >= 0 && !j->n[re].num)) {
+            snprintf(why, n, "ByteLevel with add_prefix_space true or use_regex false is not supported");
+            return -1;
+        }
+        return CUSET_TOK_SPLIT_GPT2;
+    }
+    int list = cuset__g2_jget(j, pre, "pretokenizers");
+    if (type && !strcmp(type, "Sequence") && list >= 0 && cuset__g2_jcount(j, list) == 2) {
+        int split = list + 1, bl = j->n[split].end;
+        const char *pattern = cuset__g2_jstr(j, cuset__g2_jget(j, cuset__g2_jget(j, split, "pattern"), "Regex"));
+        const char *blt = cuset__g2_jstr(j, cuset__g2_jget(j, bl, "type"));
+        int blre = cuset__g2_jget(j, bl, "use_regex");
+        if (pattern && !strcmp(pattern, cuset_gpt2_cuset_split_regex) && blt && !strcmp(blt, "ByteLevel") && blre >= 0 &&
+            !j->n[blre].num)
+            return CUSET_TOK_SPLIT_CUSET;
+    }
+    snprintf(why, n, "pre_tokenizer %s is not supported (GPT-2's ByteLevel, or the Split this project exports)",
+             type ? type : "null");
+    return -1;
+}
+
+// Reads tokenizer.json: model BPE with merges, no normalizer, a pre-tokenizer we know.
+static int cuset__g2_load_json(cuset__g2_vocab *v, const char *path, char *err, size_t errlen) {
     cuset__g2_file f;
     cuset__g2_json j;
     if (cuset__g2_map(path, &f, err, errlen) != 0) return -1;
     int rc = cuset__g2_json_parse(&j, (const char *)f.data, f.size, path, err, errlen);
     cuset__g2_unmap(&f);
     if (rc != 0) return -1;
-    int model = cuset__g2_jget(&j, 0, "model"), pre = cuset__g2_jget(&j, 0, "pre_tokenizer");
-    int norm = cuset__g2_jget(&j, 0, "normalizer"), ps = cuset__g2_jget(&j, pre, "add_prefix_space");
-    int re = cuset__g2_jget(&j, pre, "use_regex"), merges = cuset__g2_jget(&j, model, "merges");
+    int model = cuset__g2_jget(&j, 0, "model"), norm = cuset__g2_jget(&j, 0, "normalizer");
+    int merges = cuset__g2_jget(&j, model, "merges");
     const char *mtype = cuset__g2_jstr(&j, cuset__g2_jget(&j, model, "type"));
-    const char *ptype = cuset__g2_jstr(&j, cuset__g2_jget(&j, pre, "type"));
     const char *sub = cuset__g2_jstr(&j, cuset__g2_jget(&j, model, "continuing_subword_prefix"));
     const char *eow = cuset__g2_jstr(&j, cuset__g2_jget(&j, model, "end_of_word_suffix"));
     char why[256] = "";
     if (model < 0 || (mtype && strcmp(mtype, "BPE")) || merges < 0 || j.n[merges].type != CUSET__J_ARR)
         snprintf(why, sizeof why, "model is not BPE with a merges list (type %s)", mtype ? mtype : "?");
     else if (norm >= 0 && j.n[norm].type != CUSET__J_NULL) snprintf(why, sizeof why, "a normalizer is not supported");
-    else if (!ptype || strcmp(ptype, "ByteLevel"))
-        snprintf(why, sizeof why, "pre_tokenizer %s is not supported (GPT-2's ByteLevel only)", ptype ? ptype : "null");
-    else if ((ps >= 0 && j.n[ps].num) || (re >= 0 && !j.n[re].num))
-        snprintf(why, sizeof why, "ByteLevel with add_prefix_space true or use_regex false is not supported");
+    else if ((v->split = cuset__g2_pretokenizer(&j, cuset__g2_jget(&j, 0, "pre_tokenizer"), why, sizeof why)) < 0) {}
     else if ((sub && sub[0]) || (eow && eow[0]))
         snprintf(why, sizeof why, "continuing_subword_prefix or end_of_word_suffix is not supported");
     if (why[0]) { cuset__g2_json_free(&j); return cuset__g2_err(err, errlen, "%s: %s", path, why); }
     cuset__g2_strmap *map = NULL;
-    rc = cuset__g2_vocab(tk, &j, cuset__g2_jget(&j, model, "vocab"), cuset__g2_jget(&j, 0, "added_tokens"), &map, path,
-                         err, errlen);
+    rc = cuset__g2_read_vocab(v, &j, cuset__g2_jget(&j, model, "vocab"), cuset__g2_jget(&j, 0, "added_tokens"), &map, path,
+                              err, errlen);
     int rank = 0;
     for (int c = merges + 1; c < j.n[merges].end && !rc; c = j.n[c].end, rank++) {
         const char *s = cuset__g2_jstr(&j, c), *a = NULL, *b = NULL;
-        char pair[1024];
+        char pair[2 * CUSET_TOK_MAX_GPT2_TOKEN + 2];
         if (s && strlen(s) < sizeof pair && strchr(s, ' ')) { // "a b"
             strcpy(pair, s);
             *strchr(pair, ' ') = 0;
@@ -1168,7 +862,7 @@ static int cuset__g2_load_json(CusetGpt2Tok *tk, const char *path, char *err, si
             b = cuset__g2_jstr(&j, j.n[c + 1].end);
         }
         if (!a || !b) rc = cuset__g2_err(err, errlen, "%s: merge %d is neither \"a b\" nor [\"a\", \"b\"]", path, rank);
-        else rc = cuset__g2_merge(tk, map, a, b, rank, path, err, errlen);
+        else rc = cuset__g2_merge(v, map, a, b, rank, path, err, errlen);
     }
     shfree(map);
     cuset__g2_json_free(&j);
@@ -1176,7 +870,7 @@ static int cuset__g2_load_json(CusetGpt2Tok *tk, const char *path, char *err, si
 }
 
 // Reads vocab.json + merges.txt (GPT-2's original files).
-static int cuset__g2_load_vocab_merges(CusetGpt2Tok *tk, const char *dir, char *err, size_t errlen) {
+static int cuset__g2_load_vocab_merges(cuset__g2_vocab *v, const char *dir, char *err, size_t errlen) {
     char vpath[4096], mpath[4096];
     snprintf(vpath, sizeof vpath, "%s/vocab.json", dir);
     snprintf(mpath, sizeof mpath, "%s/merges.txt", dir);
@@ -1188,12 +882,13 @@ static int cuset__g2_load_vocab_merges(CusetGpt2Tok *tk, const char *dir, char *
     if (rc != 0) return -1;
     if (cuset__g2_map(mpath, &mf, err, errlen) != 0) { cuset__g2_json_free(&j); return -1; }
     cuset__g2_strmap *map = NULL;
-    rc = cuset__g2_vocab(tk, &j, 0, -1, &map, vpath, err, errlen);
+    v->split = CUSET_TOK_SPLIT_GPT2;
+    rc = cuset__g2_read_vocab(v, &j, 0, -1, &map, vpath, err, errlen);
     const char *p = (const char *)mf.data, *e = p + mf.size;
     for (int rank = 0, line = 1; p < e && !rc; line++) {
         const char *nl = memchr(p, '\n', (size_t)(e - p));
         if (!nl) nl = e;
-        char buf[1024];
+        char buf[2 * CUSET_TOK_MAX_GPT2_TOKEN + 2];
         size_t n = (size_t)(nl - p);
         if (n && p[n - 1] == '\r') n--;
         if (n >= sizeof buf) n = sizeof buf - 1;
@@ -1204,7 +899,7 @@ static int cuset__g2_load_vocab_merges(CusetGpt2Tok *tk, const char *dir, char *
         char *sp = strchr(buf, ' ');
         if (!sp || strchr(sp + 1, ' ')) { rc = cuset__g2_err(err, errlen, "%s:%d: not \"a b\"", mpath, line); break; }
         *sp = 0;
-        rc = cuset__g2_merge(tk, map, buf, sp + 1, rank++, mpath, err, errlen);
+        rc = cuset__g2_merge(v, map, buf, sp + 1, rank++, mpath, err, errlen);
     }
     cuset__g2_unmap(&mf);
     shfree(map);
@@ -1212,175 +907,130 @@ static int cuset__g2_load_vocab_merges(CusetGpt2Tok *tk, const char *dir, char *
     return rc;
 }
 
-static const unsigned char *cuset__g2_sorted_base; // for qsort: the vocabulary being sorted
-static const unsigned *cuset__g2_sorted_off;
-static int cuset__g2_by_bytes(const void *a, const void *b) {
-    int x = *(const int *)a, y = *(const int *)b;
-    size_t lx = cuset__g2_sorted_off[x + 1] - cuset__g2_sorted_off[x], ly = cuset__g2_sorted_off[y + 1] - cuset__g2_sorted_off[y];
-    int c = memcmp(cuset__g2_sorted_base + cuset__g2_sorted_off[x], cuset__g2_sorted_base + cuset__g2_sorted_off[y], lx < ly ? lx : ly);
-    return c ? c : lx != ly ? (lx < ly ? -1 : 1) : (x > y) - (x < y);
-}
-
-// The lowest id whose bytes are p[0..n), among ids sorted by bytes; -1 if none.
-static int cuset__g2_find(const CusetGpt2Tok *tk, const int *sorted, const unsigned char *p, size_t n) {
-    int lo = 0, hi = tk->vocab_size; // first id not below p
-    while (lo < hi) {
-        int mid = (lo + hi) / 2;
-        size_t len;
-        const unsigned char *q = cuset__g2_tok(tk, sorted[mid], &len);
-        int c = memcmp(q, p, len < n ? len : n);
-        if (c < 0 || (c == 0 && len < n)) lo = mid + 1;
-        else hi = mid;
-    }
-    size_t len;
-    if (lo == tk->vocab_size) return -1;
-    const unsigned char *q = cuset__g2_tok(tk, sorted[lo], &len);
-    return len == n && !memcmp(q, p, n) ? sorted[lo] : -1;
-}
-
 // llm.c's tokenizer file: 256 uint32 (magic 20240328, version 1 or 2, vocab size, version 2:
-// the <|endoftext|> id), then per token a length byte and the bytes. It has no merges: as in
-// tiktoken, joining tokens a and b has the rank of the token a+b (GPT-2's ids are its merge
-// order), so every split of every token into two tokens is a rule.
-static int cuset__g2_load_llmc_tok(CusetGpt2Tok *tk, const char *path, char *err, size_t errlen) {
+// the <|endoftext|> id), then per token a length byte and the bytes. It has no merges: its
+// ids are GPT-2's merge order, which cuset__g2_convert recovers.
+static int cuset__g2_load_llmc_tok(cuset__g2_vocab *v, const char *path, char *err, size_t errlen) {
     cuset__g2_file f;
     if (cuset__g2_map(path, &f, err, errlen) != 0) return -1;
     uint32_t h[256];
     char why[256] = "";
     size_t at = sizeof h;
     if (f.size < sizeof h) snprintf(why, sizeof why, "%zu bytes, shorter than the 1024-byte header", f.size);
-    else if (memcpy(h, f.data, sizeof h), h[0] != 20240328) snprintf(why, sizeof why, "not a tokenizer.json, nor an llm.c tokenizer (magic %u)", h[0]);
+    else if (memcpy(h, f.data, sizeof h), h[0] != 20240328)
+        snprintf(why, sizeof why, "neither a tokenizer.json nor an llm.c tokenizer (magic %u)", h[0]);
     else if (h[1] != 1 && h[1] != 2) snprintf(why, sizeof why, "llm.c tokenizer version %u (1 and 2 are read)", h[1]);
     else if (h[2] < 256 || h[2] > CUSET_TOK_MAX_VOCAB) snprintf(why, sizeof why, "vocabulary size %u", h[2]);
-    arrput(tk->offset, 0);
+    v->split = CUSET_TOK_SPLIT_GPT2;
+    arrput(v->offset, 0);
     for (uint32_t id = 0; !why[0] && id < h[2]; id++) {
         size_t n = at < f.size ? f.data[at] : 0;
         if (!n || at + 1 + n > f.size) { snprintf(why, sizeof why, "truncated or empty token at id %u", id); break; }
-        memcpy(arraddnptr(tk->bytes, n), f.data + at + 1, n);
-        arrput(tk->offset, (unsigned)arrlenu(tk->bytes));
-        arrput(tk->added, 0);
+        memcpy(arraddnptr(v->bytes, n), f.data + at + 1, n);
+        arrput(v->offset, (unsigned)arrlenu(v->bytes));
+        arrput(v->added, (h[1] == 2 && id == h[3]) || cuset__g2_special_id(f.data + at + 1, n) >= 0);
         at += 1 + n;
     }
     if (!why[0] && at != f.size) snprintf(why, sizeof why, "%zu trailing bytes", f.size - at);
     cuset__g2_unmap(&f);
-    if (why[0]) return cuset__g2_err(err, errlen, "%s: %s", path, why);
-    if (cuset__g2_finish_vocab(tk, path, err, errlen) != 0) return -1;
-    int *sorted = (int *)malloc((size_t)tk->vocab_size * sizeof(int));
-    for (int i = 0; i < tk->vocab_size; i++) sorted[i] = i;
-    cuset__g2_sorted_base = tk->bytes;
-    cuset__g2_sorted_off = tk->offset;
-    qsort(sorted, (size_t)tk->vocab_size, sizeof(int), cuset__g2_by_bytes);
-    for (int id = 0; id < tk->vocab_size; id++) {
-        size_t n;
-        const unsigned char *p = cuset__g2_tok(tk, id, &n);
-        if (tk->added[id]) continue;
-        for (size_t s = 1; s < n; s++) {
-            int a = cuset__g2_find(tk, sorted, p, s), b = cuset__g2_find(tk, sorted, p + s, n - s);
-            if (a < 0 || b < 0 || tk->added[a] || tk->added[b]) continue;
-            int r[4] = {a, b, id, id};
-            memcpy(arraddnptr(tk->rules, 4), r, sizeof r);
-        }
-    }
-    free(sorted);
-    return 0;
+    return why[0] ? cuset__g2_err(err, errlen, "%s: %s", path, why) : 0;
 }
 
-int cuset_gpt2_tok_load(CusetGpt2Tok *tk, const char *path, char *err, size_t errlen) {
-    CusetGpt2Tok t = {0};
+// Builds our tokenizer from v: byte b is id b, the added tokens <|prompt|>, <|target|>,
+// <|endoftext|> are CUSET_TOK_PROMPT, _TARGET, _EOS, and merge k makes id 259 + k. perm
+// (v's n ids) receives our id of each of v's ids. Merges come from v->merges, or for llm.c's
+// file (none) from the ids: in id order, a token is the merge of the two tokens that our
+// BPE so far makes of its bytes.
+static int cuset__g2_convert(const cuset__g2_vocab *v, CusetTokenizer *tk, int *perm, const char *where, char *err,
+                             size_t errlen) {
+    int n = cuset__g2_vocab_n(v), nm = (int)(arrlen(v->merges) / 3), rc = 0;
+    size_t max_token = v->split == CUSET_TOK_SPLIT_GPT2 ? CUSET_TOK_MAX_GPT2_TOKEN : CUSET_TOK_MAX_CHUNK;
+    cuset_tok_init(tk);
+    tk->split = v->split;
+    for (int id = 0; id < n; id++) {
+        size_t len;
+        const unsigned char *p = cuset__g2_token(v, id, &len);
+        perm[id] = v->added[id] ? cuset__g2_special_id(p, len) : len == 1 ? p[0] : -1;
+        if (v->added[id] && perm[id] < 0)
+            return cuset__g2_err(err, errlen, "%s: added token \"%.*s\" (id %d) is not supported (only <|endoftext|>, "
+                                 "<|prompt|>, <|target|>)", where, (int)len, (const char *)p, id);
+    }
+    int seen[CUSET_TOK_FIRST_MERGE] = {0};
+    for (int id = 0; id < n && !rc; id++)
+        if (perm[id] >= 0 && seen[perm[id]]++)
+            rc = cuset__g2_err(err, errlen, "%s: token %d is byte or special %d a second time", where, id, perm[id]);
+    for (int b = 0; b < CUSET_TOK_NBYTES && !rc; b++)
+        if (!seen[b])
+            rc = cuset__g2_err(err, errlen, "%s: no token for byte 0x%02x: a byte-level BPE needs all 256 bytes (train it "
+                               "with the ByteLevel alphabet as initial_alphabet)", where, b);
+    int *ids = NULL;
+    for (int k = 0, id = 0; !rc && (nm ? k < nm : id < n); k++, id++) {
+        int a, b, made;
+        if (nm) {
+            a = perm[v->merges[3 * k]], b = perm[v->merges[3 * k + 1]], made = v->merges[3 * k + 2];
+        } else { // llm.c: the next token that is not a byte or special
+            while (id < n && perm[id] >= 0) id++;
+            if (id == n) break;
+            size_t len;
+            const unsigned char *p = cuset__g2_token(v, id, &len);
+            arrsetlen(ids, 0);
+            cuset__tok_encode_chunk(tk, p, (int)len, &ids);
+            a = arrlen(ids) == 2 ? ids[0] : -1, b = arrlen(ids) == 2 ? ids[1] : -1, made = id;
+        }
+        size_t la, lb;
+        if (a < 0 || b < 0 || perm[made] >= 0)
+            rc = cuset__g2_err(err, errlen, "%s: token %d is not the merge of two earlier tokens (merge %d)", where, made, k);
+        else if (cuset__tok_rank(tk, a, b) != INT_MAX)
+            rc = cuset__g2_err(err, errlen, "%s: merge %d repeats the pair (%d, %d)", where, k, a, b);
+        else if (cuset_tok_bytes(tk, a, &la), cuset_tok_bytes(tk, b, &lb), la + lb > max_token)
+            rc = cuset__g2_err(err, errlen, "%s: token %d has %zu bytes, more than %zu", where, made, la + lb, max_token);
+        else {
+            perm[made] = tk->vocab_size;
+            cuset__tok_add_merge(tk, a, b);
+        }
+    }
+    arrfree(ids);
+    for (int id = 0; id < n && !rc; id++)
+        if (perm[id] < 0) rc = cuset__g2_err(err, errlen, "%s: token %d is made by no merge", where, id);
+    if (rc) cuset_tok_free(tk);
+    return rc;
+}
+
+int cuset_gpt2_tok_load(CusetTokenizer *tk, int **perm, int *n, const char *path, char *err, size_t errlen) {
+    cuset__g2_vocab v = {0};
     char p[4096];
     int rc;
     if (cuset__g2_is_dir(path)) {
         snprintf(p, sizeof p, "%s/tokenizer.json", path);
-        rc = cuset__g2_exists(p) ? cuset__g2_load_json(&t, p, err, errlen) : cuset__g2_load_vocab_merges(&t, path, err, errlen);
+        rc = cuset__g2_exists(p) ? cuset__g2_load_json(&v, p, err, errlen) : cuset__g2_load_vocab_merges(&v, path, err, errlen);
     } else {
         FILE *f = fopen(path, "rb");
         int c = f ? fgetc(f) : EOF;
         if (f) fclose(f);
-        rc = c == '{' ? cuset__g2_load_json(&t, path, err, errlen) : cuset__g2_load_llmc_tok(&t, path, err, errlen);
+        rc = c == '{' ? cuset__g2_load_json(&v, path, err, errlen) : cuset__g2_load_llmc_tok(&v, path, err, errlen);
     }
-    if (rc != 0) { cuset_gpt2_tok_free(&t); return -1; }
-    cuset__g2_index(&t);
-    cuset_gpt2_tok_free(tk);
+    CusetTokenizer t = {0};
+    *n = cuset__g2_vocab_n(&v);
+    *perm = (int *)malloc((size_t)(*n ? *n : 1) * sizeof(int));
+    if (rc == 0) rc = cuset__g2_convert(&v, &t, *perm, path, err, errlen);
+    cuset__g2_vocab_free(&v);
+    if (rc != 0) { free(*perm); *perm = NULL; return -1; }
+    cuset_tok_free(tk);
     *tk = t;
     return 0;
 }
 
-// ---- the tokenizer in a checkpoint -------------------------------------------------------------
-// Little-endian: "CUSETBPE", u32 version 1, u32 vocab size V, i32 <|endoftext|> id, u32 rules
-// R; per token a u8 added flag, a u32 length and the bytes; R rules of 4 i32 (left, right,
-// rank, merged id).
-
-int cuset_gpt2_tok_kind(const unsigned char *buf, size_t len) {
-    if (len >= 8 && !memcmp(buf, "CUSETTOK", 8)) return CUSET_TOKKIND_CUSET;
-    if (len >= 8 && !memcmp(buf, "CUSETBPE", 8)) return CUSET_TOKKIND_GPT2;
-    return CUSET_TOKKIND_NONE;
+int cuset_gpt2_recognize(const char *path) {
+    if (cuset__g2_is_dir(path)) return 1;
+    FILE *f = fopen(path, "rb");
+    int32_t magic = 0;
+    int ok = f && fread(&magic, 4, 1, f) == 1 && magic == 20240326;
+    if (f) fclose(f);
+    return ok;
 }
 
-static void cuset__g2_put32(unsigned char **buf, uint32_t v) {
-    unsigned char *p = arraddnptr(*buf, 4);
-    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> 8 * i);
-}
-
-size_t cuset_gpt2_tok_save(const CusetGpt2Tok *tk, unsigned char **buf) {
-    size_t before = arrlenu(*buf);
-    memcpy(arraddnptr(*buf, 8), "CUSETBPE", 8);
-    cuset__g2_put32(buf, 1);
-    cuset__g2_put32(buf, (uint32_t)tk->vocab_size);
-    cuset__g2_put32(buf, (uint32_t)tk->eot);
-    cuset__g2_put32(buf, (uint32_t)(arrlen(tk->rules) / 4));
-    for (int id = 0; id < tk->vocab_size; id++) {
-        size_t n;
-        const unsigned char *p = cuset__g2_tok(tk, id, &n);
-        arrput(*buf, tk->added[id]);
-        cuset__g2_put32(buf, (uint32_t)n);
-        memcpy(arraddnptr(*buf, n), p, n);
-    }
-    for (ptrdiff_t i = 0; i < arrlen(tk->rules); i++) cuset__g2_put32(buf, (uint32_t)tk->rules[i]);
-    return arrlenu(*buf) - before;
-}
-
-int cuset_gpt2_tok_load_bytes(CusetGpt2Tok *tk, const unsigned char *buf, size_t len, char *err, size_t errlen) {
-    CusetGpt2Tok t = {0};
-    size_t at = 24;
-    uint32_t h[4] = {0};
-    const char *why = NULL;
-    if (len < 24 || memcmp(buf, "CUSETBPE", 8)) why = "not a GPT-2 tokenizer (magic is not CUSETBPE)";
-    else for (int i = 0; i < 4; i++) h[i] = (uint32_t)buf[8 + 4 * i] | (uint32_t)buf[9 + 4 * i] << 8 |
-                                        (uint32_t)buf[10 + 4 * i] << 16 | (uint32_t)buf[11 + 4 * i] << 24;
-    if (!why && (h[0] != 1 || h[1] < 256 || h[1] > CUSET_TOK_MAX_VOCAB || h[3] > (1u << 26)))
-        why = "bad header (version, vocabulary size or rule count)";
-    arrput(t.offset, 0);
-    for (uint32_t id = 0; !why && id < h[1]; id++) {
-        uint32_t n;
-        if (len - at < 5) { why = "truncated vocabulary"; break; }
-        memcpy(&n, buf + at + 1, 4);
-        if (buf[at] > 1 || n > len - at - 5) { why = "bad token entry"; break; }
-        arrput(t.added, buf[at]);
-        memcpy(arraddnptr(t.bytes, n), buf + at + 5, n);
-        arrput(t.offset, (unsigned)arrlenu(t.bytes));
-        at += 5 + n;
-    }
-    if (!why && len - at != 16 * (size_t)h[3]) why = "rule count does not match the size";
-    for (uint32_t i = 0; !why && i < 4 * h[3]; i++) {
-        int32_t v;
-        memcpy(&v, buf + at + 4 * (size_t)i, 4);
-        if (v < 0 || (i % 4 != 2 && v >= (int32_t)h[1])) why = "a merge rule names an id outside the vocabulary";
-        arrput(t.rules, v);
-    }
-    char e2[256];
-    if (!why && cuset__g2_finish_vocab(&t, "checkpoint tokenizer", e2, sizeof e2) != 0) why = e2;
-    if (why) {
-        cuset__g2_err(err, errlen, "GPT-2 tokenizer: %s", why);
-        cuset_gpt2_tok_free(&t);
-        return -1;
-    }
-    cuset__g2_index(&t);
-    cuset_gpt2_tok_free(tk);
-    *tk = t;
-    return 0;
-}
-
-int cuset_gpt2_import(const char *path, const char *tok_path, CusetGPT *m, CusetGpt2Tok *tk, char *err, size_t errlen) {
+int cuset_gpt2_import(const char *path, const char *tok_path, CusetGPT *m, CusetTokenizer *tk, int **perm_out, char *err,
+                      size_t errlen) {
     char def[4096];
     if (!tok_path) {
         const char *slash = strrchr(path, '/');
@@ -1388,15 +1038,40 @@ int cuset_gpt2_import(const char *path, const char *tok_path, CusetGPT *m, Cuset
         else snprintf(def, sizeof def, "%.*sgpt2_tokenizer.bin", slash ? (int)(slash - path + 1) : 0, path);
         tok_path = def;
     }
-    if (cuset_gpt2_tok_load(tk, tok_path, err, errlen) != 0) return -1;
-    if (cuset_gpt2_load_model(path, m, err, errlen) != 0) { cuset_gpt2_tok_free(tk); return -1; }
-    if (tk->vocab_size > m->cfg.vocab_size) {
-        int tv = tk->vocab_size, mv = m->cfg.vocab_size;
-        cuset_gpt2_tok_free(tk);
-        cuset_gpt_free(m);
+    CusetTokenizer t = {0};
+    CusetGPT src;
+    int *perm, n;
+    if (cuset_gpt2_tok_load(&t, &perm, &n, tok_path, err, errlen) != 0) return -1;
+    if (cuset_gpt2_load_model(path, &src, err, errlen) != 0) { cuset_tok_free(&t); free(perm); return -1; }
+    if (n > src.cfg.vocab_size) {
+        int mv = src.cfg.vocab_size;
+        cuset_tok_free(&t); free(perm); cuset_gpt_free(&src);
         return cuset__g2_err(err, errlen, "%s: the tokenizer has %d ids but the model %s only %d: they do not belong "
-                             "together", tok_path, tv, path, mv);
+                             "together", tok_path, n, path, mv);
     }
+    // the model in our ids: row perm[i] is the file's row i; specials the file lacks get
+    // the mean of the rows (a neutral start that fine-tuning moves)
+    CusetConfig cfg = src.cfg;
+    cfg.vocab_size = t.vocab_size;
+    cfg.padded_vocab_size = cuset_pad_vocab(t.vocab_size);
+    cuset_gpt_init(m, &cfg);
+    size_t C = (size_t)cfg.n_embd;
+    unsigned char *filled = (unsigned char *)calloc((size_t)t.vocab_size, 1);
+    float *mean = (float *)calloc(C, sizeof(float));
+    for (int i = 0; i < n; i++) {
+        memcpy(m->params.wte + (size_t)perm[i] * C, src.params.wte + (size_t)i * C, C * sizeof(float));
+        filled[perm[i]] = 1;
+        for (size_t c = 0; c < C; c++) mean[c] += src.params.wte[(size_t)i * C + c] / n;
+    }
+    for (int id = 0; id < t.vocab_size; id++)
+        if (!filled[id]) memcpy(m->params.wte + (size_t)id * C, mean, C * sizeof(float));
+    memcpy(m->params.wpe, src.params.wpe, (m->num_params - m->tensor_sizes[0]) * sizeof(float)); // the rest, same layout
+    free(filled); free(mean);
+    cuset_gpt_free(&src);
+    cuset_tok_free(tk);
+    *tk = t;
+    if (perm_out) *perm_out = perm;
+    else free(perm);
     return 0;
 }
 
@@ -1483,25 +1158,20 @@ const char cuset_gpt2_cuset_split_regex[] =
 #undef CUSET__G2_W
 #undef CUSET__G2_S
 
-static const char *const cuset__g2_cuset_special[3] = {"<|prompt|>", "<|target|>", "<|endoftext|>"};
-
-// tokenizer.json (and tokenizer_config.json) for either tokenizer.
-static int cuset__g2_export_tokenizer(const char *dir, const CusetGpt2Tok *gtk, const CusetTokenizer *ctk, int max_len,
-                                      char *err, size_t errlen) {
-    int V = gtk ? gtk->vocab_size : ctk->vocab_size, eot = gtk ? gtk->eot : CUSET_TOK_EOS;
+// tokenizer.json and tokenizer_config.json: a byte-level BPE in our ids (bytes, the three
+// specials as added tokens, merges in order) with the tokenizer's pre-split.
+static int cuset__g2_export_tokenizer(const char *dir, const CusetTokenizer *tk, int max_len, char *err, size_t errlen) {
+    int V = tk->vocab_size, rc = 0;
     char **text = (char **)calloc((size_t)V, sizeof(char *)); // each token's text, NUL-terminated
-    int *added = (int *)calloc((size_t)V, sizeof(int));
     cuset__g2_strmap *seen = NULL;
-    int rc = 0;
     for (int id = 0; id < V && !rc; id++) {
         size_t n;
-        const unsigned char *p = gtk ? cuset__g2_tok(gtk, id, &n) : (const unsigned char *)cuset_tok_bytes(ctk, id, &n);
-        added[id] = gtk ? gtk->added[id] : id >= CUSET_TOK_NBYTES && id < CUSET_TOK_FIRST_MERGE;
-        if (added[id]) {
-            if (!gtk) p = (const unsigned char *)cuset__g2_cuset_special[id - CUSET_TOK_NBYTES], n = strlen((const char *)p);
-            memcpy(arraddnptr(text[id], n), p, n);
+        const unsigned char *p = (const unsigned char *)cuset_tok_bytes(tk, id, &n);
+        if (id >= CUSET_TOK_NBYTES && id < CUSET_TOK_FIRST_MERGE) {
+            const char *name = cuset__g2_special[id - CUSET_TOK_NBYTES];
+            memcpy(arraddnptr(text[id], strlen(name)), name, strlen(name));
         } else {
-            cuset__g2_to_chars(&text[id], p, n);
+            for (size_t i = 0; i < n; i++) cuset__g2_put_utf8(&text[id], cuset__g2_byte_char(p[i]));
         }
         arrput(text[id], 0);
         if (shgeti(seen, text[id]) >= 0)
@@ -1510,71 +1180,58 @@ static int cuset__g2_export_tokenizer(const char *dir, const CusetGpt2Tok *gtk, 
         shput(seen, text[id], id);
     }
     char *j = NULL;
-    if (rc) goto done;
-    cuset__g2_printf(&j, "{\"version\":\"1.0\",\"truncation\":null,\"padding\":null,\"added_tokens\":[");
-    for (int id = 0, first = 1; id < V; id++) {
-        if (!added[id]) continue;
-        cuset__g2_printf(&j, "%s{\"id\":%d,\"content\":", first ? "" : ",", id);
-        cuset__g2_jwrite_str(&j, text[id], strlen(text[id]));
-        cuset__g2_printf(&j, ",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,\"normalized\":false,\"special\":true}");
-        first = 0;
+    if (!rc) {
+        cuset__g2_printf(&j, "{\"version\":\"1.0\",\"truncation\":null,\"padding\":null,\"added_tokens\":[");
+        for (int id = CUSET_TOK_NBYTES; id < CUSET_TOK_FIRST_MERGE; id++)
+            cuset__g2_printf(&j, "%s{\"id\":%d,\"content\":\"%s\",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,"
+                             "\"normalized\":false,\"special\":true}", id > CUSET_TOK_NBYTES ? "," : "", id, text[id]);
+        cuset__g2_printf(&j, "],\"normalizer\":null,\"pre_tokenizer\":");
+        if (tk->split == CUSET_TOK_SPLIT_GPT2) {
+            cuset__g2_printf(&j, "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":true,\"use_regex\":true}");
+        } else {
+            cuset__g2_printf(&j, "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\",\"pattern\":{\"Regex\":");
+            cuset__g2_jwrite_str(&j, cuset_gpt2_cuset_split_regex, strlen(cuset_gpt2_cuset_split_regex));
+            cuset__g2_printf(&j, "},\"behavior\":\"Isolated\",\"invert\":false},{\"type\":\"ByteLevel\",\"add_prefix_space\":"
+                             "false,\"trim_offsets\":false,\"use_regex\":false}]}");
+        }
+        cuset__g2_printf(&j, ",\"post_processor\":null,\"decoder\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false,"
+                         "\"trim_offsets\":true,\"use_regex\":true},\"model\":{\"type\":\"BPE\",\"dropout\":null,"
+                         "\"unk_token\":null,\"continuing_subword_prefix\":null,\"end_of_word_suffix\":null,"
+                         "\"fuse_unk\":false,\"byte_fallback\":false,\"ignore_merges\":false,\"vocab\":{");
+        for (int id = 0; id < V; id++) {
+            cuset__g2_jwrite_str(&j, text[id], strlen(text[id]));
+            cuset__g2_printf(&j, ":%d%s", id, id + 1 < V ? "," : "");
+        }
+        cuset__g2_printf(&j, "},\"merges\":[");
+        for (int id = CUSET_TOK_FIRST_MERGE; id < V; id++) {
+            char *pair = NULL;
+            int k = id - CUSET_TOK_FIRST_MERGE;
+            cuset__g2_printf(&pair, "%s %s", text[tk->merges[2 * k]], text[tk->merges[2 * k + 1]]);
+            cuset__g2_jwrite_str(&j, pair, arrlenu(pair));
+            if (id + 1 < V) arrput(j, ',');
+            arrfree(pair);
+        }
+        cuset__g2_printf(&j, "]}}\n");
+        rc = cuset__g2_write(dir, "tokenizer.json", j, arrlenu(j), err, errlen);
     }
-    cuset__g2_printf(&j, "],\"normalizer\":null,\"pre_tokenizer\":");
-    if (gtk) {
-        cuset__g2_printf(&j, "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":true,\"use_regex\":true}");
-    } else {
-        cuset__g2_printf(&j, "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\",\"pattern\":{\"Regex\":");
-        cuset__g2_jwrite_str(&j, cuset_gpt2_cuset_split_regex, strlen(cuset_gpt2_cuset_split_regex));
-        cuset__g2_printf(&j, "},\"behavior\":\"Isolated\",\"invert\":false},{\"type\":\"ByteLevel\",\"add_prefix_space\":false,"
-                         "\"trim_offsets\":false,\"use_regex\":false}]}");
+    if (!rc) {
+        const char *e = cuset__g2_special[CUSET_TOK_EOS - CUSET_TOK_NBYTES];
+        arrsetlen(j, 0);
+        cuset__g2_printf(&j, "{\"tokenizer_class\":\"GPT2TokenizerFast\",\"model_max_length\":%d,\"add_prefix_space\":false,"
+                         "\"bos_token\":\"%s\",\"eos_token\":\"%s\",\"unk_token\":\"%s\"}\n", max_len, e, e, e);
+        rc = cuset__g2_write(dir, "tokenizer_config.json", j, arrlenu(j), err, errlen);
     }
-    cuset__g2_printf(&j, ",\"post_processor\":null,\"decoder\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false,"
-                     "\"trim_offsets\":true,\"use_regex\":true},\"model\":{\"type\":\"BPE\",\"dropout\":null,"
-                     "\"unk_token\":null,\"continuing_subword_prefix\":null,\"end_of_word_suffix\":null,"
-                     "\"fuse_unk\":false,\"byte_fallback\":false,\"ignore_merges\":false,\"vocab\":{");
-    for (int id = 0; id < V; id++) {
-        cuset__g2_jwrite_str(&j, text[id], strlen(text[id]));
-        cuset__g2_printf(&j, ":%d%s", id, id + 1 < V ? "," : "");
-    }
-    cuset__g2_printf(&j, "},\"merges\":[");
-    // merges in rank order (rules of equal rank, from llm.c's tokenizer, by their ids)
-    int nr = gtk ? (int)(arrlen(gtk->rules) / 4) : V - CUSET_TOK_FIRST_MERGE;
-    int64_t *order = (int64_t *)malloc((size_t)(nr ? nr : 1) * sizeof *order);
-    for (int r = 0; r < nr; r++) order[r] = gtk ? (int64_t)gtk->rules[4 * r + 2] << 32 | r : r;
-    if (gtk) qsort(order, (size_t)nr, sizeof *order, cuset__g2_by_i64);
-    for (int k = 0; k < nr; k++) {
-        int r = (int)(order[k] & 0xFFFFFFFF);
-        int a = gtk ? gtk->rules[4 * r] : ctk->merges[2 * r], b = gtk ? gtk->rules[4 * r + 1] : ctk->merges[2 * r + 1];
-        char *pair = NULL;
-        cuset__g2_printf(&pair, "%s %s", text[a], text[b]);
-        cuset__g2_jwrite_str(&j, pair, arrlenu(pair));
-        if (k + 1 < nr) arrput(j, ',');
-        arrfree(pair);
-    }
-    cuset__g2_printf(&j, "]}}\n");
-    free(order);
-    rc = cuset__g2_write(dir, "tokenizer.json", j, arrlenu(j), err, errlen);
-    arrsetlen(j, 0);
-    const char *e = eot >= 0 ? text[eot] : "<|endoftext|>";
-    cuset__g2_printf(&j, "{\"tokenizer_class\":\"GPT2TokenizerFast\",\"model_max_length\":%d,\"add_prefix_space\":false,"
-                     "\"bos_token\":\"%s\",\"eos_token\":\"%s\",\"unk_token\":\"%s\"}\n", max_len, e, e, e);
-    if (!rc) rc = cuset__g2_write(dir, "tokenizer_config.json", j, arrlenu(j), err, errlen);
-done:
     arrfree(j);
     for (int id = 0; id < V; id++) arrfree(text[id]);
     free(text);
-    free(added);
     shfree(seen);
     return rc;
 }
 
-int cuset_gpt2_export(const char *dir, const CusetGPT *m, const CusetGpt2Tok *gtk, const CusetTokenizer *ctk,
-                      char *err, size_t errlen) {
+int cuset_gpt2_export(const char *dir, const CusetGPT *m, const CusetTokenizer *tk, char *err, size_t errlen) {
     const CusetConfig *c = &m->cfg;
-    if (!gtk == !ctk) return cuset__g2_err(err, errlen, "export: give exactly one tokenizer");
-    int tv = gtk ? gtk->vocab_size : ctk->vocab_size, eot = gtk ? gtk->eot : CUSET_TOK_EOS;
-    if (tv > c->vocab_size)
-        return cuset__g2_err(err, errlen, "export: the tokenizer has %d ids, the model only %d", tv, c->vocab_size);
+    if (tk->vocab_size > c->vocab_size)
+        return cuset__g2_err(err, errlen, "export: the tokenizer has %d ids, the model only %d", tk->vocab_size, c->vocab_size);
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) return cuset__g2_err(err, errlen, "%s: cannot create: %s", dir, strerror(errno));
     char *j = NULL;
     cuset__g2_printf(&j, "{\"architectures\":[\"GPT2LMHeadModel\"],\"model_type\":\"gpt2\",\"vocab_size\":%d,"
@@ -1582,14 +1239,14 @@ int cuset_gpt2_export(const char *dir, const CusetGPT *m, const CusetGpt2Tok *gt
                      "\"activation_function\":\"gelu_new\",\"layer_norm_epsilon\":1e-05,\"resid_pdrop\":0.0,"
                      "\"embd_pdrop\":0.0,\"attn_pdrop\":0.0,\"initializer_range\":0.02,\"scale_attn_weights\":true,"
                      "\"scale_attn_by_inverse_layer_idx\":false,\"reorder_and_upcast_attn\":false,"
-                     "\"tie_word_embeddings\":true,\"use_cache\":true,\"torch_dtype\":\"float32\"",
-                     c->vocab_size, c->max_seq_len, c->max_seq_len, c->n_embd, c->n_layer, c->n_head);
-    if (eot >= 0) cuset__g2_printf(&j, ",\"bos_token_id\":%d,\"eos_token_id\":%d", eot, eot);
-    cuset__g2_printf(&j, "}\n");
+                     "\"tie_word_embeddings\":true,\"use_cache\":true,\"torch_dtype\":\"float32\","
+                     "\"bos_token_id\":%d,\"eos_token_id\":%d}\n",
+                     c->vocab_size, c->max_seq_len, c->max_seq_len, c->n_embd, c->n_layer, c->n_head, CUSET_TOK_EOS,
+                     CUSET_TOK_EOS);
     int rc = cuset__g2_write(dir, "config.json", j, arrlenu(j), err, errlen);
     arrfree(j);
     if (!rc) rc = cuset__g2_export_weights(dir, m, err, errlen);
-    if (!rc) rc = cuset__g2_export_tokenizer(dir, gtk, ctk, c->max_seq_len, err, errlen);
+    if (!rc) rc = cuset__g2_export_tokenizer(dir, tk, c->max_seq_len, err, errlen);
     return rc;
 }
 

@@ -41,7 +41,9 @@ for prog in test_tokenizer test_annotate test_data; do
     grep -q "exit 0" "$TMP/rc" || bad "${prog}_exit" "$(cat "$TMP/rc")"
 done
 
-echo "== GPT-2-family models in and out, against transformers and tokenizers (test/test_gpt2.py)"
+echo "== GPT-2-family models in and out (test/test_gpt2 selftest; test/test_gpt2.py against transformers and tokenizers)"
+tally < <(./test/test_gpt2 selftest; echo "exit $?" >"$TMP/rc")
+grep -q "exit 0" "$TMP/rc" || bad "test_gpt2_selftest_exit" "$(cat "$TMP/rc")"
 tally < <("$PYTHON" test/test_gpt2.py --tmp "$TMP/gpt2"; echo "exit $?" >"$TMP/rc")
 grep -q "exit 0" "$TMP/rc" || bad "test_gpt2_exit" "$(cat "$TMP/rc")"
 

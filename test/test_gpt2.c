@@ -1,12 +1,18 @@
 // test/test_gpt2.c — the C side of test/test_gpt2.py: data/gpt2.h's import, tokenizers and
 // export, driven one command at a time so that Python can compare with transformers and
 // tokenizers. Binary files are little-endian: ids int32, logits float32.
+//   selftest                    checks that need no Python: GPT-2's pre-split on hand-made cases (pieces
+//                               taken from the tokenizers library), the tokenizer's version-2 format
 //   import PATH [TOK]           import model and tokenizer; prints "ok V=.. C=.." or the error (exit 1)
 //   logits PATH IDS OUT         the model's logits (T, V) for the ids (one row)
-//   encode TOK TEXTS OUT        TEXTS: (u32 n, n bytes)*; OUT: (u32 n, n int32)*; checks decode(encode(x)) == x
-//   export SRC DIR              import SRC, export DIR, re-import DIR: parameters bit-equal
+//   encode TOK TEXTS OUT [ours] TEXTS: (u32 n, n bytes)*; OUT: (u32 n, n int32)*, the file's ids (ours: our
+//                               ids); checks decode(encode(x)) == x
+//   perm TOK OUT                the map from the tokenizer file's ids to ours (int32 each)
+//   export SRC DIR              import SRC, export DIR, re-import DIR: parameters bit-equal; the
+//                               tokenizer through its checkpoint form (cuset_tok_save, _load)
 //   finetune SRC DIR STEPS      import SRC, STEPS steps of SFT on its own tokens, export DIR, re-import: bit-equal
-//   cuset TEXTS VOCAB DIR OUT   train the project's tokenizer on TEXTS, a random model, export DIR; OUT: its ids
+//   cuset TEXTS VOCAB DIR OUT   train the project's tokenizer on TEXTS, a random model, export DIR and
+//                               re-import it; OUT: the tokenizer's ids of TEXTS
 #define CUSET_IMPLEMENTATION
 #include "../cuset.h"
 #define CUSET_TOKENIZER_IMPLEMENTATION
@@ -56,32 +62,77 @@ static int same_params(const CusetGPT *a, const CusetGPT *b) {
     return a->num_params == b->num_params && !memcmp(a->params_memory, b->params_memory, a->num_params * sizeof(float));
 }
 
-// Export m with tk to dir, import dir again, and check the parameters are bit-equal.
-static void export_reimport(const CusetGPT *m, const CusetGpt2Tok *tk, const char *dir) {
-    if (cuset_gpt2_export(dir, m, tk, NULL, err, sizeof err) != 0) die(err);
+static int same_tokenizer(const CusetTokenizer *a, const CusetTokenizer *b) {
+    return a->vocab_size == b->vocab_size && a->split == b->split &&
+           !memcmp(a->merges, b->merges, arrlenu(a->merges) * sizeof *a->merges);
+}
+
+// Export m with tk to dir, import dir again, and check both are bit-equal.
+static void export_reimport(const CusetGPT *m, const CusetTokenizer *tk, const char *dir) {
+    if (cuset_gpt2_export(dir, m, tk, err, sizeof err) != 0) die(err);
     CusetGPT back;
-    CusetGpt2Tok tk2 = {0};
-    if (cuset_gpt2_import(dir, NULL, &back, &tk2, err, sizeof err) != 0) die(err);
-    unsigned char *b1 = NULL, *b2 = NULL;
-    cuset_gpt2_tok_save(tk, &b1);
-    cuset_gpt2_tok_save(&tk2, &b2);
-    int same_tok = tk->vocab_size == tk2.vocab_size && tk->eot == tk2.eot && !memcmp(tk->bytes, tk2.bytes, arrlenu(tk->bytes));
-    printf("reimport: parameters %s, tokenizer vocabulary %s\n", same_params(m, &back) ? "bit-equal" : "DIFFER",
-           same_tok ? "equal" : "DIFFERS");
-    arrfree(b1); arrfree(b2);
-    cuset_gpt2_tok_free(&tk2);
+    CusetTokenizer tk2 = {0};
+    if (cuset_gpt2_import(dir, NULL, &back, &tk2, NULL, err, sizeof err) != 0) die(err);
+    printf("reimport: parameters %s, tokenizer %s\n", same_params(m, &back) ? "bit-equal" : "DIFFER",
+           same_tokenizer(tk, &tk2) ? "equal" : "DIFFERS");
+    cuset_tok_free(&tk2);
     cuset_gpt_free(&back);
 }
 
+// GPT-2's regex on cases whose pieces (joined by '|') the tokenizers library gave.
+static int selftest(void) {
+    static const char *const cases[][2] = {
+        {"Hello world", "Hello| world"},
+        {"it's they'LL we've", "it|'s| they|'|LL| we|'ve"},
+        {"  x", " | x"},
+        {"a\n\nb", "a|\n|\n|b"},
+        {"x = 3.14;  // \u03c0 \u2248 3\n", "x| =| 3|.|14|;| | //| \u03c0| \u2248| 3|\n"},
+        {"\u65e5\u672c\u8a9e\u30c6\u30ad\u30b9\u30c8 123 \u216b", "\u65e5\u672c\u8a9e\u30c6\u30ad\u30b9\u30c8| 123| \u216b"},
+        {"end   ", "end|   "},
+        {"\t\tfoo", "\t|\t|foo"},
+        {"'s'S", "'s|'|S"},
+        {"__global__ void k<<<1,2>>>(a);", "__|global|__| void| k|<<<|1|,|2|>>>(|a|);"},
+    };
+    int fails = 0, n = (int)(sizeof cases / sizeof cases[0]);
+    for (int c = 0; c < n; c++) {
+        const unsigned char *s = (const unsigned char *)cases[c][0];
+        char got[256] = "";
+        for (size_t i = 0, end, len = strlen(cases[c][0]); i < len; i = end) {
+            end = cuset__tok_gpt2_piece_end(s, len, i);
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%.*s", i ? "|" : "", (int)(end - i), s + i);
+        }
+        if (strcmp(got, cases[c][1])) { printf("FAIL gpt2_presplit: \"%s\" gives %s\n", cases[c][0], got); fails++; }
+    }
+    if (!fails) printf("PASS gpt2_presplit: %d cases with letters, numbers, contractions, spaces of every kind\n", n);
+    // a tokenizer with GPT-2's pre-split survives its file (version 2); a bad kind is refused
+    CusetTokenizer tk = {0}, back = {0};
+    cuset_tok_init(&tk);
+    const char *text = "__global__ void add(float *x) { x[threadIdx.x] += 1.0f; }";
+    size_t len = strlen(text);
+    cuset_tok_train(&tk, &text, &len, 1, 300, 0);
+    tk.split = CUSET_TOK_SPLIT_GPT2;
+    unsigned char *bytes = NULL;
+    size_t nb = cuset_tok_save(&tk, &bytes);
+    int ok = cuset_tok_load(&back, bytes, nb, err, sizeof err) == 0 && same_tokenizer(&tk, &back) && bytes[8] == 2;
+    bytes[16] = 7;
+    ok = ok && cuset_tok_load(&back, bytes, nb, err, sizeof err) != 0 && strstr(err, "pre-split kind 7");
+    printf("%s gpt2_tokenizer_format: version 2 round trip, pre-split kind checked (%s)\n", ok ? "PASS" : "FAIL", err);
+    arrfree(bytes);
+    cuset_tok_free(&tk);
+    cuset_tok_free(&back);
+    return fails || !ok;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 2 && !strcmp(argv[1], "selftest")) return selftest();
     if (argc < 3) die("usage: see the top of test/test_gpt2.c");
     const char *cmd = argv[1];
     CusetGPT m = {0};
-    CusetGpt2Tok tk = {0};
+    CusetTokenizer tk = {0};
     if (!strcmp(cmd, "import")) {
-        if (cuset_gpt2_import(argv[2], argc > 3 ? argv[3] : NULL, &m, &tk, err, sizeof err) != 0) die(err);
-        printf("ok V=%d C=%d L=%d maxT=%d tokenizer %d ids, eot %d\n", m.cfg.vocab_size, m.cfg.n_embd, m.cfg.n_layer,
-               m.cfg.max_seq_len, tk.vocab_size, tk.eot);
+        if (cuset_gpt2_import(argv[2], argc > 3 ? argv[3] : NULL, &m, &tk, NULL, err, sizeof err) != 0) die(err);
+        printf("ok V=%d C=%d L=%d maxT=%d, tokenizer %d ids, pre-split %s\n", m.cfg.vocab_size, m.cfg.n_embd,
+               m.cfg.n_layer, m.cfg.max_seq_len, tk.vocab_size, tk.split == CUSET_TOK_SPLIT_GPT2 ? "GPT-2" : "cuset");
     } else if (!strcmp(cmd, "logits") && argc == 5) {
         if (cuset_gpt2_load_model(argv[2], &m, err, sizeof err) != 0) die(err);
         size_t n;
@@ -91,8 +142,12 @@ int main(int argc, char **argv) {
         FILE *f = fopen(argv[4], "wb");
         for (int t = 0; t < T; t++) fwrite(m.acts.logits + (size_t)t * Vp, sizeof(float), (size_t)V, f);
         fclose(f);
-    } else if (!strcmp(cmd, "encode") && argc == 5) {
-        if (cuset_gpt2_tok_load(&tk, argv[2], err, sizeof err) != 0) die(err);
+    } else if (!strcmp(cmd, "encode") && (argc == 5 || argc == 6)) {
+        int *perm, n, ours = argc == 6 && !strcmp(argv[5], "ours");
+        if (cuset_gpt2_tok_load(&tk, &perm, &n, argv[2], err, sizeof err) != 0) die(err);
+        int *file_id = (int *)malloc((size_t)tk.vocab_size * sizeof(int)); // ours -> the file's
+        for (int i = 0; i < tk.vocab_size; i++) file_id[i] = -1;
+        for (int i = 0; i < n; i++) file_id[perm[i]] = i;
         const char **texts = NULL;
         size_t *lens = NULL;
         unsigned char *buf = read_texts(argv[3], &texts, &lens);
@@ -101,25 +156,42 @@ int main(int argc, char **argv) {
         for (ptrdiff_t i = 0; i < arrlen(texts); i++) {
             int *ids = NULL;
             char *back = NULL;
-            uint32_t k = (uint32_t)cuset_gpt2_tok_encode(&tk, texts[i], lens[i], &ids);
-            cuset_gpt2_tok_decode(&tk, ids, k, &back);
+            uint32_t k = (uint32_t)cuset_tok_encode(&tk, texts[i], lens[i], &ids);
+            cuset_tok_decode(&tk, ids, k, &back);
             bad += arrlenu(back) != lens[i] || memcmp(back, texts[i], lens[i]);
+            for (uint32_t j = 0; j < k && !ours; j++) ids[j] = file_id[ids[j]];
             fwrite(&k, 4, 1, f);
             fwrite(ids, 4, k, f);
             arrfree(ids); arrfree(back);
         }
         fclose(f);
         printf("%d texts, decode(encode(x)) != x for %d\n", (int)arrlen(texts), bad);
-        arrfree(texts); arrfree(lens); free(buf);
+        arrfree(texts); arrfree(lens); free(buf); free(perm); free(file_id);
         if (bad) return 1;
     } else if (!strcmp(cmd, "export") && argc == 4) {
-        if (cuset_gpt2_import(argv[2], NULL, &m, &tk, err, sizeof err) != 0) die(err);
+        if (cuset_gpt2_import(argv[2], NULL, &m, &tk, NULL, err, sizeof err) != 0) die(err);
         export_reimport(&m, &tk, argv[3]);
+        unsigned char *bytes = NULL; // the form a checkpoint holds (data/tokenizer.h's format)
+        CusetTokenizer back = {0};
+        size_t nb = cuset_tok_save(&tk, &bytes);
+        if (cuset_tok_load(&back, bytes, nb, err, sizeof err) != 0) die(err);
+        printf("checkpoint form: version %u, tokenizer %s\n", bytes[8], same_tokenizer(&tk, &back) ? "equal" : "DIFFERS");
+        arrfree(bytes);
+        cuset_tok_free(&back);
+    } else if (!strcmp(cmd, "perm") && argc == 4) {
+        int *perm, n;
+        if (cuset_gpt2_tok_load(&tk, &perm, &n, argv[2], err, sizeof err) != 0) die(err);
+        FILE *f = fopen(argv[3], "wb");
+        fwrite(perm, sizeof(int), (size_t)n, f);
+        fclose(f);
+        free(perm);
     } else if (!strcmp(cmd, "finetune") && argc == 5) {
-        if (cuset_gpt2_import(argv[2], NULL, &m, &tk, err, sizeof err) != 0) die(err);
+        if (cuset_gpt2_import(argv[2], NULL, &m, &tk, NULL, err, sizeof err) != 0) die(err);
         const char *text = "__global__ void add(const float *a, float *b, int n) { b[threadIdx.x] += a[threadIdx.x]; }";
         int *ids = NULL;
-        cuset_gpt2_tok_encode(&tk, text, strlen(text), &ids);
+        arrput(ids, CUSET_TOK_PROMPT);
+        cuset_tok_encode(&tk, text, strlen(text), &ids);
+        arrput(ids, CUSET_TOK_EOS);
         int T = (int)arrlen(ids) < m.cfg.max_seq_len ? (int)arrlen(ids) : m.cfg.max_seq_len, np = 4;
         CusetBatch b;
         cuset_batch_alloc(&b, 1, T);
@@ -143,29 +215,27 @@ int main(int argc, char **argv) {
         const char **texts = NULL;
         size_t *lens = NULL;
         unsigned char *buf = read_texts(argv[2], &texts, &lens);
-        CusetTokenizer ct = {0};
-        cuset_tok_init(&ct);
-        cuset_tok_train(&ct, texts, lens, arrlenu(texts), atoi(argv[3]), 0);
-        CusetConfig cfg = {ct.vocab_size, cuset_pad_vocab(ct.vocab_size), 64, 2, 2, 32};
+        cuset_tok_init(&tk);
+        cuset_tok_train(&tk, texts, lens, arrlenu(texts), atoi(argv[3]), 0);
+        CusetConfig cfg = {tk.vocab_size, cuset_pad_vocab(tk.vocab_size), 64, 2, 2, 32};
         cuset_gpt_init(&m, &cfg);
         cuset_gpt_init_random(&m, 1, 0.1f);
-        if (cuset_gpt2_export(argv[4], &m, NULL, &ct, err, sizeof err) != 0) die(err);
+        export_reimport(&m, &tk, argv[4]);
         FILE *f = fopen(argv[5], "wb");
         for (ptrdiff_t i = 0; i < arrlen(texts); i++) {
             int *ids = NULL;
-            uint32_t k = (uint32_t)cuset_tok_encode(&ct, texts[i], lens[i], &ids);
+            uint32_t k = (uint32_t)cuset_tok_encode(&tk, texts[i], lens[i], &ids);
             fwrite(&k, 4, 1, f);
             fwrite(ids, 4, k, f);
             arrfree(ids);
         }
         fclose(f);
-        printf("project tokenizer: %d ids; exported with a %d-parameter model\n", ct.vocab_size, (int)m.num_params);
-        cuset_tok_free(&ct);
+        printf("project tokenizer: %d ids; exported with a %d-parameter model\n", tk.vocab_size, (int)m.num_params);
         arrfree(texts); arrfree(lens); free(buf);
     } else {
         die("unknown command or wrong arguments (see the top of test/test_gpt2.c)");
     }
     cuset_gpt_free(&m);
-    cuset_gpt2_tok_free(&tk);
+    cuset_tok_free(&tk);
     return 0;
 }

@@ -65,7 +65,7 @@ def c_logits(path, ids, tmp):
 
 def hf_logits(model, ids):
     with torch.no_grad():
-        return model.double()(torch.tensor([ids])).logits[0].numpy()
+        return model.double()(torch.tensor([[int(i) for i in ids]])).logits[0].numpy()
 
 
 def rel_err(a, b):
@@ -102,6 +102,8 @@ def tiny_config(vocab, **kw):
 def main():
     tmp = sys.argv[sys.argv.index("--tmp") + 1] if "--tmp" in sys.argv else tempfile.mkdtemp(prefix="cuset_gpt2.")
     os.makedirs(tmp, exist_ok=True)
+    os.environ["OMP_NUM_THREADS"] = "1"  # tiny models: threads only wait for each other on a busy machine
+    torch.set_num_threads(1)
     print("  transformers %s, tokenizers %s, safetensors %s, torch %s" % (
         transformers.__version__, tokenizers.__version__, safetensors.__version__, torch.__version__))
     rng = random.Random(14)
@@ -175,14 +177,21 @@ def main():
     r = tool("encode", os.path.join(llmc, "gpt2_tokenizer.bin"), os.path.join(tmp, "texts.bin"), os.path.join(tmp, "ids.out"),
              check=False)
     got = read_ids(os.path.join(tmp, "ids.out")) if r.returncode == 0 else None
-    report(got == want, "llmc_tokenizer_ids", "%d texts, tiktoken-style ranks from the vocabulary" % len(sample))
+    report(got == want, "llmc_tokenizer_ids", "%d texts, merges recovered from the ids" % len(sample))
 
-    # 5. export: transformers loads the directory and gives the C logits and ids
+    # 5. import puts the model in our ids: the same logits, columns permuted
+    tool("perm", d, os.path.join(tmp, "perm.bin"))
+    perm = np.fromfile(os.path.join(tmp, "perm.bin"), dtype=np.int32)
+    ids = tok.encode(texts[2][:300]).ids[:50]
     out = os.path.join(tmp, "exported")
     r = tool("export", d, out, check=False)
-    report(r.returncode == 0 and "bit-equal" in r.stdout and "vocabulary equal" in r.stdout,
-           "gpt2_export_reimport", (r.stdout + r.stderr).strip())
-    check_exported(out, d, texts[:10] + uni[:30], tmp, "gpt2_export_transformers")
+    report(r.returncode == 0 and "parameters bit-equal, tokenizer equal" in r.stdout and "version 2, tokenizer equal"
+           in r.stdout, "gpt2_export_reimport", " | ".join((r.stdout + r.stderr).strip().splitlines()))
+    if r.returncode == 0:
+        e = rel_err(c_logits(out, perm[ids], tmp)[:, perm], hf_logits(model, ids))
+        report(e < 1e-4, "gpt2_import_permuted", "our ids: logits[:, perm] vs transformers' in the file's ids %.2e" % e)
+        # transformers loads the export and gives the C logits and ids
+        check_exported(out, d, texts[:10] + uni[:30], tmp, "gpt2_export_transformers")
 
     # 6. import -> fine-tune 3 steps -> export -> re-import unchanged; transformers agrees
     ft = os.path.join(tmp, "finetuned")
@@ -191,7 +200,8 @@ def main():
            " | ".join(r.stdout.strip().splitlines()) or r.stderr.strip())
     if r.returncode == 0:
         ids = tok.encode(texts[1][:300]).ids[:50]
-        moved = rel_err(hf_logits(GPT2LMHeadModel.from_pretrained(ft).eval(), ids), hf_logits(model, ids))
+        moved = rel_err(hf_logits(GPT2LMHeadModel.from_pretrained(ft).eval(), perm[ids])[:, perm], hf_logits(model, ids))
+        ids = perm[ids]
         e = rel_err(c_logits(ft, ids, tmp), hf_logits(GPT2LMHeadModel.from_pretrained(ft).eval(), ids))
         report(e < 1e-4 and moved > 1e-3, "gpt2_finetune_transformers",
                "C vs transformers %.2e; fine-tuning moved the logits by %.2e" % (e, moved))
@@ -200,22 +210,62 @@ def main():
     ct = os.path.join(tmp, "cuset_tok")
     write_texts(os.path.join(tmp, "texts.bin"), texts)
     r = tool("cuset", os.path.join(tmp, "texts.bin"), 1024, ct, os.path.join(tmp, "ids.out"), check=False)
-    if r.returncode != 0:
-        report(False, "cuset_tokenizer_export", r.stderr.strip())
-    else:
+    report(r.returncode == 0 and "parameters bit-equal, tokenizer equal" in r.stdout, "cuset_export_reimport",
+           " | ".join((r.stdout + r.stderr).strip().splitlines()))
+    if r.returncode == 0:
         got = read_ids(os.path.join(tmp, "ids.out"))
         hf = AutoTokenizer.from_pretrained(ct)
         want = [hf(t)["input_ids"] for t in texts]
         diff = [i for i, (g, w) in enumerate(zip(got, want)) if g != w]
         report(not diff, "cuset_tokenizer_export", "%d programs, %d tokens: AutoTokenizer gives the C ids" % (
-            len(texts), sum(map(len, got))) if not diff else "program %d differs: %s" % (diff[0], first_diff(got[diff[0]], want[diff[0]], hf)))
+            len(texts), sum(map(len, got))) if not diff else "program %d differs: %s" % (
+            diff[0], first_diff(got[diff[0]], want[diff[0]], hf)))
         ids = got[0][:60]
         e = rel_err(c_logits(ct, ids, tmp), hf_logits(GPT2LMHeadModel.from_pretrained(ct).eval(), ids))
         report(e < 1e-4, "cuset_model_export_transformers", "max relative error %.2e" % e)
 
-    # 8. bad inputs: each refused with a message that names the problem
+    # 8. train --init (a HF directory, an llm.c .bin) -> checkpoint -> gen --export-hf -> transformers
+    train_and_export(tmp, texts, llmc)
+
+    # 9. bad inputs: each refused with a message that names the problem
     bad_inputs(d, tmp, V)
     return 1 if failed else 0
+
+
+def train_and_export(tmp, texts, llmc):
+    root = os.path.dirname(HERE)
+    train, gen = os.path.join(root, "train"), os.path.join(root, "gen")
+    if not (os.access(train, os.X_OK) and os.access(gen, os.X_OK)):
+        print("SKIP gpt2_train_init: build train and gen first (make)")
+        return
+    d = os.path.join(tmp, "hf512")  # a context long enough for a prompt and some target
+    GPT2LMHeadModel(GPT2Config(n_layer=2, n_head=2, n_embd=32, n_positions=512, vocab_size=2000)).save_pretrained(d)
+    import shutil
+    shutil.copy(os.path.join(tmp, "bpe", "tokenizer.json"), d)
+    data = os.path.join(tmp, "tasks.jsonl")
+    with open(data, "w") as f:
+        for t in texts[:24]:
+            f.write(json.dumps({"prompt": "Write the CUDA program.\n", "completion": t[:500]}) + "\n")
+    for name, src in (("hf", d), ("llmc", os.path.join(llmc, "gpt2_124M.bin"))):
+        ckpt, out = os.path.join(tmp, name + ".ckpt"), os.path.join(tmp, name + "_export")
+        seq = "256" if name == "hf" else "64"
+        steps = [[train, "--init", src, "--data", data, "--steps", "2", "--batch", "2", "--seq", seq, "--ckpt", ckpt,
+                  "--threads", "1", "--val-frac", "0.1"], [gen, "--model", ckpt, "--info"], [gen, "--model", ckpt, "--export-hf", out]]
+        logs = []
+        for cmd in steps:
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            logs.append((r.stdout + r.stderr).strip())
+            if r.returncode != 0:
+                report(False, "gpt2_train_init_%s" % name, "%s: %s" % (os.path.basename(cmd[0]), logs[-1][-300:]))
+                break
+        else:
+            model = GPT2LMHeadModel.from_pretrained(out).eval()
+            hf = AutoTokenizer.from_pretrained(out)
+            ids = hf(texts[3][:400])["input_ids"][:50]
+            e = rel_err(c_logits(out, ids, tmp), hf_logits(model, ids))
+            ok = e < 1e-4 and "GPT-2's pre-split" in logs[1] and ids == c_encode(out, [texts[3][:400]], tmp)[0][:50]
+            report(ok, "gpt2_train_init_%s" % name, "train --init %s, 2 steps, gen --export-hf: transformers' logits vs C "
+                   "%.2e, AutoTokenizer ids = C ids" % (os.path.basename(src), e))
 
 
 def first_diff(a, b, hf):
@@ -256,16 +306,23 @@ def write_llmc(model, V, path):
             f.write(p.contiguous().numpy().astype("<f4").tobytes())
 
 
+def c_encode(tok, texts, tmp, ours=True):
+    write_texts(os.path.join(tmp, "texts.bin"), texts)
+    tool("encode", tok, os.path.join(tmp, "texts.bin"), os.path.join(tmp, "ids.out"), *(["ours"] if ours else []))
+    return read_ids(os.path.join(tmp, "ids.out"))
+
+
 def check_exported(out, src, sample, tmp, name):
+    """transformers loads the exported directory; its tokenizer gives our ids, its model the C logits."""
     try:
         model = GPT2LMHeadModel.from_pretrained(out).eval()
         hf = AutoTokenizer.from_pretrained(out)
     except Exception as e:
         report(False, name, "transformers cannot load %s: %s" % (out, e))
         return
-    src_tok = Tokenizer.from_file(os.path.join(src, "tokenizer.json"))
-    diff = [t for t in sample if hf(t)["input_ids"] != src_tok.encode(t).ids]
-    ids = src_tok.encode(sample[0]).ids[:60]
+    ours = c_encode(src, sample, tmp)
+    diff = [t for t, o in zip(sample, ours) if hf(t)["input_ids"] != o]
+    ids = ours[0][:60]
     e = rel_err(c_logits(out, ids, tmp), hf_logits(model, ids))
     report(e < 1e-4 and not diff, name, "GPT2LMHeadModel logits vs C %.2e; AutoTokenizer ids equal on %d texts%s" % (
         e, len(sample), "" if not diff else "; differ on %r" % diff[0][:60]))
