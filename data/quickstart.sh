@@ -1,39 +1,60 @@
 #!/usr/bin/env bash
-# The quick start (`make quickstart`): build, make the default corpus, train a small GPT on
-# it with plain SFT, fine-tune that base model with CuSeT, and print a program the model
-# writes for a task of the test split: 330 steps of 4 x 1024 tokens (1.35M tokens) on the CPU.
+# The quick start (`make quickstart`): build; write a small corpus of CUDA tasks (three
+# families of element-wise kernels, one plain style: the experiment's cpu preset); train a
+# small GPT on it with plain SFT; fine-tune that base model with CuSeT; then score the
+# CuSeT model on test tasks it never saw (compile with nvcc, run under the CPU emulator or
+# on a GPU, compare the outputs) and print a program it wrote that passes.
 # CuSeT is a post-training objective: from random weights every confidence is below tau,
 # so the base model comes first. Override the lengths with SFT_STEPS=N CUSET_STEPS=N.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SFT_STEPS=${SFT_STEPS:-240}
-CUSET_STEPS=${CUSET_STEPS:-90}
+SFT_STEPS=${SFT_STEPS:-400}
+CUSET_STEPS=${CUSET_STEPS:-40}
+TASKS=${TASKS:-10}
 RUN=${RUN:-runs/quickstart}
+DATA=$RUN/data
 
 # The GPU backend only pays off with a GPU: without one, skip its (minutes-long) nvcc build.
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then gpu=(); where="the GPU"
 else gpu=(NVCC=); where="the CPU (no GPU found)"; fi
-# make first checks the packages the build needs (test/deps.sh: installs them as root)
-echo "== building train, gen and the corpus generator; writing the default corpus to data/default"
-make -s -j2 "${gpu[@]}" all data
-echo "== training on $where"
+bash test/deps.sh eval # what the build needs, and bubblewrap: gen --eval runs programs in a sandbox
+echo "== building train, gen, the corpus generator and the CUDA emulator"
+make -s -j2 "${gpu[@]}" all data/corpus
 mkdir -p "$RUN"
+echo "== a corpus of CUDA tasks in $DATA: element-wise binary ops and int<->float conversions"
+./data/corpus --out "$DATA" --families elementwise_binary,convert_float_to_int,convert_int_to_float --style plain \
+    --train 3000 --val 60 --test 30
 model=(--layers 4 --heads 4 --embd 128 --ctx 1024 --seq 1024 --batch 4)
 
 echo
-echo "== phase 1: a base model, plain SFT, $SFT_STEPS steps (progress every 10 steps)"
-./train --data data/default/train.jsonl --val-data data/default/val.jsonl "${model[@]}" --objective sft \
-    --steps "$SFT_STEPS" --lr 2e-3 --min-lr 2e-4 --warmup 20 --val-every 120 --quiet --ckpt "$RUN/base.ckpt"
+echo "== phase 1 on $where: a base model, plain SFT, $SFT_STEPS steps (progress every 10 steps)"
+./train --data "$DATA/train.jsonl" --val-data "$DATA/val.jsonl" "${model[@]}" --objective sft \
+    --steps "$SFT_STEPS" --lr 2e-3 --min-lr 2e-4 --warmup 20 --val-every 0 --quiet --ckpt "$RUN/base.ckpt"
 
 echo
 echo "== phase 2: CuSeT fine-tuning of the base model, $CUSET_STEPS steps"
-./train --init "$RUN/base.ckpt" --data data/default/train.jsonl --val-data data/default/val.jsonl --seq 1024 \
-    --batch 4 --objective cuset --steps "$CUSET_STEPS" --lr 5e-4 --min-lr 5e-5 --warmup 10 --val-every 0 --quiet \
-    --ckpt "$RUN/cuset.ckpt"
+./train --init "$RUN/base.ckpt" --data "$DATA/train.jsonl" --val-data "$DATA/val.jsonl" --objective cuset \
+    --steps "$CUSET_STEPS" --lr 5e-4 --min-lr 5e-5 --warmup 5 --val-every 0 --quiet --ckpt "$RUN/cuset.ckpt"
 
 echo
-echo "== a program written by the CuSeT model for the first task of the test split (greedy)"
-./gen --model "$RUN/cuset.ckpt" --prompt-jsonl data/default/test.jsonl --index 0 --show-prompt --temperature 0 \
-    --max-tokens 1000
+echo "== phase 3: the CuSeT model writes a program for each of $TASKS test tasks (greedy); each is compiled,"
+echo "   run and its outputs compared with the task's (gen --eval; details in $RUN/eval.jsonl)"
+./gen --model "$RUN/cuset.ckpt" --eval "$DATA/test.jsonl" --count "$TASKS" --samples 1 --k 1 --temperature 0 \
+    --max-tokens 1000 --jobs 2 --results "$RUN/eval.jsonl" --summary "$RUN/eval.json" 2>"$RUN/eval.log" |
+    grep -E "^(compilation|functional) +pass|^outcomes"
+# the first task it passed; greedy decoding writes the same program again
+pass=$(grep -m1 '"status": "pass"' "$RUN/eval.jsonl" | sed 's/^{"task": \([0-9]*\),.*/\1/' || true)
 echo
-echo "== done: checkpoints and JSON-lines logs in $RUN/"
+if [ -n "$pass" ]; then
+    echo "== a passing program: test task $pass, its prompt and what the model wrote"
+    ./gen --model "$RUN/cuset.ckpt" --prompt-jsonl "$DATA/test.jsonl" --index "$pass" --show-prompt --temperature 0 \
+        --max-tokens 1000
+else
+    echo "== no test task passed: the first program and why it failed (train longer: SFT_STEPS=N make quickstart)"
+    grep -m1 '"task"' "$RUN/eval.jsonl" |
+        sed 's/.*"status": "\([a-z_]*\)".*"detail": "\(\([^"\\]\|\\.\)*\)".*/status \1: \2/; s/\\"/"/g'
+    ./gen --model "$RUN/cuset.ckpt" --prompt-jsonl "$DATA/test.jsonl" --index 0 --show-prompt --temperature 0 \
+        --max-tokens 1000
+fi
+echo
+echo "== done: checkpoints, JSON-lines logs and the evaluation in $RUN/ (make experiment compares every objective)"
