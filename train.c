@@ -243,8 +243,9 @@ static int open_checkpoint(Run *r) {
         const CusetConfig *c = &r->model.cfg;
         r->have_model = 1;
         r->info = (CusetCheckpointInfo){.cfg = *c, .version = CUSET_CKPT_VERSION, .has_tokenizer = 1};
-        printf("fine-tuning from %s: %d layers, %d heads, %d channels, context %d, %d ids (GPT-2's pre-split, "
-               "data/gpt2.h)\n", path, c->n_layer, c->n_head, c->n_embd, c->max_seq_len, c->vocab_size);
+        printf("fine-tuning from %s: %d layers, %d heads, %d channels, context %d, %d ids (%s pre-split, data/gpt2.h)\n",
+               path, c->n_layer, c->n_head, c->n_embd, c->max_seq_len, c->vocab_size,
+               r->tk.split == CUSET_TOK_SPLIT_GPT2 ? "GPT-2's" : "the project's");
         return 0;
     }
     if (cuset_checkpoint_load_tok(path, &r->model, a->resume ? &r->ref_model : NULL, &r->tk, a->resume, &r->info, err,

@@ -225,14 +225,14 @@ def main():
         report(e < 1e-4, "cuset_model_export_transformers", "max relative error %.2e" % e)
 
     # 8. train --init (a HF directory, an llm.c .bin) -> checkpoint -> gen --export-hf -> transformers
-    train_and_export(tmp, texts, llmc)
+    train_and_export(tmp, texts, llmc, ct)
 
     # 9. bad inputs: each refused with a message that names the problem
     bad_inputs(d, tmp, V)
     return 1 if failed else 0
 
 
-def train_and_export(tmp, texts, llmc):
+def train_and_export(tmp, texts, llmc, own):
     root = os.path.dirname(HERE)
     train, gen = os.path.join(root, "train"), os.path.join(root, "gen")
     if not (os.access(train, os.X_OK) and os.access(gen, os.X_OK)):
@@ -246,7 +246,7 @@ def train_and_export(tmp, texts, llmc):
     with open(data, "w") as f:
         for t in texts[:24]:
             f.write(json.dumps({"prompt": "Write the CUDA program.\n", "completion": t[:500]}) + "\n")
-    for name, src in (("hf", d), ("llmc", os.path.join(llmc, "gpt2_124M.bin"))):
+    for name, src in (("hf", d), ("llmc", os.path.join(llmc, "gpt2_124M.bin")), ("own_tokenizer", own)):
         ckpt, out = os.path.join(tmp, name + ".ckpt"), os.path.join(tmp, name + "_export")
         seq = "256" if name == "hf" else "64"
         steps = [[train, "--init", src, "--data", data, "--steps", "2", "--batch", "2", "--seq", seq, "--ckpt", ckpt,
@@ -263,7 +263,8 @@ def train_and_export(tmp, texts, llmc):
             hf = AutoTokenizer.from_pretrained(out)
             ids = hf(texts[3][:400])["input_ids"][:50]
             e = rel_err(c_logits(out, ids, tmp), hf_logits(model, ids))
-            ok = e < 1e-4 and "GPT-2's pre-split" in logs[1] and ids == c_encode(out, [texts[3][:400]], tmp)[0][:50]
+            split = "tokenizer yes\n" if name == "own_tokenizer" else "tokenizer yes (GPT-2's pre-split)"
+            ok = e < 1e-4 and split in logs[1] + "\n" and ids == c_encode(out, [texts[3][:400]], tmp)[0][:50]
             report(ok, "gpt2_train_init_%s" % name, "train --init %s, 2 steps, gen --export-hf: transformers' logits vs C "
                    "%.2e, AutoTokenizer ids = C ids" % (os.path.basename(src), e))
 

@@ -374,7 +374,7 @@ static void test_load_rejects(const CusetTokenizer *tk) {
     ok &= expect_reject("truncated merges", good, n - 3, "truncated");
     ok &= expect_reject("NULL buffer", NULL, 0, "shorter than");
     FRESH(); b[0] = 'X';                     ok &= expect_reject("wrong magic", b, n, "magic");
-    FRESH(); put_u32(b + 8, 2);              ok &= expect_reject("wrong version", b, n, "version 2");
+    FRESH(); put_u32(b + 8, 3);              ok &= expect_reject("wrong version", b, n, "version 3");
     FRESH(); put_u32(b + 12, 100);           ok &= expect_reject("vocab too small", b, n, "vocab size 100");
     FRESH(); put_u32(b + 12, 0xffffffffu);   ok &= expect_reject("vocab huge", b, n, "vocab size 4294967295");
     FRESH(); put_u32(b + 12, (unsigned)tk->vocab_size + 1); ok &= expect_reject("vocab != merges", b, n, "truncated");
