@@ -400,11 +400,15 @@ static void test_eval_end_to_end(void) {
     if (!real_main) real_main = replace(ref, "int main()", "static int reference_main(void)");
     if (!real_main) real_main = replace(ref, "int main(int argc, char **argv)", "static int reference_main(int argc, char **argv)");
     if (!real_main) { fail("eval_end_to_end", "cannot find main in task 0's reference"); fclose(f); cuset_text_samples_free(t); return; }
+    // the task's output file, from its prompt ("Output: NAME (dtype, [shape])")
+    char outname[64] = "result";
+    const char *o = strstr(t[0].prompt, "\nOutput: ");
+    if (o) sscanf(o + 9, "%63[A-Za-z0-9_]", outname);
     char wrong[200000];
     snprintf(wrong, sizeof wrong, "%s\n"
              "int main(void) {\n"
              "    int rc = reference_main(%s);\n"
-             "    FILE *f = fopen(\"result.bin\", \"r+b\");\n"
+             "    FILE *f = fopen(\"%s.bin\", \"r+b\");\n"
              "    if (!f) return rc;\n"
              "    float x;\n"
              "    long at = 0;\n"
@@ -417,7 +421,7 @@ static void test_eval_end_to_end(void) {
              "    }\n"
              "    fclose(f);\n"
              "    return rc;\n"
-             "}\n", real_main, strstr(real_main, "reference_main(int argc") ? "0, NULL" : "");
+             "}\n", real_main, strstr(real_main, "reference_main(int argc") ? "0, NULL" : "", outname);
     put_program(f, 0, wrong);
     put_program(f, 0, "#include <stdlib.h>\nint main(void) { abort(); }\n");                    // 2: crash
     put_program(f, 0, "#include <stdio.h>\nint main(void) { volatile int *p = NULL; *p = 1; printf(\"%d\\n\", *p); return 0; }\n"); // 3: crash
