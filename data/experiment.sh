@@ -63,6 +63,8 @@ for s in "${seeds[@]}"; do [[ $s =~ ^[0-9]+$ ]] || { echo "experiment: SEEDS: wh
 
 # --- bookkeeping: stage keys, atomic outputs, progress -----------------------------------
 mkdir -p "$RUN"
+exec 9>"$RUN/.lock" # one run per directory: a second one would write into the same files
+flock -n 9 || { echo "experiment: another run is using $RUN (wait for it, or give another RUN=DIR)" >&2; exit 1; }
 trap 'echo; echo "experiment: interrupted; rerun the same command to continue (finished stages are kept)" >&2; exit 130' INT TERM
 T0=$(date +%s)
 # done_with FILE KEY: FILE exists and was made with exactly these settings
@@ -107,10 +109,9 @@ if ! done_with "$DATA/ft.jsonl" "$k"; then
     mark "$DATA/ft.jsonl" "$k"
 else echo "   done before (same settings): $DATA"; fi
 
-# train_stage NAME CKPT KEY ARGS...: trains unless done; resumes an interrupted run
+# train_stage CKPT KEY STEPS ARGS...: trains unless done; resumes an interrupted run
 train_stage() {
-    local name=$1 ckpt=$2 key=$3; shift 3
-    local steps=$STEPS_NOW t0
+    local ckpt=$1 key=$2 steps=$3 t0; shift 3
     t0=$(date +%s)
     if done_with "$ckpt" "$key"; then echo "   done before (same settings): $ckpt"
     else
@@ -131,8 +132,7 @@ train_stage() {
 
 # --- 2. the base model -------------------------------------------------------------------
 say "base model: plain SFT on the base part, $BASE_STEPS steps"
-STEPS_NOW=$BASE_STEPS
-train_stage base "$RUN/base.ckpt" "$(cat "$DATA/ft.jsonl.key") base_steps=$BASE_STEPS lr=$BASE_LR" \
+train_stage "$RUN/base.ckpt" "$(cat "$DATA/ft.jsonl.key") base_steps=$BASE_STEPS lr=$BASE_LR" "$BASE_STEPS" \
     --data "$DATA/base.jsonl" --val-data "$DATA/val.jsonl" "${MODEL[@]}" --seq "$SEQ" --batch "$BATCH" \
     --objective sft --steps "$BASE_STEPS" --lr "$BASE_LR" --min-lr "$(awk "BEGIN{print $BASE_LR/10}")" \
     --warmup $((BASE_STEPS / 20 + 1)) --val-every 0 --seed 1337
@@ -142,9 +142,8 @@ for s in "${seeds[@]}"; do
     mkdir -p "$RUN/seed$s"
     for row in "${ROWS[@]}"; do
         say "fine-tune $row (seed $s): $FT_STEPS steps from base.ckpt"
-        STEPS_NOW=$FT_STEPS
-        # shellcheck disable=SC2046
-        train_stage "$row" "$RUN/seed$s/$row.ckpt" "$key_common ft=$row seed=$s steps=$FT_STEPS lr=$FT_LR base=$(cat "$RUN/base.ckpt.key")" \
+        # shellcheck disable=SC2046 # row_flags gives several words
+        train_stage "$RUN/seed$s/$row.ckpt" "$key_common ft=$row seed=$s steps=$FT_STEPS lr=$FT_LR base=$(cat "$RUN/base.ckpt.key")" "$FT_STEPS" \
             --init "$RUN/base.ckpt" --data "$DATA/ft.jsonl" --val-data "$DATA/val.jsonl" --seq "$SEQ" --batch "$BATCH" \
             $(row_flags "$row") --window "$WINDOW" --steps "$FT_STEPS" --lr "$FT_LR" \
             --min-lr "$(awk "BEGIN{print $FT_LR/10}")" --warmup $((FT_STEPS / 10 + 1)) --val-every 0 --seed "$s"
