@@ -16,9 +16,11 @@
 // - attention forward: 1e-5 (measured under the emulator up to 3e-7 at T = 1024);
 // - attention backward: 2e-5, because dS = P (dP - delta) subtracts nearly equal numbers
 //   and amplifies rounding (measured up to 2.9e-6 for dK at T = 777, hs = 128);
-// - loss: 1e-5. The gradient a p with p = exp(z - lse) carries lse's rounding: lse ~ 10
-//   has an ulp of 1e-6, so p (and a = p for DFT/ASFT) may differ by ~1e-6 relative
-//   (measured up to 3e-6). The stats add per-position doubles in cuset_loss's order.
+// - loss: 3e-5 for the gradient, 1e-5 for the stats. The gradient a p with
+//   p = exp(z - lse) carries lse's rounding: lse ~ 10 has an ulp of 1e-6, so p (and a = p
+//   for DFT/ASFT) may differ by ~1e-6 relative, and ASFT adds beta (p - p_ref), two such
+//   probabilities (measured up to 1.5e-5 over random seeds, so 1e-5 failed now and then).
+//   The stats add per-position doubles in cuset_loss's order.
 // Counts (pass, ntok, nsamples) must match exactly, and two GPU runs must be bit-identical.
 #define CUSET_IMPLEMENTATION
 #define CUSET_CUDA_INTERNALS
@@ -285,7 +287,7 @@ static void test_loss(LossCase *lc, const CusetObjective *obj_in, const char *la
     }
     char name[200];
     snprintf(name, sizeof name, "loss %s dlogits", label);
-    report(name, rel_err(g[0], m.acts.logits, 1, N, 0), 1e-5);
+    report(name, rel_err(g[0], m.acts.logits, 1, N, 0), 3e-5);
     double e = 0.0;
     const double *gd = (const double *)&gs[0], *cd = (const double *)&cpu;
     const char *field[7] = {"loss", "ce", "conf", "pass", "weight", "ntok", "nsamples"};
