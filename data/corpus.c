@@ -5,7 +5,8 @@
 //               [--style varied|plain]
 //       writes DIR/train.jsonl, DIR/val.jsonl, DIR/test.jsonl (defaults 2000/200/200, seed 1);
 //       --families keeps only the named families; --style plain writes every program in one
-//       short style (I/O inline in main, no comments) instead of drawing a style per task
+//       short style (I/O inline in main, no comments, one name per kernel and helper)
+//       instead of drawing a style and names per task
 //   data/corpus --materialize DIR --split test --index K --to WORKDIR
 //       writes task K's inputs (NAME.bin), expected outputs (NAME.expected.bin), spec.json
 //       and the reference program (reference.cu) into WORKDIR
@@ -96,7 +97,7 @@ static void families_keep(const char *list) {
     nfams = nkeep;
 }
 
-static int plain_style; // --style plain: every task written in style_plain
+static int plain_style; // --style plain: every task written in style_plain, params_pin
 
 // ----------------------------------------------------------------------------
 // Tasks and their text
@@ -132,6 +133,7 @@ static void task_draw(Task *t, const Family *f, Rng *r) {
     style_draw(&t->st, r);
     if (plain_style) style_plain(&t->st);
     params_draw(t, r);
+    if (plain_style) params_pin(t);
     f->draw(t, r);
     f->layout(t);
     t->seed = rng_next(r) >> 20; // 44 bits: exact as a JSON number

@@ -388,6 +388,18 @@ static void params_draw(Task *t, Rng *r) {
     for (int k = 0; t->fam->ip[k].name; k++)
         if (t->fam->ip[k].pick) t->p[k] = param_pick(&t->fam->ip[k], r);
 }
+// `--style plain`: each parameter outside the combination (kernel and helper names, the
+// Task Name's wording, helper kind, grid cap, ...) takes the first value its pick lists,
+// so a task's text follows from its combination, which the prompt states. Called after
+// params_draw, so the random stream (and every later draw) is that of a varied corpus.
+static void params_pin(Task *t) {
+    for (int k = 0; t->fam->ip[k].name; k++) {
+        const ParamDesc *d = &t->fam->ip[k];
+        if (d->combo || !d->pick) continue;
+        int lo, hi;
+        t->p[k] = strcmp(d->pick, "*") == 0 ? 0 : sscanf(d->pick, "%d..%d", &lo, &hi) == 2 ? lo : atoi(d->pick);
+    }
+}
 // Sets a name field (tensor, kernel, slug) from a format.
 #define SETNAME(dst, ...) snprintf((dst), sizeof(dst), __VA_ARGS__)
 
@@ -1140,8 +1152,8 @@ static void style_draw(Style *s, Rng *r) {
 }
 
 // The one style of `--style plain` corpora: shortest host code (I/O inline in main), no
-// comments, one naming scheme. Drawn after style_draw, so the rest of a task's draws (and
-// with them its parameters) are the same as in a varied corpus of the same seed.
+// comments; params_pin fixes the names. Drawn after style_draw, so the rest of a task's
+// draws (and with them its parameters) are the same as in a varied corpus of the same seed.
 static void style_plain(Style *s) {
     int gpu = s->gpu;
     memset(s, 0, sizeof *s);
