@@ -62,7 +62,8 @@ test/test_eval test/test_sandbox: emu/eval.h emu/sandbox.h
 test: $(BINS) $(TEST_BINS) data/corpus emu/nvcc-emu emu/pch/cuemu.h.gch | deps-test
 	PYTHON=$(PYTHON) bash test/run_tests.sh
 
-bench-cpu: train
+# The CPU's FMA peak, cuset and PyTorch at three shapes (PROFILE=1: time per op too).
+bench-cpu: train test/bench_cpu
 	PYTHON=$(PYTHON) bash test/bench_cpu.sh
 
 bench-tokenizer: test/bench_tokenizer

@@ -551,6 +551,17 @@ const char *const cuset_objective_names[CUSET_OBJ_COUNT] = {"sft", "dft", "profi
 // Loops with less work than this run on one thread: waking the others costs more.
 #define CUSET_PAR_MIN 16384
 
+// Profiling hooks. A program that defines CUSET_PROFILE before including this file (the
+// per-op profile of test/bench_cpu.c) provides cuset__prof_lap, called after every op of
+// the CPU training step with the op's name and its floating-point operations (0: not
+// counted); the time since the previous lap is that op's. Otherwise they compile to nothing.
+#ifdef CUSET_PROFILE
+static void cuset__prof_lap(const char *op, double flop);
+#define CUSET__LAP(op, flop) cuset__prof_lap(op, (double)(flop))
+#else
+#define CUSET__LAP(op, flop) ((void)0)
+#endif
+
 // ---- utilities ----------------------------------------------------------------------
 
 static void cuset__die(const char *file, int line, const char *fmt, ...) {
@@ -981,7 +992,9 @@ void cuset_gpt_forward(CusetGPT *m, const int *inputs, int B, int T) {
     int L = c->n_layer, C = c->n_embd, NH = c->n_head, Vp = c->padded_vocab_size, BT = B * T;
     CusetParams p = m->params;
     CusetActs a = m->acts;
+    double mm = 2.0 * BT * C * C, at = 2.0 * B * NH * (T * (T + 1.0) / 2) * (C / NH) * 2; // flop of one C x C matmul, of attention
     cuset__encoder_forward(a.encoded, inputs, p.wte, p.wpe, BT, T, C);
+    CUSET__LAP("fwd encoder", 0);
     for (int l = 0; l < L; l++) {
         const float *residual = l == 0 ? a.encoded : a.residual3 + (size_t)(l - 1) * BT * C;
         size_t lc = (size_t)l * BT * C;
@@ -991,20 +1004,33 @@ void cuset_gpt_forward(CusetGPT *m, const int *inputs, int B, int T) {
         float *tmp = m->gacts.dbt_c; // the projections' output before the residual add
         cuset__layernorm_forward(ln1, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, residual,
                                  p.ln1w + l * C, p.ln1b + l * C, BT, C);
+        CUSET__LAP("fwd layernorm", 0);
         cuset__matmul_forward(qkv, ln1, p.qkvw + (size_t)l * 3 * C * C, p.qkvb + l * 3 * C, BT, C, 3 * C, m->scratch);
+        CUSET__LAP("fwd matmul qkv", 3 * mm);
         cuset__attention_forward(atty, att, m->gacts.kv_t, qkv, B, T, C, NH);
+        CUSET__LAP("fwd attention", at);
         cuset__matmul_forward(tmp, atty, p.attprojw + (size_t)l * C * C, p.attprojb + l * C, BT, C, C, m->scratch);
+        CUSET__LAP("fwd matmul attproj", mm);
         cuset__residual_forward(res2, residual, tmp, (size_t)BT * C);
+        CUSET__LAP("fwd residual", 0);
         cuset__layernorm_forward(ln2, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, res2,
                                  p.ln2w + l * C, p.ln2b + l * C, BT, C);
+        CUSET__LAP("fwd layernorm", 0);
         cuset__matmul_forward(fch, ln2, p.fcw + (size_t)l * 4 * C * C, p.fcb + l * 4 * C, BT, C, 4 * C, m->scratch);
+        CUSET__LAP("fwd matmul fc", 4 * mm);
         cuset__gelu_forward(fchg, fch, (size_t)BT * 4 * C);
+        CUSET__LAP("fwd gelu", 0);
         cuset__matmul_forward(tmp, fchg, p.fcprojw + (size_t)l * 4 * C * C, p.fcprojb + l * C, BT, 4 * C, C, m->scratch);
+        CUSET__LAP("fwd matmul fcproj", 4 * mm);
         cuset__residual_forward(res3, res2, tmp, (size_t)BT * C);
+        CUSET__LAP("fwd residual", 0);
     }
     const float *last = a.residual3 + (size_t)(L - 1) * BT * C;
     cuset__layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last, p.lnfw, p.lnfb, BT, C);
+    CUSET__LAP("fwd layernorm", 0);
     cuset__matmul_forward(a.logits, a.lnf, p.wte, NULL, BT, C, Vp, m->scratch);
+    CUSET__LAP("fwd matmul head", mm / C * Vp);
+    (void)mm; (void)at;
 }
 
 // ---- incremental decoding ------------------------------------------------------------------
@@ -1098,12 +1124,15 @@ void cuset_gpt_backward(CusetGPT *m, const int *inputs) {
     CusetActs a = m->acts;
     CusetGradActs d = m->gacts;
     size_t btc = (size_t)BT * C;
+    double mm = 4.0 * BT * C * C, at = 4.0 * B * NH * (T * (T + 1.0) / 2) * (C / NH) * 2; // as in the forward, twice
     // head and final LayerNorm: dresidual = d(loss)/d(last layer output)
     memset(d.dbt_c, 0, btc * sizeof(float));
     cuset__matmul_backward(d.dbt_c, g.wte, NULL, a.logits, a.lnf, p.wte, BT, C, Vp, m->scratch);
+    CUSET__LAP("bwd matmul head", mm / C * Vp);
     memset(d.dresidual, 0, btc * sizeof(float));
     cuset__layernorm_backward(d.dresidual, g.lnfw, g.lnfb, d.dbt_c, a.residual3 + (size_t)(L - 1) * btc,
                               p.lnfw, a.lnf_mean, a.lnf_rstd, BT, C);
+    CUSET__LAP("bwd layernorm", 0);
     for (int l = L - 1; l >= 0; l--) {
         const float *residual = l == 0 ? a.encoded : a.residual3 + (size_t)(l - 1) * btc;
         size_t lc = (size_t)l * btc;
@@ -1111,26 +1140,36 @@ void cuset_gpt_backward(CusetGPT *m, const int *inputs) {
         memset(d.dfch, 0, 4 * btc * sizeof(float));
         cuset__matmul_backward(d.dfch, g.fcprojw + (size_t)l * 4 * C * C, g.fcprojb + l * C, d.dresidual,
                                a.fch_gelu + 4 * lc, p.fcprojw + (size_t)l * 4 * C * C, BT, 4 * C, C, m->scratch);
+        CUSET__LAP("bwd matmul fcproj", 4 * mm);
         cuset__gelu_backward(d.dfch, a.fch + 4 * lc, d.dfch, 4 * btc);
+        CUSET__LAP("bwd gelu", 0);
         memset(d.dbt_c, 0, btc * sizeof(float));
         cuset__matmul_backward(d.dbt_c, g.fcw + (size_t)l * 4 * C * C, g.fcb + l * 4 * C, d.dfch,
                                a.ln2 + lc, p.fcw + (size_t)l * 4 * C * C, BT, C, 4 * C, m->scratch);
+        CUSET__LAP("bwd matmul fc", 4 * mm);
         cuset__layernorm_backward(d.dresidual, g.ln2w + l * C, g.ln2b + l * C, d.dbt_c, a.residual2 + lc,
                                   p.ln2w + l * C, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, BT, C);
+        CUSET__LAP("bwd layernorm", 0);
         // attention block: res2 = residual + attproj(attention(qkv(ln1(residual))))
         memset(d.dbt_c, 0, btc * sizeof(float));
         cuset__matmul_backward(d.dbt_c, g.attprojw + (size_t)l * C * C, g.attprojb + l * C, d.dresidual,
                                a.atty + lc, p.attprojw + (size_t)l * C * C, BT, C, C, m->scratch);
+        CUSET__LAP("bwd matmul attproj", mm);
         memset(d.dqkv, 0, 3 * btc * sizeof(float));
         cuset__attention_backward(d.dqkv, d.datt, d.att_t, d.kv_t, d.dbt_c, a.qkv + 3 * lc, a.att + (size_t)l * B * NH * T * T,
                                   B, T, C, NH);
+        CUSET__LAP("bwd attention", at);
         memset(d.dbt_c2, 0, btc * sizeof(float));
         cuset__matmul_backward(d.dbt_c2, g.qkvw + (size_t)l * 3 * C * C, g.qkvb + l * 3 * C, d.dqkv,
                                a.ln1 + lc, p.qkvw + (size_t)l * 3 * C * C, BT, C, 3 * C, m->scratch);
+        CUSET__LAP("bwd matmul qkv", 3 * mm);
         cuset__layernorm_backward(d.dresidual, g.ln1w + l * C, g.ln1b + l * C, d.dbt_c2, residual,
                                   p.ln1w + l * C, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, BT, C);
+        CUSET__LAP("bwd layernorm", 0);
     }
     cuset__encoder_backward(g.wte, g.wpe, d.dresidual, inputs, BT, T, C);
+    CUSET__LAP("bwd encoder", 0);
+    (void)mm; (void)at;
 }
 
 // ---- the loss: three phases, no probability tensor kept ----------------------------------
@@ -1252,6 +1291,7 @@ static void cuset__forward_loss(CusetGPT *m, CusetGPT *ref, const CusetBatch *b,
     if (ref) { cuset_gpt_forward(ref, b->inputs, b->B, b->T); ref_logits = ref->acts.logits; }
     cuset_gpt_forward(m, b->inputs, b->B, b->T);
     cuset_loss(m, b, obj, ref_logits, inv_norm, stats);
+    CUSET__LAP("loss", 0);
 }
 
 int cuset_gpt_step(CusetGPT *m, CusetGPT *ref, CusetCudaModel *gpu, const CusetBatch *batches, int accum,
@@ -1260,11 +1300,13 @@ int cuset_gpt_step(CusetGPT *m, CusetGPT *ref, CusetCudaModel *gpu, const CusetB
     float inv_norm = ntok ? 1.0f / ntok : 0.0f;
     if (gpu) return cuset_cuda_forward_backward(gpu, batches, accum, obj, inv_norm, stats, grad_norm, err, errlen);
     cuset_gpt_zero_grad(m);
+    CUSET__LAP("zero grad", 0);
     for (int i = 0; i < accum; i++) {
         cuset__forward_loss(m, ref, &batches[i], obj, inv_norm, stats);
         cuset_gpt_backward(m, batches[i].inputs);
     }
     *grad_norm = cuset_gpt_grad_norm(m);
+    CUSET__LAP("grad norm", 0);
     return 0;
 }
 
