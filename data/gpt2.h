@@ -97,16 +97,6 @@ extern const char cuset_gpt2_cuset_split_regex[];
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int cuset__g2_err(char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 // ---- files ------------------------------------------------------------------------------
 
 // A whole file, read-only, mapped (empty files give data NULL, size 0).
@@ -119,13 +109,13 @@ static int cuset__g2_map(const char *path, cuset__g2_file *f, char *err, size_t 
     if (fd < 0 || fstat(fd, &st) != 0) {
         int e = errno;
         if (fd >= 0) close(fd);
-        return cuset__g2_err(err, errlen, "%s: cannot open: %s", path, strerror(e));
+        return cuset__err(err, errlen, "%s: cannot open: %s", path, strerror(e));
     }
-    if (S_ISDIR(st.st_mode)) { close(fd); return cuset__g2_err(err, errlen, "%s: is a directory", path); }
+    if (S_ISDIR(st.st_mode)) { close(fd); return cuset__err(err, errlen, "%s: is a directory", path); }
     f->size = (size_t)st.st_size;
     if (f->size) {
         void *p = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (p == MAP_FAILED) { close(fd); return cuset__g2_err(err, errlen, "%s: cannot map: %s", path, strerror(errno)); }
+        if (p == MAP_FAILED) { close(fd); return cuset__err(err, errlen, "%s: cannot map: %s", path, strerror(errno)); }
         f->data = (const unsigned char *)p;
     }
     close(fd);
@@ -291,7 +281,7 @@ static int cuset__g2_json_parse(cuset__g2_json *j, const char *s, size_t n, cons
     cuset__g2_ws(j);
     if (rc == 0 && j->p != j->e) { j->why = "trailing characters"; rc = -1; }
     if (rc != 0) {
-        int r = cuset__g2_err(err, errlen, "%s: not valid JSON at byte %ld: %s", name, (long)(j->p - s), j->why);
+        int r = cuset__err(err, errlen, "%s: not valid JSON at byte %ld: %s", name, (long)(j->p - s), j->why);
         cuset__g2_json_free(j);
         return r;
     }
@@ -379,8 +369,8 @@ static int cuset__g2_st_open(cuset__g2_st *st, const char *path, char *err, size
     if (size >= 8) for (int i = 7; i >= 0; i--) hlen = hlen << 8 | d[i];
     if (size < 8 || hlen > size - 8 || hlen > (100u << 20)) {
         cuset__g2_st_close(st);
-        return cuset__g2_err(err, errlen, "%s: truncated or not safetensors: %zu bytes, header length %llu", path, size,
-                             (unsigned long long)hlen);
+        return cuset__err(err, errlen, "%s: truncated or not safetensors: %zu bytes, header length %llu", path, size,
+                          (unsigned long long)hlen);
     }
     if (cuset__g2_json_parse(&st->json, (const char *)d + 8, hlen, path, err, errlen) != 0) {
         cuset__g2_unmap(&st->file);
@@ -445,7 +435,7 @@ static int cuset__g2_st_open(cuset__g2_st *st, const char *path, char *err, size
     }
     if (why[0]) {
         cuset__g2_st_close(st);
-        return cuset__g2_err(err, errlen, "%s: %s", path, why);
+        return cuset__err(err, errlen, "%s: %s", path, why);
     }
     return 0;
 }
@@ -482,14 +472,14 @@ static int cuset__g2_st_read(cuset__g2_st *st, const char *name, int64_t rows, i
                              char *err, size_t errlen) {
     cuset__g2_tensor *t = NULL;
     for (ptrdiff_t i = 0; i < arrlen(st->t); i++) if (!strcmp(st->t[i].name, name)) t = &st->t[i];
-    if (!t) return cuset__g2_err(err, errlen, "%s: tensor %s is missing", st->path, name);
+    if (!t) return cuset__err(err, errlen, "%s: tensor %s is missing", st->path, name);
     int ndim = cols ? 2 : 1;
     if (t->ndim != ndim || t->shape[0] != rows || (cols && t->shape[1] != cols)) {
         char got[128] = "";
         for (int k = 0; k < t->ndim; k++)
             snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", k ? ", " : "", (long long)t->shape[k]);
-        return cuset__g2_err(err, errlen, "%s: tensor %s has shape (%s), the config needs (%lld%s%.0lld)", st->path, name,
-                             got, (long long)rows, cols ? ", " : "", (long long)cols);
+        return cuset__err(err, errlen, "%s: tensor %s has shape (%s), the config needs (%lld%s%.0lld)", st->path, name,
+                          got, (long long)rows, cols ? ", " : "", (long long)cols);
     }
     t->used = 1;
     if (!cols) cols = 1;
@@ -555,14 +545,14 @@ static int cuset__g2_read_config(const char *dir, CusetConfig *cfg, char *err, s
             snprintf(why, sizeof why, "%s must be false", must_false[i]);
     }
     cuset__g2_json_free(&j);
-    if (why[0]) return cuset__g2_err(err, errlen, "%s: %s", path, why);
+    if (why[0]) return cuset__err(err, errlen, "%s: %s", path, why);
     cfg->vocab_size = v[0];
     cfg->padded_vocab_size = cuset_pad_vocab(v[0]);
     cfg->max_seq_len = v[1];
     cfg->n_layer = v[2];
     cfg->n_head = v[3];
     cfg->n_embd = v[4];
-    if (cuset_config_check(cfg, why, sizeof why) != 0) return cuset__g2_err(err, errlen, "%s: %s", path, why);
+    if (cuset_config_check(cfg, why, sizeof why) != 0) return cuset__err(err, errlen, "%s: %s", path, why);
     return 0;
 }
 
@@ -573,9 +563,9 @@ static int cuset__g2_load_hf(const char *dir, CusetGPT *m, char *err, size_t err
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (!cuset__g2_exists(path)) {
         snprintf(name, sizeof name, "%s/model.safetensors.index.json", dir);
-        return cuset__g2_err(err, errlen, "%s: missing%s; only one model.safetensors file is read (convert "
-                             "pytorch_model.bin with safetensors' convert script or save_pretrained)", path,
-                             cuset__g2_exists(name) ? " (the model is sharded)" : "");
+        return cuset__err(err, errlen, "%s: missing%s; only one model.safetensors file is read (convert "
+                          "pytorch_model.bin with safetensors' convert script or save_pretrained)", path,
+                          cuset__g2_exists(name) ? " (the model is sharded)" : "");
     }
     cuset__g2_st st;
     if (cuset__g2_st_open(&st, path, err, errlen) != 0) return -1;
@@ -609,11 +599,11 @@ static int cuset__g2_load_hf(const char *dir, CusetGPT *m, char *err, size_t err
         if (!strcmp(t->name, "lm_head.weight") && t->ndim == 2 && t->shape[0] == V && t->shape[1] == C) {
             for (size_t e = 0; e < (size_t)(V * C) && !rc; e++)
                 if (cuset__g2_st_at(t, e) != p.wte[e])
-                    rc = cuset__g2_err(err, errlen, "%s: lm_head.weight differs from wte.weight: only tied heads are "
-                                       "supported", path);
+                    rc = cuset__err(err, errlen, "%s: lm_head.weight differs from wte.weight: only tied heads are "
+                                    "supported", path);
             continue;
         }
-        rc = cuset__g2_err(err, errlen, "%s: unexpected tensor %s (not part of GPT-2's architecture)", path, t->name);
+        rc = cuset__err(err, errlen, "%s: unexpected tensor %s (not part of GPT-2's architecture)", path, t->name);
     }
     cuset__g2_st_close(&st);
     if (rc) cuset_gpt_free(m);
@@ -648,7 +638,7 @@ static int cuset__g2_load_llmc(const char *path, CusetGPT *m, char *err, size_t 
             cuset_gpt_free(m);
         }
     }
-    if (why[0]) { cuset__g2_unmap(&f); return cuset__g2_err(err, errlen, "%s: %s", path, why); }
+    if (why[0]) { cuset__g2_unmap(&f); return cuset__err(err, errlen, "%s: %s", path, why); }
     cuset__g2_tensor t = {0};
     t.dtype = esize == 2 ? CUSET__ST_BF16 : CUSET__ST_F32;
     t.data = f.data + sizeof h;
@@ -739,7 +729,7 @@ typedef struct { char *key; int value; } cuset__g2_strmap; // stb_ds string map:
 // (tokenizer.json's added_tokens, or -1); *map receives text -> id for the merges.
 static int cuset__g2_read_vocab(cuset__g2_vocab *v, const cuset__g2_json *j, int vocab, int added, cuset__g2_strmap **map,
                                 const char *where, char *err, size_t errlen) {
-    if (vocab < 0 || j->n[vocab].type != CUSET__J_OBJ) return cuset__g2_err(err, errlen, "%s: no vocabulary object", where);
+    if (vocab < 0 || j->n[vocab].type != CUSET__J_OBJ) return cuset__err(err, errlen, "%s: no vocabulary object", where);
     int V = 0;
     const char **text = NULL; // stb_ds, by id
     unsigned char *is_added = NULL;
@@ -752,14 +742,14 @@ static int cuset__g2_read_vocab(cuset__g2_vocab *v, const cuset__g2_json *j, int
             double id = idn >= 0 && j->n[idn].type == CUSET__J_NUM ? j->n[idn].num : -1;
             if (!s || id < 0 || id >= CUSET_TOK_MAX_VOCAB || id != (int)id) {
                 arrfree(text); arrfree(is_added);
-                return cuset__g2_err(err, errlen, "%s: %s entry \"%s\" has no valid id", where, pass ? "added token" : "vocabulary",
-                                     s ? s : "?");
+                return cuset__err(err, errlen, "%s: %s entry \"%s\" has no valid id", where, pass ? "added token" : "vocabulary",
+                                  s ? s : "?");
             }
             while (V <= (int)id) { arrput(text, NULL); arrput(is_added, 0); V++; }
             if (text[(int)id] && !pass) {
                 int d = (int)id;
                 arrfree(text); arrfree(is_added);
-                return cuset__g2_err(err, errlen, "%s: id %d is given to two vocabulary entries", where, d);
+                return cuset__err(err, errlen, "%s: id %d is given to two vocabulary entries", where, d);
             }
             text[(int)id] = s;
             is_added[(int)id] |= (unsigned char)(pass || cuset__g2_special_id((const unsigned char *)s, strlen(s)) >= 0);
@@ -771,11 +761,11 @@ static int cuset__g2_read_vocab(cuset__g2_vocab *v, const cuset__g2_json *j, int
     arrput(v->offset, 0);
     for (int id = 0; id < V && !rc; id++) {
         uint32_t bad;
-        if (!text[id]) rc = cuset__g2_err(err, errlen, "%s: no token has id %d (ids must be 0..%d without gaps)", where, id, V - 1);
+        if (!text[id]) rc = cuset__err(err, errlen, "%s: no token has id %d (ids must be 0..%d without gaps)", where, id, V - 1);
         else if (is_added[id]) memcpy(arraddnptr(v->bytes, strlen(text[id])), text[id], strlen(text[id]));
         else if (cuset__g2_from_chars(text[id], to_byte, &v->bytes, &bad) != 0)
-            rc = cuset__g2_err(err, errlen, "%s: vocabulary entry %d \"%s\" is not byte-level (character U+%04X): not a "
-                               "GPT-2-style byte-level BPE", where, id, text[id], bad);
+            rc = cuset__err(err, errlen, "%s: vocabulary entry %d \"%s\" is not byte-level (character U+%04X): not a "
+                            "GPT-2-style byte-level BPE", where, id, text[id], bad);
         arrput(v->offset, (unsigned)arrlenu(v->bytes));
         arrput(v->added, is_added[id]);
     }
@@ -790,8 +780,8 @@ static int cuset__g2_merge(cuset__g2_vocab *v, cuset__g2_strmap *map, const char
     snprintf(buf, sizeof buf, "%s%s", a, b);
     int ia = (int)shgeti(map, (char *)a), ib = (int)shgeti(map, (char *)b), im = (int)shgeti(map, buf);
     if (ia < 0 || ib < 0 || im < 0)
-        return cuset__g2_err(err, errlen, "%s: merge %d (\"%s\" \"%s\") names a token that is not in the vocabulary", where,
-                             rank, a, b);
+        return cuset__err(err, errlen, "%s: merge %d (\"%s\" \"%s\") names a token that is not in the vocabulary", where,
+                          rank, a, b);
     int r[3] = {map[ia].value, map[ib].value, map[im].value};
     memcpy(arraddnptr(v->merges, 3), r, sizeof r);
     return 0;
@@ -844,7 +834,7 @@ static int cuset__g2_load_json(cuset__g2_vocab *v, const char *path, char *err, 
     else if ((v->split = cuset__g2_pretokenizer(&j, cuset__g2_jget(&j, 0, "pre_tokenizer"), why, sizeof why)) < 0) {}
     else if ((sub && sub[0]) || (eow && eow[0]))
         snprintf(why, sizeof why, "continuing_subword_prefix or end_of_word_suffix is not supported");
-    if (why[0]) { cuset__g2_json_free(&j); return cuset__g2_err(err, errlen, "%s: %s", path, why); }
+    if (why[0]) { cuset__g2_json_free(&j); return cuset__err(err, errlen, "%s: %s", path, why); }
     cuset__g2_strmap *map = NULL;
     rc = cuset__g2_read_vocab(v, &j, cuset__g2_jget(&j, model, "vocab"), cuset__g2_jget(&j, 0, "added_tokens"), &map, path,
                               err, errlen);
@@ -861,7 +851,7 @@ static int cuset__g2_load_json(cuset__g2_vocab *v, const char *path, char *err, 
             a = cuset__g2_jstr(&j, c + 1);
             b = cuset__g2_jstr(&j, j.n[c + 1].end);
         }
-        if (!a || !b) rc = cuset__g2_err(err, errlen, "%s: merge %d is neither \"a b\" nor [\"a\", \"b\"]", path, rank);
+        if (!a || !b) rc = cuset__err(err, errlen, "%s: merge %d is neither \"a b\" nor [\"a\", \"b\"]", path, rank);
         else rc = cuset__g2_merge(v, map, a, b, rank, path, err, errlen);
     }
     shfree(map);
@@ -897,7 +887,7 @@ static int cuset__g2_load_vocab_merges(cuset__g2_vocab *v, const char *dir, char
         p = nl + 1;
         if (!n || !strncmp(buf, "#version", 8)) continue;
         char *sp = strchr(buf, ' ');
-        if (!sp || strchr(sp + 1, ' ')) { rc = cuset__g2_err(err, errlen, "%s:%d: not \"a b\"", mpath, line); break; }
+        if (!sp || strchr(sp + 1, ' ')) { rc = cuset__err(err, errlen, "%s:%d: not \"a b\"", mpath, line); break; }
         *sp = 0;
         rc = cuset__g2_merge(v, map, buf, sp + 1, rank++, mpath, err, errlen);
     }
@@ -933,7 +923,7 @@ static int cuset__g2_load_llmc_tok(cuset__g2_vocab *v, const char *path, char *e
     }
     if (!why[0] && at != f.size) snprintf(why, sizeof why, "%zu trailing bytes", f.size - at);
     cuset__g2_unmap(&f);
-    return why[0] ? cuset__g2_err(err, errlen, "%s: %s", path, why) : 0;
+    return why[0] ? cuset__err(err, errlen, "%s: %s", path, why) : 0;
 }
 
 // Builds our tokenizer from v: byte b is id b, the added tokens <|prompt|>, <|target|>,
@@ -952,17 +942,17 @@ static int cuset__g2_convert(const cuset__g2_vocab *v, CusetTokenizer *tk, int *
         const unsigned char *p = cuset__g2_token(v, id, &len);
         perm[id] = v->added[id] ? cuset__g2_special_id(p, len) : len == 1 ? p[0] : -1;
         if (v->added[id] && perm[id] < 0)
-            return cuset__g2_err(err, errlen, "%s: added token \"%.*s\" (id %d) is not supported (only <|endoftext|>, "
-                                 "<|prompt|>, <|target|>)", where, (int)len, (const char *)p, id);
+            return cuset__err(err, errlen, "%s: added token \"%.*s\" (id %d) is not supported (only <|endoftext|>, "
+                              "<|prompt|>, <|target|>)", where, (int)len, (const char *)p, id);
     }
     int seen[CUSET_TOK_FIRST_MERGE] = {0};
     for (int id = 0; id < n && !rc; id++)
         if (perm[id] >= 0 && seen[perm[id]]++)
-            rc = cuset__g2_err(err, errlen, "%s: token %d is byte or special %d a second time", where, id, perm[id]);
+            rc = cuset__err(err, errlen, "%s: token %d is byte or special %d a second time", where, id, perm[id]);
     for (int b = 0; b < CUSET_TOK_NBYTES && !rc; b++)
         if (!seen[b])
-            rc = cuset__g2_err(err, errlen, "%s: no token for byte 0x%02x: a byte-level BPE needs all 256 bytes (train it "
-                               "with the ByteLevel alphabet as initial_alphabet)", where, b);
+            rc = cuset__err(err, errlen, "%s: no token for byte 0x%02x: a byte-level BPE needs all 256 bytes (train it "
+                            "with the ByteLevel alphabet as initial_alphabet)", where, b);
     int *ids = NULL;
     for (int k = 0, id = 0; !rc && (nm ? k < nm : id < n); k++, id++) {
         int a, b, made;
@@ -979,11 +969,11 @@ static int cuset__g2_convert(const cuset__g2_vocab *v, CusetTokenizer *tk, int *
         }
         size_t la, lb;
         if (a < 0 || b < 0 || perm[made] >= 0)
-            rc = cuset__g2_err(err, errlen, "%s: token %d is not the merge of two earlier tokens (merge %d)", where, made, k);
+            rc = cuset__err(err, errlen, "%s: token %d is not the merge of two earlier tokens (merge %d)", where, made, k);
         else if (cuset__tok_rank(tk, a, b) != INT_MAX)
-            rc = cuset__g2_err(err, errlen, "%s: merge %d repeats the pair (%d, %d)", where, k, a, b);
+            rc = cuset__err(err, errlen, "%s: merge %d repeats the pair (%d, %d)", where, k, a, b);
         else if (cuset_tok_bytes(tk, a, &la), cuset_tok_bytes(tk, b, &lb), la + lb > max_token)
-            rc = cuset__g2_err(err, errlen, "%s: token %d has %zu bytes, more than %zu", where, made, la + lb, max_token);
+            rc = cuset__err(err, errlen, "%s: token %d has %zu bytes, more than %zu", where, made, la + lb, max_token);
         else {
             perm[made] = tk->vocab_size;
             cuset__tok_add_merge(tk, a, b);
@@ -991,7 +981,7 @@ static int cuset__g2_convert(const cuset__g2_vocab *v, CusetTokenizer *tk, int *
     }
     arrfree(ids);
     for (int id = 0; id < n && !rc; id++)
-        if (perm[id] < 0) rc = cuset__g2_err(err, errlen, "%s: token %d is made by no merge", where, id);
+        if (perm[id] < 0) rc = cuset__err(err, errlen, "%s: token %d is made by no merge", where, id);
     if (rc) cuset_tok_free(tk);
     return rc;
 }
@@ -1046,8 +1036,8 @@ int cuset_gpt2_import(const char *path, const char *tok_path, CusetGPT *m, Cuset
     if (n > src.cfg.vocab_size) {
         int mv = src.cfg.vocab_size;
         cuset_tok_free(&t); free(perm); cuset_gpt_free(&src);
-        return cuset__g2_err(err, errlen, "%s: the tokenizer has %d ids but the model %s only %d: they do not belong "
-                             "together", tok_path, n, path, mv);
+        return cuset__err(err, errlen, "%s: the tokenizer has %d ids but the model %s only %d: they do not belong "
+                          "together", tok_path, n, path, mv);
     }
     // the model in our ids: row perm[i] is the file's row i; specials the file lacks get
     // the mean of the rows (a neutral start that fine-tuning moves)
@@ -1083,13 +1073,13 @@ static int cuset__g2_write(const char *dir, const char *name, const void *data, 
     snprintf(path, sizeof path, "%s/%s", dir, name);
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
     FILE *f = fopen(tmp, "wb");
-    if (!f) return cuset__g2_err(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
+    if (!f) return cuset__err(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
     int ok = fwrite(data, 1, n, f) == n;
     ok = (fclose(f) == 0) && ok;
     if (!ok || rename(tmp, path) != 0) {
         int e = errno;
         remove(tmp);
-        return cuset__g2_err(err, errlen, "%s: write failed: %s", path, strerror(e));
+        return cuset__err(err, errlen, "%s: write failed: %s", path, strerror(e));
     }
     return 0;
 }
@@ -1175,8 +1165,8 @@ static int cuset__g2_export_tokenizer(const char *dir, const CusetTokenizer *tk,
         }
         arrput(text[id], 0);
         if (shgeti(seen, text[id]) >= 0)
-            rc = cuset__g2_err(err, errlen, "%s: ids %d and %d have the same bytes \"%s\"; tokenizer.json cannot tell them "
-                               "apart", dir, shget(seen, text[id]), id, text[id]);
+            rc = cuset__err(err, errlen, "%s: ids %d and %d have the same bytes \"%s\"; tokenizer.json cannot tell them "
+                            "apart", dir, shget(seen, text[id]), id, text[id]);
         shput(seen, text[id], id);
     }
     char *j = NULL;
@@ -1231,8 +1221,8 @@ static int cuset__g2_export_tokenizer(const char *dir, const CusetTokenizer *tk,
 int cuset_gpt2_export(const char *dir, const CusetGPT *m, const CusetTokenizer *tk, char *err, size_t errlen) {
     const CusetConfig *c = &m->cfg;
     if (tk->vocab_size > c->vocab_size)
-        return cuset__g2_err(err, errlen, "export: the tokenizer has %d ids, the model only %d", tk->vocab_size, c->vocab_size);
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) return cuset__g2_err(err, errlen, "%s: cannot create: %s", dir, strerror(errno));
+        return cuset__err(err, errlen, "export: the tokenizer has %d ids, the model only %d", tk->vocab_size, c->vocab_size);
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) return cuset__err(err, errlen, "%s: cannot create: %s", dir, strerror(errno));
     char *j = NULL;
     cuset__g2_printf(&j, "{\"architectures\":[\"GPT2LMHeadModel\"],\"model_type\":\"gpt2\",\"vocab_size\":%d,"
                      "\"n_positions\":%d,\"n_ctx\":%d,\"n_embd\":%d,\"n_layer\":%d,\"n_head\":%d,\"n_inner\":null,"
