@@ -13,7 +13,12 @@
      data/corpus --compare against the expected outputs; one JSON line per program and a
      report of compilation and functional pass@k, outcomes and pass@1 per family. Every
      compilation, run and comparison happens in the sandbox of emu/sandbox.h (bubblewrap),
-     or, where there is none, not at all unless o->unsafe_no_sandbox says so.
+     or, where there is none, not at all unless o->unsafe_no_sandbox says so;
+   - its command line: cuset_eval_option reads gen's --eval flags into CusetEvalOpts,
+     cuset_eval_usage is their part of gen --help.
+   Errors: the library functions return -1 with the message in err (cuset__err of
+   cuset.h); cuset_eval_main, a driver like a main, exits with "gen: ..." on bad options
+   or input (cuset__eval_fail).
 
    stb style: include it anywhere for the declarations; in exactly one C file write
        #define CUSET_EVAL_IMPLEMENTATION
@@ -102,7 +107,7 @@ char *cuset_file_head(const char *path, int max_lines, char *buf, size_t cap);
 
 
 // ---------------------------------------------------------------------------------------
-// The harness (gen --eval). Options, as gen's flags give them (gen --help documents each).
+// The harness (gen --eval). Options, as gen's flags give them (cuset_eval_usage documents each).
 typedef struct {
     const char *tasks_path, *programs_path, *results_path, *corpus, *emu, *nvcc, *runner, *k_list;
     int samples, first, count, keep_dirs;
@@ -113,6 +118,15 @@ typedef struct {
     const char *cache_dir; // results kept by task and program text, reused on a rerun (NULL: none)
     const char *summary_path; // the numbers of the report as one JSON object (NULL: none)
 } CusetEvalOpts;
+// The options' defaults (gen --help gives them).
+CusetEvalOpts cuset_eval_defaults(void);
+// Reads one of the harness's flags into o: flag is an argument, value the one after it
+// (NULL when there is none). Returns how many arguments it took (1: a switch such as
+// --keep-dirs, 2: a flag and its value), 0 when flag is not the harness's, or -1 with a
+// message in err for a missing or bad value.
+int cuset_eval_option(CusetEvalOpts *o, const char *flag, const char *value, char *err, size_t errlen);
+// The part of gen --help on --eval: what the harness does and each of its options.
+extern const char cuset_eval_usage[];
 
 // Where programs come from when there is no --programs file: a model. open is called once,
 // after the options and tasks are checked (return non-zero to stop: the harness returns 1);
@@ -172,14 +186,90 @@ int cuset_eval_main(const CusetEvalOpts *o, const CusetEvalSampler *sampler);
 #define CUSET_SANDBOX_IMPLEMENTATION
 #include "sandbox.h"
 
-static int cuset__eval_err(char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
+// ---- the options, as gen's flags ------------------------------------------------------------
+
+const char cuset_eval_usage[] =
+    "\n"
+    "usage: gen --model FILE --eval TASKS.jsonl [options]      sample programs and test them\n"
+    "       gen --eval TASKS.jsonl --programs PROGS.jsonl [options]   test given programs\n"
+    "Compiles (nvcc -arch=sm_90, when nvcc is on the PATH or in /usr/local/cuda/bin) and runs\n"
+    "(on the GPU, or without one under the CPU emulator emu/nvcc-emu) each program of each task\n"
+    "of a corpus split file (DIR/test.jsonl from make data), compares its outputs with\n"
+    "data/corpus --compare, and reports compilation and functional pass@k (the unbiased\n"
+    "estimator, averaged over tasks), the outcomes (pass, compile_error, unsupported, crash,\n"
+    "timeout, wrong_answer, error) and functional pass@1 per family.\n"
+    "  --eval TASKS.jsonl    the tasks: a corpus split file DIR/{train,val,test}.jsonl\n"
+    "  --programs FILE       programs to test instead of sampling: {\"index\": K, \"program\": \"...\"}\n"
+    "                        per line, K the task's line in TASKS.jsonl (from 0), any number per task\n"
+    "  --k LIST              the k of pass@k                               [1,3]\n"
+    "  --samples N           programs sampled per task (<= 1000)           [largest k]\n"
+    "  --first I, --count C  the tasks I .. I+C-1                          [all]\n"
+    "  --max-tokens N        most tokens per program           [to the end of the context]\n"
+    "  --temperature, --top-k, --top-p, --seed  as above; sample s of task K uses the seed\n"
+    "                        SEED + 1000 K + s, so gen --prompt-jsonl TASKS --index K --seed\n"
+    "                        (that seed) --max-tokens (the same) writes that program again\n"
+    "  --results FILE        one JSON line per program (status, compiler or program errors,\n"
+    "                        the program)                   [MODEL.eval.jsonl, PROGS.eval.jsonl]\n"
+    "  --timeout SEC         wall-clock limit of each run                  [30]\n"
+    "  --compile-timeout SEC wall-clock limit of each compilation          [120]\n"
+    "  --disk-limit MIB      what each compilation or run may take of the disk: it is stopped\n"
+    "                        when the disk's free space falls by more while it runs   [1024]\n"
+    "  --runner auto|gpu|emu where programs run: auto = the GPU when nvidia-smi -L works [auto]\n"
+    "  --corpus PATH         the corpus program        [data/corpus beside the gen binary]\n"
+    "  --emu PATH            the emulator's compiler   [emu/nvcc-emu beside the gen binary]\n"
+    "  --nvcc PATH|none      the CUDA compiler; none: the emulator's build is the compilation\n"
+    "                        check                      [nvcc on the PATH, /usr/local/cuda/bin]\n"
+    "  --jobs N              programs compiled and run at once                [1]\n"
+    "  --cache DIR           keep each result in DIR, keyed by the task, the program's text and\n"
+    "                        how it is built and run; a program met again is not rerun\n"
+    "  --summary FILE        the numbers as JSON: pass@k overall, for seen and held-out parameter\n"
+    "                        combinations, per family and per task\n"
+    "  --keep-dirs           keep the work directories ($TMPDIR/cuset_eval.XXXXXX) for a look\n"
+    "  --unsafe-no-sandbox   compile and run the programs WITHOUT ISOLATION, with your user's\n"
+    "                        rights over your files, processes and network (for a machine\n"
+    "                        where bubblewrap cannot make a sandbox)\n"
+    "The report goes to stdout, progress to stderr. Each compilation and run happens in a\n"
+    "sandbox (emu/sandbox.h: bubblewrap; only its private directory writable, the system\n"
+    "read-only, the rest of the file system hidden, no network, its own PID namespace, not\n"
+    "root), with stdin from /dev/null, its output in files, and limits on time, CPU time,\n"
+    "processes (256), file size (256 MiB), memory (8 GiB, emulator only), open files and disk.\n"
+    "Without a working bubblewrap gen refuses to run programs unless --unsafe-no-sandbox.\n";
+
+CusetEvalOpts cuset_eval_defaults(void) {
+    CusetEvalOpts o = {.k_list = "1,3", .runner = "auto", .timeout = 30, .compile_timeout = 120, .disk_mib = 1024};
+    return o;
+}
+
+int cuset_eval_option(CusetEvalOpts *o, const char *flag, const char *value, char *err, size_t errlen) {
+    if (!strcmp(flag, "--keep-dirs")) return o->keep_dirs = 1;
+    if (!strcmp(flag, "--unsafe-no-sandbox")) return o->unsafe_no_sandbox = 1;
+    const struct { const char *flag; const char **to; } texts[] = {
+        {"--eval", &o->tasks_path}, {"--programs", &o->programs_path}, {"--results", &o->results_path},
+        {"--k", &o->k_list}, {"--runner", &o->runner}, {"--corpus", &o->corpus}, {"--emu", &o->emu},
+        {"--nvcc", &o->nvcc}, {"--cache", &o->cache_dir}, {"--summary", &o->summary_path}};
+    const struct { const char *flag; int *to_int; double *to, lo, hi; } numbers[] = {
+        {"--samples", &o->samples, NULL, 1, 1000}, {"--first", &o->first, NULL, 0, 1e9},
+        {"--count", &o->count, NULL, 1, 1e9}, {"--jobs", &o->jobs, NULL, 1, 256},
+        {"--timeout", NULL, &o->timeout, 0.01, 86400}, {"--compile-timeout", NULL, &o->compile_timeout, 1, 86400},
+        {"--disk-limit", NULL, &o->disk_mib, 1, 1 << 24}};
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        if (strcmp(flag, texts[i].flag)) continue;
+        if (!value) return cuset__err(err, errlen, "missing value for %s", flag);
+        *texts[i].to = value;
+        return 2;
     }
-    return -1;
+    for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++) {
+        if (strcmp(flag, numbers[i].flag)) continue;
+        if (!value) return cuset__err(err, errlen, "missing value for %s", flag);
+        char *end;
+        double x = strtod(value, &end);
+        if (!*value || *end || !(x >= numbers[i].lo && x <= numbers[i].hi))
+            return cuset__err(err, errlen, "%s expects a number in [%g, %g], got '%s'", flag, numbers[i].lo,
+                              numbers[i].hi, value);
+        if (numbers[i].to_int) *numbers[i].to_int = (int)x; else *numbers[i].to = x;
+        return 2;
+    }
+    return 0;
 }
 
 // ---- pass@k and the runner ------------------------------------------------------------------
@@ -215,6 +305,7 @@ typedef struct { int step, err; } cuset__child_fail;
 static const char *const cuset__child_steps[] = {"start", "open /dev/null", "open", "open", "chdir to", "setrlimit",
                                                   "exec"};
 
+__attribute__((noreturn))
 static void cuset__child_exit(int fd, int step) {
     cuset__child_fail f = {step, errno};
     ssize_t w = write(fd, &f, sizeof f);
@@ -256,6 +347,69 @@ static uint64_t cuset__disk_free(const char *dir) {
     return (uint64_t)v.f_bavail * v.f_frsize + (uint64_t)v.f_favail * 4096;
 }
 
+// The child of cuset_run_limited_ex: its own process group, default signals, stdin from
+// /dev/null, stdout/stderr to the files, the directory, the limits, then exec. What fails
+// is reported through wfd (cuset__child_exit). Never returns.
+__attribute__((noreturn))
+static void cuset__run_child(const char *prog, char *const argv[], const char *dir, const char *out_path,
+                             const char *err_path, const CusetRunLimits *lim, int wfd, long open_max) {
+    setpgid(0, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (int s = 1; s < 32; s++) if (s != SIGKILL && s != SIGSTOP) sigaction(s, &dfl, NULL);
+    int in = open("/dev/null", O_RDONLY);
+    if (in < 0) cuset__child_exit(wfd, 1);
+    int out = open(out_path ? out_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (out < 0) cuset__child_exit(wfd, 2);
+    int err = open(err_path ? err_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (err < 0) cuset__child_exit(wfd, 3);
+    if (dir && chdir(dir)) cuset__child_exit(wfd, 4);
+    if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) cuset__child_exit(wfd, 1);
+    if (lim) {
+        if (lim->cpu_s > 0) cuset__setlimit(wfd, RLIMIT_CPU, (uint64_t)ceil(lim->cpu_s));
+        if (lim->file_bytes) cuset__setlimit(wfd, RLIMIT_FSIZE, lim->file_bytes);
+        if (lim->as_bytes) cuset__setlimit(wfd, RLIMIT_AS, lim->as_bytes);
+        if (lim->nofile > 0) cuset__setlimit(wfd, RLIMIT_NOFILE, (uint64_t)lim->nofile);
+    }
+    cuset__setlimit(wfd, RLIMIT_CORE, 0);
+    for (int fd = 3; fd < open_max; fd++) if (fd != wfd) close(fd); // nothing of the parent's leaks
+    execv(prog, argv);
+    cuset__child_exit(wfd, 6);
+}
+
+// Waits, polling, until child pid ends, the time is up or it has written too much to the
+// disk (then its group is killed and r says which); polls often at first, so short runs are
+// timed precisely. Returns its wait status.
+static int cuset__run_wait(pid_t pid, const char *dir, double timeout_s, const CusetRunLimits *lim, double t0,
+                           CusetRunResult *r) {
+    int st = 0;
+    uint64_t free0 = lim && lim->disk_bytes ? cuset__disk_free(dir) : 0;
+    long nap_ns = 200000;
+    for (;;) {
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid) break;
+        if (w < 0 && errno != EINTR) break; // cannot happen for our own child
+        int late = timeout_s > 0 && cuset_time() - t0 >= timeout_s;
+        int full = free0 && cuset__disk_free(dir) + lim->disk_bytes < free0;
+        if (late || full) {
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+            r->timed_out = late;
+            r->disk_full = full && !late;
+            break;
+        }
+        struct timespec ts = {0, nap_ns};
+        nanosleep(&ts, NULL);
+        if (nap_ns < 20000000) nap_ns *= 2;
+    }
+    return st;
+}
+
 int cuset_run_limited_ex(char *const argv[], const char *dir, double timeout_s, const char *out_path,
                          const char *err_path, const CusetRunLimits *lim, CusetRunResult *r) {
     memset(r, 0, sizeof *r);
@@ -281,35 +435,7 @@ int cuset_run_limited_ex(char *const argv[], const char *dir, double timeout_s, 
         close(fds[0]); close(fds[1]);
         return r->status;
     }
-    if (pid == 0) { // the child: its own group, files, directory, limits, then exec
-        int wfd = fds[1];
-        setpgid(0, 0);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof dfl);
-        dfl.sa_handler = SIG_DFL;
-        for (int s = 1; s < 32; s++) if (s != SIGKILL && s != SIGSTOP) sigaction(s, &dfl, NULL);
-        int in = open("/dev/null", O_RDONLY);
-        if (in < 0) cuset__child_exit(wfd, 1);
-        int out = open(out_path ? out_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (out < 0) cuset__child_exit(wfd, 2);
-        int err = open(err_path ? err_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (err < 0) cuset__child_exit(wfd, 3);
-        if (dir && chdir(dir)) cuset__child_exit(wfd, 4);
-        if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) cuset__child_exit(wfd, 1);
-        if (lim) {
-            if (lim->cpu_s > 0) cuset__setlimit(wfd, RLIMIT_CPU, (uint64_t)ceil(lim->cpu_s));
-            if (lim->file_bytes) cuset__setlimit(wfd, RLIMIT_FSIZE, lim->file_bytes);
-            if (lim->as_bytes) cuset__setlimit(wfd, RLIMIT_AS, lim->as_bytes);
-            if (lim->nofile > 0) cuset__setlimit(wfd, RLIMIT_NOFILE, (uint64_t)lim->nofile);
-        }
-        cuset__setlimit(wfd, RLIMIT_CORE, 0);
-        for (int fd = 3; fd < open_max; fd++) if (fd != wfd) close(fd); // nothing of the parent's leaks
-        execv(prog, argv);
-        cuset__child_exit(wfd, 6);
-    }
+    if (pid == 0) cuset__run_child(prog, argv, dir, out_path, err_path, lim, fds[1], open_max);
     setpgid(pid, pid); // also here, so the group exists before we may have to kill it
     cuset_run_current_pgid = pid;
     close(fds[1]);
@@ -328,28 +454,7 @@ int cuset_run_limited_ex(char *const argv[], const char *dir, double timeout_s, 
         r->seconds = cuset_time() - t0;
         return r->status;
     }
-    // wait, polling, until it ends, the time is up or it has written too much; poll often
-    // at first so short runs are timed precisely
-    uint64_t free0 = lim && lim->disk_bytes ? cuset__disk_free(dir) : 0;
-    long nap_ns = 200000;
-    for (;;) {
-        pid_t w = waitpid(pid, &st, WNOHANG);
-        if (w == pid) break;
-        if (w < 0 && errno != EINTR) break; // cannot happen for our own child
-        int late = timeout_s > 0 && cuset_time() - t0 >= timeout_s;
-        int full = free0 && cuset__disk_free(dir) + lim->disk_bytes < free0;
-        if (late || full) {
-            kill(-pid, SIGKILL);
-            kill(pid, SIGKILL);
-            while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-            r->timed_out = late;
-            r->disk_full = full && !late;
-            break;
-        }
-        struct timespec ts = {0, nap_ns};
-        nanosleep(&ts, NULL);
-        if (nap_ns < 20000000) nap_ns *= 2;
-    }
+    st = cuset__run_wait(pid, dir, timeout_s, lim, t0, r);
     r->seconds = cuset_time() - t0;
     kill(-pid, SIGKILL); // whatever it left behind in its group
     cuset_run_current_pgid = 0;
@@ -367,7 +472,7 @@ char *cuset_make_temp_dir(const char *prefix, char *err, size_t errlen) {
     char *path = (char *)CUSET_CALLOC(cap, 1);
     snprintf(path, cap, "%s/%s.XXXXXX", base, prefix);
     if (!mkdtemp(path)) {
-        cuset__eval_err(err, errlen, "cannot make a temporary directory %s: %s", path, strerror(errno));
+        cuset__err(err, errlen, "cannot make a temporary directory %s: %s", path, strerror(errno));
         free(path);
         return NULL;
     }
@@ -398,11 +503,11 @@ int cuset_remove_tree(const char *path) {
 
 int cuset_write_file(const char *path, const void *data, size_t len, char *err, size_t errlen) {
     FILE *f = fopen(path, "wb");
-    if (!f) return cuset__eval_err(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+    if (!f) return cuset__err(err, errlen, "%s: cannot create: %s", path, strerror(errno));
     size_t put = len ? fwrite(data, 1, len, f) : 0;
     int bad = put != len;
     if (fclose(f)) bad = 1;
-    if (bad) return cuset__eval_err(err, errlen, "%s: write error: %s", path, strerror(errno));
+    if (bad) return cuset__err(err, errlen, "%s: write error: %s", path, strerror(errno));
     return 0;
 }
 
@@ -467,18 +572,52 @@ typedef struct {
     CusetSandbox sb; // where every compilation and run happens (sb.isolated 0: --unsafe-no-sandbox)
 } cuset__EvalEnv;
 
-static void cuset__eval_fail(const char *fmt, const char *a, const char *b) {
+// A bad option or input: "gen: " and the message on stderr, then exit 2 (the harness is a
+// driver, like a main; the library functions above return -1 with the message in err).
+static void cuset__eval_fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, CUSET_EVAL_WHO ": ");
-    fprintf(stderr, fmt, a, b);
+    vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n");
+    va_end(ap);
     exit(2);
 }
 
 // out = dir/name; a path longer than cap is an error.
 static char *cuset__eval_join(char *out, size_t cap, const char *dir, const char *name) {
     int n = snprintf(out, cap, "%s/%s", dir, name);
-    if (n < 0 || (size_t)n >= cap) { fprintf(stderr, CUSET_EVAL_WHO ": path too long: %s/%s\n", dir, name); exit(2); }
+    if (n < 0 || (size_t)n >= cap) cuset__eval_fail("path too long: %s/%s", dir, name);
     return out;
+}
+
+// ROOT/task-T: task t's files, materialized by data/corpus.
+static char *cuset__eval_task_dir(const cuset__EvalEnv *E, int t, char *out, size_t cap) {
+    char name[64];
+    snprintf(name, sizeof name, "task-%d", t);
+    return cuset__eval_join(out, cap, E->root, name);
+}
+
+// The compilation check, in words.
+static const char *cuset__eval_compiler(const cuset__EvalEnv *E) {
+    return E->have_nvcc ? "nvcc -arch=sm_90" : "none (no nvcc: the emulator's build is the compilation check)";
+}
+
+// A result before anything ran: nothing compiled, no exit code.
+static void cuset__eval_result_init(cuset__EvalResult *r) {
+    memset(r, 0, sizeof *r);
+    r->exit_code = -1;
+}
+
+// Gives res its verdict, status and detail (printf-style). Returns 0: nothing more to do.
+__attribute__((format(printf, 3, 4)))
+static int cuset__eval_verdict(cuset__EvalResult *res, int status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    res->status = status;
+    vsnprintf(res->detail, sizeof res->detail, fmt, ap);
+    va_end(ap);
+    return 0;
 }
 
 // DIR/NAME beside the gen binary (/proc/self/exe), e.g. data/corpus.
@@ -525,9 +664,9 @@ static cuset__EvalTask *cuset__eval_load_tasks(const char *path) {
     char err[600];
     unsigned char *buf;
     size_t len;
-    if (cuset_read_file(path, &buf, &len, err, sizeof err)) cuset__eval_fail("%s%s", err, "");
+    if (cuset_read_file(path, &buf, &len, err, sizeof err)) cuset__eval_fail("%s", err);
     CusetTextSample *s = NULL;
-    if (cuset_jsonl_parse((const char *)buf, len, path, &s, err, sizeof err)) cuset__eval_fail("%s%s", err, "");
+    if (cuset_jsonl_parse((const char *)buf, len, path, &s, err, sizeof err)) cuset__eval_fail("%s", err);
     cuset__EvalTask *tasks = NULL;
     size_t line_no = 0;
     for (size_t i = len >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3) ? 3 : 0; i < len;) { // after a byte order mark
@@ -543,13 +682,11 @@ static cuset__EvalTask *cuset__eval_load_tasks(const char *path) {
             char type = 0;
             int found = cuset_json_member((const char *)buf + i, j - i, path, line_no, "spec", &type, NULL, NULL, NULL,
                                           err, sizeof err);
-            if (found < 0) cuset__eval_fail("%s%s", err, "");
-            if (!found || type != 'o') {
-                fprintf(stderr, CUSET_EVAL_WHO ": %s:%zu: the task has no \"spec\" object: --eval needs a split file written by "
-                                "data/corpus (DIR/test.jsonl after make data), whose tasks carry their test spec\n",
-                        path, line_no);
-                exit(2);
-            }
+            if (found < 0) cuset__eval_fail("%s", err);
+            if (!found || type != 'o')
+                cuset__eval_fail("%s:%zu: the task has no \"spec\" object: --eval needs a split file written by "
+                                 "data/corpus (DIR/test.jsonl after make data), whose tasks carry their test spec",
+                                 path, line_no);
             cuset_json_member((const char *)buf + i, j - i, path, line_no, "id", &type, &task.id, NULL, NULL, err, sizeof err);
             cuset_json_member((const char *)buf + i, j - i, path, line_no, "family", &type, &task.family, NULL, NULL, err,
                               sizeof err);
@@ -573,7 +710,7 @@ static cuset__EvalProgram *cuset__eval_load_programs(const char *path, int ntask
     char err[600];
     unsigned char *buf;
     size_t len;
-    if (cuset_read_file(path, &buf, &len, err, sizeof err)) cuset__eval_fail("%s%s", err, "");
+    if (cuset_read_file(path, &buf, &len, err, sizeof err)) cuset__eval_fail("%s", err);
     cuset__EvalProgram *progs = NULL;
     int *per_task = (int *)calloc(ntasks, sizeof(int));
     size_t line_no = 0;
@@ -589,24 +726,19 @@ static cuset__EvalProgram *cuset__eval_load_programs(const char *path, int ntask
             double index = -1;
             cuset__EvalProgram p = {0};
             int found = cuset_json_member(line, j - i, path, line_no, "index", &type, NULL, NULL, &index, err, sizeof err);
-            if (found < 0) cuset__eval_fail("%s%s", err, "");
-            if (!found || type != 'n' || index != floor(index) || index < 0 || index >= ntasks) {
-                fprintf(stderr, CUSET_EVAL_WHO ": %s:%zu: \"index\" must be a task index in [0, %d) of the tasks file\n", path,
-                        line_no, ntasks);
-                exit(2);
-            }
+            if (found < 0) cuset__eval_fail("%s", err);
+            if (!found || type != 'n' || index != floor(index) || index < 0 || index >= ntasks)
+                cuset__eval_fail("%s:%zu: \"index\" must be a task index in [0, %d) of the tasks file", path, line_no,
+                                 ntasks);
             found = cuset_json_member(line, j - i, path, line_no, "program", &type, &p.text, &p.len, NULL, err, sizeof err);
-            if (found < 1 || type != 's') {
-                fprintf(stderr, CUSET_EVAL_WHO ": %s:%zu: every line needs a \"program\" string\n", path, line_no);
-                exit(2);
-            }
+            if (found < 1 || type != 's') cuset__eval_fail("%s:%zu: every line needs a \"program\" string", path, line_no);
             p.task = (int)index;
             p.sample = per_task[p.task]++;
             arrput(progs, p);
         }
         i = j + 1;
     }
-    if (!arrlen(progs)) cuset__eval_fail("%s: no programs (one {\"index\": K, \"program\": \"...\"} per line)%s", path, "");
+    if (!arrlen(progs)) cuset__eval_fail("%s: no programs (one {\"index\": K, \"program\": \"...\"} per line)", path);
     free(per_task);
     free(buf);
     return progs;
@@ -690,110 +822,119 @@ static int cuset__eval_copy_task_files(const char *taskdir, const char *dir, int
     return rc;
 }
 
-// One program: compile, run, compare. dir exists and is empty.
-static void cuset__eval_program(const cuset__EvalEnv *E, const char *taskdir, const char *dir, const char *text, size_t len,
-                         cuset__EvalResult *res) {
-    memset(res, 0, sizeof *res);
-    res->exit_code = -1;
-    res->compile_ok = 0;
-    char path[4200], err_path[4200], err[600];
+// The steps of one program's evaluation, in dir: each returns 1 when the program goes on
+// to the next step, 0 when res holds the verdict.
+
+// The compilation check: nvcc.
+static int cuset__eval_compile(const cuset__EvalEnv *E, const char *dir, cuset__EvalResult *res) {
+    char err_path[4200];
     CusetRunResult r;
-    double t0 = cuset_time();
-    cuset__eval_join(path, sizeof path, dir, "prog.cu");
-    if (cuset_write_file(path, text, len, err, sizeof err) || cuset__eval_copy_task_files(taskdir, dir, 0, err, sizeof err)) {
-        res->status = CUSET_EVAL_ERROR;
-        snprintf(res->detail, sizeof res->detail, "%s", err);
-        goto done;
+    char *argv[] = {(char *)E->nvcc, "-arch=sm_90", "-o", "prog", "prog.cu", NULL};
+    cuset__eval_run(E, argv, dir, "nvcc", 0, 0, &r, err_path, sizeof err_path);
+    if (r.status == CUSET_RUN_ERROR) return cuset__eval_verdict(res, CUSET_EVAL_ERROR, "%s", r.error);
+    if (r.status != CUSET_RUN_EXITED || r.exit_code != 0) {
+        if (r.timed_out)
+            return cuset__eval_verdict(res, CUSET_EVAL_COMPILE_ERROR, "nvcc did not finish in %g s", E->compile_timeout);
+        res->status = CUSET_EVAL_COMPILE_ERROR;
+        cuset__eval_head_or_line(err_path, " error", res->detail, sizeof res->detail);
+        return 0;
     }
-    // the compilation check: nvcc, when there is one
-    if (E->have_nvcc) {
-        char *argv[] = {(char *)E->nvcc, "-arch=sm_90", "-o", "prog", "prog.cu", NULL};
-        cuset__eval_run(E, argv, dir, "nvcc", 0, 0, &r, err_path, sizeof err_path);
-        if (r.status == CUSET_RUN_ERROR) { res->status = CUSET_EVAL_ERROR; snprintf(res->detail, sizeof res->detail, "%s", r.error); goto done; }
-        if (r.status != CUSET_RUN_EXITED || r.exit_code != 0) {
-            res->status = CUSET_EVAL_COMPILE_ERROR;
-            if (r.timed_out) snprintf(res->detail, sizeof res->detail, "nvcc did not finish in %g s", E->compile_timeout);
-            else cuset__eval_head_or_line(err_path, " error", res->detail, sizeof res->detail);
-            goto done;
-        }
-        res->compile_ok = 1;
+    res->compile_ok = 1;
+    return 1;
+}
+
+// Without a GPU, the program to run is the emulator's build, prog_emu; *as gets its
+// address-space limit.
+static int cuset__eval_build_emu(const cuset__EvalEnv *E, const char *dir, cuset__EvalResult *res, uint64_t *as) {
+    char err_path[4200], path[4200];
+    CusetRunResult r;
+    char *argv[] = {(char *)E->emu, "prog.cu", "-o", "prog_emu", NULL};
+    cuset__eval_run(E, argv, dir, "emu_build", 0, 0, &r, err_path, sizeof err_path);
+    if (r.status == CUSET_RUN_ERROR) return cuset__eval_verdict(res, CUSET_EVAL_ERROR, "%s", r.error);
+    if (r.status == CUSET_RUN_EXITED && r.exit_code == 3) {
+        res->status = CUSET_EVAL_UNSUPPORTED;
+        cuset__eval_head_or_line(err_path, "unsupported feature", res->detail, sizeof res->detail);
+        return 0;
     }
-    // the program to run: nvcc's on a GPU, else the emulator's build
-    const char *exe = "./prog";
-    uint64_t as = 0; // CUDA reserves much address space on a GPU: no RLIMIT_AS there
-    if (!E->use_gpu) {
-        char *argv[] = {(char *)E->emu, "prog.cu", "-o", "prog_emu", NULL};
-        cuset__eval_run(E, argv, dir, "emu_build", 0, 0, &r, err_path, sizeof err_path);
-        if (r.status == CUSET_RUN_ERROR) { res->status = CUSET_EVAL_ERROR; snprintf(res->detail, sizeof res->detail, "%s", r.error); goto done; }
-        if (r.status == CUSET_RUN_EXITED && r.exit_code == 3) {
-            res->status = CUSET_EVAL_UNSUPPORTED;
-            cuset__eval_head_or_line(err_path, "unsupported feature", res->detail, sizeof res->detail);
-            goto done;
-        }
-        if (r.status != CUSET_RUN_EXITED || r.exit_code != 0) {
-            char why[600];
-            if (r.timed_out) snprintf(why, sizeof why, "did not finish in %g s", E->compile_timeout);
-            else cuset__eval_head_or_line(err_path, "error", why, sizeof why);
-            // nvcc accepted it: the emulator's limit, not the program's fault
-            res->status = E->have_nvcc ? CUSET_EVAL_UNSUPPORTED : CUSET_EVAL_COMPILE_ERROR;
-            snprintf(res->detail, sizeof res->detail, "%s%s", E->have_nvcc ? "the emulator could not build a program "
-                     "nvcc compiles: " : "", why);
-            goto done;
-        }
-        if (!E->have_nvcc) res->compile_ok = 1;
-        exe = "./prog_emu";
-        cuset__eval_join(path, sizeof path, dir, "prog_emu");
-        as = cuset__eval_uses_asan(path) ? 0 : 8ull << 30;
+    if (r.status != CUSET_RUN_EXITED || r.exit_code != 0) {
+        char why[600];
+        if (r.timed_out) snprintf(why, sizeof why, "did not finish in %g s", E->compile_timeout);
+        else cuset__eval_head_or_line(err_path, "error", why, sizeof why);
+        // nvcc accepted it: the emulator's limit, not the program's fault
+        return cuset__eval_verdict(res, E->have_nvcc ? CUSET_EVAL_UNSUPPORTED : CUSET_EVAL_COMPILE_ERROR, "%s%s",
+                                   E->have_nvcc ? "the emulator could not build a program nvcc compiles: " : "", why);
     }
-    char *argv[] = {(char *)exe, NULL};
+    if (!E->have_nvcc) res->compile_ok = 1;
+    cuset__eval_join(path, sizeof path, dir, "prog_emu");
+    *as = cuset__eval_uses_asan(path) ? 0 : 8ull << 30;
+    return 1;
+}
+
+// The run: nvcc's program on a GPU, else the emulator's; a timeout, a crash or the
+// emulator's "unsupported feature" is the verdict.
+static int cuset__eval_execute(const cuset__EvalEnv *E, const char *dir, uint64_t as, cuset__EvalResult *res) {
+    char err_path[4200], head[600];
+    CusetRunResult r;
+    char *argv[] = {E->use_gpu ? "./prog" : "./prog_emu", NULL};
     cuset__eval_run(E, argv, dir, "run", 1, as, &r, err_path, sizeof err_path);
     res->exit_code = r.exit_code;
     res->signal = r.signal;
-    if (r.status == CUSET_RUN_ERROR) { res->status = CUSET_EVAL_ERROR; snprintf(res->detail, sizeof res->detail, "%s", r.error); goto done; }
-    if (r.status == CUSET_RUN_TIMEOUT || (r.status == CUSET_RUN_SIGNALED && r.signal == SIGXCPU)) {
-        res->status = CUSET_EVAL_TIMEOUT;
-        snprintf(res->detail, sizeof res->detail, r.timed_out ? "killed after %g s" : "CPU time limit of %g s", E->timeout);
-        goto done;
+    if (r.status == CUSET_RUN_ERROR) return cuset__eval_verdict(res, CUSET_EVAL_ERROR, "%s", r.error);
+    if (r.status == CUSET_RUN_TIMEOUT || (r.status == CUSET_RUN_SIGNALED && r.signal == SIGXCPU))
+        return cuset__eval_verdict(res, CUSET_EVAL_TIMEOUT, r.timed_out ? "killed after %g s" : "CPU time limit of %g s",
+                                   E->timeout);
+    if (r.status == CUSET_RUN_EXITED && r.exit_code == 0) return 1;
+    cuset__eval_head_or_line(err_path, NULL, head, sizeof head);
+    if (r.status == CUSET_RUN_EXITED && r.exit_code == 3 && strstr(head, "unsupported feature")) {
+        res->status = CUSET_EVAL_UNSUPPORTED;
+        cuset__eval_head_or_line(err_path, "unsupported feature", res->detail, sizeof res->detail);
+        return 0;
     }
-    if (r.status == CUSET_RUN_SIGNALED || r.exit_code != 0) {
-        char head[600];
-        cuset__eval_head_or_line(err_path, NULL, head, sizeof head);
-        if (r.status == CUSET_RUN_EXITED && r.exit_code == 3 && strstr(head, "unsupported feature")) {
-            res->status = CUSET_EVAL_UNSUPPORTED;
-            cuset__eval_head_or_line(err_path, "unsupported feature", res->detail, sizeof res->detail);
-            goto done;
-        }
-        res->status = CUSET_EVAL_CRASH;
-        if (r.disk_full)
-            snprintf(res->detail, sizeof res->detail, "stopped: it wrote more than %g MiB to the disk", E->disk_mib);
-        else if (r.status == CUSET_RUN_SIGNALED)
-            snprintf(res->detail, sizeof res->detail, "killed by signal %d (%s)%s%s", r.signal, strsignal(r.signal),
-                     head[0] ? ": " : "", head);
-        else
-            snprintf(res->detail, sizeof res->detail, "exit %d%s%s%s", r.exit_code,
-                     !E->use_gpu && r.exit_code == 86 ? " (the emulator found an error)" : "", head[0] ? ": " : "", head);
-        goto done;
-    }
-    // outputs against the expected ones
+    if (r.disk_full)
+        return cuset__eval_verdict(res, CUSET_EVAL_CRASH, "stopped: it wrote more than %g MiB to the disk", E->disk_mib);
+    if (r.status == CUSET_RUN_SIGNALED)
+        return cuset__eval_verdict(res, CUSET_EVAL_CRASH, "killed by signal %d (%s)%s%s", r.signal, strsignal(r.signal),
+                                   head[0] ? ": " : "", head);
+    return cuset__eval_verdict(res, CUSET_EVAL_CRASH, "exit %d%s%s%s", r.exit_code,
+                               !E->use_gpu && r.exit_code == 86 ? " (the emulator found an error)" : "",
+                               head[0] ? ": " : "", head);
+}
+
+// The outputs against the expected ones (data/corpus --compare): pass or wrong answer.
+static void cuset__eval_compare(const cuset__EvalEnv *E, const char *taskdir, const char *dir, cuset__EvalResult *res) {
+    char err[600], err_path[4200], out_path[4200];
+    CusetRunResult r;
     if (cuset__eval_copy_task_files(taskdir, dir, 1, err, sizeof err)) {
-        res->status = CUSET_EVAL_ERROR;
-        snprintf(res->detail, sizeof res->detail, "%s", err);
-        goto done;
+        cuset__eval_verdict(res, CUSET_EVAL_ERROR, "%s", err);
+        return;
     }
-    char *cargv[] = {(char *)E->corpus, "--compare", ".", NULL};
-    cuset__eval_run(E, cargv, dir, "compare", 0, 0, &r, err_path, sizeof err_path);
-    char out_path[4200];
+    char *argv[] = {(char *)E->corpus, "--compare", ".", NULL};
+    cuset__eval_run(E, argv, dir, "compare", 0, 0, &r, err_path, sizeof err_path);
     cuset__eval_join(out_path, sizeof out_path, dir, "compare.out");
     if (r.status == CUSET_RUN_EXITED && r.exit_code == 0) res->status = CUSET_EVAL_PASS;
     else if (r.status == CUSET_RUN_EXITED && r.exit_code == 1) {
         res->status = CUSET_EVAL_WRONG_ANSWER;
         cuset__eval_head_or_line(out_path, "FAIL", res->detail, sizeof res->detail);
-    } else {
+    } else if (r.status == CUSET_RUN_ERROR) cuset__eval_verdict(res, CUSET_EVAL_ERROR, "%s", r.error);
+    else {
         res->status = CUSET_EVAL_ERROR;
-        if (r.status == CUSET_RUN_ERROR) snprintf(res->detail, sizeof res->detail, "%s", r.error);
-        else cuset__eval_head_or_line(err_path, NULL, res->detail, sizeof res->detail);
+        cuset__eval_head_or_line(err_path, NULL, res->detail, sizeof res->detail);
     }
-done:
+}
+
+// One program: compile, run, compare. dir exists and is empty.
+static void cuset__eval_program(const cuset__EvalEnv *E, const char *taskdir, const char *dir, const char *text, size_t len,
+                                cuset__EvalResult *res) {
+    char path[4200], err[600];
+    double t0 = cuset_time();
+    uint64_t as = 0; // CUDA reserves much address space on a GPU: no RLIMIT_AS there
+    cuset__eval_result_init(res);
+    cuset__eval_join(path, sizeof path, dir, "prog.cu");
+    if (cuset_write_file(path, text, len, err, sizeof err) || cuset__eval_copy_task_files(taskdir, dir, 0, err, sizeof err))
+        cuset__eval_verdict(res, CUSET_EVAL_ERROR, "%s", err);
+    else if ((!E->have_nvcc || cuset__eval_compile(E, dir, res)) &&
+             (E->use_gpu || cuset__eval_build_emu(E, dir, res, &as)) && cuset__eval_execute(E, dir, as, res))
+        cuset__eval_compare(E, taskdir, dir, res);
     res->seconds = cuset_time() - t0;
 }
 
@@ -951,12 +1092,10 @@ static pid_t cuset__eval_start(const cuset__EvalEnv *E, const char *taskdir, con
     char dir[4300], name[64];
     snprintf(name, sizeof name, "program-%d", i);
     cuset__eval_join(dir, sizeof dir, E->root, name);
-    if (mkdir(dir, 0700)) {
-        memset(&res, 0, sizeof res);
-        res.status = CUSET_EVAL_ERROR;
-        res.exit_code = -1;
-        snprintf(res.detail, sizeof res.detail, "cannot make a directory for the program: %s", strerror(errno));
-    } else cuset__eval_program(E, taskdir, dir, p->text ? p->text : "", p->len, &res);
+    cuset__eval_result_init(&res);
+    if (mkdir(dir, 0700))
+        cuset__eval_verdict(&res, CUSET_EVAL_ERROR, "cannot make a directory for the program: %s", strerror(errno));
+    else cuset__eval_program(E, taskdir, dir, p->text ? p->text : "", p->len, &res);
     if (!E->keep_dirs) cuset_remove_tree(dir);
     size_t put = 0; // the parent reads until end of file
     for (ssize_t n; put < sizeof res && (n = write(fd, (char *)&res + put, sizeof res - put)) != 0;)
@@ -1035,61 +1174,48 @@ static void cuset__eval_summary(const char *path, const cuset__EvalTask *tasks, 
     if (fclose(f) != 0 || rename(tmp, path) != 0) cuset__eval_fail("%s: cannot write: %s", path, strerror(errno));
 }
 
-// Samples the text of every program, in `jobs` forked processes when the sampler allows
-// it (program i in process i mod jobs; the seeds are per program, so the texts do not
-// depend on jobs). A failure stops the run (exit 2).
-static void cuset__eval_sample_all(const cuset__EvalEnv *E, const CusetEvalSampler *sampler, const cuset__EvalTask *tasks,
-                                   cuset__EvalProgram *progs, int n, int jobs) {
+// Asks the sampler for program p's text (an stb_ds char array in *text). 0, or -1 with a message in err.
+static int cuset__eval_sample_one(const CusetEvalSampler *sampler, const cuset__EvalTask *tasks,
+                                  const cuset__EvalProgram *p, char **text, char *err, size_t errlen) {
+    const cuset__EvalTask *t = &tasks[p->task];
+    return sampler->sample(sampler->ctx, p->task, t->prompt, t->prompt_len, p->seed, text, err, errlen) ? -1 : 0;
+}
+
+// A sampling process: programs w, w + jobs, ... of progs, each written to fd as its index
+// (int), its length (size_t) and its text. Never returns.
+__attribute__((noreturn))
+static void cuset__eval_sampling_worker(const CusetEvalSampler *sampler, const cuset__EvalTask *tasks,
+                                        const cuset__EvalProgram *progs, int n, int w, int jobs, int fd) {
     char err[1200];
-    double t0 = cuset_time();
-    if (jobs < 2 || n < 2 || !sampler->prepare_fork || !sampler->prepare_fork(sampler->ctx)) jobs = 1;
-    if (jobs > n) jobs = n;
-    if (jobs == 1) {
-        for (int i = 0; i < n; i++) {
-            char *text = NULL; // stb_ds
-            cuset__EvalProgram *p = &progs[i];
-            if (sampler->sample(sampler->ctx, p->task, tasks[p->task].prompt, tasks[p->task].prompt_len, p->seed, &text, err,
-                                sizeof err)) {
-                fprintf(stderr, CUSET_EVAL_WHO ": %s\n", err);
-                cuset_remove_tree(E->root);
-                exit(2);
-            }
-            p->len = arrlenu(text);
-            p->text = strndup(text ? text : "", p->len);
-            arrfree(text);
-            if ((i + 1) % 10 == 0 || i + 1 == n)
-                fprintf(stderr, "eval: sampled %d/%d programs (%.1f s)\n", i + 1, n, cuset_time() - t0);
+    FILE *out = fdopen(fd, "wb");
+    for (int i = w; i < n; i += jobs) {
+        char *text = NULL;
+        if (cuset__eval_sample_one(sampler, tasks, &progs[i], &text, err, sizeof err)) {
+            fprintf(stderr, CUSET_EVAL_WHO ": %s\n", err);
+            _exit(2);
         }
-        return;
+        size_t len = arrlenu(text);
+        if (fwrite(&i, sizeof i, 1, out) != 1 || fwrite(&len, sizeof len, 1, out) != 1 ||
+            (len && fwrite(text, 1, len, out) != len))
+            _exit(1);
+        arrfree(text);
     }
-    // each worker writes, per program: the index (int), the length (size_t), the text
+    _exit(fclose(out) == 0 ? 0 : 1);
+}
+
+// Samples the programs in `jobs` forked processes (program i in process i mod jobs) and
+// reads their texts back. A failure stops the run (exit 2).
+static void cuset__eval_sample_forked(const cuset__EvalEnv *E, const CusetEvalSampler *sampler,
+                                      const cuset__EvalTask *tasks, cuset__EvalProgram *progs, int n, int jobs, double t0) {
     int fds[256];
     pid_t pids[256];
     for (int w = 0; w < jobs; w++) {
         int pfd[2];
-        if (pipe(pfd)) cuset__eval_fail("pipe: %s%s", strerror(errno), "");
+        if (pipe(pfd)) cuset__eval_fail("pipe: %s", strerror(errno));
         fflush(NULL);
         pids[w] = fork();
-        if (pids[w] < 0) cuset__eval_fail("fork: %s%s", strerror(errno), "");
-        if (pids[w] == 0) {
-            close(pfd[0]);
-            FILE *out = fdopen(pfd[1], "wb");
-            for (int i = w; i < n; i += jobs) {
-                char *text = NULL;
-                const cuset__EvalProgram *p = &progs[i];
-                if (sampler->sample(sampler->ctx, p->task, tasks[p->task].prompt, tasks[p->task].prompt_len, p->seed, &text,
-                                    err, sizeof err)) {
-                    fprintf(stderr, CUSET_EVAL_WHO ": %s\n", err);
-                    _exit(2);
-                }
-                size_t len = arrlenu(text);
-                if (fwrite(&i, sizeof i, 1, out) != 1 || fwrite(&len, sizeof len, 1, out) != 1 ||
-                    (len && fwrite(text, 1, len, out) != len))
-                    _exit(1);
-                arrfree(text);
-            }
-            _exit(fclose(out) == 0 ? 0 : 1);
-        }
+        if (pids[w] < 0) cuset__eval_fail("fork: %s", strerror(errno));
+        if (pids[w] == 0) { close(pfd[0]); cuset__eval_sampling_worker(sampler, tasks, progs, n, w, jobs, pfd[1]); }
         close(pfd[1]);
         fds[w] = pfd[0];
         cuset__eval_workers[w] = pids[w];
@@ -1115,67 +1241,112 @@ static void cuset__eval_sample_all(const cuset__EvalEnv *E, const CusetEvalSampl
         if (!WIFEXITED(ws) || WEXITSTATUS(ws)) failed = 1;
     }
     if (failed || got != n) {
-        fprintf(stderr, CUSET_EVAL_WHO ": a sampling process failed (%d of %d programs written)\n", got, n);
         cuset_remove_tree(E->root);
-        exit(2);
+        cuset__eval_fail("a sampling process failed (%d of %d programs written)", got, n);
     }
 }
 
-int cuset_eval_main(const CusetEvalOpts *o, const CusetEvalSampler *sampler) {
-    cuset__EvalEnv E = {0};
-    E.tasks_path = o->tasks_path;
-    E.keep_dirs = o->keep_dirs;
-    E.timeout = o->timeout;
-    E.compile_timeout = o->compile_timeout;
-    E.disk_mib = o->disk_mib;
+// Samples the text of every program, in `jobs` forked processes when the sampler allows
+// it (the seeds are per program, so the texts do not depend on jobs). A failure stops the
+// run (exit 2).
+static void cuset__eval_sample_all(const cuset__EvalEnv *E, const CusetEvalSampler *sampler, const cuset__EvalTask *tasks,
+                                   cuset__EvalProgram *progs, int n, int jobs) {
+    double t0 = cuset_time();
+    if (jobs < 2 || n < 2 || !sampler->prepare_fork || !sampler->prepare_fork(sampler->ctx)) jobs = 1;
+    if (jobs > n) jobs = n;
+    if (jobs > 1) { cuset__eval_sample_forked(E, sampler, tasks, progs, n, jobs, t0); return; }
     char err[1200];
-    if (!!sampler == !!o->programs_path) cuset__eval_fail("--eval needs --model CKPT (sample programs) or --programs FILE "
-                                                       "(evaluate given ones)%s%s", "", "");
-    // k, and samples per task
-    int ks[16], nk = 0, kmax = 0;
+    for (int i = 0; i < n; i++) {
+        char *text = NULL; // stb_ds
+        cuset__EvalProgram *p = &progs[i];
+        if (cuset__eval_sample_one(sampler, tasks, p, &text, err, sizeof err)) {
+            cuset_remove_tree(E->root);
+            cuset__eval_fail("%s", err);
+        }
+        p->len = arrlenu(text);
+        p->text = strndup(text ? text : "", p->len);
+        arrfree(text);
+        if ((i + 1) % 10 == 0 || i + 1 == n)
+            fprintf(stderr, "eval: sampled %d/%d programs (%.1f s)\n", i + 1, n, cuset_time() - t0);
+    }
+}
+
+// ---- the run: cuset_eval_main's steps, in the order it calls them -------------------------
+// What the steps share: the settings, checked once; the tasks; the programs and their results.
+typedef struct {
+    const CusetEvalOpts *o;
+    const CusetEvalSampler *sampler; // NULL: the programs come from o->programs_path
+    cuset__EvalEnv E;
+    int ks[16], nk, samples;         // the k of pass@k; programs sampled per task
+    cuset__EvalTask *tasks;          // stb_ds: every task of the file
+    int ntasks, first, last;         // the tasks evaluated: [first, last)
+    cuset__EvalProgram *given;       // stb_ds: the --programs file's programs (NULL when sampling)
+    cuset__EvalProgram *progs;       // stb_ds: the programs to evaluate, task by task
+    cuset__EvalResult *results;      // what became of each program
+    cuset__EvalTally *tally;         // (ntasks) the results per task
+    int counts[CUSET_EVAL_NSTATUS];  // the outcomes of all programs
+    int evaluated_tasks, cached, jobs;
+    const char *results_path;
+    char results_default[4200];
+    FILE *rf;                        // the results file, one JSON line per program
+    double t_start, t_eval;          // when the tasks were first touched; when evaluating began
+} cuset__EvalRun;
+
+// Where the programs come from, the k of pass@k and the programs per task; exits 2 when
+// they do not fit together.
+static void cuset__eval_check_options(cuset__EvalRun *R) {
+    const CusetEvalOpts *o = R->o;
+    if (!!R->sampler == !!o->programs_path)
+        cuset__eval_fail("--eval needs --model CKPT (sample programs) or --programs FILE (evaluate given ones)");
+    int kmax = 0;
     for (const char *p = o->k_list; *p;) {
         char *end;
         long k = strtol(p, &end, 10);
-        if (end == p || k < 1 || k > 1000 || nk == 16 || (*end && *end != ',')) cuset__eval_fail("--k expects values like 1,3 (each in [1, 1000]), got '%s'%s", o->k_list, "");
-        ks[nk++] = (int)k;
+        if (end == p || k < 1 || k > 1000 || R->nk == 16 || (*end && *end != ','))
+            cuset__eval_fail("--k expects values like 1,3 (each in [1, 1000]), got '%s'", o->k_list);
+        R->ks[R->nk++] = (int)k;
         if (k > kmax) kmax = (int)k;
         p = *end ? end + 1 : end;
     }
-    if (!nk) cuset__eval_fail("--k expects values like 1,3%s%s", "", "");
-    int samples = o->samples ? o->samples : kmax;
-    if (sampler && samples < kmax) {
-        fprintf(stderr, CUSET_EVAL_WHO ": --k %d needs at least %d samples per task, but --samples is %d\n", kmax, kmax, samples);
-        exit(2);
-    }
-    // the corpus: DIR/SPLIT.jsonl, and the data/corpus binary
-    {
-        char tmp[4096];
-        if (!realpath(o->tasks_path, tmp)) cuset__eval_fail("%s: %s", o->tasks_path, strerror(errno));
-        char *slash = strrchr(tmp, '/');
-        const char *base = slash + 1;
-        size_t bl = strlen(base);
-        if (bl < 7 || strcmp(base + bl - 6, ".jsonl") || bl - 6 >= sizeof E.split)
-            cuset__eval_fail("%s is not a corpus split file (DIR/train.jsonl, DIR/val.jsonl or DIR/test.jsonl, as make data "
-                      "writes them)%s", o->tasks_path, "");
-        snprintf(E.split, sizeof E.split, "%.*s", (int)(bl - 6), base);
-        if (strcmp(E.split, "train") && strcmp(E.split, "val") && strcmp(E.split, "test"))
-            cuset__eval_fail("%s is not a corpus split file: its name must be train.jsonl, val.jsonl or test.jsonl%s",
-                      o->tasks_path, "");
-        *slash = 0;
-        snprintf(E.corpus_dir, sizeof E.corpus_dir, "%s", tmp[0] ? tmp : "/");
-    }
+    if (!R->nk) cuset__eval_fail("--k expects values like 1,3");
+    R->samples = o->samples ? o->samples : kmax;
+    if (R->sampler && R->samples < kmax)
+        cuset__eval_fail("--k %d needs at least %d samples per task, but --samples is %d", kmax, kmax, R->samples);
+}
+
+// The corpus of the tasks file DIR/SPLIT.jsonl: E->corpus_dir = DIR, E->split = SPLIT.
+static void cuset__eval_locate_split(cuset__EvalEnv *E, const char *tasks_path) {
+    char tmp[4096];
+    if (!realpath(tasks_path, tmp)) cuset__eval_fail("%s: %s", tasks_path, strerror(errno));
+    char *slash = strrchr(tmp, '/');
+    const char *base = slash + 1;
+    size_t bl = strlen(base);
+    if (bl < 7 || strcmp(base + bl - 6, ".jsonl") || bl - 6 >= sizeof E->split)
+        cuset__eval_fail("%s is not a corpus split file (DIR/train.jsonl, DIR/val.jsonl or DIR/test.jsonl, as make data "
+                         "writes them)", tasks_path);
+    snprintf(E->split, sizeof E->split, "%.*s", (int)(bl - 6), base);
+    if (strcmp(E->split, "train") && strcmp(E->split, "val") && strcmp(E->split, "test"))
+        cuset__eval_fail("%s is not a corpus split file: its name must be train.jsonl, val.jsonl or test.jsonl",
+                         tasks_path);
+    *slash = 0;
+    snprintf(E->corpus_dir, sizeof E->corpus_dir, "%s", tmp[0] ? tmp : "/");
+}
+
+// The tools: data/corpus, nvcc (when there is one) and where programs run: the GPU when
+// --runner allows it and one answers (with nvcc), else the CPU emulator.
+static void cuset__eval_find_tools(cuset__EvalEnv *E, const CusetEvalOpts *o) {
     char path[4096];
     if (o->corpus) snprintf(path, sizeof path, "%s", o->corpus); else cuset__eval_beside_exe("data/corpus", path, sizeof path);
-    if (!cuset__eval_is_executable(path) || !realpath(path, E.corpus))
-        cuset__eval_fail("the corpus program %s is missing (make data/corpus builds it; --corpus PATH gives another)%s", path, "");
-    if (!o->nvcc) E.have_nvcc = cuset__eval_find_nvcc(E.nvcc, sizeof E.nvcc);
+    if (!cuset__eval_is_executable(path) || !realpath(path, E->corpus))
+        cuset__eval_fail("the corpus program %s is missing (make data/corpus builds it; --corpus PATH gives another)", path);
+    if (!o->nvcc) E->have_nvcc = cuset__eval_find_nvcc(E->nvcc, sizeof E->nvcc);
     else if (strcmp(o->nvcc, "none")) {
-        if (!cuset__eval_is_executable(o->nvcc) || !realpath(o->nvcc, E.nvcc)) cuset__eval_fail("--nvcc %s: not an executable file%s", o->nvcc, "");
-        E.have_nvcc = 1;
+        if (!cuset__eval_is_executable(o->nvcc) || !realpath(o->nvcc, E->nvcc))
+            cuset__eval_fail("--nvcc %s: not an executable file", o->nvcc);
+        E->have_nvcc = 1;
     }
-    // the runner
     if (strcmp(o->runner, "auto") && strcmp(o->runner, "gpu") && strcmp(o->runner, "emu"))
-        cuset__eval_fail("--runner expects auto, gpu or emu, got '%s'%s", o->runner, "");
+        cuset__eval_fail("--runner expects auto, gpu or emu, got '%s'", o->runner);
     int gpu_present = 0;
     if (strcmp(o->runner, "emu")) {
         char *argv[] = {"nvidia-smi", "-L", NULL};
@@ -1183,223 +1354,291 @@ int cuset_eval_main(const CusetEvalOpts *o, const CusetEvalSampler *sampler) {
         cuset_run_limited(argv, NULL, 30, NULL, NULL, &r);
         gpu_present = r.status == CUSET_RUN_EXITED && r.exit_code == 0;
     }
-    if (!strcmp(o->runner, "gpu") && !gpu_present) cuset__eval_fail("--runner gpu: no GPU (nvidia-smi -L fails)%s%s", "", "");
-    E.use_gpu = gpu_present && E.have_nvcc;
-    if (!strcmp(o->runner, "gpu") && !E.have_nvcc) cuset__eval_fail("--runner gpu needs nvcc (on PATH or /usr/local/cuda/bin)%s%s", "", "");
-    if (!E.use_gpu) {
-        if (o->emu) snprintf(path, sizeof path, "%s", o->emu); else cuset__eval_beside_exe("emu/nvcc-emu", path, sizeof path);
-        if (!cuset__eval_is_executable(path) || !realpath(path, E.emu))
-            cuset__eval_fail("no GPU, and the CPU emulator %s is missing (make emu/nvcc-emu builds it; --emu PATH gives "
-                      "another)%s", path, "");
-    }
-    // the sandbox, which sees the tools read-only: the emulator's directory (its headers),
-    // the corpus program (--compare), nvcc's toolkit
-    if (o->unsafe_no_sandbox) {
+    if (!strcmp(o->runner, "gpu") && !gpu_present) cuset__eval_fail("--runner gpu: no GPU (nvidia-smi -L fails)");
+    E->use_gpu = gpu_present && E->have_nvcc;
+    if (!strcmp(o->runner, "gpu") && !E->have_nvcc) cuset__eval_fail("--runner gpu needs nvcc (on PATH or /usr/local/cuda/bin)");
+    if (E->use_gpu) return;
+    if (o->emu) snprintf(path, sizeof path, "%s", o->emu); else cuset__eval_beside_exe("emu/nvcc-emu", path, sizeof path);
+    if (!cuset__eval_is_executable(path) || !realpath(path, E->emu))
+        cuset__eval_fail("no GPU, and the CPU emulator %s is missing (make emu/nvcc-emu builds it; --emu PATH gives "
+                         "another)", path);
+}
+
+// The sandbox, which sees the tools read-only: the emulator's directory (its headers), the
+// corpus program (--compare), nvcc's toolkit. Without one the run stops, unless unsafe.
+static void cuset__eval_isolate(cuset__EvalEnv *E, int unsafe_no_sandbox) {
+    char err[1200], dir[4096], toolkit[4096];
+    if (unsafe_no_sandbox) {
         fprintf(stderr, CUSET_EVAL_WHO ": WARNING: --unsafe-no-sandbox: the programs are compiled and run WITHOUT "
                 "ISOLATION, with the rights of user %d over files, processes and the network\n", (int)getuid());
-    } else if (cuset_sandbox_init(&E.sb, E.use_gpu)) {
+        return;
+    }
+    if (cuset_sandbox_init(&E->sb, E->use_gpu))
         cuset__eval_fail("cannot isolate the programs on this machine: %s. Model-written programs run only in a "
-                         "sandbox; --unsafe-no-sandbox runs them without one, with all your rights%s", E.sb.why, "");
-    } else {
-        char dir[4096], toolkit[4096];
-        snprintf(dir, sizeof dir, "%s", E.emu);
-        if (strrchr(dir, '/')) *strrchr(dir, '/') = 0; // nvcc-emu finds its headers beside itself
-        snprintf(toolkit, sizeof toolkit, "%s", E.nvcc); // TOOLKIT/bin/nvcc
-        for (int up = 0; up < 2 && strrchr(toolkit, '/'); up++) *strrchr(toolkit, '/') = 0;
-        if ((!E.use_gpu && cuset_sandbox_add_tool(&E.sb, dir, err, sizeof err)) ||
-            cuset_sandbox_add_tool(&E.sb, E.corpus, err, sizeof err) ||
-            (E.have_nvcc && cuset_sandbox_add_tool(&E.sb, toolkit, err, sizeof err)))
-            cuset__eval_fail("the sandbox: %s%s", err, "");
+                         "sandbox; --unsafe-no-sandbox runs them without one, with all your rights", E->sb.why);
+    snprintf(dir, sizeof dir, "%s", E->emu);
+    if (strrchr(dir, '/')) *strrchr(dir, '/') = 0; // nvcc-emu finds its headers beside itself
+    snprintf(toolkit, sizeof toolkit, "%s", E->nvcc); // TOOLKIT/bin/nvcc
+    for (int up = 0; up < 2 && strrchr(toolkit, '/'); up++) *strrchr(toolkit, '/') = 0;
+    if ((!E->use_gpu && cuset_sandbox_add_tool(&E->sb, dir, err, sizeof err)) ||
+        cuset_sandbox_add_tool(&E->sb, E->corpus, err, sizeof err) ||
+        (E->have_nvcc && cuset_sandbox_add_tool(&E->sb, toolkit, err, sizeof err)))
+        cuset__eval_fail("the sandbox: %s", err);
+}
+
+// The tasks, the range [first, last) that --first and --count pick, and the --programs file.
+static void cuset__eval_load(cuset__EvalRun *R) {
+    const CusetEvalOpts *o = R->o;
+    R->tasks = cuset__eval_load_tasks(o->tasks_path);
+    R->ntasks = (int)arrlen(R->tasks);
+    if (o->first >= R->ntasks)
+        cuset__eval_fail("%s holds %d tasks; --first %d is past the end", o->tasks_path, R->ntasks, o->first);
+    R->first = o->first;
+    R->last = o->count > 0 && o->first + o->count < R->ntasks ? o->first + o->count : R->ntasks;
+    R->given = o->programs_path ? cuset__eval_load_programs(o->programs_path, R->ntasks) : NULL;
+}
+
+// The results file (--results, else NAME.eval.jsonl) and the private work directory, open
+// to the sandbox's user; Ctrl-C from now on takes the running programs down too.
+static void cuset__eval_open_run(cuset__EvalRun *R) {
+    const CusetEvalOpts *o = R->o;
+    cuset__EvalEnv *E = &R->E;
+    char err[1200];
+    R->results_path = o->results_path;
+    if (!R->results_path) {
+        snprintf(R->results_default, sizeof R->results_default, "%s.eval.jsonl", R->sampler ? R->sampler->name : o->programs_path);
+        R->results_path = R->results_default;
     }
-    // tasks and programs
-    cuset__EvalTask *tasks = cuset__eval_load_tasks(o->tasks_path);
-    int ntasks = (int)arrlen(tasks);
-    if (o->first >= ntasks) {
-        fprintf(stderr, CUSET_EVAL_WHO ": %s holds %d tasks; --first %d is past the end\n", o->tasks_path, ntasks, o->first);
-        exit(2);
-    }
-    int last = o->count > 0 && o->first + o->count < ntasks ? o->first + o->count : ntasks; // tasks [first, last)
-    cuset__EvalProgram *given = o->programs_path ? cuset__eval_load_programs(o->programs_path, ntasks) : NULL;
-    // the sampler's model
-    if (sampler && sampler->open(sampler->ctx, samples)) return 1;
-    // the results file and the private directory
-    char results_default[4200];
-    const char *results_path = o->results_path;
-    if (!results_path) {
-        snprintf(results_default, sizeof results_default, "%s.eval.jsonl", sampler ? sampler->name : o->programs_path);
-        results_path = results_default;
-    }
-    FILE *rf = fopen(results_path, "w");
-    if (!rf) cuset__eval_fail("%s: cannot create: %s", results_path, strerror(errno));
-    E.root = cuset_make_temp_dir("cuset_eval", err, sizeof err);
-    if (!E.root) cuset__eval_fail("%s%s", err, "");
-    char *abs = realpath(E.root, NULL); // the sandbox binds directories by absolute paths
-    if (abs) { free(E.root); E.root = abs; }
-    if (E.sb.drop_root) chmod(E.root, 0711); // nobody, the programs' user, passes through to their directories
-    if (cuset_sandbox_can_reach(&E.sb, E.root, err, sizeof err)) {
-        cuset_remove_tree(E.root);
-        cuset__eval_fail("the sandbox: %s (or set TMPDIR to a directory open to others)%s", err, "");
+    R->rf = fopen(R->results_path, "w");
+    if (!R->rf) cuset__eval_fail("%s: cannot create: %s", R->results_path, strerror(errno));
+    E->root = cuset_make_temp_dir("cuset_eval", err, sizeof err);
+    if (!E->root) cuset__eval_fail("%s", err);
+    char *abs = realpath(E->root, NULL); // the sandbox binds directories by absolute paths
+    if (abs) { free(E->root); E->root = abs; }
+    if (E->sb.drop_root) chmod(E->root, 0711); // nobody, the programs' user, passes through to their directories
+    if (cuset_sandbox_can_reach(&E->sb, E->root, err, sizeof err)) {
+        cuset_remove_tree(E->root);
+        cuset__eval_fail("the sandbox: %s (or set TMPDIR to a directory open to others)", err);
     }
     signal(SIGINT, cuset__eval_on_signal);
     signal(SIGTERM, cuset__eval_on_signal);
-    const char *compiler = E.have_nvcc ? "nvcc -arch=sm_90" : "none (no nvcc: the emulator's build is the compilation check)";
-    fprintf(stderr, "eval: %s tasks %d..%d of %d; compiler %s; runner %s; work in %s; %s\n", o->tasks_path, o->first,
-            last - 1, ntasks, compiler, E.use_gpu ? "GPU" : E.emu, E.root,
-            E.sb.isolated ? "isolated by bubblewrap" : "NOT ISOLATED");
+    fprintf(stderr, "eval: %s tasks %d..%d of %d; compiler %s; runner %s; work in %s; %s\n", o->tasks_path, R->first,
+            R->last - 1, R->ntasks, cuset__eval_compiler(E), E->use_gpu ? "GPU" : E->emu, E->root,
+            E->sb.isolated ? "isolated by bubblewrap" : "NOT ISOLATED");
+}
 
-    // every task's files, then every program (sampled now, or given), then their results:
-    // from the cache, or from up to o->jobs workers at once
-    cuset__EvalTally *tally = (cuset__EvalTally *)calloc(ntasks, sizeof *tally);
-    int counts[CUSET_EVAL_NSTATUS] = {0}, evaluated_tasks = 0, compiled = 0;
-    cuset__EvalProgram *progs = NULL; // stb_ds
-    double t0 = cuset_time();
-    for (int t = o->first; t < last; t++) {
+// Each task with programs gets its files (ROOT/task-T, from data/corpus) and its programs
+// a place in R->progs: the --programs file's, or `samples` to sample, each with its seed.
+static void cuset__eval_collect(cuset__EvalRun *R) {
+    char err[1200], taskdir[4200];
+    R->t_start = cuset_time();
+    for (int t = R->first; t < R->last; t++) {
         int todo = 0;
-        if (given) { for (int i = 0; i < (int)arrlen(given); i++) todo += given[i].task == t; }
-        else todo = samples;
+        if (R->given) { for (int i = 0; i < (int)arrlen(R->given); i++) todo += R->given[i].task == t; }
+        else todo = R->samples;
         if (!todo) continue;
-        char taskdir[4200], name[64];
-        snprintf(name, sizeof name, "task-%d", t);
-        cuset__eval_join(taskdir, sizeof taskdir, E.root, name);
-        if (cuset__eval_materialize(&E, t, taskdir, err, sizeof err)) {
+        if (cuset__eval_materialize(&R->E, t, cuset__eval_task_dir(&R->E, t, taskdir, sizeof taskdir), err, sizeof err)) {
             fprintf(stderr, CUSET_EVAL_WHO ": %s\n", err);
-            cuset_remove_tree(E.root);
-            exit(1);
+            cuset_remove_tree(R->E.root);
+            exit(1); // the corpus failed, not the command line
         }
-        evaluated_tasks++;
+        R->evaluated_tasks++;
         for (int s = 0, gi = 0; s < todo; s++) {
             cuset__EvalProgram p = {t, s, 0, 0, NULL, 0};
-            if (given) {
-                while (given[gi].task != t) gi++;
-                p = given[gi++];
+            if (R->given) {
+                while (R->given[gi].task != t) gi++;
+                p = R->given[gi++];
                 p.text = strndup(p.text ? p.text : "", p.len);
             } else {
                 p.has_seed = 1;
-                p.seed = sampler->seed + 1000ull * (uint64_t)t + (uint64_t)s;
+                p.seed = R->sampler->seed + 1000ull * (uint64_t)t + (uint64_t)s;
             }
-            arrput(progs, p);
+            arrput(R->progs, p);
         }
     }
-    if (!given) cuset__eval_sample_all(&E, sampler, tasks, progs, (int)arrlen(progs), o->jobs);
-    int total = (int)arrlen(progs), done = 0, cached = 0, running = 0, next = 0;
-    cuset__EvalResult *results = (cuset__EvalResult *)calloc(total + 1, sizeof *results);
+}
+
+// The cache file of program i.
+static char *cuset__eval_cache_file(const cuset__EvalRun *R, int i, char *out, size_t cap) {
+    cuset__eval_cache_path(&R->E, R->o->cache_dir, &R->tasks[R->progs[i].task], &R->progs[i], out, cap);
+    return out;
+}
+
+// Program i's result from the cache (--cache), when it is there: 1, else 0.
+static int cuset__eval_from_cache(cuset__EvalRun *R, int i) {
+    char cpath[4200];
+    if (!R->o->cache_dir || !cuset__eval_cache_get(cuset__eval_cache_file(R, i, cpath, sizeof cpath), &R->results[i]))
+        return 0;
+    R->cached++;
+    return 1;
+}
+
+// Starts a worker for program i; *fd gets the pipe its result comes through. Returns its pid.
+static pid_t cuset__eval_launch(const cuset__EvalRun *R, int i, int *fd) {
+    char taskdir[4200];
+    int pipefd[2];
+    pid_t pid = -1;
+    cuset__eval_task_dir(&R->E, R->progs[i].task, taskdir, sizeof taskdir);
+    if (pipe(pipefd) || (pid = cuset__eval_start(&R->E, taskdir, &R->progs[i], i, pipefd[1])) < 0)
+        cuset__eval_fail("cannot start a worker: %s", strerror(errno));
+    close(pipefd[1]);
+    *fd = pipefd[0];
+    for (int w = 0; w < 256; w++)
+        if (!cuset__eval_workers[w]) { cuset__eval_workers[w] = pid; break; }
+    return pid;
+}
+
+// Waits for a worker and takes the result of its program: an error result when the worker
+// died, else it goes to the cache too. Returns the program's index, or -1 (interrupted, or
+// a child that is not one of the workers).
+static int cuset__eval_reap(cuset__EvalRun *R, pid_t *pids, const int *fds, int started) {
+    int ws;
+    pid_t pid = wait(&ws);
+    if (pid < 0) {
+        if (errno != EINTR) cuset__eval_fail("wait: %s", strerror(errno));
+        return -1;
+    }
+    int i = 0;
+    while (i < started && pids[i] != pid) i++;
+    if (i == started) return -1;
+    cuset__EvalResult *r = &R->results[i];
+    size_t got = 0;
+    for (ssize_t n; got < sizeof *r && (n = read(fds[i], (char *)r + got, sizeof *r - got)) != 0;)
+        if (n > 0) got += (size_t)n; else if (errno != EINTR) break;
+    close(fds[i]);
+    for (int w = 0; w < 256; w++)
+        if (cuset__eval_workers[w] == pid) cuset__eval_workers[w] = 0;
+    pids[i] = 0;
+    char cpath[4200];
+    if (got != sizeof *r || !WIFEXITED(ws) || WEXITSTATUS(ws)) {
+        cuset__eval_result_init(r);
+        cuset__eval_verdict(r, CUSET_EVAL_ERROR, "the worker evaluating this program died (status %d)", ws);
+    } else if (R->o->cache_dir && r->status != CUSET_EVAL_ERROR)
+        cuset__eval_cache_put(cuset__eval_cache_file(R, i, cpath, sizeof cpath), r);
+    return i;
+}
+
+// Evaluates every program: a result from the cache at once, the others in workers, up to
+// --jobs at a time, with a progress line for each.
+static void cuset__eval_run_all(cuset__EvalRun *R) {
+    const CusetEvalOpts *o = R->o;
+    int total = (int)arrlen(R->progs), done = 0, running = 0, next = 0;
+    R->results = (cuset__EvalResult *)calloc(total + 1, sizeof *R->results);
     int *fds = (int *)malloc(sizeof(int) * (total + 1));
     pid_t *pids = (pid_t *)calloc(total + 1, sizeof *pids);
-    int jobs = o->jobs < 1 ? 1 : o->jobs > 256 ? 256 : o->jobs;
+    R->jobs = o->jobs < 1 ? 1 : o->jobs > 256 ? 256 : o->jobs;
     if (o->cache_dir && mkdir(o->cache_dir, 0755) && errno != EEXIST)
         cuset__eval_fail("--cache %s: %s", o->cache_dir, strerror(errno));
-    double t1 = cuset_time();
+    R->t_eval = cuset_time();
     while (done < total) {
-        // start what may start; take cached results at once
-        while (next < total && running < jobs) {
-            const cuset__EvalProgram *p = &progs[next];
-            char cpath[4200];
-            if (o->cache_dir) {
-                cuset__eval_cache_path(&E, o->cache_dir, &tasks[p->task], p, cpath, sizeof cpath);
-                if (cuset__eval_cache_get(cpath, &results[next])) { pids[next] = 0, fds[next] = -1, cached++, next++, done++; continue; }
-            }
-            int pipefd[2];
-            char taskdir[4200], name[64];
-            snprintf(name, sizeof name, "task-%d", p->task);
-            cuset__eval_join(taskdir, sizeof taskdir, E.root, name);
-            if (pipe(pipefd) || (pids[next] = cuset__eval_start(&E, taskdir, p, next, pipefd[1])) < 0)
-                cuset__eval_fail("cannot start a worker: %s%s", strerror(errno), "");
-            close(pipefd[1]);
-            fds[next] = pipefd[0];
-            for (int w = 0; w < 256; w++)
-                if (!cuset__eval_workers[w]) { cuset__eval_workers[w] = pids[next]; break; }
-            running++, next++;
+        for (; next < total && running < R->jobs; next++) { // start what may start; take cached results at once
+            if (cuset__eval_from_cache(R, next)) done++;
+            else pids[next] = cuset__eval_launch(R, next, &fds[next]), running++;
         }
         if (!running) continue;
-        // wait for a worker and read what it found
-        int ws;
-        pid_t pid = wait(&ws);
-        if (pid < 0) { if (errno == EINTR) continue; cuset__eval_fail("wait: %s%s", strerror(errno), ""); }
-        int i = 0;
-        while (i < next && pids[i] != pid) i++;
-        if (i == next) continue; // not one of ours
-        cuset__EvalResult *r = &results[i];
-        size_t got = 0;
-        for (ssize_t n; got < sizeof *r && (n = read(fds[i], (char *)r + got, sizeof *r - got)) != 0;)
-            if (n > 0) got += (size_t)n; else if (errno != EINTR) break;
-        close(fds[i]);
-        for (int w = 0; w < 256; w++)
-            if (cuset__eval_workers[w] == pid) cuset__eval_workers[w] = 0;
-        pids[i] = 0;
+        int i = cuset__eval_reap(R, pids, fds, next);
+        if (i < 0) continue;
         running--, done++;
-        if (got != sizeof *r || !WIFEXITED(ws) || WEXITSTATUS(ws)) {
-            memset(r, 0, sizeof *r);
-            r->status = CUSET_EVAL_ERROR;
-            r->exit_code = -1;
-            snprintf(r->detail, sizeof r->detail, "the worker evaluating this program died (status %d)", ws);
-        } else if (o->cache_dir && r->status != CUSET_EVAL_ERROR) {
-            char cpath[4200];
-            cuset__eval_cache_path(&E, o->cache_dir, &tasks[progs[i].task], &progs[i], cpath, sizeof cpath);
-            cuset__eval_cache_put(cpath, r);
-        }
-        double el = cuset_time() - t1;
+        const cuset__EvalTask *t = &R->tasks[R->progs[i].task];
+        double el = cuset_time() - R->t_eval;
         fprintf(stderr, "eval: %d/%d task %s (%s) sample %d: %s (%.1f s) | %.2f programs/s, %d from the cache\n", done,
-                total, tasks[progs[i].task].id, tasks[progs[i].task].family, progs[i].sample + 1,
-                cuset_eval_status_names[r->status], r->seconds, done / (el > 0 ? el : 1), cached);
+                total, t->id, t->family, R->progs[i].sample + 1, cuset_eval_status_names[R->results[i].status],
+                R->results[i].seconds, done / (el > 0 ? el : 1), R->cached);
     }
-    for (int i = 0; i < total; i++) { // in program order
-        const cuset__EvalResult *r = &results[i];
-        cuset__eval_write_result(rf, &tasks[progs[i].task], &progs[i], r);
-        cuset__EvalTally *ty = &tally[progs[i].task];
+    free(fds), free(pids);
+}
+
+// Writes one JSON line per program to the results file, in program order, and counts the
+// outcomes per task and overall. Exits 2 when there was no program at all.
+static void cuset__eval_record(cuset__EvalRun *R) {
+    int total = (int)arrlen(R->progs);
+    R->tally = (cuset__EvalTally *)calloc(R->ntasks, sizeof *R->tally);
+    for (int i = 0; i < total; i++) {
+        const cuset__EvalResult *r = &R->results[i];
+        cuset__eval_write_result(R->rf, &R->tasks[R->progs[i].task], &R->progs[i], r);
+        cuset__EvalTally *ty = &R->tally[R->progs[i].task];
         ty->n++;
         ty->c_compile += r->compile_ok;
         ty->c_pass += r->status == CUSET_EVAL_PASS;
         ty->n_unsupported += r->status == CUSET_EVAL_UNSUPPORTED;
-        counts[r->status]++;
-        compiled += r->compile_ok;
+        R->counts[r->status]++;
     }
-    fclose(rf);
-    if (!E.keep_dirs) cuset_remove_tree(E.root);
-    if (!total) {
-        fprintf(stderr, CUSET_EVAL_WHO ": no program to evaluate for tasks %d..%d (check --first, --count and the indexes in %s)\n",
-                o->first, last - 1, o->programs_path ? o->programs_path : "");
-        exit(2);
-    }
-    if (o->summary_path)
-        cuset__eval_summary(o->summary_path, tasks, tally, o->first, last, ks, nk, counts, sampler ? samples : 0,
-                            cuset_time() - t0);
+    fclose(R->rf);
+    if (!R->E.keep_dirs) cuset_remove_tree(R->E.root);
+    if (!total)
+        cuset__eval_fail("no program to evaluate for tasks %d..%d (check --first, --count and the indexes in %s)", R->first,
+                         R->last - 1, R->o->programs_path ? R->o->programs_path : "");
+}
 
-    // the report
-    printf("eval: %s, %d tasks (of tasks %d..%d)\n", o->tasks_path, evaluated_tasks, o->first, last - 1);
-    if (sampler)
-        printf("programs: sampled from %s, %d per task (%s, seed %llu)\n", sampler->name, samples, sampler->settings,
-               (unsigned long long)sampler->seed);
+// The report on stdout: what was evaluated and how, pass@k, the outcomes, pass@1 per family.
+static void cuset__eval_report(const cuset__EvalRun *R) {
+    const CusetEvalOpts *o = R->o;
+    const cuset__EvalEnv *E = &R->E;
+    int total = (int)arrlen(R->progs);
+    double el = cuset_time() - R->t_eval;
+    printf("eval: %s, %d tasks (of tasks %d..%d)\n", o->tasks_path, R->evaluated_tasks, R->first, R->last - 1);
+    if (R->sampler)
+        printf("programs: sampled from %s, %d per task (%s, seed %llu)\n", R->sampler->name, R->samples,
+               R->sampler->settings, (unsigned long long)R->sampler->seed);
     else
         printf("programs: %d from %s\n", total, o->programs_path);
-    printf("evaluated: %d programs in %.1f s (%.2f per minute, %d jobs), %d results from the cache%s%s\n", total,
-           cuset_time() - t1, 60.0 * total / (cuset_time() - t1 > 0 ? cuset_time() - t1 : 1), jobs, cached,
-           o->cache_dir ? " " : "", o->cache_dir ? o->cache_dir : "");
-    printf("compilation check: %s\n", compiler);
-    printf("runs: %s%s, %g s limit\n", E.use_gpu ? "on the GPU (nvcc's binary)" : "on the CPU emulator ", E.use_gpu ? "" : E.emu,
-           E.timeout);
-    cuset__eval_print_pass_at_k("compilation ", 0, tally, o->first, last, ks, nk, evaluated_tasks);
-    cuset__eval_print_pass_at_k("functional  ", 1, tally, o->first, last, ks, nk, evaluated_tasks);
-    if (counts[CUSET_EVAL_UNSUPPORTED]) // the same without the programs the emulator cannot run
-        cuset__eval_print_pass_at_k("functional, unsupported left out:", 2, tally, o->first, last, ks, nk, evaluated_tasks);
+    printf("evaluated: %d programs in %.1f s (%.2f per minute, %d jobs), %d results from the cache%s%s\n", total, el,
+           60.0 * total / (el > 0 ? el : 1), R->jobs, R->cached, o->cache_dir ? " " : "", o->cache_dir ? o->cache_dir : "");
+    printf("compilation check: %s\n", cuset__eval_compiler(E));
+    printf("runs: %s%s, %g s limit\n", E->use_gpu ? "on the GPU (nvcc's binary)" : "on the CPU emulator ", E->use_gpu ? "" : E->emu,
+           E->timeout);
+    cuset__eval_print_pass_at_k("compilation ", 0, R->tally, R->first, R->last, R->ks, R->nk, R->evaluated_tasks);
+    cuset__eval_print_pass_at_k("functional  ", 1, R->tally, R->first, R->last, R->ks, R->nk, R->evaluated_tasks);
+    if (R->counts[CUSET_EVAL_UNSUPPORTED]) // the same without the programs the emulator cannot run
+        cuset__eval_print_pass_at_k("functional, unsupported left out:", 2, R->tally, R->first, R->last, R->ks, R->nk,
+                                    R->evaluated_tasks);
     printf("outcomes of %d programs:", total);
-    for (int s = 0; s < CUSET_EVAL_NSTATUS; s++) printf(" %s %d%s", cuset_eval_status_names[s], counts[s], s + 1 < CUSET_EVAL_NSTATUS ? "," : "\n");
-    if (!E.use_gpu)
+    for (int s = 0; s < CUSET_EVAL_NSTATUS; s++)
+        printf(" %s %d%s", cuset_eval_status_names[s], R->counts[s], s + 1 < CUSET_EVAL_NSTATUS ? "," : "\n");
+    if (!E->use_gpu)
         printf("(unsupported: the emulator does not model a feature the program uses, or cannot build a program nvcc "
                "compiles; counted as not passing; the line 'unsupported left out' drops them)\n");
-    cuset__eval_print_families(tasks, tally, o->first, last);
-    printf("results: %s\n", results_path);
-    if (E.keep_dirs) printf("work directories kept in %s\n", E.root);
-    for (int t = 0; t < ntasks; t++) { free(tasks[t].prompt); free(tasks[t].reference); free(tasks[t].id); free(tasks[t].family); }
-    arrfree(tasks);
-    for (int i = 0; i < (int)arrlen(given); i++) free(given[i].text);
-    arrfree(given);
-    for (int i = 0; i < total; i++) free(progs[i].text);
-    arrfree(progs);
-    free(results), free(fds), free(pids);
+    cuset__eval_print_families(R->tasks, R->tally, R->first, R->last);
+    printf("results: %s\n", R->results_path);
+    if (E->keep_dirs) printf("work directories kept in %s\n", E->root);
     if (o->summary_path) printf("summary: %s\n", o->summary_path);
-    free(tally);
-    free(E.root);
-    cuset_sandbox_free(&E.sb);
+}
+
+static void cuset__eval_free(cuset__EvalRun *R) {
+    for (int t = 0; t < R->ntasks; t++) {
+        cuset__EvalTask *k = &R->tasks[t];
+        free(k->prompt), free(k->reference), free(k->id), free(k->family);
+    }
+    arrfree(R->tasks);
+    for (int i = 0; i < (int)arrlen(R->given); i++) free(R->given[i].text);
+    arrfree(R->given);
+    for (int i = 0; i < (int)arrlen(R->progs); i++) free(R->progs[i].text);
+    arrfree(R->progs);
+    free(R->results);
+    free(R->tally);
+    free(R->E.root);
+    cuset_sandbox_free(&R->E.sb);
+}
+
+int cuset_eval_main(const CusetEvalOpts *o, const CusetEvalSampler *sampler) {
+    cuset__EvalRun R = {.o = o, .sampler = sampler, .E = {.tasks_path = o->tasks_path, .keep_dirs = o->keep_dirs,
+                        .timeout = o->timeout, .compile_timeout = o->compile_timeout, .disk_mib = o->disk_mib}};
+    cuset__eval_check_options(&R);
+    cuset__eval_locate_split(&R.E, o->tasks_path);
+    cuset__eval_find_tools(&R.E, o);
+    cuset__eval_isolate(&R.E, o->unsafe_no_sandbox);
+    cuset__eval_load(&R);
+    if (sampler && sampler->open(sampler->ctx, R.samples)) { cuset__eval_free(&R); return 1; }
+    cuset__eval_open_run(&R);
+    cuset__eval_collect(&R);
+    if (!R.given) cuset__eval_sample_all(&R.E, sampler, R.tasks, R.progs, (int)arrlen(R.progs), o->jobs);
+    cuset__eval_run_all(&R);
+    cuset__eval_record(&R);
+    if (o->summary_path)
+        cuset__eval_summary(o->summary_path, R.tasks, R.tally, R.first, R.last, R.ks, R.nk, R.counts, sampler ? R.samples : 0,
+                            cuset_time() - R.t_start);
+    cuset__eval_report(&R);
+    cuset__eval_free(&R);
     return 0;
 }
 
