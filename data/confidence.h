@@ -9,7 +9,8 @@
    tokens, a two-sample Kolmogorov-Smirnov test between the two, the share of samples
    with a window below the neutral-token mean, and how often those windows overlap
    CUDA-sensitive spans (any, kernel definitions, launches, dim3). `gen --analyze` is the
-   command; data/experiment_report.py draws the JSON it writes.
+   command (cuset_conf_analyze_to_json its driver, cuset_conf_usage its part of gen --help);
+   data/experiment_report.py draws the JSON it writes.
 
    stb style: in exactly one C file
        #define CUSET_CONFIDENCE_IMPLEMENTATION
@@ -69,13 +70,30 @@ void cuset_conf_report(const CusetConfSample *s, int n, const char *const *texts
 int cuset_conf_analyze_file(CusetGPT *m, const CusetTokenizer *tk, const char *path, int first, int count, int l,
                             int probe, int nview, FILE *json, FILE *text, char *err, size_t errlen);
 
+// gen --analyze: the analysis of a data file with the model read from model_path, as the
+// flags set it.
+typedef struct {
+    int first, count;         // the samples first .. first+count-1 (count <= 0: to the end)
+    int window, probe, views; // eq. 7's l; the window of the low-confidence search; samples shown token by token
+    const char *json_path;    // where the JSON goes (NULL: MODEL_PATH.analysis.json)
+} CusetConfOpts;
+// cuset_conf_analyze_file with the JSON written whole or not at all (to json_path.tmp.PID,
+// renamed when complete) and the text report to text, between a line of the settings and
+// one with the JSON's path. 0, or -1 with a message in err.
+int cuset_conf_analyze_to_json(CusetGPT *m, const CusetTokenizer *tk, const char *model_path, const char *data_path,
+                               const CusetConfOpts *o, FILE *text, char *err, size_t errlen);
+// The part of gen --help on --analyze: what it reports and the flags of CusetConfOpts.
+extern const char cuset_conf_usage[];
+
 #endif // CUSET_CONFIDENCE_H
 
 #ifdef CUSET_CONFIDENCE_IMPLEMENTATION
 #ifndef CUSET_CONFIDENCE_IMPLEMENTED
 #define CUSET_CONFIDENCE_IMPLEMENTED
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int cuset__conf_cmp(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
@@ -336,6 +354,39 @@ int cuset_conf_analyze_file(CusetGPT *m, const CusetTokenizer *tk, const char *p
     free(texts);
     cuset_text_samples_free(s);
     return kept ? 0 : -1;
+}
+
+const char cuset_conf_usage[] =
+    "\n"
+    "usage: gen --model FILE --analyze DATA.jsonl [options]   the confidence analysis\n"
+    "Teacher-forces the model on each prompt/completion of DATA.jsonl and reports its confidence\n"
+    "(the probability of the true token) on CUDA-sensitive versus neutral target tokens: means,\n"
+    "medians, histograms, a two-sample KS test; the share of samples with a PROBE-token window\n"
+    "whose mean is below the neutral-token mean and what those windows touch (kernel\n"
+    "definitions, launches, dim3); the hardest window of eq. 7 and w_n (data/confidence.h).\n"
+    "  --first I, --count C  the samples I .. I+C-1                        [all]\n"
+    "  --window L            CuSeT's window l for eq. 7     [the checkpoint's training setting]\n"
+    "  --probe N             the window of the low-confidence search       [64]\n"
+    "  --views N             samples shown token by token in the JSON      [3]\n"
+    "  --json FILE           the JSON written                              [MODEL.analysis.json]\n"
+    "The text report goes to stdout; data/experiment_report.py --view FILE draws the JSON.\n";
+
+int cuset_conf_analyze_to_json(CusetGPT *m, const CusetTokenizer *tk, const char *model_path, const char *data_path,
+                               const CusetConfOpts *o, FILE *text, char *err, size_t errlen) {
+    char json_default[4200], tmp[4300];
+    const char *json_path = o->json_path;
+    if (!json_path) snprintf(json_default, sizeof json_default, "%s.analysis.json", model_path), json_path = json_default;
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", json_path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) return cuset__err(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
+    fprintf(text, "model %s, data %s, window l = %d, probe %d tokens\n", model_path, data_path, o->window, o->probe);
+    int rc = cuset_conf_analyze_file(m, tk, data_path, o->first, o->count > 0 ? o->count : -1, o->window, o->probe,
+                                     o->views, f, text, err, errlen);
+    if (fclose(f) != 0 && !rc) rc = cuset__err(err, errlen, "%s: cannot write: %s", tmp, strerror(errno));
+    if (!rc && rename(tmp, json_path)) rc = cuset__err(err, errlen, "%s: cannot rename to %s: %s", tmp, json_path, strerror(errno));
+    if (rc) unlink(tmp);
+    else fprintf(text, "json: %s\n", json_path);
+    return rc;
 }
 
 #endif // CUSET_CONFIDENCE_IMPLEMENTED

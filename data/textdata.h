@@ -198,6 +198,11 @@ int cuset_checkpoint_save_tok(const char *path, const CusetGPT *m, const CusetGP
                               const CusetCheckpointInfo *info, int with_optimizer, char *err, size_t errlen);
 int cuset_checkpoint_load_tok(const char *path, CusetGPT *m, CusetGPT *ref, CusetTokenizer *tk, int want_optimizer,
                               CusetCheckpointInfo *info, char *err, size_t errlen);
+// What a loaded checkpoint is (gen --info), to f: the model's shape; its training (steps,
+// objective, optimizer state, ASFT reference); its tokenizer (tk, as loaded); and, for a
+// version-1 checkpoint, that its windows predate the eq. 5 correction.
+void cuset_checkpoint_describe(FILE *f, const char *path, const CusetGPT *m, const CusetTokenizer *tk,
+                               const CusetCheckpointInfo *info);
 
 #ifdef __cplusplus
 }
@@ -1382,6 +1387,20 @@ int cuset_checkpoint_load_tok(const char *path, CusetGPT *m, CusetGPT *ref, Cuse
         if (ref) cuset_gpt_free(ref);
     }
     return rc;
+}
+
+void cuset_checkpoint_describe(FILE *f, const char *path, const CusetGPT *m, const CusetTokenizer *tk,
+                               const CusetCheckpointInfo *info) {
+    const CusetConfig *c = &m->cfg;
+    fprintf(f, "%s: %d layers, %d heads, %d channels, context %d, vocabulary %d (padded %d), %zu parameters\n", path,
+            c->n_layer, c->n_head, c->n_embd, c->max_seq_len, c->vocab_size, c->padded_vocab_size, m->num_params);
+    fprintf(f, "trained %d steps with %s; optimizer state %s; ASFT reference %s; tokenizer %s\n", info->step,
+            cuset_objective_names[info->settings.obj.kind % CUSET_OBJ_COUNT], info->has_optimizer ? "yes" : "no",
+            info->has_reference ? "yes" : "no", !info->has_tokenizer ? "no (token ids only)"
+            : tk->split == CUSET_TOK_SPLIT_GPT2 ? "yes (GPT-2's pre-split)" : "yes");
+    if (cuset_checkpoint_old_windows(info))
+        fprintf(f, "checkpoint version 1: CuSeT's windows before the eq. 5 correction (a target shorter than the window "
+                   "was one window)\n");
 }
 
 #endif // CUSET_TEXTDATA_IMPLEMENTATION_DONE
