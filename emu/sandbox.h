@@ -114,6 +114,7 @@ void cuset_sandbox_free(CusetSandbox *sb);
 extern char **environ;
 
 // printf into out (cap bytes, truncated): the messages, which quote paths of any length.
+// A twin of cuset.h's cuset__err, kept because this header works without cuset.h.
 __attribute__((format(printf, 3, 4)))
 static void cuset__sb_say(char *out, size_t cap, const char *fmt, ...) {
     va_list ap;
