@@ -48,11 +48,12 @@
 #include "families_stencil.c"
 #include "families_reduce.c"
 #include "families_matrix.c"
+#include "families_rows.c"
 #include "families_rowwise.c"
 
 // New family files: #include them above and add their list here.
 static const Family *const *const family_lists[] = { families_elementwise, families_memory, families_stencil,
-                                                      families_reduce, families_matrix, families_rowwise, NULL };
+                                                      families_reduce, families_matrix, families_rows, families_rowwise, NULL };
 
 #define MAX_FAMILIES 64
 static const Family *fams[MAX_FAMILIES];

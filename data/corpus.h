@@ -94,13 +94,13 @@ static void buf_clear(Buf *b) { b->len = 0; if (b->s) b->s[0] = 0; }
 static void buf_free(Buf *b) { free(b->s); b->s = NULL; b->len = b->cap = 0; }
 static const char *buf_str(const Buf *b) { return b->s ? b->s : ""; }
 
-// Short-lived formatted strings (a ring of 64), for building the arguments of one call
+// Short-lived formatted strings (a ring of 256), for building the arguments of one call
 // (a template's values) inline.
 __attribute__((format(printf, 1, 2)))
 static const char *fmt(const char *f, ...) {
-    static char ring[64][512];
+    static char ring[256][512];
     static int k;
-    char *s = ring[k++ & 63];
+    char *s = ring[k++ & 255];
     va_list ap;
     va_start(ap, f);
     int n = vsnprintf(s, 512, f, ap);
@@ -400,6 +400,14 @@ static void params_pin(Task *t) {
         t->p[k] = strcmp(d->pick, "*") == 0 ? 0 : sscanf(d->pick, "%d..%d", &lo, &hi) == 2 ? lo : atoi(d->pick);
     }
 }
+// Draws parameters a and b again (as their picks say) until a * b lies in [lo, hi]: sizes
+// whose product the family bounds.
+static void params_redraw(Task *t, Rng *r, int a, int b, long lo, long hi) {
+    while ((long)t->p[a] * t->p[b] < lo || (long)t->p[a] * t->p[b] > hi) {
+        t->p[a] = param_pick(&t->fam->ip[a], r);
+        t->p[b] = param_pick(&t->fam->ip[b], r);
+    }
+}
 // Sets a name field (tensor, kernel, slug) from a format.
 #define SETNAME(dst, ...) snprintf((dst), sizeof(dst), __VA_ARGS__)
 
@@ -524,11 +532,11 @@ static void tpl_expand(Buf *out, const char *text, const char *const *kv) {
         text = *eol ? eol + 1 : eol;
     }
 }
-// A fragment: the expanded text, for a placeholder of another template (a ring of 32).
+// A fragment: the expanded text, for a placeholder of another template (a ring of 128).
 static const char *tpl_frag(const char *text, const char *const *kv) {
-    static Buf ring[32];
+    static Buf ring[128];
     static int k;
-    Buf *b = &ring[k++ & 31];
+    Buf *b = &ring[k++ & 127];
     buf_clear(b);
     tpl_expand(b, text, kv);
     return buf_str(b);
@@ -908,6 +916,24 @@ static void host_fill(struct Host *h, const Task *t) {
     for (int k = 0; k < t->nin; k++) snprintf(h->in[k], sizeof h->in[k], "%s", dname(t, t->in[k].name));
     for (int k = 0; k < t->nout; k++) snprintf(h->out[k], sizeof h->out[k], "%s", dname(t, t->out[k].name));
     for (int k = 0; k < t->nsize; k++) snprintf(h->size[k], sizeof h->size[k], "%s", size_name(t, k));
+}
+
+// A kernel's pointer parameters for the task's tensors in order (inputs const), and the
+// matching launch arguments: the device buffers and the first nsize size constants.
+static const char *kernel_params(const Task *t) {
+    char s[512] = "";
+    for (int k = 0; k < t->nin + t->nout; k++) {
+        const Tensor *x = k < t->nin ? &t->in[k] : &t->out[k - t->nin];
+        snprintf(s + strlen(s), sizeof s - strlen(s), "%s%s", k ? ", " : "", ptr_param(t, dt_ctypes[x->dt], x->name, k < t->nin));
+    }
+    return fmt("%s", s);
+}
+static const char *kernel_args(const struct Host *h, int nsize) {
+    const Task *t = h->t;
+    char s[512] = "";
+    for (int k = 0; k < t->nin + t->nout; k++) snprintf(s + strlen(s), sizeof s - strlen(s), "%s%s", k ? ", " : "", k < t->nin ? h->in[k] : h->out[k - t->nin]);
+    for (int k = 0; k < nsize; k++) snprintf(s + strlen(s), sizeof s - strlen(s), ", %s", h->size[k]);
+    return fmt("%s", s);
 }
 
 // The launcher function of HOST_LAUNCHER programs: run_SLUG(device pointers, sizes).

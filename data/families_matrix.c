@@ -891,17 +891,10 @@ static const Family fam_mx_matmul_tiled = { "matmul_tiled", "C = A B with TILE x
 // ----------------------------------------------------------------------------
 // Matrix-vector products: shared pieces
 
-static const int mxmv_rows[] = { 128, 256, 500, 1000, 1024, 2048, 4096, 5000, 8192, 10000 };
-static const int mxmv_cols[] = { 32, 64, 100, 128, 256, 500, 512, 1000, 1024, 2048, 4096 };
+#define MXMV_ROWS_PICK "128 256 500 1000 1024 2048 4096 5000 8192 10000"
+#define MXMV_COLS_PICK "32 64 100 128 256 500 512 1000 1024 2048 4096"
 static const char *const mxmv_names[][4] = { { "A", "x", "b", "y" }, { "mat", "vec", "bias", "out" }, { "W", "v", "bvec", "result" },
                                            { "weights", "input", "offset", "output" }, { "M_in", "x_in", "b_in", "y_out" } };
-
-static void mxmv_draw_rc(Rng *r, int *rows, int *cols) {
-    do {
-        *rows = mxmv_rows[RPICK(r, mxmv_rows)];
-        *cols = mxmv_cols[RPICK(r, mxmv_cols)];
-    } while ((long)*rows * *cols > 4200000 || (long)*rows * *cols < 8192);
-}
 
 // y = A x (+ b): inputs A [rows, cols], x [cols] (, b [rows]), output y [rows].
 static void mxmv_layout_common(Task *t, const char *const *dn, long R, long C, int bias) {
@@ -954,7 +947,7 @@ static void mxmv_describe_common(const Task *t, Buf *desc, long R, long C, int b
 enum { MXMV_ROWS, MXMV_COLS, MXMV_MODE, MXMV_BLOCK, MXMV_LOOP, MXMV_BIAS, MXMV_ACC, MXMV_CAP, MXMV_KNAME, MXMV_NAMES, MXMV_TNAME, MXMV_DNAMES, MXMV_NP };
 static const char *const mxmv_modes[] = { "global", "shared_x", NULL };
 static const ParamDesc mxmv_params[] = {
-    [MXMV_ROWS] = { "rows", NULL, 1, NULL },      [MXMV_COLS] = { "cols", NULL, 1, NULL },
+    [MXMV_ROWS] = { "rows", NULL, 1, MXMV_ROWS_PICK }, [MXMV_COLS] = { "cols", NULL, 1, MXMV_COLS_PICK },
     [MXMV_MODE] = { "mode", mxmv_modes, 1, "*" }, [MXMV_BLOCK] = { "block", NULL, 1, "64 128 256 256 512" },
     [MXMV_LOOP] = { "loop", loop_names, 1, NULL }, [MXMV_BIAS] = { "bias", NULL, 1, "0 0 1" },
     [MXMV_ACC] = { "acc", NULL, 0, "0..1" },      [MXMV_CAP] = { "cap", NULL, 0, NULL },
@@ -964,7 +957,7 @@ static const ParamDesc mxmv_params[] = {
 static const char *const mxmv_kn[] = { "matvec", "gemv_row_per_thread", "matVecKernel", "mv_rows" };
 
 static void mxmv_draw(Task *t, Rng *r) {
-    mxmv_draw_rc(r, &t->p[MXMV_ROWS], &t->p[MXMV_COLS]);
+    params_redraw(t, r, MXMV_ROWS, MXMV_COLS, 8192, 4200000);
     t->p[MXMV_LOOP] = t->p[MXMV_MODE] == 0 ? rng_int(r, 0, 2) : LOOP_IF; // a block-wide __syncthreads: no early exit
     t->p[MXMV_CAP] = t->p[MXMV_LOOP] == LOOP_GRID ? rng_pick(r, "16 32 64 128") : 0;
     mxmv_names_set(t, t->p[MXMV_NAMES], t->p[MXMV_BIAS]);
@@ -1055,37 +1048,31 @@ static const Family fam_mx_matvec_thread = { "matvec_thread_per_row", "y = A x (
 // ----------------------------------------------------------------------------
 // Matrix-vector product, one warp per row with shuffles
 
-enum { MXMW_ROWS, MXMW_COLS, MXMW_BLOCK, MXMW_SHFL, MXMW_VEC, MXMW_BIAS, MXMW_HELPER, MXMW_MASK, MXMW_CFG, MXMW_KNAME, MXMW_NAMES, MXMW_TNAME, MXMW_DNAMES, MXMW_NP };
+enum { MXMW_ROWS, MXMW_COLS, MXMW_BLOCK, MXMW_SHFL, MXMW_VEC, MXMW_BIAS, MXMW_HELPER, MXMW_MASK, MXMW_CFG, MXMW_KNAME, MXMW_NAMES,
+       MXMW_TNAME, MXMW_DNAMES, MXMW_NP };
 static const char *const mxmw_shfl[] = { "down", "xor", NULL };
 static const char *const mxmw_vec[] = { "scalar", "float4", NULL };
 static const ParamDesc mxmw_params[] = {
-    { "rows", NULL, 1, NULL }, { "cols", NULL, 1, NULL }, { "block", NULL, 1, NULL }, { "shfl", mxmw_shfl, 1, NULL }, { "vec", mxmw_vec, 1, NULL }, { "bias", NULL, 1, NULL },
-    { "helper", NULL, 0, NULL }, { "mask", NULL, 0, NULL }, { "cfg", NULL, 0, NULL }, { "kname", NULL, 0, NULL }, { "names", NULL, 0, NULL }, { "tname", NULL, 0, NULL },
-    { "dnames", NULL, 0, NULL }, { NULL, NULL, 0, NULL } };
+    { "rows", NULL, 1, MXMV_ROWS_PICK }, { "cols", NULL, 1, MXMV_COLS_PICK }, { "block", NULL, 1, "64 128 256 512" },
+    { "shfl", mxmw_shfl, 1, "*" },       { "vec", mxmw_vec, 1, "0 0 0 1 1" }, { "bias", NULL, 1, "0 0 1" },
+    { "helper", NULL, 0, "0..2" },       { "mask", NULL, 0, "0..2" },         { "cfg", NULL, 0, "0..1" },
+    { "kname", NULL, 0, "0..3" },        { "names", NULL, 0, "0..4" },        { "tname", NULL, 0, "0..2" },
+    { "dnames", NULL, 0, "0..3" },       { 0 } };
 static const char *const mxmw_kn[] = { "matvec_warp", "gemvWarpPerRow", "warp_matvec", "mv_warp_rows" };
+static const char *const mxmw_hn[] = { "warp_reduce_sum", "warpSum", "warp_allreduce_sum", "shfl_sum" };
 
 static void mxmw_draw(Task *t, Rng *r) {
-    static const int blocks[] = { 64, 128, 256, 512 };
-    mxmv_draw_rc(r, &t->p[MXMW_ROWS], &t->p[MXMW_COLS]);
-    t->p[MXMW_BLOCK] = blocks[RPICK(r, blocks)];
-    t->p[MXMW_SHFL] = rng_int(r, 0, 1);
-    t->p[MXMW_VEC] = t->p[MXMW_COLS] % 4 == 0 && rng_chance(r, 40);
-    t->p[MXMW_BIAS] = rng_chance(r, 35);
-    t->p[MXMW_HELPER] = rng_int(r, 0, 2);
-    t->p[MXMW_MASK] = rng_int(r, 0, 2);
-    t->p[MXMW_CFG] = rng_int(r, 0, 1);
-    t->p[MXMW_KNAME] = rng_int(r, 0, 3);
-    t->p[MXMW_NAMES] = rng_int(r, 0, NELEM(mxmv_names) - 1);
-    t->p[MXMW_TNAME] = rng_int(r, 0, 2);
-    t->p[MXMW_DNAMES] = rng_int(r, 0, 3);
+    params_redraw(t, r, MXMW_ROWS, MXMW_COLS, 8192, 4200000);
+    if (t->p[MXMW_COLS] % 4) t->p[MXMW_VEC] = 0;
     mxmv_names_set(t, t->p[MXMW_NAMES], t->p[MXMW_BIAS]);
-    mx_name(t->kname[0], sizeof t->kname[0], mxmw_kn[t->p[MXMW_KNAME]]);
-    static const char *const hn[] = { "warp_reduce_sum", "warpSum", "warp_allreduce_sum", "shfl_sum" };
-    mx_name(t->kname[1], sizeof t->kname[1], hn[t->p[MXMW_KNAME]]);
-    mx_name(t->slug, sizeof t->slug, "matvec_warp");
+    SETNAME(t->kname[0], "%s", mxmw_kn[t->p[MXMW_KNAME]]);
+    SETNAME(t->kname[1], "%s", mxmw_hn[t->p[MXMW_KNAME]]);
+    SETNAME(t->slug, "matvec_warp");
 }
 
-static void mxmw_layout(Task *t) { mxmv_layout_common(t, mx_dnames[t->p[MXMW_DNAMES]], t->p[MXMW_ROWS], t->p[MXMW_COLS], t->p[MXMW_BIAS]); }
+static void mxmw_layout(Task *t) {
+    mxmv_layout_common(t, mx_dnames[t->p[MXMW_DNAMES]], t->p[MXMW_ROWS], t->p[MXMW_COLS], t->p[MXMW_BIAS]);
+}
 
 static void mxmw_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, pick3(t->p[MXMW_TNAME], "Warp_Per_Row_GEMV", "Matrix_Vector_Warp_Shuffle", "Matrix_Vector_Product_Warp"));
@@ -1094,130 +1081,99 @@ static void mxmw_describe(const Task *t, Buf *name, Buf *desc) {
                t->p[MXMW_VEC] ? " with float4 loads" : "", t->p[MXMW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync");
 }
 
-static void mxmw_shuffle(const Task *t, Emit *e, const char *v) {
-    const char *mask = t->p[MXMW_MASK] == 0 ? "0xffffffff" : t->p[MXMW_MASK] == 1 ? "0xFFFFFFFFu" : "FULL_MASK";
-    em_line(e, "for (int offset = 16; offset > 0; offset /= 2) {");
-    em_in(e);
-    em_line(e, "%s += %s(%s, %s, offset);", v, t->p[MXMW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync", mask, v);
-    em_out(e);
-    em_line(e, "}");
+// Lanes stride over the row (scalar or float4 loads), then a shuffle reduction (the loop
+// rw_shuffle and the helper rw_helper of reduce_warp).
+static const char mxmw_kernel_tpl[] = R"(
+$mask_define
+$helper
+/// One warp per row of $A: strided partial dot products, then a shuffle reduction.
+__global__ void $kname($params, int $R, int $C) {
+    $index
+    if (row >= $R) return; // the whole warp leaves together
+    float sum = 0.0f;
+    $loop
+    $reduce
+    if (lane == 0) $y[row] = sum$bias;
 }
+)";
+static const char *const mxmw_loop_tpl[] = { R"(
+const float *arow = $A + (size_t)row * $C;
+for (int c = lane; c < $C; c += 32) {
+    sum += arow[c] * $x[c];
+}
+)", R"(
+const float4 *arow = reinterpret_cast<const float4 *>($A + (size_t)row * $C);
+const float4 *xv = reinterpret_cast<const float4 *>($x);
+for (int c = lane; c < $C / 4; c += 32) {
+    const float4 p = arow[c], q = xv[c];
+    sum += p.x * q.x + p.y * q.y + p.z * q.z + p.w * q.w;
+}
+)" };
 
 static void mxmw_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[MXMW_DNAMES]];
-    const char *A = t->in[0].name, *x = t->in[1].name, *b = t->p[MXMW_BIAS] ? t->in[2].name : NULL, *y = t->out[0].name;
-    const char *R = dn[0], *C = dn[1];
-    if (t->p[MXMW_MASK] == 2) {
-        em_line(e, "#define FULL_MASK 0xffffffffu");
-        em_blank(e);
-    }
-    if (t->p[MXMW_HELPER]) {
-        em_comment(e, t, t->p[MXMW_SHFL] ? "Sum over the 32 lanes of a warp; every lane gets the total." : "Sum over the 32 lanes of a warp; lane 0 gets the total.", 0);
-        em_fn_open(e, t, "", t->p[MXMW_HELPER] == 1 ? "__device__ float" : "__inline__ __device__ float", t->kname[1], "float v");
-        mxmw_shuffle(t, e, "v");
-        em_line(e, "return v;");
-        em_fn_close(e);
-        em_blank(e);
-    }
-    MxSig g = { "" };
-    mxsig_ptr(&g, t, "float", A, 1);
-    mxsig_ptr(&g, t, "float", x, 1);
-    if (b) mxsig_ptr(&g, t, "float", b, 1);
-    mxsig_ptr(&g, t, "float", y, 0);
-    mxsig_int(&g, R);
-    mxsig_int(&g, C);
-    em_comment(e, t, fmt("One warp per row of %s: strided partial dot products, then a shuffle reduction.", A), 0);
-    em_fn_open(e, t, "", "__global__ void", t->kname[0], g.s);
-    if (t->p[MXMW_KNAME] & 1) {
-        em_line(e, "const int lane = threadIdx.x & 31;");
-        em_line(e, "const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);");
-    } else {
-        em_line(e, "const int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;");
-        em_line(e, "const int lane = threadIdx.x %% 32;");
-    }
-    em_line(e, "if (row >= %s) return; // the whole warp leaves together", R);
-    em_line(e, "float sum = 0.0f;");
-    if (t->p[MXMW_VEC]) {
-        em_line(e, "const float4 *arow = reinterpret_cast<const float4 *>(%s + (size_t)row * %s);", A, C);
-        em_line(e, "const float4 *xv = reinterpret_cast<const float4 *>(%s);", x);
-        em_line(e, "for (int c = lane; c < %s / 4; c += 32) {", C);
-        em_in(e);
-        em_line(e, "const float4 p = arow[c], q = xv[c];");
-        em_line(e, "sum += p.x * q.x + p.y * q.y + p.z * q.z + p.w * q.w;");
-        em_out(e);
-        em_line(e, "}");
-    } else {
-        em_line(e, "const float *arow = %s + (size_t)row * %s;", A, C);
-        em_line(e, "for (int c = lane; c < %s; c += 32) {", C);
-        em_in(e);
-        em_line(e, "sum += arow[c] * %s[c];", x);
-        em_out(e);
-        em_line(e, "}");
-    }
-    if (t->p[MXMW_HELPER]) em_line(e, "sum = %s(sum);", t->kname[1]);
-    else mxmw_shuffle(t, e, "sum");
-    em_line(e, "if (lane == 0) %s[row] = sum%s;", y, b ? fmt(" + %s[row]", b) : "");
-    em_fn_close(e);
+    const char *A = t->in[0].name, *x = t->in[1].name, *y = t->out[0].name, *R = dn[0], *C = dn[1];
+    const char *mask = pick3(t->p[MXMW_MASK], "0xffffffff", "0xFFFFFFFFu", "FULL_MASK");
+    const char *sh = fmt("%s(%s, %%s, offset)", t->p[MXMW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync", mask);
+    const char *shuffle = FRAG(rw_shuffle, "step", fmt("v += %s;", fmt(sh, "v")));
+    TPL(e, t, mxmw_kernel_tpl, "mask_define", t->p[MXMW_MASK] == 2 ? "#define FULL_MASK 0xffffffffu\n\n" : "",
+        "helper", !t->p[MXMW_HELPER] ? ""
+                  : FRAG(rw_helper, "spec", t->p[MXMW_HELPER] == 1 ? "__device__ float" : "__inline__ __device__ float",
+                         "helper", t->kname[1], "shuffle", shuffle,
+                         "comment", t->p[MXMW_SHFL] ? "Sum over the 32 lanes of a warp; every lane gets the total."
+                                                    : "Sum over the 32 lanes of a warp; lane 0 gets the total."),
+        "A", A, "kname", t->kname[0], "params", kernel_params(t), "R", R, "C", C, "y", y,
+        "index", t->p[MXMW_KNAME] & 1 ? "const int lane = threadIdx.x & 31;\nconst int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);"
+                                      : "const int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;\nconst int lane = threadIdx.x % 32;",
+        "loop", FRAG(mxmw_loop_tpl[t->p[MXMW_VEC]], "A", A, "C", C, "x", x),
+        "reduce", t->p[MXMW_HELPER] ? fmt("sum = %s(sum);", t->kname[1]) : FRAG(rw_shuffle, "step", fmt("sum += %s;", fmt(sh, "sum"))),
+        "bias", t->p[MXMW_BIAS] ? fmt(" + %s[row]", t->in[2].name) : "");
 }
 
 static void mxmw_launch(const Task *t, Emit *e, const Host *h) {
-    const char *R = h->size[0], *C = h->size[1];
-    const char *args = t->p[MXMW_BIAS] ? fmt("%s, %s, %s, %s, %s, %s", h->in[0], h->in[1], h->in[2], h->out[0], R, C)
-                                     : fmt("%s, %s, %s, %s, %s", h->in[0], h->in[1], h->out[0], R, C);
     int B = t->p[MXMW_BLOCK];
-    if (t->p[MXMW_CFG]) {
-        em_line(e, "const int warps_per_block = %d;", B / 32);
-        em_line(e, "const int blocks = (%s + warps_per_block - 1) / warps_per_block;", R);
-        em_launch(e, t->kname[0], "blocks, warps_per_block * 32", args);
-    } else {
-        em_dim3(e, NULL, fmt("block(%d)", B));
-        em_dim3(e, NULL, fmt("grid((%s * 32 + block.x - 1) / block.x)", R));
-        em_launch(e, t->kname[0], "grid, block", args);
-    }
+    TPL(e, t, rw_row_launch[t->p[MXMW_CFG]], "block", fmt("%d", B), "warps", fmt("%d", B / 32), "rows", h->size[0],
+        "k", t->kname[0], "args", kernel_args(h, 2));
 }
 
 static void mxmw_ref(const Task *t, const void *const *in, void *const *out) {
     mxmv_ref_core(t->p[MXMW_ROWS], t->p[MXMW_COLS], in[0], in[1], t->p[MXMW_BIAS] ? in[2] : NULL, out[0]);
 }
 
-static const Family fam_mx_matvec_warp = { "matvec_warp_per_row", "y = A x (+ b), one warp per row: strided (or float4) partial sums, __shfl_down_sync / __shfl_xor_sync",
-                                        mxmw_params, NULL, mxmw_draw, mxmw_layout, mxmw_describe, mxmw_kernels, mxmw_launch, mxmw_ref };
+static const Family fam_mx_matvec_warp = {
+    "matvec_warp_per_row", "y = A x (+ b), one warp per row: strided (or float4) partial sums, __shfl_down_sync / __shfl_xor_sync",
+    mxmw_params, NULL, mxmw_draw, mxmw_layout, mxmw_describe, mxmw_kernels, mxmw_launch, mxmw_ref };
 
 // ----------------------------------------------------------------------------
 // Vector-matrix product y = x^T A (and column sums)
 
-enum { MXVM_OP, MXVM_ROWS, MXVM_COLS, MXVM_MODE, MXVM_BLOCK, MXVM_BY, MXVM_CHUNK, MXVM_LOOP, MXVM_DIMS, MXVM_KNAME, MXVM_NAMES, MXVM_TNAME, MXVM_DNAMES, MXVM_NP };
+enum { MXVM_OP, MXVM_ROWS, MXVM_COLS, MXVM_MODE, MXVM_BLOCK, MXVM_BY, MXVM_CHUNK, MXVM_LOOP, MXVM_DIMS, MXVM_KNAME, MXVM_NAMES,
+       MXVM_TNAME, MXVM_DNAMES, MXVM_NP };
 static const char *const mxvm_ops[] = { "xta", "colsum", NULL };
 static const char *const mxvm_modes[] = { "thread_per_col", "row_chunks_atomic", "block_reduce_2d", NULL };
 static const ParamDesc mxvm_params[] = {
-    { "op", mxvm_ops, 1, NULL }, { "rows", NULL, 1, NULL }, { "cols", NULL, 1, NULL }, { "mode", mxvm_modes, 1, NULL }, { "block", NULL, 1, NULL }, { "by", NULL, 1, NULL },
-    { "chunk", NULL, 1, NULL }, { "loop", NULL, 0, NULL }, { "dims", NULL, 0, NULL }, { "kname", NULL, 0, NULL }, { "names", NULL, 0, NULL }, { "tname", NULL, 0, NULL },
-    { "dnames", NULL, 0, NULL }, { NULL, NULL, 0, NULL } };
+    { "op", mxvm_ops, 1, "*" },          { "rows", NULL, 1, MXMV_ROWS_PICK }, { "cols", NULL, 1, MXMV_COLS_PICK },
+    { "mode", mxvm_modes, 1, "*" },      { "block", NULL, 1, "64 128 256 256 512" }, { "by", NULL, 1, "4 8 16" },
+    { "chunk", NULL, 1, "32 64 128 256" }, { "loop", NULL, 0, "0..1" },     { "dims", NULL, 0, "0..3" },
+    { "kname", NULL, 0, "0..3" },        { "names", NULL, 0, "0..3" },        { "tname", NULL, 0, "0..2" },
+    { "dnames", NULL, 0, "0..3" },       { 0 } };
 static const char *const mxvm_names[][3] = { { "A", "x", "y" }, { "mat", "w", "out" }, { "data", "coef", "result" }, { "M_in", "u", "v" } };
 static const char *const mxvm_kn[2][4] = { { "vecmat", "xTA_kernel", "vector_matrix", "gevm_col_per_thread" },
-                                         { "column_sums", "colSumKernel", "sum_columns", "col_reduce" } };
+                                           { "column_sums", "colSumKernel", "sum_columns", "col_reduce" } };
 
 static void mxvm_draw(Task *t, Rng *r) {
-    static const int chunks[] = { 32, 64, 128, 256 };
-    static const int bys[] = { 4, 8, 16 };
-    t->p[MXVM_OP] = rng_int(r, 0, 1);
-    mxmv_draw_rc(r, &t->p[MXVM_ROWS], &t->p[MXVM_COLS]);
-    t->p[MXVM_MODE] = rng_int(r, 0, 2);
-    t->p[MXVM_BLOCK] = t->p[MXVM_MODE] == 2 ? 32 : mx_blocks1d[RPICK(r, mx_blocks1d)];
-    t->p[MXVM_BY] = t->p[MXVM_MODE] == 2 ? bys[RPICK(r, bys)] : 0;
-    t->p[MXVM_CHUNK] = t->p[MXVM_MODE] == 1 ? chunks[RPICK(r, chunks)] : 0;
-    t->p[MXVM_LOOP] = t->p[MXVM_MODE] == 0 ? rng_int(r, 0, 1) : 0;
-    t->p[MXVM_DIMS] = rng_int(r, 0, 3);
-    t->p[MXVM_KNAME] = rng_int(r, 0, 3);
-    t->p[MXVM_NAMES] = rng_int(r, 0, NELEM(mxvm_names) - 1);
-    t->p[MXVM_TNAME] = rng_int(r, 0, 2);
-    t->p[MXVM_DNAMES] = rng_int(r, 0, 3);
+    int mode = t->p[MXVM_MODE];
+    params_redraw(t, r, MXVM_ROWS, MXVM_COLS, 8192, 4200000);
+    if (mode == 2) t->p[MXVM_BLOCK] = 32;
+    if (mode != 2) t->p[MXVM_BY] = 0;
+    if (mode != 1) t->p[MXVM_CHUNK] = 0;
+    if (mode != 0) t->p[MXVM_LOOP] = 0;
     const char *const *nm = mxvm_names[t->p[MXVM_NAMES]];
-    mx_name(t->in[0].name, sizeof t->in[0].name, nm[0]);
-    if (t->p[MXVM_OP] == 0) mx_name(t->in[1].name, sizeof t->in[1].name, nm[1]);
-    mx_name(t->out[0].name, sizeof t->out[0].name, nm[2]);
-    mx_name(t->kname[0], sizeof t->kname[0], mxvm_kn[t->p[MXVM_OP]][t->p[MXVM_KNAME]]);
-    mx_name(t->slug, sizeof t->slug, t->p[MXVM_OP] ? "column_sums" : "vecmat");
+    SETNAME(t->in[0].name, "%s", nm[0]);
+    SETNAME(t->in[1].name, "%s", t->p[MXVM_OP] == 0 ? nm[1] : "");
+    SETNAME(t->out[0].name, "%s", nm[2]);
+    SETNAME(t->kname[0], "%s", mxvm_kn[t->p[MXVM_OP]][t->p[MXVM_KNAME]]);
+    SETNAME(t->slug, "%s", t->p[MXVM_OP] ? "column_sums" : "vecmat");
 }
 
 static void mxvm_layout(Task *t) {
@@ -1230,11 +1186,9 @@ static void mxvm_layout(Task *t) {
     tset(&t->in[0], DT_F32, 2, R, C);
     tfac(&t->in[0], rr, cc);
     trange(&t->in[0], -1, 1, 0);
-    if (t->nin == 2) {
-        tset(&t->in[1], DT_F32, 1, R, 0);
-        tfac(&t->in[1], rr, -1);
-        trange(&t->in[1], -1, 1, 0);
-    }
+    tset(&t->in[1], DT_F32, 1, R, 0);
+    tfac(&t->in[1], rr, -1);
+    trange(&t->in[1], -1, 1, 0);
     tset(&t->out[0], DT_F32, 1, C, 0);
     tfac(&t->out[0], cc, -1);
     t->out[0].zero_init = t->p[MXVM_MODE] == 1;
@@ -1245,83 +1199,76 @@ static void mxvm_describe(const Task *t, Buf *name, Buf *desc) {
     static const char *const nm[2][3] = { { "Vector_Matrix_Product", "Row_Vector_Times_Matrix", "Transposed_GEMV" },
                                           { "Column_Sums", "Matrix_Column_Reduction", "Sum_Over_Rows" } };
     buf_puts(name, nm[t->p[MXVM_OP]][t->p[MXVM_TNAME]]);
-    const char *A = t->in[0].name, *y = t->out[0].name;
+    const char *A = t->in[0].name, *x = t->in[1].name, *y = t->out[0].name;
     int R = t->p[MXVM_ROWS], C = t->p[MXVM_COLS];
     if (t->p[MXVM_OP] == 0)
-        buf_printf(desc, "%s is a %d x %d row-major float32 matrix and %s a vector of %d. Compute the row vector %s = %s^T * %s: %s[c] = sum over r of %s[r] * %s[r][c].",
-                   A, R, C, t->in[1].name, R, y, t->in[1].name, A, y, t->in[1].name, A);
-    else buf_printf(desc, "%s is a %d x %d row-major float32 matrix. Compute %s[c] = sum over r of %s[r][c] (the sum of each column).", A, R, C, y, A);
-    switch (t->p[MXVM_MODE]) {
-    case 0: buf_puts(desc, " One thread per column, looping down the rows, so neighbouring threads read neighbouring addresses."); break;
-    case 1: buf_printf(desc, " Split the rows into chunks of %d: a 2-D grid (dim3) with blockIdx.y selecting the chunk; each thread sums its column over the chunk and adds it to the output with atomicAdd (the output starts at zero).", t->p[MXVM_CHUNK]); break;
-    default: buf_printf(desc, " Use 32 x %d thread blocks (dim3): threadIdx.x picks the column, the %d rows of threads stride down the rows, and the partial sums are combined in shared memory.", t->p[MXVM_BY], t->p[MXVM_BY]); break;
-    }
+        buf_printf(desc, "%s is a %d x %d row-major float32 matrix and %s a vector of %d. Compute the row vector %s = %s^T * %s: "
+                         "%s[c] = sum over r of %s[r] * %s[r][c].", A, R, C, x, R, y, x, A, y, x, A);
+    else buf_printf(desc, "%s is a %d x %d row-major float32 matrix. Compute %s[c] = sum over r of %s[r][c] (the sum of each column).",
+                    A, R, C, y, A);
+    if (t->p[MXVM_MODE] == 0)
+        buf_puts(desc, " One thread per column, looping down the rows, so neighbouring threads read neighbouring addresses.");
+    else if (t->p[MXVM_MODE] == 1)
+        buf_printf(desc, " Split the rows into chunks of %d: a 2-D grid (dim3) with blockIdx.y selecting the chunk; each thread sums its "
+                         "column over the chunk and adds it to the output with atomicAdd (the output starts at zero).", t->p[MXVM_CHUNK]);
+    else buf_printf(desc, " Use 32 x %d thread blocks (dim3): threadIdx.x picks the column, the %d rows of threads stride down the rows, "
+                          "and the partial sums are combined in shared memory.", t->p[MXVM_BY], t->p[MXVM_BY]);
 }
+
+// One thread per column; chunks of rows on blockIdx.y added with atomicAdd; or 32 x BY
+// blocks whose rows of threads split the rows and reduce in shared memory.
+static const char mxvm_kernel_tpl[] = R"(
+$defines
+/// $y[c] = sum over r of $what. $how
+__global__ void $kname($params, int $R, int $C) {
+    $body
+}
+)";
+static const char *const mxvm_body_tpl[] = { R"(
+const int col = blockIdx.x * blockDim.x + threadIdx.x;
+$guarded
+)", R"(
+const int col = blockIdx.x * blockDim.x + threadIdx.x;
+const int r0 = blockIdx.y * ROWS_PER_CHUNK;
+if (col >= $C) return;
+const int r1 = min(r0 + ROWS_PER_CHUNK, $R);
+float acc = 0.0f;
+for (int r = r0; r < r1; ++r) acc += $term;
+atomicAdd(&$y[col], acc);
+)", R"(
+__shared__ float part[BLOCK_Y][BLOCK_X + 1];
+const int col = blockIdx.x * BLOCK_X + threadIdx.x;
+float acc = 0.0f;
+if (col < $C) {
+    for (int r = threadIdx.y; r < $R; r += BLOCK_Y) acc += $term;
+}
+part[threadIdx.y][threadIdx.x] = acc;
+__syncthreads();
+if (threadIdx.y == 0 && col < $C) {
+    for (int j = 1; j < BLOCK_Y; ++j) acc += part[j][threadIdx.x];
+    $y[col] = acc;
+}
+)" };
 
 static void mxvm_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[MXVM_DNAMES]];
     const char *A = t->in[0].name, *x = t->p[MXVM_OP] == 0 ? t->in[1].name : NULL, *y = t->out[0].name, *R = dn[0], *C = dn[1];
     int mode = t->p[MXVM_MODE];
-    if (mode == 1) {
-        em_line(e, "#define ROWS_PER_CHUNK %d", t->p[MXVM_CHUNK]);
-        em_blank(e);
-    } else if (mode == 2) {
-        em_line(e, "#define BLOCK_X 32");
-        em_line(e, "#define BLOCK_Y %d", t->p[MXVM_BY]);
-        em_blank(e);
-    }
-    MxSig g = { "" };
-    mxsig_ptr(&g, t, "float", A, 1);
-    if (x) mxsig_ptr(&g, t, "float", x, 1);
-    mxsig_ptr(&g, t, "float", y, 0);
-    mxsig_int(&g, R);
-    mxsig_int(&g, C);
     const char *term = x ? fmt("%s[r] * %s[(size_t)r * %s + col]", x, A, C) : fmt("%s[(size_t)r * %s + col]", A, C);
-    static const char *const what[] = { "One thread per column: coalesced reads down the rows.",
-                                        "blockIdx.y picks a chunk of rows; partial column sums are added with atomicAdd.",
-                                        "A 32-wide block of columns; the block's rows of threads split the rows, then reduce in shared memory." };
-    em_comment(e, t, fmt("%s[c] = sum over r of %s. %s", y, x ? fmt("%s[r] * %s[r][c]", x, A) : fmt("%s[r][c]", A), what[mode]), 0);
-    em_fn_open(e, t, "", "__global__ void", t->kname[0], g.s);
-    if (mode == 0) {
-        em_line(e, "const int col = blockIdx.x * blockDim.x + threadIdx.x;");
-        mx_guard_open(e, t->p[MXVM_LOOP], fmt("col < %s", C), fmt("col >= %s", C));
-        em_line(e, "float acc = 0.0f;");
-        em_line(e, "for (int r = 0; r < %s; ++r) acc += %s;", R, term);
-        em_line(e, "%s[col] = acc;", y);
-        mx_guard_close(e, t->p[MXVM_LOOP]);
-    } else if (mode == 1) {
-        em_line(e, "const int col = blockIdx.x * blockDim.x + threadIdx.x;");
-        em_line(e, "const int r0 = blockIdx.y * ROWS_PER_CHUNK;");
-        em_line(e, "if (col >= %s) return;", C);
-        em_line(e, "const int r1 = min(r0 + ROWS_PER_CHUNK, %s);", R);
-        em_line(e, "float acc = 0.0f;");
-        em_line(e, "for (int r = r0; r < r1; ++r) acc += %s;", term);
-        em_line(e, "atomicAdd(&%s[col], acc);", y);
-    } else {
-        em_line(e, "__shared__ float part[BLOCK_Y][BLOCK_X + 1];");
-        em_line(e, "const int col = blockIdx.x * BLOCK_X + threadIdx.x;");
-        em_line(e, "float acc = 0.0f;");
-        em_line(e, "if (col < %s) {", C);
-        em_in(e);
-        em_line(e, "for (int r = threadIdx.y; r < %s; r += BLOCK_Y) acc += %s;", R, term);
-        em_out(e);
-        em_line(e, "}");
-        em_line(e, "part[threadIdx.y][threadIdx.x] = acc;");
-        em_line(e, "__syncthreads();");
-        em_line(e, "if (threadIdx.y == 0 && col < %s) {", C);
-        em_in(e);
-        em_line(e, "for (int j = 1; j < BLOCK_Y; ++j) acc += part[j][threadIdx.x];");
-        em_line(e, "%s[col] = acc;", y);
-        em_out(e);
-        em_line(e, "}");
-    }
-    em_fn_close(e);
+    TPL(e, t, mxvm_kernel_tpl, "y", y, "kname", t->kname[0], "params", kernel_params(t), "R", R, "C", C,
+        "defines", pick3(mode, "", fmt("#define ROWS_PER_CHUNK %d\n\n", t->p[MXVM_CHUNK]),
+                         fmt("#define BLOCK_X 32\n#define BLOCK_Y %d\n\n", t->p[MXVM_BY])),
+        "what", x ? fmt("%s[r] * %s[r][c]", x, A) : fmt("%s[r][c]", A),
+        "how", pick3(mode, "One thread per column: coalesced reads down the rows.",
+                     "blockIdx.y picks a chunk of rows; partial column sums are added with atomicAdd.",
+                     "A 32-wide block of columns; the block's rows of threads split the rows, then reduce in shared memory."),
+        "body", FRAG(mxvm_body_tpl[mode], "C", C, "R", R, "y", y, "term", term,
+                     "guarded", mx_guard(t->p[MXVM_LOOP], fmt("col < %s", C), fmt("col >= %s", C),
+                                         fmt("float acc = 0.0f;\nfor (int r = 0; r < %s; ++r) acc += %s;\n%s[col] = acc;", R, term, y))));
 }
 
 static void mxvm_launch(const Task *t, Emit *e, const Host *h) {
-    const char *R = h->size[0], *C = h->size[1];
-    const char *args = t->p[MXVM_OP] == 0 ? fmt("%s, %s, %s, %s, %s", h->in[0], h->in[1], h->out[0], R, C)
-                                        : fmt("%s, %s, %s, %s", h->in[0], h->out[0], R, C);
+    const char *R = h->size[0], *C = h->size[1], *args = kernel_args(h, 2);
     int mode = t->p[MXVM_MODE];
     if (mode == 0) launch_1d(e, t, t->kname[0], C, t->p[MXVM_BLOCK], 0, args);
     else if (mode == 1)
@@ -1333,64 +1280,52 @@ static void mxvm_ref(const Task *t, const void *const *in, void *const *out) {
     long R = t->p[MXVM_ROWS], C = t->p[MXVM_COLS];
     const float *A = in[0], *x = t->p[MXVM_OP] == 0 ? in[1] : NULL;
     double *acc = calloc((size_t)C, sizeof *acc);
-    for (long r = 0; r < R; r++) {
-        double w = x ? x[r] : 1.0;
-        for (long c = 0; c < C; c++) acc[c] += w * A[r * C + c];
-    }
+    for (long r = 0; r < R; r++)
+        for (long c = 0; c < C; c++) acc[c] += (x ? x[r] : 1.0) * A[r * C + c];
     for (long c = 0; c < C; c++) ((float *)out[0])[c] = (float)acc[c];
     free(acc);
 }
 
-static const Family fam_mx_vecmat = { "vecmat", "y = x^T A or column sums: thread per column, row chunks + atomicAdd on a 2-D grid, or 32 x BY blocks reduced in shared memory",
-                                   mxvm_params, NULL, mxvm_draw, mxvm_layout, mxvm_describe, mxvm_kernels, mxvm_launch, mxvm_ref };
+static const Family fam_mx_vecmat = {
+    "vecmat", "y = x^T A or column sums: thread per column, row chunks + atomicAdd on a 2-D grid, or 32 x BY blocks reduced in shared memory",
+    mxvm_params, NULL, mxvm_draw, mxvm_layout, mxvm_describe, mxvm_kernels, mxvm_launch, mxvm_ref };
 
 // ----------------------------------------------------------------------------
 // Outer product and rank-1 update
 
-enum { MXOP_OP, MXOP_M, MXOP_N, MXOP_MODE, MXOP_BDIM, MXOP_BLOCK, MXOP_CAP, MXOP_GUARD, MXOP_DIMS, MXOP_KNAME, MXOP_NAMES, MXOP_TNAME, MXOP_DNAMES, MXOP_NP };
+#define MX_SIDES "64 100 128 250 256 300 500 512 640 768 1000 1024 1500 2048"
+enum { MXOP_OP, MXOP_M, MXOP_N, MXOP_MODE, MXOP_BDIM, MXOP_BLOCK, MXOP_CAP, MXOP_GUARD, MXOP_DIMS, MXOP_KNAME, MXOP_NAMES, MXOP_TNAME,
+       MXOP_DNAMES, MXOP_NP };
 static const char *const mxop_ops[] = { "outer", "scaled", "ger", NULL };
 static const char *const mxop_modes[] = { "grid_2d", "shared_vectors", "flat_grid_stride", NULL };
 static const ParamDesc mxop_params[] = {
-    { "op", mxop_ops, 1, NULL }, { "m", NULL, 1, NULL }, { "n", NULL, 1, NULL }, { "mode", mxop_modes, 1, NULL }, { "bdim", NULL, 1, NULL }, { "block", NULL, 1, NULL },
-    { "cap", NULL, 0, NULL }, { "guard", NULL, 0, NULL }, { "dims", NULL, 0, NULL }, { "kname", NULL, 0, NULL }, { "names", NULL, 0, NULL }, { "tname", NULL, 0, NULL },
-    { "dnames", NULL, 0, NULL }, { NULL, NULL, 0, NULL } };
+    { "op", mxop_ops, 1, "*" },        { "m", NULL, 1, MX_SIDES },     { "n", NULL, 1, MX_SIDES },
+    { "mode", mxop_modes, 1, "*" },    { "bdim", NULL, 1, "0..6" },    { "block", NULL, 1, "64 128 256 256 512" },
+    { "cap", NULL, 0, "1024 2048 4096" }, { "guard", NULL, 0, "0..1" }, { "dims", NULL, 0, "0..3" },
+    { "kname", NULL, 0, "0..3" },      { "names", NULL, 0, "0..3" },   { "tname", NULL, 0, "0..2" },
+    { "dnames", NULL, 0, "0..3" },     { 0 } };
 static const char *const mxop_names[][4] = { { "x", "y", "A", "C" }, { "u", "v", "base", "outer" }, { "a", "b", "mat", "result" },
-                                           { "col_vec", "row_vec", "A_in", "A_out" } };
+                                             { "col_vec", "row_vec", "A_in", "A_out" } };
 static const char *const mxop_kn[3][4] = { { "outer_product", "outerProduct", "outer_kernel", "vec_outer" },
-                                         { "scaled_outer", "scaledOuterProduct", "outer_scaled_kernel", "alpha_outer" },
-                                         { "ger_update", "rank1Update", "ger_kernel", "rank_one_update" } };
+                                           { "scaled_outer", "scaledOuterProduct", "outer_scaled_kernel", "alpha_outer" },
+                                           { "ger_update", "rank1Update", "ger_kernel", "rank_one_update" } };
 static const double mxop_alphas[] = { 0.5, 2, -1, -0.25, 1.5, 3 };
 static const char *const mxop_fp[] = { "alpha", NULL };
 
 static void mxop_draw(Task *t, Rng *r) {
-    t->p[MXOP_OP] = rng_int(r, 0, 2);
-    mx_draw_rc(r, &t->p[MXOP_M], &t->p[MXOP_N], 4096, 4200000);
-    t->p[MXOP_MODE] = rng_int(r, 0, 2);
-    if (t->p[MXOP_MODE] == 2) {
-        t->p[MXOP_BDIM] = 0;
-        t->p[MXOP_BLOCK] = mx_blocks1d[RPICK(r, mx_blocks1d)];
-        t->p[MXOP_CAP] = 1024 * (1 << rng_int(r, 0, 2));
-        t->p[MXOP_GUARD] = 0;
-    } else {
-        t->p[MXOP_BDIM] = rng_int(r, 0, NELEM(mx_bdims) - 1);
-        t->p[MXOP_BLOCK] = 0;
-        t->p[MXOP_CAP] = 0;
-        t->p[MXOP_GUARD] = t->p[MXOP_MODE] == 0 ? rng_int(r, 0, 1) : 0;
-    }
-    t->p[MXOP_DIMS] = rng_int(r, 0, 3);
-    t->p[MXOP_KNAME] = rng_int(r, 0, 3);
-    t->p[MXOP_NAMES] = rng_int(r, 0, NELEM(mxop_names) - 1);
-    t->p[MXOP_TNAME] = rng_int(r, 0, 2);
-    t->p[MXOP_DNAMES] = rng_int(r, 0, 3);
+    int mode = t->p[MXOP_MODE], ger = t->p[MXOP_OP] == 2;
+    params_redraw(t, r, MXOP_M, MXOP_N, 4096, 4200000);
+    if (mode == 2) t->p[MXOP_BDIM] = t->p[MXOP_GUARD] = 0;
+    else t->p[MXOP_BLOCK] = t->p[MXOP_CAP] = 0;
+    if (mode == 1) t->p[MXOP_GUARD] = 0;
     t->f[0] = t->p[MXOP_OP] ? mxop_alphas[RPICK(r, mxop_alphas)] : 0;
     const char *const *nm = mxop_names[t->p[MXOP_NAMES]];
-    int k = 0;
-    if (t->p[MXOP_OP] == 2) mx_name(t->in[k++].name, sizeof t->in[0].name, nm[2]);
-    mx_name(t->in[k++].name, sizeof t->in[0].name, nm[0]);
-    mx_name(t->in[k++].name, sizeof t->in[0].name, nm[1]);
-    mx_name(t->out[0].name, sizeof t->out[0].name, nm[3]);
-    mx_name(t->kname[0], sizeof t->kname[0], mxop_kn[t->p[MXOP_OP]][t->p[MXOP_KNAME]]);
-    mx_name(t->slug, sizeof t->slug, t->p[MXOP_OP] == 2 ? "ger" : "outer");
+    SETNAME(t->in[0].name, "%s", nm[ger ? 2 : 0]);
+    SETNAME(t->in[1].name, "%s", nm[ger ? 0 : 1]);
+    SETNAME(t->in[2].name, "%s", ger ? nm[1] : "");
+    SETNAME(t->out[0].name, "%s", nm[3]);
+    SETNAME(t->kname[0], "%s", mxop_kn[t->p[MXOP_OP]][t->p[MXOP_KNAME]]);
+    SETNAME(t->slug, "%s", ger ? "ger" : "outer");
 }
 
 static void mxop_layout(Task *t) {
@@ -1398,25 +1333,22 @@ static void mxop_layout(Task *t) {
     long M = t->p[MXOP_M], N = t->p[MXOP_N];
     t->nsize = 0;
     int mm = add_size(t, dn[0], M), nn = add_size(t, dn[1], N);
-    int ger = t->p[MXOP_OP] == 2, k = 0;
+    int ger = t->p[MXOP_OP] == 2;
     t->nin = ger ? 3 : 2;
     t->nout = 1;
-    if (ger) {
-        tset(&t->in[k], DT_F32, 2, M, N);
-        tfac(&t->in[k], mm, nn);
-        trange(&t->in[k++], -1, 1, 0);
-    }
-    tset(&t->in[k], DT_F32, 1, M, 0);
-    tfac(&t->in[k], mm, -1);
-    trange(&t->in[k++], -2, 2, 0);
-    tset(&t->in[k], DT_F32, 1, N, 0);
-    tfac(&t->in[k], nn, -1);
-    trange(&t->in[k++], -2, 2, 0);
+    tset(&t->in[0], DT_F32, 2, M, N); // A of ger (x otherwise: the next lines set it again)
+    tfac(&t->in[0], mm, nn);
+    trange(&t->in[0], -1, 1, 0);
+    tset(&t->in[ger], DT_F32, 1, M, 0);
+    tfac(&t->in[ger], mm, -1);
+    trange(&t->in[ger], -2, 2, 0);
+    tset(&t->in[ger + 1], DT_F32, 1, N, 0);
+    tfac(&t->in[ger + 1], nn, -1);
+    trange(&t->in[ger + 1], -2, 2, 0);
     tset(&t->out[0], DT_F32, 2, M, N);
     tfac(&t->out[0], mm, nn);
     // outer: one rounding; scaled: two; ger: A + alpha x y, possibly contracted to an fma
-    double a = fabs(t->f[0]);
-    t->atol = t->p[MXOP_OP] == 2 ? 3e-7 * (1 + 4 * a) * 2 : 1e-7;
+    t->atol = ger ? 3e-7 * (1 + 4 * fabs(t->f[0])) * 2 : 1e-7;
     t->rtol = 1e-6;
 }
 
@@ -1426,90 +1358,72 @@ static void mxop_describe(const Task *t, Buf *name, Buf *desc) {
                                           { "Rank_One_Update", "GER_Update", "Outer_Product_Accumulate" } };
     buf_puts(name, nm[t->p[MXOP_OP]][t->p[MXOP_TNAME]]);
     int ger = t->p[MXOP_OP] == 2, M = t->p[MXOP_M], N = t->p[MXOP_N];
-    const char *x = t->in[ger].name, *y = t->in[ger + 1].name, *c = t->out[0].name;
+    const char *x = t->in[ger].name, *y = t->in[ger + 1].name, *c = t->out[0].name, *A = t->in[0].name, *al = fnum(t->f[0]);
     buf_printf(desc, "%s has %d elements and %s has %d. ", x, M, y, N);
-    switch (t->p[MXOP_OP]) {
-    case 0: buf_printf(desc, "Compute the %d x %d row-major outer product %s[i][j] = %s[i] * %s[j].", M, N, c, x, y); break;
-    case 1: buf_printf(desc, "Compute the %d x %d row-major matrix %s[i][j] = %s * %s[i] * %s[j].", M, N, c, fnum(t->f[0]), x, y); break;
-    default: buf_printf(desc, "%s is a %d x %d row-major float32 matrix. Compute the rank-1 update %s[i][j] = %s[i][j] + %s * %s[i] * %s[j].", t->in[0].name, M, N, c, t->in[0].name,
-                        fnum(t->f[0]), x, y); break;
-    }
-    switch (t->p[MXOP_MODE]) {
-    case 0: buf_puts(desc, " One thread per output element on a 2-D grid of 2-D blocks (dim3)."); break;
-    case 1: buf_puts(desc, " Use a 2-D grid of 2-D blocks (dim3); each block first stages the slices of both vectors it needs in shared memory."); break;
-    default: buf_puts(desc, " Use a 1-D grid-stride loop over the flat output index (row = i / columns, column = i % columns)."); break;
-    }
+    if (t->p[MXOP_OP] == 0) buf_printf(desc, "Compute the %d x %d row-major outer product %s[i][j] = %s[i] * %s[j].", M, N, c, x, y);
+    else if (!ger) buf_printf(desc, "Compute the %d x %d row-major matrix %s[i][j] = %s * %s[i] * %s[j].", M, N, c, al, x, y);
+    else buf_printf(desc, "%s is a %d x %d row-major float32 matrix. Compute the rank-1 update %s[i][j] = %s[i][j] + %s * %s[i] * %s[j].",
+                    A, M, N, c, A, al, x, y);
+    buf_puts(desc, pick3(t->p[MXOP_MODE], " One thread per output element on a 2-D grid of 2-D blocks (dim3).",
+                         " Use a 2-D grid of 2-D blocks (dim3); each block first stages the slices of both vectors it needs in shared memory.",
+                         " Use a 1-D grid-stride loop over the flat output index (row = i / columns, column = i % columns)."));
 }
+
+// One thread per element on a 2-D grid, the block's slices of the vectors staged in
+// shared memory first, or a flat grid-stride loop.
+static const char mxop_kernel_tpl[] = R"(
+$defines
+/// $c[i][j] = $formula.
+__global__ void $kname($params, int $M, int $N) {
+    $body
+}
+)";
+static const char *const mxop_body_tpl[] = { R"(
+$index
+$guarded
+)", R"(
+__shared__ float xs[BLOCK_Y];
+__shared__ float ys[BLOCK_X];
+const int row = blockIdx.y * BLOCK_Y + threadIdx.y;
+const int col = blockIdx.x * BLOCK_X + threadIdx.x;
+if (threadIdx.x == 0 && row < $M) xs[threadIdx.y] = $x[row];
+if (threadIdx.y == 0 && col < $N) ys[threadIdx.x] = $y[col];
+__syncthreads();
+if (row < $M && col < $N) {
+    const int idx = row * $N + col;
+    $c[idx] = $A_idx${alpha}xs[threadIdx.y] * ys[threadIdx.x];
+}
+)", R"(
+const int total = $M * $N;
+$loop
+)" };
 
 static void mxop_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[MXOP_DNAMES]];
     int ger = t->p[MXOP_OP] == 2, mode = t->p[MXOP_MODE];
-    const char *A = ger ? t->in[0].name : NULL, *x = t->in[ger].name, *y = t->in[ger + 1].name, *c = t->out[0].name;
-    const char *M = dn[0], *N = dn[1];
+    const char *A = t->in[0].name, *x = t->in[ger].name, *y = t->in[ger + 1].name, *c = t->out[0].name, *M = dn[0], *N = dn[1];
+    const char *al = t->p[MXOP_OP] ? fmt("%s * ", flit(t->f[0])) : "", *i = IDX(t), *Ai = ger ? fmt("%s[idx] + ", A) : "";
+    const char *value = fmt("%s%s%s[row] * %s[col];", Ai, al, x, y);
     const int *bd = mx_bdims[t->p[MXOP_BDIM]];
-    if (mode == 1) {
-        em_line(e, "#define BLOCK_X %d", bd[0]);
-        em_line(e, "#define BLOCK_Y %d", bd[1]);
-        em_blank(e);
-    }
-    MxSig g = { "" };
-    if (ger) mxsig_ptr(&g, t, "float", A, 1);
-    mxsig_ptr(&g, t, "float", x, 1);
-    mxsig_ptr(&g, t, "float", y, 1);
-    mxsig_ptr(&g, t, "float", c, 0);
-    mxsig_int(&g, M);
-    mxsig_int(&g, N);
-    const char *al = flit(t->f[0]);
-    char val[200];
-    em_comment(e, t, fmt("%s[i][j] = %s%s%s[i] * %s[j]%s.", c, ger ? fmt("%s[i][j] + ", A) : "", t->p[MXOP_OP] ? fmt("%s * ", fnum(t->f[0])) : "", x, y,
-                         mode == 1 ? "; the block's slices of the vectors are staged in shared memory" : ""), 0);
-    em_fn_open(e, t, "", "__global__ void", t->kname[0], g.s);
-    if (mode == 2) {
-        const char *i = IDX(t);
-        em_line(e, "const int total = %s * %s;", M, N);
-        loop_open(e, t, LOOP_GRID, "total");
-        if (t->st.idxtype) em_line(e, "const int row = (int)(%s / %s), col = (int)(%s %% %s);", i, N, i, N);
-        else em_line(e, "const int row = %s / %s, col = %s %% %s;", i, N, i, N);
-        snprintf(val, sizeof val, "%s%s%s[row] * %s[col]", ger ? fmt("%s[%s] + ", A, i) : "", t->p[MXOP_OP] ? fmt("%s * ", al) : "", x, y);
-        em_line(e, "%s[%s] = %s;", c, i, val);
-        loop_close(e, LOOP_GRID);
-    } else if (mode == 0) {
-        mx_idx2d(e, t, "row", "col", 0);
-        mx_guard_open(e, t->p[MXOP_GUARD], fmt("row < %s && col < %s", M, N), fmt("row >= %s || col >= %s", M, N));
-        em_line(e, "const int idx = row * %s + col;", N);
-        snprintf(val, sizeof val, "%s%s%s[row] * %s[col]", ger ? fmt("%s[idx] + ", A) : "", t->p[MXOP_OP] ? fmt("%s * ", al) : "", x, y);
-        em_line(e, "%s[idx] = %s;", c, val);
-        mx_guard_close(e, t->p[MXOP_GUARD]);
-    } else {
-        em_line(e, "__shared__ float xs[BLOCK_Y];");
-        em_line(e, "__shared__ float ys[BLOCK_X];");
-        em_line(e, "const int row = blockIdx.y * BLOCK_Y + threadIdx.y;");
-        em_line(e, "const int col = blockIdx.x * BLOCK_X + threadIdx.x;");
-        em_line(e, "if (threadIdx.x == 0 && row < %s) xs[threadIdx.y] = %s[row];", M, x);
-        em_line(e, "if (threadIdx.y == 0 && col < %s) ys[threadIdx.x] = %s[col];", N, y);
-        em_line(e, "__syncthreads();");
-        em_line(e, "if (row < %s && col < %s) {", M, N);
-        em_in(e);
-        em_line(e, "const int idx = row * %s + col;", N);
-        snprintf(val, sizeof val, "%s%sxs[threadIdx.y] * ys[threadIdx.x]", ger ? fmt("%s[idx] + ", A) : "", t->p[MXOP_OP] ? fmt("%s * ", al) : "");
-        em_line(e, "%s[idx] = %s;", c, val);
-        em_out(e);
-        em_line(e, "}");
-    }
-    em_fn_close(e);
+    const char *flat = fmt(t->st.idxtype ? "const int row = (int)(%s / %s), col = (int)(%s %% %s);\n%s[%s] = %s%s%s[row] * %s[col];"
+                                         : "const int row = %s / %s, col = %s %% %s;\n%s[%s] = %s%s%s[row] * %s[col];",
+                           i, N, i, N, c, i, ger ? fmt("%s[%s] + ", A, i) : "", al, x, y);
+    TPL(e, t, mxop_kernel_tpl, "c", c, "kname", t->kname[0], "params", kernel_params(t), "M", M, "N", N,
+        "defines", mode == 1 ? fmt("#define BLOCK_X %d\n#define BLOCK_Y %d\n\n", bd[0], bd[1]) : "",
+        "formula", fmt("%s%s%s[i] * %s[j]%s", ger ? fmt("%s[i][j] + ", A) : "", t->p[MXOP_OP] ? fmt("%s * ", fnum(t->f[0])) : "", x, y,
+                       mode == 1 ? "; the block's slices of the vectors are staged in shared memory" : ""),
+        "body", FRAG(mxop_body_tpl[mode], "index", mx_index2d(t, "row", "col", 0), "M", M, "N", N, "x", x, "y", y, "c", c,
+                     "A_idx", Ai, "alpha", al, "loop", mode == 2 ? loop_frag(t, LOOP_GRID, "total", flat) : "",
+                     "guarded", mx_guard(t->p[MXOP_GUARD], fmt("row < %s && col < %s", M, N), fmt("row >= %s || col >= %s", M, N),
+                                         fmt("const int idx = row * %s + col;\n%s[idx] = %s", N, c, value))));
 }
 
 static void mxop_launch(const Task *t, Emit *e, const Host *h) {
-    const char *M = h->size[0], *N = h->size[1];
-    int ger = t->p[MXOP_OP] == 2;
-    const char *args = ger ? fmt("%s, %s, %s, %s, %s, %s", h->in[0], h->in[1], h->in[2], h->out[0], M, N)
-                           : fmt("%s, %s, %s, %s, %s", h->in[0], h->in[1], h->out[0], M, N);
+    const char *M = h->size[0], *N = h->size[1], *args = kernel_args(h, 2);
     const int *bd = mx_bdims[t->p[MXOP_BDIM]];
-    switch (t->p[MXOP_MODE]) {
-    case 0: mx_launch2d(e, t, t->p[MXOP_DIMS], t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, N, M, NULL, 0, NULL, args); break;
-    case 1: mx_launch2d(e, t, t->p[MXOP_DIMS], t->kname[0], "BLOCK_X", "BLOCK_Y", NULL, NULL, N, M, NULL, 0, NULL, args); break;
-    default: launch_1d(e, t, t->kname[0], fmt("%s * %s", M, N), t->p[MXOP_BLOCK], t->p[MXOP_CAP], args); break;
-    }
+    if (t->p[MXOP_MODE] == 2) launch_1d(e, t, t->kname[0], fmt("%s * %s", M, N), t->p[MXOP_BLOCK], t->p[MXOP_CAP], args);
+    else mx_launch2d(e, t, t->p[MXOP_DIMS], t->kname[0], t->p[MXOP_MODE] ? "BLOCK_X" : fmt("%d", bd[0]),
+                     t->p[MXOP_MODE] ? "BLOCK_Y" : fmt("%d", bd[1]), NULL, NULL, N, M, NULL, 0, NULL, args);
 }
 
 static void mxop_ref(const Task *t, const void *const *in, void *const *out) {
@@ -1522,8 +1436,9 @@ static void mxop_ref(const Task *t, const void *const *in, void *const *out) {
         for (long j = 0; j < N; j++) c[i * N + j] = (float)((A ? A[i * N + j] : 0.0) + al * x[i] * y[j]);
 }
 
-static const Family fam_mx_outer = { "outer_product", "C = x y^T, alpha x y^T, or A + alpha x y^T: 2-D dim3 grid, vectors staged in shared memory, or flat grid-stride",
-                                  mxop_params, mxop_fp, mxop_draw, mxop_layout, mxop_describe, mxop_kernels, mxop_launch, mxop_ref };
+static const Family fam_mx_outer = {
+    "outer_product", "C = x y^T, alpha x y^T, or A + alpha x y^T: 2-D dim3 grid, vectors staged in shared memory, or flat grid-stride",
+    mxop_params, mxop_fp, mxop_draw, mxop_layout, mxop_describe, mxop_kernels, mxop_launch, mxop_ref };
 
 // ----------------------------------------------------------------------------
 // Batched small matrix multiply, the batch index in blockIdx.z
@@ -2785,8 +2700,8 @@ static const char *const mxrn_kn[5][4] = { { "row_norms", "rowNormsWarp", "compu
 static void mxrn_draw(Task *t, Rng *r) {
     static const int blocks[] = { 64, 128, 256, 256, 512 };
     do {
-        t->p[MXRN_ROWS] = mxmv_rows[RPICK(r, mxmv_rows)];
-        t->p[MXRN_COLS] = mxmv_cols[RPICK(r, mxmv_cols)];
+        t->p[MXRN_ROWS] = rng_pick(r, MXMV_ROWS_PICK);
+        t->p[MXRN_COLS] = rng_pick(r, MXMV_COLS_PICK);
     } while ((long)t->p[MXRN_ROWS] * t->p[MXRN_COLS] > 2100000 || (long)t->p[MXRN_ROWS] * t->p[MXRN_COLS] < 8192 || t->p[MXRN_COLS] < 64);
     t->p[MXRN_NORM] = rng_chance(r, 70) ? 0 : 1;
     t->p[MXRN_STAGES] = rng_int(r, 0, 1);

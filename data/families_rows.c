@@ -1,0 +1,1264 @@
+// families_rows.c - one matrix row per thread block, warp or thread: softmax (two-pass or
+// online), log-softmax, LayerNorm, RMSNorm, row mean and variance (two-pass, sum of squares,
+// Welford), argmin per row, top-k per row, row-wise cumulative sums. Included by corpus.c.
+//
+// The families share their first parameters (RO_PARAMS) and the pieces of their kernels: a
+// row is handled by one block (a shared-memory tree, or warp shuffles plus per-warp partials
+// in shared memory), by one warp (__shfl_xor_sync butterflies, or __shfl_down_sync and a
+// broadcast), or by one thread.
+//
+// Tolerances. Expected outputs are computed in double. A float sum of n terms in another
+// order is off by about u*sqrt(n)/3 relative to the sum for positive terms (u = 2^-24,
+// rounding errors as a random walk), so ro_sum_rel allows 2e-7*sqrt(n) + 1e-6 (about ten of
+// those standard deviations). Selections (min, top-k) and integer sums are exact.
+
+#define RO_LOWEST "-3.402823466e+38f"
+#define RO_HIGHEST "3.402823466e+38f"
+#define RO_INT_MIN "(-2147483647 - 1)"
+#define RO_INT_MAX "2147483647"
+
+// Relative error allowed for a float sum of n positive terms in any order.
+static double ro_sum_rel(long n) { return 1e-6 + 2e-7 * sqrt((double)n); }
+// Relative error of expf/__expf/exp2f-based exponentials of arguments up to span in
+// magnitude (__expf: 2 + 1.16*|x| ulp), in float ulps of 2^-23.
+static double ro_exp_rel(double span) { return (4 + 1.2 * span) * 1.2e-7; }
+// A float parameter as nvcc reads its literal (flit prints "%.9g" + "f").
+static float ro_fpar(const Task *t, int k) { return strtof(fmt("%.9g", t->f[k]), NULL); }
+
+enum { RO_BLOCK, RO_WARP, RO_THREAD };
+static const char *const ro_maps[] = { "block_per_row", "warp_per_row", "thread_per_row", NULL };
+enum { RO_TREE, RO_XOR, RO_DOWN };
+static const char *const ro_reds[] = { "tree", "shfl_xor", "shfl_down", NULL };
+enum { RO_DEFINE, RO_TEMPLATE, RO_DYNAMIC };
+static const char *const ro_shmems[] = { "define", "template", "dynamic", NULL };
+static const char *const ro_dtypes[] = { "float32", "int32", NULL };
+enum { RO_SUM, RO_MAX, RO_MIN };
+
+// The parameters every row family starts with (maps: the pick of the mapping); the
+// family's own follow from RP_X on. block, reduce, shmem and helper follow the mapping
+// (ro_draw).
+enum { RP_ROWS, RP_COLS, RP_MAP, RP_BLOCK, RP_RED, RP_SHMEM, RP_HELPER, RP_MASK, RP_KNAME, RP_NAMES, RP_TNAME, RP_X };
+#define RO_PARAMS(maps)                                                                                                     \
+    { "rows", NULL, 1, "64 128 256 500 1000 2048 4096" }, { "cols", NULL, 1, "32 64 100 128 256 500 768 1000 1024 2048 4096" }, \
+    { "map", ro_maps, 1, maps }, { "block", NULL, 1, NULL }, { "reduce", ro_reds, 1, NULL }, { "shmem", ro_shmems, 0, NULL },  \
+    { "helper", NULL, 0, NULL }, { "mask", NULL, 0, "0..2" }, { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..3" },       \
+    { "tname", NULL, 0, "0..2" }
+
+static int ro_map(const Task *t) { return t->p[RP_MAP]; }
+static int ro_tree(const Task *t) { return t->p[RP_MAP] == RO_BLOCK && t->p[RP_RED] == RO_TREE; }
+static int ro_shuffles(const Task *t) { return t->p[RP_MAP] != RO_THREAD && t->p[RP_RED] != RO_TREE; }
+
+// After params_draw: rows x cols at most maxprod, and what follows from the mapping.
+// tree_only: block mappings always use the shared-memory tree.
+static void ro_draw(Task *t, Rng *r, long maxprod, int tree_only) {
+    while ((long)t->p[RP_ROWS] * t->p[RP_COLS] > maxprod) {
+        t->p[RP_ROWS] = param_pick(&t->fam->ip[RP_ROWS], r);
+        t->p[RP_COLS] = param_pick(&t->fam->ip[RP_COLS], r);
+    }
+    int m = t->p[RP_MAP];
+    t->p[RP_BLOCK] = rng_pick(r, m == RO_BLOCK ? "64 128 256 512 1024" : m == RO_WARP ? "32 64 128 256" : "64 128 256");
+    while (m == RO_BLOCK && t->p[RP_BLOCK] > 64 && t->p[RP_BLOCK] >= 2 * t->p[RP_COLS]) t->p[RP_BLOCK] /= 2;
+    t->p[RP_RED] = m == RO_THREAD || (m == RO_BLOCK && tree_only) ? RO_TREE : rng_int(r, m == RO_WARP, 2);
+    t->p[RP_SHMEM] = ro_tree(t) ? rng_int(r, 0, 2) : RO_DEFINE;
+    t->p[RP_HELPER] = m == RO_BLOCK ? !ro_tree(t) : m == RO_WARP ? rng_int(r, 0, 1) : 0;
+}
+
+// Names: tensors from a name set, the kernel (and a helper) from tables indexed by kname.
+static void ro_names(Task *t, const char *const *set, int nin, int nout, const char *const *kn, const char *const *hn,
+                     const char *slug) {
+    for (int k = 0; k < nin; k++) SETNAME(t->in[k].name, "%s", set[k]);
+    for (int k = 0; k < nout; k++) SETNAME(t->out[k].name, "%s", set[nin + k]);
+    SETNAME(t->kname[0], "%s", kn[t->p[RP_KNAME]]);
+    if (hn) SETNAME(t->kname[1], "%s", hn[t->p[RP_KNAME]]);
+    SETNAME(t->slug, "%s", slug);
+}
+
+// Input 0 is rows x cols (size constants 0 and 1); outputs: whole rows (matrix) or one
+// value per row.
+static void ro_layout(Task *t, int nin, int nout, DType dt) {
+    t->nsize = 0;
+    t->nin = nin;
+    t->nout = nout;
+    int rr = add_size(t, "rows", t->p[RP_ROWS]), cc = add_size(t, "cols", t->p[RP_COLS]);
+    tset(&t->in[0], dt, 2, t->p[RP_ROWS], t->p[RP_COLS]);
+    tfac(&t->in[0], rr, cc);
+}
+static void ro_out_matrix(Task *t, Tensor *x, DType dt) {
+    tset(x, dt, 2, t->p[RP_ROWS], t->p[RP_COLS]);
+    tfac(x, 0, 1);
+}
+static void ro_out_rows(Task *t, Tensor *x, DType dt) {
+    tset(x, dt, 1, t->p[RP_ROWS], 0);
+    tfac(x, 0, -1);
+}
+
+// How a row is mapped, for task descriptions.
+static const char *ro_map_desc(const Task *t) {
+    const char *sh = t->p[RP_RED] == RO_XOR ? "__shfl_xor_sync" : "__shfl_down_sync";
+    if (ro_map(t) == RO_THREAD) return "Use one thread per row.";
+    if (ro_tree(t)) return fmt("Use one thread block of %d threads per row, reducing through a shared-memory tree.", t->p[RP_BLOCK]);
+    if (ro_map(t) == RO_BLOCK)
+        return fmt("Use one thread block of %d threads per row, reducing with %s inside each warp and shared memory across warps.",
+                   t->p[RP_BLOCK], sh);
+    return fmt("Use one warp per row (%d warp%s per block), reducing across lanes with %s.", t->p[RP_BLOCK] / 32,
+               t->p[RP_BLOCK] > 32 ? "s" : "", sh);
+}
+static const char *ro_how(const Task *t) { return pick3(ro_map(t), "one block per row", "one warp per row", "one thread per row"); }
+
+// ----------------------------------------------------------------------------
+// Kernel pieces
+
+static const char *ro_mask(const Task *t) { return pick3(t->p[RP_MASK], "0xffffffff", "0xffffffffu", "FULL_MASK"); }
+// The threads per block in kernel code.
+static const char *ro_B(const Task *t) {
+    return !ro_tree(t) ? "blockDim.x" : pick3(t->p[RP_SHMEM], "BLOCK_SIZE", "BLOCK", "blockDim.x");
+}
+// The #defines the kernels need: FULL_MASK, BLOCK_SIZE (a fragment, "" for none).
+static const char *ro_prelude(const Task *t) {
+    const char *mask = ro_shuffles(t) && t->p[RP_MASK] == 2 ? "#define FULL_MASK 0xffffffffu\n" : "";
+    const char *bs = ro_tree(t) && t->p[RP_SHMEM] == RO_DEFINE ? fmt("#define BLOCK_SIZE %d\n", t->p[RP_BLOCK]) : "";
+    return *mask || *bs ? fmt("%s%s\n", mask, bs) : "";
+}
+static const char *ro_opname(int op) { return pick3(op, "sum", "max", "min"); }
+static const char *ro_comb(int op, const char *a, const char *b) {
+    return op == RO_SUM ? fmt("%s + %s", a, b) : fmt("%s(%s, %s)", op == RO_MAX ? "fmaxf" : "fminf", a, b);
+}
+static const char *ro_identity(int op) { return pick3(op, "0.0f", RO_LOWEST, RO_HIGHEST); }
+// Helper names in the kernel name's spelling: warp_reduce_sum, warpReduceSum, warp_allsum.
+static const char *ro_fn(const Task *t, const char *scope, const char *what) {
+    const char *cap = fmt("%c%s", what[0] - 32, what + 1);
+    switch (t->p[RP_KNAME] % 3) {
+    case 0: return fmt("%s_reduce_%s", scope, what);
+    case 1: return fmt("%sReduce%s", scope, cap);
+    default: return fmt("%s_all%s", scope, what);
+    }
+}
+
+// A shuffle loop over offsets 16..1 around step (the partner's value is $other); with
+// __shfl_down_sync lane 0 ends with the result and broadcasts vars (a list) to the warp.
+static const char ro_shfl_tpl[] = R"(
+#pragma unroll
+for (int offset = 16; offset > 0; offset >>= 1) {
+    $step
+}
+$bcast
+)";
+static const char *ro_shfl(const Task *t, const char *step, const char *v, const char *i) {
+    int down = t->p[RP_RED] == RO_DOWN;
+    const char *b1 = down ? fmt("%s = __shfl_sync(%s, %s, 0);", v, ro_mask(t), v) : "";
+    const char *b2 = down && i ? fmt("\n%s = __shfl_sync(%s, %s, 0);", i, ro_mask(t), i) : "";
+    return FRAG(ro_shfl_tpl, "step", step, "bcast", fmt("%s%s", b1, b2));
+}
+static const char *ro_shfl_fn(const Task *t) { return t->p[RP_RED] == RO_DOWN ? "__shfl_down_sync" : "__shfl_xor_sync"; }
+// One combining step of v with the lane offset away.
+static const char *ro_step(const Task *t, const char *v, int op) {
+    const char *o = fmt("%s(%s, %s, offset)", ro_shfl_fn(t), ro_mask(t), v);
+    return op == RO_SUM ? fmt("%s += %s;", v, o) : fmt("%s = %s;", v, ro_comb(op, v, o));
+}
+
+// Arg reductions: the pair (v, i) with the best value, the lowest index on ties.
+static const char *ro_better(int dir, const char *ov, const char *oi, const char *v, const char *i) {
+    return fmt("%s %s %s || (%s == %s && %s < %s)", ov, dir == RO_MAX ? ">" : "<", v, ov, v, oi, i);
+}
+static const char *ro_arg_identity(int dir, const char *vt) {
+    if (strcmp(vt, "int") == 0) return dir == RO_MAX ? RO_INT_MIN : RO_INT_MAX;
+    return dir == RO_MAX ? RO_LOWEST : RO_HIGHEST;
+}
+static const char ro_arg_step_tpl[] = R"(
+const $T ov = $fn($mask, $v, offset);
+const int oi = $fn($mask, $i, offset);
+if ($better) {
+    $v = ov;
+    $i = oi;
+}
+)";
+static const char *ro_arg_step(const Task *t, const char *T, const char *v, const char *i, int dir) {
+    return FRAG(ro_arg_step_tpl, "T", T, "fn", ro_shfl_fn(t), "mask", ro_mask(t), "v", v, "i", i,
+                "better", ro_better(dir, "ov", "oi", v, i));
+}
+
+// The __device__ helpers of shuffle reductions: a warp all-reduce, and for block mappings
+// the block all-reduce built on it (per-warp results through shared memory).
+static const char ro_warp_fn_tpl[] = R"(
+/// Warp-wide $what: $how
+$spec $name($params) {
+    $shuffle
+    $ret
+}
+
+)";
+static const char ro_block_fn_tpl[] = R"(
+/// Block-wide $what: each warp reduces with shuffles, the warps' results meet in shared memory, all threads get the result.
+__device__ $type $name($params) {
+    __shared__ $T warp_val[32];
+    $shared_idx
+    const int lane = threadIdx.x & 31;
+    const int wid = threadIdx.x >> 5;
+    $warp_call
+    if (lane == 0) {
+        warp_val[wid] = v;
+        $store_idx
+    }
+    __syncthreads();
+    const int nwarps = (blockDim.x + 31) >> 5;
+    v = lane < nwarps ? warp_val[lane] : $identity;
+    $load_idx
+    $warp_call
+    //? the shared array is reused by the next call: wait until everyone has read it
+    __syncthreads();
+    $ret
+}
+
+)";
+// Helpers for the reductions ops (a bit mask of 1 << RO_*) of float values.
+static const char *ro_helpers(const Task *t, int ops) {
+    if (!ro_shuffles(t) || (ro_map(t) == RO_WARP && !t->p[RP_HELPER])) return "";
+    Buf b = { 0 };
+    const char *how = t->p[RP_RED] == RO_DOWN ? "a __shfl_down_sync tree, then lane 0 broadcasts it."
+                                               : "a __shfl_xor_sync butterfly; every lane ends with it.";
+    for (int op = 0; op < 3; op++)
+        if ((ops >> op) & 1)
+            buf_puts(&b, FRAG(ro_warp_fn_tpl, "what", ro_opname(op), "how", how, "name", ro_fn(t, "warp", ro_opname(op)),
+                              "spec", t->p[RP_KNAME] & 1 ? "__inline__ __device__ float" : "__device__ __forceinline__ float",
+                              "params", "float v", "shuffle", ro_shfl(t, ro_step(t, "v", op), "v", NULL), "ret", "return v;"));
+    for (int op = 0; op < 3 && ro_map(t) == RO_BLOCK; op++)
+        if ((ops >> op) & 1)
+            buf_puts(&b, FRAG(ro_block_fn_tpl, "what", ro_opname(op), "type", "float", "T", "float", "name", ro_fn(t, "block", ro_opname(op)),
+                              "params", "float v", "shared_idx", "", "store_idx", "", "load_idx", "", "identity", ro_identity(op),
+                              "warp_call", fmt("v = %s(v);", ro_fn(t, "warp", ro_opname(op))), "ret", "return v;"));
+    const char *s = FRAG("$s", "s", buf_str(&b));
+    buf_free(&b);
+    return s;
+}
+// The same for (value, index) pairs of type T, best in direction dir.
+static const char *ro_arg_helpers(const Task *t, const char *T, int dir) {
+    if (!ro_shuffles(t) || (ro_map(t) == RO_WARP && !t->p[RP_HELPER])) return "";
+    const char *what = dir == RO_MAX ? "argmax" : "argmin", *wn = ro_fn(t, "warp", what), *params = fmt("%s &v, int &i", T);
+    const char *w = FRAG(ro_warp_fn_tpl, "what", fmt("%s of (v, i) pairs", what), "how", "the lower index wins ties; all lanes end with it.",
+                         "name", wn, "spec", "__device__ __forceinline__ void", "params", params,
+                         "shuffle", ro_shfl(t, ro_arg_step(t, T, "v", "i", dir), "v", "i"), "ret", "");
+    if (ro_map(t) != RO_BLOCK) return w;
+    return FRAG("$w$b", "w", w, "b", FRAG(ro_block_fn_tpl, "what", what, "type", "void", "T", T, "name", ro_fn(t, "block", what),
+                                         "params", params, "shared_idx", "__shared__ int warp_idx[32];", "store_idx", "warp_idx[wid] = i;",
+                                         "load_idx", "i = lane < nwarps ? warp_idx[lane] : " RO_INT_MAX ";", "identity",
+                                         ro_arg_identity(dir, T), "warp_call", fmt("%s(v, i);", wn), "ret", ""));
+}
+
+// All-reduce of v over a row's threads (block trees use sdata[]).
+static const char ro_tree_tpl[] = R"(
+sdata[tid] = $v;
+__syncthreads();
+for (int s = $B / 2; s > 0; s >>= 1) {
+    if (tid < s) sdata[tid] = $comb;
+    __syncthreads();
+}
+$v = sdata[0];
+__syncthreads();
+)";
+static const char *ro_allreduce(const Task *t, const char *v, int op) {
+    if (ro_map(t) == RO_THREAD) return "";
+    if (ro_tree(t)) return FRAG(ro_tree_tpl, "v", v, "B", ro_B(t), "comb", ro_comb(op, "sdata[tid]", "sdata[tid + s]"));
+    if (ro_map(t) == RO_BLOCK) return fmt("%s = %s(%s);", v, ro_fn(t, "block", ro_opname(op)), v);
+    if (t->p[RP_HELPER]) return fmt("%s = %s(%s);", v, ro_fn(t, "warp", ro_opname(op)), v);
+    return ro_shfl(t, ro_step(t, v, op), v, NULL);
+}
+// All-reduce of the pair (v, i) (block trees use sval[] and sidx[]).
+static const char ro_arg_tree_tpl[] = R"(
+sval[tid] = $v;
+sidx[tid] = $i;
+__syncthreads();
+for (int s = $B / 2; s > 0; s >>= 1) {
+    if (tid < s) {
+        const $T ov = sval[tid + s];
+        const int oi = sidx[tid + s];
+        if ($better) {
+            sval[tid] = ov;
+            sidx[tid] = oi;
+        }
+    }
+    __syncthreads();
+}
+$v = sval[0];
+$i = sidx[0];
+__syncthreads();
+)";
+static const char *ro_arg_allreduce(const Task *t, const char *T, const char *v, const char *i, int dir) {
+    const char *what = dir == RO_MAX ? "argmax" : "argmin";
+    if (ro_map(t) == RO_THREAD) return "";
+    if (ro_tree(t))
+        return FRAG(ro_arg_tree_tpl, "v", v, "i", i, "T", T, "B", ro_B(t), "better", ro_better(dir, "ov", "oi", "sval[tid]", "sidx[tid]"));
+    if (ro_map(t) == RO_BLOCK) return fmt("%s(%s, %s);", ro_fn(t, "block", what), v, i);
+    if (t->p[RP_HELPER]) return fmt("%s(%s, %s);", ro_fn(t, "warp", what), v, i);
+    return ro_shfl(t, ro_arg_step(t, T, v, i, dir), v, i);
+}
+
+// A row kernel: the prelude and helpers, the signature, the shared arrays, the row (and
+// tid or lane) of this thread, the body. shared: the element type of sdata[] ("" none),
+// or "arg:T" for the pair arrays sval (T) and sidx (int); a declaration of its own otherwise.
+static const char ro_kernel_tpl[] = R"(
+$prelude
+$helpers
+/// $comment
+$template
+__global__ void $kname($params) {
+    $shared
+    $index
+    $body
+}
+)";
+static const char *const ro_index_tpl[] = { R"(
+const int row = blockIdx.x;
+const int tid = threadIdx.x;
+)", R"(
+const int row = $warp_row;
+const int lane = threadIdx.x $lane;
+if (row >= rows) return; // the whole warp leaves together
+)", R"(
+const int row = $gidx;
+if (row >= rows) return;
+)" };
+static const char *ro_shared(const Task *t, const char *shared) {
+    const char *B = ro_B(t);
+    int dyn = t->p[RP_SHMEM] == RO_DYNAMIC;
+    if (!ro_tree(t) || !*shared) return "";
+    if (strncmp(shared, "arg:", 4) == 0) {
+        const char *T = shared + 4;
+        if (dyn) return fmt("extern __shared__ int smem_raw[];\n%s *sval = (%s *)smem_raw;\nint *sidx = smem_raw + blockDim.x;", T, T);
+        return fmt("__shared__ %s sval[%s];\n__shared__ int sidx[%s];", T, B, B);
+    }
+    if (strchr(shared, ';')) return shared;
+    return dyn ? fmt("extern __shared__ %s sdata[];", shared) : fmt("__shared__ %s sdata[%s];", shared, B);
+}
+static void ro_kernel(Emit *e, const Task *t, const char *helpers, const char *comment, const char *params, const char *shared,
+                      const char *body) {
+    TPL(e, t, ro_kernel_tpl, "prelude", ro_prelude(t), "helpers", helpers, "comment", comment, "kname", t->kname[0],
+        "template", ro_tree(t) && t->p[RP_SHMEM] == RO_TEMPLATE ? "template <int BLOCK>" : "",
+        "params", params, "shared", ro_shared(t, shared), "body", body,
+        "index", FRAG(ro_index_tpl[ro_map(t)], "gidx", gidx_expr(t, 0), "lane", t->p[RP_NAMES] & 1 ? "& 31" : "% 32",
+                      "warp_row", t->p[RP_KNAME] & 1 ? "blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32"
+                                                     : "(blockIdx.x * blockDim.x + threadIdx.x) / 32"));
+}
+// The kernel's parameters: the tensors, rows and cols.
+static const char *ro_sig(const Task *t) { return fmt("%s, int rows, int cols", kernel_params(t)); }
+// for (int c = first; c < cols; c += stride) { body }
+static const char *ro_cols(const Task *t, const char *body) {
+    const char *head = ro_map(t) == RO_THREAD ? "for (int c = 0; c < cols; c++) {"
+                       : fmt("for (int c = %s; c < cols; c += %s) {", ro_map(t) == RO_BLOCK ? "tid" : "lane",
+                             ro_map(t) == RO_BLOCK ? ro_B(t) : "32");
+    return FRAG("$head\n    $body\n}", "head", head, "body", body);
+}
+// body done by the thread that writes a row's scalar results.
+static const char *ro_lead(const Task *t, const char *body) {
+    if (ro_map(t) == RO_THREAD) return body;
+    return FRAG("if ($lead) {\n    $body\n}", "lead", ro_map(t) == RO_BLOCK ? "tid == 0" : "lane == 0", "body", body);
+}
+// The launch of a row kernel. smem: the dynamic shared bytes per thread ("sizeof(float)"),
+// for dynamic shared trees.
+static const char *const ro_launch_tpl[] = { R"(
+const int threads = $threads;
+$smem
+//? one block per row
+$k<<<$rows, threads$sm>>>($args);
+)", R"(
+const int threads = $threads;
+$smem
+dim3 grid($rows);
+dim3 block(threads);
+$k<<<grid, block$sm>>>($args);
+)", R"(
+const int warps_per_block = $warps;
+const int blocks = ($rows + warps_per_block - 1) / warps_per_block;
+$k<<<blocks, warps_per_block * 32>>>($args);
+)", R"(
+dim3 block($block);
+dim3 grid(($rows * 32 + block.x - 1) / block.x);
+$k<<<grid, block>>>($args);
+)" };
+static void ro_launch(Emit *e, const Task *t, const Host *h, const char *args, const char *smem) {
+    int B = t->p[RP_BLOCK], dyn = ro_tree(t) && t->p[RP_SHMEM] == RO_DYNAMIC;
+    if (ro_map(t) == RO_THREAD) {
+        launch_1d(e, t, t->kname[0], h->size[0], B, 0, args);
+        return;
+    }
+    TPL(e, t, ro_launch_tpl[2 * ro_map(t) + !(t->st.cfg & 1)], "rows", h->size[0], "args", args, "block", fmt("%d", B),
+        "warps", fmt("%d", B / 32), "threads", ro_tree(t) && t->p[RP_SHMEM] == RO_DEFINE ? "BLOCK_SIZE" : fmt("%d", B),
+        "k", ro_tree(t) && t->p[RP_SHMEM] == RO_TEMPLATE ? fmt("%s<%d>", t->kname[0], B) : t->kname[0],
+        "smem", dyn ? fmt("const size_t smem = threads * %s;", smem) : "", "sm", dyn ? ", smem" : "");
+}
+
+// ----------------------------------------------------------------------------
+// Softmax and log-softmax per row (three families on one writer)
+
+enum { SM_EXP = RP_X, SM_STORE, SM_RANGE, SM_ALGO, SM_VARS, SM_LOG, SM_NP };
+static const char *const sm_exps[] = { "expf", "__expf", "exp2f", NULL };
+static const char *const sm_stores[] = { "recompute", "store", NULL };
+static const char *const sm_algos[] = { "two_pass", "online", NULL };
+static const char *const sm_logs[] = { "logf", "__logf", NULL };
+static const ParamDesc smb_params[] = { RO_PARAMS("0"), { "exp", sm_exps, 1, "*" }, { "store", sm_stores, 1, "*" },
+                                        { "range", NULL, 1, "1 4 10" }, { "algo", sm_algos, 0, "0" }, { "vars", NULL, 0, "0..2" }, { 0 } };
+static const ParamDesc smw_params[] = { RO_PARAMS("1"), { "exp", sm_exps, 1, "*" }, { "store", sm_stores, 0, "*" },
+                                        { "range", NULL, 1, "1 4 10" }, { "algo", sm_algos, 1, "*" }, { "vars", NULL, 0, "0..2" }, { 0 } };
+static const ParamDesc lsm_params[] = { RO_PARAMS("0 1"), { "exp", sm_exps, 1, "*" }, { "store", sm_stores, 0, "0" },
+                                        { "range", NULL, 1, "1 4 10" }, { "algo", sm_algos, 0, "0" }, { "vars", NULL, 0, "0..2" },
+                                        { "log", sm_logs, 1, "*" }, { 0 } };
+static const char *const sm_names[][2] = { { "x", "y" }, { "logits", "probs" }, { "scores", "weights" }, { "input", "output" } };
+static const char *const lsm_names[][2] = { { "x", "y" }, { "logits", "log_probs" }, { "scores", "logp" }, { "input", "output" } };
+static const char *const smb_kn[] = { "softmax_rows", "softmaxKernel", "row_softmax", "softmax_block_per_row" };
+static const char *const smw_kn[] = { "softmax_warp", "softmaxWarpPerRow", "warp_softmax", "softmax_rows_warp" };
+static const char *const lsm_kn[] = { "log_softmax_rows", "logSoftmaxKernel", "row_log_softmax", "log_softmax_kernel" };
+static const char *const sm_merge_kn[] = { "warp_merge", "warpMergeMaxSum", "merge_max_sum", "combine_lanes" };
+
+static const Family fam_softmax_block, fam_softmax_warp, fam_log_softmax;
+static int sm_is_log(const Task *t) { return t->fam == &fam_log_softmax; }
+
+static void sm_draw(Task *t, Rng *r) {
+    ro_draw(t, r, 2100000, 0);
+    if (t->p[SM_ALGO] == 1) t->p[SM_STORE] = 0;
+    int lg = sm_is_log(t), warp = t->fam == &fam_softmax_warp;
+    ro_names(t, (lg ? lsm_names : sm_names)[t->p[RP_NAMES]], 1, 1, lg ? lsm_kn : warp ? smw_kn : smb_kn, sm_merge_kn,
+             lg ? "log_softmax" : warp ? "softmax_warp" : "softmax");
+}
+
+static void sm_layout(Task *t) {
+    ro_layout(t, 1, 1, DT_F32);
+    double R = t->p[SM_RANGE];
+    trange(&t->in[0], -R, R, 0);
+    ro_out_matrix(t, &t->out[0], DT_F32);
+    long C = t->p[RP_COLS];
+    if (sm_is_log(t)) {
+        // y = x - max - log(sum): absolute errors from the sum, exp, log and the final subtraction
+        t->atol = 6e-6 + ro_sum_rel(C) + ro_exp_rel(2 * R);
+        t->rtol = 2e-7;
+    } else {
+        t->atol = 1e-9;
+        t->rtol = 1e-6 + ro_sum_rel(C) + (t->p[SM_ALGO] ? 6 : 3) * ro_exp_rel(2 * R);
+    }
+    t->need_math = 1;
+}
+
+static void sm_describe(const Task *t, Buf *name, Buf *desc) {
+    static const char *const nm[4][3] = { { "Softmax", "Row_Softmax", "Softmax_Block_Per_Row" },
+                                          { "Softmax_Warp_Per_Row", "Row_Softmax_Warp", "Warp_Softmax" },
+                                          { "Online_Softmax", "Online_Softmax_Warp", "Single_Pass_Softmax" },
+                                          { "Log_Softmax", "Row_Log_Softmax", "LogSoftmax" } };
+    int lg = sm_is_log(t);
+    buf_puts(name, nm[lg ? 3 : t->p[SM_ALGO] ? 2 : t->fam == &fam_softmax_warp][t->p[RP_TNAME]]);
+    const char *x = t->in[0].name, *y = t->out[0].name;
+    buf_printf(desc, "%s is a %d x %d row-major matrix with values in [-%d, %d). ", x, t->p[RP_ROWS], t->p[RP_COLS], t->p[SM_RANGE],
+               t->p[SM_RANGE]);
+    if (lg)
+        buf_printf(desc, "Compute the log-softmax of every row: %s[r][c] = %s[r][c] - m_r - log(sum_j exp(%s[r][j] - m_r)), "
+                         "with m_r the maximum of row r. ", y, x, x);
+    else
+        buf_printf(desc, "Compute the softmax of every row: %s[r][c] = exp(%s[r][c] - m_r) / sum_j exp(%s[r][j] - m_r), with m_r the "
+                         "maximum of row r (subtracting it keeps exp in range). ", y, x, x);
+    buf_puts(desc, ro_map_desc(t));
+    if (t->p[SM_ALGO])
+        buf_puts(desc, " Find m_r and the sum in a single pass with the online rescaling (when a larger value appears, scale the running "
+                       "sum by exp(old_max - new_max)), merging the lanes' (max, sum) pairs with shuffles; then write the outputs.");
+    else if (t->p[SM_STORE] && !lg)
+        buf_puts(desc, " Store the exponentials in the output during the sum pass and scale them in place by 1/sum.");
+}
+
+// Two passes (the row maximum, then the sum of exponentials), or one online pass that
+// rescales the running sum when the maximum grows and merges the lanes' (max, sum) pairs.
+static const char sm_two_pass_tpl[] = R"(
+//? pass 1: the row maximum keeps the exponentials in range
+float $M = -3.402823466e+38f;
+$max_loop
+$max_reduce
+//? pass 2: the sum of the exponentials
+float $S = 0.0f;
+$sum_loop
+$sum_reduce
+)";
+static const char sm_online_tpl[] = R"(
+float $M = -3.402823466e+38f, $S = 0.0f;
+//? one pass: rescale the running sum whenever the maximum grows
+$loop
+$merge
+)";
+static const char sm_online_step_tpl[] = R"(
+const float v = xr[c];
+if (v > $M) {
+    $S = $S * $e_mv + 1.0f;
+    $M = v;
+} else {
+    $S += $e_vm;
+}
+)";
+static const char sm_merge_step_tpl[] = R"(
+const float om = $fn($mask, $M, offset);
+const float os = $fn($mask, $S, offset);
+const float nm = fmaxf($M, om);
+$S = $S * $e_m + os * $e_o;
+$M = nm;
+)";
+static const char sm_merge_fn_tpl[] = R"(
+/// Merges the (max, sum of exp(x - max)) pairs of the 32 lanes; every lane ends with the row's pair.
+__device__ __forceinline__ void $name(float &m, float &s) {
+    $merge
+}
+
+)";
+static const char sm_body_tpl[] = R"(
+const float *xr = $x + (size_t)row * cols;
+float *yr = $y + (size_t)row * cols;
+$stats
+$scale
+$write
+)";
+
+static const char *sm_exp(const Task *t, const char *a) {
+    return pick3(t->p[SM_EXP], fmt("expf(%s)", a), fmt("__expf(%s)", a), fmt("exp2f((%s) * 1.44269504f)", a));
+}
+static const char *sm_merge(const Task *t, const char *M, const char *S) {
+    return ro_shfl(t, FRAG(sm_merge_step_tpl, "fn", ro_shfl_fn(t), "mask", ro_mask(t), "M", M, "S", S,
+                           "e_m", sm_exp(t, fmt("%s - nm", M)), "e_o", sm_exp(t, "om - nm")), M, S);
+}
+
+static void sm_kernels(const Task *t, Emit *e) {
+    const char *M = pick3(t->p[SM_VARS], "m", "row_max", "mx"), *S = pick3(t->p[SM_VARS], "sum", "row_sum", "denom");
+    int online = t->p[SM_ALGO] == 1, lg = sm_is_log(t), store = t->p[SM_STORE] && !lg && !online;
+    const char *xm = sm_exp(t, fmt("xr[c] - %s", M));
+    const char *stats = online
+        ? FRAG(sm_online_tpl, "M", M, "S", S, "merge", t->p[RP_HELPER] ? fmt("%s(%s, %s);", t->kname[1], M, S) : sm_merge(t, M, S),
+               "loop", ro_cols(t, FRAG(sm_online_step_tpl, "M", M, "S", S, "e_mv", sm_exp(t, fmt("%s - v", M)),
+                                       "e_vm", sm_exp(t, fmt("v - %s", M)))))
+        : FRAG(sm_two_pass_tpl, "M", M, "S", S, "max_loop", ro_cols(t, fmt("%s = fmaxf(%s, xr[c]);", M, M)),
+               "max_reduce", ro_allreduce(t, M, RO_MAX), "sum_reduce", ro_allreduce(t, S, RO_SUM),
+               "sum_loop", ro_cols(t, store ? fmt("const float ev = %s;\nyr[c] = ev;\n%s += ev;", xm, S) : fmt("%s += %s;", S, xm)));
+    const char *scale = lg ? fmt("const float lse = %s + %s(%s);", M, t->p[SM_LOG] ? "__logf" : "logf", S)
+                      : t->p[SM_VARS] == 1 && !store ? "" : fmt("const float inv = 1.0f / %s;", S);
+    const char *write = lg ? "yr[c] = xr[c] - lse;" : store ? "yr[c] *= inv;"
+                      : t->p[SM_VARS] == 1 ? fmt("yr[c] = %s / %s;", xm, S) : fmt("yr[c] = %s * inv;", xm);
+    const char *helpers = !online ? ro_helpers(t, (1 << RO_MAX) | (1 << RO_SUM))
+                        : t->p[RP_HELPER] ? FRAG(sm_merge_fn_tpl, "name", t->kname[1], "merge", sm_merge(t, "m", "s")) : "";
+    ro_kernel(e, t, helpers,
+              fmt("%s, %s.", lg ? "Log-softmax of each row" : "Softmax of each row",
+                  ro_map(t) == RO_BLOCK ? "one block per row: max, then sum of exponentials, then normalise"
+                  : online ? "one warp per row: an online pass for (max, sum), then a pass writing the outputs"
+                           : "one warp per row: max, then sum of exponentials, then normalise"),
+              ro_sig(t), "float",
+              FRAG(sm_body_tpl, "x", t->in[0].name, "y", t->out[0].name, "stats", stats, "scale", scale, "write", ro_cols(t, write)));
+}
+
+static void sm_launch(const Task *t, Emit *e, const Host *h) { ro_launch(e, t, h, kernel_args(h, 2), "sizeof(float)"); }
+
+static void sm_ref(const Task *t, const void *const *in, void *const *out) {
+    const float *x = in[0];
+    float *y = out[0];
+    long R = t->p[RP_ROWS], C = t->p[RP_COLS];
+    for (long r = 0; r < R; r++) {
+        const float *xr = x + r * C;
+        double m = xr[0], s = 0;
+        for (long c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
+        for (long c = 0; c < C; c++) s += exp((double)xr[c] - m);
+        for (long c = 0; c < C; c++) y[r * C + c] = (float)(sm_is_log(t) ? (double)xr[c] - m - log(s) : exp((double)xr[c] - m) / s);
+    }
+}
+
+static const Family fam_softmax_block = {
+    "softmax_row_block", "softmax per row, one block per row: max and sum through a shared-memory tree or warp shuffles + shared partials",
+    smb_params, NULL, sm_draw, sm_layout, sm_describe, sm_kernels, sm_launch, sm_ref };
+static const Family fam_softmax_warp = {
+    "softmax_row_warp", "softmax per row, one warp per row: two passes with shuffle all-reduces, or one online (max, sum) pass",
+    smw_params, NULL, sm_draw, sm_layout, sm_describe, sm_kernels, sm_launch, sm_ref };
+static const Family fam_log_softmax = { "log_softmax_row", "log-softmax per row (x - max - log sum exp), block or warp per row",
+                                        lsm_params, NULL, sm_draw, sm_layout, sm_describe, sm_kernels, sm_launch, sm_ref };
+
+// ----------------------------------------------------------------------------
+// LayerNorm and RMSNorm per row
+
+enum { LN_STATS = RP_X, LN_RSQRT, LN_SAVE, LN_RANGE, LN_DIV, LN_NP };
+enum { LNF_EPS };
+static const char *const ln_stats[] = { "two_pass", "one_pass", NULL };
+static const char *const ln_rsqrts[] = { "rsqrtf", "one_over_sqrtf", NULL };
+static const char *const ln_fp[] = { "eps", NULL };
+static const ParamDesc ln_params[] = { RO_PARAMS("0 1"), { "stats", ln_stats, 1, "*" }, { "rsqrt", ln_rsqrts, 0, "*" },
+                                       { "save_stats", NULL, 1, "0 0 1" }, { "range", NULL, 1, "0..3" }, { "div", NULL, 0, "0..2" }, { 0 } };
+static const ParamDesc rms_params[] = { RO_PARAMS("0 1"), { "stats", ln_stats, 0, "0" }, { "rsqrt", ln_rsqrts, 0, "*" },
+                                        { "save_stats", NULL, 0, "0" }, { "range", NULL, 1, "0..2" }, { "div", NULL, 0, "0..2" }, { 0 } };
+// input ranges [lo, hi) and E[x^2] / var of each (how much one-pass variances lose)
+static const double ln_lo[] = { -1, -3, 0, 0 }, ln_hi[] = { 1, 3, 2, 4 }, ln_amp[] = { 1, 1, 4, 4 };
+static const char *const ln_names[][6] = { { "x", "gamma", "beta", "y", "mean", "inv_std" },
+                                           { "input", "weight", "bias", "output", "means", "rstds" },
+                                           { "h", "g", "b", "out", "row_mean", "row_rstd" },
+                                           { "act", "scale", "shift", "normed", "mean_out", "rstd_out" } };
+static const char *const rms_names[][3] = { { "x", "weight", "y" }, { "input", "gamma", "output" }, { "h", "w", "out" },
+                                            { "hidden", "scale", "normed" } };
+static const char *const ln_kn[] = { "layernorm_rows", "layerNormKernel", "layer_norm_forward", "layernorm" };
+static const char *const rms_kn[] = { "rmsnorm_rows", "rmsNormKernel", "rms_norm_forward", "rmsnorm" };
+
+static const Family fam_layernorm, fam_rmsnorm;
+static int ln_is_rms(const Task *t) { return t->fam == &fam_rmsnorm; }
+
+static void ln_draw(Task *t, Rng *r) {
+    static const double eps[] = { 1e-5, 1e-6, 1e-5, 1e-3, 1e-12 };
+    int rms = ln_is_rms(t);
+    ro_draw(t, r, 2100000, 0);
+    t->f[LNF_EPS] = eps[RPICK(r, eps)];
+    if (rms) ro_names(t, rms_names[t->p[RP_NAMES]], 2, 1, rms_kn, NULL, "rmsnorm");
+    else ro_names(t, ln_names[t->p[RP_NAMES]], 3, t->p[LN_SAVE] ? 3 : 1, ln_kn, NULL, "layernorm");
+}
+
+static void ln_layout(Task *t) {
+    int rms = ln_is_rms(t), g = t->p[LN_RANGE];
+    ro_layout(t, rms ? 2 : 3, rms ? 1 : t->p[LN_SAVE] ? 3 : 1, DT_F32);
+    trange(&t->in[0], ln_lo[g], ln_hi[g], 0);
+    for (int k = 1; k < t->nin; k++) {
+        tset(&t->in[k], DT_F32, 1, t->p[RP_COLS], 0);
+        tfac(&t->in[k], 1, -1);
+        trange(&t->in[k], k == 1 ? 0.5 : -0.5, k == 1 ? 1.5 : 0.5, 0);
+    }
+    ro_out_matrix(t, &t->out[0], DT_F32);
+    for (int k = 1; k < t->nout; k++) ro_out_rows(t, &t->out[k], DT_F32);
+    double sr = ro_sum_rel(t->p[RP_COLS]);
+    // RMSNorm: relative errors only. LayerNorm: |y - beta| <= about 3, so the variance's
+    // relative error (times E[x^2]/var for a one-pass variance) and the mean's error turn
+    // into absolute errors of y.
+    t->atol = rms ? 1e-7 : 2e-6 + (3 * ln_amp[g] + 3) * sr;
+    t->rtol = rms ? 1e-6 + sr : 1e-5;
+    t->need_math = 1;
+}
+
+static void ln_describe(const Task *t, Buf *name, Buf *desc) {
+    static const char *const nm[2][3] = { { "LayerNorm", "Layer_Normalization", "Row_LayerNorm" },
+                                          { "RMSNorm", "RMS_Normalization", "Root_Mean_Square_Norm" } };
+    int rms = ln_is_rms(t), g = t->p[LN_RANGE];
+    const char *x = t->in[0].name, *w = t->in[1].name, *y = t->out[0].name, *eps = fnum(t->f[LNF_EPS]);
+    buf_puts(name, nm[rms][t->p[RP_TNAME]]);
+    buf_printf(desc, "%s is a %d x %d row-major matrix with values in [%s, %s). ", x, t->p[RP_ROWS], t->p[RP_COLS], fnum(ln_lo[g]),
+               fnum(ln_hi[g]));
+    if (rms) {
+        buf_printf(desc, "RMS-normalise every row and scale it: %s[r][c] = %s[r][c] / sqrt(mean_c(%s[r][c]^2) + %s) * %s[c].", y, x, x,
+                   eps, w);
+    } else {
+        buf_printf(desc, "Layer-normalise every row: %s[r][c] = (%s[r][c] - mean_r) / sqrt(var_r + %s) * %s[c] + %s[c], where mean_r "
+                         "and var_r are the mean and the population variance (divide by %d) of row r.",
+                   y, x, eps, w, t->in[2].name, t->p[RP_COLS]);
+        if (t->p[LN_SAVE])
+            buf_printf(desc, " Also write %s[r] = mean_r and %s[r] = 1 / sqrt(var_r + %s).", t->out[1].name, t->out[2].name, eps);
+        buf_puts(desc, t->p[LN_STATS] ? " Get the statistics in one pass over the row (sum and sum of squares)."
+                                      : " Get the mean first, then the variance as the mean squared deviation.");
+    }
+    buf_printf(desc, " %s", ro_map_desc(t));
+}
+
+// The statistics (RMSNorm: the mean square; LayerNorm: the mean and the variance, in one
+// or two passes), then one pass writing the outputs.
+static const char *const ln_stats_tpl[] = { R"(
+float sum = 0.0f;
+$sum_loop
+$sum_reduce
+const float mu = $mean;
+//? second pass: squared deviations from the mean
+float var = 0.0f;
+$var_loop
+$var_reduce
+const float rstd = $rstd_var;
+)", R"(
+float sum = 0.0f, sq = 0.0f;
+$sumsq_loop
+$sum_reduce
+$sq_reduce
+const float mu = $mean;
+//? E[x^2] - mean^2 can round below zero
+const float var = fmaxf($mean_sq - mu * mu, 0.0f);
+const float rstd = $rstd_onepass;
+)", R"(
+float sq = 0.0f;
+$sq_loop
+$sq_reduce
+const float rstd = $rstd_rms;
+)" };
+static const char ln_body_tpl[] = R"(
+const float *xr = $x + (size_t)row * cols;
+float *yr = $y + (size_t)row * cols;
+$stats
+$write
+$save
+)";
+
+static void ln_kernels(const Task *t, Emit *e) {
+    int rms = ln_is_rms(t), one = t->p[LN_STATS] == 1;
+    const char *w = t->in[1].name, *eps = flit(t->f[LNF_EPS]);
+    const char *dv = pick3(t->p[LN_DIV], "%s / cols", "%s / (float)cols", "%s * (1.0f / cols)");
+    const char *rs = t->p[LN_RSQRT] ? "1.0f / sqrtf(%s + %s)" : "rsqrtf(%s + %s)";
+    const char *stats = FRAG(ln_stats_tpl[rms ? 2 : one], "sum_loop", ro_cols(t, "sum += xr[c];"), "mean", fmt(dv, "sum"),
+                             "var_loop", ro_cols(t, "const float d = xr[c] - mu;\nvar += d * d;"), "mean_sq", fmt(dv, "sq"),
+                             "sumsq_loop", ro_cols(t, "const float v = xr[c];\nsum += v;\nsq += v * v;"),
+                             "sq_loop", ro_cols(t, "const float v = xr[c];\nsq += v * v;"), "sum_reduce", ro_allreduce(t, "sum", RO_SUM),
+                             "var_reduce", ro_allreduce(t, "var", RO_SUM), "sq_reduce", ro_allreduce(t, "sq", RO_SUM),
+                             "rstd_var", fmt(rs, fmt(dv, "var"), eps), "rstd_onepass", fmt(rs, "var", eps),
+                             "rstd_rms", fmt(rs, fmt(dv, "sq"), eps));
+    const char *write = rms ? (t->p[LN_DIV] == 1 ? fmt("yr[c] = %s[c] * (xr[c] * rstd);", w) : fmt("yr[c] = xr[c] * rstd * %s[c];", w))
+                            : fmt("yr[c] = (xr[c] - mu) * rstd * %s[c] + %s[c];", w, t->in[2].name);
+    const char *save = t->nout == 3 ? ro_lead(t, fmt("%s[row] = mu;\n%s[row] = rstd;", t->out[1].name, t->out[2].name)) : "";
+    ro_kernel(e, t, ro_helpers(t, 1 << RO_SUM),
+              rms ? fmt("RMSNorm of each row: y = x / sqrt(mean(x^2) + eps) * w, %s.", ro_how(t))
+                  : fmt("LayerNorm of each row (%s statistics), %s.", one ? "one-pass" : "two-pass", ro_how(t)),
+              ro_sig(t), "float",
+              FRAG(ln_body_tpl, "x", t->in[0].name, "y", t->out[0].name, "stats", stats, "write", ro_cols(t, write), "save", save));
+}
+
+static void ln_launch(const Task *t, Emit *e, const Host *h) { ro_launch(e, t, h, kernel_args(h, 2), "sizeof(float)"); }
+
+static void ln_ref(const Task *t, const void *const *in, void *const *out) {
+    const float *x = in[0], *w = in[1], *b = ln_is_rms(t) ? NULL : in[2];
+    long R = t->p[RP_ROWS], C = t->p[RP_COLS];
+    double eps = ro_fpar(t, LNF_EPS);
+    for (long r = 0; r < R; r++) {
+        const float *xr = x + r * C;
+        double mu = 0, var = 0;
+        for (long c = 0; c < C && b; c++) mu += xr[c];
+        mu /= (double)C;
+        for (long c = 0; c < C; c++) var += ((double)xr[c] - mu) * ((double)xr[c] - mu);
+        double rstd = 1.0 / sqrt(var / (double)C + eps);
+        float *y = (float *)out[0] + r * C;
+        for (long c = 0; c < C; c++) y[c] = (float)(((double)xr[c] - mu) * rstd * w[c] + (b ? b[c] : 0.0));
+        if (t->nout == 3) {
+            ((float *)out[1])[r] = (float)mu;
+            ((float *)out[2])[r] = (float)rstd;
+        }
+    }
+}
+
+static const Family fam_layernorm = {
+    "layernorm_row", "LayerNorm per row with gamma/beta: two-pass or one-pass statistics, block or warp per row, optional mean/rstd outputs",
+    ln_params, ln_fp, ln_draw, ln_layout, ln_describe, ln_kernels, ln_launch, ln_ref };
+static const Family fam_rmsnorm = { "rmsnorm_row", "RMSNorm per row with a weight vector, block or warp per row, rsqrtf or 1/sqrtf",
+                                    rms_params, ln_fp, ln_draw, ln_layout, ln_describe, ln_kernels, ln_launch, ln_ref };
+
+// ----------------------------------------------------------------------------
+// Row mean and variance (two outputs)
+
+enum { MV_ALGO = RP_X, MV_DDOF, MV_RANGE, MV_NP };
+static const char *const mv_algos[] = { "two_pass", "sum_of_squares", "welford", NULL };
+static const ParamDesc mv_params[] = { RO_PARAMS("0..2"), { "algo", mv_algos, 1, "*" }, { "ddof", NULL, 1, "0 1" },
+                                       { "range", NULL, 1, "0..3" }, { 0 } };
+static const double mv_lo[] = { -1, -10, 0, 0 }, mv_hi[] = { 1, 10, 10, 1 }, mv_amp[] = { 1, 1, 4, 4 };
+static const char *const mv_names[][3] = { { "x", "mean", "var" }, { "data", "means", "variances" }, { "samples", "avg", "variance" },
+                                           { "input", "row_mean", "row_var" } };
+static const char *const mv_kn[] = { "row_mean_var", "rowMeanVariance", "row_moments", "mean_var_rows" };
+static const char *const mv_merge_kn[] = { "welford_merge", "welfordCombine", "merge_stats", "combine_moments" };
+
+static void mv_draw(Task *t, Rng *r) {
+    ro_draw(t, r, 2100000, t->p[MV_ALGO] == 2);
+    ro_names(t, mv_names[t->p[RP_NAMES]], 1, 2, mv_kn, mv_merge_kn, "mean_var");
+}
+
+static void mv_layout(Task *t) {
+    int g = t->p[MV_RANGE];
+    ro_layout(t, 1, 2, DT_F32);
+    trange(&t->in[0], mv_lo[g], mv_hi[g], 0);
+    ro_out_rows(t, &t->out[0], DT_F32);
+    ro_out_rows(t, &t->out[1], DT_F32);
+    t->atol = 1e-6 * fmax(fabs(mv_lo[g]), fabs(mv_hi[g]));
+    t->rtol = 2e-6 + 1.5 * mv_amp[g] * ro_sum_rel(t->p[RP_COLS]);
+}
+
+static void mv_describe(const Task *t, Buf *name, Buf *desc) {
+    buf_puts(name, pick3(t->p[RP_TNAME], "Row_Mean_And_Variance", "Row_Moments", "Per_Row_Mean_Var"));
+    int g = t->p[MV_RANGE];
+    buf_printf(desc, "%s is a %d x %d row-major matrix with values in [%s, %s). For every row r compute %s[r] = the mean of the row "
+                     "and %s[r] = its %s variance (sum of squared deviations divided by %s). %s %s",
+               t->in[0].name, t->p[RP_ROWS], t->p[RP_COLS], fnum(mv_lo[g]), fnum(mv_hi[g]), t->out[0].name, t->out[1].name,
+               t->p[MV_DDOF] ? "sample (unbiased)" : "population", t->p[MV_DDOF] ? "cols - 1" : "cols",
+               pick3(t->p[MV_ALGO], "Two passes: the mean, then the squared deviations.",
+                     "One pass accumulating the sum and the sum of squares.",
+                     "Welford's algorithm: each thread keeps (count, mean, M2) and the partial states are merged with Chan's formula."),
+               ro_map_desc(t));
+}
+
+// Two passes, the sum and the sum of squares, or Welford states (count, mean, M2) merged
+// with Chan's formula through a shared tree or shuffles.
+static const char *const mv_stats_tpl[] = { R"(
+float total = 0.0f;
+$sum_loop
+$total_reduce
+const float mu = total / cols;
+float m2 = 0.0f;
+$dev_loop
+$m2_reduce
+)", R"(
+float total = 0.0f, total_sq = 0.0f;
+$sumsq_loop
+$total_reduce
+$sq_reduce
+const float mu = total / cols;
+const float m2 = fmaxf(total_sq - total * mu, 0.0f);
+)", R"(
+float cnt = 0.0f, mu = 0.0f, m2 = 0.0f;
+$welford_loop
+$merge
+)" };
+static const char mv_welford_step[] = R"(
+const float v = xr[c];
+cnt += 1.0f;
+const float d = v - mu;
+mu += d / cnt;
+m2 += d * (v - mu);
+)";
+static const char mv_merge_fn_tpl[] = R"(
+/// Chan et al.: merges the Welford state (n, mean, M2) of another set of values into (n, mean, m2).
+__device__ __forceinline__ void $name(float &n, float &mean, float &m2, float nb, float mean_b, float m2_b) {
+    const float total = n + nb;
+    if (total == 0.0f) return;
+    const float delta = mean_b - mean;
+    const float fb = nb / total;
+    mean += delta * fb;
+    m2 += m2_b + delta * delta * n * fb;
+    n = total;
+}
+
+)";
+static const char mv_merge_tree_tpl[] = R"(
+sn[tid] = cnt;
+smu[tid] = mu;
+sm2[tid] = m2;
+__syncthreads();
+for (int s = $B / 2; s > 0; s >>= 1) {
+    if (tid < s) {
+        $merge(cnt, mu, m2, sn[tid + s], smu[tid + s], sm2[tid + s]);
+        sn[tid] = cnt;
+        smu[tid] = mu;
+        sm2[tid] = m2;
+    }
+    __syncthreads();
+}
+)";
+static const char mv_merge_shfl_tpl[] = R"(
+for (int offset = 16; offset > 0; offset >>= 1) {
+    const float on = $fn($mask, cnt, offset);
+    const float om = $fn($mask, mu, offset);
+    const float oq = $fn($mask, m2, offset);
+    $merge(cnt, mu, m2, on, om, oq);
+}
+)";
+static const char mv_body_tpl[] = R"(
+const float *xr = $x + (size_t)row * cols;
+$stats
+$write
+)";
+
+static void mv_kernels(const Task *t, Emit *e) {
+    int algo = t->p[MV_ALGO], m = ro_map(t);
+    const char *B = ro_B(t), *merge = t->kname[1];
+    const char *welford_merge = m == RO_THREAD ? "" : m == RO_WARP
+        ? FRAG(mv_merge_shfl_tpl, "fn", ro_shfl_fn(t), "mask", ro_mask(t), "merge", merge) : FRAG(mv_merge_tree_tpl, "B", B, "merge", merge);
+    const char *stats = FRAG(mv_stats_tpl[algo], "sum_loop", ro_cols(t, "total += xr[c];"),
+                             "sumsq_loop", ro_cols(t, "const float v = xr[c];\ntotal += v;\ntotal_sq += v * v;"),
+                             "dev_loop", ro_cols(t, "const float d = xr[c] - mu;\nm2 += d * d;"),
+                             "welford_loop", ro_cols(t, mv_welford_step), "merge", welford_merge,
+                             "total_reduce", ro_allreduce(t, "total", RO_SUM), "sq_reduce", ro_allreduce(t, "total_sq", RO_SUM),
+                             "m2_reduce", ro_allreduce(t, "m2", RO_SUM));
+    const char *shared = algo != 2 ? "float" : t->p[RP_SHMEM] == RO_DYNAMIC
+        ? "extern __shared__ float sdata[];\nfloat *sn = sdata, *smu = sdata + blockDim.x, *sm2 = sdata + 2 * blockDim.x;"
+        : fmt("__shared__ float sn[%s], smu[%s], sm2[%s];", B, B, B);
+    ro_kernel(e, t, algo < 2 ? ro_helpers(t, 1 << RO_SUM) : m != RO_THREAD ? FRAG(mv_merge_fn_tpl, "name", merge) : "",
+              fmt("Mean and %s variance of each row (%s), %s.", t->p[MV_DDOF] ? "sample" : "population", mv_algos[algo], ro_how(t)),
+              ro_sig(t), shared,
+              FRAG(mv_body_tpl, "x", t->in[0].name, "stats", stats,
+                   "write", ro_lead(t, fmt("%s[row] = mu;\n%s[row] = m2 / %s;", t->out[0].name, t->out[1].name,
+                                          t->p[MV_DDOF] ? "(cols - 1)" : "cols"))));
+}
+
+static void mv_launch(const Task *t, Emit *e, const Host *h) {
+    ro_launch(e, t, h, kernel_args(h, 2), t->p[MV_ALGO] == 2 ? "3 * sizeof(float)" : "sizeof(float)");
+}
+
+static void mv_ref(const Task *t, const void *const *in, void *const *out) {
+    const float *x = in[0];
+    long R = t->p[RP_ROWS], C = t->p[RP_COLS];
+    for (long r = 0; r < R; r++) {
+        double mu = 0, m2 = 0;
+        for (long c = 0; c < C; c++) mu += x[r * C + c];
+        mu /= (double)C;
+        for (long c = 0; c < C; c++) m2 += ((double)x[r * C + c] - mu) * ((double)x[r * C + c] - mu);
+        ((float *)out[0])[r] = (float)mu;
+        ((float *)out[1])[r] = (float)(m2 / (double)(C - t->p[MV_DDOF]));
+    }
+}
+
+static const Family fam_mean_var = {
+    "row_mean_var", "mean and variance of each row (two outputs): two-pass, sum of squares or Welford; block, warp or thread per row",
+    mv_params, NULL, mv_draw, mv_layout, mv_describe, mv_kernels, mv_launch, mv_ref };
+
+// ----------------------------------------------------------------------------
+// Argmin per row (value and index; the lowest index wins ties)
+
+enum { AM_DTYPE = RP_X, AM_DATA, AM_NP };
+static const char *const am_data[] = { "real", "small_ints", NULL };
+static const ParamDesc am_params[] = { RO_PARAMS("0 1"), { "dtype", ro_dtypes, 1, "*" }, { "data", am_data, 1, "*" }, { 0 } };
+static const char *const am_names[][3] = { { "x", "min_val", "min_idx" }, { "scores", "low", "low_idx" },
+                                           { "dist", "nearest_dist", "nearest" }, { "input", "values", "indices" } };
+static const char *const am_kn[] = { "row_argmin", "rowArgMin", "argmin_rows", "argmin_kernel" };
+
+static void am_draw(Task *t, Rng *r) {
+    ro_draw(t, r, 2100000, 0);
+    if (t->p[AM_DTYPE]) t->p[AM_DATA] = 1;
+    ro_names(t, am_names[t->p[RP_NAMES]], 1, 2, am_kn, NULL, "argmin_rows");
+}
+static void am_layout(Task *t) {
+    DType dt = t->p[AM_DTYPE] ? DT_I32 : DT_F32;
+    ro_layout(t, 1, 2, dt);
+    if (t->p[AM_DATA]) trange(&t->in[0], t->p[AM_DTYPE] ? -50 : 0, t->p[AM_DTYPE] ? 50 : 20, 1);
+    else trange(&t->in[0], -1000, 1000, 0);
+    ro_out_rows(t, &t->out[0], dt);
+    ro_out_rows(t, &t->out[1], DT_I32);
+    t->atol = t->rtol = 0;
+}
+static void am_describe(const Task *t, Buf *name, Buf *desc) {
+    buf_puts(name, pick3(t->p[RP_TNAME], "Row_Argmin", "Argmin_Per_Row", "Row_Minimum_With_Index"));
+    const Tensor *x = &t->in[0];
+    buf_printf(desc, "%s is a %d x %d row-major %s matrix with %s values in [%s, %s%s. For every row r write %s[r] = the smallest value "
+                     "of the row and %s[r] = its column index; when the minimum occurs several times, take the lowest column index. %s",
+               x->name, t->p[RP_ROWS], t->p[RP_COLS], dt_names[x->dt], x->integer ? "whole-number" : "", fnum(x->lo), fnum(x->hi),
+               x->integer ? "]" : ")", t->out[0].name, t->out[1].name, ro_map_desc(t));
+}
+static const char am_body_tpl[] = R"(
+const $T *xr = $x + (size_t)row * cols;
+$T best = $identity;
+int best_i = 2147483647;
+//? columns are visited in increasing order: a strict < keeps the first minimum
+$loop
+$reduce
+$write
+)";
+static const char am_step_tpl[] = R"(
+const $T v = xr[c];
+if (v < best) {
+    best = v;
+    best_i = c;
+}
+)";
+static void am_kernels(const Task *t, Emit *e) {
+    const char *T = t->p[AM_DTYPE] ? "int" : "float";
+    ro_kernel(e, t, ro_arg_helpers(t, T, RO_MIN), fmt("Minimum of each row and its lowest column index, %s.", ro_how(t)), ro_sig(t),
+              fmt("arg:%s", T),
+              FRAG(am_body_tpl, "T", T, "x", t->in[0].name, "identity", ro_arg_identity(RO_MIN, T),
+                   "loop", ro_cols(t, FRAG(am_step_tpl, "T", T)), "reduce", ro_arg_allreduce(t, T, "best", "best_i", RO_MIN),
+                   "write", ro_lead(t, fmt("%s[row] = best;\n%s[row] = best_i;", t->out[0].name, t->out[1].name))));
+}
+static void am_launch(const Task *t, Emit *e, const Host *h) { ro_launch(e, t, h, kernel_args(h, 2), "(sizeof(float) + sizeof(int))"); }
+static void am_ref(const Task *t, const void *const *in, void *const *out) {
+    long R = t->p[RP_ROWS], C = t->p[RP_COLS];
+    for (long r = 0; r < R; r++) {
+        long bi = 0;
+        if (t->p[AM_DTYPE]) {
+            const int *x = (const int *)in[0] + r * C;
+            for (long c = 1; c < C; c++) bi = x[c] < x[bi] ? c : bi;
+            ((int *)out[0])[r] = x[bi];
+        } else {
+            const float *x = (const float *)in[0] + r * C;
+            for (long c = 1; c < C; c++) bi = x[c] < x[bi] ? c : bi;
+            ((float *)out[0])[r] = x[bi];
+        }
+        ((int *)out[1])[r] = (int)bi;
+    }
+}
+static const Family fam_argmin_row = {
+    "argmin_row", "argmin of each row with its value, lowest index on ties; (value, index) pairs through a shared tree or shuffles",
+    am_params, NULL, am_draw, am_layout, am_describe, am_kernels, am_launch, am_ref };
+
+// ----------------------------------------------------------------------------
+// Top-k per row (k <= 8): values and indices, best first, the lower index first on ties
+
+enum { TK_K = RP_X, TK_ORDER, TK_DATA, TK_KSTYLE, TK_NP };
+static const char *const tk_orders[] = { "largest", "smallest", NULL };
+static const char *const tk_kstyles[] = { "template", "kmax", NULL };
+static const ParamDesc tk_params[] = { RO_PARAMS("0..2"), { "k", NULL, 1, "1 2 3 4 5 8" }, { "order", tk_orders, 1, "0 0 1" },
+                                       { "data", am_data, 1, "*" }, { "kstyle", tk_kstyles, 0, "*" }, { 0 } };
+static const char *const tk_names[][3] = { { "x", "top_vals", "top_idx" }, { "scores", "values", "indices" },
+                                           { "logits", "topk_val", "topk_idx" }, { "input", "best_vals", "best_ids" } };
+static const char *const tk_kn[] = { "topk_rows", "topKPerRow", "row_topk", "select_topk" };
+
+static void tk_draw(Task *t, Rng *r) {
+    ro_draw(t, r, 1100000, 0);
+    ro_names(t, tk_names[t->p[RP_NAMES]], 1, 2, tk_kn, NULL, "topk");
+}
+static void tk_layout(Task *t) {
+    ro_layout(t, 1, 2, DT_F32);
+    if (t->p[TK_DATA]) trange(&t->in[0], 0, 15, 1);
+    else trange(&t->in[0], -1, 1, 0);
+    int kk = add_size(t, "topk", t->p[TK_K]);
+    for (int j = 0; j < 2; j++) {
+        tset(&t->out[j], j ? DT_I32 : DT_F32, 2, t->p[RP_ROWS], t->p[TK_K]);
+        tfac(&t->out[j], 0, kk);
+    }
+    t->atol = t->rtol = 0;
+}
+static void tk_describe(const Task *t, Buf *name, Buf *desc) {
+    static const char *const nm[2][3] = { { "Top_K_Per_Row", "Row_TopK", "TopK_Selection" },
+                                          { "Bottom_K_Per_Row", "Row_K_Smallest", "K_Smallest_Selection" } };
+    int sm = t->p[TK_ORDER], K = t->p[TK_K];
+    buf_puts(name, nm[sm][t->p[RP_TNAME]]);
+    const Tensor *x = &t->in[0];
+    buf_printf(desc, "%s is a %d x %d row-major matrix of %s in [%s, %s%s. For every row r, write the %d %s values of the row in %s order "
+                     "to %s[r][0..%d) and their column indices to %s[r][0..%d); equal values are ordered by column index, the lower index "
+                     "first (so the selection is unique). %s",
+               x->name, t->p[RP_ROWS], t->p[RP_COLS], x->integer ? "whole numbers stored as float32" : "float32 values", fnum(x->lo),
+               fnum(x->hi), x->integer ? "]" : ")", K, sm ? "smallest" : "largest", sm ? "increasing" : "decreasing", t->out[0].name, K,
+               t->out[1].name, K, ro_map_desc(t));
+    if (ro_map(t) != RO_THREAD)
+        buf_printf(desc, " Select in %d rounds: each round picks the best element that ranks after the previous pick.", K);
+    else buf_puts(desc, " Each thread keeps a sorted list of its best k in registers and inserts every element of the row.");
+}
+// One thread per row: insertion into a sorted list in registers (K a template parameter,
+// or k at run time in arrays of KMAX). Blocks and warps: k selection rounds.
+static const char tk_thread_tpl[] = R"(
+$kmax
+/// Top-$K ($order first) of each row, one thread per row: insertion into a sorted list kept in registers.
+$template
+__global__ void $kname($params) {
+    const int row = $gidx;
+    if (row >= rows) return;
+    const float *xr = $x + (size_t)row * cols;
+    float bv[$KMAX];
+    int bi[$KMAX];
+    $unroll
+    for (int j = 0; j < $K; j++) {
+        bv[j] = $identity;
+        bi[j] = -1;
+    }
+    for (int c = 0; c < cols; c++) {
+        const float v = xr[c];
+        //? strict comparisons: an equal value seen later stays behind the earlier one
+        if (v $gt bv[$K - 1]) {
+            int j = $K - 1;
+            while (j > 0 && bv[j - 1] $lt v) {
+                bv[j] = bv[j - 1];
+                bi[j] = bi[j - 1];
+                j--;
+            }
+            bv[j] = v;
+            bi[j] = c;
+        }
+    }
+    $unroll
+    for (int j = 0; j < $K; j++) {
+        $ov[(size_t)row * $K + j] = bv[j];
+        $oi[(size_t)row * $K + j] = bi[j];
+    }
+}
+)";
+static const char tk_rounds_tpl[] = R"(
+const float *xr = $x + (size_t)row * cols;
+float prev_v = 0.0f;
+int prev_i = -1;
+for (int r = 0; r < k; r++) {
+    float best = $identity;
+    int best_i = 2147483647;
+    $loop
+    $reduce
+    $write
+    prev_v = best;
+    prev_i = best_i;
+}
+)";
+static const char tk_step_tpl[] = R"(
+const float v = xr[c];
+//? only elements ranked after the previous pick (value, then index) take part
+const bool after = r == 0 || v $lt prev_v || (v == prev_v && c > prev_i);
+if (after && v $gt best) {
+    best = v;
+    best_i = c;
+}
+)";
+static void tk_kernels(const Task *t, Emit *e) {
+    int sm = t->p[TK_ORDER], dir = sm ? RO_MIN : RO_MAX, tmpl = t->p[TK_KSTYLE] == 0;
+    const char *x = t->in[0].name, *ov = t->out[0].name, *oi = t->out[1].name, *lt = sm ? ">" : "<", *gt = sm ? "<" : ">";
+    if (ro_map(t) == RO_THREAD) {
+        TPL(e, t, tk_thread_tpl, "kmax", tmpl ? "" : "#define KMAX 8\n\n", "K", tmpl ? "K" : "k", "KMAX", tmpl ? "K" : "KMAX",
+            "order", sm ? "smallest" : "largest", "template", tmpl ? "template <int K>" : "", "kname", t->kname[0],
+            "params", fmt("%s%s", ro_sig(t), tmpl ? "" : ", int k"), "gidx", gidx_expr(t, 0), "x", x,
+            "unroll", tmpl ? "#pragma unroll" : "", "identity", ro_arg_identity(dir, "float"), "gt", gt, "lt", lt, "ov", ov, "oi", oi);
+        return;
+    }
+    ro_kernel(e, t, ro_arg_helpers(t, "float", dir),
+              fmt("Top-k (%s first) of each row, %s, in k rounds: round r selects the best element ranking after pick r - 1.",
+                  sm ? "smallest" : "largest", ro_how(t)),
+              fmt("%s, int k", ro_sig(t)), "arg:float",
+              FRAG(tk_rounds_tpl, "x", x, "identity", ro_arg_identity(dir, "float"), "loop", ro_cols(t, FRAG(tk_step_tpl, "lt", lt, "gt", gt)),
+                   "reduce", ro_arg_allreduce(t, "float", "best", "best_i", dir),
+                   "write", ro_lead(t, fmt("%s[(size_t)row * k + r] = best;\n%s[(size_t)row * k + r] = best_i;", ov, oi))));
+}
+static void tk_launch(const Task *t, Emit *e, const Host *h) {
+    if (ro_map(t) == RO_THREAD && t->p[TK_KSTYLE] == 0)
+        launch_1d(e, t, fmt("%s<%d>", t->kname[0], t->p[TK_K]), h->size[0], t->p[RP_BLOCK], 0, kernel_args(h, 2));
+    else ro_launch(e, t, h, fmt("%s, %s", kernel_args(h, 2), h->size[2]), "(sizeof(float) + sizeof(int))");
+}
+// Ranks (v, i) before (w, j) in the requested order.
+static int tk_before(int smallest, float v, long i, float w, long j) {
+    return smallest ? (v < w || (v == w && i < j)) : (v > w || (v == w && i < j));
+}
+static void tk_ref(const Task *t, const void *const *in, void *const *out) {
+    long R = t->p[RP_ROWS], C = t->p[RP_COLS], K = t->p[TK_K];
+    int sm = t->p[TK_ORDER];
+    for (long r = 0; r < R; r++) {
+        const float *x = (const float *)in[0] + r * C;
+        long pick[8];
+        for (long k = 0; k < K; k++) {
+            long b = -1;
+            for (long c = 0; c < C; c++) {
+                if (k > 0 && !tk_before(sm, x[pick[k - 1]], pick[k - 1], x[c], c)) continue;
+                if (b < 0 || tk_before(sm, x[c], c, x[b], b)) b = c;
+            }
+            pick[k] = b;
+            ((float *)out[0])[r * K + k] = x[b];
+            ((int *)out[1])[r * K + k] = (int)b;
+        }
+    }
+}
+static const Family fam_topk_row = {
+    "topk_row",
+    "top-k (k <= 8) values and indices per row, largest or smallest, index tie-break; thread (register insertion), warp or block (k rounds)",
+    tk_params, NULL, tk_draw, tk_layout, tk_describe, tk_kernels, tk_launch, tk_ref };
+
+// ----------------------------------------------------------------------------
+// Row-wise cumulative sum
+
+enum { CS_DTYPE = RP_X, CS_KIND, CS_DIR, CS_NP };
+static const char *const cs_kinds[] = { "inclusive", "exclusive", NULL };
+static const char *const cs_dirs[] = { "forward", "reverse", NULL };
+static const ParamDesc cs_params[] = { RO_PARAMS("0..2"), { "dtype", ro_dtypes, 1, "*" }, { "kind", cs_kinds, 1, "*" },
+                                       { "direction", cs_dirs, 1, "0 0 1" }, { 0 } };
+static const char *const cs_names[][2] = { { "x", "y" }, { "input", "cumsum" }, { "values", "prefix" }, { "data", "running" } };
+static const char *const cs_kn[] = { "row_cumsum", "rowCumSum", "cumsum_rows", "row_prefix_sum" };
+static const char *const cs_hn[] = { "warp_inclusive_scan", "warpScanInclusive", "warp_scan", "scan_warp" };
+
+static void cs_draw(Task *t, Rng *r) {
+    ro_draw(t, r, 2100000, 1);
+    if (ro_map(t) == RO_WARP) t->p[RP_RED] = RO_XOR; // the warp scan is __shfl_up_sync whatever this says
+    ro_names(t, cs_names[t->p[RP_NAMES]], 1, 1, cs_kn, cs_hn, "cumsum");
+}
+static void cs_layout(Task *t) {
+    DType dt = t->p[CS_DTYPE] ? DT_I32 : DT_F32;
+    ro_layout(t, 1, 1, dt);
+    if (dt == DT_I32) trange(&t->in[0], -100, 100, 1);
+    else trange(&t->in[0], 0, 1, 0);
+    ro_out_matrix(t, &t->out[0], dt);
+    t->atol = dt == DT_I32 ? 0 : 1e-6;
+    t->rtol = dt == DT_I32 ? 0 : ro_sum_rel(t->p[RP_COLS]);
+}
+static void cs_describe(const Task *t, Buf *name, Buf *desc) {
+    static const char *const nm[2][3] = { { "Row_Cumulative_Sum", "Cumsum_Along_Rows", "Row_Prefix_Sum" },
+                                          { "Reverse_Row_Cumsum", "Suffix_Sum_Along_Rows", "Row_Suffix_Sum" } };
+    int ex = t->p[CS_KIND], rev = t->p[CS_DIR], B = t->p[RP_BLOCK];
+    const Tensor *x = &t->in[0];
+    buf_puts(name, nm[rev][t->p[RP_TNAME]]);
+    buf_printf(desc, "%s is a %d x %d row-major %s matrix with values in [%s, %s%s. Compute the %s %scumulative sum along each row%s: "
+                     "%s[r][c] = sum of %s[r][j] for j %s%s c.",
+               x->name, t->p[RP_ROWS], t->p[RP_COLS], dt_names[x->dt], fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")",
+               ex ? "exclusive" : "inclusive", rev ? "reverse " : "", rev ? " (from the right end)" : "", t->out[0].name, x->name,
+               rev ? ">" : "<", ex ? "" : "=");
+    if (ro_map(t) == RO_BLOCK)
+        buf_printf(desc, " Use one block of %d threads per row, scanning chunks of the row in shared memory (Hillis-Steele) and "
+                         "carrying each chunk's total into the next.", B);
+    else if (ro_map(t) == RO_WARP)
+        buf_printf(desc, " Use one warp per row (%d warp%s per block), scanning 32 columns at a time with __shfl_up_sync and carrying "
+                         "the running total.", B / 32, B > 32 ? "s" : "");
+    else buf_puts(desc, " Use one thread per row, walking the row sequentially.");
+}
+// A thread walks its row; a block scans chunks of blockDim.x columns in shared memory; a
+// warp scans 32 columns at a time with __shfl_up_sync. Both carry the chunk totals.
+static const char *const cs_body_tpl[] = { R"(
+const $T *xr = $x + (size_t)row * cols;
+$T *yr = $y + (size_t)row * cols;
+$T carry = $zero;
+for (int base = 0; base < cols; base += $B) {
+    const int c = base + tid;
+    $col
+    sdata[tid] = c < cols ? xr[$at] : $zero;
+    __syncthreads();
+    //? Hillis-Steele: read the partner, wait, then add
+    for (int off = 1; off < $B; off <<= 1) {
+        const $T add = tid >= off ? sdata[tid - off] : $zero;
+        __syncthreads();
+        sdata[tid] += add;
+        __syncthreads();
+    }
+    if (c < cols) yr[$at] = carry + $block_value;
+    carry += sdata[$B - 1];
+    //? everyone has read the chunk total before the next chunk overwrites sdata
+    __syncthreads();
+}
+)", R"(
+const $T *xr = $x + (size_t)row * cols;
+$T *yr = $y + (size_t)row * cols;
+$T carry = $zero;
+for (int base = 0; base < cols; base += 32) {
+    const int c = base + lane;
+    $col
+    $T v = c < cols ? xr[$at] : $zero;
+    $scan
+    $before
+    if (c < cols) yr[$at] = carry + $warp_value;
+    carry += __shfl_sync($mask, v, 31);
+}
+)", R"(
+const $T *xr = $x + (size_t)row * cols;
+$T *yr = $y + (size_t)row * cols;
+$T acc = $zero;
+$loop {
+    $step
+}
+)" };
+static const char cs_scan_tpl[] = R"(
+#pragma unroll
+for (int off = 1; off < 32; off <<= 1) {
+    const $T up = __shfl_up_sync($mask, v, off);
+    if (lane >= off) v += up;
+}
+)";
+static const char cs_helper_tpl[] = R"(
+/// Inclusive prefix sum across the 32 lanes of a warp (Hillis-Steele with __shfl_up_sync).
+__device__ __forceinline__ $T $name($T v, int lane) {
+    $scan
+    return v;
+}
+
+)";
+static void cs_kernels(const Task *t, Emit *e) {
+    const char *T = t->p[CS_DTYPE] ? "int" : "float", *Z = t->p[CS_DTYPE] ? "0" : "0.0f";
+    int ex = t->p[CS_KIND], rev = t->p[CS_DIR], helper = ro_map(t) == RO_WARP && t->p[RP_HELPER];
+    const char *scan = FRAG(cs_scan_tpl, "T", T, "mask", ro_mask(t));
+    const char *body = FRAG(cs_body_tpl[ro_map(t)], "T", T, "x", t->in[0].name, "y", t->out[0].name, "zero", Z, "B", ro_B(t),
+                            "mask", ro_mask(t), "col", rev ? "const int col = cols - 1 - c;" : "", "at", rev ? "col" : "c",
+                            "block_value", ex ? fmt("(tid > 0 ? sdata[tid - 1] : %s)", Z) : "sdata[tid]",
+                            "scan", helper ? fmt("v = %s(v, lane);", t->kname[1]) : scan, "warp_value", ex ? "before" : "v",
+                            "before", ex ? fmt("%s before = __shfl_up_sync(%s, v, 1);\nif (lane == 0) before = %s;", T, ro_mask(t), Z) : "",
+                            "loop", rev ? "for (int c = cols - 1; c >= 0; c--)" : "for (int c = 0; c < cols; c++)",
+                            "step", ex ? "yr[c] = acc;\nacc += xr[c];" : "acc += xr[c];\nyr[c] = acc;");
+    ro_kernel(e, t, helper ? FRAG(cs_helper_tpl, "T", T, "name", t->kname[1], "scan", scan) : "",
+              fmt("%s %s cumulative sum of each row, %s.", ex ? "Exclusive" : "Inclusive", rev ? "right-to-left" : "left-to-right",
+                  pick3(ro_map(t), "one block per row, chunk by chunk through a shared-memory scan", "one warp per row, 32 columns at a time",
+                        "one thread per row")),
+              ro_sig(t), T, body);
+}
+static void cs_launch(const Task *t, Emit *e, const Host *h) {
+    ro_launch(e, t, h, kernel_args(h, 2), t->p[CS_DTYPE] ? "sizeof(int)" : "sizeof(float)");
+}
+static void cs_ref(const Task *t, const void *const *in, void *const *out) {
+    long R = t->p[RP_ROWS], C = t->p[RP_COLS];
+    int ex = t->p[CS_KIND], rev = t->p[CS_DIR];
+    for (long r = 0; r < R; r++) {
+        double acc = 0;
+        for (long j = 0; j < C; j++) {
+            long c = rev ? C - 1 - j : j;
+            double v = t->p[CS_DTYPE] ? (double)((const int *)in[0])[r * C + c] : (double)((const float *)in[0])[r * C + c];
+            if (!ex) acc += v;
+            if (t->p[CS_DTYPE]) ((int *)out[0])[r * C + c] = (int)acc;
+            else ((float *)out[0])[r * C + c] = (float)acc;
+            if (ex) acc += v;
+        }
+    }
+}
+static const Family fam_row_cumsum = {
+    "row_cumsum", "cumulative sum along rows (inclusive/exclusive, forward/reverse, float/int): thread, warp (__shfl_up_sync) or "
+                  "block (shared scan + carry) per row",
+    cs_params, NULL, cs_draw, cs_layout, cs_describe, cs_kernels, cs_launch, cs_ref };
+
+static const Family *const families_rows[] = { &fam_softmax_block, &fam_softmax_warp, &fam_log_softmax, &fam_layernorm, &fam_rmsnorm,
+                                               &fam_mean_var, &fam_argmin_row, &fam_topk_row, &fam_row_cumsum, NULL };
