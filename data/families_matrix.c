@@ -67,20 +67,6 @@ static void mx_idx2d(Emit *e, const Task *t, const char *rv, const char *cv, int
         em_line(e, "%sint %s = %s;", q, b, ys);
     }
 }
-// A bounds guard: if (r < R && c < C) { ... } (style 0) or an early return (style 1).
-static void mx_guard_open(Emit *e, int style, const char *cond_in, const char *cond_out) {
-    if (style == 0) {
-        em_line(e, "if (%s) {", cond_in);
-        em_in(e);
-    } else em_line(e, "if (%s) return;", cond_out);
-}
-static void mx_guard_close(Emit *e, int style) {
-    if (style == 0) {
-        em_out(e);
-        em_line(e, "}");
-    }
-}
-
 // A 2-D (or 3-D) launch: blocks of bx x by threads, each covering tx x ty elements (NULL:
 // its own extent) of an xc-wide, yc-high (NULL: one block high) index space, zc grid
 // layers (NULL: none). Four
@@ -1443,42 +1429,34 @@ static const Family fam_mx_outer = {
 // ----------------------------------------------------------------------------
 // Batched small matrix multiply, the batch index in blockIdx.z
 
-enum { MXBM_SHAPE, MXBM_N, MXBM_BATCH, MXBM_MODE, MXBM_BDIM, MXBM_TDEF, MXBM_PAD, MXBM_GUARD, MXBM_DIMS, MXBM_KNAME, MXBM_NAMES, MXBM_TNAME, MXBM_DNAMES, MXBM_NP };
+enum { MXBM_SHAPE, MXBM_N, MXBM_BATCH, MXBM_MODE, MXBM_BDIM, MXBM_TDEF, MXBM_PAD, MXBM_GUARD, MXBM_DIMS, MXBM_KNAME, MXBM_NAMES,
+       MXBM_TNAME, MXBM_DNAMES, MXBM_NP };
 static const char *const mxbm_shapes[] = { "both_batched", "shared_rhs", NULL };
 static const char *const mxbm_modes[] = { "global", "shared", NULL };
 static const ParamDesc mxbm_params[] = {
-    { "shape", mxbm_shapes, 1, NULL }, { "n", NULL, 1, NULL }, { "batch", NULL, 1, NULL }, { "mode", mxbm_modes, 1, NULL }, { "bdim", NULL, 1, NULL },
-    { "tdef", NULL, 0, NULL }, { "pad", NULL, 0, NULL }, { "guard", NULL, 0, NULL }, { "dims", NULL, 0, NULL }, { "kname", NULL, 0, NULL }, { "names", NULL, 0, NULL },
-    { "tname", NULL, 0, NULL }, { "dnames", NULL, 0, NULL }, { NULL, NULL, 0, NULL } };
+    { "shape", mxbm_shapes, 1, "0 0 0 0 0 0 0 1 1 1" }, { "n", NULL, 1, "4 8 16 24 32 48 64" },
+    { "batch", NULL, 1, "16 32 64 100 128 256 500 1000 2048" }, { "mode", mxbm_modes, 1, "*" }, { "bdim", NULL, 1, "0 2 4 1" },
+    { "tdef", NULL, 0, "0..1" }, { "pad", NULL, 0, "0..1" }, { "guard", NULL, 0, "0..1" }, { "dims", NULL, 0, "0..3" },
+    { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..3" }, { "tname", NULL, 0, "0..2" }, { "dnames", NULL, 0, "0..2" }, { 0 } };
 static const char *const mxbm_dnames[][3] = { { "batch", "n", "nn" }, { "count", "dim", "elems" }, { "num_mats", "order", "mat_size" } };
 static const char *const mxbm_names[][3] = { { "A", "B", "C" }, { "lhs", "rhs", "out" }, { "X", "W", "Y" }, { "mats_a", "mats_b", "mats_c" } };
 static const char *const mxbm_kn[] = { "batched_matmul", "bmmKernel", "matmul_batched", "batch_gemm" };
 
 static void mxbm_draw(Task *t, Rng *r) {
-    static const int ns[] = { 4, 8, 16, 24, 32, 48, 64 };
-    static const int batches[] = { 16, 32, 64, 100, 128, 256, 500, 1000, 2048 };
-    static const int bds[] = { 0, 2, 4, 1 };
-    t->p[MXBM_SHAPE] = rng_chance(r, 70) ? 0 : 1;
-    do {
-        t->p[MXBM_N] = ns[RPICK(r, ns)];
-        t->p[MXBM_BATCH] = batches[RPICK(r, batches)];
-    } while ((long)t->p[MXBM_BATCH] * t->p[MXBM_N] * t->p[MXBM_N] > 4200000 || (long)t->p[MXBM_BATCH] * t->p[MXBM_N] * t->p[MXBM_N] < 4096);
-    t->p[MXBM_MODE] = t->p[MXBM_N] <= 32 && rng_chance(r, 50);
-    t->p[MXBM_BDIM] = t->p[MXBM_MODE] ? 0 : bds[RPICK(r, bds)];
-    t->p[MXBM_TDEF] = t->p[MXBM_MODE] ? rng_int(r, 0, 1) : 0;
-    t->p[MXBM_PAD] = t->p[MXBM_MODE] ? rng_int(r, 0, 1) : 0;
-    t->p[MXBM_GUARD] = rng_int(r, 0, 1);
-    t->p[MXBM_DIMS] = rng_int(r, 0, 3);
-    t->p[MXBM_KNAME] = rng_int(r, 0, 3);
-    t->p[MXBM_NAMES] = rng_int(r, 0, NELEM(mxbm_names) - 1);
-    t->p[MXBM_TNAME] = rng_int(r, 0, 2);
-    t->p[MXBM_DNAMES] = rng_int(r, 0, NELEM(mxbm_dnames) - 1);
+    long el;
+    while ((el = (long)t->p[MXBM_BATCH] * t->p[MXBM_N] * t->p[MXBM_N]) > 4200000 || el < 4096) {
+        t->p[MXBM_N] = param_pick(&t->fam->ip[MXBM_N], r);
+        t->p[MXBM_BATCH] = param_pick(&t->fam->ip[MXBM_BATCH], r);
+    }
+    if (t->p[MXBM_N] > 32) t->p[MXBM_MODE] = 0; // one block per matrix: at most 32 x 32 threads
+    if (t->p[MXBM_MODE]) t->p[MXBM_BDIM] = 0;
+    else t->p[MXBM_TDEF] = t->p[MXBM_PAD] = 0;
     const char *const *nm = mxbm_names[t->p[MXBM_NAMES]];
-    mx_name(t->in[0].name, sizeof t->in[0].name, nm[0]);
-    mx_name(t->in[1].name, sizeof t->in[1].name, nm[1]);
-    mx_name(t->out[0].name, sizeof t->out[0].name, nm[2]);
-    mx_name(t->kname[0], sizeof t->kname[0], mxbm_kn[t->p[MXBM_KNAME]]);
-    mx_name(t->slug, sizeof t->slug, "batched_matmul");
+    SETNAME(t->in[0].name, "%s", nm[0]);
+    SETNAME(t->in[1].name, "%s", nm[1]);
+    SETNAME(t->out[0].name, "%s", nm[2]);
+    SETNAME(t->kname[0], "%s", mxbm_kn[t->p[MXBM_KNAME]]);
+    SETNAME(t->slug, "batched_matmul");
 }
 
 static void mxbm_layout(Task *t) {
@@ -1519,88 +1497,70 @@ static void mxbm_describe(const Task *t, Buf *name, Buf *desc) {
     else buf_printf(desc, " Use one %d x %d thread block per matrix (blockIdx.z is the batch index): load both operands into shared memory, synchronise, then each thread computes one output element.", N, N);
 }
 
+// A 3-D grid with one thread per output element, or one N x N block per matrix with both
+// operands in shared memory; blockIdx.z is the batch index.
+static const char *const mxbm_kernel_tpl[] = { R"(
+/// $c[item] = $a[item] * $b$b_item; blockIdx.z selects the matrix, one thread per output element.
+__global__ void $kname($params, int $B, int $n) {
+    const int item = blockIdx.z;
+    $index
+    $guarded
+}
+)", R"(
+$define
+/// One $D x $D block per matrix (blockIdx.z): both operands in shared memory, one thread per output element.
+$template
+__global__ void $kname($params, int $B) {
+    __shared__ float sa[$D][$D$pad];
+    __shared__ float sb[$D][$D$pad];
+    const int item = blockIdx.z;
+    if (item >= $B) return; // uniform across the block
+    const int r = threadIdx.y, c = threadIdx.x;
+    const size_t off = (size_t)item * $D * $D;
+    sa[r][c] = $a[off + r * $D + c];
+    sb[r][c] = $b[${off}r * $D + c];
+    __syncthreads();
+    float acc = 0.0f;
+    #pragma unroll
+    for (int p = 0; p < $D; ++p) acc += sa[r][p] * sb[p][c];
+    $c[off + r * $D + c] = acc;
+}
+)" };
+static const char mxbm_product_tpl[] = R"(
+const size_t off = (size_t)item * $n * $n;
+const float *pa = $a + off;
+const float *pb = $b$b_off;
+float acc = 0.0f;
+for (int p = 0; p < $n; ++p) acc += pa[row * $n + p] * pb[p * $n + col];
+$c[off + row * $n + col] = acc;
+)";
+
 static void mxbm_kernels(const Task *t, Emit *e) {
     const char *const *dn = mxbm_dnames[t->p[MXBM_DNAMES]];
     const char *a = t->in[0].name, *b = t->in[1].name, *c = t->out[0].name, *B = dn[0], *n = dn[1];
-    int shared_rhs = t->p[MXBM_SHAPE] == 1;
-    MxSig g = { "" };
-    mxsig_ptr(&g, t, "float", a, 1);
-    mxsig_ptr(&g, t, "float", b, 1);
-    mxsig_ptr(&g, t, "float", c, 0);
-    mxsig_int(&g, B);
-    if (t->p[MXBM_MODE] == 0) {
-        mxsig_int(&g, n);
-        em_comment(e, t, fmt("%s[item] = %s[item] * %s%s; blockIdx.z selects the matrix, one thread per output element.", c, a, b, shared_rhs ? "" : "[item]"), 0);
-        em_fn_open(e, t, "", "__global__ void", t->kname[0], g.s);
-        em_line(e, "const int item = blockIdx.z;");
-        mx_idx2d(e, t, "row", "col", 0);
-        mx_guard_open(e, t->p[MXBM_GUARD], fmt("item < %s && row < %s && col < %s", B, n, n), fmt("item >= %s || row >= %s || col >= %s", B, n, n));
-        em_line(e, "const size_t off = (size_t)item * %s * %s;", n, n);
-        em_line(e, "const float *pa = %s + off;", a);
-        em_line(e, "const float *pb = %s%s;", b, shared_rhs ? "" : " + off");
-        em_line(e, "float acc = 0.0f;");
-        em_line(e, "for (int p = 0; p < %s; ++p) acc += pa[row * %s + p] * pb[p * %s + col];", n, n, n);
-        em_line(e, "%s[off + row * %s + col] = acc;", c, n);
-        mx_guard_close(e, t->p[MXBM_GUARD]);
-        em_fn_close(e);
-        return;
-    }
-    int N = t->p[MXBM_N], tmpl = t->p[MXBM_TDEF];
-    const char *D = tmpl ? "TILE_N" : "MAT_DIM", *pad = t->p[MXBM_PAD] ? " + 1" : "";
-    if (!tmpl) {
-        em_line(e, "#define MAT_DIM %d", N);
-        em_blank(e);
-    }
-    em_comment(e, t, fmt("One %s x %s block per matrix (blockIdx.z): both operands in shared memory, one thread per output element.", D, D), 0);
-    em_fn_open(e, t, tmpl ? "template <int TILE_N>\n" : "", "__global__ void", t->kname[0], g.s);
-    em_line(e, "__shared__ float sa[%s][%s%s];", D, D, pad);
-    em_line(e, "__shared__ float sb[%s][%s%s];", D, D, pad);
-    em_line(e, "const int item = blockIdx.z;");
-    em_line(e, "if (item >= %s) return; // uniform across the block", B);
-    em_line(e, "const int r = threadIdx.y, c = threadIdx.x;");
-    em_line(e, "const size_t off = (size_t)item * %s * %s;", D, D);
-    em_line(e, "sa[r][c] = %s[off + r * %s + c];", a, D);
-    em_line(e, "sb[r][c] = %s[%sr * %s + c];", b, shared_rhs ? "" : "off + ", D);
-    em_line(e, "__syncthreads();");
-    em_line(e, "float acc = 0.0f;");
-    em_line(e, "#pragma unroll");
-    em_line(e, "for (int p = 0; p < %s; ++p) acc += sa[r][p] * sb[p][c];", D);
-    em_line(e, "%s[off + r * %s + c] = acc;", c, D);
-    em_fn_close(e);
+    int shared_rhs = t->p[MXBM_SHAPE] == 1, tmpl = t->p[MXBM_TDEF];
+    const char *D = tmpl ? "TILE_N" : "MAT_DIM";
+    TPL(e, t, mxbm_kernel_tpl[t->p[MXBM_MODE]], "a", a, "b", b, "c", c, "B", B, "n", n, "kname", t->kname[0], "params", kernel_params(t),
+        "b_item", shared_rhs ? "" : "[item]", "index", mx_index2d(t, "row", "col", 0), "D", D, "pad", t->p[MXBM_PAD] ? " + 1" : "",
+        "define", tmpl ? "" : fmt("#define MAT_DIM %d\n\n", t->p[MXBM_N]), "template", tmpl ? "template <int TILE_N>" : "",
+        "off", shared_rhs ? "" : "off + ",
+        "guarded", mx_guard(t->p[MXBM_GUARD], fmt("item < %s && row < %s && col < %s", B, n, n), fmt("item >= %s || row >= %s || col >= %s", B, n, n),
+                            FRAG(mxbm_product_tpl, "n", n, "a", a, "b", b, "c", c, "b_off", shared_rhs ? "" : " + off")));
 }
+
+static const char *const mxbm_launch_tpl[] = {
+    "dim3 block($D, $D);\ndim3 grid(1, 1, $B);\n$k<<<grid, block>>>($args);",
+    "const dim3 threads($D, $D), blocks(1, 1, $B);\n$k<<<blocks, threads>>>($args);",
+    "$k<<<dim3(1, 1, $B), dim3($D, $D)>>>($args);",
+    "dim3 block_dim($D, $D);\ndim3 grid_dim;\ngrid_dim.z = $B; // one block per matrix\n$k<<<grid_dim, block_dim>>>($args);" };
 
 static void mxbm_launch(const Task *t, Emit *e, const Host *h) {
     const char *B = h->size[0], *n = h->size[1];
-    if (t->p[MXBM_MODE] == 0) {
-        const int *bd = mx_bdims[t->p[MXBM_BDIM]];
-        mx_launch2d(e, t, t->p[MXBM_DIMS], t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, n, n, B, 0, NULL,
-                    fmt("%s, %s, %s, %s, %s", h->in[0], h->in[1], h->out[0], B, n));
-        return;
-    }
-    int N = t->p[MXBM_N];
-    const char *k = t->p[MXBM_TDEF] ? fmt("%s<%d>", t->kname[0], N) : t->kname[0];
-    const char *D = n; // the side; the kernel's shared arrays have the same compile-time size
-    const char *args = fmt("%s, %s, %s, %s", h->in[0], h->in[1], h->out[0], B);
-    switch (t->p[MXBM_DIMS]) {
-    case 0:
-        em_dim3(e, NULL, fmt("block(%s, %s)", D, D));
-        em_dim3(e, NULL, fmt("grid(1, 1, %s)", B));
-        em_launch(e, k, "grid, block", args);
-        break;
-    case 1:
-        em_dim3(e, "const", fmt("threads(%s, %s), blocks(1, 1, %s)", D, D, B));
-        em_launch(e, k, "blocks, threads", args);
-        break;
-    case 2:
-        em_launch(e, k, fmt("dim3(1, 1, %s), dim3(%s, %s)", B, D, D), args);
-        break;
-    default:
-        em_dim3(e, NULL, fmt("block_dim(%s, %s)", D, D));
-        em_dim3(e, NULL, "grid_dim");
-        em_line(e, "grid_dim.z = %s; // one block per matrix", B);
-        em_launch(e, k, "grid_dim, block_dim", args);
-        break;
-    }
+    const int *bd = mx_bdims[t->p[MXBM_BDIM]];
+    if (t->p[MXBM_MODE] == 0)
+        mx_launch2d(e, t, t->p[MXBM_DIMS], t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, n, n, B, 0, NULL, kernel_args(h, 2));
+    else TPL(e, t, mxbm_launch_tpl[t->p[MXBM_DIMS]], "D", n, "B", B, "args", kernel_args(h, 1),
+             "k", t->p[MXBM_TDEF] ? fmt("%s<%d>", t->kname[0], t->p[MXBM_N]) : t->kname[0]);
 }
 
 static void mxbm_ref(const Task *t, const void *const *in, void *const *out) {
