@@ -1577,43 +1577,33 @@ static const Family fam_mx_matmul_batched = { "matmul_batched", "many small N x 
 // ----------------------------------------------------------------------------
 // 1-D convolution with the filter in __constant__ memory
 
-enum { MXC1_N, MXC1_TAPS, MXC1_PAD, MXC1_MODE, MXC1_CAPACITY, MXC1_BLOCK, MXC1_CAP, MXC1_LOOP, MXC1_KNAME, MXC1_NAMES, MXC1_TNAME, MXC1_DNAMES, MXC1_CNAME, MXC1_NP };
+enum { MXC1_N, MXC1_TAPS, MXC1_PAD, MXC1_MODE, MXC1_CAPACITY, MXC1_BLOCK, MXC1_CAP, MXC1_LOOP, MXC1_KNAME, MXC1_NAMES, MXC1_TNAME,
+       MXC1_DNAMES, MXC1_CNAME, MXC1_NP };
 static const char *const mxcv_pads[] = { "same", "valid", NULL };
 static const char *const mxc1_modes[] = { "global", "shared_tile", "grid_stride", NULL };
 static const char *const mxc1_capacity[] = { "exact", "max_taps", NULL };
 static const ParamDesc mxc1_params[] = {
-    { "n", NULL, 1, NULL }, { "taps", NULL, 1, NULL }, { "pad", mxcv_pads, 1, NULL }, { "mode", mxc1_modes, 1, NULL }, { "capacity", mxc1_capacity, 1, NULL },
-    { "block", NULL, 1, NULL }, { "cap", NULL, 0, NULL }, { "loop", NULL, 0, NULL }, { "kname", NULL, 0, NULL }, { "names", NULL, 0, NULL }, { "tname", NULL, 0, NULL },
-    { "dnames", NULL, 0, NULL }, { "cname", NULL, 0, NULL }, { NULL, NULL, 0, NULL } };
+    { "n", NULL, 1, "1000 4096 10000 65536 100000 262144 1000000" }, { "taps", NULL, 1, "3 5 7 9 11 15 17 25 31" },
+    { "pad", mxcv_pads, 1, "*" }, { "mode", mxc1_modes, 1, "*" }, { "capacity", mxc1_capacity, 1, "*" },
+    { "block", NULL, 1, "64 128 256 256 512" }, { "cap", NULL, 0, "256 512 1024 2048" }, { "loop", NULL, 0, "0..1" },
+    { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..4" }, { "tname", NULL, 0, "0..2" }, { "dnames", NULL, 0, "0..2" },
+    { "cname", NULL, 0, "0..3" }, { 0 } };
 static const char *const mxc1_dnames[][3] = { { "n", "taps", "n_out" }, { "len", "ksize", "out_len" }, { "length", "width", "result_len" } };
 static const char *const mxc1_names[][3] = { { "x", "w", "y" }, { "signal", "filt", "filtered" }, { "in", "filter", "out" },
-                                           { "input", "weights", "output" }, { "data", "mask", "result" } };
+                                             { "input", "weights", "output" }, { "data", "mask", "result" } };
 static const char *const mxc1_cnames[] = { "c_filter", "c_weights", "const_mask", "filter_c" };
 static const char *const mxc1_kn[] = { "conv1d", "convolve1D", "conv1d_const", "fir_filter" };
 
 static void mxc1_draw(Task *t, Rng *r) {
-    static const int ns[] = { 1000, 4096, 10000, 65536, 100000, 262144, 1000000 };
-    static const int odd[] = { 3, 5, 7, 9, 11, 15, 17, 25, 31 };
-    static const int any[] = { 2, 3, 4, 5, 7, 8, 9, 16, 31 };
-    t->p[MXC1_N] = ns[RPICK(r, ns)];
-    t->p[MXC1_PAD] = rng_int(r, 0, 1);
-    t->p[MXC1_TAPS] = t->p[MXC1_PAD] == 0 ? odd[RPICK(r, odd)] : any[RPICK(r, any)];
-    t->p[MXC1_MODE] = rng_int(r, 0, 2);
-    t->p[MXC1_CAPACITY] = rng_int(r, 0, 1);
-    t->p[MXC1_BLOCK] = mx_blocks1d[RPICK(r, mx_blocks1d)];
-    t->p[MXC1_CAP] = t->p[MXC1_MODE] == 2 ? 256 * (1 << rng_int(r, 0, 3)) : 0;
-    t->p[MXC1_LOOP] = t->p[MXC1_MODE] == 0 ? rng_int(r, 0, 1) : 0;
-    t->p[MXC1_KNAME] = rng_int(r, 0, 3);
-    t->p[MXC1_NAMES] = rng_int(r, 0, NELEM(mxc1_names) - 1);
-    t->p[MXC1_TNAME] = rng_int(r, 0, 2);
-    t->p[MXC1_DNAMES] = rng_int(r, 0, NELEM(mxc1_dnames) - 1);
-    t->p[MXC1_CNAME] = rng_int(r, 0, 3);
+    if (t->p[MXC1_PAD] == 1) t->p[MXC1_TAPS] = rng_pick(r, "2 3 4 5 7 8 9 16 31"); // valid: any count; same: odd
+    if (t->p[MXC1_MODE] != 2) t->p[MXC1_CAP] = 0;
+    if (t->p[MXC1_MODE] != 0) t->p[MXC1_LOOP] = 0;
     const char *const *nm = mxc1_names[t->p[MXC1_NAMES]];
-    mx_name(t->in[0].name, sizeof t->in[0].name, nm[0]);
-    mx_name(t->in[1].name, sizeof t->in[1].name, nm[1]);
-    mx_name(t->out[0].name, sizeof t->out[0].name, nm[2]);
-    mx_name(t->kname[0], sizeof t->kname[0], mxc1_kn[t->p[MXC1_KNAME]]);
-    mx_name(t->slug, sizeof t->slug, "conv1d");
+    SETNAME(t->in[0].name, "%s", nm[0]);
+    SETNAME(t->in[1].name, "%s", nm[1]);
+    SETNAME(t->out[0].name, "%s", nm[2]);
+    SETNAME(t->kname[0], "%s", mxc1_kn[t->p[MXC1_KNAME]]);
+    SETNAME(t->slug, "conv1d");
 }
 
 static long mxc1_nout(const Task *t) { return t->p[MXC1_PAD] == 0 ? t->p[MXC1_N] : t->p[MXC1_N] - t->p[MXC1_TAPS] + 1; }
@@ -1653,78 +1643,77 @@ static void mxc1_describe(const Task *t, Buf *name, Buf *desc) {
                t->p[MXC1_MODE] == 2 ? "; threads walk the outputs with a grid-stride loop" : "; one thread per output element");
 }
 
+// The filter in __constant__ memory (FILTER_TAPS of it, or a MAX_TAPS capacity and the
+// count as an argument); one thread per output, a shared tile with the halo, or a
+// grid-stride loop.
+static const char mxc1_kernel_tpl[] = R"(
+$capacity
+$block_size
+
+/// The filter taps: read by every thread, cached in constant memory.
+__constant__ float $cn[$CAPN];
+
+/// $y[i] = sum over j of $cn[j] * $x[i + j$center]$zero.
+__global__ void $kname($params) {
+    $body
+}
+)";
+static const char mxc1_tile_tpl[] = R"(
+__shared__ float tile[BLOCK_SIZE + $CAPN - 1];
+const int base = blockIdx.x * BLOCK_SIZE;
+const int start = base$center;
+//? the block's window of the input plus the halo, zero outside [0, n)
+for (int j = threadIdx.x; j < BLOCK_SIZE + $TAPS - 1; j += BLOCK_SIZE) {
+    const int g = start + j;
+    tile[j] = (g >= 0 && g < $n) ? $x[g] : 0.0f;
+}
+__syncthreads();
+const int i = base + threadIdx.x;
+if (i < $nout) {
+    float acc = 0.0f;
+    $unroll
+    for (int j = 0; j < $TAPS; ++j) acc += $cn[j] * tile[threadIdx.x + j];
+    $y[i] = acc;
+}
+)";
+static const char mxc1_dot_tpl[] = R"(
+float acc = 0.0f;
+for (int j = 0; j < $TAPS; ++j) {
+    $step
+}
+$y[$i] = acc;
+)";
+
 static void mxc1_kernels(const Task *t, Emit *e) {
     const char *const *dn = mxc1_dnames[t->p[MXC1_DNAMES]];
-    const char *x = t->in[0].name, *y = t->out[0].name, *n = dn[0], *kk = dn[1], *no = dn[2], *cn = mxc1_cnames[t->p[MXC1_CNAME]];
-    int mode = t->p[MXC1_MODE], same = t->p[MXC1_PAD] == 0, cap = t->p[MXC1_CAPACITY] == 1, K = t->p[MXC1_TAPS];
-    const char *TAPS = cap ? kk : "FILTER_TAPS", *CAPN = cap ? "MAX_TAPS" : "FILTER_TAPS", *nout = same ? n : no;
-    if (cap) em_line(e, "#define MAX_TAPS 64 // capacity of the constant filter; the kernel takes the actual count");
-    else em_line(e, "#define FILTER_TAPS %d", K);
-    if (mode == 1) em_line(e, "#define BLOCK_SIZE %d", t->p[MXC1_BLOCK]);
-    em_blank(e);
-    em_comment(e, t, "The filter taps: read by every thread, cached in constant memory.", 0);
-    em_line(e, "__constant__ float %s[%s];", cn, CAPN);
-    em_blank(e);
-    MxSig g = { "" };
-    mxsig_ptr(&g, t, "float", x, 1);
-    mxsig_ptr(&g, t, "float", y, 0);
-    mxsig_int(&g, n);
-    if (!same) mxsig_int(&g, no);
-    if (cap) mxsig_int(&g, kk);
+    const char *x = t->in[0].name, *y = t->out[0].name, *n = dn[0], *kk = dn[1], *cn = mxc1_cnames[t->p[MXC1_CNAME]], *i = IDX(t);
+    int mode = t->p[MXC1_MODE], same = t->p[MXC1_PAD] == 0, cap = t->p[MXC1_CAPACITY] == 1;
+    const char *TAPS = cap ? kk : "FILTER_TAPS", *CAPN = cap ? "MAX_TAPS" : "FILTER_TAPS", *nout = same ? n : dn[2];
     const char *center = same ? fmt(" - %s / 2", TAPS) : "";
-    em_comment(e, t, fmt("%s[i] = sum over j of %s[j] * %s[i + j%s]%s.", y, cn, x, center, same ? " (zero outside the input)" : ""), 0);
-    em_fn_open(e, t, "", "__global__ void", t->kname[0], g.s);
-    if (mode == 1) {
-        em_line(e, "__shared__ float tile[BLOCK_SIZE + %s - 1];", CAPN);
-        em_line(e, "const int base = blockIdx.x * BLOCK_SIZE;");
-        em_line(e, "const int start = base%s;", center);
-        em_note(e, t, "the block's window of the input plus the halo, zero outside [0, n)");
-        em_line(e, "for (int j = threadIdx.x; j < BLOCK_SIZE + %s - 1; j += BLOCK_SIZE) {", TAPS);
-        em_in(e);
-        em_line(e, "const int g = start + j;");
-        em_line(e, "tile[j] = (g >= 0 && g < %s) ? %s[g] : 0.0f;", n, x);
-        em_out(e);
-        em_line(e, "}");
-        em_line(e, "__syncthreads();");
-        em_line(e, "const int i = base + threadIdx.x;");
-        em_line(e, "if (i < %s) {", nout);
-        em_in(e);
-        em_line(e, "float acc = 0.0f;");
-        if (!cap) em_line(e, "#pragma unroll");
-        em_line(e, "for (int j = 0; j < %s; ++j) acc += %s[j] * tile[threadIdx.x + j];", TAPS, cn);
-        em_line(e, "%s[i] = acc;", y);
-        em_out(e);
-        em_line(e, "}");
-    } else {
-        const char *i = IDX(t);
-        int loop = mode == 2 ? LOOP_GRID : t->p[MXC1_LOOP];
-        loop_open(e, t, loop, nout);
-        em_line(e, "float acc = 0.0f;");
-        em_line(e, "for (int j = 0; j < %s; ++j) {", TAPS);
-        em_in(e);
-        if (same) {
-            em_line(e, "const int src = (int)%s + j - %s / 2;", i, TAPS);
-            em_line(e, "if (src >= 0 && src < %s) acc += %s[j] * %s[src];", n, cn, x);
-        } else em_line(e, "acc += %s[j] * %s[%s + j];", cn, x, i);
-        em_out(e);
-        em_line(e, "}");
-        em_line(e, "%s[%s] = acc;", y, i);
-        loop_close(e, loop);
-    }
-    em_fn_close(e);
+    const char *step = same ? fmt("const int src = (int)%s + j - %s / 2;\nif (src >= 0 && src < %s) acc += %s[j] * %s[src];", i, TAPS, n, cn, x)
+                            : fmt("acc += %s[j] * %s[%s + j];", cn, x, i);
+    TPL(e, t, mxc1_kernel_tpl, "cn", cn, "CAPN", CAPN, "y", y, "x", x, "center", center, "kname", t->kname[0],
+        "capacity", cap ? "#define MAX_TAPS 64 // capacity of the constant filter; the kernel takes the actual count"
+                        : fmt("#define FILTER_TAPS %d", t->p[MXC1_TAPS]),
+        "block_size", mode == 1 ? fmt("#define BLOCK_SIZE %d", t->p[MXC1_BLOCK]) : "",
+        "zero", same ? " (zero outside the input)" : "",
+        "params", fmt("%s, %s, int %s%s%s", ptr_param(t, "float", x, 1), ptr_param(t, "float", y, 0), n, same ? "" : fmt(", int %s", dn[2]), cap ? fmt(", int %s", kk) : ""),
+        "body", mode == 1 ? FRAG(mxc1_tile_tpl, "CAPN", CAPN, "TAPS", TAPS, "center", center, "n", n, "x", x, "nout", nout, "cn", cn,
+                                 "y", y, "unroll", cap ? "" : "#pragma unroll")
+                          : loop_frag(t, mode == 2 ? LOOP_GRID : t->p[MXC1_LOOP], nout,
+                                      FRAG(mxc1_dot_tpl, "TAPS", TAPS, "step", step, "y", y, "i", i)));
 }
 
 static void mxc1_launch(const Task *t, Emit *e, const Host *h) {
     const char *n = h->size[0], *kk = h->size[1], *no = t->p[MXC1_PAD] == 1 ? h->size[2] : n;
     int same = t->p[MXC1_PAD] == 0, cap = t->p[MXC1_CAPACITY] == 1;
     const char *cn = mxc1_cnames[t->p[MXC1_CNAME]];
+    const char *args = fmt("%s, %s, %s%s%s", h->in[0], h->out[0], n, same ? "" : fmt(", %s", no), cap ? fmt(", %s", kk) : "");
     host_call(e, t, "cudaMemcpyToSymbol(%s, %s, %s * sizeof(float), 0, cudaMemcpyDeviceToDevice)", cn, h->in[1], kk);
-    char args[300];
-    snprintf(args, sizeof args, "%s, %s, %s%s%s%s%s", h->in[0], h->out[0], n, same ? "" : ", ", same ? "" : no, cap ? ", " : "", cap ? kk : "");
-    if (t->p[MXC1_MODE] == 1) {
-        em_line(e, "const int blocks = (%s + BLOCK_SIZE - 1) / BLOCK_SIZE;", no);
-        em_launch(e, t->kname[0], "blocks, BLOCK_SIZE", args);
-    } else launch_1d(e, t, t->kname[0], no, t->p[MXC1_BLOCK], t->p[MXC1_CAP], args);
+    if (t->p[MXC1_MODE] == 1)
+        TPL(e, t, "const int blocks = ($n + BLOCK_SIZE - 1) / BLOCK_SIZE;\n$k<<<blocks, BLOCK_SIZE>>>($args);", "n", no, "k", t->kname[0],
+            "args", args);
+    else launch_1d(e, t, t->kname[0], no, t->p[MXC1_BLOCK], t->p[MXC1_CAP], args);
 }
 
 static void mxc1_ref(const Task *t, const void *const *in, void *const *out) {
