@@ -1169,9 +1169,12 @@ void cuset_kv_free(CusetKVCache *kv) {
     memset(kv, 0, sizeof *kv);
 }
 
-// out (OC) = W (OC, IC) x + b, one dot product per output.
+// out (OC) = W (OC, IC) x + b, one dot product per output (decoding: one token at a time).
+// Threads split the outputs only for a matrix of a million entries or more: below that the
+// dot products take microseconds and a parallel region costs as much, or, when another
+// program holds a core, a whole scheduler slice (gen with 2 threads on a busy machine).
 static void cuset__matvec(float *out, const float *x, const float *w, const float *b, int IC, int OC) {
-#pragma omp parallel for schedule(static) if ((size_t)OC * IC >= 4 * CUSET_PAR_MIN)
+#pragma omp parallel for schedule(static) if ((size_t)OC * IC >= ((size_t)1 << 20))
     for (int o = 0; o < OC; o++) {
         const float *row = w + (size_t)o * IC;
         float s = 0.0f;
