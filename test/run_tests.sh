@@ -347,7 +347,8 @@ print("9 rows x 3 parts x 4 metrics, analysis, curves, families; report.html sel
 PY
     ); then ok "experiment_tables: $out"; else bad "experiment_tables" "$out"; fi
     # the CuSeT row by hand: the same programs (seeded), the same verdicts
-    ./gen --model "$exp/seed1/cuset.ckpt" --eval "$exp/data/test.jsonl" --samples 3 --k 1,3 --temperature 0.7 \
+    temperature=$("$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["settings"]["temperature"])' "$exp/results.json")
+    ./gen --model "$exp/seed1/cuset.ckpt" --eval "$exp/data/test.jsonl" --samples 3 --k 1,3 --temperature "$temperature" \
         --max-tokens 160 --seed 1 --summary "$TMP/hand.json" --results "$TMP/hand.jsonl" >/dev/null 2>"$TMP/hand.err"
     if out=$("$PYTHON" - "$exp/results.json" "$TMP/hand.json" <<'PY' 2>&1
 import json, sys
