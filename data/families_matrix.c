@@ -1736,21 +1736,23 @@ static const Family fam_mx_conv1d = { "conv1d_constant", "1-D convolution (same 
 // ----------------------------------------------------------------------------
 // 2-D convolution with a 3x3 or 5x5 filter
 
-enum { MXC2_SIZE, MXC2_K, MXC2_PAD, MXC2_FLIP, MXC2_MODE, MXC2_FMEM, MXC2_BDIM, MXC2_DIMS, MXC2_KNAME, MXC2_NAMES, MXC2_TNAME, MXC2_DNAMES, MXC2_MACROS, MXC2_NP };
+enum { MXC2_SIZE, MXC2_K, MXC2_PAD, MXC2_FLIP, MXC2_MODE, MXC2_FMEM, MXC2_BDIM, MXC2_DIMS, MXC2_KNAME, MXC2_NAMES, MXC2_TNAME, MXC2_DNAMES,
+       MXC2_MACROS, MXC2_NP };
 static const char *const mxc2_flips[] = { "correlation", "convolution", NULL };
 static const char *const mxc2_modes[] = { "global", "shared_tile", NULL };
 static const char *const mxc2_fmems[] = { "constant", "global", NULL };
 static const ParamDesc mxc2_params[] = {
-    { "size", NULL, 1, NULL }, { "ksize", NULL, 1, NULL }, { "pad", mxcv_pads, 1, NULL }, { "flip", mxc2_flips, 1, NULL }, { "mode", mxc2_modes, 1, NULL },
-    { "filter_mem", mxc2_fmems, 1, NULL }, { "bdim", NULL, 1, NULL }, { "dims", NULL, 0, NULL }, { "kname", NULL, 0, NULL }, { "names", NULL, 0, NULL },
-    { "tname", NULL, 0, NULL }, { "dnames", NULL, 0, NULL }, { "macros", NULL, 0, NULL }, { NULL, NULL, 0, NULL } };
+    { "size", NULL, 1, "0..9" }, { "ksize", NULL, 1, "3 3 3 5 5" }, { "pad", mxcv_pads, 1, "*" }, { "flip", mxc2_flips, 1, "0 0 1" },
+    { "mode", mxc2_modes, 1, "*" }, { "filter_mem", mxc2_fmems, 1, "0 0 0 1 1" }, { "bdim", NULL, 1, "0 1 2 4 5" },
+    { "dims", NULL, 0, "0..3" }, { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..4" }, { "tname", NULL, 0, "0..2" },
+    { "dnames", NULL, 0, "0..2" }, { "macros", NULL, 0, "0..2" }, { 0 } };
 static const int mxc2_sizes[][2] = { { 64, 64 }, { 100, 200 }, { 256, 256 }, { 333, 555 }, { 480, 640 }, { 512, 512 },
-                                   { 1000, 1000 }, { 768, 1024 }, { 1024, 1024 }, { 2048, 512 } };
+                                     { 1000, 1000 }, { 768, 1024 }, { 1024, 1024 }, { 2048, 512 } };
 static const char *const mxc2_dnames[][5] = { { "rows", "cols", "ksize", "out_rows", "out_cols" },
-                                            { "height", "width", "fsize", "out_h", "out_w" },
-                                            { "ny", "nx", "kdim", "ony", "onx" } };
+                                              { "height", "width", "fsize", "out_h", "out_w" },
+                                              { "ny", "nx", "kdim", "ony", "onx" } };
 static const char *const mxc2_names[][3] = { { "img", "filt", "out" }, { "image", "kern", "conv" }, { "input", "mask", "output" },
-                                           { "src", "weights", "dst" }, { "x", "w", "y" } };
+                                             { "src", "weights", "dst" }, { "x", "w", "y" } };
 static const char *const mxc2_macros[][2] = { { "FILTER_DIM", "FILTER_RADIUS" }, { "MASK_DIM", "MASK_RADIUS" }, { "KW", "KR" } };
 static const char *const mxc2_kn[] = { "conv2d", "convolution2D", "conv2d_kernel", "filter2d" };
 
@@ -1758,26 +1760,13 @@ static long mxc2_orows(const Task *t) { return mxc2_sizes[t->p[MXC2_SIZE]][0] - 
 static long mxc2_ocols(const Task *t) { return mxc2_sizes[t->p[MXC2_SIZE]][1] - (t->p[MXC2_PAD] ? t->p[MXC2_K] - 1 : 0); }
 
 static void mxc2_draw(Task *t, Rng *r) {
-    static const int bds[] = { 0, 1, 2, 4, 5 };
-    t->p[MXC2_SIZE] = rng_int(r, 0, NELEM(mxc2_sizes) - 1);
-    t->p[MXC2_K] = rng_chance(r, 60) ? 3 : 5;
-    t->p[MXC2_PAD] = rng_int(r, 0, 1);
-    t->p[MXC2_FLIP] = rng_chance(r, 65) ? 0 : 1;
-    t->p[MXC2_MODE] = rng_int(r, 0, 1);
-    t->p[MXC2_FMEM] = rng_chance(r, 60) ? 0 : 1;
-    t->p[MXC2_BDIM] = bds[RPICK(r, bds)];
-    t->p[MXC2_DIMS] = rng_int(r, 0, 3);
-    t->p[MXC2_KNAME] = rng_int(r, 0, 3);
-    t->p[MXC2_NAMES] = rng_int(r, 0, NELEM(mxc2_names) - 1);
-    t->p[MXC2_TNAME] = rng_int(r, 0, 2);
-    t->p[MXC2_DNAMES] = rng_int(r, 0, NELEM(mxc2_dnames) - 1);
-    t->p[MXC2_MACROS] = rng_int(r, 0, NELEM(mxc2_macros) - 1);
+    (void)r;
     const char *const *nm = mxc2_names[t->p[MXC2_NAMES]];
-    mx_name(t->in[0].name, sizeof t->in[0].name, nm[0]);
-    mx_name(t->in[1].name, sizeof t->in[1].name, nm[1]);
-    mx_name(t->out[0].name, sizeof t->out[0].name, nm[2]);
-    mx_name(t->kname[0], sizeof t->kname[0], mxc2_kn[t->p[MXC2_KNAME]]);
-    mx_name(t->slug, sizeof t->slug, "conv2d");
+    SETNAME(t->in[0].name, "%s", nm[0]);
+    SETNAME(t->in[1].name, "%s", nm[1]);
+    SETNAME(t->out[0].name, "%s", nm[2]);
+    SETNAME(t->kname[0], "%s", mxc2_kn[t->p[MXC2_KNAME]]);
+    SETNAME(t->slug, "conv2d");
 }
 
 static void mxc2_layout(Task *t) {
@@ -1823,87 +1812,70 @@ static void mxc2_describe(const Task *t, Buf *name, Buf *desc) {
                t->p[MXC2_FMEM] ? "is read from global memory" : "lives in __constant__ memory (cudaMemcpyToSymbol)");
 }
 
+// One thread per output pixel: the neighbourhood read from global memory (skipping pixels
+// outside the image), or from a shared tile loaded with its halo; the filter in
+// __constant__ memory or a kernel argument.
+static const char mxc2_kernel_tpl[] = R"(
+#define $FD $K
+#define $FR ($FD / 2)
+$tile
+
+$cmask
+/// One thread per output pixel: a $FD x $FD weighted sum of the neighbourhood$how.
+__global__ void $kname($params, int $R, int $C) {
+    $out_size
+    $body
+    $y[row * $ocols + col] = acc;
+}
+)";
+static const char *const mxc2_body_tpl[] = { R"(
+$index
+if (row >= $orows || col >= $ocols) return;
+float acc = 0.0f;
+for (int i = 0; i < $FD; ++i) {
+    $rr
+    for (int j = 0; j < $FD; ++j) {
+        $cc
+        acc += $w * $x[rr * $C + cc];
+    }
+}
+)", R"(
+__shared__ float tile[TILE_H + $FD - 1][TILE_W + $FD - 1];
+const int r0 = blockIdx.y * TILE_H, c0 = blockIdx.x * TILE_W;
+const int oy = r0$minus_r, ox = c0$minus_r; // the tile's top-left input pixel
+for (int ty = threadIdx.y; ty < TILE_H + $FD - 1; ty += TILE_H) {
+    for (int tx = threadIdx.x; tx < TILE_W + $FD - 1; tx += TILE_W) {
+        const int rr = oy + ty, cc = ox + tx;
+        tile[ty][tx] = (rr >= 0 && rr < $R && cc >= 0 && cc < $C) ? $x[rr * $C + cc] : 0.0f;
+    }
+}
+__syncthreads();
+const int row = r0 + threadIdx.y, col = c0 + threadIdx.x;
+if (row >= $orows || col >= $ocols) return;
+float acc = 0.0f;
+for (int i = 0; i < $FD; ++i) {
+    for (int j = 0; j < $FD; ++j) acc += $w * tile[threadIdx.y + i][threadIdx.x + j];
+}
+)" };
+
 static void mxc2_kernels(const Task *t, Emit *e) {
     const char *const *dn = mxc2_dnames[t->p[MXC2_DNAMES]], *const *mc = mxc2_macros[t->p[MXC2_MACROS]];
-    const char *x = t->in[0].name, *w = t->in[1].name, *y = t->out[0].name, *R = dn[0], *C = dn[1];
-    const char *FD = mc[0], *FR = mc[1];
-    int K = t->p[MXC2_K], same = t->p[MXC2_PAD] == 0, flip = t->p[MXC2_FLIP], shared = t->p[MXC2_MODE], cmem = t->p[MXC2_FMEM] == 0;
+    const char *x = t->in[0].name, *w = t->in[1].name, *y = t->out[0].name, *R = dn[0], *C = dn[1], *FD = mc[0], *FR = mc[1];
+    int same = t->p[MXC2_PAD] == 0, shared = t->p[MXC2_MODE], cmem = t->p[MXC2_FMEM] == 0;
     const int *bd = mx_bdims[t->p[MXC2_BDIM]];
-    em_line(e, "#define %s %d", FD, K);
-    em_line(e, "#define %s (%s / 2)", FR, FD);
-    if (shared) {
-        em_line(e, "#define TILE_W %d", bd[0]);
-        em_line(e, "#define TILE_H %d", bd[1]);
-    }
-    em_blank(e);
-    if (cmem) {
-        em_comment(e, t, "The filter, row-major, in constant memory.", 0);
-        em_line(e, "__constant__ float c_mask[%s * %s];", FD, FD);
-        em_blank(e);
-    }
-    const char *wsrc = cmem ? "c_mask" : w;
-    const char *widx = flip ? fmt("%s[(%s - 1 - i) * %s + (%s - 1 - j)]", wsrc, FD, FD, FD) : fmt("%s[i * %s + j]", wsrc, FD);
-    char wexpr[200];
-    snprintf(wexpr, sizeof wexpr, "%s", widx);
-    MxSig g = { "" };
-    mxsig_ptr(&g, t, "float", x, 1);
-    if (!cmem) mxsig_ptr(&g, t, "float", w, 1);
-    mxsig_ptr(&g, t, "float", y, 0);
-    mxsig_int(&g, R);
-    mxsig_int(&g, C);
-    em_comment(e, t, fmt("One thread per output pixel: a %s x %s weighted sum of the neighbourhood%s.", FD, FD,
-                         shared ? " read from a shared tile with a halo" : ""), 0);
-    em_fn_open(e, t, "", "__global__ void", t->kname[0], g.s);
+    const char *ws = cmem ? "c_mask" : w;
+    const char *wx = t->p[MXC2_FLIP] ? fmt("%s[(%s - 1 - i) * %s + (%s - 1 - j)]", ws, FD, FD, FD) : fmt("%s[i * %s + j]", ws, FD);
     const char *orows = same ? R : "orows", *ocols = same ? C : "ocols";
-    if (!same) em_line(e, "const int orows = %s - %s + 1, ocols = %s - %s + 1;", R, FD, C, FD);
-    if (shared) {
-        em_line(e, "__shared__ float tile[TILE_H + %s - 1][TILE_W + %s - 1];", FD, FD);
-        em_line(e, "const int r0 = blockIdx.y * TILE_H, c0 = blockIdx.x * TILE_W;");
-        if (same) em_line(e, "const int oy = r0 - %s, ox = c0 - %s; // the tile's top-left input pixel", FR, FR);
-        else em_line(e, "const int oy = r0, ox = c0; // the tile's top-left input pixel");
-        em_line(e, "for (int ty = threadIdx.y; ty < TILE_H + %s - 1; ty += TILE_H) {", FD);
-        em_in(e);
-        em_line(e, "for (int tx = threadIdx.x; tx < TILE_W + %s - 1; tx += TILE_W) {", FD);
-        em_in(e);
-        em_line(e, "const int rr = oy + ty, cc = ox + tx;");
-        em_line(e, "tile[ty][tx] = (rr >= 0 && rr < %s && cc >= 0 && cc < %s) ? %s[rr * %s + cc] : 0.0f;", R, C, x, C);
-        em_out(e);
-        em_line(e, "}");
-        em_out(e);
-        em_line(e, "}");
-        em_line(e, "__syncthreads();");
-        em_line(e, "const int row = r0 + threadIdx.y, col = c0 + threadIdx.x;");
-        em_line(e, "if (row >= %s || col >= %s) return;", orows, ocols);
-        em_line(e, "float acc = 0.0f;");
-        em_line(e, "for (int i = 0; i < %s; ++i) {", FD);
-        em_in(e);
-        em_line(e, "for (int j = 0; j < %s; ++j) acc += %s * tile[threadIdx.y + i][threadIdx.x + j];", FD, wexpr);
-        em_out(e);
-        em_line(e, "}");
-    } else {
-        mx_idx2d(e, t, "row", "col", 0);
-        em_line(e, "if (row >= %s || col >= %s) return;", orows, ocols);
-        em_line(e, "float acc = 0.0f;");
-        em_line(e, "for (int i = 0; i < %s; ++i) {", FD);
-        em_in(e);
-        if (same) {
-            em_line(e, "const int rr = row + i - %s;", FR);
-            em_line(e, "if (rr < 0 || rr >= %s) continue;", R);
-        } else em_line(e, "const int rr = row + i;");
-        em_line(e, "for (int j = 0; j < %s; ++j) {", FD);
-        em_in(e);
-        if (same) {
-            em_line(e, "const int cc = col + j - %s;", FR);
-            em_line(e, "if (cc < 0 || cc >= %s) continue;", C);
-        } else em_line(e, "const int cc = col + j;");
-        em_line(e, "acc += %s * %s[rr * %s + cc];", wexpr, x, C);
-        em_out(e);
-        em_line(e, "}");
-        em_out(e);
-        em_line(e, "}");
-    }
-    em_line(e, "%s[row * %s + col] = acc;", y, ocols);
-    em_fn_close(e);
+    TPL(e, t, mxc2_kernel_tpl, "FD", FD, "FR", FR, "K", fmt("%d", t->p[MXC2_K]), "kname", t->kname[0], "R", R, "C", C, "y", y,
+        "ocols", ocols, "tile", shared ? fmt("#define TILE_W %d\n#define TILE_H %d", bd[0], bd[1]) : "",
+        "cmask", cmem ? fmt("/// The filter, row-major, in constant memory.\n__constant__ float c_mask[%s * %s];\n\n", FD, FD) : "",
+        "how", shared ? " read from a shared tile with a halo" : "",
+        "params", cmem ? fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", y, 0)) : kernel_params(t),
+        "out_size", same ? "" : fmt("const int orows = %s - %s + 1, ocols = %s - %s + 1;", R, FD, C, FD),
+        "body", FRAG(mxc2_body_tpl[shared], "index", mx_index2d(t, "row", "col", 0), "orows", orows, "ocols", ocols, "FD", FD,
+                     "R", R, "C", C, "x", x, "w", wx, "minus_r", same ? fmt(" - %s", FR) : "",
+                     "rr", same ? fmt("const int rr = row + i - %s;\nif (rr < 0 || rr >= %s) continue;", FR, R) : "const int rr = row + i;",
+                     "cc", same ? fmt("const int cc = col + j - %s;\nif (cc < 0 || cc >= %s) continue;", FR, C) : "const int cc = col + j;"));
 }
 
 static void mxc2_launch(const Task *t, Emit *e, const Host *h) {
