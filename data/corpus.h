@@ -931,7 +931,8 @@ static const char *kernel_params(const Task *t) {
 static const char *kernel_args(const struct Host *h, int nsize) {
     const Task *t = h->t;
     char s[512] = "";
-    for (int k = 0; k < t->nin + t->nout; k++) snprintf(s + strlen(s), sizeof s - strlen(s), "%s%s", k ? ", " : "", k < t->nin ? h->in[k] : h->out[k - t->nin]);
+    for (int k = 0; k < t->nin + t->nout; k++)
+        snprintf(s + strlen(s), sizeof s - strlen(s), "%s%s", k ? ", " : "", k < t->nin ? h->in[k] : h->out[k - t->nin]);
     for (int k = 0; k < nsize; k++) snprintf(s + strlen(s), sizeof s - strlen(s), ", %s", h->size[k]);
     return fmt("%s", s);
 }
