@@ -1392,7 +1392,7 @@ float cuset_gpt_grad_norm(const CusetGPT *m) {
 // + eps) + wd p); the loop at the end is the reference. gcc does not vectorise sqrtf (errno),
 // so with AVX-512 16 parameters at a time in intrinsics (the same operations; sqrt and
 // division correctly rounded either way).
-static void cuset__adamw(float *restrict p, float *restrict m, float *restrict v, const float *restrict g, size_t n,
+static void cuset__adamw(float *__restrict p, float *__restrict m, float *__restrict v, const float *__restrict g, size_t n,
                          float clip, float lr, float b1, float b2, float bc1, float bc2, float eps, float wd) {
     size_t i = 0;
 #ifdef __AVX512F__
