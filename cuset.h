@@ -511,13 +511,16 @@ CUSET_HD static inline double cuset_loss_term(const CusetObjective *o, float a, 
 // Not the objective, but shared by both backends the same way: GELU, tanh form,
 // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), and its derivative.
 #define CUSET_GELU_SCALE 0.7978845608028654f // sqrt(2 / pi)
-CUSET_HD static inline float cuset_gelu(float x) {
-    return 0.5f * x * (1.0f + tanhf(CUSET_GELU_SCALE * (x + 0.044715f * x * x * x)));
-}
-CUSET_HD static inline float cuset_gelu_grad(float x) {
-    float th = tanhf(CUSET_GELU_SCALE * (x + 0.044715f * x * x * x)), sech2 = 1.0f - th * th;
+// GELU from x and th = tanh(cuset_gelu_arg(x)), so a backend may compute tanh its own way
+// (the CPU's vectorised cuset__tanhf); cuset_gelu and cuset_gelu_grad use libm's tanhf.
+CUSET_HD static inline float cuset_gelu_arg(float x) { return CUSET_GELU_SCALE * (x + 0.044715f * x * x * x); }
+CUSET_HD static inline float cuset_gelu_th(float x, float th) { return 0.5f * x * (1.0f + th); }
+CUSET_HD static inline float cuset_gelu_grad_th(float x, float th) {
+    float sech2 = 1.0f - th * th;
     return 0.5f * (1.0f + th) + 0.5f * x * sech2 * CUSET_GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
 }
+CUSET_HD static inline float cuset_gelu(float x) { return cuset_gelu_th(x, tanhf(cuset_gelu_arg(x))); }
+CUSET_HD static inline float cuset_gelu_grad(float x) { return cuset_gelu_grad_th(x, tanhf(cuset_gelu_arg(x))); }
 
 #endif // CUSET_H
 
@@ -1087,15 +1090,15 @@ static void cuset__gelu_forward(float *out, const float *inp, size_t n) {
 #pragma omp parallel for simd schedule(static) if (n >= CUSET_PAR_MIN)
     for (size_t i = 0; i < n; i++) {
         float x = inp[i];
-        out[i] = 0.5f * x * (1.0f + cuset__tanhf(CUSET_GELU_SCALE * (x + 0.044715f * x * x * x)));
+        out[i] = cuset_gelu_th(x, cuset__tanhf(cuset_gelu_arg(x)));
     }
 }
 
 static void cuset__gelu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
 #pragma omp parallel for simd schedule(static) if (n >= CUSET_PAR_MIN)
     for (size_t i = 0; i < n; i++) {
-        float x = inp[i], th = cuset__tanhf(CUSET_GELU_SCALE * (x + 0.044715f * x * x * x)), sech2 = 1.0f - th * th;
-        dinp[i] = (0.5f * (1.0f + th) + 0.5f * x * sech2 * CUSET_GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x)) * dout[i];
+        float x = inp[i];
+        dinp[i] = cuset_gelu_grad_th(x, cuset__tanhf(cuset_gelu_arg(x))) * dout[i];
     }
 }
 
