@@ -42,9 +42,11 @@ smoke) # every stage end to end in a couple of minutes (CI runs it); measures no
     BASE_STEPS=6 BASE_LR=3e-3 FT_STEPS=3 FT_LR=1e-3 MAX_TOKENS=160 ANALYZE=8 ;;
 cpu) # sized for 2 CPU cores: see README, "The experiment"
     FAMILIES=elementwise_binary,convert_float_to_int,convert_int_to_float STYLE=plain
-    NBASE=6000 NFT=1000 NVAL=60 NTEST=30
+    # base: 1,800 steps (1.2 epochs of the base part); fine-tuning: 250 steps, one epoch of
+    # the fine-tuning part (one task per row); 60 test tasks for tighter intervals
+    NBASE=6000 NFT=1000 NVAL=60 NTEST=60
     MODEL=(--layers 4 --heads 4 --embd 128 --ctx 1024 --vocab 2048) SEQ=1024 BATCH=4
-    BASE_STEPS=2400 BASE_LR=2e-3 FT_STEPS=40 FT_LR=5e-4 MAX_TOKENS=1000 ANALYZE=20 EVAL_TASKS=30 ;;
+    BASE_STEPS=1800 BASE_LR=2e-3 FT_STEPS=250 FT_LR=5e-4 MAX_TOKENS=1000 ANALYZE=20 EVAL_TASKS=60 ;;
 gpu) # the whole corpus and a larger model, for one H100/H200-class GPU
     FAMILIES=all STYLE=varied
     NBASE=8000 NFT=2000 NVAL=200 NTEST=100 EVAL_TASKS=100
