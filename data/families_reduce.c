@@ -1,7 +1,7 @@
 // families_reduce.c - reductions: a shared-memory tree reduction per block (finished by
 // a second pass over the block partials or by atomics), and warp-shuffle reductions
-// (__shfl_down_sync / __shfl_xor_sync) over a whole array or one warp per matrix row.
-// Included by corpus.c.
+// (__shfl_down_sync / __shfl_xor_sync) over a whole array or one warp per matrix row, and
+// a dot product finished with atomicAdd. Included by corpus.c, after families_rows.c.
 
 #define RED_SIZES "1000 4096 65536 100000 262144 1000000 1048576"
 
@@ -419,4 +419,104 @@ static void rw_ref(const Task *t, const void *const *in, void *const *out) {
 static const Family fam_reduce_warp = { "reduce_warp", "warp-shuffle reductions: whole-array sum (per warp or two-level), row sum/max/L2 norm with one warp per row",
                                         rw_params, NULL, rw_draw, rw_layout, rw_describe, rw_kernels, rw_launch, rw_ref };
 
-static const Family *const families_reduce[] = { &fam_reduce_block, &fam_reduce_warp, NULL };
+// ----------------------------------------------------------------------------
+// dot_atomic: grid-stride partial products, a block reduction, atomicAdd of the block sum.
+// The block reduction is the row families' (families_rows.c) on one block (ro_as_block).
+
+enum { DP_N, DP_BLOCK, DP_RED, DP_CAP, DP_FMA, DP_VEC4, DP_MASK, DP_KNAME, DP_NAMES, DP_TNAME, DP_NP };
+static const ParamDesc dp_params[] = {
+    [DP_N] = { "n", NULL, 1, "1000 4096 10000 65536 100000 262144 1000000 1048576" },
+    [DP_BLOCK] = { "block", NULL, 1, "128 256 512 1024" }, [DP_RED] = { "reduce", ro_reds, 1, "*" },
+    [DP_CAP] = { "cap", NULL, 0, "128 256 1024 4096" },    [DP_FMA] = { "fma", NULL, 0, "0..1" },
+    [DP_VEC4] = { "vec4", NULL, 1, "0 0 1" },              [DP_MASK] = { "mask", NULL, 0, "0..2" },
+    [DP_KNAME] = { "kname", NULL, 0, "0..3" },             [DP_NAMES] = { "names", NULL, 0, "0..3" },
+    [DP_TNAME] = { "tname", NULL, 0, "0..2" },             [DP_NP] = { NULL } };
+
+static void dp_draw(Task *t, Rng *r) {
+    (void)r;
+    static const char *const names[][3] = { { "a", "b", "result" }, { "x", "y", "dot" }, { "u", "v_in", "out" }, { "lhs", "rhs", "sum" } };
+    static const char *const kn[] = { "dot_kernel", "dotProductAtomic", "dot_product", "inner_product" };
+    if (t->p[DP_N] % 4) t->p[DP_VEC4] = 0; // float4 loads cover the whole array
+    for (int k = 0; k < 3; k++) SETNAME(k < 2 ? t->in[k].name : t->out[0].name, "%s", names[t->p[DP_NAMES]][k]);
+    SETNAME(t->kname[0], "%s", kn[t->p[DP_KNAME]]);
+    SETNAME(t->slug, "dot");
+}
+static void dp_layout(Task *t) {
+    t->nin = 2;
+    t->nout = 1;
+    int n = add_size(t, "n", t->p[DP_N]);
+    for (int k = 0; k < 2; k++) {
+        tset(&t->in[k], DT_F32, 1, t->p[DP_N], 0);
+        tfac(&t->in[k], n, -1);
+        trange(&t->in[k], -1, 1, 0);
+    }
+    tset(&t->out[0], DT_F32, 1, 1, 0);
+    tfac(&t->out[0], -1, -1);
+    t->out[0].zero_init = 1;
+    // products of two values in [-1, 1): standard deviation 1/3, mixed signs; a plain
+    // left-to-right float loop is off by about 8e-9 * n (one standard deviation)
+    t->atol = 1e-5 + 5e-8 * t->p[DP_N];
+    t->rtol = 1e-5;
+}
+static void dp_describe(const Task *t, Buf *name, Buf *desc) {
+    static const char *const nm[] = { "Dot_Product", "Vector_Dot_Product", "Inner_Product_Atomic" };
+    const char *o = t->out[0].name;
+    buf_puts(name, nm[t->p[DP_TNAME]]);
+    buf_printf(desc, "Compute %s[0] = sum over i of %s[i] * %s[i] for the %d elements (values in [-1, 1)). Each thread accumulates "
+                     "a grid-stride share%s, each block of %d threads reduces its partial sums %s, and thread 0 adds the block's "
+                     "sum to %s[0] with atomicAdd (%s[0] starts at zero).",
+               o, t->in[0].name, t->in[1].name, t->p[DP_N], t->p[DP_VEC4] ? " with float4 loads" : "", t->p[DP_BLOCK],
+               t->p[DP_RED] == RO_TREE ? "in a shared-memory tree" : "with warp shuffles and a shared array of warp sums", o, o);
+}
+static const char dp_kernel_tpl[] = R"(
+$prelude
+$helpers
+/// Dot product: grid-stride partial sums, a block reduction, one atomicAdd per block.
+__global__ void $k($params, int n) {
+    $shared
+    const int tid = threadIdx.x;
+    float acc = 0.0f;
+    $vec
+    for (int i = blockIdx.x * blockDim.x + tid; i < $count; i += blockDim.x * gridDim.x) {
+        $step
+    }
+    $reduce
+    if (tid == 0) atomicAdd($o, acc);
+}
+)";
+static void dp_kernels(const Task *t, Emit *e) {
+    Task tt = ro_as_block(t, RO_BLOCK, t->p[DP_BLOCK], t->p[DP_RED], t->p[DP_MASK], t->p[DP_KNAME] % 3);
+    const char *a = t->in[0].name, *b = t->in[1].name, *step;
+    if (!t->p[DP_VEC4]) step = t->p[DP_FMA] ? fmt("acc = fmaf(%s[i], %s[i], acc);", a, b) : fmt("acc += %s[i] * %s[i];", a, b);
+    else if (t->p[DP_FMA])
+        step = "const float4 p = a4[i], q = b4[i];\nacc = fmaf(p.x, q.x, acc);\nacc = fmaf(p.y, q.y, acc);\n"
+               "acc = fmaf(p.z, q.z, acc);\nacc = fmaf(p.w, q.w, acc);";
+    else step = "const float4 p = a4[i], q = b4[i];\nacc += p.x * q.x + p.y * q.y + p.z * q.z + p.w * q.w;";
+    TPL(e, t, dp_kernel_tpl, "prelude", ro_prelude(&tt), "helpers", ro_helpers(&tt, 1 << RO_SUM), "k", t->kname[0],
+        "params", kernel_params(t), "shared", ro_shared(&tt, "float"), "count", t->p[DP_VEC4] ? "n / 4" : "n", "step", step,
+        "vec", t->p[DP_VEC4] ? fmt("const float4 *a4 = reinterpret_cast<const float4 *>(%s);\n"
+                                   "const float4 *b4 = reinterpret_cast<const float4 *>(%s);", a, b) : "",
+        "reduce", ro_allreduce(&tt, "acc", RO_SUM), "o", t->out[0].name);
+}
+static const char dp_launch_tpl[] = R"(
+const int threads = $threads;
+int blocks = ($n + threads - 1) / threads;
+if (blocks > $cap) blocks = $cap;
+$k<<<blocks, threads>>>($args);
+)";
+static void dp_launch(const Task *t, Emit *e, const Host *h) {
+    TPL(e, t, dp_launch_tpl, "threads", t->p[DP_RED] == RO_TREE ? "BLOCK_SIZE" : fmt("%d", t->p[DP_BLOCK]),
+        "n", t->p[DP_VEC4] ? fmt("%s / 4", h->size[0]) : h->size[0], "cap", fmt("%d", t->p[DP_CAP]), "k", t->kname[0],
+        "args", kernel_args(h, 1));
+}
+static void dp_ref(const Task *t, const void *const *in, void *const *out) {
+    const float *a = in[0], *b = in[1];
+    double s = 0;
+    for (long i = 0; i < t->p[DP_N]; i++) s += (double)a[i] * b[i];
+    ((float *)out[0])[0] = (float)s;
+}
+static const Family fam_dot = { "dot_atomic", "dot product: grid-stride partials (optionally fmaf, float4), shared tree or shuffle "
+                                              "block reduction, atomicAdd per block",
+                                dp_params, NULL, dp_draw, dp_layout, dp_describe, dp_kernels, dp_launch, dp_ref };
+
+static const Family *const families_reduce[] = { &fam_reduce_block, &fam_reduce_warp, &fam_dot, NULL };

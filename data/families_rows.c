@@ -63,6 +63,21 @@ static void ro_draw(Task *t, Rng *r, long maxprod, int tree_only) {
     t->p[RP_HELPER] = m == RO_BLOCK ? !ro_tree(t) : m == RO_WARP ? rng_int(r, 0, 1) : 0;
 }
 
+// A copy of a 1-D family's task whose RP_* slots describe one block (or warp) of its grid,
+// so that it can use the row pieces below (helpers, all-reduces, shared arrays, prelude).
+static Task ro_as_block(const Task *t, int map, int block, int red, int mask, int kname) {
+    Task tt = *t;
+    tt.p[RP_MAP] = map;
+    tt.p[RP_BLOCK] = block;
+    tt.p[RP_RED] = red;
+    tt.p[RP_SHMEM] = RO_DEFINE;
+    tt.p[RP_HELPER] = map == RO_WARP || red != RO_TREE;
+    tt.p[RP_MASK] = mask;
+    tt.p[RP_KNAME] = kname;
+    tt.p[RP_NAMES] = 0;
+    return tt;
+}
+
 // Names: tensors from a name set, the kernel (and a helper) from tables indexed by kname.
 static void ro_names(Task *t, const char *const *set, int nin, int nout, const char *const *kn, const char *const *hn,
                      const char *slug) {

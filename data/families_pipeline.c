@@ -1,0 +1,792 @@
+// families_pipeline.c - tasks that take two or three kernels in a row, with scratch
+// buffers between them: standardizing a vector (mean and variance by reduction, then
+// normalize), softmax / log-softmax of a whole vector (atomic float max, atomicAdd of the
+// exponentials, divide), SAXPY then the L2 norm, and row normalization then a
+// matrix-vector product. Included by corpus.c, after families_matrix.c (mx_* helpers) and
+// families_select.c (sl_pick_real, sl_scratch).
+//
+// Tolerances: float sums reduced on the GPU in another order (mx_red_rel), see each layout.
+
+#define PL_SIZES "1000 4096 10000 65536 100000 262144 1000000 1048576"
+#define PL_BLOCKS "128 256 256 512 1024"
+#define PL_CAPS "0 64 256 1024" // 0: one element per thread in the reduction passes
+static const char *const pl_reduces[] = { "shared_tree", "warp_shuffle", NULL };
+static const char *const pl_vnames[][2] = { { "x", "y" }, { "input", "output" }, { "data", "result" }, { "signal", "out" }, { "a", "z" } };
+static const char *const pl_dn[] = { "n", "len", "count" };
+static const char *const pl_helper_names[][2] = { { "block_sum", "block_max" }, { "blockReduceSum", "blockReduceMax" },
+                                                  { "reduce_block_sum", "reduce_block_max" }, { "block_total", "block_maximum" } };
+
+// __device__ float NAME(float v): the sum (op 0) or maximum (op 1) of v over the block,
+// valid in thread 0: a shared-memory tree over BLOCK_SIZE floats (the block size, a power of
+// two), or warp shuffles and the warps' results through shared memory. Ends with
+// __syncthreads(), so a kernel may call it several times in a row.
+static const char *const pl_block_reduce_tpl[] = { R"(
+/// Block-wide $what of v (blockDim.x == BLOCK_SIZE threads); the result is valid in thread 0.
+$spec $name(float v) {
+    __shared__ float buf[BLOCK_SIZE];
+    buf[threadIdx.x] = v;
+    __syncthreads();
+    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) $tree
+        __syncthreads();
+    }
+    const float total = buf[0];
+    __syncthreads(); // buf may be reused by the next call
+    return total;
+}
+
+)", R"(
+/// Block-wide $what of v (blockDim.x == BLOCK_SIZE threads); the result is valid in thread 0.
+$spec $name(float v) {
+    __shared__ float warp_vals[32];
+    const int lane = threadIdx.x % 32, wid = threadIdx.x / 32;
+    for (int offset = 16; offset > 0; offset >>= 1) $shfl
+    if (lane == 0) warp_vals[wid] = v;
+    __syncthreads();
+    v = threadIdx.x < blockDim.x / 32 ? warp_vals[threadIdx.x] : $identity;
+    if (wid == 0) {
+        for (int offset = 16; offset > 0; offset >>= 1) $shfl
+    }
+    __syncthreads(); // warp_vals may be reused by the next call
+    return v;
+}
+
+)" };
+static const char *pl_block_reduce(const Task *t, int kind, int op, int kname) {
+    return FRAG(pl_block_reduce_tpl[kind], "what", op ? "maximum" : "sum", "name", pl_helper_names[kname][op],
+                "spec", t->st.idxname & 1 ? "__device__ __forceinline__ float" : "__device__ float",
+                "tree", op ? "buf[threadIdx.x] = fmaxf(buf[threadIdx.x], buf[threadIdx.x + s]);" : "buf[threadIdx.x] += buf[threadIdx.x + s];",
+                "shfl", op ? "v = fmaxf(v, __shfl_down_sync(0xffffffff, v, offset));" : "v += __shfl_down_sync(0xffffffff, v, offset);",
+                "identity", op ? "-3.402823466e+38f" : "0.0f");
+}
+// Host lines: threads and the grid of the reduction passes (at most cap blocks when cap >
+// 0) and of the element-wise passes (one thread per element).
+static const char *pl_grids(const char *n, int cap) {
+    return fmt("const int threads = BLOCK_SIZE;\nconst int elem_blocks = (%s + threads - 1) / threads;\n"
+               "const int red_blocks = %s;", n, cap ? fmt("elem_blocks < %d ? elem_blocks : %d", cap, cap) : "elem_blocks");
+}
+// The grid-stride loop over n of the reduction passes, around body.
+static const char *pl_stride(const char *n, const char *body) {
+    return FRAG("for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < $n; i += blockDim.x * gridDim.x) {\n    $body\n}",
+                "n", n, "body", body);
+}
+static const char *pl_free(const Task *t, const char *buf) { return checked(t, fmt("cudaFree(%s)", buf)); }
+
+// ----------------------------------------------------------------------------
+// Pipeline: standardize a vector (mean and variance by reduction, then normalize)
+
+enum { PS_N, PS_METHOD, PS_REDUCE, PS_BLOCK, PS_DDOF, PS_STATS, PS_RANGE, PS_CAP, PS_LOOP, PS_INV, PS_KNAME, PS_NAMES, PS_TNAME,
+       PS_DNAME, PS_NP };
+static const char *const ps_methods[] = { "two_moment", "centered", "partials", NULL };
+static const ParamDesc ps_params[] = {
+    [PS_N] = { "n", NULL, 1, PL_SIZES },           [PS_METHOD] = { "method", ps_methods, 1, "*" },
+    [PS_REDUCE] = { "reduce", pl_reduces, 1, "*" }, [PS_BLOCK] = { "block", NULL, 1, PL_BLOCKS },
+    [PS_DDOF] = { "ddof", NULL, 1, "0 0 1" },      [PS_STATS] = { "stats", NULL, 1, "0 0 0 1 1" },
+    [PS_RANGE] = { "range", NULL, 0, NULL },       [PS_CAP] = { "cap", NULL, 0, PL_CAPS },
+    [PS_LOOP] = { "loop", loop_names, 0, "*" },    [PS_INV] = { "inv", NULL, 0, "0..1" },
+    [PS_KNAME] = { "kname", NULL, 0, "0..3" },     [PS_NAMES] = { "names", NULL, 0, "0..4" },
+    [PS_TNAME] = { "tname", NULL, 0, "0..2" },     [PS_DNAME] = { "dname", NULL, 0, "0..2" }, [PS_NP] = { NULL } };
+static const double ps_ranges[][2] = { { -1, 1 }, { 0, 1 }, { 0, 10 }, { -5, 15 }, { -100, 100 }, { 10, 12 }, { 100, 104 } };
+static const char *const ps_fp[] = { "eps", NULL };
+
+static void ps_draw(Task *t, Rng *r) {
+    static const char *const stat_names[] = { "stats", "moments", "mean_var" };
+    static const char *const kn[3][3][4] = {
+        { { "moments_kernel", "block_moments", "sum_and_sumsq", "reduceMoments" }, { "", "", "", "" },
+          { "normalize_kernel", "standardize", "apply_standardize", "normalizeKernel" } },
+        { { "sum_kernel", "block_sum_pass", "reduce_sum", "reduceSum" }, { "sq_dev_kernel", "centered_sumsq", "reduce_sq_dev", "reduceSqDev" },
+          { "normalize_kernel", "standardize", "apply_standardize", "normalizeKernel" } },
+        { { "partial_moments", "block_moments_partial", "moments_pass1", "partialMoments" },
+          { "finalize_stats", "reduce_partials", "moments_pass2", "finalizeStats" },
+          { "normalize_kernel", "standardize", "apply_standardize", "normalizeKernel" } } };
+    // two-moment variance (E[x^2] - mean^2) cancels badly when |mean| >> std: offset ranges only for the centered method
+    t->p[PS_RANGE] = rng_int(r, 0, t->p[PS_METHOD] == 1 ? NELEM(ps_ranges) - 1 : 4);
+    t->f[0] = sl_pick_real(r, "1e-5 1e-6 1e-8 1e-12");
+    SETNAME(t->in[0].name, "%s", pl_vnames[t->p[PS_NAMES]][0]);
+    SETNAME(t->out[0].name, "%s", pl_vnames[t->p[PS_NAMES]][1]);
+    if (t->p[PS_STATS]) SETNAME(t->out[1].name, "%s", stat_names[t->p[PS_KNAME] % 3]);
+    for (int k = 0; k < 3; k++) SETNAME(t->kname[k], "%s", kn[t->p[PS_METHOD]][k][t->p[PS_KNAME]]);
+    SETNAME(t->slug, "standardize");
+}
+static void ps_layout(Task *t) {
+    long N = t->p[PS_N];
+    int n = add_size(t, pl_dn[t->p[PS_DNAME]], N);
+    t->nin = 1;
+    t->nout = t->p[PS_STATS] ? 2 : 1;
+    const double *rg = ps_ranges[t->p[PS_RANGE]];
+    tset(&t->in[0], DT_F32, 1, N, 0);
+    tfac(&t->in[0], n, -1);
+    trange(&t->in[0], rg[0], rg[1], 0);
+    tset(&t->out[0], DT_F32, 1, N, 0);
+    tfac(&t->out[0], n, -1);
+    if (t->p[PS_STATS]) {
+        tset(&t->out[1], DT_F32, 1, 2, 0);
+        tfac(&t->out[1], add_size(t, "nstats", 2), -1);
+    }
+    // Error budget (sums in float on the GPU, in double in the reference): the mean is off
+    // by about c * (|mu| + sigma), the variance by a relative c (centered) or
+    // 3 c E[x^2] / var (E[x^2] - mean^2); y = (x - mean) / sqrt(var + eps) inherits
+    // d(mean) / sigma absolutely and half the variance's error relatively.
+    double mu = (rg[0] + rg[1]) / 2, sd = (rg[1] - rg[0]) / sqrt(12.0), c = mx_red_rel(N);
+    double factor = t->p[PS_METHOD] == 1 ? 1 : 3 * (mu * mu + sd * sd) / (sd * sd);
+    double am = c * (fabs(mu) + sd);
+    t->atol = am / sd + 2e-7 * (fabs(mu) + sd) / sd + 1e-6 + (t->p[PS_STATS] ? am : 0);
+    t->rtol = factor * c + 1e-5;
+}
+static void ps_describe(const Task *t, Buf *name, Buf *desc) {
+    static const char *const how[] = {
+        " Use two kernels: the first reduces sum(x) and sum(x^2) (block reductions, then atomicAdd into a two-float buffer); "
+        "the second derives mean and var from them and normalizes.",
+        " Use three kernels: reduce sum(x) (atomicAdd), then reduce the squared deviations from the mean (atomicAdd), then "
+        "normalize.",
+        " Use three kernels: each block writes its partial sum(x) and sum(x^2); a single block reduces the partials into mean "
+        "and var; a third kernel normalizes." };
+    const char *x = t->in[0].name, *y = t->out[0].name;
+    long N = t->p[PS_N];
+    buf_puts(name, pick3(t->p[PS_TNAME], "Standardize_Vector", "Z_Score_Normalization", "Mean_Variance_Normalize"));
+    buf_printf(desc, "Standardize the %ld values of %s: mean = sum(%s) / %ld, var = sum((%s - mean)^2) / %s, and %s[i] = (%s[i] - "
+                     "mean) / sqrt(var + %s).",
+               N, x, x, N, x, t->p[PS_DDOF] ? fmt("%ld (the unbiased estimate)", N - 1) : fmt("%ld", N), y, x, fnum(t->f[0]));
+    if (t->p[PS_STATS]) buf_printf(desc, " Also write %s[0] = mean and %s[1] = var.", t->out[1].name, t->out[1].name);
+    buf_printf(desc, "%s Block reductions use %s.", how[t->p[PS_METHOD]],
+               t->p[PS_REDUCE] ? "warp shuffles (__shfl_down_sync)" : "a shared-memory tree with __syncthreads()");
+}
+
+// Pass 1 reduces sum(x) (and sum(x^2)) into acc (atomics) or per-block partials; the
+// centered method's pass 2 reduces the squared deviations, the partials' pass 2 reduces
+// the partials in one block; the last pass normalizes.
+static const char ps_kernels_tpl[] = R"(
+#define BLOCK_SIZE $B
+#define EPS $eps
+
+$bsum_fn
+/// $comment1
+__global__ void $k1($xp, $accp, int $n) {
+    float s = 0.0f$q;
+    $loop1
+    s = $bsum(s);
+    $qsum
+    if (threadIdx.x == 0) {
+        $publish
+    }
+}
+
+$pass2
+/// Last pass: $y[i] = ($x[i] - mean) / sqrt(var + eps), one element per thread.
+__global__ void $k3($params3) {
+    $stats
+    const float inv = $inv;
+    $write_stats
+    $loop3
+}
+)";
+static const char *const ps_pass2_tpl[] = { "", R"(
+/// Pass 2: the sum of squared deviations from the mean, accumulated into acc[1].
+__global__ void $k2($xp, float *acc, int $n) {
+    const float mean = acc[0] / $n;
+    float q = 0.0f;
+    $loop
+    q = $bsum(q);
+    if (threadIdx.x == 0) atomicAdd(&acc[1], q);
+}
+
+)", R"(
+/// Pass 2 (one block): reduce the partials; acc[0] = mean, acc[1] = var.
+__global__ void $k2($pp, int nblocks, float *acc, int $n) {
+    float s = 0.0f, q = 0.0f;
+    for (int b = threadIdx.x; b < nblocks; b += blockDim.x) {
+        s += partial[b];
+        q += partial[nblocks + b];
+    }
+    s = $bsum(s);
+    q = $bsum(q);
+    if (threadIdx.x == 0) {
+        const float mean = s / $n;
+        acc[1] = $var;
+        acc[0] = mean;
+    }
+}
+
+)" };
+static void ps_kernels(const Task *t, Emit *e) {
+    static const char *const comment1[] = {
+        "Pass 1: sum(x) and sum(x^2) of each block, added into acc[0] and acc[1].", "Pass 1: the sum of x, accumulated into acc[0].",
+        "Pass 1: each block writes its sum(x) to partial[b] and its sum(x^2) to partial[gridDim.x + b]." };
+    static const char *const publish[] = { "atomicAdd(&acc[0], s);\natomicAdd(&acc[1], q);", "atomicAdd(&acc[0], s);",
+                                           "partial[blockIdx.x] = s;\npartial[gridDim.x + blockIdx.x] = q;" };
+    const char *x = t->in[0].name, *y = t->out[0].name, *st = t->p[PS_STATS] ? t->out[1].name : NULL, *n = pl_dn[t->p[PS_DNAME]];
+    const char *bsum = pl_helper_names[t->p[PS_KNAME]][0], *i = IDX(t), *xp = ptr_param(t, "float", x, 1);
+    int method = t->p[PS_METHOD], ddof = t->p[PS_DDOF];
+    const char *nm1 = fmt("(%s - 1)", n);
+    // what the last pass reads: acc holds the sums, or (partials) the mean and the variance
+    const char *stats = method == 2 ? "const float mean = acc[0];\nconst float var = acc[1];"
+                        : method == 1 ? fmt("const float mean = acc[0] / %s;\nconst float var = acc[1] / %s;", n, ddof ? nm1 : n)
+                        : fmt("const float mean = acc[0] / %s;\nconst float var = fmaxf(%s, 0.0f);", n,
+                              ddof ? fmt("(acc[1] - mean * acc[0]) / %s", nm1) : fmt("acc[1] / %s - mean * mean", n));
+    TPL(e, t, ps_kernels_tpl, "B", fmt("%d", t->p[PS_BLOCK]), "eps", flit(t->f[0]), "bsum_fn", pl_block_reduce(t, t->p[PS_REDUCE], 0, t->p[PS_KNAME]),
+        "comment1", comment1[method], "k1", t->kname[0], "xp", xp, "accp", ptr_param(t, "float", method == 2 ? "partial" : "acc", 0), "n", n,
+        "q", method == 1 ? "" : ", q = 0.0f", "bsum", bsum, "qsum", method == 1 ? "" : fmt("q = %s(q);", bsum), "publish", publish[method],
+        "loop1", pl_stride(n, method == 1 ? fmt("s += %s[i];", x) : fmt("const float val = %s[i];\ns += val;\nq += val * val;", x)),
+        "pass2", FRAG(ps_pass2_tpl[method], "k2", t->kname[1], "xp", xp, "n", n, "bsum", bsum, "pp", ptr_param(t, "float", "partial", 1),
+                      "loop", pl_stride(n, fmt("const float d = %s[i] - mean;\nq += d * d;", x)),
+                      "var", ddof ? fmt("fmaxf((q - mean * s) / %s, 0.0f)", nm1) : fmt("fmaxf(q / %s - mean * mean, 0.0f)", n)),
+        "y", y, "x", x, "k3", t->kname[2], "stats", stats, "inv", t->p[PS_INV] ? "rsqrtf(var + EPS)" : "1.0f / sqrtf(var + EPS)",
+        "params3", fmt("%s, const float *acc, %s%s, int %s", xp, ptr_param(t, "float", y, 0), st ? fmt(", %s", ptr_param(t, "float", st, 0)) : "", n),
+        "write_stats", st ? fmt("if (blockIdx.x == 0 && threadIdx.x == 0) {\n    %s[0] = mean;\n    %s[1] = var;\n}", st, st) : "",
+        "loop3", loop_frag(t, t->p[PS_LOOP], n, fmt("%s[%s] = (%s[%s] - mean) * inv;", y, i, x, i)));
+}
+static const char ps_launch_tpl[] = R"(
+$grids
+$alloc_acc
+$zero_acc
+$alloc_partial
+$k1<<<red_blocks, threads>>>($x, $dst1, $n);
+$launch2
+$k3<<<$grid3, threads>>>($args3);
+$sync
+$free_acc
+$free_partial
+)";
+static void ps_launch(const Task *t, Emit *e, const Host *h) {
+    const char *n = h->size[0], *x = h->in[0], *y = h->out[0];
+    const char *acc = sl_scratch(t, "acc"), *part = sl_scratch(t, "partial");
+    int method = t->p[PS_METHOD];
+    TPL(e, t, ps_launch_tpl, "grids", pl_grids(n, method == 2 && !t->p[PS_CAP] ? 1024 : t->p[PS_CAP]), "alloc_acc", dev_alloc(t, "float", acc, "2"),
+        "zero_acc", method != 2 ? checked(t, fmt("cudaMemset(%s, 0, 2 * sizeof(float))", acc)) : "",
+        "alloc_partial", method == 2 ? dev_alloc(t, "float", part, "2 * red_blocks") : "", "k1", t->kname[0], "x", x, "n", n,
+        "dst1", method == 2 ? part : acc,
+        "launch2", method == 1 ? fmt("%s<<<red_blocks, threads>>>(%s, %s, %s);", t->kname[1], x, acc, n)
+                   : method == 2 ? fmt("%s<<<1, threads>>>(%s, red_blocks, %s, %s);", t->kname[1], part, acc, n) : "",
+        "k3", t->kname[2], "grid3", t->p[PS_LOOP] == LOOP_GRID ? "red_blocks" : "elem_blocks",
+        "args3", t->p[PS_STATS] ? fmt("%s, %s, %s, %s, %s", x, acc, y, h->out[1], n) : fmt("%s, %s, %s, %s", x, acc, y, n),
+        "sync", checked(t, "cudaDeviceSynchronize()"), "free_acc", pl_free(t, acc), "free_partial", method == 2 ? pl_free(t, part) : "");
+}
+static void ps_ref(const Task *t, const void *const *in, void *const *out) {
+    const float *x = in[0];
+    float *y = out[0];
+    long N = t->p[PS_N];
+    double s = 0, q = 0;
+    for (long i = 0; i < N; i++) s += x[i];
+    double mean = s / N;
+    for (long i = 0; i < N; i++) q += (x[i] - mean) * (x[i] - mean);
+    double var = q / (N - t->p[PS_DDOF]);
+    double inv = 1.0 / sqrt(var + ro_fpar(t, 0));
+    for (long i = 0; i < N; i++) y[i] = (float)((x[i] - mean) * inv);
+    if (t->p[PS_STATS]) {
+        ((float *)out[1])[0] = (float)mean;
+        ((float *)out[1])[1] = (float)var;
+    }
+}
+static const Family fam_pl_standardize = {
+    "pipeline_standardize", "z-score a vector with 2-3 kernels: reduce sum / sum of squares (atomics or per-block partials), "
+                            "then normalize; tree or shuffle reductions",
+    ps_params, ps_fp, ps_draw, ps_layout, ps_describe, ps_kernels, ps_launch, ps_ref };
+
+// ----------------------------------------------------------------------------
+// Pipeline: softmax over a whole vector in three kernels (max, sum of exp, divide)
+
+enum { PM_N, PM_OP, PM_MAXOP, PM_REDUCE, PM_STORE, PM_BLOCK, PM_RANGE, PM_INIT, PM_CAP, PM_LOOP, PM_KNAME, PM_NAMES, PM_TNAME,
+       PM_DNAME, PM_NP };
+static const char *const pm_ops[] = { "softmax", "log_softmax", NULL };
+static const char *const pm_maxops[] = { "cas_loop", "ordered_int", NULL };
+static const char *const pm_stores[] = { "recompute", "store_exp", NULL };
+static const char *const pm_inits[] = { "memcpy", "init_kernel", NULL };
+static const ParamDesc pm_params[] = {
+    [PM_N] = { "n", NULL, 1, PL_SIZES },              [PM_OP] = { "op", pm_ops, 1, "0 0 1" },
+    [PM_MAXOP] = { "max_atomic", pm_maxops, 1, "*" }, [PM_REDUCE] = { "reduce", pl_reduces, 1, "*" },
+    [PM_STORE] = { "store", pm_stores, 1, "*" },      [PM_BLOCK] = { "block", NULL, 1, PL_BLOCKS },
+    [PM_RANGE] = { "range", NULL, 0, "0..4" },        [PM_INIT] = { "init", pm_inits, 0, "*" },
+    [PM_CAP] = { "cap", NULL, 0, PL_CAPS },           [PM_LOOP] = { "loop", loop_names, 0, "*" },
+    [PM_KNAME] = { "kname", NULL, 0, "0..3" },        [PM_NAMES] = { "names", NULL, 0, "0..4" },
+    [PM_TNAME] = { "tname", NULL, 0, "0..2" },        [PM_DNAME] = { "dname", NULL, 0, "0..2" }, [PM_NP] = { NULL } };
+static const double pm_ranges[][2] = { { -4, 4 }, { -10, 10 }, { 0, 20 }, { -1, 1 }, { -30, 0 } };
+
+static void pm_draw(Task *t, Rng *r) {
+    (void)r;
+    static const char *const kn[3][4] = { { "reduce_max", "max_kernel", "softmax_max_pass", "maxReduce" },
+                                          { "sum_exp", "exp_sum_kernel", "softmax_sum_pass", "sumExp" },
+                                          { "normalize", "softmax_divide", "softmax_final_pass", "divideBySum" } };
+    if (t->p[PM_OP]) t->p[PM_STORE] = 0; // log-softmax reads x again
+    SETNAME(t->in[0].name, "%s", pl_vnames[t->p[PM_NAMES]][0]);
+    SETNAME(t->out[0].name, "%s", pl_vnames[t->p[PM_NAMES]][1]);
+    for (int k = 0; k < 3; k++) SETNAME(t->kname[k], "%s", kn[k][t->p[PM_KNAME]]);
+    SETNAME(t->slug, "%s", t->p[PM_OP] ? "log_softmax" : "softmax");
+}
+static void pm_layout(Task *t) {
+    long N = t->p[PM_N];
+    int n = add_size(t, pl_dn[t->p[PM_DNAME]], N);
+    t->nin = t->nout = 1;
+    const double *rg = pm_ranges[t->p[PM_RANGE]];
+    tset(&t->in[0], DT_F32, 1, N, 0);
+    tfac(&t->in[0], n, -1);
+    trange(&t->in[0], rg[0], rg[1], 0);
+    tset(&t->out[0], DT_F32, 1, N, 0);
+    tfac(&t->out[0], n, -1);
+    t->need_math = 1;
+    // the sum of exponentials is off by a relative c; expf by ~2 ulp; x - max rounds by
+    // half an ulp of the range, which expf turns into a relative error
+    double c = mx_red_rel(N), span = rg[1] - rg[0];
+    t->atol = t->p[PM_OP] ? c + 2e-7 * (1 + span + log((double)N)) + 1e-6 : 1e-12;
+    t->rtol = t->p[PM_OP] ? 1e-6 : c + 3e-7 + 6e-8 * span + 1e-5;
+}
+static void pm_describe(const Task *t, Buf *name, Buf *desc) {
+    static const char *const nm[2][3] = { { "Softmax_Vector", "Global_Softmax", "Softmax_Three_Pass" },
+                                          { "Log_Softmax_Vector", "Global_Log_Softmax", "Log_Softmax_Three_Pass" } };
+    const char *x = t->in[0].name, *y = t->out[0].name;
+    buf_puts(name, nm[t->p[PM_OP]][t->p[PM_TNAME]]);
+    buf_printf(desc, "Compute the %s over all %d elements of %s: %s[i] = %s with m = max(%s) and S = sum over j of exp(%s[j] - m).",
+               t->p[PM_OP] ? "log-softmax" : "softmax", t->p[PM_N], x, y,
+               t->p[PM_OP] ? fmt("%s[i] - m - log(S)", x) : fmt("exp(%s[i] - m) / S", x), x, x);
+    buf_printf(desc, " Use three kernels: a block-reduced maximum combined across blocks with an atomic float max (%s), "
+                     "a block-reduced sum of exponentials combined with atomicAdd%s, and a final element-wise kernel.",
+               t->p[PM_MAXOP] ? "atomicMax/atomicMin on the float's bits" : "an atomicCAS loop",
+               t->p[PM_STORE] ? " (it also stores exp(x - m) into the output, which the last kernel scales in place)" : "");
+}
+
+// An atomic float max (a CAS loop, or int / unsigned atomics on the bits), the block
+// reductions, then: the maximum into red[0], the sum of exponentials into red[1], and the
+// element-wise last pass.
+static const char *const pm_atomic_max_tpl[] = { R"(
+/// Atomic maximum of a float through atomicCAS on its bits; returns the old value.
+__device__ float $name(float *addr, float value) {
+    int *addr_i = (int *)addr;
+    int old = *addr_i;
+    while (__int_as_float(old) < value) {
+        const int assumed = old;
+        old = atomicCAS(addr_i, assumed, __float_as_int(value));
+        if (old == assumed) break;
+    }
+    return __int_as_float(old);
+}
+
+)", R"(
+/// Atomic maximum of a float: non-negative floats order like their int bits, negative ones in reverse like their unsigned bits.
+__device__ float $name(float *addr, float value) {
+    if (value >= 0.0f) return __int_as_float(atomicMax((int *)addr, __float_as_int(value)));
+    return __uint_as_float(atomicMin((unsigned int *)addr, __float_as_uint(value)));
+}
+
+)" };
+static const char pm_kernels_tpl[] = R"(
+#define BLOCK_SIZE $B
+
+$atomic_max
+$bmax_fn
+$bsum_fn
+$init
+/// Kernel 1: red[0] = max($x).
+__global__ void $k1($xp, float *red, int $n) {
+    float m = -3.402823466e+38f;
+    $loop1
+    m = $bmax(m);
+    if (threadIdx.x == 0) $am(&red[0], m);
+}
+
+/// Kernel 2: red[1] = sum of exp($x[i] - red[0])$stored.
+__global__ void $k2($params2) {
+    const float m = red[0];
+    float s = 0.0f;
+    $loop2
+    s = $bsum(s);
+    if (threadIdx.x == 0) atomicAdd(&red[1], s);
+}
+
+/// Kernel 3: $comment3
+__global__ void $k3($params3) {
+    $head3
+    $loop3
+}
+)";
+static const char pm_init_tpl[] = R"(
+/// red[0] = running maximum (starts at -FLT_MAX), red[1] = running sum.
+__global__ void init_reduction(float *red) {
+    red[0] = -3.402823466e+38f;
+    red[1] = 0.0f;
+}
+
+)";
+static void pm_kernels(const Task *t, Emit *e) {
+    static const char *const amn[] = { "atomic_max_float", "atomicMaxFloat", "atomic_fmax", "atomicMaxF" };
+    const char *x = t->in[0].name, *y = t->out[0].name, *n = pl_dn[t->p[PM_DNAME]], *i = IDX(t);
+    const char *xp = ptr_param(t, "float", x, 1), *yp = ptr_param(t, "float", y, 0);
+    int store = t->p[PM_STORE], lg = t->p[PM_OP], kn = t->p[PM_KNAME];
+    TPL(e, t, pm_kernels_tpl, "B", fmt("%d", t->p[PM_BLOCK]), "atomic_max", FRAG(pm_atomic_max_tpl[t->p[PM_MAXOP]], "name", amn[kn]),
+        "bmax_fn", pl_block_reduce(t, t->p[PM_REDUCE], 1, kn), "bsum_fn", pl_block_reduce(t, t->p[PM_REDUCE], 0, kn),
+        "init", t->p[PM_INIT] ? pm_init_tpl : "", "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "xp", xp, "x", x, "n", n,
+        "loop1", pl_stride(n, fmt("m = fmaxf(m, %s[i]);", x)), "bmax", pl_helper_names[kn][1], "am", amn[kn],
+        "bsum", pl_helper_names[kn][0], "stored", store ? fmt("; %s[i] = exp(%s[i] - red[0])", y, x) : "",
+        "params2", fmt("%s, float *red, %sint %s", xp, store ? fmt("%s, ", yp) : "", n),
+        "loop2", pl_stride(n, fmt("const float ex = expf(%s[i] - m);\n%ss += ex;", x, store ? fmt("%s[i] = ex;\n", y) : "")),
+        "comment3", lg ? fmt("%s[i] = %s[i] - max - log(sum).", y, x) : store ? fmt("scale %s in place by 1 / sum.", y)
+                                                                               : fmt("%s[i] = exp(%s[i] - max) / sum.", y, x),
+        "params3", fmt("%sconst float *red, %s, int %s", store ? "" : fmt("%s, ", xp), yp, n),
+        "head3", lg ? "const float shift = red[0] + logf(red[1]);" : store ? "const float inv = 1.0f / red[1];"
+                                                                           : "const float m = red[0];\nconst float total = red[1];",
+        "loop3", loop_frag(t, t->p[PM_LOOP], n, lg ? fmt("%s[%s] = %s[%s] - shift;", y, i, x, i) : store ? fmt("%s[%s] *= inv;", y, i)
+                                                                                   : fmt("%s[%s] = expf(%s[%s] - m) / total;", y, i, x, i)));
+}
+static const char pm_launch_tpl[] = R"(
+$grids
+$alloc
+$init
+$k1<<<red_blocks, threads>>>($x, $red, $n);
+$k2<<<red_blocks, threads>>>($args2);
+$k3<<<$grid3, threads>>>($args3);
+$sync
+$free
+)";
+static void pm_launch(const Task *t, Emit *e, const Host *h) {
+    const char *n = h->size[0], *x = h->in[0], *y = h->out[0], *red = sl_scratch(t, "red");
+    int store = t->p[PM_STORE];
+    TPL(e, t, pm_launch_tpl, "grids", pl_grids(n, t->p[PM_CAP]), "alloc", dev_alloc(t, "float", red, "2"),
+        "init", t->p[PM_INIT] ? fmt("init_reduction<<<1, 1>>>(%s);", red)
+                              : fmt("const float red_init[2] = { -3.402823466e+38f, 0.0f }; // max starts at -FLT_MAX, sum at 0\n%s",
+                                    checked(t, fmt("cudaMemcpy(%s, red_init, sizeof(red_init), cudaMemcpyHostToDevice)", red))),
+        "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "x", x, "red", red, "n", n,
+        "args2", store ? fmt("%s, %s, %s, %s", x, red, y, n) : fmt("%s, %s, %s", x, red, n),
+        "grid3", t->p[PM_LOOP] == LOOP_GRID ? "red_blocks" : "elem_blocks",
+        "args3", store ? fmt("%s, %s, %s", red, y, n) : fmt("%s, %s, %s, %s", x, red, y, n),
+        "sync", checked(t, "cudaDeviceSynchronize()"), "free", pl_free(t, red));
+}
+static void pm_ref(const Task *t, const void *const *in, void *const *out) {
+    const float *x = in[0];
+    float *y = out[0];
+    long N = t->p[PM_N];
+    double m = -INFINITY, s = 0;
+    for (long i = 0; i < N; i++) m = x[i] > m ? x[i] : m;
+    for (long i = 0; i < N; i++) s += exp(x[i] - m);
+    for (long i = 0; i < N; i++) y[i] = (float)(t->p[PM_OP] ? x[i] - m - log(s) : exp(x[i] - m) / s);
+}
+static const Family fam_pl_softmax = {
+    "pipeline_softmax", "softmax / log-softmax of a whole vector in 3 kernels: atomic float max (CAS or int ordering), atomicAdd "
+                        "of exp sums, divide",
+    pm_params, NULL, pm_draw, pm_layout, pm_describe, pm_kernels, pm_launch, pm_ref };
+
+// ----------------------------------------------------------------------------
+// Pipeline: SAXPY, then the L2 norm of the result
+
+enum { PN_N, PN_LOOP, PN_NORM, PN_REDUCE, PN_BLOCK, PN_CAP, PN_ALPHA_ARG, PN_KNAME, PN_NAMES, PN_TNAME, PN_DNAME, PN_NP };
+static const char *const pn_norms[] = { "atomic_then_sqrt", "partials_then_block", NULL };
+static const ParamDesc pn_params[] = {
+    [PN_N] = { "n", NULL, 1, PL_SIZES },           [PN_LOOP] = { "loop", loop_names, 1, "*" },
+    [PN_NORM] = { "norm", pn_norms, 1, "*" },      [PN_REDUCE] = { "reduce", pl_reduces, 1, "*" },
+    [PN_BLOCK] = { "block", NULL, 1, PL_BLOCKS },  [PN_CAP] = { "cap", NULL, 0, NULL },
+    [PN_ALPHA_ARG] = { "alpha_arg", NULL, 0, "0..1" }, [PN_KNAME] = { "kname", NULL, 0, "0..3" },
+    [PN_NAMES] = { "names", NULL, 0, "0..3" },     [PN_TNAME] = { "tname", NULL, 0, "0..2" },
+    [PN_DNAME] = { "dname", NULL, 0, "0..2" },     [PN_NP] = { NULL } };
+static const char *const pn_fp[] = { "alpha", NULL };
+
+static void pn_draw(Task *t, Rng *r) {
+    static const char *const names[][4] = { { "x", "y", "z", "norm" }, { "a_vec", "b_vec", "out", "l2" }, { "u", "v", "w", "nrm" },
+                                            { "xs", "ys", "result", "result_norm" } };
+    static const char *const kn[3][4] = { { "saxpy", "saxpy_kernel", "axpy", "saxpyKernel" },
+                                          { "sum_squares", "norm_sq_kernel", "sumsq_pass", "sumSquares" },
+                                          { "finish_norm", "sqrt_kernel", "norm_final", "finishNorm" } };
+    // the partials need a fixed grid: at most cap blocks, cap > 0
+    t->p[PN_CAP] = rng_pick(r, t->p[PN_NORM] ? "64 128 256 512 1024" : PL_CAPS);
+    t->f[0] = sl_pick_real(r, "2 0.5 -1 1.5 -0.25 3 4");
+    for (int k = 0; k < 2; k++) SETNAME(t->in[k].name, "%s", names[t->p[PN_NAMES]][k]);
+    for (int k = 0; k < 2; k++) SETNAME(t->out[k].name, "%s", names[t->p[PN_NAMES]][2 + k]);
+    for (int k = 0; k < 3; k++) SETNAME(t->kname[k], "%s", kn[k][t->p[PN_KNAME]]);
+    SETNAME(t->slug, "saxpy_norm");
+}
+static void pn_layout(Task *t) {
+    long N = t->p[PN_N];
+    int n = add_size(t, pl_dn[t->p[PN_DNAME]], N);
+    t->nin = t->nout = 2;
+    for (int k = 0; k < 2; k++) {
+        tset(&t->in[k], DT_F32, 1, N, 0);
+        tfac(&t->in[k], n, -1);
+        trange(&t->in[k], -5, 5, 0);
+    }
+    tset(&t->out[0], DT_F32, 1, N, 0);
+    tfac(&t->out[0], n, -1);
+    tset(&t->out[1], DT_F32, 1, 1, 0);
+    tfac(&t->out[1], -1, -1);
+    t->out[1].zero_init = t->p[PN_NORM] == 0;
+    t->need_math = 1;
+    // z: alpha * x + y, perhaps contracted to an fma (up to an ulp of each term);
+    // the norm: a float sum of n squares (relative c), halved by the square root
+    t->atol = 3e-7 * (fabs(t->f[0]) * 5 + 5);
+    t->rtol = mx_red_rel(N) + 1e-6;
+}
+static void pn_describe(const Task *t, Buf *name, Buf *desc) {
+    const char *x = t->in[0].name, *y = t->in[1].name, *z = t->out[0].name, *nr = t->out[1].name;
+    buf_puts(name, pick3(t->p[PN_TNAME], "SAXPY_Then_L2_Norm", "Axpy_And_Norm", "SAXPY_Norm_Pipeline"));
+    buf_printf(desc, "%s and %s have %d elements. First compute %s[i] = %s * %s[i] + %s[i] (SAXPY), then %s[0] = sqrt(sum over i of "
+                     "%s[i]^2), the L2 norm of %s, with a second kernel that reads %s.",
+               x, y, t->p[PN_N], z, fnum(t->f[0]), x, y, nr, z, z, z);
+    if (t->p[PN_NORM] == 0)
+        buf_printf(desc, " The norm kernel adds each block's sum of squares into %s[0] (zeroed first) with atomicAdd; a one-thread "
+                         "kernel then takes the square root.", nr);
+    else
+        buf_puts(desc, " The norm kernel writes one partial sum of squares per block; a single-block kernel adds the partials and "
+                       "writes the square root.");
+}
+
+// SAXPY element-wise; the block sums of squares added into the norm (atomicAdd) or written
+// per block; then the square root (one thread, or one block over the partials).
+static const char pn_kernels_tpl[] = R"(
+#define BLOCK_SIZE $B
+
+$bsum_fn
+/// Kernel 1 (SAXPY): $z[i] = $alpha_c * $x[i] + $y[i].
+__global__ void $k1($params1) {
+    $loop1
+}
+
+/// Kernel 2: $comment2
+__global__ void $k2($zp, $dstp, int $n) {
+    float s = 0.0f;
+    $loop2
+    s = $bsum(s);
+    $publish
+}
+
+/// Kernel 3 $comment3
+__global__ void $k3($params3) {
+    $body3
+}
+)";
+static void pn_kernels(const Task *t, Emit *e) {
+    const char *x = t->in[0].name, *y = t->in[1].name, *z = t->out[0].name, *nr = t->out[1].name, *n = pl_dn[t->p[PN_DNAME]];
+    const char *bsum = pl_helper_names[t->p[PN_KNAME]][0], *i = IDX(t), *alpha = t->p[PN_ALPHA_ARG] ? "alpha" : flit(t->f[0]);
+    int part = t->p[PN_NORM];
+    TPL(e, t, pn_kernels_tpl, "B", fmt("%d", t->p[PN_BLOCK]), "bsum_fn", pl_block_reduce(t, t->p[PN_REDUCE], 0, t->p[PN_KNAME]),
+        "z", z, "x", x, "y", y, "n", n, "alpha_c", t->p[PN_ALPHA_ARG] ? "alpha" : fnum(t->f[0]), "k1", t->kname[0],
+        "params1", fmt("%s%s, %s, %s, int %s", t->p[PN_ALPHA_ARG] ? "float alpha, " : "", ptr_param(t, "float", x, 1),
+                       ptr_param(t, "float", y, 1), ptr_param(t, "float", z, 0), n),
+        "loop1", loop_frag(t, t->p[PN_LOOP], n, fmt("%s[%s] = %s * %s[%s] + %s[%s];", z, i, alpha, x, i, y, i)),
+        "comment2", part ? fmt("partial[b] = the sum of %s[i]^2 over block b's elements.", z)
+                         : fmt("%s[0] += the sum of %s[i]^2 over the block's elements.", nr, z),
+        "k2", t->kname[1], "zp", ptr_param(t, "float", z, 1), "dstp", ptr_param(t, "float", part ? "partial" : nr, 0),
+        "loop2", pl_stride(n, fmt("s += %s[i] * %s[i];", z, z)), "bsum", bsum,
+        "publish", part ? "if (threadIdx.x == 0) partial[blockIdx.x] = s;" : fmt("if (threadIdx.x == 0) atomicAdd(%s, s);", nr),
+        "comment3", part ? fmt("(one block): %s[0] = sqrt(the sum of the partials).", nr) : fmt("(one thread): %s[0] = sqrt(%s[0]).", nr, nr),
+        "k3", t->kname[2], "params3", part ? fmt("%s, int count, %s", ptr_param(t, "float", "partial", 1), ptr_param(t, "float", nr, 0))
+                                           : ptr_param(t, "float", nr, 0),
+        "body3", part ? fmt("float s = 0.0f;\nfor (int b = threadIdx.x; b < count; b += blockDim.x) s += partial[b];\ns = %s(s);\n"
+                            "if (threadIdx.x == 0) %s[0] = sqrtf(s);", bsum, nr)
+                      : fmt("%s[0] = sqrtf(%s[0]);", nr, nr));
+}
+static const char pn_launch_tpl[] = R"(
+$grids
+$k1<<<$grid1, threads>>>($args1);
+$alloc
+$k2<<<red_blocks, threads>>>($z, $dst, $n);
+$k3<<<$cfg3>>>($args3);
+$sync
+$free
+)";
+static void pn_launch(const Task *t, Emit *e, const Host *h) {
+    const char *n = h->size[0], *z = h->out[0], *nr = h->out[1], *pn = sl_scratch(t, "partial");
+    int part = t->p[PN_NORM];
+    TPL(e, t, pn_launch_tpl, "grids", pl_grids(n, t->p[PN_CAP]), "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2],
+        "grid1", t->p[PN_LOOP] == LOOP_GRID ? "red_blocks" : "elem_blocks",
+        "args1", fmt("%s%s, %s, %s, %s", t->p[PN_ALPHA_ARG] ? fmt("%s, ", flit(t->f[0])) : "", h->in[0], h->in[1], z, n),
+        "alloc", part ? dev_alloc(t, "float", pn, "red_blocks") : "", "z", z, "dst", part ? pn : nr, "n", n,
+        "cfg3", part ? "1, threads" : "1, 1", "args3", part ? fmt("%s, red_blocks, %s", pn, nr) : nr,
+        "sync", part ? checked(t, "cudaDeviceSynchronize()") : "", "free", part ? pl_free(t, pn) : "");
+}
+static void pn_ref(const Task *t, const void *const *in, void *const *out) {
+    const float *x = in[0], *y = in[1];
+    float *z = out[0];
+    double a = ro_fpar(t, 0), s = 0;
+    for (long i = 0; i < t->p[PN_N]; i++) {
+        z[i] = (float)(a * x[i] + y[i]);
+        s += (double)z[i] * z[i];
+    }
+    ((float *)out[1])[0] = (float)sqrt(s);
+}
+static const Family fam_pl_saxpy_norm = {
+    "pipeline_saxpy_norm", "z = alpha x + y, then ||z||_2 by a second kernel: atomicAdd + one-thread sqrt, or per-block "
+                           "partials + one-block finish",
+    pn_params, pn_fp, pn_draw, pn_layout, pn_describe, pn_kernels, pn_launch, pn_ref };
+
+// ----------------------------------------------------------------------------
+// Pipeline: normalize the rows of a matrix, then multiply by a vector
+
+enum { PR_ROWS, PR_COLS, PR_NORM, PR_STAGES, PR_BLOCK, PR_BDIM, PR_MVBLOCK, PR_REDUCE, PR_DIMS, PR_KNAME, PR_NAMES, PR_TNAME,
+       PR_DNAMES, PR_NP };
+static const char *const pr_norms[] = { "l2", "l1", NULL };
+static const char *const pr_stages[] = { "norms_scale_matvec", "block_normalize_warp_matvec", NULL };
+static const ParamDesc pr_params[] = {
+    [PR_ROWS] = { "rows", NULL, 1, MXMV_ROWS_PICK }, [PR_COLS] = { "cols", NULL, 1, MXMV_COLS_PICK },
+    [PR_NORM] = { "norm", pr_norms, 1, "0 0 1" },    [PR_STAGES] = { "stages", pr_stages, 1, "*" },
+    [PR_BLOCK] = { "block", NULL, 1, "64 128 256 256 512" }, [PR_BDIM] = { "bdim", NULL, 1, "0..6" },
+    [PR_MVBLOCK] = { "mv_block", NULL, 0, "64 128 256 256 512" }, [PR_REDUCE] = { "reduce", pl_reduces, 0, "*" },
+    [PR_DIMS] = { "dims", NULL, 0, "0..3" },         [PR_KNAME] = { "kname", NULL, 0, "0..3" },
+    [PR_NAMES] = { "names", NULL, 0, "0..3" },       [PR_TNAME] = { "tname", NULL, 0, "0..2" },
+    [PR_DNAMES] = { "dnames", NULL, 0, "0..3" },     [PR_NP] = { NULL } };
+
+static void pr_draw(Task *t, Rng *r) {
+    static const char *const names[][4] = { { "A", "x", "A_norm", "y" }, { "mat", "vec", "mat_normed", "out" },
+                                            { "W", "v", "W_hat", "result" }, { "data", "query", "unit_rows", "scores" } };
+    static const char *const kn[5][4] = { { "row_norms", "rowNormsWarp", "compute_row_norms", "row_norm_kernel" },
+                                          { "scale_rows", "scaleRows", "divide_rows", "row_scale_kernel" },
+                                          { "matvec", "matVec", "gemv_rows", "matvec_kernel" },
+                                          { "normalize_rows", "normalizeRows", "row_normalize", "normalize_rows_kernel" },
+                                          { "matvec_warp", "matVecWarp", "gemv_warp", "warp_matvec" } };
+    long size = (long)t->p[PR_ROWS] * t->p[PR_COLS];
+    while (t->p[PR_COLS] < 64 || size < 8192 || size > 2100000) { // at least 64 columns, 8192 to 2.1M elements
+        t->p[PR_ROWS] = param_pick(&t->fam->ip[PR_ROWS], r);
+        t->p[PR_COLS] = param_pick(&t->fam->ip[PR_COLS], r);
+        size = (long)t->p[PR_ROWS] * t->p[PR_COLS];
+    }
+    int st = t->p[PR_STAGES], k = t->p[PR_KNAME];
+    if (st) t->p[PR_BDIM] = 0;       // no 2-D kernel
+    else t->p[PR_REDUCE] = 0;        // no block reduction
+    for (int j = 0; j < 2; j++) SETNAME(t->in[j].name, "%s", names[t->p[PR_NAMES]][j]);
+    for (int j = 0; j < 2; j++) SETNAME(t->out[j].name, "%s", names[t->p[PR_NAMES]][2 + j]);
+    SETNAME(t->kname[0], "%s", kn[st ? 3 : 0][k]);
+    SETNAME(t->kname[1], "%s", kn[st ? 4 : 1][k]);
+    SETNAME(t->kname[2], "%s", st ? "" : kn[2][k]);
+    SETNAME(t->slug, "rownorm_matvec");
+}
+static void pr_layout(Task *t) {
+    const char *const *dn = mx_dnames[t->p[PR_DNAMES]];
+    long R = t->p[PR_ROWS], C = t->p[PR_COLS];
+    int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
+    t->nin = t->nout = 2;
+    tset(&t->in[0], DT_F32, 2, R, C);
+    tfac(&t->in[0], rr, cc);
+    trange(&t->in[0], -1, 1, 0);
+    tset(&t->in[1], DT_F32, 1, C, 0);
+    tfac(&t->in[1], cc, -1);
+    trange(&t->in[1], -1, 1, 0);
+    tset(&t->out[0], DT_F32, 2, R, C);
+    tfac(&t->out[0], rr, cc);
+    tset(&t->out[1], DT_F32, 1, R, 0);
+    tfac(&t->out[1], rr, -1);
+    t->need_math = 1;
+    // the normalized entries carry the relative error of the row's float norm; y is a
+    // float sum of C products whose size is about 3.5 / sqrt(C) (L2) or 4 / C (L1)
+    mx_sum_tol(t, C, t->p[PR_NORM] == 0 ? 3.5 / sqrt((double)C) : 4.0 / (double)C);
+    t->rtol = mx_red_rel(C) + 1e-5;
+}
+static void pr_describe(const Task *t, Buf *name, Buf *desc) {
+    const char *A = t->in[0].name, *x = t->in[1].name, *An = t->out[0].name, *y = t->out[1].name;
+    int R = t->p[PR_ROWS], C = t->p[PR_COLS];
+    buf_puts(name, pick3(t->p[PR_TNAME], "Row_Normalize_Then_Matvec", "Normalized_Rows_Times_Vector",
+                         t->p[PR_NORM] ? "L1_Row_Normalize_Matvec" : "Cosine_Scores_Pipeline"));
+    buf_printf(desc, "%s is a %d x %d row-major float32 matrix and %s a vector of %d. First divide each row of %s by its %s norm "
+                     "and store the result in %s (%d x %d); then compute %s = %s * %s (%s[r] = sum over c of %s[r][c] * %s[c]) "
+                     "from %s with a separate kernel.",
+               A, R, C, x, C, A, t->p[PR_NORM] ? "L1 (sum of absolute values)" : "L2 (Euclidean)", An, R, C, y, An, x, y, An, x, An);
+    if (t->p[PR_STAGES] == 0)
+        buf_puts(desc, " Use three kernels: row norms (one warp per row, shuffle reduction) into a scratch buffer, a 2-D (dim3) "
+                       "kernel that scales every element, and a matrix-vector kernel with one thread per row.");
+    else
+        buf_puts(desc, " Use two kernels: one block per row reduces the row's norm and scales the row, then a matrix-vector "
+                       "kernel with one warp per row and shuffle reductions.");
+}
+
+// Three kernels (row norms with one warp per row, a 2-D scale, a matvec with one thread per
+// row), or two (one block per row reduces the norm and scales, a matvec with one warp per row).
+static const char *const pr_kernels_tpl[] = { R"(
+/// Kernel 1: norms[r] = the $L norm of row r of $A; one warp per row.
+__global__ void $k1($Ap, $normsp, int $R, int $C) {
+    const int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int lane = threadIdx.x % 32;
+    if (row >= $R) return;
+    const float *arow = $A + (size_t)row * $C;
+    float s = 0.0f;
+    for (int c = lane; c < $C; c += 32) s += $term;
+    for (int offset = 16; offset > 0; offset >>= 1) s += __shfl_xor_sync(0xffffffff, s, offset);
+    if (lane == 0) norms[row] = $fin;
+}
+
+/// Kernel 2: $An[r][c] = $A[r][c] / norms[r] on a 2-D grid.
+__global__ void $k2($Ap, $normscp, $Anp, int $R, int $C) {
+    $index
+    if (row < $R && col < $C) $An[row * $C + col] = $A[row * $C + col] / norms[row];
+}
+
+/// Kernel 3: $y = $An * $x, one thread per row.
+__global__ void $k3($Ancp, $xp, $yp, int $R, int $C) {
+    const int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= $R) return;
+    float acc = 0.0f;
+    for (int c = 0; c < $C; ++c) acc += $An[(size_t)row * $C + c] * $x[c];
+    $y[row] = acc;
+}
+)", R"(
+#define BLOCK_SIZE $B
+
+$bsum_fn
+/// Kernel 1: one block per row: reduce the row's $L norm, then scale the row into $An.
+__global__ void $k1($Ap, $Anp, int $R, int $C) {
+    __shared__ float row_norm;
+    const int row = blockIdx.x;
+    const float *arow = $A + (size_t)row * $C;
+    float s = 0.0f;
+    for (int c = threadIdx.x; c < $C; c += blockDim.x) s += $term;
+    s = $bsum(s);
+    if (threadIdx.x == 0) row_norm = $fin;
+    __syncthreads();
+    for (int c = threadIdx.x; c < $C; c += blockDim.x) $An[(size_t)row * $C + c] = arow[c] / row_norm;
+}
+
+/// Kernel 2: $y = $An * $x, one warp per row with a shuffle reduction.
+__global__ void $k2($Ancp, $xp, $yp, int $R, int $C) {
+    const int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int lane = threadIdx.x % 32;
+    if (row >= $R) return;
+    float acc = 0.0f;
+    for (int c = lane; c < $C; c += 32) acc += $An[(size_t)row * $C + c] * $x[c];
+    for (int offset = 16; offset > 0; offset >>= 1) acc += __shfl_down_sync(0xffffffff, acc, offset);
+    if (lane == 0) $y[row] = acc;
+}
+)" };
+static void pr_kernels(const Task *t, Emit *e) {
+    const char *const *dn = mx_dnames[t->p[PR_DNAMES]];
+    const char *A = t->in[0].name, *x = t->in[1].name, *An = t->out[0].name, *y = t->out[1].name;
+    int l1 = t->p[PR_NORM] == 1;
+    TPL(e, t, pr_kernels_tpl[t->p[PR_STAGES]], "L", l1 ? "L1" : "L2", "A", A, "An", An, "x", x, "y", y, "R", dn[0], "C", dn[1],
+        "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "Ap", ptr_param(t, "float", A, 1), "Anp", ptr_param(t, "float", An, 0),
+        "Ancp", ptr_param(t, "float", An, 1), "xp", ptr_param(t, "float", x, 1), "yp", ptr_param(t, "float", y, 0),
+        "normsp", ptr_param(t, "float", "norms", 0), "normscp", ptr_param(t, "float", "norms", 1),
+        "term", l1 ? "fabsf(arow[c])" : "arow[c] * arow[c]", "fin", l1 ? "s" : "sqrtf(s)", "index", mx_index2d(t, "row", "col", 0),
+        "B", fmt("%d", t->p[PR_BLOCK]), "bsum_fn", pl_block_reduce(t, t->p[PR_REDUCE], 0, t->p[PR_KNAME]),
+        "bsum", pl_helper_names[t->p[PR_KNAME]][0]);
+}
+static void pr_launch(const Task *t, Emit *e, const Host *h) {
+    const char *R = h->size[0], *C = h->size[1], *A = h->in[0], *x = h->in[1], *An = h->out[0], *y = h->out[1];
+    int B = t->p[PR_BLOCK], MB = t->p[PR_MVBLOCK];
+    if (t->p[PR_STAGES]) {
+        TPL(e, t, "$k1<<<$R, BLOCK_SIZE>>>($A, $An, $R, $C);\nconst int rows_per_block = $rpb;\n"
+                  "$k2<<<($R + rows_per_block - 1) / rows_per_block, rows_per_block * 32>>>($An, $x, $y, $R, $C);",
+            "k1", t->kname[0], "k2", t->kname[1], "R", R, "C", C, "A", A, "An", An, "x", x, "y", y, "rpb", fmt("%d", MB / 32));
+        return;
+    }
+    const char *nm = sl_scratch(t, "norms");
+    TPL(e, t, "$alloc\nconst int warp_blocks = ($R * 32 + $B - 1) / $B;\n$k1<<<warp_blocks, $B>>>($A, $norms, $R, $C);",
+        "alloc", dev_alloc(t, "float", nm, R), "R", R, "C", C, "B", fmt("%d", B), "k1", t->kname[0], "A", A, "norms", nm);
+    const int *bd = mx_bdims[t->p[PR_BDIM]];
+    mx_launch2d(e, t, t->p[PR_DIMS], t->kname[1], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, C, R, NULL, 0, NULL,
+                fmt("%s, %s, %s, %s, %s", A, nm, An, R, C));
+    TPL(e, t, "$k3<<<($R + $MB1) / $MB, $MB>>>($An, $x, $y, $R, $C);\n$sync\n$free", "k3", t->kname[2], "R", R, "C", C,
+        "MB1", fmt("%d", MB - 1), "MB", fmt("%d", MB), "An", An, "x", x, "y", y, "sync", checked(t, "cudaDeviceSynchronize()"),
+        "free", pl_free(t, nm));
+}
+static void pr_ref(const Task *t, const void *const *in, void *const *out) {
+    const float *A = in[0], *x = in[1];
+    float *An = out[0], *y = out[1];
+    long R = t->p[PR_ROWS], C = t->p[PR_COLS];
+    for (long r = 0; r < R; r++) {
+        double s = 0;
+        for (long c = 0; c < C; c++) s += t->p[PR_NORM] ? fabs(A[r * C + c]) : (double)A[r * C + c] * A[r * C + c];
+        double nrm = t->p[PR_NORM] ? s : sqrt(s), acc = 0;
+        for (long c = 0; c < C; c++) {
+            An[r * C + c] = (float)(A[r * C + c] / nrm);
+            acc += (double)An[r * C + c] * x[c]; // the GPU multiplies the stored floats
+        }
+        y[r] = (float)acc;
+    }
+}
+static const Family fam_pl_rownorm_mv = {
+    "pipeline_rownorm_matvec", "normalize matrix rows (L2 / L1), then y = A_norm x: norms + 2-D scale + thread-per-row matvec, "
+                               "or block-per-row normalize + warp matvec",
+    pr_params, NULL, pr_draw, pr_layout, pr_describe, pr_kernels, pr_launch, pr_ref };
+
+static const Family *const families_pipeline[] = { &fam_pl_standardize, &fam_pl_softmax, &fam_pl_saxpy_norm, &fam_pl_rownorm_mv, NULL };
