@@ -49,13 +49,16 @@
 #include "families_rows.c"
 #include "families_reduce.c"
 #include "families_matrix.c"
+#include "families_conv.c"
 #include "families_scan.c"
 #include "families_select.c"
 #include "families_pipeline.c"
 
 // New family files: #include them above and add their list here.
 static const Family *const *const family_lists[] = { families_elementwise, families_memory, families_stencil,
-                                                      families_reduce, families_matrix, families_rows, families_scan, families_select, families_pipeline, NULL };
+                                                      families_reduce,      families_matrix, families_conv,
+                                                      families_rows,        families_scan,   families_select,
+                                                      families_pipeline,    NULL };
 
 #define MAX_FAMILIES 64
 static const Family *fams[MAX_FAMILIES];

@@ -463,24 +463,7 @@ static void em_comment(Emit *e, const Task *t, const char *text, int force) {
         em_line(e, " */");
     }
 }
-// A comment inside a kernel body, only in verbose programs.
-static void em_note(Emit *e, const Task *t, const char *text) {
-    if (t->st.verbose) em_line(e, "// %s", text);
-}
 
-// Writes a function definition's declaration and '{' and indents for its body:
-//   prefix: "template <int BLOCK>\n" or "" (written before the specifiers)
-//   spec:   "__global__ void", "__device__ __forceinline__ float", ...
-static void em_fn_open(Emit *e, const Task *t, const char *prefix, const char *spec, const char *name,
-                       const char *params) {
-    em_indent(e);
-    buf_printf(&e->b, "%s%s %s(%s)%s", prefix ? prefix : "", spec, name, params, t->st.allman ? "\n{\n" : " {\n");
-    em_in(e);
-}
-static void em_fn_close(Emit *e) {
-    em_out(e);
-    em_line(e, "}");
-}
 
 // ----------------------------------------------------------------------------
 // Templates: CUDA text with named placeholders, written as the program reads.
@@ -578,43 +561,13 @@ static const char *gidx_expr(const Task *t, int size_t_idx) {
     }
 }
 
-// The element loop of a 1-D kernel over n elements, index IDX(t):
+// The element loop of a 1-D kernel over n elements, index IDX(t) (of type int, or size_t
+// in programs that say so), as a fragment around body (a fragment too):
 //   LOOP_IF:     int i = ...; if (i < n) { body }
 //   LOOP_RETURN: int i = ...; if (i >= n) return; body
 //   LOOP_GRID:   for (int i = ...; i < n; i += blockDim.x * gridDim.x) { body }
-// loop_open writes the head and leaves the emitter at the body's indentation;
-// loop_close closes it. itype is the index type ("int" or "size_t").
 enum { LOOP_IF, LOOP_RETURN, LOOP_GRID, LOOP_COUNT };
 static const char *const loop_names[] = { "if_guard", "early_return", "grid_stride", NULL };
-
-static void loop_open(Emit *e, const Task *t, int loop, const char *n) {
-    const char *i = IDX(t), *ty = t->st.idxtype ? "size_t" : "int";
-    const char *start = gidx_expr(t, t->st.idxtype);
-    if (loop == LOOP_GRID) {
-        if (t->st.idxname & 1) {
-            em_line(e, "const %s stride = %sblockDim.x * gridDim.x;", ty, t->st.idxtype ? "(size_t)" : "");
-            em_line(e, "for (%s %s = %s; %s < %s; %s += stride) {", ty, i, start, i, n, i);
-        } else {
-            em_line(e, "for (%s %s = %s; %s < %s; %s += %sblockDim.x * gridDim.x) {", ty, i, start, i, n, i,
-                    t->st.idxtype ? "(size_t)" : "");
-        }
-        em_in(e);
-    } else {
-        em_line(e, "%s%s %s = %s;", t->st.idxname == 2 ? "const " : "", ty, i, start);
-        if (loop == LOOP_IF) {
-            em_line(e, "if (%s < %s) {", i, n);
-            em_in(e);
-        } else {
-            em_line(e, "if (%s >= %s) return;", i, n);
-        }
-    }
-}
-static void loop_close(Emit *e, int loop) {
-    if (loop == LOOP_RETURN) return;
-    em_out(e);
-    em_line(e, "}");
-}
-// The same loop as a fragment around body (a fragment too), for templates.
 static const char *const loop_tpl[] = { [LOOP_IF] = R"(
 $const$type $i = $start;
 if ($i < $n) {
@@ -719,9 +672,6 @@ static const char *dev_alloc(const Task *t, const char *ctype, const char *name,
     const char *init = t->st.nullinit == 0 ? " = nullptr" : t->st.nullinit == 1 ? " = NULL" : "";
     const char *call = fmt("cudaMalloc(%s&%s, %s * sizeof(%s))", t->st.nullinit == 2 ? "(void **)" : "", name, count, ctype);
     return fmt("%s *%s%s;\n%s", ctype, name, init, checked(t, call));
-}
-static void host_dev_alloc(Emit *e, const Task *t, const char *ctype, const char *name, const char *count) {
-    TPL(e, t, "$alloc", "alloc", dev_alloc(t, ctype, name, count));
 }
 // After the launches: the launch error and the synchronisation, in the program's style.
 static void host_after_launch(Emit *e, const Task *t) {
