@@ -127,7 +127,8 @@ static const char *task_problem(const Task *t) {
         }
         long c = 1;
         for (int f = 0; f < x->nfac; f++) c *= t->size[x->fac[f]].value;
-        if (c != tensor_count(x)) return fmt("%s: %ld elements but its size constants give %ld", x->name, tensor_count(x), c);
+        if (c != tensor_count(x))
+            return fmt("%s: %ld elements but its size constants give %ld", x->name, tensor_count(x), c);
         if (x->ndim < 1 || x->ndim > MAX_DIMS) return fmt("%s: bad rank", x->name);
     }
     return NULL;
@@ -179,7 +180,8 @@ static const char *combo_key(const Task *t) {
     for (int k = 0; f->ip[k].name; k++) {
         if (!f->ip[k].combo) continue;
         size_t l = strlen(s);
-        if (f->ip[k].values) snprintf(s + l, sizeof s - l, "%s%s=%s", l ? "," : "", f->ip[k].name, f->ip[k].values[t->p[k]]);
+        if (f->ip[k].values)
+            snprintf(s + l, sizeof s - l, "%s%s=%s", l ? "," : "", f->ip[k].name, f->ip[k].values[t->p[k]]);
         else snprintf(s + l, sizeof s - l, "%s%s=%d", l ? "," : "", f->ip[k].name, t->p[k]);
     }
     return s;
@@ -208,7 +210,8 @@ static void json_line(Buf *b, const Sample *s, const char *id) {
     buf_puts(b, ",\"spans\":[");
     CusetSpan *sp = NULL;
     size_t nsp = cuset_annotate(s->code.b.s, s->code.b.len, &sp);
-    for (size_t k = 0; k < nsp; k++) buf_printf(b, "%s[%zu,%zu,\"%s\"]", k ? "," : "", sp[k].start, sp[k].end, span_names[sp[k].kind]);
+    for (size_t k = 0; k < nsp; k++)
+        buf_printf(b, "%s[%zu,%zu,\"%s\"]", k ? "," : "", sp[k].start, sp[k].end, span_names[sp[k].kind]);
     arrfree(sp);
     buf_puts(b, "],\"spec\":");
     json_spec(b, &s->t);
@@ -351,8 +354,8 @@ static int generate(const char *dir, uint64_t seed, const int count[3]) {
     qsort(seen, (size_t)nseen, sizeof *seen, cmp_seen);
     for (int k = 1; k < nseen; k++)
         if (cmp_seen(&seen[k], &seen[k - 1]) == 0)
-            die("the same prompt and completion twice: %s %d and %s %d", split_names[seen[k - 1].split], seen[k - 1].index,
-                split_names[seen[k].split], seen[k].index);
+            die("the same prompt and completion twice: %s %d and %s %d", split_names[seen[k - 1].split],
+                seen[k - 1].index, split_names[seen[k].split], seen[k].index);
     for (int k = 0; k < nseen; k++) free((char *)seen[k].text);
     free(seen);
     free(used.slot);
@@ -377,9 +380,11 @@ static int read_tensor(const JVal *v, Tensor *x, int is_input, char *err, size_t
     if (!name || name->type != JSTR || !valid_ident(name->str) || strlen(name->str) >= sizeof x->name)
         return spec_fail(err, errlen, "a tensor without a valid \"name\"");
     snprintf(x->name, sizeof x->name, "%s", name->str);
-    if (!dt || dt->type != JSTR || dt_from_name(dt->str) < 0) return spec_fail(err, errlen, fmt("%s: bad dtype", x->name));
+    if (!dt || dt->type != JSTR || dt_from_name(dt->str) < 0)
+        return spec_fail(err, errlen, fmt("%s: bad dtype", x->name));
     x->dt = (DType)dt_from_name(dt->str);
-    if (!shape || shape->type != JARR || shape->n < 1 || shape->n > MAX_DIMS) return spec_fail(err, errlen, fmt("%s: bad shape", x->name));
+    if (!shape || shape->type != JARR || shape->n < 1 || shape->n > MAX_DIMS)
+        return spec_fail(err, errlen, fmt("%s: bad shape", x->name));
     x->ndim = shape->n;
     for (int d = 0; d < shape->n; d++) {
         if (shape->items[d].type != JNUM || shape->items[d].num < 1 || shape->items[d].num > 1e9)
@@ -403,7 +408,8 @@ static int read_tensor(const JVal *v, Tensor *x, int is_input, char *err, size_t
 static int task_from_spec(const JVal *spec, Task *t, char *err, size_t errlen) {
     memset(t, 0, sizeof *t);
     const JVal *fam = jget(spec, "family"), *params = jget(spec, "params"), *ins = jget(spec, "inputs"),
-               *outs = jget(spec, "outputs"), *seed = jget(spec, "seed"), *atol = jget(spec, "atol"), *rtol = jget(spec, "rtol");
+               *outs = jget(spec, "outputs"), *seed = jget(spec, "seed"), *atol = jget(spec, "atol"),
+               *rtol = jget(spec, "rtol");
     if (!fam || fam->type != JSTR) return spec_fail(err, errlen, "spec without \"family\"");
     t->fam = family_by_name(fam->str);
     if (!t->fam) return spec_fail(err, errlen, fmt("unknown family %s", fam->str));
@@ -430,7 +436,8 @@ static int task_from_spec(const JVal *spec, Task *t, char *err, size_t errlen) {
         int fp = -1;
         for (int j = 0; f->fp && f->fp[j]; j++)
             if (strcmp(f->fp[j], key) == 0) fp = j;
-        if (fp < 0 || v->type != JNUM) return spec_fail(err, errlen, fmt("params.%s: unknown parameter of %s", key, f->name));
+        if (fp < 0 || v->type != JNUM)
+            return spec_fail(err, errlen, fmt("params.%s: unknown parameter of %s", key, f->name));
         t->f[fp] = v->num;
     }
     if (!ins || ins->type != JARR || !outs || outs->type != JARR || ins->n > MAX_T || outs->n > MAX_T)
@@ -456,7 +463,9 @@ static int task_from_spec(const JVal *spec, Task *t, char *err, size_t errlen) {
         const Tensor *j = k < t->nin ? &jin[k] : &jout[k - t->nin];
         int same = x->dt == j->dt && x->ndim == j->ndim;
         for (int d = 0; same && d < x->ndim; d++) same = x->shape[d] == j->shape[d];
-        if (!same) return spec_fail(err, errlen, fmt("%s: dtype or shape differs from what %s's params give", x->name, f->name));
+        if (!same)
+            return spec_fail(err, errlen,
+                             fmt("%s: dtype or shape differs from what %s's params give", x->name, f->name));
         if (k < t->nin) {
             x->lo = j->lo;
             x->hi = j->hi;
@@ -484,7 +493,11 @@ static int spec_load(const char *dir, Task *t, JVal *spec) {
     const char *jerr;
     if (jparse_text(text, len, spec, &jerr)) { fprintf(stderr, "corpus: %s: %s\n", path, jerr); free(text); return -1; }
     free(text);
-    if (task_from_spec(spec, t, err, sizeof err)) { fprintf(stderr, "corpus: %s: %s\n", path, err); jfree(spec); return -1; }
+    if (task_from_spec(spec, t, err, sizeof err)) {
+        fprintf(stderr, "corpus: %s: %s\n", path, err);
+        jfree(spec);
+        return -1;
+    }
     return 0;
 }
 
@@ -562,7 +575,11 @@ static int materialize(const char *cdir, const char *split, long index, const ch
     if (!line) { fprintf(stderr, "corpus: %s has %ld samples, no index %ld\n", path, k, index); free(text); return 2; }
     JVal obj, *spec;
     const char *jerr;
-    if (jparse_text(line, llen, &obj, &jerr)) { fprintf(stderr, "corpus: %s:%ld: %s\n", path, index + 1, jerr); free(text); return 2; }
+    if (jparse_text(line, llen, &obj, &jerr)) {
+        fprintf(stderr, "corpus: %s:%ld: %s\n", path, index + 1, jerr);
+        free(text);
+        return 2;
+    }
     free(text);
     spec = (JVal *)jget(&obj, "spec");
     const JVal *completion = jget(&obj, "completion"), *id = jget(&obj, "id");
@@ -595,8 +612,8 @@ static int materialize(const char *cdir, const char *split, long index, const ch
         snprintf(path, sizeof path, "%s/reference.cu", wdir);
         write_file(path, completion->str, strlen(completion->str));
     }
-    fprintf(stderr, "%s %s:%ld (%s) -> %s: %d inputs, %d outputs\n", id && id->type == JSTR ? id->str : "", split, index,
-            t.fam->name, wdir, t.nin, t.nout);
+    fprintf(stderr, "%s %s:%ld (%s) -> %s: %d inputs, %d outputs\n", id && id->type == JSTR ? id->str : "", split,
+            index, t.fam->name, wdir, t.nin, t.nout);
     jfree(&obj);
     return 0;
 }
@@ -651,7 +668,8 @@ static int compare(const char *wdir) {
         }
         if (!g) { printf("FAIL %s: %s.bin was not written\n", x->name, x->name); ok = 0; free(ex); continue; }
         if (lg != want) {
-            printf("FAIL %s: %s.bin has %zu bytes, expected %zu (%ld x %s)\n", x->name, x->name, lg, want, tensor_count(x), dt_names[x->dt]);
+            printf("FAIL %s: %s.bin has %zu bytes, expected %zu (%ld x %s)\n", x->name, x->name, lg, want,
+                   tensor_count(x), dt_names[x->dt]);
             ok = 0;
             free(g);
             free(ex);
@@ -667,10 +685,15 @@ static int compare(const char *wdir) {
             else if (a == e) ratio = 0;
             else ratio = allowed > 0 ? d / allowed : INFINITY;
             if (ratio > 1) nbad++;
-            if (ratio > worst_ratio || (ratio == worst_ratio && d > worst_abs)) { worst_ratio = ratio; worst_abs = d; worst_i = i; }
+            if (ratio > worst_ratio || (ratio == worst_ratio && d > worst_abs)) {
+                worst_ratio = ratio;
+                worst_abs = d;
+                worst_i = i;
+            }
         }
         double a = elem(g, x->dt, worst_i), e = elem(ex, x->dt, worst_i);
-        printf("%s %s: max_abs_err %.6g, %ld of %ld elements outside |err| <= %g + %g*|expected|; worst at %ld: got %.9g, expected %.9g\n",
+        printf("%s %s: max_abs_err %.6g, %ld of %ld elements outside |err| <= %g + %g*|expected|; worst at %ld: got "
+               "%.9g, expected %.9g\n",
                nbad ? "FAIL" : "PASS", x->name, worst_abs, nbad, tensor_count(x), t.atol, t.rtol, worst_i, a, e);
         if (nbad) ok = 0;
         free(g);
@@ -684,14 +707,15 @@ static int compare(const char *wdir) {
 // Command line
 
 static void usage(void) {
-    fprintf(stderr,
-            "usage:\n"
-            "  corpus --out DIR [--seed S] [--train N] [--val N] [--test N] [--families A,B,..] [--style varied|plain]\n"
-            "  corpus --materialize DIR --split train|val|test --index K --to WORKDIR\n"
-            "  corpus --compare WORKDIR\n"
-            "  corpus --reference WORKDIR\n"
-            "  corpus --emit-family NAME [--seed S] [--prompt]\n"
-            "  corpus --list\n");
+    fprintf(
+        stderr,
+        "usage:\n"
+        "  corpus --out DIR [--seed S] [--train N] [--val N] [--test N] [--families A,B,..] [--style varied|plain]\n"
+        "  corpus --materialize DIR --split train|val|test --index K --to WORKDIR\n"
+        "  corpus --compare WORKDIR\n"
+        "  corpus --reference WORKDIR\n"
+        "  corpus --emit-family NAME [--seed S] [--prompt]\n"
+        "  corpus --list\n");
     exit(2);
 }
 
@@ -699,7 +723,8 @@ static long parse_long(const char *s, const char *flag, long lo, long hi) {
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (errno || *end || end == s || v < lo || v > hi) die("%s: expected a whole number in [%ld, %ld], got '%s'", flag, lo, hi, s);
+    if (errno || *end || end == s || v < lo || v > hi)
+        die("%s: expected a whole number in [%ld, %ld], got '%s'", flag, lo, hi, s);
     return v;
 }
 
@@ -718,7 +743,8 @@ int main(int argc, char **argv) {
             char *end;
             errno = 0;
             seed = strtoull(argv[++i], &end, 10);
-            if (errno || *end || end == argv[i] || argv[i][0] == '-') die("--seed: expected a whole number, got '%s'", argv[i]);
+            if (errno || *end || end == argv[i] || argv[i][0] == '-')
+                die("--seed: expected a whole number, got '%s'", argv[i]);
         } else if (ARG("--train")) count[0] = (int)parse_long(argv[++i], a, 0, 10000000);
         else if (ARG("--val")) count[1] = (int)parse_long(argv[++i], a, 0, 10000000);
         else if (ARG("--test")) count[2] = (int)parse_long(argv[++i], a, 0, 10000000);

@@ -498,7 +498,9 @@ static void tpl_expand(Buf *out, const char *text, const char *const *kv) {
             int brace = p[1] == '{';
             const char *name = p + 1 + brace;
             size_t n = 0;
-            while ((name[n] >= 'a' && name[n] <= 'z') || (name[n] >= 'A' && name[n] <= 'Z') || (name[n] >= '0' && name[n] <= '9') || name[n] == '_') n++;
+            while ((name[n] >= 'a' && name[n] <= 'z') || (name[n] >= 'A' && name[n] <= 'Z') ||
+                   (name[n] >= '0' && name[n] <= '9') || name[n] == '_')
+                n++;
             if (n == 0 || (brace && name[n] != '}')) die("template: bad placeholder at \"%.30s\"", p);
             const char *v = tpl_value(kv, name, n);
             if (*v == '\n') v++; // a template used as a value as it is
@@ -586,10 +588,10 @@ for ($type $i = $start; $i < $n; $i += $stride) {
 static const char *loop_frag(const Task *t, int loop, const char *n, const char *body) {
     const char *ty = t->st.idxtype ? "size_t" : "int", *cast = t->st.idxtype ? "(size_t)" : "";
     int stride_var = t->st.idxname & 1;
-    return FRAG(loop_tpl[loop], "const", t->st.idxname == 2 ? "const " : "", "type", ty, "i", IDX(t), "n", n, "body", body,
-                "start", gidx_expr(t, t->st.idxtype),
-                "stride_decl", stride_var ? fmt("const %s stride = %sblockDim.x * gridDim.x;", ty, cast) : "",
-                "stride", stride_var ? "stride" : fmt("%sblockDim.x * gridDim.x", cast));
+    return FRAG(loop_tpl[loop], "const", t->st.idxname == 2 ? "const " : "", "type", ty, "i", IDX(t), "n", n, "body",
+                body, "start", gidx_expr(t, t->st.idxtype), "stride_decl",
+                stride_var ? fmt("const %s stride = %sblockDim.x * gridDim.x;", ty, cast) : "", "stride",
+                stride_var ? "stride" : fmt("%sblockDim.x * gridDim.x", cast));
 }
 // The kernel parameter for an element count: "int n" or "size_t n".
 static const char *count_param(const Task *t, const char *name) {
@@ -670,7 +672,8 @@ static void host_call(Emit *e, const Task *t, const char *f, ...) {
 // family's scratch buffer), two statements.
 static const char *dev_alloc(const Task *t, const char *ctype, const char *name, const char *count) {
     const char *init = t->st.nullinit == 0 ? " = nullptr" : t->st.nullinit == 1 ? " = NULL" : "";
-    const char *call = fmt("cudaMalloc(%s&%s, %s * sizeof(%s))", t->st.nullinit == 2 ? "(void **)" : "", name, count, ctype);
+    const char *call =
+        fmt("cudaMalloc(%s&%s, %s * sizeof(%s))", t->st.nullinit == 2 ? "(void **)" : "", name, count, ctype);
     return fmt("%s *%s%s;\n%s", ctype, name, init, checked(t, call));
 }
 // After the launches: the launch error and the synchronisation, in the program's style.
@@ -775,7 +778,8 @@ static void emit_file_sizes(Emit *e, const Task *t) {
     if (t->st.sizes == SIZES_LOCAL || t->nsize == 0) return;
     for (int k = 0; k < t->nsize; k++) {
         if (t->st.sizes == SIZES_DEFINE) em_line(e, "#define %s %s", size_name(t, k), size_value(t, k));
-        else if (t->st.sizes == SIZES_GLOBAL) em_line(e, "static const int %s = %s;", size_name(t, k), size_value(t, k));
+        else if (t->st.sizes == SIZES_GLOBAL)
+            em_line(e, "static const int %s = %s;", size_name(t, k), size_value(t, k));
         else em_line(e, "constexpr int %s = %s;", size_name(t, k), size_value(t, k));
     }
     em_blank(e);
@@ -874,7 +878,8 @@ static const char *kernel_params(const Task *t) {
     char s[512] = "";
     for (int k = 0; k < t->nin + t->nout; k++) {
         const Tensor *x = k < t->nin ? &t->in[k] : &t->out[k - t->nin];
-        snprintf(s + strlen(s), sizeof s - strlen(s), "%s%s", k ? ", " : "", ptr_param(t, dt_ctypes[x->dt], x->name, k < t->nin));
+        snprintf(s + strlen(s), sizeof s - strlen(s), "%s%s", k ? ", " : "",
+                 ptr_param(t, dt_ctypes[x->dt], x->name, k < t->nin));
     }
     return fmt("%s", s);
 }
@@ -882,7 +887,8 @@ static const char *kernel_args(const struct Host *h, int nsize) {
     const Task *t = h->t;
     char s[512] = "";
     for (int k = 0; k < t->nin + t->nout; k++)
-        snprintf(s + strlen(s), sizeof s - strlen(s), "%s%s", k ? ", " : "", k < t->nin ? h->in[k] : h->out[k - t->nin]);
+        snprintf(s + strlen(s), sizeof s - strlen(s), "%s%s", k ? ", " : "",
+                 k < t->nin ? h->in[k] : h->out[k - t->nin]);
     for (int k = 0; k < nsize; k++) snprintf(s + strlen(s), sizeof s - strlen(s), ", %s", h->size[k]);
     return fmt("%s", s);
 }
@@ -892,7 +898,8 @@ static const char *launcher_params(const Task *t, const struct Host *h) {
     static char s[512];
     s[0] = 0;
     for (int k = 0; k < t->nin; k++)
-        snprintf(s + strlen(s), sizeof s - strlen(s), "%sconst %s *%s", s[0] ? ", " : "", dt_ctypes[t->in[k].dt], h->in[k]);
+        snprintf(s + strlen(s), sizeof s - strlen(s), "%sconst %s *%s", s[0] ? ", " : "", dt_ctypes[t->in[k].dt],
+                 h->in[k]);
     for (int k = 0; k < t->nout; k++)
         snprintf(s + strlen(s), sizeof s - strlen(s), ", %s *%s", dt_ctypes[t->out[k].dt], h->out[k]);
     for (int k = 0; k < t->nsize; k++) snprintf(s + strlen(s), sizeof s - strlen(s), ", int %s", h->size[k]);
@@ -928,11 +935,13 @@ fclose(g_$x);
 )";
 
 static void main_inputs(Emit *e, const Task *t) {
-    if (t->st.cmt != CMT_NONE) em_line(e, "// Inputs from %s", t->nin > 1 ? "their .bin files" : fmt("%s.bin", t->in[0].name));
+    if (t->st.cmt != CMT_NONE)
+        em_line(e, "// Inputs from %s", t->nin > 1 ? "their .bin files" : fmt("%s.bin", t->in[0].name));
     for (int k = 0; k < t->nin + t->nout; k++) {
         const Tensor *x = k < t->nin ? &t->in[k] : &t->out[k - t->nin];
         const char *ct = dt_ctypes[x->dt], *hn = hname(t, x->name), *count = count_expr(t, x);
-        if (is_cpp(t) && k < t->nin) em_line(e, "std::vector<%s> %s = read_binary<%s>(\"%s.bin\", %s);", ct, hn, ct, x->name, count);
+        if (is_cpp(t) && k < t->nin)
+            em_line(e, "std::vector<%s> %s = read_binary<%s>(\"%s.bin\", %s);", ct, hn, ct, x->name, count);
         else if (is_cpp(t)) em_line(e, "std::vector<%s> %s(%s);", ct, hn, count);
         else if (t->st.host == HOST_INLINE && k < t->nin)
             TPL(e, t, read_inline_tpl, "ct", ct, "h", hn, "bytes", bytes_expr(t, x), "x", x->name, "count", count);
@@ -957,7 +966,8 @@ static void main_device_buffers(Emit *e, const Task *t, const struct Host *h) {
         host_call(e, t, "cudaMalloc(%s&%s, %s)", t->st.nullinit == 2 ? "(void **)" : "", d, bytes_expr(t, x));
     }
     for (int k = 0; k < t->nin; k++)
-        host_call(e, t, "cudaMemcpy(%s, %s, %s, cudaMemcpyHostToDevice)", h->in[k], hptr(t, &t->in[k]), bytes_expr(t, &t->in[k]));
+        host_call(e, t, "cudaMemcpy(%s, %s, %s, cudaMemcpyHostToDevice)", h->in[k], hptr(t, &t->in[k]),
+                  bytes_expr(t, &t->in[k]));
     for (int k = 0; k < t->nout; k++)
         if (t->out[k].zero_init) host_call(e, t, "cudaMemset(%s, 0, %s)", h->out[k], bytes_expr(t, &t->out[k]));
     em_blank(e);
@@ -987,14 +997,17 @@ static void main_launch(Emit *e, const Task *t, const struct Host *h) {
 }
 
 static void main_outputs(Emit *e, const Task *t, const struct Host *h) {
-    if (t->st.cmt != CMT_NONE) em_line(e, "// Results to %s", t->nout > 1 ? "their .bin files" : fmt("%s.bin", t->out[0].name));
+    if (t->st.cmt != CMT_NONE)
+        em_line(e, "// Results to %s", t->nout > 1 ? "their .bin files" : fmt("%s.bin", t->out[0].name));
     for (int k = 0; k < t->nout; k++)
-        host_call(e, t, "cudaMemcpy(%s, %s, %s, cudaMemcpyDeviceToHost)", hptr(t, &t->out[k]), h->out[k], bytes_expr(t, &t->out[k]));
+        host_call(e, t, "cudaMemcpy(%s, %s, %s, cudaMemcpyDeviceToHost)", hptr(t, &t->out[k]), h->out[k],
+                  bytes_expr(t, &t->out[k]));
     for (int k = 0; k < t->nout; k++) {
         const Tensor *x = &t->out[k];
         if (is_cpp(t)) em_line(e, "write_binary(\"%s.bin\", %s);", x->name, hname(t, x->name));
         else if (t->st.host == HOST_INLINE)
-            TPL(e, t, write_inline_tpl, "x", x->name, "h", hname(t, x->name), "ct", dt_ctypes[x->dt], "count", count_expr(t, x));
+            TPL(e, t, write_inline_tpl, "x", x->name, "h", hname(t, x->name), "ct", dt_ctypes[x->dt], "count",
+                count_expr(t, x));
         else em_line(e, "%s(\"%s.bin\", %s, %s);", io_write_name(t), x->name, hname(t, x->name), bytes_expr(t, x));
     }
     em_blank(e);
@@ -1271,7 +1284,11 @@ static char *jstring(JParser *p) {
                 u = u * 16 + (unsigned)(h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10
                                         : h >= 'A' && h <= 'F' ? h - 'A' + 10 : 99);
             }
-            if (u >= 0x80) { p->err = "non-ASCII \\u escape (not produced by this generator)"; buf_free(&b); return NULL; }
+            if (u >= 0x80) {
+                p->err = "non-ASCII \\u escape (not produced by this generator)";
+                buf_free(&b);
+                return NULL;
+            }
             o = (char)u;
             break;
         }

@@ -61,15 +61,21 @@ static void mxc1_describe(const Task *t, Buf *name, Buf *desc) {
     const char *x = t->in[0].name, *w = t->in[1].name, *y = t->out[0].name;
     int N = t->p[MXC1_N], K = t->p[MXC1_TAPS];
     if (t->p[MXC1_PAD] == 0)
-        buf_printf(desc, "%s has %d elements and %s holds %d filter taps (odd, radius %d). Compute the same-size 1-D convolution %s[i] = sum over j in [0, %d) of %s[j] * %s[i + j - %d], "
-                         "with elements of %s outside [0, %d) taken as 0.", x, N, w, K, K / 2, y, K, w, x, K / 2, x, N);
+        buf_printf(desc,
+                   "%s has %d elements and %s holds %d filter taps (odd, radius %d). Compute the same-size 1-D "
+                   "convolution %s[i] = sum over j in [0, %d) of %s[j] * %s[i + j - %d], "
+                   "with elements of %s outside [0, %d) taken as 0.",
+                   x, N, w, K, K / 2, y, K, w, x, K / 2, x, N);
     else
-        buf_printf(desc, "%s has %d elements and %s holds %d filter taps. Compute the valid 1-D convolution (no padding) %s[i] = sum over j in [0, %d) of %s[j] * %s[i + j] for i in [0, %ld).",
+        buf_printf(desc,
+                   "%s has %d elements and %s holds %d filter taps. Compute the valid 1-D convolution (no padding) "
+                   "%s[i] = sum over j in [0, %d) of %s[j] * %s[i + j] for i in [0, %ld).",
                    x, N, w, K, y, K, w, x, mxc1_nout(t));
     buf_puts(desc, " The filter is not flipped (cross-correlation form).");
     buf_printf(desc, " Keep the filter in __constant__ memory (cudaMemcpyToSymbol from the device buffer of %s)%s.", w,
-               t->p[MXC1_MODE] == 1 ? "; each block stages its input window plus the filter's halo in shared memory" :
-               t->p[MXC1_MODE] == 2 ? "; threads walk the outputs with a grid-stride loop" : "; one thread per output element");
+               t->p[MXC1_MODE] == 1   ? "; each block stages its input window plus the filter's halo in shared memory"
+               : t->p[MXC1_MODE] == 2 ? "; threads walk the outputs with a grid-stride loop"
+                                      : "; one thread per output element");
 }
 
 // The filter in __constant__ memory (FILTER_TAPS of it, or a MAX_TAPS capacity and the
@@ -115,33 +121,40 @@ $y[$i] = acc;
 
 static void mxc1_kernels(const Task *t, Emit *e) {
     const char *const *dn = mxc1_dnames[t->p[MXC1_DNAMES]];
-    const char *x = t->in[0].name, *y = t->out[0].name, *n = dn[0], *kk = dn[1], *cn = mxc1_cnames[t->p[MXC1_CNAME]], *i = IDX(t);
+    const char *x = t->in[0].name, *y = t->out[0].name, *n = dn[0], *kk = dn[1], *cn = mxc1_cnames[t->p[MXC1_CNAME]],
+               *i = IDX(t);
     int mode = t->p[MXC1_MODE], same = t->p[MXC1_PAD] == 0, cap = t->p[MXC1_CAPACITY] == 1;
     const char *TAPS = cap ? kk : "FILTER_TAPS", *CAPN = cap ? "MAX_TAPS" : "FILTER_TAPS", *nout = same ? n : dn[2];
     const char *center = same ? fmt(" - %s / 2", TAPS) : "";
-    const char *step = same ? fmt("const int src = (int)%s + j - %s / 2;\nif (src >= 0 && src < %s) acc += %s[j] * %s[src];", i, TAPS, n, cn, x)
-                            : fmt("acc += %s[j] * %s[%s + j];", cn, x, i);
+    const char *step =
+        same ? fmt("const int src = (int)%s + j - %s / 2;\nif (src >= 0 && src < %s) acc += %s[j] * %s[src];", i, TAPS,
+                   n, cn, x)
+             : fmt("acc += %s[j] * %s[%s + j];", cn, x, i);
     TPL(e, t, mxc1_kernel_tpl, "cn", cn, "CAPN", CAPN, "y", y, "x", x, "center", center, "kname", t->kname[0],
-        "capacity", cap ? "#define MAX_TAPS 64 // capacity of the constant filter; the kernel takes the actual count"
-                        : fmt("#define FILTER_TAPS %d", t->p[MXC1_TAPS]),
-        "block_size", mode == 1 ? fmt("#define BLOCK_SIZE %d", t->p[MXC1_BLOCK]) : "",
-        "zero", same ? " (zero outside the input)" : "",
-        "params", fmt("%s, %s, int %s%s%s", ptr_param(t, "float", x, 1), ptr_param(t, "float", y, 0), n, same ? "" : fmt(", int %s", dn[2]), cap ? fmt(", int %s", kk) : ""),
-        "body", mode == 1 ? FRAG(mxc1_tile_tpl, "CAPN", CAPN, "TAPS", TAPS, "center", center, "n", n, "x", x, "nout", nout, "cn", cn,
-                                 "y", y, "unroll", cap ? "" : "#pragma unroll")
-                          : loop_frag(t, mode == 2 ? LOOP_GRID : t->p[MXC1_LOOP], nout,
-                                      FRAG(mxc1_dot_tpl, "TAPS", TAPS, "step", step, "y", y, "i", i)));
+        "capacity",
+        cap ? "#define MAX_TAPS 64 // capacity of the constant filter; the kernel takes the actual count"
+            : fmt("#define FILTER_TAPS %d", t->p[MXC1_TAPS]),
+        "block_size", mode == 1 ? fmt("#define BLOCK_SIZE %d", t->p[MXC1_BLOCK]) : "", "zero",
+        same ? " (zero outside the input)" : "", "params",
+        fmt("%s, %s, int %s%s%s", ptr_param(t, "float", x, 1), ptr_param(t, "float", y, 0), n,
+            same ? "" : fmt(", int %s", dn[2]), cap ? fmt(", int %s", kk) : ""),
+        "body",
+        mode == 1 ? FRAG(mxc1_tile_tpl, "CAPN", CAPN, "TAPS", TAPS, "center", center, "n", n, "x", x, "nout", nout,
+                         "cn", cn, "y", y, "unroll", cap ? "" : "#pragma unroll")
+                  : loop_frag(t, mode == 2 ? LOOP_GRID : t->p[MXC1_LOOP], nout,
+                              FRAG(mxc1_dot_tpl, "TAPS", TAPS, "step", step, "y", y, "i", i)));
 }
 
 static void mxc1_launch(const Task *t, Emit *e, const Host *h) {
     const char *n = h->size[0], *kk = h->size[1], *no = t->p[MXC1_PAD] == 1 ? h->size[2] : n;
     int same = t->p[MXC1_PAD] == 0, cap = t->p[MXC1_CAPACITY] == 1;
     const char *cn = mxc1_cnames[t->p[MXC1_CNAME]];
-    const char *args = fmt("%s, %s, %s%s%s", h->in[0], h->out[0], n, same ? "" : fmt(", %s", no), cap ? fmt(", %s", kk) : "");
+    const char *args =
+        fmt("%s, %s, %s%s%s", h->in[0], h->out[0], n, same ? "" : fmt(", %s", no), cap ? fmt(", %s", kk) : "");
     host_call(e, t, "cudaMemcpyToSymbol(%s, %s, %s * sizeof(float), 0, cudaMemcpyDeviceToDevice)", cn, h->in[1], kk);
     if (t->p[MXC1_MODE] == 1)
-        TPL(e, t, "const int blocks = ($n + BLOCK_SIZE - 1) / BLOCK_SIZE;\n$k<<<blocks, BLOCK_SIZE>>>($args);", "n", no, "k", t->kname[0],
-            "args", args);
+        TPL(e, t, "const int blocks = ($n + BLOCK_SIZE - 1) / BLOCK_SIZE;\n$k<<<blocks, BLOCK_SIZE>>>($args);", "n", no,
+            "k", t->kname[0], "args", args);
     else launch_1d(e, t, t->kname[0], no, t->p[MXC1_BLOCK], t->p[MXC1_CAP], args);
 }
 
@@ -230,14 +243,19 @@ static void mxc2_describe(const Task *t, Buf *name, Buf *desc) {
     const char *wt = t->p[MXC2_FLIP] ? fmt("%s[%d - i][%d - j]", w, K - 1, K - 1) : fmt("%s[i][j]", w);
     buf_printf(desc, "%s is a %d x %d row-major float32 image and %s a %d x %d filter. ", x, R, C, w, K, K);
     if (t->p[MXC2_PAD] == 0)
-        buf_printf(desc, "Compute the same-size output %s[r][c] = sum over i, j in [0, %d) of %s * %s[r + i - %d][c + j - %d], with pixels outside the image taken as 0.",
+        buf_printf(desc,
+                   "Compute the same-size output %s[r][c] = sum over i, j in [0, %d) of %s * %s[r + i - %d][c + j - "
+                   "%d], with pixels outside the image taken as 0.",
                    y, K, wt, x, H, H);
     else
-        buf_printf(desc, "Compute the valid output (%ld x %ld, no padding) %s[r][c] = sum over i, j in [0, %d) of %s * %s[r + i][c + j].",
+        buf_printf(desc,
+                   "Compute the valid output (%ld x %ld, no padding) %s[r][c] = sum over i, j in [0, %d) of %s * %s[r "
+                   "+ i][c + j].",
                    mxc2_orows(t), mxc2_ocols(t), y, K, wt, x);
     if (t->p[MXC2_FLIP]) buf_puts(desc, " This is a true convolution: the filter is flipped in both directions.");
     buf_printf(desc, " One thread per output pixel on a 2-D grid of 2-D blocks (dim3)%s; the filter %s.",
-               t->p[MXC2_MODE] ? ", each block staging its input tile plus the halo in shared memory" : ", reading the image from global memory",
+               t->p[MXC2_MODE] ? ", each block staging its input tile plus the halo in shared memory"
+                               : ", reading the image from global memory",
                t->p[MXC2_FMEM] ? "is read from global memory" : "lives in __constant__ memory (cudaMemcpyToSymbol)");
 }
 
@@ -289,41 +307,54 @@ for (int i = 0; i < $FD; ++i) {
 
 static void mxc2_kernels(const Task *t, Emit *e) {
     const char *const *dn = mxc2_dnames[t->p[MXC2_DNAMES]], *const *mc = mxc2_macros[t->p[MXC2_MACROS]];
-    const char *x = t->in[0].name, *w = t->in[1].name, *y = t->out[0].name, *R = dn[0], *C = dn[1], *FD = mc[0], *FR = mc[1];
+    const char *x = t->in[0].name, *w = t->in[1].name, *y = t->out[0].name, *R = dn[0], *C = dn[1], *FD = mc[0],
+               *FR = mc[1];
     int same = t->p[MXC2_PAD] == 0, shared = t->p[MXC2_MODE], cmem = t->p[MXC2_FMEM] == 0;
     const int *bd = mx_bdims[t->p[MXC2_BDIM]];
     const char *ws = cmem ? "c_mask" : w;
-    const char *wx = t->p[MXC2_FLIP] ? fmt("%s[(%s - 1 - i) * %s + (%s - 1 - j)]", ws, FD, FD, FD) : fmt("%s[i * %s + j]", ws, FD);
+    const char *wx =
+        t->p[MXC2_FLIP] ? fmt("%s[(%s - 1 - i) * %s + (%s - 1 - j)]", ws, FD, FD, FD) : fmt("%s[i * %s + j]", ws, FD);
     const char *orows = same ? R : "orows", *ocols = same ? C : "ocols";
-    TPL(e, t, mxc2_kernel_tpl, "FD", FD, "FR", FR, "K", fmt("%d", t->p[MXC2_K]), "kname", t->kname[0], "R", R, "C", C, "y", y,
-        "ocols", ocols, "tile", shared ? fmt("#define TILE_W %d\n#define TILE_H %d", bd[0], bd[1]) : "",
-        "cmask", cmem ? fmt("/// The filter, row-major, in constant memory.\n__constant__ float c_mask[%s * %s];\n\n", FD, FD) : "",
-        "how", shared ? " read from a shared tile with a halo" : "",
-        "params", cmem ? fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", y, 0)) : kernel_params(t),
-        "out_size", same ? "" : fmt("const int orows = %s - %s + 1, ocols = %s - %s + 1;", R, FD, C, FD),
-        "body", FRAG(mxc2_body_tpl[shared], "index", mx_index2d(t, "row", "col", 0), "orows", orows, "ocols", ocols, "FD", FD,
-                     "R", R, "C", C, "x", x, "w", wx, "minus_r", same ? fmt(" - %s", FR) : "",
-                     "rr", same ? fmt("const int rr = row + i - %s;\nif (rr < 0 || rr >= %s) continue;", FR, R) : "const int rr = row + i;",
-                     "cc", same ? fmt("const int cc = col + j - %s;\nif (cc < 0 || cc >= %s) continue;", FR, C) : "const int cc = col + j;"));
+    TPL(e, t, mxc2_kernel_tpl, "FD", FD, "FR", FR, "K", fmt("%d", t->p[MXC2_K]), "kname", t->kname[0], "R", R, "C", C,
+        "y", y, "ocols", ocols, "tile", shared ? fmt("#define TILE_W %d\n#define TILE_H %d", bd[0], bd[1]) : "",
+        "cmask",
+        cmem ? fmt("/// The filter, row-major, in constant memory.\n__constant__ float c_mask[%s * %s];\n\n", FD, FD)
+             : "",
+        "how", shared ? " read from a shared tile with a halo" : "", "params",
+        cmem ? fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", y, 0)) : kernel_params(t), "out_size",
+        same ? "" : fmt("const int orows = %s - %s + 1, ocols = %s - %s + 1;", R, FD, C, FD), "body",
+        FRAG(mxc2_body_tpl[shared], "index", mx_index2d(t, "row", "col", 0), "orows", orows, "ocols", ocols, "FD", FD,
+             "R", R, "C", C, "x", x, "w", wx, "minus_r", same ? fmt(" - %s", FR) : "", "rr",
+             same ? fmt("const int rr = row + i - %s;\nif (rr < 0 || rr >= %s) continue;", FR, R)
+                  : "const int rr = row + i;",
+             "cc",
+             same ? fmt("const int cc = col + j - %s;\nif (cc < 0 || cc >= %s) continue;", FR, C)
+                  : "const int cc = col + j;"));
 }
 
 static void mxc2_launch(const Task *t, Emit *e, const Host *h) {
     int same = t->p[MXC2_PAD] == 0, cmem = t->p[MXC2_FMEM] == 0, shared = t->p[MXC2_MODE];
     const char *R = h->size[0], *C = h->size[1], *kk = h->size[2];
     const char *orr = same ? R : h->size[3], *occ = same ? C : h->size[4];
-    if (cmem) host_call(e, t, "cudaMemcpyToSymbol(c_mask, %s, %s * %s * sizeof(float), 0, cudaMemcpyDeviceToDevice)", h->in[1], kk, kk);
+    if (cmem)
+        host_call(e, t, "cudaMemcpyToSymbol(c_mask, %s, %s * %s * sizeof(float), 0, cudaMemcpyDeviceToDevice)",
+                  h->in[1], kk, kk);
     char args[300];
     if (cmem) snprintf(args, sizeof args, "%s, %s, %s, %s", h->in[0], h->out[0], R, C);
     else snprintf(args, sizeof args, "%s, %s, %s, %s, %s", h->in[0], h->in[1], h->out[0], R, C);
     const int *bd = mx_bdims[t->p[MXC2_BDIM]];
-    if (shared) mx_launch2d(e, t, t->p[MXC2_DIMS], t->kname[0], "TILE_W", "TILE_H", NULL, NULL, occ, orr, NULL, 0, NULL, args);
-    else mx_launch2d(e, t, t->p[MXC2_DIMS], t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, occ, orr, NULL, 0, NULL, args);
+    if (shared)
+        mx_launch2d(e, t, t->p[MXC2_DIMS], t->kname[0], "TILE_W", "TILE_H", NULL, NULL, occ, orr, NULL, 0, NULL, args);
+    else
+        mx_launch2d(e, t, t->p[MXC2_DIMS], t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, occ, orr, NULL,
+                    0, NULL, args);
 }
 
 static void mxc2_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0], *w = in[1];
     float *y = out[0];
-    long R = mxc2_sizes[t->p[MXC2_SIZE]][0], C = mxc2_sizes[t->p[MXC2_SIZE]][1], K = t->p[MXC2_K], OR = mxc2_orows(t), OC = mxc2_ocols(t);
+    long R = mxc2_sizes[t->p[MXC2_SIZE]][0], C = mxc2_sizes[t->p[MXC2_SIZE]][1], K = t->p[MXC2_K], OR = mxc2_orows(t),
+         OC = mxc2_ocols(t);
     long sh = t->p[MXC2_PAD] == 0 ? K / 2 : 0;
     for (long r = 0; r < OR; r++)
         for (long c = 0; c < OC; c++) {

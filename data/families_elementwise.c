@@ -105,7 +105,11 @@ static void map_describe(const Task *t, Buf *name, Buf *desc) {
     switch (t->p[M_DESC]) {
     case 0: buf_printf(desc, "Compute %s[i] = %s for every i in [0, %ld).", out, f, n); break;
     case 1: buf_printf(desc, "Element-wise over %ld elements: %s[i] = %s.", n, out, f); break;
-    default: buf_printf(desc, "For each of the %ld elements, set %s[i] = %s, one GPU thread per element or a grid-stride loop.", n, out, f); break;
+    default:
+        buf_printf(desc,
+                   "For each of the %ld elements, set %s[i] = %s, one GPU thread per element or a grid-stride loop.", n,
+                   out, f);
+        break;
     }
     if (t->p[M_LOOP] == LOOP_VEC4) buf_puts(desc, " Use float4 vector loads and stores.");
 }
@@ -140,31 +144,36 @@ static void map_kernels(const Task *t, Emit *e) {
     const MapKind *k = map_kind(t);
     int loop = t->p[M_LOOP], vec4 = loop == LOOP_VEC4, helper = t->p[M_HELPER];
     const char *i = IDX(t), *out = t->out[0].name, *out_ct = dt_ctypes[o->out_dt];
-    const char *const *vn = o->arity == 1 ? (const char *const[]){ "v", "w", "s" } : (const char *const[]){ "a", "b", "c" };
+    const char *const *vn =
+        o->arity == 1 ? (const char *const[]){ "v", "w", "s" } : (const char *const[]){ "a", "b", "c" };
     char hparams[160] = "", kparams[300] = "", args[200] = "";
     for (int j = 0; j < o->arity; j++) {
         const char *ct = dt_ctypes[o->in_dt[j]], *sep = j ? ", " : "";
         snprintf(hparams + strlen(hparams), sizeof hparams - strlen(hparams), "%s%s %s", sep, ct, vn[j]);
-        snprintf(kparams + strlen(kparams), sizeof kparams - strlen(kparams), "%s, ", ptr_param(t, vec4 ? "float4" : ct, t->in[j].name, 1));
+        snprintf(kparams + strlen(kparams), sizeof kparams - strlen(kparams), "%s, ",
+                 ptr_param(t, vec4 ? "float4" : ct, t->in[j].name, 1));
         snprintf(args + strlen(args), sizeof args - strlen(args), "%s%s[%s]", sep, t->in[j].name, i);
     }
     snprintf(kparams + strlen(kparams), sizeof kparams - strlen(kparams), "%s, %s",
              ptr_param(t, vec4 ? "float4" : out_ct, out, 0), count_param(t, vec4 ? "n4" : "n"));
     if (helper) {
         static const char *const spec[] = { "", "__device__ %s", "__device__ __forceinline__ %s", "static __device__ inline %s" };
-        TPL(e, t, map_helper_tpl, "task", o->task[0], "spec", fmt(spec[helper], out_ct), "helper", t->kname[1], "params", hparams,
-            "expr", k->expr(t, vn));
+        TPL(e, t, map_helper_tpl, "task", o->task[0], "spec", fmt(spec[helper], out_ct), "helper", t->kname[1],
+            "params", hparams, "expr", k->expr(t, vn));
     }
 
     const char *body;
     if (vec4) {
         Buf c = { 0 };
         for (const char *comp = "xyzw"; *comp; comp++)
-            buf_printf(&c, "v.%c = %s;\n", *comp, helper ? fmt("%s(v.%c)", t->kname[1], *comp) : k->expr(t, (const char *const[]){ fmt("v.%c", *comp) }));
+            buf_printf(&c, "v.%c = %s;\n", *comp,
+                       helper ? fmt("%s(v.%c)", t->kname[1], *comp)
+                              : k->expr(t, (const char *const[]){ fmt("v.%c", *comp) }));
         body = FRAG(map_vec4_tpl, "in", t->in[0].name, "i", i, "components", buf_str(&c), "out", out);
         buf_free(&c);
     } else if (helper) {
-        body = FRAG("//? each thread handles its own element\n$out[$i] = $helper($args);", "out", out, "i", i, "helper", t->kname[1], "args", args);
+        body = FRAG("//? each thread handles its own element\n$out[$i] = $helper($args);", "out", out, "i", i, "helper",
+                    t->kname[1], "args", args);
     } else if (o->repeat || t->p[M_FN] == 3) { // operands into locals first (no tensor is named va, vb, vc)
         const char *a[3];
         Buf l = { 0 };
@@ -179,8 +188,11 @@ static void map_kernels(const Task *t, Emit *e) {
         for (int j = 0; j < o->arity; j++) a[j] = fmt("%s[%s]", t->in[j].name, i);
         body = fmt("%s[%s] = %s;", out, i, k->expr(t, a));
     }
-    TPL(e, t, map_kernel_tpl, "task", o->task[0], "out", out, "formula", k->formula(t), "kname", t->kname[0], "params", kparams,
-        "how", loop == LOOP_GRID ? "Grid-stride loop over the elements." : vec4 ? "Each thread handles one float4 (four elements)." : "One thread per element.",
+    TPL(e, t, map_kernel_tpl, "task", o->task[0], "out", out, "formula", k->formula(t), "kname", t->kname[0], "params",
+        kparams, "how",
+        loop == LOOP_GRID ? "Grid-stride loop over the elements."
+        : vec4            ? "Each thread handles one float4 (four elements)."
+                          : "One thread per element.",
         "loop", loop_frag(t, vec4 ? LOOP_IF : loop, vec4 ? "n4" : "n", body));
 }
 
@@ -259,7 +271,9 @@ static const char *un_formula(const Task *t) {
     const char *x = fmt("%s[i]", t->in[0].name);
     switch (t->p[M_OP]) {
     case 0: return fmt("max(%s, 0)", x);
-    case 1: return fmt("%s if %s > 0, else %s * %s (leaky ReLU with slope %s)", x, x, fnum(t->f[MF_A]), x, fnum(t->f[MF_A]));
+    case 1:
+        return fmt("%s if %s > 0, else %s * %s (leaky ReLU with slope %s)", x, x, fnum(t->f[MF_A]), x,
+                   fnum(t->f[MF_A]));
     case 2: return fmt("%s * %s + %s", fnum(t->f[MF_A]), x, fnum(t->f[MF_B]));
     case 3: return fmt("1 / (1 + exp(-%s)) (the logistic sigmoid)", x);
     case 4: return fmt("|%s| (absolute value)", x);
@@ -291,7 +305,9 @@ static const MapKind un_kind = { un_ops, NELEM(un_ops), un_tensor_names, NELEM(u
 
 static void un_draw(Task *t, Rng *r) {
     map_draw(t, r);
-    t->f[MF_A] = t->p[M_OP] == 1 ? leaky_slopes[RPICK(r, leaky_slopes)] : t->p[M_OP] == 2 ? scales[RPICK(r, scales)] : 0;
+    t->f[MF_A] = t->p[M_OP] == 1   ? leaky_slopes[RPICK(r, leaky_slopes)]
+                 : t->p[M_OP] == 2 ? scales[RPICK(r, scales)]
+                                   : 0;
     t->f[MF_B] = t->p[M_OP] == 2 ? shifts[RPICK(r, shifts)] : 0;
 }
 
@@ -472,13 +488,20 @@ static const char *f2i_expr(const Task *t, const char *const *a) {
     int fn = t->p[M_FN];
     const char *x = a[0];
     switch (t->p[M_OP]) {
-    case 0: return fn == 0 ? fmt("__float2int_rn(%s)", x) : fn == 1 ? fmt("(int)rintf(%s)", x) : fn == 2 ? fmt("(int)lrintf(%s)", x)
-                                                                                                     : fmt("(int)nearbyintf(%s)", x);
+    case 0:
+        return fn == 0   ? fmt("__float2int_rn(%s)", x)
+               : fn == 1 ? fmt("(int)rintf(%s)", x)
+               : fn == 2 ? fmt("(int)lrintf(%s)", x)
+                         : fmt("(int)nearbyintf(%s)", x);
     case 1: return fn & 1 ? fmt("__float2int_rz(%s)", x) : fmt("(int)%s", x);
     case 2: return fn & 1 ? fmt("__float2int_rd(%s)", x) : fmt("(int)floorf(%s)", x);
     case 3: return fn & 1 ? fmt("__float2int_ru(%s)", x) : fmt("(int)ceilf(%s)", x);
-    case 4: return fn & 1 ? fmt("__float2int_rn(%s * %s)", x, flit(t->f[MF_A])) : fmt("(int)rintf(%s * %s)", x, flit(t->f[MF_A]));
-    default: return fmt("(unsigned char)min(max(__float2int_rn(%s * %s) + %d, 0), 255)", x, flit(t->f[MF_A]), (int)t->f[MF_B]);
+    case 4:
+        return fn & 1 ? fmt("__float2int_rn(%s * %s)", x, flit(t->f[MF_A]))
+                      : fmt("(int)rintf(%s * %s)", x, flit(t->f[MF_A]));
+    default:
+        return fmt("(unsigned char)min(max(__float2int_rn(%s * %s) + %d, 0), 255)", x, flit(t->f[MF_A]),
+                   (int)t->f[MF_B]);
     }
 }
 static const char *f2i_formula(const Task *t) {
@@ -488,10 +511,14 @@ static const char *f2i_formula(const Task *t) {
     case 1: return fmt("%s truncated toward zero, as int32", x);
     case 2: return fmt("floor(%s) as int32", x);
     case 3: return fmt("ceil(%s) as int32", x);
-    case 4: return fmt("round(%s * %s) as int32 (fixed point with %s steps per unit; the product is computed in float32 and rounded to nearest, ties to even)",
-                       x, fnum(t->f[MF_A]), fnum(t->f[MF_A]));
-    default: return fmt("clamp(round(%s * %s) + %d, 0, 255) as uint8 (the product in float32, rounded to nearest, ties to even)",
-                        x, fnum(t->f[MF_A]), (int)t->f[MF_B]);
+    case 4:
+        return fmt("round(%s * %s) as int32 (fixed point with %s steps per unit; the product is computed in float32 "
+                   "and rounded to nearest, ties to even)",
+                   x, fnum(t->f[MF_A]), fnum(t->f[MF_A]));
+    default:
+        return fmt(
+            "clamp(round(%s * %s) + %d, 0, 255) as uint8 (the product in float32, rounded to nearest, ties to even)", x,
+            fnum(t->f[MF_A]), (int)t->f[MF_B]);
     }
 }
 static void f2i_ref1(const Task *t, const void *const *in, void *out, long i) {
@@ -517,7 +544,9 @@ static const MapKind f2i_kind = { f2i_ops, NELEM(f2i_ops), f2i_tensor_names, NEL
                                   f2i_ref1, 0, 0 };
 static void f2i_draw(Task *t, Rng *r) {
     map_draw(t, r);
-    t->f[MF_A] = t->p[M_OP] == 4 ? f2i_scales[RPICK(r, f2i_scales)] : t->p[M_OP] == 5 ? q_scales[RPICK(r, q_scales)] : 0;
+    t->f[MF_A] = t->p[M_OP] == 4   ? f2i_scales[RPICK(r, f2i_scales)]
+                 : t->p[M_OP] == 5 ? q_scales[RPICK(r, q_scales)]
+                                   : 0;
     t->f[MF_B] = t->p[M_OP] == 5 ? q_zps[RPICK(r, q_zps)] : 0;
     if (t->p[M_OP] == 5) t->p[M_HELPER] = t->p[M_HELPER] ? 1 : 0; // min/max on int: keep the helper plain
 }
@@ -616,7 +645,9 @@ static const char *half_expr(const Task *t, const char *const *a) {
     case 0: return fn ? fmt("__float2half_rn(%s)", a[0]) : fmt("__float2half(%s)", a[0]);
     case 1: return fmt("__half2float(%s) * %s", a[0], flit(t->f[MF_A]));
     case 2: return fn ? fmt("__half2float(__float2half_rn(%s))", a[0]) : fmt("__half2float(__float2half(%s))", a[0]);
-    default: return fn ? fmt("__hadd(%s, %s)", a[0], a[1]) : fmt("__float2half(__half2float(%s) + __half2float(%s))", a[0], a[1]);
+    default:
+        return fn ? fmt("__hadd(%s, %s)", a[0], a[1])
+                  : fmt("__float2half(__half2float(%s) + __half2float(%s))", a[0], a[1]);
     }
 }
 static const char *half_formula(const Task *t) {
@@ -644,7 +675,10 @@ static void half_ref1(const Task *t, const void *const *in, void *out, long i) {
             for (int d = -1; d <= 1; d += 2) {
                 uint16_t c = (uint16_t)(h + d);
                 double v = f16_to_f32(c);
-                if (fabs(v - s) < fabs(best - s) || (fabs(v - s) == fabs(best - s) && (c & 1) == 0)) { best = v; hb = c; }
+                if (fabs(v - s) < fabs(best - s) || (fabs(v - s) == fabs(best - s) && (c & 1) == 0)) {
+                    best = v;
+                    hb = c;
+                }
             }
             h = hb;
         }

@@ -170,12 +170,23 @@ static void mxtn_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, pick3(t->p[MXTN_TNAME], "Matrix_Transpose", "Naive_Transpose", "Transpose_2D"));
     const char *x = t->in[0].name, *y = t->out[0].name;
     int R = t->p[MXTN_ROWS], C = t->p[MXTN_COLS];
-    buf_printf(desc, "%s is a %d x %d row-major %s matrix. Write its transpose to %s (%d x %d, row-major): %s[c][r] = %s[r][c].",
-               x, R, C, t->p[MXTN_DT] ? "int32" : "float32", y, C, R, y, x);
+    buf_printf(
+        desc,
+        "%s is a %d x %d row-major %s matrix. Write its transpose to %s (%d x %d, row-major): %s[c][r] = %s[r][c].", x,
+        R, C, t->p[MXTN_DT] ? "int32" : "float32", y, C, R, y, x);
     switch (t->p[MXTN_MODE]) {
-    case 0: buf_puts(desc, " One thread per element on a 2-D grid of 2-D blocks (dim3), reading and writing global memory directly."); break;
-    case 1: buf_puts(desc, " Use a 1-D launch over the flat element index and recover the row and column with / and %."); break;
-    default: buf_puts(desc, " Use a 2-D grid of 2-D blocks (dim3) with grid-stride loops in both directions; the grid may be smaller than the matrix."); break;
+    case 0:
+        buf_puts(
+            desc,
+            " One thread per element on a 2-D grid of 2-D blocks (dim3), reading and writing global memory directly.");
+        break;
+    case 1:
+        buf_puts(desc, " Use a 1-D launch over the flat element index and recover the row and column with / and %.");
+        break;
+    default:
+        buf_puts(desc, " Use a 2-D grid of 2-D blocks (dim3) with grid-stride loops in both directions; the grid may "
+                       "be smaller than the matrix.");
+        break;
     }
 }
 
@@ -214,8 +225,10 @@ static const char *mx_guard(int early, const char *cond_in, const char *cond_out
 
 // The 2-D thread coordinates: the column from x, the row from y (or swapped).
 static const char *mx_index2d(const Task *t, const char *rv, const char *cv, int swap) {
-    const char *xs = (t->st.idxname & 1) ? "threadIdx.x + blockIdx.x * blockDim.x" : "blockIdx.x * blockDim.x + threadIdx.x";
-    const char *ys = (t->st.idxname & 1) ? "threadIdx.y + blockIdx.y * blockDim.y" : "blockIdx.y * blockDim.y + threadIdx.y";
+    const char *xs =
+        (t->st.idxname & 1) ? "threadIdx.x + blockIdx.x * blockDim.x" : "blockIdx.x * blockDim.x + threadIdx.x";
+    const char *ys =
+        (t->st.idxname & 1) ? "threadIdx.y + blockIdx.y * blockDim.y" : "blockIdx.y * blockDim.y + threadIdx.y";
     const char *a = swap ? rv : cv, *b = swap ? cv : rv, *q = t->st.idxname == 3 ? "" : "const ";
     if (t->st.idxname == 2) return fmt("const int %s = %s, %s = %s;", a, xs, b, ys);
     return fmt("%sint %s = %s;\n%sint %s = %s;", q, a, xs, q, b, ys);
@@ -223,23 +236,27 @@ static const char *mx_index2d(const Task *t, const char *rv, const char *cv, int
 
 static void mxtn_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[MXTN_DNAMES]];
-    const char *ct = t->p[MXTN_DT] ? "int" : "float", *x = t->in[0].name, *y = t->out[0].name, *R = dn[0], *C = dn[1], *i = IDX(t);
+    const char *ct = t->p[MXTN_DT] ? "int" : "float", *x = t->in[0].name, *y = t->out[0].name, *R = dn[0], *C = dn[1],
+               *i = IDX(t);
     int mode = t->p[MXTN_MODE], sw = t->p[MXTN_MAP], early = t->p[MXTN_GUARD];
     static const char *const what[] = {
         "One thread per element: reads are coalesced along a row, writes are strided.",
         "One thread per element of the flat index; row = i / cols, column = i % cols.",
         "2-D grid-stride loops: each thread transposes several elements." };
-    const char *flat = fmt(t->st.idxtype ? "const int r = (int)(%s / %s), c = (int)(%s %% %s);\n%s[(size_t)c * %s + r] = %s[%s];"
-                                         : "const int r = %s / %s, c = %s %% %s;\n%s[(size_t)c * %s + r] = %s[%s];",
-                           i, C, i, C, y, R, x, i);
-    TPL(e, t, mxtn_kernel_tpl, "y", y, "x", x, "kname", t->kname[0],
-        "what", sw && mode != 1 ? "Thread x runs along the input rows, so the writes are coalesced and the reads strided." : what[mode],
-        "params", fmt("%s, %s, int %s, int %s", ptr_param(t, ct, x, 1), ptr_param(t, ct, y, 0), R, C),
-        "body", FRAG(mxtn_body_tpl[mode], "index", mx_index2d(t, "row", "col", sw), "x", x, "y", y, "R", R, "C", C,
-                     "guarded", mode != 0 ? "" : mx_guard(early, fmt("row < %s && col < %s", R, C), fmt("row >= %s || col >= %s", R, C),
-                                                          fmt("%s[col * %s + row] = %s[row * %s + col];", y, R, x, C)),
-                     "loop", mode == 1 ? loop_frag(t, t->p[MXTN_GUARD], "total", flat) : "",
-                     "outer", sw ? "col" : "row", "inner", sw ? "row" : "col", "olen", sw ? C : R, "ilen", sw ? R : C));
+    const char *flat =
+        fmt(t->st.idxtype ? "const int r = (int)(%s / %s), c = (int)(%s %% %s);\n%s[(size_t)c * %s + r] = %s[%s];"
+                          : "const int r = %s / %s, c = %s %% %s;\n%s[(size_t)c * %s + r] = %s[%s];",
+            i, C, i, C, y, R, x, i);
+    TPL(e, t, mxtn_kernel_tpl, "y", y, "x", x, "kname", t->kname[0], "what",
+        sw && mode != 1 ? "Thread x runs along the input rows, so the writes are coalesced and the reads strided."
+                        : what[mode],
+        "params", fmt("%s, %s, int %s, int %s", ptr_param(t, ct, x, 1), ptr_param(t, ct, y, 0), R, C), "body",
+        FRAG(mxtn_body_tpl[mode], "index", mx_index2d(t, "row", "col", sw), "x", x, "y", y, "R", R, "C", C, "guarded",
+             mode != 0 ? ""
+                       : mx_guard(early, fmt("row < %s && col < %s", R, C), fmt("row >= %s || col >= %s", R, C),
+                                  fmt("%s[col * %s + row] = %s[row * %s + col];", y, R, x, C)),
+             "loop", mode == 1 ? loop_frag(t, t->p[MXTN_GUARD], "total", flat) : "", "outer", sw ? "col" : "row",
+             "inner", sw ? "row" : "col", "olen", sw ? C : R, "ilen", sw ? R : C));
 }
 
 static void mxtn_launch(const Task *t, Emit *e, const Host *h) {
@@ -251,8 +268,8 @@ static void mxtn_launch(const Task *t, Emit *e, const Host *h) {
     }
     const int *bd = mx_bdims[t->p[MXTN_BDIM]];
     int sw = t->p[MXTN_MAP];
-    mx_launch2d(e, t, t->p[MXTN_DIMS], t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, sw ? R : C, sw ? C : R, NULL,
-                t->p[MXTN_CAP], NULL, args);
+    mx_launch2d(e, t, t->p[MXTN_DIMS], t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, sw ? R : C,
+                sw ? C : R, NULL, t->p[MXTN_CAP], NULL, args);
 }
 
 static void mxtn_ref(const Task *t, const void *const *in, void *const *out) {
@@ -294,12 +311,16 @@ static void mxtt_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, pick3(t->p[MXTT_TNAME], "Shared_Memory_Transpose", "Tiled_Transpose", "Coalesced_Transpose"));
     const char *x = t->in[0].name, *y = t->out[0].name;
     int R = t->p[MXTT_ROWS], C = t->p[MXTT_COLS], T = t->p[MXTT_TILE], B = t->p[MXTT_BROWS];
-    buf_printf(desc, "%s is a %d x %d row-major %s matrix; write its transpose to %s (%d x %d): %s[c][r] = %s[r][c]. ", x, R, C,
-               t->p[MXTT_DT] ? "int32" : "float32", y, C, R, y, x);
-    buf_printf(desc, "Stage %d x %d tiles in shared memory padded to %d columns (avoids bank conflicts) so that both the global reads and the global writes are coalesced; ",
+    buf_printf(desc, "%s is a %d x %d row-major %s matrix; write its transpose to %s (%d x %d): %s[c][r] = %s[r][c]. ",
+               x, R, C, t->p[MXTT_DT] ? "int32" : "float32", y, C, R, y, x);
+    buf_printf(desc,
+               "Stage %d x %d tiles in shared memory padded to %d columns (avoids bank conflicts) so that both the "
+               "global reads and the global writes are coalesced; ",
                T, T, T + 1);
     if (B == T) buf_printf(desc, "blocks of %d x %d threads (dim3), one element per thread.", T, T);
-    else buf_printf(desc, "blocks of %d x %d threads (dim3), each thread moving %d elements of its tile column.", T, B, T / B);
+    else
+        buf_printf(desc, "blocks of %d x %d threads (dim3), each thread moving %d elements of its tile column.", T, B,
+                   T / B);
     if (R % T || C % T) buf_puts(desc, " The sides are not multiples of the tile: guard every load and store.");
 }
 
@@ -333,21 +354,26 @@ static void mxtt_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[MXTT_DNAMES]];
     const char *ct = t->p[MXTT_DT] ? "int" : "float", *x = t->in[0].name, *y = t->out[0].name, *R = dn[0], *C = dn[1];
     int T = t->p[MXTT_TILE], B = t->p[MXTT_BROWS], td = t->p[MXTT_TDEF], full = B == T;
-    const char *TD = td == 1 ? "TILE" : "TILE_DIM", *xv = t->p[MXTT_VARS] ? "x" : "col", *yv = t->p[MXTT_VARS] ? "y" : "row";
+    const char *TD = td == 1 ? "TILE" : "TILE_DIM", *xv = t->p[MXTT_VARS] ? "x" : "col",
+               *yv = t->p[MXTT_VARS] ? "y" : "row";
     const char *defines = "";
     if (td != 1) {
         const char *f = td == 0 ? "#define %s %d\n" : "constexpr int %s = %d;\n";
         defines = fmt("%s%s\n", fmt(f, "TILE_DIM", T), full ? "" : fmt(f, "BLOCK_ROWS", B));
     }
-    TPL(e, t, mxtt_kernel_tpl, "defines", defines, "x", x, "y", y, "kname", t->kname[0], "R", R, "C", C, "ct", ct, "TD", TD,
-        "xv", xv, "yv", yv, "params", fmt("%s, %s", ptr_param(t, ct, x, 1), ptr_param(t, ct, y, 0)),
-        "template", td != 1 ? "" : full ? "template <int TILE>" : "template <int TILE, int BLOCK_ROWS>",
-        "load", FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", C, "ylen", R, "TD", TD,
-                     "to", full ? "tile[threadIdx.y][threadIdx.x]" : "tile[threadIdx.y + j][threadIdx.x]",
-                     "from", fmt(full ? "%s[%s * %s + %s]" : "%s[(%s + j) * %s + %s]", x, yv, C, xv)),
-        "store", FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", R, "ylen", C, "TD", TD,
-                      "to", fmt(full ? "%s[%s * %s + %s]" : "%s[(%s + j) * %s + %s]", y, yv, R, xv),
-                      "from", full ? "tile[threadIdx.x][threadIdx.y]" : "tile[threadIdx.x][threadIdx.y + j]"));
+    TPL(e, t, mxtt_kernel_tpl, "defines", defines, "x", x, "y", y, "kname", t->kname[0], "R", R, "C", C, "ct", ct, "TD",
+        TD, "xv", xv, "yv", yv, "params", fmt("%s, %s", ptr_param(t, ct, x, 1), ptr_param(t, ct, y, 0)), "template",
+        td != 1 ? ""
+        : full  ? "template <int TILE>"
+                : "template <int TILE, int BLOCK_ROWS>",
+        "load",
+        FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", C, "ylen", R, "TD", TD, "to",
+             full ? "tile[threadIdx.y][threadIdx.x]" : "tile[threadIdx.y + j][threadIdx.x]", "from",
+             fmt(full ? "%s[%s * %s + %s]" : "%s[(%s + j) * %s + %s]", x, yv, C, xv)),
+        "store",
+        FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", R, "ylen", C, "TD", TD, "to",
+             fmt(full ? "%s[%s * %s + %s]" : "%s[(%s + j) * %s + %s]", y, yv, R, xv), "from",
+             full ? "tile[threadIdx.x][threadIdx.y]" : "tile[threadIdx.x][threadIdx.y + j]"));
 }
 
 static void mxtt_launch(const Task *t, Emit *e, const Host *h) {
@@ -453,7 +479,8 @@ static void mxme_layout(Task *t) {
 }
 
 static const char *mxme_formula(const Task *t, const char *a, const char *b, int prompt) {
-    const char *al = prompt ? fnum(t->f[MX_F_A]) : flit(t->f[MX_F_A]), *be = prompt ? fnum(t->f[MX_F_B]) : flit(t->f[MX_F_B]);
+    const char *al = prompt ? fnum(t->f[MX_F_A]) : flit(t->f[MX_F_A]),
+               *be = prompt ? fnum(t->f[MX_F_B]) : flit(t->f[MX_F_B]);
     if (!prompt && t->p[MXME_COEF] == 1) al = "alpha", be = "beta";
     switch (t->p[MXME_OP]) {
     case 0: return fmt("%s + %s", a, b);
@@ -474,8 +501,8 @@ static void mxme_describe(const Task *t, Buf *name, Buf *desc) {
     const char *a = t->in[0].name, *b = mxme_binary(t) ? t->in[1].name : "", *c = t->out[0].name;
     int R = t->p[MXME_ROWS], C = t->p[MXME_COLS];
     buf_printf(desc, "%s%s%s %s %d x %d row-major float32 matri%s. Compute %s[r][c] = %s for every row r and column c",
-               a, mxme_binary(t) ? " and " : "", b, mxme_binary(t) ? "are" : "is a", R, C, mxme_binary(t) ? "ces" : "x", c,
-               mxme_formula(t, fmt("%s[r][c]", a), fmt("%s[r][c]", b), 1));
+               a, mxme_binary(t) ? " and " : "", b, mxme_binary(t) ? "are" : "is a", R, C, mxme_binary(t) ? "ces" : "x",
+               c, mxme_formula(t, fmt("%s[r][c]", a), fmt("%s[r][c]", b), 1));
     if (t->p[MXME_MODE] == 0) buf_puts(desc, ", one thread per element on a 2-D grid of 2-D thread blocks (dim3).");
     else buf_puts(desc, " on a 2-D grid of 2-D thread blocks (dim3) with grid-stride loops over rows and columns.");
 }
@@ -507,24 +534,30 @@ for (int row = blockIdx.y * blockDim.y + threadIdx.y; row < $R; row += blockDim.
 
 static void mxme_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[MXME_DNAMES]];
-    const char *a = t->in[0].name, *b = mxme_binary(t) ? t->in[1].name : NULL, *c = t->out[0].name, *R = dn[0], *C = dn[1];
+    const char *a = t->in[0].name, *b = mxme_binary(t) ? t->in[1].name : NULL, *c = t->out[0].name, *R = dn[0],
+               *C = dn[1];
     int helper = t->p[MXME_HELPER];
     const char *coefs = !t->p[MXME_COEF] ? "" : t->p[MXME_OP] == 4 ? ", float alpha, float beta" : ", float alpha";
     const char *coef_args = !t->p[MXME_COEF] ? "" : t->p[MXME_OP] == 4 ? ", alpha, beta" : ", alpha";
     if (helper)
-        TPL(e, t, mxme_helper_tpl, "spec", helper == 1 ? "__device__ float" : "__device__ __forceinline__ float", "helper", t->kname[1],
-            "v", b ? ", float v" : "", "coefs", coefs, "formula", mxme_formula(t, "u", "v", 0));
+        TPL(e, t, mxme_helper_tpl, "spec", helper == 1 ? "__device__ float" : "__device__ __forceinline__ float",
+            "helper", t->kname[1], "v", b ? ", float v" : "", "coefs", coefs, "formula", mxme_formula(t, "u", "v", 0));
     const char *ai = fmt("%s[idx]", a), *bi = b ? fmt("%s[idx]", b) : "";
-    const char *val = helper ? fmt("%s(%s%s%s%s)", t->kname[1], ai, b ? ", " : "", bi, coef_args) : mxme_formula(t, ai, bi, 0);
+    const char *val =
+        helper ? fmt("%s(%s%s%s%s)", t->kname[1], ai, b ? ", " : "", bi, coef_args) : mxme_formula(t, ai, bi, 0);
     const char *stmt = fmt("const int idx = row * %s + col;\n%s[idx] = %s;", C, c, val);
-    const char *params = fmt("%s, %s%s, int %s, int %s%s", ptr_param(t, "float", a, 1), b ? fmt("%s, ", ptr_param(t, "float", b, 1)) : "",
-                             ptr_param(t, "float", c, 0), R, C, coefs);
-    TPL(e, t, mxme_kernel_tpl, "c", c, "kname", t->kname[0], "params", params,
-        "what", fmt("%s; %s", mxme_formula(t, fmt("%s[r][c]", a), b ? fmt("%s[r][c]", b) : "", 1),
-                    t->p[MXME_MODE] ? "grid-stride loops in both dimensions." : "one thread per element."),
-        "body", FRAG(mxme_body_tpl[t->p[MXME_MODE]], "index", mx_index2d(t, "row", "col", 0), "R", R, "C", C, "stmt", stmt,
-                     "guarded", t->p[MXME_MODE] ? "" : mx_guard(t->p[MXME_GUARD], fmt("row < %s && col < %s", R, C),
-                                                                fmt("row >= %s || col >= %s", R, C), stmt)));
+    const char *params =
+        fmt("%s, %s%s, int %s, int %s%s", ptr_param(t, "float", a, 1),
+            b ? fmt("%s, ", ptr_param(t, "float", b, 1)) : "", ptr_param(t, "float", c, 0), R, C, coefs);
+    TPL(e, t, mxme_kernel_tpl, "c", c, "kname", t->kname[0], "params", params, "what",
+        fmt("%s; %s", mxme_formula(t, fmt("%s[r][c]", a), b ? fmt("%s[r][c]", b) : "", 1),
+            t->p[MXME_MODE] ? "grid-stride loops in both dimensions." : "one thread per element."),
+        "body",
+        FRAG(mxme_body_tpl[t->p[MXME_MODE]], "index", mx_index2d(t, "row", "col", 0), "R", R, "C", C, "stmt", stmt,
+             "guarded",
+             t->p[MXME_MODE] ? ""
+                             : mx_guard(t->p[MXME_GUARD], fmt("row < %s && col < %s", R, C),
+                                        fmt("row >= %s || col >= %s", R, C), stmt)));
 }
 
 static void mxme_launch(const Task *t, Emit *e, const Host *h) {
@@ -537,7 +570,8 @@ static void mxme_launch(const Task *t, Emit *e, const Host *h) {
         if (t->p[MXME_OP] == 4) snprintf(args + strlen(args), sizeof args - strlen(args), ", %s", flit(t->f[MX_F_B]));
     }
     const int *bd = mx_bdims[t->p[MXME_BDIM]];
-    mx_launch2d(e, t, t->p[MXME_DIMS], t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, C, R, NULL, t->p[MXME_CAP], NULL, args);
+    mx_launch2d(e, t, t->p[MXME_DIMS], t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, C, R, NULL,
+                t->p[MXME_CAP], NULL, args);
 }
 
 static void mxme_ref(const Task *t, const void *const *in, void *const *out) {
@@ -625,16 +659,23 @@ static void mxmm_layout_common(Task *t, int op, const char *const *dn, long M, l
 static void mxmm_describe_shapes(Buf *desc, int op, const char *a, const char *b, const char *c, int M, int N, int K) {
     switch (op) {
     case 0:
-        buf_printf(desc, "Compute the matrix product %s = %s * %s: %s is %d x %d, %s is %d x %d, %s is %d x %d (all row-major float32), "
-                         "%s[i][j] = sum over p of %s[i][p] * %s[p][j].", c, a, b, a, M, K, b, K, N, c, M, N, c, a, b);
+        buf_printf(desc,
+                   "Compute the matrix product %s = %s * %s: %s is %d x %d, %s is %d x %d, %s is %d x %d (all "
+                   "row-major float32), "
+                   "%s[i][j] = sum over p of %s[i][p] * %s[p][j].",
+                   c, a, b, a, M, K, b, K, N, c, M, N, c, a, b);
         break;
     case 1:
-        buf_printf(desc, "Compute %s = %s * %s^T: %s is %d x %d and %s is stored as %d x %d (row-major float32), so "
-                         "%s[i][j] = sum over p of %s[i][p] * %s[j][p]; %s is %d x %d.", c, a, b, a, M, K, b, N, K, c, a, b, c, M, N);
+        buf_printf(desc,
+                   "Compute %s = %s * %s^T: %s is %d x %d and %s is stored as %d x %d (row-major float32), so "
+                   "%s[i][j] = sum over p of %s[i][p] * %s[j][p]; %s is %d x %d.",
+                   c, a, b, a, M, K, b, N, K, c, a, b, c, M, N);
         break;
     default:
-        buf_printf(desc, "Compute %s = %s^T * %s: %s is stored as %d x %d and %s as %d x %d (row-major float32), so "
-                         "%s[i][j] = sum over p of %s[p][i] * %s[p][j]; %s is %d x %d.", c, a, b, a, K, M, b, K, N, c, a, b, c, M, N);
+        buf_printf(desc,
+                   "Compute %s = %s^T * %s: %s is stored as %d x %d and %s as %d x %d (row-major float32), so "
+                   "%s[i][j] = sum over p of %s[p][i] * %s[p][j]; %s is %d x %d.",
+                   c, a, b, a, K, M, b, K, N, c, a, b, c, M, N);
         break;
     }
 }
@@ -676,8 +717,10 @@ static void mxmn_describe(const Task *t, Buf *name, Buf *desc) {
                                           { "Matrix_Multiply_Transposed_B", "GEMM_NT", "Matrix_Times_Transpose" },
                                           { "Matrix_Multiply_Transposed_A", "GEMM_TN", "Transpose_Times_Matrix" } };
     buf_puts(name, nm[t->p[MXMN_OP]][t->p[MXMN_TNAME]]);
-    mxmm_describe_shapes(desc, t->p[MXMN_OP], t->in[0].name, t->in[1].name, t->out[0].name, t->p[MXMN_M], t->p[MXMN_N], t->p[MXMN_K]);
-    buf_puts(desc, " One thread per output element on a 2-D grid of 2-D blocks (dim3), each thread looping over the shared dimension in global memory.");
+    mxmm_describe_shapes(desc, t->p[MXMN_OP], t->in[0].name, t->in[1].name, t->out[0].name, t->p[MXMN_M], t->p[MXMN_N],
+                         t->p[MXMN_K]);
+    buf_puts(desc, " One thread per output element on a 2-D grid of 2-D blocks (dim3), each thread looping over the "
+                   "shared dimension in global memory.");
 }
 
 static const char mxmn_helper_tpl[] = R"(
@@ -710,7 +753,8 @@ static void mxmn_kernels(const Task *t, Emit *e) {
     const char *row = v[0], *col = v[1], *p = v[2], *h = t->kname[1];
     int op = t->p[MXMN_OP], acc = t->p[MXMN_ACC];
     if (acc == 2)
-        TPL(e, t, mxmn_helper_tpl, "spec", t->p[MXMN_KNAME] & 1 ? "__device__ __forceinline__ float" : "__device__ float", "helper", h);
+        TPL(e, t, mxmn_helper_tpl, "spec",
+            t->p[MXMN_KNAME] & 1 ? "__device__ __forceinline__ float" : "__device__ float", "helper", h);
     const char *ai = op == 2 ? fmt("%s[%s * %s + %s]", a, p, m, row) : fmt("%s[%s * %s + %s]", a, row, k, p);
     const char *bi = op == 1 ? fmt("%s[%s * %s + %s]", b, col, k, p) : fmt("%s[%s * %s + %s]", b, p, n, col);
     const char *call = op == 0 ? fmt("%s(%s + %s * %s, 1, %s + %s, %s, %s)", h, a, row, k, b, col, n, k)
@@ -719,10 +763,11 @@ static void mxmn_kernels(const Task *t, Emit *e) {
     const char *body = acc == 2 ? fmt("%s[%s * %s + %s] = %s;", c, row, n, col, call)
         : FRAG(mxmn_loop_tpl, "p", p, "k", k, "c", c, "row", row, "n", n, "col", col,
                "step", acc == 1 ? fmt("acc = fmaf(%s, %s, acc);", ai, bi) : fmt("acc += %s * %s;", ai, bi));
-    TPL(e, t, mxmn_kernel_tpl, "c", c, "row", row, "col", col, "k", k, "m", m, "n", n, "kname", t->kname[0],
-        "params", fmt("%s, %s, %s", ptr_param(t, "float", a, 1), ptr_param(t, "float", b, 1), ptr_param(t, "float", c, 0)),
-        "index", mx_index2d(t, row, col, 0),
-        "guarded", mx_guard(t->p[MXMN_GUARD], fmt("%s < %s && %s < %s", row, m, col, n), fmt("%s >= %s || %s >= %s", row, m, col, n), body));
+    TPL(e, t, mxmn_kernel_tpl, "c", c, "row", row, "col", col, "k", k, "m", m, "n", n, "kname", t->kname[0], "params",
+        fmt("%s, %s, %s", ptr_param(t, "float", a, 1), ptr_param(t, "float", b, 1), ptr_param(t, "float", c, 0)),
+        "index", mx_index2d(t, row, col, 0), "guarded",
+        mx_guard(t->p[MXMN_GUARD], fmt("%s < %s && %s < %s", row, m, col, n),
+                 fmt("%s >= %s || %s >= %s", row, m, col, n), body));
 }
 
 static void mxmn_launch(const Task *t, Emit *e, const Host *h) {
@@ -759,7 +804,8 @@ static const char *const mxmt_shn[][2] = { { "As", "Bs" }, { "tile_a", "tile_b" 
 static const char *const mxmt_macros[] = { "TILE", "TILE_SIZE", "BLOCK_SIZE", "TILE_WIDTH" };
 
 static void mxmt_draw(Task *t, Rng *r) {
-    if (t->p[MXMT_ALIGNED]) mxmm_draw_mnk(r, mxmm_aligned, NELEM(mxmm_aligned), &t->p[MXMT_M], &t->p[MXMT_N], &t->p[MXMT_K], 140000000L);
+    if (t->p[MXMT_ALIGNED])
+        mxmm_draw_mnk(r, mxmm_aligned, NELEM(mxmm_aligned), &t->p[MXMT_M], &t->p[MXMT_N], &t->p[MXMT_K], 140000000L);
     else mxmm_draw_mnk(r, mxmm_ragged, NELEM(mxmm_ragged), &t->p[MXMT_M], &t->p[MXMT_N], &t->p[MXMT_K], 140000000L);
     t->p[MXMT_CHECKS] = t->p[MXMT_ALIGNED] ? rng_int(r, 0, 1) : 1;
     const char *const *nm = mxmm_names[t->p[MXMT_NAMES]];
@@ -773,12 +819,19 @@ static void mxmt_draw(Task *t, Rng *r) {
 static void mxmt_layout(Task *t) { mxmm_layout_common(t, 0, mxmm_dnames[t->p[MXMT_DNAMES]], t->p[MXMT_M], t->p[MXMT_N], t->p[MXMT_K]); }
 
 static void mxmt_describe(const Task *t, Buf *name, Buf *desc) {
-    buf_puts(name, pick3(t->p[MXMT_TNAME], "Tiled_Matrix_Multiplication", "Shared_Memory_GEMM", "Matrix_Multiply_Tiled"));
+    buf_puts(name,
+             pick3(t->p[MXMT_TNAME], "Tiled_Matrix_Multiplication", "Shared_Memory_GEMM", "Matrix_Multiply_Tiled"));
     int T = t->p[MXMT_TILE];
-    mxmm_describe_shapes(desc, 0, t->in[0].name, t->in[1].name, t->out[0].name, t->p[MXMT_M], t->p[MXMT_N], t->p[MXMT_K]);
-    buf_printf(desc, " Use %d x %d thread blocks (dim3), one thread per output element, and stage %d x %d tiles of both inputs in shared memory, "
-                     "synchronising before and after each tile is used.", T, T, T, T);
-    if (t->p[MXMT_M] % T || t->p[MXMT_N] % T || t->p[MXMT_K] % T) buf_printf(desc, " The sizes are not all multiples of %d: pad partial tiles with zeros and guard the stores.", T);
+    mxmm_describe_shapes(desc, 0, t->in[0].name, t->in[1].name, t->out[0].name, t->p[MXMT_M], t->p[MXMT_N],
+                         t->p[MXMT_K]);
+    buf_printf(desc,
+               " Use %d x %d thread blocks (dim3), one thread per output element, and stage %d x %d tiles of both "
+               "inputs in shared memory, "
+               "synchronising before and after each tile is used.",
+               T, T, T, T);
+    if (t->p[MXMT_M] % T || t->p[MXMT_N] % T || t->p[MXMT_K] % T)
+        buf_printf(desc, " The sizes are not all multiples of %d: pad partial tiles with zeros and guard the stores.",
+                   T);
     else if (!t->p[MXMT_CHECKS]) buf_printf(desc, " All sizes are multiples of %d, so no bounds checks are needed.", T);
     else buf_puts(desc, " Keep bounds checks on the loads and the store so the kernel also works for other sizes.");
 }
@@ -814,17 +867,23 @@ static void mxmt_kernels(const Task *t, Emit *e) {
     int T = t->p[MXMT_TILE], td = t->p[MXMT_TDEF], chk = t->p[MXMT_CHECKS], counted = t->p[MXMT_LOOP];
     const char *TL = td == 1 ? "TILE" : mxmt_macros[t->p[MXMT_KNAME]], *t0 = counted ? "base" : "t0";
     const char *la = fmt("%s[row * %s + %s + tx]", a, k, t0), *lb = fmt("%s[(%s + ty) * %s + col]", b, t0, n);
-    TPL(e, t, mxmt_kernel_tpl, "c", c, "a", a, "b", b, "m", m, "n", n, "k", k, "TL", TL, "sa", sh[0], "sb", sh[1], "kname", t->kname[0],
-        "define", td == 0 ? fmt("#define %s %d\n\n", TL, T) : td == 2 ? fmt("constexpr int %s = %d;\n\n", TL, T) : "",
-        "template", td == 1 ? "template <int TILE>" : "",
-        "params", fmt("%s, %s, %s", ptr_param(t, "float", a, 1), ptr_param(t, "float", b, 1), ptr_param(t, "float", c, 0)),
-        "tile_loop", counted ? fmt("const int num_tiles = (%s + %s - 1) / %s;\nfor (int tt = 0; tt < num_tiles; ++tt)", k, TL, TL)
-                             : fmt("for (int t0 = 0; t0 < %s; t0 += %s)", k, TL),
-        "base", counted ? fmt("const int base = tt * %s;", TL) : "",
-        "load_a", fmt("%s[ty][tx] = %s;", sh[0], chk ? fmt("(row < %s && %s + tx < %s) ? %s : 0.0f", m, t0, k, la) : la),
-        "load_b", fmt("%s[ty][tx] = %s;", sh[1], chk ? fmt("(%s + ty < %s && col < %s) ? %s : 0.0f", t0, k, n, lb) : lb),
-        "unroll", t->p[MXMT_UNROLL] ? "#pragma unroll" : "",
-        "store", chk ? fmt("if (row < %s && col < %s) %s[row * %s + col] = acc;", m, n, c, n) : fmt("%s[row * %s + col] = acc;", c, n));
+    TPL(e, t, mxmt_kernel_tpl, "c", c, "a", a, "b", b, "m", m, "n", n, "k", k, "TL", TL, "sa", sh[0], "sb", sh[1],
+        "kname", t->kname[0], "define",
+        td == 0   ? fmt("#define %s %d\n\n", TL, T)
+        : td == 2 ? fmt("constexpr int %s = %d;\n\n", TL, T)
+                  : "",
+        "template", td == 1 ? "template <int TILE>" : "", "params",
+        fmt("%s, %s, %s", ptr_param(t, "float", a, 1), ptr_param(t, "float", b, 1), ptr_param(t, "float", c, 0)),
+        "tile_loop",
+        counted ? fmt("const int num_tiles = (%s + %s - 1) / %s;\nfor (int tt = 0; tt < num_tiles; ++tt)", k, TL, TL)
+                : fmt("for (int t0 = 0; t0 < %s; t0 += %s)", k, TL),
+        "base", counted ? fmt("const int base = tt * %s;", TL) : "", "load_a",
+        fmt("%s[ty][tx] = %s;", sh[0], chk ? fmt("(row < %s && %s + tx < %s) ? %s : 0.0f", m, t0, k, la) : la),
+        "load_b",
+        fmt("%s[ty][tx] = %s;", sh[1], chk ? fmt("(%s + ty < %s && col < %s) ? %s : 0.0f", t0, k, n, lb) : lb),
+        "unroll", t->p[MXMT_UNROLL] ? "#pragma unroll" : "", "store",
+        chk ? fmt("if (row < %s && col < %s) %s[row * %s + col] = acc;", m, n, c, n)
+            : fmt("%s[row * %s + col] = acc;", c, n));
 }
 
 static void mxmt_launch(const Task *t, Emit *e, const Host *h) {
@@ -897,7 +956,9 @@ static void mxmv_ref_core(long R, long C, const float *A, const float *x, const 
 
 static void mxmv_describe_common(const Task *t, Buf *desc, long R, long C, int bias) {
     const char *A = t->in[0].name, *x = t->in[1].name, *y = t->out[0].name;
-    buf_printf(desc, "%s is a %ld x %ld row-major float32 matrix and %s a vector of %ld. Compute %s = %s * %s%s%s, i.e. %s[r] = sum over c of %s[r][c] * %s[c]%s%s.",
+    buf_printf(desc,
+               "%s is a %ld x %ld row-major float32 matrix and %s a vector of %ld. Compute %s = %s * %s%s%s, i.e. "
+               "%s[r] = sum over c of %s[r][c] * %s[c]%s%s.",
                A, R, C, x, C, y, A, x, bias ? " + " : "", bias ? t->in[2].name : "", y, A, x, bias ? " + " : "",
                bias ? fmt("%s[r]", t->in[2].name) : "");
 }
@@ -932,7 +993,9 @@ static void mxmv_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, pick3(t->p[MXMV_TNAME], "Matrix_Vector_Product", "GEMV_Row_Per_Thread", "Matrix_Vector_Multiply"));
     mxmv_describe_common(t, desc, t->p[MXMV_ROWS], t->p[MXMV_COLS], t->p[MXMV_BIAS]);
     if (t->p[MXMV_MODE] == 0) buf_puts(desc, " One thread per row, reading the row and the vector from global memory.");
-    else buf_puts(desc, " One thread per row; each block stages the vector in shared memory one block-sized chunk at a time.");
+    else
+        buf_puts(desc,
+                 " One thread per row; each block stages the vector in shared memory one block-sized chunk at a time.");
 }
 
 static const char mxmv_kernel_tpl[] = R"(
@@ -974,17 +1037,21 @@ static void mxmv_kernels(const Task *t, Emit *e) {
     const char *R = dn[0], *C = dn[1], *i = IDX(t);
     int mode = t->p[MXMV_MODE];
     const char *fma_fmt = t->p[MXMV_ACC] ? "acc = fmaf(%s, %s, acc);" : "acc += %s * %s;";
-    const char *body = mode == 0
-        ? loop_frag(t, t->p[MXMV_LOOP], R, FRAG(mxmv_row_tpl, "init", b ? fmt("%s[%s]", b, i) : "0.0f", "C", C, "y", y, "i", i,
-                                                "step", fmt(fma_fmt, fmt("%s[(size_t)%s * %s + c]", A, i, C), fmt("%s[c]", x))))
-        : FRAG(mxmv_shared_tpl, "C", C, "R", R, "x", x, "y", y, "bias", b ? fmt(" + %s[row]", b) : "",
-               "step", fmt(fma_fmt, fmt("%s[(size_t)row * %s + c0 + j]", A, C), "xs[j]"));
-    TPL(e, t, mxmv_kernel_tpl, "chunk", mode ? fmt("#define CHUNK %d // threads per block = vector elements staged per step\n\n", t->p[MXMV_BLOCK]) : "",
-        "comment", mode ? fmt("One thread per row of %s; the block shares chunks of %s through shared memory.", A, x)
-                        : fmt("One thread per row: %s[r] = dot(row r of %s, %s).", y, A, x),
-        "kname", t->kname[0], "R", R, "C", C, "body", body,
-        "params", fmt("%s, %s, %s%s", ptr_param(t, "float", A, 1), ptr_param(t, "float", x, 1), b ? fmt("%s, ", ptr_param(t, "float", b, 1)) : "",
-                      ptr_param(t, "float", y, 0)));
+    const char *body =
+        mode == 0 ? loop_frag(t, t->p[MXMV_LOOP], R,
+                              FRAG(mxmv_row_tpl, "init", b ? fmt("%s[%s]", b, i) : "0.0f", "C", C, "y", y, "i", i,
+                                   "step", fmt(fma_fmt, fmt("%s[(size_t)%s * %s + c]", A, i, C), fmt("%s[c]", x))))
+                  : FRAG(mxmv_shared_tpl, "C", C, "R", R, "x", x, "y", y, "bias", b ? fmt(" + %s[row]", b) : "", "step",
+                         fmt(fma_fmt, fmt("%s[(size_t)row * %s + c0 + j]", A, C), "xs[j]"));
+    TPL(e, t, mxmv_kernel_tpl, "chunk",
+        mode ? fmt("#define CHUNK %d // threads per block = vector elements staged per step\n\n", t->p[MXMV_BLOCK])
+             : "",
+        "comment",
+        mode ? fmt("One thread per row of %s; the block shares chunks of %s through shared memory.", A, x)
+             : fmt("One thread per row: %s[r] = dot(row r of %s, %s).", y, A, x),
+        "kname", t->kname[0], "R", R, "C", C, "body", body, "params",
+        fmt("%s, %s, %s%s", ptr_param(t, "float", A, 1), ptr_param(t, "float", x, 1),
+            b ? fmt("%s, ", ptr_param(t, "float", b, 1)) : "", ptr_param(t, "float", y, 0)));
 }
 
 static void mxmv_launch(const Task *t, Emit *e, const Host *h) {
@@ -1036,9 +1103,12 @@ static void mxmw_layout(Task *t) {
 }
 
 static void mxmw_describe(const Task *t, Buf *name, Buf *desc) {
-    buf_puts(name, pick3(t->p[MXMW_TNAME], "Warp_Per_Row_GEMV", "Matrix_Vector_Warp_Shuffle", "Matrix_Vector_Product_Warp"));
+    buf_puts(name,
+             pick3(t->p[MXMW_TNAME], "Warp_Per_Row_GEMV", "Matrix_Vector_Warp_Shuffle", "Matrix_Vector_Product_Warp"));
     mxmv_describe_common(t, desc, t->p[MXMW_ROWS], t->p[MXMW_COLS], t->p[MXMW_BIAS]);
-    buf_printf(desc, " Use one warp (32 threads) per row: lanes stride over the columns%s, then combine the 32 partial sums with %s.",
+    buf_printf(desc,
+               " Use one warp (32 threads) per row: lanes stride over the columns%s, then combine the 32 partial sums "
+               "with %s.",
                t->p[MXMW_VEC] ? " with float4 loads" : "", t->p[MXMW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync");
 }
 
@@ -1077,17 +1147,20 @@ static void mxmw_kernels(const Task *t, Emit *e) {
     const char *mask = pick3(t->p[MXMW_MASK], "0xffffffff", "0xFFFFFFFFu", "FULL_MASK");
     const char *sh = fmt("%s(%s, %%s, offset)", t->p[MXMW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync", mask);
     const char *shuffle = FRAG(rw_shuffle, "step", fmt("v += %s;", fmt(sh, "v")));
-    TPL(e, t, mxmw_kernel_tpl, "mask_define", t->p[MXMW_MASK] == 2 ? "#define FULL_MASK 0xffffffffu\n\n" : "",
-        "helper", !t->p[MXMW_HELPER] ? ""
-                  : FRAG(rw_helper, "spec", t->p[MXMW_HELPER] == 1 ? "__device__ float" : "__inline__ __device__ float",
-                         "helper", t->kname[1], "shuffle", shuffle,
-                         "comment", t->p[MXMW_SHFL] ? "Sum over the 32 lanes of a warp; every lane gets the total."
-                                                    : "Sum over the 32 lanes of a warp; lane 0 gets the total."),
-        "A", A, "kname", t->kname[0], "params", kernel_params(t), "R", R, "C", C, "y", y,
-        "index", t->p[MXMW_KNAME] & 1 ? "const int lane = threadIdx.x & 31;\nconst int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);"
-                                      : "const int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;\nconst int lane = threadIdx.x % 32;",
-        "loop", FRAG(mxmw_loop_tpl[t->p[MXMW_VEC]], "A", A, "C", C, "x", x),
-        "reduce", t->p[MXMW_HELPER] ? fmt("sum = %s(sum);", t->kname[1]) : FRAG(rw_shuffle, "step", fmt("sum += %s;", fmt(sh, "sum"))),
+    TPL(e, t, mxmw_kernel_tpl, "mask_define", t->p[MXMW_MASK] == 2 ? "#define FULL_MASK 0xffffffffu\n\n" : "", "helper",
+        !t->p[MXMW_HELPER]
+            ? ""
+            : FRAG(rw_helper, "spec", t->p[MXMW_HELPER] == 1 ? "__device__ float" : "__inline__ __device__ float",
+                   "helper", t->kname[1], "shuffle", shuffle, "comment",
+                   t->p[MXMW_SHFL] ? "Sum over the 32 lanes of a warp; every lane gets the total."
+                                   : "Sum over the 32 lanes of a warp; lane 0 gets the total."),
+        "A", A, "kname", t->kname[0], "params", kernel_params(t), "R", R, "C", C, "y", y, "index",
+        t->p[MXMW_KNAME] & 1
+            ? "const int lane = threadIdx.x & 31;\nconst int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);"
+            : "const int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;\nconst int lane = threadIdx.x % 32;",
+        "loop", FRAG(mxmw_loop_tpl[t->p[MXMW_VEC]], "A", A, "C", C, "x", x), "reduce",
+        t->p[MXMW_HELPER] ? fmt("sum = %s(sum);", t->kname[1])
+                          : FRAG(rw_shuffle, "step", fmt("sum += %s;", fmt(sh, "sum"))),
         "bias", t->p[MXMW_BIAS] ? fmt(" + %s[row]", t->in[2].name) : "");
 }
 
@@ -1163,17 +1236,31 @@ static void mxvm_describe(const Task *t, Buf *name, Buf *desc) {
     const char *A = t->in[0].name, *x = t->in[1].name, *y = t->out[0].name;
     int R = t->p[MXVM_ROWS], C = t->p[MXVM_COLS];
     if (t->p[MXVM_OP] == 0)
-        buf_printf(desc, "%s is a %d x %d row-major float32 matrix and %s a vector of %d. Compute the row vector %s = %s^T * %s: "
-                         "%s[c] = sum over r of %s[r] * %s[r][c].", A, R, C, x, R, y, x, A, y, x, A);
-    else buf_printf(desc, "%s is a %d x %d row-major float32 matrix. Compute %s[c] = sum over r of %s[r][c] (the sum of each column).",
-                    A, R, C, y, A);
+        buf_printf(
+            desc,
+            "%s is a %d x %d row-major float32 matrix and %s a vector of %d. Compute the row vector %s = %s^T * %s: "
+            "%s[c] = sum over r of %s[r] * %s[r][c].",
+            A, R, C, x, R, y, x, A, y, x, A);
+    else
+        buf_printf(desc,
+                   "%s is a %d x %d row-major float32 matrix. Compute %s[c] = sum over r of %s[r][c] (the sum of each "
+                   "column).",
+                   A, R, C, y, A);
     if (t->p[MXVM_MODE] == 0)
-        buf_puts(desc, " One thread per column, looping down the rows, so neighbouring threads read neighbouring addresses.");
+        buf_puts(desc,
+                 " One thread per column, looping down the rows, so neighbouring threads read neighbouring addresses.");
     else if (t->p[MXVM_MODE] == 1)
-        buf_printf(desc, " Split the rows into chunks of %d: a 2-D grid (dim3) with blockIdx.y selecting the chunk; each thread sums its "
-                         "column over the chunk and adds it to the output with atomicAdd (the output starts at zero).", t->p[MXVM_CHUNK]);
-    else buf_printf(desc, " Use 32 x %d thread blocks (dim3): threadIdx.x picks the column, the %d rows of threads stride down the rows, "
-                          "and the partial sums are combined in shared memory.", t->p[MXVM_BY], t->p[MXVM_BY]);
+        buf_printf(desc,
+                   " Split the rows into chunks of %d: a 2-D grid (dim3) with blockIdx.y selecting the chunk; each "
+                   "thread sums its "
+                   "column over the chunk and adds it to the output with atomicAdd (the output starts at zero).",
+                   t->p[MXVM_CHUNK]);
+    else
+        buf_printf(desc,
+                   " Use 32 x %d thread blocks (dim3): threadIdx.x picks the column, the %d rows of threads stride "
+                   "down the rows, "
+                   "and the partial sums are combined in shared memory.",
+                   t->p[MXVM_BY], t->p[MXVM_BY]);
 }
 
 // One thread per column; chunks of rows on blockIdx.y added with atomicAdd; or 32 x BY
@@ -1213,19 +1300,21 @@ if (threadIdx.y == 0 && col < $C) {
 
 static void mxvm_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[MXVM_DNAMES]];
-    const char *A = t->in[0].name, *x = t->p[MXVM_OP] == 0 ? t->in[1].name : NULL, *y = t->out[0].name, *R = dn[0], *C = dn[1];
+    const char *A = t->in[0].name, *x = t->p[MXVM_OP] == 0 ? t->in[1].name : NULL, *y = t->out[0].name, *R = dn[0],
+               *C = dn[1];
     int mode = t->p[MXVM_MODE];
     const char *term = x ? fmt("%s[r] * %s[(size_t)r * %s + col]", x, A, C) : fmt("%s[(size_t)r * %s + col]", A, C);
-    TPL(e, t, mxvm_kernel_tpl, "y", y, "kname", t->kname[0], "params", kernel_params(t), "R", R, "C", C,
-        "defines", pick3(mode, "", fmt("#define ROWS_PER_CHUNK %d\n\n", t->p[MXVM_CHUNK]),
-                         fmt("#define BLOCK_X 32\n#define BLOCK_Y %d\n\n", t->p[MXVM_BY])),
-        "what", x ? fmt("%s[r] * %s[r][c]", x, A) : fmt("%s[r][c]", A),
-        "how", pick3(mode, "One thread per column: coalesced reads down the rows.",
-                     "blockIdx.y picks a chunk of rows; partial column sums are added with atomicAdd.",
-                     "A 32-wide block of columns; the block's rows of threads split the rows, then reduce in shared memory."),
-        "body", FRAG(mxvm_body_tpl[mode], "C", C, "R", R, "y", y, "term", term,
-                     "guarded", mx_guard(t->p[MXVM_LOOP], fmt("col < %s", C), fmt("col >= %s", C),
-                                         fmt("float acc = 0.0f;\nfor (int r = 0; r < %s; ++r) acc += %s;\n%s[col] = acc;", R, term, y))));
+    TPL(e, t, mxvm_kernel_tpl, "y", y, "kname", t->kname[0], "params", kernel_params(t), "R", R, "C", C, "defines",
+        pick3(mode, "", fmt("#define ROWS_PER_CHUNK %d\n\n", t->p[MXVM_CHUNK]),
+              fmt("#define BLOCK_X 32\n#define BLOCK_Y %d\n\n", t->p[MXVM_BY])),
+        "what", x ? fmt("%s[r] * %s[r][c]", x, A) : fmt("%s[r][c]", A), "how",
+        pick3(mode, "One thread per column: coalesced reads down the rows.",
+              "blockIdx.y picks a chunk of rows; partial column sums are added with atomicAdd.",
+              "A 32-wide block of columns; the block's rows of threads split the rows, then reduce in shared memory."),
+        "body",
+        FRAG(mxvm_body_tpl[mode], "C", C, "R", R, "y", y, "term", term, "guarded",
+             mx_guard(t->p[MXVM_LOOP], fmt("col < %s", C), fmt("col >= %s", C),
+                      fmt("float acc = 0.0f;\nfor (int r = 0; r < %s; ++r) acc += %s;\n%s[col] = acc;", R, term, y))));
 }
 
 static void mxvm_launch(const Task *t, Emit *e, const Host *h) {
@@ -1233,8 +1322,10 @@ static void mxvm_launch(const Task *t, Emit *e, const Host *h) {
     int mode = t->p[MXVM_MODE];
     if (mode == 0) launch_1d(e, t, t->kname[0], C, t->p[MXVM_BLOCK], 0, args);
     else if (mode == 1)
-        mx_launch2d(e, t, t->p[MXVM_DIMS], t->kname[0], fmt("%d", t->p[MXVM_BLOCK]), "1", NULL, "ROWS_PER_CHUNK", C, R, NULL, 0, NULL, args);
-    else mx_launch2d(e, t, t->p[MXVM_DIMS], t->kname[0], "BLOCK_X", "BLOCK_Y", NULL, NULL, C, NULL, NULL, 0, NULL, args);
+        mx_launch2d(e, t, t->p[MXVM_DIMS], t->kname[0], fmt("%d", t->p[MXVM_BLOCK]), "1", NULL, "ROWS_PER_CHUNK", C, R,
+                    NULL, 0, NULL, args);
+    else
+        mx_launch2d(e, t, t->p[MXVM_DIMS], t->kname[0], "BLOCK_X", "BLOCK_Y", NULL, NULL, C, NULL, NULL, 0, NULL, args);
 }
 
 static void mxvm_ref(const Task *t, const void *const *in, void *const *out) {
@@ -1319,15 +1410,24 @@ static void mxop_describe(const Task *t, Buf *name, Buf *desc) {
                                           { "Rank_One_Update", "GER_Update", "Outer_Product_Accumulate" } };
     buf_puts(name, nm[t->p[MXOP_OP]][t->p[MXOP_TNAME]]);
     int ger = t->p[MXOP_OP] == 2, M = t->p[MXOP_M], N = t->p[MXOP_N];
-    const char *x = t->in[ger].name, *y = t->in[ger + 1].name, *c = t->out[0].name, *A = t->in[0].name, *al = fnum(t->f[0]);
+    const char *x = t->in[ger].name, *y = t->in[ger + 1].name, *c = t->out[0].name, *A = t->in[0].name,
+               *al = fnum(t->f[0]);
     buf_printf(desc, "%s has %d elements and %s has %d. ", x, M, y, N);
-    if (t->p[MXOP_OP] == 0) buf_printf(desc, "Compute the %d x %d row-major outer product %s[i][j] = %s[i] * %s[j].", M, N, c, x, y);
-    else if (!ger) buf_printf(desc, "Compute the %d x %d row-major matrix %s[i][j] = %s * %s[i] * %s[j].", M, N, c, al, x, y);
-    else buf_printf(desc, "%s is a %d x %d row-major float32 matrix. Compute the rank-1 update %s[i][j] = %s[i][j] + %s * %s[i] * %s[j].",
-                    A, M, N, c, A, al, x, y);
-    buf_puts(desc, pick3(t->p[MXOP_MODE], " One thread per output element on a 2-D grid of 2-D blocks (dim3).",
-                         " Use a 2-D grid of 2-D blocks (dim3); each block first stages the slices of both vectors it needs in shared memory.",
-                         " Use a 1-D grid-stride loop over the flat output index (row = i / columns, column = i % columns)."));
+    if (t->p[MXOP_OP] == 0)
+        buf_printf(desc, "Compute the %d x %d row-major outer product %s[i][j] = %s[i] * %s[j].", M, N, c, x, y);
+    else if (!ger)
+        buf_printf(desc, "Compute the %d x %d row-major matrix %s[i][j] = %s * %s[i] * %s[j].", M, N, c, al, x, y);
+    else
+        buf_printf(desc,
+                   "%s is a %d x %d row-major float32 matrix. Compute the rank-1 update %s[i][j] = %s[i][j] + %s * "
+                   "%s[i] * %s[j].",
+                   A, M, N, c, A, al, x, y);
+    buf_puts(
+        desc,
+        pick3(t->p[MXOP_MODE], " One thread per output element on a 2-D grid of 2-D blocks (dim3).",
+              " Use a 2-D grid of 2-D blocks (dim3); each block first stages the slices of both vectors it needs in "
+              "shared memory.",
+              " Use a 1-D grid-stride loop over the flat output index (row = i / columns, column = i % columns)."));
 }
 
 // One thread per element on a 2-D grid, the block's slices of the vectors staged in
@@ -1362,27 +1462,32 @@ $loop
 static void mxop_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[MXOP_DNAMES]];
     int ger = t->p[MXOP_OP] == 2, mode = t->p[MXOP_MODE];
-    const char *A = t->in[0].name, *x = t->in[ger].name, *y = t->in[ger + 1].name, *c = t->out[0].name, *M = dn[0], *N = dn[1];
-    const char *al = t->p[MXOP_OP] ? fmt("%s * ", flit(t->f[0])) : "", *i = IDX(t), *Ai = ger ? fmt("%s[idx] + ", A) : "";
+    const char *A = t->in[0].name, *x = t->in[ger].name, *y = t->in[ger + 1].name, *c = t->out[0].name, *M = dn[0],
+               *N = dn[1];
+    const char *al = t->p[MXOP_OP] ? fmt("%s * ", flit(t->f[0])) : "", *i = IDX(t),
+               *Ai = ger ? fmt("%s[idx] + ", A) : "";
     const char *value = fmt("%s%s%s[row] * %s[col];", Ai, al, x, y);
     const int *bd = mx_bdims[t->p[MXOP_BDIM]];
-    const char *flat = fmt(t->st.idxtype ? "const int row = (int)(%s / %s), col = (int)(%s %% %s);\n%s[%s] = %s%s%s[row] * %s[col];"
-                                         : "const int row = %s / %s, col = %s %% %s;\n%s[%s] = %s%s%s[row] * %s[col];",
-                           i, N, i, N, c, i, ger ? fmt("%s[%s] + ", A, i) : "", al, x, y);
-    TPL(e, t, mxop_kernel_tpl, "c", c, "kname", t->kname[0], "params", kernel_params(t), "M", M, "N", N,
-        "defines", mode == 1 ? fmt("#define BLOCK_X %d\n#define BLOCK_Y %d\n\n", bd[0], bd[1]) : "",
-        "formula", fmt("%s%s%s[i] * %s[j]%s", ger ? fmt("%s[i][j] + ", A) : "", t->p[MXOP_OP] ? fmt("%s * ", fnum(t->f[0])) : "", x, y,
-                       mode == 1 ? "; the block's slices of the vectors are staged in shared memory" : ""),
-        "body", FRAG(mxop_body_tpl[mode], "index", mx_index2d(t, "row", "col", 0), "M", M, "N", N, "x", x, "y", y, "c", c,
-                     "A_idx", Ai, "alpha", al, "loop", mode == 2 ? loop_frag(t, LOOP_GRID, "total", flat) : "",
-                     "guarded", mx_guard(t->p[MXOP_GUARD], fmt("row < %s && col < %s", M, N), fmt("row >= %s || col >= %s", M, N),
-                                         fmt("const int idx = row * %s + col;\n%s[idx] = %s", N, c, value))));
+    const char *flat =
+        fmt(t->st.idxtype ? "const int row = (int)(%s / %s), col = (int)(%s %% %s);\n%s[%s] = %s%s%s[row] * %s[col];"
+                          : "const int row = %s / %s, col = %s %% %s;\n%s[%s] = %s%s%s[row] * %s[col];",
+            i, N, i, N, c, i, ger ? fmt("%s[%s] + ", A, i) : "", al, x, y);
+    TPL(e, t, mxop_kernel_tpl, "c", c, "kname", t->kname[0], "params", kernel_params(t), "M", M, "N", N, "defines",
+        mode == 1 ? fmt("#define BLOCK_X %d\n#define BLOCK_Y %d\n\n", bd[0], bd[1]) : "", "formula",
+        fmt("%s%s%s[i] * %s[j]%s", ger ? fmt("%s[i][j] + ", A) : "", t->p[MXOP_OP] ? fmt("%s * ", fnum(t->f[0])) : "",
+            x, y, mode == 1 ? "; the block's slices of the vectors are staged in shared memory" : ""),
+        "body",
+        FRAG(mxop_body_tpl[mode], "index", mx_index2d(t, "row", "col", 0), "M", M, "N", N, "x", x, "y", y, "c", c,
+             "A_idx", Ai, "alpha", al, "loop", mode == 2 ? loop_frag(t, LOOP_GRID, "total", flat) : "", "guarded",
+             mx_guard(t->p[MXOP_GUARD], fmt("row < %s && col < %s", M, N), fmt("row >= %s || col >= %s", M, N),
+                      fmt("const int idx = row * %s + col;\n%s[idx] = %s", N, c, value))));
 }
 
 static void mxop_launch(const Task *t, Emit *e, const Host *h) {
     const char *M = h->size[0], *N = h->size[1], *args = kernel_args(h, 2);
     const int *bd = mx_bdims[t->p[MXOP_BDIM]];
-    if (t->p[MXOP_MODE] == 2) launch_1d(e, t, t->kname[0], fmt("%s * %s", M, N), t->p[MXOP_BLOCK], t->p[MXOP_CAP], args);
+    if (t->p[MXOP_MODE] == 2)
+        launch_1d(e, t, t->kname[0], fmt("%s * %s", M, N), t->p[MXOP_BLOCK], t->p[MXOP_CAP], args);
     else mx_launch2d(e, t, t->p[MXOP_DIMS], t->kname[0], t->p[MXOP_MODE] ? "BLOCK_X" : fmt("%d", bd[0]),
                      t->p[MXOP_MODE] ? "BLOCK_Y" : fmt("%d", bd[1]), NULL, NULL, N, M, NULL, 0, NULL, args);
 }
@@ -1463,13 +1568,23 @@ static void mxbm_describe(const Task *t, Buf *name, Buf *desc) {
     const char *a = t->in[0].name, *b = t->in[1].name, *c = t->out[0].name;
     int B = t->p[MXBM_BATCH], N = t->p[MXBM_N];
     if (t->p[MXBM_SHAPE] == 0)
-        buf_printf(desc, "%s and %s hold %d row-major %d x %d float32 matrices each (shape [%d, %d, %d]). Compute %s[b] = %s[b] * %s[b] for every b.",
+        buf_printf(desc,
+                   "%s and %s hold %d row-major %d x %d float32 matrices each (shape [%d, %d, %d]). Compute %s[b] = "
+                   "%s[b] * %s[b] for every b.",
                    a, b, B, N, N, B, N, N, c, a, b);
     else
-        buf_printf(desc, "%s holds %d row-major %d x %d float32 matrices (shape [%d, %d, %d]) and %s is one %d x %d matrix. Compute %s[b] = %s[b] * %s for every b.",
+        buf_printf(desc,
+                   "%s holds %d row-major %d x %d float32 matrices (shape [%d, %d, %d]) and %s is one %d x %d matrix. "
+                   "Compute %s[b] = %s[b] * %s for every b.",
                    a, B, N, N, B, N, N, b, N, N, c, a, b);
-    if (t->p[MXBM_MODE] == 0) buf_puts(desc, " Use a 3-D grid (dim3): blockIdx.z is the batch index, x and y cover the columns and rows of the output, one thread per output element.");
-    else buf_printf(desc, " Use one %d x %d thread block per matrix (blockIdx.z is the batch index): load both operands into shared memory, synchronise, then each thread computes one output element.", N, N);
+    if (t->p[MXBM_MODE] == 0)
+        buf_puts(desc, " Use a 3-D grid (dim3): blockIdx.z is the batch index, x and y cover the columns and rows of "
+                       "the output, one thread per output element.");
+    else
+        buf_printf(desc,
+                   " Use one %d x %d thread block per matrix (blockIdx.z is the batch index): load both operands into "
+                   "shared memory, synchronise, then each thread computes one output element.",
+                   N, N);
 }
 
 // A 3-D grid with one thread per output element, or one N x N block per matrix with both
@@ -1515,12 +1630,13 @@ static void mxbm_kernels(const Task *t, Emit *e) {
     const char *a = t->in[0].name, *b = t->in[1].name, *c = t->out[0].name, *B = dn[0], *n = dn[1];
     int shared_rhs = t->p[MXBM_SHAPE] == 1, tmpl = t->p[MXBM_TDEF];
     const char *D = tmpl ? "TILE_N" : "MAT_DIM";
-    TPL(e, t, mxbm_kernel_tpl[t->p[MXBM_MODE]], "a", a, "b", b, "c", c, "B", B, "n", n, "kname", t->kname[0], "params", kernel_params(t),
-        "b_item", shared_rhs ? "" : "[item]", "index", mx_index2d(t, "row", "col", 0), "D", D, "pad", t->p[MXBM_PAD] ? " + 1" : "",
-        "define", tmpl ? "" : fmt("#define MAT_DIM %d\n\n", t->p[MXBM_N]), "template", tmpl ? "template <int TILE_N>" : "",
-        "off", shared_rhs ? "" : "off + ",
-        "guarded", mx_guard(t->p[MXBM_GUARD], fmt("item < %s && row < %s && col < %s", B, n, n), fmt("item >= %s || row >= %s || col >= %s", B, n, n),
-                            FRAG(mxbm_product_tpl, "n", n, "a", a, "b", b, "c", c, "b_off", shared_rhs ? "" : " + off")));
+    TPL(e, t, mxbm_kernel_tpl[t->p[MXBM_MODE]], "a", a, "b", b, "c", c, "B", B, "n", n, "kname", t->kname[0], "params",
+        kernel_params(t), "b_item", shared_rhs ? "" : "[item]", "index", mx_index2d(t, "row", "col", 0), "D", D, "pad",
+        t->p[MXBM_PAD] ? " + 1" : "", "define", tmpl ? "" : fmt("#define MAT_DIM %d\n\n", t->p[MXBM_N]), "template",
+        tmpl ? "template <int TILE_N>" : "", "off", shared_rhs ? "" : "off + ", "guarded",
+        mx_guard(t->p[MXBM_GUARD], fmt("item < %s && row < %s && col < %s", B, n, n),
+                 fmt("item >= %s || row >= %s || col >= %s", B, n, n),
+                 FRAG(mxbm_product_tpl, "n", n, "a", a, "b", b, "c", c, "b_off", shared_rhs ? "" : " + off")));
 }
 
 static const char *const mxbm_launch_tpl[] = {
@@ -1533,7 +1649,8 @@ static void mxbm_launch(const Task *t, Emit *e, const Host *h) {
     const char *B = h->size[0], *n = h->size[1];
     const int *bd = mx_bdims[t->p[MXBM_BDIM]];
     if (t->p[MXBM_MODE] == 0)
-        mx_launch2d(e, t, t->p[MXBM_DIMS], t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, n, n, B, 0, NULL, kernel_args(h, 2));
+        mx_launch2d(e, t, t->p[MXBM_DIMS], t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, n, n, B, 0,
+                    NULL, kernel_args(h, 2));
     else TPL(e, t, mxbm_launch_tpl[t->p[MXBM_DIMS]], "D", n, "B", B, "args", kernel_args(h, 1),
              "k", t->p[MXBM_TDEF] ? fmt("%s<%d>", t->kname[0], t->p[MXBM_N]) : t->kname[0]);
 }

@@ -78,12 +78,15 @@ static void gather_describe(const Task *t, Buf *name, Buf *desc) {
     const char *s = t->in[0].name, *ix = t->in[1].name, *o = t->out[0].name;
     if (t->p[G_OP] == 0) {
         buf_puts(name, pick3(t->p[G_TNAME], "Gather", "Indexed_Gather", "Gather_By_Index"));
-        buf_printf(desc, "Gather values by index: %s[i] = %s[%s[i]] for i in [0, %d). Every index in %s lies in [0, %d).", o, s, ix,
-                   t->p[G_N], ix, t->p[G_M]);
+        buf_printf(desc,
+                   "Gather values by index: %s[i] = %s[%s[i]] for i in [0, %d). Every index in %s lies in [0, %d).", o,
+                   s, ix, t->p[G_N], ix, t->p[G_M]);
     } else {
         buf_puts(name, pick3(t->p[G_TNAME], "Embedding_Lookup", "Gather_Rows", "Embedding_Gather"));
-        buf_printf(desc, "Embedding lookup: row r of %s is row %s[r] of the %d x %d table %s, for r in [0, %d). "
-                         "Indices lie in [0, %d); matrices are row-major.", o, ix, t->p[G_M], t->p[G_D], s, t->p[G_N], t->p[G_M]);
+        buf_printf(desc,
+                   "Embedding lookup: row r of %s is row %s[r] of the %d x %d table %s, for r in [0, %d). "
+                   "Indices lie in [0, %d); matrices are row-major.",
+                   o, ix, t->p[G_M], t->p[G_D], s, t->p[G_N], t->p[G_M]);
         if (t->p[G_LOOP] == GL_BLOCK_ROW) buf_puts(desc, " Use one thread block per output row.");
         if (t->p[G_LOOP] == GL_GRID2D) buf_puts(desc, " Use a 2-D grid: x over columns, y over rows.");
     }
@@ -122,12 +125,17 @@ if (row < n && col < dim) {
 static void gather_kernels(const Task *t, Emit *e) {
     const char *s = t->in[0].name, *ix = t->in[1].name, *o = t->out[0].name, *i = IDX(t);
     int loop = t->p[G_LOOP], ldg = t->p[G_FN] & 1;
-    const char *ptrs = fmt("%s, %s, %s", ptr_param(t, "float", s, 1), ptr_param(t, "int", ix, 1), ptr_param(t, "float", o, 0));
+    const char *ptrs =
+        fmt("%s, %s, %s", ptr_param(t, "float", s, 1), ptr_param(t, "int", ix, 1), ptr_param(t, "float", o, 0));
     if (t->p[G_OP] == 0) {
-        const char *body = t->p[G_FN] >= 2 ? fmt("const int j = %s[%s];\n%s[%s] = %s;", ix, i, o, i, ldg ? fmt("__ldg(&%s[j])", s) : fmt("%s[j]", s))
-                                           : fmt("%s[%s] = %s;", o, i, ldg ? fmt("__ldg(%s + %s[%s])", s, ix, i) : fmt("%s[%s[%s]]", s, ix, i));
+        const char *body =
+            t->p[G_FN] >= 2
+                ? fmt("const int j = %s[%s];\n%s[%s] = %s;", ix, i, o, i,
+                      ldg ? fmt("__ldg(&%s[j])", s) : fmt("%s[j]", s))
+                : fmt("%s[%s] = %s;", o, i, ldg ? fmt("__ldg(%s + %s[%s])", s, ix, i) : fmt("%s[%s[%s]]", s, ix, i));
         TPL(e, t, gather_kernel_tpl, "kname", t->kname[0], "params", fmt("%s, %s", ptrs, count_param(t, "n")),
-            "comment", fmt("%s[i] = %s[%s[i]]: %s.", o, s, ix, loop == GL_GRID ? "grid-stride loop" : "one thread per output"),
+            "comment",
+            fmt("%s[i] = %s[%s[i]]: %s.", o, s, ix, loop == GL_GRID ? "grid-stride loop" : "one thread per output"),
             "body", loop_frag(t, loop, "n", body));
         return;
     }
@@ -142,9 +150,11 @@ static void gather_kernels(const Task *t, Emit *e) {
         comment = "One thread per output element of the n x dim result (flattened).";
         Task t2 = *t; // an int index: total is an int
         t2.st.idxtype = 0;
-        body = fmt("const int total = n * dim;\n%s", loop_frag(&t2, loop, "total", FRAG(gather_flat_tpl, "i", i, "s", s, "ix", ix, "o", o)));
+        body = fmt("const int total = n * dim;\n%s",
+                   loop_frag(&t2, loop, "total", FRAG(gather_flat_tpl, "i", i, "s", s, "ix", ix, "o", o)));
     }
-    TPL(e, t, gather_kernel_tpl, "kname", t->kname[0], "params", fmt("%s, int n, int dim", ptrs), "comment", comment, "body", body);
+    TPL(e, t, gather_kernel_tpl, "kname", t->kname[0], "params", fmt("%s, int n, int dim", ptrs), "comment", comment,
+        "body", body);
 }
 
 static const char *const gather_grid2d_launch[] = { R"(
@@ -159,15 +169,17 @@ $k<<<grid, block>>>($args);
 static void gather_launch(const Task *t, Emit *e, const Host *h) {
     int loop = t->p[G_LOOP], b = t->p[G_BLOCK], cap = loop == GL_GRID ? t->p[G_CAP] : 0;
     if (t->p[G_OP] == 0) {
-        launch_1d(e, t, t->kname[0], h->size[0], b, cap, fmt("%s, %s, %s, %s", h->in[0], h->in[1], h->out[0], h->size[0]));
+        launch_1d(e, t, t->kname[0], h->size[0], b, cap,
+                  fmt("%s, %s, %s, %s", h->in[0], h->in[1], h->out[0], h->size[0]));
         return;
     }
     const char *args = fmt("%s, %s, %s, %s, %s", h->in[0], h->in[1], h->out[0], h->size[0], h->size[2]);
     if (loop == GL_BLOCK_ROW)
-        TPL(e, t, "const int threads = $b;\n$k<<<$n, threads>>>($args);", "b", fmt("%d", b), "k", t->kname[0], "n", h->size[0], "args", args);
+        TPL(e, t, "const int threads = $b;\n$k<<<$n, threads>>>($args);", "b", fmt("%d", b), "k", t->kname[0], "n",
+            h->size[0], "args", args);
     else if (loop == GL_GRID2D)
-        TPL(e, t, gather_grid2d_launch[t->st.cfg & 1], "by", fmt("%d", b / 32), "by1", fmt("%d", b / 32 - 1), "dim", h->size[2],
-            "n", h->size[0], "k", t->kname[0], "args", args);
+        TPL(e, t, gather_grid2d_launch[t->st.cfg & 1], "by", fmt("%d", b / 32), "by1", fmt("%d", b / 32 - 1), "dim",
+            h->size[2], "n", h->size[0], "k", t->kname[0], "args", args);
     else launch_1d(e, t, t->kname[0], fmt("%s * %s", h->size[0], h->size[2]), b, cap, args);
 }
 
@@ -243,20 +255,26 @@ static void scatter_describe(const Task *t, Buf *name, Buf *desc) {
     switch (t->p[SC_OP]) {
     case 0:
         buf_puts(name, pick3(k, "Scatter", "Permutation_Scatter", "Scatter_By_Index"));
-        buf_printf(desc, "Scatter: %s[%s[i]] = %s[i] for i in [0, %d). %s is a permutation of 0..%d, so every output is written once.",
+        buf_printf(desc,
+                   "Scatter: %s[%s[i]] = %s[i] for i in [0, %d). %s is a permutation of 0..%d, so every output is "
+                   "written once.",
                    o, ix, s, t->p[SC_N], ix, t->p[SC_N] - 1);
         break;
     case 1:
     case 2:
         buf_puts(name, pick3(k, "Scatter_Add", "Index_Add", "Atomic_Scatter_Add"));
-        buf_printf(desc, "Scatter-add: %s starts at zero, then for every i in [0, %d), %s[i] is added to %s[%s[i]]. "
-                         "Indices lie in [0, %d) and repeat, so use atomic additions.%s",
-                   o, t->p[SC_N], s, o, ix, t->p[SC_M], t->p[SC_OP] == 1 ? " The values are whole numbers, so the sums are exact." : "");
+        buf_printf(desc,
+                   "Scatter-add: %s starts at zero, then for every i in [0, %d), %s[i] is added to %s[%s[i]]. "
+                   "Indices lie in [0, %d) and repeat, so use atomic additions.%s",
+                   o, t->p[SC_N], s, o, ix, t->p[SC_M],
+                   t->p[SC_OP] == 1 ? " The values are whole numbers, so the sums are exact." : "");
         break;
     default:
         buf_puts(name, pick3(k, "Scatter_Max", "Index_Max", "Atomic_Scatter_Max"));
-        buf_printf(desc, "Scatter-max: %s starts at zero, then for every i in [0, %d), %s[%s[i]] = max(%s[%s[i]], %s[i]). "
-                         "Indices lie in [0, %d) and repeat, so use atomicMax.", o, t->p[SC_N], o, ix, o, ix, s, t->p[SC_M]);
+        buf_printf(desc,
+                   "Scatter-max: %s starts at zero, then for every i in [0, %d), %s[%s[i]] = max(%s[%s[i]], %s[i]). "
+                   "Indices lie in [0, %d) and repeat, so use atomicMax.",
+                   o, t->p[SC_N], o, ix, o, ix, s, t->p[SC_M]);
         break;
     }
 }
@@ -277,8 +295,9 @@ static void scatter_kernels(const Task *t, Emit *e) {
     const char *target = t->p[SC_FN] & 1 ? fmt("%s + %s[%s]", o, ix, i) : fmt("&%s[%s[%s]]", o, ix, i);
     const char *body = op == 0 ? fmt("%s[%s[%s]] = %s[%s];", o, ix, i, s, i)
                                : fmt("%s(%s, %s[%s]);", op == 3 ? "atomicMax" : "atomicAdd", target, s, i);
-    TPL(e, t, scatter_kernel_tpl, "what", what[op], "kname", t->kname[0],
-        "params", fmt("%s, %s, %s, %s", ptr_param(t, vt, s, 1), ptr_param(t, "int", ix, 1), ptr_param(t, vt, o, 0), count_param(t, "n")),
+    TPL(e, t, scatter_kernel_tpl, "what", what[op], "kname", t->kname[0], "params",
+        fmt("%s, %s, %s, %s", ptr_param(t, vt, s, 1), ptr_param(t, "int", ix, 1), ptr_param(t, vt, o, 0),
+            count_param(t, "n")),
         "loop", loop_frag(t, t->p[SC_LOOP], "n", body));
 }
 
@@ -376,20 +395,30 @@ static void hist_describe(const Task *t, Buf *name, Buf *desc) {
     switch (t->p[H_OP]) {
     case 0:
         buf_puts(name, pick3(k, "Histogram", "Integer_Histogram", "Value_Counts"));
-        buf_printf(desc, "Count how many elements of %s take each value: %s[b] = number of i with %s[i] == b, for %d bins. "
-                         "Every value lies in [0, %d).", x, o, x, bins, bins);
+        buf_printf(desc,
+                   "Count how many elements of %s take each value: %s[b] = number of i with %s[i] == b, for %d bins. "
+                   "Every value lies in [0, %d).",
+                   x, o, x, bins, bins);
         break;
     case 1:
         buf_puts(name, pick3(k, "Image_Histogram", "Grayscale_Histogram", "Pixel_Histogram"));
-        buf_printf(desc, "Compute the 256-bin histogram of the 8-bit pixels in %s: %s[v] = number of pixels equal to v.", x, o);
+        buf_printf(desc,
+                   "Compute the 256-bin histogram of the 8-bit pixels in %s: %s[v] = number of pixels equal to v.", x,
+                   o);
         break;
     default:
         buf_puts(name, pick3(k, "Float_Histogram", "Uniform_Bin_Histogram", "Binned_Counts"));
-        buf_printf(desc, "Histogram of values in [0, 1) with %d equal bins: element x goes to bin (int)(x * %d) computed in float32, "
-                         "clamped to %d; %s[b] counts the elements of %s in bin b.", bins, bins, bins - 1, o, x);
+        buf_printf(desc,
+                   "Histogram of values in [0, 1) with %d equal bins: element x goes to bin (int)(x * %d) computed in "
+                   "float32, "
+                   "clamped to %d; %s[b] counts the elements of %s in bin b.",
+                   bins, bins, bins - 1, o, x);
         break;
     }
-    if (t->p[H_VARIANT] == 1) buf_puts(desc, " Privatise the histogram per thread block in shared memory, then merge it into the output with atomics.");
+    if (t->p[H_VARIANT] == 1)
+        buf_puts(
+            desc,
+            " Privatise the histogram per thread block in shared memory, then merge it into the output with atomics.");
     else buf_puts(desc, " Use atomicAdd on the output counts.");
 }
 
@@ -430,7 +459,9 @@ static void hist_kernels(const Task *t, Emit *e) {
                              shared && sh == 1 ? "" : ", int bins");
     const char *nb = !shared ? "bins" : pick3(sh, "NUM_BINS", "NBINS", "bins"), *hist = shared ? "local_hist" : o;
     const char *v = fmt("%s[%s]", x, i);
-    const char *bin = t->p[H_OP] == 2 ? fmt("min((int)(%s * %s), %s - 1)", v, nb, nb) : t->p[H_OP] == 1 ? fmt("(int)%s", v) : v;
+    const char *bin = t->p[H_OP] == 2   ? fmt("min((int)(%s * %s), %s - 1)", v, nb, nb)
+                      : t->p[H_OP] == 1 ? fmt("(int)%s", v)
+                                        : v;
     const char *body = t->p[H_OP] == 0 ? fmt("atomicAdd(&%s[%s], %s);", hist, v, one)
                                        : fmt("const int b = %s;\natomicAdd(&%s[b], %s);", bin, hist, one);
     const char *lp = loop_frag(&t2, loop, "n", body);
@@ -438,9 +469,10 @@ static void hist_kernels(const Task *t, Emit *e) {
         TPL(e, t, hist_global_tpl, "kname", t->kname[0], "params", params, "loop", lp);
         return;
     }
-    TPL(e, t, hist_shared_tpl, "define", sh == 0 ? fmt("#define NUM_BINS %d\n\n", t->p[H_BINS]) : "",
-        "template", sh == 1 ? "template <int NBINS>" : "", "kname", t->kname[0], "params", params, "nb", nb, "loop", lp, "o", o,
-        "local_hist", sh == 2 ? fmt("extern __shared__ %s local_hist[];", ct) : fmt("__shared__ %s local_hist[%s];", ct, nb));
+    TPL(e, t, hist_shared_tpl, "define", sh == 0 ? fmt("#define NUM_BINS %d\n\n", t->p[H_BINS]) : "", "template",
+        sh == 1 ? "template <int NBINS>" : "", "kname", t->kname[0], "params", params, "nb", nb, "loop", lp, "o", o,
+        "local_hist",
+        sh == 2 ? fmt("extern __shared__ %s local_hist[];", ct) : fmt("__shared__ %s local_hist[%s];", ct, nb));
 }
 
 static const char hist_dynamic_launch[] = R"(
@@ -452,7 +484,8 @@ $k<<<blocks, threads, shmem>>>($args);
 
 static void hist_launch(const Task *t, Emit *e, const Host *h) {
     int shared = t->p[H_VARIANT] == 1, sh = t->p[H_SHMEM], grid = t->p[H_LOOP] == 1;
-    const char *args = fmt("%s, %s, %s%s", h->in[0], h->out[0], h->size[0], shared && sh == 1 ? "" : fmt(", %s", h->size[1]));
+    const char *args =
+        fmt("%s, %s, %s%s", h->in[0], h->out[0], h->size[0], shared && sh == 1 ? "" : fmt(", %s", h->size[1]));
     const char *kname = shared && sh == 1 ? fmt("%s<%d>", t->kname[0], t->p[H_BINS]) : t->kname[0];
     if (!(shared && sh == 2)) launch_1d(e, t, kname, h->size[0], t->p[H_BLOCK], grid ? t->p[H_CAP] : 0, args);
     else TPL(e, t, hist_dynamic_launch, "block", fmt("%d", t->p[H_BLOCK]), "bins", h->size[1], "k", kname, "args", args,

@@ -53,22 +53,27 @@ $spec $name(float v) {
 
 )" };
 static const char *pl_block_reduce(const Task *t, int kind, int op, int kname) {
-    return FRAG(pl_block_reduce_tpl[kind], "what", op ? "maximum" : "sum", "name", pl_helper_names[kname][op],
-                "spec", t->st.idxname & 1 ? "__device__ __forceinline__ float" : "__device__ float",
-                "tree", op ? "buf[threadIdx.x] = fmaxf(buf[threadIdx.x], buf[threadIdx.x + s]);" : "buf[threadIdx.x] += buf[threadIdx.x + s];",
-                "shfl", op ? "v = fmaxf(v, __shfl_down_sync(0xffffffff, v, offset));" : "v += __shfl_down_sync(0xffffffff, v, offset);",
+    return FRAG(pl_block_reduce_tpl[kind], "what", op ? "maximum" : "sum", "name", pl_helper_names[kname][op], "spec",
+                t->st.idxname & 1 ? "__device__ __forceinline__ float" : "__device__ float", "tree",
+                op ? "buf[threadIdx.x] = fmaxf(buf[threadIdx.x], buf[threadIdx.x + s]);"
+                   : "buf[threadIdx.x] += buf[threadIdx.x + s];",
+                "shfl",
+                op ? "v = fmaxf(v, __shfl_down_sync(0xffffffff, v, offset));"
+                   : "v += __shfl_down_sync(0xffffffff, v, offset);",
                 "identity", op ? "-3.402823466e+38f" : "0.0f");
 }
 // Host lines: threads and the grid of the reduction passes (at most cap blocks when cap >
 // 0) and of the element-wise passes (one thread per element).
 static const char *pl_grids(const char *n, int cap) {
     return fmt("const int threads = BLOCK_SIZE;\nconst int elem_blocks = (%s + threads - 1) / threads;\n"
-               "const int red_blocks = %s;", n, cap ? fmt("elem_blocks < %d ? elem_blocks : %d", cap, cap) : "elem_blocks");
+               "const int red_blocks = %s;",
+               n, cap ? fmt("elem_blocks < %d ? elem_blocks : %d", cap, cap) : "elem_blocks");
 }
 // The grid-stride loop over n of the reduction passes, around body.
 static const char *pl_stride(const char *n, const char *body) {
-    return FRAG("for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < $n; i += blockDim.x * gridDim.x) {\n    $body\n}",
-                "n", n, "body", body);
+    return FRAG(
+        "for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < $n; i += blockDim.x * gridDim.x) {\n    $body\n}", "n",
+        n, "body", body);
 }
 static const char *pl_free(const Task *t, const char *buf) { return checked(t, fmt("cudaFree(%s)", buf)); }
 
@@ -144,9 +149,11 @@ static void ps_describe(const Task *t, Buf *name, Buf *desc) {
     const char *x = t->in[0].name, *y = t->out[0].name;
     long N = t->p[PS_N];
     buf_puts(name, pick3(t->p[PS_TNAME], "Standardize_Vector", "Z_Score_Normalization", "Mean_Variance_Normalize"));
-    buf_printf(desc, "Standardize the %ld values of %s: mean = sum(%s) / %ld, var = sum((%s - mean)^2) / %s, and %s[i] = (%s[i] - "
-                     "mean) / sqrt(var + %s).",
-               N, x, x, N, x, t->p[PS_DDOF] ? fmt("%ld (the unbiased estimate)", N - 1) : fmt("%ld", N), y, x, fnum(t->f[0]));
+    buf_printf(
+        desc,
+        "Standardize the %ld values of %s: mean = sum(%s) / %ld, var = sum((%s - mean)^2) / %s, and %s[i] = (%s[i] - "
+        "mean) / sqrt(var + %s).",
+        N, x, x, N, x, t->p[PS_DDOF] ? fmt("%ld (the unbiased estimate)", N - 1) : fmt("%ld", N), y, x, fnum(t->f[0]));
     if (t->p[PS_STATS]) buf_printf(desc, " Also write %s[0] = mean and %s[1] = var.", t->out[1].name, t->out[1].name);
     buf_printf(desc, "%s Block reductions use %s.", how[t->p[PS_METHOD]],
                t->p[PS_REDUCE] ? "warp shuffles (__shfl_down_sync)" : "a shared-memory tree with __syncthreads()");
@@ -214,25 +221,35 @@ static void ps_kernels(const Task *t, Emit *e) {
         "Pass 1: each block writes its sum(x) to partial[b] and its sum(x^2) to partial[gridDim.x + b]." };
     static const char *const publish[] = { "atomicAdd(&acc[0], s);\natomicAdd(&acc[1], q);", "atomicAdd(&acc[0], s);",
                                            "partial[blockIdx.x] = s;\npartial[gridDim.x + blockIdx.x] = q;" };
-    const char *x = t->in[0].name, *y = t->out[0].name, *st = t->p[PS_STATS] ? t->out[1].name : NULL, *n = pl_dn[t->p[PS_DNAME]];
+    const char *x = t->in[0].name, *y = t->out[0].name, *st = t->p[PS_STATS] ? t->out[1].name : NULL,
+               *n = pl_dn[t->p[PS_DNAME]];
     const char *bsum = pl_helper_names[t->p[PS_KNAME]][0], *i = IDX(t), *xp = ptr_param(t, "float", x, 1);
     int method = t->p[PS_METHOD], ddof = t->p[PS_DDOF];
     const char *nm1 = fmt("(%s - 1)", n);
     // what the last pass reads: acc holds the sums, or (partials) the mean and the variance
-    const char *stats = method == 2 ? "const float mean = acc[0];\nconst float var = acc[1];"
-                        : method == 1 ? fmt("const float mean = acc[0] / %s;\nconst float var = acc[1] / %s;", n, ddof ? nm1 : n)
-                        : fmt("const float mean = acc[0] / %s;\nconst float var = fmaxf(%s, 0.0f);", n,
-                              ddof ? fmt("(acc[1] - mean * acc[0]) / %s", nm1) : fmt("acc[1] / %s - mean * mean", n));
-    TPL(e, t, ps_kernels_tpl, "B", fmt("%d", t->p[PS_BLOCK]), "eps", flit(t->f[0]), "bsum_fn", pl_block_reduce(t, t->p[PS_REDUCE], 0, t->p[PS_KNAME]),
-        "comment1", comment1[method], "k1", t->kname[0], "xp", xp, "accp", ptr_param(t, "float", method == 2 ? "partial" : "acc", 0), "n", n,
-        "q", method == 1 ? "" : ", q = 0.0f", "bsum", bsum, "qsum", method == 1 ? "" : fmt("q = %s(q);", bsum), "publish", publish[method],
-        "loop1", pl_stride(n, method == 1 ? fmt("s += %s[i];", x) : fmt("const float val = %s[i];\ns += val;\nq += val * val;", x)),
-        "pass2", FRAG(ps_pass2_tpl[method], "k2", t->kname[1], "xp", xp, "n", n, "bsum", bsum, "pp", ptr_param(t, "float", "partial", 1),
-                      "loop", pl_stride(n, fmt("const float d = %s[i] - mean;\nq += d * d;", x)),
-                      "var", ddof ? fmt("fmaxf((q - mean * s) / %s, 0.0f)", nm1) : fmt("fmaxf(q / %s - mean * mean, 0.0f)", n)),
-        "y", y, "x", x, "k3", t->kname[2], "stats", stats, "inv", t->p[PS_INV] ? "rsqrtf(var + EPS)" : "1.0f / sqrtf(var + EPS)",
-        "params3", fmt("%s, const float *acc, %s%s, int %s", xp, ptr_param(t, "float", y, 0), st ? fmt(", %s", ptr_param(t, "float", st, 0)) : "", n),
-        "write_stats", st ? fmt("if (blockIdx.x == 0 && threadIdx.x == 0) {\n    %s[0] = mean;\n    %s[1] = var;\n}", st, st) : "",
+    const char *stats =
+        method == 2   ? "const float mean = acc[0];\nconst float var = acc[1];"
+        : method == 1 ? fmt("const float mean = acc[0] / %s;\nconst float var = acc[1] / %s;", n, ddof ? nm1 : n)
+                      : fmt("const float mean = acc[0] / %s;\nconst float var = fmaxf(%s, 0.0f);", n,
+                            ddof ? fmt("(acc[1] - mean * acc[0]) / %s", nm1) : fmt("acc[1] / %s - mean * mean", n));
+    TPL(e, t, ps_kernels_tpl, "B", fmt("%d", t->p[PS_BLOCK]), "eps", flit(t->f[0]), "bsum_fn",
+        pl_block_reduce(t, t->p[PS_REDUCE], 0, t->p[PS_KNAME]), "comment1", comment1[method], "k1", t->kname[0], "xp",
+        xp, "accp", ptr_param(t, "float", method == 2 ? "partial" : "acc", 0), "n", n, "q",
+        method == 1 ? "" : ", q = 0.0f", "bsum", bsum, "qsum", method == 1 ? "" : fmt("q = %s(q);", bsum), "publish",
+        publish[method], "loop1",
+        pl_stride(n,
+                  method == 1 ? fmt("s += %s[i];", x) : fmt("const float val = %s[i];\ns += val;\nq += val * val;", x)),
+        "pass2",
+        FRAG(ps_pass2_tpl[method], "k2", t->kname[1], "xp", xp, "n", n, "bsum", bsum, "pp",
+             ptr_param(t, "float", "partial", 1), "loop",
+             pl_stride(n, fmt("const float d = %s[i] - mean;\nq += d * d;", x)), "var",
+             ddof ? fmt("fmaxf((q - mean * s) / %s, 0.0f)", nm1) : fmt("fmaxf(q / %s - mean * mean, 0.0f)", n)),
+        "y", y, "x", x, "k3", t->kname[2], "stats", stats, "inv",
+        t->p[PS_INV] ? "rsqrtf(var + EPS)" : "1.0f / sqrtf(var + EPS)", "params3",
+        fmt("%s, const float *acc, %s%s, int %s", xp, ptr_param(t, "float", y, 0),
+            st ? fmt(", %s", ptr_param(t, "float", st, 0)) : "", n),
+        "write_stats",
+        st ? fmt("if (blockIdx.x == 0 && threadIdx.x == 0) {\n    %s[0] = mean;\n    %s[1] = var;\n}", st, st) : "",
         "loop3", loop_frag(t, t->p[PS_LOOP], n, fmt("%s[%s] = (%s[%s] - mean) * inv;", y, i, x, i)));
 }
 static const char ps_launch_tpl[] = R"(
@@ -251,15 +268,18 @@ static void ps_launch(const Task *t, Emit *e, const Host *h) {
     const char *n = h->size[0], *x = h->in[0], *y = h->out[0];
     const char *acc = sl_scratch(t, "acc"), *part = sl_scratch(t, "partial");
     int method = t->p[PS_METHOD];
-    TPL(e, t, ps_launch_tpl, "grids", pl_grids(n, method == 2 && !t->p[PS_CAP] ? 1024 : t->p[PS_CAP]), "alloc_acc", dev_alloc(t, "float", acc, "2"),
-        "zero_acc", method != 2 ? checked(t, fmt("cudaMemset(%s, 0, 2 * sizeof(float))", acc)) : "",
-        "alloc_partial", method == 2 ? dev_alloc(t, "float", part, "2 * red_blocks") : "", "k1", t->kname[0], "x", x, "n", n,
-        "dst1", method == 2 ? part : acc,
-        "launch2", method == 1 ? fmt("%s<<<red_blocks, threads>>>(%s, %s, %s);", t->kname[1], x, acc, n)
-                   : method == 2 ? fmt("%s<<<1, threads>>>(%s, red_blocks, %s, %s);", t->kname[1], part, acc, n) : "",
-        "k3", t->kname[2], "grid3", t->p[PS_LOOP] == LOOP_GRID ? "red_blocks" : "elem_blocks",
-        "args3", t->p[PS_STATS] ? fmt("%s, %s, %s, %s, %s", x, acc, y, h->out[1], n) : fmt("%s, %s, %s, %s", x, acc, y, n),
-        "sync", checked(t, "cudaDeviceSynchronize()"), "free_acc", pl_free(t, acc), "free_partial", method == 2 ? pl_free(t, part) : "");
+    TPL(e, t, ps_launch_tpl, "grids", pl_grids(n, method == 2 && !t->p[PS_CAP] ? 1024 : t->p[PS_CAP]), "alloc_acc",
+        dev_alloc(t, "float", acc, "2"), "zero_acc",
+        method != 2 ? checked(t, fmt("cudaMemset(%s, 0, 2 * sizeof(float))", acc)) : "", "alloc_partial",
+        method == 2 ? dev_alloc(t, "float", part, "2 * red_blocks") : "", "k1", t->kname[0], "x", x, "n", n, "dst1",
+        method == 2 ? part : acc, "launch2",
+        method == 1   ? fmt("%s<<<red_blocks, threads>>>(%s, %s, %s);", t->kname[1], x, acc, n)
+        : method == 2 ? fmt("%s<<<1, threads>>>(%s, red_blocks, %s, %s);", t->kname[1], part, acc, n)
+                      : "",
+        "k3", t->kname[2], "grid3", t->p[PS_LOOP] == LOOP_GRID ? "red_blocks" : "elem_blocks", "args3",
+        t->p[PS_STATS] ? fmt("%s, %s, %s, %s, %s", x, acc, y, h->out[1], n) : fmt("%s, %s, %s, %s", x, acc, y, n),
+        "sync", checked(t, "cudaDeviceSynchronize()"), "free_acc", pl_free(t, acc), "free_partial",
+        method == 2 ? pl_free(t, part) : "");
 }
 static void ps_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0];
@@ -334,13 +354,17 @@ static void pm_describe(const Task *t, Buf *name, Buf *desc) {
                                           { "Log_Softmax_Vector", "Global_Log_Softmax", "Log_Softmax_Three_Pass" } };
     const char *x = t->in[0].name, *y = t->out[0].name;
     buf_puts(name, nm[t->p[PM_OP]][t->p[PM_TNAME]]);
-    buf_printf(desc, "Compute the %s over all %d elements of %s: %s[i] = %s with m = max(%s) and S = sum over j of exp(%s[j] - m).",
-               t->p[PM_OP] ? "log-softmax" : "softmax", t->p[PM_N], x, y,
-               t->p[PM_OP] ? fmt("%s[i] - m - log(S)", x) : fmt("exp(%s[i] - m) / S", x), x, x);
-    buf_printf(desc, " Use three kernels: a block-reduced maximum combined across blocks with an atomic float max (%s), "
-                     "a block-reduced sum of exponentials combined with atomicAdd%s, and a final element-wise kernel.",
+    buf_printf(
+        desc,
+        "Compute the %s over all %d elements of %s: %s[i] = %s with m = max(%s) and S = sum over j of exp(%s[j] - m).",
+        t->p[PM_OP] ? "log-softmax" : "softmax", t->p[PM_N], x, y,
+        t->p[PM_OP] ? fmt("%s[i] - m - log(S)", x) : fmt("exp(%s[i] - m) / S", x), x, x);
+    buf_printf(desc,
+               " Use three kernels: a block-reduced maximum combined across blocks with an atomic float max (%s), "
+               "a block-reduced sum of exponentials combined with atomicAdd%s, and a final element-wise kernel.",
                t->p[PM_MAXOP] ? "atomicMax/atomicMin on the float's bits" : "an atomicCAS loop",
-               t->p[PM_STORE] ? " (it also stores exp(x - m) into the output, which the last kernel scales in place)" : "");
+               t->p[PM_STORE] ? " (it also stores exp(x - m) into the output, which the last kernel scales in place)"
+                              : "");
 }
 
 // An atomic float max (a CAS loop, or int / unsigned atomics on the bits), the block
@@ -410,20 +434,27 @@ static void pm_kernels(const Task *t, Emit *e) {
     const char *x = t->in[0].name, *y = t->out[0].name, *n = pl_dn[t->p[PM_DNAME]], *i = IDX(t);
     const char *xp = ptr_param(t, "float", x, 1), *yp = ptr_param(t, "float", y, 0);
     int store = t->p[PM_STORE], lg = t->p[PM_OP], kn = t->p[PM_KNAME];
-    TPL(e, t, pm_kernels_tpl, "B", fmt("%d", t->p[PM_BLOCK]), "atomic_max", FRAG(pm_atomic_max_tpl[t->p[PM_MAXOP]], "name", amn[kn]),
-        "bmax_fn", pl_block_reduce(t, t->p[PM_REDUCE], 1, kn), "bsum_fn", pl_block_reduce(t, t->p[PM_REDUCE], 0, kn),
-        "init", t->p[PM_INIT] ? pm_init_tpl : "", "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "xp", xp, "x", x, "n", n,
-        "loop1", pl_stride(n, fmt("m = fmaxf(m, %s[i]);", x)), "bmax", pl_helper_names[kn][1], "am", amn[kn],
-        "bsum", pl_helper_names[kn][0], "stored", store ? fmt("; %s[i] = exp(%s[i] - red[0])", y, x) : "",
-        "params2", fmt("%s, float *red, %sint %s", xp, store ? fmt("%s, ", yp) : "", n),
-        "loop2", pl_stride(n, fmt("const float ex = expf(%s[i] - m);\n%ss += ex;", x, store ? fmt("%s[i] = ex;\n", y) : "")),
-        "comment3", lg ? fmt("%s[i] = %s[i] - max - log(sum).", y, x) : store ? fmt("scale %s in place by 1 / sum.", y)
-                                                                               : fmt("%s[i] = exp(%s[i] - max) / sum.", y, x),
-        "params3", fmt("%sconst float *red, %s, int %s", store ? "" : fmt("%s, ", xp), yp, n),
-        "head3", lg ? "const float shift = red[0] + logf(red[1]);" : store ? "const float inv = 1.0f / red[1];"
-                                                                           : "const float m = red[0];\nconst float total = red[1];",
-        "loop3", loop_frag(t, t->p[PM_LOOP], n, lg ? fmt("%s[%s] = %s[%s] - shift;", y, i, x, i) : store ? fmt("%s[%s] *= inv;", y, i)
-                                                                                   : fmt("%s[%s] = expf(%s[%s] - m) / total;", y, i, x, i)));
+    TPL(e, t, pm_kernels_tpl, "B", fmt("%d", t->p[PM_BLOCK]), "atomic_max",
+        FRAG(pm_atomic_max_tpl[t->p[PM_MAXOP]], "name", amn[kn]), "bmax_fn", pl_block_reduce(t, t->p[PM_REDUCE], 1, kn),
+        "bsum_fn", pl_block_reduce(t, t->p[PM_REDUCE], 0, kn), "init", t->p[PM_INIT] ? pm_init_tpl : "", "k1",
+        t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "xp", xp, "x", x, "n", n, "loop1",
+        pl_stride(n, fmt("m = fmaxf(m, %s[i]);", x)), "bmax", pl_helper_names[kn][1], "am", amn[kn], "bsum",
+        pl_helper_names[kn][0], "stored", store ? fmt("; %s[i] = exp(%s[i] - red[0])", y, x) : "", "params2",
+        fmt("%s, float *red, %sint %s", xp, store ? fmt("%s, ", yp) : "", n), "loop2",
+        pl_stride(n, fmt("const float ex = expf(%s[i] - m);\n%ss += ex;", x, store ? fmt("%s[i] = ex;\n", y) : "")),
+        "comment3",
+        lg      ? fmt("%s[i] = %s[i] - max - log(sum).", y, x)
+        : store ? fmt("scale %s in place by 1 / sum.", y)
+                : fmt("%s[i] = exp(%s[i] - max) / sum.", y, x),
+        "params3", fmt("%sconst float *red, %s, int %s", store ? "" : fmt("%s, ", xp), yp, n), "head3",
+        lg      ? "const float shift = red[0] + logf(red[1]);"
+        : store ? "const float inv = 1.0f / red[1];"
+                : "const float m = red[0];\nconst float total = red[1];",
+        "loop3",
+        loop_frag(t, t->p[PM_LOOP], n,
+                  lg      ? fmt("%s[%s] = %s[%s] - shift;", y, i, x, i)
+                  : store ? fmt("%s[%s] *= inv;", y, i)
+                          : fmt("%s[%s] = expf(%s[%s] - m) / total;", y, i, x, i)));
 }
 static const char pm_launch_tpl[] = R"(
 $grids
@@ -438,15 +469,16 @@ $free
 static void pm_launch(const Task *t, Emit *e, const Host *h) {
     const char *n = h->size[0], *x = h->in[0], *y = h->out[0], *red = sl_scratch(t, "red");
     int store = t->p[PM_STORE];
-    TPL(e, t, pm_launch_tpl, "grids", pl_grids(n, t->p[PM_CAP]), "alloc", dev_alloc(t, "float", red, "2"),
-        "init", t->p[PM_INIT] ? fmt("init_reduction<<<1, 1>>>(%s);", red)
-                              : fmt("const float red_init[2] = { -3.402823466e+38f, 0.0f }; // max starts at -FLT_MAX, sum at 0\n%s",
-                                    checked(t, fmt("cudaMemcpy(%s, red_init, sizeof(red_init), cudaMemcpyHostToDevice)", red))),
-        "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "x", x, "red", red, "n", n,
-        "args2", store ? fmt("%s, %s, %s, %s", x, red, y, n) : fmt("%s, %s, %s", x, red, n),
-        "grid3", t->p[PM_LOOP] == LOOP_GRID ? "red_blocks" : "elem_blocks",
-        "args3", store ? fmt("%s, %s, %s", red, y, n) : fmt("%s, %s, %s, %s", x, red, y, n),
-        "sync", checked(t, "cudaDeviceSynchronize()"), "free", pl_free(t, red));
+    TPL(e, t, pm_launch_tpl, "grids", pl_grids(n, t->p[PM_CAP]), "alloc", dev_alloc(t, "float", red, "2"), "init",
+        t->p[PM_INIT]
+            ? fmt("init_reduction<<<1, 1>>>(%s);", red)
+            : fmt("const float red_init[2] = { -3.402823466e+38f, 0.0f }; // max starts at -FLT_MAX, sum at 0\n%s",
+                  checked(t, fmt("cudaMemcpy(%s, red_init, sizeof(red_init), cudaMemcpyHostToDevice)", red))),
+        "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "x", x, "red", red, "n", n, "args2",
+        store ? fmt("%s, %s, %s, %s", x, red, y, n) : fmt("%s, %s, %s", x, red, n), "grid3",
+        t->p[PM_LOOP] == LOOP_GRID ? "red_blocks" : "elem_blocks", "args3",
+        store ? fmt("%s, %s, %s", red, y, n) : fmt("%s, %s, %s, %s", x, red, y, n), "sync",
+        checked(t, "cudaDeviceSynchronize()"), "free", pl_free(t, red));
 }
 static void pm_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0];
@@ -513,15 +545,22 @@ static void pn_layout(Task *t) {
 static void pn_describe(const Task *t, Buf *name, Buf *desc) {
     const char *x = t->in[0].name, *y = t->in[1].name, *z = t->out[0].name, *nr = t->out[1].name;
     buf_puts(name, pick3(t->p[PN_TNAME], "SAXPY_Then_L2_Norm", "Axpy_And_Norm", "SAXPY_Norm_Pipeline"));
-    buf_printf(desc, "%s and %s have %d elements. First compute %s[i] = %s * %s[i] + %s[i] (SAXPY), then %s[0] = sqrt(sum over i of "
-                     "%s[i]^2), the L2 norm of %s, with a second kernel that reads %s.",
-               x, y, t->p[PN_N], z, fnum(t->f[0]), x, y, nr, z, z, z);
+    buf_printf(
+        desc,
+        "%s and %s have %d elements. First compute %s[i] = %s * %s[i] + %s[i] (SAXPY), then %s[0] = sqrt(sum over i of "
+        "%s[i]^2), the L2 norm of %s, with a second kernel that reads %s.",
+        x, y, t->p[PN_N], z, fnum(t->f[0]), x, y, nr, z, z, z);
     if (t->p[PN_NORM] == 0)
-        buf_printf(desc, " The norm kernel adds each block's sum of squares into %s[0] (zeroed first) with atomicAdd; a one-thread "
-                         "kernel then takes the square root.", nr);
+        buf_printf(
+            desc,
+            " The norm kernel adds each block's sum of squares into %s[0] (zeroed first) with atomicAdd; a one-thread "
+            "kernel then takes the square root.",
+            nr);
     else
-        buf_puts(desc, " The norm kernel writes one partial sum of squares per block; a single-block kernel adds the partials and "
-                       "writes the square root.");
+        buf_puts(
+            desc,
+            " The norm kernel writes one partial sum of squares per block; a single-block kernel adds the partials and "
+            "writes the square root.");
 }
 
 // SAXPY element-wise; the block sums of squares added into the norm (atomicAdd) or written
@@ -549,25 +588,35 @@ __global__ void $k3($params3) {
 }
 )";
 static void pn_kernels(const Task *t, Emit *e) {
-    const char *x = t->in[0].name, *y = t->in[1].name, *z = t->out[0].name, *nr = t->out[1].name, *n = pl_dn[t->p[PN_DNAME]];
-    const char *bsum = pl_helper_names[t->p[PN_KNAME]][0], *i = IDX(t), *alpha = t->p[PN_ALPHA_ARG] ? "alpha" : flit(t->f[0]);
+    const char *x = t->in[0].name, *y = t->in[1].name, *z = t->out[0].name, *nr = t->out[1].name,
+               *n = pl_dn[t->p[PN_DNAME]];
+    const char *bsum = pl_helper_names[t->p[PN_KNAME]][0], *i = IDX(t),
+               *alpha = t->p[PN_ALPHA_ARG] ? "alpha" : flit(t->f[0]);
     int part = t->p[PN_NORM];
-    TPL(e, t, pn_kernels_tpl, "B", fmt("%d", t->p[PN_BLOCK]), "bsum_fn", pl_block_reduce(t, t->p[PN_REDUCE], 0, t->p[PN_KNAME]),
-        "z", z, "x", x, "y", y, "n", n, "alpha_c", t->p[PN_ALPHA_ARG] ? "alpha" : fnum(t->f[0]), "k1", t->kname[0],
-        "params1", fmt("%s%s, %s, %s, int %s", t->p[PN_ALPHA_ARG] ? "float alpha, " : "", ptr_param(t, "float", x, 1),
-                       ptr_param(t, "float", y, 1), ptr_param(t, "float", z, 0), n),
+    TPL(e, t, pn_kernels_tpl, "B", fmt("%d", t->p[PN_BLOCK]), "bsum_fn",
+        pl_block_reduce(t, t->p[PN_REDUCE], 0, t->p[PN_KNAME]), "z", z, "x", x, "y", y, "n", n, "alpha_c",
+        t->p[PN_ALPHA_ARG] ? "alpha" : fnum(t->f[0]), "k1", t->kname[0], "params1",
+        fmt("%s%s, %s, %s, int %s", t->p[PN_ALPHA_ARG] ? "float alpha, " : "", ptr_param(t, "float", x, 1),
+            ptr_param(t, "float", y, 1), ptr_param(t, "float", z, 0), n),
         "loop1", loop_frag(t, t->p[PN_LOOP], n, fmt("%s[%s] = %s * %s[%s] + %s[%s];", z, i, alpha, x, i, y, i)),
-        "comment2", part ? fmt("partial[b] = the sum of %s[i]^2 over block b's elements.", z)
-                         : fmt("%s[0] += the sum of %s[i]^2 over the block's elements.", nr, z),
+        "comment2",
+        part ? fmt("partial[b] = the sum of %s[i]^2 over block b's elements.", z)
+             : fmt("%s[0] += the sum of %s[i]^2 over the block's elements.", nr, z),
         "k2", t->kname[1], "zp", ptr_param(t, "float", z, 1), "dstp", ptr_param(t, "float", part ? "partial" : nr, 0),
-        "loop2", pl_stride(n, fmt("s += %s[i] * %s[i];", z, z)), "bsum", bsum,
-        "publish", part ? "if (threadIdx.x == 0) partial[blockIdx.x] = s;" : fmt("if (threadIdx.x == 0) atomicAdd(%s, s);", nr),
-        "comment3", part ? fmt("(one block): %s[0] = sqrt(the sum of the partials).", nr) : fmt("(one thread): %s[0] = sqrt(%s[0]).", nr, nr),
-        "k3", t->kname[2], "params3", part ? fmt("%s, int count, %s", ptr_param(t, "float", "partial", 1), ptr_param(t, "float", nr, 0))
-                                           : ptr_param(t, "float", nr, 0),
-        "body3", part ? fmt("float s = 0.0f;\nfor (int b = threadIdx.x; b < count; b += blockDim.x) s += partial[b];\ns = %s(s);\n"
-                            "if (threadIdx.x == 0) %s[0] = sqrtf(s);", bsum, nr)
-                      : fmt("%s[0] = sqrtf(%s[0]);", nr, nr));
+        "loop2", pl_stride(n, fmt("s += %s[i] * %s[i];", z, z)), "bsum", bsum, "publish",
+        part ? "if (threadIdx.x == 0) partial[blockIdx.x] = s;" : fmt("if (threadIdx.x == 0) atomicAdd(%s, s);", nr),
+        "comment3",
+        part ? fmt("(one block): %s[0] = sqrt(the sum of the partials).", nr)
+             : fmt("(one thread): %s[0] = sqrt(%s[0]).", nr, nr),
+        "k3", t->kname[2], "params3",
+        part ? fmt("%s, int count, %s", ptr_param(t, "float", "partial", 1), ptr_param(t, "float", nr, 0))
+             : ptr_param(t, "float", nr, 0),
+        "body3",
+        part ? fmt("float s = 0.0f;\nfor (int b = threadIdx.x; b < count; b += blockDim.x) s += partial[b];\ns = "
+                   "%s(s);\n"
+                   "if (threadIdx.x == 0) %s[0] = sqrtf(s);",
+                   bsum, nr)
+             : fmt("%s[0] = sqrtf(%s[0]);", nr, nr));
 }
 static const char pn_launch_tpl[] = R"(
 $grids
@@ -581,12 +630,12 @@ $free
 static void pn_launch(const Task *t, Emit *e, const Host *h) {
     const char *n = h->size[0], *z = h->out[0], *nr = h->out[1], *pn = sl_scratch(t, "partial");
     int part = t->p[PN_NORM];
-    TPL(e, t, pn_launch_tpl, "grids", pl_grids(n, t->p[PN_CAP]), "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2],
-        "grid1", t->p[PN_LOOP] == LOOP_GRID ? "red_blocks" : "elem_blocks",
-        "args1", fmt("%s%s, %s, %s, %s", t->p[PN_ALPHA_ARG] ? fmt("%s, ", flit(t->f[0])) : "", h->in[0], h->in[1], z, n),
-        "alloc", part ? dev_alloc(t, "float", pn, "red_blocks") : "", "z", z, "dst", part ? pn : nr, "n", n,
-        "cfg3", part ? "1, threads" : "1, 1", "args3", part ? fmt("%s, red_blocks, %s", pn, nr) : nr,
-        "sync", part ? checked(t, "cudaDeviceSynchronize()") : "", "free", part ? pl_free(t, pn) : "");
+    TPL(e, t, pn_launch_tpl, "grids", pl_grids(n, t->p[PN_CAP]), "k1", t->kname[0], "k2", t->kname[1], "k3",
+        t->kname[2], "grid1", t->p[PN_LOOP] == LOOP_GRID ? "red_blocks" : "elem_blocks", "args1",
+        fmt("%s%s, %s, %s, %s", t->p[PN_ALPHA_ARG] ? fmt("%s, ", flit(t->f[0])) : "", h->in[0], h->in[1], z, n),
+        "alloc", part ? dev_alloc(t, "float", pn, "red_blocks") : "", "z", z, "dst", part ? pn : nr, "n", n, "cfg3",
+        part ? "1, threads" : "1, 1", "args3", part ? fmt("%s, red_blocks, %s", pn, nr) : nr, "sync",
+        part ? checked(t, "cudaDeviceSynchronize()") : "", "free", part ? pl_free(t, pn) : "");
 }
 static void pn_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0], *y = in[1];
@@ -669,16 +718,22 @@ static void pr_describe(const Task *t, Buf *name, Buf *desc) {
     int R = t->p[PR_ROWS], C = t->p[PR_COLS];
     buf_puts(name, pick3(t->p[PR_TNAME], "Row_Normalize_Then_Matvec", "Normalized_Rows_Times_Vector",
                          t->p[PR_NORM] ? "L1_Row_Normalize_Matvec" : "Cosine_Scores_Pipeline"));
-    buf_printf(desc, "%s is a %d x %d row-major float32 matrix and %s a vector of %d. First divide each row of %s by its %s norm "
-                     "and store the result in %s (%d x %d); then compute %s = %s * %s (%s[r] = sum over c of %s[r][c] * %s[c]) "
-                     "from %s with a separate kernel.",
-               A, R, C, x, C, A, t->p[PR_NORM] ? "L1 (sum of absolute values)" : "L2 (Euclidean)", An, R, C, y, An, x, y, An, x, An);
+    buf_printf(
+        desc,
+        "%s is a %d x %d row-major float32 matrix and %s a vector of %d. First divide each row of %s by its %s norm "
+        "and store the result in %s (%d x %d); then compute %s = %s * %s (%s[r] = sum over c of %s[r][c] * %s[c]) "
+        "from %s with a separate kernel.",
+        A, R, C, x, C, A, t->p[PR_NORM] ? "L1 (sum of absolute values)" : "L2 (Euclidean)", An, R, C, y, An, x, y, An,
+        x, An);
     if (t->p[PR_STAGES] == 0)
-        buf_puts(desc, " Use three kernels: row norms (one warp per row, shuffle reduction) into a scratch buffer, a 2-D (dim3) "
-                       "kernel that scales every element, and a matrix-vector kernel with one thread per row.");
+        buf_puts(
+            desc,
+            " Use three kernels: row norms (one warp per row, shuffle reduction) into a scratch buffer, a 2-D (dim3) "
+            "kernel that scales every element, and a matrix-vector kernel with one thread per row.");
     else
-        buf_puts(desc, " Use two kernels: one block per row reduces the row's norm and scales the row, then a matrix-vector "
-                       "kernel with one warp per row and shuffle reductions.");
+        buf_puts(desc,
+                 " Use two kernels: one block per row reduces the row's norm and scales the row, then a matrix-vector "
+                 "kernel with one warp per row and shuffle reductions.");
 }
 
 // Three kernels (row norms with one warp per row, a 2-D scale, a matvec with one thread per
@@ -742,32 +797,35 @@ static void pr_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[PR_DNAMES]];
     const char *A = t->in[0].name, *x = t->in[1].name, *An = t->out[0].name, *y = t->out[1].name;
     int l1 = t->p[PR_NORM] == 1;
-    TPL(e, t, pr_kernels_tpl[t->p[PR_STAGES]], "L", l1 ? "L1" : "L2", "A", A, "An", An, "x", x, "y", y, "R", dn[0], "C", dn[1],
-        "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "Ap", ptr_param(t, "float", A, 1), "Anp", ptr_param(t, "float", An, 0),
-        "Ancp", ptr_param(t, "float", An, 1), "xp", ptr_param(t, "float", x, 1), "yp", ptr_param(t, "float", y, 0),
-        "normsp", ptr_param(t, "float", "norms", 0), "normscp", ptr_param(t, "float", "norms", 1),
-        "term", l1 ? "fabsf(arow[c])" : "arow[c] * arow[c]", "fin", l1 ? "s" : "sqrtf(s)", "index", mx_index2d(t, "row", "col", 0),
-        "B", fmt("%d", t->p[PR_BLOCK]), "bsum_fn", pl_block_reduce(t, t->p[PR_REDUCE], 0, t->p[PR_KNAME]),
-        "bsum", pl_helper_names[t->p[PR_KNAME]][0]);
+    TPL(e, t, pr_kernels_tpl[t->p[PR_STAGES]], "L", l1 ? "L1" : "L2", "A", A, "An", An, "x", x, "y", y, "R", dn[0], "C",
+        dn[1], "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "Ap", ptr_param(t, "float", A, 1), "Anp",
+        ptr_param(t, "float", An, 0), "Ancp", ptr_param(t, "float", An, 1), "xp", ptr_param(t, "float", x, 1), "yp",
+        ptr_param(t, "float", y, 0), "normsp", ptr_param(t, "float", "norms", 0), "normscp",
+        ptr_param(t, "float", "norms", 1), "term", l1 ? "fabsf(arow[c])" : "arow[c] * arow[c]", "fin",
+        l1 ? "s" : "sqrtf(s)", "index", mx_index2d(t, "row", "col", 0), "B", fmt("%d", t->p[PR_BLOCK]), "bsum_fn",
+        pl_block_reduce(t, t->p[PR_REDUCE], 0, t->p[PR_KNAME]), "bsum", pl_helper_names[t->p[PR_KNAME]][0]);
 }
 static void pr_launch(const Task *t, Emit *e, const Host *h) {
     const char *R = h->size[0], *C = h->size[1], *A = h->in[0], *x = h->in[1], *An = h->out[0], *y = h->out[1];
     int B = t->p[PR_BLOCK], MB = t->p[PR_MVBLOCK];
     if (t->p[PR_STAGES]) {
-        TPL(e, t, "$k1<<<$R, BLOCK_SIZE>>>($A, $An, $R, $C);\nconst int rows_per_block = $rpb;\n"
-                  "$k2<<<($R + rows_per_block - 1) / rows_per_block, rows_per_block * 32>>>($An, $x, $y, $R, $C);",
-            "k1", t->kname[0], "k2", t->kname[1], "R", R, "C", C, "A", A, "An", An, "x", x, "y", y, "rpb", fmt("%d", MB / 32));
+        TPL(e, t,
+            "$k1<<<$R, BLOCK_SIZE>>>($A, $An, $R, $C);\nconst int rows_per_block = $rpb;\n"
+            "$k2<<<($R + rows_per_block - 1) / rows_per_block, rows_per_block * 32>>>($An, $x, $y, $R, $C);",
+            "k1", t->kname[0], "k2", t->kname[1], "R", R, "C", C, "A", A, "An", An, "x", x, "y", y, "rpb",
+            fmt("%d", MB / 32));
         return;
     }
     const char *nm = sl_scratch(t, "norms");
     TPL(e, t, "$alloc\nconst int warp_blocks = ($R * 32 + $B - 1) / $B;\n$k1<<<warp_blocks, $B>>>($A, $norms, $R, $C);",
-        "alloc", dev_alloc(t, "float", nm, R), "R", R, "C", C, "B", fmt("%d", B), "k1", t->kname[0], "A", A, "norms", nm);
+        "alloc", dev_alloc(t, "float", nm, R), "R", R, "C", C, "B", fmt("%d", B), "k1", t->kname[0], "A", A, "norms",
+        nm);
     const int *bd = mx_bdims[t->p[PR_BDIM]];
     mx_launch2d(e, t, t->p[PR_DIMS], t->kname[1], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, C, R, NULL, 0, NULL,
                 fmt("%s, %s, %s, %s, %s", A, nm, An, R, C));
     TPL(e, t, "$k3<<<($R + $MB1) / $MB, $MB>>>($An, $x, $y, $R, $C);\n$sync\n$free", "k3", t->kname[2], "R", R, "C", C,
-        "MB1", fmt("%d", MB - 1), "MB", fmt("%d", MB), "An", An, "x", x, "y", y, "sync", checked(t, "cudaDeviceSynchronize()"),
-        "free", pl_free(t, nm));
+        "MB1", fmt("%d", MB - 1), "MB", fmt("%d", MB), "An", An, "x", x, "y", y, "sync",
+        checked(t, "cudaDeviceSynchronize()"), "free", pl_free(t, nm));
 }
 static void pr_ref(const Task *t, const void *const *in, void *const *out) {
     const float *A = in[0], *x = in[1];

@@ -142,16 +142,17 @@ static void rb_kernels(const Task *t, Emit *e) {
     const char *sdata = sh == 2 ? "extern __shared__ float sdata[];" : fmt("__shared__ float sdata[%s];", B);
     const char *tree = FRAG(rb_tree, "B", B, "combine", rb_comb(t, "sdata[tid]", "sdata[tid + s]"));
     const char *xi = fmt("%s[i]", x);
-    TPL(e, t, rb_kernel, "define", sh == 0 ? fmt("#define BLOCK_SIZE %d\n\n", t->p[RB_BLOCK]) : "",
-        "comment", fin == 0 ? "Pass 1: each block reduces its elements and writes one partial result."
-                            : "Each block reduces its elements in shared memory; thread 0 adds the block's result to the output.",
-        "template", tmpl, "kname", t->kname[0],
-        "params", fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", outp, 0)), "sdata", sdata,
-        "load", FRAG(rb_load[t->p[RB_LOAD]], "f_i", rb_f(t, xi), "combine_i", rb_comb(t, "v", rb_f(t, xi)),
-                     "combine_next", rb_comb(t, "v", rb_f(t, fmt("%s[i + blockDim.x]", x)))),
-        "tree", tree,
-        "finish", fin == 0 ? "partial[blockIdx.x] = sdata[0];"
-                  : op == 2 ? fmt("atomicMax((int *)%s, __float_as_int(sdata[0]));", o) : fmt("atomicAdd(%s, sdata[0]);", o));
+    TPL(e, t, rb_kernel, "define", sh == 0 ? fmt("#define BLOCK_SIZE %d\n\n", t->p[RB_BLOCK]) : "", "comment",
+        fin == 0 ? "Pass 1: each block reduces its elements and writes one partial result."
+                 : "Each block reduces its elements in shared memory; thread 0 adds the block's result to the output.",
+        "template", tmpl, "kname", t->kname[0], "params",
+        fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", outp, 0)), "sdata", sdata, "load",
+        FRAG(rb_load[t->p[RB_LOAD]], "f_i", rb_f(t, xi), "combine_i", rb_comb(t, "v", rb_f(t, xi)), "combine_next",
+             rb_comb(t, "v", rb_f(t, fmt("%s[i + blockDim.x]", x)))),
+        "tree", tree, "finish",
+        fin == 0  ? "partial[blockIdx.x] = sdata[0];"
+        : op == 2 ? fmt("atomicMax((int *)%s, __float_as_int(sdata[0]));", o)
+                  : fmt("atomicAdd(%s, sdata[0]);", o));
     if (fin == 0 && !(t->p[RB_LOAD] == 2 && op != 1)) // a grid-stride pass 1 reduces the partials too
         TPL(e, t, rb_pass2, "template", tmpl, "kname", t->kname[1], "sdata", sdata, "tree", tree, "out", o,
             "params", fmt("%s, %s", ptr_param(t, "float", "partial", 1), ptr_param(t, "float", o, 0)),
@@ -179,15 +180,20 @@ $free
 static void rb_launch(const Task *t, Emit *e, const Host *h) {
     int sh = t->p[RB_SHMEM], B = t->p[RB_BLOCK];
     const char *k1 = sh == 1 ? fmt("%s<%d>", t->kname[0], B) : t->kname[0];
-    const char *k2 = t->p[RB_LOAD] == 2 && t->p[RB_OP] != 1 ? k1 : sh == 1 ? fmt("%s<%d>", t->kname[1], B) : t->kname[1];
+    const char *k2 = t->p[RB_LOAD] == 2 && t->p[RB_OP] != 1 ? k1
+                     : sh == 1                              ? fmt("%s<%d>", t->kname[1], B)
+                                                            : t->kname[1];
     const char *pn = fmt("%spartial%s", dev_affix[t->st.devname][0], dev_affix[t->st.devname][1]);
     const char *cfg = sh == 2 ? "blocks, threads, threads * sizeof(float)" : "blocks, threads";
-    const char *launches = t->p[RB_FINISH] == 1 ? fmt("%s<<<%s>>>(%s, %s, %s);", k1, cfg, h->in[0], h->out[0], h->size[0])
-        : FRAG(rb_two_passes, "alloc", dev_alloc(t, "float", pn, "blocks"), "k1", k1, "cfg", cfg, "in", h->in[0],
-               "partial", pn, "n", h->size[0], "k2", k2, "cfg1", sh == 2 ? "1, threads, threads * sizeof(float)" : "1, threads",
-               "out", h->out[0], "sync", checked(t, "cudaDeviceSynchronize()"), "free", checked(t, fmt("cudaFree(%s)", pn)));
-    TPL(e, t, rb_launch_tpl, "threads", sh == 0 ? "BLOCK_SIZE" : fmt("%d", B),
-        "blocks", FRAG(rb_blocks[t->p[RB_LOAD]], "n", h->size[0], "cap", fmt("%d", t->p[RB_CAP])), "launches", launches);
+    const char *launches =
+        t->p[RB_FINISH] == 1
+            ? fmt("%s<<<%s>>>(%s, %s, %s);", k1, cfg, h->in[0], h->out[0], h->size[0])
+            : FRAG(rb_two_passes, "alloc", dev_alloc(t, "float", pn, "blocks"), "k1", k1, "cfg", cfg, "in", h->in[0],
+                   "partial", pn, "n", h->size[0], "k2", k2, "cfg1",
+                   sh == 2 ? "1, threads, threads * sizeof(float)" : "1, threads", "out", h->out[0], "sync",
+                   checked(t, "cudaDeviceSynchronize()"), "free", checked(t, fmt("cudaFree(%s)", pn)));
+    TPL(e, t, rb_launch_tpl, "threads", sh == 0 ? "BLOCK_SIZE" : fmt("%d", B), "blocks",
+        FRAG(rb_blocks[t->p[RB_LOAD]], "n", h->size[0], "cap", fmt("%d", t->p[RB_CAP])), "launches", launches);
 }
 
 static void rb_ref(const Task *t, const void *const *in, void *const *out) {
@@ -244,7 +250,8 @@ static void rw_draw(Task *t, Rng *r) {
     SETNAME(t->out[0].name, "%s", names[t->p[RW_NAMES]][1]);
     SETNAME(t->kname[0], "%s", kn[t->p[RW_OP]][t->p[RW_KNAME]]);
     int camel = t->p[RW_KNAME] == 1;
-    SETNAME(t->kname[1], "%s%s", hn[t->p[RW_KNAME]], t->p[RW_OP] == 3 ? (camel ? "Max" : "_max") : (camel ? "Sum" : "_sum"));
+    SETNAME(t->kname[1], "%s%s", hn[t->p[RW_KNAME]],
+            t->p[RW_OP] == 3 ? (camel ? "Max" : "_max") : (camel ? "Sum" : "_sum"));
     SETNAME(t->slug, "%s", rw_ops[t->p[RW_OP]]);
 }
 
@@ -282,15 +289,19 @@ static void rw_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, nm[t->p[RW_OP]][t->p[RW_TNAME]]);
     const char *x = t->in[0].name, *o = t->out[0].name, *sh = t->p[RW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync";
     if (rw_is_row(t))
-        buf_printf(desc, "%s is a %d x %d row-major matrix. Compute %s[r] = %s, one warp per row, reducing across lanes with %s.",
-                   x, t->p[RW_ROWS], t->p[RW_COLS], o, what[t->p[RW_OP] - 2], sh);
+        buf_printf(
+            desc,
+            "%s is a %d x %d row-major matrix. Compute %s[r] = %s, one warp per row, reducing across lanes with %s.", x,
+            t->p[RW_ROWS], t->p[RW_COLS], o, what[t->p[RW_OP] - 2], sh);
     else if (t->p[RW_OP] == 0)
         buf_printf(desc, "Compute %s[0] = the sum of the %d elements of %s. Reduce within each warp with %s; "
                          "lane 0 of each warp adds its warp's sum to %s[0] with atomicAdd.", o, t->p[RW_N], x, sh, o);
     else
-        buf_printf(desc, "Compute %s[0] = the sum of the %d elements of %s. Reduce within each warp with %s, combine the warp "
-                         "sums of a block through shared memory with a second warp-level step, then atomicAdd the block sum.",
-                   o, t->p[RW_N], x, sh);
+        buf_printf(
+            desc,
+            "Compute %s[0] = the sum of the %d elements of %s. Reduce within each warp with %s, combine the warp "
+            "sums of a block through shared memory with a second warp-level step, then atomicAdd the block sum.",
+            o, t->p[RW_N], x, sh);
 }
 
 // The shuffle loop over offsets 16, 8, 4, 2, 1; the optional helper holding it; the
@@ -357,21 +368,24 @@ static void rw_kernels(const Task *t, Emit *e) {
     const char *params = fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", o, 0));
     if (t->p[RW_MASK] == 2) TPL(e, t, "#define FULL_MASK 0xffffffffu\n\n", NULL);
     if (t->p[RW_HELPER])
-        TPL(e, t, rw_helper, "spec", t->p[RW_HELPER] == 1 ? "__inline__ __device__ float" : "__device__ __forceinline__ float",
-            "helper", t->kname[1], "shuffle", shuffle,
-            "comment", t->p[RW_SHFL] ? "Butterfly reduction across the 32 lanes of a warp; every lane gets the result."
-                                     : "Reduction across the 32 lanes of a warp; lane 0 gets the result.");
+        TPL(e, t, rw_helper, "spec",
+            t->p[RW_HELPER] == 1 ? "__inline__ __device__ float" : "__device__ __forceinline__ float", "helper",
+            t->kname[1], "shuffle", shuffle, "comment",
+            t->p[RW_SHFL] ? "Butterfly reduction across the 32 lanes of a warp; every lane gets the result."
+                          : "Reduction across the 32 lanes of a warp; lane 0 gets the result.");
     if (rw_is_row(t))
         TPL(e, t, rw_row_kernel, "kname", t->kname[0], "params", params, "lane", t->p[RW_KNAME] & 1 ? "& 31" : "% 32",
             "x", x, "init", op == 3 ? "-3.402823466e+38f" : "0.0f", "reduce", reduce, "out", o,
             "accumulate", pick3(op - 2, "v += row[c];", "v = fmaxf(v, row[c]);", "v += row[c] * row[c];"),
             "result", op == 4 ? "sqrtf(v)" : "v");
     else
-        TPL(e, t, rw_total_kernel, "kname", t->kname[0], "params", params, "x", x, "reduce", reduce,
-            "comment", op == 0 ? "Grid-stride partial sums per thread, a warp-level shuffle reduction, one atomicAdd per warp."
-                               : "Per-thread partial sums, warp shuffles, warp sums through shared memory, one atomicAdd per block.",
-            "shared", op == 1 ? "__shared__ float warp_sums[32];" : "",
-            "finish", op == 0 ? fmt("if ((threadIdx.x & 31) == 0) atomicAdd(%s, v);", o) : FRAG(rw_two_level, "reduce", reduce, "out", o));
+        TPL(e, t, rw_total_kernel, "kname", t->kname[0], "params", params, "x", x, "reduce", reduce, "comment",
+            op == 0
+                ? "Grid-stride partial sums per thread, a warp-level shuffle reduction, one atomicAdd per warp."
+                : "Per-thread partial sums, warp shuffles, warp sums through shared memory, one atomicAdd per block.",
+            "shared", op == 1 ? "__shared__ float warp_sums[32];" : "", "finish",
+            op == 0 ? fmt("if ((threadIdx.x & 31) == 0) atomicAdd(%s, v);", o)
+                    : FRAG(rw_two_level, "reduce", reduce, "out", o));
 }
 
 static const char *const rw_row_launch[] = { R"(
@@ -462,11 +476,14 @@ static void dp_describe(const Task *t, Buf *name, Buf *desc) {
     static const char *const nm[] = { "Dot_Product", "Vector_Dot_Product", "Inner_Product_Atomic" };
     const char *o = t->out[0].name;
     buf_puts(name, nm[t->p[DP_TNAME]]);
-    buf_printf(desc, "Compute %s[0] = sum over i of %s[i] * %s[i] for the %d elements (values in [-1, 1)). Each thread accumulates "
-                     "a grid-stride share%s, each block of %d threads reduces its partial sums %s, and thread 0 adds the block's "
-                     "sum to %s[0] with atomicAdd (%s[0] starts at zero).",
-               o, t->in[0].name, t->in[1].name, t->p[DP_N], t->p[DP_VEC4] ? " with float4 loads" : "", t->p[DP_BLOCK],
-               t->p[DP_RED] == RO_TREE ? "in a shared-memory tree" : "with warp shuffles and a shared array of warp sums", o, o);
+    buf_printf(
+        desc,
+        "Compute %s[0] = sum over i of %s[i] * %s[i] for the %d elements (values in [-1, 1)). Each thread accumulates "
+        "a grid-stride share%s, each block of %d threads reduces its partial sums %s, and thread 0 adds the block's "
+        "sum to %s[0] with atomicAdd (%s[0] starts at zero).",
+        o, t->in[0].name, t->in[1].name, t->p[DP_N], t->p[DP_VEC4] ? " with float4 loads" : "", t->p[DP_BLOCK],
+        t->p[DP_RED] == RO_TREE ? "in a shared-memory tree" : "with warp shuffles and a shared array of warp sums", o,
+        o);
 }
 static const char dp_kernel_tpl[] = R"(
 $prelude
@@ -487,15 +504,19 @@ __global__ void $k($params, int n) {
 static void dp_kernels(const Task *t, Emit *e) {
     Task tt = ro_as_block(t, RO_BLOCK, t->p[DP_BLOCK], t->p[DP_RED], t->p[DP_MASK], t->p[DP_KNAME] % 3);
     const char *a = t->in[0].name, *b = t->in[1].name, *step;
-    if (!t->p[DP_VEC4]) step = t->p[DP_FMA] ? fmt("acc = fmaf(%s[i], %s[i], acc);", a, b) : fmt("acc += %s[i] * %s[i];", a, b);
+    if (!t->p[DP_VEC4])
+        step = t->p[DP_FMA] ? fmt("acc = fmaf(%s[i], %s[i], acc);", a, b) : fmt("acc += %s[i] * %s[i];", a, b);
     else if (t->p[DP_FMA])
         step = "const float4 p = a4[i], q = b4[i];\nacc = fmaf(p.x, q.x, acc);\nacc = fmaf(p.y, q.y, acc);\n"
                "acc = fmaf(p.z, q.z, acc);\nacc = fmaf(p.w, q.w, acc);";
     else step = "const float4 p = a4[i], q = b4[i];\nacc += p.x * q.x + p.y * q.y + p.z * q.z + p.w * q.w;";
     TPL(e, t, dp_kernel_tpl, "prelude", ro_prelude(&tt), "helpers", ro_helpers(&tt, 1 << RO_SUM), "k", t->kname[0],
-        "params", kernel_params(t), "shared", ro_shared(&tt, "float"), "count", t->p[DP_VEC4] ? "n / 4" : "n", "step", step,
-        "vec", t->p[DP_VEC4] ? fmt("const float4 *a4 = reinterpret_cast<const float4 *>(%s);\n"
-                                   "const float4 *b4 = reinterpret_cast<const float4 *>(%s);", a, b) : "",
+        "params", kernel_params(t), "shared", ro_shared(&tt, "float"), "count", t->p[DP_VEC4] ? "n / 4" : "n", "step",
+        step, "vec",
+        t->p[DP_VEC4] ? fmt("const float4 *a4 = reinterpret_cast<const float4 *>(%s);\n"
+                            "const float4 *b4 = reinterpret_cast<const float4 *>(%s);",
+                            a, b)
+                      : "",
         "reduce", ro_allreduce(&tt, "acc", RO_SUM), "o", t->out[0].name);
 }
 static const char dp_launch_tpl[] = R"(

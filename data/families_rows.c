@@ -111,9 +111,12 @@ static void ro_out_rows(Task *t, Tensor *x, DType dt) {
 static const char *ro_map_desc(const Task *t) {
     const char *sh = t->p[RP_RED] == RO_XOR ? "__shfl_xor_sync" : "__shfl_down_sync";
     if (ro_map(t) == RO_THREAD) return "Use one thread per row.";
-    if (ro_tree(t)) return fmt("Use one thread block of %d threads per row, reducing through a shared-memory tree.", t->p[RP_BLOCK]);
+    if (ro_tree(t))
+        return fmt("Use one thread block of %d threads per row, reducing through a shared-memory tree.",
+                   t->p[RP_BLOCK]);
     if (ro_map(t) == RO_BLOCK)
-        return fmt("Use one thread block of %d threads per row, reducing with %s inside each warp and shared memory across warps.",
+        return fmt("Use one thread block of %d threads per row, reducing with %s inside each warp and shared memory "
+                   "across warps.",
                    t->p[RP_BLOCK], sh);
     return fmt("Use one warp per row (%d warp%s per block), reducing across lanes with %s.", t->p[RP_BLOCK] / 32,
                t->p[RP_BLOCK] > 32 ? "s" : "", sh);
@@ -233,14 +236,17 @@ static const char *ro_helpers(const Task *t, int ops) {
                                                : "a __shfl_xor_sync butterfly; every lane ends with it.";
     for (int op = 0; op < 3; op++)
         if ((ops >> op) & 1)
-            buf_puts(&b, FRAG(ro_warp_fn_tpl, "what", ro_opname(op), "how", how, "name", ro_fn(t, "warp", ro_opname(op)),
-                              "spec", t->p[RP_KNAME] & 1 ? "__inline__ __device__ float" : "__device__ __forceinline__ float",
-                              "params", "float v", "shuffle", ro_shfl(t, ro_step(t, "v", op), "v", NULL), "ret", "return v;"));
+            buf_puts(&b, FRAG(ro_warp_fn_tpl, "what", ro_opname(op), "how", how, "name",
+                              ro_fn(t, "warp", ro_opname(op)), "spec",
+                              t->p[RP_KNAME] & 1 ? "__inline__ __device__ float" : "__device__ __forceinline__ float",
+                              "params", "float v", "shuffle", ro_shfl(t, ro_step(t, "v", op), "v", NULL), "ret",
+                              "return v;"));
     for (int op = 0; op < 3 && ro_map(t) == RO_BLOCK; op++)
         if ((ops >> op) & 1)
-            buf_puts(&b, FRAG(ro_block_fn_tpl, "what", ro_opname(op), "type", "float", "T", "float", "name", ro_fn(t, "block", ro_opname(op)),
-                              "params", "float v", "shared_idx", "", "store_idx", "", "load_idx", "", "identity", ro_identity(op),
-                              "warp_call", fmt("v = %s(v);", ro_fn(t, "warp", ro_opname(op))), "ret", "return v;"));
+            buf_puts(&b, FRAG(ro_block_fn_tpl, "what", ro_opname(op), "type", "float", "T", "float", "name",
+                              ro_fn(t, "block", ro_opname(op)), "params", "float v", "shared_idx", "", "store_idx", "",
+                              "load_idx", "", "identity", ro_identity(op), "warp_call",
+                              fmt("v = %s(v);", ro_fn(t, "warp", ro_opname(op))), "ret", "return v;"));
     const char *s = FRAG("$s", "s", buf_str(&b));
     buf_free(&b);
     return s;
@@ -248,15 +254,18 @@ static const char *ro_helpers(const Task *t, int ops) {
 // The same for (value, index) pairs of type T, best in direction dir.
 static const char *ro_arg_helpers(const Task *t, const char *T, int dir) {
     if (!ro_shuffles(t) || (ro_map(t) == RO_WARP && !t->p[RP_HELPER])) return "";
-    const char *what = dir == RO_MAX ? "argmax" : "argmin", *wn = ro_fn(t, "warp", what), *params = fmt("%s &v, int &i", T);
-    const char *w = FRAG(ro_warp_fn_tpl, "what", fmt("%s of (v, i) pairs", what), "how", "the lower index wins ties; all lanes end with it.",
-                         "name", wn, "spec", "__device__ __forceinline__ void", "params", params,
-                         "shuffle", ro_shfl(t, ro_arg_step(t, T, "v", "i", dir), "v", "i"), "ret", "");
+    const char *what = dir == RO_MAX ? "argmax" : "argmin", *wn = ro_fn(t, "warp", what),
+               *params = fmt("%s &v, int &i", T);
+    const char *w =
+        FRAG(ro_warp_fn_tpl, "what", fmt("%s of (v, i) pairs", what), "how",
+             "the lower index wins ties; all lanes end with it.", "name", wn, "spec", "__device__ __forceinline__ void",
+             "params", params, "shuffle", ro_shfl(t, ro_arg_step(t, T, "v", "i", dir), "v", "i"), "ret", "");
     if (ro_map(t) != RO_BLOCK) return w;
-    return FRAG("$w$b", "w", w, "b", FRAG(ro_block_fn_tpl, "what", what, "type", "void", "T", T, "name", ro_fn(t, "block", what),
-                                         "params", params, "shared_idx", "__shared__ int warp_idx[32];", "store_idx", "warp_idx[wid] = i;",
-                                         "load_idx", "i = lane < nwarps ? warp_idx[lane] : " RO_INT_MAX ";", "identity",
-                                         ro_arg_identity(dir, T), "warp_call", fmt("%s(v, i);", wn), "ret", ""));
+    return FRAG("$w$b", "w", w, "b",
+                FRAG(ro_block_fn_tpl, "what", what, "type", "void", "T", T, "name", ro_fn(t, "block", what), "params",
+                     params, "shared_idx", "__shared__ int warp_idx[32];", "store_idx", "warp_idx[wid] = i;",
+                     "load_idx", "i = lane < nwarps ? warp_idx[lane] : " RO_INT_MAX ";", "identity",
+                     ro_arg_identity(dir, T), "warp_call", fmt("%s(v, i);", wn), "ret", ""));
 }
 
 // All-reduce of v over a row's threads (block trees use sdata[]).
@@ -301,7 +310,8 @@ static const char *ro_arg_allreduce(const Task *t, const char *T, const char *v,
     const char *what = dir == RO_MAX ? "argmax" : "argmin";
     if (ro_map(t) == RO_THREAD) return "";
     if (ro_tree(t))
-        return FRAG(ro_arg_tree_tpl, "v", v, "i", i, "T", T, "B", ro_B(t), "better", ro_better(dir, "ov", "oi", "sval[tid]", "sidx[tid]"));
+        return FRAG(ro_arg_tree_tpl, "v", v, "i", i, "T", T, "B", ro_B(t), "better",
+                    ro_better(dir, "ov", "oi", "sval[tid]", "sidx[tid]"));
     if (ro_map(t) == RO_BLOCK) return fmt("%s(%s, %s);", ro_fn(t, "block", what), v, i);
     if (t->p[RP_HELPER]) return fmt("%s(%s, %s);", ro_fn(t, "warp", what), v, i);
     return ro_shfl(t, ro_arg_step(t, T, v, i, dir), v, i);
@@ -338,7 +348,10 @@ static const char *ro_shared(const Task *t, const char *shared) {
     if (!ro_tree(t) || !*shared) return "";
     if (strncmp(shared, "arg:", 4) == 0) {
         const char *T = shared + 4;
-        if (dyn) return fmt("extern __shared__ int smem_raw[];\n%s *sval = (%s *)smem_raw;\nint *sidx = smem_raw + blockDim.x;", T, T);
+        if (dyn)
+            return fmt(
+                "extern __shared__ int smem_raw[];\n%s *sval = (%s *)smem_raw;\nint *sidx = smem_raw + blockDim.x;", T,
+                T);
         return fmt("__shared__ %s sval[%s];\n__shared__ int sidx[%s];", T, B, B);
     }
     if (strchr(shared, ';')) return shared;
@@ -459,18 +472,25 @@ static void sm_describe(const Task *t, Buf *name, Buf *desc) {
     int lg = sm_is_log(t);
     buf_puts(name, nm[lg ? 3 : t->p[SM_ALGO] ? 2 : t->fam == &fam_softmax_warp][t->p[RP_TNAME]]);
     const char *x = t->in[0].name, *y = t->out[0].name;
-    buf_printf(desc, "%s is a %d x %d row-major matrix with values in [-%d, %d). ", x, t->p[RP_ROWS], t->p[RP_COLS], t->p[SM_RANGE],
-               t->p[SM_RANGE]);
+    buf_printf(desc, "%s is a %d x %d row-major matrix with values in [-%d, %d). ", x, t->p[RP_ROWS], t->p[RP_COLS],
+               t->p[SM_RANGE], t->p[SM_RANGE]);
     if (lg)
-        buf_printf(desc, "Compute the log-softmax of every row: %s[r][c] = %s[r][c] - m_r - log(sum_j exp(%s[r][j] - m_r)), "
-                         "with m_r the maximum of row r. ", y, x, x);
+        buf_printf(desc,
+                   "Compute the log-softmax of every row: %s[r][c] = %s[r][c] - m_r - log(sum_j exp(%s[r][j] - m_r)), "
+                   "with m_r the maximum of row r. ",
+                   y, x, x);
     else
-        buf_printf(desc, "Compute the softmax of every row: %s[r][c] = exp(%s[r][c] - m_r) / sum_j exp(%s[r][j] - m_r), with m_r the "
-                         "maximum of row r (subtracting it keeps exp in range). ", y, x, x);
+        buf_printf(desc,
+                   "Compute the softmax of every row: %s[r][c] = exp(%s[r][c] - m_r) / sum_j exp(%s[r][j] - m_r), with "
+                   "m_r the "
+                   "maximum of row r (subtracting it keeps exp in range). ",
+                   y, x, x);
     buf_puts(desc, ro_map_desc(t));
     if (t->p[SM_ALGO])
-        buf_puts(desc, " Find m_r and the sum in a single pass with the online rescaling (when a larger value appears, scale the running "
-                       "sum by exp(old_max - new_max)), merging the lanes' (max, sum) pairs with shuffles; then write the outputs.");
+        buf_puts(desc, " Find m_r and the sum in a single pass with the online rescaling (when a larger value appears, "
+                       "scale the running "
+                       "sum by exp(old_max - new_max)), merging the lanes' (max, sum) pairs with shuffles; then write "
+                       "the outputs.");
     else if (t->p[SM_STORE] && !lg)
         buf_puts(desc, " Store the exponentials in the output during the sum pass and scale them in place by 1/sum.");
 }
@@ -536,26 +556,30 @@ static void sm_kernels(const Task *t, Emit *e) {
     const char *M = pick3(t->p[SM_VARS], "m", "row_max", "mx"), *S = pick3(t->p[SM_VARS], "sum", "row_sum", "denom");
     int online = t->p[SM_ALGO] == 1, lg = sm_is_log(t), store = t->p[SM_STORE] && !lg && !online;
     const char *xm = sm_exp(t, fmt("xr[c] - %s", M));
-    const char *stats = online
-        ? FRAG(sm_online_tpl, "M", M, "S", S, "merge", t->p[RP_HELPER] ? fmt("%s(%s, %s);", t->kname[1], M, S) : sm_merge(t, M, S),
-               "loop", ro_cols(t, FRAG(sm_online_step_tpl, "M", M, "S", S, "e_mv", sm_exp(t, fmt("%s - v", M)),
-                                       "e_vm", sm_exp(t, fmt("v - %s", M)))))
-        : FRAG(sm_two_pass_tpl, "M", M, "S", S, "max_loop", ro_cols(t, fmt("%s = fmaxf(%s, xr[c]);", M, M)),
-               "max_reduce", ro_allreduce(t, M, RO_MAX), "sum_reduce", ro_allreduce(t, S, RO_SUM),
-               "sum_loop", ro_cols(t, store ? fmt("const float ev = %s;\nyr[c] = ev;\n%s += ev;", xm, S) : fmt("%s += %s;", S, xm)));
+    const char *stats =
+        online ? FRAG(sm_online_tpl, "M", M, "S", S, "merge",
+                      t->p[RP_HELPER] ? fmt("%s(%s, %s);", t->kname[1], M, S) : sm_merge(t, M, S), "loop",
+                      ro_cols(t, FRAG(sm_online_step_tpl, "M", M, "S", S, "e_mv", sm_exp(t, fmt("%s - v", M)), "e_vm",
+                                      sm_exp(t, fmt("v - %s", M)))))
+               : FRAG(sm_two_pass_tpl, "M", M, "S", S, "max_loop", ro_cols(t, fmt("%s = fmaxf(%s, xr[c]);", M, M)),
+                      "max_reduce", ro_allreduce(t, M, RO_MAX), "sum_reduce", ro_allreduce(t, S, RO_SUM), "sum_loop",
+                      ro_cols(t, store ? fmt("const float ev = %s;\nyr[c] = ev;\n%s += ev;", xm, S)
+                                       : fmt("%s += %s;", S, xm)));
     const char *scale = lg ? fmt("const float lse = %s + %s(%s);", M, t->p[SM_LOG] ? "__logf" : "logf", S)
                       : t->p[SM_VARS] == 1 && !store ? "" : fmt("const float inv = 1.0f / %s;", S);
     const char *write = lg ? "yr[c] = xr[c] - lse;" : store ? "yr[c] *= inv;"
                       : t->p[SM_VARS] == 1 ? fmt("yr[c] = %s / %s;", xm, S) : fmt("yr[c] = %s * inv;", xm);
-    const char *helpers = !online ? ro_helpers(t, (1 << RO_MAX) | (1 << RO_SUM))
-                        : t->p[RP_HELPER] ? FRAG(sm_merge_fn_tpl, "name", t->kname[1], "merge", sm_merge(t, "m", "s")) : "";
+    const char *helpers = !online           ? ro_helpers(t, (1 << RO_MAX) | (1 << RO_SUM))
+                          : t->p[RP_HELPER] ? FRAG(sm_merge_fn_tpl, "name", t->kname[1], "merge", sm_merge(t, "m", "s"))
+                                            : "";
     ro_kernel(e, t, helpers,
               fmt("%s, %s.", lg ? "Log-softmax of each row" : "Softmax of each row",
                   ro_map(t) == RO_BLOCK ? "one block per row: max, then sum of exponentials, then normalise"
                   : online ? "one warp per row: an online pass for (max, sum), then a pass writing the outputs"
                            : "one warp per row: max, then sum of exponentials, then normalise"),
               ro_sig(t), "float",
-              FRAG(sm_body_tpl, "x", t->in[0].name, "y", t->out[0].name, "stats", stats, "scale", scale, "write", ro_cols(t, write)));
+              FRAG(sm_body_tpl, "x", t->in[0].name, "y", t->out[0].name, "stats", stats, "scale", scale, "write",
+                   ro_cols(t, write)));
 }
 
 static void sm_launch(const Task *t, Emit *e, const Host *h) { ro_launch(e, t, h, kernel_args(h, 2), "sizeof(float)"); }
@@ -569,7 +593,8 @@ static void sm_ref(const Task *t, const void *const *in, void *const *out) {
         double m = xr[0], s = 0;
         for (long c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
         for (long c = 0; c < C; c++) s += exp((double)xr[c] - m);
-        for (long c = 0; c < C; c++) y[r * C + c] = (float)(sm_is_log(t) ? (double)xr[c] - m - log(s) : exp((double)xr[c] - m) / s);
+        for (long c = 0; c < C; c++)
+            y[r * C + c] = (float)(sm_is_log(t) ? (double)xr[c] - m - log(s) : exp((double)xr[c] - m) / s);
     }
 }
 
@@ -643,17 +668,21 @@ static void ln_describe(const Task *t, Buf *name, Buf *desc) {
     int rms = ln_is_rms(t), g = t->p[LN_RANGE];
     const char *x = t->in[0].name, *w = t->in[1].name, *y = t->out[0].name, *eps = fnum(t->f[LNF_EPS]);
     buf_puts(name, nm[rms][t->p[RP_TNAME]]);
-    buf_printf(desc, "%s is a %d x %d row-major matrix with values in [%s, %s). ", x, t->p[RP_ROWS], t->p[RP_COLS], fnum(ln_lo[g]),
-               fnum(ln_hi[g]));
+    buf_printf(desc, "%s is a %d x %d row-major matrix with values in [%s, %s). ", x, t->p[RP_ROWS], t->p[RP_COLS],
+               fnum(ln_lo[g]), fnum(ln_hi[g]));
     if (rms) {
-        buf_printf(desc, "RMS-normalise every row and scale it: %s[r][c] = %s[r][c] / sqrt(mean_c(%s[r][c]^2) + %s) * %s[c].", y, x, x,
-                   eps, w);
+        buf_printf(desc,
+                   "RMS-normalise every row and scale it: %s[r][c] = %s[r][c] / sqrt(mean_c(%s[r][c]^2) + %s) * %s[c].",
+                   y, x, x, eps, w);
     } else {
-        buf_printf(desc, "Layer-normalise every row: %s[r][c] = (%s[r][c] - mean_r) / sqrt(var_r + %s) * %s[c] + %s[c], where mean_r "
-                         "and var_r are the mean and the population variance (divide by %d) of row r.",
+        buf_printf(desc,
+                   "Layer-normalise every row: %s[r][c] = (%s[r][c] - mean_r) / sqrt(var_r + %s) * %s[c] + %s[c], "
+                   "where mean_r "
+                   "and var_r are the mean and the population variance (divide by %d) of row r.",
                    y, x, eps, w, t->in[2].name, t->p[RP_COLS]);
         if (t->p[LN_SAVE])
-            buf_printf(desc, " Also write %s[r] = mean_r and %s[r] = 1 / sqrt(var_r + %s).", t->out[1].name, t->out[2].name, eps);
+            buf_printf(desc, " Also write %s[r] = mean_r and %s[r] = 1 / sqrt(var_r + %s).", t->out[1].name,
+                       t->out[2].name, eps);
         buf_puts(desc, t->p[LN_STATS] ? " Get the statistics in one pass over the row (sum and sum of squares)."
                                       : " Get the mean first, then the variance as the mean squared deviation.");
     }
@@ -700,21 +729,24 @@ static void ln_kernels(const Task *t, Emit *e) {
     const char *w = t->in[1].name, *eps = flit(t->f[LNF_EPS]);
     const char *dv = pick3(t->p[LN_DIV], "%s / cols", "%s / (float)cols", "%s * (1.0f / cols)");
     const char *rs = t->p[LN_RSQRT] ? "1.0f / sqrtf(%s + %s)" : "rsqrtf(%s + %s)";
-    const char *stats = FRAG(ln_stats_tpl[rms ? 2 : one], "sum_loop", ro_cols(t, "sum += xr[c];"), "mean", fmt(dv, "sum"),
-                             "var_loop", ro_cols(t, "const float d = xr[c] - mu;\nvar += d * d;"), "mean_sq", fmt(dv, "sq"),
-                             "sumsq_loop", ro_cols(t, "const float v = xr[c];\nsum += v;\nsq += v * v;"),
-                             "sq_loop", ro_cols(t, "const float v = xr[c];\nsq += v * v;"), "sum_reduce", ro_allreduce(t, "sum", RO_SUM),
-                             "var_reduce", ro_allreduce(t, "var", RO_SUM), "sq_reduce", ro_allreduce(t, "sq", RO_SUM),
-                             "rstd_var", fmt(rs, fmt(dv, "var"), eps), "rstd_onepass", fmt(rs, "var", eps),
-                             "rstd_rms", fmt(rs, fmt(dv, "sq"), eps));
-    const char *write = rms ? (t->p[LN_DIV] == 1 ? fmt("yr[c] = %s[c] * (xr[c] * rstd);", w) : fmt("yr[c] = xr[c] * rstd * %s[c];", w))
-                            : fmt("yr[c] = (xr[c] - mu) * rstd * %s[c] + %s[c];", w, t->in[2].name);
-    const char *save = t->nout == 3 ? ro_lead(t, fmt("%s[row] = mu;\n%s[row] = rstd;", t->out[1].name, t->out[2].name)) : "";
+    const char *stats = FRAG(
+        ln_stats_tpl[rms ? 2 : one], "sum_loop", ro_cols(t, "sum += xr[c];"), "mean", fmt(dv, "sum"), "var_loop",
+        ro_cols(t, "const float d = xr[c] - mu;\nvar += d * d;"), "mean_sq", fmt(dv, "sq"), "sumsq_loop",
+        ro_cols(t, "const float v = xr[c];\nsum += v;\nsq += v * v;"), "sq_loop",
+        ro_cols(t, "const float v = xr[c];\nsq += v * v;"), "sum_reduce", ro_allreduce(t, "sum", RO_SUM), "var_reduce",
+        ro_allreduce(t, "var", RO_SUM), "sq_reduce", ro_allreduce(t, "sq", RO_SUM), "rstd_var",
+        fmt(rs, fmt(dv, "var"), eps), "rstd_onepass", fmt(rs, "var", eps), "rstd_rms", fmt(rs, fmt(dv, "sq"), eps));
+    const char *write =
+        rms ? (t->p[LN_DIV] == 1 ? fmt("yr[c] = %s[c] * (xr[c] * rstd);", w) : fmt("yr[c] = xr[c] * rstd * %s[c];", w))
+            : fmt("yr[c] = (xr[c] - mu) * rstd * %s[c] + %s[c];", w, t->in[2].name);
+    const char *save =
+        t->nout == 3 ? ro_lead(t, fmt("%s[row] = mu;\n%s[row] = rstd;", t->out[1].name, t->out[2].name)) : "";
     ro_kernel(e, t, ro_helpers(t, 1 << RO_SUM),
               rms ? fmt("RMSNorm of each row: y = x / sqrt(mean(x^2) + eps) * w, %s.", ro_how(t))
                   : fmt("LayerNorm of each row (%s statistics), %s.", one ? "one-pass" : "two-pass", ro_how(t)),
               ro_sig(t), "float",
-              FRAG(ln_body_tpl, "x", t->in[0].name, "y", t->out[0].name, "stats", stats, "write", ro_cols(t, write), "save", save));
+              FRAG(ln_body_tpl, "x", t->in[0].name, "y", t->out[0].name, "stats", stats, "write", ro_cols(t, write),
+                   "save", save));
 }
 
 static void ln_launch(const Task *t, Emit *e, const Host *h) { ro_launch(e, t, h, kernel_args(h, 2), "sizeof(float)"); }
@@ -776,14 +808,17 @@ static void mv_layout(Task *t) {
 static void mv_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, pick3(t->p[RP_TNAME], "Row_Mean_And_Variance", "Row_Moments", "Per_Row_Mean_Var"));
     int g = t->p[MV_RANGE];
-    buf_printf(desc, "%s is a %d x %d row-major matrix with values in [%s, %s). For every row r compute %s[r] = the mean of the row "
-                     "and %s[r] = its %s variance (sum of squared deviations divided by %s). %s %s",
-               t->in[0].name, t->p[RP_ROWS], t->p[RP_COLS], fnum(mv_lo[g]), fnum(mv_hi[g]), t->out[0].name, t->out[1].name,
-               t->p[MV_DDOF] ? "sample (unbiased)" : "population", t->p[MV_DDOF] ? "cols - 1" : "cols",
-               pick3(t->p[MV_ALGO], "Two passes: the mean, then the squared deviations.",
-                     "One pass accumulating the sum and the sum of squares.",
-                     "Welford's algorithm: each thread keeps (count, mean, M2) and the partial states are merged with Chan's formula."),
-               ro_map_desc(t));
+    buf_printf(
+        desc,
+        "%s is a %d x %d row-major matrix with values in [%s, %s). For every row r compute %s[r] = the mean of the row "
+        "and %s[r] = its %s variance (sum of squared deviations divided by %s). %s %s",
+        t->in[0].name, t->p[RP_ROWS], t->p[RP_COLS], fnum(mv_lo[g]), fnum(mv_hi[g]), t->out[0].name, t->out[1].name,
+        t->p[MV_DDOF] ? "sample (unbiased)" : "population", t->p[MV_DDOF] ? "cols - 1" : "cols",
+        pick3(t->p[MV_ALGO], "Two passes: the mean, then the squared deviations.",
+              "One pass accumulating the sum and the sum of squares.",
+              "Welford's algorithm: each thread keeps (count, mean, M2) and the partial states are merged with Chan's "
+              "formula."),
+        ro_map_desc(t));
 }
 
 // Two passes, the sum and the sum of squares, or Welford states (count, mean, M2) merged
@@ -860,23 +895,30 @@ $write
 static void mv_kernels(const Task *t, Emit *e) {
     int algo = t->p[MV_ALGO], m = ro_map(t);
     const char *B = ro_B(t), *merge = t->kname[1];
-    const char *welford_merge = m == RO_THREAD ? "" : m == RO_WARP
-        ? FRAG(mv_merge_shfl_tpl, "fn", ro_shfl_fn(t), "mask", ro_mask(t), "merge", merge) : FRAG(mv_merge_tree_tpl, "B", B, "merge", merge);
-    const char *stats = FRAG(mv_stats_tpl[algo], "sum_loop", ro_cols(t, "total += xr[c];"),
-                             "sumsq_loop", ro_cols(t, "const float v = xr[c];\ntotal += v;\ntotal_sq += v * v;"),
-                             "dev_loop", ro_cols(t, "const float d = xr[c] - mu;\nm2 += d * d;"),
-                             "welford_loop", ro_cols(t, mv_welford_step), "merge", welford_merge,
-                             "total_reduce", ro_allreduce(t, "total", RO_SUM), "sq_reduce", ro_allreduce(t, "total_sq", RO_SUM),
-                             "m2_reduce", ro_allreduce(t, "m2", RO_SUM));
-    const char *shared = algo != 2 ? "float" : t->p[RP_SHMEM] == RO_DYNAMIC
-        ? "extern __shared__ float sdata[];\nfloat *sn = sdata, *smu = sdata + blockDim.x, *sm2 = sdata + 2 * blockDim.x;"
-        : fmt("__shared__ float sn[%s], smu[%s], sm2[%s];", B, B, B);
-    ro_kernel(e, t, algo < 2 ? ro_helpers(t, 1 << RO_SUM) : m != RO_THREAD ? FRAG(mv_merge_fn_tpl, "name", merge) : "",
-              fmt("Mean and %s variance of each row (%s), %s.", t->p[MV_DDOF] ? "sample" : "population", mv_algos[algo], ro_how(t)),
+    const char *welford_merge = m == RO_THREAD ? ""
+                                : m == RO_WARP
+                                    ? FRAG(mv_merge_shfl_tpl, "fn", ro_shfl_fn(t), "mask", ro_mask(t), "merge", merge)
+                                    : FRAG(mv_merge_tree_tpl, "B", B, "merge", merge);
+    const char *stats =
+        FRAG(mv_stats_tpl[algo], "sum_loop", ro_cols(t, "total += xr[c];"), "sumsq_loop",
+             ro_cols(t, "const float v = xr[c];\ntotal += v;\ntotal_sq += v * v;"), "dev_loop",
+             ro_cols(t, "const float d = xr[c] - mu;\nm2 += d * d;"), "welford_loop", ro_cols(t, mv_welford_step),
+             "merge", welford_merge, "total_reduce", ro_allreduce(t, "total", RO_SUM), "sq_reduce",
+             ro_allreduce(t, "total_sq", RO_SUM), "m2_reduce", ro_allreduce(t, "m2", RO_SUM));
+    const char *shared = algo != 2                      ? "float"
+                         : t->p[RP_SHMEM] == RO_DYNAMIC ? "extern __shared__ float sdata[];\nfloat *sn = sdata, *smu = "
+                                                          "sdata + blockDim.x, *sm2 = sdata + 2 * blockDim.x;"
+                                                        : fmt("__shared__ float sn[%s], smu[%s], sm2[%s];", B, B, B);
+    ro_kernel(e, t,
+              algo < 2         ? ro_helpers(t, 1 << RO_SUM)
+              : m != RO_THREAD ? FRAG(mv_merge_fn_tpl, "name", merge)
+                               : "",
+              fmt("Mean and %s variance of each row (%s), %s.", t->p[MV_DDOF] ? "sample" : "population", mv_algos[algo],
+                  ro_how(t)),
               ro_sig(t), shared,
-              FRAG(mv_body_tpl, "x", t->in[0].name, "stats", stats,
-                   "write", ro_lead(t, fmt("%s[row] = mu;\n%s[row] = m2 / %s;", t->out[0].name, t->out[1].name,
-                                          t->p[MV_DDOF] ? "(cols - 1)" : "cols"))));
+              FRAG(mv_body_tpl, "x", t->in[0].name, "stats", stats, "write",
+                   ro_lead(t, fmt("%s[row] = mu;\n%s[row] = m2 / %s;", t->out[0].name, t->out[1].name,
+                                  t->p[MV_DDOF] ? "(cols - 1)" : "cols"))));
 }
 
 static void mv_launch(const Task *t, Emit *e, const Host *h) {
@@ -927,10 +969,13 @@ static void am_layout(Task *t) {
 static void am_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, pick3(t->p[RP_TNAME], "Row_Argmin", "Argmin_Per_Row", "Row_Minimum_With_Index"));
     const Tensor *x = &t->in[0];
-    buf_printf(desc, "%s is a %d x %d row-major %s matrix with %s values in [%s, %s%s. For every row r write %s[r] = the smallest value "
-                     "of the row and %s[r] = its column index; when the minimum occurs several times, take the lowest column index. %s",
-               x->name, t->p[RP_ROWS], t->p[RP_COLS], dt_names[x->dt], x->integer ? "whole-number" : "", fnum(x->lo), fnum(x->hi),
-               x->integer ? "]" : ")", t->out[0].name, t->out[1].name, ro_map_desc(t));
+    buf_printf(desc,
+               "%s is a %d x %d row-major %s matrix with %s values in [%s, %s%s. For every row r write %s[r] = the "
+               "smallest value "
+               "of the row and %s[r] = its column index; when the minimum occurs several times, take the lowest column "
+               "index. %s",
+               x->name, t->p[RP_ROWS], t->p[RP_COLS], dt_names[x->dt], x->integer ? "whole-number" : "", fnum(x->lo),
+               fnum(x->hi), x->integer ? "]" : ")", t->out[0].name, t->out[1].name, ro_map_desc(t));
 }
 static const char am_body_tpl[] = R"(
 const $T *xr = $x + (size_t)row * cols;
@@ -950,10 +995,10 @@ if (v < best) {
 )";
 static void am_kernels(const Task *t, Emit *e) {
     const char *T = t->p[AM_DTYPE] ? "int" : "float";
-    ro_kernel(e, t, ro_arg_helpers(t, T, RO_MIN), fmt("Minimum of each row and its lowest column index, %s.", ro_how(t)), ro_sig(t),
-              fmt("arg:%s", T),
-              FRAG(am_body_tpl, "T", T, "x", t->in[0].name, "identity", ro_arg_identity(RO_MIN, T),
-                   "loop", ro_cols(t, FRAG(am_step_tpl, "T", T)), "reduce", ro_arg_allreduce(t, T, "best", "best_i", RO_MIN),
+    ro_kernel(e, t, ro_arg_helpers(t, T, RO_MIN),
+              fmt("Minimum of each row and its lowest column index, %s.", ro_how(t)), ro_sig(t), fmt("arg:%s", T),
+              FRAG(am_body_tpl, "T", T, "x", t->in[0].name, "identity", ro_arg_identity(RO_MIN, T), "loop",
+                   ro_cols(t, FRAG(am_step_tpl, "T", T)), "reduce", ro_arg_allreduce(t, T, "best", "best_i", RO_MIN),
                    "write", ro_lead(t, fmt("%s[row] = best;\n%s[row] = best_i;", t->out[0].name, t->out[1].name))));
 }
 static void am_launch(const Task *t, Emit *e, const Host *h) { ro_launch(e, t, h, kernel_args(h, 2), "(sizeof(float) + sizeof(int))"); }
@@ -1010,15 +1055,21 @@ static void tk_describe(const Task *t, Buf *name, Buf *desc) {
     int sm = t->p[TK_ORDER], K = t->p[TK_K];
     buf_puts(name, nm[sm][t->p[RP_TNAME]]);
     const Tensor *x = &t->in[0];
-    buf_printf(desc, "%s is a %d x %d row-major matrix of %s in [%s, %s%s. For every row r, write the %d %s values of the row in %s order "
-                     "to %s[r][0..%d) and their column indices to %s[r][0..%d); equal values are ordered by column index, the lower index "
-                     "first (so the selection is unique). %s",
-               x->name, t->p[RP_ROWS], t->p[RP_COLS], x->integer ? "whole numbers stored as float32" : "float32 values", fnum(x->lo),
-               fnum(x->hi), x->integer ? "]" : ")", K, sm ? "smallest" : "largest", sm ? "increasing" : "decreasing", t->out[0].name, K,
-               t->out[1].name, K, ro_map_desc(t));
+    buf_printf(desc,
+               "%s is a %d x %d row-major matrix of %s in [%s, %s%s. For every row r, write the %d %s values of the "
+               "row in %s order "
+               "to %s[r][0..%d) and their column indices to %s[r][0..%d); equal values are ordered by column index, "
+               "the lower index "
+               "first (so the selection is unique). %s",
+               x->name, t->p[RP_ROWS], t->p[RP_COLS], x->integer ? "whole numbers stored as float32" : "float32 values",
+               fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")", K, sm ? "smallest" : "largest",
+               sm ? "increasing" : "decreasing", t->out[0].name, K, t->out[1].name, K, ro_map_desc(t));
     if (ro_map(t) != RO_THREAD)
-        buf_printf(desc, " Select in %d rounds: each round picks the best element that ranks after the previous pick.", K);
-    else buf_puts(desc, " Each thread keeps a sorted list of its best k in registers and inserts every element of the row.");
+        buf_printf(desc, " Select in %d rounds: each round picks the best element that ranks after the previous pick.",
+                   K);
+    else
+        buf_puts(desc,
+                 " Each thread keeps a sorted list of its best k in registers and inserts every element of the row.");
 }
 // One thread per row: insertion into a sorted list in registers (K a template parameter,
 // or k at run time in arrays of KMAX). Blocks and warps: k selection rounds.
@@ -1083,21 +1134,25 @@ if (after && v $gt best) {
 )";
 static void tk_kernels(const Task *t, Emit *e) {
     int sm = t->p[TK_ORDER], dir = sm ? RO_MIN : RO_MAX, tmpl = t->p[TK_KSTYLE] == 0;
-    const char *x = t->in[0].name, *ov = t->out[0].name, *oi = t->out[1].name, *lt = sm ? ">" : "<", *gt = sm ? "<" : ">";
+    const char *x = t->in[0].name, *ov = t->out[0].name, *oi = t->out[1].name, *lt = sm ? ">" : "<",
+               *gt = sm ? "<" : ">";
     if (ro_map(t) == RO_THREAD) {
-        TPL(e, t, tk_thread_tpl, "kmax", tmpl ? "" : "#define KMAX 8\n\n", "K", tmpl ? "K" : "k", "KMAX", tmpl ? "K" : "KMAX",
-            "order", sm ? "smallest" : "largest", "template", tmpl ? "template <int K>" : "", "kname", t->kname[0],
-            "params", fmt("%s%s", ro_sig(t), tmpl ? "" : ", int k"), "gidx", gidx_expr(t, 0), "x", x,
-            "unroll", tmpl ? "#pragma unroll" : "", "identity", ro_arg_identity(dir, "float"), "gt", gt, "lt", lt, "ov", ov, "oi", oi);
+        TPL(e, t, tk_thread_tpl, "kmax", tmpl ? "" : "#define KMAX 8\n\n", "K", tmpl ? "K" : "k", "KMAX",
+            tmpl ? "K" : "KMAX", "order", sm ? "smallest" : "largest", "template", tmpl ? "template <int K>" : "",
+            "kname", t->kname[0], "params", fmt("%s%s", ro_sig(t), tmpl ? "" : ", int k"), "gidx", gidx_expr(t, 0), "x",
+            x, "unroll", tmpl ? "#pragma unroll" : "", "identity", ro_arg_identity(dir, "float"), "gt", gt, "lt", lt,
+            "ov", ov, "oi", oi);
         return;
     }
-    ro_kernel(e, t, ro_arg_helpers(t, "float", dir),
-              fmt("Top-k (%s first) of each row, %s, in k rounds: round r selects the best element ranking after pick r - 1.",
-                  sm ? "smallest" : "largest", ro_how(t)),
-              fmt("%s, int k", ro_sig(t)), "arg:float",
-              FRAG(tk_rounds_tpl, "x", x, "identity", ro_arg_identity(dir, "float"), "loop", ro_cols(t, FRAG(tk_step_tpl, "lt", lt, "gt", gt)),
-                   "reduce", ro_arg_allreduce(t, "float", "best", "best_i", dir),
-                   "write", ro_lead(t, fmt("%s[(size_t)row * k + r] = best;\n%s[(size_t)row * k + r] = best_i;", ov, oi))));
+    ro_kernel(
+        e, t, ro_arg_helpers(t, "float", dir),
+        fmt("Top-k (%s first) of each row, %s, in k rounds: round r selects the best element ranking after pick r - 1.",
+            sm ? "smallest" : "largest", ro_how(t)),
+        fmt("%s, int k", ro_sig(t)), "arg:float",
+        FRAG(tk_rounds_tpl, "x", x, "identity", ro_arg_identity(dir, "float"), "loop",
+             ro_cols(t, FRAG(tk_step_tpl, "lt", lt, "gt", gt)), "reduce",
+             ro_arg_allreduce(t, "float", "best", "best_i", dir), "write",
+             ro_lead(t, fmt("%s[(size_t)row * k + r] = best;\n%s[(size_t)row * k + r] = best_i;", ov, oi))));
 }
 static void tk_launch(const Task *t, Emit *e, const Host *h) {
     if (ro_map(t) == RO_THREAD && t->p[TK_KSTYLE] == 0)
@@ -1163,17 +1218,25 @@ static void cs_describe(const Task *t, Buf *name, Buf *desc) {
     int ex = t->p[CS_KIND], rev = t->p[CS_DIR], B = t->p[RP_BLOCK];
     const Tensor *x = &t->in[0];
     buf_puts(name, nm[rev][t->p[RP_TNAME]]);
-    buf_printf(desc, "%s is a %d x %d row-major %s matrix with values in [%s, %s%s. Compute the %s %scumulative sum along each row%s: "
-                     "%s[r][c] = sum of %s[r][j] for j %s%s c.",
+    buf_printf(desc,
+               "%s is a %d x %d row-major %s matrix with values in [%s, %s%s. Compute the %s %scumulative sum along "
+               "each row%s: "
+               "%s[r][c] = sum of %s[r][j] for j %s%s c.",
                x->name, t->p[RP_ROWS], t->p[RP_COLS], dt_names[x->dt], fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")",
-               ex ? "exclusive" : "inclusive", rev ? "reverse " : "", rev ? " (from the right end)" : "", t->out[0].name, x->name,
-               rev ? ">" : "<", ex ? "" : "=");
+               ex ? "exclusive" : "inclusive", rev ? "reverse " : "", rev ? " (from the right end)" : "",
+               t->out[0].name, x->name, rev ? ">" : "<", ex ? "" : "=");
     if (ro_map(t) == RO_BLOCK)
-        buf_printf(desc, " Use one block of %d threads per row, scanning chunks of the row in shared memory (Hillis-Steele) and "
-                         "carrying each chunk's total into the next.", B);
+        buf_printf(
+            desc,
+            " Use one block of %d threads per row, scanning chunks of the row in shared memory (Hillis-Steele) and "
+            "carrying each chunk's total into the next.",
+            B);
     else if (ro_map(t) == RO_WARP)
-        buf_printf(desc, " Use one warp per row (%d warp%s per block), scanning 32 columns at a time with __shfl_up_sync and carrying "
-                         "the running total.", B / 32, B > 32 ? "s" : "");
+        buf_printf(desc,
+                   " Use one warp per row (%d warp%s per block), scanning 32 columns at a time with __shfl_up_sync and "
+                   "carrying "
+                   "the running total.",
+                   B / 32, B > 32 ? "s" : "");
     else buf_puts(desc, " Use one thread per row, walking the row sequentially.");
 }
 // A thread walks its row; a block scans chunks of blockDim.x columns in shared memory; a
@@ -1239,17 +1302,19 @@ static void cs_kernels(const Task *t, Emit *e) {
     const char *T = t->p[CS_DTYPE] ? "int" : "float", *Z = t->p[CS_DTYPE] ? "0" : "0.0f";
     int ex = t->p[CS_KIND], rev = t->p[CS_DIR], helper = ro_map(t) == RO_WARP && t->p[RP_HELPER];
     const char *scan = FRAG(cs_scan_tpl, "T", T, "mask", ro_mask(t));
-    const char *body = FRAG(cs_body_tpl[ro_map(t)], "T", T, "x", t->in[0].name, "y", t->out[0].name, "zero", Z, "B", ro_B(t),
-                            "mask", ro_mask(t), "col", rev ? "const int col = cols - 1 - c;" : "", "at", rev ? "col" : "c",
-                            "block_value", ex ? fmt("(tid > 0 ? sdata[tid - 1] : %s)", Z) : "sdata[tid]",
-                            "scan", helper ? fmt("v = %s(v, lane);", t->kname[1]) : scan, "warp_value", ex ? "before" : "v",
-                            "before", ex ? fmt("%s before = __shfl_up_sync(%s, v, 1);\nif (lane == 0) before = %s;", T, ro_mask(t), Z) : "",
-                            "loop", rev ? "for (int c = cols - 1; c >= 0; c--)" : "for (int c = 0; c < cols; c++)",
-                            "step", ex ? "yr[c] = acc;\nacc += xr[c];" : "acc += xr[c];\nyr[c] = acc;");
+    const char *body =
+        FRAG(cs_body_tpl[ro_map(t)], "T", T, "x", t->in[0].name, "y", t->out[0].name, "zero", Z, "B", ro_B(t), "mask",
+             ro_mask(t), "col", rev ? "const int col = cols - 1 - c;" : "", "at", rev ? "col" : "c", "block_value",
+             ex ? fmt("(tid > 0 ? sdata[tid - 1] : %s)", Z) : "sdata[tid]", "scan",
+             helper ? fmt("v = %s(v, lane);", t->kname[1]) : scan, "warp_value", ex ? "before" : "v", "before",
+             ex ? fmt("%s before = __shfl_up_sync(%s, v, 1);\nif (lane == 0) before = %s;", T, ro_mask(t), Z) : "",
+             "loop", rev ? "for (int c = cols - 1; c >= 0; c--)" : "for (int c = 0; c < cols; c++)", "step",
+             ex ? "yr[c] = acc;\nacc += xr[c];" : "acc += xr[c];\nyr[c] = acc;");
     ro_kernel(e, t, helper ? FRAG(cs_helper_tpl, "T", T, "name", t->kname[1], "scan", scan) : "",
-              fmt("%s %s cumulative sum of each row, %s.", ex ? "Exclusive" : "Inclusive", rev ? "right-to-left" : "left-to-right",
-                  pick3(ro_map(t), "one block per row, chunk by chunk through a shared-memory scan", "one warp per row, 32 columns at a time",
-                        "one thread per row")),
+              fmt("%s %s cumulative sum of each row, %s.", ex ? "Exclusive" : "Inclusive",
+                  rev ? "right-to-left" : "left-to-right",
+                  pick3(ro_map(t), "one block per row, chunk by chunk through a shared-memory scan",
+                        "one warp per row, 32 columns at a time", "one thread per row")),
               ro_sig(t), T, body);
 }
 static void cs_launch(const Task *t, Emit *e, const Host *h) {
@@ -1262,7 +1327,8 @@ static void cs_ref(const Task *t, const void *const *in, void *const *out) {
         double acc = 0;
         for (long j = 0; j < C; j++) {
             long c = rev ? C - 1 - j : j;
-            double v = t->p[CS_DTYPE] ? (double)((const int *)in[0])[r * C + c] : (double)((const float *)in[0])[r * C + c];
+            double v =
+                t->p[CS_DTYPE] ? (double)((const int *)in[0])[r * C + c] : (double)((const float *)in[0])[r * C + c];
             if (!ex) acc += v;
             if (t->p[CS_DTYPE]) ((int *)out[0])[r * C + c] = (int)acc;
             else ((float *)out[0])[r * C + c] = (float)acc;

@@ -110,20 +110,27 @@ static void sb_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, nm[t->p[SB_OP]][t->p[SB_TNAME]]);
     const Tensor *x = &t->in[0];
     int seg = sb_seg(t);
-    buf_printf(desc, "%s holds %d %s values in [%s, %s%s. Split it into consecutive segments of %d elements (the last one may "
-                     "be shorter) and compute the inclusive prefix %s within each segment: %s[i] = %s of %s[s..i], where "
-                     "s = i - i %% %d is the start of i's segment. ",
-               x->name, t->p[SB_N], dt_names[x->dt], fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")", seg,
-               t->p[SB_OP] ? "maximum" : "sum", t->out[0].name, t->p[SB_OP] ? "the maximum" : "the sum", x->name, seg);
+    buf_printf(
+        desc,
+        "%s holds %d %s values in [%s, %s%s. Split it into consecutive segments of %d elements (the last one may "
+        "be shorter) and compute the inclusive prefix %s within each segment: %s[i] = %s of %s[s..i], where "
+        "s = i - i %% %d is the start of i's segment. ",
+        x->name, t->p[SB_N], dt_names[x->dt], fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")", seg,
+        t->p[SB_OP] ? "maximum" : "sum", t->out[0].name, t->p[SB_OP] ? "the maximum" : "the sum", x->name, seg);
     if (t->p[SB_ALGO])
-        buf_printf(desc, "One block of %d threads per segment, two elements per thread, with the work-efficient Blelloch scan in "
-                         "shared memory (up-sweep, clear the root, down-sweep gives the exclusive scan; combine each element "
-                         "with its own value)%s.",
-                   t->p[SB_BLOCK], t->p[SB_PAD] ? ", padding shared-memory indices to avoid bank conflicts" : "");
+        buf_printf(
+            desc,
+            "One block of %d threads per segment, two elements per thread, with the work-efficient Blelloch scan in "
+            "shared memory (up-sweep, clear the root, down-sweep gives the exclusive scan; combine each element "
+            "with its own value)%s.",
+            t->p[SB_BLOCK], t->p[SB_PAD] ? ", padding shared-memory indices to avoid bank conflicts" : "");
     else
-        buf_printf(desc, "One block of %d threads per segment, one element per thread, with the Hillis-Steele scan in shared "
-                         "memory (%s).", t->p[SB_BLOCK],
-                   t->p[SB_BUFFER] ? "one buffer: read the partner, __syncthreads(), then update" : "double buffering between steps");
+        buf_printf(desc,
+                   "One block of %d threads per segment, one element per thread, with the Hillis-Steele scan in shared "
+                   "memory (%s).",
+                   t->p[SB_BLOCK],
+                   t->p[SB_BUFFER] ? "one buffer: read the partner, __syncthreads(), then update"
+                                   : "double buffering between steps");
 }
 
 // Hillis-Steele, one element per thread (double buffering swaps pin and pout each step),
@@ -181,8 +188,9 @@ static void sb_kernels(const Task *t, Emit *e) {
     const char *I = t->p[SB_OP] ? (t->p[SB_DTYPE] ? SC_INT_MIN : SC_LOWEST) : t->p[SB_DTYPE] ? "0" : "0.0f";
     int sh = t->p[SB_SHMEM], pad = t->p[SB_PAD], dbl = !t->p[SB_ALGO] && !t->p[SB_BUFFER], dyn = sh == 2;
     const char *B = pick3(sh, "BLOCK_SIZE", "BLOCK", "blockDim.x");
-    const char *defines = fmt("%s%s", sh == 0 ? fmt("#define BLOCK_SIZE %d\n", t->p[SB_BLOCK]) : "",
-                              pad ? "#define LOG_NUM_BANKS 5\n#define CONFLICT_FREE_OFFSET(k) ((k) >> LOG_NUM_BANKS)\n" : "");
+    const char *defines =
+        fmt("%s%s", sh == 0 ? fmt("#define BLOCK_SIZE %d\n", t->p[SB_BLOCK]) : "",
+            pad ? "#define LOG_NUM_BANKS 5\n#define CONFLICT_FREE_OFFSET(k) ((k) >> LOG_NUM_BANKS)\n" : "");
     const char *params = fmt("%s, %s, int n", ptr_param(t, T, x, 1), ptr_param(t, T, y, 0));
     const char *tmpl = sh == 1 ? "template <int BLOCK>" : "", *op = t->p[SB_OP] ? "max" : "sum";
     if (*defines) defines = fmt("%s\n", defines);
@@ -194,10 +202,11 @@ static void sb_kernels(const Task *t, Emit *e) {
         TPL(e, t, sb_blelloch_tpl, "defines", defines, "op", op, "B", B, "padded", pad ? " with padded indices" : "",
             "template", tmpl, "kname", t->kname[0], "params", params, "shared", shared, "T", T, "x", x, "y", y, "I", I,
             "pads", pad ? "const int pa = ai + CONFLICT_FREE_OFFSET(ai), pb = bi + CONFLICT_FREE_OFFSET(bi);" : "",
-            "pa", pad ? "pa" : "ai", "pb", pad ? "pb" : "bi",
-            "scan", sc_blelloch(T, "temp", "nseg", pad, sb_op(t, "temp[b]", "temp[a]"), sb_op(t, "temp[b]", "tmp"),
-                                fmt("if (tid == 0) temp[%s] = %s;", last, I)),
-            "out_a", sb_op(t, pad ? "temp[pa]" : "temp[ai]", "xa"), "out_b", sb_op(t, pad ? "temp[pb]" : "temp[bi]", "xb"));
+            "pa", pad ? "pa" : "ai", "pb", pad ? "pb" : "bi", "scan",
+            sc_blelloch(T, "temp", "nseg", pad, sb_op(t, "temp[b]", "temp[a]"), sb_op(t, "temp[b]", "tmp"),
+                        fmt("if (tid == 0) temp[%s] = %s;", last, I)),
+            "out_a", sb_op(t, pad ? "temp[pa]" : "temp[ai]", "xa"), "out_b",
+            sb_op(t, pad ? "temp[pb]" : "temp[bi]", "xb"));
         return;
     }
     const char *out = dyn ? "buf[pout * blockDim.x + tid]" : "buf[pout][tid]";
@@ -206,10 +215,13 @@ static void sb_kernels(const Task *t, Emit *e) {
     const char *shared = dbl ? (dyn ? fmt("extern __shared__ %s buf[];", T) : fmt("__shared__ %s buf[2][%s];", T, B))
                              : (dyn ? fmt("extern __shared__ %s s[];", T) : fmt("__shared__ %s s[%s];", T, B));
     TPL(e, t, sb_hs_tpl, "defines", defines, "op", op, "B", B, "buffers", dbl ? "double-buffered" : "single buffer",
-        "template", tmpl, "kname", t->kname[0], "params", params, "shared", shared, "y", y, "result", dbl ? out : "s[tid]",
-        "load", dbl ? fmt("int pout = 0, pin = 1;\n%s = i < n ? %s[i] : %s;", out, x, I) : fmt("s[tid] = i < n ? %s[i] : %s;", x, I),
-        "scan", dbl ? FRAG(sb_double_tpl, "B", B, "out", out, "in", in, "comb", sb_op(t, other, in))
-                    : FRAG(sc_hs_tpl, "B", B, "T", T, "I", I, "comb", sb_op(t, "s[tid]", "other")));
+        "template", tmpl, "kname", t->kname[0], "params", params, "shared", shared, "y", y, "result",
+        dbl ? out : "s[tid]", "load",
+        dbl ? fmt("int pout = 0, pin = 1;\n%s = i < n ? %s[i] : %s;", out, x, I)
+            : fmt("s[tid] = i < n ? %s[i] : %s;", x, I),
+        "scan",
+        dbl ? FRAG(sb_double_tpl, "B", B, "out", out, "in", in, "comb", sb_op(t, other, in))
+            : FRAG(sc_hs_tpl, "B", B, "T", T, "I", I, "comb", sb_op(t, "s[tid]", "other")));
 }
 static const char sb_launch_tpl[] = R"(
 const int threads = $threads;
@@ -288,11 +300,13 @@ static void se_describe(const Task *t, Buf *name, Buf *desc) {
     const Tensor *x = &t->in[0];
     const char *y = t->out[0].name;
     int B = t->p[SE_BLOCK], seg = t->p[SE_ALGO] ? 2 * B : B;
-    buf_printf(desc, "Compute the exclusive prefix sum of the %d %s values of %s (in [%s, %s%s): %s[0] = 0 and %s[i] = %s[0] + "
-                     "... + %s[i-1]. Use three kernels: each block of %d threads scans its %d elements in shared memory (%s) "
-                     "and writes its total; ",
-               t->p[SE_N], dt_names[x->dt], x->name, fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")", y, y, x->name, x->name,
-               B, seg, t->p[SE_ALGO] ? "Blelloch" : "Hillis-Steele");
+    buf_printf(
+        desc,
+        "Compute the exclusive prefix sum of the %d %s values of %s (in [%s, %s%s): %s[0] = 0 and %s[i] = %s[0] + "
+        "... + %s[i-1]. Use three kernels: each block of %d threads scans its %d elements in shared memory (%s) "
+        "and writes its total; ",
+        t->p[SE_N], dt_names[x->dt], x->name, fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")", y, y, x->name, x->name,
+        B, seg, t->p[SE_ALGO] ? "Blelloch" : "Hillis-Steele");
     buf_puts(desc, t->p[SE_SUMS] ? "a single thread scans the block totals; "
                                  : "one block scans the block totals in chunks, carrying the running total; ");
     buf_puts(desc, "a third kernel adds each block's offset to its elements.");
@@ -369,20 +383,24 @@ static void se_kernels(const Task *t, Emit *e) {
     const char *shared = dyn ? fmt("extern __shared__ %s s[];", T) : fmt("__shared__ %s s[%s];", T, B);
     const char *hs = FRAG(sc_hs_tpl, "B", B, "T", T, "I", "0", "comb", "s[tid] + other");
     const char *root = "if (tid == 0) {\n    block_sums[blockIdx.x] = s[m - 1];\n    s[m - 1] = $Z;\n}";
-    TPL(e, t, se_kernels_tpl, "define", dyn ? "" : fmt("#define BLOCK_SIZE %d\n", t->p[SE_BLOCK]), "T", T,
-        "per", bl ? "2 * blockDim.x" : "blockDim.x", "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2],
-        "params1", fmt("%s, %s, %s, int n", ptr_param(t, T, x, 1), ptr_param(t, T, y, 0), ptr_param(t, T, "block_sums", 0)),
-        "shared1", dyn || !bl ? shared : fmt("__shared__ %s s[2 * %s];", T, B),
-        "step1", bl ? FRAG(se_blelloch_tpl, "x", x, "y", y, "Z", Z,
-                           "scan", sc_blelloch(T, "s", "m", 0, "s[b] + s[a]", "s[b] + tmp", FRAG(root, "Z", Z)))
-                    : FRAG(se_hs_tpl, "x", x, "y", y, "Z", Z, "hs", hs),
-        "comment2", t->p[SE_SUMS] ? "Step 2: one thread turns the block totals into exclusive offsets."
-                                  : "Step 2: one block turns the block totals into exclusive offsets, a chunk of blockDim.x at a time.",
-        "params2", fmt("%s, int count", sums), "step2", FRAG(se_sums_tpl[t->p[SE_SUMS]], "shared", shared, "T", T, "Z", Z, "hs", hs),
-        "params3", fmt("%s, %s, int n", ptr_param(t, T, y, 0), ptr_param(t, T, "sums", 1)),
-        "step3", bl ? fmt("const int i = blockIdx.x * 2 * blockDim.x + threadIdx.x;\nif (i < n) %s[i] += add;\n"
-                          "if (i + blockDim.x < n) %s[i + blockDim.x] += add;", y, y)
-                    : fmt("const int i = blockIdx.x * blockDim.x + threadIdx.x;\nif (i < n) %s[i] += add;", y));
+    TPL(e, t, se_kernels_tpl, "define", dyn ? "" : fmt("#define BLOCK_SIZE %d\n", t->p[SE_BLOCK]), "T", T, "per",
+        bl ? "2 * blockDim.x" : "blockDim.x", "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "params1",
+        fmt("%s, %s, %s, int n", ptr_param(t, T, x, 1), ptr_param(t, T, y, 0), ptr_param(t, T, "block_sums", 0)),
+        "shared1", dyn || !bl ? shared : fmt("__shared__ %s s[2 * %s];", T, B), "step1",
+        bl ? FRAG(se_blelloch_tpl, "x", x, "y", y, "Z", Z, "scan",
+                  sc_blelloch(T, "s", "m", 0, "s[b] + s[a]", "s[b] + tmp", FRAG(root, "Z", Z)))
+           : FRAG(se_hs_tpl, "x", x, "y", y, "Z", Z, "hs", hs),
+        "comment2",
+        t->p[SE_SUMS]
+            ? "Step 2: one thread turns the block totals into exclusive offsets."
+            : "Step 2: one block turns the block totals into exclusive offsets, a chunk of blockDim.x at a time.",
+        "params2", fmt("%s, int count", sums), "step2",
+        FRAG(se_sums_tpl[t->p[SE_SUMS]], "shared", shared, "T", T, "Z", Z, "hs", hs), "params3",
+        fmt("%s, %s, int n", ptr_param(t, T, y, 0), ptr_param(t, T, "sums", 1)), "step3",
+        bl ? fmt("const int i = blockIdx.x * 2 * blockDim.x + threadIdx.x;\nif (i < n) %s[i] += add;\n"
+                 "if (i + blockDim.x < n) %s[i + blockDim.x] += add;",
+                 y, y)
+           : fmt("const int i = blockIdx.x * blockDim.x + threadIdx.x;\nif (i < n) %s[i] += add;", y));
 }
 static const char se_launch_tpl[] = R"(
 const int threads = $threads;
@@ -400,9 +418,12 @@ static void se_launch(const Task *t, Emit *e, const Host *h) {
     int dyn = t->p[SE_SHMEM] == 1, serial = t->p[SE_SUMS];
     const char *sums = sc_scratch(t, "block_sums");
     TPL(e, t, se_launch_tpl, "threads", dyn ? fmt("%d", t->p[SE_BLOCK]) : "BLOCK_SIZE", "n", h->size[0], "per", per,
-        "alloc", dev_alloc(t, T, sums, "blocks"), "smem", dyn ? fmt("const size_t smem = %s * sizeof(%s);", per, T) : "",
-        "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "sm1", dyn ? ", smem" : "", "in", h->in[0], "out", h->out[0],
-        "sums", sums, "cfg2", serial ? "1" : dyn ? fmt("threads, threads * sizeof(%s)", T) : "threads",
+        "alloc", dev_alloc(t, T, sums, "blocks"), "smem",
+        dyn ? fmt("const size_t smem = %s * sizeof(%s);", per, T) : "", "k1", t->kname[0], "k2", t->kname[1], "k3",
+        t->kname[2], "sm1", dyn ? ", smem" : "", "in", h->in[0], "out", h->out[0], "sums", sums, "cfg2",
+        serial ? "1"
+        : dyn  ? fmt("threads, threads * sizeof(%s)", T)
+               : "threads",
         "sync", checked(t, "cudaDeviceSynchronize()"), "free", checked(t, fmt("cudaFree(%s)", sums)));
 }
 static void se_ref(const Task *t, const void *const *in, void *const *out) {

@@ -27,11 +27,13 @@ __device__ __forceinline__ unsigned int ordered_bits($T v) {
 static const char *sl_ordered(int is_int) {
     if (is_int) return FRAG(sl_ordered_tpl, "what", "int", "how", "flip the sign bit", "T", "int",
                             "body", "return (unsigned int)v ^ 0x80000000u;");
-    return FRAG(sl_ordered_tpl, "what", "float bits", "how", "flip all bits of negatives, only the sign bit of the rest", "T", "float",
-                "body", "const unsigned int u = __float_as_uint(v);\nreturn (u & 0x80000000u) ? ~u : (u | 0x80000000u);");
+    return FRAG(sl_ordered_tpl, "what", "float bits", "how",
+                "flip all bits of negatives, only the sign bit of the rest", "T", "float", "body",
+                "const unsigned int u = __float_as_uint(v);\nreturn (u & 0x80000000u) ? ~u : (u | 0x80000000u);");
 }
 static const char *sl_unordered(int is_int, const char *k) {
-    return is_int ? fmt("(int)(%s ^ 0x80000000u)", k) : fmt("__uint_as_float((%s & 0x80000000u) ? (%s & 0x7fffffffu) : ~%s)", k, k, k);
+    return is_int ? fmt("(int)(%s ^ 0x80000000u)", k)
+                  : fmt("__uint_as_float((%s & 0x80000000u) ? (%s & 0x7fffffffu) : ~%s)", k, k, k);
 }
 
 // ----------------------------------------------------------------------------
@@ -81,21 +83,29 @@ static void ax_describe(const Task *t, Buf *name, Buf *desc) {
     static const char *const nm[] = { "Argmax", "Array_Argmax", "Max_With_Index" };
     buf_puts(name, nm[t->p[AX_TNAME]]);
     const Tensor *x = &t->in[0];
-    buf_printf(desc, "%s holds %d %s values (%s in [%s, %s%s). Write %s[0] = the largest value and %s[0] = the index of its first "
-                     "occurrence (the lowest index among equal maxima). ",
-               x->name, t->p[AX_N], dt_names[x->dt], x->integer ? "whole numbers" : "reals", fnum(x->lo), fnum(x->hi),
-               x->integer ? "]" : ")", t->out[0].name, t->out[1].name);
+    buf_printf(
+        desc,
+        "%s holds %d %s values (%s in [%s, %s%s). Write %s[0] = the largest value and %s[0] = the index of its first "
+        "occurrence (the lowest index among equal maxima). ",
+        x->name, t->p[AX_N], dt_names[x->dt], x->integer ? "whole numbers" : "reals", fnum(x->lo), fnum(x->hi),
+        x->integer ? "]" : ")", t->out[0].name, t->out[1].name);
     if (t->p[AX_ALGO] == 0)
-        buf_printf(desc, "Reduce (value, index) pairs: a grid-stride loop per thread, a shared-memory tree per block of %d "
-                         "threads writing one pair per block, and a second single-block kernel over the block results.",
+        buf_printf(desc,
+                   "Reduce (value, index) pairs: a grid-stride loop per thread, a shared-memory tree per block of %d "
+                   "threads writing one pair per block, and a second single-block kernel over the block results.",
                    t->p[AX_BLOCK]);
     else if (t->p[AX_ALGO] == 1)
-        buf_printf(desc, "Reduce (value, index) pairs with warp shuffles inside blocks of %d threads, one pair per block, then a "
-                         "second single-block kernel over the block results.", t->p[AX_BLOCK]);
+        buf_printf(
+            desc,
+            "Reduce (value, index) pairs with warp shuffles inside blocks of %d threads, one pair per block, then a "
+            "second single-block kernel over the block results.",
+            t->p[AX_BLOCK]);
     else
-        buf_puts(desc, "Pack each warp's best pair into a 64-bit key (order-preserving bits of the value in the high word, the "
-                       "complemented index in the low word), combine the keys with atomicMax on unsigned long long, then decode "
-                       "the key in a one-thread kernel.");
+        buf_puts(
+            desc,
+            "Pack each warp's best pair into a 64-bit key (order-preserving bits of the value in the high word, the "
+            "complemented index in the low word), combine the keys with atomicMax on unsigned long long, then decode "
+            "the key in a one-thread kernel.");
 }
 
 // Each thread scans a grid-stride share; then two passes over (value, index) pairs (a
@@ -178,17 +188,21 @@ static void ax_kernels(const Task *t, Emit *e) {
     const char *scan = FRAG(ax_scan_tpl, "T", T, "id", sl_lowest(is_int), "x", x);
     const char *outs = fmt("%s, %s", ptr_param(t, T, val, 0), ptr_param(t, "int", idx, 0));
     if (algo == 2) {
-        TPL(e, t, ax_packed_tpl, "prelude", ro_prelude(&tt), "helpers", ro_arg_helpers(&tt, T, RO_MAX), "ordered", sl_ordered(is_int),
-            "k1", t->kname[0], "xparam", ptr_param(t, T, x, 1), "scan", scan, "warp", ro_fn(&tt, "warp", "argmax"),
-            "k3", t->kname[2], "outs", outs, "val", val, "idx", idx, "decode", sl_unordered(is_int, "hi"));
+        TPL(e, t, ax_packed_tpl, "prelude", ro_prelude(&tt), "helpers", ro_arg_helpers(&tt, T, RO_MAX), "ordered",
+            sl_ordered(is_int), "k1", t->kname[0], "xparam", ptr_param(t, T, x, 1), "scan", scan, "warp",
+            ro_fn(&tt, "warp", "argmax"), "k3", t->kname[2], "outs", outs, "val", val, "idx", idx, "decode",
+            sl_unordered(is_int, "hi"));
         return;
     }
     TPL(e, t, ax_two_pass_tpl, "prelude", ro_prelude(&tt), "helpers", ro_arg_helpers(&tt, T, RO_MAX), "k1", t->kname[0],
-        "params1", fmt("%s, %s, %s, int n", ptr_param(t, T, x, 1), ptr_param(t, T, "part_val", 0), ptr_param(t, "int", "part_idx", 0)),
-        "shared", ro_shared(&tt, fmt("arg:%s", T)), "scan", scan, "reduce", ro_arg_allreduce(&tt, T, "best", "best_i", RO_MAX),
-        "k2", t->kname[1], "T", T, "id", sl_lowest(is_int), "better", ro_better(RO_MAX, "v", "i", "best", "best_i"),
-        "params2", fmt("%s, %s, %s, int count", ptr_param(t, T, "part_val", 1), ptr_param(t, "int", "part_idx", 1), outs),
-        "val", val, "idx", idx);
+        "params1",
+        fmt("%s, %s, %s, int n", ptr_param(t, T, x, 1), ptr_param(t, T, "part_val", 0),
+            ptr_param(t, "int", "part_idx", 0)),
+        "shared", ro_shared(&tt, fmt("arg:%s", T)), "scan", scan, "reduce",
+        ro_arg_allreduce(&tt, T, "best", "best_i", RO_MAX), "k2", t->kname[1], "T", T, "id", sl_lowest(is_int),
+        "better", ro_better(RO_MAX, "v", "i", "best", "best_i"), "params2",
+        fmt("%s, %s, %s, int count", ptr_param(t, T, "part_val", 1), ptr_param(t, "int", "part_idx", 1), outs), "val",
+        val, "idx", idx);
 }
 static const char ax_launch_tpl[] = R"(
 const int threads = $threads;
@@ -204,12 +218,13 @@ static void ax_launch(const Task *t, Emit *e, const Host *h) {
     const char *key = sl_scratch(t, "key"), *pv = sl_scratch(t, "part_val"), *pi = sl_scratch(t, "part_idx");
     const char *launches =
         t->p[AX_ALGO] == 2
-            ? fmt("%s\n%s\n%s<<<blocks, threads>>>(%s, %s, %s);\n%s<<<1, 1>>>(%s, %s, %s);", dev_alloc(t, "unsigned long long", key, "1"),
-                  checked(t, fmt("cudaMemset(%s, 0, sizeof(unsigned long long))", key)), t->kname[0], h->in[0], key, n, t->kname[2],
-                  key, h->out[0], h->out[1])
+            ? fmt("%s\n%s\n%s<<<blocks, threads>>>(%s, %s, %s);\n%s<<<1, 1>>>(%s, %s, %s);",
+                  dev_alloc(t, "unsigned long long", key, "1"),
+                  checked(t, fmt("cudaMemset(%s, 0, sizeof(unsigned long long))", key)), t->kname[0], h->in[0], key, n,
+                  t->kname[2], key, h->out[0], h->out[1])
             : fmt("%s\n%s\n%s<<<blocks, threads>>>(%s, %s, %s, %s);\n%s<<<1, threads>>>(%s, %s, %s, %s, blocks);",
-                  dev_alloc(t, T, pv, "blocks"), dev_alloc(t, "int", pi, "blocks"), t->kname[0], h->in[0], pv, pi, n, t->kname[1],
-                  pv, pi, h->out[0], h->out[1]);
+                  dev_alloc(t, T, pv, "blocks"), dev_alloc(t, "int", pi, "blocks"), t->kname[0], h->in[0], pv, pi, n,
+                  t->kname[1], pv, pi, h->out[0], h->out[1]);
     TPL(e, t, ax_launch_tpl, "threads", t->p[AX_ALGO] == 0 ? "BLOCK_SIZE" : fmt("%d", t->p[AX_BLOCK]), "n", n,
         "cap", fmt("%d", t->p[AX_CAP]), "launches", launches, "sync", checked(t, "cudaDeviceSynchronize()"),
         "free1", checked(t, fmt("cudaFree(%s)", t->p[AX_ALGO] == 2 ? key : pv)),
@@ -300,12 +315,14 @@ static void mm_describe(const Task *t, Buf *name, Buf *desc) {
     int op = t->p[MM_OP];
     const Tensor *x = &t->in[0];
     buf_puts(name, nm[op][t->p[MM_TNAME]]);
-    buf_printf(desc, "%s holds %d %s values in [%s, %s%s. ", x->name, t->p[MM_N], dt_names[x->dt], fnum(x->lo), fnum(x->hi),
-               x->integer ? "]" : ")");
-    if (op == 2) buf_printf(desc, "Compute %s[0] = the largest and %s[0] = the smallest value ", t->out[0].name, t->out[1].name);
+    buf_printf(desc, "%s holds %d %s values in [%s, %s%s. ", x->name, t->p[MM_N], dt_names[x->dt], fnum(x->lo),
+               fnum(x->hi), x->integer ? "]" : ")");
+    if (op == 2)
+        buf_printf(desc, "Compute %s[0] = the largest and %s[0] = the smallest value ", t->out[0].name, t->out[1].name);
     else buf_printf(desc, "Compute %s[0] = the %s value ", t->out[0].name, op ? "smallest" : "largest");
     buf_printf(desc, "with atomic operations on the output%s%s", how[t->p[MM_METHOD]], agg[t->p[MM_AGG]]);
-    buf_puts(desc, t->p[MM_INIT] ? " Initialise the output from the host before the launch." : " Initialise the output with a one-thread kernel.");
+    buf_puts(desc, t->p[MM_INIT] ? " Initialise the output from the host before the launch."
+                                 : " Initialise the output with a one-thread kernel.");
 }
 
 // The float atomics (sign split or CAS loop, one per wanted extreme), the one-thread
@@ -400,8 +417,9 @@ static const char *mm_each(const Task *t, const char *text, const char *sep) {
                              : meth == 2 ? fmt("%s((unsigned int *)%s, ordered_bits(%s));", A, outs[m], val)
                                          : fmt("%s(%s, %s);", mm_fn(t, m), outs[m], val);
         const char *ident = meth == 2 ? (m ? "0xffffffffu" : "0u") : m ? sl_highest(is_int) : sl_lowest(is_int);
-        const char *one = FRAG(text, "o", outs[m], "v", v, "s", sh, "A", A, "update", update, "ident", ident, "k", fmt("k%d", m),
-                     "f", is_int ? (m ? "min" : "max") : (m ? "fminf" : "fmaxf"), "mask", pick3(t->p[MM_MASK], "0xffffffff", "0xffffffffu", "FULL_MASK"));
+        const char *one = FRAG(text, "o", outs[m], "v", v, "s", sh, "A", A, "update", update, "ident", ident, "k",
+                               fmt("k%d", m), "f", is_int ? (m ? "min" : "max") : (m ? "fminf" : "fmaxf"), "mask",
+                               pick3(t->p[MM_MASK], "0xffffffff", "0xffffffffu", "FULL_MASK"));
         s = fmt("%s%s%.*s", s, *s ? sep : "", (int)strlen(one) - 1, one); // without the fragment's last newline
     }
     return s;
@@ -409,37 +427,47 @@ static const char *mm_each(const Task *t, const char *text, const char *sep) {
 static void mm_kernels(const Task *t, Emit *e) {
     int is_int = t->p[MM_DTYPE], meth = t->p[MM_METHOD], agg = t->p[MM_AGG];
     const char *T = sl_ct(is_int), *x = t->in[0].name;
-    Task tt = ro_as_block(t, agg == 1 ? RO_WARP : RO_BLOCK, t->p[MM_BLOCK], agg == 1 ? RO_XOR : RO_TREE, t->p[MM_MASK], 0);
+    Task tt =
+        ro_as_block(t, agg == 1 ? RO_WARP : RO_BLOCK, t->p[MM_BLOCK], agg == 1 ? RO_XOR : RO_TREE, t->p[MM_MASK], 0);
     Buf helpers = { 0 };
     for (int m = 0; m < 2 && (meth == 1 || meth == 3); m++)
         if (t->p[MM_OP] == 2 || t->p[MM_OP] == m)
-            buf_puts(&helpers, FRAG(mm_float_atomic_tpl[meth], "M", m ? "Min" : "Max", "m", m ? "min" : "max", "fn", mm_fn(t, m),
-                                    "A", m ? "atomicMin" : "atomicMax", "B", m ? "atomicMax" : "atomicMin",
+            buf_puts(&helpers, FRAG(mm_float_atomic_tpl[meth], "M", m ? "Min" : "Max", "m", m ? "min" : "max", "fn",
+                                    mm_fn(t, m), "A", m ? "atomicMin" : "atomicMax", "B", m ? "atomicMax" : "atomicMin",
                                     "bound", m ? "at most" : "at least", "worse", m ? ">" : "<"));
     if (meth == 2) buf_puts(&helpers, sl_ordered(0));
     const char *ptrs = mm_each(t, fmt("%s", ptr_param(t, T, "$o", 0)), ", ");
     const char *fptrs = mm_each(t, fmt("%s", ptr_param(t, "float", "$o", 0)), ", ");
     const char *locals = agg ? mm_each(t, fmt("%s $v = $ident;", T), "\n") : "";
     TPL(e, t, mm_kernel_tpl, "prelude", agg ? ro_prelude(&tt) : "", "helpers", FRAG("$h", "h", buf_str(&helpers)),
-        "init", t->p[MM_INIT] ? "" : FRAG(mm_small_kernel_tpl, "k", t->kname[1], "params", ptrs,
-                                          "comment", meth == 2 ? "Puts the identities (as ordered bits) into the outputs."
-                                                               : "Puts the identities into the outputs.",
-                                          "body", mm_each(t, meth == 2 ? "*(unsigned int *)$o = $ident;" : "$o[0] = $ident;", "\n")),
-        "decode", meth != 2 ? "" : FRAG(mm_small_kernel_tpl, "k", t->kname[2], "params", fptrs,
-                                        "comment", "Turns the ordered bits back into floats, in place.",
-                                        "body", mm_each(t, fmt("const unsigned int $k = *(const unsigned int *)$o;\n$o[0] = %s;",
-                                                               sl_unordered(0, "$k")), "\n")),
-        "comment", agg == 0 ? "Every element goes straight to the output with an atomic update."
-                   : agg == 1 ? "Each thread keeps its own extreme, a warp combines them with shuffles, lane 0 updates the output."
-                              : "Each thread keeps its own extreme, the block combines them in shared memory, thread 0 updates the output.",
-        "k", t->kname[0], "params", fmt("%s, %s", ptr_param(t, T, x, 1), ptrs),
-        "shared", agg == 2 ? mm_each(t, fmt("__shared__ %s $s[BLOCK_SIZE];", T), "\n") : "", "locals", locals,
-        "step", agg == 0 ? fmt("const %s v = %s[i];\n%s", T, x, mm_each(t, "$update", "\n"))
-                : t->p[MM_OP] == 2 ? fmt("const %s v = %s[i];\n%s", T, x, mm_each(t, "$v = $f($v, v);", "\n"))
-                                   : mm_each(t, fmt("$v = $f($v, %s[i]);", x), ""),
-        "combine", FRAG(mm_combine_tpl[agg], "shfl", mm_each(t, "$v = $f($v, __shfl_xor_sync($mask, $v, offset));", "\n"),
-                        "update", mm_each(t, "$update", "\n"), "store", mm_each(t, "$s[tid] = $v;", "\n"),
-                        "tree", mm_each(t, "$s[tid] = $f($s[tid], $s[tid + s]);", "\n")));
+        "init",
+        t->p[MM_INIT] ? ""
+                      : FRAG(mm_small_kernel_tpl, "k", t->kname[1], "params", ptrs, "comment",
+                             meth == 2 ? "Puts the identities (as ordered bits) into the outputs."
+                                       : "Puts the identities into the outputs.",
+                             "body", mm_each(t, meth == 2 ? "*(unsigned int *)$o = $ident;" : "$o[0] = $ident;", "\n")),
+        "decode",
+        meth != 2
+            ? ""
+            : FRAG(mm_small_kernel_tpl, "k", t->kname[2], "params", fptrs, "comment",
+                   "Turns the ordered bits back into floats, in place.", "body",
+                   mm_each(
+                       t, fmt("const unsigned int $k = *(const unsigned int *)$o;\n$o[0] = %s;", sl_unordered(0, "$k")),
+                       "\n")),
+        "comment",
+        agg == 0   ? "Every element goes straight to the output with an atomic update."
+        : agg == 1 ? "Each thread keeps its own extreme, a warp combines them with shuffles, lane 0 updates the output."
+                   : "Each thread keeps its own extreme, the block combines them in shared memory, thread 0 updates "
+                     "the output.",
+        "k", t->kname[0], "params", fmt("%s, %s", ptr_param(t, T, x, 1), ptrs), "shared",
+        agg == 2 ? mm_each(t, fmt("__shared__ %s $s[BLOCK_SIZE];", T), "\n") : "", "locals", locals, "step",
+        agg == 0           ? fmt("const %s v = %s[i];\n%s", T, x, mm_each(t, "$update", "\n"))
+        : t->p[MM_OP] == 2 ? fmt("const %s v = %s[i];\n%s", T, x, mm_each(t, "$v = $f($v, v);", "\n"))
+                           : mm_each(t, fmt("$v = $f($v, %s[i]);", x), ""),
+        "combine",
+        FRAG(mm_combine_tpl[agg], "shfl", mm_each(t, "$v = $f($v, __shfl_xor_sync($mask, $v, offset));", "\n"),
+             "update", mm_each(t, "$update", "\n"), "store", mm_each(t, "$s[tid] = $v;", "\n"), "tree",
+             mm_each(t, "$s[tid] = $f($s[tid], $s[tid + s]);", "\n")));
     buf_free(&helpers);
 }
 static const char mm_launch_tpl[] = R"(
@@ -458,14 +486,17 @@ static void mm_launch(const Task *t, Emit *e, const Host *h) {
         if (!outs[m]) continue;
         list = fmt("%s%s%s", list, *list ? ", " : "", outs[m]);
         const char *var = m ? "init_min" : "init_max";
-        const char *set = meth == 2 ? checked(t, fmt("cudaMemset(%s, %s, sizeof(unsigned int))", outs[m], m ? "0xff" : "0"))
-                                    : fmt("const %s %s = %s;\n%s", T, var, m ? sl_highest(is_int) : sl_lowest(is_int),
-                                          checked(t, fmt("cudaMemcpy(%s, &%s, sizeof(%s), cudaMemcpyHostToDevice)", outs[m], var, T)));
+        const char *set =
+            meth == 2
+                ? checked(t, fmt("cudaMemset(%s, %s, sizeof(unsigned int))", outs[m], m ? "0xff" : "0"))
+                : fmt("const %s %s = %s;\n%s", T, var, m ? sl_highest(is_int) : sl_lowest(is_int),
+                      checked(t, fmt("cudaMemcpy(%s, &%s, sizeof(%s), cudaMemcpyHostToDevice)", outs[m], var, T)));
         init = fmt("%s%s%s", init, *init ? "\n" : "", set);
     }
-    TPL(e, t, mm_launch_tpl, "init", t->p[MM_INIT] ? init : fmt("%s<<<1, 1>>>(%s);", t->kname[1], list),
-        "threads", t->p[MM_AGG] == 2 ? "BLOCK_SIZE" : fmt("%d", t->p[MM_BLOCK]), "n", h->size[0], "cap", fmt("%d", t->p[MM_CAP]),
-        "k", t->kname[0], "x", h->in[0], "outs", list, "decode", meth == 2 ? fmt("%s<<<1, 1>>>(%s);", t->kname[2], list) : "");
+    TPL(e, t, mm_launch_tpl, "init", t->p[MM_INIT] ? init : fmt("%s<<<1, 1>>>(%s);", t->kname[1], list), "threads",
+        t->p[MM_AGG] == 2 ? "BLOCK_SIZE" : fmt("%d", t->p[MM_BLOCK]), "n", h->size[0], "cap", fmt("%d", t->p[MM_CAP]),
+        "k", t->kname[0], "x", h->in[0], "outs", list, "decode",
+        meth == 2 ? fmt("%s<<<1, 1>>>(%s);", t->kname[2], list) : "");
 }
 static void mm_ref(const Task *t, const void *const *in, void *const *out) {
     double hi = -INFINITY, lo = INFINITY;
@@ -551,14 +582,16 @@ static void cp_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, nm[t->p[CP_TNAME]]);
     const Tensor *x = &t->in[0];
     const char *o = t->out[0].name, *c = t->out[1].name;
-    buf_printf(desc, "%s holds %d %s values in [%s, %s%s. Keep the elements with %s, in their original order: %s[0..k) = the kept "
-                     "values, %s[k..%d) = 0, and %s[0] = k. The result must not depend on thread scheduling, so do not hand out "
-                     "slots with an atomic counter: count the kept elements per block of %d, exclusive-scan the block counts (%s), "
-                     "then let each block write its kept elements at its offset, ranked within the block %s.",
-               x->name, t->p[CP_N], dt_names[x->dt], fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")",
-               fmt(t->p[CP_PRED] ? "|%s[i]| > %s" : "%s[i] > %s", x->name, fnum(t->f[0])), o, o, t->p[CP_N], c, t->p[CP_BLOCK],
-               t->p[CP_SUMS] ? "one thread" : "one block, chunk by chunk",
-               t->p[CP_LOCAL] ? "with __ballot_sync and __popc" : "by a shared-memory scan of the keep flags");
+    buf_printf(
+        desc,
+        "%s holds %d %s values in [%s, %s%s. Keep the elements with %s, in their original order: %s[0..k) = the kept "
+        "values, %s[k..%d) = 0, and %s[0] = k. The result must not depend on thread scheduling, so do not hand out "
+        "slots with an atomic counter: count the kept elements per block of %d, exclusive-scan the block counts (%s), "
+        "then let each block write its kept elements at its offset, ranked within the block %s.",
+        x->name, t->p[CP_N], dt_names[x->dt], fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")",
+        fmt(t->p[CP_PRED] ? "|%s[i]| > %s" : "%s[i] > %s", x->name, fnum(t->f[0])), o, o, t->p[CP_N], c, t->p[CP_BLOCK],
+        t->p[CP_SUMS] ? "one thread" : "one block, chunk by chunk",
+        t->p[CP_LOCAL] ? "with __ballot_sync and __popc" : "by a shared-memory scan of the keep flags");
 }
 
 // Pass 1 counts (a shared tree of the flags, or __syncthreads_count), pass 2 scans the
@@ -657,12 +690,14 @@ static void cp_kernels(const Task *t, Emit *e) {
     const char *T = sl_ct(t->p[CP_DTYPE]), *x = t->in[0].name, *o = t->out[0].name, *c = t->out[1].name;
     int ballot = t->p[CP_LOCAL];
     const char *hs = FRAG(sc_hs_tpl, "B", "BLOCK_SIZE", "T", "int", "I", "0", "comb", "s[tid] + other");
-    TPL(e, t, cp_kernels_tpl, "B", fmt("%d", t->p[CP_BLOCK]), "full_mask", ballot && t->p[CP_MASK] == 2 ? "#define FULL_MASK 0xffffffffu" : "",
-        "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "xparam", ptr_param(t, T, x, 1), "pred", cp_pred(t, fmt("%s[i]", x)),
-        "cparam", ptr_param(t, "int", c, 0), "oparam", ptr_param(t, T, o, 0), "count", cp_count_tpl[ballot],
-        "scan", FRAG(cp_scan_tpl[t->p[CP_SUMS]], "hs", hs, "c", c),
-        "how", ballot ? "ballot + popc per warp, then the warp counts" : "a shared-memory scan of the flags",
-        "scatter", FRAG(cp_scatter_tpl[ballot], "hs", hs, "o", o, "x", x, "mask", pick3(t->p[CP_MASK], "0xffffffff", "0xffffffffu", "FULL_MASK")));
+    TPL(e, t, cp_kernels_tpl, "B", fmt("%d", t->p[CP_BLOCK]), "full_mask",
+        ballot && t->p[CP_MASK] == 2 ? "#define FULL_MASK 0xffffffffu" : "", "k1", t->kname[0], "k2", t->kname[1], "k3",
+        t->kname[2], "xparam", ptr_param(t, T, x, 1), "pred", cp_pred(t, fmt("%s[i]", x)), "cparam",
+        ptr_param(t, "int", c, 0), "oparam", ptr_param(t, T, o, 0), "count", cp_count_tpl[ballot], "scan",
+        FRAG(cp_scan_tpl[t->p[CP_SUMS]], "hs", hs, "c", c), "how",
+        ballot ? "ballot + popc per warp, then the warp counts" : "a shared-memory scan of the flags", "scatter",
+        FRAG(cp_scatter_tpl[ballot], "hs", hs, "o", o, "x", x, "mask",
+             pick3(t->p[CP_MASK], "0xffffffff", "0xffffffffu", "FULL_MASK")));
 }
 static const char cp_launch_tpl[] = R"(
 const int threads = BLOCK_SIZE;
@@ -677,8 +712,9 @@ $free
 static void cp_launch(const Task *t, Emit *e, const Host *h) {
     const char *bc = sl_scratch(t, "block_counts");
     TPL(e, t, cp_launch_tpl, "n", h->size[0], "alloc", dev_alloc(t, "int", bc, "blocks"), "bc", bc, "x", h->in[0],
-        "out", h->out[0], "count", h->out[1], "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2],
-        "t2", t->p[CP_SUMS] ? "1" : "threads", "sync", checked(t, "cudaDeviceSynchronize()"), "free", checked(t, fmt("cudaFree(%s)", bc)));
+        "out", h->out[0], "count", h->out[1], "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "t2",
+        t->p[CP_SUMS] ? "1" : "threads", "sync", checked(t, "cudaDeviceSynchronize()"), "free",
+        checked(t, fmt("cudaFree(%s)", bc)));
 }
 static void cp_ref(const Task *t, const void *const *in, void *const *out) {
     long n = t->p[CP_N], k = 0;
@@ -749,7 +785,8 @@ static void ci_layout(Task *t) {
 // The predicate on v: as CUDA source (prompt 0) or for the prompt (prompt 1).
 static const char *ci_pred(const Task *t, const char *v, int prompt) {
     int is_int = t->p[CI_DTYPE];
-    const char *a = prompt ? fnum(t->f[0]) : sl_num(is_int, t->f[0]), *b = prompt ? fnum(t->f[1]) : sl_num(is_int, t->f[1]);
+    const char *a = prompt ? fnum(t->f[0]) : sl_num(is_int, t->f[0]),
+               *b = prompt ? fnum(t->f[1]) : sl_num(is_int, t->f[1]);
     switch (t->p[CI_PRED]) {
     case 0: return fmt("%s > %s", v, a);
     case 1: return prompt ? fmt("%s <= %s < %s", a, v, b) : fmt("%s >= %s && %s < %s", v, a, v, b);
@@ -767,11 +804,15 @@ static void ci_describe(const Task *t, Buf *name, Buf *desc) {
         "__syncthreads_count gives each block's count, which thread 0 adds to the output." };
     const Tensor *x = &t->in[0];
     buf_puts(name, nm[t->p[CI_TNAME]]);
-    buf_printf(desc, "%s holds %d %s values in [%s, %s%s. Count the elements with %s and write the count to %s[0] (%s, zeroed "
-                     "before the launch), accumulating with atomicAdd: %s",
-               x->name, t->p[CI_N], dt_names[x->dt], fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")",
-               ci_pred(t, fmt("%s[i]", x->name), 1), t->out[0].name, dt_names[t->out[0].dt], how[t->p[CI_AGG]]);
-    if (t->p[CI_LOOP]) buf_printf(desc, " Launch at most %d blocks of %d threads and loop over the array.", t->p[CI_CAP], t->p[CI_BLOCK]);
+    buf_printf(
+        desc,
+        "%s holds %d %s values in [%s, %s%s. Count the elements with %s and write the count to %s[0] (%s, zeroed "
+        "before the launch), accumulating with atomicAdd: %s",
+        x->name, t->p[CI_N], dt_names[x->dt], fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")",
+        ci_pred(t, fmt("%s[i]", x->name), 1), t->out[0].name, dt_names[t->out[0].dt], how[t->p[CI_AGG]]);
+    if (t->p[CI_LOOP])
+        buf_printf(desc, " Launch at most %d blocks of %d threads and loop over the array.", t->p[CI_CAP],
+                   t->p[CI_BLOCK]);
     else buf_printf(desc, " One thread per element, blocks of %d threads.", t->p[CI_BLOCK]);
 }
 
@@ -804,18 +845,27 @@ static void ci_kernels(const Task *t, Emit *e) {
                                        "__syncthreads_count counts the block's matches in the barrier itself." };
     int agg = t->p[CI_AGG], gs = t->p[CI_LOOP], vote = agg == 1 || agg == 3;
     const char *T = sl_ct(t->p[CI_DTYPE]), *U = t->p[CI_OUT] ? "unsigned int" : "int", *const *p = ci_parts[agg];
-    const char *kv[] = { "T", T, "U", U, "x", t->in[0].name, "c", t->out[0].name, "one", t->p[CI_OUT] ? "1u" : "1",
-                         "pred", ci_pred(t, "v", 0), "mask", pick3(t->p[CI_MASK], "0xffffffff", "0xffffffffu", "FULL_MASK"), NULL };
+    const char *kv[] = { "T",    T,
+                         "U",    U,
+                         "x",    t->in[0].name,
+                         "c",    t->out[0].name,
+                         "one",  t->p[CI_OUT] ? "1u" : "1",
+                         "pred", ci_pred(t, "v", 0),
+                         "mask", pick3(t->p[CI_MASK], "0xffffffff", "0xffffffffu", "FULL_MASK"),
+                         NULL };
     const char *body = tpl_frag(p[1], kv), *index = "const int i = blockIdx.x * blockDim.x + threadIdx.x;", *loop;
     if (vote && gs) loop = FRAG("for (int base = blockIdx.x * blockDim.x; base < n; base += blockDim.x * gridDim.x) {\n"
                                 "    const int i = base + threadIdx.x;\n    $body\n}", "body", body);
     else if (vote) loop = FRAG("$index\n$body", "index", index, "body", body);
-    else if (gs) loop = FRAG("for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {\n"
-                             "    $body\n}", "body", body);
+    else if (gs)
+        loop = FRAG("for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {\n"
+                    "    $body\n}",
+                    "body", body);
     else loop = FRAG("$index\nif (i < n) {\n    $body\n}", "index", index, "body", body);
-    TPL(e, t, ci_kernel_tpl, "full_mask", agg == 1 && t->p[CI_MASK] == 2 ? "#define FULL_MASK 0xffffffffu\n" : "", "how", how[agg],
-        "k", t->kname[0], "params", fmt("%s, %s", ptr_param(t, T, t->in[0].name, 1), ptr_param(t, U, t->out[0].name, 0)),
-        "head", tpl_frag(p[0], kv), "loop", loop, "tail", tpl_frag(p[2], kv));
+    TPL(e, t, ci_kernel_tpl, "full_mask", agg == 1 && t->p[CI_MASK] == 2 ? "#define FULL_MASK 0xffffffffu\n" : "",
+        "how", how[agg], "k", t->kname[0], "params",
+        fmt("%s, %s", ptr_param(t, T, t->in[0].name, 1), ptr_param(t, U, t->out[0].name, 0)), "head",
+        tpl_frag(p[0], kv), "loop", loop, "tail", tpl_frag(p[2], kv));
 }
 static const char ci_launch_tpl[] = R"(
 const int threads = $B;
@@ -825,8 +875,8 @@ $k<<<blocks, threads>>>($args);
 )";
 static void ci_launch(const Task *t, Emit *e, const Host *h) {
     if (t->p[CI_LOOP])
-        TPL(e, t, ci_launch_tpl, "B", fmt("%d", t->p[CI_BLOCK]), "n", h->size[0], "cap", fmt("%d", t->p[CI_CAP]), "k", t->kname[0],
-            "args", kernel_args(h, 1));
+        TPL(e, t, ci_launch_tpl, "B", fmt("%d", t->p[CI_BLOCK]), "n", h->size[0], "cap", fmt("%d", t->p[CI_CAP]), "k",
+            t->kname[0], "args", kernel_args(h, 1));
     else launch_1d(e, t, t->kname[0], h->size[0], t->p[CI_BLOCK], 0, kernel_args(h, 1));
 }
 static void ci_ref(const Task *t, const void *const *in, void *const *out) {

@@ -64,7 +64,8 @@ static const char *s1_sum(const Task *t, const char *x, const char *i, int liter
     Buf s = { 0 };
     for (int k = -R; k <= R; k++) {
         int w = num[k + R];
-        const char *term = k == 0 ? fmt("%s[%s]", x, i) : fmt(literals ? "%s[%s %c %d]" : "%s[%s%c%d]", x, i, k < 0 ? '-' : '+', abs(k));
+        const char *term = k == 0 ? fmt("%s[%s]", x, i)
+                                  : fmt(literals ? "%s[%s %c %d]" : "%s[%s%c%d]", x, i, k < 0 ? '-' : '+', abs(k));
         const char *coef = abs(w) == 1 ? "" : literals ? fmt("%s * ", flit(abs(w))) : fmt("%d*", abs(w));
         buf_printf(&s, k == -R ? "%s%s%s" : " %s %s%s", k == -R ? (w < 0 ? "-" : "") : (w < 0 ? "-" : "+"), coef, term);
     }
@@ -139,23 +140,33 @@ static void s1_kernels(const Task *t, Emit *e) {
     int num[7], den, R = t->p[S1_R], sh = t->p[S1_SHMEM], lit = t->p[S1_WSTYLE], lf = t->p[S1_LOADFN];
     s1_weights_of(t, num, &den);
     const char *x = t->in[0].name, *y = t->out[0].name, *BS = pick3(sh, "BLOCK_SIZE", "BLOCK", "blockDim.x");
-    const char *value = t->p[S1_BOUND] == 0 ? fmt("(j >= 0 && j < n) ? %s[j] : 0.0f", x) : fmt("%s[j < 0 ? 0 : (j >= n ? n - 1 : j)]", x);
-    const char *load[3], *dst[3] = { "tile[l]", "tile[l - RADIUS]", fmt("tile[l + %s]", BS) }, *j[3] = { "g", "g - RADIUS", fmt("g + %s", BS) };
+    const char *value = t->p[S1_BOUND] == 0 ? fmt("(j >= 0 && j < n) ? %s[j] : 0.0f", x)
+                                            : fmt("%s[j < 0 ? 0 : (j >= n ? n - 1 : j)]", x);
+    const char *load[3], *dst[3] = { "tile[l]", "tile[l - RADIUS]", fmt("tile[l + %s]", BS) },
+                         *j[3] = { "g", "g - RADIUS", fmt("g + %s", BS) };
     for (int k = 0; k < 3; k++)
-        load[k] = lf ? fmt("%s = %s(%s, %s, n);", dst[k], t->kname[1], x, j[k]) : FRAG(s1_load_tpl, "j", j[k], "dst", dst[k], "value", value);
+        load[k] = lf ? fmt("%s = %s(%s, %s, n);", dst[k], t->kname[1], x, j[k])
+                     : FRAG(s1_load_tpl, "j", j[k], "dst", dst[k], "value", value);
     Buf w = { 0 };
-    for (int k = 0; lit == 0 && k < 2 * R + 1; k++) buf_printf(&w, "%s%s", k ? ", " : "", flit((double)(float)((double)num[k] / den)));
+    for (int k = 0; lit == 0 && k < 2 * R + 1; k++)
+        buf_printf(&w, "%s%s", k ? ", " : "", flit((double)(float)((double)num[k] / den)));
     static const char *const spec[] = { "", "__device__ float", "__device__ __forceinline__ float", "static __device__ inline float" };
-    const char *sum = lit ? fmt("const float acc = %s;\n%s[g] = acc%s;", s1_sum(t, "tile", "l", 1), y, den == 1 ? "" : fmt(" / %s", flit(den)))
+    const char *sum = lit ? fmt("const float acc = %s;\n%s[g] = acc%s;", s1_sum(t, "tile", "l", 1), y,
+                                den == 1 ? "" : fmt(" / %s", flit(den)))
                           : FRAG(s1_loop_sum_tpl, "y", y);
-    TPL(e, t, s1_kernel_tpl,
-        "defines", sh == 1 ? "" : sh == 0 ? fmt("#define RADIUS %d\n#define BLOCK_SIZE %d\n\n", R, t->p[S1_BLOCK]) : fmt("#define RADIUS %d\n\n", R),
-        "weights", lit ? "" : FRAG(s1_weights_tpl, "taps", fmt("%d", 2 * R + 1), "weights", buf_str(&w)),
-        "load_fn", lf ? FRAG(s1_load_fn_tpl, "spec", spec[lf], "load", t->kname[1], "xparam", ptr_param(t, "float", x, 1), "value", value,
-                             "what", t->p[S1_BOUND] == 0 ? "x[j], or 0 outside [0, n)." : "x[j] with j clamped to [0, n - 1].") : "",
-        "x", x, "y", y, "template", sh == 1 ? "template <int BLOCK, int RADIUS>" : "", "kname", t->kname[0],
-        "params", fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", y, 0)),
-        "tile", sh == 2 ? "extern __shared__ float tile[]; // blockDim.x + 2 * RADIUS floats" : fmt("__shared__ float tile[%s + 2 * RADIUS];", BS),
+    TPL(e, t, s1_kernel_tpl, "defines",
+        sh == 1   ? ""
+        : sh == 0 ? fmt("#define RADIUS %d\n#define BLOCK_SIZE %d\n\n", R, t->p[S1_BLOCK])
+                  : fmt("#define RADIUS %d\n\n", R),
+        "weights", lit ? "" : FRAG(s1_weights_tpl, "taps", fmt("%d", 2 * R + 1), "weights", buf_str(&w)), "load_fn",
+        lf ? FRAG(s1_load_fn_tpl, "spec", spec[lf], "load", t->kname[1], "xparam", ptr_param(t, "float", x, 1), "value",
+                  value, "what",
+                  t->p[S1_BOUND] == 0 ? "x[j], or 0 outside [0, n)." : "x[j] with j clamped to [0, n - 1].")
+           : "",
+        "x", x, "y", y, "template", sh == 1 ? "template <int BLOCK, int RADIUS>" : "", "kname", t->kname[0], "params",
+        fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", y, 0)), "tile",
+        sh == 2 ? "extern __shared__ float tile[]; // blockDim.x + 2 * RADIUS floats"
+                : fmt("__shared__ float tile[%s + 2 * RADIUS];", BS),
         "load_g", load[0], "load_left", load[1], "load_right", load[2], "sum", sum);
     buf_free(&w);
 }
@@ -175,8 +186,8 @@ $k<<<blocks, threads, shmem>>>($args);
 
 static void s1_launch(const Task *t, Emit *e, const Host *h) {
     int B = t->p[S1_BLOCK];
-    TPL(e, t, s1_launch_tpl[t->p[S1_SHMEM]], "n", h->size[0], "k", t->kname[0], "B", fmt("%d", B), "B1", fmt("%d", B - 1),
-        "R", fmt("%d", t->p[S1_R]), "args", fmt("%s, %s, %s", h->in[0], h->out[0], h->size[0]));
+    TPL(e, t, s1_launch_tpl[t->p[S1_SHMEM]], "n", h->size[0], "k", t->kname[0], "B", fmt("%d", B), "B1",
+        fmt("%d", B - 1), "R", fmt("%d", t->p[S1_R]), "args", fmt("%s, %s, %s", h->in[0], h->out[0], h->size[0]));
 }
 
 static void s1_ref(const Task *t, const void *const *in, void *const *out) {
@@ -267,15 +278,34 @@ static void s2_describe(const Task *t, Buf *name, Buf *desc) {
     int R = t->p[S2_ROWS], C = t->p[S2_COLS];
     buf_printf(desc, "%s is a %d x %d row-major grid (%d rows, %d columns). ", x, R, C, R, C);
     switch (t->p[S2_OP]) {
-    case 0: buf_printf(desc, "Compute %s[r][c] = (%s[r][c] + %s[r-1][c] + %s[r+1][c] + %s[r][c-1] + %s[r][c+1]) / 5.", y, x, x, x, x, x); break;
-    case 1: buf_printf(desc, "Compute the 5-point Laplacian %s[r][c] = %s[r-1][c] + %s[r+1][c] + %s[r][c-1] + %s[r][c+1] - 4 * %s[r][c].", y, x, x, x, x, x); break;
-    case 2: buf_printf(desc, "Compute the 3x3 box blur: %s[r][c] is the mean of the 9 cells %s[r+dr][c+dc], dr, dc in {-1, 0, 1}.", y, x); break;
-    default: buf_printf(desc, "Compute the 3x3 Gaussian blur with weights [[1, 2, 1], [2, 4, 2], [1, 2, 1]] / 16 over %s[r+dr][c+dc].", x); break;
+    case 0:
+        buf_printf(desc, "Compute %s[r][c] = (%s[r][c] + %s[r-1][c] + %s[r+1][c] + %s[r][c-1] + %s[r][c+1]) / 5.", y, x,
+                   x, x, x, x);
+        break;
+    case 1:
+        buf_printf(desc,
+                   "Compute the 5-point Laplacian %s[r][c] = %s[r-1][c] + %s[r+1][c] + %s[r][c-1] + %s[r][c+1] - 4 * "
+                   "%s[r][c].",
+                   y, x, x, x, x, x);
+        break;
+    case 2:
+        buf_printf(
+            desc, "Compute the 3x3 box blur: %s[r][c] is the mean of the 9 cells %s[r+dr][c+dc], dr, dc in {-1, 0, 1}.",
+            y, x);
+        break;
+    default:
+        buf_printf(
+            desc,
+            "Compute the 3x3 Gaussian blur with weights [[1, 2, 1], [2, 4, 2], [1, 2, 1]] / 16 over %s[r+dr][c+dc].",
+            x);
+        break;
     }
     switch (t->p[S2_BOUND]) {
     case 0: buf_puts(desc, " Cells outside the grid count as 0."); break;
     case 1: buf_puts(desc, " Coordinates outside the grid are clamped to the nearest edge cell."); break;
-    default: buf_printf(desc, " Boundary cells (first and last row and column) are copied unchanged from %s.", x); break;
+    default:
+        buf_printf(desc, " Boundary cells (first and last row and column) are copied unchanged from %s.", x);
+        break;
     }
     if (t->p[S2_SHARED]) buf_puts(desc, " Stage each block's tile with a one-cell halo in shared memory.");
 }
@@ -365,24 +395,31 @@ static void s2_kernels(const Task *t, Emit *e) {
     const char *x = t->in[0].name, *y = t->out[0].name, *R = dn[0], *C = dn[1];
     int shared = t->p[S2_SHARED], tmpl = t->p[S2_TDEF], bound = t->p[S2_BOUND], op = t->p[S2_OP];
     const char *TX = tmpl ? "TX" : "TILE_X", *TY = tmpl ? "TY" : "TILE_Y", *dst = fmt("%s[r * %s + c]", y, C);
-    const char *cellfmt = shared ? "tile[ly%s][lx%s]" : bound == 2 ? fmt("%s[(r%%s) * %s + (c%%s)]", x, C)
-                                                                 : fmt("%s(%s, r%%s, c%%s, %s, %s)", t->kname[1], x, R, C);
+    const char *cellfmt = shared       ? "tile[ly%s][lx%s]"
+                          : bound == 2 ? fmt("%s[(r%%s) * %s + (c%%s)]", x, C)
+                                       : fmt("%s(%s, r%%s, c%%s, %s, %s)", t->kname[1], x, R, C);
 #define CELL(dr, dc) fmt(cellfmt, s2_off(dr), s2_off(dc))
-    const char *body = FRAG(s2_body_tpl[op < 2 ? op : 2], "dst", dst, "c00", CELL(0, 0), "cm0", CELL(-1, 0), "cp0", CELL(1, 0),
-                            "c0m", CELL(0, -1), "c0p", CELL(0, 1), "cdd", fmt(cellfmt, " + dr", " + dc"),
-                            "weight", op == 3 ? "c_gauss[dr + 1][dc + 1] * " : "", "result", op == 2 ? "acc / 9.0f" : "acc");
+    const char *body =
+        FRAG(s2_body_tpl[op < 2 ? op : 2], "dst", dst, "c00", CELL(0, 0), "cm0", CELL(-1, 0), "cp0", CELL(1, 0), "c0m",
+             CELL(0, -1), "c0p", CELL(0, 1), "cdd", fmt(cellfmt, " + dr", " + dc"), "weight",
+             op == 3 ? "c_gauss[dr + 1][dc + 1] * " : "", "result", op == 2 ? "acc / 9.0f" : "acc");
 #undef CELL
     if (shared) body = fmt("const int ly = threadIdx.y + 1, lx = threadIdx.x + 1;\n%s", body);
-    const char *cell_fn = bound != 2 || shared // the loader: zero padding or clamping (a copied border clamps in the tile)
-        ? FRAG(s2_cell_tpl[bound == 1], "spec", t->st.allman ? "__device__ __forceinline__ float" : "__device__ float",
-               "cell", t->kname[1], "xparam", ptr_param(t, "float", x, 1), "R", R, "C", C, "x", x) : "";
-    TPL(e, t, s2_kernel_tpl, "tile_defines", shared && !tmpl ? fmt("#define TILE_X %d\n#define TILE_Y %d\n\n", t->p[S2_BX], t->p[S2_BY]) : "",
-        "gauss", op == 3 ? s2_gauss_tpl : "", "cell_fn", cell_fn,
-        "comment", shared ? "One thread per output cell; the block's tile plus a one-cell halo is staged in shared memory."
-                          : "One thread per output cell, reading its neighbours from global memory.",
-        "template", shared && tmpl ? "template <int TX, int TY>" : "", "kname", t->kname[0],
-        "params", fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", y, 0)), "R", R, "C", C,
-        "setup", shared ? FRAG(s2_shared_setup, "TX", TX, "TY", TY, "cell", t->kname[1], "x", x, "R", R, "C", C) : s2_global_setup,
+    const char *cell_fn =
+        bound != 2 || shared // the loader: zero padding or clamping (a copied border clamps in the tile)
+            ? FRAG(s2_cell_tpl[bound == 1], "spec",
+                   t->st.allman ? "__device__ __forceinline__ float" : "__device__ float", "cell", t->kname[1],
+                   "xparam", ptr_param(t, "float", x, 1), "R", R, "C", C, "x", x)
+            : "";
+    TPL(e, t, s2_kernel_tpl, "tile_defines",
+        shared && !tmpl ? fmt("#define TILE_X %d\n#define TILE_Y %d\n\n", t->p[S2_BX], t->p[S2_BY]) : "", "gauss",
+        op == 3 ? s2_gauss_tpl : "", "cell_fn", cell_fn, "comment",
+        shared ? "One thread per output cell; the block's tile plus a one-cell halo is staged in shared memory."
+               : "One thread per output cell, reading its neighbours from global memory.",
+        "template", shared && tmpl ? "template <int TX, int TY>" : "", "kname", t->kname[0], "params",
+        fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", y, 0)), "R", R, "C", C, "setup",
+        shared ? FRAG(s2_shared_setup, "TX", TX, "TY", TY, "cell", t->kname[1], "x", x, "R", R, "C", C)
+               : s2_global_setup,
         "copy_border", bound == 2 ? FRAG(s2_copy_border, "R", R, "C", C, "dst", dst, "x", x) : "", "body", body);
 }
 
@@ -408,9 +445,10 @@ $k<<<grid_dim, block_dim>>>($args);
 
 static void s2_launch(const Task *t, Emit *e, const Host *h) {
     int bx = t->p[S2_BX], by = t->p[S2_BY], named = t->p[S2_SHARED] && !t->p[S2_TDEF];
-    TPL(e, t, s2_launch_tpl[t->p[S2_DIMS]], "bx", named ? "TILE_X" : fmt("%d", bx), "by", named ? "TILE_Y" : fmt("%d", by),
-        "R", h->size[0], "C", h->size[1], "k", t->p[S2_SHARED] && t->p[S2_TDEF] ? fmt("%s<%d, %d>", t->kname[0], bx, by) : t->kname[0],
-        "args", fmt("%s, %s, %s, %s", h->in[0], h->out[0], h->size[0], h->size[1]));
+    TPL(e, t, s2_launch_tpl[t->p[S2_DIMS]], "bx", named ? "TILE_X" : fmt("%d", bx), "by",
+        named ? "TILE_Y" : fmt("%d", by), "R", h->size[0], "C", h->size[1], "k",
+        t->p[S2_SHARED] && t->p[S2_TDEF] ? fmt("%s<%d, %d>", t->kname[0], bx, by) : t->kname[0], "args",
+        fmt("%s, %s, %s, %s", h->in[0], h->out[0], h->size[0], h->size[1]));
 }
 
 static void s2_ref(const Task *t, const void *const *in, void *const *out) {
