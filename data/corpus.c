@@ -23,9 +23,10 @@
 // One JSON object per line: {"prompt", "completion", "family", "id", "spans": [[start, end,
 // "global"|"device"|"launch"|"dim3"], ...] (byte ranges of the completion, found by the
 // annotator data/annotate.h), "spec": {"family", "params", "inputs": [{name, dtype, shape,
-// lo, hi, integer, gen}], "outputs": [{name, dtype, shape}], "seed", "atol", "rtol"}, "combo": the parameter combination ("op=relu,n=4096,..."),
-// "heldout": true when that combination never occurs in train/val}. An output passes when |got - expected| <= atol + rtol * |expected|
-// for every element.
+// lo, hi, integer, gen}], "outputs": [{name, dtype, shape}], "seed", "atol", "rtol"}, "combo": the
+// parameter combination ("op=relu,n=4096,..."), "heldout": true when that combination never
+// occurs in train/val}. An output passes when |got - expected| <= atol + rtol * |expected| for
+// every element.
 //
 // Splits. Every family has combo parameters (ParamDesc.combo: op, sizes, block size, loop
 // style, ...); a hash of the family name and their values puts 15% of the combinations

@@ -475,7 +475,8 @@ static void em_comment(Emit *e, const Task *t, const char *text, int force) {
 // indentation of the line the placeholder stands on. A template line whose placeholders
 // are all empty is left out, so optional statements are empty fragments. When written,
 // a level becomes the program's indentation width, and
-//   a line "/// text" is a comment before a function in the program's comment style,
+//   a line "/// text" is a comment before a function in the program's comment style (following
+//   "/// ..." lines continue it),
 //   a line "//? text" a comment written only in verbose programs,
 //   a top-level line ending in ") {" (a function's head) puts '{' on its own line in
 //   Allman-style programs.
@@ -536,7 +537,17 @@ static void tpl_emit(Emit *e, const Task *t, const char *text, const char *const
         const char *body = line + sp;
         e->ind += sp / 4;
         if (len == 0) em_blank(e);
-        else if (strncmp(body, "///", 3) == 0) em_comment(e, t, fmt("%.*s", len - 4, body + 4), 0);
+        else if (strncmp(body, "///", 3) == 0) { // one comment, from this and the following "///" lines
+            Buf c = { 0 };
+            buf_putn(&c, body + 4, (size_t)(len - 4));
+            while (eol[0] == '\n' && strncmp(eol + 1 + sp, "///", 3) == 0 && (int)strspn(eol + 1, " ") == sp) {
+                const char *next = eol + 1 + sp + 3;
+                eol = next + strcspn(next, "\n");
+                buf_printf(&c, " %.*s", (int)(eol - next) - 1, next + 1);
+            }
+            em_comment(e, t, buf_str(&c), 0);
+            buf_free(&c);
+        }
         else if (strncmp(body, "//?", 3) == 0) { if (t->st.verbose) em_line(e, "//%.*s", len - 3, body + 3); }
         else if (sp == 0 && t->st.allman && len > 3 && strncmp(eol - 3, ") {", 3) == 0) {
             em_line(e, "%.*s", len - 2, body);
@@ -719,7 +730,8 @@ static void launch_1d(Emit *e, const Task *t, const char *kname, const char *cou
         break;
     case 2:
         em_dim3(e, NULL, fmt("block(%d)", block));
-        if (grid_cap > 0) em_dim3(e, NULL, fmt("grid(min((unsigned int)((%s + block.x - 1) / block.x), %du))", count, grid_cap));
+        if (grid_cap > 0) em_dim3(e, NULL,
+                                  fmt("grid(min((unsigned int)((%s + block.x - 1) / block.x), %du))", count, grid_cap));
         else em_dim3(e, NULL, fmt("grid((%s + block.x - 1) / block.x)", count));
         em_launch(e, kname, "grid, block", args);
         break;
@@ -840,8 +852,12 @@ static void $write(const char *path, const void *src, size_t bytes) {
 
 )";
 // The names of the C file helpers (two spellings).
-static const char *io_read_name(const Task *t) { return (t->st.devname + t->st.hostname) & 1 ? "read_file" : "load_bin"; }
-static const char *io_write_name(const Task *t) { return (t->st.devname + t->st.hostname) & 1 ? "write_file" : "save_bin"; }
+static const char *io_read_name(const Task *t) {
+    return (t->st.devname + t->st.hostname) & 1 ? "read_file" : "load_bin";
+}
+static const char *io_write_name(const Task *t) {
+    return (t->st.devname + t->st.hostname) & 1 ? "write_file" : "save_bin";
+}
 
 static void emit_io_helpers(Emit *e, const Task *t) {
     if (t->st.host == HOST_INLINE) return;

@@ -6,7 +6,8 @@
 
 // 1-D convolution with the filter in __constant__ memory
 
-enum { MXC1_N, MXC1_TAPS, MXC1_PAD, MXC1_MODE, MXC1_CAPACITY, MXC1_BLOCK, MXC1_CAP, MXC1_LOOP, MXC1_KNAME, MXC1_NAMES, MXC1_TNAME,
+enum { MXC1_N, MXC1_TAPS, MXC1_PAD, MXC1_MODE, MXC1_CAPACITY, MXC1_BLOCK, MXC1_CAP, MXC1_LOOP, MXC1_KNAME, MXC1_NAMES,
+       MXC1_TNAME,
        MXC1_DNAMES, MXC1_CNAME, MXC1_NP };
 static const char *const mxcv_pads[] = { "same", "valid", NULL };
 static const char *const mxc1_modes[] = { "global", "shared_tile", "grid_stride", NULL };
@@ -15,10 +16,13 @@ static const ParamDesc mxc1_params[] = {
     { "n", NULL, 1, "1000 4096 10000 65536 100000 262144 1000000" }, { "taps", NULL, 1, "3 5 7 9 11 15 17 25 31" },
     { "pad", mxcv_pads, 1, "*" }, { "mode", mxc1_modes, 1, "*" }, { "capacity", mxc1_capacity, 1, "*" },
     { "block", NULL, 1, "64 128 256 256 512" }, { "cap", NULL, 0, "256 512 1024 2048" }, { "loop", NULL, 0, "0..1" },
-    { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..4" }, { "tname", NULL, 0, "0..2" }, { "dnames", NULL, 0, "0..2" },
+    { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..4" }, { "tname", NULL, 0, "0..2" },
+    { "dnames", NULL, 0, "0..2" },
     { "cname", NULL, 0, "0..3" }, { 0 } };
-static const char *const mxc1_dnames[][3] = { { "n", "taps", "n_out" }, { "len", "ksize", "out_len" }, { "length", "width", "result_len" } };
-static const char *const mxc1_names[][3] = { { "x", "w", "y" }, { "signal", "filt", "filtered" }, { "in", "filter", "out" },
+static const char *const mxc1_dnames[][3] = { { "n", "taps", "n_out" }, { "len", "ksize", "out_len" },
+                                              { "length", "width", "result_len" } };
+static const char *const mxc1_names[][3] = { { "x", "w", "y" }, { "signal", "filt", "filtered" },
+                                             { "in", "filter", "out" },
                                              { "input", "weights", "output" }, { "data", "mask", "result" } };
 static const char *const mxc1_cnames[] = { "c_filter", "c_weights", "const_mask", "filter_c" };
 static const char *const mxc1_kn[] = { "conv1d", "convolve1D", "conv1d_const", "fir_filter" };
@@ -172,34 +176,47 @@ static void mxc1_ref(const Task *t, const void *const *in, void *const *out) {
     }
 }
 
-static const Family fam_mx_conv1d = { "conv1d_constant", "1-D convolution (same or valid) with the filter in __constant__ memory via cudaMemcpyToSymbol; global, shared tile + halo, or grid-stride",
-                                   mxc1_params, NULL, mxc1_draw, mxc1_layout, mxc1_describe, mxc1_kernels, mxc1_launch, mxc1_ref };
+static const Family fam_mx_conv1d = { "conv1d_constant",
+                                      "1-D convolution (same or valid) with the filter in __constant__ memory via "
+                                      "cudaMemcpyToSymbol; global, shared tile + halo, or grid-stride",
+                                   mxc1_params, NULL, mxc1_draw, mxc1_layout, mxc1_describe, mxc1_kernels, mxc1_launch,
+                                   mxc1_ref };
 
 // ----------------------------------------------------------------------------
 // 2-D convolution with a 3x3 or 5x5 filter
 
-enum { MXC2_SIZE, MXC2_K, MXC2_PAD, MXC2_FLIP, MXC2_MODE, MXC2_FMEM, MXC2_BDIM, MXC2_DIMS, MXC2_KNAME, MXC2_NAMES, MXC2_TNAME, MXC2_DNAMES,
+enum { MXC2_SIZE, MXC2_K, MXC2_PAD, MXC2_FLIP, MXC2_MODE, MXC2_FMEM, MXC2_BDIM, MXC2_DIMS, MXC2_KNAME, MXC2_NAMES,
+       MXC2_TNAME, MXC2_DNAMES,
        MXC2_MACROS, MXC2_NP };
 static const char *const mxc2_flips[] = { "correlation", "convolution", NULL };
 static const char *const mxc2_modes[] = { "global", "shared_tile", NULL };
 static const char *const mxc2_fmems[] = { "constant", "global", NULL };
 static const ParamDesc mxc2_params[] = {
-    { "size", NULL, 1, "0..9" }, { "ksize", NULL, 1, "3 3 3 5 5" }, { "pad", mxcv_pads, 1, "*" }, { "flip", mxc2_flips, 1, "0 0 1" },
+    { "size", NULL, 1, "0..9" }, { "ksize", NULL, 1, "3 3 3 5 5" }, { "pad", mxcv_pads, 1, "*" },
+    { "flip", mxc2_flips, 1, "0 0 1" },
     { "mode", mxc2_modes, 1, "*" }, { "filter_mem", mxc2_fmems, 1, "0 0 0 1 1" }, { "bdim", NULL, 1, "0 1 2 4 5" },
-    { "dims", NULL, 0, "0..3" }, { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..4" }, { "tname", NULL, 0, "0..2" },
+    { "dims", NULL, 0, "0..3" }, { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..4" },
+    { "tname", NULL, 0, "0..2" },
     { "dnames", NULL, 0, "0..2" }, { "macros", NULL, 0, "0..2" }, { 0 } };
 static const int mxc2_sizes[][2] = { { 64, 64 }, { 100, 200 }, { 256, 256 }, { 333, 555 }, { 480, 640 }, { 512, 512 },
                                      { 1000, 1000 }, { 768, 1024 }, { 1024, 1024 }, { 2048, 512 } };
 static const char *const mxc2_dnames[][5] = { { "rows", "cols", "ksize", "out_rows", "out_cols" },
                                               { "height", "width", "fsize", "out_h", "out_w" },
                                               { "ny", "nx", "kdim", "ony", "onx" } };
-static const char *const mxc2_names[][3] = { { "img", "filt", "out" }, { "image", "kern", "conv" }, { "input", "mask", "output" },
+static const char *const mxc2_names[][3] = { { "img", "filt", "out" }, { "image", "kern", "conv" },
+                                             { "input", "mask", "output" },
                                              { "src", "weights", "dst" }, { "x", "w", "y" } };
-static const char *const mxc2_macros[][2] = { { "FILTER_DIM", "FILTER_RADIUS" }, { "MASK_DIM", "MASK_RADIUS" }, { "KW", "KR" } };
+static const char *const mxc2_macros[][2] = { { "FILTER_DIM", "FILTER_RADIUS" }, { "MASK_DIM", "MASK_RADIUS" },
+                                              { "KW", "KR" } };
 static const char *const mxc2_kn[] = { "conv2d", "convolution2D", "conv2d_kernel", "filter2d" };
 
-static long mxc2_orows(const Task *t) { return mxc2_sizes[t->p[MXC2_SIZE]][0] - (t->p[MXC2_PAD] ? t->p[MXC2_K] - 1 : 0); }
-static long mxc2_ocols(const Task *t) { return mxc2_sizes[t->p[MXC2_SIZE]][1] - (t->p[MXC2_PAD] ? t->p[MXC2_K] - 1 : 0); }
+// The output's rows and columns: the input's, less K - 1 when valid.
+static long mxc2_orows(const Task *t) {
+    return mxc2_sizes[t->p[MXC2_SIZE]][0] - (t->p[MXC2_PAD] ? t->p[MXC2_K] - 1 : 0);
+}
+static long mxc2_ocols(const Task *t) {
+    return mxc2_sizes[t->p[MXC2_SIZE]][1] - (t->p[MXC2_PAD] ? t->p[MXC2_K] - 1 : 0);
+}
 
 static void mxc2_draw(Task *t, Rng *r) {
     (void)r;
@@ -370,7 +387,10 @@ static void mxc2_ref(const Task *t, const void *const *in, void *const *out) {
         }
 }
 
-static const Family fam_mx_conv2d = { "conv2d", "2-D convolution / correlation with a 3x3 or 5x5 filter (constant or global memory), same or valid, direct or shared tile + halo",
-                                   mxc2_params, NULL, mxc2_draw, mxc2_layout, mxc2_describe, mxc2_kernels, mxc2_launch, mxc2_ref };
+static const Family fam_mx_conv2d = { "conv2d",
+                                      "2-D convolution / correlation with a 3x3 or 5x5 filter (constant or global "
+                                      "memory), same or valid, direct or shared tile + halo",
+                                   mxc2_params, NULL, mxc2_draw, mxc2_layout, mxc2_describe, mxc2_kernels, mxc2_launch,
+                                   mxc2_ref };
 
 static const Family *const families_conv[] = { &fam_mx_conv1d, &fam_mx_conv2d, NULL };

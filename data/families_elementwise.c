@@ -157,7 +157,8 @@ static void map_kernels(const Task *t, Emit *e) {
     snprintf(kparams + strlen(kparams), sizeof kparams - strlen(kparams), "%s, %s",
              ptr_param(t, vec4 ? "float4" : out_ct, out, 0), count_param(t, vec4 ? "n4" : "n"));
     if (helper) {
-        static const char *const spec[] = { "", "__device__ %s", "__device__ __forceinline__ %s", "static __device__ inline %s" };
+        static const char *const spec[] = { "", "__device__ %s", "__device__ __forceinline__ %s",
+                                            "static __device__ inline %s" };
         TPL(e, t, map_helper_tpl, "task", o->task[0], "spec", fmt(spec[helper], out_ct), "helper", t->kname[1],
             "params", hparams, "expr", k->expr(t, vn));
     }
@@ -222,25 +223,33 @@ static float fpar(const Task *t, int k) { return strtof(fmt("%.9g", t->f[k]), NU
 // Unary maps
 
 static const MapOp un_ops[] = {
-    { "relu", { "ReLU", "ReLU_Activation", "Rectified_Linear_Unit" }, { "relu_kernel", "reluKernel", "apply_relu", "relu_forward" },
+    { "relu", { "ReLU", "ReLU_Activation", "Rectified_Linear_Unit" },
+      { "relu_kernel", "reluKernel", "apply_relu", "relu_forward" },
       1, { DT_F32 }, DT_F32, { -10 }, { 10 }, { 0 }, 0 },
-    { "leaky_relu", { "Leaky_ReLU", "LeakyReLU_Activation", "Leaky_Rectifier" }, { "leaky_relu_kernel", "leakyReluKernel", "leaky_relu", "lrelu_forward" },
+    { "leaky_relu", { "Leaky_ReLU", "LeakyReLU_Activation", "Leaky_Rectifier" },
+      { "leaky_relu_kernel", "leakyReluKernel", "leaky_relu", "lrelu_forward" },
       1, { DT_F32 }, DT_F32, { -10 }, { 10 }, { 0 }, 1 },
-    { "scale_shift", { "Scale_And_Shift", "Affine_Transform", "Scale_Shift" }, { "scale_shift_kernel", "scaleShiftKernel", "affine", "scale_and_shift" },
+    { "scale_shift", { "Scale_And_Shift", "Affine_Transform", "Scale_Shift" },
+      { "scale_shift_kernel", "scaleShiftKernel", "affine", "scale_and_shift" },
       1, { DT_F32 }, DT_F32, { -10 }, { 10 }, { 0 }, 0 },
-    { "sigmoid", { "Sigmoid", "Sigmoid_Activation", "Logistic_Function" }, { "sigmoid_kernel", "sigmoidKernel", "apply_sigmoid", "sigmoid_forward" },
+    { "sigmoid", { "Sigmoid", "Sigmoid_Activation", "Logistic_Function" },
+      { "sigmoid_kernel", "sigmoidKernel", "apply_sigmoid", "sigmoid_forward" },
       1, { DT_F32 }, DT_F32, { -8 }, { 8 }, { 0 }, 0 },
     { "abs", { "Absolute_Value", "Abs", "Elementwise_Abs" }, { "abs_kernel", "absKernel", "absolute", "abs_values" },
       1, { DT_F32 }, DT_F32, { -100 }, { 100 }, { 0 }, 0 },
-    { "square", { "Square", "Elementwise_Square", "Squaring" }, { "square_kernel", "squareKernel", "square", "sq_values" },
+    { "square", { "Square", "Elementwise_Square", "Squaring" },
+      { "square_kernel", "squareKernel", "square", "sq_values" },
       1, { DT_F32 }, DT_F32, { -10 }, { 10 }, { 0 }, 1 },
-    { "tanh", { "Tanh", "Tanh_Activation", "Hyperbolic_Tangent" }, { "tanh_kernel", "tanhKernel", "apply_tanh", "tanh_forward" },
+    { "tanh", { "Tanh", "Tanh_Activation", "Hyperbolic_Tangent" },
+      { "tanh_kernel", "tanhKernel", "apply_tanh", "tanh_forward" },
       1, { DT_F32 }, DT_F32, { -5 }, { 5 }, { 0 }, 0 },
     { "exp", { "Exponential", "Elementwise_Exp", "Exp" }, { "exp_kernel", "expKernel", "exponential", "exp_values" },
       1, { DT_F32 }, DT_F32, { -4 }, { 4 }, { 0 }, 0 },
-    { "softplus", { "Softplus", "Softplus_Activation", "Smooth_ReLU" }, { "softplus_kernel", "softplusKernel", "softplus", "softplus_forward" },
+    { "softplus", { "Softplus", "Softplus_Activation", "Smooth_ReLU" },
+      { "softplus_kernel", "softplusKernel", "softplus", "softplus_forward" },
       1, { DT_F32 }, DT_F32, { -8 }, { 8 }, { 0 }, 0 },
-    { "silu", { "SiLU", "Swish_Activation", "Sigmoid_Linear_Unit" }, { "silu_kernel", "siluKernel", "swish", "silu_forward" },
+    { "silu", { "SiLU", "Swish_Activation", "Sigmoid_Linear_Unit" },
+      { "silu_kernel", "siluKernel", "swish", "silu_forward" },
       1, { DT_F32 }, DT_F32, { -8 }, { 8 }, { 0 }, 1 },
 };
 static const char *const un_op_names[] = { "relu", "leaky_relu", "scale_shift", "sigmoid", "abs", "square", "tanh",
@@ -312,29 +321,38 @@ static void un_draw(Task *t, Rng *r) {
 }
 
 static const ParamDesc un_params[] = MAP_PARAMS(un_op_names);
-static const Family fam_unary = { "elementwise_unary", "y = f(x) for activation-style f, optional __device__ helper, float4 path",
-                                  un_params, map_fp, un_draw, map_layout, map_describe, map_kernels, map_launch, map_ref };
+static const Family fam_unary = { "elementwise_unary",
+                                  "y = f(x) for activation-style f, optional __device__ helper, float4 path",
+                                  un_params, map_fp, un_draw, map_layout, map_describe, map_kernels, map_launch,
+                                  map_ref };
 
 // ----------------------------------------------------------------------------
 // Binary operations
 
 #define F3 { DT_F32, DT_F32, DT_F32 }
 static const MapOp bin_ops[] = {
-    { "add", { "Vector_Add", "Elementwise_Addition", "Vector_Addition" }, { "add_kernel", "vecAdd", "vector_add", "add_arrays" },
+    { "add", { "Vector_Add", "Elementwise_Addition", "Vector_Addition" },
+      { "add_kernel", "vecAdd", "vector_add", "add_arrays" },
       2, F3, DT_F32, { -10, -10 }, { 10, 10 }, { 0 }, 0 },
-    { "sub", { "Vector_Subtract", "Elementwise_Difference", "Vector_Subtraction" }, { "sub_kernel", "vecSub", "vector_sub", "subtract_arrays" },
+    { "sub", { "Vector_Subtract", "Elementwise_Difference", "Vector_Subtraction" },
+      { "sub_kernel", "vecSub", "vector_sub", "subtract_arrays" },
       2, F3, DT_F32, { -10, -10 }, { 10, 10 }, { 0 }, 0 },
-    { "mul", { "Vector_Multiply", "Hadamard_Product", "Elementwise_Product" }, { "mul_kernel", "vecMul", "hadamard", "multiply_arrays" },
+    { "mul", { "Vector_Multiply", "Hadamard_Product", "Elementwise_Product" },
+      { "mul_kernel", "vecMul", "hadamard", "multiply_arrays" },
       2, F3, DT_F32, { -10, -10 }, { 10, 10 }, { 0 }, 0 },
-    { "div", { "Vector_Divide", "Elementwise_Division", "Safe_Divide" }, { "div_kernel", "vecDiv", "vector_div", "divide_arrays" },
+    { "div", { "Vector_Divide", "Elementwise_Division", "Safe_Divide" },
+      { "div_kernel", "vecDiv", "vector_div", "divide_arrays" },
       2, F3, DT_F32, { -10, 0.5 }, { 10, 4 }, { 0 }, 0 },
-    { "max", { "Elementwise_Maximum", "Vector_Max", "Pairwise_Max" }, { "max_kernel", "vecMax", "elementwise_max", "maximum" },
+    { "max", { "Elementwise_Maximum", "Vector_Max", "Pairwise_Max" },
+      { "max_kernel", "vecMax", "elementwise_max", "maximum" },
       2, F3, DT_F32, { -10, -10 }, { 10, 10 }, { 0 }, 0 },
-    { "min", { "Elementwise_Minimum", "Vector_Min", "Pairwise_Min" }, { "min_kernel", "vecMin", "elementwise_min", "minimum" },
+    { "min", { "Elementwise_Minimum", "Vector_Min", "Pairwise_Min" },
+      { "min_kernel", "vecMin", "elementwise_min", "minimum" },
       2, F3, DT_F32, { -10, -10 }, { 10, 10 }, { 0 }, 0 },
     { "axpy", { "AXPY", "SAXPY", "Scaled_Vector_Add" }, { "axpy_kernel", "saxpy", "axpy", "scaled_add" },
       2, F3, DT_F32, { -10, -10 }, { 10, 10 }, { 0 }, 0 },
-    { "sqdiff", { "Squared_Difference", "Elementwise_Squared_Error", "Squared_Diff" }, { "sqdiff_kernel", "squaredDiff", "squared_error", "sq_diff" },
+    { "sqdiff", { "Squared_Difference", "Elementwise_Squared_Error", "Squared_Diff" },
+      { "sqdiff_kernel", "squaredDiff", "squared_error", "sq_diff" },
       2, F3, DT_F32, { -10, -10 }, { 10, 10 }, { 0 }, 1 },
 };
 static const char *const bin_op_names[] = { "add", "sub", "mul", "div", "max", "min", "axpy", "sqdiff", NULL };
@@ -383,27 +401,34 @@ static void bin_ref1(const Task *t, const void *const *in, void *out, long i) {
     }
     ((float *)out)[i] = (float)y;
 }
-static const MapKind bin_kind = { bin_ops, NELEM(bin_ops), bin_tensor_names, NELEM(bin_tensor_names), bin_expr, bin_formula,
+static const MapKind bin_kind = { bin_ops, NELEM(bin_ops), bin_tensor_names, NELEM(bin_tensor_names), bin_expr,
+                                  bin_formula,
                                   bin_ref1, 1e-5, 1e-5 };
 static void bin_draw(Task *t, Rng *r) {
     map_draw(t, r);
     t->f[MF_A] = t->p[M_OP] == 6 ? axpy_alphas[RPICK(r, axpy_alphas)] : 0;
 }
 static const ParamDesc bin_params[] = MAP_PARAMS(bin_op_names);
-static const Family fam_binary = { "elementwise_binary", "c = a (op) b: add, sub, mul, div, max, min, axpy, squared difference",
-                                   bin_params, map_fp, bin_draw, map_layout, map_describe, map_kernels, map_launch, map_ref };
+static const Family fam_binary = { "elementwise_binary",
+                                   "c = a (op) b: add, sub, mul, div, max, min, axpy, squared difference",
+                                   bin_params, map_fp, bin_draw, map_layout, map_describe, map_kernels, map_launch,
+                                   map_ref };
 
 // ----------------------------------------------------------------------------
 // Ternary operations
 
 static const MapOp ter_ops[] = {
-    { "fma", { "Fused_Multiply_Add", "Elementwise_FMA", "Multiply_Add" }, { "fma_kernel", "fmaKernel", "multiply_add", "fused_mul_add" },
+    { "fma", { "Fused_Multiply_Add", "Elementwise_FMA", "Multiply_Add" },
+      { "fma_kernel", "fmaKernel", "multiply_add", "fused_mul_add" },
       3, F3, DT_F32, { -10, -10, -10 }, { 10, 10, 10 }, { 0 }, 0 },
-    { "where", { "Where_Select", "Conditional_Select", "Masked_Select" }, { "where_kernel", "selectKernel", "masked_select", "where_select" },
+    { "where", { "Where_Select", "Conditional_Select", "Masked_Select" },
+      { "where_kernel", "selectKernel", "masked_select", "where_select" },
       3, { DT_I32, DT_F32, DT_F32 }, DT_F32, { 0, -10, -10 }, { 1, 10, 10 }, { 1, 0, 0 }, 0 },
-    { "clamp", { "Clamp_To_Bounds", "Elementwise_Clamp", "Bounded_Clip" }, { "clamp_kernel", "clampKernel", "clip_values", "clamp_between" },
+    { "clamp", { "Clamp_To_Bounds", "Elementwise_Clamp", "Bounded_Clip" },
+      { "clamp_kernel", "clampKernel", "clip_values", "clamp_between" },
       3, F3, DT_F32, { -4, -2, 0 }, { 4, 0, 2 }, { 0 }, 0 },
-    { "lerp", { "Linear_Interpolation", "Lerp", "Elementwise_Lerp" }, { "lerp_kernel", "lerpKernel", "interpolate", "lerp_arrays" },
+    { "lerp", { "Linear_Interpolation", "Lerp", "Elementwise_Lerp" },
+      { "lerp_kernel", "lerpKernel", "interpolate", "lerp_arrays" },
       3, F3, DT_F32, { -10, -10, 0 }, { 10, 10, 1 }, { 0 }, 1 },
 };
 static const char *const ter_op_names[] = { "fma", "where", "clamp", "lerp", NULL };
@@ -411,11 +436,14 @@ static const char *const ter_op_names[] = { "fma", "where", "clamp", "lerp", NUL
 static const char *const ter_tensor_names[][4] = {
     { "a", "b", "c", "d" }, { "x", "y", "z", "out" }, { "a", "b", "c", "result" }, { "p", "q", "r", "out" } };
 static const char *const ter_where_names[][4] = {
-    { "cond", "a", "b", "out" }, { "mask", "x", "y", "z" }, { "flag", "on_true", "on_false", "result" }, { "pred", "p", "q", "out" } };
+    { "cond", "a", "b", "out" }, { "mask", "x", "y", "z" }, { "flag", "on_true", "on_false", "result" },
+    { "pred", "p", "q", "out" } };
 static const char *const ter_clamp_names[][4] = {
-    { "x", "lo", "hi", "y" }, { "values", "lower", "upper", "clamped" }, { "x", "low", "high", "out" }, { "v", "vmin", "vmax", "result" } };
+    { "x", "lo", "hi", "y" }, { "values", "lower", "upper", "clamped" }, { "x", "low", "high", "out" },
+    { "v", "vmin", "vmax", "result" } };
 static const char *const ter_lerp_names[][4] = {
-    { "a", "b", "t", "out" }, { "p", "q", "w", "result" }, { "x0", "x1", "alpha", "y" }, { "from", "to", "weight", "blend" } };
+    { "a", "b", "t", "out" }, { "p", "q", "w", "result" }, { "x0", "x1", "alpha", "y" },
+    { "from", "to", "weight", "blend" } };
 
 static const char *ter_expr(const Task *t, const char *const *a) {
     switch (t->p[M_OP]) {
@@ -446,7 +474,8 @@ static void ter_ref1(const Task *t, const void *const *in, void *out, long i) {
     }
     ((float *)out)[i] = (float)y;
 }
-static const MapKind ter_kind = { ter_ops, NELEM(ter_ops), ter_tensor_names, NELEM(ter_tensor_names), ter_expr, ter_formula,
+static const MapKind ter_kind = { ter_ops, NELEM(ter_ops), ter_tensor_names, NELEM(ter_tensor_names), ter_expr,
+                                  ter_formula,
                                   ter_ref1, 1e-5, 1e-5 };
 static void ter_draw(Task *t, Rng *r) {
     map_draw(t, r);
@@ -457,29 +486,38 @@ static void ter_draw(Task *t, Rng *r) {
     snprintf(t->out[0].name, sizeof t->out[0].name, "%s", nm[t->p[M_NAMES]][3]);
 }
 static const ParamDesc ter_params[] = MAP_PARAMS(ter_op_names);
-static const Family fam_ternary = { "elementwise_ternary", "d = f(a, b, c): fma, where (select by an int mask), clamp to bounds, lerp",
-                                    ter_params, map_fp, ter_draw, map_layout, map_describe, map_kernels, map_launch, map_ref };
+static const Family fam_ternary = { "elementwise_ternary",
+                                    "d = f(a, b, c): fma, where (select by an int mask), clamp to bounds, lerp",
+                                    ter_params, map_fp, ter_draw, map_layout, map_describe, map_kernels, map_launch,
+                                    map_ref };
 
 // ----------------------------------------------------------------------------
 // float32 -> int32 / uint8
 
 static const MapOp f2i_ops[] = {
-    { "round", { "Float_To_Int_Round", "Round_To_Nearest_Int", "Float_Rounding" }, { "round_kernel", "float2intRound", "to_int_rn", "round_to_int" },
+    { "round", { "Float_To_Int_Round", "Round_To_Nearest_Int", "Float_Rounding" },
+      { "round_kernel", "float2intRound", "to_int_rn", "round_to_int" },
       1, { DT_F32 }, DT_I32, { -1000 }, { 1000 }, { 0 }, 0 },
-    { "trunc", { "Float_To_Int_Truncate", "Truncate_To_Int", "Float_Truncation" }, { "trunc_kernel", "float2intTrunc", "to_int_rz", "truncate_to_int" },
+    { "trunc", { "Float_To_Int_Truncate", "Truncate_To_Int", "Float_Truncation" },
+      { "trunc_kernel", "float2intTrunc", "to_int_rz", "truncate_to_int" },
       1, { DT_F32 }, DT_I32, { -1000 }, { 1000 }, { 0 }, 0 },
-    { "floor", { "Float_To_Int_Floor", "Floor_To_Int", "Floor_Conversion" }, { "floor_kernel", "float2intFloor", "to_int_rd", "floor_to_int" },
+    { "floor", { "Float_To_Int_Floor", "Floor_To_Int", "Floor_Conversion" },
+      { "floor_kernel", "float2intFloor", "to_int_rd", "floor_to_int" },
       1, { DT_F32 }, DT_I32, { -1000 }, { 1000 }, { 0 }, 0 },
-    { "ceil", { "Float_To_Int_Ceil", "Ceil_To_Int", "Ceiling_Conversion" }, { "ceil_kernel", "float2intCeil", "to_int_ru", "ceil_to_int" },
+    { "ceil", { "Float_To_Int_Ceil", "Ceil_To_Int", "Ceiling_Conversion" },
+      { "ceil_kernel", "float2intCeil", "to_int_ru", "ceil_to_int" },
       1, { DT_F32 }, DT_I32, { -1000 }, { 1000 }, { 0 }, 0 },
-    { "scale_round", { "Fixed_Point_Conversion", "Scaled_Round_To_Int", "Float_To_Fixed" }, { "to_fixed_kernel", "floatToFixed", "quantize_fixed", "fixed_point" },
+    { "scale_round", { "Fixed_Point_Conversion", "Scaled_Round_To_Int", "Float_To_Fixed" },
+      { "to_fixed_kernel", "floatToFixed", "quantize_fixed", "fixed_point" },
       1, { DT_F32 }, DT_I32, { -50 }, { 50 }, { 0 }, 0 },
-    { "quantize_u8", { "Quantize_To_Uint8", "Uint8_Quantization", "Affine_Quantize" }, { "quantize_kernel", "quantizeU8", "quantize_uint8", "to_uint8" },
+    { "quantize_u8", { "Quantize_To_Uint8", "Uint8_Quantization", "Affine_Quantize" },
+      { "quantize_kernel", "quantizeU8", "quantize_uint8", "to_uint8" },
       1, { DT_F32 }, DT_U8, { -3 }, { 3 }, { 0 }, 0 },
 };
 static const char *const f2i_op_names[] = { "round", "trunc", "floor", "ceil", "scale_round", "quantize_u8", NULL };
 static const char *const f2i_tensor_names[][4] = {
-    { "x", "", "", "q" }, { "input", "", "", "output" }, { "values", "", "", "ints" }, { "src", "", "", "dst" }, { "f", "", "", "i32" } };
+    { "x", "", "", "q" }, { "input", "", "", "output" }, { "values", "", "", "ints" }, { "src", "", "", "dst" },
+    { "f", "", "", "i32" } };
 static const double f2i_scales[] = { 2, 4, 10, 16, 100, 256, 1000 };
 static const double q_scales[] = { 16, 32, 40, 42.5, 50 }; // x * scale + zero_point
 static const double q_zps[] = { 128, 127, 100, 0 };
@@ -540,7 +578,8 @@ static void f2i_ref1(const Task *t, const void *const *in, void *out, long i) {
     }
     ((int *)out)[i] = q;
 }
-static const MapKind f2i_kind = { f2i_ops, NELEM(f2i_ops), f2i_tensor_names, NELEM(f2i_tensor_names), f2i_expr, f2i_formula,
+static const MapKind f2i_kind = { f2i_ops, NELEM(f2i_ops), f2i_tensor_names, NELEM(f2i_tensor_names), f2i_expr,
+                                  f2i_formula,
                                   f2i_ref1, 0, 0 };
 static void f2i_draw(Task *t, Rng *r) {
     map_draw(t, r);
@@ -551,25 +590,32 @@ static void f2i_draw(Task *t, Rng *r) {
     if (t->p[M_OP] == 5) t->p[M_HELPER] = t->p[M_HELPER] ? 1 : 0; // min/max on int: keep the helper plain
 }
 static const ParamDesc f2i_params[] = MAP_PARAMS(f2i_op_names);
-static const Family fam_f2i = { "convert_float_to_int", "float32 -> int32 (round/trunc/floor/ceil/fixed point), float32 -> uint8 quantisation",
-                                f2i_params, map_fp, f2i_draw, map_layout, map_describe, map_kernels, map_launch, map_ref };
+static const Family fam_f2i = { "convert_float_to_int",
+                                "float32 -> int32 (round/trunc/floor/ceil/fixed point), float32 -> uint8 quantisation",
+                                f2i_params, map_fp, f2i_draw, map_layout, map_describe, map_kernels, map_launch,
+                                map_ref };
 
 // ----------------------------------------------------------------------------
 // int32 / uint8 -> float32
 
 static const MapOp i2f_ops[] = {
-    { "dequantize", { "Dequantize_Int8", "Int_Dequantization", "Affine_Dequantize" }, { "dequantize_kernel", "dequantize", "int_to_float", "dequant" },
+    { "dequantize", { "Dequantize_Int8", "Int_Dequantization", "Affine_Dequantize" },
+      { "dequantize_kernel", "dequantize", "int_to_float", "dequant" },
       1, { DT_I32 }, DT_F32, { -128 }, { 127 }, { 1 }, 0 },
-    { "scale_bias", { "Int_To_Float_Scale", "Scaled_Int_Conversion", "Int_Scale_Bias" }, { "int_scale_kernel", "intToFloatScaled", "scale_ints", "convert_scale" },
+    { "scale_bias", { "Int_To_Float_Scale", "Scaled_Int_Conversion", "Int_Scale_Bias" },
+      { "int_scale_kernel", "intToFloatScaled", "scale_ints", "convert_scale" },
       1, { DT_I32 }, DT_F32, { -100000 }, { 100000 }, { 1 }, 0 },
-    { "normalize_u8", { "Normalize_Uint8_Pixels", "Pixel_Normalization", "Uint8_To_Float_Normalize" }, { "normalize_kernel", "normalizePixels", "u8_to_float", "pixel_norm" },
+    { "normalize_u8", { "Normalize_Uint8_Pixels", "Pixel_Normalization", "Uint8_To_Float_Normalize" },
+      { "normalize_kernel", "normalizePixels", "u8_to_float", "pixel_norm" },
       1, { DT_U8 }, DT_F32, { 0 }, { 255 }, { 1 }, 0 },
-    { "to_float", { "Int_To_Float", "Integer_To_Float_Cast", "Int32_To_Float32" }, { "int2float_kernel", "intToFloat", "cast_to_float", "to_float" },
+    { "to_float", { "Int_To_Float", "Integer_To_Float_Cast", "Int32_To_Float32" },
+      { "int2float_kernel", "intToFloat", "cast_to_float", "to_float" },
       1, { DT_I32 }, DT_F32, { -10000000 }, { 10000000 }, { 1 }, 0 },
 };
 static const char *const i2f_op_names[] = { "dequantize", "scale_bias", "normalize_u8", "to_float", NULL };
 static const char *const i2f_tensor_names[][4] = {
-    { "q", "", "", "x" }, { "input", "", "", "output" }, { "codes", "", "", "values" }, { "src", "", "", "dst" }, { "ints", "", "", "floats" } };
+    { "q", "", "", "x" }, { "input", "", "", "output" }, { "codes", "", "", "values" }, { "src", "", "", "dst" },
+    { "ints", "", "", "floats" } };
 static const double dq_scales[] = { 0.05, 0.1, 0.02, 0.25, 0.125, 0.01 };
 static const double dq_zps[] = { 0, 3, -5, 10 };
 static const double sb_scales[] = { 0.001, 0.5, 2, 0.0625, 1e-4 };
@@ -606,7 +652,8 @@ static void i2f_ref1(const Task *t, const void *const *in, void *out, long i) {
     }
     ((float *)out)[i] = (float)y;
 }
-static const MapKind i2f_kind = { i2f_ops, NELEM(i2f_ops), i2f_tensor_names, NELEM(i2f_tensor_names), i2f_expr, i2f_formula,
+static const MapKind i2f_kind = { i2f_ops, NELEM(i2f_ops), i2f_tensor_names, NELEM(i2f_tensor_names), i2f_expr,
+                                  i2f_formula,
                                   i2f_ref1, 1e-6, 1e-6 };
 static void i2f_draw(Task *t, Rng *r) {
     map_draw(t, r);
@@ -618,20 +665,27 @@ static void i2f_draw(Task *t, Rng *r) {
     }
 }
 static const ParamDesc i2f_params[] = MAP_PARAMS(i2f_op_names);
-static const Family fam_i2f = { "convert_int_to_float", "int32 -> float32 (dequantise, scale+bias, plain cast), uint8 pixels -> normalised float32",
-                                i2f_params, map_fp, i2f_draw, map_layout, map_describe, map_kernels, map_launch, map_ref };
+static const Family fam_i2f = { "convert_int_to_float",
+                                "int32 -> float32 (dequantise, scale+bias, plain cast), uint8 pixels -> normalised "
+                                "float32",
+                                i2f_params, map_fp, i2f_draw, map_layout, map_describe, map_kernels, map_launch,
+                                map_ref };
 
 // ----------------------------------------------------------------------------
 // float32 <-> float16
 
 static const MapOp half_ops[] = {
-    { "to_half", { "Float_To_Half", "FP32_To_FP16", "Half_Precision_Cast" }, { "to_half_kernel", "floatToHalf", "f32_to_f16", "convert_to_half" },
+    { "to_half", { "Float_To_Half", "FP32_To_FP16", "Half_Precision_Cast" },
+      { "to_half_kernel", "floatToHalf", "f32_to_f16", "convert_to_half" },
       1, { DT_F32 }, DT_F16, { -100 }, { 100 }, { 0 }, 0 },
-    { "from_half", { "Half_To_Float_Scaled", "FP16_To_FP32_Scale", "Half_Dequantize" }, { "from_half_kernel", "halfToFloat", "f16_to_f32", "convert_from_half" },
+    { "from_half", { "Half_To_Float_Scaled", "FP16_To_FP32_Scale", "Half_Dequantize" },
+      { "from_half_kernel", "halfToFloat", "f16_to_f32", "convert_from_half" },
       1, { DT_F16 }, DT_F32, { -10 }, { 10 }, { 0 }, 0 },
-    { "roundtrip", { "Half_Round_Trip", "FP16_Quantization_Error", "Half_Rounding" }, { "roundtrip_kernel", "halfRoundTrip", "through_half", "fp16_round" },
+    { "roundtrip", { "Half_Round_Trip", "FP16_Quantization_Error", "Half_Rounding" },
+      { "roundtrip_kernel", "halfRoundTrip", "through_half", "fp16_round" },
       1, { DT_F32 }, DT_F32, { -1000 }, { 1000 }, { 0 }, 0 },
-    { "half_add", { "Half_Precision_Add", "FP16_Vector_Add", "Half_Add" }, { "hadd_kernel", "halfAdd", "add_half", "fp16_add" },
+    { "half_add", { "Half_Precision_Add", "FP16_Vector_Add", "Half_Add" },
+      { "hadd_kernel", "halfAdd", "add_half", "fp16_add" },
       2, { DT_F16, DT_F16 }, DT_F16, { -10, -10 }, { 10, 10 }, { 0 }, 0 },
 };
 static const char *const half_op_names[] = { "to_half", "from_half", "roundtrip", "half_add", NULL };
@@ -694,8 +748,10 @@ static void half_draw(Task *t, Rng *r) {
     t->f[MF_A] = t->p[M_OP] == 1 ? half_scales[RPICK(r, half_scales)] : 0;
 }
 static const ParamDesc half_params[] = MAP_PARAMS(half_op_names);
-static const Family fam_half = { "convert_half", "float32 <-> float16 with __float2half/__half2float, half round trip, __hadd",
-                                 half_params, map_fp, half_draw, map_layout, map_describe, map_kernels, map_launch, map_ref };
+static const Family fam_half = { "convert_half",
+                                 "float32 <-> float16 with __float2half/__half2float, half round trip, __hadd",
+                                 half_params, map_fp, half_draw, map_layout, map_describe, map_kernels, map_launch,
+                                 map_ref };
 
 static const MapKind *map_kind(const Task *t) {
     const Family *f = t->fam;
@@ -707,4 +763,5 @@ static const MapKind *map_kind(const Task *t) {
     return &half_kind;
 }
 
-static const Family *const families_elementwise[] = { &fam_unary, &fam_binary, &fam_ternary, &fam_f2i, &fam_i2f, &fam_half, NULL };
+static const Family *const families_elementwise[] = { &fam_unary, &fam_binary, &fam_ternary, &fam_f2i, &fam_i2f,
+                                                      &fam_half, NULL };

@@ -101,12 +101,14 @@ static void mx_launch2d(Emit *e, const Task *t, int dims, const char *k, const c
 }
 
 // The 4-byte copy of element s of src to element d of dst (float32 and int32 alike).
-static void mx_copy4(void *dst, long d, const void *src, long s) { memcpy((char *)dst + 4 * d, (const char *)src + 4 * s, 4); }
+static void mx_copy4(void *dst, long d, const void *src,
+                     long s) { memcpy((char *)dst + 4 * d, (const char *)src + 4 * s, 4); }
 
 // ----------------------------------------------------------------------------
 // Naive transpose
 
-enum { MXTN_DT, MXTN_ROWS, MXTN_COLS, MXTN_MODE, MXTN_BDIM, MXTN_BLOCK, MXTN_MAP, MXTN_GUARD, MXTN_CAP, MXTN_DIMS, MXTN_KNAME, MXTN_NAMES, MXTN_TNAME,
+enum { MXTN_DT, MXTN_ROWS, MXTN_COLS, MXTN_MODE, MXTN_BDIM, MXTN_BLOCK, MXTN_MAP, MXTN_GUARD, MXTN_CAP, MXTN_DIMS,
+       MXTN_KNAME, MXTN_NAMES, MXTN_TNAME,
        MXTN_DNAMES, MXTN_NP };
 static const char *const mxtn_modes[] = { "grid_2d", "flat_1d", "grid_stride_2d", NULL };
 static const char *const mxtn_maps[] = { "x_along_cols", "x_along_rows", NULL };
@@ -276,13 +278,17 @@ static void mxtn_ref(const Task *t, const void *const *in, void *const *out) {
     mx_transpose_ref(t->p[MXTN_ROWS], t->p[MXTN_COLS], in[0], out[0]);
 }
 
-static const Family fam_mx_transpose_naive = { "transpose_naive", "matrix transpose, one thread per element: 2-D dim3 grid, flat 1-D index, or 2-D grid-stride; float32 or int32",
-                                            mxtn_params, NULL, mxtn_draw, mxtn_layout, mxtn_describe, mxtn_kernels, mxtn_launch, mxtn_ref };
+static const Family fam_mx_transpose_naive = { "transpose_naive",
+                                               "matrix transpose, one thread per element: 2-D dim3 grid, flat 1-D "
+                                               "index, or 2-D grid-stride; float32 or int32",
+                                            mxtn_params, NULL, mxtn_draw, mxtn_layout, mxtn_describe, mxtn_kernels,
+                                            mxtn_launch, mxtn_ref };
 
 // ----------------------------------------------------------------------------
 // Transpose through a shared-memory tile padded by one column
 
-enum { MXTT_DT, MXTT_ROWS, MXTT_COLS, MXTT_TILE, MXTT_BROWS, MXTT_TDEF, MXTT_DIMS, MXTT_KNAME, MXTT_NAMES, MXTT_TNAME, MXTT_DNAMES, MXTT_VARS, MXTT_NP };
+enum { MXTT_DT, MXTT_ROWS, MXTT_COLS, MXTT_TILE, MXTT_BROWS, MXTT_TDEF, MXTT_DIMS, MXTT_KNAME, MXTT_NAMES, MXTT_TNAME,
+       MXTT_DNAMES, MXTT_VARS, MXTT_NP };
 static const char *const mxtt_tdefs[] = { "define", "template", "constexpr", NULL };
 static const ParamDesc mxtt_params[] = {
     [MXTT_DT] = { "dtype", mx_dtypes, 1, "0 0 0 1" }, [MXTT_ROWS] = { "rows", NULL, 1, NULL },
@@ -326,7 +332,8 @@ static void mxtt_describe(const Task *t, Buf *name, Buf *desc) {
 
 static const char mxtt_kernel_tpl[] = R"(
 $defines
-/// Transpose through a shared tile: coalesced reads of $x, coalesced writes of $y. The extra column of the tile puts the elements of a tile column in different banks.
+/// Transpose through a shared tile: coalesced reads of $x, coalesced writes of $y.
+/// The extra column of the tile puts the elements of a tile column in different banks.
 $template
 __global__ void $kname($params, int $R, int $C) {
     __shared__ $ct tile[$TD][$TD + 1];
@@ -399,8 +406,11 @@ static void mxtt_ref(const Task *t, const void *const *in, void *const *out) {
     mx_transpose_ref(t->p[MXTT_ROWS], t->p[MXTT_COLS], in[0], out[0]);
 }
 
-static const Family fam_mx_transpose_tiled = { "transpose_tiled", "transpose through a TILE x (TILE+1) shared tile (tile 16/32, 1-4 rows per thread), dim3 grid, ragged sides guarded",
-                                            mxtt_params, NULL, mxtt_draw, mxtt_layout, mxtt_describe, mxtt_kernels, mxtt_launch, mxtt_ref };
+static const Family fam_mx_transpose_tiled = { "transpose_tiled",
+                                               "transpose through a TILE x (TILE+1) shared tile (tile 16/32, 1-4 rows "
+                                               "per thread), dim3 grid, ragged sides guarded",
+                                            mxtt_params, NULL, mxtt_draw, mxtt_layout, mxtt_describe, mxtt_kernels,
+                                            mxtt_launch, mxtt_ref };
 
 // A float parameter as nvcc reads its literal (flit prints "%.9g" + "f").
 static float mx_fpar(const Task *t, int k) { return strtof(fmt("%.9g", t->f[k]), NULL); }
@@ -410,7 +420,8 @@ enum { MX_F_A, MX_F_B };
 // ----------------------------------------------------------------------------
 // Element-wise matrix operations on a 2-D grid
 
-enum { MXME_OP, MXME_ROWS, MXME_COLS, MXME_MODE, MXME_BDIM, MXME_GUARD, MXME_CAP, MXME_COEF, MXME_HELPER, MXME_DIMS, MXME_KNAME, MXME_NAMES,
+enum { MXME_OP, MXME_ROWS, MXME_COLS, MXME_MODE, MXME_BDIM, MXME_GUARD, MXME_CAP, MXME_COEF, MXME_HELPER, MXME_DIMS,
+       MXME_KNAME, MXME_NAMES,
        MXME_TNAME, MXME_DNAMES, MXME_NP };
 static const char *const mxme_ops[] = { "add", "sub", "mul", "scale", "axpby", NULL };
 static const char *const mxme_modes[] = { "grid_2d", "grid_stride_2d", NULL };
@@ -428,7 +439,8 @@ static const char *const mxme_names[][3] = { { "A", "B", "C" }, { "x", "y", "z" 
                                            { "mat_a", "mat_b", "result" }, { "P", "Q", "S" } };
 static const char *const mxme_kn[5][4] = { { "matrix_add", "matAdd2D", "add_matrices", "madd_kernel" },
                                          { "matrix_sub", "matSub2D", "subtract_matrices", "msub_kernel" },
-                                         { "matrix_hadamard", "matMul2DElementwise", "hadamard_product", "emul_kernel" },
+                                         { "matrix_hadamard", "matMul2DElementwise", "hadamard_product",
+                                           "emul_kernel" },
                                          { "matrix_scale", "matScale2D", "scale_matrix", "mscale_kernel" },
                                          { "matrix_axpby", "matAxpby2D", "axpby_matrices", "axpby_kernel" } };
 static const double mxme_alphas[] = { 0.5, 2, -1, 1.5, 0.25, 3, -0.75 };
@@ -494,7 +506,8 @@ static const char *mxme_formula(const Task *t, const char *a, const char *b, int
 static void mxme_describe(const Task *t, Buf *name, Buf *desc) {
     static const char *const nm[5][3] = { { "Matrix_Addition", "Matrix_Add_2D", "Elementwise_Matrix_Sum" },
                                           { "Matrix_Subtraction", "Matrix_Sub_2D", "Elementwise_Matrix_Difference" },
-                                          { "Hadamard_Product", "Elementwise_Matrix_Product", "Matrix_Multiply_Elementwise" },
+                                          { "Hadamard_Product", "Elementwise_Matrix_Product",
+                                            "Matrix_Multiply_Elementwise" },
                                           { "Matrix_Scale", "Scale_Matrix_2D", "Matrix_Scalar_Multiply" },
                                           { "Matrix_AXPBY", "Scaled_Matrix_Sum", "Linear_Combination_Of_Matrices" } };
     buf_puts(name, nm[t->p[MXME_OP]][t->p[MXME_TNAME]]);
@@ -592,8 +605,11 @@ static void mxme_ref(const Task *t, const void *const *in, void *const *out) {
     }
 }
 
-static const Family fam_mx_matrix_ew2d = { "matrix_elementwise_2d", "C = A + B, A - B, A .* B, alpha A, alpha A + beta B on a 2-D dim3 grid (one thread per element or grid-stride)",
-                                        mxme_params, mx_fp_ab, mxme_draw, mxme_layout, mxme_describe, mxme_kernels, mxme_launch, mxme_ref };
+static const Family fam_mx_matrix_ew2d = { "matrix_elementwise_2d",
+                                           "C = A + B, A - B, A .* B, alpha A, alpha A + beta B on a 2-D dim3 grid "
+                                           "(one thread per element or grid-stride)",
+                                        mxme_params, mx_fp_ab, mxme_draw, mxme_layout, mxme_describe, mxme_kernels,
+                                        mxme_launch, mxme_ref };
 
 // ----------------------------------------------------------------------------
 // Matrix products: shared pieces
@@ -683,10 +699,12 @@ static void mxmm_describe_shapes(Buf *desc, int op, const char *a, const char *b
 // ----------------------------------------------------------------------------
 // Naive matrix multiply: one thread per output element
 
-enum { MXMN_OP, MXMN_M, MXMN_N, MXMN_K, MXMN_BDIM, MXMN_GUARD, MXMN_ACC, MXMN_DIMS, MXMN_KNAME, MXMN_NAMES, MXMN_TNAME, MXMN_DNAMES, MXMN_VARS, MXMN_NP };
+enum { MXMN_OP, MXMN_M, MXMN_N, MXMN_K, MXMN_BDIM, MXMN_GUARD, MXMN_ACC, MXMN_DIMS, MXMN_KNAME, MXMN_NAMES, MXMN_TNAME,
+       MXMN_DNAMES, MXMN_VARS, MXMN_NP };
 static const char *const mxmn_accs[] = { "plain", "fmaf", "dot_helper", NULL };
 static const ParamDesc mxmn_params[] = {
-    [MXMN_OP] = { "op", mxmm_ops, 1, "0 0 0 1 2" }, [MXMN_M] = { "m", NULL, 1, NULL }, [MXMN_N] = { "n", NULL, 1, NULL },
+    [MXMN_OP] = { "op", mxmm_ops, 1, "0 0 0 1 2" }, [MXMN_M] = { "m", NULL, 1, NULL },
+    [MXMN_N] = { "n", NULL, 1, NULL },
     [MXMN_K] = { "k", NULL, 1, NULL },            [MXMN_BDIM] = { "bdim", NULL, 1, "0..4" },
     [MXMN_GUARD] = { "guard", NULL, 0, "0..1" },  [MXMN_ACC] = { "acc", mxmn_accs, 0, "*" },
     [MXMN_DIMS] = { "dims", NULL, 0, "0..3" },    [MXMN_KNAME] = { "kname", NULL, 0, "0..3" },
@@ -781,17 +799,22 @@ static void mxmn_ref(const Task *t, const void *const *in, void *const *out) {
     mxmm_ref_core(t->p[MXMN_OP], t->p[MXMN_M], t->p[MXMN_N], t->p[MXMN_K], in[0], in[1], out[0]);
 }
 
-static const Family fam_mx_matmul_naive = { "matmul_naive", "C = A B, A B^T or A^T B with one thread per output on a 2-D dim3 grid; plain, fmaf or __device__ dot helper",
-                                         mxmn_params, NULL, mxmn_draw, mxmn_layout, mxmn_describe, mxmn_kernels, mxmn_launch, mxmn_ref };
+static const Family fam_mx_matmul_naive = { "matmul_naive",
+                                            "C = A B, A B^T or A^T B with one thread per output on a 2-D dim3 grid; "
+                                            "plain, fmaf or __device__ dot helper",
+                                         mxmn_params, NULL, mxmn_draw, mxmn_layout, mxmn_describe, mxmn_kernels,
+                                         mxmn_launch, mxmn_ref };
 
 // ----------------------------------------------------------------------------
 // Tiled matrix multiply with shared-memory tiles
 
-enum { MXMT_M, MXMT_N, MXMT_K, MXMT_ALIGNED, MXMT_TILE, MXMT_CHECKS, MXMT_TDEF, MXMT_LOOP, MXMT_UNROLL, MXMT_DIMS, MXMT_KNAME, MXMT_NAMES, MXMT_TNAME,
+enum { MXMT_M, MXMT_N, MXMT_K, MXMT_ALIGNED, MXMT_TILE, MXMT_CHECKS, MXMT_TDEF, MXMT_LOOP, MXMT_UNROLL, MXMT_DIMS,
+       MXMT_KNAME, MXMT_NAMES, MXMT_TNAME,
        MXMT_DNAMES, MXMT_SHN, MXMT_NP };
 static const char *const mxmt_tdefs[] = { "define", "template", "constexpr", NULL };
 static const ParamDesc mxmt_params[] = {
-    [MXMT_M] = { "m", NULL, 1, NULL },          [MXMT_N] = { "n", NULL, 1, NULL },          [MXMT_K] = { "k", NULL, 1, NULL },
+    [MXMT_M] = { "m", NULL, 1, NULL },          [MXMT_N] = { "n", NULL, 1, NULL },
+    [MXMT_K] = { "k", NULL, 1, NULL },
     [MXMT_ALIGNED] = { "aligned", NULL, 1, "0..1" }, [MXMT_TILE] = { "tile", NULL, 1, "8 16 16 32" },
     [MXMT_CHECKS] = { "checks", NULL, 1, NULL }, [MXMT_TDEF] = { "tdef", mxmt_tdefs, 0, "*" },
     [MXMT_LOOP] = { "loop", NULL, 0, "0..1" },  [MXMT_UNROLL] = { "unroll", NULL, 0, "0..1" },
@@ -800,7 +823,8 @@ static const ParamDesc mxmt_params[] = {
     [MXMT_DNAMES] = { "dnames", NULL, 0, "0..3" }, [MXMT_SHN] = { "shnames", NULL, 0, "0..3" },
     [MXMT_NP] = { NULL, NULL, 0, NULL } };
 static const char *const mxmt_kn[] = { "matmul_tiled", "matMulShared", "gemm_tiled", "tiled_matmul" };
-static const char *const mxmt_shn[][2] = { { "As", "Bs" }, { "tile_a", "tile_b" }, { "sA", "sB" }, { "a_tile", "b_tile" } };
+static const char *const mxmt_shn[][2] = { { "As", "Bs" }, { "tile_a", "tile_b" }, { "sA", "sB" },
+                                           { "a_tile", "b_tile" } };
 static const char *const mxmt_macros[] = { "TILE", "TILE_SIZE", "BLOCK_SIZE", "TILE_WIDTH" };
 
 static void mxmt_draw(Task *t, Rng *r) {
@@ -816,7 +840,8 @@ static void mxmt_draw(Task *t, Rng *r) {
     SETNAME(t->slug, "matmul_tiled");
 }
 
-static void mxmt_layout(Task *t) { mxmm_layout_common(t, 0, mxmm_dnames[t->p[MXMT_DNAMES]], t->p[MXMT_M], t->p[MXMT_N], t->p[MXMT_K]); }
+static void mxmt_layout(Task *t) { mxmm_layout_common(t, 0, mxmm_dnames[t->p[MXMT_DNAMES]], t->p[MXMT_M], t->p[MXMT_N],
+                                                      t->p[MXMT_K]); }
 
 static void mxmt_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name,
@@ -905,16 +930,21 @@ static void mxmt_ref(const Task *t, const void *const *in, void *const *out) {
     mxmm_ref_core(0, t->p[MXMT_M], t->p[MXMT_N], t->p[MXMT_K], in[0], in[1], out[0]);
 }
 
-static const Family fam_mx_matmul_tiled = { "matmul_tiled", "C = A B with TILE x TILE shared-memory tiles (8/16/32), sizes multiple of the tile or ragged with zero padding and guards",
-                                         mxmt_params, NULL, mxmt_draw, mxmt_layout, mxmt_describe, mxmt_kernels, mxmt_launch, mxmt_ref };
+static const Family fam_mx_matmul_tiled = { "matmul_tiled",
+                                            "C = A B with TILE x TILE shared-memory tiles (8/16/32), sizes multiple "
+                                            "of the tile or ragged with zero padding and guards",
+                                         mxmt_params, NULL, mxmt_draw, mxmt_layout, mxmt_describe, mxmt_kernels,
+                                         mxmt_launch, mxmt_ref };
 
 // ----------------------------------------------------------------------------
 // Matrix-vector products: shared pieces
 
 #define MXMV_ROWS_PICK "128 256 500 1000 1024 2048 4096 5000 8192 10000"
 #define MXMV_COLS_PICK "32 64 100 128 256 500 512 1000 1024 2048 4096"
-static const char *const mxmv_names[][4] = { { "A", "x", "b", "y" }, { "mat", "vec", "bias", "out" }, { "W", "v", "bvec", "result" },
-                                           { "weights", "input", "offset", "output" }, { "M_in", "x_in", "b_in", "y_out" } };
+static const char *const mxmv_names[][4] = { { "A", "x", "b", "y" }, { "mat", "vec", "bias", "out" },
+                                             { "W", "v", "bvec", "result" },
+                                           { "weights", "input", "offset", "output" },
+                                           { "M_in", "x_in", "b_in", "y_out" } };
 
 // y = A x (+ b): inputs A [rows, cols], x [cols] (, b [rows]), output y [rows].
 static void mxmv_layout_common(Task *t, const char *const *dn, long R, long C, int bias) {
@@ -966,7 +996,8 @@ static void mxmv_describe_common(const Task *t, Buf *desc, long R, long C, int b
 // ----------------------------------------------------------------------------
 // Matrix-vector product, one thread per row
 
-enum { MXMV_ROWS, MXMV_COLS, MXMV_MODE, MXMV_BLOCK, MXMV_LOOP, MXMV_BIAS, MXMV_ACC, MXMV_CAP, MXMV_KNAME, MXMV_NAMES, MXMV_TNAME, MXMV_DNAMES, MXMV_NP };
+enum { MXMV_ROWS, MXMV_COLS, MXMV_MODE, MXMV_BLOCK, MXMV_LOOP, MXMV_BIAS, MXMV_ACC, MXMV_CAP, MXMV_KNAME, MXMV_NAMES,
+       MXMV_TNAME, MXMV_DNAMES, MXMV_NP };
 static const char *const mxmv_modes[] = { "global", "shared_x", NULL };
 static const ParamDesc mxmv_params[] = {
     [MXMV_ROWS] = { "rows", NULL, 1, MXMV_ROWS_PICK }, [MXMV_COLS] = { "cols", NULL, 1, MXMV_COLS_PICK },
@@ -987,7 +1018,8 @@ static void mxmv_draw(Task *t, Rng *r) {
     SETNAME(t->slug, "matvec");
 }
 
-static void mxmv_layout(Task *t) { mxmv_layout_common(t, mx_dnames[t->p[MXMV_DNAMES]], t->p[MXMV_ROWS], t->p[MXMV_COLS], t->p[MXMV_BIAS]); }
+static void mxmv_layout(Task *t) { mxmv_layout_common(t, mx_dnames[t->p[MXMV_DNAMES]], t->p[MXMV_ROWS],
+                                                      t->p[MXMV_COLS], t->p[MXMV_BIAS]); }
 
 static void mxmv_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, pick3(t->p[MXMV_TNAME], "Matrix_Vector_Product", "GEMV_Row_Per_Thread", "Matrix_Vector_Multiply"));
@@ -1070,13 +1102,17 @@ static void mxmv_ref(const Task *t, const void *const *in, void *const *out) {
     mxmv_ref_core(t->p[MXMV_ROWS], t->p[MXMV_COLS], in[0], in[1], t->p[MXMV_BIAS] ? in[2] : NULL, out[0]);
 }
 
-static const Family fam_mx_matvec_thread = { "matvec_thread_per_row", "y = A x (+ b), one thread per row: vector from global memory or staged in shared chunks; if/return/grid-stride",
-                                          mxmv_params, NULL, mxmv_draw, mxmv_layout, mxmv_describe, mxmv_kernels, mxmv_launch, mxmv_ref };
+static const Family fam_mx_matvec_thread = { "matvec_thread_per_row",
+                                             "y = A x (+ b), one thread per row: vector from global memory or staged "
+                                             "in shared chunks; if/return/grid-stride",
+                                          mxmv_params, NULL, mxmv_draw, mxmv_layout, mxmv_describe, mxmv_kernels,
+                                          mxmv_launch, mxmv_ref };
 
 // ----------------------------------------------------------------------------
 // Matrix-vector product, one warp per row with shuffles
 
-enum { MXMW_ROWS, MXMW_COLS, MXMW_BLOCK, MXMW_SHFL, MXMW_VEC, MXMW_BIAS, MXMW_HELPER, MXMW_MASK, MXMW_CFG, MXMW_KNAME, MXMW_NAMES,
+enum { MXMW_ROWS, MXMW_COLS, MXMW_BLOCK, MXMW_SHFL, MXMW_VEC, MXMW_BIAS, MXMW_HELPER, MXMW_MASK, MXMW_CFG, MXMW_KNAME,
+       MXMW_NAMES,
        MXMW_TNAME, MXMW_DNAMES, MXMW_NP };
 static const char *const mxmw_shfl[] = { "down", "xor", NULL };
 static const char *const mxmw_vec[] = { "scalar", "float4", NULL };
@@ -1175,13 +1211,15 @@ static void mxmw_ref(const Task *t, const void *const *in, void *const *out) {
 }
 
 static const Family fam_mx_matvec_warp = {
-    "matvec_warp_per_row", "y = A x (+ b), one warp per row: strided (or float4) partial sums, __shfl_down_sync / __shfl_xor_sync",
+    "matvec_warp_per_row",
+    "y = A x (+ b), one warp per row: strided (or float4) partial sums, __shfl_down_sync / __shfl_xor_sync",
     mxmw_params, NULL, mxmw_draw, mxmw_layout, mxmw_describe, mxmw_kernels, mxmw_launch, mxmw_ref };
 
 // ----------------------------------------------------------------------------
 // Vector-matrix product y = x^T A (and column sums)
 
-enum { MXVM_OP, MXVM_ROWS, MXVM_COLS, MXVM_MODE, MXVM_BLOCK, MXVM_BY, MXVM_CHUNK, MXVM_LOOP, MXVM_DIMS, MXVM_KNAME, MXVM_NAMES,
+enum { MXVM_OP, MXVM_ROWS, MXVM_COLS, MXVM_MODE, MXVM_BLOCK, MXVM_BY, MXVM_CHUNK, MXVM_LOOP, MXVM_DIMS, MXVM_KNAME,
+       MXVM_NAMES,
        MXVM_TNAME, MXVM_DNAMES, MXVM_NP };
 static const char *const mxvm_ops[] = { "xta", "colsum", NULL };
 static const char *const mxvm_modes[] = { "thread_per_col", "row_chunks_atomic", "block_reduce_2d", NULL };
@@ -1191,7 +1229,8 @@ static const ParamDesc mxvm_params[] = {
     { "chunk", NULL, 1, "32 64 128 256" }, { "loop", NULL, 0, "0..1" },     { "dims", NULL, 0, "0..3" },
     { "kname", NULL, 0, "0..3" },        { "names", NULL, 0, "0..3" },        { "tname", NULL, 0, "0..2" },
     { "dnames", NULL, 0, "0..3" },       { 0 } };
-static const char *const mxvm_names[][3] = { { "A", "x", "y" }, { "mat", "w", "out" }, { "data", "coef", "result" }, { "M_in", "u", "v" } };
+static const char *const mxvm_names[][3] = { { "A", "x", "y" }, { "mat", "w", "out" }, { "data", "coef", "result" },
+                                             { "M_in", "u", "v" } };
 static const char *const mxvm_kn[2][4] = { { "vecmat", "xTA_kernel", "vector_matrix", "gevm_col_per_thread" },
                                            { "column_sums", "colSumKernel", "sum_columns", "col_reduce" } };
 
@@ -1339,14 +1378,16 @@ static void mxvm_ref(const Task *t, const void *const *in, void *const *out) {
 }
 
 static const Family fam_mx_vecmat = {
-    "vecmat", "y = x^T A or column sums: thread per column, row chunks + atomicAdd on a 2-D grid, or 32 x BY blocks reduced in shared memory",
+    "vecmat", "y = x^T A or column sums: thread per column, row chunks + atomicAdd on a 2-D grid, or 32 x BY blocks "
+              "reduced in shared memory",
     mxvm_params, NULL, mxvm_draw, mxvm_layout, mxvm_describe, mxvm_kernels, mxvm_launch, mxvm_ref };
 
 // ----------------------------------------------------------------------------
 // Outer product and rank-1 update
 
 #define MX_SIDES "64 100 128 250 256 300 500 512 640 768 1000 1024 1500 2048"
-enum { MXOP_OP, MXOP_M, MXOP_N, MXOP_MODE, MXOP_BDIM, MXOP_BLOCK, MXOP_CAP, MXOP_GUARD, MXOP_DIMS, MXOP_KNAME, MXOP_NAMES, MXOP_TNAME,
+enum { MXOP_OP, MXOP_M, MXOP_N, MXOP_MODE, MXOP_BDIM, MXOP_BLOCK, MXOP_CAP, MXOP_GUARD, MXOP_DIMS, MXOP_KNAME,
+       MXOP_NAMES, MXOP_TNAME,
        MXOP_DNAMES, MXOP_NP };
 static const char *const mxop_ops[] = { "outer", "scaled", "ger", NULL };
 static const char *const mxop_modes[] = { "grid_2d", "shared_vectors", "flat_grid_stride", NULL };
@@ -1356,10 +1397,12 @@ static const ParamDesc mxop_params[] = {
     { "cap", NULL, 0, "1024 2048 4096" }, { "guard", NULL, 0, "0..1" }, { "dims", NULL, 0, "0..3" },
     { "kname", NULL, 0, "0..3" },      { "names", NULL, 0, "0..3" },   { "tname", NULL, 0, "0..2" },
     { "dnames", NULL, 0, "0..3" },     { 0 } };
-static const char *const mxop_names[][4] = { { "x", "y", "A", "C" }, { "u", "v", "base", "outer" }, { "a", "b", "mat", "result" },
+static const char *const mxop_names[][4] = { { "x", "y", "A", "C" }, { "u", "v", "base", "outer" },
+                                             { "a", "b", "mat", "result" },
                                              { "col_vec", "row_vec", "A_in", "A_out" } };
 static const char *const mxop_kn[3][4] = { { "outer_product", "outerProduct", "outer_kernel", "vec_outer" },
-                                           { "scaled_outer", "scaledOuterProduct", "outer_scaled_kernel", "alpha_outer" },
+                                           { "scaled_outer", "scaledOuterProduct", "outer_scaled_kernel",
+                                             "alpha_outer" },
                                            { "ger_update", "rank1Update", "ger_kernel", "rank_one_update" } };
 static const double mxop_alphas[] = { 0.5, 2, -1, -0.25, 1.5, 3 };
 static const char *const mxop_fp[] = { "alpha", NULL };
@@ -1503,23 +1546,29 @@ static void mxop_ref(const Task *t, const void *const *in, void *const *out) {
 }
 
 static const Family fam_mx_outer = {
-    "outer_product", "C = x y^T, alpha x y^T, or A + alpha x y^T: 2-D dim3 grid, vectors staged in shared memory, or flat grid-stride",
+    "outer_product",
+    "C = x y^T, alpha x y^T, or A + alpha x y^T: 2-D dim3 grid, vectors staged in shared memory, or flat grid-stride",
     mxop_params, mxop_fp, mxop_draw, mxop_layout, mxop_describe, mxop_kernels, mxop_launch, mxop_ref };
 
 // ----------------------------------------------------------------------------
 // Batched small matrix multiply, the batch index in blockIdx.z
 
-enum { MXBM_SHAPE, MXBM_N, MXBM_BATCH, MXBM_MODE, MXBM_BDIM, MXBM_TDEF, MXBM_PAD, MXBM_GUARD, MXBM_DIMS, MXBM_KNAME, MXBM_NAMES,
+enum { MXBM_SHAPE, MXBM_N, MXBM_BATCH, MXBM_MODE, MXBM_BDIM, MXBM_TDEF, MXBM_PAD, MXBM_GUARD, MXBM_DIMS, MXBM_KNAME,
+       MXBM_NAMES,
        MXBM_TNAME, MXBM_DNAMES, MXBM_NP };
 static const char *const mxbm_shapes[] = { "both_batched", "shared_rhs", NULL };
 static const char *const mxbm_modes[] = { "global", "shared", NULL };
 static const ParamDesc mxbm_params[] = {
     { "shape", mxbm_shapes, 1, "0 0 0 0 0 0 0 1 1 1" }, { "n", NULL, 1, "4 8 16 24 32 48 64" },
-    { "batch", NULL, 1, "16 32 64 100 128 256 500 1000 2048" }, { "mode", mxbm_modes, 1, "*" }, { "bdim", NULL, 1, "0 2 4 1" },
+    { "batch", NULL, 1, "16 32 64 100 128 256 500 1000 2048" }, { "mode", mxbm_modes, 1, "*" },
+    { "bdim", NULL, 1, "0 2 4 1" },
     { "tdef", NULL, 0, "0..1" }, { "pad", NULL, 0, "0..1" }, { "guard", NULL, 0, "0..1" }, { "dims", NULL, 0, "0..3" },
-    { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..3" }, { "tname", NULL, 0, "0..2" }, { "dnames", NULL, 0, "0..2" }, { 0 } };
-static const char *const mxbm_dnames[][3] = { { "batch", "n", "nn" }, { "count", "dim", "elems" }, { "num_mats", "order", "mat_size" } };
-static const char *const mxbm_names[][3] = { { "A", "B", "C" }, { "lhs", "rhs", "out" }, { "X", "W", "Y" }, { "mats_a", "mats_b", "mats_c" } };
+    { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..3" }, { "tname", NULL, 0, "0..2" },
+    { "dnames", NULL, 0, "0..2" }, { 0 } };
+static const char *const mxbm_dnames[][3] = { { "batch", "n", "nn" }, { "count", "dim", "elems" },
+                                              { "num_mats", "order", "mat_size" } };
+static const char *const mxbm_names[][3] = { { "A", "B", "C" }, { "lhs", "rhs", "out" }, { "X", "W", "Y" },
+                                             { "mats_a", "mats_b", "mats_c" } };
 static const char *const mxbm_kn[] = { "batched_matmul", "bmmKernel", "matmul_batched", "batch_gemm" };
 
 static void mxbm_draw(Task *t, Rng *r) {
@@ -1643,7 +1692,8 @@ static const char *const mxbm_launch_tpl[] = {
     "dim3 block($D, $D);\ndim3 grid(1, 1, $B);\n$k<<<grid, block>>>($args);",
     "const dim3 threads($D, $D), blocks(1, 1, $B);\n$k<<<blocks, threads>>>($args);",
     "$k<<<dim3(1, 1, $B), dim3($D, $D)>>>($args);",
-    "dim3 block_dim($D, $D);\ndim3 grid_dim;\ngrid_dim.z = $B; // one block per matrix\n$k<<<grid_dim, block_dim>>>($args);" };
+    "dim3 block_dim($D, $D);\ndim3 grid_dim;\ngrid_dim.z = $B; // one block per matrix\n$k<<<grid_dim, "
+    "block_dim>>>($args);" };
 
 static void mxbm_launch(const Task *t, Emit *e, const Host *h) {
     const char *B = h->size[0], *n = h->size[1];
@@ -1663,9 +1713,13 @@ static void mxbm_ref(const Task *t, const void *const *in, void *const *out) {
         mxmm_ref_core(0, N, N, N, a + k * N * N, t->p[MXBM_SHAPE] == 1 ? b : b + k * N * N, c + k * N * N);
 }
 
-static const Family fam_mx_matmul_batched = { "matmul_batched", "many small N x N products, batch index in blockIdx.z: global loads on a 3-D grid or one block per matrix with shared operands",
-                                           mxbm_params, NULL, mxbm_draw, mxbm_layout, mxbm_describe, mxbm_kernels, mxbm_launch, mxbm_ref };
+static const Family fam_mx_matmul_batched = { "matmul_batched",
+                                              "many small N x N products, batch index in blockIdx.z: global loads on "
+                                              "a 3-D grid or one block per matrix with shared operands",
+                                           mxbm_params, NULL, mxbm_draw, mxbm_layout, mxbm_describe, mxbm_kernels,
+                                           mxbm_launch, mxbm_ref };
 
 static const Family *const families_matrix[] = {
-    &fam_mx_transpose_naive, &fam_mx_transpose_tiled, &fam_mx_matrix_ew2d, &fam_mx_matmul_naive, &fam_mx_matmul_tiled, &fam_mx_matvec_thread,
+    &fam_mx_transpose_naive, &fam_mx_transpose_tiled, &fam_mx_matrix_ew2d, &fam_mx_matmul_naive, &fam_mx_matmul_tiled,
+    &fam_mx_matvec_thread,
     &fam_mx_matvec_warp, &fam_mx_vecmat, &fam_mx_outer, &fam_mx_matmul_batched, NULL };

@@ -8,17 +8,22 @@
 enum { G_OP, G_N, G_M, G_D, G_BLOCK, G_LOOP, G_KNAME, G_NAMES, G_CAP, G_TNAME, G_FN, G_NP };
 enum { GL_IF, GL_RETURN, GL_GRID, GL_BLOCK_ROW, GL_GRID2D };
 static const char *const gather_ops[] = { "gather1d", "gather_rows", NULL };
-static const char *const gather_loops[] = { "if_guard", "early_return", "grid_stride", "block_per_row", "grid_2d", NULL };
+static const char *const gather_loops[] = { "if_guard", "early_return", "grid_stride", "block_per_row", "grid_2d",
+                                            NULL };
 static const ParamDesc gather_params[] = {
     [G_OP] = { "op", gather_ops, 1, "*" },     [G_N] = { "n", NULL, 1, NULL },           [G_M] = { "m", NULL, 1, NULL },
     [G_D] = { "d", NULL, 1, NULL },            [G_BLOCK] = { "block", NULL, 1, "128 256 512" },
-    [G_LOOP] = { "loop", gather_loops, 1, NULL }, [G_KNAME] = { "kname", NULL, 0, "0..3" }, [G_NAMES] = { "names", NULL, 0, "0..3" },
-    [G_CAP] = { "cap", NULL, 0, "1024 4096" }, [G_TNAME] = { "tname", NULL, 0, "0..2" }, [G_FN] = { "fn", NULL, 0, "0..3" },
+    [G_LOOP] = { "loop", gather_loops, 1, NULL }, [G_KNAME] = { "kname", NULL, 0, "0..3" },
+    [G_NAMES] = { "names", NULL, 0, "0..3" },
+    [G_CAP] = { "cap", NULL, 0, "1024 4096" }, [G_TNAME] = { "tname", NULL, 0, "0..2" },
+    [G_FN] = { "fn", NULL, 0, "0..3" },
     [G_NP] = { NULL, NULL, 0, NULL } };
 static const char *const gather1d_names[][3] = {
-    { "src", "idx", "out" }, { "table", "indices", "gathered" }, { "values", "ids", "result" }, { "x", "positions", "y" } };
+    { "src", "idx", "out" }, { "table", "indices", "gathered" }, { "values", "ids", "result" },
+    { "x", "positions", "y" } };
 static const char *const gather_rows_names[][3] = {
-    { "table", "ids", "out" }, { "embeddings", "tokens", "vectors" }, { "weight", "indices", "rows_out" }, { "emb", "idx", "result" } };
+    { "table", "ids", "out" }, { "embeddings", "tokens", "vectors" }, { "weight", "indices", "rows_out" },
+    { "emb", "idx", "result" } };
 static const char *const gather1d_kn[] = { "gather_kernel", "gatherKernel", "gather", "indexed_load" };
 static const char *const gather_rows_kn[] = { "embedding_lookup", "gatherRows", "embedding_forward", "gather_rows" };
 
@@ -194,8 +199,10 @@ static void gather_ref(const Task *t, const void *const *in, void *const *out) {
     }
 }
 
-static const Family fam_gather = { "gather", "out[i] = src[idx[i]]; embedding rows (flat, block per row, 2-D grid)", gather_params, NULL,
-                                   gather_draw, gather_layout, gather_describe, gather_kernels, gather_launch, gather_ref };
+static const Family fam_gather = { "gather", "out[i] = src[idx[i]]; embedding rows (flat, block per row, 2-D grid)",
+                                   gather_params, NULL,
+                                   gather_draw, gather_layout, gather_describe, gather_kernels, gather_launch,
+                                   gather_ref };
 
 // ----------------------------------------------------------------------------
 // Scatter
@@ -205,11 +212,14 @@ static const char *const scatter_ops[] = { "perm", "add_f32", "add_i32", "max_i3
 static const ParamDesc scatter_params[] = {
     [SC_OP] = { "op", scatter_ops, 1, "*" },   [SC_N] = { "n", NULL, 1, "1000 4096 10000 65536 100000 262144 1000000" },
     [SC_M] = { "m", NULL, 1, "16 100 1000 4096 65536" }, [SC_BLOCK] = { "block", NULL, 1, "128 256 512 1024" },
-    [SC_LOOP] = { "loop", loop_names, 1, "*" }, [SC_KNAME] = { "kname", NULL, 0, "0..3" }, [SC_NAMES] = { "names", NULL, 0, "0..3" },
-    [SC_CAP] = { "cap", NULL, 0, "1024 2048" }, [SC_TNAME] = { "tname", NULL, 0, "0..2" }, [SC_FN] = { "fn", NULL, 0, "0..3" },
+    [SC_LOOP] = { "loop", loop_names, 1, "*" }, [SC_KNAME] = { "kname", NULL, 0, "0..3" },
+    [SC_NAMES] = { "names", NULL, 0, "0..3" },
+    [SC_CAP] = { "cap", NULL, 0, "1024 2048" }, [SC_TNAME] = { "tname", NULL, 0, "0..2" },
+    [SC_FN] = { "fn", NULL, 0, "0..3" },
     [SC_NP] = { NULL, NULL, 0, NULL } };
 static const char *const scatter_names[][3] = {
-    { "src", "idx", "out" }, { "values", "targets", "acc" }, { "x", "index_map", "y" }, { "updates", "positions", "result" } };
+    { "src", "idx", "out" }, { "values", "targets", "acc" }, { "x", "index_map", "y" },
+    { "updates", "positions", "result" } };
 static const char *const scatter_kn[][4] = {
     { "scatter_kernel", "scatterPerm", "permute_scatter", "scatter" },
     { "scatter_add_kernel", "scatterAdd", "index_add", "scatter_add" },
@@ -336,8 +346,10 @@ static void scatter_ref(const Task *t, const void *const *in, void *const *out) 
     }
 }
 
-static const Family fam_scatter = { "scatter", "out[idx[i]] = x[i] (permutation); scatter-add / scatter-max with atomics",
-                                    scatter_params, NULL, scatter_draw, scatter_layout, scatter_describe, scatter_kernels,
+static const Family fam_scatter = { "scatter",
+                                    "out[idx[i]] = x[i] (permutation); scatter-add / scatter-max with atomics",
+                                    scatter_params, NULL, scatter_draw, scatter_layout, scatter_describe,
+                                    scatter_kernels,
                                     scatter_launch, scatter_ref };
 
 // ----------------------------------------------------------------------------
@@ -350,17 +362,21 @@ static const char *const hist_loops[] = { "one_per_thread", "grid_stride", NULL 
 static const char *const hist_shmem[] = { "define", "template", "dynamic", NULL };
 static const char *const hist_ctypes[] = { "uint32", "int32", NULL };
 static const ParamDesc hist_params[] = {
-    [H_OP] = { "op", hist_ops, 1, "*" },          [H_N] = { "n", NULL, 1, "4096 10000 65536 100000 262144 1000000 1048576" },
+    [H_OP] = { "op", hist_ops, 1, "*" },
+    [H_N] = { "n", NULL, 1, "4096 10000 65536 100000 262144 1000000 1048576" },
     [H_BINS] = { "bins", NULL, 1, "16 32 64 100 128 256 1000 1024" }, [H_BLOCK] = { "block", NULL, 1, "128 256 512" },
     [H_VARIANT] = { "variant", hist_variants, 1, "*" }, [H_LOOP] = { "loop", hist_loops, 1, "*" },
     [H_SHMEM] = { "shmem", hist_shmem, 0, "*" },  [H_CTYPE] = { "count_type", hist_ctypes, 0, "0 0 0 0 0 0 0 1 1 1" },
     [H_KNAME] = { "kname", NULL, 0, "0..3" },     [H_NAMES] = { "names", NULL, 0, "0..3" },
     [H_CAP] = { "cap", NULL, 0, "256 1024" },     [H_TNAME] = { "tname", NULL, 0, "0..2" },
     [H_NP] = { NULL, NULL, 0, NULL } };
-static const char *const hist_names[][2] = { { "data", "hist" }, { "values", "counts" }, { "samples", "histogram" }, { "keys", "freq" } };
-static const char *const hist_pix_names[][2] = { { "pixels", "hist" }, { "image", "histogram" }, { "img", "counts" }, { "gray", "bins_out" } };
+static const char *const hist_names[][2] = { { "data", "hist" }, { "values", "counts" }, { "samples", "histogram" },
+                                             { "keys", "freq" } };
+static const char *const hist_pix_names[][2] = { { "pixels", "hist" }, { "image", "histogram" }, { "img", "counts" },
+                                                 { "gray", "bins_out" } };
 static const char *const hist_kn[][4] = { { "histogram_kernel", "histogramGlobal", "hist_atomic", "count_values" },
-                                          { "histogram_shared", "histogramShared", "hist_privatized", "block_histogram" } };
+                                          { "histogram_shared", "histogramShared", "hist_privatized",
+                                            "block_histogram" } };
 
 static void hist_draw(Task *t, Rng *r) {
     (void)r;
@@ -510,7 +526,10 @@ static void hist_ref(const Task *t, const void *const *in, void *const *out) {
     }
 }
 
-static const Family fam_histogram = { "histogram", "counts per bin with atomicAdd: global atomics or shared-memory privatised; int, uint8 or float input",
-                                      hist_params, NULL, hist_draw, hist_layout, hist_describe, hist_kernels, hist_launch, hist_ref };
+static const Family fam_histogram = { "histogram",
+                                      "counts per bin with atomicAdd: global atomics or shared-memory privatised; "
+                                      "int, uint8 or float input",
+                                      hist_params, NULL, hist_draw, hist_layout, hist_describe, hist_kernels,
+                                      hist_launch, hist_ref };
 
 static const Family *const families_memory[] = { &fam_gather, &fam_scatter, &fam_histogram, NULL };

@@ -11,10 +11,12 @@
 #define PL_BLOCKS "128 256 256 512 1024"
 #define PL_CAPS "0 64 256 1024" // 0: one element per thread in the reduction passes
 static const char *const pl_reduces[] = { "shared_tree", "warp_shuffle", NULL };
-static const char *const pl_vnames[][2] = { { "x", "y" }, { "input", "output" }, { "data", "result" }, { "signal", "out" }, { "a", "z" } };
+static const char *const pl_vnames[][2] = { { "x", "y" }, { "input", "output" }, { "data", "result" },
+                                            { "signal", "out" }, { "a", "z" } };
 static const char *const pl_dn[] = { "n", "len", "count" };
 static const char *const pl_helper_names[][2] = { { "block_sum", "block_max" }, { "blockReduceSum", "blockReduceMax" },
-                                                  { "reduce_block_sum", "reduce_block_max" }, { "block_total", "block_maximum" } };
+                                                  { "reduce_block_sum", "reduce_block_max" },
+                                                  { "block_total", "block_maximum" } };
 
 // __device__ float NAME(float v): the sum (op 0) or maximum (op 1) of v over the block,
 // valid in thread 0: a shared-memory tree over BLOCK_SIZE floats (the block size, a power of
@@ -80,7 +82,8 @@ static const char *pl_free(const Task *t, const char *buf) { return checked(t, f
 // ----------------------------------------------------------------------------
 // Pipeline: standardize a vector (mean and variance by reduction, then normalize)
 
-enum { PS_N, PS_METHOD, PS_REDUCE, PS_BLOCK, PS_DDOF, PS_STATS, PS_RANGE, PS_CAP, PS_LOOP, PS_INV, PS_KNAME, PS_NAMES, PS_TNAME,
+enum { PS_N, PS_METHOD, PS_REDUCE, PS_BLOCK, PS_DDOF, PS_STATS, PS_RANGE, PS_CAP, PS_LOOP, PS_INV, PS_KNAME, PS_NAMES,
+       PS_TNAME,
        PS_DNAME, PS_NP };
 static const char *const ps_methods[] = { "two_moment", "centered", "partials", NULL };
 static const ParamDesc ps_params[] = {
@@ -91,7 +94,8 @@ static const ParamDesc ps_params[] = {
     [PS_LOOP] = { "loop", loop_names, 0, "*" },    [PS_INV] = { "inv", NULL, 0, "0..1" },
     [PS_KNAME] = { "kname", NULL, 0, "0..3" },     [PS_NAMES] = { "names", NULL, 0, "0..4" },
     [PS_TNAME] = { "tname", NULL, 0, "0..2" },     [PS_DNAME] = { "dname", NULL, 0, "0..2" }, [PS_NP] = { NULL } };
-static const double ps_ranges[][2] = { { -1, 1 }, { 0, 1 }, { 0, 10 }, { -5, 15 }, { -100, 100 }, { 10, 12 }, { 100, 104 } };
+static const double ps_ranges[][2] = { { -1, 1 }, { 0, 1 }, { 0, 10 }, { -5, 15 }, { -100, 100 }, { 10, 12 },
+                                       { 100, 104 } };
 static const char *const ps_fp[] = { "eps", NULL };
 
 static void ps_draw(Task *t, Rng *r) {
@@ -99,12 +103,14 @@ static void ps_draw(Task *t, Rng *r) {
     static const char *const kn[3][3][4] = {
         { { "moments_kernel", "block_moments", "sum_and_sumsq", "reduceMoments" }, { "", "", "", "" },
           { "normalize_kernel", "standardize", "apply_standardize", "normalizeKernel" } },
-        { { "sum_kernel", "block_sum_pass", "reduce_sum", "reduceSum" }, { "sq_dev_kernel", "centered_sumsq", "reduce_sq_dev", "reduceSqDev" },
+        { { "sum_kernel", "block_sum_pass", "reduce_sum", "reduceSum" },
+          { "sq_dev_kernel", "centered_sumsq", "reduce_sq_dev", "reduceSqDev" },
           { "normalize_kernel", "standardize", "apply_standardize", "normalizeKernel" } },
         { { "partial_moments", "block_moments_partial", "moments_pass1", "partialMoments" },
           { "finalize_stats", "reduce_partials", "moments_pass2", "finalizeStats" },
           { "normalize_kernel", "standardize", "apply_standardize", "normalizeKernel" } } };
-    // two-moment variance (E[x^2] - mean^2) cancels badly when |mean| >> std: offset ranges only for the centered method
+    // the two-moment variance (E[x^2] - mean^2) cancels badly when |mean| >> std: offset
+    // ranges only for the centered method
     t->p[PS_RANGE] = rng_int(r, 0, t->p[PS_METHOD] == 1 ? NELEM(ps_ranges) - 1 : 4);
     t->f[0] = sl_pick_real(r, "1e-5 1e-6 1e-8 1e-12");
     SETNAME(t->in[0].name, "%s", pl_vnames[t->p[PS_NAMES]][0]);
@@ -140,12 +146,12 @@ static void ps_layout(Task *t) {
 }
 static void ps_describe(const Task *t, Buf *name, Buf *desc) {
     static const char *const how[] = {
-        " Use two kernels: the first reduces sum(x) and sum(x^2) (block reductions, then atomicAdd into a two-float buffer); "
-        "the second derives mean and var from them and normalizes.",
-        " Use three kernels: reduce sum(x) (atomicAdd), then reduce the squared deviations from the mean (atomicAdd), then "
-        "normalize.",
-        " Use three kernels: each block writes its partial sum(x) and sum(x^2); a single block reduces the partials into mean "
-        "and var; a third kernel normalizes." };
+        " Use two kernels: the first reduces sum(x) and sum(x^2) (block reductions, then atomicAdd into a two-float "
+        "buffer); the second derives mean and var from them and normalizes.",
+        " Use three kernels: reduce sum(x) (atomicAdd), then reduce the squared deviations from the mean (atomicAdd), "
+        "then normalize.",
+        " Use three kernels: each block writes its partial sum(x) and sum(x^2); a single block reduces the partials "
+        "into mean and var; a third kernel normalizes." };
     const char *x = t->in[0].name, *y = t->out[0].name;
     long N = t->p[PS_N];
     buf_puts(name, pick3(t->p[PS_TNAME], "Standardize_Vector", "Z_Score_Normalization", "Mean_Variance_Normalize"));
@@ -217,7 +223,8 @@ __global__ void $k2($pp, int nblocks, float *acc, int $n) {
 )" };
 static void ps_kernels(const Task *t, Emit *e) {
     static const char *const comment1[] = {
-        "Pass 1: sum(x) and sum(x^2) of each block, added into acc[0] and acc[1].", "Pass 1: the sum of x, accumulated into acc[0].",
+        "Pass 1: sum(x) and sum(x^2) of each block, added into acc[0] and acc[1].",
+        "Pass 1: the sum of x, accumulated into acc[0].",
         "Pass 1: each block writes its sum(x) to partial[b] and its sum(x^2) to partial[gridDim.x + b]." };
     static const char *const publish[] = { "atomicAdd(&acc[0], s);\natomicAdd(&acc[1], q);", "atomicAdd(&acc[0], s);",
                                            "partial[blockIdx.x] = s;\npartial[gridDim.x + blockIdx.x] = q;" };
@@ -298,14 +305,16 @@ static void ps_ref(const Task *t, const void *const *in, void *const *out) {
     }
 }
 static const Family fam_pl_standardize = {
-    "pipeline_standardize", "z-score a vector with 2-3 kernels: reduce sum / sum of squares (atomics or per-block partials), "
+    "pipeline_standardize",
+    "z-score a vector with 2-3 kernels: reduce sum / sum of squares (atomics or per-block partials), "
                             "then normalize; tree or shuffle reductions",
     ps_params, ps_fp, ps_draw, ps_layout, ps_describe, ps_kernels, ps_launch, ps_ref };
 
 // ----------------------------------------------------------------------------
 // Pipeline: softmax over a whole vector in three kernels (max, sum of exp, divide)
 
-enum { PM_N, PM_OP, PM_MAXOP, PM_REDUCE, PM_STORE, PM_BLOCK, PM_RANGE, PM_INIT, PM_CAP, PM_LOOP, PM_KNAME, PM_NAMES, PM_TNAME,
+enum { PM_N, PM_OP, PM_MAXOP, PM_REDUCE, PM_STORE, PM_BLOCK, PM_RANGE, PM_INIT, PM_CAP, PM_LOOP, PM_KNAME, PM_NAMES,
+       PM_TNAME,
        PM_DNAME, PM_NP };
 static const char *const pm_ops[] = { "softmax", "log_softmax", NULL };
 static const char *const pm_maxops[] = { "cas_loop", "ordered_int", NULL };
@@ -384,7 +393,8 @@ __device__ float $name(float *addr, float value) {
 }
 
 )", R"(
-/// Atomic maximum of a float: non-negative floats order like their int bits, negative ones in reverse like their unsigned bits.
+/// Atomic maximum of a float: non-negative floats order like their int bits,
+/// negative ones in reverse like their unsigned bits.
 __device__ float $name(float *addr, float value) {
     if (value >= 0.0f) return __int_as_float(atomicMax((int *)addr, __float_as_int(value)));
     return __uint_as_float(atomicMin((unsigned int *)addr, __float_as_uint(value)));
@@ -490,14 +500,16 @@ static void pm_ref(const Task *t, const void *const *in, void *const *out) {
     for (long i = 0; i < N; i++) y[i] = (float)(t->p[PM_OP] ? x[i] - m - log(s) : exp(x[i] - m) / s);
 }
 static const Family fam_pl_softmax = {
-    "pipeline_softmax", "softmax / log-softmax of a whole vector in 3 kernels: atomic float max (CAS or int ordering), atomicAdd "
+    "pipeline_softmax",
+    "softmax / log-softmax of a whole vector in 3 kernels: atomic float max (CAS or int ordering), atomicAdd "
                         "of exp sums, divide",
     pm_params, NULL, pm_draw, pm_layout, pm_describe, pm_kernels, pm_launch, pm_ref };
 
 // ----------------------------------------------------------------------------
 // Pipeline: SAXPY, then the L2 norm of the result
 
-enum { PN_N, PN_LOOP, PN_NORM, PN_REDUCE, PN_BLOCK, PN_CAP, PN_ALPHA_ARG, PN_KNAME, PN_NAMES, PN_TNAME, PN_DNAME, PN_NP };
+enum { PN_N, PN_LOOP, PN_NORM, PN_REDUCE, PN_BLOCK, PN_CAP, PN_ALPHA_ARG, PN_KNAME, PN_NAMES, PN_TNAME, PN_DNAME,
+       PN_NP };
 static const char *const pn_norms[] = { "atomic_then_sqrt", "partials_then_block", NULL };
 static const ParamDesc pn_params[] = {
     [PN_N] = { "n", NULL, 1, PL_SIZES },           [PN_LOOP] = { "loop", loop_names, 1, "*" },
@@ -509,7 +521,8 @@ static const ParamDesc pn_params[] = {
 static const char *const pn_fp[] = { "alpha", NULL };
 
 static void pn_draw(Task *t, Rng *r) {
-    static const char *const names[][4] = { { "x", "y", "z", "norm" }, { "a_vec", "b_vec", "out", "l2" }, { "u", "v", "w", "nrm" },
+    static const char *const names[][4] = { { "x", "y", "z", "norm" }, { "a_vec", "b_vec", "out", "l2" },
+                                            { "u", "v", "w", "nrm" },
                                             { "xs", "ys", "result", "result_norm" } };
     static const char *const kn[3][4] = { { "saxpy", "saxpy_kernel", "axpy", "saxpyKernel" },
                                           { "sum_squares", "norm_sq_kernel", "sumsq_pass", "sumSquares" },
@@ -648,14 +661,16 @@ static void pn_ref(const Task *t, const void *const *in, void *const *out) {
     ((float *)out[1])[0] = (float)sqrt(s);
 }
 static const Family fam_pl_saxpy_norm = {
-    "pipeline_saxpy_norm", "z = alpha x + y, then ||z||_2 by a second kernel: atomicAdd + one-thread sqrt, or per-block "
+    "pipeline_saxpy_norm",
+    "z = alpha x + y, then ||z||_2 by a second kernel: atomicAdd + one-thread sqrt, or per-block "
                            "partials + one-block finish",
     pn_params, pn_fp, pn_draw, pn_layout, pn_describe, pn_kernels, pn_launch, pn_ref };
 
 // ----------------------------------------------------------------------------
 // Pipeline: normalize the rows of a matrix, then multiply by a vector
 
-enum { PR_ROWS, PR_COLS, PR_NORM, PR_STAGES, PR_BLOCK, PR_BDIM, PR_MVBLOCK, PR_REDUCE, PR_DIMS, PR_KNAME, PR_NAMES, PR_TNAME,
+enum { PR_ROWS, PR_COLS, PR_NORM, PR_STAGES, PR_BLOCK, PR_BDIM, PR_MVBLOCK, PR_REDUCE, PR_DIMS, PR_KNAME, PR_NAMES,
+       PR_TNAME,
        PR_DNAMES, PR_NP };
 static const char *const pr_norms[] = { "l2", "l1", NULL };
 static const char *const pr_stages[] = { "norms_scale_matvec", "block_normalize_warp_matvec", NULL };
@@ -670,11 +685,13 @@ static const ParamDesc pr_params[] = {
 
 static void pr_draw(Task *t, Rng *r) {
     static const char *const names[][4] = { { "A", "x", "A_norm", "y" }, { "mat", "vec", "mat_normed", "out" },
-                                            { "W", "v", "W_hat", "result" }, { "data", "query", "unit_rows", "scores" } };
+                                            { "W", "v", "W_hat", "result" },
+                                            { "data", "query", "unit_rows", "scores" } };
     static const char *const kn[5][4] = { { "row_norms", "rowNormsWarp", "compute_row_norms", "row_norm_kernel" },
                                           { "scale_rows", "scaleRows", "divide_rows", "row_scale_kernel" },
                                           { "matvec", "matVec", "gemv_rows", "matvec_kernel" },
-                                          { "normalize_rows", "normalizeRows", "row_normalize", "normalize_rows_kernel" },
+                                          { "normalize_rows", "normalizeRows", "row_normalize",
+                                            "normalize_rows_kernel" },
                                           { "matvec_warp", "matVecWarp", "gemv_warp", "warp_matvec" } };
     long size = (long)t->p[PR_ROWS] * t->p[PR_COLS];
     while (t->p[PR_COLS] < 64 || size < 8192 || size > 2100000) { // at least 64 columns, 8192 to 2.1M elements
@@ -843,8 +860,10 @@ static void pr_ref(const Task *t, const void *const *in, void *const *out) {
     }
 }
 static const Family fam_pl_rownorm_mv = {
-    "pipeline_rownorm_matvec", "normalize matrix rows (L2 / L1), then y = A_norm x: norms + 2-D scale + thread-per-row matvec, "
+    "pipeline_rownorm_matvec",
+    "normalize matrix rows (L2 / L1), then y = A_norm x: norms + 2-D scale + thread-per-row matvec, "
                                "or block-per-row normalize + warp matvec",
     pr_params, NULL, pr_draw, pr_layout, pr_describe, pr_kernels, pr_launch, pr_ref };
 
-static const Family *const families_pipeline[] = { &fam_pl_standardize, &fam_pl_softmax, &fam_pl_saxpy_norm, &fam_pl_rownorm_mv, NULL };
+static const Family *const families_pipeline[] = { &fam_pl_standardize, &fam_pl_softmax, &fam_pl_saxpy_norm,
+                                                   &fam_pl_rownorm_mv, NULL };

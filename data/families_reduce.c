@@ -29,7 +29,8 @@ static const ParamDesc rb_params[] = {
 
 static void rb_draw(Task *t, Rng *r) {
     (void)r;
-    static const char *const names[][2] = { { "x", "sum" }, { "input", "total" }, { "values", "result" }, { "data", "out" } };
+    static const char *const names[][2] = { { "x", "sum" }, { "input", "total" }, { "values", "result" },
+                                            { "data", "out" } };
     static const char *const kn[3][4] = { { "reduce_sum", "blockReduceSum", "sum_kernel", "reduce_block" },
                                           { "reduce_sumsq", "sumOfSquares", "sumsq_kernel", "reduce_squares" },
                                           { "reduce_absmax", "absMaxKernel", "absmax_kernel", "reduce_max_abs" } };
@@ -57,11 +58,13 @@ static void rb_describe(const Task *t, Buf *name, Buf *desc) {
     static const char *const nm[3][3] = { { "Sum_Reduction", "Array_Sum", "Parallel_Reduction_Sum" },
                                           { "Sum_Of_Squares", "Squared_Norm", "Sum_Squares_Reduction" },
                                           { "Max_Abs_Reduction", "Absolute_Maximum", "Infinity_Norm" } };
-    static const char *const what[] = { "the sum of all %d elements of %s", "the sum of the squares of all %d elements of %s",
+    static const char *const what[] = { "the sum of all %d elements of %s",
+                                        "the sum of the squares of all %d elements of %s",
                                         "the largest absolute value among the %d elements of %s" };
     static const char *const finish[] = { "; a second kernel launch reduces the per-block partial results.",
                                           "; block results are combined with atomicAdd.",
-                                          "; block results are combined with atomicMax on the float bits (valid because they are non-negative)." };
+                                          "; block results are combined with atomicMax on the float bits (valid "
+                                          "because they are non-negative)." };
     buf_puts(name, nm[t->p[RB_OP]][t->p[RB_TNAME]]);
     buf_printf(desc, "Compute %s[0] = ", t->out[0].name);
     buf_printf(desc, what[t->p[RB_OP]], t->p[RB_N], t->in[0].name);
@@ -208,13 +211,17 @@ static void rb_ref(const Task *t, const void *const *in, void *const *out) {
     ((float *)out[0])[0] = (float)acc;
 }
 
-static const Family fam_reduce_block = { "reduce_block", "sum / sum of squares / max |x| with a shared-memory tree and __syncthreads; second pass or atomics",
-                                         rb_params, NULL, rb_draw, rb_layout, rb_describe, rb_kernels, rb_launch, rb_ref };
+static const Family fam_reduce_block = { "reduce_block",
+                                         "sum / sum of squares / max |x| with a shared-memory tree and __syncthreads; "
+                                         "second pass or atomics",
+                                         rb_params, NULL, rb_draw, rb_layout, rb_describe, rb_kernels, rb_launch,
+                                         rb_ref };
 
 // ----------------------------------------------------------------------------
 // reduce_warp: warp-shuffle reductions of a whole array or of each row (one warp per row)
 
-enum { RW_OP, RW_N, RW_ROWS, RW_COLS, RW_BLOCK, RW_SHFL, RW_HELPER, RW_MASK, RW_KNAME, RW_NAMES, RW_TNAME, RW_CAP, RW_NP };
+enum { RW_OP, RW_N, RW_ROWS, RW_COLS, RW_BLOCK, RW_SHFL, RW_HELPER, RW_MASK, RW_KNAME, RW_NAMES, RW_TNAME, RW_CAP,
+       RW_NP };
 static const char *const rw_ops[] = { "total_sum", "block_sum", "row_sum", "row_max", "row_norm", NULL };
 static const char *const rw_shfl[] = { "down", "xor", NULL };
 static const ParamDesc rw_params[] = {
@@ -229,9 +236,11 @@ static const ParamDesc rw_params[] = {
 static int rw_is_row(const Task *t) { return t->p[RW_OP] >= 2; }
 
 static void rw_draw(Task *t, Rng *r) {
-    static const char *const names[][2] = { { "x", "out" }, { "input", "result" }, { "values", "sums" }, { "data", "reduced" } };
+    static const char *const names[][2] = { { "x", "out" }, { "input", "result" }, { "values", "sums" },
+                                            { "data", "reduced" } };
     static const char *const kn[5][4] = { { "warp_sum_kernel", "warpReduceSumKernel", "sum_shfl", "reduce_warp" },
-                                          { "block_sum_kernel", "blockSumWarps", "sum_two_level", "reduce_block_warps" },
+                                          { "block_sum_kernel", "blockSumWarps", "sum_two_level",
+                                            "reduce_block_warps" },
                                           { "row_sum_kernel", "rowSumWarp", "row_sums", "sum_rows" },
                                           { "row_max_kernel", "rowMaxWarp", "row_max", "max_rows" },
                                           { "row_norm_kernel", "rowNormWarp", "row_l2_norm", "norm_rows" } };
@@ -430,8 +439,11 @@ static void rw_ref(const Task *t, const void *const *in, void *const *out) {
     }
 }
 
-static const Family fam_reduce_warp = { "reduce_warp", "warp-shuffle reductions: whole-array sum (per warp or two-level), row sum/max/L2 norm with one warp per row",
-                                        rw_params, NULL, rw_draw, rw_layout, rw_describe, rw_kernels, rw_launch, rw_ref };
+static const Family fam_reduce_warp = { "reduce_warp",
+                                        "warp-shuffle reductions: whole-array sum (per warp or two-level), row "
+                                        "sum/max/L2 norm with one warp per row",
+                                        rw_params, NULL, rw_draw, rw_layout, rw_describe, rw_kernels, rw_launch,
+                                        rw_ref };
 
 // ----------------------------------------------------------------------------
 // dot_atomic: grid-stride partial products, a block reduction, atomicAdd of the block sum.
@@ -448,7 +460,8 @@ static const ParamDesc dp_params[] = {
 
 static void dp_draw(Task *t, Rng *r) {
     (void)r;
-    static const char *const names[][3] = { { "a", "b", "result" }, { "x", "y", "dot" }, { "u", "v_in", "out" }, { "lhs", "rhs", "sum" } };
+    static const char *const names[][3] = { { "a", "b", "result" }, { "x", "y", "dot" }, { "u", "v_in", "out" },
+                                            { "lhs", "rhs", "sum" } };
     static const char *const kn[] = { "dot_kernel", "dotProductAtomic", "dot_product", "inner_product" };
     if (t->p[DP_N] % 4) t->p[DP_VEC4] = 0; // float4 loads cover the whole array
     for (int k = 0; k < 3; k++) SETNAME(k < 2 ? t->in[k].name : t->out[0].name, "%s", names[t->p[DP_NAMES]][k]);
@@ -536,7 +549,8 @@ static void dp_ref(const Task *t, const void *const *in, void *const *out) {
     for (long i = 0; i < t->p[DP_N]; i++) s += (double)a[i] * b[i];
     ((float *)out[0])[0] = (float)s;
 }
-static const Family fam_dot = { "dot_atomic", "dot product: grid-stride partials (optionally fmaf, float4), shared tree or shuffle "
+static const Family fam_dot = { "dot_atomic",
+                                "dot product: grid-stride partials (optionally fmaf, float4), shared tree or shuffle "
                                               "block reduction, atomicAdd per block",
                                 dp_params, NULL, dp_draw, dp_layout, dp_describe, dp_kernels, dp_launch, dp_ref };
 

@@ -38,11 +38,12 @@ enum { RO_SUM, RO_MAX, RO_MIN };
 // family's own follow from RP_X on. block, reduce, shmem and helper follow the mapping
 // (ro_draw).
 enum { RP_ROWS, RP_COLS, RP_MAP, RP_BLOCK, RP_RED, RP_SHMEM, RP_HELPER, RP_MASK, RP_KNAME, RP_NAMES, RP_TNAME, RP_X };
-#define RO_PARAMS(maps)                                                                                                     \
-    { "rows", NULL, 1, "64 128 256 500 1000 2048 4096" }, { "cols", NULL, 1, "32 64 100 128 256 500 768 1000 1024 2048 4096" }, \
-    { "map", ro_maps, 1, maps }, { "block", NULL, 1, NULL }, { "reduce", ro_reds, 1, NULL }, { "shmem", ro_shmems, 0, NULL },  \
-    { "helper", NULL, 0, NULL }, { "mask", NULL, 0, "0..2" }, { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..3" },       \
-    { "tname", NULL, 0, "0..2" }
+#define RO_PARAMS(maps)                                                                                   \
+    { "rows", NULL, 1, "64 128 256 500 1000 2048 4096" },                                                 \
+    { "cols", NULL, 1, "32 64 100 128 256 500 768 1000 1024 2048 4096" }, { "map", ro_maps, 1, maps },      \
+    { "block", NULL, 1, NULL }, { "reduce", ro_reds, 1, NULL }, { "shmem", ro_shmems, 0, NULL },            \
+    { "helper", NULL, 0, NULL }, { "mask", NULL, 0, "0..2" }, { "kname", NULL, 0, "0..3" },               \
+    { "names", NULL, 0, "0..3" }, { "tname", NULL, 0, "0..2" }
 
 static int ro_map(const Task *t) { return t->p[RP_MAP]; }
 static int ro_tree(const Task *t) { return t->p[RP_MAP] == RO_BLOCK && t->p[RP_RED] == RO_TREE; }
@@ -121,7 +122,8 @@ static const char *ro_map_desc(const Task *t) {
     return fmt("Use one warp per row (%d warp%s per block), reducing across lanes with %s.", t->p[RP_BLOCK] / 32,
                t->p[RP_BLOCK] > 32 ? "s" : "", sh);
 }
-static const char *ro_how(const Task *t) { return pick3(ro_map(t), "one block per row", "one warp per row", "one thread per row"); }
+static const char *ro_how(const Task *t) { return pick3(ro_map(t), "one block per row", "one warp per row",
+                                                        "one thread per row"); }
 
 // ----------------------------------------------------------------------------
 // Kernel pieces
@@ -167,7 +169,9 @@ static const char *ro_shfl(const Task *t, const char *step, const char *v, const
     const char *b2 = down && i ? fmt("\n%s = __shfl_sync(%s, %s, 0);", i, ro_mask(t), i) : "";
     return FRAG(ro_shfl_tpl, "step", step, "bcast", fmt("%s%s", b1, b2));
 }
-static const char *ro_shfl_fn(const Task *t) { return t->p[RP_RED] == RO_DOWN ? "__shfl_down_sync" : "__shfl_xor_sync"; }
+static const char *ro_shfl_fn(const Task *t) {
+    return t->p[RP_RED] == RO_DOWN ? "__shfl_down_sync" : "__shfl_xor_sync";
+}
 // One combining step of v with the lane offset away.
 static const char *ro_step(const Task *t, const char *v, int op) {
     const char *o = fmt("%s(%s, %s, offset)", ro_shfl_fn(t), ro_mask(t), v);
@@ -206,7 +210,8 @@ $spec $name($params) {
 
 )";
 static const char ro_block_fn_tpl[] = R"(
-/// Block-wide $what: each warp reduces with shuffles, the warps' results meet in shared memory, all threads get the result.
+/// Block-wide $what: each warp reduces with shuffles, the warps' results meet in shared memory,
+/// all threads get the result.
 __device__ $type $name($params) {
     __shared__ $T warp_val[32];
     $shared_idx
@@ -357,7 +362,8 @@ static const char *ro_shared(const Task *t, const char *shared) {
     if (strchr(shared, ';')) return shared;
     return dyn ? fmt("extern __shared__ %s sdata[];", shared) : fmt("__shared__ %s sdata[%s];", shared, B);
 }
-static void ro_kernel(Emit *e, const Task *t, const char *helpers, const char *comment, const char *params, const char *shared,
+static void ro_kernel(Emit *e, const Task *t, const char *helpers, const char *comment, const char *params,
+                      const char *shared,
                       const char *body) {
     TPL(e, t, ro_kernel_tpl, "prelude", ro_prelude(t), "helpers", helpers, "comment", comment, "kname", t->kname[0],
         "template", ro_tree(t) && t->p[RP_SHMEM] == RO_TEMPLATE ? "template <int BLOCK>" : "",
@@ -423,14 +429,19 @@ static const char *const sm_stores[] = { "recompute", "store", NULL };
 static const char *const sm_algos[] = { "two_pass", "online", NULL };
 static const char *const sm_logs[] = { "logf", "__logf", NULL };
 static const ParamDesc smb_params[] = { RO_PARAMS("0"), { "exp", sm_exps, 1, "*" }, { "store", sm_stores, 1, "*" },
-                                        { "range", NULL, 1, "1 4 10" }, { "algo", sm_algos, 0, "0" }, { "vars", NULL, 0, "0..2" }, { 0 } };
+                                        { "range", NULL, 1, "1 4 10" }, { "algo", sm_algos, 0, "0" },
+                                        { "vars", NULL, 0, "0..2" }, { 0 } };
 static const ParamDesc smw_params[] = { RO_PARAMS("1"), { "exp", sm_exps, 1, "*" }, { "store", sm_stores, 0, "*" },
-                                        { "range", NULL, 1, "1 4 10" }, { "algo", sm_algos, 1, "*" }, { "vars", NULL, 0, "0..2" }, { 0 } };
+                                        { "range", NULL, 1, "1 4 10" }, { "algo", sm_algos, 1, "*" },
+                                        { "vars", NULL, 0, "0..2" }, { 0 } };
 static const ParamDesc lsm_params[] = { RO_PARAMS("0 1"), { "exp", sm_exps, 1, "*" }, { "store", sm_stores, 0, "0" },
-                                        { "range", NULL, 1, "1 4 10" }, { "algo", sm_algos, 0, "0" }, { "vars", NULL, 0, "0..2" },
+                                        { "range", NULL, 1, "1 4 10" }, { "algo", sm_algos, 0, "0" },
+                                        { "vars", NULL, 0, "0..2" },
                                         { "log", sm_logs, 1, "*" }, { 0 } };
-static const char *const sm_names[][2] = { { "x", "y" }, { "logits", "probs" }, { "scores", "weights" }, { "input", "output" } };
-static const char *const lsm_names[][2] = { { "x", "y" }, { "logits", "log_probs" }, { "scores", "logp" }, { "input", "output" } };
+static const char *const sm_names[][2] = { { "x", "y" }, { "logits", "probs" }, { "scores", "weights" },
+                                           { "input", "output" } };
+static const char *const lsm_names[][2] = { { "x", "y" }, { "logits", "log_probs" }, { "scores", "logp" },
+                                            { "input", "output" } };
 static const char *const smb_kn[] = { "softmax_rows", "softmaxKernel", "row_softmax", "softmax_block_per_row" };
 static const char *const smw_kn[] = { "softmax_warp", "softmaxWarpPerRow", "warp_softmax", "softmax_rows_warp" };
 static const char *const lsm_kn[] = { "log_softmax_rows", "logSoftmaxKernel", "row_log_softmax", "log_softmax_kernel" };
@@ -599,13 +610,17 @@ static void sm_ref(const Task *t, const void *const *in, void *const *out) {
 }
 
 static const Family fam_softmax_block = {
-    "softmax_row_block", "softmax per row, one block per row: max and sum through a shared-memory tree or warp shuffles + shared partials",
+    "softmax_row_block",
+    "softmax per row, one block per row: max and sum through a shared-memory tree or warp shuffles + shared partials",
     smb_params, NULL, sm_draw, sm_layout, sm_describe, sm_kernels, sm_launch, sm_ref };
 static const Family fam_softmax_warp = {
-    "softmax_row_warp", "softmax per row, one warp per row: two passes with shuffle all-reduces, or one online (max, sum) pass",
+    "softmax_row_warp",
+    "softmax per row, one warp per row: two passes with shuffle all-reduces, or one online (max, sum) pass",
     smw_params, NULL, sm_draw, sm_layout, sm_describe, sm_kernels, sm_launch, sm_ref };
-static const Family fam_log_softmax = { "log_softmax_row", "log-softmax per row (x - max - log sum exp), block or warp per row",
-                                        lsm_params, NULL, sm_draw, sm_layout, sm_describe, sm_kernels, sm_launch, sm_ref };
+static const Family fam_log_softmax = { "log_softmax_row",
+                                        "log-softmax per row (x - max - log sum exp), block or warp per row",
+                                        lsm_params, NULL, sm_draw, sm_layout, sm_describe, sm_kernels, sm_launch,
+                                        sm_ref };
 
 // ----------------------------------------------------------------------------
 // LayerNorm and RMSNorm per row
@@ -616,9 +631,11 @@ static const char *const ln_stats[] = { "two_pass", "one_pass", NULL };
 static const char *const ln_rsqrts[] = { "rsqrtf", "one_over_sqrtf", NULL };
 static const char *const ln_fp[] = { "eps", NULL };
 static const ParamDesc ln_params[] = { RO_PARAMS("0 1"), { "stats", ln_stats, 1, "*" }, { "rsqrt", ln_rsqrts, 0, "*" },
-                                       { "save_stats", NULL, 1, "0 0 1" }, { "range", NULL, 1, "0..3" }, { "div", NULL, 0, "0..2" }, { 0 } };
+                                       { "save_stats", NULL, 1, "0 0 1" }, { "range", NULL, 1, "0..3" },
+                                       { "div", NULL, 0, "0..2" }, { 0 } };
 static const ParamDesc rms_params[] = { RO_PARAMS("0 1"), { "stats", ln_stats, 0, "0" }, { "rsqrt", ln_rsqrts, 0, "*" },
-                                        { "save_stats", NULL, 0, "0" }, { "range", NULL, 1, "0..2" }, { "div", NULL, 0, "0..2" }, { 0 } };
+                                        { "save_stats", NULL, 0, "0" }, { "range", NULL, 1, "0..2" },
+                                        { "div", NULL, 0, "0..2" }, { 0 } };
 // input ranges [lo, hi) and E[x^2] / var of each (how much one-pass variances lose)
 static const double ln_lo[] = { -1, -3, 0, 0 }, ln_hi[] = { 1, 3, 2, 4 }, ln_amp[] = { 1, 1, 4, 4 };
 static const char *const ln_names[][6] = { { "x", "gamma", "beta", "y", "mean", "inv_std" },
@@ -772,9 +789,12 @@ static void ln_ref(const Task *t, const void *const *in, void *const *out) {
 }
 
 static const Family fam_layernorm = {
-    "layernorm_row", "LayerNorm per row with gamma/beta: two-pass or one-pass statistics, block or warp per row, optional mean/rstd outputs",
+    "layernorm_row",
+    "LayerNorm per row with gamma/beta: two-pass or one-pass statistics, block or warp per row, optional mean/rstd "
+    "outputs",
     ln_params, ln_fp, ln_draw, ln_layout, ln_describe, ln_kernels, ln_launch, ln_ref };
-static const Family fam_rmsnorm = { "rmsnorm_row", "RMSNorm per row with a weight vector, block or warp per row, rsqrtf or 1/sqrtf",
+static const Family fam_rmsnorm = { "rmsnorm_row",
+                                    "RMSNorm per row with a weight vector, block or warp per row, rsqrtf or 1/sqrtf",
                                     rms_params, ln_fp, ln_draw, ln_layout, ln_describe, ln_kernels, ln_launch, ln_ref };
 
 // ----------------------------------------------------------------------------
@@ -785,7 +805,8 @@ static const char *const mv_algos[] = { "two_pass", "sum_of_squares", "welford",
 static const ParamDesc mv_params[] = { RO_PARAMS("0..2"), { "algo", mv_algos, 1, "*" }, { "ddof", NULL, 1, "0 1" },
                                        { "range", NULL, 1, "0..3" }, { 0 } };
 static const double mv_lo[] = { -1, -10, 0, 0 }, mv_hi[] = { 1, 10, 10, 1 }, mv_amp[] = { 1, 1, 4, 4 };
-static const char *const mv_names[][3] = { { "x", "mean", "var" }, { "data", "means", "variances" }, { "samples", "avg", "variance" },
+static const char *const mv_names[][3] = { { "x", "mean", "var" }, { "data", "means", "variances" },
+                                           { "samples", "avg", "variance" },
                                            { "input", "row_mean", "row_var" } };
 static const char *const mv_kn[] = { "row_mean_var", "rowMeanVariance", "row_moments", "mean_var_rows" };
 static const char *const mv_merge_kn[] = { "welford_merge", "welfordCombine", "merge_stats", "combine_moments" };
@@ -939,7 +960,8 @@ static void mv_ref(const Task *t, const void *const *in, void *const *out) {
 }
 
 static const Family fam_mean_var = {
-    "row_mean_var", "mean and variance of each row (two outputs): two-pass, sum of squares or Welford; block, warp or thread per row",
+    "row_mean_var",
+    "mean and variance of each row (two outputs): two-pass, sum of squares or Welford; block, warp or thread per row",
     mv_params, NULL, mv_draw, mv_layout, mv_describe, mv_kernels, mv_launch, mv_ref };
 
 // ----------------------------------------------------------------------------
@@ -947,7 +969,8 @@ static const Family fam_mean_var = {
 
 enum { AM_DTYPE = RP_X, AM_DATA, AM_NP };
 static const char *const am_data[] = { "real", "small_ints", NULL };
-static const ParamDesc am_params[] = { RO_PARAMS("0 1"), { "dtype", ro_dtypes, 1, "*" }, { "data", am_data, 1, "*" }, { 0 } };
+static const ParamDesc am_params[] = { RO_PARAMS("0 1"), { "dtype", ro_dtypes, 1, "*" }, { "data", am_data, 1, "*" },
+                                       { 0 } };
 static const char *const am_names[][3] = { { "x", "min_val", "min_idx" }, { "scores", "low", "low_idx" },
                                            { "dist", "nearest_dist", "nearest" }, { "input", "values", "indices" } };
 static const char *const am_kn[] = { "row_argmin", "rowArgMin", "argmin_rows", "argmin_kernel" };
@@ -1001,7 +1024,8 @@ static void am_kernels(const Task *t, Emit *e) {
                    ro_cols(t, FRAG(am_step_tpl, "T", T)), "reduce", ro_arg_allreduce(t, T, "best", "best_i", RO_MIN),
                    "write", ro_lead(t, fmt("%s[row] = best;\n%s[row] = best_i;", t->out[0].name, t->out[1].name))));
 }
-static void am_launch(const Task *t, Emit *e, const Host *h) { ro_launch(e, t, h, kernel_args(h, 2), "(sizeof(float) + sizeof(int))"); }
+static void am_launch(const Task *t, Emit *e,
+                      const Host *h) { ro_launch(e, t, h, kernel_args(h, 2), "(sizeof(float) + sizeof(int))"); }
 static void am_ref(const Task *t, const void *const *in, void *const *out) {
     long R = t->p[RP_ROWS], C = t->p[RP_COLS];
     for (long r = 0; r < R; r++) {
@@ -1019,7 +1043,8 @@ static void am_ref(const Task *t, const void *const *in, void *const *out) {
     }
 }
 static const Family fam_argmin_row = {
-    "argmin_row", "argmin of each row with its value, lowest index on ties; (value, index) pairs through a shared tree or shuffles",
+    "argmin_row",
+    "argmin of each row with its value, lowest index on ties; (value, index) pairs through a shared tree or shuffles",
     am_params, NULL, am_draw, am_layout, am_describe, am_kernels, am_launch, am_ref };
 
 // ----------------------------------------------------------------------------
@@ -1028,7 +1053,8 @@ static const Family fam_argmin_row = {
 enum { TK_K = RP_X, TK_ORDER, TK_DATA, TK_KSTYLE, TK_NP };
 static const char *const tk_orders[] = { "largest", "smallest", NULL };
 static const char *const tk_kstyles[] = { "template", "kmax", NULL };
-static const ParamDesc tk_params[] = { RO_PARAMS("0..2"), { "k", NULL, 1, "1 2 3 4 5 8" }, { "order", tk_orders, 1, "0 0 1" },
+static const ParamDesc tk_params[] = { RO_PARAMS("0..2"), { "k", NULL, 1, "1 2 3 4 5 8" },
+                                       { "order", tk_orders, 1, "0 0 1" },
                                        { "data", am_data, 1, "*" }, { "kstyle", tk_kstyles, 0, "*" }, { 0 } };
 static const char *const tk_names[][3] = { { "x", "top_vals", "top_idx" }, { "scores", "values", "indices" },
                                            { "logits", "topk_val", "topk_idx" }, { "input", "best_vals", "best_ids" } };
@@ -1183,7 +1209,8 @@ static void tk_ref(const Task *t, const void *const *in, void *const *out) {
 }
 static const Family fam_topk_row = {
     "topk_row",
-    "top-k (k <= 8) values and indices per row, largest or smallest, index tie-break; thread (register insertion), warp or block (k rounds)",
+    "top-k (k <= 8) values and indices per row, largest or smallest, index tie-break; thread (register insertion), "
+    "warp or block (k rounds)",
     tk_params, NULL, tk_draw, tk_layout, tk_describe, tk_kernels, tk_launch, tk_ref };
 
 // ----------------------------------------------------------------------------
@@ -1194,7 +1221,8 @@ static const char *const cs_kinds[] = { "inclusive", "exclusive", NULL };
 static const char *const cs_dirs[] = { "forward", "reverse", NULL };
 static const ParamDesc cs_params[] = { RO_PARAMS("0..2"), { "dtype", ro_dtypes, 1, "*" }, { "kind", cs_kinds, 1, "*" },
                                        { "direction", cs_dirs, 1, "0 0 1" }, { 0 } };
-static const char *const cs_names[][2] = { { "x", "y" }, { "input", "cumsum" }, { "values", "prefix" }, { "data", "running" } };
+static const char *const cs_names[][2] = { { "x", "y" }, { "input", "cumsum" }, { "values", "prefix" },
+                                           { "data", "running" } };
 static const char *const cs_kn[] = { "row_cumsum", "rowCumSum", "cumsum_rows", "row_prefix_sum" };
 static const char *const cs_hn[] = { "warp_inclusive_scan", "warpScanInclusive", "warp_scan", "scan_warp" };
 
@@ -1337,9 +1365,11 @@ static void cs_ref(const Task *t, const void *const *in, void *const *out) {
     }
 }
 static const Family fam_row_cumsum = {
-    "row_cumsum", "cumulative sum along rows (inclusive/exclusive, forward/reverse, float/int): thread, warp (__shfl_up_sync) or "
+    "row_cumsum",
+    "cumulative sum along rows (inclusive/exclusive, forward/reverse, float/int): thread, warp (__shfl_up_sync) or "
                   "block (shared scan + carry) per row",
     cs_params, NULL, cs_draw, cs_layout, cs_describe, cs_kernels, cs_launch, cs_ref };
 
-static const Family *const families_rows[] = { &fam_softmax_block, &fam_softmax_warp, &fam_log_softmax, &fam_layernorm, &fam_rmsnorm,
+static const Family *const families_rows[] = { &fam_softmax_block, &fam_softmax_warp, &fam_log_softmax, &fam_layernorm,
+                                               &fam_rmsnorm,
                                                &fam_mean_var, &fam_argmin_row, &fam_topk_row, &fam_row_cumsum, NULL };

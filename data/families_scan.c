@@ -70,7 +70,8 @@ static const char *const sb_buffers[] = { "double", "single", NULL };
 static const char *const sb_ops[] = { "sum", "max", NULL };
 static const char *const sb_shmems[] = { "define", "template", "dynamic", NULL };
 static const ParamDesc sb_params[] = {
-    [SB_N] = { "n", NULL, 1, "1000 4096 10000 65536 100000 262144 1000000" }, [SB_BLOCK] = { "block", NULL, 1, "64 128 256 512 1024" },
+    [SB_N] = { "n", NULL, 1, "1000 4096 10000 65536 100000 262144 1000000" },
+    [SB_BLOCK] = { "block", NULL, 1, "64 128 256 512 1024" },
     [SB_ALGO] = { "algo", sc_algos, 1, "*" },         [SB_BUFFER] = { "buffer", sb_buffers, 0, "*" },
     [SB_PAD] = { "padding", NULL, 0, "0..1" },        [SB_DTYPE] = { "dtype", sc_dtypes, 1, "*" },
     [SB_OP] = { "op", sb_ops, 1, "0 0 1" },           [SB_SHMEM] = { "shmem", sb_shmems, 0, "*" },
@@ -81,7 +82,8 @@ static int sb_seg(const Task *t) { return t->p[SB_ALGO] ? 2 * t->p[SB_BLOCK] : t
 
 static void sb_draw(Task *t, Rng *r) {
     (void)r;
-    static const char *const names[][2] = { { "x", "y" }, { "input", "scanned" }, { "values", "prefix" }, { "data", "out" } };
+    static const char *const names[][2] = { { "x", "y" }, { "input", "scanned" }, { "values", "prefix" },
+                                            { "data", "out" } };
     static const char *const kn[] = { "block_scan", "blockScanInclusive", "scan_segments", "inclusive_scan_block" };
     if (t->p[SB_ALGO]) t->p[SB_BUFFER] = 0;
     else t->p[SB_PAD] = 0;
@@ -252,7 +254,8 @@ static void sb_ref(const Task *t, const void *const *in, void *const *out) {
     }
 }
 static const Family fam_scan_block = {
-    "scan_block", "inclusive sum/max scan of each block-sized segment in shared memory: Hillis-Steele (double or single "
+    "scan_block",
+    "inclusive sum/max scan of each block-sized segment in shared memory: Hillis-Steele (double or single "
                   "buffer) or Blelloch (optionally padded)",
     sb_params, NULL, sb_draw, sb_layout, sb_describe, sb_kernels, sb_launch, sb_ref };
 
@@ -272,7 +275,8 @@ static const ParamDesc se_params[] = {
 
 static void se_draw(Task *t, Rng *r) {
     (void)r;
-    static const char *const names[][2] = { { "x", "y" }, { "input", "prefix" }, { "values", "offsets" }, { "counts", "starts" } };
+    static const char *const names[][2] = { { "x", "y" }, { "input", "prefix" }, { "values", "offsets" },
+                                            { "counts", "starts" } };
     static const char *const kn[3][4] = { { "scan_blocks", "blockScanKernel", "local_scan", "scan_per_block" },
                                           { "scan_block_sums", "scanBlockTotals", "scan_totals", "scan_partials" },
                                           { "add_block_offsets", "addBlockOffsets", "uniform_add", "add_offsets" } };
@@ -439,7 +443,8 @@ static void se_ref(const Task *t, const void *const *in, void *const *out) {
     }
 }
 static const Family fam_scan_exclusive = {
-    "scan_exclusive", "exclusive prefix sum of a long array in three kernels: per-block scan (Hillis-Steele or Blelloch), "
+    "scan_exclusive",
+    "exclusive prefix sum of a long array in three kernels: per-block scan (Hillis-Steele or Blelloch), "
                       "scan of block totals, add offsets",
     se_params, NULL, se_draw, se_layout, se_describe, se_kernels, se_launch, se_ref };
 

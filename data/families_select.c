@@ -244,14 +244,16 @@ static void ax_ref(const Task *t, const void *const *in, void *const *out) {
     ((int *)out[1])[0] = (int)bi;
 }
 static const Family fam_argmax = {
-    "argmax_array", "argmax of an array with its value, first index on ties: two passes over (value, index) pairs (shared "
+    "argmax_array",
+    "argmax of an array with its value, first index on ties: two passes over (value, index) pairs (shared "
                     "tree or shuffles) or 64-bit packed atomicMax",
     ax_params, NULL, ax_draw, ax_layout, ax_describe, ax_kernels, ax_launch, ax_ref };
 
 // ----------------------------------------------------------------------------
 // Atomic max / min of an array (ints directly; floats through their bits)
 
-enum { MM_N, MM_BLOCK, MM_OP, MM_DTYPE, MM_METHOD, MM_AGG, MM_INIT, MM_DATA, MM_CAP, MM_MASK, MM_KNAME, MM_NAMES, MM_TNAME, MM_NP };
+enum { MM_N, MM_BLOCK, MM_OP, MM_DTYPE, MM_METHOD, MM_AGG, MM_INIT, MM_DATA, MM_CAP, MM_MASK, MM_KNAME, MM_NAMES,
+       MM_TNAME, MM_NP };
 static const char *const mm_ops[] = { "max", "min", "both", NULL };
 static const char *const mm_methods[] = { "native_int", "sign_split", "ordered_uint", "cas_loop", NULL };
 static const char *const mm_aggs[] = { "per_element", "warp_first", "block_first", NULL };
@@ -273,7 +275,8 @@ static void mm_draw(Task *t, Rng *r) {
                                             { "values", "vmax", "vmin" }, { "input", "result_max", "result_min" } };
     static const char *const kn[][4] = { { "atomic_max_kernel", "atomicMaxReduce", "global_max", "max_atomic" },
                                          { "atomic_min_kernel", "atomicMinReduce", "global_min", "min_atomic" },
-                                         { "atomic_minmax_kernel", "atomicMinMaxReduce", "global_minmax", "minmax_atomic" },
+                                         { "atomic_minmax_kernel", "atomicMinMaxReduce", "global_minmax",
+                                           "minmax_atomic" },
                                          { "init_result", "initExtrema", "set_identity", "reset_output" },
                                          { "decode_result", "decodeOrdered", "from_ordered_bits", "unmap_output" } };
     const char *const *nm = names[t->p[MM_NAMES]];
@@ -305,12 +308,14 @@ static void mm_describe(const Task *t, Buf *name, Buf *desc) {
                                           { "Atomic_Min_Max", "Global_Extrema_Atomic", "Array_Min_And_Max" } };
     static const char *const how[] = {
         " (atomicMax / atomicMin on int)",
-        ": floats have no atomicMax, so use their bits: non-negative floats order like their int bits (atomicMax/atomicMin on "
-        "int), negative ones in reverse like their unsigned bits (atomicMin/atomicMax on unsigned int)",
-        ": map each float to order-preserving unsigned bits (flip all bits of negatives, only the sign bit otherwise), use "
-        "atomicMax/atomicMin on unsigned int, and decode the result in a one-thread kernel",
+        ": floats have no atomicMax, so use their bits: non-negative floats order like their int bits "
+        "(atomicMax/atomicMin on int), negative ones in reverse like their unsigned bits (atomicMin/atomicMax on "
+        "unsigned int)",
+        ": map each float to order-preserving unsigned bits (flip all bits of negatives, only the sign bit "
+        "otherwise), use atomicMax/atomicMin on unsigned int, and decode the result in a one-thread kernel",
         ": an atomicCAS loop on the float's bits that retries while the stored value is still worse" };
-    static const char *const agg[] = { ", one atomic per element (grid-stride loop).", ", one atomic per warp after a shuffle reduction.",
+    static const char *const agg[] = { ", one atomic per element (grid-stride loop).",
+                                       ", one atomic per warp after a shuffle reduction.",
                                        ", one atomic per block after a shared-memory reduction." };
     int op = t->p[MM_OP];
     const Tensor *x = &t->in[0];
@@ -394,7 +399,8 @@ __global__ void $k($params) {
 
 )";
 static const char *mm_fn(const Task *t, int m) {
-    static const char *const f[4][2] = { { "atomic_max_float", "atomic_min_float" }, { "atomicMaxFloat", "atomicMinFloat" },
+    static const char *const f[4][2] = { { "atomic_max_float", "atomic_min_float" },
+                                         { "atomicMaxFloat", "atomicMinFloat" },
                                          { "atomic_fmax", "atomic_fmin" }, { "float_atomic_max", "float_atomic_min" } };
     return f[t->p[MM_KNAME]][m];
 }
@@ -512,7 +518,8 @@ static void mm_ref(const Task *t, const void *const *in, void *const *out) {
     }
 }
 static const Family fam_atomic_minmax = {
-    "atomic_minmax", "max / min / both of an array with atomics: atomicMax/Min on int, float via sign-split int/uint bits, "
+    "atomic_minmax",
+    "max / min / both of an array with atomics: atomicMax/Min on int, float via sign-split int/uint bits, "
                      "ordered uint bits or an atomicCAS loop",
     mm_params, NULL, mm_draw, mm_layout, mm_describe, mm_kernels, mm_launch, mm_ref };
 
@@ -538,7 +545,8 @@ static const char *const cp_locals[] = { "shared_scan", "warp_ballot", NULL };
 static const char *const cp_preds[] = { "greater", "abs_greater", NULL };
 static const char *const cp_fp[] = { "threshold", NULL };
 static const ParamDesc cp_params[] = {
-    [CP_N] = { "n", NULL, 1, "1000 4096 10000 65536 100000 262144 1000000" }, [CP_BLOCK] = { "block", NULL, 1, "128 256 512 1024" },
+    [CP_N] = { "n", NULL, 1, "1000 4096 10000 65536 100000 262144 1000000" },
+    [CP_BLOCK] = { "block", NULL, 1, "128 256 512 1024" },
     [CP_LOCAL] = { "local", cp_locals, 1, "*" }, [CP_SUMS] = { "sums", se_sums, 1, "*" },
     [CP_DTYPE] = { "dtype", sl_dtypes, 1, "*" }, [CP_PRED] = { "pred", cp_preds, 1, "*" },
     [CP_MASK] = { "mask", NULL, 0, "0..2" },     [CP_KNAME] = { "kname", NULL, 0, "0..3" },
@@ -548,9 +556,11 @@ static void cp_draw(Task *t, Rng *r) {
     static const char *const names[][3] = { { "x", "out", "count" }, { "input", "kept", "num_kept" },
                                             { "values", "selected", "n_selected" }, { "data", "compacted", "length" } };
     static const char *const kn[3][4] = { { "count_kept", "countPerBlock", "block_counts_kernel", "flag_count" },
-                                          { "scan_counts", "scanBlockCounts", "offsets_from_counts", "exclusive_scan_counts" },
+                                          { "scan_counts", "scanBlockCounts", "offsets_from_counts",
+                                            "exclusive_scan_counts" },
                                           { "scatter_kept", "scatterKept", "compact_write", "write_selected" } };
-    static const char *const thr[2][2] = { { "0 0.5 -0.25 0.75 0.875", "0.5 0.25 0.875" }, { "0 500 -200 900", "500 100 900" } };
+    static const char *const thr[2][2] = { { "0 0.5 -0.25 0.75 0.875", "0.5 0.25 0.875" },
+                                           { "0 500 -200 900", "500 100 900" } };
     t->f[0] = sl_pick_real(r, thr[t->p[CP_DTYPE]][t->p[CP_PRED]]);
     SETNAME(t->in[0].name, "%s", names[t->p[CP_NAMES]][0]);
     for (int k = 0; k < 2; k++) SETNAME(t->out[k].name, "%s", names[t->p[CP_NAMES]][1 + k]);
@@ -614,7 +624,8 @@ __global__ void $k2(int *block_counts, $cparam, int nblocks) {
     $scan
 }
 
-/// Pass 3: each kept element goes to its block's offset plus its rank among the kept elements before it in the block ($how).
+/// Pass 3: each kept element goes to its block's offset plus its rank among the kept elements
+/// before it in the block ($how).
 __global__ void $k3($xparam, const int *block_offsets, $oparam, int n) {
     const int tid = threadIdx.x;
     const int i = blockIdx.x * blockDim.x + tid;
@@ -732,14 +743,16 @@ static void cp_ref(const Task *t, const void *const *in, void *const *out) {
     ((int *)out[1])[0] = (int)k;
 }
 static const Family fam_compact = {
-    "stream_compact", "deterministic stream compaction (keep x > t or |x| > t in order): block counts, exclusive scan, ranked "
+    "stream_compact",
+    "deterministic stream compaction (keep x > t or |x| > t in order): block counts, exclusive scan, ranked "
                       "scatter (shared scan or ballot/popc)",
     cp_params, cp_fp, cp_draw, cp_layout, cp_describe, cp_kernels, cp_launch, cp_ref };
 
 // ----------------------------------------------------------------------------
 // count_if with atomics
 
-enum { CI_N, CI_BLOCK, CI_AGG, CI_PRED, CI_DTYPE, CI_OUT, CI_LOOP, CI_CAP, CI_MASK, CI_KNAME, CI_NAMES, CI_TNAME, CI_NP };
+enum { CI_N, CI_BLOCK, CI_AGG, CI_PRED, CI_DTYPE, CI_OUT, CI_LOOP, CI_CAP, CI_MASK, CI_KNAME, CI_NAMES, CI_TNAME,
+       CI_NP };
 static const char *const ci_aggs[] = { "per_element", "warp_ballot", "block_shared", "syncthreads_count", NULL };
 static const char *const ci_preds[] = { "greater", "in_range", "abs_less", "equal", "multiple_of", NULL };
 static const char *const ci_loops[] = { "one_per_thread", "grid_stride", NULL };
@@ -754,7 +767,8 @@ static const ParamDesc ci_params[] = {
     [CI_NAMES] = { "names", NULL, 0, "0..3" },   [CI_TNAME] = { "tname", NULL, 0, "0..2" }, [CI_NP] = { NULL } };
 
 static void ci_draw(Task *t, Rng *r) {
-    static const char *const names[][2] = { { "x", "count" }, { "data", "matches" }, { "values", "num_hits" }, { "input", "total" } };
+    static const char *const names[][2] = { { "x", "count" }, { "data", "matches" }, { "values", "num_hits" },
+                                            { "input", "total" } };
     static const char *const kn[] = { "count_if_kernel", "countIf", "count_matches", "predicate_count" };
     // a: the threshold, lower bound, bound of |x|, value or divisor; b: in_range's upper bound (a + width)
     static const char *const a[2][5] = { { "0 0.5 -0.75 0.25", "0 0.5 -0.75 0.25", "0.25 0.5 0.125" },
@@ -799,8 +813,8 @@ static void ci_describe(const Task *t, Buf *name, Buf *desc) {
     static const char *const nm[] = { "Count_If", "Predicate_Count", "Count_Matching_Elements" };
     static const char *const how[] = {
         "one atomicAdd per matching element.", "warp-aggregated, one atomicAdd of __popc(__ballot_sync(...)) per warp.",
-        "each thread counts its elements, the block adds them into a __shared__ counter with shared-memory atomics, and one "
-        "thread adds the block's count to the output.",
+        "each thread counts its elements, the block adds them into a __shared__ counter with shared-memory atomics, "
+        "and one thread adds the block's count to the output.",
         "__syncthreads_count gives each block's count, which thread 0 adds to the output." };
     const Tensor *x = &t->in[0];
     buf_puts(name, nm[t->p[CI_TNAME]]);
@@ -835,9 +849,11 @@ static const char *const ci_parts[][3] = { // before the loop, its body, after i
           "if ((threadIdx.x & 31) == 0 && votes) atomicAdd($c, ($U)__popc(votes));", "" },
     { "__shared__ $U block_count;\nif (threadIdx.x == 0) block_count = 0;\n__syncthreads();\n$U mine = 0;",
       "const $T v = $x[i];\nif ($pred) mine++;",
-      "if (mine) atomicAdd(&block_count, mine);\n__syncthreads();\nif (threadIdx.x == 0 && block_count) atomicAdd($c, block_count);" },
+      "if (mine) atomicAdd(&block_count, mine);\n__syncthreads();\nif (threadIdx.x == 0 && block_count) atomicAdd($c, "
+      "block_count);" },
     { "$U block_total = 0;", "int hit = 0;\nif (i < n) {\n    const $T v = $x[i];\n    hit = $pred;\n}\n"
-                             "block_total += __syncthreads_count(hit);", "if (threadIdx.x == 0 && block_total) atomicAdd($c, block_total);" } };
+                             "block_total += __syncthreads_count(hit);",
+                             "if (threadIdx.x == 0 && block_total) atomicAdd($c, block_total);" } };
 static void ci_kernels(const Task *t, Emit *e) {
     static const char *const how[] = { "one atomicAdd per match.",
                                        "the warp votes with __ballot_sync and lane 0 adds the number of set bits.",
@@ -897,8 +913,8 @@ static void ci_ref(const Task *t, const void *const *in, void *const *out) {
     else ((int32_t *)out[0])[0] = (int32_t)k;
 }
 static const Family fam_count_if = {
-    "count_if", "count elements matching a predicate with atomicAdd: per element, warp-aggregated ballot/popc, shared counter, "
-                "__syncthreads_count",
+    "count_if", "count elements matching a predicate with atomicAdd: per element, warp-aggregated ballot/popc, shared "
+                "counter, __syncthreads_count",
     ci_params, ci_fp, ci_draw, ci_layout, ci_describe, ci_kernels, ci_launch, ci_ref };
 
 static const Family *const families_select[] = { &fam_argmax, &fam_atomic_minmax, &fam_compact, &fam_count_if, NULL };

@@ -13,12 +13,14 @@ static const char *const s1_shmem[] = { "define", "template", "dynamic", NULL };
 static const char *const s1_wstyles[] = { "constant_array", "literals", NULL };
 static const ParamDesc s1_params[] = {
     [S1_R] = { "radius", NULL, 1, "1..3" },            [S1_W] = { "weights", s1_weights, 1, "*" },
-    [S1_BOUND] = { "boundary", bound_names, 1, "0..1" }, [S1_N] = { "n", NULL, 1, "1000 4096 10000 65536 100000 262144 1000000" },
+    [S1_BOUND] = { "boundary", bound_names, 1, "0..1" },
+    [S1_N] = { "n", NULL, 1, "1000 4096 10000 65536 100000 262144 1000000" },
     [S1_BLOCK] = { "block", NULL, 1, "128 256 512" },  [S1_SHMEM] = { "shmem", s1_shmem, 1, "*" },
     [S1_WSTYLE] = { "wstyle", s1_wstyles, 0, "*" },    [S1_LOADFN] = { "loadfn", NULL, 0, "0..3" },
     [S1_KNAME] = { "kname", NULL, 0, "0..3" },         [S1_NAMES] = { "names", NULL, 0, "0..4" },
     [S1_TNAME] = { "tname", NULL, 0, "0..2" },         [S1_NP] = { NULL, NULL, 0, NULL } };
-static const char *const s1_names[][2] = { { "in", "out" }, { "x", "y" }, { "signal", "filtered" }, { "input", "output" }, { "u", "result" } };
+static const char *const s1_names[][2] = { { "in", "out" }, { "x", "y" }, { "signal", "filtered" },
+                                           { "input", "output" }, { "u", "result" } };
 static const char *const s1_kn[] = { "stencil_1d", "stencil1D", "conv1d_shared", "apply_stencil" };
 
 // Weights w[k + R] = num[k + R] / den.
@@ -93,7 +95,8 @@ static const char s1_kernel_tpl[] = R"(
 $defines
 $weights
 $load_fn
-/// $y[i] = weighted sum of $x[i - R .. i + R]; each block stages its tile and a halo of R on each side in shared memory.
+/// $y[i] = weighted sum of $x[i - R .. i + R]; each block stages its tile and a halo of R on each
+/// side in shared memory.
 $template
 __global__ void $kname($params, int n) {
     $tile
@@ -150,7 +153,8 @@ static void s1_kernels(const Task *t, Emit *e) {
     Buf w = { 0 };
     for (int k = 0; lit == 0 && k < 2 * R + 1; k++)
         buf_printf(&w, "%s%s", k ? ", " : "", flit((double)(float)((double)num[k] / den)));
-    static const char *const spec[] = { "", "__device__ float", "__device__ __forceinline__ float", "static __device__ inline float" };
+    static const char *const spec[] = { "", "__device__ float", "__device__ __forceinline__ float",
+                                        "static __device__ inline float" };
     const char *sum = lit ? fmt("const float acc = %s;\n%s[g] = acc%s;", s1_sum(t, "tile", "l", 1), y,
                                 den == 1 ? "" : fmt(" / %s", flit(den)))
                           : FRAG(s1_loop_sum_tpl, "y", y);
@@ -209,13 +213,16 @@ static void s1_ref(const Task *t, const void *const *in, void *const *out) {
     }
 }
 
-static const Family fam_stencil1d = { "stencil_1d", "weighted 1-D stencil (radius 1-3) with a shared-memory tile and halo; zero or clamped ends",
+static const Family fam_stencil1d = { "stencil_1d",
+                                      "weighted 1-D stencil (radius 1-3) with a shared-memory tile and halo; zero or "
+                                      "clamped ends",
                                       s1_params, NULL, s1_draw, s1_layout, s1_describe, s1_kernels, s1_launch, s1_ref };
 
 // ----------------------------------------------------------------------------
 // 2-D stencil
 
-enum { S2_OP, S2_BOUND, S2_ROWS, S2_COLS, S2_BX, S2_BY, S2_SHARED, S2_TDEF, S2_KNAME, S2_NAMES, S2_TNAME, S2_DIMS, S2_DNAMES, S2_NP };
+enum { S2_OP, S2_BOUND, S2_ROWS, S2_COLS, S2_BX, S2_BY, S2_SHARED, S2_TDEF, S2_KNAME, S2_NAMES, S2_TNAME, S2_DIMS,
+       S2_DNAMES, S2_NP };
 static const char *const s2_ops[] = { "avg5", "laplace5", "box9", "gauss9", NULL };
 static const char *const s2_shared[] = { "global", "shared_tile", NULL };
 static const ParamDesc s2_params[] = {
@@ -478,7 +485,9 @@ static void s2_ref(const Task *t, const void *const *in, void *const *out) {
         }
 }
 
-static const Family fam_stencil2d = { "stencil_2d", "5-point average/Laplacian and 3x3 box/Gaussian blur on a 2-D grid; dim3 launch, optional shared tile",
+static const Family fam_stencil2d = { "stencil_2d",
+                                      "5-point average/Laplacian and 3x3 box/Gaussian blur on a 2-D grid; dim3 "
+                                      "launch, optional shared tile",
                                       s2_params, NULL, s2_draw, s2_layout, s2_describe, s2_kernels, s2_launch, s2_ref };
 
 static const Family *const families_stencil[] = { &fam_stencil1d, &fam_stencil2d, NULL };
