@@ -424,6 +424,11 @@ static void tfac(Tensor *x, int f0, int f1) { // count = size[f0] (* size[f1] wh
     if (f0 >= 0) x->fac[x->nfac++] = f0;
     if (f1 >= 0) x->fac[x->nfac++] = f1;
 }
+// Both: the type and shape, and the element count as size[f0] * size[f1].
+static void tshape(Tensor *x, DType dt, int ndim, long d0, long d1, int f0, int f1) {
+    tset(x, dt, ndim, d0, d1);
+    tfac(x, f0, f1);
+}
 static void trange(Tensor *x, double lo, double hi, int integer) {
     x->lo = lo;
     x->hi = hi;

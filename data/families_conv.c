@@ -49,14 +49,11 @@ static void mxc1_layout(Task *t) {
     int oo = t->p[MXC1_PAD] == 1 ? add_size(t, dn[2], mxc1_nout(t)) : nn;
     t->nin = 2;
     t->nout = 1;
-    tset(&t->in[0], DT_F32, 1, N, 0);
-    tfac(&t->in[0], nn, -1);
+    tshape(&t->in[0], DT_F32, 1, N, 0, nn, -1);
     trange(&t->in[0], -1, 1, 0);
-    tset(&t->in[1], DT_F32, 1, K, 0);
-    tfac(&t->in[1], kk, -1);
+    tshape(&t->in[1], DT_F32, 1, K, 0, kk, -1);
     trange(&t->in[1], -1, 1, 0);
-    tset(&t->out[0], DT_F32, 1, mxc1_nout(t), 0);
-    tfac(&t->out[0], oo, -1);
+    tshape(&t->out[0], DT_F32, 1, mxc1_nout(t), 0, oo, -1);
     mx_sum_tol(t, K, 1.0);
 }
 
@@ -240,14 +237,11 @@ static void mxc2_layout(Task *t) {
     }
     t->nin = 2;
     t->nout = 1;
-    tset(&t->in[0], DT_F32, 2, R, C);
-    tfac(&t->in[0], rr, cc);
+    tshape(&t->in[0], DT_F32, 2, R, C, rr, cc);
     trange(&t->in[0], (t->p[MXC2_NAMES] & 1) ? 0 : -1, 1, 0);
-    tset(&t->in[1], DT_F32, 2, K, K);
-    tfac(&t->in[1], kk, kk);
+    tshape(&t->in[1], DT_F32, 2, K, K, kk, kk);
     trange(&t->in[1], -1, 1, 0);
-    tset(&t->out[0], DT_F32, 2, mxc2_orows(t), mxc2_ocols(t));
-    tfac(&t->out[0], orr, occ);
+    tshape(&t->out[0], DT_F32, 2, mxc2_orows(t), mxc2_ocols(t), orr, occ);
     mx_sum_tol(t, K * K, 1.0);
 }
 

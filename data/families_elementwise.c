@@ -82,14 +82,12 @@ static void map_layout(Task *t) {
     int n = add_size(t, "n", t->p[M_N]);
     t->nin = o->arity;
     for (int j = 0; j < o->arity; j++) {
-        tset(&t->in[j], o->in_dt[j], 1, t->p[M_N], 0);
-        tfac(&t->in[j], n, -1);
+        tshape(&t->in[j], o->in_dt[j], 1, t->p[M_N], 0, n, -1);
         trange(&t->in[j], o->lo[j], o->hi[j], o->integer[j]);
         if (o->in_dt[j] == DT_F16) t->need_fp16 = 1;
     }
     t->nout = 1;
-    tset(&t->out[0], o->out_dt, 1, t->p[M_N], 0);
-    tfac(&t->out[0], n, -1);
+    tshape(&t->out[0], o->out_dt, 1, t->p[M_N], 0, n, -1);
     if (o->out_dt == DT_F16 || strcmp(t->fam->name, "convert_half") == 0) t->need_fp16 = 1;
     t->atol = k->atol;
     t->rtol = k->rtol;

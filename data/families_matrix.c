@@ -150,12 +150,10 @@ static void mx_transpose_layout(Task *t, int is_int, long R, long C, const char 
     t->nsize = 0;
     int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
     t->nin = t->nout = 1;
-    tset(&t->in[0], dt, 2, R, C);
-    tfac(&t->in[0], rr, cc);
+    tshape(&t->in[0], dt, 2, R, C, rr, cc);
     if (dt == DT_I32) trange(&t->in[0], -1000000, 1000000, 1);
     else trange(&t->in[0], -100, 100, 0);
-    tset(&t->out[0], dt, 2, C, R);
-    tfac(&t->out[0], cc, rr);
+    tshape(&t->out[0], dt, 2, C, R, cc, rr);
     t->atol = 0; // a copy: exact
     t->rtol = 0;
 }
@@ -473,12 +471,10 @@ static void mxme_layout(Task *t) {
     t->nin = mxme_binary(t) ? 2 : 1;
     t->nout = 1;
     for (int k = 0; k < t->nin; k++) {
-        tset(&t->in[k], DT_F32, 2, R, C);
-        tfac(&t->in[k], rr, cc);
+        tshape(&t->in[k], DT_F32, 2, R, C, rr, cc);
         trange(&t->in[k], -10, 10, 0);
     }
-    tset(&t->out[0], DT_F32, 2, R, C);
-    tfac(&t->out[0], rr, cc);
+    tshape(&t->out[0], DT_F32, 2, R, C, rr, cc);
     if (t->p[MXME_OP] == 4) {
         // alpha * a + beta * b may be contracted to an fma (one rounding less than the
         // reference's double expression rounded once): up to one ulp of each term
@@ -667,8 +663,7 @@ static void mxmm_layout_common(Task *t, int op, const char *const *dn, long M, l
     else { tset(&t->in[1], DT_F32, 2, K, N); tfac(&t->in[1], k, n); }
     trange(&t->in[0], -1, 1, 0);
     trange(&t->in[1], -1, 1, 0);
-    tset(&t->out[0], DT_F32, 2, M, N);
-    tfac(&t->out[0], m, n);
+    tshape(&t->out[0], DT_F32, 2, M, N, m, n);
     mx_sum_tol(t, K, 1.0);
 }
 
@@ -952,19 +947,15 @@ static void mxmv_layout_common(Task *t, const char *const *dn, long R, long C, i
     int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
     t->nin = bias ? 3 : 2;
     t->nout = 1;
-    tset(&t->in[0], DT_F32, 2, R, C);
-    tfac(&t->in[0], rr, cc);
+    tshape(&t->in[0], DT_F32, 2, R, C, rr, cc);
     trange(&t->in[0], -1, 1, 0);
-    tset(&t->in[1], DT_F32, 1, C, 0);
-    tfac(&t->in[1], cc, -1);
+    tshape(&t->in[1], DT_F32, 1, C, 0, cc, -1);
     trange(&t->in[1], -1, 1, 0);
     if (bias) {
-        tset(&t->in[2], DT_F32, 1, R, 0);
-        tfac(&t->in[2], rr, -1);
+        tshape(&t->in[2], DT_F32, 1, R, 0, rr, -1);
         trange(&t->in[2], -1, 1, 0);
     }
-    tset(&t->out[0], DT_F32, 1, R, 0);
-    tfac(&t->out[0], rr, -1);
+    tshape(&t->out[0], DT_F32, 1, R, 0, rr, -1);
     mx_sum_tol(t, C + bias, 1.0);
 }
 
@@ -1256,14 +1247,11 @@ static void mxvm_layout(Task *t) {
     int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
     t->nin = t->p[MXVM_OP] == 0 ? 2 : 1;
     t->nout = 1;
-    tset(&t->in[0], DT_F32, 2, R, C);
-    tfac(&t->in[0], rr, cc);
+    tshape(&t->in[0], DT_F32, 2, R, C, rr, cc);
     trange(&t->in[0], -1, 1, 0);
-    tset(&t->in[1], DT_F32, 1, R, 0);
-    tfac(&t->in[1], rr, -1);
+    tshape(&t->in[1], DT_F32, 1, R, 0, rr, -1);
     trange(&t->in[1], -1, 1, 0);
-    tset(&t->out[0], DT_F32, 1, C, 0);
-    tfac(&t->out[0], cc, -1);
+    tshape(&t->out[0], DT_F32, 1, C, 0, cc, -1);
     t->out[0].zero_init = t->p[MXVM_MODE] == 1;
     mx_sum_tol(t, R, 1.0);
 }
@@ -1434,14 +1422,11 @@ static void mxop_layout(Task *t) {
     tset(&t->in[0], DT_F32, 2, M, N); // A of ger (x otherwise: the next lines set it again)
     tfac(&t->in[0], mm, nn);
     trange(&t->in[0], -1, 1, 0);
-    tset(&t->in[ger], DT_F32, 1, M, 0);
-    tfac(&t->in[ger], mm, -1);
+    tshape(&t->in[ger], DT_F32, 1, M, 0, mm, -1);
     trange(&t->in[ger], -2, 2, 0);
-    tset(&t->in[ger + 1], DT_F32, 1, N, 0);
-    tfac(&t->in[ger + 1], nn, -1);
+    tshape(&t->in[ger + 1], DT_F32, 1, N, 0, nn, -1);
     trange(&t->in[ger + 1], -2, 2, 0);
-    tset(&t->out[0], DT_F32, 2, M, N);
-    tfac(&t->out[0], mm, nn);
+    tshape(&t->out[0], DT_F32, 2, M, N, mm, nn);
     // outer: one rounding; scaled: two; ger: A + alpha x y, possibly contracted to an fma
     t->atol = ger ? 3e-7 * (1 + 4 * fabs(t->f[0])) * 2 : 1e-7;
     t->rtol = 1e-6;
@@ -1597,8 +1582,7 @@ static void mxbm_layout(Task *t) {
     t->nout = 1;
     for (int k = 0; k < 2; k++) {
         if (k == 1 && t->p[MXBM_SHAPE] == 1) {
-            tset(&t->in[k], DT_F32, 2, N, N);
-            tfac(&t->in[k], nn, nn);
+            tshape(&t->in[k], DT_F32, 2, N, N, nn, nn);
         } else {
             tset(&t->in[k], DT_F32, 3, B, N);
             t->in[k].shape[2] = N;

@@ -56,24 +56,18 @@ static void gather_layout(Task *t) {
     t->nout = 1;
     if (t->p[G_OP] == 0) {
         int n = add_size(t, "n", t->p[G_N]), m = add_size(t, "m", t->p[G_M]);
-        tset(&t->in[0], DT_F32, 1, t->p[G_M], 0);
-        tfac(&t->in[0], m, -1);
+        tshape(&t->in[0], DT_F32, 1, t->p[G_M], 0, m, -1);
         trange(&t->in[0], -100, 100, 0);
-        tset(&t->in[1], DT_I32, 1, t->p[G_N], 0);
-        tfac(&t->in[1], n, -1);
+        tshape(&t->in[1], DT_I32, 1, t->p[G_N], 0, n, -1);
         trange(&t->in[1], 0, t->p[G_M] - 1, 1);
-        tset(&t->out[0], DT_F32, 1, t->p[G_N], 0);
-        tfac(&t->out[0], n, -1);
+        tshape(&t->out[0], DT_F32, 1, t->p[G_N], 0, n, -1);
     } else {
         int n = add_size(t, "n", t->p[G_N]), v = add_size(t, "vocab", t->p[G_M]), d = add_size(t, "dim", t->p[G_D]);
-        tset(&t->in[0], DT_F32, 2, t->p[G_M], t->p[G_D]);
-        tfac(&t->in[0], v, d);
+        tshape(&t->in[0], DT_F32, 2, t->p[G_M], t->p[G_D], v, d);
         trange(&t->in[0], -1, 1, 0);
-        tset(&t->in[1], DT_I32, 1, t->p[G_N], 0);
-        tfac(&t->in[1], n, -1);
+        tshape(&t->in[1], DT_I32, 1, t->p[G_N], 0, n, -1);
         trange(&t->in[1], 0, t->p[G_M] - 1, 1);
-        tset(&t->out[0], DT_F32, 2, t->p[G_N], t->p[G_D]);
-        tfac(&t->out[0], n, d);
+        tshape(&t->out[0], DT_F32, 2, t->p[G_N], t->p[G_D], n, d);
     }
     t->atol = 0;
     t->rtol = 0;
@@ -243,17 +237,14 @@ static void scatter_layout(Task *t) {
     int n = add_size(t, "n", t->p[SC_N]);
     int m = op == 0 ? n : add_size(t, "m", t->p[SC_M]);
     DType vt = op == 0 || op == 1 ? DT_F32 : DT_I32;
-    tset(&t->in[0], vt, 1, t->p[SC_N], 0);
-    tfac(&t->in[0], n, -1);
+    tshape(&t->in[0], vt, 1, t->p[SC_N], 0, n, -1);
     if (op == 0) trange(&t->in[0], -100, 100, 0);
     else if (op == 1) trange(&t->in[0], -8, 8, 1);
     else trange(&t->in[0], -1000, 1000, 1);
-    tset(&t->in[1], DT_I32, 1, t->p[SC_N], 0);
-    tfac(&t->in[1], n, -1);
+    tshape(&t->in[1], DT_I32, 1, t->p[SC_N], 0, n, -1);
     trange(&t->in[1], 0, t->p[SC_M] - 1, 1);
     if (op == 0) t->in[1].gen = GEN_PERM;
-    tset(&t->out[0], vt, 1, t->p[SC_M], 0);
-    tfac(&t->out[0], m, -1);
+    tshape(&t->out[0], vt, 1, t->p[SC_M], 0, m, -1);
     t->out[0].zero_init = op != 0;
     t->atol = 0;
     t->rtol = 0;
@@ -394,12 +385,10 @@ static void hist_layout(Task *t) {
     t->nout = 1;
     int n = add_size(t, "n", t->p[H_N]), b = add_size(t, "bins", t->p[H_BINS]);
     static const DType in_dt[] = { DT_I32, DT_U8, DT_F32 };
-    tset(&t->in[0], in_dt[t->p[H_OP]], 1, t->p[H_N], 0);
-    tfac(&t->in[0], n, -1);
+    tshape(&t->in[0], in_dt[t->p[H_OP]], 1, t->p[H_N], 0, n, -1);
     if (t->p[H_OP] == 2) trange(&t->in[0], 0, 1, 0);
     else trange(&t->in[0], 0, t->p[H_BINS] - 1, 1);
-    tset(&t->out[0], t->p[H_CTYPE] ? DT_I32 : DT_U32, 1, t->p[H_BINS], 0);
-    tfac(&t->out[0], b, -1);
+    tshape(&t->out[0], t->p[H_CTYPE] ? DT_I32 : DT_U32, 1, t->p[H_BINS], 0, b, -1);
     t->out[0].zero_init = 1;
     t->atol = 0;
     t->rtol = 0;

@@ -125,14 +125,11 @@ static void ps_layout(Task *t) {
     t->nin = 1;
     t->nout = t->p[PS_STATS] ? 2 : 1;
     const double *rg = ps_ranges[t->p[PS_RANGE]];
-    tset(&t->in[0], DT_F32, 1, N, 0);
-    tfac(&t->in[0], n, -1);
+    tshape(&t->in[0], DT_F32, 1, N, 0, n, -1);
     trange(&t->in[0], rg[0], rg[1], 0);
-    tset(&t->out[0], DT_F32, 1, N, 0);
-    tfac(&t->out[0], n, -1);
+    tshape(&t->out[0], DT_F32, 1, N, 0, n, -1);
     if (t->p[PS_STATS]) {
-        tset(&t->out[1], DT_F32, 1, 2, 0);
-        tfac(&t->out[1], add_size(t, "nstats", 2), -1);
+        tshape(&t->out[1], DT_F32, 1, 2, 0, add_size(t, "nstats", 2), -1);
     }
     // Error budget (sums in float on the GPU, in double in the reference): the mean is off
     // by about c * (|mu| + sigma), the variance by a relative c (centered) or
@@ -346,11 +343,9 @@ static void pm_layout(Task *t) {
     int n = add_size(t, pl_dn[t->p[PM_DNAME]], N);
     t->nin = t->nout = 1;
     const double *rg = pm_ranges[t->p[PM_RANGE]];
-    tset(&t->in[0], DT_F32, 1, N, 0);
-    tfac(&t->in[0], n, -1);
+    tshape(&t->in[0], DT_F32, 1, N, 0, n, -1);
     trange(&t->in[0], rg[0], rg[1], 0);
-    tset(&t->out[0], DT_F32, 1, N, 0);
-    tfac(&t->out[0], n, -1);
+    tshape(&t->out[0], DT_F32, 1, N, 0, n, -1);
     t->need_math = 1;
     // the sum of exponentials is off by a relative c; expf by ~2 ulp; x - max rounds by
     // half an ulp of the range, which expf turns into a relative error
@@ -540,14 +535,11 @@ static void pn_layout(Task *t) {
     int n = add_size(t, pl_dn[t->p[PN_DNAME]], N);
     t->nin = t->nout = 2;
     for (int k = 0; k < 2; k++) {
-        tset(&t->in[k], DT_F32, 1, N, 0);
-        tfac(&t->in[k], n, -1);
+        tshape(&t->in[k], DT_F32, 1, N, 0, n, -1);
         trange(&t->in[k], -5, 5, 0);
     }
-    tset(&t->out[0], DT_F32, 1, N, 0);
-    tfac(&t->out[0], n, -1);
-    tset(&t->out[1], DT_F32, 1, 1, 0);
-    tfac(&t->out[1], -1, -1);
+    tshape(&t->out[0], DT_F32, 1, N, 0, n, -1);
+    tshape(&t->out[1], DT_F32, 1, 1, 0, -1, -1);
     t->out[1].zero_init = t->p[PN_NORM] == 0;
     t->need_math = 1;
     // z: alpha * x + y, perhaps contracted to an fma (up to an ulp of each term);
@@ -714,16 +706,12 @@ static void pr_layout(Task *t) {
     long R = t->p[PR_ROWS], C = t->p[PR_COLS];
     int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
     t->nin = t->nout = 2;
-    tset(&t->in[0], DT_F32, 2, R, C);
-    tfac(&t->in[0], rr, cc);
+    tshape(&t->in[0], DT_F32, 2, R, C, rr, cc);
     trange(&t->in[0], -1, 1, 0);
-    tset(&t->in[1], DT_F32, 1, C, 0);
-    tfac(&t->in[1], cc, -1);
+    tshape(&t->in[1], DT_F32, 1, C, 0, cc, -1);
     trange(&t->in[1], -1, 1, 0);
-    tset(&t->out[0], DT_F32, 2, R, C);
-    tfac(&t->out[0], rr, cc);
-    tset(&t->out[1], DT_F32, 1, R, 0);
-    tfac(&t->out[1], rr, -1);
+    tshape(&t->out[0], DT_F32, 2, R, C, rr, cc);
+    tshape(&t->out[1], DT_F32, 1, R, 0, rr, -1);
     t->need_math = 1;
     // the normalized entries carry the relative error of the row's float norm; y is a
     // float sum of C products whose size is about 3.5 / sqrt(C) (L2) or 4 / C (L1)

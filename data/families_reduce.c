@@ -45,11 +45,9 @@ static void rb_draw(Task *t, Rng *r) {
 static void rb_layout(Task *t) {
     t->nin = t->nout = 1;
     int n = add_size(t, "n", t->p[RB_N]);
-    tset(&t->in[0], DT_F32, 1, t->p[RB_N], 0);
-    tfac(&t->in[0], n, -1);
+    tshape(&t->in[0], DT_F32, 1, t->p[RB_N], 0, n, -1);
     trange(&t->in[0], -1, 1, 0);
-    tset(&t->out[0], DT_F32, 1, 1, 0);
-    tfac(&t->out[0], -1, -1);
+    tshape(&t->out[0], DT_F32, 1, 1, 0, -1, -1);
     t->out[0].zero_init = t->p[RB_FINISH] == 1;
     red_tolerance(t, t->p[RB_N], t->p[RB_OP] == 2);
 }
@@ -270,19 +268,15 @@ static void rw_layout(Task *t) {
     t->need_math = t->p[RW_OP] == 4;
     if (!rw_is_row(t)) {
         int n = add_size(t, "n", t->p[RW_N]);
-        tset(&t->in[0], DT_F32, 1, t->p[RW_N], 0);
-        tfac(&t->in[0], n, -1);
-        tset(&t->out[0], DT_F32, 1, 1, 0);
-        tfac(&t->out[0], -1, -1);
+        tshape(&t->in[0], DT_F32, 1, t->p[RW_N], 0, n, -1);
+        tshape(&t->out[0], DT_F32, 1, 1, 0, -1, -1);
         t->out[0].zero_init = 1;
         red_tolerance(t, t->p[RW_N], 0);
         return;
     }
     int rr = add_size(t, "rows", t->p[RW_ROWS]), cc = add_size(t, "cols", t->p[RW_COLS]);
-    tset(&t->in[0], DT_F32, 2, t->p[RW_ROWS], t->p[RW_COLS]);
-    tfac(&t->in[0], rr, cc);
-    tset(&t->out[0], DT_F32, 1, t->p[RW_ROWS], 0);
-    tfac(&t->out[0], rr, -1);
+    tshape(&t->in[0], DT_F32, 2, t->p[RW_ROWS], t->p[RW_COLS], rr, cc);
+    tshape(&t->out[0], DT_F32, 1, t->p[RW_ROWS], 0, rr, -1);
     if (t->p[RW_OP] == 3) t->atol = t->rtol = 0;
     else if (t->p[RW_OP] == 4) t->atol = 1e-6, t->rtol = 1e-5;
     else t->atol = 1e-5 * sqrt((double)t->p[RW_COLS]) + 1e-6, t->rtol = 1e-5;
@@ -473,12 +467,10 @@ static void dp_layout(Task *t) {
     t->nout = 1;
     int n = add_size(t, "n", t->p[DP_N]);
     for (int k = 0; k < 2; k++) {
-        tset(&t->in[k], DT_F32, 1, t->p[DP_N], 0);
-        tfac(&t->in[k], n, -1);
+        tshape(&t->in[k], DT_F32, 1, t->p[DP_N], 0, n, -1);
         trange(&t->in[k], -1, 1, 0);
     }
-    tset(&t->out[0], DT_F32, 1, 1, 0);
-    tfac(&t->out[0], -1, -1);
+    tshape(&t->out[0], DT_F32, 1, 1, 0, -1, -1);
     t->out[0].zero_init = 1;
     // products of two values in [-1, 1): standard deviation 1/3, mixed signs; a plain
     // left-to-right float loop is off by about 8e-9 * n (one standard deviation)

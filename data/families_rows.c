@@ -96,8 +96,7 @@ static void ro_layout(Task *t, int nin, int nout, DType dt) {
     t->nin = nin;
     t->nout = nout;
     int rr = add_size(t, "rows", t->p[RP_ROWS]), cc = add_size(t, "cols", t->p[RP_COLS]);
-    tset(&t->in[0], dt, 2, t->p[RP_ROWS], t->p[RP_COLS]);
-    tfac(&t->in[0], rr, cc);
+    tshape(&t->in[0], dt, 2, t->p[RP_ROWS], t->p[RP_COLS], rr, cc);
 }
 static void ro_out_matrix(Task *t, Tensor *x, DType dt) {
     tset(x, dt, 2, t->p[RP_ROWS], t->p[RP_COLS]);
@@ -664,8 +663,7 @@ static void ln_layout(Task *t) {
     ro_layout(t, rms ? 2 : 3, rms ? 1 : t->p[LN_SAVE] ? 3 : 1, DT_F32);
     trange(&t->in[0], ln_lo[g], ln_hi[g], 0);
     for (int k = 1; k < t->nin; k++) {
-        tset(&t->in[k], DT_F32, 1, t->p[RP_COLS], 0);
-        tfac(&t->in[k], 1, -1);
+        tshape(&t->in[k], DT_F32, 1, t->p[RP_COLS], 0, 1, -1);
         trange(&t->in[k], k == 1 ? 0.5 : -0.5, k == 1 ? 1.5 : 0.5, 0);
     }
     ro_out_matrix(t, &t->out[0], DT_F32);
@@ -1070,8 +1068,7 @@ static void tk_layout(Task *t) {
     else trange(&t->in[0], -1, 1, 0);
     int kk = add_size(t, "topk", t->p[TK_K]);
     for (int j = 0; j < 2; j++) {
-        tset(&t->out[j], j ? DT_I32 : DT_F32, 2, t->p[RP_ROWS], t->p[TK_K]);
-        tfac(&t->out[j], 0, kk);
+        tshape(&t->out[j], j ? DT_I32 : DT_F32, 2, t->p[RP_ROWS], t->p[TK_K], 0, kk);
     }
     t->atol = t->rtol = 0;
 }

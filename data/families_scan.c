@@ -96,12 +96,10 @@ static void sb_layout(Task *t) {
     int is_int = t->p[SB_DTYPE], mx = t->p[SB_OP];
     t->nin = t->nout = 1;
     int n = add_size(t, "n", t->p[SB_N]);
-    tset(&t->in[0], is_int ? DT_I32 : DT_F32, 1, t->p[SB_N], 0);
-    tfac(&t->in[0], n, -1);
+    tshape(&t->in[0], is_int ? DT_I32 : DT_F32, 1, t->p[SB_N], 0, n, -1);
     if (is_int) trange(&t->in[0], mx ? -1000000 : -100, mx ? 1000000 : 100, 1);
     else trange(&t->in[0], mx ? -100 : 0, mx ? 100 : 1, 0);
-    tset(&t->out[0], t->in[0].dt, 1, t->p[SB_N], 0);
-    tfac(&t->out[0], n, -1);
+    tshape(&t->out[0], t->in[0].dt, 1, t->p[SB_N], 0, n, -1);
     int exact = is_int || mx;
     t->atol = exact ? 0 : 1e-6;
     t->rtol = exact ? 0 : ro_sum_rel(sb_seg(t));
@@ -289,12 +287,10 @@ static void se_layout(Task *t) {
     int is_int = t->p[SE_DTYPE], big = t->p[SE_N] > 1000000;
     t->nin = t->nout = 1;
     int n = add_size(t, "n", t->p[SE_N]);
-    tset(&t->in[0], is_int ? DT_I32 : DT_F32, 1, t->p[SE_N], 0);
-    tfac(&t->in[0], n, -1);
+    tshape(&t->in[0], is_int ? DT_I32 : DT_F32, 1, t->p[SE_N], 0, n, -1);
     if (is_int) trange(&t->in[0], big ? 0 : -100, big ? 9 : 100, 1);
     else trange(&t->in[0], 0, 1, 0);
-    tset(&t->out[0], t->in[0].dt, 1, t->p[SE_N], 0);
-    tfac(&t->out[0], n, -1);
+    tshape(&t->out[0], t->in[0].dt, 1, t->p[SE_N], 0, n, -1);
     t->atol = is_int ? 0 : 1e-6;
     t->rtol = is_int ? 0 : ro_sum_rel(t->p[SE_N]);
 }

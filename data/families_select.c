@@ -68,15 +68,12 @@ static void ax_layout(Task *t) {
     t->nin = 1;
     t->nout = 2;
     int n = add_size(t, "n", t->p[AX_N]);
-    tset(&t->in[0], is_int ? DT_I32 : DT_F32, 1, t->p[AX_N], 0);
-    tfac(&t->in[0], n, -1);
+    tshape(&t->in[0], is_int ? DT_I32 : DT_F32, 1, t->p[AX_N], 0, n, -1);
     if (t->p[AX_DATA]) trange(&t->in[0], 0, 100, 1);
     else if (is_int) trange(&t->in[0], -1000000000, 1000000000, 1);
     else trange(&t->in[0], -1000, 1000, 0);
-    tset(&t->out[0], t->in[0].dt, 1, 1, 0);
-    tfac(&t->out[0], -1, -1);
-    tset(&t->out[1], DT_I32, 1, 1, 0);
-    tfac(&t->out[1], -1, -1);
+    tshape(&t->out[0], t->in[0].dt, 1, 1, 0, -1, -1);
+    tshape(&t->out[1], DT_I32, 1, 1, 0, -1, -1);
     t->atol = t->rtol = 0;
 }
 static void ax_describe(const Task *t, Buf *name, Buf *desc) {
@@ -292,13 +289,11 @@ static void mm_layout(Task *t) {
     t->nin = 1;
     t->nout = t->p[MM_OP] == 2 ? 2 : 1;
     int n = add_size(t, "n", t->p[MM_N]);
-    tset(&t->in[0], is_int ? DT_I32 : DT_F32, 1, t->p[MM_N], 0);
-    tfac(&t->in[0], n, -1);
+    tshape(&t->in[0], is_int ? DT_I32 : DT_F32, 1, t->p[MM_N], 0, n, -1);
     if (is_int) trange(&t->in[0], mm_ilo[d], mm_ihi[d], 1);
     else trange(&t->in[0], mm_flo[d], mm_fhi[d], 0);
     for (int k = 0; k < t->nout; k++) {
-        tset(&t->out[k], t->in[0].dt, 1, 1, 0);
-        tfac(&t->out[k], -1, -1);
+        tshape(&t->out[k], t->in[0].dt, 1, 1, 0, -1, -1);
     }
     t->atol = t->rtol = 0;
 }
@@ -572,15 +567,12 @@ static void cp_layout(Task *t) {
     t->nin = 1;
     t->nout = 2;
     int n = add_size(t, "n", t->p[CP_N]);
-    tset(&t->in[0], is_int ? DT_I32 : DT_F32, 1, t->p[CP_N], 0);
-    tfac(&t->in[0], n, -1);
+    tshape(&t->in[0], is_int ? DT_I32 : DT_F32, 1, t->p[CP_N], 0, n, -1);
     if (is_int) trange(&t->in[0], -1000, 1000, 1);
     else trange(&t->in[0], -1, 1, 0);
-    tset(&t->out[0], t->in[0].dt, 1, t->p[CP_N], 0);
-    tfac(&t->out[0], n, -1);
+    tshape(&t->out[0], t->in[0].dt, 1, t->p[CP_N], 0, n, -1);
     t->out[0].zero_init = 1;
-    tset(&t->out[1], DT_I32, 1, 1, 0);
-    tfac(&t->out[1], -1, -1);
+    tshape(&t->out[1], DT_I32, 1, 1, 0, -1, -1);
     t->atol = t->rtol = 0;
 }
 static const char *cp_pred(const Task *t, const char *v) {
@@ -786,13 +778,11 @@ static void ci_layout(Task *t) {
     int is_int = t->p[CI_DTYPE];
     t->nin = t->nout = 1;
     int n = add_size(t, "n", t->p[CI_N]);
-    tset(&t->in[0], is_int ? DT_I32 : DT_F32, 1, t->p[CI_N], 0);
-    tfac(&t->in[0], n, -1);
+    tshape(&t->in[0], is_int ? DT_I32 : DT_F32, 1, t->p[CI_N], 0, n, -1);
     if (is_int && t->p[CI_PRED] == 3) trange(&t->in[0], 0, 20, 1);
     else if (is_int) trange(&t->in[0], -1000, 1000, 1);
     else trange(&t->in[0], -1, 1, 0);
-    tset(&t->out[0], t->p[CI_OUT] ? DT_U32 : DT_I32, 1, 1, 0);
-    tfac(&t->out[0], -1, -1);
+    tshape(&t->out[0], t->p[CI_OUT] ? DT_U32 : DT_I32, 1, 1, 0, -1, -1);
     t->out[0].zero_init = 1;
     t->atol = t->rtol = 0;
 }

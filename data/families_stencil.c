@@ -49,11 +49,9 @@ static void s1_layout(Task *t) {
     t->nsize = 0;
     t->nin = t->nout = 1;
     int n = add_size(t, "n", t->p[S1_N]);
-    tset(&t->in[0], DT_F32, 1, t->p[S1_N], 0);
-    tfac(&t->in[0], n, -1);
+    tshape(&t->in[0], DT_F32, 1, t->p[S1_N], 0, n, -1);
     trange(&t->in[0], -1, 1, 0);
-    tset(&t->out[0], DT_F32, 1, t->p[S1_N], 0);
-    tfac(&t->out[0], n, -1);
+    tshape(&t->out[0], DT_F32, 1, t->p[S1_N], 0, n, -1);
     t->atol = 2e-5;
     t->rtol = 1e-5;
 }
@@ -264,11 +262,9 @@ static void s2_layout(Task *t) {
     t->nsize = 0;
     int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
     t->nin = t->nout = 1;
-    tset(&t->in[0], DT_F32, 2, R, C);
-    tfac(&t->in[0], rr, cc);
+    tshape(&t->in[0], DT_F32, 2, R, C, rr, cc);
     trange(&t->in[0], t->p[S2_OP] >= 2 ? 0 : -1, 1, 0);
-    tset(&t->out[0], DT_F32, 2, R, C);
-    tfac(&t->out[0], rr, cc);
+    tshape(&t->out[0], DT_F32, 2, R, C, rr, cc);
     t->atol = 1e-5;
     t->rtol = 1e-5;
 }
