@@ -624,6 +624,9 @@ static const char *flit(double v) {
     if (!strchr(tmp, '.') && !strchr(tmp, 'e') && !strchr(tmp, 'n') && !strchr(tmp, 'i')) strcat(tmp, ".0");
     return fmt("%sf", tmp);
 }
+// Float parameter k of a task as nvcc reads its literal (flit prints "%.9g" + "f"), for the
+// CPU references.
+static float fpar(const Task *t, int k) { return strtof(fmt("%.9g", t->f[k]), NULL); }
 // The same number for prompts: 2.5 -> "2.5", 2 -> "2".
 static const char *fnum(double v) { return fmt("%.9g", v); }
 

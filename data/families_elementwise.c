@@ -214,8 +214,6 @@ static void map_ref(const Task *t, const void *const *in, void *const *out) {
     for (long i = 0; i < t->p[M_N]; i++) k->ref1(t, in, out[0], i);
 }
 
-// A float parameter as nvcc reads its literal (flit prints "%.9g" + "f").
-static float fpar(const Task *t, int k) { return strtof(fmt("%.9g", t->f[k]), NULL); }
 
 // ----------------------------------------------------------------------------
 // Unary maps

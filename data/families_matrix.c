@@ -410,8 +410,6 @@ static const Family fam_mx_transpose_tiled = { "transpose_tiled",
                                             mxtt_params, NULL, mxtt_draw, mxtt_layout, mxtt_describe, mxtt_kernels,
                                             mxtt_launch, mxtt_ref };
 
-// A float parameter as nvcc reads its literal (flit prints "%.9g" + "f").
-static float mx_fpar(const Task *t, int k) { return strtof(fmt("%.9g", t->f[k]), NULL); }
 static const char *const mx_fp_ab[] = { "alpha", "beta", NULL };
 enum { MX_F_A, MX_F_B };
 
@@ -587,7 +585,7 @@ static void mxme_ref(const Task *t, const void *const *in, void *const *out) {
     long n = (long)t->p[MXME_ROWS] * t->p[MXME_COLS];
     const float *a = in[0], *b = mxme_binary(t) ? in[1] : NULL;
     float *c = out[0];
-    double al = mx_fpar(t, MX_F_A), be = mx_fpar(t, MX_F_B);
+    double al = fpar(t, MX_F_A), be = fpar(t, MX_F_B);
     for (long i = 0; i < n; i++) {
         double v;
         switch (t->p[MXME_OP]) {
@@ -1524,7 +1522,7 @@ static void mxop_ref(const Task *t, const void *const *in, void *const *out) {
     long M = t->p[MXOP_M], N = t->p[MXOP_N];
     int ger = t->p[MXOP_OP] == 2;
     const float *A = ger ? in[0] : NULL, *x = in[ger], *y = in[ger + 1];
-    double al = t->p[MXOP_OP] ? mx_fpar(t, 0) : 1.0;
+    double al = t->p[MXOP_OP] ? fpar(t, 0) : 1.0;
     float *c = out[0];
     for (long i = 0; i < M; i++)
         for (long j = 0; j < N; j++) c[i * N + j] = (float)((A ? A[i * N + j] : 0.0) + al * x[i] * y[j]);

@@ -3,7 +3,7 @@
 // normalize), softmax / log-softmax of a whole vector (atomic float max, atomicAdd of the
 // exponentials, divide), SAXPY then the L2 norm, and row normalization then a
 // matrix-vector product. Included by corpus.c, after families_matrix.c (mx_* helpers) and
-// families_select.c (sl_pick_real, sl_scratch).
+// families_select.c (sl_pick_real).
 //
 // Tolerances: float sums reduced on the GPU in another order (mx_red_rel), see each layout.
 
@@ -270,7 +270,7 @@ $free_partial
 )";
 static void ps_launch(const Task *t, Emit *e, const Host *h) {
     const char *n = h->size[0], *x = h->in[0], *y = h->out[0];
-    const char *acc = sl_scratch(t, "acc"), *part = sl_scratch(t, "partial");
+    const char *acc = dname(t, "acc"), *part = dname(t, "partial");
     int method = t->p[PS_METHOD];
     TPL(e, t, ps_launch_tpl, "grids", pl_grids(n, method == 2 && !t->p[PS_CAP] ? 1024 : t->p[PS_CAP]), "alloc_acc",
         dev_alloc(t, "float", acc, "2"), "zero_acc",
@@ -294,7 +294,7 @@ static void ps_ref(const Task *t, const void *const *in, void *const *out) {
     double mean = s / N;
     for (long i = 0; i < N; i++) q += (x[i] - mean) * (x[i] - mean);
     double var = q / (N - t->p[PS_DDOF]);
-    double inv = 1.0 / sqrt(var + ro_fpar(t, 0));
+    double inv = 1.0 / sqrt(var + fpar(t, 0));
     for (long i = 0; i < N; i++) y[i] = (float)((x[i] - mean) * inv);
     if (t->p[PS_STATS]) {
         ((float *)out[1])[0] = (float)mean;
@@ -472,7 +472,7 @@ $sync
 $free
 )";
 static void pm_launch(const Task *t, Emit *e, const Host *h) {
-    const char *n = h->size[0], *x = h->in[0], *y = h->out[0], *red = sl_scratch(t, "red");
+    const char *n = h->size[0], *x = h->in[0], *y = h->out[0], *red = dname(t, "red");
     int store = t->p[PM_STORE];
     TPL(e, t, pm_launch_tpl, "grids", pl_grids(n, t->p[PM_CAP]), "alloc", dev_alloc(t, "float", red, "2"), "init",
         t->p[PM_INIT]
@@ -633,7 +633,7 @@ $sync
 $free
 )";
 static void pn_launch(const Task *t, Emit *e, const Host *h) {
-    const char *n = h->size[0], *z = h->out[0], *nr = h->out[1], *pn = sl_scratch(t, "partial");
+    const char *n = h->size[0], *z = h->out[0], *nr = h->out[1], *pn = dname(t, "partial");
     int part = t->p[PN_NORM];
     TPL(e, t, pn_launch_tpl, "grids", pl_grids(n, t->p[PN_CAP]), "k1", t->kname[0], "k2", t->kname[1], "k3",
         t->kname[2], "grid1", t->p[PN_LOOP] == LOOP_GRID ? "red_blocks" : "elem_blocks", "args1",
@@ -645,7 +645,7 @@ static void pn_launch(const Task *t, Emit *e, const Host *h) {
 static void pn_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0], *y = in[1];
     float *z = out[0];
-    double a = ro_fpar(t, 0), s = 0;
+    double a = fpar(t, 0), s = 0;
     for (long i = 0; i < t->p[PN_N]; i++) {
         z[i] = (float)(a * x[i] + y[i]);
         s += (double)z[i] * z[i];
@@ -821,7 +821,7 @@ static void pr_launch(const Task *t, Emit *e, const Host *h) {
             fmt("%d", MB / 32));
         return;
     }
-    const char *nm = sl_scratch(t, "norms");
+    const char *nm = dname(t, "norms");
     TPL(e, t, "$alloc\nconst int warp_blocks = ($R * 32 + $B - 1) / $B;\n$k1<<<warp_blocks, $B>>>($A, $norms, $R, $C);",
         "alloc", dev_alloc(t, "float", nm, R), "R", R, "C", C, "B", fmt("%d", B), "k1", t->kname[0], "A", A, "norms",
         nm);

@@ -5,7 +5,9 @@
 // The families share their first parameters (RO_PARAMS) and the pieces of their kernels: a
 // row is handled by one block (a shared-memory tree, or warp shuffles plus per-warp partials
 // in shared memory), by one warp (__shfl_xor_sync butterflies, or __shfl_down_sync and a
-// broadcast), or by one thread.
+// broadcast), or by one thread. Families over a 1-D array (dot_atomic in families_reduce.c,
+// argmax_array in families_select.c) use the same pieces on one block or warp of their
+// grid: ro_as_block.
 //
 // Tolerances. Expected outputs are computed in double. A float sum of n terms in another
 // order is off by about u*sqrt(n)/3 relative to the sum for positive terms (u = 2^-24,
@@ -22,8 +24,6 @@ static double ro_sum_rel(long n) { return 1e-6 + 2e-7 * sqrt((double)n); }
 // Relative error of expf/__expf/exp2f-based exponentials of arguments up to span in
 // magnitude (__expf: 2 + 1.16*|x| ulp), in float ulps of 2^-23.
 static double ro_exp_rel(double span) { return (4 + 1.2 * span) * 1.2e-7; }
-// A float parameter as nvcc reads its literal (flit prints "%.9g" + "f").
-static float ro_fpar(const Task *t, int k) { return strtof(fmt("%.9g", t->f[k]), NULL); }
 
 enum { RO_BLOCK, RO_WARP, RO_THREAD };
 static const char *const ro_maps[] = { "block_per_row", "warp_per_row", "thread_per_row", NULL };
@@ -769,7 +769,7 @@ static void ln_launch(const Task *t, Emit *e, const Host *h) { ro_launch(e, t, h
 static void ln_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0], *w = in[1], *b = ln_is_rms(t) ? NULL : in[2];
     long R = t->p[RP_ROWS], C = t->p[RP_COLS];
-    double eps = ro_fpar(t, LNF_EPS);
+    double eps = fpar(t, LNF_EPS);
     for (long r = 0; r < R; r++) {
         const float *xr = x + r * C;
         double mu = 0, var = 0;

@@ -11,10 +11,6 @@
 #define SC_INT_MIN "(-2147483647 - 1)"
 static const char *const sc_algos[] = { "hillis_steele", "blelloch", NULL };
 static const char *const sc_dtypes[] = { "float32", "int32", NULL };
-// A scratch device buffer's name in the program's naming style (d_sums, sums_dev, ...).
-static const char *sc_scratch(const Task *t, const char *name) {
-    return fmt("%s%s%s", dev_affix[t->st.devname][0], name, dev_affix[t->st.devname][1]);
-}
 
 // The up-sweep and down-sweep of Blelloch's scan over s[0..m) with 'offset' (starts at 1):
 // leaves the exclusive scan in s. $root: what happens at the root between the two sweeps.
@@ -416,7 +412,7 @@ $free
 static void se_launch(const Task *t, Emit *e, const Host *h) {
     const char *T = t->p[SE_DTYPE] ? "int" : "float", *per = t->p[SE_ALGO] ? "2 * threads" : "threads";
     int dyn = t->p[SE_SHMEM] == 1, serial = t->p[SE_SUMS];
-    const char *sums = sc_scratch(t, "block_sums");
+    const char *sums = dname(t, "block_sums");
     TPL(e, t, se_launch_tpl, "threads", dyn ? fmt("%d", t->p[SE_BLOCK]) : "BLOCK_SIZE", "n", h->size[0], "per", per,
         "alloc", dev_alloc(t, T, sums, "blocks"), "smem",
         dyn ? fmt("const size_t smem = %s * sizeof(%s);", per, T) : "", "k1", t->kname[0], "k2", t->kname[1], "k3",

@@ -12,10 +12,6 @@ static const char *sl_ct(int is_int) { return is_int ? "int" : "float"; }
 // The largest and smallest value of a type, as CUDA source.
 static const char *sl_lowest(int is_int) { return is_int ? RO_INT_MIN : RO_LOWEST; }
 static const char *sl_highest(int is_int) { return is_int ? RO_INT_MAX : RO_HIGHEST; }
-// A scratch device buffer's name in the program's naming style (d_key, key_dev, ...).
-static const char *sl_scratch(const Task *t, const char *name) {
-    return fmt("%s%s%s", dev_affix[t->st.devname][0], name, dev_affix[t->st.devname][1]);
-}
 // Order-preserving map of a float's (or int's) bits to unsigned int, and back.
 static const char sl_ordered_tpl[] = R"(
 /// Order-preserving map of $what to unsigned: $how.
@@ -212,7 +208,7 @@ $free2
 )";
 static void ax_launch(const Task *t, Emit *e, const Host *h) {
     const char *n = h->size[0], *T = sl_ct(t->p[AX_DTYPE]);
-    const char *key = sl_scratch(t, "key"), *pv = sl_scratch(t, "part_val"), *pi = sl_scratch(t, "part_idx");
+    const char *key = dname(t, "key"), *pv = dname(t, "part_val"), *pi = dname(t, "part_idx");
     const char *launches =
         t->p[AX_ALGO] == 2
             ? fmt("%s\n%s\n%s<<<blocks, threads>>>(%s, %s, %s);\n%s<<<1, 1>>>(%s, %s, %s);",
@@ -713,7 +709,7 @@ $sync
 $free
 )";
 static void cp_launch(const Task *t, Emit *e, const Host *h) {
-    const char *bc = sl_scratch(t, "block_counts");
+    const char *bc = dname(t, "block_counts");
     TPL(e, t, cp_launch_tpl, "n", h->size[0], "alloc", dev_alloc(t, "int", bc, "blocks"), "bc", bc, "x", h->in[0],
         "out", h->out[0], "count", h->out[1], "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "t2",
         t->p[CP_SUMS] ? "1" : "threads", "sync", checked(t, "cudaDeviceSynchronize()"), "free",
@@ -727,7 +723,7 @@ static void cp_ref(const Task *t, const void *const *in, void *const *out) {
             int v = ((const int *)in[0])[i], thr = (int)t->f[0];
             if ((ab ? abs(v) : v) > thr) ((int *)out[0])[k++] = v;
         } else {
-            float v = ((const float *)in[0])[i], thr = ro_fpar(t, 0);
+            float v = ((const float *)in[0])[i], thr = fpar(t, 0);
             if ((ab ? fabsf(v) : v) > thr) ((float *)out[0])[k++] = v;
         }
     }
@@ -887,7 +883,7 @@ static void ci_launch(const Task *t, Emit *e, const Host *h) {
 }
 static void ci_ref(const Task *t, const void *const *in, void *const *out) {
     int is_int = t->p[CI_DTYPE];
-    double a = is_int ? t->f[0] : ro_fpar(t, 0), b = is_int ? t->f[1] : ro_fpar(t, 1);
+    double a = is_int ? t->f[0] : fpar(t, 0), b = is_int ? t->f[1] : fpar(t, 1);
     long k = 0;
     for (long i = 0; i < t->p[CI_N]; i++) {
         double v = is_int ? (double)((const int *)in[0])[i] : (double)((const float *)in[0])[i];
