@@ -78,7 +78,7 @@ typedef struct {
     float *ln1_mean;  // (L, B, T)
     float *ln1_rstd;  // (L, B, T)
     float *qkv;       // (L, B, T, 3C)
-    float *att;       // (L, B, NH, T, T) softmax probabilities (causal: only t2 <= t used)
+    float *att_lse;   // (L, B, NH, T)  log-sum-exp of each attention row's scaled scores
     float *atty;      // (L, B, T, C)   attention output before the projection
     float *residual2; // (L, B, T, C)   after the attention block
     float *ln2;       // (L, B, T, C)
@@ -100,12 +100,10 @@ typedef struct {
     float *dbt_c;     // (B, T, C)
     float *dbt_c2;    // (B, T, C)
     float *dqkv;      // (B, T, 3C)
-    float *datt;      // (B, NH, T, T)
     float *dfch;      // (B, T, 4C)
-    float *att_t;     // (B, NH, T, T)  attention's transposes: att^T, dpre^T
-    float *kv_t;      // (B, NH, hs, T) attention's transposes: K^T (forward), V^T (backward)
+    float *kv_t;      // (B, NH, 2, hs, T) attention's scratch: K^T and V^T
 } CusetGradActs;
-#define CUSET_NUM_GRAD_ACTS 8
+#define CUSET_NUM_GRAD_ACTS 6
 
 // One sample per row, padded. Row n holds prompt then target; position t predicts
 // targets[t]. The target positions of a row are contiguous: tgt_start[n] ..
@@ -493,13 +491,18 @@ CUSET_HD static inline float cuset_kl_grad(float p_theta, float p_ref, float bet
 CUSET_HD static inline float cuset_kl_term(float logp_ref, float logp_theta) { return expf(logp_ref) * (logp_ref - logp_theta); }
 
 // The gradient: d(loss)/d(z_v) of one vocabulary entry v of a target position, given its
-// log-probability lp = z_v - lse, a = cuset_token_coef, and (ASFT) the reference model's
-// lp_ref: a (p - 1[v = target]) / N, plus beta (p - p_ref) / N under ASFT.
+// probability p = exp(z_v - lse), a = cuset_token_coef, and (ASFT) the reference model's
+// p_ref: a (p - 1[v = target]) / N, plus beta (p - p_ref) / N under ASFT. From p, so a
+// backend may compute exp its own way (the CPU's vectorised cuset__expf);
+// cuset_logit_grad takes the log-probabilities lp, lp_ref and uses libm's expf.
+CUSET_HD static inline float cuset_logit_grad_p(const CusetObjective *o, float a, float p, float p_ref, int is_target,
+                                                float inv_norm) {
+    float g = o->kind == CUSET_OBJ_ASFT ? (a * p + cuset_kl_grad(p, p_ref, o->beta)) * inv_norm : a * p * inv_norm;
+    return is_target ? g - a * inv_norm : g;
+}
 CUSET_HD static inline float cuset_logit_grad(const CusetObjective *o, float a, float lp, float lp_ref, int is_target,
                                               float inv_norm) {
-    float p = expf(lp);
-    float g = o->kind == CUSET_OBJ_ASFT ? (a * p + cuset_kl_grad(p, expf(lp_ref), o->beta)) * inv_norm : a * p * inv_norm;
-    return is_target ? g - a * inv_norm : g;
+    return cuset_logit_grad_p(o, a, expf(lp), o->kind == CUSET_OBJ_ASFT ? expf(lp_ref) : 0.0f, is_target, inv_norm);
 }
 
 // Eq. 9's term of one target position: (a (-log c) + beta KL) / N, KL = sum over v of
@@ -705,11 +708,10 @@ static void cuset__alloc_acts(CusetGPT *m, int B, int T) {
     free(m->acts_memory); free(m->gacts_memory); free(m->scratch); free(m->loss_scratch);
     size_t L = m->cfg.n_layer, C = m->cfg.n_embd, NH = m->cfg.n_head, Vp = m->cfg.padded_vocab_size;
     size_t BT = (size_t)B * T;
-    size_t a[CUSET_NUM_ACTS] = {BT * C, L * BT * C, L * BT, L * BT, L * BT * 3 * C, L * B * NH * T * T,
+    size_t a[CUSET_NUM_ACTS] = {BT * C, L * BT * C, L * BT, L * BT, L * BT * 3 * C, L * B * NH * T,
                                 L * BT * C, L * BT * C, L * BT * C, L * BT, L * BT, L * BT * 4 * C,
                                 L * BT * 4 * C, L * BT * C, BT * C, BT, BT, BT * Vp};
-    size_t g[CUSET_NUM_GRAD_ACTS] = {BT * C, BT * C, BT * C, BT * 3 * C, B * NH * T * T, BT * 4 * C,
-                                     B * NH * T * T, BT * C};
+    size_t g[CUSET_NUM_GRAD_ACTS] = {BT * C, BT * C, BT * C, BT * 3 * C, BT * 4 * C, 2 * BT * C};
     size_t na = 0, ng = 0;
     for (int i = 0; i < CUSET_NUM_ACTS; i++) na += a[i];
     for (int i = 0; i < CUSET_NUM_GRAD_ACTS; i++) ng += g[i];
@@ -861,15 +863,24 @@ static void cuset__gemm(int M, int N, int K, const float *A, size_t ras, size_t 
     }
 }
 
-// out (N, OC) = inp (N, IC) @ weight (OC, IC)^T + bias (OC) (bias may be NULL).
-// Reference: out[i][o] = bias[o] + sum over c in order of inp[i][c] * weight[o][c].
-// The bias initialises out; the gemm reads weight as the transposed operand B(c, o).
-static void cuset__matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
-                                  int N, int IC, int OC, float *scratch) {
+// out (N, OC) = residual (N, OC) + inp (N, IC) @ weight (OC, IC)^T + bias (OC) (residual
+// and bias may be NULL: the residual add fused into the projections that end a block).
+// Reference: out[i][o] = residual[i][o] + bias[o], then += inp[i][c] * weight[o][c] for c
+// in order. residual + bias initialises out; the gemm reads weight as the transposed
+// operand B(c, o).
+static void cuset__matmul_residual_forward(float *out, const float *residual, const float *inp, const float *weight,
+                                           const float *bias, int N, int IC, int OC, float *scratch) {
 #pragma omp parallel for schedule(static) if ((size_t)N * OC >= CUSET_PAR_MIN)
     for (int i = 0; i < N; i++)
-        for (int o = 0; o < OC; o++) out[(size_t)i * OC + o] = bias ? bias[o] : 0.0f;
+        for (int o = 0; o < OC; o++)
+            out[(size_t)i * OC + o] = (residual ? residual[(size_t)i * OC + o] : 0.0f) + (bias ? bias[o] : 0.0f);
     cuset__gemm(N, OC, IC, inp, IC, 1, weight, 1, IC, out, OC, scratch);
+}
+
+// out (N, OC) = inp (N, IC) @ weight (OC, IC)^T + bias (OC) (bias may be NULL).
+static void cuset__matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
+                                  int N, int IC, int OC, float *scratch) {
+    cuset__matmul_residual_forward(out, NULL, inp, weight, bias, N, IC, OC, scratch);
 }
 
 // Given dout (N, OC): dinp (N, IC) += dout @ weight, dweight (OC, IC) += dout^T @ inp,
@@ -895,6 +906,29 @@ static void cuset__matmul_backward(float *dinp, float *dweight, float *dbias, co
 }
 
 // ---- the other layers, forward and backward -------------------------------------------
+
+// expf and tanhf without calls or branches, so that gcc vectorises the loops around them.
+// exp: x = n ln 2 + r, |r| <= ln 2 / 2, exp(r) by Cephes' degree-6 polynomial, 2^n put
+// into the exponent bits; relative error < 1e-7 on [-87, 88] (clamped outside).
+// tanh(u) = 1 - 2 / (exp(2u) + 1): absolute error < 2e-7 (libm's tanhf: 1e-7), which is
+// what GELU needs (it multiplies 1 + tanh by x/2).
+static inline float cuset__expf(float x) {
+    x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
+    float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; // round(x / ln 2)
+    float r = x - n * 0.693359375f + n * 2.12194440e-4f;                // x - n ln 2, in two parts
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    int32_t bits = ((int32_t)n + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
+static inline float cuset__tanhf(float u) { return 1.0f - 2.0f / (cuset__expf(2.0f * u) + 1.0f); }
 
 // out (B,T,C) = wte[inputs] + wpe[t]
 static void cuset__encoder_forward(float *out, const int *inputs, const float *wte, const float *wpe, int BT, int T, int C) {
@@ -933,6 +967,8 @@ static void cuset__layernorm_forward(float *out, float *mean, float *rstd, const
     }
 }
 
+// Given dout (N,C): dinp (N,C) += the gradient through the LayerNorm of inp (N,C) with the
+// saved mean and rstd (N); dw, db (C) += the gradients of its scale and shift.
 static void cuset__layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                                       const float *w, const float *mean, const float *rstd, int N, int C) {
 #pragma omp parallel for schedule(static) if ((size_t)N * C >= CUSET_PAR_MIN)
@@ -950,24 +986,30 @@ static void cuset__layernorm_backward(float *dinp, float *dw, float *db, const f
             dinp[(size_t)i * C + c] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * rstd[i];
         }
     }
+    // dw[c] += sum over i in order of dout[i][c] norm[i][c], db[c] += sum of dout[i][c]:
+    // threads split the columns in groups of 16, each group's rows read in order
 #pragma omp parallel for schedule(static) if ((size_t)N * C >= CUSET_PAR_MIN)
-    for (int c = 0; c < C; c++) {
-        float sw = 0.0f, sb = 0.0f;
+    for (int c0 = 0; c0 < C; c0 += 16) {
+        int nc = C - c0 < 16 ? C - c0 : 16;
+        float sw[16] = {0}, sb[16] = {0};
         for (int i = 0; i < N; i++) {
-            float dy = dout[(size_t)i * C + c];
-            sw += dy * (inp[(size_t)i * C + c] - mean[i]) * rstd[i];
-            sb += dy;
+            const float *x = inp + (size_t)i * C + c0, *dy = dout + (size_t)i * C + c0;
+            for (int c = 0; c < nc; c++) {
+                sw[c] += dy[c] * (x[c] - mean[i]) * rstd[i];
+                sb[c] += dy[c];
+            }
         }
-        dw[c] += sw; db[c] += sb;
+        for (int c = 0; c < nc; c++) { dw[c0 + c] += sw[c]; db[c0 + c] += sb[c]; }
     }
 }
 
-// Causal multi-head attention, one (batch, head) pair per task, its products done by the
-// matmul's register tiles: only the tiles on or below the diagonal of the T x T score
-// matrix are computed, and the products with att stop at the diagonal too.
-// qkv (B,T,3C) holds q, k, v; head h uses channels h*hs..(h+1)*hs-1 of each (row stride
-// 3C). att (B,NH,T,T) keeps the softmax rows (zero above the diagonal); out (B,T,C).
-// kv_t (B,NH,hs,T) is scratch for K^T.
+// Causal multi-head attention, materialised: the reference that the flash-style version
+// below (which training runs) and the GPU kernels are tested against. One (batch, head)
+// pair per task, its products done by the register tiles: only the tiles on or below the
+// diagonal of the T x T score matrix are computed, and the products with att stop at the
+// diagonal too. qkv (B,T,3C) holds q, k, v; head h uses channels h*hs..(h+1)*hs-1 of each
+// (row stride 3C). att (B,NH,T,T) keeps the softmax rows (zero above the diagonal); out
+// (B,T,C). kv_t (B,NH,hs,T) is scratch for K^T.
 
 // Tiles of C (T, N) += A (T, K) B (K, N) where row block i of A is zero past column
 // i + MR - 1 (lower triangular A: att, dpre): K shrinks with the block.
@@ -1017,10 +1059,11 @@ static void cuset__attention_forward(float *out, float *att, float *kv_t, const 
             float *y = out + (size_t)b * T * C + h * hs;
             cuset__transpose_serial(kt, k, T, hs, 3 * C);
             cuset__gemm_causal_scores(T, hs, q, 3 * C, kt, a); // a[t][t2] = q_t . k_t2
-            for (int t = 0; t < T; t++) { // softmax over t2 <= t, zeros beyond
+            for (int t = 0; t < T; t++) { // softmax over t2 <= t (exp as cuset__expf), zeros beyond
                 float *row = a + (size_t)t * T, maxv = -INFINITY, sum = 0.0f;
                 for (int t2 = 0; t2 <= t; t2++) maxv = fmaxf(maxv, row[t2] * scale);
-                for (int t2 = 0; t2 <= t; t2++) { row[t2] = expf(row[t2] * scale - maxv); sum += row[t2]; }
+                for (int t2 = 0; t2 <= t; t2++) row[t2] = cuset__expf(row[t2] * scale - maxv);
+                for (int t2 = 0; t2 <= t; t2++) sum += row[t2];
                 for (int t2 = 0; t2 <= t; t2++) row[t2] /= sum;
                 for (int t2 = t + 1; t2 < T; t2++) row[t2] = 0.0f;
                 for (int i = 0; i < hs; i++) y[(size_t)t * C + i] = 0.0f;
@@ -1060,28 +1103,151 @@ static void cuset__attention_backward(float *dqkv, float *datt, float *att_t, fl
         }
 }
 
-// expf and tanhf without calls or branches, so that gcc vectorises the loops around them.
-// exp: x = n ln 2 + r, |r| <= ln 2 / 2, exp(r) by Cephes' degree-6 polynomial, 2^n put
-// into the exponent bits; relative error < 1e-7 on [-87, 88] (clamped outside).
-// tanh(u) = 1 - 2 / (exp(2u) + 1): absolute error < 2e-7 (libm's tanhf: 1e-7), which is
-// what GELU needs (it multiplies 1 + tanh by x/2).
-static inline float cuset__expf(float x) {
-    x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
-    float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; // round(x / ln 2)
-    float r = x - n * 0.693359375f + n * 2.12194440e-4f;                // x - n ln 2, in two parts
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    int32_t bits = ((int32_t)n + 127) << 23;
-    float scale;
-    memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
+// Flash-style causal attention, what the training step runs: the same result as
+// cuset__attention_forward/backward above (the reference, which tests compare against)
+// with no T x T buffer. One (batch, head) pair per task; its T queries in tiles of 64, each
+// meeting the key tiles up to the diagonal only (those above it are skipped), so a tile's
+// scores, probabilities and their gradients stay in L1. The products run on the register
+// tiles (cuset__gemm_tile); on the diagonal tile they stop at the diagonal.
+// Forward: for a query row, an online softmax over the key tiles: S = q.k scale, the
+// running max m and sum l, y rescaled by exp(m_old - m) when m grows, y += exp(S - m) v;
+// at the end y /= l and lse = m + log l (B,NH,T) is kept. Backward from lse: per tile
+// P = exp(S - lse), dv += P^T dy, dP = dy v^T, dS = P (dP - D) scale with D_t = dy_t . y_t,
+// dq += dS k, dk += dS^T q. Sums run in a fixed order (the pair's tiles in order), so the
+// thread count does not change them. scratch: (B,NH,2,hs,T) floats (K^T, then V^T).
+#define CUSET_ATT_TILE 64
+
+// A tile of scores: S (ni, nj; row stride CUSET_ATT_TILE) = A (ni, hs; row stride lda)
+// Bt (hs, nj; row stride T), on the diagonal tile only the 8 x 32 tiles that reach it.
+static void cuset__att_scores(float *S, const float *A, int lda, const float *Bt, int ni, int nj, int diag, int hs, int T) {
+    for (int r = 0; r < ni; r += CUSET_MR) {
+        int mr = ni - r < CUSET_MR ? ni - r : CUSET_MR;
+        for (int c = 0; c < nj && (!diag || c < r + mr); c += CUSET_NR) {
+            int nr = nj - c < CUSET_NR ? nj - c : CUSET_NR;
+            for (int i = 0; i < mr; i++) memset(S + (size_t)(r + i) * CUSET_ATT_TILE + c, 0, nr * sizeof(float));
+            cuset__gemm_tile(mr, nr, hs, A + (size_t)r * lda, lda, Bt + c, T, S + (size_t)r * CUSET_ATT_TILE + c,
+                             CUSET_ATT_TILE);
+        }
+    }
 }
-static inline float cuset__tanhf(float u) { return 1.0f - 2.0f / (cuset__expf(2.0f * u) + 1.0f); }
+
+// out (ni, n; row stride ldo) += P (ni, nj; row stride CUSET_ATT_TILE) X (nj, n; row stride
+// ldx); on the diagonal tile (P zero past column r) row block r stops at key r + MR - 1.
+static void cuset__att_pv(float *out, int ldo, const float *P, const float *X, int ldx, int ni, int nj, int n, int diag) {
+    for (int r = 0; r < ni; r += CUSET_MR) {
+        int mr = ni - r < CUSET_MR ? ni - r : CUSET_MR, k = diag && r + mr < nj ? r + mr : nj;
+        for (int c = 0; c < n; c += CUSET_NR)
+            cuset__gemm_tile(mr, n - c < CUSET_NR ? n - c : CUSET_NR, k, P + (size_t)r * CUSET_ATT_TILE, CUSET_ATT_TILE,
+                             X + c, ldx, out + (size_t)r * ldo + c, ldo);
+    }
+}
+
+// out (nj, n; row stride ldo) += P^T X, P (ni, nj) as above, X (ni, n; row stride ldx);
+// Pt is scratch for P^T. On the diagonal tile key block c starts at query c.
+static void cuset__att_ptx(float *out, int ldo, const float *P, float *Pt, const float *X, int ldx, int ni, int nj, int n,
+                           int diag) {
+    for (int r = 0; r < ni; r++)
+        for (int c = 0; c < nj; c++) Pt[(size_t)c * CUSET_ATT_TILE + r] = P[(size_t)r * CUSET_ATT_TILE + c];
+    for (int c = 0; c < nj; c += CUSET_MR) {
+        int mr = nj - c < CUSET_MR ? nj - c : CUSET_MR, k0 = diag ? c : 0;
+        for (int j = 0; j < n; j += CUSET_NR)
+            cuset__gemm_tile(mr, n - j < CUSET_NR ? n - j : CUSET_NR, ni - k0, Pt + (size_t)c * CUSET_ATT_TILE + k0,
+                             CUSET_ATT_TILE, X + (size_t)k0 * ldx + j, ldx, out + (size_t)c * ldo + j, ldo);
+    }
+}
+
+// out (B,T,C) = attention of qkv (B,T,3C); lse (B,NH,T) the log-sum-exp of each row of
+// scaled scores.
+static void cuset__attention_forward_flash(float *out, float *lse, float *scratch, const float *qkv, int B, int T, int C,
+                                           int NH) {
+    int hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            size_t bh = (size_t)b * NH + h;
+            const float *q = qkv + (size_t)b * T * 3 * C + h * hs, *k = q + C, *v = q + 2 * C;
+            float *y = out + (size_t)b * T * C + h * hs, *kt = scratch + bh * 2 * hs * T, *l = lse + bh * T;
+            float S[CUSET_ATT_TILE * CUSET_ATT_TILE], mx[CUSET_ATT_TILE], sum[CUSET_ATT_TILE];
+            cuset__transpose_serial(kt, k, T, hs, 3 * C);
+            for (int i0 = 0; i0 < T; i0 += CUSET_ATT_TILE) {
+                int ni = T - i0 < CUSET_ATT_TILE ? T - i0 : CUSET_ATT_TILE;
+                for (int r = 0; r < ni; r++) {
+                    mx[r] = -INFINITY; sum[r] = 0.0f;
+                    memset(y + (size_t)(i0 + r) * C, 0, hs * sizeof(float));
+                }
+                for (int j0 = 0; j0 <= i0; j0 += CUSET_ATT_TILE) {
+                    int nj = T - j0 < CUSET_ATT_TILE ? T - j0 : CUSET_ATT_TILE, diag = j0 == i0;
+                    cuset__att_scores(S, q + (size_t)i0 * 3 * C, 3 * C, kt + j0, ni, nj, diag, hs, T);
+                    for (int r = 0; r < ni; r++) { // online softmax: S becomes exp(S scale - m)
+                        float *s = S + (size_t)r * CUSET_ATT_TILE, m = mx[r], rs = 0.0f;
+                        int n = diag ? r + 1 : nj; // keys up to the query
+                        for (int c = 0; c < n; c++) m = fmaxf(m, s[c] * scale);
+                        for (int c = 0; c < n; c++) s[c] = cuset__expf(s[c] * scale - m);
+                        for (int c = n; c < nj; c++) s[c] = 0.0f;
+                        for (int c = 0; c < n; c++) rs += s[c];
+                        float corr = cuset__expf(mx[r] - m), *yr = y + (size_t)(i0 + r) * C;
+                        for (int i = 0; i < hs; i++) yr[i] *= corr;
+                        sum[r] = sum[r] * corr + rs;
+                        mx[r] = m;
+                    }
+                    cuset__att_pv(y + (size_t)i0 * C, C, S, v + (size_t)j0 * 3 * C, 3 * C, ni, nj, hs, diag);
+                }
+                for (int r = 0; r < ni; r++) {
+                    float *yr = y + (size_t)(i0 + r) * C;
+                    for (int i = 0; i < hs; i++) yr[i] /= sum[r];
+                    l[i0 + r] = mx[r] + logf(sum[r]);
+                }
+            }
+        }
+}
+
+// Given dout (B,T,C), the forward's out (B,T,C) and lse: dqkv (B,T,3C) += the gradient
+// through attention.
+static void cuset__attention_backward_flash(float *dqkv, float *scratch, const float *dout, const float *qkv,
+                                            const float *out, const float *lse, int B, int T, int C, int NH) {
+    int hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            size_t bh = (size_t)b * NH + h;
+            const float *q = qkv + (size_t)b * T * 3 * C + h * hs, *k = q + C, *v = q + 2 * C;
+            const float *dy = dout + (size_t)b * T * C + h * hs, *y = out + (size_t)b * T * C + h * hs, *l = lse + bh * T;
+            float *dq = dqkv + (size_t)b * T * 3 * C + h * hs, *dk = dq + C, *dv = dq + 2 * C;
+            float *kt = scratch + bh * 2 * hs * T, *vt = kt + (size_t)hs * T;
+            float P[CUSET_ATT_TILE * CUSET_ATT_TILE], dS[CUSET_ATT_TILE * CUSET_ATT_TILE];
+            float Pt[CUSET_ATT_TILE * CUSET_ATT_TILE], D[CUSET_ATT_TILE];
+            cuset__transpose_serial(kt, k, T, hs, 3 * C);
+            cuset__transpose_serial(vt, v, T, hs, 3 * C);
+            for (int i0 = 0; i0 < T; i0 += CUSET_ATT_TILE) {
+                int ni = T - i0 < CUSET_ATT_TILE ? T - i0 : CUSET_ATT_TILE;
+                for (int r = 0; r < ni; r++) { // D_t = dy_t . y_t
+                    const float *a = dy + (size_t)(i0 + r) * C, *c = y + (size_t)(i0 + r) * C;
+                    float d = 0.0f;
+                    for (int i = 0; i < hs; i++) d += a[i] * c[i];
+                    D[r] = d;
+                }
+                for (int j0 = 0; j0 <= i0; j0 += CUSET_ATT_TILE) {
+                    int nj = T - j0 < CUSET_ATT_TILE ? T - j0 : CUSET_ATT_TILE, diag = j0 == i0;
+                    cuset__att_scores(P, q + (size_t)i0 * 3 * C, 3 * C, kt + j0, ni, nj, diag, hs, T);
+                    cuset__att_scores(dS, dy + (size_t)i0 * C, C, vt + j0, ni, nj, diag, hs, T); // dP = dy v^T
+                    for (int r = 0; r < ni; r++) {
+                        float *p = P + (size_t)r * CUSET_ATT_TILE, *ds = dS + (size_t)r * CUSET_ATT_TILE, lr = l[i0 + r];
+                        int n = diag ? r + 1 : nj;
+                        for (int c = 0; c < n; c++) {
+                            p[c] = cuset__expf(p[c] * scale - lr);
+                            ds[c] = p[c] * (ds[c] - D[r]) * scale;
+                        }
+                        for (int c = n; c < nj; c++) p[c] = ds[c] = 0.0f;
+                    }
+                    cuset__att_ptx(dv + (size_t)j0 * 3 * C, 3 * C, P, Pt, dy + (size_t)i0 * C, C, ni, nj, hs, diag);
+                    cuset__att_pv(dq + (size_t)i0 * 3 * C, 3 * C, dS, k + (size_t)j0 * 3 * C, 3 * C, ni, nj, hs, diag);
+                    cuset__att_ptx(dk + (size_t)j0 * 3 * C, 3 * C, dS, Pt, q + (size_t)i0 * 3 * C, 3 * C, ni, nj, hs, diag);
+                }
+            }
+        }
+}
 
 // GELU and its derivative, as cuset_gelu and cuset_gelu_grad (section 2, tanh form) with
 // cuset__tanhf: out (n) = gelu(inp); dinp (n) = gelu'(inp) * dout (dinp may be dout).
@@ -1124,19 +1290,17 @@ void cuset_gpt_forward(CusetGPT *m, const int *inputs, int B, int T) {
         size_t lc = (size_t)l * BT * C;
         float *ln1 = a.ln1 + lc, *qkv = a.qkv + 3 * lc, *atty = a.atty + lc, *res2 = a.residual2 + lc;
         float *ln2 = a.ln2 + lc, *fch = a.fch + 4 * lc, *fchg = a.fch_gelu + 4 * lc, *res3 = a.residual3 + lc;
-        float *att = a.att + (size_t)l * B * NH * T * T;
-        float *tmp = m->gacts.dbt_c; // the projections' output before the residual add
+        float *lse = a.att_lse + (size_t)l * B * NH * T;
         cuset__layernorm_forward(ln1, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, residual,
                                  p.ln1w + l * C, p.ln1b + l * C, BT, C);
         CUSET__LAP("fwd layernorm", 0);
         cuset__matmul_forward(qkv, ln1, p.qkvw + (size_t)l * 3 * C * C, p.qkvb + l * 3 * C, BT, C, 3 * C, m->scratch);
         CUSET__LAP("fwd matmul qkv", 3 * mm);
-        cuset__attention_forward(atty, att, m->gacts.kv_t, qkv, B, T, C, NH);
+        cuset__attention_forward_flash(atty, lse, m->gacts.kv_t, qkv, B, T, C, NH);
         CUSET__LAP("fwd attention", at);
-        cuset__matmul_forward(tmp, atty, p.attprojw + (size_t)l * C * C, p.attprojb + l * C, BT, C, C, m->scratch);
+        cuset__matmul_residual_forward(res2, residual, atty, p.attprojw + (size_t)l * C * C, p.attprojb + l * C, BT, C, C,
+                                       m->scratch);
         CUSET__LAP("fwd matmul attproj", mm);
-        cuset__residual_forward(res2, residual, tmp, (size_t)BT * C);
-        CUSET__LAP("fwd residual", 0);
         cuset__layernorm_forward(ln2, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, res2,
                                  p.ln2w + l * C, p.ln2b + l * C, BT, C);
         CUSET__LAP("fwd layernorm", 0);
@@ -1144,10 +1308,9 @@ void cuset_gpt_forward(CusetGPT *m, const int *inputs, int B, int T) {
         CUSET__LAP("fwd matmul fc", 4 * mm);
         cuset__gelu_forward(fchg, fch, (size_t)BT * 4 * C);
         CUSET__LAP("fwd gelu", 0);
-        cuset__matmul_forward(tmp, fchg, p.fcprojw + (size_t)l * 4 * C * C, p.fcprojb + l * C, BT, 4 * C, C, m->scratch);
+        cuset__matmul_residual_forward(res3, res2, fchg, p.fcprojw + (size_t)l * 4 * C * C, p.fcprojb + l * C, BT, 4 * C, C,
+                                       m->scratch);
         CUSET__LAP("fwd matmul fcproj", 4 * mm);
-        cuset__residual_forward(res3, res2, tmp, (size_t)BT * C);
-        CUSET__LAP("fwd residual", 0);
     }
     const float *last = a.residual3 + (size_t)(L - 1) * BT * C;
     cuset__layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last, p.lnfw, p.lnfb, BT, C);
@@ -1283,8 +1446,8 @@ void cuset_gpt_backward(CusetGPT *m, const int *inputs) {
                                a.atty + lc, p.attprojw + (size_t)l * C * C, BT, C, C, m->scratch);
         CUSET__LAP("bwd matmul attproj", mm);
         memset(d.dqkv, 0, 3 * btc * sizeof(float));
-        cuset__attention_backward(d.dqkv, d.datt, d.att_t, d.kv_t, d.dbt_c, a.qkv + 3 * lc, a.att + (size_t)l * B * NH * T * T,
-                                  B, T, C, NH);
+        cuset__attention_backward_flash(d.dqkv, d.kv_t, d.dbt_c, a.qkv + 3 * lc, a.atty + lc, a.att_lse + (size_t)l * B * NH * T,
+                                        B, T, C, NH);
         CUSET__LAP("bwd attention", at);
         memset(d.dbt_c2, 0, btc * sizeof(float));
         cuset__matmul_backward(d.dbt_c2, g.qkvw + (size_t)l * 3 * C * C, g.qkvb + l * 3 * C, d.dqkv,
@@ -1302,12 +1465,23 @@ void cuset_gpt_backward(CusetGPT *m, const int *inputs) {
 // ---- the loss: three phases, no probability tensor kept ----------------------------------
 
 // Phase 1, one row of logits: the log-sum-exp over the V real columns and, for EAFT, the
-// top-20 weight. Returns lse.
+// top-20 weight. Returns lse. Reference: maxv = max of z[v]; sum = sum of expf(z[v] - maxv)
+// over v in order; lse = maxv + logf(sum). Here the max and the sum run in 16 lanes (lane j
+// takes the v = j mod 16), the lanes then added in order: a fixed order, which gcc
+// vectorises, with exp as cuset__expf.
 static float cuset__row_lse(const float *z, int V, const CusetObjective *o, float *eaft) {
-    float maxv = -INFINITY;
-    for (int v = 0; v < V; v++) maxv = z[v] > maxv ? z[v] : maxv;
-    float sum = 0.0f;
-    for (int v = 0; v < V; v++) sum += expf(z[v] - maxv);
+    enum { W = 16 };
+    float lmax[W], lsum[W], maxv = -INFINITY, sum = 0.0f;
+    for (int j = 0; j < W; j++) { lmax[j] = -INFINITY; lsum[j] = 0.0f; }
+    int vw = V / W * W; // whole groups of 16, then the rest
+    for (int v0 = 0; v0 < vw; v0 += W)
+        for (int j = 0; j < W; j++) lmax[j] = z[v0 + j] > lmax[j] ? z[v0 + j] : lmax[j];
+    for (int v = vw; v < V; v++) lmax[v - vw] = z[v] > lmax[v - vw] ? z[v] : lmax[v - vw];
+    for (int j = 0; j < W; j++) maxv = lmax[j] > maxv ? lmax[j] : maxv;
+    for (int v0 = 0; v0 < vw; v0 += W)
+        for (int j = 0; j < W; j++) lsum[j] += cuset__expf(z[v0 + j] - maxv);
+    for (int v = vw; v < V; v++) lsum[v - vw] += cuset__expf(z[v] - maxv);
+    for (int j = 0; j < W; j++) sum += lsum[j];
     if (o->kind == CUSET_OBJ_EAFT) {
         float top[CUSET_EAFT_TOPK];
         int n = 0, k = V < CUSET_EAFT_TOPK ? V : CUSET_EAFT_TOPK;
@@ -1346,16 +1520,20 @@ void cuset_loss(CusetGPT *m, const CusetBatch *b, const CusetObjective *obj, con
             int i = n * T + t;
             float *z = logits + (size_t)i * Vp;
             if (!b->is_target[i]) { memset(z, 0, Vp * sizeof(float)); continue; }
-            float c = conf[i], nll = lse[i] - z[b->targets[i]];
+            int tgt = b->targets[i];
+            float c = conf[i], l = lse[i], nll = l - z[tgt];
             float a = cuset_token_coef(obj, c, b->is_cuda[i], wn[n], eaft[i]);
             const float *zr = asft ? ref_logits + (size_t)i * Vp : NULL;
             float lse_ref = asft ? cuset__row_lse(zr, V, obj, NULL) : 0.0f;
             double kl = 0.0;
-            for (int v = 0; v < V; v++) {
-                float lp = z[v] - lse[i], lp_ref = asft ? zr[v] - lse_ref : 0.0f;
-                if (asft) kl += cuset_kl_term(lp_ref, lp);
-                z[v] = cuset_logit_grad(obj, a, lp, lp_ref, v == b->targets[i], inv_norm);
-            }
+            if (asft)
+                for (int v = 0; v < V; v++) {
+                    float lp = z[v] - l, lp_ref = zr[v] - lse_ref;
+                    kl += cuset_kl_term(lp_ref, lp);
+                    z[v] = cuset_logit_grad(obj, a, lp, lp_ref, v == tgt, inv_norm);
+                }
+            else // vectorised, exp as cuset__expf
+                for (int v = 0; v < V; v++) z[v] = cuset_logit_grad_p(obj, a, cuset__expf(z[v] - l), 0.0f, v == tgt, inv_norm);
             for (int v = V; v < Vp; v++) z[v] = 0.0f;
             row_loss[n] += cuset_loss_term(obj, a, nll, kl, inv_norm);
             row_ce[n] += nll;
@@ -1373,17 +1551,21 @@ void cuset_loss(CusetGPT *m, const CusetBatch *b, const CusetObjective *obj, con
 // ---- AdamW -------------------------------------------------------------------------------------
 
 // sqrt(sum of squares) in double over chunks of a fixed size (summed in order), so the
-// threads that split the chunks do not change the result.
+// threads that split the chunks do not change the result. Within a chunk, 8 lanes (lane j
+// takes the i = j mod 8) added in lane order at the end, which gcc vectorises.
 float cuset_gpt_grad_norm(const CusetGPT *m) {
-    enum { CHUNK = 1 << 15 };
+    enum { CHUNK = 1 << 15, W = 8 };
     size_t n = m->num_params, nchunks = (n + CHUNK - 1) / CHUNK;
     const float *g = m->grads_memory;
     double *part = (double *)CUSET_CALLOC(nchunks, sizeof(double)), s = 0.0;
 #pragma omp parallel for schedule(static) if (n >= 4 * CHUNK)
     for (size_t c = 0; c < nchunks; c++) {
-        size_t end = (c + 1) * CHUNK < n ? (c + 1) * CHUNK : n;
-        double cs = 0.0;
-        for (size_t i = c * CHUNK; i < end; i++) cs += (double)g[i] * g[i];
+        size_t i = c * CHUNK, end = (c + 1) * CHUNK < n ? (c + 1) * CHUNK : n;
+        double lane[W] = {0}, cs = 0.0;
+        for (; i + W <= end; i += W)
+            for (int j = 0; j < W; j++) lane[j] += (double)g[i + j] * g[i + j];
+        for (int j = 0; i + j < end; j++) lane[j] += (double)g[i + j] * g[i + j];
+        for (int j = 0; j < W; j++) cs += lane[j];
         part[c] = cs;
     }
     for (size_t c = 0; c < nchunks; c++) s += part[c];

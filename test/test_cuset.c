@@ -295,6 +295,46 @@ static void test_finite_differences(void) {
     cuset_gpt_free(&m);
 }
 
+// ---- flash-style attention against the materialised reference -----------------------------------
+
+// cuset__attention_forward_flash/backward_flash (what training runs) against
+// cuset__attention_forward/backward (T x T scores kept): outputs, the log-sum-exp of each row
+// and dqkv, at shapes with several query tiles, a partial last tile and head sizes 8, 32, 64.
+static void test_attention_flash(void) {
+    int shapes[][4] = {{2, 70, 32, 4}, {1, 130, 128, 4}, {1, 64, 128, 2}, {2, 200, 64, 2}}; // B, T, C, NH
+    for (int s = 0; s < 4; s++) {
+        int B = shapes[s][0], T = shapes[s][1], C = shapes[s][2], NH = shapes[s][3], hs = C / NH;
+        size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
+        float *qkv = malloc(nq * 4), *dout = malloc(no * 4), *out = calloc(no, 4), *out_f = calloc(no, 4);
+        float *att = calloc(na, 4), *att_t = calloc(na, 4), *datt = calloc(na, 4), *lse = calloc((size_t)B * NH * T, 4);
+        float *scratch = calloc(2 * no, 4), *dqkv = calloc(nq, 4), *dqkv_f = calloc(nq, 4);
+        for (size_t i = 0; i < nq; i++) qkv[i] = 2.0f * (cuset_rng_uniform(&rng) - 0.5f);
+        for (size_t i = 0; i < no; i++) dout[i] = cuset_rng_uniform(&rng) - 0.5f;
+        cuset__attention_forward(out, att, scratch, qkv, B, T, C, NH);
+        cuset__attention_backward(dqkv, datt, att_t, scratch, dout, qkv, att, B, T, C, NH);
+        cuset__attention_forward_flash(out_f, lse, scratch, qkv, B, T, C, NH);
+        cuset__attention_backward_flash(dqkv_f, scratch, dout, qkv, out_f, lse, B, T, C, NH);
+        double eo = 0, ed = 0, el = 0, mo = 0, md = 0;
+        for (size_t i = 0; i < no; i++) { eo = fmax(eo, fabs(out_f[i] - out[i])); mo = fmax(mo, fabs(out[i])); }
+        for (size_t i = 0; i < nq; i++) { ed = fmax(ed, fabs(dqkv_f[i] - dqkv[i])); md = fmax(md, fabs(dqkv[i])); }
+        for (int bh = 0; bh < B * NH; bh++) // lse against the reference's probabilities: att = exp(s - lse)
+            for (int t = 0; t < T; t++) {
+                int b = bh / NH, h = bh % NH;
+                const float *q = qkv + ((size_t)b * T + t) * 3 * C + h * hs, *k = qkv + (size_t)b * T * 3 * C + C + h * hs;
+                double sc = 0;
+                for (int i = 0; i < hs; i++) sc += (double)q[i] * k[i]; // key 0
+                sc /= sqrt(hs);
+                el = fmax(el, fabs(exp(sc - lse[(size_t)bh * T + t]) - att[((size_t)bh * T + t) * T]));
+            }
+        char name[96];
+        snprintf(name, sizeof name, "attention_flash_matches_reference_B%d_T%d_C%d_NH%d", B, T, C, NH);
+        check(eo <= 1e-5 * mo && ed <= 1e-5 * md && el <= 1e-5, name,
+              "max abs difference: out %.2e (of %.2e), dqkv %.2e (of %.2e), exp(s - lse) %.2e", eo, mo, ed, md, el);
+        free(qkv); free(dout); free(out); free(out_f); free(att); free(att_t); free(datt); free(lse);
+        free(scratch); free(dqkv); free(dqkv_f);
+    }
+}
+
 // ---- determinism across thread counts ----------------------------------------------------------
 
 static void train_steps(CusetGPT *m, int threads, int steps) {
@@ -562,6 +602,7 @@ int main(void) {
     test_lr_schedule();
     test_identities();
     test_finite_differences();
+    test_attention_flash();
     test_batches();
     test_split();
     test_sampling();
