@@ -1404,6 +1404,13 @@ void cuset_gpt_zero_grad(CusetGPT *m) {
     memset(m->grads_memory, 0, m->num_params * sizeof(float));
 }
 
+// 1 if the n floats at x are all zero.
+static int cuset__zero_row(const float *x, int n) {
+    for (int i = 0; i < n; i++)
+        if (x[i] != 0.0f) return 0;
+    return 1;
+}
+
 // Backward from acts.logits holding dlogits (written by cuset_loss); accumulates into
 // grads (call cuset_gpt_zero_grad at the start of each optimizer step).
 void cuset_gpt_backward(CusetGPT *m, const int *inputs) {
@@ -1415,9 +1422,17 @@ void cuset_gpt_backward(CusetGPT *m, const int *inputs) {
     CusetGradActs d = m->gacts;
     size_t btc = (size_t)BT * C;
     double mm = 4.0 * BT * C * C, at = 4.0 * B * NH * (T * (T + 1.0) / 2) * (C / NH) * 2; // as in the forward, twice
-    // head and final LayerNorm: dresidual = d(loss)/d(last layer output)
+    // head and final LayerNorm: dresidual = d(loss)/d(last layer output). The rows of dlogits
+    // outside the targets are zero (cuset_loss writes zeros there) and add nothing, so the
+    // head's products run over each run of nonzero rows, in row order: the same sums.
     memset(d.dbt_c, 0, btc * sizeof(float));
-    cuset__matmul_backward(d.dbt_c, g.wte, NULL, a.logits, a.lnf, p.wte, BT, C, Vp, m->scratch);
+    for (int r0 = 0, r1 = 0; r0 < BT; r0 = r1) {
+        while (r0 < BT && cuset__zero_row(a.logits + (size_t)r0 * Vp, Vp)) r0++;
+        for (r1 = r0; r1 < BT && !cuset__zero_row(a.logits + (size_t)r1 * Vp, Vp); r1++) {}
+        if (r1 > r0)
+            cuset__matmul_backward(d.dbt_c + (size_t)r0 * C, g.wte, NULL, a.logits + (size_t)r0 * Vp, a.lnf + (size_t)r0 * C,
+                                   p.wte, r1 - r0, C, Vp, m->scratch);
+    }
     CUSET__LAP("bwd matmul head", mm / C * Vp);
     memset(d.dresidual, 0, btc * sizeof(float));
     cuset__layernorm_backward(d.dresidual, g.lnfw, g.lnfb, d.dbt_c, a.residual3 + (size_t)(L - 1) * btc,
