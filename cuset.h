@@ -951,18 +951,31 @@ static void cuset__encoder_backward(float *dwte, float *dwpe, const float *dout,
         }
 }
 
-// out (N,C) = (inp - mean) * rstd * w + b per row; saves mean and rstd (N).
+// The row sums of the LayerNorms: sum of x[c] * y[c] (y NULL: of x[c]) over c < n, in 16
+// lanes (lane j takes the c = j mod 16, in order), the lanes then added in order. A fixed
+// order that gcc vectorises; a running sum would be a chain of n dependent adds.
+static inline float cuset__dot_lanes(const float *x, const float *y, int n) {
+    float lane[16] = {0}, s = 0.0f;
+    int n16 = n / 16 * 16;
+    for (int c0 = 0; c0 < n16; c0 += 16)
+        for (int j = 0; j < 16; j++) lane[j] += x[c0 + j] * (y ? y[c0 + j] : 1.0f);
+    for (int c = n16; c < n; c++) lane[c - n16] += x[c] * (y ? y[c] : 1.0f);
+    for (int j = 0; j < 16; j++) s += lane[j];
+    return s;
+}
+
+// out (N,C) = (inp - mean) * rstd * w + b per row; saves mean and rstd (N). Reference:
+// m = sum of x[c] / C, v = sum of (x[c] - m)^2 / C, each sum in c order; here in lanes
+// (cuset__dot_lanes), x - m kept in out between the passes.
 static void cuset__layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
                                      const float *b, int N, int C) {
 #pragma omp parallel for schedule(static) if ((size_t)N * C >= CUSET_PAR_MIN)
     for (int i = 0; i < N; i++) {
         const float *x = inp + (size_t)i * C;
-        float m = 0.0f, v = 0.0f;
-        for (int c = 0; c < C; c++) m += x[c];
-        m /= C;
-        for (int c = 0; c < C; c++) v += (x[c] - m) * (x[c] - m);
-        float s = 1.0f / sqrtf(v / C + 1e-5f);
-        for (int c = 0; c < C; c++) out[(size_t)i * C + c] = (x[c] - m) * s * w[c] + b[c];
+        float *o = out + (size_t)i * C, m = cuset__dot_lanes(x, NULL, C) / C;
+        for (int c = 0; c < C; c++) o[c] = x[c] - m;
+        float s = 1.0f / sqrtf(cuset__dot_lanes(o, o, C) / C + 1e-5f);
+        for (int c = 0; c < C; c++) o[c] = o[c] * s * w[c] + b[c];
         mean[i] = m; rstd[i] = s;
     }
 }
@@ -972,18 +985,24 @@ static void cuset__layernorm_forward(float *out, float *mean, float *rstd, const
 static void cuset__layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                                       const float *w, const float *mean, const float *rstd, int N, int C) {
 #pragma omp parallel for schedule(static) if ((size_t)N * C >= CUSET_PAR_MIN)
-    for (int i = 0; i < N; i++) {
+    for (int i = 0; i < N; i++) { // the mean of dnorm and of dnorm * norm over c, in lanes as above
         const float *x = inp + (size_t)i * C, *dy = dout + (size_t)i * C;
-        float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
-        for (int c = 0; c < C; c++) {
-            float norm = (x[c] - mean[i]) * rstd[i], dnorm = w[c] * dy[c];
-            dnorm_mean += dnorm;
-            dnorm_norm_mean += dnorm * norm;
+        float mu = mean[i], rs = rstd[i], l1[16] = {0}, l2[16] = {0}, dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
+        int c16 = C / 16 * 16;
+        for (int c0 = 0; c0 < c16; c0 += 16)
+            for (int j = 0; j < 16; j++) {
+                float norm = (x[c0 + j] - mu) * rs, dnorm = w[c0 + j] * dy[c0 + j];
+                l1[j] += dnorm; l2[j] += dnorm * norm;
+            }
+        for (int c = c16; c < C; c++) {
+            float norm = (x[c] - mu) * rs, dnorm = w[c] * dy[c];
+            l1[c - c16] += dnorm; l2[c - c16] += dnorm * norm;
         }
+        for (int j = 0; j < 16; j++) { dnorm_mean += l1[j]; dnorm_norm_mean += l2[j]; }
         dnorm_mean /= C; dnorm_norm_mean /= C;
         for (int c = 0; c < C; c++) {
-            float norm = (x[c] - mean[i]) * rstd[i], dnorm = w[c] * dy[c];
-            dinp[(size_t)i * C + c] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * rstd[i];
+            float norm = (x[c] - mu) * rs, dnorm = w[c] * dy[c];
+            dinp[(size_t)i * C + c] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * rs;
         }
     }
     // dw[c] += sum over i in order of dout[i][c] norm[i][c], db[c] += sum of dout[i][c]:
