@@ -126,7 +126,7 @@ def markdown(res, settings, seconds):
     st = settings
     kind = next(iter(res.values()))["metrics"]["all"]["functional@1"]["kind"]
     L = ["# CuSeT in miniature: results", ""]
-    L.append("Preset `%s`, seeds %s, %s. Base model: %s, SFT for %s steps on %s tasks; every fine-tuned row: "
+    L.append("Preset %s; seeds: %s; machine: %s. Base model: %s, SFT for %s steps on %s tasks; every fine-tuned row: "
              "%s steps from that checkpoint on %s other tasks, same data order, schedule and seed. Scored on the first %s "
              "test tasks (half with held-out parameter combinations): n = %s programs per task at temperature %s. "
              "Numbers are percentages; the spread is the %s." %
