@@ -951,7 +951,7 @@ static void cuset__encoder_backward(float *dwte, float *dwpe, const float *dout,
         }
 }
 
-// The row sums of the LayerNorms: sum of x[c] * y[c] (y NULL: of x[c]) over c < n, in 16
+// Row sums (LayerNorms, the softmax): sum of x[c] * y[c] (y NULL: of x[c]) over c < n, in 16
 // lanes (lane j takes the c = j mod 16, in order), the lanes then added in order. A fixed
 // order that gcc vectorises; a running sum would be a chain of n dependent adds.
 static inline float cuset__dot_lanes(const float *x, const float *y, int n) {
@@ -962,6 +962,18 @@ static inline float cuset__dot_lanes(const float *x, const float *y, int n) {
     for (int c = n16; c < n; c++) lane[c - n16] += x[c] * (y ? y[c] : 1.0f);
     for (int j = 0; j < 16; j++) s += lane[j];
     return s;
+}
+
+// The largest of x[c], c < n (n >= 1), in 16 lanes (the max is exact in any order).
+static inline float cuset__max_lanes(const float *x, int n) {
+    float lane[16], m = x[0];
+    for (int j = 0; j < 16; j++) lane[j] = x[0];
+    int n16 = n / 16 * 16;
+    for (int c0 = 0; c0 < n16; c0 += 16)
+        for (int j = 0; j < 16; j++) lane[j] = x[c0 + j] > lane[j] ? x[c0 + j] : lane[j];
+    for (int c = n16; c < n; c++) lane[c - n16] = x[c] > lane[c - n16] ? x[c] : lane[c - n16];
+    for (int j = 0; j < 16; j++) m = lane[j] > m ? lane[j] : m;
+    return m;
 }
 
 // out (N,C) = (inp - mean) * rstd * w + b per row; saves mean and rstd (N). Reference:
@@ -1122,9 +1134,9 @@ static void cuset__attention_backward(float *dqkv, float *datt, float *att_t, fl
         }
 }
 
-// Flash-style causal attention, what the training step runs: the same result as
-// cuset__attention_forward/backward above (the reference, which tests compare against)
-// with no T x T buffer. One (batch, head) pair per task; its T queries in tiles of 64, each
+// Flash-style causal attention, what the training step runs: cuset__attention_forward and
+// _backward above (the reference, which tests compare against) up to rounding, with no
+// T x T buffer. One (batch, head) pair per task; its T queries in tiles of 64, each
 // meeting the key tiles up to the diagonal only (those above it are skipped), so a tile's
 // scores, probabilities and their gradients stay in L1. The products run on the register
 // tiles (cuset__gemm_tile); on the diagonal tile they stop at the diagonal.
@@ -1199,13 +1211,11 @@ static void cuset__attention_forward_flash(float *out, float *lse, float *scratc
                     int nj = T - j0 < CUSET_ATT_TILE ? T - j0 : CUSET_ATT_TILE, diag = j0 == i0;
                     cuset__att_scores(S, q + (size_t)i0 * 3 * C, 3 * C, kt + j0, ni, nj, diag, hs, T);
                     for (int r = 0; r < ni; r++) { // online softmax: S becomes exp(S scale - m)
-                        float *s = S + (size_t)r * CUSET_ATT_TILE, m = mx[r], rs = 0.0f;
                         int n = diag ? r + 1 : nj; // keys up to the query
-                        for (int c = 0; c < n; c++) m = fmaxf(m, s[c] * scale);
+                        float *s = S + (size_t)r * CUSET_ATT_TILE, m = fmaxf(mx[r], cuset__max_lanes(s, n) * scale);
                         for (int c = 0; c < n; c++) s[c] = cuset__expf(s[c] * scale - m);
                         for (int c = n; c < nj; c++) s[c] = 0.0f;
-                        for (int c = 0; c < n; c++) rs += s[c];
-                        float corr = cuset__expf(mx[r] - m), *yr = y + (size_t)(i0 + r) * C;
+                        float rs = cuset__dot_lanes(s, NULL, n), corr = cuset__expf(mx[r] - m), *yr = y + (size_t)(i0 + r) * C;
                         for (int i = 0; i < hs; i++) yr[i] *= corr;
                         sum[r] = sum[r] * corr + rs;
                         mx[r] = m;
