@@ -369,6 +369,36 @@ PY
     if OMP_NUM_THREADS=1 PRESET=smoke RUN="$exp" bash data/experiment.sh >"$TMP/experiment2.out" 2>&1 &&
        [ "$(grep -c 'done before' "$TMP/experiment2.out")" -ge 27 ]; then ok "experiment_rerun_skips_finished_stages"
     else bad "experiment_rerun_skips_finished_stages" "$(grep -c 'done before' "$TMP/experiment2.out") stages skipped: $(tail -2 "$TMP/experiment2.out")"; fi
+    # a second seed: only its stages run, and every number becomes the mean and standard
+    # deviation over the seeds' own gen --eval summaries
+    out=
+    if OMP_NUM_THREADS=1 PRESET=smoke SEEDS=1,2 RUN="$exp" bash data/experiment.sh >"$TMP/experiment3.out" 2>&1 &&
+       out=$("$PYTHON" - "$exp" "$(grep -c 'done before' "$TMP/experiment3.out")" <<'PY' 2>&1
+import json, statistics, sys
+run, skipped = sys.argv[1], int(sys.argv[2])
+assert skipped >= 27, "%d stages skipped, expected at least the 27 of seed 1 (corpus, base, its rows, scores and analyses)" % skipped
+rows = json.load(open(run + "/results.json"))["rows"]
+n = 0
+for row in ("vanilla", "sft", "cuset", "cuset_conf_rew"):
+    seeds = [json.load(open("%s/seed%d/%s.eval.json" % (run, s, row))) for s in (1, 2)]
+    for kind in ("compile", "functional"):
+        for k in ("1", "3"):
+            got = rows[row]["metrics"]["all"]["%s@%s" % (kind, k)]
+            want = [e["all"][kind][k] for e in seeds]
+            assert got["kind"] == "std over seeds", got
+            assert abs(got["mean"] - statistics.mean(want)) < 1e-9 and abs(got["std"] - statistics.stdev(want)) < 1e-9, \
+                "%s %s@%s: %s, the seeds' summaries %s" % (row, kind, k, got, want)
+            n += 1
+# the smoke models score 0 everywhere, so also a hand-computed spread: 50%, 70%, 90% over three seeds
+sys.path.insert(0, "data")
+import experiment_report
+s = experiment_report.spread([0.5, 0.7, 0.9], [])
+assert abs(s["mean"] - 0.7) < 1e-12 and abs(s["std"] - 0.2) < 1e-12, s
+assert experiment_report.fmt(s) == "70.0 ± 20.0", experiment_report.fmt(s)
+print("%d numbers = mean and std of two seeds; %d stages of seed 1 skipped; 50/70/90%% -> 70.0 ± 20.0" % (n, skipped))
+PY
+       ); then ok "experiment_two_seeds: $out"
+    else bad "experiment_two_seeds" "${out:-exit $?: $(tail -3 "$TMP/experiment3.out")}"; fi
 fi
 
 echo "$pass passed, $fail failed, $skip skipped"
