@@ -44,60 +44,41 @@ static double mx_red_rel(long n) { return 2e-6 + 2e-8 * sqrt((double)n); }
 
 // A 2-D (or 3-D) launch: blocks of bx x by threads, each covering tx x ty elements (NULL:
 // its own extent) of an xc-wide, yc-high (NULL: one block high) index space, zc grid
-// layers (NULL: none). Four
-// spellings (dims); ycap > 0 caps grid.y (grid-stride kernels); shmem: dynamic bytes or NULL.
+// layers (NULL: none). Four spellings (dims); ycap > 0 caps grid.y (grid-stride kernels;
+// the const spelling has no room for it); shmem: dynamic bytes or NULL.
+static const char *const mx_launch2d_tpl[] = { R"(
+dim3 block($bx, $by);
+dim3 grid($gx, $gy$z);
+$cap
+$k<<<grid, block$shmem>>>($args);
+)", R"(
+const dim3 threads($bx, $by);
+const dim3 blocks($gx, $gy$z);
+$k<<<blocks, threads$shmem>>>($args);
+)", R"(
+dim3 block($bx, $by), grid($gx, $gy$z);
+$cap
+$k<<<grid, block$shmem>>>($args);
+)", R"(
+dim3 block_dim($bx, $by);
+dim3 grid_dim;
+grid_dim.x = $gx;
+grid_dim.y = $gy;
+$cap
+$zc
+$k<<<grid_dim, block_dim$shmem>>>($args);
+)" };
+static const char *mx_cdiv(const char *n, const char *d) { return fmt("(%s + %s - 1) / %s", n, d, d); }
 static void mx_launch2d(Emit *e, const Task *t, int dims, const char *k, const char *bx, const char *by, const char *tx,
                         const char *ty, const char *xc, const char *yc, const char *zc, int ycap, const char *shmem,
                         const char *args) {
-    char gx[200], gy[200], z[120], cfg[200];
-    (void)t;
     if (ycap && dims == 1) dims = 0;
-    z[0] = 0;
-    if (zc) snprintf(z, sizeof z, ", %s", zc);
-    const char *bn = "block", *gn = "grid";
-    switch (dims) {
-    case 0:
-    case 2:
-        if (tx) snprintf(gx, sizeof gx, "(%s + %s - 1) / %s", xc, tx, tx);
-        else snprintf(gx, sizeof gx, "(%s + block.x - 1) / block.x", xc);
-        if (ty) snprintf(gy, sizeof gy, "(%s + %s - 1) / %s", yc, ty, ty);
-        else snprintf(gy, sizeof gy, "(%s + block.y - 1) / block.y", yc);
-        if (!yc) snprintf(gy, sizeof gy, "1");
-        if (dims == 0) {
-            em_dim3(e, NULL, fmt("block(%s, %s)", bx, by));
-            em_dim3(e, NULL, fmt("grid(%s, %s%s)", gx, gy, z));
-        } else {
-            if (!tx) snprintf(gx, sizeof gx, "(%s + %s - 1) / %s", xc, bx, bx);
-            if (!ty && yc) snprintf(gy, sizeof gy, "(%s + %s - 1) / %s", yc, by, by);
-            em_dim3(e, NULL, fmt("block(%s, %s), grid(%s, %s%s)", bx, by, gx, gy, z));
-        }
-        if (ycap) em_line(e, "if (grid.y > %d) grid.y = %d;", ycap, ycap);
-        break;
-    case 1:
-        bn = "threads";
-        gn = "blocks";
-        snprintf(gx, sizeof gx, "(%s + %s - 1) / %s", xc, tx ? tx : bx, tx ? tx : bx);
-        if (yc) snprintf(gy, sizeof gy, "(%s + %s - 1) / %s", yc, ty ? ty : by, ty ? ty : by);
-        else snprintf(gy, sizeof gy, "1");
-        em_dim3(e, "const", fmt("threads(%s, %s)", bx, by));
-        em_dim3(e, "const", fmt("blocks(%s, %s%s)", gx, gy, z));
-        break;
-    default:
-        bn = "block_dim";
-        gn = "grid_dim";
-        em_dim3(e, NULL, fmt("block_dim(%s, %s)", bx, by));
-        em_dim3(e, NULL, "grid_dim");
-        if (tx) em_line(e, "grid_dim.x = (%s + %s - 1) / %s;", xc, tx, tx);
-        else em_line(e, "grid_dim.x = (%s + block_dim.x - 1) / block_dim.x;", xc);
-        if (!yc) em_line(e, "grid_dim.y = 1;");
-        else if (ty) em_line(e, "grid_dim.y = (%s + %s - 1) / %s;", yc, ty, ty);
-        else em_line(e, "grid_dim.y = (%s + block_dim.y - 1) / block_dim.y;", yc);
-        if (ycap) em_line(e, "if (grid_dim.y > %d) grid_dim.y = %d;", ycap, ycap);
-        if (zc) em_line(e, "grid_dim.z = %s;", zc);
-        break;
-    }
-    snprintf(cfg, sizeof cfg, "%s, %s%s%s", gn, bn, shmem ? ", " : "", shmem ? shmem : "");
-    em_launch(e, k, cfg, args);
+    const char *g = dims == 3 ? "grid_dim" : "grid", *b = dims == 3 ? "block_dim" : "block";
+    const char *ux = dims == 0 || dims == 3 ? fmt("%s.x", b) : bx, *uy = dims == 0 || dims == 3 ? fmt("%s.y", b) : by;
+    TPL(e, t, mx_launch2d_tpl[dims], "bx", bx, "by", by, "gx", mx_cdiv(xc, tx ? tx : ux), "gy",
+        yc ? mx_cdiv(yc, ty ? ty : uy) : "1", "z", zc && dims != 3 ? fmt(", %s", zc) : "", "zc",
+        zc ? fmt("grid_dim.z = %s;", zc) : "", "cap", ycap ? fmt("if (%s.y > %d) %s.y = %d;", g, ycap, g, ycap) : "",
+        "k", k, "shmem", shmem ? fmt(", %s", shmem) : "", "args", args);
 }
 
 // The 4-byte copy of element s of src to element d of dst (float32 and int32 alike).
