@@ -5,7 +5,7 @@
 # 2. At B4 x T64, B8 x T256 and B4 x T1024 (4 layers, 4 heads, 128 channels, vocabulary
 #    2048; every row full: prompt T/2 + target T/2 tokens of the synthetic task): train with
 #    the sft and the cuset objective on all threads, and test/bench_torch.py (PyTorch eager,
-#    float32, cross-entropy) at each thread count in TORCH_THREADS, its best reported.
+#    float32, cross-entropy) at each thread count in TORCH_THREADS: each reported, its best compared.
 #    Median step after two warm-up steps. Share of peak = tokens/s x the step's counted
 #    FLOP per token (test/bench_cpu flops: matmuls and causal attention) / the all-thread peak.
 # PROFILE=1 also prints test/bench_cpu profile (time and GFLOP/s per op) at each shape.
@@ -45,26 +45,28 @@ echo "FMA peak (test/bench_cpu probe): $peak1 GFLOP/s on 1 thread, $peakn GFLOP/
 echo "model: $L layers, $H heads, $C channels, vocabulary $V; cuset on $THREADS threads; PyTorch $torch_version eager,"
 echo "best of $TORCH_THREADS threads; $STEPS steps, median after 2 warm-up; % = share of the $THREADS-thread peak"
 echo
-printf '| %-10s | %9s | %11s | %14s | %11s | %9s | %9s | %9s |\n' "shape" "sft tok/s" "cuset tok/s" "PyTorch tok/s" \
-    "sft/PyTorch" "sft %peak" "cuset %" "PyTorch %"
-echo "|------------|-----------|-------------|----------------|-------------|-----------|-----------|-----------|"
+printf '| %-10s | %9s | %11s | %14s | %11s | %9s | %9s | %9s | %s\n' "shape" "sft tok/s" "cuset tok/s" "PyTorch tok/s" \
+    "sft/PyTorch" "sft %peak" "cuset %" "PyTorch %" "PyTorch by threads |"
+echo "|------------|-----------|-------------|----------------|-------------|-----------|-----------|-----------|---------------------|"
 for shape in $SHAPES; do
     B=${shape%x*} T=${shape#*x}
     flop=$(./test/bench_cpu flops --layers $L --heads $H --embd $C --vocab $V --batch "$B" --seq "$T" | awk '{ print $2 }')
     sft=$(c_run sft "$B" "$T")
     cuset=$(c_run cuset "$B" "$T")
-    torch=0 torch_th=-
+    torch=0 torch_th=- torch_all=
     if [ "$torch_version" != none ]; then
         for th in $TORCH_THREADS; do
             v=$("$PYTHON" test/bench_torch.py --layers $L --heads $H --embd $C --vocab $V --seq "$T" --batch "$B" \
                 --steps "$STEPS" --warmup 2 --threads "$th" | awk '/tokens_per_s/ { printf "%.0f", $3 }')
+            torch_all="$torch_all ${th}T $v"
             if [ "$v" -gt "$torch" ]; then torch=$v torch_th=$th; fi
         done
     fi
-    awk -v s="B${B}xT${T}" -v a="$sft" -v b="$cuset" -v t="$torch" -v th="$torch_th" -v f="$flop" -v p="$peakn" 'BEGIN {
+    awk -v s="B${B}xT${T}" -v a="$sft" -v b="$cuset" -v t="$torch" -v th="$torch_th" -v f="$flop" -v p="$peakn" \
+        -v all="${torch_all# }" 'BEGIN {
         ratio = t > 0 ? sprintf("%.2fx", a / t) : "-";
-        printf "| %-10s | %9d | %11d | %9d (%sT) | %11s | %8.1f%% | %8.1f%% | %8.1f%% |\n", s, a, b, t, th, ratio,
-               100 * a * f / 1e9 / p, 100 * b * f / 1e9 / p, 100 * t * f / 1e9 / p }'
+        printf "| %-10s | %9d | %11d | %9d (%sT) | %11s | %8.1f%% | %8.1f%% | %8.1f%% | %-19s |\n", s, a, b, t, th, ratio,
+               100 * a * f / 1e9 / p, 100 * b * f / 1e9 / p, 100 * t * f / 1e9 / p, all }'
 done
 echo
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
