@@ -225,10 +225,6 @@ static void em_out(Emit *e) { if (--e->ind < 0) die("emitter: indentation below 
 static void em_launch(Emit *e, const char *kexpr, const char *cfg, const char *args) {
     em_line(e, "%s<<<%s>>>(%s);", kexpr, cfg, args);
 }
-// A dim3 declaration statement `[qual ]dim3 decls;` on its own line.
-static void em_dim3(Emit *e, const char *qual, const char *decls) {
-    em_line(e, "%s%sdim3 %s;", qual ? qual : "", qual && qual[0] ? " " : "", decls);
-}
 
 // Checks the finished text: indentation back at 0, printable ASCII only. Dies on a
 // violation: that is a bug in a family, not in the data.
@@ -712,59 +708,62 @@ static void host_after_launch(Emit *e, const Task *t) {
     }
 }
 
+// The grid of a 1-D launch: `threads` threads a block over n elements, at most cap blocks
+// when cap > 0 (grid-stride kernels). Families with launches of their own write it too.
+static const char grid_1d_tpl[] = R"(
+const int threads = $threads;
+${const}int blocks = ($n + threads - 1) / threads;
+$cap
+)";
+static const char *grid_1d(const char *threads, const char *n, int cap) {
+    return FRAG(grid_1d_tpl, "threads", threads, "n", n, "const", cap > 0 ? "" : "const ", "cap",
+                cap > 0 ? fmt("if (blocks > %d) blocks = %d;", cap, cap) : "");
+}
+
 // The generic 1-D launch: `blocks` over `count` elements with `block` threads, in one of
 // several spellings (t->st.cfg). grid_cap > 0 caps the grid (grid-stride kernels).
 // kname: the kernel; args: the argument list.
+static const char *const launch_1d_tpl[] = { R"(
+$grid
+$k<<<blocks, threads>>>($args);
+)", R"(
+int block_size = $block;
+int grid_size = (int)(($n + block_size - 1) / block_size);
+$cap
+$k<<<grid_size, block_size>>>($args);
+)", R"(
+dim3 block($block);
+dim3 grid($grid);
+$k<<<grid, block>>>($args);
+)", R"(
+$k<<<($n + $last) / $block, $block>>>($args);
+)" };
 static void launch_1d(Emit *e, const Task *t, const char *kname, const char *count, int block, int grid_cap,
                       const char *args) {
-    int cfg = t->st.cfg;
-    if (grid_cap > 0 && cfg == 3) cfg = 0; // the inline form has no room for a cap
-    switch (cfg) {
-    case 0:
-        em_line(e, "const int threads = %d;", block);
-        if (grid_cap > 0) {
-            em_line(e, "int blocks = (%s + threads - 1) / threads;", count);
-            em_line(e, "if (blocks > %d) blocks = %d;", grid_cap, grid_cap);
-        } else {
-            em_line(e, "const int blocks = (%s + threads - 1) / threads;", count);
-        }
-        em_launch(e, kname, "blocks, threads", args);
-        break;
-    case 1:
-        em_line(e, "int block_size = %d;", block);
-        em_line(e, "int grid_size = (int)((%s + block_size - 1) / block_size);", count);
-        if (grid_cap > 0) em_line(e, "grid_size = grid_size < %d ? grid_size : %d;", grid_cap, grid_cap);
-        em_launch(e, kname, "grid_size, block_size", args);
-        break;
-    case 2:
-        em_dim3(e, NULL, fmt("block(%d)", block));
-        if (grid_cap > 0) em_dim3(e, NULL,
-                                  fmt("grid(min((unsigned int)((%s + block.x - 1) / block.x), %du))", count, grid_cap));
-        else em_dim3(e, NULL, fmt("grid((%s + block.x - 1) / block.x)", count));
-        em_launch(e, kname, "grid, block", args);
-        break;
-    default:
-        em_launch(e, kname, fmt("(%s + %d) / %d, %d", count, block - 1, block, block), args);
-        break;
-    }
+    int cfg = grid_cap > 0 && t->st.cfg == 3 ? 0 : t->st.cfg; // the inline form has no room for a cap
+    const char *B = fmt("%d", block), *grid = "", *blocks = fmt("(%s + block.x - 1) / block.x", count);
+    if (cfg == 0) grid = grid_1d(B, count, grid_cap);
+    if (cfg == 2) grid = grid_cap > 0 ? fmt("min((unsigned int)(%s), %du)", blocks, grid_cap) : blocks;
+    const char *cap = grid_cap > 0 ? fmt("grid_size = grid_size < %d ? grid_size : %d;", grid_cap, grid_cap) : "";
+    TPL(e, t, launch_1d_tpl[cfg], "grid", grid, "k", kname, "args", args, "block", B, "n", count, "last",
+        fmt("%d", block - 1), "cap", cap);
 }
 
+// The includes: C or C++ standard headers (HOST_CPP), the runtime, <cuda_fp16.h> if needed.
+static const char includes_tpl[] = R"(
+$std
+$math
+#include <cuda_runtime.h>
+$fp16
+
+)";
+static const char *const includes_std[] = {
+    "#include <stdio.h>\n#include <stdlib.h>",
+    "#include <cstdio>\n#include <cstdlib>\n#include <fstream>\n#include <string>\n#include <vector>" };
 static void emit_includes(Emit *e, const Task *t) {
-    if (is_cpp(t)) {
-        em_line(e, "#include <cstdio>");
-        em_line(e, "#include <cstdlib>");
-        em_line(e, "#include <fstream>");
-        em_line(e, "#include <string>");
-        em_line(e, "#include <vector>");
-        if (t->need_math) em_line(e, "#include <cmath>");
-    } else {
-        em_line(e, "#include <stdio.h>");
-        em_line(e, "#include <stdlib.h>");
-        if (t->need_math) em_line(e, "#include <math.h>");
-    }
-    em_line(e, "#include <cuda_runtime.h>");
-    if (t->need_fp16) em_line(e, "#include <cuda_fp16.h>");
-    em_blank(e);
+    TPL(e, t, includes_tpl, "std", includes_std[is_cpp(t)], "math",
+        !t->need_math ? "" : is_cpp(t) ? "#include <cmath>" : "#include <math.h>", "fp16",
+        t->need_fp16 ? "#include <cuda_fp16.h>" : "");
 }
 
 // The error-check helper of CHECK_MACRO, CHECK_MACRO2 and CHECK_FUNC programs.

@@ -525,15 +525,13 @@ static void dp_kernels(const Task *t, Emit *e) {
         "reduce", ro_allreduce(&tt, "acc", RO_SUM), "o", t->out[0].name);
 }
 static const char dp_launch_tpl[] = R"(
-const int threads = $threads;
-int blocks = ($n + threads - 1) / threads;
-if (blocks > $cap) blocks = $cap;
+$grid
 $k<<<blocks, threads>>>($args);
 )";
 static void dp_launch(const Task *t, Emit *e, const Host *h) {
-    TPL(e, t, dp_launch_tpl, "threads", t->p[DP_RED] == RO_TREE ? "BLOCK_SIZE" : fmt("%d", t->p[DP_BLOCK]),
-        "n", t->p[DP_VEC4] ? fmt("%s / 4", h->size[0]) : h->size[0], "cap", fmt("%d", t->p[DP_CAP]), "k", t->kname[0],
-        "args", kernel_args(h, 1));
+    const char *threads = t->p[DP_RED] == RO_TREE ? "BLOCK_SIZE" : fmt("%d", t->p[DP_BLOCK]);
+    TPL(e, t, dp_launch_tpl, "grid", grid_1d(threads, t->p[DP_VEC4] ? fmt("%s / 4", h->size[0]) : h->size[0],
+        t->p[DP_CAP]), "k", t->kname[0], "args", kernel_args(h, 1));
 }
 static void dp_ref(const Task *t, const void *const *in, void *const *out) {
     const float *a = in[0], *b = in[1];

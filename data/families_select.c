@@ -198,9 +198,7 @@ static void ax_kernels(const Task *t, Emit *e) {
         val, "idx", idx);
 }
 static const char ax_launch_tpl[] = R"(
-const int threads = $threads;
-int blocks = ($n + threads - 1) / threads;
-if (blocks > $cap) blocks = $cap;
+$grid
 $launches
 $sync
 $free1
@@ -218,8 +216,9 @@ static void ax_launch(const Task *t, Emit *e, const Host *h) {
             : fmt("%s\n%s\n%s<<<blocks, threads>>>(%s, %s, %s, %s);\n%s<<<1, threads>>>(%s, %s, %s, %s, blocks);",
                   dev_alloc(t, T, pv, "blocks"), dev_alloc(t, "int", pi, "blocks"), t->kname[0], h->in[0], pv, pi, n,
                   t->kname[1], pv, pi, h->out[0], h->out[1]);
-    TPL(e, t, ax_launch_tpl, "threads", t->p[AX_ALGO] == 0 ? "BLOCK_SIZE" : fmt("%d", t->p[AX_BLOCK]), "n", n,
-        "cap", fmt("%d", t->p[AX_CAP]), "launches", launches, "sync", checked(t, "cudaDeviceSynchronize()"),
+    TPL(e, t, ax_launch_tpl, "grid",
+        grid_1d(t->p[AX_ALGO] == 0 ? "BLOCK_SIZE" : fmt("%d", t->p[AX_BLOCK]), n, t->p[AX_CAP]), "launches", launches,
+        "sync", checked(t, "cudaDeviceSynchronize()"),
         "free1", checked(t, fmt("cudaFree(%s)", t->p[AX_ALGO] == 2 ? key : pv)),
         "free2", t->p[AX_ALGO] == 2 ? "" : checked(t, fmt("cudaFree(%s)", pi)));
 }
@@ -469,9 +468,7 @@ static void mm_kernels(const Task *t, Emit *e) {
 }
 static const char mm_launch_tpl[] = R"(
 $init
-const int threads = $threads;
-int blocks = ($n + threads - 1) / threads;
-if (blocks > $cap) blocks = $cap;
+$grid
 $k<<<blocks, threads>>>($x, $outs, $n);
 $decode
 )";
@@ -490,9 +487,9 @@ static void mm_launch(const Task *t, Emit *e, const Host *h) {
                       checked(t, fmt("cudaMemcpy(%s, &%s, sizeof(%s), cudaMemcpyHostToDevice)", outs[m], var, T)));
         init = fmt("%s%s%s", init, *init ? "\n" : "", set);
     }
-    TPL(e, t, mm_launch_tpl, "init", t->p[MM_INIT] ? init : fmt("%s<<<1, 1>>>(%s);", t->kname[1], list), "threads",
-        t->p[MM_AGG] == 2 ? "BLOCK_SIZE" : fmt("%d", t->p[MM_BLOCK]), "n", h->size[0], "cap", fmt("%d", t->p[MM_CAP]),
-        "k", t->kname[0], "x", h->in[0], "outs", list, "decode",
+    TPL(e, t, mm_launch_tpl, "init", t->p[MM_INIT] ? init : fmt("%s<<<1, 1>>>(%s);", t->kname[1], list), "grid",
+        grid_1d(t->p[MM_AGG] == 2 ? "BLOCK_SIZE" : fmt("%d", t->p[MM_BLOCK]), h->size[0], t->p[MM_CAP]), "n",
+        h->size[0], "k", t->kname[0], "x", h->in[0], "outs", list, "decode",
         meth == 2 ? fmt("%s<<<1, 1>>>(%s);", t->kname[2], list) : "");
 }
 static void mm_ref(const Task *t, const void *const *in, void *const *out) {
@@ -870,14 +867,12 @@ static void ci_kernels(const Task *t, Emit *e) {
         tpl_frag(p[0], kv), "loop", loop, "tail", tpl_frag(p[2], kv));
 }
 static const char ci_launch_tpl[] = R"(
-const int threads = $B;
-int blocks = ($n + threads - 1) / threads;
-if (blocks > $cap) blocks = $cap;
+$grid
 $k<<<blocks, threads>>>($args);
 )";
 static void ci_launch(const Task *t, Emit *e, const Host *h) {
     if (t->p[CI_LOOP])
-        TPL(e, t, ci_launch_tpl, "B", fmt("%d", t->p[CI_BLOCK]), "n", h->size[0], "cap", fmt("%d", t->p[CI_CAP]), "k",
+        TPL(e, t, ci_launch_tpl, "grid", grid_1d(fmt("%d", t->p[CI_BLOCK]), h->size[0], t->p[CI_CAP]), "k",
             t->kname[0], "args", kernel_args(h, 1));
     else launch_1d(e, t, t->kname[0], h->size[0], t->p[CI_BLOCK], 0, kernel_args(h, 1));
 }
