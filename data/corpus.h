@@ -1232,26 +1232,20 @@ static void json_spec(Buf *b, const Task *t) {
         json_num(b, t->f[k]);
     }
     buf_puts(b, "},\"inputs\":[");
-    for (int k = 0; k < t->nin; k++) {
-        const Tensor *x = &t->in[k];
-        buf_printf(b, "%s{\"name\":", k ? "," : "");
+    for (int k = 0; k < t->nin + t->nout; k++) { // inputs (with how their data is drawn), then outputs
+        const Tensor *x = k < t->nin ? &t->in[k] : &t->out[k - t->nin];
+        buf_puts(b, k == t->nin ? "],\"outputs\":[" : k ? "," : "");
+        buf_puts(b, "{\"name\":");
         json_str(b, x->name, strlen(x->name));
         buf_printf(b, ",\"dtype\":\"%s\",\"shape\":[", dt_names[x->dt]);
         for (int d = 0; d < x->ndim; d++) buf_printf(b, "%s%ld", d ? "," : "", x->shape[d]);
-        buf_puts(b, "],\"lo\":");
+        buf_puts(b, "]");
+        if (k >= t->nin) { buf_puts(b, "}"); continue; }
+        buf_puts(b, ",\"lo\":");
         json_num(b, x->lo);
         buf_puts(b, ",\"hi\":");
         json_num(b, x->hi);
         buf_printf(b, ",\"integer\":%s,\"gen\":\"%s\"}", x->integer ? "true" : "false", gen_names[x->gen]);
-    }
-    buf_puts(b, "],\"outputs\":[");
-    for (int k = 0; k < t->nout; k++) {
-        const Tensor *x = &t->out[k];
-        buf_printf(b, "%s{\"name\":", k ? "," : "");
-        json_str(b, x->name, strlen(x->name));
-        buf_printf(b, ",\"dtype\":\"%s\",\"shape\":[", dt_names[x->dt]);
-        for (int d = 0; d < x->ndim; d++) buf_printf(b, "%s%ld", d ? "," : "", x->shape[d]);
-        buf_puts(b, "]}");
     }
     buf_printf(b, "],\"seed\":%llu,\"atol\":", (unsigned long long)t->seed);
     json_num(b, t->atol);
