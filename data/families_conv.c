@@ -173,11 +173,11 @@ static void mxc1_ref(const Task *t, const void *const *in, void *const *out) {
     }
 }
 
-static const Family fam_mx_conv1d = { "conv1d_constant",
-                                      "1-D convolution (same or valid) with the filter in __constant__ memory via "
-                                      "cudaMemcpyToSymbol; global, shared tile + halo, or grid-stride",
-                                   mxc1_params, NULL, mxc1_draw, mxc1_layout, mxc1_describe, mxc1_kernels, mxc1_launch,
-                                   mxc1_ref };
+static const Family fam_mx_conv1d = {
+    "conv1d_constant",
+    "1-D convolution (same or valid) with the filter in __constant__ memory via "
+    "cudaMemcpyToSymbol; global, shared tile + halo, or grid-stride",
+    mxc1_params, NULL, mxc1_draw, mxc1_layout, mxc1_describe, mxc1_kernels, mxc1_launch, mxc1_ref };
 
 // ----------------------------------------------------------------------------
 // 2-D convolution with a 3x3 or 5x5 filter
@@ -381,10 +381,10 @@ static void mxc2_ref(const Task *t, const void *const *in, void *const *out) {
         }
 }
 
-static const Family fam_mx_conv2d = { "conv2d",
-                                      "2-D convolution / correlation with a 3x3 or 5x5 filter (constant or global "
-                                      "memory), same or valid, direct or shared tile + halo",
-                                   mxc2_params, NULL, mxc2_draw, mxc2_layout, mxc2_describe, mxc2_kernels, mxc2_launch,
-                                   mxc2_ref };
+static const Family fam_mx_conv2d = {
+    "conv2d",
+    "2-D convolution / correlation with a 3x3 or 5x5 filter (constant or global "
+    "memory), same or valid, direct or shared tile + halo",
+    mxc2_params, NULL, mxc2_draw, mxc2_layout, mxc2_describe, mxc2_kernels, mxc2_launch, mxc2_ref };
 
 static const Family *const families_conv[] = { &fam_mx_conv1d, &fam_mx_conv2d, NULL };

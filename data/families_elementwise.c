@@ -317,10 +317,10 @@ static void un_draw(Task *t, Rng *r) {
 }
 
 static const ParamDesc un_params[] = MAP_PARAMS(un_op_names);
-static const Family fam_unary = { "elementwise_unary",
-                                  "y = f(x) for activation-style f, optional __device__ helper, float4 path",
-                                  un_params, map_fp, un_draw, map_layout, map_describe, map_kernels, map_launch,
-                                  map_ref };
+static const Family fam_unary = {
+    "elementwise_unary",
+    "y = f(x) for activation-style f, optional __device__ helper, float4 path",
+    un_params, map_fp, un_draw, map_layout, map_describe, map_kernels, map_launch, map_ref };
 
 // ----------------------------------------------------------------------------
 // Binary operations
@@ -405,10 +405,10 @@ static void bin_draw(Task *t, Rng *r) {
     t->f[MF_A] = t->p[M_OP] == 6 ? axpy_alphas[RPICK(r, axpy_alphas)] : 0;
 }
 static const ParamDesc bin_params[] = MAP_PARAMS(bin_op_names);
-static const Family fam_binary = { "elementwise_binary",
-                                   "c = a (op) b: add, sub, mul, div, max, min, axpy, squared difference",
-                                   bin_params, map_fp, bin_draw, map_layout, map_describe, map_kernels, map_launch,
-                                   map_ref };
+static const Family fam_binary = {
+    "elementwise_binary",
+    "c = a (op) b: add, sub, mul, div, max, min, axpy, squared difference",
+    bin_params, map_fp, bin_draw, map_layout, map_describe, map_kernels, map_launch, map_ref };
 
 // ----------------------------------------------------------------------------
 // Ternary operations
@@ -482,10 +482,10 @@ static void ter_draw(Task *t, Rng *r) {
     snprintf(t->out[0].name, sizeof t->out[0].name, "%s", nm[t->p[M_NAMES]][3]);
 }
 static const ParamDesc ter_params[] = MAP_PARAMS(ter_op_names);
-static const Family fam_ternary = { "elementwise_ternary",
-                                    "d = f(a, b, c): fma, where (select by an int mask), clamp to bounds, lerp",
-                                    ter_params, map_fp, ter_draw, map_layout, map_describe, map_kernels, map_launch,
-                                    map_ref };
+static const Family fam_ternary = {
+    "elementwise_ternary",
+    "d = f(a, b, c): fma, where (select by an int mask), clamp to bounds, lerp",
+    ter_params, map_fp, ter_draw, map_layout, map_describe, map_kernels, map_launch, map_ref };
 
 // ----------------------------------------------------------------------------
 // float32 -> int32 / uint8
@@ -586,10 +586,10 @@ static void f2i_draw(Task *t, Rng *r) {
     if (t->p[M_OP] == 5) t->p[M_HELPER] = t->p[M_HELPER] ? 1 : 0; // min/max on int: keep the helper plain
 }
 static const ParamDesc f2i_params[] = MAP_PARAMS(f2i_op_names);
-static const Family fam_f2i = { "convert_float_to_int",
-                                "float32 -> int32 (round/trunc/floor/ceil/fixed point), float32 -> uint8 quantisation",
-                                f2i_params, map_fp, f2i_draw, map_layout, map_describe, map_kernels, map_launch,
-                                map_ref };
+static const Family fam_f2i = {
+    "convert_float_to_int",
+    "float32 -> int32 (round/trunc/floor/ceil/fixed point), float32 -> uint8 quantisation",
+    f2i_params, map_fp, f2i_draw, map_layout, map_describe, map_kernels, map_launch, map_ref };
 
 // ----------------------------------------------------------------------------
 // int32 / uint8 -> float32
@@ -661,11 +661,10 @@ static void i2f_draw(Task *t, Rng *r) {
     }
 }
 static const ParamDesc i2f_params[] = MAP_PARAMS(i2f_op_names);
-static const Family fam_i2f = { "convert_int_to_float",
-                                "int32 -> float32 (dequantise, scale+bias, plain cast), uint8 pixels -> normalised "
-                                "float32",
-                                i2f_params, map_fp, i2f_draw, map_layout, map_describe, map_kernels, map_launch,
-                                map_ref };
+static const Family fam_i2f = {
+    "convert_int_to_float",
+    "int32 -> float32 (dequantise, scale+bias, plain cast), uint8 pixels -> normalised float32",
+    i2f_params, map_fp, i2f_draw, map_layout, map_describe, map_kernels, map_launch, map_ref };
 
 // ----------------------------------------------------------------------------
 // float32 <-> float16
@@ -744,10 +743,10 @@ static void half_draw(Task *t, Rng *r) {
     t->f[MF_A] = t->p[M_OP] == 1 ? half_scales[RPICK(r, half_scales)] : 0;
 }
 static const ParamDesc half_params[] = MAP_PARAMS(half_op_names);
-static const Family fam_half = { "convert_half",
-                                 "float32 <-> float16 with __float2half/__half2float, half round trip, __hadd",
-                                 half_params, map_fp, half_draw, map_layout, map_describe, map_kernels, map_launch,
-                                 map_ref };
+static const Family fam_half = {
+    "convert_half",
+    "float32 <-> float16 with __float2half/__half2float, half round trip, __hadd",
+    half_params, map_fp, half_draw, map_layout, map_describe, map_kernels, map_launch, map_ref };
 
 static const MapKind *map_kind(const Task *t) {
     const Family *f = t->fam;

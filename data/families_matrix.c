@@ -257,11 +257,10 @@ static void mxtn_ref(const Task *t, const void *const *in, void *const *out) {
     mx_transpose_ref(t->p[MXTN_ROWS], t->p[MXTN_COLS], in[0], out[0]);
 }
 
-static const Family fam_mx_transpose_naive = { "transpose_naive",
-                                               "matrix transpose, one thread per element: 2-D dim3 grid, flat 1-D "
-                                               "index, or 2-D grid-stride; float32 or int32",
-                                            mxtn_params, NULL, mxtn_draw, mxtn_layout, mxtn_describe, mxtn_kernels,
-                                            mxtn_launch, mxtn_ref };
+static const Family fam_mx_transpose_naive = {
+    "transpose_naive",
+    "matrix transpose, one thread per element: 2-D dim3 grid, flat 1-D index, or 2-D grid-stride; float32 or int32",
+    mxtn_params, NULL, mxtn_draw, mxtn_layout, mxtn_describe, mxtn_kernels, mxtn_launch, mxtn_ref };
 
 // ----------------------------------------------------------------------------
 // Transpose through a shared-memory tile padded by one column
@@ -385,11 +384,11 @@ static void mxtt_ref(const Task *t, const void *const *in, void *const *out) {
     mx_transpose_ref(t->p[MXTT_ROWS], t->p[MXTT_COLS], in[0], out[0]);
 }
 
-static const Family fam_mx_transpose_tiled = { "transpose_tiled",
-                                               "transpose through a TILE x (TILE+1) shared tile (tile 16/32, 1-4 rows "
-                                               "per thread), dim3 grid, ragged sides guarded",
-                                            mxtt_params, NULL, mxtt_draw, mxtt_layout, mxtt_describe, mxtt_kernels,
-                                            mxtt_launch, mxtt_ref };
+static const Family fam_mx_transpose_tiled = {
+    "transpose_tiled",
+    "transpose through a TILE x (TILE+1) shared tile (tile 16/32, 1-4 rows"
+    " per thread), dim3 grid, ragged sides guarded",
+    mxtt_params, NULL, mxtt_draw, mxtt_layout, mxtt_describe, mxtt_kernels, mxtt_launch, mxtt_ref };
 
 static const char *const mx_fp_ab[] = { "alpha", "beta", NULL };
 enum { MX_F_A, MX_F_B };
@@ -580,11 +579,10 @@ static void mxme_ref(const Task *t, const void *const *in, void *const *out) {
     }
 }
 
-static const Family fam_mx_matrix_ew2d = { "matrix_elementwise_2d",
-                                           "C = A + B, A - B, A .* B, alpha A, alpha A + beta B on a 2-D dim3 grid "
-                                           "(one thread per element or grid-stride)",
-                                        mxme_params, mx_fp_ab, mxme_draw, mxme_layout, mxme_describe, mxme_kernels,
-                                        mxme_launch, mxme_ref };
+static const Family fam_mx_matrix_ew2d = {
+    "matrix_elementwise_2d",
+    "C = A + B, A - B, A .* B, alpha A, alpha A + beta B on a 2-D dim3 grid (one thread per element or grid-stride)",
+    mxme_params, mx_fp_ab, mxme_draw, mxme_layout, mxme_describe, mxme_kernels, mxme_launch, mxme_ref };
 
 // ----------------------------------------------------------------------------
 // Matrix products: shared pieces
@@ -773,11 +771,10 @@ static void mxmn_ref(const Task *t, const void *const *in, void *const *out) {
     mxmm_ref_core(t->p[MXMN_OP], t->p[MXMN_M], t->p[MXMN_N], t->p[MXMN_K], in[0], in[1], out[0]);
 }
 
-static const Family fam_mx_matmul_naive = { "matmul_naive",
-                                            "C = A B, A B^T or A^T B with one thread per output on a 2-D dim3 grid; "
-                                            "plain, fmaf or __device__ dot helper",
-                                         mxmn_params, NULL, mxmn_draw, mxmn_layout, mxmn_describe, mxmn_kernels,
-                                         mxmn_launch, mxmn_ref };
+static const Family fam_mx_matmul_naive = {
+    "matmul_naive",
+    "C = A B, A B^T or A^T B with one thread per output on a 2-D dim3 grid; plain, fmaf or __device__ dot helper",
+    mxmn_params, NULL, mxmn_draw, mxmn_layout, mxmn_describe, mxmn_kernels, mxmn_launch, mxmn_ref };
 
 // ----------------------------------------------------------------------------
 // Tiled matrix multiply with shared-memory tiles
@@ -904,11 +901,11 @@ static void mxmt_ref(const Task *t, const void *const *in, void *const *out) {
     mxmm_ref_core(0, t->p[MXMT_M], t->p[MXMT_N], t->p[MXMT_K], in[0], in[1], out[0]);
 }
 
-static const Family fam_mx_matmul_tiled = { "matmul_tiled",
-                                            "C = A B with TILE x TILE shared-memory tiles (8/16/32), sizes multiple "
-                                            "of the tile or ragged with zero padding and guards",
-                                         mxmt_params, NULL, mxmt_draw, mxmt_layout, mxmt_describe, mxmt_kernels,
-                                         mxmt_launch, mxmt_ref };
+static const Family fam_mx_matmul_tiled = {
+    "matmul_tiled",
+    "C = A B with TILE x TILE shared-memory tiles (8/16/32), sizes multiple of"
+    " the tile or ragged with zero padding and guards",
+    mxmt_params, NULL, mxmt_draw, mxmt_layout, mxmt_describe, mxmt_kernels, mxmt_launch, mxmt_ref };
 
 // ----------------------------------------------------------------------------
 // Matrix-vector products: shared pieces
@@ -1072,11 +1069,10 @@ static void mxmv_ref(const Task *t, const void *const *in, void *const *out) {
     mxmv_ref_core(t->p[MXMV_ROWS], t->p[MXMV_COLS], in[0], in[1], t->p[MXMV_BIAS] ? in[2] : NULL, out[0]);
 }
 
-static const Family fam_mx_matvec_thread = { "matvec_thread_per_row",
-                                             "y = A x (+ b), one thread per row: vector from global memory or staged "
-                                             "in shared chunks; if/return/grid-stride",
-                                          mxmv_params, NULL, mxmv_draw, mxmv_layout, mxmv_describe, mxmv_kernels,
-                                          mxmv_launch, mxmv_ref };
+static const Family fam_mx_matvec_thread = {
+    "matvec_thread_per_row",
+    "y = A x (+ b), one thread per row: vector from global memory or staged in shared chunks; if/return/grid-stride",
+    mxmv_params, NULL, mxmv_draw, mxmv_layout, mxmv_describe, mxmv_kernels, mxmv_launch, mxmv_ref };
 
 // ----------------------------------------------------------------------------
 // Matrix-vector product, one warp per row with shuffles
@@ -1345,8 +1341,9 @@ static void mxvm_ref(const Task *t, const void *const *in, void *const *out) {
 }
 
 static const Family fam_mx_vecmat = {
-    "vecmat", "y = x^T A or column sums: thread per column, row chunks + atomicAdd on a 2-D grid, or 32 x BY blocks "
-              "reduced in shared memory",
+    "vecmat",
+    "y = x^T A or column sums: thread per column, row chunks + atomicAdd on a "
+    "2-D grid, or 32 x BY blocks reduced in shared memory",
     mxvm_params, NULL, mxvm_draw, mxvm_layout, mxvm_describe, mxvm_kernels, mxvm_launch, mxvm_ref };
 
 // ----------------------------------------------------------------------------
@@ -1676,11 +1673,11 @@ static void mxbm_ref(const Task *t, const void *const *in, void *const *out) {
         mxmm_ref_core(0, N, N, N, a + k * N * N, t->p[MXBM_SHAPE] == 1 ? b : b + k * N * N, c + k * N * N);
 }
 
-static const Family fam_mx_matmul_batched = { "matmul_batched",
-                                              "many small N x N products, batch index in blockIdx.z: global loads on "
-                                              "a 3-D grid or one block per matrix with shared operands",
-                                           mxbm_params, NULL, mxbm_draw, mxbm_layout, mxbm_describe, mxbm_kernels,
-                                           mxbm_launch, mxbm_ref };
+static const Family fam_mx_matmul_batched = {
+    "matmul_batched",
+    "many small N x N products, batch index in blockIdx.z: global loads on a 3-D"
+    " grid or one block per matrix with shared operands",
+    mxbm_params, NULL, mxbm_draw, mxbm_layout, mxbm_describe, mxbm_kernels, mxbm_launch, mxbm_ref };
 
 static const Family *const families_matrix[] = {
     &fam_mx_transpose_naive, &fam_mx_transpose_tiled, &fam_mx_matrix_ew2d, &fam_mx_matmul_naive, &fam_mx_matmul_tiled,

@@ -193,10 +193,10 @@ static void gather_ref(const Task *t, const void *const *in, void *const *out) {
     }
 }
 
-static const Family fam_gather = { "gather", "out[i] = src[idx[i]]; embedding rows (flat, block per row, 2-D grid)",
-                                   gather_params, NULL,
-                                   gather_draw, gather_layout, gather_describe, gather_kernels, gather_launch,
-                                   gather_ref };
+static const Family fam_gather = {
+    "gather",
+    "out[i] = src[idx[i]]; embedding rows (flat, block per row, 2-D grid)",
+    gather_params, NULL, gather_draw, gather_layout, gather_describe, gather_kernels, gather_launch, gather_ref };
 
 // ----------------------------------------------------------------------------
 // Scatter
@@ -337,11 +337,11 @@ static void scatter_ref(const Task *t, const void *const *in, void *const *out) 
     }
 }
 
-static const Family fam_scatter = { "scatter",
-                                    "out[idx[i]] = x[i] (permutation); scatter-add / scatter-max with atomics",
-                                    scatter_params, NULL, scatter_draw, scatter_layout, scatter_describe,
-                                    scatter_kernels,
-                                    scatter_launch, scatter_ref };
+static const Family fam_scatter = {
+    "scatter",
+    "out[idx[i]] = x[i] (permutation); scatter-add / scatter-max with atomics",
+    scatter_params, NULL, scatter_draw, scatter_layout, scatter_describe, scatter_kernels, scatter_launch, scatter_ref
+    };
 
 // ----------------------------------------------------------------------------
 // Histogram
@@ -515,10 +515,9 @@ static void hist_ref(const Task *t, const void *const *in, void *const *out) {
     }
 }
 
-static const Family fam_histogram = { "histogram",
-                                      "counts per bin with atomicAdd: global atomics or shared-memory privatised; "
-                                      "int, uint8 or float input",
-                                      hist_params, NULL, hist_draw, hist_layout, hist_describe, hist_kernels,
-                                      hist_launch, hist_ref };
+static const Family fam_histogram = {
+    "histogram",
+    "counts per bin with atomicAdd: global atomics or shared-memory privatised; int, uint8 or float input",
+    hist_params, NULL, hist_draw, hist_layout, hist_describe, hist_kernels, hist_launch, hist_ref };
 
 static const Family *const families_memory[] = { &fam_gather, &fam_scatter, &fam_histogram, NULL };

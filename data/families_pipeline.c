@@ -303,8 +303,8 @@ static void ps_ref(const Task *t, const void *const *in, void *const *out) {
 }
 static const Family fam_pl_standardize = {
     "pipeline_standardize",
-    "z-score a vector with 2-3 kernels: reduce sum / sum of squares (atomics or per-block partials), "
-                            "then normalize; tree or shuffle reductions",
+    "z-score a vector with 2-3 kernels: reduce sum / sum of squares (atomics or per-"
+    "block partials), then normalize; tree or shuffle reductions",
     ps_params, ps_fp, ps_draw, ps_layout, ps_describe, ps_kernels, ps_launch, ps_ref };
 
 // ----------------------------------------------------------------------------
@@ -496,8 +496,8 @@ static void pm_ref(const Task *t, const void *const *in, void *const *out) {
 }
 static const Family fam_pl_softmax = {
     "pipeline_softmax",
-    "softmax / log-softmax of a whole vector in 3 kernels: atomic float max (CAS or int ordering), atomicAdd "
-                        "of exp sums, divide",
+    "softmax / log-softmax of a whole vector in 3 kernels: atomic float max "
+    "(CAS or int ordering), atomicAdd of exp sums, divide",
     pm_params, NULL, pm_draw, pm_layout, pm_describe, pm_kernels, pm_launch, pm_ref };
 
 // ----------------------------------------------------------------------------
@@ -654,8 +654,8 @@ static void pn_ref(const Task *t, const void *const *in, void *const *out) {
 }
 static const Family fam_pl_saxpy_norm = {
     "pipeline_saxpy_norm",
-    "z = alpha x + y, then ||z||_2 by a second kernel: atomicAdd + one-thread sqrt, or per-block "
-                           "partials + one-block finish",
+    "z = alpha x + y, then ||z||_2 by a second kernel: atomicAdd + one-thread"
+    " sqrt, or per-block partials + one-block finish",
     pn_params, pn_fp, pn_draw, pn_layout, pn_describe, pn_kernels, pn_launch, pn_ref };
 
 // ----------------------------------------------------------------------------
@@ -849,8 +849,8 @@ static void pr_ref(const Task *t, const void *const *in, void *const *out) {
 }
 static const Family fam_pl_rownorm_mv = {
     "pipeline_rownorm_matvec",
-    "normalize matrix rows (L2 / L1), then y = A_norm x: norms + 2-D scale + thread-per-row matvec, "
-                               "or block-per-row normalize + warp matvec",
+    "normalize matrix rows (L2 / L1), then y = A_norm x: norms + 2-D scale + thread-"
+    "per-row matvec, or block-per-row normalize + warp matvec",
     pr_params, NULL, pr_draw, pr_layout, pr_describe, pr_kernels, pr_launch, pr_ref };
 
 static const Family *const families_pipeline[] = { &fam_pl_standardize, &fam_pl_softmax, &fam_pl_saxpy_norm,

@@ -209,11 +209,10 @@ static void rb_ref(const Task *t, const void *const *in, void *const *out) {
     ((float *)out[0])[0] = (float)acc;
 }
 
-static const Family fam_reduce_block = { "reduce_block",
-                                         "sum / sum of squares / max |x| with a shared-memory tree and __syncthreads; "
-                                         "second pass or atomics",
-                                         rb_params, NULL, rb_draw, rb_layout, rb_describe, rb_kernels, rb_launch,
-                                         rb_ref };
+static const Family fam_reduce_block = {
+    "reduce_block",
+    "sum / sum of squares / max |x| with a shared-memory tree and __syncthreads; second pass or atomics",
+    rb_params, NULL, rb_draw, rb_layout, rb_describe, rb_kernels, rb_launch, rb_ref };
 
 // ----------------------------------------------------------------------------
 // reduce_warp: warp-shuffle reductions of a whole array or of each row (one warp per row)
@@ -433,11 +432,10 @@ static void rw_ref(const Task *t, const void *const *in, void *const *out) {
     }
 }
 
-static const Family fam_reduce_warp = { "reduce_warp",
-                                        "warp-shuffle reductions: whole-array sum (per warp or two-level), row "
-                                        "sum/max/L2 norm with one warp per row",
-                                        rw_params, NULL, rw_draw, rw_layout, rw_describe, rw_kernels, rw_launch,
-                                        rw_ref };
+static const Family fam_reduce_warp = {
+    "reduce_warp",
+    "warp-shuffle reductions: whole-array sum (per warp or two-level), row sum/max/L2 norm with one warp per row",
+    rw_params, NULL, rw_draw, rw_layout, rw_describe, rw_kernels, rw_launch, rw_ref };
 
 // ----------------------------------------------------------------------------
 // dot_atomic: grid-stride partial products, a block reduction, atomicAdd of the block sum.
@@ -539,9 +537,10 @@ static void dp_ref(const Task *t, const void *const *in, void *const *out) {
     for (long i = 0; i < t->p[DP_N]; i++) s += (double)a[i] * b[i];
     ((float *)out[0])[0] = (float)s;
 }
-static const Family fam_dot = { "dot_atomic",
-                                "dot product: grid-stride partials (optionally fmaf, float4), shared tree or shuffle "
-                                              "block reduction, atomicAdd per block",
-                                dp_params, NULL, dp_draw, dp_layout, dp_describe, dp_kernels, dp_launch, dp_ref };
+static const Family fam_dot = {
+    "dot_atomic",
+    "dot product: grid-stride partials (optionally fmaf, float4), shared tree"
+    " or shuffle block reduction, atomicAdd per block",
+    dp_params, NULL, dp_draw, dp_layout, dp_describe, dp_kernels, dp_launch, dp_ref };
 
 static const Family *const families_reduce[] = { &fam_reduce_block, &fam_reduce_warp, &fam_dot, NULL };

@@ -616,10 +616,10 @@ static const Family fam_softmax_warp = {
     "softmax_row_warp",
     "softmax per row, one warp per row: two passes with shuffle all-reduces, or one online (max, sum) pass",
     smw_params, NULL, sm_draw, sm_layout, sm_describe, sm_kernels, sm_launch, sm_ref };
-static const Family fam_log_softmax = { "log_softmax_row",
-                                        "log-softmax per row (x - max - log sum exp), block or warp per row",
-                                        lsm_params, NULL, sm_draw, sm_layout, sm_describe, sm_kernels, sm_launch,
-                                        sm_ref };
+static const Family fam_log_softmax = {
+    "log_softmax_row",
+    "log-softmax per row (x - max - log sum exp), block or warp per row",
+    lsm_params, NULL, sm_draw, sm_layout, sm_describe, sm_kernels, sm_launch, sm_ref };
 
 // ----------------------------------------------------------------------------
 // LayerNorm and RMSNorm per row
@@ -788,12 +788,13 @@ static void ln_ref(const Task *t, const void *const *in, void *const *out) {
 
 static const Family fam_layernorm = {
     "layernorm_row",
-    "LayerNorm per row with gamma/beta: two-pass or one-pass statistics, block or warp per row, optional mean/rstd "
-    "outputs",
+    "LayerNorm per row with gamma/beta: two-pass or one-pass statistics, "
+    "block or warp per row, optional mean/rstd outputs",
     ln_params, ln_fp, ln_draw, ln_layout, ln_describe, ln_kernels, ln_launch, ln_ref };
-static const Family fam_rmsnorm = { "rmsnorm_row",
-                                    "RMSNorm per row with a weight vector, block or warp per row, rsqrtf or 1/sqrtf",
-                                    rms_params, ln_fp, ln_draw, ln_layout, ln_describe, ln_kernels, ln_launch, ln_ref };
+static const Family fam_rmsnorm = {
+    "rmsnorm_row",
+    "RMSNorm per row with a weight vector, block or warp per row, rsqrtf or 1/sqrtf",
+    rms_params, ln_fp, ln_draw, ln_layout, ln_describe, ln_kernels, ln_launch, ln_ref };
 
 // ----------------------------------------------------------------------------
 // Row mean and variance (two outputs)
@@ -1206,8 +1207,8 @@ static void tk_ref(const Task *t, const void *const *in, void *const *out) {
 }
 static const Family fam_topk_row = {
     "topk_row",
-    "top-k (k <= 8) values and indices per row, largest or smallest, index tie-break; thread (register insertion), "
-    "warp or block (k rounds)",
+    "top-k (k <= 8) values and indices per row, largest or smallest, index tie-"
+    "break; thread (register insertion), warp or block (k rounds)",
     tk_params, NULL, tk_draw, tk_layout, tk_describe, tk_kernels, tk_launch, tk_ref };
 
 // ----------------------------------------------------------------------------
@@ -1363,8 +1364,8 @@ static void cs_ref(const Task *t, const void *const *in, void *const *out) {
 }
 static const Family fam_row_cumsum = {
     "row_cumsum",
-    "cumulative sum along rows (inclusive/exclusive, forward/reverse, float/int): thread, warp (__shfl_up_sync) or "
-                  "block (shared scan + carry) per row",
+    "cumulative sum along rows (inclusive/exclusive, forward/reverse, float/int): thread, "
+    "warp (__shfl_up_sync) or block (shared scan + carry) per row",
     cs_params, NULL, cs_draw, cs_layout, cs_describe, cs_kernels, cs_launch, cs_ref };
 
 static const Family *const families_rows[] = { &fam_softmax_block, &fam_softmax_warp, &fam_log_softmax, &fam_layernorm,

@@ -237,8 +237,8 @@ static void ax_ref(const Task *t, const void *const *in, void *const *out) {
 }
 static const Family fam_argmax = {
     "argmax_array",
-    "argmax of an array with its value, first index on ties: two passes over (value, index) pairs (shared "
-                    "tree or shuffles) or 64-bit packed atomicMax",
+    "argmax of an array with its value, first index on ties: two passes over (value, "
+    "index) pairs (shared tree or shuffles) or 64-bit packed atomicMax",
     ax_params, NULL, ax_draw, ax_layout, ax_describe, ax_kernels, ax_launch, ax_ref };
 
 // ----------------------------------------------------------------------------
@@ -507,8 +507,8 @@ static void mm_ref(const Task *t, const void *const *in, void *const *out) {
 }
 static const Family fam_atomic_minmax = {
     "atomic_minmax",
-    "max / min / both of an array with atomics: atomicMax/Min on int, float via sign-split int/uint bits, "
-                     "ordered uint bits or an atomicCAS loop",
+    "max / min / both of an array with atomics: atomicMax/Min on int, float via sign-"
+    "split int/uint bits, ordered uint bits or an atomicCAS loop",
     mm_params, NULL, mm_draw, mm_layout, mm_describe, mm_kernels, mm_launch, mm_ref };
 
 // One of the numbers of a list ("0 0.5 -0.25"), each as likely.
@@ -729,8 +729,8 @@ static void cp_ref(const Task *t, const void *const *in, void *const *out) {
 }
 static const Family fam_compact = {
     "stream_compact",
-    "deterministic stream compaction (keep x > t or |x| > t in order): block counts, exclusive scan, ranked "
-                      "scatter (shared scan or ballot/popc)",
+    "deterministic stream compaction (keep x > t or |x| > t in order): block counts, "
+    "exclusive scan, ranked scatter (shared scan or ballot/popc)",
     cp_params, cp_fp, cp_draw, cp_layout, cp_describe, cp_kernels, cp_launch, cp_ref };
 
 // ----------------------------------------------------------------------------
@@ -894,8 +894,9 @@ static void ci_ref(const Task *t, const void *const *in, void *const *out) {
     else ((int32_t *)out[0])[0] = (int32_t)k;
 }
 static const Family fam_count_if = {
-    "count_if", "count elements matching a predicate with atomicAdd: per element, warp-aggregated ballot/popc, shared "
-                "counter, __syncthreads_count",
+    "count_if",
+    "count elements matching a predicate with atomicAdd: per element, warp-"
+    "aggregated ballot/popc, shared counter, __syncthreads_count",
     ci_params, ci_fp, ci_draw, ci_layout, ci_describe, ci_kernels, ci_launch, ci_ref };
 
 static const Family *const families_select[] = { &fam_argmax, &fam_atomic_minmax, &fam_compact, &fam_count_if, NULL };

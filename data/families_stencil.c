@@ -211,10 +211,10 @@ static void s1_ref(const Task *t, const void *const *in, void *const *out) {
     }
 }
 
-static const Family fam_stencil1d = { "stencil_1d",
-                                      "weighted 1-D stencil (radius 1-3) with a shared-memory tile and halo; zero or "
-                                      "clamped ends",
-                                      s1_params, NULL, s1_draw, s1_layout, s1_describe, s1_kernels, s1_launch, s1_ref };
+static const Family fam_stencil1d = {
+    "stencil_1d",
+    "weighted 1-D stencil (radius 1-3) with a shared-memory tile and halo; zero or clamped ends",
+    s1_params, NULL, s1_draw, s1_layout, s1_describe, s1_kernels, s1_launch, s1_ref };
 
 // ----------------------------------------------------------------------------
 // 2-D stencil
@@ -481,9 +481,9 @@ static void s2_ref(const Task *t, const void *const *in, void *const *out) {
         }
 }
 
-static const Family fam_stencil2d = { "stencil_2d",
-                                      "5-point average/Laplacian and 3x3 box/Gaussian blur on a 2-D grid; dim3 "
-                                      "launch, optional shared tile",
-                                      s2_params, NULL, s2_draw, s2_layout, s2_describe, s2_kernels, s2_launch, s2_ref };
+static const Family fam_stencil2d = {
+    "stencil_2d",
+    "5-point average/Laplacian and 3x3 box/Gaussian blur on a 2-D grid; dim3 launch, optional shared tile",
+    s2_params, NULL, s2_draw, s2_layout, s2_describe, s2_kernels, s2_launch, s2_ref };
 
 static const Family *const families_stencil[] = { &fam_stencil1d, &fam_stencil2d, NULL };
