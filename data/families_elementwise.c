@@ -9,7 +9,7 @@
 
 enum { M_OP, M_N, M_BLOCK, M_LOOP, M_HELPER, M_KNAME, M_NAMES, M_CAP, M_TNAME, M_DESC, M_FN, M_NP };
 enum { MF_A, MF_B };
-enum { LOOP_VEC4 = LOOP_COUNT };
+enum { LOOP_VEC4 = LOOP_COUNT, };
 
 static const char *const map_loop_names[] = { "if_guard", "early_return", "grid_stride", "vec4", NULL };
 static const char *const map_helper_names[] = { "inline", "device_fn", "forceinline", "static_inline", NULL };

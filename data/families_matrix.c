@@ -89,16 +89,15 @@ static void mx_copy4(void *dst, long d, const void *src,
 // Naive transpose
 
 enum { MXTN_DT, MXTN_ROWS, MXTN_COLS, MXTN_MODE, MXTN_BDIM, MXTN_BLOCK, MXTN_MAP, MXTN_GUARD, MXTN_CAP, MXTN_DIMS,
-       MXTN_KNAME, MXTN_NAMES, MXTN_TNAME,
-       MXTN_DNAMES, MXTN_NP };
+       MXTN_KNAME, MXTN_NAMES, MXTN_TNAME, MXTN_DNAMES, MXTN_NP };
 static const char *const mxtn_modes[] = { "grid_2d", "flat_1d", "grid_stride_2d", NULL };
 static const char *const mxtn_maps[] = { "x_along_cols", "x_along_rows", NULL };
 static const ParamDesc mxtn_params[] = {
     [MXTN_DT] = { "dtype", mx_dtypes, 1, "0 0 0 0 0 0 0 1 1 1" }, [MXTN_ROWS] = { "rows", NULL, 1, NULL },
-    [MXTN_COLS] = { "cols", NULL, 1, NULL },     [MXTN_MODE] = { "mode", mxtn_modes, 1, "*" },
-    [MXTN_BDIM] = { "bdim", NULL, 1, NULL },     [MXTN_BLOCK] = { "block", NULL, 1, NULL },
-    [MXTN_MAP] = { "map", mxtn_maps, 0, NULL },  [MXTN_GUARD] = { "guard", NULL, 0, NULL },
-    [MXTN_CAP] = { "cap", NULL, 0, NULL },       [MXTN_DIMS] = { "dims", NULL, 0, "0..3" },
+    [MXTN_COLS] = { "cols", NULL, 1, NULL }, [MXTN_MODE] = { "mode", mxtn_modes, 1, "*" },
+    [MXTN_BDIM] = { "bdim", NULL, 1, NULL }, [MXTN_BLOCK] = { "block", NULL, 1, NULL },
+    [MXTN_MAP] = { "map", mxtn_maps, 0, NULL }, [MXTN_GUARD] = { "guard", NULL, 0, NULL },
+    [MXTN_CAP] = { "cap", NULL, 0, NULL }, [MXTN_DIMS] = { "dims", NULL, 0, "0..3" },
     [MXTN_KNAME] = { "kname", NULL, 0, "0..3" }, [MXTN_NAMES] = { "names", NULL, 0, "0..5" },
     [MXTN_TNAME] = { "tname", NULL, 0, "0..2" }, [MXTN_DNAMES] = { "dnames", NULL, 0, "0..3" },
     [MXTN_NP] = { NULL, NULL, 0, NULL } };
@@ -270,7 +269,7 @@ enum { MXTT_DT, MXTT_ROWS, MXTT_COLS, MXTT_TILE, MXTT_BROWS, MXTT_TDEF, MXTT_DIM
 static const char *const mxtt_tdefs[] = { "define", "template", "constexpr", NULL };
 static const ParamDesc mxtt_params[] = {
     [MXTT_DT] = { "dtype", mx_dtypes, 1, "0 0 0 1" }, [MXTT_ROWS] = { "rows", NULL, 1, NULL },
-    [MXTT_COLS] = { "cols", NULL, 1, NULL },   [MXTT_TILE] = { "tile", NULL, 1, "16 32" },
+    [MXTT_COLS] = { "cols", NULL, 1, NULL }, [MXTT_TILE] = { "tile", NULL, 1, "16 32" },
     [MXTT_BROWS] = { "block_rows", NULL, 1, "0 8 4 8" }, [MXTT_TDEF] = { "tdef", mxtt_tdefs, 0, "*" },
     [MXTT_DIMS] = { "dims", NULL, 0, "0..3" }, [MXTT_KNAME] = { "kname", NULL, 0, "0..3" },
     [MXTT_NAMES] = { "names", NULL, 0, "0..5" }, [MXTT_TNAME] = { "tname", NULL, 0, "0..2" },
@@ -397,19 +396,18 @@ enum { MX_F_A, MX_F_B };
 // Element-wise matrix operations on a 2-D grid
 
 enum { MXME_OP, MXME_ROWS, MXME_COLS, MXME_MODE, MXME_BDIM, MXME_GUARD, MXME_CAP, MXME_COEF, MXME_HELPER, MXME_DIMS,
-       MXME_KNAME, MXME_NAMES,
-       MXME_TNAME, MXME_DNAMES, MXME_NP };
+       MXME_KNAME, MXME_NAMES, MXME_TNAME, MXME_DNAMES, MXME_NP };
 static const char *const mxme_ops[] = { "add", "sub", "mul", "scale", "axpby", NULL };
 static const char *const mxme_modes[] = { "grid_2d", "grid_stride_2d", NULL };
 static const char *const mxme_coefs[] = { "literal", "kernel_arg", NULL };
 static const ParamDesc mxme_params[] = {
-    [MXME_OP] = { "op", mxme_ops, 1, "*" },       [MXME_ROWS] = { "rows", NULL, 1, NULL },
-    [MXME_COLS] = { "cols", NULL, 1, NULL },      [MXME_MODE] = { "mode", mxme_modes, 1, "0 0 1" },
-    [MXME_BDIM] = { "bdim", NULL, 1, "0..6" },    [MXME_GUARD] = { "guard", NULL, 0, NULL },
-    [MXME_CAP] = { "cap", NULL, 0, NULL },        [MXME_COEF] = { "coef", mxme_coefs, 0, NULL },
+    [MXME_OP] = { "op", mxme_ops, 1, "*" }, [MXME_ROWS] = { "rows", NULL, 1, NULL },
+    [MXME_COLS] = { "cols", NULL, 1, NULL }, [MXME_MODE] = { "mode", mxme_modes, 1, "0 0 1" },
+    [MXME_BDIM] = { "bdim", NULL, 1, "0..6" }, [MXME_GUARD] = { "guard", NULL, 0, NULL },
+    [MXME_CAP] = { "cap", NULL, 0, NULL }, [MXME_COEF] = { "coef", mxme_coefs, 0, NULL },
     [MXME_HELPER] = { "helper", NULL, 0, "0..2" }, [MXME_DIMS] = { "dims", NULL, 0, "0..3" },
-    [MXME_KNAME] = { "kname", NULL, 0, "0..3" },  [MXME_NAMES] = { "names", NULL, 0, "0..4" },
-    [MXME_TNAME] = { "tname", NULL, 0, "0..2" },  [MXME_DNAMES] = { "dnames", NULL, 0, "0..3" },
+    [MXME_KNAME] = { "kname", NULL, 0, "0..3" }, [MXME_NAMES] = { "names", NULL, 0, "0..4" },
+    [MXME_TNAME] = { "tname", NULL, 0, "0..2" }, [MXME_DNAMES] = { "dnames", NULL, 0, "0..3" },
     [MXME_NP] = { NULL, NULL, 0, NULL } };
 static const char *const mxme_names[][3] = { { "A", "B", "C" }, { "x", "y", "z" }, { "lhs", "rhs", "out" },
                                            { "mat_a", "mat_b", "result" }, { "P", "Q", "S" } };
@@ -676,11 +674,10 @@ enum { MXMN_OP, MXMN_M, MXMN_N, MXMN_K, MXMN_BDIM, MXMN_GUARD, MXMN_ACC, MXMN_DI
 static const char *const mxmn_accs[] = { "plain", "fmaf", "dot_helper", NULL };
 static const ParamDesc mxmn_params[] = {
     [MXMN_OP] = { "op", mxmm_ops, 1, "0 0 0 1 2" }, [MXMN_M] = { "m", NULL, 1, NULL },
-    [MXMN_N] = { "n", NULL, 1, NULL },
-    [MXMN_K] = { "k", NULL, 1, NULL },            [MXMN_BDIM] = { "bdim", NULL, 1, "0..4" },
-    [MXMN_GUARD] = { "guard", NULL, 0, "0..1" },  [MXMN_ACC] = { "acc", mxmn_accs, 0, "*" },
-    [MXMN_DIMS] = { "dims", NULL, 0, "0..3" },    [MXMN_KNAME] = { "kname", NULL, 0, "0..3" },
-    [MXMN_NAMES] = { "names", NULL, 0, "0..4" },  [MXMN_TNAME] = { "tname", NULL, 0, "0..2" },
+    [MXMN_N] = { "n", NULL, 1, NULL }, [MXMN_K] = { "k", NULL, 1, NULL }, [MXMN_BDIM] = { "bdim", NULL, 1, "0..4" },
+    [MXMN_GUARD] = { "guard", NULL, 0, "0..1" }, [MXMN_ACC] = { "acc", mxmn_accs, 0, "*" },
+    [MXMN_DIMS] = { "dims", NULL, 0, "0..3" }, [MXMN_KNAME] = { "kname", NULL, 0, "0..3" },
+    [MXMN_NAMES] = { "names", NULL, 0, "0..4" }, [MXMN_TNAME] = { "tname", NULL, 0, "0..2" },
     [MXMN_DNAMES] = { "dnames", NULL, 0, "0..3" }, [MXMN_VARS] = { "vars", NULL, 0, "0..2" },
     [MXMN_NP] = { NULL, NULL, 0, NULL } };
 static const char *const mxmn_kn[] = { "matmul_naive", "matMulKernel", "gemm_naive", "matrix_multiply" };
@@ -780,16 +777,14 @@ static const Family fam_mx_matmul_naive = {
 // Tiled matrix multiply with shared-memory tiles
 
 enum { MXMT_M, MXMT_N, MXMT_K, MXMT_ALIGNED, MXMT_TILE, MXMT_CHECKS, MXMT_TDEF, MXMT_LOOP, MXMT_UNROLL, MXMT_DIMS,
-       MXMT_KNAME, MXMT_NAMES, MXMT_TNAME,
-       MXMT_DNAMES, MXMT_SHN, MXMT_NP };
+       MXMT_KNAME, MXMT_NAMES, MXMT_TNAME, MXMT_DNAMES, MXMT_SHN, MXMT_NP };
 static const char *const mxmt_tdefs[] = { "define", "template", "constexpr", NULL };
 static const ParamDesc mxmt_params[] = {
-    [MXMT_M] = { "m", NULL, 1, NULL },          [MXMT_N] = { "n", NULL, 1, NULL },
-    [MXMT_K] = { "k", NULL, 1, NULL },
+    [MXMT_M] = { "m", NULL, 1, NULL }, [MXMT_N] = { "n", NULL, 1, NULL }, [MXMT_K] = { "k", NULL, 1, NULL },
     [MXMT_ALIGNED] = { "aligned", NULL, 1, "0..1" }, [MXMT_TILE] = { "tile", NULL, 1, "8 16 16 32" },
     [MXMT_CHECKS] = { "checks", NULL, 1, NULL }, [MXMT_TDEF] = { "tdef", mxmt_tdefs, 0, "*" },
-    [MXMT_LOOP] = { "loop", NULL, 0, "0..1" },  [MXMT_UNROLL] = { "unroll", NULL, 0, "0..1" },
-    [MXMT_DIMS] = { "dims", NULL, 0, "0..3" },  [MXMT_KNAME] = { "kname", NULL, 0, "0..3" },
+    [MXMT_LOOP] = { "loop", NULL, 0, "0..1" }, [MXMT_UNROLL] = { "unroll", NULL, 0, "0..1" },
+    [MXMT_DIMS] = { "dims", NULL, 0, "0..3" }, [MXMT_KNAME] = { "kname", NULL, 0, "0..3" },
     [MXMT_NAMES] = { "names", NULL, 0, "0..4" }, [MXMT_TNAME] = { "tname", NULL, 0, "0..2" },
     [MXMT_DNAMES] = { "dnames", NULL, 0, "0..3" }, [MXMT_SHN] = { "shnames", NULL, 0, "0..3" },
     [MXMT_NP] = { NULL, NULL, 0, NULL } };
@@ -970,9 +965,9 @@ static const ParamDesc mxmv_params[] = {
     [MXMV_ROWS] = { "rows", NULL, 1, MXMV_ROWS_PICK }, [MXMV_COLS] = { "cols", NULL, 1, MXMV_COLS_PICK },
     [MXMV_MODE] = { "mode", mxmv_modes, 1, "*" }, [MXMV_BLOCK] = { "block", NULL, 1, "64 128 256 256 512" },
     [MXMV_LOOP] = { "loop", loop_names, 1, NULL }, [MXMV_BIAS] = { "bias", NULL, 1, "0 0 1" },
-    [MXMV_ACC] = { "acc", NULL, 0, "0..1" },      [MXMV_CAP] = { "cap", NULL, 0, NULL },
-    [MXMV_KNAME] = { "kname", NULL, 0, "0..3" },  [MXMV_NAMES] = { "names", NULL, 0, "0..4" },
-    [MXMV_TNAME] = { "tname", NULL, 0, "0..2" },  [MXMV_DNAMES] = { "dnames", NULL, 0, "0..3" },
+    [MXMV_ACC] = { "acc", NULL, 0, "0..1" }, [MXMV_CAP] = { "cap", NULL, 0, NULL },
+    [MXMV_KNAME] = { "kname", NULL, 0, "0..3" }, [MXMV_NAMES] = { "names", NULL, 0, "0..4" },
+    [MXMV_TNAME] = { "tname", NULL, 0, "0..2" }, [MXMV_DNAMES] = { "dnames", NULL, 0, "0..3" },
     [MXMV_NP] = { NULL, NULL, 0, NULL } };
 static const char *const mxmv_kn[] = { "matvec", "gemv_row_per_thread", "matVecKernel", "mv_rows" };
 
@@ -1078,16 +1073,15 @@ static const Family fam_mx_matvec_thread = {
 // Matrix-vector product, one warp per row with shuffles
 
 enum { MXMW_ROWS, MXMW_COLS, MXMW_BLOCK, MXMW_SHFL, MXMW_VEC, MXMW_BIAS, MXMW_HELPER, MXMW_MASK, MXMW_CFG, MXMW_KNAME,
-       MXMW_NAMES,
-       MXMW_TNAME, MXMW_DNAMES, MXMW_NP };
+       MXMW_NAMES, MXMW_TNAME, MXMW_DNAMES, MXMW_NP };
 static const char *const mxmw_shfl[] = { "down", "xor", NULL };
 static const char *const mxmw_vec[] = { "scalar", "float4", NULL };
 static const ParamDesc mxmw_params[] = {
     { "rows", NULL, 1, MXMV_ROWS_PICK }, { "cols", NULL, 1, MXMV_COLS_PICK }, { "block", NULL, 1, "64 128 256 512" },
-    { "shfl", mxmw_shfl, 1, "*" },       { "vec", mxmw_vec, 1, "0 0 0 1 1" }, { "bias", NULL, 1, "0 0 1" },
-    { "helper", NULL, 0, "0..2" },       { "mask", NULL, 0, "0..2" },         { "cfg", NULL, 0, "0..1" },
-    { "kname", NULL, 0, "0..3" },        { "names", NULL, 0, "0..4" },        { "tname", NULL, 0, "0..2" },
-    { "dnames", NULL, 0, "0..3" },       { 0 } };
+    { "shfl", mxmw_shfl, 1, "*" }, { "vec", mxmw_vec, 1, "0 0 0 1 1" }, { "bias", NULL, 1, "0 0 1" },
+    { "helper", NULL, 0, "0..2" }, { "mask", NULL, 0, "0..2" }, { "cfg", NULL, 0, "0..1" },
+    { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..4" }, { "tname", NULL, 0, "0..2" },
+    { "dnames", NULL, 0, "0..3" }, { 0 } };
 static const char *const mxmw_kn[] = { "matvec_warp", "gemvWarpPerRow", "warp_matvec", "mv_warp_rows" };
 static const char *const mxmw_hn[] = { "warp_reduce_sum", "warpSum", "warp_allreduce_sum", "shfl_sum" };
 
@@ -1185,16 +1179,15 @@ static const Family fam_mx_matvec_warp = {
 // Vector-matrix product y = x^T A (and column sums)
 
 enum { MXVM_OP, MXVM_ROWS, MXVM_COLS, MXVM_MODE, MXVM_BLOCK, MXVM_BY, MXVM_CHUNK, MXVM_LOOP, MXVM_DIMS, MXVM_KNAME,
-       MXVM_NAMES,
-       MXVM_TNAME, MXVM_DNAMES, MXVM_NP };
+       MXVM_NAMES, MXVM_TNAME, MXVM_DNAMES, MXVM_NP };
 static const char *const mxvm_ops[] = { "xta", "colsum", NULL };
 static const char *const mxvm_modes[] = { "thread_per_col", "row_chunks_atomic", "block_reduce_2d", NULL };
 static const ParamDesc mxvm_params[] = {
-    { "op", mxvm_ops, 1, "*" },          { "rows", NULL, 1, MXMV_ROWS_PICK }, { "cols", NULL, 1, MXMV_COLS_PICK },
-    { "mode", mxvm_modes, 1, "*" },      { "block", NULL, 1, "64 128 256 256 512" }, { "by", NULL, 1, "4 8 16" },
-    { "chunk", NULL, 1, "32 64 128 256" }, { "loop", NULL, 0, "0..1" },     { "dims", NULL, 0, "0..3" },
-    { "kname", NULL, 0, "0..3" },        { "names", NULL, 0, "0..3" },        { "tname", NULL, 0, "0..2" },
-    { "dnames", NULL, 0, "0..3" },       { 0 } };
+    { "op", mxvm_ops, 1, "*" }, { "rows", NULL, 1, MXMV_ROWS_PICK }, { "cols", NULL, 1, MXMV_COLS_PICK },
+    { "mode", mxvm_modes, 1, "*" }, { "block", NULL, 1, "64 128 256 256 512" }, { "by", NULL, 1, "4 8 16" },
+    { "chunk", NULL, 1, "32 64 128 256" }, { "loop", NULL, 0, "0..1" }, { "dims", NULL, 0, "0..3" },
+    { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..3" }, { "tname", NULL, 0, "0..2" },
+    { "dnames", NULL, 0, "0..3" }, { 0 } };
 static const char *const mxvm_names[][3] = { { "A", "x", "y" }, { "mat", "w", "out" }, { "data", "coef", "result" },
                                              { "M_in", "u", "v" } };
 static const char *const mxvm_kn[2][4] = { { "vecmat", "xTA_kernel", "vector_matrix", "gevm_col_per_thread" },
@@ -1351,16 +1344,14 @@ static const Family fam_mx_vecmat = {
 
 #define MX_SIDES "64 100 128 250 256 300 500 512 640 768 1000 1024 1500 2048"
 enum { MXOP_OP, MXOP_M, MXOP_N, MXOP_MODE, MXOP_BDIM, MXOP_BLOCK, MXOP_CAP, MXOP_GUARD, MXOP_DIMS, MXOP_KNAME,
-       MXOP_NAMES, MXOP_TNAME,
-       MXOP_DNAMES, MXOP_NP };
+       MXOP_NAMES, MXOP_TNAME, MXOP_DNAMES, MXOP_NP };
 static const char *const mxop_ops[] = { "outer", "scaled", "ger", NULL };
 static const char *const mxop_modes[] = { "grid_2d", "shared_vectors", "flat_grid_stride", NULL };
 static const ParamDesc mxop_params[] = {
-    { "op", mxop_ops, 1, "*" },        { "m", NULL, 1, MX_SIDES },     { "n", NULL, 1, MX_SIDES },
-    { "mode", mxop_modes, 1, "*" },    { "bdim", NULL, 1, "0..6" },    { "block", NULL, 1, "64 128 256 256 512" },
-    { "cap", NULL, 0, "1024 2048 4096" }, { "guard", NULL, 0, "0..1" }, { "dims", NULL, 0, "0..3" },
-    { "kname", NULL, 0, "0..3" },      { "names", NULL, 0, "0..3" },   { "tname", NULL, 0, "0..2" },
-    { "dnames", NULL, 0, "0..3" },     { 0 } };
+    { "op", mxop_ops, 1, "*" }, { "m", NULL, 1, MX_SIDES }, { "n", NULL, 1, MX_SIDES }, { "mode", mxop_modes, 1, "*" },
+    { "bdim", NULL, 1, "0..6" }, { "block", NULL, 1, "64 128 256 256 512" }, { "cap", NULL, 0, "1024 2048 4096" },
+    { "guard", NULL, 0, "0..1" }, { "dims", NULL, 0, "0..3" }, { "kname", NULL, 0, "0..3" },
+    { "names", NULL, 0, "0..3" }, { "tname", NULL, 0, "0..2" }, { "dnames", NULL, 0, "0..3" }, { 0 } };
 static const char *const mxop_names[][4] = { { "x", "y", "A", "C" }, { "u", "v", "base", "outer" },
                                              { "a", "b", "mat", "result" },
                                              { "col_vec", "row_vec", "A_in", "A_out" } };
@@ -1515,17 +1506,15 @@ static const Family fam_mx_outer = {
 // Batched small matrix multiply, the batch index in blockIdx.z
 
 enum { MXBM_SHAPE, MXBM_N, MXBM_BATCH, MXBM_MODE, MXBM_BDIM, MXBM_TDEF, MXBM_PAD, MXBM_GUARD, MXBM_DIMS, MXBM_KNAME,
-       MXBM_NAMES,
-       MXBM_TNAME, MXBM_DNAMES, MXBM_NP };
+       MXBM_NAMES, MXBM_TNAME, MXBM_DNAMES, MXBM_NP };
 static const char *const mxbm_shapes[] = { "both_batched", "shared_rhs", NULL };
 static const char *const mxbm_modes[] = { "global", "shared", NULL };
 static const ParamDesc mxbm_params[] = {
     { "shape", mxbm_shapes, 1, "0 0 0 0 0 0 0 1 1 1" }, { "n", NULL, 1, "4 8 16 24 32 48 64" },
     { "batch", NULL, 1, "16 32 64 100 128 256 500 1000 2048" }, { "mode", mxbm_modes, 1, "*" },
-    { "bdim", NULL, 1, "0 2 4 1" },
-    { "tdef", NULL, 0, "0..1" }, { "pad", NULL, 0, "0..1" }, { "guard", NULL, 0, "0..1" }, { "dims", NULL, 0, "0..3" },
-    { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..3" }, { "tname", NULL, 0, "0..2" },
-    { "dnames", NULL, 0, "0..2" }, { 0 } };
+    { "bdim", NULL, 1, "0 2 4 1" }, { "tdef", NULL, 0, "0..1" }, { "pad", NULL, 0, "0..1" },
+    { "guard", NULL, 0, "0..1" }, { "dims", NULL, 0, "0..3" }, { "kname", NULL, 0, "0..3" },
+    { "names", NULL, 0, "0..3" }, { "tname", NULL, 0, "0..2" }, { "dnames", NULL, 0, "0..2" }, { 0 } };
 static const char *const mxbm_dnames[][3] = { { "batch", "n", "nn" }, { "count", "dim", "elems" },
                                               { "num_mats", "order", "mat_size" } };
 static const char *const mxbm_names[][3] = { { "A", "B", "C" }, { "lhs", "rhs", "out" }, { "X", "W", "Y" },

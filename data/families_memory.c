@@ -11,13 +11,11 @@ static const char *const gather_ops[] = { "gather1d", "gather_rows", NULL };
 static const char *const gather_loops[] = { "if_guard", "early_return", "grid_stride", "block_per_row", "grid_2d",
                                             NULL };
 static const ParamDesc gather_params[] = {
-    [G_OP] = { "op", gather_ops, 1, "*" },     [G_N] = { "n", NULL, 1, NULL },           [G_M] = { "m", NULL, 1, NULL },
-    [G_D] = { "d", NULL, 1, NULL },            [G_BLOCK] = { "block", NULL, 1, "128 256 512" },
+    [G_OP] = { "op", gather_ops, 1, "*" }, [G_N] = { "n", NULL, 1, NULL }, [G_M] = { "m", NULL, 1, NULL },
+    [G_D] = { "d", NULL, 1, NULL }, [G_BLOCK] = { "block", NULL, 1, "128 256 512" },
     [G_LOOP] = { "loop", gather_loops, 1, NULL }, [G_KNAME] = { "kname", NULL, 0, "0..3" },
-    [G_NAMES] = { "names", NULL, 0, "0..3" },
-    [G_CAP] = { "cap", NULL, 0, "1024 4096" }, [G_TNAME] = { "tname", NULL, 0, "0..2" },
-    [G_FN] = { "fn", NULL, 0, "0..3" },
-    [G_NP] = { NULL, NULL, 0, NULL } };
+    [G_NAMES] = { "names", NULL, 0, "0..3" }, [G_CAP] = { "cap", NULL, 0, "1024 4096" },
+    [G_TNAME] = { "tname", NULL, 0, "0..2" }, [G_FN] = { "fn", NULL, 0, "0..3" }, [G_NP] = { NULL, NULL, 0, NULL } };
 static const char *const gather1d_names[][3] = {
     { "src", "idx", "out" }, { "table", "indices", "gathered" }, { "values", "ids", "result" },
     { "x", "positions", "y" } };
@@ -204,13 +202,11 @@ static const Family fam_gather = {
 enum { SC_OP, SC_N, SC_M, SC_BLOCK, SC_LOOP, SC_KNAME, SC_NAMES, SC_CAP, SC_TNAME, SC_FN, SC_NP };
 static const char *const scatter_ops[] = { "perm", "add_f32", "add_i32", "max_i32", NULL };
 static const ParamDesc scatter_params[] = {
-    [SC_OP] = { "op", scatter_ops, 1, "*" },   [SC_N] = { "n", NULL, 1, "1000 4096 10000 65536 100000 262144 1000000" },
+    [SC_OP] = { "op", scatter_ops, 1, "*" }, [SC_N] = { "n", NULL, 1, "1000 4096 10000 65536 100000 262144 1000000" },
     [SC_M] = { "m", NULL, 1, "16 100 1000 4096 65536" }, [SC_BLOCK] = { "block", NULL, 1, "128 256 512 1024" },
     [SC_LOOP] = { "loop", loop_names, 1, "*" }, [SC_KNAME] = { "kname", NULL, 0, "0..3" },
-    [SC_NAMES] = { "names", NULL, 0, "0..3" },
-    [SC_CAP] = { "cap", NULL, 0, "1024 2048" }, [SC_TNAME] = { "tname", NULL, 0, "0..2" },
-    [SC_FN] = { "fn", NULL, 0, "0..3" },
-    [SC_NP] = { NULL, NULL, 0, NULL } };
+    [SC_NAMES] = { "names", NULL, 0, "0..3" }, [SC_CAP] = { "cap", NULL, 0, "1024 2048" },
+    [SC_TNAME] = { "tname", NULL, 0, "0..2" }, [SC_FN] = { "fn", NULL, 0, "0..3" }, [SC_NP] = { NULL, NULL, 0, NULL } };
 static const char *const scatter_names[][3] = {
     { "src", "idx", "out" }, { "values", "targets", "acc" }, { "x", "index_map", "y" },
     { "updates", "positions", "result" } };
@@ -353,14 +349,13 @@ static const char *const hist_loops[] = { "one_per_thread", "grid_stride", NULL 
 static const char *const hist_shmem[] = { "define", "template", "dynamic", NULL };
 static const char *const hist_ctypes[] = { "uint32", "int32", NULL };
 static const ParamDesc hist_params[] = {
-    [H_OP] = { "op", hist_ops, 1, "*" },
-    [H_N] = { "n", NULL, 1, "4096 10000 65536 100000 262144 1000000 1048576" },
+    [H_OP] = { "op", hist_ops, 1, "*" }, [H_N] = { "n", NULL, 1, "4096 10000 65536 100000 262144 1000000 1048576" },
     [H_BINS] = { "bins", NULL, 1, "16 32 64 100 128 256 1000 1024" }, [H_BLOCK] = { "block", NULL, 1, "128 256 512" },
     [H_VARIANT] = { "variant", hist_variants, 1, "*" }, [H_LOOP] = { "loop", hist_loops, 1, "*" },
-    [H_SHMEM] = { "shmem", hist_shmem, 0, "*" },  [H_CTYPE] = { "count_type", hist_ctypes, 0, "0 0 0 0 0 0 0 1 1 1" },
-    [H_KNAME] = { "kname", NULL, 0, "0..3" },     [H_NAMES] = { "names", NULL, 0, "0..3" },
-    [H_CAP] = { "cap", NULL, 0, "256 1024" },     [H_TNAME] = { "tname", NULL, 0, "0..2" },
-    [H_NP] = { NULL, NULL, 0, NULL } };
+    [H_SHMEM] = { "shmem", hist_shmem, 0, "*" }, [H_CTYPE] = { "count_type", hist_ctypes, 0, "0 0 0 0 0 0 0 1 1 1" },
+    [H_KNAME] = { "kname", NULL, 0, "0..3" }, [H_NAMES] = { "names", NULL, 0, "0..3" },
+    [H_CAP] = { "cap", NULL, 0, "256 1024" }, [H_TNAME] = { "tname", NULL, 0, "0..2" }, [H_NP] = { NULL, NULL, 0, NULL }
+    };
 static const char *const hist_names[][2] = { { "data", "hist" }, { "values", "counts" }, { "samples", "histogram" },
                                              { "keys", "freq" } };
 static const char *const hist_pix_names[][2] = { { "pixels", "hist" }, { "image", "histogram" }, { "img", "counts" },

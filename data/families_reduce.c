@@ -20,11 +20,11 @@ static const char *const rb_finish[] = { "two_pass", "atomic", NULL };
 static const char *const rb_loads[] = { "one_per_thread", "two_per_thread", "grid_stride", NULL };
 static const char *const rb_shmem[] = { "define", "template", "dynamic", NULL };
 static const ParamDesc rb_params[] = {
-    [RB_OP] = { "op", rb_ops, 1, "*" },           [RB_N] = { "n", NULL, 1, RED_SIZES },
+    [RB_OP] = { "op", rb_ops, 1, "*" }, [RB_N] = { "n", NULL, 1, RED_SIZES },
     [RB_BLOCK] = { "block", NULL, 1, "128 256 512 1024" }, [RB_FINISH] = { "finish", rb_finish, 1, "*" },
-    [RB_LOAD] = { "load", rb_loads, 1, "*" },     [RB_SHMEM] = { "shmem", rb_shmem, 0, "*" },
-    [RB_KNAME] = { "kname", NULL, 0, "0..3" },    [RB_NAMES] = { "names", NULL, 0, "0..3" },
-    [RB_TNAME] = { "tname", NULL, 0, "0..2" },    [RB_CAP] = { "cap", NULL, 0, "128 256 1024" },
+    [RB_LOAD] = { "load", rb_loads, 1, "*" }, [RB_SHMEM] = { "shmem", rb_shmem, 0, "*" },
+    [RB_KNAME] = { "kname", NULL, 0, "0..3" }, [RB_NAMES] = { "names", NULL, 0, "0..3" },
+    [RB_TNAME] = { "tname", NULL, 0, "0..2" }, [RB_CAP] = { "cap", NULL, 0, "128 256 1024" },
     [RB_NP] = { NULL, NULL, 0, NULL } };
 
 static void rb_draw(Task *t, Rng *r) {
@@ -217,18 +217,17 @@ static const Family fam_reduce_block = {
 // ----------------------------------------------------------------------------
 // reduce_warp: warp-shuffle reductions of a whole array or of each row (one warp per row)
 
-enum { RW_OP, RW_N, RW_ROWS, RW_COLS, RW_BLOCK, RW_SHFL, RW_HELPER, RW_MASK, RW_KNAME, RW_NAMES, RW_TNAME, RW_CAP,
-       RW_NP };
+enum { RW_OP, RW_N, RW_ROWS, RW_COLS, RW_BLOCK, RW_SHFL, RW_HELPER, RW_MASK, RW_KNAME, RW_NAMES, RW_TNAME, RW_CAP, RW_NP
+       };
 static const char *const rw_ops[] = { "total_sum", "block_sum", "row_sum", "row_max", "row_norm", NULL };
 static const char *const rw_shfl[] = { "down", "xor", NULL };
 static const ParamDesc rw_params[] = {
-    [RW_OP] = { "op", rw_ops, 1, "*" },        [RW_N] = { "n", NULL, 1, RED_SIZES },
-    [RW_ROWS] = { "rows", NULL, 1, NULL },     [RW_COLS] = { "cols", NULL, 1, NULL },
-    [RW_BLOCK] = { "block", NULL, 1, NULL },   [RW_SHFL] = { "shfl", rw_shfl, 1, "*" },
-    [RW_HELPER] = { "helper", NULL, 0, "0..2" }, [RW_MASK] = { "mask", NULL, 0, "0..2" },
-    [RW_KNAME] = { "kname", NULL, 0, "0..3" }, [RW_NAMES] = { "names", NULL, 0, "0..3" },
-    [RW_TNAME] = { "tname", NULL, 0, "0..2" }, [RW_CAP] = { "cap", NULL, 0, "256 1024 2048" },
-    [RW_NP] = { NULL, NULL, 0, NULL } };
+    [RW_OP] = { "op", rw_ops, 1, "*" }, [RW_N] = { "n", NULL, 1, RED_SIZES }, [RW_ROWS] = { "rows", NULL, 1, NULL },
+    [RW_COLS] = { "cols", NULL, 1, NULL }, [RW_BLOCK] = { "block", NULL, 1, NULL },
+    [RW_SHFL] = { "shfl", rw_shfl, 1, "*" }, [RW_HELPER] = { "helper", NULL, 0, "0..2" },
+    [RW_MASK] = { "mask", NULL, 0, "0..2" }, [RW_KNAME] = { "kname", NULL, 0, "0..3" },
+    [RW_NAMES] = { "names", NULL, 0, "0..3" }, [RW_TNAME] = { "tname", NULL, 0, "0..2" },
+    [RW_CAP] = { "cap", NULL, 0, "256 1024 2048" }, [RW_NP] = { NULL, NULL, 0, NULL } };
 
 static int rw_is_row(const Task *t) { return t->p[RW_OP] >= 2; }
 
@@ -445,10 +444,10 @@ enum { DP_N, DP_BLOCK, DP_RED, DP_CAP, DP_FMA, DP_VEC4, DP_MASK, DP_KNAME, DP_NA
 static const ParamDesc dp_params[] = {
     [DP_N] = { "n", NULL, 1, "1000 4096 10000 65536 100000 262144 1000000 1048576" },
     [DP_BLOCK] = { "block", NULL, 1, "128 256 512 1024" }, [DP_RED] = { "reduce", ro_reds, 1, "*" },
-    [DP_CAP] = { "cap", NULL, 0, "128 256 1024 4096" },    [DP_FMA] = { "fma", NULL, 0, "0..1" },
-    [DP_VEC4] = { "vec4", NULL, 1, "0 0 1" },              [DP_MASK] = { "mask", NULL, 0, "0..2" },
-    [DP_KNAME] = { "kname", NULL, 0, "0..3" },             [DP_NAMES] = { "names", NULL, 0, "0..3" },
-    [DP_TNAME] = { "tname", NULL, 0, "0..2" },             [DP_NP] = { NULL } };
+    [DP_CAP] = { "cap", NULL, 0, "128 256 1024 4096" }, [DP_FMA] = { "fma", NULL, 0, "0..1" },
+    [DP_VEC4] = { "vec4", NULL, 1, "0 0 1" }, [DP_MASK] = { "mask", NULL, 0, "0..2" },
+    [DP_KNAME] = { "kname", NULL, 0, "0..3" }, [DP_NAMES] = { "names", NULL, 0, "0..3" },
+    [DP_TNAME] = { "tname", NULL, 0, "0..2" }, [DP_NP] = { NULL } };
 
 static void dp_draw(Task *t, Rng *r) {
     (void)r;

@@ -427,16 +427,15 @@ static const char *const sm_exps[] = { "expf", "__expf", "exp2f", NULL };
 static const char *const sm_stores[] = { "recompute", "store", NULL };
 static const char *const sm_algos[] = { "two_pass", "online", NULL };
 static const char *const sm_logs[] = { "logf", "__logf", NULL };
-static const ParamDesc smb_params[] = { RO_PARAMS("0"), { "exp", sm_exps, 1, "*" }, { "store", sm_stores, 1, "*" },
-                                        { "range", NULL, 1, "1 4 10" }, { "algo", sm_algos, 0, "0" },
-                                        { "vars", NULL, 0, "0..2" }, { 0 } };
-static const ParamDesc smw_params[] = { RO_PARAMS("1"), { "exp", sm_exps, 1, "*" }, { "store", sm_stores, 0, "*" },
-                                        { "range", NULL, 1, "1 4 10" }, { "algo", sm_algos, 1, "*" },
-                                        { "vars", NULL, 0, "0..2" }, { 0 } };
-static const ParamDesc lsm_params[] = { RO_PARAMS("0 1"), { "exp", sm_exps, 1, "*" }, { "store", sm_stores, 0, "0" },
-                                        { "range", NULL, 1, "1 4 10" }, { "algo", sm_algos, 0, "0" },
-                                        { "vars", NULL, 0, "0..2" },
-                                        { "log", sm_logs, 1, "*" }, { 0 } };
+static const ParamDesc smb_params[] = {
+    RO_PARAMS("0"), { "exp", sm_exps, 1, "*" }, { "store", sm_stores, 1, "*" }, { "range", NULL, 1, "1 4 10" },
+    { "algo", sm_algos, 0, "0" }, { "vars", NULL, 0, "0..2" }, { 0 } };
+static const ParamDesc smw_params[] = {
+    RO_PARAMS("1"), { "exp", sm_exps, 1, "*" }, { "store", sm_stores, 0, "*" }, { "range", NULL, 1, "1 4 10" },
+    { "algo", sm_algos, 1, "*" }, { "vars", NULL, 0, "0..2" }, { 0 } };
+static const ParamDesc lsm_params[] = {
+    RO_PARAMS("0 1"), { "exp", sm_exps, 1, "*" }, { "store", sm_stores, 0, "0" }, { "range", NULL, 1, "1 4 10" },
+    { "algo", sm_algos, 0, "0" }, { "vars", NULL, 0, "0..2" }, { "log", sm_logs, 1, "*" }, { 0 } };
 static const char *const sm_names[][2] = { { "x", "y" }, { "logits", "probs" }, { "scores", "weights" },
                                            { "input", "output" } };
 static const char *const lsm_names[][2] = { { "x", "y" }, { "logits", "log_probs" }, { "scores", "logp" },
@@ -625,16 +624,16 @@ static const Family fam_log_softmax = {
 // LayerNorm and RMSNorm per row
 
 enum { LN_STATS = RP_X, LN_RSQRT, LN_SAVE, LN_RANGE, LN_DIV, LN_NP };
-enum { LNF_EPS };
+enum { LNF_EPS, };
 static const char *const ln_stats[] = { "two_pass", "one_pass", NULL };
 static const char *const ln_rsqrts[] = { "rsqrtf", "one_over_sqrtf", NULL };
 static const char *const ln_fp[] = { "eps", NULL };
-static const ParamDesc ln_params[] = { RO_PARAMS("0 1"), { "stats", ln_stats, 1, "*" }, { "rsqrt", ln_rsqrts, 0, "*" },
-                                       { "save_stats", NULL, 1, "0 0 1" }, { "range", NULL, 1, "0..3" },
-                                       { "div", NULL, 0, "0..2" }, { 0 } };
-static const ParamDesc rms_params[] = { RO_PARAMS("0 1"), { "stats", ln_stats, 0, "0" }, { "rsqrt", ln_rsqrts, 0, "*" },
-                                        { "save_stats", NULL, 0, "0" }, { "range", NULL, 1, "0..2" },
-                                        { "div", NULL, 0, "0..2" }, { 0 } };
+static const ParamDesc ln_params[] = {
+    RO_PARAMS("0 1"), { "stats", ln_stats, 1, "*" }, { "rsqrt", ln_rsqrts, 0, "*" }, { "save_stats", NULL, 1, "0 0 1" },
+    { "range", NULL, 1, "0..3" }, { "div", NULL, 0, "0..2" }, { 0 } };
+static const ParamDesc rms_params[] = {
+    RO_PARAMS("0 1"), { "stats", ln_stats, 0, "0" }, { "rsqrt", ln_rsqrts, 0, "*" }, { "save_stats", NULL, 0, "0" },
+    { "range", NULL, 1, "0..2" }, { "div", NULL, 0, "0..2" }, { 0 } };
 // input ranges [lo, hi) and E[x^2] / var of each (how much one-pass variances lose)
 static const double ln_lo[] = { -1, -3, 0, 0 }, ln_hi[] = { 1, 3, 2, 4 }, ln_amp[] = { 1, 1, 4, 4 };
 static const char *const ln_names[][6] = { { "x", "gamma", "beta", "y", "mean", "inv_std" },
@@ -801,8 +800,8 @@ static const Family fam_rmsnorm = {
 
 enum { MV_ALGO = RP_X, MV_DDOF, MV_RANGE, MV_NP };
 static const char *const mv_algos[] = { "two_pass", "sum_of_squares", "welford", NULL };
-static const ParamDesc mv_params[] = { RO_PARAMS("0..2"), { "algo", mv_algos, 1, "*" }, { "ddof", NULL, 1, "0 1" },
-                                       { "range", NULL, 1, "0..3" }, { 0 } };
+static const ParamDesc mv_params[] = {
+    RO_PARAMS("0..2"), { "algo", mv_algos, 1, "*" }, { "ddof", NULL, 1, "0 1" }, { "range", NULL, 1, "0..3" }, { 0 } };
 static const double mv_lo[] = { -1, -10, 0, 0 }, mv_hi[] = { 1, 10, 10, 1 }, mv_amp[] = { 1, 1, 4, 4 };
 static const char *const mv_names[][3] = { { "x", "mean", "var" }, { "data", "means", "variances" },
                                            { "samples", "avg", "variance" },
@@ -968,8 +967,8 @@ static const Family fam_mean_var = {
 
 enum { AM_DTYPE = RP_X, AM_DATA, AM_NP };
 static const char *const am_data[] = { "real", "small_ints", NULL };
-static const ParamDesc am_params[] = { RO_PARAMS("0 1"), { "dtype", ro_dtypes, 1, "*" }, { "data", am_data, 1, "*" },
-                                       { 0 } };
+static const ParamDesc am_params[] = {
+    RO_PARAMS("0 1"), { "dtype", ro_dtypes, 1, "*" }, { "data", am_data, 1, "*" }, { 0 } };
 static const char *const am_names[][3] = { { "x", "min_val", "min_idx" }, { "scores", "low", "low_idx" },
                                            { "dist", "nearest_dist", "nearest" }, { "input", "values", "indices" } };
 static const char *const am_kn[] = { "row_argmin", "rowArgMin", "argmin_rows", "argmin_kernel" };
@@ -1052,9 +1051,9 @@ static const Family fam_argmin_row = {
 enum { TK_K = RP_X, TK_ORDER, TK_DATA, TK_KSTYLE, TK_NP };
 static const char *const tk_orders[] = { "largest", "smallest", NULL };
 static const char *const tk_kstyles[] = { "template", "kmax", NULL };
-static const ParamDesc tk_params[] = { RO_PARAMS("0..2"), { "k", NULL, 1, "1 2 3 4 5 8" },
-                                       { "order", tk_orders, 1, "0 0 1" },
-                                       { "data", am_data, 1, "*" }, { "kstyle", tk_kstyles, 0, "*" }, { 0 } };
+static const ParamDesc tk_params[] = {
+    RO_PARAMS("0..2"), { "k", NULL, 1, "1 2 3 4 5 8" }, { "order", tk_orders, 1, "0 0 1" }, { "data", am_data, 1, "*" },
+    { "kstyle", tk_kstyles, 0, "*" }, { 0 } };
 static const char *const tk_names[][3] = { { "x", "top_vals", "top_idx" }, { "scores", "values", "indices" },
                                            { "logits", "topk_val", "topk_idx" }, { "input", "best_vals", "best_ids" } };
 static const char *const tk_kn[] = { "topk_rows", "topKPerRow", "row_topk", "select_topk" };
@@ -1217,8 +1216,9 @@ static const Family fam_topk_row = {
 enum { CS_DTYPE = RP_X, CS_KIND, CS_DIR, CS_NP };
 static const char *const cs_kinds[] = { "inclusive", "exclusive", NULL };
 static const char *const cs_dirs[] = { "forward", "reverse", NULL };
-static const ParamDesc cs_params[] = { RO_PARAMS("0..2"), { "dtype", ro_dtypes, 1, "*" }, { "kind", cs_kinds, 1, "*" },
-                                       { "direction", cs_dirs, 1, "0 0 1" }, { 0 } };
+static const ParamDesc cs_params[] = {
+    RO_PARAMS("0..2"), { "dtype", ro_dtypes, 1, "*" }, { "kind", cs_kinds, 1, "*" },
+    { "direction", cs_dirs, 1, "0 0 1" }, { 0 } };
 static const char *const cs_names[][2] = { { "x", "y" }, { "input", "cumsum" }, { "values", "prefix" },
                                            { "data", "running" } };
 static const char *const cs_kn[] = { "row_cumsum", "rowCumSum", "cumsum_rows", "row_prefix_sum" };

@@ -67,12 +67,11 @@ static const char *const sb_ops[] = { "sum", "max", NULL };
 static const char *const sb_shmems[] = { "define", "template", "dynamic", NULL };
 static const ParamDesc sb_params[] = {
     [SB_N] = { "n", NULL, 1, "1000 4096 10000 65536 100000 262144 1000000" },
-    [SB_BLOCK] = { "block", NULL, 1, "64 128 256 512 1024" },
-    [SB_ALGO] = { "algo", sc_algos, 1, "*" },         [SB_BUFFER] = { "buffer", sb_buffers, 0, "*" },
-    [SB_PAD] = { "padding", NULL, 0, "0..1" },        [SB_DTYPE] = { "dtype", sc_dtypes, 1, "*" },
-    [SB_OP] = { "op", sb_ops, 1, "0 0 1" },           [SB_SHMEM] = { "shmem", sb_shmems, 0, "*" },
-    [SB_KNAME] = { "kname", NULL, 0, "0..3" },        [SB_NAMES] = { "names", NULL, 0, "0..3" },
-    [SB_TNAME] = { "tname", NULL, 0, "0..2" },        [SB_NP] = { NULL } };
+    [SB_BLOCK] = { "block", NULL, 1, "64 128 256 512 1024" }, [SB_ALGO] = { "algo", sc_algos, 1, "*" },
+    [SB_BUFFER] = { "buffer", sb_buffers, 0, "*" }, [SB_PAD] = { "padding", NULL, 0, "0..1" },
+    [SB_DTYPE] = { "dtype", sc_dtypes, 1, "*" }, [SB_OP] = { "op", sb_ops, 1, "0 0 1" },
+    [SB_SHMEM] = { "shmem", sb_shmems, 0, "*" }, [SB_KNAME] = { "kname", NULL, 0, "0..3" },
+    [SB_NAMES] = { "names", NULL, 0, "0..3" }, [SB_TNAME] = { "tname", NULL, 0, "0..2" }, [SB_NP] = { NULL } };
 
 static int sb_seg(const Task *t) { return t->p[SB_ALGO] ? 2 * t->p[SB_BLOCK] : t->p[SB_BLOCK]; }
 
@@ -262,10 +261,9 @@ static const char *const se_shmems[] = { "define", "dynamic", NULL };
 static const ParamDesc se_params[] = {
     [SE_N] = { "n", NULL, 1, "10000 65536 100000 262144 1000000 1048576 2000000" },
     [SE_BLOCK] = { "block", NULL, 1, "128 256 512 1024" }, [SE_ALGO] = { "algo", sc_algos, 1, "*" },
-    [SE_DTYPE] = { "dtype", sc_dtypes, 1, "*" },           [SE_SUMS] = { "sums", se_sums, 1, "*" },
-    [SE_SHMEM] = { "shmem", se_shmems, 0, "*" },           [SE_KNAME] = { "kname", NULL, 0, "0..3" },
-    [SE_NAMES] = { "names", NULL, 0, "0..3" },             [SE_TNAME] = { "tname", NULL, 0, "0..2" },
-    [SE_NP] = { NULL } };
+    [SE_DTYPE] = { "dtype", sc_dtypes, 1, "*" }, [SE_SUMS] = { "sums", se_sums, 1, "*" },
+    [SE_SHMEM] = { "shmem", se_shmems, 0, "*" }, [SE_KNAME] = { "kname", NULL, 0, "0..3" },
+    [SE_NAMES] = { "names", NULL, 0, "0..3" }, [SE_TNAME] = { "tname", NULL, 0, "0..2" }, [SE_NP] = { NULL } };
 
 static void se_draw(Task *t, Rng *r) {
     (void)r;

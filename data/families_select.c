@@ -39,12 +39,12 @@ enum { AX_N, AX_BLOCK, AX_ALGO, AX_DTYPE, AX_DATA, AX_CAP, AX_SHFL, AX_MASK, AX_
 static const char *const ax_algos[] = { "two_pass_tree", "two_pass_shuffle", "packed_atomic", NULL };
 static const char *const ax_shfls[] = { "xor", "down", NULL };
 static const ParamDesc ax_params[] = {
-    [AX_N] = { "n", NULL, 1, SL_SIZES },           [AX_BLOCK] = { "block", NULL, 1, "128 256 512 1024" },
-    [AX_ALGO] = { "algo", ax_algos, 1, "*" },      [AX_DTYPE] = { "dtype", sl_dtypes, 1, "*" },
-    [AX_DATA] = { "data", am_data, 1, "*" },       [AX_CAP] = { "cap", NULL, 0, "64 256 1024" },
-    [AX_SHFL] = { "shfl", ax_shfls, 0, "*" },      [AX_MASK] = { "mask", NULL, 0, "0..2" },
-    [AX_KNAME] = { "kname", NULL, 0, "0..3" },     [AX_NAMES] = { "names", NULL, 0, "0..3" },
-    [AX_TNAME] = { "tname", NULL, 0, "0..2" },     [AX_NP] = { NULL } };
+    [AX_N] = { "n", NULL, 1, SL_SIZES }, [AX_BLOCK] = { "block", NULL, 1, "128 256 512 1024" },
+    [AX_ALGO] = { "algo", ax_algos, 1, "*" }, [AX_DTYPE] = { "dtype", sl_dtypes, 1, "*" },
+    [AX_DATA] = { "data", am_data, 1, "*" }, [AX_CAP] = { "cap", NULL, 0, "64 256 1024" },
+    [AX_SHFL] = { "shfl", ax_shfls, 0, "*" }, [AX_MASK] = { "mask", NULL, 0, "0..2" },
+    [AX_KNAME] = { "kname", NULL, 0, "0..3" }, [AX_NAMES] = { "names", NULL, 0, "0..3" },
+    [AX_TNAME] = { "tname", NULL, 0, "0..2" }, [AX_NP] = { NULL } };
 
 static void ax_draw(Task *t, Rng *r) {
     (void)r;
@@ -251,13 +251,13 @@ static const char *const mm_methods[] = { "native_int", "sign_split", "ordered_u
 static const char *const mm_aggs[] = { "per_element", "warp_first", "block_first", NULL };
 static const char *const mm_inits[] = { "init_kernel", "host_copy", NULL };
 static const ParamDesc mm_params[] = {
-    [MM_N] = { "n", NULL, 1, SL_SIZES },          [MM_BLOCK] = { "block", NULL, 1, "128 256 512" },
-    [MM_OP] = { "op", mm_ops, 1, "*" },           [MM_DTYPE] = { "dtype", sl_dtypes, 1, "*" },
+    [MM_N] = { "n", NULL, 1, SL_SIZES }, [MM_BLOCK] = { "block", NULL, 1, "128 256 512" },
+    [MM_OP] = { "op", mm_ops, 1, "*" }, [MM_DTYPE] = { "dtype", sl_dtypes, 1, "*" },
     [MM_METHOD] = { "method", mm_methods, 1, "1..3" }, [MM_AGG] = { "agg", mm_aggs, 1, "*" },
-    [MM_INIT] = { "init", mm_inits, 0, "*" },     [MM_DATA] = { "data", NULL, 1, "0..2" },
+    [MM_INIT] = { "init", mm_inits, 0, "*" }, [MM_DATA] = { "data", NULL, 1, "0..2" },
     [MM_CAP] = { "cap", NULL, 0, "256 1024 4096" }, [MM_MASK] = { "mask", NULL, 0, "0..2" },
-    [MM_KNAME] = { "kname", NULL, 0, "0..3" },    [MM_NAMES] = { "names", NULL, 0, "0..3" },
-    [MM_TNAME] = { "tname", NULL, 0, "0..2" },    [MM_NP] = { NULL } };
+    [MM_KNAME] = { "kname", NULL, 0, "0..3" }, [MM_NAMES] = { "names", NULL, 0, "0..3" },
+    [MM_TNAME] = { "tname", NULL, 0, "0..2" }, [MM_NP] = { NULL } };
 static const double mm_flo[] = { -1000, -50, 0.5 }, mm_fhi[] = { 1000, -1, 100 };
 static const double mm_ilo[] = { -1000000, -1000, 0 }, mm_ihi[] = { 1000000, -1, 1000000000 };
 
@@ -534,11 +534,11 @@ static const char *const cp_preds[] = { "greater", "abs_greater", NULL };
 static const char *const cp_fp[] = { "threshold", NULL };
 static const ParamDesc cp_params[] = {
     [CP_N] = { "n", NULL, 1, "1000 4096 10000 65536 100000 262144 1000000" },
-    [CP_BLOCK] = { "block", NULL, 1, "128 256 512 1024" },
-    [CP_LOCAL] = { "local", cp_locals, 1, "*" }, [CP_SUMS] = { "sums", se_sums, 1, "*" },
-    [CP_DTYPE] = { "dtype", sl_dtypes, 1, "*" }, [CP_PRED] = { "pred", cp_preds, 1, "*" },
-    [CP_MASK] = { "mask", NULL, 0, "0..2" },     [CP_KNAME] = { "kname", NULL, 0, "0..3" },
-    [CP_NAMES] = { "names", NULL, 0, "0..3" },   [CP_TNAME] = { "tname", NULL, 0, "0..2" }, [CP_NP] = { NULL } };
+    [CP_BLOCK] = { "block", NULL, 1, "128 256 512 1024" }, [CP_LOCAL] = { "local", cp_locals, 1, "*" },
+    [CP_SUMS] = { "sums", se_sums, 1, "*" }, [CP_DTYPE] = { "dtype", sl_dtypes, 1, "*" },
+    [CP_PRED] = { "pred", cp_preds, 1, "*" }, [CP_MASK] = { "mask", NULL, 0, "0..2" },
+    [CP_KNAME] = { "kname", NULL, 0, "0..3" }, [CP_NAMES] = { "names", NULL, 0, "0..3" },
+    [CP_TNAME] = { "tname", NULL, 0, "0..2" }, [CP_NP] = { NULL } };
 
 static void cp_draw(Task *t, Rng *r) {
     static const char *const names[][3] = { { "x", "out", "count" }, { "input", "kept", "num_kept" },
@@ -736,20 +736,20 @@ static const Family fam_compact = {
 // ----------------------------------------------------------------------------
 // count_if with atomics
 
-enum { CI_N, CI_BLOCK, CI_AGG, CI_PRED, CI_DTYPE, CI_OUT, CI_LOOP, CI_CAP, CI_MASK, CI_KNAME, CI_NAMES, CI_TNAME,
-       CI_NP };
+enum { CI_N, CI_BLOCK, CI_AGG, CI_PRED, CI_DTYPE, CI_OUT, CI_LOOP, CI_CAP, CI_MASK, CI_KNAME, CI_NAMES, CI_TNAME, CI_NP
+       };
 static const char *const ci_aggs[] = { "per_element", "warp_ballot", "block_shared", "syncthreads_count", NULL };
 static const char *const ci_preds[] = { "greater", "in_range", "abs_less", "equal", "multiple_of", NULL };
 static const char *const ci_loops[] = { "one_per_thread", "grid_stride", NULL };
 static const char *const ci_outs[] = { "int32", "uint32", NULL };
 static const char *const ci_fp[] = { "a", "b", NULL };
 static const ParamDesc ci_params[] = {
-    [CI_N] = { "n", NULL, 1, SL_SIZES },         [CI_BLOCK] = { "block", NULL, 1, "128 256 512 1024" },
-    [CI_AGG] = { "agg", ci_aggs, 1, "*" },       [CI_PRED] = { "pred", ci_preds, 1, NULL },
+    [CI_N] = { "n", NULL, 1, SL_SIZES }, [CI_BLOCK] = { "block", NULL, 1, "128 256 512 1024" },
+    [CI_AGG] = { "agg", ci_aggs, 1, "*" }, [CI_PRED] = { "pred", ci_preds, 1, NULL },
     [CI_DTYPE] = { "dtype", sl_dtypes, 1, "*" }, [CI_OUT] = { "out", ci_outs, 0, "*" },
-    [CI_LOOP] = { "loop", ci_loops, 1, "*" },    [CI_CAP] = { "cap", NULL, 0, "256 1024 4096" },
-    [CI_MASK] = { "mask", NULL, 0, "0..2" },     [CI_KNAME] = { "kname", NULL, 0, "0..3" },
-    [CI_NAMES] = { "names", NULL, 0, "0..3" },   [CI_TNAME] = { "tname", NULL, 0, "0..2" }, [CI_NP] = { NULL } };
+    [CI_LOOP] = { "loop", ci_loops, 1, "*" }, [CI_CAP] = { "cap", NULL, 0, "256 1024 4096" },
+    [CI_MASK] = { "mask", NULL, 0, "0..2" }, [CI_KNAME] = { "kname", NULL, 0, "0..3" },
+    [CI_NAMES] = { "names", NULL, 0, "0..3" }, [CI_TNAME] = { "tname", NULL, 0, "0..2" }, [CI_NP] = { NULL } };
 
 static void ci_draw(Task *t, Rng *r) {
     static const char *const names[][2] = { { "x", "count" }, { "data", "matches" }, { "values", "num_hits" },

@@ -12,13 +12,13 @@ static const char *const s1_weights[] = { "box", "binomial", "second_derivative"
 static const char *const s1_shmem[] = { "define", "template", "dynamic", NULL };
 static const char *const s1_wstyles[] = { "constant_array", "literals", NULL };
 static const ParamDesc s1_params[] = {
-    [S1_R] = { "radius", NULL, 1, "1..3" },            [S1_W] = { "weights", s1_weights, 1, "*" },
+    [S1_R] = { "radius", NULL, 1, "1..3" }, [S1_W] = { "weights", s1_weights, 1, "*" },
     [S1_BOUND] = { "boundary", bound_names, 1, "0..1" },
     [S1_N] = { "n", NULL, 1, "1000 4096 10000 65536 100000 262144 1000000" },
-    [S1_BLOCK] = { "block", NULL, 1, "128 256 512" },  [S1_SHMEM] = { "shmem", s1_shmem, 1, "*" },
-    [S1_WSTYLE] = { "wstyle", s1_wstyles, 0, "*" },    [S1_LOADFN] = { "loadfn", NULL, 0, "0..3" },
-    [S1_KNAME] = { "kname", NULL, 0, "0..3" },         [S1_NAMES] = { "names", NULL, 0, "0..4" },
-    [S1_TNAME] = { "tname", NULL, 0, "0..2" },         [S1_NP] = { NULL, NULL, 0, NULL } };
+    [S1_BLOCK] = { "block", NULL, 1, "128 256 512" }, [S1_SHMEM] = { "shmem", s1_shmem, 1, "*" },
+    [S1_WSTYLE] = { "wstyle", s1_wstyles, 0, "*" }, [S1_LOADFN] = { "loadfn", NULL, 0, "0..3" },
+    [S1_KNAME] = { "kname", NULL, 0, "0..3" }, [S1_NAMES] = { "names", NULL, 0, "0..4" },
+    [S1_TNAME] = { "tname", NULL, 0, "0..2" }, [S1_NP] = { NULL, NULL, 0, NULL } };
 static const char *const s1_names[][2] = { { "in", "out" }, { "x", "y" }, { "signal", "filtered" },
                                            { "input", "output" }, { "u", "result" } };
 static const char *const s1_kn[] = { "stencil_1d", "stencil1D", "conv1d_shared", "apply_stencil" };
@@ -224,13 +224,13 @@ enum { S2_OP, S2_BOUND, S2_ROWS, S2_COLS, S2_BX, S2_BY, S2_SHARED, S2_TDEF, S2_K
 static const char *const s2_ops[] = { "avg5", "laplace5", "box9", "gauss9", NULL };
 static const char *const s2_shared[] = { "global", "shared_tile", NULL };
 static const ParamDesc s2_params[] = {
-    [S2_OP] = { "op", s2_ops, 1, "*" },          [S2_BOUND] = { "boundary", bound_names, 1, "*" },
-    [S2_ROWS] = { "rows", NULL, 1, NULL },       [S2_COLS] = { "cols", NULL, 1, NULL },
-    [S2_BX] = { "bx", NULL, 1, NULL },           [S2_BY] = { "by", NULL, 1, NULL },
-    [S2_SHARED] = { "shared", s2_shared, 1, "*" }, [S2_TDEF] = { "tdef", NULL, 0, "0..1" },
-    [S2_KNAME] = { "kname", NULL, 0, "0..3" },   [S2_NAMES] = { "names", NULL, 0, "0..5" },
-    [S2_TNAME] = { "tname", NULL, 0, "0..2" },   [S2_DIMS] = { "dims", NULL, 0, "0..3" },
-    [S2_DNAMES] = { "dnames", NULL, 0, "0..2" }, [S2_NP] = { NULL, NULL, 0, NULL } };
+    [S2_OP] = { "op", s2_ops, 1, "*" }, [S2_BOUND] = { "boundary", bound_names, 1, "*" },
+    [S2_ROWS] = { "rows", NULL, 1, NULL }, [S2_COLS] = { "cols", NULL, 1, NULL }, [S2_BX] = { "bx", NULL, 1, NULL },
+    [S2_BY] = { "by", NULL, 1, NULL }, [S2_SHARED] = { "shared", s2_shared, 1, "*" },
+    [S2_TDEF] = { "tdef", NULL, 0, "0..1" }, [S2_KNAME] = { "kname", NULL, 0, "0..3" },
+    [S2_NAMES] = { "names", NULL, 0, "0..5" }, [S2_TNAME] = { "tname", NULL, 0, "0..2" },
+    [S2_DIMS] = { "dims", NULL, 0, "0..3" }, [S2_DNAMES] = { "dnames", NULL, 0, "0..2" },
+    [S2_NP] = { NULL, NULL, 0, NULL } };
 static const int s2_sizes[][2] = { { 64, 64 }, { 100, 200 }, { 256, 256 }, { 480, 640 }, { 512, 512 },
                                    { 1000, 1000 }, { 768, 1024 }, { 1024, 1024 }, { 2048, 512 } };
 static const int s2_bdims[][2] = { { 16, 16 }, { 32, 8 }, { 8, 8 }, { 32, 32 }, { 16, 8 }, { 32, 4 } };
