@@ -939,23 +939,22 @@ static const char *launcher_args(const Task *t, const struct Host *h) {
 
 // main, part by part: inputs read into host buffers, device buffers, the launch (timed or
 // not), results written, everything freed.
-static const char read_inline_tpl[] = R"(
-$ct *$h = ($ct *)malloc($bytes);
-FILE *f_$x = fopen("$x.bin", "rb");
-if (!f_$x || fread($h, sizeof($ct), $count, f_$x) != (size_t)($count)) {
-    fprintf(stderr, "cannot read $x.bin\n");
+// HOST_INLINE programs: one file read into a new host buffer (read = 1) or written from one.
+static const char io_inline_tpl[] = R"(
+$alloc
+FILE *$f = fopen("$x.bin", "$mode");
+if (!$f || $call($h, sizeof($ct), $count, $f) != (size_t)($count)) {
+    fprintf(stderr, "cannot $what $x.bin\n");
     return 1;
 }
-fclose(f_$x);
+fclose($f);
 )";
-static const char write_inline_tpl[] = R"(
-FILE *g_$x = fopen("$x.bin", "wb");
-if (!g_$x || fwrite($h, sizeof($ct), $count, g_$x) != (size_t)($count)) {
-    fprintf(stderr, "cannot write $x.bin\n");
-    return 1;
+static void io_inline(Emit *e, const Task *t, const Tensor *x, int read) {
+    const char *ct = dt_ctypes[x->dt], *h = hname(t, x->name);
+    TPL(e, t, io_inline_tpl, "alloc", read ? fmt("%s *%s = (%s *)malloc(%s);", ct, h, ct, bytes_expr(t, x)) : "", "f",
+        fmt("%c_%s", read ? 'f' : 'g', x->name), "x", x->name, "mode", read ? "rb" : "wb", "call",
+        read ? "fread" : "fwrite", "h", h, "ct", ct, "count", count_expr(t, x), "what", read ? "read" : "write");
 }
-fclose(g_$x);
-)";
 
 static void main_inputs(Emit *e, const Task *t) {
     if (t->st.cmt != CMT_NONE)
@@ -966,8 +965,7 @@ static void main_inputs(Emit *e, const Task *t) {
         if (is_cpp(t) && k < t->nin)
             em_line(e, "std::vector<%s> %s = read_binary<%s>(\"%s.bin\", %s);", ct, hn, ct, x->name, count);
         else if (is_cpp(t)) em_line(e, "std::vector<%s> %s(%s);", ct, hn, count);
-        else if (t->st.host == HOST_INLINE && k < t->nin)
-            TPL(e, t, read_inline_tpl, "ct", ct, "h", hn, "bytes", bytes_expr(t, x), "x", x->name, "count", count);
+        else if (t->st.host == HOST_INLINE && k < t->nin) io_inline(e, t, x, 1);
         else {
             em_line(e, "%s *%s = (%s *)malloc(%s);", ct, hn, ct, bytes_expr(t, x));
             if (k < t->nin) em_line(e, "%s(\"%s.bin\", %s, %s);", io_read_name(t), x->name, hn, bytes_expr(t, x));
@@ -1028,9 +1026,7 @@ static void main_outputs(Emit *e, const Task *t, const struct Host *h) {
     for (int k = 0; k < t->nout; k++) {
         const Tensor *x = &t->out[k];
         if (is_cpp(t)) em_line(e, "write_binary(\"%s.bin\", %s);", x->name, hname(t, x->name));
-        else if (t->st.host == HOST_INLINE)
-            TPL(e, t, write_inline_tpl, "x", x->name, "h", hname(t, x->name), "ct", dt_ctypes[x->dt], "count",
-                count_expr(t, x));
+        else if (t->st.host == HOST_INLINE) io_inline(e, t, x, 0);
         else em_line(e, "%s(\"%s.bin\", %s, %s);", io_write_name(t), x->name, hname(t, x->name), bytes_expr(t, x));
     }
     em_blank(e);
