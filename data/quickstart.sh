@@ -9,7 +9,7 @@
 # so the base model comes first. Override the lengths with SFT_STEPS=N CUSET_STEPS=N.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SFT_STEPS=${SFT_STEPS:-600}
+SFT_STEPS=${SFT_STEPS:-1500}
 CUSET_STEPS=${CUSET_STEPS:-40}
 TASKS=${TASKS:-10}
 RUN=${RUN:-runs/quickstart}
