@@ -4,6 +4,37 @@
 // Included by corpus.c, after families_matrix.c (mx_* helpers and its conventions: kernel
 // parameters and locals lower case, macros never an upper-cased size name).
 
+// Names of both families: the input, the filter and the output from a row of names, the
+// kernel and the slug.
+static void cv_names(Task *t, const char *const *nm, const char *kname, const char *slug) {
+    SETNAME(t->in[0].name, "%s", nm[0]);
+    SETNAME(t->in[1].name, "%s", nm[1]);
+    SETNAME(t->out[0].name, "%s", nm[2]);
+    SETNAME(t->kname[0], "%s", kname);
+    SETNAME(t->slug, "%s", slug);
+}
+
+// The reference of both families: y = the correlation of the R x C image x with the KR x KC
+// filter w (flipped in both directions when flip), same size (the filter centred, pixels
+// outside the image taken as 0) or valid. A 1-D convolution is one row with a 1 x K filter.
+static void cv_correlate(const float *x, const float *w, float *y, long R, long C, long KR, long KC, int same,
+                         int flip) {
+    long OR = same ? R : R - KR + 1, OC = same ? C : C - KC + 1, sr = same ? KR / 2 : 0, sc = same ? KC / 2 : 0;
+    for (long r = 0; r < OR; r++)
+        for (long c = 0; c < OC; c++) {
+            double s = 0;
+            for (long i = 0; i < KR; i++)
+                for (long j = 0; j < KC; j++) {
+                    long rr = r + i - sr, cc = c + j - sc;
+                    if (rr < 0 || rr >= R || cc < 0 || cc >= C) continue;
+                    double wv = flip ? w[(KR - 1 - i) * KC + (KC - 1 - j)] : w[i * KC + j];
+                    s += wv * x[rr * C + cc];
+                }
+            y[r * OC + c] = (float)s;
+        }
+}
+
+// ----------------------------------------------------------------------------
 // 1-D convolution with the filter in __constant__ memory
 
 enum { MXC1_N, MXC1_TAPS, MXC1_PAD, MXC1_MODE, MXC1_CAPACITY, MXC1_BLOCK, MXC1_CAP, MXC1_LOOP, MXC1_KNAME, MXC1_NAMES,
@@ -29,12 +60,7 @@ static void mxc1_draw(Task *t, Rng *r) {
     if (t->p[MXC1_PAD] == 1) t->p[MXC1_TAPS] = rng_pick(r, "2 3 4 5 7 8 9 16 31"); // valid: any count; same: odd
     if (t->p[MXC1_MODE] != 2) t->p[MXC1_CAP] = 0;
     if (t->p[MXC1_MODE] != 0) t->p[MXC1_LOOP] = 0;
-    const char *const *nm = mxc1_names[t->p[MXC1_NAMES]];
-    SETNAME(t->in[0].name, "%s", nm[0]);
-    SETNAME(t->in[1].name, "%s", nm[1]);
-    SETNAME(t->out[0].name, "%s", nm[2]);
-    SETNAME(t->kname[0], "%s", mxc1_kn[t->p[MXC1_KNAME]]);
-    SETNAME(t->slug, "conv1d");
+    cv_names(t, mxc1_names[t->p[MXC1_NAMES]], mxc1_kn[t->p[MXC1_KNAME]], "conv1d");
 }
 
 static long mxc1_nout(const Task *t) { return t->p[MXC1_PAD] == 0 ? t->p[MXC1_N] : t->p[MXC1_N] - t->p[MXC1_TAPS] + 1; }
@@ -42,7 +68,6 @@ static long mxc1_nout(const Task *t) { return t->p[MXC1_PAD] == 0 ? t->p[MXC1_N]
 static void mxc1_layout(Task *t) {
     const char *const *dn = mxc1_dnames[t->p[MXC1_DNAMES]];
     long N = t->p[MXC1_N], K = t->p[MXC1_TAPS];
-    t->nsize = 0;
     int nn = add_size(t, dn[0], N), kk = add_size(t, dn[1], K);
     int oo = t->p[MXC1_PAD] == 1 ? add_size(t, dn[2], mxc1_nout(t)) : nn;
     t->nin = 2;
@@ -158,17 +183,7 @@ static void mxc1_launch(const Task *t, Emit *e, const Host *h) {
 }
 
 static void mxc1_ref(const Task *t, const void *const *in, void *const *out) {
-    const float *x = in[0], *w = in[1];
-    float *y = out[0];
-    long N = t->p[MXC1_N], K = t->p[MXC1_TAPS], no = mxc1_nout(t), sh = t->p[MXC1_PAD] == 0 ? K / 2 : 0;
-    for (long i = 0; i < no; i++) {
-        double s = 0;
-        for (long j = 0; j < K; j++) {
-            long src = i + j - sh;
-            if (src >= 0 && src < N) s += (double)w[j] * x[src];
-        }
-        y[i] = (float)s;
-    }
+    cv_correlate(in[0], in[1], out[0], 1, t->p[MXC1_N], 1, t->p[MXC1_TAPS], t->p[MXC1_PAD] == 0, 0);
 }
 
 static const Family fam_mx_conv1d = {
@@ -203,41 +218,29 @@ static const char *const mxc2_macros[][2] = { { "FILTER_DIM", "FILTER_RADIUS" },
                                               { "KW", "KR" } };
 static const char *const mxc2_kn[] = { "conv2d", "convolution2D", "conv2d_kernel", "filter2d" };
 
-// The output's rows and columns: the input's, less K - 1 when valid.
-static long mxc2_orows(const Task *t) {
-    return mxc2_sizes[t->p[MXC2_SIZE]][0] - (t->p[MXC2_PAD] ? t->p[MXC2_K] - 1 : 0);
-}
-static long mxc2_ocols(const Task *t) {
-    return mxc2_sizes[t->p[MXC2_SIZE]][1] - (t->p[MXC2_PAD] ? t->p[MXC2_K] - 1 : 0);
+// The output's rows (d = 0) or columns (d = 1): the input's, less K - 1 when valid.
+static long mxc2_out(const Task *t, int d) {
+    return mxc2_sizes[t->p[MXC2_SIZE]][d] - (t->p[MXC2_PAD] ? t->p[MXC2_K] - 1 : 0);
 }
 
 static void mxc2_draw(Task *t, Rng *r) {
     (void)r;
-    const char *const *nm = mxc2_names[t->p[MXC2_NAMES]];
-    SETNAME(t->in[0].name, "%s", nm[0]);
-    SETNAME(t->in[1].name, "%s", nm[1]);
-    SETNAME(t->out[0].name, "%s", nm[2]);
-    SETNAME(t->kname[0], "%s", mxc2_kn[t->p[MXC2_KNAME]]);
-    SETNAME(t->slug, "conv2d");
+    cv_names(t, mxc2_names[t->p[MXC2_NAMES]], mxc2_kn[t->p[MXC2_KNAME]], "conv2d");
 }
 
 static void mxc2_layout(Task *t) {
     const char *const *dn = mxc2_dnames[t->p[MXC2_DNAMES]];
     long R = mxc2_sizes[t->p[MXC2_SIZE]][0], C = mxc2_sizes[t->p[MXC2_SIZE]][1], K = t->p[MXC2_K];
-    t->nsize = 0;
     int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C), kk = add_size(t, dn[2], K);
-    int orr = rr, occ = cc;
-    if (t->p[MXC2_PAD]) {
-        orr = add_size(t, dn[3], mxc2_orows(t));
-        occ = add_size(t, dn[4], mxc2_ocols(t));
-    }
+    int orr = t->p[MXC2_PAD] ? add_size(t, dn[3], mxc2_out(t, 0)) : rr;
+    int occ = t->p[MXC2_PAD] ? add_size(t, dn[4], mxc2_out(t, 1)) : cc;
     t->nin = 2;
     t->nout = 1;
     tshape(&t->in[0], DT_F32, 2, R, C, rr, cc);
     trange(&t->in[0], (t->p[MXC2_NAMES] & 1) ? 0 : -1, 1, 0);
     tshape(&t->in[1], DT_F32, 2, K, K, kk, kk);
     trange(&t->in[1], -1, 1, 0);
-    tshape(&t->out[0], DT_F32, 2, mxc2_orows(t), mxc2_ocols(t), orr, occ);
+    tshape(&t->out[0], DT_F32, 2, mxc2_out(t, 0), mxc2_out(t, 1), orr, occ);
     mx_sum_tol(t, K * K, 1.0);
 }
 
@@ -258,7 +261,7 @@ static void mxc2_describe(const Task *t, Buf *name, Buf *desc) {
         buf_printf(desc,
                    "Compute the valid output (%ld x %ld, no padding) %s[r][c] = sum over i, j in [0, %d) of %s * %s[r "
                    "+ i][c + j].",
-                   mxc2_orows(t), mxc2_ocols(t), y, K, wt, x);
+                   mxc2_out(t, 0), mxc2_out(t, 1), y, K, wt, x);
     if (t->p[MXC2_FLIP]) buf_puts(desc, " This is a true convolution: the filter is flipped in both directions.");
     buf_printf(desc, " One thread per output pixel on a 2-D grid of 2-D blocks (dim3)%s; the filter %s.",
                t->p[MXC2_MODE] ? ", each block staging its input tile plus the halo in shared memory"
@@ -346,35 +349,16 @@ static void mxc2_launch(const Task *t, Emit *e, const Host *h) {
     if (cmem)
         host_call(e, t, "cudaMemcpyToSymbol(c_mask, %s, %s * %s * sizeof(float), 0, cudaMemcpyDeviceToDevice)",
                   h->in[1], kk, kk);
-    char args[300];
-    if (cmem) snprintf(args, sizeof args, "%s, %s, %s, %s", h->in[0], h->out[0], R, C);
-    else snprintf(args, sizeof args, "%s, %s, %s, %s, %s", h->in[0], h->in[1], h->out[0], R, C);
+    // the filter is a kernel argument when it stays in global memory; shared tiles are TILE_W x TILE_H
+    const char *args = fmt("%s, %s%s, %s, %s", h->in[0], cmem ? "" : fmt("%s, ", h->in[1]), h->out[0], R, C);
     const int *bd = mx_bdims[t->p[MXC2_BDIM]];
-    if (shared)
-        mx_launch2d(e, t, t->p[MXC2_DIMS], t->kname[0], "TILE_W", "TILE_H", NULL, NULL, occ, orr, NULL, 0, NULL, args);
-    else
-        mx_launch2d(e, t, t->p[MXC2_DIMS], t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, occ, orr, NULL,
-                    0, NULL, args);
+    mx_launch2d(e, t, t->p[MXC2_DIMS], t->kname[0], shared ? "TILE_W" : fmt("%d", bd[0]),
+                shared ? "TILE_H" : fmt("%d", bd[1]), NULL, NULL, occ, orr, NULL, 0, NULL, args);
 }
 
 static void mxc2_ref(const Task *t, const void *const *in, void *const *out) {
-    const float *x = in[0], *w = in[1];
-    float *y = out[0];
-    long R = mxc2_sizes[t->p[MXC2_SIZE]][0], C = mxc2_sizes[t->p[MXC2_SIZE]][1], K = t->p[MXC2_K], OR = mxc2_orows(t),
-         OC = mxc2_ocols(t);
-    long sh = t->p[MXC2_PAD] == 0 ? K / 2 : 0;
-    for (long r = 0; r < OR; r++)
-        for (long c = 0; c < OC; c++) {
-            double s = 0;
-            for (long i = 0; i < K; i++)
-                for (long j = 0; j < K; j++) {
-                    long rr = r + i - sh, cc = c + j - sh;
-                    if (rr < 0 || rr >= R || cc < 0 || cc >= C) continue;
-                    double wv = t->p[MXC2_FLIP] ? w[(K - 1 - i) * K + (K - 1 - j)] : w[i * K + j];
-                    s += wv * x[rr * C + cc];
-                }
-            y[r * OC + c] = (float)s;
-        }
+    const int *sz = mxc2_sizes[t->p[MXC2_SIZE]];
+    cv_correlate(in[0], in[1], out[0], sz[0], sz[1], t->p[MXC2_K], t->p[MXC2_K], t->p[MXC2_PAD] == 0, t->p[MXC2_FLIP]);
 }
 
 static const Family fam_mx_conv2d = {
