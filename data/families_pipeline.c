@@ -79,6 +79,42 @@ static const char *pl_stride(const char *n, const char *body) {
 }
 static const char *pl_free(const Task *t, const char *buf) { return checked(t, fmt("cudaFree(%s)", buf)); }
 
+// The names of a pipeline: the tensors from a row of names (inputs, then outputs), kernel
+// k from kn[k][kname], and the slug.
+static void pl_names(Task *t, const char *const *io, int nin, int nout, const char *const kn[][4], int kname,
+                     const char *slug) {
+    for (int k = 0; k < nin; k++) SETNAME(t->in[k].name, "%s", io[k]);
+    for (int k = 0; k < nout; k++) SETNAME(t->out[k].name, "%s", io[nin + k]);
+    for (int k = 0; k < 3; k++) SETNAME(t->kname[k], "%s", kn[k][kname]);
+    SETNAME(t->slug, "%s", slug);
+}
+// The layout of a vector pipeline: the size constant N (named pl_dn[dname]), nin inputs of
+// N floats in [lo, hi) and nout outputs of N floats (a family adds its scalar outputs).
+static void pl_vectors(Task *t, int dname, long N, int nin, int nout, double lo, double hi) {
+    int n = add_size(t, pl_dn[dname], N);
+    t->nin = nin;
+    t->nout = nout;
+    for (int k = 0; k < nin; k++) {
+        tshape(&t->in[k], DT_F32, 1, N, 0, n, -1);
+        trange(&t->in[k], lo, hi, 0);
+    }
+    for (int k = 0; k < nout; k++) tshape(&t->out[k], DT_F32, 1, N, 0, n, -1);
+}
+
+// The host code of the three vector pipelines: the grids, scratch buffers and their
+// initialisation, the first pass, what comes between, the last pass, the frees.
+static const char pl_launch_tpl[] = R"(
+$grids
+$alloc
+$init
+$k1<<<$grid1, threads>>>($args1);
+$alloc2
+$launch2
+$k3<<<$cfg3>>>($args3);
+$sync
+$free
+)";
+
 // ----------------------------------------------------------------------------
 // Pipeline: standardize a vector (mean and variance by reduction, then normalize)
 
@@ -112,22 +148,15 @@ static void ps_draw(Task *t, Rng *r) {
     // ranges only for the centered method
     t->p[PS_RANGE] = rng_int(r, 0, t->p[PS_METHOD] == 1 ? NELEM(ps_ranges) - 1 : 4);
     t->f[0] = sl_pick_real(r, "1e-5 1e-6 1e-8 1e-12");
-    SETNAME(t->in[0].name, "%s", pl_vnames[t->p[PS_NAMES]][0]);
-    SETNAME(t->out[0].name, "%s", pl_vnames[t->p[PS_NAMES]][1]);
+    pl_names(t, pl_vnames[t->p[PS_NAMES]], 1, 1, kn[t->p[PS_METHOD]], t->p[PS_KNAME], "standardize");
     if (t->p[PS_STATS]) SETNAME(t->out[1].name, "%s", stat_names[t->p[PS_KNAME] % 3]);
-    for (int k = 0; k < 3; k++) SETNAME(t->kname[k], "%s", kn[t->p[PS_METHOD]][k][t->p[PS_KNAME]]);
-    SETNAME(t->slug, "standardize");
 }
 static void ps_layout(Task *t) {
     long N = t->p[PS_N];
-    int n = add_size(t, pl_dn[t->p[PS_DNAME]], N);
-    t->nin = 1;
-    t->nout = t->p[PS_STATS] ? 2 : 1;
     const double *rg = ps_ranges[t->p[PS_RANGE]];
-    tshape(&t->in[0], DT_F32, 1, N, 0, n, -1);
-    trange(&t->in[0], rg[0], rg[1], 0);
-    tshape(&t->out[0], DT_F32, 1, N, 0, n, -1);
+    pl_vectors(t, t->p[PS_DNAME], N, 1, 1, rg[0], rg[1]);
     if (t->p[PS_STATS]) {
+        t->nout = 2;
         tshape(&t->out[1], DT_F32, 1, 2, 0, add_size(t, "nstats", 2), -1);
     }
     // Error budget (sums in float on the GPU, in double in the reference): the mean is off
@@ -255,34 +284,24 @@ static void ps_kernels(const Task *t, Emit *e) {
         st ? fmt("if (blockIdx.x == 0 && threadIdx.x == 0) {\n    %s[0] = mean;\n    %s[1] = var;\n}", st, st) : "",
         "loop3", loop_frag(t, t->p[PS_LOOP], n, fmt("%s[%s] = (%s[%s] - mean) * inv;", y, i, x, i)));
 }
-static const char ps_launch_tpl[] = R"(
-$grids
-$alloc_acc
-$zero_acc
-$alloc_partial
-$k1<<<red_blocks, threads>>>($x, $dst1, $n);
-$launch2
-$k3<<<$grid3, threads>>>($args3);
-$sync
-$free_acc
-$free_partial
-)";
+// Pass 1 adds into acc (zeroed first) or writes the partials; pass 2 reads them.
 static void ps_launch(const Task *t, Emit *e, const Host *h) {
     const char *n = h->size[0], *x = h->in[0], *y = h->out[0];
     const char *acc = dname(t, "acc"), *part = dname(t, "partial");
     int method = t->p[PS_METHOD];
-    TPL(e, t, ps_launch_tpl, "grids", pl_grids(n, method == 2 && !t->p[PS_CAP] ? 1024 : t->p[PS_CAP]), "alloc_acc",
-        dev_alloc(t, "float", acc, "2"), "zero_acc",
-        method != 2 ? checked(t, fmt("cudaMemset(%s, 0, 2 * sizeof(float))", acc)) : "", "alloc_partial",
-        method == 2 ? dev_alloc(t, "float", part, "2 * red_blocks") : "", "k1", t->kname[0], "x", x, "n", n, "dst1",
-        method == 2 ? part : acc, "launch2",
+    TPL(e, t, pl_launch_tpl, "grids", pl_grids(n, method == 2 && !t->p[PS_CAP] ? 1024 : t->p[PS_CAP]), "alloc",
+        dev_alloc(t, "float", acc, "2"), "init",
+        method == 2 ? dev_alloc(t, "float", part, "2 * red_blocks")
+                    : checked(t, fmt("cudaMemset(%s, 0, 2 * sizeof(float))", acc)),
+        "k1", t->kname[0], "grid1", "red_blocks", "args1", fmt("%s, %s, %s", x, method == 2 ? part : acc, n),
+        "alloc2", "", "launch2",
         method == 1   ? fmt("%s<<<red_blocks, threads>>>(%s, %s, %s);", t->kname[1], x, acc, n)
         : method == 2 ? fmt("%s<<<1, threads>>>(%s, red_blocks, %s, %s);", t->kname[1], part, acc, n)
                       : "",
-        "k3", t->kname[2], "grid3", t->p[PS_LOOP] == LOOP_GRID ? "red_blocks" : "elem_blocks", "args3",
-        t->p[PS_STATS] ? fmt("%s, %s, %s, %s, %s", x, acc, y, h->out[1], n) : fmt("%s, %s, %s, %s", x, acc, y, n),
-        "sync", checked(t, "cudaDeviceSynchronize()"), "free_acc", pl_free(t, acc), "free_partial",
-        method == 2 ? pl_free(t, part) : "");
+        "k3", t->kname[2], "cfg3", t->p[PS_LOOP] == LOOP_GRID ? "red_blocks, threads" : "elem_blocks, threads",
+        "args3", fmt("%s, %s, %s, %s%s", x, acc, y, t->p[PS_STATS] ? fmt("%s, ", h->out[1]) : "", n), "sync",
+        checked(t, "cudaDeviceSynchronize()"), "free",
+        method == 2 ? fmt("%s\n%s", pl_free(t, acc), pl_free(t, part)) : pl_free(t, acc));
 }
 static void ps_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0];
@@ -331,19 +350,12 @@ static void pm_draw(Task *t, Rng *r) {
                                           { "sum_exp", "exp_sum_kernel", "softmax_sum_pass", "sumExp" },
                                           { "normalize", "softmax_divide", "softmax_final_pass", "divideBySum" } };
     if (t->p[PM_OP]) t->p[PM_STORE] = 0; // log-softmax reads x again
-    SETNAME(t->in[0].name, "%s", pl_vnames[t->p[PM_NAMES]][0]);
-    SETNAME(t->out[0].name, "%s", pl_vnames[t->p[PM_NAMES]][1]);
-    for (int k = 0; k < 3; k++) SETNAME(t->kname[k], "%s", kn[k][t->p[PM_KNAME]]);
-    SETNAME(t->slug, "%s", t->p[PM_OP] ? "log_softmax" : "softmax");
+    pl_names(t, pl_vnames[t->p[PM_NAMES]], 1, 1, kn, t->p[PM_KNAME], t->p[PM_OP] ? "log_softmax" : "softmax");
 }
 static void pm_layout(Task *t) {
     long N = t->p[PM_N];
-    int n = add_size(t, pl_dn[t->p[PM_DNAME]], N);
-    t->nin = t->nout = 1;
     const double *rg = pm_ranges[t->p[PM_RANGE]];
-    tshape(&t->in[0], DT_F32, 1, N, 0, n, -1);
-    trange(&t->in[0], rg[0], rg[1], 0);
-    tshape(&t->out[0], DT_F32, 1, N, 0, n, -1);
+    pl_vectors(t, t->p[PM_DNAME], N, 1, 1, rg[0], rg[1]);
     t->need_math = 1;
     // the sum of exponentials is off by a relative c; expf by ~2 ulp; x - max rounds by
     // half an ulp of the range, which expf turns into a relative error
@@ -459,28 +471,19 @@ static void pm_kernels(const Task *t, Emit *e) {
                   : store ? fmt("%s[%s] *= inv;", y, i)
                           : fmt("%s[%s] = expf(%s[%s] - m) / total;", y, i, x, i)));
 }
-static const char pm_launch_tpl[] = R"(
-$grids
-$alloc
-$init
-$k1<<<red_blocks, threads>>>($x, $red, $n);
-$k2<<<red_blocks, threads>>>($args2);
-$k3<<<$grid3, threads>>>($args3);
-$sync
-$free
-)";
+// red[0] starts at -FLT_MAX (a copy from the host, or a one-thread kernel), red[1] at 0.
 static void pm_launch(const Task *t, Emit *e, const Host *h) {
     const char *n = h->size[0], *x = h->in[0], *y = h->out[0], *red = dname(t, "red");
     int store = t->p[PM_STORE];
-    TPL(e, t, pm_launch_tpl, "grids", pl_grids(n, t->p[PM_CAP]), "alloc", dev_alloc(t, "float", red, "2"), "init",
+    TPL(e, t, pl_launch_tpl, "grids", pl_grids(n, t->p[PM_CAP]), "alloc", dev_alloc(t, "float", red, "2"), "init",
         t->p[PM_INIT]
             ? fmt("init_reduction<<<1, 1>>>(%s);", red)
             : fmt("const float red_init[2] = { -3.402823466e+38f, 0.0f }; // max starts at -FLT_MAX, sum at 0\n%s",
                   checked(t, fmt("cudaMemcpy(%s, red_init, sizeof(red_init), cudaMemcpyHostToDevice)", red))),
-        "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "x", x, "red", red, "n", n, "args2",
-        store ? fmt("%s, %s, %s, %s", x, red, y, n) : fmt("%s, %s, %s", x, red, n), "grid3",
-        t->p[PM_LOOP] == LOOP_GRID ? "red_blocks" : "elem_blocks", "args3",
-        store ? fmt("%s, %s, %s", red, y, n) : fmt("%s, %s, %s, %s", x, red, y, n), "sync",
+        "k1", t->kname[0], "grid1", "red_blocks", "args1", fmt("%s, %s, %s", x, red, n), "alloc2", "", "launch2",
+        fmt("%s<<<red_blocks, threads>>>(%s, %s, %s%s);", t->kname[1], x, red, store ? fmt("%s, ", y) : "", n),
+        "k3", t->kname[2], "cfg3", t->p[PM_LOOP] == LOOP_GRID ? "red_blocks, threads" : "elem_blocks, threads",
+        "args3", fmt("%s%s, %s, %s", store ? "" : fmt("%s, ", x), red, y, n), "sync",
         checked(t, "cudaDeviceSynchronize()"), "free", pl_free(t, red));
 }
 static void pm_ref(const Task *t, const void *const *in, void *const *out) {
@@ -523,20 +526,12 @@ static void pn_draw(Task *t, Rng *r) {
     // the partials need a fixed grid: at most cap blocks, cap > 0
     t->p[PN_CAP] = rng_pick(r, t->p[PN_NORM] ? "64 128 256 512 1024" : PL_CAPS);
     t->f[0] = sl_pick_real(r, "2 0.5 -1 1.5 -0.25 3 4");
-    for (int k = 0; k < 2; k++) SETNAME(t->in[k].name, "%s", names[t->p[PN_NAMES]][k]);
-    for (int k = 0; k < 2; k++) SETNAME(t->out[k].name, "%s", names[t->p[PN_NAMES]][2 + k]);
-    for (int k = 0; k < 3; k++) SETNAME(t->kname[k], "%s", kn[k][t->p[PN_KNAME]]);
-    SETNAME(t->slug, "saxpy_norm");
+    pl_names(t, names[t->p[PN_NAMES]], 2, 2, kn, t->p[PN_KNAME], "saxpy_norm");
 }
 static void pn_layout(Task *t) {
     long N = t->p[PN_N];
-    int n = add_size(t, pl_dn[t->p[PN_DNAME]], N);
-    t->nin = t->nout = 2;
-    for (int k = 0; k < 2; k++) {
-        tshape(&t->in[k], DT_F32, 1, N, 0, n, -1);
-        trange(&t->in[k], -5, 5, 0);
-    }
-    tshape(&t->out[0], DT_F32, 1, N, 0, n, -1);
+    pl_vectors(t, t->p[PN_DNAME], N, 2, 1, -5, 5);
+    t->nout = 2;
     tshape(&t->out[1], DT_F32, 1, 1, 0, -1, -1);
     t->out[1].zero_init = t->p[PN_NORM] == 0;
     t->need_math = 1;
@@ -621,23 +616,16 @@ static void pn_kernels(const Task *t, Emit *e) {
                    bsum, nr)
              : fmt("%s[0] = sqrtf(%s[0]);", nr, nr));
 }
-static const char pn_launch_tpl[] = R"(
-$grids
-$k1<<<$grid1, threads>>>($args1);
-$alloc
-$k2<<<red_blocks, threads>>>($z, $dst, $n);
-$k3<<<$cfg3>>>($args3);
-$sync
-$free
-)";
+// The partials: a buffer of red_blocks floats, summed by one block of the last pass.
 static void pn_launch(const Task *t, Emit *e, const Host *h) {
     const char *n = h->size[0], *z = h->out[0], *nr = h->out[1], *pn = dname(t, "partial");
     int part = t->p[PN_NORM];
-    TPL(e, t, pn_launch_tpl, "grids", pl_grids(n, t->p[PN_CAP]), "k1", t->kname[0], "k2", t->kname[1], "k3",
-        t->kname[2], "grid1", t->p[PN_LOOP] == LOOP_GRID ? "red_blocks" : "elem_blocks", "args1",
+    TPL(e, t, pl_launch_tpl, "grids", pl_grids(n, t->p[PN_CAP]), "alloc", "", "init", "", "k1", t->kname[0], "grid1",
+        t->p[PN_LOOP] == LOOP_GRID ? "red_blocks" : "elem_blocks", "args1",
         fmt("%s%s, %s, %s, %s", t->p[PN_ALPHA_ARG] ? fmt("%s, ", flit(t->f[0])) : "", h->in[0], h->in[1], z, n),
-        "alloc", part ? dev_alloc(t, "float", pn, "red_blocks") : "", "z", z, "dst", part ? pn : nr, "n", n, "cfg3",
-        part ? "1, threads" : "1, 1", "args3", part ? fmt("%s, red_blocks, %s", pn, nr) : nr, "sync",
+        "alloc2", part ? dev_alloc(t, "float", pn, "red_blocks") : "", "launch2",
+        fmt("%s<<<red_blocks, threads>>>(%s, %s, %s);", t->kname[1], z, part ? pn : nr, n), "k3", t->kname[2],
+        "cfg3", part ? "1, threads" : "1, 1", "args3", part ? fmt("%s, red_blocks, %s", pn, nr) : nr, "sync",
         part ? checked(t, "cudaDeviceSynchronize()") : "", "free", part ? pl_free(t, pn) : "");
 }
 static void pn_ref(const Task *t, const void *const *in, void *const *out) {
@@ -676,27 +664,21 @@ static void pr_draw(Task *t, Rng *r) {
     static const char *const names[][4] = { { "A", "x", "A_norm", "y" }, { "mat", "vec", "mat_normed", "out" },
                                             { "W", "v", "W_hat", "result" },
                                             { "data", "query", "unit_rows", "scores" } };
-    static const char *const kn[5][4] = { { "row_norms", "rowNormsWarp", "compute_row_norms", "row_norm_kernel" },
-                                          { "scale_rows", "scaleRows", "divide_rows", "row_scale_kernel" },
-                                          { "matvec", "matVec", "gemv_rows", "matvec_kernel" },
-                                          { "normalize_rows", "normalizeRows", "row_normalize",
-                                            "normalize_rows_kernel" },
-                                          { "matvec_warp", "matVecWarp", "gemv_warp", "warp_matvec" } };
+    static const char *const kn[2][3][4] = {
+        { { "row_norms", "rowNormsWarp", "compute_row_norms", "row_norm_kernel" },
+          { "scale_rows", "scaleRows", "divide_rows", "row_scale_kernel" },
+          { "matvec", "matVec", "gemv_rows", "matvec_kernel" } },
+        { { "normalize_rows", "normalizeRows", "row_normalize", "normalize_rows_kernel" },
+          { "matvec_warp", "matVecWarp", "gemv_warp", "warp_matvec" }, { "", "", "", "" } } };
     long size = (long)t->p[PR_ROWS] * t->p[PR_COLS];
     while (t->p[PR_COLS] < 64 || size < 8192 || size > 2100000) { // at least 64 columns, 8192 to 2.1M elements
         t->p[PR_ROWS] = param_pick(&t->fam->ip[PR_ROWS], r);
         t->p[PR_COLS] = param_pick(&t->fam->ip[PR_COLS], r);
         size = (long)t->p[PR_ROWS] * t->p[PR_COLS];
     }
-    int st = t->p[PR_STAGES], k = t->p[PR_KNAME];
-    if (st) t->p[PR_BDIM] = 0;       // no 2-D kernel
-    else t->p[PR_REDUCE] = 0;        // no block reduction
-    for (int j = 0; j < 2; j++) SETNAME(t->in[j].name, "%s", names[t->p[PR_NAMES]][j]);
-    for (int j = 0; j < 2; j++) SETNAME(t->out[j].name, "%s", names[t->p[PR_NAMES]][2 + j]);
-    SETNAME(t->kname[0], "%s", kn[st ? 3 : 0][k]);
-    SETNAME(t->kname[1], "%s", kn[st ? 4 : 1][k]);
-    SETNAME(t->kname[2], "%s", st ? "" : kn[2][k]);
-    SETNAME(t->slug, "rownorm_matvec");
+    if (t->p[PR_STAGES]) t->p[PR_BDIM] = 0; // no 2-D kernel
+    else t->p[PR_REDUCE] = 0;               // no block reduction
+    pl_names(t, names[t->p[PR_NAMES]], 2, 2, kn[t->p[PR_STAGES]], t->p[PR_KNAME], "rownorm_matvec");
 }
 static void pr_layout(Task *t) {
     const char *const *dn = mx_dnames[t->p[PR_DNAMES]];
