@@ -444,11 +444,19 @@ __global__ void init_reduction(float *red) {
 }
 
 )";
+// The last pass (comment, head, element statement): log-softmax, softmax scaling the stored
+// exponentials in place, or softmax from x.
+static const char *const pm_last[][3] = {
+    { "$y[i] = $x[i] - max - log(sum).", "const float shift = red[0] + logf(red[1]);", "$y[$i] = $x[$i] - shift;" },
+    { "scale $y in place by 1 / sum.", "const float inv = 1.0f / red[1];", "$y[$i] *= inv;" },
+    { "$y[i] = exp($x[i] - max) / sum.", "const float m = red[0];\nconst float total = red[1];",
+      "$y[$i] = expf($x[$i] - m) / total;" } };
 static void pm_kernels(const Task *t, Emit *e) {
     static const char *const amn[] = { "atomic_max_float", "atomicMaxFloat", "atomic_fmax", "atomicMaxF" };
     const char *x = t->in[0].name, *y = t->out[0].name, *n = pl_dn[t->p[PM_DNAME]], *i = IDX(t);
     const char *xp = ptr_param(t, "float", x, 1), *yp = ptr_param(t, "float", y, 0);
-    int store = t->p[PM_STORE], lg = t->p[PM_OP], kn = t->p[PM_KNAME];
+    int store = t->p[PM_STORE], kn = t->p[PM_KNAME];
+    const char *const *last = pm_last[t->p[PM_OP] ? 0 : store ? 1 : 2];
     TPL(e, t, pm_kernels_tpl, "B", fmt("%d", t->p[PM_BLOCK]), "atomic_max",
         FRAG(pm_atomic_max_tpl[t->p[PM_MAXOP]], "name", amn[kn]), "bmax_fn", pl_block_reduce(t, t->p[PM_REDUCE], 1, kn),
         "bsum_fn", pl_block_reduce(t, t->p[PM_REDUCE], 0, kn), "init", t->p[PM_INIT] ? pm_init_tpl : "", "k1",
@@ -457,19 +465,9 @@ static void pm_kernels(const Task *t, Emit *e) {
         pl_helper_names[kn][0], "stored", store ? fmt("; %s[i] = exp(%s[i] - red[0])", y, x) : "", "params2",
         fmt("%s, float *red, %sint %s", xp, store ? fmt("%s, ", yp) : "", n), "loop2",
         pl_stride(n, fmt("const float ex = expf(%s[i] - m);\n%ss += ex;", x, store ? fmt("%s[i] = ex;\n", y) : "")),
-        "comment3",
-        lg      ? fmt("%s[i] = %s[i] - max - log(sum).", y, x)
-        : store ? fmt("scale %s in place by 1 / sum.", y)
-                : fmt("%s[i] = exp(%s[i] - max) / sum.", y, x),
-        "params3", fmt("%sconst float *red, %s, int %s", store ? "" : fmt("%s, ", xp), yp, n), "head3",
-        lg      ? "const float shift = red[0] + logf(red[1]);"
-        : store ? "const float inv = 1.0f / red[1];"
-                : "const float m = red[0];\nconst float total = red[1];",
-        "loop3",
-        loop_frag(t, t->p[PM_LOOP], n,
-                  lg      ? fmt("%s[%s] = %s[%s] - shift;", y, i, x, i)
-                  : store ? fmt("%s[%s] *= inv;", y, i)
-                          : fmt("%s[%s] = expf(%s[%s] - m) / total;", y, i, x, i)));
+        "comment3", FRAG(last[0], "x", x, "y", y), "head3", last[1], "params3",
+        fmt("%sconst float *red, %s, int %s", store ? "" : fmt("%s, ", xp), yp, n), "loop3",
+        loop_frag(t, t->p[PM_LOOP], n, FRAG(last[2], "x", x, "y", y, "i", i)));
 }
 // red[0] starts at -FLT_MAX (a copy from the host, or a one-thread kernel), red[1] at 0.
 static void pm_launch(const Task *t, Emit *e, const Host *h) {
