@@ -290,9 +290,11 @@ $index
 if (row >= $orows || col >= $ocols) return;
 float acc = 0.0f;
 for (int i = 0; i < $FD; ++i) {
-    $rr
+    const int rr = row + i$minus_r;
+    $skip_r
     for (int j = 0; j < $FD; ++j) {
-        $cc
+        const int cc = col + j$minus_r;
+        $skip_c
         acc += $w * $x[rr * $C + cc];
     }
 }
@@ -334,12 +336,9 @@ static void mxc2_kernels(const Task *t, Emit *e) {
         cmem ? fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", y, 0)) : kernel_params(t), "out_size",
         same ? "" : fmt("const int orows = %s - %s + 1, ocols = %s - %s + 1;", R, FD, C, FD), "body",
         FRAG(mxc2_body_tpl[shared], "index", mx_index2d(t, "row", "col", 0), "orows", orows, "ocols", ocols, "FD", FD,
-             "R", R, "C", C, "x", x, "w", wx, "minus_r", same ? fmt(" - %s", FR) : "", "rr",
-             same ? fmt("const int rr = row + i - %s;\nif (rr < 0 || rr >= %s) continue;", FR, R)
-                  : "const int rr = row + i;",
-             "cc",
-             same ? fmt("const int cc = col + j - %s;\nif (cc < 0 || cc >= %s) continue;", FR, C)
-                  : "const int cc = col + j;"));
+             "R", R, "C", C, "x", x, "w", wx, "minus_r", same ? fmt(" - %s", FR) : "", "skip_r",
+             same ? fmt("if (rr < 0 || rr >= %s) continue;", R) : "", "skip_c",
+             same ? fmt("if (cc < 0 || cc >= %s) continue;", C) : ""));
 }
 
 static void mxc2_launch(const Task *t, Emit *e, const Host *h) {
