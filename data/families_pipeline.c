@@ -560,7 +560,7 @@ static void pn_describe(const Task *t, Buf *name, Buf *desc) {
 }
 
 // SAXPY element-wise; the block sums of squares added into the norm (atomicAdd) or written
-// per block; then the square root (one thread, or one block over the partials).
+// per block; then the square root (pn_finish_tpl: one thread, or one block over the partials).
 static const char pn_kernels_tpl[] = R"(
 #define BLOCK_SIZE $B
 
@@ -578,11 +578,22 @@ __global__ void $k2($zp, $dstp, int $n) {
     $publish
 }
 
-/// Kernel 3 $comment3
-__global__ void $k3($params3) {
-    $body3
-}
+$finish
 )";
+static const char *const pn_finish_tpl[] = { R"(
+/// Kernel 3 (one thread): $nr[0] = sqrt($nr[0]).
+__global__ void $k3($nrp) {
+    $nr[0] = sqrtf($nr[0]);
+}
+)", R"(
+/// Kernel 3 (one block): $nr[0] = sqrt(the sum of the partials).
+__global__ void $k3($pp, int count, $nrp) {
+    float s = 0.0f;
+    for (int b = threadIdx.x; b < count; b += blockDim.x) s += partial[b];
+    s = $bsum(s);
+    if (threadIdx.x == 0) $nr[0] = sqrtf(s);
+}
+)" };
 static void pn_kernels(const Task *t, Emit *e) {
     const char *x = t->in[0].name, *y = t->in[1].name, *z = t->out[0].name, *nr = t->out[1].name,
                *n = pl_dn[t->p[PN_DNAME]];
@@ -601,18 +612,9 @@ static void pn_kernels(const Task *t, Emit *e) {
         "k2", t->kname[1], "zp", ptr_param(t, "float", z, 1), "dstp", ptr_param(t, "float", part ? "partial" : nr, 0),
         "loop2", pl_stride(n, fmt("s += %s[i] * %s[i];", z, z)), "bsum", bsum, "publish",
         part ? "if (threadIdx.x == 0) partial[blockIdx.x] = s;" : fmt("if (threadIdx.x == 0) atomicAdd(%s, s);", nr),
-        "comment3",
-        part ? fmt("(one block): %s[0] = sqrt(the sum of the partials).", nr)
-             : fmt("(one thread): %s[0] = sqrt(%s[0]).", nr, nr),
-        "k3", t->kname[2], "params3",
-        part ? fmt("%s, int count, %s", ptr_param(t, "float", "partial", 1), ptr_param(t, "float", nr, 0))
-             : ptr_param(t, "float", nr, 0),
-        "body3",
-        part ? fmt("float s = 0.0f;\nfor (int b = threadIdx.x; b < count; b += blockDim.x) s += partial[b];\ns = "
-                   "%s(s);\n"
-                   "if (threadIdx.x == 0) %s[0] = sqrtf(s);",
-                   bsum, nr)
-             : fmt("%s[0] = sqrtf(%s[0]);", nr, nr));
+        "finish",
+        FRAG(pn_finish_tpl[part], "k3", t->kname[2], "nr", nr, "nrp", ptr_param(t, "float", nr, 0), "pp",
+             ptr_param(t, "float", "partial", 1), "bsum", bsum));
 }
 // The partials: a buffer of red_blocks floats, summed by one block of the last pass.
 static void pn_launch(const Task *t, Emit *e, const Host *h) {
