@@ -6,7 +6,7 @@
 
 // Names of both families: the input, the filter and the output from a row of names, the
 // kernel and the slug.
-static void cv_names(Task *t, const char *const *nm, const char *kname, const char *slug) {
+static void mxcv_names(Task *t, const char *const *nm, const char *kname, const char *slug) {
     SETNAME(t->in[0].name, "%s", nm[0]);
     SETNAME(t->in[1].name, "%s", nm[1]);
     SETNAME(t->out[0].name, "%s", nm[2]);
@@ -17,8 +17,8 @@ static void cv_names(Task *t, const char *const *nm, const char *kname, const ch
 // The reference of both families: y = the correlation of the R x C image x with the KR x KC
 // filter w (flipped in both directions when flip), same size (the filter centred, pixels
 // outside the image taken as 0) or valid. A 1-D convolution is one row with a 1 x K filter.
-static void cv_correlate(const float *x, const float *w, float *y, long R, long C, long KR, long KC, int same,
-                         int flip) {
+static void mxcv_correlate(const float *x, const float *w, float *y, long R, long C, long KR, long KC, int same,
+                           int flip) {
     long OR = same ? R : R - KR + 1, OC = same ? C : C - KC + 1, sr = same ? KR / 2 : 0, sc = same ? KC / 2 : 0;
     for (long r = 0; r < OR; r++)
         for (long c = 0; c < OC; c++) {
@@ -60,7 +60,7 @@ static void mxc1_draw(Task *t, Rng *r) {
     if (t->p[MXC1_PAD] == 1) t->p[MXC1_TAPS] = rng_pick(r, "2 3 4 5 7 8 9 16 31"); // valid: any count; same: odd
     if (t->p[MXC1_MODE] != 2) t->p[MXC1_CAP] = 0;
     if (t->p[MXC1_MODE] != 0) t->p[MXC1_LOOP] = 0;
-    cv_names(t, mxc1_names[t->p[MXC1_NAMES]], mxc1_kn[t->p[MXC1_KNAME]], "conv1d");
+    mxcv_names(t, mxc1_names[t->p[MXC1_NAMES]], mxc1_kn[t->p[MXC1_KNAME]], "conv1d");
 }
 
 static long mxc1_nout(const Task *t) { return t->p[MXC1_PAD] == 0 ? t->p[MXC1_N] : t->p[MXC1_N] - t->p[MXC1_TAPS] + 1; }
@@ -183,7 +183,7 @@ static void mxc1_launch(const Task *t, Emit *e, const Host *h) {
 }
 
 static void mxc1_ref(const Task *t, const void *const *in, void *const *out) {
-    cv_correlate(in[0], in[1], out[0], 1, t->p[MXC1_N], 1, t->p[MXC1_TAPS], t->p[MXC1_PAD] == 0, 0);
+    mxcv_correlate(in[0], in[1], out[0], 1, t->p[MXC1_N], 1, t->p[MXC1_TAPS], t->p[MXC1_PAD] == 0, 0);
 }
 
 static const Family fam_mx_conv1d = {
@@ -225,7 +225,7 @@ static long mxc2_out(const Task *t, int d) {
 
 static void mxc2_draw(Task *t, Rng *r) {
     (void)r;
-    cv_names(t, mxc2_names[t->p[MXC2_NAMES]], mxc2_kn[t->p[MXC2_KNAME]], "conv2d");
+    mxcv_names(t, mxc2_names[t->p[MXC2_NAMES]], mxc2_kn[t->p[MXC2_KNAME]], "conv2d");
 }
 
 static void mxc2_layout(Task *t) {
@@ -357,7 +357,8 @@ static void mxc2_launch(const Task *t, Emit *e, const Host *h) {
 
 static void mxc2_ref(const Task *t, const void *const *in, void *const *out) {
     const int *sz = mxc2_sizes[t->p[MXC2_SIZE]];
-    cv_correlate(in[0], in[1], out[0], sz[0], sz[1], t->p[MXC2_K], t->p[MXC2_K], t->p[MXC2_PAD] == 0, t->p[MXC2_FLIP]);
+    int K = t->p[MXC2_K];
+    mxcv_correlate(in[0], in[1], out[0], sz[0], sz[1], K, K, t->p[MXC2_PAD] == 0, t->p[MXC2_FLIP]);
 }
 
 static const Family fam_mx_conv2d = {
