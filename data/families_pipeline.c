@@ -546,17 +546,10 @@ static void pn_describe(const Task *t, Buf *name, Buf *desc) {
         "%s and %s have %d elements. First compute %s[i] = %s * %s[i] + %s[i] (SAXPY), then %s[0] = sqrt(sum over i of "
         "%s[i]^2), the L2 norm of %s, with a second kernel that reads %s.",
         x, y, t->p[PN_N], z, fnum(t->f[0]), x, y, nr, z, z, z);
-    if (t->p[PN_NORM] == 0)
-        buf_printf(
-            desc,
-            " The norm kernel adds each block's sum of squares into %s[0] (zeroed first) with atomicAdd; a one-thread "
-            "kernel then takes the square root.",
-            nr);
-    else
-        buf_puts(
-            desc,
-            " The norm kernel writes one partial sum of squares per block; a single-block kernel adds the partials and "
-            "writes the square root.");
+    buf_puts(desc, t->p[PN_NORM] ? " The norm kernel writes one partial sum of squares per block; a single-block "
+                                   "kernel adds the partials and writes the square root."
+                                 : fmt(" The norm kernel adds each block's sum of squares into %s[0] (zeroed first) "
+                                       "with atomicAdd; a one-thread kernel then takes the square root.", nr));
 }
 
 // SAXPY element-wise; the block sums of squares added into the norm (atomicAdd) or written
@@ -709,15 +702,11 @@ static void pr_describe(const Task *t, Buf *name, Buf *desc) {
         "from %s with a separate kernel.",
         A, R, C, x, C, A, t->p[PR_NORM] ? "L1 (sum of absolute values)" : "L2 (Euclidean)", An, R, C, y, An, x, y, An,
         x, An);
-    if (t->p[PR_STAGES] == 0)
-        buf_puts(
-            desc,
-            " Use three kernels: row norms (one warp per row, shuffle reduction) into a scratch buffer, a 2-D (dim3) "
-            "kernel that scales every element, and a matrix-vector kernel with one thread per row.");
-    else
-        buf_puts(desc,
-                 " Use two kernels: one block per row reduces the row's norm and scales the row, then a matrix-vector "
-                 "kernel with one warp per row and shuffle reductions.");
+    buf_puts(desc, t->p[PR_STAGES] ? " Use two kernels: one block per row reduces the row's norm and scales the row, "
+                                     "then a matrix-vector kernel with one warp per row and shuffle reductions."
+                                   : " Use three kernels: row norms (one warp per row, shuffle reduction) into a "
+                                     "scratch buffer, a 2-D (dim3) kernel that scales every element, and a "
+                                     "matrix-vector kernel with one thread per row.");
 }
 
 // Three kernels (row norms with one warp per row, a 2-D scale, a matvec with one thread per
