@@ -284,7 +284,8 @@ static void ps_kernels(const Task *t, Emit *e) {
         st ? fmt("if (blockIdx.x == 0 && threadIdx.x == 0) {\n    %s[0] = mean;\n    %s[1] = var;\n}", st, st) : "",
         "loop3", loop_frag(t, t->p[PS_LOOP], n, fmt("%s[%s] = (%s[%s] - mean) * inv;", y, i, x, i)));
 }
-// Pass 1 adds into acc (zeroed first) or writes the partials; pass 2 reads them.
+// Pass 1 adds into acc (zeroed first), or writes 2 * red_blocks partials that pass 2 sums in
+// one block: then the grid is capped (1024 blocks when cap is 0).
 static void ps_launch(const Task *t, Emit *e, const Host *h) {
     const char *n = h->size[0], *x = h->in[0], *y = h->out[0];
     const char *acc = dname(t, "acc"), *part = dname(t, "partial");
