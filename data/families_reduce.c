@@ -216,18 +216,31 @@ static const ParamDesc rw_params[] = {
     [RW_NAMES] = { "names", NULL, 0, "0..3" }, [RW_TNAME] = { "tname", NULL, 0, "0..2" },
     [RW_CAP] = { "cap", NULL, 0, "256 1024 2048" }, [RW_NP] = { NULL, NULL, 0, NULL } };
 
+// The operations, by op: kernel names (by kname), Task Names (by tname), and the prompt's
+// formula: for the whole-array sums how the warps' sums are combined (%s: the output), for
+// the row operations the value of row r.
+static const struct { const char *kn[4], *tname[3], *what; } rw_op[] = {
+    { { "warp_sum_kernel", "warpReduceSumKernel", "sum_shfl", "reduce_warp" },
+      { "Warp_Shuffle_Sum", "Sum_With_Warp_Shuffles", "Shuffle_Reduction" },
+      "; lane 0 of each warp adds its warp's sum to %s[0] with atomicAdd." },
+    { { "block_sum_kernel", "blockSumWarps", "sum_two_level", "reduce_block_warps" },
+      { "Two_Level_Warp_Sum", "Block_Sum_Warp_Shuffle", "Hierarchical_Sum" },
+      ", combine the warp sums of a block through shared memory with a second warp-level step, then atomicAdd the "
+      "block sum." },
+    { { "row_sum_kernel", "rowSumWarp", "row_sums", "sum_rows" }, { "Row_Sum", "Matrix_Row_Sums", "Row_Wise_Sum" },
+      "the sum of row r" },
+    { { "row_max_kernel", "rowMaxWarp", "row_max", "max_rows" }, { "Row_Max", "Matrix_Row_Maximum", "Row_Wise_Max" },
+      "the maximum of row r" },
+    { { "row_norm_kernel", "rowNormWarp", "row_l2_norm", "norm_rows" },
+      { "Row_L2_Norm", "Matrix_Row_Norms", "Row_Wise_Euclidean_Norm" }, "sqrt(sum of squares of row r)" } };
+static const char *const rw_names[][2] = { { "x", "out" }, { "input", "result" }, { "values", "sums" },
+                                           { "data", "reduced" } };
+static const char *const rw_helper_names[] = { "warp_reduce", "warpReduce", "warp_allreduce", "shfl_reduce" };
+
 static int rw_is_row(const Task *t) { return t->p[RW_OP] >= 2; }
 
+// Row operations: rows x cols (at most 2.1 M values) and 1-8 warps a block; whole-array sums: n.
 static void rw_draw(Task *t, Rng *r) {
-    static const char *const names[][2] = { { "x", "out" }, { "input", "result" }, { "values", "sums" },
-                                            { "data", "reduced" } };
-    static const char *const kn[5][4] = { { "warp_sum_kernel", "warpReduceSumKernel", "sum_shfl", "reduce_warp" },
-                                          { "block_sum_kernel", "blockSumWarps", "sum_two_level",
-                                            "reduce_block_warps" },
-                                          { "row_sum_kernel", "rowSumWarp", "row_sums", "sum_rows" },
-                                          { "row_max_kernel", "rowMaxWarp", "row_max", "max_rows" },
-                                          { "row_norm_kernel", "rowNormWarp", "row_l2_norm", "norm_rows" } };
-    static const char *const hn[] = { "warp_reduce", "warpReduce", "warp_allreduce", "shfl_reduce" };
     if (rw_is_row(t)) {
         t->p[RW_N] = 0;
         do {
@@ -238,11 +251,11 @@ static void rw_draw(Task *t, Rng *r) {
     } else {
         t->p[RW_BLOCK] = rng_pick(r, "128 256 512 1024");
     }
-    SETNAME(t->in[0].name, "%s", names[t->p[RW_NAMES]][0]);
-    SETNAME(t->out[0].name, "%s", names[t->p[RW_NAMES]][1]);
-    SETNAME(t->kname[0], "%s", kn[t->p[RW_OP]][t->p[RW_KNAME]]);
     int camel = t->p[RW_KNAME] == 1;
-    SETNAME(t->kname[1], "%s%s", hn[t->p[RW_KNAME]],
+    SETNAME(t->in[0].name, "%s", rw_names[t->p[RW_NAMES]][0]);
+    SETNAME(t->out[0].name, "%s", rw_names[t->p[RW_NAMES]][1]);
+    SETNAME(t->kname[0], "%s", rw_op[t->p[RW_OP]].kn[t->p[RW_KNAME]]);
+    SETNAME(t->kname[1], "%s%s", rw_helper_names[t->p[RW_KNAME]],
             t->p[RW_OP] == 3 ? (camel ? "Max" : "_max") : (camel ? "Sum" : "_sum"));
     SETNAME(t->slug, "%s", rw_ops[t->p[RW_OP]]);
 }
@@ -268,28 +281,16 @@ static void rw_layout(Task *t) {
 }
 
 static void rw_describe(const Task *t, Buf *name, Buf *desc) {
-    static const char *const nm[5][3] = { { "Warp_Shuffle_Sum", "Sum_With_Warp_Shuffles", "Shuffle_Reduction" },
-                                          { "Two_Level_Warp_Sum", "Block_Sum_Warp_Shuffle", "Hierarchical_Sum" },
-                                          { "Row_Sum", "Matrix_Row_Sums", "Row_Wise_Sum" },
-                                          { "Row_Max", "Matrix_Row_Maximum", "Row_Wise_Max" },
-                                          { "Row_L2_Norm", "Matrix_Row_Norms", "Row_Wise_Euclidean_Norm" } };
-    static const char *const what[] = { "the sum of row r", "the maximum of row r", "sqrt(sum of squares of row r)" };
-    buf_puts(name, nm[t->p[RW_OP]][t->p[RW_TNAME]]);
     const char *x = t->in[0].name, *o = t->out[0].name, *sh = t->p[RW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync";
-    if (rw_is_row(t))
-        buf_printf(
-            desc,
-            "%s is a %d x %d row-major matrix. Compute %s[r] = %s, one warp per row, reducing across lanes with %s.", x,
-            t->p[RW_ROWS], t->p[RW_COLS], o, what[t->p[RW_OP] - 2], sh);
-    else if (t->p[RW_OP] == 0)
-        buf_printf(desc, "Compute %s[0] = the sum of the %d elements of %s. Reduce within each warp with %s; "
-                         "lane 0 of each warp adds its warp's sum to %s[0] with atomicAdd.", o, t->p[RW_N], x, sh, o);
-    else
-        buf_printf(
-            desc,
-            "Compute %s[0] = the sum of the %d elements of %s. Reduce within each warp with %s, combine the warp "
-            "sums of a block through shared memory with a second warp-level step, then atomicAdd the block sum.",
-            o, t->p[RW_N], x, sh);
+    buf_puts(name, rw_op[t->p[RW_OP]].tname[t->p[RW_TNAME]]);
+    if (rw_is_row(t)) {
+        buf_printf(desc, "%s is a %d x %d row-major matrix. Compute %s[r] = %s, one warp per row, reducing across "
+                   "lanes with %s.", x, t->p[RW_ROWS], t->p[RW_COLS], o, rw_op[t->p[RW_OP]].what, sh);
+        return;
+    }
+    buf_printf(desc, "Compute %s[0] = the sum of the %d elements of %s. Reduce within each warp with %s", o,
+               t->p[RW_N], x, sh);
+    buf_printf(desc, rw_op[t->p[RW_OP]].what, o);
 }
 
 // The shuffle loop over offsets 16, 8, 4, 2, 1; the optional helper holding it; the
