@@ -348,12 +348,12 @@ if (warp == 0) {
 )";
 
 static void rw_kernels(const Task *t, Emit *e) {
-    const char *x = t->in[0].name, *o = t->out[0].name, *v = "v";
+    const char *x = t->in[0].name, *o = t->out[0].name;
     int op = t->p[RW_OP];
     const char *mask = pick3(t->p[RW_MASK], "0xffffffff", "0xFFFFFFFFu", "FULL_MASK");
     const char *shfl = fmt("%s(%s, v, offset)", t->p[RW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync", mask);
     const char *shuffle = FRAG(rw_shuffle, "step", op == 3 ? fmt("v = fmaxf(v, %s);", shfl) : fmt("v += %s;", shfl));
-    const char *reduce = t->p[RW_HELPER] ? fmt("%s = %s(%s);", v, t->kname[1], v) : shuffle;
+    const char *reduce = t->p[RW_HELPER] ? fmt("v = %s(v);", t->kname[1]) : shuffle;
     const char *params = fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", o, 0));
     if (t->p[RW_MASK] == 2) TPL(e, t, "#define FULL_MASK 0xffffffffu\n\n", NULL);
     if (t->p[RW_HELPER])
@@ -397,25 +397,20 @@ static void rw_launch(const Task *t, Emit *e, const Host *h) {
         "k", t->kname[0], "args", fmt("%s, %s, %s, %s", h->in[0], h->out[0], h->size[0], h->size[1]));
 }
 
+// A whole-array sum is the sum of one row of n values.
 static void rw_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0];
     float *o = out[0];
-    if (!rw_is_row(t)) {
-        double s = 0;
-        for (long i = 0; i < t->p[RW_N]; i++) s += x[i];
-        o[0] = (float)s;
-        return;
-    }
-    long R = t->p[RW_ROWS], C = t->p[RW_COLS];
+    int op = t->p[RW_OP];
+    long R = rw_is_row(t) ? t->p[RW_ROWS] : 1, C = rw_is_row(t) ? t->p[RW_COLS] : t->p[RW_N];
     for (long r = 0; r < R; r++) {
-        double s = t->p[RW_OP] == 3 ? -INFINITY : 0;
+        double s = op == 3 ? -INFINITY : 0;
         for (long c = 0; c < C; c++) {
             double v = x[r * C + c];
-            if (t->p[RW_OP] == 2) s += v;
-            else if (t->p[RW_OP] == 3) s = v > s ? v : s;
-            else s += v * v;
+            if (op == 3) s = v > s ? v : s;
+            else s += op == 4 ? v * v : v;
         }
-        o[r] = (float)(t->p[RW_OP] == 4 ? sqrt(s) : s);
+        o[r] = (float)(op == 4 ? sqrt(s) : s);
     }
 }
 
