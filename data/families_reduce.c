@@ -486,22 +486,28 @@ __global__ void $k($params, int n) {
     if (tid == 0) atomicAdd($o, acc);
 }
 )";
+// The accumulation of one index, by vec4 then fma, and the float4 views of vec4 kernels.
+static const char *const dp_step[2][2] = { { "acc += $a[i] * $b[i];", "acc = fmaf($a[i], $b[i], acc);" }, { R"(
+const float4 p = a4[i], q = b4[i];
+acc += p.x * q.x + p.y * q.y + p.z * q.z + p.w * q.w;
+)", R"(
+const float4 p = a4[i], q = b4[i];
+acc = fmaf(p.x, q.x, acc);
+acc = fmaf(p.y, q.y, acc);
+acc = fmaf(p.z, q.z, acc);
+acc = fmaf(p.w, q.w, acc);
+)" } };
+static const char dp_vec4_tpl[] = R"(
+const float4 *a4 = reinterpret_cast<const float4 *>($a);
+const float4 *b4 = reinterpret_cast<const float4 *>($b);
+)";
 static void dp_kernels(const Task *t, Emit *e) {
     Task tt = ro_as_block(t, RO_BLOCK, t->p[DP_BLOCK], t->p[DP_RED], t->p[DP_MASK], t->p[DP_KNAME] % 3);
-    const char *a = t->in[0].name, *b = t->in[1].name, *step;
-    if (!t->p[DP_VEC4])
-        step = t->p[DP_FMA] ? fmt("acc = fmaf(%s[i], %s[i], acc);", a, b) : fmt("acc += %s[i] * %s[i];", a, b);
-    else if (t->p[DP_FMA])
-        step = "const float4 p = a4[i], q = b4[i];\nacc = fmaf(p.x, q.x, acc);\nacc = fmaf(p.y, q.y, acc);\n"
-               "acc = fmaf(p.z, q.z, acc);\nacc = fmaf(p.w, q.w, acc);";
-    else step = "const float4 p = a4[i], q = b4[i];\nacc += p.x * q.x + p.y * q.y + p.z * q.z + p.w * q.w;";
+    const char *a = t->in[0].name, *b = t->in[1].name;
+    int vec4 = t->p[DP_VEC4];
     TPL(e, t, dp_kernel_tpl, "prelude", ro_prelude(&tt), "helpers", ro_helpers(&tt, 1 << RO_SUM), "k", t->kname[0],
-        "params", kernel_params(t), "shared", ro_shared(&tt, "float"), "count", t->p[DP_VEC4] ? "n / 4" : "n", "step",
-        step, "vec",
-        t->p[DP_VEC4] ? fmt("const float4 *a4 = reinterpret_cast<const float4 *>(%s);\n"
-                            "const float4 *b4 = reinterpret_cast<const float4 *>(%s);",
-                            a, b)
-                      : "",
+        "params", kernel_params(t), "shared", ro_shared(&tt, "float"), "count", vec4 ? "n / 4" : "n",
+        "vec", vec4 ? FRAG(dp_vec4_tpl, "a", a, "b", b) : "", "step", FRAG(dp_step[vec4][t->p[DP_FMA]], "a", a, "b", b),
         "reduce", ro_allreduce(&tt, "acc", RO_SUM), "o", t->out[0].name);
 }
 static const char dp_launch_tpl[] = R"(
