@@ -23,17 +23,17 @@ static const char *const s1_names[][2] = { { "in", "out" }, { "x", "y" }, { "sig
                                            { "input", "output" }, { "u", "result" } };
 static const char *const s1_kn[] = { "stencil_1d", "stencil1D", "conv1d_shared", "apply_stencil" };
 
-// Weights w[k + R] = num[k + R] / den.
-static void s1_weights_of(const Task *t, int *num, int *den) {
-    static const int box[3][7] = { { 1, 1, 1 }, { 1, 1, 1, 1, 1 }, { 1, 1, 1, 1, 1, 1, 1 } };
-    static const int binom[3][7] = { { 1, 2, 1 }, { 1, 4, 6, 4, 1 }, { 1, 6, 15, 20, 15, 6, 1 } };
-    static const int d2[3][7] = { { 1, -2, 1 }, { -1, 16, -30, 16, -1 }, { 2, -27, 270, -490, 270, -27, 2 } };
-    static const int dens[3][3] = { { 3, 5, 7 }, { 4, 16, 64 }, { 1, 12, 180 } };
-    int R = t->p[S1_R], w = t->p[S1_W];
-    const int(*src)[7] = w == 0 ? box : w == 1 ? binom : d2;
-    for (int k = 0; k < 2 * R + 1; k++) num[k] = src[R - 1][k];
-    *den = dens[w][R - 1];
-}
+// The weights, by weights: Task Names (by tname), and for radius 1, 2, 3 the taps
+// w[k + R] = num[k + R] / den.
+static const struct { const char *tname[3]; int num[3][7], den[3]; } s1_w[] = {
+    { { "Moving_Average_1D", "Box_Filter_1D", "Stencil_1D_Average" },
+      { { 1, 1, 1 }, { 1, 1, 1, 1, 1 }, { 1, 1, 1, 1, 1, 1, 1 } }, { 3, 5, 7 } },
+    { { "Binomial_Smoothing_1D", "Gaussian_Stencil_1D", "Binomial_Filter_1D" },
+      { { 1, 2, 1 }, { 1, 4, 6, 4, 1 }, { 1, 6, 15, 20, 15, 6, 1 } }, { 4, 16, 64 } },
+    { { "Second_Derivative_1D", "Laplacian_1D", "Finite_Difference_1D" },
+      { { 1, -2, 1 }, { -1, 16, -30, 16, -1 }, { 2, -27, 270, -490, 270, -27, 2 } }, { 1, 12, 180 } } };
+static const int *s1_num(const Task *t) { return s1_w[t->p[S1_W]].num[t->p[S1_R] - 1]; }
+static int s1_den(const Task *t) { return s1_w[t->p[S1_W]].den[t->p[S1_R] - 1]; }
 
 static void s1_draw(Task *t, Rng *r) {
     (void)r;
@@ -59,8 +59,8 @@ static void s1_layout(Task *t) {
 // The weighted sum w[0] * tile[l - R] + ... over the taps, as the prompt (x[i-1]) or
 // the kernel (tile[l - 1], coefficients as float literals) writes it.
 static const char *s1_sum(const Task *t, const char *x, const char *i, int literals) {
-    int num[7], den, R = t->p[S1_R];
-    s1_weights_of(t, num, &den);
+    const int *num = s1_num(t);
+    int R = t->p[S1_R];
     Buf s = { 0 };
     for (int k = -R; k <= R; k++) {
         int w = num[k + R];
@@ -75,17 +75,14 @@ static const char *s1_sum(const Task *t, const char *x, const char *i, int liter
 }
 
 static void s1_describe(const Task *t, Buf *name, Buf *desc) {
-    int num[7], den, R = t->p[S1_R];
-    s1_weights_of(t, num, &den);
-    static const char *const nm[3][3] = { { "Moving_Average_1D", "Box_Filter_1D", "Stencil_1D_Average" },
-                                          { "Binomial_Smoothing_1D", "Gaussian_Stencil_1D", "Binomial_Filter_1D" },
-                                          { "Second_Derivative_1D", "Laplacian_1D", "Finite_Difference_1D" } };
-    buf_puts(name, nm[t->p[S1_W]][t->p[S1_TNAME]]);
+    static const char *const bound[] = { "Elements outside [0, %d) count as 0. ",
+                                         "Indices outside [0, %d) are clamped to the nearest end. " };
     const char *x = t->in[0].name, *y = t->out[0].name;
+    int den = s1_den(t), R = t->p[S1_R];
+    buf_puts(name, s1_w[t->p[S1_W]].tname[t->p[S1_TNAME]]);
     buf_printf(desc, "1-D stencil of radius %d over %d elements: %s[i] = (%s", R, t->p[S1_N], y, s1_sum(t, x, "i", 0));
     buf_printf(desc, ")%s. ", den == 1 ? "" : fmt(" / %d", den));
-    if (t->p[S1_BOUND] == 0) buf_printf(desc, "Elements outside [0, %d) count as 0. ", t->p[S1_N]);
-    else buf_printf(desc, "Indices outside [0, %d) are clamped to the nearest end. ", t->p[S1_N]);
+    buf_printf(desc, bound[t->p[S1_BOUND]], t->p[S1_N]);
     buf_puts(desc, "Load each block's tile plus a halo into shared memory first.");
 }
 
@@ -138,8 +135,8 @@ $y[g] = acc;
 )";
 
 static void s1_kernels(const Task *t, Emit *e) {
-    int num[7], den, R = t->p[S1_R], sh = t->p[S1_SHMEM], lit = t->p[S1_WSTYLE], lf = t->p[S1_LOADFN];
-    s1_weights_of(t, num, &den);
+    const int *num = s1_num(t);
+    int den = s1_den(t), R = t->p[S1_R], sh = t->p[S1_SHMEM], lit = t->p[S1_WSTYLE], lf = t->p[S1_LOADFN];
     const char *x = t->in[0].name, *y = t->out[0].name, *BS = pick3(sh, "BLOCK_SIZE", "BLOCK", "blockDim.x");
     const char *value = t->p[S1_BOUND] == 0 ? fmt("(j >= 0 && j < n) ? %s[j] : 0.0f", x)
                                             : fmt("%s[j < 0 ? 0 : (j >= n ? n - 1 : j)]", x);
@@ -193,8 +190,8 @@ static void s1_launch(const Task *t, Emit *e, const Host *h) {
 }
 
 static void s1_ref(const Task *t, const void *const *in, void *const *out) {
-    int num[7], den, R = t->p[S1_R];
-    s1_weights_of(t, num, &den);
+    const int *num = s1_num(t);
+    int den = s1_den(t), R = t->p[S1_R];
     const float *x = in[0];
     float *y = out[0];
     long n = t->p[S1_N];
