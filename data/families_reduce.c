@@ -122,7 +122,8 @@ static const char *rb_f(const Task *t, const char *v) {
 static const char *rb_comb(const Task *t, const char *a, const char *b) {
     return t->p[RB_OP] == 2 ? fmt("fmaxf(%s, %s)", a, b) : fmt("%s + %s", a, b);
 }
-// A grid-stride pass 1 of sum or absmax reduces the partials itself in pass 2.
+// With a grid-stride load, the pass-1 kernel of sum or absmax serves as pass 2 too (that of
+// sumsq would square the partials).
 static int rb_self_pass2(const Task *t) { return t->p[RB_LOAD] == 2 && t->p[RB_OP] != 1; }
 
 static void rb_kernels(const Task *t, Emit *e) {
