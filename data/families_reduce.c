@@ -27,18 +27,26 @@ static const ParamDesc rb_params[] = {
     [RB_TNAME] = { "tname", NULL, 0, "0..2" }, [RB_CAP] = { "cap", NULL, 0, "128 256 1024" },
     [RB_NP] = { NULL, NULL, 0, NULL } };
 
+// The operations, by op: kernel names (by kname), Task Names (by tname), the prompt's formula.
+static const struct { const char *kn[4], *tname[3], *what; } rb_op[] = {
+    { { "reduce_sum", "blockReduceSum", "sum_kernel", "reduce_block" },
+      { "Sum_Reduction", "Array_Sum", "Parallel_Reduction_Sum" }, "the sum of all %d elements of %s" },
+    { { "reduce_sumsq", "sumOfSquares", "sumsq_kernel", "reduce_squares" },
+      { "Sum_Of_Squares", "Squared_Norm", "Sum_Squares_Reduction" },
+      "the sum of the squares of all %d elements of %s" },
+    { { "reduce_absmax", "absMaxKernel", "absmax_kernel", "reduce_max_abs" },
+      { "Max_Abs_Reduction", "Absolute_Maximum", "Infinity_Norm" },
+      "the largest absolute value among the %d elements of %s" } };
+static const char *const rb_names[][2] = { { "x", "sum" }, { "input", "total" }, { "values", "result" },
+                                           { "data", "out" } };
+static const char *const rb_pass2_names[] = { "reduce_final", "finalReduce", "reduce_partials", "finish_reduction" };
+
 static void rb_draw(Task *t, Rng *r) {
     (void)r;
-    static const char *const names[][2] = { { "x", "sum" }, { "input", "total" }, { "values", "result" },
-                                            { "data", "out" } };
-    static const char *const kn[3][4] = { { "reduce_sum", "blockReduceSum", "sum_kernel", "reduce_block" },
-                                          { "reduce_sumsq", "sumOfSquares", "sumsq_kernel", "reduce_squares" },
-                                          { "reduce_absmax", "absMaxKernel", "absmax_kernel", "reduce_max_abs" } };
-    static const char *const fin[] = { "reduce_final", "finalReduce", "reduce_partials", "finish_reduction" };
-    SETNAME(t->in[0].name, "%s", names[t->p[RB_NAMES]][0]);
-    SETNAME(t->out[0].name, "%s", names[t->p[RB_NAMES]][1]);
-    SETNAME(t->kname[0], "%s", kn[t->p[RB_OP]][t->p[RB_KNAME]]);
-    SETNAME(t->kname[1], "%s", fin[t->p[RB_KNAME]]);
+    SETNAME(t->in[0].name, "%s", rb_names[t->p[RB_NAMES]][0]);
+    SETNAME(t->out[0].name, "%s", rb_names[t->p[RB_NAMES]][1]);
+    SETNAME(t->kname[0], "%s", rb_op[t->p[RB_OP]].kn[t->p[RB_KNAME]]);
+    SETNAME(t->kname[1], "%s", rb_pass2_names[t->p[RB_KNAME]]);
     SETNAME(t->slug, "%s", rb_ops[t->p[RB_OP]]);
 }
 
@@ -53,62 +61,37 @@ static void rb_layout(Task *t) {
 }
 
 static void rb_describe(const Task *t, Buf *name, Buf *desc) {
-    static const char *const nm[3][3] = { { "Sum_Reduction", "Array_Sum", "Parallel_Reduction_Sum" },
-                                          { "Sum_Of_Squares", "Squared_Norm", "Sum_Squares_Reduction" },
-                                          { "Max_Abs_Reduction", "Absolute_Maximum", "Infinity_Norm" } };
-    static const char *const what[] = { "the sum of all %d elements of %s",
-                                        "the sum of the squares of all %d elements of %s",
-                                        "the largest absolute value among the %d elements of %s" };
     static const char *const finish[] = { "; a second kernel launch reduces the per-block partial results.",
                                           "; block results are combined with atomicAdd.",
                                           "; block results are combined with atomicMax on the float bits (valid "
                                           "because they are non-negative)." };
-    buf_puts(name, nm[t->p[RB_OP]][t->p[RB_TNAME]]);
+    buf_puts(name, rb_op[t->p[RB_OP]].tname[t->p[RB_TNAME]]);
     buf_printf(desc, "Compute %s[0] = ", t->out[0].name);
-    buf_printf(desc, what[t->p[RB_OP]], t->p[RB_N], t->in[0].name);
+    buf_printf(desc, rb_op[t->p[RB_OP]].what, t->p[RB_N], t->in[0].name);
     buf_puts(desc, ". Each block reduces its part in shared memory with a tree of __syncthreads() steps");
     buf_puts(desc, finish[t->p[RB_FINISH] == 0 ? 0 : t->p[RB_OP] == 2 ? 2 : 1]);
 }
 
-// Pass 1 (or the only kernel): each block reduces its elements in sdata; thread 0 writes
-// the block's result. Pass 2 reduces the partials with one block.
+// A block's reduction in sdata: the kernel (pass 1), and with two_pass the same kernel shape
+// again for pass 2, where one block reduces the partials. load: how the values reach sdata.
 static const char rb_kernel[] = R"(
 $define
 /// $comment
 $template
-__global__ void $kname($params, int n) {
+__global__ void $kname($params, int $n) {
     $sdata
     const unsigned int tid = threadIdx.x;
     $load
     __syncthreads();
-    $tree
-    if (tid == 0) {
-        $finish
+    //? tree reduction: halve the active threads each step
+    for (unsigned int s = $B / 2; s > 0; s >>= 1) {
+        if (tid < s) sdata[tid] = $tree_combine;
+        __syncthreads();
     }
+    $finish
 }
 )";
-static const char rb_pass2[] = R"(
-
-/// Pass 2: one block reduces the per-block partial results.
-$template
-__global__ void $kname($params, int count) {
-    $sdata
-    const unsigned int tid = threadIdx.x;
-    float v = 0.0f;
-    for (int i = tid; i < count; i += blockDim.x) v = $combine;
-    sdata[tid] = v;
-    __syncthreads();
-    $tree
-    if (tid == 0) $out[0] = sdata[0];
-}
-)";
-static const char rb_tree[] = R"(
-//? tree reduction: halve the active threads each step
-for (unsigned int s = $B / 2; s > 0; s >>= 1) {
-    if (tid < s) sdata[tid] = $combine;
-    __syncthreads();
-}
-)";
+// By load, then the load of pass 2.
 static const char *const rb_load[] = { R"(
 const unsigned int i = blockIdx.x * blockDim.x + tid;
 sdata[tid] = i < n ? $f_i : 0.0f;
@@ -126,85 +109,90 @@ for (int i = blockIdx.x * blockDim.x + tid; i < n; i += blockDim.x * gridDim.x) 
     v = $combine_i;
 }
 sdata[tid] = v;
+)", R"(
+float v = 0.0f;
+for (int i = tid; i < count; i += blockDim.x) v = $combine_i;
+sdata[tid] = v;
 )" };
 
+// The value an element contributes, and how two values combine.
 static const char *rb_f(const Task *t, const char *v) {
     return t->p[RB_OP] == 0 ? v : t->p[RB_OP] == 1 ? fmt("%s * %s", v, v) : fmt("fabsf(%s)", v);
 }
 static const char *rb_comb(const Task *t, const char *a, const char *b) {
     return t->p[RB_OP] == 2 ? fmt("fmaxf(%s, %s)", a, b) : fmt("%s + %s", a, b);
 }
+// With a grid-stride load, the pass-1 kernel of sum or absmax serves as pass 2 too (that of
+// sumsq would square the partials).
+static int rb_self_pass2(const Task *t) { return t->p[RB_LOAD] == 2 && t->p[RB_OP] != 1; }
 
 static void rb_kernels(const Task *t, Emit *e) {
     int sh = t->p[RB_SHMEM], fin = t->p[RB_FINISH], op = t->p[RB_OP];
     const char *B = pick3(sh, "BLOCK_SIZE", "BLOCK", "blockDim.x"), *x = t->in[0].name, *o = t->out[0].name;
-    const char *outp = fin == 0 ? "partial" : o;
-    const char *tmpl = sh == 1 ? "template <int BLOCK>" : "";
+    const char *tmpl = sh == 1 ? "template <int BLOCK>" : "", *xi = fmt("%s[i]", x);
     const char *sdata = sh == 2 ? "extern __shared__ float sdata[];" : fmt("__shared__ float sdata[%s];", B);
-    const char *tree = FRAG(rb_tree, "B", B, "combine", rb_comb(t, "sdata[tid]", "sdata[tid + s]"));
-    const char *xi = fmt("%s[i]", x);
+    const char *finish = fin == 0 ? "partial[blockIdx.x] = sdata[0];"
+                         : op == 2 ? fmt("atomicMax((int *)%s, __float_as_int(sdata[0]));", o)
+                                   : fmt("atomicAdd(%s, sdata[0]);", o);
     TPL(e, t, rb_kernel, "define", sh == 0 ? fmt("#define BLOCK_SIZE %d\n\n", t->p[RB_BLOCK]) : "", "comment",
         fin == 0 ? "Pass 1: each block reduces its elements and writes one partial result."
                  : "Each block reduces its elements in shared memory; thread 0 adds the block's result to the output.",
-        "template", tmpl, "kname", t->kname[0], "params",
-        fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", outp, 0)), "sdata", sdata, "load",
-        FRAG(rb_load[t->p[RB_LOAD]], "f_i", rb_f(t, xi), "combine_i", rb_comb(t, "v", rb_f(t, xi)), "combine_next",
-             rb_comb(t, "v", rb_f(t, fmt("%s[i + blockDim.x]", x)))),
-        "tree", tree, "finish",
-        fin == 0  ? "partial[blockIdx.x] = sdata[0];"
-        : op == 2 ? fmt("atomicMax((int *)%s, __float_as_int(sdata[0]));", o)
-                  : fmt("atomicAdd(%s, sdata[0]);", o));
-    if (fin == 0 && !(t->p[RB_LOAD] == 2 && op != 1)) // a grid-stride pass 1 reduces the partials too
-        TPL(e, t, rb_pass2, "template", tmpl, "kname", t->kname[1], "sdata", sdata, "tree", tree, "out", o,
-            "params", fmt("%s, %s", ptr_param(t, "float", "partial", 1), ptr_param(t, "float", o, 0)),
-            "combine", rb_comb(t, "v", "partial[i]"));
+        "template", tmpl, "kname", t->kname[0], "n", "n", "sdata", sdata, "B", B,
+        "params", fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", fin == 0 ? "partial" : o, 0)),
+        "load", FRAG(rb_load[t->p[RB_LOAD]], "f_i", rb_f(t, xi), "combine_i", rb_comb(t, "v", rb_f(t, xi)),
+                     "combine_next", rb_comb(t, "v", rb_f(t, fmt("%s[i + blockDim.x]", x)))),
+        "tree_combine", rb_comb(t, "sdata[tid]", "sdata[tid + s]"),
+        "finish", FRAG("if (tid == 0) {\n    $finish\n}", "finish", finish));
+    if (fin == 1 || rb_self_pass2(t)) return;
+    em_blank(e);
+    TPL(e, t, rb_kernel, "define", "", "comment", "Pass 2: one block reduces the per-block partial results.",
+        "template", tmpl, "kname", t->kname[1], "n", "count", "sdata", sdata, "B", B,
+        "params", fmt("%s, %s", ptr_param(t, "float", "partial", 1), ptr_param(t, "float", o, 0)),
+        "load", FRAG(rb_load[3], "combine_i", rb_comb(t, "v", "partial[i]")),
+        "tree_combine", rb_comb(t, "sdata[tid]", "sdata[tid + s]"),
+        "finish", fmt("if (tid == 0) %s[0] = sdata[0];", o));
 }
 
+// The launch: blocks by load (two elements a thread, or a capped grid-stride grid), pass 1,
+// and with two_pass pass 2 over the partials in a scratch buffer.
 static const char rb_launch_tpl[] = R"(
 const int threads = $threads;
 $blocks
-$launches
+$alloc
+$k1<<<blocks$smem>>>($in, $out1, $n);
+$pass2
 )";
 static const char *const rb_blocks[] = { "const int blocks = ($n + threads - 1) / threads;",
                                          "const int blocks = ($n + 2 * threads - 1) / (2 * threads);", R"(
 int blocks = ($n + threads - 1) / threads;
 if (blocks > $cap) blocks = $cap;
 )" };
-static const char rb_two_passes[] = R"(
-$alloc
-$k1<<<$cfg>>>($in, $partial, $n);
-$k2<<<$cfg1>>>($partial, $out, blocks);
+static const char rb_pass2_launch[] = R"(
+$k2<<<1$smem>>>($partial, $out, blocks);
 $sync
 $free
 )";
 
 static void rb_launch(const Task *t, Emit *e, const Host *h) {
-    int sh = t->p[RB_SHMEM], B = t->p[RB_BLOCK];
+    int sh = t->p[RB_SHMEM], B = t->p[RB_BLOCK], two = t->p[RB_FINISH] == 0;
     const char *k1 = sh == 1 ? fmt("%s<%d>", t->kname[0], B) : t->kname[0];
-    const char *k2 = t->p[RB_LOAD] == 2 && t->p[RB_OP] != 1 ? k1
-                     : sh == 1                              ? fmt("%s<%d>", t->kname[1], B)
-                                                            : t->kname[1];
-    const char *pn = fmt("%spartial%s", dev_affix[t->st.devname][0], dev_affix[t->st.devname][1]);
-    const char *cfg = sh == 2 ? "blocks, threads, threads * sizeof(float)" : "blocks, threads";
-    const char *launches =
-        t->p[RB_FINISH] == 1
-            ? fmt("%s<<<%s>>>(%s, %s, %s);", k1, cfg, h->in[0], h->out[0], h->size[0])
-            : FRAG(rb_two_passes, "alloc", dev_alloc(t, "float", pn, "blocks"), "k1", k1, "cfg", cfg, "in", h->in[0],
-                   "partial", pn, "n", h->size[0], "k2", k2, "cfg1",
-                   sh == 2 ? "1, threads, threads * sizeof(float)" : "1, threads", "out", h->out[0], "sync",
-                   checked(t, "cudaDeviceSynchronize()"), "free", checked(t, fmt("cudaFree(%s)", pn)));
-    TPL(e, t, rb_launch_tpl, "threads", sh == 0 ? "BLOCK_SIZE" : fmt("%d", B), "blocks",
-        FRAG(rb_blocks[t->p[RB_LOAD]], "n", h->size[0], "cap", fmt("%d", t->p[RB_CAP])), "launches", launches);
+    const char *k2 = rb_self_pass2(t) ? k1 : sh == 1 ? fmt("%s<%d>", t->kname[1], B) : t->kname[1];
+    const char *pn = dname(t, "partial"), *smem = sh == 2 ? ", threads, threads * sizeof(float)" : ", threads";
+    TPL(e, t, rb_launch_tpl, "threads", sh == 0 ? "BLOCK_SIZE" : fmt("%d", B),
+        "blocks", FRAG(rb_blocks[t->p[RB_LOAD]], "n", h->size[0], "cap", fmt("%d", t->p[RB_CAP])),
+        "alloc", two ? dev_alloc(t, "float", pn, "blocks") : "", "k1", k1, "smem", smem, "in", h->in[0],
+        "out1", two ? pn : h->out[0], "n", h->size[0],
+        "pass2", !two ? "" : FRAG(rb_pass2_launch, "k2", k2, "smem", smem, "partial", pn, "out", h->out[0],
+                                  "sync", checked(t, "cudaDeviceSynchronize()"),
+                                  "free", checked(t, fmt("cudaFree(%s)", pn))));
 }
 
 static void rb_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0];
     double acc = 0;
     for (long i = 0; i < t->p[RB_N]; i++) {
-        double v = x[i];
-        if (t->p[RB_OP] == 0) acc += v;
-        else if (t->p[RB_OP] == 1) acc += v * v;
-        else if (fabs(v) > acc) acc = fabs(v);
+        double v = t->p[RB_OP] == 0 ? x[i] : t->p[RB_OP] == 1 ? (double)x[i] * x[i] : fabs(x[i]);
+        acc = t->p[RB_OP] == 2 ? fmax(acc, v) : acc + v;
     }
     ((float *)out[0])[0] = (float)acc;
 }
@@ -229,18 +217,31 @@ static const ParamDesc rw_params[] = {
     [RW_NAMES] = { "names", NULL, 0, "0..3" }, [RW_TNAME] = { "tname", NULL, 0, "0..2" },
     [RW_CAP] = { "cap", NULL, 0, "256 1024 2048" }, [RW_NP] = { NULL, NULL, 0, NULL } };
 
+// The operations, by op: kernel names (by kname), Task Names (by tname), and the prompt's
+// formula: for the whole-array sums how the warps' sums are combined (%s: the output), for
+// the row operations the value of row r.
+static const struct { const char *kn[4], *tname[3], *what; } rw_op[] = {
+    { { "warp_sum_kernel", "warpReduceSumKernel", "sum_shfl", "reduce_warp" },
+      { "Warp_Shuffle_Sum", "Sum_With_Warp_Shuffles", "Shuffle_Reduction" },
+      "; lane 0 of each warp adds its warp's sum to %s[0] with atomicAdd." },
+    { { "block_sum_kernel", "blockSumWarps", "sum_two_level", "reduce_block_warps" },
+      { "Two_Level_Warp_Sum", "Block_Sum_Warp_Shuffle", "Hierarchical_Sum" },
+      ", combine the warp sums of a block through shared memory with a second warp-level step, then atomicAdd the "
+      "block sum." },
+    { { "row_sum_kernel", "rowSumWarp", "row_sums", "sum_rows" }, { "Row_Sum", "Matrix_Row_Sums", "Row_Wise_Sum" },
+      "the sum of row r" },
+    { { "row_max_kernel", "rowMaxWarp", "row_max", "max_rows" }, { "Row_Max", "Matrix_Row_Maximum", "Row_Wise_Max" },
+      "the maximum of row r" },
+    { { "row_norm_kernel", "rowNormWarp", "row_l2_norm", "norm_rows" },
+      { "Row_L2_Norm", "Matrix_Row_Norms", "Row_Wise_Euclidean_Norm" }, "sqrt(sum of squares of row r)" } };
+static const char *const rw_names[][2] = { { "x", "out" }, { "input", "result" }, { "values", "sums" },
+                                           { "data", "reduced" } };
+static const char *const rw_helper_names[] = { "warp_reduce", "warpReduce", "warp_allreduce", "shfl_reduce" };
+
 static int rw_is_row(const Task *t) { return t->p[RW_OP] >= 2; }
 
+// Row operations: rows x cols (at most 2.1 M values) and 1-8 warps a block; whole-array sums: n.
 static void rw_draw(Task *t, Rng *r) {
-    static const char *const names[][2] = { { "x", "out" }, { "input", "result" }, { "values", "sums" },
-                                            { "data", "reduced" } };
-    static const char *const kn[5][4] = { { "warp_sum_kernel", "warpReduceSumKernel", "sum_shfl", "reduce_warp" },
-                                          { "block_sum_kernel", "blockSumWarps", "sum_two_level",
-                                            "reduce_block_warps" },
-                                          { "row_sum_kernel", "rowSumWarp", "row_sums", "sum_rows" },
-                                          { "row_max_kernel", "rowMaxWarp", "row_max", "max_rows" },
-                                          { "row_norm_kernel", "rowNormWarp", "row_l2_norm", "norm_rows" } };
-    static const char *const hn[] = { "warp_reduce", "warpReduce", "warp_allreduce", "shfl_reduce" };
     if (rw_is_row(t)) {
         t->p[RW_N] = 0;
         do {
@@ -251,11 +252,11 @@ static void rw_draw(Task *t, Rng *r) {
     } else {
         t->p[RW_BLOCK] = rng_pick(r, "128 256 512 1024");
     }
-    SETNAME(t->in[0].name, "%s", names[t->p[RW_NAMES]][0]);
-    SETNAME(t->out[0].name, "%s", names[t->p[RW_NAMES]][1]);
-    SETNAME(t->kname[0], "%s", kn[t->p[RW_OP]][t->p[RW_KNAME]]);
     int camel = t->p[RW_KNAME] == 1;
-    SETNAME(t->kname[1], "%s%s", hn[t->p[RW_KNAME]],
+    SETNAME(t->in[0].name, "%s", rw_names[t->p[RW_NAMES]][0]);
+    SETNAME(t->out[0].name, "%s", rw_names[t->p[RW_NAMES]][1]);
+    SETNAME(t->kname[0], "%s", rw_op[t->p[RW_OP]].kn[t->p[RW_KNAME]]);
+    SETNAME(t->kname[1], "%s%s", rw_helper_names[t->p[RW_KNAME]],
             t->p[RW_OP] == 3 ? (camel ? "Max" : "_max") : (camel ? "Sum" : "_sum"));
     SETNAME(t->slug, "%s", rw_ops[t->p[RW_OP]]);
 }
@@ -281,28 +282,16 @@ static void rw_layout(Task *t) {
 }
 
 static void rw_describe(const Task *t, Buf *name, Buf *desc) {
-    static const char *const nm[5][3] = { { "Warp_Shuffle_Sum", "Sum_With_Warp_Shuffles", "Shuffle_Reduction" },
-                                          { "Two_Level_Warp_Sum", "Block_Sum_Warp_Shuffle", "Hierarchical_Sum" },
-                                          { "Row_Sum", "Matrix_Row_Sums", "Row_Wise_Sum" },
-                                          { "Row_Max", "Matrix_Row_Maximum", "Row_Wise_Max" },
-                                          { "Row_L2_Norm", "Matrix_Row_Norms", "Row_Wise_Euclidean_Norm" } };
-    static const char *const what[] = { "the sum of row r", "the maximum of row r", "sqrt(sum of squares of row r)" };
-    buf_puts(name, nm[t->p[RW_OP]][t->p[RW_TNAME]]);
     const char *x = t->in[0].name, *o = t->out[0].name, *sh = t->p[RW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync";
-    if (rw_is_row(t))
-        buf_printf(
-            desc,
-            "%s is a %d x %d row-major matrix. Compute %s[r] = %s, one warp per row, reducing across lanes with %s.", x,
-            t->p[RW_ROWS], t->p[RW_COLS], o, what[t->p[RW_OP] - 2], sh);
-    else if (t->p[RW_OP] == 0)
-        buf_printf(desc, "Compute %s[0] = the sum of the %d elements of %s. Reduce within each warp with %s; "
-                         "lane 0 of each warp adds its warp's sum to %s[0] with atomicAdd.", o, t->p[RW_N], x, sh, o);
-    else
-        buf_printf(
-            desc,
-            "Compute %s[0] = the sum of the %d elements of %s. Reduce within each warp with %s, combine the warp "
-            "sums of a block through shared memory with a second warp-level step, then atomicAdd the block sum.",
-            o, t->p[RW_N], x, sh);
+    buf_puts(name, rw_op[t->p[RW_OP]].tname[t->p[RW_TNAME]]);
+    if (rw_is_row(t)) {
+        buf_printf(desc, "%s is a %d x %d row-major matrix. Compute %s[r] = %s, one warp per row, reducing across "
+                   "lanes with %s.", x, t->p[RW_ROWS], t->p[RW_COLS], o, rw_op[t->p[RW_OP]].what, sh);
+        return;
+    }
+    buf_printf(desc, "Compute %s[0] = the sum of the %d elements of %s. Reduce within each warp with %s", o,
+               t->p[RW_N], x, sh);
+    buf_printf(desc, rw_op[t->p[RW_OP]].what, o);
 }
 
 // The shuffle loop over offsets 16, 8, 4, 2, 1; the optional helper holding it; the
@@ -360,12 +349,12 @@ if (warp == 0) {
 )";
 
 static void rw_kernels(const Task *t, Emit *e) {
-    const char *x = t->in[0].name, *o = t->out[0].name, *v = "v";
+    const char *x = t->in[0].name, *o = t->out[0].name;
     int op = t->p[RW_OP];
     const char *mask = pick3(t->p[RW_MASK], "0xffffffff", "0xFFFFFFFFu", "FULL_MASK");
     const char *shfl = fmt("%s(%s, v, offset)", t->p[RW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync", mask);
     const char *shuffle = FRAG(rw_shuffle, "step", op == 3 ? fmt("v = fmaxf(v, %s);", shfl) : fmt("v += %s;", shfl));
-    const char *reduce = t->p[RW_HELPER] ? fmt("%s = %s(%s);", v, t->kname[1], v) : shuffle;
+    const char *reduce = t->p[RW_HELPER] ? fmt("v = %s(v);", t->kname[1]) : shuffle;
     const char *params = fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", o, 0));
     if (t->p[RW_MASK] == 2) TPL(e, t, "#define FULL_MASK 0xffffffffu\n\n", NULL);
     if (t->p[RW_HELPER])
@@ -409,25 +398,20 @@ static void rw_launch(const Task *t, Emit *e, const Host *h) {
         "k", t->kname[0], "args", fmt("%s, %s, %s, %s", h->in[0], h->out[0], h->size[0], h->size[1]));
 }
 
+// A whole-array sum is the sum of one row of n values.
 static void rw_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0];
     float *o = out[0];
-    if (!rw_is_row(t)) {
-        double s = 0;
-        for (long i = 0; i < t->p[RW_N]; i++) s += x[i];
-        o[0] = (float)s;
-        return;
-    }
-    long R = t->p[RW_ROWS], C = t->p[RW_COLS];
+    int op = t->p[RW_OP];
+    long R = rw_is_row(t) ? t->p[RW_ROWS] : 1, C = rw_is_row(t) ? t->p[RW_COLS] : t->p[RW_N];
     for (long r = 0; r < R; r++) {
-        double s = t->p[RW_OP] == 3 ? -INFINITY : 0;
+        double s = op == 3 ? -INFINITY : 0;
         for (long c = 0; c < C; c++) {
             double v = x[r * C + c];
-            if (t->p[RW_OP] == 2) s += v;
-            else if (t->p[RW_OP] == 3) s = v > s ? v : s;
-            else s += v * v;
+            if (op == 3) s = v > s ? v : s;
+            else s += op == 4 ? v * v : v;
         }
-        o[r] = (float)(t->p[RW_OP] == 4 ? sqrt(s) : s);
+        o[r] = (float)(op == 4 ? sqrt(s) : s);
     }
 }
 
@@ -503,22 +487,28 @@ __global__ void $k($params, int n) {
     if (tid == 0) atomicAdd($o, acc);
 }
 )";
+// The accumulation of one index, by vec4 then fma, and the float4 views of vec4 kernels.
+static const char *const dp_step[2][2] = { { "acc += $a[i] * $b[i];", "acc = fmaf($a[i], $b[i], acc);" }, { R"(
+const float4 p = a4[i], q = b4[i];
+acc += p.x * q.x + p.y * q.y + p.z * q.z + p.w * q.w;
+)", R"(
+const float4 p = a4[i], q = b4[i];
+acc = fmaf(p.x, q.x, acc);
+acc = fmaf(p.y, q.y, acc);
+acc = fmaf(p.z, q.z, acc);
+acc = fmaf(p.w, q.w, acc);
+)" } };
+static const char dp_vec4_tpl[] = R"(
+const float4 *a4 = reinterpret_cast<const float4 *>($a);
+const float4 *b4 = reinterpret_cast<const float4 *>($b);
+)";
 static void dp_kernels(const Task *t, Emit *e) {
     Task tt = ro_as_block(t, RO_BLOCK, t->p[DP_BLOCK], t->p[DP_RED], t->p[DP_MASK], t->p[DP_KNAME] % 3);
-    const char *a = t->in[0].name, *b = t->in[1].name, *step;
-    if (!t->p[DP_VEC4])
-        step = t->p[DP_FMA] ? fmt("acc = fmaf(%s[i], %s[i], acc);", a, b) : fmt("acc += %s[i] * %s[i];", a, b);
-    else if (t->p[DP_FMA])
-        step = "const float4 p = a4[i], q = b4[i];\nacc = fmaf(p.x, q.x, acc);\nacc = fmaf(p.y, q.y, acc);\n"
-               "acc = fmaf(p.z, q.z, acc);\nacc = fmaf(p.w, q.w, acc);";
-    else step = "const float4 p = a4[i], q = b4[i];\nacc += p.x * q.x + p.y * q.y + p.z * q.z + p.w * q.w;";
+    const char *a = t->in[0].name, *b = t->in[1].name;
+    int vec4 = t->p[DP_VEC4];
     TPL(e, t, dp_kernel_tpl, "prelude", ro_prelude(&tt), "helpers", ro_helpers(&tt, 1 << RO_SUM), "k", t->kname[0],
-        "params", kernel_params(t), "shared", ro_shared(&tt, "float"), "count", t->p[DP_VEC4] ? "n / 4" : "n", "step",
-        step, "vec",
-        t->p[DP_VEC4] ? fmt("const float4 *a4 = reinterpret_cast<const float4 *>(%s);\n"
-                            "const float4 *b4 = reinterpret_cast<const float4 *>(%s);",
-                            a, b)
-                      : "",
+        "params", kernel_params(t), "shared", ro_shared(&tt, "float"), "count", vec4 ? "n / 4" : "n",
+        "vec", vec4 ? FRAG(dp_vec4_tpl, "a", a, "b", b) : "", "step", FRAG(dp_step[vec4][t->p[DP_FMA]], "a", a, "b", b),
         "reduce", ro_allreduce(&tt, "acc", RO_SUM), "o", t->out[0].name);
 }
 static const char dp_launch_tpl[] = R"(

@@ -23,17 +23,17 @@ static const char *const s1_names[][2] = { { "in", "out" }, { "x", "y" }, { "sig
                                            { "input", "output" }, { "u", "result" } };
 static const char *const s1_kn[] = { "stencil_1d", "stencil1D", "conv1d_shared", "apply_stencil" };
 
-// Weights w[k + R] = num[k + R] / den.
-static void s1_weights_of(const Task *t, int *num, int *den) {
-    static const int box[3][7] = { { 1, 1, 1 }, { 1, 1, 1, 1, 1 }, { 1, 1, 1, 1, 1, 1, 1 } };
-    static const int binom[3][7] = { { 1, 2, 1 }, { 1, 4, 6, 4, 1 }, { 1, 6, 15, 20, 15, 6, 1 } };
-    static const int d2[3][7] = { { 1, -2, 1 }, { -1, 16, -30, 16, -1 }, { 2, -27, 270, -490, 270, -27, 2 } };
-    static const int dens[3][3] = { { 3, 5, 7 }, { 4, 16, 64 }, { 1, 12, 180 } };
-    int R = t->p[S1_R], w = t->p[S1_W];
-    const int(*src)[7] = w == 0 ? box : w == 1 ? binom : d2;
-    for (int k = 0; k < 2 * R + 1; k++) num[k] = src[R - 1][k];
-    *den = dens[w][R - 1];
-}
+// The weights, by weights: Task Names (by tname), and for radius 1, 2, 3 the taps
+// w[k + R] = num[k + R] / den.
+static const struct { const char *tname[3]; int num[3][7], den[3]; } s1_w[] = {
+    { { "Moving_Average_1D", "Box_Filter_1D", "Stencil_1D_Average" },
+      { { 1, 1, 1 }, { 1, 1, 1, 1, 1 }, { 1, 1, 1, 1, 1, 1, 1 } }, { 3, 5, 7 } },
+    { { "Binomial_Smoothing_1D", "Gaussian_Stencil_1D", "Binomial_Filter_1D" },
+      { { 1, 2, 1 }, { 1, 4, 6, 4, 1 }, { 1, 6, 15, 20, 15, 6, 1 } }, { 4, 16, 64 } },
+    { { "Second_Derivative_1D", "Laplacian_1D", "Finite_Difference_1D" },
+      { { 1, -2, 1 }, { -1, 16, -30, 16, -1 }, { 2, -27, 270, -490, 270, -27, 2 } }, { 1, 12, 180 } } };
+static const int *s1_num(const Task *t) { return s1_w[t->p[S1_W]].num[t->p[S1_R] - 1]; }
+static int s1_den(const Task *t) { return s1_w[t->p[S1_W]].den[t->p[S1_R] - 1]; }
 
 static void s1_draw(Task *t, Rng *r) {
     (void)r;
@@ -59,8 +59,8 @@ static void s1_layout(Task *t) {
 // The weighted sum w[0] * tile[l - R] + ... over the taps, as the prompt (x[i-1]) or
 // the kernel (tile[l - 1], coefficients as float literals) writes it.
 static const char *s1_sum(const Task *t, const char *x, const char *i, int literals) {
-    int num[7], den, R = t->p[S1_R];
-    s1_weights_of(t, num, &den);
+    const int *num = s1_num(t);
+    int R = t->p[S1_R];
     Buf s = { 0 };
     for (int k = -R; k <= R; k++) {
         int w = num[k + R];
@@ -75,17 +75,14 @@ static const char *s1_sum(const Task *t, const char *x, const char *i, int liter
 }
 
 static void s1_describe(const Task *t, Buf *name, Buf *desc) {
-    int num[7], den, R = t->p[S1_R];
-    s1_weights_of(t, num, &den);
-    static const char *const nm[3][3] = { { "Moving_Average_1D", "Box_Filter_1D", "Stencil_1D_Average" },
-                                          { "Binomial_Smoothing_1D", "Gaussian_Stencil_1D", "Binomial_Filter_1D" },
-                                          { "Second_Derivative_1D", "Laplacian_1D", "Finite_Difference_1D" } };
-    buf_puts(name, nm[t->p[S1_W]][t->p[S1_TNAME]]);
+    static const char *const bound[] = { "Elements outside [0, %d) count as 0. ",
+                                         "Indices outside [0, %d) are clamped to the nearest end. " };
     const char *x = t->in[0].name, *y = t->out[0].name;
+    int den = s1_den(t), R = t->p[S1_R];
+    buf_puts(name, s1_w[t->p[S1_W]].tname[t->p[S1_TNAME]]);
     buf_printf(desc, "1-D stencil of radius %d over %d elements: %s[i] = (%s", R, t->p[S1_N], y, s1_sum(t, x, "i", 0));
     buf_printf(desc, ")%s. ", den == 1 ? "" : fmt(" / %d", den));
-    if (t->p[S1_BOUND] == 0) buf_printf(desc, "Elements outside [0, %d) count as 0. ", t->p[S1_N]);
-    else buf_printf(desc, "Indices outside [0, %d) are clamped to the nearest end. ", t->p[S1_N]);
+    buf_printf(desc, bound[t->p[S1_BOUND]], t->p[S1_N]);
     buf_puts(desc, "Load each block's tile plus a halo into shared memory first.");
 }
 
@@ -138,8 +135,8 @@ $y[g] = acc;
 )";
 
 static void s1_kernels(const Task *t, Emit *e) {
-    int num[7], den, R = t->p[S1_R], sh = t->p[S1_SHMEM], lit = t->p[S1_WSTYLE], lf = t->p[S1_LOADFN];
-    s1_weights_of(t, num, &den);
+    const int *num = s1_num(t);
+    int den = s1_den(t), R = t->p[S1_R], sh = t->p[S1_SHMEM], lit = t->p[S1_WSTYLE], lf = t->p[S1_LOADFN];
     const char *x = t->in[0].name, *y = t->out[0].name, *BS = pick3(sh, "BLOCK_SIZE", "BLOCK", "blockDim.x");
     const char *value = t->p[S1_BOUND] == 0 ? fmt("(j >= 0 && j < n) ? %s[j] : 0.0f", x)
                                             : fmt("%s[j < 0 ? 0 : (j >= n ? n - 1 : j)]", x);
@@ -193,8 +190,8 @@ static void s1_launch(const Task *t, Emit *e, const Host *h) {
 }
 
 static void s1_ref(const Task *t, const void *const *in, void *const *out) {
-    int num[7], den, R = t->p[S1_R];
-    s1_weights_of(t, num, &den);
+    const int *num = s1_num(t);
+    int den = s1_den(t), R = t->p[S1_R];
     const float *x = in[0];
     float *y = out[0];
     long n = t->p[S1_N];
@@ -231,17 +228,40 @@ static const ParamDesc s2_params[] = {
     [S2_NAMES] = { "names", NULL, 0, "0..5" }, [S2_TNAME] = { "tname", NULL, 0, "0..2" },
     [S2_DIMS] = { "dims", NULL, 0, "0..3" }, [S2_DNAMES] = { "dnames", NULL, 0, "0..2" },
     [S2_NP] = { NULL, NULL, 0, NULL } };
+
+// The stencils, by op: kernel names (by kname), Task Names (by tname), the prompt's formula
+// (%1$s the output, %2$s the input), and for the CPU reference the weights of the 3 x 3
+// neighbourhood (row by row) and their divisor.
+static const struct { const char *kn[4], *tname[3], *formula; int w[9], div; } s2_op[] = {
+    { { "jacobi5", "average5_kernel", "stencil5_avg", "jacobiStep" },
+      { "Jacobi_Average_5pt", "Five_Point_Average", "Stencil_2D_Average" },
+      "Compute %1$s[r][c] = (%2$s[r][c] + %2$s[r-1][c] + %2$s[r+1][c] + %2$s[r][c-1] + %2$s[r][c+1]) / 5.",
+      { 0, 1, 0, 1, 1, 1, 0, 1, 0 }, 5 },
+    { { "laplacian5", "laplace_kernel", "stencil5_laplace", "laplacian2D" },
+      { "Laplacian_5pt", "Discrete_Laplacian", "Five_Point_Laplacian" },
+      "Compute the 5-point Laplacian %1$s[r][c] = %2$s[r-1][c] + %2$s[r+1][c] + %2$s[r][c-1] + %2$s[r][c+1] - 4 * "
+      "%2$s[r][c].",
+      { 0, 1, 0, 1, -4, 1, 0, 1, 0 }, 1 },
+    { { "box_blur3x3", "boxFilter3x3", "mean_filter", "blur9" },
+      { "Box_Blur_3x3", "Mean_Filter_3x3", "Box_Filter_2D" },
+      "Compute the 3x3 box blur: %1$s[r][c] is the mean of the 9 cells %2$s[r+dr][c+dc], dr, dc in {-1, 0, 1}.",
+      { 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 9 },
+    { { "gaussian_blur3x3", "gaussBlur3x3", "gauss_filter", "smooth9" },
+      { "Gaussian_Blur_3x3", "Gaussian_Smoothing_3x3", "Binomial_Blur_2D" },
+      "Compute the 3x3 Gaussian blur with weights [[1, 2, 1], [2, 4, 2], [1, 2, 1]] / 16 over %2$s[r+dr][c+dc].",
+      { 1, 2, 1, 2, 4, 2, 1, 2, 1 }, 16 } };
+// The boundaries, by boundary, as the prompt says them (%s: the input).
+static const char *const s2_bound_desc[] = {
+    " Cells outside the grid count as 0.", " Coordinates outside the grid are clamped to the nearest edge cell.",
+    " Boundary cells (first and last row and column) are copied unchanged from %s." };
 static const int s2_sizes[][2] = { { 64, 64 }, { 100, 200 }, { 256, 256 }, { 480, 640 }, { 512, 512 },
                                    { 1000, 1000 }, { 768, 1024 }, { 1024, 1024 }, { 2048, 512 } };
 static const int s2_bdims[][2] = { { 16, 16 }, { 32, 8 }, { 8, 8 }, { 32, 32 }, { 16, 8 }, { 32, 4 } };
 static const char *const s2_names[][2] = { { "in", "out" }, { "u", "u_new" }, { "img", "blurred" }, { "src", "dst" },
                                            { "field", "result" }, { "input", "output" } };
 static const char *const s2_dnames[][2] = { { "rows", "cols" }, { "height", "width" }, { "ny", "nx" } };
-static const char *const s2_kn[4][4] = { { "jacobi5", "average5_kernel", "stencil5_avg", "jacobiStep" },
-                                         { "laplacian5", "laplace_kernel", "stencil5_laplace", "laplacian2D" },
-                                         { "box_blur3x3", "boxFilter3x3", "mean_filter", "blur9" },
-                                         { "gaussian_blur3x3", "gaussBlur3x3", "gauss_filter", "smooth9" } };
 
+// rows x cols and the block shape, each a pair from its table.
 static void s2_draw(Task *t, Rng *r) {
     static const char *const at[] = { "at", "cell", "pixel", "load_cell" };
     int sz = rng_int(r, 0, NELEM(s2_sizes) - 1), bd = rng_int(r, 0, NELEM(s2_bdims) - 1);
@@ -251,7 +271,7 @@ static void s2_draw(Task *t, Rng *r) {
     t->p[S2_BY] = s2_bdims[bd][1];
     SETNAME(t->in[0].name, "%s", s2_names[t->p[S2_NAMES]][0]);
     SETNAME(t->out[0].name, "%s", s2_names[t->p[S2_NAMES]][1]);
-    SETNAME(t->kname[0], "%s", s2_kn[t->p[S2_OP]][t->p[S2_KNAME]]);
+    SETNAME(t->kname[0], "%s", s2_op[t->p[S2_OP]].kn[t->p[S2_KNAME]]);
     SETNAME(t->kname[1], "%s", at[(t->p[S2_KNAME] + t->p[S2_NAMES]) % 4]);
     SETNAME(t->slug, "stencil2d");
 }
@@ -269,47 +289,13 @@ static void s2_layout(Task *t) {
     t->rtol = 1e-5;
 }
 
-static const int s2_w9[2][9] = { { 1, 1, 1, 1, 1, 1, 1, 1, 1 }, { 1, 2, 1, 2, 4, 2, 1, 2, 1 } };
-
 static void s2_describe(const Task *t, Buf *name, Buf *desc) {
-    static const char *const nm[4][3] = { { "Jacobi_Average_5pt", "Five_Point_Average", "Stencil_2D_Average" },
-                                          { "Laplacian_5pt", "Discrete_Laplacian", "Five_Point_Laplacian" },
-                                          { "Box_Blur_3x3", "Mean_Filter_3x3", "Box_Filter_2D" },
-                                          { "Gaussian_Blur_3x3", "Gaussian_Smoothing_3x3", "Binomial_Blur_2D" } };
-    buf_puts(name, nm[t->p[S2_OP]][t->p[S2_TNAME]]);
     const char *x = t->in[0].name, *y = t->out[0].name;
     int R = t->p[S2_ROWS], C = t->p[S2_COLS];
+    buf_puts(name, s2_op[t->p[S2_OP]].tname[t->p[S2_TNAME]]);
     buf_printf(desc, "%s is a %d x %d row-major grid (%d rows, %d columns). ", x, R, C, R, C);
-    switch (t->p[S2_OP]) {
-    case 0:
-        buf_printf(desc, "Compute %s[r][c] = (%s[r][c] + %s[r-1][c] + %s[r+1][c] + %s[r][c-1] + %s[r][c+1]) / 5.", y, x,
-                   x, x, x, x);
-        break;
-    case 1:
-        buf_printf(desc,
-                   "Compute the 5-point Laplacian %s[r][c] = %s[r-1][c] + %s[r+1][c] + %s[r][c-1] + %s[r][c+1] - 4 * "
-                   "%s[r][c].",
-                   y, x, x, x, x, x);
-        break;
-    case 2:
-        buf_printf(
-            desc, "Compute the 3x3 box blur: %s[r][c] is the mean of the 9 cells %s[r+dr][c+dc], dr, dc in {-1, 0, 1}.",
-            y, x);
-        break;
-    default:
-        buf_printf(
-            desc,
-            "Compute the 3x3 Gaussian blur with weights [[1, 2, 1], [2, 4, 2], [1, 2, 1]] / 16 over %s[r+dr][c+dc].",
-            x);
-        break;
-    }
-    switch (t->p[S2_BOUND]) {
-    case 0: buf_puts(desc, " Cells outside the grid count as 0."); break;
-    case 1: buf_puts(desc, " Coordinates outside the grid are clamped to the nearest edge cell."); break;
-    default:
-        buf_printf(desc, " Boundary cells (first and last row and column) are copied unchanged from %s.", x);
-        break;
-    }
+    buf_printf(desc, s2_op[t->p[S2_OP]].formula, y, x);
+    buf_printf(desc, s2_bound_desc[t->p[S2_BOUND]], x);
     if (t->p[S2_SHARED]) buf_puts(desc, " Stage each block's tile with a one-cell halo in shared memory.");
 }
 
@@ -458,26 +444,17 @@ static void s2_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0];
     float *y = out[0];
     long R = t->p[S2_ROWS], C = t->p[S2_COLS];
-    int op = t->p[S2_OP], bound = t->p[S2_BOUND];
+    int bound = t->p[S2_BOUND];
     for (long r = 0; r < R; r++)
         for (long c = 0; c < C; c++) {
             if (bound == 2 && (r == 0 || c == 0 || r == R - 1 || c == C - 1)) { y[r * C + c] = x[r * C + c]; continue; }
-            double v[3][3];
-            for (int dr = -1; dr <= 1; dr++)
-                for (int dc = -1; dc <= 1; dc++) {
-                    long rr = r + dr, cc = c + dc;
-                    if (bound == 1) { rr = rr < 0 ? 0 : rr >= R ? R - 1 : rr; cc = cc < 0 ? 0 : cc >= C ? C - 1 : cc; }
-                    v[dr + 1][dc + 1] = rr >= 0 && rr < R && cc >= 0 && cc < C ? x[rr * C + cc] : 0.0;
-                }
-            double s;
-            if (op == 0) s = (v[1][1] + v[0][1] + v[2][1] + v[1][0] + v[1][2]) / 5;
-            else if (op == 1) s = v[0][1] + v[2][1] + v[1][0] + v[1][2] - 4 * v[1][1];
-            else {
-                s = 0;
-                for (int k = 0; k < 9; k++) s += s2_w9[op - 2][k] * v[k / 3][k % 3];
-                s /= op == 2 ? 9 : 16;
+            double s = 0;
+            for (int k = 0; k < 9; k++) {
+                long rr = r + k / 3 - 1, cc = c + k % 3 - 1;
+                if (bound == 1) { rr = rr < 0 ? 0 : rr >= R ? R - 1 : rr; cc = cc < 0 ? 0 : cc >= C ? C - 1 : cc; }
+                s += s2_op[t->p[S2_OP]].w[k] * (rr >= 0 && rr < R && cc >= 0 && cc < C ? x[rr * C + cc] : 0.0);
             }
-            y[r * C + c] = (float)s;
+            y[r * C + c] = (float)(s / s2_op[t->p[S2_OP]].div);
         }
 }
 
