@@ -107,10 +107,8 @@ static int plain_style; // --style plain: every task written in style_plain, par
 // Tasks and their text
 
 static int valid_ident(const char *s) {
-    if (!s[0] || isdigit((unsigned char)s[0])) return 0;
-    for (; *s; s++)
-        if (!isalnum((unsigned char)*s) && *s != '_') return 0;
-    return 1;
+    static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_";
+    return s[0] && !isdigit((unsigned char)s[0]) && s[strspn(s, chars)] == 0;
 }
 
 // Checks what layout produced: valid unique names, counts equal to the size constants.
@@ -343,7 +341,8 @@ static int generate(const char *dir, uint64_t seed, const int count[3]) {
 // A tensor of a spec: name, dtype and shape; inputs also how their data is drawn.
 static const char *read_tensor(const JVal *v, Tensor *x, int is_input) {
     const JVal *name = jget(v, "name", JSTR), *dt = jget(v, "dtype", JSTR), *shape = jget(v, "shape", JARR);
-    if (!name || !valid_ident(name->str) || strlen(name->str) >= sizeof x->name) return "a tensor without a valid \"name\"";
+    if (!name || !valid_ident(name->str) || strlen(name->str) >= sizeof x->name)
+        return "a tensor without a valid \"name\"";
     snprintf(x->name, sizeof x->name, "%s", name->str);
     if (!dt || dt_from_name(dt->str) < 0) return fmt("%s: bad dtype", x->name);
     x->dt = (DType)dt_from_name(dt->str);
@@ -378,7 +377,8 @@ static const char *read_param(Task *t, const char *key, const JVal *v) {
         return fmt("params.%s: unknown value", key);
     }
     if (ip >= 0) {
-        if (v->type != JNUM || v->num != floor(v->num) || fabs(v->num) > 2e9) return fmt("params.%s: not an integer", key);
+        if (v->type != JNUM || v->num != floor(v->num) || fabs(v->num) > 2e9)
+            return fmt("params.%s: not an integer", key);
         t->p[ip] = (int)v->num;
         return NULL;
     }
@@ -667,7 +667,7 @@ static long parse_long(const char *s, const char *flag, long lo, long hi) {
 }
 
 // --list: the families, their parameters (combination marked) and float parameters.
-static void list_families(void) {
+static int list_families(void) {
     for (int k = 0; k < nfams; k++) {
         const Family *f = fams[k];
         printf("%-22s %s\n  params:", f->name, f->summary);
@@ -675,6 +675,7 @@ static void list_families(void) {
         for (int j = 0; f->fp && f->fp[j]; j++) printf(" %s", f->fp[j]);
         printf("   (* = part of the held-out combination)\n");
     }
+    return 0;
 }
 
 // --emit-family: one program of the family (with --prompt, its prompt first, to stderr).
@@ -699,11 +700,17 @@ int main(int argc, char **argv) {
     long index = -1;
     uint64_t seed = 1;
     int count[3] = { 2000, 200, 200 }, list = 0, prompt = 0;
+    const struct { const char *flag, **value; } text_flags[] = {
+        { "--out", &out }, { "--materialize", &mat }, { "--split", &split }, { "--to", &to },
+        { "--compare", &cmp }, { "--reference", &ref }, { "--emit-family", &emit } };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has = i + 1 < argc;
 #define ARG(name) (strcmp(a, name) == 0 && (has || (die("%s needs a value", name), 0)))
-        if (ARG("--out")) out = argv[++i];
+        const char **dst = NULL; // the flags whose value is kept as it is
+        for (int k = 0; k < NELEM(text_flags); k++)
+            if (ARG(text_flags[k].flag)) dst = text_flags[k].value;
+        if (dst) *dst = argv[++i];
         else if (ARG("--seed")) {
             char *end;
             errno = 0;
@@ -713,13 +720,7 @@ int main(int argc, char **argv) {
         } else if (ARG("--train")) count[0] = (int)parse_long(argv[++i], a, 0, 10000000);
         else if (ARG("--val")) count[1] = (int)parse_long(argv[++i], a, 0, 10000000);
         else if (ARG("--test")) count[2] = (int)parse_long(argv[++i], a, 0, 10000000);
-        else if (ARG("--materialize")) mat = argv[++i];
-        else if (ARG("--split")) split = argv[++i];
         else if (ARG("--index")) index = parse_long(argv[++i], a, 0, 1000000000);
-        else if (ARG("--to")) to = argv[++i];
-        else if (ARG("--compare")) cmp = argv[++i];
-        else if (ARG("--reference")) ref = argv[++i];
-        else if (ARG("--emit-family")) emit = argv[++i];
         else if (ARG("--families")) families_keep(argv[++i]);
         else if (ARG("--style")) {
             const char *v = argv[++i];
@@ -733,8 +734,7 @@ int main(int argc, char **argv) {
 #undef ARG
     }
     if ((out != NULL) + (mat != NULL) + (cmp != NULL) + (ref != NULL) + (emit != NULL) + list != 1) usage();
-    if (list) list_families();
-    if (list) return 0;
+    if (list) return list_families();
     if (cmp) return compare(cmp);
     if (ref) return reference(ref);
     if (emit) return emit_family(emit, seed, prompt);
