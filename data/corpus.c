@@ -590,26 +590,17 @@ static int reference(const char *wdir) {
     return 0;
 }
 
-// Output x of WORKDIR against its expected values: prints a PASS/FAIL line; 0 pass, 1 fail,
-// 2 when the expected file is missing or has the wrong size.
-static int compare_output(const char *wdir, const Tensor *x, double atol, double rtol) {
-    const char *pg = fmt("%s/%s.bin", wdir, x->name), *pe = fmt("%s/%s.expected.bin", wdir, x->name);
-    size_t lg, le, want = tensor_bytes(x);
-    char *ex = read_file(pe, &le), *g = ex && le == want ? read_file(pg, &lg) : NULL;
+// The values got of output x against the expected ones: prints the PASS/FAIL line (the worst
+// element); 0 pass, 1 fail.
+static int compare_values(const Tensor *x, const void *got, const void *expected, double atol, double rtol) {
     double worst_ratio = 0, worst_abs = 0;
     long worst_i = 0, nbad = 0;
-    if (!ex || le != want) fprintf(stderr, "corpus: %s: %s\n", pe, ex ? "wrong size" : strerror(errno));
-    else if (!g) printf("FAIL %s: %s.bin was not written\n", x->name, x->name);
-    else if (lg != want)
-        printf("FAIL %s: %s.bin has %zu bytes, expected %zu (%ld x %s)\n", x->name, x->name, lg, want,
-               tensor_count(x), dt_names[x->dt]);
-    for (long i = 0; g && lg == want && i < tensor_count(x); i++) {
-        double a = elem(g, x->dt, i), e = elem(ex, x->dt, i), d = fabs(a - e), allowed = atol + rtol * fabs(e);
-        double ratio;
+    for (long i = 0; i < tensor_count(x); i++) {
+        double a = elem(got, x->dt, i), e = elem(expected, x->dt, i), d = fabs(a - e), ratio;
         if (isnan(e) && isnan(a)) continue;
         if (isnan(a) || isnan(e) || (isinf(a) && a != e)) ratio = INFINITY, d = INFINITY;
         else if (a == e) ratio = 0;
-        else ratio = allowed > 0 ? d / allowed : INFINITY;
+        else ratio = atol + rtol * fabs(e) > 0 ? d / (atol + rtol * fabs(e)) : INFINITY;
         if (ratio > 1) nbad++;
         if (ratio > worst_ratio || (ratio == worst_ratio && d > worst_abs)) {
             worst_ratio = ratio;
@@ -617,11 +608,26 @@ static int compare_output(const char *wdir, const Tensor *x, double atol, double
             worst_i = i;
         }
     }
-    int rc = !ex || le != want ? 2 : !g || lg != want || nbad ? 1 : 0;
-    if (g && lg == want)
-        printf("%s %s: max_abs_err %.6g, %ld of %ld elements outside |err| <= %g + %g*|expected|; worst at %ld: "
-               "got %.9g, expected %.9g\n", nbad ? "FAIL" : "PASS", x->name, worst_abs, nbad, tensor_count(x), atol,
-               rtol, worst_i, elem(g, x->dt, worst_i), elem(ex, x->dt, worst_i));
+    printf("%s %s: max_abs_err %.6g, %ld of %ld elements outside |err| <= %g + %g*|expected|; worst at %ld: "
+           "got %.9g, expected %.9g\n", nbad ? "FAIL" : "PASS", x->name, worst_abs, nbad, tensor_count(x), atol, rtol,
+           worst_i, elem(got, x->dt, worst_i), elem(expected, x->dt, worst_i));
+    return nbad > 0;
+}
+// Output x of WORKDIR (NAME.bin) against NAME.expected.bin: 0 pass, 1 fail (a line on
+// stdout says why), 2 when the expected file is missing or has the wrong size.
+static int compare_output(const char *wdir, const Tensor *x, double atol, double rtol) {
+    const char *pg = fmt("%s/%s.bin", wdir, x->name), *pe = fmt("%s/%s.expected.bin", wdir, x->name);
+    size_t lg, le, want = tensor_bytes(x);
+    char *ex = read_file(pe, &le), *g = NULL;
+    int rc = 1;
+    if (!ex || le != want) {
+        fprintf(stderr, "corpus: %s: %s\n", pe, ex ? "wrong size" : strerror(errno));
+        rc = 2;
+    } else if (!(g = read_file(pg, &lg))) printf("FAIL %s: %s.bin was not written\n", x->name, x->name);
+    else if (lg != want)
+        printf("FAIL %s: %s.bin has %zu bytes, expected %zu (%ld x %s)\n", x->name, x->name, lg, want,
+               tensor_count(x), dt_names[x->dt]);
+    else rc = compare_values(x, g, ex, atol, rtol);
     free(g);
     free(ex);
     return rc;

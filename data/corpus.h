@@ -384,8 +384,7 @@ static void params_pin(Task *t) {
     for (int k = 0; t->fam->ip[k].name; k++) {
         const ParamDesc *d = &t->fam->ip[k];
         if (d->combo || !d->pick) continue;
-        int lo, hi;
-        t->p[k] = strcmp(d->pick, "*") == 0 ? 0 : sscanf(d->pick, "%d..%d", &lo, &hi) == 2 ? lo : atoi(d->pick);
+        t->p[k] = strcmp(d->pick, "*") == 0 ? 0 : atoi(d->pick); // "2..5" and "2 4 8" both give 2
     }
 }
 // Draws parameters a and b again (as their picks say) until a * b lies in [lo, hi]: sizes
@@ -439,7 +438,7 @@ static const char *IDX(const Task *t) { return idx_names[t->st.idxname]; }
 // A pointer parameter in the program's style: "const float *__restrict__ x".
 static const char *ptr_param(const Task *t, const char *ctype, const char *name, int is_const) {
     return fmt("%s%s%s%s%s", is_const ? "const " : "", ctype, t->st.ptrstar ? "* " : " *",
-               t->st.restrict_ ? (t->st.ptrstar ? "__restrict__ " : "__restrict__ ") : "", name);
+               t->st.restrict_ ? "__restrict__ " : "", name);
 }
 
 // A comment before a function or a block, in the program's comment style. text may hold
@@ -893,15 +892,15 @@ if (!$f || $call($h, sizeof($ct), $count, $f) != (size_t)($count)) {
 fclose($f);
 )";
 static void main_io(Emit *e, const Task *t, const Tensor *x, int read) {
-    const char *ct = dt_ctypes[x->dt], *h = hname(t, x->name), *alloc = fmt("%s *%s = (%s *)malloc(%s);", ct, h,
-                                                                              ct, bytes_expr(t, x));
-    if (is_cpp(t) && read) em_line(e, "std::vector<%s> %s = read_binary<%s>(\"%s.bin\", %s);", ct, h, ct, x->name,
-                                   count_expr(t, x));
+    const char *ct = dt_ctypes[x->dt], *h = hname(t, x->name), *count = count_expr(t, x);
+    const char *alloc = fmt("%s *%s = (%s *)malloc(%s);", ct, h, ct, bytes_expr(t, x));
+    if (is_cpp(t) && read)
+        em_line(e, "std::vector<%s> %s = read_binary<%s>(\"%s.bin\", %s);", ct, h, ct, x->name, count);
     else if (is_cpp(t)) em_line(e, "write_binary(\"%s.bin\", %s);", x->name, h);
     else if (t->st.host == HOST_INLINE)
         TPL(e, t, io_inline_tpl, "alloc", read ? alloc : "", "f", fmt("%c_%s", read ? 'f' : 'g', x->name), "x",
-            x->name, "mode", read ? "rb" : "wb", "call", read ? "fread" : "fwrite", "h", h, "ct", ct, "count",
-            count_expr(t, x), "what", read ? "read" : "write");
+            x->name, "mode", read ? "rb" : "wb", "call", read ? "fread" : "fwrite", "h", h, "ct", ct, "count", count,
+            "what", read ? "read" : "write");
     else {
         if (read) em_line(e, "%s", alloc);
         em_line(e, "%s(\"%s.bin\", %s, %s);", io_name(t, read), x->name, h, bytes_expr(t, x));
