@@ -1,24 +1,7 @@
 // corpus.c - the generator of cuset's default data: CUDA programming tasks.
 //   gcc -std=gnu11 -O2 -Wall -Wextra -o data/corpus data/corpus.c -lm
 //
-//   data/corpus --out DIR [--seed S] [--train N] [--val N] [--test N] [--families A,B,..]
-//               [--style varied|plain]
-//       writes DIR/train.jsonl, DIR/val.jsonl, DIR/test.jsonl (defaults 2000/200/200, seed 1);
-//       --families keeps only the named families; --style plain writes every program in one
-//       short style (I/O inline in main, no comments, one name per kernel and helper)
-//       instead of drawing a style and names per task
-//   data/corpus --materialize DIR --split test --index K --to WORKDIR
-//       writes task K's inputs (NAME.bin), expected outputs (NAME.expected.bin), spec.json
-//       and the reference program (reference.cu) into WORKDIR
-//   data/corpus --compare WORKDIR
-//       compares each output NAME.bin with NAME.expected.bin under spec.json's tolerance;
-//       prints PASS/FAIL with the worst error; exit 0 (pass), 1 (fail), 2 (usage, bad files)
-//   data/corpus --reference WORKDIR
-//       computes NAME.expected.bin from spec.json and the NAME.bin inputs in WORKDIR
-//   data/corpus --emit-family NAME [--seed S] [--prompt]
-//       prints one target program of the family (with --prompt, the prompt first, to stderr)
-//   data/corpus --list
-//       lists the families and their parameters
+//   The commands and what they write: usage() below (corpus --help prints it).
 //
 // One JSON object per line: {"prompt", "completion", "family", "id", "spans": [[start, end,
 // "global"|"device"|"launch"|"dim3"], ...] (byte ranges of the completion, found by the
@@ -651,15 +634,25 @@ static int compare(const char *wdir) {
 // Command line
 
 static void usage(void) {
-    fprintf(
-        stderr,
-        "usage:\n"
-        "  corpus --out DIR [--seed S] [--train N] [--val N] [--test N] [--families A,B,..] [--style varied|plain]\n"
-        "  corpus --materialize DIR --split train|val|test --index K --to WORKDIR\n"
-        "  corpus --compare WORKDIR\n"
-        "  corpus --reference WORKDIR\n"
-        "  corpus --emit-family NAME [--seed S] [--prompt]\n"
-        "  corpus --list\n");
+    fputs("usage:\n"
+          "  corpus --out DIR [--seed S] [--train N] [--val N] [--test N] [--families A,B,..] [--style varied|plain]\n"
+          "      writes DIR/train.jsonl, DIR/val.jsonl, DIR/test.jsonl (defaults 2000/200/200, seed 1);\n"
+          "      --families keeps only the named families; --style plain writes every program in one\n"
+          "      short style (I/O inline in main, no comments, one name per kernel and helper)\n"
+          "      instead of drawing a style and names per task\n"
+          "  corpus --materialize DIR --split train|val|test --index K --to WORKDIR\n"
+          "      writes task K's inputs (NAME.bin), expected outputs (NAME.expected.bin), spec.json\n"
+          "      and the reference program (reference.cu) into WORKDIR\n"
+          "  corpus --compare WORKDIR\n"
+          "      compares each output NAME.bin with NAME.expected.bin under spec.json's tolerance;\n"
+          "      prints PASS/FAIL with the worst error; exit 0 (pass), 1 (fail), 2 (usage, bad files)\n"
+          "  corpus --reference WORKDIR\n"
+          "      computes NAME.expected.bin from spec.json and the NAME.bin inputs in WORKDIR\n"
+          "  corpus --emit-family NAME [--seed S] [--prompt]\n"
+          "      prints one target program of the family (with --prompt, the prompt first, to stderr)\n"
+          "  corpus --list\n"
+          "      lists the families and their parameters\n",
+          stderr);
     exit(2);
 }
 
