@@ -239,31 +239,13 @@ static int cmp_size(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-// A set of 64-bit hashes (open addressing; 0 is mapped to 1).
-typedef struct { uint64_t *slot; size_t cap, n; } HashSet;
-static int hs_insert(HashSet *s, uint64_t h) { // 1 when new
-    if (!h) h = 1;
-    if (2 * (s->n + 1) > s->cap) {
-        HashSet g = { calloc(s->cap ? s->cap * 2 : 1024, 8), s->cap ? s->cap * 2 : 1024, 0 };
-        for (size_t k = 0; k < s->cap; k++)
-            if (s->slot[k]) hs_insert(&g, s->slot[k]);
-        free(s->slot);
-        *s = g;
-    }
-    size_t k = (size_t)(h % s->cap);
-    while (s->slot[k]) {
-        if (s->slot[k] == h) return 0;
-        k = (k + 1) % s->cap;
-    }
-    s->slot[k] = h;
-    s->n++;
-    return 1;
-}
+// The hashes of the texts written so far (an stb_ds hash map used as a set).
+typedef struct { uint64_t key; char value; } UsedText;
 
 // Draws task after task of family f until one fits split sp (a held-out combination or not
 // as wanted; an instance hashed into this split) and its text is new. All splits share the
 // set of used texts (their hashes), so no prompt and completion occurs twice in a corpus.
-static void sample_draw(Sample *s, const Family *f, int sp, int want_held, Rng *r, HashSet *used, long *draws) {
+static void sample_draw(Sample *s, const Family *f, int sp, int want_held, Rng *r, UsedText **used, long *draws) {
     for (int tries = 0;; tries++) {
         if (tries == 200000) die("%s: no acceptable %s sample after %d draws", f->name, split_names[sp], tries);
         (*draws)++;
@@ -272,7 +254,10 @@ static void sample_draw(Sample *s, const Family *f, int sp, int want_held, Rng *
         if (s->heldout != want_held) continue;
         sample_text(s);
         if (!want_held && instance_split(s->hash) != sp) continue;
-        if (hs_insert(used, s->hash)) return;
+        if (hmgeti(*used, s->hash) < 0) {
+            hmput(*used, s->hash, 1);
+            return;
+        }
     }
 }
 
@@ -280,7 +265,7 @@ static int generate(const char *dir, uint64_t seed, const int count[3]) {
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     make_dir(dir);
-    HashSet used = { 0 };
+    UsedText *used = NULL;
     long draws = 0;
     Sample s = { 0 };
     em_init(&s.code, 4);
@@ -309,7 +294,7 @@ static int generate(const char *dir, uint64_t seed, const int count[3]) {
         buf_free(&out);
         free(lens);
     }
-    free(used.slot);
+    hmfree(used);
     buf_free(&s.prompt);
     em_free(&s.code);
     clock_gettime(CLOCK_MONOTONIC, &t1);
