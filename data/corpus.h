@@ -456,7 +456,6 @@ static void em_comment(Emit *e, const Task *t, const char *text, int force) {
     }
 }
 
-
 // ----------------------------------------------------------------------------
 // Templates: CUDA text with named placeholders, written as the program reads.
 //
@@ -491,15 +490,13 @@ static void tpl_expand(Buf *out, const char *text, const char *const *kv) {
             int brace = p[1] == '{';
             const char *name = p + 1 + brace;
             size_t n = 0;
-            while ((name[n] >= 'a' && name[n] <= 'z') || (name[n] >= 'A' && name[n] <= 'Z') ||
-                   (name[n] >= '0' && name[n] <= '9') || name[n] == '_')
-                n++;
+            while (isalnum((unsigned char)name[n]) || name[n] == '_') n++;
             if (n == 0 || (brace && name[n] != '}')) die("template: bad placeholder at \"%.30s\"", p);
             const char *v = tpl_value(kv, name, n);
             if (*v == '\n') v++; // a template used as a value as it is
             for (; *v && !(v[0] == '\n' && !v[1]); v++) {
                 buf_putn(out, v, 1);
-                if (*v == '\n' && v[1] != '\n') for (size_t k = 0; k < lead; k++) buf_putn(out, " ", 1);
+                if (*v == '\n' && v[1] != '\n') buf_printf(out, "%*s", (int)lead, "");
             }
             p = name + n + brace - 1;
         }
