@@ -34,6 +34,7 @@
 #ifndef CORPUS_H
 #define CORPUS_H
 
+#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -185,12 +186,6 @@ static float f16_to_f32(uint16_t h) {
 }
 
 // ----------------------------------------------------------------------------
-// Spans: the annotator (data/annotate.h) finds them in the finished program; these are
-// their names in the JSONL, indexed by CusetSpanKind.
-
-static const char *const span_names[] = { "?", "global", "device", "launch", "dim3" };
-
-// ----------------------------------------------------------------------------
 // The emitter: the program text, written line by line at an indentation level.
 
 typedef struct {
@@ -204,14 +199,11 @@ static void em_init(Emit *e, int indent_width) {
     e->iw = indent_width;
 }
 static void em_free(Emit *e) { buf_free(&e->b); }
-static void em_indent(Emit *e) {
-    for (int k = 0; k < e->ind * e->iw; k++) buf_putn(&e->b, " ", 1);
-}
 // One line at the current indentation ("" writes an empty line without spaces).
 __attribute__((format(printf, 2, 3)))
 static void em_line(Emit *e, const char *f, ...) {
     va_list ap;
-    if (f[0]) em_indent(e);
+    if (f[0]) buf_printf(&e->b, "%*s", e->ind * e->iw, "");
     va_start(ap, f);
     buf_vprintf(&e->b, f, ap);
     va_end(ap);
@@ -392,8 +384,7 @@ static void params_pin(Task *t) {
     for (int k = 0; t->fam->ip[k].name; k++) {
         const ParamDesc *d = &t->fam->ip[k];
         if (d->combo || !d->pick) continue;
-        int lo, hi;
-        t->p[k] = strcmp(d->pick, "*") == 0 ? 0 : sscanf(d->pick, "%d..%d", &lo, &hi) == 2 ? lo : atoi(d->pick);
+        t->p[k] = strcmp(d->pick, "*") == 0 ? 0 : atoi(d->pick); // "2..5" and "2 4 8" both give 2
     }
 }
 // Draws parameters a and b again (as their picks say) until a * b lies in [lo, hi]: sizes
@@ -447,7 +438,7 @@ static const char *IDX(const Task *t) { return idx_names[t->st.idxname]; }
 // A pointer parameter in the program's style: "const float *__restrict__ x".
 static const char *ptr_param(const Task *t, const char *ctype, const char *name, int is_const) {
     return fmt("%s%s%s%s%s", is_const ? "const " : "", ctype, t->st.ptrstar ? "* " : " *",
-               t->st.restrict_ ? (t->st.ptrstar ? "__restrict__ " : "__restrict__ ") : "", name);
+               t->st.restrict_ ? "__restrict__ " : "", name);
 }
 
 // A comment before a function or a block, in the program's comment style. text may hold
@@ -464,7 +455,6 @@ static void em_comment(Emit *e, const Task *t, const char *text, int force) {
         em_line(e, " */");
     }
 }
-
 
 // ----------------------------------------------------------------------------
 // Templates: CUDA text with named placeholders, written as the program reads.
@@ -500,15 +490,13 @@ static void tpl_expand(Buf *out, const char *text, const char *const *kv) {
             int brace = p[1] == '{';
             const char *name = p + 1 + brace;
             size_t n = 0;
-            while ((name[n] >= 'a' && name[n] <= 'z') || (name[n] >= 'A' && name[n] <= 'Z') ||
-                   (name[n] >= '0' && name[n] <= '9') || name[n] == '_')
-                n++;
+            while (isalnum((unsigned char)name[n]) || name[n] == '_') n++;
             if (n == 0 || (brace && name[n] != '}')) die("template: bad placeholder at \"%.30s\"", p);
             const char *v = tpl_value(kv, name, n);
             if (*v == '\n') v++; // a template used as a value as it is
             for (; *v && !(v[0] == '\n' && !v[1]); v++) {
                 buf_putn(out, v, 1);
-                if (*v == '\n' && v[1] != '\n') for (size_t k = 0; k < lead; k++) buf_putn(out, " ", 1);
+                if (*v == '\n' && v[1] != '\n') buf_printf(out, "%*s", (int)lead, "");
             }
             p = name + n + brace - 1;
         }
@@ -626,36 +614,36 @@ static float fpar(const Task *t, int k) { return strtof(fmt("%.9g", t->f[k]), NU
 // The same number for prompts: 2.5 -> "2.5", 2 -> "2".
 static const char *fnum(double v) { return fmt("%.9g", v); }
 
-
 // ----------------------------------------------------------------------------
 // Host code (generic): includes, error checks, size constants, file I/O, buffers, main
 
 static const char *const dev_affix[][2] = { { "d_", "" }, { "", "_d" }, { "dev_", "" }, { "", "_dev" } };
 static const char *const host_affix[][2] = { { "h_", "" }, { "", "_h" }, { "host_", "" }, { "", "_host" } };
 
+// The device and host variable names of a tensor or buffer n: d_x, x_d, dev_x, ...
+static const char *dname(const Task *t, const char *n) {
+    return fmt("%s%s%s", dev_affix[t->st.devname][0], n, dev_affix[t->st.devname][1]);
+}
+static const char *hname(const Task *t, const char *n) {
+    return fmt("%s%s%s", host_affix[t->st.hostname][0], n, host_affix[t->st.hostname][1]);
+}
+
+// The program's name of size constant k: n (local), N (#define, constexpr), kN (global).
 static const char *size_name(const Task *t, int k) {
     const char *b = t->size[k].base;
+    char s[24] = "";
     if (t->st.sizes == SIZES_LOCAL) return b;
-    static char up[8][24];
-    static int ring;
-    char *s = up[ring++ & 7];
-    if (t->st.sizes == SIZES_DEFINE || t->st.sizes == SIZES_CONSTEXPR) {
-        size_t j = 0;
-        for (; b[j] && j < 23; j++) s[j] = (b[j] >= 'a' && b[j] <= 'z') ? (char)(b[j] - 32) : b[j];
-        s[j] = 0;
-    } else {
-        snprintf(s, 24, "k%c%s", b[0] >= 'a' && b[0] <= 'z' ? b[0] - 32 : b[0], b + 1);
-    }
-    return s;
+    if (t->st.sizes == SIZES_GLOBAL) return fmt("k%c%s", toupper(b[0]), b + 1);
+    for (int j = 0; b[j] && j < 23; j++) s[j] = (char)toupper(b[j]);
+    return fmt("%s", s);
 }
+// Its value: 4096, or (1 << 12) in programs that write powers of two so.
 static const char *size_value(const Task *t, int k) {
     long v = t->size[k].value;
-    if (t->st.pow2 && v >= 1024 && (v & (v - 1)) == 0) {
-        int b = 0;
-        while ((1L << b) != v) b++;
-        return fmt("(1 << %d)", b);
-    }
-    return fmt("%ld", v);
+    int b = 0;
+    if (!t->st.pow2 || v < 1024 || (v & (v - 1)) != 0) return fmt("%ld", v);
+    while ((1L << b) != v) b++;
+    return fmt("(1 << %d)", b);
 }
 // Count expression of a tensor in terms of the size names, e.g. "rows * cols".
 static const char *count_expr(const Task *t, const Tensor *x) {
@@ -663,7 +651,16 @@ static const char *count_expr(const Task *t, const Tensor *x) {
     if (x->nfac == 1) return size_name(t, x->fac[0]);
     return fmt("%s * %s", size_name(t, x->fac[0]), size_name(t, x->fac[1]));
 }
+// Its size in bytes: "x_bytes" where the program has such variables, else "n * sizeof(float)".
+static const char *bytes_expr(const Task *t, const Tensor *x) {
+    if (t->st.bytesvar) return fmt("%s_bytes", x->name);
+    return fmt("%s * sizeof(%s)", count_expr(t, x), dt_ctypes[x->dt]);
+}
 static int is_cpp(const Task *t) { return t->st.host == HOST_CPP; }
+
+// Tensor k of the task, counting the inputs first, and its device buffer.
+static const Tensor *tensor_at(const Task *t, int k) { return k < t->nin ? &t->in[k] : &t->out[k - t->nin]; }
+static const char *dev_buf(const struct Host *h, int k) { return k < h->t->nin ? h->in[k] : h->out[k - h->t->nin]; }
 
 // A checked CUDA runtime call as a statement, in the program's error-check style.
 static const char *checked(const Task *t, const char *call) {
@@ -690,22 +687,6 @@ static const char *dev_alloc(const Task *t, const char *ctype, const char *name,
     const char *call =
         fmt("cudaMalloc(%s&%s, %s * sizeof(%s))", t->st.nullinit == 2 ? "(void **)" : "", name, count, ctype);
     return fmt("%s *%s%s;\n%s", ctype, name, init, checked(t, call));
-}
-// After the launches: the launch error and the synchronisation, in the program's style.
-static void host_after_launch(Emit *e, const Task *t) {
-    if (t->st.check == CHECK_LAST) {
-        em_line(e, "cudaError_t err = cudaGetLastError();");
-        em_line(e, "if (err == cudaSuccess) err = cudaDeviceSynchronize();");
-        em_line(e, "if (err != cudaSuccess) {");
-        em_in(e);
-        em_line(e, "fprintf(stderr, \"CUDA error: %%s\\n\", cudaGetErrorString(err));");
-        em_line(e, "return 1;");
-        em_out(e);
-        em_line(e, "}");
-    } else {
-        host_call(e, t, "cudaGetLastError()");
-        host_call(e, t, "cudaDeviceSynchronize()");
-    }
 }
 
 // The grid of a 1-D launch: `threads` threads a block over n elements, at most cap blocks
@@ -749,7 +730,39 @@ static void launch_1d(Emit *e, const Task *t, const char *kname, const char *cou
         fmt("%d", block - 1), "cap", cap);
 }
 
-// The includes: C or C++ standard headers (HOST_CPP), the runtime, <cuda_fp16.h> if needed.
+// Comma lists over the task's tensors (inputs first, inputs const) for kernels and the
+// launcher function of HOST_LAUNCHER programs: parameters, then the matching arguments (the
+// device buffers and the first nsize size constants).
+static void list_add(char list[512], const char *item) {
+    size_t l = strlen(list);
+    snprintf(list + l, 512 - l, "%s%s", l ? ", " : "", item);
+}
+static const char *kernel_params(const Task *t) {
+    char s[512] = "";
+    for (int k = 0; k < t->nin + t->nout; k++) {
+        const Tensor *x = tensor_at(t, k);
+        list_add(s, ptr_param(t, dt_ctypes[x->dt], x->name, k < t->nin));
+    }
+    return fmt("%s", s);
+}
+static const char *kernel_args(const struct Host *h, int nsize) {
+    char s[512] = "";
+    for (int k = 0; k < h->t->nin + h->t->nout; k++) list_add(s, dev_buf(h, k));
+    for (int k = 0; k < nsize; k++) list_add(s, h->size[k]);
+    return fmt("%s", s);
+}
+static const char *launcher_params(const struct Host *h) {
+    const Task *t = h->t;
+    char s[512] = "";
+    for (int k = 0; k < t->nin + t->nout; k++)
+        list_add(s, fmt("%s%s *%s", k < t->nin ? "const " : "", dt_ctypes[tensor_at(t, k)->dt], dev_buf(h, k)));
+    for (int k = 0; k < t->nsize; k++) list_add(s, fmt("int %s", h->size[k]));
+    return fmt("%s", s);
+}
+
+// The top of the file: the includes (C or C++ standard headers, <cuda_fp16.h> if needed),
+// the error-check helper of CHECK_MACRO, CHECK_MACRO2 and CHECK_FUNC programs, and the size
+// constants of programs that keep them at file level.
 static const char includes_tpl[] = R"(
 $std
 $math
@@ -760,13 +773,6 @@ $fp16
 static const char *const includes_std[] = {
     "#include <stdio.h>\n#include <stdlib.h>",
     "#include <cstdio>\n#include <cstdlib>\n#include <fstream>\n#include <string>\n#include <vector>" };
-static void emit_includes(Emit *e, const Task *t) {
-    TPL(e, t, includes_tpl, "std", includes_std[is_cpp(t)], "math",
-        !t->need_math ? "" : is_cpp(t) ? "#include <cmath>" : "#include <math.h>", "fp16",
-        t->need_fp16 ? "#include <cuda_fp16.h>" : "");
-}
-
-// The error-check helper of CHECK_MACRO, CHECK_MACRO2 and CHECK_FUNC programs.
 static const char check_macro_tpl[] = R"(
 #define $name(call) \
     do { \
@@ -787,13 +793,13 @@ static void check(cudaError_t err, const char *what) {
 }
 
 )";
-static void emit_check_helpers(Emit *e, const Task *t) {
+static void emit_file_top(Emit *e, const Task *t) {
+    TPL(e, t, includes_tpl, "std", includes_std[is_cpp(t)], "math",
+        !t->need_math ? "" : is_cpp(t) ? "#include <cmath>" : "#include <math.h>", "fp16",
+        t->need_fp16 ? "#include <cuda_fp16.h>" : "");
     if (t->st.check == CHECK_MACRO || t->st.check == CHECK_MACRO2)
         TPL(e, t, check_macro_tpl, "name", t->st.check == CHECK_MACRO ? "CUDA_CHECK" : "CHECK_CUDA");
     else if (t->st.check == CHECK_FUNC) TPL(e, t, check_func_tpl, NULL);
-}
-
-static void emit_file_sizes(Emit *e, const Task *t) {
     if (t->st.sizes == SIZES_LOCAL || t->nsize == 0) return;
     for (int k = 0; k < t->nsize; k++) {
         if (t->st.sizes == SIZES_DEFINE) em_line(e, "#define %s %s", size_name(t, k), size_value(t, k));
@@ -804,8 +810,9 @@ static void emit_file_sizes(Emit *e, const Task *t) {
     em_blank(e);
 }
 
-// The file helpers of HOST_C/HOST_LAUNCHER programs (C stdio) and HOST_CPP programs
-// (templates over std::vector); HOST_INLINE programs read and write in main.
+// The file helpers of HOST_C/HOST_LAUNCHER programs (C stdio, two spellings of their names)
+// and HOST_CPP programs (templates over std::vector); HOST_INLINE programs read and write
+// in main.
 static const char io_cpp_tpl[] = R"(
 /// Reads count values of type T from a raw binary file.
 template <typename T>
@@ -858,88 +865,20 @@ static void $write(const char *path, const void *src, size_t bytes) {
 }
 
 )";
-// The names of the C file helpers (two spellings).
-static const char *io_read_name(const Task *t) {
-    return (t->st.devname + t->st.hostname) & 1 ? "read_file" : "load_bin";
+static const char *io_name(const Task *t, int read) {
+    int k = (t->st.devname + t->st.hostname) & 1;
+    return read ? (k ? "read_file" : "load_bin") : (k ? "write_file" : "save_bin");
 }
-static const char *io_write_name(const Task *t) {
-    return (t->st.devname + t->st.hostname) & 1 ? "write_file" : "save_bin";
-}
-
 static void emit_io_helpers(Emit *e, const Task *t) {
     if (t->st.host == HOST_INLINE) return;
     if (is_cpp(t)) TPL(e, t, io_cpp_tpl, NULL);
-    else TPL(e, t, io_c_tpl, "read", io_read_name(t), "write", io_write_name(t));
-}
-
-static const char *hname(const Task *t, const char *n) {
-    return fmt("%s%s%s", host_affix[t->st.hostname][0], n, host_affix[t->st.hostname][1]);
-}
-static const char *dname(const Task *t, const char *n) {
-    return fmt("%s%s%s", dev_affix[t->st.devname][0], n, dev_affix[t->st.devname][1]);
-}
-static const char *bytes_expr(const Task *t, const Tensor *x) {
-    if (t->st.bytesvar) return fmt("%s_bytes", x->name);
-    return fmt("%s * sizeof(%s)", count_expr(t, x), dt_ctypes[x->dt]);
-}
-// The host pointer of a tensor: h_x, or h_x.data() for vectors.
-static const char *hptr(const Task *t, const Tensor *x) {
-    return is_cpp(t) ? fmt("%s.data()", hname(t, x->name)) : hname(t, x->name);
-}
-
-static void host_fill(struct Host *h, const Task *t) {
-    memset(h, 0, sizeof *h);
-    h->t = t;
-    for (int k = 0; k < t->nin; k++) snprintf(h->in[k], sizeof h->in[k], "%s", dname(t, t->in[k].name));
-    for (int k = 0; k < t->nout; k++) snprintf(h->out[k], sizeof h->out[k], "%s", dname(t, t->out[k].name));
-    for (int k = 0; k < t->nsize; k++) snprintf(h->size[k], sizeof h->size[k], "%s", size_name(t, k));
-}
-
-// A kernel's pointer parameters for the task's tensors in order (inputs const), and the
-// matching launch arguments: the device buffers and the first nsize size constants.
-static const char *kernel_params(const Task *t) {
-    char s[512] = "";
-    for (int k = 0; k < t->nin + t->nout; k++) {
-        const Tensor *x = k < t->nin ? &t->in[k] : &t->out[k - t->nin];
-        snprintf(s + strlen(s), sizeof s - strlen(s), "%s%s", k ? ", " : "",
-                 ptr_param(t, dt_ctypes[x->dt], x->name, k < t->nin));
-    }
-    return fmt("%s", s);
-}
-static const char *kernel_args(const struct Host *h, int nsize) {
-    const Task *t = h->t;
-    char s[512] = "";
-    for (int k = 0; k < t->nin + t->nout; k++)
-        snprintf(s + strlen(s), sizeof s - strlen(s), "%s%s", k ? ", " : "",
-                 k < t->nin ? h->in[k] : h->out[k - t->nin]);
-    for (int k = 0; k < nsize; k++) snprintf(s + strlen(s), sizeof s - strlen(s), ", %s", h->size[k]);
-    return fmt("%s", s);
-}
-
-// The launcher function of HOST_LAUNCHER programs: run_SLUG(device pointers, sizes).
-static const char *launcher_params(const Task *t, const struct Host *h) {
-    static char s[512];
-    s[0] = 0;
-    for (int k = 0; k < t->nin; k++)
-        snprintf(s + strlen(s), sizeof s - strlen(s), "%sconst %s *%s", s[0] ? ", " : "", dt_ctypes[t->in[k].dt],
-                 h->in[k]);
-    for (int k = 0; k < t->nout; k++)
-        snprintf(s + strlen(s), sizeof s - strlen(s), ", %s *%s", dt_ctypes[t->out[k].dt], h->out[k]);
-    for (int k = 0; k < t->nsize; k++) snprintf(s + strlen(s), sizeof s - strlen(s), ", int %s", h->size[k]);
-    return s;
-}
-static const char *launcher_args(const Task *t, const struct Host *h) {
-    static char s[512];
-    s[0] = 0;
-    for (int k = 0; k < t->nin; k++) snprintf(s + strlen(s), sizeof s - strlen(s), "%s%s", s[0] ? ", " : "", h->in[k]);
-    for (int k = 0; k < t->nout; k++) snprintf(s + strlen(s), sizeof s - strlen(s), ", %s", h->out[k]);
-    for (int k = 0; k < t->nsize; k++) snprintf(s + strlen(s), sizeof s - strlen(s), ", %s", h->size[k]);
-    return s;
+    else TPL(e, t, io_c_tpl, "read", io_name(t, 1), "write", io_name(t, 0));
 }
 
 // main, part by part: inputs read into host buffers, device buffers, the launch (timed or
 // not), results written, everything freed.
-// HOST_INLINE programs: one file read into a new host buffer (read = 1) or written from one.
+// One file read into a host buffer (read = 1) or written from one: with the file helpers,
+// or (HOST_INLINE programs) with stdio in main.
 static const char io_inline_tpl[] = R"(
 $alloc
 FILE *$f = fopen("$x.bin", "$mode");
@@ -949,51 +888,52 @@ if (!$f || $call($h, sizeof($ct), $count, $f) != (size_t)($count)) {
 }
 fclose($f);
 )";
-static void io_inline(Emit *e, const Task *t, const Tensor *x, int read) {
-    const char *ct = dt_ctypes[x->dt], *h = hname(t, x->name);
-    TPL(e, t, io_inline_tpl, "alloc", read ? fmt("%s *%s = (%s *)malloc(%s);", ct, h, ct, bytes_expr(t, x)) : "", "f",
-        fmt("%c_%s", read ? 'f' : 'g', x->name), "x", x->name, "mode", read ? "rb" : "wb", "call",
-        read ? "fread" : "fwrite", "h", h, "ct", ct, "count", count_expr(t, x), "what", read ? "read" : "write");
+static void main_io(Emit *e, const Task *t, const Tensor *x, int read) {
+    const char *ct = dt_ctypes[x->dt], *h = hname(t, x->name), *count = count_expr(t, x);
+    const char *alloc = fmt("%s *%s = (%s *)malloc(%s);", ct, h, ct, bytes_expr(t, x));
+    if (is_cpp(t) && read)
+        em_line(e, "std::vector<%s> %s = read_binary<%s>(\"%s.bin\", %s);", ct, h, ct, x->name, count);
+    else if (is_cpp(t)) em_line(e, "write_binary(\"%s.bin\", %s);", x->name, h);
+    else if (t->st.host == HOST_INLINE)
+        TPL(e, t, io_inline_tpl, "alloc", read ? alloc : "", "f", fmt("%c_%s", read ? 'f' : 'g', x->name), "x",
+            x->name, "mode", read ? "rb" : "wb", "call", read ? "fread" : "fwrite", "h", h, "ct", ct, "count", count,
+            "what", read ? "read" : "write");
+    else {
+        if (read) em_line(e, "%s", alloc);
+        em_line(e, "%s(\"%s.bin\", %s, %s);", io_name(t, read), x->name, h, bytes_expr(t, x));
+    }
 }
 
-static void main_inputs(Emit *e, const Task *t) {
+// From the files to the device: host buffers for every tensor (inputs read from their
+// files), device buffers, the inputs copied over, accumulated outputs zeroed.
+static void main_inputs(Emit *e, const Task *t, const struct Host *h) {
+    int n = t->nin + t->nout;
     if (t->st.cmt != CMT_NONE)
         em_line(e, "// Inputs from %s", t->nin > 1 ? "their .bin files" : fmt("%s.bin", t->in[0].name));
-    for (int k = 0; k < t->nin + t->nout; k++) {
-        const Tensor *x = k < t->nin ? &t->in[k] : &t->out[k - t->nin];
-        const char *ct = dt_ctypes[x->dt], *hn = hname(t, x->name), *count = count_expr(t, x);
-        if (is_cpp(t) && k < t->nin)
-            em_line(e, "std::vector<%s> %s = read_binary<%s>(\"%s.bin\", %s);", ct, hn, ct, x->name, count);
-        else if (is_cpp(t)) em_line(e, "std::vector<%s> %s(%s);", ct, hn, count);
-        else if (t->st.host == HOST_INLINE && k < t->nin) io_inline(e, t, x, 1);
-        else {
-            em_line(e, "%s *%s = (%s *)malloc(%s);", ct, hn, ct, bytes_expr(t, x));
-            if (k < t->nin) em_line(e, "%s(\"%s.bin\", %s, %s);", io_read_name(t), x->name, hn, bytes_expr(t, x));
-        }
+    for (int k = 0; k < n; k++) {
+        const Tensor *x = tensor_at(t, k);
+        const char *ct = dt_ctypes[x->dt], *hn = hname(t, x->name);
+        if (k < t->nin) main_io(e, t, x, 1);
+        else if (is_cpp(t)) em_line(e, "std::vector<%s> %s(%s);", ct, hn, count_expr(t, x));
+        else em_line(e, "%s *%s = (%s *)malloc(%s);", ct, hn, ct, bytes_expr(t, x));
     }
     em_blank(e);
-}
-
-static void main_device_buffers(Emit *e, const Task *t, const struct Host *h) {
     if (t->st.cmt != CMT_NONE) em_line(e, "// Device buffers");
     const char *init = t->st.nullinit == 0 && is_cpp(t) ? " = nullptr" : t->st.nullinit <= 1 ? " = NULL" : "";
-    for (int k = 0; k < t->nin + t->nout; k++) {
-        const Tensor *x = k < t->nin ? &t->in[k] : &t->out[k - t->nin];
-        em_line(e, "%s *%s%s;", dt_ctypes[x->dt], k < t->nin ? h->in[k] : h->out[k - t->nin], init);
-    }
-    for (int k = 0; k < t->nin + t->nout; k++) {
-        const Tensor *x = k < t->nin ? &t->in[k] : &t->out[k - t->nin];
-        const char *d = k < t->nin ? h->in[k] : h->out[k - t->nin];
-        host_call(e, t, "cudaMalloc(%s&%s, %s)", t->st.nullinit == 2 ? "(void **)" : "", d, bytes_expr(t, x));
-    }
+    for (int k = 0; k < n; k++) em_line(e, "%s *%s%s;", dt_ctypes[tensor_at(t, k)->dt], dev_buf(h, k), init);
+    for (int k = 0; k < n; k++)
+        host_call(e, t, "cudaMalloc(%s&%s, %s)", t->st.nullinit == 2 ? "(void **)" : "", dev_buf(h, k),
+                  bytes_expr(t, tensor_at(t, k)));
     for (int k = 0; k < t->nin; k++)
-        host_call(e, t, "cudaMemcpy(%s, %s, %s, cudaMemcpyHostToDevice)", h->in[k], hptr(t, &t->in[k]),
-                  bytes_expr(t, &t->in[k]));
+        host_call(e, t, "cudaMemcpy(%s, %s%s, %s, cudaMemcpyHostToDevice)", h->in[k], hname(t, t->in[k].name),
+                  is_cpp(t) ? ".data()" : "", bytes_expr(t, &t->in[k]));
     for (int k = 0; k < t->nout; k++)
         if (t->out[k].zero_init) host_call(e, t, "cudaMemset(%s, 0, %s)", h->out[k], bytes_expr(t, &t->out[k]));
     em_blank(e);
 }
 
+// The launch (the launcher function's call, or the family's statements), timed with
+// events in programs that time it, then the launch error and the synchronisation.
 static void main_launch(Emit *e, const Task *t, const struct Host *h) {
     if (t->st.timing) {
         em_line(e, "cudaEvent_t start, stop;");
@@ -1001,7 +941,7 @@ static void main_launch(Emit *e, const Task *t, const struct Host *h) {
         host_call(e, t, "cudaEventCreate(&stop)");
         host_call(e, t, "cudaEventRecord(start)");
     }
-    if (t->st.host == HOST_LAUNCHER) em_line(e, "run_%s(%s);", t->slug, launcher_args(t, h));
+    if (t->st.host == HOST_LAUNCHER) em_line(e, "run_%s(%s);", t->slug, kernel_args(h, t->nsize));
     else {
         if (t->st.cmt != CMT_NONE) em_line(e, "// Launch");
         t->fam->launch(t, e, h);
@@ -1013,67 +953,71 @@ static void main_launch(Emit *e, const Task *t, const struct Host *h) {
         host_call(e, t, "cudaEventElapsedTime(&ms, start, stop)");
         em_line(e, "printf(\"%s: %%.3f ms\\n\", ms);", t->kname[0]);
     }
-    host_after_launch(e, t);
+    if (t->st.check == CHECK_LAST) {
+        em_line(e, "cudaError_t err = cudaGetLastError();");
+        em_line(e, "if (err == cudaSuccess) err = cudaDeviceSynchronize();");
+        em_line(e, "if (err != cudaSuccess) {");
+        em_line(e, "%*sfprintf(stderr, \"CUDA error: %%s\\n\", cudaGetErrorString(err));", t->st.iw, "");
+        em_line(e, "%*sreturn 1;", t->st.iw, "");
+        em_line(e, "}");
+    } else {
+        host_call(e, t, "cudaGetLastError()");
+        host_call(e, t, "cudaDeviceSynchronize()");
+    }
     em_blank(e);
 }
 
+// From the device to the files, then everything freed.
 static void main_outputs(Emit *e, const Task *t, const struct Host *h) {
     if (t->st.cmt != CMT_NONE)
         em_line(e, "// Results to %s", t->nout > 1 ? "their .bin files" : fmt("%s.bin", t->out[0].name));
     for (int k = 0; k < t->nout; k++)
-        host_call(e, t, "cudaMemcpy(%s, %s, %s, cudaMemcpyDeviceToHost)", hptr(t, &t->out[k]), h->out[k],
-                  bytes_expr(t, &t->out[k]));
-    for (int k = 0; k < t->nout; k++) {
-        const Tensor *x = &t->out[k];
-        if (is_cpp(t)) em_line(e, "write_binary(\"%s.bin\", %s);", x->name, hname(t, x->name));
-        else if (t->st.host == HOST_INLINE) io_inline(e, t, x, 0);
-        else em_line(e, "%s(\"%s.bin\", %s, %s);", io_write_name(t), x->name, hname(t, x->name), bytes_expr(t, x));
-    }
+        host_call(e, t, "cudaMemcpy(%s%s, %s, %s, cudaMemcpyDeviceToHost)", hname(t, t->out[k].name),
+                  is_cpp(t) ? ".data()" : "", h->out[k], bytes_expr(t, &t->out[k]));
+    for (int k = 0; k < t->nout; k++) main_io(e, t, &t->out[k], 0);
     em_blank(e);
-}
-
-static void main_free(Emit *e, const Task *t, const struct Host *h) {
     if (t->st.timing) {
         host_call(e, t, "cudaEventDestroy(start)");
         host_call(e, t, "cudaEventDestroy(stop)");
     }
-    for (int k = 0; k < t->nin; k++) host_call(e, t, "cudaFree(%s)", h->in[k]);
-    for (int k = 0; k < t->nout; k++) host_call(e, t, "cudaFree(%s)", h->out[k]);
-    for (int k = 0; !is_cpp(t) && k < t->nin; k++) em_line(e, "free(%s);", hname(t, t->in[k].name));
-    for (int k = 0; !is_cpp(t) && k < t->nout; k++) em_line(e, "free(%s);", hname(t, t->out[k].name));
+    for (int k = 0; k < t->nin + t->nout; k++) host_call(e, t, "cudaFree(%s)", dev_buf(h, k));
+    for (int k = 0; !is_cpp(t) && k < t->nin + t->nout; k++) em_line(e, "free(%s);", hname(t, tensor_at(t, k)->name));
 }
 
+static const char *const main_heads[] = { "int main()", "int main(void)", "int main(int argc, char **argv)" };
 static void emit_main(Emit *e, const Task *t, const struct Host *h) {
     const Style *s = &t->st;
-    em_line(e, "%s {", pick3(s->mainsig, "int main()", "int main(void)", "int main(int argc, char **argv)"));
+    em_line(e, "%s {", main_heads[s->mainsig]);
     em_in(e);
     if (s->mainsig == 2) {
         em_line(e, "(void)argc;");
         em_line(e, "(void)argv;");
     }
-    if (s->sizes == SIZES_LOCAL)
-        for (int k = 0; k < t->nsize; k++) em_line(e, "const int %s = %s;", size_name(t, k), size_value(t, k));
+    for (int k = 0; s->sizes == SIZES_LOCAL && k < t->nsize; k++)
+        em_line(e, "const int %s = %s;", size_name(t, k), size_value(t, k));
     for (int k = 0; s->bytesvar && k < t->nin + t->nout; k++) {
-        const Tensor *x = k < t->nin ? &t->in[k] : &t->out[k - t->nin];
+        const Tensor *x = tensor_at(t, k);
         em_line(e, "const size_t %s_bytes = %s * sizeof(%s);", x->name, count_expr(t, x), dt_ctypes[x->dt]);
     }
     em_blank(e);
-    main_inputs(e, t);
-    main_device_buffers(e, t, h);
+    main_inputs(e, t, h);
     main_launch(e, t, h);
     main_outputs(e, t, h);
-    main_free(e, t, h);
     if (s->done) em_line(e, "printf(\"%s done\\n\");", t->slug);
     em_line(e, "return 0;");
     em_out(e);
     em_line(e, "}");
 }
 
-// The whole program. Kernels come first; host helpers after them or before (varied).
+// The whole program: a header comment (in some), the file top, the kernels, the file
+// helpers (before the kernels in some programs), the launcher function of HOST_LAUNCHER
+// programs, main.
 static void emit_program(const Task *t, Emit *e) {
     const Style *s = &t->st;
-    struct Host h;
-    host_fill(&h, t);
+    struct Host h = { .t = t };
+    for (int k = 0; k < t->nin; k++) snprintf(h.in[k], sizeof h.in[k], "%s", dname(t, t->in[k].name));
+    for (int k = 0; k < t->nout; k++) snprintf(h.out[k], sizeof h.out[k], "%s", dname(t, t->out[k].name));
+    for (int k = 0; k < t->nsize; k++) snprintf(h.size[k], sizeof h.size[k], "%s", size_name(t, k));
     if (s->header) {
         Buf nm = { 0 }, desc = { 0 };
         t->fam->describe(t, &nm, &desc);
@@ -1083,17 +1027,15 @@ static void emit_program(const Task *t, Emit *e) {
         buf_free(&nm);
         buf_free(&desc);
     }
-    emit_includes(e, t);
+    emit_file_top(e, t);
     int helpers_first = (s->hostname + s->check) % 3 == 0;
-    emit_check_helpers(e, t);
-    emit_file_sizes(e, t);
     if (helpers_first) emit_io_helpers(e, t);
     t->fam->kernels(t, e);
     em_blank(e);
     if (!helpers_first) emit_io_helpers(e, t);
     if (s->host == HOST_LAUNCHER) {
         em_comment(e, t, "Configures and launches the kernel(s); the caller synchronises.", 0);
-        em_line(e, "static void run_%s(%s) {", t->slug, launcher_params(t, &h));
+        em_line(e, "static void run_%s(%s) {", t->slug, launcher_params(&h));
         em_in(e);
         t->fam->launch(t, e, &h);
         em_out(e);
@@ -1164,37 +1106,32 @@ static void style_draw(Style *s, Rng *r) {
 // comments; params_pin fixes the names. Drawn after style_draw, so the rest of a task's
 // draws (and with them its parameters) are the same as in a varied corpus of the same seed.
 static void style_plain(Style *s) {
-    int gpu = s->gpu;
-    memset(s, 0, sizeof *s);
-    s->host = HOST_INLINE;
-    s->sizes = SIZES_LOCAL;
-    s->check = CHECK_MACRO;
-    s->cmt = CMT_NONE;
-    s->iw = 4;
-    s->gpu = gpu;
+    *s = (Style){ .host = HOST_INLINE, .sizes = SIZES_LOCAL, .check = CHECK_MACRO, .cmt = CMT_NONE, .iw = 4,
+                  .gpu = s->gpu };
 }
 
 // ----------------------------------------------------------------------------
 // JSON: writing
 
+// The characters written as a backslash and a letter (JSON_ESC[k] as "\\" JSON_LETTER[k]).
+static const char JSON_ESC[] = "\"\\\n\r\t\b\f", JSON_LETTER[] = "\"\\nrtbf";
+
 static void json_str(Buf *b, const char *s, size_t n) {
     buf_putn(b, "\"", 1);
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        switch (c) {
-        case '"': buf_puts(b, "\\\""); break;
-        case '\\': buf_puts(b, "\\\\"); break;
-        case '\n': buf_puts(b, "\\n"); break;
-        case '\r': buf_puts(b, "\\r"); break;
-        case '\t': buf_puts(b, "\\t"); break;
-        case '\b': buf_puts(b, "\\b"); break;
-        case '\f': buf_puts(b, "\\f"); break;
-        default:
-            if (c < 0x20 || c == 0x7f) buf_printf(b, "\\u%04x", c);
-            else buf_putn(b, (const char *)&c, 1);
-        }
+        const char *esc = c ? strchr(JSON_ESC, c) : NULL;
+        if (esc) buf_printf(b, "\\%c", JSON_LETTER[esc - JSON_ESC]);
+        else if (c < 0x20 || c == 0x7f) buf_printf(b, "\\u%04x", c);
+        else buf_putn(b, s + i, 1);
     }
     buf_putn(b, "\"", 1);
+}
+// `,"key":` (sep "," or "" before it).
+static void json_key(Buf *b, const char *sep, const char *key) {
+    buf_puts(b, sep);
+    json_str(b, key, strlen(key));
+    buf_puts(b, ":");
 }
 static void json_num(Buf *b, double v) {
     if (!isfinite(v)) die("json: non-finite number");
@@ -1207,45 +1144,46 @@ static void json_num(Buf *b, double v) {
     buf_puts(b, s);
 }
 
-// The spec object: family, params, inputs, outputs, seed, tolerance.
+// The spec object: family, params, inputs (with how their data is drawn), outputs, seed,
+// tolerance.
 static void json_spec(Buf *b, const Task *t) {
     const Family *f = t->fam;
-    buf_puts(b, "{\"family\":");
+    int n = 0;
+    json_key(b, "{", "family");
     json_str(b, f->name, strlen(f->name));
-    buf_puts(b, ",\"params\":{");
-    int np = param_count(f), nf = fparam_count(f);
-    for (int k = 0; k < np; k++) {
-        if (k) buf_puts(b, ",");
-        json_str(b, f->ip[k].name, strlen(f->ip[k].name));
-        buf_puts(b, ":");
+    json_key(b, ",", "params");
+    buf_puts(b, "{");
+    for (int k = 0; f->ip[k].name; k++) {
+        json_key(b, n++ ? "," : "", f->ip[k].name);
         if (f->ip[k].values) json_str(b, f->ip[k].values[t->p[k]], strlen(f->ip[k].values[t->p[k]]));
         else buf_printf(b, "%d", t->p[k]);
     }
-    for (int k = 0; k < nf; k++) {
-        buf_puts(b, np || k ? "," : "");
-        json_str(b, f->fp[k], strlen(f->fp[k]));
-        buf_puts(b, ":");
+    for (int k = 0; f->fp && f->fp[k]; k++) {
+        json_key(b, n++ ? "," : "", f->fp[k]);
         json_num(b, t->f[k]);
     }
     buf_puts(b, "},\"inputs\":[");
-    for (int k = 0; k < t->nin + t->nout; k++) { // inputs (with how their data is drawn), then outputs
-        const Tensor *x = k < t->nin ? &t->in[k] : &t->out[k - t->nin];
+    for (int k = 0; k < t->nin + t->nout; k++) {
+        const Tensor *x = tensor_at(t, k);
         buf_puts(b, k == t->nin ? "],\"outputs\":[" : k ? "," : "");
-        buf_puts(b, "{\"name\":");
+        json_key(b, "{", "name");
         json_str(b, x->name, strlen(x->name));
         buf_printf(b, ",\"dtype\":\"%s\",\"shape\":[", dt_names[x->dt]);
         for (int d = 0; d < x->ndim; d++) buf_printf(b, "%s%ld", d ? "," : "", x->shape[d]);
         buf_puts(b, "]");
-        if (k >= t->nin) { buf_puts(b, "}"); continue; }
-        buf_puts(b, ",\"lo\":");
-        json_num(b, x->lo);
-        buf_puts(b, ",\"hi\":");
-        json_num(b, x->hi);
-        buf_printf(b, ",\"integer\":%s,\"gen\":\"%s\"}", x->integer ? "true" : "false", gen_names[x->gen]);
+        if (k < t->nin) {
+            json_key(b, ",", "lo");
+            json_num(b, x->lo);
+            json_key(b, ",", "hi");
+            json_num(b, x->hi);
+            buf_printf(b, ",\"integer\":%s,\"gen\":\"%s\"", x->integer ? "true" : "false", gen_names[x->gen]);
+        }
+        buf_puts(b, "}");
     }
-    buf_printf(b, "],\"seed\":%llu,\"atol\":", (unsigned long long)t->seed);
+    buf_printf(b, "],\"seed\":%llu", (unsigned long long)t->seed);
+    json_key(b, ",", "atol");
     json_num(b, t->atol);
-    buf_puts(b, ",\"rtol\":");
+    json_key(b, ",", "rtol");
     json_num(b, t->rtol);
     buf_puts(b, "}");
 }
@@ -1265,98 +1203,84 @@ typedef struct JVal {
 
 typedef struct { const char *s; size_t i, n; const char *err; } JParser;
 
-static void jws(JParser *p) {
-    while (p->i < p->n && (p->s[p->i] == ' ' || p->s[p->i] == '\t' || p->s[p->i] == '\n' || p->s[p->i] == '\r')) p->i++;
+// The next character after white space (advancing past the white space), or 0 at the end.
+static char jpeek(JParser *p) {
+    while (p->i < p->n && p->s[p->i] && strchr(" \t\n\r", p->s[p->i])) p->i++;
+    return p->i < p->n ? p->s[p->i] : 0;
 }
-static int jparse(JParser *p, JVal *v, int depth);
+// A string; NULL (and p->err) when it is not one.
 static char *jstring(JParser *p) {
-    if (p->i >= p->n || p->s[p->i] != '"') { p->err = "expected a string"; return NULL; }
-    p->i++;
+    static const char hex[] = "0123456789abcdef";
+    if (jpeek(p) != '"') { p->err = "expected a string"; return NULL; }
     Buf b = { 0 };
     buf_reserve(&b, 16);
-    while (p->i < p->n && p->s[p->i] != '"') {
-        char c = p->s[p->i++];
-        if ((unsigned char)c < 0x20) { p->err = "control character in string"; buf_free(&b); return NULL; }
-        if (c != '\\') { buf_putn(&b, &c, 1); continue; }
-        if (p->i >= p->n) break;
-        char x = p->s[p->i++], o;
-        switch (x) {
-        case '"': o = '"'; break;
-        case '\\': o = '\\'; break;
-        case '/': o = '/'; break;
-        case 'b': o = '\b'; break;
-        case 'f': o = '\f'; break;
-        case 'n': o = '\n'; break;
-        case 'r': o = '\r'; break;
-        case 't': o = '\t'; break;
-        case 'u': {
-            if (p->i + 4 > p->n) { p->err = "short \\u escape"; buf_free(&b); return NULL; }
-            unsigned u = 0;
+    for (p->i++; !p->err && p->i < p->n && p->s[p->i] != '"';) {
+        char c = p->s[p->i++], x = 0;
+        if (c == '\\' && p->i < p->n) x = p->s[p->i++];
+        const char *esc = x ? strchr(JSON_LETTER, x) : NULL;
+        unsigned u = 0;
+        if ((unsigned char)c < 0x20) p->err = "control character in string";
+        else if (c != '\\') buf_putn(&b, &c, 1);
+        else if (esc) buf_putn(&b, &JSON_ESC[esc - JSON_LETTER], 1);
+        else if (x == '/') buf_putn(&b, "/", 1);
+        else if (x != 'u') p->err = "bad escape";
+        else if (p->i + 4 > p->n) p->err = "short \\u escape";
+        else {
             for (int k = 0; k < 4; k++) {
-                char h = p->s[p->i++];
-                u = u * 16 + (unsigned)(h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10
-                                        : h >= 'A' && h <= 'F' ? h - 'A' + 10 : 99);
+                const char *d = strchr(hex, tolower(p->s[p->i++]));
+                u = u * 16 + (d && *d ? (unsigned)(d - hex) : 0x100);
             }
-            if (u >= 0x80) {
-                p->err = "non-ASCII \\u escape (not produced by this generator)";
-                buf_free(&b);
-                return NULL;
-            }
-            o = (char)u;
-            break;
+            if (u >= 0x80) p->err = "non-ASCII \\u escape (not produced by this generator)";
+            else buf_putn(&b, (char[]){ (char)u }, 1);
         }
-        default: p->err = "bad escape"; buf_free(&b); return NULL;
-        }
-        buf_putn(&b, &o, 1);
     }
-    if (p->i >= p->n) { p->err = "unterminated string"; buf_free(&b); return NULL; }
+    if (!p->err && p->i >= p->n) p->err = "unterminated string";
+    if (p->err) { buf_free(&b); return NULL; }
     p->i++;
     return b.s;
 }
+// A value of any type into v (which jfree frees, also after an error).
 static int jparse(JParser *p, JVal *v, int depth) {
+    static const char *const words[] = { "null", "true", "false" };
     memset(v, 0, sizeof *v);
+    char c = jpeek(p), close = c == '{' ? '}' : ']';
     if (depth > 32) { p->err = "nested too deep"; return -1; }
-    jws(p);
-    if (p->i >= p->n) { p->err = "unexpected end"; return -1; }
-    char c = p->s[p->i];
+    if (!c) { p->err = "unexpected end"; return -1; }
     if (c == '"') {
         v->type = JSTR;
-        v->str = jstring(p);
-        return v->str ? 0 : -1;
+        return (v->str = jstring(p)) ? 0 : -1;
     }
-    if (c == '{' || c == '[') {
+    if (c == '{' || c == '[') { // members (objects: key, ':', value) separated by ','
         v->type = c == '{' ? JOBJ : JARR;
         p->i++;
-        int cap = 0;
-        jws(p);
-        if (p->i < p->n && p->s[p->i] == (c == '{' ? '}' : ']')) { p->i++; return 0; }
-        for (;;) {
+        if (jpeek(p) == close) { p->i++; return 0; }
+        for (int cap = 0;;) {
             if (v->n == cap) {
                 cap = cap ? cap * 2 : 8;
                 v->items = realloc(v->items, (size_t)cap * sizeof *v->items);
-                if (c == '{') v->keys = realloc(v->keys, (size_t)cap * sizeof *v->keys);
+                v->keys = realloc(v->keys, (size_t)cap * sizeof *v->keys);
             }
-            jws(p);
-            if (c == '{') {
-                char *k = jstring(p);
-                if (!k) return -1;
-                v->keys[v->n] = k;
-                jws(p);
-                if (p->i >= p->n || p->s[p->i] != ':') { p->err = "expected ':'"; free(k); return -1; }
-                p->i++;
-            }
-            if (jparse(p, &v->items[v->n], depth + 1)) { if (c == '{') free(v->keys[v->n]); return -1; }
-            v->n++;
-            jws(p);
-            if (p->i < p->n && p->s[p->i] == ',') { p->i++; continue; }
-            if (p->i < p->n && p->s[p->i] == (c == '{' ? '}' : ']')) { p->i++; return 0; }
-            p->err = "expected ',' or a closing bracket";
-            return -1;
+            JVal *item = &v->items[v->n];
+            char **key = &v->keys[v->n++]; // counted now: jfree frees what an error leaves
+            memset(item, 0, sizeof *item);
+            *key = NULL;
+            if (c == '{' && !(*key = jstring(p))) return -1;
+            if (c == '{' && jpeek(p) != ':') { p->err = "expected ':'"; return -1; }
+            p->i += c == '{';
+            if (jparse(p, item, depth + 1)) return -1;
+            char next = jpeek(p);
+            p->i++;
+            if (next == close) return 0;
+            if (next != ',') { p->err = "expected ',' or a closing bracket"; return -1; }
         }
     }
-    if (strncmp(p->s + p->i, "true", 4) == 0) { v->type = JBOOL; v->num = 1; p->i += 4; return 0; }
-    if (strncmp(p->s + p->i, "false", 5) == 0) { v->type = JBOOL; p->i += 5; return 0; }
-    if (strncmp(p->s + p->i, "null", 4) == 0) { v->type = JNULL; p->i += 4; return 0; }
+    for (int k = 0; k < 3; k++)
+        if (strncmp(p->s + p->i, words[k], strlen(words[k])) == 0) {
+            v->type = k ? JBOOL : JNULL;
+            v->num = k == 1;
+            p->i += strlen(words[k]);
+            return 0;
+        }
     char *end;
     v->type = JNUM;
     v->num = strtod(p->s + p->i, &end);
@@ -1374,17 +1298,18 @@ static void jfree(JVal *v) {
     free(v->keys);
     memset(v, 0, sizeof *v);
 }
+// Parses the whole text s[0..n) (0), or gives the error (-1).
 static int jparse_text(const char *s, size_t n, JVal *v, const char **err) {
     JParser p = { s, 0, n, NULL };
-    if (jparse(&p, v, 0)) { *err = p.err; jfree(v); return -1; }
-    jws(&p);
-    if (p.i != n) { *err = "trailing characters"; jfree(v); return -1; }
-    return 0;
+    if (jparse(&p, v, 0) == 0 && jpeek(&p) == 0 && p.i == n) return 0;
+    *err = p.err ? p.err : "trailing characters";
+    jfree(v);
+    return -1;
 }
-static const JVal *jget(const JVal *o, const char *key) {
-    if (!o || o->type != JOBJ) return NULL;
-    for (int k = 0; k < o->n; k++)
-        if (strcmp(o->keys[k], key) == 0) return &o->items[k];
+// Member key of object o if it has the type (-1: any type), else NULL.
+static const JVal *jget(const JVal *o, const char *key, int type) {
+    for (int k = 0; o && o->type == JOBJ && k < o->n; k++)
+        if (strcmp(o->keys[k], key) == 0) return type < 0 || o->items[k].type == type ? &o->items[k] : NULL;
     return NULL;
 }
 
