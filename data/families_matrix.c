@@ -7,7 +7,8 @@
 // Conventions of this file: kernel parameters and locals are lower case, so they never
 // meet a size constant spelled as a macro (#define ROWS ...); macros and template
 // parameters of the kernels (TILE_DIM, BLOCK_ROWS, ...) never equal an upper-cased size
-// name. Tensor names are never M, N or K.
+// name. Tensor names are never M, N or K. Every kernel's parameters are the task's tensors
+// in order (kernel_params), then its sizes.
 
 // ----------------------------------------------------------------------------
 // Shared helpers
@@ -16,8 +17,6 @@ static const char *const mx_dtypes[] = { "float32", "int32", NULL };
 static const int mx_bdims[][2] = { { 16, 16 }, { 32, 8 }, { 8, 8 }, { 32, 32 }, { 16, 8 }, { 32, 4 }, { 64, 4 } };
 // Matrix sides: powers of two and sizes that are not multiples of any block or tile.
 static const int mx_sides[] = { 64, 100, 128, 250, 256, 300, 500, 512, 640, 768, 1000, 1024, 1500, 2048 };
-static const int mx_blocks1d[] = { 64, 128, 256, 256, 512 };
-static const int mx_caps[] = { 16, 32, 64, 128 };
 static const char *const mx_dnames[][2] = { { "rows", "cols" }, { "height", "width" }, { "ny", "nx" }, { "m", "n" } };
 
 static void mx_draw_rc(Rng *r, int *rows, int *cols, long minel, long maxel) {
@@ -27,7 +26,21 @@ static void mx_draw_rc(Rng *r, int *rows, int *cols, long minel, long maxel) {
     } while ((long)*rows * *cols > maxel || (long)*rows * *cols < minel);
 }
 
-static void mx_name(char *dst, size_t n, const char *s) { snprintf(dst, n, "%s", s); }
+// The names of a task: its tensors from a row of the family's name table (the inputs
+// nm[0..nin), the output nm[out]), its kernel and its slug.
+static void mx_names(Task *t, const char *const *nm, int nin, int out, const char *kname, const char *slug) {
+    for (int k = 0; k < nin; k++) SETNAME(t->in[k].name, "%s", nm[k]);
+    SETNAME(t->out[0].name, "%s", nm[out]);
+    SETNAME(t->kname[0], "%s", kname);
+    SETNAME(t->slug, "%s", slug);
+}
+
+// A float32 tensor of shape [d0, d1] (or [d0] when d1 = 0) with size[f0] * size[f1]
+// elements (f1 < 0: size[f0]); an input when range > 0, its values in [-range, range).
+static void mx_f32(Tensor *x, long d0, long d1, int f0, int f1, double range) {
+    tshape(x, DT_F32, d1 ? 2 : 1, d0, d1, f0, f1);
+    if (range > 0) trange(x, -range, range, 0);
+}
 
 // Tolerance of outputs that are float32 sums of len terms of magnitude up to mag, added in
 // an order the reference (which sums in double) does not know. The rounding errors of a
@@ -41,6 +54,84 @@ static void mx_sum_tol(Task *t, long len, double mag) {
 // Relative error allowance of a float sum of n values reduced on the GPU (per-thread
 // partial sums, block trees or shuffles, atomics or a second pass over the partials).
 static double mx_red_rel(long n) { return 2e-6 + 2e-8 * sqrt((double)n); }
+
+// A kernel of this file: what precedes it (macros, helpers), its comment, a template
+// head, its parameters and its body.
+static const char mx_kernel_tpl[] = R"(
+$pre
+/// $comment
+$template
+__global__ void $kname($params) {
+    $body
+}
+)";
+static void mx_kernel(Emit *e, const Task *t, const char *pre, const char *tmpl, const char *comment,
+                      const char *params, const char *body) {
+    TPL(e, t, mx_kernel_tpl, "pre", pre, "comment", comment, "template", tmpl, "kname", t->kname[0], "params",
+        params, "body", body);
+}
+
+// body under a bounds guard: if (in) { body } (early = 0) or an early return (early = 1).
+static const char *const mx_guard_tpl[] = { R"(
+if ($in) {
+    $body
+}
+)", R"(
+if ($out) return;
+$body
+)" };
+static const char *mx_guard(int early, const char *cond_in, const char *cond_out, const char *body) {
+    return FRAG(mx_guard_tpl[early], "in", cond_in, "out", cond_out, "body", body);
+}
+// The guard of row r < R and column c < C.
+static const char *mx_guard_rc(int early, const char *r, const char *R, const char *c, const char *C,
+                               const char *body) {
+    return mx_guard(early, fmt("%s < %s && %s < %s", r, R, c, C), fmt("%s >= %s || %s >= %s", r, R, c, C), body);
+}
+
+// The 2-D thread coordinates: the column from x, the row from y (or swapped).
+static const char *mx_index2d(const Task *t, const char *rv, const char *cv, int swap) {
+    const char *xs =
+        (t->st.idxname & 1) ? "threadIdx.x + blockIdx.x * blockDim.x" : "blockIdx.x * blockDim.x + threadIdx.x";
+    const char *ys =
+        (t->st.idxname & 1) ? "threadIdx.y + blockIdx.y * blockDim.y" : "blockIdx.y * blockDim.y + threadIdx.y";
+    const char *a = swap ? rv : cv, *b = swap ? cv : rv, *q = t->st.idxname == 3 ? "" : "const ";
+    if (t->st.idxname == 2) return fmt("const int %s = %s, %s = %s;", a, xs, b, ys);
+    return fmt("%sint %s = %s;\n%sint %s = %s;", q, a, xs, q, b, ys);
+}
+
+// The elements (row, col) of an R x C matrix in a 2-D kernel, around stmt: one thread per
+// element behind a guard (if, or an early return: early), or grid-stride loops in both
+// directions (stride). swap: thread x runs along the rows.
+static const char *const mx_loop2d_tpl[] = { R"(
+$index
+$guarded
+)", R"(
+for (int $outer = blockIdx.y * blockDim.y + threadIdx.y; $outer < $olen; $outer += blockDim.y * gridDim.y) {
+    for (int $inner = blockIdx.x * blockDim.x + threadIdx.x; $inner < $ilen; $inner += blockDim.x * gridDim.x) {
+        $stmt
+    }
+}
+)" };
+static const char *mx_loop2d(const Task *t, int stride, int early, int swap, const char *R, const char *C,
+                             const char *stmt) {
+    return FRAG(mx_loop2d_tpl[stride], "index", mx_index2d(t, "row", "col", swap), "guarded",
+                stride ? "" : mx_guard_rc(early, "row", R, "col", C, stmt), "stmt", stmt, "outer", swap ? "col" : "row",
+                "inner", swap ? "row" : "col", "olen", swap ? C : R, "ilen", swap ? R : C);
+}
+// The same with a 1-D launch over the flat index (loop: a loop style of loop_frag), the row
+// rv and column cv recovered with / and %.
+static const char mx_flat_tpl[] = R"(
+const int total = $R * $C;
+$loop
+)";
+static const char *mx_flat(const Task *t, int loop, const char *rv, const char *cv, const char *R, const char *C,
+                           const char *stmt) {
+    const char *i = IDX(t), *split = t->st.idxtype ? "const int %s = (int)(%s / %s), %s = (int)(%s %% %s);"
+                                                   : "const int %s = %s / %s, %s = %s %% %s;";
+    return FRAG(mx_flat_tpl, "R", R, "C", C, "loop",
+                loop_frag(t, loop, "total", fmt("%s\n%s", fmt(split, rv, i, C, cv, i, C), stmt)));
+}
 
 // A 2-D (or 3-D) launch: blocks of bx x by threads, each covering tx x ty elements (NULL:
 // its own extent) of an xc-wide, yc-high (NULL: one block high) index space, zc grid
@@ -80,13 +171,54 @@ static void mx_launch2d(Emit *e, const Task *t, int dims, const char *k, const c
         zc ? fmt("grid_dim.z = %s;", zc) : "", "cap", ycap ? fmt("if (%s.y > %d) %s.y = %d;", g, ycap, g, ycap) : "",
         "k", k, "shmem", shmem ? fmt(", %s", shmem) : "", "args", args);
 }
-
-// The 4-byte copy of element s of src to element d of dst (float32 and int32 alike).
-static void mx_copy4(void *dst, long d, const void *src,
-                     long s) { memcpy((char *)dst + 4 * d, (const char *)src + 4 * s, 4); }
+// The same with blocks of mx_bdims[bdim] threads, one thread per element.
+static void mx_launch_bd(Emit *e, const Task *t, int dims, int bdim, const char *xc, const char *yc, const char *zc,
+                         int ycap, const char *args) {
+    const int *bd = mx_bdims[bdim];
+    mx_launch2d(e, t, dims, t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, xc, yc, zc, ycap, NULL, args);
+}
 
 // ----------------------------------------------------------------------------
-// Naive transpose
+// Transposes: in (R, C) float32 or int32 -> out (C, R), an exact copy. Both families have
+// the parameters dtype, rows, cols first, and share the task (layout, ref), the tensor
+// names and part of the description.
+
+enum { MXT_DT, MXT_ROWS, MXT_COLS };
+static const char *const mxt_names[][2] = { { "in", "out" }, { "src", "dst" }, { "A", "A_t" }, { "mat", "mat_t" },
+                                            { "input", "transposed" }, { "a", "b" } };
+
+static void mxt_layout(Task *t) {
+    const char *const *dn = mx_dnames[t->p[param_index(t->fam, "dnames")]];
+    long R = t->p[MXT_ROWS], C = t->p[MXT_COLS];
+    DType dt = t->p[MXT_DT] ? DT_I32 : DT_F32;
+    t->nsize = 0;
+    int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
+    t->nin = t->nout = 1;
+    tshape(&t->in[0], dt, 2, R, C, rr, cc);
+    if (dt == DT_I32) trange(&t->in[0], -1000000, 1000000, 1);
+    else trange(&t->in[0], -100, 100, 0);
+    tshape(&t->out[0], dt, 2, C, R, cc, rr);
+    t->atol = 0; // a copy: exact
+    t->rtol = 0;
+}
+
+// The first sentence of the description (the tiled transpose's is shorter).
+static void mxt_describe_task(const Task *t, Buf *desc, int tiled) {
+    const char *x = t->in[0].name, *y = t->out[0].name;
+    int R = t->p[MXT_ROWS], C = t->p[MXT_COLS];
+    buf_printf(desc, "%s is a %d x %d row-major %s matrix%s its transpose to %s (%d x %d%s): %s[c][r] = %s[r][c].", x,
+               R, C, t->p[MXT_DT] ? "int32" : "float32", tiled ? "; write" : ". Write", y, C, R,
+               tiled ? "" : ", row-major", y, x);
+}
+
+static void mxt_ref(const Task *t, const void *const *in, void *const *out) {
+    long R = t->p[MXT_ROWS], C = t->p[MXT_COLS];
+    for (long r = 0; r < R; r++)
+        for (long c = 0; c < C; c++) memcpy((char *)out[0] + 4 * (c * R + r), (const char *)in[0] + 4 * (r * C + c), 4);
+}
+
+// ----------------------------------------------------------------------------
+// Naive transpose: one thread per element
 
 enum { MXTN_DT, MXTN_ROWS, MXTN_COLS, MXTN_MODE, MXTN_BDIM, MXTN_BLOCK, MXTN_MAP, MXTN_GUARD, MXTN_CAP, MXTN_DIMS,
        MXTN_KNAME, MXTN_NAMES, MXTN_TNAME, MXTN_DNAMES, MXTN_NP };
@@ -101,8 +233,6 @@ static const ParamDesc mxtn_params[] = {
     [MXTN_KNAME] = { "kname", NULL, 0, "0..3" }, [MXTN_NAMES] = { "names", NULL, 0, "0..5" },
     [MXTN_TNAME] = { "tname", NULL, 0, "0..2" }, [MXTN_DNAMES] = { "dnames", NULL, 0, "0..3" },
     [MXTN_NP] = { NULL, NULL, 0, NULL } };
-static const char *const mxtn_names[][2] = { { "in", "out" }, { "src", "dst" }, { "A", "A_t" }, { "mat", "mat_t" },
-                                           { "input", "transposed" }, { "a", "b" } };
 static const char *const mxtn_kn[] = { "transpose_naive", "transposeNaive", "transpose_kernel", "naive_transpose" };
 
 static void mxtn_draw(Task *t, Rng *r) {
@@ -117,160 +247,61 @@ static void mxtn_draw(Task *t, Rng *r) {
         t->p[MXTN_CAP] = t->p[MXTN_MODE] == 2 ? rng_pick(r, "16 32 64 128") : 0;
         t->p[MXTN_MAP] = rng_pick(r, "0 0 0 1");
     }
-    SETNAME(t->in[0].name, "%s", mxtn_names[t->p[MXTN_NAMES]][0]);
-    SETNAME(t->out[0].name, "%s", mxtn_names[t->p[MXTN_NAMES]][1]);
-    SETNAME(t->kname[0], "%s", mxtn_kn[t->p[MXTN_KNAME]]);
-    SETNAME(t->slug, "transpose");
-}
-
-// The two transpose families (naive and tiled) share the task: in (R, C) float32 or
-// int32 -> out (C, R), an exact copy.
-static void mx_transpose_layout(Task *t, int is_int, long R, long C, const char *const *dn) {
-    DType dt = is_int ? DT_I32 : DT_F32;
-    t->nsize = 0;
-    int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
-    t->nin = t->nout = 1;
-    tshape(&t->in[0], dt, 2, R, C, rr, cc);
-    if (dt == DT_I32) trange(&t->in[0], -1000000, 1000000, 1);
-    else trange(&t->in[0], -100, 100, 0);
-    tshape(&t->out[0], dt, 2, C, R, cc, rr);
-    t->atol = 0; // a copy: exact
-    t->rtol = 0;
-}
-static void mx_transpose_ref(long R, long C, const void *in, void *out) {
-    for (long r = 0; r < R; r++)
-        for (long c = 0; c < C; c++) mx_copy4(out, c * R + r, in, r * C + c);
-}
-
-static void mxtn_layout(Task *t) {
-    mx_transpose_layout(t, t->p[MXTN_DT], t->p[MXTN_ROWS], t->p[MXTN_COLS], mx_dnames[t->p[MXTN_DNAMES]]);
+    mx_names(t, mxt_names[t->p[MXTN_NAMES]], 1, 1, mxtn_kn[t->p[MXTN_KNAME]], "transpose");
 }
 
 static void mxtn_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, pick3(t->p[MXTN_TNAME], "Matrix_Transpose", "Naive_Transpose", "Transpose_2D"));
-    const char *x = t->in[0].name, *y = t->out[0].name;
-    int R = t->p[MXTN_ROWS], C = t->p[MXTN_COLS];
-    buf_printf(
-        desc,
-        "%s is a %d x %d row-major %s matrix. Write its transpose to %s (%d x %d, row-major): %s[c][r] = %s[r][c].", x,
-        R, C, t->p[MXTN_DT] ? "int32" : "float32", y, C, R, y, x);
-    switch (t->p[MXTN_MODE]) {
-    case 0:
-        buf_puts(
-            desc,
-            " One thread per element on a 2-D grid of 2-D blocks (dim3), reading and writing global memory directly.");
-        break;
-    case 1:
-        buf_puts(desc, " Use a 1-D launch over the flat element index and recover the row and column with / and %.");
-        break;
-    default:
-        buf_puts(desc, " Use a 2-D grid of 2-D blocks (dim3) with grid-stride loops in both directions; the grid may "
-                       "be smaller than the matrix.");
-        break;
-    }
-}
-
-static const char mxtn_kernel_tpl[] = R"(
-/// $y[c][r] = $x[r][c]. $what
-__global__ void $kname($params) {
-    $body
-}
-)";
-static const char *const mxtn_body_tpl[] = { R"(
-$index
-$guarded
-)", R"(
-const int total = $R * $C;
-$loop
-)", R"(
-for (int $outer = blockIdx.y * blockDim.y + threadIdx.y; $outer < $olen; $outer += blockDim.y * gridDim.y) {
-    for (int $inner = blockIdx.x * blockDim.x + threadIdx.x; $inner < $ilen; $inner += blockDim.x * gridDim.x) {
-        $y[col * $R + row] = $x[row * $C + col];
-    }
-}
-)" };
-
-// body under a bounds guard: if (in) { body } (early = 0) or an early return (early = 1).
-static const char *const mx_guard_tpl[] = { R"(
-if ($in) {
-    $body
-}
-)", R"(
-if ($out) return;
-$body
-)" };
-static const char *mx_guard(int early, const char *cond_in, const char *cond_out, const char *body) {
-    return FRAG(mx_guard_tpl[early], "in", cond_in, "out", cond_out, "body", body);
-}
-
-// The 2-D thread coordinates: the column from x, the row from y (or swapped).
-static const char *mx_index2d(const Task *t, const char *rv, const char *cv, int swap) {
-    const char *xs =
-        (t->st.idxname & 1) ? "threadIdx.x + blockIdx.x * blockDim.x" : "blockIdx.x * blockDim.x + threadIdx.x";
-    const char *ys =
-        (t->st.idxname & 1) ? "threadIdx.y + blockIdx.y * blockDim.y" : "blockIdx.y * blockDim.y + threadIdx.y";
-    const char *a = swap ? rv : cv, *b = swap ? cv : rv, *q = t->st.idxname == 3 ? "" : "const ";
-    if (t->st.idxname == 2) return fmt("const int %s = %s, %s = %s;", a, xs, b, ys);
-    return fmt("%sint %s = %s;\n%sint %s = %s;", q, a, xs, q, b, ys);
+    mxt_describe_task(t, desc, 0);
+    buf_puts(desc, pick3(t->p[MXTN_MODE],
+                         " One thread per element on a 2-D grid of 2-D blocks (dim3), reading and writing global "
+                         "memory directly.",
+                         " Use a 1-D launch over the flat element index and recover the row and column with / and %.",
+                         " Use a 2-D grid of 2-D blocks (dim3) with grid-stride loops in both directions; the grid "
+                         "may be smaller than the matrix."));
 }
 
 static void mxtn_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[MXTN_DNAMES]];
-    const char *ct = t->p[MXTN_DT] ? "int" : "float", *x = t->in[0].name, *y = t->out[0].name, *R = dn[0], *C = dn[1],
-               *i = IDX(t);
-    int mode = t->p[MXTN_MODE], sw = t->p[MXTN_MAP], early = t->p[MXTN_GUARD];
-    static const char *const what[] = {
-        "One thread per element: reads are coalesced along a row, writes are strided.",
-        "One thread per element of the flat index; row = i / cols, column = i % cols.",
-        "2-D grid-stride loops: each thread transposes several elements." };
-    const char *flat =
-        fmt(t->st.idxtype ? "const int r = (int)(%s / %s), c = (int)(%s %% %s);\n%s[(size_t)c * %s + r] = %s[%s];"
-                          : "const int r = %s / %s, c = %s %% %s;\n%s[(size_t)c * %s + r] = %s[%s];",
-            i, C, i, C, y, R, x, i);
-    TPL(e, t, mxtn_kernel_tpl, "y", y, "x", x, "kname", t->kname[0], "what",
-        sw && mode != 1 ? "Thread x runs along the input rows, so the writes are coalesced and the reads strided."
-                        : what[mode],
-        "params", fmt("%s, %s, int %s, int %s", ptr_param(t, ct, x, 1), ptr_param(t, ct, y, 0), R, C), "body",
-        FRAG(mxtn_body_tpl[mode], "index", mx_index2d(t, "row", "col", sw), "x", x, "y", y, "R", R, "C", C, "guarded",
-             mode != 0 ? ""
-                       : mx_guard(early, fmt("row < %s && col < %s", R, C), fmt("row >= %s || col >= %s", R, C),
-                                  fmt("%s[col * %s + row] = %s[row * %s + col];", y, R, x, C)),
-             "loop", mode == 1 ? loop_frag(t, t->p[MXTN_GUARD], "total", flat) : "", "outer", sw ? "col" : "row",
-             "inner", sw ? "row" : "col", "olen", sw ? C : R, "ilen", sw ? R : C));
+    const char *x = t->in[0].name, *y = t->out[0].name, *R = dn[0], *C = dn[1];
+    int mode = t->p[MXTN_MODE], sw = t->p[MXTN_MAP];
+    const char *copy = fmt("%s[col * %s + row] = %s[row * %s + col];", y, R, x, C);
+    const char *body = mode == 1 ? mx_flat(t, t->p[MXTN_GUARD], "r", "c", R, C,
+                                           fmt("%s[(size_t)c * %s + r] = %s[%s];", y, R, x, IDX(t)))
+                                 : mx_loop2d(t, mode == 2, t->p[MXTN_GUARD], sw, R, C, copy);
+    const char *what = sw && mode != 1
+                           ? "Thread x runs along the input rows, so the writes are coalesced and the reads strided."
+                           : pick3(mode, "One thread per element: reads are coalesced along a row, writes are strided.",
+                                   "One thread per element of the flat index; row = i / cols, column = i % cols.",
+                                   "2-D grid-stride loops: each thread transposes several elements.");
+    mx_kernel(e, t, "", "", fmt("%s[c][r] = %s[r][c]. %s", y, x, what),
+              fmt("%s, int %s, int %s", kernel_params(t), R, C), body);
 }
 
 static void mxtn_launch(const Task *t, Emit *e, const Host *h) {
     const char *R = h->size[0], *C = h->size[1];
-    const char *args = fmt("%s, %s, %s, %s", h->in[0], h->out[0], R, C);
-    if (t->p[MXTN_MODE] == 1) {
-        launch_1d(e, t, t->kname[0], fmt("%s * %s", R, C), t->p[MXTN_BLOCK], t->p[MXTN_CAP], args);
-        return;
-    }
-    const int *bd = mx_bdims[t->p[MXTN_BDIM]];
     int sw = t->p[MXTN_MAP];
-    mx_launch2d(e, t, t->p[MXTN_DIMS], t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, sw ? R : C,
-                sw ? C : R, NULL, t->p[MXTN_CAP], NULL, args);
-}
-
-static void mxtn_ref(const Task *t, const void *const *in, void *const *out) {
-    mx_transpose_ref(t->p[MXTN_ROWS], t->p[MXTN_COLS], in[0], out[0]);
+    if (t->p[MXTN_MODE] == 1)
+        launch_1d(e, t, t->kname[0], fmt("%s * %s", R, C), t->p[MXTN_BLOCK], t->p[MXTN_CAP], kernel_args(h, 2));
+    else mx_launch_bd(e, t, t->p[MXTN_DIMS], t->p[MXTN_BDIM], sw ? R : C, sw ? C : R, NULL, t->p[MXTN_CAP],
+                      kernel_args(h, 2));
 }
 
 static const Family fam_mx_transpose_naive = {
     "transpose_naive",
     "matrix transpose, one thread per element: 2-D dim3 grid, flat 1-D index, or 2-D grid-stride; float32 or int32",
-    mxtn_params, NULL, mxtn_draw, mxtn_layout, mxtn_describe, mxtn_kernels, mxtn_launch, mxtn_ref };
+    mxtn_params, NULL, mxtn_draw, mxt_layout, mxtn_describe, mxtn_kernels, mxtn_launch, mxt_ref };
 
 // ----------------------------------------------------------------------------
 // Transpose through a shared-memory tile padded by one column
 
 enum { MXTT_DT, MXTT_ROWS, MXTT_COLS, MXTT_TILE, MXTT_BROWS, MXTT_TDEF, MXTT_DIMS, MXTT_KNAME, MXTT_NAMES, MXTT_TNAME,
        MXTT_DNAMES, MXTT_VARS, MXTT_NP };
-static const char *const mxtt_tdefs[] = { "define", "template", "constexpr", NULL };
+static const char *const mx_tdefs[] = { "define", "template", "constexpr", NULL };
 static const ParamDesc mxtt_params[] = {
     [MXTT_DT] = { "dtype", mx_dtypes, 1, "0 0 0 1" }, [MXTT_ROWS] = { "rows", NULL, 1, NULL },
     [MXTT_COLS] = { "cols", NULL, 1, NULL }, [MXTT_TILE] = { "tile", NULL, 1, "16 32" },
-    [MXTT_BROWS] = { "block_rows", NULL, 1, "0 8 4 8" }, [MXTT_TDEF] = { "tdef", mxtt_tdefs, 0, "*" },
+    [MXTT_BROWS] = { "block_rows", NULL, 1, "0 8 4 8" }, [MXTT_TDEF] = { "tdef", mx_tdefs, 0, "*" },
     [MXTT_DIMS] = { "dims", NULL, 0, "0..3" }, [MXTT_KNAME] = { "kname", NULL, 0, "0..3" },
     [MXTT_NAMES] = { "names", NULL, 0, "0..5" }, [MXTT_TNAME] = { "tname", NULL, 0, "0..2" },
     [MXTT_DNAMES] = { "dnames", NULL, 0, "0..3" }, [MXTT_VARS] = { "vars", NULL, 0, "0..1" },
@@ -280,50 +311,32 @@ static const char *const mxtt_kn[] = { "transpose_shared", "transposeCoalesced",
 static void mxtt_draw(Task *t, Rng *r) {
     mx_draw_rc(r, &t->p[MXTT_ROWS], &t->p[MXTT_COLS], 4096, 4200000);
     if (t->p[MXTT_BROWS] == 0) t->p[MXTT_BROWS] = t->p[MXTT_TILE]; // the full tile: one element per thread
-    SETNAME(t->in[0].name, "%s", mxtn_names[t->p[MXTT_NAMES]][0]);
-    SETNAME(t->out[0].name, "%s", mxtn_names[t->p[MXTT_NAMES]][1]);
-    SETNAME(t->kname[0], "%s", mxtt_kn[t->p[MXTT_KNAME]]);
-    SETNAME(t->slug, "transpose_tiled");
-}
-
-static void mxtt_layout(Task *t) {
-    mx_transpose_layout(t, t->p[MXTT_DT], t->p[MXTT_ROWS], t->p[MXTT_COLS], mx_dnames[t->p[MXTT_DNAMES]]);
+    mx_names(t, mxt_names[t->p[MXTT_NAMES]], 1, 1, mxtt_kn[t->p[MXTT_KNAME]], "transpose_tiled");
 }
 
 static void mxtt_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, pick3(t->p[MXTT_TNAME], "Shared_Memory_Transpose", "Tiled_Transpose", "Coalesced_Transpose"));
-    const char *x = t->in[0].name, *y = t->out[0].name;
     int R = t->p[MXTT_ROWS], C = t->p[MXTT_COLS], T = t->p[MXTT_TILE], B = t->p[MXTT_BROWS];
-    buf_printf(desc, "%s is a %d x %d row-major %s matrix; write its transpose to %s (%d x %d): %s[c][r] = %s[r][c]. ",
-               x, R, C, t->p[MXTT_DT] ? "int32" : "float32", y, C, R, y, x);
-    buf_printf(desc,
-               "Stage %d x %d tiles in shared memory padded to %d columns (avoids bank conflicts) so that both the "
-               "global reads and the global writes are coalesced; ",
-               T, T, T + 1);
+    mxt_describe_task(t, desc, 1);
+    buf_printf(desc, " Stage %d x %d tiles in shared memory padded to %d columns (avoids bank conflicts) so that both "
+                     "the global reads and the global writes are coalesced; ", T, T, T + 1);
     if (B == T) buf_printf(desc, "blocks of %d x %d threads (dim3), one element per thread.", T, T);
-    else
-        buf_printf(desc, "blocks of %d x %d threads (dim3), each thread moving %d elements of its tile column.", T, B,
-                   T / B);
+    else buf_printf(desc, "blocks of %d x %d threads (dim3), each thread moving %d elements of its tile column.", T, B,
+                    T / B);
     if (R % T || C % T) buf_puts(desc, " The sides are not multiples of the tile: guard every load and store.");
 }
 
-static const char mxtt_kernel_tpl[] = R"(
-$defines
-/// Transpose through a shared tile: coalesced reads of $x, coalesced writes of $y.
-/// The extra column of the tile puts the elements of a tile column in different banks.
-$template
-__global__ void $kname($params, int $R, int $C) {
-    __shared__ $ct tile[$TD][$TD + 1];
-    int $xv = blockIdx.x * $TD + threadIdx.x;
-    int $yv = blockIdx.y * $TD + threadIdx.y;
-    //? load the tile: thread (tx, ty) reads row y + j, column x
-    $load
-    __syncthreads();
-    //? the transposed block: swap the block indices, read the tile by column
-    $xv = blockIdx.y * $TD + threadIdx.x;
-    $yv = blockIdx.x * $TD + threadIdx.y;
-    $store
-}
+static const char mxtt_body_tpl[] = R"(
+__shared__ $ct tile[$TD][$TD + 1];
+int $xv = blockIdx.x * $TD + threadIdx.x;
+int $yv = blockIdx.y * $TD + threadIdx.y;
+//? load the tile: thread (tx, ty) reads row y + j, column x
+$load
+__syncthreads();
+//? the transposed block: swap the block indices, read the tile by column
+$xv = blockIdx.y * $TD + threadIdx.x;
+$yv = blockIdx.x * $TD + threadIdx.y;
+$store
 )";
 // One element per thread, or BLOCK_ROWS rows of the tile at a time.
 static const char *const mxtt_move_tpl[] = { R"(
@@ -340,54 +353,39 @@ static void mxtt_kernels(const Task *t, Emit *e) {
     int T = t->p[MXTT_TILE], B = t->p[MXTT_BROWS], td = t->p[MXTT_TDEF], full = B == T;
     const char *TD = td == 1 ? "TILE" : "TILE_DIM", *xv = t->p[MXTT_VARS] ? "x" : "col",
                *yv = t->p[MXTT_VARS] ? "y" : "row";
-    const char *defines = "";
+    const char *defines = "", *j = full ? "" : " + j";
     if (td != 1) {
         const char *f = td == 0 ? "#define %s %d\n" : "constexpr int %s = %d;\n";
         defines = fmt("%s%s\n", fmt(f, "TILE_DIM", T), full ? "" : fmt(f, "BLOCK_ROWS", B));
     }
-    TPL(e, t, mxtt_kernel_tpl, "defines", defines, "x", x, "y", y, "kname", t->kname[0], "R", R, "C", C, "ct", ct, "TD",
-        TD, "xv", xv, "yv", yv, "params", fmt("%s, %s", ptr_param(t, ct, x, 1), ptr_param(t, ct, y, 0)), "template",
-        td != 1 ? ""
-        : full  ? "template <int TILE>"
-                : "template <int TILE, int BLOCK_ROWS>",
-        "load",
-        FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", C, "ylen", R, "TD", TD, "to",
-             full ? "tile[threadIdx.y][threadIdx.x]" : "tile[threadIdx.y + j][threadIdx.x]", "from",
-             fmt(full ? "%s[%s * %s + %s]" : "%s[(%s + j) * %s + %s]", x, yv, C, xv)),
-        "store",
-        FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", R, "ylen", C, "TD", TD, "to",
-             fmt(full ? "%s[%s * %s + %s]" : "%s[(%s + j) * %s + %s]", y, yv, R, xv), "from",
-             full ? "tile[threadIdx.x][threadIdx.y]" : "tile[threadIdx.x][threadIdx.y + j]"));
+    const char *load = FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", C, "ylen", R, "TD", TD, "to",
+                            fmt("tile[threadIdx.y%s][threadIdx.x]", j), "from",
+                            fmt(full ? "%s[%s * %s + %s]" : "%s[(%s + j) * %s + %s]", x, yv, C, xv));
+    const char *store = FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", R, "ylen", C, "TD", TD, "to",
+                             fmt(full ? "%s[%s * %s + %s]" : "%s[(%s + j) * %s + %s]", y, yv, R, xv), "from",
+                             fmt("tile[threadIdx.x][threadIdx.y%s]", j));
+    mx_kernel(e, t, defines,
+              td != 1 ? "" : full ? "template <int TILE>" : "template <int TILE, int BLOCK_ROWS>",
+              fmt("Transpose through a shared tile: coalesced reads of %s, coalesced writes of %s. The extra column "
+                  "of the tile puts the elements of a tile column in different banks.", x, y),
+              fmt("%s, int %s, int %s", kernel_params(t), R, C),
+              FRAG(mxtt_body_tpl, "ct", ct, "TD", TD, "xv", xv, "yv", yv, "load", load, "store", store));
 }
 
 static void mxtt_launch(const Task *t, Emit *e, const Host *h) {
-    const char *R = h->size[0], *C = h->size[1];
-    int T = t->p[MXTT_TILE], B = t->p[MXTT_BROWS], td = t->p[MXTT_TDEF], full = B == T;
-    const char *args = fmt("%s, %s, %s, %s", h->in[0], h->out[0], R, C);
-    char k[80], bx[24], by[24];
-    if (td == 1) {
-        if (full) snprintf(k, sizeof k, "%s<%d>", t->kname[0], T);
-        else snprintf(k, sizeof k, "%s<%d, %d>", t->kname[0], T, B);
-        snprintf(bx, sizeof bx, "%d", T);
-        snprintf(by, sizeof by, "%d", B);
-    } else {
-        snprintf(k, sizeof k, "%s", t->kname[0]);
-        snprintf(bx, sizeof bx, "TILE_DIM");
-        snprintf(by, sizeof by, "%s", full ? "TILE_DIM" : "BLOCK_ROWS");
-    }
+    int T = t->p[MXTT_TILE], B = t->p[MXTT_BROWS], tmpl = t->p[MXTT_TDEF] == 1, full = B == T;
+    const char *k = !tmpl ? t->kname[0] : full ? fmt("%s<%d>", t->kname[0], T) : fmt("%s<%d, %d>", t->kname[0], T, B);
+    const char *bx = tmpl ? fmt("%d", T) : "TILE_DIM", *by = tmpl ? fmt("%d", B) : full ? "TILE_DIM" : "BLOCK_ROWS";
     // the grid covers tiles of TILE x TILE, not blocks of threads
-    mx_launch2d(e, t, t->p[MXTT_DIMS], k, bx, by, bx, full ? NULL : bx, C, R, NULL, 0, NULL, args);
-}
-
-static void mxtt_ref(const Task *t, const void *const *in, void *const *out) {
-    mx_transpose_ref(t->p[MXTT_ROWS], t->p[MXTT_COLS], in[0], out[0]);
+    mx_launch2d(e, t, t->p[MXTT_DIMS], k, bx, by, bx, full ? NULL : bx, h->size[1], h->size[0], NULL, 0, NULL,
+                kernel_args(h, 2));
 }
 
 static const Family fam_mx_transpose_tiled = {
     "transpose_tiled",
     "transpose through a TILE x (TILE+1) shared tile (tile 16/32, 1-4 rows"
     " per thread), dim3 grid, ragged sides guarded",
-    mxtt_params, NULL, mxtt_draw, mxtt_layout, mxtt_describe, mxtt_kernels, mxtt_launch, mxtt_ref };
+    mxtt_params, NULL, mxtt_draw, mxt_layout, mxtt_describe, mxtt_kernels, mxtt_launch, mxt_ref };
 
 static const char *const mx_fp_ab[] = { "alpha", "beta", NULL };
 enum { MX_F_A, MX_F_B };
@@ -410,33 +408,39 @@ static const ParamDesc mxme_params[] = {
     [MXME_TNAME] = { "tname", NULL, 0, "0..2" }, [MXME_DNAMES] = { "dnames", NULL, 0, "0..3" },
     [MXME_NP] = { NULL, NULL, 0, NULL } };
 static const char *const mxme_names[][3] = { { "A", "B", "C" }, { "x", "y", "z" }, { "lhs", "rhs", "out" },
-                                           { "mat_a", "mat_b", "result" }, { "P", "Q", "S" } };
-static const char *const mxme_kn[5][4] = { { "matrix_add", "matAdd2D", "add_matrices", "madd_kernel" },
-                                         { "matrix_sub", "matSub2D", "subtract_matrices", "msub_kernel" },
-                                         { "matrix_hadamard", "matMul2DElementwise", "hadamard_product",
-                                           "emul_kernel" },
-                                         { "matrix_scale", "matScale2D", "scale_matrix", "mscale_kernel" },
-                                         { "matrix_axpby", "matAxpby2D", "axpby_matrices", "axpby_kernel" } };
+                                             { "mat_a", "mat_b", "result" }, { "P", "Q", "S" } };
+// The operations (in the order of mxme_ops): the formula as a printf format of (a, b) or,
+// scaled ones, of (alpha, a) and (alpha, a, beta, b); kernel names; task names.
+static const struct {
+    const char *formula, *kn[4], *tn[3];
+} mxme_op[] = {
+    { "%s + %s", { "matrix_add", "matAdd2D", "add_matrices", "madd_kernel" },
+      { "Matrix_Addition", "Matrix_Add_2D", "Elementwise_Matrix_Sum" } },
+    { "%s - %s", { "matrix_sub", "matSub2D", "subtract_matrices", "msub_kernel" },
+      { "Matrix_Subtraction", "Matrix_Sub_2D", "Elementwise_Matrix_Difference" } },
+    { "%s * %s", { "matrix_hadamard", "matMul2DElementwise", "hadamard_product", "emul_kernel" },
+      { "Hadamard_Product", "Elementwise_Matrix_Product", "Matrix_Multiply_Elementwise" } },
+    { "%s * %s", { "matrix_scale", "matScale2D", "scale_matrix", "mscale_kernel" },
+      { "Matrix_Scale", "Scale_Matrix_2D", "Matrix_Scalar_Multiply" } },
+    { "%s * %s + %s * %s", { "matrix_axpby", "matAxpby2D", "axpby_matrices", "axpby_kernel" },
+      { "Matrix_AXPBY", "Scaled_Matrix_Sum", "Linear_Combination_Of_Matrices" } } };
 static const double mxme_alphas[] = { 0.5, 2, -1, 1.5, 0.25, 3, -0.75 };
 static const double mxme_betas[] = { 1, -1, 0.5, 2, -2.5 };
 
 static int mxme_binary(const Task *t) { return t->p[MXME_OP] != 3; }
 
 static void mxme_draw(Task *t, Rng *r) {
+    static const char *const hn[] = { "combine", "elem_op", "apply_op", "op2" };
+    int op = t->p[MXME_OP];
     mx_draw_rc(r, &t->p[MXME_ROWS], &t->p[MXME_COLS], 4096, 4200000);
     t->p[MXME_GUARD] = t->p[MXME_MODE] == 0 ? rng_int(r, 0, 1) : 0;
     t->p[MXME_CAP] = t->p[MXME_MODE] == 1 ? rng_pick(r, "16 32 64 128") : 0;
-    t->p[MXME_COEF] = t->p[MXME_OP] >= 3 ? rng_int(r, 0, 1) : 0;
-    t->f[MX_F_A] = t->p[MXME_OP] >= 3 ? mxme_alphas[RPICK(r, mxme_alphas)] : 0;
-    t->f[MX_F_B] = t->p[MXME_OP] == 4 ? mxme_betas[RPICK(r, mxme_betas)] : 0;
-    const char *const *nm = mxme_names[t->p[MXME_NAMES]];
-    static const char *const hn[] = { "combine", "elem_op", "apply_op", "op2" };
-    SETNAME(t->in[0].name, "%s", nm[0]);
-    if (mxme_binary(t)) SETNAME(t->in[1].name, "%s", nm[1]);
-    SETNAME(t->out[0].name, "%s", nm[2]);
-    SETNAME(t->kname[0], "%s", mxme_kn[t->p[MXME_OP]][t->p[MXME_KNAME]]);
+    t->p[MXME_COEF] = op >= 3 ? rng_int(r, 0, 1) : 0;
+    t->f[MX_F_A] = op >= 3 ? mxme_alphas[RPICK(r, mxme_alphas)] : 0;
+    t->f[MX_F_B] = op == 4 ? mxme_betas[RPICK(r, mxme_betas)] : 0;
+    mx_names(t, mxme_names[t->p[MXME_NAMES]], mxme_binary(t) ? 2 : 1, 2, mxme_op[op].kn[t->p[MXME_KNAME]],
+             fmt("matrix_%s", mxme_ops[op]));
     SETNAME(t->kname[1], "%s", hn[(t->p[MXME_KNAME] + t->p[MXME_NAMES]) % 4]);
-    SETNAME(t->slug, "matrix_%s", mxme_ops[t->p[MXME_OP]]);
 }
 
 static void mxme_layout(Task *t) {
@@ -446,11 +450,8 @@ static void mxme_layout(Task *t) {
     int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
     t->nin = mxme_binary(t) ? 2 : 1;
     t->nout = 1;
-    for (int k = 0; k < t->nin; k++) {
-        tshape(&t->in[k], DT_F32, 2, R, C, rr, cc);
-        trange(&t->in[k], -10, 10, 0);
-    }
-    tshape(&t->out[0], DT_F32, 2, R, C, rr, cc);
+    for (int k = 0; k < t->nin; k++) mx_f32(&t->in[k], R, C, rr, cc, 10);
+    mx_f32(&t->out[0], R, C, rr, cc, 0);
     if (t->p[MXME_OP] == 4) {
         // alpha * a + beta * b may be contracted to an fma (one rounding less than the
         // reference's double expression rounded once): up to one ulp of each term
@@ -462,32 +463,23 @@ static void mxme_layout(Task *t) {
     }
 }
 
+// The formula of the operation on a and b: with the coefficients as numbers (the prompt),
+// as float literals or as the kernel parameters alpha and beta (the kernel).
 static const char *mxme_formula(const Task *t, const char *a, const char *b, int prompt) {
     const char *al = prompt ? fnum(t->f[MX_F_A]) : flit(t->f[MX_F_A]),
                *be = prompt ? fnum(t->f[MX_F_B]) : flit(t->f[MX_F_B]);
     if (!prompt && t->p[MXME_COEF] == 1) al = "alpha", be = "beta";
-    switch (t->p[MXME_OP]) {
-    case 0: return fmt("%s + %s", a, b);
-    case 1: return fmt("%s - %s", a, b);
-    case 2: return fmt("%s * %s", a, b);
-    case 3: return fmt("%s * %s", al, a);
-    default: return fmt("%s * %s + %s * %s", al, a, be, b);
-    }
+    if (t->p[MXME_OP] < 3) return fmt(mxme_op[t->p[MXME_OP]].formula, a, b);
+    return fmt(mxme_op[t->p[MXME_OP]].formula, al, a, be, b);
 }
 
 static void mxme_describe(const Task *t, Buf *name, Buf *desc) {
-    static const char *const nm[5][3] = { { "Matrix_Addition", "Matrix_Add_2D", "Elementwise_Matrix_Sum" },
-                                          { "Matrix_Subtraction", "Matrix_Sub_2D", "Elementwise_Matrix_Difference" },
-                                          { "Hadamard_Product", "Elementwise_Matrix_Product",
-                                            "Matrix_Multiply_Elementwise" },
-                                          { "Matrix_Scale", "Scale_Matrix_2D", "Matrix_Scalar_Multiply" },
-                                          { "Matrix_AXPBY", "Scaled_Matrix_Sum", "Linear_Combination_Of_Matrices" } };
-    buf_puts(name, nm[t->p[MXME_OP]][t->p[MXME_TNAME]]);
-    const char *a = t->in[0].name, *b = mxme_binary(t) ? t->in[1].name : "", *c = t->out[0].name;
-    int R = t->p[MXME_ROWS], C = t->p[MXME_COLS];
+    buf_puts(name, mxme_op[t->p[MXME_OP]].tn[t->p[MXME_TNAME]]);
+    int two = mxme_binary(t);
+    const char *a = t->in[0].name, *b = two ? t->in[1].name : "", *c = t->out[0].name;
     buf_printf(desc, "%s%s%s %s %d x %d row-major float32 matri%s. Compute %s[r][c] = %s for every row r and column c",
-               a, mxme_binary(t) ? " and " : "", b, mxme_binary(t) ? "are" : "is a", R, C, mxme_binary(t) ? "ces" : "x",
-               c, mxme_formula(t, fmt("%s[r][c]", a), fmt("%s[r][c]", b), 1));
+               a, two ? " and " : "", b, two ? "are" : "is a", t->p[MXME_ROWS], t->p[MXME_COLS], two ? "ces" : "x", c,
+               mxme_formula(t, fmt("%s[r][c]", a), fmt("%s[r][c]", b), 1));
     if (t->p[MXME_MODE] == 0) buf_puts(desc, ", one thread per element on a 2-D grid of 2-D thread blocks (dim3).");
     else buf_puts(desc, " on a 2-D grid of 2-D thread blocks (dim3) with grid-stride loops over rows and columns.");
 }
@@ -499,64 +491,36 @@ $spec $helper(float u$v$coefs) {
 }
 
 )";
-static const char mxme_kernel_tpl[] = R"(
-/// $c[r][c] = $what
-__global__ void $kname($params) {
-    $body
-}
-)";
-// One thread per element, or grid-stride loops over both dimensions, around the statement.
-static const char *const mxme_body_tpl[] = { R"(
-$index
-$guarded
-)", R"(
-for (int row = blockIdx.y * blockDim.y + threadIdx.y; row < $R; row += blockDim.y * gridDim.y) {
-    for (int col = blockIdx.x * blockDim.x + threadIdx.x; col < $C; col += blockDim.x * gridDim.x) {
-        $stmt
-    }
-}
-)" };
 
 static void mxme_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[MXME_DNAMES]];
     const char *a = t->in[0].name, *b = mxme_binary(t) ? t->in[1].name : NULL, *c = t->out[0].name, *R = dn[0],
                *C = dn[1];
-    int helper = t->p[MXME_HELPER];
+    int helper = t->p[MXME_HELPER], mode = t->p[MXME_MODE];
     const char *coefs = !t->p[MXME_COEF] ? "" : t->p[MXME_OP] == 4 ? ", float alpha, float beta" : ", float alpha";
     const char *coef_args = !t->p[MXME_COEF] ? "" : t->p[MXME_OP] == 4 ? ", alpha, beta" : ", alpha";
-    if (helper)
-        TPL(e, t, mxme_helper_tpl, "spec", helper == 1 ? "__device__ float" : "__device__ __forceinline__ float",
-            "helper", t->kname[1], "v", b ? ", float v" : "", "coefs", coefs, "formula", mxme_formula(t, "u", "v", 0));
     const char *ai = fmt("%s[idx]", a), *bi = b ? fmt("%s[idx]", b) : "";
     const char *val =
         helper ? fmt("%s(%s%s%s%s)", t->kname[1], ai, b ? ", " : "", bi, coef_args) : mxme_formula(t, ai, bi, 0);
-    const char *stmt = fmt("const int idx = row * %s + col;\n%s[idx] = %s;", C, c, val);
-    const char *params =
-        fmt("%s, %s%s, int %s, int %s%s", ptr_param(t, "float", a, 1),
-            b ? fmt("%s, ", ptr_param(t, "float", b, 1)) : "", ptr_param(t, "float", c, 0), R, C, coefs);
-    TPL(e, t, mxme_kernel_tpl, "c", c, "kname", t->kname[0], "params", params, "what",
-        fmt("%s; %s", mxme_formula(t, fmt("%s[r][c]", a), b ? fmt("%s[r][c]", b) : "", 1),
-            t->p[MXME_MODE] ? "grid-stride loops in both dimensions." : "one thread per element."),
-        "body",
-        FRAG(mxme_body_tpl[t->p[MXME_MODE]], "index", mx_index2d(t, "row", "col", 0), "R", R, "C", C, "stmt", stmt,
-             "guarded",
-             t->p[MXME_MODE] ? ""
-                             : mx_guard(t->p[MXME_GUARD], fmt("row < %s && col < %s", R, C),
-                                        fmt("row >= %s || col >= %s", R, C), stmt)));
+    mx_kernel(e, t,
+              !helper ? ""
+                      : FRAG(mxme_helper_tpl, "spec", helper == 1 ? "__device__ float" : "__device__ __forceinline__ float",
+                             "helper", t->kname[1], "v", b ? ", float v" : "", "coefs", coefs, "formula",
+                             mxme_formula(t, "u", "v", 0)),
+              "",
+              fmt("%s[r][c] = %s; %s", c, mxme_formula(t, fmt("%s[r][c]", a), b ? fmt("%s[r][c]", b) : "", 1),
+                  mode ? "grid-stride loops in both dimensions." : "one thread per element."),
+              fmt("%s, int %s, int %s%s", kernel_params(t), R, C, coefs),
+              mx_loop2d(t, mode, t->p[MXME_GUARD], 0, R, C,
+                        fmt("const int idx = row * %s + col;\n%s[idx] = %s;", C, c, val)));
 }
 
 static void mxme_launch(const Task *t, Emit *e, const Host *h) {
-    const char *R = h->size[0], *C = h->size[1];
-    char args[300];
-    if (mxme_binary(t)) snprintf(args, sizeof args, "%s, %s, %s, %s, %s", h->in[0], h->in[1], h->out[0], R, C);
-    else snprintf(args, sizeof args, "%s, %s, %s, %s", h->in[0], h->out[0], R, C);
-    if (t->p[MXME_COEF]) {
-        snprintf(args + strlen(args), sizeof args - strlen(args), ", %s", flit(t->f[MX_F_A]));
-        if (t->p[MXME_OP] == 4) snprintf(args + strlen(args), sizeof args - strlen(args), ", %s", flit(t->f[MX_F_B]));
-    }
-    const int *bd = mx_bdims[t->p[MXME_BDIM]];
-    mx_launch2d(e, t, t->p[MXME_DIMS], t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, C, R, NULL,
-                t->p[MXME_CAP], NULL, args);
+    const char *coefs = !t->p[MXME_COEF]     ? ""
+                        : t->p[MXME_OP] == 4 ? fmt(", %s, %s", flit(t->f[MX_F_A]), flit(t->f[MX_F_B]))
+                                             : fmt(", %s", flit(t->f[MX_F_A]));
+    mx_launch_bd(e, t, t->p[MXME_DIMS], t->p[MXME_BDIM], h->size[1], h->size[0], NULL, t->p[MXME_CAP],
+                 fmt("%s%s", kernel_args(h, 2), coefs));
 }
 
 static void mxme_ref(const Task *t, const void *const *in, void *const *out) {
@@ -778,11 +742,10 @@ static const Family fam_mx_matmul_naive = {
 
 enum { MXMT_M, MXMT_N, MXMT_K, MXMT_ALIGNED, MXMT_TILE, MXMT_CHECKS, MXMT_TDEF, MXMT_LOOP, MXMT_UNROLL, MXMT_DIMS,
        MXMT_KNAME, MXMT_NAMES, MXMT_TNAME, MXMT_DNAMES, MXMT_SHN, MXMT_NP };
-static const char *const mxmt_tdefs[] = { "define", "template", "constexpr", NULL };
 static const ParamDesc mxmt_params[] = {
     [MXMT_M] = { "m", NULL, 1, NULL }, [MXMT_N] = { "n", NULL, 1, NULL }, [MXMT_K] = { "k", NULL, 1, NULL },
     [MXMT_ALIGNED] = { "aligned", NULL, 1, "0..1" }, [MXMT_TILE] = { "tile", NULL, 1, "8 16 16 32" },
-    [MXMT_CHECKS] = { "checks", NULL, 1, NULL }, [MXMT_TDEF] = { "tdef", mxmt_tdefs, 0, "*" },
+    [MXMT_CHECKS] = { "checks", NULL, 1, NULL }, [MXMT_TDEF] = { "tdef", mx_tdefs, 0, "*" },
     [MXMT_LOOP] = { "loop", NULL, 0, "0..1" }, [MXMT_UNROLL] = { "unroll", NULL, 0, "0..1" },
     [MXMT_DIMS] = { "dims", NULL, 0, "0..3" }, [MXMT_KNAME] = { "kname", NULL, 0, "0..3" },
     [MXMT_NAMES] = { "names", NULL, 0, "0..4" }, [MXMT_TNAME] = { "tname", NULL, 0, "0..2" },
@@ -932,10 +895,10 @@ static void mxmv_layout_common(Task *t, const char *const *dn, long R, long C, i
 
 static void mxmv_names_set(Task *t, int set, int bias) {
     const char *const *nm = mxmv_names[set];
-    mx_name(t->in[0].name, sizeof t->in[0].name, nm[0]);
-    mx_name(t->in[1].name, sizeof t->in[1].name, nm[1]);
-    if (bias) mx_name(t->in[2].name, sizeof t->in[2].name, nm[2]);
-    mx_name(t->out[0].name, sizeof t->out[0].name, nm[3]);
+    SETNAME(t->in[0].name, "%s", nm[0]);
+    SETNAME(t->in[1].name, "%s", nm[1]);
+    if (bias) SETNAME(t->in[2].name, "%s", nm[2]);
+    SETNAME(t->out[0].name, "%s", nm[3]);
 }
 
 static void mxmv_ref_core(long R, long C, const float *A, const float *x, const float *b, float *y) {
