@@ -553,9 +553,9 @@ static const int mxmm_sides[] = { 64, 96, 100, 128, 200, 256, 300, 384, 500, 512
 static const int mxmm_aligned[] = { 64, 128, 192, 256, 384, 512, 768, 1024 };
 static const int mxmm_ragged[] = { 100, 129, 200, 250, 257, 300, 333, 500, 600, 1000 };
 static const char *const mxmm_dnames[][3] = { { "m", "n", "k" }, { "rows", "cols", "inner" }, { "m", "n", "depth" },
-                                            { "n_rows", "n_cols", "n_inner" } };
+                                              { "n_rows", "n_cols", "n_inner" } };
 static const char *const mxmm_names[][3] = { { "A", "B", "C" }, { "lhs", "rhs", "out" }, { "X", "W", "Y" },
-                                           { "mat_a", "mat_b", "mat_c" }, { "left", "right", "prod" } };
+                                             { "mat_a", "mat_b", "mat_c" }, { "left", "right", "prod" } };
 static const char *const mxmm_ops[] = { "ab", "abt", "atb", NULL };
 
 // Draws M, N, K from a list with M*N*K bounded (the CPU reference does M*N*K steps).
@@ -592,42 +592,30 @@ static void mxmm_ref_core(int op, long M, long N, long K, const float *A, const 
 }
 
 static void mxmm_layout_common(Task *t, int op, const char *const *dn, long M, long N, long K) {
+    int at = op == 2, bt = op == 1; // A stored as K x M, B stored as N x K
     t->nsize = 0;
     int m = add_size(t, dn[0], M), n = add_size(t, dn[1], N), k = add_size(t, dn[2], K);
     t->nin = 2;
     t->nout = 1;
-    if (op == 2) { tset(&t->in[0], DT_F32, 2, K, M); tfac(&t->in[0], k, m); }
-    else { tset(&t->in[0], DT_F32, 2, M, K); tfac(&t->in[0], m, k); }
-    if (op == 1) { tset(&t->in[1], DT_F32, 2, N, K); tfac(&t->in[1], n, k); }
-    else { tset(&t->in[1], DT_F32, 2, K, N); tfac(&t->in[1], k, n); }
-    trange(&t->in[0], -1, 1, 0);
-    trange(&t->in[1], -1, 1, 0);
-    tshape(&t->out[0], DT_F32, 2, M, N, m, n);
+    mx_f32(&t->in[0], at ? K : M, at ? M : K, at ? k : m, at ? m : k, 1);
+    mx_f32(&t->in[1], bt ? N : K, bt ? K : N, bt ? n : k, bt ? k : n, 1);
+    mx_f32(&t->out[0], M, N, m, n, 0);
     mx_sum_tol(t, K, 1.0);
 }
 
 static void mxmm_describe_shapes(Buf *desc, int op, const char *a, const char *b, const char *c, int M, int N, int K) {
-    switch (op) {
-    case 0:
-        buf_printf(desc,
-                   "Compute the matrix product %s = %s * %s: %s is %d x %d, %s is %d x %d, %s is %d x %d (all "
-                   "row-major float32), "
-                   "%s[i][j] = sum over p of %s[i][p] * %s[p][j].",
+    if (op == 0)
+        buf_printf(desc, "Compute the matrix product %s = %s * %s: %s is %d x %d, %s is %d x %d, %s is %d x %d (all "
+                   "row-major float32), %s[i][j] = sum over p of %s[i][p] * %s[p][j].",
                    c, a, b, a, M, K, b, K, N, c, M, N, c, a, b);
-        break;
-    case 1:
-        buf_printf(desc,
-                   "Compute %s = %s * %s^T: %s is %d x %d and %s is stored as %d x %d (row-major float32), so "
+    else if (op == 1)
+        buf_printf(desc, "Compute %s = %s * %s^T: %s is %d x %d and %s is stored as %d x %d (row-major float32), so "
                    "%s[i][j] = sum over p of %s[i][p] * %s[j][p]; %s is %d x %d.",
                    c, a, b, a, M, K, b, N, K, c, a, b, c, M, N);
-        break;
-    default:
-        buf_printf(desc,
-                   "Compute %s = %s^T * %s: %s is stored as %d x %d and %s as %d x %d (row-major float32), so "
+    else
+        buf_printf(desc, "Compute %s = %s^T * %s: %s is stored as %d x %d and %s as %d x %d (row-major float32), so "
                    "%s[i][j] = sum over p of %s[p][i] * %s[p][j]; %s is %d x %d.",
                    c, a, b, a, K, M, b, K, N, c, a, b, c, M, N);
-        break;
-    }
 }
 
 // ----------------------------------------------------------------------------
@@ -650,13 +638,8 @@ static const char *const mxmn_vars[][3] = { { "row", "col", "p" }, { "r", "c", "
 static void mxmn_draw(Task *t, Rng *r) {
     static const char *const hn[] = { "dot_strided", "strided_dot", "dotProduct", "dot" };
     mxmm_draw_mnk(r, mxmm_sides, NELEM(mxmm_sides), &t->p[MXMN_M], &t->p[MXMN_N], &t->p[MXMN_K], 140000000L);
-    const char *const *nm = mxmm_names[t->p[MXMN_NAMES]];
-    SETNAME(t->in[0].name, "%s", nm[0]);
-    SETNAME(t->in[1].name, "%s", nm[1]);
-    SETNAME(t->out[0].name, "%s", nm[2]);
-    SETNAME(t->kname[0], "%s", mxmn_kn[t->p[MXMN_KNAME]]);
+    mx_names(t, mxmm_names[t->p[MXMN_NAMES]], 2, 2, mxmn_kn[t->p[MXMN_KNAME]], "matmul");
     SETNAME(t->kname[1], "%s", hn[t->p[MXMN_KNAME]]);
-    SETNAME(t->slug, "matmul");
 }
 
 static void mxmn_layout(Task *t) {
@@ -683,13 +666,6 @@ $spec $helper(const float *u, int su, const float *v, int sv, int len) {
 }
 
 )";
-static const char mxmn_kernel_tpl[] = R"(
-/// One thread computes $c[$row][$col] as a dot product over the $k dimension.
-__global__ void $kname($params, int $m, int $n, int $k) {
-    $index
-    $guarded
-}
-)";
 static const char mxmn_loop_tpl[] = R"(
 float acc = 0.0f;
 for (int $p = 0; $p < $k; ++$p) {
@@ -703,9 +679,6 @@ static void mxmn_kernels(const Task *t, Emit *e) {
     const char *a = t->in[0].name, *b = t->in[1].name, *c = t->out[0].name, *m = dn[0], *n = dn[1], *k = dn[2];
     const char *row = v[0], *col = v[1], *p = v[2], *h = t->kname[1];
     int op = t->p[MXMN_OP], acc = t->p[MXMN_ACC];
-    if (acc == 2)
-        TPL(e, t, mxmn_helper_tpl, "spec",
-            t->p[MXMN_KNAME] & 1 ? "__device__ __forceinline__ float" : "__device__ float", "helper", h);
     const char *ai = op == 2 ? fmt("%s[%s * %s + %s]", a, p, m, row) : fmt("%s[%s * %s + %s]", a, row, k, p);
     const char *bi = op == 1 ? fmt("%s[%s * %s + %s]", b, col, k, p) : fmt("%s[%s * %s + %s]", b, p, n, col);
     const char *call = op == 0 ? fmt("%s(%s + %s * %s, 1, %s + %s, %s, %s)", h, a, row, k, b, col, n, k)
@@ -714,18 +687,16 @@ static void mxmn_kernels(const Task *t, Emit *e) {
     const char *body = acc == 2 ? fmt("%s[%s * %s + %s] = %s;", c, row, n, col, call)
         : FRAG(mxmn_loop_tpl, "p", p, "k", k, "c", c, "row", row, "n", n, "col", col,
                "step", acc == 1 ? fmt("acc = fmaf(%s, %s, acc);", ai, bi) : fmt("acc += %s * %s;", ai, bi));
-    TPL(e, t, mxmn_kernel_tpl, "c", c, "row", row, "col", col, "k", k, "m", m, "n", n, "kname", t->kname[0], "params",
-        fmt("%s, %s, %s", ptr_param(t, "float", a, 1), ptr_param(t, "float", b, 1), ptr_param(t, "float", c, 0)),
-        "index", mx_index2d(t, row, col, 0), "guarded",
-        mx_guard(t->p[MXMN_GUARD], fmt("%s < %s && %s < %s", row, m, col, n),
-                 fmt("%s >= %s || %s >= %s", row, m, col, n), body));
+    const char *spec = t->p[MXMN_KNAME] & 1 ? "__device__ __forceinline__ float" : "__device__ float";
+    mx_kernel(e, t, acc == 2 ? FRAG(mxmn_helper_tpl, "spec", spec, "helper", h) : "", "",
+              fmt("One thread computes %s[%s][%s] as a dot product over the %s dimension.", c, row, col, k),
+              fmt("%s, int %s, int %s, int %s", kernel_params(t), m, n, k),
+              FRAG(mx_loop2d_tpl[0], "index", mx_index2d(t, row, col, 0), "guarded",
+                   mx_guard_rc(t->p[MXMN_GUARD], row, m, col, n, body)));
 }
 
 static void mxmn_launch(const Task *t, Emit *e, const Host *h) {
-    const char *m = h->size[0], *n = h->size[1], *k = h->size[2];
-    const int *bd = mx_bdims[t->p[MXMN_BDIM]];
-    mx_launch2d(e, t, t->p[MXMN_DIMS], t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, n, m, NULL, 0, NULL,
-                fmt("%s, %s, %s, %s, %s, %s", h->in[0], h->in[1], h->out[0], m, n, k));
+    mx_launch_bd(e, t, t->p[MXMN_DIMS], t->p[MXMN_BDIM], h->size[1], h->size[0], NULL, 0, kernel_args(h, 3));
 }
 
 static void mxmn_ref(const Task *t, const void *const *in, void *const *out) {
@@ -757,20 +728,16 @@ static const char *const mxmt_shn[][2] = { { "As", "Bs" }, { "tile_a", "tile_b" 
 static const char *const mxmt_macros[] = { "TILE", "TILE_SIZE", "BLOCK_SIZE", "TILE_WIDTH" };
 
 static void mxmt_draw(Task *t, Rng *r) {
-    if (t->p[MXMT_ALIGNED])
-        mxmm_draw_mnk(r, mxmm_aligned, NELEM(mxmm_aligned), &t->p[MXMT_M], &t->p[MXMT_N], &t->p[MXMT_K], 140000000L);
-    else mxmm_draw_mnk(r, mxmm_ragged, NELEM(mxmm_ragged), &t->p[MXMT_M], &t->p[MXMT_N], &t->p[MXMT_K], 140000000L);
-    t->p[MXMT_CHECKS] = t->p[MXMT_ALIGNED] ? rng_int(r, 0, 1) : 1;
-    const char *const *nm = mxmm_names[t->p[MXMT_NAMES]];
-    SETNAME(t->in[0].name, "%s", nm[0]);
-    SETNAME(t->in[1].name, "%s", nm[1]);
-    SETNAME(t->out[0].name, "%s", nm[2]);
-    SETNAME(t->kname[0], "%s", mxmt_kn[t->p[MXMT_KNAME]]);
-    SETNAME(t->slug, "matmul_tiled");
+    int aligned = t->p[MXMT_ALIGNED];
+    mxmm_draw_mnk(r, aligned ? mxmm_aligned : mxmm_ragged, aligned ? NELEM(mxmm_aligned) : NELEM(mxmm_ragged),
+                  &t->p[MXMT_M], &t->p[MXMT_N], &t->p[MXMT_K], 140000000L);
+    t->p[MXMT_CHECKS] = aligned ? rng_int(r, 0, 1) : 1;
+    mx_names(t, mxmm_names[t->p[MXMT_NAMES]], 2, 2, mxmt_kn[t->p[MXMT_KNAME]], "matmul_tiled");
 }
 
-static void mxmt_layout(Task *t) { mxmm_layout_common(t, 0, mxmm_dnames[t->p[MXMT_DNAMES]], t->p[MXMT_M], t->p[MXMT_N],
-                                                      t->p[MXMT_K]); }
+static void mxmt_layout(Task *t) {
+    mxmm_layout_common(t, 0, mxmm_dnames[t->p[MXMT_DNAMES]], t->p[MXMT_M], t->p[MXMT_N], t->p[MXMT_K]);
+}
 
 static void mxmt_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name,
@@ -778,11 +745,8 @@ static void mxmt_describe(const Task *t, Buf *name, Buf *desc) {
     int T = t->p[MXMT_TILE];
     mxmm_describe_shapes(desc, 0, t->in[0].name, t->in[1].name, t->out[0].name, t->p[MXMT_M], t->p[MXMT_N],
                          t->p[MXMT_K]);
-    buf_printf(desc,
-               " Use %d x %d thread blocks (dim3), one thread per output element, and stage %d x %d tiles of both "
-               "inputs in shared memory, "
-               "synchronising before and after each tile is used.",
-               T, T, T, T);
+    buf_printf(desc, " Use %d x %d thread blocks (dim3), one thread per output element, and stage %d x %d tiles of "
+               "both inputs in shared memory, synchronising before and after each tile is used.", T, T, T, T);
     if (t->p[MXMT_M] % T || t->p[MXMT_N] % T || t->p[MXMT_K] % T)
         buf_printf(desc, " The sizes are not all multiples of %d: pad partial tiles with zeros and guard the stores.",
                    T);
@@ -790,29 +754,24 @@ static void mxmt_describe(const Task *t, Buf *name, Buf *desc) {
     else buf_puts(desc, " Keep bounds checks on the loads and the store so the kernel also works for other sizes.");
 }
 
-static const char mxmt_kernel_tpl[] = R"(
-$define
-/// $c = $a * $b with $TL x $TL tiles of both inputs staged in shared memory; one thread per output element.
-$template
-__global__ void $kname($params, int $m, int $n, int $k) {
-    __shared__ float $sa[$TL][$TL];
-    __shared__ float $sb[$TL][$TL];
-    const int tx = threadIdx.x, ty = threadIdx.y;
-    const int row = blockIdx.y * $TL + ty;
-    const int col = blockIdx.x * $TL + tx;
-    float acc = 0.0f;
-    $tile_loop {
-        $base
-        //? each thread loads one element of each tile (zero outside the matrices)
-        $load_a
-        $load_b
-        __syncthreads();
-        $unroll
-        for (int e = 0; e < $TL; ++e) acc += $sa[ty][e] * $sb[e][tx];
-        __syncthreads();
-    }
-    $store
+static const char mxmt_body_tpl[] = R"(
+__shared__ float $sa[$TL][$TL];
+__shared__ float $sb[$TL][$TL];
+const int tx = threadIdx.x, ty = threadIdx.y;
+const int row = blockIdx.y * $TL + ty;
+const int col = blockIdx.x * $TL + tx;
+float acc = 0.0f;
+$tile_loop {
+    $base
+    //? each thread loads one element of each tile (zero outside the matrices)
+    $load_a
+    $load_b
+    __syncthreads();
+    $unroll
+    for (int e = 0; e < $TL; ++e) acc += $sa[ty][e] * $sb[e][tx];
+    __syncthreads();
 }
+$store
 )";
 
 static void mxmt_kernels(const Task *t, Emit *e) {
@@ -821,14 +780,8 @@ static void mxmt_kernels(const Task *t, Emit *e) {
     int T = t->p[MXMT_TILE], td = t->p[MXMT_TDEF], chk = t->p[MXMT_CHECKS], counted = t->p[MXMT_LOOP];
     const char *TL = td == 1 ? "TILE" : mxmt_macros[t->p[MXMT_KNAME]], *t0 = counted ? "base" : "t0";
     const char *la = fmt("%s[row * %s + %s + tx]", a, k, t0), *lb = fmt("%s[(%s + ty) * %s + col]", b, t0, n);
-    TPL(e, t, mxmt_kernel_tpl, "c", c, "a", a, "b", b, "m", m, "n", n, "k", k, "TL", TL, "sa", sh[0], "sb", sh[1],
-        "kname", t->kname[0], "define",
-        td == 0   ? fmt("#define %s %d\n\n", TL, T)
-        : td == 2 ? fmt("constexpr int %s = %d;\n\n", TL, T)
-                  : "",
-        "template", td == 1 ? "template <int TILE>" : "", "params",
-        fmt("%s, %s, %s", ptr_param(t, "float", a, 1), ptr_param(t, "float", b, 1), ptr_param(t, "float", c, 0)),
-        "tile_loop",
+    const char *body = FRAG(
+        mxmt_body_tpl, "TL", TL, "sa", sh[0], "sb", sh[1], "tile_loop",
         counted ? fmt("const int num_tiles = (%s + %s - 1) / %s;\nfor (int tt = 0; tt < num_tiles; ++tt)", k, TL, TL)
                 : fmt("for (int t0 = 0; t0 < %s; t0 += %s)", k, TL),
         "base", counted ? fmt("const int base = tt * %s;", TL) : "", "load_a",
@@ -838,21 +791,19 @@ static void mxmt_kernels(const Task *t, Emit *e) {
         "unroll", t->p[MXMT_UNROLL] ? "#pragma unroll" : "", "store",
         chk ? fmt("if (row < %s && col < %s) %s[row * %s + col] = acc;", m, n, c, n)
             : fmt("%s[row * %s + col] = acc;", c, n));
+    mx_kernel(e, t, td == 0 ? fmt("#define %s %d\n\n", TL, T) : td == 2 ? fmt("constexpr int %s = %d;\n\n", TL, T) : "",
+              td == 1 ? "template <int TILE>" : "",
+              fmt("%s = %s * %s with %s x %s tiles of both inputs staged in shared memory; one thread per output "
+                  "element.", c, a, b, TL, TL),
+              fmt("%s, int %s, int %s, int %s", kernel_params(t), m, n, k), body);
 }
 
 static void mxmt_launch(const Task *t, Emit *e, const Host *h) {
-    const char *m = h->size[0], *n = h->size[1], *k = h->size[2];
-    int T = t->p[MXMT_TILE], td = t->p[MXMT_TDEF];
-    char kx[80], ts[24];
-    if (td == 1) {
-        snprintf(kx, sizeof kx, "%s<%d>", t->kname[0], T);
-        snprintf(ts, sizeof ts, "%d", T);
-    } else {
-        snprintf(kx, sizeof kx, "%s", t->kname[0]);
-        snprintf(ts, sizeof ts, "%s", mxmt_macros[t->p[MXMT_KNAME]]);
-    }
-    mx_launch2d(e, t, t->p[MXMT_DIMS], kx, ts, ts, NULL, NULL, n, m, NULL, 0, NULL,
-                fmt("%s, %s, %s, %s, %s, %s", h->in[0], h->in[1], h->out[0], m, n, k));
+    int tmpl = t->p[MXMT_TDEF] == 1;
+    const char *k = tmpl ? fmt("%s<%d>", t->kname[0], t->p[MXMT_TILE]) : t->kname[0];
+    const char *ts = tmpl ? fmt("%d", t->p[MXMT_TILE]) : mxmt_macros[t->p[MXMT_KNAME]];
+    mx_launch2d(e, t, t->p[MXMT_DIMS], k, ts, ts, NULL, NULL, h->size[1], h->size[0], NULL, 0, NULL,
+                kernel_args(h, 3));
 }
 
 static void mxmt_ref(const Task *t, const void *const *in, void *const *out) {
@@ -866,63 +817,55 @@ static const Family fam_mx_matmul_tiled = {
     mxmt_params, NULL, mxmt_draw, mxmt_layout, mxmt_describe, mxmt_kernels, mxmt_launch, mxmt_ref };
 
 // ----------------------------------------------------------------------------
-// Matrix-vector products: shared pieces
+// Matrix-vector products y = A x (+ b): inputs A [rows, cols], x [cols] (, b [rows]),
+// output y [rows]. Both families have the parameters rows, cols first and bias sixth,
+// and share the task (layout, ref), the tensor names and the description's first sentence.
 
 #define MXMV_ROWS_PICK "128 256 500 1000 1024 2048 4096 5000 8192 10000"
 #define MXMV_COLS_PICK "32 64 100 128 256 500 512 1000 1024 2048 4096"
+enum { MXMV_ROWS, MXMV_COLS, MXMV_MODE, MXMV_BLOCK, MXMV_LOOP, MXMV_BIAS, MXMV_ACC, MXMV_CAP, MXMV_KNAME, MXMV_NAMES,
+       MXMV_TNAME, MXMV_DNAMES, MXMV_NP };
 static const char *const mxmv_names[][4] = { { "A", "x", "b", "y" }, { "mat", "vec", "bias", "out" },
-                                             { "W", "v", "bvec", "result" },
-                                           { "weights", "input", "offset", "output" },
-                                           { "M_in", "x_in", "b_in", "y_out" } };
+                                             { "W", "v", "bvec", "result" }, { "weights", "input", "offset", "output" },
+                                             { "M_in", "x_in", "b_in", "y_out" } };
 
-// y = A x (+ b): inputs A [rows, cols], x [cols] (, b [rows]), output y [rows].
-static void mxmv_layout_common(Task *t, const char *const *dn, long R, long C, int bias) {
+static void mxmv_layout(Task *t) {
+    const char *const *dn = mx_dnames[t->p[param_index(t->fam, "dnames")]];
+    long R = t->p[MXMV_ROWS], C = t->p[MXMV_COLS];
+    int bias = t->p[MXMV_BIAS];
     t->nsize = 0;
     int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
     t->nin = bias ? 3 : 2;
     t->nout = 1;
-    tshape(&t->in[0], DT_F32, 2, R, C, rr, cc);
-    trange(&t->in[0], -1, 1, 0);
-    tshape(&t->in[1], DT_F32, 1, C, 0, cc, -1);
-    trange(&t->in[1], -1, 1, 0);
-    if (bias) {
-        tshape(&t->in[2], DT_F32, 1, R, 0, rr, -1);
-        trange(&t->in[2], -1, 1, 0);
-    }
-    tshape(&t->out[0], DT_F32, 1, R, 0, rr, -1);
+    mx_f32(&t->in[0], R, C, rr, cc, 1);
+    mx_f32(&t->in[1], C, 0, cc, -1, 1);
+    if (bias) mx_f32(&t->in[2], R, 0, rr, -1, 1);
+    mx_f32(&t->out[0], R, 0, rr, -1, 0);
     mx_sum_tol(t, C + bias, 1.0);
 }
 
-static void mxmv_names_set(Task *t, int set, int bias) {
-    const char *const *nm = mxmv_names[set];
-    SETNAME(t->in[0].name, "%s", nm[0]);
-    SETNAME(t->in[1].name, "%s", nm[1]);
-    if (bias) SETNAME(t->in[2].name, "%s", nm[2]);
-    SETNAME(t->out[0].name, "%s", nm[3]);
+static void mxmv_describe_task(const Task *t, Buf *desc) {
+    const char *A = t->in[0].name, *x = t->in[1].name, *y = t->out[0].name;
+    const char *b = t->p[MXMV_BIAS] ? t->in[2].name : NULL;
+    buf_printf(desc, "%s is a %d x %d row-major float32 matrix and %s a vector of %d. Compute %s = %s * %s%s%s, i.e. "
+               "%s[r] = sum over c of %s[r][c] * %s[c]%s%s.",
+               A, t->p[MXMV_ROWS], t->p[MXMV_COLS], x, t->p[MXMV_COLS], y, A, x, b ? " + " : "", b ? b : "", y, A, x,
+               b ? " + " : "", b ? fmt("%s[r]", b) : "");
 }
 
-static void mxmv_ref_core(long R, long C, const float *A, const float *x, const float *b, float *y) {
+static void mxmv_ref(const Task *t, const void *const *in, void *const *out) {
+    long R = t->p[MXMV_ROWS], C = t->p[MXMV_COLS];
+    const float *A = in[0], *x = in[1], *b = t->p[MXMV_BIAS] ? in[2] : NULL;
     for (long r = 0; r < R; r++) {
         double s = b ? b[r] : 0.0;
         for (long c = 0; c < C; c++) s += (double)A[r * C + c] * x[c];
-        y[r] = (float)s;
+        ((float *)out[0])[r] = (float)s;
     }
-}
-
-static void mxmv_describe_common(const Task *t, Buf *desc, long R, long C, int bias) {
-    const char *A = t->in[0].name, *x = t->in[1].name, *y = t->out[0].name;
-    buf_printf(desc,
-               "%s is a %ld x %ld row-major float32 matrix and %s a vector of %ld. Compute %s = %s * %s%s%s, i.e. "
-               "%s[r] = sum over c of %s[r][c] * %s[c]%s%s.",
-               A, R, C, x, C, y, A, x, bias ? " + " : "", bias ? t->in[2].name : "", y, A, x, bias ? " + " : "",
-               bias ? fmt("%s[r]", t->in[2].name) : "");
 }
 
 // ----------------------------------------------------------------------------
 // Matrix-vector product, one thread per row
 
-enum { MXMV_ROWS, MXMV_COLS, MXMV_MODE, MXMV_BLOCK, MXMV_LOOP, MXMV_BIAS, MXMV_ACC, MXMV_CAP, MXMV_KNAME, MXMV_NAMES,
-       MXMV_TNAME, MXMV_DNAMES, MXMV_NP };
 static const char *const mxmv_modes[] = { "global", "shared_x", NULL };
 static const ParamDesc mxmv_params[] = {
     [MXMV_ROWS] = { "rows", NULL, 1, MXMV_ROWS_PICK }, [MXMV_COLS] = { "cols", NULL, 1, MXMV_COLS_PICK },
@@ -938,30 +881,17 @@ static void mxmv_draw(Task *t, Rng *r) {
     params_redraw(t, r, MXMV_ROWS, MXMV_COLS, 8192, 4200000);
     t->p[MXMV_LOOP] = t->p[MXMV_MODE] == 0 ? rng_int(r, 0, 2) : LOOP_IF; // a block-wide __syncthreads: no early exit
     t->p[MXMV_CAP] = t->p[MXMV_LOOP] == LOOP_GRID ? rng_pick(r, "16 32 64 128") : 0;
-    mxmv_names_set(t, t->p[MXMV_NAMES], t->p[MXMV_BIAS]);
-    SETNAME(t->kname[0], "%s", mxmv_kn[t->p[MXMV_KNAME]]);
-    SETNAME(t->slug, "matvec");
+    mx_names(t, mxmv_names[t->p[MXMV_NAMES]], 2 + t->p[MXMV_BIAS], 3, mxmv_kn[t->p[MXMV_KNAME]], "matvec");
 }
-
-static void mxmv_layout(Task *t) { mxmv_layout_common(t, mx_dnames[t->p[MXMV_DNAMES]], t->p[MXMV_ROWS],
-                                                      t->p[MXMV_COLS], t->p[MXMV_BIAS]); }
 
 static void mxmv_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, pick3(t->p[MXMV_TNAME], "Matrix_Vector_Product", "GEMV_Row_Per_Thread", "Matrix_Vector_Multiply"));
-    mxmv_describe_common(t, desc, t->p[MXMV_ROWS], t->p[MXMV_COLS], t->p[MXMV_BIAS]);
+    mxmv_describe_task(t, desc);
     if (t->p[MXMV_MODE] == 0) buf_puts(desc, " One thread per row, reading the row and the vector from global memory.");
-    else
-        buf_puts(desc,
-                 " One thread per row; each block stages the vector in shared memory one block-sized chunk at a time.");
+    else buf_puts(desc, " One thread per row; each block stages the vector in shared memory one block-sized chunk at "
+                        "a time.");
 }
 
-static const char mxmv_kernel_tpl[] = R"(
-$chunk
-/// $comment
-__global__ void $kname($params, int $R, int $C) {
-    $body
-}
-)";
 static const char mxmv_row_tpl[] = R"(
 float acc = $init;
 for (int c = 0; c < $C; ++c) {
@@ -1000,31 +930,22 @@ static void mxmv_kernels(const Task *t, Emit *e) {
                                    "step", fmt(fma_fmt, fmt("%s[(size_t)%s * %s + c]", A, i, C), fmt("%s[c]", x))))
                   : FRAG(mxmv_shared_tpl, "C", C, "R", R, "x", x, "y", y, "bias", b ? fmt(" + %s[row]", b) : "", "step",
                          fmt(fma_fmt, fmt("%s[(size_t)row * %s + c0 + j]", A, C), "xs[j]"));
-    TPL(e, t, mxmv_kernel_tpl, "chunk",
-        mode ? fmt("#define CHUNK %d // threads per block = vector elements staged per step\n\n", t->p[MXMV_BLOCK])
-             : "",
-        "comment",
-        mode ? fmt("One thread per row of %s; the block shares chunks of %s through shared memory.", A, x)
-             : fmt("One thread per row: %s[r] = dot(row r of %s, %s).", y, A, x),
-        "kname", t->kname[0], "R", R, "C", C, "body", body, "params",
-        fmt("%s, %s, %s%s", ptr_param(t, "float", A, 1), ptr_param(t, "float", x, 1),
-            b ? fmt("%s, ", ptr_param(t, "float", b, 1)) : "", ptr_param(t, "float", y, 0)));
+    mx_kernel(e, t,
+              mode ? fmt("#define CHUNK %d // threads per block = vector elements staged per step\n\n", t->p[MXMV_BLOCK])
+                   : "",
+              "",
+              mode ? fmt("One thread per row of %s; the block shares chunks of %s through shared memory.", A, x)
+                   : fmt("One thread per row: %s[r] = dot(row r of %s, %s).", y, A, x),
+              fmt("%s, int %s, int %s", kernel_params(t), R, C), body);
 }
 
 static void mxmv_launch(const Task *t, Emit *e, const Host *h) {
-    const char *R = h->size[0], *C = h->size[1];
-    const char *args = t->p[MXMV_BIAS] ? fmt("%s, %s, %s, %s, %s, %s", h->in[0], h->in[1], h->in[2], h->out[0], R, C)
-                                     : fmt("%s, %s, %s, %s, %s", h->in[0], h->in[1], h->out[0], R, C);
-    if (t->p[MXMV_MODE] == 1) {
-        em_line(e, "const int blocks = (%s + CHUNK - 1) / CHUNK;", R);
-        em_launch(e, t->kname[0], "blocks, CHUNK", args);
+    if (t->p[MXMV_MODE] == 0) {
+        launch_1d(e, t, t->kname[0], h->size[0], t->p[MXMV_BLOCK], t->p[MXMV_CAP], kernel_args(h, 2));
         return;
     }
-    launch_1d(e, t, t->kname[0], R, t->p[MXMV_BLOCK], t->p[MXMV_CAP], args);
-}
-
-static void mxmv_ref(const Task *t, const void *const *in, void *const *out) {
-    mxmv_ref_core(t->p[MXMV_ROWS], t->p[MXMV_COLS], in[0], in[1], t->p[MXMV_BIAS] ? in[2] : NULL, out[0]);
+    em_line(e, "const int blocks = (%s + CHUNK - 1) / CHUNK;", h->size[0]);
+    em_launch(e, t->kname[0], "blocks, CHUNK", kernel_args(h, 2));
 }
 
 static const Family fam_mx_matvec_thread = {
@@ -1037,6 +958,7 @@ static const Family fam_mx_matvec_thread = {
 
 enum { MXMW_ROWS, MXMW_COLS, MXMW_BLOCK, MXMW_SHFL, MXMW_VEC, MXMW_BIAS, MXMW_HELPER, MXMW_MASK, MXMW_CFG, MXMW_KNAME,
        MXMW_NAMES, MXMW_TNAME, MXMW_DNAMES, MXMW_NP };
+_Static_assert((int)MXMW_BIAS == (int)MXMV_BIAS, "mxmv_layout, mxmv_describe_task and mxmv_ref read bias there");
 static const char *const mxmw_shfl[] = { "down", "xor", NULL };
 static const char *const mxmw_vec[] = { "scalar", "float4", NULL };
 static const ParamDesc mxmw_params[] = {
@@ -1051,40 +973,28 @@ static const char *const mxmw_hn[] = { "warp_reduce_sum", "warpSum", "warp_allre
 static void mxmw_draw(Task *t, Rng *r) {
     params_redraw(t, r, MXMW_ROWS, MXMW_COLS, 8192, 4200000);
     if (t->p[MXMW_COLS] % 4) t->p[MXMW_VEC] = 0;
-    mxmv_names_set(t, t->p[MXMW_NAMES], t->p[MXMW_BIAS]);
-    SETNAME(t->kname[0], "%s", mxmw_kn[t->p[MXMW_KNAME]]);
+    mx_names(t, mxmv_names[t->p[MXMW_NAMES]], 2 + t->p[MXMW_BIAS], 3, mxmw_kn[t->p[MXMW_KNAME]], "matvec_warp");
     SETNAME(t->kname[1], "%s", mxmw_hn[t->p[MXMW_KNAME]]);
-    SETNAME(t->slug, "matvec_warp");
-}
-
-static void mxmw_layout(Task *t) {
-    mxmv_layout_common(t, mx_dnames[t->p[MXMW_DNAMES]], t->p[MXMW_ROWS], t->p[MXMW_COLS], t->p[MXMW_BIAS]);
 }
 
 static void mxmw_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name,
              pick3(t->p[MXMW_TNAME], "Warp_Per_Row_GEMV", "Matrix_Vector_Warp_Shuffle", "Matrix_Vector_Product_Warp"));
-    mxmv_describe_common(t, desc, t->p[MXMW_ROWS], t->p[MXMW_COLS], t->p[MXMW_BIAS]);
-    buf_printf(desc,
-               " Use one warp (32 threads) per row: lanes stride over the columns%s, then combine the 32 partial sums "
-               "with %s.",
+    mxmv_describe_task(t, desc);
+    buf_printf(desc, " Use one warp (32 threads) per row: lanes stride over the columns%s, then combine the 32 "
+               "partial sums with %s.",
                t->p[MXMW_VEC] ? " with float4 loads" : "", t->p[MXMW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync");
 }
 
 // Lanes stride over the row (scalar or float4 loads), then a shuffle reduction (the loop
 // rw_shuffle and the helper rw_helper of reduce_warp).
-static const char mxmw_kernel_tpl[] = R"(
-$mask_define
-$helper
-/// One warp per row of $A: strided partial dot products, then a shuffle reduction.
-__global__ void $kname($params, int $R, int $C) {
-    $index
-    if (row >= $R) return; // the whole warp leaves together
-    float sum = 0.0f;
-    $loop
-    $reduce
-    if (lane == 0) $y[row] = sum$bias;
-}
+static const char mxmw_body_tpl[] = R"(
+$index
+if (row >= $R) return; // the whole warp leaves together
+float sum = 0.0f;
+$loop
+$reduce
+if (lane == 0) $y[row] = sum$bias;
 )";
 static const char *const mxmw_loop_tpl[] = { R"(
 const float *arow = $A + (size_t)row * $C;
@@ -1099,21 +1009,26 @@ for (int c = lane; c < $C / 4; c += 32) {
     sum += p.x * q.x + p.y * q.y + p.z * q.z + p.w * q.w;
 }
 )" };
+static const char mxmw_pre_tpl[] = R"(
+$mask_define
+$helper
+)";
 
 static void mxmw_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[MXMW_DNAMES]];
     const char *A = t->in[0].name, *x = t->in[1].name, *y = t->out[0].name, *R = dn[0], *C = dn[1];
     const char *mask = pick3(t->p[MXMW_MASK], "0xffffffff", "0xFFFFFFFFu", "FULL_MASK");
     const char *sh = fmt("%s(%s, %%s, offset)", t->p[MXMW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync", mask);
-    const char *shuffle = FRAG(rw_shuffle, "step", fmt("v += %s;", fmt(sh, "v")));
-    TPL(e, t, mxmw_kernel_tpl, "mask_define", t->p[MXMW_MASK] == 2 ? "#define FULL_MASK 0xffffffffu\n\n" : "", "helper",
+    const char *helper =
         !t->p[MXMW_HELPER]
             ? ""
             : FRAG(rw_helper, "spec", t->p[MXMW_HELPER] == 1 ? "__device__ float" : "__inline__ __device__ float",
-                   "helper", t->kname[1], "shuffle", shuffle, "comment",
+                   "helper", t->kname[1], "shuffle", FRAG(rw_shuffle, "step", fmt("v += %s;", fmt(sh, "v"))),
+                   "comment",
                    t->p[MXMW_SHFL] ? "Sum over the 32 lanes of a warp; every lane gets the total."
-                                   : "Sum over the 32 lanes of a warp; lane 0 gets the total."),
-        "A", A, "kname", t->kname[0], "params", kernel_params(t), "R", R, "C", C, "y", y, "index",
+                                   : "Sum over the 32 lanes of a warp; lane 0 gets the total.");
+    const char *body = FRAG(
+        mxmw_body_tpl, "R", R, "y", y, "index",
         t->p[MXMW_KNAME] & 1
             ? "const int lane = threadIdx.x & 31;\nconst int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);"
             : "const int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;\nconst int lane = threadIdx.x % 32;",
@@ -1121,6 +1036,11 @@ static void mxmw_kernels(const Task *t, Emit *e) {
         t->p[MXMW_HELPER] ? fmt("sum = %s(sum);", t->kname[1])
                           : FRAG(rw_shuffle, "step", fmt("sum += %s;", fmt(sh, "sum"))),
         "bias", t->p[MXMW_BIAS] ? fmt(" + %s[row]", t->in[2].name) : "");
+    mx_kernel(e, t,
+              FRAG(mxmw_pre_tpl, "mask_define", t->p[MXMW_MASK] == 2 ? "#define FULL_MASK 0xffffffffu\n\n" : "",
+                   "helper", helper),
+              "", fmt("One warp per row of %s: strided partial dot products, then a shuffle reduction.", A),
+              fmt("%s, int %s, int %s", kernel_params(t), R, C), body);
 }
 
 static void mxmw_launch(const Task *t, Emit *e, const Host *h) {
@@ -1129,14 +1049,10 @@ static void mxmw_launch(const Task *t, Emit *e, const Host *h) {
         "k", t->kname[0], "args", kernel_args(h, 2));
 }
 
-static void mxmw_ref(const Task *t, const void *const *in, void *const *out) {
-    mxmv_ref_core(t->p[MXMW_ROWS], t->p[MXMW_COLS], in[0], in[1], t->p[MXMW_BIAS] ? in[2] : NULL, out[0]);
-}
-
 static const Family fam_mx_matvec_warp = {
     "matvec_warp_per_row",
     "y = A x (+ b), one warp per row: strided (or float4) partial sums, __shfl_down_sync / __shfl_xor_sync",
-    mxmw_params, NULL, mxmw_draw, mxmw_layout, mxmw_describe, mxmw_kernels, mxmw_launch, mxmw_ref };
+    mxmw_params, NULL, mxmw_draw, mxmv_layout, mxmw_describe, mxmw_kernels, mxmw_launch, mxmv_ref };
 
 // ----------------------------------------------------------------------------
 // Vector-matrix product y = x^T A (and column sums)
