@@ -1073,18 +1073,13 @@ static const char *const mxvm_kn[2][4] = { { "vecmat", "xTA_kernel", "vector_mat
                                            { "column_sums", "colSumKernel", "sum_columns", "col_reduce" } };
 
 static void mxvm_draw(Task *t, Rng *r) {
-    int mode = t->p[MXVM_MODE];
+    int mode = t->p[MXVM_MODE], op = t->p[MXVM_OP];
     params_redraw(t, r, MXVM_ROWS, MXVM_COLS, 8192, 4200000);
     if (mode == 2) t->p[MXVM_BLOCK] = 32;
     if (mode != 2) t->p[MXVM_BY] = 0;
     if (mode != 1) t->p[MXVM_CHUNK] = 0;
     if (mode != 0) t->p[MXVM_LOOP] = 0;
-    const char *const *nm = mxvm_names[t->p[MXVM_NAMES]];
-    SETNAME(t->in[0].name, "%s", nm[0]);
-    SETNAME(t->in[1].name, "%s", t->p[MXVM_OP] == 0 ? nm[1] : "");
-    SETNAME(t->out[0].name, "%s", nm[2]);
-    SETNAME(t->kname[0], "%s", mxvm_kn[t->p[MXVM_OP]][t->p[MXVM_KNAME]]);
-    SETNAME(t->slug, "%s", t->p[MXVM_OP] ? "column_sums" : "vecmat");
+    mx_names(t, mxvm_names[t->p[MXVM_NAMES]], op ? 1 : 2, 2, mxvm_kn[op][t->p[MXVM_KNAME]], op ? "column_sums" : "vecmat");
 }
 
 static void mxvm_layout(Task *t) {
@@ -1094,11 +1089,9 @@ static void mxvm_layout(Task *t) {
     int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
     t->nin = t->p[MXVM_OP] == 0 ? 2 : 1;
     t->nout = 1;
-    tshape(&t->in[0], DT_F32, 2, R, C, rr, cc);
-    trange(&t->in[0], -1, 1, 0);
-    tshape(&t->in[1], DT_F32, 1, R, 0, rr, -1);
-    trange(&t->in[1], -1, 1, 0);
-    tshape(&t->out[0], DT_F32, 1, C, 0, cc, -1);
+    mx_f32(&t->in[0], R, C, rr, cc, 1);
+    mx_f32(&t->in[1], R, 0, rr, -1, 1);
+    mx_f32(&t->out[0], C, 0, cc, -1, 0);
     t->out[0].zero_init = t->p[MXVM_MODE] == 1;
     mx_sum_tol(t, R, 1.0);
 }
@@ -1108,44 +1101,27 @@ static void mxvm_describe(const Task *t, Buf *name, Buf *desc) {
                                           { "Column_Sums", "Matrix_Column_Reduction", "Sum_Over_Rows" } };
     buf_puts(name, nm[t->p[MXVM_OP]][t->p[MXVM_TNAME]]);
     const char *A = t->in[0].name, *x = t->in[1].name, *y = t->out[0].name;
-    int R = t->p[MXVM_ROWS], C = t->p[MXVM_COLS];
+    int R = t->p[MXVM_ROWS], C = t->p[MXVM_COLS], by = t->p[MXVM_BY];
     if (t->p[MXVM_OP] == 0)
-        buf_printf(
-            desc,
-            "%s is a %d x %d row-major float32 matrix and %s a vector of %d. Compute the row vector %s = %s^T * %s: "
-            "%s[c] = sum over r of %s[r] * %s[r][c].",
-            A, R, C, x, R, y, x, A, y, x, A);
+        buf_printf(desc, "%s is a %d x %d row-major float32 matrix and %s a vector of %d. Compute the row vector "
+                   "%s = %s^T * %s: %s[c] = sum over r of %s[r] * %s[r][c].", A, R, C, x, R, y, x, A, y, x, A);
     else
-        buf_printf(desc,
-                   "%s is a %d x %d row-major float32 matrix. Compute %s[c] = sum over r of %s[r][c] (the sum of each "
-                   "column).",
-                   A, R, C, y, A);
+        buf_printf(desc, "%s is a %d x %d row-major float32 matrix. Compute %s[c] = sum over r of %s[r][c] (the sum "
+                   "of each column).", A, R, C, y, A);
     if (t->p[MXVM_MODE] == 0)
-        buf_puts(desc,
-                 " One thread per column, looping down the rows, so neighbouring threads read neighbouring addresses.");
+        buf_puts(desc, " One thread per column, looping down the rows, so neighbouring threads read neighbouring "
+                       "addresses.");
     else if (t->p[MXVM_MODE] == 1)
-        buf_printf(desc,
-                   " Split the rows into chunks of %d: a 2-D grid (dim3) with blockIdx.y selecting the chunk; each "
-                   "thread sums its "
-                   "column over the chunk and adds it to the output with atomicAdd (the output starts at zero).",
-                   t->p[MXVM_CHUNK]);
+        buf_printf(desc, " Split the rows into chunks of %d: a 2-D grid (dim3) with blockIdx.y selecting the chunk; "
+                   "each thread sums its column over the chunk and adds it to the output with atomicAdd (the output "
+                   "starts at zero).", t->p[MXVM_CHUNK]);
     else
-        buf_printf(desc,
-                   " Use 32 x %d thread blocks (dim3): threadIdx.x picks the column, the %d rows of threads stride "
-                   "down the rows, "
-                   "and the partial sums are combined in shared memory.",
-                   t->p[MXVM_BY], t->p[MXVM_BY]);
+        buf_printf(desc, " Use 32 x %d thread blocks (dim3): threadIdx.x picks the column, the %d rows of threads "
+                   "stride down the rows, and the partial sums are combined in shared memory.", by, by);
 }
 
 // One thread per column; chunks of rows on blockIdx.y added with atomicAdd; or 32 x BY
 // blocks whose rows of threads split the rows and reduce in shared memory.
-static const char mxvm_kernel_tpl[] = R"(
-$defines
-/// $y[c] = sum over r of $what. $how
-__global__ void $kname($params, int $R, int $C) {
-    $body
-}
-)";
 static const char *const mxvm_body_tpl[] = { R"(
 const int col = blockIdx.x * blockDim.x + threadIdx.x;
 $guarded
@@ -1171,6 +1147,11 @@ if (threadIdx.y == 0 && col < $C) {
     $y[col] = acc;
 }
 )" };
+static const char mxvm_column_tpl[] = R"(
+float acc = 0.0f;
+for (int r = 0; r < $R; ++r) acc += $term;
+$y[col] = acc;
+)";
 
 static void mxvm_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[MXVM_DNAMES]];
@@ -1178,17 +1159,19 @@ static void mxvm_kernels(const Task *t, Emit *e) {
                *C = dn[1];
     int mode = t->p[MXVM_MODE];
     const char *term = x ? fmt("%s[r] * %s[(size_t)r * %s + col]", x, A, C) : fmt("%s[(size_t)r * %s + col]", A, C);
-    TPL(e, t, mxvm_kernel_tpl, "y", y, "kname", t->kname[0], "params", kernel_params(t), "R", R, "C", C, "defines",
-        pick3(mode, "", fmt("#define ROWS_PER_CHUNK %d\n\n", t->p[MXVM_CHUNK]),
-              fmt("#define BLOCK_X 32\n#define BLOCK_Y %d\n\n", t->p[MXVM_BY])),
-        "what", x ? fmt("%s[r] * %s[r][c]", x, A) : fmt("%s[r][c]", A), "how",
-        pick3(mode, "One thread per column: coalesced reads down the rows.",
-              "blockIdx.y picks a chunk of rows; partial column sums are added with atomicAdd.",
-              "A 32-wide block of columns; the block's rows of threads split the rows, then reduce in shared memory."),
-        "body",
-        FRAG(mxvm_body_tpl[mode], "C", C, "R", R, "y", y, "term", term, "guarded",
-             mx_guard(t->p[MXVM_LOOP], fmt("col < %s", C), fmt("col >= %s", C),
-                      fmt("float acc = 0.0f;\nfor (int r = 0; r < %s; ++r) acc += %s;\n%s[col] = acc;", R, term, y))));
+    const char *column = FRAG(mxvm_column_tpl, "R", R, "term", term, "y", y);
+    mx_kernel(e, t,
+              pick3(mode, "", fmt("#define ROWS_PER_CHUNK %d\n\n", t->p[MXVM_CHUNK]),
+                    fmt("#define BLOCK_X 32\n#define BLOCK_Y %d\n\n", t->p[MXVM_BY])),
+              "",
+              fmt("%s[c] = sum over r of %s. %s", y, x ? fmt("%s[r] * %s[r][c]", x, A) : fmt("%s[r][c]", A),
+                  pick3(mode, "One thread per column: coalesced reads down the rows.",
+                        "blockIdx.y picks a chunk of rows; partial column sums are added with atomicAdd.",
+                        "A 32-wide block of columns; the block's rows of threads split the rows, then reduce in "
+                        "shared memory.")),
+              fmt("%s, int %s, int %s", kernel_params(t), R, C),
+              FRAG(mxvm_body_tpl[mode], "C", C, "R", R, "y", y, "term", term, "guarded",
+                   mx_guard(t->p[MXVM_LOOP], fmt("col < %s", C), fmt("col >= %s", C), column)));
 }
 
 static void mxvm_launch(const Task *t, Emit *e, const Host *h) {
@@ -1198,8 +1181,7 @@ static void mxvm_launch(const Task *t, Emit *e, const Host *h) {
     else if (mode == 1)
         mx_launch2d(e, t, t->p[MXVM_DIMS], t->kname[0], fmt("%d", t->p[MXVM_BLOCK]), "1", NULL, "ROWS_PER_CHUNK", C, R,
                     NULL, 0, NULL, args);
-    else
-        mx_launch2d(e, t, t->p[MXVM_DIMS], t->kname[0], "BLOCK_X", "BLOCK_Y", NULL, NULL, C, NULL, NULL, 0, NULL, args);
+    else mx_launch2d(e, t, t->p[MXVM_DIMS], t->kname[0], "BLOCK_X", "BLOCK_Y", NULL, NULL, C, NULL, NULL, 0, NULL, args);
 }
 
 static void mxvm_ref(const Task *t, const void *const *in, void *const *out) {
@@ -1231,16 +1213,21 @@ static const ParamDesc mxop_params[] = {
     { "bdim", NULL, 1, "0..6" }, { "block", NULL, 1, "64 128 256 256 512" }, { "cap", NULL, 0, "1024 2048 4096" },
     { "guard", NULL, 0, "0..1" }, { "dims", NULL, 0, "0..3" }, { "kname", NULL, 0, "0..3" },
     { "names", NULL, 0, "0..3" }, { "tname", NULL, 0, "0..2" }, { "dnames", NULL, 0, "0..3" }, { 0 } };
+// The tensor names: the vectors x and y, ger's input matrix A, the output.
 static const char *const mxop_names[][4] = { { "x", "y", "A", "C" }, { "u", "v", "base", "outer" },
-                                             { "a", "b", "mat", "result" },
-                                             { "col_vec", "row_vec", "A_in", "A_out" } };
-static const char *const mxop_kn[3][4] = { { "outer_product", "outerProduct", "outer_kernel", "vec_outer" },
-                                           { "scaled_outer", "scaledOuterProduct", "outer_scaled_kernel",
-                                             "alpha_outer" },
-                                           { "ger_update", "rank1Update", "ger_kernel", "rank_one_update" } };
+                                             { "a", "b", "mat", "result" }, { "col_vec", "row_vec", "A_in", "A_out" } };
+// The operations (in the order of mxop_ops): kernel names and task names.
+static const char *const mxop_kn[3][4] = {
+    { "outer_product", "outerProduct", "outer_kernel", "vec_outer" },
+    { "scaled_outer", "scaledOuterProduct", "outer_scaled_kernel", "alpha_outer" },
+    { "ger_update", "rank1Update", "ger_kernel", "rank_one_update" } };
+static const char *const mxop_tn[3][3] = { { "Outer_Product", "Vector_Outer_Product", "Rank_One_Matrix" },
+                                           { "Scaled_Outer_Product", "Alpha_Outer_Product", "Scaled_Rank_One_Matrix" },
+                                           { "Rank_One_Update", "GER_Update", "Outer_Product_Accumulate" } };
 static const double mxop_alphas[] = { 0.5, 2, -1, -0.25, 1.5, 3 };
 static const char *const mxop_fp[] = { "alpha", NULL };
 
+// The inputs are x, y (outer, scaled) or A, x, y (ger).
 static void mxop_draw(Task *t, Rng *r) {
     int mode = t->p[MXOP_MODE], ger = t->p[MXOP_OP] == 2;
     params_redraw(t, r, MXOP_M, MXOP_N, 4096, 4200000);
@@ -1249,40 +1236,29 @@ static void mxop_draw(Task *t, Rng *r) {
     if (mode == 1) t->p[MXOP_GUARD] = 0;
     t->f[0] = t->p[MXOP_OP] ? mxop_alphas[RPICK(r, mxop_alphas)] : 0;
     const char *const *nm = mxop_names[t->p[MXOP_NAMES]];
-    SETNAME(t->in[0].name, "%s", nm[ger ? 2 : 0]);
-    SETNAME(t->in[1].name, "%s", nm[ger ? 0 : 1]);
-    SETNAME(t->in[2].name, "%s", ger ? nm[1] : "");
-    SETNAME(t->out[0].name, "%s", nm[3]);
-    SETNAME(t->kname[0], "%s", mxop_kn[t->p[MXOP_OP]][t->p[MXOP_KNAME]]);
-    SETNAME(t->slug, "%s", ger ? "ger" : "outer");
+    mx_names(t, ger ? (const char *const[]){ nm[2], nm[0], nm[1], nm[3] } : nm, ger ? 3 : 2, 3,
+             mxop_kn[t->p[MXOP_OP]][t->p[MXOP_KNAME]], ger ? "ger" : "outer");
 }
 
 static void mxop_layout(Task *t) {
     const char *const *dn = mx_dnames[t->p[MXOP_DNAMES]];
     long M = t->p[MXOP_M], N = t->p[MXOP_N];
+    int ger = t->p[MXOP_OP] == 2;
     t->nsize = 0;
     int mm = add_size(t, dn[0], M), nn = add_size(t, dn[1], N);
-    int ger = t->p[MXOP_OP] == 2;
     t->nin = ger ? 3 : 2;
     t->nout = 1;
-    tset(&t->in[0], DT_F32, 2, M, N); // A of ger (x otherwise: the next lines set it again)
-    tfac(&t->in[0], mm, nn);
-    trange(&t->in[0], -1, 1, 0);
-    tshape(&t->in[ger], DT_F32, 1, M, 0, mm, -1);
-    trange(&t->in[ger], -2, 2, 0);
-    tshape(&t->in[ger + 1], DT_F32, 1, N, 0, nn, -1);
-    trange(&t->in[ger + 1], -2, 2, 0);
-    tshape(&t->out[0], DT_F32, 2, M, N, mm, nn);
+    mx_f32(&t->in[0], M, N, mm, nn, 1); // A of ger (x otherwise: the next line sets it again)
+    mx_f32(&t->in[ger], M, 0, mm, -1, 2);
+    mx_f32(&t->in[ger + 1], N, 0, nn, -1, 2);
+    mx_f32(&t->out[0], M, N, mm, nn, 0);
     // outer: one rounding; scaled: two; ger: A + alpha x y, possibly contracted to an fma
     t->atol = ger ? 3e-7 * (1 + 4 * fabs(t->f[0])) * 2 : 1e-7;
     t->rtol = 1e-6;
 }
 
 static void mxop_describe(const Task *t, Buf *name, Buf *desc) {
-    static const char *const nm[3][3] = { { "Outer_Product", "Vector_Outer_Product", "Rank_One_Matrix" },
-                                          { "Scaled_Outer_Product", "Alpha_Outer_Product", "Scaled_Rank_One_Matrix" },
-                                          { "Rank_One_Update", "GER_Update", "Outer_Product_Accumulate" } };
-    buf_puts(name, nm[t->p[MXOP_OP]][t->p[MXOP_TNAME]]);
+    buf_puts(name, mxop_tn[t->p[MXOP_OP]][t->p[MXOP_TNAME]]);
     int ger = t->p[MXOP_OP] == 2, M = t->p[MXOP_M], N = t->p[MXOP_N];
     const char *x = t->in[ger].name, *y = t->in[ger + 1].name, *c = t->out[0].name, *A = t->in[0].name,
                *al = fnum(t->f[0]);
@@ -1292,31 +1268,18 @@ static void mxop_describe(const Task *t, Buf *name, Buf *desc) {
     else if (!ger)
         buf_printf(desc, "Compute the %d x %d row-major matrix %s[i][j] = %s * %s[i] * %s[j].", M, N, c, al, x, y);
     else
-        buf_printf(desc,
-                   "%s is a %d x %d row-major float32 matrix. Compute the rank-1 update %s[i][j] = %s[i][j] + %s * "
-                   "%s[i] * %s[j].",
-                   A, M, N, c, A, al, x, y);
-    buf_puts(
-        desc,
-        pick3(t->p[MXOP_MODE], " One thread per output element on a 2-D grid of 2-D blocks (dim3).",
-              " Use a 2-D grid of 2-D blocks (dim3); each block first stages the slices of both vectors it needs in "
-              "shared memory.",
-              " Use a 1-D grid-stride loop over the flat output index (row = i / columns, column = i % columns)."));
+        buf_printf(desc, "%s is a %d x %d row-major float32 matrix. Compute the rank-1 update %s[i][j] = %s[i][j] + "
+                   "%s * %s[i] * %s[j].", A, M, N, c, A, al, x, y);
+    buf_puts(desc, pick3(t->p[MXOP_MODE], " One thread per output element on a 2-D grid of 2-D blocks (dim3).",
+                         " Use a 2-D grid of 2-D blocks (dim3); each block first stages the slices of both vectors "
+                         "it needs in shared memory.",
+                         " Use a 1-D grid-stride loop over the flat output index (row = i / columns, column = i % "
+                         "columns)."));
 }
 
-// One thread per element on a 2-D grid, the block's slices of the vectors staged in
-// shared memory first, or a flat grid-stride loop.
-static const char mxop_kernel_tpl[] = R"(
-$defines
-/// $c[i][j] = $formula.
-__global__ void $kname($params, int $M, int $N) {
-    $body
-}
-)";
-static const char *const mxop_body_tpl[] = { R"(
-$index
-$guarded
-)", R"(
+// One thread per element on a 2-D grid (mx_loop2d), the block's slices of the vectors
+// staged in shared memory first, or a flat grid-stride loop (mx_flat).
+static const char mxop_shared_tpl[] = R"(
 __shared__ float xs[BLOCK_Y];
 __shared__ float ys[BLOCK_X];
 const int row = blockIdx.y * BLOCK_Y + threadIdx.y;
@@ -1328,42 +1291,36 @@ if (row < $M && col < $N) {
     const int idx = row * $N + col;
     $c[idx] = $A_idx${alpha}xs[threadIdx.y] * ys[threadIdx.x];
 }
-)", R"(
-const int total = $M * $N;
-$loop
-)" };
+)";
 
 static void mxop_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[MXOP_DNAMES]];
     int ger = t->p[MXOP_OP] == 2, mode = t->p[MXOP_MODE];
     const char *A = t->in[0].name, *x = t->in[ger].name, *y = t->in[ger + 1].name, *c = t->out[0].name, *M = dn[0],
-               *N = dn[1];
-    const char *al = t->p[MXOP_OP] ? fmt("%s * ", flit(t->f[0])) : "", *i = IDX(t),
-               *Ai = ger ? fmt("%s[idx] + ", A) : "";
-    const char *value = fmt("%s%s%s[row] * %s[col];", Ai, al, x, y);
+               *N = dn[1], *i = IDX(t);
+    const char *al = t->p[MXOP_OP] ? fmt("%s * ", flit(t->f[0])) : "", *Ai = ger ? fmt("%s[idx] + ", A) : "";
     const int *bd = mx_bdims[t->p[MXOP_BDIM]];
-    const char *flat =
-        fmt(t->st.idxtype ? "const int row = (int)(%s / %s), col = (int)(%s %% %s);\n%s[%s] = %s%s%s[row] * %s[col];"
-                          : "const int row = %s / %s, col = %s %% %s;\n%s[%s] = %s%s%s[row] * %s[col];",
-            i, N, i, N, c, i, ger ? fmt("%s[%s] + ", A, i) : "", al, x, y);
-    TPL(e, t, mxop_kernel_tpl, "c", c, "kname", t->kname[0], "params", kernel_params(t), "M", M, "N", N, "defines",
-        mode == 1 ? fmt("#define BLOCK_X %d\n#define BLOCK_Y %d\n\n", bd[0], bd[1]) : "", "formula",
-        fmt("%s%s%s[i] * %s[j]%s", ger ? fmt("%s[i][j] + ", A) : "", t->p[MXOP_OP] ? fmt("%s * ", fnum(t->f[0])) : "",
-            x, y, mode == 1 ? "; the block's slices of the vectors are staged in shared memory" : ""),
-        "body",
-        FRAG(mxop_body_tpl[mode], "index", mx_index2d(t, "row", "col", 0), "M", M, "N", N, "x", x, "y", y, "c", c,
-             "A_idx", Ai, "alpha", al, "loop", mode == 2 ? loop_frag(t, LOOP_GRID, "total", flat) : "", "guarded",
-             mx_guard(t->p[MXOP_GUARD], fmt("row < %s && col < %s", M, N), fmt("row >= %s || col >= %s", M, N),
-                      fmt("const int idx = row * %s + col;\n%s[idx] = %s", N, c, value))));
+    const char *body =
+        mode == 0 ? mx_loop2d(t, 0, t->p[MXOP_GUARD], 0, M, N,
+                              fmt("const int idx = row * %s + col;\n%s[idx] = %s%s%s[row] * %s[col];", N, c, Ai, al, x,
+                                  y))
+        : mode == 1 ? FRAG(mxop_shared_tpl, "M", M, "N", N, "x", x, "y", y, "c", c, "A_idx", Ai, "alpha", al)
+                    : mx_flat(t, LOOP_GRID, "row", "col", M, N,
+                              fmt("%s[%s] = %s%s%s[row] * %s[col];", c, i, ger ? fmt("%s[%s] + ", A, i) : "", al, x, y));
+    mx_kernel(e, t, mode == 1 ? fmt("#define BLOCK_X %d\n#define BLOCK_Y %d\n\n", bd[0], bd[1]) : "", "",
+              fmt("%s[i][j] = %s%s%s[i] * %s[j]%s.", c, ger ? fmt("%s[i][j] + ", A) : "",
+                  t->p[MXOP_OP] ? fmt("%s * ", fnum(t->f[0])) : "", x, y,
+                  mode == 1 ? "; the block's slices of the vectors are staged in shared memory" : ""),
+              fmt("%s, int %s, int %s", kernel_params(t), M, N), body);
 }
 
 static void mxop_launch(const Task *t, Emit *e, const Host *h) {
     const char *M = h->size[0], *N = h->size[1], *args = kernel_args(h, 2);
-    const int *bd = mx_bdims[t->p[MXOP_BDIM]];
     if (t->p[MXOP_MODE] == 2)
         launch_1d(e, t, t->kname[0], fmt("%s * %s", M, N), t->p[MXOP_BLOCK], t->p[MXOP_CAP], args);
-    else mx_launch2d(e, t, t->p[MXOP_DIMS], t->kname[0], t->p[MXOP_MODE] ? "BLOCK_X" : fmt("%d", bd[0]),
-                     t->p[MXOP_MODE] ? "BLOCK_Y" : fmt("%d", bd[1]), NULL, NULL, N, M, NULL, 0, NULL, args);
+    else if (t->p[MXOP_MODE] == 1)
+        mx_launch2d(e, t, t->p[MXOP_DIMS], t->kname[0], "BLOCK_X", "BLOCK_Y", NULL, NULL, N, M, NULL, 0, NULL, args);
+    else mx_launch_bd(e, t, t->p[MXOP_DIMS], t->p[MXOP_BDIM], N, M, NULL, 0, args);
 }
 
 static void mxop_ref(const Task *t, const void *const *in, void *const *out) {
@@ -1409,12 +1366,14 @@ static void mxbm_draw(Task *t, Rng *r) {
     if (t->p[MXBM_N] > 32) t->p[MXBM_MODE] = 0; // one block per matrix: at most 32 x 32 threads
     if (t->p[MXBM_MODE]) t->p[MXBM_BDIM] = 0;
     else t->p[MXBM_TDEF] = t->p[MXBM_PAD] = 0;
-    const char *const *nm = mxbm_names[t->p[MXBM_NAMES]];
-    SETNAME(t->in[0].name, "%s", nm[0]);
-    SETNAME(t->in[1].name, "%s", nm[1]);
-    SETNAME(t->out[0].name, "%s", nm[2]);
-    SETNAME(t->kname[0], "%s", mxbm_kn[t->p[MXBM_KNAME]]);
-    SETNAME(t->slug, "batched_matmul");
+    mx_names(t, mxbm_names[t->p[MXBM_NAMES]], 2, 2, mxbm_kn[t->p[MXBM_KNAME]], "batched_matmul");
+}
+
+// A [B, N, N] tensor of batch * elems elements (size constants bb, ee).
+static void mxbm_batched(Tensor *x, long B, long N, int bb, int ee) {
+    tset(x, DT_F32, 3, B, N);
+    x->shape[2] = N;
+    tfac(x, bb, ee);
 }
 
 static void mxbm_layout(Task *t) {
@@ -1424,19 +1383,11 @@ static void mxbm_layout(Task *t) {
     int bb = add_size(t, dn[0], B), nn = add_size(t, dn[1], N), ee = add_size(t, dn[2], N * N);
     t->nin = 2;
     t->nout = 1;
-    for (int k = 0; k < 2; k++) {
-        if (k == 1 && t->p[MXBM_SHAPE] == 1) {
-            tshape(&t->in[k], DT_F32, 2, N, N, nn, nn);
-        } else {
-            tset(&t->in[k], DT_F32, 3, B, N);
-            t->in[k].shape[2] = N;
-            tfac(&t->in[k], bb, ee);
-        }
-        trange(&t->in[k], -1, 1, 0);
-    }
-    tset(&t->out[0], DT_F32, 3, B, N);
-    t->out[0].shape[2] = N;
-    tfac(&t->out[0], bb, ee);
+    mxbm_batched(&t->in[0], B, N, bb, ee);
+    if (t->p[MXBM_SHAPE] == 1) tshape(&t->in[1], DT_F32, 2, N, N, nn, nn); // one matrix for all
+    else mxbm_batched(&t->in[1], B, N, bb, ee);
+    for (int k = 0; k < 2; k++) trange(&t->in[k], -1, 1, 0);
+    mxbm_batched(&t->out[0], B, N, bb, ee);
     mx_sum_tol(t, N, 1.0);
 }
 
@@ -1445,53 +1396,39 @@ static void mxbm_describe(const Task *t, Buf *name, Buf *desc) {
     const char *a = t->in[0].name, *b = t->in[1].name, *c = t->out[0].name;
     int B = t->p[MXBM_BATCH], N = t->p[MXBM_N];
     if (t->p[MXBM_SHAPE] == 0)
-        buf_printf(desc,
-                   "%s and %s hold %d row-major %d x %d float32 matrices each (shape [%d, %d, %d]). Compute %s[b] = "
-                   "%s[b] * %s[b] for every b.",
-                   a, b, B, N, N, B, N, N, c, a, b);
+        buf_printf(desc, "%s and %s hold %d row-major %d x %d float32 matrices each (shape [%d, %d, %d]). Compute "
+                   "%s[b] = %s[b] * %s[b] for every b.", a, b, B, N, N, B, N, N, c, a, b);
     else
-        buf_printf(desc,
-                   "%s holds %d row-major %d x %d float32 matrices (shape [%d, %d, %d]) and %s is one %d x %d matrix. "
-                   "Compute %s[b] = %s[b] * %s for every b.",
-                   a, B, N, N, B, N, N, b, N, N, c, a, b);
+        buf_printf(desc, "%s holds %d row-major %d x %d float32 matrices (shape [%d, %d, %d]) and %s is one %d x %d "
+                   "matrix. Compute %s[b] = %s[b] * %s for every b.", a, B, N, N, B, N, N, b, N, N, c, a, b);
     if (t->p[MXBM_MODE] == 0)
         buf_puts(desc, " Use a 3-D grid (dim3): blockIdx.z is the batch index, x and y cover the columns and rows of "
                        "the output, one thread per output element.");
     else
-        buf_printf(desc,
-                   " Use one %d x %d thread block per matrix (blockIdx.z is the batch index): load both operands into "
-                   "shared memory, synchronise, then each thread computes one output element.",
-                   N, N);
+        buf_printf(desc, " Use one %d x %d thread block per matrix (blockIdx.z is the batch index): load both operands "
+                   "into shared memory, synchronise, then each thread computes one output element.", N, N);
 }
 
 // A 3-D grid with one thread per output element, or one N x N block per matrix with both
 // operands in shared memory; blockIdx.z is the batch index.
-static const char *const mxbm_kernel_tpl[] = { R"(
-/// $c[item] = $a[item] * $b$b_item; blockIdx.z selects the matrix, one thread per output element.
-__global__ void $kname($params, int $B, int $n) {
-    const int item = blockIdx.z;
-    $index
-    $guarded
-}
+static const char *const mxbm_body_tpl[] = { R"(
+const int item = blockIdx.z;
+$index
+$guarded
 )", R"(
-$define
-/// One $D x $D block per matrix (blockIdx.z): both operands in shared memory, one thread per output element.
-$template
-__global__ void $kname($params, int $B) {
-    __shared__ float sa[$D][$D$pad];
-    __shared__ float sb[$D][$D$pad];
-    const int item = blockIdx.z;
-    if (item >= $B) return; // uniform across the block
-    const int r = threadIdx.y, c = threadIdx.x;
-    const size_t off = (size_t)item * $D * $D;
-    sa[r][c] = $a[off + r * $D + c];
-    sb[r][c] = $b[${off}r * $D + c];
-    __syncthreads();
-    float acc = 0.0f;
-    #pragma unroll
-    for (int p = 0; p < $D; ++p) acc += sa[r][p] * sb[p][c];
-    $c[off + r * $D + c] = acc;
-}
+__shared__ float sa[$D][$D$pad];
+__shared__ float sb[$D][$D$pad];
+const int item = blockIdx.z;
+if (item >= $B) return; // uniform across the block
+const int r = threadIdx.y, c = threadIdx.x;
+const size_t off = (size_t)item * $D * $D;
+sa[r][c] = $a[off + r * $D + c];
+sb[r][c] = $b[${off}r * $D + c];
+__syncthreads();
+float acc = 0.0f;
+#pragma unroll
+for (int p = 0; p < $D; ++p) acc += sa[r][p] * sb[p][c];
+$c[off + r * $D + c] = acc;
 )" };
 static const char mxbm_product_tpl[] = R"(
 const size_t off = (size_t)item * $n * $n;
@@ -1505,30 +1442,45 @@ $c[off + row * $n + col] = acc;
 static void mxbm_kernels(const Task *t, Emit *e) {
     const char *const *dn = mxbm_dnames[t->p[MXBM_DNAMES]];
     const char *a = t->in[0].name, *b = t->in[1].name, *c = t->out[0].name, *B = dn[0], *n = dn[1];
-    int shared_rhs = t->p[MXBM_SHAPE] == 1, tmpl = t->p[MXBM_TDEF];
+    int shared_rhs = t->p[MXBM_SHAPE] == 1, tmpl = t->p[MXBM_TDEF], mode = t->p[MXBM_MODE];
     const char *D = tmpl ? "TILE_N" : "MAT_DIM";
-    TPL(e, t, mxbm_kernel_tpl[t->p[MXBM_MODE]], "a", a, "b", b, "c", c, "B", B, "n", n, "kname", t->kname[0], "params",
-        kernel_params(t), "b_item", shared_rhs ? "" : "[item]", "index", mx_index2d(t, "row", "col", 0), "D", D, "pad",
-        t->p[MXBM_PAD] ? " + 1" : "", "define", tmpl ? "" : fmt("#define MAT_DIM %d\n\n", t->p[MXBM_N]), "template",
-        tmpl ? "template <int TILE_N>" : "", "off", shared_rhs ? "" : "off + ", "guarded",
-        mx_guard(t->p[MXBM_GUARD], fmt("item < %s && row < %s && col < %s", B, n, n),
-                 fmt("item >= %s || row >= %s || col >= %s", B, n, n),
-                 FRAG(mxbm_product_tpl, "n", n, "a", a, "b", b, "c", c, "b_off", shared_rhs ? "" : " + off")));
+    const char *product = FRAG(mxbm_product_tpl, "n", n, "a", a, "b", b, "c", c, "b_off", shared_rhs ? "" : " + off");
+    const char *body = FRAG(mxbm_body_tpl[mode], "a", a, "b", b, "c", c, "B", B, "D", D, "pad",
+                            t->p[MXBM_PAD] ? " + 1" : "", "off", shared_rhs ? "" : "off + ", "index",
+                            mx_index2d(t, "row", "col", 0), "guarded",
+                            mx_guard(t->p[MXBM_GUARD], fmt("item < %s && row < %s && col < %s", B, n, n),
+                                     fmt("item >= %s || row >= %s || col >= %s", B, n, n), product));
+    if (mode == 0)
+        mx_kernel(e, t, "", "",
+                  fmt("%s[item] = %s[item] * %s%s; blockIdx.z selects the matrix, one thread per output element.", c,
+                      a, b, shared_rhs ? "" : "[item]"),
+                  fmt("%s, int %s, int %s", kernel_params(t), B, n), body);
+    else
+        mx_kernel(e, t, tmpl ? "" : fmt("#define MAT_DIM %d\n\n", t->p[MXBM_N]), tmpl ? "template <int TILE_N>" : "",
+                  fmt("One %s x %s block per matrix (blockIdx.z): both operands in shared memory, one thread per "
+                      "output element.", D, D),
+                  fmt("%s, int %s", kernel_params(t), B), body);
 }
 
-static const char *const mxbm_launch_tpl[] = {
-    "dim3 block($D, $D);\ndim3 grid(1, 1, $B);\n$k<<<grid, block>>>($args);",
-    "const dim3 threads($D, $D), blocks(1, 1, $B);\n$k<<<blocks, threads>>>($args);",
-    "$k<<<dim3(1, 1, $B), dim3($D, $D)>>>($args);",
-    "dim3 block_dim($D, $D);\ndim3 grid_dim;\ngrid_dim.z = $B; // one block per matrix\n$k<<<grid_dim, "
-    "block_dim>>>($args);" };
+static const char *const mxbm_launch_tpl[] = { R"(
+dim3 block($D, $D);
+dim3 grid(1, 1, $B);
+$k<<<grid, block>>>($args);
+)", R"(
+const dim3 threads($D, $D), blocks(1, 1, $B);
+$k<<<blocks, threads>>>($args);
+)", R"(
+$k<<<dim3(1, 1, $B), dim3($D, $D)>>>($args);
+)", R"(
+dim3 block_dim($D, $D);
+dim3 grid_dim;
+grid_dim.z = $B; // one block per matrix
+$k<<<grid_dim, block_dim>>>($args);
+)" };
 
 static void mxbm_launch(const Task *t, Emit *e, const Host *h) {
     const char *B = h->size[0], *n = h->size[1];
-    const int *bd = mx_bdims[t->p[MXBM_BDIM]];
-    if (t->p[MXBM_MODE] == 0)
-        mx_launch2d(e, t, t->p[MXBM_DIMS], t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, n, n, B, 0,
-                    NULL, kernel_args(h, 2));
+    if (t->p[MXBM_MODE] == 0) mx_launch_bd(e, t, t->p[MXBM_DIMS], t->p[MXBM_BDIM], n, n, B, 0, kernel_args(h, 2));
     else TPL(e, t, mxbm_launch_tpl[t->p[MXBM_DIMS]], "D", n, "B", B, "args", kernel_args(h, 1),
              "k", t->p[MXBM_TDEF] ? fmt("%s<%d>", t->kname[0], t->p[MXBM_N]) : t->kname[0]);
 }
@@ -1549,5 +1501,4 @@ static const Family fam_mx_matmul_batched = {
 
 static const Family *const families_matrix[] = {
     &fam_mx_transpose_naive, &fam_mx_transpose_tiled, &fam_mx_matrix_ew2d, &fam_mx_matmul_naive, &fam_mx_matmul_tiled,
-    &fam_mx_matvec_thread,
-    &fam_mx_matvec_warp, &fam_mx_vecmat, &fam_mx_outer, &fam_mx_matmul_batched, NULL };
+    &fam_mx_matvec_thread, &fam_mx_matvec_warp, &fam_mx_vecmat, &fam_mx_outer, &fam_mx_matmul_batched, NULL };
