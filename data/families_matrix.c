@@ -41,6 +41,16 @@ static void mx_f32(Tensor *x, long d0, long d1, int f0, int f1, double range) {
     tshape(x, DT_F32, d1 ? 2 : 1, d0, d1, f0, f1);
     if (range > 0) trange(x, -range, range, 0);
 }
+// The start of a layout: nin inputs, one output, and the size constants 0, 1 (and 2 when
+// v2 > 0) named dn[0], dn[1], dn[2] of values v0, v1, v2.
+static void mx_begin(Task *t, int nin, const char *const *dn, long v0, long v1, long v2) {
+    t->nin = nin;
+    t->nout = 1;
+    t->nsize = 0;
+    add_size(t, dn[0], v0);
+    add_size(t, dn[1], v1);
+    if (v2 > 0) add_size(t, dn[2], v2);
+}
 
 // Tolerance of outputs that are float32 sums of len terms of magnitude up to mag, added in
 // an order the reference (which sums in double) does not know. The rounding errors of a
@@ -191,13 +201,11 @@ static void mxt_layout(Task *t) {
     const char *const *dn = mx_dnames[t->p[param_index(t->fam, "dnames")]];
     long R = t->p[MXT_ROWS], C = t->p[MXT_COLS];
     DType dt = t->p[MXT_DT] ? DT_I32 : DT_F32;
-    t->nsize = 0;
-    int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
-    t->nin = t->nout = 1;
-    tshape(&t->in[0], dt, 2, R, C, rr, cc);
+    mx_begin(t, 1, dn, R, C, 0);
+    tshape(&t->in[0], dt, 2, R, C, 0, 1);
     if (dt == DT_I32) trange(&t->in[0], -1000000, 1000000, 1);
     else trange(&t->in[0], -100, 100, 0);
-    tshape(&t->out[0], dt, 2, C, R, cc, rr);
+    tshape(&t->out[0], dt, 2, C, R, 1, 0);
     t->atol = 0; // a copy: exact
     t->rtol = 0;
 }
@@ -446,12 +454,9 @@ static void mxme_draw(Task *t, Rng *r) {
 static void mxme_layout(Task *t) {
     const char *const *dn = mx_dnames[t->p[MXME_DNAMES]];
     long R = t->p[MXME_ROWS], C = t->p[MXME_COLS];
-    t->nsize = 0;
-    int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
-    t->nin = mxme_binary(t) ? 2 : 1;
-    t->nout = 1;
-    for (int k = 0; k < t->nin; k++) mx_f32(&t->in[k], R, C, rr, cc, 10);
-    mx_f32(&t->out[0], R, C, rr, cc, 0);
+    mx_begin(t, mxme_binary(t) ? 2 : 1, dn, R, C, 0);
+    for (int k = 0; k < t->nin; k++) mx_f32(&t->in[k], R, C, 0, 1, 10);
+    mx_f32(&t->out[0], R, C, 0, 1, 0);
     if (t->p[MXME_OP] == 4) {
         // alpha * a + beta * b may be contracted to an fma (one rounding less than the
         // reference's double expression rounded once): up to one ulp of each term
@@ -593,10 +598,8 @@ static void mxmm_ref_core(int op, long M, long N, long K, const float *A, const 
 
 static void mxmm_layout_common(Task *t, int op, const char *const *dn, long M, long N, long K) {
     int at = op == 2, bt = op == 1; // A stored as K x M, B stored as N x K
-    t->nsize = 0;
-    int m = add_size(t, dn[0], M), n = add_size(t, dn[1], N), k = add_size(t, dn[2], K);
-    t->nin = 2;
-    t->nout = 1;
+    const int m = 0, n = 1, k = 2; // the size constants
+    mx_begin(t, 2, dn, M, N, K);
     mx_f32(&t->in[0], at ? K : M, at ? M : K, at ? k : m, at ? m : k, 1);
     mx_f32(&t->in[1], bt ? N : K, bt ? K : N, bt ? n : k, bt ? k : n, 1);
     mx_f32(&t->out[0], M, N, m, n, 0);
@@ -833,14 +836,11 @@ static void mxmv_layout(Task *t) {
     const char *const *dn = mx_dnames[t->p[param_index(t->fam, "dnames")]];
     long R = t->p[MXMV_ROWS], C = t->p[MXMV_COLS];
     int bias = t->p[MXMV_BIAS];
-    t->nsize = 0;
-    int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
-    t->nin = bias ? 3 : 2;
-    t->nout = 1;
-    mx_f32(&t->in[0], R, C, rr, cc, 1);
-    mx_f32(&t->in[1], C, 0, cc, -1, 1);
-    if (bias) mx_f32(&t->in[2], R, 0, rr, -1, 1);
-    mx_f32(&t->out[0], R, 0, rr, -1, 0);
+    mx_begin(t, bias ? 3 : 2, dn, R, C, 0);
+    mx_f32(&t->in[0], R, C, 0, 1, 1);
+    mx_f32(&t->in[1], C, 0, 1, -1, 1);
+    if (bias) mx_f32(&t->in[2], R, 0, 0, -1, 1);
+    mx_f32(&t->out[0], R, 0, 0, -1, 0);
     mx_sum_tol(t, C + bias, 1.0);
 }
 
@@ -1085,13 +1085,10 @@ static void mxvm_draw(Task *t, Rng *r) {
 static void mxvm_layout(Task *t) {
     const char *const *dn = mx_dnames[t->p[MXVM_DNAMES]];
     long R = t->p[MXVM_ROWS], C = t->p[MXVM_COLS];
-    t->nsize = 0;
-    int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
-    t->nin = t->p[MXVM_OP] == 0 ? 2 : 1;
-    t->nout = 1;
-    mx_f32(&t->in[0], R, C, rr, cc, 1);
-    mx_f32(&t->in[1], R, 0, rr, -1, 1);
-    mx_f32(&t->out[0], C, 0, cc, -1, 0);
+    mx_begin(t, t->p[MXVM_OP] == 0 ? 2 : 1, dn, R, C, 0);
+    mx_f32(&t->in[0], R, C, 0, 1, 1);
+    mx_f32(&t->in[1], R, 0, 0, -1, 1);
+    mx_f32(&t->out[0], C, 0, 1, -1, 0);
     t->out[0].zero_init = t->p[MXVM_MODE] == 1;
     mx_sum_tol(t, R, 1.0);
 }
@@ -1244,14 +1241,11 @@ static void mxop_layout(Task *t) {
     const char *const *dn = mx_dnames[t->p[MXOP_DNAMES]];
     long M = t->p[MXOP_M], N = t->p[MXOP_N];
     int ger = t->p[MXOP_OP] == 2;
-    t->nsize = 0;
-    int mm = add_size(t, dn[0], M), nn = add_size(t, dn[1], N);
-    t->nin = ger ? 3 : 2;
-    t->nout = 1;
-    mx_f32(&t->in[0], M, N, mm, nn, 1); // A of ger (x otherwise: the next line sets it again)
-    mx_f32(&t->in[ger], M, 0, mm, -1, 2);
-    mx_f32(&t->in[ger + 1], N, 0, nn, -1, 2);
-    mx_f32(&t->out[0], M, N, mm, nn, 0);
+    mx_begin(t, ger ? 3 : 2, dn, M, N, 0);
+    mx_f32(&t->in[0], M, N, 0, 1, 1); // A of ger (x otherwise: the next line sets it again)
+    mx_f32(&t->in[ger], M, 0, 0, -1, 2);
+    mx_f32(&t->in[ger + 1], N, 0, 1, -1, 2);
+    mx_f32(&t->out[0], M, N, 0, 1, 0);
     // outer: one rounding; scaled: two; ger: A + alpha x y, possibly contracted to an fma
     t->atol = ger ? 3e-7 * (1 + 4 * fabs(t->f[0])) * 2 : 1e-7;
     t->rtol = 1e-6;
@@ -1369,25 +1363,22 @@ static void mxbm_draw(Task *t, Rng *r) {
     mx_names(t, mxbm_names[t->p[MXBM_NAMES]], 2, 2, mxbm_kn[t->p[MXBM_KNAME]], "batched_matmul");
 }
 
-// A [B, N, N] tensor of batch * elems elements (size constants bb, ee).
-static void mxbm_batched(Tensor *x, long B, long N, int bb, int ee) {
+// A [B, N, N] tensor, batch * (n * n) elements (size constants 0 and 2).
+static void mxbm_batched(Tensor *x, long B, long N) {
     tset(x, DT_F32, 3, B, N);
     x->shape[2] = N;
-    tfac(x, bb, ee);
+    tfac(x, 0, 2);
 }
 
 static void mxbm_layout(Task *t) {
     const char *const *dn = mxbm_dnames[t->p[MXBM_DNAMES]];
     long B = t->p[MXBM_BATCH], N = t->p[MXBM_N];
-    t->nsize = 0;
-    int bb = add_size(t, dn[0], B), nn = add_size(t, dn[1], N), ee = add_size(t, dn[2], N * N);
-    t->nin = 2;
-    t->nout = 1;
-    mxbm_batched(&t->in[0], B, N, bb, ee);
-    if (t->p[MXBM_SHAPE] == 1) tshape(&t->in[1], DT_F32, 2, N, N, nn, nn); // one matrix for all
-    else mxbm_batched(&t->in[1], B, N, bb, ee);
+    mx_begin(t, 2, dn, B, N, N * N); // sizes: batch, n, n * n
+    mxbm_batched(&t->in[0], B, N);
+    if (t->p[MXBM_SHAPE] == 1) tshape(&t->in[1], DT_F32, 2, N, N, 1, 1); // one matrix for all
+    else mxbm_batched(&t->in[1], B, N);
     for (int k = 0; k < 2; k++) trange(&t->in[k], -1, 1, 0);
-    mxbm_batched(&t->out[0], B, N, bb, ee);
+    mxbm_batched(&t->out[0], B, N);
     mx_sum_tol(t, N, 1.0);
 }
 
