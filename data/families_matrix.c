@@ -52,6 +52,13 @@ static void mx_begin(Task *t, int nin, const char *const *dn, long v0, long v1, 
     if (v2 > 0) add_size(t, dn[2], v2);
 }
 
+// Parameter name of the task (0 if its family has none): for functions that families with
+// different parameter lists share.
+static int mx_par(const Task *t, const char *name) {
+    int k = param_index(t->fam, name);
+    return k < 0 ? 0 : t->p[k];
+}
+
 // Tolerance of outputs that are float32 sums of len terms of magnitude up to mag, added in
 // an order the reference (which sums in double) does not know. The rounding errors of a
 // running float sum grow like a random walk over the partial sums, about
@@ -198,7 +205,7 @@ static const char *const mxt_names[][2] = { { "in", "out" }, { "src", "dst" }, {
                                             { "input", "transposed" }, { "a", "b" } };
 
 static void mxt_layout(Task *t) {
-    const char *const *dn = mx_dnames[t->p[param_index(t->fam, "dnames")]];
+    const char *const *dn = mx_dnames[mx_par(t, "dnames")];
     long R = t->p[MXT_ROWS], C = t->p[MXT_COLS];
     DType dt = t->p[MXT_DT] ? DT_I32 : DT_F32;
     mx_begin(t, 1, dn, R, C, 0);
@@ -596,17 +603,23 @@ static void mxmm_ref_core(int op, long M, long N, long K, const float *A, const 
     free(row);
 }
 
-static void mxmm_layout_common(Task *t, int op, const char *const *dn, long M, long N, long K) {
+// The naive and the tiled product share the task: parameters op (the tiled one has none:
+// A B), m, n, k and dnames.
+
+static void mxmm_layout(Task *t) {
+    int op = mx_par(t, "op"), M = mx_par(t, "m"), N = mx_par(t, "n"), K = mx_par(t, "k");
     int at = op == 2, bt = op == 1; // A stored as K x M, B stored as N x K
     const int m = 0, n = 1, k = 2; // the size constants
-    mx_begin(t, 2, dn, M, N, K);
+    mx_begin(t, 2, mxmm_dnames[mx_par(t, "dnames")], M, N, K);
     mx_f32(&t->in[0], at ? K : M, at ? M : K, at ? k : m, at ? m : k, 1);
     mx_f32(&t->in[1], bt ? N : K, bt ? K : N, bt ? n : k, bt ? k : n, 1);
     mx_f32(&t->out[0], M, N, m, n, 0);
     mx_sum_tol(t, K, 1.0);
 }
 
-static void mxmm_describe_shapes(Buf *desc, int op, const char *a, const char *b, const char *c, int M, int N, int K) {
+static void mxmm_describe_task(const Task *t, Buf *desc) {
+    int op = mx_par(t, "op"), M = mx_par(t, "m"), N = mx_par(t, "n"), K = mx_par(t, "k");
+    const char *a = t->in[0].name, *b = t->in[1].name, *c = t->out[0].name;
     if (op == 0)
         buf_printf(desc, "Compute the matrix product %s = %s * %s: %s is %d x %d, %s is %d x %d, %s is %d x %d (all "
                    "row-major float32), %s[i][j] = sum over p of %s[i][p] * %s[p][j].",
@@ -619,6 +632,10 @@ static void mxmm_describe_shapes(Buf *desc, int op, const char *a, const char *b
         buf_printf(desc, "Compute %s = %s^T * %s: %s is stored as %d x %d and %s as %d x %d (row-major float32), so "
                    "%s[i][j] = sum over p of %s[p][i] * %s[p][j]; %s is %d x %d.",
                    c, a, b, a, K, M, b, K, N, c, a, b, c, M, N);
+}
+
+static void mxmm_ref(const Task *t, const void *const *in, void *const *out) {
+    mxmm_ref_core(mx_par(t, "op"), mx_par(t, "m"), mx_par(t, "n"), mx_par(t, "k"), in[0], in[1], out[0]);
 }
 
 // ----------------------------------------------------------------------------
@@ -645,17 +662,12 @@ static void mxmn_draw(Task *t, Rng *r) {
     SETNAME(t->kname[1], "%s", hn[t->p[MXMN_KNAME]]);
 }
 
-static void mxmn_layout(Task *t) {
-    mxmm_layout_common(t, t->p[MXMN_OP], mxmm_dnames[t->p[MXMN_DNAMES]], t->p[MXMN_M], t->p[MXMN_N], t->p[MXMN_K]);
-}
-
 static void mxmn_describe(const Task *t, Buf *name, Buf *desc) {
     static const char *const nm[3][3] = { { "Matrix_Multiplication", "Naive_GEMM", "Matrix_Product" },
                                           { "Matrix_Multiply_Transposed_B", "GEMM_NT", "Matrix_Times_Transpose" },
                                           { "Matrix_Multiply_Transposed_A", "GEMM_TN", "Transpose_Times_Matrix" } };
     buf_puts(name, nm[t->p[MXMN_OP]][t->p[MXMN_TNAME]]);
-    mxmm_describe_shapes(desc, t->p[MXMN_OP], t->in[0].name, t->in[1].name, t->out[0].name, t->p[MXMN_M], t->p[MXMN_N],
-                         t->p[MXMN_K]);
+    mxmm_describe_task(t, desc);
     buf_puts(desc, " One thread per output element on a 2-D grid of 2-D blocks (dim3), each thread looping over the "
                    "shared dimension in global memory.");
 }
@@ -702,14 +714,10 @@ static void mxmn_launch(const Task *t, Emit *e, const Host *h) {
     mx_launch_bd(e, t, t->p[MXMN_DIMS], t->p[MXMN_BDIM], h->size[1], h->size[0], NULL, 0, kernel_args(h, 3));
 }
 
-static void mxmn_ref(const Task *t, const void *const *in, void *const *out) {
-    mxmm_ref_core(t->p[MXMN_OP], t->p[MXMN_M], t->p[MXMN_N], t->p[MXMN_K], in[0], in[1], out[0]);
-}
-
 static const Family fam_mx_matmul_naive = {
     "matmul_naive",
     "C = A B, A B^T or A^T B with one thread per output on a 2-D dim3 grid; plain, fmaf or __device__ dot helper",
-    mxmn_params, NULL, mxmn_draw, mxmn_layout, mxmn_describe, mxmn_kernels, mxmn_launch, mxmn_ref };
+    mxmn_params, NULL, mxmn_draw, mxmm_layout, mxmn_describe, mxmn_kernels, mxmn_launch, mxmm_ref };
 
 // ----------------------------------------------------------------------------
 // Tiled matrix multiply with shared-memory tiles
@@ -738,16 +746,11 @@ static void mxmt_draw(Task *t, Rng *r) {
     mx_names(t, mxmm_names[t->p[MXMT_NAMES]], 2, 2, mxmt_kn[t->p[MXMT_KNAME]], "matmul_tiled");
 }
 
-static void mxmt_layout(Task *t) {
-    mxmm_layout_common(t, 0, mxmm_dnames[t->p[MXMT_DNAMES]], t->p[MXMT_M], t->p[MXMT_N], t->p[MXMT_K]);
-}
-
 static void mxmt_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name,
              pick3(t->p[MXMT_TNAME], "Tiled_Matrix_Multiplication", "Shared_Memory_GEMM", "Matrix_Multiply_Tiled"));
     int T = t->p[MXMT_TILE];
-    mxmm_describe_shapes(desc, 0, t->in[0].name, t->in[1].name, t->out[0].name, t->p[MXMT_M], t->p[MXMT_N],
-                         t->p[MXMT_K]);
+    mxmm_describe_task(t, desc);
     buf_printf(desc, " Use %d x %d thread blocks (dim3), one thread per output element, and stage %d x %d tiles of "
                "both inputs in shared memory, synchronising before and after each tile is used.", T, T, T, T);
     if (t->p[MXMT_M] % T || t->p[MXMT_N] % T || t->p[MXMT_K] % T)
@@ -809,15 +812,11 @@ static void mxmt_launch(const Task *t, Emit *e, const Host *h) {
                 kernel_args(h, 3));
 }
 
-static void mxmt_ref(const Task *t, const void *const *in, void *const *out) {
-    mxmm_ref_core(0, t->p[MXMT_M], t->p[MXMT_N], t->p[MXMT_K], in[0], in[1], out[0]);
-}
-
 static const Family fam_mx_matmul_tiled = {
     "matmul_tiled",
     "C = A B with TILE x TILE shared-memory tiles (8/16/32), sizes multiple of"
     " the tile or ragged with zero padding and guards",
-    mxmt_params, NULL, mxmt_draw, mxmt_layout, mxmt_describe, mxmt_kernels, mxmt_launch, mxmt_ref };
+    mxmt_params, NULL, mxmt_draw, mxmm_layout, mxmt_describe, mxmt_kernels, mxmt_launch, mxmm_ref };
 
 // ----------------------------------------------------------------------------
 // Matrix-vector products y = A x (+ b): inputs A [rows, cols], x [cols] (, b [rows]),
@@ -833,7 +832,7 @@ static const char *const mxmv_names[][4] = { { "A", "x", "b", "y" }, { "mat", "v
                                              { "M_in", "x_in", "b_in", "y_out" } };
 
 static void mxmv_layout(Task *t) {
-    const char *const *dn = mx_dnames[t->p[param_index(t->fam, "dnames")]];
+    const char *const *dn = mx_dnames[mx_par(t, "dnames")];
     long R = t->p[MXMV_ROWS], C = t->p[MXMV_COLS];
     int bias = t->p[MXMV_BIAS];
     mx_begin(t, bias ? 3 : 2, dn, R, C, 0);
