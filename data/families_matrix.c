@@ -514,11 +514,11 @@ static void mxme_kernels(const Task *t, Emit *e) {
     const char *ai = fmt("%s[idx]", a), *bi = b ? fmt("%s[idx]", b) : "";
     const char *val =
         helper ? fmt("%s(%s%s%s%s)", t->kname[1], ai, b ? ", " : "", bi, coef_args) : mxme_formula(t, ai, bi, 0);
+    const char *spec = helper == 1 ? "__device__ float" : "__device__ __forceinline__ float";
     mx_kernel(e, t,
               !helper ? ""
-                      : FRAG(mxme_helper_tpl, "spec", helper == 1 ? "__device__ float" : "__device__ __forceinline__ float",
-                             "helper", t->kname[1], "v", b ? ", float v" : "", "coefs", coefs, "formula",
-                             mxme_formula(t, "u", "v", 0)),
+                      : FRAG(mxme_helper_tpl, "spec", spec, "helper", t->kname[1], "v", b ? ", float v" : "", "coefs",
+                             coefs, "formula", mxme_formula(t, "u", "v", 0)),
               "",
               fmt("%s[r][c] = %s; %s", c, mxme_formula(t, fmt("%s[r][c]", a), b ? fmt("%s[r][c]", b) : "", 1),
                   mode ? "grid-stride loops in both dimensions." : "one thread per element."),
@@ -929,10 +929,8 @@ static void mxmv_kernels(const Task *t, Emit *e) {
                                    "step", fmt(fma_fmt, fmt("%s[(size_t)%s * %s + c]", A, i, C), fmt("%s[c]", x))))
                   : FRAG(mxmv_shared_tpl, "C", C, "R", R, "x", x, "y", y, "bias", b ? fmt(" + %s[row]", b) : "", "step",
                          fmt(fma_fmt, fmt("%s[(size_t)row * %s + c0 + j]", A, C), "xs[j]"));
-    mx_kernel(e, t,
-              mode ? fmt("#define CHUNK %d // threads per block = vector elements staged per step\n\n", t->p[MXMV_BLOCK])
-                   : "",
-              "",
+    const char *chunk = "#define CHUNK %d // threads per block = vector elements staged per step\n\n";
+    mx_kernel(e, t, mode ? fmt(chunk, t->p[MXMV_BLOCK]) : "", "",
               mode ? fmt("One thread per row of %s; the block shares chunks of %s through shared memory.", A, x)
                    : fmt("One thread per row: %s[r] = dot(row r of %s, %s).", y, A, x),
               fmt("%s, int %s, int %s", kernel_params(t), R, C), body);
@@ -1078,7 +1076,8 @@ static void mxvm_draw(Task *t, Rng *r) {
     if (mode != 2) t->p[MXVM_BY] = 0;
     if (mode != 1) t->p[MXVM_CHUNK] = 0;
     if (mode != 0) t->p[MXVM_LOOP] = 0;
-    mx_names(t, mxvm_names[t->p[MXVM_NAMES]], op ? 1 : 2, 2, mxvm_kn[op][t->p[MXVM_KNAME]], op ? "column_sums" : "vecmat");
+    mx_names(t, mxvm_names[t->p[MXVM_NAMES]], op ? 1 : 2, 2, mxvm_kn[op][t->p[MXVM_KNAME]],
+             op ? "column_sums" : "vecmat");
 }
 
 static void mxvm_layout(Task *t) {
@@ -1177,7 +1176,8 @@ static void mxvm_launch(const Task *t, Emit *e, const Host *h) {
     else if (mode == 1)
         mx_launch2d(e, t, t->p[MXVM_DIMS], t->kname[0], fmt("%d", t->p[MXVM_BLOCK]), "1", NULL, "ROWS_PER_CHUNK", C, R,
                     NULL, 0, NULL, args);
-    else mx_launch2d(e, t, t->p[MXVM_DIMS], t->kname[0], "BLOCK_X", "BLOCK_Y", NULL, NULL, C, NULL, NULL, 0, NULL, args);
+    else
+        mx_launch2d(e, t, t->p[MXVM_DIMS], t->kname[0], "BLOCK_X", "BLOCK_Y", NULL, NULL, C, NULL, NULL, 0, NULL, args);
 }
 
 static void mxvm_ref(const Task *t, const void *const *in, void *const *out) {
@@ -1293,13 +1293,13 @@ static void mxop_kernels(const Task *t, Emit *e) {
                *N = dn[1], *i = IDX(t);
     const char *al = t->p[MXOP_OP] ? fmt("%s * ", flit(t->f[0])) : "", *Ai = ger ? fmt("%s[idx] + ", A) : "";
     const int *bd = mx_bdims[t->p[MXOP_BDIM]];
+    const char *product = fmt("%s%s[row] * %s[col];", al, x, y); // what ger adds to A
     const char *body =
         mode == 0 ? mx_loop2d(t, 0, t->p[MXOP_GUARD], 0, M, N,
-                              fmt("const int idx = row * %s + col;\n%s[idx] = %s%s%s[row] * %s[col];", N, c, Ai, al, x,
-                                  y))
+                              fmt("const int idx = row * %s + col;\n%s[idx] = %s%s", N, c, Ai, product))
         : mode == 1 ? FRAG(mxop_shared_tpl, "M", M, "N", N, "x", x, "y", y, "c", c, "A_idx", Ai, "alpha", al)
                     : mx_flat(t, LOOP_GRID, "row", "col", M, N,
-                              fmt("%s[%s] = %s%s%s[row] * %s[col];", c, i, ger ? fmt("%s[%s] + ", A, i) : "", al, x, y));
+                              fmt("%s[%s] = %s%s", c, i, ger ? fmt("%s[%s] + ", A, i) : "", product));
     mx_kernel(e, t, mode == 1 ? fmt("#define BLOCK_X %d\n#define BLOCK_Y %d\n\n", bd[0], bd[1]) : "", "",
               fmt("%s[i][j] = %s%s%s[i] * %s[j]%s.", c, ger ? fmt("%s[i][j] + ", A) : "",
                   t->p[MXOP_OP] ? fmt("%s * ", fnum(t->f[0])) : "", x, y,
