@@ -402,9 +402,6 @@ static const Family fam_mx_transpose_tiled = {
     " per thread), dim3 grid, ragged sides guarded",
     mxtt_params, NULL, mxtt_draw, mxt_layout, mxtt_describe, mxtt_kernels, mxtt_launch, mxt_ref };
 
-static const char *const mx_fp_ab[] = { "alpha", "beta", NULL };
-enum { MX_F_A, MX_F_B };
-
 // ----------------------------------------------------------------------------
 // Element-wise matrix operations on a 2-D grid
 
@@ -439,6 +436,8 @@ static const struct {
       { "Matrix_Scale", "Scale_Matrix_2D", "Matrix_Scalar_Multiply" } },
     { "%s * %s + %s * %s", { "matrix_axpby", "matAxpby2D", "axpby_matrices", "axpby_kernel" },
       { "Matrix_AXPBY", "Scaled_Matrix_Sum", "Linear_Combination_Of_Matrices" } } };
+static const char *const mxme_fp[] = { "alpha", "beta", NULL };
+enum { MX_F_A, MX_F_B };
 static const double mxme_alphas[] = { 0.5, 2, -1, 1.5, 0.25, 3, -0.75 };
 static const double mxme_betas[] = { 1, -1, 0.5, 2, -2.5 };
 
@@ -556,7 +555,7 @@ static void mxme_ref(const Task *t, const void *const *in, void *const *out) {
 static const Family fam_mx_matrix_ew2d = {
     "matrix_elementwise_2d",
     "C = A + B, A - B, A .* B, alpha A, alpha A + beta B on a 2-D dim3 grid (one thread per element or grid-stride)",
-    mxme_params, mx_fp_ab, mxme_draw, mxme_layout, mxme_describe, mxme_kernels, mxme_launch, mxme_ref };
+    mxme_params, mxme_fp, mxme_draw, mxme_layout, mxme_describe, mxme_kernels, mxme_launch, mxme_ref };
 
 // ----------------------------------------------------------------------------
 // Matrix products: shared pieces
