@@ -7,7 +7,8 @@
 // Conventions of this file: kernel parameters and locals are lower case, so they never
 // meet a size constant spelled as a macro (#define ROWS ...); macros and template
 // parameters of the kernels (TILE_DIM, BLOCK_ROWS, ...) never equal an upper-cased size
-// name. Tensor names are never M, N or K.
+// name. Tensor names are never M, N or K. Every kernel's parameters are the task's tensors
+// in order (kernel_params), then its sizes.
 
 // ----------------------------------------------------------------------------
 // Shared helpers
@@ -16,8 +17,6 @@ static const char *const mx_dtypes[] = { "float32", "int32", NULL };
 static const int mx_bdims[][2] = { { 16, 16 }, { 32, 8 }, { 8, 8 }, { 32, 32 }, { 16, 8 }, { 32, 4 }, { 64, 4 } };
 // Matrix sides: powers of two and sizes that are not multiples of any block or tile.
 static const int mx_sides[] = { 64, 100, 128, 250, 256, 300, 500, 512, 640, 768, 1000, 1024, 1500, 2048 };
-static const int mx_blocks1d[] = { 64, 128, 256, 256, 512 };
-static const int mx_caps[] = { 16, 32, 64, 128 };
 static const char *const mx_dnames[][2] = { { "rows", "cols" }, { "height", "width" }, { "ny", "nx" }, { "m", "n" } };
 
 static void mx_draw_rc(Rng *r, int *rows, int *cols, long minel, long maxel) {
@@ -27,7 +26,38 @@ static void mx_draw_rc(Rng *r, int *rows, int *cols, long minel, long maxel) {
     } while ((long)*rows * *cols > maxel || (long)*rows * *cols < minel);
 }
 
-static void mx_name(char *dst, size_t n, const char *s) { snprintf(dst, n, "%s", s); }
+// The names of a task: its tensors from a row of the family's name table (the inputs
+// nm[0..nin), the output nm[out]), its kernel and its slug.
+static void mx_names(Task *t, const char *const *nm, int nin, int out, const char *kname, const char *slug) {
+    for (int k = 0; k < nin; k++) SETNAME(t->in[k].name, "%s", nm[k]);
+    SETNAME(t->out[0].name, "%s", nm[out]);
+    SETNAME(t->kname[0], "%s", kname);
+    SETNAME(t->slug, "%s", slug);
+}
+
+// A float32 tensor of shape [d0, d1] (or [d0] when d1 = 0) with size[f0] * size[f1]
+// elements (f1 < 0: size[f0]); an input when range > 0, its values in [-range, range).
+static void mx_f32(Tensor *x, long d0, long d1, int f0, int f1, double range) {
+    tshape(x, DT_F32, d1 ? 2 : 1, d0, d1, f0, f1);
+    if (range > 0) trange(x, -range, range, 0);
+}
+// The start of a layout: nin inputs, one output, and the size constants 0, 1 (and 2 when
+// v2 > 0) named dn[0], dn[1], dn[2] of values v0, v1, v2.
+static void mx_begin(Task *t, int nin, const char *const *dn, long v0, long v1, long v2) {
+    t->nin = nin;
+    t->nout = 1;
+    t->nsize = 0;
+    add_size(t, dn[0], v0);
+    add_size(t, dn[1], v1);
+    if (v2 > 0) add_size(t, dn[2], v2);
+}
+
+// Parameter name of the task (0 if its family has none): for functions that families with
+// different parameter lists share.
+static int mx_par(const Task *t, const char *name) {
+    int k = param_index(t->fam, name);
+    return k < 0 ? 0 : t->p[k];
+}
 
 // Tolerance of outputs that are float32 sums of len terms of magnitude up to mag, added in
 // an order the reference (which sums in double) does not know. The rounding errors of a
@@ -41,6 +71,84 @@ static void mx_sum_tol(Task *t, long len, double mag) {
 // Relative error allowance of a float sum of n values reduced on the GPU (per-thread
 // partial sums, block trees or shuffles, atomics or a second pass over the partials).
 static double mx_red_rel(long n) { return 2e-6 + 2e-8 * sqrt((double)n); }
+
+// A kernel of this file: what precedes it (macros, helpers), its comment, a template
+// head, its parameters and its body.
+static const char mx_kernel_tpl[] = R"(
+$pre
+/// $comment
+$template
+__global__ void $kname($params) {
+    $body
+}
+)";
+static void mx_kernel(Emit *e, const Task *t, const char *pre, const char *tmpl, const char *comment,
+                      const char *params, const char *body) {
+    TPL(e, t, mx_kernel_tpl, "pre", pre, "comment", comment, "template", tmpl, "kname", t->kname[0], "params",
+        params, "body", body);
+}
+
+// body under a bounds guard: if (in) { body } (early = 0) or an early return (early = 1).
+static const char *const mx_guard_tpl[] = { R"(
+if ($in) {
+    $body
+}
+)", R"(
+if ($out) return;
+$body
+)" };
+static const char *mx_guard(int early, const char *cond_in, const char *cond_out, const char *body) {
+    return FRAG(mx_guard_tpl[early], "in", cond_in, "out", cond_out, "body", body);
+}
+// The guard of row r < R and column c < C.
+static const char *mx_guard_rc(int early, const char *r, const char *R, const char *c, const char *C,
+                               const char *body) {
+    return mx_guard(early, fmt("%s < %s && %s < %s", r, R, c, C), fmt("%s >= %s || %s >= %s", r, R, c, C), body);
+}
+
+// The 2-D thread coordinates: the column from x, the row from y (or swapped).
+static const char *mx_index2d(const Task *t, const char *rv, const char *cv, int swap) {
+    const char *xs =
+        (t->st.idxname & 1) ? "threadIdx.x + blockIdx.x * blockDim.x" : "blockIdx.x * blockDim.x + threadIdx.x";
+    const char *ys =
+        (t->st.idxname & 1) ? "threadIdx.y + blockIdx.y * blockDim.y" : "blockIdx.y * blockDim.y + threadIdx.y";
+    const char *a = swap ? rv : cv, *b = swap ? cv : rv, *q = t->st.idxname == 3 ? "" : "const ";
+    if (t->st.idxname == 2) return fmt("const int %s = %s, %s = %s;", a, xs, b, ys);
+    return fmt("%sint %s = %s;\n%sint %s = %s;", q, a, xs, q, b, ys);
+}
+
+// The elements (row, col) of an R x C matrix in a 2-D kernel, around stmt: one thread per
+// element behind a guard (if, or an early return: early), or grid-stride loops in both
+// directions (stride). swap: thread x runs along the rows.
+static const char *const mx_loop2d_tpl[] = { R"(
+$index
+$guarded
+)", R"(
+for (int $outer = blockIdx.y * blockDim.y + threadIdx.y; $outer < $olen; $outer += blockDim.y * gridDim.y) {
+    for (int $inner = blockIdx.x * blockDim.x + threadIdx.x; $inner < $ilen; $inner += blockDim.x * gridDim.x) {
+        $stmt
+    }
+}
+)" };
+static const char *mx_loop2d(const Task *t, int stride, int early, int swap, const char *R, const char *C,
+                             const char *stmt) {
+    return FRAG(mx_loop2d_tpl[stride], "index", mx_index2d(t, "row", "col", swap), "guarded",
+                stride ? "" : mx_guard_rc(early, "row", R, "col", C, stmt), "stmt", stmt, "outer", swap ? "col" : "row",
+                "inner", swap ? "row" : "col", "olen", swap ? C : R, "ilen", swap ? R : C);
+}
+// The same with a 1-D launch over the flat index (loop: a loop style of loop_frag), the row
+// rv and column cv recovered with / and %.
+static const char mx_flat_tpl[] = R"(
+const int total = $R * $C;
+$loop
+)";
+static const char *mx_flat(const Task *t, int loop, const char *rv, const char *cv, const char *R, const char *C,
+                           const char *stmt) {
+    const char *i = IDX(t), *split = t->st.idxtype ? "const int %s = (int)(%s / %s), %s = (int)(%s %% %s);"
+                                                   : "const int %s = %s / %s, %s = %s %% %s;";
+    return FRAG(mx_flat_tpl, "R", R, "C", C, "loop",
+                loop_frag(t, loop, "total", fmt("%s\n%s", fmt(split, rv, i, C, cv, i, C), stmt)));
+}
 
 // A 2-D (or 3-D) launch: blocks of bx x by threads, each covering tx x ty elements (NULL:
 // its own extent) of an xc-wide, yc-high (NULL: one block high) index space, zc grid
@@ -80,13 +188,52 @@ static void mx_launch2d(Emit *e, const Task *t, int dims, const char *k, const c
         zc ? fmt("grid_dim.z = %s;", zc) : "", "cap", ycap ? fmt("if (%s.y > %d) %s.y = %d;", g, ycap, g, ycap) : "",
         "k", k, "shmem", shmem ? fmt(", %s", shmem) : "", "args", args);
 }
-
-// The 4-byte copy of element s of src to element d of dst (float32 and int32 alike).
-static void mx_copy4(void *dst, long d, const void *src,
-                     long s) { memcpy((char *)dst + 4 * d, (const char *)src + 4 * s, 4); }
+// The same with blocks of mx_bdims[bdim] threads, one thread per element.
+static void mx_launch_bd(Emit *e, const Task *t, int dims, int bdim, const char *xc, const char *yc, const char *zc,
+                         int ycap, const char *args) {
+    const int *bd = mx_bdims[bdim];
+    mx_launch2d(e, t, dims, t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, xc, yc, zc, ycap, NULL, args);
+}
 
 // ----------------------------------------------------------------------------
-// Naive transpose
+// Transposes: in (R, C) float32 or int32 -> out (C, R), an exact copy. Both families have
+// the parameters dtype, rows, cols first, and share the task (layout, ref), the tensor
+// names and part of the description.
+
+enum { MXT_DT, MXT_ROWS, MXT_COLS };
+static const char *const mxt_names[][2] = { { "in", "out" }, { "src", "dst" }, { "A", "A_t" }, { "mat", "mat_t" },
+                                            { "input", "transposed" }, { "a", "b" } };
+
+static void mxt_layout(Task *t) {
+    const char *const *dn = mx_dnames[mx_par(t, "dnames")];
+    long R = t->p[MXT_ROWS], C = t->p[MXT_COLS];
+    DType dt = t->p[MXT_DT] ? DT_I32 : DT_F32;
+    mx_begin(t, 1, dn, R, C, 0);
+    tshape(&t->in[0], dt, 2, R, C, 0, 1);
+    if (dt == DT_I32) trange(&t->in[0], -1000000, 1000000, 1);
+    else trange(&t->in[0], -100, 100, 0);
+    tshape(&t->out[0], dt, 2, C, R, 1, 0);
+    t->atol = 0; // a copy: exact
+    t->rtol = 0;
+}
+
+// The first sentence of the description (the tiled transpose's is shorter).
+static void mxt_describe_task(const Task *t, Buf *desc, int tiled) {
+    const char *x = t->in[0].name, *y = t->out[0].name;
+    int R = t->p[MXT_ROWS], C = t->p[MXT_COLS];
+    buf_printf(desc, "%s is a %d x %d row-major %s matrix%s its transpose to %s (%d x %d%s): %s[c][r] = %s[r][c].", x,
+               R, C, t->p[MXT_DT] ? "int32" : "float32", tiled ? "; write" : ". Write", y, C, R,
+               tiled ? "" : ", row-major", y, x);
+}
+
+static void mxt_ref(const Task *t, const void *const *in, void *const *out) {
+    long R = t->p[MXT_ROWS], C = t->p[MXT_COLS];
+    for (long r = 0; r < R; r++)
+        for (long c = 0; c < C; c++) memcpy((char *)out[0] + 4 * (c * R + r), (const char *)in[0] + 4 * (r * C + c), 4);
+}
+
+// ----------------------------------------------------------------------------
+// Naive transpose: one thread per element
 
 enum { MXTN_DT, MXTN_ROWS, MXTN_COLS, MXTN_MODE, MXTN_BDIM, MXTN_BLOCK, MXTN_MAP, MXTN_GUARD, MXTN_CAP, MXTN_DIMS,
        MXTN_KNAME, MXTN_NAMES, MXTN_TNAME, MXTN_DNAMES, MXTN_NP };
@@ -101,8 +248,6 @@ static const ParamDesc mxtn_params[] = {
     [MXTN_KNAME] = { "kname", NULL, 0, "0..3" }, [MXTN_NAMES] = { "names", NULL, 0, "0..5" },
     [MXTN_TNAME] = { "tname", NULL, 0, "0..2" }, [MXTN_DNAMES] = { "dnames", NULL, 0, "0..3" },
     [MXTN_NP] = { NULL, NULL, 0, NULL } };
-static const char *const mxtn_names[][2] = { { "in", "out" }, { "src", "dst" }, { "A", "A_t" }, { "mat", "mat_t" },
-                                           { "input", "transposed" }, { "a", "b" } };
 static const char *const mxtn_kn[] = { "transpose_naive", "transposeNaive", "transpose_kernel", "naive_transpose" };
 
 static void mxtn_draw(Task *t, Rng *r) {
@@ -117,160 +262,61 @@ static void mxtn_draw(Task *t, Rng *r) {
         t->p[MXTN_CAP] = t->p[MXTN_MODE] == 2 ? rng_pick(r, "16 32 64 128") : 0;
         t->p[MXTN_MAP] = rng_pick(r, "0 0 0 1");
     }
-    SETNAME(t->in[0].name, "%s", mxtn_names[t->p[MXTN_NAMES]][0]);
-    SETNAME(t->out[0].name, "%s", mxtn_names[t->p[MXTN_NAMES]][1]);
-    SETNAME(t->kname[0], "%s", mxtn_kn[t->p[MXTN_KNAME]]);
-    SETNAME(t->slug, "transpose");
-}
-
-// The two transpose families (naive and tiled) share the task: in (R, C) float32 or
-// int32 -> out (C, R), an exact copy.
-static void mx_transpose_layout(Task *t, int is_int, long R, long C, const char *const *dn) {
-    DType dt = is_int ? DT_I32 : DT_F32;
-    t->nsize = 0;
-    int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
-    t->nin = t->nout = 1;
-    tshape(&t->in[0], dt, 2, R, C, rr, cc);
-    if (dt == DT_I32) trange(&t->in[0], -1000000, 1000000, 1);
-    else trange(&t->in[0], -100, 100, 0);
-    tshape(&t->out[0], dt, 2, C, R, cc, rr);
-    t->atol = 0; // a copy: exact
-    t->rtol = 0;
-}
-static void mx_transpose_ref(long R, long C, const void *in, void *out) {
-    for (long r = 0; r < R; r++)
-        for (long c = 0; c < C; c++) mx_copy4(out, c * R + r, in, r * C + c);
-}
-
-static void mxtn_layout(Task *t) {
-    mx_transpose_layout(t, t->p[MXTN_DT], t->p[MXTN_ROWS], t->p[MXTN_COLS], mx_dnames[t->p[MXTN_DNAMES]]);
+    mx_names(t, mxt_names[t->p[MXTN_NAMES]], 1, 1, mxtn_kn[t->p[MXTN_KNAME]], "transpose");
 }
 
 static void mxtn_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, pick3(t->p[MXTN_TNAME], "Matrix_Transpose", "Naive_Transpose", "Transpose_2D"));
-    const char *x = t->in[0].name, *y = t->out[0].name;
-    int R = t->p[MXTN_ROWS], C = t->p[MXTN_COLS];
-    buf_printf(
-        desc,
-        "%s is a %d x %d row-major %s matrix. Write its transpose to %s (%d x %d, row-major): %s[c][r] = %s[r][c].", x,
-        R, C, t->p[MXTN_DT] ? "int32" : "float32", y, C, R, y, x);
-    switch (t->p[MXTN_MODE]) {
-    case 0:
-        buf_puts(
-            desc,
-            " One thread per element on a 2-D grid of 2-D blocks (dim3), reading and writing global memory directly.");
-        break;
-    case 1:
-        buf_puts(desc, " Use a 1-D launch over the flat element index and recover the row and column with / and %.");
-        break;
-    default:
-        buf_puts(desc, " Use a 2-D grid of 2-D blocks (dim3) with grid-stride loops in both directions; the grid may "
-                       "be smaller than the matrix.");
-        break;
-    }
-}
-
-static const char mxtn_kernel_tpl[] = R"(
-/// $y[c][r] = $x[r][c]. $what
-__global__ void $kname($params) {
-    $body
-}
-)";
-static const char *const mxtn_body_tpl[] = { R"(
-$index
-$guarded
-)", R"(
-const int total = $R * $C;
-$loop
-)", R"(
-for (int $outer = blockIdx.y * blockDim.y + threadIdx.y; $outer < $olen; $outer += blockDim.y * gridDim.y) {
-    for (int $inner = blockIdx.x * blockDim.x + threadIdx.x; $inner < $ilen; $inner += blockDim.x * gridDim.x) {
-        $y[col * $R + row] = $x[row * $C + col];
-    }
-}
-)" };
-
-// body under a bounds guard: if (in) { body } (early = 0) or an early return (early = 1).
-static const char *const mx_guard_tpl[] = { R"(
-if ($in) {
-    $body
-}
-)", R"(
-if ($out) return;
-$body
-)" };
-static const char *mx_guard(int early, const char *cond_in, const char *cond_out, const char *body) {
-    return FRAG(mx_guard_tpl[early], "in", cond_in, "out", cond_out, "body", body);
-}
-
-// The 2-D thread coordinates: the column from x, the row from y (or swapped).
-static const char *mx_index2d(const Task *t, const char *rv, const char *cv, int swap) {
-    const char *xs =
-        (t->st.idxname & 1) ? "threadIdx.x + blockIdx.x * blockDim.x" : "blockIdx.x * blockDim.x + threadIdx.x";
-    const char *ys =
-        (t->st.idxname & 1) ? "threadIdx.y + blockIdx.y * blockDim.y" : "blockIdx.y * blockDim.y + threadIdx.y";
-    const char *a = swap ? rv : cv, *b = swap ? cv : rv, *q = t->st.idxname == 3 ? "" : "const ";
-    if (t->st.idxname == 2) return fmt("const int %s = %s, %s = %s;", a, xs, b, ys);
-    return fmt("%sint %s = %s;\n%sint %s = %s;", q, a, xs, q, b, ys);
+    mxt_describe_task(t, desc, 0);
+    buf_puts(desc, pick3(t->p[MXTN_MODE],
+                         " One thread per element on a 2-D grid of 2-D blocks (dim3), reading and writing global "
+                         "memory directly.",
+                         " Use a 1-D launch over the flat element index and recover the row and column with / and %.",
+                         " Use a 2-D grid of 2-D blocks (dim3) with grid-stride loops in both directions; the grid "
+                         "may be smaller than the matrix."));
 }
 
 static void mxtn_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[MXTN_DNAMES]];
-    const char *ct = t->p[MXTN_DT] ? "int" : "float", *x = t->in[0].name, *y = t->out[0].name, *R = dn[0], *C = dn[1],
-               *i = IDX(t);
-    int mode = t->p[MXTN_MODE], sw = t->p[MXTN_MAP], early = t->p[MXTN_GUARD];
-    static const char *const what[] = {
-        "One thread per element: reads are coalesced along a row, writes are strided.",
-        "One thread per element of the flat index; row = i / cols, column = i % cols.",
-        "2-D grid-stride loops: each thread transposes several elements." };
-    const char *flat =
-        fmt(t->st.idxtype ? "const int r = (int)(%s / %s), c = (int)(%s %% %s);\n%s[(size_t)c * %s + r] = %s[%s];"
-                          : "const int r = %s / %s, c = %s %% %s;\n%s[(size_t)c * %s + r] = %s[%s];",
-            i, C, i, C, y, R, x, i);
-    TPL(e, t, mxtn_kernel_tpl, "y", y, "x", x, "kname", t->kname[0], "what",
-        sw && mode != 1 ? "Thread x runs along the input rows, so the writes are coalesced and the reads strided."
-                        : what[mode],
-        "params", fmt("%s, %s, int %s, int %s", ptr_param(t, ct, x, 1), ptr_param(t, ct, y, 0), R, C), "body",
-        FRAG(mxtn_body_tpl[mode], "index", mx_index2d(t, "row", "col", sw), "x", x, "y", y, "R", R, "C", C, "guarded",
-             mode != 0 ? ""
-                       : mx_guard(early, fmt("row < %s && col < %s", R, C), fmt("row >= %s || col >= %s", R, C),
-                                  fmt("%s[col * %s + row] = %s[row * %s + col];", y, R, x, C)),
-             "loop", mode == 1 ? loop_frag(t, t->p[MXTN_GUARD], "total", flat) : "", "outer", sw ? "col" : "row",
-             "inner", sw ? "row" : "col", "olen", sw ? C : R, "ilen", sw ? R : C));
+    const char *x = t->in[0].name, *y = t->out[0].name, *R = dn[0], *C = dn[1];
+    int mode = t->p[MXTN_MODE], sw = t->p[MXTN_MAP];
+    const char *copy = fmt("%s[col * %s + row] = %s[row * %s + col];", y, R, x, C);
+    const char *body = mode == 1 ? mx_flat(t, t->p[MXTN_GUARD], "r", "c", R, C,
+                                           fmt("%s[(size_t)c * %s + r] = %s[%s];", y, R, x, IDX(t)))
+                                 : mx_loop2d(t, mode == 2, t->p[MXTN_GUARD], sw, R, C, copy);
+    const char *what = sw && mode != 1
+                           ? "Thread x runs along the input rows, so the writes are coalesced and the reads strided."
+                           : pick3(mode, "One thread per element: reads are coalesced along a row, writes are strided.",
+                                   "One thread per element of the flat index; row = i / cols, column = i % cols.",
+                                   "2-D grid-stride loops: each thread transposes several elements.");
+    mx_kernel(e, t, "", "", fmt("%s[c][r] = %s[r][c]. %s", y, x, what),
+              fmt("%s, int %s, int %s", kernel_params(t), R, C), body);
 }
 
 static void mxtn_launch(const Task *t, Emit *e, const Host *h) {
     const char *R = h->size[0], *C = h->size[1];
-    const char *args = fmt("%s, %s, %s, %s", h->in[0], h->out[0], R, C);
-    if (t->p[MXTN_MODE] == 1) {
-        launch_1d(e, t, t->kname[0], fmt("%s * %s", R, C), t->p[MXTN_BLOCK], t->p[MXTN_CAP], args);
-        return;
-    }
-    const int *bd = mx_bdims[t->p[MXTN_BDIM]];
     int sw = t->p[MXTN_MAP];
-    mx_launch2d(e, t, t->p[MXTN_DIMS], t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, sw ? R : C,
-                sw ? C : R, NULL, t->p[MXTN_CAP], NULL, args);
-}
-
-static void mxtn_ref(const Task *t, const void *const *in, void *const *out) {
-    mx_transpose_ref(t->p[MXTN_ROWS], t->p[MXTN_COLS], in[0], out[0]);
+    if (t->p[MXTN_MODE] == 1)
+        launch_1d(e, t, t->kname[0], fmt("%s * %s", R, C), t->p[MXTN_BLOCK], t->p[MXTN_CAP], kernel_args(h, 2));
+    else mx_launch_bd(e, t, t->p[MXTN_DIMS], t->p[MXTN_BDIM], sw ? R : C, sw ? C : R, NULL, t->p[MXTN_CAP],
+                      kernel_args(h, 2));
 }
 
 static const Family fam_mx_transpose_naive = {
     "transpose_naive",
     "matrix transpose, one thread per element: 2-D dim3 grid, flat 1-D index, or 2-D grid-stride; float32 or int32",
-    mxtn_params, NULL, mxtn_draw, mxtn_layout, mxtn_describe, mxtn_kernels, mxtn_launch, mxtn_ref };
+    mxtn_params, NULL, mxtn_draw, mxt_layout, mxtn_describe, mxtn_kernels, mxtn_launch, mxt_ref };
 
 // ----------------------------------------------------------------------------
 // Transpose through a shared-memory tile padded by one column
 
 enum { MXTT_DT, MXTT_ROWS, MXTT_COLS, MXTT_TILE, MXTT_BROWS, MXTT_TDEF, MXTT_DIMS, MXTT_KNAME, MXTT_NAMES, MXTT_TNAME,
        MXTT_DNAMES, MXTT_VARS, MXTT_NP };
-static const char *const mxtt_tdefs[] = { "define", "template", "constexpr", NULL };
+static const char *const mx_tdefs[] = { "define", "template", "constexpr", NULL };
 static const ParamDesc mxtt_params[] = {
     [MXTT_DT] = { "dtype", mx_dtypes, 1, "0 0 0 1" }, [MXTT_ROWS] = { "rows", NULL, 1, NULL },
     [MXTT_COLS] = { "cols", NULL, 1, NULL }, [MXTT_TILE] = { "tile", NULL, 1, "16 32" },
-    [MXTT_BROWS] = { "block_rows", NULL, 1, "0 8 4 8" }, [MXTT_TDEF] = { "tdef", mxtt_tdefs, 0, "*" },
+    [MXTT_BROWS] = { "block_rows", NULL, 1, "0 8 4 8" }, [MXTT_TDEF] = { "tdef", mx_tdefs, 0, "*" },
     [MXTT_DIMS] = { "dims", NULL, 0, "0..3" }, [MXTT_KNAME] = { "kname", NULL, 0, "0..3" },
     [MXTT_NAMES] = { "names", NULL, 0, "0..5" }, [MXTT_TNAME] = { "tname", NULL, 0, "0..2" },
     [MXTT_DNAMES] = { "dnames", NULL, 0, "0..3" }, [MXTT_VARS] = { "vars", NULL, 0, "0..1" },
@@ -280,50 +326,32 @@ static const char *const mxtt_kn[] = { "transpose_shared", "transposeCoalesced",
 static void mxtt_draw(Task *t, Rng *r) {
     mx_draw_rc(r, &t->p[MXTT_ROWS], &t->p[MXTT_COLS], 4096, 4200000);
     if (t->p[MXTT_BROWS] == 0) t->p[MXTT_BROWS] = t->p[MXTT_TILE]; // the full tile: one element per thread
-    SETNAME(t->in[0].name, "%s", mxtn_names[t->p[MXTT_NAMES]][0]);
-    SETNAME(t->out[0].name, "%s", mxtn_names[t->p[MXTT_NAMES]][1]);
-    SETNAME(t->kname[0], "%s", mxtt_kn[t->p[MXTT_KNAME]]);
-    SETNAME(t->slug, "transpose_tiled");
-}
-
-static void mxtt_layout(Task *t) {
-    mx_transpose_layout(t, t->p[MXTT_DT], t->p[MXTT_ROWS], t->p[MXTT_COLS], mx_dnames[t->p[MXTT_DNAMES]]);
+    mx_names(t, mxt_names[t->p[MXTT_NAMES]], 1, 1, mxtt_kn[t->p[MXTT_KNAME]], "transpose_tiled");
 }
 
 static void mxtt_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, pick3(t->p[MXTT_TNAME], "Shared_Memory_Transpose", "Tiled_Transpose", "Coalesced_Transpose"));
-    const char *x = t->in[0].name, *y = t->out[0].name;
     int R = t->p[MXTT_ROWS], C = t->p[MXTT_COLS], T = t->p[MXTT_TILE], B = t->p[MXTT_BROWS];
-    buf_printf(desc, "%s is a %d x %d row-major %s matrix; write its transpose to %s (%d x %d): %s[c][r] = %s[r][c]. ",
-               x, R, C, t->p[MXTT_DT] ? "int32" : "float32", y, C, R, y, x);
-    buf_printf(desc,
-               "Stage %d x %d tiles in shared memory padded to %d columns (avoids bank conflicts) so that both the "
-               "global reads and the global writes are coalesced; ",
-               T, T, T + 1);
+    mxt_describe_task(t, desc, 1);
+    buf_printf(desc, " Stage %d x %d tiles in shared memory padded to %d columns (avoids bank conflicts) so that both "
+                     "the global reads and the global writes are coalesced; ", T, T, T + 1);
     if (B == T) buf_printf(desc, "blocks of %d x %d threads (dim3), one element per thread.", T, T);
-    else
-        buf_printf(desc, "blocks of %d x %d threads (dim3), each thread moving %d elements of its tile column.", T, B,
-                   T / B);
+    else buf_printf(desc, "blocks of %d x %d threads (dim3), each thread moving %d elements of its tile column.", T, B,
+                    T / B);
     if (R % T || C % T) buf_puts(desc, " The sides are not multiples of the tile: guard every load and store.");
 }
 
-static const char mxtt_kernel_tpl[] = R"(
-$defines
-/// Transpose through a shared tile: coalesced reads of $x, coalesced writes of $y.
-/// The extra column of the tile puts the elements of a tile column in different banks.
-$template
-__global__ void $kname($params, int $R, int $C) {
-    __shared__ $ct tile[$TD][$TD + 1];
-    int $xv = blockIdx.x * $TD + threadIdx.x;
-    int $yv = blockIdx.y * $TD + threadIdx.y;
-    //? load the tile: thread (tx, ty) reads row y + j, column x
-    $load
-    __syncthreads();
-    //? the transposed block: swap the block indices, read the tile by column
-    $xv = blockIdx.y * $TD + threadIdx.x;
-    $yv = blockIdx.x * $TD + threadIdx.y;
-    $store
-}
+static const char mxtt_body_tpl[] = R"(
+__shared__ $ct tile[$TD][$TD + 1];
+int $xv = blockIdx.x * $TD + threadIdx.x;
+int $yv = blockIdx.y * $TD + threadIdx.y;
+//? load the tile: thread (tx, ty) reads row y + j, column x
+$load
+__syncthreads();
+//? the transposed block: swap the block indices, read the tile by column
+$xv = blockIdx.y * $TD + threadIdx.x;
+$yv = blockIdx.x * $TD + threadIdx.y;
+$store
 )";
 // One element per thread, or BLOCK_ROWS rows of the tile at a time.
 static const char *const mxtt_move_tpl[] = { R"(
@@ -340,57 +368,39 @@ static void mxtt_kernels(const Task *t, Emit *e) {
     int T = t->p[MXTT_TILE], B = t->p[MXTT_BROWS], td = t->p[MXTT_TDEF], full = B == T;
     const char *TD = td == 1 ? "TILE" : "TILE_DIM", *xv = t->p[MXTT_VARS] ? "x" : "col",
                *yv = t->p[MXTT_VARS] ? "y" : "row";
-    const char *defines = "";
+    const char *defines = "", *j = full ? "" : " + j";
     if (td != 1) {
         const char *f = td == 0 ? "#define %s %d\n" : "constexpr int %s = %d;\n";
         defines = fmt("%s%s\n", fmt(f, "TILE_DIM", T), full ? "" : fmt(f, "BLOCK_ROWS", B));
     }
-    TPL(e, t, mxtt_kernel_tpl, "defines", defines, "x", x, "y", y, "kname", t->kname[0], "R", R, "C", C, "ct", ct, "TD",
-        TD, "xv", xv, "yv", yv, "params", fmt("%s, %s", ptr_param(t, ct, x, 1), ptr_param(t, ct, y, 0)), "template",
-        td != 1 ? ""
-        : full  ? "template <int TILE>"
-                : "template <int TILE, int BLOCK_ROWS>",
-        "load",
-        FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", C, "ylen", R, "TD", TD, "to",
-             full ? "tile[threadIdx.y][threadIdx.x]" : "tile[threadIdx.y + j][threadIdx.x]", "from",
-             fmt(full ? "%s[%s * %s + %s]" : "%s[(%s + j) * %s + %s]", x, yv, C, xv)),
-        "store",
-        FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", R, "ylen", C, "TD", TD, "to",
-             fmt(full ? "%s[%s * %s + %s]" : "%s[(%s + j) * %s + %s]", y, yv, R, xv), "from",
-             full ? "tile[threadIdx.x][threadIdx.y]" : "tile[threadIdx.x][threadIdx.y + j]"));
+    const char *load = FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", C, "ylen", R, "TD", TD, "to",
+                            fmt("tile[threadIdx.y%s][threadIdx.x]", j), "from",
+                            fmt(full ? "%s[%s * %s + %s]" : "%s[(%s + j) * %s + %s]", x, yv, C, xv));
+    const char *store = FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", R, "ylen", C, "TD", TD, "to",
+                             fmt(full ? "%s[%s * %s + %s]" : "%s[(%s + j) * %s + %s]", y, yv, R, xv), "from",
+                             fmt("tile[threadIdx.x][threadIdx.y%s]", j));
+    mx_kernel(e, t, defines,
+              td != 1 ? "" : full ? "template <int TILE>" : "template <int TILE, int BLOCK_ROWS>",
+              fmt("Transpose through a shared tile: coalesced reads of %s, coalesced writes of %s. The extra column "
+                  "of the tile puts the elements of a tile column in different banks.", x, y),
+              fmt("%s, int %s, int %s", kernel_params(t), R, C),
+              FRAG(mxtt_body_tpl, "ct", ct, "TD", TD, "xv", xv, "yv", yv, "load", load, "store", store));
 }
 
 static void mxtt_launch(const Task *t, Emit *e, const Host *h) {
-    const char *R = h->size[0], *C = h->size[1];
-    int T = t->p[MXTT_TILE], B = t->p[MXTT_BROWS], td = t->p[MXTT_TDEF], full = B == T;
-    const char *args = fmt("%s, %s, %s, %s", h->in[0], h->out[0], R, C);
-    char k[80], bx[24], by[24];
-    if (td == 1) {
-        if (full) snprintf(k, sizeof k, "%s<%d>", t->kname[0], T);
-        else snprintf(k, sizeof k, "%s<%d, %d>", t->kname[0], T, B);
-        snprintf(bx, sizeof bx, "%d", T);
-        snprintf(by, sizeof by, "%d", B);
-    } else {
-        snprintf(k, sizeof k, "%s", t->kname[0]);
-        snprintf(bx, sizeof bx, "TILE_DIM");
-        snprintf(by, sizeof by, "%s", full ? "TILE_DIM" : "BLOCK_ROWS");
-    }
+    int T = t->p[MXTT_TILE], B = t->p[MXTT_BROWS], tmpl = t->p[MXTT_TDEF] == 1, full = B == T;
+    const char *k = !tmpl ? t->kname[0] : full ? fmt("%s<%d>", t->kname[0], T) : fmt("%s<%d, %d>", t->kname[0], T, B);
+    const char *bx = tmpl ? fmt("%d", T) : "TILE_DIM", *by = tmpl ? fmt("%d", B) : full ? "TILE_DIM" : "BLOCK_ROWS";
     // the grid covers tiles of TILE x TILE, not blocks of threads
-    mx_launch2d(e, t, t->p[MXTT_DIMS], k, bx, by, bx, full ? NULL : bx, C, R, NULL, 0, NULL, args);
-}
-
-static void mxtt_ref(const Task *t, const void *const *in, void *const *out) {
-    mx_transpose_ref(t->p[MXTT_ROWS], t->p[MXTT_COLS], in[0], out[0]);
+    mx_launch2d(e, t, t->p[MXTT_DIMS], k, bx, by, bx, full ? NULL : bx, h->size[1], h->size[0], NULL, 0, NULL,
+                kernel_args(h, 2));
 }
 
 static const Family fam_mx_transpose_tiled = {
     "transpose_tiled",
     "transpose through a TILE x (TILE+1) shared tile (tile 16/32, 1-4 rows"
     " per thread), dim3 grid, ragged sides guarded",
-    mxtt_params, NULL, mxtt_draw, mxtt_layout, mxtt_describe, mxtt_kernels, mxtt_launch, mxtt_ref };
-
-static const char *const mx_fp_ab[] = { "alpha", "beta", NULL };
-enum { MX_F_A, MX_F_B };
+    mxtt_params, NULL, mxtt_draw, mxt_layout, mxtt_describe, mxtt_kernels, mxtt_launch, mxt_ref };
 
 // ----------------------------------------------------------------------------
 // Element-wise matrix operations on a 2-D grid
@@ -410,47 +420,49 @@ static const ParamDesc mxme_params[] = {
     [MXME_TNAME] = { "tname", NULL, 0, "0..2" }, [MXME_DNAMES] = { "dnames", NULL, 0, "0..3" },
     [MXME_NP] = { NULL, NULL, 0, NULL } };
 static const char *const mxme_names[][3] = { { "A", "B", "C" }, { "x", "y", "z" }, { "lhs", "rhs", "out" },
-                                           { "mat_a", "mat_b", "result" }, { "P", "Q", "S" } };
-static const char *const mxme_kn[5][4] = { { "matrix_add", "matAdd2D", "add_matrices", "madd_kernel" },
-                                         { "matrix_sub", "matSub2D", "subtract_matrices", "msub_kernel" },
-                                         { "matrix_hadamard", "matMul2DElementwise", "hadamard_product",
-                                           "emul_kernel" },
-                                         { "matrix_scale", "matScale2D", "scale_matrix", "mscale_kernel" },
-                                         { "matrix_axpby", "matAxpby2D", "axpby_matrices", "axpby_kernel" } };
+                                             { "mat_a", "mat_b", "result" }, { "P", "Q", "S" } };
+// The operations (in the order of mxme_ops): the formula as a printf format of (a, b) or,
+// scaled ones, of (alpha, a) and (alpha, a, beta, b); kernel names; task names.
+static const struct {
+    const char *formula, *kn[4], *tn[3];
+} mxme_op[] = {
+    { "%s + %s", { "matrix_add", "matAdd2D", "add_matrices", "madd_kernel" },
+      { "Matrix_Addition", "Matrix_Add_2D", "Elementwise_Matrix_Sum" } },
+    { "%s - %s", { "matrix_sub", "matSub2D", "subtract_matrices", "msub_kernel" },
+      { "Matrix_Subtraction", "Matrix_Sub_2D", "Elementwise_Matrix_Difference" } },
+    { "%s * %s", { "matrix_hadamard", "matMul2DElementwise", "hadamard_product", "emul_kernel" },
+      { "Hadamard_Product", "Elementwise_Matrix_Product", "Matrix_Multiply_Elementwise" } },
+    { "%s * %s", { "matrix_scale", "matScale2D", "scale_matrix", "mscale_kernel" },
+      { "Matrix_Scale", "Scale_Matrix_2D", "Matrix_Scalar_Multiply" } },
+    { "%s * %s + %s * %s", { "matrix_axpby", "matAxpby2D", "axpby_matrices", "axpby_kernel" },
+      { "Matrix_AXPBY", "Scaled_Matrix_Sum", "Linear_Combination_Of_Matrices" } } };
+static const char *const mxme_fp[] = { "alpha", "beta", NULL };
+enum { MX_F_A, MX_F_B };
 static const double mxme_alphas[] = { 0.5, 2, -1, 1.5, 0.25, 3, -0.75 };
 static const double mxme_betas[] = { 1, -1, 0.5, 2, -2.5 };
 
 static int mxme_binary(const Task *t) { return t->p[MXME_OP] != 3; }
 
 static void mxme_draw(Task *t, Rng *r) {
+    static const char *const hn[] = { "combine", "elem_op", "apply_op", "op2" };
+    int op = t->p[MXME_OP];
     mx_draw_rc(r, &t->p[MXME_ROWS], &t->p[MXME_COLS], 4096, 4200000);
     t->p[MXME_GUARD] = t->p[MXME_MODE] == 0 ? rng_int(r, 0, 1) : 0;
     t->p[MXME_CAP] = t->p[MXME_MODE] == 1 ? rng_pick(r, "16 32 64 128") : 0;
-    t->p[MXME_COEF] = t->p[MXME_OP] >= 3 ? rng_int(r, 0, 1) : 0;
-    t->f[MX_F_A] = t->p[MXME_OP] >= 3 ? mxme_alphas[RPICK(r, mxme_alphas)] : 0;
-    t->f[MX_F_B] = t->p[MXME_OP] == 4 ? mxme_betas[RPICK(r, mxme_betas)] : 0;
-    const char *const *nm = mxme_names[t->p[MXME_NAMES]];
-    static const char *const hn[] = { "combine", "elem_op", "apply_op", "op2" };
-    SETNAME(t->in[0].name, "%s", nm[0]);
-    if (mxme_binary(t)) SETNAME(t->in[1].name, "%s", nm[1]);
-    SETNAME(t->out[0].name, "%s", nm[2]);
-    SETNAME(t->kname[0], "%s", mxme_kn[t->p[MXME_OP]][t->p[MXME_KNAME]]);
+    t->p[MXME_COEF] = op >= 3 ? rng_int(r, 0, 1) : 0;
+    t->f[MX_F_A] = op >= 3 ? mxme_alphas[RPICK(r, mxme_alphas)] : 0;
+    t->f[MX_F_B] = op == 4 ? mxme_betas[RPICK(r, mxme_betas)] : 0;
+    mx_names(t, mxme_names[t->p[MXME_NAMES]], mxme_binary(t) ? 2 : 1, 2, mxme_op[op].kn[t->p[MXME_KNAME]],
+             fmt("matrix_%s", mxme_ops[op]));
     SETNAME(t->kname[1], "%s", hn[(t->p[MXME_KNAME] + t->p[MXME_NAMES]) % 4]);
-    SETNAME(t->slug, "matrix_%s", mxme_ops[t->p[MXME_OP]]);
 }
 
 static void mxme_layout(Task *t) {
     const char *const *dn = mx_dnames[t->p[MXME_DNAMES]];
     long R = t->p[MXME_ROWS], C = t->p[MXME_COLS];
-    t->nsize = 0;
-    int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
-    t->nin = mxme_binary(t) ? 2 : 1;
-    t->nout = 1;
-    for (int k = 0; k < t->nin; k++) {
-        tshape(&t->in[k], DT_F32, 2, R, C, rr, cc);
-        trange(&t->in[k], -10, 10, 0);
-    }
-    tshape(&t->out[0], DT_F32, 2, R, C, rr, cc);
+    mx_begin(t, mxme_binary(t) ? 2 : 1, dn, R, C, 0);
+    for (int k = 0; k < t->nin; k++) mx_f32(&t->in[k], R, C, 0, 1, 10);
+    mx_f32(&t->out[0], R, C, 0, 1, 0);
     if (t->p[MXME_OP] == 4) {
         // alpha * a + beta * b may be contracted to an fma (one rounding less than the
         // reference's double expression rounded once): up to one ulp of each term
@@ -462,32 +474,23 @@ static void mxme_layout(Task *t) {
     }
 }
 
+// The formula of the operation on a and b: with the coefficients as numbers (the prompt),
+// as float literals or as the kernel parameters alpha and beta (the kernel).
 static const char *mxme_formula(const Task *t, const char *a, const char *b, int prompt) {
     const char *al = prompt ? fnum(t->f[MX_F_A]) : flit(t->f[MX_F_A]),
                *be = prompt ? fnum(t->f[MX_F_B]) : flit(t->f[MX_F_B]);
     if (!prompt && t->p[MXME_COEF] == 1) al = "alpha", be = "beta";
-    switch (t->p[MXME_OP]) {
-    case 0: return fmt("%s + %s", a, b);
-    case 1: return fmt("%s - %s", a, b);
-    case 2: return fmt("%s * %s", a, b);
-    case 3: return fmt("%s * %s", al, a);
-    default: return fmt("%s * %s + %s * %s", al, a, be, b);
-    }
+    if (t->p[MXME_OP] < 3) return fmt(mxme_op[t->p[MXME_OP]].formula, a, b);
+    return fmt(mxme_op[t->p[MXME_OP]].formula, al, a, be, b);
 }
 
 static void mxme_describe(const Task *t, Buf *name, Buf *desc) {
-    static const char *const nm[5][3] = { { "Matrix_Addition", "Matrix_Add_2D", "Elementwise_Matrix_Sum" },
-                                          { "Matrix_Subtraction", "Matrix_Sub_2D", "Elementwise_Matrix_Difference" },
-                                          { "Hadamard_Product", "Elementwise_Matrix_Product",
-                                            "Matrix_Multiply_Elementwise" },
-                                          { "Matrix_Scale", "Scale_Matrix_2D", "Matrix_Scalar_Multiply" },
-                                          { "Matrix_AXPBY", "Scaled_Matrix_Sum", "Linear_Combination_Of_Matrices" } };
-    buf_puts(name, nm[t->p[MXME_OP]][t->p[MXME_TNAME]]);
-    const char *a = t->in[0].name, *b = mxme_binary(t) ? t->in[1].name : "", *c = t->out[0].name;
-    int R = t->p[MXME_ROWS], C = t->p[MXME_COLS];
+    buf_puts(name, mxme_op[t->p[MXME_OP]].tn[t->p[MXME_TNAME]]);
+    int two = mxme_binary(t);
+    const char *a = t->in[0].name, *b = two ? t->in[1].name : "", *c = t->out[0].name;
     buf_printf(desc, "%s%s%s %s %d x %d row-major float32 matri%s. Compute %s[r][c] = %s for every row r and column c",
-               a, mxme_binary(t) ? " and " : "", b, mxme_binary(t) ? "are" : "is a", R, C, mxme_binary(t) ? "ces" : "x",
-               c, mxme_formula(t, fmt("%s[r][c]", a), fmt("%s[r][c]", b), 1));
+               a, two ? " and " : "", b, two ? "are" : "is a", t->p[MXME_ROWS], t->p[MXME_COLS], two ? "ces" : "x", c,
+               mxme_formula(t, fmt("%s[r][c]", a), fmt("%s[r][c]", b), 1));
     if (t->p[MXME_MODE] == 0) buf_puts(desc, ", one thread per element on a 2-D grid of 2-D thread blocks (dim3).");
     else buf_puts(desc, " on a 2-D grid of 2-D thread blocks (dim3) with grid-stride loops over rows and columns.");
 }
@@ -499,64 +502,36 @@ $spec $helper(float u$v$coefs) {
 }
 
 )";
-static const char mxme_kernel_tpl[] = R"(
-/// $c[r][c] = $what
-__global__ void $kname($params) {
-    $body
-}
-)";
-// One thread per element, or grid-stride loops over both dimensions, around the statement.
-static const char *const mxme_body_tpl[] = { R"(
-$index
-$guarded
-)", R"(
-for (int row = blockIdx.y * blockDim.y + threadIdx.y; row < $R; row += blockDim.y * gridDim.y) {
-    for (int col = blockIdx.x * blockDim.x + threadIdx.x; col < $C; col += blockDim.x * gridDim.x) {
-        $stmt
-    }
-}
-)" };
 
 static void mxme_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[MXME_DNAMES]];
     const char *a = t->in[0].name, *b = mxme_binary(t) ? t->in[1].name : NULL, *c = t->out[0].name, *R = dn[0],
                *C = dn[1];
-    int helper = t->p[MXME_HELPER];
+    int helper = t->p[MXME_HELPER], mode = t->p[MXME_MODE];
     const char *coefs = !t->p[MXME_COEF] ? "" : t->p[MXME_OP] == 4 ? ", float alpha, float beta" : ", float alpha";
     const char *coef_args = !t->p[MXME_COEF] ? "" : t->p[MXME_OP] == 4 ? ", alpha, beta" : ", alpha";
-    if (helper)
-        TPL(e, t, mxme_helper_tpl, "spec", helper == 1 ? "__device__ float" : "__device__ __forceinline__ float",
-            "helper", t->kname[1], "v", b ? ", float v" : "", "coefs", coefs, "formula", mxme_formula(t, "u", "v", 0));
     const char *ai = fmt("%s[idx]", a), *bi = b ? fmt("%s[idx]", b) : "";
     const char *val =
         helper ? fmt("%s(%s%s%s%s)", t->kname[1], ai, b ? ", " : "", bi, coef_args) : mxme_formula(t, ai, bi, 0);
-    const char *stmt = fmt("const int idx = row * %s + col;\n%s[idx] = %s;", C, c, val);
-    const char *params =
-        fmt("%s, %s%s, int %s, int %s%s", ptr_param(t, "float", a, 1),
-            b ? fmt("%s, ", ptr_param(t, "float", b, 1)) : "", ptr_param(t, "float", c, 0), R, C, coefs);
-    TPL(e, t, mxme_kernel_tpl, "c", c, "kname", t->kname[0], "params", params, "what",
-        fmt("%s; %s", mxme_formula(t, fmt("%s[r][c]", a), b ? fmt("%s[r][c]", b) : "", 1),
-            t->p[MXME_MODE] ? "grid-stride loops in both dimensions." : "one thread per element."),
-        "body",
-        FRAG(mxme_body_tpl[t->p[MXME_MODE]], "index", mx_index2d(t, "row", "col", 0), "R", R, "C", C, "stmt", stmt,
-             "guarded",
-             t->p[MXME_MODE] ? ""
-                             : mx_guard(t->p[MXME_GUARD], fmt("row < %s && col < %s", R, C),
-                                        fmt("row >= %s || col >= %s", R, C), stmt)));
+    const char *spec = helper == 1 ? "__device__ float" : "__device__ __forceinline__ float";
+    mx_kernel(e, t,
+              !helper ? ""
+                      : FRAG(mxme_helper_tpl, "spec", spec, "helper", t->kname[1], "v", b ? ", float v" : "", "coefs",
+                             coefs, "formula", mxme_formula(t, "u", "v", 0)),
+              "",
+              fmt("%s[r][c] = %s; %s", c, mxme_formula(t, fmt("%s[r][c]", a), b ? fmt("%s[r][c]", b) : "", 1),
+                  mode ? "grid-stride loops in both dimensions." : "one thread per element."),
+              fmt("%s, int %s, int %s%s", kernel_params(t), R, C, coefs),
+              mx_loop2d(t, mode, t->p[MXME_GUARD], 0, R, C,
+                        fmt("const int idx = row * %s + col;\n%s[idx] = %s;", C, c, val)));
 }
 
 static void mxme_launch(const Task *t, Emit *e, const Host *h) {
-    const char *R = h->size[0], *C = h->size[1];
-    char args[300];
-    if (mxme_binary(t)) snprintf(args, sizeof args, "%s, %s, %s, %s, %s", h->in[0], h->in[1], h->out[0], R, C);
-    else snprintf(args, sizeof args, "%s, %s, %s, %s", h->in[0], h->out[0], R, C);
-    if (t->p[MXME_COEF]) {
-        snprintf(args + strlen(args), sizeof args - strlen(args), ", %s", flit(t->f[MX_F_A]));
-        if (t->p[MXME_OP] == 4) snprintf(args + strlen(args), sizeof args - strlen(args), ", %s", flit(t->f[MX_F_B]));
-    }
-    const int *bd = mx_bdims[t->p[MXME_BDIM]];
-    mx_launch2d(e, t, t->p[MXME_DIMS], t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, C, R, NULL,
-                t->p[MXME_CAP], NULL, args);
+    const char *coefs = !t->p[MXME_COEF]     ? ""
+                        : t->p[MXME_OP] == 4 ? fmt(", %s, %s", flit(t->f[MX_F_A]), flit(t->f[MX_F_B]))
+                                             : fmt(", %s", flit(t->f[MX_F_A]));
+    mx_launch_bd(e, t, t->p[MXME_DIMS], t->p[MXME_BDIM], h->size[1], h->size[0], NULL, t->p[MXME_CAP],
+                 fmt("%s%s", kernel_args(h, 2), coefs));
 }
 
 static void mxme_ref(const Task *t, const void *const *in, void *const *out) {
@@ -580,7 +555,7 @@ static void mxme_ref(const Task *t, const void *const *in, void *const *out) {
 static const Family fam_mx_matrix_ew2d = {
     "matrix_elementwise_2d",
     "C = A + B, A - B, A .* B, alpha A, alpha A + beta B on a 2-D dim3 grid (one thread per element or grid-stride)",
-    mxme_params, mx_fp_ab, mxme_draw, mxme_layout, mxme_describe, mxme_kernels, mxme_launch, mxme_ref };
+    mxme_params, mxme_fp, mxme_draw, mxme_layout, mxme_describe, mxme_kernels, mxme_launch, mxme_ref };
 
 // ----------------------------------------------------------------------------
 // Matrix products: shared pieces
@@ -589,9 +564,9 @@ static const int mxmm_sides[] = { 64, 96, 100, 128, 200, 256, 300, 384, 500, 512
 static const int mxmm_aligned[] = { 64, 128, 192, 256, 384, 512, 768, 1024 };
 static const int mxmm_ragged[] = { 100, 129, 200, 250, 257, 300, 333, 500, 600, 1000 };
 static const char *const mxmm_dnames[][3] = { { "m", "n", "k" }, { "rows", "cols", "inner" }, { "m", "n", "depth" },
-                                            { "n_rows", "n_cols", "n_inner" } };
+                                              { "n_rows", "n_cols", "n_inner" } };
 static const char *const mxmm_names[][3] = { { "A", "B", "C" }, { "lhs", "rhs", "out" }, { "X", "W", "Y" },
-                                           { "mat_a", "mat_b", "mat_c" }, { "left", "right", "prod" } };
+                                             { "mat_a", "mat_b", "mat_c" }, { "left", "right", "prod" } };
 static const char *const mxmm_ops[] = { "ab", "abt", "atb", NULL };
 
 // Draws M, N, K from a list with M*N*K bounded (the CPU reference does M*N*K steps).
@@ -627,43 +602,39 @@ static void mxmm_ref_core(int op, long M, long N, long K, const float *A, const 
     free(row);
 }
 
-static void mxmm_layout_common(Task *t, int op, const char *const *dn, long M, long N, long K) {
-    t->nsize = 0;
-    int m = add_size(t, dn[0], M), n = add_size(t, dn[1], N), k = add_size(t, dn[2], K);
-    t->nin = 2;
-    t->nout = 1;
-    if (op == 2) { tset(&t->in[0], DT_F32, 2, K, M); tfac(&t->in[0], k, m); }
-    else { tset(&t->in[0], DT_F32, 2, M, K); tfac(&t->in[0], m, k); }
-    if (op == 1) { tset(&t->in[1], DT_F32, 2, N, K); tfac(&t->in[1], n, k); }
-    else { tset(&t->in[1], DT_F32, 2, K, N); tfac(&t->in[1], k, n); }
-    trange(&t->in[0], -1, 1, 0);
-    trange(&t->in[1], -1, 1, 0);
-    tshape(&t->out[0], DT_F32, 2, M, N, m, n);
+// The naive and the tiled product share the task: parameters op (the tiled one has none:
+// A B), m, n, k and dnames.
+
+static void mxmm_layout(Task *t) {
+    int op = mx_par(t, "op"), M = mx_par(t, "m"), N = mx_par(t, "n"), K = mx_par(t, "k");
+    int at = op == 2, bt = op == 1; // A stored as K x M, B stored as N x K
+    const int m = 0, n = 1, k = 2; // the size constants
+    mx_begin(t, 2, mxmm_dnames[mx_par(t, "dnames")], M, N, K);
+    mx_f32(&t->in[0], at ? K : M, at ? M : K, at ? k : m, at ? m : k, 1);
+    mx_f32(&t->in[1], bt ? N : K, bt ? K : N, bt ? n : k, bt ? k : n, 1);
+    mx_f32(&t->out[0], M, N, m, n, 0);
     mx_sum_tol(t, K, 1.0);
 }
 
-static void mxmm_describe_shapes(Buf *desc, int op, const char *a, const char *b, const char *c, int M, int N, int K) {
-    switch (op) {
-    case 0:
-        buf_printf(desc,
-                   "Compute the matrix product %s = %s * %s: %s is %d x %d, %s is %d x %d, %s is %d x %d (all "
-                   "row-major float32), "
-                   "%s[i][j] = sum over p of %s[i][p] * %s[p][j].",
+static void mxmm_describe_task(const Task *t, Buf *desc) {
+    int op = mx_par(t, "op"), M = mx_par(t, "m"), N = mx_par(t, "n"), K = mx_par(t, "k");
+    const char *a = t->in[0].name, *b = t->in[1].name, *c = t->out[0].name;
+    if (op == 0)
+        buf_printf(desc, "Compute the matrix product %s = %s * %s: %s is %d x %d, %s is %d x %d, %s is %d x %d (all "
+                   "row-major float32), %s[i][j] = sum over p of %s[i][p] * %s[p][j].",
                    c, a, b, a, M, K, b, K, N, c, M, N, c, a, b);
-        break;
-    case 1:
-        buf_printf(desc,
-                   "Compute %s = %s * %s^T: %s is %d x %d and %s is stored as %d x %d (row-major float32), so "
+    else if (op == 1)
+        buf_printf(desc, "Compute %s = %s * %s^T: %s is %d x %d and %s is stored as %d x %d (row-major float32), so "
                    "%s[i][j] = sum over p of %s[i][p] * %s[j][p]; %s is %d x %d.",
                    c, a, b, a, M, K, b, N, K, c, a, b, c, M, N);
-        break;
-    default:
-        buf_printf(desc,
-                   "Compute %s = %s^T * %s: %s is stored as %d x %d and %s as %d x %d (row-major float32), so "
+    else
+        buf_printf(desc, "Compute %s = %s^T * %s: %s is stored as %d x %d and %s as %d x %d (row-major float32), so "
                    "%s[i][j] = sum over p of %s[p][i] * %s[p][j]; %s is %d x %d.",
                    c, a, b, a, K, M, b, K, N, c, a, b, c, M, N);
-        break;
-    }
+}
+
+static void mxmm_ref(const Task *t, const void *const *in, void *const *out) {
+    mxmm_ref_core(mx_par(t, "op"), mx_par(t, "m"), mx_par(t, "n"), mx_par(t, "k"), in[0], in[1], out[0]);
 }
 
 // ----------------------------------------------------------------------------
@@ -686,17 +657,8 @@ static const char *const mxmn_vars[][3] = { { "row", "col", "p" }, { "r", "c", "
 static void mxmn_draw(Task *t, Rng *r) {
     static const char *const hn[] = { "dot_strided", "strided_dot", "dotProduct", "dot" };
     mxmm_draw_mnk(r, mxmm_sides, NELEM(mxmm_sides), &t->p[MXMN_M], &t->p[MXMN_N], &t->p[MXMN_K], 140000000L);
-    const char *const *nm = mxmm_names[t->p[MXMN_NAMES]];
-    SETNAME(t->in[0].name, "%s", nm[0]);
-    SETNAME(t->in[1].name, "%s", nm[1]);
-    SETNAME(t->out[0].name, "%s", nm[2]);
-    SETNAME(t->kname[0], "%s", mxmn_kn[t->p[MXMN_KNAME]]);
+    mx_names(t, mxmm_names[t->p[MXMN_NAMES]], 2, 2, mxmn_kn[t->p[MXMN_KNAME]], "matmul");
     SETNAME(t->kname[1], "%s", hn[t->p[MXMN_KNAME]]);
-    SETNAME(t->slug, "matmul");
-}
-
-static void mxmn_layout(Task *t) {
-    mxmm_layout_common(t, t->p[MXMN_OP], mxmm_dnames[t->p[MXMN_DNAMES]], t->p[MXMN_M], t->p[MXMN_N], t->p[MXMN_K]);
 }
 
 static void mxmn_describe(const Task *t, Buf *name, Buf *desc) {
@@ -704,8 +666,7 @@ static void mxmn_describe(const Task *t, Buf *name, Buf *desc) {
                                           { "Matrix_Multiply_Transposed_B", "GEMM_NT", "Matrix_Times_Transpose" },
                                           { "Matrix_Multiply_Transposed_A", "GEMM_TN", "Transpose_Times_Matrix" } };
     buf_puts(name, nm[t->p[MXMN_OP]][t->p[MXMN_TNAME]]);
-    mxmm_describe_shapes(desc, t->p[MXMN_OP], t->in[0].name, t->in[1].name, t->out[0].name, t->p[MXMN_M], t->p[MXMN_N],
-                         t->p[MXMN_K]);
+    mxmm_describe_task(t, desc);
     buf_puts(desc, " One thread per output element on a 2-D grid of 2-D blocks (dim3), each thread looping over the "
                    "shared dimension in global memory.");
 }
@@ -718,13 +679,6 @@ $spec $helper(const float *u, int su, const float *v, int sv, int len) {
     return s;
 }
 
-)";
-static const char mxmn_kernel_tpl[] = R"(
-/// One thread computes $c[$row][$col] as a dot product over the $k dimension.
-__global__ void $kname($params, int $m, int $n, int $k) {
-    $index
-    $guarded
-}
 )";
 static const char mxmn_loop_tpl[] = R"(
 float acc = 0.0f;
@@ -739,9 +693,6 @@ static void mxmn_kernels(const Task *t, Emit *e) {
     const char *a = t->in[0].name, *b = t->in[1].name, *c = t->out[0].name, *m = dn[0], *n = dn[1], *k = dn[2];
     const char *row = v[0], *col = v[1], *p = v[2], *h = t->kname[1];
     int op = t->p[MXMN_OP], acc = t->p[MXMN_ACC];
-    if (acc == 2)
-        TPL(e, t, mxmn_helper_tpl, "spec",
-            t->p[MXMN_KNAME] & 1 ? "__device__ __forceinline__ float" : "__device__ float", "helper", h);
     const char *ai = op == 2 ? fmt("%s[%s * %s + %s]", a, p, m, row) : fmt("%s[%s * %s + %s]", a, row, k, p);
     const char *bi = op == 1 ? fmt("%s[%s * %s + %s]", b, col, k, p) : fmt("%s[%s * %s + %s]", b, p, n, col);
     const char *call = op == 0 ? fmt("%s(%s + %s * %s, 1, %s + %s, %s, %s)", h, a, row, k, b, col, n, k)
@@ -750,39 +701,32 @@ static void mxmn_kernels(const Task *t, Emit *e) {
     const char *body = acc == 2 ? fmt("%s[%s * %s + %s] = %s;", c, row, n, col, call)
         : FRAG(mxmn_loop_tpl, "p", p, "k", k, "c", c, "row", row, "n", n, "col", col,
                "step", acc == 1 ? fmt("acc = fmaf(%s, %s, acc);", ai, bi) : fmt("acc += %s * %s;", ai, bi));
-    TPL(e, t, mxmn_kernel_tpl, "c", c, "row", row, "col", col, "k", k, "m", m, "n", n, "kname", t->kname[0], "params",
-        fmt("%s, %s, %s", ptr_param(t, "float", a, 1), ptr_param(t, "float", b, 1), ptr_param(t, "float", c, 0)),
-        "index", mx_index2d(t, row, col, 0), "guarded",
-        mx_guard(t->p[MXMN_GUARD], fmt("%s < %s && %s < %s", row, m, col, n),
-                 fmt("%s >= %s || %s >= %s", row, m, col, n), body));
+    const char *spec = t->p[MXMN_KNAME] & 1 ? "__device__ __forceinline__ float" : "__device__ float";
+    mx_kernel(e, t, acc == 2 ? FRAG(mxmn_helper_tpl, "spec", spec, "helper", h) : "", "",
+              fmt("One thread computes %s[%s][%s] as a dot product over the %s dimension.", c, row, col, k),
+              fmt("%s, int %s, int %s, int %s", kernel_params(t), m, n, k),
+              FRAG(mx_loop2d_tpl[0], "index", mx_index2d(t, row, col, 0), "guarded",
+                   mx_guard_rc(t->p[MXMN_GUARD], row, m, col, n, body)));
 }
 
 static void mxmn_launch(const Task *t, Emit *e, const Host *h) {
-    const char *m = h->size[0], *n = h->size[1], *k = h->size[2];
-    const int *bd = mx_bdims[t->p[MXMN_BDIM]];
-    mx_launch2d(e, t, t->p[MXMN_DIMS], t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, n, m, NULL, 0, NULL,
-                fmt("%s, %s, %s, %s, %s, %s", h->in[0], h->in[1], h->out[0], m, n, k));
-}
-
-static void mxmn_ref(const Task *t, const void *const *in, void *const *out) {
-    mxmm_ref_core(t->p[MXMN_OP], t->p[MXMN_M], t->p[MXMN_N], t->p[MXMN_K], in[0], in[1], out[0]);
+    mx_launch_bd(e, t, t->p[MXMN_DIMS], t->p[MXMN_BDIM], h->size[1], h->size[0], NULL, 0, kernel_args(h, 3));
 }
 
 static const Family fam_mx_matmul_naive = {
     "matmul_naive",
     "C = A B, A B^T or A^T B with one thread per output on a 2-D dim3 grid; plain, fmaf or __device__ dot helper",
-    mxmn_params, NULL, mxmn_draw, mxmn_layout, mxmn_describe, mxmn_kernels, mxmn_launch, mxmn_ref };
+    mxmn_params, NULL, mxmn_draw, mxmm_layout, mxmn_describe, mxmn_kernels, mxmn_launch, mxmm_ref };
 
 // ----------------------------------------------------------------------------
 // Tiled matrix multiply with shared-memory tiles
 
 enum { MXMT_M, MXMT_N, MXMT_K, MXMT_ALIGNED, MXMT_TILE, MXMT_CHECKS, MXMT_TDEF, MXMT_LOOP, MXMT_UNROLL, MXMT_DIMS,
        MXMT_KNAME, MXMT_NAMES, MXMT_TNAME, MXMT_DNAMES, MXMT_SHN, MXMT_NP };
-static const char *const mxmt_tdefs[] = { "define", "template", "constexpr", NULL };
 static const ParamDesc mxmt_params[] = {
     [MXMT_M] = { "m", NULL, 1, NULL }, [MXMT_N] = { "n", NULL, 1, NULL }, [MXMT_K] = { "k", NULL, 1, NULL },
     [MXMT_ALIGNED] = { "aligned", NULL, 1, "0..1" }, [MXMT_TILE] = { "tile", NULL, 1, "8 16 16 32" },
-    [MXMT_CHECKS] = { "checks", NULL, 1, NULL }, [MXMT_TDEF] = { "tdef", mxmt_tdefs, 0, "*" },
+    [MXMT_CHECKS] = { "checks", NULL, 1, NULL }, [MXMT_TDEF] = { "tdef", mx_tdefs, 0, "*" },
     [MXMT_LOOP] = { "loop", NULL, 0, "0..1" }, [MXMT_UNROLL] = { "unroll", NULL, 0, "0..1" },
     [MXMT_DIMS] = { "dims", NULL, 0, "0..3" }, [MXMT_KNAME] = { "kname", NULL, 0, "0..3" },
     [MXMT_NAMES] = { "names", NULL, 0, "0..4" }, [MXMT_TNAME] = { "tname", NULL, 0, "0..2" },
@@ -794,32 +738,20 @@ static const char *const mxmt_shn[][2] = { { "As", "Bs" }, { "tile_a", "tile_b" 
 static const char *const mxmt_macros[] = { "TILE", "TILE_SIZE", "BLOCK_SIZE", "TILE_WIDTH" };
 
 static void mxmt_draw(Task *t, Rng *r) {
-    if (t->p[MXMT_ALIGNED])
-        mxmm_draw_mnk(r, mxmm_aligned, NELEM(mxmm_aligned), &t->p[MXMT_M], &t->p[MXMT_N], &t->p[MXMT_K], 140000000L);
-    else mxmm_draw_mnk(r, mxmm_ragged, NELEM(mxmm_ragged), &t->p[MXMT_M], &t->p[MXMT_N], &t->p[MXMT_K], 140000000L);
-    t->p[MXMT_CHECKS] = t->p[MXMT_ALIGNED] ? rng_int(r, 0, 1) : 1;
-    const char *const *nm = mxmm_names[t->p[MXMT_NAMES]];
-    SETNAME(t->in[0].name, "%s", nm[0]);
-    SETNAME(t->in[1].name, "%s", nm[1]);
-    SETNAME(t->out[0].name, "%s", nm[2]);
-    SETNAME(t->kname[0], "%s", mxmt_kn[t->p[MXMT_KNAME]]);
-    SETNAME(t->slug, "matmul_tiled");
+    int aligned = t->p[MXMT_ALIGNED];
+    mxmm_draw_mnk(r, aligned ? mxmm_aligned : mxmm_ragged, aligned ? NELEM(mxmm_aligned) : NELEM(mxmm_ragged),
+                  &t->p[MXMT_M], &t->p[MXMT_N], &t->p[MXMT_K], 140000000L);
+    t->p[MXMT_CHECKS] = aligned ? rng_int(r, 0, 1) : 1;
+    mx_names(t, mxmm_names[t->p[MXMT_NAMES]], 2, 2, mxmt_kn[t->p[MXMT_KNAME]], "matmul_tiled");
 }
-
-static void mxmt_layout(Task *t) { mxmm_layout_common(t, 0, mxmm_dnames[t->p[MXMT_DNAMES]], t->p[MXMT_M], t->p[MXMT_N],
-                                                      t->p[MXMT_K]); }
 
 static void mxmt_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name,
              pick3(t->p[MXMT_TNAME], "Tiled_Matrix_Multiplication", "Shared_Memory_GEMM", "Matrix_Multiply_Tiled"));
     int T = t->p[MXMT_TILE];
-    mxmm_describe_shapes(desc, 0, t->in[0].name, t->in[1].name, t->out[0].name, t->p[MXMT_M], t->p[MXMT_N],
-                         t->p[MXMT_K]);
-    buf_printf(desc,
-               " Use %d x %d thread blocks (dim3), one thread per output element, and stage %d x %d tiles of both "
-               "inputs in shared memory, "
-               "synchronising before and after each tile is used.",
-               T, T, T, T);
+    mxmm_describe_task(t, desc);
+    buf_printf(desc, " Use %d x %d thread blocks (dim3), one thread per output element, and stage %d x %d tiles of "
+               "both inputs in shared memory, synchronising before and after each tile is used.", T, T, T, T);
     if (t->p[MXMT_M] % T || t->p[MXMT_N] % T || t->p[MXMT_K] % T)
         buf_printf(desc, " The sizes are not all multiples of %d: pad partial tiles with zeros and guard the stores.",
                    T);
@@ -827,29 +759,24 @@ static void mxmt_describe(const Task *t, Buf *name, Buf *desc) {
     else buf_puts(desc, " Keep bounds checks on the loads and the store so the kernel also works for other sizes.");
 }
 
-static const char mxmt_kernel_tpl[] = R"(
-$define
-/// $c = $a * $b with $TL x $TL tiles of both inputs staged in shared memory; one thread per output element.
-$template
-__global__ void $kname($params, int $m, int $n, int $k) {
-    __shared__ float $sa[$TL][$TL];
-    __shared__ float $sb[$TL][$TL];
-    const int tx = threadIdx.x, ty = threadIdx.y;
-    const int row = blockIdx.y * $TL + ty;
-    const int col = blockIdx.x * $TL + tx;
-    float acc = 0.0f;
-    $tile_loop {
-        $base
-        //? each thread loads one element of each tile (zero outside the matrices)
-        $load_a
-        $load_b
-        __syncthreads();
-        $unroll
-        for (int e = 0; e < $TL; ++e) acc += $sa[ty][e] * $sb[e][tx];
-        __syncthreads();
-    }
-    $store
+static const char mxmt_body_tpl[] = R"(
+__shared__ float $sa[$TL][$TL];
+__shared__ float $sb[$TL][$TL];
+const int tx = threadIdx.x, ty = threadIdx.y;
+const int row = blockIdx.y * $TL + ty;
+const int col = blockIdx.x * $TL + tx;
+float acc = 0.0f;
+$tile_loop {
+    $base
+    //? each thread loads one element of each tile (zero outside the matrices)
+    $load_a
+    $load_b
+    __syncthreads();
+    $unroll
+    for (int e = 0; e < $TL; ++e) acc += $sa[ty][e] * $sb[e][tx];
+    __syncthreads();
 }
+$store
 )";
 
 static void mxmt_kernels(const Task *t, Emit *e) {
@@ -858,14 +785,8 @@ static void mxmt_kernels(const Task *t, Emit *e) {
     int T = t->p[MXMT_TILE], td = t->p[MXMT_TDEF], chk = t->p[MXMT_CHECKS], counted = t->p[MXMT_LOOP];
     const char *TL = td == 1 ? "TILE" : mxmt_macros[t->p[MXMT_KNAME]], *t0 = counted ? "base" : "t0";
     const char *la = fmt("%s[row * %s + %s + tx]", a, k, t0), *lb = fmt("%s[(%s + ty) * %s + col]", b, t0, n);
-    TPL(e, t, mxmt_kernel_tpl, "c", c, "a", a, "b", b, "m", m, "n", n, "k", k, "TL", TL, "sa", sh[0], "sb", sh[1],
-        "kname", t->kname[0], "define",
-        td == 0   ? fmt("#define %s %d\n\n", TL, T)
-        : td == 2 ? fmt("constexpr int %s = %d;\n\n", TL, T)
-                  : "",
-        "template", td == 1 ? "template <int TILE>" : "", "params",
-        fmt("%s, %s, %s", ptr_param(t, "float", a, 1), ptr_param(t, "float", b, 1), ptr_param(t, "float", c, 0)),
-        "tile_loop",
+    const char *body = FRAG(
+        mxmt_body_tpl, "TL", TL, "sa", sh[0], "sb", sh[1], "tile_loop",
         counted ? fmt("const int num_tiles = (%s + %s - 1) / %s;\nfor (int tt = 0; tt < num_tiles; ++tt)", k, TL, TL)
                 : fmt("for (int t0 = 0; t0 < %s; t0 += %s)", k, TL),
         "base", counted ? fmt("const int base = tt * %s;", TL) : "", "load_a",
@@ -875,91 +796,74 @@ static void mxmt_kernels(const Task *t, Emit *e) {
         "unroll", t->p[MXMT_UNROLL] ? "#pragma unroll" : "", "store",
         chk ? fmt("if (row < %s && col < %s) %s[row * %s + col] = acc;", m, n, c, n)
             : fmt("%s[row * %s + col] = acc;", c, n));
+    mx_kernel(e, t, td == 0 ? fmt("#define %s %d\n\n", TL, T) : td == 2 ? fmt("constexpr int %s = %d;\n\n", TL, T) : "",
+              td == 1 ? "template <int TILE>" : "",
+              fmt("%s = %s * %s with %s x %s tiles of both inputs staged in shared memory; one thread per output "
+                  "element.", c, a, b, TL, TL),
+              fmt("%s, int %s, int %s, int %s", kernel_params(t), m, n, k), body);
 }
 
 static void mxmt_launch(const Task *t, Emit *e, const Host *h) {
-    const char *m = h->size[0], *n = h->size[1], *k = h->size[2];
-    int T = t->p[MXMT_TILE], td = t->p[MXMT_TDEF];
-    char kx[80], ts[24];
-    if (td == 1) {
-        snprintf(kx, sizeof kx, "%s<%d>", t->kname[0], T);
-        snprintf(ts, sizeof ts, "%d", T);
-    } else {
-        snprintf(kx, sizeof kx, "%s", t->kname[0]);
-        snprintf(ts, sizeof ts, "%s", mxmt_macros[t->p[MXMT_KNAME]]);
-    }
-    mx_launch2d(e, t, t->p[MXMT_DIMS], kx, ts, ts, NULL, NULL, n, m, NULL, 0, NULL,
-                fmt("%s, %s, %s, %s, %s, %s", h->in[0], h->in[1], h->out[0], m, n, k));
-}
-
-static void mxmt_ref(const Task *t, const void *const *in, void *const *out) {
-    mxmm_ref_core(0, t->p[MXMT_M], t->p[MXMT_N], t->p[MXMT_K], in[0], in[1], out[0]);
+    int tmpl = t->p[MXMT_TDEF] == 1;
+    const char *k = tmpl ? fmt("%s<%d>", t->kname[0], t->p[MXMT_TILE]) : t->kname[0];
+    const char *ts = tmpl ? fmt("%d", t->p[MXMT_TILE]) : mxmt_macros[t->p[MXMT_KNAME]];
+    mx_launch2d(e, t, t->p[MXMT_DIMS], k, ts, ts, NULL, NULL, h->size[1], h->size[0], NULL, 0, NULL,
+                kernel_args(h, 3));
 }
 
 static const Family fam_mx_matmul_tiled = {
     "matmul_tiled",
     "C = A B with TILE x TILE shared-memory tiles (8/16/32), sizes multiple of"
     " the tile or ragged with zero padding and guards",
-    mxmt_params, NULL, mxmt_draw, mxmt_layout, mxmt_describe, mxmt_kernels, mxmt_launch, mxmt_ref };
+    mxmt_params, NULL, mxmt_draw, mxmm_layout, mxmt_describe, mxmt_kernels, mxmt_launch, mxmm_ref };
 
 // ----------------------------------------------------------------------------
-// Matrix-vector products: shared pieces
+// Matrix-vector products y = A x (+ b): inputs A [rows, cols], x [cols] (, b [rows]),
+// output y [rows]. Both families have the parameters rows, cols first and bias sixth,
+// and share the task (layout, ref), the tensor names and the description's first sentence.
 
 #define MXMV_ROWS_PICK "128 256 500 1000 1024 2048 4096 5000 8192 10000"
 #define MXMV_COLS_PICK "32 64 100 128 256 500 512 1000 1024 2048 4096"
+enum { MXMV_ROWS, MXMV_COLS, MXMV_MODE, MXMV_BLOCK, MXMV_LOOP, MXMV_BIAS, MXMV_ACC, MXMV_CAP, MXMV_KNAME, MXMV_NAMES,
+       MXMV_TNAME, MXMV_DNAMES, MXMV_NP };
 static const char *const mxmv_names[][4] = { { "A", "x", "b", "y" }, { "mat", "vec", "bias", "out" },
-                                             { "W", "v", "bvec", "result" },
-                                           { "weights", "input", "offset", "output" },
-                                           { "M_in", "x_in", "b_in", "y_out" } };
+                                             { "W", "v", "bvec", "result" }, { "weights", "input", "offset", "output" },
+                                             { "M_in", "x_in", "b_in", "y_out" } };
 
-// y = A x (+ b): inputs A [rows, cols], x [cols] (, b [rows]), output y [rows].
-static void mxmv_layout_common(Task *t, const char *const *dn, long R, long C, int bias) {
-    t->nsize = 0;
-    int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
-    t->nin = bias ? 3 : 2;
-    t->nout = 1;
-    tshape(&t->in[0], DT_F32, 2, R, C, rr, cc);
-    trange(&t->in[0], -1, 1, 0);
-    tshape(&t->in[1], DT_F32, 1, C, 0, cc, -1);
-    trange(&t->in[1], -1, 1, 0);
-    if (bias) {
-        tshape(&t->in[2], DT_F32, 1, R, 0, rr, -1);
-        trange(&t->in[2], -1, 1, 0);
-    }
-    tshape(&t->out[0], DT_F32, 1, R, 0, rr, -1);
+static void mxmv_layout(Task *t) {
+    const char *const *dn = mx_dnames[mx_par(t, "dnames")];
+    long R = t->p[MXMV_ROWS], C = t->p[MXMV_COLS];
+    int bias = t->p[MXMV_BIAS];
+    mx_begin(t, bias ? 3 : 2, dn, R, C, 0);
+    mx_f32(&t->in[0], R, C, 0, 1, 1);
+    mx_f32(&t->in[1], C, 0, 1, -1, 1);
+    if (bias) mx_f32(&t->in[2], R, 0, 0, -1, 1);
+    mx_f32(&t->out[0], R, 0, 0, -1, 0);
     mx_sum_tol(t, C + bias, 1.0);
 }
 
-static void mxmv_names_set(Task *t, int set, int bias) {
-    const char *const *nm = mxmv_names[set];
-    mx_name(t->in[0].name, sizeof t->in[0].name, nm[0]);
-    mx_name(t->in[1].name, sizeof t->in[1].name, nm[1]);
-    if (bias) mx_name(t->in[2].name, sizeof t->in[2].name, nm[2]);
-    mx_name(t->out[0].name, sizeof t->out[0].name, nm[3]);
+static void mxmv_describe_task(const Task *t, Buf *desc) {
+    const char *A = t->in[0].name, *x = t->in[1].name, *y = t->out[0].name;
+    const char *b = t->p[MXMV_BIAS] ? t->in[2].name : NULL;
+    buf_printf(desc, "%s is a %d x %d row-major float32 matrix and %s a vector of %d. Compute %s = %s * %s%s%s, i.e. "
+               "%s[r] = sum over c of %s[r][c] * %s[c]%s%s.",
+               A, t->p[MXMV_ROWS], t->p[MXMV_COLS], x, t->p[MXMV_COLS], y, A, x, b ? " + " : "", b ? b : "", y, A, x,
+               b ? " + " : "", b ? fmt("%s[r]", b) : "");
 }
 
-static void mxmv_ref_core(long R, long C, const float *A, const float *x, const float *b, float *y) {
+static void mxmv_ref(const Task *t, const void *const *in, void *const *out) {
+    long R = t->p[MXMV_ROWS], C = t->p[MXMV_COLS];
+    const float *A = in[0], *x = in[1], *b = t->p[MXMV_BIAS] ? in[2] : NULL;
     for (long r = 0; r < R; r++) {
         double s = b ? b[r] : 0.0;
         for (long c = 0; c < C; c++) s += (double)A[r * C + c] * x[c];
-        y[r] = (float)s;
+        ((float *)out[0])[r] = (float)s;
     }
-}
-
-static void mxmv_describe_common(const Task *t, Buf *desc, long R, long C, int bias) {
-    const char *A = t->in[0].name, *x = t->in[1].name, *y = t->out[0].name;
-    buf_printf(desc,
-               "%s is a %ld x %ld row-major float32 matrix and %s a vector of %ld. Compute %s = %s * %s%s%s, i.e. "
-               "%s[r] = sum over c of %s[r][c] * %s[c]%s%s.",
-               A, R, C, x, C, y, A, x, bias ? " + " : "", bias ? t->in[2].name : "", y, A, x, bias ? " + " : "",
-               bias ? fmt("%s[r]", t->in[2].name) : "");
 }
 
 // ----------------------------------------------------------------------------
 // Matrix-vector product, one thread per row
 
-enum { MXMV_ROWS, MXMV_COLS, MXMV_MODE, MXMV_BLOCK, MXMV_LOOP, MXMV_BIAS, MXMV_ACC, MXMV_CAP, MXMV_KNAME, MXMV_NAMES,
-       MXMV_TNAME, MXMV_DNAMES, MXMV_NP };
 static const char *const mxmv_modes[] = { "global", "shared_x", NULL };
 static const ParamDesc mxmv_params[] = {
     [MXMV_ROWS] = { "rows", NULL, 1, MXMV_ROWS_PICK }, [MXMV_COLS] = { "cols", NULL, 1, MXMV_COLS_PICK },
@@ -975,30 +879,17 @@ static void mxmv_draw(Task *t, Rng *r) {
     params_redraw(t, r, MXMV_ROWS, MXMV_COLS, 8192, 4200000);
     t->p[MXMV_LOOP] = t->p[MXMV_MODE] == 0 ? rng_int(r, 0, 2) : LOOP_IF; // a block-wide __syncthreads: no early exit
     t->p[MXMV_CAP] = t->p[MXMV_LOOP] == LOOP_GRID ? rng_pick(r, "16 32 64 128") : 0;
-    mxmv_names_set(t, t->p[MXMV_NAMES], t->p[MXMV_BIAS]);
-    SETNAME(t->kname[0], "%s", mxmv_kn[t->p[MXMV_KNAME]]);
-    SETNAME(t->slug, "matvec");
+    mx_names(t, mxmv_names[t->p[MXMV_NAMES]], 2 + t->p[MXMV_BIAS], 3, mxmv_kn[t->p[MXMV_KNAME]], "matvec");
 }
-
-static void mxmv_layout(Task *t) { mxmv_layout_common(t, mx_dnames[t->p[MXMV_DNAMES]], t->p[MXMV_ROWS],
-                                                      t->p[MXMV_COLS], t->p[MXMV_BIAS]); }
 
 static void mxmv_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, pick3(t->p[MXMV_TNAME], "Matrix_Vector_Product", "GEMV_Row_Per_Thread", "Matrix_Vector_Multiply"));
-    mxmv_describe_common(t, desc, t->p[MXMV_ROWS], t->p[MXMV_COLS], t->p[MXMV_BIAS]);
+    mxmv_describe_task(t, desc);
     if (t->p[MXMV_MODE] == 0) buf_puts(desc, " One thread per row, reading the row and the vector from global memory.");
-    else
-        buf_puts(desc,
-                 " One thread per row; each block stages the vector in shared memory one block-sized chunk at a time.");
+    else buf_puts(desc, " One thread per row; each block stages the vector in shared memory one block-sized chunk at "
+                        "a time.");
 }
 
-static const char mxmv_kernel_tpl[] = R"(
-$chunk
-/// $comment
-__global__ void $kname($params, int $R, int $C) {
-    $body
-}
-)";
 static const char mxmv_row_tpl[] = R"(
 float acc = $init;
 for (int c = 0; c < $C; ++c) {
@@ -1037,31 +928,20 @@ static void mxmv_kernels(const Task *t, Emit *e) {
                                    "step", fmt(fma_fmt, fmt("%s[(size_t)%s * %s + c]", A, i, C), fmt("%s[c]", x))))
                   : FRAG(mxmv_shared_tpl, "C", C, "R", R, "x", x, "y", y, "bias", b ? fmt(" + %s[row]", b) : "", "step",
                          fmt(fma_fmt, fmt("%s[(size_t)row * %s + c0 + j]", A, C), "xs[j]"));
-    TPL(e, t, mxmv_kernel_tpl, "chunk",
-        mode ? fmt("#define CHUNK %d // threads per block = vector elements staged per step\n\n", t->p[MXMV_BLOCK])
-             : "",
-        "comment",
-        mode ? fmt("One thread per row of %s; the block shares chunks of %s through shared memory.", A, x)
-             : fmt("One thread per row: %s[r] = dot(row r of %s, %s).", y, A, x),
-        "kname", t->kname[0], "R", R, "C", C, "body", body, "params",
-        fmt("%s, %s, %s%s", ptr_param(t, "float", A, 1), ptr_param(t, "float", x, 1),
-            b ? fmt("%s, ", ptr_param(t, "float", b, 1)) : "", ptr_param(t, "float", y, 0)));
+    const char *chunk = "#define CHUNK %d // threads per block = vector elements staged per step\n\n";
+    mx_kernel(e, t, mode ? fmt(chunk, t->p[MXMV_BLOCK]) : "", "",
+              mode ? fmt("One thread per row of %s; the block shares chunks of %s through shared memory.", A, x)
+                   : fmt("One thread per row: %s[r] = dot(row r of %s, %s).", y, A, x),
+              fmt("%s, int %s, int %s", kernel_params(t), R, C), body);
 }
 
 static void mxmv_launch(const Task *t, Emit *e, const Host *h) {
-    const char *R = h->size[0], *C = h->size[1];
-    const char *args = t->p[MXMV_BIAS] ? fmt("%s, %s, %s, %s, %s, %s", h->in[0], h->in[1], h->in[2], h->out[0], R, C)
-                                     : fmt("%s, %s, %s, %s, %s", h->in[0], h->in[1], h->out[0], R, C);
-    if (t->p[MXMV_MODE] == 1) {
-        em_line(e, "const int blocks = (%s + CHUNK - 1) / CHUNK;", R);
-        em_launch(e, t->kname[0], "blocks, CHUNK", args);
+    if (t->p[MXMV_MODE] == 0) {
+        launch_1d(e, t, t->kname[0], h->size[0], t->p[MXMV_BLOCK], t->p[MXMV_CAP], kernel_args(h, 2));
         return;
     }
-    launch_1d(e, t, t->kname[0], R, t->p[MXMV_BLOCK], t->p[MXMV_CAP], args);
-}
-
-static void mxmv_ref(const Task *t, const void *const *in, void *const *out) {
-    mxmv_ref_core(t->p[MXMV_ROWS], t->p[MXMV_COLS], in[0], in[1], t->p[MXMV_BIAS] ? in[2] : NULL, out[0]);
+    em_line(e, "const int blocks = (%s + CHUNK - 1) / CHUNK;", h->size[0]);
+    em_launch(e, t->kname[0], "blocks, CHUNK", kernel_args(h, 2));
 }
 
 static const Family fam_mx_matvec_thread = {
@@ -1074,6 +954,7 @@ static const Family fam_mx_matvec_thread = {
 
 enum { MXMW_ROWS, MXMW_COLS, MXMW_BLOCK, MXMW_SHFL, MXMW_VEC, MXMW_BIAS, MXMW_HELPER, MXMW_MASK, MXMW_CFG, MXMW_KNAME,
        MXMW_NAMES, MXMW_TNAME, MXMW_DNAMES, MXMW_NP };
+_Static_assert((int)MXMW_BIAS == (int)MXMV_BIAS, "mxmv_layout, mxmv_describe_task and mxmv_ref read bias there");
 static const char *const mxmw_shfl[] = { "down", "xor", NULL };
 static const char *const mxmw_vec[] = { "scalar", "float4", NULL };
 static const ParamDesc mxmw_params[] = {
@@ -1088,40 +969,28 @@ static const char *const mxmw_hn[] = { "warp_reduce_sum", "warpSum", "warp_allre
 static void mxmw_draw(Task *t, Rng *r) {
     params_redraw(t, r, MXMW_ROWS, MXMW_COLS, 8192, 4200000);
     if (t->p[MXMW_COLS] % 4) t->p[MXMW_VEC] = 0;
-    mxmv_names_set(t, t->p[MXMW_NAMES], t->p[MXMW_BIAS]);
-    SETNAME(t->kname[0], "%s", mxmw_kn[t->p[MXMW_KNAME]]);
+    mx_names(t, mxmv_names[t->p[MXMW_NAMES]], 2 + t->p[MXMW_BIAS], 3, mxmw_kn[t->p[MXMW_KNAME]], "matvec_warp");
     SETNAME(t->kname[1], "%s", mxmw_hn[t->p[MXMW_KNAME]]);
-    SETNAME(t->slug, "matvec_warp");
-}
-
-static void mxmw_layout(Task *t) {
-    mxmv_layout_common(t, mx_dnames[t->p[MXMW_DNAMES]], t->p[MXMW_ROWS], t->p[MXMW_COLS], t->p[MXMW_BIAS]);
 }
 
 static void mxmw_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name,
              pick3(t->p[MXMW_TNAME], "Warp_Per_Row_GEMV", "Matrix_Vector_Warp_Shuffle", "Matrix_Vector_Product_Warp"));
-    mxmv_describe_common(t, desc, t->p[MXMW_ROWS], t->p[MXMW_COLS], t->p[MXMW_BIAS]);
-    buf_printf(desc,
-               " Use one warp (32 threads) per row: lanes stride over the columns%s, then combine the 32 partial sums "
-               "with %s.",
+    mxmv_describe_task(t, desc);
+    buf_printf(desc, " Use one warp (32 threads) per row: lanes stride over the columns%s, then combine the 32 "
+               "partial sums with %s.",
                t->p[MXMW_VEC] ? " with float4 loads" : "", t->p[MXMW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync");
 }
 
 // Lanes stride over the row (scalar or float4 loads), then a shuffle reduction (the loop
 // rw_shuffle and the helper rw_helper of reduce_warp).
-static const char mxmw_kernel_tpl[] = R"(
-$mask_define
-$helper
-/// One warp per row of $A: strided partial dot products, then a shuffle reduction.
-__global__ void $kname($params, int $R, int $C) {
-    $index
-    if (row >= $R) return; // the whole warp leaves together
-    float sum = 0.0f;
-    $loop
-    $reduce
-    if (lane == 0) $y[row] = sum$bias;
-}
+static const char mxmw_body_tpl[] = R"(
+$index
+if (row >= $R) return; // the whole warp leaves together
+float sum = 0.0f;
+$loop
+$reduce
+if (lane == 0) $y[row] = sum$bias;
 )";
 static const char *const mxmw_loop_tpl[] = { R"(
 const float *arow = $A + (size_t)row * $C;
@@ -1136,21 +1005,26 @@ for (int c = lane; c < $C / 4; c += 32) {
     sum += p.x * q.x + p.y * q.y + p.z * q.z + p.w * q.w;
 }
 )" };
+static const char mxmw_pre_tpl[] = R"(
+$mask_define
+$helper
+)";
 
 static void mxmw_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[MXMW_DNAMES]];
     const char *A = t->in[0].name, *x = t->in[1].name, *y = t->out[0].name, *R = dn[0], *C = dn[1];
     const char *mask = pick3(t->p[MXMW_MASK], "0xffffffff", "0xFFFFFFFFu", "FULL_MASK");
     const char *sh = fmt("%s(%s, %%s, offset)", t->p[MXMW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync", mask);
-    const char *shuffle = FRAG(rw_shuffle, "step", fmt("v += %s;", fmt(sh, "v")));
-    TPL(e, t, mxmw_kernel_tpl, "mask_define", t->p[MXMW_MASK] == 2 ? "#define FULL_MASK 0xffffffffu\n\n" : "", "helper",
+    const char *helper =
         !t->p[MXMW_HELPER]
             ? ""
             : FRAG(rw_helper, "spec", t->p[MXMW_HELPER] == 1 ? "__device__ float" : "__inline__ __device__ float",
-                   "helper", t->kname[1], "shuffle", shuffle, "comment",
+                   "helper", t->kname[1], "shuffle", FRAG(rw_shuffle, "step", fmt("v += %s;", fmt(sh, "v"))),
+                   "comment",
                    t->p[MXMW_SHFL] ? "Sum over the 32 lanes of a warp; every lane gets the total."
-                                   : "Sum over the 32 lanes of a warp; lane 0 gets the total."),
-        "A", A, "kname", t->kname[0], "params", kernel_params(t), "R", R, "C", C, "y", y, "index",
+                                   : "Sum over the 32 lanes of a warp; lane 0 gets the total.");
+    const char *body = FRAG(
+        mxmw_body_tpl, "R", R, "y", y, "index",
         t->p[MXMW_KNAME] & 1
             ? "const int lane = threadIdx.x & 31;\nconst int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);"
             : "const int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;\nconst int lane = threadIdx.x % 32;",
@@ -1158,6 +1032,11 @@ static void mxmw_kernels(const Task *t, Emit *e) {
         t->p[MXMW_HELPER] ? fmt("sum = %s(sum);", t->kname[1])
                           : FRAG(rw_shuffle, "step", fmt("sum += %s;", fmt(sh, "sum"))),
         "bias", t->p[MXMW_BIAS] ? fmt(" + %s[row]", t->in[2].name) : "");
+    mx_kernel(e, t,
+              FRAG(mxmw_pre_tpl, "mask_define", t->p[MXMW_MASK] == 2 ? "#define FULL_MASK 0xffffffffu\n\n" : "",
+                   "helper", helper),
+              "", fmt("One warp per row of %s: strided partial dot products, then a shuffle reduction.", A),
+              fmt("%s, int %s, int %s", kernel_params(t), R, C), body);
 }
 
 static void mxmw_launch(const Task *t, Emit *e, const Host *h) {
@@ -1166,14 +1045,10 @@ static void mxmw_launch(const Task *t, Emit *e, const Host *h) {
         "k", t->kname[0], "args", kernel_args(h, 2));
 }
 
-static void mxmw_ref(const Task *t, const void *const *in, void *const *out) {
-    mxmv_ref_core(t->p[MXMW_ROWS], t->p[MXMW_COLS], in[0], in[1], t->p[MXMW_BIAS] ? in[2] : NULL, out[0]);
-}
-
 static const Family fam_mx_matvec_warp = {
     "matvec_warp_per_row",
     "y = A x (+ b), one warp per row: strided (or float4) partial sums, __shfl_down_sync / __shfl_xor_sync",
-    mxmw_params, NULL, mxmw_draw, mxmw_layout, mxmw_describe, mxmw_kernels, mxmw_launch, mxmw_ref };
+    mxmw_params, NULL, mxmw_draw, mxmv_layout, mxmw_describe, mxmw_kernels, mxmw_launch, mxmv_ref };
 
 // ----------------------------------------------------------------------------
 // Vector-matrix product y = x^T A (and column sums)
@@ -1194,32 +1069,23 @@ static const char *const mxvm_kn[2][4] = { { "vecmat", "xTA_kernel", "vector_mat
                                            { "column_sums", "colSumKernel", "sum_columns", "col_reduce" } };
 
 static void mxvm_draw(Task *t, Rng *r) {
-    int mode = t->p[MXVM_MODE];
+    int mode = t->p[MXVM_MODE], op = t->p[MXVM_OP];
     params_redraw(t, r, MXVM_ROWS, MXVM_COLS, 8192, 4200000);
     if (mode == 2) t->p[MXVM_BLOCK] = 32;
     if (mode != 2) t->p[MXVM_BY] = 0;
     if (mode != 1) t->p[MXVM_CHUNK] = 0;
     if (mode != 0) t->p[MXVM_LOOP] = 0;
-    const char *const *nm = mxvm_names[t->p[MXVM_NAMES]];
-    SETNAME(t->in[0].name, "%s", nm[0]);
-    SETNAME(t->in[1].name, "%s", t->p[MXVM_OP] == 0 ? nm[1] : "");
-    SETNAME(t->out[0].name, "%s", nm[2]);
-    SETNAME(t->kname[0], "%s", mxvm_kn[t->p[MXVM_OP]][t->p[MXVM_KNAME]]);
-    SETNAME(t->slug, "%s", t->p[MXVM_OP] ? "column_sums" : "vecmat");
+    mx_names(t, mxvm_names[t->p[MXVM_NAMES]], op ? 1 : 2, 2, mxvm_kn[op][t->p[MXVM_KNAME]],
+             op ? "column_sums" : "vecmat");
 }
 
 static void mxvm_layout(Task *t) {
     const char *const *dn = mx_dnames[t->p[MXVM_DNAMES]];
     long R = t->p[MXVM_ROWS], C = t->p[MXVM_COLS];
-    t->nsize = 0;
-    int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
-    t->nin = t->p[MXVM_OP] == 0 ? 2 : 1;
-    t->nout = 1;
-    tshape(&t->in[0], DT_F32, 2, R, C, rr, cc);
-    trange(&t->in[0], -1, 1, 0);
-    tshape(&t->in[1], DT_F32, 1, R, 0, rr, -1);
-    trange(&t->in[1], -1, 1, 0);
-    tshape(&t->out[0], DT_F32, 1, C, 0, cc, -1);
+    mx_begin(t, t->p[MXVM_OP] == 0 ? 2 : 1, dn, R, C, 0);
+    mx_f32(&t->in[0], R, C, 0, 1, 1);
+    mx_f32(&t->in[1], R, 0, 0, -1, 1);
+    mx_f32(&t->out[0], C, 0, 1, -1, 0);
     t->out[0].zero_init = t->p[MXVM_MODE] == 1;
     mx_sum_tol(t, R, 1.0);
 }
@@ -1229,44 +1095,27 @@ static void mxvm_describe(const Task *t, Buf *name, Buf *desc) {
                                           { "Column_Sums", "Matrix_Column_Reduction", "Sum_Over_Rows" } };
     buf_puts(name, nm[t->p[MXVM_OP]][t->p[MXVM_TNAME]]);
     const char *A = t->in[0].name, *x = t->in[1].name, *y = t->out[0].name;
-    int R = t->p[MXVM_ROWS], C = t->p[MXVM_COLS];
+    int R = t->p[MXVM_ROWS], C = t->p[MXVM_COLS], by = t->p[MXVM_BY];
     if (t->p[MXVM_OP] == 0)
-        buf_printf(
-            desc,
-            "%s is a %d x %d row-major float32 matrix and %s a vector of %d. Compute the row vector %s = %s^T * %s: "
-            "%s[c] = sum over r of %s[r] * %s[r][c].",
-            A, R, C, x, R, y, x, A, y, x, A);
+        buf_printf(desc, "%s is a %d x %d row-major float32 matrix and %s a vector of %d. Compute the row vector "
+                   "%s = %s^T * %s: %s[c] = sum over r of %s[r] * %s[r][c].", A, R, C, x, R, y, x, A, y, x, A);
     else
-        buf_printf(desc,
-                   "%s is a %d x %d row-major float32 matrix. Compute %s[c] = sum over r of %s[r][c] (the sum of each "
-                   "column).",
-                   A, R, C, y, A);
+        buf_printf(desc, "%s is a %d x %d row-major float32 matrix. Compute %s[c] = sum over r of %s[r][c] (the sum "
+                   "of each column).", A, R, C, y, A);
     if (t->p[MXVM_MODE] == 0)
-        buf_puts(desc,
-                 " One thread per column, looping down the rows, so neighbouring threads read neighbouring addresses.");
+        buf_puts(desc, " One thread per column, looping down the rows, so neighbouring threads read neighbouring "
+                       "addresses.");
     else if (t->p[MXVM_MODE] == 1)
-        buf_printf(desc,
-                   " Split the rows into chunks of %d: a 2-D grid (dim3) with blockIdx.y selecting the chunk; each "
-                   "thread sums its "
-                   "column over the chunk and adds it to the output with atomicAdd (the output starts at zero).",
-                   t->p[MXVM_CHUNK]);
+        buf_printf(desc, " Split the rows into chunks of %d: a 2-D grid (dim3) with blockIdx.y selecting the chunk; "
+                   "each thread sums its column over the chunk and adds it to the output with atomicAdd (the output "
+                   "starts at zero).", t->p[MXVM_CHUNK]);
     else
-        buf_printf(desc,
-                   " Use 32 x %d thread blocks (dim3): threadIdx.x picks the column, the %d rows of threads stride "
-                   "down the rows, "
-                   "and the partial sums are combined in shared memory.",
-                   t->p[MXVM_BY], t->p[MXVM_BY]);
+        buf_printf(desc, " Use 32 x %d thread blocks (dim3): threadIdx.x picks the column, the %d rows of threads "
+                   "stride down the rows, and the partial sums are combined in shared memory.", by, by);
 }
 
 // One thread per column; chunks of rows on blockIdx.y added with atomicAdd; or 32 x BY
 // blocks whose rows of threads split the rows and reduce in shared memory.
-static const char mxvm_kernel_tpl[] = R"(
-$defines
-/// $y[c] = sum over r of $what. $how
-__global__ void $kname($params, int $R, int $C) {
-    $body
-}
-)";
 static const char *const mxvm_body_tpl[] = { R"(
 const int col = blockIdx.x * blockDim.x + threadIdx.x;
 $guarded
@@ -1292,6 +1141,11 @@ if (threadIdx.y == 0 && col < $C) {
     $y[col] = acc;
 }
 )" };
+static const char mxvm_column_tpl[] = R"(
+float acc = 0.0f;
+for (int r = 0; r < $R; ++r) acc += $term;
+$y[col] = acc;
+)";
 
 static void mxvm_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[MXVM_DNAMES]];
@@ -1299,17 +1153,19 @@ static void mxvm_kernels(const Task *t, Emit *e) {
                *C = dn[1];
     int mode = t->p[MXVM_MODE];
     const char *term = x ? fmt("%s[r] * %s[(size_t)r * %s + col]", x, A, C) : fmt("%s[(size_t)r * %s + col]", A, C);
-    TPL(e, t, mxvm_kernel_tpl, "y", y, "kname", t->kname[0], "params", kernel_params(t), "R", R, "C", C, "defines",
-        pick3(mode, "", fmt("#define ROWS_PER_CHUNK %d\n\n", t->p[MXVM_CHUNK]),
-              fmt("#define BLOCK_X 32\n#define BLOCK_Y %d\n\n", t->p[MXVM_BY])),
-        "what", x ? fmt("%s[r] * %s[r][c]", x, A) : fmt("%s[r][c]", A), "how",
-        pick3(mode, "One thread per column: coalesced reads down the rows.",
-              "blockIdx.y picks a chunk of rows; partial column sums are added with atomicAdd.",
-              "A 32-wide block of columns; the block's rows of threads split the rows, then reduce in shared memory."),
-        "body",
-        FRAG(mxvm_body_tpl[mode], "C", C, "R", R, "y", y, "term", term, "guarded",
-             mx_guard(t->p[MXVM_LOOP], fmt("col < %s", C), fmt("col >= %s", C),
-                      fmt("float acc = 0.0f;\nfor (int r = 0; r < %s; ++r) acc += %s;\n%s[col] = acc;", R, term, y))));
+    const char *column = FRAG(mxvm_column_tpl, "R", R, "term", term, "y", y);
+    mx_kernel(e, t,
+              pick3(mode, "", fmt("#define ROWS_PER_CHUNK %d\n\n", t->p[MXVM_CHUNK]),
+                    fmt("#define BLOCK_X 32\n#define BLOCK_Y %d\n\n", t->p[MXVM_BY])),
+              "",
+              fmt("%s[c] = sum over r of %s. %s", y, x ? fmt("%s[r] * %s[r][c]", x, A) : fmt("%s[r][c]", A),
+                  pick3(mode, "One thread per column: coalesced reads down the rows.",
+                        "blockIdx.y picks a chunk of rows; partial column sums are added with atomicAdd.",
+                        "A 32-wide block of columns; the block's rows of threads split the rows, then reduce in "
+                        "shared memory.")),
+              fmt("%s, int %s, int %s", kernel_params(t), R, C),
+              FRAG(mxvm_body_tpl[mode], "C", C, "R", R, "y", y, "term", term, "guarded",
+                   mx_guard(t->p[MXVM_LOOP], fmt("col < %s", C), fmt("col >= %s", C), column)));
 }
 
 static void mxvm_launch(const Task *t, Emit *e, const Host *h) {
@@ -1352,16 +1208,21 @@ static const ParamDesc mxop_params[] = {
     { "bdim", NULL, 1, "0..6" }, { "block", NULL, 1, "64 128 256 256 512" }, { "cap", NULL, 0, "1024 2048 4096" },
     { "guard", NULL, 0, "0..1" }, { "dims", NULL, 0, "0..3" }, { "kname", NULL, 0, "0..3" },
     { "names", NULL, 0, "0..3" }, { "tname", NULL, 0, "0..2" }, { "dnames", NULL, 0, "0..3" }, { 0 } };
+// The tensor names: the vectors x and y, ger's input matrix A, the output.
 static const char *const mxop_names[][4] = { { "x", "y", "A", "C" }, { "u", "v", "base", "outer" },
-                                             { "a", "b", "mat", "result" },
-                                             { "col_vec", "row_vec", "A_in", "A_out" } };
-static const char *const mxop_kn[3][4] = { { "outer_product", "outerProduct", "outer_kernel", "vec_outer" },
-                                           { "scaled_outer", "scaledOuterProduct", "outer_scaled_kernel",
-                                             "alpha_outer" },
-                                           { "ger_update", "rank1Update", "ger_kernel", "rank_one_update" } };
+                                             { "a", "b", "mat", "result" }, { "col_vec", "row_vec", "A_in", "A_out" } };
+// The operations (in the order of mxop_ops): kernel names and task names.
+static const char *const mxop_kn[3][4] = {
+    { "outer_product", "outerProduct", "outer_kernel", "vec_outer" },
+    { "scaled_outer", "scaledOuterProduct", "outer_scaled_kernel", "alpha_outer" },
+    { "ger_update", "rank1Update", "ger_kernel", "rank_one_update" } };
+static const char *const mxop_tn[3][3] = { { "Outer_Product", "Vector_Outer_Product", "Rank_One_Matrix" },
+                                           { "Scaled_Outer_Product", "Alpha_Outer_Product", "Scaled_Rank_One_Matrix" },
+                                           { "Rank_One_Update", "GER_Update", "Outer_Product_Accumulate" } };
 static const double mxop_alphas[] = { 0.5, 2, -1, -0.25, 1.5, 3 };
 static const char *const mxop_fp[] = { "alpha", NULL };
 
+// The inputs are x, y (outer, scaled) or A, x, y (ger).
 static void mxop_draw(Task *t, Rng *r) {
     int mode = t->p[MXOP_MODE], ger = t->p[MXOP_OP] == 2;
     params_redraw(t, r, MXOP_M, MXOP_N, 4096, 4200000);
@@ -1370,40 +1231,26 @@ static void mxop_draw(Task *t, Rng *r) {
     if (mode == 1) t->p[MXOP_GUARD] = 0;
     t->f[0] = t->p[MXOP_OP] ? mxop_alphas[RPICK(r, mxop_alphas)] : 0;
     const char *const *nm = mxop_names[t->p[MXOP_NAMES]];
-    SETNAME(t->in[0].name, "%s", nm[ger ? 2 : 0]);
-    SETNAME(t->in[1].name, "%s", nm[ger ? 0 : 1]);
-    SETNAME(t->in[2].name, "%s", ger ? nm[1] : "");
-    SETNAME(t->out[0].name, "%s", nm[3]);
-    SETNAME(t->kname[0], "%s", mxop_kn[t->p[MXOP_OP]][t->p[MXOP_KNAME]]);
-    SETNAME(t->slug, "%s", ger ? "ger" : "outer");
+    mx_names(t, ger ? (const char *const[]){ nm[2], nm[0], nm[1], nm[3] } : nm, ger ? 3 : 2, 3,
+             mxop_kn[t->p[MXOP_OP]][t->p[MXOP_KNAME]], ger ? "ger" : "outer");
 }
 
 static void mxop_layout(Task *t) {
     const char *const *dn = mx_dnames[t->p[MXOP_DNAMES]];
     long M = t->p[MXOP_M], N = t->p[MXOP_N];
-    t->nsize = 0;
-    int mm = add_size(t, dn[0], M), nn = add_size(t, dn[1], N);
     int ger = t->p[MXOP_OP] == 2;
-    t->nin = ger ? 3 : 2;
-    t->nout = 1;
-    tset(&t->in[0], DT_F32, 2, M, N); // A of ger (x otherwise: the next lines set it again)
-    tfac(&t->in[0], mm, nn);
-    trange(&t->in[0], -1, 1, 0);
-    tshape(&t->in[ger], DT_F32, 1, M, 0, mm, -1);
-    trange(&t->in[ger], -2, 2, 0);
-    tshape(&t->in[ger + 1], DT_F32, 1, N, 0, nn, -1);
-    trange(&t->in[ger + 1], -2, 2, 0);
-    tshape(&t->out[0], DT_F32, 2, M, N, mm, nn);
+    mx_begin(t, ger ? 3 : 2, dn, M, N, 0);
+    mx_f32(&t->in[0], M, N, 0, 1, 1); // A of ger (x otherwise: the next line sets it again)
+    mx_f32(&t->in[ger], M, 0, 0, -1, 2);
+    mx_f32(&t->in[ger + 1], N, 0, 1, -1, 2);
+    mx_f32(&t->out[0], M, N, 0, 1, 0);
     // outer: one rounding; scaled: two; ger: A + alpha x y, possibly contracted to an fma
     t->atol = ger ? 3e-7 * (1 + 4 * fabs(t->f[0])) * 2 : 1e-7;
     t->rtol = 1e-6;
 }
 
 static void mxop_describe(const Task *t, Buf *name, Buf *desc) {
-    static const char *const nm[3][3] = { { "Outer_Product", "Vector_Outer_Product", "Rank_One_Matrix" },
-                                          { "Scaled_Outer_Product", "Alpha_Outer_Product", "Scaled_Rank_One_Matrix" },
-                                          { "Rank_One_Update", "GER_Update", "Outer_Product_Accumulate" } };
-    buf_puts(name, nm[t->p[MXOP_OP]][t->p[MXOP_TNAME]]);
+    buf_puts(name, mxop_tn[t->p[MXOP_OP]][t->p[MXOP_TNAME]]);
     int ger = t->p[MXOP_OP] == 2, M = t->p[MXOP_M], N = t->p[MXOP_N];
     const char *x = t->in[ger].name, *y = t->in[ger + 1].name, *c = t->out[0].name, *A = t->in[0].name,
                *al = fnum(t->f[0]);
@@ -1413,31 +1260,18 @@ static void mxop_describe(const Task *t, Buf *name, Buf *desc) {
     else if (!ger)
         buf_printf(desc, "Compute the %d x %d row-major matrix %s[i][j] = %s * %s[i] * %s[j].", M, N, c, al, x, y);
     else
-        buf_printf(desc,
-                   "%s is a %d x %d row-major float32 matrix. Compute the rank-1 update %s[i][j] = %s[i][j] + %s * "
-                   "%s[i] * %s[j].",
-                   A, M, N, c, A, al, x, y);
-    buf_puts(
-        desc,
-        pick3(t->p[MXOP_MODE], " One thread per output element on a 2-D grid of 2-D blocks (dim3).",
-              " Use a 2-D grid of 2-D blocks (dim3); each block first stages the slices of both vectors it needs in "
-              "shared memory.",
-              " Use a 1-D grid-stride loop over the flat output index (row = i / columns, column = i % columns)."));
+        buf_printf(desc, "%s is a %d x %d row-major float32 matrix. Compute the rank-1 update %s[i][j] = %s[i][j] + "
+                   "%s * %s[i] * %s[j].", A, M, N, c, A, al, x, y);
+    buf_puts(desc, pick3(t->p[MXOP_MODE], " One thread per output element on a 2-D grid of 2-D blocks (dim3).",
+                         " Use a 2-D grid of 2-D blocks (dim3); each block first stages the slices of both vectors "
+                         "it needs in shared memory.",
+                         " Use a 1-D grid-stride loop over the flat output index (row = i / columns, column = i % "
+                         "columns)."));
 }
 
-// One thread per element on a 2-D grid, the block's slices of the vectors staged in
-// shared memory first, or a flat grid-stride loop.
-static const char mxop_kernel_tpl[] = R"(
-$defines
-/// $c[i][j] = $formula.
-__global__ void $kname($params, int $M, int $N) {
-    $body
-}
-)";
-static const char *const mxop_body_tpl[] = { R"(
-$index
-$guarded
-)", R"(
+// One thread per element on a 2-D grid (mx_loop2d), the block's slices of the vectors
+// staged in shared memory first, or a flat grid-stride loop (mx_flat).
+static const char mxop_shared_tpl[] = R"(
 __shared__ float xs[BLOCK_Y];
 __shared__ float ys[BLOCK_X];
 const int row = blockIdx.y * BLOCK_Y + threadIdx.y;
@@ -1449,42 +1283,36 @@ if (row < $M && col < $N) {
     const int idx = row * $N + col;
     $c[idx] = $A_idx${alpha}xs[threadIdx.y] * ys[threadIdx.x];
 }
-)", R"(
-const int total = $M * $N;
-$loop
-)" };
+)";
 
 static void mxop_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[MXOP_DNAMES]];
     int ger = t->p[MXOP_OP] == 2, mode = t->p[MXOP_MODE];
     const char *A = t->in[0].name, *x = t->in[ger].name, *y = t->in[ger + 1].name, *c = t->out[0].name, *M = dn[0],
-               *N = dn[1];
-    const char *al = t->p[MXOP_OP] ? fmt("%s * ", flit(t->f[0])) : "", *i = IDX(t),
-               *Ai = ger ? fmt("%s[idx] + ", A) : "";
-    const char *value = fmt("%s%s%s[row] * %s[col];", Ai, al, x, y);
+               *N = dn[1], *i = IDX(t);
+    const char *al = t->p[MXOP_OP] ? fmt("%s * ", flit(t->f[0])) : "", *Ai = ger ? fmt("%s[idx] + ", A) : "";
     const int *bd = mx_bdims[t->p[MXOP_BDIM]];
-    const char *flat =
-        fmt(t->st.idxtype ? "const int row = (int)(%s / %s), col = (int)(%s %% %s);\n%s[%s] = %s%s%s[row] * %s[col];"
-                          : "const int row = %s / %s, col = %s %% %s;\n%s[%s] = %s%s%s[row] * %s[col];",
-            i, N, i, N, c, i, ger ? fmt("%s[%s] + ", A, i) : "", al, x, y);
-    TPL(e, t, mxop_kernel_tpl, "c", c, "kname", t->kname[0], "params", kernel_params(t), "M", M, "N", N, "defines",
-        mode == 1 ? fmt("#define BLOCK_X %d\n#define BLOCK_Y %d\n\n", bd[0], bd[1]) : "", "formula",
-        fmt("%s%s%s[i] * %s[j]%s", ger ? fmt("%s[i][j] + ", A) : "", t->p[MXOP_OP] ? fmt("%s * ", fnum(t->f[0])) : "",
-            x, y, mode == 1 ? "; the block's slices of the vectors are staged in shared memory" : ""),
-        "body",
-        FRAG(mxop_body_tpl[mode], "index", mx_index2d(t, "row", "col", 0), "M", M, "N", N, "x", x, "y", y, "c", c,
-             "A_idx", Ai, "alpha", al, "loop", mode == 2 ? loop_frag(t, LOOP_GRID, "total", flat) : "", "guarded",
-             mx_guard(t->p[MXOP_GUARD], fmt("row < %s && col < %s", M, N), fmt("row >= %s || col >= %s", M, N),
-                      fmt("const int idx = row * %s + col;\n%s[idx] = %s", N, c, value))));
+    const char *product = fmt("%s%s[row] * %s[col];", al, x, y); // what ger adds to A
+    const char *body =
+        mode == 0 ? mx_loop2d(t, 0, t->p[MXOP_GUARD], 0, M, N,
+                              fmt("const int idx = row * %s + col;\n%s[idx] = %s%s", N, c, Ai, product))
+        : mode == 1 ? FRAG(mxop_shared_tpl, "M", M, "N", N, "x", x, "y", y, "c", c, "A_idx", Ai, "alpha", al)
+                    : mx_flat(t, LOOP_GRID, "row", "col", M, N,
+                              fmt("%s[%s] = %s%s", c, i, ger ? fmt("%s[%s] + ", A, i) : "", product));
+    mx_kernel(e, t, mode == 1 ? fmt("#define BLOCK_X %d\n#define BLOCK_Y %d\n\n", bd[0], bd[1]) : "", "",
+              fmt("%s[i][j] = %s%s%s[i] * %s[j]%s.", c, ger ? fmt("%s[i][j] + ", A) : "",
+                  t->p[MXOP_OP] ? fmt("%s * ", fnum(t->f[0])) : "", x, y,
+                  mode == 1 ? "; the block's slices of the vectors are staged in shared memory" : ""),
+              fmt("%s, int %s, int %s", kernel_params(t), M, N), body);
 }
 
 static void mxop_launch(const Task *t, Emit *e, const Host *h) {
     const char *M = h->size[0], *N = h->size[1], *args = kernel_args(h, 2);
-    const int *bd = mx_bdims[t->p[MXOP_BDIM]];
     if (t->p[MXOP_MODE] == 2)
         launch_1d(e, t, t->kname[0], fmt("%s * %s", M, N), t->p[MXOP_BLOCK], t->p[MXOP_CAP], args);
-    else mx_launch2d(e, t, t->p[MXOP_DIMS], t->kname[0], t->p[MXOP_MODE] ? "BLOCK_X" : fmt("%d", bd[0]),
-                     t->p[MXOP_MODE] ? "BLOCK_Y" : fmt("%d", bd[1]), NULL, NULL, N, M, NULL, 0, NULL, args);
+    else if (t->p[MXOP_MODE] == 1)
+        mx_launch2d(e, t, t->p[MXOP_DIMS], t->kname[0], "BLOCK_X", "BLOCK_Y", NULL, NULL, N, M, NULL, 0, NULL, args);
+    else mx_launch_bd(e, t, t->p[MXOP_DIMS], t->p[MXOP_BDIM], N, M, NULL, 0, args);
 }
 
 static void mxop_ref(const Task *t, const void *const *in, void *const *out) {
@@ -1530,34 +1358,25 @@ static void mxbm_draw(Task *t, Rng *r) {
     if (t->p[MXBM_N] > 32) t->p[MXBM_MODE] = 0; // one block per matrix: at most 32 x 32 threads
     if (t->p[MXBM_MODE]) t->p[MXBM_BDIM] = 0;
     else t->p[MXBM_TDEF] = t->p[MXBM_PAD] = 0;
-    const char *const *nm = mxbm_names[t->p[MXBM_NAMES]];
-    SETNAME(t->in[0].name, "%s", nm[0]);
-    SETNAME(t->in[1].name, "%s", nm[1]);
-    SETNAME(t->out[0].name, "%s", nm[2]);
-    SETNAME(t->kname[0], "%s", mxbm_kn[t->p[MXBM_KNAME]]);
-    SETNAME(t->slug, "batched_matmul");
+    mx_names(t, mxbm_names[t->p[MXBM_NAMES]], 2, 2, mxbm_kn[t->p[MXBM_KNAME]], "batched_matmul");
+}
+
+// A [B, N, N] tensor, batch * (n * n) elements (size constants 0 and 2).
+static void mxbm_batched(Tensor *x, long B, long N) {
+    tset(x, DT_F32, 3, B, N);
+    x->shape[2] = N;
+    tfac(x, 0, 2);
 }
 
 static void mxbm_layout(Task *t) {
     const char *const *dn = mxbm_dnames[t->p[MXBM_DNAMES]];
     long B = t->p[MXBM_BATCH], N = t->p[MXBM_N];
-    t->nsize = 0;
-    int bb = add_size(t, dn[0], B), nn = add_size(t, dn[1], N), ee = add_size(t, dn[2], N * N);
-    t->nin = 2;
-    t->nout = 1;
-    for (int k = 0; k < 2; k++) {
-        if (k == 1 && t->p[MXBM_SHAPE] == 1) {
-            tshape(&t->in[k], DT_F32, 2, N, N, nn, nn);
-        } else {
-            tset(&t->in[k], DT_F32, 3, B, N);
-            t->in[k].shape[2] = N;
-            tfac(&t->in[k], bb, ee);
-        }
-        trange(&t->in[k], -1, 1, 0);
-    }
-    tset(&t->out[0], DT_F32, 3, B, N);
-    t->out[0].shape[2] = N;
-    tfac(&t->out[0], bb, ee);
+    mx_begin(t, 2, dn, B, N, N * N); // sizes: batch, n, n * n
+    mxbm_batched(&t->in[0], B, N);
+    if (t->p[MXBM_SHAPE] == 1) tshape(&t->in[1], DT_F32, 2, N, N, 1, 1); // one matrix for all
+    else mxbm_batched(&t->in[1], B, N);
+    for (int k = 0; k < 2; k++) trange(&t->in[k], -1, 1, 0);
+    mxbm_batched(&t->out[0], B, N);
     mx_sum_tol(t, N, 1.0);
 }
 
@@ -1566,53 +1385,39 @@ static void mxbm_describe(const Task *t, Buf *name, Buf *desc) {
     const char *a = t->in[0].name, *b = t->in[1].name, *c = t->out[0].name;
     int B = t->p[MXBM_BATCH], N = t->p[MXBM_N];
     if (t->p[MXBM_SHAPE] == 0)
-        buf_printf(desc,
-                   "%s and %s hold %d row-major %d x %d float32 matrices each (shape [%d, %d, %d]). Compute %s[b] = "
-                   "%s[b] * %s[b] for every b.",
-                   a, b, B, N, N, B, N, N, c, a, b);
+        buf_printf(desc, "%s and %s hold %d row-major %d x %d float32 matrices each (shape [%d, %d, %d]). Compute "
+                   "%s[b] = %s[b] * %s[b] for every b.", a, b, B, N, N, B, N, N, c, a, b);
     else
-        buf_printf(desc,
-                   "%s holds %d row-major %d x %d float32 matrices (shape [%d, %d, %d]) and %s is one %d x %d matrix. "
-                   "Compute %s[b] = %s[b] * %s for every b.",
-                   a, B, N, N, B, N, N, b, N, N, c, a, b);
+        buf_printf(desc, "%s holds %d row-major %d x %d float32 matrices (shape [%d, %d, %d]) and %s is one %d x %d "
+                   "matrix. Compute %s[b] = %s[b] * %s for every b.", a, B, N, N, B, N, N, b, N, N, c, a, b);
     if (t->p[MXBM_MODE] == 0)
         buf_puts(desc, " Use a 3-D grid (dim3): blockIdx.z is the batch index, x and y cover the columns and rows of "
                        "the output, one thread per output element.");
     else
-        buf_printf(desc,
-                   " Use one %d x %d thread block per matrix (blockIdx.z is the batch index): load both operands into "
-                   "shared memory, synchronise, then each thread computes one output element.",
-                   N, N);
+        buf_printf(desc, " Use one %d x %d thread block per matrix (blockIdx.z is the batch index): load both operands "
+                   "into shared memory, synchronise, then each thread computes one output element.", N, N);
 }
 
 // A 3-D grid with one thread per output element, or one N x N block per matrix with both
 // operands in shared memory; blockIdx.z is the batch index.
-static const char *const mxbm_kernel_tpl[] = { R"(
-/// $c[item] = $a[item] * $b$b_item; blockIdx.z selects the matrix, one thread per output element.
-__global__ void $kname($params, int $B, int $n) {
-    const int item = blockIdx.z;
-    $index
-    $guarded
-}
+static const char *const mxbm_body_tpl[] = { R"(
+const int item = blockIdx.z;
+$index
+$guarded
 )", R"(
-$define
-/// One $D x $D block per matrix (blockIdx.z): both operands in shared memory, one thread per output element.
-$template
-__global__ void $kname($params, int $B) {
-    __shared__ float sa[$D][$D$pad];
-    __shared__ float sb[$D][$D$pad];
-    const int item = blockIdx.z;
-    if (item >= $B) return; // uniform across the block
-    const int r = threadIdx.y, c = threadIdx.x;
-    const size_t off = (size_t)item * $D * $D;
-    sa[r][c] = $a[off + r * $D + c];
-    sb[r][c] = $b[${off}r * $D + c];
-    __syncthreads();
-    float acc = 0.0f;
-    #pragma unroll
-    for (int p = 0; p < $D; ++p) acc += sa[r][p] * sb[p][c];
-    $c[off + r * $D + c] = acc;
-}
+__shared__ float sa[$D][$D$pad];
+__shared__ float sb[$D][$D$pad];
+const int item = blockIdx.z;
+if (item >= $B) return; // uniform across the block
+const int r = threadIdx.y, c = threadIdx.x;
+const size_t off = (size_t)item * $D * $D;
+sa[r][c] = $a[off + r * $D + c];
+sb[r][c] = $b[${off}r * $D + c];
+__syncthreads();
+float acc = 0.0f;
+#pragma unroll
+for (int p = 0; p < $D; ++p) acc += sa[r][p] * sb[p][c];
+$c[off + r * $D + c] = acc;
 )" };
 static const char mxbm_product_tpl[] = R"(
 const size_t off = (size_t)item * $n * $n;
@@ -1626,30 +1431,45 @@ $c[off + row * $n + col] = acc;
 static void mxbm_kernels(const Task *t, Emit *e) {
     const char *const *dn = mxbm_dnames[t->p[MXBM_DNAMES]];
     const char *a = t->in[0].name, *b = t->in[1].name, *c = t->out[0].name, *B = dn[0], *n = dn[1];
-    int shared_rhs = t->p[MXBM_SHAPE] == 1, tmpl = t->p[MXBM_TDEF];
+    int shared_rhs = t->p[MXBM_SHAPE] == 1, tmpl = t->p[MXBM_TDEF], mode = t->p[MXBM_MODE];
     const char *D = tmpl ? "TILE_N" : "MAT_DIM";
-    TPL(e, t, mxbm_kernel_tpl[t->p[MXBM_MODE]], "a", a, "b", b, "c", c, "B", B, "n", n, "kname", t->kname[0], "params",
-        kernel_params(t), "b_item", shared_rhs ? "" : "[item]", "index", mx_index2d(t, "row", "col", 0), "D", D, "pad",
-        t->p[MXBM_PAD] ? " + 1" : "", "define", tmpl ? "" : fmt("#define MAT_DIM %d\n\n", t->p[MXBM_N]), "template",
-        tmpl ? "template <int TILE_N>" : "", "off", shared_rhs ? "" : "off + ", "guarded",
-        mx_guard(t->p[MXBM_GUARD], fmt("item < %s && row < %s && col < %s", B, n, n),
-                 fmt("item >= %s || row >= %s || col >= %s", B, n, n),
-                 FRAG(mxbm_product_tpl, "n", n, "a", a, "b", b, "c", c, "b_off", shared_rhs ? "" : " + off")));
+    const char *product = FRAG(mxbm_product_tpl, "n", n, "a", a, "b", b, "c", c, "b_off", shared_rhs ? "" : " + off");
+    const char *body = FRAG(mxbm_body_tpl[mode], "a", a, "b", b, "c", c, "B", B, "D", D, "pad",
+                            t->p[MXBM_PAD] ? " + 1" : "", "off", shared_rhs ? "" : "off + ", "index",
+                            mx_index2d(t, "row", "col", 0), "guarded",
+                            mx_guard(t->p[MXBM_GUARD], fmt("item < %s && row < %s && col < %s", B, n, n),
+                                     fmt("item >= %s || row >= %s || col >= %s", B, n, n), product));
+    if (mode == 0)
+        mx_kernel(e, t, "", "",
+                  fmt("%s[item] = %s[item] * %s%s; blockIdx.z selects the matrix, one thread per output element.", c,
+                      a, b, shared_rhs ? "" : "[item]"),
+                  fmt("%s, int %s, int %s", kernel_params(t), B, n), body);
+    else
+        mx_kernel(e, t, tmpl ? "" : fmt("#define MAT_DIM %d\n\n", t->p[MXBM_N]), tmpl ? "template <int TILE_N>" : "",
+                  fmt("One %s x %s block per matrix (blockIdx.z): both operands in shared memory, one thread per "
+                      "output element.", D, D),
+                  fmt("%s, int %s", kernel_params(t), B), body);
 }
 
-static const char *const mxbm_launch_tpl[] = {
-    "dim3 block($D, $D);\ndim3 grid(1, 1, $B);\n$k<<<grid, block>>>($args);",
-    "const dim3 threads($D, $D), blocks(1, 1, $B);\n$k<<<blocks, threads>>>($args);",
-    "$k<<<dim3(1, 1, $B), dim3($D, $D)>>>($args);",
-    "dim3 block_dim($D, $D);\ndim3 grid_dim;\ngrid_dim.z = $B; // one block per matrix\n$k<<<grid_dim, "
-    "block_dim>>>($args);" };
+static const char *const mxbm_launch_tpl[] = { R"(
+dim3 block($D, $D);
+dim3 grid(1, 1, $B);
+$k<<<grid, block>>>($args);
+)", R"(
+const dim3 threads($D, $D), blocks(1, 1, $B);
+$k<<<blocks, threads>>>($args);
+)", R"(
+$k<<<dim3(1, 1, $B), dim3($D, $D)>>>($args);
+)", R"(
+dim3 block_dim($D, $D);
+dim3 grid_dim;
+grid_dim.z = $B; // one block per matrix
+$k<<<grid_dim, block_dim>>>($args);
+)" };
 
 static void mxbm_launch(const Task *t, Emit *e, const Host *h) {
     const char *B = h->size[0], *n = h->size[1];
-    const int *bd = mx_bdims[t->p[MXBM_BDIM]];
-    if (t->p[MXBM_MODE] == 0)
-        mx_launch2d(e, t, t->p[MXBM_DIMS], t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, n, n, B, 0,
-                    NULL, kernel_args(h, 2));
+    if (t->p[MXBM_MODE] == 0) mx_launch_bd(e, t, t->p[MXBM_DIMS], t->p[MXBM_BDIM], n, n, B, 0, kernel_args(h, 2));
     else TPL(e, t, mxbm_launch_tpl[t->p[MXBM_DIMS]], "D", n, "B", B, "args", kernel_args(h, 1),
              "k", t->p[MXBM_TDEF] ? fmt("%s<%d>", t->kname[0], t->p[MXBM_N]) : t->kname[0]);
 }
@@ -1670,5 +1490,4 @@ static const Family fam_mx_matmul_batched = {
 
 static const Family *const families_matrix[] = {
     &fam_mx_transpose_naive, &fam_mx_transpose_tiled, &fam_mx_matrix_ew2d, &fam_mx_matmul_naive, &fam_mx_matmul_tiled,
-    &fam_mx_matvec_thread,
-    &fam_mx_matvec_warp, &fam_mx_vecmat, &fam_mx_outer, &fam_mx_matmul_batched, NULL };
+    &fam_mx_matvec_thread, &fam_mx_matvec_warp, &fam_mx_vecmat, &fam_mx_outer, &fam_mx_matmul_batched, NULL };
