@@ -730,6 +730,44 @@ static void launch_1d(Emit *e, const Task *t, const char *kname, const char *cou
         fmt("%d", block - 1), "cap", cap);
 }
 
+// The generic 2-D (or 3-D) launch: blocks of bx x by threads, each covering tx x ty
+// elements (NULL: its own extent) of an xc-wide, yc-high (NULL: one block high) index
+// space, zc grid layers (NULL: none). Four spellings (dims); ycap > 0 caps grid.y (grid-stride kernels;
+// the const spelling has no room for it); shmem: dynamic bytes or NULL.
+static const char *const launch_2d_tpl[] = { R"(
+dim3 block($bx, $by);
+dim3 grid($gx, $gy$z);
+$cap
+$k<<<grid, block$shmem>>>($args);
+)", R"(
+const dim3 threads($bx, $by);
+const dim3 blocks($gx, $gy$z);
+$k<<<blocks, threads$shmem>>>($args);
+)", R"(
+dim3 block($bx, $by), grid($gx, $gy$z);
+$cap
+$k<<<grid, block$shmem>>>($args);
+)", R"(
+dim3 block_dim($bx, $by);
+dim3 grid_dim;
+grid_dim.x = $gx;
+grid_dim.y = $gy;
+$cap
+$zc
+$k<<<grid_dim, block_dim$shmem>>>($args);
+)" };
+static const char *ceil_div(const char *n, const char *d) { return fmt("(%s + %s - 1) / %s", n, d, d); }
+static void launch_2d(Emit *e, const Task *t, int dims, const char *k, const char *bx, const char *by, const char *tx,
+                      const char *ty, const char *xc, const char *yc, const char *zc, int ycap, const char *shmem,
+                      const char *args) {
+    if (ycap && dims == 1) dims = 0;
+    const char *g = dims == 3 ? "grid_dim" : "grid", *b = dims == 3 ? "block_dim" : "block";
+    const char *ux = dims == 0 || dims == 3 ? fmt("%s.x", b) : bx, *uy = dims == 0 || dims == 3 ? fmt("%s.y", b) : by;
+    TPL(e, t, launch_2d_tpl[dims], "bx", bx, "by", by, "gx", ceil_div(xc, tx ? tx : ux), "gy",
+        yc ? ceil_div(yc, ty ? ty : uy) : "1", "z", zc && dims != 3 ? fmt(", %s", zc) : "", "zc",
+        zc ? fmt("grid_dim.z = %s;", zc) : "", "cap", ycap ? fmt("if (%s.y > %d) %s.y = %d;", g, ycap, g, ycap) : "",
+        "k", k, "shmem", shmem ? fmt(", %s", shmem) : "", "args", args);
+}
 // Comma lists over the task's tensors (inputs first, inputs const) for kernels and the
 // launcher function of HOST_LAUNCHER programs: parameters, then the matching arguments (the
 // device buffers and the first nsize size constants).

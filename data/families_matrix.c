@@ -150,49 +150,11 @@ static const char *mx_flat(const Task *t, int loop, const char *rv, const char *
                 loop_frag(t, loop, "total", fmt("%s\n%s", fmt(split, rv, i, C, cv, i, C), stmt)));
 }
 
-// A 2-D (or 3-D) launch: blocks of bx x by threads, each covering tx x ty elements (NULL:
-// its own extent) of an xc-wide, yc-high (NULL: one block high) index space, zc grid
-// layers (NULL: none). Four spellings (dims); ycap > 0 caps grid.y (grid-stride kernels;
-// the const spelling has no room for it); shmem: dynamic bytes or NULL.
-static const char *const mx_launch2d_tpl[] = { R"(
-dim3 block($bx, $by);
-dim3 grid($gx, $gy$z);
-$cap
-$k<<<grid, block$shmem>>>($args);
-)", R"(
-const dim3 threads($bx, $by);
-const dim3 blocks($gx, $gy$z);
-$k<<<blocks, threads$shmem>>>($args);
-)", R"(
-dim3 block($bx, $by), grid($gx, $gy$z);
-$cap
-$k<<<grid, block$shmem>>>($args);
-)", R"(
-dim3 block_dim($bx, $by);
-dim3 grid_dim;
-grid_dim.x = $gx;
-grid_dim.y = $gy;
-$cap
-$zc
-$k<<<grid_dim, block_dim$shmem>>>($args);
-)" };
-static const char *mx_cdiv(const char *n, const char *d) { return fmt("(%s + %s - 1) / %s", n, d, d); }
-static void mx_launch2d(Emit *e, const Task *t, int dims, const char *k, const char *bx, const char *by, const char *tx,
-                        const char *ty, const char *xc, const char *yc, const char *zc, int ycap, const char *shmem,
-                        const char *args) {
-    if (ycap && dims == 1) dims = 0;
-    const char *g = dims == 3 ? "grid_dim" : "grid", *b = dims == 3 ? "block_dim" : "block";
-    const char *ux = dims == 0 || dims == 3 ? fmt("%s.x", b) : bx, *uy = dims == 0 || dims == 3 ? fmt("%s.y", b) : by;
-    TPL(e, t, mx_launch2d_tpl[dims], "bx", bx, "by", by, "gx", mx_cdiv(xc, tx ? tx : ux), "gy",
-        yc ? mx_cdiv(yc, ty ? ty : uy) : "1", "z", zc && dims != 3 ? fmt(", %s", zc) : "", "zc",
-        zc ? fmt("grid_dim.z = %s;", zc) : "", "cap", ycap ? fmt("if (%s.y > %d) %s.y = %d;", g, ycap, g, ycap) : "",
-        "k", k, "shmem", shmem ? fmt(", %s", shmem) : "", "args", args);
-}
-// The same with blocks of mx_bdims[bdim] threads, one thread per element.
+// launch_2d with blocks of mx_bdims[bdim] threads, one thread per element.
 static void mx_launch_bd(Emit *e, const Task *t, int dims, int bdim, const char *xc, const char *yc, const char *zc,
                          int ycap, const char *args) {
     const int *bd = mx_bdims[bdim];
-    mx_launch2d(e, t, dims, t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, xc, yc, zc, ycap, NULL, args);
+    launch_2d(e, t, dims, t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, xc, yc, zc, ycap, NULL, args);
 }
 
 // ----------------------------------------------------------------------------
@@ -392,7 +354,7 @@ static void mxtt_launch(const Task *t, Emit *e, const Host *h) {
     const char *k = !tmpl ? t->kname[0] : full ? fmt("%s<%d>", t->kname[0], T) : fmt("%s<%d, %d>", t->kname[0], T, B);
     const char *bx = tmpl ? fmt("%d", T) : "TILE_DIM", *by = tmpl ? fmt("%d", B) : full ? "TILE_DIM" : "BLOCK_ROWS";
     // the grid covers tiles of TILE x TILE, not blocks of threads
-    mx_launch2d(e, t, t->p[MXTT_DIMS], k, bx, by, bx, full ? NULL : bx, h->size[1], h->size[0], NULL, 0, NULL,
+    launch_2d(e, t, t->p[MXTT_DIMS], k, bx, by, bx, full ? NULL : bx, h->size[1], h->size[0], NULL, 0, NULL,
                 kernel_args(h, 2));
 }
 
@@ -807,7 +769,7 @@ static void mxmt_launch(const Task *t, Emit *e, const Host *h) {
     int tmpl = t->p[MXMT_TDEF] == 1;
     const char *k = tmpl ? fmt("%s<%d>", t->kname[0], t->p[MXMT_TILE]) : t->kname[0];
     const char *ts = tmpl ? fmt("%d", t->p[MXMT_TILE]) : mxmt_macros[t->p[MXMT_KNAME]];
-    mx_launch2d(e, t, t->p[MXMT_DIMS], k, ts, ts, NULL, NULL, h->size[1], h->size[0], NULL, 0, NULL,
+    launch_2d(e, t, t->p[MXMT_DIMS], k, ts, ts, NULL, NULL, h->size[1], h->size[0], NULL, 0, NULL,
                 kernel_args(h, 3));
 }
 
@@ -1173,10 +1135,10 @@ static void mxvm_launch(const Task *t, Emit *e, const Host *h) {
     int mode = t->p[MXVM_MODE];
     if (mode == 0) launch_1d(e, t, t->kname[0], C, t->p[MXVM_BLOCK], 0, args);
     else if (mode == 1)
-        mx_launch2d(e, t, t->p[MXVM_DIMS], t->kname[0], fmt("%d", t->p[MXVM_BLOCK]), "1", NULL, "ROWS_PER_CHUNK", C, R,
+        launch_2d(e, t, t->p[MXVM_DIMS], t->kname[0], fmt("%d", t->p[MXVM_BLOCK]), "1", NULL, "ROWS_PER_CHUNK", C, R,
                     NULL, 0, NULL, args);
     else
-        mx_launch2d(e, t, t->p[MXVM_DIMS], t->kname[0], "BLOCK_X", "BLOCK_Y", NULL, NULL, C, NULL, NULL, 0, NULL, args);
+        launch_2d(e, t, t->p[MXVM_DIMS], t->kname[0], "BLOCK_X", "BLOCK_Y", NULL, NULL, C, NULL, NULL, 0, NULL, args);
 }
 
 static void mxvm_ref(const Task *t, const void *const *in, void *const *out) {
@@ -1311,7 +1273,7 @@ static void mxop_launch(const Task *t, Emit *e, const Host *h) {
     if (t->p[MXOP_MODE] == 2)
         launch_1d(e, t, t->kname[0], fmt("%s * %s", M, N), t->p[MXOP_BLOCK], t->p[MXOP_CAP], args);
     else if (t->p[MXOP_MODE] == 1)
-        mx_launch2d(e, t, t->p[MXOP_DIMS], t->kname[0], "BLOCK_X", "BLOCK_Y", NULL, NULL, N, M, NULL, 0, NULL, args);
+        launch_2d(e, t, t->p[MXOP_DIMS], t->kname[0], "BLOCK_X", "BLOCK_Y", NULL, NULL, N, M, NULL, 0, NULL, args);
     else mx_launch_bd(e, t, t->p[MXOP_DIMS], t->p[MXOP_BDIM], N, M, NULL, 0, args);
 }
 

@@ -795,7 +795,7 @@ static void pr_launch(const Task *t, Emit *e, const Host *h) {
         "alloc", dev_alloc(t, "float", nm, R), "R", R, "C", C, "B", fmt("%d", B), "k1", t->kname[0], "A", A, "norms",
         nm);
     const int *bd = mx_bdims[t->p[PR_BDIM]];
-    mx_launch2d(e, t, t->p[PR_DIMS], t->kname[1], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, C, R, NULL, 0, NULL,
+    launch_2d(e, t, t->p[PR_DIMS], t->kname[1], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, C, R, NULL, 0, NULL,
                 fmt("%s, %s, %s, %s, %s", A, nm, An, R, C));
     TPL(e, t, "$k3<<<($R + $MB1) / $MB, $MB>>>($An, $x, $y, $R, $C);\n$sync\n$free", "k3", t->kname[2], "R", R, "C", C,
         "MB1", fmt("%d", MB - 1), "MB", fmt("%d", MB), "An", An, "x", x, "y", y, "sync",

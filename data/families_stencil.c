@@ -412,32 +412,13 @@ static void s2_kernels(const Task *t, Emit *e) {
         "copy_border", bound == 2 ? FRAG(s2_copy_border, "R", R, "C", C, "dst", dst, "x", x) : "", "body", body);
 }
 
-// The 2-D launch configuration, in four spellings.
-static const char *const s2_launch_tpl[] = { R"(
-dim3 block($bx, $by);
-dim3 grid(($C + block.x - 1) / block.x, ($R + block.y - 1) / block.y);
-$k<<<grid, block>>>($args);
-)", R"(
-const dim3 threads($bx, $by);
-const dim3 blocks(($C + $bx - 1) / $bx, ($R + $by - 1) / $by);
-$k<<<blocks, threads>>>($args);
-)", R"(
-dim3 block($bx, $by), grid(($C + $bx - 1) / $bx, ($R + $by - 1) / $by);
-$k<<<grid, block>>>($args);
-)", R"(
-dim3 block_dim($bx, $by);
-dim3 grid_dim;
-grid_dim.x = ($C + block_dim.x - 1) / block_dim.x;
-grid_dim.y = ($R + block_dim.y - 1) / block_dim.y;
-$k<<<grid_dim, block_dim>>>($args);
-)" };
-
+// The 2-D launch configuration, in one of launch_2d's four spellings.
 static void s2_launch(const Task *t, Emit *e, const Host *h) {
     int bx = t->p[S2_BX], by = t->p[S2_BY], named = t->p[S2_SHARED] && !t->p[S2_TDEF];
-    TPL(e, t, s2_launch_tpl[t->p[S2_DIMS]], "bx", named ? "TILE_X" : fmt("%d", bx), "by",
-        named ? "TILE_Y" : fmt("%d", by), "R", h->size[0], "C", h->size[1], "k",
-        t->p[S2_SHARED] && t->p[S2_TDEF] ? fmt("%s<%d, %d>", t->kname[0], bx, by) : t->kname[0], "args",
-        fmt("%s, %s, %s, %s", h->in[0], h->out[0], h->size[0], h->size[1]));
+    const char *k = t->p[S2_SHARED] && t->p[S2_TDEF] ? fmt("%s<%d, %d>", t->kname[0], bx, by) : t->kname[0];
+    const char *args = fmt("%s, %s, %s, %s", h->in[0], h->out[0], h->size[0], h->size[1]);
+    launch_2d(e, t, t->p[S2_DIMS], k, named ? "TILE_X" : fmt("%d", bx), named ? "TILE_Y" : fmt("%d", by), NULL, NULL,
+              h->size[1], h->size[0], NULL, 0, NULL, args);
 }
 
 static void s2_ref(const Task *t, const void *const *in, void *const *out) {
