@@ -618,7 +618,8 @@ static int compare(const char *wdir) {
 // ----------------------------------------------------------------------------
 // Command line
 
-static void usage(void) {
+// The commands: --help asks for them (stdout, exit 0); a wrong command line gets them on stderr, exit 2.
+static void usage(int asked) {
     fputs("usage:\n"
           "  corpus --out DIR [--seed S] [--train N] [--val N] [--test N] [--families A,B,..] [--style varied|plain]\n"
           "      writes DIR/train.jsonl, DIR/val.jsonl, DIR/test.jsonl (defaults 2000/200/200, seed 1);\n"
@@ -637,8 +638,8 @@ static void usage(void) {
           "      prints one target program of the family (with --prompt, the prompt first, to stderr)\n"
           "  corpus --list\n"
           "      lists the families and their parameters\n",
-          stderr);
-    exit(2);
+          asked ? stdout : stderr);
+    exit(asked ? 0 : 2);
 }
 
 static long parse_long(const char *s, const char *flag, long lo, long hi) {
@@ -713,17 +714,17 @@ int main(int argc, char **argv) {
         }
         else if (strcmp(a, "--list") == 0) list = 1;
         else if (strcmp(a, "--prompt") == 0) prompt = 1;
-        else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) usage();
+        else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) usage(1);
         else die("unknown argument '%s' (--help lists the commands)", a);
 #undef ARG
     }
-    if ((out != NULL) + (mat != NULL) + (cmp != NULL) + (ref != NULL) + (emit != NULL) + list != 1) usage();
+    if ((out != NULL) + (mat != NULL) + (cmp != NULL) + (ref != NULL) + (emit != NULL) + list != 1) usage(0);
     if (list) return list_families();
     if (cmp) return compare(cmp);
     if (ref) return reference(ref);
     if (emit) return emit_family(emit, seed, prompt);
     if (!mat) return generate(out, seed, count);
-    if (!split || index < 0 || !to) usage();
+    if (!split || index < 0 || !to) usage(0);
     if (strcmp(split, "train") && strcmp(split, "val") && strcmp(split, "test")) die("--split: train, val or test");
     return materialize(mat, split, index, to);
 }

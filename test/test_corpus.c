@@ -898,6 +898,32 @@ static void emit_checks(char **families, int nfam) {
     if (!bad) printf("PASS nvcc_compiles (%d programs, %d per family)\n", total, seeds);
 }
 
+// The command line: --help on stdout with exit 0; a wrong command line gets a message naming
+// what is wrong on stderr and exit 2, and writes nothing.
+static void cli_checks(void) {
+    struct { const char *label, *args, *stream, *want; int rc; } c[] = {
+        { "help", "--help", "out", "--materialize DIR", 0 },
+        { "no_command", "", "err", "usage:", 2 },
+        { "unknown_flag", "--bogus", "err", "unknown argument '--bogus'", 2 },
+        { "unknown_family", "--out D --families nope", "err", "unknown family 'nope'", 2 },
+        { "bad_count", "--out D --train -3", "err", "--train", 2 },
+        { "two_commands", "--list --compare D", "err", "usage:", 2 },
+    };
+    for (size_t k = 0; k < sizeof c / sizeof c[0]; k++) {
+        char out[400], err[400], label[64];
+        snprintf(out, sizeof out, "%s/cli.out", tmpdir);
+        snprintf(err, sizeof err, "%s/cli.err", tmpdir);
+        snprintf(label, sizeof label, "cli_%s", c[k].label);
+        int rc = sh("cd '%s' && '%s' %s > '%s' 2> '%s'", tmpdir, corpus, c[k].args, out, err);
+        char *text = slurp(strcmp(c[k].stream, "out") == 0 ? out : err, NULL);
+        int wrote = sh("test -e '%s/D'", tmpdir) == 0;
+        if (rc == c[k].rc && text && strstr(text, c[k].want) && !wrote) pass(label);
+        else fail(label, "exit %d (want %d), std%s %.200s%s", rc, c[k].rc, c[k].stream, text ? text : "(none)",
+                  wrote ? ", and it wrote D" : "");
+        free(text);
+    }
+}
+
 // ----------------------------------------------------------------------------
 
 int main(void) {
@@ -982,6 +1008,7 @@ int main(void) {
     bad_specs();
     materialize_and_compare(a, &sp[2], nfam);
     emit_checks(families, nfam);
+    cli_checks();
 
     for (int s = 0; s < 3; s++) free_split(&sp[s]);
     for (int f = 0; f < nfam; f++) free(families[f]);
