@@ -139,6 +139,7 @@ static const char *ro_prelude(const Task *t) {
     return *mask || *bs ? fmt("%s%s\n", mask, bs) : "";
 }
 static const char *ro_opname(int op) { return pick3(op, "sum", "max", "min"); }
+static const char *ro_argname(int dir) { return dir == RO_MAX ? "argmax" : "argmin"; }
 static const char *ro_comb(int op, const char *a, const char *b) {
     return op == RO_SUM ? fmt("%s + %s", a, b) : fmt("%s(%s, %s)", op == RO_MAX ? "fmaxf" : "fminf", a, b);
 }
@@ -258,7 +259,7 @@ static const char *ro_helpers(const Task *t, int ops) {
 // The same for (value, index) pairs of type T, best in direction dir.
 static const char *ro_arg_helpers(const Task *t, const char *T, int dir) {
     if (!ro_shuffles(t) || (ro_map(t) == RO_WARP && !t->p[RP_HELPER])) return "";
-    const char *what = dir == RO_MAX ? "argmax" : "argmin", *wn = ro_fn(t, "warp", what),
+    const char *what = ro_argname(dir), *wn = ro_fn(t, "warp", what),
                *params = fmt("%s &v, int &i", T);
     const char *w =
         FRAG(ro_warp_fn_tpl, "what", fmt("%s of (v, i) pairs", what), "how",
@@ -272,7 +273,6 @@ static const char *ro_arg_helpers(const Task *t, const char *T, int dir) {
                      ro_arg_identity(dir, T), "warp_call", fmt("%s(v, i);", wn), "ret", ""));
 }
 
-// All-reduce of v over a row's threads (block trees use sdata[]).
 static const char ro_tree_tpl[] = R"(
 sdata[tid] = $v;
 __syncthreads();
@@ -283,14 +283,6 @@ for (int s = $B / 2; s > 0; s >>= 1) {
 $v = sdata[0];
 __syncthreads();
 )";
-static const char *ro_allreduce(const Task *t, const char *v, int op) {
-    if (ro_map(t) == RO_THREAD) return "";
-    if (ro_tree(t)) return FRAG(ro_tree_tpl, "v", v, "B", ro_B(t), "comb", ro_comb(op, "sdata[tid]", "sdata[tid + s]"));
-    if (ro_map(t) == RO_BLOCK) return fmt("%s = %s(%s);", v, ro_fn(t, "block", ro_opname(op)), v);
-    if (t->p[RP_HELPER]) return fmt("%s = %s(%s);", v, ro_fn(t, "warp", ro_opname(op)), v);
-    return ro_shfl(t, ro_step(t, v, op), v, NULL);
-}
-// All-reduce of the pair (v, i) (block trees use sval[] and sidx[]).
 static const char ro_arg_tree_tpl[] = R"(
 sval[tid] = $v;
 sidx[tid] = $i;
@@ -310,15 +302,23 @@ $v = sval[0];
 $i = sidx[0];
 __syncthreads();
 )";
-static const char *ro_arg_allreduce(const Task *t, const char *T, const char *v, const char *i, int dir) {
-    const char *what = dir == RO_MAX ? "argmax" : "argmin";
+// All-reduce over a row's threads: of v with op (block trees use sdata[], ro_tree_tpl), or
+// with an index i of the pair (v, i) of type T, best in direction op (block trees use sval[]
+// and sidx[], ro_arg_tree_tpl). Shuffles inline, or a call of the helper (ro_helpers).
+static const char *ro_reduce(const Task *t, const char *T, const char *v, const char *i, int op) {
     if (ro_map(t) == RO_THREAD) return "";
-    if (ro_tree(t))
+    if (ro_tree(t) && i)
         return FRAG(ro_arg_tree_tpl, "v", v, "i", i, "T", T, "B", ro_B(t), "better",
-                    ro_better(dir, "ov", "oi", "sval[tid]", "sidx[tid]"));
-    if (ro_map(t) == RO_BLOCK) return fmt("%s(%s, %s);", ro_fn(t, "block", what), v, i);
-    if (t->p[RP_HELPER]) return fmt("%s(%s, %s);", ro_fn(t, "warp", what), v, i);
-    return ro_shfl(t, ro_arg_step(t, T, v, i, dir), v, i);
+                    ro_better(op, "ov", "oi", "sval[tid]", "sidx[tid]"));
+    if (ro_tree(t)) return FRAG(ro_tree_tpl, "v", v, "B", ro_B(t), "comb", ro_comb(op, "sdata[tid]", "sdata[tid + s]"));
+    if (ro_map(t) == RO_WARP && !t->p[RP_HELPER])
+        return ro_shfl(t, i ? ro_arg_step(t, T, v, i, op) : ro_step(t, v, op), v, i);
+    const char *fn = ro_fn(t, ro_map(t) == RO_BLOCK ? "block" : "warp", i ? ro_argname(op) : ro_opname(op));
+    return i ? fmt("%s(%s, %s);", fn, v, i) : fmt("%s = %s(%s);", v, fn, v);
+}
+static const char *ro_allreduce(const Task *t, const char *v, int op) { return ro_reduce(t, "float", v, NULL, op); }
+static const char *ro_arg_allreduce(const Task *t, const char *T, const char *v, const char *i, int dir) {
+    return ro_reduce(t, T, v, i, dir);
 }
 
 // A row kernel: the prelude and helpers, the signature, the shared arrays, the row (and
