@@ -121,6 +121,13 @@ static const char *ro_map_desc(const Task *t) {
     return fmt("Use one warp per row (%d warp%s per block), reducing across lanes with %s.", t->p[RP_BLOCK] / 32,
                t->p[RP_BLOCK] > 32 ? "s" : "", sh);
 }
+// The first sentence of a description: "X is a R x C row-major <kind>matrix with <values>values
+// in [lo, hi)", the range closed for whole numbers.
+static void ro_intro(Buf *desc, const Task *t, const char *kind, const char *values) {
+    const Tensor *x = &t->in[0];
+    buf_printf(desc, "%s is a %d x %d row-major %smatrix with %svalues in [%s, %s%s. ", x->name, t->p[RP_ROWS],
+               t->p[RP_COLS], kind, values, fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")");
+}
 static const char *ro_how(const Task *t) { return pick3(ro_map(t), "one block per row", "one warp per row",
                                                         "one thread per row"); }
 
@@ -479,27 +486,20 @@ static void sm_describe(const Task *t, Buf *name, Buf *desc) {
                                           { "Online_Softmax", "Online_Softmax_Warp", "Single_Pass_Softmax" },
                                           { "Log_Softmax", "Row_Log_Softmax", "LogSoftmax" } };
     int lg = sm_is_log(t);
-    buf_puts(name, nm[lg ? 3 : t->p[SM_ALGO] ? 2 : t->fam == &fam_softmax_warp][t->p[RP_TNAME]]);
     const char *x = t->in[0].name, *y = t->out[0].name;
-    buf_printf(desc, "%s is a %d x %d row-major matrix with values in [-%d, %d). ", x, t->p[RP_ROWS], t->p[RP_COLS],
-               t->p[SM_RANGE], t->p[SM_RANGE]);
+    buf_puts(name, nm[lg ? 3 : t->p[SM_ALGO] ? 2 : t->fam == &fam_softmax_warp][t->p[RP_TNAME]]);
+    ro_intro(desc, t, "", "");
     if (lg)
-        buf_printf(desc,
-                   "Compute the log-softmax of every row: %s[r][c] = %s[r][c] - m_r - log(sum_j exp(%s[r][j] - m_r)), "
-                   "with m_r the maximum of row r. ",
-                   y, x, x);
+        buf_printf(desc, "Compute the log-softmax of every row: %s[r][c] = %s[r][c] - m_r - "
+                         "log(sum_j exp(%s[r][j] - m_r)), with m_r the maximum of row r. ", y, x, x);
     else
-        buf_printf(desc,
-                   "Compute the softmax of every row: %s[r][c] = exp(%s[r][c] - m_r) / sum_j exp(%s[r][j] - m_r), with "
-                   "m_r the "
-                   "maximum of row r (subtracting it keeps exp in range). ",
-                   y, x, x);
+        buf_printf(desc, "Compute the softmax of every row: %s[r][c] = exp(%s[r][c] - m_r) / "
+                         "sum_j exp(%s[r][j] - m_r), with m_r the maximum of row r (subtracting it keeps exp in range). ", y, x, x);
     buf_puts(desc, ro_map_desc(t));
     if (t->p[SM_ALGO])
         buf_puts(desc, " Find m_r and the sum in a single pass with the online rescaling (when a larger value appears, "
-                       "scale the running "
-                       "sum by exp(old_max - new_max)), merging the lanes' (max, sum) pairs with shuffles; then write "
-                       "the outputs.");
+                       "scale the running sum by exp(old_max - new_max)), merging the lanes' (max, sum) pairs with "
+                       "shuffles; then write the outputs.");
     else if (t->p[SM_STORE] && !lg)
         buf_puts(desc, " Store the exponentials in the output during the sum pass and scale them in place by 1/sum.");
 }
@@ -679,20 +679,16 @@ static void ln_layout(Task *t) {
 static void ln_describe(const Task *t, Buf *name, Buf *desc) {
     static const char *const nm[2][3] = { { "LayerNorm", "Layer_Normalization", "Row_LayerNorm" },
                                           { "RMSNorm", "RMS_Normalization", "Root_Mean_Square_Norm" } };
-    int rms = ln_is_rms(t), g = t->p[LN_RANGE];
+    int rms = ln_is_rms(t);
     const char *x = t->in[0].name, *w = t->in[1].name, *y = t->out[0].name, *eps = fnum(t->f[LNF_EPS]);
     buf_puts(name, nm[rms][t->p[RP_TNAME]]);
-    buf_printf(desc, "%s is a %d x %d row-major matrix with values in [%s, %s). ", x, t->p[RP_ROWS], t->p[RP_COLS],
-               fnum(ln_lo[g]), fnum(ln_hi[g]));
+    ro_intro(desc, t, "", "");
     if (rms) {
-        buf_printf(desc,
-                   "RMS-normalise every row and scale it: %s[r][c] = %s[r][c] / sqrt(mean_c(%s[r][c]^2) + %s) * %s[c].",
-                   y, x, x, eps, w);
+        buf_printf(desc, "RMS-normalise every row and scale it: %s[r][c] = %s[r][c] / sqrt(mean_c(%s[r][c]^2) + %s) "
+                         "* %s[c].", y, x, x, eps, w);
     } else {
-        buf_printf(desc,
-                   "Layer-normalise every row: %s[r][c] = (%s[r][c] - mean_r) / sqrt(var_r + %s) * %s[c] + %s[c], "
-                   "where mean_r "
-                   "and var_r are the mean and the population variance (divide by %d) of row r.",
+        buf_printf(desc, "Layer-normalise every row: %s[r][c] = (%s[r][c] - mean_r) / sqrt(var_r + %s) * %s[c] + "
+                         "%s[c], where mean_r and var_r are the mean and the population variance (divide by %d) of row r.",
                    y, x, eps, w, t->in[2].name, t->p[RP_COLS]);
         if (t->p[LN_SAVE])
             buf_printf(desc, " Also write %s[r] = mean_r and %s[r] = 1 / sqrt(var_r + %s).", t->out[1].name,
@@ -826,18 +822,15 @@ static void mv_layout(Task *t) {
 
 static void mv_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, pick3(t->p[RP_TNAME], "Row_Mean_And_Variance", "Row_Moments", "Per_Row_Mean_Var"));
-    int g = t->p[MV_RANGE];
-    buf_printf(
-        desc,
-        "%s is a %d x %d row-major matrix with values in [%s, %s). For every row r compute %s[r] = the mean of the row "
-        "and %s[r] = its %s variance (sum of squared deviations divided by %s). %s %s",
-        t->in[0].name, t->p[RP_ROWS], t->p[RP_COLS], fnum(mv_lo[g]), fnum(mv_hi[g]), t->out[0].name, t->out[1].name,
-        t->p[MV_DDOF] ? "sample (unbiased)" : "population", t->p[MV_DDOF] ? "cols - 1" : "cols",
-        pick3(t->p[MV_ALGO], "Two passes: the mean, then the squared deviations.",
-              "One pass accumulating the sum and the sum of squares.",
-              "Welford's algorithm: each thread keeps (count, mean, M2) and the partial states are merged with Chan's "
-              "formula."),
-        ro_map_desc(t));
+    ro_intro(desc, t, "", "");
+    buf_printf(desc, "For every row r compute %s[r] = the mean of the row and %s[r] = its %s variance (sum of squared "
+                     "deviations divided by %s). %s %s", t->out[0].name, t->out[1].name,
+               t->p[MV_DDOF] ? "sample (unbiased)" : "population", t->p[MV_DDOF] ? "cols - 1" : "cols",
+               pick3(t->p[MV_ALGO], "Two passes: the mean, then the squared deviations.",
+                     "One pass accumulating the sum and the sum of squares.",
+                     "Welford's algorithm: each thread keeps (count, mean, M2) and the partial states are merged with "
+                     "Chan's formula."),
+               ro_map_desc(t));
 }
 
 // Two passes, the sum and the sum of squares, or Welford states (count, mean, M2) merged
@@ -989,14 +982,10 @@ static void am_layout(Task *t) {
 }
 static void am_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, pick3(t->p[RP_TNAME], "Row_Argmin", "Argmin_Per_Row", "Row_Minimum_With_Index"));
-    const Tensor *x = &t->in[0];
-    buf_printf(desc,
-               "%s is a %d x %d row-major %s matrix with %s values in [%s, %s%s. For every row r write %s[r] = the "
-               "smallest value "
-               "of the row and %s[r] = its column index; when the minimum occurs several times, take the lowest column "
-               "index. %s",
-               x->name, t->p[RP_ROWS], t->p[RP_COLS], dt_names[x->dt], x->integer ? "whole-number" : "", fnum(x->lo),
-               fnum(x->hi), x->integer ? "]" : ")", t->out[0].name, t->out[1].name, ro_map_desc(t));
+    ro_intro(desc, t, fmt("%s ", dt_names[t->in[0].dt]), t->in[0].integer ? "whole-number " : " ");
+    buf_printf(desc, "For every row r write %s[r] = the smallest value of the row and %s[r] = its column index; when "
+                     "the minimum occurs several times, take the lowest column index. %s",
+               t->out[0].name, t->out[1].name, ro_map_desc(t));
 }
 static const char am_body_tpl[] = R"(
 const $T *xr = $x + (size_t)row * cols;
@@ -1080,19 +1069,17 @@ static void tk_describe(const Task *t, Buf *name, Buf *desc) {
     const Tensor *x = &t->in[0];
     buf_printf(desc,
                "%s is a %d x %d row-major matrix of %s in [%s, %s%s. For every row r, write the %d %s values of the "
-               "row in %s order "
-               "to %s[r][0..%d) and their column indices to %s[r][0..%d); equal values are ordered by column index, "
-               "the lower index "
-               "first (so the selection is unique). %s",
+               "row in %s order to %s[r][0..%d) and their column indices to %s[r][0..%d); equal values are ordered "
+               "by column index, the lower index first (so the selection is unique). %s",
                x->name, t->p[RP_ROWS], t->p[RP_COLS], x->integer ? "whole numbers stored as float32" : "float32 values",
                fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")", K, sm ? "smallest" : "largest",
                sm ? "increasing" : "decreasing", t->out[0].name, K, t->out[1].name, K, ro_map_desc(t));
     if (ro_map(t) != RO_THREAD)
-        buf_printf(desc, " Select in %d rounds: each round picks the best element that ranks after the previous pick.",
-                   K);
+        buf_printf(desc, " Select in %d rounds: each round picks the best element that ranks after the previous "
+                         "pick.", K);
     else
-        buf_puts(desc,
-                 " Each thread keeps a sorted list of its best k in registers and inserts every element of the row.");
+        buf_puts(desc, " Each thread keeps a sorted list of its best k in registers and inserts every element of the "
+                       "row.");
 }
 // One thread per row: insertion into a sorted list in registers (K a template parameter,
 // or k at run time in arrays of KMAX). Blocks and warps: k selection rounds.
@@ -1244,25 +1231,16 @@ static void cs_describe(const Task *t, Buf *name, Buf *desc) {
     int ex = t->p[CS_KIND], rev = t->p[CS_DIR], B = t->p[RP_BLOCK];
     const Tensor *x = &t->in[0];
     buf_puts(name, nm[rev][t->p[RP_TNAME]]);
-    buf_printf(desc,
-               "%s is a %d x %d row-major %s matrix with values in [%s, %s%s. Compute the %s %scumulative sum along "
-               "each row%s: "
-               "%s[r][c] = sum of %s[r][j] for j %s%s c.",
-               x->name, t->p[RP_ROWS], t->p[RP_COLS], dt_names[x->dt], fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")",
+    ro_intro(desc, t, fmt("%s ", dt_names[x->dt]), "");
+    buf_printf(desc, "Compute the %s %scumulative sum along each row%s: %s[r][c] = sum of %s[r][j] for j %s%s c.",
                ex ? "exclusive" : "inclusive", rev ? "reverse " : "", rev ? " (from the right end)" : "",
                t->out[0].name, x->name, rev ? ">" : "<", ex ? "" : "=");
     if (ro_map(t) == RO_BLOCK)
-        buf_printf(
-            desc,
-            " Use one block of %d threads per row, scanning chunks of the row in shared memory (Hillis-Steele) and "
-            "carrying each chunk's total into the next.",
-            B);
+        buf_printf(desc, " Use one block of %d threads per row, scanning chunks of the row in shared memory "
+                         "(Hillis-Steele) and carrying each chunk's total into the next.", B);
     else if (ro_map(t) == RO_WARP)
-        buf_printf(desc,
-                   " Use one warp per row (%d warp%s per block), scanning 32 columns at a time with __shfl_up_sync and "
-                   "carrying "
-                   "the running total.",
-                   B / 32, B > 32 ? "s" : "");
+        buf_printf(desc, " Use one warp per row (%d warp%s per block), scanning 32 columns at a time with "
+                         "__shfl_up_sync and carrying the running total.", B / 32, B > 32 ? "s" : "");
     else buf_puts(desc, " Use one thread per row, walking the row sequentially.");
 }
 // A thread walks its row; a block scans chunks of blockDim.x columns in shared memory; a
