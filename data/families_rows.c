@@ -494,7 +494,8 @@ static void sm_describe(const Task *t, Buf *name, Buf *desc) {
                          "log(sum_j exp(%s[r][j] - m_r)), with m_r the maximum of row r. ", y, x, x);
     else
         buf_printf(desc, "Compute the softmax of every row: %s[r][c] = exp(%s[r][c] - m_r) / "
-                         "sum_j exp(%s[r][j] - m_r), with m_r the maximum of row r (subtracting it keeps exp in range). ", y, x, x);
+                         "sum_j exp(%s[r][j] - m_r), with m_r the maximum of row r (subtracting it keeps exp in range). ",
+                   y, x, x);
     buf_puts(desc, ro_map_desc(t));
     if (t->p[SM_ALGO])
         buf_puts(desc, " Find m_r and the sum in a single pass with the online rescaling (when a larger value appears, "
@@ -688,7 +689,8 @@ static void ln_describe(const Task *t, Buf *name, Buf *desc) {
                          "* %s[c].", y, x, x, eps, w);
     } else {
         buf_printf(desc, "Layer-normalise every row: %s[r][c] = (%s[r][c] - mean_r) / sqrt(var_r + %s) * %s[c] + "
-                         "%s[c], where mean_r and var_r are the mean and the population variance (divide by %d) of row r.",
+                         "%s[c], where mean_r and var_r are the mean and the population variance (divide by %d) of row "
+                         "r.",
                    y, x, eps, w, t->in[2].name, t->p[RP_COLS]);
         if (t->p[LN_SAVE])
             buf_printf(desc, " Also write %s[r] = mean_r and %s[r] = 1 / sqrt(var_r + %s).", t->out[1].name,
