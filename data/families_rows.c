@@ -494,8 +494,8 @@ static void sm_describe(const Task *t, Buf *name, Buf *desc) {
                          "log(sum_j exp(%s[r][j] - m_r)), with m_r the maximum of row r. ", y, x, x);
     else
         buf_printf(desc, "Compute the softmax of every row: %s[r][c] = exp(%s[r][c] - m_r) / "
-                         "sum_j exp(%s[r][j] - m_r), with m_r the maximum of row r (subtracting it keeps exp in range). ",
-                   y, x, x);
+                         "sum_j exp(%s[r][j] - m_r), with m_r the maximum of row r (subtracting it keeps exp in "
+                         "range). ", y, x, x);
     buf_puts(desc, ro_map_desc(t));
     if (t->p[SM_ALGO])
         buf_puts(desc, " Find m_r and the sum in a single pass with the online rescaling (when a larger value appears, "
