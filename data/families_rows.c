@@ -131,6 +131,22 @@ static void ro_intro(Buf *desc, const Task *t, const char *kind, const char *val
 static const char *ro_how(const Task *t) { return pick3(ro_map(t), "one block per row", "one warp per row",
                                                         "one thread per row"); }
 
+// CPU references: element k of a float32 or int32 array (exact in double), and a store.
+static double ro_get(const void *p, int is_int, long k) { return is_int ? ((const int *)p)[k] : ((const float *)p)[k]; }
+static void ro_put(void *p, int is_int, long k, double v) {
+    if (is_int) ((int *)p)[k] = (int)v;
+    else ((float *)p)[k] = (float)v;
+}
+// The mean of a row (0 without with_mean) and the sum of squared deviations from it, in double.
+static double ro_moments(const float *xr, long C, int with_mean, double *m2) {
+    double mu = 0;
+    for (long c = 0; c < C && with_mean; c++) mu += xr[c];
+    mu /= (double)C;
+    *m2 = 0;
+    for (long c = 0; c < C; c++) *m2 += ((double)xr[c] - mu) * ((double)xr[c] - mu);
+    return mu;
+}
+
 // ----------------------------------------------------------------------------
 // Kernel pieces
 
@@ -766,14 +782,10 @@ static void ln_launch(const Task *t, Emit *e, const Host *h) { ro_launch(e, t, h
 static void ln_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0], *w = in[1], *b = ln_is_rms(t) ? NULL : in[2];
     long R = t->p[RP_ROWS], C = t->p[RP_COLS];
-    double eps = fpar(t, LNF_EPS);
     for (long r = 0; r < R; r++) {
         const float *xr = x + r * C;
-        double mu = 0, var = 0;
-        for (long c = 0; c < C && b; c++) mu += xr[c];
-        mu /= (double)C;
-        for (long c = 0; c < C; c++) var += ((double)xr[c] - mu) * ((double)xr[c] - mu);
-        double rstd = 1.0 / sqrt(var / (double)C + eps);
+        double var, mu = ro_moments(xr, C, b != NULL, &var); // RMSNorm: var is the mean square
+        double rstd = 1.0 / sqrt(var / (double)C + fpar(t, LNF_EPS));
         float *y = (float *)out[0] + r * C;
         for (long c = 0; c < C; c++) y[c] = (float)(((double)xr[c] - mu) * rstd * w[c] + (b ? b[c] : 0.0));
         if (t->nout == 3) {
@@ -943,10 +955,7 @@ static void mv_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0];
     long R = t->p[RP_ROWS], C = t->p[RP_COLS];
     for (long r = 0; r < R; r++) {
-        double mu = 0, m2 = 0;
-        for (long c = 0; c < C; c++) mu += x[r * C + c];
-        mu /= (double)C;
-        for (long c = 0; c < C; c++) m2 += ((double)x[r * C + c] - mu) * ((double)x[r * C + c] - mu);
+        double m2, mu = ro_moments(x + r * C, C, 1, &m2);
         ((float *)out[0])[r] = (float)mu;
         ((float *)out[1])[r] = (float)(m2 / (double)(C - t->p[MV_DDOF]));
     }
@@ -1017,17 +1026,12 @@ static void am_launch(const Task *t, Emit *e,
                       const Host *h) { ro_launch(e, t, h, kernel_args(h, 2), "(sizeof(float) + sizeof(int))"); }
 static void am_ref(const Task *t, const void *const *in, void *const *out) {
     long R = t->p[RP_ROWS], C = t->p[RP_COLS];
+    int is_int = t->p[AM_DTYPE];
     for (long r = 0; r < R; r++) {
         long bi = 0;
-        if (t->p[AM_DTYPE]) {
-            const int *x = (const int *)in[0] + r * C;
-            for (long c = 1; c < C; c++) bi = x[c] < x[bi] ? c : bi;
-            ((int *)out[0])[r] = x[bi];
-        } else {
-            const float *x = (const float *)in[0] + r * C;
-            for (long c = 1; c < C; c++) bi = x[c] < x[bi] ? c : bi;
-            ((float *)out[0])[r] = x[bi];
-        }
+        for (long c = 1; c < C; c++)
+            if (ro_get(in[0], is_int, r * C + c) < ro_get(in[0], is_int, r * C + bi)) bi = c;
+        ro_put(out[0], is_int, r, ro_get(in[0], is_int, r * C + bi));
         ((int *)out[1])[r] = (int)bi;
     }
 }
@@ -1333,11 +1337,9 @@ static void cs_ref(const Task *t, const void *const *in, void *const *out) {
         double acc = 0;
         for (long j = 0; j < C; j++) {
             long c = rev ? C - 1 - j : j;
-            double v =
-                t->p[CS_DTYPE] ? (double)((const int *)in[0])[r * C + c] : (double)((const float *)in[0])[r * C + c];
+            double v = ro_get(in[0], t->p[CS_DTYPE], r * C + c);
             if (!ex) acc += v;
-            if (t->p[CS_DTYPE]) ((int *)out[0])[r * C + c] = (int)acc;
-            else ((float *)out[0])[r * C + c] = (float)acc;
+            ro_put(out[0], t->p[CS_DTYPE], r * C + c, acc);
             if (ex) acc += v;
         }
     }
