@@ -256,38 +256,42 @@ __device__ $type $name($params) {
 }
 
 )";
-// Helpers for the reductions ops (a bit mask of 1 << RO_*) of float values.
+// Whether the kernel calls helpers: block mappings that shuffle always, warp mappings by choice.
+static int ro_has_helpers(const Task *t) { return ro_shuffles(t) && (ro_map(t) == RO_BLOCK || t->p[RP_HELPER]); }
+// The helpers of the reductions ops (a bit mask of 1 << RO_*) of float values: the warp
+// all-reduces, then for block mappings the block all-reduces that call them.
 static const char *ro_helpers(const Task *t, int ops) {
-    if (!ro_shuffles(t) || (ro_map(t) == RO_WARP && !t->p[RP_HELPER])) return "";
-    Buf b = { 0 };
+    if (!ro_has_helpers(t)) return "";
     const char *how = t->p[RP_RED] == RO_DOWN ? "a __shfl_down_sync tree, then lane 0 broadcasts it."
                                                : "a __shfl_xor_sync butterfly; every lane ends with it.";
-    for (int op = 0; op < 3; op++)
-        if ((ops >> op) & 1)
-            buf_puts(&b, FRAG(ro_warp_fn_tpl, "what", ro_opname(op), "how", how, "name",
-                              ro_fn(t, "warp", ro_opname(op)), "spec",
-                              t->p[RP_KNAME] & 1 ? "__inline__ __device__ float" : "__device__ __forceinline__ float",
-                              "params", "float v", "shuffle", ro_shfl(t, ro_step(t, "v", op), "v", NULL), "ret",
-                              "return v;"));
-    for (int op = 0; op < 3 && ro_map(t) == RO_BLOCK; op++)
-        if ((ops >> op) & 1)
-            buf_puts(&b, FRAG(ro_block_fn_tpl, "what", ro_opname(op), "type", "float", "T", "float", "name",
-                              ro_fn(t, "block", ro_opname(op)), "params", "float v", "shared_idx", "", "store_idx", "",
-                              "load_idx", "", "identity", ro_identity(op), "warp_call",
-                              fmt("v = %s(v);", ro_fn(t, "warp", ro_opname(op))), "ret", "return v;"));
+    const char *spec = t->p[RP_KNAME] & 1 ? "__inline__ __device__ float" : "__device__ __forceinline__ float";
+    Buf b = { 0 };
+    for (int block = 0; block <= (ro_map(t) == RO_BLOCK); block++)
+        for (int op = 0; op < 3; op++) {
+            if (!((ops >> op) & 1)) continue;
+            const char *what = ro_opname(op), *wn = ro_fn(t, "warp", what);
+            if (!block)
+                buf_puts(&b, FRAG(ro_warp_fn_tpl, "what", what, "how", how, "name", wn, "spec", spec, "params",
+                                  "float v", "shuffle", ro_shfl(t, ro_step(t, "v", op), "v", NULL), "ret",
+                                  "return v;"));
+            else
+                buf_puts(&b, FRAG(ro_block_fn_tpl, "what", what, "type", "float", "T", "float", "name",
+                                  ro_fn(t, "block", what), "params", "float v", "shared_idx", "", "store_idx", "",
+                                  "load_idx", "", "identity", ro_identity(op), "warp_call", fmt("v = %s(v);", wn),
+                                  "ret", "return v;"));
+        }
     const char *s = FRAG("$s", "s", buf_str(&b));
     buf_free(&b);
     return s;
 }
 // The same for (value, index) pairs of type T, best in direction dir.
 static const char *ro_arg_helpers(const Task *t, const char *T, int dir) {
-    if (!ro_shuffles(t) || (ro_map(t) == RO_WARP && !t->p[RP_HELPER])) return "";
-    const char *what = ro_argname(dir), *wn = ro_fn(t, "warp", what),
-               *params = fmt("%s &v, int &i", T);
-    const char *w =
-        FRAG(ro_warp_fn_tpl, "what", fmt("%s of (v, i) pairs", what), "how",
-             "the lower index wins ties; all lanes end with it.", "name", wn, "spec", "__device__ __forceinline__ void",
-             "params", params, "shuffle", ro_shfl(t, ro_arg_step(t, T, "v", "i", dir), "v", "i"), "ret", "");
+    if (!ro_has_helpers(t)) return "";
+    const char *what = ro_argname(dir), *wn = ro_fn(t, "warp", what), *params = fmt("%s &v, int &i", T);
+    const char *w = FRAG(ro_warp_fn_tpl, "what", fmt("%s of (v, i) pairs", what), "how",
+                         "the lower index wins ties; all lanes end with it.", "name", wn, "spec",
+                         "__device__ __forceinline__ void", "params", params, "shuffle",
+                         ro_shfl(t, ro_arg_step(t, T, "v", "i", dir), "v", "i"), "ret", "");
     if (ro_map(t) != RO_BLOCK) return w;
     return FRAG("$w$b", "w", w, "b",
                 FRAG(ro_block_fn_tpl, "what", what, "type", "void", "T", T, "name", ro_fn(t, "block", what), "params",
@@ -373,26 +377,38 @@ static const char *ro_shared(const Task *t, const char *shared) {
     const char *B = ro_B(t);
     int dyn = t->p[RP_SHMEM] == RO_DYNAMIC;
     if (!ro_tree(t) || !*shared) return "";
-    if (strncmp(shared, "arg:", 4) == 0) {
-        const char *T = shared + 4;
-        if (dyn)
-            return fmt(
-                "extern __shared__ int smem_raw[];\n%s *sval = (%s *)smem_raw;\nint *sidx = smem_raw + blockDim.x;", T,
-                T);
-        return fmt("__shared__ %s sval[%s];\n__shared__ int sidx[%s];", T, B, B);
-    }
+    int arg = strncmp(shared, "arg:", 4) == 0;
+    const char *T = arg ? shared + 4 : shared;
+    if (arg && dyn)
+        return fmt("extern __shared__ int smem_raw[];\n%s *sval = (%s *)smem_raw;\nint *sidx = smem_raw + blockDim.x;",
+                   T, T);
+    if (arg) return fmt("__shared__ %s sval[%s];\n__shared__ int sidx[%s];", T, B, B);
     if (strchr(shared, ';')) return shared;
     return dyn ? fmt("extern __shared__ %s sdata[];", shared) : fmt("__shared__ %s sdata[%s];", shared, B);
 }
 static void ro_kernel(Emit *e, const Task *t, const char *helpers, const char *comment, const char *params,
-                      const char *shared,
-                      const char *body) {
+                      const char *shared, const char *body) {
     TPL(e, t, ro_kernel_tpl, "prelude", ro_prelude(t), "helpers", helpers, "comment", comment, "kname", t->kname[0],
         "template", ro_tree(t) && t->p[RP_SHMEM] == RO_TEMPLATE ? "template <int BLOCK>" : "",
         "params", params, "shared", ro_shared(t, shared), "body", body,
         "index", FRAG(ro_index_tpl[ro_map(t)], "gidx", gidx_expr(t, 0), "lane", t->p[RP_NAMES] & 1 ? "& 31" : "% 32",
                       "warp_row", t->p[RP_KNAME] & 1 ? "blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32"
                                                      : "(blockIdx.x * blockDim.x + threadIdx.x) / 32"));
+}
+// The body of a row-statistics kernel (softmax, norms, mean/var): the row's pointers, the
+// statistics, then the writes.
+static const char ro_body_tpl[] = R"(
+const float *xr = $x + (size_t)row * cols;
+$yr
+$stats
+$scale
+$write
+$save
+)";
+static const char *ro_body(const Task *t, const char *stats, const char *scale, const char *write, const char *save) {
+    const char *yr = t->out[0].ndim == 2 ? fmt("float *yr = %s + (size_t)row * cols;", t->out[0].name) : "";
+    return FRAG(ro_body_tpl, "x", t->in[0].name, "yr", yr, "stats", stats, "scale", scale, "write", write, "save",
+                save);
 }
 // The kernel's parameters: the tensors, rows and cols.
 static const char *ro_sig(const Task *t) { return fmt("%s, int rows, int cols", kernel_params(t)); }
@@ -440,6 +456,12 @@ static void ro_launch(Emit *e, const Task *t, const Host *h, const char *args, c
         "warps", fmt("%d", B / 32), "threads", ro_tree(t) && t->p[RP_SHMEM] == RO_DEFINE ? "BLOCK_SIZE" : fmt("%d", B),
         "k", ro_tree(t) && t->p[RP_SHMEM] == RO_TEMPLATE ? fmt("%s<%d>", t->kname[0], B) : t->kname[0],
         "smem", dyn ? fmt("const size_t smem = threads * %s;", smem) : "", "sm", dyn ? ", smem" : "");
+}
+
+// The launch of a kernel whose arguments are the tensors, rows and cols, with a float per
+// thread of dynamic shared memory.
+static void ro_launch_float(const Task *t, Emit *e, const Host *h) {
+    ro_launch(e, t, h, kernel_args(h, 2), "sizeof(float)");
 }
 
 // ----------------------------------------------------------------------------
@@ -562,13 +584,6 @@ __device__ __forceinline__ void $name(float &m, float &s) {
 }
 
 )";
-static const char sm_body_tpl[] = R"(
-const float *xr = $x + (size_t)row * cols;
-float *yr = $y + (size_t)row * cols;
-$stats
-$scale
-$write
-)";
 
 static const char *sm_exp(const Task *t, const char *a) {
     return pick3(t->p[SM_EXP], fmt("expf(%s)", a), fmt("__expf(%s)", a), fmt("exp2f((%s) * 1.44269504f)", a));
@@ -604,11 +619,9 @@ static void sm_kernels(const Task *t, Emit *e) {
                   : online ? "one warp per row: an online pass for (max, sum), then a pass writing the outputs"
                            : "one warp per row: max, then sum of exponentials, then normalise"),
               ro_sig(t), "float",
-              FRAG(sm_body_tpl, "x", t->in[0].name, "y", t->out[0].name, "stats", stats, "scale", scale, "write",
-                   ro_cols(t, write)));
+              ro_body(t, stats, scale, ro_cols(t, write), ""));
 }
 
-static void sm_launch(const Task *t, Emit *e, const Host *h) { ro_launch(e, t, h, kernel_args(h, 2), "sizeof(float)"); }
 
 static void sm_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0];
@@ -627,15 +640,15 @@ static void sm_ref(const Task *t, const void *const *in, void *const *out) {
 static const Family fam_softmax_block = {
     "softmax_row_block",
     "softmax per row, one block per row: max and sum through a shared-memory tree or warp shuffles + shared partials",
-    smb_params, NULL, sm_draw, sm_layout, sm_describe, sm_kernels, sm_launch, sm_ref };
+    smb_params, NULL, sm_draw, sm_layout, sm_describe, sm_kernels, ro_launch_float, sm_ref };
 static const Family fam_softmax_warp = {
     "softmax_row_warp",
     "softmax per row, one warp per row: two passes with shuffle all-reduces, or one online (max, sum) pass",
-    smw_params, NULL, sm_draw, sm_layout, sm_describe, sm_kernels, sm_launch, sm_ref };
+    smw_params, NULL, sm_draw, sm_layout, sm_describe, sm_kernels, ro_launch_float, sm_ref };
 static const Family fam_log_softmax = {
     "log_softmax_row",
     "log-softmax per row (x - max - log sum exp), block or warp per row",
-    lsm_params, NULL, sm_draw, sm_layout, sm_describe, sm_kernels, sm_launch, sm_ref };
+    lsm_params, NULL, sm_draw, sm_layout, sm_describe, sm_kernels, ro_launch_float, sm_ref };
 
 // ----------------------------------------------------------------------------
 // LayerNorm and RMSNorm per row
@@ -744,13 +757,6 @@ $sq_loop
 $sq_reduce
 const float rstd = $rstd_rms;
 )" };
-static const char ln_body_tpl[] = R"(
-const float *xr = $x + (size_t)row * cols;
-float *yr = $y + (size_t)row * cols;
-$stats
-$write
-$save
-)";
 
 static void ln_kernels(const Task *t, Emit *e) {
     int rms = ln_is_rms(t), one = t->p[LN_STATS] == 1;
@@ -773,11 +779,9 @@ static void ln_kernels(const Task *t, Emit *e) {
               rms ? fmt("RMSNorm of each row: y = x / sqrt(mean(x^2) + eps) * w, %s.", ro_how(t))
                   : fmt("LayerNorm of each row (%s statistics), %s.", one ? "one-pass" : "two-pass", ro_how(t)),
               ro_sig(t), "float",
-              FRAG(ln_body_tpl, "x", t->in[0].name, "y", t->out[0].name, "stats", stats, "write", ro_cols(t, write),
-                   "save", save));
+              ro_body(t, stats, "", ro_cols(t, write), save));
 }
 
-static void ln_launch(const Task *t, Emit *e, const Host *h) { ro_launch(e, t, h, kernel_args(h, 2), "sizeof(float)"); }
 
 static void ln_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0], *w = in[1], *b = ln_is_rms(t) ? NULL : in[2];
@@ -799,11 +803,11 @@ static const Family fam_layernorm = {
     "layernorm_row",
     "LayerNorm per row with gamma/beta: two-pass or one-pass statistics, "
     "block or warp per row, optional mean/rstd outputs",
-    ln_params, ln_fp, ln_draw, ln_layout, ln_describe, ln_kernels, ln_launch, ln_ref };
+    ln_params, ln_fp, ln_draw, ln_layout, ln_describe, ln_kernels, ro_launch_float, ln_ref };
 static const Family fam_rmsnorm = {
     "rmsnorm_row",
     "RMSNorm per row with a weight vector, block or warp per row, rsqrtf or 1/sqrtf",
-    rms_params, ln_fp, ln_draw, ln_layout, ln_describe, ln_kernels, ln_launch, ln_ref };
+    rms_params, ln_fp, ln_draw, ln_layout, ln_describe, ln_kernels, ro_launch_float, ln_ref };
 
 // ----------------------------------------------------------------------------
 // Row mean and variance (two outputs)
@@ -912,11 +916,6 @@ for (int offset = 16; offset > 0; offset >>= 1) {
     $merge(cnt, mu, m2, on, om, oq);
 }
 )";
-static const char mv_body_tpl[] = R"(
-const float *xr = $x + (size_t)row * cols;
-$stats
-$write
-)";
 
 static void mv_kernels(const Task *t, Emit *e) {
     int algo = t->p[MV_ALGO], m = ro_map(t);
@@ -942,9 +941,9 @@ static void mv_kernels(const Task *t, Emit *e) {
               fmt("Mean and %s variance of each row (%s), %s.", t->p[MV_DDOF] ? "sample" : "population", mv_algos[algo],
                   ro_how(t)),
               ro_sig(t), shared,
-              FRAG(mv_body_tpl, "x", t->in[0].name, "stats", stats, "write",
-                   ro_lead(t, fmt("%s[row] = mu;\n%s[row] = m2 / %s;", t->out[0].name, t->out[1].name,
-                                  t->p[MV_DDOF] ? "(cols - 1)" : "cols"))));
+              ro_body(t, stats, "", "",
+                      ro_lead(t, fmt("%s[row] = mu;\n%s[row] = m2 / %s;", t->out[0].name, t->out[1].name,
+                                     t->p[MV_DDOF] ? "(cols - 1)" : "cols"))));
 }
 
 static void mv_launch(const Task *t, Emit *e, const Host *h) {
@@ -1022,8 +1021,9 @@ static void am_kernels(const Task *t, Emit *e) {
                    ro_cols(t, FRAG(am_step_tpl, "T", T)), "reduce", ro_arg_allreduce(t, T, "best", "best_i", RO_MIN),
                    "write", ro_lead(t, fmt("%s[row] = best;\n%s[row] = best_i;", t->out[0].name, t->out[1].name))));
 }
-static void am_launch(const Task *t, Emit *e,
-                      const Host *h) { ro_launch(e, t, h, kernel_args(h, 2), "(sizeof(float) + sizeof(int))"); }
+static void am_launch(const Task *t, Emit *e, const Host *h) {
+    ro_launch(e, t, h, kernel_args(h, 2), "(sizeof(float) + sizeof(int))");
+}
 static void am_ref(const Task *t, const void *const *in, void *const *out) {
     long R = t->p[RP_ROWS], C = t->p[RP_COLS];
     int is_int = t->p[AM_DTYPE];
@@ -1062,9 +1062,7 @@ static void tk_layout(Task *t) {
     if (t->p[TK_DATA]) trange(&t->in[0], 0, 15, 1);
     else trange(&t->in[0], -1, 1, 0);
     int kk = add_size(t, "topk", t->p[TK_K]);
-    for (int j = 0; j < 2; j++) {
-        tshape(&t->out[j], j ? DT_I32 : DT_F32, 2, t->p[RP_ROWS], t->p[TK_K], 0, kk);
-    }
+    for (int j = 0; j < 2; j++) tshape(&t->out[j], j ? DT_I32 : DT_F32, 2, t->p[RP_ROWS], t->p[TK_K], 0, kk);
     t->atol = t->rtol = 0;
 }
 static void tk_describe(const Task *t, Buf *name, Buf *desc) {
