@@ -618,10 +618,8 @@ static void sm_kernels(const Task *t, Emit *e) {
                   ro_map(t) == RO_BLOCK ? "one block per row: max, then sum of exponentials, then normalise"
                   : online ? "one warp per row: an online pass for (max, sum), then a pass writing the outputs"
                            : "one warp per row: max, then sum of exponentials, then normalise"),
-              ro_sig(t), "float",
-              ro_body(t, stats, scale, ro_cols(t, write), ""));
+              ro_sig(t), "float", ro_body(t, stats, scale, ro_cols(t, write), ""));
 }
-
 
 static void sm_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0];
@@ -718,9 +716,8 @@ static void ln_describe(const Task *t, Buf *name, Buf *desc) {
                          "* %s[c].", y, x, x, eps, w);
     } else {
         buf_printf(desc, "Layer-normalise every row: %s[r][c] = (%s[r][c] - mean_r) / sqrt(var_r + %s) * %s[c] + "
-                         "%s[c], where mean_r and var_r are the mean and the population variance (divide by %d) of row "
-                         "r.",
-                   y, x, eps, w, t->in[2].name, t->p[RP_COLS]);
+                         "%s[c], where mean_r and var_r are the mean and the population variance (divide by %d) of "
+                         "row r.", y, x, eps, w, t->in[2].name, t->p[RP_COLS]);
         if (t->p[LN_SAVE])
             buf_printf(desc, " Also write %s[r] = mean_r and %s[r] = 1 / sqrt(var_r + %s).", t->out[1].name,
                        t->out[2].name, eps);
@@ -778,10 +775,8 @@ static void ln_kernels(const Task *t, Emit *e) {
     ro_kernel(e, t, ro_helpers(t, 1 << RO_SUM),
               rms ? fmt("RMSNorm of each row: y = x / sqrt(mean(x^2) + eps) * w, %s.", ro_how(t))
                   : fmt("LayerNorm of each row (%s statistics), %s.", one ? "one-pass" : "two-pass", ro_how(t)),
-              ro_sig(t), "float",
-              ro_body(t, stats, "", ro_cols(t, write), save));
+              ro_sig(t), "float", ro_body(t, stats, "", ro_cols(t, write), save));
 }
-
 
 static void ln_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0], *w = in[1], *b = ln_is_rms(t) ? NULL : in[2];
