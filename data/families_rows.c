@@ -596,23 +596,24 @@ static const char *sm_merge(const Task *t, const char *M, const char *S) {
 static void sm_kernels(const Task *t, Emit *e) {
     const char *M = pick3(t->p[SM_VARS], "m", "row_max", "mx"), *S = pick3(t->p[SM_VARS], "sum", "row_sum", "denom");
     int online = t->p[SM_ALGO] == 1, lg = sm_is_log(t), store = t->p[SM_STORE] && !lg && !online;
-    const char *xm = sm_exp(t, fmt("xr[c] - %s", M));
-    const char *stats =
-        online ? FRAG(sm_online_tpl, "M", M, "S", S, "merge",
-                      t->p[RP_HELPER] ? fmt("%s(%s, %s);", t->kname[1], M, S) : sm_merge(t, M, S), "loop",
-                      ro_cols(t, FRAG(sm_online_step_tpl, "M", M, "S", S, "e_mv", sm_exp(t, fmt("%s - v", M)), "e_vm",
-                                      sm_exp(t, fmt("v - %s", M)))))
-               : FRAG(sm_two_pass_tpl, "M", M, "S", S, "max_loop", ro_cols(t, fmt("%s = fmaxf(%s, xr[c]);", M, M)),
-                      "max_reduce", ro_allreduce(t, M, RO_MAX), "sum_reduce", ro_allreduce(t, S, RO_SUM), "sum_loop",
-                      ro_cols(t, store ? fmt("const float ev = %s;\nyr[c] = ev;\n%s += ev;", xm, S)
-                                       : fmt("%s += %s;", S, xm)));
+    const char *xm = sm_exp(t, fmt("xr[c] - %s", M)), *stats, *helpers;
+    if (online) {
+        const char *step = FRAG(sm_online_step_tpl, "M", M, "S", S, "e_mv", sm_exp(t, fmt("%s - v", M)), "e_vm",
+                                sm_exp(t, fmt("v - %s", M)));
+        const char *merge = t->p[RP_HELPER] ? fmt("%s(%s, %s);", t->kname[1], M, S) : sm_merge(t, M, S);
+        stats = FRAG(sm_online_tpl, "M", M, "S", S, "loop", ro_cols(t, step), "merge", merge);
+        helpers = t->p[RP_HELPER] ? FRAG(sm_merge_fn_tpl, "name", t->kname[1], "merge", sm_merge(t, "m", "s")) : "";
+    } else {
+        const char *sum = store ? fmt("const float ev = %s;\nyr[c] = ev;\n%s += ev;", xm, S) : fmt("%s += %s;", S, xm);
+        stats = FRAG(sm_two_pass_tpl, "M", M, "S", S, "max_loop", ro_cols(t, fmt("%s = fmaxf(%s, xr[c]);", M, M)),
+                     "max_reduce", ro_allreduce(t, M, RO_MAX), "sum_loop", ro_cols(t, sum), "sum_reduce",
+                     ro_allreduce(t, S, RO_SUM));
+        helpers = ro_helpers(t, (1 << RO_MAX) | (1 << RO_SUM));
+    }
     const char *scale = lg ? fmt("const float lse = %s + %s(%s);", M, t->p[SM_LOG] ? "__logf" : "logf", S)
                       : t->p[SM_VARS] == 1 && !store ? "" : fmt("const float inv = 1.0f / %s;", S);
     const char *write = lg ? "yr[c] = xr[c] - lse;" : store ? "yr[c] *= inv;"
                       : t->p[SM_VARS] == 1 ? fmt("yr[c] = %s / %s;", xm, S) : fmt("yr[c] = %s * inv;", xm);
-    const char *helpers = !online           ? ro_helpers(t, (1 << RO_MAX) | (1 << RO_SUM))
-                          : t->p[RP_HELPER] ? FRAG(sm_merge_fn_tpl, "name", t->kname[1], "merge", sm_merge(t, "m", "s"))
-                                            : "";
     ro_kernel(e, t, helpers,
               fmt("%s, %s.", lg ? "Log-softmax of each row" : "Softmax of each row",
                   ro_map(t) == RO_BLOCK ? "one block per row: max, then sum of exponentials, then normalise"
@@ -914,25 +915,28 @@ for (int offset = 16; offset > 0; offset >>= 1) {
 
 static void mv_kernels(const Task *t, Emit *e) {
     int algo = t->p[MV_ALGO], m = ro_map(t);
-    const char *B = ro_B(t), *merge = t->kname[1];
-    const char *welford_merge = m == RO_THREAD ? ""
-                                : m == RO_WARP
-                                    ? FRAG(mv_merge_shfl_tpl, "fn", ro_shfl_fn(t), "mask", ro_mask(t), "merge", merge)
-                                    : FRAG(mv_merge_tree_tpl, "B", B, "merge", merge);
-    const char *stats =
-        FRAG(mv_stats_tpl[algo], "sum_loop", ro_cols(t, "total += xr[c];"), "sumsq_loop",
-             ro_cols(t, "const float v = xr[c];\ntotal += v;\ntotal_sq += v * v;"), "dev_loop",
-             ro_cols(t, "const float d = xr[c] - mu;\nm2 += d * d;"), "welford_loop", ro_cols(t, mv_welford_step),
-             "merge", welford_merge, "total_reduce", ro_allreduce(t, "total", RO_SUM), "sq_reduce",
-             ro_allreduce(t, "total_sq", RO_SUM), "m2_reduce", ro_allreduce(t, "m2", RO_SUM));
-    const char *shared = algo != 2                      ? "float"
-                         : t->p[RP_SHMEM] == RO_DYNAMIC ? "extern __shared__ float sdata[];\nfloat *sn = sdata, *smu = "
-                                                          "sdata + blockDim.x, *sm2 = sdata + 2 * blockDim.x;"
-                                                        : fmt("__shared__ float sn[%s], smu[%s], sm2[%s];", B, B, B);
-    ro_kernel(e, t,
-              algo < 2         ? ro_helpers(t, 1 << RO_SUM)
-              : m != RO_THREAD ? FRAG(mv_merge_fn_tpl, "name", merge)
-                               : "",
+    const char *B = ro_B(t), *merge = t->kname[1], *stats, *shared = "float", *helpers = "";
+    if (algo < 2) {
+        stats = FRAG(mv_stats_tpl[algo], "sum_loop", ro_cols(t, "total += xr[c];"), "sumsq_loop",
+                     ro_cols(t, "const float v = xr[c];\ntotal += v;\ntotal_sq += v * v;"), "dev_loop",
+                     ro_cols(t, "const float d = xr[c] - mu;\nm2 += d * d;"), "total_reduce",
+                     ro_allreduce(t, "total", RO_SUM), "sq_reduce", ro_allreduce(t, "total_sq", RO_SUM), "m2_reduce",
+                     ro_allreduce(t, "m2", RO_SUM));
+        helpers = ro_helpers(t, 1 << RO_SUM);
+    } else {
+        // Welford: the threads' states merged through a shared tree (sn, smu, sm2) or shuffles
+        const char *merge_all = m == RO_BLOCK ? FRAG(mv_merge_tree_tpl, "B", B, "merge", merge)
+                                : m == RO_WARP ? FRAG(mv_merge_shfl_tpl, "fn", ro_shfl_fn(t), "mask", ro_mask(t),
+                                                      "merge", merge)
+                                               : "";
+        stats = FRAG(mv_stats_tpl[algo], "welford_loop", ro_cols(t, mv_welford_step), "merge", merge_all);
+        shared = t->p[RP_SHMEM] != RO_DYNAMIC
+                     ? fmt("__shared__ float sn[%s], smu[%s], sm2[%s];", B, B, B)
+                     : "extern __shared__ float sdata[];\n"
+                       "float *sn = sdata, *smu = sdata + blockDim.x, *sm2 = sdata + 2 * blockDim.x;";
+        helpers = m != RO_THREAD ? FRAG(mv_merge_fn_tpl, "name", merge) : "";
+    }
+    ro_kernel(e, t, helpers,
               fmt("Mean and %s variance of each row (%s), %s.", t->p[MV_DDOF] ? "sample" : "population", mv_algos[algo],
                   ro_how(t)),
               ro_sig(t), shared,
