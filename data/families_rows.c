@@ -52,10 +52,7 @@ static int ro_shuffles(const Task *t) { return t->p[RP_MAP] != RO_THREAD && t->p
 // After params_draw: rows x cols at most maxprod, and what follows from the mapping.
 // tree_only: block mappings always use the shared-memory tree.
 static void ro_draw(Task *t, Rng *r, long maxprod, int tree_only) {
-    while ((long)t->p[RP_ROWS] * t->p[RP_COLS] > maxprod) {
-        t->p[RP_ROWS] = param_pick(&t->fam->ip[RP_ROWS], r);
-        t->p[RP_COLS] = param_pick(&t->fam->ip[RP_COLS], r);
-    }
+    params_redraw(t, r, RP_ROWS, RP_COLS, 0, maxprod);
     int m = t->p[RP_MAP];
     t->p[RP_BLOCK] = rng_pick(r, m == RO_BLOCK ? "64 128 256 512 1024" : m == RO_WARP ? "32 64 128 256" : "64 128 256");
     while (m == RO_BLOCK && t->p[RP_BLOCK] > 64 && t->p[RP_BLOCK] >= 2 * t->p[RP_COLS]) t->p[RP_BLOCK] /= 2;
