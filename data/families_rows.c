@@ -52,10 +52,7 @@ static int ro_shuffles(const Task *t) { return t->p[RP_MAP] != RO_THREAD && t->p
 // After params_draw: rows x cols at most maxprod, and what follows from the mapping.
 // tree_only: block mappings always use the shared-memory tree.
 static void ro_draw(Task *t, Rng *r, long maxprod, int tree_only) {
-    while ((long)t->p[RP_ROWS] * t->p[RP_COLS] > maxprod) {
-        t->p[RP_ROWS] = param_pick(&t->fam->ip[RP_ROWS], r);
-        t->p[RP_COLS] = param_pick(&t->fam->ip[RP_COLS], r);
-    }
+    params_redraw(t, r, RP_ROWS, RP_COLS, 0, maxprod);
     int m = t->p[RP_MAP];
     t->p[RP_BLOCK] = rng_pick(r, m == RO_BLOCK ? "64 128 256 512 1024" : m == RO_WARP ? "32 64 128 256" : "64 128 256");
     while (m == RO_BLOCK && t->p[RP_BLOCK] > 64 && t->p[RP_BLOCK] >= 2 * t->p[RP_COLS]) t->p[RP_BLOCK] /= 2;
@@ -121,8 +118,31 @@ static const char *ro_map_desc(const Task *t) {
     return fmt("Use one warp per row (%d warp%s per block), reducing across lanes with %s.", t->p[RP_BLOCK] / 32,
                t->p[RP_BLOCK] > 32 ? "s" : "", sh);
 }
+// The first sentence of a description: "X is a R x C row-major <kind>matrix with <values>values
+// in [lo, hi)", the range closed for whole numbers.
+static void ro_intro(Buf *desc, const Task *t, const char *kind, const char *values) {
+    const Tensor *x = &t->in[0];
+    buf_printf(desc, "%s is a %d x %d row-major %smatrix with %svalues in [%s, %s%s. ", x->name, t->p[RP_ROWS],
+               t->p[RP_COLS], kind, values, fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")");
+}
 static const char *ro_how(const Task *t) { return pick3(ro_map(t), "one block per row", "one warp per row",
                                                         "one thread per row"); }
+
+// CPU references: element k of a float32 or int32 array (exact in double), and a store.
+static double ro_get(const void *p, int is_int, long k) { return is_int ? ((const int *)p)[k] : ((const float *)p)[k]; }
+static void ro_put(void *p, int is_int, long k, double v) {
+    if (is_int) ((int *)p)[k] = (int)v;
+    else ((float *)p)[k] = (float)v;
+}
+// The mean of a row (0 without with_mean) and the sum of squared deviations from it, in double.
+static double ro_moments(const float *xr, long C, int with_mean, double *m2) {
+    double mu = 0;
+    for (long c = 0; c < C && with_mean; c++) mu += xr[c];
+    mu /= (double)C;
+    *m2 = 0;
+    for (long c = 0; c < C; c++) *m2 += ((double)xr[c] - mu) * ((double)xr[c] - mu);
+    return mu;
+}
 
 // ----------------------------------------------------------------------------
 // Kernel pieces
@@ -139,6 +159,7 @@ static const char *ro_prelude(const Task *t) {
     return *mask || *bs ? fmt("%s%s\n", mask, bs) : "";
 }
 static const char *ro_opname(int op) { return pick3(op, "sum", "max", "min"); }
+static const char *ro_argname(int dir) { return dir == RO_MAX ? "argmax" : "argmin"; }
 static const char *ro_comb(int op, const char *a, const char *b) {
     return op == RO_SUM ? fmt("%s + %s", a, b) : fmt("%s(%s, %s)", op == RO_MAX ? "fmaxf" : "fminf", a, b);
 }
@@ -232,38 +253,42 @@ __device__ $type $name($params) {
 }
 
 )";
-// Helpers for the reductions ops (a bit mask of 1 << RO_*) of float values.
+// Whether the kernel calls helpers: block mappings that shuffle always, warp mappings by choice.
+static int ro_has_helpers(const Task *t) { return ro_shuffles(t) && (ro_map(t) == RO_BLOCK || t->p[RP_HELPER]); }
+// The helpers of the reductions ops (a bit mask of 1 << RO_*) of float values: the warp
+// all-reduces, then for block mappings the block all-reduces that call them.
 static const char *ro_helpers(const Task *t, int ops) {
-    if (!ro_shuffles(t) || (ro_map(t) == RO_WARP && !t->p[RP_HELPER])) return "";
-    Buf b = { 0 };
+    if (!ro_has_helpers(t)) return "";
     const char *how = t->p[RP_RED] == RO_DOWN ? "a __shfl_down_sync tree, then lane 0 broadcasts it."
                                                : "a __shfl_xor_sync butterfly; every lane ends with it.";
-    for (int op = 0; op < 3; op++)
-        if ((ops >> op) & 1)
-            buf_puts(&b, FRAG(ro_warp_fn_tpl, "what", ro_opname(op), "how", how, "name",
-                              ro_fn(t, "warp", ro_opname(op)), "spec",
-                              t->p[RP_KNAME] & 1 ? "__inline__ __device__ float" : "__device__ __forceinline__ float",
-                              "params", "float v", "shuffle", ro_shfl(t, ro_step(t, "v", op), "v", NULL), "ret",
-                              "return v;"));
-    for (int op = 0; op < 3 && ro_map(t) == RO_BLOCK; op++)
-        if ((ops >> op) & 1)
-            buf_puts(&b, FRAG(ro_block_fn_tpl, "what", ro_opname(op), "type", "float", "T", "float", "name",
-                              ro_fn(t, "block", ro_opname(op)), "params", "float v", "shared_idx", "", "store_idx", "",
-                              "load_idx", "", "identity", ro_identity(op), "warp_call",
-                              fmt("v = %s(v);", ro_fn(t, "warp", ro_opname(op))), "ret", "return v;"));
+    const char *spec = t->p[RP_KNAME] & 1 ? "__inline__ __device__ float" : "__device__ __forceinline__ float";
+    Buf b = { 0 };
+    for (int block = 0; block <= (ro_map(t) == RO_BLOCK); block++)
+        for (int op = 0; op < 3; op++) {
+            if (!((ops >> op) & 1)) continue;
+            const char *what = ro_opname(op), *wn = ro_fn(t, "warp", what);
+            if (!block)
+                buf_puts(&b, FRAG(ro_warp_fn_tpl, "what", what, "how", how, "name", wn, "spec", spec, "params",
+                                  "float v", "shuffle", ro_shfl(t, ro_step(t, "v", op), "v", NULL), "ret",
+                                  "return v;"));
+            else
+                buf_puts(&b, FRAG(ro_block_fn_tpl, "what", what, "type", "float", "T", "float", "name",
+                                  ro_fn(t, "block", what), "params", "float v", "shared_idx", "", "store_idx", "",
+                                  "load_idx", "", "identity", ro_identity(op), "warp_call", fmt("v = %s(v);", wn),
+                                  "ret", "return v;"));
+        }
     const char *s = FRAG("$s", "s", buf_str(&b));
     buf_free(&b);
     return s;
 }
 // The same for (value, index) pairs of type T, best in direction dir.
 static const char *ro_arg_helpers(const Task *t, const char *T, int dir) {
-    if (!ro_shuffles(t) || (ro_map(t) == RO_WARP && !t->p[RP_HELPER])) return "";
-    const char *what = dir == RO_MAX ? "argmax" : "argmin", *wn = ro_fn(t, "warp", what),
-               *params = fmt("%s &v, int &i", T);
-    const char *w =
-        FRAG(ro_warp_fn_tpl, "what", fmt("%s of (v, i) pairs", what), "how",
-             "the lower index wins ties; all lanes end with it.", "name", wn, "spec", "__device__ __forceinline__ void",
-             "params", params, "shuffle", ro_shfl(t, ro_arg_step(t, T, "v", "i", dir), "v", "i"), "ret", "");
+    if (!ro_has_helpers(t)) return "";
+    const char *what = ro_argname(dir), *wn = ro_fn(t, "warp", what), *params = fmt("%s &v, int &i", T);
+    const char *w = FRAG(ro_warp_fn_tpl, "what", fmt("%s of (v, i) pairs", what), "how",
+                         "the lower index wins ties; all lanes end with it.", "name", wn, "spec",
+                         "__device__ __forceinline__ void", "params", params, "shuffle",
+                         ro_shfl(t, ro_arg_step(t, T, "v", "i", dir), "v", "i"), "ret", "");
     if (ro_map(t) != RO_BLOCK) return w;
     return FRAG("$w$b", "w", w, "b",
                 FRAG(ro_block_fn_tpl, "what", what, "type", "void", "T", T, "name", ro_fn(t, "block", what), "params",
@@ -272,7 +297,6 @@ static const char *ro_arg_helpers(const Task *t, const char *T, int dir) {
                      ro_arg_identity(dir, T), "warp_call", fmt("%s(v, i);", wn), "ret", ""));
 }
 
-// All-reduce of v over a row's threads (block trees use sdata[]).
 static const char ro_tree_tpl[] = R"(
 sdata[tid] = $v;
 __syncthreads();
@@ -283,14 +307,6 @@ for (int s = $B / 2; s > 0; s >>= 1) {
 $v = sdata[0];
 __syncthreads();
 )";
-static const char *ro_allreduce(const Task *t, const char *v, int op) {
-    if (ro_map(t) == RO_THREAD) return "";
-    if (ro_tree(t)) return FRAG(ro_tree_tpl, "v", v, "B", ro_B(t), "comb", ro_comb(op, "sdata[tid]", "sdata[tid + s]"));
-    if (ro_map(t) == RO_BLOCK) return fmt("%s = %s(%s);", v, ro_fn(t, "block", ro_opname(op)), v);
-    if (t->p[RP_HELPER]) return fmt("%s = %s(%s);", v, ro_fn(t, "warp", ro_opname(op)), v);
-    return ro_shfl(t, ro_step(t, v, op), v, NULL);
-}
-// All-reduce of the pair (v, i) (block trees use sval[] and sidx[]).
 static const char ro_arg_tree_tpl[] = R"(
 sval[tid] = $v;
 sidx[tid] = $i;
@@ -310,15 +326,23 @@ $v = sval[0];
 $i = sidx[0];
 __syncthreads();
 )";
-static const char *ro_arg_allreduce(const Task *t, const char *T, const char *v, const char *i, int dir) {
-    const char *what = dir == RO_MAX ? "argmax" : "argmin";
+// All-reduce over a row's threads: of v with op (block trees use sdata[], ro_tree_tpl), or
+// with an index i of the pair (v, i) of type T, best in direction op (block trees use sval[]
+// and sidx[], ro_arg_tree_tpl). Shuffles inline, or a call of the helper (ro_helpers).
+static const char *ro_reduce(const Task *t, const char *T, const char *v, const char *i, int op) {
     if (ro_map(t) == RO_THREAD) return "";
-    if (ro_tree(t))
+    if (ro_tree(t) && i)
         return FRAG(ro_arg_tree_tpl, "v", v, "i", i, "T", T, "B", ro_B(t), "better",
-                    ro_better(dir, "ov", "oi", "sval[tid]", "sidx[tid]"));
-    if (ro_map(t) == RO_BLOCK) return fmt("%s(%s, %s);", ro_fn(t, "block", what), v, i);
-    if (t->p[RP_HELPER]) return fmt("%s(%s, %s);", ro_fn(t, "warp", what), v, i);
-    return ro_shfl(t, ro_arg_step(t, T, v, i, dir), v, i);
+                    ro_better(op, "ov", "oi", "sval[tid]", "sidx[tid]"));
+    if (ro_tree(t)) return FRAG(ro_tree_tpl, "v", v, "B", ro_B(t), "comb", ro_comb(op, "sdata[tid]", "sdata[tid + s]"));
+    if (ro_map(t) == RO_WARP && !t->p[RP_HELPER])
+        return ro_shfl(t, i ? ro_arg_step(t, T, v, i, op) : ro_step(t, v, op), v, i);
+    const char *fn = ro_fn(t, ro_map(t) == RO_BLOCK ? "block" : "warp", i ? ro_argname(op) : ro_opname(op));
+    return i ? fmt("%s(%s, %s);", fn, v, i) : fmt("%s = %s(%s);", v, fn, v);
+}
+static const char *ro_allreduce(const Task *t, const char *v, int op) { return ro_reduce(t, "float", v, NULL, op); }
+static const char *ro_arg_allreduce(const Task *t, const char *T, const char *v, const char *i, int dir) {
+    return ro_reduce(t, T, v, i, dir);
 }
 
 // A row kernel: the prelude and helpers, the signature, the shared arrays, the row (and
@@ -350,26 +374,38 @@ static const char *ro_shared(const Task *t, const char *shared) {
     const char *B = ro_B(t);
     int dyn = t->p[RP_SHMEM] == RO_DYNAMIC;
     if (!ro_tree(t) || !*shared) return "";
-    if (strncmp(shared, "arg:", 4) == 0) {
-        const char *T = shared + 4;
-        if (dyn)
-            return fmt(
-                "extern __shared__ int smem_raw[];\n%s *sval = (%s *)smem_raw;\nint *sidx = smem_raw + blockDim.x;", T,
-                T);
-        return fmt("__shared__ %s sval[%s];\n__shared__ int sidx[%s];", T, B, B);
-    }
+    int arg = strncmp(shared, "arg:", 4) == 0;
+    const char *T = arg ? shared + 4 : shared;
+    if (arg && dyn)
+        return fmt("extern __shared__ int smem_raw[];\n%s *sval = (%s *)smem_raw;\nint *sidx = smem_raw + blockDim.x;",
+                   T, T);
+    if (arg) return fmt("__shared__ %s sval[%s];\n__shared__ int sidx[%s];", T, B, B);
     if (strchr(shared, ';')) return shared;
     return dyn ? fmt("extern __shared__ %s sdata[];", shared) : fmt("__shared__ %s sdata[%s];", shared, B);
 }
 static void ro_kernel(Emit *e, const Task *t, const char *helpers, const char *comment, const char *params,
-                      const char *shared,
-                      const char *body) {
+                      const char *shared, const char *body) {
     TPL(e, t, ro_kernel_tpl, "prelude", ro_prelude(t), "helpers", helpers, "comment", comment, "kname", t->kname[0],
         "template", ro_tree(t) && t->p[RP_SHMEM] == RO_TEMPLATE ? "template <int BLOCK>" : "",
         "params", params, "shared", ro_shared(t, shared), "body", body,
         "index", FRAG(ro_index_tpl[ro_map(t)], "gidx", gidx_expr(t, 0), "lane", t->p[RP_NAMES] & 1 ? "& 31" : "% 32",
                       "warp_row", t->p[RP_KNAME] & 1 ? "blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32"
                                                      : "(blockIdx.x * blockDim.x + threadIdx.x) / 32"));
+}
+// The body of a row-statistics kernel (softmax, norms, mean/var): the row's pointers, the
+// statistics, then the writes.
+static const char ro_body_tpl[] = R"(
+const float *xr = $x + (size_t)row * cols;
+$yr
+$stats
+$scale
+$write
+$save
+)";
+static const char *ro_body(const Task *t, const char *stats, const char *scale, const char *write, const char *save) {
+    const char *yr = t->out[0].ndim == 2 ? fmt("float *yr = %s + (size_t)row * cols;", t->out[0].name) : "";
+    return FRAG(ro_body_tpl, "x", t->in[0].name, "yr", yr, "stats", stats, "scale", scale, "write", write, "save",
+                save);
 }
 // The kernel's parameters: the tensors, rows and cols.
 static const char *ro_sig(const Task *t) { return fmt("%s, int rows, int cols", kernel_params(t)); }
@@ -417,6 +453,12 @@ static void ro_launch(Emit *e, const Task *t, const Host *h, const char *args, c
         "warps", fmt("%d", B / 32), "threads", ro_tree(t) && t->p[RP_SHMEM] == RO_DEFINE ? "BLOCK_SIZE" : fmt("%d", B),
         "k", ro_tree(t) && t->p[RP_SHMEM] == RO_TEMPLATE ? fmt("%s<%d>", t->kname[0], B) : t->kname[0],
         "smem", dyn ? fmt("const size_t smem = threads * %s;", smem) : "", "sm", dyn ? ", smem" : "");
+}
+
+// The launch of a kernel whose arguments are the tensors, rows and cols, with a float per
+// thread of dynamic shared memory.
+static void ro_launch_float(const Task *t, Emit *e, const Host *h) {
+    ro_launch(e, t, h, kernel_args(h, 2), "sizeof(float)");
 }
 
 // ----------------------------------------------------------------------------
@@ -479,27 +521,21 @@ static void sm_describe(const Task *t, Buf *name, Buf *desc) {
                                           { "Online_Softmax", "Online_Softmax_Warp", "Single_Pass_Softmax" },
                                           { "Log_Softmax", "Row_Log_Softmax", "LogSoftmax" } };
     int lg = sm_is_log(t);
-    buf_puts(name, nm[lg ? 3 : t->p[SM_ALGO] ? 2 : t->fam == &fam_softmax_warp][t->p[RP_TNAME]]);
     const char *x = t->in[0].name, *y = t->out[0].name;
-    buf_printf(desc, "%s is a %d x %d row-major matrix with values in [-%d, %d). ", x, t->p[RP_ROWS], t->p[RP_COLS],
-               t->p[SM_RANGE], t->p[SM_RANGE]);
+    buf_puts(name, nm[lg ? 3 : t->p[SM_ALGO] ? 2 : t->fam == &fam_softmax_warp][t->p[RP_TNAME]]);
+    ro_intro(desc, t, "", "");
     if (lg)
-        buf_printf(desc,
-                   "Compute the log-softmax of every row: %s[r][c] = %s[r][c] - m_r - log(sum_j exp(%s[r][j] - m_r)), "
-                   "with m_r the maximum of row r. ",
-                   y, x, x);
+        buf_printf(desc, "Compute the log-softmax of every row: %s[r][c] = %s[r][c] - m_r - "
+                         "log(sum_j exp(%s[r][j] - m_r)), with m_r the maximum of row r. ", y, x, x);
     else
-        buf_printf(desc,
-                   "Compute the softmax of every row: %s[r][c] = exp(%s[r][c] - m_r) / sum_j exp(%s[r][j] - m_r), with "
-                   "m_r the "
-                   "maximum of row r (subtracting it keeps exp in range). ",
-                   y, x, x);
+        buf_printf(desc, "Compute the softmax of every row: %s[r][c] = exp(%s[r][c] - m_r) / "
+                         "sum_j exp(%s[r][j] - m_r), with m_r the maximum of row r (subtracting it keeps exp in "
+                         "range). ", y, x, x);
     buf_puts(desc, ro_map_desc(t));
     if (t->p[SM_ALGO])
         buf_puts(desc, " Find m_r and the sum in a single pass with the online rescaling (when a larger value appears, "
-                       "scale the running "
-                       "sum by exp(old_max - new_max)), merging the lanes' (max, sum) pairs with shuffles; then write "
-                       "the outputs.");
+                       "scale the running sum by exp(old_max - new_max)), merging the lanes' (max, sum) pairs with "
+                       "shuffles; then write the outputs.");
     else if (t->p[SM_STORE] && !lg)
         buf_puts(desc, " Store the exponentials in the output during the sum pass and scale them in place by 1/sum.");
 }
@@ -545,13 +581,6 @@ __device__ __forceinline__ void $name(float &m, float &s) {
 }
 
 )";
-static const char sm_body_tpl[] = R"(
-const float *xr = $x + (size_t)row * cols;
-float *yr = $y + (size_t)row * cols;
-$stats
-$scale
-$write
-)";
 
 static const char *sm_exp(const Task *t, const char *a) {
     return pick3(t->p[SM_EXP], fmt("expf(%s)", a), fmt("__expf(%s)", a), fmt("exp2f((%s) * 1.44269504f)", a));
@@ -564,34 +593,31 @@ static const char *sm_merge(const Task *t, const char *M, const char *S) {
 static void sm_kernels(const Task *t, Emit *e) {
     const char *M = pick3(t->p[SM_VARS], "m", "row_max", "mx"), *S = pick3(t->p[SM_VARS], "sum", "row_sum", "denom");
     int online = t->p[SM_ALGO] == 1, lg = sm_is_log(t), store = t->p[SM_STORE] && !lg && !online;
-    const char *xm = sm_exp(t, fmt("xr[c] - %s", M));
-    const char *stats =
-        online ? FRAG(sm_online_tpl, "M", M, "S", S, "merge",
-                      t->p[RP_HELPER] ? fmt("%s(%s, %s);", t->kname[1], M, S) : sm_merge(t, M, S), "loop",
-                      ro_cols(t, FRAG(sm_online_step_tpl, "M", M, "S", S, "e_mv", sm_exp(t, fmt("%s - v", M)), "e_vm",
-                                      sm_exp(t, fmt("v - %s", M)))))
-               : FRAG(sm_two_pass_tpl, "M", M, "S", S, "max_loop", ro_cols(t, fmt("%s = fmaxf(%s, xr[c]);", M, M)),
-                      "max_reduce", ro_allreduce(t, M, RO_MAX), "sum_reduce", ro_allreduce(t, S, RO_SUM), "sum_loop",
-                      ro_cols(t, store ? fmt("const float ev = %s;\nyr[c] = ev;\n%s += ev;", xm, S)
-                                       : fmt("%s += %s;", S, xm)));
+    const char *xm = sm_exp(t, fmt("xr[c] - %s", M)), *stats, *helpers;
+    if (online) {
+        const char *step = FRAG(sm_online_step_tpl, "M", M, "S", S, "e_mv", sm_exp(t, fmt("%s - v", M)), "e_vm",
+                                sm_exp(t, fmt("v - %s", M)));
+        const char *merge = t->p[RP_HELPER] ? fmt("%s(%s, %s);", t->kname[1], M, S) : sm_merge(t, M, S);
+        stats = FRAG(sm_online_tpl, "M", M, "S", S, "loop", ro_cols(t, step), "merge", merge);
+        helpers = t->p[RP_HELPER] ? FRAG(sm_merge_fn_tpl, "name", t->kname[1], "merge", sm_merge(t, "m", "s")) : "";
+    } else {
+        const char *sum = store ? fmt("const float ev = %s;\nyr[c] = ev;\n%s += ev;", xm, S) : fmt("%s += %s;", S, xm);
+        stats = FRAG(sm_two_pass_tpl, "M", M, "S", S, "max_loop", ro_cols(t, fmt("%s = fmaxf(%s, xr[c]);", M, M)),
+                     "max_reduce", ro_allreduce(t, M, RO_MAX), "sum_loop", ro_cols(t, sum), "sum_reduce",
+                     ro_allreduce(t, S, RO_SUM));
+        helpers = ro_helpers(t, (1 << RO_MAX) | (1 << RO_SUM));
+    }
     const char *scale = lg ? fmt("const float lse = %s + %s(%s);", M, t->p[SM_LOG] ? "__logf" : "logf", S)
                       : t->p[SM_VARS] == 1 && !store ? "" : fmt("const float inv = 1.0f / %s;", S);
     const char *write = lg ? "yr[c] = xr[c] - lse;" : store ? "yr[c] *= inv;"
                       : t->p[SM_VARS] == 1 ? fmt("yr[c] = %s / %s;", xm, S) : fmt("yr[c] = %s * inv;", xm);
-    const char *helpers = !online           ? ro_helpers(t, (1 << RO_MAX) | (1 << RO_SUM))
-                          : t->p[RP_HELPER] ? FRAG(sm_merge_fn_tpl, "name", t->kname[1], "merge", sm_merge(t, "m", "s"))
-                                            : "";
     ro_kernel(e, t, helpers,
               fmt("%s, %s.", lg ? "Log-softmax of each row" : "Softmax of each row",
                   ro_map(t) == RO_BLOCK ? "one block per row: max, then sum of exponentials, then normalise"
                   : online ? "one warp per row: an online pass for (max, sum), then a pass writing the outputs"
                            : "one warp per row: max, then sum of exponentials, then normalise"),
-              ro_sig(t), "float",
-              FRAG(sm_body_tpl, "x", t->in[0].name, "y", t->out[0].name, "stats", stats, "scale", scale, "write",
-                   ro_cols(t, write)));
+              ro_sig(t), "float", ro_body(t, stats, scale, ro_cols(t, write), ""));
 }
-
-static void sm_launch(const Task *t, Emit *e, const Host *h) { ro_launch(e, t, h, kernel_args(h, 2), "sizeof(float)"); }
 
 static void sm_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0];
@@ -610,15 +636,15 @@ static void sm_ref(const Task *t, const void *const *in, void *const *out) {
 static const Family fam_softmax_block = {
     "softmax_row_block",
     "softmax per row, one block per row: max and sum through a shared-memory tree or warp shuffles + shared partials",
-    smb_params, NULL, sm_draw, sm_layout, sm_describe, sm_kernels, sm_launch, sm_ref };
+    smb_params, NULL, sm_draw, sm_layout, sm_describe, sm_kernels, ro_launch_float, sm_ref };
 static const Family fam_softmax_warp = {
     "softmax_row_warp",
     "softmax per row, one warp per row: two passes with shuffle all-reduces, or one online (max, sum) pass",
-    smw_params, NULL, sm_draw, sm_layout, sm_describe, sm_kernels, sm_launch, sm_ref };
+    smw_params, NULL, sm_draw, sm_layout, sm_describe, sm_kernels, ro_launch_float, sm_ref };
 static const Family fam_log_softmax = {
     "log_softmax_row",
     "log-softmax per row (x - max - log sum exp), block or warp per row",
-    lsm_params, NULL, sm_draw, sm_layout, sm_describe, sm_kernels, sm_launch, sm_ref };
+    lsm_params, NULL, sm_draw, sm_layout, sm_describe, sm_kernels, ro_launch_float, sm_ref };
 
 // ----------------------------------------------------------------------------
 // LayerNorm and RMSNorm per row
@@ -679,21 +705,17 @@ static void ln_layout(Task *t) {
 static void ln_describe(const Task *t, Buf *name, Buf *desc) {
     static const char *const nm[2][3] = { { "LayerNorm", "Layer_Normalization", "Row_LayerNorm" },
                                           { "RMSNorm", "RMS_Normalization", "Root_Mean_Square_Norm" } };
-    int rms = ln_is_rms(t), g = t->p[LN_RANGE];
+    int rms = ln_is_rms(t);
     const char *x = t->in[0].name, *w = t->in[1].name, *y = t->out[0].name, *eps = fnum(t->f[LNF_EPS]);
     buf_puts(name, nm[rms][t->p[RP_TNAME]]);
-    buf_printf(desc, "%s is a %d x %d row-major matrix with values in [%s, %s). ", x, t->p[RP_ROWS], t->p[RP_COLS],
-               fnum(ln_lo[g]), fnum(ln_hi[g]));
+    ro_intro(desc, t, "", "");
     if (rms) {
-        buf_printf(desc,
-                   "RMS-normalise every row and scale it: %s[r][c] = %s[r][c] / sqrt(mean_c(%s[r][c]^2) + %s) * %s[c].",
-                   y, x, x, eps, w);
+        buf_printf(desc, "RMS-normalise every row and scale it: %s[r][c] = %s[r][c] / sqrt(mean_c(%s[r][c]^2) + %s) "
+                         "* %s[c].", y, x, x, eps, w);
     } else {
-        buf_printf(desc,
-                   "Layer-normalise every row: %s[r][c] = (%s[r][c] - mean_r) / sqrt(var_r + %s) * %s[c] + %s[c], "
-                   "where mean_r "
-                   "and var_r are the mean and the population variance (divide by %d) of row r.",
-                   y, x, eps, w, t->in[2].name, t->p[RP_COLS]);
+        buf_printf(desc, "Layer-normalise every row: %s[r][c] = (%s[r][c] - mean_r) / sqrt(var_r + %s) * %s[c] + "
+                         "%s[c], where mean_r and var_r are the mean and the population variance (divide by %d) of "
+                         "row r.", y, x, eps, w, t->in[2].name, t->p[RP_COLS]);
         if (t->p[LN_SAVE])
             buf_printf(desc, " Also write %s[r] = mean_r and %s[r] = 1 / sqrt(var_r + %s).", t->out[1].name,
                        t->out[2].name, eps);
@@ -730,13 +752,6 @@ $sq_loop
 $sq_reduce
 const float rstd = $rstd_rms;
 )" };
-static const char ln_body_tpl[] = R"(
-const float *xr = $x + (size_t)row * cols;
-float *yr = $y + (size_t)row * cols;
-$stats
-$write
-$save
-)";
 
 static void ln_kernels(const Task *t, Emit *e) {
     int rms = ln_is_rms(t), one = t->p[LN_STATS] == 1;
@@ -758,24 +773,16 @@ static void ln_kernels(const Task *t, Emit *e) {
     ro_kernel(e, t, ro_helpers(t, 1 << RO_SUM),
               rms ? fmt("RMSNorm of each row: y = x / sqrt(mean(x^2) + eps) * w, %s.", ro_how(t))
                   : fmt("LayerNorm of each row (%s statistics), %s.", one ? "one-pass" : "two-pass", ro_how(t)),
-              ro_sig(t), "float",
-              FRAG(ln_body_tpl, "x", t->in[0].name, "y", t->out[0].name, "stats", stats, "write", ro_cols(t, write),
-                   "save", save));
+              ro_sig(t), "float", ro_body(t, stats, "", ro_cols(t, write), save));
 }
-
-static void ln_launch(const Task *t, Emit *e, const Host *h) { ro_launch(e, t, h, kernel_args(h, 2), "sizeof(float)"); }
 
 static void ln_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0], *w = in[1], *b = ln_is_rms(t) ? NULL : in[2];
     long R = t->p[RP_ROWS], C = t->p[RP_COLS];
-    double eps = fpar(t, LNF_EPS);
     for (long r = 0; r < R; r++) {
         const float *xr = x + r * C;
-        double mu = 0, var = 0;
-        for (long c = 0; c < C && b; c++) mu += xr[c];
-        mu /= (double)C;
-        for (long c = 0; c < C; c++) var += ((double)xr[c] - mu) * ((double)xr[c] - mu);
-        double rstd = 1.0 / sqrt(var / (double)C + eps);
+        double var, mu = ro_moments(xr, C, b != NULL, &var); // RMSNorm: var is the mean square
+        double rstd = 1.0 / sqrt(var / (double)C + fpar(t, LNF_EPS));
         float *y = (float *)out[0] + r * C;
         for (long c = 0; c < C; c++) y[c] = (float)(((double)xr[c] - mu) * rstd * w[c] + (b ? b[c] : 0.0));
         if (t->nout == 3) {
@@ -789,11 +796,11 @@ static const Family fam_layernorm = {
     "layernorm_row",
     "LayerNorm per row with gamma/beta: two-pass or one-pass statistics, "
     "block or warp per row, optional mean/rstd outputs",
-    ln_params, ln_fp, ln_draw, ln_layout, ln_describe, ln_kernels, ln_launch, ln_ref };
+    ln_params, ln_fp, ln_draw, ln_layout, ln_describe, ln_kernels, ro_launch_float, ln_ref };
 static const Family fam_rmsnorm = {
     "rmsnorm_row",
     "RMSNorm per row with a weight vector, block or warp per row, rsqrtf or 1/sqrtf",
-    rms_params, ln_fp, ln_draw, ln_layout, ln_describe, ln_kernels, ln_launch, ln_ref };
+    rms_params, ln_fp, ln_draw, ln_layout, ln_describe, ln_kernels, ro_launch_float, ln_ref };
 
 // ----------------------------------------------------------------------------
 // Row mean and variance (two outputs)
@@ -826,18 +833,15 @@ static void mv_layout(Task *t) {
 
 static void mv_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, pick3(t->p[RP_TNAME], "Row_Mean_And_Variance", "Row_Moments", "Per_Row_Mean_Var"));
-    int g = t->p[MV_RANGE];
-    buf_printf(
-        desc,
-        "%s is a %d x %d row-major matrix with values in [%s, %s). For every row r compute %s[r] = the mean of the row "
-        "and %s[r] = its %s variance (sum of squared deviations divided by %s). %s %s",
-        t->in[0].name, t->p[RP_ROWS], t->p[RP_COLS], fnum(mv_lo[g]), fnum(mv_hi[g]), t->out[0].name, t->out[1].name,
-        t->p[MV_DDOF] ? "sample (unbiased)" : "population", t->p[MV_DDOF] ? "cols - 1" : "cols",
-        pick3(t->p[MV_ALGO], "Two passes: the mean, then the squared deviations.",
-              "One pass accumulating the sum and the sum of squares.",
-              "Welford's algorithm: each thread keeps (count, mean, M2) and the partial states are merged with Chan's "
-              "formula."),
-        ro_map_desc(t));
+    ro_intro(desc, t, "", "");
+    buf_printf(desc, "For every row r compute %s[r] = the mean of the row and %s[r] = its %s variance (sum of squared "
+                     "deviations divided by %s). %s %s", t->out[0].name, t->out[1].name,
+               t->p[MV_DDOF] ? "sample (unbiased)" : "population", t->p[MV_DDOF] ? "cols - 1" : "cols",
+               pick3(t->p[MV_ALGO], "Two passes: the mean, then the squared deviations.",
+                     "One pass accumulating the sum and the sum of squares.",
+                     "Welford's algorithm: each thread keeps (count, mean, M2) and the partial states are merged with "
+                     "Chan's formula."),
+               ro_map_desc(t));
 }
 
 // Two passes, the sum and the sum of squares, or Welford states (count, mean, M2) merged
@@ -905,39 +909,37 @@ for (int offset = 16; offset > 0; offset >>= 1) {
     $merge(cnt, mu, m2, on, om, oq);
 }
 )";
-static const char mv_body_tpl[] = R"(
-const float *xr = $x + (size_t)row * cols;
-$stats
-$write
-)";
 
 static void mv_kernels(const Task *t, Emit *e) {
     int algo = t->p[MV_ALGO], m = ro_map(t);
-    const char *B = ro_B(t), *merge = t->kname[1];
-    const char *welford_merge = m == RO_THREAD ? ""
-                                : m == RO_WARP
-                                    ? FRAG(mv_merge_shfl_tpl, "fn", ro_shfl_fn(t), "mask", ro_mask(t), "merge", merge)
-                                    : FRAG(mv_merge_tree_tpl, "B", B, "merge", merge);
-    const char *stats =
-        FRAG(mv_stats_tpl[algo], "sum_loop", ro_cols(t, "total += xr[c];"), "sumsq_loop",
-             ro_cols(t, "const float v = xr[c];\ntotal += v;\ntotal_sq += v * v;"), "dev_loop",
-             ro_cols(t, "const float d = xr[c] - mu;\nm2 += d * d;"), "welford_loop", ro_cols(t, mv_welford_step),
-             "merge", welford_merge, "total_reduce", ro_allreduce(t, "total", RO_SUM), "sq_reduce",
-             ro_allreduce(t, "total_sq", RO_SUM), "m2_reduce", ro_allreduce(t, "m2", RO_SUM));
-    const char *shared = algo != 2                      ? "float"
-                         : t->p[RP_SHMEM] == RO_DYNAMIC ? "extern __shared__ float sdata[];\nfloat *sn = sdata, *smu = "
-                                                          "sdata + blockDim.x, *sm2 = sdata + 2 * blockDim.x;"
-                                                        : fmt("__shared__ float sn[%s], smu[%s], sm2[%s];", B, B, B);
-    ro_kernel(e, t,
-              algo < 2         ? ro_helpers(t, 1 << RO_SUM)
-              : m != RO_THREAD ? FRAG(mv_merge_fn_tpl, "name", merge)
-                               : "",
+    const char *B = ro_B(t), *merge = t->kname[1], *stats, *shared = "float", *helpers = "";
+    if (algo < 2) {
+        stats = FRAG(mv_stats_tpl[algo], "sum_loop", ro_cols(t, "total += xr[c];"), "sumsq_loop",
+                     ro_cols(t, "const float v = xr[c];\ntotal += v;\ntotal_sq += v * v;"), "dev_loop",
+                     ro_cols(t, "const float d = xr[c] - mu;\nm2 += d * d;"), "total_reduce",
+                     ro_allreduce(t, "total", RO_SUM), "sq_reduce", ro_allreduce(t, "total_sq", RO_SUM), "m2_reduce",
+                     ro_allreduce(t, "m2", RO_SUM));
+        helpers = ro_helpers(t, 1 << RO_SUM);
+    } else {
+        // Welford: the threads' states merged through a shared tree (sn, smu, sm2) or shuffles
+        const char *merge_all = m == RO_BLOCK ? FRAG(mv_merge_tree_tpl, "B", B, "merge", merge)
+                                : m == RO_WARP ? FRAG(mv_merge_shfl_tpl, "fn", ro_shfl_fn(t), "mask", ro_mask(t),
+                                                      "merge", merge)
+                                               : "";
+        stats = FRAG(mv_stats_tpl[algo], "welford_loop", ro_cols(t, mv_welford_step), "merge", merge_all);
+        shared = t->p[RP_SHMEM] != RO_DYNAMIC
+                     ? fmt("__shared__ float sn[%s], smu[%s], sm2[%s];", B, B, B)
+                     : "extern __shared__ float sdata[];\n"
+                       "float *sn = sdata, *smu = sdata + blockDim.x, *sm2 = sdata + 2 * blockDim.x;";
+        helpers = m != RO_THREAD ? FRAG(mv_merge_fn_tpl, "name", merge) : "";
+    }
+    ro_kernel(e, t, helpers,
               fmt("Mean and %s variance of each row (%s), %s.", t->p[MV_DDOF] ? "sample" : "population", mv_algos[algo],
                   ro_how(t)),
               ro_sig(t), shared,
-              FRAG(mv_body_tpl, "x", t->in[0].name, "stats", stats, "write",
-                   ro_lead(t, fmt("%s[row] = mu;\n%s[row] = m2 / %s;", t->out[0].name, t->out[1].name,
-                                  t->p[MV_DDOF] ? "(cols - 1)" : "cols"))));
+              ro_body(t, stats, "", "",
+                      ro_lead(t, fmt("%s[row] = mu;\n%s[row] = m2 / %s;", t->out[0].name, t->out[1].name,
+                                     t->p[MV_DDOF] ? "(cols - 1)" : "cols"))));
 }
 
 static void mv_launch(const Task *t, Emit *e, const Host *h) {
@@ -948,10 +950,7 @@ static void mv_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0];
     long R = t->p[RP_ROWS], C = t->p[RP_COLS];
     for (long r = 0; r < R; r++) {
-        double mu = 0, m2 = 0;
-        for (long c = 0; c < C; c++) mu += x[r * C + c];
-        mu /= (double)C;
-        for (long c = 0; c < C; c++) m2 += ((double)x[r * C + c] - mu) * ((double)x[r * C + c] - mu);
+        double m2, mu = ro_moments(x + r * C, C, 1, &m2);
         ((float *)out[0])[r] = (float)mu;
         ((float *)out[1])[r] = (float)(m2 / (double)(C - t->p[MV_DDOF]));
     }
@@ -989,14 +988,10 @@ static void am_layout(Task *t) {
 }
 static void am_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, pick3(t->p[RP_TNAME], "Row_Argmin", "Argmin_Per_Row", "Row_Minimum_With_Index"));
-    const Tensor *x = &t->in[0];
-    buf_printf(desc,
-               "%s is a %d x %d row-major %s matrix with %s values in [%s, %s%s. For every row r write %s[r] = the "
-               "smallest value "
-               "of the row and %s[r] = its column index; when the minimum occurs several times, take the lowest column "
-               "index. %s",
-               x->name, t->p[RP_ROWS], t->p[RP_COLS], dt_names[x->dt], x->integer ? "whole-number" : "", fnum(x->lo),
-               fnum(x->hi), x->integer ? "]" : ")", t->out[0].name, t->out[1].name, ro_map_desc(t));
+    ro_intro(desc, t, fmt("%s ", dt_names[t->in[0].dt]), t->in[0].integer ? "whole-number " : " ");
+    buf_printf(desc, "For every row r write %s[r] = the smallest value of the row and %s[r] = its column index; when "
+                     "the minimum occurs several times, take the lowest column index. %s",
+               t->out[0].name, t->out[1].name, ro_map_desc(t));
 }
 static const char am_body_tpl[] = R"(
 const $T *xr = $x + (size_t)row * cols;
@@ -1022,21 +1017,17 @@ static void am_kernels(const Task *t, Emit *e) {
                    ro_cols(t, FRAG(am_step_tpl, "T", T)), "reduce", ro_arg_allreduce(t, T, "best", "best_i", RO_MIN),
                    "write", ro_lead(t, fmt("%s[row] = best;\n%s[row] = best_i;", t->out[0].name, t->out[1].name))));
 }
-static void am_launch(const Task *t, Emit *e,
-                      const Host *h) { ro_launch(e, t, h, kernel_args(h, 2), "(sizeof(float) + sizeof(int))"); }
+static void am_launch(const Task *t, Emit *e, const Host *h) {
+    ro_launch(e, t, h, kernel_args(h, 2), "(sizeof(float) + sizeof(int))");
+}
 static void am_ref(const Task *t, const void *const *in, void *const *out) {
     long R = t->p[RP_ROWS], C = t->p[RP_COLS];
+    int is_int = t->p[AM_DTYPE];
     for (long r = 0; r < R; r++) {
         long bi = 0;
-        if (t->p[AM_DTYPE]) {
-            const int *x = (const int *)in[0] + r * C;
-            for (long c = 1; c < C; c++) bi = x[c] < x[bi] ? c : bi;
-            ((int *)out[0])[r] = x[bi];
-        } else {
-            const float *x = (const float *)in[0] + r * C;
-            for (long c = 1; c < C; c++) bi = x[c] < x[bi] ? c : bi;
-            ((float *)out[0])[r] = x[bi];
-        }
+        for (long c = 1; c < C; c++)
+            if (ro_get(in[0], is_int, r * C + c) < ro_get(in[0], is_int, r * C + bi)) bi = c;
+        ro_put(out[0], is_int, r, ro_get(in[0], is_int, r * C + bi));
         ((int *)out[1])[r] = (int)bi;
     }
 }
@@ -1067,9 +1058,7 @@ static void tk_layout(Task *t) {
     if (t->p[TK_DATA]) trange(&t->in[0], 0, 15, 1);
     else trange(&t->in[0], -1, 1, 0);
     int kk = add_size(t, "topk", t->p[TK_K]);
-    for (int j = 0; j < 2; j++) {
-        tshape(&t->out[j], j ? DT_I32 : DT_F32, 2, t->p[RP_ROWS], t->p[TK_K], 0, kk);
-    }
+    for (int j = 0; j < 2; j++) tshape(&t->out[j], j ? DT_I32 : DT_F32, 2, t->p[RP_ROWS], t->p[TK_K], 0, kk);
     t->atol = t->rtol = 0;
 }
 static void tk_describe(const Task *t, Buf *name, Buf *desc) {
@@ -1080,19 +1069,17 @@ static void tk_describe(const Task *t, Buf *name, Buf *desc) {
     const Tensor *x = &t->in[0];
     buf_printf(desc,
                "%s is a %d x %d row-major matrix of %s in [%s, %s%s. For every row r, write the %d %s values of the "
-               "row in %s order "
-               "to %s[r][0..%d) and their column indices to %s[r][0..%d); equal values are ordered by column index, "
-               "the lower index "
-               "first (so the selection is unique). %s",
+               "row in %s order to %s[r][0..%d) and their column indices to %s[r][0..%d); equal values are ordered "
+               "by column index, the lower index first (so the selection is unique). %s",
                x->name, t->p[RP_ROWS], t->p[RP_COLS], x->integer ? "whole numbers stored as float32" : "float32 values",
                fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")", K, sm ? "smallest" : "largest",
                sm ? "increasing" : "decreasing", t->out[0].name, K, t->out[1].name, K, ro_map_desc(t));
     if (ro_map(t) != RO_THREAD)
-        buf_printf(desc, " Select in %d rounds: each round picks the best element that ranks after the previous pick.",
-                   K);
+        buf_printf(desc, " Select in %d rounds: each round picks the best element that ranks after the previous "
+                         "pick.", K);
     else
-        buf_puts(desc,
-                 " Each thread keeps a sorted list of its best k in registers and inserts every element of the row.");
+        buf_puts(desc, " Each thread keeps a sorted list of its best k in registers and inserts every element of the "
+                       "row.");
 }
 // One thread per row: insertion into a sorted list in registers (K a template parameter,
 // or k at run time in arrays of KMAX). Blocks and warps: k selection rounds.
@@ -1244,25 +1231,16 @@ static void cs_describe(const Task *t, Buf *name, Buf *desc) {
     int ex = t->p[CS_KIND], rev = t->p[CS_DIR], B = t->p[RP_BLOCK];
     const Tensor *x = &t->in[0];
     buf_puts(name, nm[rev][t->p[RP_TNAME]]);
-    buf_printf(desc,
-               "%s is a %d x %d row-major %s matrix with values in [%s, %s%s. Compute the %s %scumulative sum along "
-               "each row%s: "
-               "%s[r][c] = sum of %s[r][j] for j %s%s c.",
-               x->name, t->p[RP_ROWS], t->p[RP_COLS], dt_names[x->dt], fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")",
+    ro_intro(desc, t, fmt("%s ", dt_names[x->dt]), "");
+    buf_printf(desc, "Compute the %s %scumulative sum along each row%s: %s[r][c] = sum of %s[r][j] for j %s%s c.",
                ex ? "exclusive" : "inclusive", rev ? "reverse " : "", rev ? " (from the right end)" : "",
                t->out[0].name, x->name, rev ? ">" : "<", ex ? "" : "=");
     if (ro_map(t) == RO_BLOCK)
-        buf_printf(
-            desc,
-            " Use one block of %d threads per row, scanning chunks of the row in shared memory (Hillis-Steele) and "
-            "carrying each chunk's total into the next.",
-            B);
+        buf_printf(desc, " Use one block of %d threads per row, scanning chunks of the row in shared memory "
+                         "(Hillis-Steele) and carrying each chunk's total into the next.", B);
     else if (ro_map(t) == RO_WARP)
-        buf_printf(desc,
-                   " Use one warp per row (%d warp%s per block), scanning 32 columns at a time with __shfl_up_sync and "
-                   "carrying "
-                   "the running total.",
-                   B / 32, B > 32 ? "s" : "");
+        buf_printf(desc, " Use one warp per row (%d warp%s per block), scanning 32 columns at a time with "
+                         "__shfl_up_sync and carrying the running total.", B / 32, B > 32 ? "s" : "");
     else buf_puts(desc, " Use one thread per row, walking the row sequentially.");
 }
 // A thread walks its row; a block scans chunks of blockDim.x columns in shared memory; a
@@ -1353,11 +1331,9 @@ static void cs_ref(const Task *t, const void *const *in, void *const *out) {
         double acc = 0;
         for (long j = 0; j < C; j++) {
             long c = rev ? C - 1 - j : j;
-            double v =
-                t->p[CS_DTYPE] ? (double)((const int *)in[0])[r * C + c] : (double)((const float *)in[0])[r * C + c];
+            double v = ro_get(in[0], t->p[CS_DTYPE], r * C + c);
             if (!ex) acc += v;
-            if (t->p[CS_DTYPE]) ((int *)out[0])[r * C + c] = (int)acc;
-            else ((float *)out[0])[r * C + c] = (float)acc;
+            ro_put(out[0], t->p[CS_DTYPE], r * C + c, acc);
             if (ex) acc += v;
         }
     }
