@@ -63,8 +63,7 @@ typedef struct {
 
 // A map family: its ops, its tensor name sets (in0, in1, in2, out) and its tolerance.
 typedef struct {
-    const MapOp *ops;
-    int nops;
+    const MapOp *ops;   // in the order of the op parameter's values
     const char *const (*names)[4];
     int nnames;
     double atol, rtol;
@@ -94,18 +93,13 @@ static const char *map_formula(const Task *t) {
     return map_text(t, map_op(t)->formula, x, 0);
 }
 
-// Does the operation's output type allow a plain float4 path?
-static int map_vec4_ok(const MapOp *o) {
-    if (o->out_dt != DT_F32 || o->arity != 1) return 0;
-    return o->in_dt[0] == DT_F32;
-}
-
 // After params_draw: the loop style (float4 only where it fits), the names, the float
 // parameters.
 static void map_draw(Task *t, Rng *r) {
     const MapKind *k = map_kind(t);
     const MapOp *o = &k->ops[t->p[M_OP]];
-    t->p[M_LOOP] = rng_int(r, 0, map_vec4_ok(o) && t->p[M_N] % 4 == 0 ? 3 : 2);
+    int vec4_ok = o->arity == 1 && o->in_dt[0] == DT_F32 && o->out_dt == DT_F32 && t->p[M_N] % 4 == 0;
+    t->p[M_LOOP] = rng_int(r, 0, vec4_ok ? LOOP_VEC4 : LOOP_GRID);
     t->p[M_NAMES] = rng_int(r, 0, k->nnames - 1);
     const char *const *nm = (o->names ? o->names : k->names)[t->p[M_NAMES]];
     for (int j = 0; j < o->arity; j++) SETNAME(t->in[j].name, "%s", nm[j]);
@@ -129,11 +123,10 @@ static void map_layout(Task *t) {
     for (int j = 0; j < o->arity; j++) {
         tshape(&t->in[j], o->in_dt[j], 1, t->p[M_N], 0, n, -1);
         trange(&t->in[j], o->lo[j], o->hi[j], o->in_dt[j] == DT_I32 || o->in_dt[j] == DT_U8);
-        if (o->in_dt[j] == DT_F16) t->need_fp16 = 1;
     }
     t->nout = 1;
     tshape(&t->out[0], o->out_dt, 1, t->p[M_N], 0, n, -1);
-    if (o->out_dt == DT_F16 || strcmp(t->fam->name, "convert_half") == 0) t->need_fp16 = 1;
+    t->need_fp16 = strcmp(t->fam->name, "convert_half") == 0; // every op with a float16 in or out is there
     t->atol = k->atol;
     t->rtol = k->rtol;
 }
@@ -352,7 +345,7 @@ static const char *const un_op_names[] = { "relu", "leaky_relu", "scale_shift", 
 static const char *const un_tensor_names[][4] = {
     { "x", "", "", "y" }, { "input", "", "", "output" }, { "in", "", "", "out" }, { "src", "", "", "dst" },
     { "data", "", "", "result" }, { "a", "", "", "b" } };
-static const MapKind un_kind = { un_ops, NELEM(un_ops), un_tensor_names, NELEM(un_tensor_names), 1e-6, 1e-5 };
+static const MapKind un_kind = { un_ops, un_tensor_names, NELEM(un_tensor_names), 1e-6, 1e-5 };
 static const ParamDesc un_params[] = MAP_PARAMS(un_op_names);
 static const Family fam_unary = {
     "elementwise_unary",
@@ -412,7 +405,7 @@ static const char *const bin_op_names[] = { "add", "sub", "mul", "div", "max", "
 static const char *const bin_tensor_names[][4] = {
     { "a", "b", "", "c" }, { "x", "y", "", "z" }, { "lhs", "rhs", "", "out" }, { "in1", "in2", "", "result" },
     { "input_a", "input_b", "", "output" }, { "x", "y", "", "out" } };
-static const MapKind bin_kind = { bin_ops, NELEM(bin_ops), bin_tensor_names, NELEM(bin_tensor_names), 1e-5, 1e-5 };
+static const MapKind bin_kind = { bin_ops, bin_tensor_names, NELEM(bin_tensor_names), 1e-5, 1e-5 };
 static const ParamDesc bin_params[] = MAP_PARAMS(bin_op_names);
 static const Family fam_binary = {
     "elementwise_binary",
@@ -460,7 +453,7 @@ static const MapOp ter_ops[] = {
       .expr = { "$a + $c * ($b - $a)" }, .formula = "$a + $c * ($b - $a), with $c in [0, 1)" },
 };
 static const char *const ter_op_names[] = { "fma", "where", "clamp", "lerp", NULL };
-static const MapKind ter_kind = { ter_ops, NELEM(ter_ops), ter_tensor_names, NELEM(ter_tensor_names), 1e-5, 1e-5 };
+static const MapKind ter_kind = { ter_ops, ter_tensor_names, NELEM(ter_tensor_names), 1e-5, 1e-5 };
 static const ParamDesc ter_params[] = MAP_PARAMS(ter_op_names);
 static const Family fam_ternary = {
     "elementwise_ternary",
@@ -489,28 +482,27 @@ static double f2i_quantize_u8(const MapArgs *v) {
     return q < 0 ? 0 : q > 255 ? 255 : q;
 }
 
-#define F2I 1, { DT_F32 }, DT_I32
 static const MapOp f2i_ops[] = {
     { "round", { "Float_To_Int_Round", "Round_To_Nearest_Int", "Float_Rounding" },
       { "round_kernel", "float2intRound", "to_int_rn", "round_to_int" },
-      F2I, { -1000 }, { 1000 }, 0, f2i_round,
+      1, { DT_F32 }, DT_I32, { -1000 }, { 1000 }, 0, f2i_round,
       .expr = { "__float2int_rn($a)", "(int)rintf($a)", "(int)lrintf($a)", "(int)nearbyintf($a)" },
       .formula = "$a rounded to the nearest integer, ties to even, as int32" },
     { "trunc", { "Float_To_Int_Truncate", "Truncate_To_Int", "Float_Truncation" },
       { "trunc_kernel", "float2intTrunc", "to_int_rz", "truncate_to_int" },
-      F2I, { -1000 }, { 1000 }, 0, f2i_trunc,
+      1, { DT_F32 }, DT_I32, { -1000 }, { 1000 }, 0, f2i_trunc,
       .expr = { "(int)$a", "__float2int_rz($a)" }, .formula = "$a truncated toward zero, as int32" },
     { "floor", { "Float_To_Int_Floor", "Floor_To_Int", "Floor_Conversion" },
       { "floor_kernel", "float2intFloor", "to_int_rd", "floor_to_int" },
-      F2I, { -1000 }, { 1000 }, 0, f2i_floor,
+      1, { DT_F32 }, DT_I32, { -1000 }, { 1000 }, 0, f2i_floor,
       .expr = { "(int)floorf($a)", "__float2int_rd($a)" }, .formula = "floor($a) as int32" },
     { "ceil", { "Float_To_Int_Ceil", "Ceil_To_Int", "Ceiling_Conversion" },
       { "ceil_kernel", "float2intCeil", "to_int_ru", "ceil_to_int" },
-      F2I, { -1000 }, { 1000 }, 0, f2i_ceil,
+      1, { DT_F32 }, DT_I32, { -1000 }, { 1000 }, 0, f2i_ceil,
       .expr = { "(int)ceilf($a)", "__float2int_ru($a)" }, .formula = "ceil($a) as int32" },
     { "scale_round", { "Fixed_Point_Conversion", "Scaled_Round_To_Int", "Float_To_Fixed" },
       { "to_fixed_kernel", "floatToFixed", "quantize_fixed", "fixed_point" },
-      F2I, { -50 }, { 50 }, 0, f2i_scale_round, .A = MAP_VALUES(f2i_scales),
+      1, { DT_F32 }, DT_I32, { -50 }, { 50 }, 0, f2i_scale_round, .A = MAP_VALUES(f2i_scales),
       .expr = { "(int)rintf($a * $A)", "__float2int_rn($a * $A)" },
       .formula = "round($a * $A) as int32 (fixed point with $A steps per unit; the product is computed in float32 "
                  "and rounded to nearest, ties to even)" },
@@ -525,7 +517,7 @@ static const char *const f2i_op_names[] = { "round", "trunc", "floor", "ceil", "
 static const char *const f2i_tensor_names[][4] = {
     { "x", "", "", "q" }, { "input", "", "", "output" }, { "values", "", "", "ints" }, { "src", "", "", "dst" },
     { "f", "", "", "i32" } };
-static const MapKind f2i_kind = { f2i_ops, NELEM(f2i_ops), f2i_tensor_names, NELEM(f2i_tensor_names), 0, 0 };
+static const MapKind f2i_kind = { f2i_ops, f2i_tensor_names, NELEM(f2i_tensor_names), 0, 0 };
 static const ParamDesc f2i_params[] = MAP_PARAMS(f2i_op_names);
 static const Family fam_f2i = {
     "convert_float_to_int",
@@ -570,7 +562,7 @@ static const char *const i2f_op_names[] = { "dequantize", "scale_bias", "normali
 static const char *const i2f_tensor_names[][4] = {
     { "q", "", "", "x" }, { "input", "", "", "output" }, { "codes", "", "", "values" }, { "src", "", "", "dst" },
     { "ints", "", "", "floats" } };
-static const MapKind i2f_kind = { i2f_ops, NELEM(i2f_ops), i2f_tensor_names, NELEM(i2f_tensor_names), 1e-6, 1e-6 };
+static const MapKind i2f_kind = { i2f_ops, i2f_tensor_names, NELEM(i2f_tensor_names), 1e-6, 1e-6 };
 static const ParamDesc i2f_params[] = MAP_PARAMS(i2f_op_names);
 static const Family fam_i2f = {
     "convert_int_to_float",
@@ -611,7 +603,7 @@ static const MapOp half_ops[] = {
 static const char *const half_op_names[] = { "to_half", "from_half", "roundtrip", "half_add", NULL };
 static const char *const half_tensor_names[][4] = {
     { "x", "w", "", "y" }, { "input", "other", "", "output" }, { "src", "src2", "", "dst" }, { "a", "b", "", "c" } };
-static const MapKind half_kind = { half_ops, NELEM(half_ops), half_tensor_names, NELEM(half_tensor_names), 1e-7, 1e-3 };
+static const MapKind half_kind = { half_ops, half_tensor_names, NELEM(half_tensor_names), 1e-7, 1e-3 };
 static const ParamDesc half_params[] = MAP_PARAMS(half_op_names);
 static const Family fam_half = {
     "convert_half",
