@@ -49,7 +49,7 @@ static const char *const gather1d_kn[] = { "gather_kernel", "gatherKernel", "gat
 static const char *const gather_rows_kn[] = { "embedding_lookup", "gatherRows", "embedding_forward", "gather_rows" };
 
 // The sizes depend on the op: n indices into m values, or n rows of a vocab (m) x dim (d)
-// table, both tables at most 2,000,000 values.
+// table of at most 2,000,000 values (and at most 1,100,000 output values).
 static void gather_draw(Task *t, Rng *r) {
     int rows = t->p[G_OP] == 1;
     if (!rows) {
@@ -296,8 +296,8 @@ static void scatter_ref(const Task *t, const void *const *in, void *const *out) 
 static const Family fam_scatter = {
     "scatter",
     "out[idx[i]] = x[i] (permutation); scatter-add / scatter-max with atomics",
-    scatter_params, NULL, scatter_draw, scatter_layout, scatter_describe, scatter_kernels, scatter_launch, scatter_ref
-    };
+    scatter_params, NULL, scatter_draw, scatter_layout, scatter_describe, scatter_kernels, scatter_launch,
+    scatter_ref };
 
 // ----------------------------------------------------------------------------
 // Histogram
@@ -314,15 +314,15 @@ static const ParamDesc hist_params[] = {
     [H_VARIANT] = { "variant", hist_variants, 1, "*" }, [H_LOOP] = { "loop", hist_loops, 1, "*" },
     [H_SHMEM] = { "shmem", hist_shmem, 0, "*" }, [H_CTYPE] = { "count_type", hist_ctypes, 0, "0 0 0 0 0 0 0 1 1 1" },
     [H_KNAME] = { "kname", NULL, 0, "0..3" }, [H_NAMES] = { "names", NULL, 0, "0..3" },
-    [H_CAP] = { "cap", NULL, 0, "256 1024" }, [H_TNAME] = { "tname", NULL, 0, "0..2" }, [H_NP] = { NULL, NULL, 0, NULL }
-    };
+    [H_CAP] = { "cap", NULL, 0, "256 1024" }, [H_TNAME] = { "tname", NULL, 0, "0..2" },
+    [H_NP] = { NULL, NULL, 0, NULL } };
 static const char *const hist_names[][2] = { { "data", "hist" }, { "values", "counts" }, { "samples", "histogram" },
                                              { "keys", "freq" } };
 static const char *const hist_pix_names[][2] = { { "pixels", "hist" }, { "image", "histogram" }, { "img", "counts" },
                                                  { "gray", "bins_out" } };
-static const char *const hist_kn[][4] = { { "histogram_kernel", "histogramGlobal", "hist_atomic", "count_values" },
-                                          { "histogram_shared", "histogramShared", "hist_privatized",
-                                            "block_histogram" } };
+static const char *const hist_kn[][4] = {
+    { "histogram_kernel", "histogramGlobal", "hist_atomic", "count_values" },
+    { "histogram_shared", "histogramShared", "hist_privatized", "block_histogram" } };
 
 static void hist_draw(Task *t, Rng *r) {
     (void)r;
@@ -338,8 +338,7 @@ static void hist_layout(Task *t) {
     int n = add_size(t, "n", t->p[H_N]), b = add_size(t, "bins", t->p[H_BINS]);
     static const DType in_dt[] = { DT_I32, DT_U8, DT_F32 };
     tshape(&t->in[0], in_dt[t->p[H_OP]], 1, t->p[H_N], 0, n, -1);
-    if (t->p[H_OP] == 2) trange(&t->in[0], 0, 1, 0);
-    else trange(&t->in[0], 0, t->p[H_BINS] - 1, 1);
+    trange(&t->in[0], 0, t->p[H_OP] == 2 ? 1 : t->p[H_BINS] - 1, t->p[H_OP] != 2); // floats in [0, 1), or bins
     tshape(&t->out[0], t->p[H_CTYPE] ? DT_I32 : DT_U32, 1, t->p[H_BINS], 0, b, -1);
     t->out[0].zero_init = 1;
     t->atol = t->rtol = 0;
@@ -393,7 +392,7 @@ __global__ void $kname($params) {
 
 static void hist_kernels(const Task *t, Emit *e) {
     const char *x = t->in[0].name, *o = t->out[0].name, *i = IDX(t);
-    const char *ct = t->p[H_CTYPE] ? "int" : "unsigned int", *one = t->p[H_CTYPE] ? "1" : "1u";
+    const char *ct = dt_ctypes[t->out[0].dt], *one = t->p[H_CTYPE] ? "1" : "1u";
     int loop = t->p[H_LOOP] == 1 ? LOOP_GRID : LOOP_IF, shared = t->p[H_VARIANT] == 1, sh = t->p[H_SHMEM];
     Task t2 = *t; // an int index
     t2.st.idxtype = 0;
@@ -429,7 +428,7 @@ static void hist_launch(const Task *t, Emit *e, const Host *h) {
     if (!(shared && sh == 2)) launch_1d(e, t, kname, h->size[0], t->p[H_BLOCK], grid ? t->p[H_CAP] : 0, args);
     else TPL(e, t, hist_dynamic_launch, "block", fmt("%d", t->p[H_BLOCK]), "bins", h->size[1], "k", kname, "args", args,
              "blocks", grid ? fmt("%d", t->p[H_CAP]) : fmt("(%s + threads - 1) / threads", h->size[0]),
-             "ct", t->p[H_CTYPE] ? "int" : "unsigned int");
+             "ct", dt_ctypes[t->out[0].dt]);
 }
 
 static void hist_ref(const Task *t, const void *const *in, void *const *out) {
