@@ -45,6 +45,8 @@ typedef struct {
 // the operands (in CUDA the kernel's operand expressions, in the prompt the elements x[i]
 // of the inputs), $A $B the float parameters a, b (CUDA literals or prompt numbers), $zp
 // parameter b as an integer (a zero point) and $input the first input's name.
+// A row of an op table reads: the id and Task Names; the kernel names; the types, ranges,
+// reference and parameter values; the CUDA spellings and the formula.
 typedef struct {
     const char *id;
     const char *task[3];       // Task Name variants
