@@ -1,6 +1,29 @@
 // families_memory.c - indexed memory access: gather (1-D and embedding rows), scatter
 // (permutation, scatter-add and scatter-max with atomics) and histograms (global
 // atomics, or privatised per block in shared memory). Included by corpus.c.
+//
+// Every kernel takes the task's tensors in order (kernel_params), then its sizes.
+
+// The names of a task with nin inputs and one output: nm holds the inputs' and the
+// output's names.
+static void mem_names(Task *t, const char *const *nm, int nin, const char *kname, const char *slug) {
+    for (int k = 0; k < nin; k++) SETNAME(t->in[k].name, "%s", nm[k]);
+    SETNAME(t->out[0].name, "%s", nm[nin]);
+    SETNAME(t->kname[0], "%s", kname);
+    SETNAME(t->slug, "%s", slug);
+}
+
+// A kernel over the task's tensors, then the size parameters sizes.
+static const char mem_kernel_tpl[] = R"(
+/// $comment
+__global__ void $kname($params, $sizes) {
+    $body
+}
+)";
+static void mem_kernel(Emit *e, const Task *t, const char *comment, const char *sizes, const char *body) {
+    TPL(e, t, mem_kernel_tpl, "comment", comment, "kname", t->kname[0], "params", kernel_params(t), "sizes", sizes,
+        "body", body);
+}
 
 // ----------------------------------------------------------------------------
 // Gather
@@ -25,8 +48,11 @@ static const char *const gather_rows_names[][3] = {
 static const char *const gather1d_kn[] = { "gather_kernel", "gatherKernel", "gather", "indexed_load" };
 static const char *const gather_rows_kn[] = { "embedding_lookup", "gatherRows", "embedding_forward", "gather_rows" };
 
+// The sizes depend on the op: n indices into m values, or n rows of a vocab (m) x dim (d)
+// table of at most 2,000,000 values (and at most 1,100,000 output values).
 static void gather_draw(Task *t, Rng *r) {
-    if (t->p[G_OP] == 0) {
+    int rows = t->p[G_OP] == 1;
+    if (!rows) {
         t->p[G_N] = rng_pick(r, "1000 4096 10000 65536 100000 262144 1000000");
         t->p[G_M] = rng_pick(r, "256 1000 4096 50000 100000");
         t->p[G_D] = 1;
@@ -40,63 +66,42 @@ static void gather_draw(Task *t, Rng *r) {
         t->p[G_LOOP] = rng_int(r, 0, 4);
     }
     if (t->p[G_LOOP] == GL_BLOCK_ROW && t->p[G_BLOCK] > 256) t->p[G_BLOCK] = 128;
-    const char *const *nm = t->p[G_OP] == 0 ? gather1d_names[t->p[G_NAMES]] : gather_rows_names[t->p[G_NAMES]];
-    SETNAME(t->in[0].name, "%s", nm[0]);
-    SETNAME(t->in[1].name, "%s", nm[1]);
-    SETNAME(t->out[0].name, "%s", nm[2]);
-    SETNAME(t->kname[0], "%s", (t->p[G_OP] ? gather_rows_kn : gather1d_kn)[t->p[G_KNAME]]);
-    SETNAME(t->slug, "%s", t->p[G_OP] ? "embedding" : "gather");
+    mem_names(t, (rows ? gather_rows_names : gather1d_names)[t->p[G_NAMES]], 2,
+              (rows ? gather_rows_kn : gather1d_kn)[t->p[G_KNAME]], rows ? "embedding" : "gather");
 }
 
 static void gather_layout(Task *t) {
+    int rows = t->p[G_OP] == 1, dim = rows ? t->p[G_D] : 0;
     t->nsize = 0;
     t->nin = 2;
     t->nout = 1;
-    if (t->p[G_OP] == 0) {
-        int n = add_size(t, "n", t->p[G_N]), m = add_size(t, "m", t->p[G_M]);
-        tshape(&t->in[0], DT_F32, 1, t->p[G_M], 0, m, -1);
-        trange(&t->in[0], -100, 100, 0);
-        tshape(&t->in[1], DT_I32, 1, t->p[G_N], 0, n, -1);
-        trange(&t->in[1], 0, t->p[G_M] - 1, 1);
-        tshape(&t->out[0], DT_F32, 1, t->p[G_N], 0, n, -1);
-    } else {
-        int n = add_size(t, "n", t->p[G_N]), v = add_size(t, "vocab", t->p[G_M]), d = add_size(t, "dim", t->p[G_D]);
-        tshape(&t->in[0], DT_F32, 2, t->p[G_M], t->p[G_D], v, d);
-        trange(&t->in[0], -1, 1, 0);
-        tshape(&t->in[1], DT_I32, 1, t->p[G_N], 0, n, -1);
-        trange(&t->in[1], 0, t->p[G_M] - 1, 1);
-        tshape(&t->out[0], DT_F32, 2, t->p[G_N], t->p[G_D], n, d);
-    }
-    t->atol = 0;
-    t->rtol = 0;
+    int n = add_size(t, "n", t->p[G_N]), m = add_size(t, rows ? "vocab" : "m", t->p[G_M]);
+    int d = rows ? add_size(t, "dim", t->p[G_D]) : -1;
+    tshape(&t->in[0], DT_F32, 1 + rows, t->p[G_M], dim, m, d);
+    trange(&t->in[0], rows ? -1 : -100, rows ? 1 : 100, 0);
+    tshape(&t->in[1], DT_I32, 1, t->p[G_N], 0, n, -1);
+    trange(&t->in[1], 0, t->p[G_M] - 1, 1);
+    tshape(&t->out[0], DT_F32, 1 + rows, t->p[G_N], dim, n, d);
+    t->atol = t->rtol = 0;
 }
 
 static void gather_describe(const Task *t, Buf *name, Buf *desc) {
     const char *s = t->in[0].name, *ix = t->in[1].name, *o = t->out[0].name;
     if (t->p[G_OP] == 0) {
         buf_puts(name, pick3(t->p[G_TNAME], "Gather", "Indexed_Gather", "Gather_By_Index"));
-        buf_printf(desc,
-                   "Gather values by index: %s[i] = %s[%s[i]] for i in [0, %d). Every index in %s lies in [0, %d).", o,
-                   s, ix, t->p[G_N], ix, t->p[G_M]);
-    } else {
-        buf_puts(name, pick3(t->p[G_TNAME], "Embedding_Lookup", "Gather_Rows", "Embedding_Gather"));
-        buf_printf(desc,
-                   "Embedding lookup: row r of %s is row %s[r] of the %d x %d table %s, for r in [0, %d). "
-                   "Indices lie in [0, %d); matrices are row-major.",
-                   o, ix, t->p[G_M], t->p[G_D], s, t->p[G_N], t->p[G_M]);
-        if (t->p[G_LOOP] == GL_BLOCK_ROW) buf_puts(desc, " Use one thread block per output row.");
-        if (t->p[G_LOOP] == GL_GRID2D) buf_puts(desc, " Use a 2-D grid: x over columns, y over rows.");
+        buf_printf(desc, "Gather values by index: %s[i] = %s[%s[i]] for i in [0, %d). Every index in %s lies in "
+                   "[0, %d).", o, s, ix, t->p[G_N], ix, t->p[G_M]);
+        return;
     }
+    buf_puts(name, pick3(t->p[G_TNAME], "Embedding_Lookup", "Gather_Rows", "Embedding_Gather"));
+    buf_printf(desc, "Embedding lookup: row r of %s is row %s[r] of the %d x %d table %s, for r in [0, %d). "
+               "Indices lie in [0, %d); matrices are row-major.", o, ix, t->p[G_M], t->p[G_D], s, t->p[G_N], t->p[G_M]);
+    if (t->p[G_LOOP] == GL_BLOCK_ROW) buf_puts(desc, " Use one thread block per output row.");
+    if (t->p[G_LOOP] == GL_GRID2D) buf_puts(desc, " Use a 2-D grid: x over columns, y over rows.");
 }
 
 // One kernel: out[i] = src[idx[i]] in a 1-D loop, or the rows of an embedding table
 // (flattened, one block per row, or a 2-D grid).
-static const char gather_kernel_tpl[] = R"(
-/// $comment
-__global__ void $kname($params) {
-    $body
-}
-)";
 static const char gather_flat_tpl[] = R"(
 const int row = $i / dim;
 const int col = $i % dim;
@@ -122,36 +127,27 @@ if (row < n && col < dim) {
 static void gather_kernels(const Task *t, Emit *e) {
     const char *s = t->in[0].name, *ix = t->in[1].name, *o = t->out[0].name, *i = IDX(t);
     int loop = t->p[G_LOOP], ldg = t->p[G_FN] & 1;
-    const char *ptrs =
-        fmt("%s, %s, %s", ptr_param(t, "float", s, 1), ptr_param(t, "int", ix, 1), ptr_param(t, "float", o, 0));
-    if (t->p[G_OP] == 0) {
-        const char *body =
-            t->p[G_FN] >= 2
-                ? fmt("const int j = %s[%s];\n%s[%s] = %s;", ix, i, o, i,
-                      ldg ? fmt("__ldg(&%s[j])", s) : fmt("%s[j]", s))
-                : fmt("%s[%s] = %s;", o, i, ldg ? fmt("__ldg(%s + %s[%s])", s, ix, i) : fmt("%s[%s[%s]]", s, ix, i));
-        TPL(e, t, gather_kernel_tpl, "kname", t->kname[0], "params", fmt("%s, %s", ptrs, count_param(t, "n")),
-            "comment",
-            fmt("%s[i] = %s[%s[i]]: %s.", o, s, ix, loop == GL_GRID ? "grid-stride loop" : "one thread per output"),
-            "body", loop_frag(t, loop, "n", body));
-        return;
-    }
-    const char *body, *comment;
-    if (loop == GL_BLOCK_ROW) {
-        comment = "One block per output row; its threads copy the row's columns.";
-        body = FRAG(gather_block_row_tpl, "s", s, "ix", ix, "o", o);
+    if (t->p[G_OP] == 0) { // fn: the index in a local j or not, the load through __ldg or not
+        int local = t->p[G_FN] >= 2;
+        const char *j = local ? "j" : fmt("%s[%s]", ix, i);
+        const char *load = !ldg ? fmt("%s[%s]", s, j) : local ? fmt("__ldg(&%s[j])", s) : fmt("__ldg(%s + %s)", s, j);
+        const char *body = fmt("%s%s[%s] = %s;", local ? fmt("const int j = %s[%s];\n", ix, i) : "", o, i, load);
+        const char *how = loop == GL_GRID ? "grid-stride loop" : "one thread per output";
+        mem_kernel(e, t, fmt("%s[i] = %s[%s[i]]: %s.", o, s, ix, how), count_param(t, "n"),
+                   loop_frag(t, loop, "n", body));
+    } else if (loop == GL_BLOCK_ROW) {
+        mem_kernel(e, t, "One block per output row; its threads copy the row's columns.", "int n, int dim",
+                   FRAG(gather_block_row_tpl, "s", s, "ix", ix, "o", o));
     } else if (loop == GL_GRID2D) {
-        comment = "2-D grid: x covers the columns, y the rows.";
-        body = FRAG(gather_grid2d_tpl, "s", s, "ix", ix, "o", o);
+        mem_kernel(e, t, "2-D grid: x covers the columns, y the rows.", "int n, int dim",
+                   FRAG(gather_grid2d_tpl, "s", s, "ix", ix, "o", o));
     } else {
-        comment = "One thread per output element of the n x dim result (flattened).";
         Task t2 = *t; // an int index: total is an int
         t2.st.idxtype = 0;
-        body = fmt("const int total = n * dim;\n%s",
-                   loop_frag(&t2, loop, "total", FRAG(gather_flat_tpl, "i", i, "s", s, "ix", ix, "o", o)));
+        mem_kernel(e, t, "One thread per output element of the n x dim result (flattened).", "int n, int dim",
+                   fmt("const int total = n * dim;\n%s",
+                       loop_frag(&t2, loop, "total", FRAG(gather_flat_tpl, "i", i, "s", s, "ix", ix, "o", o))));
     }
-    TPL(e, t, gather_kernel_tpl, "kname", t->kname[0], "params", fmt("%s, int n, int dim", ptrs), "comment", comment,
-        "body", body);
 }
 
 static const char *const gather_grid2d_launch[] = { R"(
@@ -165,19 +161,15 @@ $k<<<grid, block>>>($args);
 
 static void gather_launch(const Task *t, Emit *e, const Host *h) {
     int loop = t->p[G_LOOP], b = t->p[G_BLOCK], cap = loop == GL_GRID ? t->p[G_CAP] : 0;
-    if (t->p[G_OP] == 0) {
-        launch_1d(e, t, t->kname[0], h->size[0], b, cap,
-                  fmt("%s, %s, %s, %s", h->in[0], h->in[1], h->out[0], h->size[0]));
-        return;
-    }
-    const char *args = fmt("%s, %s, %s, %s, %s", h->in[0], h->in[1], h->out[0], h->size[0], h->size[2]);
-    if (loop == GL_BLOCK_ROW)
-        TPL(e, t, "const int threads = $b;\n$k<<<$n, threads>>>($args);", "b", fmt("%d", b), "k", t->kname[0], "n",
-            h->size[0], "args", args);
+    const char *n = h->size[0], *dim = h->size[2], *args = fmt("%s, %s", kernel_args(h, 1), dim);
+    if (t->p[G_OP] == 0) launch_1d(e, t, t->kname[0], n, b, cap, kernel_args(h, 1));
+    else if (loop == GL_BLOCK_ROW)
+        TPL(e, t, "const int threads = $b;\n$k<<<$n, threads>>>($args);", "b", fmt("%d", b), "k", t->kname[0], "n", n,
+            "args", args);
     else if (loop == GL_GRID2D)
         TPL(e, t, gather_grid2d_launch[t->st.cfg & 1], "by", fmt("%d", b / 32), "by1", fmt("%d", b / 32 - 1), "dim",
-            h->size[2], "n", h->size[0], "k", t->kname[0], "args", args);
-    else launch_1d(e, t, t->kname[0], fmt("%s * %s", h->size[0], h->size[2]), b, cap, args);
+            dim, "n", n, "k", t->kname[0], "args", args);
+    else launch_1d(e, t, t->kname[0], fmt("%s * %s", n, dim), b, cap, args);
 }
 
 static void gather_ref(const Task *t, const void *const *in, void *const *out) {
@@ -215,18 +207,17 @@ static const char *const scatter_kn[][4] = {
     { "scatter_add_kernel", "scatterAdd", "index_add", "scatter_add" },
     { "scatter_add_kernel", "scatterAddInt", "index_add_int", "scatter_add_i32" },
     { "scatter_max_kernel", "scatterMax", "index_max", "scatter_max" } };
+static const char *const scatter_slugs[] = { "scatter", "scatter_add", "scatter_add", "scatter_max" };
 
 static void scatter_draw(Task *t, Rng *r) {
     (void)r;
     if (t->p[SC_OP] == 0) t->p[SC_M] = t->p[SC_N]; // a permutation
-    for (int k = 0; k < 2; k++) SETNAME(t->in[k].name, "%s", scatter_names[t->p[SC_NAMES]][k]);
-    SETNAME(t->out[0].name, "%s", scatter_names[t->p[SC_NAMES]][2]);
-    SETNAME(t->kname[0], "%s", scatter_kn[t->p[SC_OP]][t->p[SC_KNAME]]);
-    SETNAME(t->slug, "%s", t->p[SC_OP] == 0 ? "scatter" : t->p[SC_OP] == 3 ? "scatter_max" : "scatter_add");
+    mem_names(t, scatter_names[t->p[SC_NAMES]], 2, scatter_kn[t->p[SC_OP]][t->p[SC_KNAME]], scatter_slugs[t->p[SC_OP]]);
 }
 
 static void scatter_layout(Task *t) {
     int op = t->p[SC_OP];
+    static const double range[] = { 100, 8, 1000, 1000 }; // the values lie in [-range, range]
     t->nsize = 0;
     t->nin = 2;
     t->nout = 1;
@@ -234,110 +225,79 @@ static void scatter_layout(Task *t) {
     int m = op == 0 ? n : add_size(t, "m", t->p[SC_M]);
     DType vt = op == 0 || op == 1 ? DT_F32 : DT_I32;
     tshape(&t->in[0], vt, 1, t->p[SC_N], 0, n, -1);
-    if (op == 0) trange(&t->in[0], -100, 100, 0);
-    else if (op == 1) trange(&t->in[0], -8, 8, 1);
-    else trange(&t->in[0], -1000, 1000, 1);
+    trange(&t->in[0], -range[op], range[op], op != 0); // whole numbers where they are summed
     tshape(&t->in[1], DT_I32, 1, t->p[SC_N], 0, n, -1);
     trange(&t->in[1], 0, t->p[SC_M] - 1, 1);
     if (op == 0) t->in[1].gen = GEN_PERM;
     tshape(&t->out[0], vt, 1, t->p[SC_M], 0, m, -1);
     t->out[0].zero_init = op != 0;
-    t->atol = 0;
-    t->rtol = 0;
+    t->atol = t->rtol = 0;
 }
 
 static void scatter_describe(const Task *t, Buf *name, Buf *desc) {
     const char *s = t->in[0].name, *ix = t->in[1].name, *o = t->out[0].name;
-    int k = t->p[SC_TNAME];
+    int k = t->p[SC_TNAME], n = t->p[SC_N], m = t->p[SC_M];
     switch (t->p[SC_OP]) {
     case 0:
         buf_puts(name, pick3(k, "Scatter", "Permutation_Scatter", "Scatter_By_Index"));
-        buf_printf(desc,
-                   "Scatter: %s[%s[i]] = %s[i] for i in [0, %d). %s is a permutation of 0..%d, so every output is "
-                   "written once.",
-                   o, ix, s, t->p[SC_N], ix, t->p[SC_N] - 1);
+        buf_printf(desc, "Scatter: %s[%s[i]] = %s[i] for i in [0, %d). %s is a permutation of 0..%d, so every output "
+                   "is written once.", o, ix, s, n, ix, n - 1);
         break;
     case 1:
     case 2:
         buf_puts(name, pick3(k, "Scatter_Add", "Index_Add", "Atomic_Scatter_Add"));
-        buf_printf(desc,
-                   "Scatter-add: %s starts at zero, then for every i in [0, %d), %s[i] is added to %s[%s[i]]. "
-                   "Indices lie in [0, %d) and repeat, so use atomic additions.%s",
-                   o, t->p[SC_N], s, o, ix, t->p[SC_M],
+        buf_printf(desc, "Scatter-add: %s starts at zero, then for every i in [0, %d), %s[i] is added to %s[%s[i]]. "
+                   "Indices lie in [0, %d) and repeat, so use atomic additions.%s", o, n, s, o, ix, m,
                    t->p[SC_OP] == 1 ? " The values are whole numbers, so the sums are exact." : "");
         break;
     default:
         buf_puts(name, pick3(k, "Scatter_Max", "Index_Max", "Atomic_Scatter_Max"));
-        buf_printf(desc,
-                   "Scatter-max: %s starts at zero, then for every i in [0, %d), %s[%s[i]] = max(%s[%s[i]], %s[i]). "
-                   "Indices lie in [0, %d) and repeat, so use atomicMax.",
-                   o, t->p[SC_N], o, ix, o, ix, s, t->p[SC_M]);
+        buf_printf(desc, "Scatter-max: %s starts at zero, then for every i in [0, %d), %s[%s[i]] = max(%s[%s[i]], "
+                   "%s[i]). Indices lie in [0, %d) and repeat, so use atomicMax.", o, n, o, ix, o, ix, s, m);
         break;
     }
 }
 
-static const char scatter_kernel_tpl[] = R"(
-/// Each thread $what.
-__global__ void $kname($params) {
-    $loop
-}
-)";
-
 static void scatter_kernels(const Task *t, Emit *e) {
     const char *s = t->in[0].name, *ix = t->in[1].name, *o = t->out[0].name, *i = IDX(t);
     int op = t->p[SC_OP];
-    const char *vt = op <= 1 ? "float" : "int";
     static const char *const what[] = { "writes its element to the permuted position", "adds its value atomically",
                                         "adds its value atomically", "raises the target with atomicMax" };
     const char *target = t->p[SC_FN] & 1 ? fmt("%s + %s[%s]", o, ix, i) : fmt("&%s[%s[%s]]", o, ix, i);
     const char *body = op == 0 ? fmt("%s[%s[%s]] = %s[%s];", o, ix, i, s, i)
                                : fmt("%s(%s, %s[%s]);", op == 3 ? "atomicMax" : "atomicAdd", target, s, i);
-    TPL(e, t, scatter_kernel_tpl, "what", what[op], "kname", t->kname[0], "params",
-        fmt("%s, %s, %s, %s", ptr_param(t, vt, s, 1), ptr_param(t, "int", ix, 1), ptr_param(t, vt, o, 0),
-            count_param(t, "n")),
-        "loop", loop_frag(t, t->p[SC_LOOP], "n", body));
+    mem_kernel(e, t, fmt("Each thread %s.", what[op]), count_param(t, "n"), loop_frag(t, t->p[SC_LOOP], "n", body));
 }
 
 static void scatter_launch(const Task *t, Emit *e, const Host *h) {
     launch_1d(e, t, t->kname[0], h->size[0], t->p[SC_BLOCK], t->p[SC_LOOP] == LOOP_GRID ? t->p[SC_CAP] : 0,
-              fmt("%s, %s, %s, %s", h->in[0], h->in[1], h->out[0], h->size[0]));
+              kernel_args(h, 1));
 }
 
+// In double, every op is exact here: float values, and int sums far below 2^31 (values
+// in [-1000, 1000], n <= 1,000,000).
 static void scatter_ref(const Task *t, const void *const *in, void *const *out) {
     long n = t->p[SC_N], m = t->p[SC_M];
+    int op = t->p[SC_OP], floats = op <= 1;
     const int *ix = in[1];
-    int op = t->p[SC_OP];
-    if (op == 0 || op == 1) {
-        const float *s = in[0];
-        float *o = out[0];
-        if (op == 1) {
-            double *acc = calloc((size_t)m, sizeof *acc);
-            for (long i = 0; i < n; i++)
-                if (ix[i] >= 0 && ix[i] < m) acc[ix[i]] += s[i];
-            for (long j = 0; j < m; j++) o[j] = (float)acc[j];
-            free(acc);
-        } else {
-            for (long j = 0; j < m; j++) o[j] = 0;
-            for (long i = 0; i < n; i++)
-                if (ix[i] >= 0 && ix[i] < m) o[ix[i]] = s[i];
-        }
-    } else {
-        const int *s = in[0];
-        int *o = out[0];
-        for (long j = 0; j < m; j++) o[j] = 0;
-        for (long i = 0; i < n; i++) {
-            if (ix[i] < 0 || ix[i] >= m) continue;
-            if (op == 2) o[ix[i]] = (int)((unsigned)o[ix[i]] + (unsigned)s[i]);
-            else if (s[i] > o[ix[i]]) o[ix[i]] = s[i];
-        }
+    double *acc = calloc((size_t)m, sizeof *acc); // outputs start at zero
+    for (long i = 0; i < n; i++) {
+        if (ix[i] < 0 || ix[i] >= m) continue;
+        double x = floats ? ((const float *)in[0])[i] : ((const int *)in[0])[i], *o = &acc[ix[i]];
+        *o = op == 0 ? x : op == 3 ? fmax(*o, x) : *o + x;
     }
+    for (long j = 0; j < m; j++) {
+        if (floats) ((float *)out[0])[j] = (float)acc[j];
+        else ((int *)out[0])[j] = (int)acc[j];
+    }
+    free(acc);
 }
 
 static const Family fam_scatter = {
     "scatter",
     "out[idx[i]] = x[i] (permutation); scatter-add / scatter-max with atomics",
-    scatter_params, NULL, scatter_draw, scatter_layout, scatter_describe, scatter_kernels, scatter_launch, scatter_ref
-    };
+    scatter_params, NULL, scatter_draw, scatter_layout, scatter_describe, scatter_kernels, scatter_launch,
+    scatter_ref };
 
 // ----------------------------------------------------------------------------
 // Histogram
@@ -354,24 +314,21 @@ static const ParamDesc hist_params[] = {
     [H_VARIANT] = { "variant", hist_variants, 1, "*" }, [H_LOOP] = { "loop", hist_loops, 1, "*" },
     [H_SHMEM] = { "shmem", hist_shmem, 0, "*" }, [H_CTYPE] = { "count_type", hist_ctypes, 0, "0 0 0 0 0 0 0 1 1 1" },
     [H_KNAME] = { "kname", NULL, 0, "0..3" }, [H_NAMES] = { "names", NULL, 0, "0..3" },
-    [H_CAP] = { "cap", NULL, 0, "256 1024" }, [H_TNAME] = { "tname", NULL, 0, "0..2" }, [H_NP] = { NULL, NULL, 0, NULL }
-    };
+    [H_CAP] = { "cap", NULL, 0, "256 1024" }, [H_TNAME] = { "tname", NULL, 0, "0..2" },
+    [H_NP] = { NULL, NULL, 0, NULL } };
 static const char *const hist_names[][2] = { { "data", "hist" }, { "values", "counts" }, { "samples", "histogram" },
                                              { "keys", "freq" } };
 static const char *const hist_pix_names[][2] = { { "pixels", "hist" }, { "image", "histogram" }, { "img", "counts" },
                                                  { "gray", "bins_out" } };
-static const char *const hist_kn[][4] = { { "histogram_kernel", "histogramGlobal", "hist_atomic", "count_values" },
-                                          { "histogram_shared", "histogramShared", "hist_privatized",
-                                            "block_histogram" } };
+static const char *const hist_kn[][4] = {
+    { "histogram_kernel", "histogramGlobal", "hist_atomic", "count_values" },
+    { "histogram_shared", "histogramShared", "hist_privatized", "block_histogram" } };
 
 static void hist_draw(Task *t, Rng *r) {
     (void)r;
     if (t->p[H_OP] == 1) t->p[H_BINS] = 256; // uint8 pixels
-    const char *const *nm = t->p[H_OP] == 1 ? hist_pix_names[t->p[H_NAMES]] : hist_names[t->p[H_NAMES]];
-    SETNAME(t->in[0].name, "%s", nm[0]);
-    SETNAME(t->out[0].name, "%s", nm[1]);
-    SETNAME(t->kname[0], "%s", hist_kn[t->p[H_VARIANT]][t->p[H_KNAME]]);
-    SETNAME(t->slug, "histogram");
+    mem_names(t, (t->p[H_OP] == 1 ? hist_pix_names : hist_names)[t->p[H_NAMES]], 1,
+              hist_kn[t->p[H_VARIANT]][t->p[H_KNAME]], "histogram");
 }
 
 static void hist_layout(Task *t) {
@@ -381,12 +338,10 @@ static void hist_layout(Task *t) {
     int n = add_size(t, "n", t->p[H_N]), b = add_size(t, "bins", t->p[H_BINS]);
     static const DType in_dt[] = { DT_I32, DT_U8, DT_F32 };
     tshape(&t->in[0], in_dt[t->p[H_OP]], 1, t->p[H_N], 0, n, -1);
-    if (t->p[H_OP] == 2) trange(&t->in[0], 0, 1, 0);
-    else trange(&t->in[0], 0, t->p[H_BINS] - 1, 1);
+    trange(&t->in[0], 0, t->p[H_OP] == 2 ? 1 : t->p[H_BINS] - 1, t->p[H_OP] != 2); // floats in [0, 1), or bins
     tshape(&t->out[0], t->p[H_CTYPE] ? DT_I32 : DT_U32, 1, t->p[H_BINS], 0, b, -1);
     t->out[0].zero_init = 1;
-    t->atol = 0;
-    t->rtol = 0;
+    t->atol = t->rtol = 0;
 }
 
 static void hist_describe(const Task *t, Buf *name, Buf *desc) {
@@ -395,41 +350,28 @@ static void hist_describe(const Task *t, Buf *name, Buf *desc) {
     switch (t->p[H_OP]) {
     case 0:
         buf_puts(name, pick3(k, "Histogram", "Integer_Histogram", "Value_Counts"));
-        buf_printf(desc,
-                   "Count how many elements of %s take each value: %s[b] = number of i with %s[i] == b, for %d bins. "
-                   "Every value lies in [0, %d).",
-                   x, o, x, bins, bins);
+        buf_printf(desc, "Count how many elements of %s take each value: %s[b] = number of i with %s[i] == b, for %d "
+                   "bins. Every value lies in [0, %d).", x, o, x, bins, bins);
         break;
     case 1:
         buf_puts(name, pick3(k, "Image_Histogram", "Grayscale_Histogram", "Pixel_Histogram"));
-        buf_printf(desc,
-                   "Compute the 256-bin histogram of the 8-bit pixels in %s: %s[v] = number of pixels equal to v.", x,
-                   o);
+        buf_printf(desc, "Compute the 256-bin histogram of the 8-bit pixels in %s: %s[v] = number of pixels equal "
+                   "to v.", x, o);
         break;
     default:
         buf_puts(name, pick3(k, "Float_Histogram", "Uniform_Bin_Histogram", "Binned_Counts"));
-        buf_printf(desc,
-                   "Histogram of values in [0, 1) with %d equal bins: element x goes to bin (int)(x * %d) computed in "
-                   "float32, "
-                   "clamped to %d; %s[b] counts the elements of %s in bin b.",
-                   bins, bins, bins - 1, o, x);
+        buf_printf(desc, "Histogram of values in [0, 1) with %d equal bins: element x goes to bin (int)(x * %d) "
+                   "computed in float32, clamped to %d; %s[b] counts the elements of %s in bin b.", bins, bins,
+                   bins - 1, o, x);
         break;
     }
-    if (t->p[H_VARIANT] == 1)
-        buf_puts(
-            desc,
-            " Privatise the histogram per thread block in shared memory, then merge it into the output with atomics.");
-    else buf_puts(desc, " Use atomicAdd on the output counts.");
+    buf_puts(desc, t->p[H_VARIANT] == 1 ? " Privatise the histogram per thread block in shared memory, then merge it "
+                                          "into the output with atomics."
+                                        : " Use atomicAdd on the output counts.");
 }
 
 // Global atomics on the output, or a private histogram per block in shared memory merged
 // into the output at the end.
-static const char hist_global_tpl[] = R"(
-/// Every element increments its bin in global memory with atomicAdd.
-__global__ void $kname($params) {
-    $loop
-}
-)";
 static const char hist_shared_tpl[] = R"(
 $define
 /// Each block builds a private histogram in shared memory, then adds it to the global one.
@@ -450,13 +392,10 @@ __global__ void $kname($params) {
 
 static void hist_kernels(const Task *t, Emit *e) {
     const char *x = t->in[0].name, *o = t->out[0].name, *i = IDX(t);
-    const char *ct = t->p[H_CTYPE] ? "int" : "unsigned int", *one = t->p[H_CTYPE] ? "1" : "1u";
-    static const char *const in_ct[] = { "int", "unsigned char", "float" };
+    const char *ct = dt_ctypes[t->out[0].dt], *one = t->p[H_CTYPE] ? "1" : "1u";
     int loop = t->p[H_LOOP] == 1 ? LOOP_GRID : LOOP_IF, shared = t->p[H_VARIANT] == 1, sh = t->p[H_SHMEM];
     Task t2 = *t; // an int index
     t2.st.idxtype = 0;
-    const char *params = fmt("%s, %s, int n%s", ptr_param(t, in_ct[t->p[H_OP]], x, 1), ptr_param(t, ct, o, 0),
-                             shared && sh == 1 ? "" : ", int bins");
     const char *nb = !shared ? "bins" : pick3(sh, "NUM_BINS", "NBINS", "bins"), *hist = shared ? "local_hist" : o;
     const char *v = fmt("%s[%s]", x, i);
     const char *bin = t->p[H_OP] == 2   ? fmt("min((int)(%s * %s), %s - 1)", v, nb, nb)
@@ -466,12 +405,12 @@ static void hist_kernels(const Task *t, Emit *e) {
                                        : fmt("const int b = %s;\natomicAdd(&%s[b], %s);", bin, hist, one);
     const char *lp = loop_frag(&t2, loop, "n", body);
     if (!shared) {
-        TPL(e, t, hist_global_tpl, "kname", t->kname[0], "params", params, "loop", lp);
+        mem_kernel(e, t, "Every element increments its bin in global memory with atomicAdd.", "int n, int bins", lp);
         return;
     }
     TPL(e, t, hist_shared_tpl, "define", sh == 0 ? fmt("#define NUM_BINS %d\n\n", t->p[H_BINS]) : "", "template",
-        sh == 1 ? "template <int NBINS>" : "", "kname", t->kname[0], "params", params, "nb", nb, "loop", lp, "o", o,
-        "local_hist",
+        sh == 1 ? "template <int NBINS>" : "", "kname", t->kname[0], "nb", nb, "loop", lp, "o", o,
+        "params", fmt("%s, int n%s", kernel_params(t), sh == 1 ? "" : ", int bins"), "local_hist",
         sh == 2 ? fmt("extern __shared__ %s local_hist[];", ct) : fmt("__shared__ %s local_hist[%s];", ct, nb));
 }
 
@@ -484,13 +423,12 @@ $k<<<blocks, threads, shmem>>>($args);
 
 static void hist_launch(const Task *t, Emit *e, const Host *h) {
     int shared = t->p[H_VARIANT] == 1, sh = t->p[H_SHMEM], grid = t->p[H_LOOP] == 1;
-    const char *args =
-        fmt("%s, %s, %s%s", h->in[0], h->out[0], h->size[0], shared && sh == 1 ? "" : fmt(", %s", h->size[1]));
+    const char *args = kernel_args(h, shared && sh == 1 ? 1 : 2); // a template kernel knows its bins
     const char *kname = shared && sh == 1 ? fmt("%s<%d>", t->kname[0], t->p[H_BINS]) : t->kname[0];
     if (!(shared && sh == 2)) launch_1d(e, t, kname, h->size[0], t->p[H_BLOCK], grid ? t->p[H_CAP] : 0, args);
     else TPL(e, t, hist_dynamic_launch, "block", fmt("%d", t->p[H_BLOCK]), "bins", h->size[1], "k", kname, "args", args,
              "blocks", grid ? fmt("%d", t->p[H_CAP]) : fmt("(%s + threads - 1) / threads", h->size[0]),
-             "ct", t->p[H_CTYPE] ? "int" : "unsigned int");
+             "ct", dt_ctypes[t->out[0].dt]);
 }
 
 static void hist_ref(const Task *t, const void *const *in, void *const *out) {
