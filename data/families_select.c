@@ -7,7 +7,6 @@
 // Selections and counts are exact: tolerances are zero.
 
 #define SL_SIZES "1000 4096 10000 65536 100000 262144 1000000 1048576"
-static const char *const sl_dtypes[] = { "float32", "int32", NULL };
 static const char *sl_ct(int is_int) { return is_int ? "int" : "float"; }
 // The largest and smallest value of a type, as CUDA source.
 static const char *sl_lowest(int is_int) { return is_int ? RO_INT_MIN : RO_LOWEST; }
@@ -40,7 +39,7 @@ static const char *const ax_algos[] = { "two_pass_tree", "two_pass_shuffle", "pa
 static const char *const ax_shfls[] = { "xor", "down", NULL };
 static const ParamDesc ax_params[] = {
     [AX_N] = { "n", NULL, 1, SL_SIZES }, [AX_BLOCK] = { "block", NULL, 1, "128 256 512 1024" },
-    [AX_ALGO] = { "algo", ax_algos, 1, "*" }, [AX_DTYPE] = { "dtype", sl_dtypes, 1, "*" },
+    [AX_ALGO] = { "algo", ax_algos, 1, "*" }, [AX_DTYPE] = { "dtype", sc_dtypes, 1, "*" },
     [AX_DATA] = { "data", am_data, 1, "*" }, [AX_CAP] = { "cap", NULL, 0, "64 256 1024" },
     [AX_SHFL] = { "shfl", ax_shfls, 0, "*" }, [AX_MASK] = { "mask", NULL, 0, "0..2" },
     [AX_KNAME] = { "kname", NULL, 0, "0..3" }, [AX_NAMES] = { "names", NULL, 0, "0..3" },
@@ -252,7 +251,7 @@ static const char *const mm_aggs[] = { "per_element", "warp_first", "block_first
 static const char *const mm_inits[] = { "init_kernel", "host_copy", NULL };
 static const ParamDesc mm_params[] = {
     [MM_N] = { "n", NULL, 1, SL_SIZES }, [MM_BLOCK] = { "block", NULL, 1, "128 256 512" },
-    [MM_OP] = { "op", mm_ops, 1, "*" }, [MM_DTYPE] = { "dtype", sl_dtypes, 1, "*" },
+    [MM_OP] = { "op", mm_ops, 1, "*" }, [MM_DTYPE] = { "dtype", sc_dtypes, 1, "*" },
     [MM_METHOD] = { "method", mm_methods, 1, "1..3" }, [MM_AGG] = { "agg", mm_aggs, 1, "*" },
     [MM_INIT] = { "init", mm_inits, 0, "*" }, [MM_DATA] = { "data", NULL, 1, "0..2" },
     [MM_CAP] = { "cap", NULL, 0, "256 1024 4096" }, [MM_MASK] = { "mask", NULL, 0, "0..2" },
@@ -535,7 +534,7 @@ static const char *const cp_fp[] = { "threshold", NULL };
 static const ParamDesc cp_params[] = {
     [CP_N] = { "n", NULL, 1, "1000 4096 10000 65536 100000 262144 1000000" },
     [CP_BLOCK] = { "block", NULL, 1, "128 256 512 1024" }, [CP_LOCAL] = { "local", cp_locals, 1, "*" },
-    [CP_SUMS] = { "sums", se_sums, 1, "*" }, [CP_DTYPE] = { "dtype", sl_dtypes, 1, "*" },
+    [CP_SUMS] = { "sums", sc_sums, 1, "*" }, [CP_DTYPE] = { "dtype", sc_dtypes, 1, "*" },
     [CP_PRED] = { "pred", cp_preds, 1, "*" }, [CP_MASK] = { "mask", NULL, 0, "0..2" },
     [CP_KNAME] = { "kname", NULL, 0, "0..3" }, [CP_NAMES] = { "names", NULL, 0, "0..3" },
     [CP_TNAME] = { "tname", NULL, 0, "0..2" }, [CP_NP] = { NULL } };
@@ -746,7 +745,7 @@ static const char *const ci_fp[] = { "a", "b", NULL };
 static const ParamDesc ci_params[] = {
     [CI_N] = { "n", NULL, 1, SL_SIZES }, [CI_BLOCK] = { "block", NULL, 1, "128 256 512 1024" },
     [CI_AGG] = { "agg", ci_aggs, 1, "*" }, [CI_PRED] = { "pred", ci_preds, 1, NULL },
-    [CI_DTYPE] = { "dtype", sl_dtypes, 1, "*" }, [CI_OUT] = { "out", ci_outs, 0, "*" },
+    [CI_DTYPE] = { "dtype", sc_dtypes, 1, "*" }, [CI_OUT] = { "out", ci_outs, 0, "*" },
     [CI_LOOP] = { "loop", ci_loops, 1, "*" }, [CI_CAP] = { "cap", NULL, 0, "256 1024 4096" },
     [CI_MASK] = { "mask", NULL, 0, "0..2" }, [CI_KNAME] = { "kname", NULL, 0, "0..3" },
     [CI_NAMES] = { "names", NULL, 0, "0..3" }, [CI_TNAME] = { "tname", NULL, 0, "0..2" }, [CI_NP] = { NULL } };
