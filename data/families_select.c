@@ -90,7 +90,8 @@ static void ax_draw(Task *t, Rng *r) {
     static const char *const names[] = { "x max_val max_idx", "scores top top_idx", "values peak peak_pos",
                                          "input value index" };
     static const char *const kn[] = { "argmax_partial argmax_final argmax_unpack",
-                                      "argMaxBlocks argMaxFinal unpackArgMax", "block_argmax final_argmax decode_argmax",
+                                      "argMaxBlocks argMaxFinal unpackArgMax",
+                                      "block_argmax final_argmax decode_argmax",
                                       "argmax_pass1 argmax_pass2 argmax_decode" };
     sc_names(t, names[t->p[AX_NAMES]], kn[t->p[AX_KNAME]], "argmax");
 }
@@ -233,7 +234,8 @@ static void ax_launch(const Task *t, Emit *e, const Host *h) {
                                : fmt("%s\n%s", dev_alloc(t, sc_ct(t->p[AX_DTYPE]), pv, "blocks"),
                                      dev_alloc(t, "int", pi, "blocks"));
     const char *freed = packed ? checked(t, fmt("cudaFree(%s)", key))
-                               : fmt("%s\n%s", checked(t, fmt("cudaFree(%s)", pv)), checked(t, fmt("cudaFree(%s)", pi)));
+                               : fmt("%s\n%s", checked(t, fmt("cudaFree(%s)", pv)),
+                                     checked(t, fmt("cudaFree(%s)", pi)));
     TPL(e, t, ax_launch_tpl,
         "grid", grid_1d(t->p[AX_ALGO] == 0 ? "BLOCK_SIZE" : fmt("%d", t->p[AX_BLOCK]), h->size[0], t->p[AX_CAP]),
         "alloc", alloc, "k1", t->kname[0], "in", h->in[0], "bufs", packed ? key : fmt("%s, %s", pv, pi),
@@ -445,15 +447,17 @@ static void mm_kernels(const Task *t, Emit *e) {
     const char *init = FRAG(mm_small_kernel_tpl, "k", t->kname[1], "params", ptrs,
                             "comment", meth == 2 ? "Puts the identities (as ordered bits) into the outputs."
                                                  : "Puts the identities into the outputs.",
-                            "body", mm_each(t, NULL, meth == 2 ? "*(unsigned int *)$o = $ident;" : "$o[0] = $ident;", "\n"));
+                            "body", mm_each(t, NULL, meth == 2 ? "*(unsigned int *)$o = $ident;" : "$o[0] = $ident;",
+                                            "\n"));
     const char *unmap = fmt("const unsigned int $k = *(const unsigned int *)$o;\n$o[0] = %s;", sl_unordered(0, "$k"));
     const char *decode = FRAG(mm_small_kernel_tpl, "k", t->kname[2],
                               "params", mm_each(t, NULL, ptr_param(t, "float", "$o", 0), ", "),
                               "comment", "Turns the ordered bits back into floats, in place.",
                               "body", mm_each(t, NULL, unmap, "\n"));
     // the kernel: each thread's elements (straight to the atomics, or into its own extremes), then its combine
-    const char *step = agg == 0 ? fmt("const %s v = %s[i];\n%s", T, x, mm_each(t, NULL, "$update", "\n"))
-                       : t->p[MM_OP] == 2 ? fmt("const %s v = %s[i];\n%s", T, x, mm_each(t, NULL, "$v = $f($v, v);", "\n"))
+    const char *load = fmt("const %s v = %s[i];", T, x);
+    const char *step = agg == 0 ? fmt("%s\n%s", load, mm_each(t, NULL, "$update", "\n"))
+                       : t->p[MM_OP] == 2 ? fmt("%s\n%s", load, mm_each(t, NULL, "$v = $f($v, v);", "\n"))
                                           : mm_each(t, NULL, fmt("$v = $f($v, %s[i]);", x), "");
     const char *combine =
         FRAG(mm_combine_tpl[agg], "shfl", mm_each(t, NULL, "$v = $f($v, __shfl_xor_sync($mask, $v, offset));", "\n"),
@@ -477,7 +481,8 @@ static void mm_launch(const Task *t, Emit *e, const Host *h) {
     const char *set = t->p[MM_METHOD] == 2 ? checked(t, "cudaMemset($o, $byte, sizeof(unsigned int))")
                       : fmt("const %s $var = $ident;\n%s", T,
                             checked(t, fmt("cudaMemcpy($o, &$var, sizeof(%s), cudaMemcpyHostToDevice)", T)));
-    TPL(e, t, mm_launch_tpl, "init", t->p[MM_INIT] ? mm_each(t, h, set, "\n") : fmt("%s<<<1, 1>>>(%s);", t->kname[1], outs),
+    TPL(e, t, mm_launch_tpl,
+        "init", t->p[MM_INIT] ? mm_each(t, h, set, "\n") : fmt("%s<<<1, 1>>>(%s);", t->kname[1], outs),
         "grid", grid_1d(t->p[MM_AGG] == 2 ? "BLOCK_SIZE" : fmt("%d", t->p[MM_BLOCK]), h->size[0], t->p[MM_CAP]),
         "n", h->size[0], "k", t->kname[0], "x", h->in[0], "outs", outs,
         "decode", t->p[MM_METHOD] == 2 ? fmt("%s<<<1, 1>>>(%s);", t->kname[2], outs) : "");
@@ -519,7 +524,8 @@ static const ParamDesc cp_params[] = {
 static void cp_draw(Task *t, Rng *r) {
     static const char *const names[] = { "x out count", "input kept num_kept", "values selected n_selected",
                                          "data compacted length" };
-    static const char *const kn[] = { "count_kept scan_counts scatter_kept", "countPerBlock scanBlockCounts scatterKept",
+    static const char *const kn[] = { "count_kept scan_counts scatter_kept",
+                                      "countPerBlock scanBlockCounts scatterKept",
                                       "block_counts_kernel offsets_from_counts compact_write",
                                       "flag_count exclusive_scan_counts write_selected" };
     static const char *const thr[2][2] = { { "0 0.5 -0.25 0.75 0.875", "0.5 0.25 0.875" },
@@ -627,13 +633,15 @@ static void cp_kernels(const Task *t, Emit *e) {
     const char *hs = sc_hs_sum("BLOCK_SIZE", "int");
     int ballot = t->p[CP_LOCAL], serial = t->p[CP_SUMS];
     const char *scan = FRAG(sc_offsets_tpl[serial], "shared", "__shared__ int s[BLOCK_SIZE];", "T", "int", "Z", "0",
-                            "hs", hs, "n", "nblocks", "a", "block_counts", "B", "BLOCK_SIZE", "guard", "threadIdx.x != 0",
-                            "v", "c", "total", serial ? fmt("%s[0] = run;", c) : fmt("if (tid == 0) %s[0] = carry;", c));
+                            "hs", hs, "n", "nblocks", "a", "block_counts", "B", "BLOCK_SIZE",
+                            "guard", "threadIdx.x != 0", "v", "c",
+                            "total", serial ? fmt("%s[0] = run;", c) : fmt("if (tid == 0) %s[0] = carry;", c));
     TPL(e, t, cp_kernels_tpl, "B", fmt("%d", t->p[CP_BLOCK]),
         "full_mask", ballot && t->p[CP_MASK] == 2 ? "#define FULL_MASK 0xffffffffu" : "", "k1", t->kname[0],
         "k2", t->kname[1], "k3", t->kname[2], "xparam", ptr_param(t, T, x, 1), "pred", cp_pred(t, fmt("%s[i]", x), 0),
         "cparam", ptr_param(t, "int", c, 0), "oparam", ptr_param(t, T, o, 0), "count", cp_count_tpl[ballot],
-        "scan", scan, "how", ballot ? "ballot + popc per warp, then the warp counts" : "a shared-memory scan of the flags",
+        "scan", scan,
+        "how", ballot ? "ballot + popc per warp, then the warp counts" : "a shared-memory scan of the flags",
         "scatter", FRAG(cp_scatter_tpl[ballot], "hs", hs, "o", o, "x", x, "mask", sl_mask(t->p[CP_MASK])));
 }
 static const char cp_launch_tpl[] = R"(
@@ -701,7 +709,8 @@ static void ci_draw(Task *t, Rng *r) {
     sc_names(t, names[t->p[CI_NAMES]], kn[t->p[CI_KNAME]], "count_if");
 }
 static void ci_layout(Task *t) {
-    if (t->p[CI_DTYPE]) sc_input(t, t->p[CI_N], 1, t->p[CI_PRED] == SL_EQUAL ? 0 : -1000, t->p[CI_PRED] == SL_EQUAL ? 20 : 1000, 1);
+    int eq = t->p[CI_PRED] == SL_EQUAL; // small ints, so that values repeat
+    if (t->p[CI_DTYPE]) sc_input(t, t->p[CI_N], 1, eq ? 0 : -1000, eq ? 20 : 1000, 1);
     else sc_input(t, t->p[CI_N], 0, -1, 1, 0);
     sc_output(t, t->p[CI_OUT] ? DT_U32 : DT_I32, 0)->zero_init = 1;
 }
