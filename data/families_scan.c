@@ -47,6 +47,11 @@ static Tensor *sc_output(Task *t, DType dt, int whole) {
 static const char *sc_range(const Tensor *x) {
     return fmt("[%s, %s%s", fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")");
 }
+// The prompt's sentence about the input: "x holds 1000 float32 values in [0, 1). ".
+static void sc_holds(Buf *desc, const Task *t) {
+    const Tensor *x = &t->in[0];
+    buf_printf(desc, "%s holds %ld %s values in %s. ", x->name, x->shape[0], dt_names[x->dt], sc_range(x));
+}
 // Element i of an int or float array (exact as a double), and a store into one.
 static double sc_get(const void *p, int is_int, long i) {
     return is_int ? (double)((const int *)p)[i] : (double)((const float *)p)[i];
@@ -176,12 +181,12 @@ static void sb_describe(const Task *t, Buf *name, Buf *desc) {
     const char *x = t->in[0].name, *op = t->p[SB_OP] ? "maximum" : "sum";
     int seg = sb_seg(t);
     buf_puts(name, nm[t->p[SB_OP]][t->p[SB_TNAME]]);
+    sc_holds(desc, t);
     buf_printf(desc,
-               "%s holds %d %s values in %s. Split it into consecutive segments of %d elements (the last one may be "
-               "shorter) and compute the inclusive prefix %s within each segment: %s[i] = the %s of %s[s..i], where "
-               "s = i - i %% %d is the start of i's segment. One block of %d threads per segment, ",
-               x, t->p[SB_N], dt_names[t->in[0].dt], sc_range(&t->in[0]), seg, op, t->out[0].name, op, x, seg,
-               t->p[SB_BLOCK]);
+               "Split it into consecutive segments of %d elements (the last one may be shorter) and compute the "
+               "inclusive prefix %s within each segment: %s[i] = the %s of %s[s..i], where s = i - i %% %d is the "
+               "start of i's segment. One block of %d threads per segment, ",
+               seg, op, t->out[0].name, op, x, seg, t->p[SB_BLOCK]);
     if (t->p[SB_ALGO])
         buf_printf(desc, "two elements per thread, with the work-efficient Blelloch scan in shared memory (up-sweep, "
                    "clear the root, down-sweep gives the exclusive scan; combine each element with its own value)%s.",

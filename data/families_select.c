@@ -318,9 +318,8 @@ static void mm_describe(const Task *t, Buf *name, Buf *desc) {
                                        ", one atomic per warp after a shuffle reduction.",
                                        ", one atomic per block after a shared-memory reduction." };
     int op = t->p[MM_OP];
-    const Tensor *x = &t->in[0];
     buf_puts(name, nm[op][t->p[MM_TNAME]]);
-    buf_printf(desc, "%s holds %d %s values in %s. ", x->name, t->p[MM_N], dt_names[x->dt], sc_range(x));
+    sc_holds(desc, t);
     if (op == 2)
         buf_printf(desc, "Compute %s[0] = the largest and %s[0] = the smallest value ", t->out[0].name, t->out[1].name);
     else buf_printf(desc, "Compute %s[0] = the %s value ", t->out[0].name, op ? "smallest" : "largest");
@@ -545,18 +544,17 @@ static const char *cp_pred(const Task *t, const char *v, int prompt) {
 }
 static void cp_describe(const Task *t, Buf *name, Buf *desc) {
     static const char *const nm[] = { "Stream_Compaction", "Filter_By_Threshold", "Select_If" };
-    const Tensor *x = &t->in[0];
     const char *o = t->out[0].name, *c = t->out[1].name;
     buf_puts(name, nm[t->p[CP_TNAME]]);
-    buf_printf(
-        desc,
-        "%s holds %d %s values in %s. Keep the elements with %s, in their original order: %s[0..k) = the kept "
-        "values, %s[k..%d) = 0, and %s[0] = k. The result must not depend on thread scheduling, so do not hand out "
-        "slots with an atomic counter: count the kept elements per block of %d, exclusive-scan the block counts (%s), "
-        "then let each block write its kept elements at its offset, ranked within the block %s.",
-        x->name, t->p[CP_N], dt_names[x->dt], sc_range(x), cp_pred(t, fmt("%s[i]", x->name), 1), o, o, t->p[CP_N], c,
-        t->p[CP_BLOCK], t->p[CP_SUMS] ? "one thread" : "one block, chunk by chunk",
-        t->p[CP_LOCAL] ? "with __ballot_sync and __popc" : "by a shared-memory scan of the keep flags");
+    sc_holds(desc, t);
+    buf_printf(desc,
+               "Keep the elements with %s, in their original order: %s[0..k) = the kept values, %s[k..%d) = 0, and "
+               "%s[0] = k. The result must not depend on thread scheduling, so do not hand out slots with an atomic "
+               "counter: count the kept elements per block of %d, exclusive-scan the block counts (%s), then let each "
+               "block write its kept elements at its offset, ranked within the block %s.",
+               cp_pred(t, fmt("%s[i]", t->in[0].name), 1), o, o, t->p[CP_N], c, t->p[CP_BLOCK],
+               t->p[CP_SUMS] ? "one thread" : "one block, chunk by chunk",
+               t->p[CP_LOCAL] ? "with __ballot_sync and __popc" : "by a shared-memory scan of the keep flags");
 }
 
 // Pass 1 counts (a shared tree of the flags, or __syncthreads_count), pass 2 scans the
@@ -721,14 +719,12 @@ static void ci_describe(const Task *t, Buf *name, Buf *desc) {
         "each thread counts its elements, the block adds them into a __shared__ counter with shared-memory atomics, "
         "and one thread adds the block's count to the output.",
         "__syncthreads_count gives each block's count, which thread 0 adds to the output." };
-    const Tensor *x = &t->in[0];
     buf_puts(name, nm[t->p[CI_TNAME]]);
+    sc_holds(desc, t);
     buf_printf(desc,
-               "%s holds %d %s values in %s. Count the elements with %s and write the count to %s[0] (%s, zeroed "
-               "before the launch), accumulating with atomicAdd: %s",
-               x->name, t->p[CI_N], dt_names[x->dt], sc_range(x),
-               sl_pred(t, t->p[CI_PRED], t->p[CI_DTYPE], fmt("%s[i]", x->name), 1), t->out[0].name,
-               dt_names[t->out[0].dt], how[t->p[CI_AGG]]);
+               "Count the elements with %s and write the count to %s[0] (%s, zeroed before the launch), accumulating "
+               "with atomicAdd: %s", sl_pred(t, t->p[CI_PRED], t->p[CI_DTYPE], fmt("%s[i]", t->in[0].name), 1),
+               t->out[0].name, dt_names[t->out[0].dt], how[t->p[CI_AGG]]);
     if (t->p[CI_LOOP])
         buf_printf(desc, " Launch at most %d blocks of %d threads and loop over the array.", t->p[CI_CAP],
                    t->p[CI_BLOCK]);
