@@ -123,16 +123,17 @@ static void ax_describe(const Task *t, Buf *name, Buf *desc) {
     buf_printf(desc, how[t->p[AX_ALGO]], t->p[AX_BLOCK]); // the packed atomic's text has no %d
 }
 
-// Each thread scans a grid-stride share; then two passes over (value, index) pairs (a
-// block's pair, then one block over the blocks' pairs), or one 64-bit atomicMax per warp
-// on keys that pack the value's ordered bits above the complemented index.
+// Each thread scans a grid-stride share (ax_scan_tpl, which pass 2 uses again over the
+// blocks' pairs); then two passes over (value, index) pairs (a block's pair, then one block
+// over the blocks' pairs), or one 64-bit atomicMax per warp on keys that pack the value's
+// ordered bits above the complemented index.
 static const char ax_scan_tpl[] = R"(
 $T best = $id;
 int best_i = 2147483647;
-for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
-    const $T v = $x[i];
-    //? indices grow along the loop, so > keeps the first occurrence
-    if (v > best) {
+for ($loop) {
+    const $T v = $value;
+    $index
+    if ($better) {
         best = v;
         best_i = i;
     }
@@ -157,16 +158,7 @@ __global__ void $k1($params1) {
 __global__ void $k2($params2) {
     $shared
     const int tid = threadIdx.x;
-    $T best = $id;
-    int best_i = 2147483647;
-    for (int j = tid; j < count; j += blockDim.x) {
-        const $T v = part_val[j];
-        const int i = part_idx[j];
-        if ($better) {
-            best = v;
-            best_i = i;
-        }
-    }
+    $scan2
     $reduce
     if (tid == 0) {
         $val[0] = best;
@@ -200,7 +192,14 @@ static void ax_kernels(const Task *t, Emit *e) {
     int algo = t->p[AX_ALGO], is_int = t->p[AX_DTYPE], red = algo == 0 ? RO_TREE : t->p[AX_SHFL] ? RO_DOWN : RO_XOR;
     const char *T = sc_ct(is_int), *x = t->in[0].name, *val = t->out[0].name, *idx = t->out[1].name;
     Task tt = ro_as_block(t, algo == 2 ? RO_WARP : RO_BLOCK, t->p[AX_BLOCK], red, t->p[AX_MASK], t->p[AX_KNAME] % 3);
-    const char *scan = FRAG(ax_scan_tpl, "T", T, "id", sl_lowest(is_int), "x", x);
+    // each thread's best pair: of its grid-stride share of x, or (pass 2) of the blocks' pairs
+    const char *scan = FRAG(ax_scan_tpl, "T", T, "id", sl_lowest(is_int), "value", fmt("%s[i]", x),
+                            "loop", "int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x",
+                            "index", "//? indices grow along the loop, so > keeps the first occurrence",
+                            "better", "v > best");
+    const char *scan2 = FRAG(ax_scan_tpl, "T", T, "id", sl_lowest(is_int), "value", "part_val[j]",
+                             "loop", "int j = tid; j < count; j += blockDim.x", "index", "const int i = part_idx[j];",
+                             "better", ro_better(RO_MAX, "v", "i", "best", "best_i"));
     const char *outs = fmt("%s, %s", ptr_param(t, T, val, 0), ptr_param(t, "int", idx, 0));
     const char *parts[2]; // the per-block pairs: written by pass 1, read by pass 2
     for (int c = 0; c < 2; c++)
@@ -214,8 +213,7 @@ static void ax_kernels(const Task *t, Emit *e) {
         TPL(e, t, ax_two_pass_tpl, "prelude", ro_prelude(&tt), "helpers", ro_arg_helpers(&tt, T, RO_MAX),
             "k1", t->kname[0], "params1", fmt("%s, %s, int n", ptr_param(t, T, x, 1), parts[0]),
             "shared", ro_shared(&tt, fmt("arg:%s", T)), "scan", scan,
-            "reduce", ro_arg_allreduce(&tt, T, "best", "best_i", RO_MAX), "k2", t->kname[1], "T", T,
-            "id", sl_lowest(is_int), "better", ro_better(RO_MAX, "v", "i", "best", "best_i"),
+            "reduce", ro_arg_allreduce(&tt, T, "best", "best_i", RO_MAX), "k2", t->kname[1], "scan2", scan2,
             "params2", fmt("%s, %s, int count", parts[1], outs), "val", val, "idx", idx);
 }
 static const char ax_launch_tpl[] = R"(
