@@ -141,6 +141,96 @@ for (int b = 0; b < $n; b++) {
 $total
 )" };
 
+// One block's scan of its elements of x into y in shared memory (the kernel declares the
+// array, sc_scan_shared, and tid): Hillis-Steele, one element per thread, in one array s or
+// in two that swap roles each step (buf[pin], buf[pout]); or Blelloch, two elements per
+// thread in temp (pad: indices padded against bank conflicts). Inclusive (scan_block), or
+// exclusive with the block's total into block_sums (step 1 of scan_exclusive).
+typedef struct {
+    int blelloch, dbl, pad, dyn, max, is_int, excl;
+    const char *T, *B, *I; // the element type, the block size, the identity of the operation
+} ScScan;
+static const char sc_hs_body_tpl[] = R"(
+const int i = blockIdx.x * blockDim.x + tid;
+$load
+__syncthreads();
+$scan
+$store
+)";
+static const char sc_hs_exclusive_tpl[] = R"(
+//? shift by one: the exclusive result is the inclusive result of the left neighbour
+if (i < n) $y[i] = tid > 0 ? s[tid - 1] : $I;
+if (tid == blockDim.x - 1) block_sums[blockIdx.x] = s[tid];
+)";
+static const char sc_double_tpl[] = R"(
+for (int off = 1; off < $B; off <<= 1) {
+    //? swap the roles of the two buffers
+    pout = 1 - pout;
+    pin = 1 - pout;
+    if (tid >= off) $out = $comb;
+    else $out = $in;
+    __syncthreads();
+}
+)";
+static const char sc_blelloch_body_tpl[] = R"(
+const int nseg = 2 * $B;
+const int base = blockIdx.x * nseg;
+const int ai = tid, bi = tid + nseg / 2;
+const $T xa = base + ai < n ? $x[base + ai] : $I;
+const $T xb = base + bi < n ? $x[base + bi] : $I;
+$pads
+temp[$pa] = xa;
+temp[$pb] = xb;
+$scan
+$why
+if (base + ai < n) $y[base + ai] = $out_a;
+if (base + bi < n) $y[base + bi] = $out_b;
+)";
+static const char sc_blelloch_root_tpl[] = R"(
+if (tid == 0) {
+    block_sums[blockIdx.x] = temp[$last];
+    temp[$last] = $I;
+}
+)";
+static const char *sc_op(const ScScan *o, const char *a, const char *b) {
+    return o->max ? fmt("%s(%s, %s)", o->is_int ? "max" : "fmaxf", a, b) : fmt("%s + %s", a, b);
+}
+// Element tid (+ off) of double buffer p: a [2][B] array, or one dynamic array of 2 * B.
+static const char *sc_buf(int dyn, const char *p, const char *off) {
+    return dyn ? fmt("buf[%s * blockDim.x + tid%s]", p, off) : fmt("buf[%s][tid%s]", p, off);
+}
+static const char *sc_scan_shared(const ScScan *o) {
+    const char *arr = o->blelloch ? "temp" : o->dbl ? "buf" : "s", *B = o->B;
+    const char *dims = !o->blelloch ? fmt(o->dbl ? "[2][%s]" : "[%s]", B)
+                       : o->pad ? fmt("[2 * %s + CONFLICT_FREE_OFFSET(2 * %s)]", B, B) : fmt("[2 * %s]", B);
+    return o->dyn ? fmt("extern __shared__ %s %s[];", o->T, arr) : fmt("__shared__ %s %s%s;", o->T, arr, dims);
+}
+static const char *sc_scan_body(const Task *t, const ScScan *o) {
+    const char *x = t->in[0].name, *y = t->out[0].name, *T = o->T, *B = o->B, *I = o->I;
+    if (o->blelloch) {
+        const char *last = o->pad ? "nseg - 1 + CONFLICT_FREE_OFFSET(nseg - 1)" : "nseg - 1";
+        const char *pa = o->pad ? "pa" : "ai", *pb = o->pad ? "pb" : "bi";
+        const char *pads = "const int pa = ai + CONFLICT_FREE_OFFSET(ai), pb = bi + CONFLICT_FREE_OFFSET(bi);";
+        const char *root = o->excl ? FRAG(sc_blelloch_root_tpl, "last", last, "I", I)
+                                   : fmt("if (tid == 0) temp[%s] = %s;", last, I);
+        const char *scan = sc_blelloch(T, "temp", "nseg", o->pad, sc_op(o, "temp[b]", "temp[a]"),
+                                       sc_op(o, "temp[b]", "tmp"), root);
+        const char *out_a = fmt("temp[%s]", pa), *out_b = fmt("temp[%s]", pb);
+        return FRAG(sc_blelloch_body_tpl, "B", B, "T", T, "x", x, "y", y, "I", I, "pa", pa, "pb", pb,
+                    "pads", o->pad ? pads : "", "scan", scan,
+                    "why", o->excl ? "" : "//? inclusive = exclusive combined with the element itself",
+                    "out_a", o->excl ? out_a : sc_op(o, out_a, "xa"), "out_b", o->excl ? out_b : sc_op(o, out_b, "xb"));
+    }
+    if (!o->dbl)
+        return FRAG(sc_hs_body_tpl, "load", fmt("s[tid] = i < n ? %s[i] : %s;", x, I),
+                    "scan", FRAG(sc_hs_tpl, "B", B, "T", T, "I", I, "comb", sc_op(o, "s[tid]", "other")),
+                    "store", o->excl ? FRAG(sc_hs_exclusive_tpl, "y", y, "I", I) : fmt("if (i < n) %s[i] = s[tid];", y));
+    const char *out = sc_buf(o->dyn, "pout", ""), *in = sc_buf(o->dyn, "pin", ""), *other = sc_buf(o->dyn, "pin", " - off");
+    return FRAG(sc_hs_body_tpl, "load", fmt("int pout = 0, pin = 1;\n%s = i < n ? %s[i] : %s;", out, x, I),
+                "scan", FRAG(sc_double_tpl, "B", B, "out", out, "in", in, "comb", sc_op(o, other, in)),
+                "store", fmt("if (i < n) %s[i] = %s;", y, out));
+}
+
 // ----------------------------------------------------------------------------
 // Inclusive scan within a block (segments of the array scanned independently)
 
@@ -197,8 +287,7 @@ static void sb_describe(const Task *t, Buf *name, Buf *desc) {
                                    : "double buffering between steps");
 }
 
-// One kernel: Hillis-Steele, one element per thread (with one buffer, or two that swap
-// roles each step: pin and pout), or Blelloch, two elements per thread.
+// One kernel: the block's scan (sc_scan_body) of its segment.
 static const char sb_kernel_tpl[] = R"(
 $defines
 /// Inclusive $op scan of each block's $what.
@@ -209,75 +298,15 @@ __global__ void $kname($params) {
     $body
 }
 )";
-static const char sb_hs_tpl[] = R"(
-const int i = blockIdx.x * blockDim.x + tid;
-$load
-__syncthreads();
-$scan
-if (i < n) $y[i] = $result;
-)";
-static const char sb_double_tpl[] = R"(
-for (int off = 1; off < $B; off <<= 1) {
-    //? swap the roles of the two buffers
-    pout = 1 - pout;
-    pin = 1 - pout;
-    if (tid >= off) $out = $comb;
-    else $out = $in;
-    __syncthreads();
-}
-)";
-static const char sb_blelloch_tpl[] = R"(
-const int nseg = 2 * $B;
-const int base = blockIdx.x * nseg;
-const int ai = tid, bi = tid + nseg / 2;
-const $T xa = base + ai < n ? $x[base + ai] : $I;
-const $T xb = base + bi < n ? $x[base + bi] : $I;
-$pads
-temp[$pa] = xa;
-temp[$pb] = xb;
-$scan
-//? inclusive = exclusive combined with the element itself
-if (base + ai < n) $y[base + ai] = $out_a;
-if (base + bi < n) $y[base + bi] = $out_b;
-)";
-static const char *sb_op(const Task *t, const char *a, const char *b) {
-    return t->p[SB_OP] ? fmt("%s(%s, %s)", t->p[SB_DTYPE] ? "max" : "fmaxf", a, b) : fmt("%s + %s", a, b);
-}
-// Element tid (+ off) of double buffer p: a [2][B] array, or one dynamic array of 2 * B.
-static const char *sb_buf(int dyn, const char *p, const char *off) {
-    return dyn ? fmt("buf[%s * blockDim.x + tid%s]", p, off) : fmt("buf[%s][tid%s]", p, off);
-}
-static const char *sb_body(const Task *t, const char *T, const char *B, const char *I) {
-    const char *x = t->in[0].name, *y = t->out[0].name;
-    int pad = t->p[SB_PAD], dyn = t->p[SB_SHMEM] == 2;
-    if (t->p[SB_ALGO]) {
-        const char *last = pad ? "nseg - 1 + CONFLICT_FREE_OFFSET(nseg - 1)" : "nseg - 1";
-        const char *pa = pad ? "pa" : "ai", *pb = pad ? "pb" : "bi";
-        const char *pads = "const int pa = ai + CONFLICT_FREE_OFFSET(ai), pb = bi + CONFLICT_FREE_OFFSET(bi);";
-        const char *scan = sc_blelloch(T, "temp", "nseg", pad, sb_op(t, "temp[b]", "temp[a]"),
-                                       sb_op(t, "temp[b]", "tmp"), fmt("if (tid == 0) temp[%s] = %s;", last, I));
-        return FRAG(sb_blelloch_tpl, "B", B, "T", T, "x", x, "y", y, "I", I, "pa", pa, "pb", pb,
-                    "pads", pad ? pads : "", "scan", scan,
-                    "out_a", sb_op(t, fmt("temp[%s]", pa), "xa"), "out_b", sb_op(t, fmt("temp[%s]", pb), "xb"));
-    }
-    if (t->p[SB_BUFFER])
-        return FRAG(sb_hs_tpl, "y", y, "result", "s[tid]", "load", fmt("s[tid] = i < n ? %s[i] : %s;", x, I),
-                    "scan", FRAG(sc_hs_tpl, "B", B, "T", T, "I", I, "comb", sb_op(t, "s[tid]", "other")));
-    const char *out = sb_buf(dyn, "pout", ""), *in = sb_buf(dyn, "pin", ""), *other = sb_buf(dyn, "pin", " - off");
-    return FRAG(sb_hs_tpl, "y", y, "result", out,
-                "load", fmt("int pout = 0, pin = 1;\n%s = i < n ? %s[i] : %s;", out, x, I),
-                "scan", FRAG(sb_double_tpl, "B", B, "out", out, "in", in, "comb", sb_op(t, other, in)));
-}
 static void sb_kernels(const Task *t, Emit *e) {
     const char *T = sc_ct(t->p[SB_DTYPE]), *B = pick3(t->p[SB_SHMEM], "BLOCK_SIZE", "BLOCK", "blockDim.x");
     const char *I = t->p[SB_OP] ? (t->p[SB_DTYPE] ? RO_INT_MIN : RO_LOWEST) : t->p[SB_DTYPE] ? "0" : "0.0f";
-    int dyn = t->p[SB_SHMEM] == 2, pad = t->p[SB_PAD], dbl = !t->p[SB_ALGO] && !t->p[SB_BUFFER];
+    int pad = t->p[SB_PAD], dbl = !t->p[SB_ALGO] && !t->p[SB_BUFFER];
+    ScScan o = { .blelloch = t->p[SB_ALGO], .dbl = dbl, .pad = pad, .dyn = t->p[SB_SHMEM] == 2, .max = t->p[SB_OP],
+                 .is_int = t->p[SB_DTYPE], .T = T, .B = B, .I = I };
     const char *defines =
         fmt("%s%s", t->p[SB_SHMEM] == 0 ? fmt("#define BLOCK_SIZE %d\n", t->p[SB_BLOCK]) : "",
             pad ? "#define LOG_NUM_BANKS 5\n#define CONFLICT_FREE_OFFSET(k) ((k) >> LOG_NUM_BANKS)\n" : "");
-    const char *arr = t->p[SB_ALGO] ? "temp" : dbl ? "buf" : "s";
-    const char *dims = !t->p[SB_ALGO] ? fmt(dbl ? "[2][%s]" : "[%s]", B)
-                       : pad ? fmt("[2 * %s + CONFLICT_FREE_OFFSET(2 * %s)]", B, B) : fmt("[2 * %s]", B);
     const char *what = t->p[SB_ALGO] ? fmt("2 * %s elements: Blelloch's work-efficient scan in shared memory%s", B,
                                            pad ? " with padded indices" : "")
                                      : fmt("%s elements (Hillis-Steele, %s)", B,
@@ -285,8 +314,7 @@ static void sb_kernels(const Task *t, Emit *e) {
     TPL(e, t, sb_kernel_tpl, "defines", *defines ? fmt("%s\n", defines) : "", "op", t->p[SB_OP] ? "max" : "sum",
         "what", what, "template", t->p[SB_SHMEM] == 1 ? "template <int BLOCK>" : "", "kname", t->kname[0],
         "params", fmt("%s, %s, int n", ptr_param(t, T, t->in[0].name, 1), ptr_param(t, T, t->out[0].name, 0)),
-        "shared", dyn ? fmt("extern __shared__ %s %s[];", T, arr) : fmt("__shared__ %s %s%s;", T, arr, dims),
-        "body", sb_body(t, T, B, I));
+        "shared", sc_scan_shared(&o), "body", sc_scan_body(t, &o));
 }
 static const char sb_launch_tpl[] = R"(
 const int threads = $threads;
