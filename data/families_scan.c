@@ -224,8 +224,10 @@ static const char *sc_scan_body(const Task *t, const ScScan *o) {
     if (!o->dbl)
         return FRAG(sc_hs_body_tpl, "load", fmt("s[tid] = i < n ? %s[i] : %s;", x, I),
                     "scan", FRAG(sc_hs_tpl, "B", B, "T", T, "I", I, "comb", sc_op(o, "s[tid]", "other")),
-                    "store", o->excl ? FRAG(sc_hs_exclusive_tpl, "y", y, "I", I) : fmt("if (i < n) %s[i] = s[tid];", y));
-    const char *out = sc_buf(o->dyn, "pout", ""), *in = sc_buf(o->dyn, "pin", ""), *other = sc_buf(o->dyn, "pin", " - off");
+                    "store", o->excl ? FRAG(sc_hs_exclusive_tpl, "y", y, "I", I)
+                                     : fmt("if (i < n) %s[i] = s[tid];", y));
+    const char *out = sc_buf(o->dyn, "pout", ""), *in = sc_buf(o->dyn, "pin", "");
+    const char *other = sc_buf(o->dyn, "pin", " - off");
     return FRAG(sc_hs_body_tpl, "load", fmt("int pout = 0, pin = 1;\n%s = i < n ? %s[i] : %s;", out, x, I),
                 "scan", FRAG(sc_double_tpl, "B", B, "out", out, "in", in, "comb", sc_op(o, other, in)),
                 "store", fmt("if (i < n) %s[i] = %s;", y, out));
@@ -391,8 +393,8 @@ static void se_describe(const Task *t, Buf *name, Buf *desc) {
                              : "one block scans the block totals in chunks, carrying the running total");
 }
 
-// Step 1 scans each block's elements (Hillis-Steele: one per thread, Blelloch: two) and
-// writes the block's total; step 2 scans the totals (one thread, or one block chunk by
+// Step 1 scans each block's elements (sc_scan_body, exclusive: Hillis-Steele one per
+// thread, Blelloch two) and writes the block's total; step 2 scans the totals (one thread, or one block chunk by
 // chunk); step 3 adds each block's offset.
 static const char se_kernels_tpl[] = R"(
 $define
@@ -416,47 +418,21 @@ __global__ void $k3($params3) {
     $add2
 }
 )";
-static const char se_hs_tpl[] = R"(
-const int i = blockIdx.x * blockDim.x + tid;
-s[tid] = i < n ? $x[i] : $Z;
-__syncthreads();
-$hs
-//? shift by one: the exclusive result is the inclusive result of the left neighbour
-if (i < n) $y[i] = tid > 0 ? s[tid - 1] : $Z;
-if (tid == blockDim.x - 1) block_sums[blockIdx.x] = s[tid];
-)";
-static const char se_blelloch_tpl[] = R"(
-const int m = 2 * blockDim.x;
-const int base = blockIdx.x * m;
-s[tid] = base + tid < n ? $x[base + tid] : $Z;
-s[tid + blockDim.x] = base + tid + blockDim.x < n ? $x[base + tid + blockDim.x] : $Z;
-$scan
-if (base + tid < n) $y[base + tid] = s[tid];
-if (base + tid + blockDim.x < n) $y[base + tid + blockDim.x] = s[tid + blockDim.x];
-)";
-static const char se_root_tpl[] = R"(
-if (tid == 0) {
-    block_sums[blockIdx.x] = s[m - 1];
-    s[m - 1] = $Z;
-}
-)";
 static void se_kernels(const Task *t, Emit *e) {
     const char *T = sc_ct(t->p[SE_DTYPE]), *Z = t->p[SE_DTYPE] ? "0" : "0.0f";
     const char *x = t->in[0].name, *y = t->out[0].name;
     int dyn = t->p[SE_SHMEM] == 1, bl = t->p[SE_ALGO];
-    const char *B = dyn ? "blockDim.x" : "BLOCK_SIZE", *hs = sc_hs_sum(B, T);
+    const char *B = dyn ? "blockDim.x" : "BLOCK_SIZE";
     const char *shared = dyn ? fmt("extern __shared__ %s s[];", T) : fmt("__shared__ %s s[%s];", T, B);
-    const char *step1 = bl ? FRAG(se_blelloch_tpl, "x", x, "y", y, "Z", Z, "scan",
-                                  sc_blelloch(T, "s", "m", 0, "s[b] + s[a]", "s[b] + tmp", FRAG(se_root_tpl, "Z", Z)))
-                           : FRAG(se_hs_tpl, "x", x, "y", y, "Z", Z, "hs", hs);
-    const char *step2 = FRAG(sc_offsets_tpl[t->p[SE_SUMS]], "shared", shared, "T", T, "Z", Z, "hs", hs, "n", "count",
-                             "a", "sums", "B", "blockDim.x", "guard", "threadIdx.x != 0 || blockIdx.x != 0", "v", "v",
-                             "total", "");
+    ScScan o = { .blelloch = bl, .dyn = dyn, .is_int = t->p[SE_DTYPE], .excl = 1, .T = T, .B = B, .I = Z };
+    const char *step2 = FRAG(sc_offsets_tpl[t->p[SE_SUMS]], "shared", shared, "T", T, "Z", Z, "hs", sc_hs_sum(B, T),
+                             "n", "count", "a", "sums", "B", "blockDim.x",
+                             "guard", "threadIdx.x != 0 || blockIdx.x != 0", "v", "v", "total", "");
     TPL(e, t, se_kernels_tpl, "define", dyn ? "" : fmt("#define BLOCK_SIZE %d\n", t->p[SE_BLOCK]), "T", T, "y", y,
         "per", bl ? "2 * blockDim.x" : "blockDim.x", "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2],
         "params1", fmt("%s, %s, %s, int n", ptr_param(t, T, x, 1), ptr_param(t, T, y, 0),
                        ptr_param(t, T, "block_sums", 0)),
-        "shared1", dyn || !bl ? shared : fmt("__shared__ %s s[2 * %s];", T, B), "step1", step1,
+        "shared1", sc_scan_shared(&o), "step1", sc_scan_body(t, &o),
         "comment2", t->p[SE_SUMS] ? "Step 2: one thread turns the block totals into exclusive offsets."
                                   : "Step 2: one block turns the block totals into exclusive offsets, a chunk of "
                                     "blockDim.x at a time.",
