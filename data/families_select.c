@@ -2,16 +2,25 @@
 // first index), atomic max / min (on ints, and on floats through their bits), stream
 // compaction (deterministic, scan based) and count_if with atomics. Included by corpus.c,
 // after families_rows.c: the reductions of (value, index) pairs are the row pieces
-// (ro_arg_helpers, ro_arg_allreduce) run on one block or warp (ro_as_block).
+// (ro_arg_helpers, ro_arg_allreduce) run on one block or warp (ro_as_block); and after
+// families_scan.c: the 1-D pieces (sc_names, sc_input, ...) and the scans.
 //
 // Selections and counts are exact: tolerances are zero.
 
 #define SL_SIZES "1000 4096 10000 65536 100000 262144 1000000 1048576"
-static const char *const sl_dtypes[] = { "float32", "int32", NULL };
-static const char *sl_ct(int is_int) { return is_int ? "int" : "float"; }
 // The largest and smallest value of a type, as CUDA source.
 static const char *sl_lowest(int is_int) { return is_int ? RO_INT_MIN : RO_LOWEST; }
 static const char *sl_highest(int is_int) { return is_int ? RO_INT_MAX : RO_HIGHEST; }
+// The full mask of warp votes and shuffles, in three spellings (FULL_MASK is #defined).
+static const char *sl_mask(int k) { return pick3(k, "0xffffffff", "0xffffffffu", "FULL_MASK"); }
+// One of the numbers of a list ("0 0.5 -0.25"), each as likely.
+static double sl_pick_real(Rng *r, const char *list) {
+    int n = 0;
+    for (const char *p = list; *p; p += strspn(p, " ")) n++, p += strcspn(p, " ");
+    const char *p = list;
+    for (int k = rng_int(r, 0, n - 1); k > 0; k--) p += strcspn(p, " "), p += strspn(p, " ");
+    return atof(p);
+}
 // Order-preserving map of a float's (or int's) bits to unsigned int, and back.
 static const char sl_ordered_tpl[] = R"(
 /// Order-preserving map of $what to unsigned: $how.
@@ -32,6 +41,36 @@ static const char *sl_unordered(int is_int, const char *k) {
                   : fmt("__uint_as_float((%s & 0x80000000u) ? (%s & 0x7fffffffu) : ~%s)", k, k, k);
 }
 
+// The predicates of stream_compact and count_if on an element v, with the task's numbers
+// a = f[0] and b = f[1]: CUDA source and the prompt's wording (templates over $v, $a, $b
+// and $abs), and the CPU reference (sl_holds).
+enum { SL_GREATER, SL_IN_RANGE, SL_ABS_LESS, SL_EQUAL, SL_MULTIPLE_OF, SL_ABS_GREATER };
+static const struct { const char *cuda, *prompt; } sl_preds[] = {
+    [SL_GREATER] = { "$v > $a", "$v > $a" },
+    [SL_IN_RANGE] = { "$v >= $a && $v < $b", "$a <= $v < $b" },
+    [SL_ABS_LESS] = { "$abs($v) < $a", "|$v| < $a" },
+    [SL_EQUAL] = { "$v == $a", "$v == $a" },
+    [SL_MULTIPLE_OF] = { "$v % $a == 0", "$v is a multiple of $a" },
+    [SL_ABS_GREATER] = { "$abs($v) > $a", "|$v| > $a" } };
+static int sl_holds(int pred, double v, double a, double b) {
+    switch (pred) {
+    case SL_GREATER: return v > a;
+    case SL_IN_RANGE: return v >= a && v < b;
+    case SL_ABS_LESS: return fabs(v) < a;
+    case SL_EQUAL: return v == a;
+    case SL_MULTIPLE_OF: return (long)v % (long)a == 0;
+    default: return fabs(v) > a;
+    }
+}
+// The numbers as CUDA source ("500" for ints, "0.5f" for floats) or for the prompt ("0.5").
+static const char *sl_pred(const Task *t, int pred, int is_int, const char *v, int prompt) {
+    const char *a = prompt ? fnum(t->f[0]) : is_int ? fmt("%d", (int)t->f[0]) : flit(t->f[0]);
+    const char *b = prompt ? fnum(t->f[1]) : is_int ? fmt("%d", (int)t->f[1]) : flit(t->f[1]);
+    const char *s = FRAG(prompt ? sl_preds[pred].prompt : sl_preds[pred].cuda, "v", v, "a", a, "b", b,
+                         "abs", is_int ? "abs" : "fabsf");
+    return fmt("%.*s", (int)strlen(s) - 1, s); // without the fragment's newline
+}
+
 // ----------------------------------------------------------------------------
 // Argmax of an array: value and index (the lowest index wins ties)
 
@@ -40,7 +79,7 @@ static const char *const ax_algos[] = { "two_pass_tree", "two_pass_shuffle", "pa
 static const char *const ax_shfls[] = { "xor", "down", NULL };
 static const ParamDesc ax_params[] = {
     [AX_N] = { "n", NULL, 1, SL_SIZES }, [AX_BLOCK] = { "block", NULL, 1, "128 256 512 1024" },
-    [AX_ALGO] = { "algo", ax_algos, 1, "*" }, [AX_DTYPE] = { "dtype", sl_dtypes, 1, "*" },
+    [AX_ALGO] = { "algo", ax_algos, 1, "*" }, [AX_DTYPE] = { "dtype", sc_dtypes, 1, "*" },
     [AX_DATA] = { "data", am_data, 1, "*" }, [AX_CAP] = { "cap", NULL, 0, "64 256 1024" },
     [AX_SHFL] = { "shfl", ax_shfls, 0, "*" }, [AX_MASK] = { "mask", NULL, 0, "0..2" },
     [AX_KNAME] = { "kname", NULL, 0, "0..3" }, [AX_NAMES] = { "names", NULL, 0, "0..3" },
@@ -48,69 +87,53 @@ static const ParamDesc ax_params[] = {
 
 static void ax_draw(Task *t, Rng *r) {
     (void)r;
-    static const char *const names[][3] = { { "x", "max_val", "max_idx" }, { "scores", "top", "top_idx" },
-                                            { "values", "peak", "peak_pos" }, { "input", "value", "index" } };
-    static const char *const kn[3][4] = { { "argmax_partial", "argMaxBlocks", "block_argmax", "argmax_pass1" },
-                                          { "argmax_final", "argMaxFinal", "final_argmax", "argmax_pass2" },
-                                          { "argmax_unpack", "unpackArgMax", "decode_argmax", "argmax_decode" } };
-    SETNAME(t->in[0].name, "%s", names[t->p[AX_NAMES]][0]);
-    SETNAME(t->out[0].name, "%s", names[t->p[AX_NAMES]][1]);
-    SETNAME(t->out[1].name, "%s", names[t->p[AX_NAMES]][2]);
-    for (int k = 0; k < 3; k++) SETNAME(t->kname[k], "%s", kn[k][t->p[AX_KNAME]]);
-    SETNAME(t->slug, "argmax");
+    static const char *const names[] = { "x max_val max_idx", "scores top top_idx", "values peak peak_pos",
+                                         "input value index" };
+    static const char *const kn[] = { "argmax_partial argmax_final argmax_unpack",
+                                      "argMaxBlocks argMaxFinal unpackArgMax",
+                                      "block_argmax final_argmax decode_argmax",
+                                      "argmax_pass1 argmax_pass2 argmax_decode" };
+    sc_names(t, names[t->p[AX_NAMES]], kn[t->p[AX_KNAME]], "argmax");
 }
 static void ax_layout(Task *t) {
     int is_int = t->p[AX_DTYPE];
-    t->nin = 1;
-    t->nout = 2;
-    int n = add_size(t, "n", t->p[AX_N]);
-    tshape(&t->in[0], is_int ? DT_I32 : DT_F32, 1, t->p[AX_N], 0, n, -1);
-    if (t->p[AX_DATA]) trange(&t->in[0], 0, 100, 1);
-    else if (is_int) trange(&t->in[0], -1000000000, 1000000000, 1);
-    else trange(&t->in[0], -1000, 1000, 0);
-    tshape(&t->out[0], t->in[0].dt, 1, 1, 0, -1, -1);
-    tshape(&t->out[1], DT_I32, 1, 1, 0, -1, -1);
-    t->atol = t->rtol = 0;
+    if (t->p[AX_DATA]) sc_input(t, t->p[AX_N], is_int, 0, 100, 1);
+    else if (is_int) sc_input(t, t->p[AX_N], 1, -1000000000, 1000000000, 1);
+    else sc_input(t, t->p[AX_N], 0, -1000, 1000, 0);
+    sc_output(t, t->in[0].dt, 0);
+    sc_output(t, DT_I32, 0);
 }
 static void ax_describe(const Task *t, Buf *name, Buf *desc) {
     static const char *const nm[] = { "Argmax", "Array_Argmax", "Max_With_Index" };
-    buf_puts(name, nm[t->p[AX_TNAME]]);
+    static const char *const how[] = {
+        "Reduce (value, index) pairs: a grid-stride loop per thread, a shared-memory tree per block of %d threads "
+        "writing one pair per block, and a second single-block kernel over the block results.",
+        "Reduce (value, index) pairs with warp shuffles inside blocks of %d threads, one pair per block, then a second "
+        "single-block kernel over the block results.",
+        "Pack each warp's best pair into a 64-bit key (order-preserving bits of the value in the high word, the "
+        "complemented index in the low word), combine the keys with atomicMax on unsigned long long, then decode the "
+        "key in a one-thread kernel." };
     const Tensor *x = &t->in[0];
-    buf_printf(
-        desc,
-        "%s holds %d %s values (%s in [%s, %s%s). Write %s[0] = the largest value and %s[0] = the index of its first "
-        "occurrence (the lowest index among equal maxima). ",
-        x->name, t->p[AX_N], dt_names[x->dt], x->integer ? "whole numbers" : "reals", fnum(x->lo), fnum(x->hi),
-        x->integer ? "]" : ")", t->out[0].name, t->out[1].name);
-    if (t->p[AX_ALGO] == 0)
-        buf_printf(desc,
-                   "Reduce (value, index) pairs: a grid-stride loop per thread, a shared-memory tree per block of %d "
-                   "threads writing one pair per block, and a second single-block kernel over the block results.",
-                   t->p[AX_BLOCK]);
-    else if (t->p[AX_ALGO] == 1)
-        buf_printf(
-            desc,
-            "Reduce (value, index) pairs with warp shuffles inside blocks of %d threads, one pair per block, then a "
-            "second single-block kernel over the block results.",
-            t->p[AX_BLOCK]);
-    else
-        buf_puts(
-            desc,
-            "Pack each warp's best pair into a 64-bit key (order-preserving bits of the value in the high word, the "
-            "complemented index in the low word), combine the keys with atomicMax on unsigned long long, then decode "
-            "the key in a one-thread kernel.");
+    buf_puts(name, nm[t->p[AX_TNAME]]);
+    buf_printf(desc,
+               "%s holds %d %s values (%s in %s). Write %s[0] = the largest value and %s[0] = the index of its first "
+               "occurrence (the lowest index among equal maxima). ",
+               x->name, t->p[AX_N], dt_names[x->dt], x->integer ? "whole numbers" : "reals", sc_range(x),
+               t->out[0].name, t->out[1].name);
+    buf_printf(desc, how[t->p[AX_ALGO]], t->p[AX_BLOCK]); // the packed atomic's text has no %d
 }
 
-// Each thread scans a grid-stride share; then two passes over (value, index) pairs (a
-// block's pair, then one block over the blocks' pairs), or one 64-bit atomicMax per warp
-// on keys that pack the value's ordered bits above the complemented index.
+// Each thread scans a grid-stride share (ax_scan_tpl, which pass 2 uses again over the
+// blocks' pairs); then two passes over (value, index) pairs (a block's pair, then one block
+// over the blocks' pairs), or one 64-bit atomicMax per warp on keys that pack the value's
+// ordered bits above the complemented index.
 static const char ax_scan_tpl[] = R"(
 $T best = $id;
 int best_i = 2147483647;
-for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
-    const $T v = $x[i];
-    //? indices grow along the loop, so > keeps the first occurrence
-    if (v > best) {
+for ($loop) {
+    const $T v = $value;
+    $index
+    if ($better) {
         best = v;
         best_i = i;
     }
@@ -135,16 +158,7 @@ __global__ void $k1($params1) {
 __global__ void $k2($params2) {
     $shared
     const int tid = threadIdx.x;
-    $T best = $id;
-    int best_i = 2147483647;
-    for (int j = tid; j < count; j += blockDim.x) {
-        const $T v = part_val[j];
-        const int i = part_idx[j];
-        if ($better) {
-            best = v;
-            best_i = i;
-        }
-    }
+    $scan2
     $reduce
     if (tid == 0) {
         $val[0] = best;
@@ -176,64 +190,64 @@ __global__ void $k3(const unsigned long long *key, $outs) {
 )";
 static void ax_kernels(const Task *t, Emit *e) {
     int algo = t->p[AX_ALGO], is_int = t->p[AX_DTYPE], red = algo == 0 ? RO_TREE : t->p[AX_SHFL] ? RO_DOWN : RO_XOR;
-    const char *T = sl_ct(is_int), *x = t->in[0].name, *val = t->out[0].name, *idx = t->out[1].name;
+    const char *T = sc_ct(is_int), *x = t->in[0].name, *val = t->out[0].name, *idx = t->out[1].name;
     Task tt = ro_as_block(t, algo == 2 ? RO_WARP : RO_BLOCK, t->p[AX_BLOCK], red, t->p[AX_MASK], t->p[AX_KNAME] % 3);
-    const char *scan = FRAG(ax_scan_tpl, "T", T, "id", sl_lowest(is_int), "x", x);
+    // each thread's best pair: of its grid-stride share of x, or (pass 2) of the blocks' pairs
+    const char *scan = FRAG(ax_scan_tpl, "T", T, "id", sl_lowest(is_int), "value", fmt("%s[i]", x),
+                            "loop", "int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x",
+                            "index", "//? indices grow along the loop, so > keeps the first occurrence",
+                            "better", "v > best");
+    const char *scan2 = FRAG(ax_scan_tpl, "T", T, "id", sl_lowest(is_int), "value", "part_val[j]",
+                             "loop", "int j = tid; j < count; j += blockDim.x", "index", "const int i = part_idx[j];",
+                             "better", ro_better(RO_MAX, "v", "i", "best", "best_i"));
     const char *outs = fmt("%s, %s", ptr_param(t, T, val, 0), ptr_param(t, "int", idx, 0));
-    if (algo == 2) {
-        TPL(e, t, ax_packed_tpl, "prelude", ro_prelude(&tt), "helpers", ro_arg_helpers(&tt, T, RO_MAX), "ordered",
-            sl_ordered(is_int), "k1", t->kname[0], "xparam", ptr_param(t, T, x, 1), "scan", scan, "warp",
-            ro_fn(&tt, "warp", "argmax"), "k3", t->kname[2], "outs", outs, "val", val, "idx", idx, "decode",
-            sl_unordered(is_int, "hi"));
-        return;
-    }
-    TPL(e, t, ax_two_pass_tpl, "prelude", ro_prelude(&tt), "helpers", ro_arg_helpers(&tt, T, RO_MAX), "k1", t->kname[0],
-        "params1",
-        fmt("%s, %s, %s, int n", ptr_param(t, T, x, 1), ptr_param(t, T, "part_val", 0),
-            ptr_param(t, "int", "part_idx", 0)),
-        "shared", ro_shared(&tt, fmt("arg:%s", T)), "scan", scan, "reduce",
-        ro_arg_allreduce(&tt, T, "best", "best_i", RO_MAX), "k2", t->kname[1], "T", T, "id", sl_lowest(is_int),
-        "better", ro_better(RO_MAX, "v", "i", "best", "best_i"), "params2",
-        fmt("%s, %s, %s, int count", ptr_param(t, T, "part_val", 1), ptr_param(t, "int", "part_idx", 1), outs), "val",
-        val, "idx", idx);
+    const char *parts[2]; // the per-block pairs: written by pass 1, read by pass 2
+    for (int c = 0; c < 2; c++)
+        parts[c] = fmt("%s, %s", ptr_param(t, T, "part_val", c), ptr_param(t, "int", "part_idx", c));
+    if (algo == 2)
+        TPL(e, t, ax_packed_tpl, "prelude", ro_prelude(&tt), "helpers", ro_arg_helpers(&tt, T, RO_MAX),
+            "ordered", sl_ordered(is_int), "k1", t->kname[0], "xparam", ptr_param(t, T, x, 1), "scan", scan,
+            "warp", ro_fn(&tt, "warp", "argmax"), "k3", t->kname[2], "outs", outs, "val", val, "idx", idx,
+            "decode", sl_unordered(is_int, "hi"));
+    else
+        TPL(e, t, ax_two_pass_tpl, "prelude", ro_prelude(&tt), "helpers", ro_arg_helpers(&tt, T, RO_MAX),
+            "k1", t->kname[0], "params1", fmt("%s, %s, int n", ptr_param(t, T, x, 1), parts[0]),
+            "shared", ro_shared(&tt, fmt("arg:%s", T)), "scan", scan,
+            "reduce", ro_arg_allreduce(&tt, T, "best", "best_i", RO_MAX), "k2", t->kname[1], "scan2", scan2,
+            "params2", fmt("%s, %s, int count", parts[1], outs), "val", val, "idx", idx);
 }
 static const char ax_launch_tpl[] = R"(
 $grid
-$launches
+$alloc
+$k1<<<blocks, threads>>>($in, $bufs, $n);
+$k2<<<$cfg2>>>($bufs, $outs$count);
 $sync
-$free1
-$free2
+$free
 )";
 static void ax_launch(const Task *t, Emit *e, const Host *h) {
-    const char *n = h->size[0], *T = sl_ct(t->p[AX_DTYPE]);
+    int packed = t->p[AX_ALGO] == 2;
     const char *key = dname(t, "key"), *pv = dname(t, "part_val"), *pi = dname(t, "part_idx");
-    const char *launches =
-        t->p[AX_ALGO] == 2
-            ? fmt("%s\n%s\n%s<<<blocks, threads>>>(%s, %s, %s);\n%s<<<1, 1>>>(%s, %s, %s);",
-                  dev_alloc(t, "unsigned long long", key, "1"),
-                  checked(t, fmt("cudaMemset(%s, 0, sizeof(unsigned long long))", key)), t->kname[0], h->in[0], key, n,
-                  t->kname[2], key, h->out[0], h->out[1])
-            : fmt("%s\n%s\n%s<<<blocks, threads>>>(%s, %s, %s, %s);\n%s<<<1, threads>>>(%s, %s, %s, %s, blocks);",
-                  dev_alloc(t, T, pv, "blocks"), dev_alloc(t, "int", pi, "blocks"), t->kname[0], h->in[0], pv, pi, n,
-                  t->kname[1], pv, pi, h->out[0], h->out[1]);
-    TPL(e, t, ax_launch_tpl, "grid",
-        grid_1d(t->p[AX_ALGO] == 0 ? "BLOCK_SIZE" : fmt("%d", t->p[AX_BLOCK]), n, t->p[AX_CAP]), "launches", launches,
-        "sync", checked(t, "cudaDeviceSynchronize()"),
-        "free1", checked(t, fmt("cudaFree(%s)", t->p[AX_ALGO] == 2 ? key : pv)),
-        "free2", t->p[AX_ALGO] == 2 ? "" : checked(t, fmt("cudaFree(%s)", pi)));
+    const char *alloc = packed ? fmt("%s\n%s", dev_alloc(t, "unsigned long long", key, "1"),
+                                     checked(t, fmt("cudaMemset(%s, 0, sizeof(unsigned long long))", key)))
+                               : fmt("%s\n%s", dev_alloc(t, sc_ct(t->p[AX_DTYPE]), pv, "blocks"),
+                                     dev_alloc(t, "int", pi, "blocks"));
+    const char *freed = packed ? checked(t, fmt("cudaFree(%s)", key))
+                               : fmt("%s\n%s", checked(t, fmt("cudaFree(%s)", pv)),
+                                     checked(t, fmt("cudaFree(%s)", pi)));
+    TPL(e, t, ax_launch_tpl,
+        "grid", grid_1d(t->p[AX_ALGO] == 0 ? "BLOCK_SIZE" : fmt("%d", t->p[AX_BLOCK]), h->size[0], t->p[AX_CAP]),
+        "alloc", alloc, "k1", t->kname[0], "in", h->in[0], "bufs", packed ? key : fmt("%s, %s", pv, pi),
+        "n", h->size[0], "k2", t->kname[packed ? 2 : 1], "cfg2", packed ? "1, 1" : "1, threads",
+        "outs", fmt("%s, %s", h->out[0], h->out[1]), "count", packed ? "" : ", blocks",
+        "sync", checked(t, "cudaDeviceSynchronize()"), "free", freed);
 }
 static void ax_ref(const Task *t, const void *const *in, void *const *out) {
-    long bi = 0;
-    if (t->p[AX_DTYPE]) {
-        const int *x = in[0];
-        for (long i = 1; i < t->p[AX_N]; i++) if (x[i] > x[bi]) bi = i;
-        ((int *)out[0])[0] = x[bi];
-    } else {
-        const float *x = in[0];
-        for (long i = 1; i < t->p[AX_N]; i++) if (x[i] > x[bi]) bi = i;
-        ((float *)out[0])[0] = x[bi];
-    }
-    ((int *)out[1])[0] = (int)bi;
+    int is_int = t->p[AX_DTYPE];
+    long best = 0;
+    for (long i = 1; i < t->p[AX_N]; i++)
+        if (sc_get(in[0], is_int, i) > sc_get(in[0], is_int, best)) best = i;
+    sc_put(out[0], is_int, 0, sc_get(in[0], is_int, best));
+    ((int *)out[1])[0] = (int)best;
 }
 static const Family fam_argmax = {
     "argmax_array",
@@ -252,45 +266,39 @@ static const char *const mm_aggs[] = { "per_element", "warp_first", "block_first
 static const char *const mm_inits[] = { "init_kernel", "host_copy", NULL };
 static const ParamDesc mm_params[] = {
     [MM_N] = { "n", NULL, 1, SL_SIZES }, [MM_BLOCK] = { "block", NULL, 1, "128 256 512" },
-    [MM_OP] = { "op", mm_ops, 1, "*" }, [MM_DTYPE] = { "dtype", sl_dtypes, 1, "*" },
+    [MM_OP] = { "op", mm_ops, 1, "*" }, [MM_DTYPE] = { "dtype", sc_dtypes, 1, "*" },
     [MM_METHOD] = { "method", mm_methods, 1, "1..3" }, [MM_AGG] = { "agg", mm_aggs, 1, "*" },
     [MM_INIT] = { "init", mm_inits, 0, "*" }, [MM_DATA] = { "data", NULL, 1, "0..2" },
     [MM_CAP] = { "cap", NULL, 0, "256 1024 4096" }, [MM_MASK] = { "mask", NULL, 0, "0..2" },
     [MM_KNAME] = { "kname", NULL, 0, "0..3" }, [MM_NAMES] = { "names", NULL, 0, "0..3" },
     [MM_TNAME] = { "tname", NULL, 0, "0..2" }, [MM_NP] = { NULL } };
-static const double mm_flo[] = { -1000, -50, 0.5 }, mm_fhi[] = { 1000, -1, 100 };
-static const double mm_ilo[] = { -1000000, -1000, 0 }, mm_ihi[] = { 1000000, -1, 1000000000 };
+// The value ranges of the data kinds (both signs, negative only, positive only): floats, ints.
+static const double mm_lo[2][3] = { { -1000, -50, 0.5 }, { -1000000, -1000, 0 } };
+static const double mm_hi[2][3] = { { 1000, -1, 100 }, { 1000000, -1, 1000000000 } };
 
 static void mm_draw(Task *t, Rng *r) {
     (void)r;
-    static const char *const names[][3] = { { "x", "max_val", "min_val" }, { "data", "max_out", "min_out" },
-                                            { "values", "vmax", "vmin" }, { "input", "result_max", "result_min" } };
-    static const char *const kn[][4] = { { "atomic_max_kernel", "atomicMaxReduce", "global_max", "max_atomic" },
-                                         { "atomic_min_kernel", "atomicMinReduce", "global_min", "min_atomic" },
-                                         { "atomic_minmax_kernel", "atomicMinMaxReduce", "global_minmax",
-                                           "minmax_atomic" },
-                                         { "init_result", "initExtrema", "set_identity", "reset_output" },
-                                         { "decode_result", "decodeOrdered", "from_ordered_bits", "unmap_output" } };
-    const char *const *nm = names[t->p[MM_NAMES]];
+    static const char *const names[] = { "x max_val min_val", "data max_out min_out", "values vmax vmin",
+                                         "input result_max result_min" };
+    // the kernels for max, min and both, the one that sets the identities, the one that decodes ordered bits
+    static const char *const kn[] = {
+        "atomic_max_kernel atomic_min_kernel atomic_minmax_kernel init_result decode_result",
+        "atomicMaxReduce atomicMinReduce atomicMinMaxReduce initExtrema decodeOrdered",
+        "global_max global_min global_minmax set_identity from_ordered_bits",
+        "max_atomic min_atomic minmax_atomic reset_output unmap_output" };
+    int op = t->p[MM_OP];
+    const char *nm = names[t->p[MM_NAMES]];
     if (t->p[MM_DTYPE]) t->p[MM_METHOD] = 0; // ints have atomicMax/atomicMin
-    SETNAME(t->in[0].name, "%s", nm[0]);
-    SETNAME(t->out[0].name, "%s", nm[t->p[MM_OP] == 1 ? 2 : 1]);
-    if (t->p[MM_OP] == 2) SETNAME(t->out[1].name, "%s", nm[2]);
-    for (int k = 0; k < 3; k++) SETNAME(t->kname[k], "%s", kn[k ? 2 + k : t->p[MM_OP]][t->p[MM_KNAME]]);
-    SETNAME(t->slug, "%s", t->p[MM_OP] == 2 ? "minmax" : mm_ops[t->p[MM_OP]]);
+    sc_word(t->in[0].name, sizeof t->in[0].name, nm, 0);
+    sc_word(t->out[0].name, sizeof t->out[0].name, nm, op == 1 ? 2 : 1);
+    if (op == 2) sc_word(t->out[1].name, sizeof t->out[1].name, nm, 2);
+    for (int k = 0; k < 3; k++) sc_word(t->kname[k], sizeof t->kname[k], kn[t->p[MM_KNAME]], k ? 2 + k : op);
+    SETNAME(t->slug, "%s", op == 2 ? "minmax" : mm_ops[op]);
 }
 static void mm_layout(Task *t) {
     int is_int = t->p[MM_DTYPE], d = t->p[MM_DATA];
-    t->nin = 1;
-    t->nout = t->p[MM_OP] == 2 ? 2 : 1;
-    int n = add_size(t, "n", t->p[MM_N]);
-    tshape(&t->in[0], is_int ? DT_I32 : DT_F32, 1, t->p[MM_N], 0, n, -1);
-    if (is_int) trange(&t->in[0], mm_ilo[d], mm_ihi[d], 1);
-    else trange(&t->in[0], mm_flo[d], mm_fhi[d], 0);
-    for (int k = 0; k < t->nout; k++) {
-        tshape(&t->out[k], t->in[0].dt, 1, 1, 0, -1, -1);
-    }
-    t->atol = t->rtol = 0;
+    sc_input(t, t->p[MM_N], is_int, mm_lo[is_int][d], mm_hi[is_int][d], is_int);
+    for (int k = 0; k < (t->p[MM_OP] == 2 ? 2 : 1); k++) sc_output(t, t->in[0].dt, 0);
 }
 static void mm_describe(const Task *t, Buf *name, Buf *desc) {
     static const char *const nm[3][3] = { { "Atomic_Max", "Global_Max_Atomic", "Array_Maximum" },
@@ -308,10 +316,8 @@ static void mm_describe(const Task *t, Buf *name, Buf *desc) {
                                        ", one atomic per warp after a shuffle reduction.",
                                        ", one atomic per block after a shared-memory reduction." };
     int op = t->p[MM_OP];
-    const Tensor *x = &t->in[0];
     buf_puts(name, nm[op][t->p[MM_TNAME]]);
-    buf_printf(desc, "%s holds %d %s values in [%s, %s%s. ", x->name, t->p[MM_N], dt_names[x->dt], fnum(x->lo),
-               fnum(x->hi), x->integer ? "]" : ")");
+    sc_holds(desc, t);
     if (op == 2)
         buf_printf(desc, "Compute %s[0] = the largest and %s[0] = the smallest value ", t->out[0].name, t->out[1].name);
     else buf_printf(desc, "Compute %s[0] = the %s value ", t->out[0].name, op ? "smallest" : "largest");
@@ -394,76 +400,71 @@ static const char *mm_fn(const Task *t, int m) {
                                          { "atomic_fmax", "atomic_fmin" }, { "float_atomic_max", "float_atomic_min" } };
     return f[t->p[MM_KNAME]][m];
 }
-// The outputs wanted: their names (NULL: not wanted), m = 0 the maximum, 1 the minimum.
-static void mm_outs(const Task *t, const char *const names[2], const char *outs[2]) {
-    int op = t->p[MM_OP];
-    outs[0] = op == 1 ? NULL : names[0];
-    outs[1] = op == 0 ? NULL : op == 1 ? names[0] : names[1];
-}
-// text (a template over the names above) once per wanted output, joined by sep.
-static const char *mm_each(const Task *t, const char *text, const char *sep) {
-    const char *outs[2], *names[2] = { t->out[0].name, t->out[1].name }, *s = "";
-    mm_outs(t, names, outs);
-    int is_int = t->p[MM_DTYPE], meth = t->p[MM_METHOD];
+// text once per wanted output (m = 0 the maximum, 1 the minimum), joined by sep: a template
+// over the output's name $o (in the kernels, or the host's h), its pieces (above), the
+// thread's $update, the $ident(ity) of the atomics and the host's initial value $var, $byte.
+static const char *mm_each(const Task *t, const Host *h, const char *text, const char *sep) {
+    int op = t->p[MM_OP], is_int = t->p[MM_DTYPE], meth = t->p[MM_METHOD], agg = t->p[MM_AGG];
+    const char *s = "";
     for (int m = 0; m < 2; m++) {
-        if (!outs[m]) continue;
+        if (op != 2 && op != m) continue;
+        const char *o = h ? h->out[op == 2 ? m : 0] : t->out[op == 2 ? m : 0].name;
         const char *A = m ? "atomicMin" : "atomicMax", *v = m ? "lo" : "hi", *sh = m ? "slo" : "shi";
-        const char *val = t->p[MM_AGG] == 0 ? "v" : t->p[MM_AGG] == 1 ? v : fmt("%s[0]", sh);
-        const char *update = meth == 0 ? fmt("%s(%s, %s);", A, outs[m], val)
-                             : meth == 2 ? fmt("%s((unsigned int *)%s, ordered_bits(%s));", A, outs[m], val)
-                                         : fmt("%s(%s, %s);", mm_fn(t, m), outs[m], val);
+        const char *val = agg == 0 ? "v" : agg == 1 ? v : fmt("%s[0]", sh);
+        const char *update = meth == 0 ? fmt("%s(%s, %s);", A, o, val)
+                             : meth == 2 ? fmt("%s((unsigned int *)%s, ordered_bits(%s));", A, o, val)
+                                         : fmt("%s(%s, %s);", mm_fn(t, m), o, val);
         const char *ident = meth == 2 ? (m ? "0xffffffffu" : "0u") : m ? sl_highest(is_int) : sl_lowest(is_int);
-        const char *one = FRAG(text, "o", outs[m], "v", v, "s", sh, "A", A, "update", update, "ident", ident, "k",
-                               fmt("k%d", m), "f", is_int ? (m ? "min" : "max") : (m ? "fminf" : "fmaxf"), "mask",
-                               pick3(t->p[MM_MASK], "0xffffffff", "0xffffffffu", "FULL_MASK"));
+        const char *one = FRAG(text, "o", o, "v", v, "s", sh, "A", A, "update", update, "ident", ident,
+                               "k", fmt("k%d", m), "f", is_int ? (m ? "min" : "max") : (m ? "fminf" : "fmaxf"),
+                               "mask", sl_mask(t->p[MM_MASK]), "var", m ? "init_min" : "init_max",
+                               "byte", m ? "0xff" : "0");
         s = fmt("%s%s%.*s", s, *s ? sep : "", (int)strlen(one) - 1, one); // without the fragment's last newline
     }
     return s;
 }
 static void mm_kernels(const Task *t, Emit *e) {
+    static const char *const comment[] = {
+        "Every element goes straight to the output with an atomic update.",
+        "Each thread keeps its own extreme, a warp combines them with shuffles, lane 0 updates the output.",
+        "Each thread keeps its own extreme, the block combines them in shared memory, thread 0 updates the output." };
     int is_int = t->p[MM_DTYPE], meth = t->p[MM_METHOD], agg = t->p[MM_AGG];
-    const char *T = sl_ct(is_int), *x = t->in[0].name;
-    Task tt =
-        ro_as_block(t, agg == 1 ? RO_WARP : RO_BLOCK, t->p[MM_BLOCK], agg == 1 ? RO_XOR : RO_TREE, t->p[MM_MASK], 0);
+    const char *T = sc_ct(is_int), *x = t->in[0].name, *ptrs = mm_each(t, NULL, ptr_param(t, T, "$o", 0), ", ");
+    Task tt = ro_as_block(t, agg == 1 ? RO_WARP : RO_BLOCK, t->p[MM_BLOCK], agg == 1 ? RO_XOR : RO_TREE,
+                          t->p[MM_MASK], 0);
     Buf helpers = { 0 };
     for (int m = 0; m < 2 && (meth == 1 || meth == 3); m++)
         if (t->p[MM_OP] == 2 || t->p[MM_OP] == m)
-            buf_puts(&helpers, FRAG(mm_float_atomic_tpl[meth], "M", m ? "Min" : "Max", "m", m ? "min" : "max", "fn",
-                                    mm_fn(t, m), "A", m ? "atomicMin" : "atomicMax", "B", m ? "atomicMax" : "atomicMin",
-                                    "bound", m ? "at most" : "at least", "worse", m ? ">" : "<"));
+            buf_puts(&helpers, FRAG(mm_float_atomic_tpl[meth], "M", m ? "Min" : "Max", "m", m ? "min" : "max",
+                                    "fn", mm_fn(t, m), "A", m ? "atomicMin" : "atomicMax",
+                                    "B", m ? "atomicMax" : "atomicMin", "bound", m ? "at most" : "at least",
+                                    "worse", m ? ">" : "<"));
     if (meth == 2) buf_puts(&helpers, sl_ordered(0));
-    const char *ptrs = mm_each(t, fmt("%s", ptr_param(t, T, "$o", 0)), ", ");
-    const char *fptrs = mm_each(t, fmt("%s", ptr_param(t, "float", "$o", 0)), ", ");
-    const char *locals = agg ? mm_each(t, fmt("%s $v = $ident;", T), "\n") : "";
+    // the one-thread kernels: the identities into the outputs, the ordered bits back to floats
+    const char *init = FRAG(mm_small_kernel_tpl, "k", t->kname[1], "params", ptrs,
+                            "comment", meth == 2 ? "Puts the identities (as ordered bits) into the outputs."
+                                                 : "Puts the identities into the outputs.",
+                            "body", mm_each(t, NULL, meth == 2 ? "*(unsigned int *)$o = $ident;" : "$o[0] = $ident;",
+                                            "\n"));
+    const char *unmap = fmt("const unsigned int $k = *(const unsigned int *)$o;\n$o[0] = %s;", sl_unordered(0, "$k"));
+    const char *decode = FRAG(mm_small_kernel_tpl, "k", t->kname[2],
+                              "params", mm_each(t, NULL, ptr_param(t, "float", "$o", 0), ", "),
+                              "comment", "Turns the ordered bits back into floats, in place.",
+                              "body", mm_each(t, NULL, unmap, "\n"));
+    // the kernel: each thread's elements (straight to the atomics, or into its own extremes), then its combine
+    const char *load = fmt("const %s v = %s[i];", T, x);
+    const char *step = agg == 0 ? fmt("%s\n%s", load, mm_each(t, NULL, "$update", "\n"))
+                       : t->p[MM_OP] == 2 ? fmt("%s\n%s", load, mm_each(t, NULL, "$v = $f($v, v);", "\n"))
+                                          : mm_each(t, NULL, fmt("$v = $f($v, %s[i]);", x), "");
+    const char *combine =
+        FRAG(mm_combine_tpl[agg], "shfl", mm_each(t, NULL, "$v = $f($v, __shfl_xor_sync($mask, $v, offset));", "\n"),
+             "update", mm_each(t, NULL, "$update", "\n"), "store", mm_each(t, NULL, "$s[tid] = $v;", "\n"),
+             "tree", mm_each(t, NULL, "$s[tid] = $f($s[tid], $s[tid + s]);", "\n"));
     TPL(e, t, mm_kernel_tpl, "prelude", agg ? ro_prelude(&tt) : "", "helpers", FRAG("$h", "h", buf_str(&helpers)),
-        "init",
-        t->p[MM_INIT] ? ""
-                      : FRAG(mm_small_kernel_tpl, "k", t->kname[1], "params", ptrs, "comment",
-                             meth == 2 ? "Puts the identities (as ordered bits) into the outputs."
-                                       : "Puts the identities into the outputs.",
-                             "body", mm_each(t, meth == 2 ? "*(unsigned int *)$o = $ident;" : "$o[0] = $ident;", "\n")),
-        "decode",
-        meth != 2
-            ? ""
-            : FRAG(mm_small_kernel_tpl, "k", t->kname[2], "params", fptrs, "comment",
-                   "Turns the ordered bits back into floats, in place.", "body",
-                   mm_each(
-                       t, fmt("const unsigned int $k = *(const unsigned int *)$o;\n$o[0] = %s;", sl_unordered(0, "$k")),
-                       "\n")),
-        "comment",
-        agg == 0   ? "Every element goes straight to the output with an atomic update."
-        : agg == 1 ? "Each thread keeps its own extreme, a warp combines them with shuffles, lane 0 updates the output."
-                   : "Each thread keeps its own extreme, the block combines them in shared memory, thread 0 updates "
-                     "the output.",
-        "k", t->kname[0], "params", fmt("%s, %s", ptr_param(t, T, x, 1), ptrs), "shared",
-        agg == 2 ? mm_each(t, fmt("__shared__ %s $s[BLOCK_SIZE];", T), "\n") : "", "locals", locals, "step",
-        agg == 0           ? fmt("const %s v = %s[i];\n%s", T, x, mm_each(t, "$update", "\n"))
-        : t->p[MM_OP] == 2 ? fmt("const %s v = %s[i];\n%s", T, x, mm_each(t, "$v = $f($v, v);", "\n"))
-                           : mm_each(t, fmt("$v = $f($v, %s[i]);", x), ""),
-        "combine",
-        FRAG(mm_combine_tpl[agg], "shfl", mm_each(t, "$v = $f($v, __shfl_xor_sync($mask, $v, offset));", "\n"),
-             "update", mm_each(t, "$update", "\n"), "store", mm_each(t, "$s[tid] = $v;", "\n"), "tree",
-             mm_each(t, "$s[tid] = $f($s[tid], $s[tid + s]);", "\n")));
+        "init", t->p[MM_INIT] ? "" : init, "decode", meth == 2 ? decode : "", "comment", comment[agg],
+        "k", t->kname[0], "params", fmt("%s, %s", ptr_param(t, T, x, 1), ptrs),
+        "shared", agg == 2 ? mm_each(t, NULL, fmt("__shared__ %s $s[BLOCK_SIZE];", T), "\n") : "",
+        "locals", agg ? mm_each(t, NULL, fmt("%s $v = $ident;", T), "\n") : "", "step", step, "combine", combine);
     buf_free(&helpers);
 }
 static const char mm_launch_tpl[] = R"(
@@ -473,54 +474,31 @@ $k<<<blocks, threads>>>($x, $outs, $n);
 $decode
 )";
 static void mm_launch(const Task *t, Emit *e, const Host *h) {
-    int is_int = t->p[MM_DTYPE], meth = t->p[MM_METHOD];
-    const char *T = sl_ct(is_int), *outs[2], *names[2] = { h->out[0], h->out[1] }, *list = "", *init = "";
-    mm_outs(t, names, outs);
-    for (int m = 0; m < 2; m++) {
-        if (!outs[m]) continue;
-        list = fmt("%s%s%s", list, *list ? ", " : "", outs[m]);
-        const char *var = m ? "init_min" : "init_max";
-        const char *set =
-            meth == 2
-                ? checked(t, fmt("cudaMemset(%s, %s, sizeof(unsigned int))", outs[m], m ? "0xff" : "0"))
-                : fmt("const %s %s = %s;\n%s", T, var, m ? sl_highest(is_int) : sl_lowest(is_int),
-                      checked(t, fmt("cudaMemcpy(%s, &%s, sizeof(%s), cudaMemcpyHostToDevice)", outs[m], var, T)));
-        init = fmt("%s%s%s", init, *init ? "\n" : "", set);
-    }
-    TPL(e, t, mm_launch_tpl, "init", t->p[MM_INIT] ? init : fmt("%s<<<1, 1>>>(%s);", t->kname[1], list), "grid",
-        grid_1d(t->p[MM_AGG] == 2 ? "BLOCK_SIZE" : fmt("%d", t->p[MM_BLOCK]), h->size[0], t->p[MM_CAP]), "n",
-        h->size[0], "k", t->kname[0], "x", h->in[0], "outs", list, "decode",
-        meth == 2 ? fmt("%s<<<1, 1>>>(%s);", t->kname[2], list) : "");
+    const char *T = sc_ct(t->p[MM_DTYPE]), *outs = mm_each(t, h, "$o", ", ");
+    const char *set = t->p[MM_METHOD] == 2 ? checked(t, "cudaMemset($o, $byte, sizeof(unsigned int))")
+                      : fmt("const %s $var = $ident;\n%s", T,
+                            checked(t, fmt("cudaMemcpy($o, &$var, sizeof(%s), cudaMemcpyHostToDevice)", T)));
+    TPL(e, t, mm_launch_tpl,
+        "init", t->p[MM_INIT] ? mm_each(t, h, set, "\n") : fmt("%s<<<1, 1>>>(%s);", t->kname[1], outs),
+        "grid", grid_1d(t->p[MM_AGG] == 2 ? "BLOCK_SIZE" : fmt("%d", t->p[MM_BLOCK]), h->size[0], t->p[MM_CAP]),
+        "n", h->size[0], "k", t->kname[0], "x", h->in[0], "outs", outs,
+        "decode", t->p[MM_METHOD] == 2 ? fmt("%s<<<1, 1>>>(%s);", t->kname[2], outs) : "");
 }
 static void mm_ref(const Task *t, const void *const *in, void *const *out) {
     double hi = -INFINITY, lo = INFINITY;
     for (long i = 0; i < t->p[MM_N]; i++) {
-        double v = t->p[MM_DTYPE] ? (double)((const int *)in[0])[i] : (double)((const float *)in[0])[i];
+        double v = sc_get(in[0], t->p[MM_DTYPE], i);
         hi = v > hi ? v : hi;
         lo = v < lo ? v : lo;
     }
-    double res[2] = { t->p[MM_OP] == 1 ? lo : hi, lo };
-    for (int k = 0; k < t->nout; k++) {
-        if (t->p[MM_DTYPE]) ((int *)out[k])[0] = (int)res[k];
-        else ((float *)out[k])[0] = (float)res[k];
-    }
+    sc_put(out[0], t->p[MM_DTYPE], 0, t->p[MM_OP] == 1 ? lo : hi);
+    if (t->nout == 2) sc_put(out[1], t->p[MM_DTYPE], 0, lo);
 }
 static const Family fam_atomic_minmax = {
     "atomic_minmax",
     "max / min / both of an array with atomics: atomicMax/Min on int, float via sign-"
     "split int/uint bits, ordered uint bits or an atomicCAS loop",
     mm_params, NULL, mm_draw, mm_layout, mm_describe, mm_kernels, mm_launch, mm_ref };
-
-// One of the numbers of a list ("0 0.5 -0.25"), each as likely.
-static double sl_pick_real(Rng *r, const char *list) {
-    int n = 0;
-    for (const char *p = list; *p; p += strspn(p, " ")) n++, p += strcspn(p, " ");
-    const char *p = list;
-    for (int k = rng_int(r, 0, n - 1); k > 0; k--) p += strcspn(p, " "), p += strspn(p, " ");
-    return atof(p);
-}
-// The threshold of a predicate in CUDA source: "500" for ints, "0.5f" for floats.
-static const char *sl_num(int is_int, double v) { return is_int ? fmt("%d", (int)v) : flit(v); }
 
 // ----------------------------------------------------------------------------
 // Stream compaction. An atomic counter handing out output slots would make the order of
@@ -535,58 +513,46 @@ static const char *const cp_fp[] = { "threshold", NULL };
 static const ParamDesc cp_params[] = {
     [CP_N] = { "n", NULL, 1, "1000 4096 10000 65536 100000 262144 1000000" },
     [CP_BLOCK] = { "block", NULL, 1, "128 256 512 1024" }, [CP_LOCAL] = { "local", cp_locals, 1, "*" },
-    [CP_SUMS] = { "sums", se_sums, 1, "*" }, [CP_DTYPE] = { "dtype", sl_dtypes, 1, "*" },
+    [CP_SUMS] = { "sums", sc_sums, 1, "*" }, [CP_DTYPE] = { "dtype", sc_dtypes, 1, "*" },
     [CP_PRED] = { "pred", cp_preds, 1, "*" }, [CP_MASK] = { "mask", NULL, 0, "0..2" },
     [CP_KNAME] = { "kname", NULL, 0, "0..3" }, [CP_NAMES] = { "names", NULL, 0, "0..3" },
     [CP_TNAME] = { "tname", NULL, 0, "0..2" }, [CP_NP] = { NULL } };
 
 static void cp_draw(Task *t, Rng *r) {
-    static const char *const names[][3] = { { "x", "out", "count" }, { "input", "kept", "num_kept" },
-                                            { "values", "selected", "n_selected" }, { "data", "compacted", "length" } };
-    static const char *const kn[3][4] = { { "count_kept", "countPerBlock", "block_counts_kernel", "flag_count" },
-                                          { "scan_counts", "scanBlockCounts", "offsets_from_counts",
-                                            "exclusive_scan_counts" },
-                                          { "scatter_kept", "scatterKept", "compact_write", "write_selected" } };
+    static const char *const names[] = { "x out count", "input kept num_kept", "values selected n_selected",
+                                         "data compacted length" };
+    static const char *const kn[] = { "count_kept scan_counts scatter_kept",
+                                      "countPerBlock scanBlockCounts scatterKept",
+                                      "block_counts_kernel offsets_from_counts compact_write",
+                                      "flag_count exclusive_scan_counts write_selected" };
     static const char *const thr[2][2] = { { "0 0.5 -0.25 0.75 0.875", "0.5 0.25 0.875" },
                                            { "0 500 -200 900", "500 100 900" } };
     t->f[0] = sl_pick_real(r, thr[t->p[CP_DTYPE]][t->p[CP_PRED]]);
-    SETNAME(t->in[0].name, "%s", names[t->p[CP_NAMES]][0]);
-    for (int k = 0; k < 2; k++) SETNAME(t->out[k].name, "%s", names[t->p[CP_NAMES]][1 + k]);
-    for (int k = 0; k < 3; k++) SETNAME(t->kname[k], "%s", kn[k][t->p[CP_KNAME]]);
-    SETNAME(t->slug, "compact");
+    sc_names(t, names[t->p[CP_NAMES]], kn[t->p[CP_KNAME]], "compact");
 }
 static void cp_layout(Task *t) {
-    int is_int = t->p[CP_DTYPE];
-    t->nin = 1;
-    t->nout = 2;
-    int n = add_size(t, "n", t->p[CP_N]);
-    tshape(&t->in[0], is_int ? DT_I32 : DT_F32, 1, t->p[CP_N], 0, n, -1);
-    if (is_int) trange(&t->in[0], -1000, 1000, 1);
-    else trange(&t->in[0], -1, 1, 0);
-    tshape(&t->out[0], t->in[0].dt, 1, t->p[CP_N], 0, n, -1);
-    t->out[0].zero_init = 1;
-    tshape(&t->out[1], DT_I32, 1, 1, 0, -1, -1);
-    t->atol = t->rtol = 0;
+    if (t->p[CP_DTYPE]) sc_input(t, t->p[CP_N], 1, -1000, 1000, 1);
+    else sc_input(t, t->p[CP_N], 0, -1, 1, 0);
+    sc_output(t, t->in[0].dt, 1)->zero_init = 1;
+    sc_output(t, DT_I32, 0);
 }
-static const char *cp_pred(const Task *t, const char *v) {
-    const char *thr = sl_num(t->p[CP_DTYPE], t->f[0]);
-    return t->p[CP_PRED] ? fmt("%s(%s) > %s", t->p[CP_DTYPE] ? "abs" : "fabsf", v, thr) : fmt("%s > %s", v, thr);
+// The predicate on v: x > t or |x| > t.
+static const char *cp_pred(const Task *t, const char *v, int prompt) {
+    return sl_pred(t, t->p[CP_PRED] ? SL_ABS_GREATER : SL_GREATER, t->p[CP_DTYPE], v, prompt);
 }
 static void cp_describe(const Task *t, Buf *name, Buf *desc) {
     static const char *const nm[] = { "Stream_Compaction", "Filter_By_Threshold", "Select_If" };
-    buf_puts(name, nm[t->p[CP_TNAME]]);
-    const Tensor *x = &t->in[0];
     const char *o = t->out[0].name, *c = t->out[1].name;
-    buf_printf(
-        desc,
-        "%s holds %d %s values in [%s, %s%s. Keep the elements with %s, in their original order: %s[0..k) = the kept "
-        "values, %s[k..%d) = 0, and %s[0] = k. The result must not depend on thread scheduling, so do not hand out "
-        "slots with an atomic counter: count the kept elements per block of %d, exclusive-scan the block counts (%s), "
-        "then let each block write its kept elements at its offset, ranked within the block %s.",
-        x->name, t->p[CP_N], dt_names[x->dt], fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")",
-        fmt(t->p[CP_PRED] ? "|%s[i]| > %s" : "%s[i] > %s", x->name, fnum(t->f[0])), o, o, t->p[CP_N], c, t->p[CP_BLOCK],
-        t->p[CP_SUMS] ? "one thread" : "one block, chunk by chunk",
-        t->p[CP_LOCAL] ? "with __ballot_sync and __popc" : "by a shared-memory scan of the keep flags");
+    buf_puts(name, nm[t->p[CP_TNAME]]);
+    sc_holds(desc, t);
+    buf_printf(desc,
+               "Keep the elements with %s, in their original order: %s[0..k) = the kept values, %s[k..%d) = 0, and "
+               "%s[0] = k. The result must not depend on thread scheduling, so do not hand out slots with an atomic "
+               "counter: count the kept elements per block of %d, exclusive-scan the block counts (%s), then let each "
+               "block write its kept elements at its offset, ranked within the block %s.",
+               cp_pred(t, fmt("%s[i]", t->in[0].name), 1), o, o, t->p[CP_N], c, t->p[CP_BLOCK],
+               t->p[CP_SUMS] ? "one thread" : "one block, chunk by chunk",
+               t->p[CP_LOCAL] ? "with __ballot_sync and __popc" : "by a shared-memory scan of the keep flags");
 }
 
 // Pass 1 counts (a shared tree of the flags, or __syncthreads_count), pass 2 scans the
@@ -632,30 +598,6 @@ if (tid == 0) block_counts[blockIdx.x] = s[0];
 const int total = __syncthreads_count(keep);
 if (tid == 0) block_counts[blockIdx.x] = total;
 )" };
-static const char *const cp_scan_tpl[] = { R"(
-__shared__ int s[BLOCK_SIZE];
-const int tid = threadIdx.x;
-int carry = 0;
-for (int base = 0; base < nblocks; base += BLOCK_SIZE) {
-    const int i = base + tid;
-    s[tid] = i < nblocks ? block_counts[i] : 0;
-    __syncthreads();
-    $hs
-    if (i < nblocks) block_counts[i] = carry + (tid > 0 ? s[tid - 1] : 0);
-    carry += s[BLOCK_SIZE - 1];
-    __syncthreads();
-}
-if (tid == 0) $c[0] = carry;
-)", R"(
-if (threadIdx.x != 0) return;
-int run = 0;
-for (int b = 0; b < nblocks; b++) {
-    const int c = block_counts[b];
-    block_counts[b] = run;
-    run += c;
-}
-$c[0] = run;
-)" };
 static const char *const cp_scatter_tpl[] = { R"(
 __shared__ int s[BLOCK_SIZE];
 s[tid] = keep;
@@ -683,17 +625,20 @@ __syncthreads();
 if (keep) $o[block_offsets[blockIdx.x] + warp_base[wid] + rank_in_warp] = $x[i];
 )" };
 static void cp_kernels(const Task *t, Emit *e) {
-    const char *T = sl_ct(t->p[CP_DTYPE]), *x = t->in[0].name, *o = t->out[0].name, *c = t->out[1].name;
-    int ballot = t->p[CP_LOCAL];
-    const char *hs = FRAG(sc_hs_tpl, "B", "BLOCK_SIZE", "T", "int", "I", "0", "comb", "s[tid] + other");
-    TPL(e, t, cp_kernels_tpl, "B", fmt("%d", t->p[CP_BLOCK]), "full_mask",
-        ballot && t->p[CP_MASK] == 2 ? "#define FULL_MASK 0xffffffffu" : "", "k1", t->kname[0], "k2", t->kname[1], "k3",
-        t->kname[2], "xparam", ptr_param(t, T, x, 1), "pred", cp_pred(t, fmt("%s[i]", x)), "cparam",
-        ptr_param(t, "int", c, 0), "oparam", ptr_param(t, T, o, 0), "count", cp_count_tpl[ballot], "scan",
-        FRAG(cp_scan_tpl[t->p[CP_SUMS]], "hs", hs, "c", c), "how",
-        ballot ? "ballot + popc per warp, then the warp counts" : "a shared-memory scan of the flags", "scatter",
-        FRAG(cp_scatter_tpl[ballot], "hs", hs, "o", o, "x", x, "mask",
-             pick3(t->p[CP_MASK], "0xffffffff", "0xffffffffu", "FULL_MASK")));
+    const char *T = sc_ct(t->p[CP_DTYPE]), *x = t->in[0].name, *o = t->out[0].name, *c = t->out[1].name;
+    const char *hs = sc_hs_sum("BLOCK_SIZE", "int");
+    int ballot = t->p[CP_LOCAL], serial = t->p[CP_SUMS];
+    const char *scan = FRAG(sc_offsets_tpl[serial], "shared", "__shared__ int s[BLOCK_SIZE];", "T", "int", "Z", "0",
+                            "hs", hs, "n", "nblocks", "a", "block_counts", "B", "BLOCK_SIZE",
+                            "guard", "threadIdx.x != 0", "v", "c",
+                            "total", serial ? fmt("%s[0] = run;", c) : fmt("if (tid == 0) %s[0] = carry;", c));
+    TPL(e, t, cp_kernels_tpl, "B", fmt("%d", t->p[CP_BLOCK]),
+        "full_mask", ballot && t->p[CP_MASK] == 2 ? "#define FULL_MASK 0xffffffffu" : "", "k1", t->kname[0],
+        "k2", t->kname[1], "k3", t->kname[2], "xparam", ptr_param(t, T, x, 1), "pred", cp_pred(t, fmt("%s[i]", x), 0),
+        "cparam", ptr_param(t, "int", c, 0), "oparam", ptr_param(t, T, o, 0), "count", cp_count_tpl[ballot],
+        "scan", scan,
+        "how", ballot ? "ballot + popc per warp, then the warp counts" : "a shared-memory scan of the flags",
+        "scatter", FRAG(cp_scatter_tpl[ballot], "hs", hs, "o", o, "x", x, "mask", sl_mask(t->p[CP_MASK])));
 }
 static const char cp_launch_tpl[] = R"(
 const int threads = BLOCK_SIZE;
@@ -708,21 +653,17 @@ $free
 static void cp_launch(const Task *t, Emit *e, const Host *h) {
     const char *bc = dname(t, "block_counts");
     TPL(e, t, cp_launch_tpl, "n", h->size[0], "alloc", dev_alloc(t, "int", bc, "blocks"), "bc", bc, "x", h->in[0],
-        "out", h->out[0], "count", h->out[1], "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "t2",
-        t->p[CP_SUMS] ? "1" : "threads", "sync", checked(t, "cudaDeviceSynchronize()"), "free",
-        checked(t, fmt("cudaFree(%s)", bc)));
+        "out", h->out[0], "count", h->out[1], "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2],
+        "t2", t->p[CP_SUMS] ? "1" : "threads", "sync", checked(t, "cudaDeviceSynchronize()"),
+        "free", checked(t, fmt("cudaFree(%s)", bc)));
 }
 static void cp_ref(const Task *t, const void *const *in, void *const *out) {
-    long n = t->p[CP_N], k = 0;
-    int is_int = t->p[CP_DTYPE], ab = t->p[CP_PRED];
-    for (long i = 0; i < n; i++) {
-        if (is_int) {
-            int v = ((const int *)in[0])[i], thr = (int)t->f[0];
-            if ((ab ? abs(v) : v) > thr) ((int *)out[0])[k++] = v;
-        } else {
-            float v = ((const float *)in[0])[i], thr = fpar(t, 0);
-            if ((ab ? fabsf(v) : v) > thr) ((float *)out[0])[k++] = v;
-        }
+    int is_int = t->p[CP_DTYPE], pred = t->p[CP_PRED] ? SL_ABS_GREATER : SL_GREATER;
+    double thr = is_int ? t->f[0] : fpar(t, 0);
+    long k = 0;
+    for (long i = 0; i < t->p[CP_N]; i++) {
+        double v = sc_get(in[0], is_int, i);
+        if (sl_holds(pred, v, thr, 0)) sc_put(out[0], is_int, k++, v);
     }
     // the rest stays zero (outputs start zeroed)
     ((int *)out[1])[0] = (int)k;
@@ -746,14 +687,13 @@ static const char *const ci_fp[] = { "a", "b", NULL };
 static const ParamDesc ci_params[] = {
     [CI_N] = { "n", NULL, 1, SL_SIZES }, [CI_BLOCK] = { "block", NULL, 1, "128 256 512 1024" },
     [CI_AGG] = { "agg", ci_aggs, 1, "*" }, [CI_PRED] = { "pred", ci_preds, 1, NULL },
-    [CI_DTYPE] = { "dtype", sl_dtypes, 1, "*" }, [CI_OUT] = { "out", ci_outs, 0, "*" },
+    [CI_DTYPE] = { "dtype", sc_dtypes, 1, "*" }, [CI_OUT] = { "out", ci_outs, 0, "*" },
     [CI_LOOP] = { "loop", ci_loops, 1, "*" }, [CI_CAP] = { "cap", NULL, 0, "256 1024 4096" },
     [CI_MASK] = { "mask", NULL, 0, "0..2" }, [CI_KNAME] = { "kname", NULL, 0, "0..3" },
     [CI_NAMES] = { "names", NULL, 0, "0..3" }, [CI_TNAME] = { "tname", NULL, 0, "0..2" }, [CI_NP] = { NULL } };
 
 static void ci_draw(Task *t, Rng *r) {
-    static const char *const names[][2] = { { "x", "count" }, { "data", "matches" }, { "values", "num_hits" },
-                                            { "input", "total" } };
+    static const char *const names[] = { "x count", "data matches", "values num_hits", "input total" };
     static const char *const kn[] = { "count_if_kernel", "countIf", "count_matches", "predicate_count" };
     // a: the threshold, lower bound, bound of |x|, value or divisor; b: in_range's upper bound (a + width)
     static const char *const a[2][5] = { { "0 0.5 -0.75 0.25", "0 0.5 -0.75 0.25", "0.25 0.5 0.125" },
@@ -762,35 +702,13 @@ static void ci_draw(Task *t, Rng *r) {
     t->p[CI_PRED] = rng_int(r, 0, is_int ? 4 : 2); // equal and multiple_of only for ints
     t->f[0] = sl_pick_real(r, a[is_int][t->p[CI_PRED]]);
     t->f[1] = t->p[CI_PRED] == 1 ? t->f[0] + sl_pick_real(r, is_int ? "10 100 250" : "0.25 0.5 0.125") : 0;
-    SETNAME(t->in[0].name, "%s", names[t->p[CI_NAMES]][0]);
-    SETNAME(t->out[0].name, "%s", names[t->p[CI_NAMES]][1]);
-    SETNAME(t->kname[0], "%s", kn[t->p[CI_KNAME]]);
-    SETNAME(t->slug, "count_if");
+    sc_names(t, names[t->p[CI_NAMES]], kn[t->p[CI_KNAME]], "count_if");
 }
 static void ci_layout(Task *t) {
-    int is_int = t->p[CI_DTYPE];
-    t->nin = t->nout = 1;
-    int n = add_size(t, "n", t->p[CI_N]);
-    tshape(&t->in[0], is_int ? DT_I32 : DT_F32, 1, t->p[CI_N], 0, n, -1);
-    if (is_int && t->p[CI_PRED] == 3) trange(&t->in[0], 0, 20, 1);
-    else if (is_int) trange(&t->in[0], -1000, 1000, 1);
-    else trange(&t->in[0], -1, 1, 0);
-    tshape(&t->out[0], t->p[CI_OUT] ? DT_U32 : DT_I32, 1, 1, 0, -1, -1);
-    t->out[0].zero_init = 1;
-    t->atol = t->rtol = 0;
-}
-// The predicate on v: as CUDA source (prompt 0) or for the prompt (prompt 1).
-static const char *ci_pred(const Task *t, const char *v, int prompt) {
-    int is_int = t->p[CI_DTYPE];
-    const char *a = prompt ? fnum(t->f[0]) : sl_num(is_int, t->f[0]),
-               *b = prompt ? fnum(t->f[1]) : sl_num(is_int, t->f[1]);
-    switch (t->p[CI_PRED]) {
-    case 0: return fmt("%s > %s", v, a);
-    case 1: return prompt ? fmt("%s <= %s < %s", a, v, b) : fmt("%s >= %s && %s < %s", v, a, v, b);
-    case 2: return prompt ? fmt("|%s| < %s", v, a) : fmt("%s(%s) < %s", is_int ? "abs" : "fabsf", v, a);
-    case 3: return fmt("%s == %s", v, a);
-    default: return prompt ? fmt("%s is a multiple of %s", v, a) : fmt("%s %% %s == 0", v, a);
-    }
+    int eq = t->p[CI_PRED] == SL_EQUAL; // small ints, so that values repeat
+    if (t->p[CI_DTYPE]) sc_input(t, t->p[CI_N], 1, eq ? 0 : -1000, eq ? 20 : 1000, 1);
+    else sc_input(t, t->p[CI_N], 0, -1, 1, 0);
+    sc_output(t, t->p[CI_OUT] ? DT_U32 : DT_I32, 0)->zero_init = 1;
 }
 static void ci_describe(const Task *t, Buf *name, Buf *desc) {
     static const char *const nm[] = { "Count_If", "Predicate_Count", "Count_Matching_Elements" };
@@ -799,14 +717,12 @@ static void ci_describe(const Task *t, Buf *name, Buf *desc) {
         "each thread counts its elements, the block adds them into a __shared__ counter with shared-memory atomics, "
         "and one thread adds the block's count to the output.",
         "__syncthreads_count gives each block's count, which thread 0 adds to the output." };
-    const Tensor *x = &t->in[0];
     buf_puts(name, nm[t->p[CI_TNAME]]);
-    buf_printf(
-        desc,
-        "%s holds %d %s values in [%s, %s%s. Count the elements with %s and write the count to %s[0] (%s, zeroed "
-        "before the launch), accumulating with atomicAdd: %s",
-        x->name, t->p[CI_N], dt_names[x->dt], fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")",
-        ci_pred(t, fmt("%s[i]", x->name), 1), t->out[0].name, dt_names[t->out[0].dt], how[t->p[CI_AGG]]);
+    sc_holds(desc, t);
+    buf_printf(desc,
+               "Count the elements with %s and write the count to %s[0] (%s, zeroed before the launch), accumulating "
+               "with atomicAdd: %s", sl_pred(t, t->p[CI_PRED], t->p[CI_DTYPE], fmt("%s[i]", t->in[0].name), 1),
+               t->out[0].name, dt_names[t->out[0].dt], how[t->p[CI_AGG]]);
     if (t->p[CI_LOOP])
         buf_printf(desc, " Launch at most %d blocks of %d threads and loop over the array.", t->p[CI_CAP],
                    t->p[CI_BLOCK]);
@@ -825,6 +741,12 @@ __global__ void $k($params, int n) {
     $tail
 }
 )";
+static const char *const ci_loop_tpl[2][2] = { // [vote][grid-stride]: the loop around $body
+    { "const int i = blockIdx.x * blockDim.x + threadIdx.x;\nif (i < n) {\n    $body\n}",
+      "for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {\n    $body\n}" },
+    { "const int i = blockIdx.x * blockDim.x + threadIdx.x;\n$body",
+      "for (int base = blockIdx.x * blockDim.x; base < n; base += blockDim.x * gridDim.x) {\n"
+      "    const int i = base + threadIdx.x;\n    $body\n}" } };
 static const char *const ci_parts[][3] = { // before the loop, its body, after it
     { "", "const $T v = $x[i];\nif ($pred) atomicAdd($c, $one);", "" },
     { "", "int hit = 0;\nif (i < n) {\n    const $T v = $x[i];\n    hit = $pred;\n}\n"
@@ -842,54 +764,28 @@ static void ci_kernels(const Task *t, Emit *e) {
                                        "the warp votes with __ballot_sync and lane 0 adds the number of set bits.",
                                        "per-thread counts meet in a __shared__ counter, thread 0 adds it to the total.",
                                        "__syncthreads_count counts the block's matches in the barrier itself." };
-    int agg = t->p[CI_AGG], gs = t->p[CI_LOOP], vote = agg == 1 || agg == 3;
-    const char *T = sl_ct(t->p[CI_DTYPE]), *U = t->p[CI_OUT] ? "unsigned int" : "int", *const *p = ci_parts[agg];
-    const char *kv[] = { "T",    T,
-                         "U",    U,
-                         "x",    t->in[0].name,
-                         "c",    t->out[0].name,
-                         "one",  t->p[CI_OUT] ? "1u" : "1",
-                         "pred", ci_pred(t, "v", 0),
-                         "mask", pick3(t->p[CI_MASK], "0xffffffff", "0xffffffffu", "FULL_MASK"),
+    int agg = t->p[CI_AGG], vote = agg == 1 || agg == 3;
+    const char *T = sc_ct(t->p[CI_DTYPE]), *U = t->p[CI_OUT] ? "unsigned int" : "int", *const *p = ci_parts[agg];
+    const char *kv[] = { "T", T, "U", U, "x", t->in[0].name, "c", t->out[0].name, "one", t->p[CI_OUT] ? "1u" : "1",
+                         "pred", sl_pred(t, t->p[CI_PRED], t->p[CI_DTYPE], "v", 0), "mask", sl_mask(t->p[CI_MASK]),
                          NULL };
-    const char *body = tpl_frag(p[1], kv), *index = "const int i = blockIdx.x * blockDim.x + threadIdx.x;", *loop;
-    if (vote && gs) loop = FRAG("for (int base = blockIdx.x * blockDim.x; base < n; base += blockDim.x * gridDim.x) {\n"
-                                "    const int i = base + threadIdx.x;\n    $body\n}", "body", body);
-    else if (vote) loop = FRAG("$index\n$body", "index", index, "body", body);
-    else if (gs)
-        loop = FRAG("for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {\n"
-                    "    $body\n}",
-                    "body", body);
-    else loop = FRAG("$index\nif (i < n) {\n    $body\n}", "index", index, "body", body);
     TPL(e, t, ci_kernel_tpl, "full_mask", agg == 1 && t->p[CI_MASK] == 2 ? "#define FULL_MASK 0xffffffffu\n" : "",
-        "how", how[agg], "k", t->kname[0], "params",
-        fmt("%s, %s", ptr_param(t, T, t->in[0].name, 1), ptr_param(t, U, t->out[0].name, 0)), "head",
-        tpl_frag(p[0], kv), "loop", loop, "tail", tpl_frag(p[2], kv));
+        "how", how[agg], "k", t->kname[0],
+        "params", fmt("%s, %s", ptr_param(t, T, t->in[0].name, 1), ptr_param(t, U, t->out[0].name, 0)),
+        "head", tpl_frag(p[0], kv), "loop", FRAG(ci_loop_tpl[vote][t->p[CI_LOOP]], "body", tpl_frag(p[1], kv)),
+        "tail", tpl_frag(p[2], kv));
 }
-static const char ci_launch_tpl[] = R"(
-$grid
-$k<<<blocks, threads>>>($args);
-)";
 static void ci_launch(const Task *t, Emit *e, const Host *h) {
     if (t->p[CI_LOOP])
-        TPL(e, t, ci_launch_tpl, "grid", grid_1d(fmt("%d", t->p[CI_BLOCK]), h->size[0], t->p[CI_CAP]), "k",
-            t->kname[0], "args", kernel_args(h, 1));
+        TPL(e, t, "$grid\n$k<<<blocks, threads>>>($args);", "grid",
+            grid_1d(fmt("%d", t->p[CI_BLOCK]), h->size[0], t->p[CI_CAP]), "k", t->kname[0], "args", kernel_args(h, 1));
     else launch_1d(e, t, t->kname[0], h->size[0], t->p[CI_BLOCK], 0, kernel_args(h, 1));
 }
 static void ci_ref(const Task *t, const void *const *in, void *const *out) {
     int is_int = t->p[CI_DTYPE];
     double a = is_int ? t->f[0] : fpar(t, 0), b = is_int ? t->f[1] : fpar(t, 1);
     long k = 0;
-    for (long i = 0; i < t->p[CI_N]; i++) {
-        double v = is_int ? (double)((const int *)in[0])[i] : (double)((const float *)in[0])[i];
-        switch (t->p[CI_PRED]) {
-        case 0: k += v > a; break;
-        case 1: k += v >= a && v < b; break;
-        case 2: k += fabs(v) < a; break;
-        case 3: k += v == a; break;
-        default: k += (long)v % (long)a == 0; break;
-        }
-    }
+    for (long i = 0; i < t->p[CI_N]; i++) k += sl_holds(t->p[CI_PRED], sc_get(in[0], is_int, i), a, b);
     if (t->p[CI_OUT]) ((uint32_t *)out[0])[0] = (uint32_t)k;
     else ((int32_t *)out[0])[0] = (int32_t)k;
 }
