@@ -352,7 +352,7 @@ static void mxc2_launch(const Task *t, Emit *e, const Host *h) {
     const char *args = fmt("%s, %s%s, %s, %s", h->in[0], cmem ? "" : fmt("%s, ", h->in[1]), h->out[0], R, C);
     const int *bd = mx_bdims[t->p[MXC2_BDIM]];
     launch_2d(e, t, t->p[MXC2_DIMS], t->kname[0], shared ? "TILE_W" : fmt("%d", bd[0]),
-                shared ? "TILE_H" : fmt("%d", bd[1]), NULL, NULL, occ, orr, NULL, 0, NULL, args);
+              shared ? "TILE_H" : fmt("%d", bd[1]), NULL, NULL, occ, orr, NULL, 0, NULL, args);
 }
 
 static void mxc2_ref(const Task *t, const void *const *in, void *const *out) {

@@ -355,7 +355,7 @@ static void mxtt_launch(const Task *t, Emit *e, const Host *h) {
     const char *bx = tmpl ? fmt("%d", T) : "TILE_DIM", *by = tmpl ? fmt("%d", B) : full ? "TILE_DIM" : "BLOCK_ROWS";
     // the grid covers tiles of TILE x TILE, not blocks of threads
     launch_2d(e, t, t->p[MXTT_DIMS], k, bx, by, bx, full ? NULL : bx, h->size[1], h->size[0], NULL, 0, NULL,
-                kernel_args(h, 2));
+              kernel_args(h, 2));
 }
 
 static const Family fam_mx_transpose_tiled = {
@@ -770,7 +770,7 @@ static void mxmt_launch(const Task *t, Emit *e, const Host *h) {
     const char *k = tmpl ? fmt("%s<%d>", t->kname[0], t->p[MXMT_TILE]) : t->kname[0];
     const char *ts = tmpl ? fmt("%d", t->p[MXMT_TILE]) : mxmt_macros[t->p[MXMT_KNAME]];
     launch_2d(e, t, t->p[MXMT_DIMS], k, ts, ts, NULL, NULL, h->size[1], h->size[0], NULL, 0, NULL,
-                kernel_args(h, 3));
+              kernel_args(h, 3));
 }
 
 static const Family fam_mx_matmul_tiled = {
@@ -1136,7 +1136,7 @@ static void mxvm_launch(const Task *t, Emit *e, const Host *h) {
     if (mode == 0) launch_1d(e, t, t->kname[0], C, t->p[MXVM_BLOCK], 0, args);
     else if (mode == 1)
         launch_2d(e, t, t->p[MXVM_DIMS], t->kname[0], fmt("%d", t->p[MXVM_BLOCK]), "1", NULL, "ROWS_PER_CHUNK", C, R,
-                    NULL, 0, NULL, args);
+                  NULL, 0, NULL, args);
     else
         launch_2d(e, t, t->p[MXVM_DIMS], t->kname[0], "BLOCK_X", "BLOCK_Y", NULL, NULL, C, NULL, NULL, 0, NULL, args);
 }

@@ -796,7 +796,7 @@ static void pr_launch(const Task *t, Emit *e, const Host *h) {
         nm);
     const int *bd = mx_bdims[t->p[PR_BDIM]];
     launch_2d(e, t, t->p[PR_DIMS], t->kname[1], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, C, R, NULL, 0, NULL,
-                fmt("%s, %s, %s, %s, %s", A, nm, An, R, C));
+              fmt("%s, %s, %s, %s, %s", A, nm, An, R, C));
     TPL(e, t, "$k3<<<($R + $MB1) / $MB, $MB>>>($An, $x, $y, $R, $C);\n$sync\n$free", "k3", t->kname[2], "R", R, "C", C,
         "MB1", fmt("%d", MB - 1), "MB", fmt("%d", MB), "An", An, "x", x, "y", y, "sync",
         checked(t, "cudaDeviceSynchronize()"), "free", pl_free(t, nm));
