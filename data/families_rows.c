@@ -988,7 +988,7 @@ static void am_layout(Task *t) {
 }
 static void am_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, pick3(t->p[RP_TNAME], "Row_Argmin", "Argmin_Per_Row", "Row_Minimum_With_Index"));
-    ro_intro(desc, t, fmt("%s ", dt_names[t->in[0].dt]), t->in[0].integer ? "whole-number " : " ");
+    ro_intro(desc, t, fmt("%s ", dt_names[t->in[0].dt]), t->in[0].integer ? "whole-number " : "");
     buf_printf(desc, "For every row r write %s[r] = the smallest value of the row and %s[r] = its column index; when "
                      "the minimum occurs several times, take the lowest column index. %s",
                t->out[0].name, t->out[1].name, ro_map_desc(t));

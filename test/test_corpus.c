@@ -202,7 +202,8 @@ static int kind_of(const char *s) {
     return -1;
 }
 
-// The prompt: exactly five lines with the five headers, in order, each with content.
+// The prompt: exactly five lines with the five headers, in order, each with content, no
+// doubled or trailing space (the mark of an empty piece in a sentence).
 static const char *prompt_problem(const char *p) {
     static const char *const head[] = { "Task Name: ", "Task Description: ", "Input: ", "Output: ", "GPU: " };
     for (int k = 0; k < 5; k++) {
@@ -212,6 +213,9 @@ static const char *prompt_problem(const char *p) {
         const char *nl = strchr(p, '\n');
         size_t len = nl ? (size_t)(nl - p) : strlen(p);
         if (len == 0 || p[0] == ' ') return "an empty field";
+        if (p[len - 1] == ' ') return "a trailing space";
+        for (size_t i = 1; i < len; i++)
+            if (p[i] == ' ' && p[i - 1] == ' ') return "a doubled space";
         if (k < 4 && !nl) return "fewer than five lines";
         if (k == 4 && nl) return "more than five lines";
         p += len + (nl ? 1 : 0);
