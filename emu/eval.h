@@ -825,6 +825,12 @@ static int cuset__eval_copy_task_files(const char *taskdir, const char *dir, int
 // The steps of one program's evaluation, in dir: each returns 1 when the program goes on
 // to the next step, 0 when res holds the verdict.
 
+// Why the disk watch stopped a build (printf format: the limit in MiB, what ran). It watches
+// the free space of the whole file system, so the writer may also be another job on the
+// machine: say so, rather than show the build's warnings as if they were its error.
+#define CUSET__EVAL_DISK_WHY \
+    "stopped: the disk's free space fell by more than %g MiB while %s ran (its output, or another job writing)"
+
 // The compilation check: nvcc.
 static int cuset__eval_compile(const cuset__EvalEnv *E, const char *dir, cuset__EvalResult *res) {
     char err_path[4200];
@@ -835,6 +841,8 @@ static int cuset__eval_compile(const cuset__EvalEnv *E, const char *dir, cuset__
     if (r.status != CUSET_RUN_EXITED || r.exit_code != 0) {
         if (r.timed_out)
             return cuset__eval_verdict(res, CUSET_EVAL_COMPILE_ERROR, "nvcc did not finish in %g s", E->compile_timeout);
+        if (r.disk_full)
+            return cuset__eval_verdict(res, CUSET_EVAL_COMPILE_ERROR, CUSET__EVAL_DISK_WHY, E->disk_mib, "nvcc");
         res->status = CUSET_EVAL_COMPILE_ERROR;
         cuset__eval_head_or_line(err_path, " error", res->detail, sizeof res->detail);
         return 0;
@@ -859,6 +867,7 @@ static int cuset__eval_build_emu(const cuset__EvalEnv *E, const char *dir, cuset
     if (r.status != CUSET_RUN_EXITED || r.exit_code != 0) {
         char why[600];
         if (r.timed_out) snprintf(why, sizeof why, "did not finish in %g s", E->compile_timeout);
+        else if (r.disk_full) snprintf(why, sizeof why, CUSET__EVAL_DISK_WHY, E->disk_mib, "the emulator's build");
         else cuset__eval_head_or_line(err_path, "error", why, sizeof why);
         // nvcc accepted it: the emulator's limit, not the program's fault
         return cuset__eval_verdict(res, E->have_nvcc ? CUSET_EVAL_UNSUPPORTED : CUSET_EVAL_COMPILE_ERROR, "%s%s",
