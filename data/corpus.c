@@ -213,6 +213,15 @@ static char *read_file(const char *path, size_t *len) {
     *len = b.len;
     return b.s;
 }
+// DIR/NAME, for the work directory's files (a ring of 8, so a call may use several; fmt's
+// strings are too short for a deep directory).
+static const char *path_in(const char *dir, const char *name) {
+    static char ring[8][4200];
+    static int k;
+    char *p = ring[k++ & 7];
+    if (snprintf(p, sizeof ring[0], "%s/%s", dir, name) >= (int)sizeof ring[0]) die("path too long: %.60s...", dir);
+    return p;
+}
 // Writes path.tmp then renames it over path.
 static void write_file(const char *path, const void *data, size_t len) {
     char tmp[4200];
@@ -481,7 +490,7 @@ static void run_reference(const Task *t, void *const *in, const char *dir) {
     for (int k = 0; k < t->nout; k++) out[k] = calloc(tensor_bytes(&t->out[k]), 1);
     t->fam->ref(t, (const void *const *)in, out);
     for (int k = 0; k < t->nout; k++) {
-        write_file(fmt("%s/%s.expected.bin", dir, t->out[k].name), out[k], tensor_bytes(&t->out[k]));
+        write_file(path_in(dir, fmt("%s.expected.bin", t->out[k].name)), out[k], tensor_bytes(&t->out[k]));
         free(out[k]);
     }
 }
@@ -519,7 +528,7 @@ static int materialize(const char *cdir, const char *split, long index, const ch
     void *in[MAX_T];
     for (int j = 0; j < t.nin; j++) {
         in[j] = make_input(&t.in[j], t.seed, j);
-        write_file(fmt("%s/%s.bin", wdir, t.in[j].name), in[j], tensor_bytes(&t.in[j]));
+        write_file(path_in(wdir, fmt("%s.bin", t.in[j].name)), in[j], tensor_bytes(&t.in[j]));
     }
     run_reference(&t, in, wdir);
     for (int j = 0; j < t.nin; j++) free(in[j]);
@@ -529,9 +538,9 @@ static int materialize(const char *cdir, const char *split, long index, const ch
     json_key(&b, ",", "id");
     json_str(&b, id, strlen(id));
     buf_puts(&b, "}\n");
-    write_file(fmt("%s/spec.json", wdir), b.s, b.len);
+    write_file(path_in(wdir, "spec.json"), b.s, b.len);
     buf_free(&b);
-    if (completion) write_file(fmt("%s/reference.cu", wdir), completion->str, strlen(completion->str));
+    if (completion) write_file(path_in(wdir, "reference.cu"), completion->str, strlen(completion->str));
     fprintf(stderr, "%s %s:%ld (%s) -> %s: %d inputs, %d outputs\n", id, split, index, t.fam->name, wdir, t.nin,
             t.nout);
     jfree(&obj);
@@ -544,7 +553,7 @@ static int reference(const char *wdir) {
     void *in[MAX_T];
     if (spec_load(wdir, &t)) return 2;
     for (int k = 0; k < t.nin; k++) {
-        const char *path = fmt("%s/%s.bin", wdir, t.in[k].name);
+        const char *path = path_in(wdir, fmt("%s.bin", t.in[k].name));
         size_t len;
         in[k] = read_file(path, &len);
         if (!in[k]) { fprintf(stderr, "corpus: cannot read %s: %s\n", path, strerror(errno)); return 2; }
@@ -584,7 +593,8 @@ static int compare_values(const Tensor *x, const void *got, const void *expected
 // Output x of WORKDIR (NAME.bin) against NAME.expected.bin: 0 pass, 1 fail (a line on
 // stdout says why), 2 when the expected file is missing or has the wrong size.
 static int compare_output(const char *wdir, const Tensor *x, double atol, double rtol) {
-    const char *pg = fmt("%s/%s.bin", wdir, x->name), *pe = fmt("%s/%s.expected.bin", wdir, x->name);
+    const char *pg = path_in(wdir, fmt("%s.bin", x->name)),
+               *pe = path_in(wdir, fmt("%s.expected.bin", x->name));
     size_t lg, le, want = tensor_bytes(x);
     char *ex = read_file(pe, &le), *g = NULL;
     int rc = 1;
