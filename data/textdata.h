@@ -2,7 +2,8 @@
 
    JSON lines and .cu directories -> text samples -> tokens with per-token CUDA flags
    (data/tokenizer.h, data/annotate.h) -> token data files (a cache), and the checkpoint
-   calls that carry a tokenizer; plus the one JSON reader and writer of the project.
+   calls that carry a tokenizer; plus the JSON-lines reader and the JSON string writer
+   the rest of the project uses.
 
    stb style: include it anywhere for the declarations; in exactly one C file write
        #define CUSET_TEXTDATA_IMPLEMENTATION
@@ -265,10 +266,11 @@ void cuset_text_samples_free(CusetTextSample *samples) {
 }
 
 // ---- JSON lines ----------------------------------------------------------------------------
-// The project's one JSON reader (cuset_jsonl_parse and cuset_json_member share it) and,
-// further down, its one JSON string writer. data/corpus.h writes its JSON itself because
-// the corpus generator builds without these headers; test/test_corpus.c reads all it
-// writes back through this reader.
+// The JSON-lines reader (cuset_jsonl_parse and cuset_json_member share it) and, further
+// down, the JSON string writer. Two headers that must build alone keep small readers of
+// their own: data/gpt2.h (whole multi-line documents: config.json, tokenizer.json) and
+// data/corpus.h (the generator's spec.json and JSONL lines, written by itself);
+// test/test_corpus.c reads all the generator writes back through this reader.
 // A recursive-descent parser over one buffer. Every sample is on one line, so every error
 // is on the current line: its column is the offset minus the line's first offset, + 1.
 
