@@ -291,15 +291,15 @@ static int generate(const char *dir, uint64_t seed, const int count[3]) {
             lens[i] = s.code.b.len;
             nheld += s.heldout;
         }
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s.jsonl", dir, split_names[sp]);
+        const char *path = path_in(dir, fmt("%s.jsonl", split_names[sp]));
         write_file(path, out.s, out.len);
         double mean = 0;
         for (int i = 0; i < n; i++) mean += (double)lens[i];
         mean = n ? mean / n : 0;
-        qsort(lens, (size_t)n, sizeof *lens, cmp_size);
-        fprintf(stderr, "%s: %d samples (%d held-out combinations), target chars mean %.0f, p95 %zu, max %zu -> %s\n",
-                split_names[sp], n, nheld, mean, n ? lens[(size_t)((n - 1) * 0.95)] : 0, n ? lens[n - 1] : 0, path);
+        qsort(lens, (size_t)n, sizeof *lens, cmp_size); // p95: the nearest rank, ceil(0.95 n)
+        fprintf(stderr, "%s: %d sample%s (%d held-out combinations), target chars mean %.0f, p95 %zu, max %zu -> %s\n",
+                split_names[sp], n, n == 1 ? "" : "s", nheld, mean, n ? lens[(n * 95 + 99) / 100 - 1] : 0,
+                n ? lens[n - 1] : 0, path);
         buf_free(&out);
         free(lens);
     }
@@ -326,8 +326,9 @@ static const char *read_tensor(const JVal *v, Tensor *x, int is_input) {
     if (!shape || shape->n < 1 || shape->n > MAX_DIMS) return fmt("%s: bad shape", x->name);
     x->ndim = shape->n;
     for (int d = 0; d < shape->n; d++) {
-        if (shape->items[d].type != JNUM || shape->items[d].num < 1 || shape->items[d].num > 1e9)
-            return fmt("%s: bad shape", x->name);
+        double side = shape->items[d].num;
+        if (shape->items[d].type != JNUM || side < 1 || side > 1e9 || side != floor(side))
+            return fmt("%s: bad shape (each side a whole number in [1, 1e9])", x->name);
         x->shape[d] = (long)shape->items[d].num;
     }
     if (!is_input) return NULL;
@@ -353,9 +354,11 @@ static const char *read_param(Task *t, const char *key, const JVal *v) {
             }
         return fmt("params.%s: unknown value", key);
     }
-    if (ip >= 0) {
-        if (v->type != JNUM || v->num != floor(v->num) || fabs(v->num) > 2e9)
-            return fmt("params.%s: not an integer", key);
+    if (ip >= 0) { // a count or a size; a pick "lo..hi" (a choice among variants) bounds it
+        int lo = 0, hi = 2000000000, a, b;
+        if (f->ip[ip].pick && sscanf(f->ip[ip].pick, "%d..%d", &a, &b) == 2) lo = a, hi = b;
+        if (v->type != JNUM || v->num != floor(v->num) || v->num < lo || v->num > hi)
+            return fmt("params.%s: not a whole number in [%d, %d]", key, lo, hi);
         t->p[ip] = (int)v->num;
         return NULL;
     }
@@ -405,7 +408,8 @@ static const char *task_from_spec(const JVal *spec, Task *t) {
         x->integer = js[k].integer;
         x->gen = js[k].gen;
     }
-    if (!seed || seed->num < 0) return "spec without a \"seed\"";
+    if (!seed || seed->num < 0 || seed->num >= 0x1p64 || seed->num != floor(seed->num))
+        return "spec without a \"seed\" (a whole number in [0, 2^64))";
     if (!atol || !rtol || atol->num < 0 || rtol->num < 0) return "spec without \"atol\" and \"rtol\"";
     t->seed = (uint64_t)seed->num;
     t->atol = atol->num;

@@ -66,6 +66,7 @@ static void buf_reserve(Buf *b, size_t extra) {
     while (cap < b->len + extra + 1) cap *= 2;
     b->s = realloc(b->s, cap);
     if (!b->s) die("out of memory");
+    b->s[b->len] = 0; // a reserved buffer is a string already, "" when nothing is in it yet
     b->cap = cap;
 }
 static void buf_putn(Buf *b, const char *s, size_t n) {
@@ -1277,6 +1278,12 @@ static char *jstring(JParser *p) {
     p->i++;
     return b.s;
 }
+// The number of decimal digits from s[i] on.
+static size_t jdigits(const JParser *p, size_t i) {
+    size_t k = i;
+    while (k < p->n && p->s[k] >= '0' && p->s[k] <= '9') k++;
+    return k - i;
+}
 // A value of any type into v (which jfree frees, also after an error).
 static int jparse(JParser *p, JVal *v, int depth) {
     static const char *const words[] = { "null", "true", "false" };
@@ -1319,11 +1326,25 @@ static int jparse(JParser *p, JVal *v, int depth) {
             p->i += strlen(words[k]);
             return 0;
         }
-    char *end;
+    // a number as JSON writes it, -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? (strtod alone
+    // would take nan, inf and hex too)
+    size_t i = p->i + (p->s[p->i] == '-'), d = jdigits(p, i);
+    int ok = d > 0 && !(d > 1 && p->s[i] == '0');
+    i += d;
+    if (ok && i < p->n && p->s[i] == '.') {
+        ok = (d = jdigits(p, ++i)) > 0;
+        i += d;
+    }
+    if (ok && i < p->n && (p->s[i] == 'e' || p->s[i] == 'E')) {
+        i += 1 + (i + 1 < p->n && (p->s[i + 1] == '+' || p->s[i + 1] == '-'));
+        ok = (d = jdigits(p, i)) > 0;
+        i += d;
+    }
+    if (!ok) { p->err = "unexpected character"; return -1; }
     v->type = JNUM;
-    v->num = strtod(p->s + p->i, &end);
-    if (end == p->s + p->i) { p->err = "unexpected character"; return -1; }
-    p->i = (size_t)(end - p->s);
+    v->num = strtod(p->s + p->i, NULL);
+    p->i = i;
+    if (!isfinite(v->num)) { p->err = "number out of range"; return -1; }
     return 0;
 }
 static void jfree(JVal *v) {

@@ -270,7 +270,7 @@ void cuset_text_samples_free(CusetTextSample *samples) {
 // down, the JSON string writer. Two headers that must build alone keep small readers of
 // their own: data/gpt2.h (whole multi-line documents: config.json, tokenizer.json) and
 // data/corpus.h (the generator's spec.json and JSONL lines, written by itself);
-// test/test_corpus.c reads all the generator writes back through this reader.
+// test/test_corpus.c reads the generator's samples back through this reader.
 // A recursive-descent parser over one buffer. Every sample is on one line, so every error
 // is on the current line: its column is the offset minus the line's first offset, + 1.
 

@@ -929,6 +929,113 @@ static void cli_checks(void) {
 }
 
 // ----------------------------------------------------------------------------
+// Hostile specs: the spec reader under AddressSanitizer and UBSan
+
+// A random edit of text (length *len, capacity cap), mostly one that keeps it JSON: a value
+// (number or string, after ':', '[' or ',') replaced by a token the spec does not allow, a
+// string emptied; else a byte range deleted, a byte changed, or a token inserted.
+static void mutate(char *text, size_t *len, size_t cap, unsigned *rng) {
+    static const char *const tok[] = { "-1", "-1", "0", "0", "1e308", "1e999", "-0", "1.5", "2147483648", "nan",
+                                       "inf", "0x10", "01", "\"\"", "\"x\"", "[]", "{}", "null", "true", "[0]",
+                                       "[1,0]", "\"\\u00e9\"", "\"" };
+    size_t n = *len, at = n ? (size_t)rand_r(rng) % n : 0, end;
+    const char *put = tok[(size_t)rand_r(rng) % (sizeof tok / sizeof tok[0])];
+    char byte[2] = { (char)(rand_r(rng) % 255 + 1), 0 };
+    int how = rand_r(rng) % 10;
+    if (how < 6) { // the value at or after at
+        while (at < n && !(strchr(":[,", text[at]) && at + 1 < n && strchr("-0123456789\"", text[at + 1]))) at++;
+        end = ++at;
+        if (end < n && text[end] == '"') end = strcspn(text + end + 1, "\"") + end + 2;
+        else while (end < n && strchr("0123456789.eE+-", text[end])) end++;
+    } else if (how < 8) { // the string at or after at, emptied
+        while (at < n && text[at] != '"') at++;
+        end = at += at < n;
+        while (end < n && text[end] != '"') end++;
+        put = "";
+    } else if (how < 9) {
+        end = at + 1 + (size_t)rand_r(rng) % 40;
+        put = rand_r(rng) % 2 ? "" : byte;
+    } else end = at;
+    if (end > n) end = n;
+    size_t lp = strlen(put);
+    if (n - (end - at) + lp + 1 > cap) return;
+    memmove(text + at + lp, text + end, n - end + 1);
+    memcpy(text + at, put, lp);
+    *len = n - (end - at) + lp;
+}
+
+// corpus --reference, --compare and --materialize on mutated specs and JSONL lines (the
+// real ones of the test split, a fresh seed each run): each exits 0, 1 or 2 with no
+// sanitizer report, and an error is one "corpus: " line.
+static void hostile_specs(const char *cdir, int nsamples) {
+    char asan[300], wd[300], path[400], out[400], line_dir[300];
+    snprintf(asan, sizeof asan, "%s/corpus_asan", tmpdir);
+    if (sh("gcc -std=gnu11 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -o '%s' data/corpus.c -lm "
+           ">/dev/null 2>&1", asan) != 0) {
+        skip("hostile_specs", "gcc cannot build with -fsanitize=address,undefined (libasan/libubsan missing)");
+        return;
+    }
+    snprintf(path, sizeof path, "%s/test.jsonl", cdir);
+    char *split = slurp(path, NULL);
+    char *lines[256];
+    int nl = 0;
+    for (char *p = split ? strtok(split, "\n") : NULL; p && nl < 256 && nl < nsamples; p = strtok(NULL, "\n")) lines[nl++] = p;
+    unsigned seed = (unsigned)time(NULL), rng = seed;
+    snprintf(wd, sizeof wd, "%s/hostile", tmpdir);
+    snprintf(line_dir, sizeof line_dir, "%s/hostile_split", tmpdir);
+    snprintf(out, sizeof out, "%s/hostile.err", tmpdir);
+    int runs = 0, bad = 0;
+    for (int m = 0; m < 150 && nl && !bad; m++) {
+        int i = rand_r(&rng) % nl, as_line = m % 2;
+        static char text[65536];
+        size_t len;
+        if (as_line) len = (size_t)snprintf(text, sizeof text, "%s", lines[i]);
+        else {
+            snprintf(path, sizeof path, "%s/work%d/spec.json", tmpdir, i);
+            char *s = slurp(path, &len);
+            if (!s || len >= sizeof text) { free(s); continue; }
+            memcpy(text, s, len + 1);
+            free(s);
+        }
+        for (int k = 1 + rand_r(&rng) % 2; k > 0; k--) mutate(text, &len, sizeof text, &rng);
+        char cmds[2][700];
+        int ncmd;
+        if (as_line) {
+            sh("rm -rf '%s' '%s' && mkdir -p '%s'", wd, line_dir, line_dir);
+            snprintf(path, sizeof path, "%s/test.jsonl", line_dir);
+            text[len] = '\n';
+            spit(path, text, len + 1);
+            snprintf(cmds[0], sizeof cmds[0], "--materialize '%s' --split test --index 0 --to '%s'", line_dir, wd);
+            ncmd = 1;
+        } else {
+            sh("rm -rf '%s' && cp -r '%s/work%d' '%s'", wd, tmpdir, i, wd);
+            snprintf(path, sizeof path, "%s/spec.json", wd);
+            spit(path, text, len);
+            snprintf(cmds[0], sizeof cmds[0], "--reference '%s'", wd);
+            snprintf(cmds[1], sizeof cmds[1], "--compare '%s'", wd);
+            ncmd = 2;
+        }
+        for (int c = 0; c < ncmd && !bad; c++) {
+            int rc = sh("ASAN_OPTIONS=detect_leaks=0 timeout 60 '%s' %s >/dev/null 2>'%s'", asan, cmds[c], out);
+            char *err = slurp(out, NULL);
+            const char *report = !err ? NULL : strstr(err, "runtime error") ? strstr(err, "runtime error")
+                                                                             : strstr(err, "ERROR: AddressSanitizer");
+            runs++;
+            if (rc < 0 || rc > 2 || report || (rc == 2 && (!err || strncmp(err, "corpus: ", 8)))) {
+                snprintf(path, sizeof path, "%s/hostile_case.txt", tmpdir);
+                spit(path, text, len);
+                fail("hostile_specs", "seed %u, mutant %d: corpus %s exited %d: %.300s (the input: %s)", seed, m,
+                     cmds[c], rc, report ? report : err ? err : "", path);
+                bad = 1;
+            }
+            free(err);
+        }
+    }
+    free(split);
+    if (!bad) printf("PASS hostile_specs (%d runs on mutated specs and JSONL lines, seed %u)\n", runs, seed);
+}
+
+// ----------------------------------------------------------------------------
 
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/cuset_corpus_test.XXXXXX");
@@ -1011,6 +1118,7 @@ int main(void) {
     hand_cases();
     bad_specs();
     materialize_and_compare(a, &sp[2], nfam);
+    hostile_specs(a, nfam);
     emit_checks(families, nfam);
     cli_checks();
 
