@@ -334,10 +334,18 @@ static const char *read_tensor(const JVal *v, Tensor *x, int is_input) {
     if (!is_input) return NULL;
     const JVal *lo = jget(v, "lo", JNUM), *hi = jget(v, "hi", JNUM), *in = jget(v, "integer", JBOOL);
     const JVal *gen = jget(v, "gen", JSTR);
-    if (!lo || !hi || lo->num > hi->num) return fmt("%s: bad lo/hi", x->name);
+    // the range make_input draws from: within the type (whole floats exact in float32), and
+    // holding a whole number where it draws whole numbers
+    x->integer = in && in->num != 0;
+    int whole = x->integer || x->dt == DT_I32 || x->dt == DT_U32 || x->dt == DT_U8;
+    double most = x->dt == DT_F32 && whole ? 16777216.0 : dt_max[x->dt];
+    double least = x->dt == DT_U32 || x->dt == DT_U8 ? 0 : x->dt == DT_I32 ? -most - 1 : -most;
+    if (!lo || !hi || !(lo->num >= least && lo->num <= hi->num && hi->num <= most) ||
+        (whole && ceil(lo->num) > floor(hi->num)))
+        return fmt("%s: bad lo/hi (want least <= lo <= hi <= most, with %g and %g for its type%s)", x->name,
+                   least, most, whole ? ", and a whole number between" : "");
     x->lo = lo->num;
     x->hi = hi->num;
-    x->integer = in && in->num != 0;
     x->gen = gen && strcmp(gen->str, "perm") == 0 ? GEN_PERM : GEN_UNIFORM;
     return NULL;
 }
@@ -354,9 +362,9 @@ static const char *read_param(Task *t, const char *key, const JVal *v) {
             }
         return fmt("params.%s: unknown value", key);
     }
-    if (ip >= 0) { // a count or a size; a pick "lo..hi" (a choice among variants) bounds it
-        int lo = 0, hi = 2000000000, a, b;
-        if (f->ip[ip].pick && sscanf(f->ip[ip].pick, "%d..%d", &a, &b) == 2) lo = a, hi = b;
+    if (ip >= 0) {
+        int lo, hi;
+        param_bounds(&f->ip[ip], &lo, &hi);
         if (v->type != JNUM || v->num != floor(v->num) || v->num < lo || v->num > hi)
             return fmt("params.%s: not a whole number in [%d, %d]", key, lo, hi);
         t->p[ip] = (int)v->num;

@@ -148,6 +148,8 @@ typedef enum { DT_F32, DT_I32, DT_U32, DT_F16, DT_U8, DT_COUNT } DType;
 static const char *const dt_names[DT_COUNT] = { "float32", "int32", "uint32", "float16", "uint8" };
 static const char *const dt_ctypes[DT_COUNT] = { "float", "int", "unsigned int", "__half", "unsigned char" };
 static const int dt_sizes[DT_COUNT] = { 4, 4, 4, 2, 1 };
+// The largest magnitude of each type (float16: the largest finite half).
+static const double dt_max[DT_COUNT] = { 3.4028234663852886e38, 2147483647.0, 4294967295.0, 65504.0, 255.0 };
 
 static int dt_from_name(const char *s) {
     for (int k = 0; k < DT_COUNT; k++)
@@ -300,7 +302,9 @@ struct Host;
 
 // A parameter of a family. pick says how params_draw draws it: "128 256 256 512" one of
 // the listed numbers (a number listed twice is twice as likely), "0..3" a number in the
-// range, "*" one of the enum values; NULL: the family's draw function sets it.
+// range, "*" one of the enum values; NULL: the family's draw function sets it; "=0..6":
+// draw sets it to a number in the range (a choice among variants that depends on other
+// parameters; the range is for checking specs read back, param_bounds).
 typedef struct {
     const char *name;            // the key in spec.params
     const char *const *values;   // enum names (NULL-terminated) or NULL for a number
@@ -353,6 +357,15 @@ static int param_index(const Family *f, const char *name) {
     return -1;
 }
 
+// The values a spec may give a number parameter: the range of its pick ("0..3", "=0..6"),
+// else any count or size from 0 (draw sets the sizes a task does not use to 0).
+static void param_bounds(const ParamDesc *d, int *lo, int *hi) {
+    int a, b;
+    int range = d->pick && sscanf(d->pick + (d->pick[0] == '='), "%d..%d", &a, &b) == 2;
+    *lo = range ? a : 0;
+    *hi = range ? b : 2000000000;
+}
+
 // One number drawn from a list: "128 256 256 512" (a number listed twice is twice as
 // likely) or a range "0..3".
 static int rng_pick(Rng *r, const char *list) {
@@ -375,7 +388,7 @@ static int param_pick(const ParamDesc *d, Rng *r) {
 // Draws every parameter of the task's family that has a pick, in the order listed.
 static void params_draw(Task *t, Rng *r) {
     for (int k = 0; t->fam->ip[k].name; k++)
-        if (t->fam->ip[k].pick) t->p[k] = param_pick(&t->fam->ip[k], r);
+        if (t->fam->ip[k].pick && t->fam->ip[k].pick[0] != '=') t->p[k] = param_pick(&t->fam->ip[k], r);
 }
 // `--style plain`: each parameter outside the combination (kernel and helper names, the
 // Task Name's wording, helper kind, grid cap, ...) takes the first value its pick lists,
@@ -384,7 +397,7 @@ static void params_draw(Task *t, Rng *r) {
 static void params_pin(Task *t) {
     for (int k = 0; t->fam->ip[k].name; k++) {
         const ParamDesc *d = &t->fam->ip[k];
-        if (d->combo || !d->pick) continue;
+        if (d->combo || !d->pick || d->pick[0] == '=') continue;
         t->p[k] = strcmp(d->pick, "*") == 0 ? 0 : atoi(d->pick); // "2..5" and "2 4 8" both give 2
     }
 }

@@ -253,7 +253,8 @@ static uint16_t f64_to_f16(double s) {
     }
     return best;
 }
-// Element i of a tensor as a double, and y stored as element i of a tensor.
+// Element i of a tensor as a double, and y stored as element i of a tensor: to an integer
+// as the GPU converts (saturating; NaN gives 0), so that any input has a defined reference.
 static double map_load(DType dt, const void *p, long i) {
     switch (dt) {
     case DT_I32: return ((const int *)p)[i];
@@ -264,8 +265,8 @@ static double map_load(DType dt, const void *p, long i) {
 }
 static void map_store(DType dt, void *p, long i, double y) {
     switch (dt) {
-    case DT_I32: ((int *)p)[i] = (int)y; break;
-    case DT_U8: ((unsigned char *)p)[i] = (unsigned char)y; break;
+    case DT_I32: ((int *)p)[i] = (int)(y != y ? 0 : fmin(fmax(y, -2147483648.0), 2147483647.0)); break;
+    case DT_U8: ((unsigned char *)p)[i] = (unsigned char)(y != y ? 0 : fmin(fmax(y, 0), 255)); break;
     case DT_F16: ((uint16_t *)p)[i] = f64_to_f16(y); break;
     default: ((float *)p)[i] = (float)y; break;
     }

@@ -125,7 +125,7 @@ static const ParamDesc ps_params[] = {
     [PS_N] = { "n", NULL, 1, PL_SIZES }, [PS_METHOD] = { "method", ps_methods, 1, "*" },
     [PS_REDUCE] = { "reduce", pl_reduces, 1, "*" }, [PS_BLOCK] = { "block", NULL, 1, PL_BLOCKS },
     [PS_DDOF] = { "ddof", NULL, 1, "0 0 1" }, [PS_STATS] = { "stats", NULL, 1, "0 0 0 1 1" },
-    [PS_RANGE] = { "range", NULL, 0, NULL }, [PS_CAP] = { "cap", NULL, 0, PL_CAPS },
+    [PS_RANGE] = { "range", NULL, 0, "=0..6" }, [PS_CAP] = { "cap", NULL, 0, PL_CAPS },
     [PS_LOOP] = { "loop", loop_names, 0, "*" }, [PS_INV] = { "inv", NULL, 0, "0..1" },
     [PS_KNAME] = { "kname", NULL, 0, "0..3" }, [PS_NAMES] = { "names", NULL, 0, "0..4" },
     [PS_TNAME] = { "tname", NULL, 0, "0..2" }, [PS_DNAME] = { "dname", NULL, 0, "0..2" }, [PS_NP] = { NULL } };

@@ -249,7 +249,8 @@ static const ParamDesc sb_params[] = {
     [SB_NAMES] = { "names", NULL, 0, "0..3" }, [SB_TNAME] = { "tname", NULL, 0, "0..2" }, [SB_NP] = { NULL } };
 
 // The segment: a block's elements, one per thread (Hillis-Steele) or two (Blelloch).
-static int sb_seg(const Task *t) { return t->p[SB_ALGO] ? 2 * t->p[SB_BLOCK] : t->p[SB_BLOCK]; }
+// The elements one block scans (at least 1: a spec read back may say block 0).
+static int sb_seg(const Task *t) { return (t->p[SB_ALGO] ? 2 : 1) * (t->p[SB_BLOCK] > 0 ? t->p[SB_BLOCK] : 1); }
 
 static void sb_draw(Task *t, Rng *r) {
     (void)r;

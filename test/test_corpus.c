@@ -929,7 +929,7 @@ static void cli_checks(void) {
 }
 
 // ----------------------------------------------------------------------------
-// Hostile specs: the spec reader under AddressSanitizer and UBSan
+// Hostile specs: the spec reader under AddressSanitizer and UBSan (with float-cast-overflow)
 
 // A random edit of text (length *len, capacity cap), mostly one that keeps it JSON: a value
 // (number or string, after ':', '[' or ',') replaced by a token the spec does not allow, a
@@ -970,8 +970,8 @@ static void mutate(char *text, size_t *len, size_t cap, unsigned *rng) {
 static void hostile_specs(const char *cdir, int nsamples) {
     char asan[300], wd[300], path[400], out[400], line_dir[300];
     snprintf(asan, sizeof asan, "%s/corpus_asan", tmpdir);
-    if (sh("gcc -std=gnu11 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -o '%s' data/corpus.c -lm "
-           ">/dev/null 2>&1", asan) != 0) {
+    if (sh("gcc -std=gnu11 -O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all "
+           "-o '%s' data/corpus.c -lm >/dev/null 2>&1", asan) != 0) {
         skip("hostile_specs", "gcc cannot build with -fsanitize=address,undefined (libasan/libubsan missing)");
         return;
     }
