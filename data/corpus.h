@@ -150,6 +150,11 @@ static const char *const dt_ctypes[DT_COUNT] = { "float", "int", "unsigned int",
 static const int dt_sizes[DT_COUNT] = { 4, 4, 4, 2, 1 };
 // The largest magnitude of each type (float16: the largest finite half).
 static const double dt_max[DT_COUNT] = { 3.4028234663852886e38, 2147483647.0, 4294967295.0, 65504.0, 255.0 };
+// For CPU references, defined for any input: a float converted to int32 as the GPU does it
+// (toward zero, saturating, NaN to 0), and a whole number (|v| < 2^63) as int32 arithmetic
+// leaves it (modulo 2^32).
+static int32_t cvt_i32(double v) { return v != v ? 0 : (int32_t)fmin(fmax(v, -2147483648.0), 2147483647.0); }
+static int32_t wrap_i32(double v) { return (int32_t)(uint32_t)(int64_t)v; }
 
 static int dt_from_name(const char *s) {
     for (int k = 0; k < DT_COUNT; k++)

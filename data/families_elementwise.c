@@ -265,7 +265,7 @@ static double map_load(DType dt, const void *p, long i) {
 }
 static void map_store(DType dt, void *p, long i, double y) {
     switch (dt) {
-    case DT_I32: ((int *)p)[i] = (int)(y != y ? 0 : fmin(fmax(y, -2147483648.0), 2147483647.0)); break;
+    case DT_I32: ((int *)p)[i] = cvt_i32(y); break;
     case DT_U8: ((unsigned char *)p)[i] = (unsigned char)(y != y ? 0 : fmin(fmax(y, 0), 255)); break;
     case DT_F16: ((uint16_t *)p)[i] = f64_to_f16(y); break;
     default: ((float *)p)[i] = (float)y; break;

@@ -288,7 +288,7 @@ static void scatter_ref(const Task *t, const void *const *in, void *const *out) 
     }
     for (long j = 0; j < m; j++) {
         if (floats) ((float *)out[0])[j] = (float)acc[j];
-        else ((int *)out[0])[j] = (int)acc[j];
+        else ((int *)out[0])[j] = wrap_i32(acc[j]);
     }
     free(acc);
 }
@@ -441,7 +441,7 @@ static void hist_ref(const Task *t, const void *const *in, void *const *out) {
         else if (t->p[H_OP] == 1) b = ((const unsigned char *)in[0])[i];
         else {
             volatile float p = ((const float *)in[0])[i] * (float)bins;
-            b = (int)p;
+            b = cvt_i32(p);
             if (b > bins - 1) b = bins - 1;
         }
         if (b >= 0 && b < bins) o[b]++;

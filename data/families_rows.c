@@ -131,7 +131,7 @@ static const char *ro_how(const Task *t) { return pick3(ro_map(t), "one block pe
 // CPU references: element k of a float32 or int32 array (exact in double), and a store.
 static double ro_get(const void *p, int is_int, long k) { return is_int ? ((const int *)p)[k] : ((const float *)p)[k]; }
 static void ro_put(void *p, int is_int, long k, double v) {
-    if (is_int) ((int *)p)[k] = (int)v;
+    if (is_int) ((int *)p)[k] = wrap_i32(v);
     else ((float *)p)[k] = (float)v;
 }
 // The mean of a row (0 without with_mean) and the sum of squared deviations from it, in double.
@@ -1169,8 +1169,9 @@ static void tk_launch(const Task *t, Emit *e, const Host *h) {
         launch_1d(e, t, fmt("%s<%d>", t->kname[0], t->p[TK_K]), h->size[0], t->p[RP_BLOCK], 0, kernel_args(h, 2));
     else ro_launch(e, t, h, fmt("%s, %s", kernel_args(h, 2), h->size[2]), "(sizeof(float) + sizeof(int))");
 }
-// Ranks (v, i) before (w, j) in the requested order.
+// Ranks (v, i) before (w, j) in the requested order (NaN after every number).
 static int tk_before(int smallest, float v, long i, float w, long j) {
+    if (v != v || w != w) return w != w && (v == v || i < j);
     return smallest ? (v < w || (v == w && i < j)) : (v > w || (v == w && i < j));
 }
 static void tk_ref(const Task *t, const void *const *in, void *const *out) {
@@ -1179,7 +1180,7 @@ static void tk_ref(const Task *t, const void *const *in, void *const *out) {
     for (long r = 0; r < R; r++) {
         const float *x = (const float *)in[0] + r * C;
         long pick[8];
-        for (long k = 0; k < K; k++) {
+        for (long k = 0; k < K && k < C; k++) {
             long b = -1;
             for (long c = 0; c < C; c++) {
                 if (k > 0 && !tk_before(sm, x[pick[k - 1]], pick[k - 1], x[c], c)) continue;

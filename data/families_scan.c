@@ -57,7 +57,7 @@ static double sc_get(const void *p, int is_int, long i) {
     return is_int ? (double)((const int *)p)[i] : (double)((const float *)p)[i];
 }
 static void sc_put(void *p, int is_int, long i, double v) {
-    if (is_int) ((int *)p)[i] = (int)v;
+    if (is_int) ((int *)p)[i] = wrap_i32(v);
     else ((float *)p)[i] = (float)v;
 }
 

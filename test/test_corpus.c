@@ -964,6 +964,60 @@ static void mutate(char *text, size_t *len, size_t cap, unsigned *rng) {
     *len = n - (end - at) + lp;
 }
 
+// Where a sanitizer's report starts in a program's stderr, or NULL.
+static const char *sanitizer_report(const char *err) {
+    const char *ub = err ? strstr(err, "runtime error") : NULL;
+    return ub ? ub : err ? strstr(err, "ERROR: AddressSanitizer") : NULL;
+}
+
+// corpus --reference (the ASan/UBSan build asan) on every family's work directory with
+// each input file in turn filled with one byte: 0xff (float NaN, int -1, uint8 255), 0x7f
+// (float 3.4e38, int about 2.1e9, so sums overflow) and 0x80 (float -1.2e-38, int about
+// -2.1e9): the references are defined for any input.
+static void hostile_inputs(const char *asan, int nfam) {
+    static const unsigned char fills[] = { 0xff, 0x7f, 0x80 };
+    char wd[300], path[400], out[400];
+    snprintf(wd, sizeof wd, "%s/hostile_inputs", tmpdir);
+    snprintf(out, sizeof out, "%s/hostile_inputs.err", tmpdir);
+    int runs = 0;
+    for (int i = 0; i < nfam; i++) {
+        snprintf(path, sizeof path, "%s/work%d/spec.json", tmpdir, i);
+        char *spec = slurp(path, NULL);
+        J root;
+        if (!spec || !jp_value(spec, &root)) { free(spec); continue; }
+        const J *ins = j_get(&root, "inputs");
+        for (int k = 0; ins && k < ins->n; k++)
+            for (size_t f = 0; f < sizeof fills; f++) {
+                sh("rm -rf '%s' && cp -r '%s/work%d' '%s'", wd, tmpdir, i, wd);
+                snprintf(path, sizeof path, "%s/%s.bin", wd, j_str(&ins->kid[k], "name"));
+                size_t len;
+                char *data = slurp(path, &len);
+                if (!data) continue;
+                memset(data, fills[f], len);
+                spit(path, data, len);
+                free(data);
+                int rc = sh("ASAN_OPTIONS=detect_leaks=0 timeout 60 '%s' --reference '%s' >/dev/null 2>'%s'", asan, wd,
+                            out);
+                char *err = slurp(out, NULL);
+                const char *report = sanitizer_report(err);
+                runs++;
+                if (rc != 0 || report) {
+                    fail("hostile_inputs", "%s, input %s filled with 0x%02x: corpus --reference exited %d: %.300s",
+                         j_str(&root, "family"), j_str(&ins->kid[k], "name"), fills[f], rc,
+                         report ? report : err ? err : "");
+                    free(err);
+                    j_free(&root);
+                    free(spec);
+                    return;
+                }
+                free(err);
+            }
+        j_free(&root);
+        free(spec);
+    }
+    printf("PASS hostile_inputs (%d runs: each input of each family's sample filled with 0xff, 0x7f, 0x80)\n", runs);
+}
+
 // corpus --reference, --compare and --materialize on mutated specs and JSONL lines (the
 // real ones of the test split, a fresh seed each run): each exits 0, 1 or 2 with no
 // sanitizer report, and an error is one "corpus: " line.
@@ -979,7 +1033,8 @@ static void hostile_specs(const char *cdir, int nsamples) {
     char *split = slurp(path, NULL);
     char *lines[256];
     int nl = 0;
-    for (char *p = split ? strtok(split, "\n") : NULL; p && nl < 256 && nl < nsamples; p = strtok(NULL, "\n")) lines[nl++] = p;
+    for (char *p = split ? strtok(split, "\n") : NULL; p && nl < 256 && nl < nsamples; p = strtok(NULL, "\n"))
+        lines[nl++] = p;
     unsigned seed = (unsigned)time(NULL), rng = seed;
     snprintf(wd, sizeof wd, "%s/hostile", tmpdir);
     snprintf(line_dir, sizeof line_dir, "%s/hostile_split", tmpdir);
@@ -1018,8 +1073,7 @@ static void hostile_specs(const char *cdir, int nsamples) {
         for (int c = 0; c < ncmd && !bad; c++) {
             int rc = sh("ASAN_OPTIONS=detect_leaks=0 timeout 60 '%s' %s >/dev/null 2>'%s'", asan, cmds[c], out);
             char *err = slurp(out, NULL);
-            const char *report = !err ? NULL : strstr(err, "runtime error") ? strstr(err, "runtime error")
-                                                                             : strstr(err, "ERROR: AddressSanitizer");
+            const char *report = sanitizer_report(err);
             runs++;
             if (rc < 0 || rc > 2 || report || (rc == 2 && (!err || strncmp(err, "corpus: ", 8)))) {
                 snprintf(path, sizeof path, "%s/hostile_case.txt", tmpdir);
@@ -1033,6 +1087,7 @@ static void hostile_specs(const char *cdir, int nsamples) {
     }
     free(split);
     if (!bad) printf("PASS hostile_specs (%d runs on mutated specs and JSONL lines, seed %u)\n", runs, seed);
+    hostile_inputs(asan, nsamples);
 }
 
 // ----------------------------------------------------------------------------
