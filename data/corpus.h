@@ -1302,6 +1302,28 @@ static size_t jdigits(const JParser *p, size_t i) {
     while (k < p->n && p->s[k] >= '0' && p->s[k] <= '9') k++;
     return k - i;
 }
+// A number as JSON writes it, -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?, and finite
+// (strtod alone would take nan, inf and hex too).
+static int jnumber(JParser *p, JVal *v) {
+    size_t i = p->i + (p->i < p->n && p->s[p->i] == '-'), d = jdigits(p, i);
+    int ok = d > 0 && !(d > 1 && p->s[i] == '0');
+    i += d;
+    if (ok && i < p->n && p->s[i] == '.') {
+        ok = (d = jdigits(p, ++i)) > 0;
+        i += d;
+    }
+    if (ok && i < p->n && (p->s[i] == 'e' || p->s[i] == 'E')) {
+        i += 1 + (i + 1 < p->n && (p->s[i + 1] == '+' || p->s[i + 1] == '-'));
+        ok = (d = jdigits(p, i)) > 0;
+        i += d;
+    }
+    if (!ok) { p->err = "unexpected character"; return -1; }
+    v->type = JNUM;
+    v->num = strtod(p->s + p->i, NULL);
+    p->i = i;
+    if (!isfinite(v->num)) { p->err = "number out of range"; return -1; }
+    return 0;
+}
 // A value of any type into v (which jfree frees, also after an error).
 static int jparse(JParser *p, JVal *v, int depth) {
     static const char *const words[] = { "null", "true", "false" };
@@ -1344,26 +1366,7 @@ static int jparse(JParser *p, JVal *v, int depth) {
             p->i += strlen(words[k]);
             return 0;
         }
-    // a number as JSON writes it, -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? (strtod alone
-    // would take nan, inf and hex too)
-    size_t i = p->i + (p->s[p->i] == '-'), d = jdigits(p, i);
-    int ok = d > 0 && !(d > 1 && p->s[i] == '0');
-    i += d;
-    if (ok && i < p->n && p->s[i] == '.') {
-        ok = (d = jdigits(p, ++i)) > 0;
-        i += d;
-    }
-    if (ok && i < p->n && (p->s[i] == 'e' || p->s[i] == 'E')) {
-        i += 1 + (i + 1 < p->n && (p->s[i + 1] == '+' || p->s[i + 1] == '-'));
-        ok = (d = jdigits(p, i)) > 0;
-        i += d;
-    }
-    if (!ok) { p->err = "unexpected character"; return -1; }
-    v->type = JNUM;
-    v->num = strtod(p->s + p->i, NULL);
-    p->i = i;
-    if (!isfinite(v->num)) { p->err = "number out of range"; return -1; }
-    return 0;
+    return jnumber(p, v);
 }
 static void jfree(JVal *v) {
     free(v->str);
@@ -1379,7 +1382,7 @@ static void jfree(JVal *v) {
 static int jparse_text(const char *s, size_t n, JVal *v, const char **err) {
     JParser p = { s, 0, n, NULL };
     if (jparse(&p, v, 0) == 0 && jpeek(&p) == 0 && p.i == n) return 0;
-    *err = p.err ? p.err : "trailing characters";
+    *err = fmt("%s at column %zu", p.err ? p.err : "trailing characters", p.i + 1);
     jfree(v);
     return -1;
 }
