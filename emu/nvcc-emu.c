@@ -633,7 +633,8 @@ static void rewrite_all(void) {
                     if (tok_is(j, "namespace")) { kind = NS; break; }
                     j--;
                 }
-                if (tok_is(k - 1, "namespace") || (toks[k - 1].kind == T_STR && tok_is(k - 2, "extern"))) kind = NS;
+                if (tok_is(k - 1, "namespace") || (k >= 2 && toks[k - 1].kind == T_STR && tok_is(k - 2, "extern")))
+                    kind = NS;
             }
             if (depth < 512) stack[depth] = kind;
             depth++;
@@ -675,7 +676,7 @@ static int cmp_edit(const void *a, const void *b) {
 }
 
 static void apply_edits(Buf *out) {
-    qsort(edits, (size_t)nedit, sizeof *edits, cmp_edit);
+    if (nedit) qsort(edits, (size_t)nedit, sizeof *edits, cmp_edit); // edits is NULL while empty
     size_t pos = 0;
     for (int j = 0; j < nedit; j++) {
         if (edits[j].s < pos) continue; // overlapping: keep the first

@@ -412,4 +412,40 @@ rm -f "$T/stub/cuemu.h"
 "$T/stub/nvcc-emu" -o "$T/prog" "$T/prog.cu" >"$T/nohdr.err" 2>&1; rc=$?
 [ $rc -eq 2 ] && grep -q "cuemu.h is missing" "$T/nohdr.err" && pass "missing_runtime_exit_2" || fail "missing_runtime_exit_2" "exit $rc"
 
+# The rewriter under AddressSanitizer and UBSan on hostile text (what a model writes may be
+# any text): edge cases, and each test/emu program cut at 10 random points (a fresh seed
+# each run): an exit status of 0-3 and no sanitizer report.
+if gcc -std=c11 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -o "$T/nvcc-emu-asan" \
+    emu/nvcc-emu.c 2>"$T/asan-build.err"; then
+    mkdir -p "$T/hostile"
+    printf '' >"$T/hostile/empty.cu"
+    printf 'int x;\n' >"$T/hostile/no_edits.cu"
+    printf '{ k<<<1, 1>>>(); }\n' >"$T/hostile/leading_brace.cu"
+    printf 'int main() { k<<<' >"$T/hostile/open_launch.cu"
+    printf '>>>(x);\n__global__' >"$T/hostile/close_first.cu"
+    printf '/* never closed\n k<<<1,1>>>();' >"$T/hostile/open_comment.cu"
+    printf 'const char *s = "never closed\n' >"$T/hostile/open_string.cu"
+    printf 'auto s = R"x(never closed' >"$T/hostile/open_raw_string.cu"
+    printf 'extern "C" {' >"$T/hostile/open_extern.cu"
+    printf '%0.s{' $(seq 600) >"$T/hostile/deep.cu"
+    seed=${EMU_REWRITE_SEED:-$(( $(date +%s) % 100000 ))}
+    RANDOM=$seed
+    for f in test/emu/*.cu; do
+        size=$(wc -c <"$f")
+        for k in $(seq 10); do head -c $(( (RANDOM * 32768 + RANDOM) % (size + 1) )) "$f" >"$T/hostile/$(basename "$f" .cu)_$k.cu"; done
+    done
+    bad=""
+    for f in "$T"/hostile/*.cu; do
+        ASAN_OPTIONS=detect_leaks=0 timeout 20 "$T/nvcc-emu-asan" --rewrite-only "$f" >/dev/null 2>"$T/hostile.err"
+        rc=$?
+        if [ $rc -gt 3 ] || grep -qE "runtime error|ERROR: AddressSanitizer" "$T/hostile.err"; then
+            bad="$(basename "$f") exit $rc: $(grep -m1 -E "runtime error|ERROR" "$T/hostile.err")"
+            break
+        fi
+    done
+    n=$(ls "$T"/hostile/*.cu | wc -l)
+    [ -z "$bad" ] && pass "hostile_text_sanitized ($n inputs, seed $seed)" \
+        || fail "hostile_text_sanitized" "$bad (seed $seed; EMU_REWRITE_SEED=$seed reproduces)"
+else echo "SKIP emu_rewrite hostile_text_sanitized: gcc -fsanitize=address,undefined: $(head -1 "$T/asan-build.err")"; fi
+
 [ $fails -eq 0 ]
