@@ -21,7 +21,7 @@ BINS = train gen
 # the data side, each an stb-style header of its own
 DATA_H = data/tokenizer.h data/annotate.h data/textdata.h data/gpt2.h
 TEST_BINS = test/oracle_case test/test_cuset test/test_tokenizer test/test_annotate test/test_data test/bench_tokenizer test/test_corpus test/test_eval test/test_confidence test/test_sandbox test/test_gpt2
-FUZZERS = annotate tokenizer checkpoint jsonl data
+FUZZERS = annotate tokenizer checkpoint jsonl data gpt2
 
 all: $(BINS) emu/nvcc-emu emu/pch/cuemu.h.gch
 
@@ -75,7 +75,7 @@ fuzz: $(FUZZERS:%=fuzz-%)
 fuzz-%: test/fuzz_%.c cuset.h $(DATA_H)
 	mkdir -p test/fuzz/corpus/$*
 	[ ! -d test/fuzz/seeds/$* ] || cp -n test/fuzz/seeds/$*/* test/fuzz/corpus/$*/
-	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -o test/fuzz/fuzz_$* $< -lm
+	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o test/fuzz/fuzz_$* $< -lm
 	CUSET_FUZZ_SEED_DIR=test/fuzz/corpus/$* ./test/fuzz/fuzz_$* -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=test/fuzz/ test/fuzz/corpus/$*
 
 # The default corpus of CUDA tasks (data/corpus.c and its families), and the quick start.

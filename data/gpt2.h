@@ -113,6 +113,7 @@ static int cuset__g2_map(const char *path, cuset__g2_file *f, char *err, size_t 
     }
     if (S_ISDIR(st.st_mode)) { close(fd); return cuset__err(err, errlen, "%s: is a directory", path); }
     f->size = (size_t)st.st_size;
+    f->data = (const unsigned char *)""; // an empty file: no mapping, but a pointer to offset
     if (f->size) {
         void *p = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (p == MAP_FAILED) { close(fd); return cuset__err(err, errlen, "%s: cannot map: %s", path, strerror(errno)); }
@@ -123,7 +124,7 @@ static int cuset__g2_map(const char *path, cuset__g2_file *f, char *err, size_t 
 }
 
 static void cuset__g2_unmap(cuset__g2_file *f) {
-    if (f->data) munmap((void *)f->data, f->size);
+    if (f->size) munmap((void *)f->data, f->size);
     memset(f, 0, sizeof *f);
 }
 
@@ -678,7 +679,7 @@ static int cuset__g2_vocab_n(const cuset__g2_vocab *v) { return (int)arrlen(v->a
 
 static const unsigned char *cuset__g2_token(const cuset__g2_vocab *v, int id, size_t *len) {
     *len = v->offset[id + 1] - v->offset[id];
-    return v->bytes + v->offset[id];
+    return *len ? v->bytes + v->offset[id] : (const unsigned char *)""; // bytes is NULL while empty
 }
 
 // GPT-2's byte <-> character map: printable Latin-1 bytes are themselves, the other 68
@@ -703,9 +704,13 @@ static int cuset__g2_from_chars(const char *s, const int to_byte[324], unsigned 
     while (*u) {
         uint32_t c = *u;
         int len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+        if (c >= 0x80 && c < 0xC2) { *bad = c; return -1; } // not a lead byte, or an overlong one
         if (len > 1) {
             c &= 0x7F >> len;
-            for (int i = 1; i < len && u[i]; i++) c = c << 6 | (u[i] & 0x3F);
+            for (int i = 1; i < len; i++) {
+                if ((u[i] & 0xC0) != 0x80) { *bad = *u; return -1; } // cut short (by the NUL, too)
+                c = c << 6 | (u[i] & 0x3F);
+            }
         }
         if (c >= 324 || !to_byte[c]) { *bad = c; return -1; }
         arrput(*out, (unsigned char)(to_byte[c] - 1));
@@ -778,7 +783,9 @@ static int cuset__g2_merge(cuset__g2_vocab *v, cuset__g2_strmap *map, const char
                            const char *where, char *err, size_t errlen) {
     char buf[2 * CUSET_TOK_MAX_GPT2_TOKEN + 1];
     snprintf(buf, sizeof buf, "%s%s", a, b);
-    int ia = (int)shgeti(map, (char *)a), ib = (int)shgeti(map, (char *)b), im = (int)shgeti(map, buf);
+    // (shgeti on an empty map, NULL, would allocate a header this copy of the pointer loses)
+    int ia = map ? (int)shgeti(map, (char *)a) : -1, ib = map ? (int)shgeti(map, (char *)b) : -1;
+    int im = map ? (int)shgeti(map, buf) : -1;
     if (ia < 0 || ib < 0 || im < 0)
         return cuset__err(err, errlen, "%s: merge %d (\"%s\" \"%s\") names a token that is not in the vocabulary", where,
                           rank, a, b);
@@ -937,13 +944,13 @@ static int cuset__g2_convert(const cuset__g2_vocab *v, CusetTokenizer *tk, int *
     size_t max_token = v->split == CUSET_TOK_SPLIT_GPT2 ? CUSET_TOK_MAX_GPT2_TOKEN : CUSET_TOK_MAX_CHUNK;
     cuset_tok_init(tk);
     tk->split = v->split;
-    for (int id = 0; id < n; id++) {
+    for (int id = 0; id < n && !rc; id++) {
         size_t len;
         const unsigned char *p = cuset__g2_token(v, id, &len);
         perm[id] = v->added[id] ? cuset__g2_special_id(p, len) : len == 1 ? p[0] : -1;
         if (v->added[id] && perm[id] < 0)
-            return cuset__err(err, errlen, "%s: added token \"%.*s\" (id %d) is not supported (only <|endoftext|>, "
-                              "<|prompt|>, <|target|>)", where, (int)len, (const char *)p, id);
+            rc = cuset__err(err, errlen, "%s: added token \"%.*s\" (id %d) is not supported (only <|endoftext|>, "
+                            "<|prompt|>, <|target|>)", where, (int)len, (const char *)p, id);
     }
     int seen[CUSET_TOK_FIRST_MERGE] = {0};
     for (int id = 0; id < n && !rc; id++)
