@@ -40,8 +40,28 @@ static char *get(const char *path, size_t *size) {
     return b;
 }
 
+// A seed for reader `which`: that byte, then the file hf/a (and the mark and hf/b).
+static void write_seed(const char *seeds, const char *name, int which, const char *hf, const char *a, const char *b) {
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", seeds, name);
+    FILE *f = fopen(p, "wb");
+    if (!f) abort();
+    fputc(which, f);
+    for (int k = 0; k < 2 && (k == 0 ? a : b); k++) {
+        size_t n;
+        snprintf(p, sizeof p, "%s/%s", hf, k == 0 ? a : b);
+        char *data = get(p, &n);
+        if (!data) abort();
+        if (k) fwrite(split_mark, 1, 3, f);
+        fwrite(data, 1, n, f);
+        free(data);
+    }
+    fclose(f);
+}
+
 // Before the corpus is read: a tiny model and tokenizer exported as a Hugging Face
-// directory, written as seeds (one per reader) into CUSET_FUZZ_SEED_DIR, if set.
+// directory, written as seeds (tokenizer.json; config.json + model.safetensors) into
+// CUSET_FUZZ_SEED_DIR, if set.
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc; (void)argv;
     snprintf(dir, sizeof dir, "/tmp/cuset_fuzz_gpt2_%d", (int)getpid());
@@ -56,38 +76,29 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     CusetGPT m;
     cuset_gpt_init(&m, &cfg);
     cuset_gpt_init_random(&m, 1, 0.02f);
-    char hf[96], err[256], p[160];
+    char hf[96], err[256];
     snprintf(hf, sizeof hf, "%s/hf", dir);
     if (cuset_gpt2_export(hf, &m, &tk, err, sizeof err) != 0) { fprintf(stderr, "%s\n", err); abort(); }
-    static const char *const one[][2] = { { "tokenizer.json", "seed_tokenizer_json" } };
-    for (size_t k = 0; k < sizeof one / sizeof one[0]; k++) {
-        size_t n;
-        snprintf(p, sizeof p, "%s/%s", hf, one[k][0]);
-        char *b = get(p, &n);
-        snprintf(p, sizeof p, "%s/%s", seeds, one[k][1]);
-        FILE *f = fopen(p, "wb");
-        fputc(0, f);
-        fwrite(b, 1, n, f);
-        fclose(f);
-        free(b);
-    }
-    size_t nc, nm;
-    snprintf(p, sizeof p, "%s/config.json", hf);
-    char *c = get(p, &nc);
-    snprintf(p, sizeof p, "%s/model.safetensors", hf);
-    char *w = get(p, &nm);
-    snprintf(p, sizeof p, "%s/seed_hf_model", seeds);
-    FILE *f = fopen(p, "wb");
-    fputc(2, f);
-    fwrite(c, 1, nc, f);
-    fwrite(split_mark, 1, 3, f);
-    fwrite(w, 1, nm, f);
-    fclose(f);
-    free(c);
-    free(w);
+    write_seed(seeds, "seed_tokenizer_json", 0, hf, "tokenizer.json", NULL);
+    write_seed(seeds, "seed_hf_model", 2, hf, "config.json", "model.safetensors");
     cuset_gpt_free(&m);
     cuset_tok_free(&tk);
     return 0;
+}
+
+// The two readers: a tokenizer (file or directory) and a model (file or directory).
+static int load_tokenizer(const char *path, char *err, size_t errlen) {
+    CusetTokenizer tk = {0};
+    int *perm = NULL, np = 0;
+    int rc = cuset_gpt2_tok_load(&tk, &perm, &np, path, err, errlen);
+    if (rc == 0) { cuset_tok_free(&tk); free(perm); }
+    return rc;
+}
+static int load_model(const char *path, char *err, size_t errlen) {
+    CusetGPT m;
+    int rc = cuset_gpt2_load_model(path, &m, err, errlen);
+    if (rc == 0) cuset_gpt_free(&m);
+    return rc;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -99,47 +110,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char err[512] = "", p[128];
     int rc;
     switch (data[0] % 4) {
-    case 0: { // tokenizer.json
+    case 0: // tokenizer.json
         put("tokenizer.json", body, n);
         snprintf(p, sizeof p, "%s/tokenizer.json", dir);
-        CusetTokenizer tk = {0};
-        int *perm = NULL, np = 0;
-        rc = cuset_gpt2_tok_load(&tk, &perm, &np, p, err, sizeof err);
-        if (rc == 0) { cuset_tok_free(&tk); free(perm); }
+        rc = load_tokenizer(p, err, sizeof err);
         break;
-    }
-    case 1: { // vocab.json + merges.txt in a directory
-        char sub[128];
-        snprintf(sub, sizeof sub, "%s/vm", dir);
-        mkdir(sub, 0755);
+    case 1: // vocab.json + merges.txt in a directory
+        snprintf(p, sizeof p, "%s/vm", dir);
+        mkdir(p, 0755);
         put("vm/vocab.json", body, n1);
         put("vm/merges.txt", second ? second : "", n2);
-        unlink(strcat(strcpy(p, sub), "/tokenizer.json"));
-        CusetTokenizer tk = {0};
-        int *perm = NULL, np = 0;
-        rc = cuset_gpt2_tok_load(&tk, &perm, &np, sub, err, sizeof err);
-        if (rc == 0) { cuset_tok_free(&tk); free(perm); }
+        rc = load_tokenizer(p, err, sizeof err);
         break;
-    }
-    case 2: { // config.json + model.safetensors in a directory
-        char sub[128];
-        snprintf(sub, sizeof sub, "%s/hfm", dir);
-        mkdir(sub, 0755);
+    case 2: // config.json + model.safetensors in a directory
+        snprintf(p, sizeof p, "%s/hfm", dir);
+        mkdir(p, 0755);
         put("hfm/config.json", body, n1);
         put("hfm/model.safetensors", second ? second : "", n2);
-        CusetGPT m;
-        rc = cuset_gpt2_load_model(sub, &m, err, sizeof err);
-        if (rc == 0) cuset_gpt_free(&m);
+        rc = load_model(p, err, sizeof err);
         break;
-    }
-    default: { // an llm.c checkpoint
+    default: // an llm.c checkpoint
         put("model.bin", body, n);
         snprintf(p, sizeof p, "%s/model.bin", dir);
-        CusetGPT m;
-        rc = cuset_gpt2_load_model(p, &m, err, sizeof err);
-        if (rc == 0) cuset_gpt_free(&m);
+        rc = load_model(p, err, sizeof err);
         break;
-    }
     }
     if (rc != 0 && !err[0]) abort(); // a rejection always says why
     return 0;
