@@ -129,7 +129,9 @@ static const char *ro_how(const Task *t) { return pick3(ro_map(t), "one block pe
                                                         "one thread per row"); }
 
 // CPU references: element k of a float32 or int32 array (exact in double), and a store.
-static double ro_get(const void *p, int is_int, long k) { return is_int ? ((const int *)p)[k] : ((const float *)p)[k]; }
+static double ro_get(const void *p, int is_int, long k) { // (each branch a double: int ? int : float is a float)
+    return is_int ? (double)((const int *)p)[k] : (double)((const float *)p)[k];
+}
 static void ro_put(void *p, int is_int, long k, double v) {
     if (is_int) ((int *)p)[k] = wrap_i32(v);
     else ((float *)p)[k] = (float)v;

@@ -52,14 +52,6 @@ static void sc_holds(Buf *desc, const Task *t) {
     const Tensor *x = &t->in[0];
     buf_printf(desc, "%s holds %ld %s values in %s. ", x->name, x->shape[0], dt_names[x->dt], sc_range(x));
 }
-// Element i of an int or float array (exact as a double), and a store into one.
-static double sc_get(const void *p, int is_int, long i) {
-    return is_int ? (double)((const int *)p)[i] : (double)((const float *)p)[i];
-}
-static void sc_put(void *p, int is_int, long i, double v) {
-    if (is_int) ((int *)p)[i] = wrap_i32(v);
-    else ((float *)p)[i] = (float)v;
-}
 
 // ----------------------------------------------------------------------------
 // Scans in shared memory, written once for the families here and stream_compact
@@ -248,8 +240,8 @@ static const ParamDesc sb_params[] = {
     [SB_SHMEM] = { "shmem", sb_shmems, 0, "*" }, [SB_KNAME] = { "kname", NULL, 0, "0..3" },
     [SB_NAMES] = { "names", NULL, 0, "0..3" }, [SB_TNAME] = { "tname", NULL, 0, "0..2" }, [SB_NP] = { NULL } };
 
-// The segment: a block's elements, one per thread (Hillis-Steele) or two (Blelloch).
-// The elements one block scans (at least 1: a spec read back may say block 0).
+// The segment: a block's elements, one per thread (Hillis-Steele) or two (Blelloch); at
+// least 1, since a spec read back may say block 0.
 static int sb_seg(const Task *t) { return (t->p[SB_ALGO] ? 2 : 1) * (t->p[SB_BLOCK] > 0 ? t->p[SB_BLOCK] : 1); }
 
 static void sb_draw(Task *t, Rng *r) {
@@ -339,9 +331,9 @@ static void sb_ref(const Task *t, const void *const *in, void *const *out) {
     int is_int = t->p[SB_DTYPE];
     double acc = 0;
     for (long i = 0; i < t->p[SB_N]; i++) {
-        double v = sc_get(in[0], is_int, i);
+        double v = ro_get(in[0], is_int, i);
         acc = i % seg == 0 ? v : !t->p[SB_OP] ? acc + v : v > acc ? v : acc;
-        sc_put(out[0], is_int, i, acc);
+        ro_put(out[0], is_int, i, acc);
     }
 }
 static const Family fam_scan_block = {
@@ -467,8 +459,8 @@ static void se_launch(const Task *t, Emit *e, const Host *h) {
 static void se_ref(const Task *t, const void *const *in, void *const *out) {
     double acc = 0;
     for (long i = 0; i < t->p[SE_N]; i++) {
-        sc_put(out[0], t->p[SE_DTYPE], i, acc);
-        acc += sc_get(in[0], t->p[SE_DTYPE], i);
+        ro_put(out[0], t->p[SE_DTYPE], i, acc);
+        acc += ro_get(in[0], t->p[SE_DTYPE], i);
     }
 }
 static const Family fam_scan_exclusive = {

@@ -245,8 +245,8 @@ static void ax_ref(const Task *t, const void *const *in, void *const *out) {
     int is_int = t->p[AX_DTYPE];
     long best = 0;
     for (long i = 1; i < t->p[AX_N]; i++)
-        if (sc_get(in[0], is_int, i) > sc_get(in[0], is_int, best)) best = i;
-    sc_put(out[0], is_int, 0, sc_get(in[0], is_int, best));
+        if (ro_get(in[0], is_int, i) > ro_get(in[0], is_int, best)) best = i;
+    ro_put(out[0], is_int, 0, ro_get(in[0], is_int, best));
     ((int *)out[1])[0] = (int)best;
 }
 static const Family fam_argmax = {
@@ -487,12 +487,12 @@ static void mm_launch(const Task *t, Emit *e, const Host *h) {
 static void mm_ref(const Task *t, const void *const *in, void *const *out) {
     double hi = -INFINITY, lo = INFINITY;
     for (long i = 0; i < t->p[MM_N]; i++) {
-        double v = sc_get(in[0], t->p[MM_DTYPE], i);
+        double v = ro_get(in[0], t->p[MM_DTYPE], i);
         hi = v > hi ? v : hi;
         lo = v < lo ? v : lo;
     }
-    sc_put(out[0], t->p[MM_DTYPE], 0, t->p[MM_OP] == 1 ? lo : hi);
-    if (t->nout == 2) sc_put(out[1], t->p[MM_DTYPE], 0, lo);
+    ro_put(out[0], t->p[MM_DTYPE], 0, t->p[MM_OP] == 1 ? lo : hi);
+    if (t->nout == 2) ro_put(out[1], t->p[MM_DTYPE], 0, lo);
 }
 static const Family fam_atomic_minmax = {
     "atomic_minmax",
@@ -662,8 +662,8 @@ static void cp_ref(const Task *t, const void *const *in, void *const *out) {
     double thr = is_int ? t->f[0] : fpar(t, 0);
     long k = 0;
     for (long i = 0; i < t->p[CP_N]; i++) {
-        double v = sc_get(in[0], is_int, i);
-        if (sl_holds(pred, v, thr, 0)) sc_put(out[0], is_int, k++, v);
+        double v = ro_get(in[0], is_int, i);
+        if (sl_holds(pred, v, thr, 0)) ro_put(out[0], is_int, k++, v);
     }
     // the rest stays zero (outputs start zeroed)
     ((int *)out[1])[0] = (int)k;
@@ -785,7 +785,7 @@ static void ci_ref(const Task *t, const void *const *in, void *const *out) {
     int is_int = t->p[CI_DTYPE];
     double a = is_int ? t->f[0] : fpar(t, 0), b = is_int ? t->f[1] : fpar(t, 1);
     long k = 0;
-    for (long i = 0; i < t->p[CI_N]; i++) k += sl_holds(t->p[CI_PRED], sc_get(in[0], is_int, i), a, b);
+    for (long i = 0; i < t->p[CI_N]; i++) k += sl_holds(t->p[CI_PRED], ro_get(in[0], is_int, i), a, b);
     if (t->p[CI_OUT]) ((uint32_t *)out[0])[0] = (uint32_t)k;
     else ((int32_t *)out[0])[0] = (int32_t)k;
 }

@@ -730,6 +730,14 @@ static void hand_cases(void) {
         hand("sumsq", "reduce_block", "\"op\":\"sumsq\",\"n\":5", in, 1, o2, 1, 0);
         hand("absmax", "reduce_block", "\"op\":\"absmax\",\"n\":5", in, 1, o3, 1, 0);
     }
+    // argmin_row on int32 values beyond 2^24, which a float comparison would call equal
+    {
+        int32_t x[] = { 16777217, 16777216, 16777218, -16777219, -16777217, -16777218 }, v[] = { 16777216, -16777219 },
+                ix[] = { 1, 0 };
+        HT in[] = { V2("x", I, 2, 3, x) }, o[] = { V1("min_val", I, 2, v), V1("min_idx", I, 2, ix) };
+        hand("beyond 2^24", "argmin_row", "\"rows\":2,\"cols\":3,\"map\":\"thread_per_row\",\"dtype\":\"int32\"", in, 1,
+             o, 2, 0);
+    }
     // reduce_warp
     {
         float x[] = { 1, 2, 3, 4 }, s[] = { 10 };
