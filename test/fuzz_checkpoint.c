@@ -66,7 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         unsigned char *back = (unsigned char *)malloc(size + 1);
         size_t n = fread(back, 1, size + 1, g);
         fclose(g);
-        if (n == size && info.version != CUSET_CKPT_VERSION) memcpy(back + 8, data + 8, 4); // an older version
+        if (n == size && info.version != CUSET_CKPT_VERSION) memcpy(back + 8, data + 8, 4); // slot 2: version
         if (n != size || memcmp(back, data, size) != 0) abort(); // not a fixed point of load + save
         free(back);
         cuset_gpt_free(&m);

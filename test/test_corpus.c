@@ -1026,24 +1026,20 @@ static void hostile_inputs(const char *asan, int nfam) {
     printf("PASS hostile_inputs (%d runs: each input of each family's sample filled with 0xff, 0x7f, 0x80)\n", runs);
 }
 
-// corpus --reference, --compare and --materialize on mutated specs and JSONL lines (the
-// real ones of the test split, a fresh seed each run): each exits 0, 1 or 2 with no
-// sanitizer report, and an error is one "corpus: " line.
-static void hostile_specs(const char *cdir, int nsamples) {
-    char asan[300], wd[300], path[400], out[400], line_dir[300];
-    snprintf(asan, sizeof asan, "%s/corpus_asan", tmpdir);
-    if (sh("gcc -std=gnu11 -O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all "
-           "-o '%s' data/corpus.c -lm >/dev/null 2>&1", asan) != 0) {
-        skip("hostile_specs", "gcc cannot build with -fsanitize=address,undefined (libasan/libubsan missing)");
-        return;
-    }
+// corpus --reference, --compare and --materialize (the ASan/UBSan build asan) on mutated
+// specs and JSONL lines (the real ones of the test split; a fresh seed each run, or
+// CUSET_HOSTILE_SEED): each exits 0, 1 or 2 with no sanitizer report, and an error is one
+// "corpus: " line.
+static void hostile_specs(const char *asan, const char *cdir, int nsamples) {
+    char wd[300], path[400], out[400], line_dir[300];
     snprintf(path, sizeof path, "%s/test.jsonl", cdir);
     char *split = slurp(path, NULL);
     char *lines[256];
     int nl = 0;
     for (char *p = split ? strtok(split, "\n") : NULL; p && nl < 256 && nl < nsamples; p = strtok(NULL, "\n"))
         lines[nl++] = p;
-    unsigned seed = (unsigned)time(NULL), rng = seed;
+    const char *env = getenv("CUSET_HOSTILE_SEED");
+    unsigned seed = env ? (unsigned)strtoul(env, NULL, 10) : (unsigned)time(NULL), rng = seed;
     snprintf(wd, sizeof wd, "%s/hostile", tmpdir);
     snprintf(line_dir, sizeof line_dir, "%s/hostile_split", tmpdir);
     snprintf(out, sizeof out, "%s/hostile.err", tmpdir);
@@ -1086,8 +1082,8 @@ static void hostile_specs(const char *cdir, int nsamples) {
             if (rc < 0 || rc > 2 || report || (rc == 2 && (!err || strncmp(err, "corpus: ", 8)))) {
                 snprintf(path, sizeof path, "%s/hostile_case.txt", tmpdir);
                 spit(path, text, len);
-                fail("hostile_specs", "seed %u, mutant %d: corpus %s exited %d: %.300s (the input: %s)", seed, m,
-                     cmds[c], rc, report ? report : err ? err : "", path);
+                fail("hostile_specs", "seed %u (CUSET_HOSTILE_SEED), mutant %d: corpus %s exited %d: %.300s (the input: "
+                     "%s)", seed, m, cmds[c], rc, report ? report : err ? err : "", path);
                 bad = 1;
             }
             free(err);
@@ -1095,7 +1091,21 @@ static void hostile_specs(const char *cdir, int nsamples) {
     }
     free(split);
     if (!bad) printf("PASS hostile_specs (%d runs on mutated specs and JSONL lines, seed %u)\n", runs, seed);
-    hostile_inputs(asan, nsamples);
+}
+
+// Both of the above, through one build of data/corpus with AddressSanitizer and UBSan.
+static void hostile_checks(const char *cdir, int nfam) {
+    char asan[300];
+    snprintf(asan, sizeof asan, "%s/corpus_asan", tmpdir);
+    if (sh("gcc -std=gnu11 -O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all "
+           "-o '%s' data/corpus.c -lm >/dev/null 2>&1", asan) != 0) {
+        const char *why = "gcc cannot build with -fsanitize=address,undefined (libasan/libubsan missing)";
+        skip("hostile_specs", why);
+        skip("hostile_inputs", why);
+        return;
+    }
+    hostile_specs(asan, cdir, nfam);
+    hostile_inputs(asan, nfam);
 }
 
 // ----------------------------------------------------------------------------
@@ -1181,7 +1191,7 @@ int main(void) {
     hand_cases();
     bad_specs();
     materialize_and_compare(a, &sp[2], nfam);
-    hostile_specs(a, nfam);
+    hostile_checks(a, nfam);
     emit_checks(families, nfam);
     cli_checks();
 
