@@ -414,20 +414,16 @@ static int generate(const GenArgs *a, Model *md) {
 int main(int argc, char **argv) {
     GenArgs a = parse_args(argc, argv);
     int prompts = !!a.prompt + !!a.prompt_file + !!a.prompt_ids + !!a.prompt_jsonl;
+    if (prompts > 1) fail("give one of --prompt, --prompt-file, --prompt-jsonl, --prompt-ids", "");
+    if (!!a.analyze_path + !!a.ev.tasks_path + a.info_only + !!a.export_dir + prompts > 1)
+        fail("give one of --analyze, --eval, --info, --export-hf or a prompt (each is a mode of its own)", "");
     if (a.analyze_path) {
         if (!a.model_path) fail("--analyze needs --model FILE", "");
-        if (a.ev.tasks_path || prompts || a.info_only)
-            fail("--analyze reads its own samples: drop --eval, --prompt, --prompt-file, --prompt-jsonl, --prompt-ids and --info", "");
         return analyze(a.model_path, a.analyze_path, a.co);
     }
-    if (a.ev.tasks_path) {
-        if (prompts || a.info_only)
-            fail("--eval samples its own prompts: drop --prompt, --prompt-file, --prompt-jsonl, --prompt-ids and --info", "");
-        return run_eval(&a.ev, a.model_path, a.so, a.seed);
-    }
+    if (a.ev.tasks_path) return run_eval(&a.ev, a.model_path, a.so, a.seed);
     if (a.ev.programs_path) fail("--programs goes with --eval TASKS.jsonl", "");
     if (!a.model_path) fail("--model FILE is required", "");
-    if (prompts > 1) fail("give one of --prompt, --prompt-file, --prompt-jsonl, --prompt-ids", "");
     Model md;
     if (load_model(a.model_path, &md)) return 1;
     int rc = 0;

@@ -97,6 +97,7 @@ static double num(const char *flag, const char *v, double lo, double hi) {
 typedef struct {
     const char *data, *val_data, *init, *ckpt, *log, *device;
     int synthetic_n, syn_min, syn_max, vocab, resume, threads, quiet, stop_at;
+    int length_flags;         // bit 0: --steps given, bit 1: --epochs given
     const char *src[3];       // where batch, seq and accum come from: "flag", "checkpoint", "default"
     double val_frac, epochs;
     CusetConfig cfg;
@@ -140,8 +141,8 @@ static void parse_args(int argc, char **argv, Args *a) {
         else if (!strcmp(k, "--batch")) a->s.B = (int)num(k, v, 1, 1 << 16), a->src[0] = "flag";
         else if (!strcmp(k, "--seq")) a->s.T = (int)num(k, v, 2, 65536), a->src[1] = "flag";
         else if (!strcmp(k, "--accum")) a->s.accum = (int)num(k, v, 1, 1 << 16), a->src[2] = "flag";
-        else if (!strcmp(k, "--steps")) a->s.steps = (int)num(k, v, -1e9, 1e9);
-        else if (!strcmp(k, "--epochs")) a->epochs = num(k, v, -1e9, 1e6);
+        else if (!strcmp(k, "--steps")) a->s.steps = (int)num(k, v, -1e9, 1e9), a->length_flags |= 1;
+        else if (!strcmp(k, "--epochs")) a->epochs = num(k, v, -1e9, 1e6), a->length_flags |= 2;
         else if (!strcmp(k, "--lr")) op->max_lr = (float)num(k, v, 0, 10);
         else if (!strcmp(k, "--min-lr")) op->min_lr = (float)num(k, v, 0, 10);
         else if (!strcmp(k, "--warmup")) op->warmup = (int)num(k, v, 0, 1e9);
@@ -169,6 +170,7 @@ static void parse_args(int argc, char **argv, Args *a) {
         else if (!strcmp(k, "--threads")) a->threads = (int)num(k, v, 1, 1024);
         else fail("unknown option '%s'%s", k, "");
     }
+    if (a->length_flags == 3) fail("give --steps N or --epochs E, not both%s%s", "", "");
     if (strcmp(a->device, "cpu") && strcmp(a->device, "cuda") && strcmp(a->device, "auto"))
         fail("--device expects cpu, cuda or auto, got '%s'%s", a->device, "");
 }

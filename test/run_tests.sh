@@ -105,6 +105,8 @@ expect "train_missing_value" 2 "needs a value" ./train --steps
 expect "train_bad_number" 2 "--lr expects a number" ./train --lr fast --steps 1
 expect "train_zero_steps" 2 "nothing to do" ./train "${tiny[@]}" --steps 0 --ckpt "$TMP/z.ckpt"
 expect "train_no_length" 2 "nothing to do" ./train "${tiny[@]}" --ckpt "$TMP/z.ckpt"
+expect "train_steps_and_epochs" 2 "give --steps N or --epochs E, not both" ./train "${tiny[@]}" --steps 1 --epochs 1 \
+    --ckpt "$TMP/z.ckpt"
 expect "train_seq_beyond_context" 2 "longer than the model's context" ./train "${tiny[@]}" --seq 64 --steps 1 --ckpt "$TMP/z.ckpt"
 expect "train_bad_objective" 2 "unknown objective 'xent'" ./train --objective xent --steps 1
 expect "train_bad_model" 2 "multiple of n_head" ./train "${tiny[@]}" --heads 3 --steps 1 --ckpt "$TMP/z.ckpt"
@@ -178,6 +180,10 @@ expect "truncation_warning" 0 "warning: [0-9]+ of [0-9]+ training targets .* tru
     ./train "${tiny[@]}" --synthetic-len 20:30 --steps 1 --ckpt "$TMP/z.ckpt"
 expect "gen_samples" 0 "tokens/s" ./gen --model "$TMP/full.ckpt" --prompt-ids "1 5 7 9" --max-tokens 5
 expect "gen_info" 0 "trained 6 steps with cuset" ./gen --model "$TMP/full.ckpt" --info
+expect "gen_info_and_export" 2 "give one of --analyze, --eval, --info, --export-hf or a prompt" ./gen --model "$TMP/full.ckpt" --info \
+    --export-hf "$TMP/hf"
+expect "gen_info_and_prompt" 2 "give one of --analyze, --eval, --info, --export-hf or a prompt" ./gen --model "$TMP/full.ckpt" --info \
+    --prompt-ids 1
 # a version-1 checkpoint (trained before the eq. 5 correction) still loads, and says so
 cp "$TMP/full.ckpt" "$TMP/v1.ckpt" && printf '\001' | dd of="$TMP/v1.ckpt" bs=1 seek=8 conv=notrunc status=none
 expect "gen_info_version_1" 0 "checkpoint version 1: CuSeT's windows before the eq. 5 correction" ./gen --model "$TMP/v1.ckpt" --info
