@@ -98,11 +98,19 @@ typedef struct {
     const char *data, *val_data, *init, *ckpt, *log, *device;
     int synthetic_n, syn_min, syn_max, vocab, resume, threads, quiet, stop_at;
     int length_flags;         // bit 0: --steps given, bit 1: --epochs given
+    const char *given[64];    // the flags given, each once
+    int ngiven;
     const char *src[3];       // where batch, seq and accum come from: "flag", "checkpoint", "default"
     double val_frac, epochs;
     CusetConfig cfg;
     CusetTrainSettings s;
 } Args;
+
+static int flag_given(const Args *a, const char *flag) {
+    for (int i = 0; i < a->ngiven; i++)
+        if (!strcmp(a->given[i], flag)) return 1;
+    return 0;
+}
 
 static void parse_args(int argc, char **argv, Args *a) {
     memset(a, 0, sizeof *a);
@@ -115,6 +123,7 @@ static void parse_args(int argc, char **argv, Args *a) {
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i];
         if (!strcmp(k, "-h") || !strcmp(k, "--help")) { fputs(usage_text, stdout); exit(0); }
+        if (!flag_given(a, k) && a->ngiven < (int)(sizeof a->given / sizeof *a->given)) a->given[a->ngiven++] = k;
         if (!strcmp(k, "--resume")) { a->resume = 1; continue; }
         if (!strcmp(k, "--quiet")) { a->quiet = 1; continue; }
         if (!strcmp(k, "--no-conf-mask")) { a->s.obj.conf_mask = 0; continue; }
@@ -214,19 +223,60 @@ static int open_device(Run *r) {
 }
 
 // Batch, sequence length and accumulation of a run from a checkpoint: --resume keeps the
-// checkpoint's (an exact continuation: a flag that differs is ignored, with a note);
-// --init takes the checkpoint's unless the flag was given.
-static void shape_from_checkpoint(Run *r, const CusetTrainSettings *flags) {
+// checkpoint's (an exact continuation); --init takes the checkpoint's unless the flag was given.
+static void shape_from_checkpoint(Run *r) {
     Args *a = &r->a;
     const CusetTrainSettings *c = &r->info.settings;
     int *v[3] = {&a->s.B, &a->s.T, &a->s.accum};
-    const int ckpt[3] = {c->B, c->T, c->accum}, flag[3] = {flags->B, flags->T, flags->accum}, least[3] = {1, 2, 1};
-    const char *names[3] = {"--batch", "--seq", "--accum"};
-    for (int i = 0; i < 3; i++) {
-        int given = !strcmp(a->src[i], "flag");
-        if (a->resume && given && flag[i] != ckpt[i])
-            printf("note: --resume keeps the checkpoint's %s %d; %s %d is ignored\n", names[i], ckpt[i], names[i], flag[i]);
-        if (a->resume || (!given && ckpt[i] >= least[i])) { *v[i] = ckpt[i]; a->src[i] = "checkpoint"; }
+    const int ckpt[3] = {c->B, c->T, c->accum}, least[3] = {1, 2, 1};
+    for (int i = 0; i < 3; i++)
+        if (a->resume || (strcmp(a->src[i], "flag") && ckpt[i] >= least[i])) { *v[i] = ckpt[i]; a->src[i] = "checkpoint"; }
+}
+
+// The flags of a run's settings and where each lives in CusetTrainSettings (float or int32).
+#define SETTING(flag, field, is_float) { flag, offsetof(CusetTrainSettings, field), is_float }
+static const struct { const char *flag; size_t offset; int is_float; } setting_flags[] = {
+    SETTING("--batch", B, 0), SETTING("--seq", T, 0), SETTING("--accum", accum, 0), SETTING("--steps", steps, 0),
+    SETTING("--seed", seed, 0), SETTING("--val-every", val_every, 0), SETTING("--ckpt-every", ckpt_every, 0),
+    SETTING("--objective", obj.kind, 0), SETTING("--no-conf-mask", obj.conf_mask, 0),
+    SETTING("--no-cuda-mask", obj.cuda_mask, 0), SETTING("--no-reweight", obj.reweight, 0), SETTING("--tau", obj.tau, 1),
+    SETTING("--lambda", obj.lambda, 1), SETTING("--window", obj.window, 0), SETTING("--alpha", obj.alpha, 1),
+    SETTING("--beta", obj.beta, 1), SETTING("--lr", optim.max_lr, 1), SETTING("--min-lr", optim.min_lr, 1),
+    SETTING("--warmup", optim.warmup, 0), SETTING("--wd", optim.weight_decay, 1), SETTING("--clip", optim.grad_clip, 1),
+    SETTING("--beta1", optim.beta1, 1), SETTING("--beta2", optim.beta2, 1)};
+
+static double setting_value(const CusetTrainSettings *s, int k) {
+    const char *field = (const char *)s + setting_flags[k].offset;
+    return setting_flags[k].is_float ? *(const float *)field : *(const int32_t *)field;
+}
+
+// What the checkpoint decides instead of a flag given with it: --resume continues the run
+// with its settings and model, --init fine-tunes the checkpoint's model. Each flag that
+// says otherwise is ignored, with a note (a script may repeat a run's whole command line).
+static void note_ignored_flags(const Run *r, const CusetTrainSettings *flags) {
+    const Args *a = &r->a;
+    const char *mode = a->resume ? "--resume" : "--init";
+    const CusetConfig *m = &r->model.cfg;
+    const struct { const char *flag; int flag_value, model_value; } model_flags[] = {
+        {"--layers", a->cfg.n_layer, m->n_layer}, {"--heads", a->cfg.n_head, m->n_head},
+        {"--embd", a->cfg.n_embd, m->n_embd}, {"--ctx", a->cfg.max_seq_len, m->max_seq_len},
+        {"--vocab", a->vocab, m->vocab_size}};
+    for (size_t k = 0; k < sizeof model_flags / sizeof *model_flags; k++)
+        if (flag_given(a, model_flags[k].flag) && model_flags[k].flag_value != model_flags[k].model_value)
+            printf("note: %s takes the model from the checkpoint: %s %d is ignored (the model has %d)\n", mode,
+                   model_flags[k].flag, model_flags[k].flag_value, model_flags[k].model_value);
+    if (!a->resume) return;
+    if (flag_given(a, "--epochs")) printf("note: --resume keeps the checkpoint's --steps %d; --epochs is ignored\n", a->s.steps);
+    for (size_t k = 0; k < sizeof setting_flags / sizeof *setting_flags; k++) {
+        double flag = setting_value(flags, (int)k), ckpt = setting_value(&a->s, (int)k);
+        if (!flag_given(a, setting_flags[k].flag) || flag == ckpt) continue;
+        const char *name = setting_flags[k].flag;
+        if (!strncmp(name, "--no-", 5)) printf("note: --resume keeps the checkpoint's settings: %s is ignored\n", name);
+        else if (!strcmp(name, "--objective"))
+            printf("note: --resume keeps the checkpoint's --objective %s; --objective %s is ignored\n",
+                   cuset_objective_names[(int)ckpt], cuset_objective_names[(int)flag]);
+        else printf("note: --resume keeps the checkpoint's %s %g; %s %g is ignored%s\n", name, ckpt, name, flag,
+                    !strcmp(name, "--steps") ? " (to train on, fine-tune from the checkpoint with --init)" : "");
     }
 }
 
@@ -248,6 +298,7 @@ static int open_checkpoint(Run *r) {
         printf("fine-tuning from %s: %d layers, %d heads, %d channels, context %d, %d ids (%s pre-split, data/gpt2.h)\n",
                path, c->n_layer, c->n_head, c->n_embd, c->max_seq_len, c->vocab_size,
                r->tk.split == CUSET_TOK_SPLIT_GPT2 ? "GPT-2's" : "the project's");
+        note_ignored_flags(r, &a->s);
         return 0;
     }
     if (cuset_checkpoint_load_tok(path, &r->model, a->resume ? &r->ref_model : NULL, &r->tk, a->resume, &r->info, err,
@@ -271,7 +322,8 @@ static int open_checkpoint(Run *r) {
         printf("fine-tuning from %s (trained %d steps with %s)\n", path, r->info.step,
                cuset_objective_names[r->info.settings.obj.kind % CUSET_OBJ_COUNT]);
     }
-    shape_from_checkpoint(r, &flags);
+    shape_from_checkpoint(r);
+    note_ignored_flags(r, &flags);
     if (cuset_checkpoint_old_windows(&r->info))
         printf("note: %s was trained with CuSeT's window rule before the eq. 5 correction (checkpoint version 1: a "
                "target shorter than the window was one window); this run applies eq. 5 to every target length\n", path);

@@ -174,6 +174,16 @@ expect "finetune_flag_over_checkpoint" 0 "settings: batch 4 \(checkpoint\), seq 
     ./train --init "$TMP/r.ckpt" --synthetic-n 64 --synthetic-len 3:10 --seq 24 --steps 1 --ckpt "$TMP/z.ckpt"
 expect "resume_ignores_other_batch" 0 "keeps the checkpoint's --batch 4; --batch 8 is ignored" \
     ./train --resume --ckpt "$TMP/r.ckpt" "${tiny[@]}" --batch 8
+# every flag that the checkpoint overrides is named; repeating the run's own flags says nothing
+out=$(./train --resume --ckpt "$TMP/r.ckpt" "${tiny[@]}" --steps 30 --objective sft --lr 0.5 --no-reweight --layers 2 2>&1)
+notes=("--layers 2 is ignored \(the model has 1\)" "--steps 12; --steps 30 is ignored" "--objective cuset; --objective sft"
+       "--no-reweight is ignored" "--lr 0.0003; --lr 0.5 is ignored")
+missing=$(for n in "${notes[@]}"; do grep -qE -- "$n" <<<"$out" || echo "/$n/"; done)
+[ -z "$missing" ] && ok "resume_names_ignored_flags" || bad "resume_names_ignored_flags" "no note $missing"
+out=$(./train --resume --ckpt "$TMP/r.ckpt" "${run[@]:1}" --objective cuset --lr 3e-4 2>&1)
+grep -q "is ignored" <<<"$out" && bad "resume_same_flags_quiet" "$(grep "is ignored" <<<"$out" | head -1)" || ok "resume_same_flags_quiet"
+expect "init_ignores_model_flags" 0 "--init takes the model from the checkpoint: --embd 32 is ignored \(the model has 16\)" \
+    ./train --init "$TMP/r.ckpt" "${tiny[@]}" --embd 32 --steps 1 --ckpt "$TMP/z.ckpt"
 expect "new_run_settings_sources" 0 "settings: batch 4 \(flag\), seq 32 \(flag\), accum 1 \(default\)" \
     ./train "${tiny[@]}" --steps 1 --ckpt "$TMP/z.ckpt"
 expect "truncation_warning" 0 "warning: [0-9]+ of [0-9]+ training targets .* truncated; --seq [0-9]+ fits 95% of the samples" \
