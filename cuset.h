@@ -2052,9 +2052,10 @@ static int cuset__ckpt_open(const char *path, FILE **fp, CusetCheckpointInfo *in
                cuset__nonzero(h + CUSET_CKPT_TOK_SLOT * 4 + 8, CUSET_CKPT_HEADER - CUSET_CKPT_TOK_SLOT * 4 - 8)) {
         snprintf(why, sizeof why, "bad header: reserved bytes are not zero");
     } else if (*contents & ~(CUSET_CKPT_OPTIMIZER | CUSET_CKPT_REFERENCE | CUSET_CKPT_TOKENIZER) || info->step < 0 ||
-               (*tok_bytes != 0) != info->has_tokenizer || *tok_bytes > (1u << 30)) {
-        snprintf(why, sizeof why, "bad header (contents flags %d, step %d, tokenizer bytes %llu)", *contents, info->step,
-                 (unsigned long long)*tok_bytes);
+               (*tok_bytes != 0) != info->has_tokenizer || *tok_bytes > (1u << 30) ||
+               info->settings.obj.kind < 0 || info->settings.obj.kind >= CUSET_OBJ_COUNT) {
+        snprintf(why, sizeof why, "bad header (contents flags %d, step %d, tokenizer bytes %llu, objective %d)", *contents,
+                 info->step, (unsigned long long)*tok_bytes, info->settings.obj.kind);
     } else {
         cuset__tensor_sizes(&info->cfg, sizes);
         for (int i = 0; i < CUSET_NUM_TENSORS; i++) np += sizes[i];

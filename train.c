@@ -94,10 +94,61 @@ static double num(const char *flag, const char *v, double lo, double hi) {
     return x;
 }
 
+// The flags of a run's settings: where each lives in CusetTrainSettings, its kind (a
+// number: int32 'i' or float 'f'; 's' a switch that turns the setting off; 'o' an
+// objective's name) and its range. A resumed run's settings are checked against the same.
+#define SETTING(flag, field, type, lo, hi) { flag, offsetof(CusetTrainSettings, field), type, lo, hi }
+static const struct { const char *flag; size_t offset; char type; double lo, hi; } setting_flags[] = {
+    SETTING("--batch", B, 'i', 1, 1 << 16), SETTING("--seq", T, 'i', 2, 65536),
+    SETTING("--accum", accum, 'i', 1, 1 << 16), SETTING("--steps", steps, 'i', -1e9, 1e9),
+    SETTING("--seed", seed, 'i', 0, 2147483647), SETTING("--val-every", val_every, 'i', 0, 1e9),
+    SETTING("--ckpt-every", ckpt_every, 'i', 0, 1e9), SETTING("--objective", obj.kind, 'o', 0, CUSET_OBJ_COUNT - 1),
+    SETTING("--no-conf-mask", obj.conf_mask, 's', 0, 1), SETTING("--no-cuda-mask", obj.cuda_mask, 's', 0, 1),
+    SETTING("--no-reweight", obj.reweight, 's', 0, 1), SETTING("--tau", obj.tau, 'f', 0, 1),
+    SETTING("--lambda", obj.lambda, 'f', 0, 1e6), SETTING("--window", obj.window, 'i', 1, 1 << 20),
+    SETTING("--alpha", obj.alpha, 'f', 0, 100), SETTING("--beta", obj.beta, 'f', 0, 1e6),
+    SETTING("--lr", optim.max_lr, 'f', 0, 10), SETTING("--min-lr", optim.min_lr, 'f', 0, 10),
+    SETTING("--warmup", optim.warmup, 'i', 0, 1e9), SETTING("--wd", optim.weight_decay, 'f', 0, 10),
+    SETTING("--clip", optim.grad_clip, 'f', 0, 1e9), SETTING("--beta1", optim.beta1, 'f', 0, 0.999999),
+    SETTING("--beta2", optim.beta2, 'f', 0, 0.999999)};
+#define NUM_SETTING_FLAGS (int)(sizeof setting_flags / sizeof *setting_flags)
+
+static int setting_index(const char *flag) {
+    for (int k = 0; k < NUM_SETTING_FLAGS; k++)
+        if (!strcmp(setting_flags[k].flag, flag)) return k;
+    return -1;
+}
+static double setting_get(const CusetTrainSettings *s, int k) {
+    const char *field = (const char *)s + setting_flags[k].offset;
+    return setting_flags[k].type == 'f' ? *(const float *)field : *(const int32_t *)field;
+}
+// Why a checkpoint's settings cannot be resumed (each within its flag's range, the run not
+// over, its rows within the model's context, the optimizer's own constants sane), or NULL.
+static const char *resume_check(const CusetCheckpointInfo *in, char *why, size_t n) {
+    const CusetTrainSettings *s = &in->settings;
+    for (int k = 0; k < NUM_SETTING_FLAGS; k++) {
+        double v = setting_get(s, k);
+        if (!(v >= setting_flags[k].lo && v <= setting_flags[k].hi))
+            return snprintf(why, n, "%s %.10g is outside [%g, %g]", setting_flags[k].flag, v, setting_flags[k].lo,
+                            setting_flags[k].hi), why;
+    }
+    if (s->steps < 1 || in->step > s->steps) return snprintf(why, n, "step %d of %d", in->step, s->steps), why;
+    if (s->T > in->cfg.max_seq_len)
+        return snprintf(why, n, "rows of %d tokens, beyond the model's context of %d", s->T, in->cfg.max_seq_len), why;
+    if (!(s->optim.eps > 0 && s->optim.eps < 1) || s->optim.total != s->steps)
+        return snprintf(why, n, "AdamW eps %g, schedule of %d steps", s->optim.eps, s->optim.total), why;
+    return NULL;
+}
+
+static void setting_set(CusetTrainSettings *s, int k, double v) {
+    char *field = (char *)s + setting_flags[k].offset;
+    if (setting_flags[k].type == 'f') *(float *)field = (float)v;
+    else *(int32_t *)field = (int32_t)v;
+}
+
 typedef struct {
     const char *data, *val_data, *init, *ckpt, *log, *device;
     int synthetic_n, syn_min, syn_max, vocab, resume, threads, quiet, stop_at;
-    int length_flags;         // bit 0: --steps given, bit 1: --epochs given
     const char *given[64];    // the flags given, each once
     int ngiven;
     const char *src[3];       // where batch, seq and accum come from: "flag", "checkpoint", "default"
@@ -119,22 +170,24 @@ static void parse_args(int argc, char **argv, Args *a) {
     a->cfg = (CusetConfig){0, 0, 256, 4, 4, 128};
     a->s = (CusetTrainSettings){8, 256, 1, 0, 1337, 0, 0, cuset_objective_default(CUSET_OBJ_CUSET), cuset_optim_default()};
     a->s.optim.warmup = -1;
-    a->src[0] = a->src[1] = a->src[2] = "default";
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i];
         if (!strcmp(k, "-h") || !strcmp(k, "--help")) { fputs(usage_text, stdout); exit(0); }
         if (!flag_given(a, k) && a->ngiven < (int)(sizeof a->given / sizeof *a->given)) a->given[a->ngiven++] = k;
         if (!strcmp(k, "--resume")) { a->resume = 1; continue; }
         if (!strcmp(k, "--quiet")) { a->quiet = 1; continue; }
-        if (!strcmp(k, "--no-conf-mask")) { a->s.obj.conf_mask = 0; continue; }
-        if (!strcmp(k, "--no-cuda-mask")) { a->s.obj.cuda_mask = 0; continue; }
-        if (!strcmp(k, "--no-reweight")) { a->s.obj.reweight = 0; continue; }
+        int setting = setting_index(k);
+        if (setting >= 0 && setting_flags[setting].type == 's') { setting_set(&a->s, setting, 0); continue; }
         if (strncmp(k, "--", 2) != 0) fail("unexpected argument '%s'%s", k, "");
         if (i + 1 >= argc) fail("%s needs a value%s", k, "");
         const char *v = argv[++i];
-        CusetObjective *o = &a->s.obj;
-        CusetOptim *op = &a->s.optim;
-        if (!strcmp(k, "--data")) a->data = v;
+        if (setting >= 0 && setting_flags[setting].type == 'o') {
+            int kind = -1;
+            for (int j = 0; j < CUSET_OBJ_COUNT; j++) if (!strcmp(v, cuset_objective_names[j])) kind = j;
+            if (kind < 0) fail("unknown objective '%s' (sft, dft, profit, eaft, asft or cuset)%s", v, "");
+            a->s.obj.kind = kind;
+        } else if (setting >= 0) setting_set(&a->s, setting, num(k, v, setting_flags[setting].lo, setting_flags[setting].hi));
+        else if (!strcmp(k, "--data")) a->data = v;
         else if (!strcmp(k, "--synthetic-n")) a->synthetic_n = (int)num(k, v, 2, 1e8);
         else if (!strcmp(k, "--synthetic-len")) {
             if (sscanf(v, "%d:%d", &a->syn_min, &a->syn_max) != 2 || a->syn_min < 1 || a->syn_max < a->syn_min)
@@ -147,39 +200,17 @@ static void parse_args(int argc, char **argv, Args *a) {
         else if (!strcmp(k, "--ctx")) a->cfg.max_seq_len = (int)num(k, v, 2, 65536);
         else if (!strcmp(k, "--vocab")) a->vocab = (int)num(k, v, 8, 1 << 24);
         else if (!strcmp(k, "--init")) a->init = v;
-        else if (!strcmp(k, "--batch")) a->s.B = (int)num(k, v, 1, 1 << 16), a->src[0] = "flag";
-        else if (!strcmp(k, "--seq")) a->s.T = (int)num(k, v, 2, 65536), a->src[1] = "flag";
-        else if (!strcmp(k, "--accum")) a->s.accum = (int)num(k, v, 1, 1 << 16), a->src[2] = "flag";
-        else if (!strcmp(k, "--steps")) a->s.steps = (int)num(k, v, -1e9, 1e9), a->length_flags |= 1;
-        else if (!strcmp(k, "--epochs")) a->epochs = num(k, v, -1e9, 1e6), a->length_flags |= 2;
-        else if (!strcmp(k, "--lr")) op->max_lr = (float)num(k, v, 0, 10);
-        else if (!strcmp(k, "--min-lr")) op->min_lr = (float)num(k, v, 0, 10);
-        else if (!strcmp(k, "--warmup")) op->warmup = (int)num(k, v, 0, 1e9);
-        else if (!strcmp(k, "--wd")) op->weight_decay = (float)num(k, v, 0, 10);
-        else if (!strcmp(k, "--clip")) op->grad_clip = (float)num(k, v, 0, 1e9);
-        else if (!strcmp(k, "--beta1")) op->beta1 = (float)num(k, v, 0, 0.999999);
-        else if (!strcmp(k, "--beta2")) op->beta2 = (float)num(k, v, 0, 0.999999);
-        else if (!strcmp(k, "--objective")) {
-            int kind = -1;
-            for (int j = 0; j < CUSET_OBJ_COUNT; j++) if (!strcmp(v, cuset_objective_names[j])) kind = j;
-            if (kind < 0) fail("unknown objective '%s' (sft, dft, profit, eaft, asft or cuset)%s", v, "");
-            o->kind = kind;
-        } else if (!strcmp(k, "--tau")) o->tau = (float)num(k, v, 0, 1);
-        else if (!strcmp(k, "--lambda")) o->lambda = (float)num(k, v, 0, 1e6);
-        else if (!strcmp(k, "--window")) o->window = (int)num(k, v, 1, 1 << 20);
-        else if (!strcmp(k, "--alpha")) o->alpha = (float)num(k, v, 0, 100);
-        else if (!strcmp(k, "--beta")) o->beta = (float)num(k, v, 0, 1e6);
-        else if (!strcmp(k, "--seed")) a->s.seed = (int)num(k, v, 0, 2147483647);
+        else if (!strcmp(k, "--epochs")) a->epochs = num(k, v, -1e9, 1e6);
         else if (!strcmp(k, "--ckpt")) a->ckpt = v;
-        else if (!strcmp(k, "--ckpt-every")) a->s.ckpt_every = (int)num(k, v, 0, 1e9);
-        else if (!strcmp(k, "--val-every")) a->s.val_every = (int)num(k, v, 0, 1e9);
         else if (!strcmp(k, "--log")) a->log = v;
         else if (!strcmp(k, "--device")) a->device = v;
         else if (!strcmp(k, "--stop-at")) a->stop_at = (int)num(k, v, 1, 1e9);
         else if (!strcmp(k, "--threads")) a->threads = (int)num(k, v, 1, 1024);
         else fail("unknown option '%s'%s", k, "");
     }
-    if (a->length_flags == 3) fail("give --steps N or --epochs E, not both%s%s", "", "");
+    if (flag_given(a, "--steps") && flag_given(a, "--epochs")) fail("give --steps N or --epochs E, not both%s%s", "", "");
+    const char *shape_flags[3] = {"--batch", "--seq", "--accum"};
+    for (int i = 0; i < 3; i++) a->src[i] = flag_given(a, shape_flags[i]) ? "flag" : "default";
     if (strcmp(a->device, "cpu") && strcmp(a->device, "cuda") && strcmp(a->device, "auto"))
         fail("--device expects cpu, cuda or auto, got '%s'%s", a->device, "");
 }
@@ -233,23 +264,6 @@ static void shape_from_checkpoint(Run *r) {
         if (a->resume || (strcmp(a->src[i], "flag") && ckpt[i] >= least[i])) { *v[i] = ckpt[i]; a->src[i] = "checkpoint"; }
 }
 
-// The flags of a run's settings and where each lives in CusetTrainSettings (float or int32).
-#define SETTING(flag, field, is_float) { flag, offsetof(CusetTrainSettings, field), is_float }
-static const struct { const char *flag; size_t offset; int is_float; } setting_flags[] = {
-    SETTING("--batch", B, 0), SETTING("--seq", T, 0), SETTING("--accum", accum, 0), SETTING("--steps", steps, 0),
-    SETTING("--seed", seed, 0), SETTING("--val-every", val_every, 0), SETTING("--ckpt-every", ckpt_every, 0),
-    SETTING("--objective", obj.kind, 0), SETTING("--no-conf-mask", obj.conf_mask, 0),
-    SETTING("--no-cuda-mask", obj.cuda_mask, 0), SETTING("--no-reweight", obj.reweight, 0), SETTING("--tau", obj.tau, 1),
-    SETTING("--lambda", obj.lambda, 1), SETTING("--window", obj.window, 0), SETTING("--alpha", obj.alpha, 1),
-    SETTING("--beta", obj.beta, 1), SETTING("--lr", optim.max_lr, 1), SETTING("--min-lr", optim.min_lr, 1),
-    SETTING("--warmup", optim.warmup, 0), SETTING("--wd", optim.weight_decay, 1), SETTING("--clip", optim.grad_clip, 1),
-    SETTING("--beta1", optim.beta1, 1), SETTING("--beta2", optim.beta2, 1)};
-
-static double setting_value(const CusetTrainSettings *s, int k) {
-    const char *field = (const char *)s + setting_flags[k].offset;
-    return setting_flags[k].is_float ? *(const float *)field : *(const int32_t *)field;
-}
-
 // What the checkpoint decides instead of a flag given with it: --resume continues the run
 // with its settings and model, --init fine-tunes the checkpoint's model. Each flag that
 // says otherwise is ignored, with a note (a script may repeat a run's whole command line).
@@ -267,8 +281,8 @@ static void note_ignored_flags(const Run *r, const CusetTrainSettings *flags) {
                    model_flags[k].flag, model_flags[k].flag_value, model_flags[k].model_value);
     if (!a->resume) return;
     if (flag_given(a, "--epochs")) printf("note: --resume keeps the checkpoint's --steps %d; --epochs is ignored\n", a->s.steps);
-    for (size_t k = 0; k < sizeof setting_flags / sizeof *setting_flags; k++) {
-        double flag = setting_value(flags, (int)k), ckpt = setting_value(&a->s, (int)k);
+    for (int k = 0; k < NUM_SETTING_FLAGS; k++) {
+        double flag = setting_get(flags, k), ckpt = setting_get(&a->s, k);
         if (!flag_given(a, setting_flags[k].flag) || flag == ckpt) continue;
         const char *name = setting_flags[k].flag;
         if (!strncmp(name, "--no-", 5)) printf("note: --resume keeps the checkpoint's settings: %s is ignored\n", name);
@@ -314,13 +328,19 @@ static int open_checkpoint(Run *r) {
     }
     CusetTrainSettings flags = a->s;
     if (a->resume) {
+        char why[160];
+        if (resume_check(&r->info, why, sizeof why)) {
+            fprintf(stderr, "train: --resume: %s holds settings that no run can continue from (%s): the file is "
+                            "damaged, or was not written by train\n", path, why);
+            return 1;
+        }
         a->s = r->info.settings; // a resumed run continues with the settings it started with
         r->start_step = r->info.step;
         if (r->info.has_reference) r->ref = &r->ref_model;
         printf("resuming %s at step %d of %d\n", path, r->start_step, a->s.steps);
     } else {
         printf("fine-tuning from %s (trained %d steps with %s)\n", path, r->info.step,
-               cuset_objective_names[r->info.settings.obj.kind % CUSET_OBJ_COUNT]);
+               cuset_objective_names[r->info.settings.obj.kind]);
     }
     shape_from_checkpoint(r);
     note_ignored_flags(r, &flags);

@@ -1397,7 +1397,7 @@ void cuset_checkpoint_describe(FILE *f, const char *path, const CusetGPT *m, con
     fprintf(f, "%s: %d layers, %d heads, %d channels, context %d, vocabulary %d (padded %d), %zu parameters\n", path,
             c->n_layer, c->n_head, c->n_embd, c->max_seq_len, c->vocab_size, c->padded_vocab_size, m->num_params);
     fprintf(f, "trained %d steps with %s; optimizer state %s; ASFT reference %s; tokenizer %s\n", info->step,
-            cuset_objective_names[info->settings.obj.kind % CUSET_OBJ_COUNT], info->has_optimizer ? "yes" : "no",
+            cuset_objective_names[info->settings.obj.kind], info->has_optimizer ? "yes" : "no",
             info->has_reference ? "yes" : "no", !info->has_tokenizer ? "no (token ids only)"
             : tk->split == CUSET_TOK_SPLIT_GPT2 ? "yes (GPT-2's pre-split)" : "yes");
     if (cuset_checkpoint_old_windows(info))

@@ -182,6 +182,13 @@ missing=$(for n in "${notes[@]}"; do grep -qE -- "$n" <<<"$out" || echo "/$n/"; 
 [ -z "$missing" ] && ok "resume_names_ignored_flags" || bad "resume_names_ignored_flags" "no note $missing"
 out=$(./train --resume --ckpt "$TMP/r.ckpt" "${run[@]:1}" --objective cuset --lr 3e-4 2>&1)
 grep -q "is ignored" <<<"$out" && bad "resume_same_flags_quiet" "$(grep "is ignored" <<<"$out" | head -1)" || ok "resume_same_flags_quiet"
+# the header's settings (from byte 64: batch, seq, accum, steps, seed, val_every, ckpt_every, objective, ...) are
+# checked: a damaged one is refused, not trained on (a batch of 0 made the resumed run loop forever)
+cp "$TMP/r.ckpt" "$TMP/b0.ckpt" && printf '\000\000\000\000' | dd of="$TMP/b0.ckpt" bs=1 seek=64 conv=notrunc status=none
+expect "resume_damaged_settings" 1 "b0.ckpt holds settings that no run can continue from \(--batch 0 is outside \[1, 65536\]\)" \
+    timeout -k 5 20 ./train --resume --ckpt "$TMP/b0.ckpt" "${tiny[@]}"
+cp "$TMP/r.ckpt" "$TMP/k9.ckpt" && printf '\011\000\000\000' | dd of="$TMP/k9.ckpt" bs=1 seek=92 conv=notrunc status=none
+expect "checkpoint_bad_objective" 1 "bad header .*objective 9" ./gen --model "$TMP/k9.ckpt" --info
 expect "init_ignores_model_flags" 0 "--init takes the model from the checkpoint: --embd 32 is ignored \(the model has 16\)" \
     ./train --init "$TMP/r.ckpt" "${tiny[@]}" --embd 32 --steps 1 --ckpt "$TMP/z.ckpt"
 expect "new_run_settings_sources" 0 "settings: batch 4 \(flag\), seq 32 \(flag\), accum 1 \(default\)" \
