@@ -271,12 +271,17 @@ static void note_ignored_flags(const Run *r, const CusetTrainSettings *flags) {
     const Args *a = &r->a;
     const char *mode = a->resume ? "--resume" : "--init";
     const CusetConfig *m = &r->model.cfg;
-    const struct { const char *flag; int flag_value, model_value; } model_flags[] = {
-        {"--layers", a->cfg.n_layer, m->n_layer}, {"--heads", a->cfg.n_head, m->n_head},
-        {"--embd", a->cfg.n_embd, m->n_embd}, {"--ctx", a->cfg.max_seq_len, m->max_seq_len},
-        {"--vocab", a->vocab, m->vocab_size}};
+    // --vocab caps a tokenizer trained on text, which may stop below it: only a model with a
+    // larger vocabulary says otherwise
+    int vocab_same = r->info.has_tokenizer ? a->vocab >= m->vocab_size : a->vocab == m->vocab_size;
+    const struct { const char *flag; int flag_value, model_value, same; } model_flags[] = {
+        {"--layers", a->cfg.n_layer, m->n_layer, a->cfg.n_layer == m->n_layer},
+        {"--heads", a->cfg.n_head, m->n_head, a->cfg.n_head == m->n_head},
+        {"--embd", a->cfg.n_embd, m->n_embd, a->cfg.n_embd == m->n_embd},
+        {"--ctx", a->cfg.max_seq_len, m->max_seq_len, a->cfg.max_seq_len == m->max_seq_len},
+        {"--vocab", a->vocab, m->vocab_size, vocab_same}};
     for (size_t k = 0; k < sizeof model_flags / sizeof *model_flags; k++)
-        if (flag_given(a, model_flags[k].flag) && model_flags[k].flag_value != model_flags[k].model_value)
+        if (flag_given(a, model_flags[k].flag) && !model_flags[k].same)
             printf("note: %s takes the model from the checkpoint: %s %d is ignored (the model has %d)\n", mode,
                    model_flags[k].flag, model_flags[k].flag_value, model_flags[k].model_value);
     if (!a->resume) return;
