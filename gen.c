@@ -274,7 +274,8 @@ static int export_hf(const char *dir, const char *path, const Model *md) {
 // ---- the command line ----------------------------------------------------------------------
 typedef struct {
     const char *model_path, *export_dir, *prompt, *prompt_file, *prompt_ids, *prompt_jsonl, *analyze_path;
-    int info_only, index, show_prompt;
+    int info_only, index, index_given, show_prompt;
+    const char *eval_flag, *analyze_flag, *pick_flag; // an option given of --eval's, --analyze's, both's
     SampleOpts so;    // max_tokens 0 and stop -2 until the mode sets them
     uint64_t seed;
     CusetEvalOpts ev; // --eval's options (emu/eval.h reads them)
@@ -295,7 +296,12 @@ static GenArgs parse_args(int argc, char **argv) {
         if (!strcmp(k, "--show-prompt")) { a.show_prompt = 1; continue; }
         int took = cuset_eval_option(&a.ev, k, v, err, sizeof err);
         if (took < 0) fail(err, "");
-        if (took) { i += took - 1; continue; }
+        if (took) {
+            if (!strcmp(k, "--first") || !strcmp(k, "--count")) a.pick_flag = k;
+            else if (strcmp(k, "--eval")) a.eval_flag = k;
+            i += took - 1;
+            continue;
+        }
         if (strncmp(k, "--", 2) != 0) fail("unexpected argument ", k);
         if (!v) fail("missing value for ", k);
         i++;
@@ -305,7 +311,7 @@ static GenArgs parse_args(int argc, char **argv) {
         else if (!strcmp(k, "--prompt-file")) a.prompt_file = v;
         else if (!strcmp(k, "--prompt-ids")) a.prompt_ids = v;
         else if (!strcmp(k, "--prompt-jsonl")) a.prompt_jsonl = v;
-        else if (!strcmp(k, "--index")) a.index = (int)num(k, v, 0, 1e9);
+        else if (!strcmp(k, "--index")) a.index = (int)num(k, v, 0, 1e9), a.index_given = 1;
         else if (!strcmp(k, "--max-tokens")) a.so.max_tokens = (int)num(k, v, 1, 1 << 20);
         else if (!strcmp(k, "--temperature")) a.so.temperature = (float)num(k, v, 0, 100);
         else if (!strcmp(k, "--top-k")) a.so.top_k = (int)num(k, v, 0, 1 << 24);
@@ -314,10 +320,10 @@ static GenArgs parse_args(int argc, char **argv) {
         else if (!strcmp(k, "--seed")) a.seed = (uint64_t)num(k, v, 0, 1e18);
         else if (!strcmp(k, "--device")) device_flag = v;
         else if (!strcmp(k, "--analyze")) a.analyze_path = v;
-        else if (!strcmp(k, "--window")) a.co.window = (int)num(k, v, 1, 1 << 24);
-        else if (!strcmp(k, "--probe")) a.co.probe = (int)num(k, v, 1, 1 << 24);
-        else if (!strcmp(k, "--views")) a.co.views = (int)num(k, v, 0, 1 << 20);
-        else if (!strcmp(k, "--json")) a.co.json_path = v;
+        else if (!strcmp(k, "--window")) a.co.window = (int)num(k, v, 1, 1 << 24), a.analyze_flag = k;
+        else if (!strcmp(k, "--probe")) a.co.probe = (int)num(k, v, 1, 1 << 24), a.analyze_flag = k;
+        else if (!strcmp(k, "--views")) a.co.views = (int)num(k, v, 0, 1 << 20), a.analyze_flag = k;
+        else if (!strcmp(k, "--json")) a.co.json_path = v, a.analyze_flag = k;
         else fail("unknown option ", k);
     }
     a.co.first = a.ev.first, a.co.count = a.ev.count; // --first and --count pick --analyze's samples too
@@ -417,13 +423,16 @@ int main(int argc, char **argv) {
     if (prompts > 1) fail("give one of --prompt, --prompt-file, --prompt-jsonl, --prompt-ids", "");
     if (!!a.analyze_path + !!a.ev.tasks_path + a.info_only + !!a.export_dir + prompts > 1)
         fail("give one of --analyze, --eval, --info, --export-hf or a prompt (each is a mode of its own)", "");
+    if (a.eval_flag && !a.ev.tasks_path) fail(a.eval_flag, " goes with --eval TASKS.jsonl");
+    if (a.analyze_flag && !a.analyze_path) fail(a.analyze_flag, " goes with --analyze FILE");
+    if (a.pick_flag && !a.ev.tasks_path && !a.analyze_path) fail(a.pick_flag, " goes with --eval or --analyze");
     if (a.analyze_path) {
         if (!a.model_path) fail("--analyze needs --model FILE", "");
         return analyze(a.model_path, a.analyze_path, a.co);
     }
     if (a.ev.tasks_path) return run_eval(&a.ev, a.model_path, a.so, a.seed);
-    if (a.ev.programs_path) fail("--programs goes with --eval TASKS.jsonl", "");
     if (!a.model_path) fail("--model FILE is required", "");
+    if (a.index_given && !a.prompt_jsonl) fail("--index goes with --prompt-jsonl FILE", "");
     Model md;
     if (load_model(a.model_path, &md)) return 1;
     int rc = 0;

@@ -208,6 +208,9 @@ expect "train_init_version_1_note" 0 "trained with CuSeT's window rule before th
     ./train "${tiny[@]}" --init "$TMP/v1.ckpt" --steps 1 --ckpt "$TMP/v1b.ckpt"
 expect "gen_prompt_beyond_context" 2 "the model.s context is 32" ./gen --model "$TMP/full.ckpt" \
     --prompt-ids "$(seq -s ' ' 1 33)"
+expect "gen_eval_option_alone" 2 "--jobs goes with --eval TASKS.jsonl" ./gen --model "$TMP/full.ckpt" --prompt-ids 1 --jobs 2
+expect "gen_analyze_option_alone" 2 "--probe goes with --analyze FILE" ./gen --model "$TMP/full.ckpt" --prompt-ids 1 --probe 8
+expect "gen_index_without_jsonl" 2 "--index goes with --prompt-jsonl" ./gen --model "$TMP/full.ckpt" --prompt-ids 1 --index 3
 expect "gen_bad_token" 2 "not a token id" ./gen --model "$TMP/full.ckpt" --prompt-ids "1 99999"
 
 echo "== text data: JSON lines and .cu directories, the tokenized cache, tokenizers that must match"
