@@ -656,7 +656,7 @@ static void usage(int asked) {
           "      prints PASS/FAIL with the worst error; exit 0 (pass), 1 (fail), 2 (usage, bad files)\n"
           "  corpus --reference WORKDIR\n"
           "      computes NAME.expected.bin from spec.json and the NAME.bin inputs in WORKDIR\n"
-          "  corpus --emit-family NAME [--seed S] [--prompt]\n"
+          "  corpus --emit-family NAME [--seed S] [--style varied|plain] [--prompt]\n"
           "      prints one target program of the family (with --prompt, the prompt first, to stderr)\n"
           "  corpus --list\n"
           "      lists the families and their parameters\n",
@@ -710,9 +710,17 @@ int main(int argc, char **argv) {
     const struct { const char *flag, **value; } text_flags[] = {
         { "--out", &out }, { "--materialize", &mat }, { "--split", &split }, { "--to", &to },
         { "--compare", &cmp }, { "--reference", &ref }, { "--emit-family", &emit } };
+    // The options given (bits in the order of options), and those each command takes.
+    static const char *const options[] = { "--seed", "--train", "--val", "--test", "--families", "--style",
+                                           "--prompt", "--split", "--index", "--to" };
+    enum { TAKES_OUT = 0x3f /* --seed .. --style */, TAKES_EMIT = 0x61 /* --seed --style --prompt */,
+           TAKES_MATERIALIZE = 0x380 /* --split --index --to */ };
+    unsigned given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has = i + 1 < argc;
+        for (int k = 0; k < NELEM(options); k++)
+            if (strcmp(a, options[k]) == 0) given |= 1u << k;
 #define ARG(name) (strcmp(a, name) == 0 && (has || (die("%s needs a value", name), 0)))
         const char **dst = NULL; // the flags whose value is kept as it is
         for (int k = 0; k < NELEM(text_flags); k++)
@@ -741,6 +749,12 @@ int main(int argc, char **argv) {
 #undef ARG
     }
     if ((out != NULL) + (mat != NULL) + (cmp != NULL) + (ref != NULL) + (emit != NULL) + list != 1) usage(0);
+    unsigned takes = out ? TAKES_OUT : emit ? TAKES_EMIT : mat ? TAKES_MATERIALIZE : 0;
+    for (int k = 0; k < NELEM(options); k++)
+        if (given & ~takes & (1u << k))
+            die("%s does not go with %s (--help lists each command's options)", options[k],
+                out ? "--out" : emit ? "--emit-family" : mat ? "--materialize" : list ? "--list" : cmp ? "--compare"
+                                                                                                 : "--reference");
     if (list) return list_families();
     if (cmp) return compare(cmp);
     if (ref) return reference(ref);

@@ -920,6 +920,8 @@ static void cli_checks(void) {
         { "unknown_family", "--out D --families nope", "err", "unknown family 'nope'", 2 },
         { "bad_count", "--out D --train -3", "err", "--train", 2 },
         { "two_commands", "--list --compare D", "err", "usage:", 2 },
+        { "option_of_another_command", "--out D --prompt", "err", "--prompt does not go with --out", 2 },
+        { "option_without_its_command", "--compare D --seed 3", "err", "--seed does not go with --compare", 2 },
     };
     for (size_t k = 0; k < sizeof c / sizeof c[0]; k++) {
         char out[400], err[400], label[64];
