@@ -54,6 +54,10 @@ gpu) # the whole corpus and a larger model, for one H100/H200-class GPU
     BASE_STEPS=3000 BASE_LR=1e-3 FT_STEPS=300 FT_LR=2e-4 MAX_TOKENS=1000 ANALYZE=200 ;;
 *) echo "experiment: unknown PRESET '$PRESET' (cpu, gpu or smoke)" >&2; exit 2 ;;
 esac
+if [ "$PRESET" = gpu ] && ! { command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; }; then
+    echo "experiment: PRESET=gpu needs a GPU and nvidia-smi finds none; on the CPU it would take days (PRESET=cpu is sized for a CPU)" >&2
+    exit 2
+fi
 ROWS=(sft dft profit eaft asft cuset cuset_conf_cuda cuset_conf_rew)
 row_flags() {
     case $1 in
@@ -64,6 +68,7 @@ row_flags() {
 }
 IFS=, read -r -a seeds <<<"$SEEDS"
 for s in "${seeds[@]}"; do [[ $s =~ ^[0-9]+$ ]] || { echo "experiment: SEEDS: whole numbers separated by commas, got '$SEEDS'" >&2; exit 2; }; done
+[[ $JOBS =~ ^[1-9][0-9]*$ ]] || { echo "experiment: JOBS: a whole number of parallel jobs, at least 1, got '$JOBS'" >&2; exit 2; }
 
 # --- bookkeeping: stage keys, atomic outputs, progress -----------------------------------
 mkdir -p "$RUN"

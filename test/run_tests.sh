@@ -344,6 +344,13 @@ echo "== make experiment PRESET=smoke: every stage end to end; the tables agains
 # one model's numbers equal a by-hand gen --eval with the same settings (no cache), and
 # the confidence analysis of a checkpoint is recomputed from outside (test/check_analysis.py).
 exp=$TMP/experiment
+expect "experiment_bad_preset" 2 "unknown PRESET 'big'" env PRESET=big RUN="$TMP/x" bash data/experiment.sh
+expect "experiment_bad_seeds" 2 "SEEDS: whole numbers separated by commas, got '1,a'" \
+    env PRESET=smoke SEEDS=1,a RUN="$TMP/x" bash data/experiment.sh
+if ! { command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; }; then
+    expect "experiment_gpu_preset_needs_gpu" 2 "PRESET=gpu needs a GPU" env PRESET=gpu RUN="$TMP/x" bash data/experiment.sh
+fi
+[ -e "$TMP/x" ] && bad "experiment_bad_input_writes_nothing" "$TMP/x exists" || ok "experiment_bad_input_writes_nothing"
 if ! OMP_NUM_THREADS=1 PRESET=smoke RUN="$exp" bash data/experiment.sh >"$TMP/experiment.out" 2>&1; then
     bad "experiment_smoke" "exit $?: $(tail -5 "$TMP/experiment.out")"
 else
