@@ -122,28 +122,30 @@ static double setting_get(const CusetTrainSettings *s, int k) {
     const char *field = (const char *)s + setting_flags[k].offset;
     return setting_flags[k].type == 'f' ? *(const float *)field : *(const int32_t *)field;
 }
+static void setting_set(CusetTrainSettings *s, int k, double v) {
+    char *field = (char *)s + setting_flags[k].offset;
+    if (setting_flags[k].type == 'f') *(float *)field = (float)v;
+    else *(int32_t *)field = (int32_t)v;
+}
+
 // Why a checkpoint's settings cannot be resumed (each within its flag's range, the run not
 // over, its rows within the model's context, the optimizer's own constants sane), or NULL.
 static const char *resume_check(const CusetCheckpointInfo *in, char *why, size_t n) {
     const CusetTrainSettings *s = &in->settings;
     for (int k = 0; k < NUM_SETTING_FLAGS; k++) {
-        double v = setting_get(s, k);
-        if (!(v >= setting_flags[k].lo && v <= setting_flags[k].hi))
-            return snprintf(why, n, "%s %.10g is outside [%g, %g]", setting_flags[k].flag, v, setting_flags[k].lo,
-                            setting_flags[k].hi), why;
+        double v = setting_get(s, k), lo = setting_flags[k].lo, hi = setting_flags[k].hi;
+        if (!(v >= lo && v <= hi)) {
+            snprintf(why, n, "%s %.10g is outside [%g, %g]", setting_flags[k].flag, v, lo, hi);
+            return why;
+        }
     }
-    if (s->steps < 1 || in->step > s->steps) return snprintf(why, n, "step %d of %d", in->step, s->steps), why;
-    if (s->T > in->cfg.max_seq_len)
-        return snprintf(why, n, "rows of %d tokens, beyond the model's context of %d", s->T, in->cfg.max_seq_len), why;
-    if (!(s->optim.eps > 0 && s->optim.eps < 1) || s->optim.total != s->steps)
-        return snprintf(why, n, "AdamW eps %g, schedule of %d steps", s->optim.eps, s->optim.total), why;
-    return NULL;
-}
-
-static void setting_set(CusetTrainSettings *s, int k, double v) {
-    char *field = (char *)s + setting_flags[k].offset;
-    if (setting_flags[k].type == 'f') *(float *)field = (float)v;
-    else *(int32_t *)field = (int32_t)v;
+    if (s->steps < 1 || in->step > s->steps) snprintf(why, n, "step %d of %d", in->step, s->steps);
+    else if (s->T > in->cfg.max_seq_len)
+        snprintf(why, n, "rows of %d tokens, beyond the model's context of %d", s->T, in->cfg.max_seq_len);
+    else if (!(s->optim.eps > 0 && s->optim.eps < 1) || s->optim.total != s->steps)
+        snprintf(why, n, "AdamW eps %g, schedule of %d steps", s->optim.eps, s->optim.total);
+    else return NULL;
+    return why;
 }
 
 typedef struct {
@@ -271,19 +273,18 @@ static void note_ignored_flags(const Run *r, const CusetTrainSettings *flags) {
     const Args *a = &r->a;
     const char *mode = a->resume ? "--resume" : "--init";
     const CusetConfig *m = &r->model.cfg;
-    // --vocab caps a tokenizer trained on text, which may stop below it: only a model with a
-    // larger vocabulary says otherwise
-    int vocab_same = r->info.has_tokenizer ? a->vocab >= m->vocab_size : a->vocab == m->vocab_size;
-    const struct { const char *flag; int flag_value, model_value, same; } model_flags[] = {
-        {"--layers", a->cfg.n_layer, m->n_layer, a->cfg.n_layer == m->n_layer},
-        {"--heads", a->cfg.n_head, m->n_head, a->cfg.n_head == m->n_head},
-        {"--embd", a->cfg.n_embd, m->n_embd, a->cfg.n_embd == m->n_embd},
-        {"--ctx", a->cfg.max_seq_len, m->max_seq_len, a->cfg.max_seq_len == m->max_seq_len},
-        {"--vocab", a->vocab, m->vocab_size, vocab_same}};
-    for (size_t k = 0; k < sizeof model_flags / sizeof *model_flags; k++)
-        if (flag_given(a, model_flags[k].flag) && !model_flags[k].same)
+    const struct { const char *flag; int flag_value, model_value; } model_flags[] = {
+        {"--layers", a->cfg.n_layer, m->n_layer}, {"--heads", a->cfg.n_head, m->n_head},
+        {"--embd", a->cfg.n_embd, m->n_embd}, {"--ctx", a->cfg.max_seq_len, m->max_seq_len},
+        {"--vocab", a->vocab, m->vocab_size}};
+    for (size_t k = 0; k < sizeof model_flags / sizeof *model_flags; k++) {
+        int flag = model_flags[k].flag_value, model = model_flags[k].model_value;
+        // --vocab caps a tokenizer trained on text, which may stop below it
+        int same = !strcmp(model_flags[k].flag, "--vocab") && r->info.has_tokenizer ? flag >= model : flag == model;
+        if (flag_given(a, model_flags[k].flag) && !same)
             printf("note: %s takes the model from the checkpoint: %s %d is ignored (the model has %d)\n", mode,
-                   model_flags[k].flag, model_flags[k].flag_value, model_flags[k].model_value);
+                   model_flags[k].flag, flag, model);
+    }
     if (!a->resume) return;
     if (flag_given(a, "--epochs")) printf("note: --resume keeps the checkpoint's --steps %d; --epochs is ignored\n", a->s.steps);
     for (int k = 0; k < NUM_SETTING_FLAGS; k++) {
