@@ -287,6 +287,9 @@ typedef struct {
 // ref and tok may be NULL. Returns 0, or -1 with a message.
 int cuset_checkpoint_save(const char *path, const CusetGPT *m, const CusetGPT *ref, const void *tok, size_t tok_len,
                           const CusetCheckpointInfo *info, int with_optimizer, char *err, size_t errlen);
+// Whether a file can be written at path the way the writers here do it (path.tmp.PID, then
+// a rename onto path): for a long run to find out before it starts. 0, or -1 with why.
+int cuset_check_writable(const char *path, char *err, size_t errlen);
 // 1 when the checkpoint was trained by CuSeT with reweighting under the window rule
 // before the 2026-12-01 correction of eq. 5 (checkpoint version 1: a target shorter than
 // the window was one window, so C_n differed for ceil(l/2) < T_n < l); the layout is the
@@ -1970,6 +1973,16 @@ _Static_assert(16 * 4 + sizeof(CusetTrainSettings) <= CUSET_CKPT_TOK_SLOT * 4, "
 static size_t cuset__ckpt_bytes(size_t nparams, int contents, uint64_t tok_bytes) {
     size_t copies = 1 + ((contents & CUSET_CKPT_OPTIMIZER) ? 2 : 0) + ((contents & CUSET_CKPT_REFERENCE) ? 1 : 0);
     return CUSET_CKPT_HEADER + copies * nparams * sizeof(float) + tok_bytes;
+}
+
+int cuset_check_writable(const char *path, char *err, size_t errlen) {
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    struct stat st;
+    FILE *f = fopen(tmp, "wb");
+    const char *why = !f ? strerror(errno) : stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? "it is a directory" : NULL;
+    if (f) { fclose(f); remove(tmp); }
+    return why ? cuset__err(err, errlen, "%s: cannot be written there (%s)", path, why) : 0;
 }
 
 int cuset_checkpoint_save(const char *path, const CusetGPT *m, const CusetGPT *ref, const void *tok, size_t tok_len,

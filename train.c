@@ -11,13 +11,10 @@
 #include "data/textdata.h"
 #define CUSET_GPT2_IMPLEMENTATION
 #include "data/gpt2.h"
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 static const char *usage_text =
     "usage: train [options]\n"
@@ -496,15 +493,8 @@ static int open_log_and_device(Run *r) {
     char err[512];
     // The checkpoint is written at the end (and every --ckpt-every steps): a place where it
     // cannot be written stops the run now, not after the training it would hold.
-    char probe[4200];
-    snprintf(probe, sizeof probe, "%s.tmp.%d", a->ckpt, (int)getpid());
-    struct stat st;
-    FILE *f = fopen(probe, "wb");
-    const char *why = !f ? strerror(errno) : stat(a->ckpt, &st) == 0 && S_ISDIR(st.st_mode) ? "it is a directory" : NULL;
-    if (f) { fclose(f); remove(probe); }
-    if (why) {
-        fprintf(stderr, "train: --ckpt %s: the checkpoint cannot be written there (%s); give a file in a writable "
-                        "directory\n", a->ckpt, why);
+    if (cuset_check_writable(a->ckpt, err, sizeof err)) {
+        fprintf(stderr, "train: --ckpt %s; give a file in a writable directory\n", err);
         return 1;
     }
     snprintf(r->log_path, sizeof r->log_path, "%s", a->log ? a->log : a->ckpt);

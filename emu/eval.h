@@ -1420,6 +1420,8 @@ static void cuset__eval_open_run(cuset__EvalRun *R) {
     }
     R->rf = fopen(R->results_path, "w");
     if (!R->rf) cuset__eval_fail("%s: cannot create: %s", R->results_path, strerror(errno));
+    if (o->summary_path && cuset_check_writable(o->summary_path, err, sizeof err)) // written at the end
+        cuset__eval_fail("--summary %s", err);
     E->root = cuset_make_temp_dir("cuset_eval", err, sizeof err);
     if (!E->root) cuset__eval_fail("%s", err);
     char *abs = realpath(E->root, NULL); // the sandbox binds directories by absolute paths

@@ -122,9 +122,9 @@ else
     fi
 fi
 # a checkpoint that cannot be written stops the run before it trains, not after
-expect "train_ckpt_unwritable" 1 "--ckpt .*/none/m.ckpt: the checkpoint cannot be written there \(No such file" \
+expect "train_ckpt_unwritable" 1 "--ckpt .*/none/m.ckpt: cannot be written there \(No such file" \
     ./train "${tiny[@]}" --steps 1 --log "$TMP/l.jsonl" --ckpt "$TMP/none/m.ckpt"
-expect "train_ckpt_is_directory" 1 "the checkpoint cannot be written there \(it is a directory\)" \
+expect "train_ckpt_is_directory" 1 "--ckpt .*: cannot be written there \(it is a directory\)" \
     ./train "${tiny[@]}" --steps 1 --ckpt "$TMP"
 expect "train_bad_device" 2 "--device expects cpu, cuda or auto" ./train --device tpu --steps 1
 head -c 1000 /dev/urandom >"$TMP/foreign.ckpt"

@@ -316,6 +316,8 @@ static void test_eval_errors(const char *tasks) {
         {"eval_bad_runner", {"--eval", tasks, "--programs", path_in("p.jsonl"), "--runner", "tpu"}, "auto, gpu or emu"},
         {"eval_program_index_out_of_range", {"--eval", tasks, "--programs", path_in("badindex.jsonl")}, "task index in [0, 12)"},
         {"eval_first_past_end", {"--eval", tasks, "--programs", path_in("p.jsonl"), "--first", "12"}, "past the end"},
+        {"eval_summary_unwritable", {"--eval", tasks, "--programs", path_in("one.jsonl"), "--summary", path_in("none/s.json")},
+         "s.json: cannot be written there (No such file"},
     };
     mkdir(path_in("nospec"), 0700);
     const char *nospec = "{\"prompt\": \"p\", \"completion\": \"c\"}\n";
@@ -323,6 +325,8 @@ static void test_eval_errors(const char *tasks) {
     cuset_copy_file(tasks, path_in("tasks.jsonl"), NULL, 0);
     const char *bi = "{\"index\": 12, \"program\": \"int main() {}\"}\n";
     cuset_write_file(path_in("badindex.jsonl"), bi, strlen(bi), NULL, 0);
+    const char *one = "{\"index\": 0, \"program\": \"int main() {}\"}\n";
+    cuset_write_file(path_in("one.jsonl"), one, strlen(one), NULL, 0);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *argv[16] = {"./gen"};
         int n = 1;
