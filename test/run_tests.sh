@@ -159,7 +159,7 @@ long=(./train "${tiny[@]}" --steps 60 --objective asft --accum 2)
 "${long[@]}" --ckpt "$TMP/l.ckpt" --log "$TMP/l.jsonl" >/dev/null 2>&1
 "${long[@]}" --ckpt "$TMP/i.ckpt" --log "$TMP/i.jsonl" >"$TMP/i.out" 2>&1 &
 pid=$!
-for _ in $(seq 200); do [ "$(grep -c loss "$TMP/i.jsonl" 2>/dev/null)" -ge 3 ] && break; sleep 0.05; done
+for _ in $(seq 200); do n=$(grep -c loss "$TMP/i.jsonl" 2>/dev/null); [ "${n:-0}" -ge 3 ] && break; sleep 0.05; done
 kill -INT $pid; wait $pid; rc=$?
 if [ $rc -eq 130 ] && grep -q "continue with --resume" "$TMP/i.out"; then ok "sigint_saves_and_exits_130"
 else bad "sigint_saves_and_exits_130" "exit $rc: $(tail -1 "$TMP/i.out")"; fi
