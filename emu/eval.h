@@ -1422,6 +1422,10 @@ static void cuset__eval_open_run(cuset__EvalRun *R) {
     if (!R->rf) cuset__eval_fail("%s: cannot create: %s", R->results_path, strerror(errno));
     if (o->summary_path && cuset_check_writable(o->summary_path, err, sizeof err)) // written at the end
         cuset__eval_fail("--summary %s", err);
+    struct stat st;
+    if (o->cache_dir && ((mkdir(o->cache_dir, 0755) && errno != EEXIST) || stat(o->cache_dir, &st)))
+        cuset__eval_fail("--cache %s: %s", o->cache_dir, strerror(errno));
+    if (o->cache_dir && !S_ISDIR(st.st_mode)) cuset__eval_fail("--cache %s: not a directory", o->cache_dir);
     E->root = cuset_make_temp_dir("cuset_eval", err, sizeof err);
     if (!E->root) cuset__eval_fail("%s", err);
     char *abs = realpath(E->root, NULL); // the sandbox binds directories by absolute paths
@@ -1538,8 +1542,6 @@ static void cuset__eval_run_all(cuset__EvalRun *R) {
     int *fds = (int *)malloc(sizeof(int) * (total + 1));
     pid_t *pids = (pid_t *)calloc(total + 1, sizeof *pids);
     R->jobs = o->jobs < 1 ? 1 : o->jobs > 256 ? 256 : o->jobs;
-    if (o->cache_dir && mkdir(o->cache_dir, 0755) && errno != EEXIST)
-        cuset__eval_fail("--cache %s: %s", o->cache_dir, strerror(errno));
     R->t_eval = cuset_time();
     while (done < total) {
         for (; next < total && running < R->jobs; next++) { // start what may start; take cached results at once
