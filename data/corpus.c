@@ -749,12 +749,16 @@ int main(int argc, char **argv) {
 #undef ARG
     }
     if ((out != NULL) + (mat != NULL) + (cmp != NULL) + (ref != NULL) + (emit != NULL) + list != 1) usage(0);
+    const char *command = out    ? "--out"
+                          : emit ? "--emit-family"
+                          : mat  ? "--materialize"
+                          : list ? "--list"
+                          : cmp  ? "--compare"
+                                 : "--reference";
     unsigned takes = out ? TAKES_OUT : emit ? TAKES_EMIT : mat ? TAKES_MATERIALIZE : 0;
     for (int k = 0; k < NELEM(options); k++)
         if (given & ~takes & (1u << k))
-            die("%s does not go with %s (--help lists each command's options)", options[k],
-                out ? "--out" : emit ? "--emit-family" : mat ? "--materialize" : list ? "--list" : cmp ? "--compare"
-                                                                                                 : "--reference");
+            die("%s does not go with %s (--help lists each command's options)", options[k], command);
     if (list) return list_families();
     if (cmp) return compare(cmp);
     if (ref) return reference(ref);

@@ -1422,10 +1422,12 @@ static void cuset__eval_open_run(cuset__EvalRun *R) {
     if (!R->rf) cuset__eval_fail("%s: cannot create: %s", R->results_path, strerror(errno));
     if (o->summary_path && cuset_check_writable(o->summary_path, err, sizeof err)) // written at the end
         cuset__eval_fail("--summary %s", err);
-    struct stat st;
-    if (o->cache_dir && ((mkdir(o->cache_dir, 0755) && errno != EEXIST) || stat(o->cache_dir, &st)))
-        cuset__eval_fail("--cache %s: %s", o->cache_dir, strerror(errno));
-    if (o->cache_dir && !S_ISDIR(st.st_mode)) cuset__eval_fail("--cache %s: not a directory", o->cache_dir);
+    if (o->cache_dir) { // made now, not after the sampling
+        struct stat st;
+        if ((mkdir(o->cache_dir, 0755) && errno != EEXIST) || stat(o->cache_dir, &st))
+            cuset__eval_fail("--cache %s: %s", o->cache_dir, strerror(errno));
+        if (!S_ISDIR(st.st_mode)) cuset__eval_fail("--cache %s: not a directory", o->cache_dir);
+    }
     E->root = cuset_make_temp_dir("cuset_eval", err, sizeof err);
     if (!E->root) cuset__eval_fail("%s", err);
     char *abs = realpath(E->root, NULL); // the sandbox binds directories by absolute paths
