@@ -12,6 +12,9 @@ cd "$(dirname "$0")/.."
 SFT_STEPS=${SFT_STEPS:-1500}
 CUSET_STEPS=${CUSET_STEPS:-40}
 TASKS=${TASKS:-10}
+for v in SFT_STEPS CUSET_STEPS TASKS; do
+    [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "quickstart: $v: a whole number, at least 1, got '${!v}'" >&2; exit 2; }
+done
 RUN=${RUN:-runs/quickstart}
 DATA=$RUN/data
 

@@ -355,6 +355,8 @@ expect "experiment_bad_seeds" 2 "SEEDS: whole numbers separated by commas, got '
 if ! { command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; }; then
     expect "experiment_gpu_preset_needs_gpu" 2 "PRESET=gpu needs a GPU" env PRESET=gpu RUN="$TMP/x" bash data/experiment.sh
 fi
+expect "quickstart_bad_steps" 2 "SFT_STEPS: a whole number, at least 1, got 'abc'" env SFT_STEPS=abc RUN="$TMP/x" \
+    bash data/quickstart.sh
 [ -e "$TMP/x" ] && bad "experiment_bad_input_writes_nothing" "$TMP/x exists" || ok "experiment_bad_input_writes_nothing"
 if ! OMP_NUM_THREADS=1 PRESET=smoke RUN="$exp" bash data/experiment.sh >"$TMP/experiment.out" 2>&1; then
     bad "experiment_smoke" "exit $?: $(tail -5 "$TMP/experiment.out")"
