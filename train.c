@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *usage_text =
     "usage: train [options]\n"
@@ -62,6 +63,8 @@ static const char *usage_text =
     "  --seed N              initialisation and data order                      [1337]\n"
     "  --ckpt PATH           checkpoint file (written atomically)               [model.ckpt]\n"
     "  --ckpt-every N        also checkpoint every N steps (0: only at the end) [0]\n"
+    "  --ckpt-minutes M      also checkpoint when the last one is M minutes old, so that a\n"
+    "                        crash (a kill, a power cut) loses at most that (0: off) [10]\n"
     "  --resume              continue exactly from --ckpt (model, optimizer, step and settings come\n"
     "                        from the checkpoint; give the same data flags)\n"
     "  --stop-at N           stop after step N, checkpointed, as if interrupted (for time-limited jobs)\n"
@@ -151,6 +154,7 @@ static const char *resume_check(const CusetCheckpointInfo *in, char *why, size_t
 typedef struct {
     const char *data, *val_data, *init, *ckpt, *log, *device;
     int synthetic_n, syn_min, syn_max, vocab, resume, threads, quiet, stop_at;
+    double ckpt_minutes;
     const char *given[64];    // the flags given, each once
     int ngiven;
     const char *src[3];       // where batch, seq and accum come from: "flag", "checkpoint", "default"
@@ -168,7 +172,7 @@ static int flag_given(const Args *a, const char *flag) {
 static void parse_args(int argc, char **argv, Args *a) {
     memset(a, 0, sizeof *a);
     a->data = "synthetic"; a->ckpt = "model.ckpt"; a->device = "auto";
-    a->synthetic_n = 4096; a->syn_min = 8; a->syn_max = 48; a->vocab = 2048; a->val_frac = 0.05;
+    a->synthetic_n = 4096; a->syn_min = 8; a->syn_max = 48; a->vocab = 2048; a->val_frac = 0.05; a->ckpt_minutes = 10;
     a->cfg = (CusetConfig){0, 0, 256, 4, 4, 128};
     a->s = (CusetTrainSettings){8, 256, 1, 0, 1337, 0, 0, cuset_objective_default(CUSET_OBJ_CUSET), cuset_optim_default()};
     a->s.optim.warmup = -1;
@@ -207,6 +211,7 @@ static void parse_args(int argc, char **argv, Args *a) {
         else if (!strcmp(k, "--log")) a->log = v;
         else if (!strcmp(k, "--device")) a->device = v;
         else if (!strcmp(k, "--stop-at")) a->stop_at = (int)num(k, v, 1, 1e9);
+        else if (!strcmp(k, "--ckpt-minutes")) a->ckpt_minutes = num(k, v, 0, 1e6);
         else if (!strcmp(k, "--threads")) a->threads = (int)num(k, v, 1, 1024);
         else fail("unknown option '%s'%s", k, "");
     }
@@ -486,6 +491,39 @@ static int open_splits(Run *r) {
     return 0;
 }
 
+// A run resumed at a checkpoint's step drops the log's lines of later steps, which the run
+// that stopped had logged after it (after a crash, up to --ckpt-minutes of them), so that
+// the log holds each step once. 0, or 1 after saying why.
+static int trim_log(const char *path, int step) {
+    size_t n;
+    unsigned char *bytes;
+    char err[512];
+    if (access(path, F_OK) != 0) return 0; // no log yet: nothing to trim
+    if (cuset_read_file(path, &bytes, &n, err, sizeof err)) {
+        fprintf(stderr, "train: --log %s\n", err);
+        return 1;
+    }
+    char *text = (char *)bytes;
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    FILE *f = fopen(tmp, "w");
+    int ok = f != NULL, line_step;
+    for (char *line = text, *end; ok && line < text + n; line = end + 1) {
+        end = memchr(line, '\n', (size_t)(text + n - line));
+        if (!end) break; // a line cut by the crash
+        if (sscanf(line, "{\"step\": %d", &line_step) != 1 || line_step <= step)
+            ok = fwrite(line, 1, (size_t)(end - line + 1), f) == (size_t)(end - line + 1);
+    }
+    if (f) ok = (fclose(f) == 0) && ok;
+    free(text);
+    if (!ok || rename(tmp, path) != 0) {
+        fprintf(stderr, "train: --log %s: cannot rewrite it: %s\n", path, strerror(errno));
+        remove(tmp);
+        return 1;
+    }
+    return 0;
+}
+
 // The log, what the run is, and the model on the device.
 static int open_log_and_device(Run *r) {
     Args *a = &r->a;
@@ -499,6 +537,7 @@ static int open_log_and_device(Run *r) {
     }
     snprintf(r->log_path, sizeof r->log_path, "%s", a->log ? a->log : a->ckpt);
     if (!a->log) strncat(r->log_path, ".jsonl", sizeof r->log_path - strlen(r->log_path) - 1);
+    if (a->resume && trim_log(r->log_path, r->start_step)) return 1;
     r->log = fopen(r->log_path, a->resume ? "a" : "w");
     if (!r->log) { fprintf(stderr, "train: --log %s: cannot open for writing\n", r->log_path); return 1; }
     const CusetConfig *cfg = &r->model.cfg;
@@ -630,7 +669,7 @@ int main(int argc, char **argv) {
     cuset_batch_alloc(&val_batch, s->B, s->T);
     long truncated = 0;
     int step = r->start_step;
-    double t_start = cuset_time(), tokens_done = 0, train_seconds = 0;
+    double t_start = cuset_time(), tokens_done = 0, train_seconds = 0, last_save = t_start;
     char err[512];
 
     for (; step < s->steps && !stop_requested; step++) {
@@ -658,7 +697,11 @@ int main(int argc, char **argv) {
         if (r->nval > 0 && ((s->val_every && (step + 1) % s->val_every == 0) || last) && validate(r, step, &val_batch))
             return 1;
         if (r->a.stop_at == step + 1) stop_requested = 2;
-        if (((s->ckpt_every && (step + 1) % s->ckpt_every == 0) || last || stop_requested) && save(r, step + 1)) return 1;
+        int stale = r->a.ckpt_minutes > 0 && cuset_time() - last_save >= 60 * r->a.ckpt_minutes;
+        if ((s->ckpt_every && (step + 1) % s->ckpt_every == 0) || stale || last || stop_requested) {
+            if (save(r, step + 1)) return 1;
+            last_save = cuset_time();
+        }
     }
     double elapsed = cuset_time() - t_start;
     if (stop_requested) {

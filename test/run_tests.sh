@@ -165,6 +165,18 @@ if [ $rc -eq 130 ] && grep -q "continue with --resume" "$TMP/i.out"; then ok "si
 else bad "sigint_saves_and_exits_130" "exit $rc: $(tail -1 "$TMP/i.out")"; fi
 ./train --resume --ckpt "$TMP/i.ckpt" "${tiny[@]}" --log "$TMP/i.jsonl" >/dev/null 2>&1
 same_losses "sigint_resume_is_exact" "$TMP/l.jsonl" "$TMP/i.jsonl"
+# a run killed outright (SIGKILL: no handler runs) resumes from its last timed checkpoint
+# (--ckpt-minutes) exactly, and its log keeps each step once
+crash=(./train "${tiny[@]}" --steps 1200 --objective cuset --window 4 --accum 2 --quiet)
+"${crash[@]}" --ckpt "$TMP/c_ref.ckpt" --log "$TMP/c_ref.jsonl" >/dev/null 2>&1
+"${crash[@]}" --ckpt "$TMP/c.ckpt" --log "$TMP/c.jsonl" --ckpt-minutes 0.0003 >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 400); do n=$(grep -c loss "$TMP/c.jsonl" 2>/dev/null); [ -f "$TMP/c.ckpt" ] && [ "${n:-0}" -ge 150 ] && break; sleep 0.05; done
+if kill -9 $pid 2>/dev/null; then
+    wait $pid 2>/dev/null
+    ./train --resume --ckpt "$TMP/c.ckpt" "${tiny[@]}" --log "$TMP/c.jsonl" --quiet >/dev/null 2>&1
+    same_losses "sigkill_resume_is_exact" "$TMP/c_ref.jsonl" "$TMP/c.jsonl"
+else bad "sigkill_resume_is_exact" "the run ended before it could be killed"; fi
 expect "resume_other_data" 1 "data differs" ./train --resume --ckpt "$TMP/p.ckpt" "${tiny[@]}" --synthetic-n 65 --log "$TMP/x.jsonl"
 head -c 5000 "$TMP/full.ckpt" >"$TMP/trunc.ckpt"
 expect "resume_truncated" 1 "truncated: file has 5000 bytes" ./train --resume --ckpt "$TMP/trunc.ckpt" --log "$TMP/x.jsonl"
