@@ -2030,6 +2030,11 @@ static int cuset__ckpt_open(const char *path, FILE **fp, CusetCheckpointInfo *in
                             char *err, size_t errlen) {
     FILE *f = fopen(path, "rb");
     if (!f) return cuset__err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) { // a directory "opens", and its size is nonsense
+        fclose(f);
+        return cuset__err(err, errlen, "%s: not a checkpoint file (a directory or a device)", path);
+    }
     unsigned char h[CUSET_CKPT_HEADER];
     int32_t slot[CUSET_CKPT_HEADER / 4];
     fseek(f, 0, SEEK_END);

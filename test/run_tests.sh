@@ -131,6 +131,7 @@ head -c 1000 /dev/urandom >"$TMP/foreign.ckpt"
 expect "train_init_foreign_file" 1 "not a cuset checkpoint" ./train --init "$TMP/foreign.ckpt" --steps 1 --ckpt "$TMP/z.ckpt"
 expect "train_init_missing_file" 1 "cannot open" ./train --init "$TMP/none.ckpt" --steps 1 --ckpt "$TMP/z.ckpt"
 expect "gen_foreign_file" 1 "not a cuset checkpoint" ./gen --model "$TMP/foreign.ckpt" --prompt-ids 1
+expect "gen_checkpoint_is_directory" 1 "not a checkpoint file \(a directory or a device\)" ./gen --model "$TMP" --info
 
 echo "== train, checkpoint, resume exactly, fine-tune, sample"
 # 64 samples, 3 held out (5%), 4 rows a step: one epoch is ceil(61 / 4) = 16 steps
