@@ -80,6 +80,7 @@ static void families_keep(const char *list) {
         keep[nkeep++] = f;
         p += n + (p[n] == ',');
     }
+    if (nkeep == 0) die("--families: expected names separated by commas, got an empty list");
     memcpy(fams, keep, sizeof *keep * (size_t)nkeep);
     nfams = nkeep;
 }

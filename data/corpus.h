@@ -653,7 +653,7 @@ static const char *size_name(const Task *t, int k) {
     char s[24] = "";
     if (t->st.sizes == SIZES_LOCAL) return b;
     if (t->st.sizes == SIZES_GLOBAL) return fmt("k%c%s", toupper(b[0]), b + 1);
-    for (int j = 0; b[j] && j < 23; j++) s[j] = (char)toupper(b[j]);
+    for (int j = 0; j < 23 && b[j]; j++) s[j] = (char)toupper(b[j]);
     return fmt("%s", s);
 }
 // Its value: 4096, or (1 << 12) in programs that write powers of two so.

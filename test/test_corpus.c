@@ -918,6 +918,7 @@ static void cli_checks(void) {
         { "no_command", "", "err", "usage:", 2 },
         { "unknown_flag", "--bogus", "err", "unknown argument '--bogus'", 2 },
         { "unknown_family", "--out D --families nope", "err", "unknown family 'nope'", 2 },
+        { "empty_families", "--out D --families ''", "err", "got an empty list", 2 },
         { "bad_count", "--out D --train -3", "err", "--train", 2 },
         { "two_commands", "--list --compare D", "err", "usage:", 2 },
         { "option_of_another_command", "--out D --prompt", "err", "--prompt does not go with --out", 2 },
