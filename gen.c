@@ -45,7 +45,7 @@ static const char *usage_text =
     "  --temperature X       0 = greedy                                   [0.8]\n"
     "  --top-k N             keep the N most probable tokens, 0 = all     [0]\n"
     "  --top-p X             keep the smallest set with mass >= X         [1.0]\n"
-    "  --stop ID             stop after this token    [end of sample; 2 without a tokenizer]\n"
+    "  --stop ID             stop after this token, -1 = never  [end of sample; 2 without a tokenizer]\n"
     "  --seed N              sampling seed                                [1]\n"
     "  --device D            cpu | cuda | auto (the GPU when there is one) [auto]\n"
     "  -h, --help            this text\n"
@@ -56,11 +56,14 @@ static void fail(const char *msg, const char *arg) {
     exit(2);
 }
 
-static double num(const char *flag, const char *v, double lo, double hi) {
+// Parses a number flag strictly: the whole string must be a number in [lo, hi], and a
+// whole number when the flag counts something (whole).
+static double num(const char *flag, const char *v, double lo, double hi, int whole) {
     char *end;
     double x = strtod(v, &end);
-    if (*v == '\0' || *end != '\0' || !(x >= lo && x <= hi)) {
-        fprintf(stderr, "gen: %s expects a number in [%g, %g], got '%s'\n", flag, lo, hi, v);
+    if (*v == '\0' || *end != '\0' || !(x >= lo && x <= hi) || (whole && x != floor(x))) {
+        fprintf(stderr, "gen: %s expects a %snumber in [%.10g, %.10g], got '%s'\n", flag, whole ? "whole " : "", lo, hi,
+                v);
         exit(2);
     }
     return x;
@@ -311,18 +314,18 @@ static GenArgs parse_args(int argc, char **argv) {
         else if (!strcmp(k, "--prompt-file")) a.prompt_file = v;
         else if (!strcmp(k, "--prompt-ids")) a.prompt_ids = v;
         else if (!strcmp(k, "--prompt-jsonl")) a.prompt_jsonl = v;
-        else if (!strcmp(k, "--index")) a.index = (int)num(k, v, 0, 1e9), a.index_given = 1;
-        else if (!strcmp(k, "--max-tokens")) a.so.max_tokens = (int)num(k, v, 1, 1 << 20);
-        else if (!strcmp(k, "--temperature")) a.so.temperature = (float)num(k, v, 0, 100);
-        else if (!strcmp(k, "--top-k")) a.so.top_k = (int)num(k, v, 0, 1 << 24);
-        else if (!strcmp(k, "--top-p")) a.so.top_p = (float)num(k, v, 1e-6, 1);
-        else if (!strcmp(k, "--stop")) a.so.stop = (int)num(k, v, -1, 1 << 24);
-        else if (!strcmp(k, "--seed")) a.seed = (uint64_t)num(k, v, 0, 1e18);
+        else if (!strcmp(k, "--index")) a.index = (int)num(k, v, 0, 1e9, 1), a.index_given = 1;
+        else if (!strcmp(k, "--max-tokens")) a.so.max_tokens = (int)num(k, v, 1, 1 << 20, 1);
+        else if (!strcmp(k, "--temperature")) a.so.temperature = (float)num(k, v, 0, 100, 0);
+        else if (!strcmp(k, "--top-k")) a.so.top_k = (int)num(k, v, 0, 1 << 24, 1);
+        else if (!strcmp(k, "--top-p")) a.so.top_p = (float)num(k, v, 1e-6, 1, 0);
+        else if (!strcmp(k, "--stop")) a.so.stop = (int)num(k, v, -1, 1 << 24, 1);
+        else if (!strcmp(k, "--seed")) a.seed = (uint64_t)num(k, v, 0, 1e18, 1);
         else if (!strcmp(k, "--device")) device_flag = v;
         else if (!strcmp(k, "--analyze")) a.analyze_path = v;
-        else if (!strcmp(k, "--window")) a.co.window = (int)num(k, v, 1, 1 << 24), a.analyze_flag = k;
-        else if (!strcmp(k, "--probe")) a.co.probe = (int)num(k, v, 1, 1 << 24), a.analyze_flag = k;
-        else if (!strcmp(k, "--views")) a.co.views = (int)num(k, v, 0, 1 << 20), a.analyze_flag = k;
+        else if (!strcmp(k, "--window")) a.co.window = (int)num(k, v, 1, 1 << 24, 1), a.analyze_flag = k;
+        else if (!strcmp(k, "--probe")) a.co.probe = (int)num(k, v, 1, 1 << 24, 1), a.analyze_flag = k;
+        else if (!strcmp(k, "--views")) a.co.views = (int)num(k, v, 0, 1 << 20, 1), a.analyze_flag = k;
         else if (!strcmp(k, "--json")) a.co.json_path = v, a.analyze_flag = k;
         else fail("unknown option ", k);
     }

@@ -85,13 +85,15 @@ static void fail(const char *fmt, const char *a, const char *b) {
     exit(2);
 }
 
-// Parses a number flag strictly: the whole string must be a number in [lo, hi].
-static double num(const char *flag, const char *v, double lo, double hi) {
+// Parses a number flag strictly: the whole string must be a number in [lo, hi], and a
+// whole number when the flag counts something (whole).
+static double num(const char *flag, const char *v, double lo, double hi, int whole) {
     char *end;
     double x = strtod(v, &end);
-    if (*v == '\0' || *end != '\0' || !(x >= lo && x <= hi)) {
-        char range[96];
-        snprintf(range, sizeof range, "%s expects a number in [%g, %g], got '%%s'", flag, lo, hi);
+    if (*v == '\0' || *end != '\0' || !(x >= lo && x <= hi) || (whole && x != floor(x))) {
+        char range[128];
+        snprintf(range, sizeof range, "%s expects a %snumber in [%.10g, %.10g], got '%%s'", flag, whole ? "whole " : "",
+                 lo, hi);
         fail(range, v, "");
     }
     return x;
@@ -103,7 +105,7 @@ static double num(const char *flag, const char *v, double lo, double hi) {
 #define SETTING(flag, field, type, lo, hi) { flag, offsetof(CusetTrainSettings, field), type, lo, hi }
 static const struct { const char *flag; size_t offset; char type; double lo, hi; } setting_flags[] = {
     SETTING("--batch", B, 'i', 1, 1 << 16), SETTING("--seq", T, 'i', 2, 65536),
-    SETTING("--accum", accum, 'i', 1, 1 << 16), SETTING("--steps", steps, 'i', -1e9, 1e9),
+    SETTING("--accum", accum, 'i', 1, 1 << 16), SETTING("--steps", steps, 'i', 0, 1e9),
     SETTING("--seed", seed, 'i', 0, 2147483647), SETTING("--val-every", val_every, 'i', 0, 1e9),
     SETTING("--ckpt-every", ckpt_every, 'i', 0, 1e9), SETTING("--objective", obj.kind, 'o', 0, CUSET_OBJ_COUNT - 1),
     SETTING("--no-conf-mask", obj.conf_mask, 's', 0, 1), SETTING("--no-cuda-mask", obj.cuda_mask, 's', 0, 1),
@@ -138,7 +140,7 @@ static const char *resume_check(const CusetCheckpointInfo *in, char *why, size_t
     for (int k = 0; k < NUM_SETTING_FLAGS; k++) {
         double v = setting_get(s, k), lo = setting_flags[k].lo, hi = setting_flags[k].hi;
         if (!(v >= lo && v <= hi)) {
-            snprintf(why, n, "%s %.10g is outside [%g, %g]", setting_flags[k].flag, v, lo, hi);
+            snprintf(why, n, "%s %.10g is outside [%.10g, %.10g]", setting_flags[k].flag, v, lo, hi);
             return why;
         }
     }
@@ -192,27 +194,30 @@ static void parse_args(int argc, char **argv, Args *a) {
             for (int j = 0; j < CUSET_OBJ_COUNT; j++) if (!strcmp(v, cuset_objective_names[j])) kind = j;
             if (kind < 0) fail("unknown objective '%s' (sft, dft, profit, eaft, asft or cuset)%s", v, "");
             a->s.obj.kind = kind;
-        } else if (setting >= 0) setting_set(&a->s, setting, num(k, v, setting_flags[setting].lo, setting_flags[setting].hi));
+        } else if (setting >= 0) setting_set(&a->s, setting,
+                        num(k, v, setting_flags[setting].lo, setting_flags[setting].hi, setting_flags[setting].type == 'i'));
         else if (!strcmp(k, "--data")) a->data = v;
-        else if (!strcmp(k, "--synthetic-n")) a->synthetic_n = (int)num(k, v, 2, 1e8);
+        else if (!strcmp(k, "--synthetic-n")) a->synthetic_n = (int)num(k, v, 2, 1e8, 1);
         else if (!strcmp(k, "--synthetic-len")) {
-            if (sscanf(v, "%d:%d", &a->syn_min, &a->syn_max) != 2 || a->syn_min < 1 || a->syn_max < a->syn_min)
+            int used = 0;
+            if (sscanf(v, "%d:%d%n", &a->syn_min, &a->syn_max, &used) != 2 || v[used] || a->syn_min < 1 ||
+                a->syn_max < a->syn_min)
                 fail("--synthetic-len expects MIN:MAX with 1 <= MIN <= MAX, got '%s'%s", v, "");
-        } else if (!strcmp(k, "--val-frac")) a->val_frac = num(k, v, 0, 0.5);
+        } else if (!strcmp(k, "--val-frac")) a->val_frac = num(k, v, 0, 0.5, 0);
         else if (!strcmp(k, "--val-data")) a->val_data = v;
-        else if (!strcmp(k, "--layers")) a->cfg.n_layer = (int)num(k, v, 1, 256);
-        else if (!strcmp(k, "--heads")) a->cfg.n_head = (int)num(k, v, 1, 1024);
-        else if (!strcmp(k, "--embd")) a->cfg.n_embd = (int)num(k, v, 1, 16384);
-        else if (!strcmp(k, "--ctx")) a->cfg.max_seq_len = (int)num(k, v, 2, 65536);
-        else if (!strcmp(k, "--vocab")) a->vocab = (int)num(k, v, 8, 1 << 24);
+        else if (!strcmp(k, "--layers")) a->cfg.n_layer = (int)num(k, v, 1, 256, 1);
+        else if (!strcmp(k, "--heads")) a->cfg.n_head = (int)num(k, v, 1, 1024, 1);
+        else if (!strcmp(k, "--embd")) a->cfg.n_embd = (int)num(k, v, 1, 16384, 1);
+        else if (!strcmp(k, "--ctx")) a->cfg.max_seq_len = (int)num(k, v, 2, 65536, 1);
+        else if (!strcmp(k, "--vocab")) a->vocab = (int)num(k, v, 8, 1 << 24, 1);
         else if (!strcmp(k, "--init")) a->init = v;
-        else if (!strcmp(k, "--epochs")) a->epochs = num(k, v, -1e9, 1e6);
+        else if (!strcmp(k, "--epochs")) a->epochs = num(k, v, 0, 1e6, 0);
         else if (!strcmp(k, "--ckpt")) a->ckpt = v;
         else if (!strcmp(k, "--log")) a->log = v;
         else if (!strcmp(k, "--device")) a->device = v;
-        else if (!strcmp(k, "--stop-at")) a->stop_at = (int)num(k, v, 1, 1e9);
-        else if (!strcmp(k, "--ckpt-minutes")) a->ckpt_minutes = num(k, v, 0, 1e6);
-        else if (!strcmp(k, "--threads")) a->threads = (int)num(k, v, 1, 1024);
+        else if (!strcmp(k, "--stop-at")) a->stop_at = (int)num(k, v, 1, 1e9, 1);
+        else if (!strcmp(k, "--ckpt-minutes")) a->ckpt_minutes = num(k, v, 0, 1e6, 0);
+        else if (!strcmp(k, "--threads")) a->threads = (int)num(k, v, 1, 1024, 1);
         else fail("unknown option '%s'%s", k, "");
     }
     if (flag_given(a, "--steps") && flag_given(a, "--epochs")) fail("give --steps N or --epochs E, not both%s%s", "", "");

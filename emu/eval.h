@@ -263,9 +263,10 @@ int cuset_eval_option(CusetEvalOpts *o, const char *flag, const char *value, cha
         if (!value) return cuset__err(err, errlen, "missing value for %s", flag);
         char *end;
         double x = strtod(value, &end);
-        if (!*value || *end || !(x >= numbers[i].lo && x <= numbers[i].hi))
-            return cuset__err(err, errlen, "%s expects a number in [%g, %g], got '%s'", flag, numbers[i].lo,
-                              numbers[i].hi, value);
+        int whole = numbers[i].to_int != NULL; // a count
+        if (!*value || *end || !(x >= numbers[i].lo && x <= numbers[i].hi) || (whole && x != floor(x)))
+            return cuset__err(err, errlen, "%s expects a %snumber in [%.10g, %.10g], got '%s'", flag,
+                              whole ? "whole " : "", numbers[i].lo, numbers[i].hi, value);
         if (numbers[i].to_int) *numbers[i].to_int = (int)x; else *numbers[i].to = x;
         return 2;
     }

@@ -103,6 +103,15 @@ expect "gen_help" 0 "usage: gen" ./gen --help
 expect "train_unknown_flag" 2 "unknown option '--bogus'" ./train --bogus 1
 expect "train_missing_value" 2 "needs a value" ./train --steps
 expect "train_bad_number" 2 "--lr expects a number" ./train --lr fast --steps 1
+# a count is a whole number (1.5 used to run 1 step, silently); ranges print in full
+expect "train_fractional_count" 2 "--steps expects a whole number in \[0, 1000000000\], got '1.5'" ./train --steps 1.5
+expect "train_negative_steps" 2 "--steps expects a whole number" ./train --steps -3
+expect "train_fractional_model" 2 "--embd expects a whole number in \[1, 16384\]" ./train --embd 16.5 --steps 1
+expect "train_synthetic_len_trailing" 2 "--synthetic-len expects MIN:MAX" ./train --synthetic-len 8:48x --steps 1
+expect "gen_fractional_count" 2 "--max-tokens expects a whole number in \[1, 1048576\], got '2.5'" ./gen --model x \
+    --prompt-ids 1 --max-tokens 2.5
+expect "gen_eval_fractional_count" 2 "--samples expects a whole number in \[1, 1000\], got '1.5'" ./gen --model x \
+    --eval x --samples 1.5
 expect "train_zero_steps" 2 "nothing to do" ./train "${tiny[@]}" --steps 0 --ckpt "$TMP/z.ckpt"
 expect "train_no_length" 2 "nothing to do" ./train "${tiny[@]}" --ckpt "$TMP/z.ckpt"
 expect "train_steps_and_epochs" 2 "give --steps N or --epochs E, not both" ./train "${tiny[@]}" --steps 1 --epochs 1 \
