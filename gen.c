@@ -279,6 +279,7 @@ typedef struct {
     const char *model_path, *export_dir, *prompt, *prompt_file, *prompt_ids, *prompt_jsonl, *analyze_path;
     int info_only, index, index_given, show_prompt;
     const char *eval_flag, *analyze_flag, *pick_flag; // an option given of --eval's, --analyze's, both's
+    const char *sample_flag, *prompt_flag;            // of sampling's (a prompt and --eval), a prompt's alone
     SampleOpts so;    // max_tokens 0 and stop -2 until the mode sets them
     uint64_t seed;
     CusetEvalOpts ev; // --eval's options (emu/eval.h reads them)
@@ -296,7 +297,7 @@ static GenArgs parse_args(int argc, char **argv) {
             exit(0);
         }
         if (!strcmp(k, "--info")) { a.info_only = 1; continue; }
-        if (!strcmp(k, "--show-prompt")) { a.show_prompt = 1; continue; }
+        if (!strcmp(k, "--show-prompt")) { a.show_prompt = 1, a.prompt_flag = k; continue; }
         int took = cuset_eval_option(&a.ev, k, v, err, sizeof err);
         if (took < 0) fail(err, "");
         if (took) {
@@ -315,12 +316,12 @@ static GenArgs parse_args(int argc, char **argv) {
         else if (!strcmp(k, "--prompt-ids")) a.prompt_ids = v;
         else if (!strcmp(k, "--prompt-jsonl")) a.prompt_jsonl = v;
         else if (!strcmp(k, "--index")) a.index = (int)num(k, v, 0, 1e9, 1), a.index_given = 1;
-        else if (!strcmp(k, "--max-tokens")) a.so.max_tokens = (int)num(k, v, 1, 1 << 20, 1);
-        else if (!strcmp(k, "--temperature")) a.so.temperature = (float)num(k, v, 0, 100, 0);
-        else if (!strcmp(k, "--top-k")) a.so.top_k = (int)num(k, v, 0, 1 << 24, 1);
-        else if (!strcmp(k, "--top-p")) a.so.top_p = (float)num(k, v, 1e-6, 1, 0);
-        else if (!strcmp(k, "--stop")) a.so.stop = (int)num(k, v, -1, 1 << 24, 1);
-        else if (!strcmp(k, "--seed")) a.seed = (uint64_t)num(k, v, 0, 1e18, 1);
+        else if (!strcmp(k, "--max-tokens")) a.so.max_tokens = (int)num(k, v, 1, 1 << 20, 1), a.sample_flag = k;
+        else if (!strcmp(k, "--temperature")) a.so.temperature = (float)num(k, v, 0, 100, 0), a.sample_flag = k;
+        else if (!strcmp(k, "--top-k")) a.so.top_k = (int)num(k, v, 0, 1 << 24, 1), a.sample_flag = k;
+        else if (!strcmp(k, "--top-p")) a.so.top_p = (float)num(k, v, 1e-6, 1, 0), a.sample_flag = k;
+        else if (!strcmp(k, "--seed")) a.seed = (uint64_t)num(k, v, 0, 1e18, 1), a.sample_flag = k;
+        else if (!strcmp(k, "--stop")) a.so.stop = (int)num(k, v, -1, 1 << 24, 1), a.prompt_flag = k;
         else if (!strcmp(k, "--device")) device_flag = v;
         else if (!strcmp(k, "--analyze")) a.analyze_path = v;
         else if (!strcmp(k, "--window")) a.co.window = (int)num(k, v, 1, 1 << 24, 1), a.analyze_flag = k;
@@ -408,6 +409,11 @@ static int generate(const GenArgs *a, Model *md) {
     SampleOpts so = a->so;
     if (so.max_tokens == 0) so.max_tokens = 512;
     if (so.stop == -2) so.stop = md->info.has_tokenizer ? CUSET_TOK_EOS : 2;
+    if (so.stop >= c->vocab_size) {
+        fprintf(stderr, "gen: --stop %d is not a token id of this model (its vocabulary is %d; -1 never stops)\n",
+                so.stop, c->vocab_size);
+        return 2;
+    }
     ready_to_sample(md);
     double t0 = cuset_time();
     const CusetTokenizer *tk = md->info.has_tokenizer && !a->prompt_ids ? &md->tk : NULL;
@@ -429,13 +435,16 @@ int main(int argc, char **argv) {
     if (a.eval_flag && !a.ev.tasks_path) fail(a.eval_flag, " goes with --eval TASKS.jsonl");
     if (a.analyze_flag && !a.analyze_path) fail(a.analyze_flag, " goes with --analyze FILE");
     if (a.pick_flag && !a.ev.tasks_path && !a.analyze_path) fail(a.pick_flag, " goes with --eval or --analyze");
+    if (a.index_given && !a.prompt_jsonl) fail("--index goes with --prompt-jsonl FILE", "");
+    int sampling = !a.analyze_path && !a.info_only && !a.export_dir; // a prompt, or --eval
+    if (a.sample_flag && !sampling) fail(a.sample_flag, " goes with a prompt or --eval (it is an option of sampling)");
+    if (a.prompt_flag && !(sampling && !a.ev.tasks_path)) fail(a.prompt_flag, " goes with a prompt");
     if (a.analyze_path) {
         if (!a.model_path) fail("--analyze needs --model FILE", "");
         return analyze(a.model_path, a.analyze_path, a.co);
     }
     if (a.ev.tasks_path) return run_eval(&a.ev, a.model_path, a.so, a.seed);
     if (!a.model_path) fail("--model FILE is required", "");
-    if (a.index_given && !a.prompt_jsonl) fail("--index goes with --prompt-jsonl FILE", "");
     Model md;
     if (load_model(a.model_path, &md)) return 1;
     int rc = 0;

@@ -239,6 +239,13 @@ expect "gen_eval_option_alone" 2 "--jobs goes with --eval TASKS.jsonl" ./gen --m
 expect "gen_analyze_option_alone" 2 "--probe goes with --analyze FILE" ./gen --model "$TMP/full.ckpt" --prompt-ids 1 --probe 8
 expect "gen_index_without_jsonl" 2 "--index goes with --prompt-jsonl" ./gen --model "$TMP/full.ckpt" --prompt-ids 1 --index 3
 expect "gen_bad_token" 2 "not a token id" ./gen --model "$TMP/full.ckpt" --prompt-ids "1 99999"
+# sampling's options (--seed, --temperature, ...) do nothing for --info, --analyze, --export-hf;
+# --stop and --show-prompt nothing for --eval (its programs end at the end-of-sample token)
+expect "gen_sampling_option_with_info" 2 "--seed goes with a prompt or --eval" ./gen --model "$TMP/full.ckpt" --info --seed 3
+expect "gen_stop_with_eval" 2 "--stop goes with a prompt" ./gen --model "$TMP/full.ckpt" --eval x.jsonl --stop 3
+expect "gen_index_with_eval" 2 "--index goes with --prompt-jsonl" ./gen --model "$TMP/full.ckpt" --eval x.jsonl --index 3
+expect "gen_stop_beyond_vocab" 2 "--stop 99999 is not a token id of this model" ./gen --model "$TMP/full.ckpt" \
+    --prompt-ids 1 --stop 99999
 
 echo "== text data: JSON lines and .cu directories, the tokenized cache, tokenizers that must match"
 mkdir -p "$TMP/kernels/sub"
