@@ -221,6 +221,10 @@ static void parse_args(int argc, char **argv, Args *a) {
         else fail("unknown option '%s'%s", k, "");
     }
     if (flag_given(a, "--steps") && flag_given(a, "--epochs")) fail("give --steps N or --epochs E, not both%s%s", "", "");
+    if (flag_given(a, "--val-frac") && a->val_data) fail("give --val-frac F or --val-data SRC, not both%s%s", "", "");
+    const char *synthetic_flag = flag_given(a, "--synthetic-n") ? "--synthetic-n" : "--synthetic-len";
+    if (flag_given(a, synthetic_flag) && strcmp(a->data, "synthetic"))
+        fail("%s goes with --data synthetic, not --data %s", synthetic_flag, a->data);
     const char *shape_flags[3] = {"--batch", "--seq", "--accum"};
     for (int i = 0; i < 3; i++) a->src[i] = flag_given(a, shape_flags[i]) ? "flag" : "default";
     if (strcmp(a->device, "cpu") && strcmp(a->device, "cuda") && strcmp(a->device, "auto"))
@@ -480,7 +484,10 @@ static int open_splits(Run *r) {
     if (nusable < r->data.n)
         printf("note: %d of %d samples sit out: their prompt fills the row of %d tokens (raise --seq to keep them)\n",
                r->data.n - nusable, r->data.n, s->T);
-    if (r->ntrain < 1) { fprintf(stderr, "train: no training samples left after the validation split\n"); return 2; }
+    if (nusable == 0) { // else a sample trains: --val-frac holds out at most half
+        fprintf(stderr, "train: no sample fits: each prompt fills the row of %d tokens; raise --seq (and --ctx)\n", s->T);
+        return 2;
+    }
     check_row_length(r);
     r->perm = (int *)CUSET_CALLOC(r->ntrain, sizeof(int));
     r->order = (int *)CUSET_CALLOC(r->ntrain, sizeof(int));

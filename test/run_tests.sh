@@ -256,16 +256,23 @@ for i in $(seq 1 24); do
         "$i" "${kernel//n)/n + $i)}" "$host" >>"$TMP/tasks.jsonl"
 done
 printf "$kernel$host" >"$TMP/kernels/a.cu"; printf "$kernel" >"$TMP/kernels/sub/b.cu"; echo "not cuda" >"$TMP/kernels/notes.txt"
-text=(--layers 1 --heads 2 --embd 16 --ctx 96 --seq 96 --batch 4 --vocab 300 --steps 2 --val-frac 0.1)
+text_model=(--layers 1 --heads 2 --embd 16 --ctx 96 --seq 96 --batch 4 --vocab 300 --steps 2)
+text=("${text_model[@]}" --val-frac 0.1)
 expect "text_jsonl_trains_tokenizer" 0 "24 samples from .*tokenizer trained on it .*cached in .*tasks.jsonl.tok" \
     ./train --data "$TMP/tasks.jsonl" "${text[@]}" --ckpt "$TMP/t.ckpt"
 expect "text_jsonl_uses_cache" 0 "tokenized cache .*tasks.jsonl.tok" ./train --data "$TMP/tasks.jsonl" "${text[@]}" --ckpt "$TMP/t2.ckpt"
 expect "text_tok_file_directly" 0 "24 samples from .*tasks.jsonl.tok" ./train --data "$TMP/tasks.jsonl.tok" "${text[@]}" --ckpt "$TMP/t3.ckpt"
 head -5 "$TMP/tasks.jsonl" >"$TMP/val.jsonl"
 expect "text_val_data" 0 "validation data: 5 samples from .*val.jsonl" ./train --data "$TMP/tasks.jsonl" --val-data "$TMP/val.jsonl" \
-    "${text[@]}" --ckpt "$TMP/v.ckpt"
-grep -q "24 train / 5 validation" <(./train --data "$TMP/tasks.jsonl" --val-data "$TMP/val.jsonl" "${text[@]}" --ckpt "$TMP/v.ckpt") \
+    "${text_model[@]}" --ckpt "$TMP/v.ckpt"
+grep -q "24 train / 5 validation" <(./train --data "$TMP/tasks.jsonl" --val-data "$TMP/val.jsonl" "${text_model[@]}" --ckpt "$TMP/v.ckpt") \
     && ok "val_data_holds_nothing_out" || bad "val_data_holds_nothing_out" "training samples were held out"
+expect "val_frac_and_val_data" 2 "give --val-frac F or --val-data SRC, not both" ./train --data "$TMP/tasks.jsonl" \
+    --val-data "$TMP/val.jsonl" "${text[@]}" --ckpt "$TMP/v.ckpt"
+expect "synthetic_flag_with_text" 2 "--synthetic-len goes with --data synthetic" ./train --data "$TMP/tasks.jsonl" \
+    --synthetic-len 3:9 "${text[@]}" --ckpt "$TMP/v.ckpt"
+expect "text_nothing_fits" 2 "no sample fits: each prompt fills the row of 8 tokens; raise --seq" ./train \
+    --data "$TMP/tasks.jsonl" "${text[@]}" --seq 8 --ckpt "$TMP/v.ckpt"
 expect "text_cu_directory" 0 "2 samples from .*kernels" ./train --data "$TMP/kernels/" "${text[@]}" --val-frac 0 --ckpt "$TMP/k.ckpt"
 [ -f "$TMP/kernels.tok" ] && ok "cu_directory_cache_beside_it" || bad "cu_directory_cache_beside_it" "no $TMP/kernels.tok"
 expect "finetune_rejects_foreign_tok_file" 1 "another tokenizer than the checkpoint's" ./train --init "$TMP/k.ckpt" \
