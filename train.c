@@ -221,10 +221,20 @@ static void parse_args(int argc, char **argv, Args *a) {
         else fail("unknown option '%s'%s", k, "");
     }
     if (flag_given(a, "--steps") && flag_given(a, "--epochs")) fail("give --steps N or --epochs E, not both%s%s", "", "");
+    if (a->resume && a->init) fail("give --resume (continue this run) or --init FILE (fine-tune from it), not both%s%s", "", "");
     if (flag_given(a, "--val-frac") && a->val_data) fail("give --val-frac F or --val-data SRC, not both%s%s", "", "");
     const char *synthetic_flag = flag_given(a, "--synthetic-n") ? "--synthetic-n" : "--synthetic-len";
     if (flag_given(a, synthetic_flag) && strcmp(a->data, "synthetic"))
         fail("%s goes with --data synthetic, not --data %s", synthetic_flag, a->data);
+    // one objective's weights and switches given with another do nothing: a note, not an error (a sweep
+    // may give them to every row)
+    static const struct { const char *flag; CusetObjectiveKind kind; } own[] = {
+        {"--lambda", CUSET_OBJ_CUSET}, {"--no-conf-mask", CUSET_OBJ_CUSET}, {"--no-cuda-mask", CUSET_OBJ_CUSET},
+        {"--no-reweight", CUSET_OBJ_CUSET}, {"--alpha", CUSET_OBJ_EAFT}, {"--beta", CUSET_OBJ_ASFT}};
+    for (size_t i = 0; i < sizeof own / sizeof *own && !a->resume; i++)
+        if (flag_given(a, own[i].flag) && a->s.obj.kind != (int)own[i].kind)
+            printf("note: %s is %s's; --objective %s does not use it\n", own[i].flag,
+                   cuset_objective_names[own[i].kind], cuset_objective_names[a->s.obj.kind]);
     const char *shape_flags[3] = {"--batch", "--seq", "--accum"};
     for (int i = 0; i < 3; i++) a->src[i] = flag_given(a, shape_flags[i]) ? "flag" : "default";
     if (strcmp(a->device, "cpu") && strcmp(a->device, "cuda") && strcmp(a->device, "auto"))

@@ -116,6 +116,10 @@ expect "train_zero_steps" 2 "nothing to do" ./train "${tiny[@]}" --steps 0 --ckp
 expect "train_no_length" 2 "nothing to do" ./train "${tiny[@]}" --ckpt "$TMP/z.ckpt"
 expect "train_steps_and_epochs" 2 "give --steps N or --epochs E, not both" ./train "${tiny[@]}" --steps 1 --epochs 1 \
     --ckpt "$TMP/z.ckpt"
+expect "train_resume_and_init" 2 "give --resume \(continue this run\) or --init FILE \(fine-tune from it\), not both" \
+    ./train "${tiny[@]}" --resume --init "$TMP/z.ckpt" --ckpt "$TMP/z.ckpt"
+expect "train_other_objectives_flag" 0 "note: --alpha is eaft's; --objective sft does not use it" ./train "${tiny[@]}" \
+    --objective sft --alpha 2 --steps 1 --ckpt "$TMP/z.ckpt"
 expect "train_seq_beyond_context" 2 "longer than the model's context" ./train "${tiny[@]}" --seq 64 --steps 1 --ckpt "$TMP/z.ckpt"
 expect "train_bad_objective" 2 "unknown objective 'xent'" ./train --objective xent --steps 1
 expect "train_bad_model" 2 "multiple of n_head" ./train "${tiny[@]}" --heads 3 --steps 1 --ckpt "$TMP/z.ckpt"
