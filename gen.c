@@ -439,6 +439,7 @@ int main(int argc, char **argv) {
     int sampling = !a.analyze_path && !a.info_only && !a.export_dir; // a prompt, or --eval
     if (a.sample_flag && !sampling) fail(a.sample_flag, " goes with a prompt or --eval (it is an option of sampling)");
     if (a.prompt_flag && !(sampling && !a.ev.tasks_path)) fail(a.prompt_flag, " goes with a prompt");
+    if (a.sample_flag && a.ev.programs_path) fail(a.sample_flag, " goes with sampling, not with --programs (programs given)");
     if (a.analyze_path) {
         if (!a.model_path) fail("--analyze needs --model FILE", "");
         return analyze(a.model_path, a.analyze_path, a.co);

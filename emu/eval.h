@@ -1307,7 +1307,9 @@ typedef struct {
 static void cuset__eval_check_options(cuset__EvalRun *R) {
     const CusetEvalOpts *o = R->o;
     if (!!R->sampler == !!o->programs_path)
-        cuset__eval_fail("--eval needs --model CKPT (sample programs) or --programs FILE (evaluate given ones)");
+        cuset__eval_fail(R->sampler ? "give --eval one of --model CKPT (sample programs) or --programs FILE (evaluate "
+                                      "given ones), not both"
+                                    : "--eval needs --model CKPT (sample programs) or --programs FILE (evaluate given ones)");
     int kmax = 0;
     for (const char *p = o->k_list; *p;) {
         char *end;

@@ -248,6 +248,10 @@ expect "gen_bad_token" 2 "not a token id" ./gen --model "$TMP/full.ckpt" --promp
 expect "gen_sampling_option_with_info" 2 "--seed goes with a prompt or --eval" ./gen --model "$TMP/full.ckpt" --info --seed 3
 expect "gen_stop_with_eval" 2 "--stop goes with a prompt" ./gen --model "$TMP/full.ckpt" --eval x.jsonl --stop 3
 expect "gen_index_with_eval" 2 "--index goes with --prompt-jsonl" ./gen --model "$TMP/full.ckpt" --eval x.jsonl --index 3
+expect "gen_eval_model_and_programs" 2 "give --eval one of --model CKPT .* or --programs FILE .*, not both" \
+    ./gen --model "$TMP/full.ckpt" --eval x.jsonl --programs p.jsonl
+expect "gen_programs_with_sampling_option" 2 "--temperature goes with sampling, not with --programs" \
+    ./gen --eval x.jsonl --programs p.jsonl --temperature 0.5
 expect "gen_stop_beyond_vocab" 2 "--stop 99999 is not a token id of this model" ./gen --model "$TMP/full.ckpt" \
     --prompt-ids 1 --stop 99999
 
