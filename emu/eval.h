@@ -1321,6 +1321,8 @@ static void cuset__eval_check_options(cuset__EvalRun *R) {
         p = *end ? end + 1 : end;
     }
     if (!R->nk) cuset__eval_fail("--k expects values like 1,3");
+    if (!R->sampler && o->samples)
+        cuset__eval_fail("--samples goes with --model (sampling); with --programs a task has the programs FILE gives it");
     R->samples = o->samples ? o->samples : kmax;
     if (R->sampler && R->samples < kmax)
         cuset__eval_fail("--k %d needs at least %d samples per task, but --samples is %d", kmax, kmax, R->samples);

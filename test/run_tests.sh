@@ -252,6 +252,8 @@ expect "gen_eval_model_and_programs" 2 "give --eval one of --model CKPT .* or --
     ./gen --model "$TMP/full.ckpt" --eval x.jsonl --programs p.jsonl
 expect "gen_programs_with_sampling_option" 2 "--temperature goes with sampling, not with --programs" \
     ./gen --eval x.jsonl --programs p.jsonl --temperature 0.5
+expect "gen_programs_with_samples" 2 "--samples goes with --model \(sampling\)" ./gen --eval x.jsonl --programs p.jsonl \
+    --samples 3
 expect "gen_stop_beyond_vocab" 2 "--stop 99999 is not a token id of this model" ./gen --model "$TMP/full.ckpt" \
     --prompt-ids 1 --stop 99999
 
