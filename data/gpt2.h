@@ -1229,7 +1229,10 @@ int cuset_gpt2_export(const char *dir, const CusetGPT *m, const CusetTokenizer *
     const CusetConfig *c = &m->cfg;
     if (tk->vocab_size > c->vocab_size)
         return cuset__err(err, errlen, "export: the tokenizer has %d ids, the model only %d", tk->vocab_size, c->vocab_size);
+    struct stat st;
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) return cuset__err(err, errlen, "%s: cannot create: %s", dir, strerror(errno));
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return cuset__err(err, errlen, "%s exists and is not a directory: give a directory to export into", dir);
     char *j = NULL;
     cuset__g2_printf(&j, "{\"architectures\":[\"GPT2LMHeadModel\"],\"model_type\":\"gpt2\",\"vocab_size\":%d,"
                      "\"n_positions\":%d,\"n_ctx\":%d,\"n_embd\":%d,\"n_layer\":%d,\"n_head\":%d,\"n_inner\":null,"

@@ -283,6 +283,8 @@ expect "synthetic_flag_with_text" 2 "--synthetic-len goes with --data synthetic"
     --synthetic-len 3:9 "${text[@]}" --ckpt "$TMP/v.ckpt"
 expect "text_nothing_fits" 2 "no sample fits: each prompt fills the row of 8 tokens; raise --seq" ./train \
     --data "$TMP/tasks.jsonl" "${text[@]}" --seq 8 --ckpt "$TMP/v.ckpt"
+expect "export_hf_into_a_file" 1 "--export-hf: .*t2.ckpt exists and is not a directory" ./gen --model "$TMP/t.ckpt" \
+    --export-hf "$TMP/t2.ckpt"
 expect "text_cu_directory" 0 "2 samples from .*kernels" ./train --data "$TMP/kernels/" "${text[@]}" --val-frac 0 --ckpt "$TMP/k.ckpt"
 [ -f "$TMP/kernels.tok" ] && ok "cu_directory_cache_beside_it" || bad "cu_directory_cache_beside_it" "no $TMP/kernels.tok"
 expect "finetune_rejects_foreign_tok_file" 1 "another tokenizer than the checkpoint's" ./train --init "$TMP/k.ckpt" \
