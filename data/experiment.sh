@@ -67,7 +67,8 @@ row_flags() {
     esac
 }
 IFS=, read -r -a seeds <<<"$SEEDS"
-for s in "${seeds[@]}"; do [[ $s =~ ^[0-9]+$ ]] || { echo "experiment: SEEDS: whole numbers separated by commas, got '$SEEDS'" >&2; exit 2; }; done
+for s in "${seeds[@]}"; do [[ $s =~ ^(0|[1-9][0-9]*)$ ]] || { echo "experiment: SEEDS: whole numbers (no leading zeros) separated by commas, got '$SEEDS'" >&2; exit 2; }; done
+[ -z "$(printf '%s\n' "${seeds[@]}" | sort | uniq -d)" ] || { echo "experiment: SEEDS: each seed once (a repeat would count one run twice in the spread), got '$SEEDS'" >&2; exit 2; }
 [[ $JOBS =~ ^[1-9][0-9]*$ ]] || { echo "experiment: JOBS: a whole number of parallel jobs, at least 1, got '$JOBS'" >&2; exit 2; }
 
 # --- bookkeeping: stage keys, atomic outputs, progress -----------------------------------

@@ -398,8 +398,10 @@ echo "== make experiment PRESET=smoke: every stage end to end; the tables agains
 # the confidence analysis of a checkpoint is recomputed from outside (test/check_analysis.py).
 exp=$TMP/experiment
 expect "experiment_bad_preset" 2 "unknown PRESET 'big'" env PRESET=big RUN="$TMP/x" bash data/experiment.sh
-expect "experiment_bad_seeds" 2 "SEEDS: whole numbers separated by commas, got '1,a'" \
+expect "experiment_bad_seeds" 2 "SEEDS: whole numbers .*separated by commas, got '1,a'" \
     env PRESET=smoke SEEDS=1,a RUN="$TMP/x" bash data/experiment.sh
+expect "experiment_repeated_seed" 2 "SEEDS: each seed once .*, got '1,2,1'" \
+    env PRESET=smoke SEEDS=1,2,1 RUN="$TMP/x" bash data/experiment.sh
 if ! { command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; }; then
     expect "experiment_gpu_preset_needs_gpu" 2 "PRESET=gpu needs a GPU" env PRESET=gpu RUN="$TMP/x" bash data/experiment.sh
 fi
