@@ -249,13 +249,34 @@ static int cmp_size(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-// The hashes of the texts written so far (an stb_ds hash map used as a set).
-typedef struct { uint64_t key; char value; } UsedText;
+// The hashes of the texts written so far: a set, open addressing with linear probing in a
+// power-of-two table at most half full (slot 0 = empty; the hash 0 is a flag of its own).
+// Not stb_ds's hash map: its hash of 8-byte keys shifts bytes >= 128 into an int's sign
+// bit, which UBSan reports for keys like these.
+typedef struct { uint64_t *slot; size_t cap, n; int has_zero; } TextSet;
+
+// Adds h; returns 1 if it was not in the set.
+static int textset_add(TextSet *s, uint64_t h) {
+    if (h == 0) return s->has_zero ? 0 : (s->has_zero = 1);
+    if (2 * (s->n + 1) > s->cap) { // grow and rehash
+        size_t cap = s->cap ? 2 * s->cap : 1024;
+        TextSet g = { calloc(cap, sizeof(uint64_t)), cap, 0, s->has_zero };
+        if (!g.slot) die("out of memory");
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->slot[i]) textset_add(&g, s->slot[i]);
+        free(s->slot);
+        *s = g;
+    }
+    for (size_t i = h & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
+        if (s->slot[i] == h) return 0;
+        if (!s->slot[i]) { s->slot[i] = h; s->n++; return 1; }
+    }
+}
 
 // Draws task after task of family f until one fits split sp (a held-out combination or not
 // as wanted; an instance hashed into this split) and its text is new. All splits share the
 // set of used texts (their hashes), so no prompt and completion occurs twice in a corpus.
-static void sample_draw(Sample *s, const Family *f, int sp, int want_held, Rng *r, UsedText **used, long *draws) {
+static void sample_draw(Sample *s, const Family *f, int sp, int want_held, Rng *r, TextSet *used, long *draws) {
     for (int tries = 0;; tries++) {
         if (tries == 200000) die("%s: no acceptable %s sample after %d draws", f->name, split_names[sp], tries);
         (*draws)++;
@@ -264,10 +285,7 @@ static void sample_draw(Sample *s, const Family *f, int sp, int want_held, Rng *
         if (s->heldout != want_held) continue;
         sample_text(s);
         if (!want_held && instance_split(s->hash) != sp) continue;
-        if (hmgeti(*used, s->hash) < 0) {
-            hmput(*used, s->hash, 1);
-            return;
-        }
+        if (textset_add(used, s->hash)) return;
     }
 }
 
@@ -275,7 +293,7 @@ static int generate(const char *dir, uint64_t seed, const int count[3]) {
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     make_dir(dir);
-    UsedText *used = NULL;
+    TextSet used = { 0 };
     long draws = 0;
     Sample s = { 0 };
     em_init(&s.code, 4);
@@ -304,7 +322,7 @@ static int generate(const char *dir, uint64_t seed, const int count[3]) {
         buf_free(&out);
         free(lens);
     }
-    hmfree(used);
+    free(used.slot);
     buf_free(&s.prompt);
     em_free(&s.code);
     clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -1109,6 +1109,19 @@ static void hostile_checks(const char *cdir, int nfam) {
     }
     hostile_specs(asan, cdir, nfam);
     hostile_inputs(asan, nfam);
+    // generation itself (drawing, writing, the set of used texts) under the sanitizers: no
+    // report, and the same bytes as the plain build
+    unsigned seed = (unsigned)time(NULL) % 100000;
+    int rc = sh("'%s' --out '%s/gen_asan' --seed %u --train 300 --val 30 --test 30 2>'%s/gen_asan.err' && "
+                "'%s' --out '%s/gen_plain' --seed %u --train 300 --val 30 --test 30 2>/dev/null && "
+                "for s in train val test; do cmp -s '%s/gen_asan/'$s.jsonl '%s/gen_plain/'$s.jsonl || exit 1; done",
+                asan, tmpdir, seed, tmpdir, corpus, tmpdir, seed, tmpdir, tmpdir);
+    char err[300];
+    snprintf(err, sizeof err, "%s/gen_asan.err", tmpdir);
+    char *log = slurp(err, NULL);
+    if (rc == 0) printf("PASS generation_sanitized (seed %u: no report, the plain build's bytes)\n", seed);
+    else fail("generation_sanitized", "seed %u, exit %d: %.400s", seed, rc, log ? log : "");
+    free(log);
 }
 
 // ----------------------------------------------------------------------------
