@@ -503,6 +503,8 @@ static int open_splits(Run *r) {
     else if (r->nval == 0 && a->val_frac > 0)
         printf("note: no validation: --val-frac %g of %d samples holds out none (raise it, or give --val-data)\n",
                a->val_frac, nusable);
+    else if (r->nval == 0 && s->val_every > 0)
+        printf("note: --val-every %d does nothing: --val-frac 0 holds out no validation samples\n", s->val_every);
     check_row_length(r);
     r->perm = (int *)CUSET_CALLOC(r->ntrain, sizeof(int));
     r->order = (int *)CUSET_CALLOC(r->ntrain, sizeof(int));

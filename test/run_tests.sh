@@ -283,6 +283,8 @@ expect "synthetic_flag_with_text" 2 "--synthetic-len goes with --data synthetic"
     --synthetic-len 3:9 "${text[@]}" --ckpt "$TMP/v.ckpt"
 expect "text_no_validation_note" 0 "note: no validation: --val-frac 0.01 of 24 samples holds out none" ./train \
     --data "$TMP/tasks.jsonl" "${text_model[@]}" --val-frac 0.01 --ckpt "$TMP/v.ckpt"
+expect "val_every_without_validation" 0 "note: --val-every 1 does nothing: --val-frac 0 holds out no validation" \
+    ./train --data "$TMP/tasks.jsonl" "${text_model[@]}" --val-frac 0 --val-every 1 --ckpt "$TMP/v.ckpt"
 expect "text_nothing_fits" 2 "no sample fits: each prompt fills the row of 8 tokens; raise --seq" ./train \
     --data "$TMP/tasks.jsonl" "${text[@]}" --seq 8 --ckpt "$TMP/v.ckpt"
 expect "export_hf_into_a_file" 1 "--export-hf: .*t2.ckpt exists and is not a directory" ./gen --model "$TMP/t.ckpt" \
