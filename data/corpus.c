@@ -228,10 +228,14 @@ static void write_file(const char *path, const void *data, size_t len) {
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
     FILE *f = fopen(tmp, "wb");
-    if (!f) die("cannot write %s: %s", tmp, strerror(errno));
-    if (len && fwrite(data, 1, len, f) != len) die("cannot write %s: %s", tmp, strerror(errno));
-    if (fclose(f)) die("cannot write %s: %s", tmp, strerror(errno));
-    if (rename(tmp, path)) die("cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    int ok = f && (!len || fwrite(data, 1, len, f) == len);
+    if (f && fclose(f)) ok = 0;
+    if (ok && rename(tmp, path)) ok = 0;
+    if (!ok) { // no half-written file stays behind
+        int e = errno;
+        remove(tmp);
+        die("cannot write %s: %s", path, strerror(e));
+    }
 }
 static void make_dir(const char *path) {
     if (mkdir(path, 0755) && errno != EEXIST) die("cannot create %s: %s", path, strerror(errno));
