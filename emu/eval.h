@@ -1181,7 +1181,12 @@ static void cuset__eval_summary(const char *path, const cuset__EvalTask *tasks, 
         fprintf(f, "}");
     }
     fprintf(f, "]}\n");
-    if (fclose(f) != 0 || rename(tmp, path) != 0) cuset__eval_fail("%s: cannot write: %s", path, strerror(errno));
+    int failed = ferror(f);
+    if (fclose(f) != 0 || failed || rename(tmp, path) != 0) {
+        int e = failed ? EIO : errno;
+        remove(tmp); // nothing half-written stays behind
+        cuset__eval_fail("%s: cannot write: %s (disk full?)", path, strerror(e));
+    }
 }
 
 // Asks the sampler for program p's text (an stb_ds char array in *text). 0, or -1 with a message in err.
@@ -1583,8 +1588,10 @@ static void cuset__eval_record(cuset__EvalRun *R) {
         ty->n_unsupported += r->status == CUSET_EVAL_UNSUPPORTED;
         R->counts[r->status]++;
     }
-    fclose(R->rf);
+    int failed = ferror(R->rf);
+    failed |= fclose(R->rf) != 0; // it flushes what is left
     if (!R->E.keep_dirs) cuset_remove_tree(R->E.root);
+    if (failed) cuset__eval_fail("%s: writing the results failed (disk full?)", R->results_path);
     if (!total)
         cuset__eval_fail("no program to evaluate for tasks %d..%d (check --first, --count and the indexes in %s)", R->first,
                          R->last - 1, R->o->programs_path ? R->o->programs_path : "");
