@@ -264,7 +264,19 @@ typedef struct {
     int *perm, *order, shuffled_epoch; // this epoch's order of the training split
     FILE *log;
     char log_path[4096];
+    int log_failed_at;                 // the first step whose log line could not be written (0: none)
 } Run;
+
+// Pushes the log's lines out; the first failure (a full disk) is said once, and the run goes
+// on: the checkpoint, not the log, is what a run must not lose.
+static void log_flush(Run *r, int step) {
+    if (fflush(r->log) == 0 && !ferror(r->log)) return;
+    if (!r->log_failed_at)
+        fprintf(stderr, "train: warning: --log %s: writing failed at step %d (%s); training goes on, the log misses "
+                        "lines from there\n", r->log_path, step, strerror(errno));
+    if (!r->log_failed_at) r->log_failed_at = step;
+    clearerr(r->log);
+}
 
 // --device: auto takes the GPU when the build has the backend and a device answers.
 static int open_device(Run *r) {
@@ -637,7 +649,7 @@ static void log_step(Run *r, int step, const CusetStats *st, float lr, float nor
                     "\"lr\": %.6e, \"grad_norm\": %.6f, \"tokens_per_s\": %.1f, \"truncated\": %ld, \"elapsed_s\": %.3f}\n",
             step + 1, st->loss, ce, conf, pass, w, lr, norm, tokens / dt, truncated, elapsed);
     fflush(stdout);
-    fflush(r->log);
+    log_flush(r, step + 1);
 }
 
 // Mean objective value and cross-entropy over the held-out samples.
@@ -651,7 +663,7 @@ static int validate(Run *r, int step, CusetBatch *b) {
     double vce = vs.ntok ? vs.ce / vs.ntok : 0;
     printf("val  %5d | loss %.4f | ce %.4f | conf %.3f\n", step + 1, vs.loss, vce, vs.ntok ? vs.conf / vs.ntok : 0);
     fprintf(r->log, "{\"step\": %d, \"val_loss\": %.6f, \"val_ce\": %.6f}\n", step + 1, vs.loss, vce);
-    fflush(r->log);
+    log_flush(r, step + 1);
     return 0;
 }
 
@@ -740,6 +752,7 @@ int main(int argc, char **argv) {
     }
     printf("done: %d steps in %.1fs (%.0f training tok/s); checkpoint %s\n", step - r->start_step, elapsed,
            tokens_done / (train_seconds > 0 ? train_seconds : 1), r->a.ckpt);
+    if (r->log_failed_at) printf("note: the log %s misses lines from step %d (a write failed)\n", r->log_path, r->log_failed_at);
     close_run(r, batches, &val_batch);
     return 0;
 }

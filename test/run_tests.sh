@@ -116,6 +116,11 @@ expect "train_zero_steps" 2 "nothing to do" ./train "${tiny[@]}" --steps 0 --ckp
 expect "train_no_length" 2 "nothing to do" ./train "${tiny[@]}" --ckpt "$TMP/z.ckpt"
 expect "train_steps_and_epochs" 2 "give --steps N or --epochs E, not both" ./train "${tiny[@]}" --steps 1 --epochs 1 \
     --ckpt "$TMP/z.ckpt"
+# a log that cannot be written (/dev/full: a full disk) is said, and the run goes on to its checkpoint
+expect "train_log_disk_full" 0 "warning: --log /dev/full: writing failed at step 1 \(No space left on device\)" \
+    ./train "${tiny[@]}" --steps 2 --ckpt "$TMP/z.ckpt" --log /dev/full
+expect "train_log_disk_full_summary" 0 "note: the log /dev/full misses lines from step 1" \
+    ./train "${tiny[@]}" --steps 2 --ckpt "$TMP/z.ckpt" --log /dev/full
 expect "train_resume_and_init" 2 "give --resume \(continue this run\) or --init FILE \(fine-tune from it\), not both" \
     ./train "${tiny[@]}" --resume --init "$TMP/z.ckpt" --ckpt "$TMP/z.ckpt"
 expect "train_other_objectives_flag" 0 "note: --alpha is eaft's; --objective sft does not use it" ./train "${tiny[@]}" \
