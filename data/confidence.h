@@ -382,7 +382,9 @@ int cuset_conf_analyze_to_json(CusetGPT *m, const CusetTokenizer *tk, const char
     fprintf(text, "model %s, data %s, window l = %d, probe %d tokens\n", model_path, data_path, o->window, o->probe);
     int rc = cuset_conf_analyze_file(m, tk, data_path, o->first, o->count > 0 ? o->count : -1, o->window, o->probe,
                                      o->views, f, text, err, errlen);
-    if (fclose(f) != 0 && !rc) rc = cuset__err(err, errlen, "%s: cannot write: %s", tmp, strerror(errno));
+    int failed = ferror(f); // a flush along the way failed
+    if ((fclose(f) != 0 || failed) && !rc)
+        rc = cuset__err(err, errlen, "%s: cannot write: %s", json_path, failed ? "a write failed (disk full?)" : strerror(errno));
     if (!rc && rename(tmp, json_path)) rc = cuset__err(err, errlen, "%s: cannot rename to %s: %s", tmp, json_path, strerror(errno));
     if (rc) unlink(tmp);
     else fprintf(text, "json: %s\n", json_path);

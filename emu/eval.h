@@ -1183,9 +1183,9 @@ static void cuset__eval_summary(const char *path, const cuset__EvalTask *tasks, 
     fprintf(f, "]}\n");
     int failed = ferror(f);
     if (fclose(f) != 0 || failed || rename(tmp, path) != 0) {
-        int e = failed ? EIO : errno;
+        const char *why = failed ? "a write failed (disk full?)" : strerror(errno);
         remove(tmp); // nothing half-written stays behind
-        cuset__eval_fail("%s: cannot write: %s (disk full?)", path, strerror(e));
+        cuset__eval_fail("%s: cannot write: %s", path, why);
     }
 }
 
