@@ -384,7 +384,8 @@ int cuset_conf_analyze_to_json(CusetGPT *m, const CusetTokenizer *tk, const char
                                      o->views, f, text, err, errlen);
     int failed = ferror(f); // a flush along the way failed
     if ((fclose(f) != 0 || failed) && !rc)
-        rc = cuset__err(err, errlen, "%s: cannot write: %s", json_path, failed ? "a write failed (disk full?)" : strerror(errno));
+        rc = cuset__err(err, errlen, "%s: cannot write: %s", json_path,
+                        failed ? "a write failed (disk full?)" : strerror(errno));
     if (!rc && rename(tmp, json_path)) rc = cuset__err(err, errlen, "%s: cannot rename to %s: %s", tmp, json_path, strerror(errno));
     if (rc) unlink(tmp);
     else fprintf(text, "json: %s\n", json_path);
