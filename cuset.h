@@ -326,6 +326,11 @@ int cuset_sample(const float *logits, int V, float temperature, int top_k, float
 uint64_t cuset_rng_next(uint64_t *state);
 float cuset_rng_uniform(uint64_t *state);   // [0, 1)
 double cuset_time(void);
+// A command-line number, strictly: all of v is a number in [lo, hi], and a whole number
+// when whole (a count). Returns 0 with *out, or -1 with "FLAG expects a [whole ]number in
+// [lo, hi], got 'v'" in err.
+int cuset_parse_number(const char *flag, const char *v, double lo, double hi, int whole, double *out, char *err,
+                       size_t errlen);
 
 // ---------------------------------------------------------------------------------------
 // The GPU backend (cuset.cu, linked when the build has nvcc). Plain C types only: the
@@ -625,6 +630,17 @@ double cuset_time(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+int cuset_parse_number(const char *flag, const char *v, double lo, double hi, int whole, double *out, char *err,
+                       size_t errlen) {
+    char *end;
+    double x = strtod(v, &end);
+    if (*v == '\0' || *end != '\0' || !(x >= lo && x <= hi) || (whole && x != floor(x)))
+        return cuset__err(err, errlen, "%s expects a %snumber in [%.10g, %.10g], got '%s'", flag, whole ? "whole " : "",
+                          lo, hi, v);
+    *out = x;
+    return 0;
 }
 
 CusetObjective cuset_objective_default(CusetObjectiveKind kind) {

@@ -56,16 +56,12 @@ static void fail(const char *msg, const char *arg) {
     exit(2);
 }
 
-// Parses a number flag strictly: the whole string must be a number in [lo, hi], and a
-// whole number when the flag counts something (whole).
+// A number flag's value (cuset_parse_number: in [lo, hi], whole for a count); a bad one
+// ends the program with its message.
 static double num(const char *flag, const char *v, double lo, double hi, int whole) {
-    char *end;
-    double x = strtod(v, &end);
-    if (*v == '\0' || *end != '\0' || !(x >= lo && x <= hi) || (whole && x != floor(x))) {
-        fprintf(stderr, "gen: %s expects a %snumber in [%.10g, %.10g], got '%s'\n", flag, whole ? "whole " : "", lo, hi,
-                v);
-        exit(2);
-    }
+    double x = 0;
+    char err[300];
+    if (cuset_parse_number(flag, v, lo, hi, whole, &x, err, sizeof err)) fail(err, "");
     return x;
 }
 

@@ -85,17 +85,12 @@ static void fail(const char *fmt, const char *a, const char *b) {
     exit(2);
 }
 
-// Parses a number flag strictly: the whole string must be a number in [lo, hi], and a
-// whole number when the flag counts something (whole).
+// A number flag's value (cuset_parse_number: in [lo, hi], whole for a count); a bad one
+// ends the program with its message.
 static double num(const char *flag, const char *v, double lo, double hi, int whole) {
-    char *end;
-    double x = strtod(v, &end);
-    if (*v == '\0' || *end != '\0' || !(x >= lo && x <= hi) || (whole && x != floor(x))) {
-        char range[128];
-        snprintf(range, sizeof range, "%s expects a %snumber in [%.10g, %.10g], got '%%s'", flag, whole ? "whole " : "",
-                 lo, hi);
-        fail(range, v, "");
-    }
+    double x = 0;
+    char err[300];
+    if (cuset_parse_number(flag, v, lo, hi, whole, &x, err, sizeof err)) fail("%s%s", err, "");
     return x;
 }
 
@@ -194,9 +189,10 @@ static void parse_args(int argc, char **argv, Args *a) {
             for (int j = 0; j < CUSET_OBJ_COUNT; j++) if (!strcmp(v, cuset_objective_names[j])) kind = j;
             if (kind < 0) fail("unknown objective '%s' (sft, dft, profit, eaft, asft or cuset)%s", v, "");
             a->s.obj.kind = kind;
-        } else if (setting >= 0) setting_set(&a->s, setting,
-                        num(k, v, setting_flags[setting].lo, setting_flags[setting].hi, setting_flags[setting].type == 'i'));
-        else if (!strcmp(k, "--data")) a->data = v;
+        } else if (setting >= 0) {
+            int whole = setting_flags[setting].type == 'i';
+            setting_set(&a->s, setting, num(k, v, setting_flags[setting].lo, setting_flags[setting].hi, whole));
+        } else if (!strcmp(k, "--data")) a->data = v;
         else if (!strcmp(k, "--synthetic-n")) a->synthetic_n = (int)num(k, v, 2, 1e8, 1);
         else if (!strcmp(k, "--synthetic-len")) {
             int used = 0;
@@ -271,10 +267,11 @@ typedef struct {
 // on: the checkpoint, not the log, is what a run must not lose.
 static void log_flush(Run *r, int step) {
     if (fflush(r->log) == 0 && !ferror(r->log)) return;
-    if (!r->log_failed_at)
+    if (!r->log_failed_at) {
         fprintf(stderr, "train: warning: --log %s: writing failed at step %d (%s); training goes on, the log misses "
                         "lines from there\n", r->log_path, step, strerror(errno));
-    if (!r->log_failed_at) r->log_failed_at = step;
+        r->log_failed_at = step;
+    }
     clearerr(r->log);
 }
 

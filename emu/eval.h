@@ -261,12 +261,9 @@ int cuset_eval_option(CusetEvalOpts *o, const char *flag, const char *value, cha
     for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++) {
         if (strcmp(flag, numbers[i].flag)) continue;
         if (!value) return cuset__err(err, errlen, "missing value for %s", flag);
-        char *end;
-        double x = strtod(value, &end);
+        double x = 0;
         int whole = numbers[i].to_int != NULL; // a count
-        if (!*value || *end || !(x >= numbers[i].lo && x <= numbers[i].hi) || (whole && x != floor(x)))
-            return cuset__err(err, errlen, "%s expects a %snumber in [%.10g, %.10g], got '%s'", flag,
-                              whole ? "whole " : "", numbers[i].lo, numbers[i].hi, value);
+        if (cuset_parse_number(flag, value, numbers[i].lo, numbers[i].hi, whole, &x, err, errlen)) return -1;
         if (numbers[i].to_int) *numbers[i].to_int = (int)x; else *numbers[i].to = x;
         return 2;
     }

@@ -453,6 +453,27 @@ static void test_split(void) {
     cuset_dataset_free(&d);
 }
 
+// Command-line numbers: by hand, what is taken and what is refused, and the message.
+static void test_parse_number(void) {
+    static const struct { const char *v; int whole; int ok; double want; } cases[] = {
+        {"3", 1, 1, 3}, {"1e3", 1, 1, 1000}, {"0.25", 0, 1, 0.25}, {"10", 1, 1, 10}, {"0", 1, 1, 0},
+        {"1.5", 1, 0, 0}, {"1.5", 0, 1, 1.5}, {"", 1, 0, 0}, {"abc", 0, 0, 0}, {"2x", 1, 0, 0}, {"1001", 1, 0, 0},
+        {"-1", 1, 0, 0}, {"nan", 0, 0, 0}, {"inf", 0, 0, 0}, {"1e999", 0, 0, 0}};
+    int bad = -1;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases && bad < 0; i++) {
+        double x = -7;
+        char err[200] = "";
+        int rc = cuset_parse_number("--n", cases[i].v, 0, 1000, cases[i].whole, &x, err, sizeof err);
+        if (cases[i].ok ? rc != 0 || x != cases[i].want : rc != -1 || x != -7 || !strstr(err, "--n expects a")) bad = (int)i;
+    }
+    check(bad < 0, "parse_number_cases", "case %d ('%s', whole %d)", bad, bad < 0 ? "" : cases[bad].v,
+          bad < 0 ? 0 : cases[bad].whole);
+    char err[200];
+    double x;
+    cuset_parse_number("--steps", "1.5", 0, 1e9, 1, &x, err, sizeof err);
+    check(!strcmp(err, "--steps expects a whole number in [0, 1000000000], got '1.5'"), "parse_number_message", "'%s'", err);
+}
+
 // ---- checkpoints ------------------------------------------------------------------------------------
 
 static void write_bytes(const char *path, const void *p, size_t n) {
@@ -605,6 +626,7 @@ int main(void) {
     test_attention_flash();
     test_batches();
     test_split();
+    test_parse_number();
     test_sampling();
     test_determinism();
     test_checkpoints();
