@@ -433,8 +433,9 @@ int main(int argc, char **argv) {
     if (a.pick_flag && !a.ev.tasks_path && !a.analyze_path) fail(a.pick_flag, " goes with --eval or --analyze");
     if (a.index_given && !a.prompt_jsonl) fail("--index goes with --prompt-jsonl FILE", "");
     int sampling = !a.analyze_path && !a.info_only && !a.export_dir; // a prompt, or --eval
+    int from_prompt = sampling && !a.ev.tasks_path;
     if (a.sample_flag && !sampling) fail(a.sample_flag, " goes with a prompt or --eval (it is an option of sampling)");
-    if (a.prompt_flag && !(sampling && !a.ev.tasks_path)) fail(a.prompt_flag, " goes with a prompt");
+    if (a.prompt_flag && !from_prompt) fail(a.prompt_flag, " goes with a prompt");
     if (a.sample_flag && a.ev.programs_path) fail(a.sample_flag, " goes with sampling, not with --programs (programs given)");
     if (a.analyze_path) {
         if (!a.model_path) fail("--analyze needs --model FILE", "");

@@ -507,13 +507,15 @@ static int open_splits(Run *r) {
         fprintf(stderr, "train: no sample fits: each prompt fills the row of %d tokens; raise --seq (and --ctx)\n", s->T);
         return 2;
     }
-    if (r->nval == 0 && r->val != &r->data)
-        printf("note: no validation: every --val-data sample's prompt fills the row of %d tokens\n", s->T);
-    else if (r->nval == 0 && a->val_frac > 0)
-        printf("note: no validation: --val-frac %g of %d samples holds out none (raise it, or give --val-data)\n",
-               a->val_frac, nusable);
-    else if (r->nval == 0 && s->val_every > 0)
-        printf("note: --val-every %d does nothing: --val-frac 0 holds out no validation samples\n", s->val_every);
+    if (r->nval == 0) { // say why there is no validation, unless --val-frac 0 asked for none
+        if (r->val != &r->data)
+            printf("note: no validation: every --val-data sample's prompt fills the row of %d tokens\n", s->T);
+        else if (a->val_frac > 0)
+            printf("note: no validation: --val-frac %g of %d samples holds out none (raise it, or give --val-data)\n",
+                   a->val_frac, nusable);
+        else if (s->val_every > 0)
+            printf("note: --val-every %d does nothing: --val-frac 0 holds out no validation samples\n", s->val_every);
+    }
     check_row_length(r);
     r->perm = (int *)CUSET_CALLOC(r->ntrain, sizeof(int));
     r->order = (int *)CUSET_CALLOC(r->ntrain, sizeof(int));

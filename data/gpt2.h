@@ -1229,9 +1229,8 @@ int cuset_gpt2_export(const char *dir, const CusetGPT *m, const CusetTokenizer *
     const CusetConfig *c = &m->cfg;
     if (tk->vocab_size > c->vocab_size)
         return cuset__err(err, errlen, "export: the tokenizer has %d ids, the model only %d", tk->vocab_size, c->vocab_size);
-    struct stat st;
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) return cuset__err(err, errlen, "%s: cannot create: %s", dir, strerror(errno));
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    if (!cuset__g2_is_dir(dir))
         return cuset__err(err, errlen, "%s exists and is not a directory: give a directory to export into", dir);
     char *j = NULL;
     cuset__g2_printf(&j, "{\"architectures\":[\"GPT2LMHeadModel\"],\"model_type\":\"gpt2\",\"vocab_size\":%d,"
