@@ -734,6 +734,11 @@ inline void run_grid(const Config &c) {
     }
     g_in_kernel = false;
 }
+// A kernel argument written NULL or 0 (nvcc-emu writes Zero{} for it): it becomes the
+// parameter's zero, a null pointer or a 0, as the literal would in the call.
+struct Zero {
+    template <class T> constexpr operator T() const { return T(); }
+};
 // Arguments are evaluated once on the host and kept as decayed copies; every thread calls
 // the kernel with them (a by-value kernel parameter is then a per-thread copy, as on a GPU).
 template <class F, class... A>

@@ -17,7 +17,7 @@
 // 1. A launch  KERNEL<<<G, B[, S[, ST]]>>>(ARGS)  becomes
 //      ::cuemu::launch(::cuemu::Config(G, B[, S[, ST]]), "KERNEL", __FILE__, __LINE__,
 //                      [&](auto &...cuemu_a_) { KERNEL(cuemu_a_...); }[, ARGS])
-//    (an argument that is exactly NULL is written nullptr: see rewrite_launch)
+//    (an argument that is exactly NULL or a literal 0 is written ::cuemu::Zero{}: see rewrite_launch)
 //    KERNEL is the expression before <<<: an identifier, optionally qualified (ns::k), with
 //    template arguments (k<float, (N > 4)>), subscripted (ks[i]) or parenthesised. The
 //    config and ARGS are copied verbatim; the string is KERNEL's text with " and \ escaped
@@ -383,6 +383,17 @@ static int kernel_start(int j) {
     }
 }
 
+// Whether token k is an integer literal of value 0 (0, 0u, 0L, 0x0, 000, ...): a null
+// pointer constant.
+static int is_zero_literal(int k) {
+    const char *p = src + toks[k].s, *e = src + toks[k].e;
+    if (p == e || *p != '0') return 0;
+    if (e - p > 2 && (p[1] == 'x' || p[1] == 'X')) p += 2;
+    while (p < e && *p == '0') p++;
+    while (p < e && strchr("uUlL", *p)) p++;
+    return p == e;
+}
+
 static void escape_into(Buf *b, size_t s, size_t e) { // a string literal's contents, newlines as spaces
     for (size_t i = s; i < e; i++) {
         size_t k = newline_after_backslash(i);
@@ -429,14 +440,15 @@ static int rewrite_launch(int k) {
     if (rp > lp + 1) buf_puts(&b, ", ");
     pad_newlines(&b, toks[ks].s, toks[lp].e, pp != 0);
     edit(toks[ks].s, toks[lp].e, &b);
-    // An argument that is just NULL becomes nullptr: the arguments are copied once into a
-    // tuple by type, and NULL's integer type would not convert to the kernel's pointer.
+    // An argument that is just NULL or an integer literal 0 becomes ::cuemu::Zero{}: the
+    // arguments are copied once into a tuple by type, where an int would not convert to the
+    // kernel's pointer; a Zero converts to whatever the parameter is, as the literal does.
     for (int j = lp + 1, arg_start = lp + 1; j <= rp; j++) {
         if (j < rp && is_open(j)) { if ((j = match_fwd(j)) < 0) break; continue; }
         if (j < rp && !tok_is(j, ",")) continue;
-        if (j == arg_start + 1 && tok_is(arg_start, "NULL")) {
+        if (j == arg_start + 1 && (tok_is(arg_start, "NULL") || is_zero_literal(arg_start))) {
             Buf n = { 0 };
-            buf_puts(&n, "nullptr");
+            buf_puts(&n, "::cuemu::Zero{}");
             edit(toks[arg_start].s, toks[arg_start].e, &n);
         }
         arg_start = j + 1;

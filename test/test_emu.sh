@@ -39,7 +39,7 @@ expect_ok() {
 
 # Correct programs: plain order, then a reordered run (results must not depend on order).
 for t in reduce_shared warp_shuffle block_scan matmul_tiled histogram votes cg_reduce wmma_gemm half_convert \
-         grid_index errors; do
+         grid_index errors zero_args; do
     build $t $t || continue
     expect_ok "$t" $t
     expect_ok "$t (CUEMU_REORDER=3)" $t CUEMU_REORDER=3

@@ -46,12 +46,12 @@ EOF
 rewrite null_arguments 3<<'EOF' 4<<'EOF'
 void f() {
     k<<<1, 32>>>(NULL, n, f(NULL), (int *)NULL,
-                 NULL);
+                 NULL, 0, 0u, 0x0UL, 00, 0.0f, 0x, 10, n - 0, (0));
 }
 EOF
 void f() {
-    ::cuemu::launch(::cuemu::Config(1, 32), "k", __FILE__, __LINE__, [&](auto &...cuemu_a_) { k(cuemu_a_...); }, nullptr, n, f(NULL), (int *)NULL,
-                 nullptr);
+    ::cuemu::launch(::cuemu::Config(1, 32), "k", __FILE__, __LINE__, [&](auto &...cuemu_a_) { k(cuemu_a_...); }, ::cuemu::Zero{}, n, f(NULL), (int *)NULL,
+                 ::cuemu::Zero{}, ::cuemu::Zero{}, ::cuemu::Zero{}, ::cuemu::Zero{}, ::cuemu::Zero{}, 0.0f, 0x, 10, n - 0, (0));
 }
 EOF
 
