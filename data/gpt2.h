@@ -1074,19 +1074,26 @@ int cuset_gpt2_import(const char *path, const char *tok_path, CusetGPT *m, Cuset
 
 // ---- export: a Hugging Face directory ------------------------------------------------------------
 
-// Writes n bytes to dir/name through a temporary file and a rename.
-static int cuset__g2_write(const char *dir, const char *name, const void *data, size_t n, char *err, size_t errlen) {
-    char path[4096], tmp[4200];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+// The files of an export. Each is first written to NAME.tmp.PID (cuset__g2_stage); only when
+// all four are written are they renamed into place, so a failed export (a full disk) leaves
+// the directory as it was, not a new config.json beside an older model.
+static const char *const cuset__g2_export_files[] = { "config.json", "model.safetensors", "tokenizer.json",
+                                                      "tokenizer_config.json" };
+static void cuset__g2_staged(char *tmp, size_t n, const char *dir, const char *name) {
+    snprintf(tmp, n, "%s/%s.tmp.%d", dir, name, (int)getpid());
+}
+// Writes n bytes to dir/name's temporary.
+static int cuset__g2_stage(const char *dir, const char *name, const void *data, size_t n, char *err, size_t errlen) {
+    char tmp[4200];
+    cuset__g2_staged(tmp, sizeof tmp, dir, name);
     FILE *f = fopen(tmp, "wb");
     if (!f) return cuset__err(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
     int ok = fwrite(data, 1, n, f) == n;
     ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
+    if (!ok) {
         int e = errno;
         remove(tmp);
-        return cuset__err(err, errlen, "%s: write failed: %s", path, strerror(e));
+        return cuset__err(err, errlen, "%s/%s: write failed: %s", dir, name, strerror(e));
     }
     return 0;
 }
@@ -1133,7 +1140,7 @@ static int cuset__g2_export_weights(const char *dir, const CusetGPT *m, char *er
     for (int i = 0; i < 8; i++) file[i] = (unsigned char)((uint64_t)hlen >> 8 * i);
     memcpy(file + 8, h, hlen);
     memcpy(file + 8 + hlen, data, at);
-    int rc = cuset__g2_write(dir, "model.safetensors", file, total, err, errlen);
+    int rc = cuset__g2_stage(dir, "model.safetensors", file, total, err, errlen);
     free(file);
     arrfree(h);
     arrfree(data);
@@ -1209,14 +1216,14 @@ static int cuset__g2_export_tokenizer(const char *dir, const CusetTokenizer *tk,
             arrfree(pair);
         }
         cuset__g2_printf(&j, "]}}\n");
-        rc = cuset__g2_write(dir, "tokenizer.json", j, arrlenu(j), err, errlen);
+        rc = cuset__g2_stage(dir, "tokenizer.json", j, arrlenu(j), err, errlen);
     }
     if (!rc) {
         const char *e = cuset__g2_special[CUSET_TOK_EOS - CUSET_TOK_NBYTES];
         arrsetlen(j, 0);
         cuset__g2_printf(&j, "{\"tokenizer_class\":\"GPT2TokenizerFast\",\"model_max_length\":%d,\"add_prefix_space\":false,"
                          "\"bos_token\":\"%s\",\"eos_token\":\"%s\",\"unk_token\":\"%s\"}\n", max_len, e, e, e);
-        rc = cuset__g2_write(dir, "tokenizer_config.json", j, arrlenu(j), err, errlen);
+        rc = cuset__g2_stage(dir, "tokenizer_config.json", j, arrlenu(j), err, errlen);
     }
     arrfree(j);
     for (int id = 0; id < V; id++) arrfree(text[id]);
@@ -1242,10 +1249,19 @@ int cuset_gpt2_export(const char *dir, const CusetGPT *m, const CusetTokenizer *
                      "\"bos_token_id\":%d,\"eos_token_id\":%d}\n",
                      c->vocab_size, c->max_seq_len, c->max_seq_len, c->n_embd, c->n_layer, c->n_head, CUSET_TOK_EOS,
                      CUSET_TOK_EOS);
-    int rc = cuset__g2_write(dir, "config.json", j, arrlenu(j), err, errlen);
+    int rc = cuset__g2_stage(dir, "config.json", j, arrlenu(j), err, errlen);
     arrfree(j);
     if (!rc) rc = cuset__g2_export_weights(dir, m, err, errlen);
     if (!rc) rc = cuset__g2_export_tokenizer(dir, tk, c->max_seq_len, err, errlen);
+    for (int i = 0; i < 4; i++) { // all four written: into place; otherwise none
+        const char *name = cuset__g2_export_files[i];
+        char tmp[4200], path[4200];
+        cuset__g2_staged(tmp, sizeof tmp, dir, name);
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        if (!rc && rename(tmp, path) != 0)
+            rc = cuset__err(err, errlen, "%s: cannot rename into place: %s", path, strerror(errno));
+        if (rc) remove(tmp);
+    }
     return rc;
 }
 

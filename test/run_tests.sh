@@ -300,6 +300,16 @@ expect "finetune_rejects_foreign_tok_file" 1 "another tokenizer than the checkpo
     --data "$TMP/tasks.jsonl.tok" --seq 96 --batch 4 --steps 1 --ckpt "$TMP/ft3.ckpt"
 expect "finetune_uses_checkpoint_tokenizer" 0 "tokenized with the model's tokenizer" ./train --init "$TMP/k.ckpt" \
     --data "$TMP/tasks.jsonl" --seq 96 --batch 4 --steps 1 --ckpt "$TMP/ft2.ckpt"
+# An export that fails part-way (a file-size limit here, as a full disk) leaves the directory
+# as it was: the earlier export's files, no temporary, no new config.json beside the old model.
+./gen --model "$TMP/k.ckpt" --export-hf "$TMP/hf_keep" >/dev/null 2>&1
+before=$(cat "$TMP"/hf_keep/* | cksum)
+./train --data "$TMP/kernels/" "${text[@]}" --layers 2 --val-frac 0 --ckpt "$TMP/k2.ckpt" >/dev/null 2>&1
+expect "export_hf_failure_keeps_directory" 1 "model.safetensors: write failed" \
+    bash -c "trap '' XFSZ; ulimit -f 8; exec ./gen --model '$TMP/k2.ckpt' --export-hf '$TMP/hf_keep'"
+[ "$(cat "$TMP"/hf_keep/* | cksum)" = "$before" ] && [ "$(ls "$TMP/hf_keep" | wc -l)" -eq 4 ] \
+    && ok "export_hf_failure_leaves_files_as_they_were" \
+    || bad "export_hf_failure_leaves_files_as_they_were" "$(ls "$TMP/hf_keep" | tr '\n' ' ')"
 expect "finetune_text_on_synthetic_model" 2 "has no tokenizer" ./train --init "$TMP/full.ckpt" --data "$TMP/tasks.jsonl" \
     --seq 32 --steps 1 --ckpt "$TMP/ft4.ckpt"
 printf '{"prompt": "a", "completion": "b"}\n{"prompt": "a", "completion": "b\\q"}\n' >"$TMP/bad.jsonl"
