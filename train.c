@@ -255,6 +255,7 @@ typedef struct {
     CusetTokenizer tk;
     CusetCheckpointInfo info;          // of --resume / --init
     int have_model, start_step, synthetic;
+    int saved_step;                    // the step --ckpt holds from this run or the resumed one (-1: none)
     CusetDataset data, val_data, *val; // val: &data (held out) or &val_data (--val-data)
     int *train_ids, *val_ids, *val_order, ntrain, nval;
     int *perm, *order, shuffled_epoch; // this epoch's order of the training split
@@ -374,7 +375,7 @@ static int open_checkpoint(Run *r) {
             return 1;
         }
         a->s = r->info.settings; // a resumed run continues with the settings it started with
-        r->start_step = r->info.step;
+        r->start_step = r->saved_step = r->info.step;
         if (r->info.has_reference) r->ref = &r->ref_model;
         printf("resuming %s at step %d of %d\n", path, r->start_step, a->s.steps);
     } else {
@@ -666,15 +667,32 @@ static int validate(Run *r, int step, CusetBatch *b) {
     return 0;
 }
 
+// Saves the run at step. When --ckpt cannot be written (a full disk, a directory removed
+// meanwhile), the run goes to a rescue file in $TMPDIR (or /tmp) instead, so that its work is
+// not lost, and stops: 1.
 static int save(Run *r, int step) {
-    char err[512];
+    char err[512], rescue[4096];
     CusetCheckpointInfo out = {.cfg = r->model.cfg, .step = step, .data_fingerprint = r->data.fingerprint, .settings = *r->s};
+    const CusetTokenizer *tk = r->synthetic ? NULL : &r->tk;
     if (r->gpu) cuset_cuda_model_download(r->gpu, &r->model); // parameters and moments, for the checkpoint
-    if (cuset_checkpoint_save_tok(r->a.ckpt, &r->model, r->ref, r->synthetic ? NULL : &r->tk, &out, 1, err, sizeof err)) {
-        fprintf(stderr, "train: %s\n", err);
-        return 1;
+    if (!cuset_checkpoint_save_tok(r->a.ckpt, &r->model, r->ref, tk, &out, 1, err, sizeof err)) {
+        r->saved_step = step;
+        return 0;
     }
-    return 0;
+    fprintf(stderr, "train: step %d: %s\n", step, err);
+    const char *tmpdir = getenv("TMPDIR"), *name = strrchr(r->a.ckpt, '/');
+    snprintf(rescue, sizeof rescue, "%s/%s.rescue.%d", tmpdir && *tmpdir ? tmpdir : "/tmp", name ? name + 1 : r->a.ckpt,
+             (int)getpid());
+    char last[64] = "it has no save of this run";
+    if (r->saved_step >= 0) snprintf(last, sizeof last, "its last save was step %d", r->saved_step);
+    if (cuset_checkpoint_save_tok(rescue, &r->model, r->ref, tk, &out, 1, err, sizeof err))
+        fprintf(stderr, "train: the rescue copy failed too (%s): the steps after %s's last save are lost (%s)\n", err,
+                r->a.ckpt, last);
+    else
+        fprintf(stderr, "train: step %d saved to %s instead (%s: %s); once it can be written, mv %s %s%s%s\n", step,
+                rescue, r->a.ckpt, last, rescue, r->a.ckpt, step < r->s->steps ? " and continue with --resume --ckpt " : "",
+                step < r->s->steps ? r->a.ckpt : "");
+    return 1;
 }
 
 static void close_run(Run *r, CusetBatch *batches, CusetBatch *val_batch) {
@@ -691,7 +709,7 @@ static void close_run(Run *r, CusetBatch *batches, CusetBatch *val_batch) {
 }
 
 int main(int argc, char **argv) {
-    Run run = {0}, *r = &run;
+    Run run = {.saved_step = -1}, *r = &run;
     parse_args(argc, argv, &r->a);
     r->s = &r->a.s;
 #ifdef _OPENMP

@@ -196,6 +196,20 @@ if kill -9 $pid 2>/dev/null; then
     ./train --resume --ckpt "$TMP/c.ckpt" "${tiny[@]}" --log "$TMP/c.jsonl" --quiet >/dev/null 2>&1
     same_losses "sigkill_resume_is_exact" "$TMP/c_ref.jsonl" "$TMP/c.jsonl"
 else bad "sigkill_resume_is_exact" "the run ended before it could be killed"; fi
+# a checkpoint that cannot be written at the end (its directory removed during the run, as a
+# full disk would) goes to a rescue file in $TMPDIR, from which the run resumes exactly
+mkdir -p "$TMP/gone"
+TMPDIR="$TMP" "${crash[@]}" --ckpt "$TMP/gone/g.ckpt" --log "$TMP/g.jsonl" >"$TMP/g.out" 2>&1 &
+pid=$!
+for _ in $(seq 200); do n=$(grep -c loss "$TMP/g.jsonl" 2>/dev/null); [ "${n:-0}" -ge 3 ] && break; sleep 0.05; done
+rm -rf "$TMP/gone"; kill -INT $pid; wait $pid; rc=$?
+rescue=$(ls "$TMP"/g.ckpt.rescue.* 2>/dev/null)
+if [ $rc -eq 1 ] && [ -f "$rescue" ] && grep -q "saved to .*rescue.* instead (.*g.ckpt: it has no save" "$TMP/g.out"; then
+    ok "unwritable_checkpoint_goes_to_rescue_file"
+else bad "unwritable_checkpoint_goes_to_rescue_file" "exit $rc: $(tail -1 "$TMP/g.out")"; fi
+mkdir -p "$TMP/gone" && mv "$rescue" "$TMP/gone/g.ckpt" 2>/dev/null
+./train --resume --ckpt "$TMP/gone/g.ckpt" "${tiny[@]}" --log "$TMP/g.jsonl" --quiet >/dev/null 2>&1
+same_losses "rescue_resume_is_exact" "$TMP/c_ref.jsonl" "$TMP/g.jsonl"
 expect "resume_other_data" 1 "data differs" ./train --resume --ckpt "$TMP/p.ckpt" "${tiny[@]}" --synthetic-n 65 --log "$TMP/x.jsonl"
 head -c 5000 "$TMP/full.ckpt" >"$TMP/trunc.ckpt"
 expect "resume_truncated" 1 "truncated: file has 5000 bytes" ./train --resume --ckpt "$TMP/trunc.ckpt" --log "$TMP/x.jsonl"
