@@ -734,10 +734,10 @@ inline void run_grid(const Config &c) {
     }
     g_in_kernel = false;
 }
-// A kernel argument written NULL or 0 (nvcc-emu writes Zero{} for it): it becomes the
-// parameter's zero, a null pointer or a 0, as the literal would in the call.
+// A kernel argument written NULL or 0 (nvcc-emu writes Zero{} for it): it becomes what the
+// literal 0 would as the parameter, a null pointer, a 0, a dim3(0).
 struct Zero {
-    template <class T> constexpr operator T() const { return T(); }
+    template <class T> constexpr operator T() const { return T(0); }
 };
 // Arguments are evaluated once on the host and kept as decayed copies; every thread calls
 // the kernel with them (a by-value kernel parameter is then a per-thread copy, as on a GPU).

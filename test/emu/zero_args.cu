@@ -1,6 +1,7 @@
 // Kernel arguments written as the literal 0 or NULL, as CUDA code passes an absent optional
 // pointer or a zero count: each becomes the parameter's zero (a null pointer, 0, 0.0f), in
-// plain and template kernels; checked against a CPU reference.
+// plain and template kernels, and a dim3 made from it (0, 1, 1); checked against a CPU
+// reference.
 #include <cuda_runtime.h>
 #include "common.h"
 
@@ -13,6 +14,10 @@ __global__ void affine(const float *bias, float *y, int n, float scale, long off
 template <typename T> __global__ void fill(const T *bias, T *y, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] = bias ? bias[i] : T(2);
+}
+// out = (d.x, d.y, d.z).
+__global__ void dims(dim3 d, unsigned *out) {
+    out[0] = d.x, out[1] = d.y, out[2] = d.z;
 }
 
 int main(int argc, char **argv) {
@@ -42,6 +47,11 @@ int main(int argc, char **argv) {
     fill<int><<<1, 128>>>(NULL, di, n);
     CHECK(cudaMemcpy(goti, di, sizeof goti, cudaMemcpyDeviceToHost));
     for (int i = 0; i < n; i++) bad += goti[i] != 2;
+    unsigned *dd, d[3];
+    CHECK(cudaMalloc(&dd, sizeof d));
+    dims<<<1, 1>>>(0, dd);
+    CHECK(cudaMemcpy(d, dd, sizeof d, cudaMemcpyDeviceToHost));
+    bad += d[0] != 0 || d[1] != 1 || d[2] != 1;
     CHECK(cudaGetLastError());
     printf("%s %d wrong values\n", bad ? "MISMATCH" : "OK", bad);
     return bad != 0;
