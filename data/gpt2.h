@@ -883,7 +883,7 @@ static int cuset__g2_load_vocab_merges(cuset__g2_vocab *v, const char *dir, char
     rc = cuset__g2_read_vocab(v, &j, 0, -1, &map, vpath, err, errlen);
     const char *p = (const char *)mf.data, *e = p + mf.size;
     for (int rank = 0, line = 1; p < e && !rc; line++) {
-        const char *nl = memchr(p, '\n', (size_t)(e - p));
+        const char *nl = (const char *)memchr(p, '\n', (size_t)(e - p));
         if (!nl) nl = e;
         char buf[2 * CUSET_TOK_MAX_GPT2_TOKEN + 2];
         size_t n = (size_t)(nl - p);

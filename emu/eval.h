@@ -236,7 +236,7 @@ const char cuset_eval_usage[] =
     "Without a working bubblewrap gen refuses to run programs unless --unsafe-no-sandbox.\n";
 
 CusetEvalOpts cuset_eval_defaults(void) {
-    CusetEvalOpts o = {.k_list = "1,3", .runner = "auto", .timeout = 30, .compile_timeout = 120, .disk_mib = 1024};
+    CusetEvalOpts o = {.runner = "auto", .k_list = "1,3", .timeout = 30, .compile_timeout = 120, .disk_mib = 1024};
     return o;
 }
 
@@ -882,7 +882,7 @@ static int cuset__eval_build_emu(const cuset__EvalEnv *E, const char *dir, cuset
 static int cuset__eval_execute(const cuset__EvalEnv *E, const char *dir, uint64_t as, cuset__EvalResult *res) {
     char err_path[4200], head[600];
     CusetRunResult r;
-    char *argv[] = {E->use_gpu ? "./prog" : "./prog_emu", NULL};
+    char *argv[] = {(char *)(E->use_gpu ? "./prog" : "./prog_emu"), NULL};
     cuset__eval_run(E, argv, dir, "run", 1, as, &r, err_path, sizeof err_path);
     res->exit_code = r.exit_code;
     res->signal = r.signal;
