@@ -956,6 +956,31 @@ static void cuset__eval_on_signal(int sig) { // Ctrl-C: take the running program
     raise(sig);
 }
 
+// A guardian removes the work directory root when gen ends without doing so (Ctrl-C, a
+// kill, a crash; after a normal end it finds nothing left). It is a grandchild, so no wait()
+// of gen's sees it, and it waits for end-of-file on a pipe whose write end only gen and its
+// workers hold: close-on-exec, so the compilers and programs they run do not keep it open.
+static void cuset__eval_guard(const char *root) {
+    int fd[2];
+    if (pipe(fd)) return; // no guardian: then an interrupted run leaves the directory behind
+    fcntl(fd[1], F_SETFD, FD_CLOEXEC);
+    pid_t child = fork();
+    if (child == 0) {
+        if (fork() == 0) {
+            signal(SIGINT, SIG_IGN); // Ctrl-C reaches the whole process group, the guardian too
+            signal(SIGTERM, SIG_IGN);
+            for (int f = 0; f < 1024; f++)
+                if (f != fd[0]) close(f); // holds nobody's output open
+            char c;
+            while (read(fd[0], &c, 1) < 0 && errno == EINTR) {}
+            cuset_remove_tree(root);
+        }
+        _exit(0);
+    }
+    if (child > 0) waitpid(child, NULL, 0);
+    close(fd[0]);
+}
+
 // Materializes task index into dir with data/corpus. 0, or -1 with its message in err.
 static int cuset__eval_materialize(const cuset__EvalEnv *E, int index, const char *dir, char *err, size_t errlen) {
     char idx[32], log[4200];
@@ -1444,6 +1469,7 @@ static void cuset__eval_open_run(cuset__EvalRun *R) {
         cuset_remove_tree(E->root);
         cuset__eval_fail("the sandbox: %s (or set TMPDIR to a directory open to others)", err);
     }
+    if (!E->keep_dirs) cuset__eval_guard(E->root);
     signal(SIGINT, cuset__eval_on_signal);
     signal(SIGTERM, cuset__eval_on_signal);
     fprintf(stderr, "eval: %s tasks %d..%d of %d; compiler %s; runner %s; work in %s; %s\n", o->tasks_path, R->first,

@@ -352,6 +352,20 @@ echo "== evaluation: pass@k, the sandboxed runner, gen --eval end to end (test/t
 tally < <(./test/test_eval; echo "exit $?" >"$TMP/rc")
 grep -q "exit 0" "$TMP/rc" || bad "test_eval_exit" "$(cat "$TMP/rc")"
 
+# Ctrl-C during gen --eval leaves no work directory behind (its guardian removes it)
+./data/corpus --out "$TMP/evi" --families elementwise_binary --train 1 --val 1 --test 6 --seed 5 >/dev/null 2>&1
+"$PYTHON" -c 'import json, sys
+for i, l in enumerate(open(sys.argv[1])): print(json.dumps({"index": i, "program": json.loads(l)["completion"]}))' \
+    "$TMP/evi/test.jsonl" >"$TMP/evi/programs.jsonl"
+mkdir -p "$TMP/evi/tmp" && chmod o+x "$TMP" "$TMP/evi" "$TMP/evi/tmp" # the programs run as nobody under root
+TMPDIR="$TMP/evi/tmp" ./gen --eval "$TMP/evi/test.jsonl" --programs "$TMP/evi/programs.jsonl" >"$TMP/evi/out" 2>&1 &
+pid=$!
+for _ in $(seq 300); do grep -q "task test-00000" "$TMP/evi/out" && break; sleep 0.1; done
+kill -INT $pid; wait $pid
+for _ in $(seq 100); do [ -z "$(ls "$TMP/evi/tmp")" ] && break; sleep 0.1; done
+if grep -q "task test-00000" "$TMP/evi/out" && [ -z "$(ls "$TMP/evi/tmp")" ]; then ok "eval_interrupted_leaves_no_work_dir"
+else bad "eval_interrupted_leaves_no_work_dir" "left: $(ls "$TMP/evi/tmp") $(tail -c 200 "$TMP/evi/out")"; fi
+
 echo "== the sandbox: hostile generated programs through gen --eval are contained (test/test_sandbox)"
 tally < <(./test/test_sandbox; echo "exit $?" >"$TMP/rc")
 grep -q "exit 0" "$TMP/rc" || bad "test_sandbox_exit" "$(cat "$TMP/rc")"
