@@ -79,8 +79,10 @@ fuzz-%: test/fuzz_%.c cuset.h $(DATA_H)
 	CUSET_FUZZ_SEED_DIR=test/fuzz/corpus/$* ./test/fuzz/fuzz_$* -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=test/fuzz/ test/fuzz/corpus/$*
 
 # The default corpus of CUDA tasks (data/corpus.c and its families), and the quick start.
+# gcc whatever CC is: the kernel templates are raw string literals, R"(...)", which GNU C has
+# and clang's C does not.
 data/corpus: data/corpus.c data/corpus.h data/annotate.h $(wildcard data/families_*.c) | deps-build
-	$(CC) -std=gnu11 -O2 -Wall -Wextra -o $@ data/corpus.c -lm
+	gcc -std=gnu11 -O2 -Wall -Wextra -o $@ data/corpus.c -lm
 
 data: data/corpus
 	./data/corpus --out data/default

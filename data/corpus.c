@@ -1,5 +1,6 @@
 // corpus.c - the generator of cuset's default data: CUDA programming tasks.
-//   gcc -std=gnu11 -O2 -Wall -Wextra -o data/corpus data/corpus.c -lm
+//   gcc -std=gnu11 -O2 -Wall -Wextra -o data/corpus data/corpus.c -lm   (gcc: the templates are raw
+//   string literals, R"(...)", a GNU C extension that clang's C lacks)
 //
 //   The commands and what they write: usage() below (corpus --help prints it).
 //
