@@ -62,6 +62,7 @@ static const char *usage_text =
     "run\n"
     "  --seed N              initialisation and data order                      [1337]\n"
     "  --ckpt PATH           checkpoint file (written atomically)               [model.ckpt]\n"
+    "                        (a save that fails goes to a rescue file in $TMPDIR or /tmp)\n"
     "  --ckpt-every N        also checkpoint every N steps (0: only at the end) [0]\n"
     "  --ckpt-minutes M      also checkpoint when the last one is M minutes old, so that a\n"
     "                        crash (a kill, a power cut) loses at most that (0: off) [10]\n"
