@@ -443,6 +443,16 @@ else
         tally < <("$TMP/$t" --small; echo "exit $?" >"$TMP/rc")
         grep -q "exit 0" "$TMP/rc" || bad "${t}_emu_exit" "$(cat "$TMP/rc")"
     done
+    # the fused attention and loss again, with the threads of each block in a fresh random
+    # order between barriers (a missing __syncthreads fails here, not in plain order) and
+    # every device and shared-memory access bounds-checked by AddressSanitizer
+    order=$((RANDOM % 1000 + 1))
+    if emu/nvcc-emu --asan -I . -o "$TMP/attn_asan" test/test_gpu_attn_loss.cu cuset.cu >"$TMP/emu_build.out" 2>&1; then
+        ASAN_OPTIONS=detect_leaks=0 CUEMU_REORDER=$order "$TMP/attn_asan" --small >"$TMP/attn_asan.out" 2>&1
+        rc=$?
+        if [ $rc -eq 0 ] && ! grep -q Sanitizer "$TMP/attn_asan.out"; then ok "test_gpu_attn_loss_reordered_asan (CUEMU_REORDER=$order)"
+        else bad "test_gpu_attn_loss_reordered_asan" "CUEMU_REORDER=$order, exit $rc: $(grep -m3 -E 'FAIL|Sanitizer' "$TMP/attn_asan.out")"; fi
+    else bad "test_gpu_attn_loss_asan_build" "$(tail -5 "$TMP/emu_build.out")"; fi
 fi
 
 echo "== make experiment PRESET=smoke: every stage end to end; the tables against gen --eval run by hand"
