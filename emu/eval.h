@@ -967,7 +967,8 @@ static void cuset__eval_guard(const char *root) {
     pid_t child = fork();
     if (child == 0) {
         if (fork() == 0) {
-            signal(SIGINT, SIG_IGN); // Ctrl-C reaches the whole process group, the guardian too
+            setsid(); // a session of its own: no Ctrl-C or hangup from gen's terminal
+            signal(SIGINT, SIG_IGN); // nor from `pkill -f`: its command line is gen's
             signal(SIGTERM, SIG_IGN);
             for (int f = 0; f < 1024; f++)
                 if (f != fd[0]) close(f); // holds nobody's output open
