@@ -289,6 +289,15 @@ static int cuset__g2_json_parse(cuset__g2_json *j, const char *s, size_t n, cons
     return 0;
 }
 
+// Parses the JSON file at path, a whole document.
+static int cuset__g2_json_file(cuset__g2_json *j, const char *path, char *err, size_t errlen) {
+    cuset__g2_file f;
+    if (cuset__g2_map(path, &f, err, errlen) != 0) return -1;
+    int rc = cuset__g2_json_parse(j, (const char *)f.data, f.size, path, err, errlen);
+    cuset__g2_unmap(&f);
+    return rc;
+}
+
 // The member `key` of object node i, or -1.
 static int cuset__g2_jget(const cuset__g2_json *j, int i, const char *key) {
     if (i < 0 || j->n[i].type != CUSET__J_OBJ) return -1;
@@ -505,12 +514,8 @@ static const struct { const char *name; int tensor, in, out; } cuset__g2_layer[]
 static int cuset__g2_read_config(const char *dir, CusetConfig *cfg, char *err, size_t errlen) {
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    cuset__g2_file f;
     cuset__g2_json j;
-    if (cuset__g2_map(path, &f, err, errlen) != 0) return -1;
-    int rc = cuset__g2_json_parse(&j, (const char *)f.data, f.size, path, err, errlen);
-    cuset__g2_unmap(&f);
-    if (rc != 0) return -1;
+    if (cuset__g2_json_file(&j, path, err, errlen) != 0) return -1;
     char why[512] = "";
     const char *type = cuset__g2_jstr(&j, cuset__g2_jget(&j, 0, "model_type"));
     const char *act = cuset__g2_jstr(&j, cuset__g2_jget(&j, 0, "activation_function"));
@@ -823,12 +828,8 @@ static int cuset__g2_pretokenizer(const cuset__g2_json *j, int pre, char *why, s
 
 // Reads tokenizer.json: model BPE with merges, no normalizer, a pre-tokenizer we know.
 static int cuset__g2_load_json(cuset__g2_vocab *v, const char *path, char *err, size_t errlen) {
-    cuset__g2_file f;
     cuset__g2_json j;
-    if (cuset__g2_map(path, &f, err, errlen) != 0) return -1;
-    int rc = cuset__g2_json_parse(&j, (const char *)f.data, f.size, path, err, errlen);
-    cuset__g2_unmap(&f);
-    if (rc != 0) return -1;
+    if (cuset__g2_json_file(&j, path, err, errlen) != 0) return -1;
     int model = cuset__g2_jget(&j, 0, "model"), norm = cuset__g2_jget(&j, 0, "normalizer");
     int merges = cuset__g2_jget(&j, model, "merges");
     const char *mtype = cuset__g2_jstr(&j, cuset__g2_jget(&j, model, "type"));
@@ -843,8 +844,8 @@ static int cuset__g2_load_json(cuset__g2_vocab *v, const char *path, char *err, 
         snprintf(why, sizeof why, "continuing_subword_prefix or end_of_word_suffix is not supported");
     if (why[0]) { cuset__g2_json_free(&j); return cuset__err(err, errlen, "%s: %s", path, why); }
     cuset__g2_strmap *map = NULL;
-    rc = cuset__g2_read_vocab(v, &j, cuset__g2_jget(&j, model, "vocab"), cuset__g2_jget(&j, 0, "added_tokens"), &map, path,
-                              err, errlen);
+    int rc = cuset__g2_read_vocab(v, &j, cuset__g2_jget(&j, model, "vocab"), cuset__g2_jget(&j, 0, "added_tokens"), &map,
+                                  path, err, errlen);
     int rank = 0;
     for (int c = merges + 1; c < j.n[merges].end && !rc; c = j.n[c].end, rank++) {
         const char *s = cuset__g2_jstr(&j, c), *a = NULL, *b = NULL;
@@ -871,16 +872,13 @@ static int cuset__g2_load_vocab_merges(cuset__g2_vocab *v, const char *dir, char
     char vpath[4096], mpath[4096];
     snprintf(vpath, sizeof vpath, "%s/vocab.json", dir);
     snprintf(mpath, sizeof mpath, "%s/merges.txt", dir);
-    cuset__g2_file vf, mf;
+    cuset__g2_file mf;
     cuset__g2_json j;
-    if (cuset__g2_map(vpath, &vf, err, errlen) != 0) return -1;
-    int rc = cuset__g2_json_parse(&j, (const char *)vf.data, vf.size, vpath, err, errlen);
-    cuset__g2_unmap(&vf);
-    if (rc != 0) return -1;
+    if (cuset__g2_json_file(&j, vpath, err, errlen) != 0) return -1;
     if (cuset__g2_map(mpath, &mf, err, errlen) != 0) { cuset__g2_json_free(&j); return -1; }
     cuset__g2_strmap *map = NULL;
     v->split = CUSET_TOK_SPLIT_GPT2;
-    rc = cuset__g2_read_vocab(v, &j, 0, -1, &map, vpath, err, errlen);
+    int rc = cuset__g2_read_vocab(v, &j, 0, -1, &map, vpath, err, errlen);
     const char *p = (const char *)mf.data, *e = p + mf.size;
     for (int rank = 0, line = 1; p < e && !rc; line++) {
         const char *nl = (const char *)memchr(p, '\n', (size_t)(e - p));
