@@ -44,11 +44,20 @@ int main() {
         global += spans[i].kind == CUSET_SPAN_GLOBAL_DEF;
         launch += spans[i].kind == CUSET_SPAN_LAUNCH;
     }
-    if (global != 1 || launch != 1) printf("annotate: %d __global__ spans, %d launches; want 1 and 1\n", global, launch), bad++;
+    if (global != 1 || launch != 1) {
+        printf("annotate: %d __global__ spans, %d launches; want 1 and 1\n", global, launch);
+        bad++;
+    }
     double v = 0;
-    char err[200];
-    if (cuset_parse_number("--steps", "12", 0, 100, 1, &v, err, sizeof err) || v != 12) printf("parse: %s\n", err), bad++;
-    if (!cuset_parse_number("--steps", "1.5", 0, 100, 1, &v, err, sizeof err)) printf("parse: 1.5 taken as a count\n"), bad++;
+    char err[200] = "";
+    if (cuset_parse_number("--steps", "12", 0, 100, 1, &v, err, sizeof err) || v != 12) {
+        printf("parse: 12 gave %g (%s)\n", v, err);
+        bad++;
+    }
+    if (!cuset_parse_number("--steps", "1.5", 0, 100, 1, &v, err, sizeof err)) {
+        printf("parse: 1.5 taken as a count\n");
+        bad++;
+    }
     arrfree(ids);
     arrfree(back);
     arrfree(spans);
