@@ -689,10 +689,12 @@ static int save(Run *r, int step) {
     if (cuset_checkpoint_save_tok(rescue, &r->model, r->ref, tk, &out, 1, err, sizeof err))
         fprintf(stderr, "train: the rescue copy failed too (%s): the steps after %s's last save are lost (%s)\n", err,
                 r->a.ckpt, last);
-    else
-        fprintf(stderr, "train: step %d saved to %s instead (%s: %s); once it can be written, mv %s %s%s%s\n", step,
-                rescue, r->a.ckpt, last, rescue, r->a.ckpt, step < r->s->steps ? " and continue with --resume --ckpt " : "",
-                step < r->s->steps ? r->a.ckpt : "");
+    else {
+        char resume[4200] = ""; // a finished run has nothing to continue
+        if (step < r->s->steps) snprintf(resume, sizeof resume, " and continue with --resume --ckpt %s", r->a.ckpt);
+        fprintf(stderr, "train: step %d saved to %s instead (%s: %s); once it can be written, mv %s %s%s\n", step,
+                rescue, r->a.ckpt, last, rescue, r->a.ckpt, resume);
+    }
     return 1;
 }
 

@@ -1077,6 +1077,7 @@ int cuset_gpt2_import(const char *path, const char *tok_path, CusetGPT *m, Cuset
 // the directory as it was, not a new config.json beside an older model.
 static const char *const cuset__g2_export_files[] = { "config.json", "model.safetensors", "tokenizer.json",
                                                       "tokenizer_config.json" };
+#define CUSET__G2_NEXPORT (int)(sizeof cuset__g2_export_files / sizeof cuset__g2_export_files[0])
 static void cuset__g2_staged(char *tmp, size_t n, const char *dir, const char *name) {
     snprintf(tmp, n, "%s/%s.tmp.%d", dir, name, (int)getpid());
 }
@@ -1251,7 +1252,7 @@ int cuset_gpt2_export(const char *dir, const CusetGPT *m, const CusetTokenizer *
     arrfree(j);
     if (!rc) rc = cuset__g2_export_weights(dir, m, err, errlen);
     if (!rc) rc = cuset__g2_export_tokenizer(dir, tk, c->max_seq_len, err, errlen);
-    for (int i = 0; i < 4; i++) { // all four written: into place; otherwise none
+    for (int i = 0; i < CUSET__G2_NEXPORT; i++) { // all written: into place; otherwise none
         const char *name = cuset__g2_export_files[i];
         char tmp[4200], path[4200];
         cuset__g2_staged(tmp, sizeof tmp, dir, name);
