@@ -960,6 +960,8 @@ static void cuset__eval_on_signal(int sig) { // Ctrl-C: take the running program
 // kill, a crash; after a normal end it finds nothing left). It is a grandchild, so no wait()
 // of gen's sees it, and it waits for end-of-file on a pipe whose write end only gen and its
 // workers hold: close-on-exec, so the compilers and programs they run do not keep it open.
+// It runs as a shell whose command line is not gen's, so that `pkill -f 'gen --eval'`,
+// even with -9, takes gen down and not its guardian.
 static void cuset__eval_guard(const char *root) {
     int fd[2];
     if (pipe(fd)) return; // no guardian: then an interrupted run leaves the directory behind
@@ -968,12 +970,13 @@ static void cuset__eval_guard(const char *root) {
     if (child == 0) {
         if (fork() == 0) {
             setsid(); // a session of its own: no Ctrl-C or hangup from gen's terminal
-            signal(SIGINT, SIG_IGN); // nor from `pkill -f`: its command line is gen's
+            signal(SIGINT, SIG_IGN); // ignored signals stay ignored across exec
             signal(SIGTERM, SIG_IGN);
-            for (int f = 0; f < 1024; f++)
-                if (f != fd[0]) close(f); // holds nobody's output open
-            char c;
-            while (read(fd[0], &c, 1) < 0 && errno == EINTR) {}
+            dup2(fd[0], 0); // the shell's read waits on the pipe
+            for (int f = 1; f < 1024; f++) close(f); // holds nobody's output open
+            execl("/bin/sh", "sh", "-c", "read -r _; exec rm -rf -- \"$1\"", "cuset-eval-guard", root, (char *)NULL);
+            char c; // no shell: wait and remove the directory here
+            while (read(0, &c, 1) < 0 && errno == EINTR) {}
             cuset_remove_tree(root);
         }
         _exit(0);

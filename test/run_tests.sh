@@ -352,19 +352,22 @@ echo "== evaluation: pass@k, the sandboxed runner, gen --eval end to end (test/t
 tally < <(./test/test_eval; echo "exit $?" >"$TMP/rc")
 grep -q "exit 0" "$TMP/rc" || bad "test_eval_exit" "$(cat "$TMP/rc")"
 
-# Ctrl-C during gen --eval leaves no work directory behind (its guardian removes it)
+# Ctrl-C during gen --eval, or `pkill -9 -f` of its command line, leaves no work directory
+# behind (its guardian, a process with another command line, removes it)
 ./data/corpus --out "$TMP/evi" --families elementwise_binary --train 1 --val 1 --test 6 --seed 5 >/dev/null 2>&1
 "$PYTHON" -c 'import json, sys
 for i, l in enumerate(open(sys.argv[1])): print(json.dumps({"index": i, "program": json.loads(l)["completion"]}))' \
     "$TMP/evi/test.jsonl" >"$TMP/evi/programs.jsonl"
 mkdir -p "$TMP/evi/tmp" && chmod o+x "$TMP" "$TMP/evi" "$TMP/evi/tmp" # the programs run as nobody under root
-TMPDIR="$TMP/evi/tmp" ./gen --eval "$TMP/evi/test.jsonl" --programs "$TMP/evi/programs.jsonl" >"$TMP/evi/out" 2>&1 &
-pid=$!
-for _ in $(seq 300); do grep -q "task test-00000" "$TMP/evi/out" && break; sleep 0.1; done
-kill -INT $pid; wait $pid
-for _ in $(seq 100); do [ -z "$(ls "$TMP/evi/tmp")" ] && break; sleep 0.1; done
-if grep -q "task test-00000" "$TMP/evi/out" && [ -z "$(ls "$TMP/evi/tmp")" ]; then ok "eval_interrupted_leaves_no_work_dir"
-else bad "eval_interrupted_leaves_no_work_dir" "left: $(ls "$TMP/evi/tmp") $(tail -c 200 "$TMP/evi/out")"; fi
+for how in interrupted:-INT pkill_9_f:-9; do # (in a subshell that keeps its "Killed" line to itself)
+    out="$TMP/evi/out.${how%%:*}"
+    (TMPDIR="$TMP/evi/tmp" ./gen --eval "$TMP/evi/test.jsonl" --programs "$TMP/evi/programs.jsonl" >"$out" 2>&1; true) 2>/dev/null &
+    for _ in $(seq 300); do grep -q "task test-00000" "$out" && break; sleep 0.1; done
+    pkill "${how#*:}" -f "gen --eval $TMP/evi/test.jsonl"; wait $!
+    for _ in $(seq 100); do [ -z "$(ls "$TMP/evi/tmp")" ] && break; sleep 0.1; done
+    if grep -q "task test-00000" "$out" && [ -z "$(ls "$TMP/evi/tmp")" ]; then ok "eval_${how%%:*}_leaves_no_work_dir"
+    else bad "eval_${how%%:*}_leaves_no_work_dir" "left: $(ls "$TMP/evi/tmp") $(tail -c 200 "$out")"; fi
+done
 
 echo "== the sandbox: hostile generated programs through gen --eval are contained (test/test_sandbox)"
 tally < <(./test/test_sandbox; echo "exit $?" >"$TMP/rc")
