@@ -759,7 +759,7 @@ static void cuset__eval_head_or_line(const char *path, const char *needle, char 
 // Runs argv in dir, in the sandbox, with the run limits (program) or the compile limits
 // (compilers: no address-space or CPU limit, the wall clock only); stdout/stderr to
 // dir/NAME.out/.err, made anew (what a program left under those names may be a link).
-static void cuset__eval_run(const cuset__EvalEnv *E, char *const argv[], const char *dir, const char *name, int program,
+static void cuset__eval_run(const cuset__EvalEnv *E, const char *const argv[], const char *dir, const char *name, int program,
                      uint64_t as_bytes, CusetRunResult *r, char *err_path, size_t cap) {
     char out_path[4200], file[64];
     snprintf(file, sizeof file, "%s.out", name);
@@ -777,7 +777,7 @@ static void cuset__eval_run(const cuset__EvalEnv *E, char *const argv[], const c
     lim.as_bytes = as_bytes;
     lim.disk_bytes = (uint64_t)(E->disk_mib * 1048576);
     if (!program) { lim.cpu_s = 0; lim.nofile = 1024; }
-    char **cmd = cuset_sandbox_argv(&E->sb, dir, argv);
+    char **cmd = cuset_sandbox_argv(&E->sb, dir, (char *const *)argv); // execv's type
     cuset_run_limited_ex(cmd, dir, timeout, out_path, err_path, &lim, r);
     cuset_sandbox_argv_free(cmd);
     int sig = r->status == CUSET_RUN_EXITED ? cuset_sandbox_signal(&E->sb, r->exit_code) : 0;
@@ -833,7 +833,7 @@ static int cuset__eval_copy_task_files(const char *taskdir, const char *dir, int
 static int cuset__eval_compile(const cuset__EvalEnv *E, const char *dir, cuset__EvalResult *res) {
     char err_path[4200];
     CusetRunResult r;
-    char *argv[] = {(char *)E->nvcc, "-arch=sm_90", "-o", "prog", "prog.cu", NULL};
+    const char *argv[] = {E->nvcc, "-arch=sm_90", "-o", "prog", "prog.cu", NULL};
     cuset__eval_run(E, argv, dir, "nvcc", 0, 0, &r, err_path, sizeof err_path);
     if (r.status == CUSET_RUN_ERROR) return cuset__eval_verdict(res, CUSET_EVAL_ERROR, "%s", r.error);
     if (r.status != CUSET_RUN_EXITED || r.exit_code != 0) {
@@ -854,7 +854,7 @@ static int cuset__eval_compile(const cuset__EvalEnv *E, const char *dir, cuset__
 static int cuset__eval_build_emu(const cuset__EvalEnv *E, const char *dir, cuset__EvalResult *res, uint64_t *as) {
     char err_path[4200], path[4200];
     CusetRunResult r;
-    char *argv[] = {(char *)E->emu, "prog.cu", "-o", "prog_emu", NULL};
+    const char *argv[] = {E->emu, "prog.cu", "-o", "prog_emu", NULL};
     cuset__eval_run(E, argv, dir, "emu_build", 0, 0, &r, err_path, sizeof err_path);
     if (r.status == CUSET_RUN_ERROR) return cuset__eval_verdict(res, CUSET_EVAL_ERROR, "%s", r.error);
     if (r.status == CUSET_RUN_EXITED && r.exit_code == 3) {
@@ -882,7 +882,7 @@ static int cuset__eval_build_emu(const cuset__EvalEnv *E, const char *dir, cuset
 static int cuset__eval_execute(const cuset__EvalEnv *E, const char *dir, uint64_t as, cuset__EvalResult *res) {
     char err_path[4200], head[600];
     CusetRunResult r;
-    char *argv[] = {(char *)(E->use_gpu ? "./prog" : "./prog_emu"), NULL};
+    const char *argv[] = {E->use_gpu ? "./prog" : "./prog_emu", NULL};
     cuset__eval_run(E, argv, dir, "run", 1, as, &r, err_path, sizeof err_path);
     res->exit_code = r.exit_code;
     res->signal = r.signal;
@@ -915,7 +915,7 @@ static void cuset__eval_compare(const cuset__EvalEnv *E, const char *taskdir, co
         cuset__eval_verdict(res, CUSET_EVAL_ERROR, "%s", err);
         return;
     }
-    char *argv[] = {(char *)E->corpus, "--compare", ".", NULL};
+    const char *argv[] = {E->corpus, "--compare", ".", NULL};
     cuset__eval_run(E, argv, dir, "compare", 0, 0, &r, err_path, sizeof err_path);
     cuset__eval_join(out_path, sizeof out_path, dir, "compare.out");
     if (r.status == CUSET_RUN_EXITED && r.exit_code == 0) res->status = CUSET_EVAL_PASS;
@@ -990,12 +990,12 @@ static int cuset__eval_materialize(const cuset__EvalEnv *E, int index, const cha
     char idx[32], log[4200];
     snprintf(idx, sizeof idx, "%d", index);
     cuset__eval_join(log, sizeof log, E->root, "materialize.err");
-    char *argv[] = {(char *)E->corpus, "--materialize", (char *)E->corpus_dir, "--split", (char *)E->split, "--index", idx,
-                    "--to", (char *)dir, NULL};
+    const char *argv[] = {E->corpus, "--materialize", E->corpus_dir, "--split", E->split, "--index", idx,
+                          "--to", dir, NULL};
     CusetRunResult r;
     CusetRunLimits lim = cuset_run_default_limits(0);
     lim.as_bytes = 0;
-    cuset_run_limited_ex(argv, NULL, 300, NULL, log, &lim, &r);
+    cuset_run_limited_ex((char *const *)argv, NULL, 300, NULL, log, &lim, &r); // execv's type
     if (r.status == CUSET_RUN_EXITED && r.exit_code == 0) return 0;
     char head[400];
     if (r.status == CUSET_RUN_ERROR) snprintf(head, sizeof head, "%s", r.error);
@@ -1394,9 +1394,9 @@ static void cuset__eval_find_tools(cuset__EvalEnv *E, const CusetEvalOpts *o) {
         cuset__eval_fail("--runner expects auto, gpu or emu, got '%s'", o->runner);
     int gpu_present = 0;
     if (strcmp(o->runner, "emu")) {
-        char *argv[] = {"nvidia-smi", "-L", NULL};
+        const char *argv[] = {"nvidia-smi", "-L", NULL};
         CusetRunResult r;
-        cuset_run_limited(argv, NULL, 30, NULL, NULL, &r);
+        cuset_run_limited((char *const *)argv, NULL, 30, NULL, NULL, &r);
         gpu_present = r.status == CUSET_RUN_EXITED && r.exit_code == 0;
     }
     if (!strcmp(o->runner, "gpu") && !gpu_present) cuset__eval_fail("--runner gpu: no GPU (nvidia-smi -L fails)");

@@ -41,11 +41,13 @@ for prog in test_tokenizer test_annotate test_data; do
     grep -q "exit 0" "$TMP/rc" || bad "${prog}_exit" "$(cat "$TMP/rc")"
 done
 
-# the headers, implementations included, as C++17 (they are meant to be copied into C++ projects too)
-if g++ -std=c++17 -O1 -fopenmp -I . -o "$TMP/cxx_headers" test/cxx_headers.cpp -lm >"$TMP/cxx.out" 2>&1; then
+# the headers, implementations included, as C++17 without a warning of -Wall (they are meant
+# to be copied into C++ projects too; a header's static functions that a program leaves unused are fine)
+if g++ -std=c++17 -O1 -fopenmp -Wall -Wno-unused-function -Werror -I . -o "$TMP/cxx_headers" test/cxx_headers.cpp -lm \
+    >"$TMP/cxx.out" 2>&1; then
     "$TMP/cxx_headers" >"$TMP/cxx.out" 2>&1 && ok "headers_build_and_run_as_cxx" \
         || bad "headers_build_and_run_as_cxx" "$(head -c 300 "$TMP/cxx.out")"
-else bad "headers_build_and_run_as_cxx" "g++ -std=c++17: $(grep -m2 error "$TMP/cxx.out")"; fi
+else bad "headers_build_and_run_as_cxx" "g++ -std=c++17 -Wall -Werror: $(grep -m2 error "$TMP/cxx.out")"; fi
 
 echo "== GPT-2-family models in and out (test/test_gpt2 selftest; test/test_gpt2.py against transformers and tokenizers)"
 tally < <(./test/test_gpt2 selftest; echo "exit $?" >"$TMP/rc")
