@@ -307,9 +307,10 @@ static int generate(const char *dir, uint64_t seed, const int count[3]) {
         Buf out = { 0 };
         size_t *lens = malloc(sizeof *lens * (size_t)(count[sp] + 1));
         int nheld = 0, n = count[sp];
-        for (int i = 0; i < n; i++) { // families take turns; half of test is held-out combinations
-            char id[64];
-            sample_draw(&s, fams[(i + 3 * sp) % nfams], sp, sp == 2 && i % 2 == 0, &r, &used, &draws);
+        for (int i = 0; i < n; i++) { // families take turns; half of test is held-out combinations:
+            char id[64];                // a family's turns alternate, whatever the number of families
+            int round = i / nfams, turn = i % nfams;
+            sample_draw(&s, fams[(i + 3 * sp) % nfams], sp, sp == 2 && (round + turn) % 2 == 0, &r, &used, &draws);
             snprintf(id, sizeof id, "%s-%05d", split_names[sp], i);
             json_line(&out, &s, id);
             lens[i] = s.code.b.len;

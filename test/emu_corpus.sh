@@ -10,7 +10,8 @@
 #     --asan   build with AddressSanitizer;  --keep  keep the work directories of failures
 # One line per sample: "PASS family (split:index) 1.2 s (build 3.4 s)" or
 # "FAIL family (split:index): reason"; then a summary. Exit 1 when any sample fails.
-# NVCC_EMU overrides the driver (default emu/nvcc-emu).
+# NVCC_EMU overrides the driver (default emu/nvcc-emu), CORPUS the generator that
+# materializes and compares (default data/corpus; test/family_example.c's copy in make test).
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -54,7 +55,7 @@ run_one() {
     local index=$1 family=$2 w="$TMP/s$1" t0 t1 t2 rc
     local tag="$family ($split:$index)"
     mkdir -p "$w"
-    if ! "$ROOT/data/corpus" --materialize "$dir" --split "$split" --index "$index" --to "$w" >"$w/mat.log" 2>&1; then
+    if ! "$CORPUS" --materialize "$dir" --split "$split" --index "$index" --to "$w" >"$w/mat.log" 2>&1; then
         echo "FAIL $tag: materialize failed: $(tail -1 "$w/mat.log")"; return
     fi
     t0=$(date +%s.%N)
@@ -78,7 +79,7 @@ run_one() {
     elif [ $rc -ne 0 ]; then
         echo "FAIL $tag: exit $rc: $(tail -3 "$w/run.err" | tr '\n' '|' | cut -c1-400)"; [ $keep -eq 1 ] && touch "$w/.keep"; return
     fi
-    if "$ROOT/data/corpus" --compare "$w" >"$w/cmp.out" 2>&1; then
+    if "$CORPUS" --compare "$w" >"$w/cmp.out" 2>&1; then
         echo "PASS $tag $secs s (build $build s)"
         rm -rf "$w"
     else
@@ -87,7 +88,7 @@ run_one() {
     fi
 }
 export -f run_one
-export NVCC_EMU=${NVCC_EMU:-$ROOT/emu/nvcc-emu}
+export NVCC_EMU=${NVCC_EMU:-$ROOT/emu/nvcc-emu} CORPUS=${CORPUS:-$ROOT/data/corpus}
 export TMP ROOT dir split asan reorder timeout_s keep
 
 echo "emu_corpus: $(wc -l <"$TMP/samples") samples of $dir/$split.jsonl, $jobs jobs${reorder:+, CUEMU_REORDER=$reorder}"

@@ -404,6 +404,27 @@ if [ ! -f emu/cuemu.h ]; then
 else
     tally < <(bash test/emu_corpus.sh; echo "exit $?" >"$TMP/rc")
     grep -q "exit 0" "$TMP/rc" || bad "emu_corpus_exit" "$(cat "$TMP/rc")"
+    # README's "Adding a family", step by step, with the model family test/family_example.c:
+    # a copy of the generator with it added builds without a warning, and every test-split
+    # program of the family (fresh seed) passes under the emulator and compiles with nvcc
+    fam=$TMP/family seed=$RANDOM
+    mkdir -p "$fam/data" && cp data/*.c data/*.h "$fam/data/" && cp test/family_example.c "$fam/data/families_example.c"
+    sed -i 's|^#include "families_pipeline.c"$|&\n#include "families_example.c"|
+            s|families_pipeline, *NULL };|families_pipeline, families_example, NULL };|' "$fam/data/corpus.c"
+    nvcc_bin=$(command -v nvcc || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })
+    if [ "$(grep -c families_example "$fam/data/corpus.c")" != 2 ]; then
+        bad "family_example" "corpus.c's #include lines or family list changed shape: update README's steps and this test"
+    elif ! gcc -std=gnu11 -O2 -Wall -Wextra -Werror -o "$fam/corpus" "$fam/data/corpus.c" -lm 2>"$fam/build.err"; then
+        bad "family_example" "the generator with it does not build: $(head -3 "$fam/build.err" | tr '\n' '|')"
+    elif ! "$fam/corpus" --out "$fam/out" --families reverse --train 8 --val 2 --test 8 --seed $seed >/dev/null 2>&1; then
+        bad "family_example" "corpus --families reverse --seed $seed failed"
+    elif ! CORPUS=$fam/corpus bash test/emu_corpus.sh "$fam/out" test --all >"$fam/emu.out" 2>&1 \
+        || ! grep -q "8 passed, 0 failed" "$fam/emu.out"; then
+        bad "family_example" "seed $seed under the emulator: $(grep -m2 -E '^FAIL|passed, [0-9]+ failed' "$fam/emu.out" | tr '\n' '|')"
+    elif [ -n "$nvcc_bin" ] && { "$fam/corpus" --materialize "$fam/out" --split test --index 0 --to "$fam/nv" >/dev/null 2>&1 \
+        && "$nvcc_bin" -arch=sm_90 -o "$fam/nv/prog" "$fam/nv/reference.cu" >"$fam/nv.err" 2>&1; [ $? -ne 0 ]; }; then
+        bad "family_example" "seed $seed, test 0 does not compile with nvcc: $(head -3 "$fam/nv.err" | tr '\n' '|')"
+    else ok "family_example: added as README says, 8 of 8 test programs pass (seed $seed)${nvcc_bin:+, nvcc compiles one}"; fi
     # the smallest size of tasks using shared memory (DB4, FDTD_3D), atomics (Max_Subarray_Sum,
     # BCE loss) and cooperative groups (FDTD_3D), copied into test/ from CUDABench
     tally < <(PYTHON=$PYTHON bash test/cudabench.sh --file test/cudabench_smallest.jsonl; echo "exit $?" >"$TMP/rc")

@@ -1196,6 +1196,26 @@ int main(void) {
         else fail("split_sizes_from_flags", "exit %d", rc);
         for (int k = 0; ok && k < 3; k++) free_split(&s[k]);
     }
+    // two families (any even number): each family's test samples alternate between held-out
+    // and seen combinations too (they once kept the parity of its first turn, so the second
+    // family of two had no held-out test sample)
+    if (nfam >= 2) {
+        char d[300];
+        snprintf(d, sizeof d, "%s/even", tmpdir);
+        rc = sh("'%s' --out '%s' --families %s,%s --train 4 --val 2 --test 8 2>/dev/null", corpus, d, families[0],
+                families[1]);
+        Split s;
+        int held[2] = { 0, 0 }, ok = rc == 0 && load_split(d, 2, &s) == 0;
+        for (int i = 0; ok && i < s.n; i++) {
+            const J *h = j_get(&s.obj[i], "heldout");
+            const char *f = j_str(&s.obj[i], "family");
+            if (h && h->t == J_BOOL && h->num && f) held[strcmp(f, families[0]) != 0]++;
+        }
+        if (ok && held[0] == 2 && held[1] == 2) pass("heldout_alternates_with_two_families");
+        else fail("heldout_alternates_with_two_families", "exit %d; held-out test samples of 4 each: %s %d, %s %d", rc,
+                  families[0], held[0], families[1], held[1]);
+        if (ok) free_split(&s);
+    }
 
     Split sp[3];
     for (int s = 0; s < 3; s++)
