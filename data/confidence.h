@@ -15,13 +15,16 @@
    stb style: in exactly one C file
        #define CUSET_CONFIDENCE_IMPLEMENTATION
        #include "data/confidence.h"
-   after cuset.h (model, eqs. 5-8, the tokenizer and the annotator). Choices: the
+   after data/textdata.h's implementation (which follows cuset.h's, data/tokenizer.h's and
+   data/annotate.h's: the model and eqs. 5-8, the tokenizer, the annotator, JSON lines).
+   Choices: the
    end-of-sample token is not a program token and is left out; a target longer than the
    model's context is analysed up to the context. */
 #ifndef CUSET_CONFIDENCE_H
 #define CUSET_CONFIDENCE_H
 
 #include <stdio.h>
+#include "textdata.h" // CusetGPT, CusetTokenizer; JSON lines
 
 // Span kinds as the analysis groups them (a token may be several).
 enum { CUSET_CONF_DEF = 1, CUSET_CONF_LAUNCH = 2, CUSET_CONF_DIM3 = 4 };
@@ -88,8 +91,12 @@ extern const char cuset_conf_usage[];
 #endif // CUSET_CONFIDENCE_H
 
 #ifdef CUSET_CONFIDENCE_IMPLEMENTATION
-#ifndef CUSET_CONFIDENCE_IMPLEMENTED
-#define CUSET_CONFIDENCE_IMPLEMENTED
+#ifndef CUSET_CONFIDENCE_IMPLEMENTATION_DONE
+#define CUSET_CONFIDENCE_IMPLEMENTATION_DONE
+
+#ifndef CUSET_TEXTDATA_IMPLEMENTATION_DONE
+#error "data/confidence.h: its implementation needs data/textdata.h's (and those it needs) before it"
+#endif
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -392,5 +399,5 @@ int cuset_conf_analyze_to_json(CusetGPT *m, const CusetTokenizer *tk, const char
     return rc;
 }
 
-#endif // CUSET_CONFIDENCE_IMPLEMENTED
+#endif // CUSET_CONFIDENCE_IMPLEMENTATION_DONE
 #endif // CUSET_CONFIDENCE_IMPLEMENTATION

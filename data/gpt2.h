@@ -87,6 +87,10 @@ extern const char cuset_gpt2_cuset_split_regex[];
 #ifndef CUSET_GPT2_IMPLEMENTATION_DONE
 #define CUSET_GPT2_IMPLEMENTATION_DONE
 
+#if !defined(CUSET_IMPLEMENTATION_DONE) || !defined(CUSET_TOKENIZER_IMPLEMENTATION_DONE)
+#error "data/gpt2.h: its implementation needs those of cuset.h and data/tokenizer.h before it"
+#endif
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>

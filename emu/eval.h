@@ -165,6 +165,10 @@ int cuset_eval_main(const CusetEvalOpts *o, const CusetEvalSampler *sampler);
 #ifndef CUSET_EVAL_IMPLEMENTATION_DONE
 #define CUSET_EVAL_IMPLEMENTATION_DONE
 
+#ifndef CUSET_TEXTDATA_IMPLEMENTATION_DONE
+#error "emu/eval.h: its implementation needs data/textdata.h's (and those it needs) before it"
+#endif
+
 #ifndef CUSET_EVAL_WHO
 #define CUSET_EVAL_WHO "gen"
 #endif
