@@ -529,6 +529,30 @@ fi
 expect "quickstart_bad_steps" 2 "SFT_STEPS: a whole number, at least 1, got 'abc'" env SFT_STEPS=abc RUN="$TMP/x" \
     bash data/quickstart.sh
 [ -e "$TMP/x" ] && bad "experiment_bad_input_writes_nothing" "$TMP/x exists" || ok "experiment_bad_input_writes_nothing"
+# every preset's rows hold its samples whole and its evaluation lets a program run to its
+# end: the samples of a corpus drawn as the preset draws it (1,000 tasks), tokenized with a
+# tokenizer of the preset's vocabulary trained on them, against SEQ and MAX_TOKENS
+for preset in cpu gpu; do
+    fit=$TMP/fit_$preset
+    out=$(
+        eval "$(PRESET=$preset bash data/experiment.sh --settings)"
+        fam=(); [ "$FAMILIES" = all ] || fam=(--families "$FAMILIES")
+        m="${MODEL[*]}" && vocab=${m#*--vocab } && vocab=${vocab%% *}
+        ./data/corpus --out "$fit" --seed 1 "${fam[@]}" --style "$STYLE" --train 1000 --val 1 --test 1 >/dev/null 2>&1 &&
+        ./train --data "$fit/train.jsonl" --vocab "$vocab" --layers 1 --heads 1 --embd 8 --ctx "$SEQ" --seq "$SEQ" \
+            --batch 1 --steps 1 --ckpt "$fit/m.ckpt" >/dev/null 2>&1 &&
+        "$PYTHON" - "$fit/train.jsonl.tok" "$SEQ" "$MAX_TOKENS" <<'PY'
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+n, k = struct.unpack_from("<I", b, 20)[0], struct.unpack_from("<Q", b, 48)[0]
+lens = [struct.unpack_from("<2I", b, 64 + k + 8 * i) for i in range(n)]
+row, target = max(p + t - 1 for p, t in lens), max(t for p, t in lens)
+seq, most = int(sys.argv[2]), int(sys.argv[3])
+print(f"rows up to {row} of {seq} positions, targets up to {target} tokens of {most}")
+sys.exit(0 if row <= seq and target <= most else 1)
+PY
+    ) && ok "experiment_preset_fits: $preset: $out" || bad "experiment_preset_fits" "$preset: ${out:-no tokenized corpus}"
+done
 if ! OMP_NUM_THREADS=1 PRESET=smoke RUN="$exp" bash data/experiment.sh >"$TMP/experiment.out" 2>&1; then
     bad "experiment_smoke" "exit $?: $(tail -5 "$TMP/experiment.out")"
 else
