@@ -51,11 +51,12 @@ else bad "headers_build_and_run_as_cxx" "g++ -std=c++17 -Wall -Werror: $(grep -m
 # each header copied alone (README, Layout): its declarations build by themselves; its
 # implementation builds and links, as C and as C++, with those of the headers it names
 # first and nothing else; without them it stops at an #error that says what it needs
-while read -r header macro needs; do
+while read header macro needs; do # (plain read: a line ending in \ goes on)
     src=$TMP/alone.c why=""
     printf '#include "%s"\nint main(void) { return 0; }\n' "$PWD/$header" >"$src"
     for cc in "gcc -std=gnu11" "g++ -x c++ -std=c++17"; do
-        $cc -Wall -Werror -c "$src" -o "$TMP/alone.o" 2>"$TMP/alone.err" || why="$why ${cc%% *} declarations: $(grep -m1 error "$TMP/alone.err");"
+        $cc -Wall -Werror -c "$src" -o "$TMP/alone.o" 2>"$TMP/alone.err" \
+            || why="$why ${cc%% *} declarations: $(grep -m1 error "$TMP/alone.err");"
     done
     : >"$src"
     for m in $needs $macro; do printf '#define %s_IMPLEMENTATION\n#include "%s"\n' "${m%%:*}" "$PWD/${m#*:}" >>"$src"; done
@@ -67,7 +68,8 @@ while read -r header macro needs; do
     if [ -n "$needs" ]; then
         printf '#define %s_IMPLEMENTATION\n#include "%s"\n' "${macro%%:*}" "$PWD/${macro#*:}" >"$src"
         gcc -std=gnu11 -c "$src" -o "$TMP/alone.o" 2>"$TMP/alone.err" && why="$why builds without what it needs;"
-        grep -m1 error "$TMP/alone.err" | grep -q "#error \"$header: its implementation needs" || why="$why without what it needs: $(grep -m1 error "$TMP/alone.err");"
+        grep -m1 error "$TMP/alone.err" | grep -q "#error \"$header: its implementation needs" \
+            || why="$why without what it needs: $(grep -m1 error "$TMP/alone.err");"
     fi
     if [ -z "$why" ]; then ok "header_alone: $header"; else bad "header_alone: $header" "$why"; fi
 done <<'EOF'
@@ -77,8 +79,10 @@ data/annotate.h CUSET_ANNOTATE:data/annotate.h
 emu/sandbox.h CUSET_SANDBOX:emu/sandbox.h
 data/textdata.h CUSET_TEXTDATA:data/textdata.h CUSET:cuset.h CUSET_TOKENIZER:data/tokenizer.h CUSET_ANNOTATE:data/annotate.h
 data/gpt2.h CUSET_GPT2:data/gpt2.h CUSET:cuset.h CUSET_TOKENIZER:data/tokenizer.h
-data/confidence.h CUSET_CONFIDENCE:data/confidence.h CUSET:cuset.h CUSET_TOKENIZER:data/tokenizer.h CUSET_ANNOTATE:data/annotate.h CUSET_TEXTDATA:data/textdata.h
-emu/eval.h CUSET_EVAL:emu/eval.h CUSET:cuset.h CUSET_TOKENIZER:data/tokenizer.h CUSET_ANNOTATE:data/annotate.h CUSET_TEXTDATA:data/textdata.h
+data/confidence.h CUSET_CONFIDENCE:data/confidence.h CUSET:cuset.h CUSET_TOKENIZER:data/tokenizer.h \
+                  CUSET_ANNOTATE:data/annotate.h CUSET_TEXTDATA:data/textdata.h
+emu/eval.h CUSET_EVAL:emu/eval.h CUSET:cuset.h CUSET_TOKENIZER:data/tokenizer.h CUSET_ANNOTATE:data/annotate.h \
+           CUSET_TEXTDATA:data/textdata.h
 EOF
 
 echo "== GPT-2-family models in and out (test/test_gpt2 selftest; test/test_gpt2.py against transformers and tokenizers)"
