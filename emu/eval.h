@@ -196,7 +196,7 @@ const char cuset_eval_usage[] =
     "\n"
     "usage: gen --model FILE --eval TASKS.jsonl [options]      sample programs and test them\n"
     "       gen --eval TASKS.jsonl --programs PROGS.jsonl [options]   test given programs\n"
-    "Compiles (nvcc -arch=sm_90, when nvcc is on the PATH or in /usr/local/cuda/bin) and runs\n"
+    "Compiles (nvcc, when on the PATH or in /usr/local/cuda/bin: for the GPU present, else sm_90) and runs\n"
     "(on the GPU, or without one under the CPU emulator emu/nvcc-emu) each program of each task\n"
     "of a corpus split file (DIR/test.jsonl from make data), compares its outputs with\n"
     "data/corpus --compare, and reports compilation and functional pass@k (the unbiased\n"
@@ -568,6 +568,7 @@ typedef struct {
     const char *tasks_path;
     char corpus_dir[4096], split[16];
     char corpus[4096], emu[4096], nvcc[4096];
+    char arch[16];   // nvcc's -arch: the GPU's, from nvidia-smi (sm_86, sm_90, ...); sm_90 without one
     int have_nvcc, use_gpu, keep_dirs;
     double timeout, compile_timeout, disk_mib;
     char *root;      // the private temporary directory of this run
@@ -602,7 +603,10 @@ static char *cuset__eval_task_dir(const cuset__EvalEnv *E, int t, char *out, siz
 
 // The compilation check, in words.
 static const char *cuset__eval_compiler(const cuset__EvalEnv *E) {
-    return E->have_nvcc ? "nvcc -arch=sm_90" : "none (no nvcc: the emulator's build is the compilation check)";
+    if (!E->have_nvcc) return "none (no nvcc: the emulator's build is the compilation check)";
+    static char words[40];
+    snprintf(words, sizeof words, "nvcc -arch=%s", E->arch);
+    return words;
 }
 
 // A result before anything ran: nothing compiled, no exit code.
@@ -837,7 +841,9 @@ static int cuset__eval_copy_task_files(const char *taskdir, const char *dir, int
 static int cuset__eval_compile(const cuset__EvalEnv *E, const char *dir, cuset__EvalResult *res) {
     char err_path[4200];
     CusetRunResult r;
-    const char *argv[] = {E->nvcc, "-arch=sm_90", "-o", "prog", "prog.cu", NULL};
+    char arch[24];
+    snprintf(arch, sizeof arch, "-arch=%s", E->arch);
+    const char *argv[] = {E->nvcc, arch, "-o", "prog", "prog.cu", NULL};
     cuset__eval_run(E, argv, dir, "nvcc", 0, 0, &r, err_path, sizeof err_path);
     if (r.status == CUSET_RUN_ERROR) return cuset__eval_verdict(res, CUSET_EVAL_ERROR, "%s", r.error);
     if (r.status != CUSET_RUN_EXITED || r.exit_code != 0) {
@@ -1088,8 +1094,8 @@ static void cuset__eval_cache_path(const cuset__EvalEnv *E, const char *dir, con
     struct stat se = {0}, sc = {0};
     stat(E->emu, &se);
     stat(E->corpus, &sc);
-    snprintf(how, sizeof how, "%s|%s|%s|%d|%g|%g|%g|%ld|%ld", E->use_gpu ? "gpu" : E->emu, E->have_nvcc ? E->nvcc : "-",
-             E->corpus, E->sb.isolated, E->timeout, E->compile_timeout, E->disk_mib, (long)se.st_mtime, (long)sc.st_mtime);
+    snprintf(how, sizeof how, "%s|%s %s|%s|%d|%g|%g|%g|%ld|%ld", E->use_gpu ? "gpu" : E->emu,
+             E->have_nvcc ? E->nvcc : "-", E->arch, E->corpus, E->sb.isolated, E->timeout, E->compile_timeout, E->disk_mib, (long)se.st_mtime, (long)sc.st_mtime);
     uint64_t a = cuset__eval_hash(how, strlen(how), t->key), b = 0x9e3779b97f4a7c15ull ^ a;
     a = cuset__eval_hash(p->text ? p->text : "", p->len, a);
     b = cuset__eval_hash(p->text ? p->text : "", p->len, cuset__eval_hash(how, strlen(how), b ^ t->key));
@@ -1383,6 +1389,27 @@ static void cuset__eval_locate_split(cuset__EvalEnv *E, const char *tasks_path) 
 
 // The tools: data/corpus, nvcc (when there is one) and where programs run: the GPU when
 // --runner allows it and one answers (with nvcc), else the CPU emulator.
+// The first GPU's architecture as nvcc names it ("sm_80" from nvidia-smi's compute_cap
+// "8.0") into arch; unchanged, with a note, when nvidia-smi cannot say.
+static void cuset__eval_gpu_arch(char *arch, size_t cap) {
+    char err[300], out[4200], line[64] = "";
+    int major = 0, minor = -1;
+    char *dir = cuset_make_temp_dir("cuset_gpu_arch", err, sizeof err);
+    if (dir) {
+        const char *argv[] = {"nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader", NULL};
+        CusetRunResult r;
+        cuset__eval_join(out, sizeof out, dir, "out");
+        cuset_run_limited((char *const *)argv, NULL, 30, out, NULL, &r);
+        FILE *f = fopen(out, "r");
+        if (f && fgets(line, sizeof line, f)) sscanf(line, "%d.%d", &major, &minor);
+        if (f) fclose(f);
+        cuset_remove_tree(dir);
+        free(dir);
+    }
+    if (major > 0 && major < 100 && minor >= 0 && minor < 10) snprintf(arch, cap, "sm_%d%d", major, minor);
+    else fprintf(stderr, CUSET_EVAL_WHO ": nvidia-smi does not give the GPU's compute capability; building for %s\n", arch);
+}
+
 static void cuset__eval_find_tools(cuset__EvalEnv *E, const CusetEvalOpts *o) {
     char path[4096];
     if (o->corpus) snprintf(path, sizeof path, "%s", o->corpus); else cuset__eval_beside_exe("data/corpus", path, sizeof path);
@@ -1406,7 +1433,11 @@ static void cuset__eval_find_tools(cuset__EvalEnv *E, const CusetEvalOpts *o) {
     if (!strcmp(o->runner, "gpu") && !gpu_present) cuset__eval_fail("--runner gpu: no GPU (nvidia-smi -L fails)");
     E->use_gpu = gpu_present && E->have_nvcc;
     if (!strcmp(o->runner, "gpu") && !E->have_nvcc) cuset__eval_fail("--runner gpu needs nvcc (on PATH or /usr/local/cuda/bin)");
-    if (E->use_gpu) return;
+    snprintf(E->arch, sizeof E->arch, "sm_90"); // the compilation check's GPU, the prompts' H200
+    if (E->use_gpu) { // programs run here: built for this GPU (an sm_90 build does not run on an A100)
+        cuset__eval_gpu_arch(E->arch, sizeof E->arch);
+        return;
+    }
     if (o->emu) snprintf(path, sizeof path, "%s", o->emu); else cuset__eval_beside_exe("emu/nvcc-emu", path, sizeof path);
     if (!cuset__eval_is_executable(path) || !realpath(path, E->emu))
         cuset__eval_fail("no GPU, and the CPU emulator %s is missing (make emu/nvcc-emu builds it; --emu PATH gives "

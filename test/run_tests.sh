@@ -406,6 +406,25 @@ for how in interrupted:-INT pkill_9_f:-9; do # (in a subshell that keeps its "Ki
     if grep -q "task test-00000" "$out" && [ -z "$(ls "$TMP/evi/tmp")" ]; then ok "eval_${how%%:*}_leaves_no_work_dir"
     else bad "eval_${how%%:*}_leaves_no_work_dir" "left: $(ls "$TMP/evi/tmp") $(tail -c 200 "$out")"; fi
 done
+# with a GPU, programs are built for it: nvidia-smi's compute capability gives nvcc's -arch
+# (a stand-in nvidia-smi says 8.6 here, or cannot say; the programs then crash, no GPU being there)
+if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
+    mkdir -p "$TMP/smi86" "$TMP/smi_old"
+    cat >"$TMP/smi86/nvidia-smi" <<'SH'
+#!/bin/sh
+case "$*" in *compute_cap*) echo 8.6 ;; *) echo "GPU 0: stand-in" ;; esac
+SH
+    cat >"$TMP/smi_old/nvidia-smi" <<'SH'
+#!/bin/sh
+case "$*" in *compute_cap*) echo 'Field "compute_cap" is not a valid field to query.'; exit 2 ;; *) echo "GPU 0: stand-in" ;; esac
+SH
+    chmod +x "$TMP/smi86/nvidia-smi" "$TMP/smi_old/nvidia-smi"
+    expect "eval_builds_for_the_gpu_present" 0 "compiler nvcc -arch=sm_86; runner GPU" env PATH="$TMP/smi86:$PATH" \
+        ./gen --eval "$TMP/evi/test.jsonl" --programs "$TMP/evi/programs.jsonl" --count 1 --results "$TMP/evi/r.jsonl"
+    expect "eval_gpu_arch_unknown_builds_sm_90" 0 "does not give the GPU's compute capability; building for sm_90" \
+        env PATH="$TMP/smi_old:$PATH" ./gen --eval "$TMP/evi/test.jsonl" --programs "$TMP/evi/programs.jsonl" --count 1 \
+        --results "$TMP/evi/r.jsonl"
+else echo "SKIP eval_builds_for_the_gpu_present: no nvcc"; skip=$((skip + 1)); fi
 
 echo "== the sandbox: hostile generated programs through gen --eval are contained (test/test_sandbox)"
 tally < <(./test/test_sandbox; echo "exit $?" >"$TMP/rc")
