@@ -1,6 +1,8 @@
 # cuset — `make` builds train and gen; `make test` runs the test suite.
 CC      ?= gcc
-ARCH    ?= -march=native -mprefer-vector-width=512
+# the CPU it is built on: on x86-64 with 512-bit vectors where it has AVX-512; elsewhere
+# (aarch64: Grace, Graviton) gcc's -mcpu=native (the x86 option would stop the build)
+ARCH    ?= $(if $(filter x86_64,$(shell uname -m)),-march=native -mprefer-vector-width=512,-mcpu=native)
 CFLAGS  ?= -O3 $(ARCH) -fopenmp -std=gnu11 -Wall -Wextra -Wno-unused-function
 LDLIBS  ?= -lm
 PYTHON  ?= /usr/bin/python3
@@ -80,9 +82,10 @@ fuzz-%: test/fuzz_%.c cuset.h $(DATA_H)
 
 # The default corpus of CUDA tasks (data/corpus.c and its families), and the quick start.
 # gcc whatever CC is: the kernel templates are raw string literals, R"(...)", which GNU C has
-# and clang's C does not.
+# and clang's C does not. No fused multiply-adds (-ffp-contract=off; aarch64 gcc makes them by
+# default, x86-64 has none without -march), so a seed gives the same bytes on every machine.
 data/corpus: data/corpus.c data/corpus.h data/annotate.h $(wildcard data/families_*.c) | deps-build
-	gcc -std=gnu11 -O2 -Wall -Wextra -o $@ data/corpus.c -lm
+	gcc -std=gnu11 -O2 -ffp-contract=off -Wall -Wextra -o $@ data/corpus.c -lm
 
 data: data/corpus
 	./data/corpus --out data/default

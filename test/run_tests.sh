@@ -48,6 +48,13 @@ if g++ -std=c++17 -O1 -fopenmp -Wall -Wno-unused-function -Werror -I . -o "$TMP/
     "$TMP/cxx_headers" >"$TMP/cxx.out" 2>&1 && ok "headers_build_and_run_as_cxx" \
         || bad "headers_build_and_run_as_cxx" "$(head -c 300 "$TMP/cxx.out")"
 else bad "headers_build_and_run_as_cxx" "g++ -std=c++17 -Wall -Werror: $(grep -m2 error "$TMP/cxx.out")"; fi
+# the build's CPU flags follow the machine: AVX-512 vectors on x86-64, gcc's -mcpu=native on
+# aarch64 (Grace), where the x86 option stops gcc (a stand-in uname says aarch64)
+mkdir -p "$TMP/arm" && printf '#!/bin/sh\n[ "$1" = -m ] && echo aarch64 || exec /bin/uname "$@"\n' >"$TMP/arm/uname"
+chmod +x "$TMP/arm/uname"
+x86=$(make -s -n -B train NVCC= | grep -m1 'train\.c') arm=$(PATH="$TMP/arm:$PATH" make -s -n -B train NVCC= | grep -m1 'train\.c')
+if [[ $(uname -m) != x86_64 || $x86 == *-mprefer-vector-width=512* ]] && [[ $arm == *-mcpu=native* && $arm != *-mprefer* ]]
+then ok "build_flags_follow_the_cpu"; else bad "build_flags_follow_the_cpu" "x86-64: $x86 | aarch64: $arm"; fi
 # each header copied alone (README, Layout): its declarations build by themselves; its
 # implementation builds and links, as C and as C++, with those of the headers it names
 # first and nothing else; without them it stops at an #error that says what it needs
@@ -386,6 +393,23 @@ echo "== the CUDA task corpus (data/): determinism, splits, spans against the an
 tally < <(./test/test_corpus; echo "exit $?" >"$TMP/rc")
 grep -q "exit 0" "$TMP/rc" || bad "test_corpus_exit" "$(cat "$TMP/rc")"
 
+# a seed gives the same corpus on every machine: data/corpus built by the Makefile's own
+# command for a CPU with fused multiply-adds (x86-64-v3; aarch64 has them always) writes the
+# same bytes, and the same inputs and expected outputs, as the plain build (fresh seed)
+if [ "$(uname -m)" = x86_64 ] && grep -qw fma /proc/cpuinfo; then
+    cmd=$(make -s -n -B data/corpus NVCC= | grep -m1 'data/corpus\.c')
+    seed=$RANDOM same=1
+    eval "${cmd/ -o data\/corpus / -march=x86-64-v3 -o $TMP/corpus_fma }" 2>"$TMP/fma.err" || same=0
+    for c in data/corpus "$TMP/corpus_fma"; do
+        "$c" --out "$TMP/fma_${c##*/}" --seed $seed --train 300 --val 20 --test 40 >/dev/null 2>&1 || same=0
+        for k in 0 7 13 22 31 39; do
+            "$c" --materialize "$TMP/fma_${c##*/}" --split test --index $k --to "$TMP/fma_${c##*/}/m$k" >/dev/null 2>&1 || same=0
+        done
+    done
+    if [ $same = 1 ] && diff -r "$TMP/fma_corpus" "$TMP/fma_corpus_fma" >/dev/null; then ok "corpus_same_bytes_with_fma (seed $seed)"
+    else bad "corpus_same_bytes_with_fma" "seed $seed: $(diff -rq "$TMP/fma_corpus" "$TMP/fma_corpus_fma" 2>&1 | head -2 | tr '\n' ' ')$(head -2 "$TMP/fma.err")"; fi
+else echo "SKIP corpus_same_bytes_with_fma: not an x86-64 CPU with FMA"; skip=$((skip + 1)); fi
+
 echo "== evaluation: pass@k, the sandboxed runner, gen --eval end to end (test/test_eval)"
 tally < <(./test/test_eval; echo "exit $?" >"$TMP/rc")
 grep -q "exit 0" "$TMP/rc" || bad "test_eval_exit" "$(cat "$TMP/rc")"
@@ -469,7 +493,7 @@ else
     nvcc_bin=$(command -v nvcc || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })
     if [ "$(grep -c families_example "$fam/data/corpus.c")" != 2 ]; then
         bad "family_example" "corpus.c's #include lines or family list changed shape: update README's steps and this test"
-    elif ! gcc -std=gnu11 -O2 -Wall -Wextra -Werror -o "$fam/corpus" "$fam/data/corpus.c" -lm 2>"$fam/build.err"; then
+    elif ! gcc -std=gnu11 -O2 -ffp-contract=off -Wall -Wextra -Werror -o "$fam/corpus" "$fam/data/corpus.c" -lm 2>"$fam/build.err"; then
         bad "family_example" "the generator with it does not build: $(head -3 "$fam/build.err" | tr '\n' '|')"
     elif ! "$fam/corpus" --out "$fam/out" --families reverse --train 8 --val 2 --test 8 --seed $seed >/dev/null 2>&1; then
         bad "family_example" "corpus --families reverse --seed $seed failed"

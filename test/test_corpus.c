@@ -1100,8 +1100,8 @@ static void hostile_specs(const char *asan, const char *cdir, int nsamples) {
 static void hostile_checks(const char *cdir, int nfam) {
     char asan[300];
     snprintf(asan, sizeof asan, "%s/corpus_asan", tmpdir);
-    if (sh("gcc -std=gnu11 -O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all "
-           "-o '%s' data/corpus.c -lm >/dev/null 2>&1", asan) != 0) {
+    if (sh("gcc -std=gnu11 -O1 -g -ffp-contract=off -fsanitize=address,undefined,float-cast-overflow "
+           "-fno-sanitize-recover=all -o '%s' data/corpus.c -lm >/dev/null 2>&1", asan) != 0) {
         const char *why = "gcc cannot build with -fsanitize=address,undefined (libasan/libubsan missing)";
         skip("hostile_specs", why);
         skip("hostile_inputs", why);
@@ -1133,7 +1133,8 @@ int main(void) {
     if (env) snprintf(corpus, sizeof corpus, "%s", env);
     else {
         snprintf(corpus, sizeof corpus, "%s/corpus", tmpdir);
-        int rc = sh("gcc -std=gnu11 -O2 -Wall -Wextra -Werror -o '%s' data/corpus.c -lm 2>'%s/build.log'", corpus, tmpdir);
+        int rc = sh("gcc -std=gnu11 -O2 -ffp-contract=off -Wall -Wextra -Werror -o '%s' data/corpus.c -lm 2>'%s/build.log'",
+                    corpus, tmpdir); // the Makefile's flags
         if (rc != 0) {
             char p[200];
             snprintf(p, sizeof p, "%s/build.log", tmpdir);
