@@ -9,10 +9,16 @@ PYTHON  ?= /usr/bin/python3
 FUZZ_SECONDS ?= 180
 # The GPU backend (cuset.cu) is built when nvcc is found (PATH, then /usr/local/cuda);
 # train and gen then use the GPU when one answers (--device auto), else the CPU. Machine
-# code for sm_80 and sm_90, and sm_90's PTX, which the driver compiles for a newer GPU.
+# code for sm_80 and sm_90, and sm_90's PTX, which the driver compiles for a newer GPU; a
+# toolkit older than CUDA 11.8 knows no sm_90: sm_80's code and PTX then.
 # NVCCFLAGS="... -DCUSET_DEBUG" makes the check after every launch wait for the kernel.
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })
-NVCCFLAGS ?= -O3 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 -Xptxas -warn-spills --std=c++17
+NVCC_HAS_SM90 := $(if $(NVCC),$(shell $(NVCC) --version 2>/dev/null | \
+    awk '/release/ { split($$0, a, "release "); split(a[2], v, "."); if (v[1] > 11 || (v[1] == 11 && v[2] + 0 >= 8)) print "yes" }'))
+SM90_CODE := -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+SM80_PTX := -gencode arch=compute_80,code=compute_80
+GENCODE := -gencode arch=compute_80,code=sm_80 $(if $(NVCC_HAS_SM90),$(SM90_CODE),$(SM80_PTX))
+NVCCFLAGS ?= -O3 $(GENCODE) -Xptxas -warn-spills --std=c++17
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 ifneq ($(NVCC),)
 CUDA_OBJ    = cuset_cuda.o

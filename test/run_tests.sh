@@ -55,6 +55,17 @@ chmod +x "$TMP/arm/uname"
 x86=$(make -s -n -B train NVCC= | grep -m1 'train\.c') arm=$(PATH="$TMP/arm:$PATH" make -s -n -B train NVCC= | grep -m1 'train\.c')
 if [[ $(uname -m) != x86_64 || $x86 == *-mprefer-vector-width=512* ]] && [[ $arm == *-mcpu=native* && $arm != *-mprefer* ]]
 then ok "build_flags_follow_the_cpu"; else bad "build_flags_follow_the_cpu" "x86-64: $x86 | aarch64: $arm"; fi
+# the GPU code a toolkit can make: sm_80 and sm_90 (with sm_90's PTX) from CUDA 11.8 on,
+# sm_80 and its PTX before (stand-in nvcc scripts say which release they are)
+for rel in 11.7 11.8 13.0; do
+    printf '#!/bin/sh\necho "Cuda compilation tools, release %s, V%s.0"\n' $rel $rel >"$TMP/arm/nvcc$rel"
+    chmod +x "$TMP/arm/nvcc$rel"
+done
+old=$(make -s -n -B cuset_cuda.o NVCC="$TMP/arm/nvcc11.7") new=$(make -s -n -B cuset_cuda.o NVCC="$TMP/arm/nvcc11.8")
+now=$(make -s -n -B cuset_cuda.o NVCC="$TMP/arm/nvcc13.0")
+if [[ $old == *code=sm_80*compute_80,code=compute_80* && $old != *compute_90* && $new == *code=sm_90*code=compute_90* &&
+      $now == "${new/nvcc11.8/nvcc13.0}" ]]; then ok "gpu_code_follows_the_toolkit"
+else bad "gpu_code_follows_the_toolkit" "11.7: $old | 11.8: $new | 13.0: $now"; fi
 # each header copied alone (README, Layout): its declarations build by themselves; its
 # implementation builds and links, as C and as C++, with those of the headers it names
 # first and nothing else; without them it stops at an #error that says what it needs
