@@ -218,7 +218,8 @@ const char cuset_eval_usage[] =
     "  --compile-timeout SEC wall-clock limit of each compilation          [120]\n"
     "  --disk-limit MIB      what each compilation or run may take of the disk: it is stopped\n"
     "                        when the disk's free space falls by more while it runs   [1024]\n"
-    "  --runner auto|gpu|emu where programs run: auto = the GPU when nvidia-smi -L works [auto]\n"
+    "  --runner auto|gpu|emu where programs run: auto = the GPU when nvidia-smi -L works and a\n"
+    "                        test program runs there, else the emulator (gpu: else stop) [auto]\n"
     "  --corpus PATH         the corpus program        [data/corpus beside the gen binary]\n"
     "  --emu PATH            the emulator's compiler   [emu/nvcc-emu beside the gen binary]\n"
     "  --nvcc PATH|none      the CUDA compiler; none: the emulator's build is the compilation\n"
@@ -1387,8 +1388,6 @@ static void cuset__eval_locate_split(cuset__EvalEnv *E, const char *tasks_path) 
     snprintf(E->corpus_dir, sizeof E->corpus_dir, "%s", tmp[0] ? tmp : "/");
 }
 
-// The tools: data/corpus, nvcc (when there is one) and where programs run: the GPU when
-// --runner allows it and one answers (with nvcc), else the CPU emulator.
 // The first GPU's architecture as nvcc names it ("sm_80" from nvidia-smi's compute_cap
 // "8.0") into arch; unchanged, with a note, when nvidia-smi cannot say.
 static void cuset__eval_gpu_arch(char *arch, size_t cap) {
@@ -1410,6 +1409,20 @@ static void cuset__eval_gpu_arch(char *arch, size_t cap) {
     else fprintf(stderr, CUSET_EVAL_WHO ": nvidia-smi does not give the GPU's compute capability; building for %s\n", arch);
 }
 
+// Programs run under the CPU emulator (emu/nvcc-emu beside the executable, or --emu),
+// built by nvcc for sm_90 (the compilation check).
+static void cuset__eval_find_emulator(cuset__EvalEnv *E, const CusetEvalOpts *o) {
+    char path[4096];
+    E->use_gpu = 0;
+    snprintf(E->arch, sizeof E->arch, "sm_90");
+    if (o->emu) snprintf(path, sizeof path, "%s", o->emu); else cuset__eval_beside_exe("emu/nvcc-emu", path, sizeof path);
+    if (!cuset__eval_is_executable(path) || !realpath(path, E->emu))
+        cuset__eval_fail("no GPU, and the CPU emulator %s is missing (make emu/nvcc-emu builds it; --emu PATH gives "
+                         "another)", path);
+}
+
+// The tools: data/corpus, nvcc (when there is one) and where programs run: the GPU when
+// --runner allows it and one answers (with nvcc), else the CPU emulator.
 static void cuset__eval_find_tools(cuset__EvalEnv *E, const CusetEvalOpts *o) {
     char path[4096];
     if (o->corpus) snprintf(path, sizeof path, "%s", o->corpus); else cuset__eval_beside_exe("data/corpus", path, sizeof path);
@@ -1433,15 +1446,9 @@ static void cuset__eval_find_tools(cuset__EvalEnv *E, const CusetEvalOpts *o) {
     if (!strcmp(o->runner, "gpu") && !gpu_present) cuset__eval_fail("--runner gpu: no GPU (nvidia-smi -L fails)");
     E->use_gpu = gpu_present && E->have_nvcc;
     if (!strcmp(o->runner, "gpu") && !E->have_nvcc) cuset__eval_fail("--runner gpu needs nvcc (on PATH or /usr/local/cuda/bin)");
+    if (!E->use_gpu) { cuset__eval_find_emulator(E, o); return; }
     snprintf(E->arch, sizeof E->arch, "sm_90"); // the compilation check's GPU, the prompts' H200
-    if (E->use_gpu) { // programs run here: built for this GPU (an sm_90 build does not run on an A100)
-        cuset__eval_gpu_arch(E->arch, sizeof E->arch);
-        return;
-    }
-    if (o->emu) snprintf(path, sizeof path, "%s", o->emu); else cuset__eval_beside_exe("emu/nvcc-emu", path, sizeof path);
-    if (!cuset__eval_is_executable(path) || !realpath(path, E->emu))
-        cuset__eval_fail("no GPU, and the CPU emulator %s is missing (make emu/nvcc-emu builds it; --emu PATH gives "
-                         "another)", path);
+    cuset__eval_gpu_arch(E->arch, sizeof E->arch); // programs run here: built for this GPU (an sm_90 build does not run on an A100)
 }
 
 // The sandbox, which sees the tools read-only: the emulator's directory (its headers), the
@@ -1478,6 +1485,34 @@ static void cuset__eval_load(cuset__EvalRun *R) {
     R->given = o->programs_path ? cuset__eval_load_programs(o->programs_path, R->ntasks) : NULL;
 }
 
+// Whether programs built here run on the GPU, in the sandbox as every program will: 1, or 0
+// with why (a driver older than the toolkit, a device the sandbox does not reach, ...). The
+// test program: a kernel writes 42, the host reads it back.
+static int cuset__eval_gpu_runs(const cuset__EvalEnv *E, char *why, size_t cap) {
+    static const char probe[] =
+        "#include <cstdio>\n"
+        "__global__ void probe(int *x) { *x = 42; }\n"
+        "int main() {\n"
+        "    int *d = nullptr, h = 0;\n"
+        "    cudaError_t e = cudaMalloc(&d, sizeof(int));\n"
+        "    if (e == cudaSuccess) { probe<<<1, 1>>>(d); e = cudaMemcpy(&h, d, sizeof(int), cudaMemcpyDeviceToHost); }\n"
+        "    if (e != cudaSuccess || h != 42) { fprintf(stderr, \"%s (read %d)\\n\", cudaGetErrorString(e), h); return 1; }\n"
+        "    return 0;\n"
+        "}\n";
+    char dir[4200], path[4200], err[600] = "";
+    cuset__EvalResult res;
+    cuset__eval_result_init(&res);
+    cuset__eval_join(dir, sizeof dir, E->root, "gpu_probe");
+    cuset__eval_join(path, sizeof path, dir, "prog.cu");
+    int ok = !mkdir(dir, 0755) && !cuset_write_file(path, probe, sizeof probe - 1, err, sizeof err) &&
+             cuset__eval_compile(E, dir, &res) && cuset__eval_execute(E, dir, 0, &res);
+    if (!ok) snprintf(why, cap, "%s", res.detail[0] ? res.detail : err[0] ? err : strerror(errno));
+    for (char *nl; (nl = strchr(why, '\n'));) *nl = ' ';
+    for (size_t n = strlen(why); n > 0 && why[n - 1] == ' ';) why[--n] = 0;
+    cuset_remove_tree(dir);
+    return ok;
+}
+
 // The results file (--results, else NAME.eval.jsonl) and the private work directory, open
 // to the sandbox's user; Ctrl-C from now on takes the running programs down too.
 static void cuset__eval_open_run(cuset__EvalRun *R) {
@@ -1509,6 +1544,18 @@ static void cuset__eval_open_run(cuset__EvalRun *R) {
         cuset__eval_fail("the sandbox: %s (or set TMPDIR to a directory open to others)", err);
     }
     if (!E->keep_dirs) cuset__eval_guard(E->root);
+    char why[800];
+    if (E->use_gpu && !cuset__eval_gpu_runs(E, why, sizeof why)) { // e.g. a driver older than the toolkit
+        if (!strcmp(o->runner, "gpu"))
+            cuset__eval_fail("--runner gpu: a test program built with nvcc -arch=%s does not run on the GPU: %s", E->arch, why);
+        fprintf(stderr, CUSET_EVAL_WHO ": a test program built with nvcc -arch=%s does not run on the GPU (%s); the "
+                "programs run under the CPU emulator instead\n", E->arch, why);
+        cuset__eval_find_emulator(E, o);
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s", E->emu);
+        *strrchr(dir, '/') = 0; // nvcc-emu finds its headers beside itself
+        if (E->sb.isolated && cuset_sandbox_add_tool(&E->sb, dir, err, sizeof err)) cuset__eval_fail("the sandbox: %s", err);
+    }
     signal(SIGINT, cuset__eval_on_signal);
     signal(SIGTERM, cuset__eval_on_signal);
     fprintf(stderr, "eval: %s tasks %d..%d of %d; compiler %s; runner %s; work in %s; %s\n", o->tasks_path, R->first,

@@ -442,7 +442,8 @@ for how in interrupted:-INT pkill_9_f:-9; do # (in a subshell that keeps its "Ki
     else bad "eval_${how%%:*}_leaves_no_work_dir" "left: $(ls "$TMP/evi/tmp") $(tail -c 200 "$out")"; fi
 done
 # with a GPU, programs are built for it: nvidia-smi's compute capability gives nvcc's -arch
-# (a stand-in nvidia-smi says 8.6 here, or cannot say; the programs then crash, no GPU being there)
+# (a stand-in nvidia-smi says 8.6 here, or cannot say); and a test program must run on it
+# first (here it cannot, there being no GPU): else the emulator runs them, or --runner gpu stops
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
     mkdir -p "$TMP/smi86" "$TMP/smi_old"
     cat >"$TMP/smi86/nvidia-smi" <<'SH'
@@ -454,8 +455,15 @@ SH
 case "$*" in *compute_cap*) echo 'Field "compute_cap" is not a valid field to query.'; exit 2 ;; *) echo "GPU 0: stand-in" ;; esac
 SH
     chmod +x "$TMP/smi86/nvidia-smi" "$TMP/smi_old/nvidia-smi"
-    expect "eval_builds_for_the_gpu_present" 0 "compiler nvcc -arch=sm_86; runner GPU" env PATH="$TMP/smi86:$PATH" \
-        ./gen --eval "$TMP/evi/test.jsonl" --programs "$TMP/evi/programs.jsonl" --count 1 --results "$TMP/evi/r.jsonl"
+    expect "eval_builds_for_the_gpu_present" 2 "--runner gpu: a test program built with nvcc -arch=sm_86 does not run on the GPU: .*CUDA" \
+        env PATH="$TMP/smi86:$PATH" ./gen --eval "$TMP/evi/test.jsonl" --programs "$TMP/evi/programs.jsonl" --count 1 \
+        --runner gpu --results "$TMP/evi/r.jsonl"
+    rm -f "$TMP/evi/r.jsonl"
+    expect "eval_gpu_that_fails_falls_back_to_emulator" 0 "does not run on the GPU .*the programs run under the CPU emulator" \
+        env PATH="$TMP/smi86:$PATH" ./gen --eval "$TMP/evi/test.jsonl" --programs "$TMP/evi/programs.jsonl" --count 1 \
+        --results "$TMP/evi/r.jsonl"
+    grep -q '"status": "pass"' "$TMP/evi/r.jsonl" && ok "eval_gpu_fallback_programs_pass" \
+        || bad "eval_gpu_fallback_programs_pass" "$(head -c 300 "$TMP/evi/r.jsonl")"
     expect "eval_gpu_arch_unknown_builds_sm_90" 0 "does not give the GPU's compute capability; building for sm_90" \
         env PATH="$TMP/smi_old:$PATH" ./gen --eval "$TMP/evi/test.jsonl" --programs "$TMP/evi/programs.jsonl" --count 1 \
         --results "$TMP/evi/r.jsonl"
