@@ -75,9 +75,11 @@ typedef struct {
     uint64_t file_bytes; // RLIMIT_FSIZE: largest file the child may write; SIGXFSZ past it
     uint64_t as_bytes;   // RLIMIT_AS: address space (leave 0 for AddressSanitizer builds)
     int nofile;          // RLIMIT_NOFILE: open descriptors
-    uint64_t disk_bytes; // the disk watch: kill the group when the file system holding dir
-                         // loses more than this while it runs (free bytes, plus 4 KiB per
-                         // free inode; others' writes count too); 0: no watch
+    uint64_t disk_bytes; // the disk watch: kill the group when it has taken more than this
+                         // of the disk while it runs (bytes, plus 4 KiB per file); 0: no watch
+    int disk_in_dir;     // 1: count what the tree at dir holds (right for a sandboxed child,
+                         // which can write nowhere else on disk); 0: the free space of the
+                         // file system holding dir (then others' writes count too)
 } CusetRunLimits;        // RLIMIT_CORE is always 0: no core files
 // The defaults of cuset_run_limited: CPU time timeout_s x the number of CPUs + 1 s (the
 // wall clock is the real limit; this is a backstop), files 256 MiB, address space 8 GiB,
@@ -216,8 +218,8 @@ const char cuset_eval_usage[] =
     "                        the program)                   [MODEL.eval.jsonl, PROGS.eval.jsonl]\n"
     "  --timeout SEC         wall-clock limit of each run                  [30]\n"
     "  --compile-timeout SEC wall-clock limit of each compilation          [120]\n"
-    "  --disk-limit MIB      what each compilation or run may take of the disk: it is stopped\n"
-    "                        when the disk's free space falls by more while it runs   [1024]\n"
+    "  --disk-limit MIB      what each compilation or run may write to the disk: it is stopped\n"
+    "                        past it (unsandboxed: when the disk's free space falls by more) [1024]\n"
     "  --runner auto|gpu|emu where programs run: auto = the GPU when nvidia-smi -L works and a\n"
     "                        test program runs there, else the emulator (gpu: else stop) [auto]\n"
     "  --corpus PATH         the corpus program        [data/corpus beside the gen binary]\n"
@@ -291,7 +293,7 @@ volatile int cuset_run_current_pgid = 0;
 
 CusetRunLimits cuset_run_default_limits(double timeout_s) {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    CusetRunLimits l = {0, 256ull << 20, 8ull << 30, 256, 0};
+    CusetRunLimits l = {.file_bytes = 256ull << 20, .as_bytes = 8ull << 30, .nofile = 256};
     if (timeout_s > 0) l.cpu_s = ceil(timeout_s) * (ncpu > 0 ? ncpu : 1) + 1;
     return l;
 }
@@ -349,6 +351,29 @@ static uint64_t cuset__disk_free(const char *dir) {
     if (statvfs(dir ? dir : ".", &v)) return 0;
     return (uint64_t)v.f_bavail * v.f_frsize + (uint64_t)v.f_favail * 4096;
 }
+// What the tree at path takes of the disk: allocated bytes, plus 4 KiB per file. A
+// directory its owner closed is opened again (as cuset_remove_tree does), so nothing hides.
+static uint64_t cuset__tree_bytes(const char *path) {
+    struct stat st;
+    if (lstat(path, &st)) return 0;
+    uint64_t n = (uint64_t)st.st_blocks * 512 + 4096;
+    if (!S_ISDIR(st.st_mode)) return n;
+    DIR *d = opendir(path);
+    if (!d && !chmod(path, 0700)) d = opendir(path);
+    if (!d) return n;
+    for (struct dirent *e; (e = readdir(d));) {
+        char sub[4096];
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name) < (int)sizeof sub)
+            n += cuset__tree_bytes(sub);
+    }
+    closedir(d);
+    return n;
+}
+// What counts against the disk watch now; its growth is what the child took.
+static int64_t cuset__disk_used(const char *dir, int in_dir) {
+    return in_dir ? (int64_t)cuset__tree_bytes(dir ? dir : ".") : -(int64_t)cuset__disk_free(dir);
+}
 
 // The child of cuset_run_limited_ex: its own process group, default signals, stdin from
 // /dev/null, stdout/stderr to the files, the directory, the limits, then exec. What fails
@@ -389,15 +414,16 @@ static void cuset__run_child(const char *prog, char *const argv[], const char *d
 // timed precisely. Returns its wait status.
 static int cuset__run_wait(pid_t pid, const char *dir, double timeout_s, const CusetRunLimits *lim, double t0,
                            CusetRunResult *r) {
-    int st = 0;
-    uint64_t free0 = lim && lim->disk_bytes ? cuset__disk_free(dir) : 0;
+    int st = 0, watch = lim && lim->disk_bytes;
+    int64_t used0 = watch ? cuset__disk_used(dir, lim->disk_in_dir) : 0;
+    watch = watch && (lim->disk_in_dir || used0 < 0); // the free space: only when statvfs answers
     long nap_ns = 200000;
     for (;;) {
         pid_t w = waitpid(pid, &st, WNOHANG);
         if (w == pid) break;
         if (w < 0 && errno != EINTR) break; // cannot happen for our own child
         int late = timeout_s > 0 && cuset_time() - t0 >= timeout_s;
-        int full = free0 && cuset__disk_free(dir) + lim->disk_bytes < free0;
+        int full = watch && cuset__disk_used(dir, lim->disk_in_dir) - used0 > (int64_t)lim->disk_bytes;
         if (late || full) {
             kill(-pid, SIGKILL);
             kill(pid, SIGKILL);
@@ -785,6 +811,7 @@ static void cuset__eval_run(const cuset__EvalEnv *E, const char *const argv[], c
     CusetRunLimits lim = cuset_run_default_limits(timeout);
     lim.as_bytes = as_bytes;
     lim.disk_bytes = (uint64_t)(E->disk_mib * 1048576);
+    lim.disk_in_dir = E->sb.isolated; // in the sandbox, its directory is all of the disk it can write
     if (!program) { lim.cpu_s = 0; lim.nofile = 1024; }
     char **cmd = cuset_sandbox_argv(&E->sb, dir, (char *const *)argv); // execv's type
     cuset_run_limited_ex(cmd, dir, timeout, out_path, err_path, &lim, r);
@@ -832,15 +859,19 @@ static int cuset__eval_copy_task_files(const char *taskdir, const char *dir, int
 // The steps of one program's evaluation, in dir: each returns 1 when the program goes on
 // to the next step, 0 when res holds the verdict.
 
-// Why the disk watch stopped a build (printf format: the limit in MiB, what ran). It watches
-// the free space of the whole file system, so the writer may also be another job on the
-// machine: say so, rather than show the build's warnings as if they were its error.
-#define CUSET__EVAL_DISK_WHY \
-    "stopped: the disk's free space fell by more than %g MiB while %s ran (its output, or another job writing)"
+// Why the disk watch stopped a build (what: the build), rather than its warnings as if they
+// were its error. In the sandbox it counts what the build wrote; without one it watches the
+// free space of the whole file system, so the writer may also be another job: say so.
+static const char *cuset__eval_disk_why(const cuset__EvalEnv *E, const char *what, char *out, size_t cap) {
+    if (E->sb.isolated) snprintf(out, cap, "stopped: %s wrote more than %g MiB to the disk", what, E->disk_mib);
+    else snprintf(out, cap, "stopped: the disk's free space fell by more than %g MiB while %s ran (its output, or "
+                  "another job writing)", E->disk_mib, what);
+    return out;
+}
 
 // The compilation check: nvcc.
 static int cuset__eval_compile(const cuset__EvalEnv *E, const char *dir, cuset__EvalResult *res) {
-    char err_path[4200];
+    char err_path[4200], why[300];
     CusetRunResult r;
     char arch[24];
     snprintf(arch, sizeof arch, "-arch=%s", E->arch);
@@ -851,7 +882,7 @@ static int cuset__eval_compile(const cuset__EvalEnv *E, const char *dir, cuset__
         if (r.timed_out)
             return cuset__eval_verdict(res, CUSET_EVAL_COMPILE_ERROR, "nvcc did not finish in %g s", E->compile_timeout);
         if (r.disk_full)
-            return cuset__eval_verdict(res, CUSET_EVAL_COMPILE_ERROR, CUSET__EVAL_DISK_WHY, E->disk_mib, "nvcc");
+            return cuset__eval_verdict(res, CUSET_EVAL_COMPILE_ERROR, "%s", cuset__eval_disk_why(E, "nvcc", why, sizeof why));
         res->status = CUSET_EVAL_COMPILE_ERROR;
         cuset__eval_head_or_line(err_path, " error", res->detail, sizeof res->detail);
         return 0;
@@ -876,7 +907,7 @@ static int cuset__eval_build_emu(const cuset__EvalEnv *E, const char *dir, cuset
     if (r.status != CUSET_RUN_EXITED || r.exit_code != 0) {
         char why[600];
         if (r.timed_out) snprintf(why, sizeof why, "did not finish in %g s", E->compile_timeout);
-        else if (r.disk_full) snprintf(why, sizeof why, CUSET__EVAL_DISK_WHY, E->disk_mib, "the emulator's build");
+        else if (r.disk_full) cuset__eval_disk_why(E, "the emulator's build", why, sizeof why);
         else cuset__eval_head_or_line(err_path, "error", why, sizeof why);
         // nvcc accepted it: the emulator's limit, not the program's fault
         return cuset__eval_verdict(res, E->have_nvcc ? CUSET_EVAL_UNSUPPORTED : CUSET_EVAL_COMPILE_ERROR, "%s%s",

@@ -441,6 +441,13 @@ for how in interrupted:-INT pkill_9_f:-9; do # (in a subshell that keeps its "Ki
     if grep -q "task test-00000" "$out" && [ -z "$(ls "$TMP/evi/tmp")" ]; then ok "eval_${how%%:*}_leaves_no_work_dir"
     else bad "eval_${how%%:*}_leaves_no_work_dir" "left: $(ls "$TMP/evi/tmp") $(tail -c 200 "$out")"; fi
 done
+# the disk watch counts what a sandboxed program and its builds write in their directory, not
+# what other jobs write meanwhile: honest programs pass while 64 MiB files come and go beside them
+(while :; do dd if=/dev/zero of="$TMP/evi/busy" bs=1M count=64 conv=fsync status=none; rm -f "$TMP/evi/busy"; done) &
+busy=$!
+expect "eval_disk_limit_ignores_other_jobs" 0 "functional +pass@1 100.00%" ./gen --eval "$TMP/evi/test.jsonl" \
+    --programs "$TMP/evi/programs.jsonl" --count 3 --disk-limit 16 --results "$TMP/evi/r.jsonl"
+kill $busy; wait $busy 2>/dev/null; rm -f "$TMP/evi/busy"
 # with a GPU, programs are built for it: nvidia-smi's compute capability gives nvcc's -arch
 # (a stand-in nvidia-smi says 8.6 here, or cannot say); and a test program must run on it
 # first (here it cannot, there being no GPU): else the emulator runs them, or --runner gpu stops

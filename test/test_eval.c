@@ -236,6 +236,27 @@ static void test_runner(void) {
     cuset_run_limited(ok, NULL, 5, path_in("no such dir/out"), NULL, &r);
     check(r.status == CUSET_RUN_ERROR && strstr(r.error, "open"), "run_unwritable_output", "status %d '%s'", r.status, r.error);
     check(cuset_run_current_pgid == 0, "run_current_pgid_cleared", "%d", cuset_run_current_pgid);
+    // the disk watch (limit 8 MiB): 20 MiB written in the child's directory stops it either
+    // way; 20 MiB written beside it, as another job might, stops it only when the watch is
+    // the file system's free space, not what the directory holds
+    mkdir(path_in("disk"), 0755);
+    char inside[600], beside[600];
+    snprintf(inside, sizeof inside, "dd if=/dev/zero of=big bs=1M count=20 2>/dev/null; sync; sleep 1");
+    snprintf(beside, sizeof beside, "dd if=/dev/zero of=%s bs=1M count=20 2>/dev/null; sync; sleep 1", path_in("beside"));
+    int full[2][2];
+    for (int in_dir = 0; in_dir < 2; in_dir++)
+        for (int where = 0; where < 2; where++) {
+            CusetRunLimits lim = cuset_run_default_limits(20);
+            lim.disk_bytes = 8ull << 20;
+            lim.disk_in_dir = in_dir;
+            r = sh(where ? beside : inside, path_in("disk"), 20, &lim);
+            full[in_dir][where] = r.disk_full && r.status == CUSET_RUN_SIGNALED && r.signal == SIGKILL;
+            unlink(path_in("disk/big"));
+            unlink(path_in("beside"));
+        }
+    check(full[0][0] && full[0][1] && full[1][0] && !full[1][1], "run_disk_watch",
+          "stopped (free space: inside %d, beside %d; directory: inside %d, beside %d), want 1 1 1 0", full[0][0],
+          full[0][1], full[1][0], full[1][1]);
 }
 
 // ----------------------------------------------------------------------------
@@ -295,7 +316,7 @@ static void put_program(FILE *f, int index, const char *text) {
 static CusetRunResult run_gen(char *const *argv, double timeout) {
     CusetRunResult r;
     cuset_run_limited_ex(argv, NULL, timeout, path_in("gen.out"), path_in("gen.err"),
-                         &(CusetRunLimits){0, 1ull << 30, 0, 256, 0}, &r);
+                         &(CusetRunLimits){.file_bytes = 1ull << 30, .nofile = 256}, &r);
     return r;
 }
 
@@ -379,7 +400,7 @@ static void test_eval_end_to_end(void) {
         else {
             char *build[] = {emu, "reference.cu", "-o", "prog_emu", NULL};
             cuset_run_limited_ex(build, path_in("probe"), 300, NULL, path_in("probe/build.err"),
-                                 &(CusetRunLimits){0, 1ull << 28, 0, 1024, 0}, &r);
+                                 &(CusetRunLimits){.file_bytes = 1ull << 28, .nofile = 1024}, &r);
             if (r.status != CUSET_RUN_EXITED || r.exit_code != 0) {
                 why = "emu/nvcc-emu cannot build task 0's reference program";
                 cuset_file_head(path_in("probe/build.err"), 3, detail, sizeof detail);
