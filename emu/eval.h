@@ -198,12 +198,12 @@ const char cuset_eval_usage[] =
     "\n"
     "usage: gen --model FILE --eval TASKS.jsonl [options]      sample programs and test them\n"
     "       gen --eval TASKS.jsonl --programs PROGS.jsonl [options]   test given programs\n"
-    "Compiles (nvcc, when on the PATH or in /usr/local/cuda/bin: for the GPU present, else sm_90) and runs\n"
-    "(on the GPU, or without one under the CPU emulator emu/nvcc-emu) each program of each task\n"
-    "of a corpus split file (DIR/test.jsonl from make data), compares its outputs with\n"
-    "data/corpus --compare, and reports compilation and functional pass@k (the unbiased\n"
-    "estimator, averaged over tasks), the outcomes (pass, compile_error, unsupported, crash,\n"
-    "timeout, wrong_answer, error) and functional pass@1 per family.\n"
+    "Compiles (nvcc, when on the PATH or in /usr/local/cuda/bin: for the GPU present, else for\n"
+    "sm_90) and runs (on the GPU, or without one under the CPU emulator emu/nvcc-emu) each\n"
+    "program of each task of a corpus split file (DIR/test.jsonl from make data), compares its\n"
+    "outputs with data/corpus --compare, and reports compilation and functional pass@k (the\n"
+    "unbiased estimator, averaged over tasks), the outcomes (pass, compile_error, unsupported,\n"
+    "crash, timeout, wrong_answer, error) and functional pass@1 per family.\n"
     "  --eval TASKS.jsonl    the tasks: a corpus split file DIR/{train,val,test}.jsonl\n"
     "  --programs FILE       programs to test instead of sampling: {\"index\": K, \"program\": \"...\"}\n"
     "                        per line, K the task's line in TASKS.jsonl (from 0), any number per task\n"
@@ -794,8 +794,8 @@ static void cuset__eval_head_or_line(const char *path, const char *needle, char 
 // Runs argv in dir, in the sandbox, with the run limits (program) or the compile limits
 // (compilers: no address-space or CPU limit, the wall clock only); stdout/stderr to
 // dir/NAME.out/.err, made anew (what a program left under those names may be a link).
-static void cuset__eval_run(const cuset__EvalEnv *E, const char *const argv[], const char *dir, const char *name, int program,
-                     uint64_t as_bytes, CusetRunResult *r, char *err_path, size_t cap) {
+static void cuset__eval_run(const cuset__EvalEnv *E, const char *const argv[], const char *dir, const char *name,
+                            int program, uint64_t as_bytes, CusetRunResult *r, char *err_path, size_t cap) {
     char out_path[4200], file[64];
     snprintf(file, sizeof file, "%s.out", name);
     cuset__eval_join(out_path, sizeof out_path, dir, file);
@@ -882,7 +882,8 @@ static int cuset__eval_compile(const cuset__EvalEnv *E, const char *dir, cuset__
         if (r.timed_out)
             return cuset__eval_verdict(res, CUSET_EVAL_COMPILE_ERROR, "nvcc did not finish in %g s", E->compile_timeout);
         if (r.disk_full)
-            return cuset__eval_verdict(res, CUSET_EVAL_COMPILE_ERROR, "%s", cuset__eval_disk_why(E, "nvcc", why, sizeof why));
+            return cuset__eval_verdict(res, CUSET_EVAL_COMPILE_ERROR, "%s",
+                                       cuset__eval_disk_why(E, "nvcc", why, sizeof why));
         res->status = CUSET_EVAL_COMPILE_ERROR;
         cuset__eval_head_or_line(err_path, " error", res->detail, sizeof res->detail);
         return 0;
@@ -1127,7 +1128,8 @@ static void cuset__eval_cache_path(const cuset__EvalEnv *E, const char *dir, con
     stat(E->emu, &se);
     stat(E->corpus, &sc);
     snprintf(how, sizeof how, "%s|%s %s|%s|%d|%g|%g|%g|%ld|%ld", E->use_gpu ? "gpu" : E->emu,
-             E->have_nvcc ? E->nvcc : "-", E->arch, E->corpus, E->sb.isolated, E->timeout, E->compile_timeout, E->disk_mib, (long)se.st_mtime, (long)sc.st_mtime);
+             E->have_nvcc ? E->nvcc : "-", E->arch, E->corpus, E->sb.isolated, E->timeout, E->compile_timeout,
+             E->disk_mib, (long)se.st_mtime, (long)sc.st_mtime);
     uint64_t a = cuset__eval_hash(how, strlen(how), t->key), b = 0x9e3779b97f4a7c15ull ^ a;
     a = cuset__eval_hash(p->text ? p->text : "", p->len, a);
     b = cuset__eval_hash(p->text ? p->text : "", p->len, cuset__eval_hash(how, strlen(how), b ^ t->key));
@@ -1437,7 +1439,9 @@ static void cuset__eval_gpu_arch(char *arch, size_t cap) {
         free(dir);
     }
     if (major > 0 && major < 100 && minor >= 0 && minor < 10) snprintf(arch, cap, "sm_%d%d", major, minor);
-    else fprintf(stderr, CUSET_EVAL_WHO ": nvidia-smi does not give the GPU's compute capability; building for %s\n", arch);
+    else
+        fprintf(stderr, CUSET_EVAL_WHO ": nvidia-smi does not give the GPU's compute capability; building for %s\n",
+                arch);
 }
 
 // Programs run under the CPU emulator (emu/nvcc-emu beside the executable, or --emu),
@@ -1478,8 +1482,10 @@ static void cuset__eval_find_tools(cuset__EvalEnv *E, const CusetEvalOpts *o) {
     E->use_gpu = gpu_present && E->have_nvcc;
     if (!strcmp(o->runner, "gpu") && !E->have_nvcc) cuset__eval_fail("--runner gpu needs nvcc (on PATH or /usr/local/cuda/bin)");
     if (!E->use_gpu) { cuset__eval_find_emulator(E, o); return; }
-    snprintf(E->arch, sizeof E->arch, "sm_90"); // the compilation check's GPU, the prompts' H200
-    cuset__eval_gpu_arch(E->arch, sizeof E->arch); // programs run here: built for this GPU (an sm_90 build does not run on an A100)
+    // programs run here: built for this GPU (an sm_90 build does not run on an A100); sm_90,
+    // the prompts' H200, when nvidia-smi cannot say
+    snprintf(E->arch, sizeof E->arch, "sm_90");
+    cuset__eval_gpu_arch(E->arch, sizeof E->arch);
 }
 
 // The sandbox, which sees the tools read-only: the emulator's directory (its headers), the
@@ -1578,14 +1584,16 @@ static void cuset__eval_open_run(cuset__EvalRun *R) {
     char why[800];
     if (E->use_gpu && !cuset__eval_gpu_runs(E, why, sizeof why)) { // e.g. a driver older than the toolkit
         if (!strcmp(o->runner, "gpu"))
-            cuset__eval_fail("--runner gpu: a test program built with nvcc -arch=%s does not run on the GPU: %s", E->arch, why);
+            cuset__eval_fail("--runner gpu: a test program built with nvcc -arch=%s does not run on the GPU: %s",
+                             E->arch, why);
         fprintf(stderr, CUSET_EVAL_WHO ": a test program built with nvcc -arch=%s does not run on the GPU (%s); the "
                 "programs run under the CPU emulator instead\n", E->arch, why);
         cuset__eval_find_emulator(E, o);
         char dir[4096];
         snprintf(dir, sizeof dir, "%s", E->emu);
         *strrchr(dir, '/') = 0; // nvcc-emu finds its headers beside itself
-        if (E->sb.isolated && cuset_sandbox_add_tool(&E->sb, dir, err, sizeof err)) cuset__eval_fail("the sandbox: %s", err);
+        if (E->sb.isolated && cuset_sandbox_add_tool(&E->sb, dir, err, sizeof err))
+            cuset__eval_fail("the sandbox: %s", err);
     }
     signal(SIGINT, cuset__eval_on_signal);
     signal(SIGTERM, cuset__eval_on_signal);
