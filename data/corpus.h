@@ -24,9 +24,10 @@
 // working directory (raw little-endian values, no header, row-major), each output is
 // written to "NAME.bin". The harness puts the expected outputs in NAME.expected.bin.
 //
-// Adding families: write data/families_NAME.c with static family functions and a
-// NULL-terminated list `static const Family *const families_NAME[]`, then add one
-// #include and one list entry in corpus.c. All family files share one translation unit,
+// Adding families (README, "Adding a family"; test/family_example.c is the smallest whole
+// one): write data/families_NAME.c with static family functions and a NULL-terminated list
+// `static const Family *const families_NAME[]`, then add one #include and one list entry in
+// corpus.c. All family files share one translation unit,
 // so give every file-level name (enums, tables, functions) a prefix of the file's own.
 // Names of parameters (ParamDesc) are what the JSONL's spec.params holds; parameters
 // marked combo form the "parameter combination" that decides which combinations are held
