@@ -27,8 +27,8 @@
 // Adding families (README, "Adding a family"; test/family_example.c is the smallest whole
 // one): write data/families_NAME.c with static family functions and a NULL-terminated list
 // `static const Family *const families_NAME[]`, then add one #include and one list entry in
-// corpus.c. All family files share one translation unit,
-// so give every file-level name (enums, tables, functions) a prefix of the file's own.
+// corpus.c. All family files share one translation unit, so give every file-level name
+// (enums, tables, functions) a prefix of the file's own.
 // Names of parameters (ParamDesc) are what the JSONL's spec.params holds; parameters
 // marked combo form the "parameter combination" that decides which combinations are held
 // out for the test split.
