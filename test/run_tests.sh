@@ -236,7 +236,8 @@ expect "stop_at_keeps_checkpoint" 0 "stopped after step 5" "${run[@]}" --ckpt "$
 expect "resume_from_step_5" 0 "resuming .* at step 5 of 12" ./train --resume --ckpt "$TMP/p.ckpt" "${tiny[@]}" --log "$TMP/p.jsonl"
 same_losses "resume_is_exact" "$TMP/r.jsonl" "$TMP/p.jsonl"
 # an interrupted run (SIGINT during training) saves the step it finished and resumes exactly
-long=(./train "${tiny[@]}" --steps 60 --objective asft --accum 2)
+# (1,200 steps: on a quiet machine 60 took 0.1 s and could end before the signal came)
+long=(./train "${tiny[@]}" --steps 1200 --objective asft --accum 2 --quiet)
 "${long[@]}" --ckpt "$TMP/l.ckpt" --log "$TMP/l.jsonl" >/dev/null 2>&1
 "${long[@]}" --ckpt "$TMP/i.ckpt" --log "$TMP/i.jsonl" >"$TMP/i.out" 2>&1 &
 pid=$!
