@@ -297,9 +297,6 @@ static void test_finite_differences(void) {
 
 // ---- flash-style attention against the materialised reference -----------------------------------
 
-// cuset__attention_forward_flash/backward_flash (what training runs) against
-// cuset__attention_forward/backward (T x T scores kept): outputs, the log-sum-exp of each row
-// and dqkv, at shapes with several query tiles, a partial last tile and head sizes 8, 32, 64.
 // max |a[i] - b[i]| (b NULL: max |a[i]|). Written with a comparison, not fmax: gcc 12 on
 // aarch64 crashes (internal compiler error) vectorizing an fmax reduction at -O3.
 static double max_abs_diff(const float *a, const float *b, size_t n) {
@@ -311,6 +308,9 @@ static double max_abs_diff(const float *a, const float *b, size_t n) {
     return m;
 }
 
+// cuset__attention_forward_flash/backward_flash (what training runs) against
+// cuset__attention_forward/backward (T x T scores kept): outputs, the log-sum-exp of each row
+// and dqkv, at shapes with several query tiles, a partial last tile and head sizes 8, 32, 64.
 static void test_attention_flash(void) {
     int shapes[][4] = {{2, 70, 32, 4}, {1, 130, 128, 4}, {1, 64, 128, 2}, {2, 200, 64, 2}}; // B, T, C, NH
     for (int s = 0; s < 4; s++) {
