@@ -1488,10 +1488,19 @@ static void cuset__eval_find_tools(cuset__EvalEnv *E, const CusetEvalOpts *o) {
     cuset__eval_gpu_arch(E->arch, sizeof E->arch);
 }
 
+// The sandbox sees the emulator's directory (nvcc-emu finds its headers beside itself): 0,
+// or -1 with a message. Nothing to do without a sandbox.
+static int cuset__eval_sandbox_add_emulator(cuset__EvalEnv *E, char *err, size_t cap) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", E->emu);
+    if (strrchr(dir, '/')) *strrchr(dir, '/') = 0;
+    return E->sb.isolated ? cuset_sandbox_add_tool(&E->sb, dir, err, cap) : 0;
+}
+
 // The sandbox, which sees the tools read-only: the emulator's directory (its headers), the
 // corpus program (--compare), nvcc's toolkit. Without one the run stops, unless unsafe.
 static void cuset__eval_isolate(cuset__EvalEnv *E, int unsafe_no_sandbox) {
-    char err[1200], dir[4096], toolkit[4096];
+    char err[1200], toolkit[4096];
     if (unsafe_no_sandbox) {
         fprintf(stderr, CUSET_EVAL_WHO ": WARNING: --unsafe-no-sandbox: the programs are compiled and run WITHOUT "
                 "ISOLATION, with the rights of user %d over files, processes and the network\n", (int)getuid());
@@ -1500,11 +1509,9 @@ static void cuset__eval_isolate(cuset__EvalEnv *E, int unsafe_no_sandbox) {
     if (cuset_sandbox_init(&E->sb, E->use_gpu))
         cuset__eval_fail("cannot isolate the programs on this machine: %s. Model-written programs run only in a "
                          "sandbox; --unsafe-no-sandbox runs them without one, with all your rights", E->sb.why);
-    snprintf(dir, sizeof dir, "%s", E->emu);
-    if (strrchr(dir, '/')) *strrchr(dir, '/') = 0; // nvcc-emu finds its headers beside itself
     snprintf(toolkit, sizeof toolkit, "%s", E->nvcc); // TOOLKIT/bin/nvcc
     for (int up = 0; up < 2 && strrchr(toolkit, '/'); up++) *strrchr(toolkit, '/') = 0;
-    if ((!E->use_gpu && cuset_sandbox_add_tool(&E->sb, dir, err, sizeof err)) ||
+    if ((!E->use_gpu && cuset__eval_sandbox_add_emulator(E, err, sizeof err)) ||
         cuset_sandbox_add_tool(&E->sb, E->corpus, err, sizeof err) ||
         (E->have_nvcc && cuset_sandbox_add_tool(&E->sb, toolkit, err, sizeof err)))
         cuset__eval_fail("the sandbox: %s", err);
@@ -1589,11 +1596,7 @@ static void cuset__eval_open_run(cuset__EvalRun *R) {
         fprintf(stderr, CUSET_EVAL_WHO ": a test program built with nvcc -arch=%s does not run on the GPU (%s); the "
                 "programs run under the CPU emulator instead\n", E->arch, why);
         cuset__eval_find_emulator(E, o);
-        char dir[4096];
-        snprintf(dir, sizeof dir, "%s", E->emu);
-        *strrchr(dir, '/') = 0; // nvcc-emu finds its headers beside itself
-        if (E->sb.isolated && cuset_sandbox_add_tool(&E->sb, dir, err, sizeof err))
-            cuset__eval_fail("the sandbox: %s", err);
+        if (cuset__eval_sandbox_add_emulator(E, err, sizeof err)) cuset__eval_fail("the sandbox: %s", err);
     }
     signal(SIGINT, cuset__eval_on_signal);
     signal(SIGTERM, cuset__eval_on_signal);
