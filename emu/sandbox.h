@@ -37,9 +37,10 @@
 //   only: up to CUSET_SANDBOX_NPROC processes can together still exhaust the machine's.
 // - Protect against kernel bugs: same kernel, no seccomp filter.
 // - Hide world-readable system files (/etc/passwd, installed packages), or the GPU: with
-//   a GPU, the program shares the device with everything else on the machine, and the
-//   device nodes must exist before the sandbox starts (nvidia-modprobe, which makes
-//   /dev/nvidia-uvm on first use, is setuid and cannot work inside).
+//   a GPU, the program shares the device with everything else on the machine. The device
+//   nodes must exist before the sandbox starts (nvidia-modprobe, which makes
+//   /dev/nvidia-uvm on first use, is setuid and cannot work inside), so a GPU sandbox
+//   runs nvidia-modprobe first when /dev/nvidia-uvm is missing.
 // - Make what the program leaves in its directory trustworthy: a later step must expect
 //   symbolic links, FIFOs and odd permissions there.
 #ifndef CUSET_SANDBOX_H
@@ -307,6 +308,18 @@ static int cuset__sb_probe(char **cmd, double timeout_s, char *msg, size_t cap) 
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+// Until a first CUDA program runs on a freshly booted machine, /dev/nvidia-uvm (and maybe
+// /dev/nvidia0) does not exist: the CUDA runtime has the setuid nvidia-modprobe make them,
+// which it cannot do inside the sandbox. So they are made here, before the sandbox binds
+// what /dev holds; without nvidia-modprobe, the GPU runner's test program finds out.
+static void cuset__sb_make_gpu_nodes(void) {
+    char tool[4096], msg[200];
+    if (access("/dev/nvidia-uvm", F_OK) == 0 || cuset__sb_which("nvidia-modprobe", tool, sizeof tool)) return;
+    char u[] = "-u", c0[] = "-c=0";
+    char *cmd[] = {tool, u, c0, NULL};
+    cuset__sb_probe(cmd, 30, msg, sizeof msg);
+}
+
 int cuset_sandbox_init(CusetSandbox *sb, int gpu) {
     memset(sb, 0, sizeof *sb);
     sb->drop_root = geteuid() == 0;
@@ -332,6 +345,7 @@ int cuset_sandbox_init(CusetSandbox *sb, int gpu) {
         return -1;
     }
     if (gpu) { // the device nodes the CUDA runtime opens: nvidiactl, nvidia-uvm, nvidia0, ...
+        cuset__sb_make_gpu_nodes();
         DIR *d = opendir("/dev");
         struct dirent *e;
         while (d && (e = readdir(d))) {
