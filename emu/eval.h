@@ -1118,18 +1118,44 @@ static void cuset__eval_print_families(const cuset__EvalTask *tasks, const cuset
 // ---- the result cache: one small file per (task, program, how it was built and run) -----
 // Greedy programs of different models are often the same text, and a rerun of an
 // experiment meets every program again: a result found here is not recomputed. The key
-// covers the task's whole line, the program's text, the compiler and runner, the limits
-// and the modification times of the emulator and corpus binaries. File: two lines,
+// covers the task's whole line, the program's text, the compiler and runner, the limits,
+// and the tools' files as they are now (cuset__eval_stamp): the compiler, the corpus
+// binary and, under the CPU emulator, its driver, runtime and headers, so that a fixed or
+// upgraded tool is not answered with the old one's results. File: two lines,
 // "cuset-eval-cache 1 STATUS COMPILE_OK EXIT SIGNAL SECONDS" and the detail.
+
+// A hash of path's modification time and size, and of every file below it when it is a
+// directory (in any order: entries are summed).
+static uint64_t cuset__eval_stamp(const char *path) {
+    struct stat st;
+    uint64_t h = cuset__eval_hash(path, strlen(path), 0);
+    if (stat(path, &st)) return h;
+    long long v[2] = {(long long)st.st_mtime, (long long)st.st_size};
+    h = cuset__eval_hash(v, sizeof v, h);
+    DIR *d = S_ISDIR(st.st_mode) ? opendir(path) : NULL;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char sub[4096];
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name) < (int)sizeof sub)
+            h += cuset__eval_stamp(sub);
+    }
+    if (d) closedir(d);
+    return h;
+}
+
 static void cuset__eval_cache_path(const cuset__EvalEnv *E, const char *dir, const cuset__EvalTask *t,
                                    const cuset__EvalProgram *p, char *out, size_t cap) {
-    char how[12400];
-    struct stat se = {0}, sc = {0};
-    stat(E->emu, &se);
-    stat(E->corpus, &sc);
-    snprintf(how, sizeof how, "%s|%s %s|%s|%d|%g|%g|%g|%ld|%ld", E->use_gpu ? "gpu" : E->emu,
+    char how[12400], emudir[4096], runtime[4200], headers[4200];
+    snprintf(emudir, sizeof emudir, "%s", E->emu);
+    if (strrchr(emudir, '/')) *strrchr(emudir, '/') = 0;
+    snprintf(runtime, sizeof runtime, "%s/cuemu.h", emudir);
+    snprintf(headers, sizeof headers, "%s/include", emudir);
+    uint64_t tools = cuset__eval_stamp(E->corpus) + (E->have_nvcc ? cuset__eval_stamp(E->nvcc) : 0);
+    if (!E->use_gpu) // nvcc-emu, its runtime and its headers (pch/ is made from the runtime)
+        tools += cuset__eval_stamp(E->emu) + cuset__eval_stamp(runtime) + cuset__eval_stamp(headers);
+    snprintf(how, sizeof how, "%s|%s %s|%s|%d|%g|%g|%g|%016llx", E->use_gpu ? "gpu" : E->emu,
              E->have_nvcc ? E->nvcc : "-", E->arch, E->corpus, E->sb.isolated, E->timeout, E->compile_timeout,
-             E->disk_mib, (long)se.st_mtime, (long)sc.st_mtime);
+             E->disk_mib, (unsigned long long)tools);
     uint64_t a = cuset__eval_hash(how, strlen(how), t->key), b = 0x9e3779b97f4a7c15ull ^ a;
     a = cuset__eval_hash(p->text ? p->text : "", p->len, a);
     b = cuset__eval_hash(p->text ? p->text : "", p->len, cuset__eval_hash(how, strlen(how), b ^ t->key));

@@ -449,6 +449,17 @@ busy=$!
 expect "eval_disk_limit_ignores_other_jobs" 0 "functional +pass@1 100.00%" ./gen --eval "$TMP/evi/test.jsonl" \
     --programs "$TMP/evi/programs.jsonl" --count 3 --disk-limit 16 --results "$TMP/evi/r.jsonl"
 kill $busy; wait $busy 2>/dev/null; rm -f "$TMP/evi/busy"
+# --cache: a rerun takes every result from the cache, with the same numbers; a changed tool
+# (here the emulator's runtime, in a copy of emu/) is not answered with the old one's results
+cp -r emu "$TMP/emu2" && chmod -R o+rX "$TMP/emu2"
+cache_run() { ./gen --eval "$TMP/evi/test.jsonl" --programs "$TMP/evi/programs.jsonl" --count 2 --runner emu \
+    --emu "$TMP/emu2/nvcc-emu" --cache "$TMP/evi/cache" --results "$TMP/evi/r.jsonl" 2>&1 | grep -E "^evaluated|pass@1"; }
+first=$(cache_run); second=$(cache_run)
+if grep -q "0 results from the cache" <<<"$first" && grep -q "2 results from the cache" <<<"$second" \
+    && [ "$(grep pass@1 <<<"$first")" = "$(grep pass@1 <<<"$second")" ]; then ok "eval_cache_reuses_results"
+else bad "eval_cache_reuses_results" "first: $first; second: $second"; fi
+echo "// changed" >>"$TMP/emu2/cuemu.h"
+expect "eval_cache_misses_a_changed_emulator" 0 "0 results from the cache" cache_run
 # with a GPU, programs are built for it: nvidia-smi's compute capability gives nvcc's -arch
 # (a stand-in nvidia-smi says 8.6 here, or cannot say); and a test program must run on it
 # first (here it cannot, there being no GPU): else the emulator runs them, or --runner gpu stops
