@@ -25,7 +25,9 @@
 // missing __syncthreads) changes results from seed to seed.
 //
 // Environment: CUEMU_REORDER=SEED (nonzero), CUEMU_STACK_KB (fiber stack, default 256),
-// CUEMU_NO_DEVICE=1 (behave like a machine without a GPU: cudaErrorNoDevice).
+// CUEMU_NO_DEVICE=1 (behave like a machine without a GPU: cudaErrorNoDevice),
+// CUEMU_ULP=SEED (nonzero: the fast intrinsics and rsqrtf are off by up to the error
+// CUDA documents for them, all up or all down, so a tolerance too tight for a GPU shows).
 // Exit status 86: the program broke a CUDA rule that a GPU would hang, fault or
 // misbehave on (the message on stderr says which).
 //
@@ -36,7 +38,8 @@
 // (cooperative_groups::this_grid) and cooperative launches; dynamic parallelism;
 // __CUDA_ARCH__-specific code paths (__CUDA_ARCH__ is not defined: device code takes its
 // host path; __CUDACC__ is defined); the precise float results of fast intrinsics
-// (__expf, __fdividef, ...: computed as the accurate functions) and the accumulation order
+// (__expf, __fdividef, ...: computed as the accurate functions, or as far off as CUDA
+// allows with CUEMU_ULP) and the accumulation order
 // of tensor cores (WMMA accumulates in float, k in order); streams run their work at once,
 // in call order. Unsupported features fail to compile or stop with "unsupported".
 #ifndef CUEMU_H
@@ -188,12 +191,14 @@ namespace cuemu {
 // ---------------------------------------------------------------------------------------
 struct Settings {
     uint64_t reorder_seed; // 0: deterministic order
+    uint64_t ulp_seed;     // 0: fast intrinsics computed as the accurate functions
     size_t stack_bytes;
     bool no_device;
 };
 inline Settings read_settings() {
-    Settings s{0, 256 * 1024, false};
+    Settings s{0, 0, 256 * 1024, false};
     if (const char *e = getenv("CUEMU_REORDER")) s.reorder_seed = strtoull(e, nullptr, 10);
+    if (const char *e = getenv("CUEMU_ULP")) s.ulp_seed = strtoull(e, nullptr, 10);
     if (const char *e = getenv("CUEMU_STACK_KB")) {
         long kb = atol(e);
         if (kb >= 16) s.stack_bytes = (size_t)kb * 1024;
@@ -204,12 +209,42 @@ inline Settings read_settings() {
 inline const Settings g_settings = read_settings();
 inline uint64_t g_rng = g_settings.reorder_seed * 0x9E3779B97F4A7C15ull + 1;
 inline bool reordering() { return g_settings.reorder_seed != 0; }
-inline uint64_t random_u64() { // splitmix64
-    uint64_t z = (g_rng += 0x9E3779B97F4A7C15ull);
+inline uint64_t splitmix64(uint64_t *state) {
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
 }
+inline uint64_t random_u64() { return splitmix64(&g_rng); }
+// CUEMU_ULP=SEED: the fast intrinsics and rsqrtf err as much as CUDA documents they may
+// on a GPU (the Programming Guide's bounds), by a seeded random amount and all in one
+// direction, up for an odd seed and down for an even one: the worst case for a sum, so
+// that a program's tolerance is tested against the GPU's math and not the host's.
+inline uint64_t g_ulp_rng = g_settings.ulp_seed * 0x9E3779B97F4A7C15ull + 7;
+inline int ulp_sign() { return g_settings.ulp_seed & 1 ? 1 : -1; }
+// v moved by a random whole number of ulps, up to ulps (0, inf and nan stay).
+inline float ulp_error(float v, int ulps) {
+    if (!g_settings.ulp_seed || !std::isfinite(v) || v == 0.0f) return v;
+    int k = ulp_sign() * (int)(splitmix64(&g_ulp_rng) % (uint64_t)(ulps + 1));
+    uint32_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    int64_t mag = (int64_t)(bits & 0x7fffffffu) + (v > 0 ? k : -k); // steps up (k > 0) or down
+    if (mag <= 0 || mag >= 0x7f800000) return v;
+    bits = (bits & 0x80000000u) | (uint32_t)mag;
+    memcpy(&v, &bits, sizeof v);
+    return v;
+}
+// v moved by a random amount, up to err.
+inline float abs_error(float v, double err) {
+    if (!g_settings.ulp_seed || !std::isfinite(v)) return v;
+    return (float)((double)v + ulp_sign() * err * (double)(splitmix64(&g_ulp_rng) >> 11) / 9007199254740992.0);
+}
+// A fast logarithm: an absolute error near 1, ulps elsewhere; sine and cosine: an
+// absolute error on [-pi, pi] (beyond it the Guide gives no bound: accurate here).
+inline float fast_log(float v, float x, double near_one, int ulps) {
+    return x >= 0.5f && x <= 2.0f ? abs_error(v, near_one) : ulp_error(v, ulps);
+}
+inline float fast_trig(float v, float x) { return fabsf(x) <= 3.14159265f ? abs_error(v, 3.6e-7 /* 2^-21.41 */) : v; }
 template <class T> inline void shuffle(T *v, size_t n) {
     for (size_t i = n; i > 1; i--) std::swap(v[i - 1], v[random_u64() % i]);
 }
@@ -1046,20 +1081,24 @@ inline double erfcinv(double y) { // Newton on erfc, accurate for small y
 }
 } // namespace cuemu
 
-inline float __expf(float x) { return expf(x); }
-inline float __exp10f(float x) { return powf(10.0f, x); }
-inline float __logf(float x) { return logf(x); }
-inline float __log2f(float x) { return log2f(x); }
-inline float __log10f(float x) { return log10f(x); }
+// The fast intrinsics: the accurate functions, or with CUEMU_ULP as far off as the CUDA
+// Programming Guide's table of intrinsic error bounds allows (an absolute error on
+// [0.5, 2] for the logarithms and on [-pi, pi] for sine and cosine, ulps elsewhere).
+// __powf and __tanf, whose bounds the Guide derives from their implementation, stay accurate.
+inline float __expf(float x) { return cuemu::ulp_error(expf(x), 2 + (int)fabsf(1.173f * x)); }
+inline float __exp10f(float x) { return cuemu::ulp_error(powf(10.0f, x), 2 + (int)fabsf(2.97f * x)); }
+inline float __logf(float x) { return cuemu::fast_log(logf(x), x, 3.6e-7 /* 2^-21.41 */, 3); }
+inline float __log2f(float x) { return cuemu::fast_log(log2f(x), x, 2.4e-7 /* 2^-22 */, 2); }
+inline float __log10f(float x) { return cuemu::fast_log(log10f(x), x, 6.0e-8 /* 2^-24 */, 3); }
 inline float __powf(float a, float b) { return powf(a, b); }
-inline float __sinf(float x) { return sinf(x); }
-inline float __cosf(float x) { return cosf(x); }
+inline float __sinf(float x) { return cuemu::fast_trig(sinf(x), x); }
+inline float __cosf(float x) { return cuemu::fast_trig(cosf(x), x); }
 inline float __tanf(float x) { return tanf(x); }
-inline void __sincosf(float x, float *s, float *c) { *s = sinf(x); *c = cosf(x); }
-inline float __fdividef(float a, float b) { return a / b; }
-inline float fdividef(float a, float b) { return a / b; }
+inline void __sincosf(float x, float *s, float *c) { *s = __sinf(x); *c = __cosf(x); }
+inline float __fdividef(float a, float b) { return cuemu::ulp_error(a / b, 2); }
+inline float fdividef(float a, float b) { return __fdividef(a, b); }
 #if !(defined(__GLIBC_PREREQ) && __GLIBC_PREREQ(2, 41)) // C23 added these to glibc
-inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+inline float rsqrtf(float x) { return cuemu::ulp_error(1.0f / sqrtf(x), 2); }
 inline double rsqrt(double x) { return 1.0 / sqrt(x); }
 inline float sinpif(float x) { return (float)sin(M_PI * (double)x); }
 inline float cospif(float x) { return (float)cos(M_PI * (double)x); }

@@ -3,10 +3,11 @@
 # of that family in the split (or, with --all, every sample) is materialized
 # (data/corpus --materialize), built with emu/nvcc-emu, run in its directory and checked
 # against the generator's expected outputs (data/corpus --compare).
-#   test/emu_corpus.sh [DIR] [SPLIT] [--all] [--reorder SEED] [--asan] [--jobs N] [--timeout S] [--keep]
+#   test/emu_corpus.sh [DIR] [SPLIT] [--all] [--reorder SEED] [--ulp SEED] [--asan] [--jobs N] [--timeout S] [--keep]
 #     DIR      the corpus directory (default data/default; made with `make data` when absent)
 #     SPLIT    train, val or test (default test)
 #     --reorder SEED  run with CUEMU_REORDER=SEED (the runtime's thread-order shuffle)
+#     --ulp SEED      run with CUEMU_ULP=SEED (fast intrinsics as far off as CUDA allows)
 #     --asan   build with AddressSanitizer;  --keep  keep the work directories of failures
 # One line per sample: "PASS family (split:index) 1.2 s (build 3.4 s)" or
 # "FAIL family (split:index): reason"; then a summary. Exit 1 when any sample fails.
@@ -15,11 +16,12 @@
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-dir=data/default split=test all=0 reorder="" asan="" jobs=$(nproc) timeout_s=120 keep=0 npos=0
+dir=data/default split=test all=0 reorder="" ulp="" asan="" jobs=$(nproc) timeout_s=120 keep=0 npos=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --all) all=1 ;;
         --reorder) reorder=${2:?--reorder needs a seed}; shift ;;
+        --ulp) ulp=${2:?--ulp needs a seed}; shift ;;
         --asan) asan=--asan ;;
         --jobs) jobs=${2:?--jobs needs a number}; shift ;;
         --timeout) timeout_s=${2:?--timeout needs seconds}; shift ;;
@@ -68,7 +70,7 @@ run_one() {
         echo "FAIL $tag: compile error (exit $rc): $(grep -m3 -E 'error|nvcc-emu' "$w/build.log" | tr '\n' '|' | cut -c1-400)"
         [ $keep -eq 1 ] && touch "$w/.keep"; return
     fi
-    (cd "$w" && CUEMU_REORDER=$reorder timeout -k 5 "$timeout_s" ./prog >run.out 2>run.err)
+    (cd "$w" && CUEMU_REORDER=$reorder CUEMU_ULP=$ulp timeout -k 5 "$timeout_s" ./prog >run.out 2>run.err)
     rc=$?
     t2=$(date +%s.%N)
     local secs build
@@ -89,9 +91,9 @@ run_one() {
 }
 export -f run_one
 export NVCC_EMU=${NVCC_EMU:-$ROOT/emu/nvcc-emu} CORPUS=${CORPUS:-$ROOT/data/corpus}
-export TMP ROOT dir split asan reorder timeout_s keep
+export TMP ROOT dir split asan reorder ulp timeout_s keep
 
-echo "emu_corpus: $(wc -l <"$TMP/samples") samples of $dir/$split.jsonl, $jobs jobs${reorder:+, CUEMU_REORDER=$reorder}"
+echo "emu_corpus: $(wc -l <"$TMP/samples") samples of $dir/$split.jsonl, $jobs jobs${reorder:+, CUEMU_REORDER=$reorder}${ulp:+, CUEMU_ULP=$ulp}"
 start=$(date +%s)
 xargs -P "$jobs" -L 1 bash -c 'run_one "$0" "$1"' <"$TMP/samples" | tee "$TMP/results"
 end=$(date +%s)

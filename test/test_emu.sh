@@ -45,6 +45,12 @@ for t in reduce_shared warp_shuffle block_scan matmul_tiled histogram votes cg_r
     expect_ok "$t (CUEMU_REORDER=3)" $t CUEMU_REORDER=3
 done
 [ -x "$TMP/errors" ] && expect_ok "errors (CUEMU_NO_DEVICE=1)" errors CUEMU_NO_DEVICE=1
+# The fast intrinsics: accurate by default, as far off as CUDA allows with CUEMU_ULP
+if build fast_math fast_math; then
+    expect_ok "fast_math" fast_math
+    expect_ok "fast_math (CUEMU_ULP=$((2 * $$ + 1)), errors up)" fast_math CUEMU_ULP=$((2 * $$ + 1))
+    expect_ok "fast_math (CUEMU_ULP=$((2 * $$)), errors down)" fast_math CUEMU_ULP=$((2 * $$))
+fi
 
 # A missing __syncthreads in a tree reduction: wrong for some seed; the correct one never.
 if [ -x "$TMP/reduce_shared" ] && build reduce_shared reduce_racy -DMISSING_SYNC; then
