@@ -1345,6 +1345,7 @@ static int jparse(JParser *p, JVal *v, int depth) {
                 cap = cap ? cap * 2 : 8;
                 v->items = realloc(v->items, (size_t)cap * sizeof *v->items);
                 v->keys = realloc(v->keys, (size_t)cap * sizeof *v->keys);
+                if (!v->items || !v->keys) die("out of memory");
             }
             JVal *item = &v->items[v->n];
             char **key = &v->keys[v->n++]; // counted now: jfree frees what an error leaves
