@@ -27,7 +27,8 @@
 // Environment: CUEMU_REORDER=SEED (nonzero), CUEMU_STACK_KB (fiber stack, default 256),
 // CUEMU_NO_DEVICE=1 (behave like a machine without a GPU: cudaErrorNoDevice),
 // CUEMU_ULP=SEED (nonzero: the fast intrinsics and rsqrtf are off by up to the error
-// CUDA documents for them, all up or all down, so a tolerance too tight for a GPU shows).
+// CUDA documents for them: all up, odd seeds, or up and down at random, even seeds; so a
+// tolerance too tight for a GPU shows).
 // Exit status 86: the program broke a CUDA rule that a GPU would hang, fault or
 // misbehave on (the message on stderr says which).
 //
@@ -217,11 +218,12 @@ inline uint64_t splitmix64(uint64_t *state) {
 }
 inline uint64_t random_u64() { return splitmix64(&g_rng); }
 // CUEMU_ULP=SEED: the fast intrinsics and rsqrtf err as much as CUDA documents they may
-// on a GPU (the Programming Guide's bounds), by a seeded random amount and all in one
-// direction, up for an odd seed and down for an even one: the worst case for a sum, so
-// that a program's tolerance is tested against the GPU's math and not the host's.
+// on a GPU (the Programming Guide's bounds), by a seeded random amount: all up for an odd
+// seed (the worst case for a sum), up or down at random for an even one (the worst case
+// for a ratio, a softmax say, where errors all up cancel), so that a program's tolerance
+// is tested against the GPU's math and not the host's.
 inline uint64_t g_ulp_rng = g_settings.ulp_seed * 0x9E3779B97F4A7C15ull + 7;
-inline int ulp_sign() { return g_settings.ulp_seed & 1 ? 1 : -1; }
+inline int ulp_sign() { return g_settings.ulp_seed & 1 || splitmix64(&g_ulp_rng) & 1 ? 1 : -1; }
 // v moved by a random whole number of ulps, up to ulps (0, inf and nan stay).
 inline float ulp_error(float v, int ulps) {
     if (!g_settings.ulp_seed || !std::isfinite(v) || v == 0.0f) return v;

@@ -3,11 +3,12 @@
 # of that family in the split (or, with --all, every sample) is materialized
 # (data/corpus --materialize), built with emu/nvcc-emu, run in its directory and checked
 # against the generator's expected outputs (data/corpus --compare).
-#   test/emu_corpus.sh [DIR] [SPLIT] [--all] [--reorder SEED] [--ulp SEED] [--asan] [--jobs N] [--timeout S] [--keep]
+#   test/emu_corpus.sh [DIR] [SPLIT] [--all] [--reorder SEED] [--ulp SEED] [--fma] [--asan] [--jobs N] [--timeout S] [--keep]
 #     DIR      the corpus directory (default data/default; made with `make data` when absent)
 #     SPLIT    train, val or test (default test)
 #     --reorder SEED  run with CUEMU_REORDER=SEED (the runtime's thread-order shuffle)
 #     --ulp SEED      run with CUEMU_ULP=SEED (fast intrinsics as far off as CUDA allows)
+#     --fma    contract a * b + c into fused multiply-adds, as nvcc does by default (--fmad=true)
 #     --asan   build with AddressSanitizer;  --keep  keep the work directories of failures
 # One line per sample: "PASS family (split:index) 1.2 s (build 3.4 s)" or
 # "FAIL family (split:index): reason"; then a summary. Exit 1 when any sample fails.
@@ -16,12 +17,13 @@
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-dir=data/default split=test all=0 reorder="" ulp="" asan="" jobs=$(nproc) timeout_s=120 keep=0 npos=0
+dir=data/default split=test all=0 reorder="" ulp="" fma=0 asan="" jobs=$(nproc) timeout_s=120 keep=0 npos=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --all) all=1 ;;
         --reorder) reorder=${2:?--reorder needs a seed}; shift ;;
         --ulp) ulp=${2:?--ulp needs a seed}; shift ;;
+        --fma) fma=1 ;;
         --asan) asan=--asan ;;
         --jobs) jobs=${2:?--jobs needs a number}; shift ;;
         --timeout) timeout_s=${2:?--timeout needs seconds}; shift ;;
@@ -33,6 +35,14 @@ while [ $# -gt 0 ]; do
     shift
 done
 case "$split" in train|val|test) ;; *) echo "emu_corpus.sh: split must be train, val or test" >&2; exit 2 ;; esac
+if [ $fma -eq 1 ]; then # g++ contracts at -O1 only with -fexpensive-optimizations
+    case $(uname -m) in
+        x86_64) grep -qw fma /proc/cpuinfo || { echo "emu_corpus.sh: --fma: this CPU has no FMA" >&2; exit 2; }
+                export CXX="${CXX:-g++} -mfma -ffp-contract=fast -fexpensive-optimizations" ;;
+        aarch64) export CXX="${CXX:-g++} -ffp-contract=fast -fexpensive-optimizations" ;;
+        *) echo "emu_corpus.sh: --fma: not on $(uname -m)" >&2; exit 2 ;;
+    esac
+fi
 [ -x data/corpus ] && [ data/corpus -nt data/corpus.c ] || make -s data/corpus >/dev/null || exit 2
 [ -x emu/nvcc-emu ] && [ emu/nvcc-emu -nt emu/nvcc-emu.c ] || make -s emu/nvcc-emu >/dev/null || exit 2
 if [ ! -f "$dir/$split.jsonl" ]; then
@@ -93,7 +103,7 @@ export -f run_one
 export NVCC_EMU=${NVCC_EMU:-$ROOT/emu/nvcc-emu} CORPUS=${CORPUS:-$ROOT/data/corpus}
 export TMP ROOT dir split asan reorder ulp timeout_s keep
 
-echo "emu_corpus: $(wc -l <"$TMP/samples") samples of $dir/$split.jsonl, $jobs jobs${reorder:+, CUEMU_REORDER=$reorder}${ulp:+, CUEMU_ULP=$ulp}"
+echo "emu_corpus: $(wc -l <"$TMP/samples") samples of $dir/$split.jsonl, $jobs jobs${reorder:+, CUEMU_REORDER=$reorder}${ulp:+, CUEMU_ULP=$ulp}${CXX:+, CXX=$CXX}"
 start=$(date +%s)
 xargs -P "$jobs" -L 1 bash -c 'run_one "$0" "$1"' <"$TMP/samples" | tee "$TMP/results"
 end=$(date +%s)

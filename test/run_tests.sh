@@ -527,6 +527,21 @@ if [ ! -f emu/cuemu.h ]; then
 else
     tally < <(bash test/emu_corpus.sh; echo "exit $?" >"$TMP/rc")
     grep -q "exit 0" "$TMP/rc" || bad "emu_corpus_exit" "$(cat "$TMP/rc")"
+    # the references' tolerances hold against a GPU's math, not only the host's: the fast
+    # intrinsics and rsqrtf off by as much as CUDA allows (a fresh seed: up or down), and
+    # a * b + c fused as nvcc fuses it by default (fresh tasks of the families that use them)
+    ulp=$RANDOM
+    ./data/corpus --out "$TMP/gpumath" --seed $ulp --train 0 --val 0 --test 16 --families \
+        elementwise_unary,softmax_row_block,softmax_row_warp,log_softmax_row,layernorm_row,rmsnorm_row,pipeline_standardize,pipeline_softmax,matmul_tiled,conv2d,matvec_thread_per_row,stencil_2d,elementwise_ternary \
+        >/dev/null 2>&1
+    for how in "--ulp $ulp" --fma; do
+        if [ "$how" = --fma ] && [ "$(uname -m)" = x86_64 ] && ! grep -qw fma /proc/cpuinfo; then
+            echo "SKIP corpus_tolerances_hold --fma: this CPU has no FMA"; skip=$((skip + 1)); continue
+        fi
+        if bash test/emu_corpus.sh "$TMP/gpumath" test --all $how >"$TMP/gpumath.out" 2>&1; then
+            ok "corpus_tolerances_hold $how (seed $ulp): $(tail -1 "$TMP/gpumath.out" | sed 's/^emu_corpus: //')"
+        else bad "corpus_tolerances_hold $how (seed $ulp)" "$(grep -m3 -E '^FAIL|passed, ' "$TMP/gpumath.out" | tr '\n' '|')"; fi
+    done
     # README's "Adding a family", step by step, with the model family test/family_example.c:
     # a copy of the generator with it added builds without a warning, and every test-split
     # program of the family (fresh seed) passes under the emulator and compiles with nvcc

@@ -1,7 +1,8 @@
 // The fast intrinsics and rsqrtf on fresh random inputs, against the accurate functions on
 // the host. Plain: equal to them. With CUEMU_ULP=SEED: within CUDA's documented error
-// bounds of them, all above them (odd SEED) or all below (even), and off for most inputs
-// (else the setting would test nothing).
+// bounds of them, all above them (odd SEED) or above and below at random (even; each side
+// for at least a quarter of the inputs), and off for most inputs (else the setting would
+// test nothing).
 #include <cmath>
 #include <cstring>
 #include <cuda_runtime.h>
@@ -47,28 +48,31 @@ int main(int argc, char **argv) {
     CHECK(cudaMemcpy(out, dout, sizeof out, cudaMemcpyDeviceToHost));
     long long seed = getenv("CUEMU_ULP") ? atoll(getenv("CUEMU_ULP")) : 0;
     int perturbed = seed != 0, up = seed & 1, bad = 0;
-    long off[NFN] = {0};
+    long off[NFN] = {0}, below[NFN] = {0};
     for (int i = 0; i < n; i++) {
         float xs = x[i] * 0.03f;
         float exact[NFN] = {expf(x[i]), logf(y[i]), x[i] / y[i], 1.0f / sqrtf(y[i]), sinf(xs)};
-        // the bound (+1 ulp for the host's own rounding): ulps, or an absolute error
+        // the bound (+1 ulp for the rounding of the host's result or of the perturbed one):
+        // ulps, or an absolute error
         long ulps[NFN] = {3 + (long)fabsf(1.173f * x[i]), 4, 3, 3, 0};
         double abs_err[NFN] = {0, y[i] >= 0.5f && y[i] <= 2.0f ? 3.6e-7 : 0, 0, 0, 3.6e-7};
         for (int f = 0; f < NFN; f++) {
             float got = out[f * n + i];
             off[f] += got != exact[f];
-            int ok = (abs_err[f] > 0 ? fabs((double)got - exact[f]) <= abs_err[f] * (1 + 1e-6) + 1e-12
+            below[f] += got < exact[f];
+            int ok = (abs_err[f] > 0 ? fabs((double)got - exact[f]) <= abs_err[f] + 1.2e-7 * fabsf(exact[f]) + 1e-12
                                      : ulps_apart(got, exact[f]) <= ulps[f]) &&
-                     (up ? got >= exact[f] : got <= exact[f]);
+                     (!up || got >= exact[f]);
             if (perturbed ? !ok : got != exact[f]) {
                 if (bad++ < 5) printf("MISMATCH %s at %d: %.9g, accurate %.9g\n", names[f], i, got, exact[f]);
             }
         }
     }
     for (int f = 0; f < NFN && perturbed; f++)
-        if (off[f] < n / 4) printf("MISMATCH %s: only %ld of %d results off the accurate value\n", names[f], off[f], n),
-                bad++;
+        if (off[f] < n / 2 || (!up && (below[f] < n / 4 || off[f] - below[f] < n / 4)))
+            printf("MISMATCH %s: %ld of %d results off the accurate value, %ld below it\n", names[f], off[f], n,
+                   below[f]), bad++;
     if (bad) return 1;
-    printf("OK %s\n", perturbed ? up ? "within CUDA's bounds above, off for most inputs" : "within CUDA's bounds below, off for most inputs" : "equal to the accurate functions");
+    printf("OK %s\n", perturbed ? up ? "within CUDA's bounds, all above" : "within CUDA's bounds, above and below" : "equal to the accurate functions");
     return 0;
 }
