@@ -1098,7 +1098,7 @@ inline float __cosf(float x) { return cuemu::fast_trig(cosf(x), x); }
 inline float __tanf(float x) { return tanf(x); }
 inline void __sincosf(float x, float *s, float *c) { *s = __sinf(x); *c = __cosf(x); }
 inline float __fdividef(float a, float b) { return cuemu::ulp_error(a / b, 2); }
-inline float fdividef(float a, float b) { return __fdividef(a, b); }
+inline float fdividef(float a, float b) { return a / b; } // __fdividef only with --use_fast_math
 #if !(defined(__GLIBC_PREREQ) && __GLIBC_PREREQ(2, 41)) // C23 added these to glibc
 inline float rsqrtf(float x) { return cuemu::ulp_error(1.0f / sqrtf(x), 2); }
 inline double rsqrt(double x) { return 1.0 / sqrt(x); }
