@@ -745,6 +745,21 @@ static int use_pch(const char *emudir, int asan) {
     return !asan && gch && gch >= mtime_of(path) && gch >= newest_in(inc);
 }
 
+// --fma: the flags that make g++ fuse a * b + c as nvcc does by default (at -O1 it fuses
+// only with -fexpensive-optimizations); -1 with a message where the CPU has no FMA.
+static int fma_flags(char **cmd, int *nc) {
+#if defined(__x86_64__)
+    if (!__builtin_cpu_supports("fma")) { fprintf(stderr, "nvcc-emu: --fma: this CPU has no FMA\n"); return -1; }
+    cmd[(*nc)++] = "-mfma";
+#elif !defined(__aarch64__)
+    fprintf(stderr, "nvcc-emu: --fma: only on x86-64 and aarch64\n");
+    return -1;
+#endif
+    cmd[(*nc)++] = "-ffp-contract=fast";
+    cmd[(*nc)++] = "-fexpensive-optimizations";
+    return 0;
+}
+
 // Runs argv and waits; returns its exit status (128 + signal when killed).
 static int run_command(char **argv) {
     fflush(NULL);
@@ -802,6 +817,8 @@ static void usage(FILE *f) {
             "  -l LIB, -lLIB     link a library; -L DIR likewise\n"
             "  -c                compile only (an object file)\n"
             "  --asan            build with AddressSanitizer (-fsanitize=address)\n"
+            "  --fma             contract a * b + c into fused multiply-adds, as nvcc does by default\n"
+            "                    (--fmad=true); the CPU must have them (x86-64 with FMA, or aarch64)\n"
             "  --rewrite-only    print the rewritten source to stdout; compile nothing\n"
             "  --keep            keep the rewritten temporary file and print its path\n"
             "  --build-pch       precompile the runtime (EMUDIR/pch/cuemu.h.gch), which makes builds\n"
@@ -881,7 +898,7 @@ static int rewrite_file(const char *input, int rewrite_only, char *tmp, size_t t
 
 int main(int argc, char **argv) {
     const char *out = "a.out";
-    int asan = 0, rewrite_only = 0, keep = 0, compile_only = 0, pch_only = 0;
+    int asan = 0, fma = 0, rewrite_only = 0, keep = 0, compile_only = 0, pch_only = 0;
     char **pass = xrealloc(NULL, sizeof(char *) * (size_t)(2 * argc + 2)); // -I/-D/-l/-L passed through
     const char **inputs = xrealloc(NULL, sizeof(char *) * (size_t)argc);
     int npass = 0, ninput = 0;
@@ -895,6 +912,7 @@ int main(int argc, char **argv) {
         int has = i + 1 < argc;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { usage(stdout); return 0; }
         else if (strcmp(a, "--asan") == 0) asan = 1;
+        else if (strcmp(a, "--fma") == 0) fma = 1;
         else if (strcmp(a, "--rewrite-only") == 0) rewrite_only = 1;
         else if (strcmp(a, "--keep") == 0) keep = 1;
         else if (strcmp(a, "--build-pch") == 0) pch_only = 1;
@@ -944,7 +962,7 @@ int main(int argc, char **argv) {
     for (char *save = NULL, *w = strtok_r(cxxcopy, " \t", &save); w && ncxx < 16; w = strtok_r(NULL, " \t", &save))
         cxxwords[ncxx++] = w;
     if (pch_only) return build_pch(exe, cxxwords, ncxx);
-    if (use_pch(exe, asan)) snprintf(header, sizeof header, "%s/pch/cuemu.h", exe);
+    if (use_pch(exe, asan || fma)) snprintf(header, sizeof header, "%s/pch/cuemu.h", exe);
 
     // Rewrite every CUDA source into a temporary file; an unmodelled feature anywhere stops the build.
     char (*tmps)[PATH_MAX] = xrealloc(NULL, sizeof *tmps * (size_t)ninput);
@@ -966,6 +984,7 @@ int main(int argc, char **argv) {
     for (int j = 0; fixed_flags[j]; j++) cmd[nc++] = (char *)fixed_flags[j];
     cmd[nc++] = "-I", cmd[nc++] = incdir, cmd[nc++] = "-include", cmd[nc++] = header;
     if (asan) cmd[nc++] = "-fsanitize=address", cmd[nc++] = "-fno-omit-frame-pointer";
+    if (fma && fma_flags(cmd, &nc)) return 2;
     if (compile_only) cmd[nc++] = "-c";
     for (int j = 0; j < npass; j += 2)
         if (strcmp(pass[j], "-I") == 0 || strcmp(pass[j], "-D") == 0) cmd[nc++] = pass[j], cmd[nc++] = pass[j + 1];

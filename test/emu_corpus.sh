@@ -17,13 +17,13 @@
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-dir=data/default split=test all=0 reorder="" ulp="" fma=0 asan="" jobs=$(nproc) timeout_s=120 keep=0 npos=0
+dir=data/default split=test all=0 reorder="" ulp="" fma="" asan="" jobs=$(nproc) timeout_s=120 keep=0 npos=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --all) all=1 ;;
         --reorder) reorder=${2:?--reorder needs a seed}; shift ;;
         --ulp) ulp=${2:?--ulp needs a seed}; shift ;;
-        --fma) fma=1 ;;
+        --fma) fma=--fma ;;
         --asan) asan=--asan ;;
         --jobs) jobs=${2:?--jobs needs a number}; shift ;;
         --timeout) timeout_s=${2:?--timeout needs seconds}; shift ;;
@@ -35,14 +35,6 @@ while [ $# -gt 0 ]; do
     shift
 done
 case "$split" in train|val|test) ;; *) echo "emu_corpus.sh: split must be train, val or test" >&2; exit 2 ;; esac
-if [ $fma -eq 1 ]; then # g++ contracts at -O1 only with -fexpensive-optimizations
-    case $(uname -m) in
-        x86_64) grep -qw fma /proc/cpuinfo || { echo "emu_corpus.sh: --fma: this CPU has no FMA" >&2; exit 2; }
-                export CXX="${CXX:-g++} -mfma -ffp-contract=fast -fexpensive-optimizations" ;;
-        aarch64) export CXX="${CXX:-g++} -ffp-contract=fast -fexpensive-optimizations" ;;
-        *) echo "emu_corpus.sh: --fma: not on $(uname -m)" >&2; exit 2 ;;
-    esac
-fi
 [ -x data/corpus ] && [ data/corpus -nt data/corpus.c ] || make -s data/corpus >/dev/null || exit 2
 [ -x emu/nvcc-emu ] && [ emu/nvcc-emu -nt emu/nvcc-emu.c ] || make -s emu/nvcc-emu >/dev/null || exit 2
 if [ ! -f "$dir/$split.jsonl" ]; then
@@ -71,7 +63,7 @@ run_one() {
         echo "FAIL $tag: materialize failed: $(tail -1 "$w/mat.log")"; return
     fi
     t0=$(date +%s.%N)
-    "$NVCC_EMU" $asan -O3 -o "$w/prog" "$w/reference.cu" >"$w/build.log" 2>&1
+    "$NVCC_EMU" $asan $fma -O3 -o "$w/prog" "$w/reference.cu" >"$w/build.log" 2>&1
     rc=$?
     t1=$(date +%s.%N)
     if [ $rc -eq 3 ]; then
@@ -101,9 +93,9 @@ run_one() {
 }
 export -f run_one
 export NVCC_EMU=${NVCC_EMU:-$ROOT/emu/nvcc-emu} CORPUS=${CORPUS:-$ROOT/data/corpus}
-export TMP ROOT dir split asan reorder ulp timeout_s keep
+export TMP ROOT dir split asan fma reorder ulp timeout_s keep
 
-echo "emu_corpus: $(wc -l <"$TMP/samples") samples of $dir/$split.jsonl, $jobs jobs${reorder:+, CUEMU_REORDER=$reorder}${ulp:+, CUEMU_ULP=$ulp}${CXX:+, CXX=$CXX}"
+echo "emu_corpus: $(wc -l <"$TMP/samples") samples of $dir/$split.jsonl, $jobs jobs${reorder:+, CUEMU_REORDER=$reorder}${ulp:+, CUEMU_ULP=$ulp}${fma:+, fused multiply-adds}"
 start=$(date +%s)
 xargs -P "$jobs" -L 1 bash -c 'run_one "$0" "$1"' <"$TMP/samples" | tee "$TMP/results"
 end=$(date +%s)
