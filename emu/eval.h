@@ -1125,11 +1125,11 @@ static void cuset__eval_print_families(const cuset__EvalTask *tasks, const cuset
 // "cuset-eval-cache 1 STATUS COMPILE_OK EXIT SIGNAL SECONDS" and the detail.
 
 // A hash of path's modification time and size, and of every file below it when it is a
-// directory (in any order: entries are summed).
+// directory (in any order: entries are summed; links are not followed, so none loops).
 static uint64_t cuset__eval_stamp(const char *path) {
     struct stat st;
     uint64_t h = cuset__eval_hash(path, strlen(path), 0);
-    if (stat(path, &st)) return h;
+    if (lstat(path, &st)) return h;
     long long v[2] = {(long long)st.st_mtime, (long long)st.st_size};
     h = cuset__eval_hash(v, sizeof v, h);
     DIR *d = S_ISDIR(st.st_mode) ? opendir(path) : NULL;
