@@ -2,6 +2,7 @@
 # The one list of what cuset needs from the system (Debian packages), by purpose; make,
 # make test, make quickstart and .ci/run check it through this script.
 #   bash test/deps.sh PURPOSE...     PURPOSE: build, test, cudabench, eval, report
+#   bash test/deps.sh --hf-python    the Python that has the Hugging Face libraries (below)
 # Silent when everything is there. Otherwise, as root, installs what is missing with
 # apt-get and says in one line what and why; not as root, prints the apt-get line to run
 # and exits 1 at once. Every purpose includes build. PYTHON (default /usr/bin/python3) is
@@ -20,6 +21,7 @@ python3-scipy        | test cudabench | py:scipy                                
 python3-pil          | test cudabench | py:PIL                                            | CUDABench input generators
 bubblewrap           | test eval      | cmd:bwrap                                         | the sandbox of generated programs (gen --eval)
 chromium             | report         | cmd:chromium                                      | a screenshot of the experiment report
+python3-venv         | test           | py:ensurepip                                      | a venv for the Hugging Face libraries from PyPI
 '
 
 present() { # PROBE...: every probe holds
@@ -51,6 +53,32 @@ find_missing() { # fills missing (package names) and reasons ("package (why)") f
     done <<<"$table"
 }
 
+# The real Hugging Face libraries that test/test_gpt2.py checks data/gpt2.h against (the
+# versions the README names), from PyPI into a venv in test/ that also sees Debian's torch
+# and numpy. Without a network test_gpt2.py skips, saying what it needs.
+hf_venv=$(cd "$(dirname "$0")" && pwd)/.hf-venv
+hf_pkgs=(transformers==4.45.2 tokenizers==0.20.3 safetensors==0.8.0)
+hf_ready() { # (found, not imported: importing transformers takes seconds)
+    "$hf_venv/bin/python" -c "import importlib.util as u, sys
+sys.exit(any(u.find_spec(m) is None for m in ('transformers', 'tokenizers', 'safetensors')))" \
+        >/dev/null 2>&1
+}
+hf_install() {
+    hf_ready && return 0
+    echo "deps: installing ${hf_pkgs[*]} from PyPI into $hf_venv (test/test_gpt2.py compares with them)"
+    local log
+    log=$(mktemp /tmp/cuset_deps.XXXXXX)
+    if ! { "$PYTHON" -m venv --system-site-packages "$hf_venv" && "$hf_venv/bin/pip" install -q --disable-pip-version-check \
+            "${hf_pkgs[@]}"; } >"$log" 2>&1 || ! hf_ready; then
+        echo "deps: could not install them (no network?): $(tail -2 "$log" | tr '\n' ' '); test_gpt2.py will skip" >&2
+    fi
+    rm -f "$log"
+}
+if [ "${1:-}" = --hf-python ]; then
+    if hf_ready; then echo "$hf_venv/bin/python"; else echo "$PYTHON"; fi
+    exit 0
+fi
+
 known=" $(awk -F'|' 'NF > 1 { print $2 }' <<<"$table" | tr ' ' '\n' | awk 'NF && !seen[$0]++' | paste -sd' ') "
 [ $# -gt 0 ] || { echo "usage: test/deps.sh PURPOSE... (one of:$known)" >&2; exit 2; }
 for purpose in "$@"; do
@@ -58,7 +86,10 @@ for purpose in "$@"; do
 done
 wanted=" build $* "
 find_missing
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ]; then
+    [[ $wanted == *" test "* ]] && hf_install
+    exit 0
+fi
 
 list() { local IFS=';'; echo "${reasons[*]}" | sed 's/;/, /g'; }
 line="apt-get install -y ${missing[*]}"
@@ -83,3 +114,5 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "deps: installed, but still not found: $(list) (PYTHON=$PYTHON, CC=${CC:-gcc})" >&2
     exit 1
 fi
+[[ $wanted == *" test "* ]] && hf_install
+exit 0

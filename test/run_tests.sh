@@ -106,7 +106,8 @@ EOF
 echo "== GPT-2-family models in and out (test/test_gpt2 selftest; test/test_gpt2.py against transformers and tokenizers)"
 tally < <(./test/test_gpt2 selftest; echo "exit $?" >"$TMP/rc")
 grep -q "exit 0" "$TMP/rc" || bad "test_gpt2_selftest_exit" "$(cat "$TMP/rc")"
-tally < <("$PYTHON" test/test_gpt2.py --tmp "$TMP/gpt2"; echo "exit $?" >"$TMP/rc")
+# (with the Hugging Face libraries that make test installed from PyPI: test/deps.sh)
+tally < <("$(PYTHON=$PYTHON bash test/deps.sh --hf-python)" test/test_gpt2.py --tmp "$TMP/gpt2"; echo "exit $?" >"$TMP/rc")
 grep -q "exit 0" "$TMP/rc" || bad "test_gpt2_exit" "$(cat "$TMP/rc")"
 
 echo "== oracle: C float32 against PyTorch float64 (test/oracle.py)"
