@@ -892,7 +892,11 @@ static void emit_checks(char **families, int nfam) {
     int seeds = env ? atoi(env) : 1;
     if (seeds <= 0) { skip("nvcc_compiles", "CUSET_TEST_NVCC=0"); return; }
     if (sh("command -v nvcc >/dev/null 2>&1") != 0) { skip("nvcc_compiles", "nvcc not found"); return; }
-    int bad = 0, total = 0;
+    // ptxas's register counts too: at most 64 per thread, every kernel can launch with 1024
+    // threads per block on sm_90 (65,536 registers per block); one with more would fail there
+    // with "too many resources requested for launch", which the emulator does not model
+    const int max_regs = 64;
+    int bad = 0, total = 0, kernels = 0, most = 0;
     for (int f = 0; f < nfam; f++)
         for (int seed = 1; seed <= seeds; seed++) {
             char src[400], log[400];
@@ -900,14 +904,24 @@ static void emit_checks(char **families, int nfam) {
             snprintf(log, sizeof log, "%s/nv.log", tmpdir);
             sh("'%s' --emit-family %s --seed %d > '%s'", corpus, families[f], seed * 7 + f, src);
             total++;
-            if (sh("nvcc -arch=sm_90 -o '%s/nv.bin' '%s' > '%s' 2>&1", tmpdir, src, log) != 0) {
-                char *l = slurp(log, NULL);
+            int rc = sh("nvcc -arch=sm_90 -Xptxas -v -o '%s/nv.bin' '%s' > '%s' 2>&1", tmpdir, src, log);
+            char *l = slurp(log, NULL);
+            if (rc != 0) {
                 fail("nvcc_compiles", "%s seed %d: %.300s", families[f], seed * 7 + f, l ? l : "");
-                free(l);
                 bad++;
             }
+            for (const char *p = l; p && (p = strstr(p, "Used ")); p += 5) {
+                int regs = atoi(p + 5);
+                kernels++;
+                if (regs > most) most = regs;
+                if (regs > max_regs) fail("nvcc_registers", "%s seed %d: a kernel uses %d registers per thread", families[f],
+                                    seed * 7 + f, regs);
+            }
+            free(l);
         }
     if (!bad) printf("PASS nvcc_compiles (%d programs, %d per family)\n", total, seeds);
+    if (kernels && most <= max_regs) printf("PASS nvcc_registers (%d kernels, at most %d registers per thread)\n", kernels, most);
+    else if (!kernels) fail("nvcc_registers", "no 'Used N registers' line from ptxas -v");
 }
 
 // The command line: --help on stdout with exit 0; a wrong command line gets a message naming
