@@ -351,28 +351,34 @@ static uint64_t cuset__disk_free(const char *dir) {
     if (statvfs(dir ? dir : ".", &v)) return 0;
     return (uint64_t)v.f_bavail * v.f_frsize + (uint64_t)v.f_favail * 4096;
 }
-// What the tree at path takes of the disk: allocated bytes, plus 4 KiB per file. A
-// directory its owner closed is opened again (as cuset_remove_tree does), so nothing hides.
-static uint64_t cuset__tree_bytes(const char *path) {
+// The sum of of(entry) over path and, when it is a directory, every entry below it (links
+// are not followed). reopen: a directory its owner closed is opened again (as
+// cuset_remove_tree does), so nothing in it hides.
+static uint64_t cuset__tree_sum(const char *path, uint64_t (*of)(const char *path, const struct stat *st), int reopen) {
     struct stat st;
     if (lstat(path, &st)) return 0;
-    uint64_t n = (uint64_t)st.st_blocks * 512 + 4096;
+    uint64_t n = of(path, &st);
     if (!S_ISDIR(st.st_mode)) return n;
     DIR *d = opendir(path);
-    if (!d && !chmod(path, 0700)) d = opendir(path);
+    if (!d && reopen && !chmod(path, 0700)) d = opendir(path);
     if (!d) return n;
     for (struct dirent *e; (e = readdir(d));) {
         char sub[4096];
         if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
             snprintf(sub, sizeof sub, "%s/%s", path, e->d_name) < (int)sizeof sub)
-            n += cuset__tree_bytes(sub);
+            n += cuset__tree_sum(sub, of, reopen);
     }
     closedir(d);
     return n;
 }
+// What an entry takes of the disk: allocated bytes, plus 4 KiB.
+static uint64_t cuset__entry_bytes(const char *path, const struct stat *st) {
+    (void)path;
+    return (uint64_t)st->st_blocks * 512 + 4096;
+}
 // What counts against the disk watch now; its growth is what the child took.
 static int64_t cuset__disk_used(const char *dir, int in_dir) {
-    return in_dir ? (int64_t)cuset__tree_bytes(dir ? dir : ".") : -(int64_t)cuset__disk_free(dir);
+    return in_dir ? (int64_t)cuset__tree_sum(dir ? dir : ".", cuset__entry_bytes, 1) : -(int64_t)cuset__disk_free(dir);
 }
 
 // The child of cuset_run_limited_ex: its own process group, default signals, stdin from
@@ -597,6 +603,7 @@ typedef struct {
     char corpus[4096], emu[4096], nvcc[4096];
     char arch[16];   // nvcc's -arch: the GPU's, from nvidia-smi (sm_86, sm_90, ...); sm_90 without one
     int have_nvcc, use_gpu, keep_dirs;
+    uint64_t tools_stamp; // the result cache's key of the tools' files (cuset__eval_stamp_tools)
     double timeout, compile_timeout, disk_mib;
     char *root;      // the private temporary directory of this run
     CusetSandbox sb; // where every compilation and run happens (sb.isolated 0: --unsafe-no-sandbox)
@@ -1119,43 +1126,23 @@ static void cuset__eval_print_families(const cuset__EvalTask *tasks, const cuset
 // Greedy programs of different models are often the same text, and a rerun of an
 // experiment meets every program again: a result found here is not recomputed. The key
 // covers the task's whole line, the program's text, the compiler and runner, the limits,
-// and the tools' files as they are now (cuset__eval_stamp): the compiler, the corpus
-// binary and, under the CPU emulator, its driver, runtime and headers, so that a fixed or
-// upgraded tool is not answered with the old one's results. File: two lines,
+// and the tools' files as they are (E->tools_stamp: the compiler, the corpus binary and,
+// under the CPU emulator, its driver, runtime and headers), so that a fixed or upgraded
+// tool is not answered with the old one's results. File: two lines,
 // "cuset-eval-cache 1 STATUS COMPILE_OK EXIT SIGNAL SECONDS" and the detail.
 
-// A hash of path's modification time and size, and of every file below it when it is a
-// directory (in any order: entries are summed; links are not followed, so none loops).
-static uint64_t cuset__eval_stamp(const char *path) {
-    struct stat st;
-    uint64_t h = cuset__eval_hash(path, strlen(path), 0);
-    if (lstat(path, &st)) return h;
-    long long v[2] = {(long long)st.st_mtime, (long long)st.st_size};
-    h = cuset__eval_hash(v, sizeof v, h);
-    DIR *d = S_ISDIR(st.st_mode) ? opendir(path) : NULL;
-    for (struct dirent *e; d && (e = readdir(d));) {
-        char sub[4096];
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
-            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name) < (int)sizeof sub)
-            h += cuset__eval_stamp(sub);
-    }
-    if (d) closedir(d);
-    return h;
+// An entry's path, modification time and size, hashed (summed over a tree: in any order).
+static uint64_t cuset__eval_entry_stamp(const char *path, const struct stat *st) {
+    long long v[2] = {(long long)st->st_mtime, (long long)st->st_size};
+    return cuset__eval_hash(v, sizeof v, cuset__eval_hash(path, strlen(path), 0));
 }
 
 static void cuset__eval_cache_path(const cuset__EvalEnv *E, const char *dir, const cuset__EvalTask *t,
                                    const cuset__EvalProgram *p, char *out, size_t cap) {
-    char how[12400], emudir[4096], runtime[4200], headers[4200];
-    snprintf(emudir, sizeof emudir, "%s", E->emu);
-    if (strrchr(emudir, '/')) *strrchr(emudir, '/') = 0;
-    snprintf(runtime, sizeof runtime, "%s/cuemu.h", emudir);
-    snprintf(headers, sizeof headers, "%s/include", emudir);
-    uint64_t tools = cuset__eval_stamp(E->corpus) + (E->have_nvcc ? cuset__eval_stamp(E->nvcc) : 0);
-    if (!E->use_gpu) // nvcc-emu, its runtime and its headers (pch/ is made from the runtime)
-        tools += cuset__eval_stamp(E->emu) + cuset__eval_stamp(runtime) + cuset__eval_stamp(headers);
+    char how[12400];
     snprintf(how, sizeof how, "%s|%s %s|%s|%d|%g|%g|%g|%016llx", E->use_gpu ? "gpu" : E->emu,
              E->have_nvcc ? E->nvcc : "-", E->arch, E->corpus, E->sb.isolated, E->timeout, E->compile_timeout,
-             E->disk_mib, (unsigned long long)tools);
+             E->disk_mib, (unsigned long long)E->tools_stamp);
     uint64_t a = cuset__eval_hash(how, strlen(how), t->key), b = 0x9e3779b97f4a7c15ull ^ a;
     a = cuset__eval_hash(p->text ? p->text : "", p->len, a);
     b = cuset__eval_hash(p->text ? p->text : "", p->len, cuset__eval_hash(how, strlen(how), b ^ t->key));
@@ -1514,13 +1501,34 @@ static void cuset__eval_find_tools(cuset__EvalEnv *E, const CusetEvalOpts *o) {
     cuset__eval_gpu_arch(E->arch, sizeof E->arch);
 }
 
-// The sandbox sees the emulator's directory (nvcc-emu finds its headers beside itself): 0,
-// or -1 with a message. Nothing to do without a sandbox.
+// The emulator's directory, where nvcc-emu finds its runtime and headers: EMUDIR/name.
+static char *cuset__eval_emu_path(const cuset__EvalEnv *E, const char *name, char *out, size_t cap) {
+    snprintf(out, cap, "%s", E->emu);
+    if (strrchr(out, '/')) *strrchr(out, '/') = 0;
+    if (*name) snprintf(out + strlen(out), cap - strlen(out), "/%s", name);
+    return out;
+}
+
+// The sandbox sees the emulator's directory: 0, or -1 with a message. Nothing to do
+// without a sandbox.
 static int cuset__eval_sandbox_add_emulator(cuset__EvalEnv *E, char *err, size_t cap) {
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s", E->emu);
-    if (strrchr(dir, '/')) *strrchr(dir, '/') = 0;
-    return E->sb.isolated ? cuset_sandbox_add_tool(&E->sb, dir, err, cap) : 0;
+    return E->sb.isolated ? cuset_sandbox_add_tool(&E->sb, cuset__eval_emu_path(E, "", dir, sizeof dir), err, cap) : 0;
+}
+
+// The result cache's key of the tools' files, once the runner is settled: modification
+// times and sizes of nvcc, the corpus program and, under the emulator, nvcc-emu, its
+// runtime and its headers (pch/ is made from the runtime).
+static void cuset__eval_stamp_tools(cuset__EvalEnv *E) {
+    char runtime[4200], headers[4200];
+    E->tools_stamp = cuset__tree_sum(E->corpus, cuset__eval_entry_stamp, 0) +
+                     (E->have_nvcc ? cuset__tree_sum(E->nvcc, cuset__eval_entry_stamp, 0) : 0);
+    if (!E->use_gpu)
+        E->tools_stamp += cuset__tree_sum(E->emu, cuset__eval_entry_stamp, 0) +
+                          cuset__tree_sum(cuset__eval_emu_path(E, "cuemu.h", runtime, sizeof runtime),
+                                          cuset__eval_entry_stamp, 0) +
+                          cuset__tree_sum(cuset__eval_emu_path(E, "include", headers, sizeof headers),
+                                          cuset__eval_entry_stamp, 0);
 }
 
 // The sandbox, which sees the tools read-only: the emulator's directory (its headers), the
@@ -1624,6 +1632,7 @@ static void cuset__eval_open_run(cuset__EvalRun *R) {
         cuset__eval_find_emulator(E, o);
         if (cuset__eval_sandbox_add_emulator(E, err, sizeof err)) cuset__eval_fail("the sandbox: %s", err);
     }
+    cuset__eval_stamp_tools(E);
     signal(SIGINT, cuset__eval_on_signal);
     signal(SIGTERM, cuset__eval_on_signal);
     fprintf(stderr, "eval: %s tasks %d..%d of %d; compiler %s; runner %s; work in %s; %s\n", o->tasks_path, R->first,
