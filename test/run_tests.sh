@@ -21,6 +21,10 @@ tally() { # count PASS/FAIL/SKIP lines of a test program's output (on stdin), ec
 ok() { echo "PASS $1"; pass=$((pass + 1)); }
 bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
 
+# why emu/nvcc-emu refuses --fma here (a CPU without fused multiply-adds); nothing, and a
+# non-zero status, when it fuses
+fma_refused() { emu/nvcc-emu --fma -I test/emu -c -o "$TMP/fused.o" test/emu/fused.cu 2>&1 | grep -o "nvcc-emu: --fma: .*"; }
+
 # expect NAME WANT_RC PATTERN CMD...: the command exits WANT_RC and its stderr+stdout match PATTERN
 expect() {
     local name=$1 want=$2 pattern=$3; shift 3
@@ -536,8 +540,8 @@ else
         elementwise_unary,softmax_row_block,softmax_row_warp,log_softmax_row,layernorm_row,rmsnorm_row,pipeline_standardize,pipeline_softmax,matmul_tiled,conv2d,matvec_thread_per_row,stencil_2d,elementwise_ternary \
         >/dev/null 2>&1
     for how in "--ulp $ulp" --fma; do
-        if [ "$how" = --fma ] && [ "$(uname -m)" = x86_64 ] && ! grep -qw fma /proc/cpuinfo; then
-            echo "SKIP corpus_tolerances_hold --fma: this CPU has no FMA"; skip=$((skip + 1)); continue
+        if [ "$how" = --fma ] && why=$(fma_refused); then
+            echo "SKIP corpus_tolerances_hold --fma: $why"; skip=$((skip + 1)); continue
         fi
         if bash test/emu_corpus.sh "$TMP/gpumath" test --all $how >"$TMP/gpumath.out" 2>&1; then
             ok "corpus_tolerances_hold $how (seed $ulp): $(tail -1 "$TMP/gpumath.out" | sed 's/^emu_corpus: //')"
@@ -620,8 +624,8 @@ else
     else bad "test_gpu_attn_loss_asan_build" "$(tail -5 "$TMP/emu_build.out")"; fi
     # and with a * b + c fused in the kernels as nvcc fuses it by default, the CPU reference
     # beside them rounding twice: the stated tolerances hold for that difference too
-    if [ "$(uname -m)" = x86_64 ] && ! grep -qw fma /proc/cpuinfo; then
-        echo "SKIP test_gpu_attn_loss_fma: this CPU has no FMA"; skip=$((skip + 1))
+    if why=$(fma_refused); then
+        echo "SKIP test_gpu_attn_loss_fma: $why"; skip=$((skip + 1))
     elif emu/nvcc-emu --fma -c -I . -o "$TMP/cuset_fma.o" cuset.cu >"$TMP/emu_build.out" 2>&1 \
         && emu/nvcc-emu -c -I . -o "$TMP/attn.o" test/test_gpu_attn_loss.cu >>"$TMP/emu_build.out" 2>&1 \
         && emu/nvcc-emu -o "$TMP/attn_fma" "$TMP/attn.o" "$TMP/cuset_fma.o" >>"$TMP/emu_build.out" 2>&1; then
