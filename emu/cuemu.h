@@ -243,10 +243,11 @@ inline float abs_error(float v, double err) {
 }
 // A fast logarithm: an absolute error near 1, ulps elsewhere; sine and cosine: an
 // absolute error on [-pi, pi] (beyond it the Guide gives no bound: accurate here).
+inline constexpr double fast_abs_error = 3.6e-7; // 2^-21.41: __logf near 1, __sinf, __cosf
 inline float fast_log(float v, float x, double near_one, int ulps) {
     return x >= 0.5f && x <= 2.0f ? abs_error(v, near_one) : ulp_error(v, ulps);
 }
-inline float fast_trig(float v, float x) { return fabsf(x) <= 3.14159265f ? abs_error(v, 3.6e-7 /* 2^-21.41 */) : v; }
+inline float fast_trig(float v, float x) { return fabsf(x) <= 3.14159265f ? abs_error(v, fast_abs_error) : v; }
 template <class T> inline void shuffle(T *v, size_t n) {
     for (size_t i = n; i > 1; i--) std::swap(v[i - 1], v[random_u64() % i]);
 }
@@ -1089,7 +1090,7 @@ inline double erfcinv(double y) { // Newton on erfc, accurate for small y
 // __powf and __tanf, whose bounds the Guide derives from their implementation, stay accurate.
 inline float __expf(float x) { return cuemu::ulp_error(expf(x), 2 + (int)fabsf(1.173f * x)); }
 inline float __exp10f(float x) { return cuemu::ulp_error(powf(10.0f, x), 2 + (int)fabsf(2.97f * x)); }
-inline float __logf(float x) { return cuemu::fast_log(logf(x), x, 3.6e-7 /* 2^-21.41 */, 3); }
+inline float __logf(float x) { return cuemu::fast_log(logf(x), x, cuemu::fast_abs_error, 3); }
 inline float __log2f(float x) { return cuemu::fast_log(log2f(x), x, 2.4e-7 /* 2^-22 */, 2); }
 inline float __log10f(float x) { return cuemu::fast_log(log10f(x), x, 6.0e-8 /* 2^-24 */, 3); }
 inline float __powf(float a, float b) { return powf(a, b); }

@@ -73,6 +73,8 @@ int main(int argc, char **argv) {
             printf("MISMATCH %s: %ld of %d results off the accurate value, %ld below it\n", names[f], off[f], n,
                    below[f]), bad++;
     if (bad) return 1;
-    printf("OK %s\n", perturbed ? up ? "within CUDA's bounds, all above" : "within CUDA's bounds, above and below" : "equal to the accurate functions");
+    printf("OK %s\n", !perturbed ? "equal to the accurate functions"
+                       : up       ? "within CUDA's bounds, all above"
+                                  : "within CUDA's bounds, above and below");
     return 0;
 }
