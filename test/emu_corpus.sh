@@ -22,7 +22,8 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --all) all=1 ;;
         --reorder) reorder=${2:?--reorder needs a seed}; shift ;;
-        --ulp) ulp=${2:?--ulp needs a seed}; shift ;;
+        --ulp) ulp=${2:?--ulp needs a seed}; shift
+               [[ $ulp =~ ^[1-9][0-9]*$ ]] || { echo "emu_corpus.sh: --ulp needs a seed above 0 (0 is off)" >&2; exit 2; } ;;
         --fma) fma=--fma ;;
         --asan) asan=--asan ;;
         --jobs) jobs=${2:?--jobs needs a number}; shift ;;
