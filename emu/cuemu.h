@@ -29,6 +29,9 @@
 // CUEMU_ULP=SEED (nonzero: the fast intrinsics and rsqrtf are off by up to the error
 // CUDA documents for them: all up, odd seeds, or up and down at random, even seeds; so a
 // tolerance too tight for a GPU shows).
+// Launches a GPU refuses (bad configurations; with nvcc-emu --ptxas-info, more threads
+// than the kernel's registers allow or too much shared memory) do not run and set the
+// error, as there.
 // Exit status 86: the program broke a CUDA rule that a GPU would hang, fault or
 // misbehave on (the message on stderr says which).
 //
@@ -55,6 +58,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cxxabi.h>
 #include <ctime>
 #include <limits>
 #include <new>
@@ -643,7 +647,8 @@ inline void run_block() {
 constexpr size_t max_dyn_smem = 228 * 1024;
 constexpr size_t smem_optin_limit = 227 * 1024;
 alignas(128) inline unsigned char dyn_smem[max_dyn_smem];
-inline size_t g_smem_optin = 48 * 1024; // raised by cudaFuncSetAttribute
+constexpr size_t smem_default = 48 * 1024;
+inline size_t g_smem_optin = smem_default; // raised by cudaFuncSetAttribute
 
 // A __shared__ variable declared in a function lives in the current block: the driver
 // rewrites `__shared__ float s[N];` into `float (&s)[N] = shared_var<float[N]>(&key);`
@@ -703,6 +708,87 @@ inline bool device_accessible(const void *p) {
 }
 
 // ---------------------------------------------------------------------------------------
+// Kernel resources: registers and static shared memory, as ptxas reported them
+// ---------------------------------------------------------------------------------------
+// nvcc-emu --ptxas-info FILE defines cuemu_ptxas_info from nvcc -Xptxas -v's report: one
+// line "MANGLED_NAME REGISTERS STATIC_SMEM_BYTES" per kernel. Without it nothing is known
+// and no launch is refused for its resources.
+extern "C" const char cuemu_ptxas_info[] __attribute__((weak));
+struct KernelResources {
+    std::string name; // demangled, without return type and parameters: "ns::k<256>"
+    int regs;
+    size_t smem;
+};
+// "void ns::k<256, float>(float const*, int)" -> "ns::k<256,float>" (spaces dropped).
+inline std::string kernel_name(const char *mangled) {
+    int status = 0;
+    char *d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+    std::string full = status == 0 && d ? d : mangled, name;
+    free(d);
+    int depth = 0;
+    for (char c : full) {
+        if (c == '(' && depth == 0) break;
+        depth += (c == '<') - (c == '>');
+        if (c == ' ' && depth == 0) name.clear(); // what came before was the return type
+        else if (c != ' ') name += c;
+    }
+    return name;
+}
+inline const std::vector<KernelResources> &ptxas_kernels() {
+    static std::vector<KernelResources> table = [] {
+        std::vector<KernelResources> t;
+        char name[4096];
+        int regs, used;
+        size_t smem;
+        for (const char *p = cuemu_ptxas_info; p && *p; p += used)
+            if (sscanf(p, "%4095s %d %zu\n%n", name, &regs, &smem, &used) != 3) break;
+            else t.push_back({kernel_name(name), regs, smem});
+        return t;
+    }();
+    return table;
+}
+// The name without namespaces and template arguments: "ns::k<256,float>" -> "k".
+inline std::string base_name(const std::string &s) {
+    std::string b = s.substr(0, s.find('<'));
+    size_t colon = b.rfind("::");
+    return colon == std::string::npos ? b : b.substr(colon + 2);
+}
+// Is the kernel `name` the one a launch wrote as `text`: the same, or the same without the
+// namespaces (k for ns::k); or, by_base, the same base name (k for k<BLOCK>)?
+inline bool launches(const std::string &name, const std::string &text, bool by_base) {
+    if (by_base) return base_name(name) == base_name(text);
+    size_t n = text.size() + 2;
+    return name == text || (name.size() > n && name.compare(name.size() - n, n, "::" + text) == 0);
+}
+// The resources of the kernel launched as `text` (the source before <<<), or null: the
+// kernels of that name with those template arguments, else of that base name; of several,
+// the least demanding, so that a launch a GPU would run is never refused.
+inline const KernelResources *kernel_resources(const char *text) {
+    static std::unordered_map<const char *, const KernelResources *> cache; // text: a literal per launch site
+    auto hit = cache.find(text);
+    if (hit != cache.end()) return hit->second;
+    std::string want; // without spaces and parentheses: "(ns::k<256, float>)" -> "ns::k<256,float>"
+    for (const char *p = text; *p; p++)
+        if (*p != ' ' && *p != '(' && *p != ')') want += *p;
+    if (want.compare(0, 2, "::") == 0) want.erase(0, 2);
+    const KernelResources *best = nullptr;
+    for (bool by_base : {false, true}) {
+        for (const KernelResources &k : ptxas_kernels())
+            if (launches(k.name, want, by_base) &&
+                (!best || std::tie(k.regs, k.smem) < std::tie(best->regs, best->smem)))
+                best = &k;
+        if (best) break;
+    }
+    return cache[text] = best;
+}
+// The most threads a block may have on sm_90 with regs registers per thread: a block gets
+// at most 65,536 registers, allocated per warp in units of 256.
+inline int max_threads_for(int regs) {
+    int per_warp = (regs * 32 + 255) / 256 * 256;
+    return per_warp ? std::min(1024, 65536 / per_warp * 32) : 1024;
+}
+
+// ---------------------------------------------------------------------------------------
 // Launch
 // ---------------------------------------------------------------------------------------
 struct Config {
@@ -715,27 +801,40 @@ inline cudaError_t set_error(cudaError_t e) {
     if (e != cudaSuccess) g_last_error = e;
     return e;
 }
-// CUDA's limits; on failure the launch does not run and the last error is set.
+// CUDA's limits; on failure the launch does not run and the last error is set. The
+// kernel's registers and static shared memory count when ptxas reported them.
 inline bool valid_config(const Config &c, const char *kernel, const char *file, int line) {
     const dim3 &g = c.grid, &b = c.block;
     uint64_t threads = (uint64_t)b.x * b.y * b.z;
-    const char *why = nullptr;
+    const KernelResources *k = kernel_resources(kernel);
+    size_t static_smem = k ? k->smem : 0, smem = c.dyn_smem + static_smem;
+    bool opted_in = g_smem_optin != smem_default; // else static and dynamic share 48 KiB
+    std::string why;
     cudaError_t err = cudaErrorInvalidConfiguration;
     if (threads == 0 || threads > 1024) why = "a block must have 1 to 1024 threads";
     else if (b.x > 1024 || b.y > 1024 || b.z > 64) why = "block dimensions are limited to (1024,1024,64)";
     else if (g.x == 0 || g.y == 0 || g.z == 0) why = "grid dimensions must be positive";
     else if (g.x > 0x7fffffffu || g.y > 65535 || g.z > 65535) why = "grid dimensions are limited to (2^31-1,65535,65535)";
-    else if (c.dyn_smem > g_smem_optin) {
-        why = c.dyn_smem > smem_optin_limit
-                  ? "dynamic shared memory exceeds the device's 227 KiB per block"
-                  : "dynamic shared memory above 48 KiB needs cudaFuncSetAttribute(kernel, "
-                    "cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) first";
+    else if (smem > smem_optin_limit || c.dyn_smem > g_smem_optin || (!opted_in && smem > smem_default)) {
+        std::string what = static_smem ? format("%zu bytes of static (ptxas) and %zu of dynamic shared memory",
+                                                static_smem, c.dyn_smem)
+                                        : "dynamic shared memory";
+        why = what + (smem > smem_optin_limit ? ": more than the device's 227 KiB per block"
+                      : opted_in ? format(": more than the %zu bytes set with cudaFuncSetAttribute", g_smem_optin)
+                                 : ": above 48 KiB, which needs cudaFuncSetAttribute(kernel, "
+                                   "cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) first");
         err = cudaErrorInvalidValue;
+    } else if (k && threads > (uint64_t)max_threads_for(k->regs)) {
+        why = format("too many resources requested for launch: ptxas gave the kernel %d registers per thread, so a "
+                     "block may have at most %d threads", k->regs, max_threads_for(k->regs));
+        err = cudaErrorLaunchOutOfResources;
     }
-    if (!why) return true;
+    if (why.empty()) return true;
     note("note: launch of %s (%s:%d) with grid (%u,%u,%u), block (%u,%u,%u), %zu bytes of dynamic shared memory "
          "fails: %s; the kernel does not run (%s)", kernel, file, line, g.x, g.y, g.z, b.x, b.y, b.z, c.dyn_smem,
-         why, err == cudaErrorInvalidValue ? "cudaErrorInvalidValue" : "cudaErrorInvalidConfiguration");
+         why.c_str(), err == cudaErrorInvalidValue ? "cudaErrorInvalidValue"
+                      : err == cudaErrorLaunchOutOfResources ? "cudaErrorLaunchOutOfResources"
+                                                             : "cudaErrorInvalidConfiguration");
     set_error(err);
     return false;
 }

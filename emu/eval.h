@@ -876,13 +876,15 @@ static const char *cuset__eval_disk_why(const cuset__EvalEnv *E, const char *wha
     return out;
 }
 
-// The compilation check: nvcc.
+// The compilation check: nvcc. For the emulator, with ptxas's report of each kernel's
+// registers and shared memory (-Xptxas -v, into nvcc.err), which its build takes.
 static int cuset__eval_compile(const cuset__EvalEnv *E, const char *dir, cuset__EvalResult *res) {
     char err_path[4200], why[300];
     CusetRunResult r;
     char arch[24];
     snprintf(arch, sizeof arch, "-arch=%s", E->arch);
-    const char *argv[] = {E->nvcc, arch, "-o", "prog", "prog.cu", NULL};
+    const char *report = E->use_gpu ? NULL : "-Xptxas"; // (NULL ends the list there)
+    const char *argv[] = {E->nvcc, arch, "-o", "prog", "prog.cu", report, "-v", NULL};
     cuset__eval_run(E, argv, dir, "nvcc", 0, 0, &r, err_path, sizeof err_path);
     if (r.status == CUSET_RUN_ERROR) return cuset__eval_verdict(res, CUSET_EVAL_ERROR, "%s", r.error);
     if (r.status != CUSET_RUN_EXITED || r.exit_code != 0) {
@@ -899,12 +901,14 @@ static int cuset__eval_compile(const cuset__EvalEnv *E, const char *dir, cuset__
     return 1;
 }
 
-// Without a GPU, the program to run is the emulator's build, prog_emu; *as gets its
-// address-space limit.
+// Without a GPU, the program to run is the emulator's build, prog_emu, which refuses the
+// launches a GPU would refuse for the kernels' resources when nvcc reported them; *as gets
+// its address-space limit.
 static int cuset__eval_build_emu(const cuset__EvalEnv *E, const char *dir, cuset__EvalResult *res, uint64_t *as) {
     char err_path[4200], path[4200];
     CusetRunResult r;
-    const char *argv[] = {E->emu, "prog.cu", "-o", "prog_emu", NULL};
+    const char *resources = E->have_nvcc ? "--ptxas-info" : NULL; // (NULL ends the list there)
+    const char *argv[] = {E->emu, "prog.cu", "-o", "prog_emu", resources, "nvcc.err", NULL};
     cuset__eval_run(E, argv, dir, "emu_build", 0, 0, &r, err_path, sizeof err_path);
     if (r.status == CUSET_RUN_ERROR) return cuset__eval_verdict(res, CUSET_EVAL_ERROR, "%s", r.error);
     if (r.status == CUSET_RUN_EXITED && r.exit_code == 3) {

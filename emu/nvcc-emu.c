@@ -1,7 +1,8 @@
 // nvcc-emu.c - builds a CUDA C++ program (.cu) into a CPU executable with the emulator
 // runtime (emu/cuemu.h), the way nvcc builds it for a GPU.
 //   gcc -std=c11 -O2 -Wall -Wextra -o emu/nvcc-emu emu/nvcc-emu.c
-//   emu/nvcc-emu [--asan] [--rewrite-only] [-o OUT] [-I DIR] [-D NAME[=V]] [-l LIB] FILE.cu [more .cu/.c/.o]
+//   emu/nvcc-emu [--asan] [--fma] [--ptxas-info FILE] [--rewrite-only] [-o OUT] [-I DIR] [-D NAME[=V]]
+//                [-l LIB] FILE.cu [more .cu/.c/.o]
 //   emu/nvcc-emu --build-pch      precompiles the runtime into EMUDIR/pch/cuemu.h.gch (make does it)
 //
 // What it does: reads FILE.cu, scans it for CUDA features the emulator does not model
@@ -819,6 +820,9 @@ static void usage(FILE *f) {
             "  --asan            build with AddressSanitizer (-fsanitize=address)\n"
             "  --fma             contract a * b + c into fused multiply-adds, as nvcc does by default\n"
             "                    (--fmad=true); the CPU must have them (x86-64 with FMA, or aarch64)\n"
+            "  --ptxas-info FILE the kernels' registers and static shared memory from nvcc -Xptxas -v's\n"
+            "                    report (its stderr): a launch a GPU would refuse for them fails as there\n"
+            "                    (cudaErrorLaunchOutOfResources, cudaErrorInvalidValue)\n"
             "  --rewrite-only    print the rewritten source to stdout; compile nothing\n"
             "  --keep            keep the rewritten temporary file and print its path\n"
             "  --build-pch       precompile the runtime (EMUDIR/pch/cuemu.h.gch), which makes builds\n"
@@ -857,10 +861,10 @@ static int is_cuda_source(const char *path) {
     return 0;
 }
 
-// Reads, scans and rewrites one source into a new temporary file (its path into tmp).
-// Returns 0, 3 when it uses an unmodelled feature (reported, no file written), 2 on errors.
-// With rewrite_only, prints the result instead of writing a file.
-static int rewrite_file(const char *input, int rewrite_only, char *tmp, size_t tmpsize) {
+// Reads, scans and rewrites one source into a new temporary file (its path into tmp), with
+// tail (or nothing) after it. Returns 0, 3 when it uses an unmodelled feature (reported,
+// no file written), 2 on errors. With rewrite_only, prints the result instead of writing a file.
+static int rewrite_file(const char *input, const char *tail, int rewrite_only, char *tmp, size_t tmpsize) {
     srcname = input;
     src = read_all(input, &srclen);
     if (!src) { fprintf(stderr, "nvcc-emu: cannot read %s: %s\n", input, strerror(errno)); return 2; }
@@ -875,6 +879,7 @@ static int rewrite_file(const char *input, int rewrite_only, char *tmp, size_t t
     }
     buf_puts(&text, "\"\n");
     apply_edits(&text);
+    if (tail) buf_puts(&text, tail);
     for (int j = 0; j < nfeat; j++)
         fprintf(stderr, "nvcc-emu: %s:%d: unsupported feature: %s (%s)\n", input, feats[j].line, feats[j].name, feats[j].what);
     if (rewrite_only) {
@@ -896,9 +901,57 @@ static int rewrite_file(const char *input, int rewrite_only, char *tmp, size_t t
     return 0;
 }
 
+// ----------------------------------------------------------------------------
+// --ptxas-info FILE: the kernels' resources as ptxas reported them (nvcc -Xptxas -v), for
+// the runtime to refuse the launches a GPU refuses (too many registers for the block, too
+// much shared memory). The report says, per kernel,
+//   ptxas info    : Compiling entry function '_Z6kernelPfi' for 'sm_90'
+//   ...
+//   ptxas info    : Used 40 registers, used 1 barriers, 4096 bytes smem
+// and becomes a definition appended to the first rewritten source:
+//   extern "C" __attribute__((weak)) const char cuemu_ptxas_info[] = "_Z6kernelPfi 40 4096\n";
+// (weak: several sources compiled with -c and linked together define it once).
+
+// The definition for the report at path into out; 2 with a message when it cannot be read.
+// A report without kernels (a program without device code) gives an empty table, with a
+// warning (the report of nvcc without -Xptxas -v looks the same).
+static int ptxas_table(const char *path, Buf *out) {
+    size_t len;
+    char *text = read_all(path, &len);
+    if (!text) { fprintf(stderr, "nvcc-emu: --ptxas-info: cannot read %s: %s\n", path, strerror(errno)); return 2; }
+    buf_puts(out, "\nextern \"C\" __attribute__((weak)) const char cuemu_ptxas_info[] = \"");
+    char name[512] = "";
+    int nkernels = 0;
+    for (char *line = text, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next) *next++ = 0;
+        const char *entry = strstr(line, "Compiling entry function '"), *used = strstr(line, ": Used ");
+        int regs;
+        if (entry) {
+            entry += strlen("Compiling entry function '");
+            size_t n = strspn(entry, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$.");
+            snprintf(name, sizeof name, "%.*s", entry[n] == '\'' && n < sizeof name ? (int)n : 0, entry);
+        } else if (used && name[0] && sscanf(used, ": Used %d registers", &regs) == 1) {
+            const char *smem = strstr(used, " bytes smem");
+            while (smem && smem > used && smem[-1] >= '0' && smem[-1] <= '9') smem--;
+            buf_printf(out, "%s %d %ld\\n", name, regs, smem ? atol(smem) : 0L);
+            name[0] = 0; // one line per kernel
+            nkernels++;
+        }
+    }
+    free(text);
+    buf_puts(out, "\";\n");
+    if (!nkernels)
+        fprintf(stderr, "nvcc-emu: warning: --ptxas-info %s names no kernel (no \"Compiling entry function\" line "
+                        "followed by \"Used N registers\"; nvcc -Xptxas -v writes them): no launch is checked for "
+                        "its resources\n", path);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *out = "a.out";
     int asan = 0, fma = 0, rewrite_only = 0, keep = 0, compile_only = 0, pch_only = 0;
+    const char *ptxas_info = NULL;
     char **pass = xrealloc(NULL, sizeof(char *) * (size_t)(2 * argc + 2)); // -I/-D/-l/-L passed through
     const char **inputs = xrealloc(NULL, sizeof(char *) * (size_t)argc);
     int npass = 0, ninput = 0;
@@ -917,9 +970,10 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--keep") == 0) keep = 1;
         else if (strcmp(a, "--build-pch") == 0) pch_only = 1;
         else if (strcmp(a, "-c") == 0) compile_only = 1;
-        else if (strcmp(a, "-o") == 0 || strcmp(a, "--output-file") == 0) {
+        else if (strcmp(a, "-o") == 0 || strcmp(a, "--output-file") == 0 || strcmp(a, "--ptxas-info") == 0) {
             if (!has) { fprintf(stderr, "nvcc-emu: %s needs a value\n", a); return 2; }
-            out = argv[++i];
+            if (strcmp(a, "--ptxas-info") == 0) ptxas_info = argv[++i];
+            else out = argv[++i];
         } else if (strcmp(a, "-lineinfo") == 0) {
             // ignored (a GPU matter)
         } else if (a[0] == '-' && a[1] && strchr("IDlL", a[1])) {
@@ -939,9 +993,11 @@ int main(int argc, char **argv) {
     }
     if (!ninput && !pch_only) { usage(stderr); return 2; }
     if (ninput && pch_only) { fprintf(stderr, "nvcc-emu: --build-pch takes no input files\n"); return 2; }
+    Buf table = { 0 };
+    if (ptxas_info && ptxas_table(ptxas_info, &table)) return 2;
     if (rewrite_only) {
         if (ninput != 1 || !is_cuda_source(inputs[0])) { fprintf(stderr, "nvcc-emu: --rewrite-only takes one .cu file\n"); return 2; }
-        return rewrite_file(inputs[0], 1, NULL, 0);
+        return rewrite_file(inputs[0], table.s, 1, NULL, 0);
     }
 
     // EMUDIR: the directory of this executable
@@ -969,7 +1025,7 @@ int main(int argc, char **argv) {
     int status = 0, ntmp = 0;
     for (int j = 0; j < ninput && status != 2; j++) {
         if (!is_cuda_source(inputs[j])) continue;
-        int st = rewrite_file(inputs[j], 0, tmps[ntmp], sizeof tmps[ntmp]);
+        int st = rewrite_file(inputs[j], ntmp ? NULL : table.s, 0, tmps[ntmp], sizeof tmps[ntmp]);
         if (st == 0) {
             if (keep) fprintf(stderr, "nvcc-emu: %s rewritten into %s (kept)\n", inputs[j], tmps[ntmp]);
             ntmp++;

@@ -59,6 +59,30 @@ if build fast_math fast_math; then
     expect_ok "fast_math (CUEMU_ULP=$((2 * $$)), errors either way)" fast_math CUEMU_ULP=$((2 * $$))
 fi
 
+# Launches a GPU refuses for a kernel's registers or shared memory, from ptxas's report
+# (nvcc-emu --ptxas-info): a hand-written report with chosen counts, then nvcc's own.
+if build resources resources --ptxas-info $SRC/resources.ptxas; then
+    expect_ok "resources (a report of hand-chosen counts)" resources
+    grep -q "ptxas gave the kernel 65 registers per thread, so a block may have at most 896 threads" \
+        "$TMP/resources.stderr" && pass "resources: the refusal says why" \
+        || fail "resources: the refusal says why" "$(head -c 300 "$TMP/resources.stderr")"
+fi
+build resources resources_none -DNO_REPORT && expect_ok "resources (no report: every launch runs)" resources_none
+NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+if [ -x "$NVCC" ]; then
+    if "$NVCC" -arch=sm_90 -Xptxas -v -I $SRC $SRC/registers.cu -o "$TMP/registers_gpu" 2>"$TMP/registers.ptxas" \
+        && build registers registers --ptxas-info "$TMP/registers.ptxas"; then
+        regs=$(grep -A3 "entry function '_Z5heavy" "$TMP/registers.ptxas" | sed -nE 's/.*Used ([0-9]+) registers.*/\1/p')
+        "$TMP/registers" >"$TMP/registers.out" 2>&1
+        got=$(grep -c "1024 threads: cudaErrorLaunchOutOfResources, y\[0\] = 0$" "$TMP/registers.out")
+        ran=$(grep -c "256 threads: cudaSuccess, y\[0\] = 192$" "$TMP/registers.out")
+        if [ -z "$regs" ]; then fail "registers (nvcc's report)" "no register count for heavy in $(head -c 300 "$TMP/registers.ptxas")"
+        elif [ "$regs" -le 64 ]; then echo "SKIP registers (nvcc's report): this nvcc gives heavy only $regs registers"
+        elif [ "$got" = 1 ] && [ "$ran" = 1 ]; then pass "registers (nvcc's report: $regs per thread; 1024 threads refused, 256 run)"
+        else fail "registers (nvcc's report: $regs per thread)" "$(tr '\n' ' ' <"$TMP/registers.out" | head -c 300)"; fi
+    fi
+else echo "SKIP registers (nvcc's report): no nvcc"; fi
+
 # A missing __syncthreads in a tree reduction: wrong for some seed; the correct one never.
 if [ -x "$TMP/reduce_shared" ] && build reduce_shared reduce_racy -DMISSING_SYNC; then
     wrong=0 correct_bad=""
