@@ -3,11 +3,14 @@
 # emulator. One task: a temporary directory with data/, gen.py writes the inputs and the
 # references there, emu/nvcc-emu builds bench.cu, it runs there, compare.py prints T or F.
 #   test/cudabench.sh [--smallest] [--names a,b,c] [--ids 1,2] [--jobs N] [--timeout S] [--reorder SEED]
-#                     [--asan] [--keep] [--file JSONL]
+#                     [--asan] [--ptxas] [--keep] [--file JSONL]
 #     --smallest   only the smallest size (total input bytes) of each task name
 #     --names      only these task names (comma-separated);  --ids  only these task ids
 #     --timeout    seconds for the program's run (default 120; gen.py gets 600)
 #     --reorder    run with CUEMU_REORDER=SEED;  --keep  keep the directories of failures
+#     --ptxas      compile with nvcc -arch=sm_90 -Xptxas -v first and give its report to the
+#                  emulator's build (nvcc-emu --ptxas-info), so a launch a GPU would refuse for
+#                  the kernel's registers or shared memory fails here too
 # One line per task: "PASS id name 0.8 s", "UNSUPPORTED id name: feature NAME",
 # "SLOW id name: ..." (not done within --timeout: these are reference programs, so the
 # emulator's speed, not a failure), "NEEDS-GPU id name: ..." (gen.py, the task's input
@@ -23,6 +26,7 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 PYTHON=${PYTHON:-/usr/bin/python3}
 file=../shared/cudabench/cudabench-dev.jsonl smallest=0 names="" ids="" jobs=$(nproc) timeout_s=120 reorder="" asan="" keep=0
+nvcc=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --smallest) smallest=1 ;;
@@ -32,6 +36,8 @@ while [ $# -gt 0 ]; do
         --timeout) timeout_s=${2:?--timeout needs seconds}; shift ;;
         --reorder) reorder=${2:?--reorder needs a seed}; shift ;;
         --asan) asan=--asan ;;
+        --ptxas) nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+                 [ -x "$nvcc" ] || { echo "cudabench.sh: --ptxas needs nvcc (on the PATH or in /usr/local/cuda/bin)" >&2; exit 2; } ;;
         --keep) keep=1 ;;
         --file) file=${2:?--file needs a path}; shift ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
@@ -78,8 +84,15 @@ EOF
 
 run_task() {
     local id=$1 name=$2 w="$TMP/tasks/$1" rc t0 t1
-    local tag="$id $name"
-    "$NVCC_EMU" $asan -O3 -o "$w/bench" "$w/bench.cu" >"$w/build.log" 2>&1
+    local tag="$id $name" report=()
+    if [ -n "$nvcc" ]; then
+        if ! "$nvcc" -arch=sm_90 -Xptxas -v -c -o "$w/bench.o" "$w/bench.cu" 2>"$w/ptxas.log"; then
+            echo "FAIL $tag: nvcc compile error: $(grep -m2 error "$w/ptxas.log" | tr '\n' '|' | cut -c1-400)"
+            [ $keep -eq 1 ] || rm -rf "$w"; return
+        fi
+        report=(--ptxas-info "$w/ptxas.log")
+    fi
+    "$NVCC_EMU" $asan "${report[@]}" -O3 -o "$w/bench" "$w/bench.cu" >"$w/build.log" 2>&1
     rc=$?
     if [ $rc -eq 3 ]; then
         echo "UNSUPPORTED $tag: feature $(sed -n 's/.*unsupported feature: \(.*\) (.*/\1/p' "$w/build.log" | paste -sd, -)"
@@ -106,6 +119,8 @@ run_task() {
     t1=$(date +%s.%N)
     if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
         echo "SLOW $tag: still running after ${timeout_s} s (the emulator is slow on large inputs; raise --timeout)"
+    elif grep -q "fails: too many resources requested for launch" "$w/run.err"; then
+        echo "FAIL $tag: launch refused for the kernel's registers ($(grep -m1 -o "ptxas gave.*threads" "$w/run.err"))"
     elif [ $rc -ne 0 ]; then
         echo "FAIL $tag: crash (exit $rc: $(tail -2 "$w/run.err" | tr '\n' '|' | cut -c1-300))"
     else
@@ -122,10 +137,10 @@ run_task() {
 gpu_needed="Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available|CUDA driver version is insufficient|no CUDA-capable device|CUDARuntimeError|CudaSupportError"
 export -f run_task
 export NVCC_EMU=${NVCC_EMU:-$ROOT/emu/nvcc-emu}
-export TMP ROOT PYTHON asan reorder timeout_s keep gpu_needed
+export TMP ROOT PYTHON asan reorder timeout_s keep gpu_needed nvcc
 
 ntask=$(wc -l <"$TMP/list")
-echo "cudabench: $ntask tasks from $file, $jobs jobs, timeout ${timeout_s} s${reorder:+, CUEMU_REORDER=$reorder}"
+echo "cudabench: $ntask tasks from $file, $jobs jobs, timeout ${timeout_s} s${reorder:+, CUEMU_REORDER=$reorder}${nvcc:+, with the register counts of $nvcc -Xptxas -v}"
 start=$(date +%s)
 xargs -P "$jobs" -L 1 bash -c 'run_task "$0" "$1"' <"$TMP/list" | tee "$TMP/results"
 end=$(date +%s)
@@ -140,7 +155,7 @@ echo "cudabench: $npass passed, $nuns unsupported, $nslow not finished within ${
 [ "$nuns" -eq 0 ] || echo "  unsupported by feature: $(sed -n 's/^UNSUPPORTED [^:]*: feature //p' "$TMP/results" | tr ',' '\n' |
     sort | uniq -c | sort -rn | awk '{ c = $1; $1 = ""; printf "%s%s: %d", sep, substr($0, 2), c; sep = ", " }')"
 [ "$nfail" -eq 0 ] || echo "  failed by reason: $(sed -n 's/^FAIL [^:]*: //p' "$TMP/results" |
-    sed -E 's/^(compile error|crash|wrong answer|gen\.py failed).*/\1/' | sort | uniq -c | sort -rn | awk '{ c = $1; $1 = ""; printf "%s%s: %d", sep, substr($0, 2), c; sep = ", " }')"
+    sed -E 's/^(compile error|nvcc compile error|launch refused|crash|wrong answer|gen\.py failed).*/\1/' | sort | uniq -c | sort -rn | awk '{ c = $1; $1 = ""; printf "%s%s: %d", sep, substr($0, 2), c; sep = ", " }')"
 if [ $keep -eq 1 ] && [ "$nfail" -gt 0 ]; then
     kept=$(mktemp -d /tmp/cuset_cudabench_failures.XXXXXX)
     for k in "$TMP"/tasks/*/.keep; do [ -e "$k" ] && mv "$(dirname "$k")" "$kept/"; done
