@@ -59,6 +59,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <cxxabi.h>
+#include <dlfcn.h>
 #include <ctime>
 #include <limits>
 #include <new>
@@ -715,7 +716,7 @@ inline bool device_accessible(const void *p) {
 // and no launch is refused for its resources.
 extern "C" const char cuemu_ptxas_info[] __attribute__((weak));
 struct KernelResources {
-    std::string name; // demangled, without return type and parameters: "ns::k<256>"
+    std::string mangled, name; // name: demangled, without return type and parameters: "ns::k<256>"
     int regs;
     size_t smem;
 };
@@ -742,7 +743,7 @@ inline const std::vector<KernelResources> &ptxas_kernels() {
         size_t smem;
         for (const char *p = cuemu_ptxas_info; p && *p; p += used)
             if (sscanf(p, "%4095s %d %zu\n%n", name, &regs, &smem, &used) != 3) break;
-            else t.push_back({kernel_name(name), regs, smem});
+            else t.push_back({name, kernel_name(name), regs, smem});
         return t;
     }();
     return table;
@@ -780,6 +781,16 @@ inline const KernelResources *kernel_resources(const char *text) {
         if (best) break;
     }
     return cache[text] = best;
+}
+// The resources of the kernel at address f (cudaFuncGetAttributes, the occupancy API), by
+// its symbol: nvcc-emu links with -rdynamic when given a report, so dladdr finds kernels
+// of external linkage; null for the others.
+inline const KernelResources *kernel_resources_at(const void *f) {
+    Dl_info info;
+    if (!cuemu_ptxas_info || !dladdr(f, &info) || !info.dli_sname) return nullptr;
+    for (const KernelResources &k : ptxas_kernels())
+        if (k.mangled == info.dli_sname) return &k;
+    return nullptr;
 }
 // The most threads a block may have on sm_90 with regs registers per thread: a block gets
 // at most 65,536 registers, allocated per warp in units of 256.
@@ -1972,22 +1983,36 @@ template <class F> inline cudaError_t cudaFuncSetAttribute(F *, cudaFuncAttribut
     }
     return cudaSuccess;
 }
-template <class F> inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *a, F *) {
-    *a = cudaFuncAttributes{0, 0, 0, 1024, 32, 90, 90, 0, (int)::cuemu::g_smem_optin};
+// A kernel's attributes: its registers and static shared memory from ptxas's report when
+// there is one (nvcc-emu --ptxas-info), else those of a light kernel (32 registers).
+template <class F> inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *a, F *f) {
+    const ::cuemu::KernelResources *k = ::cuemu::kernel_resources_at((const void *)f);
+    int regs = k ? k->regs : 32;
+    size_t smem = k ? k->smem : 0, optin = ::cuemu::g_smem_optin;
+    int max_dyn = (int)(optin == ::cuemu::smem_default ? optin - smem : optin);
+    *a = cudaFuncAttributes{smem, 0, 0, ::cuemu::max_threads_for(regs), regs, 90, 90, 0, max_dyn};
     return cudaSuccess;
 }
-// Occupancy: what an H200 gives a light kernel (2048 threads, 32 blocks, 228 KiB per SM).
-inline int cuemu_blocks_per_sm(int block, size_t smem) {
-    int by_threads = 2048 / std::max(block, 1), by_smem = (int)(228 * 1024 / (smem + 1024));
-    return std::max(0, std::min({32, by_threads, by_smem}));
+// Occupancy on an H200's SM (2048 threads, 32 blocks, 228 KiB of shared memory with 1 KiB
+// reserved per block, 65,536 registers), for a light kernel unless ptxas's report has it.
+template <class F> inline int cuemu_blocks_per_sm(F *f, int block, size_t dyn_smem) {
+    const ::cuemu::KernelResources *k = ::cuemu::kernel_resources_at((const void *)f);
+    int warps = (std::max(block, 1) + 31) / 32, per_warp = ((k ? k->regs : 32) * 32 + 255) / 256 * 256;
+    int by_threads = 2048 / std::max(block, 1), by_regs = 65536 / per_warp / warps;
+    int by_smem = (int)(228 * 1024 / (dyn_smem + (k ? k->smem : 0) + 1024));
+    return std::max(0, std::min({32, by_threads, by_regs, by_smem}));
 }
-template <class F> inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *n, F, int block, size_t smem) {
-    *n = cuemu_blocks_per_sm(block, smem);
+template <class F> inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *n, F *f, int block, size_t smem) {
+    *n = cuemu_blocks_per_sm(f, block, smem);
     return cudaSuccess;
 }
-template <class F> inline cudaError_t cudaOccupancyMaxPotentialBlockSize(int *min_grid, int *block, F, size_t smem = 0, int limit = 0) {
-    *block = limit > 0 ? std::min(limit, 1024) : 1024;
-    *min_grid = 132 * cuemu_blocks_per_sm(*block, smem);
+// The largest block the kernel may have (at most limit), and a grid that fills the GPU.
+template <class F>
+inline cudaError_t cudaOccupancyMaxPotentialBlockSize(int *min_grid, int *block, F *f, size_t smem = 0, int limit = 0) {
+    cudaFuncAttributes a;
+    cudaFuncGetAttributes(&a, f);
+    *block = limit > 0 ? std::min(limit, a.maxThreadsPerBlock) : a.maxThreadsPerBlock;
+    *min_grid = 132 * cuemu_blocks_per_sm(f, *block, smem);
     return cudaSuccess;
 }
 

@@ -1061,6 +1061,7 @@ int main(int argc, char **argv) {
             if (strcmp(pass[j], "-l") == 0 || strcmp(pass[j], "-L") == 0) cmd[nc++] = pass[j], cmd[nc++] = pass[j + 1];
         cmd[nc++] = "-lm";
         cmd[nc++] = "-lpthread";
+        cmd[nc++] = "-rdynamic"; // the kernels' symbols, for the runtime's dladdr (cudaFuncGetAttributes)
     }
     cmd[nc] = NULL;
     if (status == 0 && getenv("NVCC_EMU_VERBOSE")) {

@@ -5,7 +5,9 @@
 // min(1024, floor(65536 / (ceil(32 R / 256) * 256)) * 32) threads:
 //   64 -> 1024, 65 -> 896 (2,304 per warp: 28 warps), 72 -> 896, 128 -> 512, 255 -> 256.
 // Static and dynamic shared memory share 48 KiB until cudaFuncSetAttribute raises it.
-// Built with -DNO_REPORT (no --ptxas-info) nothing is known and every launch runs.
+// cudaFuncGetAttributes and the occupancy API answer with the same counts. Built with
+// -DNO_REPORT (no --ptxas-info) nothing is known: every launch runs, and the attributes are
+// those of a light kernel (32 registers).
 #include <cuda_runtime.h>
 #include "common.h"
 
@@ -73,8 +75,36 @@ int main() {
     CHECK(cudaFuncSetAttribute(tiles, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024));
     tiles<<<1, 256, 9 * 1024>>>(y);
     expect("40 KiB static + 9 KiB dynamic shared memory after the opt-in", cudaSuccess);
+    // the attributes and the occupancy API say the same (a light kernel without the report)
+    cudaFuncAttributes a;
+    CHECK(cudaFuncGetAttributes(&a, k65));
+    int block, grid, blocks_per_sm;
+    CHECK(cudaOccupancyMaxPotentialBlockSize(&grid, &block, k65));
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, k65, 256, 0));
+#ifdef NO_REPORT
+    const int want[5] = {32, 1024, 0, 1024, 8};
+#else // 65 registers: 2,304 per warp, 28 warps of 65,536; 8 of them per block of 256 threads: 3 blocks
+    const int want[5] = {65, 896, 0, 896, 3};
+#endif
+    const int got[5] = {a.numRegs, a.maxThreadsPerBlock, (int)a.sharedSizeBytes, block, blocks_per_sm};
+    const char *what[5] = {"numRegs", "maxThreadsPerBlock", "sharedSizeBytes", "potential block size", "blocks per SM"};
+    for (int i = 0; i < 5; i++)
+        if (got[i] != want[i]) {
+            printf("MISMATCH k65's %s: %d, want %d\n", what[i], got[i], want[i]);
+            failures++;
+        }
+    k65<<<grid, block>>>(y);
+    expect("65 registers, the potential block size", cudaSuccess);
+    CHECK(cudaFuncGetAttributes(&a, tiles));
+#ifndef NO_REPORT // 40 KiB of static shared memory; the opt-in above raised the dynamic part to 64 KiB
+    if (a.sharedSizeBytes != 40960 || a.maxDynamicSharedSizeBytes != 65536) {
+        printf("MISMATCH tiles' shared memory: %zu static, %d dynamic at most\n", a.sharedSizeBytes,
+               a.maxDynamicSharedSizeBytes);
+        failures++;
+    }
+#endif
     CHECK(cudaDeviceSynchronize());
     if (failures) return 1;
-    printf("OK 16 launches ran or were refused as on a GPU%s\n", "");
+    printf("OK 17 launches ran or were refused as on a GPU; attributes and occupancy agree%s\n", "");
     return 0;
 }
