@@ -786,8 +786,8 @@ inline const KernelResources *kernel_resources(const char *text) {
 // its symbol: nvcc-emu links with -rdynamic when given a report, so dladdr finds kernels
 // of external linkage; null for the others.
 inline const KernelResources *kernel_resources_at(const void *f) {
-    Dl_info info;
-    if (!cuemu_ptxas_info || !dladdr(f, &info) || !info.dli_sname) return nullptr;
+    Dl_info info; // (dladdr names the symbol that holds f: it must also start there)
+    if (!cuemu_ptxas_info || !dladdr(f, &info) || !info.dli_sname || info.dli_saddr != f) return nullptr;
     for (const KernelResources &k : ptxas_kernels())
         if (k.mangled == info.dli_sname) return &k;
     return nullptr;

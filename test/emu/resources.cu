@@ -14,6 +14,7 @@
 __global__ void k64(float *y) { y[threadIdx.x] = 1.0f; }
 __global__ void k65(float *y) { y[threadIdx.x] = 2.0f; }
 __global__ void k255(float *y) { y[threadIdx.x] = 3.0f; }
+static __global__ void hidden(float *y) { y[threadIdx.x] = 6.0f; } // not exported: a light kernel's attributes
 template <int B> __global__ void tk(float *y) { y[threadIdx.x] = B; }
 namespace ns {
 __global__ void inner(float *y) { y[threadIdx.x] = 4.0f; }
@@ -95,6 +96,11 @@ int main() {
         }
     k65<<<grid, block>>>(y);
     expect("65 registers, the potential block size", cudaSuccess);
+    CHECK(cudaFuncGetAttributes(&a, hidden));
+    if (a.numRegs != 32) {
+        printf("MISMATCH hidden's numRegs: %d, want 32 (a light kernel's: its symbol is not exported)\n", a.numRegs);
+        failures++;
+    }
     CHECK(cudaFuncGetAttributes(&a, tiles));
 #ifndef NO_REPORT // 40 KiB of static shared memory; the opt-in above raised the dynamic part to 64 KiB
     if (a.sharedSizeBytes != 40960 || a.maxDynamicSharedSizeBytes != 65536) {
