@@ -783,8 +783,8 @@ inline const KernelResources *kernel_resources(const char *text) {
     return cache[text] = best;
 }
 // The resources of the kernel at address f (cudaFuncGetAttributes, the occupancy API), by
-// its symbol: nvcc-emu links with -rdynamic when given a report, so dladdr finds kernels
-// of external linkage; null for the others.
+// its symbol: nvcc-emu links with -rdynamic, so dladdr finds kernels of external linkage;
+// null for the others.
 inline const KernelResources *kernel_resources_at(const void *f) {
     Dl_info info; // (dladdr names the symbol that holds f: it must also start there)
     if (!cuemu_ptxas_info || !dladdr(f, &info) || !info.dli_sname || info.dli_saddr != f) return nullptr;
@@ -792,12 +792,10 @@ inline const KernelResources *kernel_resources_at(const void *f) {
         if (k.mangled == info.dli_sname) return &k;
     return nullptr;
 }
-// The most threads a block may have on sm_90 with regs registers per thread: a block gets
-// at most 65,536 registers, allocated per warp in units of 256.
-inline int max_threads_for(int regs) {
-    int per_warp = (regs * 32 + 255) / 256 * 256;
-    return per_warp ? std::min(1024, 65536 / per_warp * 32) : 1024;
-}
+// Registers are allocated per warp in units of 256; a block (and an SM) has 65,536.
+inline int regs_per_warp(int regs) { return (regs * 32 + 255) / 256 * 256; }
+// The most threads a block may have on sm_90 with regs registers per thread.
+inline int max_threads_for(int regs) { return regs > 0 ? std::min(1024, 65536 / regs_per_warp(regs) * 32) : 1024; }
 
 // ---------------------------------------------------------------------------------------
 // Launch
@@ -1997,8 +1995,8 @@ template <class F> inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *
 // reserved per block, 65,536 registers), for a light kernel unless ptxas's report has it.
 template <class F> inline int cuemu_blocks_per_sm(F *f, int block, size_t dyn_smem) {
     const ::cuemu::KernelResources *k = ::cuemu::kernel_resources_at((const void *)f);
-    int warps = (std::max(block, 1) + 31) / 32, per_warp = ((k ? k->regs : 32) * 32 + 255) / 256 * 256;
-    int by_threads = 2048 / std::max(block, 1), by_regs = 65536 / per_warp / warps;
+    int warps = (std::max(block, 1) + 31) / 32;
+    int by_threads = 2048 / std::max(block, 1), by_regs = 65536 / ::cuemu::regs_per_warp(k ? k->regs : 32) / warps;
     int by_smem = (int)(228 * 1024 / (dyn_smem + (k ? k->smem : 0) + 1024));
     return std::max(0, std::min({32, by_threads, by_regs, by_smem}));
 }
