@@ -27,7 +27,7 @@ endif
 
 BINS = train gen
 # the data side, each an stb-style header of its own
-DATA_H = data/tokenizer.h data/annotate.h data/textdata.h data/gpt2.h
+DATA_H = data/tokenizer.h data/annotate.h data/textdata.h data/gpt2.h data/json.h
 TEST_BINS = test/oracle_case test/test_cuset test/test_tokenizer test/test_annotate test/test_data test/bench_tokenizer test/test_corpus test/test_eval test/test_confidence test/test_sandbox test/test_gpt2
 FUZZERS = annotate tokenizer checkpoint jsonl data gpt2
 
@@ -90,7 +90,7 @@ fuzz-%: test/fuzz_%.c cuset.h $(DATA_H)
 # gcc whatever CC is: the kernel templates are raw string literals, R"(...)", which GNU C has
 # and clang's C does not. No fused multiply-adds (-ffp-contract=off; aarch64 gcc makes them by
 # default, x86-64 has none without -march), so a seed gives the same bytes on every machine.
-data/corpus: data/corpus.c data/corpus.h data/annotate.h $(wildcard data/families_*.c) | deps-build
+data/corpus: data/corpus.c data/corpus.h data/annotate.h data/json.h $(wildcard data/families_*.c) | deps-build
 	gcc -std=gnu11 -O2 -ffp-contract=off -Wall -Wextra -o $@ data/corpus.c -lm
 
 data: data/corpus

@@ -22,6 +22,7 @@
 #include "corpus.h"
 #define CUSET_ANNOTATE_IMPLEMENTATION
 #include "annotate.h"
+#include "json.h"
 
 #include <errno.h>
 #include <sys/stat.h>
@@ -340,25 +341,45 @@ static int generate(const char *dir, uint64_t seed, const int count[3]) {
 // ----------------------------------------------------------------------------
 // Specs back into tasks
 
-// A tensor of a spec: name, dtype and shape; inputs also how their data is drawn.
-static const char *read_tensor(const JVal *v, Tensor *x, int is_input) {
-    const JVal *name = jget(v, "name", JSTR), *dt = jget(v, "dtype", JSTR), *shape = jget(v, "shape", JARR);
-    if (!name || !valid_ident(name->str) || strlen(name->str) >= sizeof x->name)
-        return "a tensor without a valid \"name\"";
-    snprintf(x->name, sizeof x->name, "%s", name->str);
-    if (!dt || dt_from_name(dt->str) < 0) return fmt("%s: bad dtype", x->name);
-    x->dt = (DType)dt_from_name(dt->str);
-    if (!shape || shape->n < 1 || shape->n > MAX_DIMS) return fmt("%s: bad shape", x->name);
-    x->ndim = shape->n;
-    for (int d = 0; d < shape->n; d++) {
-        double side = shape->items[d].num;
-        if (shape->items[d].type != JNUM || side < 1 || side > 1e9 || side != floor(side))
+// Member key of object node o of d as a node of the type (-1: any), or NULL.
+static const CusetJNode *jget(const CusetJDoc *d, int o, const char *key, int type) {
+    int i = cuset_jdoc_get(d, o, key, type);
+    return i < 0 ? NULL : &d->node[i];
+}
+// The string member key of object node o, or NULL.
+static const char *jstr(const CusetJDoc *d, int o, const char *key) {
+    return cuset_jdoc_str(d, cuset_jdoc_get(d, o, key, -1));
+}
+
+// Parses the whole text s[0..n) into d (0), or gives what is wrong and where (-1).
+static int jparse_text(const char *s, size_t n, CusetJDoc *d, const char **err) {
+    size_t at;
+    if (cuset_jdoc_parse(d, s, n, err, &at) == 0) return 0;
+    *err = fmt("%s at column %zu", *err, at + 1);
+    return -1;
+}
+
+// A tensor of a spec (object node v): name, dtype and shape; inputs also how their data is
+// drawn.
+static const char *read_tensor(const CusetJDoc *d, int v, Tensor *x, int is_input) {
+    const char *name = jstr(d, v, "name"), *dt = jstr(d, v, "dtype");
+    int shape = cuset_jdoc_get(d, v, "shape", CUSET_JARR), ndim = shape < 0 ? 0 : cuset_jdoc_count(d, shape);
+    if (!name || !valid_ident(name) || strlen(name) >= sizeof x->name) return "a tensor without a valid \"name\"";
+    snprintf(x->name, sizeof x->name, "%s", name);
+    if (!dt || dt_from_name(dt) < 0) return fmt("%s: bad dtype", x->name);
+    x->dt = (DType)dt_from_name(dt);
+    if (ndim < 1 || ndim > MAX_DIMS) return fmt("%s: bad shape", x->name);
+    x->ndim = ndim;
+    for (int c = shape + 1, k = 0; k < ndim; c = d->node[c].end, k++) {
+        double side = d->node[c].num;
+        if (d->node[c].type != CUSET_JNUM || side < 1 || side > 1e9 || side != floor(side))
             return fmt("%s: bad shape (each side a whole number in [1, 1e9])", x->name);
-        x->shape[d] = (long)shape->items[d].num;
+        x->shape[k] = (long)side;
     }
     if (!is_input) return NULL;
-    const JVal *lo = jget(v, "lo", JNUM), *hi = jget(v, "hi", JNUM), *in = jget(v, "integer", JBOOL);
-    const JVal *gen = jget(v, "gen", JSTR);
+    const CusetJNode *lo = jget(d, v, "lo", CUSET_JNUM), *hi = jget(d, v, "hi", CUSET_JNUM);
+    const CusetJNode *in = jget(d, v, "integer", CUSET_JBOOL);
+    const char *gen = jstr(d, v, "gen");
     // the range make_input draws from: within the type (whole floats exact in float32), and
     // holding a whole number where it draws whole numbers
     x->integer = in && in->num != 0;
@@ -371,17 +392,17 @@ static const char *read_tensor(const JVal *v, Tensor *x, int is_input) {
                    least, most, whole ? ", and a whole number between" : "");
     x->lo = lo->num;
     x->hi = hi->num;
-    x->gen = gen && strcmp(gen->str, "perm") == 0 ? GEN_PERM : GEN_UNIFORM;
+    x->gen = gen && strcmp(gen, "perm") == 0 ? GEN_PERM : GEN_UNIFORM;
     return NULL;
 }
 
-// Parameter key of a spec (value v) into the task.
-static const char *read_param(Task *t, const char *key, const JVal *v) {
+// Parameter key of a spec (value: node v) into the task.
+static const char *read_param(Task *t, const char *key, const CusetJNode *v, const char *str) {
     const Family *f = t->fam;
     int ip = param_index(f, key);
     if (ip >= 0 && f->ip[ip].values) {
-        for (int j = 0; v->type == JSTR && f->ip[ip].values[j]; j++)
-            if (strcmp(f->ip[ip].values[j], v->str) == 0) {
+        for (int j = 0; v->type == CUSET_JSTR && f->ip[ip].values[j]; j++)
+            if (strcmp(f->ip[ip].values[j], str) == 0) {
                 t->p[ip] = j;
                 return NULL;
             }
@@ -390,46 +411,51 @@ static const char *read_param(Task *t, const char *key, const JVal *v) {
     if (ip >= 0) {
         int lo, hi;
         param_bounds(&f->ip[ip], &lo, &hi);
-        if (v->type != JNUM || v->num != floor(v->num) || v->num < lo || v->num > hi)
+        if (v->type != CUSET_JNUM || v->num != floor(v->num) || v->num < lo || v->num > hi)
             return fmt("params.%s: not a whole number in [%d, %d]", key, lo, hi);
         t->p[ip] = (int)v->num;
         return NULL;
     }
     for (int j = 0; f->fp && f->fp[j]; j++)
-        if (strcmp(f->fp[j], key) == 0 && v->type == JNUM) {
+        if (strcmp(f->fp[j], key) == 0 && v->type == CUSET_JNUM) {
             t->f[j] = v->num;
             return NULL;
         }
     return fmt("params.%s: unknown parameter of %s", key, f->name);
 }
 
-// Rebuilds the task of a spec object: the family's parameters, tensor names, data ranges,
-// seed and tolerance; the family's layout must give the same dtypes and shapes. NULL, or
-// what is wrong.
-static const char *task_from_spec(const JVal *spec, Task *t) {
-    const JVal *fam = jget(spec, "family", JSTR), *params = jget(spec, "params", JOBJ);
-    const JVal *ins = jget(spec, "inputs", JARR), *outs = jget(spec, "outputs", JARR);
-    const JVal *seed = jget(spec, "seed", JNUM), *atol = jget(spec, "atol", JNUM), *rtol = jget(spec, "rtol", JNUM);
+// Rebuilds the task of a spec object (node spec of d): the family's parameters, tensor
+// names, data ranges, seed and tolerance; the family's layout must give the same dtypes and
+// shapes. NULL, or what is wrong.
+static const char *task_from_spec(const CusetJDoc *d, int spec, Task *t) {
+    const char *fam = jstr(d, spec, "family");
+    int params = cuset_jdoc_get(d, spec, "params", CUSET_JOBJ);
+    int arrs[2] = { cuset_jdoc_get(d, spec, "inputs", CUSET_JARR), cuset_jdoc_get(d, spec, "outputs", CUSET_JARR) };
+    const CusetJNode *seed = jget(d, spec, "seed", CUSET_JNUM), *atol = jget(d, spec, "atol", CUSET_JNUM),
+                     *rtol = jget(d, spec, "rtol", CUSET_JNUM);
     Tensor js[2 * MAX_T] = { 0 }; // the spec's inputs, then its outputs
     const char *why;
     memset(t, 0, sizeof *t);
     if (!fam) return "spec without \"family\"";
-    if (!(t->fam = family_by_name(fam->str))) return fmt("unknown family %s", fam->str);
-    if (!params) return "spec without \"params\"";
-    for (int k = 0; k < params->n; k++)
-        if ((why = read_param(t, params->keys[k], &params->items[k]))) return why;
-    if (!ins || !outs || ins->n > MAX_T || outs->n > MAX_T) return "spec without \"inputs\" and \"outputs\" arrays";
-    for (int k = 0; k < ins->n + outs->n; k++) {
-        const JVal *v = k < ins->n ? &ins->items[k] : &outs->items[k - ins->n];
-        if ((why = read_tensor(v, &js[k], k < ins->n))) return why;
+    if (!(t->fam = family_by_name(fam))) return fmt("unknown family %s", fam);
+    if (params < 0) return "spec without \"params\"";
+    for (int c = params + 1; c < d->node[params].end; c = d->node[c].end)
+        if ((why = read_param(t, d->text + d->node[c].key, &d->node[c], cuset_jdoc_str(d, c)))) return why;
+    int nin = arrs[0] < 0 ? -1 : cuset_jdoc_count(d, arrs[0]), nout = arrs[1] < 0 ? -1 : cuset_jdoc_count(d, arrs[1]);
+    if (nin < 0 || nout < 0 || nin > MAX_T || nout > MAX_T) return "spec without \"inputs\" and \"outputs\" arrays";
+    int item[2 * MAX_T], n = 0; // the tensors' nodes, inputs then outputs
+    for (int a = 0; a < 2; a++)
+        for (int c = arrs[a] + 1; c < d->node[arrs[a]].end; c = d->node[c].end) item[n++] = c;
+    for (int k = 0; k < n; k++) {
+        if ((why = read_tensor(d, item[k], &js[k], k < nin))) return why;
         if (tensor_count(&js[k]) > 100000000L) return fmt("%s: too large", js[k].name); // before the reference
-        Tensor *named = k < ins->n ? &t->in[k] : &t->out[k - ins->n]; // layout keeps the names
+        Tensor *named = k < nin ? &t->in[k] : &t->out[k - nin]; // layout keeps the names
         memcpy(named->name, js[k].name, sizeof named->name);
     }
     t->fam->layout(t);
-    if (t->nin != ins->n || t->nout != outs->n)
+    if (t->nin != nin || t->nout != nout)
         return fmt("%s with these params has %d inputs and %d outputs, the spec lists %d and %d", t->fam->name,
-                   t->nin, t->nout, ins->n, outs->n);
+                   t->nin, t->nout, nin, nout);
     for (int k = 0; k < t->nin + t->nout; k++) {
         Tensor *x = k < t->nin ? &t->in[k] : &t->out[k - t->nin];
         int same = x->dt == js[k].dt && x->ndim == js[k].ndim;
@@ -454,7 +480,7 @@ static const char *task_from_spec(const JVal *spec, Task *t) {
 static int spec_load(const char *dir, Task *t) {
     char path[4200];
     size_t len;
-    JVal spec;
+    CusetJDoc spec;
     const char *why = NULL;
     snprintf(path, sizeof path, "%s/spec.json", dir);
     char *text = read_file(path, &len);
@@ -463,8 +489,8 @@ static int spec_load(const char *dir, Task *t) {
         return -1;
     }
     if (jparse_text(text, len, &spec, &why) == 0) {
-        why = task_from_spec(&spec, t);
-        jfree(&spec);
+        why = task_from_spec(&spec, 0, t);
+        cuset_jdoc_free(&spec);
     }
     free(text);
     if (why) fprintf(stderr, "corpus: %s: %s\n", path, why);
@@ -546,21 +572,21 @@ static int materialize(const char *cdir, const char *split, long index, const ch
         if (j > i && k++ == index) line = text + i, llen = j - i;
     }
     if (!line) { fprintf(stderr, "corpus: %s has %ld samples, no index %ld\n", path, k, index); free(text); return 2; }
-    JVal obj;
+    CusetJDoc obj;
     Task t;
     const char *why = NULL;
     if (jparse_text(line, llen, &obj, &why) == 0) {
-        const JVal *spec = jget(&obj, "spec", -1);
-        why = spec ? task_from_spec(spec, &t) : "no \"spec\"";
+        int spec = cuset_jdoc_get(&obj, 0, "spec", -1);
+        why = spec >= 0 ? task_from_spec(&obj, spec, &t) : "no \"spec\"";
     }
     free(text);
     if (why) {
         fprintf(stderr, "corpus: %s:%ld: %s\n", path, index + 1, why);
-        jfree(&obj);
+        cuset_jdoc_free(&obj);
         return 2;
     }
-    const JVal *completion = jget(&obj, "completion", JSTR), *idv = jget(&obj, "id", JSTR);
-    const char *id = idv ? idv->str : "";
+    const char *completion = jstr(&obj, 0, "completion"), *id = jstr(&obj, 0, "id");
+    if (!id) id = "";
     make_dir(wdir);
     void *in[MAX_T];
     for (int j = 0; j < t.nin; j++) {
@@ -577,10 +603,10 @@ static int materialize(const char *cdir, const char *split, long index, const ch
     buf_puts(&b, "}\n");
     write_file(path_in(wdir, "spec.json"), b.s, b.len);
     buf_free(&b);
-    if (completion) write_file(path_in(wdir, "reference.cu"), completion->str, strlen(completion->str));
+    if (completion) write_file(path_in(wdir, "reference.cu"), completion, strlen(completion));
     fprintf(stderr, "%s %s:%ld (%s) -> %s: %d inputs, %d outputs\n", id, split, index, t.fam->name, wdir, t.nin,
             t.nout);
-    jfree(&obj);
+    cuset_jdoc_free(&obj);
     return 0;
 }
 

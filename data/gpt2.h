@@ -39,7 +39,7 @@
        #define CUSET_GPT2_IMPLEMENTATION
        #include "data/gpt2.h"
    after cuset.h's and data/tokenizer.h's implementations (it uses both). Depends on libc,
-   POSIX (mmap, mkdir) and stb_ds. */
+   POSIX (mmap, mkdir), stb_ds and data/json.h (JSON documents). */
 #ifndef CUSET_GPT2_H
 #define CUSET_GPT2_H
 
@@ -100,6 +100,7 @@ extern const char cuset_gpt2_cuset_split_regex[];
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "json.h"
 
 // ---- files ------------------------------------------------------------------------------
 
@@ -142,26 +143,27 @@ static int cuset__g2_exists(const char *path) {
     return stat(path, &st) == 0;
 }
 
-// ---- JSON: a small DOM ------------------------------------------------------------------
-// Nodes in document order; a container's children follow it, and node.end is the index
-// after its subtree, so the children of i are i+1, nodes[i+1].end, ... while < nodes[i].end.
-// Strings (values and keys) are decoded to UTF-8 into one buffer, NUL-terminated.
+// ---- JSON --------------------------------------------------------------------------------
+// Documents are read with data/json.h; these say which file a failure is in.
 
-enum { CUSET__J_NULL, CUSET__J_BOOL, CUSET__J_NUM, CUSET__J_STR, CUSET__J_ARR, CUSET__J_OBJ };
-typedef struct { int type, end, key, str, slen; double num; } cuset__g2_jnode; // key, str: offsets in text
-typedef struct {
-    cuset__g2_jnode *n; // stb_ds
-    char *text;         // stb_ds
-    const char *s, *p, *e; // parser state
+// Parses n bytes; on error says where (byte offset) and what, prefixed by name.
+static int cuset__g2_json_parse(CusetJDoc *j, const char *s, size_t n, const char *name, char *err, size_t errlen) {
     const char *why;
-} cuset__g2_json;
-
-static void cuset__g2_json_free(cuset__g2_json *j) { arrfree(j->n); arrfree(j->text); }
-
-static void cuset__g2_ws(cuset__g2_json *j) {
-    while (j->p < j->e && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r')) j->p++;
+    size_t at;
+    if (cuset_jdoc_parse(j, s, n, &why, &at) == 0) return 0;
+    return cuset__err(err, errlen, "%s: not valid JSON at byte %zu: %s", name, at, why);
 }
 
+// Parses the JSON file at path, a whole document.
+static int cuset__g2_json_file(CusetJDoc *j, const char *path, char *err, size_t errlen) {
+    cuset__g2_file f;
+    if (cuset__g2_map(path, &f, err, errlen) != 0) return -1;
+    int rc = cuset__g2_json_parse(j, (const char *)f.data, f.size, path, err, errlen);
+    cuset__g2_unmap(&f);
+    return rc;
+}
+
+// A code point as UTF-8, appended to the stb_ds array *out.
 static void cuset__g2_put_utf8(char **out, uint32_t c) {
     if (c < 0x80) arrput(*out, (char)c);
     else if (c < 0x800) { arrput(*out, (char)(0xC0 | c >> 6)); arrput(*out, (char)(0x80 | (c & 63))); }
@@ -172,152 +174,6 @@ static void cuset__g2_put_utf8(char **out, uint32_t c) {
         arrput(*out, (char)(0xF0 | c >> 18)); arrput(*out, (char)(0x80 | (c >> 12 & 63)));
         arrput(*out, (char)(0x80 | (c >> 6 & 63))); arrput(*out, (char)(0x80 | (c & 63)));
     }
-}
-
-static int cuset__g2_hex4(const char *p, uint32_t *v) {
-    *v = 0;
-    for (int i = 0; i < 4; i++) {
-        char c = p[i];
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-        if (d < 0) return -1;
-        *v = *v * 16 + (uint32_t)d;
-    }
-    return 0;
-}
-
-// Parses a string at j->p (on the quote) into j->text; returns its offset or -1.
-static int cuset__g2_jstring(cuset__g2_json *j, int *len) {
-    int start = (int)arrlen(j->text);
-    j->p++;
-    while (j->p < j->e && *j->p != '"') {
-        unsigned char c = (unsigned char)*j->p++;
-        if (c < 0x20) { j->why = "control character in a string"; return -1; }
-        if (c != '\\') { arrput(j->text, (char)c); continue; }
-        if (j->p >= j->e) break;
-        char esc = *j->p++;
-        const char *plain = strchr("\"\\/bfnrt", esc);
-        if (plain && esc) { arrput(j->text, "\"\\/\b\f\n\r\t"[plain - "\"\\/bfnrt"]); continue; }
-        uint32_t u, lo;
-        if (esc != 'u' || j->e - j->p < 4 || cuset__g2_hex4(j->p, &u)) { j->why = "bad escape in a string"; return -1; }
-        j->p += 4;
-        if (u >= 0xD800 && u < 0xDC00 && j->e - j->p >= 6 && j->p[0] == '\\' && j->p[1] == 'u' &&
-            !cuset__g2_hex4(j->p + 2, &lo) && lo >= 0xDC00 && lo < 0xE000) {
-            u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
-            j->p += 6;
-        } else if (u >= 0xD800 && u < 0xE000) {
-            j->why = "unpaired surrogate in a string";
-            return -1;
-        }
-        cuset__g2_put_utf8(&j->text, u);
-    }
-    if (j->p >= j->e) { j->why = "unterminated string"; return -1; }
-    j->p++;
-    *len = (int)arrlen(j->text) - start;
-    arrput(j->text, 0);
-    return start;
-}
-
-static int cuset__g2_jvalue(cuset__g2_json *j, int key, int depth) {
-    cuset__g2_ws(j);
-    if (j->p >= j->e) { j->why = "unexpected end"; return -1; }
-    if (depth > 64) { j->why = "nested too deeply"; return -1; }
-    cuset__g2_jnode nd = {0};
-    nd.key = key;
-    int me = (int)arrlen(j->n);
-    char c = *j->p;
-    if (c == '{' || c == '[') {
-        nd.type = c == '{' ? CUSET__J_OBJ : CUSET__J_ARR;
-        arrput(j->n, nd);
-        j->p++;
-        cuset__g2_ws(j);
-        if (j->p < j->e && *j->p == (c == '{' ? '}' : ']')) j->p++;
-        else for (;;) {
-            int k = -1, klen;
-            cuset__g2_ws(j);
-            if (c == '{') {
-                if (j->p >= j->e || *j->p != '"') { j->why = "expected a key"; return -1; }
-                if ((k = cuset__g2_jstring(j, &klen)) < 0) return -1;
-                cuset__g2_ws(j);
-                if (j->p >= j->e || *j->p != ':') { j->why = "expected ':'"; return -1; }
-                j->p++;
-            }
-            if (cuset__g2_jvalue(j, k, depth + 1) != 0) return -1;
-            cuset__g2_ws(j);
-            if (j->p < j->e && *j->p == ',') { j->p++; continue; }
-            if (j->p < j->e && *j->p == (c == '{' ? '}' : ']')) { j->p++; break; }
-            j->why = c == '{' ? "expected ',' or '}'" : "expected ',' or ']'";
-            return -1;
-        }
-        j->n[me].end = (int)arrlen(j->n);
-        return 0;
-    }
-    if (c == '"') {
-        nd.type = CUSET__J_STR;
-        if ((nd.str = cuset__g2_jstring(j, &nd.slen)) < 0) return -1;
-    } else if (c == 't' && j->e - j->p >= 4 && !memcmp(j->p, "true", 4)) { nd.type = CUSET__J_BOOL; nd.num = 1; j->p += 4; }
-    else if (c == 'f' && j->e - j->p >= 5 && !memcmp(j->p, "false", 5)) { nd.type = CUSET__J_BOOL; j->p += 5; }
-    else if (c == 'n' && j->e - j->p >= 4 && !memcmp(j->p, "null", 4)) { nd.type = CUSET__J_NULL; j->p += 4; }
-    else if (c == '-' || (c >= '0' && c <= '9')) {
-        char buf[64];
-        size_t n = 0;
-        while (j->p + n < j->e && n < sizeof buf - 1 && strchr("+-.eE0123456789", j->p[n])) n++;
-        memcpy(buf, j->p, n);
-        buf[n] = 0;
-        char *end;
-        nd.type = CUSET__J_NUM;
-        nd.num = strtod(buf, &end);
-        if (end != buf + n) { j->why = "bad number"; return -1; }
-        j->p += n;
-    } else {
-        j->why = "unexpected character";
-        return -1;
-    }
-    nd.end = me + 1;
-    arrput(j->n, nd);
-    return 0;
-}
-
-// Parses n bytes; on error says where (byte offset) and what, prefixed by name.
-static int cuset__g2_json_parse(cuset__g2_json *j, const char *s, size_t n, const char *name, char *err, size_t errlen) {
-    memset(j, 0, sizeof *j);
-    j->s = j->p = s;
-    j->e = s + n;
-    int rc = cuset__g2_jvalue(j, -1, 0);
-    cuset__g2_ws(j);
-    if (rc == 0 && j->p != j->e) { j->why = "trailing characters"; rc = -1; }
-    if (rc != 0) {
-        int r = cuset__err(err, errlen, "%s: not valid JSON at byte %ld: %s", name, (long)(j->p - s), j->why);
-        cuset__g2_json_free(j);
-        return r;
-    }
-    return 0;
-}
-
-// Parses the JSON file at path, a whole document.
-static int cuset__g2_json_file(cuset__g2_json *j, const char *path, char *err, size_t errlen) {
-    cuset__g2_file f;
-    if (cuset__g2_map(path, &f, err, errlen) != 0) return -1;
-    int rc = cuset__g2_json_parse(j, (const char *)f.data, f.size, path, err, errlen);
-    cuset__g2_unmap(&f);
-    return rc;
-}
-
-// The member `key` of object node i, or -1.
-static int cuset__g2_jget(const cuset__g2_json *j, int i, const char *key) {
-    if (i < 0 || j->n[i].type != CUSET__J_OBJ) return -1;
-    for (int c = i + 1; c < j->n[i].end; c = j->n[c].end)
-        if (!strcmp(j->text + j->n[c].key, key)) return c;
-    return -1;
-}
-
-static const char *cuset__g2_jstr(const cuset__g2_json *j, int i) {
-    return i >= 0 && j->n[i].type == CUSET__J_STR ? j->text + j->n[i].str : NULL;
-}
-
-static int cuset__g2_jcount(const cuset__g2_json *j, int i) {
-    int k = 0;
-    for (int c = i + 1; c < j->n[i].end; c = j->n[c].end) k++;
-    return k;
 }
 
 // Appends s as a JSON string literal (with quotes) to the stb_ds array *out.
@@ -358,13 +214,13 @@ typedef struct {
 typedef struct {
     const char *path;
     cuset__g2_file file;
-    cuset__g2_json json;
+    CusetJDoc json;
     cuset__g2_tensor *t; // stb_ds
 } cuset__g2_st;
 
 static void cuset__g2_st_close(cuset__g2_st *st) {
     arrfree(st->t);
-    cuset__g2_json_free(&st->json);
+    cuset_jdoc_free(&st->json);
     cuset__g2_unmap(&st->file);
 }
 
@@ -390,18 +246,18 @@ static int cuset__g2_st_open(cuset__g2_st *st, const char *path, char *err, size
         cuset__g2_unmap(&st->file);
         return -1;
     }
-    const cuset__g2_json *j = &st->json;
+    const CusetJDoc *j = &st->json;
     size_t base = 8 + hlen, avail = size - base;
     char why[256] = "";
-    if (j->n[0].type != CUSET__J_OBJ) snprintf(why, sizeof why, "the header is not a JSON object");
-    for (int c = 1; c < j->n[0].end && !why[0]; c = j->n[c].end) {
+    if (j->node[0].type != CUSET_JOBJ) snprintf(why, sizeof why, "the header is not a JSON object");
+    for (int c = 1; c < j->node[0].end && !why[0]; c = j->node[c].end) {
         cuset__g2_tensor t = {0};
-        t.name = j->text + j->n[c].key;
+        t.name = j->text + j->node[c].key;
         if (!strcmp(t.name, "__metadata__")) continue;
-        const char *dt = cuset__g2_jstr(j, cuset__g2_jget(j, c, "dtype"));
-        int shape = cuset__g2_jget(j, c, "shape"), offs = cuset__g2_jget(j, c, "data_offsets");
-        if (!dt || shape < 0 || offs < 0 || j->n[shape].type != CUSET__J_ARR || j->n[offs].type != CUSET__J_ARR ||
-            cuset__g2_jcount(j, offs) != 2 || cuset__g2_jcount(j, shape) > 8) {
+        const char *dt = cuset_jdoc_str(j, cuset_jdoc_get(j, c, "dtype", -1));
+        int shape = cuset_jdoc_get(j, c, "shape", -1), offs = cuset_jdoc_get(j, c, "data_offsets", -1);
+        if (!dt || shape < 0 || offs < 0 || j->node[shape].type != CUSET_JARR || j->node[offs].type != CUSET_JARR ||
+            cuset_jdoc_count(j, offs) != 2 || cuset_jdoc_count(j, shape) > 8) {
             snprintf(why, sizeof why, "tensor %s: needs dtype, shape (at most 8 dims) and data_offsets [begin, end]", t.name);
             break;
         }
@@ -411,18 +267,18 @@ static int cuset__g2_st_open(cuset__g2_st *st, const char *path, char *err, size
         else if (!strcmp(dt, "BF16")) { t.dtype = CUSET__ST_BF16; esize = 2; }
         else { snprintf(why, sizeof why, "tensor %s: dtype %s is not supported (F32, F16, BF16)", t.name, dt); break; }
         double numel = 1;
-        for (int k = shape + 1; k < j->n[shape].end; k = j->n[k].end) {
-            double v = j->n[k].num;
-            if (j->n[k].type != CUSET__J_NUM || v < 0 || v != (double)(int64_t)v || v > 1e12) {
+        for (int k = shape + 1; k < j->node[shape].end; k = j->node[k].end) {
+            double v = j->node[k].num;
+            if (j->node[k].type != CUSET_JNUM || v < 0 || v != (double)(int64_t)v || v > 1e12) {
                 snprintf(why, sizeof why, "tensor %s: bad shape", t.name);
                 break;
             }
             t.shape[t.ndim++] = (int64_t)v;
             numel *= v;
         }
-        double b = j->n[offs + 1].num, e = j->n[j->n[offs + 1].end].num;
+        double b = j->node[offs + 1].num, e = j->node[j->node[offs + 1].end].num;
         if (why[0]) break;
-        if (j->n[offs + 1].type != CUSET__J_NUM || j->n[j->n[offs + 1].end].type != CUSET__J_NUM || b < 0 || e < b ||
+        if (j->node[offs + 1].type != CUSET_JNUM || j->node[j->node[offs + 1].end].type != CUSET_JNUM || b < 0 || e < b ||
             b != (double)(int64_t)b || e != (double)(int64_t)e || e > (double)avail) {
             snprintf(why, sizeof why, "tensor %s: data_offsets [%.0f, %.0f] reach beyond the %zu data bytes of the file "
                      "(truncated?)", t.name, b, e, avail);
@@ -518,11 +374,11 @@ static const struct { const char *name; int tensor, in, out; } cuset__g2_layer[]
 static int cuset__g2_read_config(const char *dir, CusetConfig *cfg, char *err, size_t errlen) {
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    cuset__g2_json j;
+    CusetJDoc j;
     if (cuset__g2_json_file(&j, path, err, errlen) != 0) return -1;
     char why[512] = "";
-    const char *type = cuset__g2_jstr(&j, cuset__g2_jget(&j, 0, "model_type"));
-    const char *act = cuset__g2_jstr(&j, cuset__g2_jget(&j, 0, "activation_function"));
+    const char *type = cuset_jdoc_str(&j, cuset_jdoc_get(&j, 0, "model_type", -1));
+    const char *act = cuset_jdoc_str(&j, cuset_jdoc_get(&j, 0, "activation_function", -1));
     int v[5];
     const char *names[5] = {"vocab_size", "n_positions", "n_layer", "n_head", "n_embd"};
     if (!type || strcmp(type, "gpt2") != 0) {
@@ -530,31 +386,31 @@ static int cuset__g2_read_config(const char *dir, CusetConfig *cfg, char *err, s
                  "gpt2, gpt2-medium/large/xl, distilgpt2, codeparrot, ...)", type ? type : "(missing)");
     }
     for (int i = 0; i < 5 && !why[0]; i++) {
-        int k = cuset__g2_jget(&j, 0, names[i]);
-        if (k < 0 && i == 1) k = cuset__g2_jget(&j, 0, "n_ctx");
-        if (k < 0 || j.n[k].type != CUSET__J_NUM || j.n[k].num < 1 || j.n[k].num > (1 << 24) || j.n[k].num != (int)j.n[k].num)
+        int k = cuset_jdoc_get(&j, 0, names[i], -1);
+        if (k < 0 && i == 1) k = cuset_jdoc_get(&j, 0, "n_ctx", -1);
+        if (k < 0 || j.node[k].type != CUSET_JNUM || j.node[k].num < 1 || j.node[k].num > (1 << 24) || j.node[k].num != (int)j.node[k].num)
             snprintf(why, sizeof why, "%s is missing or not a positive integer", names[i]);
-        else v[i] = (int)j.n[k].num;
+        else v[i] = (int)j.node[k].num;
     }
-    int inner = cuset__g2_jget(&j, 0, "n_inner"), eps = cuset__g2_jget(&j, 0, "layer_norm_epsilon");
+    int inner = cuset_jdoc_get(&j, 0, "n_inner", -1), eps = cuset_jdoc_get(&j, 0, "layer_norm_epsilon", -1);
     static const char *const must_true[] = {"tie_word_embeddings", "scale_attn_weights"};
     static const char *const must_false[] = {"scale_attn_by_inverse_layer_idx", "add_cross_attention"};
     if (why[0]) {
     } else if (act && strcmp(act, "gelu_new") && strcmp(act, "gelu_pytorch_tanh") && strcmp(act, "gelu_fast")) {
         snprintf(why, sizeof why, "activation_function \"%s\" is not supported (the tanh GELU: gelu_new, "
                  "gelu_pytorch_tanh, gelu_fast)", act);
-    } else if (inner >= 0 && j.n[inner].type != CUSET__J_NULL && j.n[inner].num != 4.0 * v[4]) {
-        snprintf(why, sizeof why, "n_inner %.0f is not supported (null or 4 n_embd = %d)", j.n[inner].num, 4 * v[4]);
-    } else if (eps >= 0 && fabs(j.n[eps].num - 1e-5) > 1e-12) {
-        snprintf(why, sizeof why, "layer_norm_epsilon %g is not supported (1e-5)", j.n[eps].num);
+    } else if (inner >= 0 && j.node[inner].type != CUSET_JNULL && j.node[inner].num != 4.0 * v[4]) {
+        snprintf(why, sizeof why, "n_inner %.0f is not supported (null or 4 n_embd = %d)", j.node[inner].num, 4 * v[4]);
+    } else if (eps >= 0 && fabs(j.node[eps].num - 1e-5) > 1e-12) {
+        snprintf(why, sizeof why, "layer_norm_epsilon %g is not supported (1e-5)", j.node[eps].num);
     }
     for (int i = 0; i < 2 && !why[0]; i++) {
-        int a = cuset__g2_jget(&j, 0, must_true[i]), b = cuset__g2_jget(&j, 0, must_false[i]);
-        if (a >= 0 && !(j.n[a].type == CUSET__J_BOOL && j.n[a].num)) snprintf(why, sizeof why, "%s must be true", must_true[i]);
-        else if (b >= 0 && !(j.n[b].type == CUSET__J_BOOL && !j.n[b].num))
+        int a = cuset_jdoc_get(&j, 0, must_true[i], -1), b = cuset_jdoc_get(&j, 0, must_false[i], -1);
+        if (a >= 0 && !(j.node[a].type == CUSET_JBOOL && j.node[a].num)) snprintf(why, sizeof why, "%s must be true", must_true[i]);
+        else if (b >= 0 && !(j.node[b].type == CUSET_JBOOL && !j.node[b].num))
             snprintf(why, sizeof why, "%s must be false", must_false[i]);
     }
-    cuset__g2_json_free(&j);
+    cuset_jdoc_free(&j);
     if (why[0]) return cuset__err(err, errlen, "%s: %s", path, why);
     cfg->vocab_size = v[0];
     cfg->padded_vocab_size = cuset_pad_vocab(v[0]);
@@ -741,19 +597,19 @@ typedef struct { char *key; int value; } cuset__g2_strmap; // stb_ds string map:
 
 // Fills v's tokens from the JSON object `vocab` (text -> id) and the array `added`
 // (tokenizer.json's added_tokens, or -1); *map receives text -> id for the merges.
-static int cuset__g2_read_vocab(cuset__g2_vocab *v, const cuset__g2_json *j, int vocab, int added, cuset__g2_strmap **map,
+static int cuset__g2_read_vocab(cuset__g2_vocab *v, const CusetJDoc *j, int vocab, int added, cuset__g2_strmap **map,
                                 const char *where, char *err, size_t errlen) {
-    if (vocab < 0 || j->n[vocab].type != CUSET__J_OBJ) return cuset__err(err, errlen, "%s: no vocabulary object", where);
+    if (vocab < 0 || j->node[vocab].type != CUSET_JOBJ) return cuset__err(err, errlen, "%s: no vocabulary object", where);
     int V = 0;
     const char **text = NULL; // stb_ds, by id
     unsigned char *is_added = NULL;
     for (int pass = 0; pass < 2; pass++) { // the vocabulary, then the added tokens
         int list = pass ? added : vocab;
         if (list < 0) continue;
-        for (int c = list + 1; c < j->n[list].end; c = j->n[c].end) {
-            int idn = pass ? cuset__g2_jget(j, c, "id") : c;
-            const char *s = pass ? cuset__g2_jstr(j, cuset__g2_jget(j, c, "content")) : j->text + j->n[c].key;
-            double id = idn >= 0 && j->n[idn].type == CUSET__J_NUM ? j->n[idn].num : -1;
+        for (int c = list + 1; c < j->node[list].end; c = j->node[c].end) {
+            int idn = pass ? cuset_jdoc_get(j, c, "id", -1) : c;
+            const char *s = pass ? cuset_jdoc_str(j, cuset_jdoc_get(j, c, "content", -1)) : j->text + j->node[c].key;
+            double id = idn >= 0 && j->node[idn].type == CUSET_JNUM ? j->node[idn].num : -1;
             if (!s || id < 0 || id >= CUSET_TOK_MAX_VOCAB || id != (int)id) {
                 arrfree(text); arrfree(is_added);
                 return cuset__err(err, errlen, "%s: %s entry \"%s\" has no valid id", where, pass ? "added token" : "vocabulary",
@@ -805,24 +661,24 @@ static int cuset__g2_merge(cuset__g2_vocab *v, cuset__g2_strmap *map, const char
 
 // The pre-tokenizer of a tokenizer.json: GPT-2's ByteLevel, or the Split + ByteLevel this
 // file writes for the project's own tokenizer. -1 with the reason for anything else.
-static int cuset__g2_pretokenizer(const cuset__g2_json *j, int pre, char *why, size_t n) {
-    const char *type = cuset__g2_jstr(j, cuset__g2_jget(j, pre, "type"));
-    int ps = cuset__g2_jget(j, pre, "add_prefix_space"), re = cuset__g2_jget(j, pre, "use_regex");
+static int cuset__g2_pretokenizer(const CusetJDoc *j, int pre, char *why, size_t n) {
+    const char *type = cuset_jdoc_str(j, cuset_jdoc_get(j, pre, "type", -1));
+    int ps = cuset_jdoc_get(j, pre, "add_prefix_space", -1), re = cuset_jdoc_get(j, pre, "use_regex", -1);
     if (type && !strcmp(type, "ByteLevel")) {
-        if ((ps >= 0 && j->n[ps].num) || (re >= 0 && !j->n[re].num)) {
+        if ((ps >= 0 && j->node[ps].num) || (re >= 0 && !j->node[re].num)) {
             snprintf(why, n, "ByteLevel with add_prefix_space true or use_regex false is not supported");
             return -1;
         }
         return CUSET_TOK_SPLIT_GPT2;
     }
-    int list = cuset__g2_jget(j, pre, "pretokenizers");
-    if (type && !strcmp(type, "Sequence") && list >= 0 && cuset__g2_jcount(j, list) == 2) {
-        int split = list + 1, bl = j->n[split].end;
-        const char *pattern = cuset__g2_jstr(j, cuset__g2_jget(j, cuset__g2_jget(j, split, "pattern"), "Regex"));
-        const char *blt = cuset__g2_jstr(j, cuset__g2_jget(j, bl, "type"));
-        int blre = cuset__g2_jget(j, bl, "use_regex");
+    int list = cuset_jdoc_get(j, pre, "pretokenizers", -1);
+    if (type && !strcmp(type, "Sequence") && list >= 0 && cuset_jdoc_count(j, list) == 2) {
+        int split = list + 1, bl = j->node[split].end;
+        const char *pattern = cuset_jdoc_str(j, cuset_jdoc_get(j, cuset_jdoc_get(j, split, "pattern", -1), "Regex", -1));
+        const char *blt = cuset_jdoc_str(j, cuset_jdoc_get(j, bl, "type", -1));
+        int blre = cuset_jdoc_get(j, bl, "use_regex", -1);
         if (pattern && !strcmp(pattern, cuset_gpt2_cuset_split_regex) && blt && !strcmp(blt, "ByteLevel") && blre >= 0 &&
-            !j->n[blre].num)
+            !j->node[blre].num)
             return CUSET_TOK_SPLIT_CUSET;
     }
     snprintf(why, n, "pre_tokenizer %s is not supported (GPT-2's ByteLevel, or the Split this project exports)",
@@ -832,42 +688,42 @@ static int cuset__g2_pretokenizer(const cuset__g2_json *j, int pre, char *why, s
 
 // Reads tokenizer.json: model BPE with merges, no normalizer, a pre-tokenizer we know.
 static int cuset__g2_load_json(cuset__g2_vocab *v, const char *path, char *err, size_t errlen) {
-    cuset__g2_json j;
+    CusetJDoc j;
     if (cuset__g2_json_file(&j, path, err, errlen) != 0) return -1;
-    int model = cuset__g2_jget(&j, 0, "model"), norm = cuset__g2_jget(&j, 0, "normalizer");
-    int merges = cuset__g2_jget(&j, model, "merges");
-    const char *mtype = cuset__g2_jstr(&j, cuset__g2_jget(&j, model, "type"));
-    const char *sub = cuset__g2_jstr(&j, cuset__g2_jget(&j, model, "continuing_subword_prefix"));
-    const char *eow = cuset__g2_jstr(&j, cuset__g2_jget(&j, model, "end_of_word_suffix"));
+    int model = cuset_jdoc_get(&j, 0, "model", -1), norm = cuset_jdoc_get(&j, 0, "normalizer", -1);
+    int merges = cuset_jdoc_get(&j, model, "merges", -1);
+    const char *mtype = cuset_jdoc_str(&j, cuset_jdoc_get(&j, model, "type", -1));
+    const char *sub = cuset_jdoc_str(&j, cuset_jdoc_get(&j, model, "continuing_subword_prefix", -1));
+    const char *eow = cuset_jdoc_str(&j, cuset_jdoc_get(&j, model, "end_of_word_suffix", -1));
     char why[256] = "";
-    if (model < 0 || (mtype && strcmp(mtype, "BPE")) || merges < 0 || j.n[merges].type != CUSET__J_ARR)
+    if (model < 0 || (mtype && strcmp(mtype, "BPE")) || merges < 0 || j.node[merges].type != CUSET_JARR)
         snprintf(why, sizeof why, "model is not BPE with a merges list (type %s)", mtype ? mtype : "?");
-    else if (norm >= 0 && j.n[norm].type != CUSET__J_NULL) snprintf(why, sizeof why, "a normalizer is not supported");
-    else if ((v->split = cuset__g2_pretokenizer(&j, cuset__g2_jget(&j, 0, "pre_tokenizer"), why, sizeof why)) < 0) {}
+    else if (norm >= 0 && j.node[norm].type != CUSET_JNULL) snprintf(why, sizeof why, "a normalizer is not supported");
+    else if ((v->split = cuset__g2_pretokenizer(&j, cuset_jdoc_get(&j, 0, "pre_tokenizer", -1), why, sizeof why)) < 0) {}
     else if ((sub && sub[0]) || (eow && eow[0]))
         snprintf(why, sizeof why, "continuing_subword_prefix or end_of_word_suffix is not supported");
-    if (why[0]) { cuset__g2_json_free(&j); return cuset__err(err, errlen, "%s: %s", path, why); }
+    if (why[0]) { cuset_jdoc_free(&j); return cuset__err(err, errlen, "%s: %s", path, why); }
     cuset__g2_strmap *map = NULL;
-    int rc = cuset__g2_read_vocab(v, &j, cuset__g2_jget(&j, model, "vocab"), cuset__g2_jget(&j, 0, "added_tokens"), &map,
+    int rc = cuset__g2_read_vocab(v, &j, cuset_jdoc_get(&j, model, "vocab", -1), cuset_jdoc_get(&j, 0, "added_tokens", -1), &map,
                                   path, err, errlen);
     int rank = 0;
-    for (int c = merges + 1; c < j.n[merges].end && !rc; c = j.n[c].end, rank++) {
-        const char *s = cuset__g2_jstr(&j, c), *a = NULL, *b = NULL;
+    for (int c = merges + 1; c < j.node[merges].end && !rc; c = j.node[c].end, rank++) {
+        const char *s = cuset_jdoc_str(&j, c), *a = NULL, *b = NULL;
         char pair[2 * CUSET_TOK_MAX_GPT2_TOKEN + 2];
         if (s && strlen(s) < sizeof pair && strchr(s, ' ')) { // "a b"
             strcpy(pair, s);
             *strchr(pair, ' ') = 0;
             a = pair;
             b = pair + strlen(pair) + 1;
-        } else if (j.n[c].type == CUSET__J_ARR && cuset__g2_jcount(&j, c) == 2) { // ["a", "b"]
-            a = cuset__g2_jstr(&j, c + 1);
-            b = cuset__g2_jstr(&j, j.n[c + 1].end);
+        } else if (j.node[c].type == CUSET_JARR && cuset_jdoc_count(&j, c) == 2) { // ["a", "b"]
+            a = cuset_jdoc_str(&j, c + 1);
+            b = cuset_jdoc_str(&j, j.node[c + 1].end);
         }
         if (!a || !b) rc = cuset__err(err, errlen, "%s: merge %d is neither \"a b\" nor [\"a\", \"b\"]", path, rank);
         else rc = cuset__g2_merge(v, map, a, b, rank, path, err, errlen);
     }
     shfree(map);
-    cuset__g2_json_free(&j);
+    cuset_jdoc_free(&j);
     return rc;
 }
 
@@ -877,9 +733,9 @@ static int cuset__g2_load_vocab_merges(cuset__g2_vocab *v, const char *dir, char
     snprintf(vpath, sizeof vpath, "%s/vocab.json", dir);
     snprintf(mpath, sizeof mpath, "%s/merges.txt", dir);
     cuset__g2_file mf;
-    cuset__g2_json j;
+    CusetJDoc j;
     if (cuset__g2_json_file(&j, vpath, err, errlen) != 0) return -1;
-    if (cuset__g2_map(mpath, &mf, err, errlen) != 0) { cuset__g2_json_free(&j); return -1; }
+    if (cuset__g2_map(mpath, &mf, err, errlen) != 0) { cuset_jdoc_free(&j); return -1; }
     cuset__g2_strmap *map = NULL;
     v->split = CUSET_TOK_SPLIT_GPT2;
     int rc = cuset__g2_read_vocab(v, &j, 0, -1, &map, vpath, err, errlen);
@@ -902,7 +758,7 @@ static int cuset__g2_load_vocab_merges(cuset__g2_vocab *v, const char *dir, char
     }
     cuset__g2_unmap(&mf);
     shfree(map);
-    cuset__g2_json_free(&j);
+    cuset_jdoc_free(&j);
     return rc;
 }
 

@@ -267,10 +267,11 @@ void cuset_text_samples_free(CusetTextSample *samples) {
 
 // ---- JSON lines ----------------------------------------------------------------------------
 // The JSON-lines reader (cuset_jsonl_parse and cuset_json_member share it) and, further
-// down, the JSON string writer. Two headers that must build alone keep small readers of
-// their own: data/gpt2.h (whole multi-line documents: config.json, tokenizer.json) and
-// data/corpus.h (the generator's spec.json and JSONL lines, written by itself);
-// test/test_corpus.c reads the generator's samples back through this reader.
+// down, the JSON string writer. Whole documents (config.json, tokenizer.json, the corpus
+// generator's spec.json) are read into a tree by data/json.h instead; this reader streams
+// a file of samples, validates its UTF-8 and says what is wrong in a user's terms (line,
+// column, the member or character). test/test_corpus.c reads the generator's samples back
+// through it.
 // A recursive-descent parser over one buffer. Every sample is on one line, so every error
 // is on the current line: its column is the offset minus the line's first offset, + 1.
 

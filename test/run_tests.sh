@@ -98,6 +98,7 @@ done <<'EOF'
 cuset.h CUSET:cuset.h
 data/tokenizer.h CUSET_TOKENIZER:data/tokenizer.h
 data/annotate.h CUSET_ANNOTATE:data/annotate.h
+data/json.h CUSET_JSON:data/json.h
 emu/sandbox.h CUSET_SANDBOX:emu/sandbox.h
 data/textdata.h CUSET_TEXTDATA:data/textdata.h CUSET:cuset.h CUSET_TOKENIZER:data/tokenizer.h CUSET_ANNOTATE:data/annotate.h
 data/gpt2.h CUSET_GPT2:data/gpt2.h CUSET:cuset.h CUSET_TOKENIZER:data/tokenizer.h
@@ -107,9 +108,10 @@ emu/eval.h CUSET_EVAL:emu/eval.h CUSET:cuset.h CUSET_TOKENIZER:data/tokenizer.h 
            CUSET_TEXTDATA:data/textdata.h
 EOF
 
-echo "== GPT-2-family models in and out (test/test_gpt2 selftest; test/test_gpt2.py against transformers and tokenizers)"
+echo "== GPT-2-family models in and out (test/test_gpt2 selftest; data/json.h against Python's json; test/test_gpt2.py against transformers and tokenizers)"
 tally < <(./test/test_gpt2 selftest; echo "exit $?" >"$TMP/rc")
 grep -q "exit 0" "$TMP/rc" || bad "test_gpt2_selftest_exit" "$(cat "$TMP/rc")"
+tally < <("$PYTHON" test/test_json.py)
 # (with the Hugging Face libraries that make test installed from PyPI: test/deps.sh)
 tally < <("$(PYTHON=$PYTHON bash test/deps.sh --hf-python)" test/test_gpt2.py --tmp "$TMP/gpt2"; echo "exit $?" >"$TMP/rc")
 grep -q "exit 0" "$TMP/rc" || bad "test_gpt2_exit" "$(cat "$TMP/rc")"

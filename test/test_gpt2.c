@@ -13,6 +13,9 @@
 //   finetune SRC DIR STEPS      import SRC, STEPS steps of SFT on its own tokens, export DIR, re-import: bit-equal
 //   cuset TEXTS VOCAB DIR OUT   train the project's tokenizer on TEXTS, a random model, export DIR and
 //                               re-import it; OUT: the tokenizer's ids of TEXTS
+//   json TEXTS                  each text parsed as a JSON document by data/json.h (the reader of
+//                               this file's formats): one line each, canonical (print_json) or
+//                               "error ..."; test/test_json.py compares them with Python's json
 #define CUSET_IMPLEMENTATION
 #include "../cuset.h"
 #define CUSET_TOKENIZER_IMPLEMENTATION
@@ -77,6 +80,32 @@ static void export_reimport(const CusetGPT *m, const CusetTokenizer *tk, const c
            same_tokenizer(tk, &tk2) ? "equal" : "DIFFERS");
     cuset_tok_free(&tk2);
     cuset_gpt_free(&back);
+}
+
+// Node i of d and its subtree, canonically: n t f for null, true, false; numbers as %.17g;
+// strings and keys as "hex of their UTF-8 bytes"; [a,b] and {"key":value,...}.
+static void print_json(const CusetJDoc *d, int i) {
+    const CusetJNode *n = &d->node[i];
+    if (n->type == CUSET_JNULL || n->type == CUSET_JBOOL) putchar(n->type == CUSET_JNULL ? 'n' : n->num ? 't' : 'f');
+    if (n->type == CUSET_JNUM) printf("%.17g", n->num);
+    if (n->type == CUSET_JSTR) {
+        putchar('"');
+        for (long k = 0; k < n->slen; k++) printf("%02x", (unsigned char)d->text[n->str + k]);
+        putchar('"');
+    }
+    if (n->type == CUSET_JARR || n->type == CUSET_JOBJ) {
+        putchar(n->type == CUSET_JARR ? '[' : '{');
+        for (int c = i + 1; c < n->end; c = d->node[c].end) {
+            if (c > i + 1) putchar(',');
+            if (n->type == CUSET_JOBJ) {
+                putchar('"');
+                for (const char *k = d->text + d->node[c].key; *k; k++) printf("%02x", (unsigned char)*k);
+                printf("\":");
+            }
+            print_json(d, c);
+        }
+        putchar(n->type == CUSET_JARR ? ']' : '}');
+    }
 }
 
 // GPT-2's regex on cases whose pieces (joined by '|') the tokenizers library gave.
@@ -211,6 +240,22 @@ int main(int argc, char **argv) {
         export_reimport(&m, &tk, argv[3]);
         cuset_batch_free(&b);
         arrfree(ids);
+    } else if (!strcmp(cmd, "json") && argc == 3) {
+        const char **texts = NULL;
+        size_t *lens = NULL;
+        unsigned char *buf = read_texts(argv[2], &texts, &lens);
+        for (size_t i = 0; i < arrlenu(texts); i++) {
+            CusetJDoc d;
+            const char *why;
+            size_t at;
+            if (cuset_jdoc_parse(&d, texts[i], lens[i], &why, &at) != 0) printf("error at byte %zu: %s", at, why);
+            else print_json(&d, 0);
+            putchar('\n');
+            cuset_jdoc_free(&d);
+        }
+        arrfree(texts);
+        arrfree(lens);
+        free(buf);
     } else if (!strcmp(cmd, "cuset") && argc == 6) {
         const char **texts = NULL;
         size_t *lens = NULL;
