@@ -201,9 +201,10 @@ static inline int cuset__jvalue(CusetJDoc *d, long key, int depth) {
             }
             if (cuset__jvalue(d, k, depth + 1)) return -1;
             cuset__jws(d);
-            char next = d->p < d->e ? *d->p++ : 0;
-            if (next == close) break;
-            if (next != ',') { d->p -= next != 0; d->why = c == '{' ? "expected ',' or '}'" : "expected ',' or ']'"; return -1; }
+            if (d->p >= d->e) { d->why = "unexpected end"; return -1; }
+            if (*d->p == close) { d->p++; break; }
+            if (*d->p != ',') { d->why = c == '{' ? "expected ',' or '}'" : "expected ',' or ']'"; return -1; }
+            d->p++;
         }
         d->node[me].end = d->nnode;
         return 0;
