@@ -97,8 +97,10 @@ static int valid_ident(const char *s) {
     return s[0] && !isdigit((unsigned char)s[0]) && s[strspn(s, chars)] == 0;
 }
 
-// Checks what layout produced: valid unique names, counts equal to the size constants.
+// Checks what layout produced: no problem found, valid unique names, counts equal to the
+// size constants.
 static const char *task_problem(const Task *t) {
+    if (t->problem) return t->problem;
     if (t->nin < 1 || t->nin > MAX_T || t->nout < 1 || t->nout > MAX_T) return "bad number of tensors";
     for (int k = 0; k < t->nin + t->nout; k++) {
         const Tensor *x = tensor_at(t, k);
@@ -417,7 +419,8 @@ static const char *read_param(Task *t, const char *key, const CusetJNode *v, con
         return NULL;
     }
     for (int j = 0; f->fp && f->fp[j]; j++)
-        if (strcmp(f->fp[j], key) == 0 && v->type == CUSET_JNUM) {
+        if (strcmp(f->fp[j], key) == 0) { // the families draw them within +-1000
+            if (v->type != CUSET_JNUM || fabs(v->num) > 1e6) return fmt("params.%s: not a number in [-1e6, 1e6]", key);
             t->f[j] = v->num;
             return NULL;
         }

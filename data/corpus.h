@@ -345,6 +345,7 @@ typedef struct Task {
     int need_fp16, need_math;
     uint64_t seed;
     double atol, rtol;
+    const char *problem; // set by layout when parameters read from a spec cannot make a task
 } Task;
 
 // The host code context a family's launch function writes with: the names of the device

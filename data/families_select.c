@@ -709,6 +709,8 @@ static void ci_layout(Task *t) {
     if (t->p[CI_DTYPE]) sc_input(t, t->p[CI_N], 1, eq ? 0 : -1000, eq ? 20 : 1000, 1);
     else sc_input(t, t->p[CI_N], 0, -1, 1, 0);
     sc_output(t, t->p[CI_OUT] ? DT_U32 : DT_I32, 0)->zero_init = 1;
+    if (t->p[CI_PRED] == SL_MULTIPLE_OF && !(t->f[0] >= 1 && t->f[0] == floor(t->f[0])))
+        t->problem = "params.a: multiple_of needs a whole number >= 1";
 }
 static void ci_describe(const Task *t, Buf *name, Buf *desc) {
     static const char *const nm[] = { "Count_If", "Predicate_Count", "Count_Matching_Elements" };

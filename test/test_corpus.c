@@ -756,25 +756,47 @@ static void hand_cases(void) {
     }
 }
 
-// --reference refuses specs whose shapes disagree with the params, and unknown params.
+// --reference refuses specs whose shapes disagree with the params, unknown params, and
+// parameters no family draws that its reference cannot take (a divisor of 0, a threshold of
+// 1e300), with exit 2 and a message naming the problem.
 static void bad_specs(void) {
     char dir[300], path[400];
     snprintf(dir, sizeof dir, "%s/badspec", tmpdir);
     sh("rm -rf '%s' && mkdir -p '%s'", dir, dir);
-    snprintf(path, sizeof path, "%s/spec.json", dir);
-    const char *cases[][2] = {
-        { "shape_mismatch", "{\"family\":\"elementwise_unary\",\"params\":{\"op\":\"relu\",\"n\":6},\"inputs\":[{\"name\":\"x\",\"dtype\":\"float32\",\"shape\":[7],\"lo\":0,\"hi\":1,\"integer\":false,\"gen\":\"uniform\"}],\"outputs\":[{\"name\":\"y\",\"dtype\":\"float32\",\"shape\":[6]}],\"seed\":1,\"atol\":0,\"rtol\":0}" },
-        { "unknown_param", "{\"family\":\"elementwise_unary\",\"params\":{\"op\":\"relu\",\"n\":6,\"bogus\":1},\"inputs\":[{\"name\":\"x\",\"dtype\":\"float32\",\"shape\":[6],\"lo\":0,\"hi\":1,\"integer\":false,\"gen\":\"uniform\"}],\"outputs\":[{\"name\":\"y\",\"dtype\":\"float32\",\"shape\":[6]}],\"seed\":1,\"atol\":0,\"rtol\":0}" },
-        { "unknown_family", "{\"family\":\"nope\",\"params\":{},\"inputs\":[],\"outputs\":[],\"seed\":1,\"atol\":0,\"rtol\":0}" },
-        { "truncated_json", "{\"family\":\"elementwise_unary\",\"params\":{\"op\":\"relu\"" },
+    const char *count_if = "{\"family\":\"count_if\",\"params\":{\"n\":1000,\"block\":256,\"agg\":\"warp_ballot\",\"pred\":\"%s\",\"dtype\":\"int32\",\"out\":\"uint32\",\"loop\":\"one_per_thread\",\"a\":%s,\"b\":0},\"inputs\":[{\"name\":\"data\",\"dtype\":\"int32\",\"shape\":[1000],\"lo\":-1000,\"hi\":1000,\"integer\":true,\"gen\":\"uniform\"}],\"outputs\":[{\"name\":\"matches\",\"dtype\":\"uint32\",\"shape\":[1]}],\"seed\":1,\"atol\":0,\"rtol\":0}";
+    char zero_divisor[1000], huge_threshold[1000], fine[1000];
+    snprintf(zero_divisor, sizeof zero_divisor, count_if, "multiple_of", "0");
+    snprintf(huge_threshold, sizeof huge_threshold, count_if, "greater", "1e300");
+    snprintf(fine, sizeof fine, count_if, "multiple_of", "7");
+    const char *cases[][3] = {
+        { "shape_mismatch", "{\"family\":\"elementwise_unary\",\"params\":{\"op\":\"relu\",\"n\":6},\"inputs\":[{\"name\":\"x\",\"dtype\":\"float32\",\"shape\":[7],\"lo\":0,\"hi\":1,\"integer\":false,\"gen\":\"uniform\"}],\"outputs\":[{\"name\":\"y\",\"dtype\":\"float32\",\"shape\":[6]}],\"seed\":1,\"atol\":0,\"rtol\":0}", "differs from what" },
+        { "unknown_param", "{\"family\":\"elementwise_unary\",\"params\":{\"op\":\"relu\",\"n\":6,\"bogus\":1},\"inputs\":[{\"name\":\"x\",\"dtype\":\"float32\",\"shape\":[6],\"lo\":0,\"hi\":1,\"integer\":false,\"gen\":\"uniform\"}],\"outputs\":[{\"name\":\"y\",\"dtype\":\"float32\",\"shape\":[6]}],\"seed\":1,\"atol\":0,\"rtol\":0}", "params.bogus: unknown parameter" },
+        { "unknown_family", "{\"family\":\"nope\",\"params\":{},\"inputs\":[],\"outputs\":[],\"seed\":1,\"atol\":0,\"rtol\":0}", "unknown family nope" },
+        { "truncated_json", "{\"family\":\"elementwise_unary\",\"params\":{\"op\":\"relu\"", "unexpected end" },
+        { "zero_divisor", zero_divisor, "params.a: multiple_of needs a whole number >= 1" },
+        { "huge_threshold", huge_threshold, "params.a: not a number in [-1e6, 1e6]" },
+        { "count_if_multiple_of_7", fine, NULL }, // the control: it runs
     };
+    int data[1000]; // the control's input: -500 .. 499, of which 143 are multiples of 7
+    for (int i = 0; i < 1000; i++) data[i] = i - 500;
+    snprintf(path, sizeof path, "%s/data.bin", dir);
+    spit(path, data, sizeof data);
+    snprintf(path, sizeof path, "%s/spec.json", dir);
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         char name[100];
-        snprintf(name, sizeof name, "reference_rejects_%s", cases[k][0]);
+        snprintf(name, sizeof name, "reference_%s_%s", cases[k][2] ? "rejects" : "takes", cases[k][0]);
         spit(path, cases[k][1], strlen(cases[k][1]));
-        int rc = sh("'%s' --reference '%s' >/dev/null 2>&1", corpus, dir);
-        if (rc == 2) pass(name);
-        else fail(name, "exit %d, want 2", rc);
+        int rc = sh("'%s' --reference '%s' >/dev/null 2>'%s/err'", corpus, dir, dir), want = cases[k][2] ? 2 : 0;
+        char err[400];
+        snprintf(err, sizeof err, "%s/err", dir);
+        char *msg = slurp(err, NULL);
+        snprintf(err, sizeof err, "%s/matches.expected.bin", dir);
+        size_t len = 0;
+        unsigned *count = cases[k][2] ? NULL : (unsigned *)slurp(err, &len);
+        if (rc == want && (cases[k][2] ? msg && strstr(msg, cases[k][2]) : len == 4 && *count == 143)) pass(name);
+        else fail(name, "exit %d, want %d with \"%s\": %.200s", rc, want, cases[k][2] ? cases[k][2] : "143 matches", msg ? msg : "");
+        free(msg);
+        free(count);
     }
 }
 
