@@ -21,7 +21,7 @@ enum { CUSET_JNULL, CUSET_JBOOL, CUSET_JNUM, CUSET_JSTR, CUSET_JARR, CUSET_JOBJ 
 typedef struct {
     int type;
     int end;        // the index after this node's subtree
-    long key;       // a member's key: its offset in text; -1 for array items and the root
+    long key, klen; // a member's key: its offset in text (-1 for array items and the root), length
     long str, slen; // a string: its offset in text and length in bytes
     double num;     // a number; 1 or 0 for true and false
 } CusetJNode;
@@ -152,7 +152,7 @@ static inline int cuset__jnumber(CusetJDoc *d, double *v) {
 }
 
 // Appends one node; its index, or -1.
-static inline int cuset__jnode(CusetJDoc *d, int type, long key) {
+static inline int cuset__jnode(CusetJDoc *d, int type, long key, long klen) {
     if (d->nnode == d->cap) {
         int cap = d->cap ? 2 * d->cap : 64;
         CusetJNode *n = (CusetJNode *)realloc(d->node, (size_t)cap * sizeof *n);
@@ -164,12 +164,13 @@ static inline int cuset__jnode(CusetJDoc *d, int type, long key) {
     memset(n, 0, sizeof *n);
     n->type = type;
     n->key = key;
+    n->klen = klen;
     n->end = d->nnode + 1;
     return d->nnode++;
 }
 
-// The value at the cursor and its subtree; key: its member key's offset, or -1.
-static inline int cuset__jvalue(CusetJDoc *d, long key, int depth) {
+// The value at the cursor and its subtree; key, klen: its member key's offset and length, or -1.
+static inline int cuset__jvalue(CusetJDoc *d, long key, long klen, int depth) {
     static const char *const words[] = { "null", "true", "false" };
     cuset__jws(d);
     if (d->p >= d->e) { d->why = "unexpected end"; return -1; }
@@ -177,29 +178,29 @@ static inline int cuset__jvalue(CusetJDoc *d, long key, int depth) {
     char c = *d->p, close = c == '{' ? '}' : ']';
     if (c == '"') {
         long len, str = cuset__jstring(d, &len);
-        int me = str < 0 ? -1 : cuset__jnode(d, CUSET_JSTR, key);
+        int me = str < 0 ? -1 : cuset__jnode(d, CUSET_JSTR, key, klen);
         if (me < 0) return -1;
         d->node[me].str = str;
         d->node[me].slen = len;
         return 0;
     }
     if (c == '{' || c == '[') { // members (objects: key, ':', value) separated by ','
-        int me = cuset__jnode(d, c == '{' ? CUSET_JOBJ : CUSET_JARR, key);
+        int me = cuset__jnode(d, c == '{' ? CUSET_JOBJ : CUSET_JARR, key, klen);
         if (me < 0) return -1;
         d->p++;
         cuset__jws(d);
         if (d->p < d->e && *d->p == close) d->p++;
         else for (;;) {
-            long k = -1, klen;
+            long k = -1, kl = -1;
             cuset__jws(d);
             if (c == '{') {
                 if (d->p >= d->e || *d->p != '"') { d->why = "expected a member name"; return -1; }
-                if ((k = cuset__jstring(d, &klen)) < 0) return -1;
+                if ((k = cuset__jstring(d, &kl)) < 0) return -1;
                 cuset__jws(d);
                 if (d->p >= d->e || *d->p != ':') { d->why = "expected ':'"; return -1; }
                 d->p++;
             }
-            if (cuset__jvalue(d, k, depth + 1)) return -1;
+            if (cuset__jvalue(d, k, kl, depth + 1)) return -1;
             cuset__jws(d);
             if (d->p >= d->e) { d->why = "unexpected end"; return -1; }
             if (*d->p == close) { d->p++; break; }
@@ -212,7 +213,7 @@ static inline int cuset__jvalue(CusetJDoc *d, long key, int depth) {
     for (int w = 0; w < 3; w++) {
         size_t n = strlen(words[w]);
         if ((size_t)(d->e - d->p) >= n && memcmp(d->p, words[w], n) == 0) {
-            int me = cuset__jnode(d, w ? CUSET_JBOOL : CUSET_JNULL, key);
+            int me = cuset__jnode(d, w ? CUSET_JBOOL : CUSET_JNULL, key, klen);
             if (me < 0) return -1;
             d->node[me].num = w == 1;
             d->p += n;
@@ -222,7 +223,7 @@ static inline int cuset__jvalue(CusetJDoc *d, long key, int depth) {
     double num;
     if (c != '-' && (c < '0' || c > '9')) { d->why = "unexpected character"; return -1; }
     if (cuset__jnumber(d, &num)) return -1;
-    int me = cuset__jnode(d, CUSET_JNUM, key);
+    int me = cuset__jnode(d, CUSET_JNUM, key, klen);
     if (me < 0) return -1;
     d->node[me].num = num;
     return 0;
@@ -234,7 +235,7 @@ static inline int cuset_jdoc_parse(CusetJDoc *d, const char *s, size_t n, const 
     memset(d, 0, sizeof *d);
     d->s = d->p = s;
     d->e = s + n;
-    int rc = cuset__jvalue(d, -1, 0);
+    int rc = cuset__jvalue(d, -1, -1, 0);
     cuset__jws(d);
     if (rc == 0 && d->p != d->e) { d->why = "trailing characters"; rc = -1; }
     if (rc == 0) return 0;
@@ -247,8 +248,10 @@ static inline int cuset_jdoc_parse(CusetJDoc *d, const char *s, size_t n, const 
 // The member `key` of object node i if it has the type (-1: any), else -1.
 static inline int cuset_jdoc_get(const CusetJDoc *d, int i, const char *key, int type) {
     if (i < 0 || d->node[i].type != CUSET_JOBJ) return -1;
+    long n = (long)strlen(key);
     for (int c = i + 1; c < d->node[i].end; c = d->node[c].end)
-        if (strcmp(d->text + d->node[c].key, key) == 0) return type < 0 || d->node[c].type == type ? c : -1;
+        if (d->node[c].klen == n && memcmp(d->text + d->node[c].key, key, (size_t)n) == 0)
+            return type < 0 || d->node[c].type == type ? c : -1;
     return -1;
 }
 

@@ -48,7 +48,7 @@ def python_says(text):
         return None
 
 
-def random_string(rng, key=False):
+def random_string(rng):
     out = []
     for _ in range(rng.randrange(8)):
         r = rng.random()
@@ -56,8 +56,8 @@ def random_string(rng, key=False):
             out.append(rng.choice("abcXYZ 09_-/"))
         elif r < 0.65:
             out.append(rng.choice(['\\"', "\\\\", "\\/", "\\b", "\\f", "\\n", "\\r", "\\t"]))
-        elif r < 0.8:  # \uXXXX: any BMP code point (a key: no NUL, which ends keys in json.h)
-            out.append("\\u%04x" % rng.randrange(1 if key else 0, 0x10000))
+        elif r < 0.8:  # \uXXXX: any BMP code point, NUL too
+            out.append("\\u%04x" % rng.randrange(0x10000))
         elif r < 0.9:  # a surrogate pair, by escapes
             c = rng.randrange(0x10000, 0x110000) - 0x10000
             out.append("\\u%04X\\u%04x" % (0xD800 + (c >> 10), 0xDC00 + (c & 0x3FF)))
@@ -82,7 +82,7 @@ def random_value(rng, depth):
         items = [random_value(rng, depth + 1) for _ in range(rng.randrange(5))]
         return "[" + ws() + ("," + ws()).join(items) + ws() + "]"
     if depth < 6 and r < 0.6:
-        members = ["%s%s:%s%s" % (random_string(rng, True), ws(), ws(), random_value(rng, depth + 1))
+        members = ["%s%s:%s%s" % (random_string(rng), ws(), ws(), random_value(rng, depth + 1))
                    for _ in range(rng.randrange(5))]
         return "{" + ws() + ("," + ws()).join(members) + ws() + "}"
     if r < 0.75:
@@ -111,14 +111,14 @@ def main():
     docs = [random_value(rng, 0) for _ in range(count // 2)]
     docs += [mutate(rng, rng.choice(docs)) for _ in range(count - len(docs))]
     # the edges: values at depth MAX_DEPTH (allowed) and one more, numbers at double's end, a
-    # long number, NaN, lone surrogates, malformed numbers and separators
+    # long number, NaN, lone surrogates, malformed numbers and separators, keys with NUL and twice
     deep = lambda n, inner: "[" * n + inner + "]" * n
     docs += [deep(MAX_DEPTH + 1, ""), deep(MAX_DEPTH + 2, ""), deep(MAX_DEPTH, "1"), deep(MAX_DEPTH + 1, "1"),
              '{"a":' * MAX_DEPTH + "0" + "}" * MAX_DEPTH, '{"a":' * (MAX_DEPTH + 1) + "0" + "}" * (MAX_DEPTH + 1),
              "1.7976931348623157e308",
              "1.8e308", "-4.9e-324", "1e-400", "0." + "1" * 300, "NaN", "[Infinity]", '"\\ud800"', '"\\udc00x"',
              '"\\ud800\\u0041"', "", " ", "01", "-", "+1", "1.", ".5", "[1,]", '{"a":1,}', '{"a" 1}', "[1 2]",
-             'true false', '"\x1f"', '"a', "[" * 3000]
+             'true false', '"\x1f"', '"a', "[" * 3000, '{"a\\u0000b":1,"a":2,"a":3}']
     with tempfile.TemporaryDirectory(prefix="cuset_json.") as tmp:
         path = os.path.join(tmp, "docs")
         with open(path, "wb") as f:
