@@ -305,6 +305,7 @@ inline int g_nthreads;              // threads per block of the running launch
 inline bool g_in_kernel;
 inline const char *g_kernel = "", *g_launch_file = "";
 inline int g_launch_line;
+inline bool g_over_bound; // the running launch's block exceeds its kernel's __launch_bounds__
 inline cudaError_t g_last_error = cudaSuccess;
 
 // Thread start order within the block and the next thread to start.
@@ -847,6 +848,22 @@ inline bool valid_config(const Config &c, const char *kernel, const char *file, 
     set_error(err);
     return false;
 }
+// nvcc-emu puts `if (::cuemu::over_launch_bound(MAX)) return;` first in the body of a
+// kernel declared with __launch_bounds__(MAX, ...). A GPU refuses a launch whose blocks have
+// more threads (cudaErrorLaunchOutOfResources) and the kernel does not run: here every
+// thread returns at once, and the first sets the error and says why.
+inline bool over_launch_bound(long long max) {
+    if (g_nthreads <= max) return false;
+    if (!g_over_bound) {
+        g_over_bound = true;
+        note("note: launch of %s (%s:%d) with block (%u,%u,%u) fails: too many resources requested for launch: the "
+             "kernel's __launch_bounds__ allow at most %lld threads per block; the kernel does not run "
+             "(cudaErrorLaunchOutOfResources)", g_kernel, g_launch_file, g_launch_line, g_block_dim.x, g_block_dim.y,
+             g_block_dim.z, max);
+        set_error(cudaErrorLaunchOutOfResources);
+    }
+    return true;
+}
 // A pointer argument a GPU could not dereference: a host address.
 template <class T> inline void check_arg(const T &v, int index) {
     if constexpr (std::is_pointer_v<T> && !std::is_function_v<std::remove_pointer_t<T>>) {
@@ -896,6 +913,7 @@ inline void launch(const Config &c, const char *kernel, const char *file, int li
     g_kernel = kernel;
     g_launch_file = file;
     g_launch_line = line;
+    g_over_bound = false;
     std::apply([](const auto &...v) { int i = 0; (check_arg(v, i++), ...); }, argv);
     auto body = [&] { std::apply(f, argv); };
     g_body = &call_body<decltype(body)>;

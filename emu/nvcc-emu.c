@@ -8,7 +8,8 @@
 // What it does: reads FILE.cu, scans it for CUDA features the emulator does not model
 // (texture/surface objects, inline PTX, grid-wide sync, dynamic parallelism, CUDA graphs,
 // the CUDA libraries, ...: exit 3 with one "unsupported feature" line per feature, nothing
-// compiled), rewrites the three constructs a C++ compiler cannot take, and compiles the
+// compiled), rewrites the three constructs a C++ compiler cannot take (and the kernels with
+// __launch_bounds__, which a C++ compiler would ignore), and compiles the
 // result with ${CXX:-g++} -std=c++17 -O1 -g -w -I EMUDIR/include -include EMUDIR/cuemu.h,
 // EMUDIR being the directory of this executable (EMUDIR/pch/cuemu.h, its precompiled form,
 // when that is up to date: see use_pch). Exit status: the compiler's; 3 for an
@@ -34,6 +35,11 @@
 //    At file scope (and for a declarator with parentheses) the declaration stays as it is,
 //    a static variable (the runtime's __shared__ means `static`), minus a `static` next to
 //    __shared__, which would be said twice.
+// 4. A kernel with __launch_bounds__(MAX[, MIN[, MAX_CLUSTER]]) gets, first in its body,
+//      if (::cuemu::over_launch_bound(MAX)) return;
+//    so that a launch with more threads per block fails as on a GPU (the runtime sets the
+//    error; every thread returns at once). MAX is read inside the body, where a kernel
+//    template's parameters are in scope. The bound must be on the definition.
 // Everything else is left byte for byte; comments, string/char literals and raw strings are
 // never rewritten or scanned. Every rewrite keeps the number of newlines (and so the line of
 // everything after it), and the compiled file starts with #line 1 "FILE.cu", so compiler
@@ -619,6 +625,28 @@ static int rewrite_static_shared(int k) {
 }
 
 // The pass over the tokens: feature scan, scopes, rewrites.
+// __launch_bounds__(MAX, ...) at token k: `if (::cuemu::over_launch_bound(MAX)) return;` after
+// the '{' of the body of the function it is declared with (rewrite 4); nothing for a
+// declaration without a body, or inside a #define.
+static void rewrite_launch_bounds(int k) {
+    int close = tok_is(k + 1, "(") && !toks[k].pp ? match_fwd(k + 1) : -1, max_end = k + 2, j = close + 1;
+    if (close < 0) return;
+    while (max_end < close && !tok_is(max_end, ",")) {
+        int m = is_open(max_end) ? match_fwd(max_end) : max_end;
+        if (m < 0 || m >= close) return; // unbalanced inside
+        max_end = m + 1;
+    }
+    while (j < ntok && !tok_is(j, "(") && !tok_is(j, ";") && !tok_is(j, "{")) j++; // to the parameters
+    if (!tok_is(j, "(") || (j = match_fwd(j)) < 0) return;
+    while (j < ntok && !tok_is(j, ";") && !tok_is(j, "{")) j++; // to the body
+    if (!tok_is(j, "{") || max_end == k + 2) return;
+    Buf b = { 0 };
+    buf_puts(&b, " if (::cuemu::over_launch_bound(");
+    put_tokens(&b, k + 2, max_end, -1);
+    buf_puts(&b, ")) return;");
+    edit(toks[j].e, toks[j].e, &b);
+}
+
 static void rewrite_all(void) {
     enum { NS = 'n', DEV = 'd', OTHER = 'o' };
     char stack[512], saved[512];
@@ -653,6 +681,8 @@ static void rewrite_all(void) {
             depth++;
         } else if (tok_is(k, "}")) {
             if (depth > 0) depth--;
+        } else if (tok_is(k, "__launch_bounds__")) {
+            rewrite_launch_bounds(k);
         } else if (tok_is(k, "<<<")) {
             if (in_dev) feature("dynamic parallelism", k);
             else if (!rewrite_launch(k))
@@ -683,9 +713,9 @@ static void rewrite_all(void) {
     }
 }
 
-static int cmp_edit(const void *a, const void *b) {
+static int cmp_edit(const void *a, const void *b) { // by position; an insertion before a replacement there
     const Edit *x = a, *y = b;
-    return x->s < y->s ? -1 : x->s > y->s ? 1 : 0;
+    return x->s != y->s ? (x->s < y->s ? -1 : 1) : x->e < y->e ? -1 : x->e > y->e ? 1 : 0;
 }
 
 static void apply_edits(Buf *out) {

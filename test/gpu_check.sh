@@ -11,7 +11,8 @@
 #              continues a GPU checkpoint
 #   sanitizer  compute-sanitizer memcheck on the small suite (--long: racecheck too)
 #   native     the programs the emulator checks in make test, built by nvcc and run on the
-#              GPU: one corpus reference per family and test/cudabench_smallest.jsonl
+#              GPU: one corpus reference per family and test/cudabench_smallest.jsonl, and
+#              the launches it refuses (test/emu/launch_bounds.cu, registers.cu)
 #              (--long: the smallest size of every CUDABench task, carried by --prepare)
 #   bench      test/bench_gpu.sh: cuset's speed, PyTorch's beside it when it can
 # Verdicts: PASS; FAIL; TIMEOUT (past its own limit); SKIP (an optional part, with the
@@ -223,7 +224,7 @@ stage_sanitizer() {
 }
 
 stage_native() {
-    local log="$LOGS/native.log" wrapper rc1 rc2 rc3=0 bench_file
+    local log="$LOGS/native.log" wrapper rc1 rc2 rc3=0 rc4=0 bench_file
     wrapper=$(mktemp /tmp/gpu_check_nvcc.XXXXXX)
     printf '#!/bin/sh\nexec "%s" -arch=sm_%s "$@"\n' "$NVCC" "$SM" >"$wrapper"
     chmod +x "$wrapper"
@@ -246,10 +247,20 @@ stage_native() {
             detail="$detail; all names: MISSING (no $bench_file nor .gpu_carry/cudabench-dev.jsonl: --prepare copies it)"; rc3=200
         fi
     fi
-    rm -f "$wrapper"
+    # launches the emulator refuses as a GPU would (test_emu.sh): the GPU's own answers
+    echo "== test/emu/launch_bounds.cu and registers.cu on the GPU" >>"$log"
+    local refusals=0
+    timed 60 "$log" "$wrapper" -I test/emu -o "$wrapper.lb" test/emu/launch_bounds.cu \
+        && timed 30 "$log" "$wrapper.lb" && refusals=$((refusals + 1))
+    timed 60 "$log" "$wrapper" -I test/emu -o "$wrapper.regs" test/emu/registers.cu && timed 30 "$log" "$wrapper.regs" \
+        && grep -q "^1024 threads: cudaErrorLaunchOutOfResources, y\[0\] = 0$" "$log" \
+        && grep -q "^256 threads: cudaSuccess, y\[0\] = 192$" "$log" && refusals=$((refusals + 1))
+    detail="$detail; refused launches as the emulator refuses them: $refusals of 2 programs"
+    [ $refusals = 2 ] || rc4=1
+    rm -f "$wrapper" "$wrapper.lb" "$wrapper.regs"
     if [ $rc1 -eq 124 ] || [ $rc2 -eq 124 ] || [ $rc3 -eq 124 ]; then report native TIMEOUT "$detail"; return 1
     elif [ $rc2 -eq 200 ] || [ $rc3 -eq 200 ]; then report native MISSING "$detail"; return 1
-    elif [ $rc1 -ne 0 ] || [ $rc2 -ne 0 ] || [ $rc3 -ne 0 ]; then report native FAIL "$detail"; return 1; fi
+    elif [ $rc1 -ne 0 ] || [ $rc2 -ne 0 ] || [ $rc3 -ne 0 ] || [ $rc4 -ne 0 ]; then report native FAIL "$detail"; return 1; fi
     report native PASS "$detail"
 }
 

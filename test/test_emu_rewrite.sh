@@ -241,6 +241,33 @@ __global__ void k(float *x) { x[0] = helper(1.0f); }
 int main() { auto l = [] __device__ (int i) { return i; }; ::cuemu::launch(::cuemu::Config(1, 1), "k", __FILE__, __LINE__, [&](auto &...cuemu_a_) { k(cuemu_a_...); }, p); }
 EOF
 
+# __launch_bounds__: a check first in the body (the bound's first argument; a template's
+# parameter, nested parentheses, over lines; before a __shared__ rewritten at the same
+# place); none for a declaration or in a #define
+rewrite launch_bounds 3<<'EOF' 4<<'EOF'
+__global__ void __launch_bounds__(256) a(float *x) { x[0] = 1; }
+template <int B> __global__ void __launch_bounds__(B, (B > 64 ? 2 : 4)) b(float *x)
+{
+    x[0] = 2;
+}
+__global__ __launch_bounds__(
+    MAX(64, 32)) void c(float *x) {}
+__global__ void __launch_bounds__(128) d(float *x);
+#define BOUNDED(name) __global__ void __launch_bounds__(64) name(float *x) { x[0] = 3; }
+__global__ void __launch_bounds__(32) e(float *x) {__shared__ float s[32]; x[0] = s[0]; }
+EOF
+__global__ void __launch_bounds__(256) a(float *x) { if (::cuemu::over_launch_bound(256)) return; x[0] = 1; }
+template <int B> __global__ void __launch_bounds__(B, (B > 64 ? 2 : 4)) b(float *x)
+{ if (::cuemu::over_launch_bound(B)) return;
+    x[0] = 2;
+}
+__global__ __launch_bounds__(
+    MAX(64, 32)) void c(float *x) { if (::cuemu::over_launch_bound(MAX(64, 32))) return;}
+__global__ void __launch_bounds__(128) d(float *x);
+#define BOUNDED(name) __global__ void __launch_bounds__(64) name(float *x) { x[0] = 3; }
+__global__ void __launch_bounds__(32) e(float *x) { if (::cuemu::over_launch_bound(32)) return;static char cuemu_shared_129[1]; float (&s)[32] = ::cuemu::shared_var<float [32]>(&cuemu_shared_129[0]); x[0] = s[0]; }
+EOF
+
 # feature NAME WANT_LINE WANT_NAME: the source on fd 3 is refused with exit 3 and the message
 feature() {
     local name=$1 line=$2 want=$3

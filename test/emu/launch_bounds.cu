@@ -1,0 +1,62 @@
+// __launch_bounds__: a launch with more threads per block than the kernel's bound is
+// refused (cudaErrorLaunchOutOfResources, the kernel does not run); up to the bound it runs.
+// The bound as a macro, as a template parameter (with a second argument), written before
+// `void` in a namespace, and spread over lines. Prints OK when every launch gave what a
+// GPU gives; test_emu.sh also counts the runtime's notes: one per refused launch.
+#include <cuda_runtime.h>
+#include "common.h"
+
+#define BOUND 128
+
+__global__ void __launch_bounds__(BOUND) flat(int *y) { y[blockIdx.x * blockDim.x + threadIdx.x] = 1; }
+
+template <int B>
+__global__ void __launch_bounds__(B, 2) tiled(int *y) {
+    y[blockIdx.x * B + threadIdx.y * blockDim.x + threadIdx.x] = 2;
+}
+
+namespace ns {
+__global__ __launch_bounds__(256) void inner(int *y) { y[threadIdx.x] = 3; }
+}
+
+__global__ void
+__launch_bounds__(
+    2 * 32)
+spread(int *y) {
+    y[threadIdx.x] = 4;
+}
+
+static int *y, bad;
+static const int n = 4096;
+
+// Runs one launch (through `launch`) on a zeroed y: the error it gave and the number of
+// elements it wrote must be the expected ones.
+template <class L> static void check(const char *what, L launch, cudaError_t want_error, int want_written) {
+    for (int i = 0; i < n; i++) y[i] = 0;
+    launch();
+    cudaError_t e = cudaGetLastError();
+    CHECK(cudaDeviceSynchronize());
+    int written = 0;
+    for (int i = 0; i < n; i++) written += y[i] != 0;
+    if (e != want_error || written != want_written) {
+        printf("MISMATCH %s: %s with %d elements written, want %s with %d\n", what, cudaGetErrorName(e), written,
+               cudaGetErrorName(want_error), want_written);
+        bad = 1;
+    }
+}
+
+int main() {
+    CHECK(cudaMallocManaged(&y, n * sizeof(int)));
+    const cudaError_t ok = cudaSuccess, refused = cudaErrorLaunchOutOfResources;
+    check("flat 3 x 128", [] { flat<<<3, 128>>>(y); }, ok, 384);
+    check("flat 3 x 129", [] { flat<<<3, 129>>>(y); }, refused, 0);
+    check("tiled<64> 2 x 64", [] { tiled<64><<<2, dim3(8, 8)>>>(y); }, ok, 128);
+    check("tiled<64> 1 x 128", [] { tiled<64><<<1, dim3(8, 16)>>>(y); }, refused, 0);
+    check("tiled<256> 1 x 128", [] { tiled<256><<<1, dim3(8, 16)>>>(y); }, ok, 128);
+    check("ns::inner 256", [] { ns::inner<<<1, 256>>>(y); }, ok, 256);
+    check("ns::inner 512", [] { ns::inner<<<1, 512>>>(y); }, refused, 0);
+    check("spread 64", [] { spread<<<1, 64>>>(y); }, ok, 64);
+    check("spread 65", [] { spread<<<1, 65>>>(y); }, refused, 0);
+    if (!bad) printf("OK\n");
+    return bad;
+}
