@@ -467,31 +467,40 @@ if grep -q "0 results from the cache" <<<"$first" && grep -q "2 results from the
 else bad "eval_cache_reuses_results" "first: $first; second: $second"; fi
 echo "// changed" >>"$TMP/emu2/cuemu.h"
 expect "eval_cache_misses_a_changed_emulator" 0 "0 results from the cache" cache_run
-# without a GPU, a launch that one would refuse for the kernel's registers fails under the
-# emulator too (nvcc's ptxas report goes to the emulator's build): task 0's reference run
-# after a kernel of more than 64 registers per thread, launched with 1024 threads (refused:
-# the program exits 1) and with 256 (runs)
-if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
-    "$PYTHON" - "$TMP/evi/test.jsonl" test/emu/registers.cu >"$TMP/evi/heavy.jsonl" <<'PY'
+# without a GPU, a launch that a GPU would refuse fails under the emulator too. refused_eval
+# NAME KERNEL LAUNCH BIG SMALL: two programs, task 0's reference run after KERNEL's LAUNCH
+# (%d: the threads per block) with BIG threads (refused: the program exits 1, a crash) and
+# with SMALL (runs: a pass)
+refused_eval() {
+    local name=$1 out=$TMP/evi/$1
+    "$PYTHON" - "$TMP/evi/test.jsonl" "${@:2}" >"$out.jsonl" <<'PY'
 import json, re, sys
 ref = json.loads(open(sys.argv[1]).readline())["completion"]
-kernel = open(sys.argv[2]).read().split("int main")[0].replace('#include "common.h"', "")
 ref, n = re.subn(r"\bint main\((void)?\)", "static int reference_main(void)", ref)
 assert n == 1, "no int main() in task 0's reference"
-for threads in (1024, 256):
-    main = ("int main(void) {\n    float *x;\n    cudaMalloc(&x, 2048 * sizeof(float));\n"
-            "    heavy<<<1, %d>>>(x, x + 1024, 1024);\n    cudaError_t e = cudaGetLastError();\n"
-            "    if (e != cudaSuccess) { fprintf(stderr, \"heavy: %%s\\n\", cudaGetErrorString(e)); return 1; }\n"
-            "    return reference_main();\n}\n") % threads
-    print(json.dumps({"index": 0, "program": ref + kernel + main}))
+for threads in sys.argv[4:6]:
+    main = ("int main(void) {\n    float *x;\n    cudaMalloc(&x, 2048 * sizeof(float));\n    %s\n"
+            "    cudaError_t e = cudaGetLastError();\n"
+            "    if (e != cudaSuccess) { fprintf(stderr, \"launch: %%s\\n\", cudaGetErrorString(e)); return 1; }\n"
+            "    return reference_main();\n}\n") % (sys.argv[3] % int(threads))
+    print(json.dumps({"index": 0, "program": ref + sys.argv[2] + main}))
 PY
-    ./gen --eval "$TMP/evi/test.jsonl" --programs "$TMP/evi/heavy.jsonl" --runner emu --results "$TMP/evi/heavy_r.jsonl" \
-        >"$TMP/evi/heavy.out" 2>&1
-    first=$(sed -n 1p "$TMP/evi/heavy_r.jsonl"); second=$(sed -n 2p "$TMP/evi/heavy_r.jsonl")
+    ./gen --eval "$TMP/evi/test.jsonl" --programs "$out.jsonl" --runner emu --results "$out.r.jsonl" >"$out.out" 2>&1
+    local first second
+    first=$(sed -n 1p "$out.r.jsonl") second=$(sed -n 2p "$out.r.jsonl")
     if grep -q '"status": "crash"' <<<"$first" && grep -q "too many resources requested for launch" <<<"$first" \
-        && grep -q '"status": "pass"' <<<"$second"; then ok "eval_emulator_refuses_too_many_registers"
-    else bad "eval_emulator_refuses_too_many_registers" "$first $second $(tail -3 "$TMP/evi/heavy.out")"; fi
+        && grep -q '"status": "pass"' <<<"$second"; then ok "$name"
+    else bad "$name" "$first $second $(tail -3 "$out.out")"; fi
+}
+# a kernel of more than 64 registers per thread (nvcc's ptxas report goes to the emulator's
+# build), launched with 1024 and 256 threads
+if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
+    refused_eval eval_emulator_refuses_too_many_registers "$(sed '/^int main/,$d; /common.h/d' test/emu/registers.cu)" \
+        "heavy<<<1, %d>>>(x, x + 1024, 1024);" 1024 256
 else echo "SKIP eval_emulator_refuses_too_many_registers: no nvcc"; skip=$((skip + 1)); fi
+# a kernel bounded to 128 threads, launched with 256 and 128
+refused_eval eval_emulator_refuses_past_launch_bounds \
+    "__global__ void __launch_bounds__(128) touch(float *y) { y[threadIdx.x] = 1.0f; }" "touch<<<1, %d>>>(x);" 256 128
 # with a GPU, programs are built for it: nvidia-smi's compute capability gives nvcc's -arch
 # (a stand-in nvidia-smi says 8.6 here, or cannot say); and a test program must run on it
 # first (here it cannot, there being no GPU): else the emulator runs them, or --runner gpu stops
