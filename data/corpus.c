@@ -97,8 +97,8 @@ static int valid_ident(const char *s) {
     return s[0] && !isdigit((unsigned char)s[0]) && s[strspn(s, chars)] == 0;
 }
 
-// Checks what layout produced: no problem found, valid unique names, counts equal to the
-// size constants.
+// Checks what layout produced: a problem it found, names valid and unique, counts equal to
+// the size constants.
 static const char *task_problem(const Task *t) {
     if (t->problem) return t->problem;
     if (t->nin < 1 || t->nin > MAX_T || t->nout < 1 || t->nout > MAX_T) return "bad number of tensors";
@@ -398,7 +398,7 @@ static const char *read_tensor(const CusetJDoc *d, int v, Tensor *x, int is_inpu
     return NULL;
 }
 
-// Parameter key of a spec (value: node v) into the task.
+// Parameter key of a spec (its value: node v, and str, its text when a string) into the task.
 static const char *read_param(Task *t, const char *key, const CusetJNode *v, const char *str) {
     const Family *f = t->fam;
     int ip = param_index(f, key);

@@ -6,7 +6,8 @@
 // Nodes are in document order: a container's children follow it, and node.end is the index
 // after its subtree, so the children of node i are i + 1, nodes[i + 1].end, ... while below
 // nodes[i].end (cuset_jdoc_get, cuset_jdoc_count walk them). Strings (values and keys) are
-// decoded to UTF-8 into one text buffer, each NUL-terminated.
+// decoded into one text buffer, each NUL-terminated and with its length: escapes become
+// UTF-8, other bytes are kept as they are (not checked to be UTF-8).
 //
 // Header only, libc only; every function is static inline, so a file includes it where it
 // needs it.
@@ -30,7 +31,7 @@ typedef struct {
     int nnode, cap;
     char *text;
     size_t tlen, tcap;
-    const char *s, *p, *e; // while parsing: the document, the cursor, its end
+    const char *p, *e;     // while parsing: the cursor and the document's end
     const char *why;       // what went wrong, at p
 } CusetJDoc;
 
@@ -233,7 +234,7 @@ static inline int cuset__jvalue(CusetJDoc *d, long key, long klen, int depth) {
 // in *why and its byte offset in *at; d is freed then.
 static inline int cuset_jdoc_parse(CusetJDoc *d, const char *s, size_t n, const char **why, size_t *at) {
     memset(d, 0, sizeof *d);
-    d->s = d->p = s;
+    d->p = s;
     d->e = s + n;
     int rc = cuset__jvalue(d, -1, -1, 0);
     cuset__jws(d);
