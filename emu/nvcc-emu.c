@@ -624,7 +624,6 @@ static int rewrite_static_shared(int k) {
     return end;
 }
 
-// The pass over the tokens: feature scan, scopes, rewrites.
 // __launch_bounds__(MAX, ...) at token k: `if (::cuemu::over_launch_bound(MAX)) return;` after
 // the '{' of the body of the function it is declared with (rewrite 4); nothing for a
 // declaration without a body, or inside a #define.
@@ -647,6 +646,7 @@ static void rewrite_launch_bounds(int k) {
     edit(toks[j].e, toks[j].e, &b);
 }
 
+// The pass over the tokens: feature scan, scopes, rewrites.
 static void rewrite_all(void) {
     enum { NS = 'n', DEV = 'd', OTHER = 'o' };
     char stack[512], saved[512];
