@@ -305,7 +305,9 @@ inline int g_nthreads;              // threads per block of the running launch
 inline bool g_in_kernel;
 inline const char *g_kernel = "", *g_launch_file = "";
 inline int g_launch_line;
-inline bool g_over_bound; // the running launch's block exceeds its kernel's __launch_bounds__
+inline bool g_over_bound;  // the running launch's block exceeds its kernel's __launch_bounds__
+inline bool g_probing;     // a kernel is called only to read its bound (launch_bound_at)
+inline long long g_probed; // the bound it read
 inline cudaError_t g_last_error = cudaSuccess;
 
 // Thread start order within the block and the next thread to start.
@@ -851,8 +853,13 @@ inline bool valid_config(const Config &c, const char *kernel, const char *file, 
 // nvcc-emu puts `if (::cuemu::over_launch_bound(MAX)) return;` first in the body of a
 // kernel declared with __launch_bounds__(MAX, ...). A GPU refuses a launch whose blocks have
 // more threads (cudaErrorLaunchOutOfResources) and the kernel does not run: here every
-// thread returns at once, and the first sets the error and says why.
+// thread returns at once, and the first sets the error and says why. While probing, the
+// call only reports MAX.
 inline bool over_launch_bound(long long max) {
+    if (g_probing) {
+        g_probed = max;
+        return true;
+    }
     if (g_nthreads <= max) return false;
     if (!g_over_bound) {
         g_over_bound = true;
@@ -863,6 +870,38 @@ inline bool over_launch_bound(long long max) {
         set_error(cudaErrorLaunchOutOfResources);
     }
     return true;
+}
+// The base names of the kernels that start with that check (nvcc-emu registers each after
+// its body), and the bound of the kernel at f for the attribute and occupancy API: such a
+// kernel, found by its symbol (dladdr, as kernel_resources_at), is called with zeroed
+// arguments while probing, and returns at its first statement; 0 for any other.
+inline std::vector<std::string> &bounded_kernels() {
+    static std::vector<std::string> names;
+    return names;
+}
+inline bool bounded_kernel(const char *name) {
+    bounded_kernels().push_back(name);
+    return true;
+}
+template <class T> inline T zeroed() {
+    if constexpr (std::is_default_constructible_v<T>) return T{};
+    else {
+        alignas(T) unsigned char bytes[sizeof(T)] = {};
+        return *reinterpret_cast<T *>(bytes);
+    }
+}
+template <class F> inline long long launch_bound_at(F *) { return 0; }
+template <class... A> inline long long launch_bound_at(void (*f)(A...)) {
+    Dl_info info;
+    if (bounded_kernels().empty() || !dladdr((const void *)f, &info) || !info.dli_sname || info.dli_saddr != (void *)f)
+        return 0;
+    const std::string base = base_name(kernel_name(info.dli_sname));
+    if (std::find(bounded_kernels().begin(), bounded_kernels().end(), base) == bounded_kernels().end()) return 0;
+    g_probing = true;
+    g_probed = 0;
+    f(zeroed<A>()...);
+    g_probing = false;
+    return g_probed;
 }
 // A pointer argument a GPU could not dereference: a host address.
 template <class T> inline void check_arg(const T &v, int index) {
@@ -2000,19 +2039,23 @@ template <class F> inline cudaError_t cudaFuncSetAttribute(F *, cudaFuncAttribut
     return cudaSuccess;
 }
 // A kernel's attributes: its registers and static shared memory from ptxas's report when
-// there is one (nvcc-emu --ptxas-info), else those of a light kernel (32 registers).
+// there is one (nvcc-emu --ptxas-info), else those of a light kernel (32 registers); its
+// maxThreadsPerBlock within its __launch_bounds__ too.
 template <class F> inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *a, F *f) {
     const ::cuemu::KernelResources *k = ::cuemu::kernel_resources_at((const void *)f);
-    int regs = k ? k->regs : 32;
+    int regs = k ? k->regs : 32, max_threads = ::cuemu::max_threads_for(regs);
+    if (long long bound = ::cuemu::launch_bound_at(f); bound > 0 && bound < max_threads) max_threads = (int)bound;
     size_t smem = k ? k->smem : 0, optin = ::cuemu::g_smem_optin;
     int max_dyn = (int)(optin == ::cuemu::smem_default ? optin - smem : optin);
-    *a = cudaFuncAttributes{smem, 0, 0, ::cuemu::max_threads_for(regs), regs, 90, 90, 0, max_dyn};
+    *a = cudaFuncAttributes{smem, 0, 0, max_threads, regs, 90, 90, 0, max_dyn};
     return cudaSuccess;
 }
 // Occupancy on an H200's SM (2048 threads, 32 blocks, 228 KiB of shared memory with 1 KiB
-// reserved per block, 65,536 registers), for a light kernel unless ptxas's report has it.
+// reserved per block, 65,536 registers), for a light kernel unless ptxas's report has it;
+// none for blocks past the kernel's __launch_bounds__.
 template <class F> inline int cuemu_blocks_per_sm(F *f, int block, size_t dyn_smem) {
     const ::cuemu::KernelResources *k = ::cuemu::kernel_resources_at((const void *)f);
+    if (long long bound = ::cuemu::launch_bound_at(f); bound > 0 && block > bound) return 0;
     int warps = (std::max(block, 1) + 31) / 32;
     int by_threads = 2048 / std::max(block, 1), by_regs = 65536 / ::cuemu::regs_per_warp(k ? k->regs : 32) / warps;
     int by_smem = (int)(228 * 1024 / (dyn_smem + (k ? k->smem : 0) + 1024));

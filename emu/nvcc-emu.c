@@ -35,11 +35,14 @@
 //    At file scope (and for a declarator with parentheses) the declaration stays as it is,
 //    a static variable (the runtime's __shared__ means `static`), minus a `static` next to
 //    __shared__, which would be said twice.
-// 4. A kernel with __launch_bounds__(MAX[, MIN[, MAX_CLUSTER]]) gets, first in its body,
+// 4. A kernel NAME with __launch_bounds__(MAX[, MIN[, MAX_CLUSTER]]) gets, first in its body,
 //      if (::cuemu::over_launch_bound(MAX)) return;
 //    so that a launch with more threads per block fails as on a GPU (the runtime sets the
-//    error; every thread returns at once). MAX is read inside the body, where a kernel
-//    template's parameters are in scope. The bound must be on the definition.
+//    error; every thread returns at once), and after its body
+//      static const bool cuemu_bounded_K = ::cuemu::bounded_kernel("NAME");
+//    so that cudaFuncGetAttributes and the occupancy API can read MAX (they call the kernel
+//    in a mode where that first statement only reports it). MAX is read inside the body,
+//    where a kernel template's parameters are in scope. The bound must be on the definition.
 // Everything else is left byte for byte; comments, string/char literals and raw strings are
 // never rewritten or scanned. Every rewrite keeps the number of newlines (and so the line of
 // everything after it), and the compiled file starts with #line 1 "FILE.cu", so compiler
@@ -625,8 +628,9 @@ static int rewrite_static_shared(int k) {
 }
 
 // __launch_bounds__(MAX, ...) at token k: `if (::cuemu::over_launch_bound(MAX)) return;` after
-// the '{' of the body of the function it is declared with (rewrite 4); nothing for a
-// declaration without a body, or inside a #define.
+// the '{' of the body of the function NAME it is declared with, and after the body
+// `static const bool cuemu_bounded_K = ::cuemu::bounded_kernel("NAME");` (rewrite 4);
+// nothing for a declaration without a body, or inside a #define.
 static void rewrite_launch_bounds(int k) {
     int close = tok_is(k + 1, "(") && !toks[k].pp ? match_fwd(k + 1) : -1, max_end = k + 2, j = close + 1;
     if (close < 0) return;
@@ -636,14 +640,19 @@ static void rewrite_launch_bounds(int k) {
         max_end = m + 1;
     }
     while (j < ntok && !tok_is(j, "(") && !tok_is(j, ";") && !tok_is(j, "{")) j++; // to the parameters
-    if (!tok_is(j, "(") || (j = match_fwd(j)) < 0) return;
+    int name = j - 1;
+    if (!tok_is(j, "(") || !tok_ident(name) || (j = match_fwd(j)) < 0) return;
     while (j < ntok && !tok_is(j, ";") && !tok_is(j, "{")) j++; // to the body
-    if (!tok_is(j, "{") || max_end == k + 2) return;
+    int end = tok_is(j, "{") ? match_fwd(j) : -1;
+    if (end < 0 || max_end == k + 2) return;
     Buf b = { 0 };
     buf_puts(&b, " if (::cuemu::over_launch_bound(");
     put_tokens(&b, k + 2, max_end, -1);
     buf_puts(&b, ")) return;");
     edit(toks[j].e, toks[j].e, &b);
+    buf_printf(&b, " static const bool cuemu_bounded_%d = ::cuemu::bounded_kernel(\"%.*s\");", k,
+               (int)(toks[name].e - toks[name].s), src + toks[name].s);
+    edit(toks[end].e, toks[end].e, &b);
 }
 
 // The pass over the tokens: feature scan, scopes, rewrites.

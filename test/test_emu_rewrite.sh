@@ -243,7 +243,7 @@ EOF
 
 # __launch_bounds__: a check first in the body (the bound's first argument; a template's
 # parameter, nested parentheses, over lines; before a __shared__ rewritten at the same
-# place); none for a declaration or in a #define
+# place) and the kernel's name registered after it; neither for a declaration or in a #define
 rewrite launch_bounds 3<<'EOF' 4<<'EOF'
 __global__ void __launch_bounds__(256) a(float *x) { x[0] = 1; }
 template <int B> __global__ void __launch_bounds__(B, (B > 64 ? 2 : 4)) b(float *x)
@@ -256,16 +256,16 @@ __global__ void __launch_bounds__(128) d(float *x);
 #define BOUNDED(name) __global__ void __launch_bounds__(64) name(float *x) { x[0] = 3; }
 __global__ void __launch_bounds__(32) e(float *x) {__shared__ float s[32]; x[0] = s[0]; }
 EOF
-__global__ void __launch_bounds__(256) a(float *x) { if (::cuemu::over_launch_bound(256)) return; x[0] = 1; }
+__global__ void __launch_bounds__(256) a(float *x) { if (::cuemu::over_launch_bound(256)) return; x[0] = 1; } static const bool cuemu_bounded_2 = ::cuemu::bounded_kernel("a");
 template <int B> __global__ void __launch_bounds__(B, (B > 64 ? 2 : 4)) b(float *x)
 { if (::cuemu::over_launch_bound(B)) return;
     x[0] = 2;
-}
+} static const bool cuemu_bounded_28 = ::cuemu::bounded_kernel("b");
 __global__ __launch_bounds__(
-    MAX(64, 32)) void c(float *x) { if (::cuemu::over_launch_bound(MAX(64, 32))) return;}
+    MAX(64, 32)) void c(float *x) { if (::cuemu::over_launch_bound(MAX(64, 32))) return;} static const bool cuemu_bounded_58 = ::cuemu::bounded_kernel("c");
 __global__ void __launch_bounds__(128) d(float *x);
 #define BOUNDED(name) __global__ void __launch_bounds__(64) name(float *x) { x[0] = 3; }
-__global__ void __launch_bounds__(32) e(float *x) { if (::cuemu::over_launch_bound(32)) return;static char cuemu_shared_129[1]; float (&s)[32] = ::cuemu::shared_var<float [32]>(&cuemu_shared_129[0]); x[0] = s[0]; }
+__global__ void __launch_bounds__(32) e(float *x) { if (::cuemu::over_launch_bound(32)) return;static char cuemu_shared_129[1]; float (&s)[32] = ::cuemu::shared_var<float [32]>(&cuemu_shared_129[0]); x[0] = s[0]; } static const bool cuemu_bounded_118 = ::cuemu::bounded_kernel("e");
 EOF
 
 # feature NAME WANT_LINE WANT_NAME: the source on fd 3 is refused with exit 3 and the message

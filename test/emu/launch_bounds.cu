@@ -1,8 +1,10 @@
 // __launch_bounds__: a launch with more threads per block than the kernel's bound is
 // refused (cudaErrorLaunchOutOfResources, the kernel does not run); up to the bound it runs.
 // The bound as a macro, as a template parameter (with a second argument), written before
-// `void` in a namespace, and spread over lines. Prints OK when every launch gave what a
-// GPU gives; test_emu.sh also counts the runtime's notes: one per refused launch.
+// `void` in a namespace, and spread over lines. cudaFuncGetAttributes gives the bound as
+// maxThreadsPerBlock, and the block size cudaOccupancyMaxPotentialBlockSize picks launches.
+// Prints OK when every answer is what a GPU gives; test_emu.sh also counts the runtime's
+// notes: one per refused launch.
 #include <cuda_runtime.h>
 #include "common.h"
 
@@ -25,6 +27,8 @@ __launch_bounds__(
 spread(int *y) {
     y[threadIdx.x] = 4;
 }
+
+__global__ void unbounded(int *y) { y[threadIdx.x] = 5; }
 
 static int *y, bad;
 static const int n = 4096;
@@ -57,6 +61,21 @@ int main() {
     check("ns::inner 512", [] { ns::inner<<<1, 512>>>(y); }, refused, 0);
     check("spread 64", [] { spread<<<1, 64>>>(y); }, ok, 64);
     check("spread 65", [] { spread<<<1, 65>>>(y); }, refused, 0);
+    cudaFuncAttributes a[5];
+    CHECK(cudaFuncGetAttributes(&a[0], flat));
+    CHECK(cudaFuncGetAttributes(&a[1], tiled<64>));
+    CHECK(cudaFuncGetAttributes(&a[2], ns::inner));
+    CHECK(cudaFuncGetAttributes(&a[3], spread));
+    CHECK(cudaFuncGetAttributes(&a[4], unbounded));
+    const int want[5] = { 128, 64, 256, 64, 1024 };
+    for (int k = 0; k < 5; k++)
+        if (a[k].maxThreadsPerBlock != want[k]) {
+            printf("MISMATCH kernel %d: maxThreadsPerBlock %d, want %d\n", k, a[k].maxThreadsPerBlock, want[k]);
+            bad = 1;
+        }
+    int min_grid, block;
+    CHECK(cudaOccupancyMaxPotentialBlockSize(&min_grid, &block, tiled<64>));
+    check("tiled<64> with the occupancy API's block", [&] { tiled<64><<<1, block>>>(y); }, ok, 64);
     if (!bad) printf("OK\n");
     return bad;
 }
