@@ -163,19 +163,6 @@ static int cuset__g2_json_file(CusetJDoc *j, const char *path, char *err, size_t
     return rc;
 }
 
-// A code point as UTF-8, appended to the stb_ds array *out.
-static void cuset__g2_put_utf8(char **out, uint32_t c) {
-    if (c < 0x80) arrput(*out, (char)c);
-    else if (c < 0x800) { arrput(*out, (char)(0xC0 | c >> 6)); arrput(*out, (char)(0x80 | (c & 63))); }
-    else if (c < 0x10000) {
-        arrput(*out, (char)(0xE0 | c >> 12)); arrput(*out, (char)(0x80 | (c >> 6 & 63)));
-        arrput(*out, (char)(0x80 | (c & 63)));
-    } else {
-        arrput(*out, (char)(0xF0 | c >> 18)); arrput(*out, (char)(0x80 | (c >> 12 & 63)));
-        arrput(*out, (char)(0x80 | (c >> 6 & 63))); arrput(*out, (char)(0x80 | (c & 63)));
-    }
-}
-
 // Appends s as a JSON string literal (with quotes) to the stb_ds array *out.
 static void cuset__g2_jwrite_str(char **out, const char *s, size_t n) {
     arrput(*out, '"');
@@ -1034,7 +1021,11 @@ static int cuset__g2_export_tokenizer(const char *dir, const CusetTokenizer *tk,
             const char *name = cuset__g2_special[id - CUSET_TOK_NBYTES];
             memcpy(arraddnptr(text[id], strlen(name)), name, strlen(name));
         } else {
-            for (size_t i = 0; i < n; i++) cuset__g2_put_utf8(&text[id], cuset__g2_byte_char(p[i]));
+            for (size_t i = 0; i < n; i++) {
+                char u[4];
+                int len = cuset_json_utf8(cuset__g2_byte_char(p[i]), u);
+                memcpy(arraddnptr(text[id], len), u, (size_t)len);
+            }
         }
         arrput(text[id], 0);
         if (shgeti(seen, text[id]) >= 0)

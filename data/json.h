@@ -63,6 +63,15 @@ static inline void cuset__jws(CusetJDoc *d) {
     while (d->p < d->e && (*d->p == ' ' || *d->p == '\t' || *d->p == '\n' || *d->p == '\r')) d->p++;
 }
 
+// Code point cp (at most 0x10FFFF) as UTF-8 into out; its length in bytes.
+static inline int cuset_json_utf8(unsigned long cp, char out[4]) {
+    static const unsigned char lead[] = { 0, 0, 0xC0, 0xE0, 0xF0 };
+    int n = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+    for (int k = n - 1; k > 0; k--, cp >>= 6) out[k] = (char)(0x80 | (cp & 63));
+    out[0] = (char)(lead[n] | cp);
+    return n;
+}
+
 // The 4 hex digits at p as a number, or -1.
 static inline long cuset__jhex4(const CusetJDoc *d, const char *p) {
     long v = 0;
@@ -104,11 +113,7 @@ static inline long cuset__jstring(CusetJDoc *d, long *len) {
             return -1;
         }
         char b[4];
-        int n = u < 0x80 ? 1 : u < 0x800 ? 2 : u < 0x10000 ? 3 : 4;
-        static const unsigned char lead[] = { 0, 0, 0xC0, 0xE0, 0xF0 };
-        for (int k = n - 1; k > 0; k--, u >>= 6) b[k] = (char)(0x80 | (u & 63));
-        b[0] = (char)(lead[n] | u);
-        if (cuset__jtext(d, b, (size_t)n)) return -1;
+        if (cuset__jtext(d, b, (size_t)cuset_json_utf8((unsigned long)u, b))) return -1;
     }
     if (d->p >= d->e) { d->why = "unterminated string"; return -1; }
     d->p++;

@@ -785,14 +785,19 @@ inline const KernelResources *kernel_resources(const char *text) {
     }
     return cache[text] = best;
 }
+// The (mangled) symbol of the kernel at address f, or null: nvcc-emu links with -rdynamic,
+// so dladdr finds kernels of external linkage (it names the symbol that holds f, which must
+// also start there).
+inline const char *symbol_at(const void *f) {
+    Dl_info info;
+    return dladdr(f, &info) && info.dli_sname && info.dli_saddr == f ? info.dli_sname : nullptr;
+}
 // The resources of the kernel at address f (cudaFuncGetAttributes, the occupancy API), by
-// its symbol: nvcc-emu links with -rdynamic, so dladdr finds kernels of external linkage;
-// null for the others.
+// its symbol; null for a kernel without one or without a report.
 inline const KernelResources *kernel_resources_at(const void *f) {
-    Dl_info info; // (dladdr names the symbol that holds f: it must also start there)
-    if (!cuemu_ptxas_info || !dladdr(f, &info) || !info.dli_sname || info.dli_saddr != f) return nullptr;
+    const char *sym = cuemu_ptxas_info ? symbol_at(f) : nullptr;
     for (const KernelResources &k : ptxas_kernels())
-        if (k.mangled == info.dli_sname) return &k;
+        if (sym && k.mangled == sym) return &k;
     return nullptr;
 }
 // Registers are allocated per warp in units of 256; a block (and an SM) has 65,536.
@@ -873,8 +878,8 @@ inline bool over_launch_bound(long long max) {
 }
 // The base names of the kernels that start with that check (nvcc-emu registers each after
 // its body), and the bound of the kernel at f for the attribute and occupancy API: such a
-// kernel, found by its symbol (dladdr, as kernel_resources_at), is called with zeroed
-// arguments while probing, and returns at its first statement; 0 for any other.
+// kernel, found by its symbol (symbol_at), is called with zeroed arguments while probing,
+// and returns at its first statement; 0 for any other.
 inline std::vector<std::string> &bounded_kernels() {
     static std::vector<std::string> names;
     return names;
@@ -892,10 +897,9 @@ template <class T> inline T zeroed() {
 }
 template <class F> inline long long launch_bound_at(F *) { return 0; }
 template <class... A> inline long long launch_bound_at(void (*f)(A...)) {
-    Dl_info info;
-    if (bounded_kernels().empty() || !dladdr((const void *)f, &info) || !info.dli_sname || info.dli_saddr != (void *)f)
-        return 0;
-    const std::string base = base_name(kernel_name(info.dli_sname));
+    const char *sym = bounded_kernels().empty() ? nullptr : symbol_at((const void *)f);
+    if (!sym) return 0;
+    const std::string base = base_name(kernel_name(sym));
     if (std::find(bounded_kernels().begin(), bounded_kernels().end(), base) == bounded_kernels().end()) return 0;
     g_probing = true;
     g_probed = 0;
@@ -2051,14 +2055,15 @@ template <class F> inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *
     return cudaSuccess;
 }
 // Occupancy on an H200's SM (2048 threads, 32 blocks, 228 KiB of shared memory with 1 KiB
-// reserved per block, 65,536 registers), for a light kernel unless ptxas's report has it;
-// none for blocks past the kernel's __launch_bounds__.
+// reserved per block, 65,536 registers) for the kernel's attributes; none for a block
+// larger than it may have.
 template <class F> inline int cuemu_blocks_per_sm(F *f, int block, size_t dyn_smem) {
-    const ::cuemu::KernelResources *k = ::cuemu::kernel_resources_at((const void *)f);
-    if (long long bound = ::cuemu::launch_bound_at(f); bound > 0 && block > bound) return 0;
+    cudaFuncAttributes a;
+    cudaFuncGetAttributes(&a, f);
+    if (block > a.maxThreadsPerBlock) return 0;
     int warps = (std::max(block, 1) + 31) / 32;
-    int by_threads = 2048 / std::max(block, 1), by_regs = 65536 / ::cuemu::regs_per_warp(k ? k->regs : 32) / warps;
-    int by_smem = (int)(228 * 1024 / (dyn_smem + (k ? k->smem : 0) + 1024));
+    int by_threads = 2048 / std::max(block, 1), by_regs = 65536 / ::cuemu::regs_per_warp(a.numRegs) / warps;
+    int by_smem = (int)(228 * 1024 / (dyn_smem + a.sharedSizeBytes + 1024));
     return std::max(0, std::min({32, by_threads, by_regs, by_smem}));
 }
 template <class F> inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *n, F *f, int block, size_t smem) {

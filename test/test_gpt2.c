@@ -82,25 +82,27 @@ static void export_reimport(const CusetGPT *m, const CusetTokenizer *tk, const c
     cuset_gpt_free(&back);
 }
 
+// The n bytes at s in hex, in double quotes.
+static void print_hex(const char *s, long n) {
+    putchar('"');
+    for (long k = 0; k < n; k++) printf("%02x", (unsigned char)s[k]);
+    putchar('"');
+}
+
 // Node i of d and its subtree, canonically: n t f for null, true, false; numbers as %.17g;
 // strings and keys as "hex of their UTF-8 bytes"; [a,b] and {"key":value,...}.
 static void print_json(const CusetJDoc *d, int i) {
     const CusetJNode *n = &d->node[i];
     if (n->type == CUSET_JNULL || n->type == CUSET_JBOOL) putchar(n->type == CUSET_JNULL ? 'n' : n->num ? 't' : 'f');
     if (n->type == CUSET_JNUM) printf("%.17g", n->num);
-    if (n->type == CUSET_JSTR) {
-        putchar('"');
-        for (long k = 0; k < n->slen; k++) printf("%02x", (unsigned char)d->text[n->str + k]);
-        putchar('"');
-    }
+    if (n->type == CUSET_JSTR) print_hex(d->text + n->str, n->slen);
     if (n->type == CUSET_JARR || n->type == CUSET_JOBJ) {
         putchar(n->type == CUSET_JARR ? '[' : '{');
         for (int c = i + 1; c < n->end; c = d->node[c].end) {
             if (c > i + 1) putchar(',');
             if (n->type == CUSET_JOBJ) {
-                putchar('"');
-                for (long k = 0; k < d->node[c].klen; k++) printf("%02x", (unsigned char)d->text[d->node[c].key + k]);
-                printf("\":");
+                print_hex(d->text + d->node[c].key, d->node[c].klen);
+                putchar(':');
             }
             print_json(d, c);
         }
