@@ -416,8 +416,26 @@ static void params_redraw(Task *t, Rng *r, int a, int b, long lo, long hi) {
         t->p[b] = param_pick(&t->fam->ip[b], r);
     }
 }
-// Sets a name field (tensor, kernel, slug) from a format.
-#define SETNAME(dst, ...) snprintf((dst), sizeof(dst), __VA_ARGS__)
+// Word k of a space-separated list ("" past its end).
+static const char *word(const char *list, int k) {
+    for (list += strspn(list, " "); k > 0 && *list; k--) list += strcspn(list, " "), list += strspn(list, " ");
+    return fmt("%.*s", (int)strcspn(list, " "), list);
+}
+// Names a task: tensors lists the inputs (its first nin words), then the outputs; kernels
+// the kernel and helper names (kname[0..2]; "-" leaves one unset); slug the operation's
+// short name. A family may name every tensor it can have: the layout's nin and nout say
+// which exist.
+static void task_names(Task *t, int nin, const char *tensors, const char *kernels, const char *slug) {
+    for (int k = 0; k < nin + MAX_T; k++) {
+        char *name = k < nin ? t->in[k].name : t->out[k - nin].name;
+        snprintf(name, sizeof t->in[0].name, "%s", word(tensors, k));
+    }
+    for (int k = 0; k < 3; k++) {
+        const char *w = word(kernels, k);
+        snprintf(t->kname[k], sizeof t->kname[k], "%s", strcmp(w, "-") ? w : "");
+    }
+    snprintf(t->slug, sizeof t->slug, "%s", slug);
+}
 
 // Tensor setup helpers for layout functions.
 static void tset(Tensor *x, DType dt, int ndim, long d0, long d1) {

@@ -4,16 +4,6 @@
 // Included by corpus.c, after families_matrix.c (mx_* helpers and its conventions: kernel
 // parameters and locals lower case, macros never an upper-cased size name).
 
-// Names of both families: the input, the filter and the output from a row of names, the
-// kernel and the slug.
-static void mxcv_names(Task *t, const char *const *nm, const char *kname, const char *slug) {
-    SETNAME(t->in[0].name, "%s", nm[0]);
-    SETNAME(t->in[1].name, "%s", nm[1]);
-    SETNAME(t->out[0].name, "%s", nm[2]);
-    SETNAME(t->kname[0], "%s", kname);
-    SETNAME(t->slug, "%s", slug);
-}
-
 // The reference of both families: y = the correlation of the R x C image x with the KR x KC
 // filter w (flipped in both directions when flip), same size (the filter centred, pixels
 // outside the image taken as 0) or valid. A 1-D convolution is one row with a 1 x K filter.
@@ -50,9 +40,9 @@ static const ParamDesc mxc1_params[] = {
     { "dnames", NULL, 0, "0..2" }, { "cname", NULL, 0, "0..3" }, { 0 } };
 static const char *const mxc1_dnames[][3] = { { "n", "taps", "n_out" }, { "len", "ksize", "out_len" },
                                               { "length", "width", "result_len" } };
-static const char *const mxc1_names[][3] = { { "x", "w", "y" }, { "signal", "filt", "filtered" },
-                                             { "in", "filter", "out" },
-                                             { "input", "weights", "output" }, { "data", "mask", "result" } };
+// the input, the filter, the output
+static const char *const mxc1_names[] = { "x w y", "signal filt filtered", "in filter out", "input weights output",
+                                          "data mask result" };
 static const char *const mxc1_cnames[] = { "c_filter", "c_weights", "const_mask", "filter_c" };
 static const char *const mxc1_kn[] = { "conv1d", "convolve1D", "conv1d_const", "fir_filter" };
 
@@ -60,7 +50,7 @@ static void mxc1_draw(Task *t, Rng *r) {
     if (t->p[MXC1_PAD] == 1) t->p[MXC1_TAPS] = rng_pick(r, "2 3 4 5 7 8 9 16 31"); // valid: any count; same: odd
     if (t->p[MXC1_MODE] != 2) t->p[MXC1_CAP] = 0;
     if (t->p[MXC1_MODE] != 0) t->p[MXC1_LOOP] = 0;
-    mxcv_names(t, mxc1_names[t->p[MXC1_NAMES]], mxc1_kn[t->p[MXC1_KNAME]], "conv1d");
+    task_names(t, 2, mxc1_names[t->p[MXC1_NAMES]], mxc1_kn[t->p[MXC1_KNAME]], "conv1d");
 }
 
 static long mxc1_nout(const Task *t) { return t->p[MXC1_PAD] == 0 ? t->p[MXC1_N] : t->p[MXC1_N] - t->p[MXC1_TAPS] + 1; }
@@ -211,9 +201,8 @@ static const int mxc2_sizes[][2] = { { 64, 64 }, { 100, 200 }, { 256, 256 }, { 3
 static const char *const mxc2_dnames[][5] = { { "rows", "cols", "ksize", "out_rows", "out_cols" },
                                               { "height", "width", "fsize", "out_h", "out_w" },
                                               { "ny", "nx", "kdim", "ony", "onx" } };
-static const char *const mxc2_names[][3] = { { "img", "filt", "out" }, { "image", "kern", "conv" },
-                                             { "input", "mask", "output" },
-                                             { "src", "weights", "dst" }, { "x", "w", "y" } };
+static const char *const mxc2_names[] = { "img filt out", "image kern conv", "input mask output", "src weights dst",
+                                          "x w y" };
 static const char *const mxc2_macros[][2] = { { "FILTER_DIM", "FILTER_RADIUS" }, { "MASK_DIM", "MASK_RADIUS" },
                                               { "KW", "KR" } };
 static const char *const mxc2_kn[] = { "conv2d", "convolution2D", "conv2d_kernel", "filter2d" };
@@ -225,7 +214,7 @@ static long mxc2_out(const Task *t, int d) {
 
 static void mxc2_draw(Task *t, Rng *r) {
     (void)r;
-    mxcv_names(t, mxc2_names[t->p[MXC2_NAMES]], mxc2_kn[t->p[MXC2_KNAME]], "conv2d");
+    task_names(t, 2, mxc2_names[t->p[MXC2_NAMES]], mxc2_kn[t->p[MXC2_KNAME]], "conv2d");
 }
 
 static void mxc2_layout(Task *t) {

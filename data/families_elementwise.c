@@ -58,7 +58,7 @@ typedef struct {
     double (*ref)(const MapArgs *v); // one element; map_store converts it to the output type
     MapValues A, B;            // the values of the float parameters (none: the parameter is 0)
     int paired;                // B takes the value at A's index (a mean and its std)
-    const char *const (*names)[4]; // the op's own tensor name sets (NULL: the family's)
+    const char *const *names; // the op's own tensor name sets (NULL: the family's)
     const char *expr[4];       // EXPR in CUDA, one spelling per value of fn (fn modulo their number)
     const char *formula;       // EXPR for the prompt
 } MapOp;
@@ -66,7 +66,7 @@ typedef struct {
 // A map family: its ops, its tensor name sets (in0, in1, in2, out) and its tolerance.
 typedef struct {
     const MapOp *ops;   // in the order of the op parameter's values
-    const char *const (*names)[4];
+    const char *const *names;
     int nnames;
     double atol, rtol;
 } MapKind;
@@ -103,13 +103,12 @@ static void map_draw(Task *t, Rng *r) {
     int vec4_ok = o->arity == 1 && o->in_dt[0] == DT_F32 && o->out_dt == DT_F32 && t->p[M_N] % 4 == 0;
     t->p[M_LOOP] = rng_int(r, 0, vec4_ok ? LOOP_VEC4 : LOOP_GRID);
     t->p[M_NAMES] = rng_int(r, 0, k->nnames - 1);
-    const char *const *nm = (o->names ? o->names : k->names)[t->p[M_NAMES]];
-    for (int j = 0; j < o->arity; j++) SETNAME(t->in[j].name, "%s", nm[j]);
-    SETNAME(t->out[0].name, "%s", nm[3]);
-    SETNAME(t->kname[0], "%s", o->kn[t->p[M_KNAME]]);
+    const char *nm = (o->names ? o->names : k->names)[t->p[M_NAMES]];
+    int named = 0; // every word but the last names an input (the op's arity says how many it has)
+    for (const char *c = nm; *c; c++) named += *c == ' ';
     static const char *const helper_fmt[] = { "%s_op", "apply_%s", "%s_fn", "dev_%s" };
-    SETNAME(t->kname[1], helper_fmt[(t->p[M_KNAME] + t->p[M_NAMES]) % 4], o->id);
-    SETNAME(t->slug, "%s", o->id);
+    task_names(t, named, nm,
+               fmt("%s %s", o->kn[t->p[M_KNAME]], fmt(helper_fmt[(t->p[M_KNAME] + t->p[M_NAMES]) % 4], o->id)), o->id);
     int a = o->A.n ? rng_int(r, 0, o->A.n - 1) : 0;
     if (o->A.n) t->f[MF_A] = o->A.v[a];
     if (o->B.n) t->f[MF_B] = o->B.v[o->paired ? a : rng_int(r, 0, o->B.n - 1)];
@@ -345,9 +344,7 @@ static const MapOp un_ops[] = {
 };
 static const char *const un_op_names[] = { "relu", "leaky_relu", "scale_shift", "sigmoid", "abs", "square", "tanh",
                                            "exp", "softplus", "silu", NULL };
-static const char *const un_tensor_names[][4] = {
-    { "x", "", "", "y" }, { "input", "", "", "output" }, { "in", "", "", "out" }, { "src", "", "", "dst" },
-    { "data", "", "", "result" }, { "a", "", "", "b" } };
+static const char *const un_tensor_names[] = { "x y", "input output", "in out", "src dst", "data result", "a b" };
 static const MapKind un_kind = { un_ops, un_tensor_names, NELEM(un_tensor_names), 1e-6, 1e-5 };
 static const ParamDesc un_params[] = MAP_PARAMS(un_op_names);
 static const Family fam_unary = {
@@ -405,9 +402,8 @@ static const MapOp bin_ops[] = {
       .expr = { "($a - $b) * ($a - $b)" }, .formula = "($a - $b)^2" },
 };
 static const char *const bin_op_names[] = { "add", "sub", "mul", "div", "max", "min", "axpy", "sqdiff", NULL };
-static const char *const bin_tensor_names[][4] = {
-    { "a", "b", "", "c" }, { "x", "y", "", "z" }, { "lhs", "rhs", "", "out" }, { "in1", "in2", "", "result" },
-    { "input_a", "input_b", "", "output" }, { "x", "y", "", "out" } };
+static const char *const bin_tensor_names[] = { "a b c", "x y z", "lhs rhs out",
+                                                "in1 in2 result", "input_a input_b output", "x y out" };
 static const MapKind bin_kind = { bin_ops, bin_tensor_names, NELEM(bin_tensor_names), 1e-5, 1e-5 };
 static const ParamDesc bin_params[] = MAP_PARAMS(bin_op_names);
 static const Family fam_binary = {
@@ -419,17 +415,12 @@ static const Family fam_binary = {
 // Ternary operations
 
 // the name sets differ in meaning per op, so where, clamp and lerp have their own
-static const char *const ter_tensor_names[][4] = {
-    { "a", "b", "c", "d" }, { "x", "y", "z", "out" }, { "a", "b", "c", "result" }, { "p", "q", "r", "out" } };
-static const char *const ter_where_names[][4] = {
-    { "cond", "a", "b", "out" }, { "mask", "x", "y", "z" }, { "flag", "on_true", "on_false", "result" },
-    { "pred", "p", "q", "out" } };
-static const char *const ter_clamp_names[][4] = {
-    { "x", "lo", "hi", "y" }, { "values", "lower", "upper", "clamped" }, { "x", "low", "high", "out" },
-    { "v", "vmin", "vmax", "result" } };
-static const char *const ter_lerp_names[][4] = {
-    { "a", "b", "t", "out" }, { "p", "q", "w", "result" }, { "x0", "x1", "alpha", "y" },
-    { "from", "to", "weight", "blend" } };
+static const char *const ter_tensor_names[] = { "a b c d", "x y z out", "a b c result", "p q r out" };
+static const char *const ter_where_names[] = { "cond a b out", "mask x y z", "flag on_true on_false result",
+                                               "pred p q out" };
+static const char *const ter_clamp_names[] = { "x lo hi y", "values lower upper clamped", "x low high out",
+                                               "v vmin vmax result" };
+static const char *const ter_lerp_names[] = { "a b t out", "p q w result", "x0 x1 alpha y", "from to weight blend" };
 
 static double ter_fma(const MapArgs *v) { return v->a * v->b + v->c; }
 static double ter_where(const MapArgs *v) { return v->a != 0 ? v->b : v->c; }
@@ -517,9 +508,7 @@ static const MapOp f2i_ops[] = {
                  "ties to even)" },
 };
 static const char *const f2i_op_names[] = { "round", "trunc", "floor", "ceil", "scale_round", "quantize_u8", NULL };
-static const char *const f2i_tensor_names[][4] = {
-    { "x", "", "", "q" }, { "input", "", "", "output" }, { "values", "", "", "ints" }, { "src", "", "", "dst" },
-    { "f", "", "", "i32" } };
+static const char *const f2i_tensor_names[] = { "x q", "input output", "values ints", "src dst", "f i32" };
 static const MapKind f2i_kind = { f2i_ops, f2i_tensor_names, NELEM(f2i_tensor_names), 0, 0 };
 static const ParamDesc f2i_params[] = MAP_PARAMS(f2i_op_names);
 static const Family fam_f2i = {
@@ -562,9 +551,7 @@ static const MapOp i2f_ops[] = {
       .expr = { "(float)$a", "__int2float_rn($a)" }, .formula = "$a converted to float32 (round to nearest)" },
 };
 static const char *const i2f_op_names[] = { "dequantize", "scale_bias", "normalize_u8", "to_float", NULL };
-static const char *const i2f_tensor_names[][4] = {
-    { "q", "", "", "x" }, { "input", "", "", "output" }, { "codes", "", "", "values" }, { "src", "", "", "dst" },
-    { "ints", "", "", "floats" } };
+static const char *const i2f_tensor_names[] = { "q x", "input output", "codes values", "src dst", "ints floats" };
 static const MapKind i2f_kind = { i2f_ops, i2f_tensor_names, NELEM(i2f_tensor_names), 1e-6, 1e-6 };
 static const ParamDesc i2f_params[] = MAP_PARAMS(i2f_op_names);
 static const Family fam_i2f = {
@@ -604,8 +591,7 @@ static const MapOp half_ops[] = {
       .formula = "$a + $b in float16 (round to nearest even)" },
 };
 static const char *const half_op_names[] = { "to_half", "from_half", "roundtrip", "half_add", NULL };
-static const char *const half_tensor_names[][4] = {
-    { "x", "w", "", "y" }, { "input", "other", "", "output" }, { "src", "src2", "", "dst" }, { "a", "b", "", "c" } };
+static const char *const half_tensor_names[] = { "x w y", "input other output", "src src2 dst", "a b c" };
 static const MapKind half_kind = { half_ops, half_tensor_names, NELEM(half_tensor_names), 1e-7, 1e-3 };
 static const ParamDesc half_params[] = MAP_PARAMS(half_op_names);
 static const Family fam_half = {

@@ -26,15 +26,6 @@ static void mx_draw_rc(Rng *r, int *rows, int *cols, long minel, long maxel) {
     } while ((long)*rows * *cols > maxel || (long)*rows * *cols < minel);
 }
 
-// The names of a task: its tensors from a row of the family's name table (the inputs
-// nm[0..nin), the output nm[out]), its kernel and its slug.
-static void mx_names(Task *t, const char *const *nm, int nin, int out, const char *kname, const char *slug) {
-    for (int k = 0; k < nin; k++) SETNAME(t->in[k].name, "%s", nm[k]);
-    SETNAME(t->out[0].name, "%s", nm[out]);
-    SETNAME(t->kname[0], "%s", kname);
-    SETNAME(t->slug, "%s", slug);
-}
-
 // A float32 tensor of shape [d0, d1] (or [d0] when d1 = 0) with size[f0] * size[f1]
 // elements (f1 < 0: size[f0]); an input when range > 0, its values in [-range, range).
 static void mx_f32(Tensor *x, long d0, long d1, int f0, int f1, double range) {
@@ -163,8 +154,7 @@ static void mx_launch_bd(Emit *e, const Task *t, int dims, int bdim, const char 
 // names and part of the description.
 
 enum { MXT_DT, MXT_ROWS, MXT_COLS };
-static const char *const mxt_names[][2] = { { "in", "out" }, { "src", "dst" }, { "A", "A_t" }, { "mat", "mat_t" },
-                                            { "input", "transposed" }, { "a", "b" } };
+static const char *const mxt_names[] = { "in out", "src dst", "A A_t", "mat mat_t", "input transposed", "a b" };
 
 static void mxt_layout(Task *t) {
     const char *const *dn = mx_dnames[mx_par(t, "dnames")];
@@ -224,7 +214,7 @@ static void mxtn_draw(Task *t, Rng *r) {
         t->p[MXTN_CAP] = t->p[MXTN_MODE] == 2 ? rng_pick(r, "16 32 64 128") : 0;
         t->p[MXTN_MAP] = rng_pick(r, "0 0 0 1");
     }
-    mx_names(t, mxt_names[t->p[MXTN_NAMES]], 1, 1, mxtn_kn[t->p[MXTN_KNAME]], "transpose");
+    task_names(t, 1, mxt_names[t->p[MXTN_NAMES]], mxtn_kn[t->p[MXTN_KNAME]], "transpose");
 }
 
 static void mxtn_describe(const Task *t, Buf *name, Buf *desc) {
@@ -288,7 +278,7 @@ static const char *const mxtt_kn[] = { "transpose_shared", "transposeCoalesced",
 static void mxtt_draw(Task *t, Rng *r) {
     mx_draw_rc(r, &t->p[MXTT_ROWS], &t->p[MXTT_COLS], 4096, 4200000);
     if (t->p[MXTT_BROWS] == 0) t->p[MXTT_BROWS] = t->p[MXTT_TILE]; // the full tile: one element per thread
-    mx_names(t, mxt_names[t->p[MXTT_NAMES]], 1, 1, mxtt_kn[t->p[MXTT_KNAME]], "transpose_tiled");
+    task_names(t, 1, mxt_names[t->p[MXTT_NAMES]], mxtt_kn[t->p[MXTT_KNAME]], "transpose_tiled");
 }
 
 static void mxtt_describe(const Task *t, Buf *name, Buf *desc) {
@@ -381,8 +371,8 @@ static const ParamDesc mxme_params[] = {
     [MXME_KNAME] = { "kname", NULL, 0, "0..3" }, [MXME_NAMES] = { "names", NULL, 0, "0..4" },
     [MXME_TNAME] = { "tname", NULL, 0, "0..2" }, [MXME_DNAMES] = { "dnames", NULL, 0, "0..3" },
     [MXME_NP] = { NULL, NULL, 0, NULL } };
-static const char *const mxme_names[][3] = { { "A", "B", "C" }, { "x", "y", "z" }, { "lhs", "rhs", "out" },
-                                             { "mat_a", "mat_b", "result" }, { "P", "Q", "S" } };
+// the inputs a and b (a unary operation has only a), the output
+static const char *const mxme_names[] = { "A B C", "x y z", "lhs rhs out", "mat_a mat_b result", "P Q S" };
 // The operations (in the order of mxme_ops): the formula as a printf format of (a, b) or,
 // scaled ones, of (alpha, a) and (alpha, a, beta, b); kernel names; task names.
 static const struct {
@@ -414,9 +404,8 @@ static void mxme_draw(Task *t, Rng *r) {
     t->p[MXME_COEF] = op >= 3 ? rng_int(r, 0, 1) : 0;
     t->f[MX_F_A] = op >= 3 ? mxme_alphas[RPICK(r, mxme_alphas)] : 0;
     t->f[MX_F_B] = op == 4 ? mxme_betas[RPICK(r, mxme_betas)] : 0;
-    mx_names(t, mxme_names[t->p[MXME_NAMES]], mxme_binary(t) ? 2 : 1, 2, mxme_op[op].kn[t->p[MXME_KNAME]],
-             fmt("matrix_%s", mxme_ops[op]));
-    SETNAME(t->kname[1], "%s", hn[(t->p[MXME_KNAME] + t->p[MXME_NAMES]) % 4]);
+    int k = t->p[MXME_KNAME], n = t->p[MXME_NAMES];
+    task_names(t, 2, mxme_names[n], fmt("%s %s", mxme_op[op].kn[k], hn[(k + n) % 4]), fmt("matrix_%s", mxme_ops[op]));
 }
 
 static void mxme_layout(Task *t) {
@@ -527,8 +516,7 @@ static const int mxmm_aligned[] = { 64, 128, 192, 256, 384, 512, 768, 1024 };
 static const int mxmm_ragged[] = { 100, 129, 200, 250, 257, 300, 333, 500, 600, 1000 };
 static const char *const mxmm_dnames[][3] = { { "m", "n", "k" }, { "rows", "cols", "inner" }, { "m", "n", "depth" },
                                               { "n_rows", "n_cols", "n_inner" } };
-static const char *const mxmm_names[][3] = { { "A", "B", "C" }, { "lhs", "rhs", "out" }, { "X", "W", "Y" },
-                                             { "mat_a", "mat_b", "mat_c" }, { "left", "right", "prod" } };
+static const char *const mxmm_names[] = { "A B C", "lhs rhs out", "X W Y", "mat_a mat_b mat_c", "left right prod" };
 static const char *const mxmm_ops[] = { "ab", "abt", "atb", NULL };
 
 // Draws M, N, K from a list with M*N*K bounded (the CPU reference does M*N*K steps).
@@ -619,8 +607,8 @@ static const char *const mxmn_vars[][3] = { { "row", "col", "p" }, { "r", "c", "
 static void mxmn_draw(Task *t, Rng *r) {
     static const char *const hn[] = { "dot_strided", "strided_dot", "dotProduct", "dot" };
     mxmm_draw_mnk(r, mxmm_sides, NELEM(mxmm_sides), &t->p[MXMN_M], &t->p[MXMN_N], &t->p[MXMN_K], 140000000L);
-    mx_names(t, mxmm_names[t->p[MXMN_NAMES]], 2, 2, mxmn_kn[t->p[MXMN_KNAME]], "matmul");
-    SETNAME(t->kname[1], "%s", hn[t->p[MXMN_KNAME]]);
+    task_names(t, 2, mxmm_names[t->p[MXMN_NAMES]], fmt("%s %s", mxmn_kn[t->p[MXMN_KNAME]], hn[t->p[MXMN_KNAME]]),
+               "matmul");
 }
 
 static void mxmn_describe(const Task *t, Buf *name, Buf *desc) {
@@ -704,7 +692,7 @@ static void mxmt_draw(Task *t, Rng *r) {
     mxmm_draw_mnk(r, aligned ? mxmm_aligned : mxmm_ragged, aligned ? NELEM(mxmm_aligned) : NELEM(mxmm_ragged),
                   &t->p[MXMT_M], &t->p[MXMT_N], &t->p[MXMT_K], 140000000L);
     t->p[MXMT_CHECKS] = aligned ? rng_int(r, 0, 1) : 1;
-    mx_names(t, mxmm_names[t->p[MXMT_NAMES]], 2, 2, mxmt_kn[t->p[MXMT_KNAME]], "matmul_tiled");
+    task_names(t, 2, mxmm_names[t->p[MXMT_NAMES]], mxmt_kn[t->p[MXMT_KNAME]], "matmul_tiled");
 }
 
 static void mxmt_describe(const Task *t, Buf *name, Buf *desc) {
@@ -788,9 +776,9 @@ static const Family fam_mx_matmul_tiled = {
 #define MXMV_COLS_PICK "32 64 100 128 256 500 512 1000 1024 2048 4096"
 enum { MXMV_ROWS, MXMV_COLS, MXMV_MODE, MXMV_BLOCK, MXMV_LOOP, MXMV_BIAS, MXMV_ACC, MXMV_CAP, MXMV_KNAME, MXMV_NAMES,
        MXMV_TNAME, MXMV_DNAMES, MXMV_NP };
-static const char *const mxmv_names[][4] = { { "A", "x", "b", "y" }, { "mat", "vec", "bias", "out" },
-                                             { "W", "v", "bvec", "result" }, { "weights", "input", "offset", "output" },
-                                             { "M_in", "x_in", "b_in", "y_out" } };
+// the matrix, the vector, the bias (when there is one), the output
+static const char *const mxmv_names[] = { "A x b y", "mat vec bias out", "W v bvec result",
+                                          "weights input offset output", "M_in x_in b_in y_out" };
 
 static void mxmv_layout(Task *t) {
     const char *const *dn = mx_dnames[mx_par(t, "dnames")];
@@ -841,7 +829,7 @@ static void mxmv_draw(Task *t, Rng *r) {
     params_redraw(t, r, MXMV_ROWS, MXMV_COLS, 8192, 4200000);
     t->p[MXMV_LOOP] = t->p[MXMV_MODE] == 0 ? rng_int(r, 0, 2) : LOOP_IF; // a block-wide __syncthreads: no early exit
     t->p[MXMV_CAP] = t->p[MXMV_LOOP] == LOOP_GRID ? rng_pick(r, "16 32 64 128") : 0;
-    mx_names(t, mxmv_names[t->p[MXMV_NAMES]], 2 + t->p[MXMV_BIAS], 3, mxmv_kn[t->p[MXMV_KNAME]], "matvec");
+    task_names(t, 3, mxmv_names[t->p[MXMV_NAMES]], mxmv_kn[t->p[MXMV_KNAME]], "matvec");
 }
 
 static void mxmv_describe(const Task *t, Buf *name, Buf *desc) {
@@ -925,14 +913,14 @@ static const ParamDesc mxmw_params[] = {
     { "helper", NULL, 0, "0..2" }, { "mask", NULL, 0, "0..2" }, { "cfg", NULL, 0, "0..1" },
     { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..4" }, { "tname", NULL, 0, "0..2" },
     { "dnames", NULL, 0, "0..3" }, { 0 } };
-static const char *const mxmw_kn[] = { "matvec_warp", "gemvWarpPerRow", "warp_matvec", "mv_warp_rows" };
-static const char *const mxmw_hn[] = { "warp_reduce_sum", "warpSum", "warp_allreduce_sum", "shfl_sum" };
+// the kernel, then the warp's sum
+static const char *const mxmw_kn[] = { "matvec_warp warp_reduce_sum", "gemvWarpPerRow warpSum",
+                                       "warp_matvec warp_allreduce_sum", "mv_warp_rows shfl_sum" };
 
 static void mxmw_draw(Task *t, Rng *r) {
     params_redraw(t, r, MXMW_ROWS, MXMW_COLS, 8192, 4200000);
     if (t->p[MXMW_COLS] % 4) t->p[MXMW_VEC] = 0;
-    mx_names(t, mxmv_names[t->p[MXMW_NAMES]], 2 + t->p[MXMW_BIAS], 3, mxmw_kn[t->p[MXMW_KNAME]], "matvec_warp");
-    SETNAME(t->kname[1], "%s", mxmw_hn[t->p[MXMW_KNAME]]);
+    task_names(t, 3, mxmv_names[t->p[MXMW_NAMES]], mxmw_kn[t->p[MXMW_KNAME]], "matvec_warp");
 }
 
 static void mxmw_describe(const Task *t, Buf *name, Buf *desc) {
@@ -1025,8 +1013,8 @@ static const ParamDesc mxvm_params[] = {
     { "chunk", NULL, 1, "32 64 128 256" }, { "loop", NULL, 0, "0..1" }, { "dims", NULL, 0, "0..3" },
     { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..3" }, { "tname", NULL, 0, "0..2" },
     { "dnames", NULL, 0, "0..3" }, { 0 } };
-static const char *const mxvm_names[][3] = { { "A", "x", "y" }, { "mat", "w", "out" }, { "data", "coef", "result" },
-                                             { "M_in", "u", "v" } };
+// the matrix, the vector (vecmat only), the output
+static const char *const mxvm_names[] = { "A x y", "mat w out", "data coef result", "M_in u v" };
 static const char *const mxvm_kn[2][4] = { { "vecmat", "xTA_kernel", "vector_matrix", "gevm_col_per_thread" },
                                            { "column_sums", "colSumKernel", "sum_columns", "col_reduce" } };
 
@@ -1037,8 +1025,7 @@ static void mxvm_draw(Task *t, Rng *r) {
     if (mode != 2) t->p[MXVM_BY] = 0;
     if (mode != 1) t->p[MXVM_CHUNK] = 0;
     if (mode != 0) t->p[MXVM_LOOP] = 0;
-    mx_names(t, mxvm_names[t->p[MXVM_NAMES]], op ? 1 : 2, 2, mxvm_kn[op][t->p[MXVM_KNAME]],
-             op ? "column_sums" : "vecmat");
+    task_names(t, 2, mxvm_names[t->p[MXVM_NAMES]], mxvm_kn[op][t->p[MXVM_KNAME]], op ? "column_sums" : "vecmat");
 }
 
 static void mxvm_layout(Task *t) {
@@ -1170,9 +1157,8 @@ static const ParamDesc mxop_params[] = {
     { "bdim", NULL, 1, "0..6" }, { "block", NULL, 1, "64 128 256 256 512" }, { "cap", NULL, 0, "1024 2048 4096" },
     { "guard", NULL, 0, "0..1" }, { "dims", NULL, 0, "0..3" }, { "kname", NULL, 0, "0..3" },
     { "names", NULL, 0, "0..3" }, { "tname", NULL, 0, "0..2" }, { "dnames", NULL, 0, "0..3" }, { 0 } };
-// The tensor names: the vectors x and y, ger's input matrix A, the output.
-static const char *const mxop_names[][4] = { { "x", "y", "A", "C" }, { "u", "v", "base", "outer" },
-                                             { "a", "b", "mat", "result" }, { "col_vec", "row_vec", "A_in", "A_out" } };
+// The tensor names: ger's input matrix A, the vectors x and y, the output.
+static const char *const mxop_names[] = { "A x y C", "base u v outer", "mat a b result", "A_in col_vec row_vec A_out" };
 // The operations (in the order of mxop_ops): kernel names and task names.
 static const char *const mxop_kn[3][4] = {
     { "outer_product", "outerProduct", "outer_kernel", "vec_outer" },
@@ -1192,9 +1178,9 @@ static void mxop_draw(Task *t, Rng *r) {
     else t->p[MXOP_BLOCK] = t->p[MXOP_CAP] = 0;
     if (mode == 1) t->p[MXOP_GUARD] = 0;
     t->f[0] = t->p[MXOP_OP] ? mxop_alphas[RPICK(r, mxop_alphas)] : 0;
-    const char *const *nm = mxop_names[t->p[MXOP_NAMES]];
-    mx_names(t, ger ? (const char *const[]){ nm[2], nm[0], nm[1], nm[3] } : nm, ger ? 3 : 2, 3,
-             mxop_kn[t->p[MXOP_OP]][t->p[MXOP_KNAME]], ger ? "ger" : "outer");
+    const char *nm = mxop_names[t->p[MXOP_NAMES]];
+    task_names(t, ger ? 3 : 2, ger ? nm : strchr(nm, ' ') + 1, mxop_kn[t->p[MXOP_OP]][t->p[MXOP_KNAME]],
+               ger ? "ger" : "outer");
 }
 
 static void mxop_layout(Task *t) {
@@ -1307,8 +1293,7 @@ static const ParamDesc mxbm_params[] = {
     { "names", NULL, 0, "0..3" }, { "tname", NULL, 0, "0..2" }, { "dnames", NULL, 0, "0..2" }, { 0 } };
 static const char *const mxbm_dnames[][3] = { { "batch", "n", "nn" }, { "count", "dim", "elems" },
                                               { "num_mats", "order", "mat_size" } };
-static const char *const mxbm_names[][3] = { { "A", "B", "C" }, { "lhs", "rhs", "out" }, { "X", "W", "Y" },
-                                             { "mats_a", "mats_b", "mats_c" } };
+static const char *const mxbm_names[] = { "A B C", "lhs rhs out", "X W Y", "mats_a mats_b mats_c" };
 static const char *const mxbm_kn[] = { "batched_matmul", "bmmKernel", "matmul_batched", "batch_gemm" };
 
 static void mxbm_draw(Task *t, Rng *r) {
@@ -1320,7 +1305,7 @@ static void mxbm_draw(Task *t, Rng *r) {
     if (t->p[MXBM_N] > 32) t->p[MXBM_MODE] = 0; // one block per matrix: at most 32 x 32 threads
     if (t->p[MXBM_MODE]) t->p[MXBM_BDIM] = 0;
     else t->p[MXBM_TDEF] = t->p[MXBM_PAD] = 0;
-    mx_names(t, mxbm_names[t->p[MXBM_NAMES]], 2, 2, mxbm_kn[t->p[MXBM_KNAME]], "batched_matmul");
+    task_names(t, 2, mxbm_names[t->p[MXBM_NAMES]], mxbm_kn[t->p[MXBM_KNAME]], "batched_matmul");
 }
 
 // A [B, N, N] tensor, batch * (n * n) elements (size constants 0 and 2).

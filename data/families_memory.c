@@ -4,15 +4,6 @@
 //
 // Every kernel takes the task's tensors in order (kernel_params), then its sizes.
 
-// The names of a task with nin inputs and one output: nm holds the inputs' and the
-// output's names.
-static void mem_names(Task *t, const char *const *nm, int nin, const char *kname, const char *slug) {
-    for (int k = 0; k < nin; k++) SETNAME(t->in[k].name, "%s", nm[k]);
-    SETNAME(t->out[0].name, "%s", nm[nin]);
-    SETNAME(t->kname[0], "%s", kname);
-    SETNAME(t->slug, "%s", slug);
-}
-
 // A kernel over the task's tensors, then the size parameters sizes.
 static const char mem_kernel_tpl[] = R"(
 /// $comment
@@ -39,12 +30,10 @@ static const ParamDesc gather_params[] = {
     [G_LOOP] = { "loop", gather_loops, 1, NULL }, [G_KNAME] = { "kname", NULL, 0, "0..3" },
     [G_NAMES] = { "names", NULL, 0, "0..3" }, [G_CAP] = { "cap", NULL, 0, "1024 4096" },
     [G_TNAME] = { "tname", NULL, 0, "0..2" }, [G_FN] = { "fn", NULL, 0, "0..3" }, [G_NP] = { NULL, NULL, 0, NULL } };
-static const char *const gather1d_names[][3] = {
-    { "src", "idx", "out" }, { "table", "indices", "gathered" }, { "values", "ids", "result" },
-    { "x", "positions", "y" } };
-static const char *const gather_rows_names[][3] = {
-    { "table", "ids", "out" }, { "embeddings", "tokens", "vectors" }, { "weight", "indices", "rows_out" },
-    { "emb", "idx", "result" } };
+static const char *const gather1d_names[] = { "src idx out", "table indices gathered", "values ids result",
+                                              "x positions y" };
+static const char *const gather_rows_names[] = { "table ids out", "embeddings tokens vectors",
+                                                 "weight indices rows_out", "emb idx result" };
 static const char *const gather1d_kn[] = { "gather_kernel", "gatherKernel", "gather", "indexed_load" };
 static const char *const gather_rows_kn[] = { "embedding_lookup", "gatherRows", "embedding_forward", "gather_rows" };
 
@@ -66,8 +55,8 @@ static void gather_draw(Task *t, Rng *r) {
         t->p[G_LOOP] = rng_int(r, 0, 4);
     }
     if (t->p[G_LOOP] == GL_BLOCK_ROW && t->p[G_BLOCK] > 256) t->p[G_BLOCK] = 128;
-    mem_names(t, (rows ? gather_rows_names : gather1d_names)[t->p[G_NAMES]], 2,
-              (rows ? gather_rows_kn : gather1d_kn)[t->p[G_KNAME]], rows ? "embedding" : "gather");
+    task_names(t, 2, (rows ? gather_rows_names : gather1d_names)[t->p[G_NAMES]],
+               (rows ? gather_rows_kn : gather1d_kn)[t->p[G_KNAME]], rows ? "embedding" : "gather");
 }
 
 static void gather_layout(Task *t) {
@@ -199,9 +188,8 @@ static const ParamDesc scatter_params[] = {
     [SC_LOOP] = { "loop", loop_names, 1, "*" }, [SC_KNAME] = { "kname", NULL, 0, "0..3" },
     [SC_NAMES] = { "names", NULL, 0, "0..3" }, [SC_CAP] = { "cap", NULL, 0, "1024 2048" },
     [SC_TNAME] = { "tname", NULL, 0, "0..2" }, [SC_FN] = { "fn", NULL, 0, "0..3" }, [SC_NP] = { NULL, NULL, 0, NULL } };
-static const char *const scatter_names[][3] = {
-    { "src", "idx", "out" }, { "values", "targets", "acc" }, { "x", "index_map", "y" },
-    { "updates", "positions", "result" } };
+static const char *const scatter_names[] = { "src idx out", "values targets acc", "x index_map y",
+                                             "updates positions result" };
 static const char *const scatter_kn[][4] = {
     { "scatter_kernel", "scatterPerm", "permute_scatter", "scatter" },
     { "scatter_add_kernel", "scatterAdd", "index_add", "scatter_add" },
@@ -212,7 +200,8 @@ static const char *const scatter_slugs[] = { "scatter", "scatter_add", "scatter_
 static void scatter_draw(Task *t, Rng *r) {
     (void)r;
     if (t->p[SC_OP] == 0) t->p[SC_M] = t->p[SC_N]; // a permutation
-    mem_names(t, scatter_names[t->p[SC_NAMES]], 2, scatter_kn[t->p[SC_OP]][t->p[SC_KNAME]], scatter_slugs[t->p[SC_OP]]);
+    task_names(t, 2, scatter_names[t->p[SC_NAMES]], scatter_kn[t->p[SC_OP]][t->p[SC_KNAME]],
+               scatter_slugs[t->p[SC_OP]]);
 }
 
 static void scatter_layout(Task *t) {
@@ -316,10 +305,8 @@ static const ParamDesc hist_params[] = {
     [H_KNAME] = { "kname", NULL, 0, "0..3" }, [H_NAMES] = { "names", NULL, 0, "0..3" },
     [H_CAP] = { "cap", NULL, 0, "256 1024" }, [H_TNAME] = { "tname", NULL, 0, "0..2" },
     [H_NP] = { NULL, NULL, 0, NULL } };
-static const char *const hist_names[][2] = { { "data", "hist" }, { "values", "counts" }, { "samples", "histogram" },
-                                             { "keys", "freq" } };
-static const char *const hist_pix_names[][2] = { { "pixels", "hist" }, { "image", "histogram" }, { "img", "counts" },
-                                                 { "gray", "bins_out" } };
+static const char *const hist_names[] = { "data hist", "values counts", "samples histogram", "keys freq" };
+static const char *const hist_pix_names[] = { "pixels hist", "image histogram", "img counts", "gray bins_out" };
 static const char *const hist_kn[][4] = {
     { "histogram_kernel", "histogramGlobal", "hist_atomic", "count_values" },
     { "histogram_shared", "histogramShared", "hist_privatized", "block_histogram" } };
@@ -327,8 +314,8 @@ static const char *const hist_kn[][4] = {
 static void hist_draw(Task *t, Rng *r) {
     (void)r;
     if (t->p[H_OP] == 1) t->p[H_BINS] = 256; // uint8 pixels
-    mem_names(t, (t->p[H_OP] == 1 ? hist_pix_names : hist_names)[t->p[H_NAMES]], 1,
-              hist_kn[t->p[H_VARIANT]][t->p[H_KNAME]], "histogram");
+    task_names(t, 1, (t->p[H_OP] == 1 ? hist_pix_names : hist_names)[t->p[H_NAMES]],
+               hist_kn[t->p[H_VARIANT]][t->p[H_KNAME]], "histogram");
 }
 
 static void hist_layout(Task *t) {

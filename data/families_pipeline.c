@@ -11,8 +11,7 @@
 #define PL_BLOCKS "128 256 256 512 1024"
 #define PL_CAPS "0 64 256 1024" // 0: one element per thread in the reduction passes
 static const char *const pl_reduces[] = { "shared_tree", "warp_shuffle", NULL };
-static const char *const pl_vnames[][2] = { { "x", "y" }, { "input", "output" }, { "data", "result" },
-                                            { "signal", "out" }, { "a", "z" } };
+static const char *const pl_vnames[] = { "x y", "input output", "data result", "signal out", "a z" };
 static const char *const pl_dn[] = { "n", "len", "count" };
 static const char *const pl_helper_names[][2] = { { "block_sum", "block_max" }, { "blockReduceSum", "blockReduceMax" },
                                                   { "reduce_block_sum", "reduce_block_max" },
@@ -79,15 +78,6 @@ static const char *pl_stride(const char *n, const char *body) {
 }
 static const char *pl_free(const Task *t, const char *buf) { return checked(t, fmt("cudaFree(%s)", buf)); }
 
-// The names of a pipeline: the tensors from a row of names (inputs, then outputs), kernel
-// k from kn[k][kname], and the slug.
-static void pl_names(Task *t, const char *const *io, int nin, int nout, const char *const kn[][4], int kname,
-                     const char *slug) {
-    for (int k = 0; k < nin; k++) SETNAME(t->in[k].name, "%s", io[k]);
-    for (int k = 0; k < nout; k++) SETNAME(t->out[k].name, "%s", io[nin + k]);
-    for (int k = 0; k < 3; k++) SETNAME(t->kname[k], "%s", kn[k][kname]);
-    SETNAME(t->slug, "%s", slug);
-}
 // The layout of a vector pipeline: the size constant N (named pl_dn[dname]), nin inputs of
 // N floats in [lo, hi) and nout outputs of N floats (a family adds its scalar outputs).
 static void pl_vectors(Task *t, int dname, long N, int nin, int nout, double lo, double hi) {
@@ -135,21 +125,21 @@ static const char *const ps_fp[] = { "eps", NULL };
 
 static void ps_draw(Task *t, Rng *r) {
     static const char *const stat_names[] = { "stats", "moments", "mean_var" };
-    static const char *const kn[3][3][4] = {
-        { { "moments_kernel", "block_moments", "sum_and_sumsq", "reduceMoments" }, { "", "", "", "" },
-          { "normalize_kernel", "standardize", "apply_standardize", "normalizeKernel" } },
-        { { "sum_kernel", "block_sum_pass", "reduce_sum", "reduceSum" },
-          { "sq_dev_kernel", "centered_sumsq", "reduce_sq_dev", "reduceSqDev" },
-          { "normalize_kernel", "standardize", "apply_standardize", "normalizeKernel" } },
-        { { "partial_moments", "block_moments_partial", "moments_pass1", "partialMoments" },
-          { "finalize_stats", "reduce_partials", "moments_pass2", "finalizeStats" },
-          { "normalize_kernel", "standardize", "apply_standardize", "normalizeKernel" } } };
+    // by method: the kernels of the statistics (one or two) and the one that normalizes
+    static const char *const kn[3][4] = {
+        { "moments_kernel - normalize_kernel", "block_moments - standardize", "sum_and_sumsq - apply_standardize",
+          "reduceMoments - normalizeKernel" },
+        { "sum_kernel sq_dev_kernel normalize_kernel", "block_sum_pass centered_sumsq standardize",
+          "reduce_sum reduce_sq_dev apply_standardize", "reduceSum reduceSqDev normalizeKernel" },
+        { "partial_moments finalize_stats normalize_kernel", "block_moments_partial reduce_partials standardize",
+          "moments_pass1 moments_pass2 apply_standardize", "partialMoments finalizeStats normalizeKernel" } };
     // the two-moment variance (E[x^2] - mean^2) cancels badly when |mean| >> std: offset
     // ranges only for the centered method
     t->p[PS_RANGE] = rng_int(r, 0, t->p[PS_METHOD] == 1 ? NELEM(ps_ranges) - 1 : 4);
     t->f[0] = sl_pick_real(r, "1e-5 1e-6 1e-8 1e-12");
-    pl_names(t, pl_vnames[t->p[PS_NAMES]], 1, 1, kn[t->p[PS_METHOD]], t->p[PS_KNAME], "standardize");
-    if (t->p[PS_STATS]) SETNAME(t->out[1].name, "%s", stat_names[t->p[PS_KNAME] % 3]);
+    int k = t->p[PS_KNAME];
+    task_names(t, 1, fmt("%s %s", pl_vnames[t->p[PS_NAMES]], stat_names[k % 3]), kn[t->p[PS_METHOD]][k],
+               "standardize");
 }
 static void ps_layout(Task *t) {
     long N = t->p[PS_N];
@@ -347,11 +337,11 @@ static const double pm_ranges[][2] = { { -4, 4 }, { -10, 10 }, { 0, 20 }, { -1, 
 
 static void pm_draw(Task *t, Rng *r) {
     (void)r;
-    static const char *const kn[3][4] = { { "reduce_max", "max_kernel", "softmax_max_pass", "maxReduce" },
-                                          { "sum_exp", "exp_sum_kernel", "softmax_sum_pass", "sumExp" },
-                                          { "normalize", "softmax_divide", "softmax_final_pass", "divideBySum" } };
+    static const char *const kn[] = { "reduce_max sum_exp normalize", "max_kernel exp_sum_kernel softmax_divide",
+                                      "softmax_max_pass softmax_sum_pass softmax_final_pass",
+                                      "maxReduce sumExp divideBySum" };
     if (t->p[PM_OP]) t->p[PM_STORE] = 0; // log-softmax reads x again
-    pl_names(t, pl_vnames[t->p[PM_NAMES]], 1, 1, kn, t->p[PM_KNAME], t->p[PM_OP] ? "log_softmax" : "softmax");
+    task_names(t, 1, pl_vnames[t->p[PM_NAMES]], kn[t->p[PM_KNAME]], t->p[PM_OP] ? "log_softmax" : "softmax");
 }
 static void pm_layout(Task *t) {
     long N = t->p[PM_N];
@@ -516,16 +506,13 @@ static const ParamDesc pn_params[] = {
 static const char *const pn_fp[] = { "alpha", NULL };
 
 static void pn_draw(Task *t, Rng *r) {
-    static const char *const names[][4] = { { "x", "y", "z", "norm" }, { "a_vec", "b_vec", "out", "l2" },
-                                            { "u", "v", "w", "nrm" },
-                                            { "xs", "ys", "result", "result_norm" } };
-    static const char *const kn[3][4] = { { "saxpy", "saxpy_kernel", "axpy", "saxpyKernel" },
-                                          { "sum_squares", "norm_sq_kernel", "sumsq_pass", "sumSquares" },
-                                          { "finish_norm", "sqrt_kernel", "norm_final", "finishNorm" } };
+    static const char *const names[] = { "x y z norm", "a_vec b_vec out l2", "u v w nrm", "xs ys result result_norm" };
+    static const char *const kn[] = { "saxpy sum_squares finish_norm", "saxpy_kernel norm_sq_kernel sqrt_kernel",
+                                      "axpy sumsq_pass norm_final", "saxpyKernel sumSquares finishNorm" };
     // the partials need a fixed grid: at most cap blocks, cap > 0
     t->p[PN_CAP] = rng_pick(r, t->p[PN_NORM] ? "64 128 256 512 1024" : PL_CAPS);
     t->f[0] = sl_pick_real(r, "2 0.5 -1 1.5 -0.25 3 4");
-    pl_names(t, names[t->p[PN_NAMES]], 2, 2, kn, t->p[PN_KNAME], "saxpy_norm");
+    task_names(t, 2, names[t->p[PN_NAMES]], kn[t->p[PN_KNAME]], "saxpy_norm");
 }
 static void pn_layout(Task *t) {
     long N = t->p[PN_N];
@@ -655,15 +642,14 @@ static const ParamDesc pr_params[] = {
     [PR_DNAMES] = { "dnames", NULL, 0, "0..3" }, [PR_NP] = { NULL } };
 
 static void pr_draw(Task *t, Rng *r) {
-    static const char *const names[][4] = { { "A", "x", "A_norm", "y" }, { "mat", "vec", "mat_normed", "out" },
-                                            { "W", "v", "W_hat", "result" },
-                                            { "data", "query", "unit_rows", "scores" } };
-    static const char *const kn[2][3][4] = {
-        { { "row_norms", "rowNormsWarp", "compute_row_norms", "row_norm_kernel" },
-          { "scale_rows", "scaleRows", "divide_rows", "row_scale_kernel" },
-          { "matvec", "matVec", "gemv_rows", "matvec_kernel" } },
-        { { "normalize_rows", "normalizeRows", "row_normalize", "normalize_rows_kernel" },
-          { "matvec_warp", "matVecWarp", "gemv_warp", "warp_matvec" }, { "", "", "", "" } } };
+    static const char *const names[] = { "A x A_norm y", "mat vec mat_normed out", "W v W_hat result",
+                                         "data query unit_rows scores" };
+    // by the number of stages: three kernels, or two
+    static const char *const kn[2][4] = {
+        { "row_norms scale_rows matvec", "rowNormsWarp scaleRows matVec", "compute_row_norms divide_rows gemv_rows",
+          "row_norm_kernel row_scale_kernel matvec_kernel" },
+        { "normalize_rows matvec_warp", "normalizeRows matVecWarp", "row_normalize gemv_warp",
+          "normalize_rows_kernel warp_matvec" } };
     long size = (long)t->p[PR_ROWS] * t->p[PR_COLS];
     while (t->p[PR_COLS] < 64 || size < 8192 || size > 2100000) { // at least 64 columns, 8192 to 2.1M elements
         t->p[PR_ROWS] = param_pick(&t->fam->ip[PR_ROWS], r);
@@ -672,7 +658,7 @@ static void pr_draw(Task *t, Rng *r) {
     }
     if (t->p[PR_STAGES]) t->p[PR_BDIM] = 0; // no 2-D kernel
     else t->p[PR_REDUCE] = 0;               // no block reduction
-    pl_names(t, names[t->p[PR_NAMES]], 2, 2, kn[t->p[PR_STAGES]], t->p[PR_KNAME], "rownorm_matvec");
+    task_names(t, 2, names[t->p[PR_NAMES]], kn[t->p[PR_STAGES]][t->p[PR_KNAME]], "rownorm_matvec");
 }
 static void pr_layout(Task *t) {
     const char *const *dn = mx_dnames[t->p[PR_DNAMES]];

@@ -37,17 +37,14 @@ static const struct { const char *kn[4], *tname[3], *what; } rb_op[] = {
     { { "reduce_absmax", "absMaxKernel", "absmax_kernel", "reduce_max_abs" },
       { "Max_Abs_Reduction", "Absolute_Maximum", "Infinity_Norm" },
       "the largest absolute value among the %d elements of %s" } };
-static const char *const rb_names[][2] = { { "x", "sum" }, { "input", "total" }, { "values", "result" },
-                                           { "data", "out" } };
+static const char *const rb_names[] = { "x sum", "input total", "values result", "data out" };
 static const char *const rb_pass2_names[] = { "reduce_final", "finalReduce", "reduce_partials", "finish_reduction" };
 
 static void rb_draw(Task *t, Rng *r) {
     (void)r;
-    SETNAME(t->in[0].name, "%s", rb_names[t->p[RB_NAMES]][0]);
-    SETNAME(t->out[0].name, "%s", rb_names[t->p[RB_NAMES]][1]);
-    SETNAME(t->kname[0], "%s", rb_op[t->p[RB_OP]].kn[t->p[RB_KNAME]]);
-    SETNAME(t->kname[1], "%s", rb_pass2_names[t->p[RB_KNAME]]);
-    SETNAME(t->slug, "%s", rb_ops[t->p[RB_OP]]);
+    int k = t->p[RB_KNAME];
+    task_names(t, 1, rb_names[t->p[RB_NAMES]], fmt("%s %s", rb_op[t->p[RB_OP]].kn[k], rb_pass2_names[k]),
+               rb_ops[t->p[RB_OP]]);
 }
 
 static void rb_layout(Task *t) {
@@ -234,8 +231,7 @@ static const struct { const char *kn[4], *tname[3], *what; } rw_op[] = {
       "the maximum of row r" },
     { { "row_norm_kernel", "rowNormWarp", "row_l2_norm", "norm_rows" },
       { "Row_L2_Norm", "Matrix_Row_Norms", "Row_Wise_Euclidean_Norm" }, "sqrt(sum of squares of row r)" } };
-static const char *const rw_names[][2] = { { "x", "out" }, { "input", "result" }, { "values", "sums" },
-                                           { "data", "reduced" } };
+static const char *const rw_names[] = { "x out", "input result", "values sums", "data reduced" };
 static const char *const rw_helper_names[] = { "warp_reduce", "warpReduce", "warp_allreduce", "shfl_reduce" };
 
 static int rw_is_row(const Task *t) { return t->p[RW_OP] >= 2; }
@@ -252,13 +248,11 @@ static void rw_draw(Task *t, Rng *r) {
     } else {
         t->p[RW_BLOCK] = rng_pick(r, "128 256 512 1024");
     }
-    int camel = t->p[RW_KNAME] == 1;
-    SETNAME(t->in[0].name, "%s", rw_names[t->p[RW_NAMES]][0]);
-    SETNAME(t->out[0].name, "%s", rw_names[t->p[RW_NAMES]][1]);
-    SETNAME(t->kname[0], "%s", rw_op[t->p[RW_OP]].kn[t->p[RW_KNAME]]);
-    SETNAME(t->kname[1], "%s%s", rw_helper_names[t->p[RW_KNAME]],
-            t->p[RW_OP] == 3 ? (camel ? "Max" : "_max") : (camel ? "Sum" : "_sum"));
-    SETNAME(t->slug, "%s", rw_ops[t->p[RW_OP]]);
+    int k = t->p[RW_KNAME], camel = k == 1;
+    task_names(t, 1, rw_names[t->p[RW_NAMES]],
+               fmt("%s %s%s", rw_op[t->p[RW_OP]].kn[k], rw_helper_names[k],
+                   t->p[RW_OP] == 3 ? (camel ? "Max" : "_max") : (camel ? "Sum" : "_sum")),
+               rw_ops[t->p[RW_OP]]);
 }
 
 static void rw_layout(Task *t) {
@@ -435,13 +429,10 @@ static const ParamDesc dp_params[] = {
 
 static void dp_draw(Task *t, Rng *r) {
     (void)r;
-    static const char *const names[][3] = { { "a", "b", "result" }, { "x", "y", "dot" }, { "u", "v_in", "out" },
-                                            { "lhs", "rhs", "sum" } };
+    static const char *const names[] = { "a b result", "x y dot", "u v_in out", "lhs rhs sum" };
     static const char *const kn[] = { "dot_kernel", "dotProductAtomic", "dot_product", "inner_product" };
     if (t->p[DP_N] % 4) t->p[DP_VEC4] = 0; // float4 loads cover the whole array
-    for (int k = 0; k < 3; k++) SETNAME(k < 2 ? t->in[k].name : t->out[0].name, "%s", names[t->p[DP_NAMES]][k]);
-    SETNAME(t->kname[0], "%s", kn[t->p[DP_KNAME]]);
-    SETNAME(t->slug, "dot");
+    task_names(t, 2, names[t->p[DP_NAMES]], kn[t->p[DP_KNAME]], "dot");
 }
 static void dp_layout(Task *t) {
     t->nin = 2;

@@ -76,14 +76,10 @@ static Task ro_as_block(const Task *t, int map, int block, int red, int mask, in
     return tt;
 }
 
-// Names: tensors from a name set, the kernel (and a helper) from tables indexed by kname.
-static void ro_names(Task *t, const char *const *set, int nin, int nout, const char *const *kn, const char *const *hn,
-                     const char *slug) {
-    for (int k = 0; k < nin; k++) SETNAME(t->in[k].name, "%s", set[k]);
-    for (int k = 0; k < nout; k++) SETNAME(t->out[k].name, "%s", set[nin + k]);
-    SETNAME(t->kname[0], "%s", kn[t->p[RP_KNAME]]);
-    if (hn) SETNAME(t->kname[1], "%s", hn[t->p[RP_KNAME]]);
-    SETNAME(t->slug, "%s", slug);
+// Names: tensors from a row of the family's names table, the kernel (and a helper) from
+// its kernel names table, both rows chosen by parameters (task_names).
+static void ro_names(Task *t, int nin, const char *const *names, const char *const *kernels, const char *slug) {
+    task_names(t, nin, names[t->p[RP_NAMES]], kernels[t->p[RP_KNAME]], slug);
 }
 
 // Input 0 is rows x cols (size constants 0 and 1); outputs: whole rows (matrix) or one
@@ -480,14 +476,15 @@ static const ParamDesc smw_params[] = {
 static const ParamDesc lsm_params[] = {
     RO_PARAMS("0 1"), { "exp", sm_exps, 1, "*" }, { "store", sm_stores, 0, "0" }, { "range", NULL, 1, "1 4 10" },
     { "algo", sm_algos, 0, "0" }, { "vars", NULL, 0, "0..2" }, { "log", sm_logs, 1, "*" }, { 0 } };
-static const char *const sm_names[][2] = { { "x", "y" }, { "logits", "probs" }, { "scores", "weights" },
-                                           { "input", "output" } };
-static const char *const lsm_names[][2] = { { "x", "y" }, { "logits", "log_probs" }, { "scores", "logp" },
-                                            { "input", "output" } };
-static const char *const smb_kn[] = { "softmax_rows", "softmaxKernel", "row_softmax", "softmax_block_per_row" };
-static const char *const smw_kn[] = { "softmax_warp", "softmaxWarpPerRow", "warp_softmax", "softmax_rows_warp" };
-static const char *const lsm_kn[] = { "log_softmax_rows", "logSoftmaxKernel", "row_log_softmax", "log_softmax_kernel" };
-static const char *const sm_merge_kn[] = { "warp_merge", "warpMergeMaxSum", "merge_max_sum", "combine_lanes" };
+static const char *const sm_names[] = { "x y", "logits probs", "scores weights", "input output" };
+static const char *const lsm_names[] = { "x y", "logits log_probs", "scores logp", "input output" };
+// the kernel, then the helper that merges two lanes' (max, sum)
+static const char *const smb_kn[] = { "softmax_rows warp_merge", "softmaxKernel warpMergeMaxSum",
+                                      "row_softmax merge_max_sum", "softmax_block_per_row combine_lanes" };
+static const char *const smw_kn[] = { "softmax_warp warp_merge", "softmaxWarpPerRow warpMergeMaxSum",
+                                      "warp_softmax merge_max_sum", "softmax_rows_warp combine_lanes" };
+static const char *const lsm_kn[] = { "log_softmax_rows warp_merge", "logSoftmaxKernel warpMergeMaxSum",
+                                      "row_log_softmax merge_max_sum", "log_softmax_kernel combine_lanes" };
 
 static const Family fam_softmax_block, fam_softmax_warp, fam_log_softmax;
 static int sm_is_log(const Task *t) { return t->fam == &fam_log_softmax; }
@@ -496,7 +493,7 @@ static void sm_draw(Task *t, Rng *r) {
     ro_draw(t, r, 2100000, 0);
     if (t->p[SM_ALGO] == 1) t->p[SM_STORE] = 0;
     int lg = sm_is_log(t), warp = t->fam == &fam_softmax_warp;
-    ro_names(t, (lg ? lsm_names : sm_names)[t->p[RP_NAMES]], 1, 1, lg ? lsm_kn : warp ? smw_kn : smb_kn, sm_merge_kn,
+    ro_names(t, 1, lg ? lsm_names : sm_names, lg ? lsm_kn : warp ? smw_kn : smb_kn,
              lg ? "log_softmax" : warp ? "softmax_warp" : "softmax");
 }
 
@@ -664,12 +661,9 @@ static const ParamDesc rms_params[] = {
     { "range", NULL, 1, "0..2" }, { "div", NULL, 0, "0..2" }, { 0 } };
 // input ranges [lo, hi) and E[x^2] / var of each (how much one-pass variances lose)
 static const double ln_lo[] = { -1, -3, 0, 0 }, ln_hi[] = { 1, 3, 2, 4 }, ln_amp[] = { 1, 1, 4, 4 };
-static const char *const ln_names[][6] = { { "x", "gamma", "beta", "y", "mean", "inv_std" },
-                                           { "input", "weight", "bias", "output", "means", "rstds" },
-                                           { "h", "g", "b", "out", "row_mean", "row_rstd" },
-                                           { "act", "scale", "shift", "normed", "mean_out", "rstd_out" } };
-static const char *const rms_names[][3] = { { "x", "weight", "y" }, { "input", "gamma", "output" }, { "h", "w", "out" },
-                                            { "hidden", "scale", "normed" } };
+static const char *const ln_names[] = { "x gamma beta y mean inv_std", "input weight bias output means rstds",
+                                        "h g b out row_mean row_rstd", "act scale shift normed mean_out rstd_out" };
+static const char *const rms_names[] = { "x weight y", "input gamma output", "h w out", "hidden scale normed" };
 static const char *const ln_kn[] = { "layernorm_rows", "layerNormKernel", "layer_norm_forward", "layernorm" };
 static const char *const rms_kn[] = { "rmsnorm_rows", "rmsNormKernel", "rms_norm_forward", "rmsnorm" };
 
@@ -681,8 +675,8 @@ static void ln_draw(Task *t, Rng *r) {
     int rms = ln_is_rms(t);
     ro_draw(t, r, 2100000, 0);
     t->f[LNF_EPS] = eps[RPICK(r, eps)];
-    if (rms) ro_names(t, rms_names[t->p[RP_NAMES]], 2, 1, rms_kn, NULL, "rmsnorm");
-    else ro_names(t, ln_names[t->p[RP_NAMES]], 3, t->p[LN_SAVE] ? 3 : 1, ln_kn, NULL, "layernorm");
+    if (rms) ro_names(t, 2, rms_names, rms_kn, "rmsnorm");
+    else ro_names(t, 3, ln_names, ln_kn, "layernorm");
 }
 
 static void ln_layout(Task *t) {
@@ -812,15 +806,15 @@ static const char *const mv_algos[] = { "two_pass", "sum_of_squares", "welford",
 static const ParamDesc mv_params[] = {
     RO_PARAMS("0..2"), { "algo", mv_algos, 1, "*" }, { "ddof", NULL, 1, "0 1" }, { "range", NULL, 1, "0..3" }, { 0 } };
 static const double mv_lo[] = { -1, -10, 0, 0 }, mv_hi[] = { 1, 10, 10, 1 }, mv_amp[] = { 1, 1, 4, 4 };
-static const char *const mv_names[][3] = { { "x", "mean", "var" }, { "data", "means", "variances" },
-                                           { "samples", "avg", "variance" },
-                                           { "input", "row_mean", "row_var" } };
-static const char *const mv_kn[] = { "row_mean_var", "rowMeanVariance", "row_moments", "mean_var_rows" };
-static const char *const mv_merge_kn[] = { "welford_merge", "welfordCombine", "merge_stats", "combine_moments" };
+static const char *const mv_names[] = { "x mean var", "data means variances", "samples avg variance",
+                                        "input row_mean row_var" };
+// the kernel, then the helper that merges two partial (count, mean, M2)
+static const char *const mv_kn[] = { "row_mean_var welford_merge", "rowMeanVariance welfordCombine",
+                                     "row_moments merge_stats", "mean_var_rows combine_moments" };
 
 static void mv_draw(Task *t, Rng *r) {
     ro_draw(t, r, 2100000, t->p[MV_ALGO] == 2);
-    ro_names(t, mv_names[t->p[RP_NAMES]], 1, 2, mv_kn, mv_merge_kn, "mean_var");
+    ro_names(t, 1, mv_names, mv_kn, "mean_var");
 }
 
 static void mv_layout(Task *t) {
@@ -970,14 +964,14 @@ enum { AM_DTYPE = RP_X, AM_DATA, AM_NP };
 static const char *const am_data[] = { "real", "small_ints", NULL };
 static const ParamDesc am_params[] = {
     RO_PARAMS("0 1"), { "dtype", ro_dtypes, 1, "*" }, { "data", am_data, 1, "*" }, { 0 } };
-static const char *const am_names[][3] = { { "x", "min_val", "min_idx" }, { "scores", "low", "low_idx" },
-                                           { "dist", "nearest_dist", "nearest" }, { "input", "values", "indices" } };
+static const char *const am_names[] = { "x min_val min_idx", "scores low low_idx", "dist nearest_dist nearest",
+                                        "input values indices" };
 static const char *const am_kn[] = { "row_argmin", "rowArgMin", "argmin_rows", "argmin_kernel" };
 
 static void am_draw(Task *t, Rng *r) {
     ro_draw(t, r, 2100000, 0);
     if (t->p[AM_DTYPE]) t->p[AM_DATA] = 1;
-    ro_names(t, am_names[t->p[RP_NAMES]], 1, 2, am_kn, NULL, "argmin_rows");
+    ro_names(t, 1, am_names, am_kn, "argmin_rows");
 }
 static void am_layout(Task *t) {
     DType dt = t->p[AM_DTYPE] ? DT_I32 : DT_F32;
@@ -1047,13 +1041,13 @@ static const char *const tk_kstyles[] = { "template", "kmax", NULL };
 static const ParamDesc tk_params[] = {
     RO_PARAMS("0..2"), { "k", NULL, 1, "1 2 3 4 5 8" }, { "order", tk_orders, 1, "0 0 1" }, { "data", am_data, 1, "*" },
     { "kstyle", tk_kstyles, 0, "*" }, { 0 } };
-static const char *const tk_names[][3] = { { "x", "top_vals", "top_idx" }, { "scores", "values", "indices" },
-                                           { "logits", "topk_val", "topk_idx" }, { "input", "best_vals", "best_ids" } };
+static const char *const tk_names[] = { "x top_vals top_idx", "scores values indices", "logits topk_val topk_idx",
+                                        "input best_vals best_ids" };
 static const char *const tk_kn[] = { "topk_rows", "topKPerRow", "row_topk", "select_topk" };
 
 static void tk_draw(Task *t, Rng *r) {
     ro_draw(t, r, 1100000, 0);
-    ro_names(t, tk_names[t->p[RP_NAMES]], 1, 2, tk_kn, NULL, "topk");
+    ro_names(t, 1, tk_names, tk_kn, "topk");
 }
 static void tk_layout(Task *t) {
     ro_layout(t, 1, 2, DT_F32);
@@ -1209,15 +1203,15 @@ static const char *const cs_dirs[] = { "forward", "reverse", NULL };
 static const ParamDesc cs_params[] = {
     RO_PARAMS("0..2"), { "dtype", ro_dtypes, 1, "*" }, { "kind", cs_kinds, 1, "*" },
     { "direction", cs_dirs, 1, "0 0 1" }, { 0 } };
-static const char *const cs_names[][2] = { { "x", "y" }, { "input", "cumsum" }, { "values", "prefix" },
-                                           { "data", "running" } };
-static const char *const cs_kn[] = { "row_cumsum", "rowCumSum", "cumsum_rows", "row_prefix_sum" };
-static const char *const cs_hn[] = { "warp_inclusive_scan", "warpScanInclusive", "warp_scan", "scan_warp" };
+static const char *const cs_names[] = { "x y", "input cumsum", "values prefix", "data running" };
+// the kernel, then the warp's inclusive scan
+static const char *const cs_kn[] = { "row_cumsum warp_inclusive_scan", "rowCumSum warpScanInclusive",
+                                     "cumsum_rows warp_scan", "row_prefix_sum scan_warp" };
 
 static void cs_draw(Task *t, Rng *r) {
     ro_draw(t, r, 2100000, 1);
     if (ro_map(t) == RO_WARP) t->p[RP_RED] = RO_XOR; // the warp scan is __shfl_up_sync whatever this says
-    ro_names(t, cs_names[t->p[RP_NAMES]], 1, 1, cs_kn, cs_hn, "cumsum");
+    ro_names(t, 1, cs_names, cs_kn, "cumsum");
 }
 static void cs_layout(Task *t) {
     DType dt = t->p[CS_DTYPE] ? DT_I32 : DT_F32;

@@ -17,18 +17,6 @@ static const char *sc_ct(int is_int) { return is_int ? "int" : "float"; }
 // ----------------------------------------------------------------------------
 // 1-D tasks: one input array of n ints or floats, outputs of n values or of one
 
-// Word k of a space-separated list (empty past its end) into dst.
-static void sc_word(char *dst, size_t size, const char *list, int k) {
-    for (; k > 0 && *list; k--) list += strcspn(list, " "), list += strspn(list, " ");
-    snprintf(dst, size, "%.*s", (int)strcspn(list, " "), list);
-}
-// The names of a task: tensors "input output1 output2", kernels "first second third".
-static void sc_names(Task *t, const char *tensors, const char *kernels, const char *slug) {
-    sc_word(t->in[0].name, sizeof t->in[0].name, tensors, 0);
-    for (int k = 0; k < 2; k++) sc_word(t->out[k].name, sizeof t->out[k].name, tensors, k + 1);
-    for (int k = 0; k < 3; k++) sc_word(t->kname[k], sizeof t->kname[k], kernels, k);
-    SETNAME(t->slug, "%s", slug);
-}
 // The input: n ints or floats (the size constant n) in [lo, hi]; no outputs yet; exact.
 static void sc_input(Task *t, long n, int is_int, double lo, double hi, int integer) {
     t->nin = 1;
@@ -250,7 +238,7 @@ static void sb_draw(Task *t, Rng *r) {
     static const char *const kn[] = { "block_scan", "blockScanInclusive", "scan_segments", "inclusive_scan_block" };
     if (t->p[SB_ALGO]) t->p[SB_BUFFER] = 0;
     else t->p[SB_PAD] = 0;
-    sc_names(t, names[t->p[SB_NAMES]], kn[t->p[SB_KNAME]], "block_scan");
+    task_names(t, 1, names[t->p[SB_NAMES]], kn[t->p[SB_KNAME]], "block_scan");
 }
 static void sb_layout(Task *t) {
     int is_int = t->p[SB_DTYPE], mx = t->p[SB_OP];
@@ -361,7 +349,7 @@ static void se_draw(Task *t, Rng *r) {
                                       "blockScanKernel scanBlockTotals addBlockOffsets",
                                       "local_scan scan_totals uniform_add",
                                       "scan_per_block scan_partials add_offsets" };
-    sc_names(t, names[t->p[SE_NAMES]], kn[t->p[SE_KNAME]], "exclusive_scan");
+    task_names(t, 1, names[t->p[SE_NAMES]], kn[t->p[SE_KNAME]], "exclusive_scan");
 }
 static void se_layout(Task *t) {
     int big = t->p[SE_N] > 1000000;

@@ -3,7 +3,7 @@
 // compaction (deterministic, scan based) and count_if with atomics. Included by corpus.c,
 // after families_rows.c: the reductions of (value, index) pairs are the row pieces
 // (ro_arg_helpers, ro_arg_allreduce) run on one block or warp (ro_as_block); and after
-// families_scan.c: the 1-D pieces (sc_names, sc_input, ...) and the scans.
+// families_scan.c: the 1-D pieces (sc_input, ...) and the scans.
 //
 // Selections and counts are exact: tolerances are zero.
 
@@ -93,7 +93,7 @@ static void ax_draw(Task *t, Rng *r) {
                                       "argMaxBlocks argMaxFinal unpackArgMax",
                                       "block_argmax final_argmax decode_argmax",
                                       "argmax_pass1 argmax_pass2 argmax_decode" };
-    sc_names(t, names[t->p[AX_NAMES]], kn[t->p[AX_KNAME]], "argmax");
+    task_names(t, 1, names[t->p[AX_NAMES]], kn[t->p[AX_KNAME]], "argmax");
 }
 static void ax_layout(Task *t) {
     int is_int = t->p[AX_DTYPE];
@@ -289,11 +289,9 @@ static void mm_draw(Task *t, Rng *r) {
     int op = t->p[MM_OP];
     const char *nm = names[t->p[MM_NAMES]];
     if (t->p[MM_DTYPE]) t->p[MM_METHOD] = 0; // ints have atomicMax/atomicMin
-    sc_word(t->in[0].name, sizeof t->in[0].name, nm, 0);
-    sc_word(t->out[0].name, sizeof t->out[0].name, nm, op == 1 ? 2 : 1);
-    if (op == 2) sc_word(t->out[1].name, sizeof t->out[1].name, nm, 2);
-    for (int k = 0; k < 3; k++) sc_word(t->kname[k], sizeof t->kname[k], kn[t->p[MM_KNAME]], k ? 2 + k : op);
-    SETNAME(t->slug, "%s", op == 2 ? "minmax" : mm_ops[op]);
+    const char *k = kn[t->p[MM_KNAME]];
+    task_names(t, 1, op == 1 ? fmt("%s %s", word(nm, 0), word(nm, 2)) : nm,
+               fmt("%s %s %s", word(k, op), word(k, 3), word(k, 4)), op == 2 ? "minmax" : mm_ops[op]);
 }
 static void mm_layout(Task *t) {
     int is_int = t->p[MM_DTYPE], d = t->p[MM_DATA];
@@ -528,7 +526,7 @@ static void cp_draw(Task *t, Rng *r) {
     static const char *const thr[2][2] = { { "0 0.5 -0.25 0.75 0.875", "0.5 0.25 0.875" },
                                            { "0 500 -200 900", "500 100 900" } };
     t->f[0] = sl_pick_real(r, thr[t->p[CP_DTYPE]][t->p[CP_PRED]]);
-    sc_names(t, names[t->p[CP_NAMES]], kn[t->p[CP_KNAME]], "compact");
+    task_names(t, 1, names[t->p[CP_NAMES]], kn[t->p[CP_KNAME]], "compact");
 }
 static void cp_layout(Task *t) {
     if (t->p[CP_DTYPE]) sc_input(t, t->p[CP_N], 1, -1000, 1000, 1);
@@ -702,7 +700,7 @@ static void ci_draw(Task *t, Rng *r) {
     t->p[CI_PRED] = rng_int(r, 0, is_int ? 4 : 2); // equal and multiple_of only for ints
     t->f[0] = sl_pick_real(r, a[is_int][t->p[CI_PRED]]);
     t->f[1] = t->p[CI_PRED] == 1 ? t->f[0] + sl_pick_real(r, is_int ? "10 100 250" : "0.25 0.5 0.125") : 0;
-    sc_names(t, names[t->p[CI_NAMES]], kn[t->p[CI_KNAME]], "count_if");
+    task_names(t, 1, names[t->p[CI_NAMES]], kn[t->p[CI_KNAME]], "count_if");
 }
 static void ci_layout(Task *t) {
     int eq = t->p[CI_PRED] == SL_EQUAL; // small ints, so that values repeat

@@ -19,8 +19,7 @@ static const ParamDesc s1_params[] = {
     [S1_WSTYLE] = { "wstyle", s1_wstyles, 0, "*" }, [S1_LOADFN] = { "loadfn", NULL, 0, "0..3" },
     [S1_KNAME] = { "kname", NULL, 0, "0..3" }, [S1_NAMES] = { "names", NULL, 0, "0..4" },
     [S1_TNAME] = { "tname", NULL, 0, "0..2" }, [S1_NP] = { NULL, NULL, 0, NULL } };
-static const char *const s1_names[][2] = { { "in", "out" }, { "x", "y" }, { "signal", "filtered" },
-                                           { "input", "output" }, { "u", "result" } };
+static const char *const s1_names[] = { "in out", "x y", "signal filtered", "input output", "u result" };
 static const char *const s1_kn[] = { "stencil_1d", "stencil1D", "conv1d_shared", "apply_stencil" };
 
 // The weights, by weights: Task Names (by tname), and for radius 1, 2, 3 the taps
@@ -38,11 +37,8 @@ static int s1_den(const Task *t) { return s1_w[t->p[S1_W]].den[t->p[S1_R] - 1]; 
 static void s1_draw(Task *t, Rng *r) {
     (void)r;
     static const char *const loadn[] = { "load_at", "fetch", "read_halo", "sample" };
-    SETNAME(t->in[0].name, "%s", s1_names[t->p[S1_NAMES]][0]);
-    SETNAME(t->out[0].name, "%s", s1_names[t->p[S1_NAMES]][1]);
-    SETNAME(t->kname[0], "%s", s1_kn[t->p[S1_KNAME]]);
-    SETNAME(t->kname[1], "%s", loadn[(t->p[S1_KNAME] + t->p[S1_NAMES]) % 4]);
-    SETNAME(t->slug, "stencil1d");
+    int k = t->p[S1_KNAME], n = t->p[S1_NAMES];
+    task_names(t, 1, s1_names[n], fmt("%s %s", s1_kn[k], loadn[(k + n) % 4]), "stencil1d");
 }
 
 static void s1_layout(Task *t) {
@@ -257,8 +253,7 @@ static const char *const s2_bound_desc[] = {
 static const int s2_sizes[][2] = { { 64, 64 }, { 100, 200 }, { 256, 256 }, { 480, 640 }, { 512, 512 },
                                    { 1000, 1000 }, { 768, 1024 }, { 1024, 1024 }, { 2048, 512 } };
 static const int s2_bdims[][2] = { { 16, 16 }, { 32, 8 }, { 8, 8 }, { 32, 32 }, { 16, 8 }, { 32, 4 } };
-static const char *const s2_names[][2] = { { "in", "out" }, { "u", "u_new" }, { "img", "blurred" }, { "src", "dst" },
-                                           { "field", "result" }, { "input", "output" } };
+static const char *const s2_names[] = { "in out", "u u_new", "img blurred", "src dst", "field result", "input output" };
 static const char *const s2_dnames[][2] = { { "rows", "cols" }, { "height", "width" }, { "ny", "nx" } };
 
 // rows x cols and the block shape, each a pair from its table.
@@ -269,11 +264,8 @@ static void s2_draw(Task *t, Rng *r) {
     t->p[S2_COLS] = s2_sizes[sz][1];
     t->p[S2_BX] = s2_bdims[bd][0];
     t->p[S2_BY] = s2_bdims[bd][1];
-    SETNAME(t->in[0].name, "%s", s2_names[t->p[S2_NAMES]][0]);
-    SETNAME(t->out[0].name, "%s", s2_names[t->p[S2_NAMES]][1]);
-    SETNAME(t->kname[0], "%s", s2_op[t->p[S2_OP]].kn[t->p[S2_KNAME]]);
-    SETNAME(t->kname[1], "%s", at[(t->p[S2_KNAME] + t->p[S2_NAMES]) % 4]);
-    SETNAME(t->slug, "stencil2d");
+    int k = t->p[S2_KNAME], n = t->p[S2_NAMES];
+    task_names(t, 1, s2_names[n], fmt("%s %s", s2_op[t->p[S2_OP]].kn[k], at[(k + n) % 4]), "stencil2d");
 }
 
 static void s2_layout(Task *t) {

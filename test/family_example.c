@@ -22,10 +22,7 @@ static const ParamDesc rv_params[] = {
 // After params_draw: the names (and whatever depends on other parameters; nothing here).
 static void rv_draw(Task *t, Rng *r) {
     (void)r;
-    SETNAME(t->in[0].name, "x");
-    SETNAME(t->out[0].name, "y");
-    SETNAME(t->kname[0], "%s", t->p[RV_KNAME] ? "reverseKernel" : "reverse_array");
-    SETNAME(t->slug, "reverse");
+    task_names(t, 1, "x y", t->p[RV_KNAME] ? "reverseKernel" : "reverse_array", "reverse");
 }
 
 // The spec, from the parameters alone (--materialize calls it again): the size constant
