@@ -876,16 +876,17 @@ inline bool over_launch_bound(long long max) {
     }
     return true;
 }
-// The base names of the kernels that start with that check (nvcc-emu registers each after
-// its body), and the bound of the kernel at f for the attribute and occupancy API: such a
-// kernel, found by its symbol (symbol_at), is called with zeroed arguments while probing,
-// and returns at its first statement; 0 for any other.
-inline std::vector<std::string> &bounded_kernels() {
-    static std::vector<std::string> names;
-    return names;
+// The kernels that start with that check (nvcc-emu registers each after its body, by base
+// name and parameter count), and the bound of the kernel at f for the attribute and
+// occupancy API: such a kernel, found by its symbol (symbol_at), is called with zeroed
+// arguments while probing, and returns at its first statement; 0 for any other. An
+// overload of another parameter count is not called.
+inline std::vector<std::pair<std::string, int>> &bounded_kernels() {
+    static std::vector<std::pair<std::string, int>> kernels;
+    return kernels;
 }
-inline bool bounded_kernel(const char *name) {
-    bounded_kernels().push_back(name);
+inline bool bounded_kernel(const char *name, int nparams) {
+    bounded_kernels().emplace_back(name, nparams);
     return true;
 }
 template <class T> inline T zeroed() {
@@ -899,8 +900,8 @@ template <class F> inline long long launch_bound_at(F *) { return 0; }
 template <class... A> inline long long launch_bound_at(void (*f)(A...)) {
     const char *sym = bounded_kernels().empty() ? nullptr : symbol_at((const void *)f);
     if (!sym) return 0;
-    const std::string base = base_name(kernel_name(sym));
-    if (std::find(bounded_kernels().begin(), bounded_kernels().end(), base) == bounded_kernels().end()) return 0;
+    const std::pair<std::string, int> key(base_name(kernel_name(sym)), (int)sizeof...(A));
+    if (std::find(bounded_kernels().begin(), bounded_kernels().end(), key) == bounded_kernels().end()) return 0;
     g_probing = true;
     g_probed = 0;
     f(zeroed<A>()...);

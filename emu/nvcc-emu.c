@@ -35,14 +35,16 @@
 //    At file scope (and for a declarator with parentheses) the declaration stays as it is,
 //    a static variable (the runtime's __shared__ means `static`), minus a `static` next to
 //    __shared__, which would be said twice.
-// 4. A kernel NAME with __launch_bounds__(MAX[, MIN[, MAX_CLUSTER]]) gets, first in its body,
+// 4. A kernel NAME with __launch_bounds__(MAX[, MIN[, MAX_CLUSTER]]) (on its definition, or
+//    on an earlier declaration of the same name and parameter count, outside templates) gets,
+//    first in its body,
 //      if (::cuemu::over_launch_bound(MAX)) return;
 //    so that a launch with more threads per block fails as on a GPU (the runtime sets the
-//    error; every thread returns at once), and after its body
-//      static const bool cuemu_bounded_K = ::cuemu::bounded_kernel("NAME");
+//    error; every thread returns at once), and after its body (at namespace scope)
+//      static const bool cuemu_bounded_K = ::cuemu::bounded_kernel("NAME", NPARAMS);
 //    so that cudaFuncGetAttributes and the occupancy API can read MAX (they call the kernel
 //    in a mode where that first statement only reports it). MAX is read inside the body,
-//    where a kernel template's parameters are in scope. The bound must be on the definition.
+//    where a kernel template's parameters are in scope.
 // Everything else is left byte for byte; comments, string/char literals and raw strings are
 // never rewritten or scanned. Every rewrite keeps the number of newlines (and so the line of
 // everything after it), and the compiled file starts with #line 1 "FILE.cu", so compiler
@@ -627,31 +629,79 @@ static int rewrite_static_shared(int k) {
     return end;
 }
 
-// __launch_bounds__(MAX, ...) at token k: `if (::cuemu::over_launch_bound(MAX)) return;` after
-// the '{' of the body of the function NAME it is declared with, and after the body
-// `static const bool cuemu_bounded_K = ::cuemu::bounded_kernel("NAME");` (rewrite 4);
-// nothing for a declaration without a body, or inside a #define.
-static void rewrite_launch_bounds(int k) {
-    int close = tok_is(k + 1, "(") && !toks[k].pp ? match_fwd(k + 1) : -1, max_end = k + 2, j = close + 1;
-    if (close < 0) return;
-    while (max_end < close && !tok_is(max_end, ",")) {
-        int m = is_open(max_end) ? match_fwd(max_end) : max_end;
-        if (m < 0 || m >= close) return; // unbalanced inside
-        max_end = m + 1;
+// Whether the declaration around token k follows `template <...>`: back to the end of the
+// statement or directive before it.
+static int in_template(int k) {
+    for (int j = k - 1; j >= 0 && !toks[j].pp && !tok_is(j, ";") && !tok_is(j, "{") && !tok_is(j, "}"); j--)
+        if (tok_is(j, "template")) return 1;
+    return 0;
+}
+// The number of parameters between the parentheses at tokens open and close: commas outside
+// nested brackets, plus one; 0 for () and (void).
+static int count_params(int open, int close) {
+    if (close == open + 1 || (close == open + 2 && tok_is(open + 1, "void"))) return 0;
+    int n = 1;
+    for (int j = open + 1; j < close; j++) {
+        if (is_open(j) && (j = match_fwd(j)) < 0) return -1;
+        n += tok_is(j, ",");
     }
-    while (j < ntok && !tok_is(j, "(") && !tok_is(j, ";") && !tok_is(j, "{")) j++; // to the parameters
-    int name = j - 1;
+    return n;
+}
+
+// Bounds on kernel declarations without a body (rewrite 4), by name and parameter count,
+// for a later definition that has none of its own; MAX is the tokens [max, max_end).
+typedef struct { int name, nparams, max, max_end; } DeclaredBound;
+static DeclaredBound declared_bounds[64];
+static int ndeclared_bounds;
+static int same_text(int a, int b) {
+    return toks[a].e - toks[a].s == toks[b].e - toks[b].s && !memcmp(src + toks[a].s, src + toks[b].s, toks[a].e - toks[a].s);
+}
+
+// The kernel declared with __global__ at token k (rewrite 4). Its bound: a
+// __launch_bounds__(MAX, ...) just before k or between k and its name, else (for a
+// definition outside templates) that of an earlier such declaration of the same name and
+// parameter count. A bounded definition gets `if (::cuemu::over_launch_bound(MAX)) return;`
+// after the '{' of its body and `static const bool cuemu_bounded_K =
+// ::cuemu::bounded_kernel("NAME", NPARAMS);` after the body, where it is at namespace
+// scope (at_ns); nothing inside a #define.
+static void rewrite_kernel(int k, int at_ns) {
+    if (toks[k].pp) return;
+    int lb = -1, j = k - 1;
+    while (tok_is(j, "static") || tok_is(j, "inline") || tok_is(j, "__forceinline__") || tok_is(j, "__noinline__")) j--;
+    if (tok_is(j, ")") && (j = match_back(j)) > 0 && tok_is(j - 1, "__launch_bounds__")) lb = j - 1;
+    for (j = k + 1; j < ntok && !tok_is(j, "(") && !tok_is(j, ";") && !tok_is(j, "{"); j++)
+        if (tok_is(j, "__launch_bounds__") && tok_is(j + 1, "(")) {
+            lb = j;
+            if ((j = match_fwd(j + 1)) < 0) return;
+        }
+    int name = j - 1, open = j;
     if (!tok_is(j, "(") || !tok_ident(name) || (j = match_fwd(j)) < 0) return;
+    int nparams = count_params(open, j), max = -1, max_end = -1, tmpl = in_template(lb >= 0 && lb < k ? lb : k);
     while (j < ntok && !tok_is(j, ";") && !tok_is(j, "{")) j++; // to the body
-    int end = tok_is(j, "{") ? match_fwd(j) : -1;
-    if (end < 0 || max_end == k + 2) return;
+    if (lb >= 0 && tok_is(lb + 1, "(")) { // MAX: to the first comma outside brackets
+        int close = match_fwd(lb + 1);
+        for (max = max_end = lb + 2; close > 0 && max_end < close && !tok_is(max_end, ","); max_end++)
+            if (is_open(max_end) && ((max_end = match_fwd(max_end)) < 0 || max_end >= close)) return;
+        if (close < 0 || max_end == max) return;
+    }
+    if (!tok_is(j, "{")) { // a declaration
+        if (max >= 0 && !tmpl && ndeclared_bounds < 64)
+            declared_bounds[ndeclared_bounds++] = (DeclaredBound){ name, nparams, max, max_end };
+        return;
+    }
+    for (int d = 0; d < ndeclared_bounds && max < 0 && !tmpl; d++)
+        if (same_text(declared_bounds[d].name, name) && declared_bounds[d].nparams == nparams)
+            max = declared_bounds[d].max, max_end = declared_bounds[d].max_end;
+    int end = match_fwd(j);
+    if (max < 0 || end < 0) return;
     Buf b = { 0 };
     buf_puts(&b, " if (::cuemu::over_launch_bound(");
-    put_tokens(&b, k + 2, max_end, -1);
+    put_tokens(&b, max, max_end, -1);
     buf_puts(&b, ")) return;");
     edit(toks[j].e, toks[j].e, &b);
-    buf_printf(&b, " static const bool cuemu_bounded_%d = ::cuemu::bounded_kernel(\"%.*s\");", k,
-               (int)(toks[name].e - toks[name].s), src + toks[name].s);
+    if (!at_ns) return;
+    buf_printf(&b, " static const bool cuemu_bounded_%d = ::cuemu::bounded_kernel(\"%.*s\", %d);", k,
+               (int)(toks[name].e - toks[name].s), src + toks[name].s, nparams);
     edit(toks[end].e, toks[end].e, &b);
 }
 
@@ -670,6 +720,7 @@ static void rewrite_all(void) {
         int in_dev = 0, in_fn = 0;
         for (int d = 0; d < depth && d < 512; d++) in_dev |= stack[d] == DEV, in_fn |= stack[d] != NS;
         if (tok_is(k, "__global__") || tok_is(k, "__device__")) {
+            if (tok_is(k, "__global__")) rewrite_kernel(k, !in_fn);
             if (!pending) pending = 1, pend_paren = 0;
         } else if (tok_is(k, "(") && pending) pend_paren++;
         else if (tok_is(k, ")") && pending) pend_paren--;
@@ -690,8 +741,6 @@ static void rewrite_all(void) {
             depth++;
         } else if (tok_is(k, "}")) {
             if (depth > 0) depth--;
-        } else if (tok_is(k, "__launch_bounds__")) {
-            rewrite_launch_bounds(k);
         } else if (tok_is(k, "<<<")) {
             if (in_dev) feature("dynamic parallelism", k);
             else if (!rewrite_launch(k))

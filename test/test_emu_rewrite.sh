@@ -243,7 +243,10 @@ EOF
 
 # __launch_bounds__: a check first in the body (the bound's first argument; a template's
 # parameter, nested parentheses, over lines; before a __shared__ rewritten at the same
-# place) and the kernel's name registered after it; neither for a declaration or in a #define
+# place; before __global__ with `static` between) and the kernel's name and parameter count
+# registered after it (not inside a struct); neither for a declaration or in a #define. A
+# definition without a bound takes that of a declaration with the same name and parameter
+# count, outside templates.
 rewrite launch_bounds 3<<'EOF' 4<<'EOF'
 __global__ void __launch_bounds__(256) a(float *x) { x[0] = 1; }
 template <int B> __global__ void __launch_bounds__(B, (B > 64 ? 2 : 4)) b(float *x)
@@ -255,17 +258,29 @@ __global__ __launch_bounds__(
 __global__ void __launch_bounds__(128) d(float *x);
 #define BOUNDED(name) __global__ void __launch_bounds__(64) name(float *x) { x[0] = 3; }
 __global__ void __launch_bounds__(32) e(float *x) {__shared__ float s[32]; x[0] = s[0]; }
+__global__ void d(float *x) { x[0] = 4; }
+__global__ void d(float *x, int n) { x[n] = 5; }
+template <int B> __global__ void __launch_bounds__(B) t(float *x);
+template <int B> __global__ void t(float *x) { x[0] = 6; }
+__launch_bounds__(96) static __global__ void f(void) {}
+struct S { friend __global__ void __launch_bounds__(64) g(int *y) { y[0] = 1; } };
 EOF
-__global__ void __launch_bounds__(256) a(float *x) { if (::cuemu::over_launch_bound(256)) return; x[0] = 1; } static const bool cuemu_bounded_2 = ::cuemu::bounded_kernel("a");
+__global__ void __launch_bounds__(256) a(float *x) { if (::cuemu::over_launch_bound(256)) return; x[0] = 1; } static const bool cuemu_bounded_0 = ::cuemu::bounded_kernel("a", 1);
 template <int B> __global__ void __launch_bounds__(B, (B > 64 ? 2 : 4)) b(float *x)
 { if (::cuemu::over_launch_bound(B)) return;
     x[0] = 2;
-} static const bool cuemu_bounded_28 = ::cuemu::bounded_kernel("b");
+} static const bool cuemu_bounded_26 = ::cuemu::bounded_kernel("b", 1);
 __global__ __launch_bounds__(
-    MAX(64, 32)) void c(float *x) { if (::cuemu::over_launch_bound(MAX(64, 32))) return;} static const bool cuemu_bounded_58 = ::cuemu::bounded_kernel("c");
+    MAX(64, 32)) void c(float *x) { if (::cuemu::over_launch_bound(MAX(64, 32))) return;} static const bool cuemu_bounded_57 = ::cuemu::bounded_kernel("c", 1);
 __global__ void __launch_bounds__(128) d(float *x);
 #define BOUNDED(name) __global__ void __launch_bounds__(64) name(float *x) { x[0] = 3; }
-__global__ void __launch_bounds__(32) e(float *x) { if (::cuemu::over_launch_bound(32)) return;static char cuemu_shared_129[1]; float (&s)[32] = ::cuemu::shared_var<float [32]>(&cuemu_shared_129[0]); x[0] = s[0]; } static const bool cuemu_bounded_118 = ::cuemu::bounded_kernel("e");
+__global__ void __launch_bounds__(32) e(float *x) { if (::cuemu::over_launch_bound(32)) return;static char cuemu_shared_129[1]; float (&s)[32] = ::cuemu::shared_var<float [32]>(&cuemu_shared_129[0]); x[0] = s[0]; } static const bool cuemu_bounded_116 = ::cuemu::bounded_kernel("e", 1);
+__global__ void d(float *x) { if (::cuemu::over_launch_bound(128)) return; x[0] = 4; } static const bool cuemu_bounded_147 = ::cuemu::bounded_kernel("d", 1);
+__global__ void d(float *x, int n) { x[n] = 5; }
+template <int B> __global__ void __launch_bounds__(B) t(float *x);
+template <int B> __global__ void t(float *x) { x[0] = 6; }
+__launch_bounds__(96) static __global__ void f(void) { if (::cuemu::over_launch_bound(96)) return;} static const bool cuemu_bounded_229 = ::cuemu::bounded_kernel("f", 0);
+struct S { friend __global__ void __launch_bounds__(64) g(int *y) { if (::cuemu::over_launch_bound(64)) return; y[0] = 1; } };
 EOF
 
 # feature NAME WANT_LINE WANT_NAME: the source on fd 3 is refused with exit 3 and the message

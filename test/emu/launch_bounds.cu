@@ -1,8 +1,10 @@
 // __launch_bounds__: a launch with more threads per block than the kernel's bound is
 // refused (cudaErrorLaunchOutOfResources, the kernel does not run); up to the bound it runs.
 // The bound as a macro, as a template parameter (with a second argument), written before
-// `void` in a namespace, and spread over lines. cudaFuncGetAttributes gives the bound as
-// maxThreadsPerBlock, and the block size cudaOccupancyMaxPotentialBlockSize picks launches.
+// `void` in a namespace, spread over lines, and on a declaration only (its definition has
+// none). cudaFuncGetAttributes gives the bound as maxThreadsPerBlock (an overload with
+// another parameter list has none of its own), and the block size
+// cudaOccupancyMaxPotentialBlockSize picks launches.
 // Prints OK when every answer is what a GPU gives; test_emu.sh also counts the runtime's
 // notes: one per refused launch.
 #include <cuda_runtime.h>
@@ -29,6 +31,10 @@ spread(int *y) {
 }
 
 __global__ void unbounded(int *y) { y[threadIdx.x] = 5; }
+
+__global__ void __launch_bounds__(32) declared(int *y);
+__global__ void declared(int *y) { y[threadIdx.x] = 6; }
+__global__ void declared(int *y, int v) { y[threadIdx.x] = v; }
 
 static int *y, bad;
 static const int n = 4096;
@@ -61,14 +67,19 @@ int main() {
     check("ns::inner 512", [] { ns::inner<<<1, 512>>>(y); }, refused, 0);
     check("spread 64", [] { spread<<<1, 64>>>(y); }, ok, 64);
     check("spread 65", [] { spread<<<1, 65>>>(y); }, refused, 0);
-    cudaFuncAttributes a[5];
+    check("declared 32", [] { declared<<<1, 32>>>(y); }, ok, 32);
+    check("declared 33", [] { declared<<<1, 33>>>(y); }, refused, 0);
+    check("declared(y, 7) 64, another overload", [] { declared<<<1, 64>>>(y, 7); }, ok, 64);
+    cudaFuncAttributes a[7];
     CHECK(cudaFuncGetAttributes(&a[0], flat));
     CHECK(cudaFuncGetAttributes(&a[1], tiled<64>));
     CHECK(cudaFuncGetAttributes(&a[2], ns::inner));
     CHECK(cudaFuncGetAttributes(&a[3], spread));
     CHECK(cudaFuncGetAttributes(&a[4], unbounded));
-    const int want[5] = { 128, 64, 256, 64, 1024 };
-    for (int k = 0; k < 5; k++)
+    CHECK(cudaFuncGetAttributes(&a[5], (void (*)(int *))declared));
+    CHECK(cudaFuncGetAttributes(&a[6], (void (*)(int *, int))declared));
+    const int want[7] = { 128, 64, 256, 64, 1024, 32, 1024 };
+    for (int k = 0; k < 7; k++)
         if (a[k].maxThreadsPerBlock != want[k]) {
             printf("MISMATCH kernel %d: maxThreadsPerBlock %d, want %d\n", k, a[k].maxThreadsPerBlock, want[k]);
             bad = 1;
