@@ -651,8 +651,8 @@ static int count_params(int open, int close) {
 // Bounds on kernel declarations without a body (rewrite 4), by name and parameter count,
 // for a later definition that has none of its own; MAX is the tokens [max, max_end).
 typedef struct { int name, nparams, max, max_end; } DeclaredBound;
-static DeclaredBound declared_bounds[64];
-static int ndeclared_bounds;
+static DeclaredBound *declared_bounds;
+static int ndeclared_bounds, capdeclared_bounds;
 static int same_text(int a, int b) {
     return toks[a].e - toks[a].s == toks[b].e - toks[b].s && !memcmp(src + toks[a].s, src + toks[b].s, toks[a].e - toks[a].s);
 }
@@ -685,8 +685,12 @@ static void rewrite_kernel(int k, int at_ns) {
         if (close < 0 || max_end == max) return;
     }
     if (!tok_is(j, "{")) { // a declaration
-        if (max >= 0 && !tmpl && ndeclared_bounds < 64)
-            declared_bounds[ndeclared_bounds++] = (DeclaredBound){ name, nparams, max, max_end };
+        if (max < 0 || tmpl) return;
+        if (ndeclared_bounds == capdeclared_bounds) {
+            capdeclared_bounds = capdeclared_bounds * 2 + 16;
+            declared_bounds = xrealloc(declared_bounds, capdeclared_bounds * sizeof *declared_bounds);
+        }
+        declared_bounds[ndeclared_bounds++] = (DeclaredBound){ name, nparams, max, max_end };
         return;
     }
     for (int d = 0; d < ndeclared_bounds && max < 0 && !tmpl; d++)
@@ -956,7 +960,7 @@ static int rewrite_file(const char *input, const char *tail, int rewrite_only, c
     srcname = input;
     src = read_all(input, &srclen);
     if (!src) { fprintf(stderr, "nvcc-emu: cannot read %s: %s\n", input, strerror(errno)); return 2; }
-    ntok = nedit = nfeat = 0;
+    ntok = nedit = nfeat = ndeclared_bounds = 0;
     lex();
     rewrite_all();
     Buf text = { 0 };

@@ -283,6 +283,13 @@ __launch_bounds__(96) static __global__ void f(void) { if (::cuemu::over_launch_
 struct S { friend __global__ void __launch_bounds__(64) g(int *y) { if (::cuemu::over_launch_bound(64)) return; y[0] = 1; } };
 EOF
 
+# Any number of bounded declarations: 300 declared, then 300 definitions, each checked.
+for i in $(seq 300); do echo "__global__ void __launch_bounds__($i) k$i(int *y);"; done >"$T/many_bounds.cu"
+for i in $(seq 300); do echo "__global__ void k$i(int *y) { y[0] = $i; }"; done >>"$T/many_bounds.cu"
+checked=$($EMU --rewrite-only "$T/many_bounds.cu" | grep -c 'k\([0-9]*\)(int \*y) { if (::cuemu::over_launch_bound(\1))')
+[ "$checked" = 300 ] && pass "launch_bounds_many_declarations" \
+    || fail "launch_bounds_many_declarations" "$checked of 300 definitions checked against their declared bound"
+
 # feature NAME WANT_LINE WANT_NAME: the source on fd 3 is refused with exit 3 and the message
 feature() {
     local name=$1 line=$2 want=$3
