@@ -856,16 +856,17 @@ inline bool valid_config(const Config &c, const char *kernel, const char *file, 
     return false;
 }
 // nvcc-emu puts `if (::cuemu::over_launch_bound(MAX)) return;` first in the body of a
-// kernel declared with __launch_bounds__(MAX, ...). A GPU refuses a launch whose blocks have
-// more threads (cudaErrorLaunchOutOfResources) and the kernel does not run: here every
-// thread returns at once, and the first sets the error and says why. While probing, the
-// call only reports MAX.
+// kernel declared with __launch_bounds__(MAX, ...) (and MAX 0, no bound, in an unbounded
+// kernel with the name and parameter count of a bounded one). A GPU refuses a launch whose
+// blocks have more threads (cudaErrorLaunchOutOfResources) and the kernel does not run:
+// here every thread returns at once, and the first sets the error and says why. While
+// probing, the call only reports MAX.
 inline bool over_launch_bound(long long max) {
     if (g_probing) {
         g_probed = max;
         return true;
     }
-    if (g_nthreads <= max) return false;
+    if (max <= 0 || g_nthreads <= max) return false;
     if (!g_over_bound) {
         g_over_bound = true;
         note("note: launch of %s (%s:%d) with block (%u,%u,%u) fails: too many resources requested for launch: the "
@@ -879,8 +880,7 @@ inline bool over_launch_bound(long long max) {
 // The kernels that start with that check (nvcc-emu registers each after its body, by base
 // name and parameter count), and the bound of the kernel at f for the attribute and
 // occupancy API: such a kernel, found by its symbol (symbol_at), is called with zeroed
-// arguments while probing, and returns at its first statement; 0 for any other. An
-// overload of another parameter count is not called.
+// arguments while probing, and returns at its first statement; 0 for any other.
 inline std::vector<std::pair<std::string, int>> &bounded_kernels() {
     static std::vector<std::pair<std::string, int>> kernels;
     return kernels;

@@ -648,65 +648,81 @@ static int count_params(int open, int close) {
     return n;
 }
 
-// Bounds on kernel declarations without a body (rewrite 4), by name and parameter count,
-// for a later definition that has none of its own; MAX is the tokens [max, max_end).
-typedef struct { int name, nparams, max, max_end; } DeclaredBound;
-static DeclaredBound *declared_bounds;
-static int ndeclared_bounds, capdeclared_bounds;
-static int same_text(int a, int b) {
-    return toks[a].e - toks[a].s == toks[b].e - toks[b].s && !memcmp(src + toks[a].s, src + toks[b].s, toks[a].e - toks[a].s);
-}
-
-// The kernel declared with __global__ at token k (rewrite 4). Its bound: a
-// __launch_bounds__(MAX, ...) just before k or between k and its name, else (for a
-// definition outside templates) that of an earlier such declaration of the same name and
-// parameter count. A bounded definition gets `if (::cuemu::over_launch_bound(MAX)) return;`
-// after the '{' of its body and `static const bool cuemu_bounded_K =
-// ::cuemu::bounded_kernel("NAME", NPARAMS);` after the body, where it is at namespace
-// scope (at_ns); nothing inside a #define.
-static void rewrite_kernel(int k, int at_ns) {
-    if (toks[k].pp) return;
+// A kernel declared with __global__ at token k (rewrite 4): its name's token, its parameter
+// count, its bound MAX (the tokens [max, max_end) of a __launch_bounds__(MAX, ...) just
+// before k or between k and the name; max < 0 without one), whether it follows
+// `template <...>`, and the braces of its body (body < 0: a declaration). 0 when it cannot
+// be read, or inside a #define.
+typedef struct { int name, nparams, max, max_end, tmpl, body, end; } Kernel;
+static int read_kernel(int k, Kernel *kd) {
+    if (toks[k].pp) return 0;
     int lb = -1, j = k - 1;
     while (tok_is(j, "static") || tok_is(j, "inline") || tok_is(j, "__forceinline__") || tok_is(j, "__noinline__")) j--;
     if (tok_is(j, ")") && (j = match_back(j)) > 0 && tok_is(j - 1, "__launch_bounds__")) lb = j - 1;
     for (j = k + 1; j < ntok && !tok_is(j, "(") && !tok_is(j, ";") && !tok_is(j, "{"); j++)
         if (tok_is(j, "__launch_bounds__") && tok_is(j + 1, "(")) {
             lb = j;
-            if ((j = match_fwd(j + 1)) < 0) return;
+            if ((j = match_fwd(j + 1)) < 0) return 0;
         }
-    int name = j - 1, open = j;
-    if (!tok_is(j, "(") || !tok_ident(name) || (j = match_fwd(j)) < 0) return;
-    int nparams = count_params(open, j), max = -1, max_end = -1, tmpl = in_template(lb >= 0 && lb < k ? lb : k);
-    while (j < ntok && !tok_is(j, ";") && !tok_is(j, "{")) j++; // to the body
-    if (lb >= 0 && tok_is(lb + 1, "(")) { // MAX: to the first comma outside brackets
-        int close = match_fwd(lb + 1);
-        for (max = max_end = lb + 2; close > 0 && max_end < close && !tok_is(max_end, ","); max_end++)
-            if (is_open(max_end) && ((max_end = match_fwd(max_end)) < 0 || max_end >= close)) return;
-        if (close < 0 || max_end == max) return;
+    *kd = (Kernel){ j - 1, 0, -1, -1, in_template(lb >= 0 && lb < k ? lb : k), -1, -1 };
+    if (!tok_is(j, "(") || !tok_ident(kd->name) || (j = match_fwd(j)) < 0) return 0;
+    kd->nparams = count_params(kd->name + 1, j);
+    while (j < ntok && !tok_is(j, ";") && !tok_is(j, "{")) j++;
+    if (tok_is(j, "{") && (kd->end = match_fwd(j)) < 0) return 0;
+    kd->body = tok_is(j, "{") ? j : -1;
+    if (lb < 0 || !tok_is(lb + 1, "(")) return 1;
+    int close = match_fwd(lb + 1); // MAX: to the first comma outside brackets
+    for (kd->max = kd->max_end = lb + 2; close > 0 && kd->max_end < close && !tok_is(kd->max_end, ","); kd->max_end++)
+        if (is_open(kd->max_end) && ((kd->max_end = match_fwd(kd->max_end)) < 0 || kd->max_end >= close)) return 0;
+    if (close < 0 || kd->max_end == kd->max) kd->max = kd->max_end = -1;
+    return 1;
+}
+
+// The bounded kernels of the file (definitions and declarations), read before the rewrite.
+static Kernel *bounded;
+static int nbounded, capbounded;
+static int same_kernel(const Kernel *a, const Kernel *b) {
+    const Tok *x = &toks[a->name], *y = &toks[b->name];
+    return a->nparams == b->nparams && x->e - x->s == y->e - y->s && !memcmp(src + x->s, src + y->s, x->e - x->s);
+}
+static void find_bounded(void) {
+    nbounded = 0;
+    Kernel kd;
+    for (int k = 0; k < ntok; k++) {
+        if (!tok_is(k, "__global__") || !read_kernel(k, &kd) || kd.max < 0) continue;
+        if (nbounded == capbounded) bounded = xrealloc(bounded, (capbounded = capbounded * 2 + 16) * sizeof *bounded);
+        bounded[nbounded++] = kd;
     }
-    if (!tok_is(j, "{")) { // a declaration
-        if (max < 0 || tmpl) return;
-        if (ndeclared_bounds == capdeclared_bounds) {
-            capdeclared_bounds = capdeclared_bounds * 2 + 16;
-            declared_bounds = xrealloc(declared_bounds, capdeclared_bounds * sizeof *declared_bounds);
-        }
-        declared_bounds[ndeclared_bounds++] = (DeclaredBound){ name, nparams, max, max_end };
-        return;
+}
+
+// The kernel at token k (rewrite 4). A definition's bound: its own, else (outside
+// templates) that of an earlier declaration with the same name and parameter count, also
+// outside templates. A bounded definition gets `if (::cuemu::over_launch_bound(MAX)) return;`
+// after the '{' of its body, and one with the name and parameter count of a bounded kernel
+// but no bound `... over_launch_bound(0) ...`, so that probing it never runs its body. After
+// the body of either, at namespace scope (at_ns): `static const bool cuemu_bounded_K =
+// ::cuemu::bounded_kernel("NAME", NPARAMS);`.
+static void rewrite_kernel(int k, int at_ns) {
+    Kernel kd;
+    if (!read_kernel(k, &kd) || kd.body < 0) return;
+    int shares = 0;
+    for (int d = 0; d < nbounded && kd.max < 0; d++) {
+        if (!same_kernel(&bounded[d], &kd)) continue;
+        shares = 1;
+        if (bounded[d].body < 0 && !bounded[d].tmpl && !kd.tmpl && bounded[d].name < kd.name)
+            kd.max = bounded[d].max, kd.max_end = bounded[d].max_end;
     }
-    for (int d = 0; d < ndeclared_bounds && max < 0 && !tmpl; d++)
-        if (same_text(declared_bounds[d].name, name) && declared_bounds[d].nparams == nparams)
-            max = declared_bounds[d].max, max_end = declared_bounds[d].max_end;
-    int end = match_fwd(j);
-    if (max < 0 || end < 0) return;
+    if (kd.max < 0 && !shares) return;
     Buf b = { 0 };
     buf_puts(&b, " if (::cuemu::over_launch_bound(");
-    put_tokens(&b, max, max_end, -1);
+    if (kd.max < 0) buf_puts(&b, "0");
+    else put_tokens(&b, kd.max, kd.max_end, -1);
     buf_puts(&b, ")) return;");
-    edit(toks[j].e, toks[j].e, &b);
+    edit(toks[kd.body].e, toks[kd.body].e, &b);
     if (!at_ns) return;
     buf_printf(&b, " static const bool cuemu_bounded_%d = ::cuemu::bounded_kernel(\"%.*s\", %d);", k,
-               (int)(toks[name].e - toks[name].s), src + toks[name].s, nparams);
-    edit(toks[end].e, toks[end].e, &b);
+               (int)(toks[kd.name].e - toks[kd.name].s), src + toks[kd.name].s, kd.nparams);
+    edit(toks[kd.end].e, toks[kd.end].e, &b);
 }
 
 // The pass over the tokens: feature scan, scopes, rewrites.
@@ -960,8 +976,9 @@ static int rewrite_file(const char *input, const char *tail, int rewrite_only, c
     srcname = input;
     src = read_all(input, &srclen);
     if (!src) { fprintf(stderr, "nvcc-emu: cannot read %s: %s\n", input, strerror(errno)); return 2; }
-    ntok = nedit = nfeat = ndeclared_bounds = 0;
+    ntok = nedit = nfeat = 0;
     lex();
+    find_bounded();
     rewrite_all();
     Buf text = { 0 };
     buf_puts(&text, "#line 1 \"");

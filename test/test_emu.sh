@@ -59,11 +59,11 @@ if build fast_math fast_math; then
     expect_ok "fast_math (CUEMU_ULP=$((2 * $$)), errors either way)" fast_math CUEMU_ULP=$((2 * $$))
 fi
 
-# Launches a GPU refuses for a kernel's __launch_bounds__: each refused (5 of 13), with one note
+# Launches a GPU refuses for a kernel's __launch_bounds__: each refused (6 of 15), with one note
 if build launch_bounds launch_bounds; then
     expect_ok "launch_bounds (a macro, a template parameter, in a namespace, over lines, on a declaration)" launch_bounds
     notes=$(grep -c "__launch_bounds__ allow at most" "$TMP/launch_bounds.stderr")
-    [ "$notes" = 5 ] && pass "launch_bounds: one note per refused launch" \
+    [ "$notes" = 6 ] && pass "launch_bounds: one note per refused launch" \
         || fail "launch_bounds: one note per refused launch" "$notes notes: $(head -c 300 "$TMP/launch_bounds.stderr")"
 fi
 

@@ -246,7 +246,8 @@ EOF
 # place; before __global__ with `static` between) and the kernel's name and parameter count
 # registered after it (not inside a struct); neither for a declaration or in a #define. A
 # definition without a bound takes that of a declaration with the same name and parameter
-# count, outside templates.
+# count, outside templates; one with none gets a check of 0 (no bound) where a bounded
+# kernel has its name and parameter count, so that probing it returns at once.
 rewrite launch_bounds 3<<'EOF' 4<<'EOF'
 __global__ void __launch_bounds__(256) a(float *x) { x[0] = 1; }
 template <int B> __global__ void __launch_bounds__(B, (B > 64 ? 2 : 4)) b(float *x)
@@ -264,6 +265,7 @@ template <int B> __global__ void __launch_bounds__(B) t(float *x);
 template <int B> __global__ void t(float *x) { x[0] = 6; }
 __launch_bounds__(96) static __global__ void f(void) {}
 struct S { friend __global__ void __launch_bounds__(64) g(int *y) { y[0] = 1; } };
+__global__ void a(int *y) { y[0] = 7; }
 EOF
 __global__ void __launch_bounds__(256) a(float *x) { if (::cuemu::over_launch_bound(256)) return; x[0] = 1; } static const bool cuemu_bounded_0 = ::cuemu::bounded_kernel("a", 1);
 template <int B> __global__ void __launch_bounds__(B, (B > 64 ? 2 : 4)) b(float *x)
@@ -278,9 +280,10 @@ __global__ void __launch_bounds__(32) e(float *x) { if (::cuemu::over_launch_bou
 __global__ void d(float *x) { if (::cuemu::over_launch_bound(128)) return; x[0] = 4; } static const bool cuemu_bounded_147 = ::cuemu::bounded_kernel("d", 1);
 __global__ void d(float *x, int n) { x[n] = 5; }
 template <int B> __global__ void __launch_bounds__(B) t(float *x);
-template <int B> __global__ void t(float *x) { x[0] = 6; }
+template <int B> __global__ void t(float *x) { if (::cuemu::over_launch_bound(0)) return; x[0] = 6; } static const bool cuemu_bounded_207 = ::cuemu::bounded_kernel("t", 1);
 __launch_bounds__(96) static __global__ void f(void) { if (::cuemu::over_launch_bound(96)) return;} static const bool cuemu_bounded_229 = ::cuemu::bounded_kernel("f", 0);
 struct S { friend __global__ void __launch_bounds__(64) g(int *y) { if (::cuemu::over_launch_bound(64)) return; y[0] = 1; } };
+__global__ void a(int *y) { if (::cuemu::over_launch_bound(0)) return; y[0] = 7; } static const bool cuemu_bounded_264 = ::cuemu::bounded_kernel("a", 1);
 EOF
 
 # Any number of bounded declarations: 300 declared, then 300 definitions, each checked.
