@@ -26,9 +26,9 @@
 //
 // Environment: CUEMU_REORDER=SEED (nonzero), CUEMU_STACK_KB (fiber stack, default 256),
 // CUEMU_NO_DEVICE=1 (behave like a machine without a GPU: cudaErrorNoDevice),
-// CUEMU_ULP=SEED (nonzero: the fast intrinsics and rsqrtf are off by up to the error
-// CUDA documents for them: all up, odd seeds, or up and down at random, even seeds; so a
-// tolerance too tight for a GPU shows).
+// CUEMU_ULP=SEED (nonzero: the fast intrinsics, rsqrtf and, in kernels, the standard
+// single-precision functions are off by up to the error CUDA documents for them: all up,
+// odd seeds, or up and down at random, even seeds; so a tolerance too tight for a GPU shows).
 // Launches a GPU refuses (bad configurations; with nvcc-emu --ptxas-info, more threads
 // than the kernel's registers allow or too much shared memory) do not run and set the
 // error, as there.
@@ -42,8 +42,9 @@
 // (cooperative_groups::this_grid) and cooperative launches; dynamic parallelism;
 // __CUDA_ARCH__-specific code paths (__CUDA_ARCH__ is not defined: device code takes its
 // host path; __CUDACC__ is defined); the precise float results of fast intrinsics
-// (__expf, __fdividef, ...: computed as the accurate functions, or as far off as CUDA
-// allows with CUEMU_ULP) and the accumulation order
+// (__expf, __fdividef, ...: computed as the accurate functions) and of the standard
+// single-precision functions in kernels (expf, tanhf, ...: the host's), or as far off as
+// CUDA allows with CUEMU_ULP; and the accumulation order
 // of tensor cores (WMMA accumulates in float, k in order); streams run their work at once,
 // in call order. Unsupported features fail to compile or stop with "unsupported".
 #ifndef CUEMU_H
@@ -222,7 +223,8 @@ inline uint64_t splitmix64(uint64_t *state) {
     return z ^ (z >> 31);
 }
 inline uint64_t random_u64() { return splitmix64(&g_rng); }
-// CUEMU_ULP=SEED: the fast intrinsics and rsqrtf err as much as CUDA documents they may
+// CUEMU_ULP=SEED: the fast intrinsics, rsqrtf and the standard single-precision functions
+// (in kernels) err as much as CUDA documents they may
 // on a GPU (the Programming Guide's bounds), by a seeded random amount: all up for an odd
 // seed (the worst case for a sum), up or down at random for an even one (the worst case
 // for a ratio, a softmax say, where errors all up cancel), so that a program's tolerance
@@ -1270,6 +1272,33 @@ inline float __tanf(float x) { return tanf(x); }
 inline void __sincosf(float x, float *s, float *c) { *s = __sinf(x); *c = __cosf(x); }
 inline float __fdividef(float a, float b) { return cuemu::ulp_error(a / b, 2); }
 inline float fdividef(float a, float b) { return a / b; } // __fdividef only with --use_fast_math
+// The standard single-precision functions as a kernel computes them: nvcc-emu writes each
+// call of one in the program's source as ::cuemu::dev::NAME(...). The host's result; with
+// CUEMU_ULP, inside a kernel, off by up to the maximum ulp error the CUDA Programming Guide
+// gives for it (compute capability 5.2 and later; lgammaf outside [-10.001, -2.264]), as
+// the fast intrinsics are. A __host__ __device__ function called on the host gets the
+// host's result.
+namespace cuemu::dev {
+#define CUEMU_STD_MATH(X)                                                                                             \
+    X(expf, 2) X(exp2f, 2) X(exp10f, 2) X(expm1f, 1) X(logf, 1) X(log2f, 1) X(log10f, 2) X(log1pf, 1) X(sinf, 2)     \
+    X(cosf, 2) X(tanf, 4) X(asinf, 2) X(acosf, 2) X(atanf, 2) X(sinhf, 3) X(coshf, 2) X(tanhf, 2) X(asinhf, 3)       \
+    X(acoshf, 4) X(atanhf, 3) X(erff, 2) X(erfcf, 4) X(cbrtf, 1) X(tgammaf, 5) X(lgammaf, 6)
+#define CUEMU_STD_MATH2(X) X(powf, 4) X(atan2f, 3) X(hypotf, 3)
+#define CUEMU_DEV_FN(name, ulps)                                                                                      \
+    inline float name(float x) { return g_in_kernel ? ulp_error(::name(x), ulps) : ::name(x); }
+#define CUEMU_DEV_FN2(name, ulps)                                                                                     \
+    inline float name(float x, float y) { return g_in_kernel ? ulp_error(::name(x, y), ulps) : ::name(x, y); }
+CUEMU_STD_MATH(CUEMU_DEV_FN)
+CUEMU_STD_MATH2(CUEMU_DEV_FN2)
+#undef CUEMU_DEV_FN
+#undef CUEMU_DEV_FN2
+#undef CUEMU_STD_MATH
+#undef CUEMU_STD_MATH2
+inline void sincosf(float x, float *s, float *c) {
+    ::sincosf(x, s, c);
+    if (g_in_kernel) *s = ulp_error(*s, 2), *c = ulp_error(*c, 2);
+}
+} // namespace cuemu::dev
 #if !(defined(__GLIBC_PREREQ) && __GLIBC_PREREQ(2, 41)) // C23 added these to glibc
 inline float rsqrtf(float x) { return cuemu::ulp_error(1.0f / sqrtf(x), 2); }
 inline double rsqrt(double x) { return 1.0 / sqrt(x); }

@@ -9,7 +9,8 @@
 // (texture/surface objects, inline PTX, grid-wide sync, dynamic parallelism, CUDA graphs,
 // the CUDA libraries, ...: exit 3 with one "unsupported feature" line per feature, nothing
 // compiled), rewrites the three constructs a C++ compiler cannot take (and the kernels with
-// __launch_bounds__, which a C++ compiler would ignore), and compiles the
+// __launch_bounds__, which a C++ compiler would ignore, and the calls of standard math
+// functions, whose GPU error the runtime models), and compiles the
 // result with ${CXX:-g++} -std=c++17 -O1 -g -w -I EMUDIR/include -include EMUDIR/cuemu.h,
 // EMUDIR being the directory of this executable (EMUDIR/pch/cuemu.h, its precompiled form,
 // when that is up to date: see use_pch). Exit status: the compiler's; 3 for an
@@ -45,6 +46,10 @@
 //    so that cudaFuncGetAttributes and the occupancy API can read MAX (they call the kernel
 //    in a mode where that first statement only reports it). MAX is read inside the body,
 //    where a kernel template's parameters are in scope.
+// 5. A call of a standard single-precision math function (std_math below: expf, logf,
+//    tanhf, powf, ...), NAME( not after ::, . or -> or a name other than return, else, do,
+//    case or throw (a declaration), becomes ::cuemu::dev::NAME( so that with CUEMU_ULP its
+//    result in a kernel errs as much as CUDA allows (cuemu.h). Inside #define bodies too.
 // Everything else is left byte for byte; comments, string/char literals and raw strings are
 // never rewritten or scanned. Every rewrite keeps the number of newlines (and so the line of
 // everything after it), and the compiled file starts with #line 1 "FILE.cu", so compiler
@@ -725,6 +730,29 @@ static void rewrite_kernel(int k, int at_ns) {
     edit(toks[kd.end].e, toks[kd.end].e, &b);
 }
 
+// The standard single-precision functions whose calls rewrite 5 sends to ::cuemu::dev
+// (cuemu.h defines each there, with its maximum ulp error on a GPU).
+static const char *const std_math[] = { "expf", "exp2f", "exp10f", "expm1f", "logf", "log2f", "log10f", "log1pf",
+                                        "sinf", "cosf", "tanf", "asinf", "acosf", "atanf", "sinhf", "coshf", "tanhf",
+                                        "asinhf", "acoshf", "atanhf", "erff", "erfcf", "cbrtf", "tgammaf", "lgammaf",
+                                        "powf", "atan2f", "hypotf", "sincosf", NULL };
+static void rewrite_std_math(int k) {
+    if (!tok_ident(k) || !tok_is(k + 1, "(") || toks[k + 1].pp != toks[k].pp) return;
+    int p = k - 1;
+    if (p >= 0 && toks[p].pp == toks[k].pp &&
+        (tok_is(p, "::") || tok_is(p, ".") || tok_is(p, "->") ||
+         (tok_ident(p) && !tok_is(p, "return") && !tok_is(p, "else") && !tok_is(p, "do") && !tok_is(p, "case") &&
+          !tok_is(p, "throw"))))
+        return;
+    for (int j = 0; std_math[j]; j++)
+        if (tok_is(k, std_math[j])) {
+            Buf b = { 0 };
+            buf_printf(&b, "::cuemu::dev::%s", std_math[j]);
+            edit(toks[k].s, toks[k].e, &b);
+            return;
+        }
+}
+
 // The pass over the tokens: feature scan, scopes, rewrites.
 static void rewrite_all(void) {
     enum { NS = 'n', DEV = 'd', OTHER = 'o' };
@@ -737,6 +765,7 @@ static void rewrite_all(void) {
             cur_pp = toks[k].pp;
         }
         scan_features(k);
+        rewrite_std_math(k);
         int in_dev = 0, in_fn = 0;
         for (int d = 0; d < depth && d < 512; d++) in_dev |= stack[d] == DEV, in_fn |= stack[d] != NS;
         if (tok_is(k, "__global__") || tok_is(k, "__device__")) {

@@ -59,6 +59,14 @@ if build fast_math fast_math; then
     expect_ok "fast_math (CUEMU_ULP=$((2 * $$)), errors either way)" fast_math CUEMU_ULP=$((2 * $$))
 fi
 
+# The standard single-precision functions in kernels: the host's results by default, as far
+# off as CUDA allows with CUEMU_ULP, the host's results on the host either way
+if build std_math std_math; then
+    expect_ok "std_math" std_math
+    expect_ok "std_math (CUEMU_ULP=$((2 * $$ + 1)), errors up)" std_math CUEMU_ULP=$((2 * $$ + 1))
+    expect_ok "std_math (CUEMU_ULP=$((2 * $$)), errors either way)" std_math CUEMU_ULP=$((2 * $$))
+fi
+
 # Launches a GPU refuses for a kernel's __launch_bounds__: each refused (6 of 15), with one note
 if build launch_bounds launch_bounds; then
     expect_ok "launch_bounds (a macro, a template parameter, in a namespace, over lines, on a declaration)" launch_bounds

@@ -286,6 +286,35 @@ struct S { friend __global__ void __launch_bounds__(64) g(int *y) { if (::cuemu:
 __global__ void a(int *y) { if (::cuemu::over_launch_bound(0)) return; y[0] = 7; } static const bool cuemu_bounded_264 = ::cuemu::bounded_kernel("a", 1);
 EOF
 
+# Standard math calls go to ::cuemu::dev (rewrite 5): in kernels, host code and #define
+# bodies; not qualified ones (std::, ::, members), declarations or names not called.
+rewrite std_math 3<<'EOF' 4<<'EOF'
+#define SIG(v) (1.0f / (1.0f + expf(-(v))))
+extern "C" float expf(float);
+__global__ void k(float *y, const float *x) {
+    float s, c; sincosf(x[0], &s, &c);
+    y[0] = expf(x[0]) + std::exp(x[1]) + ::logf(x[2]) + powf(x[3], 2.0f) + SIG(x[4]);
+    if (x[5] > 0) return tanhf(x[5]), void(); else erff(x[6]);
+}
+float (*fp)(float) = logf; struct S { float expf(float); } obj; float h = obj.expf(1.0f) + atan2f(1, 2);
+EOF
+#define SIG(v) (1.0f / (1.0f + ::cuemu::dev::expf(-(v))))
+extern "C" float expf(float);
+__global__ void k(float *y, const float *x) {
+    float s, c; ::cuemu::dev::sincosf(x[0], &s, &c);
+    y[0] = ::cuemu::dev::expf(x[0]) + std::exp(x[1]) + ::logf(x[2]) + ::cuemu::dev::powf(x[3], 2.0f) + SIG(x[4]);
+    if (x[5] > 0) return ::cuemu::dev::tanhf(x[5]), void(); else ::cuemu::dev::erff(x[6]);
+}
+float (*fp)(float) = logf; struct S { float expf(float); } obj; float h = obj.expf(1.0f) + ::cuemu::dev::atan2f(1, 2);
+EOF
+
+# nvcc-emu's list of those functions and the runtime's (cuemu.h) are the same
+emu_list=$(sed -n '/^static const char \*const std_math\[\]/,/NULL };/p' emu/nvcc-emu.c | grep -o '"[a-z0-9]*"' | tr -d '"' | sort)
+rt_list=$( (sed -n '/^#define CUEMU_STD_MATH(X)/,/^#define CUEMU_DEV_FN(/p' emu/cuemu.h | grep -o 'X([a-z0-9]*' | cut -c3-;
+            grep -o 'inline void sincosf' emu/cuemu.h | cut -c13-) | sort)
+[ -n "$emu_list" ] && [ "$emu_list" = "$rt_list" ] && pass "std_math_lists_agree ($(echo "$emu_list" | wc -l) functions)" \
+    || fail "std_math_lists_agree" "nvcc-emu: $(echo $emu_list) | cuemu.h: $(echo $rt_list)"
+
 # Any number of bounded declarations: 300 declared, then 300 definitions, each checked.
 for i in $(seq 300); do echo "__global__ void __launch_bounds__($i) k$i(int *y);"; done >"$T/many_bounds.cu"
 for i in $(seq 300); do echo "__global__ void k$i(int *y) { y[0] = $i; }"; done >>"$T/many_bounds.cu"
