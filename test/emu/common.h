@@ -1,9 +1,11 @@
 // Shared helpers of the emulator test programs: a seeded random generator and a check.
 #pragma once
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <ctime>
 #include <unistd.h>
+#include <cuda_runtime.h>
 
 #define CHECK(call)                                                                        \
     do {                                                                                   \
@@ -24,3 +26,18 @@ static unsigned rand_u32() {
     return (unsigned)(rng_state >> 33);
 }
 static float rand_float() { return (rand_u32() % 2000001) / 1000000.0f - 1.0f; } // [-1, 1]
+
+// A device copy of the n floats at h.
+static float *device_copy(const float *h, size_t n) {
+    float *d;
+    CHECK(cudaMalloc(&d, n * sizeof *d));
+    CHECK(cudaMemcpy(d, h, n * sizeof *d, cudaMemcpyHostToDevice));
+    return d;
+}
+// ulps between two finite floats of one sign.
+static long ulps_apart(float a, float b) {
+    int ia, ib;
+    memcpy(&ia, &a, 4);
+    memcpy(&ib, &b, 4);
+    return labs((long)ia - (long)ib);
+}

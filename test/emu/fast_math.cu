@@ -4,7 +4,6 @@
 // for at least a quarter of the inputs), and off for most inputs (else the setting would
 // test nothing).
 #include <cmath>
-#include <cstring>
 #include <cuda_runtime.h>
 #include "common.h"
 
@@ -23,14 +22,6 @@ __global__ void fast(const float *x, const float *y, float *out) {
     out[SIN * n + i] = __sinf(x[i] * 0.03f);
 }
 
-// ulps between two finite floats of one sign.
-static long ulps_apart(float a, float b) {
-    int ia, ib;
-    memcpy(&ia, &a, 4);
-    memcpy(&ib, &b, 4);
-    return labs((long)ia - (long)ib);
-}
-
 int main(int argc, char **argv) {
     seed_inputs(argc, argv);
     static float x[n], y[n], out[NFN * n];
@@ -38,12 +29,8 @@ int main(int argc, char **argv) {
         x[i] = 80.0f * rand_float();                        // [-80, 80]: __expf's bound grows to 95 ulps
         y[i] = ldexpf(1.0f + fabsf(rand_float()), (int)(rand_u32() % 40) - 20); // positive, 2^-20 .. 2^21
     }
-    float *dx, *dy, *dout;
-    CHECK(cudaMalloc(&dx, sizeof x));
-    CHECK(cudaMalloc(&dy, sizeof y));
+    float *dx = device_copy(x, sizeof x / 4), *dy = device_copy(y, sizeof y / 4), *dout;
     CHECK(cudaMalloc(&dout, sizeof out));
-    CHECK(cudaMemcpy(dx, x, sizeof x, cudaMemcpyHostToDevice));
-    CHECK(cudaMemcpy(dy, y, sizeof y, cudaMemcpyHostToDevice));
     fast<<<(n + 255) / 256, 256>>>(dx, dy, dout);
     CHECK(cudaMemcpy(out, dout, sizeof out, cudaMemcpyDeviceToHost));
     long long seed = getenv("CUEMU_ULP") ? atoll(getenv("CUEMU_ULP")) : 0;

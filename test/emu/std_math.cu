@@ -5,7 +5,6 @@
 // for at least a sixth of the inputs), and off for most inputs. A __host__ __device__
 // function gives the host's result when the host calls it, whatever CUEMU_ULP says.
 #include <cmath>
-#include <cstring>
 #include <cuda_runtime.h>
 #include "common.h"
 
@@ -59,13 +58,6 @@ static float host_value(int f, float x, float y) {
     return ::sinf(x);
 }
 
-static long ulps_apart(float a, float b) {
-    int ia, ib;
-    memcpy(&ia, &a, 4);
-    memcpy(&ib, &b, 4);
-    return labs((long)ia - (long)ib);
-}
-
 int main(int argc, char **argv) {
     seed_inputs(argc, argv);
     static float x[NF * n], y[NF * n], out[NF * n];
@@ -75,12 +67,8 @@ int main(int argc, char **argv) {
             x[f * n + i] = fn[f].lo + u * (fn[f].hi - fn[f].lo);
             y[f * n + i] = fn[f].lo + v * (fn[f].hi - fn[f].lo);
         }
-    float *dx, *dy, *dout;
-    CHECK(cudaMalloc(&dx, sizeof x));
-    CHECK(cudaMalloc(&dy, sizeof y));
+    float *dx = device_copy(x, sizeof x / 4), *dy = device_copy(y, sizeof y / 4), *dout;
     CHECK(cudaMalloc(&dout, sizeof out));
-    CHECK(cudaMemcpy(dx, x, sizeof x, cudaMemcpyHostToDevice));
-    CHECK(cudaMemcpy(dy, y, sizeof y, cudaMemcpyHostToDevice));
     compute<<<(n + 255) / 256, 256>>>(dx, dy, dout);
     CHECK(cudaMemcpy(out, dout, sizeof out, cudaMemcpyDeviceToHost));
     long long seed = getenv("CUEMU_ULP") ? atoll(getenv("CUEMU_ULP")) : 0;
