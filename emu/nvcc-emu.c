@@ -49,7 +49,8 @@
 // 5. A call of a standard single-precision math function (std_math below: expf, logf,
 //    tanhf, powf, ...), NAME( not after ::, . or -> or a name other than return, else, do,
 //    case or throw (a declaration), becomes ::cuemu::dev::NAME( so that with CUEMU_ULP its
-//    result in a kernel errs as much as CUDA allows (cuemu.h). Inside #define bodies too.
+//    result in a kernel errs as much as CUDA allows (cuemu.h). Inside #define bodies too;
+//    not for a NAME the program #defines (or #undefs) itself.
 // Everything else is left byte for byte; comments, string/char literals and raw strings are
 // never rewritten or scanned. Every rewrite keeps the number of newlines (and so the line of
 // everything after it), and the compiled file starts with #line 1 "FILE.cu", so compiler
@@ -736,6 +737,13 @@ static const char *const std_math[] = { "expf", "exp2f", "exp10f", "expm1f", "lo
                                         "sinf", "cosf", "tanf", "asinf", "acosf", "atanf", "sinhf", "coshf", "tanhf",
                                         "asinhf", "acoshf", "atanhf", "erff", "erfcf", "cbrtf", "tgammaf", "lgammaf",
                                         "powf", "atan2f", "hypotf", "sincosf", NULL };
+static int std_math_macro[sizeof std_math / sizeof *std_math]; // the program #defines std_math[j] itself
+static void find_std_math_macros(void) {
+    memset(std_math_macro, 0, sizeof std_math_macro);
+    for (int k = 1; k < ntok; k++)
+        for (int j = 0; std_math[j] && toks[k].pp && (tok_is(k - 1, "define") || tok_is(k - 1, "undef")); j++)
+            std_math_macro[j] |= tok_is(k, std_math[j]);
+}
 static void rewrite_std_math(int k) {
     if (!tok_ident(k) || !tok_is(k + 1, "(") || toks[k + 1].pp != toks[k].pp) return;
     int p = k - 1;
@@ -745,7 +753,7 @@ static void rewrite_std_math(int k) {
           !tok_is(p, "throw"))))
         return;
     for (int j = 0; std_math[j]; j++)
-        if (tok_is(k, std_math[j])) {
+        if (tok_is(k, std_math[j]) && !std_math_macro[j]) {
             Buf b = { 0 };
             buf_printf(&b, "::cuemu::dev::%s", std_math[j]);
             edit(toks[k].s, toks[k].e, &b);
@@ -1008,6 +1016,7 @@ static int rewrite_file(const char *input, const char *tail, int rewrite_only, c
     ntok = nedit = nfeat = 0;
     lex();
     find_bounded();
+    find_std_math_macros();
     rewrite_all();
     Buf text = { 0 };
     buf_puts(&text, "#line 1 \"");

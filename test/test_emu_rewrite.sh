@@ -287,9 +287,11 @@ __global__ void a(int *y) { if (::cuemu::over_launch_bound(0)) return; y[0] = 7;
 EOF
 
 # Standard math calls go to ::cuemu::dev (rewrite 5): in kernels, host code and #define
-# bodies; not qualified ones (std::, ::, members), declarations or names not called.
+# bodies; not qualified ones (std::, ::, members), declarations, names not called, or
+# names the program defines as macros itself.
 rewrite std_math 3<<'EOF' 4<<'EOF'
 #define SIG(v) (1.0f / (1.0f + expf(-(v))))
+#define tanhf(v) fast_tanh(v)
 extern "C" float expf(float);
 __global__ void k(float *y, const float *x) {
     float s, c; sincosf(x[0], &s, &c);
@@ -299,11 +301,12 @@ __global__ void k(float *y, const float *x) {
 float (*fp)(float) = logf; struct S { float expf(float); } obj; float h = obj.expf(1.0f) + atan2f(1, 2);
 EOF
 #define SIG(v) (1.0f / (1.0f + ::cuemu::dev::expf(-(v))))
+#define tanhf(v) fast_tanh(v)
 extern "C" float expf(float);
 __global__ void k(float *y, const float *x) {
     float s, c; ::cuemu::dev::sincosf(x[0], &s, &c);
     y[0] = ::cuemu::dev::expf(x[0]) + std::exp(x[1]) + ::logf(x[2]) + ::cuemu::dev::powf(x[3], 2.0f) + SIG(x[4]);
-    if (x[5] > 0) return ::cuemu::dev::tanhf(x[5]), void(); else ::cuemu::dev::erff(x[6]);
+    if (x[5] > 0) return tanhf(x[5]), void(); else ::cuemu::dev::erff(x[6]);
 }
 float (*fp)(float) = logf; struct S { float expf(float); } obj; float h = obj.expf(1.0f) + ::cuemu::dev::atan2f(1, 2);
 EOF
