@@ -373,16 +373,28 @@ static void param_bounds(const ParamDesc *d, int *lo, int *hi) {
     *hi = range ? b : 2000000000;
 }
 
+// Lists of words separated by spaces: how many, where word k starts (the end past the
+// last), and word k as a string ("" past the end).
+static int word_count(const char *list) {
+    int n = 0;
+    for (const char *p = list + strspn(list, " "); *p; p += strspn(p, " ")) n++, p += strcspn(p, " ");
+    return n;
+}
+static const char *word_at(const char *list, int k) {
+    for (list += strspn(list, " "); k > 0 && *list; k--) list += strcspn(list, " "), list += strspn(list, " ");
+    return list;
+}
+static const char *word(const char *list, int k) {
+    const char *w = word_at(list, k);
+    return fmt("%.*s", (int)strcspn(w, " "), w);
+}
 // One number drawn from a list: "128 256 256 512" (a number listed twice is twice as
 // likely) or a range "0..3".
 static int rng_pick(Rng *r, const char *list) {
-    int lo, hi, n = 0;
+    int lo, hi, n = word_count(list);
     if (sscanf(list, "%d..%d", &lo, &hi) == 2) return rng_int(r, lo, hi);
-    for (const char *p = list + strspn(list, " "); *p; p += strspn(p, " ")) n++, p += strcspn(p, " ");
     if (n == 0) die("rng_pick: empty list");
-    const char *p = list + strspn(list, " ");
-    for (int k = rng_int(r, 0, n - 1); k > 0; k--) p += strcspn(p, " "), p += strspn(p, " ");
-    return atoi(p);
+    return atoi(word_at(list, rng_int(r, 0, n - 1)));
 }
 // One value of parameter d, drawn as its pick says.
 static int param_pick(const ParamDesc *d, Rng *r) {
@@ -415,11 +427,6 @@ static void params_redraw(Task *t, Rng *r, int a, int b, long lo, long hi) {
         t->p[a] = param_pick(&t->fam->ip[a], r);
         t->p[b] = param_pick(&t->fam->ip[b], r);
     }
-}
-// Word k of a space-separated list ("" past its end).
-static const char *word(const char *list, int k) {
-    for (list += strspn(list, " "); k > 0 && *list; k--) list += strcspn(list, " "), list += strspn(list, " ");
-    return fmt("%.*s", (int)strcspn(list, " "), list);
 }
 // Names a task: tensors lists the inputs (its first nin words), then the outputs; kernels
 // the kernel and helper names (kname[0..2]; "-" leaves one unset); slug the operation's

@@ -104,8 +104,7 @@ static void map_draw(Task *t, Rng *r) {
     t->p[M_LOOP] = rng_int(r, 0, vec4_ok ? LOOP_VEC4 : LOOP_GRID);
     t->p[M_NAMES] = rng_int(r, 0, k->nnames - 1);
     const char *nm = (o->names ? o->names : k->names)[t->p[M_NAMES]];
-    int named = 0; // every word but the last names an input (the op's arity says how many it has)
-    for (const char *c = nm; *c; c++) named += *c == ' ';
+    int named = word_count(nm) - 1; // every word but the last names an input (the op's arity says how many)
     static const char *const helper_fmt[] = { "%s_op", "apply_%s", "%s_fn", "dev_%s" };
     task_names(t, named, nm,
                fmt("%s %s", o->kn[t->p[M_KNAME]], fmt(helper_fmt[(t->p[M_KNAME] + t->p[M_NAMES]) % 4], o->id)), o->id);

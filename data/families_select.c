@@ -15,11 +15,7 @@ static const char *sl_highest(int is_int) { return is_int ? RO_INT_MAX : RO_HIGH
 static const char *sl_mask(int k) { return pick3(k, "0xffffffff", "0xffffffffu", "FULL_MASK"); }
 // One of the numbers of a list ("0 0.5 -0.25"), each as likely.
 static double sl_pick_real(Rng *r, const char *list) {
-    int n = 0;
-    for (const char *p = list; *p; p += strspn(p, " ")) n++, p += strcspn(p, " ");
-    const char *p = list;
-    for (int k = rng_int(r, 0, n - 1); k > 0; k--) p += strcspn(p, " "), p += strspn(p, " ");
-    return atof(p);
+    return atof(word_at(list, rng_int(r, 0, word_count(list) - 1)));
 }
 // Order-preserving map of a float's (or int's) bits to unsigned int, and back.
 static const char sl_ordered_tpl[] = R"(
