@@ -27,7 +27,7 @@
 // Environment: CUEMU_REORDER=SEED (nonzero), CUEMU_STACK_KB (fiber stack, default 256),
 // CUEMU_NO_DEVICE=1 (behave like a machine without a GPU: cudaErrorNoDevice),
 // CUEMU_ULP=SEED (nonzero: the fast intrinsics, rsqrtf and, in kernels, the standard
-// single-precision functions are off by up to the error CUDA documents for them: all up,
+// math functions are off by up to the error CUDA documents for them: all up,
 // odd seeds, or up and down at random, even seeds; so a tolerance too tight for a GPU shows).
 // Launches a GPU refuses (bad configurations; with nvcc-emu --ptxas-info, more threads
 // than the kernel's registers allow or too much shared memory) do not run and set the
@@ -43,7 +43,7 @@
 // __CUDA_ARCH__-specific code paths (__CUDA_ARCH__ is not defined: device code takes its
 // host path; __CUDACC__ is defined); the precise float results of fast intrinsics
 // (__expf, __fdividef, ...: computed as the accurate functions) and of the standard
-// single-precision functions in kernels (expf, tanhf, ...: the host's), or as far off as
+// math functions in kernels (expf, exp, tanhf, ...: the host's), or as far off as
 // CUDA allows with CUEMU_ULP; and the accumulation order
 // of tensor cores (WMMA accumulates in float, k in order); streams run their work at once,
 // in call order. Unsupported features fail to compile or stop with "unsupported".
@@ -223,23 +223,28 @@ inline uint64_t splitmix64(uint64_t *state) {
     return z ^ (z >> 31);
 }
 inline uint64_t random_u64() { return splitmix64(&g_rng); }
-// CUEMU_ULP=SEED: the fast intrinsics, rsqrtf and the standard single-precision functions
-// (in kernels) err as much as CUDA documents they may
+// CUEMU_ULP=SEED: the fast intrinsics, rsqrtf and the standard math functions (in
+// kernels) err as much as CUDA documents they may
 // on a GPU (the Programming Guide's bounds), by a seeded random amount: all up for an odd
 // seed (the worst case for a sum), up or down at random for an even one (the worst case
 // for a ratio, a softmax say, where errors all up cancel), so that a program's tolerance
 // is tested against the GPU's math and not the host's.
 inline uint64_t g_ulp_rng = g_settings.ulp_seed * 0x9E3779B97F4A7C15ull + 7;
 inline int ulp_sign() { return g_settings.ulp_seed & 1 || splitmix64(&g_ulp_rng) & 1 ? 1 : -1; }
-// v moved by a random whole number of ulps, up to ulps (0, inf and nan stay).
-inline float ulp_error(float v, int ulps) {
-    if (!g_settings.ulp_seed || !std::isfinite(v) || v == 0.0f) return v;
+// v (a float or a double) moved by a random whole number of ulps, up to ulps (0, inf and
+// nan stay).
+template <class T> inline T ulp_error(T v, int ulps) {
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+    using Bits = std::conditional_t<std::is_same_v<T, float>, uint32_t, uint64_t>;
+    constexpr Bits sign = Bits(1) << (8 * sizeof(T) - 1);
+    const Bits inf = std::is_same_v<T, float> ? 0x7f800000u : 0x7ff0000000000000u;
+    if (!g_settings.ulp_seed || !std::isfinite(v) || v == 0) return v;
     int k = ulp_sign() * (int)(splitmix64(&g_ulp_rng) % (uint64_t)(ulps + 1));
-    uint32_t bits;
+    Bits bits;
     memcpy(&bits, &v, sizeof bits);
-    int64_t mag = (int64_t)(bits & 0x7fffffffu) + (v > 0 ? k : -k); // steps up (k > 0) or down
-    if (mag <= 0 || mag >= 0x7f800000) return v;
-    bits = (bits & 0x80000000u) | (uint32_t)mag;
+    Bits mag = (bits & ~sign) + (Bits)(v > 0 ? k : -k); // steps up (k > 0) or down (below 0 wraps past inf)
+    if (mag == 0 || mag >= inf) return v;
+    bits = (bits & sign) | mag;
     memcpy(&v, &bits, sizeof v);
     return v;
 }
@@ -1272,31 +1277,58 @@ inline float __tanf(float x) { return tanf(x); }
 inline void __sincosf(float x, float *s, float *c) { *s = __sinf(x); *c = __cosf(x); }
 inline float __fdividef(float a, float b) { return cuemu::ulp_error(a / b, 2); }
 inline float fdividef(float a, float b) { return a / b; } // __fdividef only with --use_fast_math
-// The standard single-precision functions as a kernel computes them: nvcc-emu writes each
-// call of one in the program's source as ::cuemu::dev::NAME(...). The host's result; with
-// CUEMU_ULP, inside a kernel, off by up to the maximum ulp error the CUDA Programming Guide
-// gives for it (compute capability 5.2 and later; lgammaf outside [-10.001, -2.264]), as
-// the fast intrinsics are. A __host__ __device__ function called on the host gets the
-// host's result.
+// The standard math functions as a kernel computes them: nvcc-emu writes each call of one
+// in the program's source (expf(...), exp(...), std::exp(...)) as ::cuemu::dev::NAME(...).
+// The host's result; with CUEMU_ULP, inside a kernel, off by up to the maximum ulp error
+// the CUDA Programming Guide gives for it (compute capability 5.2 and later; lgamma(f)
+// outside [-23.0001, -2.2637] and [-10.001, -2.264]), as the fast intrinsics are. NAMEf
+// and NAME of float arguments have the single-precision bound and compute in float, as
+// CUDA's float overloads do; NAME of anything else, the host's overload (with ADL), and
+// the double-precision bound when it gives a double. A __host__ __device__ function called
+// on the host gets the host's result.
 namespace cuemu::dev {
+template <class T> inline T device_error(T v, int float_ulps, int double_ulps) {
+    if constexpr (std::is_same_v<T, float>) return g_in_kernel ? ulp_error(v, float_ulps) : v;
+    else if constexpr (std::is_same_v<T, double>) return g_in_kernel ? ulp_error(v, double_ulps) : v;
+    else return v;
+}
+// name, its single- and double-precision bounds
 #define CUEMU_STD_MATH(X)                                                                                             \
-    X(expf, 2) X(exp2f, 2) X(exp10f, 2) X(expm1f, 1) X(logf, 1) X(log2f, 1) X(log10f, 2) X(log1pf, 1) X(sinf, 2)     \
-    X(cosf, 2) X(tanf, 4) X(asinf, 2) X(acosf, 2) X(atanf, 2) X(sinhf, 3) X(coshf, 2) X(tanhf, 2) X(asinhf, 3)       \
-    X(acoshf, 4) X(atanhf, 3) X(erff, 2) X(erfcf, 4) X(cbrtf, 1) X(tgammaf, 5) X(lgammaf, 6)
-#define CUEMU_STD_MATH2(X) X(powf, 4) X(atan2f, 3) X(hypotf, 3)
-#define CUEMU_DEV_FN(name, ulps)                                                                                      \
-    inline float name(float x) { return g_in_kernel ? ulp_error(::name(x), ulps) : ::name(x); }
-#define CUEMU_DEV_FN2(name, ulps)                                                                                     \
-    inline float name(float x, float y) { return g_in_kernel ? ulp_error(::name(x, y), ulps) : ::name(x, y); }
+    X(exp, 2, 1) X(exp2, 2, 1) X(exp10, 2, 1) X(expm1, 1, 1) X(log, 1, 1) X(log2, 1, 1) X(log10, 2, 1) X(log1p, 1, 1) \
+    X(sin, 2, 2) X(cos, 2, 2) X(tan, 4, 2) X(asin, 2, 2) X(acos, 2, 2) X(atan, 2, 2) X(sinh, 3, 2) X(cosh, 2, 1)      \
+    X(tanh, 2, 1) X(asinh, 3, 3) X(acosh, 4, 3) X(atanh, 3, 2) X(erf, 2, 2) X(erfc, 4, 5) X(cbrt, 1, 1)              \
+    X(tgamma, 5, 10) X(lgamma, 6, 4)
+#define CUEMU_STD_MATH2(X) X(pow, 4, 2) X(atan2, 3, 2) X(hypot, 3, 2)
+#define CUEMU_DEV_GENERIC(name, fulps, dulps)                                                                         \
+    namespace host {                                                                                                  \
+    using ::name;                                                                                                     \
+    template <class... A> inline auto call_##name(A... a) { return name(a...); }                                    \
+    }                                                                                                                 \
+    template <class... A> inline auto name(A... a) {                                                                  \
+        if constexpr ((std::is_same_v<A, float> && ...)) return name##f(a...);                                        \
+        else return device_error(host::call_##name(a...), fulps, dulps);                                              \
+    }
+#define CUEMU_DEV_FN(name, fulps, dulps)                                                                              \
+    inline float name##f(float x) { return device_error(::name##f(x), fulps, 0); }                                    \
+    CUEMU_DEV_GENERIC(name, fulps, dulps)
+#define CUEMU_DEV_FN2(name, fulps, dulps)                                                                             \
+    inline float name##f(float x, float y) { return device_error(::name##f(x, y), fulps, 0); }                        \
+    CUEMU_DEV_GENERIC(name, fulps, dulps)
 CUEMU_STD_MATH(CUEMU_DEV_FN)
 CUEMU_STD_MATH2(CUEMU_DEV_FN2)
+#undef CUEMU_DEV_GENERIC
 #undef CUEMU_DEV_FN
 #undef CUEMU_DEV_FN2
 #undef CUEMU_STD_MATH
 #undef CUEMU_STD_MATH2
 inline void sincosf(float x, float *s, float *c) {
     ::sincosf(x, s, c);
-    if (g_in_kernel) *s = ulp_error(*s, 2), *c = ulp_error(*c, 2);
+    *s = device_error(*s, 2, 0), *c = device_error(*c, 2, 0);
+}
+inline void sincos(float x, float *s, float *c) { sincosf(x, s, c); }
+inline void sincos(double x, double *s, double *c) {
+    ::sincos(x, s, c);
+    *s = device_error(*s, 0, 2), *c = device_error(*c, 0, 2);
 }
 } // namespace cuemu::dev
 #if !(defined(__GLIBC_PREREQ) && __GLIBC_PREREQ(2, 41)) // C23 added these to glibc

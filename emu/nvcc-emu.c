@@ -46,11 +46,12 @@
 //    so that cudaFuncGetAttributes and the occupancy API can read MAX (they call the kernel
 //    in a mode where that first statement only reports it). MAX is read inside the body,
 //    where a kernel template's parameters are in scope.
-// 5. A call of a standard single-precision math function (std_math below: expf, logf,
-//    tanhf, powf, ...), NAME( not after ::, . or -> or a name other than return, else, do,
-//    case or throw (a declaration), becomes ::cuemu::dev::NAME( so that with CUEMU_ULP its
-//    result in a kernel errs as much as CUDA allows (cuemu.h). Inside #define bodies too;
-//    not for a NAME the program #defines (or #undefs) itself.
+// 5. A call of a standard math function (std_math below: exp, log, tanh, pow, ..., and
+//    their float names expf, ...), NAME( or std::NAME( not after another ::, . or -> or a
+//    name other than return, else, do, case or throw (a declaration), becomes
+//    ::cuemu::dev::NAME( so that with CUEMU_ULP its result in a kernel errs as much as CUDA
+//    allows (cuemu.h). Inside #define bodies too; not for a NAME the program #defines (or
+//    #undefs), or defines as a function, itself.
 // Everything else is left byte for byte; comments, string/char literals and raw strings are
 // never rewritten or scanned. Every rewrite keeps the number of newlines (and so the line of
 // everything after it), and the compiled file starts with #line 1 "FILE.cu", so compiler
@@ -731,34 +732,59 @@ static void rewrite_kernel(int k, int at_ns) {
     edit(toks[kd.end].e, toks[kd.end].e, &b);
 }
 
-// The standard single-precision functions whose calls rewrite 5 sends to ::cuemu::dev
-// (cuemu.h defines each there, with its maximum ulp error on a GPU).
-static const char *const std_math[] = { "expf", "exp2f", "exp10f", "expm1f", "logf", "log2f", "log10f", "log1pf",
-                                        "sinf", "cosf", "tanf", "asinf", "acosf", "atanf", "sinhf", "coshf", "tanhf",
-                                        "asinhf", "acoshf", "atanhf", "erff", "erfcf", "cbrtf", "tgammaf", "lgammaf",
-                                        "powf", "atan2f", "hypotf", "sincosf", NULL };
-static int std_math_macro[sizeof std_math / sizeof *std_math]; // the program #defines std_math[j] itself
-static void find_std_math_macros(void) {
-    memset(std_math_macro, 0, sizeof std_math_macro);
-    for (int k = 1; k < ntok; k++)
-        for (int j = 0; std_math[j] && toks[k].pp && (tok_is(k - 1, "define") || tok_is(k - 1, "undef")); j++)
-            std_math_macro[j] |= tok_is(k, std_math[j]);
+// The standard math functions whose calls rewrite 5 sends to ::cuemu::dev (cuemu.h defines
+// each there, NAMEf and NAME, with its maximum ulp errors on a GPU).
+static const char *const std_math[] = { "exp",  "exp2",  "exp10", "expm1", "log",   "log2",  "log10",  "log1p",
+                                        "sin",  "cos",   "tan",   "asin",  "acos",  "atan",  "sinh",   "cosh",
+                                        "tanh", "asinh", "acosh", "atanh", "erf",   "erfc",  "cbrt",   "tgamma",
+                                        "lgamma", "pow", "atan2", "hypot", "sincos", NULL };
+enum { NSTD_MATH = sizeof std_math / sizeof *std_math - 1 };
+// std_math[j] (j < NSTD_MATH) or its float name std_math[j] + "f" (j >= NSTD_MATH) at token k.
+static int std_math_at(int k) {
+    size_t n = toks[k].e - toks[k].s;
+    for (int j = 0; std_math[j]; j++) {
+        size_t m = strlen(std_math[j]);
+        if (memcmp(src + toks[k].s, std_math[j], m) == 0 && (n == m || (n == m + 1 && src[toks[k].s + m] == 'f')))
+            return j + (n > m) * NSTD_MATH;
+    }
+    return -1;
 }
-static void rewrite_std_math(int k) {
-    if (!tok_ident(k) || !tok_is(k + 1, "(") || toks[k + 1].pp != toks[k].pp) return;
+// A name a declaration puts before "(": one after a type or other name, not a keyword that
+// can precede an expression.
+static int declared_at(int k) {
     int p = k - 1;
-    if (p >= 0 && toks[p].pp == toks[k].pp &&
-        (tok_is(p, "::") || tok_is(p, ".") || tok_is(p, "->") ||
-         (tok_ident(p) && !tok_is(p, "return") && !tok_is(p, "else") && !tok_is(p, "do") && !tok_is(p, "case") &&
-          !tok_is(p, "throw"))))
-        return;
-    for (int j = 0; std_math[j]; j++)
-        if (tok_is(k, std_math[j]) && !std_math_macro[j]) {
-            Buf b = { 0 };
-            buf_printf(&b, "::cuemu::dev::%s", std_math[j]);
-            edit(toks[k].s, toks[k].e, &b);
-            return;
-        }
+    return p >= 0 && toks[p].pp == toks[k].pp && tok_ident(p) && !tok_is(p, "return") && !tok_is(p, "else") &&
+           !tok_is(p, "do") && !tok_is(p, "case") && !tok_is(p, "throw");
+}
+// The names the program makes its own: #defines or #undefs, or defines as a function
+// (NAME(...) with a body; a declaration of the library's function alone does not count).
+static int std_math_own[2 * NSTD_MATH];
+static void find_std_math_own(void) {
+    memset(std_math_own, 0, sizeof std_math_own);
+    for (int k = 1; k < ntok; k++) {
+        int j = tok_ident(k) ? std_math_at(k) : -1;
+        if (j < 0) continue;
+        if (toks[k].pp && (tok_is(k - 1, "define") || tok_is(k - 1, "undef"))) std_math_own[j] = 1;
+        int close = tok_is(k + 1, "(") && declared_at(k) ? match_fwd(k + 1) : -1;
+        while (close >= 0 && tok_ident(close + 1)) close++; // const, noexcept, override, ...
+        if (close >= 0 && tok_is(close + 1, "{")) std_math_own[j] = 1;
+    }
+}
+// A call NAME( of a standard math function, or std::NAME( or ::std::NAME(, becomes
+// ::cuemu::dev::NAME(; not a member (after . or ->), another namespace's, a declaration or
+// a name the program makes its own.
+static void rewrite_std_math(int k) {
+    if (!tok_ident(k) || !tok_is(k + 1, "(") || toks[k + 1].pp != toks[k].pp || declared_at(k)) return;
+    int j = std_math_at(k), from = k, p = k - 1;
+    if (j < 0 || std_math_own[j]) return;
+    if (p >= 0 && toks[p].pp == toks[k].pp && (tok_is(p, ".") || tok_is(p, "->"))) return;
+    if (p >= 0 && toks[p].pp == toks[k].pp && tok_is(p, "::")) {
+        if (!tok_is(p - 1, "std") || toks[p - 1].pp != toks[k].pp) return;
+        from = p - 1 - tok_is(p - 2, "::");
+    }
+    Buf b = { 0 };
+    buf_printf(&b, "::cuemu::dev::%.*s", (int)(toks[k].e - toks[k].s), src + toks[k].s);
+    edit(toks[from].s, toks[k].e, &b);
 }
 
 // The pass over the tokens: feature scan, scopes, rewrites.
@@ -1016,7 +1042,7 @@ static int rewrite_file(const char *input, const char *tail, int rewrite_only, c
     ntok = nedit = nfeat = 0;
     lex();
     find_bounded();
-    find_std_math_macros();
+    find_std_math_own();
     rewrite_all();
     Buf text = { 0 };
     buf_puts(&text, "#line 1 \"");

@@ -286,35 +286,42 @@ struct S { friend __global__ void __launch_bounds__(64) g(int *y) { if (::cuemu:
 __global__ void a(int *y) { if (::cuemu::over_launch_bound(0)) return; y[0] = 7; } static const bool cuemu_bounded_264 = ::cuemu::bounded_kernel("a", 1);
 EOF
 
-# Standard math calls go to ::cuemu::dev (rewrite 5): in kernels, host code and #define
-# bodies; not qualified ones (std::, ::, members), declarations, names not called, or
-# names the program defines as macros itself.
+# Standard math calls go to ::cuemu::dev (rewrite 5): NAMEf and NAME, std::NAME and
+# ::std::NAME, in kernels, host code and #define bodies; not other qualified ones (::,
+# another namespace, members), declarations, names not called, or names the program makes
+# its own (a macro, or a function it defines: log1p of a string, a member cos).
 rewrite std_math 3<<'EOF' 4<<'EOF'
 #define SIG(v) (1.0f / (1.0f + expf(-(v))))
 #define tanhf(v) fast_tanh(v)
 extern "C" float expf(float);
-__global__ void k(float *y, const float *x) {
-    float s, c; sincosf(x[0], &s, &c);
-    y[0] = expf(x[0]) + std::exp(x[1]) + ::logf(x[2]) + powf(x[3], 2.0f) + SIG(x[4]);
+__device__ float log1p(const char *tag) { return tag[0]; }
+struct Acc { __device__ double cos(double v) const { return v; } __device__ double f(double v) { return cos(v); } };
+__global__ void k(float *y, const float *x, double *d) {
+    float s, c; sincosf(x[0], &s, &c); sincos(d[0], &d[1], &d[2]);
+    y[0] = expf(x[0]) + std::exp(x[1]) + ::logf(x[2]) + powf(x[3], 2.0f) + SIG(x[4]) + ::std::tanh(x[5]);
     if (x[5] > 0) return tanhf(x[5]), void(); else erff(x[6]);
+    d[0] = exp(d[1]) + pow(d[2], 3) + log1p("x") + my::exp(d[3]) + Acc().cos(d[4]) + log(2);
 }
 float (*fp)(float) = logf; struct S { float expf(float); } obj; float h = obj.expf(1.0f) + atan2f(1, 2);
 EOF
 #define SIG(v) (1.0f / (1.0f + ::cuemu::dev::expf(-(v))))
 #define tanhf(v) fast_tanh(v)
 extern "C" float expf(float);
-__global__ void k(float *y, const float *x) {
-    float s, c; ::cuemu::dev::sincosf(x[0], &s, &c);
-    y[0] = ::cuemu::dev::expf(x[0]) + std::exp(x[1]) + ::logf(x[2]) + ::cuemu::dev::powf(x[3], 2.0f) + SIG(x[4]);
+__device__ float log1p(const char *tag) { return tag[0]; }
+struct Acc { __device__ double cos(double v) const { return v; } __device__ double f(double v) { return cos(v); } };
+__global__ void k(float *y, const float *x, double *d) {
+    float s, c; ::cuemu::dev::sincosf(x[0], &s, &c); ::cuemu::dev::sincos(d[0], &d[1], &d[2]);
+    y[0] = ::cuemu::dev::expf(x[0]) + ::cuemu::dev::exp(x[1]) + ::logf(x[2]) + ::cuemu::dev::powf(x[3], 2.0f) + SIG(x[4]) + ::cuemu::dev::tanh(x[5]);
     if (x[5] > 0) return tanhf(x[5]), void(); else ::cuemu::dev::erff(x[6]);
+    d[0] = ::cuemu::dev::exp(d[1]) + ::cuemu::dev::pow(d[2], 3) + log1p("x") + my::exp(d[3]) + Acc().cos(d[4]) + ::cuemu::dev::log(2);
 }
 float (*fp)(float) = logf; struct S { float expf(float); } obj; float h = obj.expf(1.0f) + ::cuemu::dev::atan2f(1, 2);
 EOF
 
 # nvcc-emu's list of those functions and the runtime's (cuemu.h) are the same
 emu_list=$(sed -n '/^static const char \*const std_math\[\]/,/NULL };/p' emu/nvcc-emu.c | grep -o '"[a-z0-9]*"' | tr -d '"' | sort)
-rt_list=$( (sed -n '/^#define CUEMU_STD_MATH(X)/,/^#define CUEMU_DEV_FN(/p' emu/cuemu.h | grep -o 'X([a-z0-9]*' | cut -c3-;
-            grep -o 'inline void sincosf' emu/cuemu.h | cut -c13-) | sort)
+rt_list=$( (sed -n '/^#define CUEMU_STD_MATH(X)/,/^#define CUEMU_DEV_GENERIC(/p' emu/cuemu.h | grep -o 'X([a-z0-9]*' | cut -c3-;
+            grep -o 'inline void sincos(double' emu/cuemu.h | cut -c13-18) | sort)
 [ -n "$emu_list" ] && [ "$emu_list" = "$rt_list" ] && pass "std_math_lists_agree ($(echo "$emu_list" | wc -l) functions)" \
     || fail "std_math_lists_agree" "nvcc-emu: $(echo $emu_list) | cuemu.h: $(echo $rt_list)"
 

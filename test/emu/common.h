@@ -27,17 +27,23 @@ static unsigned rand_u32() {
 }
 static float rand_float() { return (rand_u32() % 2000001) / 1000000.0f - 1.0f; } // [-1, 1]
 
-// A device copy of the n floats at h.
-static float *device_copy(const float *h, size_t n) {
-    float *d;
+// A device copy of the n values at h.
+template <class T> static T *device_copy(const T *h, size_t n) {
+    T *d;
     CHECK(cudaMalloc(&d, n * sizeof *d));
     CHECK(cudaMemcpy(d, h, n * sizeof *d, cudaMemcpyHostToDevice));
     return d;
 }
-// ulps between two finite floats of one sign.
+// ulps between two finite floats (or doubles) of one sign.
 static long ulps_apart(float a, float b) {
     int ia, ib;
     memcpy(&ia, &a, 4);
     memcpy(&ib, &b, 4);
     return labs((long)ia - (long)ib);
+}
+static long ulps_apart(double a, double b) {
+    long long ia, ib;
+    memcpy(&ia, &a, 8);
+    memcpy(&ib, &b, 8);
+    return (long)llabs(ia - ib);
 }
