@@ -37,8 +37,9 @@
 //    a static variable (the runtime's __shared__ means `static`), minus a `static` next to
 //    __shared__, which would be said twice.
 // 4. A kernel NAME with __launch_bounds__(MAX[, MIN[, MAX_CLUSTER]]) (on its definition, or
-//    on an earlier declaration of the same name and parameter count, outside templates) gets,
-//    first in its body,
+//    on an earlier declaration of the same name and parameter count, both outside templates
+//    or both templates, MAX then naming the definition's template parameters) gets, first
+//    in its body,
 //      if (::cuemu::over_launch_bound(MAX)) return;
 //    so that a launch with more threads per block fails as on a GPU (the runtime sets the
 //    error; every thread returns at once), and after its body (at namespace scope)
@@ -638,10 +639,29 @@ static int rewrite_static_shared(int k) {
 
 // Whether the declaration around token k follows `template <...>`: back to the end of the
 // statement or directive before it.
-static int in_template(int k) {
+static int template_before(int k) {
     for (int j = k - 1; j >= 0 && !toks[j].pp && !tok_is(j, ";") && !tok_is(j, "{") && !tok_is(j, "}"); j--)
-        if (tok_is(j, "template")) return 1;
-    return 0;
+        if (tok_is(j, "template")) return j;
+    return -1;
+}
+// The names of the parameters of `template <...>` at token t (the last name of each, before
+// any default), at most max; the number of parameters, -1 when it cannot be read.
+static int template_params(int t, int *names, int max) {
+    if (!tok_is(t + 1, "<")) return -1;
+    int n = 0, last = -1, in_default = 0;
+    for (int j = t + 2, depth = 1; j < ntok && !toks[j].pp; j++) {
+        if (is_open(j) && (j = match_fwd(j)) < 0) return -1;
+        if (tok_is(j, "<")) depth++;
+        else if (tok_is(j, ">") || tok_is(j, ",")) {
+            if (depth == 1) {
+                if (last < 0 || n == max) return -1;
+                names[n++] = last, last = -1, in_default = 0;
+                if (tok_is(j, ">")) return n;
+            } else depth -= tok_is(j, ">");
+        } else if (depth == 1 && tok_is(j, "=")) in_default = 1;
+        else if (depth == 1 && !in_default && tok_ident(j)) last = j;
+    }
+    return -1;
 }
 // The number of parameters between the parentheses at tokens open and close: commas outside
 // nested brackets, plus one; 0 for () and (void).
@@ -659,7 +679,7 @@ static int count_params(int open, int close) {
 // count, its bound MAX (the tokens [max, max_end) of a __launch_bounds__(MAX, ...) just
 // before k or between k and the name; max < 0 without one), whether it follows
 // `template <...>`, and the braces of its body (body < 0: a declaration). 0 when it cannot
-// be read, or inside a #define.
+// be read, or inside a #define. tmpl: the token `template`, -1 for none.
 typedef struct { int name, nparams, max, max_end, tmpl, body, end; } Kernel;
 static int read_kernel(int k, Kernel *kd) {
     if (toks[k].pp) return 0;
@@ -671,7 +691,7 @@ static int read_kernel(int k, Kernel *kd) {
             lb = j;
             if ((j = match_fwd(j + 1)) < 0) return 0;
         }
-    *kd = (Kernel){ j - 1, 0, -1, -1, in_template(lb >= 0 && lb < k ? lb : k), -1, -1 };
+    *kd = (Kernel){ j - 1, 0, -1, -1, template_before(lb >= 0 && lb < k ? lb : k), -1, -1 };
     if (!tok_is(j, "(") || !tok_ident(kd->name) || (j = match_fwd(j)) < 0) return 0;
     kd->nparams = count_params(kd->name + 1, j);
     while (j < ntok && !tok_is(j, ";") && !tok_is(j, "{")) j++;
@@ -702,29 +722,51 @@ static void find_bounded(void) {
     }
 }
 
-// The kernel at token k (rewrite 4). A definition's bound: its own, else (outside
-// templates) that of an earlier declaration with the same name and parameter count, also
-// outside templates. A bounded definition gets `if (::cuemu::over_launch_bound(MAX)) return;`
-// after the '{' of its body, and one with the name and parameter count of a bounded kernel
-// but no bound `... over_launch_bound(0) ...`, so that probing it never runs its body. After
-// the body of either, at namespace scope (at_ns): `static const bool cuemu_bounded_K =
+// The declaration decl's bound for the definition kd: the tokens of MAX, with the names of
+// the declaration's template parameters replaced by the definition's (nvcc matches them by
+// position); 0 when decl is not an earlier declaration of kd, both outside templates or
+// both templates with the same number of parameters.
+static int carried_bound(const Kernel *decl, const Kernel *kd, Buf *b) {
+    enum { MAXP = 32 };
+    int from[MAXP], to[MAXP], n = 0;
+    if (decl->body >= 0 || decl->name > kd->name || !same_kernel(decl, kd) || (decl->tmpl < 0) != (kd->tmpl < 0))
+        return 0;
+    if (decl->tmpl >= 0 && ((n = template_params(decl->tmpl, from, MAXP)) < 0 || template_params(kd->tmpl, to, MAXP) != n))
+        return 0;
+    for (int j = decl->max; j < decl->max_end; j++) {
+        int p = 0;
+        while (p < n && !(toks[j].e - toks[j].s == toks[from[p]].e - toks[from[p]].s &&
+                          !memcmp(src + toks[j].s, src + toks[from[p]].s, toks[j].e - toks[j].s)))
+            p++;
+        if (j > decl->max && toks[j].s > toks[j - 1].e) buf_puts(b, " ");
+        put_tokens(b, p < n ? to[p] : j, (p < n ? to[p] : j) + 1, -1);
+    }
+    return 1;
+}
+
+// The kernel at token k (rewrite 4). A definition's bound: its own, else that of an earlier
+// declaration with the same name and parameter count (carried_bound). A bounded definition
+// gets `if (::cuemu::over_launch_bound(MAX)) return;` after the '{' of its body, and one
+// with the name and parameter count of a bounded kernel but no bound `...
+// over_launch_bound(0) ...`, so that probing it never runs its body. After the body of
+// either, at namespace scope (at_ns): `static const bool cuemu_bounded_K =
 // ::cuemu::bounded_kernel("NAME", NPARAMS);`.
 static void rewrite_kernel(int k, int at_ns) {
     Kernel kd;
     if (!read_kernel(k, &kd) || kd.body < 0) return;
+    Buf max = { 0 };
     int shares = 0;
-    for (int d = 0; d < nbounded && kd.max < 0; d++) {
-        if (!same_kernel(&bounded[d], &kd)) continue;
-        shares = 1;
-        if (bounded[d].body < 0 && !bounded[d].tmpl && !kd.tmpl && bounded[d].name < kd.name)
-            kd.max = bounded[d].max, kd.max_end = bounded[d].max_end;
+    if (kd.max >= 0) put_tokens(&max, kd.max, kd.max_end, -1);
+    for (int d = 0; d < nbounded && !max.len; d++) {
+        shares |= same_kernel(&bounded[d], &kd);
+        carried_bound(&bounded[d], &kd, &max);
     }
-    if (kd.max < 0 && !shares) return;
+    if (!max.len && !shares) return;
     Buf b = { 0 };
     buf_puts(&b, " if (::cuemu::over_launch_bound(");
-    if (kd.max < 0) buf_puts(&b, "0");
-    else put_tokens(&b, kd.max, kd.max_end, -1);
+    buf_puts(&b, max.len ? max.s : "0");
     buf_puts(&b, ")) return;");
+    free(max.s);
     edit(toks[kd.body].e, toks[kd.body].e, &b);
     if (!at_ns) return;
     buf_printf(&b, " static const bool cuemu_bounded_%d = ::cuemu::bounded_kernel(\"%.*s\", %d);", k,

@@ -67,11 +67,11 @@ if build std_math std_math; then
     expect_ok "std_math (CUEMU_ULP=$((2 * $$)), errors either way)" std_math CUEMU_ULP=$((2 * $$))
 fi
 
-# Launches a GPU refuses for a kernel's __launch_bounds__: each refused (6 of 15), with one note
+# Launches a GPU refuses for a kernel's __launch_bounds__: each refused (7 of 17), with one note
 if build launch_bounds launch_bounds; then
-    expect_ok "launch_bounds (a macro, a template parameter, in a namespace, over lines, on a declaration)" launch_bounds
+    expect_ok "launch_bounds (a macro, a template parameter, in a namespace, over lines, on a declaration, also a template's)" launch_bounds
     notes=$(grep -c "__launch_bounds__ allow at most" "$TMP/launch_bounds.stderr")
-    [ "$notes" = 6 ] && pass "launch_bounds: one note per refused launch" \
+    [ "$notes" = 7 ] && pass "launch_bounds: one note per refused launch" \
         || fail "launch_bounds: one note per refused launch" "$notes notes: $(head -c 300 "$TMP/launch_bounds.stderr")"
 fi
 

@@ -246,8 +246,9 @@ EOF
 # place; before __global__ with `static` between) and the kernel's name and parameter count
 # registered after it (not inside a struct); neither for a declaration or in a #define. A
 # definition without a bound takes that of a declaration with the same name and parameter
-# count, outside templates; one with none gets a check of 0 (no bound) where a bounded
-# kernel has its name and parameter count, so that probing it returns at once.
+# count, both outside templates or both templates (MAX then names the definition's template
+# parameters, matched by position); one with none gets a check of 0 (no bound) where a
+# bounded kernel has its name and parameter count, so that probing it returns at once.
 rewrite launch_bounds 3<<'EOF' 4<<'EOF'
 __global__ void __launch_bounds__(256) a(float *x) { x[0] = 1; }
 template <int B> __global__ void __launch_bounds__(B, (B > 64 ? 2 : 4)) b(float *x)
@@ -266,6 +267,10 @@ template <int B> __global__ void t(float *x) { x[0] = 6; }
 __launch_bounds__(96) static __global__ void f(void) {}
 struct S { friend __global__ void __launch_bounds__(64) g(int *y) { y[0] = 1; } };
 __global__ void a(int *y) { y[0] = 7; }
+template <int N, typename T = float> __global__ void __launch_bounds__(N / 2 + sizeof(T)) u(T *x);
+template <int M, typename U> __global__ void u(U *x) { x[0] = M; }
+template <int B> __global__ void __launch_bounds__(B) v(float *x);
+__global__ void v(float *x) { x[0] = 8; }
 EOF
 __global__ void __launch_bounds__(256) a(float *x) { if (::cuemu::over_launch_bound(256)) return; x[0] = 1; } static const bool cuemu_bounded_0 = ::cuemu::bounded_kernel("a", 1);
 template <int B> __global__ void __launch_bounds__(B, (B > 64 ? 2 : 4)) b(float *x)
@@ -280,10 +285,14 @@ __global__ void __launch_bounds__(32) e(float *x) { if (::cuemu::over_launch_bou
 __global__ void d(float *x) { if (::cuemu::over_launch_bound(128)) return; x[0] = 4; } static const bool cuemu_bounded_147 = ::cuemu::bounded_kernel("d", 1);
 __global__ void d(float *x, int n) { x[n] = 5; }
 template <int B> __global__ void __launch_bounds__(B) t(float *x);
-template <int B> __global__ void t(float *x) { if (::cuemu::over_launch_bound(0)) return; x[0] = 6; } static const bool cuemu_bounded_207 = ::cuemu::bounded_kernel("t", 1);
+template <int B> __global__ void t(float *x) { if (::cuemu::over_launch_bound(B)) return; x[0] = 6; } static const bool cuemu_bounded_207 = ::cuemu::bounded_kernel("t", 1);
 __launch_bounds__(96) static __global__ void f(void) { if (::cuemu::over_launch_bound(96)) return;} static const bool cuemu_bounded_229 = ::cuemu::bounded_kernel("f", 0);
 struct S { friend __global__ void __launch_bounds__(64) g(int *y) { if (::cuemu::over_launch_bound(64)) return; y[0] = 1; } };
 __global__ void a(int *y) { if (::cuemu::over_launch_bound(0)) return; y[0] = 7; } static const bool cuemu_bounded_264 = ::cuemu::bounded_kernel("a", 1);
+template <int N, typename T = float> __global__ void __launch_bounds__(N / 2 + sizeof(T)) u(T *x);
+template <int M, typename U> __global__ void u(U *x) { if (::cuemu::over_launch_bound(M / 2 + sizeof(U))) return; x[0] = M; } static const bool cuemu_bounded_319 = ::cuemu::bounded_kernel("u", 1);
+template <int B> __global__ void __launch_bounds__(B) v(float *x);
+__global__ void v(float *x) { if (::cuemu::over_launch_bound(0)) return; x[0] = 8; } static const bool cuemu_bounded_354 = ::cuemu::bounded_kernel("v", 1);
 EOF
 
 # Standard math calls go to ::cuemu::dev (rewrite 5): NAMEf and NAME, std::NAME and

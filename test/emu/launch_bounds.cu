@@ -2,7 +2,8 @@
 // refused (cudaErrorLaunchOutOfResources, the kernel does not run); up to the bound it runs.
 // The bound as a macro, as a template parameter (with a second argument), written before
 // `void` in a namespace, spread over lines, and on a declaration only (its definition has
-// none). cudaFuncGetAttributes gives the bound as maxThreadsPerBlock (an unbounded overload
+// none; also a template's, whose definition names its parameter differently: nvcc -ptx
+// gives .maxntid for it). cudaFuncGetAttributes gives the bound as maxThreadsPerBlock (an unbounded overload
 // of a bounded kernel, with another parameter count or the same, has none), and the block
 // size cudaOccupancyMaxPotentialBlockSize picks launches.
 // Prints OK when every answer is what a GPU gives; test_emu.sh also counts the runtime's
@@ -35,6 +36,9 @@ __global__ void unbounded(int *y) { y[threadIdx.x] = 5; }
 __global__ void __launch_bounds__(32) declared(int *y);
 __global__ void declared(int *y) { y[threadIdx.x] = 6; }
 __global__ void declared(int *y, int v) { y[threadIdx.x] = v; }
+
+template <int N> __global__ void __launch_bounds__(N) late(int *y);
+template <int M> __global__ void late(int *y) { y[threadIdx.x] = M; }
 
 __global__ void __launch_bounds__(64) twin(int *y) { y[threadIdx.x] = 8; }
 __global__ void twin(float *y) { y[threadIdx.x] = 9.0f; }
@@ -73,9 +77,11 @@ int main() {
     check("declared 32", [] { declared<<<1, 32>>>(y); }, ok, 32);
     check("declared 33", [] { declared<<<1, 33>>>(y); }, refused, 0);
     check("declared(y, 7) 64, another overload", [] { declared<<<1, 64>>>(y, 7); }, ok, 64);
+    check("late<64> 64", [] { late<64><<<1, 64>>>(y); }, ok, 64);
+    check("late<64> 65, the bound of its declaration", [] { late<64><<<1, 65>>>(y); }, refused, 0);
     check("twin(int *) 65", [] { twin<<<1, 65>>>(y); }, refused, 0);
     check("twin(float *) 128, the unbounded overload", [] { twin<<<1, 128>>>((float *)y); }, ok, 128);
-    cudaFuncAttributes a[9];
+    cudaFuncAttributes a[10];
     CHECK(cudaFuncGetAttributes(&a[0], flat));
     CHECK(cudaFuncGetAttributes(&a[1], tiled<64>));
     CHECK(cudaFuncGetAttributes(&a[2], ns::inner));
@@ -85,8 +91,9 @@ int main() {
     CHECK(cudaFuncGetAttributes(&a[6], (void (*)(int *, int))declared));
     CHECK(cudaFuncGetAttributes(&a[7], (void (*)(int *))twin));
     CHECK(cudaFuncGetAttributes(&a[8], (void (*)(float *))twin));
-    const int want[9] = { 128, 64, 256, 64, 1024, 32, 1024, 64, 1024 };
-    for (int k = 0; k < 9; k++)
+    CHECK(cudaFuncGetAttributes(&a[9], late<96>));
+    const int want[10] = { 128, 64, 256, 64, 1024, 32, 1024, 64, 1024, 96 };
+    for (int k = 0; k < 10; k++)
         if (a[k].maxThreadsPerBlock != want[k]) {
             printf("MISMATCH kernel %d: maxThreadsPerBlock %d, want %d\n", k, a[k].maxThreadsPerBlock, want[k]);
             bad = 1;
