@@ -640,9 +640,10 @@ static int rewrite_static_shared(int k) {
 // Whether the declaration around token k follows `template <...>`: back to the end of the
 // statement or directive before it.
 static int template_before(int k) {
+    int t = -1; // the first: `template <template <class> class C>` has two
     for (int j = k - 1; j >= 0 && !toks[j].pp && !tok_is(j, ";") && !tok_is(j, "{") && !tok_is(j, "}"); j--)
-        if (tok_is(j, "template")) return j;
-    return -1;
+        if (tok_is(j, "template")) t = j;
+    return t;
 }
 // The names of the parameters of `template <...>` at token t (the last name of each, before
 // any default), at most max; the number of parameters, -1 when it cannot be read.
@@ -651,14 +652,14 @@ static int template_params(int t, int *names, int max) {
     int n = 0, last = -1, in_default = 0;
     for (int j = t + 2, depth = 1; j < ntok && !toks[j].pp; j++) {
         if (is_open(j) && (j = match_fwd(j)) < 0) return -1;
-        if (tok_is(j, "<")) depth++;
-        else if (tok_is(j, ">") || tok_is(j, ",")) {
-            if (depth == 1) {
-                if (last < 0 || n == max) return -1;
-                names[n++] = last, last = -1, in_default = 0;
-                if (tok_is(j, ">")) return n;
-            } else depth -= tok_is(j, ">");
-        } else if (depth == 1 && tok_is(j, "=")) in_default = 1;
+        int closes = tok_is(j, ">") ? 1 : tok_is(j, ">>") ? 2 : 0, ends = (depth -= closes) == 0;
+        if (depth < 0) return -1;
+        if (ends || (depth == 1 && tok_is(j, ","))) { // a parameter ends
+            if (last < 0 || n == max) return -1;
+            names[n++] = last, last = -1, in_default = 0;
+            if (ends) return n;
+        } else if (tok_is(j, "<")) depth++;
+        else if (depth == 1 && tok_is(j, "=")) in_default = 1;
         else if (depth == 1 && !in_default && tok_ident(j)) last = j;
     }
     return -1;

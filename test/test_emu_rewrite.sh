@@ -267,7 +267,7 @@ template <int B> __global__ void t(float *x) { x[0] = 6; }
 __launch_bounds__(96) static __global__ void f(void) {}
 struct S { friend __global__ void __launch_bounds__(64) g(int *y) { y[0] = 1; } };
 __global__ void a(int *y) { y[0] = 7; }
-template <int N, typename T = float> __global__ void __launch_bounds__(N / 2 + sizeof(T)) u(T *x);
+template <int N, typename T = Vec<float>> __global__ void __launch_bounds__(N / 2 + sizeof(T)) u(T *x);
 template <int M, typename U> __global__ void u(U *x) { x[0] = M; }
 template <int B> __global__ void __launch_bounds__(B) v(float *x);
 __global__ void v(float *x) { x[0] = 8; }
@@ -289,10 +289,10 @@ template <int B> __global__ void t(float *x) { if (::cuemu::over_launch_bound(B)
 __launch_bounds__(96) static __global__ void f(void) { if (::cuemu::over_launch_bound(96)) return;} static const bool cuemu_bounded_229 = ::cuemu::bounded_kernel("f", 0);
 struct S { friend __global__ void __launch_bounds__(64) g(int *y) { if (::cuemu::over_launch_bound(64)) return; y[0] = 1; } };
 __global__ void a(int *y) { if (::cuemu::over_launch_bound(0)) return; y[0] = 7; } static const bool cuemu_bounded_264 = ::cuemu::bounded_kernel("a", 1);
-template <int N, typename T = float> __global__ void __launch_bounds__(N / 2 + sizeof(T)) u(T *x);
-template <int M, typename U> __global__ void u(U *x) { if (::cuemu::over_launch_bound(M / 2 + sizeof(U))) return; x[0] = M; } static const bool cuemu_bounded_319 = ::cuemu::bounded_kernel("u", 1);
+template <int N, typename T = Vec<float>> __global__ void __launch_bounds__(N / 2 + sizeof(T)) u(T *x);
+template <int M, typename U> __global__ void u(U *x) { if (::cuemu::over_launch_bound(M / 2 + sizeof(U))) return; x[0] = M; } static const bool cuemu_bounded_322 = ::cuemu::bounded_kernel("u", 1);
 template <int B> __global__ void __launch_bounds__(B) v(float *x);
-__global__ void v(float *x) { if (::cuemu::over_launch_bound(0)) return; x[0] = 8; } static const bool cuemu_bounded_354 = ::cuemu::bounded_kernel("v", 1);
+__global__ void v(float *x) { if (::cuemu::over_launch_bound(0)) return; x[0] = 8; } static const bool cuemu_bounded_357 = ::cuemu::bounded_kernel("v", 1);
 EOF
 
 # Standard math calls go to ::cuemu::dev (rewrite 5): NAMEf and NAME, std::NAME and
