@@ -730,12 +730,19 @@ struct KernelResources {
     int regs;
     size_t smem;
 };
-// "void ns::k<256, float>(float const*, int)" -> "ns::k<256,float>" (spaces dropped).
-inline std::string kernel_name(const char *mangled) {
+// "_Z1kPi" -> "k(int*)"; a name that is not mangled stays as it is.
+inline std::string demangle(const char *mangled) {
     int status = 0;
     char *d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-    std::string full = status == 0 && d ? d : mangled, name;
+    std::string full = status == 0 && d ? d : mangled;
     free(d);
+    return full;
+}
+// "void ns::k<256, float>(float const*, int)" -> "ns::k<256,float>" (spaces and anonymous
+// namespaces dropped, as launches name the kernel).
+inline std::string kernel_name(const char *mangled) {
+    std::string full = demangle(mangled), name;
+    for (size_t at; (at = full.find("(anonymous namespace)::")) != std::string::npos;) full.erase(at, 23);
     int depth = 0;
     for (char c : full) {
         if (c == '(' && depth == 0) break;
@@ -792,19 +799,83 @@ inline const KernelResources *kernel_resources(const char *text) {
     }
     return cache[text] = best;
 }
-// The (mangled) symbol of the kernel at address f, or null: nvcc-emu links with -rdynamic,
-// so dladdr finds kernels of external linkage (it names the symbol that holds f, which must
-// also start there).
+// The functions of the running executable by address, from its ELF symbol table
+// (.symtab), which also lists those of internal linkage (static, in an anonymous namespace)
+// that dladdr cannot see; empty when the file has none (stripped) or cannot be read.
+struct ElfHeader {
+    unsigned char ident[16];
+    uint16_t type, machine;
+    uint32_t version;
+    uint64_t entry, phoff, shoff;
+    uint32_t flags;
+    uint16_t ehsize, phentsize, phnum, shentsize, shnum, shstrndx;
+};
+struct ElfSection {
+    uint32_t name, type;
+    uint64_t flags, addr, offset, size;
+    uint32_t link, info;
+    uint64_t addralign, entsize;
+};
+struct ElfSymbol {
+    uint32_t name;
+    unsigned char info, other;
+    uint16_t shndx;
+    uint64_t value, size;
+};
+static_assert(sizeof(ElfHeader) == 64 && sizeof(ElfSection) == 64 && sizeof(ElfSymbol) == 24, "ELF64 layouts");
+inline bool read_at(FILE *f, uint64_t offset, uint64_t n, std::vector<char> &out) {
+    out.resize(n);
+    return n < (1ull << 31) && fseeko(f, (off_t)offset, SEEK_SET) == 0 && fread(out.data(), 1, n, f) == n;
+}
+inline const std::unordered_map<uintptr_t, std::string> &local_functions() {
+    static const std::unordered_map<uintptr_t, std::string> table = [] {
+        std::unordered_map<uintptr_t, std::string> t;
+        Dl_info self;
+        FILE *f = dladdr((const void *)&read_at, &self) ? fopen("/proc/self/exe", "rb") : nullptr;
+        std::vector<char> bytes, syms, names;
+        ElfHeader h;
+        bool ok = f && read_at(f, 0, sizeof h, bytes);
+        if (ok) memcpy(&h, bytes.data(), sizeof h);
+        ok = ok && !memcmp(h.ident, "\x7f" "ELF", 4) && h.ident[4] == 2 /* 64-bit */ &&
+             h.shentsize == sizeof(ElfSection) && read_at(f, h.shoff, h.shnum * sizeof(ElfSection), bytes);
+        const ElfSection *sec = (const ElfSection *)bytes.data();
+        uintptr_t bias = ok && h.type == 3 ? (uintptr_t)self.dli_fbase : 0; // ET_DYN (PIE): loaded at an offset
+        for (int k = 0; ok && k < h.shnum; k++) {
+            if (sec[k].type != 2 /* SHT_SYMTAB */ || sec[k].link >= h.shnum || !read_at(f, sec[k].offset, sec[k].size, syms) ||
+                !read_at(f, sec[sec[k].link].offset, sec[sec[k].link].size, names))
+                continue;
+            for (size_t j = 0; j + sizeof(ElfSymbol) <= syms.size(); j += sizeof(ElfSymbol)) {
+                ElfSymbol sym;
+                memcpy(&sym, syms.data() + j, sizeof sym);
+                if ((sym.info & 0xf) == 2 /* STT_FUNC */ && sym.value && sym.name < names.size())
+                    t.emplace(bias + sym.value,
+                              std::string(names.data() + sym.name, strnlen(names.data() + sym.name, names.size() - sym.name)));
+            }
+        }
+        if (f) fclose(f);
+        return t;
+    }();
+    return table;
+}
+// The (mangled) symbol of the kernel at address f, or null: dladdr's (nvcc-emu links with
+// -rdynamic, so it finds kernels of external linkage, naming the symbol that holds f,
+// which must also start there), else the executable's symbol table's.
 inline const char *symbol_at(const void *f) {
     Dl_info info;
-    return dladdr(f, &info) && info.dli_sname && info.dli_saddr == f ? info.dli_sname : nullptr;
+    if (dladdr(f, &info) && info.dli_sname && info.dli_saddr == f) return info.dli_sname;
+    auto it = local_functions().find((uintptr_t)f);
+    return it == local_functions().end() ? nullptr : it->second.c_str();
 }
 // The resources of the kernel at address f (cudaFuncGetAttributes, the occupancy API), by
 // its symbol; null for a kernel without one or without a report.
 inline const KernelResources *kernel_resources_at(const void *f) {
     const char *sym = cuemu_ptxas_info ? symbol_at(f) : nullptr;
+    if (!sym) return nullptr;
     for (const KernelResources &k : ptxas_kernels())
-        if (sym && k.mangled == sym) return &k;
+        if (k.mangled == sym) return &k;
+    std::string signature = demangle(sym); // g++ mangles kernels of internal linkage unlike nvcc
+    for (const KernelResources &k : ptxas_kernels())
+        if (demangle(k.mangled.c_str()) == signature) return &k;
     return nullptr;
 }
 // Registers are allocated per warp in units of 256; a block (and an SM) has 65,536.
@@ -815,22 +886,32 @@ inline int max_threads_for(int regs) { return regs > 0 ? std::min(1024, 65536 / 
 // ---------------------------------------------------------------------------------------
 // Launch
 // ---------------------------------------------------------------------------------------
+// A launch's configuration; function: the kernel's address where the launch names it by a
+// value (table[i].kernel<<<...>>>: nvcc-emu adds .launching(...)), else null.
 struct Config {
     dim3 grid, block;
     size_t dyn_smem;
     cudaStream_t stream;
+    const void *function = nullptr;
     Config(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = 0) : grid(g), block(b), dyn_smem(s), stream(st) {}
+    Config &launching(const void *f) { return function = f, *this; }
 };
+template <class T> inline const void *function_address(T *p) {
+    if constexpr (std::is_function_v<T>) return (const void *)p;
+    else return nullptr;
+}
 inline cudaError_t set_error(cudaError_t e) {
     if (e != cudaSuccess) g_last_error = e;
     return e;
 }
 // CUDA's limits; on failure the launch does not run and the last error is set. The
-// kernel's registers and static shared memory count when ptxas reported them.
+// kernel's registers and static shared memory count when ptxas reported them: found by the
+// launch's text, else, for a launch through a function pointer, by its address.
 inline bool valid_config(const Config &c, const char *kernel, const char *file, int line) {
     const dim3 &g = c.grid, &b = c.block;
     uint64_t threads = (uint64_t)b.x * b.y * b.z;
     const KernelResources *k = kernel_resources(kernel);
+    if (!k && c.function) k = kernel_resources_at(c.function);
     size_t static_smem = k ? k->smem : 0, smem = c.dyn_smem + static_smem;
     bool opted_in = g_smem_optin != smem_default; // else static and dynamic share 48 KiB
     std::string why;

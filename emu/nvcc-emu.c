@@ -22,9 +22,12 @@
 //                      [&](auto &...cuemu_a_) { KERNEL(cuemu_a_...); }[, ARGS])
 //    (an argument that is exactly NULL or a literal 0 is written ::cuemu::Zero{}: see rewrite_launch)
 //    KERNEL is the expression before <<<: an identifier, optionally qualified (ns::k), with
-//    template arguments (k<float, (N > 4)>), subscripted (ks[i]) or parenthesised. The
-//    config and ARGS are copied verbatim; the string is KERNEL's text with " and \ escaped
-//    and newlines made spaces. Launches inside #define bodies are rewritten too.
+//    template arguments (k<float, (N > 4)>), subscripted (ks[i]), a member (plan.k, p->k,
+//    this->k) or parenthesised. The config and ARGS are copied verbatim; the string is
+//    KERNEL's text with " and \ escaped and newlines made spaces. Where KERNEL is an
+//    element or a member, a function pointer, the config gets
+//    .launching(::cuemu::function_address(KERNEL)), by which the runtime finds ptxas's
+//    counts for it. Launches inside #define bodies are rewritten too.
 // 2. extern __shared__ TYPE NAME[];   (or NAME[0]; __align__(...)/alignas(...) dropped)
 //    becomes  TYPE *const NAME = reinterpret_cast<TYPE *>(::cuemu::dyn_smem);
 // 3. A non-extern __shared__ declaration inside a function body,
@@ -368,13 +371,16 @@ static int is_keyword(int k) {
     return 0;
 }
 
-// The kernel expression that ends at token j (just before <<<): returns its first token, or -1.
-static int kernel_start(int j) {
+// The last part of a kernel expression, ending at token j: a name, [::]ns::name, with
+// template arguments and subscripts (then *subscripted = 1), or a parenthesised
+// expression; its first token, or -1.
+static int name_start(int j, int *subscripted) {
     int pp = toks[j].pp;
     while (j >= 0 && tok_is(j, "]")) { // subscripts: ks[i]<<<...
         j = match_back(j);
         if (j < 0) return -1;
         j--;
+        *subscripted = 1;
     }
     if (j < 0 || toks[j].pp != pp) return -1;
     if (tok_is(j, ")")) return match_back(j); // a parenthesised expression
@@ -402,6 +408,21 @@ static int kernel_start(int j) {
             return start; // ::k
     }
 }
+// The kernel expression that ends at token j (just before <<<): name_start's, also after
+// members (table[i].kernel, this->k, p->k): returns its first token, or -1. *by_value: the
+// expression is an element or a member, a function pointer's value (not a kernel's name,
+// which may name several overloads).
+static int kernel_start(int j, int *by_value) {
+    *by_value = 0;
+    for (;;) {
+        int start = name_start(j, by_value);
+        if (start < 2 || toks[start - 1].pp != toks[j].pp || !(tok_is(start - 1, ".") || tok_is(start - 1, "->")))
+            return start;
+        *by_value = 1;
+        if (tok_is(start - 2, "this")) return start - 2;
+        j = start - 2;
+    }
+}
 
 // Whether token k is an integer literal of value 0 (0, 0u, 0L, 0x0, 000, ...): a null
 // pointer constant.
@@ -427,7 +448,7 @@ static void escape_into(Buf *b, size_t s, size_t e) { // a string literal's cont
 
 // KERNEL<<<CONFIG>>>(ARGS) with <<< at token k: returns 1 when rewritten
 static int rewrite_launch(int k) {
-    int pp = toks[k].pp, ks = k > 0 ? kernel_start(k - 1) : -1;
+    int pp = toks[k].pp, by_value = 0, ks = k > 0 ? kernel_start(k - 1, &by_value) : -1;
     if (ks < 0) return 0;
     int close = -1, nargs = 1;
     for (int j = k + 1; j < ntok && toks[j].pp == pp; j++) {
@@ -452,7 +473,13 @@ static int rewrite_launch(int k) {
         else if (!line_comment && (src[i] == '\n' || src[i] == '\r')) buf_puts(&b, " ");
         else buf_put(&b, src + i, 1);
     }
-    buf_puts(&b, "), \"");
+    buf_puts(&b, ")");
+    if (by_value) {
+        buf_puts(&b, ".launching(::cuemu::function_address(");
+        buf_put(&b, src + toks[ks].s, toks[k - 1].e - toks[ks].s);
+        buf_puts(&b, "))");
+    }
+    buf_puts(&b, ", \"");
     escape_into(&b, toks[ks].s, toks[k - 1].e);
     buf_puts(&b, "\", __FILE__, __LINE__, [&](auto &...cuemu_a_) { ");
     buf_put(&b, src + toks[ks].s, toks[k - 1].e - toks[ks].s);

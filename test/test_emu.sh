@@ -88,14 +88,23 @@ NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 if [ -x "$NVCC" ]; then
     if "$NVCC" -arch=sm_90 -Xptxas -v -I $SRC $SRC/registers.cu -o "$TMP/registers_gpu" 2>"$TMP/registers.ptxas" \
         && build registers registers --ptxas-info "$TMP/registers.ptxas"; then
-        regs=$(grep -A3 "entry function '_Z5heavy" "$TMP/registers.ptxas" | sed -nE 's/.*Used ([0-9]+) registers.*/\1/p')
         "$TMP/registers" >"$TMP/registers.out" 2>&1
+        # each kernel: refused at 1024 threads (through the table and by name), run at 256,
+        # and cudaFuncGetAttributes gives the report's count
         got=$(grep -c "1024 threads: cudaErrorLaunchOutOfResources, y\[0\] = 0$" "$TMP/registers.out")
         ran=$(grep -c "256 threads: cudaSuccess, y\[0\] = 192$" "$TMP/registers.out")
-        if [ -z "$regs" ]; then fail "registers (nvcc's report)" "no register count for heavy in $(head -c 300 "$TMP/registers.ptxas")"
-        elif [ "$regs" -le 64 ]; then echo "SKIP registers (nvcc's report): this nvcc gives heavy only $regs registers"
-        elif [ "$got" = 1 ] && [ "$ran" = 1 ]; then pass "registers (nvcc's report: $regs per thread; 1024 threads refused, 256 run)"
-        else fail "registers (nvcc's report: $regs per thread)" "$(tr '\n' ' ' <"$TMP/registers.out" | head -c 300)"; fi
+        counts="" attrs=0 low=0
+        for k in _Z5heavy heavy_static heavy_anon; do
+            regs=$(grep -A3 "entry function '[^']*$k" "$TMP/registers.ptxas" | sed -nE 's/.*Used ([0-9]+) registers.*/\1/p' | head -1)
+            counts="$counts ${regs:-none}"
+            [ -n "$regs" ] && [ "$regs" -le 64 ] && low=1
+            grep -qx "${k#_Z5} registers: $regs" "$TMP/registers.out" && attrs=$((attrs + 1))
+        done
+        if [[ "$counts" == *none* ]]; then fail "registers (nvcc's report)" "register counts$counts in $(head -c 300 "$TMP/registers.ptxas")"
+        elif [ $low = 1 ]; then echo "SKIP registers (nvcc's report): this nvcc gives the kernels only$counts registers"
+        elif [ "$got" = 6 ] && [ "$ran" = 3 ] && [ $attrs = 3 ]; then
+            pass "registers (nvcc's report:$counts per thread; external, static and anonymous-namespace kernels, through pointers and by name: 1024 threads refused, 256 run, cudaFuncGetAttributes agrees)"
+        else fail "registers (nvcc's report:$counts per thread)" "$(tr '\n' ' ' <"$TMP/registers.out" | head -c 600)"; fi
     fi
 else echo "SKIP registers (nvcc's report): no nvcc"; fi
 

@@ -87,6 +87,9 @@ void f() {
     ns::template k<T><<<g, b>>>(x);
     (kernel_ptr)<<<g, b>>>(x);
     table[i]<<<g, b>>>(x);
+    plan.steps[i].kernel<<<g, b>>>(x);
+    p->fns[2]<<<g, b>>>(x);
+    this->k<<<g, b>>>(x);
 }
 EOF
 void f() {
@@ -99,7 +102,10 @@ void f() {
     ::cuemu::launch(::cuemu::Config(g, b), "a::b::k<float>", __FILE__, __LINE__, [&](auto &...cuemu_a_) { a::b::k<float>(cuemu_a_...); }, x);
     ::cuemu::launch(::cuemu::Config(g, b), "ns::template k<T>", __FILE__, __LINE__, [&](auto &...cuemu_a_) { ns::template k<T>(cuemu_a_...); }, x);
     ::cuemu::launch(::cuemu::Config(g, b), "(kernel_ptr)", __FILE__, __LINE__, [&](auto &...cuemu_a_) { (kernel_ptr)(cuemu_a_...); }, x);
-    ::cuemu::launch(::cuemu::Config(g, b), "table[i]", __FILE__, __LINE__, [&](auto &...cuemu_a_) { table[i](cuemu_a_...); }, x);
+    ::cuemu::launch(::cuemu::Config(g, b).launching(::cuemu::function_address(table[i])), "table[i]", __FILE__, __LINE__, [&](auto &...cuemu_a_) { table[i](cuemu_a_...); }, x);
+    ::cuemu::launch(::cuemu::Config(g, b).launching(::cuemu::function_address(plan.steps[i].kernel)), "plan.steps[i].kernel", __FILE__, __LINE__, [&](auto &...cuemu_a_) { plan.steps[i].kernel(cuemu_a_...); }, x);
+    ::cuemu::launch(::cuemu::Config(g, b).launching(::cuemu::function_address(p->fns[2])), "p->fns[2]", __FILE__, __LINE__, [&](auto &...cuemu_a_) { p->fns[2](cuemu_a_...); }, x);
+    ::cuemu::launch(::cuemu::Config(g, b).launching(::cuemu::function_address(this->k)), "this->k", __FILE__, __LINE__, [&](auto &...cuemu_a_) { this->k(cuemu_a_...); }, x);
 }
 EOF
 

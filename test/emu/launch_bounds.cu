@@ -3,9 +3,10 @@
 // The bound as a macro, as a template parameter (with a second argument), written before
 // `void` in a namespace, spread over lines, and on a declaration only (its definition has
 // none; also a template's, whose definition names its parameter differently: nvcc -ptx
-// gives .maxntid for it). cudaFuncGetAttributes gives the bound as maxThreadsPerBlock (an unbounded overload
-// of a bounded kernel, with another parameter count or the same, has none), and the block
-// size cudaOccupancyMaxPotentialBlockSize picks launches.
+// gives .maxntid for it). cudaFuncGetAttributes gives the bound as maxThreadsPerBlock (an
+// unbounded overload of a bounded kernel, with another parameter count or the same, has
+// none; a static kernel and one in an anonymous namespace, which have no dynamic symbol,
+// have theirs), and the block size cudaOccupancyMaxPotentialBlockSize picks launches.
 // Prints OK when every answer is what a GPU gives; test_emu.sh also counts the runtime's
 // notes: one per refused launch.
 #include <cuda_runtime.h>
@@ -39,6 +40,11 @@ __global__ void declared(int *y, int v) { y[threadIdx.x] = v; }
 
 template <int N> __global__ void __launch_bounds__(N) late(int *y);
 template <int M> __global__ void late(int *y) { y[threadIdx.x] = M; }
+
+static __global__ void __launch_bounds__(48) lone(int *y) { y[threadIdx.x] = 10; }
+namespace {
+__global__ void __launch_bounds__(80) hidden(int *y) { y[threadIdx.x] = 11; }
+}
 
 __global__ void __launch_bounds__(64) twin(int *y) { y[threadIdx.x] = 8; }
 __global__ void twin(float *y) { y[threadIdx.x] = 9.0f; }
@@ -81,7 +87,7 @@ int main() {
     check("late<64> 65, the bound of its declaration", [] { late<64><<<1, 65>>>(y); }, refused, 0);
     check("twin(int *) 65", [] { twin<<<1, 65>>>(y); }, refused, 0);
     check("twin(float *) 128, the unbounded overload", [] { twin<<<1, 128>>>((float *)y); }, ok, 128);
-    cudaFuncAttributes a[10];
+    cudaFuncAttributes a[12];
     CHECK(cudaFuncGetAttributes(&a[0], flat));
     CHECK(cudaFuncGetAttributes(&a[1], tiled<64>));
     CHECK(cudaFuncGetAttributes(&a[2], ns::inner));
@@ -92,8 +98,10 @@ int main() {
     CHECK(cudaFuncGetAttributes(&a[7], (void (*)(int *))twin));
     CHECK(cudaFuncGetAttributes(&a[8], (void (*)(float *))twin));
     CHECK(cudaFuncGetAttributes(&a[9], late<96>));
-    const int want[10] = { 128, 64, 256, 64, 1024, 32, 1024, 64, 1024, 96 };
-    for (int k = 0; k < 10; k++)
+    CHECK(cudaFuncGetAttributes(&a[10], lone));
+    CHECK(cudaFuncGetAttributes(&a[11], hidden));
+    const int want[12] = { 128, 64, 256, 64, 1024, 32, 1024, 64, 1024, 96, 48, 80 };
+    for (int k = 0; k < 12; k++)
         if (a[k].maxThreadsPerBlock != want[k]) {
             printf("MISMATCH kernel %d: maxThreadsPerBlock %d, want %d\n", k, a[k].maxThreadsPerBlock, want[k]);
             bad = 1;
