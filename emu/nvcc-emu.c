@@ -826,8 +826,9 @@ static int declared_at(int k) {
     return p >= 0 && toks[p].pp == toks[k].pp && tok_ident(p) && !tok_is(p, "return") && !tok_is(p, "else") &&
            !tok_is(p, "do") && !tok_is(p, "case") && !tok_is(p, "throw");
 }
-// The names the program makes its own: #defines or #undefs, or defines as a function
-// (NAME(...) with a body; a declaration of the library's function alone does not count).
+// The names the program makes its own: #defines or #undefs, defines as a function
+// (NAME(...) with a body; a declaration of the library's function alone does not count),
+// or declares as a variable (auto log = [](...) {...}: calls then mean the variable).
 static int std_math_own[2 * NSTD_MATH];
 static void find_std_math_own(void) {
     memset(std_math_own, 0, sizeof std_math_own);
@@ -835,6 +836,7 @@ static void find_std_math_own(void) {
         int j = tok_ident(k) ? std_math_at(k) : -1;
         if (j < 0) continue;
         if (toks[k].pp && (tok_is(k - 1, "define") || tok_is(k - 1, "undef"))) std_math_own[j] = 1;
+        if (declared_at(k) && !tok_is(k + 1, "(")) std_math_own[j] = 1;
         int close = tok_is(k + 1, "(") && declared_at(k) ? match_fwd(k + 1) : -1;
         while (close >= 0 && tok_ident(close + 1)) close++; // const, noexcept, override, ...
         if (close >= 0 && tok_is(close + 1, "{")) std_math_own[j] = 1;

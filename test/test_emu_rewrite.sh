@@ -304,7 +304,8 @@ EOF
 # Standard math calls go to ::cuemu::dev (rewrite 5): NAMEf and NAME, std::NAME and
 # ::std::NAME, in kernels, host code and #define bodies; not other qualified ones (::,
 # another namespace, members), declarations, names not called, or names the program makes
-# its own (a macro, or a function it defines: log1p of a string, a member cos).
+# its own (a macro, a function it defines: log1p of a string, a member cos; or a variable:
+# a lambda named sinh).
 rewrite std_math 3<<'EOF' 4<<'EOF'
 #define SIG(v) (1.0f / (1.0f + expf(-(v))))
 #define tanhf(v) fast_tanh(v)
@@ -318,6 +319,7 @@ __global__ void k(float *y, const float *x, double *d) {
     d[0] = exp(d[1]) + pow(d[2], 3) + log1p("x") + my::exp(d[3]) + Acc().cos(d[4]) + log(2);
 }
 float (*fp)(float) = logf; struct S { float expf(float); } obj; float h = obj.expf(1.0f) + atan2f(1, 2);
+auto sinh = [](float v) { return v; }; float z = sinh(1.0f) + cosh(1.0f);
 EOF
 #define SIG(v) (1.0f / (1.0f + ::cuemu::dev::expf(-(v))))
 #define tanhf(v) fast_tanh(v)
@@ -331,6 +333,7 @@ __global__ void k(float *y, const float *x, double *d) {
     d[0] = ::cuemu::dev::exp(d[1]) + ::cuemu::dev::pow(d[2], 3) + log1p("x") + my::exp(d[3]) + Acc().cos(d[4]) + ::cuemu::dev::log(2);
 }
 float (*fp)(float) = logf; struct S { float expf(float); } obj; float h = obj.expf(1.0f) + ::cuemu::dev::atan2f(1, 2);
+auto sinh = [](float v) { return v; }; float z = sinh(1.0f) + ::cuemu::dev::cosh(1.0f);
 EOF
 
 # nvcc-emu's list of those functions and the runtime's (cuemu.h) are the same
