@@ -54,8 +54,8 @@
 //    their float names expf, ...), NAME( or std::NAME( not after another ::, . or -> or a
 //    name other than return, else, do, case or throw (a declaration), becomes
 //    ::cuemu::dev::NAME( so that with CUEMU_ULP its result in a kernel errs as much as CUDA
-//    allows (cuemu.h). Inside #define bodies too; not for a NAME the program #defines (or
-//    #undefs), or defines as a function, itself.
+//    allows (cuemu.h). Inside #define bodies too; not for a NAME the program makes its own
+//    (#defines or #undefs, defines as a function or declares as a variable).
 // Everything else is left byte for byte; comments, string/char literals and raw strings are
 // never rewritten or scanned. Every rewrite keeps the number of newlines (and so the line of
 // everything after it), and the compiled file starts with #line 1 "FILE.cu", so compiler
