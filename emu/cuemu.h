@@ -726,7 +726,7 @@ inline bool device_accessible(const void *p) {
 // and no launch is refused for its resources.
 extern "C" const char cuemu_ptxas_info[] __attribute__((weak));
 struct KernelResources {
-    std::string mangled, name; // name: demangled, without return type and parameters: "ns::k<256>"
+    std::string mangled, signature, name; // demangled: "void ns::k<256>(float*)"; name: "ns::k<256>"
     int regs;
     size_t smem;
 };
@@ -738,10 +738,10 @@ inline std::string demangle(const char *mangled) {
     free(d);
     return full;
 }
-// "void ns::k<256, float>(float const*, int)" -> "ns::k<256,float>" (spaces and anonymous
-// namespaces dropped, as launches name the kernel).
-inline std::string kernel_name(const char *mangled) {
-    std::string full = demangle(mangled), name;
+// "void ns::k<256, float>(float const*, int)" (a demangled signature) -> "ns::k<256,float>"
+// (spaces and anonymous namespaces dropped, as launches name the kernel).
+inline std::string kernel_name(std::string full) {
+    std::string name;
     for (size_t at; (at = full.find("(anonymous namespace)::")) != std::string::npos;) full.erase(at, 23);
     int depth = 0;
     for (char c : full) {
@@ -760,7 +760,10 @@ inline const std::vector<KernelResources> &ptxas_kernels() {
         size_t smem;
         for (const char *p = cuemu_ptxas_info; p && *p; p += used)
             if (sscanf(p, "%4095s %d %zu\n%n", name, &regs, &smem, &used) != 3) break;
-            else t.push_back({name, kernel_name(name), regs, smem});
+            else {
+                std::string signature = demangle(name);
+                t.push_back({name, signature, kernel_name(signature), regs, smem});
+            }
         return t;
     }();
     return table;
@@ -841,15 +844,16 @@ inline const std::unordered_map<uintptr_t, std::string> &local_functions() {
         const ElfSection *sec = (const ElfSection *)bytes.data();
         uintptr_t bias = ok && h.type == 3 ? (uintptr_t)self.dli_fbase : 0; // ET_DYN (PIE): loaded at an offset
         for (int k = 0; ok && k < h.shnum; k++) {
-            if (sec[k].type != 2 /* SHT_SYMTAB */ || sec[k].link >= h.shnum || !read_at(f, sec[k].offset, sec[k].size, syms) ||
-                !read_at(f, sec[sec[k].link].offset, sec[sec[k].link].size, names))
+            if (sec[k].type != 2 /* SHT_SYMTAB */ || sec[k].link >= h.shnum) continue;
+            const ElfSection &strtab = sec[sec[k].link];
+            if (!read_at(f, sec[k].offset, sec[k].size, syms) || !read_at(f, strtab.offset, strtab.size, names))
                 continue;
             for (size_t j = 0; j + sizeof(ElfSymbol) <= syms.size(); j += sizeof(ElfSymbol)) {
                 ElfSymbol sym;
                 memcpy(&sym, syms.data() + j, sizeof sym);
-                if ((sym.info & 0xf) == 2 /* STT_FUNC */ && sym.value && sym.name < names.size())
-                    t.emplace(bias + sym.value,
-                              std::string(names.data() + sym.name, strnlen(names.data() + sym.name, names.size() - sym.name)));
+                if ((sym.info & 0xf) != 2 /* STT_FUNC */ || !sym.value || sym.name >= names.size()) continue;
+                const char *name = names.data() + sym.name;
+                t.emplace(bias + sym.value, std::string(name, strnlen(name, names.size() - sym.name)));
             }
         }
         if (f) fclose(f);
@@ -875,7 +879,7 @@ inline const KernelResources *kernel_resources_at(const void *f) {
         if (k.mangled == sym) return &k;
     std::string signature = demangle(sym); // g++ mangles kernels of internal linkage unlike nvcc
     for (const KernelResources &k : ptxas_kernels())
-        if (demangle(k.mangled.c_str()) == signature) return &k;
+        if (k.signature == signature) return &k;
     return nullptr;
 }
 // Registers are allocated per warp in units of 256; a block (and an SM) has 65,536.
@@ -988,7 +992,7 @@ template <class F> inline long long launch_bound_at(F *) { return 0; }
 template <class... A> inline long long launch_bound_at(void (*f)(A...)) {
     const char *sym = bounded_kernels().empty() ? nullptr : symbol_at((const void *)f);
     if (!sym) return 0;
-    const std::pair<std::string, int> key(base_name(kernel_name(sym)), (int)sizeof...(A));
+    const std::pair<std::string, int> key(base_name(kernel_name(demangle(sym))), (int)sizeof...(A));
     if (std::find(bounded_kernels().begin(), bounded_kernels().end(), key) == bounded_kernels().end()) return 0;
     g_probing = true;
     g_probed = 0;

@@ -736,9 +736,12 @@ static int read_kernel(int k, Kernel *kd) {
 // The bounded kernels of the file (definitions and declarations), read before the rewrite.
 static Kernel *bounded;
 static int nbounded, capbounded;
+static int same_text(int a, int b) {
+    size_t n = toks[a].e - toks[a].s;
+    return toks[b].e - toks[b].s == n && !memcmp(src + toks[a].s, src + toks[b].s, n);
+}
 static int same_kernel(const Kernel *a, const Kernel *b) {
-    const Tok *x = &toks[a->name], *y = &toks[b->name];
-    return a->nparams == b->nparams && x->e - x->s == y->e - y->s && !memcmp(src + x->s, src + y->s, x->e - x->s);
+    return a->nparams == b->nparams && same_text(a->name, b->name);
 }
 static void find_bounded(void) {
     nbounded = 0;
@@ -759,15 +762,15 @@ static int carried_bound(const Kernel *decl, const Kernel *kd, Buf *b) {
     int from[MAXP], to[MAXP], n = 0;
     if (decl->body >= 0 || decl->name > kd->name || !same_kernel(decl, kd) || (decl->tmpl < 0) != (kd->tmpl < 0))
         return 0;
-    if (decl->tmpl >= 0 && ((n = template_params(decl->tmpl, from, MAXP)) < 0 || template_params(kd->tmpl, to, MAXP) != n))
+    if (decl->tmpl >= 0 &&
+        ((n = template_params(decl->tmpl, from, MAXP)) < 0 || template_params(kd->tmpl, to, MAXP) != n))
         return 0;
     for (int j = decl->max; j < decl->max_end; j++) {
         int p = 0;
-        while (p < n && !(toks[j].e - toks[j].s == toks[from[p]].e - toks[from[p]].s &&
-                          !memcmp(src + toks[j].s, src + toks[from[p]].s, toks[j].e - toks[j].s)))
-            p++;
+        while (p < n && !same_text(j, from[p])) p++;
         if (j > decl->max && toks[j].s > toks[j - 1].e) buf_puts(b, " ");
-        put_tokens(b, p < n ? to[p] : j, (p < n ? to[p] : j) + 1, -1);
+        int t = p < n ? to[p] : j; // a template parameter's name in the definition, or the token itself
+        put_tokens(b, t, t + 1, -1);
     }
     return 1;
 }
@@ -814,8 +817,8 @@ static int std_math_at(int k) {
     size_t n = toks[k].e - toks[k].s;
     for (int j = 0; std_math[j]; j++) {
         size_t m = strlen(std_math[j]);
-        if (memcmp(src + toks[k].s, std_math[j], m) == 0 && (n == m || (n == m + 1 && src[toks[k].s + m] == 'f')))
-            return j + (n > m) * NSTD_MATH;
+        int is_float_name = n == m + 1 && src[toks[k].s + m] == 'f';
+        if ((n == m || is_float_name) && memcmp(src + toks[k].s, std_math[j], m) == 0) return j + is_float_name * NSTD_MATH;
     }
     return -1;
 }
@@ -836,10 +839,12 @@ static void find_std_math_own(void) {
         int j = tok_ident(k) ? std_math_at(k) : -1;
         if (j < 0) continue;
         if (toks[k].pp && (tok_is(k - 1, "define") || tok_is(k - 1, "undef"))) std_math_own[j] = 1;
-        if (declared_at(k) && !tok_is(k + 1, "(")) std_math_own[j] = 1;
-        int close = tok_is(k + 1, "(") && declared_at(k) ? match_fwd(k + 1) : -1;
-        while (close >= 0 && tok_ident(close + 1)) close++; // const, noexcept, override, ...
-        if (close >= 0 && tok_is(close + 1, "{")) std_math_own[j] = 1;
+        else if (declared_at(k) && !tok_is(k + 1, "(")) std_math_own[j] = 1; // a variable
+        else if (declared_at(k)) {                                             // a function: a definition?
+            int close = match_fwd(k + 1);
+            while (close >= 0 && tok_ident(close + 1)) close++; // const, noexcept, override, ...
+            std_math_own[j] |= close >= 0 && tok_is(close + 1, "{");
+        }
     }
 }
 // A call NAME( of a standard math function, or std::NAME( or ::std::NAME(, becomes
