@@ -755,52 +755,31 @@ void cuset_gpt_free(CusetGPT *m) {
 
 // ---- matmul: one packed, register-tiled kernel C += A B ------------------------------------
 
-// The register tile of the attention products below (cuset__gemm_tile): C (mr, nr) += A (mr, K)
-// B (K, nr), row-major with leading dimensions lda, ldb, ldc, mr <= 8 and nr <= 32.
-// Reference: for r, j: acc = C[r][j]; for k = 0..K-1: acc += A[r][k] * B[k][j]; C[r][j] = acc.
-// Per k, 8 broadcasts of A times one 32-wide row of B, accumulated in registers (gcc
-// vectorises the fixed-size inner loops); edge tiles keep the same order of summation.
+// The register tile of every product (the matmuls and attention): C (8, nr) += A (8, K)
+// B (K, nr) (= without accumulate), nr <= 32, where A(r, k) = A[r * ras + k * cas] (so A
+// may be a transposed operand) and row k of B starts at B + k * ldb (a packed panel of the
+// matmuls, ldb = 32, or a tile of attention's operands). Reference: for r, j < nr:
+// acc = accumulate ? C[r][j] : 0; for k in order: acc = fma(A(r,k), B[k][j], acc);
+// C[r][j] = acc. AVX-512: 16 accumulators of 16 lanes (lanes past nr masked off), per k
+// two loads of B, 8 broadcasts of A and 16 FMAs; otherwise the same loop in C.
 #define CUSET_MR 8
 #define CUSET_NR 32
-static void cuset__gemm_tile(int mr, int nr, int K, const float *A, int lda, const float *B, int ldb, float *C, int ldc) {
-    if (mr == CUSET_MR && nr == CUSET_NR) {
-        float acc[CUSET_MR][CUSET_NR];
-        for (int r = 0; r < CUSET_MR; r++)
-            for (int j = 0; j < CUSET_NR; j++) acc[r][j] = C[(size_t)r * ldc + j];
-        for (int k = 0; k < K; k++) {
-            const float *b = B + (size_t)k * ldb;
-            for (int r = 0; r < CUSET_MR; r++) {
-                float a = A[(size_t)r * lda + k];
-                for (int j = 0; j < CUSET_NR; j++) acc[r][j] += a * b[j];
-            }
-        }
-        for (int r = 0; r < CUSET_MR; r++)
-            for (int j = 0; j < CUSET_NR; j++) C[(size_t)r * ldc + j] = acc[r][j];
-        return;
-    }
-    for (int r = 0; r < mr; r++) // edge tiles: same order of summation, no register tile
-        for (int j = 0; j < nr; j++) {
-            float acc = C[(size_t)r * ldc + j];
-            for (int k = 0; k < K; k++) acc += A[(size_t)r * lda + k] * B[(size_t)k * ldb + j];
-            C[(size_t)r * ldc + j] = acc;
-        }
-}
-
-// The matmuls' microkernel: C (8, 32) += A (8, K) Bp (K, 32), where row r of A is read as
-// A[r * ras + k * cas] (so A may be a transposed operand) and Bp is a packed panel, 32
-// floats per k, contiguous. Reference: for r, j: acc = C[r][j]; for k in order:
-// acc = fma(A(r,k), Bp[k][j], acc); C[r][j] = acc. AVX-512: 16 accumulators of 16 lanes,
-// per k two loads of Bp, 8 broadcasts of A and 16 FMAs; otherwise the same loop in C.
-static void cuset__gemm_micro(int K, const float *A, size_t ras, size_t cas, const float *Bp, float *C, size_t ldc) {
 #ifdef __AVX512F__
+// cuset__gemm_micro's AVX-512 body; columns 0-15 and 16-31 of B and C are the lanes in
+// masks m0 and m1. Inlined with constant masks, so that whole tiles use plain loads and
+// stores (masked loads took 1.7x the attention's time on AMD Zen 4).
+static inline __attribute__((always_inline)) void
+cuset__gemm_micro_lanes(__mmask16 m0, __mmask16 m1, int K, const float *A, size_t ras, size_t cas, const float *B,
+                        size_t ldb, float *C, size_t ldc, int accumulate) {
+#define CUSET__LOAD(m, p) ((m) == 0xFFFF ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps((m), (p)))
     __m512 c[CUSET_MR][2];
     for (int r = 0; r < CUSET_MR; r++) {
-        c[r][0] = _mm512_loadu_ps(C + r * ldc);
-        c[r][1] = _mm512_loadu_ps(C + r * ldc + 16);
+        c[r][0] = accumulate ? CUSET__LOAD(m0, C + r * ldc) : _mm512_setzero_ps();
+        c[r][1] = accumulate ? CUSET__LOAD(m1, C + r * ldc + 16) : _mm512_setzero_ps();
     }
     for (int k = 0; k < K; k++) {
-        __m512 b0 = _mm512_loadu_ps(Bp + (size_t)k * CUSET_NR), b1 = _mm512_loadu_ps(Bp + (size_t)k * CUSET_NR + 16);
-        const float *a = A + k * cas;
+        const float *b = B + (size_t)k * ldb, *a = A + k * cas;
+        __m512 b0 = CUSET__LOAD(m0, b), b1 = CUSET__LOAD(m1, b + 16);
 #pragma GCC unroll 8
         for (int r = 0; r < CUSET_MR; r++) {
             __m512 ar = _mm512_set1_ps(a[r * ras]);
@@ -808,22 +787,48 @@ static void cuset__gemm_micro(int K, const float *A, size_t ras, size_t cas, con
             c[r][1] = _mm512_fmadd_ps(ar, b1, c[r][1]);
         }
     }
+#undef CUSET__LOAD
     for (int r = 0; r < CUSET_MR; r++) {
-        _mm512_storeu_ps(C + r * ldc, c[r][0]);
-        _mm512_storeu_ps(C + r * ldc + 16, c[r][1]);
+        _mm512_mask_storeu_ps(C + r * ldc, m0, c[r][0]);
+        _mm512_mask_storeu_ps(C + r * ldc + 16, m1, c[r][1]);
     }
+}
+#endif
+static void cuset__gemm_micro(int nr, int K, const float *A, size_t ras, size_t cas, const float *B, size_t ldb, float *C,
+                              size_t ldc, int accumulate) {
+#ifdef __AVX512F__
+    if (nr == CUSET_NR) cuset__gemm_micro_lanes(0xFFFF, 0xFFFF, K, A, ras, cas, B, ldb, C, ldc, accumulate);
+    else
+        cuset__gemm_micro_lanes(nr >= 16 ? 0xFFFF : (__mmask16)((1u << nr) - 1),
+                                nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1) : 0, K, A, ras, cas, B, ldb, C, ldc,
+                                accumulate);
 #else
     float acc[CUSET_MR][CUSET_NR];
     for (int r = 0; r < CUSET_MR; r++)
-        for (int j = 0; j < CUSET_NR; j++) acc[r][j] = C[r * ldc + j];
+        for (int j = 0; j < nr; j++) acc[r][j] = accumulate ? C[r * ldc + j] : 0.0f;
     for (int k = 0; k < K; k++)
         for (int r = 0; r < CUSET_MR; r++) {
             float a = A[r * ras + k * cas];
-            for (int j = 0; j < CUSET_NR; j++) acc[r][j] = fmaf(a, Bp[(size_t)k * CUSET_NR + j], acc[r][j]);
+            for (int j = 0; j < nr; j++) acc[r][j] = fmaf(a, B[(size_t)k * ldb + j], acc[r][j]);
         }
     for (int r = 0; r < CUSET_MR; r++)
-        for (int j = 0; j < CUSET_NR; j++) C[r * ldc + j] = acc[r][j];
+        for (int j = 0; j < nr; j++) C[r * ldc + j] = acc[r][j];
 #endif
+}
+
+// A tile of attention's products: C (mr, nr) += A (mr, K) B (K, nr) (= without accumulate),
+// mr <= 8, nr <= 32, A and B as in cuset__gemm_micro, C row-major with leading dimension
+// ldc. Eight rows go to the microkernel; fewer (the last rows when T is not a multiple of
+// 8) run the same sums in the same order in plain C.
+static void cuset__gemm_tile(int mr, int nr, int K, const float *A, size_t ras, size_t cas, const float *B, size_t ldb,
+                             float *C, size_t ldc, int accumulate) {
+    if (mr == CUSET_MR) { cuset__gemm_micro(nr, K, A, ras, cas, B, ldb, C, ldc, accumulate); return; }
+    for (int r = 0; r < mr; r++)
+        for (int j = 0; j < nr; j++) {
+            float acc = accumulate ? C[(size_t)r * ldc + j] : 0.0f;
+            for (int k = 0; k < K; k++) acc = fmaf(A[r * ras + k * cas], B[(size_t)k * ldb + j], acc);
+            C[(size_t)r * ldc + j] = acc;
+        }
 }
 
 // C (M, N) += A (M, K) B (K, N), with A(i, k) = A[i * ras + k * cas] and B(k, j) =
@@ -865,16 +870,13 @@ static void cuset__gemm(int M, int N, int K, const float *A, size_t ras, size_t 
                     int mr = i1 - i < CUSET_MR ? i1 - i : CUSET_MR;
                     const float *a = A + (size_t)i * ras + (size_t)k0 * cas;
                     float *c = C + (size_t)i * ldc + j0;
-                    if (mr == CUSET_MR && nr == CUSET_NR) { cuset__gemm_micro(kc, a, ras, cas, bp, c, ldc); continue; }
-                    // an edge tile: C through an 8 x 32 copy; fewer than 8 rows: A's rows copied, zeros below
+                    if (mr == CUSET_MR) { cuset__gemm_micro(nr, kc, a, ras, cas, bp, CUSET_NR, c, ldc, 1); continue; }
+                    // fewer than 8 rows: A's rows and C's through zero-padded 8-row copies
                     float edge[CUSET_MR * CUSET_NR] = {0}, a_edge[CUSET_MR * CUSET_KC];
                     for (int r = 0; r < mr; r++) memcpy(edge + r * CUSET_NR, c + (size_t)r * ldc, nr * sizeof(float));
-                    if (mr == CUSET_MR) cuset__gemm_micro(kc, a, ras, cas, bp, edge, CUSET_NR);
-                    else {
-                        for (int k = 0; k < kc; k++)
-                            for (int r = 0; r < CUSET_MR; r++) a_edge[k * CUSET_MR + r] = r < mr ? a[r * ras + k * cas] : 0.0f;
-                        cuset__gemm_micro(kc, a_edge, 1, CUSET_MR, bp, edge, CUSET_NR);
-                    }
+                    for (int k = 0; k < kc; k++)
+                        for (int r = 0; r < CUSET_MR; r++) a_edge[k * CUSET_MR + r] = r < mr ? a[r * ras + k * cas] : 0.0f;
+                    cuset__gemm_micro(nr, kc, a_edge, 1, CUSET_MR, bp, CUSET_NR, edge, CUSET_NR, 1);
                     for (int r = 0; r < mr; r++) memcpy(c + (size_t)r * ldc, edge + r * CUSET_NR, nr * sizeof(float));
                 }
             }
@@ -1067,7 +1069,7 @@ static void cuset__gemm_lower(int T, int N, const float *A, int lda, const float
     for (int i = 0; i < T; i += CUSET_MR)
         for (int j = 0; j < N; j += CUSET_NR) {
             int mr = T - i < CUSET_MR ? T - i : CUSET_MR, nr = N - j < CUSET_NR ? N - j : CUSET_NR;
-            cuset__gemm_tile(mr, nr, i + mr, A + (size_t)i * lda, lda, B + j, ldb, C + (size_t)i * ldc + j, ldc);
+            cuset__gemm_tile(mr, nr, i + mr, A + (size_t)i * lda, lda, 1, B + j, ldb, C + (size_t)i * ldc + j, ldc, 1);
         }
 }
 
@@ -1077,8 +1079,8 @@ static void cuset__gemm_upper(int T, int N, const float *A, int lda, const float
     for (int i = 0; i < T; i += CUSET_MR)
         for (int j = 0; j < N; j += CUSET_NR) {
             int mr = T - i < CUSET_MR ? T - i : CUSET_MR, nr = N - j < CUSET_NR ? N - j : CUSET_NR;
-            cuset__gemm_tile(mr, nr, T - i, A + (size_t)i * lda + i, lda, B + (size_t)i * ldb + j, ldb,
-                             C + (size_t)i * ldc + j, ldc);
+            cuset__gemm_tile(mr, nr, T - i, A + (size_t)i * lda + i, lda, 1, B + (size_t)i * ldb + j, ldb,
+                             C + (size_t)i * ldc + j, ldc, 1);
         }
 }
 
@@ -1088,14 +1090,19 @@ static void cuset__gemm_causal_scores(int T, int K, const float *A, int lda, con
     for (int i = 0; i < T; i += CUSET_MR)
         for (int j = 0; j < i + CUSET_MR && j < T; j += CUSET_NR) {
             int mr = T - i < CUSET_MR ? T - i : CUSET_MR, nr = T - j < CUSET_NR ? T - j : CUSET_NR;
-            cuset__gemm_tile(mr, nr, K, A + (size_t)i * lda, lda, Bt + j, T, S + (size_t)i * T + j, T);
+            cuset__gemm_tile(mr, nr, K, A + (size_t)i * lda, lda, 1, Bt + j, T, S + (size_t)i * T + j, T, 1);
         }
 }
 
-// out (cols, rows) = in (rows, cols) with a row stride of ld, on one thread.
+// out (cols, rows) = in (rows, cols) with a row stride of ld, on one thread, 16 rows at a
+// time, so that consecutive writes fill a cache line (writing one row of in at a time, each
+// write rows floats from the last, made flash attention 3-5% slower at T = 1024).
 static void cuset__transpose_serial(float *out, const float *in, int rows, int cols, int ld) {
-    for (int i = 0; i < rows; i++)
-        for (int j = 0; j < cols; j++) out[(size_t)j * rows + i] = in[(size_t)i * ld + j];
+    for (int i0 = 0; i0 < rows; i0 += 16) {
+        int i1 = i0 + 16 < rows ? i0 + 16 : rows;
+        for (int j = 0; j < cols; j++)
+            for (int i = i0; i < i1; i++) out[(size_t)j * rows + i] = in[(size_t)i * ld + j];
+    }
 }
 
 static void cuset__attention_forward(float *out, float *att, float *kv_t, const float *qkv, int B, int T, int C, int NH) {
@@ -1174,9 +1181,8 @@ static void cuset__att_scores(float *S, const float *A, int lda, const float *Bt
         int mr = ni - r < CUSET_MR ? ni - r : CUSET_MR;
         for (int c = 0; c < nj && (!diag || c < r + mr); c += CUSET_NR) {
             int nr = nj - c < CUSET_NR ? nj - c : CUSET_NR;
-            for (int i = 0; i < mr; i++) memset(S + (size_t)(r + i) * CUSET_ATT_TILE + c, 0, nr * sizeof(float));
-            cuset__gemm_tile(mr, nr, hs, A + (size_t)r * lda, lda, Bt + c, T, S + (size_t)r * CUSET_ATT_TILE + c,
-                             CUSET_ATT_TILE);
+            cuset__gemm_tile(mr, nr, hs, A + (size_t)r * lda, lda, 1, Bt + c, T, S + (size_t)r * CUSET_ATT_TILE + c,
+                             CUSET_ATT_TILE, 0);
         }
     }
 }
@@ -1187,22 +1193,20 @@ static void cuset__att_pv(float *out, int ldo, const float *P, const float *X, i
     for (int r = 0; r < ni; r += CUSET_MR) {
         int mr = ni - r < CUSET_MR ? ni - r : CUSET_MR, k = diag && r + mr < nj ? r + mr : nj;
         for (int c = 0; c < n; c += CUSET_NR)
-            cuset__gemm_tile(mr, n - c < CUSET_NR ? n - c : CUSET_NR, k, P + (size_t)r * CUSET_ATT_TILE, CUSET_ATT_TILE,
-                             X + c, ldx, out + (size_t)r * ldo + c, ldo);
+            cuset__gemm_tile(mr, n - c < CUSET_NR ? n - c : CUSET_NR, k, P + (size_t)r * CUSET_ATT_TILE, CUSET_ATT_TILE, 1,
+                             X + c, ldx, out + (size_t)r * ldo + c, ldo, 1);
     }
 }
 
 // out (nj, n; row stride ldo) += P^T X, P (ni, nj) as above, X (ni, n; row stride ldx);
-// Pt is scratch for P^T. On the diagonal tile key block c starts at query c.
-static void cuset__att_ptx(float *out, int ldo, const float *P, float *Pt, const float *X, int ldx, int ni, int nj, int n,
-                           int diag) {
-    for (int r = 0; r < ni; r++)
-        for (int c = 0; c < nj; c++) Pt[(size_t)c * CUSET_ATT_TILE + r] = P[(size_t)r * CUSET_ATT_TILE + c];
+// P^T is read in place (A(c, r) = P[r][c]). On the diagonal tile key block c starts at
+// query c.
+static void cuset__att_ptx(float *out, int ldo, const float *P, const float *X, int ldx, int ni, int nj, int n, int diag) {
     for (int c = 0; c < nj; c += CUSET_MR) {
         int mr = nj - c < CUSET_MR ? nj - c : CUSET_MR, k0 = diag ? c : 0;
         for (int j = 0; j < n; j += CUSET_NR)
-            cuset__gemm_tile(mr, n - j < CUSET_NR ? n - j : CUSET_NR, ni - k0, Pt + (size_t)c * CUSET_ATT_TILE + k0,
-                             CUSET_ATT_TILE, X + (size_t)k0 * ldx + j, ldx, out + (size_t)c * ldo + j, ldo);
+            cuset__gemm_tile(mr, n - j < CUSET_NR ? n - j : CUSET_NR, ni - k0, P + (size_t)k0 * CUSET_ATT_TILE + c, 1,
+                             CUSET_ATT_TILE, X + (size_t)k0 * ldx + j, ldx, out + (size_t)c * ldo + j, ldo, 1);
     }
 }
 
@@ -1264,8 +1268,7 @@ static void cuset__attention_backward_flash(float *dqkv, float *scratch, const f
             const float *dy = dout + (size_t)b * T * C + h * hs, *y = out + (size_t)b * T * C + h * hs, *l = lse + bh * T;
             float *dq = dqkv + (size_t)b * T * 3 * C + h * hs, *dk = dq + C, *dv = dq + 2 * C;
             float *kt = scratch + bh * 2 * hs * T, *vt = kt + (size_t)hs * T;
-            float P[CUSET_ATT_TILE * CUSET_ATT_TILE], dS[CUSET_ATT_TILE * CUSET_ATT_TILE];
-            float Pt[CUSET_ATT_TILE * CUSET_ATT_TILE], D[CUSET_ATT_TILE];
+            float P[CUSET_ATT_TILE * CUSET_ATT_TILE], dS[CUSET_ATT_TILE * CUSET_ATT_TILE], D[CUSET_ATT_TILE];
             cuset__transpose_serial(kt, k, T, hs, 3 * C);
             cuset__transpose_serial(vt, v, T, hs, 3 * C);
             for (int i0 = 0; i0 < T; i0 += CUSET_ATT_TILE) {
@@ -1289,9 +1292,9 @@ static void cuset__attention_backward_flash(float *dqkv, float *scratch, const f
                         }
                         for (int c = n; c < nj; c++) p[c] = ds[c] = 0.0f;
                     }
-                    cuset__att_ptx(dv + (size_t)j0 * 3 * C, 3 * C, P, Pt, dy + (size_t)i0 * C, C, ni, nj, hs, diag);
+                    cuset__att_ptx(dv + (size_t)j0 * 3 * C, 3 * C, P, dy + (size_t)i0 * C, C, ni, nj, hs, diag);
                     cuset__att_pv(dq + (size_t)i0 * 3 * C, 3 * C, dS, k + (size_t)j0 * 3 * C, 3 * C, ni, nj, hs, diag);
-                    cuset__att_ptx(dk + (size_t)j0 * 3 * C, 3 * C, dS, Pt, q + (size_t)i0 * 3 * C, 3 * C, ni, nj, hs, diag);
+                    cuset__att_ptx(dk + (size_t)j0 * 3 * C, 3 * C, dS, q + (size_t)i0 * 3 * C, 3 * C, ni, nj, hs, diag);
                 }
             }
         }
