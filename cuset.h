@@ -767,7 +767,7 @@ void cuset_gpt_free(CusetGPT *m) {
 #ifdef __AVX512F__
 // cuset__gemm_micro's AVX-512 body; columns 0-15 and 16-31 of B and C are the lanes in
 // masks m0 and m1. Inlined with constant masks, so that whole tiles use plain loads and
-// stores (masked loads took 1.7x the attention's time on AMD Zen 4).
+// stores (masked loads everywhere made attention 1.6-2x slower on this AMD EPYC).
 static inline __attribute__((always_inline)) void
 cuset__gemm_micro_lanes(__mmask16 m0, __mmask16 m1, int K, const float *A, size_t ras, size_t cas, const float *B,
                         size_t ldb, float *C, size_t ldc, int accumulate) {
