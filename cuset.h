@@ -1326,7 +1326,12 @@ static void cuset__residual_forward(float *out, const float *a, const float *b, 
 
 // ---- the model ---------------------------------------------------------------------------
 
-void cuset_gpt_forward(CusetGPT *m, const int *inputs, int B, int T) {
+// The forward pass, with the head's logits only for the rows i (of B T) where
+// need_logits[i] is set (NULL: every row); the other rows of acts.logits keep what they
+// held. Training passes the batch's is_target, since the loss reads no other row: the
+// rows of prompts and padding cost nothing in the head. A row's logits are the same
+// whichever rows are computed with it (cuset__gemm sums each output alone, in k order).
+static void cuset__gpt_forward(CusetGPT *m, const int *inputs, int B, int T, const unsigned char *need_logits) {
     const CusetConfig *c = &m->cfg;
     if (T > c->max_seq_len) CUSET_DIE("sequence length %d exceeds the model's context %d", T, c->max_seq_len);
     cuset__alloc_acts(m, B, T);
@@ -1366,10 +1371,19 @@ void cuset_gpt_forward(CusetGPT *m, const int *inputs, int B, int T) {
     const float *last = a.residual3 + (size_t)(L - 1) * BT * C;
     cuset__layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last, p.lnfw, p.lnfb, BT, C);
     CUSET__LAP("fwd layernorm", 0);
-    cuset__matmul_forward(a.logits, a.lnf, p.wte, NULL, BT, C, Vp, m->scratch);
-    CUSET__LAP("fwd matmul head", mm / C * Vp);
-    (void)mm; (void)at;
+    long head_rows = 0;
+    for (int r0 = 0, r1 = 0; r0 < BT; r0 = r1) { // each run of rows that need logits, in order
+        while (r0 < BT && need_logits && !need_logits[r0]) r0++;
+        for (r1 = r0; r1 < BT && (!need_logits || need_logits[r1]); r1++) {}
+        if (r1 > r0) cuset__matmul_forward(a.logits + (size_t)r0 * Vp, a.lnf + (size_t)r0 * C, p.wte, NULL, r1 - r0, C, Vp,
+                                           m->scratch);
+        head_rows += r1 - r0;
+    }
+    CUSET__LAP("fwd matmul head", 2.0 * head_rows * C * Vp);
+    (void)mm; (void)at; (void)head_rows;
 }
+
+void cuset_gpt_forward(CusetGPT *m, const int *inputs, int B, int T) { cuset__gpt_forward(m, inputs, B, T, NULL); }
 
 // ---- incremental decoding ------------------------------------------------------------------
 
@@ -1477,14 +1491,17 @@ void cuset_gpt_backward(CusetGPT *m, const int *inputs) {
     // outside the targets are zero (cuset_loss writes zeros there) and add nothing, so the
     // head's products run over each run of nonzero rows, in row order: the same sums.
     memset(d.dbt_c, 0, btc * sizeof(float));
+    long head_rows = 0;
     for (int r0 = 0, r1 = 0; r0 < BT; r0 = r1) {
         while (r0 < BT && cuset__zero_row(a.logits + (size_t)r0 * Vp, Vp)) r0++;
         for (r1 = r0; r1 < BT && !cuset__zero_row(a.logits + (size_t)r1 * Vp, Vp); r1++) {}
         if (r1 > r0)
             cuset__matmul_backward(d.dbt_c + (size_t)r0 * C, g.wte, NULL, a.logits + (size_t)r0 * Vp, a.lnf + (size_t)r0 * C,
                                    p.wte, r1 - r0, C, Vp, m->scratch);
+        head_rows += r1 - r0;
     }
-    CUSET__LAP("bwd matmul head", mm / C * Vp);
+    CUSET__LAP("bwd matmul head", 4.0 * head_rows * C * Vp);
+    (void)head_rows;
     memset(d.dresidual, 0, btc * sizeof(float));
     cuset__layernorm_backward(d.dresidual, g.lnfw, g.lnfb, d.dbt_c, a.residual3 + (size_t)(L - 1) * btc,
                               p.lnfw, a.lnf_mean, a.lnf_rstd, BT, C);
@@ -1710,8 +1727,8 @@ static long cuset__target_tokens(const CusetBatch *b, int n) {
 static void cuset__forward_loss(CusetGPT *m, CusetGPT *ref, const CusetBatch *b, const CusetObjective *obj,
                                 float inv_norm, CusetStats *stats) {
     const float *ref_logits = NULL;
-    if (ref) { cuset_gpt_forward(ref, b->inputs, b->B, b->T); ref_logits = ref->acts.logits; }
-    cuset_gpt_forward(m, b->inputs, b->B, b->T);
+    if (ref) { cuset__gpt_forward(ref, b->inputs, b->B, b->T, b->is_target); ref_logits = ref->acts.logits; }
+    cuset__gpt_forward(m, b->inputs, b->B, b->T, b->is_target);
     cuset_loss(m, b, obj, ref_logits, inv_norm, stats);
     CUSET__LAP("loss", 0);
 }
