@@ -210,12 +210,16 @@ def svg_bars(res, metric, w=640, h=240):
     rows = list(res)
     vals = [res[r]["metrics"]["all"][metric] for r in rows]
     top = max([v.get("hi", v["mean"] + v.get("std", 0)) for v in vals] + [0.05])
+    # grid lines at round percentages: the smallest step of 5, 10, 20 or 25% that needs at most 5
+    step = next(s for s in (0.05, 0.1, 0.2, 0.25) if math.ceil(top / s - 1e-9) <= 5)
+    ticks = math.ceil(top / step - 1e-9)
+    top = ticks * step
     ml, mb, mt = 40, 70, 20
     bw = (w - ml - 10) / len(rows)
     sy = lambda y: mt + (1 - y / top) * (h - mt - mb)
     o = ['<svg width="%d" height="%d" viewBox="0 0 %d %d" class="chart">' % (w, h, w, h)]
-    for frac in (0, 0.25, 0.5, 0.75, 1):
-        y = frac * top
+    for k in range(ticks + 1):
+        y = k * step
         o.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" class="grid"/><text x="%d" y="%.1f" class="ax" '
                  'text-anchor="end">%.0f%%</text>' % (ml, w - 10, sy(y), sy(y), ml - 3, sy(y) + 3, 100 * y))
     for i, (r, v) in enumerate(zip(rows, vals)):

@@ -789,6 +789,12 @@ import experiment_report
 s = experiment_report.spread([0.5, 0.7, 0.9], [])
 assert abs(s["mean"] - 0.7) < 1e-12 and abs(s["std"] - 0.2) < 1e-12, s
 assert experiment_report.fmt(s) == "70.0 ± 20.0", experiment_report.fmt(s)
+# the bar chart's grid: round steps up to the highest error bar (87% -> 0, 20, ..., 100)
+import re
+for hi, want in ((0.87, "0 20 40 60 80 100"), (0.41, "0 10 20 30 40 50"), (0.03, "0 5")):
+    bars = {"x": {"label": "x", "metrics": {"all": {"m": {"mean": hi / 2, "lo": 0.0, "hi": hi}}}}}
+    got = " ".join(re.findall(r">(\d+)%<", experiment_report.svg_bars(bars, "m")))
+    assert got == want, "bar chart grid for a top of %g: %s, want %s" % (hi, got, want)
 print("%d numbers = mean and std of two seeds; %d stages of seed 1 skipped; 50/70/90%% -> 70.0 ± 20.0" % (n, skipped))
 PY
        ); then ok "experiment_two_seeds: $out"
