@@ -112,9 +112,10 @@ quickstart:
 	bash data/quickstart.sh
 
 # The paper's comparison in miniature (data/experiment.sh): PRESET=cpu|gpu|smoke (default:
-# gpu with a GPU, else cpu), SEEDS=1,2,3, RUN=DIR (default runs/experiment-PRESET).
+# gpu with a GPU, else cpu), SEEDS=1,2,3, RUN=DIR (default runs/experiment-PRESET),
+# SET="BASE_STEPS=900 ..." (a preset's settings changed; data/experiment.sh lists them).
 experiment:
-	PRESET="$(PRESET)" SEEDS="$(SEEDS)" RUN="$(RUN)" bash data/experiment.sh
+	PRESET="$(PRESET)" SEEDS="$(SEEDS)" RUN="$(RUN)" SET="$(SET)" bash data/experiment.sh
 
 compile-test-split: data
 	bash data/compile_split.sh data/default test

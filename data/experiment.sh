@@ -2,8 +2,13 @@
 # The experiment (`make experiment`): the paper's comparison (Table 2) and ablation
 # (Table 5) in miniature, plus its confidence analysis.
 #
-#   make experiment [PRESET=cpu|gpu|smoke] [SEEDS=1,2,3] [RUN=DIR] [JOBS=N]
+#   make experiment [PRESET=cpu|gpu|smoke] [SEEDS=1,2,3] [RUN=DIR] [JOBS=N] [SET="NAME=VALUE ..."]
 #   PRESET=gpu bash data/experiment.sh --settings   prints a preset's settings and exits
+#
+# SET changes a preset's settings, e.g. SET="BASE_STEPS=900 FT_STEPS=400": the corpus sizes
+# (NBASE NFT NVAL NTEST EVAL_TASKS), training (BASE_STEPS BASE_LR FT_STEPS FT_LR BATCH) and
+# evaluation (SAMPLES TEMPERATURE MAX_TOKENS ANALYZE WINDOW). Stages remember their settings,
+# so give a changed run its own RUN directory to keep the preset's results.
 #
 # 1. a corpus of CUDA tasks (data/corpus); its training split is cut in two disjoint
 #    parts: the base part and the fine-tuning part;
@@ -21,7 +26,7 @@
 # leaves nothing half-written: outputs appear under their names only when complete.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -eq 0 ] || [ "$*" = --settings ] || { echo "experiment: unknown arguments '$*' (settings come from PRESET, SEEDS, RUN, JOBS; --settings prints a preset's)" >&2; exit 2; }
+[ $# -eq 0 ] || [ "$*" = --settings ] || { echo "experiment: unknown arguments '$*' (settings come from PRESET, SEEDS, RUN, JOBS, SET; --settings prints a preset's)" >&2; exit 2; }
 PRESET=${PRESET:-}
 if [ -z "$PRESET" ]; then
     if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then PRESET=gpu; else PRESET=cpu; fi
@@ -58,8 +63,24 @@ gpu) # the whole corpus and a larger model, for one H100/H200-class GPU. Its var
     BASE_STEPS=3000 BASE_LR=1e-3 FT_STEPS=300 FT_LR=2e-4 MAX_TOKENS=1800 ANALYZE=200 ;;
 *) echo "experiment: unknown PRESET '$PRESET' (cpu, gpu or smoke)" >&2; exit 2 ;;
 esac
+SET=${SET:-}
+read -r -a sets <<<"$SET"
+for kv in "${sets[@]}"; do # the preset's settings that SET changes, each checked before anything runs
+    [[ $kv == *=* ]] || { echo "experiment: SET: '$kv' is not NAME=VALUE" >&2; exit 2; }
+    name=${kv%%=*} value=${kv#*=}
+    case "$name" in
+    NBASE|NFT|NVAL|NTEST|EVAL_TASKS|BASE_STEPS|FT_STEPS|BATCH|SAMPLES|MAX_TOKENS|ANALYZE|WINDOW) pattern='^[1-9][0-9]*$' what="a whole number, at least 1" ;;
+    BASE_LR|FT_LR|TEMPERATURE) pattern='^(0|[1-9][0-9]*)?(\.[0-9]+)?(e-?[0-9]+)?$' what="a number such as 5e-4 or 0.2" ;;
+    *) echo "experiment: SET: '$name' is not a setting it can change (NBASE NFT NVAL NTEST EVAL_TASKS BASE_STEPS BASE_LR FT_STEPS FT_LR BATCH SAMPLES TEMPERATURE MAX_TOKENS ANALYZE WINDOW)" >&2; exit 2 ;;
+    esac
+    [[ $value =~ $pattern && $value =~ [0-9] ]] || { echo "experiment: SET: $name wants $what, got '${value}' in '$kv'" >&2; exit 2; }
+    printf -v "$name" '%s' "$value"
+done
+[ "$EVAL_TASKS" -le "$NTEST" ] || { echo "experiment: EVAL_TASKS ($EVAL_TASKS) is more than the test split holds (NTEST $NTEST)" >&2; exit 2; }
+[ "$ANALYZE" -le "$NVAL" ] || { echo "experiment: ANALYZE ($ANALYZE) is more than the validation split holds (NVAL $NVAL)" >&2; exit 2; }
+[ "$SAMPLES" -ge "${KS##*,}" ] || { echo "experiment: SAMPLES ($SAMPLES) is below the largest k of pass@k (KS=$KS): it needs k programs per task" >&2; exit 2; }
 if [ "${1:-}" = --settings ]; then # as shell assignments (make test checks that each preset's context fits its corpus)
-    declare -p PRESET FAMILIES STYLE NBASE NFT NVAL NTEST EVAL_TASKS MODEL SEQ BATCH BASE_STEPS BASE_LR FT_STEPS FT_LR \
+    declare -p PRESET SET FAMILIES STYLE NBASE NFT NVAL NTEST EVAL_TASKS MODEL SEQ BATCH BASE_STEPS BASE_LR FT_STEPS FT_LR \
         MAX_TOKENS ANALYZE TEMPERATURE SAMPLES KS WINDOW
     exit 0
 fi
@@ -203,8 +224,8 @@ done < <(models)
 
 # --- 6. the report -----------------------------------------------------------------------
 say "report: $RUN/results.json, results.md, report.html"
-settings=$(printf '{"preset":"%s","seeds":"%s","families":"%s","style":"%s","model":"%s","seq":%d,"batch":%d,"base_tasks":%d,"ft_tasks":%d,"val_tasks":%d,"test_tasks":%d,"eval_tasks":%d,"base_steps":%d,"base_lr":%s,"ft_steps":%d,"ft_lr":%s,"window":%d,"samples":%d,"temperature":%s,"max_tokens":%d,"analyzed":%d,"started":"%s","machine":"%s"}' \
-    "$PRESET" "$SEEDS" "$FAMILIES" "$STYLE" "${MODEL[*]}" "$SEQ" "$BATCH" "$NBASE" "$NFT" "$NVAL" "$NTEST" "$EVAL_TASKS" "$BASE_STEPS" "$BASE_LR" \
+settings=$(printf '{"preset":"%s","set":"%s","seeds":"%s","families":"%s","style":"%s","model":"%s","seq":%d,"batch":%d,"base_tasks":%d,"ft_tasks":%d,"val_tasks":%d,"test_tasks":%d,"eval_tasks":%d,"base_steps":%d,"base_lr":%s,"ft_steps":%d,"ft_lr":%s,"window":%d,"samples":%d,"temperature":%s,"max_tokens":%d,"analyzed":%d,"started":"%s","machine":"%s"}' \
+    "$PRESET" "$SET" "$SEEDS" "$FAMILIES" "$STYLE" "${MODEL[*]}" "$SEQ" "$BATCH" "$NBASE" "$NFT" "$NVAL" "$NTEST" "$EVAL_TASKS" "$BASE_STEPS" "$BASE_LR" \
     "$FT_STEPS" "$FT_LR" "$WINDOW" "$SAMPLES" "$TEMPERATURE" "$MAX_TOKENS" "$ANALYZE" "$(date -u -d @"$T0" +%FT%TZ)" \
     "$(nproc --all) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//; s/"//g')")
 "${PYTHON:-/usr/bin/python3}" data/experiment_report.py "$RUN" --settings "$settings" --seconds $(( $(date +%s) - T0 ))

@@ -799,6 +799,26 @@ print("%d numbers = mean and std of two seeds; %d stages of seed 1 skipped; 50/7
 PY
        ); then ok "experiment_two_seeds: $out"
     else bad "experiment_two_seeds" "${out:-exit $?: $(tail -3 "$TMP/experiment3.out")}"; fi
+    # SET changes a preset's setting: here the scored tasks, so only the 9 evaluations run again
+    expect "experiment_set_unknown" 2 "SET: 'SEQ' is not a setting it can change" env PRESET=smoke SET="SEQ=64" RUN="$exp" bash data/experiment.sh
+    expect "experiment_set_bad_value" 2 "SET: FT_LR wants a number such as 5e-4 or 0.2, got '1e-3x'" \
+        env PRESET=smoke SET="FT_STEPS=2 FT_LR=1e-3x" RUN="$exp" bash data/experiment.sh
+    out=
+    if OMP_NUM_THREADS=1 PRESET=smoke SET="EVAL_TASKS=2" RUN="$exp" bash data/experiment.sh >"$TMP/experiment4.out" 2>&1 &&
+       out=$("$PYTHON" - "$exp" "$(grep -c 'done before' "$TMP/experiment4.out")" <<'PY' 2>&1
+import json, sys
+run, skipped = sys.argv[1], int(sys.argv[2])
+assert skipped == 19, "%d stages skipped, want 19 (corpus, base model, 8 fine-tunings, 9 analyses)" % skipped
+r = json.load(open(run + "/results.json"))
+assert r["settings"]["set"] == "EVAL_TASKS=2" and r["settings"]["eval_tasks"] == 2, r["settings"]
+for row in r["rows"]:
+    tasks = json.load(open("%s/seed1/%s.eval.json" % (run, row)))["per_task"]
+    assert len(tasks) == 2, "%s scored %d tasks, want 2" % (row, len(tasks))
+assert "Preset smoke with EVAL_TASKS=2;" in open(run + "/results.md").read(), "results.md does not say what SET changed"
+print("19 stages kept, 9 rows scored on 2 tasks, results.md names the change")
+PY
+       ); then ok "experiment_set: $out"
+    else bad "experiment_set" "${out:-exit $?: $(tail -3 "$TMP/experiment4.out")}"; fi
 fi
 
 echo "$pass passed, $fail failed, $skip skipped"
