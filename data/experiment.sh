@@ -4,6 +4,7 @@
 #
 #   make experiment [PRESET=cpu|gpu|smoke] [SEEDS=1,2,3] [RUN=DIR] [JOBS=N] [SET="NAME=VALUE ..."]
 #   PRESET=gpu bash data/experiment.sh --settings   prints a preset's settings and exits
+#   bash data/experiment.sh --help                   prints this
 #
 # SET changes a preset's settings, e.g. SET="BASE_STEPS=900 FT_STEPS=400": the corpus sizes
 # (NBASE NFT NVAL NTEST EVAL_TASKS), training (BASE_STEPS BASE_LR FT_STEPS FT_LR BATCH) and
@@ -26,7 +27,8 @@
 # leaves nothing half-written: outputs appear under their names only when complete.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -eq 0 ] || [ "$*" = --settings ] || { echo "experiment: unknown arguments '$*' (settings come from PRESET, SEEDS, RUN, JOBS, SET; --settings prints a preset's)" >&2; exit 2; }
+if [ "$*" = --help ] || [ "$*" = -h ]; then sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0; fi
+[ $# -eq 0 ] || [ "$*" = --settings ] || { echo "experiment: unknown arguments '$*' (settings come from PRESET, SEEDS, RUN, JOBS, SET; --settings prints a preset's, --help the usage)" >&2; exit 2; }
 PRESET=${PRESET:-}
 if [ -z "$PRESET" ]; then
     if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then PRESET=gpu; else PRESET=cpu; fi

@@ -677,6 +677,7 @@ echo "== make experiment PRESET=smoke: every stage end to end; the tables agains
 # one model's numbers equal a by-hand gen --eval with the same settings (no cache), and
 # the confidence analysis of a checkpoint is recomputed from outside (test/check_analysis.py).
 exp=$TMP/experiment
+expect "experiment_help" 0 "SET changes a preset's settings" bash data/experiment.sh --help
 expect "experiment_bad_preset" 2 "unknown PRESET 'big'" env PRESET=big RUN="$TMP/x" bash data/experiment.sh
 expect "experiment_bad_seeds" 2 "SEEDS: whole numbers .*separated by commas, got '1,a'" \
     env PRESET=smoke SEEDS=1,a RUN="$TMP/x" bash data/experiment.sh
