@@ -239,22 +239,33 @@ def svg_bars(res, metric, w=640, h=240):
 
 
 def svg_hist(a, w=330, h=150):
-    """histograms of confidence: CUDA-sensitive and neutral target tokens"""
+    """histograms of confidence: the share of CUDA-sensitive and of neutral target tokens per
+    bin, on a log scale (nearly all tokens sit in the last bin; the tail is what the masks touch)"""
     hc, hn = a["hist"]["cuda"], a["hist"]["neutral"]
-    top = max(hc + hn + [1e-9])
     n = len(hc)
-    ml, mb, mt = 30, 22, 18
+    smallest = min([v for v in hc + hn if v > 0] + [1.0])
+    decades = max(1, min(6, math.floor(-math.log10(smallest)) + 1))  # the smallest share above the floor
+    ml, mb, mt = 42, 22, 18
     bw = (w - ml - 6) / n
-    sy = lambda y: mt + (1 - y / top) * (h - mt - mb)
+    sy = lambda v: mt - math.log10(v) / decades * (h - mt - mb)  # v in [10^-decades, 1]
     o = ['<svg width="%d" height="%d" viewBox="0 0 %d %d" class="chart">' % (w, h, w, h),
          '<text x="%d" y="12" class="t"><tspan fill="#d62728">CUDA-sensitive</tspan> / '
          '<tspan fill="#1f77b4">neutral</tspan> tokens</text>' % ml]
+    for k in range(decades + 1):
+        y = sy(10.0 ** -k)
+        o.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" class="grid"/><text x="%d" y="%.1f" class="ax" '
+                 'text-anchor="end">%s%%</text>' % (ml, w - 6, y, y, ml - 3, y + 3, "%g" % (100 * 10.0 ** -k)))
     for i in range(n):
         x = ml + i * bw
         for j, (v, col) in enumerate(((hc[i], "#d62728"), (hn[i], "#1f77b4"))):
-            o.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" opacity="0.8"/>' % (
-                x + j * bw / 2, sy(v), bw / 2, sy(0) - sy(v), col))
-    o.append('<text x="%d" y="%d" class="ax">0</text><text x="%d" y="%d" class="ax" text-anchor="end">c = 1</text>' % (
+            if v <= 0:
+                continue
+            v = max(v, 10.0 ** -decades)
+            o.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" opacity="0.8"><title>%s, c in '
+                     '[%.2f, %.2f): %.3g%%</title></rect>' % (x + j * bw / 2, sy(v), bw / 2, sy(10.0 ** -decades) - sy(v),
+                                                            col, "CUDA-sensitive" if j == 0 else "neutral", i / n,
+                                                            (i + 1) / n, 100 * v))
+    o.append('<text x="%d" y="%d" class="ax">c = 0</text><text x="%d" y="%d" class="ax" text-anchor="end">c = 1</text>' % (
         ml, h - 6, w - 6, h - 6))
     o.append("</svg>")
     return "".join(o)
@@ -344,7 +355,8 @@ def report_html(res, md):
         o.append("<div class='charts'>%s%s</div>" % (
             svg_lines({"vanilla": [(d["step"], d["loss"]) for d in base]}, "loss", "base model: SFT loss"),
             svg_lines({"vanilla": [(d["step"], d["conf"]) for d in base]}, "conf", "base model: mean confidence")))
-    o.append("<h2>Confidence histograms</h2><div class='charts'>")
+    o.append("<h2>Confidence histograms</h2><p class='note'>The share of target tokens in each of 20 bins of c, on a log "
+             "scale: nearly all sit in the last bin, and the masks and weights act on the tail.</p><div class='charts'>")
     for r in res:
         a = res[r]["analysis"]
         if a:

@@ -796,6 +796,11 @@ for hi, want in ((0.87, "0 20 40 60 80 100"), (0.41, "0 10 20 30 40 50"), (0.03,
     bars = {"x": {"label": "x", "metrics": {"all": {"m": {"mean": hi / 2, "lo": 0.0, "hi": hi}}}}}
     got = " ".join(re.findall(r">(\d+)%<", experiment_report.svg_bars(bars, "m")))
     assert got == want, "bar chart grid for a top of %g: %s, want %s" % (hi, got, want)
+# the confidence histogram: log scale down to the decade of its smallest share; empty bins draw nothing
+svg = experiment_report.svg_hist({"hist": {"cuda": [0.002, 0.0, 0.998], "neutral": [0.0, 0.0004, 0.9996]}})
+got = " ".join(re.findall(r">([\d.]+)%<", svg))
+assert got == "100 10 1 0.1 0.01", "histogram grid: %s, want 100 10 1 0.1 0.01" % got
+assert svg.count("<rect") == 4, "histogram: %d bars for 4 non-empty bins" % svg.count("<rect")
 print("%d numbers = mean and std of two seeds; %d stages of seed 1 skipped; 50/70/90%% -> 70.0 ± 20.0" % (n, skipped))
 PY
        ); then ok "experiment_two_seeds: $out"
