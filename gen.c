@@ -253,6 +253,7 @@ static int analyze(const char *model_path, const char *data, CusetConfOpts co) {
     need_tokenizer(model_path, &md, "--analyze needs a model trained on text");
     int trained = md.info.settings.obj.window;
     if (co.window <= 0) co.window = trained > 0 ? trained : 256; // eq. 7's l: the checkpoint's training setting
+    if (co.tau < 0) co.tau = md.info.settings.obj.tau > 0 ? md.info.settings.obj.tau : 0.1f; // and eq. 2's tau
     char err[9000];
     int rc = cuset_conf_analyze_to_json(&md.m, &md.tk, model_path, data, &co, stdout, err, sizeof err);
     if (rc) fprintf(stderr, "gen: %s\n", err);
@@ -284,7 +285,7 @@ typedef struct {
 
 static GenArgs parse_args(int argc, char **argv) {
     GenArgs a = {.so = {.temperature = 0.8f, .top_p = 1.0f, .stop = -2}, .seed = 1, .ev = cuset_eval_defaults(),
-                 .co = {.probe = 64, .views = 3}};
+                 .co = {.probe = 64, .views = 3, .tau = -1}};
     char err[300];
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -322,6 +323,7 @@ static GenArgs parse_args(int argc, char **argv) {
         else if (!strcmp(k, "--analyze")) a.analyze_path = v;
         else if (!strcmp(k, "--window")) a.co.window = (int)num(k, v, 1, 1 << 24, 1), a.analyze_flag = k;
         else if (!strcmp(k, "--probe")) a.co.probe = (int)num(k, v, 1, 1 << 24, 1), a.analyze_flag = k;
+        else if (!strcmp(k, "--tau")) a.co.tau = (float)num(k, v, 0, 1, 0), a.analyze_flag = k;
         else if (!strcmp(k, "--views")) a.co.views = (int)num(k, v, 0, 1 << 20, 1), a.analyze_flag = k;
         else if (!strcmp(k, "--json")) a.co.json_path = v, a.analyze_flag = k;
         else fail("unknown option ", k);

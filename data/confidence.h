@@ -8,7 +8,9 @@
    samples: the mean, median and histogram of c for CUDA-sensitive versus neutral
    tokens, a two-sample Kolmogorov-Smirnov test between the two, the share of samples
    with a window below the neutral-token mean, and how often those windows overlap
-   CUDA-sensitive spans (any, kernel definitions, launches, dim3). `gen --analyze` is the
+   CUDA-sensitive spans (any, kernel definitions, launches, dim3), and the tokens at or
+   below tau, the ones eq. 2's mask 1[c > tau] drops (how many, their share of the summed
+   -log c, the most frequent). `gen --analyze` is the
    command (cuset_conf_analyze_to_json its driver, cuset_conf_usage its part of gen --help);
    data/experiment_report.py draws the JSON it writes.
 
@@ -64,20 +66,21 @@ void cuset_conf_windows(CusetConfSample *s, int l, int probe);
 // not NULL, a short human-readable report to text), with a per-sample view (tokens as
 // text, confidences, kinds, both windows) of the first nview samples; texts[i] is sample
 // i's completion.
-void cuset_conf_report(const CusetConfSample *s, int n, const char *const *texts, int l, int probe, int nview,
-                       FILE *json, FILE *text);
+void cuset_conf_report(const CusetConfSample *s, int n, const char *const *texts, int l, int probe, float tau,
+                       int nview, FILE *json, FILE *text);
 
 // The whole analysis of a prompt/completion file (JSON lines) with model m and its
 // tokenizer: samples first .. first+count-1 (count < 0: to the end), the JSON summary to
 // json and the text report to text (may be NULL). Returns 0, or -1 with a message in err.
 int cuset_conf_analyze_file(CusetGPT *m, const CusetTokenizer *tk, const char *path, int first, int count, int l,
-                            int probe, int nview, FILE *json, FILE *text, char *err, size_t errlen);
+                            int probe, float tau, int nview, FILE *json, FILE *text, char *err, size_t errlen);
 
 // gen --analyze: the analysis of a data file with the model read from model_path, as the
 // flags set it.
 typedef struct {
     int first, count;         // the samples first .. first+count-1 (count <= 0: to the end)
     int window, probe, views; // eq. 7's l; the window of the low-confidence search; samples shown token by token
+    float tau;                // eq. 2's threshold (< 0: the checkpoint's training setting)
     const char *json_path;    // where the JSON goes (NULL: MODEL_PATH.analysis.json)
 } CusetConfOpts;
 // cuset_conf_analyze_file with the JSON written whole or not at all (to json_path.tmp.PID,
@@ -250,8 +253,73 @@ static void cuset__conf_floats(FILE *f, const float *v, int n, const char *fmt) 
     fputc(']', f);
 }
 
-void cuset_conf_report(const CusetConfSample *s, int n, const char *const *texts, int l, int probe, int nview,
-                       FILE *json, FILE *text) {
+// The target tokens at or below tau (those eq. 2's mask drops), grouped by their text.
+typedef struct { const char *p; size_t len; int count, cuda; } CusetConfDropped;
+static int cuset__conf_text_cmp(const CusetConfDropped *x, const CusetConfDropped *y) {
+    int d = memcmp(x->p, y->p, x->len < y->len ? x->len : y->len);
+    return d ? d : (x->len > y->len) - (x->len < y->len);
+}
+static int cuset__conf_text_qcmp(const void *a, const void *b) { return cuset__conf_text_cmp(a, b); }
+static int cuset__conf_count_qcmp(const void *a, const void *b) { // most frequent first, then by text
+    const CusetConfDropped *x = a, *y = b;
+    return x->count != y->count ? (y->count > x->count) - (y->count < x->count) : cuset__conf_text_cmp(x, y);
+}
+
+// JSON "masked": {tau, tokens, cuda, neutral, nll_share (their share of the summed
+// -log c), most: up to 20 texts with count and how many of those CUDA-sensitive}, and the
+// same (8 texts) as two lines of the text report.
+static void cuset__conf_masked(const CusetConfSample *s, int n, const char *const *texts, float tau, FILE *json,
+                                  FILE *text) {
+    size_t ntok = 0, nd = 0, ncuda = 0, ng = 0;
+    for (int i = 0; i < n; i++) ntok += (size_t)s[i].nt;
+    CusetConfDropped *d = (CusetConfDropped *)malloc((ntok + 1) * sizeof *d);
+    double nll = 0, nll_dropped = 0;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < s[i].nt; k++) {
+            double c = s[i].conf[k], term = -log(c > 1e-30 ? c : 1e-30);
+            nll += term;
+            if (c > tau) continue;
+            nll_dropped += term, ncuda += s[i].kinds[k] != 0;
+            d[nd++] = (CusetConfDropped){texts[i] + s[i].byte_start[k], s[i].byte_start[k + 1] - s[i].byte_start[k], 1,
+                                         s[i].kinds[k] != 0};
+        }
+    qsort(d, nd, sizeof *d, cuset__conf_text_qcmp);
+    for (size_t k = 0; k < nd; k++) // equal texts are adjacent now: fold each run into its first
+        if (ng && !cuset__conf_text_cmp(&d[ng - 1], &d[k])) d[ng - 1].count++, d[ng - 1].cuda += d[k].cuda;
+        else d[ng++] = d[k];
+    qsort(d, ng, sizeof *d, cuset__conf_count_qcmp);
+    double share = nll > 0 ? nll_dropped / nll : 0.0;
+    fprintf(json, "\"masked\":{\"tau\":%g,\"tokens\":%zu,\"cuda\":%zu,\"neutral\":%zu,\"nll_share\":%.6f,\"most\":[",
+            tau, nd, ncuda, nd - ncuda, share);
+    for (size_t g = 0; g < ng && g < 20; g++) {
+        fprintf(json, "%s{\"text\":", g ? "," : "");
+        cuset_json_write_string(json, d[g].p, d[g].len);
+        fprintf(json, ",\"count\":%d,\"cuda\":%d}", d[g].count, d[g].cuda);
+    }
+    fprintf(json, "]},");
+    if (text) {
+        fprintf(text, "  at or below tau   %zu of %zu target tokens (%.2f%%; CUDA-sensitive %zu, neutral %zu) at tau = %g,\n"
+                      "                    %.1f%% of the summed -log c: what eq. 2's mask drops\n",
+                nd, ntok, ntok ? 100.0 * nd / ntok : 0.0, ncuda, nd - ncuda, tau, 100 * share);
+        if (ng) fprintf(text, "                    most often:");
+        for (size_t g = 0; g < ng && g < 8; g++) { // the text quoted, with \n and \t shown as such
+            fputs(g ? ", \"" : " \"", text);
+            for (size_t b = 0; b < d[g].len; b++) {
+                char ch = d[g].p[b];
+                if (ch == '\n') fputs("\\n", text);
+                else if (ch == '\t') fputs("\\t", text);
+                else fputc(ch, text);
+            }
+            fprintf(text, "\" %d", d[g].count);
+            if (d[g].cuda) fprintf(text, d[g].cuda == d[g].count ? " (CUDA-sensitive)" : " (%d CUDA-sensitive)", d[g].cuda);
+        }
+        if (ng) fputc('\n', text);
+    }
+    free(d);
+}
+
+void cuset_conf_report(const CusetConfSample *s, int n, const char *const *texts, int l, int probe, float tau,
+                       int nview, FILE *json, FILE *text) {
     enum { BINS = 20 };
     size_t ntok = 0;
     for (int i = 0; i < n; i++) ntok += (size_t)s[i].nt;
@@ -295,6 +363,19 @@ void cuset_conf_report(const CusetConfSample *s, int n, const char *const *texts
     fprintf(json, "\"low_overlap\":{\"any\":%.6f,\"definition\":%.6f,\"launch\":%.6f,\"dim3\":%.6f},\"mean_w\":%.6f,",
             CUSET__SHARE(touch[0], low), CUSET__SHARE(touch[1], low), CUSET__SHARE(touch[2], low),
             CUSET__SHARE(touch[3], low), n ? sum_w / n : 0.0);
+    if (text) { // the text report in the order of the JSON
+        fprintf(text, "confidence analysis: %d samples, %zu CUDA-sensitive and %zu neutral target tokens\n", n, nc, nn);
+        fprintf(text, "  mean confidence   CUDA-sensitive %.3f, neutral %.3f (medians %.3f, %.3f)\n", mean_c, mean_n, med_c,
+                med_n);
+        fprintf(text, "  two-sample KS     D = %.4f, p = %.3g\n", ks, p);
+        fprintf(text, "  low regions       %.1f%% of samples have a %d-token window below the neutral mean;\n",
+                100 * CUSET__SHARE(low, n), probe);
+        fprintf(text, "                    %.1f%% of those windows touch CUDA-sensitive spans (definitions %.1f%%, "
+                      "launches %.1f%%, dim3 %.1f%%)\n", 100 * CUSET__SHARE(touch[0], low), 100 * CUSET__SHARE(touch[1], low),
+                100 * CUSET__SHARE(touch[2], low), 100 * CUSET__SHARE(touch[3], low));
+        fprintf(text, "  mean w_n          %.3f (eq. 8, window l = %d)\n", n ? sum_w / n : 0.0, l);
+    }
+    cuset__conf_masked(s, n, texts, tau, json, text);
     fprintf(json, "\"views\":[");
     for (int i = 0; i < n && i < nview; i++) {
         const CusetConfSample *v = &s[i];
@@ -311,25 +392,13 @@ void cuset_conf_report(const CusetConfSample *s, int n, const char *const *texts
         fprintf(json, "]}");
     }
     fprintf(json, "]}\n");
-    if (text) {
-        fprintf(text, "confidence analysis: %d samples, %zu CUDA-sensitive and %zu neutral target tokens\n", n, nc, nn);
-        fprintf(text, "  mean confidence   CUDA-sensitive %.3f, neutral %.3f (medians %.3f, %.3f)\n", mean_c, mean_n, med_c,
-                med_n);
-        fprintf(text, "  two-sample KS     D = %.4f, p = %.3g\n", ks, p);
-        fprintf(text, "  low regions       %.1f%% of samples have a %d-token window below the neutral mean;\n",
-                100 * CUSET__SHARE(low, n), probe);
-        fprintf(text, "                    %.1f%% of those windows touch CUDA-sensitive spans (definitions %.1f%%, "
-                      "launches %.1f%%, dim3 %.1f%%)\n", 100 * CUSET__SHARE(touch[0], low), 100 * CUSET__SHARE(touch[1], low),
-                100 * CUSET__SHARE(touch[2], low), 100 * CUSET__SHARE(touch[3], low));
-        fprintf(text, "  mean w_n          %.3f (eq. 8, window l = %d)\n", n ? sum_w / n : 0.0, l);
-    }
 #undef CUSET__SHARE
     free(cuda);
     free(neutral);
 }
 
 int cuset_conf_analyze_file(CusetGPT *m, const CusetTokenizer *tk, const char *path, int first, int count, int l,
-                            int probe, int nview, FILE *json, FILE *text, char *err, size_t errlen) {
+                            int probe, float tau, int nview, FILE *json, FILE *text, char *err, size_t errlen) {
     CusetTextSample *s = NULL;
     if (cuset_jsonl_read(path, &s, err, errlen)) return -1;
     int n = (int)arrlen(s);
@@ -355,7 +424,7 @@ int cuset_conf_analyze_file(CusetGPT *m, const CusetTokenizer *tk, const char *p
     if (!kept) {
         snprintf(err, errlen, "%s: no sample of %d..%d leaves room for a target token in the model's context", path, first,
                  last - 1);
-    } else cuset_conf_report(res, kept, texts, l, probe, nview, json, text);
+    } else cuset_conf_report(res, kept, texts, l, probe, tau, nview, json, text);
     for (int i = 0; i < kept; i++) cuset_conf_sample_free(&res[i]);
     free(res);
     free(texts);
@@ -370,10 +439,13 @@ const char cuset_conf_usage[] =
     "(the probability of the true token) on CUDA-sensitive versus neutral target tokens: means,\n"
     "medians, histograms, a two-sample KS test; the share of samples with a PROBE-token window\n"
     "whose mean is below the neutral-token mean and what those windows touch (kernel\n"
-    "definitions, launches, dim3); the hardest window of eq. 7 and w_n (data/confidence.h).\n"
+    "definitions, launches, dim3); the hardest window of eq. 7 and w_n; the tokens at or below\n"
+    "tau that eq. 2's mask drops: how many, their share of -log c, the most frequent\n"
+    "(data/confidence.h).\n"
     "  --first I, --count C  the samples I .. I+C-1                        [all]\n"
     "  --window L            CuSeT's window l for eq. 7     [the checkpoint's training setting]\n"
     "  --probe N             the window of the low-confidence search       [64]\n"
+    "  --tau X               eq. 2's threshold, 0..1       [the checkpoint's training setting]\n"
     "  --views N             samples shown token by token in the JSON      [3]\n"
     "  --json FILE           the JSON written                              [MODEL.analysis.json]\n"
     "The text report goes to stdout; data/experiment_report.py --view FILE draws the JSON.\n";
@@ -386,9 +458,10 @@ int cuset_conf_analyze_to_json(CusetGPT *m, const CusetTokenizer *tk, const char
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", json_path, (long)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f) return cuset__err(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
-    fprintf(text, "model %s, data %s, window l = %d, probe %d tokens\n", model_path, data_path, o->window, o->probe);
+    fprintf(text, "model %s, data %s, window l = %d, probe %d tokens, tau %g\n", model_path, data_path, o->window, o->probe,
+            o->tau);
     int rc = cuset_conf_analyze_file(m, tk, data_path, o->first, o->count > 0 ? o->count : -1, o->window, o->probe,
-                                     o->views, f, text, err, errlen);
+                                     o->tau, o->views, f, text, err, errlen);
     int failed = ferror(f); // a flush along the way failed
     if ((fclose(f) != 0 || failed) && !rc)
         rc = cuset__err(err, errlen, "%s: cannot write: %s", json_path,

@@ -161,14 +161,16 @@ def markdown(res, settings, seconds):
         L.append("| %s | %s |" % (f, " | ".join("%.1f" % (100 * res[r]["families"].get(f, 0)) for r in res)))
     L += ["", "## Confidence analysis (validation split, teacher-forced)", "",
           "| model | mean c, CUDA-sensitive | mean c, neutral | KS D (p) | samples with a low 64-token window | "
-          "low windows on CUDA-sensitive spans | mean w_n |",
-          "| --- | --- | --- | --- | --- | --- | --- |"]
+          "low windows on CUDA-sensitive spans | mean w_n | tokens with c <= tau (their share of -log c) |",
+          "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for row, r in res.items():
         a = r["analysis"]
         if a:
-            L.append("| %s | %.3f | %.3f | %.3f (%.2g) | %.1f%% | %.1f%% | %.3f |" % (
+            m = a.get("masked")  # (analyses written before gen --analyze counted them have none)
+            masked = "%d (%.1f%%)" % (m["tokens"], 100 * m["nll_share"]) if m else "-"
+            L.append("| %s | %.3f | %.3f | %.3f (%.2g) | %.1f%% | %.1f%% | %.3f | %s |" % (
                 r["label"], a["mean"]["cuda"], a["mean"]["neutral"], a["ks"]["d"], a["ks"]["p"],
-                100 * a["low_share"], 100 * a["low_overlap"]["any"], a["mean_w"]))
+                100 * a["low_share"], 100 * a["low_overlap"]["any"], a["mean_w"], masked))
     return "\n".join(L) + "\n"
 
 

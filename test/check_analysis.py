@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Recomputes a `gen --analyze` summary from its per-sample views, independently of the C
-code: METHOD.md's eqs. 5-8 written again here (1-based windows, as the page writes them),
+code: METHOD.md's eqs. 2 and 5-8 written again here (1-based windows, as the page writes them),
 KS with scipy when it is installed. The analysis must have been run with --views at least
 its number of samples.
 
@@ -93,11 +93,29 @@ def main():
     for name, j in (("any", 0), ("definition", 1), ("launch", 2), ("dim3", 3)):
         close("low windows on %s" % name, a["low_overlap"][name], touch[j] / low if low else 0.0, 1e-4)
     close("mean w_n", a["mean_w"], sum(ws) / len(ws), 1e-4)
+    # the tokens eq. 2's mask drops (c <= tau), grouped by text, most frequent first, then by text
+    m, tau = a["masked"], a["masked"]["tau"]
+    dropped = [(t, k) for v in views for c, k, t in zip(v["conf"], v["kinds"], v["tokens"]) if c <= tau]
+    if (m["tokens"], m["cuda"], m["neutral"]) != (len(dropped), sum(1 for t, k in dropped if k),
+                                                  sum(1 for t, k in dropped if not k)):
+        problems.append("masked tokens %s, recomputed %d" % ({x: m[x] for x in ("tokens", "cuda", "neutral")}, len(dropped)))
+    nll = lambda c: -math.log(max(c, 1e-30))
+    total = sum(nll(c) for v in views for c in v["conf"])
+    close("masked share of -log c", m["nll_share"], sum(nll(c) for v in views for c in v["conf"] if c <= tau) / total
+          if total else 0.0, 1e-4)
+    groups = {}
+    for t, k in dropped:
+        g = groups.setdefault(t, [0, 0])
+        g[0] += 1
+        g[1] += bool(k)
+    most = sorted(groups.items(), key=lambda g: (-g[1][0], g[0].encode()))[:20]
+    if [(g["text"], g["count"], g["cuda"]) for g in m["most"]] != [(t, n, k) for t, (n, k) in most]:
+        problems.append("most frequent masked tokens %s, recomputed %s" % (m["most"][:3], most[:3]))
     if problems:
         print("\n".join(problems[:10]))
         sys.exit(1)
-    print("%d samples, %d + %d tokens: means, medians, histograms, KS, windows, shares and w_n agree" %
-          (len(views), len(cuda), len(neutral)))
+    print("%d samples, %d + %d tokens: means, medians, histograms, KS, windows, shares, w_n and the %d masked tokens agree" %
+          (len(views), len(cuda), len(neutral), len(dropped)))
 
 
 if __name__ == "__main__":

@@ -733,7 +733,7 @@ for x in rows:
     assert r[x]["analysis"] and r[x]["families"], x
     assert x == "vanilla" or r[x]["curve"], "no training curve for " + x
 for col in ("compile pass@1", "compile pass@3", "functional pass@1", "functional pass@3", "held-out",
-            "confidence mask", "CUDA mask", "reweighting", "mean w_n", "KS D"):
+            "confidence mask", "CUDA mask", "reweighting", "mean w_n", "KS D", "tokens with c <= tau"):
     assert col in md, "results.md lacks the column " + col
 for label in ("SFT", "DFT", "ProFit", "EAFT", "ASFT", "CuSeT", "Vanilla"):
     assert "| " + label in md, "results.md lacks the row " + label

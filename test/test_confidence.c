@@ -71,36 +71,48 @@ static void test_windows(void) {
 // Three samples whose summary is worked out by hand (probe window 2, l = 2):
 //   A: c = .9 .9 .9 .1 .1 .1, token 3 a launch: lowest pair 3-4 (mean .1), touches the launch
 //   B: c = .8 .8 .8 .8, tokens 0-1 a kernel definition: lowest pair mean .8, not low
-//   C: c = .05 .05 .95 .95, tokens 2-3 dim3: lowest pair 0-1 (mean .05), neutral tokens
+//   C: c = .05 .05 .95 .95, tokens 2-3 dim3: lowest pair 0-1 (mean .05), neutral tokens;
+//      its text "ddcd"
 // CUDA-sensitive c: .1 .8 .8 .95 .95 (mean .72, median .8); neutral: .9 .9 .9 .1 .1 .8 .8
 // .05 .05 (mean 4.6/9, median .8); KS D = .4 (at .9: F_cuda = .6, F_neutral = 1).
 // Low samples: A and C (2 of 3); of those, 1 of 2 touches a span (a launch).
 // w_n: A 1 - .1, B 1 - .8, C 1 - .05: mean .68333.
+// At tau = .5 the mask drops A's d (a launch), e, f and C's d, d: 5 tokens, 1 CUDA-sensitive;
+// "d" 3 times; their -log c, 3 ln 10 + 2 ln 20, is .907727 of the sum over all 14 tokens
+// (3 ln 10/9 + 3 ln 10 + 4 ln 5/4 + 2 ln 20 + 2 ln 20/19, with c rounded to float).
 static void test_report(void) {
     float ca[] = {.9f, .9f, .9f, .1f, .1f, .1f}, cb[] = {.8f, .8f, .8f, .8f}, cc[] = {.05f, .05f, .95f, .95f};
     unsigned char ka[] = {0, 0, 0, CUSET_CONF_LAUNCH, 0, 0}, kb[] = {CUSET_CONF_DEF, CUSET_CONF_DEF, 0, 0},
                   kc[] = {0, 0, CUSET_CONF_DIM3, CUSET_CONF_DIM3};
     size_t bytes[] = {0, 1, 2, 3, 4, 5, 6};
-    const char *texts[] = {"abcdef", "abcd", "abcd"};
+    const char *texts[] = {"abcdef", "abcd", "ddcd"};
     CusetConfSample s[3] = {{.nt = 6, .conf = ca, .kinds = ka, .byte_start = bytes},
                             {.nt = 4, .conf = cb, .kinds = kb, .byte_start = bytes},
                             {.nt = 4, .conf = cc, .kinds = kc, .byte_start = bytes}};
     for (int i = 0; i < 3; i++) cuset_conf_windows(&s[i], 2, 2);
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    cuset_conf_report(s, 3, texts, 2, 2, 1, f, NULL);
+    char *buf = NULL, *report = NULL;
+    size_t len = 0, report_len = 0;
+    FILE *f = open_memstream(&buf, &len), *text = open_memstream(&report, &report_len);
+    cuset_conf_report(s, 3, texts, 2, 2, 0.5f, 1, f, text);
     fclose(f);
+    fclose(text);
     const char *want[] = {"\"tokens\":{\"cuda\":5,\"neutral\":9}", "\"mean\":{\"cuda\":0.720000,\"neutral\":0.511111}",
                           "\"median\":{\"cuda\":0.800000,\"neutral\":0.800000}", "\"ks\":{\"d\":0.400000",
                           "\"low_share\":0.666667,\"low_samples\":2",
                           "\"low_overlap\":{\"any\":0.500000,\"definition\":0.000000,\"launch\":0.500000,\"dim3\":0.000000}",
-                          "\"mean_w\":0.683333", "\"hard\":[3,4],\"low\":[3,4]", "\"tokens\":[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\"]"};
+                          "\"mean_w\":0.683333", "\"hard\":[3,4],\"low\":[3,4]", "\"tokens\":[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\"]",
+                          "\"masked\":{\"tau\":0.5,\"tokens\":5,\"cuda\":1,\"neutral\":4,\"nll_share\":0.907727,\"most\":["
+                          "{\"text\":\"d\",\"count\":3,\"cuda\":1},{\"text\":\"e\",\"count\":1,\"cuda\":0},"
+                          "{\"text\":\"f\",\"count\":1,\"cuda\":0}]}"};
     int ok = 1;
     for (size_t k = 0; k < sizeof want / sizeof *want; k++)
         if (!strstr(buf, want[k])) fail("report_hand", "the JSON lacks %s: %s", want[k], buf), ok = 0;
-    if (ok) pass("report_hand (shares, means, medians, KS, w_n, the view)");
+    const char *line = "most often: \"d\" 3 (1 CUDA-sensitive), \"e\" 1, \"f\" 1\n";
+    if (!strstr(report, "5 of 14 target tokens (35.71%; CUDA-sensitive 1, neutral 4) at tau = 0.5") || !strstr(report, line))
+        fail("report_hand", "the text report lacks the masked tokens' lines: %s", report), ok = 0;
+    if (ok) pass("report_hand (shares, means, medians, KS, w_n, the view, the tokens the mask drops)");
     free(buf);
+    free(report);
 }
 
 // A random KS case written for scipy.stats.ks_2samp to check (run_tests.sh).
