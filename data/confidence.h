@@ -259,9 +259,11 @@ static int cuset__conf_text_cmp(const CusetConfDropped *x, const CusetConfDroppe
     int d = memcmp(x->p, y->p, x->len < y->len ? x->len : y->len);
     return d ? d : (x->len > y->len) - (x->len < y->len);
 }
-static int cuset__conf_text_qcmp(const void *a, const void *b) { return cuset__conf_text_cmp(a, b); }
+static int cuset__conf_text_qcmp(const void *a, const void *b) {
+    return cuset__conf_text_cmp((const CusetConfDropped *)a, (const CusetConfDropped *)b);
+}
 static int cuset__conf_count_qcmp(const void *a, const void *b) { // most frequent first, then by text
-    const CusetConfDropped *x = a, *y = b;
+    const CusetConfDropped *x = (const CusetConfDropped *)a, *y = (const CusetConfDropped *)b;
     return x->count != y->count ? (y->count > x->count) - (y->count < x->count) : cuset__conf_text_cmp(x, y);
 }
 
@@ -269,7 +271,7 @@ static int cuset__conf_count_qcmp(const void *a, const void *b) { // most freque
 // -log c), most: up to 20 texts with count and how many of those CUDA-sensitive}, and the
 // same (8 texts) as two lines of the text report.
 static void cuset__conf_masked(const CusetConfSample *s, int n, const char *const *texts, float tau, FILE *json,
-                                  FILE *text) {
+                               FILE *text) {
     size_t ntok = 0, nd = 0, ncuda = 0, ng = 0;
     for (int i = 0; i < n; i++) ntok += (size_t)s[i].nt;
     CusetConfDropped *d = (CusetConfDropped *)malloc((ntok + 1) * sizeof *d);
@@ -280,8 +282,9 @@ static void cuset__conf_masked(const CusetConfSample *s, int n, const char *cons
             nll += term;
             if (c > tau) continue;
             nll_dropped += term, ncuda += s[i].kinds[k] != 0;
-            d[nd++] = (CusetConfDropped){texts[i] + s[i].byte_start[k], s[i].byte_start[k + 1] - s[i].byte_start[k], 1,
-                                         s[i].kinds[k] != 0};
+            CusetConfDropped *t = &d[nd++];
+            t->p = texts[i] + s[i].byte_start[k], t->len = s[i].byte_start[k + 1] - s[i].byte_start[k];
+            t->count = 1, t->cuda = s[i].kinds[k] != 0;
         }
     qsort(d, nd, sizeof *d, cuset__conf_text_qcmp);
     for (size_t k = 0; k < nd; k++) // equal texts are adjacent now: fold each run into its first
@@ -311,7 +314,8 @@ static void cuset__conf_masked(const CusetConfSample *s, int n, const char *cons
                 else fputc(ch, text);
             }
             fprintf(text, "\" %d", d[g].count);
-            if (d[g].cuda) fprintf(text, d[g].cuda == d[g].count ? " (CUDA-sensitive)" : " (%d CUDA-sensitive)", d[g].cuda);
+            if (d[g].cuda == d[g].count) fputs(" (CUDA-sensitive)", text);
+            else if (d[g].cuda) fprintf(text, " (%d CUDA-sensitive)", d[g].cuda);
         }
         if (ng) fputc('\n', text);
     }
