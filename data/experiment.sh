@@ -8,8 +8,10 @@
 #
 # SET changes a preset's settings, e.g. SET="BASE_STEPS=900 FT_STEPS=400": the corpus sizes
 # (NBASE NFT NVAL NTEST EVAL_TASKS), training (BASE_STEPS BASE_LR FT_STEPS FT_LR BATCH) and
-# evaluation (SAMPLES TEMPERATURE MAX_TOKENS ANALYZE WINDOW). Stages remember their settings,
-# so give a changed run its own RUN directory to keep the preset's results.
+# evaluation (SAMPLES TEMPERATURE MAX_TOKENS ANALYZE WINDOW). SET="NEW_FAMILIES=a,b" leaves
+# those families out of the base part, so the fine-tuning part teaches them new. Stages
+# remember their settings, so give a changed run its own RUN directory to keep the preset's
+# results.
 #
 # 1. a corpus of CUDA tasks (data/corpus); its training split is cut in two disjoint
 #    parts: the base part and the fine-tuning part;
@@ -43,6 +45,7 @@ JOBS=${JOBS:-$(nproc --all)} # (plain nproc follows OMP_NUM_THREADS)
 # nothing was chosen by the fine-tuned rows' scores.
 TEMPERATURE=0.2 SAMPLES=3 KS=1,3  # sampling for pass@k: n = 3 programs per task at T = 0.2 (Codex's pass@1 setting)
 WINDOW=256                       # CuSeT's l (the paper's default)
+NEW_FAMILIES=                    # families left out of the base part (none: every family in both parts)
 case "$PRESET" in
 smoke) # every stage end to end in a couple of minutes (CI runs it); measures nothing
     FAMILIES=elementwise_binary,convert_int_to_float STYLE=plain
@@ -72,17 +75,30 @@ for kv in "${sets[@]}"; do # the preset's settings that SET changes, each checke
     name=${kv%%=*} value=${kv#*=}
     case "$name" in
     NBASE|NFT|NVAL|NTEST|EVAL_TASKS|BASE_STEPS|FT_STEPS|BATCH|SAMPLES|MAX_TOKENS|ANALYZE|WINDOW) pattern='^[1-9][0-9]*$' what="a whole number, at least 1" ;;
-    BASE_LR|FT_LR|TEMPERATURE) pattern='^(0|[1-9][0-9]*)?(\.[0-9]+)?(e-?[0-9]+)?$' what="a number such as 5e-4 or 0.2" ;;
-    *) echo "experiment: SET: '$name' is not a setting it can change (NBASE NFT NVAL NTEST EVAL_TASKS BASE_STEPS BASE_LR FT_STEPS FT_LR BATCH SAMPLES TEMPERATURE MAX_TOKENS ANALYZE WINDOW)" >&2; exit 2 ;;
+    BASE_LR|FT_LR|TEMPERATURE) pattern='^(0|[1-9][0-9]*)(\.[0-9]+)?(e-?[0-9]+)?$' what="a number such as 5e-4 or 0.2" ;;
+    NEW_FAMILIES) pattern='^[a-z0-9_]+(,[a-z0-9_]+)*$' what="family names separated by commas" ;;
+    *) echo "experiment: SET: '$name' is not a setting it can change (NBASE NFT NVAL NTEST EVAL_TASKS BASE_STEPS BASE_LR FT_STEPS FT_LR BATCH SAMPLES TEMPERATURE MAX_TOKENS ANALYZE WINDOW NEW_FAMILIES)" >&2; exit 2 ;;
     esac
-    [[ $value =~ $pattern && $value =~ [0-9] ]] || { echo "experiment: SET: $name wants $what, got '${value}' in '$kv'" >&2; exit 2; }
+    [[ $value =~ $pattern ]] || { echo "experiment: SET: $name wants $what, got '${value}' in '$kv'" >&2; exit 2; }
     printf -v "$name" '%s' "$value"
 done
 [ "$EVAL_TASKS" -le "$NTEST" ] || { echo "experiment: EVAL_TASKS ($EVAL_TASKS) is more than the test split holds (NTEST $NTEST)" >&2; exit 2; }
 [ "$ANALYZE" -le "$NVAL" ] || { echo "experiment: ANALYZE ($ANALYZE) is more than the validation split holds (NVAL $NVAL)" >&2; exit 2; }
+# check_new_families FAMILY_LIST: checks NEW_FAMILIES against the families the corpus draws (a
+# list; 'all' is checked once the corpus program is built) and that the base part keeps one
+check_new_families() {
+    local f
+    [ -n "$NEW_FAMILIES" ] && [ "$1" != all ] || return 0
+    for f in ${NEW_FAMILIES//,/ }; do
+        [[ ,$1, == *,$f,* ]] || { echo "experiment: SET: NEW_FAMILIES: '$f' is not one of the preset's families ($1)" >&2; exit 2; }
+    done
+    [ "$(tr , '\n' <<<"$NEW_FAMILIES" | sort -u | wc -l)" -lt "$(tr , '\n' <<<"$1" | sort -u | wc -l)" ] ||
+        { echo "experiment: SET: NEW_FAMILIES leaves no family for the base part ($NEW_FAMILIES of $1)" >&2; exit 2; }
+}
+check_new_families "$FAMILIES"
 [ "$SAMPLES" -ge "${KS##*,}" ] || { echo "experiment: SAMPLES ($SAMPLES) is below the largest k of pass@k (KS=$KS): it needs k programs per task" >&2; exit 2; }
 if [ "${1:-}" = --settings ]; then # as shell assignments (make test checks that each preset's context fits its corpus)
-    declare -p PRESET SET FAMILIES STYLE NBASE NFT NVAL NTEST EVAL_TASKS MODEL SEQ BATCH BASE_STEPS BASE_LR FT_STEPS FT_LR \
+    declare -p PRESET SET FAMILIES NEW_FAMILIES STYLE NBASE NFT NVAL NTEST EVAL_TASKS MODEL SEQ BATCH BASE_STEPS BASE_LR FT_STEPS FT_LR \
         MAX_TOKENS ANALYZE TEMPERATURE SAMPLES KS WINDOW
     exit 0
 fi
@@ -135,17 +151,22 @@ key_common="preset=$PRESET families=$FAMILIES style=$STYLE model=${MODEL[*]} seq
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then gpu=(); else gpu=(NVCC=); fi
 bash test/deps.sh eval # the build, and bubblewrap for gen --eval's sandbox
 make -s -j"$JOBS" "${gpu[@]}" all data/corpus
+[ "$FAMILIES" = all ] && check_new_families "$(./data/corpus --list | awk '/^[a-z]/ {print $1}' | paste -sd,)"
 
 # --- 1. the corpus -----------------------------------------------------------------------
 DATA=$RUN/data
-say "corpus: $FAMILIES ($STYLE style), $((NBASE + NFT)) training / $NVAL validation / $NTEST test tasks"
-k="$key_common n=$NBASE+$NFT/$NVAL/$NTEST"
+say "corpus: $FAMILIES ($STYLE style), $((NBASE + NFT)) training / $NVAL validation / $NTEST test tasks${NEW_FAMILIES:+; $NEW_FAMILIES new in fine-tuning}"
+k="$key_common n=$NBASE+$NFT/$NVAL/$NTEST${NEW_FAMILIES:+ new=$NEW_FAMILIES}"
 if ! done_with "$DATA/ft.jsonl" "$k"; then
     rm -rf "$DATA.tmp"
     fam=(); [ "$FAMILIES" = all ] || fam=(--families "$FAMILIES")
     ./data/corpus --out "$DATA.tmp" --seed 1 "${fam[@]}" --style "$STYLE" --train $((NBASE + NFT)) --val "$NVAL" --test "$NTEST"
     # the base part and the fine-tuning part: disjoint, every family in both (families take turns)
     head -n "$NBASE" "$DATA.tmp/train.jsonl" >"$DATA.tmp/base.jsonl"
+    if [ -n "$NEW_FAMILIES" ]; then # the base part without their tasks (that much smaller)
+        grep -vE "\"family\": *\"(${NEW_FAMILIES//,/|})\"" "$DATA.tmp/base.jsonl" >"$DATA.tmp/base.kept" || [ $? -eq 1 ]
+        mv "$DATA.tmp/base.kept" "$DATA.tmp/base.jsonl"
+    fi
     tail -n "$NFT" "$DATA.tmp/train.jsonl" >"$DATA.tmp/ft.jsonl"
     rm -rf "$DATA" && mv "$DATA.tmp" "$DATA"
     mark "$DATA/ft.jsonl" "$k"
@@ -226,8 +247,8 @@ done < <(models)
 
 # --- 6. the report -----------------------------------------------------------------------
 say "report: $RUN/results.json, results.md, report.html"
-settings=$(printf '{"preset":"%s","set":"%s","seeds":"%s","families":"%s","style":"%s","model":"%s","seq":%d,"batch":%d,"base_tasks":%d,"ft_tasks":%d,"val_tasks":%d,"test_tasks":%d,"eval_tasks":%d,"base_steps":%d,"base_lr":%s,"ft_steps":%d,"ft_lr":%s,"window":%d,"samples":%d,"temperature":%s,"max_tokens":%d,"analyzed":%d,"started":"%s","machine":"%s"}' \
-    "$PRESET" "$SET" "$SEEDS" "$FAMILIES" "$STYLE" "${MODEL[*]}" "$SEQ" "$BATCH" "$NBASE" "$NFT" "$NVAL" "$NTEST" "$EVAL_TASKS" "$BASE_STEPS" "$BASE_LR" \
+settings=$(printf '{"preset":"%s","set":"%s","seeds":"%s","families":"%s","new_families":"%s","style":"%s","model":"%s","seq":%d,"batch":%d,"base_tasks":%d,"ft_tasks":%d,"val_tasks":%d,"test_tasks":%d,"eval_tasks":%d,"base_steps":%d,"base_lr":%s,"ft_steps":%d,"ft_lr":%s,"window":%d,"samples":%d,"temperature":%s,"max_tokens":%d,"analyzed":%d,"started":"%s","machine":"%s"}' \
+    "$PRESET" "$SET" "$SEEDS" "$FAMILIES" "$NEW_FAMILIES" "$STYLE" "${MODEL[*]}" "$SEQ" "$BATCH" "$(wc -l <"$DATA/base.jsonl")" "$NFT" "$NVAL" "$NTEST" "$EVAL_TASKS" "$BASE_STEPS" "$BASE_LR" \
     "$FT_STEPS" "$FT_LR" "$WINDOW" "$SAMPLES" "$TEMPERATURE" "$MAX_TOKENS" "$ANALYZE" "$(date -u -d @"$T0" +%FT%TZ)" \
     "$(nproc --all) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//; s/"//g')")
 "${PYTHON:-/usr/bin/python3}" data/experiment_report.py "$RUN" --settings "$settings" --seconds $(( $(date +%s) - T0 ))

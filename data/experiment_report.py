@@ -133,6 +133,10 @@ def markdown(res, settings, seconds):
              (st.get("preset"), " with %s" % st["set"] if st.get("set") else "", st.get("seeds"), st.get("machine", "?"), st.get("model"), st.get("base_steps"),
               st.get("base_tasks"), st.get("ft_steps"), st.get("ft_tasks"), st.get("eval_tasks", st.get("test_tasks")), st.get("samples"),
               st.get("temperature"), kind))
+    new = [f for f in st.get("new_families", "").split(",") if f]
+    if new:
+        L += ["", "New in fine-tuning: %s. The base part leaves these families out, so the base model has never seen "
+              "them; the fine-tuning part and the test split have them (marked \"new\" per family)." % ", ".join(new)]
     if seconds:
         L.append("")
         L.append("Started %s; took %d min." % (st.get("started", "?"), round(seconds / 60)))
@@ -158,7 +162,7 @@ def markdown(res, settings, seconds):
           "| family | " + " | ".join(SHORT.get(r, res[r]["label"]) for r in res) + " |",
           "| --- |" + " --- |" * len(res)]
     for f in fams:
-        L.append("| %s | %s |" % (f, " | ".join("%.1f" % (100 * res[r]["families"].get(f, 0)) for r in res)))
+        L.append("| %s | %s |" % (f + " (new)" * (f in new), " | ".join("%.1f" % (100 * res[r]["families"].get(f, 0)) for r in res)))
     L += ["", "## Confidence analysis (validation split, teacher-forced)", "",
           "| model | mean c, CUDA-sensitive | mean c, neutral | KS D (p) | samples with a low 64-token window | "
           "low windows on CUDA-sensitive spans | mean w_n | tokens with c <= tau (their share of -log c) |",

@@ -809,6 +809,12 @@ PY
     expect "experiment_set_unknown" 2 "SET: 'SEQ' is not a setting it can change" env PRESET=smoke SET="SEQ=64" RUN="$exp" bash data/experiment.sh
     expect "experiment_set_bad_value" 2 "SET: FT_LR wants a number such as 5e-4 or 0.2, got '1e-3x'" \
         env PRESET=smoke SET="FT_STEPS=2 FT_LR=1e-3x" RUN="$exp" bash data/experiment.sh
+    expect "experiment_set_bad_number" 2 "SET: BASE_LR wants a number such as 5e-4 or 0.2, got 'e5'" \
+        env PRESET=smoke SET="BASE_LR=e5" RUN="$exp" bash data/experiment.sh
+    expect "experiment_new_families_unknown" 2 "NEW_FAMILIES: 'softmax' is not one of the preset's families" \
+        env PRESET=smoke SET="NEW_FAMILIES=convert_int_to_float,softmax" RUN="$exp" bash data/experiment.sh
+    expect "experiment_new_families_all" 2 "NEW_FAMILIES leaves no family for the base part" \
+        env PRESET=smoke SET="NEW_FAMILIES=convert_int_to_float,elementwise_binary" RUN="$exp" bash data/experiment.sh
     out=
     if OMP_NUM_THREADS=1 PRESET=smoke SET="EVAL_TASKS=2" RUN="$exp" bash data/experiment.sh >"$TMP/experiment4.out" 2>&1 &&
        out=$("$PYTHON" - "$exp" "$(grep -c 'done before' "$TMP/experiment4.out")" <<'PY' 2>&1
@@ -825,6 +831,28 @@ print("19 stages kept, 9 rows scored on 2 tasks, results.md names the change")
 PY
        ); then ok "experiment_set: $out"
     else bad "experiment_set" "${out:-exit $?: $(tail -3 "$TMP/experiment4.out")}"; fi
+    # NEW_FAMILIES: the base part leaves a family out; the fine-tuning part and the test split keep it
+    out=
+    if OMP_NUM_THREADS=1 PRESET=smoke SET="NEW_FAMILIES=convert_int_to_float EVAL_TASKS=2 ANALYZE=2" RUN="$TMP/expnew" \
+           bash data/experiment.sh >"$TMP/experiment5.out" 2>&1 &&
+       out=$("$PYTHON" - "$TMP/expnew" <<'PY' 2>&1
+import collections, json, sys
+run = sys.argv[1]
+fams = {part: collections.Counter(json.loads(l)["family"] for l in open("%s/data/%s.jsonl" % (run, part)))
+        for part in ("train", "base", "ft", "test")}
+assert "convert_int_to_float" not in fams["base"] and fams["base"]["elementwise_binary"] > 0, fams["base"]
+assert fams["ft"]["convert_int_to_float"] > 0 and fams["test"]["convert_int_to_float"] > 0, fams
+st = json.load(open(run + "/results.json"))["settings"]
+nbase = sum(fams["base"].values())
+assert st["new_families"] == "convert_int_to_float" and st["base_tasks"] == nbase < 48, st
+md = open(run + "/results.md").read()
+for want in ("SFT for 6 steps on %d tasks" % nbase, "New in fine-tuning: convert_int_to_float.", "| convert_int_to_float (new) |"):
+    assert want in md, "results.md lacks %r" % want
+print("base part: %d tasks, none of convert_int_to_float; fine-tuning part: %d of its %d; results.md marks it new"
+      % (nbase, fams["ft"]["convert_int_to_float"], sum(fams["ft"].values())))
+PY
+       ); then ok "experiment_new_families: $out"
+    else bad "experiment_new_families" "${out:-exit $?: $(tail -3 "$TMP/experiment5.out")}"; fi
 fi
 
 echo "$pass passed, $fail failed, $skip skipped"
