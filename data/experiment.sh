@@ -128,21 +128,32 @@ T0=$(date +%s)
 # done_with FILE KEY: FILE exists and was made with exactly these settings
 done_with() { [ -f "$1" ] && [ -f "$1.key" ] && [ "$(cat "$1.key")" = "$2" ]; }
 mark() { printf '%s' "$2" >"$1.key.tmp" && mv "$1.key.tmp" "$1.key"; }
-# The work left, for the ETA: training tokens and evaluated programs, at rates measured
-# so far (first guesses before anything was measured).
+# The work left, for the ETA: training tokens and evaluated programs, at the rates of the
+# stages run so far or found done (their logs record how long they took). No guess before
+# a rate is known: on a GPU and on 2 cores they differ by orders of magnitude.
 nseeds=${#seeds[@]} nrows=${#ROWS[@]}
 train_left=$(( (BASE_STEPS + nseeds * nrows * FT_STEPS) * BATCH * SEQ ))
 progs_left=$(( nseeds * (nrows + 1) * EVAL_TASKS * SAMPLES ))
 train_s=0 train_done=0 eval_s=0 eval_done=0
 stage_no=0 stages=$(( 2 + nseeds * nrows + nseeds * (nrows + 1) * 2 + 1 ))
+about() { [ "$1" -lt 60 ] && echo "under a minute" || echo "about $(( ($1 + 30) / 60 ))m"; } # seconds, in words
+time_left() {
+    local t=0
+    if [ "$train_left" -gt 0 ]; then
+        [ "$train_done" -gt 0 ] || { echo "time left: known after the first training stage"; return; }
+        t=$(( train_left * train_s / train_done ))
+    fi
+    if [ "$progs_left" -gt 0 ] && [ "$eval_done" -eq 0 ]; then
+        [ "$train_left" -gt 0 ] && echo "$(about "$t") of training left, then the evaluations" || echo "time left: known after the first evaluation"
+        return
+    fi
+    [ "$progs_left" -gt 0 ] && t=$(( t + progs_left * eval_s / eval_done ))
+    echo "$(about "$t") left"
+}
 say() {
     stage_no=$((stage_no + 1))
-    local el tok_rate=3000 ms_per_prog=3000 eta
-    el=$(( $(date +%s) - T0 ))
-    [ "$train_s" -gt 0 ] && tok_rate=$((train_done / train_s))
-    [ "$eval_done" -gt 0 ] && ms_per_prog=$((1000 * eval_s / eval_done))
-    eta=$(( train_left / (tok_rate > 0 ? tok_rate : 1) + progs_left * ms_per_prog / 1000 ))
-    printf '\n== [%d/%d] %s  (elapsed %dm%02ds, about %dm left)\n' "$stage_no" "$stages" "$1" $((el / 60)) $((el % 60)) $((eta / 60))
+    local el=$(( $(date +%s) - T0 ))
+    printf '\n== [%d/%d] %s  (elapsed %dm%02ds, %s)\n' "$stage_no" "$stages" "$1" $((el / 60)) $((el % 60)) "$(time_left)"
 }
 
 key_common="preset=$PRESET families=$FAMILIES style=$STYLE model=${MODEL[*]} seq=$SEQ batch=$BATCH window=$WINDOW"
@@ -176,7 +187,12 @@ else echo "   done before (same settings): $DATA"; fi
 train_stage() {
     local ckpt=$1 key=$2 steps=$3 t0; shift 3
     t0=$(date +%s)
-    if done_with "$ckpt" "$key"; then echo "   done before (same settings): $ckpt"
+    if done_with "$ckpt" "$key"; then
+        echo "   done before (same settings): $ckpt"
+        # its training time, for the ETA: the sum over its logged steps of tokens / (tokens/s)
+        read -r secs nsteps < <(awk -v bt=$((BATCH * SEQ)) 'match($0, /"tokens_per_s": [0-9.]+/) {
+            s += bt / substr($0, RSTART + 16, RLENGTH - 16); n++ } END { printf "%d %d\n", s + 0.5, n }' "$ckpt.jsonl" 2>/dev/null || echo "0 0")
+        train_s=$((train_s + secs)); train_done=$((train_done + nsteps * BATCH * SEQ))
     else
         if [ -f "$ckpt" ] && [ -f "$ckpt.started" ] && [ "$(cat "$ckpt.started")" = "$key" ]; then
             echo "   resuming the interrupted run in $ckpt"
@@ -220,7 +236,10 @@ while read -r row s ckpt; do
     say "evaluate $row (seed $s): $EVAL_TASKS test tasks x $SAMPLES programs, temperature $TEMPERATURE"
     k="$(cat "$ckpt.key") eval tasks=$EVAL_TASKS n=$SAMPLES T=$TEMPERATURE k=$KS max=$MAX_TOKENS seed=$s"
     t0=$(date +%s)
-    if done_with "$out.eval.json" "$k"; then echo "   done before (same settings): $out.eval.json"
+    if done_with "$out.eval.json" "$k"; then
+        echo "   done before (same settings): $out.eval.json"
+        secs=$(grep -o '"seconds": [0-9.]*' "$out.eval.json" | awk '{ printf "%d", $2 + 0.5 }') # its time, for the ETA
+        eval_s=$((eval_s + ${secs:-0})); [ -n "$secs" ] && eval_done=$((eval_done + EVAL_TASKS * SAMPLES))
     else
         ./gen --model "$ckpt" --eval "$DATA/test.jsonl" --count "$EVAL_TASKS" --samples "$SAMPLES" --k "$KS" --temperature "$TEMPERATURE" \
             --max-tokens "$MAX_TOKENS" --seed "$s" --jobs "$JOBS" --cache "$RUN/eval-cache" \
@@ -236,12 +255,14 @@ while read -r row s ckpt; do
     [ "$row" = vanilla ] && out=$RUN/base label="the base model" # one analysis of it, whatever the seed
     say "analyse $label: confidences on $ANALYZE validation samples"
     k="$(cat "$ckpt.key") analyze n=$ANALYZE window=64 l=$WINDOW"
+    t0=$(date +%s)
     if done_with "$out.analysis.json" "$k"; then echo "   done before (same settings): $out.analysis.json"
     else
         ./gen --model "$ckpt" --analyze "$DATA/val.jsonl" --count "$ANALYZE" --window "$WINDOW" \
             --json "$out.analysis.json.tmp" >"$out.analysis.txt.tmp"
         mv "$out.analysis.txt.tmp" "$out.analysis.txt"; mv "$out.analysis.json.tmp" "$out.analysis.json"
         mark "$out.analysis.json" "$k"
+        eval_s=$((eval_s + $(date +%s) - t0)) # the ETA counts the analyses with the evaluations
     fi
 done < <(models)
 

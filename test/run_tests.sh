@@ -764,6 +764,16 @@ PY
     if OMP_NUM_THREADS=1 PRESET=smoke RUN="$exp" bash data/experiment.sh >"$TMP/experiment2.out" 2>&1 &&
        [ "$(grep -c 'done before' "$TMP/experiment2.out")" -ge 27 ]; then ok "experiment_rerun_skips_finished_stages"
     else bad "experiment_rerun_skips_finished_stages" "$(grep -c 'done before' "$TMP/experiment2.out") stages skipped: $(tail -2 "$TMP/experiment2.out")"; fi
+    # the ETA: nothing guessed before a stage was measured; on the rerun the rates come from
+    # the logs of the stages found done (training from the base model's, evaluation from
+    # the base model's eval.json), so the fine-tuning stages know the training time left
+    stage() { grep -m1 "^== \[[0-9]*/[0-9]*\] $1" "$2"; }
+    if stage corpus "$TMP/experiment.out" | grep -q "time left: known after the first training stage)" &&
+       stage "evaluate vanilla" "$TMP/experiment.out" | grep -q "time left: known after the first evaluation)" &&
+       stage "evaluate sft" "$TMP/experiment.out" | grep -Eq "(about [0-9]+m|under a minute) left\)" &&
+       stage "fine-tune sft" "$TMP/experiment2.out" | grep -Eq "(about [0-9]+m|under a minute) of training left, then the evaluations\)" &&
+       stage "evaluate sft" "$TMP/experiment2.out" | grep -Eq "(about [0-9]+m|under a minute) left\)"; then ok "experiment_eta"
+    else bad "experiment_eta" "$(grep -E '^== \[(1|3|11|13)/' "$TMP/experiment.out" "$TMP/experiment2.out")"; fi
     # a second seed: only its stages run, and every number becomes the mean and standard
     # deviation over the seeds' own gen --eval summaries
     out=
