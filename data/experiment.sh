@@ -185,14 +185,8 @@ else echo "   done before (same settings): $DATA"; fi
 
 # train_stage CKPT KEY STEPS ARGS...: trains unless done; resumes an interrupted run
 train_stage() {
-    local ckpt=$1 key=$2 steps=$3 t0; shift 3
-    t0=$(date +%s)
-    if done_with "$ckpt" "$key"; then
-        echo "   done before (same settings): $ckpt"
-        # its training time, for the ETA: the sum over its logged steps of tokens / (tokens/s)
-        read -r secs nsteps < <(awk -v bt=$((BATCH * SEQ)) 'match($0, /"tokens_per_s": [0-9.]+/) {
-            s += bt / substr($0, RSTART + 16, RLENGTH - 16); n++ } END { printf "%d %d\n", s + 0.5, n }' "$ckpt.jsonl" 2>/dev/null || echo "0 0")
-        train_s=$((train_s + secs)); train_done=$((train_done + nsteps * BATCH * SEQ))
+    local ckpt=$1 key=$2 steps=$3 secs nsteps; shift 3
+    if done_with "$ckpt" "$key"; then echo "   done before (same settings): $ckpt"
     else
         if [ -f "$ckpt" ] && [ -f "$ckpt.started" ] && [ "$(cat "$ckpt.started")" = "$key" ]; then
             echo "   resuming the interrupted run in $ckpt"
@@ -204,8 +198,12 @@ train_stage() {
         fi
         mark "$ckpt" "$key"
         rm -f "$ckpt.started"
-        train_s=$((train_s + $(date +%s) - t0)); train_done=$((train_done + steps * BATCH * SEQ))
     fi
+    # its training time, for the ETA, whether it ran now, in parts or before: the sum over
+    # its logged steps of tokens / (tokens/s)
+    read -r secs nsteps < <(awk -v bt=$((BATCH * SEQ)) 'match($0, /"tokens_per_s": [0-9.]+/) {
+        s += bt / substr($0, RSTART + 16, RLENGTH - 16); n++ } END { printf "%d %d\n", s + 0.5, n }' "$ckpt.jsonl" 2>/dev/null || echo "0 0")
+    train_s=$((train_s + secs)) train_done=$((train_done + nsteps * BATCH * SEQ))
     train_left=$((train_left - steps * BATCH * SEQ))
 }
 
