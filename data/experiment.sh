@@ -190,7 +190,11 @@ train_stage() {
     else
         if [ -f "$ckpt" ] && [ -f "$ckpt.started" ] && [ "$(cat "$ckpt.started")" = "$key" ]; then
             echo "   resuming the interrupted run in $ckpt"
-            ./train --resume --ckpt "$ckpt" "$@" --quiet
+            local args=() a skip=0 # the same arguments without --init FILE: the checkpoint has the weights
+            for a in "$@"; do
+                if [ $skip = 1 ]; then skip=0; elif [ "$a" = --init ]; then skip=1; else args+=("$a"); fi
+            done
+            ./train --resume --ckpt "$ckpt" "${args[@]}" --quiet
         else
             rm -f "$ckpt" "$ckpt.jsonl" "$ckpt.key"
             printf '%s' "$key" >"$ckpt.started"

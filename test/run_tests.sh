@@ -774,6 +774,26 @@ PY
        stage "fine-tune sft" "$TMP/experiment2.out" | grep -Eq "(about [0-9]+m|under a minute) of training left, then the evaluations\)" &&
        stage "evaluate sft" "$TMP/experiment2.out" | grep -Eq "(about [0-9]+m|under a minute) left\)"; then ok "experiment_eta"
     else bad "experiment_eta" "$(grep -E '^== \[(1|3|11|13)/' "$TMP/experiment.out" "$TMP/experiment2.out")"; fi
+    # an interrupted fine-tuning stage resumes from its checkpoint on the rerun (it passed
+    # --init with --resume, which train refuses), and its log keeps each step once
+    res=$TMP/experiment_resume && rm -rf "$res" && cp -a "$exp" "$res"
+    # in a process group of its own (env and setsid exec, so $! is its leader), which
+    # kill -INT -PID stops as Ctrl-C would for train (a background job's shell ignores
+    # SIGINT, so the rest is stopped with SIGTERM)
+    resume_run=(env OMP_NUM_THREADS=1 PRESET=smoke RUN="$res" SET="FT_STEPS=100 EVAL_TASKS=1" setsid bash data/experiment.sh)
+    "${resume_run[@]}" >>"$TMP/resume.out" 2>&1 & pid=$!
+    for _ in $(seq 600); do # the stage has started (.started) and logged 3 steps
+        [ -f "$res/seed1/sft.ckpt.started" ] && [ "$(grep -c '"loss"' "$res/seed1/sft.ckpt.jsonl" 2>/dev/null)" -ge 3 ] && break
+        sleep 0.05
+    done
+    kill -INT -- -$pid; wait $pid # train saves the step it finished
+    "${resume_run[@]}" >>"$TMP/resume.out" 2>&1 & pid=$!
+    for _ in $(seq 1200); do [ -f "$res/seed1/sft.ckpt.key" ] && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
+    kill -TERM -- -$pid 2>/dev/null; wait $pid # the rest of the run is not needed
+    steps=$(grep -o '"step": [0-9]*, "loss"' "$res/seed1/sft.ckpt.jsonl" | grep -o '[0-9]*' | paste -sd' ')
+    if grep -q "resuming the interrupted run in $res/seed1/sft.ckpt" "$TMP/resume.out" && [ -f "$res/seed1/sft.ckpt.key" ] &&
+       [ "$steps" = "$(seq -s' ' 100)" ]; then ok "experiment_resumes_fine_tuning"
+    else bad "experiment_resumes_fine_tuning" "steps logged: ${steps:0:80}...; $(grep -A2 resuming "$TMP/resume.out" | head -3 | tr '\n' ' ')"; fi
     # a second seed: only its stages run, and every number becomes the mean and standard
     # deviation over the seeds' own gen --eval summaries
     out=
