@@ -123,7 +123,8 @@ for s in "${seeds[@]}"; do [[ $s =~ ^(0|[1-9][0-9]*)$ ]] || { echo "experiment: 
 mkdir -p "$RUN"
 exec 9>"$RUN/.lock" # one run per directory: a second one would write into the same files
 flock -n 9 || { echo "experiment: another run is using $RUN (wait for it, or give another RUN=DIR)" >&2; exit 1; }
-trap 'echo; echo "experiment: interrupted; rerun the same command to continue (finished stages are kept)" >&2; exit 130' INT TERM
+interrupted() { echo; echo "experiment: interrupted; rerun the same command to continue (finished stages are kept)" >&2; exit 130; }
+trap interrupted INT TERM # train catches Ctrl-C itself (saves, exits 130), and then the shell does not see it
 T0=$(date +%s)
 # done_with FILE KEY: FILE exists and was made with exactly these settings
 done_with() { [ -f "$1" ] && [ -f "$1.key" ] && [ "$(cat "$1.key")" = "$2" ]; }
@@ -185,7 +186,7 @@ else echo "   done before (same settings): $DATA"; fi
 
 # train_stage CKPT KEY STEPS ARGS...: trains unless done; resumes an interrupted run
 train_stage() {
-    local ckpt=$1 key=$2 steps=$3 secs nsteps; shift 3
+    local ckpt=$1 key=$2 steps=$3 secs nsteps rc; shift 3
     if done_with "$ckpt" "$key"; then echo "   done before (same settings): $ckpt"
     else
         if [ -f "$ckpt" ] && [ -f "$ckpt.started" ] && [ "$(cat "$ckpt.started")" = "$key" ]; then
@@ -194,11 +195,11 @@ train_stage() {
             for a in "$@"; do
                 if [ $skip = 1 ]; then skip=0; elif [ "$a" = --init ]; then skip=1; else args+=("$a"); fi
             done
-            ./train --resume --ckpt "$ckpt" "${args[@]}" --quiet
+            ./train --resume --ckpt "$ckpt" "${args[@]}" --quiet || { rc=$?; [ $rc = 130 ] && interrupted; exit $rc; }
         else
             rm -f "$ckpt" "$ckpt.jsonl" "$ckpt.key"
             printf '%s' "$key" >"$ckpt.started"
-            ./train "$@" --ckpt "$ckpt" --quiet
+            ./train "$@" --ckpt "$ckpt" --quiet || { rc=$?; [ $rc = 130 ] && interrupted; exit $rc; }
         fi
         mark "$ckpt" "$key"
         rm -f "$ckpt.started"

@@ -791,7 +791,8 @@ PY
     for _ in $(seq 1200); do [ -f "$res/seed1/sft.ckpt.key" ] && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
     kill -TERM -- -$pid 2>/dev/null; wait $pid # the rest of the run is not needed
     steps=$(grep -o '"step": [0-9]*, "loss"' "$res/seed1/sft.ckpt.jsonl" | grep -o '[0-9]*' | paste -sd' ')
-    if grep -q "resuming the interrupted run in $res/seed1/sft.ckpt" "$TMP/resume.out" && [ -f "$res/seed1/sft.ckpt.key" ] &&
+    if grep -q "experiment: interrupted; rerun the same command" "$TMP/resume.out" &&
+       grep -q "resuming the interrupted run in $res/seed1/sft.ckpt" "$TMP/resume.out" && [ -f "$res/seed1/sft.ckpt.key" ] &&
        [ "$steps" = "$(seq -s' ' 100)" ]; then ok "experiment_resumes_fine_tuning"
     else bad "experiment_resumes_fine_tuning" "steps logged: ${steps:0:80}...; $(grep -A2 resuming "$TMP/resume.out" | head -3 | tr '\n' ' ')"; fi
     # a second seed: only its stages run, and every number becomes the mean and standard
