@@ -157,7 +157,7 @@ say() {
     printf '\n== [%d/%d] %s  (elapsed %dm%02ds, %s)\n' "$stage_no" "$stages" "$1" $((el / 60)) $((el % 60)) "$(time_left)"
 }
 
-key_common="preset=$PRESET families=$FAMILIES style=$STYLE model=${MODEL[*]} seq=$SEQ batch=$BATCH window=$WINDOW"
+key_common="preset=$PRESET families=$FAMILIES style=$STYLE model=${MODEL[*]} seq=$SEQ batch=$BATCH"
 
 # --- 0. build ----------------------------------------------------------------------------
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then gpu=(); else gpu=(NVCC=); fi
@@ -224,8 +224,9 @@ for s in "${seeds[@]}"; do
     mkdir -p "$RUN/seed$s"
     for row in "${ROWS[@]}"; do
         say "fine-tune $row (seed $s): $FT_STEPS steps from base.ckpt"
+        w=; [[ $row == cuset || $row == cuset_conf_rew ]] && w=" window=$WINDOW" # l enters the loss only through w_n
         # shellcheck disable=SC2046 # row_flags gives several words
-        train_stage "$RUN/seed$s/$row.ckpt" "$key_common ft=$row seed=$s steps=$FT_STEPS lr=$FT_LR base=$(cat "$RUN/base.ckpt.key")" "$FT_STEPS" \
+        train_stage "$RUN/seed$s/$row.ckpt" "$key_common ft=$row$w seed=$s steps=$FT_STEPS lr=$FT_LR base=$(cat "$RUN/base.ckpt.key")" "$FT_STEPS" \
             --init "$RUN/base.ckpt" --data "$DATA/ft.jsonl" --val-data "$DATA/val.jsonl" --seq "$SEQ" --batch "$BATCH" \
             $(row_flags "$row") --window "$WINDOW" --steps "$FT_STEPS" --lr "$FT_LR" \
             --min-lr "$(awk "BEGIN{print $FT_LR/10}")" --warmup $((FT_STEPS / 10 + 1)) --val-every 0 --seed "$s"

@@ -795,6 +795,17 @@ PY
        grep -q "resuming the interrupted run in $res/seed1/sft.ckpt" "$TMP/resume.out" && [ -f "$res/seed1/sft.ckpt.key" ] &&
        [ "$steps" = "$(seq -s' ' 100)" ]; then ok "experiment_resumes_fine_tuning"
     else bad "experiment_resumes_fine_tuning" "steps logged: ${steps:0:80}...; $(grep -A2 resuming "$TMP/resume.out" | head -3 | tr '\n' ' ')"; fi
+    # SET="WINDOW=..." (CuSeT's l) reruns only what l reaches: the two rows whose loss uses it
+    # (w_n: cuset, cuset_conf_rew), their scoring, and the analyses; it kept nothing before
+    win=$TMP/experiment_window && rm -rf "$win" && cp -a "$exp" "$win"
+    OMP_NUM_THREADS=1 PRESET=smoke RUN="$win" SET="WINDOW=128" bash data/experiment.sh >"$TMP/window.out" 2>&1
+    kept=$(grep -o "done before (same settings): $win/.*" "$TMP/window.out" | sed "s|.*$win/||" | sort | paste -sd' ')
+    want="base.ckpt data seed1/asft.ckpt seed1/asft.eval.json seed1/cuset_conf_cuda.ckpt seed1/cuset_conf_cuda.eval.json"
+    want+=" seed1/dft.ckpt seed1/dft.eval.json seed1/eaft.ckpt seed1/eaft.eval.json seed1/profit.ckpt seed1/profit.eval.json"
+    want+=" seed1/sft.ckpt seed1/sft.eval.json seed1/vanilla.eval.json"
+    if [ "$kept" = "$want" ] && grep -q " window=128 " "$win/seed1/cuset.ckpt.key" "$win/seed1/cuset_conf_rew.ckpt.key" &&
+       grep -q "l=128" "$win/base.analysis.json.key"; then ok "experiment_set_window"
+    else bad "experiment_set_window" "kept: ${kept:-nothing}; $(tail -2 "$TMP/window.out")"; fi
     # a second seed: only its stages run, and every number becomes the mean and standard
     # deviation over the seeds' own gen --eval summaries
     out=
