@@ -689,6 +689,13 @@ fi
 expect "quickstart_bad_steps" 2 "SFT_STEPS: a whole number, at least 1, got 'abc'" env SFT_STEPS=abc RUN="$TMP/x" \
     bash data/quickstart.sh
 [ -e "$TMP/x" ] && bad "experiment_bad_input_writes_nothing" "$TMP/x exists" || ok "experiment_bad_input_writes_nothing"
+# the README's first command end to end, at a few steps: corpus, SFT, CuSeT, scoring, and
+# the program it prints (a passing one, or the first with why it failed)
+if OMP_NUM_THREADS=1 RUN="$TMP/quickstart" SFT_STEPS=3 CUSET_STEPS=2 TASKS=1 bash data/quickstart.sh >"$TMP/quickstart.out" 2>&1 &&
+   grep -qE "^functional +pass@1 " "$TMP/quickstart.out" && grep -q "^Task Name: " "$TMP/quickstart.out" &&
+   grep -q "^== done: checkpoints" "$TMP/quickstart.out" && [ -s "$TMP/quickstart/cuset.ckpt" ] && [ -s "$TMP/quickstart/eval.json" ]
+then ok "quickstart_runs ($(grep -m1 -oE '^(== a passing program|== no test task passed)' "$TMP/quickstart.out"))"
+else bad "quickstart_runs" "exit $?: $(tail -3 "$TMP/quickstart.out")"; fi
 # every preset's rows hold its samples whole and its evaluation lets a program run to its
 # end: the samples of a corpus drawn as the preset draws it (1,000 tasks), tokenized with a
 # tokenizer of the preset's vocabulary trained on them, against SEQ and MAX_TOKENS
