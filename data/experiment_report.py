@@ -87,6 +87,17 @@ def fmt(s, scale=100.0):
     return "%.1f [%.1f, %.1f]" % (scale * s["mean"], scale * s["lo"], scale * s["hi"])
 
 
+def paired(a, b):
+    """row a against row b on the tasks both were scored on: the mean difference of the
+    per-task values (dicts task -> value), its 95% bootstrap interval over tasks (resampling
+    tasks keeps each task's pair together), and the tasks where a is higher / lower / equal."""
+    tasks = sorted(set(a) & set(b))
+    d = [a[t] - b[t] for t in tasks]
+    lo, hi = bootstrap(d)
+    return {"tasks": len(d), "mean": statistics.fmean(d) if d else 0.0, "lo": lo, "hi": hi,
+            "higher": sum(x > 0 for x in d), "lower": sum(x < 0 for x in d), "equal": sum(x == 0 for x in d)}
+
+
 def gather(run, seeds):
     """results per row: metrics (overall, seen, held-out, per family), curves, analysis."""
     out = {}
@@ -107,6 +118,15 @@ def gather(run, seeds):
                 per_task = [t["result"][kind][k] for t in tasks if t["result"][kind][k] is not None]
                 r["metrics"][part]["%s@%s" % (kind, k)] = spread(per_seed, per_task)
             r["metrics"][part]["tasks"] = evals[0][part]["tasks"]
+        # each task's functional pass@1, averaged over the seeds, and each seed's overall one:
+        # for the paired comparison with CuSeT
+        per_task = {}
+        for e in evals:
+            for t in e["per_task"]:
+                if t["result"]["functional"]["1"] is not None:
+                    per_task.setdefault(t["id"], []).append(t["result"]["functional"]["1"])
+        r["task_functional@1"] = {t: statistics.fmean(v) for t, v in per_task.items()}
+        r["seed_functional@1"] = [e["all"]["functional"]["1"] for e in evals]
         fams = sorted(evals[0]["families"])
         r["families"] = {f: statistics.fmean(e["families"][f]["functional"]["1"] for e in evals) for f in fams}
         r["outcomes"] = evals[0]["outcomes"]
@@ -117,6 +137,9 @@ def gather(run, seeds):
                           os.path.join("seed%s" % seeds[0], row + ".analysis.json"))
         r["analysis"] = load_json(ap) if os.path.exists(ap) else None
         out[row] = r
+    if "cuset" in out:  # CuSeT against every other row, task by task
+        out["cuset"]["paired"] = {row: paired(out["cuset"]["task_functional@1"], r["task_functional@1"])
+                                  for row, r in out.items() if row != "cuset"}
     return out
 
 
@@ -157,6 +180,24 @@ def markdown(res, settings, seconds):
             m = res[row]["metrics"]["all"]
             L.append("| %s | %s | %s | %s | %s | %s |" % (a or "-", b or "-", c or "-", fmt(m["compile@1"]),
                                                           fmt(m["functional@1"]), fmt(m["functional@3"])))
+    if "cuset" in res:
+        seeds = res["cuset"]["seeds"]
+        L += ["", "## CuSeT against each row, paired over test tasks", "",
+              "Functional pass@1 of CuSeT minus the row's, in points, on the same test tasks (a task's pass@1 averaged "
+              "over the seeds first). The interval is a 95%% bootstrap over tasks: it covers which tasks were drawn, "
+              "not the spread from seed to seed%s." % (" (the last column: the difference of each seed's overall "
+                                                       "pass@1)" if seeds > 1 else ", which needs several seeds"), "",
+              "| CuSeT against | difference | 95% interval | reads | tasks CuSeT higher / lower / equal |" +
+              (" per seed |" if seeds > 1 else ""),
+              "| --- | --- | --- | --- | --- |" + (" --- |" if seeds > 1 else "")]
+        for row in [r for r in res if r != "cuset"]:
+            p = res["cuset"]["paired"][row]
+            reads = "CuSeT higher" if p["lo"] > 0 else "CuSeT lower" if p["hi"] < 0 else "no difference shown"
+            per_seed = " / ".join("%+.1f" % (100 * (c - o)) for c, o in zip(res["cuset"]["seed_functional@1"],
+                                                                          res[row]["seed_functional@1"]))
+            L.append("| %s | %+.1f | [%+.1f, %+.1f] | %s | %d / %d / %d |%s" % (
+                res[row]["label"], 100 * p["mean"], 100 * p["lo"], 100 * p["hi"], reads, p["higher"], p["lower"],
+                p["equal"], " %s |" % per_seed if seeds > 1 else ""))
     fams = sorted({f for r in res.values() for f in r["families"]})
     L += ["", "## Functional pass@1 per family (mean over seeds)", "",
           "| family | " + " | ".join(SHORT.get(r, res[r]["label"]) for r in res) + " |",

@@ -833,9 +833,31 @@ for row in ("vanilla", "sft", "cuset", "cuset_conf_rew"):
             assert abs(got["mean"] - statistics.mean(want)) < 1e-9 and abs(got["std"] - statistics.stdev(want)) < 1e-9, \
                 "%s %s@%s: %s, the seeds' summaries %s" % (row, kind, k, got, want)
             n += 1
-# the smoke models score 0 everywhere, so also a hand-computed spread: 50%, 70%, 90% over three seeds
+# CuSeT against each row, paired over tasks: recomputed from the seeds' per-task results
+def task_means(row):
+    v = {}
+    for s in (1, 2):
+        for t in json.load(open("%s/seed%d/%s.eval.json" % (run, s, row)))["per_task"]:
+            v.setdefault(t["id"], []).append(t["result"]["functional"]["1"])
+    return {t: statistics.mean(x) for t, x in v.items()}
+a = task_means("cuset")
+for row in ("vanilla", "sft", "cuset_conf_rew"):
+    b, p = task_means(row), rows["cuset"]["paired"][row]
+    d = [a[t] - b[t] for t in a]
+    assert p["tasks"] == len(d) and abs(p["mean"] - statistics.mean(d)) < 1e-12, (row, p, d)
+    assert (p["higher"], p["lower"], p["equal"]) == (sum(x > 0 for x in d), sum(x < 0 for x in d), sum(x == 0 for x in d)), (row, p)
+    n += 1
+md = open(run + "/results.md").read()
+assert "## CuSeT against each row, paired over test tasks" in md and " per seed |" in md, "results.md: no paired table with seeds"
+# the smoke models score 0 everywhere, so also hand-computed cases: a spread of 50%, 70%, 90%
+# over three seeds; a paired comparison (tasks both have; every task 50 points up: [+50, +50])
 sys.path.insert(0, "data")
 import experiment_report
+p = experiment_report.paired({"a": 1.0, "b": 0.5, "c": 0.0}, {"a": 0.0, "b": 0.5, "c": 0.0, "d": 1.0})
+assert p["tasks"] == 3 and abs(p["mean"] - 1 / 3) < 1e-12 and (p["higher"], p["lower"], p["equal"]) == (1, 0, 2), p
+assert 0.0 <= p["lo"] <= p["mean"] <= p["hi"] <= 1.0, p
+p = experiment_report.paired({t: 0.75 for t in "abcd"}, {t: 0.25 for t in "abcd"})
+assert p["mean"] == p["lo"] == p["hi"] == 0.5, p
 s = experiment_report.spread([0.5, 0.7, 0.9], [])
 assert abs(s["mean"] - 0.7) < 1e-12 and abs(s["std"] - 0.2) < 1e-12, s
 assert experiment_report.fmt(s) == "70.0 ± 20.0", experiment_report.fmt(s)
@@ -850,7 +872,7 @@ svg = experiment_report.svg_hist({"hist": {"cuda": [0.002, 0.0, 0.998], "neutral
 got = " ".join(re.findall(r">([\d.]+)%<", svg))
 assert got == "100 10 1 0.1 0.01", "histogram grid: %s, want 100 10 1 0.1 0.01" % got
 assert svg.count("<rect") == 4, "histogram: %d bars for 4 non-empty bins" % svg.count("<rect")
-print("%d numbers = mean and std of two seeds; %d stages of seed 1 skipped; 50/70/90%% -> 70.0 ± 20.0" % (n, skipped))
+print("%d numbers = mean and std of two seeds or paired differences; %d stages of seed 1 skipped; 50/70/90%% -> 70.0 ± 20.0" % (n, skipped))
 PY
        ); then ok "experiment_two_seeds: $out"
     else bad "experiment_two_seeds" "${out:-exit $?: $(tail -3 "$TMP/experiment3.out")}"; fi
