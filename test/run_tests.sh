@@ -782,26 +782,36 @@ PY
        stage "evaluate sft" "$TMP/experiment2.out" | grep -Eq "(about [0-9]+m|under a minute) left\)"; then ok "experiment_eta"
     else bad "experiment_eta" "$(grep -E '^== \[(1|3|11|13)/' "$TMP/experiment.out" "$TMP/experiment2.out")"; fi
     # an interrupted fine-tuning stage resumes from its checkpoint on the rerun (it passed
-    # --init with --resume, which train refuses), and its log keeps each step once
-    res=$TMP/experiment_resume && rm -rf "$res" && cp -a "$exp" "$res"
-    # in a process group of its own (env and setsid exec, so $! is its leader), which
-    # kill -INT -PID stops as Ctrl-C would for train (a background job's shell ignores
-    # SIGINT, so the rest is stopped with SIGTERM)
-    resume_run=(env OMP_NUM_THREADS=1 PRESET=smoke RUN="$res" SET="FT_STEPS=100 EVAL_TASKS=1" setsid bash data/experiment.sh)
-    "${resume_run[@]}" >>"$TMP/resume.out" 2>&1 & pid=$!
+    # --init with --resume, which train refuses), exactly: the checkpoint equals that of a
+    # run never interrupted, and the log keeps each step once
+    res=$TMP/experiment_resume ref=$TMP/experiment_resume_ref
+    rm -rf "$res" "$ref" && cp -a "$exp" "$res" && cp -a "$exp" "$ref" && rm -rf "$res/seed1" "$ref/seed1" # corpus, base kept
+    # start_run RUN: the experiment in the background, in a process group of its own (env
+    # and setsid exec, so pid=$! is its leader), which kill -INT -PID stops as Ctrl-C would
+    # for train (a background job's shell ignores SIGINT, so the rest is stopped with SIGTERM)
+    start_run() {
+        env OMP_NUM_THREADS=1 PRESET=smoke RUN="$1" SET="FT_STEPS=100 EVAL_TASKS=1" setsid bash data/experiment.sh \
+            >>"$TMP/resume.out" 2>&1 & pid=$!
+    }
+    until_sft_done() { # RUN: runs until the sft stage is done, then stops the rest
+        start_run "$1"
+        for _ in $(seq 1200); do [ -f "$1/seed1/sft.ckpt.key" ] && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
+        kill -TERM -- -$pid 2>/dev/null; wait $pid
+    }
+    start_run "$res"
     for _ in $(seq 600); do # the stage has started (.started) and logged 3 steps
         [ -f "$res/seed1/sft.ckpt.started" ] && [ "$(grep -c '"loss"' "$res/seed1/sft.ckpt.jsonl" 2>/dev/null)" -ge 3 ] && break
         sleep 0.05
     done
     kill -INT -- -$pid; wait $pid # train saves the step it finished
-    "${resume_run[@]}" >>"$TMP/resume.out" 2>&1 & pid=$!
-    for _ in $(seq 1200); do [ -f "$res/seed1/sft.ckpt.key" ] && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
-    kill -TERM -- -$pid 2>/dev/null; wait $pid # the rest of the run is not needed
+    until_sft_done "$res"
+    until_sft_done "$ref"
     steps=$(grep -o '"step": [0-9]*, "loss"' "$res/seed1/sft.ckpt.jsonl" | grep -o '[0-9]*' | paste -sd' ')
     if grep -q "experiment: interrupted; rerun the same command" "$TMP/resume.out" &&
        grep -q "resuming the interrupted run in $res/seed1/sft.ckpt" "$TMP/resume.out" && [ -f "$res/seed1/sft.ckpt.key" ] &&
-       [ "$steps" = "$(seq -s' ' 100)" ]; then ok "experiment_resumes_fine_tuning"
-    else bad "experiment_resumes_fine_tuning" "steps logged: ${steps:0:80}...; $(grep -A2 resuming "$TMP/resume.out" | head -3 | tr '\n' ' ')"; fi
+       [ "$steps" = "$(seq -s' ' 100)" ] && cmp -s "$res/seed1/sft.ckpt" "$ref/seed1/sft.ckpt"; then
+        ok "experiment_resumes_fine_tuning ($(grep -m1 -o 'resuming .* at step [0-9]* of 100' "$TMP/resume.out" | grep -o 'step [0-9]*'))"
+    else bad "experiment_resumes_fine_tuning" "steps logged: ${steps:0:80}...; $(cmp "$res/seed1/sft.ckpt" "$ref/seed1/sft.ckpt" 2>&1); $(grep -A2 resuming "$TMP/resume.out" | head -3 | tr '\n' ' ')"; fi
     # SET="WINDOW=..." (CuSeT's l) reruns only what l reaches: the two rows whose loss uses it
     # (w_n: cuset, cuset_conf_rew), their scoring, and the analyses; it kept nothing before
     win=$TMP/experiment_window && rm -rf "$win" && cp -a "$exp" "$win"
