@@ -239,20 +239,18 @@ while read -r row s ckpt; do
     out=$RUN/seed$s/$row
     say "evaluate $row (seed $s): $EVAL_TASKS test tasks x $SAMPLES programs, temperature $TEMPERATURE"
     k="$(cat "$ckpt.key") eval tasks=$EVAL_TASKS n=$SAMPLES T=$TEMPERATURE k=$KS max=$MAX_TOKENS seed=$s"
-    t0=$(date +%s)
-    if done_with "$out.eval.json" "$k"; then
-        echo "   done before (same settings): $out.eval.json"
-        secs=$(grep -o '"seconds": [0-9.]*' "$out.eval.json" | awk '{ printf "%d", $2 + 0.5 }') # its time, for the ETA
-        eval_s=$((eval_s + ${secs:-0})); [ -n "$secs" ] && eval_done=$((eval_done + EVAL_TASKS * SAMPLES))
+    if done_with "$out.eval.json" "$k"; then echo "   done before (same settings): $out.eval.json"
     else
         ./gen --model "$ckpt" --eval "$DATA/test.jsonl" --count "$EVAL_TASKS" --samples "$SAMPLES" --k "$KS" --temperature "$TEMPERATURE" \
             --max-tokens "$MAX_TOKENS" --seed "$s" --jobs "$JOBS" --cache "$RUN/eval-cache" \
             --results "$out.eval.jsonl.tmp" --summary "$out.eval.json.tmp" >"$out.eval.txt.tmp"
         mv "$out.eval.jsonl.tmp" "$out.eval.jsonl"; mv "$out.eval.txt.tmp" "$out.eval.txt"; mv "$out.eval.json.tmp" "$out.eval.json"
         mark "$out.eval.json" "$k"
-        eval_s=$((eval_s + $(date +%s) - t0)); eval_done=$((eval_done + EVAL_TASKS * SAMPLES))
         grep -E "^(compilation|functional)" "$out.eval.txt" | sed 's/^/   /' || true
     fi
+    # its time, for the ETA, whether it ran now or before: the summary's seconds
+    secs=$(grep -o '"seconds": [0-9.]*' "$out.eval.json" | awk '{ printf "%d", $2 + 0.5 }' || true) # none in old summaries
+    [ -n "$secs" ] && eval_s=$((eval_s + secs)) eval_done=$((eval_done + EVAL_TASKS * SAMPLES))
     progs_left=$((progs_left - EVAL_TASKS * SAMPLES))
 
     label="$row (seed $s)"
