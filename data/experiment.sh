@@ -8,7 +8,7 @@
 #
 # SET changes a preset's settings, e.g. SET="BASE_STEPS=900 FT_STEPS=400": the corpus sizes
 # (NBASE NFT NVAL NTEST EVAL_TASKS), training (BASE_STEPS BASE_LR FT_STEPS FT_LR BATCH) and
-# evaluation (SAMPLES TEMPERATURE MAX_TOKENS ANALYZE WINDOW). SET="NEW_FAMILIES=a,b" leaves
+# evaluation (SAMPLES TEMPERATURE MAX_TOKENS ANALYZE WINDOW TAU). SET="NEW_FAMILIES=a,b" leaves
 # those families out of the base part, so the fine-tuning part teaches them new. Stages
 # remember their settings, so give a changed run its own RUN directory to keep the preset's
 # results.
@@ -45,6 +45,7 @@ JOBS=${JOBS:-$(nproc --all)} # (plain nproc follows OMP_NUM_THREADS)
 # nothing was chosen by the fine-tuned rows' scores.
 TEMPERATURE=0.2 SAMPLES=3 KS=1,3  # sampling for pass@k: n = 3 programs per task at T = 0.2 (Codex's pass@1 setting)
 WINDOW=256                       # CuSeT's l (the paper's default)
+TAU=0.1                          # the confidence threshold of ProFit's and CuSeT's masks (the paper's default)
 NEW_FAMILIES=                    # families left out of the base part (none: every family in both parts)
 case "$PRESET" in
 smoke) # every stage end to end in a couple of minutes (CI runs it); measures nothing
@@ -75,13 +76,14 @@ for kv in "${sets[@]}"; do # the preset's settings that SET changes, each checke
     name=${kv%%=*} value=${kv#*=}
     case "$name" in
     NBASE|NFT|NVAL|NTEST|EVAL_TASKS|BASE_STEPS|FT_STEPS|BATCH|SAMPLES|MAX_TOKENS|ANALYZE|WINDOW) pattern='^[1-9][0-9]*$' what="a whole number, at least 1" ;;
-    BASE_LR|FT_LR|TEMPERATURE) pattern='^(0|[1-9][0-9]*)(\.[0-9]+)?(e-?[0-9]+)?$' what="a number such as 5e-4 or 0.2" ;;
+    BASE_LR|FT_LR|TEMPERATURE|TAU) pattern='^(0|[1-9][0-9]*)(\.[0-9]+)?(e-?[0-9]+)?$' what="a number such as 5e-4 or 0.2" ;;
     NEW_FAMILIES) pattern='^[a-z0-9_]+(,[a-z0-9_]+)*$' what="family names separated by commas" ;;
-    *) echo "experiment: SET: '$name' is not a setting it can change (NBASE NFT NVAL NTEST EVAL_TASKS BASE_STEPS BASE_LR FT_STEPS FT_LR BATCH SAMPLES TEMPERATURE MAX_TOKENS ANALYZE WINDOW NEW_FAMILIES)" >&2; exit 2 ;;
+    *) echo "experiment: SET: '$name' is not a setting it can change (NBASE NFT NVAL NTEST EVAL_TASKS BASE_STEPS BASE_LR FT_STEPS FT_LR BATCH SAMPLES TEMPERATURE MAX_TOKENS ANALYZE WINDOW TAU NEW_FAMILIES)" >&2; exit 2 ;;
     esac
     [[ $value =~ $pattern ]] || { echo "experiment: SET: $name wants $what, got '${value}' in '$kv'" >&2; exit 2; }
     printf -v "$name" '%s' "$value"
 done
+awk -v t="$TAU" 'BEGIN { exit !(t <= 1) }' || { echo "experiment: TAU ($TAU) is a confidence threshold: at most 1" >&2; exit 2; }
 [ "$EVAL_TASKS" -le "$NTEST" ] || { echo "experiment: EVAL_TASKS ($EVAL_TASKS) is more than the test split holds (NTEST $NTEST)" >&2; exit 2; }
 [ "$ANALYZE" -le "$NVAL" ] || { echo "experiment: ANALYZE ($ANALYZE) is more than the validation split holds (NVAL $NVAL)" >&2; exit 2; }
 # check_new_families FAMILY_LIST: checks NEW_FAMILIES against the families the corpus draws (a
@@ -99,7 +101,7 @@ check_new_families "$FAMILIES"
 [ "$SAMPLES" -ge "${KS##*,}" ] || { echo "experiment: SAMPLES ($SAMPLES) is below the largest k of pass@k (KS=$KS): it needs k programs per task" >&2; exit 2; }
 if [ "${1:-}" = --settings ]; then # as shell assignments (make test checks that each preset's context fits its corpus)
     declare -p PRESET SET FAMILIES NEW_FAMILIES STYLE NBASE NFT NVAL NTEST EVAL_TASKS MODEL SEQ BATCH BASE_STEPS BASE_LR FT_STEPS FT_LR \
-        MAX_TOKENS ANALYZE TEMPERATURE SAMPLES KS WINDOW
+        MAX_TOKENS ANALYZE TEMPERATURE SAMPLES KS WINDOW TAU
     exit 0
 fi
 if [ "$PRESET" = gpu ] && ! { command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; }; then
@@ -225,10 +227,11 @@ for s in "${seeds[@]}"; do
     for row in "${ROWS[@]}"; do
         say "fine-tune $row (seed $s): $FT_STEPS steps from base.ckpt"
         w=; [[ $row == cuset || $row == cuset_conf_rew ]] && w=" window=$WINDOW" # l enters the loss only through w_n
+        [[ $row == profit || $row == cuset* ]] && w+=" tau=$TAU" # tau only through the confidence mask
         # shellcheck disable=SC2046 # row_flags gives several words
         train_stage "$RUN/seed$s/$row.ckpt" "$key_common ft=$row$w seed=$s steps=$FT_STEPS lr=$FT_LR base=$(cat "$RUN/base.ckpt.key")" "$FT_STEPS" \
             --init "$RUN/base.ckpt" --data "$DATA/ft.jsonl" --val-data "$DATA/val.jsonl" --seq "$SEQ" --batch "$BATCH" \
-            $(row_flags "$row") --window "$WINDOW" --steps "$FT_STEPS" --lr "$FT_LR" \
+            $(row_flags "$row") --window "$WINDOW" --tau "$TAU" --steps "$FT_STEPS" --lr "$FT_LR" \
             --min-lr "$(awk "BEGIN{print $FT_LR/10}")" --warmup $((FT_STEPS / 10 + 1)) --val-every 0 --seed "$s"
     done
 done
@@ -256,11 +259,11 @@ while read -r row s ckpt; do
     label="$row (seed $s)"
     [ "$row" = vanilla ] && out=$RUN/base label="the base model" # one analysis of it, whatever the seed
     say "analyse $label: confidences on $ANALYZE validation samples"
-    k="$(cat "$ckpt.key") analyze n=$ANALYZE window=64 l=$WINDOW"
+    k="$(cat "$ckpt.key") analyze n=$ANALYZE window=64 l=$WINDOW tau=$TAU"
     t0=$(date +%s)
     if done_with "$out.analysis.json" "$k"; then echo "   done before (same settings): $out.analysis.json"
     else
-        ./gen --model "$ckpt" --analyze "$DATA/val.jsonl" --count "$ANALYZE" --window "$WINDOW" \
+        ./gen --model "$ckpt" --analyze "$DATA/val.jsonl" --count "$ANALYZE" --window "$WINDOW" --tau "$TAU" \
             --json "$out.analysis.json.tmp" >"$out.analysis.txt.tmp"
         mv "$out.analysis.txt.tmp" "$out.analysis.txt"; mv "$out.analysis.json.tmp" "$out.analysis.json"
         mark "$out.analysis.json" "$k"
@@ -270,9 +273,9 @@ done < <(models)
 
 # --- 6. the report -----------------------------------------------------------------------
 say "report: $RUN/results.json, results.md, report.html"
-settings=$(printf '{"preset":"%s","set":"%s","seeds":"%s","families":"%s","new_families":"%s","style":"%s","model":"%s","seq":%d,"batch":%d,"base_tasks":%d,"ft_tasks":%d,"val_tasks":%d,"test_tasks":%d,"eval_tasks":%d,"base_steps":%d,"base_lr":%s,"ft_steps":%d,"ft_lr":%s,"window":%d,"samples":%d,"temperature":%s,"max_tokens":%d,"analyzed":%d,"started":"%s","machine":"%s"}' \
+settings=$(printf '{"preset":"%s","set":"%s","seeds":"%s","families":"%s","new_families":"%s","style":"%s","model":"%s","seq":%d,"batch":%d,"base_tasks":%d,"ft_tasks":%d,"val_tasks":%d,"test_tasks":%d,"eval_tasks":%d,"base_steps":%d,"base_lr":%s,"ft_steps":%d,"ft_lr":%s,"window":%d,"tau":%s,"samples":%d,"temperature":%s,"max_tokens":%d,"analyzed":%d,"started":"%s","machine":"%s"}' \
     "$PRESET" "$SET" "$SEEDS" "$FAMILIES" "$NEW_FAMILIES" "$STYLE" "${MODEL[*]}" "$SEQ" "$BATCH" "$(wc -l <"$DATA/base.jsonl")" "$NFT" "$NVAL" "$NTEST" "$EVAL_TASKS" "$BASE_STEPS" "$BASE_LR" \
-    "$FT_STEPS" "$FT_LR" "$WINDOW" "$SAMPLES" "$TEMPERATURE" "$MAX_TOKENS" "$ANALYZE" "$(date -u -d @"$T0" +%FT%TZ)" \
+    "$FT_STEPS" "$FT_LR" "$WINDOW" "$TAU" "$SAMPLES" "$TEMPERATURE" "$MAX_TOKENS" "$ANALYZE" "$(date -u -d @"$T0" +%FT%TZ)" \
     "$(nproc --all) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//; s/"//g')")
 "${PYTHON:-/usr/bin/python3}" data/experiment_report.py "$RUN" --settings "$settings" --seconds $(( $(date +%s) - T0 ))
 el=$(( $(date +%s) - T0 ))

@@ -823,6 +823,17 @@ PY
     if [ "$kept" = "$want" ] && grep -q " window=128 " "$win/seed1/cuset.ckpt.key" "$win/seed1/cuset_conf_rew.ckpt.key" &&
        grep -q "l=128" "$win/base.analysis.json.key"; then ok "experiment_set_window"
     else bad "experiment_set_window" "kept: ${kept:-nothing}; $(tail -2 "$TMP/window.out")"; fi
+    # SET="TAU=..." (the confidence threshold) reruns the rows with the confidence mask
+    # (profit and CuSeT's three), their scoring and the analyses, which mask at the same tau
+    tau=$TMP/experiment_tau && rm -rf "$tau" && cp -a "$exp" "$tau"
+    OMP_NUM_THREADS=1 PRESET=smoke RUN="$tau" SET="TAU=0.05" bash data/experiment.sh >"$TMP/tau.out" 2>&1
+    kept=$(grep -o "done before (same settings): $tau/.*" "$TMP/tau.out" | sed "s|.*$tau/||" | sort | paste -sd' ')
+    want="base.ckpt data seed1/asft.ckpt seed1/asft.eval.json seed1/dft.ckpt seed1/dft.eval.json seed1/eaft.ckpt"
+    want+=" seed1/eaft.eval.json seed1/sft.ckpt seed1/sft.eval.json seed1/vanilla.eval.json"
+    if [ "$kept" = "$want" ] && [ "$(grep -cE '^objective: .* tau 0.05( |$)' "$TMP/tau.out")" = 4 ] &&
+       grep -q '"tau":0.05' "$tau/base.analysis.json" && grep -q '"tau": 0.05' "$tau/results.json"; then ok "experiment_set_tau"
+    else bad "experiment_set_tau" "kept: ${kept:-nothing}; $(grep '^objective: ' "$TMP/tau.out" | head -4 | tr '\n' ' ')"; fi
+    expect "experiment_set_tau_range" 2 "TAU (2) is a confidence threshold: at most 1" env PRESET=smoke SET="TAU=2" RUN="$TMP/x" bash data/experiment.sh
     # a second seed: only its stages run, and every number becomes the mean and standard
     # deviation over the seeds' own gen --eval summaries
     out=
