@@ -833,7 +833,7 @@ PY
     if [ "$kept" = "$want" ] && [ "$(grep -cE '^objective: .* tau 0.05( |$)' "$TMP/tau.out")" = 4 ] &&
        grep -q '"tau":0.05' "$tau/base.analysis.json" && grep -q '"tau": 0.05' "$tau/results.json"; then ok "experiment_set_tau"
     else bad "experiment_set_tau" "kept: ${kept:-nothing}; $(grep '^objective: ' "$TMP/tau.out" | head -4 | tr '\n' ' ')"; fi
-    expect "experiment_set_tau_range" 2 "TAU (2) is a confidence threshold: at most 1" env PRESET=smoke SET="TAU=2" RUN="$TMP/x" bash data/experiment.sh
+    expect "experiment_set_tau_range" 2 "TAU \\(2\\) is a confidence threshold: at most 1" env PRESET=smoke SET="TAU=2" RUN="$TMP/x" bash data/experiment.sh
     # a second seed: only its stages run, and every number becomes the mean and standard
     # deviation over the seeds' own gen --eval summaries
     out=
