@@ -191,18 +191,18 @@ train_stage() {
     local ckpt=$1 key=$2 steps=$3 secs nsteps rc; shift 3
     if done_with "$ckpt" "$key"; then echo "   done before (same settings): $ckpt"
     else
+        local args=("$@") a skip=0
         if [ -f "$ckpt" ] && [ -f "$ckpt.started" ] && [ "$(cat "$ckpt.started")" = "$key" ]; then
             echo "   resuming the interrupted run in $ckpt"
-            local args=() a skip=0 # the same arguments without --init FILE: the checkpoint has the weights
+            args=(--resume) # the same arguments without --init FILE: the checkpoint has the weights
             for a in "$@"; do
                 if [ $skip = 1 ]; then skip=0; elif [ "$a" = --init ]; then skip=1; else args+=("$a"); fi
             done
-            ./train --resume --ckpt "$ckpt" "${args[@]}" --quiet || { rc=$?; [ $rc = 130 ] && interrupted; exit $rc; }
         else
             rm -f "$ckpt" "$ckpt.jsonl" "$ckpt.key"
             printf '%s' "$key" >"$ckpt.started"
-            ./train "$@" --ckpt "$ckpt" --quiet || { rc=$?; [ $rc = 130 ] && interrupted; exit $rc; }
         fi
+        ./train "${args[@]}" --ckpt "$ckpt" --quiet || { rc=$?; [ $rc = 130 ] && interrupted; exit $rc; }
         mark "$ckpt" "$key"
         rm -f "$ckpt.started"
     fi
