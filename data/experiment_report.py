@@ -190,8 +190,7 @@ def markdown(res, settings, seconds):
               "| CuSeT against | difference | 95% interval | reads | tasks CuSeT higher / lower / equal |" +
               (" per seed |" if seeds > 1 else ""),
               "| --- | --- | --- | --- | --- |" + (" --- |" if seeds > 1 else "")]
-        for row in [r for r in res if r != "cuset"]:
-            p = res["cuset"]["paired"][row]
+        for row, p in res["cuset"]["paired"].items():
             reads = "CuSeT higher" if p["lo"] > 0 else "CuSeT lower" if p["hi"] < 0 else "no difference shown"
             per_seed = " / ".join("%+.1f" % (100 * (c - o)) for c, o in zip(res["cuset"]["seed_functional@1"],
                                                                           res[row]["seed_functional@1"]))
