@@ -112,10 +112,12 @@ quickstart:
 	bash data/quickstart.sh
 
 # The paper's comparison in miniature (data/experiment.sh): PRESET=cpu|gpu|smoke (default:
-# gpu with a GPU, else cpu), SEEDS=1,2,3, RUN=DIR (default runs/experiment-PRESET),
-# SET="BASE_STEPS=900 ..." (a preset's settings changed; data/experiment.sh lists them).
+# gpu with a GPU, else cpu), SEEDS=1,2,3, SET="BASE_STEPS=900 ..." (a preset's settings
+# changed; data/experiment.sh lists them), RUN=DIR (default runs/experiment-PRESET, with SET
+# runs/experiment-PRESET+SET), REUSE=DIR (a finished run whose stages with the same settings
+# are linked in; a SET run in its default RUN reuses runs/experiment-PRESET).
 experiment:
-	PRESET="$(PRESET)" SEEDS="$(SEEDS)" RUN="$(RUN)" SET="$(SET)" bash data/experiment.sh
+	PRESET="$(PRESET)" SEEDS="$(SEEDS)" RUN="$(RUN)" REUSE="$(REUSE)" SET="$(SET)" bash data/experiment.sh
 
 compile-test-split: data
 	bash data/compile_split.sh data/default test

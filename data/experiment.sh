@@ -2,16 +2,19 @@
 # The experiment (`make experiment`): the paper's comparison (Table 2) and ablation
 # (Table 5) in miniature, plus its confidence analysis.
 #
-#   make experiment [PRESET=cpu|gpu|smoke] [SEEDS=1,2,3] [RUN=DIR] [JOBS=N] [SET="NAME=VALUE ..."]
+#   make experiment [PRESET=cpu|gpu|smoke] [SEEDS=1,2,3] [SET="NAME=VALUE ..."] [RUN=DIR] [REUSE=DIR] [JOBS=N]
 #   PRESET=gpu bash data/experiment.sh --settings   prints a preset's settings and exits
 #   bash data/experiment.sh --help                   prints this
 #
 # SET changes a preset's settings, e.g. SET="BASE_STEPS=900 FT_STEPS=400": the corpus sizes
 # (NBASE NFT NVAL NTEST EVAL_TASKS), training (BASE_STEPS BASE_LR FT_STEPS FT_LR BATCH) and
 # evaluation (SAMPLES TEMPERATURE MAX_TOKENS ANALYZE WINDOW TAU). SET="NEW_FAMILIES=a,b" leaves
-# those families out of the base part, so the fine-tuning part teaches them new. Stages
-# remember their settings, so give a changed run its own RUN directory to keep the preset's
-# results.
+# those families out of the base part, so the fine-tuning part teaches them new.
+#
+# RUN, where everything goes: runs/experiment-PRESET, or with SET runs/experiment-PRESET+SET
+# (its words joined by +), so a changed run keeps the preset's results. REUSE=DIR: a
+# finished run whose stages made with the same settings are linked into RUN instead of run
+# again; a SET run in its default RUN reuses runs/experiment-PRESET.
 #
 # 1. a corpus of CUDA tasks (data/corpus); its training split is cut in two disjoint
 #    parts: the base part and the fine-tuning part;
@@ -36,7 +39,6 @@ if [ -z "$PRESET" ]; then
     if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then PRESET=gpu; else PRESET=cpu; fi
 fi
 SEEDS=${SEEDS:-1}
-RUN=${RUN:-runs/experiment-$PRESET}
 JOBS=${JOBS:-$(nproc --all)} # (plain nproc follows OMP_NUM_THREADS)
 
 # --- presets: the corpus, the model, the training and the evaluation --------------------
@@ -83,6 +85,15 @@ for kv in "${sets[@]}"; do # the preset's settings that SET changes, each checke
     [[ $value =~ $pattern ]] || { echo "experiment: SET: $name wants $what, got '${value}' in '$kv'" >&2; exit 2; }
     printf -v "$name" '%s' "$value"
 done
+REUSE=${REUSE:-}
+if [ -z "${RUN:-}" ]; then # the preset's run; with SET, a run of its own that reuses the preset's
+    RUN=runs/experiment-$PRESET
+    if [ ${#sets[@]} -gt 0 ]; then
+        [ -n "$REUSE" ] || [ ! -d "$RUN" ] || REUSE=$RUN
+        RUN+=+$(IFS=+; echo "${sets[*]}")
+    fi
+fi
+[ -z "$REUSE" ] || [ -d "$REUSE" ] || { echo "experiment: REUSE: '$REUSE' is not a directory (give a finished run's RUN: its stages made with the same settings are linked in)" >&2; exit 2; }
 awk -v t="$TAU" 'BEGIN { exit !(t <= 1) }' || { echo "experiment: TAU ($TAU) is a confidence threshold: at most 1" >&2; exit 2; }
 [ "$EVAL_TASKS" -le "$NTEST" ] || { echo "experiment: EVAL_TASKS ($EVAL_TASKS) is more than the test split holds (NTEST $NTEST)" >&2; exit 2; }
 [ "$ANALYZE" -le "$NVAL" ] || { echo "experiment: ANALYZE ($ANALYZE) is more than the validation split holds (NVAL $NVAL)" >&2; exit 2; }
@@ -101,7 +112,7 @@ check_new_families "$FAMILIES"
 [ "$SAMPLES" -ge "${KS##*,}" ] || { echo "experiment: SAMPLES ($SAMPLES) is below the largest k of pass@k (KS=$KS): it needs k programs per task" >&2; exit 2; }
 if [ "${1:-}" = --settings ]; then # as shell assignments (make test checks that each preset's context fits its corpus)
     declare -p PRESET SET FAMILIES NEW_FAMILIES STYLE NBASE NFT NVAL NTEST EVAL_TASKS MODEL SEQ BATCH BASE_STEPS BASE_LR FT_STEPS FT_LR \
-        MAX_TOKENS ANALYZE TEMPERATURE SAMPLES KS WINDOW TAU
+        MAX_TOKENS ANALYZE TEMPERATURE SAMPLES KS WINDOW TAU RUN REUSE
     exit 0
 fi
 if [ "$PRESET" = gpu ] && ! { command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; }; then
@@ -131,6 +142,24 @@ T0=$(date +%s)
 # done_with FILE KEY: FILE exists and was made with exactly these settings
 done_with() { [ -f "$1" ] && [ -f "$1.key" ] && [ "$(cat "$1.key")" = "$2" ]; }
 mark() { printf '%s' "$2" >"$1.key.tmp" && mv "$1.key.tmp" "$1.key"; }
+# found FILE KEY OUTPUT...: whether the stage that writes FILE is done with these settings,
+# here or in REUSE (the same path under it); from REUSE, its OUTPUTs (files, or a directory
+# whole) are first linked here (hard links, or copies across file systems; every writer
+# here renames a new file into place, so a link is never written through), FILE's key last.
+# Says which, naming the first OUTPUT.
+found() {
+    local f=$1 key=$2 x from; shift 2
+    if done_with "$f" "$key"; then echo "   done before (same settings): $1"; return 0; fi
+    [ -n "$REUSE" ] && done_with "$REUSE/${f#"$RUN"/}" "$key" || return 1
+    for x in "$@"; do
+        from=$REUSE/${x#"$RUN"/}
+        rm -rf "$x.tmp"
+        cp -al "$from" "$x.tmp" 2>/dev/null || { rm -rf "$x.tmp"; cp -a "$from" "$x.tmp"; }
+        rm -rf "$x" && mv "$x.tmp" "$x"
+    done
+    rm -f "$f.started" && mark "$f" "$key"
+    echo "   done before in $REUSE (same settings), linked: $1"
+}
 # The work left, for the ETA: training tokens and evaluated programs, at the rates of the
 # stages run so far or found done (their logs record how long they took). No guess before
 # a rate is known: on a GPU and on 2 cores they differ by orders of magnitude.
@@ -171,7 +200,7 @@ make -s -j"$JOBS" "${gpu[@]}" all data/corpus
 DATA=$RUN/data
 say "corpus: $FAMILIES ($STYLE style), $((NBASE + NFT)) training / $NVAL validation / $NTEST test tasks${NEW_FAMILIES:+; $NEW_FAMILIES new in fine-tuning}"
 k="$key_common n=$NBASE+$NFT/$NVAL/$NTEST${NEW_FAMILIES:+ new=$NEW_FAMILIES}"
-if ! done_with "$DATA/ft.jsonl" "$k"; then
+if ! found "$DATA/ft.jsonl" "$k" "$DATA"; then
     rm -rf "$DATA.tmp"
     fam=(); [ "$FAMILIES" = all ] || fam=(--families "$FAMILIES")
     ./data/corpus --out "$DATA.tmp" --seed 1 "${fam[@]}" --style "$STYLE" --train $((NBASE + NFT)) --val "$NVAL" --test "$NTEST"
@@ -184,13 +213,12 @@ if ! done_with "$DATA/ft.jsonl" "$k"; then
     tail -n "$NFT" "$DATA.tmp/train.jsonl" >"$DATA.tmp/ft.jsonl"
     rm -rf "$DATA" && mv "$DATA.tmp" "$DATA"
     mark "$DATA/ft.jsonl" "$k"
-else echo "   done before (same settings): $DATA"; fi
+fi
 
 # train_stage CKPT KEY STEPS ARGS...: trains unless done; resumes an interrupted run
 train_stage() {
     local ckpt=$1 key=$2 steps=$3 secs nsteps rc; shift 3
-    if done_with "$ckpt" "$key"; then echo "   done before (same settings): $ckpt"
-    else
+    if ! found "$ckpt" "$key" "$ckpt" "$ckpt.jsonl"; then
         local args=("$@") a skip=0
         if [ -f "$ckpt" ] && [ -f "$ckpt.started" ] && [ "$(cat "$ckpt.started")" = "$key" ]; then
             echo "   resuming the interrupted run in $ckpt"
@@ -242,8 +270,7 @@ while read -r row s ckpt; do
     out=$RUN/seed$s/$row
     say "evaluate $row (seed $s): $EVAL_TASKS test tasks x $SAMPLES programs, temperature $TEMPERATURE"
     k="$(cat "$ckpt.key") eval tasks=$EVAL_TASKS n=$SAMPLES T=$TEMPERATURE k=$KS max=$MAX_TOKENS seed=$s"
-    if done_with "$out.eval.json" "$k"; then echo "   done before (same settings): $out.eval.json"
-    else
+    if ! found "$out.eval.json" "$k" "$out.eval.json" "$out.eval.jsonl" "$out.eval.txt"; then
         ./gen --model "$ckpt" --eval "$DATA/test.jsonl" --count "$EVAL_TASKS" --samples "$SAMPLES" --k "$KS" --temperature "$TEMPERATURE" \
             --max-tokens "$MAX_TOKENS" --seed "$s" --jobs "$JOBS" --cache "$RUN/eval-cache" \
             --results "$out.eval.jsonl.tmp" --summary "$out.eval.json.tmp" >"$out.eval.txt.tmp"
@@ -261,8 +288,7 @@ while read -r row s ckpt; do
     say "analyse $label: confidences on $ANALYZE validation samples"
     k="$(cat "$ckpt.key") analyze n=$ANALYZE window=64 l=$WINDOW tau=$TAU"
     t0=$(date +%s)
-    if done_with "$out.analysis.json" "$k"; then echo "   done before (same settings): $out.analysis.json"
-    else
+    if ! found "$out.analysis.json" "$k" "$out.analysis.json" "$out.analysis.txt"; then
         ./gen --model "$ckpt" --analyze "$DATA/val.jsonl" --count "$ANALYZE" --window "$WINDOW" --tau "$TAU" \
             --json "$out.analysis.json.tmp" >"$out.analysis.txt.tmp"
         mv "$out.analysis.txt.tmp" "$out.analysis.txt"; mv "$out.analysis.json.tmp" "$out.analysis.json"

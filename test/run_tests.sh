@@ -834,6 +834,20 @@ PY
        grep -q '"tau":0.05' "$tau/base.analysis.json" && grep -q '"tau": 0.05' "$tau/results.json"; then ok "experiment_set_tau"
     else bad "experiment_set_tau" "kept: ${kept:-nothing}; $(grep '^objective: ' "$TMP/tau.out" | head -4 | tr '\n' ' ')"; fi
     expect "experiment_set_tau_range" 2 "TAU \\(2\\) is a confidence threshold: at most 1" env PRESET=smoke SET="TAU=2" RUN="$TMP/x" bash data/experiment.sh
+    # a changed run in a directory of its own links the stages it shares with a finished run
+    # (REUSE) instead of running them, and leaves that run as it was
+    reuse=$TMP/experiment_reuse && rm -rf "$reuse"
+    OMP_NUM_THREADS=1 PRESET=smoke RUN="$reuse" REUSE="$exp" SET="TAU=0.05" bash data/experiment.sh >"$TMP/reuse.out" 2>&1
+    linked=$(grep -o "done before in $exp (same settings), linked: $reuse/.*" "$TMP/reuse.out" | sed "s|.*$reuse/||" | sort | paste -sd' ')
+    same=0; for f in data/base.jsonl data/ft.jsonl base.ckpt base.ckpt.jsonl seed1/sft.ckpt seed1/eaft.eval.jsonl; do
+        [ "$reuse/$f" -ef "$exp/$f" ] && same=$((same + 1)); done
+    if [ "$linked" = "$want" ] && [ $same = 6 ] && [ "$(grep -cE '^objective: .* tau 0.05( |$)' "$TMP/reuse.out")" = 4 ] &&
+       ! [ "$reuse/seed1/cuset.ckpt" -ef "$exp/seed1/cuset.ckpt" ] && grep -q '"tau": 0.05' "$reuse/results.json" &&
+       grep -q "tau=0.1" "$exp/seed1/cuset.ckpt.key" && grep -q '"tau":0.1' "$exp/base.analysis.json"; then ok "experiment_reuse"
+    else bad "experiment_reuse" "linked: ${linked:-nothing}; $same of 6 the same files; $(tail -2 "$TMP/reuse.out")"; fi
+    expect "experiment_reuse_missing" 2 "REUSE: '$TMP/none' is not a directory" env PRESET=smoke REUSE="$TMP/none" RUN="$TMP/x" bash data/experiment.sh
+    expect "experiment_set_run_dir" 0 'RUN="runs/experiment-smoke\+TAU=0.05\+FT_STEPS=4"' \
+        env PRESET=smoke SET="TAU=0.05 FT_STEPS=4" bash data/experiment.sh --settings
     # a second seed: only its stages run, and every number becomes the mean and standard
     # deviation over the seeds' own gen --eval summaries
     out=
