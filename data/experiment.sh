@@ -25,7 +25,8 @@
 # 4. every model, the base included, scored on the test split with gen --eval
 #    (compilation and functional pass@1 and pass@3 from n samples per task);
 # 5. gen --analyze: the confidence analysis on the validation split, for every model;
-# 6. data/experiment_report.py: results.json, results.md and report.html in RUN.
+# 6. data/experiment_report.py: results.json, results.md and report.html in RUN (with REUSE,
+#    the rows scored otherwise here, paired with the reused run's).
 #
 # A stage whose outputs exist for the same settings is skipped, so rerunning continues
 # where a run stopped; an interrupted training stage resumes from its checkpoint. Ctrl-C
@@ -303,7 +304,8 @@ settings=$(printf '{"preset":"%s","set":"%s","seeds":"%s","families":"%s","new_f
     "$PRESET" "$SET" "$SEEDS" "$FAMILIES" "$NEW_FAMILIES" "$STYLE" "${MODEL[*]}" "$SEQ" "$BATCH" "$(wc -l <"$DATA/base.jsonl")" "$NFT" "$NVAL" "$NTEST" "$EVAL_TASKS" "$BASE_STEPS" "$BASE_LR" \
     "$FT_STEPS" "$FT_LR" "$WINDOW" "$TAU" "$SAMPLES" "$TEMPERATURE" "$MAX_TOKENS" "$ANALYZE" "$(date -u -d @"$T0" +%FT%TZ)" \
     "$(nproc --all) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//; s/"//g')")
-"${PYTHON:-/usr/bin/python3}" data/experiment_report.py "$RUN" --settings "$settings" --seconds $(( $(date +%s) - T0 ))
+"${PYTHON:-/usr/bin/python3}" data/experiment_report.py "$RUN" --settings "$settings" --seconds $(( $(date +%s) - T0 )) \
+    ${REUSE:+--against "$REUSE"} # (the rows this run scored otherwise, paired with the reused run's)
 el=$(( $(date +%s) - T0 ))
 echo
 echo "== done in $((el / 60))m$((el % 60))s: $RUN/results.md, $RUN/report.html"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The experiment's report: results.json, results.md and report.html from a run directory.
 
-    data/experiment_report.py RUN [--settings JSON] [--seconds S]
+    data/experiment_report.py RUN [--settings JSON] [--seconds S] [--against OTHER_RUN]
     data/experiment_report.py --view ANALYSIS.json --out VIEW.html    (one gen --analyze file)
 
 Every number comes from the C programs: pass@k per task and overall from `gen --eval
@@ -9,6 +9,11 @@ Every number comes from the C programs: pass@k per task and overall from `gen --
 `gen --analyze`. This script only gathers them, states their spread (the standard
 deviation over seeds; with one seed, a 95% bootstrap interval over test tasks) and draws
 them. Standard library only; the HTML needs no network and no other file.
+
+--against OTHER_RUN adds this run's rows against another run's (the experiment passes the
+run a SET run reused): for each row scored with other settings there, the paired difference
+over test tasks. Without --settings, the settings come from RUN's results.json, so a report
+can be made again by hand.
 """
 import argparse
 import html
@@ -143,9 +148,36 @@ def gather(run, seeds):
     return out
 
 
+def against(run, res, other, seeds):
+    """this run's rows against OTHER's: for each row whose scoring there had other settings
+    (another evaluation key), functional pass@1 of this run minus that run's, paired over the
+    test tasks both scored; rows scored the same in both are listed apart."""
+    theirs = gather(other, seeds)
+
+    def keys(r, row):
+        ks = []
+        for s in seeds:
+            p = os.path.join(r, "seed%s" % s, row + ".eval.json.key")
+            ks.append(open(p, encoding="utf-8").read() if os.path.exists(p) else None)
+        return ks
+
+    rows, same = {}, []
+    for row in (r for r in res if r in theirs):
+        k = keys(run, row)
+        if None not in k and k == keys(other, row):
+            same.append(row)
+            continue
+        rows[row] = dict(paired(res[row]["task_functional@1"], theirs[row]["task_functional@1"]),
+                         this=res[row]["metrics"]["all"]["functional@1"]["mean"],
+                         that=theirs[row]["metrics"]["all"]["functional@1"]["mean"])
+    p = os.path.join(other, "results.json")
+    return {"run": other, "set": load_json(p)["settings"].get("set") if os.path.exists(p) else None,
+            "rows": rows, "same": same}
+
+
 # ---- markdown ---------------------------------------------------------------------------
 
-def markdown(res, settings, seconds):
+def markdown(res, settings, seconds, vs=None):
     st = settings
     kind = next(iter(res.values()))["metrics"]["all"]["functional@1"]["kind"]
     L = ["# CuSeT in miniature: results", ""]
@@ -197,6 +229,20 @@ def markdown(res, settings, seconds):
             L.append("| %s | %+.1f | [%+.1f, %+.1f] | %s | %d / %d / %d |%s" % (
                 res[row]["label"], 100 * p["mean"], 100 * p["lo"], 100 * p["hi"], reads, p["higher"], p["lower"],
                 p["equal"], " %s |" % per_seed if seeds > 1 else ""))
+    if vs:
+        what = "SET \"%s\"" % vs["set"] if vs["set"] else "the preset's settings" if vs["set"] == "" else "settings unknown"
+        L += ["", "## This run against %s (%s)" % (vs["run"], what), "",
+              "Functional pass@1 of this run minus that run's, in points, paired over the test tasks both scored "
+              "(95%% bootstrap interval over tasks), for the rows scored with other settings there. %s" % (
+                  "Scored with the same settings in both, so left out: %s." % ", ".join(LABEL[r] for r in vs["same"])
+                  if vs["same"] else ""), "",
+              "| row | this run | that run | difference | 95% interval | reads | tasks higher / lower / equal here |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
+        for row, p in vs["rows"].items():
+            reads = "higher here" if p["lo"] > 0 else "lower here" if p["hi"] < 0 else "no difference shown"
+            L.append("| %s | %.1f | %.1f | %+.1f | [%+.1f, %+.1f] | %s | %d / %d / %d |" % (
+                LABEL[row], 100 * p["this"], 100 * p["that"], 100 * p["mean"], 100 * p["lo"], 100 * p["hi"], reads,
+                p["higher"], p["lower"], p["equal"]))
     fams = sorted({f for r in res.values() for f in r["families"]})
     L += ["", "## Functional pass@1 per family (mean over seeds)", "",
           "| family | " + " | ".join(SHORT.get(r, res[r]["label"]) for r in res) + " |",
@@ -432,8 +478,9 @@ def view_only(path, out):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run", nargs="?")
-    ap.add_argument("--settings", default="{}")
-    ap.add_argument("--seconds", type=float, default=0)
+    ap.add_argument("--settings")
+    ap.add_argument("--seconds", type=float)
+    ap.add_argument("--against")
     ap.add_argument("--view")
     ap.add_argument("--out")
     a = ap.parse_args()
@@ -442,13 +489,22 @@ def main():
         return
     if not a.run:
         ap.error("give RUN (the experiment's directory) or --view FILE")
-    settings = json.loads(a.settings)
+    before = os.path.join(a.run, "results.json")
+    before = load_json(before) if a.settings is None and os.path.exists(before) else {}
+    settings = json.loads(a.settings) if a.settings is not None else before.get("settings", {})
+    seconds = a.seconds if a.seconds is not None else before.get("seconds", 0)
     seeds = [s for s in str(settings.get("seeds", "1")).split(",") if s]
     res = gather(a.run, seeds)
     if not res:
         sys.exit("experiment_report: no evaluation results (seed*/ROW.eval.json) in %s" % a.run)
-    md = markdown(res, settings, a.seconds)
-    for name, text in (("results.json", json.dumps({"settings": settings, "seconds": a.seconds, "rows": res}, indent=1)),
+    if a.against and not os.path.isdir(a.against):
+        sys.exit("experiment_report: --against %s: not a directory (give another experiment's RUN)" % a.against)
+    vs = against(a.run, res, a.against, seeds) if a.against else None
+    md = markdown(res, settings, seconds, vs)
+    doc = {"settings": settings, "seconds": seconds, "rows": res}
+    if vs:
+        doc["against"] = vs
+    for name, text in (("results.json", json.dumps(doc, indent=1)),
                        ("results.md", md), ("report.html", report_html(res, md))):
         path = os.path.join(a.run, name)
         with open(path + ".tmp", "w", encoding="utf-8") as f:

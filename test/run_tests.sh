@@ -845,6 +845,28 @@ PY
        ! [ "$reuse/seed1/cuset.ckpt" -ef "$exp/seed1/cuset.ckpt" ] && grep -q '"tau": 0.05' "$reuse/results.json" &&
        grep -q "tau=0.1" "$exp/seed1/cuset.ckpt.key" && grep -q '"tau":0.1' "$exp/base.analysis.json"; then ok "experiment_reuse"
     else bad "experiment_reuse" "linked: ${linked:-nothing}; $same of 6 the same files; $(tail -2 "$TMP/reuse.out")"; fi
+    # its report pairs the four rerun rows with the reused run's; made again by hand after
+    # CuSeT's first two of four tasks are made to pass here (+50 points, 2 higher, 2 equal)
+    if out=$(cd "$reuse" && "$PYTHON" - <<'PY' 2>&1
+import json
+doc = json.load(open("results.json"))
+vs = doc["against"]
+assert list(vs["rows"]) == ["profit", "cuset", "cuset_conf_cuda", "cuset_conf_rew"], list(vs["rows"])
+assert vs["same"] == ["vanilla", "sft", "dft", "eaft", "asft"], vs["same"]
+assert vs["set"] == "" and "## This run against" in open("results.md").read()
+p = "seed1/cuset.eval.json"
+e = json.load(open(p))
+for t in e["per_task"][:2]:
+    t["result"]["functional"]["1"] = 1.0
+json.dump(e, open(p + ".new", "w"))
+PY
+       ) && mv "$reuse/seed1/cuset.eval.json.new" "$reuse/seed1/cuset.eval.json" &&
+       "$PYTHON" data/experiment_report.py "$reuse" --against "$exp" >"$TMP/against.out" 2>&1 &&
+       grep -q "^| CuSeT | .* | +50.0 | \[+0.0, +100.0\] | no difference shown | 2 / 0 / 2 |$" "$reuse/results.md" &&
+       grep -q "^| ProFit | 0.0 | 0.0 | +0.0 | " "$reuse/results.md" && grep -q "with TAU=0.05" "$reuse/results.md"
+    then ok "experiment_reuse_report"
+    else bad "experiment_reuse_report" "${out:0:300} $(grep -E '^\| (CuSeT|ProFit) \|' "$reuse/results.md" | tail -2) $(tail -2 "$TMP/against.out")"; fi
+    expect "experiment_report_against_missing" 1 "--against $TMP/none: not a directory" "$PYTHON" data/experiment_report.py "$reuse" --against "$TMP/none"
     expect "experiment_reuse_missing" 2 "REUSE: '$TMP/none' is not a directory" env PRESET=smoke REUSE="$TMP/none" RUN="$TMP/x" bash data/experiment.sh
     expect "experiment_set_run_dir" 0 'RUN="runs/experiment-smoke\+TAU=0.05\+FT_STEPS=4"' \
         env PRESET=smoke SET="TAU=0.05 FT_STEPS=4" bash data/experiment.sh --settings
