@@ -231,13 +231,16 @@ def markdown(res, settings, seconds, vs=None):
                 p["equal"], " %s |" % per_seed if seeds > 1 else ""))
     if vs:
         what = "SET \"%s\"" % vs["set"] if vs["set"] else "the preset's settings" if vs["set"] == "" else "settings unknown"
-        L += ["", "## This run against %s (%s)" % (vs["run"], what), "",
-              "Functional pass@1 of this run minus that run's, in points, paired over the test tasks both scored "
-              "(95%% bootstrap interval over tasks), for the rows scored with other settings there. %s" % (
-                  "Scored with the same settings in both, so left out: %s." % ", ".join(LABEL[r] for r in vs["same"])
-                  if vs["same"] else ""), "",
-              "| row | this run | that run | difference | 95% interval | reads | tasks higher / lower / equal here |",
-              "| --- | --- | --- | --- | --- | --- | --- |"]
+        same = ("Scored with the same settings in both, so left out: %s." % ", ".join(LABEL[r] for r in vs["same"])
+                if vs["same"] else "")
+        L += ["", "## This run against %s (%s)" % (vs["run"], what), ""]
+        if not vs["rows"]:
+            L.append("No row scored in both runs was scored with other settings there. " + same)
+        else:
+            L += ["Functional pass@1 of this run minus that run's, in points, paired over the test tasks both scored "
+                  "(95% bootstrap interval over tasks), for the rows scored with other settings there. " + same, "",
+                  "| row | this run | that run | difference | 95% interval | reads | tasks higher / lower / equal here |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
         for row, p in vs["rows"].items():
             reads = "higher here" if p["lo"] > 0 else "lower here" if p["hi"] < 0 else "no difference shown"
             L.append("| %s | %.1f | %.1f | %+.1f | [%+.1f, %+.1f] | %s | %d / %d / %d |" % (
