@@ -269,6 +269,19 @@ def markdown(res, settings, seconds, vs=None):
 
 # ---- HTML -------------------------------------------------------------------------------
 
+def steps_per_point(n):
+    """a training curve of n steps is drawn with about 50 points: each the mean of this many"""
+    return max(1, n // 50)
+
+
+def block_means(points):
+    """points [(step, y)] as the means of consecutive runs of steps_per_point of them, each at
+    its run's last step, so that a long run's chart shows the trend rather than each step's noise"""
+    k = steps_per_point(len(points))
+    return [(points[min(i + k, len(points)) - 1][0], statistics.fmean(y for _, y in points[i:i + k]))
+            for i in range(0, len(points), k)]
+
+
 def svg_lines(series, key, title, w=300, h=170):
     """one small line chart: series = {row: [(x, y)]}"""
     pts = [p for s in series.values() for p in s]
@@ -437,19 +450,26 @@ def report_html(res, md):
     o.append("<h2>Pass@1 per model</h2><div class='charts'><div><div class='vh'>functional</div>%s</div>"
              "<div><div class='vh'>compilation</div>%s</div></div>" % (svg_bars(res, "functional@1", w=560),
                                                                     svg_bars(res, "compile@1", w=560)))
-    o.append("<h2>Training curves (seed %s; fine-tuning rows from the base checkpoint)</h2>" % "1")
+    def chart(rows, key, title):  # one quantity of the training logs, as means of blocks of steps
+        return svg_lines({r: block_means([(d["step"], d[key]) for d in res[r]["curve"] if key in d]) for r in rows},
+                         key, title)
+
+    ft = [r for r in res if r != "vanilla" and res[r]["curve"]]
+    base = res.get("vanilla", {}).get("curve")
+    o.append("<h2>Training curves (seed 1; fine-tuning rows from the base checkpoint)</h2>")
+    per = lambda n: "one step" if steps_per_point(n) == 1 else "the mean of %d consecutive steps" % steps_per_point(n)
+    if ft or base:
+        o.append("<p class='note'>Each point is %s%s.</p>" % (
+            per(len(res[ft[0]]["curve"] if ft else base)), "; the base model's, %s" % per(len(base)) if ft and base else ""))
     o.append('<div class="legend">' + "".join('<span><i style="background:%s"></i>%s</span>' % (
         COLORS[r], html.escape(res[r]["label"])) for r in res) + "</div><div class='charts'>")
     for key, title in (("loss", "objective value"), ("ce", "cross-entropy on targets"), ("conf", "mean confidence c"),
                        ("pass", "share of tokens with c > tau"), ("w", "mean w_n")):
-        series = {r: [(d["step"], d[key]) for d in res[r]["curve"] if key in d] for r in res if r != "vanilla"}
-        o.append(svg_lines(series, key, title))
+        o.append(chart(ft, key, title))
     o.append("</div>")
-    base = res.get("vanilla", {}).get("curve")
     if base:
-        o.append("<div class='charts'>%s%s</div>" % (
-            svg_lines({"vanilla": [(d["step"], d["loss"]) for d in base]}, "loss", "base model: SFT loss"),
-            svg_lines({"vanilla": [(d["step"], d["conf"]) for d in base]}, "conf", "base model: mean confidence")))
+        o.append("<div class='charts'>%s%s</div>" % (chart(["vanilla"], "loss", "base model: SFT loss"),
+                                                      chart(["vanilla"], "conf", "base model: mean confidence")))
     o.append("<h2>Confidence histograms</h2><p class='note'>The share of target tokens in each of 20 bins of c, on a log "
              "scale: nearly all sit in the last bin, and the masks and weights act on the tail.</p><div class='charts'>")
     for r in res:

@@ -929,6 +929,10 @@ svg = experiment_report.svg_hist({"hist": {"cuda": [0.002, 0.0, 0.998], "neutral
 got = " ".join(re.findall(r">([\d.]+)%<", svg))
 assert got == "100 10 1 0.1 0.01", "histogram grid: %s, want 100 10 1 0.1 0.01" % got
 assert svg.count("<rect") == 4, "histogram: %d bars for 4 non-empty bins" % svg.count("<rect")
+# training curves as means of blocks of steps: 101 steps -> 51 points of 2 steps, the last of 1
+pts = experiment_report.block_means([(i, float(i)) for i in range(1, 102)])
+assert len(pts) == 51 and pts[0] == (2, 1.5) and pts[49] == (100, 99.5) and pts[50] == (101, 101.0), pts[:2] + pts[-2:]
+assert experiment_report.block_means([(1, 4.0), (2, 5.0)]) == [(1, 4.0), (2, 5.0)]
 print("%d numbers = mean and std of two seeds or paired differences; %d stages of seed 1 skipped; 50/70/90%% -> 70.0 ± 20.0" % (n, skipped))
 PY
        ); then ok "experiment_two_seeds: $out"
