@@ -103,6 +103,14 @@ def paired(a, b):
             "higher": sum(x > 0 for x in d), "lower": sum(x < 0 for x in d), "equal": sum(x == 0 for x in d)}
 
 
+def paired_cells(p, who):
+    """a paired comparison (paired()) as table cells: the difference and its interval in
+    points, the reading ("WHO higher", "WHO lower" or no difference), tasks higher / lower / equal"""
+    reads = "%s higher" % who if p["lo"] > 0 else "%s lower" % who if p["hi"] < 0 else "no difference shown"
+    return "%+.1f | [%+.1f, %+.1f] | %s | %d / %d / %d" % (100 * p["mean"], 100 * p["lo"], 100 * p["hi"], reads,
+                                                         p["higher"], p["lower"], p["equal"])
+
+
 def gather(run, seeds):
     """results per row: metrics (overall, seen, held-out, per family), curves, analysis."""
     out = {}
@@ -154,11 +162,15 @@ def against(run, res, other, seeds):
     test tasks both scored; rows scored the same in both are listed apart."""
     theirs = gather(other, seeds)
 
-    def keys(r, row):
+    def keys(r, row):  # the settings each seed's scoring of row was made with (None: unknown)
         ks = []
         for s in seeds:
             p = os.path.join(r, "seed%s" % s, row + ".eval.json.key")
-            ks.append(open(p, encoding="utf-8").read() if os.path.exists(p) else None)
+            if os.path.exists(p):
+                with open(p, encoding="utf-8") as f:
+                    ks.append(f.read())
+            else:
+                ks.append(None)
         return ks
 
     rows, same = {}, []
@@ -223,12 +235,9 @@ def markdown(res, settings, seconds, vs=None):
               (" per seed |" if seeds > 1 else ""),
               "| --- | --- | --- | --- | --- |" + (" --- |" if seeds > 1 else "")]
         for row, p in res["cuset"]["paired"].items():
-            reads = "CuSeT higher" if p["lo"] > 0 else "CuSeT lower" if p["hi"] < 0 else "no difference shown"
             per_seed = " / ".join("%+.1f" % (100 * (c - o)) for c, o in zip(res["cuset"]["seed_functional@1"],
                                                                           res[row]["seed_functional@1"]))
-            L.append("| %s | %+.1f | [%+.1f, %+.1f] | %s | %d / %d / %d |%s" % (
-                res[row]["label"], 100 * p["mean"], 100 * p["lo"], 100 * p["hi"], reads, p["higher"], p["lower"],
-                p["equal"], " %s |" % per_seed if seeds > 1 else ""))
+            L.append("| %s | %s |%s" % (res[row]["label"], paired_cells(p, "CuSeT"), " %s |" % per_seed if seeds > 1 else ""))
     if vs:
         what = "SET \"%s\"" % vs["set"] if vs["set"] else "the preset's settings" if vs["set"] == "" else "settings unknown"
         same = ("Scored with the same settings in both, so left out: %s." % ", ".join(LABEL[r] for r in vs["same"])
@@ -241,11 +250,8 @@ def markdown(res, settings, seconds, vs=None):
                   "(95% bootstrap interval over tasks), for the rows scored with other settings there. " + same, "",
                   "| row | this run | that run | difference | 95% interval | reads | tasks higher / lower / equal here |",
                   "| --- | --- | --- | --- | --- | --- | --- |"]
-        for row, p in vs["rows"].items():
-            reads = "higher here" if p["lo"] > 0 else "lower here" if p["hi"] < 0 else "no difference shown"
-            L.append("| %s | %.1f | %.1f | %+.1f | [%+.1f, %+.1f] | %s | %d / %d / %d |" % (
-                LABEL[row], 100 * p["this"], 100 * p["that"], 100 * p["mean"], 100 * p["lo"], 100 * p["hi"], reads,
-                p["higher"], p["lower"], p["equal"]))
+            for row, p in vs["rows"].items():
+                L.append("| %s | %.1f | %.1f | %s |" % (LABEL[row], 100 * p["this"], 100 * p["that"], paired_cells(p, "this run")))
     fams = sorted({f for r in res.values() for f in r["families"]})
     L += ["", "## Functional pass@1 per family (mean over seeds)", "",
           "| family | " + " | ".join(SHORT.get(r, res[r]["label"]) for r in res) + " |",
@@ -512,10 +518,10 @@ def main():
         return
     if not a.run:
         ap.error("give RUN (the experiment's directory) or --view FILE")
-    before = os.path.join(a.run, "results.json")
-    before = load_json(before) if a.settings is None and os.path.exists(before) else {}
-    settings = json.loads(a.settings) if a.settings is not None else before.get("settings", {})
-    seconds = a.seconds if a.seconds is not None else before.get("seconds", 0)
+    made = os.path.join(a.run, "results.json")  # the report made before: settings and time when not given
+    made = load_json(made) if (a.settings is None or a.seconds is None) and os.path.exists(made) else {}
+    settings = json.loads(a.settings) if a.settings is not None else made.get("settings", {})
+    seconds = a.seconds if a.seconds is not None else made.get("seconds", 0)
     seeds = [s for s in str(settings.get("seeds", "1")).split(",") if s]
     res = gather(a.run, seeds)
     if not res:
