@@ -10,7 +10,9 @@
    with a window below the neutral-token mean, and how often those windows overlap
    CUDA-sensitive spans (any, kernel definitions, launches, dim3), and the tokens at or
    below tau, the ones eq. 2's mask 1[c > tau] drops (how many, their share of the summed
-   -log c, the most frequent). `gen --analyze` is the
+   -log c, the most frequent), and the tokens of the numbers the program copies from its
+   prompt (sizes, scales, thresholds: cuset_given_numbers), a handful per program on which
+   its output depends. `gen --analyze` is the
    command (cuset_conf_analyze_to_json its driver, cuset_conf_usage its part of gen --help);
    data/experiment_report.py draws the JSON it writes.
 
@@ -35,6 +37,7 @@ typedef struct {
     int nt;                // target tokens analysed
     float *conf;           // (nt) confidence of the true token
     unsigned char *kinds;  // (nt) CUSET_CONF_* bits of the spans the token overlaps; 0 = neutral
+    unsigned char *given;  // (nt) 1 when the token overlaps a number the prompt states (cuset_given_numbers)
     size_t *byte_start;    // (nt + 1) token k is completion bytes [byte_start[k], byte_start[k + 1])
     int hard_lo, hard_hi;  // eq. 7: the window R_{n,t} of least mean confidence (0-based, inclusive)
     float C, w;            // its mean C_n and w_n = 1 - C_n
@@ -53,6 +56,14 @@ int cuset_lowest_window(const float *c, int n, int w, float *mean);
 // the window's bounds and mean. n >= 1.
 void cuset_hardest_window_at(const float *c, int n, int l, int *lo, int *hi, float *mean);
 
+// The numbers of a program that its prompt states too: decimal literals of two or more
+// characters (digits with an optional fraction; a suffix f, u or l is not part of the
+// number), not part of a name, whose text is also such a literal of the prompt. These are
+// the sizes, scales and thresholds a program copies from its task. *out (an stb_ds array)
+// gets their byte ranges in text; returns how many.
+typedef struct { size_t start, end; } CusetConfRange;
+size_t cuset_given_numbers(const char *prompt, size_t np, const char *text, size_t n, CusetConfRange **out);
+
 // Analyses one sample with model m (CPU). l: CuSeT's window for eq. 7; probe: the window
 // of the low-confidence search (64 in the paper). Returns 0, or -1 when the prompt leaves
 // no room for a target token in the model's context.
@@ -64,7 +75,7 @@ void cuset_conf_windows(CusetConfSample *s, int l, int probe);
 
 // Writes the summary over samples s[0..n) as one JSON object to json (and, when text is
 // not NULL, a short human-readable report to text), with a per-sample view (tokens as
-// text, confidences, kinds, both windows) of the first nview samples; texts[i] is sample
+// text, confidences, kinds, the given numbers' tokens, both windows) of the first nview samples; texts[i] is sample
 // i's completion.
 void cuset_conf_report(const CusetConfSample *s, int n, const char *const *texts, int l, int probe, float tau,
                        int nview, FILE *json, FILE *text);
@@ -100,6 +111,7 @@ extern const char cuset_conf_usage[];
 #ifndef CUSET_TEXTDATA_IMPLEMENTATION_DONE
 #error "data/confidence.h: its implementation needs data/textdata.h's (and those it needs) before it"
 #endif
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,6 +190,42 @@ static unsigned char cuset__conf_kind(CusetSpanKind k) {
     return k == CUSET_SPAN_LAUNCH ? CUSET_CONF_LAUNCH : k == CUSET_SPAN_DIM3 ? CUSET_CONF_DIM3 : CUSET_CONF_DEF;
 }
 
+static int cuset__conf_name_char(char ch) { return isalnum((unsigned char)ch) || ch == '_'; }
+
+// The end of the decimal literal that starts at s[i] (digits, then '.' and digits), or i when
+// none starts there: s[i] a digit not after a name character or a '.', and the literal (with
+// at most one suffix letter f, u or l) not followed by a name character.
+static size_t cuset__conf_number_end(const char *s, size_t n, size_t i) {
+    if (!isdigit((unsigned char)s[i]) || (i && (cuset__conf_name_char(s[i - 1]) || s[i - 1] == '.'))) return i;
+    size_t e = i;
+    while (e < n && isdigit((unsigned char)s[e])) e++;
+    if (e + 1 < n && s[e] == '.' && isdigit((unsigned char)s[e + 1]))
+        for (e++; e < n && isdigit((unsigned char)s[e]);) e++;
+    size_t after = e < n && strchr("fFuUlL", s[e]) ? e + 1 : e;
+    return after < n && cuset__conf_name_char(s[after]) ? i : e;
+}
+
+size_t cuset_given_numbers(const char *prompt, size_t np, const char *text, size_t n, CusetConfRange **out) {
+    CusetConfRange *stated = NULL; // the prompt's literals
+    for (size_t i = 0; i < np; i++) {
+        size_t e = cuset__conf_number_end(prompt, np, i);
+        if (e - i >= 2) arrput(stated, ((CusetConfRange){i, e}));
+        if (e > i) i = e - 1;
+    }
+    *out = NULL;
+    for (size_t i = 0; i < n; i++) {
+        size_t e = cuset__conf_number_end(text, n, i);
+        for (ptrdiff_t j = 0; e - i >= 2 && j < arrlen(stated); j++)
+            if (stated[j].end - stated[j].start == e - i && !memcmp(prompt + stated[j].start, text + i, e - i)) {
+                arrput(*out, ((CusetConfRange){i, e}));
+                break;
+            }
+        if (e > i) i = e - 1;
+    }
+    arrfree(stated);
+    return (size_t)arrlen(*out);
+}
+
 int cuset_conf_sample(CusetGPT *m, const CusetTokenizer *tk, const char *prompt, size_t np, const char *completion,
                       size_t nc, int l, int probe, CusetConfSample *out) {
     memset(out, 0, sizeof *out);
@@ -198,6 +246,7 @@ int cuset_conf_sample(CusetGPT *m, const CusetTokenizer *tk, const char *prompt,
     out->nt = nt;
     out->conf = (float *)malloc((size_t)nt * sizeof *out->conf);
     out->kinds = (unsigned char *)calloc((size_t)nt, 1);
+    out->given = (unsigned char *)calloc((size_t)nt, 1);
     out->byte_start = (size_t *)malloc(((size_t)nt + 1) * sizeof *out->byte_start);
     for (int k = 0; k < nt; k++) {
         const float *z = m->acts.logits + (size_t)(s.np - 1 + k) * Vp;
@@ -223,6 +272,12 @@ int cuset_conf_sample(CusetGPT *m, const CusetTokenizer *tk, const char *prompt,
             if (out->byte_start[k] < spans[j].end && spans[j].start < out->byte_start[k + 1])
                 out->kinds[k] |= cuset__conf_kind(spans[j].kind);
     arrfree(spans);
+    CusetConfRange *numbers = NULL;
+    size_t nnum = cuset_given_numbers(prompt, np, completion, nc, &numbers);
+    for (size_t j = 0; j < nnum; j++)
+        for (int k = 0; k < nt; k++)
+            if (out->byte_start[k] < numbers[j].end && numbers[j].start < out->byte_start[k + 1]) out->given[k] = 1;
+    arrfree(numbers);
     cuset_conf_windows(out, l, probe);
     free(inputs);
     free(s.prompt), free(s.target), free(s.target_cuda);
@@ -237,7 +292,7 @@ void cuset_conf_windows(CusetConfSample *s, int l, int probe) {
 }
 
 void cuset_conf_sample_free(CusetConfSample *s) {
-    free(s->conf), free(s->kinds), free(s->byte_start);
+    free(s->conf), free(s->kinds), free(s->given), free(s->byte_start);
     memset(s, 0, sizeof *s);
 }
 
@@ -322,6 +377,26 @@ static void cuset__conf_masked(const CusetConfSample *s, int n, const char *cons
     free(d);
 }
 
+// JSON "given": {tokens, cuda (how many of them CUDA-sensitive), mean (their mean c),
+// nll_share (their share of the summed -log c)}, and the same as a line of the text report.
+static void cuset__conf_given(const CusetConfSample *s, int n, FILE *json, FILE *text) {
+    size_t ntok = 0, ng = 0, ncuda = 0;
+    double sum_c = 0, nll = 0, nll_given = 0;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < s[i].nt; k++) {
+            double c = s[i].conf[k], term = -log(c > 1e-30 ? c : 1e-30);
+            ntok++, nll += term;
+            if (!s[i].given[k]) continue;
+            ng++, ncuda += s[i].kinds[k] != 0, sum_c += c, nll_given += term;
+        }
+    double mean = ng ? sum_c / ng : 0.0, share = nll > 0 ? nll_given / nll : 0.0;
+    fprintf(json, "\"given\":{\"tokens\":%zu,\"cuda\":%zu,\"mean\":%.6f,\"nll_share\":%.6f},", ng, ncuda, mean, share);
+    if (text)
+        fprintf(text, "  prompt's numbers  %zu of %zu target tokens (%.2f%%) copy a number the prompt states: mean c %.3f,\n"
+                      "                    %.1f%% of the summed -log c\n",
+                ng, ntok, ntok ? 100.0 * ng / ntok : 0.0, mean, 100 * share);
+}
+
 void cuset_conf_report(const CusetConfSample *s, int n, const char *const *texts, int l, int probe, float tau,
                        int nview, FILE *json, FILE *text) {
     enum { BINS = 20 };
@@ -379,6 +454,7 @@ void cuset_conf_report(const CusetConfSample *s, int n, const char *const *texts
                 100 * CUSET__SHARE(touch[2], low), 100 * CUSET__SHARE(touch[3], low));
         fprintf(text, "  mean w_n          %.3f (eq. 8, window l = %d)\n", n ? sum_w / n : 0.0, l);
     }
+    cuset__conf_given(s, n, json, text);
     cuset__conf_masked(s, n, texts, tau, json, text);
     fprintf(json, "\"views\":[");
     for (int i = 0; i < n && i < nview; i++) {
@@ -388,6 +464,9 @@ void cuset_conf_report(const CusetConfSample *s, int n, const char *const *texts
         cuset__conf_floats(json, v->conf, v->nt, "%.9g"); // exact float32 round trip
         fprintf(json, ",\"kinds\":[");
         for (int k = 0; k < v->nt; k++) fprintf(json, "%s%d", k ? "," : "", v->kinds[k]);
+        fprintf(json, "],\"given\":[");
+        for (int k = 0, first = 1; k < v->nt; k++)
+            if (v->given[k]) fprintf(json, "%s%d", first ? "" : ",", k), first = 0;
         fprintf(json, "],\"tokens\":[");
         for (int k = 0; k < v->nt; k++) {
             if (k) fputc(',', json);
@@ -444,8 +523,9 @@ const char cuset_conf_usage[] =
     "medians, histograms, a two-sample KS test; the share of samples with a PROBE-token window\n"
     "whose mean is below the neutral-token mean and what those windows touch (kernel\n"
     "definitions, launches, dim3); the hardest window of eq. 7 and w_n; the tokens at or below\n"
-    "tau that eq. 2's mask drops: how many, their share of -log c, the most frequent\n"
-    "(data/confidence.h).\n"
+    "tau that eq. 2's mask drops: how many, their share of -log c, the most frequent; the\n"
+    "tokens of the numbers the program copies from its prompt (sizes, scales): their mean\n"
+    "confidence and share of -log c (data/confidence.h).\n"
     "  --first I, --count C  the samples I .. I+C-1                        [all]\n"
     "  --window L            CuSeT's window l for eq. 7     [the checkpoint's training setting]\n"
     "  --probe N             the window of the low-confidence search       [64]\n"

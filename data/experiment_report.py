@@ -21,6 +21,7 @@ import json
 import math
 import os
 import random
+import re
 import statistics
 import sys
 
@@ -111,15 +112,23 @@ def paired_cells(p, who):
                                                          p["higher"], p["lower"], p["equal"])
 
 
+# data/corpus --compare's line for an output file of another size than the task's
+WRONG_SIZE = re.compile(r"^FAIL \S+: \S+\.bin has \d+ bytes, expected \d+")
+
+
+def count_wrong_size(path):
+    """how many programs of a gen --eval results file failed with an output of another size"""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return sum(1 for line in f if line.strip() and (lambda r: r["status"] == "wrong_answer" and
+                                                        WRONG_SIZE.match(r.get("detail", "")))(json.loads(line)))
+
+
 def gather(run, seeds):
     """results per row: metrics (overall, seen, held-out, per family), curves, analysis."""
     out = {}
     for row, label, how in ROWS:
-        evals = []
-        for s in seeds:
-            p = os.path.join(run, "seed%s" % s, row + ".eval.json")
-            if os.path.exists(p):
-                evals.append(load_json(p))
+        paths = [p for p in (os.path.join(run, "seed%s" % s, row + ".eval.json") for s in seeds) if os.path.exists(p)]
+        evals = [load_json(p) for p in paths]
         if not evals:
             continue
         r = {"label": label, "trained_with": how, "seeds": len(evals), "metrics": {}}
@@ -142,7 +151,10 @@ def gather(run, seeds):
         r["seed_functional@1"] = [e["all"]["functional"]["1"] for e in evals]
         fams = sorted(evals[0]["families"])
         r["families"] = {f: statistics.fmean(e["families"][f]["functional"]["1"] for e in evals) for f in fams}
-        r["outcomes"] = evals[0]["outcomes"]
+        # what became of the sampled programs, over the seeds
+        r["outcomes"] = {k: sum(e["outcomes"][k] for e in evals) for k in evals[0]["outcomes"]}
+        if all(os.path.exists(p + "l") for p in paths):  # the programs' results: ROW.eval.jsonl
+            r["outcomes"]["wrong_size"] = sum(count_wrong_size(p + "l") for p in paths)
         ckpt = os.path.join(run, "base.ckpt" if row == "vanilla" else os.path.join("seed%s" % seeds[0], row + ".ckpt"))
         r["curve"] = [{k: d[k] for k in ("step", "loss", "ce", "conf", "pass", "w") if k in d}
                       for d in load_log(ckpt + ".jsonl")]
@@ -258,18 +270,40 @@ def markdown(res, settings, seconds, vs=None):
           "| --- |" + " --- |" * len(res)]
     for f in fams:
         L.append("| %s | %s |" % (f + " (new)" * (f in new), " | ".join("%.1f" % (100 * res[r]["families"].get(f, 0)) for r in res)))
+    L += ["", "## What became of the sampled programs (all seeds)", "",
+          "Shares of the programs sampled for the test tasks. A wrong answer with an output of another size "
+          "is one whose output file has another length than the task's (data/corpus --compare's "
+          "\"has N bytes, expected M\"): the program wrote a size other than the task's (the corpus's programs copy "
+          "their sizes from the prompt).", "",
+          "| model | programs | pass | compile error | crash | timeout | wrong answer | of which an output of another size | other |",
+          "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for row, r in res.items():
+        o = r["outcomes"]
+        n = sum(v for k, v in o.items() if k != "wrong_size") or 1
+        share = lambda v: "%.1f%%" % (100 * v / n)
+        L.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["label"], n, share(o["pass"]), share(o["compile_error"]), share(o["crash"]), share(o["timeout"]),
+            share(o["wrong_answer"]), share(o["wrong_size"]) if "wrong_size" in o else "-",
+            share(o["unsupported"] + o["error"])))
     L += ["", "## Confidence analysis (validation split, teacher-forced)", "",
-          "| model | mean c, CUDA-sensitive | mean c, neutral | KS D (p) | samples with a low 64-token window | "
-          "low windows on CUDA-sensitive spans | mean w_n | tokens with c <= tau (their share of -log c) |",
-          "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+          "| model | mean c, CUDA-sensitive | mean c, neutral | mean c, numbers from the prompt (their share of -log c) | "
+          "KS D (p) | samples with a low 64-token window | low windows on CUDA-sensitive spans | mean w_n | "
+          "tokens with c <= tau (their share of -log c) |",
+          "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for row, r in res.items():
         a = r["analysis"]
         if a:
-            m = a.get("masked")  # (analyses written before gen --analyze counted them have none)
+            m, g = a.get("masked"), a.get("given")  # (analyses written before gen --analyze counted them have none)
             masked = "%d (%.1f%%)" % (m["tokens"], 100 * m["nll_share"]) if m else "-"
-            L.append("| %s | %.3f | %.3f | %.3f (%.2g) | %.1f%% | %.1f%% | %.3f | %s |" % (
-                r["label"], a["mean"]["cuda"], a["mean"]["neutral"], a["ks"]["d"], a["ks"]["p"],
+            given = "%.3f (%.1f%%)" % (g["mean"], 100 * g["nll_share"]) if g and g["tokens"] else "-"
+            L.append("| %s | %.3f | %.3f | %s | %.3f (%.2g) | %.1f%% | %.1f%% | %.3f | %s |" % (
+                r["label"], a["mean"]["cuda"], a["mean"]["neutral"], given, a["ks"]["d"], a["ks"]["p"],
                 100 * a["low_share"], 100 * a["low_overlap"]["any"], a["mean_w"], masked))
+    given = [r["analysis"]["given"]["tokens"] for r in res.values() if r["analysis"] and r["analysis"].get("given")]
+    if given:
+        L += ["", "Numbers from the prompt: the %d target tokens of the validation samples that copy a number the prompt "
+              "states (sizes, scales, thresholds), which each program must get right and which the mean over all "
+              "tokens hides." % given[0]]
     return "\n".join(L) + "\n"
 
 
@@ -393,16 +427,18 @@ def conf_color(c):
 
 def sample_view(v, title):
     """the program, each token colored by its confidence; CUDA-sensitive tokens underlined,
-    the hardest window of eq. 7 outlined"""
+    the hardest window of eq. 7 outlined, numbers copied from the prompt in bold blue"""
     o = ['<div class="view"><div class="vh">%s: C_n = %.3f, w_n = %.3f; hardest window tokens %d-%d (outlined), '
          'lowest 64-token window %d-%d</div><pre>' % (html.escape(title), v["C"], v["w"], v["hard"][0], v["hard"][1],
                                                       v["low"][0], v["low"][1])]
     lo, hi = v["hard"]
+    given = set(v.get("given", ()))  # (views written before gen --analyze marked them have none)
     for k, (tok, c, kind) in enumerate(zip(v["tokens"], v["conf"], v["kinds"])):
         if k == lo:
             o.append('<span class="hard">')
+        classes = " ".join(name for name, on in (("cuda", kind), ("given", k in given)) if on)
         o.append('<span style="background:%s"%s title="c = %.3f">%s</span>' % (
-            conf_color(c), ' class="cuda"' if kind else "", c, html.escape(tok)))
+            conf_color(c), ' class="%s"' % classes if classes else "", c, html.escape(tok)))
         if k == hi:
             o.append("</span>")
     o.append("</pre></div>")
@@ -417,7 +453,7 @@ th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}
 .grid{stroke:#eee}.err{stroke:#000;stroke-width:1.2}.charts{display:flex;flex-wrap:wrap}
 .legend span{display:inline-block;margin-right:12px}.legend i{display:inline-block;width:18px;height:4px;margin-right:4px;vertical-align:middle}
 pre{white-space:pre-wrap;font:12px/1.35 ui-monospace,monospace;border:1px solid #ddd;padding:8px;max-height:420px;overflow:auto}
-.cuda{text-decoration:underline 2px #000}.hard{outline:2px solid #00f;outline-offset:1px}.vh{font-weight:600;margin-top:12px}
+.cuda{text-decoration:underline 2px #000}.given{font-weight:700;color:#0033cc}.hard{outline:2px solid #00f;outline-offset:1px}.vh{font-weight:600;margin-top:12px}
 .note{color:#555}"""
 
 
@@ -484,7 +520,8 @@ def report_html(res, md):
             o.append("<div><div class='vh'>%s</div>%s<div class='note'>KS D = %.3f, p = %.2g</div></div>" % (
                 html.escape(res[r]["label"]), svg_hist(a), a["ks"]["d"], a["ks"]["p"]))
     o.append("</div><h2>Samples through the models' eyes</h2><p class='note'>Background: confidence of each token "
-             "(red = low, white = high); underlined: CUDA-sensitive; outlined: the hardest window of eq. 7.</p>")
+             "(red = low, white = high); underlined: CUDA-sensitive; bold blue: a number copied from the prompt; "
+             "outlined: the hardest window of eq. 7.</p>")
     for r in ("vanilla", "sft", "cuset"):
         a = res.get(r, {}).get("analysis")
         if a and a["views"]:

@@ -2,13 +2,34 @@
 """Recomputes a `gen --analyze` summary from its per-sample views, independently of the C
 code: METHOD.md's eqs. 2 and 5-8 written again here (1-based windows, as the page writes them),
 KS with scipy when it is installed. The analysis must have been run with --views at least
-its number of samples.
+its number of samples. With the data file it was run on (from its first sample, none left
+out), the tokens of the numbers copied from the prompt are found again too, with a regular
+expression instead of the C scanner.
 
-    test/check_analysis.py ANALYSIS.json      exit 0 when everything agrees, else 1
+    test/check_analysis.py ANALYSIS.json [DATA.jsonl]   exit 0 when everything agrees, else 1
 """
 import json
 import math
+import re
 import sys
+
+# a decimal literal of data/confidence.h's cuset_given_numbers: not after a name character
+# or a '.', not followed by more of a number, then at most one suffix f/u/l before a
+# character that cannot continue a name
+NUMBER = re.compile(r"(?<![A-Za-z0-9_.])\d+(?:\.\d+)?(?!\d|\.\d)(?=[fFuUlL](?![A-Za-z0-9_])|(?![A-Za-z0-9_]))")
+
+
+def given_tokens(prompt, completion, tokens):
+    """indices of the tokens that overlap a literal of two or more characters the prompt has too"""
+    stated = {m.group() for m in NUMBER.finditer(prompt) if len(m.group()) >= 2}
+    ranges = [(m.start(), m.end()) for m in NUMBER.finditer(completion) if len(m.group()) >= 2 and m.group() in stated]
+    out, pos = [], 0
+    for k, t in enumerate(tokens):
+        end = pos + len(t)
+        if any(a < end and pos < b for a, b in ranges):
+            out.append(k)
+        pos = end
+    return out
 
 
 def median(v):
@@ -111,11 +132,27 @@ def main():
     most = sorted(groups.items(), key=lambda g: (-g[1][0], g[0].encode()))[:20]
     if [(g["text"], g["count"], g["cuda"]) for g in m["most"]] != [(t, n, k) for t, (n, k) in most]:
         problems.append("most frequent masked tokens %s, recomputed %s" % (m["most"][:3], most[:3]))
+    # the tokens of the numbers copied from the prompt
+    g = a["given"]
+    given = [(c, k) for v in views for t, (c, k) in enumerate(zip(v["conf"], v["kinds"])) if t in set(v["given"])]
+    if (g["tokens"], g["cuda"]) != (len(given), sum(1 for c, k in given if k)):
+        problems.append("given numbers' tokens %s, recomputed %d" % (g, len(given)))
+    close("given numbers' mean c", g["mean"], sum(c for c, k in given) / len(given) if given else 0.0, 1e-4)
+    close("given numbers' share of -log c", g["nll_share"], sum(nll(c) for c, k in given) / total if total else 0.0, 1e-4)
+    if len(sys.argv) > 2:
+        data = [json.loads(line) for line in open(sys.argv[2], encoding="utf-8")]
+        for v in views:
+            d = data[v["index"]]
+            want = given_tokens(d["prompt"], d["completion"], v["tokens"])
+            if want != v["given"]:
+                problems.append("sample %d: given numbers' tokens %s, found again %s" % (v["index"], v["given"], want))
     if problems:
         print("\n".join(problems[:10]))
         sys.exit(1)
-    print("%d samples, %d + %d tokens: means, medians, histograms, KS, windows, shares, w_n and the %d masked tokens agree" %
-          (len(views), len(cuda), len(neutral), len(dropped)))
+    print("%d samples, %d + %d tokens: means, medians, histograms, KS, windows, shares, w_n, the %d tokens of numbers "
+          "from the prompt%s and the %d masked tokens agree" %
+          (len(views), len(cuda), len(neutral), len(given), " (found again in the data)" if len(sys.argv) > 2 else "",
+           len(dropped)))
 
 
 if __name__ == "__main__":

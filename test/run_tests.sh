@@ -765,7 +765,7 @@ print("12 numbers equal")
 PY
     ); then ok "experiment_equals_gen_eval: $out"; else bad "experiment_equals_gen_eval" "$out $(tail -2 "$TMP/hand.err")"; fi
     ./gen --model "$exp/base.ckpt" --analyze "$exp/data/val.jsonl" --views 100 --json "$TMP/analysis.json" >/dev/null 2>&1
-    if out=$("$PYTHON" test/check_analysis.py "$TMP/analysis.json" 2>&1); then ok "analysis_recomputed: $out"
+    if out=$("$PYTHON" test/check_analysis.py "$TMP/analysis.json" "$exp/data/val.jsonl" 2>&1); then ok "analysis_recomputed: $out"
     else bad "analysis_recomputed" "$out"; fi
     # resumable: a second run finds every stage done
     if OMP_NUM_THREADS=1 PRESET=smoke RUN="$exp" bash data/experiment.sh >"$TMP/experiment2.out" 2>&1 &&
@@ -867,6 +867,23 @@ PY
     then ok "experiment_reuse_report"
     else bad "experiment_reuse_report" "${out:0:300} $(grep -E '^\| (CuSeT|ProFit) \|' "$reuse/results.md" | tail -2) $(tail -2 "$TMP/against.out")"; fi
     expect "experiment_report_against_missing" 1 "--against $TMP/none: not a directory" "$PYTHON" data/experiment_report.py "$reuse" --against "$TMP/none"
+    # the outcomes table: wrong answers with an output of another size, counted from CuSeT's
+    # programs' results made up by hand (2 of these 4: data/corpus --compare's size line)
+    cp -r "$reuse" "$TMP/outcomes"
+    printf '%s\n' '{"status":"wrong_answer","detail":"FAIL y: y.bin has 40 bytes, expected 400 (100 x float32)\n"}' \
+        '{"status":"wrong_answer","detail":"FAIL y: max_abs_err 1.5, 3 of 100 elements outside |err| <= 1e-05\n"}' \
+        '{"status":"crash","detail":"exit 1: cannot read x.bin\n"}' \
+        '{"status":"wrong_answer","detail":"FAIL out: out.bin has 4 bytes, expected 8 (2 x int32)\n"}' >"$TMP/outcomes/seed1/cuset.eval.jsonl"
+    if out=$("$PYTHON" data/experiment_report.py "$TMP/outcomes" 2>&1 && "$PYTHON" - "$TMP/outcomes" <<'PY' 2>&1
+import json, sys
+o = json.load(open(sys.argv[1] + "/results.json"))["rows"]["cuset"]["outcomes"]
+n = sum(v for k, v in o.items() if k != "wrong_size")
+assert o["wrong_size"] == 2, o
+row = [l for l in open(sys.argv[1] + "/results.md") if l.startswith("| CuSeT | %d |" % n)]
+assert row and row[0].split(" | ")[7] == "%.1f%%" % (200 / n), row
+print("2 of %d programs" % n)
+PY
+    ); then ok "experiment_report_outcomes: $out"; else bad "experiment_report_outcomes" "$out"; fi
     expect "experiment_reuse_missing" 2 "REUSE: '$TMP/none' is not a directory" env PRESET=smoke REUSE="$TMP/none" RUN="$TMP/x" bash data/experiment.sh
     expect "experiment_set_run_dir" 0 'RUN="runs/experiment-smoke\+TAU=0.05\+FT_STEPS=4"' \
         env PRESET=smoke SET="TAU=0.05 FT_STEPS=4" bash data/experiment.sh --settings

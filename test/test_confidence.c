@@ -68,6 +68,28 @@ static void test_windows(void) {
     if (!bad) pass("hardest_window_at_random (300 fresh cases)");
 }
 
+// The prompt states 16384, 0.5, 32 and 255 (and "0", "float32", "1e-5", which are not
+// numbers of two or more characters standing alone). In the program: 16384 (twice, once
+// with a suffix), 0.5 (with f), 32 and 255 are copied; 1 is one character; v16384, 320,
+// 16384.5, 32.0, 0x255 and the 32 of float32 are other literals or parts of names.
+static void test_given_numbers(void) {
+    const char *prompt = "Compute y[i] = x[i] * 0.5 + 32, clamp to 255, for i in [0, 16384). Input: x (float32, [16384]), eps 1e-5.";
+    const char *text = "int n = 16384; y = x * 0.5f + 32; int v16384 = 320 + 1; z = 16384.5 + 32.0; "
+                       "k = 0x255; float32 w; m = 255; p = 16384u;";
+    const char *want[] = {"16384", "0.5", "32", "255", "16384"};
+    CusetConfRange *r = NULL;
+    size_t n = cuset_given_numbers(prompt, strlen(prompt), text, strlen(text), &r), k = 0;
+    int ok = n == sizeof want / sizeof *want;
+    for (; ok && k < n; k++)
+        ok = r[k].end - r[k].start == strlen(want[k]) && !memcmp(text + r[k].start, want[k], strlen(want[k]));
+    if (ok) pass("given_numbers_hand");
+    else {
+        fail("given_numbers_hand", "%zu numbers, want 5; number %zu differs", n, k);
+        for (k = 0; k < n; k++) fprintf(stderr, "  [%zu, %zu) \"%.*s\"\n", r[k].start, r[k].end, (int)(r[k].end - r[k].start), text + r[k].start);
+    }
+    arrfree(r);
+}
+
 // Three samples whose summary is worked out by hand (probe window 2, l = 2):
 //   A: c = .9 .9 .9 .1 .1 .1, token 3 a launch: lowest pair 3-4 (mean .1), touches the launch
 //   B: c = .8 .8 .8 .8, tokens 0-1 a kernel definition: lowest pair mean .8, not low
@@ -80,15 +102,18 @@ static void test_windows(void) {
 // At tau = .5 the mask drops A's d (a launch), e, f and C's d, d: 5 tokens, 1 CUDA-sensitive;
 // "d" 3 times; their -log c, 3 ln 10 + 2 ln 20, is .907727 of the sum over all 14 tokens
 // (3 ln 10/9 + 3 ln 10 + 4 ln 5/4 + 2 ln 20 + 2 ln 20/19, with c rounded to float).
+// Given numbers: A's token 3 (c .1, a launch) and B's token 2 (c .8): mean c .45, their
+// -log c, ln 10 + ln 5/4, is .177737 of the sum.
 static void test_report(void) {
     float ca[] = {.9f, .9f, .9f, .1f, .1f, .1f}, cb[] = {.8f, .8f, .8f, .8f}, cc[] = {.05f, .05f, .95f, .95f};
     unsigned char ka[] = {0, 0, 0, CUSET_CONF_LAUNCH, 0, 0}, kb[] = {CUSET_CONF_DEF, CUSET_CONF_DEF, 0, 0},
                   kc[] = {0, 0, CUSET_CONF_DIM3, CUSET_CONF_DIM3};
+    unsigned char ga[] = {0, 0, 0, 1, 0, 0}, gb[] = {0, 0, 1, 0}, gc[] = {0, 0, 0, 0};
     size_t bytes[] = {0, 1, 2, 3, 4, 5, 6};
     const char *texts[] = {"abcdef", "abcd", "ddcd"};
-    CusetConfSample s[3] = {{.nt = 6, .conf = ca, .kinds = ka, .byte_start = bytes},
-                            {.nt = 4, .conf = cb, .kinds = kb, .byte_start = bytes},
-                            {.nt = 4, .conf = cc, .kinds = kc, .byte_start = bytes}};
+    CusetConfSample s[3] = {{.nt = 6, .conf = ca, .kinds = ka, .given = ga, .byte_start = bytes},
+                            {.nt = 4, .conf = cb, .kinds = kb, .given = gb, .byte_start = bytes},
+                            {.nt = 4, .conf = cc, .kinds = kc, .given = gc, .byte_start = bytes}};
     for (int i = 0; i < 3; i++) cuset_conf_windows(&s[i], 2, 2);
     char *buf = NULL, *report = NULL;
     size_t len = 0, report_len = 0;
@@ -100,7 +125,8 @@ static void test_report(void) {
                           "\"median\":{\"cuda\":0.800000,\"neutral\":0.800000}", "\"ks\":{\"d\":0.400000",
                           "\"low_share\":0.666667,\"low_samples\":2",
                           "\"low_overlap\":{\"any\":0.500000,\"definition\":0.000000,\"launch\":0.500000,\"dim3\":0.000000}",
-                          "\"mean_w\":0.683333", "\"hard\":[3,4],\"low\":[3,4]", "\"tokens\":[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\"]",
+                          "\"mean_w\":0.683333", "\"hard\":[3,4],\"low\":[3,4]", "\"given\":[3],\"tokens\":[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\"]",
+                          "\"given\":{\"tokens\":2,\"cuda\":1,\"mean\":0.450000,\"nll_share\":0.177737}",
                           "\"masked\":{\"tau\":0.5,\"tokens\":5,\"cuda\":1,\"neutral\":4,\"nll_share\":0.907727,\"most\":["
                           "{\"text\":\"d\",\"count\":3,\"cuda\":1},{\"text\":\"e\",\"count\":1,\"cuda\":0},"
                           "{\"text\":\"f\",\"count\":1,\"cuda\":0}]}"};
@@ -110,7 +136,10 @@ static void test_report(void) {
     const char *line = "most often: \"d\" 3 (1 CUDA-sensitive), \"e\" 1, \"f\" 1\n";
     if (!strstr(report, "5 of 14 target tokens (35.71%; CUDA-sensitive 1, neutral 4) at tau = 0.5") || !strstr(report, line))
         fail("report_hand", "the text report lacks the masked tokens' lines: %s", report), ok = 0;
-    if (ok) pass("report_hand (shares, means, medians, KS, w_n, the view, the tokens the mask drops)");
+    if (!strstr(report, "2 of 14 target tokens (14.29%) copy a number the prompt states: mean c 0.450,\n"
+                        "                    17.8% of the summed -log c"))
+        fail("report_hand", "the text report lacks the given numbers' line: %s", report), ok = 0;
+    if (ok) pass("report_hand (shares, means, medians, KS, w_n, the view, the given numbers, the tokens the mask drops)");
     free(buf);
     free(report);
 }
@@ -135,6 +164,7 @@ static void write_ks_case(const char *path) {
 int main(int argc, char **argv) {
     test_ks();
     test_windows();
+    test_given_numbers();
     test_report();
     if (argc > 1) write_ks_case(argv[1]);
     return n_fail ? 1 : 0;
