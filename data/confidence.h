@@ -378,23 +378,28 @@ static void cuset__conf_masked(const CusetConfSample *s, int n, const char *cons
 }
 
 // JSON "given": {tokens, cuda (how many of them CUDA-sensitive), mean (their mean c),
-// nll_share (their share of the summed -log c)}, and the same as a line of the text report.
+// mean_cuda, mean_neutral (of those CUDA-sensitive and the others), nll_share (their share
+// of the summed -log c)}, and the same as two lines of the text report.
 static void cuset__conf_given(const CusetConfSample *s, int n, FILE *json, FILE *text) {
     size_t ntok = 0, ng = 0, ncuda = 0;
-    double sum_c = 0, nll = 0, nll_given = 0;
+    double sum_cuda = 0, sum_neutral = 0, nll = 0, nll_given = 0;
     for (int i = 0; i < n; i++)
         for (int k = 0; k < s[i].nt; k++) {
             double c = s[i].conf[k], term = -log(c > 1e-30 ? c : 1e-30);
             ntok++, nll += term;
             if (!s[i].given[k]) continue;
-            ng++, ncuda += s[i].kinds[k] != 0, sum_c += c, nll_given += term;
+            ng++, nll_given += term;
+            if (s[i].kinds[k]) ncuda++, sum_cuda += c;
+            else sum_neutral += c;
         }
-    double mean = ng ? sum_c / ng : 0.0, share = nll > 0 ? nll_given / nll : 0.0;
-    fprintf(json, "\"given\":{\"tokens\":%zu,\"cuda\":%zu,\"mean\":%.6f,\"nll_share\":%.6f},", ng, ncuda, mean, share);
+    double mean = ng ? (sum_cuda + sum_neutral) / ng : 0.0, mean_cuda = ncuda ? sum_cuda / ncuda : 0.0,
+           mean_neutral = ng > ncuda ? sum_neutral / (ng - ncuda) : 0.0, share = nll > 0 ? nll_given / nll : 0.0;
+    fprintf(json, "\"given\":{\"tokens\":%zu,\"cuda\":%zu,\"mean\":%.6f,\"mean_cuda\":%.6f,\"mean_neutral\":%.6f,"
+                  "\"nll_share\":%.6f},", ng, ncuda, mean, mean_cuda, mean_neutral, share);
     if (text)
-        fprintf(text, "  prompt's numbers  %zu of %zu target tokens (%.2f%%) copy a number the prompt states: mean c %.3f,\n"
-                      "                    %.1f%% of the summed -log c\n",
-                ng, ntok, ntok ? 100.0 * ng / ntok : 0.0, mean, 100 * share);
+        fprintf(text, "  prompt's numbers  %zu of %zu target tokens (%.2f%%) copy a number the prompt states: mean c %.3f\n"
+                      "                    (CUDA-sensitive %zu: %.3f, neutral %zu: %.3f), %.1f%% of the summed -log c\n",
+                ng, ntok, ntok ? 100.0 * ng / ntok : 0.0, mean, ncuda, mean_cuda, ng - ncuda, mean_neutral, 100 * share);
 }
 
 void cuset_conf_report(const CusetConfSample *s, int n, const char *const *texts, int l, int probe, float tau,

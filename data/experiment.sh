@@ -287,8 +287,8 @@ while read -r row s ckpt; do
     label="$row (seed $s)"
     [ "$row" = vanilla ] && out=$RUN/base label="the base model" # one analysis of it, whatever the seed
     say "analyse $label: confidences on $ANALYZE validation samples"
-    # (given-numbers: analyses made before they counted the numbers copied from the prompt are made again)
-    k="$(cat "$ckpt.key") analyze n=$ANALYZE window=64 l=$WINDOW tau=$TAU given-numbers"
+    # (prompt-numbers: analyses made before they counted the numbers copied from the prompt are made again)
+    k="$(cat "$ckpt.key") analyze n=$ANALYZE window=64 l=$WINDOW tau=$TAU prompt-numbers"
     t0=$(date +%s)
     if ! found "$out.analysis.json" "$k" "$out.analysis.json" "$out.analysis.txt"; then
         ./gen --model "$ckpt" --analyze "$DATA/val.jsonl" --count "$ANALYZE" --window "$WINDOW" --tau "$TAU" \

@@ -286,7 +286,8 @@ def markdown(res, settings, seconds, vs=None):
             share(o["wrong_answer"]), share(o["wrong_size"]) if "wrong_size" in o else "-",
             share(o["unsupported"] + o["error"])))
     L += ["", "## Confidence analysis (validation split, teacher-forced)", "",
-          "| model | mean c, CUDA-sensitive | mean c, neutral | mean c, numbers from the prompt (their share of -log c) | "
+          "| model | mean c, CUDA-sensitive | mean c, neutral | mean c, numbers from the prompt: CUDA-sensitive / neutral "
+          "(their share of -log c) | "
           "KS D (p) | samples with a low 64-token window | low windows on CUDA-sensitive spans | mean w_n | "
           "tokens with c <= tau (their share of -log c) |",
           "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -295,15 +296,16 @@ def markdown(res, settings, seconds, vs=None):
         if a:
             m, g = a.get("masked"), a.get("given")  # (analyses written before gen --analyze counted them have none)
             masked = "%d (%.1f%%)" % (m["tokens"], 100 * m["nll_share"]) if m else "-"
-            given = "%.3f (%.1f%%)" % (g["mean"], 100 * g["nll_share"]) if g and g["tokens"] else "-"
+            given = "%.3f / %.3f (%.1f%%)" % (g["mean_cuda"], g["mean_neutral"], 100 * g["nll_share"]) if g else "-"
             L.append("| %s | %.3f | %.3f | %s | %.3f (%.2g) | %.1f%% | %.1f%% | %.3f | %s |" % (
                 r["label"], a["mean"]["cuda"], a["mean"]["neutral"], given, a["ks"]["d"], a["ks"]["p"],
                 100 * a["low_share"], 100 * a["low_overlap"]["any"], a["mean_w"], masked))
-    given = [r["analysis"]["given"]["tokens"] for r in res.values() if r["analysis"] and r["analysis"].get("given")]
+    given = [r["analysis"]["given"] for r in res.values() if r["analysis"] and r["analysis"].get("given")]
     if given:
-        L += ["", "Numbers from the prompt: the %d target tokens of the validation samples that copy a number the prompt "
-              "states (sizes, scales, thresholds), which each program must get right and which the mean over all "
-              "tokens hides." % given[0]]
+        L += ["", "Numbers from the prompt: the target tokens of the validation samples that copy a number the prompt "
+              "states, %d in CUDA-sensitive spans (e.g. a scale in a kernel) and %d elsewhere (e.g. the size in main). "
+              "Each program must get them right; a mean over all tokens hides them." % (
+                  given[0]["cuda"], given[0]["tokens"] - given[0]["cuda"])]
     return "\n".join(L) + "\n"
 
 

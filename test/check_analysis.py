@@ -137,7 +137,8 @@ def main():
     given = [(c, k) for v in views for t, (c, k) in enumerate(zip(v["conf"], v["kinds"])) if t in set(v["given"])]
     if (g["tokens"], g["cuda"]) != (len(given), sum(1 for c, k in given if k)):
         problems.append("given numbers' tokens %s, recomputed %d" % (g, len(given)))
-    close("given numbers' mean c", g["mean"], sum(c for c, k in given) / len(given) if given else 0.0, 1e-4)
+    for name, part in (("mean", given), ("mean_cuda", [x for x in given if x[1]]), ("mean_neutral", [x for x in given if not x[1]])):
+        close("given numbers' %s c" % name, g[name], sum(c for c, k in part) / len(part) if part else 0.0, 1e-4)
     close("given numbers' share of -log c", g["nll_share"], sum(nll(c) for c, k in given) / total if total else 0.0, 1e-4)
     if len(sys.argv) > 2:
         data = [json.loads(line) for line in open(sys.argv[2], encoding="utf-8")]

@@ -102,8 +102,8 @@ static void test_given_numbers(void) {
 // At tau = .5 the mask drops A's d (a launch), e, f and C's d, d: 5 tokens, 1 CUDA-sensitive;
 // "d" 3 times; their -log c, 3 ln 10 + 2 ln 20, is .907727 of the sum over all 14 tokens
 // (3 ln 10/9 + 3 ln 10 + 4 ln 5/4 + 2 ln 20 + 2 ln 20/19, with c rounded to float).
-// Given numbers: A's token 3 (c .1, a launch) and B's token 2 (c .8): mean c .45, their
-// -log c, ln 10 + ln 5/4, is .177737 of the sum.
+// Given numbers: A's token 3 (c .1, a launch) and B's token 2 (c .8, neutral): mean c .45,
+// their -log c, ln 10 + ln 5/4, is .177737 of the sum.
 static void test_report(void) {
     float ca[] = {.9f, .9f, .9f, .1f, .1f, .1f}, cb[] = {.8f, .8f, .8f, .8f}, cc[] = {.05f, .05f, .95f, .95f};
     unsigned char ka[] = {0, 0, 0, CUSET_CONF_LAUNCH, 0, 0}, kb[] = {CUSET_CONF_DEF, CUSET_CONF_DEF, 0, 0},
@@ -126,7 +126,8 @@ static void test_report(void) {
                           "\"low_share\":0.666667,\"low_samples\":2",
                           "\"low_overlap\":{\"any\":0.500000,\"definition\":0.000000,\"launch\":0.500000,\"dim3\":0.000000}",
                           "\"mean_w\":0.683333", "\"hard\":[3,4],\"low\":[3,4]", "\"given\":[3],\"tokens\":[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\"]",
-                          "\"given\":{\"tokens\":2,\"cuda\":1,\"mean\":0.450000,\"nll_share\":0.177737}",
+                          "\"given\":{\"tokens\":2,\"cuda\":1,\"mean\":0.450000,\"mean_cuda\":0.100000,\"mean_neutral\":0.800000,"
+                          "\"nll_share\":0.177737}",
                           "\"masked\":{\"tau\":0.5,\"tokens\":5,\"cuda\":1,\"neutral\":4,\"nll_share\":0.907727,\"most\":["
                           "{\"text\":\"d\",\"count\":3,\"cuda\":1},{\"text\":\"e\",\"count\":1,\"cuda\":0},"
                           "{\"text\":\"f\",\"count\":1,\"cuda\":0}]}"};
@@ -136,8 +137,8 @@ static void test_report(void) {
     const char *line = "most often: \"d\" 3 (1 CUDA-sensitive), \"e\" 1, \"f\" 1\n";
     if (!strstr(report, "5 of 14 target tokens (35.71%; CUDA-sensitive 1, neutral 4) at tau = 0.5") || !strstr(report, line))
         fail("report_hand", "the text report lacks the masked tokens' lines: %s", report), ok = 0;
-    if (!strstr(report, "2 of 14 target tokens (14.29%) copy a number the prompt states: mean c 0.450,\n"
-                        "                    17.8% of the summed -log c"))
+    if (!strstr(report, "2 of 14 target tokens (14.29%) copy a number the prompt states: mean c 0.450\n"
+                        "                    (CUDA-sensitive 1: 0.100, neutral 1: 0.800), 17.8% of the summed -log c"))
         fail("report_hand", "the text report lacks the given numbers' line: %s", report), ok = 0;
     if (ok) pass("report_hand (shares, means, medians, KS, w_n, the view, the given numbers, the tokens the mask drops)");
     free(buf);
