@@ -75,8 +75,8 @@ void cuset_conf_windows(CusetConfSample *s, int l, int probe);
 
 // Writes the summary over samples s[0..n) as one JSON object to json (and, when text is
 // not NULL, a short human-readable report to text), with a per-sample view (tokens as
-// text, confidences, kinds, the given numbers' tokens, both windows) of the first nview samples; texts[i] is sample
-// i's completion.
+// text, confidences, kinds, the given numbers' tokens, both windows) of the first nview
+// samples; texts[i] is sample i's completion.
 void cuset_conf_report(const CusetConfSample *s, int n, const char *const *texts, int l, int probe, float tau,
                        int nview, FILE *json, FILE *text);
 
@@ -201,7 +201,7 @@ static size_t cuset__conf_number_end(const char *s, size_t n, size_t i) {
     while (e < n && isdigit((unsigned char)s[e])) e++;
     if (e + 1 < n && s[e] == '.' && isdigit((unsigned char)s[e + 1]))
         for (e++; e < n && isdigit((unsigned char)s[e]);) e++;
-    size_t after = e < n && strchr("fFuUlL", s[e]) ? e + 1 : e;
+    size_t after = e < n && s[e] && strchr("fFuUlL", s[e]) ? e + 1 : e;
     return after < n && cuset__conf_name_char(s[after]) ? i : e;
 }
 
