@@ -118,9 +118,12 @@ WRONG_SIZE = re.compile(r"^FAIL \S+: \S+\.bin has \d+ bytes, expected \d+")
 
 def count_wrong_size(path):
     """how many programs of a gen --eval results file failed with an output of another size"""
+    n = 0
     with open(path, encoding="utf-8", errors="replace") as f:
-        return sum(1 for line in f if line.strip() and (lambda r: r["status"] == "wrong_answer" and
-                                                        WRONG_SIZE.match(r.get("detail", "")))(json.loads(line)))
+        for line in f:
+            r = json.loads(line) if line.strip() else {}
+            n += r.get("status") == "wrong_answer" and WRONG_SIZE.match(r.get("detail", "")) is not None
+    return n
 
 
 def gather(run, seeds):
