@@ -288,7 +288,8 @@ def markdown(res, settings, seconds, vs=None):
             r["label"], n, share(o["pass"]), share(o["compile_error"]), share(o["crash"]), share(o["timeout"]),
             share(o["wrong_answer"]), share(o["wrong_size"]) if "wrong_size" in o else "-",
             share(o["unsupported"] + o["error"])))
-    L += ["", "## Confidence analysis (validation split, teacher-forced)", "",
+    first_seed = str(st.get("seeds", "1")).split(",")[0]  # gather reads the analyses of the first seed's models
+    L += ["", "## Confidence analysis (validation split, teacher-forced; seed %s's models)" % first_seed, "",
           "| model | mean c, CUDA-sensitive | mean c, neutral | mean c, numbers from the prompt: CUDA-sensitive / neutral "
           "(their share of -log c) | "
           "KS D (p) | samples with a low 64-token window | low windows on CUDA-sensitive spans | mean w_n | "
