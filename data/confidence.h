@@ -190,6 +190,11 @@ static unsigned char cuset__conf_kind(CusetSpanKind k) {
     return k == CUSET_SPAN_LAUNCH ? CUSET_CONF_LAUNCH : k == CUSET_SPAN_DIM3 ? CUSET_CONF_DIM3 : CUSET_CONF_DEF;
 }
 
+// Whether token k of s (bytes byte_start[k] up to byte_start[k + 1]) overlaps bytes [start, end).
+static int cuset__tok_overlaps(const CusetConfSample *s, int k, size_t start, size_t end) {
+    return s->byte_start[k] < end && start < s->byte_start[k + 1];
+}
+
 static int cuset__conf_name_char(char ch) { return isalnum((unsigned char)ch) || ch == '_'; }
 
 // The end of the decimal literal that starts at s[i] (digits, then '.' and digits), or i when
@@ -269,14 +274,13 @@ int cuset_conf_sample(CusetGPT *m, const CusetTokenizer *tk, const char *prompt,
     size_t nspans = cuset_annotate(completion, nc, &spans);
     for (size_t j = 0; j < nspans; j++)
         for (int k = 0; k < nt; k++) // tokens are in byte order: a span touches a run of them
-            if (out->byte_start[k] < spans[j].end && spans[j].start < out->byte_start[k + 1])
-                out->kinds[k] |= cuset__conf_kind(spans[j].kind);
+            if (cuset__tok_overlaps(out, k, spans[j].start, spans[j].end)) out->kinds[k] |= cuset__conf_kind(spans[j].kind);
     arrfree(spans);
     CusetConfRange *numbers = NULL;
     size_t nnum = cuset_given_numbers(prompt, np, completion, nc, &numbers);
     for (size_t j = 0; j < nnum; j++)
         for (int k = 0; k < nt; k++)
-            if (out->byte_start[k] < numbers[j].end && numbers[j].start < out->byte_start[k + 1]) out->given[k] = 1;
+            if (cuset__tok_overlaps(out, k, numbers[j].start, numbers[j].end)) out->given[k] = 1;
     arrfree(numbers);
     cuset_conf_windows(out, l, probe);
     free(inputs);
