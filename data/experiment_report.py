@@ -127,7 +127,7 @@ def count_wrong_size(path):
 
 
 def gather(run, seeds):
-    """results per row: metrics (overall, seen, held-out, per family), curves, analysis."""
+    """results per row: metrics (overall, seen, held-out, per family), and the curves and analysis of seeds[0]'s models."""
     out = {}
     for row, label, how in ROWS:
         paths = [p for p in (os.path.join(run, "seed%s" % s, row + ".eval.json") for s in seeds) if os.path.exists(p)]
@@ -204,7 +204,8 @@ def against(run, res, other, seeds):
 
 # ---- markdown ---------------------------------------------------------------------------
 
-def markdown(res, settings, seconds, vs=None):
+def markdown(res, settings, seconds, shown_seed, vs=None):
+    """the report as markdown; shown_seed: the seed whose models' curves and analyses gather read"""
     st = settings
     kind = next(iter(res.values()))["metrics"]["all"]["functional@1"]["kind"]
     L = ["# CuSeT in miniature: results", ""]
@@ -288,8 +289,7 @@ def markdown(res, settings, seconds, vs=None):
             r["label"], n, share(o["pass"]), share(o["compile_error"]), share(o["crash"]), share(o["timeout"]),
             share(o["wrong_answer"]), share(o["wrong_size"]) if "wrong_size" in o else "-",
             share(o["unsupported"] + o["error"])))
-    first_seed = str(st.get("seeds", "1")).split(",")[0]  # gather reads the analyses of the first seed's models
-    L += ["", "## Confidence analysis (validation split, teacher-forced; seed %s's models)" % first_seed, "",
+    L += ["", "## Confidence analysis (validation split, teacher-forced; seed %s's models)" % shown_seed, "",
           "| model | mean c, CUDA-sensitive | mean c, neutral | mean c, numbers from the prompt: CUDA-sensitive / neutral "
           "(their share of -log c) | "
           "KS D (p) | samples with a low 64-token window | low windows on CUDA-sensitive spans | mean w_n | "
@@ -492,7 +492,7 @@ def md_table_html(md):
     return "\n".join(out)
 
 
-def report_html(res, md):
+def report_html(res, md, shown_seed):
     o = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>CuSeT experiment</title><style>%s</style></head><body>" % CSS]
     o.append(md_table_html(md))
     o.append("<h2>Pass@1 per model</h2><div class='charts'><div><div class='vh'>functional</div>%s</div>"
@@ -504,7 +504,7 @@ def report_html(res, md):
 
     ft = [r for r in res if r != "vanilla" and res[r]["curve"]]
     base = res.get("vanilla", {}).get("curve")
-    o.append("<h2>Training curves (seed 1; fine-tuning rows from the base checkpoint)</h2>")
+    o.append("<h2>Training curves (seed %s; fine-tuning rows from the base checkpoint)</h2>" % html.escape(shown_seed))
     per = lambda n: "one step" if steps_per_point(n) == 1 else "the mean of %d consecutive steps" % steps_per_point(n)
     if ft or base:
         o.append("<p class='note'>Each point is %s%s.</p>" % (
@@ -572,12 +572,12 @@ def main():
     if a.against and not os.path.isdir(a.against):
         sys.exit("experiment_report: --against %s: not a directory (give another experiment's RUN)" % a.against)
     vs = against(a.run, res, a.against, seeds) if a.against else None
-    md = markdown(res, settings, seconds, vs)
+    md = markdown(res, settings, seconds, seeds[0], vs)
     doc = {"settings": settings, "seconds": seconds, "rows": res}
     if vs:
         doc["against"] = vs
     for name, text in (("results.json", json.dumps(doc, indent=1)),
-                       ("results.md", md), ("report.html", report_html(res, md))):
+                       ("results.md", md), ("report.html", report_html(res, md, seeds[0]))):
         path = os.path.join(a.run, name)
         with open(path + ".tmp", "w", encoding="utf-8") as f:
             f.write(text)

@@ -884,6 +884,13 @@ assert row and row[0].split(" | ")[7] == "%.1f%%" % (200 / n), row
 print("2 of %d programs" % n)
 PY
     ); then ok "experiment_report_outcomes: $out"; else bad "experiment_report_outcomes" "$out"; fi
+    # a run whose only seed is 7: both the confidence table and the curves say they show seed 7's models
+    cp -r "$reuse" "$TMP/seed7" && mv "$TMP/seed7/seed1" "$TMP/seed7/seed7"
+    out=$("$PYTHON" data/experiment_report.py "$TMP/seed7" --settings '{"preset": "smoke", "seeds": "7"}' --seconds 1 2>&1)
+    if grep -q "^## Confidence analysis (validation split, teacher-forced; seed 7's models)$" "$TMP/seed7/results.md" &&
+       grep -q "<h2>Training curves (seed 7; " "$TMP/seed7/report.html"
+    then ok "experiment_report_shown_seed"
+    else bad "experiment_report_shown_seed" "${out:0:300} $(grep -o -E '(Training curves|Confidence analysis) \([^)]*\)' "$TMP/seed7/report.html" | head -2)"; fi
     expect "experiment_reuse_missing" 2 "REUSE: '$TMP/none' is not a directory" env PRESET=smoke REUSE="$TMP/none" RUN="$TMP/x" bash data/experiment.sh
     expect "experiment_set_run_dir" 0 'RUN="runs/experiment-smoke\+TAU=0.05\+FT_STEPS=4"' \
         env PRESET=smoke SET="TAU=0.05 FT_STEPS=4" bash data/experiment.sh --settings
