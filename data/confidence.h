@@ -12,7 +12,8 @@
    below tau, the ones eq. 2's mask 1[c > tau] drops (how many, their share of the summed
    -log c, the most frequent), and the tokens of the numbers the program copies from its
    prompt (sizes, scales, thresholds: cuset_given_numbers), a handful per program on which
-   its output depends. `gen --analyze` is the
+   its output depends, and their share of each objective's gradient at the logits (the
+   objectives' coefficients from cuset.h at these confidences). `gen --analyze` is the
    command (cuset_conf_analyze_to_json its driver, cuset_conf_usage its part of gen --help);
    data/experiment_report.py draws the JSON it writes.
 
@@ -38,6 +39,7 @@ typedef struct {
     float *conf;           // (nt) confidence of the true token
     unsigned char *kinds;  // (nt) CUSET_CONF_* bits of the spans the token overlaps; 0 = neutral
     unsigned char *given;  // (nt) 1 when the token overlaps a number the prompt states (cuset_given_numbers)
+    float *eaft;           // (nt) EAFT's weight at the token's position (cuset_eaft_weight, alpha 1)
     size_t *byte_start;    // (nt + 1) token k is completion bytes [byte_start[k], byte_start[k + 1])
     int hard_lo, hard_hi;  // eq. 7: the window R_{n,t} of least mean confidence (0-based, inclusive)
     float C, w;            // its mean C_n and w_n = 1 - C_n
@@ -252,11 +254,15 @@ int cuset_conf_sample(CusetGPT *m, const CusetTokenizer *tk, const char *prompt,
     out->conf = (float *)malloc((size_t)nt * sizeof *out->conf);
     out->kinds = (unsigned char *)calloc((size_t)nt, 1);
     out->given = (unsigned char *)calloc((size_t)nt, 1);
+    out->eaft = (float *)malloc((size_t)nt * sizeof *out->eaft);
     out->byte_start = (size_t *)malloc(((size_t)nt + 1) * sizeof *out->byte_start);
     for (int k = 0; k < nt; k++) {
         const float *z = m->acts.logits + (size_t)(s.np - 1 + k) * Vp;
-        float mx = z[0];
-        for (int v = 1; v < V; v++) mx = z[v] > mx ? z[v] : mx;
+        float top[CUSET_EAFT_TOPK] = {0.0f}, mx;
+        int ntop = 0;
+        for (int v = 0; v < V; v++) cuset_topk_push(top, &ntop, V < CUSET_EAFT_TOPK ? V : CUSET_EAFT_TOPK, z[v]);
+        out->eaft[k] = cuset_eaft_weight(top, ntop, 1.0f);
+        mx = top[0];
         double sum = 0.0;
         for (int v = 0; v < V; v++) sum += exp((double)(z[v] - mx));
         out->conf[k] = (float)(exp((double)(z[s.target[k]] - mx)) / sum);
@@ -296,7 +302,7 @@ void cuset_conf_windows(CusetConfSample *s, int l, int probe) {
 }
 
 void cuset_conf_sample_free(CusetConfSample *s) {
-    free(s->conf), free(s->kinds), free(s->given), free(s->byte_start);
+    free(s->conf), free(s->kinds), free(s->given), free(s->eaft), free(s->byte_start);
     memset(s, 0, sizeof *s);
 }
 
@@ -326,12 +332,12 @@ static int cuset__conf_count_qcmp(const void *a, const void *b) { // most freque
     return x->count != y->count ? (y->count > x->count) - (y->count < x->count) : cuset__conf_text_cmp(x, y);
 }
 
-// JSON "masked": {tau, tokens, cuda, neutral, nll_share (their share of the summed
-// -log c), most: up to 20 texts with count and how many of those CUDA-sensitive}, and the
-// same (8 texts) as two lines of the text report.
+// JSON "masked": {tau, tokens, cuda, neutral, given (how many copy a number from the
+// prompt), nll_share (their share of the summed -log c), most: up to 20 texts with count
+// and how many of those CUDA-sensitive}, and the same (8 texts) as two lines of the text report.
 static void cuset__conf_masked(const CusetConfSample *s, int n, const char *const *texts, float tau, FILE *json,
                                FILE *text) {
-    size_t ntok = 0, nd = 0, ncuda = 0, ng = 0;
+    size_t ntok = 0, nd = 0, ncuda = 0, ngiven = 0, ng = 0;
     for (int i = 0; i < n; i++) ntok += (size_t)s[i].nt;
     CusetConfDropped *d = (CusetConfDropped *)malloc((ntok + 1) * sizeof *d);
     double nll = 0, nll_dropped = 0;
@@ -340,7 +346,7 @@ static void cuset__conf_masked(const CusetConfSample *s, int n, const char *cons
             double c = s[i].conf[k], term = -log(c > 1e-30 ? c : 1e-30);
             nll += term;
             if (c > tau) continue;
-            nll_dropped += term, ncuda += s[i].kinds[k] != 0;
+            nll_dropped += term, ncuda += s[i].kinds[k] != 0, ngiven += s[i].given[k];
             CusetConfDropped *t = &d[nd++];
             t->p = texts[i] + s[i].byte_start[k], t->len = s[i].byte_start[k + 1] - s[i].byte_start[k];
             t->count = 1, t->cuda = s[i].kinds[k] != 0;
@@ -351,8 +357,8 @@ static void cuset__conf_masked(const CusetConfSample *s, int n, const char *cons
         else d[ng++] = d[k];
     qsort(d, ng, sizeof *d, cuset__conf_count_qcmp);
     double share = nll > 0 ? nll_dropped / nll : 0.0;
-    fprintf(json, "\"masked\":{\"tau\":%g,\"tokens\":%zu,\"cuda\":%zu,\"neutral\":%zu,\"nll_share\":%.6f,\"most\":[",
-            tau, nd, ncuda, nd - ncuda, share);
+    fprintf(json, "\"masked\":{\"tau\":%g,\"tokens\":%zu,\"cuda\":%zu,\"neutral\":%zu,\"given\":%zu,\"nll_share\":%.6f,"
+                  "\"most\":[", tau, nd, ncuda, nd - ncuda, ngiven, share);
     for (size_t g = 0; g < ng && g < 20; g++) {
         fprintf(json, "%s{\"text\":", g ? "," : "");
         cuset_json_write_string(json, d[g].p, d[g].len);
@@ -361,8 +367,8 @@ static void cuset__conf_masked(const CusetConfSample *s, int n, const char *cons
     fprintf(json, "]},");
     if (text) {
         fprintf(text, "  at or below tau   %zu of %zu target tokens (%.2f%%; CUDA-sensitive %zu, neutral %zu) at tau = %g,\n"
-                      "                    %.1f%% of the summed -log c: what eq. 2's mask drops\n",
-                nd, ntok, ntok ? 100.0 * nd / ntok : 0.0, ncuda, nd - ncuda, tau, 100 * share);
+                      "                    %zu of them numbers from the prompt, %.1f%% of the summed -log c: what eq. 2's "
+                      "mask drops\n", nd, ntok, ntok ? 100.0 * nd / ntok : 0.0, ncuda, nd - ncuda, tau, ngiven, 100 * share);
         if (ng) fprintf(text, "                    most often:");
         for (size_t g = 0; g < ng && g < 8; g++) { // the text quoted, with \n and \t shown as such
             fputs(g ? ", \"" : " \"", text);
@@ -381,10 +387,41 @@ static void cuset__conf_masked(const CusetConfSample *s, int n, const char *cons
     free(d);
 }
 
+// The objectives whose logit gradient the given numbers' share is reported for: the rows of
+// data/experiment.sh but ASFT (its KL term is not a * (softmax - onehot)), with eq. 2's tau
+// of the analysis and lambda, alpha at their defaults.
+static const struct {
+    const char *name;
+    CusetObjectiveKind kind;
+    int cuda_mask, reweight; // CuSeT's switches
+} cuset__conf_objectives[] = {{"sft", CUSET_OBJ_SFT, 0, 0},       {"dft", CUSET_OBJ_DFT, 0, 0},
+                              {"profit", CUSET_OBJ_PROFIT, 0, 0}, {"eaft", CUSET_OBJ_EAFT, 0, 0},
+                              {"cuset", CUSET_OBJ_CUSET, 1, 1},   {"cuset_conf_cuda", CUSET_OBJ_CUSET, 1, 0},
+                              {"cuset_conf_rew", CUSET_OBJ_CUSET, 0, 1}};
+
+// The given numbers' share of an objective's gradient at the logits, at these confidences,
+// share[0] of the CUDA-sensitive ones, share[1] of the neutral ones: token t's gradient is
+// a_t (softmax - onehot) / N (cuset_token_coef), of L1 norm 2 a_t (1 - c_t) / N, so a share
+// is the sum of a_t (1 - c_t) over those tokens over the sum over all tokens.
+static void cuset__conf_grad_share(const CusetConfSample *s, int n, int obj, float tau, double share[2]) {
+    CusetObjective o = cuset_objective_default(cuset__conf_objectives[obj].kind);
+    o.tau = tau, o.cuda_mask = cuset__conf_objectives[obj].cuda_mask, o.reweight = cuset__conf_objectives[obj].reweight;
+    double all = 0, given[2] = {0, 0};
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < s[i].nt; k++) {
+            float c = s[i].conf[k];
+            double g = cuset_token_coef(&o, c, s[i].kinds[k] != 0, s[i].w, s[i].eaft[k]) * (1.0 - c);
+            all += g;
+            if (s[i].given[k]) given[s[i].kinds[k] == 0] += g;
+        }
+    for (int j = 0; j < 2; j++) share[j] = all > 0 ? given[j] / all : 0.0;
+}
+
 // JSON "given": {tokens, cuda (how many of them CUDA-sensitive), mean (their mean c),
 // mean_cuda, mean_neutral (of those CUDA-sensitive and the others), nll_share (their share
-// of the summed -log c)}, and the same as two lines of the text report.
-static void cuset__conf_given(const CusetConfSample *s, int n, FILE *json, FILE *text) {
+// of the summed -log c), grad_share: {objective: [the CUDA-sensitive ones' share of its
+// logit gradient, the neutral ones']}}, and the same as three lines of the text report.
+static void cuset__conf_given(const CusetConfSample *s, int n, float tau, FILE *json, FILE *text) {
     size_t ntok = 0, ng = 0, ncuda = 0;
     double sum_cuda = 0, sum_neutral = 0, nll = 0, nll_given = 0;
     for (int i = 0; i < n; i++)
@@ -399,11 +436,22 @@ static void cuset__conf_given(const CusetConfSample *s, int n, FILE *json, FILE 
     double mean = ng ? (sum_cuda + sum_neutral) / ng : 0.0, mean_cuda = ncuda ? sum_cuda / ncuda : 0.0,
            mean_neutral = ng > ncuda ? sum_neutral / (ng - ncuda) : 0.0, share = nll > 0 ? nll_given / nll : 0.0;
     fprintf(json, "\"given\":{\"tokens\":%zu,\"cuda\":%zu,\"mean\":%.6f,\"mean_cuda\":%.6f,\"mean_neutral\":%.6f,"
-                  "\"nll_share\":%.6f},", ng, ncuda, mean, mean_cuda, mean_neutral, share);
+                  "\"nll_share\":%.6f,\"grad_share\":{", ng, ncuda, mean, mean_cuda, mean_neutral, share);
     if (text)
         fprintf(text, "  prompt's numbers  %zu of %zu target tokens (%.2f%%) copy a number the prompt states: mean c %.3f\n"
-                      "                    (CUDA-sensitive %zu: %.3f, neutral %zu: %.3f), %.1f%% of the summed -log c\n",
-                ng, ntok, ntok ? 100.0 * ng / ntok : 0.0, mean, ncuda, mean_cuda, ng - ncuda, mean_neutral, 100 * share);
+                      "                    (CUDA-sensitive %zu: %.3f, neutral %zu: %.3f), %.1f%% of the summed -log c;\n"
+                      "                    their share of each objective's logit gradient at tau %g (CUDA-sensitive + "
+                      "neutral):",
+                ng, ntok, ntok ? 100.0 * ng / ntok : 0.0, mean, ncuda, mean_cuda, ng - ncuda, mean_neutral, 100 * share, tau);
+    int nobj = (int)(sizeof cuset__conf_objectives / sizeof *cuset__conf_objectives);
+    for (int j = 0; j < nobj; j++) {
+        double g[2];
+        cuset__conf_grad_share(s, n, j, tau, g);
+        fprintf(json, "%s\"%s\":[%.6f,%.6f]", j ? "," : "", cuset__conf_objectives[j].name, g[0], g[1]);
+        if (text) fprintf(text, "%s %s %.2f + %.2f%%", j ? "," : "", cuset__conf_objectives[j].name, 100 * g[0], 100 * g[1]);
+    }
+    fputs("}},", json);
+    if (text) fputc('\n', text);
 }
 
 void cuset_conf_report(const CusetConfSample *s, int n, const char *const *texts, int l, int probe, float tau,
@@ -463,7 +511,7 @@ void cuset_conf_report(const CusetConfSample *s, int n, const char *const *texts
                 100 * CUSET__SHARE(touch[2], low), 100 * CUSET__SHARE(touch[3], low));
         fprintf(text, "  mean w_n          %.3f (eq. 8, window l = %d)\n", n ? sum_w / n : 0.0, l);
     }
-    cuset__conf_given(s, n, json, text);
+    cuset__conf_given(s, n, tau, json, text);
     cuset__conf_masked(s, n, texts, tau, json, text);
     fprintf(json, "\"views\":[");
     for (int i = 0; i < n && i < nview; i++) {
@@ -476,7 +524,9 @@ void cuset_conf_report(const CusetConfSample *s, int n, const char *const *texts
         fprintf(json, "],\"given\":[");
         for (int k = 0, first = 1; k < v->nt; k++)
             if (v->given[k]) fprintf(json, "%s%d", first ? "" : ",", k), first = 0;
-        fprintf(json, "],\"tokens\":[");
+        fprintf(json, "],\"eaft\":");
+        cuset__conf_floats(json, v->eaft, v->nt, "%.9g");
+        fprintf(json, ",\"tokens\":[");
         for (int k = 0; k < v->nt; k++) {
             if (k) fputc(',', json);
             cuset_json_write_string(json, texts[i] + v->byte_start[k], v->byte_start[k + 1] - v->byte_start[k]);
@@ -534,7 +584,8 @@ const char cuset_conf_usage[] =
     "definitions, launches, dim3); the hardest window of eq. 7 and w_n; the tokens at or below\n"
     "tau that eq. 2's mask drops: how many, their share of -log c, the most frequent; the\n"
     "tokens of the numbers the program copies from its prompt (sizes, scales): their mean\n"
-    "confidence and share of -log c (data/confidence.h).\n"
+    "confidence, share of -log c and share of each objective's logit gradient at these\n"
+    "confidences (data/confidence.h).\n"
     "  --first I, --count C  the samples I .. I+C-1                        [all]\n"
     "  --window L            CuSeT's window l for eq. 7     [the checkpoint's training setting]\n"
     "  --probe N             the window of the low-confidence search       [64]\n"

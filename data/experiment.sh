@@ -287,8 +287,9 @@ while read -r row s ckpt; do
     label="$row (seed $s)"
     [ "$row" = vanilla ] && out=$RUN/base label="the base model" # one analysis of it, whatever the seed
     say "analyse $label: confidences on $ANALYZE validation samples"
-    # (prompt-numbers: analyses made before they counted the numbers copied from the prompt are made again)
-    k="$(cat "$ckpt.key") analyze n=$ANALYZE window=64 l=$WINDOW tau=$TAU prompt-numbers"
+    # (prompt-numbers, gradient-shares, masked-numbers: analyses made before they counted the numbers copied from
+    # the prompt, their share of each objective's gradient or those the mask drops, are made again)
+    k="$(cat "$ckpt.key") analyze n=$ANALYZE window=64 l=$WINDOW tau=$TAU prompt-numbers gradient-shares masked-numbers"
     t0=$(date +%s)
     if ! found "$out.analysis.json" "$k" "$out.analysis.json" "$out.analysis.txt"; then
         ./gen --model "$ckpt" --analyze "$DATA/val.jsonl" --count "$ANALYZE" --window "$WINDOW" --tau "$TAU" \

@@ -293,13 +293,13 @@ def markdown(res, settings, seconds, shown_seed, vs=None):
           "| model | mean c, CUDA-sensitive | mean c, neutral | mean c, numbers from the prompt: CUDA-sensitive / neutral "
           "(their share of -log c) | "
           "KS D (p) | samples with a low 64-token window | low windows on CUDA-sensitive spans | mean w_n | "
-          "tokens with c <= tau (their share of -log c) |",
+          "tokens with c <= tau: how many, numbers from the prompt among them (their share of -log c) |",
           "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for row, r in res.items():
         a = r["analysis"]
         if a:
             m, g = a.get("masked"), a.get("given")  # (analyses written before gen --analyze counted them have none)
-            masked = "%d (%.1f%%)" % (m["tokens"], 100 * m["nll_share"]) if m else "-"
+            masked = "%d, %s (%.1f%%)" % (m["tokens"], m.get("given", "-"), 100 * m["nll_share"]) if m else "-"
             given = "%.3f / %.3f (%.1f%%)" % (g["mean_cuda"], g["mean_neutral"], 100 * g["nll_share"]) if g else "-"
             L.append("| %s | %.3f | %.3f | %s | %.3f (%.2g) | %.1f%% | %.1f%% | %.3f | %s |" % (
                 r["label"], a["mean"]["cuda"], a["mean"]["neutral"], given, a["ks"]["d"], a["ks"]["p"],
@@ -310,7 +310,36 @@ def markdown(res, settings, seconds, shown_seed, vs=None):
               "states, %d in CUDA-sensitive spans (e.g. a scale in a kernel) and %d elsewhere (e.g. the size in main). "
               "Each program must get them right; a mean over all tokens hides them." % (
                   given[0]["cuda"], given[0]["tokens"] - given[0]["cuda"])]
+    L += gradient_table(res, shown_seed)
     return "\n".join(L) + "\n"
+
+
+def gradient_table(res, shown_seed):
+    """markdown lines: each objective's share of its logit gradient on the numbers from the
+    prompt, at the base model's confidences and at its row's last checkpoint ([] when the
+    analyses predate these shares)."""
+    start = ((res.get("vanilla") or {}).get("analysis") or {}).get("given", {}).get("grad_share")
+    if not start:
+        return []
+    L = ["", "## The numbers from the prompt in each objective's gradient", "",
+         "Their share of the objective's gradient at the logits: the sum of a (1 - c) over their tokens over the sum "
+         "over all target tokens (a token's gradient is a (softmax - onehot) / N, of L1 norm 2 a (1 - c) / N), on the "
+         "analysed validation samples; at the base model's confidences, where fine-tuning starts, and at the row's own "
+         "last checkpoint (seed %s). In kernels: numbers in CUDA-sensitive spans; elsewhere: the others, mostly the "
+         "size in main. ASFT is left out: its KL term is not of that form." % shown_seed, "",
+         "| objective | share at the start: in kernels / elsewhere | share at its end: in kernels / elsewhere | "
+         "outputs of another size (all seeds) |", "| --- | --- | --- | --- |"]
+    for row, r in res.items():
+        if row not in start:
+            continue
+        end = ((r["analysis"] or {}).get("given") or {}).get("grad_share", {}).get(row)
+        o = r["outcomes"]
+        n = sum(v for k, v in o.items() if k != "wrong_size") or 1
+        L.append("| %s | %.2f%% / %.2f%% | %s | %s |" % (
+            r["label"], 100 * start[row][0], 100 * start[row][1],
+            "%.2f%% / %.2f%%" % (100 * end[0], 100 * end[1]) if end else "-",
+            "%.1f%%" % (100 * o["wrong_size"] / n) if "wrong_size" in o else "-"))
+    return L
 
 
 # ---- HTML -------------------------------------------------------------------------------

@@ -120,6 +120,9 @@ def main():
     if (m["tokens"], m["cuda"], m["neutral"]) != (len(dropped), sum(1 for t, k in dropped if k),
                                                   sum(1 for t, k in dropped if not k)):
         problems.append("masked tokens %s, recomputed %d" % ({x: m[x] for x in ("tokens", "cuda", "neutral")}, len(dropped)))
+    masked_given = sum(1 for v in views for t, c in enumerate(v["conf"]) if c <= tau and t in set(v["given"]))
+    if m["given"] != masked_given:
+        problems.append("masked tokens that are numbers from the prompt: %d, recomputed %d" % (m["given"], masked_given))
     nll = lambda c: -math.log(max(c, 1e-30))
     total = sum(nll(c) for v in views for c in v["conf"])
     close("masked share of -log c", m["nll_share"], sum(nll(c) for v in views for c in v["conf"] if c <= tau) / total
@@ -140,6 +143,24 @@ def main():
     for name, part in (("mean", given), ("mean_cuda", [x for x in given if x[1]]), ("mean_neutral", [x for x in given if not x[1]])):
         close("given numbers' %s c" % name, g[name], sum(c for c, k in part) / len(part) if part else 0.0, 1e-4)
     close("given numbers' share of -log c", g["nll_share"], sum(nll(c) for c, k in given) / total if total else 0.0, 1e-4)
+    # their share of each objective's logit gradient, sum of a (1 - c) over them / over all
+    # tokens: METHOD.md's coefficients written again (lambda 1, the analysis's tau, w_n from
+    # the windows above); EAFT's weight is taken from the views (it needs the logits), only
+    # its range checked: the entropy of 20 probabilities is at most ln 20.
+    coef = {"sft": lambda c, k, w, e: 1.0, "dft": lambda c, k, w, e: c, "profit": lambda c, k, w, e: float(c >= tau),
+            "eaft": lambda c, k, w, e: e, "cuset": lambda c, k, w, e: w * ((c > tau) + bool(k)),
+            "cuset_conf_cuda": lambda c, k, w, e: (c > tau) + bool(k), "cuset_conf_rew": lambda c, k, w, e: w * (c > tau)}
+    if sorted(g["grad_share"]) != sorted(coef):
+        problems.append("gradient shares for %s, expected %s" % (sorted(g["grad_share"]), sorted(coef)))
+    if not all(0 <= e <= math.log(20) / 3 + 1e-6 for v in views for e in v["eaft"]):
+        problems.append("an EAFT weight outside [0, ln(20) / 3]")
+    for name, f in coef.items():
+        terms = [(f(c, k, w, e) * (1 - c), t in set(v["given"]), bool(k)) for v, w in zip(views, ws)
+                 for t, (c, k, e) in enumerate(zip(v["conf"], v["kinds"], v["eaft"]))]
+        whole = sum(x for x, _, _ in terms)
+        for j, part in enumerate(("CUDA-sensitive", "neutral")):
+            close("%s given numbers' share of %s's logit gradient" % (part, name), g["grad_share"].get(name, [-1, -1])[j],
+                  sum(x for x, given_t, cuda_t in terms if given_t and cuda_t == (j == 0)) / whole if whole else 0.0, 1e-4)
     if len(sys.argv) > 2:
         data = [json.loads(line) for line in open(sys.argv[2], encoding="utf-8")]
         for v in views:
@@ -151,7 +172,7 @@ def main():
         print("\n".join(problems[:10]))
         sys.exit(1)
     print("%d samples, %d + %d tokens: means, medians, histograms, KS, windows, shares, w_n, the %d tokens of numbers "
-          "from the prompt%s and the %d masked tokens agree" %
+          "from the prompt%s (their share of 7 objectives' gradients) and the %d masked tokens agree" %
           (len(views), len(cuda), len(neutral), len(given), " (found again in the data)" if len(sys.argv) > 2 else "",
            len(dropped)))
 

@@ -99,21 +99,31 @@ static void test_given_numbers(void) {
 // .05 .05 (mean 4.6/9, median .8); KS D = .4 (at .9: F_cuda = .6, F_neutral = 1).
 // Low samples: A and C (2 of 3); of those, 1 of 2 touches a span (a launch).
 // w_n: A 1 - .1, B 1 - .8, C 1 - .05: mean .68333.
-// At tau = .5 the mask drops A's d (a launch), e, f and C's d, d: 5 tokens, 1 CUDA-sensitive;
-// "d" 3 times; their -log c, 3 ln 10 + 2 ln 20, is .907727 of the sum over all 14 tokens
-// (3 ln 10/9 + 3 ln 10 + 4 ln 5/4 + 2 ln 20 + 2 ln 20/19, with c rounded to float).
+// At tau = .5 the mask drops A's d (a launch, a given number), e, f and C's d, d: 5 tokens,
+// 1 CUDA-sensitive, 1 given; "d" 3 times; their -log c, 3 ln 10 + 2 ln 20, is .907727 of the
+// sum over all 14 tokens (3 ln 10/9 + 3 ln 10 + 4 ln 5/4 + 2 ln 20 + 2 ln 20/19, with c
+// rounded to float).
 // Given numbers: A's token 3 (c .1, a launch) and B's token 2 (c .8, neutral): mean c .45,
 // their -log c, ln 10 + ln 5/4, is .177737 of the sum.
+// Their share of each objective's logit gradient, sum of a (1 - c) over A's given token (the
+// CUDA-sensitive one) and over B's (neutral) / over all tokens, at tau .5 with w_n .9, .2,
+// .95 and the EAFT weights ea, eb, ec below:
+//   sft a = 1: .9 / 5.8 = .155172, .2 / 5.8 = .034483;  dft a = c: .09 / 1.37, .16 / 1.37;
+//   profit a = 1[c >= .5]: 0, .2 / 1.2;  eaft a = weight: 1.8 / 6.2, .2 / 6.2;
+//   cuset a = w (1[c > .5] + 1[CUDA]): .81 / 1.51, .04 / 1.51;
+//   cuset_conf_cuda a = 1[c > .5] + 1[CUDA]: .9 / 2.6, .2 / 2.6;
+//   cuset_conf_rew a = w 1[c > .5]: 0 (A's token is masked), .04 / .525.
 static void test_report(void) {
     float ca[] = {.9f, .9f, .9f, .1f, .1f, .1f}, cb[] = {.8f, .8f, .8f, .8f}, cc[] = {.05f, .05f, .95f, .95f};
     unsigned char ka[] = {0, 0, 0, CUSET_CONF_LAUNCH, 0, 0}, kb[] = {CUSET_CONF_DEF, CUSET_CONF_DEF, 0, 0},
                   kc[] = {0, 0, CUSET_CONF_DIM3, CUSET_CONF_DIM3};
     unsigned char ga[] = {0, 0, 0, 1, 0, 0}, gb[] = {0, 0, 1, 0}, gc[] = {0, 0, 0, 0};
+    float ea[] = {.5f, .5f, .5f, 2, 1, 1}, eb[] = {.5f, .5f, 1, .5f}, ec[] = {1, 1, .5f, .5f};
     size_t bytes[] = {0, 1, 2, 3, 4, 5, 6};
     const char *texts[] = {"abcdef", "abcd", "ddcd"};
-    CusetConfSample s[3] = {{.nt = 6, .conf = ca, .kinds = ka, .given = ga, .byte_start = bytes},
-                            {.nt = 4, .conf = cb, .kinds = kb, .given = gb, .byte_start = bytes},
-                            {.nt = 4, .conf = cc, .kinds = kc, .given = gc, .byte_start = bytes}};
+    CusetConfSample s[3] = {{.nt = 6, .conf = ca, .kinds = ka, .given = ga, .eaft = ea, .byte_start = bytes},
+                            {.nt = 4, .conf = cb, .kinds = kb, .given = gb, .eaft = eb, .byte_start = bytes},
+                            {.nt = 4, .conf = cc, .kinds = kc, .given = gc, .eaft = ec, .byte_start = bytes}};
     for (int i = 0; i < 3; i++) cuset_conf_windows(&s[i], 2, 2);
     char *buf = NULL, *report = NULL;
     size_t len = 0, report_len = 0;
@@ -125,20 +135,27 @@ static void test_report(void) {
                           "\"median\":{\"cuda\":0.800000,\"neutral\":0.800000}", "\"ks\":{\"d\":0.400000",
                           "\"low_share\":0.666667,\"low_samples\":2",
                           "\"low_overlap\":{\"any\":0.500000,\"definition\":0.000000,\"launch\":0.500000,\"dim3\":0.000000}",
-                          "\"mean_w\":0.683333", "\"hard\":[3,4],\"low\":[3,4]", "\"given\":[3],\"tokens\":[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\"]",
+                          "\"mean_w\":0.683333", "\"hard\":[3,4],\"low\":[3,4]", "\"given\":[3],\"eaft\":[0.5,0.5,0.5,2,1,1],\"tokens\":[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\"]",
                           "\"given\":{\"tokens\":2,\"cuda\":1,\"mean\":0.450000,\"mean_cuda\":0.100000,\"mean_neutral\":0.800000,"
-                          "\"nll_share\":0.177737}",
-                          "\"masked\":{\"tau\":0.5,\"tokens\":5,\"cuda\":1,\"neutral\":4,\"nll_share\":0.907727,\"most\":["
+                          "\"nll_share\":0.177737,\"grad_share\":{\"sft\":[0.155172,0.034483],\"dft\":[0.065693,0.116788],"
+                          "\"profit\":[0.000000,0.166667],\"eaft\":[0.290323,0.032258],\"cuset\":[0.536424,0.026490],"
+                          "\"cuset_conf_cuda\":[0.346154,0.076923],\"cuset_conf_rew\":[0.000000,0.076190]}}",
+                          "\"masked\":{\"tau\":0.5,\"tokens\":5,\"cuda\":1,\"neutral\":4,\"given\":1,\"nll_share\":0.907727,\"most\":["
                           "{\"text\":\"d\",\"count\":3,\"cuda\":1},{\"text\":\"e\",\"count\":1,\"cuda\":0},"
                           "{\"text\":\"f\",\"count\":1,\"cuda\":0}]}"};
     int ok = 1;
     for (size_t k = 0; k < sizeof want / sizeof *want; k++)
         if (!strstr(buf, want[k])) fail("report_hand", "the JSON lacks %s: %s", want[k], buf), ok = 0;
     const char *line = "most often: \"d\" 3 (1 CUDA-sensitive), \"e\" 1, \"f\" 1\n";
-    if (!strstr(report, "5 of 14 target tokens (35.71%; CUDA-sensitive 1, neutral 4) at tau = 0.5") || !strstr(report, line))
+    if (!strstr(report, "5 of 14 target tokens (35.71%; CUDA-sensitive 1, neutral 4) at tau = 0.5,\n"
+                        "                    1 of them numbers from the prompt, 90.8% of the summed -log c") ||
+        !strstr(report, line))
         fail("report_hand", "the text report lacks the masked tokens' lines: %s", report), ok = 0;
     if (!strstr(report, "2 of 14 target tokens (14.29%) copy a number the prompt states: mean c 0.450\n"
-                        "                    (CUDA-sensitive 1: 0.100, neutral 1: 0.800), 17.8% of the summed -log c"))
+                        "                    (CUDA-sensitive 1: 0.100, neutral 1: 0.800), 17.8% of the summed -log c;\n"
+                        "                    their share of each objective's logit gradient at tau 0.5 (CUDA-sensitive + "
+                        "neutral): sft 15.52 + 3.45%, dft 6.57 + 11.68%, profit 0.00 + 16.67%, eaft 29.03 + 3.23%, "
+                        "cuset 53.64 + 2.65%, cuset_conf_cuda 34.62 + 7.69%, cuset_conf_rew 0.00 + 7.62%\n"))
         fail("report_hand", "the text report lacks the given numbers' line: %s", report), ok = 0;
     if (ok) pass("report_hand (shares, means, medians, KS, w_n, the view, the given numbers, the tokens the mask drops)");
     free(buf);
