@@ -745,7 +745,17 @@ for col in ("compile pass@1", "compile pass@3", "functional pass@1", "functional
 for label in ("SFT", "DFT", "ProFit", "EAFT", "ASFT", "CuSeT", "Vanilla"):
     assert "| " + label in md, "results.md lacks the row " + label
 assert "<svg" in html and "http://" not in html and "https://" not in html and "src=" not in html, "report.html"
-print("9 rows x 3 parts x 4 metrics, analysis, curves, families; report.html self-contained")
+# the gradient table: each objective's shares at the base model's analysis and at its own
+start = r["vanilla"]["analysis"]["given"]["grad_share"]
+for x in rows[1:]:
+    if x == "asft":
+        assert "| ASFT | " not in md.split("## The numbers from the prompt in each objective's gradient")[1], "ASFT in the table"
+        continue
+    end = r[x]["analysis"]["given"]["grad_share"][x]
+    cell = "| %s | %.2f%% / %.2f%% | %.2f%% / %.2f%% |" % (r[x]["label"], 100 * start[x][0], 100 * start[x][1],
+                                                       100 * end[0], 100 * end[1])
+    assert cell in md, "results.md lacks the gradient table's row " + cell
+print("9 rows x 3 parts x 4 metrics, analysis, curves, families, the gradient table; report.html self-contained")
 PY
     ); then ok "experiment_tables: $out"; else bad "experiment_tables" "$out"; fi
     # the CuSeT row by hand: the same programs (seeded), the same verdicts
