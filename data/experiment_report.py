@@ -114,16 +114,29 @@ def paired_cells(p, who):
 
 # data/corpus --compare's line for an output file of another size than the task's
 WRONG_SIZE = re.compile(r"^FAIL \S+: \S+\.bin has \d+ bytes, expected \d+")
+# the corpus programs' own message when an input file is missing or shorter than they read
+UNREADABLE = re.compile(r"\bcannot read \S+\.bin\b")
+# the outcomes counted from the programs' details, within wrong answers and crashes
+DETAILS = ("wrong_size", "unreadable_input")
 
 
-def count_wrong_size(path):
-    """how many programs of a gen --eval results file failed with an output of another size"""
-    n = 0
+def count_details(path):
+    """of a gen --eval results file: the wrong answers with an output of another size, and
+    the crashes on an input that could not be read (a wrong file name, or a size larger
+    than the task's)"""
+    n = dict.fromkeys(DETAILS, 0)
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             r = json.loads(line) if line.strip() else {}
-            n += r.get("status") == "wrong_answer" and WRONG_SIZE.match(r.get("detail", "")) is not None
+            detail = r.get("detail", "")
+            n["wrong_size"] += r.get("status") == "wrong_answer" and WRONG_SIZE.match(detail) is not None
+            n["unreadable_input"] += r.get("status") == "crash" and UNREADABLE.search(detail) is not None
     return n
+
+
+def programs(outcomes):
+    """how many programs the outcomes count (DETAILS are parts of other outcomes)"""
+    return sum(v for k, v in outcomes.items() if k not in DETAILS) or 1
 
 
 def gather(run, seeds):
@@ -157,7 +170,8 @@ def gather(run, seeds):
         # what became of the sampled programs, over the seeds
         r["outcomes"] = {k: sum(e["outcomes"][k] for e in evals) for k in evals[0]["outcomes"]}
         if all(os.path.exists(p + "l") for p in paths):  # the programs' results: ROW.eval.jsonl
-            r["outcomes"]["wrong_size"] = sum(count_wrong_size(p + "l") for p in paths)
+            counts = [count_details(p + "l") for p in paths]
+            r["outcomes"].update({k: sum(c[k] for c in counts) for k in DETAILS})
         ckpt = os.path.join(run, "base.ckpt" if row == "vanilla" else os.path.join("seed%s" % seeds[0], row + ".ckpt"))
         r["curve"] = [{k: d[k] for k in ("step", "loss", "ce", "conf", "pass", "w") if k in d}
                       for d in load_log(ckpt + ".jsonl")]
@@ -278,17 +292,20 @@ def markdown(res, settings, seconds, shown_seed, vs=None):
           "Shares of the programs sampled for the test tasks. A wrong answer with an output of another size "
           "is one whose output file has another length than the task's (data/corpus --compare's "
           "\"has N bytes, expected M\"): the program wrote a size other than the task's (the corpus's programs copy "
-          "their sizes from the prompt).", "",
-          "| model | programs | pass | compile error | crash | timeout | wrong answer | of which an output of another size | other |",
-          "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+          "their sizes from the prompt). A crash on an unreadable input is the program's own \"cannot read X.bin\": "
+          "it read a file under another name than the task's, or more values than the file holds (a size larger "
+          "than the task's).", "",
+          "| model | programs | pass | compile error | crash | of which an unreadable input | timeout | wrong answer | "
+          "of which an output of another size | other |",
+          "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for row, r in res.items():
         o = r["outcomes"]
-        n = sum(v for k, v in o.items() if k != "wrong_size") or 1
+        n = programs(o)
         share = lambda v: "%.1f%%" % (100 * v / n)
-        L.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
-            r["label"], n, share(o["pass"]), share(o["compile_error"]), share(o["crash"]), share(o["timeout"]),
-            share(o["wrong_answer"]), share(o["wrong_size"]) if "wrong_size" in o else "-",
-            share(o["unsupported"] + o["error"])))
+        part = lambda k: share(o[k]) if k in o else "-"
+        L.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["label"], n, share(o["pass"]), share(o["compile_error"]), share(o["crash"]), part("unreadable_input"),
+            share(o["timeout"]), share(o["wrong_answer"]), part("wrong_size"), share(o["unsupported"] + o["error"])))
     L += ["", "## Confidence analysis (validation split, teacher-forced; seed %s's models)" % shown_seed, "",
           "| model | mean c, CUDA-sensitive | mean c, neutral | mean c, numbers from the prompt: CUDA-sensitive / neutral "
           "(their share of -log c) | "
@@ -334,7 +351,7 @@ def gradient_table(res, shown_seed):
             continue
         end = ((r["analysis"] or {}).get("given") or {}).get("grad_share", {}).get(row)
         o = r["outcomes"]
-        n = sum(v for k, v in o.items() if k != "wrong_size") or 1
+        n = programs(o)
         L.append("| %s | %.2f%% / %.2f%% | %s | %s |" % (
             r["label"], 100 * start[row][0], 100 * start[row][1],
             "%.2f%% / %.2f%%" % (100 * end[0], 100 * end[1]) if end else "-",

@@ -878,20 +878,21 @@ PY
     else bad "experiment_reuse_report" "${out:0:300} $(grep -E '^\| (CuSeT|ProFit) \|' "$reuse/results.md" | tail -2) $(tail -2 "$TMP/against.out")"; fi
     expect "experiment_report_against_missing" 1 "--against $TMP/none: not a directory" "$PYTHON" data/experiment_report.py "$reuse" --against "$TMP/none"
     # the outcomes table: wrong answers with an output of another size, counted from CuSeT's
-    # programs' results made up by hand (2 of these 4: data/corpus --compare's size line)
+    # programs' results made up by hand (2 of these 5: data/corpus --compare's size line), and
+    # crashes on an unreadable input (1: the program's "cannot read x.bin")
     cp -r "$reuse" "$TMP/outcomes"
     printf '%s\n' '{"status":"wrong_answer","detail":"FAIL y: y.bin has 40 bytes, expected 400 (100 x float32)\n"}' \
         '{"status":"wrong_answer","detail":"FAIL y: max_abs_err 1.5, 3 of 100 elements outside |err| <= 1e-05\n"}' \
-        '{"status":"crash","detail":"exit 1: cannot read x.bin\n"}' \
+        '{"status":"crash","detail":"exit 1: cannot read x.bin\n"}' '{"status":"crash","detail":"signal 11 (SIGSEGV)\n"}' \
         '{"status":"wrong_answer","detail":"FAIL out: out.bin has 4 bytes, expected 8 (2 x int32)\n"}' >"$TMP/outcomes/seed1/cuset.eval.jsonl"
     if out=$("$PYTHON" data/experiment_report.py "$TMP/outcomes" 2>&1 && "$PYTHON" - "$TMP/outcomes" <<'PY' 2>&1
 import json, sys
 o = json.load(open(sys.argv[1] + "/results.json"))["rows"]["cuset"]["outcomes"]
-n = sum(v for k, v in o.items() if k != "wrong_size")
-assert o["wrong_size"] == 2, o
+n = sum(v for k, v in o.items() if k not in ("wrong_size", "unreadable_input"))
+assert o["wrong_size"] == 2 and o["unreadable_input"] == 1, o
 row = [l for l in open(sys.argv[1] + "/results.md") if l.startswith("| CuSeT | %d |" % n)]
-assert row and row[0].split(" | ")[7] == "%.1f%%" % (200 / n), row
-print("2 of %d programs" % n)
+assert row and row[0].split(" | ")[8] == "%.1f%%" % (200 / n) and row[0].split(" | ")[5] == "%.1f%%" % (100 / n), row
+print("2 and 1 of %d programs" % n)
 PY
     ); then ok "experiment_report_outcomes: $out"; else bad "experiment_report_outcomes" "$out"; fi
     # a run whose only seed is 7: both the confidence table and the curves say they show seed 7's models
