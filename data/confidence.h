@@ -258,11 +258,11 @@ int cuset_conf_sample(CusetGPT *m, const CusetTokenizer *tk, const char *prompt,
     out->byte_start = (size_t *)malloc(((size_t)nt + 1) * sizeof *out->byte_start);
     for (int k = 0; k < nt; k++) {
         const float *z = m->acts.logits + (size_t)(s.np - 1 + k) * Vp;
-        float top[CUSET_EAFT_TOPK] = {0.0f}, mx;
+        float top[CUSET_EAFT_TOPK] = {0.0f}; // the largest logits, for EAFT's weight; top[0] the max
         int ntop = 0;
         for (int v = 0; v < V; v++) cuset_topk_push(top, &ntop, V < CUSET_EAFT_TOPK ? V : CUSET_EAFT_TOPK, z[v]);
         out->eaft[k] = cuset_eaft_weight(top, ntop, 1.0f);
-        mx = top[0];
+        float mx = top[0];
         double sum = 0.0;
         for (int v = 0; v < V; v++) sum += exp((double)(z[v] - mx));
         out->conf[k] = (float)(exp((double)(z[s.target[k]] - mx)) / sum);
@@ -280,7 +280,8 @@ int cuset_conf_sample(CusetGPT *m, const CusetTokenizer *tk, const char *prompt,
     size_t nspans = cuset_annotate(completion, nc, &spans);
     for (size_t j = 0; j < nspans; j++)
         for (int k = 0; k < nt; k++) // tokens are in byte order: a span touches a run of them
-            if (cuset__tok_overlaps(out, k, spans[j].start, spans[j].end)) out->kinds[k] |= cuset__conf_kind(spans[j].kind);
+            if (cuset__tok_overlaps(out, k, spans[j].start, spans[j].end))
+                out->kinds[k] |= cuset__conf_kind(spans[j].kind);
     arrfree(spans);
     CusetConfRange *numbers = NULL;
     size_t nnum = cuset_given_numbers(prompt, np, completion, nc, &numbers);
