@@ -186,9 +186,15 @@ def gather(run, seeds):
 
 
 def against(run, res, other, seeds):
-    """this run's rows against OTHER's: for each row whose scoring there had other settings
-    (another evaluation key), functional pass@1 of this run minus that run's, paired over the
-    test tasks both scored; rows scored the same in both are listed apart."""
+    """this run's rows against OTHER's, over the seeds both runs have: for each row whose
+    scoring there had other settings (another evaluation key), functional pass@1 of this run
+    minus that run's, paired over the test tasks both scored; rows scored the same in both
+    are listed apart. None when the runs have no seed in common."""
+    both = [s for s in seeds if os.path.isdir(os.path.join(other, "seed%s" % s))]
+    if not both:
+        return None
+    if both != seeds:
+        res, seeds = gather(run, both), both
     theirs = gather(other, seeds)
 
     def keys(r, row):  # the settings each seed's scoring of row was made with (None: unknown)
@@ -213,7 +219,7 @@ def against(run, res, other, seeds):
                          that=theirs[row]["metrics"]["all"]["functional@1"]["mean"])
     p = os.path.join(other, "results.json")
     return {"run": other, "set": load_json(p)["settings"].get("set") if os.path.exists(p) else None,
-            "rows": rows, "same": same}
+            "seeds": seeds, "rows": rows, "same": same}
 
 
 # ---- markdown ---------------------------------------------------------------------------
@@ -272,7 +278,7 @@ def markdown(res, settings, seconds, shown_seed, vs=None):
         what = "SET \"%s\"" % vs["set"] if vs["set"] else "the preset's settings" if vs["set"] == "" else "settings unknown"
         same = ("Scored with the same settings in both, so left out: %s." % ", ".join(LABEL[r] for r in vs["same"])
                 if vs["same"] else "")
-        L += ["", "## This run against %s (%s)" % (vs["run"], what), ""]
+        L += ["", "## This run against %s (%s; seeds %s)" % (vs["run"], what, ",".join(vs["seeds"])), ""]
         if not vs["rows"]:
             L.append("No row scored in both runs was scored with other settings there. " + same)
         else:
@@ -618,6 +624,9 @@ def main():
     if a.against and not os.path.isdir(a.against):
         sys.exit("experiment_report: --against %s: not a directory (give another experiment's RUN)" % a.against)
     vs = against(a.run, res, a.against, seeds) if a.against else None
+    if a.against and not vs:
+        print("experiment_report: --against %s has none of this run's seeds (%s): no comparison" % (
+            a.against, ",".join(seeds)), file=sys.stderr)
     md = markdown(res, settings, seconds, seeds[0], vs)
     doc = {"settings": settings, "seconds": seconds, "rows": res}
     if vs:

@@ -972,6 +972,20 @@ print("%d numbers = mean and std of two seeds or paired differences; %d stages o
 PY
        ); then ok "experiment_two_seeds: $out"
     else bad "experiment_two_seeds" "${out:-exit $?: $(tail -3 "$TMP/experiment3.out")}"; fi
+    # --against a run with fewer seeds: compared over the seeds both have (here seed 1), so
+    # "this run" is seed 1's pass@1, not the mean of seeds 1 and 2
+    cp -r "$exp" "$TMP/two_seeds"
+    if out=$("$PYTHON" data/experiment_report.py "$TMP/two_seeds" --against "$reuse" 2>&1 && "$PYTHON" - "$TMP/two_seeds" <<'PY' 2>&1
+import json, sys
+run = sys.argv[1]
+vs = json.load(open(run + "/results.json"))["against"]
+assert vs["seeds"] == ["1"], vs["seeds"]
+want = json.load(open(run + "/seed1/cuset.eval.json"))["all"]["functional"]["1"]
+assert abs(vs["rows"]["cuset"]["this"] - want) < 1e-12, (vs["rows"]["cuset"], want)
+assert "; seeds 1)" in open(run + "/results.md").read()
+print("over seed 1 only")
+PY
+       ); then ok "experiment_against_common_seeds: $out"; else bad "experiment_against_common_seeds" "$out"; fi
     # SET changes a preset's setting: here the scored tasks, so only the 9 evaluations run again
     expect "experiment_set_unknown" 2 "SET: 'SEQ' is not a setting it can change" env PRESET=smoke SET="SEQ=64" RUN="$exp" bash data/experiment.sh
     expect "experiment_set_bad_value" 2 "SET: FT_LR wants a number such as 5e-4 or 0.2, got '1e-3x'" \
