@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Recomputes a `gen --analyze` summary from its per-sample views, independently of the C
 code: METHOD.md's eqs. 2 and 5-8 written again here (1-based windows, as the page writes them),
+and the objectives' token coefficients for the numbers' share of each objective's gradient;
 KS with scipy when it is installed. The analysis must have been run with --views at least
 its number of samples. With the data file it was run on (from its first sample, none left
 out), the tokens of the numbers copied from the prompt are found again too, with a regular
