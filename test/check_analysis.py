@@ -173,7 +173,7 @@ def main():
         print("\n".join(problems[:10]))
         sys.exit(1)
     print("%d samples, %d + %d tokens: means, medians, histograms, KS, windows, shares, w_n, the %d tokens of numbers "
-          "from the prompt%s (their share of 7 objectives' gradients) and the %d masked tokens agree" %
+          "from the prompt%s with their share of 7 objectives' gradients, and the %d masked tokens agree" %
           (len(views), len(cuda), len(neutral), len(given), " (found again in the data)" if len(sys.argv) > 2 else "",
            len(dropped)))
 
