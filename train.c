@@ -64,6 +64,8 @@ static const char *usage_text =
     "  --ckpt PATH           checkpoint file (written atomically)               [model.ckpt]\n"
     "                        (a save that fails goes to a rescue file in $TMPDIR or /tmp)\n"
     "  --ckpt-every N        also checkpoint every N steps (0: only at the end) [0]\n"
+    "  --keep-every N        also keep the checkpoint of every Nth step as PATH.stepN (whole\n"
+    "                        checkpoints: to analyse the model along training, or resume from)\n"
     "  --ckpt-minutes M      also checkpoint when the last one is M minutes old, so that a\n"
     "                        crash (a kill, a power cut) loses at most that (0: off) [10]\n"
     "  --resume              continue exactly from --ckpt (model, optimizer, step and settings come\n"
@@ -151,7 +153,7 @@ static const char *resume_check(const CusetCheckpointInfo *in, char *why, size_t
 
 typedef struct {
     const char *data, *val_data, *init, *ckpt, *log, *device;
-    int synthetic_n, syn_min, syn_max, vocab, resume, threads, quiet, stop_at;
+    int synthetic_n, syn_min, syn_max, vocab, resume, threads, quiet, stop_at, keep_every;
     double ckpt_minutes;
     const char *given[64];    // the flags given, each once
     int ngiven;
@@ -213,6 +215,7 @@ static void parse_args(int argc, char **argv, Args *a) {
         else if (!strcmp(k, "--log")) a->log = v;
         else if (!strcmp(k, "--device")) a->device = v;
         else if (!strcmp(k, "--stop-at")) a->stop_at = (int)num(k, v, 1, 1e9, 1);
+        else if (!strcmp(k, "--keep-every")) a->keep_every = (int)num(k, v, 1, 1e9, 1);
         else if (!strcmp(k, "--ckpt-minutes")) a->ckpt_minutes = num(k, v, 0, 1e6, 0);
         else if (!strcmp(k, "--threads")) a->threads = (int)num(k, v, 1, 1024, 1);
         else fail("unknown option '%s'%s", k, "");
@@ -668,15 +671,19 @@ static int validate(Run *r, int step, CusetBatch *b) {
     return 0;
 }
 
+// The run at step STEP as a checkpoint at PATH (the model already downloaded from the GPU).
+static int write_ckpt(Run *r, const char *path, int step, char *err, size_t errlen) {
+    CusetCheckpointInfo out = {.cfg = r->model.cfg, .step = step, .data_fingerprint = r->data.fingerprint, .settings = *r->s};
+    return cuset_checkpoint_save_tok(path, &r->model, r->ref, r->synthetic ? NULL : &r->tk, &out, 1, err, errlen);
+}
+
 // Saves the run at step. When --ckpt cannot be written (a full disk, a directory removed
 // meanwhile), the run goes to a rescue file in $TMPDIR (or /tmp) instead, so that its work is
 // not lost, and stops: 1.
 static int save(Run *r, int step) {
     char err[512], rescue[4096];
-    CusetCheckpointInfo out = {.cfg = r->model.cfg, .step = step, .data_fingerprint = r->data.fingerprint, .settings = *r->s};
-    const CusetTokenizer *tk = r->synthetic ? NULL : &r->tk;
     if (r->gpu) cuset_cuda_model_download(r->gpu, &r->model); // parameters and moments, for the checkpoint
-    if (!cuset_checkpoint_save_tok(r->a.ckpt, &r->model, r->ref, tk, &out, 1, err, sizeof err)) {
+    if (!write_ckpt(r, r->a.ckpt, step, err, sizeof err)) {
         r->saved_step = step;
         return 0;
     }
@@ -686,7 +693,7 @@ static int save(Run *r, int step) {
              (int)getpid());
     char last[64] = "it has no save of this run";
     if (r->saved_step >= 0) snprintf(last, sizeof last, "its last save was step %d", r->saved_step);
-    if (cuset_checkpoint_save_tok(rescue, &r->model, r->ref, tk, &out, 1, err, sizeof err))
+    if (write_ckpt(r, rescue, step, err, sizeof err))
         fprintf(stderr, "train: the rescue copy failed too (%s): the steps after %s's last save are lost (%s)\n", err,
                 r->a.ckpt, last);
     else {
@@ -695,6 +702,17 @@ static int save(Run *r, int step) {
         fprintf(stderr, "train: step %d saved to %s instead (%s: %s); once it can be written, mv %s %s%s\n", step,
                 rescue, r->a.ckpt, last, rescue, r->a.ckpt, resume);
     }
+    return 1;
+}
+
+// --keep-every: the checkpoint just saved, again as PATH.stepN. A copy that cannot be
+// written stops the run (the checkpoint itself holds it), rather than leave a gap unseen.
+static int keep_copy(Run *r, int step) {
+    char err[512], path[4096];
+    snprintf(path, sizeof path, "%s.step%d", r->a.ckpt, step);
+    if (!write_ckpt(r, path, step, err, sizeof err)) return 0;
+    fprintf(stderr, "train: step %d: --keep-every: %s; the run is saved in %s: continue with --resume --ckpt %s\n", step, err,
+            r->a.ckpt, r->a.ckpt);
     return 1;
 }
 
@@ -759,8 +777,9 @@ int main(int argc, char **argv) {
             return 1;
         if (r->a.stop_at == step + 1) stop_requested = 2;
         int stale = r->a.ckpt_minutes > 0 && cuset_time() - last_save >= 60 * r->a.ckpt_minutes;
-        if ((s->ckpt_every && (step + 1) % s->ckpt_every == 0) || stale || last || stop_requested) {
-            if (save(r, step + 1)) return 1;
+        int keep = r->a.keep_every && (step + 1) % r->a.keep_every == 0;
+        if ((s->ckpt_every && (step + 1) % s->ckpt_every == 0) || keep || stale || last || stop_requested) {
+            if (save(r, step + 1) || (keep && keep_copy(r, step + 1))) return 1;
             last_save = cuset_time();
         }
     }

@@ -240,8 +240,22 @@ same_losses() { # NAME LOG_A LOG_B: the two logs hold the same losses at the sam
 run=(./train "${tiny[@]}" --steps 12 --objective cuset --window 4 --accum 2)
 "${run[@]}" --ckpt "$TMP/r.ckpt" --log "$TMP/r.jsonl" >/dev/null 2>&1
 expect "stop_at_keeps_checkpoint" 0 "stopped after step 5" "${run[@]}" --ckpt "$TMP/p.ckpt" --log "$TMP/p.jsonl" --stop-at 5
+cp "$TMP/p.ckpt" "$TMP/p5.ckpt"
 expect "resume_from_step_5" 0 "resuming .* at step 5 of 12" ./train --resume --ckpt "$TMP/p.ckpt" "${tiny[@]}" --log "$TMP/p.jsonl"
 same_losses "resume_is_exact" "$TMP/r.jsonl" "$TMP/p.jsonl"
+# --keep-every 5 of 12 steps keeps steps 5 and 10 as whole checkpoints: step 5's is the bytes a
+# run stopped there saved, and resuming step 10's gives the end's bytes; training is unchanged
+"${run[@]}" --ckpt "$TMP/k.ckpt" --log "$TMP/k.jsonl" --keep-every 5 >/dev/null 2>&1
+kept=$(cd "$TMP" && echo k.ckpt.step*)
+[ "$kept" = "k.ckpt.step10 k.ckpt.step5" ] && ok "keep_every_copies" || bad "keep_every_copies" "kept: $kept"
+cmp -s "$TMP/k.ckpt.step5" "$TMP/p5.ckpt" && ok "keep_every_copy_is_the_checkpoint" || bad "keep_every_copy_is_the_checkpoint" "step 5 differs"
+same_losses "keep_every_trains_alike" "$TMP/r.jsonl" "$TMP/k.jsonl"
+cp "$TMP/k.ckpt.step10" "$TMP/k10.ckpt"
+./train --resume --ckpt "$TMP/k10.ckpt" "${tiny[@]}" --log "$TMP/k10.jsonl" >/dev/null 2>&1
+cmp -s "$TMP/k10.ckpt" "$TMP/k.ckpt" && ok "keep_every_copy_resumes" || bad "keep_every_copy_resumes" "the resumed end differs"
+mkdir -p "$TMP/kd.ckpt.step5" # a copy that cannot be written stops the run, the checkpoint holding it
+expect "keep_every_unwritable" 1 "step 5: --keep-every: .*kd.ckpt.step5.*continue with --resume --ckpt .*kd.ckpt" \
+    "${run[@]}" --ckpt "$TMP/kd.ckpt" --log "$TMP/kd.jsonl" --keep-every 5
 # an interrupted run (SIGINT during training) saves the step it finished and resumes exactly
 # (1,200 steps: on a quiet machine 60 took 0.1 s and could end before the signal came)
 long=(./train "${tiny[@]}" --steps 1200 --objective asft --accum 2 --quiet)
