@@ -16,6 +16,7 @@ over test tasks. Without --settings, the settings come from RUN's results.json, 
 can be made again by hand.
 """
 import argparse
+import collections
 import html
 import json
 import math
@@ -112,8 +113,9 @@ def paired_cells(p, who):
                                                          p["higher"], p["lower"], p["equal"])
 
 
-# data/corpus --compare's line for an output file of another size than the task's
-WRONG_SIZE = re.compile(r"^FAIL \S+: \S+\.bin has \d+ bytes, expected \d+")
+# data/corpus --compare's line for an output file of another size than the task's: the
+# bytes written, the bytes and the elements expected
+WRONG_SIZE = re.compile(r"^FAIL \S+: \S+\.bin has (\d+) bytes, expected (\d+) \((\d+) x \w+\)")
 # the corpus programs' own message when an input file is missing or shorter than they read
 UNREADABLE = re.compile(r"\bcannot read \S+\.bin\b")
 # the outcomes counted from the programs' details, within wrong answers and crashes
@@ -123,15 +125,20 @@ DETAILS = ("wrong_size", "unreadable_input")
 def count_details(path):
     """of a gen --eval results file: the wrong answers with an output of another size, and
     the crashes on an input that could not be read (a wrong file name, or a size larger
-    than the task's)"""
-    n = dict.fromkeys(DETAILS, 0)
+    than the task's); and of the outputs of another size, how many of each pair (elements
+    the task asks, elements written)"""
+    n, sizes = dict.fromkeys(DETAILS, 0), collections.Counter()
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             r = json.loads(line) if line.strip() else {}
             detail = r.get("detail", "")
-            n["wrong_size"] += r.get("status") == "wrong_answer" and WRONG_SIZE.match(detail) is not None
+            m = WRONG_SIZE.match(detail) if r.get("status") == "wrong_answer" else None
+            if m:
+                n["wrong_size"] += 1
+                got, want, elements = (int(g) for g in m.groups())
+                sizes[(elements, got * elements / want)] += 1
             n["unreadable_input"] += r.get("status") == "crash" and UNREADABLE.search(detail) is not None
-    return n
+    return n, sizes
 
 
 def programs(outcomes):
@@ -170,8 +177,11 @@ def gather(run, seeds):
         # what became of the sampled programs, over the seeds
         r["outcomes"] = {k: sum(e["outcomes"][k] for e in evals) for k in evals[0]["outcomes"]}
         if all(os.path.exists(p + "l") for p in paths):  # the programs' results: ROW.eval.jsonl
-            counts = [count_details(p + "l") for p in paths]
+            counts, sizes = zip(*(count_details(p + "l") for p in paths))
             r["outcomes"].update({k: sum(c[k] for c in counts) for k in DETAILS})
+            # [elements asked, elements written, programs], the most frequent pair first
+            r["wrong_sizes"] = [[a, w, c] for (a, w), c in sorted(sum(sizes, collections.Counter()).items(),
+                                                                  key=lambda x: (-x[1], -x[0][0], x[0][1]))]
         ckpt = os.path.join(run, "base.ckpt" if row == "vanilla" else os.path.join("seed%s" % seeds[0], row + ".ckpt"))
         r["curve"] = [{k: d[k] for k in ("step", "loss", "ce", "conf", "pass", "w") if k in d}
                       for d in load_log(ckpt + ".jsonl")]
@@ -312,6 +322,7 @@ def markdown(res, settings, seconds, shown_seed, vs=None):
         L.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["label"], n, share(o["pass"]), share(o["compile_error"]), share(o["crash"]), part("unreadable_input"),
             share(o["timeout"]), share(o["wrong_answer"]), part("wrong_size"), share(o["unsupported"] + o["error"])))
+    L += wrong_size_table(res)
     L += ["", "## Confidence analysis (validation split, teacher-forced; seed %s's models)" % shown_seed, "",
           "| model | mean c, CUDA-sensitive | mean c, neutral | mean c, numbers from the prompt: CUDA-sensitive / neutral "
           "(their share of -log c) | "
@@ -335,6 +346,25 @@ def markdown(res, settings, seconds, shown_seed, vs=None):
                   given[0]["cuda"], given[0]["tokens"] - given[0]["cuda"])]
     L += gradient_table(res, shown_seed)
     return "\n".join(L) + "\n"
+
+
+def wrong_size_table(res):
+    """markdown lines: per row, which sizes its outputs of another size had and should have
+    had ([] when no row has any)"""
+    rows = [r for r in res.values() if r.get("wrong_sizes")]
+    if not rows:
+        return []
+    num = lambda x: "%d" % x if x == int(x) else "%.1f" % x
+    L = ["", "## Outputs of another size: the size asked and the size written (all seeds)", "",
+         "From data/corpus --compare's \"has N bytes, expected M (n x type)\": the elements the task's output should "
+         "have → the elements the program wrote (how many programs), the most frequent first. When one size asked "
+         "recurs, the model has lost that one number, not the copying of sizes in general.", "",
+         "| model | outputs of another size | size asked → size written (programs) |", "| --- | --- | --- |"]
+    for r in rows:
+        pairs = ["%s → %s (%d)" % (num(a), num(w), c) for a, w, c in r["wrong_sizes"]]
+        more = " and %d more" % (len(pairs) - 5) if len(pairs) > 5 else ""
+        L.append("| %s | %d | %s%s |" % (r["label"], sum(c for _, _, c in r["wrong_sizes"]), ", ".join(pairs[:5]), more))
+    return L
 
 
 def gradient_table(res, shown_seed):

@@ -893,7 +893,8 @@ PY
     expect "experiment_report_against_missing" 1 "--against $TMP/none: not a directory" "$PYTHON" data/experiment_report.py "$reuse" --against "$TMP/none"
     # the outcomes table: wrong answers with an output of another size, counted from CuSeT's
     # programs' results made up by hand (2 of these 5: data/corpus --compare's size line), and
-    # crashes on an unreadable input (1: the program's "cannot read x.bin")
+    # crashes on an unreadable input (1: the program's "cannot read x.bin"); the table of the
+    # sizes asked and written
     cp -r "$reuse" "$TMP/outcomes"
     printf '%s\n' '{"status":"wrong_answer","detail":"FAIL y: y.bin has 40 bytes, expected 400 (100 x float32)\n"}' \
         '{"status":"wrong_answer","detail":"FAIL y: max_abs_err 1.5, 3 of 100 elements outside |err| <= 1e-05\n"}' \
@@ -906,7 +907,10 @@ n = sum(v for k, v in o.items() if k not in ("wrong_size", "unreadable_input"))
 assert o["wrong_size"] == 2 and o["unreadable_input"] == 1, o
 row = [l for l in open(sys.argv[1] + "/results.md") if l.startswith("| CuSeT | %d |" % n)]
 assert row and row[0].split(" | ")[8] == "%.1f%%" % (200 / n) and row[0].split(" | ")[5] == "%.1f%%" % (100 / n), row
-print("2 and 1 of %d programs" % n)
+# the sizes asked and written: 100 floats asked, 40 bytes = 10 written; 2 int32 asked, 1 written
+sizes = [l for l in open(sys.argv[1] + "/results.md", encoding="utf-8") if l.startswith("| CuSeT | 2 |")]
+assert sizes == ["| CuSeT | 2 | 100 → 10 (1), 2 → 1 (1) |\n"], sizes
+print("2 and 1 of %d programs; sizes 100 written as 10, 2 as 1" % n)
 PY
     ); then ok "experiment_report_outcomes: $out"; else bad "experiment_report_outcomes" "$out"; fi
     # a run whose only seed is 7: both the confidence table and the curves say they show seed 7's models
