@@ -711,8 +711,10 @@ static int keep_copy(Run *r, int step) {
     char err[512], path[4096];
     snprintf(path, sizeof path, "%s.step%d", r->a.ckpt, step);
     if (!write_ckpt(r, path, step, err, sizeof err)) return 0;
-    fprintf(stderr, "train: step %d: --keep-every: %s; the run is saved in %s: continue with --resume --ckpt %s\n", step, err,
-            r->a.ckpt, r->a.ckpt);
+    if (step < r->s->steps)
+        fprintf(stderr, "train: step %d: --keep-every: %s; the run is saved in %s: continue with --resume --ckpt %s\n",
+                step, err, r->a.ckpt, r->a.ckpt);
+    else fprintf(stderr, "train: step %d: --keep-every: %s; the finished run is in %s\n", step, err, r->a.ckpt);
     return 1;
 }
 
