@@ -349,21 +349,28 @@ def markdown(res, settings, seconds, shown_seed, vs=None):
 
 
 def wrong_size_table(res):
-    """markdown lines: per row, which sizes its outputs of another size had and should have
-    had ([] when no row has any)"""
+    """markdown lines: per row, the sizes asked of its outputs of another size, each with the
+    sizes written instead ([] when no row has any)"""
     rows = [r for r in res.values() if r.get("wrong_sizes")]
     if not rows:
         return []
     num = lambda x: "%d" % x if x == int(x) else "%.1f" % x
-    L = ["", "## Outputs of another size: the size asked and the size written (all seeds)", "",
-         "From data/corpus --compare's \"has N bytes, expected M (n x type)\": the elements the task's output should "
-         "have → the elements the program wrote (how many programs), the most frequent first. When one size asked "
-         "recurs, the model has lost that one number, not the copying of sizes in general.", "",
-         "| model | outputs of another size | size asked → size written (programs) |", "| --- | --- | --- |"]
+    L = ["", "## Outputs of another size: the size asked and the sizes written (all seeds)", "",
+         "From data/corpus --compare's \"has N bytes, expected M (n x type)\": per size the task's output should have "
+         "(elements; how many programs wrote another), the sizes those programs wrote instead (x how many), the most "
+         "frequent first. A size asked that takes nearly all of a row's is one number the model lost, not the copying "
+         "of sizes in general. A program that writes a larger size than the task's mostly crashes reading its input "
+         "first (counted above as a crash on an unreadable input) and is not in this table.", "",
+         "| model | outputs of another size | size asked (programs): sizes written |", "| --- | --- | --- |"]
     for r in rows:
-        pairs = ["%s → %s (%d)" % (num(a), num(w), c) for a, w, c in r["wrong_sizes"]]
-        more = " and %d more" % (len(pairs) - 5) if len(pairs) > 5 else ""
-        L.append("| %s | %d | %s%s |" % (r["label"], sum(c for _, _, c in r["wrong_sizes"]), ", ".join(pairs[:5]), more))
+        asked = {}  # size asked -> [(size written, programs)], in the order of wrong_sizes
+        for a, w, c in r["wrong_sizes"]:
+            asked.setdefault(a, []).append((w, c))
+        order = sorted(asked, key=lambda a: (-sum(c for _, c in asked[a]), -a))
+        cells = ["%s (%d): %s" % (num(a), sum(c for _, c in asked[a]), ", ".join(
+            "%s x%d" % (num(w), c) for w, c in asked[a][:4]) + (", ..." if len(asked[a]) > 4 else "")) for a in order]
+        more = "; and %d more size%s" % (len(cells) - 3, "s" * (len(cells) > 4)) if len(cells) > 3 else ""
+        L.append("| %s | %d | %s%s |" % (r["label"], sum(c for _, _, c in r["wrong_sizes"]), "; ".join(cells[:3]), more))
     return L
 
 

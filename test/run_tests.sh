@@ -909,7 +909,7 @@ row = [l for l in open(sys.argv[1] + "/results.md") if l.startswith("| CuSeT | %
 assert row and row[0].split(" | ")[8] == "%.1f%%" % (200 / n) and row[0].split(" | ")[5] == "%.1f%%" % (100 / n), row
 # the sizes asked and written: 100 floats asked, 40 bytes = 10 written; 2 int32 asked, 1 written
 sizes = [l for l in open(sys.argv[1] + "/results.md", encoding="utf-8") if l.startswith("| CuSeT | 2 |")]
-assert sizes == ["| CuSeT | 2 | 100 → 10 (1), 2 → 1 (1) |\n"], sizes
+assert sizes == ["| CuSeT | 2 | 100 (1): 10 x1; 2 (1): 1 x1 |\n"], sizes
 print("2 and 1 of %d programs; sizes 100 written as 10, 2 as 1" % n)
 PY
     ); then ok "experiment_report_outcomes: $out"; else bad "experiment_report_outcomes" "$out"; fi
