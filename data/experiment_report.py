@@ -179,9 +179,13 @@ def gather(run, seeds):
         if all(os.path.exists(p + "l") for p in paths):  # the programs' results: ROW.eval.jsonl
             counts, sizes = zip(*(count_details(p + "l") for p in paths))
             r["outcomes"].update({k: sum(c[k] for c in counts) for k in DETAILS})
-            # [elements asked, elements written, programs], the most frequent pair first
-            r["wrong_sizes"] = [[a, w, c] for (a, w), c in sorted(sum(sizes, collections.Counter()).items(),
-                                                                  key=lambda x: (-x[1], -x[0][0], x[0][1]))]
+            # per size asked: [elements asked, programs, [[elements written, programs], ...]], the most
+            # frequent first
+            asked = {}
+            for (a, w), c in sorted(sum(sizes, collections.Counter()).items(), key=lambda x: (-x[1], x[0][1])):
+                asked.setdefault(a, []).append([w, c])
+            r["wrong_sizes"] = sorted(([a, sum(c for _, c in ws), ws] for a, ws in asked.items()),
+                                      key=lambda x: (-x[1], -x[0]))
         ckpt = os.path.join(run, "base.ckpt" if row == "vanilla" else os.path.join("seed%s" % seeds[0], row + ".ckpt"))
         r["curve"] = [{k: d[k] for k in ("step", "loss", "ce", "conf", "pass", "w") if k in d}
                       for d in load_log(ckpt + ".jsonl")]
@@ -363,14 +367,10 @@ def wrong_size_table(res):
          "first (counted above as a crash on an unreadable input) and is not in this table.", "",
          "| model | outputs of another size | size asked (programs): sizes written |", "| --- | --- | --- |"]
     for r in rows:
-        asked = {}  # size asked -> [(size written, programs)], in the order of wrong_sizes
-        for a, w, c in r["wrong_sizes"]:
-            asked.setdefault(a, []).append((w, c))
-        order = sorted(asked, key=lambda a: (-sum(c for _, c in asked[a]), -a))
-        cells = ["%s (%d): %s" % (num(a), sum(c for _, c in asked[a]), ", ".join(
-            "%s x%d" % (num(w), c) for w, c in asked[a][:4]) + (", ..." if len(asked[a]) > 4 else "")) for a in order]
+        cells = ["%s (%d): %s" % (num(a), n, ", ".join("%s x%d" % (num(w), c) for w, c in ws[:4]) + ", ..." * (len(ws) > 4))
+                 for a, n, ws in r["wrong_sizes"]]
         more = "; and %d more size%s" % (len(cells) - 3, "s" * (len(cells) > 4)) if len(cells) > 3 else ""
-        L.append("| %s | %d | %s%s |" % (r["label"], sum(c for _, _, c in r["wrong_sizes"]), "; ".join(cells[:3]), more))
+        L.append("| %s | %d | %s%s |" % (r["label"], r["outcomes"]["wrong_size"], "; ".join(cells[:3]), more))
     return L
 
 
