@@ -1483,7 +1483,7 @@ static __global__ void cuset__probe_kernel(int *flag) { *flag = 1; }
 // why when no kernel of this build runs there.
 static int cuset__probe_device(const cudaDeviceProp *prop, char *why, size_t n) {
     static int probed = 0; // 0: not yet, 1: runs, -1: does not
-    static char probe_why[320];
+    static char probe_why[512]; // holds the longest message below: the name and error cut to 100 and 160 characters
     if (!probed) {
         int *d = NULL, flag = 0;
         cudaError_t e = cudaMalloc(&d, sizeof(int));
@@ -1495,7 +1495,7 @@ static int cuset__probe_device(const cudaDeviceProp *prop, char *why, size_t n) 
         }
         if (e == cudaSuccess && flag == 1) probed = 1;
         else {
-            snprintf(probe_why, sizeof probe_why, "%s (sm_%d%d) runs no kernel of this build (%s): %s; rebuild cuset.cu "
+            snprintf(probe_why, sizeof probe_why, "%.100s (sm_%d%d) runs no kernel of this build (%s): %.160s; rebuild cuset.cu "
                      "with -gencode arch=compute_%d%d,code=sm_%d%d", prop->name, prop->major, prop->minor,
                      CUSET__BUILT_FOR, e == cudaSuccess ? "the test kernel wrote nothing" : cudaGetErrorString(e),
                      prop->major, prop->minor, prop->major, prop->minor);

@@ -89,7 +89,9 @@ stage_tools() {
     for c in gcc g++ make; do command -v $c >/dev/null || missing+=("$c"); done
     if ! echo '#include <stb/stb_ds.h>' | gcc -E -x c - >/dev/null 2>&1; then
         if [ -f .gpu_carry/include/stb/stb_ds.h ]; then
-            export CPATH=$PWD/.gpu_carry/include${CPATH:+:$CPATH}
+            # a system header, as libstb-dev's is: gcc warns in it otherwise (CPATH would be -I)
+            export C_INCLUDE_PATH=$PWD/.gpu_carry/include${C_INCLUDE_PATH:+:$C_INCLUDE_PATH}
+            export CPLUS_INCLUDE_PATH=$PWD/.gpu_carry/include${CPLUS_INCLUDE_PATH:+:$CPLUS_INCLUDE_PATH}
         elif ! timeout 120 bash test/deps.sh build; then
             missing+=("stb_ds.h: libstb-dev is not installed and could not be; run bash test/gpu_check.sh --prepare where it is, and carry .gpu_carry")
         fi
@@ -108,7 +110,7 @@ stage_tools() {
     done
     SAN=${SAN:-$(command -v compute-sanitizer || echo "$(dirname "$NVCC")/compute-sanitizer")}
     report tools PASS "$("$NVCC" --version | sed -n 's/.*release \([0-9.]*\).*/nvcc \1/p'), gcc $(gcc -dumpfullversion)," \
-        "stb_ds.h $([ -n "${CPATH:-}" ] && echo "carried in .gpu_carry" || echo "installed")," \
+        "stb_ds.h $([ -n "${C_INCLUDE_PATH:-}" ] && echo "carried in .gpu_carry" || echo "installed")," \
         "compute-sanitizer $([ -x "$SAN" ] && echo found || echo "not found")," \
         "$([ -n "$PY" ] && echo "PyTorch with CUDA: $PY" || echo "PyTorch with CUDA: none ($why): the benchmark's comparison will SKIP")"
     if [ -z "$PY" ]; then # CUDABench's scripts need numpy only
