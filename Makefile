@@ -3,7 +3,11 @@ CC      ?= gcc
 # the CPU it is built on: on x86-64 with 512-bit vectors where it has AVX-512; elsewhere
 # (aarch64: Grace, Graviton) gcc's -mcpu=native (the x86 option would stop the build)
 ARCH    ?= $(if $(filter x86_64,$(shell uname -m)),-march=native -mprefer-vector-width=512,-mcpu=native)
-CFLAGS  ?= -O3 $(ARCH) -fopenmp -std=gnu11 -Wall -Wextra -Wno-unused-function
+# glibc's checked string and printf functions, as Ubuntu's gcc turns them on by default: a
+# bug they catch there (an overflow, a printf format that skips a numbered argument) stops
+# the build's programs and tests here too
+FORTIFY := -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3
+CFLAGS  ?= -O3 $(ARCH) -fopenmp -std=gnu11 -Wall -Wextra -Wno-unused-function $(FORTIFY)
 LDLIBS  ?= -lm
 PYTHON  ?= /usr/bin/python3
 FUZZ_SECONDS ?= 180
@@ -91,7 +95,7 @@ fuzz-%: test/fuzz_%.c cuset.h $(DATA_H)
 # and clang's C does not. No fused multiply-adds (-ffp-contract=off; aarch64 gcc makes them by
 # default, x86-64 has none without -march), so a seed gives the same bytes on every machine.
 data/corpus: data/corpus.c data/corpus.h data/annotate.h data/json.h $(wildcard data/families_*.c) | deps-build
-	gcc -std=gnu11 -O2 -ffp-contract=off -Wall -Wextra -o $@ data/corpus.c -lm
+	gcc -std=gnu11 -O2 -ffp-contract=off -Wall -Wextra $(FORTIFY) -o $@ data/corpus.c -lm
 
 data: data/corpus
 	./data/corpus --out data/default
@@ -99,7 +103,7 @@ data: data/corpus
 # Running CUDA programs on the CPU: emu/nvcc-emu builds a .cu file against the emulator
 # runtime emu/cuemu.h; `make cudabench` runs CUDABench's 255 tasks (../shared/cudabench) with it.
 emu/nvcc-emu: emu/nvcc-emu.c | deps-build
-	$(CC) -std=c11 -O2 -Wall -Wextra -o $@ emu/nvcc-emu.c
+	$(CC) -std=c11 -O2 -Wall -Wextra $(FORTIFY) -o $@ emu/nvcc-emu.c
 
 # the emulator runtime precompiled once (builds of CUDA programs then skip parsing it)
 emu/pch/cuemu.h.gch: emu/nvcc-emu emu/cuemu.h emu/pch/cuemu.h $(wildcard emu/include/* emu/include/*/*)

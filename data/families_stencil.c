@@ -226,8 +226,9 @@ static const ParamDesc s2_params[] = {
     [S2_NP] = { NULL, NULL, 0, NULL } };
 
 // The stencils, by op: kernel names (by kname), Task Names (by tname), the prompt's formula
-// (%1$s the output, %2$s the input), and for the CPU reference the weights of the 3 x 3
-// neighbourhood (row by row) and their divisor.
+// (%1$s the output, %2$s the input; each formula names both: glibc's checked printf aborts
+// on a format that skips a numbered argument), and for the CPU reference the weights of the
+// 3 x 3 neighbourhood (row by row) and their divisor.
 static const struct { const char *kn[4], *tname[3], *formula; int w[9], div; } s2_op[] = {
     { { "jacobi5", "average5_kernel", "stencil5_avg", "jacobiStep" },
       { "Jacobi_Average_5pt", "Five_Point_Average", "Stencil_2D_Average" },
@@ -244,7 +245,7 @@ static const struct { const char *kn[4], *tname[3], *formula; int w[9], div; } s
       { 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 9 },
     { { "gaussian_blur3x3", "gaussBlur3x3", "gauss_filter", "smooth9" },
       { "Gaussian_Blur_3x3", "Gaussian_Smoothing_3x3", "Binomial_Blur_2D" },
-      "Compute the 3x3 Gaussian blur with weights [[1, 2, 1], [2, 4, 2], [1, 2, 1]] / 16 over %2$s[r+dr][c+dc].",
+      "Compute %1$s[r][c], the 3x3 Gaussian blur with weights [[1, 2, 1], [2, 4, 2], [1, 2, 1]] / 16 over %2$s[r+dr][c+dc].",
       { 1, 2, 1, 2, 4, 2, 1, 2, 1 }, 16 } };
 // The boundaries, by boundary, as the prompt says them (%s: the input).
 static const char *const s2_bound_desc[] = {
