@@ -950,9 +950,9 @@ inline bool valid_config(const Config &c, const char *kernel, const char *file, 
 // nvcc-emu puts `if (::cuemu::over_launch_bound(MAX)) return;` first in the body of a
 // kernel declared with __launch_bounds__(MAX, ...) (and MAX 0, no bound, in an unbounded
 // kernel with the name and parameter count of a bounded one). A GPU refuses a launch whose
-// blocks have more threads (cudaErrorLaunchOutOfResources) and the kernel does not run:
-// here every thread returns at once, and the first sets the error and says why. While
-// probing, the call only reports MAX.
+// blocks have more threads (cudaErrorInvalidValue, as an H200 with CUDA 13.0 answered) and
+// the kernel does not run: here every thread returns at once, and the first sets the error
+// and says why. While probing, the call only reports MAX.
 inline bool over_launch_bound(long long max) {
     if (g_probing) {
         g_probed = max;
@@ -961,11 +961,10 @@ inline bool over_launch_bound(long long max) {
     if (max <= 0 || g_nthreads <= max) return false;
     if (!g_over_bound) {
         g_over_bound = true;
-        note("note: launch of %s (%s:%d) with block (%u,%u,%u) fails: too many resources requested for launch: the "
-             "kernel's __launch_bounds__ allow at most %lld threads per block; the kernel does not run "
-             "(cudaErrorLaunchOutOfResources)", g_kernel, g_launch_file, g_launch_line, g_block_dim.x, g_block_dim.y,
-             g_block_dim.z, max);
-        set_error(cudaErrorLaunchOutOfResources);
+        note("note: launch of %s (%s:%d) with block (%u,%u,%u) fails: invalid argument: the kernel's "
+             "__launch_bounds__ allow at most %lld threads per block; the kernel does not run (cudaErrorInvalidValue)",
+             g_kernel, g_launch_file, g_launch_line, g_block_dim.x, g_block_dim.y, g_block_dim.z, max);
+        set_error(cudaErrorInvalidValue);
     }
     return true;
 }

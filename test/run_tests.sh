@@ -482,12 +482,13 @@ else bad "eval_cache_reuses_results" "first: $first; second: $second"; fi
 echo "// changed" >>"$TMP/emu2/cuemu.h"
 expect "eval_cache_misses_a_changed_emulator" 0 "0 results from the cache" cache_run
 # without a GPU, a launch that a GPU would refuse fails under the emulator too. refused_eval
-# NAME KERNEL LAUNCH BIG SMALL: two programs, task 0's reference run after KERNEL's LAUNCH
-# (%d: the threads per block) with BIG threads (refused: the program exits 1, a crash) and
-# with SMALL (runs: a pass)
+# NAME ERROR KERNEL LAUNCH BIG SMALL: two programs, task 0's reference run after KERNEL's
+# LAUNCH (%d: the threads per block) with BIG threads (refused: the program exits 1, a crash
+# whose message has ERROR, the runtime's string for the error a GPU gives) and with SMALL
+# (runs: a pass)
 refused_eval() {
-    local name=$1 out=$TMP/evi/$1
-    "$PYTHON" - "$TMP/evi/test.jsonl" "${@:2}" >"$out.jsonl" <<'PY'
+    local name=$1 error=$2 out=$TMP/evi/$1
+    "$PYTHON" - "$TMP/evi/test.jsonl" "${@:3}" >"$out.jsonl" <<'PY'
 import json, re, sys
 ref = json.loads(open(sys.argv[1]).readline())["completion"]
 ref, n = re.subn(r"\bint main\((void)?\)", "static int reference_main(void)", ref)
@@ -502,18 +503,19 @@ PY
     ./gen --eval "$TMP/evi/test.jsonl" --programs "$out.jsonl" --runner emu --results "$out.r.jsonl" >"$out.out" 2>&1
     local first second
     first=$(sed -n 1p "$out.r.jsonl") second=$(sed -n 2p "$out.r.jsonl")
-    if grep -q '"status": "crash"' <<<"$first" && grep -q "too many resources requested for launch" <<<"$first" \
+    if grep -q '"status": "crash"' <<<"$first" && grep -q "$error" <<<"$first" \
         && grep -q '"status": "pass"' <<<"$second"; then ok "$name"
     else bad "$name" "$first $second $(tail -3 "$out.out")"; fi
 }
 # a kernel of more than 64 registers per thread (nvcc's ptxas report goes to the emulator's
 # build), launched with 1024 and 256 threads
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
-    refused_eval eval_emulator_refuses_too_many_registers "$(sed '/^int main/,$d; /common.h/d' test/emu/registers.cu)" \
+    refused_eval eval_emulator_refuses_too_many_registers "too many resources requested for launch" \
+        "$(sed '/^int main/,$d; /common.h/d' test/emu/registers.cu)" \
         "heavy<<<1, %d>>>(x, x + 1024, 1024);" 1024 256
 else echo "SKIP eval_emulator_refuses_too_many_registers: no nvcc"; skip=$((skip + 1)); fi
 # a kernel bounded to 128 threads, launched with 256 and 128
-refused_eval eval_emulator_refuses_past_launch_bounds \
+refused_eval eval_emulator_refuses_past_launch_bounds "invalid argument" \
     "__global__ void __launch_bounds__(128) touch(float *y) { y[threadIdx.x] = 1.0f; }" "touch<<<1, %d>>>(x);" 256 128
 # with a GPU, programs are built for it: nvidia-smi's compute capability gives nvcc's -arch
 # (a stand-in nvidia-smi says 8.6 here, or cannot say); and a test program must run on it

@@ -1,5 +1,6 @@
 // __launch_bounds__: a launch with more threads per block than the kernel's bound is
-// refused (cudaErrorLaunchOutOfResources, the kernel does not run); up to the bound it runs.
+// refused (cudaErrorInvalidValue, as an H200 with CUDA 13.0 answered; the kernel does not
+// run); up to the bound it runs.
 // The bound as a macro, as a template parameter (with a second argument), written before
 // `void` in a namespace, spread over lines, and on a declaration only (its definition has
 // none; also a template's, whose definition names its parameter differently: nvcc -ptx
@@ -70,7 +71,7 @@ template <class L> static void check(const char *what, L launch, cudaError_t wan
 
 int main() {
     CHECK(cudaMallocManaged(&y, n * sizeof(int)));
-    const cudaError_t ok = cudaSuccess, refused = cudaErrorLaunchOutOfResources;
+    const cudaError_t ok = cudaSuccess, refused = cudaErrorInvalidValue;
     check("flat 3 x 128", [] { flat<<<3, 128>>>(y); }, ok, 384);
     check("flat 3 x 129", [] { flat<<<3, 129>>>(y); }, refused, 0);
     check("tiled<64> 2 x 64", [] { tiled<64><<<2, dim3(8, 8)>>>(y); }, ok, 128);
