@@ -54,11 +54,15 @@ cuset_cuda.o: cuset.cu cuset.h | deps-build
 	$(NVCC) $(NVCCFLAGS) -c cuset.cu -o $@
 
 # The GPU tests and benchmark (need nvcc and a GPU; test/gpu_check.sh runs all of it).
+# Their host code, the CPU reference of cuset.h among it, gets the C programs' ARCH: without
+# it x86-64's baseline has no FMA instruction, fmaf becomes a library call and the CPU
+# reference's matmuls run 65x slower (a whole step at L=4, C=256, T=256, B=4: 72 s, not 1.1).
+NVCC_HOST = -Xcompiler -fopenmp $(foreach f,$(ARCH),-Xcompiler $(f))
 test/test_gpu test/test_gpu_attn_loss: test/%: test/%.cu cuset.cu cuset.h | deps-build
-	$(NVCC) $(NVCCFLAGS) -I. -Xcompiler -fopenmp -o $@ $< cuset.cu -lgomp
+	$(NVCC) $(NVCCFLAGS) -I. $(NVCC_HOST) -o $@ $< cuset.cu -lgomp
 
 test/bench_gpu: test/bench_gpu.cu cuset.cu cuset.h | deps-build
-	$(NVCC) $(NVCCFLAGS) -Xcompiler -fopenmp -o $@ test/bench_gpu.cu cuset.cu -lgomp
+	$(NVCC) $(NVCCFLAGS) $(NVCC_HOST) -o $@ test/bench_gpu.cu cuset.cu -lgomp
 
 test-gpu: test/test_gpu test/test_gpu_attn_loss
 	./test/test_gpu && ./test/test_gpu_attn_loss
