@@ -39,7 +39,8 @@ case "$split" in train|val|test) ;; *) echo "emu_corpus.sh: split must be train,
 [ -x data/corpus ] && [ data/corpus -nt data/corpus.c ] || make -s data/corpus >/dev/null || exit 2
 [ -x emu/nvcc-emu ] && [ emu/nvcc-emu -nt emu/nvcc-emu.c ] || make -s emu/nvcc-emu >/dev/null || exit 2
 if [ ! -f "$dir/$split.jsonl" ]; then
-    if [ "$dir" = data/default ]; then ./data/corpus --out data/default >/dev/null 2>&1 || exit 2
+    if [ "$dir" = data/default ]; then
+        ./data/corpus --out data/default >/dev/null || { echo "emu_corpus.sh: data/corpus --out data/default failed (exit $?)" >&2; exit 2; }
     else echo "emu_corpus.sh: no $dir/$split.jsonl" >&2; exit 2; fi
 fi
 case "$dir" in /*) ;; *) dir=$ROOT/$dir ;; esac

@@ -234,7 +234,8 @@ stage_native() {
     NVCC_EMU=$wrapper timed 120 "$log" bash test/emu_corpus.sh --jobs "$(nproc)"; rc1=$?
     echo "== CUDABench tasks carried in test/" >>"$log"
     NVCC_EMU=$wrapper PYTHON=$PY timed 90 "$log" bash test/cudabench.sh --file test/cudabench_smallest.jsonl --jobs "$(nproc)"; rc2=$?
-    local detail="corpus $(grep -m1 -oE '[0-9]+ passed, [0-9]+ failed' "$log"); CUDABench: $(grep '^cudabench: .* failed of' "$log" | tail -1 | cut -d, -f1,6)"
+    local corpus; corpus=$(grep -m1 -oE '[0-9]+ passed, [0-9]+ failed' "$log" || echo "no result (exit $rc1): $(grep -m1 'emu_corpus.sh:' "$log")")
+    local detail="corpus $corpus; CUDABench: $(grep '^cudabench: .* failed of' "$log" | tail -1 | cut -d, -f1,6)"
     if grep -q '^SKIP cudabench' "$log"; then # its tasks or numpy are missing: not a pass
         rc2=200 detail="$detail $(grep -m1 '^SKIP cudabench' "$log")"
     fi
