@@ -14,6 +14,9 @@
 #              GPU: one corpus reference per family and test/cudabench_smallest.jsonl, and
 #              the launches it refuses (test/emu/launch_bounds.cu, registers.cu)
 #              (--long: the smallest size of every CUDABench task, carried by --prepare)
+#   experiment make experiment PRESET=smoke on the GPU: every row trained with --device cuda
+#              and its programs built by nvcc and run on the GPU (gen --eval's runner), in
+#              bubblewrap's sandbox (installed, or the Debian package --prepare carries)
 #   bench      test/bench_gpu.sh: cuset's speed, PyTorch's beside it when it can
 # Verdicts: PASS; FAIL; TIMEOUT (past its own limit); SKIP (an optional part, with the
 # reason); NO-GPU; MISSING (something it needs is absent) and NOT-RUN (a stage it needs did
@@ -29,8 +32,9 @@
 #              NO-GPU; this checks the script itself
 #   bash test/gpu_check.sh --prepare   where libstb-dev is installed, before sending the tree
 #       to a machine without it and without network: copies stb_ds.h (and, for --long,
-#       ../shared/cudabench's tasks) to .gpu_carry/, which git ignores; carry .gpu_carry
-#       with the tree (the device tool: carry [".gpu_carry"]).
+#       ../shared/cudabench's tasks) to .gpu_carry/, which git ignores, and unpacks Debian's
+#       bubblewrap package there (apt-get download); carry .gpu_carry with the tree (the
+#       device tool: carry [".gpu_carry"]).
 set -u
 cd "$(dirname "$0")/.."
 long=0 bench=1 dry=0 nogpu=0
@@ -44,7 +48,13 @@ for arg in "$@"; do
             [ -n "$hdr" ] || { echo "gpu_check --prepare: no stb_ds.h here either (bash test/deps.sh build installs it)" >&2; exit 1; }
             install -D -m 644 "$hdr" .gpu_carry/include/stb/stb_ds.h
             [ ! -f ../shared/cudabench/cudabench-dev.jsonl ] || install -m 644 ../shared/cudabench/cudabench-dev.jsonl .gpu_carry/
-            echo "copied to .gpu_carry/: $(cd .gpu_carry && find . -type f | sed 's|^\./||' | paste -sd' ');" \
+            deb=$(mktemp -d /tmp/gpu_check_deb.XXXXXX)
+            if (cd "$deb" && apt-get download bubblewrap >/dev/null 2>&1) && rm -rf .gpu_carry/bwrap \
+                && dpkg -x "$deb"/bubblewrap_*.deb .gpu_carry/bwrap; then :
+            else echo "gpu_check --prepare: could not download and unpack bubblewrap (apt-get download bubblewrap):" \
+                "the experiment stage will need it installed there" >&2; fi
+            rm -rf "$deb"
+            echo "copied to .gpu_carry/: $(cd .gpu_carry && find . -mindepth 1 -maxdepth 1 | sed 's|^\./||' | sort | paste -sd' ');" \
                 "on the GPU machine: bash test/gpu_check.sh, carrying .gpu_carry"
             exit 0 ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
@@ -267,6 +277,29 @@ stage_native() {
     report native PASS "$detail"
 }
 
+stage_experiment() {
+    local log="$LOGS/experiment.log" T rc why="" ntrain ncuda neval ngpu
+    if ! command -v bwrap >/dev/null && [ -x .gpu_carry/bwrap/usr/bin/bwrap ]; then
+        export PATH=$PWD/.gpu_carry/bwrap/usr/bin:$PATH
+    fi
+    if ! command -v bwrap >/dev/null; then
+        report experiment MISSING "bubblewrap (gen --eval's sandbox): not installed, not carried (--prepare carries it)"; return 1
+    fi
+    T=$(mktemp -d /tmp/gpu_check_exp.XXXXXX)
+    PRESET=smoke SEEDS=1 RUN="$T/run" timed 150 "$log" bash data/experiment.sh; rc=$?
+    ntrain=$(grep -c '^device: ' "$log") ncuda=$(grep -c '^device: cuda' "$log")
+    neval=$(grep -c '^eval: .* runner ' "$log") ngpu=$(grep -c '^eval: .* runner GPU' "$log")
+    local detail="exit $rc; $ncuda of $ntrain trainings on the GPU, $ngpu of $neval evaluations run on the GPU"
+    if [ $rc -eq 124 ]; then report experiment TIMEOUT "$detail"
+    elif [ $rc -ne 0 ]; then report experiment FAIL "$detail: $(grep -m1 -iE 'error|refuse|cannot|failed' "$log")"
+    elif [ ! -s "$T/run/results.md" ]; then report experiment FAIL "$detail, but no results.md"
+    elif [ "$ntrain" -eq 0 ] || [ "$ncuda" -ne "$ntrain" ]; then report experiment FAIL "$detail: $(grep '^device: ' "$log" | grep -vm1 '^device: cuda')"
+    elif [ "$neval" -eq 0 ] || [ "$ngpu" -ne "$neval" ]; then report experiment FAIL "$detail: $(grep -m1 '^eval: .* runner [^G]' "$log")"
+    else report experiment PASS "$detail; $(grep -m1 -oE 'isolated by bubblewrap|NOT ISOLATED' "$log"); its results.md at the end of $log"; fi
+    [ ! -s "$T/run/results.md" ] || { echo "== results.md"; cat "$T/run/results.md"; } >>"$log"
+    rm -rf "$T"
+}
+
 stage_bench() {
     local log="$LOGS/bench.log" rc
     if [ $bench -eq 0 ]; then report bench SKIP "--no-bench"; return 0; fi
@@ -279,16 +312,16 @@ stage_bench() {
 
 main() {
     echo "gpu_check: $(date -u +%FT%TZ) on $(hostname), $(nproc) cores, budget $(( deadline - SECONDS )) s$([ $long -eq 1 ] && echo ", --long")"
-    local later="build kernels train sanitizer native bench"
+    local later="build kernels train sanitizer native experiment bench"
     if ! stage_tools; then
         for s in gpu $later; do report $s NOT-RUN "the tools are missing"; done
     elif ! stage_gpu && ! { [ $dry -eq 1 ] && [[ $verdicts == *NO-GPU* ]] && nogpu=1 SM=90; }; then
         local why; why=$([[ $verdicts == *NO-GPU* ]] && echo NO-GPU || echo NOT-RUN)
         for s in $later; do report $s "$why" "needs a GPU whose driver fits the toolkit (--dry-run runs them anyway)"; done
     elif ! stage_build; then
-        for s in kernels train sanitizer native bench; do report $s NOT-RUN "the build did not pass"; done
+        for s in kernels train sanitizer native experiment bench; do report $s NOT-RUN "the build did not pass"; done
     else
-        stage_kernels; stage_train; stage_sanitizer; stage_native; stage_bench
+        stage_kernels; stage_train; stage_sanitizer; stage_native; stage_experiment; stage_bench
     fi
     echo
     if [[ $verdicts == *FAIL* || $verdicts == *TIMEOUT* ]]; then
