@@ -278,7 +278,7 @@ stage_native() {
 }
 
 stage_experiment() {
-    local log="$LOGS/experiment.log" T rc why="" ntrain ncuda neval ngpu
+    local log="$LOGS/experiment.log" T rc ntrain ncuda neval ngpu
     if ! command -v bwrap >/dev/null && [ -x .gpu_carry/bwrap/usr/bin/bwrap ]; then
         export PATH=$PWD/.gpu_carry/bwrap/usr/bin:$PATH
     fi
@@ -286,7 +286,9 @@ stage_experiment() {
         report experiment MISSING "bubblewrap (gen --eval's sandbox): not installed, not carried (--prepare carries it)"; return 1
     fi
     T=$(mktemp -d /tmp/gpu_check_exp.XXXXXX)
-    PRESET=smoke SEEDS=1 RUN="$T/run" timed 150 "$log" bash data/experiment.sh; rc=$?
+    # its report needs only Python's standard library: the python3 found above (there may be
+    # no /usr/bin/python3, the script's default)
+    PRESET=smoke SEEDS=1 RUN="$T/run" PYTHON=$PY timed 150 "$log" bash data/experiment.sh; rc=$?
     ntrain=$(grep -c '^device: ' "$log") ncuda=$(grep -c '^device: cuda' "$log")
     neval=$(grep -c '^eval: .* runner ' "$log") ngpu=$(grep -c '^eval: .* runner GPU' "$log")
     local detail="exit $rc; $ncuda of $ntrain trainings on the GPU, $ngpu of $neval evaluations run on the GPU"
