@@ -1,6 +1,7 @@
 // Unit tests of cuset.h: hand-computed objective cases, exact identities between
 // objectives, finite differences, checkpoints (good and damaged), batches, determinism.
-// Prints PASS/FAIL/SKIP lines; exits 1 if anything failed.
+// Prints PASS/FAIL/SKIP lines; exits 1 if anything failed. Fresh random inputs each run;
+// CUSET_SEED=N repeats a run.
 #define CUSET_IMPLEMENTATION
 #include "../cuset.h"
 #define CUSET_TOKENIZER_IMPLEMENTATION
@@ -261,6 +262,14 @@ static double sft_loss(CusetGPT *m, const CusetBatch *b) {
     return st.loss;
 }
 
+static double central_difference(CusetGPT *m, const CusetBatch *b, float *param, float h) {
+    float saved = *param;
+    *param = saved + h; double up = sft_loss(m, b);
+    *param = saved - h; double down = sft_loss(m, b);
+    *param = saved;
+    return (up - down) / (2.0 * h);
+}
+
 static void test_finite_differences(void) {
     CusetConfig cfg = {37, 64, 10, 2, 2, 8};
     CusetGPT m;
@@ -282,14 +291,14 @@ static void test_finite_differences(void) {
         float *p = ((float **)&m.params)[t], *g = ((float **)&m.grads)[t];
         size_t best = 0;
         for (size_t i = 1; i < m.tensor_sizes[t]; i++) if (fabsf(g[i]) > fabsf(g[best])) best = i;
-        float saved = p[best], h = 1e-2f;
-        p[best] = saved + h; double up = sft_loss(&m, &b);
-        p[best] = saved - h; double down = sft_loss(&m, &b);
-        p[best] = saved;
-        double fd = (up - down) / (2 * h), rel = fabs(fd - g[best]) / fmax(fabs(g[best]), 1e-6);
+        // Richardson: central differences at h and h/2 combined cancel their h^2 error term. A plain
+        // one at h = 1e-2 was off by 3-6% in 5 of 600 seeds (at h/2 the error shrank ~4x: the h^2
+        // term, not the backward); combined, the worst of 600 seeds x 16 tensors was 9.3e-4.
+        double fd1 = central_difference(&m, &b, p + best, 1e-2f), fd2 = central_difference(&m, &b, p + best, 5e-3f);
+        double fd = (4 * fd2 - fd1) / 3, rel = fabs(fd - g[best]) / fmax(fabs(g[best]), 1e-6);
         char name[64];
         snprintf(name, sizeof name, "finite_difference_%s", cuset_tensor_names[t]);
-        check(rel < 2e-2, name, "entry %zu: backward %.6g, central difference %.6g (rel %.2e)", best, g[best], fd, rel);
+        check(rel < 5e-3, name, "entry %zu: backward %.6g, central difference %.6g (rel %.2e)", best, g[best], fd, rel);
     }
     cuset_batch_free(&b);
     cuset_gpt_free(&m);
@@ -627,7 +636,8 @@ static void test_kv_cache(void) {
 
 int main(void) {
     rng = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-    printf("# test_cuset seed %llu\n", (unsigned long long)rng);
+    if (getenv("CUSET_SEED")) rng = strtoull(getenv("CUSET_SEED"), NULL, 0);
+    printf("# test_cuset seed %llu (rerun with CUSET_SEED=%llu)\n", (unsigned long long)rng, (unsigned long long)rng);
     test_windows();
     test_eaft_and_topk();
     test_lr_schedule();
