@@ -1,6 +1,6 @@
 // test_confidence.c - the confidence analysis (data/confidence.h) on hand-made
 // confidences with hand-computed answers, and eq. 7's located window against
-// cuset_hardest_window on fresh random inputs.
+// cuset_hardest_window on fresh random inputs (the seed is printed; CUSET_SEED=N repeats it).
 //   test/test_confidence [KS_FILE]   KS_FILE: writes a random KS case for scipy to check
 #define CUSET_IMPLEMENTATION
 #include "../cuset.h"
@@ -17,8 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static int close_to(double a, double b, double tol) { return fabs(a - b) <= tol; }
+
+static uint64_t rng; // the random cases' state, seeded in main
 
 static void test_ks(void) {
     const float a[] = {1, 2, 3}, b[] = {2.5f, 3.5f, 4.5f, 5.5f};
@@ -53,7 +56,6 @@ static void test_windows(void) {
     if (lo == 2 && hi == 5 && close_to(mean, 0.3, 1e-6)) pass("hardest_window_at_worked_case");
     else fail("hardest_window_at_worked_case", "window %d..%d mean %.4f, want 2..5 and 0.3", lo, hi, mean);
     // fresh random inputs: the located window's mean is eq. 7's C_n
-    uint64_t rng = (uint64_t)time(NULL);
     int bad = 0;
     for (int rep = 0; rep < 300; rep++) {
         int n = 1 + (int)(cuset_rng_next(&rng) % 300), l = 1 + (int)(cuset_rng_next(&rng) % 80);
@@ -164,7 +166,6 @@ static void test_report(void) {
 
 // A random KS case written for scipy.stats.ks_2samp to check (run_tests.sh).
 static void write_ks_case(const char *path) {
-    uint64_t rng = (uint64_t)time(NULL) * 7919u;
     int na = 50 + (int)(cuset_rng_next(&rng) % 400), nb = 50 + (int)(cuset_rng_next(&rng) % 400);
     float *a = malloc(sizeof *a * (size_t)na), *b = malloc(sizeof *b * (size_t)nb);
     for (int k = 0; k < na; k++) a[k] = cuset_rng_uniform(&rng);
@@ -180,6 +181,9 @@ static void write_ks_case(const char *path) {
 }
 
 int main(int argc, char **argv) {
+    rng = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    if (getenv("CUSET_SEED")) rng = strtoull(getenv("CUSET_SEED"), NULL, 0);
+    printf("# test_confidence seed %llu (rerun with CUSET_SEED=%llu)\n", (unsigned long long)rng, (unsigned long long)rng);
     test_ks();
     test_windows();
     test_given_numbers();
