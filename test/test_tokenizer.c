@@ -2,7 +2,7 @@
 // Build and run from the repository root:
 //   gcc -std=gnu11 -O2 -Wall -Wextra -o test_tokenizer test/test_tokenizer.c && ./test_tokenizer
 // Prints PASS/FAIL/SKIP per check and exits non-zero when a check fails. The random
-// round trip uses a fresh seed each run (printed); CUSET_TEST_SEED=<n> repeats one.
+// round trip uses a fresh seed each run (printed); CUSET_SEED=<n> repeats one.
 // Uses ../shared/cudabench/cudabench-dev.jsonl (or $CUSET_CUDABENCH) when present.
 #define CUSET_IMPLEMENTATION
 #include "../cuset.h"
@@ -425,8 +425,8 @@ int main(void) {
     const char **train = NULL;
     size_t *train_len = NULL;
     uint64_t seed = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
-    if (getenv("CUSET_TEST_SEED")) seed = strtoull(getenv("CUSET_TEST_SEED"), NULL, 10);
-    printf("seed %llu (repeat with CUSET_TEST_SEED=%llu)\n", (unsigned long long)seed, (unsigned long long)seed);
+    if (getenv("CUSET_SEED")) seed = strtoull(getenv("CUSET_SEED"), NULL, 10);
+    printf("seed %llu (rerun with CUSET_SEED=%llu)\n", (unsigned long long)seed, (unsigned long long)seed);
 
     test_split();
     test_json_unescape();
