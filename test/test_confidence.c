@@ -16,8 +16,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 static int close_to(double a, double b, double tol) { return fabs(a - b) <= tol; }
 
@@ -181,9 +179,7 @@ static void write_ks_case(const char *path) {
 }
 
 int main(int argc, char **argv) {
-    rng = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-    if (getenv("CUSET_SEED")) rng = strtoull(getenv("CUSET_SEED"), NULL, 0);
-    printf("# test_confidence seed %llu (rerun with CUSET_SEED=%llu)\n", (unsigned long long)rng, (unsigned long long)rng);
+    rng = test_seed("test_confidence");
     test_ks();
     test_windows();
     test_given_numbers();

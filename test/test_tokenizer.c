@@ -424,9 +424,7 @@ int main(void) {
     int have_bench = progs != NULL && arrlen(progs) > 0;
     const char **train = NULL;
     size_t *train_len = NULL;
-    uint64_t seed = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
-    if (getenv("CUSET_SEED")) seed = strtoull(getenv("CUSET_SEED"), NULL, 10);
-    printf("seed %llu (rerun with CUSET_SEED=%llu)\n", (unsigned long long)seed, (unsigned long long)seed);
+    uint64_t seed = test_seed("test_tokenizer");
 
     test_split();
     test_json_unescape();
