@@ -361,12 +361,12 @@ static float pick_tau(CusetGPT *m, CusetBatch *batches, int nbatches, int below,
             if (n < 4096) cs[n++] = conf[k];
         }
     }
+    if (below) { *nearest = 9.0f; return 0.1f * least; } // the least confidence is 9 tau above tau
     for (int i = 1; i < n; i++) // insertion sort
         for (int j = i; j > 0 && cs[j - 1] > cs[j]; j--) { float t = cs[j]; cs[j] = cs[j - 1]; cs[j - 1] = t; }
-    float tau = 0.1f * least, ratio = 0.0f;
-    if (!below)
-        for (int i = n * 5 / 100 + 1; i <= n * 95 / 100 && i < n; i++)
-            if (cs[i] / cs[i - 1] > ratio) { ratio = cs[i] / cs[i - 1]; tau = sqrtf(cs[i] * cs[i - 1]); }
+    float tau = 0.1f, ratio = 0.0f;
+    for (int i = n * 5 / 100 + 1; i <= n * 95 / 100 && i < n; i++)
+        if (cs[i] / cs[i - 1] > ratio) { ratio = cs[i] / cs[i - 1]; tau = sqrtf(cs[i] * cs[i - 1]); }
     *nearest = INFINITY;
     for (int i = 0; i < n; i++) *nearest = fminf(*nearest, fabsf(cs[i] - tau) / tau);
     return tau;
