@@ -108,7 +108,8 @@ typedef struct {
 // One sample per row, padded. Row n holds prompt then target; position t predicts
 // targets[t]. The target positions of a row are contiguous: tgt_start[n] ..
 // tgt_start[n] + tgt_len[n] - 1. is_target marks them; is_cuda marks target tokens that
-// lie in CUDA-sensitive code (eq. 3). Filled by cuset_batch_set_row.
+// lie in CUDA-sensitive code (eq. 3). Filled by cuset_batch_set_row; a padding row
+// (cuset_batch_clear_row) has no target: tgt_len[n] = 0.
 typedef struct {
     int B, T;
     int *inputs;              // (B, T)
@@ -214,6 +215,8 @@ void cuset_batch_free(CusetBatch *b);
 // (truncation), or -1 when the prompt alone does not leave room for one target token.
 int cuset_batch_set_row(CusetBatch *b, int n, const int *prompt, int np, const int *target,
                         const unsigned char *target_cuda, int nt);
+// Row n as padding only, no target (a batch with fewer samples than rows).
+void cuset_batch_clear_row(CusetBatch *b, int n);
 int cuset_batch_check(const CusetBatch *b, int vocab_size, char *err, size_t errlen);
 int cuset_batch_target_tokens(const CusetBatch *b);
 
@@ -232,10 +235,11 @@ typedef struct {
 } CusetDataset;
 void cuset_dataset_free(CusetDataset *d);
 uint64_t cuset_dataset_fingerprint(const CusetDataset *d);
-// Fills the batch with samples order[first .. first+B-1] of d (wrapping). Returns the
-// number of target tokens truncated; -1 and a message in err if a prompt does not fit.
-int cuset_batch_from_dataset(CusetBatch *b, const CusetDataset *d, const int *order, int norder,
-                             long first, char *err, size_t errlen);
+// Fills row k of the batch with sample ids[k] of d for k < count (at most B), and the rows
+// from count on with padding (no target). Returns how many of the samples lost target
+// tokens at the row's end; -1 and a message in err if a prompt does not fit.
+int cuset_batch_from_dataset(CusetBatch *b, const CusetDataset *d, const int *ids, int count, char *err,
+                             size_t errlen);
 void cuset_shuffle(int *order, int n, uint64_t seed, int epoch);
 // The samples whose prompt fits a row of T tokens, shuffled by the seed and split into
 // training and validation lists (val_frac of them). Returns how many fit; *train (which
@@ -1751,17 +1755,25 @@ int cuset_gpt_step(CusetGPT *m, CusetGPT *ref, CusetCudaModel *gpu, const CusetB
     return 0;
 }
 
+// Samples order[first ..] of the n held out as one batch: the last batch's rows past
+// order[n - 1] are padding, so each sample counts once.
+static int cuset__validation_batch(CusetBatch *b, const CusetDataset *d, const int *order, int n, int first,
+                                   char *err, size_t errlen) {
+    int count = n - first < b->B ? n - first : b->B;
+    return cuset_batch_from_dataset(b, d, order + first, count, err, errlen) < 0 ? -1 : 0;
+}
+
 int cuset_gpt_validate(CusetGPT *m, CusetGPT *ref, CusetCudaModel *gpu, const CusetDataset *d, const int *order,
                        int n, CusetBatch *b, const CusetObjective *obj, CusetStats *stats, char *err, size_t errlen) {
     memset(stats, 0, sizeof *stats);
     long ntok = 0;
-    for (long first = 0; first < n; first += b->B) { // N = all the samples' target tokens
-        cuset_batch_from_dataset(b, d, order, n, first, err, errlen);
+    for (int first = 0; first < n; first += b->B) { // N = all the samples' target tokens
+        if (cuset__validation_batch(b, d, order, n, first, err, errlen)) return -1;
         ntok += cuset_batch_target_tokens(b);
     }
     float inv_norm = ntok ? 1.0f / ntok : 0.0f;
-    for (long first = 0; first < n; first += b->B) {
-        cuset_batch_from_dataset(b, d, order, n, first, err, errlen);
+    for (int first = 0; first < n; first += b->B) {
+        cuset__validation_batch(b, d, order, n, first, err, errlen); // checked above
         if (!gpu) cuset__forward_loss(m, ref, b, obj, inv_norm, stats);
         else if (cuset_cuda_eval(gpu, b, obj, inv_norm, stats, err, errlen)) return -1;
     }
@@ -1785,6 +1797,13 @@ void cuset_batch_free(CusetBatch *b) {
     memset(b, 0, sizeof *b);
 }
 
+void cuset_batch_clear_row(CusetBatch *b, int n) {
+    int T = b->T;
+    memset(b->inputs + n * T, 0, T * sizeof(int)); memset(b->targets + n * T, 0, T * sizeof(int));
+    memset(b->is_target + n * T, 0, T); memset(b->is_cuda + n * T, 0, T);
+    b->tgt_start[n] = b->tgt_len[n] = 0;
+}
+
 // The sequence is s = prompt ++ target; position t reads s[t] and predicts s[t+1], so
 // target token k is predicted at position np - 1 + k. Padding is token 0, not a target.
 int cuset_batch_set_row(CusetBatch *b, int n, const int *prompt, int np, const int *target,
@@ -1794,8 +1813,7 @@ int cuset_batch_set_row(CusetBatch *b, int n, const int *prompt, int np, const i
     int keep = nt < T - np + 1 ? nt : T - np + 1;
     int *in = b->inputs + n * T, *tg = b->targets + n * T;
     unsigned char *ist = b->is_target + n * T, *isc = b->is_cuda + n * T;
-    memset(in, 0, T * sizeof(int)); memset(tg, 0, T * sizeof(int));
-    memset(ist, 0, T); memset(isc, 0, T);
+    cuset_batch_clear_row(b, n);
     for (int t = 0; t < np; t++) in[t] = prompt[t];
     for (int t = 0; t + 1 < np; t++) tg[t] = prompt[t + 1];
     for (int k = 0; k < keep; k++) {
@@ -1878,11 +1896,13 @@ int cuset_split(const CusetDataset *d, int T, double val_frac, uint64_t seed, in
     return n;
 }
 
-int cuset_batch_from_dataset(CusetBatch *b, const CusetDataset *d, const int *order, int norder, long first,
-                             char *err, size_t errlen) {
+int cuset_batch_from_dataset(CusetBatch *b, const CusetDataset *d, const int *ids, int count, char *err,
+                             size_t errlen) {
+    if (count < 0 || count > b->B) return cuset__err(err, errlen, "%d samples for a batch of %d rows", count, b->B);
     int truncated = 0;
     for (int n = 0; n < b->B; n++) {
-        int idx = order[(first + n) % norder];
+        if (n >= count) { cuset_batch_clear_row(b, n); continue; }
+        int idx = ids[n];
         const CusetSample *s = &d->samples[idx];
         int dropped = cuset_batch_set_row(b, n, s->prompt, s->np, s->target, s->target_cuda, s->nt);
         if (dropped < 0)

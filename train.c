@@ -262,7 +262,8 @@ typedef struct {
     int saved_step;                    // the step --ckpt holds from this run or the resumed one (-1: none)
     CusetDataset data, val_data, *val; // val: &data (held out) or &val_data (--val-data)
     int *train_ids, *val_ids, *val_order, ntrain, nval;
-    int *perm, *order, shuffled_epoch; // this epoch's order of the training split
+    int *perm, shuffled_epoch;         // the order of the training split in epoch shuffled_epoch
+    int *batch_ids;                    // (B) the samples of one micro-batch
     FILE *log;
     char log_path[4096];
     int log_failed_at;                 // the first step whose log line could not be written (0: none)
@@ -523,7 +524,7 @@ static int open_splits(Run *r) {
     }
     check_row_length(r);
     r->perm = (int *)CUSET_CALLOC(r->ntrain, sizeof(int));
-    r->order = (int *)CUSET_CALLOC(r->ntrain, sizeof(int));
+    r->batch_ids = (int *)CUSET_CALLOC(s->B, sizeof(int));
     r->shuffled_epoch = -1;
     if (a->resume) return 0;
     if (a->epochs != 0) s->steps = (int)ceil(a->epochs * r->ntrain / ((long)s->B * s->accum));
@@ -615,20 +616,24 @@ static int open_log_and_device(Run *r) {
     return 0;
 }
 
-// The step's micro-batches, in this epoch's order. Returns 0, or 1 after a message;
-// *truncated counts the target tokens cut off at the row's end.
+// The step's micro-batches. The run reads the training split as one stream of rows: row g
+// is sample g % ntrain of epoch g / ntrain's order, so every epoch has each sample once,
+// also when a micro-batch spans two epochs. Returns 0, or 1 after a message; *truncated
+// counts the samples whose target was cut off at the row's end.
 static int next_batches(Run *r, CusetBatch *batches, int step, long *truncated) {
     CusetTrainSettings *s = r->s;
     char err[512];
     for (int i = 0; i < s->accum; i++) {
-        long row = ((long)step * s->accum + i) * s->B;
-        int epoch = (int)(row / r->ntrain);
-        if (epoch != r->shuffled_epoch) { // order = the training split in this epoch's order
-            cuset_shuffle(r->perm, r->ntrain, (uint64_t)s->seed, epoch);
-            for (int k = 0; k < r->ntrain; k++) r->order[k] = r->train_ids[r->perm[k]];
-            r->shuffled_epoch = epoch;
+        for (int k = 0; k < s->B; k++) {
+            long row = ((long)step * s->accum + i) * s->B + k;
+            int epoch = (int)(row / r->ntrain);
+            if (epoch != r->shuffled_epoch) {
+                cuset_shuffle(r->perm, r->ntrain, (uint64_t)s->seed, epoch);
+                r->shuffled_epoch = epoch;
+            }
+            r->batch_ids[k] = r->train_ids[r->perm[row % r->ntrain]];
         }
-        int t = cuset_batch_from_dataset(&batches[i], &r->data, r->order, r->ntrain, row % r->ntrain, err, sizeof err);
+        int t = cuset_batch_from_dataset(&batches[i], &r->data, r->batch_ids, s->B, err, sizeof err);
         if (t < 0) { fprintf(stderr, "train: %s\n", err); return 1; }
         if (t > 0 && *truncated == 0)
             printf("note: targets longer than the row of %d tokens are truncated (the log counts them)\n", s->T);
@@ -725,7 +730,7 @@ static void close_run(Run *r, CusetBatch *batches, CusetBatch *val_batch) {
     cuset_dataset_free(&r->data);
     if (r->val != &r->data) { cuset_dataset_free(&r->val_data); free(r->val_ids); }
     cuset_tok_free(&r->tk);
-    free(r->train_ids); free(r->perm); free(r->order);
+    free(r->train_ids); free(r->perm); free(r->batch_ids);
     cuset_cuda_model_free(r->gpu);
     cuset_gpt_free(&r->model);
     if (r->ref) cuset_gpt_free(r->ref);

@@ -126,7 +126,7 @@ static int profile(const Shape *s) {
     opt.total = s->steps + 2;
     double *step_s = (double *)calloc(s->steps, sizeof(double));
     for (int step = 0; step < s->steps + 2; step++) { // two untimed warm-up steps
-        cuset_batch_from_dataset(&b, &d, order, d.n, (long)step * s->B, err, sizeof err);
+        cuset_batch_from_dataset(&b, &d, order + step % 4 * s->B, s->B, err, sizeof err); // d.n = 4 B
         profiling = step >= 2;
         CusetStats st = {0};
         float norm;

@@ -378,7 +378,7 @@ static void train_steps(CusetGPT *m, int threads, int steps) {
     opt.total = steps;
     char err[128];
     for (int s = 0; s < steps; s++) {
-        cuset_batch_from_dataset(&b, &d, order, 64, s * 5, err, sizeof err);
+        cuset_batch_from_dataset(&b, &d, order + s * 5, 5, err, sizeof err);
         CusetStats st = {0};
         cuset_gpt_zero_grad(m);
         cuset_gpt_forward(m, b.inputs, 5, 40);
@@ -427,6 +427,43 @@ static void test_batches(void) {
     b.is_target[1 * 8 + 6] = 0;
     check(cuset_batch_check(&b, 12, err, sizeof err) != 0 && strstr(err, "vocabulary"), "batch_check_rejects_token", "%s", err);
     cuset_batch_free(&b);
+}
+
+// Validation over 7 samples in batches of 4 counts each sample once (the last batch's
+// 4th row is padding, not sample 0 again): the same sums as batches of 1, and N = the
+// samples' kept target tokens counted here.
+static void test_validation(void) {
+    CusetConfig cfg = {50, 64, 24, 1, 2, 16};
+    CusetGPT m;
+    cuset_gpt_init(&m, &cfg);
+    cuset_gpt_init_random(&m, cuset_rng_next(&rng), 0.5f);
+    CusetDataset d;
+    cuset_dataset_synthetic(&d, 7, 50, 3, 15, cuset_rng_next(&rng)); // prompts of 4..16 tokens: all fit
+    int order[7] = {3, 0, 6, 1, 5, 2, 4};
+    long ntok = 0;
+    for (int i = 0; i < 7; i++) {
+        int room = 24 - d.samples[i].np + 1; // a target keeps what fits the row
+        ntok += d.samples[i].nt < room ? d.samples[i].nt : room;
+    }
+    CusetObjective o = cuset_objective_default(CUSET_OBJ_CUSET);
+    o.window = 5;
+    CusetStats by4, by1;
+    CusetBatch b4, b1;
+    cuset_batch_alloc(&b4, 4, 24);
+    cuset_batch_alloc(&b1, 1, 24);
+    char err[256] = "";
+    int rc = cuset_gpt_validate(&m, NULL, NULL, &d, order, 7, &b4, &o, &by4, err, sizeof err) ||
+             cuset_gpt_validate(&m, NULL, NULL, &d, order, 7, &b1, &o, &by1, err, sizeof err);
+    check(!rc && by4.ntok == ntok && by4.nsamples == 7 && by1.ntok == ntok && by1.nsamples == 7 &&
+              fabs(by4.loss - by1.loss) <= 1e-5 * fabs(by1.loss) && fabs(by4.ce - by1.ce) <= 1e-5 * by1.ce,
+          "validation_counts_each_sample_once", "%s; N %g and %g (want %ld), samples %g and %g, loss %.7g and %.7g",
+          err, by4.ntok, by1.ntok, ntok, by4.nsamples, by1.nsamples, by4.loss, by1.loss);
+    check(cuset_batch_from_dataset(&b4, &d, order, 5, err, sizeof err) == -1 && strstr(err, "5 samples"),
+          "batch_refuses_more_samples_than_rows", "%s", err);
+    cuset_batch_free(&b4);
+    cuset_batch_free(&b1);
+    cuset_dataset_free(&d);
+    cuset_gpt_free(&m);
 }
 
 // Sampling: greedy is the argmax; top-k and top-p keep exactly the most probable tokens;
@@ -645,6 +682,7 @@ int main(void) {
     test_attention_flash();
     test_batches();
     test_split();
+    test_validation();
     test_parse_number();
     test_sampling();
     test_determinism();

@@ -302,12 +302,14 @@ static void test_decode(const CusetConfig *cfg, int steps) {
 // ---- whole training steps -----------------------------------------------------------------
 
 // Random rows: a prompt of 1..T/3 tokens, a target filling part of the rest (sometimes
-// truncated, sometimes a single token), random CUDA flags.
+// truncated, sometimes a single token), random CUDA flags. The last row is padding one
+// time in four (as in the last batch of a validation).
 static void random_batch(CusetBatch *b, int V) {
     int T = b->T;
     int prompt[T + 1], target[2 * T + 1];
     unsigned char cuda[2 * T + 1];
     for (int n = 0; n < b->B; n++) {
+        if (n > 0 && n == b->B - 1 && irand(0, 3) == 0) { cuset_batch_clear_row(b, n); continue; }
         int np = irand(1, T / 3 > 1 ? T / 3 : 1), nt = n == 0 ? irand(1, 2 * T) : irand(1, T - np);
         for (int i = 0; i < np; i++) prompt[i] = irand(0, V - 1);
         for (int i = 0; i < nt; i++) { target[i] = irand(0, V - 1); cuda[i] = irand(0, 2) == 0; }
