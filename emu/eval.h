@@ -327,6 +327,11 @@ static void cuset__setlimit(int fd, int resource, uint64_t v) {
     cuset__child_exit(fd, 5);
 }
 
+// Waiting for a child needs SIGCHLD's default action: one ignored by whoever started us
+// (SIG_IGN survives exec) has the kernel reap children itself, and waitpid then fails with
+// ECHILD instead of giving their exit status.
+static void cuset__wait_for_children(void) { signal(SIGCHLD, SIG_DFL); }
+
 // argv[0] as execv needs it: as given when it holds a '/', else the first executable
 // regular file PATH/argv[0]. 0, or -1 when there is none.
 static int cuset__find_program(const char *name, char *out, size_t cap) {
@@ -427,7 +432,7 @@ static int cuset__run_wait(pid_t pid, const char *dir, double timeout_s, const C
     for (;;) {
         pid_t w = waitpid(pid, &st, WNOHANG);
         if (w == pid) break;
-        if (w < 0 && errno != EINTR) break; // cannot happen for our own child
+        if (w < 0 && errno != EINTR) break; // cannot happen for our own child (cuset__wait_for_children)
         int late = timeout_s > 0 && cuset_time() - t0 >= timeout_s;
         int full = watch && cuset__disk_used(dir, lim->disk_in_dir) - used0 > (int64_t)lim->disk_bytes;
         if (late || full) {
@@ -447,6 +452,7 @@ static int cuset__run_wait(pid_t pid, const char *dir, double timeout_s, const C
 
 int cuset_run_limited_ex(char *const argv[], const char *dir, double timeout_s, const char *out_path,
                          const char *err_path, const CusetRunLimits *lim, CusetRunResult *r) {
+    cuset__wait_for_children();
     memset(r, 0, sizeof *r);
     r->exit_code = -1;
     r->status = CUSET_RUN_ERROR;
@@ -1337,10 +1343,11 @@ static void cuset__eval_sample_forked(const cuset__EvalEnv *E, const CusetEvalSa
                                                      cuset_time() - t0, jobs);
         }
         fclose(in);
-        int ws;
-        while (waitpid(pids[w], &ws, 0) < 0 && errno == EINTR) {}
+        int ws = 0;
+        pid_t done;
+        do done = waitpid(pids[w], &ws, 0); while (done < 0 && errno == EINTR);
         cuset__eval_workers[w] = 0;
-        if (!WIFEXITED(ws) || WEXITSTATUS(ws)) failed = 1;
+        if (done < 0 || !WIFEXITED(ws) || WEXITSTATUS(ws)) failed = 1;
     }
     if (failed || got != n) {
         cuset_remove_tree(E->root);
@@ -1838,6 +1845,7 @@ static void cuset__eval_free(cuset__EvalRun *R) {
 }
 
 int cuset_eval_main(const CusetEvalOpts *o, const CusetEvalSampler *sampler) {
+    cuset__wait_for_children();
     cuset__EvalRun R = {.o = o, .sampler = sampler, .E = {.tasks_path = o->tasks_path, .keep_dirs = o->keep_dirs,
                         .timeout = o->timeout, .compile_timeout = o->compile_timeout, .disk_mib = o->disk_mib}};
     cuset__eval_check_options(&R);

@@ -65,6 +65,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1019,8 +1020,10 @@ static int run_command(char **argv) {
         fprintf(stderr, "nvcc-emu: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
-    int ws;
-    while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {}
+    int ws = 0;
+    pid_t done;
+    do done = waitpid(pid, &ws, 0); while (done < 0 && errno == EINTR);
+    if (done < 0) { fprintf(stderr, "nvcc-emu: waiting for %s: %s\n", argv[0], strerror(errno)); return 2; }
     if (WIFEXITED(ws)) return WEXITSTATUS(ws);
     fprintf(stderr, "nvcc-emu: %s killed by signal %d\n", argv[0], WTERMSIG(ws));
     return 128 + WTERMSIG(ws);
@@ -1199,6 +1202,7 @@ static int ptxas_table(const char *path, Buf *out) {
 }
 
 int main(int argc, char **argv) {
+    signal(SIGCHLD, SIG_DFL); // inherited as SIG_IGN, it would have the kernel reap g++ before waitpid sees it
     const char *out = "a.out";
     int asan = 0, fma = 0, rewrite_only = 0, keep = 0, compile_only = 0, pch_only = 0;
     const char *ptxas_info = NULL;

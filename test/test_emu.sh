@@ -45,6 +45,17 @@ for t in reduce_shared warp_shuffle block_scan matmul_tiled histogram votes cg_r
     expect_ok "$t (CUEMU_REORDER=3)" $t CUEMU_REORDER=3
 done
 [ -x "$TMP/errors" ] && expect_ok "errors (CUEMU_NO_DEVICE=1)" errors CUEMU_NO_DEVICE=1
+# started with SIGCHLD ignored (SIG_IGN survives exec; some daemons and shells do it), the
+# driver still sees the compiler's exit status: a build succeeds, a broken source fails
+ignoring_sigchld() { perl -e '$SIG{CHLD} = "IGNORE"; exec @ARGV or die "exec: $!"' "$@"; }
+if ignoring_sigchld $DRV -I $SRC $SRC/zero_args.cu -o "$TMP/zero_args_ign" >"$TMP/ign.build" 2>&1; then
+    expect_ok "zero_args (built with SIGCHLD ignored)" zero_args_ign
+else fail "zero_args (built with SIGCHLD ignored)" "exit $?: $(head -c 300 "$TMP/ign.build" | tr '\n' ' ')"; fi
+printf 'int main() { return undeclared; }\n' >"$TMP/broken.cu"
+ignoring_sigchld $DRV "$TMP/broken.cu" -o "$TMP/broken" >"$TMP/broken.build" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && grep -q "undeclared" "$TMP/broken.build"; then pass "a compile error with SIGCHLD ignored: exit 1"
+else fail "a compile error with SIGCHLD ignored" "exit $rc: $(head -c 300 "$TMP/broken.build" | tr '\n' ' ')"; fi
 # a * b + c rounded twice by default, fused with --fma (as nvcc does by default; on a CPU
 # without FMA nvcc-emu refuses --fma, saying so: a skip)
 build fused fused && expect_ok "fused (plain: the product rounded first)" fused

@@ -226,6 +226,13 @@ static void test_runner(void) {
     check(fd >= 0 && r.status == CUSET_RUN_EXITED && strstr(fds, "out.txt") && !strstr(fds, "marker.txt"),
           "run_closes_descriptors", "the child sees: %s", fds);
     if (fd >= 0) close(fd);
+    // SIGCHLD ignored by whoever started us (SIG_IGN survives exec): the runner restores
+    // the default, or waitpid would find no child and no exit status
+    signal(SIGCHLD, SIG_IGN);
+    char *no[] = {"false", NULL};
+    cuset_run_limited(no, NULL, 5, NULL, NULL, &r);
+    check(r.status == CUSET_RUN_EXITED && r.exit_code == 1, "run_exit_status_with_sigchld_ignored", "status %d, exit %d '%s'",
+          r.status, r.exit_code, r.error);
     // programs that cannot start
     char *nope[] = {"cuset-no-such-program", NULL};
     cuset_run_limited(nope, NULL, 5, NULL, NULL, &r);
