@@ -950,7 +950,7 @@ static inline float cuset__expf(float x) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
-    int32_t bits = ((int32_t)n + 127) << 23;
+    uint32_t bits = (uint32_t)((int32_t)n + 127) << 23; // unsigned: defined for any n (a NaN x: p is NaN anyway)
     float scale;
     memcpy(&scale, &bits, sizeof scale);
     return p * scale;
@@ -2201,6 +2201,19 @@ int cuset_checkpoint_load(const char *path, CusetGPT *m, CusetGPT *ref, unsigned
     const float *wte = m->params.wte;
     for (size_t i = (size_t)info->cfg.vocab_size * info->cfg.n_embd; i < m->tensor_sizes[0] && !why[0]; i++)
         if (wte[i] != 0.0f) snprintf(why, sizeof why, "padding rows of wte are not zero");
+    // every number finite: NaN weights would run (and poison every later step) silently
+    const float *parts[4] = {m->params_memory, m->m_memory, m->v_memory, ref ? ref->params_memory : NULL};
+    static const char *const part_names[4] = {"", " (first optimizer moment)", " (second optimizer moment)",
+                                              " (ASFT reference)"};
+    for (int p = 0; p < 4 && !why[0]; p++)
+        for (size_t i = 0; parts[p] && i < np && !why[0]; i++)
+            if (!isfinite(parts[p][i])) {
+                int t = 0;
+                size_t at = i;
+                while (at >= m->tensor_sizes[t]) at -= m->tensor_sizes[t++];
+                snprintf(why, sizeof why, "%s%s holds %g at element %zu: a damaged file, or saved from a run that "
+                         "diverged", cuset_tensor_names[t], part_names[p], parts[p][i], at);
+            }
     if (why[0]) {
         cuset_gpt_free(m);
         if (ref) cuset_gpt_free(ref);

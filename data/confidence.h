@@ -131,13 +131,14 @@ double cuset_ks_statistic(const float *a, size_t na, const float *b, size_t nb) 
     memcpy(y, b, nb * sizeof *y);
     qsort(x, na, sizeof *x, cuset__conf_cmp);
     qsort(y, nb, sizeof *y, cuset__conf_cmp);
-    // walk both sorted lists; after every distinct value, compare the two CDFs
+    // walk both sorted lists; after every distinct value, compare the two CDFs (each pass
+    // moves past v in at least one list, so a NaN, which equals nothing, cannot stall it)
     double d = 0.0;
     size_t i = 0, j = 0;
     while (i < na && j < nb) {
         float v = x[i] < y[j] ? x[i] : y[j];
-        while (i < na && x[i] == v) i++;
-        while (j < nb && y[j] == v) j++;
+        while (i < na && !(x[i] > v)) i++;
+        while (j < nb && !(y[j] > v)) j++;
         double gap = fabs((double)i / na - (double)j / nb);
         if (gap > d) d = gap;
     }

@@ -16,6 +16,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int close_to(double a, double b, double tol) { return fabs(a - b) <= tol; }
 
@@ -30,6 +31,14 @@ static void test_ks(void) {
     d = cuset_ks_statistic(t1, 2, t2, 2);
     if (close_to(d, 0.5, 1e-12)) pass("ks_statistic_ties");
     else fail("ks_statistic_ties", "D = %.6f, want 0.5", d);
+    // a NaN (from a model whose logits overflowed) ends the walk instead of stalling it: an
+    // alarm stops the test if it does not
+    const float n1[] = {0.2f, NAN, 0.9f}, n2[] = {NAN, 0.4f};
+    alarm(10);
+    d = cuset_ks_statistic(n1, 3, n2, 2) + cuset_ks_statistic(n2, 2, n1, 3);
+    alarm(0);
+    if (d >= 0.0 && d <= 2.0) pass("ks_statistic_with_nan_ends");
+    else fail("ks_statistic_with_nan_ends", "D sum = %g", d);
     // D = 0.5 with 8 and 8 samples: x = sqrt(4) * 0.5 = 1; Q(1) = 2 (e^-2 - e^-8 + e^-18 - ...)
     double p = cuset_ks_pvalue(0.5, 8, 8), want = 2 * (exp(-2.0) - exp(-8.0) + exp(-18.0) - exp(-32.0));
     if (close_to(p, want, 1e-12) && close_to(p, 0.2699996717, 1e-9)) pass("ks_pvalue_hand");

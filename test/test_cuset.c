@@ -593,6 +593,26 @@ static void test_checkpoints(void) {
         if (r2 == 0) cuset_gpt_free(&x);
         free(copy);
     }
+    // a NaN or inf anywhere is refused with the tensor and the element: in the parameters
+    // (wpe[3]), the optimizer's second moment (ln1w[1]) and the ASFT reference (wte[0])
+    size_t np = m.num_params, wte_n = m.tensor_sizes[0], wpe_n = m.tensor_sizes[1];
+    struct { const char *name, *expect; size_t element; float value; } bad_numbers[] = {
+        {"checkpoint_nan_weight", "wpe holds nan at element 3", wte_n + 3, NAN},
+        {"checkpoint_inf_moment", "ln1w (second optimizer moment) holds inf at element 1", 2 * np + wte_n + wpe_n + 1,
+         INFINITY},
+        {"checkpoint_nan_reference", "wte (ASFT reference) holds -nan at element 0", 3 * np, -NAN},
+    };
+    for (size_t i = 0; i < sizeof bad_numbers / sizeof bad_numbers[0]; i++) {
+        unsigned char *copy = malloc(n);
+        memcpy(copy, bytes, n);
+        memcpy(copy + 256 + 4 * bad_numbers[i].element, &bad_numbers[i].value, 4);
+        write_bytes(path, copy, n);
+        CusetGPT x, xr;
+        int r2 = cuset_checkpoint_load(path, &x, &xr, NULL, NULL, 1, &got, err, sizeof err);
+        check(r2 != 0 && strstr(err, bad_numbers[i].expect), bad_numbers[i].name, "rc %d, message: %s", r2, err);
+        if (r2 == 0) { cuset_gpt_free(&x); cuset_gpt_free(&xr); }
+        free(copy);
+    }
     // version 1 (before the eq. 5 correction, same layout) still loads, and says so
     bytes[8] = 1;
     write_bytes(path, bytes, n);
