@@ -295,14 +295,28 @@ static int open_device(Run *r) {
 }
 
 // Batch, sequence length and accumulation of a run from a checkpoint: --resume keeps the
-// checkpoint's (an exact continuation); --init takes the checkpoint's unless the flag was given.
-static void shape_from_checkpoint(Run *r) {
+// checkpoint's (an exact continuation, checked by resume_check); --init takes the
+// checkpoint's unless the flag was given, and the default where the file holds 0 (saved by
+// a program that ran no training). Returns 0, or 1 after a message: a value outside its
+// flag's range means a damaged file.
+static int shape_from_checkpoint(Run *r, const char *path) {
     Args *a = &r->a;
     const CusetTrainSettings *c = &r->info.settings;
+    static const char *const flag[3] = {"--batch", "--seq", "--accum"};
     int *v[3] = {&a->s.B, &a->s.T, &a->s.accum};
-    const int ckpt[3] = {c->B, c->T, c->accum}, least[3] = {1, 2, 1};
-    for (int i = 0; i < 3; i++)
-        if (a->resume || (strcmp(a->src[i], "flag") && ckpt[i] >= least[i])) { *v[i] = ckpt[i]; a->src[i] = "checkpoint"; }
+    const int ckpt[3] = {c->B, c->T, c->accum};
+    for (int i = 0; i < 3; i++) {
+        if (!a->resume && (!strcmp(a->src[i], "flag") || ckpt[i] == 0)) continue;
+        int k = setting_index(flag[i]);
+        if (ckpt[i] < setting_flags[k].lo || ckpt[i] > setting_flags[k].hi) {
+            fprintf(stderr, "train: --init: %s holds %s %d, outside [%.10g, %.10g]: the file is damaged, or was not "
+                            "written by train\n", path, flag[i], ckpt[i], setting_flags[k].lo, setting_flags[k].hi);
+            return 1;
+        }
+        *v[i] = ckpt[i];
+        a->src[i] = "checkpoint";
+    }
+    return 0;
 }
 
 // What the checkpoint decides instead of a flag given with it: --resume continues the run
@@ -387,7 +401,7 @@ static int open_checkpoint(Run *r) {
         printf("fine-tuning from %s (trained %d steps with %s)\n", path, r->info.step,
                cuset_objective_names[r->info.settings.obj.kind]);
     }
-    shape_from_checkpoint(r);
+    if (shape_from_checkpoint(r, path)) return 1;
     note_ignored_flags(r, &flags);
     if (cuset_checkpoint_old_windows(&r->info))
         printf("note: %s was trained with CuSeT's window rule before the eq. 5 correction (checkpoint version 1: a "

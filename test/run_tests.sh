@@ -335,6 +335,14 @@ expect "gen_info_and_export" 2 "give one of --analyze, --eval, --info, --export-
     --export-hf "$TMP/hf"
 expect "gen_info_and_prompt" 2 "give one of --analyze, --eval, --info, --export-hf or a prompt" ./gen --model "$TMP/full.ckpt" --info \
     --prompt-ids 1
+# damaged numbers: an accumulation of 16711681 (header slot 18) is refused by --init, which
+# took it from the file without a check and crashed; a NaN weight (wte[0]) is refused on load
+cp "$TMP/full.ckpt" "$TMP/accum.ckpt" && printf '\001\000\377\000' | dd of="$TMP/accum.ckpt" bs=1 seek=72 conv=notrunc status=none
+expect "train_init_damaged_accum" 1 "holds --accum 16711681, outside \[1, 65536\]: the file is damaged" \
+    ./train "${tiny[@]}" --init "$TMP/accum.ckpt" --steps 1 --ckpt "$TMP/z.ckpt"
+cp "$TMP/full.ckpt" "$TMP/nan.ckpt" && printf '\000\000\300\177' | dd of="$TMP/nan.ckpt" bs=1 seek=256 conv=notrunc status=none
+expect "gen_refuses_nan_weights" 1 "wte holds nan at element 0: a damaged file, or saved from a run that diverged" \
+    ./gen --model "$TMP/nan.ckpt" --prompt-ids 1
 # a version-1 checkpoint (trained before the eq. 5 correction) still loads, and says so
 cp "$TMP/full.ckpt" "$TMP/v1.ckpt" && printf '\001' | dd of="$TMP/v1.ckpt" bs=1 seek=8 conv=notrunc status=none
 expect "gen_info_version_1" 0 "checkpoint version 1: CuSeT's windows before the eq. 5 correction" ./gen --model "$TMP/v1.ckpt" --info
