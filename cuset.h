@@ -2034,13 +2034,19 @@ static size_t cuset__ckpt_bytes(size_t nparams, int contents, uint64_t tok_bytes
 }
 
 int cuset_check_writable(const char *path, char *err, size_t errlen) {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    if (!path[0]) return cuset__err(err, errlen, "an empty path");
     struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) // the rename would replace a device node as well
+        return cuset__err(err, errlen, "%s: cannot be written there (it is %s)", path,
+                          S_ISDIR(st.st_mode) ? "a directory" : "not a regular file: a device, a pipe or a socket");
+    char tmp[4352];
+    if (strlen(path) >= 4096) return cuset__err(err, errlen, "a path of %zu bytes: too long", strlen(path));
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
     FILE *f = fopen(tmp, "wb");
-    const char *why = !f ? strerror(errno) : stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? "it is a directory" : NULL;
-    if (f) { fclose(f); remove(tmp); }
-    return why ? cuset__err(err, errlen, "%s: cannot be written there (%s)", path, why) : 0;
+    if (!f) return cuset__err(err, errlen, "%s: cannot be written there (%s)", path, strerror(errno));
+    fclose(f);
+    remove(tmp);
+    return 0;
 }
 
 int cuset_checkpoint_save(const char *path, const CusetGPT *m, const CusetGPT *ref, const void *tok, size_t tok_len,

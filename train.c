@@ -11,10 +11,12 @@
 #include "data/textdata.h"
 #define CUSET_GPT2_IMPLEMENTATION
 #include "data/gpt2.h"
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *usage_text =
@@ -584,6 +586,21 @@ static int trim_log(const char *path, int step) {
     return 0;
 }
 
+// 1 when the run would write over one of its data files (say --ckpt tasks with --data
+// tasks.jsonl: the log is tasks.jsonl), after a message.
+static int writes_over_data(const Run *r, const char *flag, const char *path) {
+    const char *data[2] = {r->synthetic ? NULL : r->a.data, r->a.val_data};
+    struct stat out, in;
+    if (stat(path, &out)) return 0; // not there yet: nothing to write over
+    for (int i = 0; i < 2; i++)
+        if (data[i] && stat(data[i], &in) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino) {
+            fprintf(stderr, "train: %s %s is %s %s: the run would write over its data; give another path\n", flag, path,
+                    i ? "--val-data" : "--data", data[i]);
+            return 1;
+        }
+    return 0;
+}
+
 // The log, what the run is, and the model on the device.
 static int open_log_and_device(Run *r) {
     Args *a = &r->a;
@@ -597,9 +614,10 @@ static int open_log_and_device(Run *r) {
     }
     snprintf(r->log_path, sizeof r->log_path, "%s", a->log ? a->log : a->ckpt);
     if (!a->log) strncat(r->log_path, ".jsonl", sizeof r->log_path - strlen(r->log_path) - 1);
+    if (writes_over_data(r, "--ckpt", a->ckpt) || writes_over_data(r, a->log ? "--log" : "the log", r->log_path)) return 1;
     if (a->resume && trim_log(r->log_path, r->start_step)) return 1;
     r->log = fopen(r->log_path, a->resume ? "a" : "w");
-    if (!r->log) { fprintf(stderr, "train: --log %s: cannot open for writing\n", r->log_path); return 1; }
+    if (!r->log) { fprintf(stderr, "train: --log %s: cannot open for writing (%s)\n", r->log_path, strerror(errno)); return 1; }
     const CusetConfig *cfg = &r->model.cfg;
     const CusetObjective *obj = &s->obj;
     printf("model: %d layers, %d heads, %d channels, context %d, vocabulary %d (padded %d): %.2fM parameters\n",

@@ -601,6 +601,7 @@ int cuset_conf_analyze_to_json(CusetGPT *m, const CusetTokenizer *tk, const char
     char json_default[4200], tmp[4300];
     const char *json_path = o->json_path;
     if (!json_path) snprintf(json_default, sizeof json_default, "%s.analysis.json", model_path), json_path = json_default;
+    if (cuset_check_writable(json_path, err, errlen)) return -1;
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", json_path, (long)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f) return cuset__err(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));

@@ -213,6 +213,10 @@ expect "train_ckpt_unwritable" 1 "--ckpt .*/none/m.ckpt: cannot be written there
     ./train "${tiny[@]}" --steps 1 --log "$TMP/l.jsonl" --ckpt "$TMP/none/m.ckpt"
 expect "train_ckpt_is_directory" 1 "--ckpt .*: cannot be written there \(it is a directory\)" \
     ./train "${tiny[@]}" --steps 1 --ckpt "$TMP"
+mkfifo "$TMP/fifo" # (as /dev/null would be, which the save's rename would replace)
+expect "train_ckpt_not_a_file" 1 "--ckpt .*fifo: cannot be written there \(it is not a regular file" \
+    ./train "${tiny[@]}" --steps 1 --ckpt "$TMP/fifo"
+expect "train_ckpt_empty" 1 "--ckpt an empty path" ./train "${tiny[@]}" --steps 1 --ckpt ""
 expect "train_bad_device" 2 "--device expects cpu, cuda or auto" ./train --device tpu --steps 1
 head -c 1000 /dev/urandom >"$TMP/foreign.ckpt"
 expect "train_init_foreign_file" 1 "not a cuset checkpoint" ./train --init "$TMP/foreign.ckpt" --steps 1 --ckpt "$TMP/z.ckpt"
@@ -384,6 +388,13 @@ expect "text_jsonl_trains_tokenizer" 0 "24 samples from .*tokenizer trained on i
 expect "text_jsonl_uses_cache" 0 "tokenized cache .*tasks.jsonl.tok" ./train --data "$TMP/tasks.jsonl" "${text[@]}" --ckpt "$TMP/t2.ckpt"
 expect "text_tok_file_directly" 0 "24 samples from .*tasks.jsonl.tok" ./train --data "$TMP/tasks.jsonl.tok" "${text[@]}" --ckpt "$TMP/t3.ckpt"
 head -5 "$TMP/tasks.jsonl" >"$TMP/val.jsonl"
+expect "gen_analyze_json_unwritable" 1 "none/a.json: cannot be written there \(No such file" \
+    ./gen --model "$TMP/t.ckpt" --analyze "$TMP/tasks.jsonl" --json "$TMP/none/a.json"
+# the log of --ckpt tasks is tasks.jsonl: the run would write over its data
+expect "train_log_over_data" 1 "the log .*tasks.jsonl is --data .*tasks.jsonl: the run would write over its data" \
+    ./train --data "$TMP/tasks.jsonl" "${text[@]}" --ckpt "$TMP/tasks"
+expect "train_ckpt_over_val_data" 1 "--ckpt .*val.jsonl is --val-data .*val.jsonl: the run would write over its data" \
+    ./train --data "$TMP/tasks.jsonl" --val-data "$TMP/val.jsonl" "${text_model[@]}" --ckpt "$TMP/val.jsonl"
 expect "text_val_data" 0 "validation data: 5 samples from .*val.jsonl" ./train --data "$TMP/tasks.jsonl" --val-data "$TMP/val.jsonl" \
     "${text_model[@]}" --ckpt "$TMP/v.ckpt"
 grep -q "24 train / 5 validation" <(./train --data "$TMP/tasks.jsonl" --val-data "$TMP/val.jsonl" "${text_model[@]}" --ckpt "$TMP/v.ckpt") \
