@@ -742,10 +742,12 @@ static void cuset__alloc_acts(CusetGPT *m, int B, int T) {
     m->gacts_memory = (float *)CUSET_CALLOC(ng, sizeof(float));
     cuset__point((float **)&m->acts, CUSET_NUM_ACTS, a, m->acts_memory);
     cuset__point((float **)&m->gacts, CUSET_NUM_GRAD_ACTS, g, m->gacts_memory);
-    // The matmuls' packed operand B (K x N, N rounded up to 32): K and N at most the largest
-    // of BT, Vp and 4C.
-    size_t widest = Vp > 4 * C ? Vp : 4 * C, deepest = BT > widest ? BT : widest;
-    size_t s = (widest + 31) / 32 * 32 * deepest;
+    // The matmuls' packed operand B (K x N, N rounded up to 32), for (IC, OC) among (C, 3C),
+    // (C, C), (C, 4C), (4C, C) and (C, Vp): the forward's weight (N = OC, K = IC), the
+    // backward's for dinp (N = IC, K = OC) and its input for dweight (N = IC, K <= BT).
+    size_t wide = Vp > 4 * C ? Vp : 4 * C, r32_wide = (wide + 31) / 32 * 32, r32_c = (C + 31) / 32 * 32;
+    size_t s = r32_wide * C > r32_c * wide ? r32_wide * C : r32_c * wide;
+    if ((4 * C + 31) / 32 * 32 * BT > s) s = (4 * C + 31) / 32 * 32 * BT;
     m->scratch = (float *)CUSET_CALLOC(s, sizeof(float));
     m->loss_scratch = (float *)CUSET_CALLOC(3 * BT + B, sizeof(float));
     m->B = B; m->T = T;
