@@ -237,6 +237,14 @@ static void parse_args(int argc, char **argv, Args *a) {
         if (flag_given(a, own[i].flag) && a->s.obj.kind != (int)own[i].kind)
             printf("note: %s is %s's; --objective %s does not use it\n", own[i].flag,
                    cuset_objective_names[own[i].kind], cuset_objective_names[a->s.obj.kind]);
+    CusetOptim *o = &a->s.optim; // the schedule falls from --lr to --min-lr, never rises
+    if (!a->resume && o->min_lr > o->max_lr) {
+        char lo[32], hi[32];
+        snprintf(lo, sizeof lo, "%g", o->min_lr), snprintf(hi, sizeof hi, "%g", o->max_lr);
+        if (flag_given(a, "--min-lr")) fail("--min-lr %s is above --lr %s: the schedule falls from --lr to --min-lr", lo, hi);
+        printf("note: --lr %s is below the default --min-lr %s: the rate stays at %s after the warmup\n", hi, lo, hi);
+        o->min_lr = o->max_lr;
+    }
     const char *shape_flags[3] = {"--batch", "--seq", "--accum"};
     for (int i = 0; i < 3; i++) a->src[i] = flag_given(a, shape_flags[i]) ? "flag" : "default";
     if (strcmp(a->device, "cpu") && strcmp(a->device, "cuda") && strcmp(a->device, "auto"))
