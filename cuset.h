@@ -330,7 +330,7 @@ int cuset_sample(const float *logits, int V, float temperature, int top_k, float
 uint64_t cuset_rng_next(uint64_t *state);
 float cuset_rng_uniform(uint64_t *state);   // [0, 1)
 double cuset_time(void);
-// A command-line number, strictly: all of v is a number in [lo, hi], and a whole number
+// A command-line number, strictly: all of v is a decimal number in [lo, hi], and a whole number
 // when whole (a count). Returns 0 with *out, or -1 with "FLAG expects a [whole ]number in
 // [lo, hi], got 'v'" in err.
 int cuset_parse_number(const char *flag, const char *v, double lo, double hi, int whole, double *out, char *err,
@@ -640,7 +640,8 @@ int cuset_parse_number(const char *flag, const char *v, double lo, double hi, in
                        size_t errlen) {
     char *end;
     double x = strtod(v, &end);
-    if (*v == '\0' || *end != '\0' || !(x >= lo && x <= hi) || (whole && x != floor(x)))
+    int decimal = v[strspn(v, "0123456789+-.eE")] == '\0'; // strtod also takes " 5", 0x5 and infinity
+    if (*v == '\0' || *end != '\0' || !decimal || !(x >= lo && x <= hi) || (whole && x != floor(x)))
         return cuset__err(err, errlen, "%s expects a %snumber in [%.10g, %.10g], got '%s'", flag, whole ? "whole " : "",
                           lo, hi, v);
     *out = x;
