@@ -472,7 +472,8 @@ static const char *task_from_spec(const CusetJDoc *d, int spec, Task *t) {
     }
     if (!seed || seed->num < 0 || seed->num >= 0x1p64 || seed->num != floor(seed->num))
         return "spec without a \"seed\" (a whole number in [0, 2^64))";
-    if (!atol || !rtol || atol->num < 0 || rtol->num < 0) return "spec without \"atol\" and \"rtol\"";
+    if (!atol || !rtol) return "spec without \"atol\" and \"rtol\"";
+    if (!(atol->num >= 0 && rtol->num >= 0)) return "spec with a negative \"atol\" or \"rtol\"";
     t->seed = (uint64_t)seed->num;
     t->atol = atol->num;
     t->rtol = rtol->num;
@@ -802,7 +803,11 @@ int main(int argc, char **argv) {
         else die("unknown argument '%s' (--help lists the commands)", a);
 #undef ARG
     }
-    if ((out != NULL) + (mat != NULL) + (cmp != NULL) + (ref != NULL) + (emit != NULL) + list != 1) usage(0);
+    int commands = (out != NULL) + (mat != NULL) + (cmp != NULL) + (ref != NULL) + (emit != NULL) + list;
+    if (commands == 0) usage(0);
+    if (commands > 1)
+        die("%d commands given; give one of --out, --materialize, --compare, --reference, --emit-family, --list",
+            commands);
     const char *command = out    ? "--out"
                           : emit ? "--emit-family"
                           : mat  ? "--materialize"
@@ -818,7 +823,8 @@ int main(int argc, char **argv) {
     if (ref) return reference(ref);
     if (emit) return emit_family(emit, seed, prompt);
     if (!mat) return generate(out, seed, count);
-    if (!split || index < 0 || !to) usage(0);
+    if (!split || index < 0 || !to)
+        die("--materialize needs %s (--help shows the command)", !split ? "--split" : index < 0 ? "--index" : "--to");
     if (strcmp(split, "train") && strcmp(split, "val") && strcmp(split, "test")) die("--split: train, val or test");
     return materialize(mat, split, index, to);
 }

@@ -772,6 +772,7 @@ static void bad_specs(void) {
         { "shape_mismatch", "{\"family\":\"elementwise_unary\",\"params\":{\"op\":\"relu\",\"n\":6},\"inputs\":[{\"name\":\"x\",\"dtype\":\"float32\",\"shape\":[7],\"lo\":0,\"hi\":1,\"integer\":false,\"gen\":\"uniform\"}],\"outputs\":[{\"name\":\"y\",\"dtype\":\"float32\",\"shape\":[6]}],\"seed\":1,\"atol\":0,\"rtol\":0}", "differs from what" },
         { "unknown_param", "{\"family\":\"elementwise_unary\",\"params\":{\"op\":\"relu\",\"n\":6,\"bogus\":1},\"inputs\":[{\"name\":\"x\",\"dtype\":\"float32\",\"shape\":[6],\"lo\":0,\"hi\":1,\"integer\":false,\"gen\":\"uniform\"}],\"outputs\":[{\"name\":\"y\",\"dtype\":\"float32\",\"shape\":[6]}],\"seed\":1,\"atol\":0,\"rtol\":0}", "params.bogus: unknown parameter" },
         { "unknown_family", "{\"family\":\"nope\",\"params\":{},\"inputs\":[],\"outputs\":[],\"seed\":1,\"atol\":0,\"rtol\":0}", "unknown family nope" },
+        { "negative_atol", "{\"family\":\"elementwise_unary\",\"params\":{\"op\":\"relu\",\"n\":6},\"inputs\":[{\"name\":\"x\",\"dtype\":\"float32\",\"shape\":[6],\"lo\":0,\"hi\":1,\"integer\":false,\"gen\":\"uniform\"}],\"outputs\":[{\"name\":\"y\",\"dtype\":\"float32\",\"shape\":[6]}],\"seed\":1,\"atol\":-1,\"rtol\":0}", "a negative \"atol\" or \"rtol\"" },
         { "truncated_json", "{\"family\":\"elementwise_unary\",\"params\":{\"op\":\"relu\"", "unexpected end" },
         { "zero_divisor", zero_divisor, "params.a: multiple_of needs a whole number >= 1" },
         { "huge_threshold", huge_threshold, "params.a: not a number in [-1e6, 1e6]" },
@@ -956,7 +957,8 @@ static void cli_checks(void) {
         { "unknown_family", "--out D --families nope", "err", "unknown family 'nope'", 2 },
         { "empty_families", "--out D --families ''", "err", "got an empty list", 2 },
         { "bad_count", "--out D --train -3", "err", "--train", 2 },
-        { "two_commands", "--list --compare D", "err", "usage:", 2 },
+        { "two_commands", "--list --compare D", "err", "2 commands given; give one of --out", 2 },
+        { "materialize_without_to", "--materialize D --split test --index 0", "err", "--materialize needs --to", 2 },
         { "option_of_another_command", "--out D --prompt", "err", "--prompt does not go with --out", 2 },
         { "option_without_its_command", "--compare D --seed 3", "err", "--seed does not go with --compare", 2 },
     };
