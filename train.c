@@ -225,6 +225,7 @@ static void parse_args(int argc, char **argv, Args *a) {
     if (flag_given(a, "--steps") && flag_given(a, "--epochs")) fail("give --steps N or --epochs E, not both%s%s", "", "");
     if (a->resume && a->init) fail("give --resume (continue this run) or --init FILE (fine-tune from it), not both%s%s", "", "");
     if (flag_given(a, "--val-frac") && a->val_data) fail("give --val-frac F or --val-data SRC, not both%s%s", "", "");
+    if (a->val_data && !strcmp(a->data, "synthetic")) fail("--val-data goes with a text --data, not --data synthetic%s%s", "", "");
     const char *synthetic_flag = flag_given(a, "--synthetic-n") ? "--synthetic-n" : "--synthetic-len";
     if (flag_given(a, synthetic_flag) && strcmp(a->data, "synthetic"))
         fail("%s goes with --data synthetic, not --data %s", synthetic_flag, a->data);
@@ -454,9 +455,8 @@ static int open_data(Run *r) {
     if (a->val_data) {
         CusetTokenizer val_tk = {0};
         cuset_tok_init(&val_tk);
-        if (r->synthetic ||
-            cuset_data_open(a->val_data, &r->tk, a->vocab, &r->val_data, &val_tk, note, sizeof note, err, sizeof err)) {
-            fprintf(stderr, "train: --val-data: %s\n", r->synthetic ? "needs text --data" : err);
+        if (cuset_data_open(a->val_data, &r->tk, a->vocab, &r->val_data, &val_tk, note, sizeof note, err, sizeof err)) {
+            fprintf(stderr, "train: --val-data: %s\n", err);
             return 1;
         }
         cuset_tok_free(&val_tk); // the same tokenizer as tk

@@ -172,6 +172,7 @@ expect "gen_help" 0 "usage: gen" ./gen --help
 expect "train_unknown_flag" 2 "unknown option '--bogus'" ./train --bogus 1
 expect "train_missing_value" 2 "needs a value" ./train --steps
 expect "train_bad_number" 2 "--lr expects a number" ./train --lr fast --steps 1
+expect "train_val_data_synthetic" 2 "--val-data goes with a text --data, not --data synthetic" ./train --steps 1 --val-data v.jsonl
 expect "train_min_lr_above_lr" 2 "--min-lr 0.001 is above --lr 1e-05: the schedule falls" ./train --lr 1e-5 --min-lr 1e-3 --steps 1
 expect "train_lr_below_default_min_lr" 0 "note: --lr 1e-05 is below the default --min-lr 3e-05: the rate stays at 1e-05" \
     ./train "${tiny[@]}" --lr 1e-5 --steps 1 --ckpt "$TMP/z.ckpt"
