@@ -117,7 +117,7 @@ static int load_model(const char *path, Model *md) {
 static void ready_to_sample(Model *md) {
     cuset_kv_init(&md->kv, &md->m.cfg);
     use_device(&md->m);
-    md->work = (CusetProbId *)calloc(md->m.cfg.vocab_size, sizeof *md->work);
+    md->work = (CusetProbId *)CUSET_CALLOC(md->m.cfg.vocab_size, sizeof *md->work);
 }
 
 static void free_model(Model *md) {
@@ -350,7 +350,7 @@ static char *prompt_text(const GenArgs *a, size_t *n) {
             exit(2);
         }
         *n = tasks[a->index].prompt_len;
-        text = (char *)malloc(*n + 1);
+        text = (char *)CUSET_CALLOC(*n + 1, 1);
         memcpy(text, tasks[a->index].prompt, *n + 1);
         cuset_text_samples_free(tasks);
         return text;

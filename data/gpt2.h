@@ -853,7 +853,7 @@ int cuset_gpt2_tok_load(CusetTokenizer *tk, int **perm, int *n, const char *path
     }
     CusetTokenizer t = {0};
     *n = cuset__g2_vocab_n(&v);
-    *perm = (int *)malloc((size_t)(*n ? *n : 1) * sizeof(int));
+    *perm = (int *)CUSET_CALLOC(*n ? *n : 1, sizeof(int));
     if (rc == 0) rc = cuset__g2_convert(&v, &t, *perm, path, err, errlen);
     cuset__g2_vocab_free(&v);
     if (rc != 0) { free(*perm); *perm = NULL; return -1; }
@@ -982,7 +982,7 @@ static int cuset__g2_export_weights(const char *dir, const CusetGPT *m, char *er
     arrput(h, '}');
     while (arrlen(h) % 8) arrput(h, ' ');
     size_t hlen = arrlenu(h), total = 8 + hlen + at;
-    unsigned char *file = (unsigned char *)malloc(total);
+    unsigned char *file = (unsigned char *)CUSET_CALLOC(total, 1);
     for (int i = 0; i < 8; i++) file[i] = (unsigned char)((uint64_t)hlen >> 8 * i);
     memcpy(file + 8, h, hlen);
     memcpy(file + 8 + hlen, data, at);

@@ -1335,7 +1335,7 @@ static void cuset__eval_sample_forked(const cuset__EvalEnv *E, const CusetEvalSa
         size_t len;
         while (fread(&i, sizeof i, 1, in) == 1) {
             if (i < 0 || i >= n || fread(&len, sizeof len, 1, in) != 1) { failed = 1; break; }
-            char *text = (char *)malloc(len + 1);
+            char *text = (char *)CUSET_CALLOC(len + 1, 1);
             if (len && fread(text, 1, len, in) != len) { free(text); failed = 1; break; }
             text[len] = 0;
             progs[i].text = text, progs[i].len = len;
@@ -1747,9 +1747,9 @@ static int cuset__eval_reap(cuset__EvalRun *R, pid_t *pids, const int *fds, int 
 static void cuset__eval_run_all(cuset__EvalRun *R) {
     const CusetEvalOpts *o = R->o;
     int total = (int)arrlen(R->progs), done = 0, running = 0, next = 0;
-    R->results = (cuset__EvalResult *)calloc(total + 1, sizeof *R->results);
-    int *fds = (int *)malloc(sizeof(int) * (total + 1));
-    pid_t *pids = (pid_t *)calloc(total + 1, sizeof *pids);
+    R->results = (cuset__EvalResult *)CUSET_CALLOC(total + 1, sizeof *R->results);
+    int *fds = (int *)CUSET_CALLOC(total + 1, sizeof(int));
+    pid_t *pids = (pid_t *)CUSET_CALLOC(total + 1, sizeof *pids);
     R->jobs = o->jobs < 1 ? 1 : o->jobs > 256 ? 256 : o->jobs;
     R->t_eval = cuset_time();
     while (done < total) {
