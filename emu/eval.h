@@ -1415,6 +1415,8 @@ static void cuset__eval_check_options(cuset__EvalRun *R) {
         long k = strtol(p, &end, 10);
         if (end == p || k < 1 || k > 1000 || R->nk == 16 || (*end && *end != ','))
             cuset__eval_fail("--k expects values like 1,3 (each in [1, 1000]), got '%s'", o->k_list);
+        for (int i = 0; i < R->nk; i++)
+            if (R->ks[i] == k) cuset__eval_fail("--k lists %ld twice, got '%s'", k, o->k_list);
         R->ks[R->nk++] = (int)k;
         if (k > kmax) kmax = (int)k;
         p = *end ? end + 1 : end;

@@ -338,6 +338,7 @@ static void test_eval_errors(const char *tasks) {
         {"eval_needs_model_or_programs", {"--eval", tasks}, "--model CKPT"},
         {"eval_k_beyond_samples", {"--eval", tasks, "--model", "x.ckpt", "--k", "5", "--samples", "3"}, "at least 5 samples"},
         {"eval_bad_k", {"--eval", tasks, "--programs", path_in("p.jsonl"), "--k", "0"}, "--k expects"},
+        {"eval_repeated_k", {"--eval", tasks, "--programs", path_in("p.jsonl"), "--k", "1,3,1"}, "--k lists 1 twice"},
         {"eval_missing_tasks", {"--eval", path_in("none/test.jsonl"), "--programs", path_in("p.jsonl")}, "No such file"},
         {"eval_not_a_split", {"--eval", path_in("nospec/test.jsonl"), "--programs", path_in("p.jsonl")}, "no \"spec\" object"},
         {"eval_not_a_split_name", {"--eval", path_in("tasks.jsonl"), "--programs", path_in("p.jsonl")}, "not a corpus split"},
