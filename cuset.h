@@ -746,9 +746,11 @@ static void cuset__alloc_acts(CusetGPT *m, int B, int T) {
     // The matmuls' packed operand B (K x N, N rounded up to 32), for (IC, OC) among (C, 3C),
     // (C, C), (C, 4C), (4C, C) and (C, Vp): the forward's weight (N = OC, K = IC), the
     // backward's for dinp (N = IC, K = OC) and its input for dweight (N = IC, K <= BT).
-    size_t wide = Vp > 4 * C ? Vp : 4 * C, r32_wide = (wide + 31) / 32 * 32, r32_c = (C + 31) / 32 * 32;
-    size_t s = r32_wide * C > r32_c * wide ? r32_wide * C : r32_c * wide;
-    if ((4 * C + 31) / 32 * 32 * BT > s) s = (4 * C + 31) / 32 * 32 * BT;
+    size_t wide = Vp > 4 * C ? Vp : 4 * C, r32_wide = (wide + 31) / 32 * 32, r32_c = (C + 31) / 32 * 32,
+           r32_4c = (4 * C + 31) / 32 * 32;
+    size_t s = r32_wide * C;
+    if (r32_c * wide > s) s = r32_c * wide;
+    if (r32_4c * BT > s) s = r32_4c * BT;
     m->scratch = (float *)CUSET_CALLOC(s, sizeof(float));
     m->loss_scratch = (float *)CUSET_CALLOC(3 * BT + B, sizeof(float));
     m->B = B; m->T = T;
@@ -2038,12 +2040,12 @@ static size_t cuset__ckpt_bytes(size_t nparams, int contents, uint64_t tok_bytes
 
 int cuset_check_writable(const char *path, char *err, size_t errlen) {
     if (!path[0]) return cuset__err(err, errlen, "an empty path");
+    if (strlen(path) >= 4096) return cuset__err(err, errlen, "a path of %zu bytes: too long", strlen(path));
     struct stat st;
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) // the rename would replace a device node as well
         return cuset__err(err, errlen, "%s: cannot be written there (it is %s)", path,
                           S_ISDIR(st.st_mode) ? "a directory" : "not a regular file: a device, a pipe or a socket");
     char tmp[4352];
-    if (strlen(path) >= 4096) return cuset__err(err, errlen, "a path of %zu bytes: too long", strlen(path));
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
     FILE *f = fopen(tmp, "wb");
     if (!f) return cuset__err(err, errlen, "%s: cannot be written there (%s)", path, strerror(errno));
