@@ -304,29 +304,30 @@ static GenArgs parse_args(int argc, char **argv) {
             continue;
         }
         if (strncmp(k, "--", 2) != 0) fail("unexpected argument ", k);
-        if (!v) fail("missing value for ", k);
-        i++;
-        if (!strcmp(k, "--model")) a.model_path = v;
-        else if (!strcmp(k, "--export-hf")) a.export_dir = v;
-        else if (!strcmp(k, "--prompt")) a.prompt = v;
-        else if (!strcmp(k, "--prompt-file")) a.prompt_file = v;
-        else if (!strcmp(k, "--prompt-ids")) a.prompt_ids = v;
-        else if (!strcmp(k, "--prompt-jsonl")) a.prompt_jsonl = v;
-        else if (!strcmp(k, "--index")) a.index = (int)num(k, v, 0, 1e9, 1), a.index_given = 1;
-        else if (!strcmp(k, "--max-tokens")) a.so.max_tokens = (int)num(k, v, 1, 1 << 20, 1), a.sample_flag = k;
-        else if (!strcmp(k, "--temperature")) a.so.temperature = (float)num(k, v, 0, 100, 0), a.sample_flag = k;
-        else if (!strcmp(k, "--top-k")) a.so.top_k = (int)num(k, v, 0, 1 << 24, 1), a.sample_flag = k;
-        else if (!strcmp(k, "--top-p")) a.so.top_p = (float)num(k, v, 1e-6, 1, 0), a.sample_flag = k;
-        else if (!strcmp(k, "--seed")) a.seed = (uint64_t)num(k, v, 0, 1e18, 1), a.sample_flag = k;
-        else if (!strcmp(k, "--stop")) a.so.stop = (int)num(k, v, -1, 1 << 24, 1), a.prompt_flag = k;
-        else if (!strcmp(k, "--device")) device_flag = v;
-        else if (!strcmp(k, "--analyze")) a.analyze_path = v;
-        else if (!strcmp(k, "--window")) a.co.window = (int)num(k, v, 1, 1 << 24, 1), a.analyze_flag = k;
-        else if (!strcmp(k, "--probe")) a.co.probe = (int)num(k, v, 1, 1 << 24, 1), a.analyze_flag = k;
-        else if (!strcmp(k, "--tau")) a.co.tau = (float)num(k, v, 0, 1, 0), a.analyze_flag = k;
-        else if (!strcmp(k, "--views")) a.co.views = (int)num(k, v, 0, 1 << 20, 1), a.analyze_flag = k;
-        else if (!strcmp(k, "--json")) a.co.json_path = v, a.analyze_flag = k;
+        i += v != NULL; // the value, needed once the flag is known (IS)
+#define IS(flag) (!strcmp(k, flag) && (v || (fail("missing value for ", k), 0)))
+        if (IS("--model")) a.model_path = v;
+        else if (IS("--export-hf")) a.export_dir = v;
+        else if (IS("--prompt")) a.prompt = v;
+        else if (IS("--prompt-file")) a.prompt_file = v;
+        else if (IS("--prompt-ids")) a.prompt_ids = v;
+        else if (IS("--prompt-jsonl")) a.prompt_jsonl = v;
+        else if (IS("--index")) a.index = (int)num(k, v, 0, 1e9, 1), a.index_given = 1;
+        else if (IS("--max-tokens")) a.so.max_tokens = (int)num(k, v, 1, 1 << 20, 1), a.sample_flag = k;
+        else if (IS("--temperature")) a.so.temperature = (float)num(k, v, 0, 100, 0), a.sample_flag = k;
+        else if (IS("--top-k")) a.so.top_k = (int)num(k, v, 0, 1 << 24, 1), a.sample_flag = k;
+        else if (IS("--top-p")) a.so.top_p = (float)num(k, v, 1e-6, 1, 0), a.sample_flag = k;
+        else if (IS("--seed")) a.seed = (uint64_t)num(k, v, 0, 1e18, 1), a.sample_flag = k;
+        else if (IS("--stop")) a.so.stop = (int)num(k, v, -1, 1 << 24, 1), a.prompt_flag = k;
+        else if (IS("--device")) device_flag = v;
+        else if (IS("--analyze")) a.analyze_path = v;
+        else if (IS("--window")) a.co.window = (int)num(k, v, 1, 1 << 24, 1), a.analyze_flag = k;
+        else if (IS("--probe")) a.co.probe = (int)num(k, v, 1, 1 << 24, 1), a.analyze_flag = k;
+        else if (IS("--tau")) a.co.tau = (float)num(k, v, 0, 1, 0), a.analyze_flag = k;
+        else if (IS("--views")) a.co.views = (int)num(k, v, 0, 1 << 20, 1), a.analyze_flag = k;
+        else if (IS("--json")) a.co.json_path = v, a.analyze_flag = k;
         else fail("unknown option ", k);
+#undef IS
     }
     a.co.first = a.ev.first, a.co.count = a.ev.count; // --first and --count pick --analyze's samples too
     return a;

@@ -187,8 +187,9 @@ static void parse_args(int argc, char **argv, Args *a) {
         int setting = setting_index(k);
         if (setting >= 0 && setting_flags[setting].type == 's') { setting_set(&a->s, setting, 0); continue; }
         if (strncmp(k, "--", 2) != 0) fail("unexpected argument '%s'%s", k, "");
-        if (i + 1 >= argc) fail("%s needs a value%s", k, "");
-        const char *v = argv[++i];
+        const char *v = i + 1 < argc ? argv[++i] : NULL; // the value, needed once the flag is known (IS)
+#define IS(flag) (!strcmp(k, flag) && (v || (fail("%s needs a value%s", k, ""), 0)))
+        if (setting >= 0 && !v) fail("%s needs a value%s", k, "");
         if (setting >= 0 && setting_flags[setting].type == 'o') {
             int kind = -1;
             for (int j = 0; j < CUSET_OBJ_COUNT; j++) if (!strcmp(v, cuset_objective_names[j])) kind = j;
@@ -197,30 +198,31 @@ static void parse_args(int argc, char **argv, Args *a) {
         } else if (setting >= 0) {
             int whole = setting_flags[setting].type == 'i';
             setting_set(&a->s, setting, num(k, v, setting_flags[setting].lo, setting_flags[setting].hi, whole));
-        } else if (!strcmp(k, "--data")) a->data = v;
-        else if (!strcmp(k, "--synthetic-n")) a->synthetic_n = (int)num(k, v, 2, 1e8, 1);
-        else if (!strcmp(k, "--synthetic-len")) {
+        } else if (IS("--data")) a->data = v;
+        else if (IS("--synthetic-n")) a->synthetic_n = (int)num(k, v, 2, 1e8, 1);
+        else if (IS("--synthetic-len")) {
             int used = 0;
             if (sscanf(v, "%d:%d%n", &a->syn_min, &a->syn_max, &used) != 2 || v[used] || a->syn_min < 1 ||
                 a->syn_max < a->syn_min)
                 fail("--synthetic-len expects MIN:MAX with 1 <= MIN <= MAX, got '%s'%s", v, "");
-        } else if (!strcmp(k, "--val-frac")) a->val_frac = num(k, v, 0, 0.5, 0);
-        else if (!strcmp(k, "--val-data")) a->val_data = v;
-        else if (!strcmp(k, "--layers")) a->cfg.n_layer = (int)num(k, v, 1, 256, 1);
-        else if (!strcmp(k, "--heads")) a->cfg.n_head = (int)num(k, v, 1, 1024, 1);
-        else if (!strcmp(k, "--embd")) a->cfg.n_embd = (int)num(k, v, 1, 16384, 1);
-        else if (!strcmp(k, "--ctx")) a->cfg.max_seq_len = (int)num(k, v, 2, 65536, 1);
-        else if (!strcmp(k, "--vocab")) a->vocab = (int)num(k, v, 8, 1 << 24, 1);
-        else if (!strcmp(k, "--init")) a->init = v;
-        else if (!strcmp(k, "--epochs")) a->epochs = num(k, v, 0, 1e6, 0);
-        else if (!strcmp(k, "--ckpt")) a->ckpt = v;
-        else if (!strcmp(k, "--log")) a->log = v;
-        else if (!strcmp(k, "--device")) a->device = v;
-        else if (!strcmp(k, "--stop-at")) a->stop_at = (int)num(k, v, 1, 1e9, 1);
-        else if (!strcmp(k, "--keep-every")) a->keep_every = (int)num(k, v, 1, 1e9, 1);
-        else if (!strcmp(k, "--ckpt-minutes")) a->ckpt_minutes = num(k, v, 0, 1e6, 0);
-        else if (!strcmp(k, "--threads")) a->threads = (int)num(k, v, 1, 1024, 1);
+        } else if (IS("--val-frac")) a->val_frac = num(k, v, 0, 0.5, 0);
+        else if (IS("--val-data")) a->val_data = v;
+        else if (IS("--layers")) a->cfg.n_layer = (int)num(k, v, 1, 256, 1);
+        else if (IS("--heads")) a->cfg.n_head = (int)num(k, v, 1, 1024, 1);
+        else if (IS("--embd")) a->cfg.n_embd = (int)num(k, v, 1, 16384, 1);
+        else if (IS("--ctx")) a->cfg.max_seq_len = (int)num(k, v, 2, 65536, 1);
+        else if (IS("--vocab")) a->vocab = (int)num(k, v, 8, 1 << 24, 1);
+        else if (IS("--init")) a->init = v;
+        else if (IS("--epochs")) a->epochs = num(k, v, 0, 1e6, 0);
+        else if (IS("--ckpt")) a->ckpt = v;
+        else if (IS("--log")) a->log = v;
+        else if (IS("--device")) a->device = v;
+        else if (IS("--stop-at")) a->stop_at = (int)num(k, v, 1, 1e9, 1);
+        else if (IS("--keep-every")) a->keep_every = (int)num(k, v, 1, 1e9, 1);
+        else if (IS("--ckpt-minutes")) a->ckpt_minutes = num(k, v, 0, 1e6, 0);
+        else if (IS("--threads")) a->threads = (int)num(k, v, 1, 1024, 1);
         else fail("unknown option '%s'%s", k, "");
+#undef IS
     }
     if (flag_given(a, "--steps") && flag_given(a, "--epochs")) fail("give --steps N or --epochs E, not both%s%s", "", "");
     if (a->resume && a->init) fail("give --resume (continue this run) or --init FILE (fine-tune from it), not both%s%s", "", "");

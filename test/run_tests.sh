@@ -171,6 +171,10 @@ expect "train_help" 0 "usage: train" ./train --help
 expect "gen_help" 0 "usage: gen" ./gen --help
 expect "train_unknown_flag" 2 "unknown option '--bogus'" ./train --bogus 1
 expect "train_missing_value" 2 "needs a value" ./train --steps
+# a misspelt flag given last is unknown, not a flag without its value
+expect "train_unknown_flag_last" 2 "unknown option '--bogus'" ./train --steps 1 --bogus
+expect "gen_unknown_flag_last" 2 "unknown option --frob" ./gen --model x --frob
+expect "gen_missing_value" 2 "missing value for --temperature" ./gen --model x --temperature
 expect "train_bad_number" 2 "--lr expects a number" ./train --lr fast --steps 1
 expect "train_val_data_synthetic" 2 "--val-data goes with a text --data, not --data synthetic" ./train --steps 1 --val-data v.jsonl
 expect "train_min_lr_above_lr" 2 "--min-lr 0.001 is above --lr 1e-05: the schedule falls" ./train --lr 1e-5 --min-lr 1e-3 --steps 1
