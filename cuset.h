@@ -2048,7 +2048,9 @@ int cuset_check_writable(const char *path, char *err, size_t errlen) {
     char tmp[4352];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
     FILE *f = fopen(tmp, "wb");
-    if (!f) return cuset__err(err, errlen, "%s: cannot be written there (%s)", path, strerror(errno));
+    if (!f) // the save writes tmp beside path, then renames it: say which file failed
+        return cuset__err(err, errlen, "%s: cannot be written there (the save writes %s first: %s)", path, tmp,
+                          strerror(errno));
     fclose(f);
     remove(tmp);
     return 0;

@@ -217,8 +217,11 @@ else
     fi
 fi
 # a checkpoint that cannot be written stops the run before it trains, not after
-expect "train_ckpt_unwritable" 1 "--ckpt .*/none/m.ckpt: cannot be written there \(No such file" \
+expect "train_ckpt_unwritable" 1 "--ckpt .*/none/m.ckpt: cannot be written there \(the save writes .*\.tmp\.[0-9]* first: No such file" \
     ./train "${tiny[@]}" --steps 1 --log "$TMP/l.jsonl" --ckpt "$TMP/none/m.ckpt"
+# a regular file whose directory takes no new file: the message names the file the save creates
+expect "train_ckpt_in_proc" 1 "--ckpt /proc/version: cannot be written there \(the save writes /proc/version.tmp.[0-9]* first" \
+    ./train --steps 1 --ckpt /proc/version
 expect "train_ckpt_is_directory" 1 "--ckpt .*: cannot be written there \(it is a directory\)" \
     ./train "${tiny[@]}" --steps 1 --ckpt "$TMP"
 mkfifo "$TMP/fifo" # (as /dev/null would be, which the save's rename would replace)
@@ -396,7 +399,7 @@ expect "text_jsonl_trains_tokenizer" 0 "24 samples from .*tokenizer trained on i
 expect "text_jsonl_uses_cache" 0 "tokenized cache .*tasks.jsonl.tok" ./train --data "$TMP/tasks.jsonl" "${text[@]}" --ckpt "$TMP/t2.ckpt"
 expect "text_tok_file_directly" 0 "24 samples from .*tasks.jsonl.tok" ./train --data "$TMP/tasks.jsonl.tok" "${text[@]}" --ckpt "$TMP/t3.ckpt"
 head -5 "$TMP/tasks.jsonl" >"$TMP/val.jsonl"
-expect "gen_analyze_json_unwritable" 1 "none/a.json: cannot be written there \(No such file" \
+expect "gen_analyze_json_unwritable" 1 "none/a.json: cannot be written there \(the save writes .*\.tmp\.[0-9]* first: No such file" \
     ./gen --model "$TMP/t.ckpt" --analyze "$TMP/tasks.jsonl" --json "$TMP/none/a.json"
 # the log of --ckpt tasks is tasks.jsonl: the run would write over its data
 expect "train_log_over_data" 1 "the log .*tasks.jsonl is --data .*tasks.jsonl: the run would write over its data" \

@@ -346,7 +346,7 @@ static void test_eval_errors(const char *tasks) {
         {"eval_program_index_out_of_range", {"--eval", tasks, "--programs", path_in("badindex.jsonl")}, "task index in [0, 12)"},
         {"eval_first_past_end", {"--eval", tasks, "--programs", path_in("p.jsonl"), "--first", "12"}, "past the end"},
         {"eval_summary_unwritable", {"--eval", tasks, "--programs", path_in("one.jsonl"), "--summary", path_in("none/s.json")},
-         "s.json: cannot be written there (No such file"},
+         "s.json: cannot be written there (the save writes"},
         {"eval_cache_unusable", {"--eval", tasks, "--programs", path_in("one.jsonl"), "--cache", path_in("none/cache")},
          "--cache"},
         {"eval_cache_not_a_directory", {"--eval", tasks, "--programs", path_in("one.jsonl"), "--cache", path_in("one.jsonl")},
