@@ -116,8 +116,8 @@ uint64_t cuset_tok_fingerprint(const CusetTokenizer *tk);
 // the vocabulary its ids belong to. Little-endian:
 //   offset      size       field
 //   0           8          magic "CUSETDAT"
-//   8           4          u32 version (1)
-//   12          4          u32 header size (64)
+//   8           4          u32 version (2)
+//   12          4          u32 header size (72)
 //   16          4          u32 vocabulary size V (= the tokenizer's)
 //   20          4          u32 number of samples N (1 .. INT_MAX)
 //   24          8          u64 total prompt tokens P (sum of np)
@@ -127,14 +127,17 @@ uint64_t cuset_tok_fingerprint(const CusetTokenizer *tk);
 //   48          8          u64 tokenizer bytes K
 //   56          8          u64 dataset fingerprint (cuset_dataset_fingerprint), a
 //                          checksum over every sample, checked on load
-//   64          K          the tokenizer, as cuset_tok_save writes it
-//   64+K        8N         per sample: u32 np, u32 nt
-//   64+K+8N     4(P+Q)     token ids as int32, sample by sample: its np prompt ids, then
+//   64          8          u64 tokenizer fingerprint (cuset_tok_fingerprint: FNV-1a over
+//                          its K bytes), checked on load
+//   72          K          the tokenizer, as cuset_tok_save writes it
+//   72+K        8N         per sample: u32 np, u32 nt
+//   72+K+8N     4(P+Q)     token ids as int32, sample by sample: its np prompt ids, then
 //                          its nt target ids (a sample's tokens are contiguous)
 //   ...+4(P+Q)  Q          target CUDA flags, one byte (0 or 1) per target token, sample
 //                          by sample
-// The file is exactly 64 + K + 8N + 4(P+Q) + Q bytes (K is a multiple of 8, so the ids
-// are 4-byte aligned). Every sample has the layout of cuset_sample_from_text: np >= 2,
+// The file is exactly 72 + K + 8N + 4(P+Q) + Q bytes (K is a multiple of 8, so the ids
+// are 4-byte aligned). Version 1 (still read) has a 64-byte header without the
+// tokenizer fingerprint: a damaged merge that still names valid ids passes there. Every sample has the layout of cuset_sample_from_text: np >= 2,
 // nt >= 1, ids in [0, V), the prompt opens with CUSET_TOK_PROMPT and closes with
 // CUSET_TOK_TARGET, the target closes with CUSET_TOK_EOS, and no special id occurs
 // anywhere else; flags are 0 or 1.
@@ -151,8 +154,8 @@ uint64_t cuset_tok_fingerprint(const CusetTokenizer *tk);
 // NULL) and returns 0; on failure it changes nothing and returns -1. name (NULL:
 // "<data>") is used in messages. A file parsed and serialized again gives the same bytes.
 #define CUSET_DATA_MAGIC "CUSETDAT"
-#define CUSET_DATA_VERSION 1
-#define CUSET_DATA_HEADER 64
+#define CUSET_DATA_VERSION 2
+#define CUSET_DATA_HEADER 72    // version 1's: 64, without the tokenizer fingerprint
 int cuset_data_save(const char *path, const CusetDataset *d, const CusetTokenizer *tk, uint64_t source_stamp,
                     char *err, size_t errlen);
 int cuset_data_serialize(const CusetDataset *d, const CusetTokenizer *tk, uint64_t source_stamp,
@@ -841,11 +844,16 @@ void cuset_dataset_from_text(CusetDataset *d, const CusetTokenizer *tk, const Cu
     d->fingerprint = cuset_dataset_fingerprint(d);
 }
 
+static uint64_t cuset__fnv1a(const unsigned char *b, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
 uint64_t cuset_tok_fingerprint(const CusetTokenizer *tk) {
     unsigned char *b = NULL;
     size_t n = cuset_tok_save(tk, &b);
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    uint64_t h = cuset__fnv1a(b, n);
     arrfree(b);
     return h;
 }
@@ -974,6 +982,7 @@ static void cuset__data_write(cuset__data_sink *w, const CusetDataset *d, const 
     cuset__data_put_u64(w, stamp);
     cuset__data_put_u64(w, K);
     cuset__data_put_u64(w, cuset_dataset_fingerprint(d));
+    cuset__data_put_u64(w, cuset__fnv1a(tb, K));
     cuset__data_put(w, tb, K);
     arrfree(tb);
     for (int i = 0; i < d->n; i++) {
@@ -1030,7 +1039,7 @@ int cuset_data_save(const char *path, const CusetDataset *d, const CusetTokenize
 
 int cuset_data_parse(const unsigned char *buf, size_t len, const char *name, CusetDataset *d, CusetTokenizer *tk,
                      uint64_t *source_stamp, char *err, size_t errlen) {
-    const size_t H = CUSET_DATA_HEADER;
+    size_t H = 64; // version 1's header, until the version is known
     CusetDataset nd = {0};
     CusetTokenizer ntk = {0};
     char why[256];
@@ -1045,15 +1054,18 @@ int cuset_data_parse(const unsigned char *buf, size_t len, const char *name, Cus
         return cuset__err(err, errlen, "%s: bad magic at byte 0 (expected \"%s\"): not a cuset token data file",
                           name, CUSET_DATA_MAGIC);
     uint32_t version = cuset__data_u32(buf + 8), hsize = cuset__data_u32(buf + 12);
+    if (version != 1 && version != CUSET_DATA_VERSION)
+        return cuset__err(err, errlen, "%s: version %u at byte 8; this reader knows versions 1 and %d (rebuild the"
+                          " file from its source)", name, version, CUSET_DATA_VERSION);
+    if (version == CUSET_DATA_VERSION) H = CUSET_DATA_HEADER;
+    if (hsize != H)
+        return cuset__err(err, errlen, "%s: header size %u at byte 12; version %u has a %zu-byte header", name, hsize,
+                          version, H);
+    if (len < H)
+        return cuset__err(err, errlen, "%s: %zu bytes, shorter than the %zu-byte header (truncated)", name, len, H);
     uint32_t V = cuset__data_u32(buf + 16), N = cuset__data_u32(buf + 20);
     uint64_t P = cuset__data_u64(buf + 24), Q = cuset__data_u64(buf + 32), stamp = cuset__data_u64(buf + 40);
     uint64_t K = cuset__data_u64(buf + 48), fp = cuset__data_u64(buf + 56);
-    if (version != CUSET_DATA_VERSION)
-        return cuset__err(err, errlen, "%s: version %u at byte 8; this reader knows version %d (rebuild the file from"
-                          " its source)", name, version, CUSET_DATA_VERSION);
-    if (hsize != H)
-        return cuset__err(err, errlen, "%s: header size %u at byte 12; version %d has a %zu-byte header", name, hsize,
-                          CUSET_DATA_VERSION, H);
     if (V < CUSET_TOK_FIRST_MERGE || V > CUSET_TOK_MAX_VOCAB)
         return cuset__err(err, errlen, "%s: vocabulary size %u at byte 16 is outside %d..%d", name, V,
                           CUSET_TOK_FIRST_MERGE, CUSET_TOK_MAX_VOCAB);
@@ -1069,15 +1081,22 @@ int cuset_data_parse(const unsigned char *buf, size_t len, const char *name, Cus
                           " tokens, %llu tokenizer bytes) imply a file larger than 2^64 bytes: corrupt header", name, N,
                           (unsigned long long)P, (unsigned long long)Q, (unsigned long long)K);
     if (need != len)
-        return cuset__err(err, errlen, "%s: %s: the file has %zu bytes, its header implies %llu (64-byte header + %llu"
-                          " tokenizer bytes + 8 x %u samples + 4 x (%llu prompt + %llu target tokens) + %llu flags)",
-                          name, len < need ? "truncated" : "trailing bytes", len, (unsigned long long)need,
+        return cuset__err(err, errlen, "%s: %s: the file has %zu bytes, its header implies %llu (%zu-byte header +"
+                          " %llu tokenizer bytes + 8 x %u samples + 4 x (%llu prompt + %llu target tokens) + %llu flags)",
+                          name, len < need ? "truncated" : "trailing bytes", len, (unsigned long long)need, H,
                           (unsigned long long)K, N, (unsigned long long)P, (unsigned long long)Q, (unsigned long long)Q);
     if (cuset_tok_load(&ntk, buf + H, (size_t)K, why, sizeof why) != 0)
         return cuset__err(err, errlen, "%s: the tokenizer at bytes %zu..%llu is invalid (its byte numbers count from"
                           " byte %zu): %s", name, H, (unsigned long long)(H + K - 1), H, why);
     size_t L = H + (size_t)K, ids_at = L + 8 * (size_t)N, flags_at = ids_at + 4 * (size_t)(P + Q);
-    uint64_t sp = 0, sq = 0;
+    uint64_t sp = 0, sq = 0, tok_fp = cuset__fnv1a(buf + H, (size_t)K);
+    if (version >= 2 && tok_fp != cuset__data_u64(buf + 64)) {
+        cuset__err(err, errlen, "%s: the tokenizer fingerprint 0x%016llx at byte 64 does not match its bytes %zu..%llu"
+                   " (0x%016llx): the tokenizer is corrupt (rebuild the file from its source)", name,
+                   (unsigned long long)cuset__data_u64(buf + 64), H, (unsigned long long)(H + K - 1),
+                   (unsigned long long)tok_fp);
+        goto fail;
+    }
     if ((uint32_t)ntk.vocab_size != V) {
         cuset__err(err, errlen, "%s: vocabulary size %u at byte 16 differs from the tokenizer's %d", name, V, ntk.vocab_size);
         goto fail;

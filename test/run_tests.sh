@@ -757,8 +757,8 @@ for preset in cpu gpu; do
         "$PYTHON" - "$fit/train.jsonl.tok" "$SEQ" "$MAX_TOKENS" <<'PY'
 import struct, sys
 b = open(sys.argv[1], "rb").read()
-n, k = struct.unpack_from("<I", b, 20)[0], struct.unpack_from("<Q", b, 48)[0]
-lens = [struct.unpack_from("<2I", b, 64 + k + 8 * i) for i in range(n)]
+h, n, k = struct.unpack_from("<I", b, 12)[0], struct.unpack_from("<I", b, 20)[0], struct.unpack_from("<Q", b, 48)[0]
+lens = [struct.unpack_from("<2I", b, h + k + 8 * i) for i in range(n)]
 row, target = max(p + t - 1 for p, t in lens), max(t for p, t in lens)
 seq, most = int(sys.argv[2]), int(sys.argv[3])
 print(f"rows up to {row} of {seq} positions, targets up to {target} tokens of {most}")

@@ -619,14 +619,14 @@ static void test_data_roundtrip(CusetTokenizer *tk) {
     for (int i = 0; i < d.n; i++) { P += d.samples[i].np; Q += d.samples[i].nt; }
     unsigned char *tb = NULL;
     size_t K = cuset_tok_save(tk, &tb);
-    size_t L = 64 + K, ids = L + 8 * (size_t)d.n;
-    int lay = memcmp(f1, "CUSETDAT", 8) == 0 && get32(f1 + 8) == 1 && get32(f1 + 12) == 64 &&
+    size_t L = 72 + K, ids = L + 8 * (size_t)d.n;
+    int lay = memcmp(f1, "CUSETDAT", 8) == 0 && get32(f1 + 8) == 2 && get32(f1 + 12) == 72 &&
               get32(f1 + 16) == (uint32_t)tk->vocab_size && get32(f1 + 20) == (uint32_t)d.n && get64(f1 + 24) == P &&
               get64(f1 + 32) == Q && get64(f1 + 40) == stamp && get64(f1 + 48) == K && get64(f1 + 56) == d.fingerprint &&
-              memcmp(f1 + 64, tb, K) == 0 && get32(f1 + L) == (uint32_t)d.samples[0].np &&
+              get64(f1 + 64) == cuset_tok_fingerprint(tk) && memcmp(f1 + 72, tb, K) == 0 && get32(f1 + L) == (uint32_t)d.samples[0].np &&
               get32(f1 + L + 4) == (uint32_t)d.samples[0].nt && get32(f1 + ids) == CUSET_TOK_PROMPT &&
               get32(f1 + ids + 4 * (size_t)d.samples[0].np) == (uint32_t)d.samples[0].target[0] &&
-              n1 == 64 + K + 8 * (size_t)d.n + 4 * (P + Q) + Q &&
+              n1 == 72 + K + 8 * (size_t)d.n + 4 * (P + Q) + Q &&
               memcmp(f1 + n1 - d.samples[d.n - 1].nt, d.samples[d.n - 1].target_cuda, d.samples[d.n - 1].nt) == 0;
     arrfree(tb);
     if (!lay) { fail(name, "the file layout differs from the documented one"); goto done; }
@@ -653,11 +653,12 @@ static void test_data_rejects(CusetTokenizer *tk) {
     cuset_text_samples_free(s);
     unsigned char *good = NULL;
     if (cuset_data_serialize(&d, tk, 42, &good, err, sizeof err)) { fail(name, "%s", err); return; }
-    size_t n = arrlenu(good), K = get64(good + 48), L = 64 + K, ids = L + 8 * (size_t)d.n;
+    size_t n = arrlenu(good), K = get64(good + 48), L = 72 + K, ids = L + 8 * (size_t)d.n;
     uint64_t P = get64(good + 24), Q = get64(good + 32);
     size_t flags = ids + 4 * (P + Q);
     int np0 = d.samples[0].np, nt0 = d.samples[0].nt, V = tk->vocab_size;
     size_t zero_flag = flags; // a flag that is 0, to flip to a valid 1
+    uint32_t merge0 = get32(good + 72 + 16); // the first merge's first id, to change to another valid byte
     while (good[zero_flag]) zero_flag++;
     char m[20][160];
     snprintf(m[0], 160, "truncated: the file has %zu bytes, its header implies %zu", n - 1, n);
@@ -680,14 +681,16 @@ static void test_data_rejects(CusetTokenizer *tk) {
         {"trailing byte", 0, -2, 0, 0, m[1]},
         {"shorter than the header", 0, -3, 0, 0, "t.dat: 10 bytes, shorter than the 64-byte header"},
         {"wrong magic", 0, 1, 'X', 0, "t.dat: bad magic at byte 0 (expected \"CUSETDAT\")"},
-        {"wrong version", 8, 4, 2, 0, "t.dat: version 2 at byte 8; this reader knows version 1"},
-        {"wrong header size", 12, 4, 65, 0, "t.dat: header size 65 at byte 12"},
+        {"wrong version", 8, 4, 3, 0, "t.dat: version 3 at byte 8; this reader knows versions 1 and 2"},
+        {"wrong header size", 12, 4, 64, 0, "t.dat: header size 64 at byte 12; version 2 has a 72-byte header"},
         {"vocabulary out of range", 16, 4, 100, 0, "t.dat: vocabulary size 100 at byte 16 is outside 259.."},
         {"vocabulary differs from the tokenizer's", 16, 4, (uint64_t)V + 1, 0, m[12]},
         {"no samples", 20, 4, 0, 0, "t.dat: 0 samples at byte 20"},
         {"counts overflow", 24, 8, 1ull << 62, 0, "imply a file larger than 2^64 bytes"},
         {"total tokens too large", 32, 8, Q + 1, 0, "truncated: the file has"},
-        {"corrupted tokenizer", 64 + 16, 4, 259, 0, "t.dat: the tokenizer at bytes 64.."},
+        {"corrupted tokenizer", 72 + 16, 4, 259, 0, "t.dat: the tokenizer at bytes 72.."},
+        {"valid-looking merge change", 72 + 16, 4, merge0 ^ 1, 0, "t.dat: the tokenizer fingerprint 0x"},
+        {"tokenizer fingerprint", 64, 8, 12345, 0, "the tokenizer fingerprint 0x0000000000003039 at byte 64 does not match"},
         {"np = 0", L, 4, 0, 0, m[2]},
         {"nt = 0", L + 4, 4, 0, 0, m[3]},
         {"np too small for the total", L, 4, (uint64_t)np0 - 1, 0, m[10]},
@@ -742,6 +745,18 @@ static void test_data_rejects(CusetTokenizer *tk) {
         fail("data_stamp_roundtrip", "%s", err);
     else pass("data_stamp_roundtrip");
     free(b);
+    // version 1, the same without the tokenizer fingerprint (a 64-byte header), still loads
+    b = (unsigned char *)malloc(n - 8);
+    memcpy(b, good, 64);
+    memcpy(b + 64, good + 72, n - 72);
+    put32(b + 8, 1);
+    put32(b + 12, 64);
+    CusetDataset d5 = {0};
+    if (cuset_data_parse(b, n - 8, "t.dat", &d5, &ktk, &kstamp, err, sizeof err) || !same_dataset(&d, &d5))
+        fail("data_version_1_loads", "%s", err);
+    else pass("data_version_1_loads");
+    free(b);
+    cuset_dataset_free(&d5);
     cuset_dataset_free(&d3);
     cuset_dataset_free(&keep);
     cuset_tok_free(&ktk);
