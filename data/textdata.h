@@ -1233,7 +1233,11 @@ int cuset_data_open(const char *src, const CusetTokenizer *fixed, int vocab_size
     char ignored[256];
     cuset_tok_init(&cached);
     if (cuset_data_load(cache, d, &cached, &cached_stamp, ignored, sizeof ignored) == 0) {
-        if (cached_stamp == stamp) {
+        // made from this text with this tokenizer; for a checkpoint's, also a cache a new model's
+        // run made from this text (its stamp has the vocabulary size) whose tokenizer is the same
+        int same_tokenizer = fixed && cuset_tok_fingerprint(&cached) == cuset_tok_fingerprint(fixed);
+        if (cached_stamp == stamp ||
+            (same_tokenizer && cached_stamp == cuset__data_stamp(texts, n, NULL, cached.vocab_size))) {
             cuset_tok_free(tk);
             *tk = cached;
             cuset_text_samples_free(texts);

@@ -398,6 +398,9 @@ expect "text_jsonl_trains_tokenizer" 0 "24 samples from .*tokenizer trained on i
     ./train --data "$TMP/tasks.jsonl" "${text[@]}" --ckpt "$TMP/t.ckpt"
 expect "text_jsonl_uses_cache" 0 "tokenized cache .*tasks.jsonl.tok" ./train --data "$TMP/tasks.jsonl" "${text[@]}" --ckpt "$TMP/t2.ckpt"
 expect "text_tok_file_directly" 0 "24 samples from .*tasks.jsonl.tok" ./train --data "$TMP/tasks.jsonl.tok" "${text[@]}" --ckpt "$TMP/t3.ckpt"
+# fine-tuning the model on the text it was trained on uses the cache its run made (the same tokenizer)
+expect "finetune_uses_cache_of_same_tokenizer" 0 "data: 24 samples from .*tasks.jsonl \(tokenized cache .*tasks.jsonl.tok\)" \
+    ./train --init "$TMP/t.ckpt" --data "$TMP/tasks.jsonl" --seq 96 --batch 4 --steps 1 --ckpt "$TMP/ft1.ckpt"
 head -5 "$TMP/tasks.jsonl" >"$TMP/val.jsonl"
 expect "gen_analyze_json_unwritable" 1 "none/a.json: cannot be written there \(the save writes .*\.tmp\.[0-9]* first: No such file" \
     ./gen --model "$TMP/t.ckpt" --analyze "$TMP/tasks.jsonl" --json "$TMP/none/a.json"
