@@ -496,6 +496,18 @@ for how in interrupted:-INT pkill_9_f:-9; do # (in a subshell that keeps its "Ki
     if grep -q "task test-00000" "$out" && [ -z "$(ls "$TMP/evi/tmp")" ]; then ok "eval_${how%%:*}_leaves_no_work_dir"
     else bad "eval_${how%%:*}_leaves_no_work_dir" "left: $(ls "$TMP/evi/tmp") $(tail -c 200 "$out")"; fi
 done
+# `kill -9` of gen alone (not its workers): each worker learns of it (PR_SET_PDEATHSIG) and
+# takes its program down, so a program that would run to its 60 s timeout is gone at once
+printf '%s\n' '{"index": 0, "program": "#include <unistd.h>\nint main() { for (;;) sleep(1); }\n"}' >"$TMP/evi/hang.jsonl"
+(TMPDIR="$TMP/evi/tmp" ./gen --eval "$TMP/evi/test.jsonl" --programs "$TMP/evi/hang.jsonl" --count 1 --timeout 60 \
+    >"$TMP/evi/out.hang" 2>&1 & echo $! >"$TMP/evi/gen.pid"; wait) 2>/dev/null &
+for _ in $(seq 600); do pgrep -f "$TMP/evi/tmp/cuset_eval.*/program-0" >/dev/null && break; sleep 0.1; done
+hang_ran=$(pgrep -fc "$TMP/evi/tmp/cuset_eval.*/program-0")
+kill -9 "$(cat "$TMP/evi/gen.pid")"; wait $!
+for _ in $(seq 100); do [ -z "$(ls "$TMP/evi/tmp")" ] && ! pgrep -f "$TMP/evi/tmp/cuset_eval" >/dev/null && break; sleep 0.1; done
+if [ "$hang_ran" -gt 0 ] && [ -z "$(ls "$TMP/evi/tmp")" ] && ! pgrep -f "$TMP/evi/tmp/cuset_eval" >/dev/null; then
+    ok "eval_kill_9_of_gen_stops_its_programs"
+else bad "eval_kill_9_of_gen_stops_its_programs" "ran: $hang_ran; left: $(ls "$TMP/evi/tmp") $(pgrep -fa "$TMP/evi/tmp/cuset_eval" | head -2)"; fi
 # the disk watch counts what a sandboxed program and its builds write in their directory, not
 # what other jobs write meanwhile: honest programs pass while 64 MiB files come and go beside them
 (while :; do dd if=/dev/zero of="$TMP/evi/busy" bs=1M count=64 conv=fsync status=none; rm -f "$TMP/evi/busy"; done) &
