@@ -91,14 +91,8 @@ static void ro_layout(Task *t, int nin, int nout, DType dt) {
     int rr = add_size(t, "rows", t->p[RP_ROWS]), cc = add_size(t, "cols", t->p[RP_COLS]);
     tshape(&t->in[0], dt, 2, t->p[RP_ROWS], t->p[RP_COLS], rr, cc);
 }
-static void ro_out_matrix(Task *t, Tensor *x, DType dt) {
-    tset(x, dt, 2, t->p[RP_ROWS], t->p[RP_COLS]);
-    tfac(x, 0, 1);
-}
-static void ro_out_rows(Task *t, Tensor *x, DType dt) {
-    tset(x, dt, 1, t->p[RP_ROWS], 0);
-    tfac(x, 0, -1);
-}
+static void ro_out_matrix(Task *t, Tensor *x, DType dt) { tshape(x, dt, 2, t->p[RP_ROWS], t->p[RP_COLS], 0, 1); }
+static void ro_out_rows(Task *t, Tensor *x, DType dt) { tshape(x, dt, 1, t->p[RP_ROWS], 0, 0, -1); }
 
 // How a row is mapped, for task descriptions.
 static const char *ro_map_desc(const Task *t) {
@@ -114,12 +108,12 @@ static const char *ro_map_desc(const Task *t) {
     return fmt("Use one warp per row (%d warp%s per block), reducing across lanes with %s.", t->p[RP_BLOCK] / 32,
                t->p[RP_BLOCK] > 32 ? "s" : "", sh);
 }
-// The first sentence of a description: "X is a R x C row-major <kind>matrix with <values>values
-// in [lo, hi)", the range closed for whole numbers.
-static void ro_intro(Buf *desc, const Task *t, const char *kind, const char *values) {
+// The first sentence of a description: "X is a R x C row-major <what> in [lo, hi)", the range
+// closed for whole numbers.
+static void ro_intro(Buf *desc, const Task *t, const char *what) {
     const Tensor *x = &t->in[0];
-    buf_printf(desc, "%s is a %d x %d row-major %smatrix with %svalues in [%s, %s%s. ", x->name, t->p[RP_ROWS],
-               t->p[RP_COLS], kind, values, fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")");
+    buf_printf(desc, "%s is a %d x %d row-major %s in [%s, %s%s. ", x->name, t->p[RP_ROWS], t->p[RP_COLS], what,
+               fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")");
 }
 static const char *ro_how(const Task *t) { return pick3(ro_map(t), "one block per row", "one warp per row",
                                                         "one thread per row"); }
@@ -390,10 +384,10 @@ static void ro_kernel(Emit *e, const Task *t, const char *helpers, const char *c
                       "warp_row", t->p[RP_KNAME] & 1 ? "blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32"
                                                      : "(blockIdx.x * blockDim.x + threadIdx.x) / 32"));
 }
-// The body of a row-statistics kernel (softmax, norms, mean/var): the row's pointers, the
+// The body of a row kernel: the row's pointers (yr where the output is a matrix), the
 // statistics, then the writes.
 static const char ro_body_tpl[] = R"(
-const float *xr = $x + (size_t)row * cols;
+const $T *xr = $x + (size_t)row * cols;
 $yr
 $stats
 $scale
@@ -401,9 +395,10 @@ $write
 $save
 )";
 static const char *ro_body(const Task *t, const char *stats, const char *scale, const char *write, const char *save) {
-    const char *yr = t->out[0].ndim == 2 ? fmt("float *yr = %s + (size_t)row * cols;", t->out[0].name) : "";
-    return FRAG(ro_body_tpl, "x", t->in[0].name, "yr", yr, "stats", stats, "scale", scale, "write", write, "save",
-                save);
+    const Tensor *y = &t->out[0];
+    const char *yr = y->ndim == 2 ? fmt("%s *yr = %s + (size_t)row * cols;", dt_ctypes[y->dt], y->name) : "";
+    return FRAG(ro_body_tpl, "T", dt_ctypes[t->in[0].dt], "x", t->in[0].name, "yr", yr, "stats", stats, "scale",
+                scale, "write", write, "save", save);
 }
 // The kernel's parameters: the tensors, rows and cols.
 static const char *ro_sig(const Task *t) { return fmt("%s, int rows, int cols", kernel_params(t)); }
@@ -522,7 +517,7 @@ static void sm_describe(const Task *t, Buf *name, Buf *desc) {
     int lg = sm_is_log(t);
     const char *x = t->in[0].name, *y = t->out[0].name;
     buf_puts(name, nm[lg ? 3 : t->p[SM_ALGO] ? 2 : t->fam == &fam_softmax_warp][t->p[RP_TNAME]]);
-    ro_intro(desc, t, "", "");
+    ro_intro(desc, t, "matrix with values");
     if (lg)
         buf_printf(desc, "Compute the log-softmax of every row: %s[r][c] = %s[r][c] - m_r - "
                          "log(sum_j exp(%s[r][j] - m_r)), with m_r the maximum of row r. ", y, x, x);
@@ -704,7 +699,7 @@ static void ln_describe(const Task *t, Buf *name, Buf *desc) {
     int rms = ln_is_rms(t);
     const char *x = t->in[0].name, *w = t->in[1].name, *y = t->out[0].name, *eps = fnum(t->f[LNF_EPS]);
     buf_puts(name, nm[rms][t->p[RP_TNAME]]);
-    ro_intro(desc, t, "", "");
+    ro_intro(desc, t, "matrix with values");
     if (rms) {
         buf_printf(desc, "RMS-normalise every row and scale it: %s[r][c] = %s[r][c] / sqrt(mean_c(%s[r][c]^2) + %s) "
                          "* %s[c].", y, x, x, eps, w);
@@ -829,7 +824,7 @@ static void mv_layout(Task *t) {
 
 static void mv_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, pick3(t->p[RP_TNAME], "Row_Mean_And_Variance", "Row_Moments", "Per_Row_Mean_Var"));
-    ro_intro(desc, t, "", "");
+    ro_intro(desc, t, "matrix with values");
     buf_printf(desc, "For every row r compute %s[r] = the mean of the row and %s[r] = its %s variance (sum of squared "
                      "deviations divided by %s). %s %s", t->out[0].name, t->out[1].name,
                t->p[MV_DDOF] ? "sample (unbiased)" : "population", t->p[MV_DDOF] ? "cols - 1" : "cols",
@@ -984,19 +979,17 @@ static void am_layout(Task *t) {
 }
 static void am_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, pick3(t->p[RP_TNAME], "Row_Argmin", "Argmin_Per_Row", "Row_Minimum_With_Index"));
-    ro_intro(desc, t, fmt("%s ", dt_names[t->in[0].dt]), t->in[0].integer ? "whole-number " : "");
+    ro_intro(desc, t, fmt("%s matrix with %svalues", dt_names[t->in[0].dt], t->in[0].integer ? "whole-number " : ""));
     buf_printf(desc, "For every row r write %s[r] = the smallest value of the row and %s[r] = its column index; when "
                      "the minimum occurs several times, take the lowest column index. %s",
                t->out[0].name, t->out[1].name, ro_map_desc(t));
 }
-static const char am_body_tpl[] = R"(
-const $T *xr = $x + (size_t)row * cols;
+static const char am_stats_tpl[] = R"(
 $T best = $identity;
 int best_i = 2147483647;
 //? columns are visited in increasing order: a strict < keeps the first minimum
 $loop
 $reduce
-$write
 )";
 static const char am_step_tpl[] = R"(
 const $T v = xr[c];
@@ -1009,9 +1002,10 @@ static void am_kernels(const Task *t, Emit *e) {
     const char *T = t->p[AM_DTYPE] ? "int" : "float";
     ro_kernel(e, t, ro_arg_helpers(t, T, RO_MIN),
               fmt("Minimum of each row and its lowest column index, %s.", ro_how(t)), ro_sig(t), fmt("arg:%s", T),
-              FRAG(am_body_tpl, "T", T, "x", t->in[0].name, "identity", ro_arg_identity(RO_MIN, T), "loop",
-                   ro_cols(t, FRAG(am_step_tpl, "T", T)), "reduce", ro_arg_allreduce(t, T, "best", "best_i", RO_MIN),
-                   "write", ro_lead(t, fmt("%s[row] = best;\n%s[row] = best_i;", t->out[0].name, t->out[1].name))));
+              ro_body(t, FRAG(am_stats_tpl, "T", T, "identity", ro_arg_identity(RO_MIN, T), "loop",
+                              ro_cols(t, FRAG(am_step_tpl, "T", T)), "reduce",
+                              ro_arg_allreduce(t, T, "best", "best_i", RO_MIN)), "", "",
+                      ro_lead(t, fmt("%s[row] = best;\n%s[row] = best_i;", t->out[0].name, t->out[1].name))));
 }
 static void am_launch(const Task *t, Emit *e, const Host *h) {
     ro_launch(e, t, h, kernel_args(h, 2), "(sizeof(float) + sizeof(int))");
@@ -1062,14 +1056,11 @@ static void tk_describe(const Task *t, Buf *name, Buf *desc) {
                                           { "Bottom_K_Per_Row", "Row_K_Smallest", "K_Smallest_Selection" } };
     int sm = t->p[TK_ORDER], K = t->p[TK_K];
     buf_puts(name, nm[sm][t->p[RP_TNAME]]);
-    const Tensor *x = &t->in[0];
-    buf_printf(desc,
-               "%s is a %d x %d row-major matrix of %s in [%s, %s%s. For every row r, write the %d %s values of the "
-               "row in %s order to %s[r][0..%d) and their column indices to %s[r][0..%d); equal values are ordered "
-               "by column index, the lower index first (so the selection is unique). %s",
-               x->name, t->p[RP_ROWS], t->p[RP_COLS], x->integer ? "whole numbers stored as float32" : "float32 values",
-               fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")", K, sm ? "smallest" : "largest",
-               sm ? "increasing" : "decreasing", t->out[0].name, K, t->out[1].name, K, ro_map_desc(t));
+    ro_intro(desc, t, t->in[0].integer ? "matrix of whole numbers stored as float32" : "matrix of float32 values");
+    buf_printf(desc, "For every row r, write the %d %s values of the row in %s order to %s[r][0..%d) and their column "
+                     "indices to %s[r][0..%d); equal values are ordered by column index, the lower index first (so "
+                     "the selection is unique). %s", K, sm ? "smallest" : "largest", sm ? "increasing" : "decreasing",
+               t->out[0].name, K, t->out[1].name, K, ro_map_desc(t));
     if (ro_map(t) != RO_THREAD)
         buf_printf(desc, " Select in %d rounds: each round picks the best element that ranks after the previous "
                          "pick.", K);
@@ -1228,7 +1219,7 @@ static void cs_describe(const Task *t, Buf *name, Buf *desc) {
     int ex = t->p[CS_KIND], rev = t->p[CS_DIR], B = t->p[RP_BLOCK];
     const Tensor *x = &t->in[0];
     buf_puts(name, nm[rev][t->p[RP_TNAME]]);
-    ro_intro(desc, t, fmt("%s ", dt_names[x->dt]), "");
+    ro_intro(desc, t, fmt("%s matrix with values", dt_names[x->dt]));
     buf_printf(desc, "Compute the %s %scumulative sum along each row%s: %s[r][c] = sum of %s[r][j] for j %s%s c.",
                ex ? "exclusive" : "inclusive", rev ? "reverse " : "", rev ? " (from the right end)" : "",
                t->out[0].name, x->name, rev ? ">" : "<", ex ? "" : "=");
@@ -1243,8 +1234,6 @@ static void cs_describe(const Task *t, Buf *name, Buf *desc) {
 // A thread walks its row; a block scans chunks of blockDim.x columns in shared memory; a
 // warp scans 32 columns at a time with __shfl_up_sync. Both carry the chunk totals.
 static const char *const cs_body_tpl[] = { R"(
-const $T *xr = $x + (size_t)row * cols;
-$T *yr = $y + (size_t)row * cols;
 $T carry = $zero;
 for (int base = 0; base < cols; base += $B) {
     const int c = base + tid;
@@ -1264,8 +1253,6 @@ for (int base = 0; base < cols; base += $B) {
     __syncthreads();
 }
 )", R"(
-const $T *xr = $x + (size_t)row * cols;
-$T *yr = $y + (size_t)row * cols;
 $T carry = $zero;
 for (int base = 0; base < cols; base += 32) {
     const int c = base + lane;
@@ -1277,8 +1264,6 @@ for (int base = 0; base < cols; base += 32) {
     carry += __shfl_sync($mask, v, 31);
 }
 )", R"(
-const $T *xr = $x + (size_t)row * cols;
-$T *yr = $y + (size_t)row * cols;
 $T acc = $zero;
 $loop {
     $step
@@ -1304,8 +1289,8 @@ static void cs_kernels(const Task *t, Emit *e) {
     int ex = t->p[CS_KIND], rev = t->p[CS_DIR], helper = ro_map(t) == RO_WARP && t->p[RP_HELPER];
     const char *scan = FRAG(cs_scan_tpl, "T", T, "mask", ro_mask(t));
     const char *body =
-        FRAG(cs_body_tpl[ro_map(t)], "T", T, "x", t->in[0].name, "y", t->out[0].name, "zero", Z, "B", ro_B(t), "mask",
-             ro_mask(t), "col", rev ? "const int col = cols - 1 - c;" : "", "at", rev ? "col" : "c", "block_value",
+        FRAG(cs_body_tpl[ro_map(t)], "T", T, "zero", Z, "B", ro_B(t), "mask", ro_mask(t), "col",
+             rev ? "const int col = cols - 1 - c;" : "", "at", rev ? "col" : "c", "block_value",
              ex ? fmt("(tid > 0 ? sdata[tid - 1] : %s)", Z) : "sdata[tid]", "scan",
              helper ? fmt("v = %s(v, lane);", t->kname[1]) : scan, "warp_value", ex ? "before" : "v", "before",
              ex ? fmt("%s before = __shfl_up_sync(%s, v, 1);\nif (lane == 0) before = %s;", T, ro_mask(t), Z) : "",
@@ -1316,7 +1301,7 @@ static void cs_kernels(const Task *t, Emit *e) {
                   rev ? "right-to-left" : "left-to-right",
                   pick3(ro_map(t), "one block per row, chunk by chunk through a shared-memory scan",
                         "one warp per row, 32 columns at a time", "one thread per row")),
-              ro_sig(t), T, body);
+              ro_sig(t), T, ro_body(t, body, "", "", ""));
 }
 static void cs_launch(const Task *t, Emit *e, const Host *h) {
     ro_launch(e, t, h, kernel_args(h, 2), t->p[CS_DTYPE] ? "sizeof(int)" : "sizeof(float)");
