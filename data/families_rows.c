@@ -103,8 +103,7 @@ static const char *ro_map_desc(const Task *t) {
                    t->p[RP_BLOCK]);
     if (ro_map(t) == RO_BLOCK)
         return fmt("Use one thread block of %d threads per row, reducing with %s inside each warp and shared memory "
-                   "across warps.",
-                   t->p[RP_BLOCK], sh);
+                   "across warps.", t->p[RP_BLOCK], sh);
     return fmt("Use one warp per row (%d warp%s per block), reducing across lanes with %s.", t->p[RP_BLOCK] / 32,
                t->p[RP_BLOCK] > 32 ? "s" : "", sh);
 }
@@ -115,8 +114,9 @@ static void ro_intro(Buf *desc, const Task *t, const char *what) {
     buf_printf(desc, "%s is a %d x %d row-major %s in [%s, %s%s. ", x->name, t->p[RP_ROWS], t->p[RP_COLS], what,
                fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")");
 }
-static const char *ro_how(const Task *t) { return pick3(ro_map(t), "one block per row", "one warp per row",
-                                                        "one thread per row"); }
+static const char *ro_how(const Task *t) {
+    return pick3(ro_map(t), "one block per row", "one warp per row", "one thread per row");
+}
 
 // CPU references: element k of a float32 or int32 array (exact in double), and a store.
 static double ro_get(const void *p, int is_int, long k) { // (each branch a double: int ? int : float is a float)
@@ -167,7 +167,7 @@ static const char *ro_fn(const Task *t, const char *scope, const char *what) {
 }
 
 // A shuffle loop over offsets 16..1 around step (the partner's value is $other); with
-// __shfl_down_sync lane 0 ends with the result and broadcasts vars (a list) to the warp.
+// __shfl_down_sync lane 0 ends with the result and broadcasts v (and i, unless NULL) to the warp.
 static const char ro_shfl_tpl[] = R"(
 #pragma unroll
 for (int offset = 16; offset > 0; offset >>= 1) {
@@ -318,10 +318,10 @@ $v = sval[0];
 $i = sidx[0];
 __syncthreads();
 )";
-// All-reduce over a row's threads: of v with op (block trees use sdata[], ro_tree_tpl), or
-// with an index i of the pair (v, i) of type T, best in direction op (block trees use sval[]
-// and sidx[], ro_arg_tree_tpl). Shuffles inline, or a call of the helper (ro_helpers).
-static const char *ro_reduce(const Task *t, const char *T, const char *v, const char *i, int op) {
+// All-reduce over a row's threads: of the pair (v, i) of type T, best in direction op (block
+// trees use sval[] and sidx[], ro_arg_tree_tpl), or with i NULL of v with op (block trees use
+// sdata[], ro_tree_tpl). Shuffles inline, or a call of the helper (ro_helpers, ro_arg_helpers).
+static const char *ro_arg_allreduce(const Task *t, const char *T, const char *v, const char *i, int op) {
     if (ro_map(t) == RO_THREAD) return "";
     if (ro_tree(t) && i)
         return FRAG(ro_arg_tree_tpl, "v", v, "i", i, "T", T, "B", ro_B(t), "better",
@@ -332,9 +332,8 @@ static const char *ro_reduce(const Task *t, const char *T, const char *v, const 
     const char *fn = ro_fn(t, ro_map(t) == RO_BLOCK ? "block" : "warp", i ? ro_argname(op) : ro_opname(op));
     return i ? fmt("%s(%s, %s);", fn, v, i) : fmt("%s = %s(%s);", v, fn, v);
 }
-static const char *ro_allreduce(const Task *t, const char *v, int op) { return ro_reduce(t, "float", v, NULL, op); }
-static const char *ro_arg_allreduce(const Task *t, const char *T, const char *v, const char *i, int dir) {
-    return ro_reduce(t, T, v, i, dir);
+static const char *ro_allreduce(const Task *t, const char *v, int op) {
+    return ro_arg_allreduce(t, "float", v, NULL, op);
 }
 
 // A row kernel: the prelude and helpers, the signature, the shared arrays, the row (and
