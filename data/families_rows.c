@@ -166,8 +166,8 @@ static const char *ro_fn(const Task *t, const char *scope, const char *what) {
     }
 }
 
-// A shuffle loop over offsets 16..1 around step (the partner's value is $other); with
-// __shfl_down_sync lane 0 ends with the result and broadcasts v (and i, unless NULL) to the warp.
+// A shuffle loop over offsets 16..1 around step; with __shfl_down_sync lane 0 ends with the
+// result and broadcasts v (and i, unless NULL) to the warp.
 static const char ro_shfl_tpl[] = R"(
 #pragma unroll
 for (int offset = 16; offset > 0; offset >>= 1) {
@@ -666,10 +666,9 @@ static int ln_is_rms(const Task *t) { return t->fam == &fam_rmsnorm; }
 
 static void ln_draw(Task *t, Rng *r) {
     static const double eps[] = { 1e-5, 1e-6, 1e-5, 1e-3, 1e-12 };
-    int rms = ln_is_rms(t);
     ro_draw(t, r, 2100000, 0);
     t->f[LNF_EPS] = eps[RPICK(r, eps)];
-    if (rms) ro_names(t, 2, rms_names, rms_kn, "rmsnorm");
+    if (ln_is_rms(t)) ro_names(t, 2, rms_names, rms_kn, "rmsnorm");
     else ro_names(t, 3, ln_names, ln_kn, "layernorm");
 }
 
@@ -815,8 +814,7 @@ static void mv_layout(Task *t) {
     int g = t->p[MV_RANGE];
     ro_layout(t, 1, 2, DT_F32);
     trange(&t->in[0], mv_lo[g], mv_hi[g], 0);
-    ro_out_rows(t, &t->out[0], DT_F32);
-    ro_out_rows(t, &t->out[1], DT_F32);
+    for (int k = 0; k < 2; k++) ro_out_rows(t, &t->out[k], DT_F32);
     t->atol = 1e-6 * fmax(fabs(mv_lo[g]), fabs(mv_hi[g]));
     t->rtol = 2e-6 + 1.5 * mv_amp[g] * ro_sum_rel(t->p[RP_COLS]);
 }
