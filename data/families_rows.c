@@ -91,14 +91,8 @@ static void ro_layout(Task *t, int nin, int nout, DType dt) {
     int rr = add_size(t, "rows", t->p[RP_ROWS]), cc = add_size(t, "cols", t->p[RP_COLS]);
     tshape(&t->in[0], dt, 2, t->p[RP_ROWS], t->p[RP_COLS], rr, cc);
 }
-static void ro_out_matrix(Task *t, Tensor *x, DType dt) {
-    tset(x, dt, 2, t->p[RP_ROWS], t->p[RP_COLS]);
-    tfac(x, 0, 1);
-}
-static void ro_out_rows(Task *t, Tensor *x, DType dt) {
-    tset(x, dt, 1, t->p[RP_ROWS], 0);
-    tfac(x, 0, -1);
-}
+static void ro_out_matrix(Task *t, Tensor *x, DType dt) { tshape(x, dt, 2, t->p[RP_ROWS], t->p[RP_COLS], 0, 1); }
+static void ro_out_rows(Task *t, Tensor *x, DType dt) { tshape(x, dt, 1, t->p[RP_ROWS], 0, 0, -1); }
 
 // How a row is mapped, for task descriptions.
 static const char *ro_map_desc(const Task *t) {
@@ -109,20 +103,20 @@ static const char *ro_map_desc(const Task *t) {
                    t->p[RP_BLOCK]);
     if (ro_map(t) == RO_BLOCK)
         return fmt("Use one thread block of %d threads per row, reducing with %s inside each warp and shared memory "
-                   "across warps.",
-                   t->p[RP_BLOCK], sh);
+                   "across warps.", t->p[RP_BLOCK], sh);
     return fmt("Use one warp per row (%d warp%s per block), reducing across lanes with %s.", t->p[RP_BLOCK] / 32,
                t->p[RP_BLOCK] > 32 ? "s" : "", sh);
 }
-// The first sentence of a description: "X is a R x C row-major <kind>matrix with <values>values
-// in [lo, hi)", the range closed for whole numbers.
-static void ro_intro(Buf *desc, const Task *t, const char *kind, const char *values) {
+// The first sentence of a description: "X is a R x C row-major <what> in [lo, hi)", the range
+// closed for whole numbers.
+static void ro_intro(Buf *desc, const Task *t, const char *what) {
     const Tensor *x = &t->in[0];
-    buf_printf(desc, "%s is a %d x %d row-major %smatrix with %svalues in [%s, %s%s. ", x->name, t->p[RP_ROWS],
-               t->p[RP_COLS], kind, values, fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")");
+    buf_printf(desc, "%s is a %d x %d row-major %s in [%s, %s%s. ", x->name, t->p[RP_ROWS], t->p[RP_COLS], what,
+               fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")");
 }
-static const char *ro_how(const Task *t) { return pick3(ro_map(t), "one block per row", "one warp per row",
-                                                        "one thread per row"); }
+static const char *ro_how(const Task *t) {
+    return pick3(ro_map(t), "one block per row", "one warp per row", "one thread per row");
+}
 
 // CPU references: element k of a float32 or int32 array (exact in double), and a store.
 static double ro_get(const void *p, int is_int, long k) { // (each branch a double: int ? int : float is a float)
@@ -172,8 +166,8 @@ static const char *ro_fn(const Task *t, const char *scope, const char *what) {
     }
 }
 
-// A shuffle loop over offsets 16..1 around step (the partner's value is $other); with
-// __shfl_down_sync lane 0 ends with the result and broadcasts vars (a list) to the warp.
+// A shuffle loop over offsets 16..1 around step; with __shfl_down_sync lane 0 ends with the
+// result and broadcasts v (and i, unless NULL) to the warp.
 static const char ro_shfl_tpl[] = R"(
 #pragma unroll
 for (int offset = 16; offset > 0; offset >>= 1) {
@@ -324,10 +318,10 @@ $v = sval[0];
 $i = sidx[0];
 __syncthreads();
 )";
-// All-reduce over a row's threads: of v with op (block trees use sdata[], ro_tree_tpl), or
-// with an index i of the pair (v, i) of type T, best in direction op (block trees use sval[]
-// and sidx[], ro_arg_tree_tpl). Shuffles inline, or a call of the helper (ro_helpers).
-static const char *ro_reduce(const Task *t, const char *T, const char *v, const char *i, int op) {
+// All-reduce over a row's threads: of the pair (v, i) of type T, best in direction op (block
+// trees use sval[] and sidx[], ro_arg_tree_tpl), or with i NULL of v with op (block trees use
+// sdata[], ro_tree_tpl). Shuffles inline, or a call of the helper (ro_helpers, ro_arg_helpers).
+static const char *ro_arg_allreduce(const Task *t, const char *T, const char *v, const char *i, int op) {
     if (ro_map(t) == RO_THREAD) return "";
     if (ro_tree(t) && i)
         return FRAG(ro_arg_tree_tpl, "v", v, "i", i, "T", T, "B", ro_B(t), "better",
@@ -338,9 +332,8 @@ static const char *ro_reduce(const Task *t, const char *T, const char *v, const 
     const char *fn = ro_fn(t, ro_map(t) == RO_BLOCK ? "block" : "warp", i ? ro_argname(op) : ro_opname(op));
     return i ? fmt("%s(%s, %s);", fn, v, i) : fmt("%s = %s(%s);", v, fn, v);
 }
-static const char *ro_allreduce(const Task *t, const char *v, int op) { return ro_reduce(t, "float", v, NULL, op); }
-static const char *ro_arg_allreduce(const Task *t, const char *T, const char *v, const char *i, int dir) {
-    return ro_reduce(t, T, v, i, dir);
+static const char *ro_allreduce(const Task *t, const char *v, int op) {
+    return ro_arg_allreduce(t, "float", v, NULL, op);
 }
 
 // A row kernel: the prelude and helpers, the signature, the shared arrays, the row (and
@@ -390,10 +383,10 @@ static void ro_kernel(Emit *e, const Task *t, const char *helpers, const char *c
                       "warp_row", t->p[RP_KNAME] & 1 ? "blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32"
                                                      : "(blockIdx.x * blockDim.x + threadIdx.x) / 32"));
 }
-// The body of a row-statistics kernel (softmax, norms, mean/var): the row's pointers, the
+// The body of a row kernel: the row's pointers (yr where the output is a matrix), the
 // statistics, then the writes.
 static const char ro_body_tpl[] = R"(
-const float *xr = $x + (size_t)row * cols;
+const $T *xr = $x + (size_t)row * cols;
 $yr
 $stats
 $scale
@@ -401,9 +394,10 @@ $write
 $save
 )";
 static const char *ro_body(const Task *t, const char *stats, const char *scale, const char *write, const char *save) {
-    const char *yr = t->out[0].ndim == 2 ? fmt("float *yr = %s + (size_t)row * cols;", t->out[0].name) : "";
-    return FRAG(ro_body_tpl, "x", t->in[0].name, "yr", yr, "stats", stats, "scale", scale, "write", write, "save",
-                save);
+    const Tensor *y = &t->out[0];
+    const char *yr = y->ndim == 2 ? fmt("%s *yr = %s + (size_t)row * cols;", dt_ctypes[y->dt], y->name) : "";
+    return FRAG(ro_body_tpl, "T", dt_ctypes[t->in[0].dt], "x", t->in[0].name, "yr", yr, "stats", stats, "scale",
+                scale, "write", write, "save", save);
 }
 // The kernel's parameters: the tensors, rows and cols.
 static const char *ro_sig(const Task *t) { return fmt("%s, int rows, int cols", kernel_params(t)); }
@@ -522,7 +516,7 @@ static void sm_describe(const Task *t, Buf *name, Buf *desc) {
     int lg = sm_is_log(t);
     const char *x = t->in[0].name, *y = t->out[0].name;
     buf_puts(name, nm[lg ? 3 : t->p[SM_ALGO] ? 2 : t->fam == &fam_softmax_warp][t->p[RP_TNAME]]);
-    ro_intro(desc, t, "", "");
+    ro_intro(desc, t, "matrix with values");
     if (lg)
         buf_printf(desc, "Compute the log-softmax of every row: %s[r][c] = %s[r][c] - m_r - "
                          "log(sum_j exp(%s[r][j] - m_r)), with m_r the maximum of row r. ", y, x, x);
@@ -672,10 +666,9 @@ static int ln_is_rms(const Task *t) { return t->fam == &fam_rmsnorm; }
 
 static void ln_draw(Task *t, Rng *r) {
     static const double eps[] = { 1e-5, 1e-6, 1e-5, 1e-3, 1e-12 };
-    int rms = ln_is_rms(t);
     ro_draw(t, r, 2100000, 0);
     t->f[LNF_EPS] = eps[RPICK(r, eps)];
-    if (rms) ro_names(t, 2, rms_names, rms_kn, "rmsnorm");
+    if (ln_is_rms(t)) ro_names(t, 2, rms_names, rms_kn, "rmsnorm");
     else ro_names(t, 3, ln_names, ln_kn, "layernorm");
 }
 
@@ -704,7 +697,7 @@ static void ln_describe(const Task *t, Buf *name, Buf *desc) {
     int rms = ln_is_rms(t);
     const char *x = t->in[0].name, *w = t->in[1].name, *y = t->out[0].name, *eps = fnum(t->f[LNF_EPS]);
     buf_puts(name, nm[rms][t->p[RP_TNAME]]);
-    ro_intro(desc, t, "", "");
+    ro_intro(desc, t, "matrix with values");
     if (rms) {
         buf_printf(desc, "RMS-normalise every row and scale it: %s[r][c] = %s[r][c] / sqrt(mean_c(%s[r][c]^2) + %s) "
                          "* %s[c].", y, x, x, eps, w);
@@ -821,15 +814,14 @@ static void mv_layout(Task *t) {
     int g = t->p[MV_RANGE];
     ro_layout(t, 1, 2, DT_F32);
     trange(&t->in[0], mv_lo[g], mv_hi[g], 0);
-    ro_out_rows(t, &t->out[0], DT_F32);
-    ro_out_rows(t, &t->out[1], DT_F32);
+    for (int k = 0; k < 2; k++) ro_out_rows(t, &t->out[k], DT_F32);
     t->atol = 1e-6 * fmax(fabs(mv_lo[g]), fabs(mv_hi[g]));
     t->rtol = 2e-6 + 1.5 * mv_amp[g] * ro_sum_rel(t->p[RP_COLS]);
 }
 
 static void mv_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, pick3(t->p[RP_TNAME], "Row_Mean_And_Variance", "Row_Moments", "Per_Row_Mean_Var"));
-    ro_intro(desc, t, "", "");
+    ro_intro(desc, t, "matrix with values");
     buf_printf(desc, "For every row r compute %s[r] = the mean of the row and %s[r] = its %s variance (sum of squared "
                      "deviations divided by %s). %s %s", t->out[0].name, t->out[1].name,
                t->p[MV_DDOF] ? "sample (unbiased)" : "population", t->p[MV_DDOF] ? "cols - 1" : "cols",
@@ -984,19 +976,17 @@ static void am_layout(Task *t) {
 }
 static void am_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, pick3(t->p[RP_TNAME], "Row_Argmin", "Argmin_Per_Row", "Row_Minimum_With_Index"));
-    ro_intro(desc, t, fmt("%s ", dt_names[t->in[0].dt]), t->in[0].integer ? "whole-number " : "");
+    ro_intro(desc, t, fmt("%s matrix with %svalues", dt_names[t->in[0].dt], t->in[0].integer ? "whole-number " : ""));
     buf_printf(desc, "For every row r write %s[r] = the smallest value of the row and %s[r] = its column index; when "
                      "the minimum occurs several times, take the lowest column index. %s",
                t->out[0].name, t->out[1].name, ro_map_desc(t));
 }
-static const char am_body_tpl[] = R"(
-const $T *xr = $x + (size_t)row * cols;
+static const char am_stats_tpl[] = R"(
 $T best = $identity;
 int best_i = 2147483647;
 //? columns are visited in increasing order: a strict < keeps the first minimum
 $loop
 $reduce
-$write
 )";
 static const char am_step_tpl[] = R"(
 const $T v = xr[c];
@@ -1009,9 +999,10 @@ static void am_kernels(const Task *t, Emit *e) {
     const char *T = t->p[AM_DTYPE] ? "int" : "float";
     ro_kernel(e, t, ro_arg_helpers(t, T, RO_MIN),
               fmt("Minimum of each row and its lowest column index, %s.", ro_how(t)), ro_sig(t), fmt("arg:%s", T),
-              FRAG(am_body_tpl, "T", T, "x", t->in[0].name, "identity", ro_arg_identity(RO_MIN, T), "loop",
-                   ro_cols(t, FRAG(am_step_tpl, "T", T)), "reduce", ro_arg_allreduce(t, T, "best", "best_i", RO_MIN),
-                   "write", ro_lead(t, fmt("%s[row] = best;\n%s[row] = best_i;", t->out[0].name, t->out[1].name))));
+              ro_body(t, FRAG(am_stats_tpl, "T", T, "identity", ro_arg_identity(RO_MIN, T), "loop",
+                              ro_cols(t, FRAG(am_step_tpl, "T", T)), "reduce",
+                              ro_arg_allreduce(t, T, "best", "best_i", RO_MIN)), "", "",
+                      ro_lead(t, fmt("%s[row] = best;\n%s[row] = best_i;", t->out[0].name, t->out[1].name))));
 }
 static void am_launch(const Task *t, Emit *e, const Host *h) {
     ro_launch(e, t, h, kernel_args(h, 2), "(sizeof(float) + sizeof(int))");
@@ -1062,14 +1053,11 @@ static void tk_describe(const Task *t, Buf *name, Buf *desc) {
                                           { "Bottom_K_Per_Row", "Row_K_Smallest", "K_Smallest_Selection" } };
     int sm = t->p[TK_ORDER], K = t->p[TK_K];
     buf_puts(name, nm[sm][t->p[RP_TNAME]]);
-    const Tensor *x = &t->in[0];
-    buf_printf(desc,
-               "%s is a %d x %d row-major matrix of %s in [%s, %s%s. For every row r, write the %d %s values of the "
-               "row in %s order to %s[r][0..%d) and their column indices to %s[r][0..%d); equal values are ordered "
-               "by column index, the lower index first (so the selection is unique). %s",
-               x->name, t->p[RP_ROWS], t->p[RP_COLS], x->integer ? "whole numbers stored as float32" : "float32 values",
-               fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")", K, sm ? "smallest" : "largest",
-               sm ? "increasing" : "decreasing", t->out[0].name, K, t->out[1].name, K, ro_map_desc(t));
+    ro_intro(desc, t, t->in[0].integer ? "matrix of whole numbers stored as float32" : "matrix of float32 values");
+    buf_printf(desc, "For every row r, write the %d %s values of the row in %s order to %s[r][0..%d) and their column "
+                     "indices to %s[r][0..%d); equal values are ordered by column index, the lower index first (so "
+                     "the selection is unique). %s", K, sm ? "smallest" : "largest", sm ? "increasing" : "decreasing",
+               t->out[0].name, K, t->out[1].name, K, ro_map_desc(t));
     if (ro_map(t) != RO_THREAD)
         buf_printf(desc, " Select in %d rounds: each round picks the best element that ranks after the previous "
                          "pick.", K);
@@ -1228,7 +1216,7 @@ static void cs_describe(const Task *t, Buf *name, Buf *desc) {
     int ex = t->p[CS_KIND], rev = t->p[CS_DIR], B = t->p[RP_BLOCK];
     const Tensor *x = &t->in[0];
     buf_puts(name, nm[rev][t->p[RP_TNAME]]);
-    ro_intro(desc, t, fmt("%s ", dt_names[x->dt]), "");
+    ro_intro(desc, t, fmt("%s matrix with values", dt_names[x->dt]));
     buf_printf(desc, "Compute the %s %scumulative sum along each row%s: %s[r][c] = sum of %s[r][j] for j %s%s c.",
                ex ? "exclusive" : "inclusive", rev ? "reverse " : "", rev ? " (from the right end)" : "",
                t->out[0].name, x->name, rev ? ">" : "<", ex ? "" : "=");
@@ -1243,8 +1231,6 @@ static void cs_describe(const Task *t, Buf *name, Buf *desc) {
 // A thread walks its row; a block scans chunks of blockDim.x columns in shared memory; a
 // warp scans 32 columns at a time with __shfl_up_sync. Both carry the chunk totals.
 static const char *const cs_body_tpl[] = { R"(
-const $T *xr = $x + (size_t)row * cols;
-$T *yr = $y + (size_t)row * cols;
 $T carry = $zero;
 for (int base = 0; base < cols; base += $B) {
     const int c = base + tid;
@@ -1264,8 +1250,6 @@ for (int base = 0; base < cols; base += $B) {
     __syncthreads();
 }
 )", R"(
-const $T *xr = $x + (size_t)row * cols;
-$T *yr = $y + (size_t)row * cols;
 $T carry = $zero;
 for (int base = 0; base < cols; base += 32) {
     const int c = base + lane;
@@ -1277,8 +1261,6 @@ for (int base = 0; base < cols; base += 32) {
     carry += __shfl_sync($mask, v, 31);
 }
 )", R"(
-const $T *xr = $x + (size_t)row * cols;
-$T *yr = $y + (size_t)row * cols;
 $T acc = $zero;
 $loop {
     $step
@@ -1304,8 +1286,8 @@ static void cs_kernels(const Task *t, Emit *e) {
     int ex = t->p[CS_KIND], rev = t->p[CS_DIR], helper = ro_map(t) == RO_WARP && t->p[RP_HELPER];
     const char *scan = FRAG(cs_scan_tpl, "T", T, "mask", ro_mask(t));
     const char *body =
-        FRAG(cs_body_tpl[ro_map(t)], "T", T, "x", t->in[0].name, "y", t->out[0].name, "zero", Z, "B", ro_B(t), "mask",
-             ro_mask(t), "col", rev ? "const int col = cols - 1 - c;" : "", "at", rev ? "col" : "c", "block_value",
+        FRAG(cs_body_tpl[ro_map(t)], "T", T, "zero", Z, "B", ro_B(t), "mask", ro_mask(t), "col",
+             rev ? "const int col = cols - 1 - c;" : "", "at", rev ? "col" : "c", "block_value",
              ex ? fmt("(tid > 0 ? sdata[tid - 1] : %s)", Z) : "sdata[tid]", "scan",
              helper ? fmt("v = %s(v, lane);", t->kname[1]) : scan, "warp_value", ex ? "before" : "v", "before",
              ex ? fmt("%s before = __shfl_up_sync(%s, v, 1);\nif (lane == 0) before = %s;", T, ro_mask(t), Z) : "",
@@ -1316,7 +1298,7 @@ static void cs_kernels(const Task *t, Emit *e) {
                   rev ? "right-to-left" : "left-to-right",
                   pick3(ro_map(t), "one block per row, chunk by chunk through a shared-memory scan",
                         "one warp per row, 32 columns at a time", "one thread per row")),
-              ro_sig(t), T, body);
+              ro_sig(t), T, ro_body(t, body, "", "", ""));
 }
 static void cs_launch(const Task *t, Emit *e, const Host *h) {
     ro_launch(e, t, h, kernel_args(h, 2), t->p[CS_DTYPE] ? "sizeof(int)" : "sizeof(float)");
