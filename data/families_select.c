@@ -1,10 +1,8 @@
-// families_select.c - finding and selecting elements of a 1-D array: argmax (value and
-// first index), atomic max / min (on ints, and on floats through their bits), stream
-// compaction (deterministic, scan based) and count_if with atomics. Included by corpus.c,
-// after families_rows.c: the reductions of (value, index) pairs are the row pieces
-// (ro_arg_helpers, ro_arg_allreduce) run on one block or warp (ro_as_block); and after
-// families_scan.c: the 1-D pieces (sc_input, ...) and the scans.
-//
+// families_select.c - finding and selecting elements of a 1-D array: argmax (value and first
+// index), atomic max / min (on ints, and on floats through their bits), stream compaction
+// (deterministic, scan based) and count_if with atomics. Included after families_rows.c, whose
+// (value, index) reductions (ro_arg_helpers, ro_arg_allreduce) run here on one block or warp
+// (ro_as_block), and after families_scan.c (the 1-D pieces sc_input, ..., and the scans).
 // Selections and counts are exact: tolerances are zero.
 
 #define SL_SIZES "1000 4096 10000 65536 100000 262144 1000000 1048576"
@@ -215,27 +213,27 @@ static void ax_kernels(const Task *t, Emit *e) {
 static const char ax_launch_tpl[] = R"(
 $grid
 $alloc
+$alloc2
 $k1<<<blocks, threads>>>($in, $bufs, $n);
 $k2<<<$cfg2>>>($bufs, $outs$count);
 $sync
 $free
+$free2
 )";
 static void ax_launch(const Task *t, Emit *e, const Host *h) {
     int packed = t->p[AX_ALGO] == 2;
-    const char *key = dname(t, "key"), *pv = dname(t, "part_val"), *pi = dname(t, "part_idx");
-    const char *alloc = packed ? fmt("%s\n%s", dev_alloc(t, "unsigned long long", key, "1"),
-                                     checked(t, fmt("cudaMemset(%s, 0, sizeof(unsigned long long))", key)))
-                               : fmt("%s\n%s", dev_alloc(t, sc_ct(t->p[AX_DTYPE]), pv, "blocks"),
-                                     dev_alloc(t, "int", pi, "blocks"));
-    const char *freed = packed ? checked(t, fmt("cudaFree(%s)", key))
-                               : fmt("%s\n%s", checked(t, fmt("cudaFree(%s)", pv)),
-                                     checked(t, fmt("cudaFree(%s)", pi)));
+    // the 64-bit key (zeroed), or the blocks' values and indices
+    const char *buf = dname(t, packed ? "key" : "part_val"), *pi = dname(t, "part_idx");
     TPL(e, t, ax_launch_tpl,
         "grid", grid_1d(t->p[AX_ALGO] == 0 ? "BLOCK_SIZE" : fmt("%d", t->p[AX_BLOCK]), h->size[0], t->p[AX_CAP]),
-        "alloc", alloc, "k1", t->kname[0], "in", h->in[0], "bufs", packed ? key : fmt("%s, %s", pv, pi),
-        "n", h->size[0], "k2", t->kname[packed ? 2 : 1], "cfg2", packed ? "1, 1" : "1, threads",
+        "alloc", dev_alloc(t, packed ? "unsigned long long" : sc_ct(t->p[AX_DTYPE]), buf, packed ? "1" : "blocks"),
+        "alloc2", packed ? checked(t, fmt("cudaMemset(%s, 0, sizeof(unsigned long long))", buf))
+                         : dev_alloc(t, "int", pi, "blocks"),
+        "k1", t->kname[0], "in", h->in[0], "bufs", packed ? buf : fmt("%s, %s", buf, pi), "n", h->size[0],
+        "k2", t->kname[packed ? 2 : 1], "cfg2", packed ? "1, 1" : "1, threads",
         "outs", fmt("%s, %s", h->out[0], h->out[1]), "count", packed ? "" : ", blocks",
-        "sync", checked(t, "cudaDeviceSynchronize()"), "free", freed);
+        "sync", checked(t, "cudaDeviceSynchronize()"), "free", checked(t, fmt("cudaFree(%s)", buf)),
+        "free2", packed ? "" : checked(t, fmt("cudaFree(%s)", pi)));
 }
 static void ax_ref(const Task *t, const void *const *in, void *const *out) {
     int is_int = t->p[AX_DTYPE];
@@ -454,7 +452,7 @@ static void mm_kernels(const Task *t, Emit *e) {
         FRAG(mm_combine_tpl[agg], "shfl", mm_each(t, NULL, "$v = $f($v, __shfl_xor_sync($mask, $v, offset));", "\n"),
              "update", mm_each(t, NULL, "$update", "\n"), "store", mm_each(t, NULL, "$s[tid] = $v;", "\n"),
              "tree", mm_each(t, NULL, "$s[tid] = $f($s[tid], $s[tid + s]);", "\n"));
-    TPL(e, t, mm_kernel_tpl, "prelude", agg ? ro_prelude(&tt) : "", "helpers", FRAG("$h", "h", buf_str(&helpers)),
+    TPL(e, t, mm_kernel_tpl, "prelude", agg ? ro_prelude(&tt) : "", "helpers", buf_str(&helpers),
         "init", t->p[MM_INIT] ? "" : init, "decode", meth == 2 ? decode : "", "comment", comment[agg],
         "k", t->kname[0], "params", fmt("%s, %s", ptr_param(t, T, x, 1), ptrs),
         "shared", agg == 2 ? mm_each(t, NULL, fmt("__shared__ %s $s[BLOCK_SIZE];", T), "\n") : "",
@@ -635,8 +633,7 @@ static void cp_kernels(const Task *t, Emit *e) {
         "scatter", FRAG(cp_scatter_tpl[ballot], "hs", hs, "o", o, "x", x, "mask", sl_mask(t->p[CP_MASK])));
 }
 static const char cp_launch_tpl[] = R"(
-const int threads = BLOCK_SIZE;
-const int blocks = ($n + threads - 1) / threads;
+$grid
 $alloc
 $k1<<<blocks, threads>>>($x, $bc, $n);
 $k2<<<1, $t2>>>($bc, $count, blocks);
@@ -646,10 +643,10 @@ $free
 )";
 static void cp_launch(const Task *t, Emit *e, const Host *h) {
     const char *bc = dname(t, "block_counts");
-    TPL(e, t, cp_launch_tpl, "n", h->size[0], "alloc", dev_alloc(t, "int", bc, "blocks"), "bc", bc, "x", h->in[0],
-        "out", h->out[0], "count", h->out[1], "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2],
-        "t2", t->p[CP_SUMS] ? "1" : "threads", "sync", checked(t, "cudaDeviceSynchronize()"),
-        "free", checked(t, fmt("cudaFree(%s)", bc)));
+    TPL(e, t, cp_launch_tpl, "grid", grid_1d("BLOCK_SIZE", h->size[0], 0), "n", h->size[0],
+        "alloc", dev_alloc(t, "int", bc, "blocks"), "bc", bc, "x", h->in[0], "out", h->out[0], "count", h->out[1],
+        "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "t2", t->p[CP_SUMS] ? "1" : "threads",
+        "sync", checked(t, "cudaDeviceSynchronize()"), "free", checked(t, fmt("cudaFree(%s)", bc)));
 }
 static void cp_ref(const Task *t, const void *const *in, void *const *out) {
     int is_int = t->p[CP_DTYPE], pred = t->p[CP_PRED] ? SL_ABS_GREATER : SL_GREATER;
@@ -767,7 +764,7 @@ static void ci_kernels(const Task *t, Emit *e) {
                          NULL };
     TPL(e, t, ci_kernel_tpl, "full_mask", agg == 1 && t->p[CI_MASK] == 2 ? "#define FULL_MASK 0xffffffffu\n" : "",
         "how", how[agg], "k", t->kname[0],
-        "params", fmt("%s, %s", ptr_param(t, T, t->in[0].name, 1), ptr_param(t, U, t->out[0].name, 0)),
+        "params", kernel_params(t),
         "head", tpl_frag(p[0], kv), "loop", FRAG(ci_loop_tpl[vote][t->p[CI_LOOP]], "body", tpl_frag(p[1], kv)),
         "tail", tpl_frag(p[2], kv));
 }
@@ -782,8 +779,7 @@ static void ci_ref(const Task *t, const void *const *in, void *const *out) {
     double a = is_int ? t->f[0] : fpar(t, 0), b = is_int ? t->f[1] : fpar(t, 1);
     long k = 0;
     for (long i = 0; i < t->p[CI_N]; i++) k += sl_holds(t->p[CI_PRED], ro_get(in[0], is_int, i), a, b);
-    if (t->p[CI_OUT]) ((uint32_t *)out[0])[0] = (uint32_t)k;
-    else ((int32_t *)out[0])[0] = (int32_t)k;
+    ((uint32_t *)out[0])[0] = (uint32_t)k; // int32 or uint32: the same bits
 }
 static const Family fam_count_if = {
     "count_if",
