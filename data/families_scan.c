@@ -337,10 +337,9 @@ static const ParamDesc se_params[] = {
 static void se_draw(Task *t, Rng *r) {
     (void)r;
     static const char *const names[] = { "x y", "input prefix", "values offsets", "counts starts" };
-    static const char *const kn[] = { "scan_blocks scan_block_sums add_block_offsets",
-                                      "blockScanKernel scanBlockTotals addBlockOffsets",
-                                      "local_scan scan_totals uniform_add",
-                                      "scan_per_block scan_partials add_offsets" };
+    static const char *const kn[] = {
+        "scan_blocks scan_block_sums add_block_offsets", "blockScanKernel scanBlockTotals addBlockOffsets",
+        "local_scan scan_totals uniform_add", "scan_per_block scan_partials add_offsets" };
     task_names(t, 1, names[t->p[SE_NAMES]], kn[t->p[SE_KNAME]], "exclusive_scan");
 }
 static void se_layout(Task *t) {

@@ -83,10 +83,9 @@ static void ax_draw(Task *t, Rng *r) {
     (void)r;
     static const char *const names[] = { "x max_val max_idx", "scores top top_idx", "values peak peak_pos",
                                          "input value index" };
-    static const char *const kn[] = { "argmax_partial argmax_final argmax_unpack",
-                                      "argMaxBlocks argMaxFinal unpackArgMax",
-                                      "block_argmax final_argmax decode_argmax",
-                                      "argmax_pass1 argmax_pass2 argmax_decode" };
+    static const char *const kn[] = {
+        "argmax_partial argmax_final argmax_unpack", "argMaxBlocks argMaxFinal unpackArgMax",
+        "block_argmax final_argmax decode_argmax", "argmax_pass1 argmax_pass2 argmax_decode" };
     task_names(t, 1, names[t->p[AX_NAMES]], kn[t->p[AX_KNAME]], "argmax");
 }
 static void ax_layout(Task *t) {
@@ -511,10 +510,9 @@ static const ParamDesc cp_params[] = {
 static void cp_draw(Task *t, Rng *r) {
     static const char *const names[] = { "x out count", "input kept num_kept", "values selected n_selected",
                                          "data compacted length" };
-    static const char *const kn[] = { "count_kept scan_counts scatter_kept",
-                                      "countPerBlock scanBlockCounts scatterKept",
-                                      "block_counts_kernel offsets_from_counts compact_write",
-                                      "flag_count exclusive_scan_counts write_selected" };
+    static const char *const kn[] = {
+        "count_kept scan_counts scatter_kept", "countPerBlock scanBlockCounts scatterKept",
+        "block_counts_kernel offsets_from_counts compact_write", "flag_count exclusive_scan_counts write_selected" };
     static const char *const thr[2][2] = { { "0 0.5 -0.25 0.75 0.875", "0.5 0.25 0.875" },
                                            { "0 500 -200 900", "500 100 900" } };
     t->f[0] = sl_pick_real(r, thr[t->p[CP_DTYPE]][t->p[CP_PRED]]);
