@@ -289,8 +289,7 @@ static void sb_kernels(const Task *t, Emit *e) {
                                            dbl ? "double-buffered" : "single buffer");
     TPL(e, t, sb_kernel_tpl, "defines", *defines ? fmt("%s\n", defines) : "", "op", t->p[SB_OP] ? "max" : "sum",
         "what", what, "template", t->p[SB_SHMEM] == 1 ? "template <int BLOCK>" : "", "kname", t->kname[0],
-        "params", fmt("%s, int n", kernel_params(t)),
-        "shared", sc_scan_shared(&o), "body", sc_scan_body(t, &o));
+        "params", fmt("%s, int n", kernel_params(t)), "shared", sc_scan_shared(&o), "body", sc_scan_body(t, &o));
 }
 static const char sb_launch_tpl[] = R"(
 const int threads = $threads;
@@ -365,9 +364,8 @@ static void se_describe(const Task *t, Buf *name, Buf *desc) {
                              : "one block scans the block totals in chunks, carrying the running total");
 }
 
-// Step 1 scans each block's elements (sc_scan_body, exclusive: Hillis-Steele one per
-// thread, Blelloch two) and writes the block's total; step 2 scans the totals (one thread, or one block chunk by
-// chunk); step 3 adds each block's offset.
+// Step 1 scans each block's elements (sc_scan_body, exclusive) and writes the block's total;
+// step 2 scans the totals (one thread, or one block chunk by chunk); step 3 adds the offsets.
 static const char se_kernels_tpl[] = R"(
 $define
 /// Step 1: exclusive scan of each block's $per elements in shared memory; the block's total goes to block_sums.

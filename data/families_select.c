@@ -758,10 +758,8 @@ static void ci_kernels(const Task *t, Emit *e) {
                          "pred", sl_pred(t, t->p[CI_PRED], t->p[CI_DTYPE], "v", 0), "mask", sl_mask(t->p[CI_MASK]),
                          NULL };
     TPL(e, t, ci_kernel_tpl, "full_mask", agg == 1 && t->p[CI_MASK] == 2 ? "#define FULL_MASK 0xffffffffu\n" : "",
-        "how", how[agg], "k", t->kname[0],
-        "params", kernel_params(t),
-        "head", tpl_frag(p[0], kv), "loop", FRAG(ci_loop_tpl[vote][t->p[CI_LOOP]], "body", tpl_frag(p[1], kv)),
-        "tail", tpl_frag(p[2], kv));
+        "how", how[agg], "k", t->kname[0], "params", kernel_params(t), "head", tpl_frag(p[0], kv),
+        "loop", FRAG(ci_loop_tpl[vote][t->p[CI_LOOP]], "body", tpl_frag(p[1], kv)), "tail", tpl_frag(p[2], kv));
 }
 static void ci_launch(const Task *t, Emit *e, const Host *h) {
     if (t->p[CI_LOOP])
