@@ -452,7 +452,7 @@ static void mm_kernels(const Task *t, Emit *e) {
              "tree", mm_each(t, NULL, "$s[tid] = $f($s[tid], $s[tid + s]);", "\n"));
     TPL(e, t, mm_kernel_tpl, "prelude", agg ? ro_prelude(&tt) : "", "helpers", buf_str(&helpers),
         "init", t->p[MM_INIT] ? "" : init, "decode", meth == 2 ? decode : "", "comment", comment[agg],
-        "k", t->kname[0], "params", fmt("%s, %s", ptr_param(t, T, x, 1), ptrs),
+        "k", t->kname[0], "params", kernel_params(t),
         "shared", agg == 2 ? mm_each(t, NULL, fmt("__shared__ %s $s[BLOCK_SIZE];", T), "\n") : "",
         "locals", agg ? mm_each(t, NULL, fmt("%s $v = $ident;", T), "\n") : "", "step", step, "combine", combine);
     buf_free(&helpers);
