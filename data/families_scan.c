@@ -1,13 +1,10 @@
-// families_scan.c - prefix scans of a 1-D array: an inclusive sum/max scan of each
-// block-sized segment (Hillis-Steele with one or two buffers, or Blelloch, optionally with
-// padded shared-memory indices), and the exclusive prefix sum of a long array in three
-// kernels (scan each block, scan the block totals, add the offsets). Row-wise cumulative
-// sums are in families_rows.c. Included by corpus.c, after families_rows.c (ro_sum_rel),
-// before families_select.c, which uses the 1-D pieces below (names, layout, value access,
-// the Hillis-Steele scan and the scan of per-block values).
-//
-// Tolerances: float sums in another order, as in families_rows.c; maxima and integer
-// scans are exact.
+// families_scan.c - prefix scans of a 1-D array: the inclusive sum/max scan of each block-sized
+// segment (Hillis-Steele with one or two buffers, or Blelloch with optionally padded indices),
+// and the exclusive prefix sum of a long array in three kernels (scan each block, scan the
+// block totals, add the offsets). Row-wise cumulative sums are in families_rows.c. Included
+// after families_rows.c (ro_sum_rel, ro_get) and before families_select.c, which uses the 1-D
+// pieces and the shared-memory scans below. Tolerances: float sums in another order, as in
+// families_rows.c; maxima and integer scans are exact.
 
 static const char *const sc_algos[] = { "hillis_steele", "blelloch", NULL };
 static const char *const sc_dtypes[] = { "float32", "int32", NULL };
@@ -44,42 +41,37 @@ static void sc_holds(Buf *desc, const Task *t) {
 // ----------------------------------------------------------------------------
 // Scans in shared memory, written once for the families here and stream_compact
 
-// The up-sweep and down-sweep of Blelloch's scan over s[0..m) with 'offset' (starts at 1):
-// leaves the exclusive scan in s. $root: what happens at the root between the two sweeps.
+// The up-sweep and down-sweep of Blelloch's scan over temp[0..nseg) with 'offset' (starts at
+// 1): leaves the exclusive scan in temp. $root: what happens at the root between the sweeps.
 static const char sc_blelloch_tpl[] = R"(
 int offset = 1;
 //? up-sweep: build partial results in place up the tree
-for (int d = $m >> 1; d > 0; d >>= 1) {
+for (int d = nseg >> 1; d > 0; d >>= 1) {
     __syncthreads();
     if (tid < d) {
         int a = offset * (2 * tid + 1) - 1;
         int b = offset * (2 * tid + 2) - 1;
         $pad
-        $s[b] = $up;
+        temp[b] = $up;
     }
     offset <<= 1;
 }
 $root
 //? down-sweep: push the prefixes back down; this leaves the exclusive scan
-for (int d = 1; d < $m; d <<= 1) {
+for (int d = 1; d < nseg; d <<= 1) {
     offset >>= 1;
     __syncthreads();
     if (tid < d) {
         int a = offset * (2 * tid + 1) - 1;
         int b = offset * (2 * tid + 2) - 1;
         $pad
-        const $T tmp = $s[a];
-        $s[a] = $s[b];
-        $s[b] = $down;
+        const $T tmp = temp[a];
+        temp[a] = temp[b];
+        temp[b] = $down;
     }
 }
 __syncthreads();
 )";
-static const char *sc_blelloch(const char *T, const char *s, const char *m, int pad, const char *up, const char *down,
-                               const char *root) {
-    return FRAG(sc_blelloch_tpl, "T", T, "s", s, "m", m, "up", up, "down", down, "root", root,
-                "pad", pad ? "a += CONFLICT_FREE_OFFSET(a);\nb += CONFLICT_FREE_OFFSET(b);" : "");
-}
 // The Hillis-Steele inclusive scan of s[0..B) in place (read the partner, wait, update).
 static const char sc_hs_tpl[] = R"(
 for (int off = 1; off < $B; off <<= 1) {
@@ -193,8 +185,9 @@ static const char *sc_scan_body(const Task *t, const ScScan *o) {
         const char *pads = "const int pa = ai + CONFLICT_FREE_OFFSET(ai), pb = bi + CONFLICT_FREE_OFFSET(bi);";
         const char *root = o->excl ? FRAG(sc_blelloch_root_tpl, "last", last, "I", I)
                                    : fmt("if (tid == 0) temp[%s] = %s;", last, I);
-        const char *scan = sc_blelloch(T, "temp", "nseg", o->pad, sc_op(o, "temp[b]", "temp[a]"),
-                                       sc_op(o, "temp[b]", "tmp"), root);
+        const char *scan = FRAG(sc_blelloch_tpl, "T", T, "up", sc_op(o, "temp[b]", "temp[a]"), "root", root,
+                                "down", sc_op(o, "temp[b]", "tmp"),
+                                "pad", o->pad ? "a += CONFLICT_FREE_OFFSET(a);\nb += CONFLICT_FREE_OFFSET(b);" : "");
         const char *out_a = fmt("temp[%s]", pa), *out_b = fmt("temp[%s]", pb);
         return FRAG(sc_blelloch_body_tpl, "B", B, "T", T, "x", x, "y", y, "I", I, "pa", pa, "pb", pb,
                     "pads", o->pad ? pads : "", "scan", scan,
@@ -296,8 +289,7 @@ static void sb_kernels(const Task *t, Emit *e) {
                                            dbl ? "double-buffered" : "single buffer");
     TPL(e, t, sb_kernel_tpl, "defines", *defines ? fmt("%s\n", defines) : "", "op", t->p[SB_OP] ? "max" : "sum",
         "what", what, "template", t->p[SB_SHMEM] == 1 ? "template <int BLOCK>" : "", "kname", t->kname[0],
-        "params", fmt("%s, %s, int n", ptr_param(t, T, t->in[0].name, 1), ptr_param(t, T, t->out[0].name, 0)),
-        "shared", sc_scan_shared(&o), "body", sc_scan_body(t, &o));
+        "params", fmt("%s, int n", kernel_params(t)), "shared", sc_scan_shared(&o), "body", sc_scan_body(t, &o));
 }
 static const char sb_launch_tpl[] = R"(
 const int threads = $threads;
@@ -324,10 +316,9 @@ static void sb_ref(const Task *t, const void *const *in, void *const *out) {
         ro_put(out[0], is_int, i, acc);
     }
 }
-static const Family fam_scan_block = {
-    "scan_block",
-    "inclusive sum/max scan of each block-sized segment in shared memory: Hillis-Steele"
-    " (double or single buffer) or Blelloch (optionally padded)",
+static const Family fam_scan_block = { "scan_block",
+    "inclusive sum/max scan of each block-sized segment in shared memory: Hillis-Steele (double or single buffer) or "
+    "Blelloch (optionally padded)",
     sb_params, NULL, sb_draw, sb_layout, sb_describe, sb_kernels, sb_launch, sb_ref };
 
 // ----------------------------------------------------------------------------
@@ -345,10 +336,9 @@ static const ParamDesc se_params[] = {
 static void se_draw(Task *t, Rng *r) {
     (void)r;
     static const char *const names[] = { "x y", "input prefix", "values offsets", "counts starts" };
-    static const char *const kn[] = { "scan_blocks scan_block_sums add_block_offsets",
-                                      "blockScanKernel scanBlockTotals addBlockOffsets",
-                                      "local_scan scan_totals uniform_add",
-                                      "scan_per_block scan_partials add_offsets" };
+    static const char *const kn[] = {
+        "scan_blocks scan_block_sums add_block_offsets", "blockScanKernel scanBlockTotals addBlockOffsets",
+        "local_scan scan_totals uniform_add", "scan_per_block scan_partials add_offsets" };
     task_names(t, 1, names[t->p[SE_NAMES]], kn[t->p[SE_KNAME]], "exclusive_scan");
 }
 static void se_layout(Task *t) {
@@ -374,9 +364,8 @@ static void se_describe(const Task *t, Buf *name, Buf *desc) {
                              : "one block scans the block totals in chunks, carrying the running total");
 }
 
-// Step 1 scans each block's elements (sc_scan_body, exclusive: Hillis-Steele one per
-// thread, Blelloch two) and writes the block's total; step 2 scans the totals (one thread, or one block chunk by
-// chunk); step 3 adds each block's offset.
+// Step 1 scans each block's elements (sc_scan_body, exclusive) and writes the block's total;
+// step 2 scans the totals (one thread, or one block chunk by chunk); step 3 adds the offsets.
 static const char se_kernels_tpl[] = R"(
 $define
 /// Step 1: exclusive scan of each block's $per elements in shared memory; the block's total goes to block_sums.
@@ -401,7 +390,7 @@ __global__ void $k3($params3) {
 )";
 static void se_kernels(const Task *t, Emit *e) {
     const char *T = sc_ct(t->p[SE_DTYPE]), *Z = t->p[SE_DTYPE] ? "0" : "0.0f";
-    const char *x = t->in[0].name, *y = t->out[0].name;
+    const char *y = t->out[0].name;
     int dyn = t->p[SE_SHMEM] == 1, bl = t->p[SE_ALGO];
     const char *B = dyn ? "blockDim.x" : "BLOCK_SIZE";
     const char *shared = dyn ? fmt("extern __shared__ %s s[];", T) : fmt("__shared__ %s s[%s];", T, B);
@@ -411,8 +400,7 @@ static void se_kernels(const Task *t, Emit *e) {
                              "guard", "threadIdx.x != 0 || blockIdx.x != 0", "v", "v", "total", "");
     TPL(e, t, se_kernels_tpl, "define", dyn ? "" : fmt("#define BLOCK_SIZE %d\n", t->p[SE_BLOCK]), "T", T, "y", y,
         "per", bl ? "2 * blockDim.x" : "blockDim.x", "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2],
-        "params1", fmt("%s, %s, %s, int n", ptr_param(t, T, x, 1), ptr_param(t, T, y, 0),
-                       ptr_param(t, T, "block_sums", 0)),
+        "params1", fmt("%s, %s, int n", kernel_params(t), ptr_param(t, T, "block_sums", 0)),
         "shared1", sc_scan_shared(&o), "step1", sc_scan_body(t, &o),
         "comment2", t->p[SE_SUMS] ? "Step 2: one thread turns the block totals into exclusive offsets."
                                   : "Step 2: one block turns the block totals into exclusive offsets, a chunk of "
@@ -451,10 +439,9 @@ static void se_ref(const Task *t, const void *const *in, void *const *out) {
         acc += ro_get(in[0], t->p[SE_DTYPE], i);
     }
 }
-static const Family fam_scan_exclusive = {
-    "scan_exclusive",
-    "exclusive prefix sum of a long array in three kernels: per-block scan (Hillis-"
-    "Steele or Blelloch), scan of block totals, add offsets",
+static const Family fam_scan_exclusive = { "scan_exclusive",
+    "exclusive prefix sum of a long array in three kernels: per-block scan (Hillis-Steele or Blelloch), scan of block "
+    "totals, add offsets",
     se_params, NULL, se_draw, se_layout, se_describe, se_kernels, se_launch, se_ref };
 
 static const Family *const families_scan[] = { &fam_scan_block, &fam_scan_exclusive, NULL };

@@ -1,10 +1,8 @@
-// families_select.c - finding and selecting elements of a 1-D array: argmax (value and
-// first index), atomic max / min (on ints, and on floats through their bits), stream
-// compaction (deterministic, scan based) and count_if with atomics. Included by corpus.c,
-// after families_rows.c: the reductions of (value, index) pairs are the row pieces
-// (ro_arg_helpers, ro_arg_allreduce) run on one block or warp (ro_as_block); and after
-// families_scan.c: the 1-D pieces (sc_input, ...) and the scans.
-//
+// families_select.c - finding and selecting elements of a 1-D array: argmax (value and first
+// index), atomic max / min (on ints, and on floats through their bits), stream compaction
+// (deterministic, scan based) and count_if with atomics. Included after families_rows.c, whose
+// (value, index) reductions (ro_arg_helpers, ro_arg_allreduce) run here on one block or warp
+// (ro_as_block), and after families_scan.c (the 1-D pieces sc_input, ..., and the scans).
 // Selections and counts are exact: tolerances are zero.
 
 #define SL_SIZES "1000 4096 10000 65536 100000 262144 1000000 1048576"
@@ -85,10 +83,9 @@ static void ax_draw(Task *t, Rng *r) {
     (void)r;
     static const char *const names[] = { "x max_val max_idx", "scores top top_idx", "values peak peak_pos",
                                          "input value index" };
-    static const char *const kn[] = { "argmax_partial argmax_final argmax_unpack",
-                                      "argMaxBlocks argMaxFinal unpackArgMax",
-                                      "block_argmax final_argmax decode_argmax",
-                                      "argmax_pass1 argmax_pass2 argmax_decode" };
+    static const char *const kn[] = {
+        "argmax_partial argmax_final argmax_unpack", "argMaxBlocks argMaxFinal unpackArgMax",
+        "block_argmax final_argmax decode_argmax", "argmax_pass1 argmax_pass2 argmax_decode" };
     task_names(t, 1, names[t->p[AX_NAMES]], kn[t->p[AX_KNAME]], "argmax");
 }
 static void ax_layout(Task *t) {
@@ -215,27 +212,27 @@ static void ax_kernels(const Task *t, Emit *e) {
 static const char ax_launch_tpl[] = R"(
 $grid
 $alloc
+$alloc2
 $k1<<<blocks, threads>>>($in, $bufs, $n);
 $k2<<<$cfg2>>>($bufs, $outs$count);
 $sync
 $free
+$free2
 )";
 static void ax_launch(const Task *t, Emit *e, const Host *h) {
     int packed = t->p[AX_ALGO] == 2;
-    const char *key = dname(t, "key"), *pv = dname(t, "part_val"), *pi = dname(t, "part_idx");
-    const char *alloc = packed ? fmt("%s\n%s", dev_alloc(t, "unsigned long long", key, "1"),
-                                     checked(t, fmt("cudaMemset(%s, 0, sizeof(unsigned long long))", key)))
-                               : fmt("%s\n%s", dev_alloc(t, sc_ct(t->p[AX_DTYPE]), pv, "blocks"),
-                                     dev_alloc(t, "int", pi, "blocks"));
-    const char *freed = packed ? checked(t, fmt("cudaFree(%s)", key))
-                               : fmt("%s\n%s", checked(t, fmt("cudaFree(%s)", pv)),
-                                     checked(t, fmt("cudaFree(%s)", pi)));
+    // the 64-bit key (zeroed), or the blocks' values and indices
+    const char *buf = dname(t, packed ? "key" : "part_val"), *pi = dname(t, "part_idx");
     TPL(e, t, ax_launch_tpl,
         "grid", grid_1d(t->p[AX_ALGO] == 0 ? "BLOCK_SIZE" : fmt("%d", t->p[AX_BLOCK]), h->size[0], t->p[AX_CAP]),
-        "alloc", alloc, "k1", t->kname[0], "in", h->in[0], "bufs", packed ? key : fmt("%s, %s", pv, pi),
-        "n", h->size[0], "k2", t->kname[packed ? 2 : 1], "cfg2", packed ? "1, 1" : "1, threads",
+        "alloc", dev_alloc(t, packed ? "unsigned long long" : sc_ct(t->p[AX_DTYPE]), buf, packed ? "1" : "blocks"),
+        "alloc2", packed ? checked(t, fmt("cudaMemset(%s, 0, sizeof(unsigned long long))", buf))
+                         : dev_alloc(t, "int", pi, "blocks"),
+        "k1", t->kname[0], "in", h->in[0], "bufs", packed ? buf : fmt("%s, %s", buf, pi), "n", h->size[0],
+        "k2", t->kname[packed ? 2 : 1], "cfg2", packed ? "1, 1" : "1, threads",
         "outs", fmt("%s, %s", h->out[0], h->out[1]), "count", packed ? "" : ", blocks",
-        "sync", checked(t, "cudaDeviceSynchronize()"), "free", freed);
+        "sync", checked(t, "cudaDeviceSynchronize()"), "free", checked(t, fmt("cudaFree(%s)", buf)),
+        "free2", packed ? "" : checked(t, fmt("cudaFree(%s)", pi)));
 }
 static void ax_ref(const Task *t, const void *const *in, void *const *out) {
     int is_int = t->p[AX_DTYPE];
@@ -245,10 +242,9 @@ static void ax_ref(const Task *t, const void *const *in, void *const *out) {
     ro_put(out[0], is_int, 0, ro_get(in[0], is_int, best));
     ((int *)out[1])[0] = (int)best;
 }
-static const Family fam_argmax = {
-    "argmax_array",
-    "argmax of an array with its value, first index on ties: two passes over (value, "
-    "index) pairs (shared tree or shuffles) or 64-bit packed atomicMax",
+static const Family fam_argmax = { "argmax_array",
+    "argmax of an array with its value, first index on ties: two passes over (value, index) pairs (shared tree or "
+    "shuffles) or 64-bit packed atomicMax",
     ax_params, NULL, ax_draw, ax_layout, ax_describe, ax_kernels, ax_launch, ax_ref };
 
 // ----------------------------------------------------------------------------
@@ -454,9 +450,9 @@ static void mm_kernels(const Task *t, Emit *e) {
         FRAG(mm_combine_tpl[agg], "shfl", mm_each(t, NULL, "$v = $f($v, __shfl_xor_sync($mask, $v, offset));", "\n"),
              "update", mm_each(t, NULL, "$update", "\n"), "store", mm_each(t, NULL, "$s[tid] = $v;", "\n"),
              "tree", mm_each(t, NULL, "$s[tid] = $f($s[tid], $s[tid + s]);", "\n"));
-    TPL(e, t, mm_kernel_tpl, "prelude", agg ? ro_prelude(&tt) : "", "helpers", FRAG("$h", "h", buf_str(&helpers)),
+    TPL(e, t, mm_kernel_tpl, "prelude", agg ? ro_prelude(&tt) : "", "helpers", buf_str(&helpers),
         "init", t->p[MM_INIT] ? "" : init, "decode", meth == 2 ? decode : "", "comment", comment[agg],
-        "k", t->kname[0], "params", fmt("%s, %s", ptr_param(t, T, x, 1), ptrs),
+        "k", t->kname[0], "params", kernel_params(t),
         "shared", agg == 2 ? mm_each(t, NULL, fmt("__shared__ %s $s[BLOCK_SIZE];", T), "\n") : "",
         "locals", agg ? mm_each(t, NULL, fmt("%s $v = $ident;", T), "\n") : "", "step", step, "combine", combine);
     buf_free(&helpers);
@@ -488,10 +484,9 @@ static void mm_ref(const Task *t, const void *const *in, void *const *out) {
     ro_put(out[0], t->p[MM_DTYPE], 0, t->p[MM_OP] == 1 ? lo : hi);
     if (t->nout == 2) ro_put(out[1], t->p[MM_DTYPE], 0, lo);
 }
-static const Family fam_atomic_minmax = {
-    "atomic_minmax",
-    "max / min / both of an array with atomics: atomicMax/Min on int, float via sign-"
-    "split int/uint bits, ordered uint bits or an atomicCAS loop",
+static const Family fam_atomic_minmax = { "atomic_minmax",
+    "max / min / both of an array with atomics: atomicMax/Min on int, float via sign-split int/uint bits, ordered uint "
+    "bits or an atomicCAS loop",
     mm_params, NULL, mm_draw, mm_layout, mm_describe, mm_kernels, mm_launch, mm_ref };
 
 // ----------------------------------------------------------------------------
@@ -515,10 +510,9 @@ static const ParamDesc cp_params[] = {
 static void cp_draw(Task *t, Rng *r) {
     static const char *const names[] = { "x out count", "input kept num_kept", "values selected n_selected",
                                          "data compacted length" };
-    static const char *const kn[] = { "count_kept scan_counts scatter_kept",
-                                      "countPerBlock scanBlockCounts scatterKept",
-                                      "block_counts_kernel offsets_from_counts compact_write",
-                                      "flag_count exclusive_scan_counts write_selected" };
+    static const char *const kn[] = {
+        "count_kept scan_counts scatter_kept", "countPerBlock scanBlockCounts scatterKept",
+        "block_counts_kernel offsets_from_counts compact_write", "flag_count exclusive_scan_counts write_selected" };
     static const char *const thr[2][2] = { { "0 0.5 -0.25 0.75 0.875", "0.5 0.25 0.875" },
                                            { "0 500 -200 900", "500 100 900" } };
     t->f[0] = sl_pick_real(r, thr[t->p[CP_DTYPE]][t->p[CP_PRED]]);
@@ -635,8 +629,7 @@ static void cp_kernels(const Task *t, Emit *e) {
         "scatter", FRAG(cp_scatter_tpl[ballot], "hs", hs, "o", o, "x", x, "mask", sl_mask(t->p[CP_MASK])));
 }
 static const char cp_launch_tpl[] = R"(
-const int threads = BLOCK_SIZE;
-const int blocks = ($n + threads - 1) / threads;
+$grid
 $alloc
 $k1<<<blocks, threads>>>($x, $bc, $n);
 $k2<<<1, $t2>>>($bc, $count, blocks);
@@ -646,10 +639,10 @@ $free
 )";
 static void cp_launch(const Task *t, Emit *e, const Host *h) {
     const char *bc = dname(t, "block_counts");
-    TPL(e, t, cp_launch_tpl, "n", h->size[0], "alloc", dev_alloc(t, "int", bc, "blocks"), "bc", bc, "x", h->in[0],
-        "out", h->out[0], "count", h->out[1], "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2],
-        "t2", t->p[CP_SUMS] ? "1" : "threads", "sync", checked(t, "cudaDeviceSynchronize()"),
-        "free", checked(t, fmt("cudaFree(%s)", bc)));
+    TPL(e, t, cp_launch_tpl, "grid", grid_1d("BLOCK_SIZE", h->size[0], 0), "n", h->size[0],
+        "alloc", dev_alloc(t, "int", bc, "blocks"), "bc", bc, "x", h->in[0], "out", h->out[0], "count", h->out[1],
+        "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "t2", t->p[CP_SUMS] ? "1" : "threads",
+        "sync", checked(t, "cudaDeviceSynchronize()"), "free", checked(t, fmt("cudaFree(%s)", bc)));
 }
 static void cp_ref(const Task *t, const void *const *in, void *const *out) {
     int is_int = t->p[CP_DTYPE], pred = t->p[CP_PRED] ? SL_ABS_GREATER : SL_GREATER;
@@ -662,10 +655,9 @@ static void cp_ref(const Task *t, const void *const *in, void *const *out) {
     // the rest stays zero (outputs start zeroed)
     ((int *)out[1])[0] = (int)k;
 }
-static const Family fam_compact = {
-    "stream_compact",
-    "deterministic stream compaction (keep x > t or |x| > t in order): block counts, "
-    "exclusive scan, ranked scatter (shared scan or ballot/popc)",
+static const Family fam_compact = { "stream_compact",
+    "deterministic stream compaction (keep x > t or |x| > t in order): block counts, exclusive scan, ranked scatter "
+    "(shared scan or ballot/popc)",
     cp_params, cp_fp, cp_draw, cp_layout, cp_describe, cp_kernels, cp_launch, cp_ref };
 
 // ----------------------------------------------------------------------------
@@ -766,10 +758,8 @@ static void ci_kernels(const Task *t, Emit *e) {
                          "pred", sl_pred(t, t->p[CI_PRED], t->p[CI_DTYPE], "v", 0), "mask", sl_mask(t->p[CI_MASK]),
                          NULL };
     TPL(e, t, ci_kernel_tpl, "full_mask", agg == 1 && t->p[CI_MASK] == 2 ? "#define FULL_MASK 0xffffffffu\n" : "",
-        "how", how[agg], "k", t->kname[0],
-        "params", fmt("%s, %s", ptr_param(t, T, t->in[0].name, 1), ptr_param(t, U, t->out[0].name, 0)),
-        "head", tpl_frag(p[0], kv), "loop", FRAG(ci_loop_tpl[vote][t->p[CI_LOOP]], "body", tpl_frag(p[1], kv)),
-        "tail", tpl_frag(p[2], kv));
+        "how", how[agg], "k", t->kname[0], "params", kernel_params(t), "head", tpl_frag(p[0], kv),
+        "loop", FRAG(ci_loop_tpl[vote][t->p[CI_LOOP]], "body", tpl_frag(p[1], kv)), "tail", tpl_frag(p[2], kv));
 }
 static void ci_launch(const Task *t, Emit *e, const Host *h) {
     if (t->p[CI_LOOP])
@@ -782,13 +772,11 @@ static void ci_ref(const Task *t, const void *const *in, void *const *out) {
     double a = is_int ? t->f[0] : fpar(t, 0), b = is_int ? t->f[1] : fpar(t, 1);
     long k = 0;
     for (long i = 0; i < t->p[CI_N]; i++) k += sl_holds(t->p[CI_PRED], ro_get(in[0], is_int, i), a, b);
-    if (t->p[CI_OUT]) ((uint32_t *)out[0])[0] = (uint32_t)k;
-    else ((int32_t *)out[0])[0] = (int32_t)k;
+    ((uint32_t *)out[0])[0] = (uint32_t)k; // int32 or uint32: the same bits
 }
-static const Family fam_count_if = {
-    "count_if",
-    "count elements matching a predicate with atomicAdd: per element, warp-"
-    "aggregated ballot/popc, shared counter, __syncthreads_count",
+static const Family fam_count_if = { "count_if",
+    "count elements matching a predicate with atomicAdd: per element, warp-aggregated ballot/popc, shared counter, "
+    "__syncthreads_count",
     ci_params, ci_fp, ci_draw, ci_layout, ci_describe, ci_kernels, ci_launch, ci_ref };
 
 static const Family *const families_select[] = { &fam_argmax, &fam_atomic_minmax, &fam_compact, &fam_count_if, NULL };
