@@ -165,8 +165,7 @@ static void mxt_layout(Task *t) {
     if (dt == DT_I32) trange(&t->in[0], -1000000, 1000000, 1);
     else trange(&t->in[0], -100, 100, 0);
     tshape(&t->out[0], dt, 2, C, R, 1, 0);
-    t->atol = 0; // a copy: exact
-    t->rtol = 0;
+    t->atol = t->rtol = 0; // a copy: exact
 }
 
 // The first sentence of the description (the tiled transpose's is shorter).
@@ -405,15 +404,10 @@ static void mxme_layout(Task *t) {
     mx_begin(t, mxme_binary(t) ? 2 : 1, dn, R, C, 0);
     for (int k = 0; k < t->nin; k++) mx_f32(&t->in[k], R, C, 0, 1, 10);
     mx_f32(&t->out[0], R, C, 0, 1, 0);
-    if (t->p[MXME_OP] == 4) {
-        // alpha * a + beta * b may be contracted to an fma (one rounding less than the
-        // reference's double expression rounded once): up to one ulp of each term
-        t->atol = 3e-7 * (fabs(t->f[MX_F_A]) * 10 + fabs(t->f[MX_F_B]) * 10);
-        t->rtol = 1e-6;
-    } else {
-        t->atol = 1e-6; // one correctly rounded operation: the results agree exactly
-        t->rtol = 1e-6;
-    }
+    // One correctly rounded operation agrees exactly; alpha * a + beta * b may be contracted to
+    // an fma (one rounding less than the reference's double expression): up to one ulp of each term.
+    t->atol = t->p[MXME_OP] == 4 ? 3e-7 * (fabs(t->f[MX_F_A]) * 10 + fabs(t->f[MX_F_B]) * 10) : 1e-6;
+    t->rtol = 1e-6;
 }
 
 // The formula of the operation on a and b: with the coefficients as numbers (the prompt),
@@ -870,10 +864,10 @@ static void mxmv_kernels(const Task *t, Emit *e) {
 static void mxmv_launch(const Task *t, Emit *e, const Host *h) {
     if (t->p[MXMV_MODE] == 0) {
         launch_1d(e, t, t->kname[0], h->size[0], t->p[MXMV_BLOCK], t->p[MXMV_CAP], kernel_args(h, 2));
-        return;
+    } else {
+        em_line(e, "const int blocks = (%s + CHUNK - 1) / CHUNK;", h->size[0]);
+        em_launch(e, t->kname[0], "blocks, CHUNK", kernel_args(h, 2));
     }
-    em_line(e, "const int blocks = (%s + CHUNK - 1) / CHUNK;", h->size[0]);
-    em_launch(e, t->kname[0], "blocks, CHUNK", kernel_args(h, 2));
 }
 
 static const Family fam_mx_matvec_thread = {
@@ -937,10 +931,6 @@ for (int c = lane; c < $C / 4; c += 32) {
     sum += p.x * q.x + p.y * q.y + p.z * q.z + p.w * q.w;
 }
 )" };
-static const char mxmw_pre_tpl[] = R"(
-$mask_define
-$helper
-)";
 
 static void mxmw_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[MXMW_DNAMES]];
@@ -964,10 +954,8 @@ static void mxmw_kernels(const Task *t, Emit *e) {
         t->p[MXMW_HELPER] ? fmt("sum = %s(sum);", t->kname[1])
                           : FRAG(rw_shuffle, "step", fmt("sum += %s;", fmt(sh, "sum"))),
         "bias", t->p[MXMW_BIAS] ? fmt(" + %s[row]", t->in[2].name) : "");
-    mx_kernel(e, t,
-              FRAG(mxmw_pre_tpl, "mask_define", t->p[MXMW_MASK] == 2 ? "#define FULL_MASK 0xffffffffu\n\n" : "",
-                   "helper", helper),
-              "", fmt("One warp per row of %s: strided partial dot products, then a shuffle reduction.", A),
+    mx_kernel(e, t, fmt("%s%s", t->p[MXMW_MASK] == 2 ? "#define FULL_MASK 0xffffffffu\n\n" : "", helper), "",
+              fmt("One warp per row of %s: strided partial dot products, then a shuffle reduction.", A),
               fmt("%s, int %s, int %s", kernel_params(t), R, C), body);
 }
 
