@@ -64,7 +64,7 @@ static void mx_sum_tol(Task *t, long len, double mag) {
 static double mx_red_rel(long n) { return 2e-6 + 2e-8 * sqrt((double)n); }
 
 // A kernel of this file: what precedes it (macros, helpers), its comment, a template
-// head, its parameters and its body.
+// head, its parameters after the tensors' (sizes) and its body.
 static const char mx_kernel_tpl[] = R"(
 $pre
 /// $comment
@@ -74,9 +74,9 @@ __global__ void $kname($params) {
 }
 )";
 static void mx_kernel(Emit *e, const Task *t, const char *pre, const char *tmpl, const char *comment,
-                      const char *params, const char *body) {
+                      const char *sizes, const char *body) {
     TPL(e, t, mx_kernel_tpl, "pre", pre, "comment", comment, "template", tmpl, "kname", t->kname[0], "params",
-        params, "body", body);
+        fmt("%s, %s", kernel_params(t), sizes), "body", body);
 }
 
 // body under a bounds guard: if (in) { body } (early = 0) or an early return (early = 1).
@@ -237,8 +237,7 @@ static void mxtn_kernels(const Task *t, Emit *e) {
                            : pick3(mode, "One thread per element: reads are coalesced along a row, writes are strided.",
                                    "One thread per element of the flat index; row = i / cols, column = i % cols.",
                                    "2-D grid-stride loops: each thread transposes several elements.");
-    mx_kernel(e, t, "", "", fmt("%s[c][r] = %s[r][c]. %s", y, x, what),
-              fmt("%s, int %s, int %s", kernel_params(t), R, C), body);
+    mx_kernel(e, t, "", "", fmt("%s[c][r] = %s[r][c]. %s", y, x, what), fmt("int %s, int %s", R, C), body);
 }
 
 static void mxtn_launch(const Task *t, Emit *e, const Host *h) {
@@ -328,7 +327,7 @@ static void mxtt_kernels(const Task *t, Emit *e) {
               td != 1 ? "" : full ? "template <int TILE>" : "template <int TILE, int BLOCK_ROWS>",
               fmt("Transpose through a shared tile: coalesced reads of %s, coalesced writes of %s. The extra column "
                   "of the tile puts the elements of a tile column in different banks.", x, y),
-              fmt("%s, int %s, int %s", kernel_params(t), R, C),
+              fmt("int %s, int %s", R, C),
               FRAG(mxtt_body_tpl, "ct", ct, "TD", TD, "xv", xv, "yv", yv, "load", load, "store", store));
 }
 
@@ -457,7 +456,7 @@ static void mxme_kernels(const Task *t, Emit *e) {
               "",
               fmt("%s[r][c] = %s; %s", c, mxme_formula(t, fmt("%s[r][c]", a), b ? fmt("%s[r][c]", b) : "", 1),
                   mode ? "grid-stride loops in both dimensions." : "one thread per element."),
-              fmt("%s, int %s, int %s%s", kernel_params(t), R, C, coefs),
+              fmt("int %s, int %s%s", R, C, coefs),
               mx_loop2d(t, mode, t->p[MXME_GUARD], 0, R, C,
                         fmt("const int idx = row * %s + col;\n%s[idx] = %s;", C, c, val)));
 }
@@ -636,7 +635,7 @@ static void mxmn_kernels(const Task *t, Emit *e) {
     const char *spec = t->p[MXMN_KNAME] & 1 ? "__device__ __forceinline__ float" : "__device__ float";
     mx_kernel(e, t, acc == 2 ? FRAG(mxmn_helper_tpl, "spec", spec, "helper", h) : "", "",
               fmt("One thread computes %s[%s][%s] as a dot product over the %s dimension.", c, row, col, k),
-              fmt("%s, int %s, int %s, int %s", kernel_params(t), m, n, k),
+              fmt("int %s, int %s, int %s", m, n, k),
               FRAG(mx_loop2d_tpl[0], "index", mx_index2d(t, row, col, 0), "guarded",
                    mx_guard_rc(t->p[MXMN_GUARD], row, m, col, n, body)));
 }
@@ -729,7 +728,7 @@ static void mxmt_kernels(const Task *t, Emit *e) {
               td == 1 ? "template <int TILE>" : "",
               fmt("%s = %s * %s with %s x %s tiles of both inputs staged in shared memory; one thread per output "
                   "element.", c, a, b, TL, TL),
-              fmt("%s, int %s, int %s, int %s", kernel_params(t), m, n, k), body);
+              fmt("int %s, int %s, int %s", m, n, k), body);
 }
 
 static void mxmt_launch(const Task *t, Emit *e, const Host *h) {
@@ -858,7 +857,7 @@ static void mxmv_kernels(const Task *t, Emit *e) {
     mx_kernel(e, t, mode ? fmt(chunk, t->p[MXMV_BLOCK]) : "", "",
               mode ? fmt("One thread per row of %s; the block shares chunks of %s through shared memory.", A, x)
                    : fmt("One thread per row: %s[r] = dot(row r of %s, %s).", y, A, x),
-              fmt("%s, int %s, int %s", kernel_params(t), R, C), body);
+              fmt("int %s, int %s", R, C), body);
 }
 
 static void mxmv_launch(const Task *t, Emit *e, const Host *h) {
@@ -956,7 +955,7 @@ static void mxmw_kernels(const Task *t, Emit *e) {
         "bias", t->p[MXMW_BIAS] ? fmt(" + %s[row]", t->in[2].name) : "");
     mx_kernel(e, t, fmt("%s%s", t->p[MXMW_MASK] == 2 ? "#define FULL_MASK 0xffffffffu\n\n" : "", helper), "",
               fmt("One warp per row of %s: strided partial dot products, then a shuffle reduction.", A),
-              fmt("%s, int %s, int %s", kernel_params(t), R, C), body);
+              fmt("int %s, int %s", R, C), body);
 }
 
 static void mxmw_launch(const Task *t, Emit *e, const Host *h) {
@@ -1082,7 +1081,7 @@ static void mxvm_kernels(const Task *t, Emit *e) {
                         "blockIdx.y picks a chunk of rows; partial column sums are added with atomicAdd.",
                         "A 32-wide block of columns; the block's rows of threads split the rows, then reduce in "
                         "shared memory.")),
-              fmt("%s, int %s, int %s", kernel_params(t), R, C),
+              fmt("int %s, int %s", R, C),
               FRAG(mxvm_body_tpl[mode], "C", C, "R", R, "y", y, "term", term, "guarded",
                    mx_guard(t->p[MXVM_LOOP], fmt("col < %s", C), fmt("col >= %s", C), column)));
 }
@@ -1221,7 +1220,7 @@ static void mxop_kernels(const Task *t, Emit *e) {
               fmt("%s[i][j] = %s%s%s[i] * %s[j]%s.", c, ger ? fmt("%s[i][j] + ", A) : "",
                   t->p[MXOP_OP] ? fmt("%s * ", fnum(t->f[0])) : "", x, y,
                   mode == 1 ? "; the block's slices of the vectors are staged in shared memory" : ""),
-              fmt("%s, int %s, int %s", kernel_params(t), M, N), body);
+              fmt("int %s, int %s", M, N), body);
 }
 
 static void mxop_launch(const Task *t, Emit *e, const Host *h) {
@@ -1360,12 +1359,12 @@ static void mxbm_kernels(const Task *t, Emit *e) {
         mx_kernel(e, t, "", "",
                   fmt("%s[item] = %s[item] * %s%s; blockIdx.z selects the matrix, one thread per output element.", c,
                       a, b, shared_rhs ? "" : "[item]"),
-                  fmt("%s, int %s, int %s", kernel_params(t), B, n), body);
+                  fmt("int %s, int %s", B, n), body);
     else
         mx_kernel(e, t, tmpl ? "" : fmt("#define MAT_DIM %d\n\n", t->p[MXBM_N]), tmpl ? "template <int TILE_N>" : "",
                   fmt("One %s x %s block per matrix (blockIdx.z): both operands in shared memory, one thread per "
                       "output element.", D, D),
-                  fmt("%s, int %s", kernel_params(t), B), body);
+                  fmt("int %s", B), body);
 }
 
 static const char *const mxbm_launch_tpl[] = { R"(
