@@ -148,10 +148,9 @@ enum { MXT_DT, MXT_ROWS, MXT_COLS };
 static const char *const mxt_names[] = { "in out", "src dst", "A A_t", "mat mat_t", "input transposed", "a b" };
 
 static void mxt_layout(Task *t) {
-    const char *const *dn = mx_dnames[mx_par(t, "dnames")];
     long R = t->p[MXT_ROWS], C = t->p[MXT_COLS];
     DType dt = t->p[MXT_DT] ? DT_I32 : DT_F32;
-    mx_begin(t, 1, dn, R, C, 0);
+    mx_begin(t, 1, mx_dnames[mx_par(t, "dnames")], R, C, 0);
     tshape(&t->in[0], dt, 2, R, C, 0, 1);
     if (dt == DT_I32) trange(&t->in[0], -1000000, 1000000, 1);
     else trange(&t->in[0], -100, 100, 0);
@@ -270,9 +269,8 @@ static void mxtt_describe(const Task *t, Buf *name, Buf *desc) {
     mxt_describe_task(t, desc, 1);
     buf_printf(desc, " Stage %d x %d tiles in shared memory padded to %d columns (avoids bank conflicts) so that both "
                      "the global reads and the global writes are coalesced; ", T, T, T + 1);
-    if (B == T) buf_printf(desc, "blocks of %d x %d threads (dim3), one element per thread.", T, T);
-    else buf_printf(desc, "blocks of %d x %d threads (dim3), each thread moving %d elements of its tile column.", T, B,
-                    T / B);
+    buf_printf(desc, "blocks of %d x %d threads (dim3), %s.", T, B,
+               B == T ? "one element per thread" : fmt("each thread moving %d elements of its tile column", T / B));
     if (R % T || C % T) buf_puts(desc, " The sides are not multiples of the tile: guard every load and store.");
 }
 
@@ -308,12 +306,11 @@ static void mxtt_kernels(const Task *t, Emit *e) {
         const char *f = td == 0 ? "#define %s %d\n" : "constexpr int %s = %d;\n";
         defines = fmt("%s%s\n", fmt(f, "TILE_DIM", T), full ? "" : fmt(f, "BLOCK_ROWS", B));
     }
+    const char *elem = full ? "%s[%s * %s + %s]" : "%s[(%s + j) * %s + %s]"; // of a matrix, at row yv (+ j)
     const char *load = FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", C, "ylen", R, "TD", TD, "to",
-                            fmt("tile[threadIdx.y%s][threadIdx.x]", j), "from",
-                            fmt(full ? "%s[%s * %s + %s]" : "%s[(%s + j) * %s + %s]", x, yv, C, xv));
+                            fmt("tile[threadIdx.y%s][threadIdx.x]", j), "from", fmt(elem, x, yv, C, xv));
     const char *store = FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", R, "ylen", C, "TD", TD, "to",
-                             fmt(full ? "%s[%s * %s + %s]" : "%s[(%s + j) * %s + %s]", y, yv, R, xv), "from",
-                             fmt("tile[threadIdx.x][threadIdx.y%s]", j));
+                             fmt(elem, y, yv, R, xv), "from", fmt("tile[threadIdx.x][threadIdx.y%s]", j));
     mx_kernel(e, t, defines,
               td != 1 ? "" : full ? "template <int TILE>" : "template <int TILE, int BLOCK_ROWS>",
               fmt("Transpose through a shared tile: coalesced reads of %s, coalesced writes of %s. The extra column "
@@ -389,9 +386,8 @@ static void mxme_draw(Task *t, Rng *r) {
 }
 
 static void mxme_layout(Task *t) {
-    const char *const *dn = mx_dnames[t->p[MXME_DNAMES]];
     long R = t->p[MXME_ROWS], C = t->p[MXME_COLS];
-    mx_begin(t, mxme_binary(t) ? 2 : 1, dn, R, C, 0);
+    mx_begin(t, mxme_binary(t) ? 2 : 1, mx_dnames[t->p[MXME_DNAMES]], R, C, 0);
     for (int k = 0; k < t->nin; k++) mx_f32(&t->in[k], R, C, 0, 1, 10);
     mx_f32(&t->out[0], R, C, 0, 1, 0);
     // One correctly rounded operation agrees exactly; alpha * a + beta * b may be contracted to
@@ -429,9 +425,8 @@ $spec $helper(float u$v$coefs) {
 )";
 
 static void mxme_kernels(const Task *t, Emit *e) {
-    const char *const *dn = mx_dnames[t->p[MXME_DNAMES]];
-    const char *a = t->in[0].name, *b = mxme_binary(t) ? t->in[1].name : NULL, *c = t->out[0].name, *R = dn[0],
-               *C = dn[1];
+    const char *const *dn = mx_dnames[t->p[MXME_DNAMES]], *R = dn[0], *C = dn[1];
+    const char *a = t->in[0].name, *b = mxme_binary(t) ? t->in[1].name : NULL, *c = t->out[0].name;
     int helper = t->p[MXME_HELPER], mode = t->p[MXME_MODE];
     const char *coefs = !t->p[MXME_COEF] ? "" : t->p[MXME_OP] == 4 ? ", float alpha, float beta" : ", float alpha";
     const char *coef_args = !t->p[MXME_COEF] ? "" : t->p[MXME_OP] == 4 ? ", alpha, beta" : ", alpha";
@@ -748,10 +743,9 @@ static const char *const mxmv_names[] = { "A x b y", "mat vec bias out", "W v bv
                                           "weights input offset output", "M_in x_in b_in y_out" };
 
 static void mxmv_layout(Task *t) {
-    const char *const *dn = mx_dnames[mx_par(t, "dnames")];
     long R = t->p[MXMV_ROWS], C = t->p[MXMV_COLS];
     int bias = t->p[MXMV_BIAS];
-    mx_begin(t, bias ? 3 : 2, dn, R, C, 0);
+    mx_begin(t, bias ? 3 : 2, mx_dnames[mx_par(t, "dnames")], R, C, 0);
     mx_f32(&t->in[0], R, C, 0, 1, 1);
     mx_f32(&t->in[1], C, 0, 1, -1, 1);
     if (bias) mx_f32(&t->in[2], R, 0, 0, -1, 1);
@@ -831,9 +825,8 @@ if (row < $R) $y[row] = acc$bias;
 )";
 
 static void mxmv_kernels(const Task *t, Emit *e) {
-    const char *const *dn = mx_dnames[t->p[MXMV_DNAMES]];
+    const char *const *dn = mx_dnames[t->p[MXMV_DNAMES]], *R = dn[0], *C = dn[1], *i = IDX(t);
     const char *A = t->in[0].name, *x = t->in[1].name, *b = t->p[MXMV_BIAS] ? t->in[2].name : NULL, *y = t->out[0].name;
-    const char *R = dn[0], *C = dn[1], *i = IDX(t);
     int mode = t->p[MXMV_MODE];
     const char *fma_fmt = t->p[MXMV_ACC] ? "acc = fmaf(%s, %s, acc);" : "acc += %s * %s;";
     const char *body =
@@ -986,9 +979,8 @@ static void mxvm_draw(Task *t, Rng *r) {
 }
 
 static void mxvm_layout(Task *t) {
-    const char *const *dn = mx_dnames[t->p[MXVM_DNAMES]];
     long R = t->p[MXVM_ROWS], C = t->p[MXVM_COLS];
-    mx_begin(t, t->p[MXVM_OP] == 0 ? 2 : 1, dn, R, C, 0);
+    mx_begin(t, t->p[MXVM_OP] == 0 ? 2 : 1, mx_dnames[t->p[MXVM_DNAMES]], R, C, 0);
     mx_f32(&t->in[0], R, C, 0, 1, 1);
     mx_f32(&t->in[1], R, 0, 0, -1, 1);
     mx_f32(&t->out[0], C, 0, 1, -1, 0);
@@ -1053,9 +1045,8 @@ $y[col] = acc;
 )";
 
 static void mxvm_kernels(const Task *t, Emit *e) {
-    const char *const *dn = mx_dnames[t->p[MXVM_DNAMES]];
-    const char *A = t->in[0].name, *x = t->p[MXVM_OP] == 0 ? t->in[1].name : NULL, *y = t->out[0].name, *R = dn[0],
-               *C = dn[1];
+    const char *const *dn = mx_dnames[t->p[MXVM_DNAMES]], *R = dn[0], *C = dn[1];
+    const char *A = t->in[0].name, *x = t->p[MXVM_OP] == 0 ? t->in[1].name : NULL, *y = t->out[0].name;
     int mode = t->p[MXVM_MODE];
     const char *term = x ? fmt("%s[r] * %s[(size_t)r * %s + col]", x, A, C) : fmt("%s[(size_t)r * %s + col]", A, C);
     const char *column = FRAG(mxvm_column_tpl, "R", R, "term", term, "y", y);
@@ -1140,10 +1131,9 @@ static void mxop_draw(Task *t, Rng *r) {
 }
 
 static void mxop_layout(Task *t) {
-    const char *const *dn = mx_dnames[t->p[MXOP_DNAMES]];
     long M = t->p[MXOP_M], N = t->p[MXOP_N];
     int ger = t->p[MXOP_OP] == 2;
-    mx_begin(t, ger ? 3 : 2, dn, M, N, 0);
+    mx_begin(t, ger ? 3 : 2, mx_dnames[t->p[MXOP_DNAMES]], M, N, 0);
     mx_f32(&t->in[0], M, N, 0, 1, 1); // A of ger (x otherwise: the next line sets it again)
     mx_f32(&t->in[ger], M, 0, 0, -1, 2);
     mx_f32(&t->in[ger + 1], N, 0, 1, -1, 2);
@@ -1189,10 +1179,9 @@ if (row < $M && col < $N) {
 )";
 
 static void mxop_kernels(const Task *t, Emit *e) {
-    const char *const *dn = mx_dnames[t->p[MXOP_DNAMES]];
+    const char *const *dn = mx_dnames[t->p[MXOP_DNAMES]], *M = dn[0], *N = dn[1], *i = IDX(t);
     int ger = t->p[MXOP_OP] == 2, mode = t->p[MXOP_MODE];
-    const char *A = t->in[0].name, *x = t->in[ger].name, *y = t->in[ger + 1].name, *c = t->out[0].name, *M = dn[0],
-               *N = dn[1], *i = IDX(t);
+    const char *A = t->in[0].name, *x = t->in[ger].name, *y = t->in[ger + 1].name, *c = t->out[0].name;
     const char *al = t->p[MXOP_OP] ? fmt("%s * ", flit(t->f[0])) : "", *Ai = ger ? fmt("%s[idx] + ", A) : "";
     const int *bd = mx_bdims[t->p[MXOP_BDIM]];
     const char *product = fmt("%s%s[row] * %s[col];", al, x, y); // what ger adds to A
@@ -1271,9 +1260,8 @@ static void mxbm_batched(Tensor *x, long B, long N) {
 }
 
 static void mxbm_layout(Task *t) {
-    const char *const *dn = mxbm_dnames[t->p[MXBM_DNAMES]];
     long B = t->p[MXBM_BATCH], N = t->p[MXBM_N];
-    mx_begin(t, 2, dn, B, N, N * N); // sizes: batch, n, n * n
+    mx_begin(t, 2, mxbm_dnames[t->p[MXBM_DNAMES]], B, N, N * N); // sizes: batch, n, n * n
     mxbm_batched(&t->in[0], B, N);
     if (t->p[MXBM_SHAPE] == 1) tshape(&t->in[1], DT_F32, 2, N, N, 1, 1); // one matrix for all
     else mxbm_batched(&t->in[1], B, N);
