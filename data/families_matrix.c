@@ -93,10 +93,9 @@ static const char *mx_guard_rc(int early, const char *r, const char *R, const ch
 
 // The 2-D thread coordinates: the column from x, the row from y (or swapped).
 static const char *mx_index2d(const Task *t, const char *rv, const char *cv, int swap) {
-    const char *xs =
-        (t->st.idxname & 1) ? "threadIdx.x + blockIdx.x * blockDim.x" : "blockIdx.x * blockDim.x + threadIdx.x";
-    const char *ys =
-        (t->st.idxname & 1) ? "threadIdx.y + blockIdx.y * blockDim.y" : "blockIdx.y * blockDim.y + threadIdx.y";
+    int tfirst = t->st.idxname & 1; // threadIdx first
+    const char *xs = tfirst ? "threadIdx.x + blockIdx.x * blockDim.x" : "blockIdx.x * blockDim.x + threadIdx.x";
+    const char *ys = tfirst ? "threadIdx.y + blockIdx.y * blockDim.y" : "blockIdx.y * blockDim.y + threadIdx.y";
     const char *a = swap ? rv : cv, *b = swap ? cv : rv, *q = t->st.idxname == 3 ? "" : "const ";
     if (t->st.idxname == 2) return fmt("const int %s = %s, %s = %s;", a, xs, b, ys);
     return fmt("%sint %s = %s;\n%sint %s = %s;", q, a, xs, q, b, ys);
