@@ -1,14 +1,12 @@
-// families_matrix.c - dense matrix families: transposes (naive, and through a padded
-// shared-memory tile), 2-D element-wise matrix operations, matrix products (naive,
-// shared-memory tiled, batched over blockIdx.z), matrix-vector products (one thread or one
-// warp per row), vector-matrix products, outer products. Included by corpus.c; the shared
-// helpers (mx_*) serve families_conv.c and families_pipeline.c too.
+// families_matrix.c - dense matrix families: transposes (naive, through a padded shared tile), 2-D element-wise
+// operations, matrix products (naive, shared-memory tiled, batched over blockIdx.z), matrix-vector products (a thread
+// or a warp per row), vector-matrix and outer products. The helpers (mx_*) serve families_conv.c and _pipeline.c too.
 //
-// Conventions of this file: kernel parameters and locals are lower case, so they never
-// meet a size constant spelled as a macro (#define ROWS ...); macros and template
-// parameters of the kernels (TILE_DIM, BLOCK_ROWS, ...) never equal an upper-cased size
-// name. Tensor names are never M, N or K. Every kernel's parameters are the task's tensors
-// in order (kernel_params), then its sizes.
+// Conventions: kernel parameters and locals are lower case, so they never meet a size
+// constant spelled as a macro (#define ROWS ...); kernel macros and template parameters
+// (TILE_DIM, BLOCK_ROWS, ...) never equal an upper-cased size name; tensors are never named
+// M, N or K. A kernel's parameters are the task's tensors (kernel_params), then its sizes.
+// Each ParamDesc table lists the parameters in the order of its family's enum.
 
 // ----------------------------------------------------------------------------
 // Shared helpers
@@ -32,8 +30,7 @@ static void mx_f32(Tensor *x, long d0, long d1, int f0, int f1, double range) {
     tshape(x, DT_F32, d1 ? 2 : 1, d0, d1, f0, f1);
     if (range > 0) trange(x, -range, range, 0);
 }
-// The start of a layout: nin inputs, one output, and the size constants 0, 1 (and 2 when
-// v2 > 0) named dn[0], dn[1], dn[2] of values v0, v1, v2.
+// The start of a layout: nin inputs, one output, the size constants dn[0], dn[1] (and dn[2] when v2 > 0) = v0, v1, v2.
 static void mx_begin(Task *t, int nin, const char *const *dn, long v0, long v1, long v2) {
     t->nin = nin;
     t->nout = 1;
@@ -43,18 +40,16 @@ static void mx_begin(Task *t, int nin, const char *const *dn, long v0, long v1, 
     if (v2 > 0) add_size(t, dn[2], v2);
 }
 
-// Parameter name of the task (0 if its family has none): for functions that families with
-// different parameter lists share.
+// Parameter name of the task (0 if its family has none), for functions shared by families with other parameters.
 static int mx_par(const Task *t, const char *name) {
     int k = param_index(t->fam, name);
     return k < 0 ? 0 : t->p[k];
 }
 
-// Tolerance of outputs that are float32 sums of len terms of magnitude up to mag, added in
-// an order the reference (which sums in double) does not know. The rounding errors of a
-// running float sum grow like a random walk over the partial sums, about
-// 2^-25 * sigma * len with sigma ~ mag / 3 for terms of both signs; this allows ~20 times
-// that, plus a relative 1e-5 for the last roundings and sums of one sign.
+// Tolerance of outputs that are float32 sums of len terms of magnitude up to mag, added in an order the reference
+// (which sums in double) does not know. The rounding errors of a running float sum grow like a random walk over the
+// partial sums, about 2^-25 * sigma * len with sigma ~ mag / 3 for terms of both signs; this allows ~20 times that,
+// plus a relative 1e-5 for the last roundings and sums of one sign.
 static void mx_sum_tol(Task *t, long len, double mag) {
     t->atol = mag * (1e-6 + 1.2e-7 * (double)len);
     t->rtol = 1e-5;
@@ -63,8 +58,7 @@ static void mx_sum_tol(Task *t, long len, double mag) {
 // partial sums, block trees or shuffles, atomics or a second pass over the partials).
 static double mx_red_rel(long n) { return 2e-6 + 2e-8 * sqrt((double)n); }
 
-// A kernel of this file: what precedes it (macros, helpers), its comment, a template
-// head, its parameters and its body.
+// A kernel of this file: what precedes it (macros, helpers), its comment, template head, size parameters and body.
 static const char mx_kernel_tpl[] = R"(
 $pre
 /// $comment
@@ -74,9 +68,9 @@ __global__ void $kname($params) {
 }
 )";
 static void mx_kernel(Emit *e, const Task *t, const char *pre, const char *tmpl, const char *comment,
-                      const char *params, const char *body) {
+                      const char *sizes, const char *body) {
     TPL(e, t, mx_kernel_tpl, "pre", pre, "comment", comment, "template", tmpl, "kname", t->kname[0], "params",
-        params, "body", body);
+        fmt("%s, %s", kernel_params(t), sizes), "body", body);
 }
 
 // body under a bounds guard: if (in) { body } (early = 0) or an early return (early = 1).
@@ -99,18 +93,16 @@ static const char *mx_guard_rc(int early, const char *r, const char *R, const ch
 
 // The 2-D thread coordinates: the column from x, the row from y (or swapped).
 static const char *mx_index2d(const Task *t, const char *rv, const char *cv, int swap) {
-    const char *xs =
-        (t->st.idxname & 1) ? "threadIdx.x + blockIdx.x * blockDim.x" : "blockIdx.x * blockDim.x + threadIdx.x";
-    const char *ys =
-        (t->st.idxname & 1) ? "threadIdx.y + blockIdx.y * blockDim.y" : "blockIdx.y * blockDim.y + threadIdx.y";
+    int tfirst = t->st.idxname & 1; // threadIdx first
+    const char *xs = tfirst ? "threadIdx.x + blockIdx.x * blockDim.x" : "blockIdx.x * blockDim.x + threadIdx.x";
+    const char *ys = tfirst ? "threadIdx.y + blockIdx.y * blockDim.y" : "blockIdx.y * blockDim.y + threadIdx.y";
     const char *a = swap ? rv : cv, *b = swap ? cv : rv, *q = t->st.idxname == 3 ? "" : "const ";
     if (t->st.idxname == 2) return fmt("const int %s = %s, %s = %s;", a, xs, b, ys);
     return fmt("%sint %s = %s;\n%sint %s = %s;", q, a, xs, q, b, ys);
 }
 
-// The elements (row, col) of an R x C matrix in a 2-D kernel, around stmt: one thread per
-// element behind a guard (if, or an early return: early), or grid-stride loops in both
-// directions (stride). swap: thread x runs along the rows.
+// The elements (row, col) of an R x C matrix in a 2-D kernel, around stmt: one thread per element behind a guard
+// (if, or an early return: early), or grid-stride loops in both directions (stride). swap: thread x runs along rows.
 static const char *const mx_loop2d_tpl[] = { R"(
 $index
 $guarded
@@ -127,8 +119,7 @@ static const char *mx_loop2d(const Task *t, int stride, int early, int swap, con
                 stride ? "" : mx_guard_rc(early, "row", R, "col", C, stmt), "stmt", stmt, "outer", swap ? "col" : "row",
                 "inner", swap ? "row" : "col", "olen", swap ? C : R, "ilen", swap ? R : C);
 }
-// The same with a 1-D launch over the flat index (loop: a loop style of loop_frag), the row
-// rv and column cv recovered with / and %.
+// The same with a 1-D launch over the flat index (loop: a loop_frag style), the row rv and column cv from / and %.
 static const char mx_flat_tpl[] = R"(
 const int total = $R * $C;
 $loop
@@ -149,24 +140,21 @@ static void mx_launch_bd(Emit *e, const Task *t, int dims, int bdim, const char 
 }
 
 // ----------------------------------------------------------------------------
-// Transposes: in (R, C) float32 or int32 -> out (C, R), an exact copy. Both families have
-// the parameters dtype, rows, cols first, and share the task (layout, ref), the tensor
-// names and part of the description.
+// Transposes: in (R, C) float32 or int32 -> out (C, R), an exact copy. Both families have the parameters dtype,
+// rows, cols first, and share the task (layout, ref), the tensor names and part of the description.
 
 enum { MXT_DT, MXT_ROWS, MXT_COLS };
 static const char *const mxt_names[] = { "in out", "src dst", "A A_t", "mat mat_t", "input transposed", "a b" };
 
 static void mxt_layout(Task *t) {
-    const char *const *dn = mx_dnames[mx_par(t, "dnames")];
     long R = t->p[MXT_ROWS], C = t->p[MXT_COLS];
     DType dt = t->p[MXT_DT] ? DT_I32 : DT_F32;
-    mx_begin(t, 1, dn, R, C, 0);
+    mx_begin(t, 1, mx_dnames[mx_par(t, "dnames")], R, C, 0);
     tshape(&t->in[0], dt, 2, R, C, 0, 1);
     if (dt == DT_I32) trange(&t->in[0], -1000000, 1000000, 1);
     else trange(&t->in[0], -100, 100, 0);
     tshape(&t->out[0], dt, 2, C, R, 1, 0);
-    t->atol = 0; // a copy: exact
-    t->rtol = 0;
+    t->atol = t->rtol = 0; // a copy: exact
 }
 
 // The first sentence of the description (the tiled transpose's is shorter).
@@ -188,18 +176,15 @@ static void mxt_ref(const Task *t, const void *const *in, void *const *out) {
 // Naive transpose: one thread per element
 
 enum { MXTN_DT, MXTN_ROWS, MXTN_COLS, MXTN_MODE, MXTN_BDIM, MXTN_BLOCK, MXTN_MAP, MXTN_GUARD, MXTN_CAP, MXTN_DIMS,
-       MXTN_KNAME, MXTN_NAMES, MXTN_TNAME, MXTN_DNAMES, MXTN_NP };
+       MXTN_KNAME, MXTN_NAMES, MXTN_TNAME, MXTN_DNAMES };
 static const char *const mxtn_modes[] = { "grid_2d", "flat_1d", "grid_stride_2d", NULL };
 static const char *const mxtn_maps[] = { "x_along_cols", "x_along_rows", NULL };
 static const ParamDesc mxtn_params[] = {
-    [MXTN_DT] = { "dtype", mx_dtypes, 1, "0 0 0 0 0 0 0 1 1 1" }, [MXTN_ROWS] = { "rows", NULL, 1, NULL },
-    [MXTN_COLS] = { "cols", NULL, 1, NULL }, [MXTN_MODE] = { "mode", mxtn_modes, 1, "*" },
-    [MXTN_BDIM] = { "bdim", NULL, 1, NULL }, [MXTN_BLOCK] = { "block", NULL, 1, NULL },
-    [MXTN_MAP] = { "map", mxtn_maps, 0, NULL }, [MXTN_GUARD] = { "guard", NULL, 0, NULL },
-    [MXTN_CAP] = { "cap", NULL, 0, NULL }, [MXTN_DIMS] = { "dims", NULL, 0, "0..3" },
-    [MXTN_KNAME] = { "kname", NULL, 0, "0..3" }, [MXTN_NAMES] = { "names", NULL, 0, "0..5" },
-    [MXTN_TNAME] = { "tname", NULL, 0, "0..2" }, [MXTN_DNAMES] = { "dnames", NULL, 0, "0..3" },
-    [MXTN_NP] = { NULL, NULL, 0, NULL } };
+    { "dtype", mx_dtypes, 1, "0 0 0 0 0 0 0 1 1 1" }, { "rows", NULL, 1, NULL }, { "cols", NULL, 1, NULL },
+    { "mode", mxtn_modes, 1, "*" }, { "bdim", NULL, 1, NULL }, { "block", NULL, 1, NULL },
+    { "map", mxtn_maps, 0, NULL }, { "guard", NULL, 0, NULL }, { "cap", NULL, 0, NULL }, { "dims", NULL, 0, "0..3" },
+    { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..5" }, { "tname", NULL, 0, "0..2" },
+    { "dnames", NULL, 0, "0..3" }, { 0 } };
 static const char *const mxtn_kn[] = { "transpose_naive", "transposeNaive", "transpose_kernel", "naive_transpose" };
 
 static void mxtn_draw(Task *t, Rng *r) {
@@ -241,8 +226,7 @@ static void mxtn_kernels(const Task *t, Emit *e) {
                            : pick3(mode, "One thread per element: reads are coalesced along a row, writes are strided.",
                                    "One thread per element of the flat index; row = i / cols, column = i % cols.",
                                    "2-D grid-stride loops: each thread transposes several elements.");
-    mx_kernel(e, t, "", "", fmt("%s[c][r] = %s[r][c]. %s", y, x, what),
-              fmt("%s, int %s, int %s", kernel_params(t), R, C), body);
+    mx_kernel(e, t, "", "", fmt("%s[c][r] = %s[r][c]. %s", y, x, what), fmt("int %s, int %s", R, C), body);
 }
 
 static void mxtn_launch(const Task *t, Emit *e, const Host *h) {
@@ -263,16 +247,13 @@ static const Family fam_mx_transpose_naive = {
 // Transpose through a shared-memory tile padded by one column
 
 enum { MXTT_DT, MXTT_ROWS, MXTT_COLS, MXTT_TILE, MXTT_BROWS, MXTT_TDEF, MXTT_DIMS, MXTT_KNAME, MXTT_NAMES, MXTT_TNAME,
-       MXTT_DNAMES, MXTT_VARS, MXTT_NP };
+       MXTT_DNAMES, MXTT_VARS };
 static const char *const mx_tdefs[] = { "define", "template", "constexpr", NULL };
 static const ParamDesc mxtt_params[] = {
-    [MXTT_DT] = { "dtype", mx_dtypes, 1, "0 0 0 1" }, [MXTT_ROWS] = { "rows", NULL, 1, NULL },
-    [MXTT_COLS] = { "cols", NULL, 1, NULL }, [MXTT_TILE] = { "tile", NULL, 1, "16 32" },
-    [MXTT_BROWS] = { "block_rows", NULL, 1, "0 8 4 8" }, [MXTT_TDEF] = { "tdef", mx_tdefs, 0, "*" },
-    [MXTT_DIMS] = { "dims", NULL, 0, "0..3" }, [MXTT_KNAME] = { "kname", NULL, 0, "0..3" },
-    [MXTT_NAMES] = { "names", NULL, 0, "0..5" }, [MXTT_TNAME] = { "tname", NULL, 0, "0..2" },
-    [MXTT_DNAMES] = { "dnames", NULL, 0, "0..3" }, [MXTT_VARS] = { "vars", NULL, 0, "0..1" },
-    [MXTT_NP] = { NULL, NULL, 0, NULL } };
+    { "dtype", mx_dtypes, 1, "0 0 0 1" }, { "rows", NULL, 1, NULL }, { "cols", NULL, 1, NULL },
+    { "tile", NULL, 1, "16 32" }, { "block_rows", NULL, 1, "0 8 4 8" }, { "tdef", mx_tdefs, 0, "*" },
+    { "dims", NULL, 0, "0..3" }, { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..5" },
+    { "tname", NULL, 0, "0..2" }, { "dnames", NULL, 0, "0..3" }, { "vars", NULL, 0, "0..1" }, { 0 } };
 static const char *const mxtt_kn[] = { "transpose_shared", "transposeCoalesced", "transpose_tiled", "smem_transpose" };
 
 static void mxtt_draw(Task *t, Rng *r) {
@@ -287,9 +268,8 @@ static void mxtt_describe(const Task *t, Buf *name, Buf *desc) {
     mxt_describe_task(t, desc, 1);
     buf_printf(desc, " Stage %d x %d tiles in shared memory padded to %d columns (avoids bank conflicts) so that both "
                      "the global reads and the global writes are coalesced; ", T, T, T + 1);
-    if (B == T) buf_printf(desc, "blocks of %d x %d threads (dim3), one element per thread.", T, T);
-    else buf_printf(desc, "blocks of %d x %d threads (dim3), each thread moving %d elements of its tile column.", T, B,
-                    T / B);
+    buf_printf(desc, "blocks of %d x %d threads (dim3), %s.", T, B,
+               B == T ? "one element per thread" : fmt("each thread moving %d elements of its tile column", T / B));
     if (R % T || C % T) buf_puts(desc, " The sides are not multiples of the tile: guard every load and store.");
 }
 
@@ -325,17 +305,16 @@ static void mxtt_kernels(const Task *t, Emit *e) {
         const char *f = td == 0 ? "#define %s %d\n" : "constexpr int %s = %d;\n";
         defines = fmt("%s%s\n", fmt(f, "TILE_DIM", T), full ? "" : fmt(f, "BLOCK_ROWS", B));
     }
+    const char *elem = full ? "%s[%s * %s + %s]" : "%s[(%s + j) * %s + %s]"; // of a matrix, at row yv (+ j)
     const char *load = FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", C, "ylen", R, "TD", TD, "to",
-                            fmt("tile[threadIdx.y%s][threadIdx.x]", j), "from",
-                            fmt(full ? "%s[%s * %s + %s]" : "%s[(%s + j) * %s + %s]", x, yv, C, xv));
+                            fmt("tile[threadIdx.y%s][threadIdx.x]", j), "from", fmt(elem, x, yv, C, xv));
     const char *store = FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", R, "ylen", C, "TD", TD, "to",
-                             fmt(full ? "%s[%s * %s + %s]" : "%s[(%s + j) * %s + %s]", y, yv, R, xv), "from",
-                             fmt("tile[threadIdx.x][threadIdx.y%s]", j));
+                             fmt(elem, y, yv, R, xv), "from", fmt("tile[threadIdx.x][threadIdx.y%s]", j));
     mx_kernel(e, t, defines,
               td != 1 ? "" : full ? "template <int TILE>" : "template <int TILE, int BLOCK_ROWS>",
               fmt("Transpose through a shared tile: coalesced reads of %s, coalesced writes of %s. The extra column "
                   "of the tile puts the elements of a tile column in different banks.", x, y),
-              fmt("%s, int %s, int %s", kernel_params(t), R, C),
+              fmt("int %s, int %s", R, C),
               FRAG(mxtt_body_tpl, "ct", ct, "TD", TD, "xv", xv, "yv", yv, "load", load, "store", store));
 }
 
@@ -358,19 +337,16 @@ static const Family fam_mx_transpose_tiled = {
 // Element-wise matrix operations on a 2-D grid
 
 enum { MXME_OP, MXME_ROWS, MXME_COLS, MXME_MODE, MXME_BDIM, MXME_GUARD, MXME_CAP, MXME_COEF, MXME_HELPER, MXME_DIMS,
-       MXME_KNAME, MXME_NAMES, MXME_TNAME, MXME_DNAMES, MXME_NP };
+       MXME_KNAME, MXME_NAMES, MXME_TNAME, MXME_DNAMES };
 static const char *const mxme_ops[] = { "add", "sub", "mul", "scale", "axpby", NULL };
 static const char *const mxme_modes[] = { "grid_2d", "grid_stride_2d", NULL };
 static const char *const mxme_coefs[] = { "literal", "kernel_arg", NULL };
 static const ParamDesc mxme_params[] = {
-    [MXME_OP] = { "op", mxme_ops, 1, "*" }, [MXME_ROWS] = { "rows", NULL, 1, NULL },
-    [MXME_COLS] = { "cols", NULL, 1, NULL }, [MXME_MODE] = { "mode", mxme_modes, 1, "0 0 1" },
-    [MXME_BDIM] = { "bdim", NULL, 1, "0..6" }, [MXME_GUARD] = { "guard", NULL, 0, NULL },
-    [MXME_CAP] = { "cap", NULL, 0, NULL }, [MXME_COEF] = { "coef", mxme_coefs, 0, NULL },
-    [MXME_HELPER] = { "helper", NULL, 0, "0..2" }, [MXME_DIMS] = { "dims", NULL, 0, "0..3" },
-    [MXME_KNAME] = { "kname", NULL, 0, "0..3" }, [MXME_NAMES] = { "names", NULL, 0, "0..4" },
-    [MXME_TNAME] = { "tname", NULL, 0, "0..2" }, [MXME_DNAMES] = { "dnames", NULL, 0, "0..3" },
-    [MXME_NP] = { NULL, NULL, 0, NULL } };
+    { "op", mxme_ops, 1, "*" }, { "rows", NULL, 1, NULL }, { "cols", NULL, 1, NULL },
+    { "mode", mxme_modes, 1, "0 0 1" }, { "bdim", NULL, 1, "0..6" }, { "guard", NULL, 0, NULL },
+    { "cap", NULL, 0, NULL }, { "coef", mxme_coefs, 0, NULL }, { "helper", NULL, 0, "0..2" },
+    { "dims", NULL, 0, "0..3" }, { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..4" },
+    { "tname", NULL, 0, "0..2" }, { "dnames", NULL, 0, "0..3" }, { 0 } };
 // the inputs a and b (a unary operation has only a), the output
 static const char *const mxme_names[] = { "A B C", "x y z", "lhs rhs out", "mat_a mat_b result", "P Q S" };
 // The operations (in the order of mxme_ops): the formula as a printf format of (a, b) or,
@@ -409,24 +385,17 @@ static void mxme_draw(Task *t, Rng *r) {
 }
 
 static void mxme_layout(Task *t) {
-    const char *const *dn = mx_dnames[t->p[MXME_DNAMES]];
     long R = t->p[MXME_ROWS], C = t->p[MXME_COLS];
-    mx_begin(t, mxme_binary(t) ? 2 : 1, dn, R, C, 0);
+    mx_begin(t, mxme_binary(t) ? 2 : 1, mx_dnames[t->p[MXME_DNAMES]], R, C, 0);
     for (int k = 0; k < t->nin; k++) mx_f32(&t->in[k], R, C, 0, 1, 10);
     mx_f32(&t->out[0], R, C, 0, 1, 0);
-    if (t->p[MXME_OP] == 4) {
-        // alpha * a + beta * b may be contracted to an fma (one rounding less than the
-        // reference's double expression rounded once): up to one ulp of each term
-        t->atol = 3e-7 * (fabs(t->f[MX_F_A]) * 10 + fabs(t->f[MX_F_B]) * 10);
-        t->rtol = 1e-6;
-    } else {
-        t->atol = 1e-6; // one correctly rounded operation: the results agree exactly
-        t->rtol = 1e-6;
-    }
+    // One correctly rounded operation agrees exactly; alpha * a + beta * b may be contracted to
+    // an fma (one rounding less than the reference's double expression): up to one ulp of each term.
+    t->atol = t->p[MXME_OP] == 4 ? 3e-7 * (fabs(t->f[MX_F_A]) * 10 + fabs(t->f[MX_F_B]) * 10) : 1e-6;
+    t->rtol = 1e-6;
 }
 
-// The formula of the operation on a and b: with the coefficients as numbers (the prompt),
-// as float literals or as the kernel parameters alpha and beta (the kernel).
+// The operation's formula on a and b, the coefficients as numbers (prompt), float literals or alpha and beta (kernel).
 static const char *mxme_formula(const Task *t, const char *a, const char *b, int prompt) {
     const char *al = prompt ? fnum(t->f[MX_F_A]) : flit(t->f[MX_F_A]),
                *be = prompt ? fnum(t->f[MX_F_B]) : flit(t->f[MX_F_B]);
@@ -455,9 +424,8 @@ $spec $helper(float u$v$coefs) {
 )";
 
 static void mxme_kernels(const Task *t, Emit *e) {
-    const char *const *dn = mx_dnames[t->p[MXME_DNAMES]];
-    const char *a = t->in[0].name, *b = mxme_binary(t) ? t->in[1].name : NULL, *c = t->out[0].name, *R = dn[0],
-               *C = dn[1];
+    const char *const *dn = mx_dnames[t->p[MXME_DNAMES]], *R = dn[0], *C = dn[1];
+    const char *a = t->in[0].name, *b = mxme_binary(t) ? t->in[1].name : NULL, *c = t->out[0].name;
     int helper = t->p[MXME_HELPER], mode = t->p[MXME_MODE];
     const char *coefs = !t->p[MXME_COEF] ? "" : t->p[MXME_OP] == 4 ? ", float alpha, float beta" : ", float alpha";
     const char *coef_args = !t->p[MXME_COEF] ? "" : t->p[MXME_OP] == 4 ? ", alpha, beta" : ", alpha";
@@ -472,7 +440,7 @@ static void mxme_kernels(const Task *t, Emit *e) {
               "",
               fmt("%s[r][c] = %s; %s", c, mxme_formula(t, fmt("%s[r][c]", a), b ? fmt("%s[r][c]", b) : "", 1),
                   mode ? "grid-stride loops in both dimensions." : "one thread per element."),
-              fmt("%s, int %s, int %s%s", kernel_params(t), R, C, coefs),
+              fmt("int %s, int %s%s", R, C, coefs),
               mx_loop2d(t, mode, t->p[MXME_GUARD], 0, R, C,
                         fmt("const int idx = row * %s + col;\n%s[idx] = %s;", C, c, val)));
 }
@@ -552,8 +520,7 @@ static void mxmm_ref_core(int op, long M, long N, long K, const float *A, const 
     free(row);
 }
 
-// The naive and the tiled product share the task: parameters op (the tiled one has none:
-// A B), m, n, k and dnames.
+// The naive and the tiled product share the task: parameters op (none in the tiled one: A B), m, n, k and dnames.
 
 static void mxmm_layout(Task *t) {
     int op = mx_par(t, "op"), M = mx_par(t, "m"), N = mx_par(t, "n"), K = mx_par(t, "k");
@@ -591,16 +558,13 @@ static void mxmm_ref(const Task *t, const void *const *in, void *const *out) {
 // Naive matrix multiply: one thread per output element
 
 enum { MXMN_OP, MXMN_M, MXMN_N, MXMN_K, MXMN_BDIM, MXMN_GUARD, MXMN_ACC, MXMN_DIMS, MXMN_KNAME, MXMN_NAMES, MXMN_TNAME,
-       MXMN_DNAMES, MXMN_VARS, MXMN_NP };
+       MXMN_DNAMES, MXMN_VARS };
 static const char *const mxmn_accs[] = { "plain", "fmaf", "dot_helper", NULL };
 static const ParamDesc mxmn_params[] = {
-    [MXMN_OP] = { "op", mxmm_ops, 1, "0 0 0 1 2" }, [MXMN_M] = { "m", NULL, 1, NULL },
-    [MXMN_N] = { "n", NULL, 1, NULL }, [MXMN_K] = { "k", NULL, 1, NULL }, [MXMN_BDIM] = { "bdim", NULL, 1, "0..4" },
-    [MXMN_GUARD] = { "guard", NULL, 0, "0..1" }, [MXMN_ACC] = { "acc", mxmn_accs, 0, "*" },
-    [MXMN_DIMS] = { "dims", NULL, 0, "0..3" }, [MXMN_KNAME] = { "kname", NULL, 0, "0..3" },
-    [MXMN_NAMES] = { "names", NULL, 0, "0..4" }, [MXMN_TNAME] = { "tname", NULL, 0, "0..2" },
-    [MXMN_DNAMES] = { "dnames", NULL, 0, "0..3" }, [MXMN_VARS] = { "vars", NULL, 0, "0..2" },
-    [MXMN_NP] = { NULL, NULL, 0, NULL } };
+    { "op", mxmm_ops, 1, "0 0 0 1 2" }, { "m", NULL, 1, NULL }, { "n", NULL, 1, NULL }, { "k", NULL, 1, NULL },
+    { "bdim", NULL, 1, "0..4" }, { "guard", NULL, 0, "0..1" }, { "acc", mxmn_accs, 0, "*" },
+    { "dims", NULL, 0, "0..3" }, { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..4" },
+    { "tname", NULL, 0, "0..2" }, { "dnames", NULL, 0, "0..3" }, { "vars", NULL, 0, "0..2" }, { 0 } };
 static const char *const mxmn_kn[] = { "matmul_naive", "matMulKernel", "gemm_naive", "matrix_multiply" };
 static const char *const mxmn_vars[][3] = { { "row", "col", "p" }, { "r", "c", "kk" }, { "i", "j", "e" } };
 
@@ -654,7 +618,7 @@ static void mxmn_kernels(const Task *t, Emit *e) {
     const char *spec = t->p[MXMN_KNAME] & 1 ? "__device__ __forceinline__ float" : "__device__ float";
     mx_kernel(e, t, acc == 2 ? FRAG(mxmn_helper_tpl, "spec", spec, "helper", h) : "", "",
               fmt("One thread computes %s[%s][%s] as a dot product over the %s dimension.", c, row, col, k),
-              fmt("%s, int %s, int %s, int %s", kernel_params(t), m, n, k),
+              fmt("int %s, int %s, int %s", m, n, k),
               FRAG(mx_loop2d_tpl[0], "index", mx_index2d(t, row, col, 0), "guarded",
                    mx_guard_rc(t->p[MXMN_GUARD], row, m, col, n, body)));
 }
@@ -672,16 +636,13 @@ static const Family fam_mx_matmul_naive = {
 // Tiled matrix multiply with shared-memory tiles
 
 enum { MXMT_M, MXMT_N, MXMT_K, MXMT_ALIGNED, MXMT_TILE, MXMT_CHECKS, MXMT_TDEF, MXMT_LOOP, MXMT_UNROLL, MXMT_DIMS,
-       MXMT_KNAME, MXMT_NAMES, MXMT_TNAME, MXMT_DNAMES, MXMT_SHN, MXMT_NP };
+       MXMT_KNAME, MXMT_NAMES, MXMT_TNAME, MXMT_DNAMES, MXMT_SHN };
 static const ParamDesc mxmt_params[] = {
-    [MXMT_M] = { "m", NULL, 1, NULL }, [MXMT_N] = { "n", NULL, 1, NULL }, [MXMT_K] = { "k", NULL, 1, NULL },
-    [MXMT_ALIGNED] = { "aligned", NULL, 1, "0..1" }, [MXMT_TILE] = { "tile", NULL, 1, "8 16 16 32" },
-    [MXMT_CHECKS] = { "checks", NULL, 1, NULL }, [MXMT_TDEF] = { "tdef", mx_tdefs, 0, "*" },
-    [MXMT_LOOP] = { "loop", NULL, 0, "0..1" }, [MXMT_UNROLL] = { "unroll", NULL, 0, "0..1" },
-    [MXMT_DIMS] = { "dims", NULL, 0, "0..3" }, [MXMT_KNAME] = { "kname", NULL, 0, "0..3" },
-    [MXMT_NAMES] = { "names", NULL, 0, "0..4" }, [MXMT_TNAME] = { "tname", NULL, 0, "0..2" },
-    [MXMT_DNAMES] = { "dnames", NULL, 0, "0..3" }, [MXMT_SHN] = { "shnames", NULL, 0, "0..3" },
-    [MXMT_NP] = { NULL, NULL, 0, NULL } };
+    { "m", NULL, 1, NULL }, { "n", NULL, 1, NULL }, { "k", NULL, 1, NULL }, { "aligned", NULL, 1, "0..1" },
+    { "tile", NULL, 1, "8 16 16 32" }, { "checks", NULL, 1, NULL }, { "tdef", mx_tdefs, 0, "*" },
+    { "loop", NULL, 0, "0..1" }, { "unroll", NULL, 0, "0..1" }, { "dims", NULL, 0, "0..3" },
+    { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..4" }, { "tname", NULL, 0, "0..2" },
+    { "dnames", NULL, 0, "0..3" }, { "shnames", NULL, 0, "0..3" }, { 0 } };
 static const char *const mxmt_kn[] = { "matmul_tiled", "matMulShared", "gemm_tiled", "tiled_matmul" };
 static const char *const mxmt_shn[][2] = { { "As", "Bs" }, { "tile_a", "tile_b" }, { "sA", "sB" },
                                            { "a_tile", "b_tile" } };
@@ -750,7 +711,7 @@ static void mxmt_kernels(const Task *t, Emit *e) {
               td == 1 ? "template <int TILE>" : "",
               fmt("%s = %s * %s with %s x %s tiles of both inputs staged in shared memory; one thread per output "
                   "element.", c, a, b, TL, TL),
-              fmt("%s, int %s, int %s, int %s", kernel_params(t), m, n, k), body);
+              fmt("int %s, int %s, int %s", m, n, k), body);
 }
 
 static void mxmt_launch(const Task *t, Emit *e, const Host *h) {
@@ -768,23 +729,22 @@ static const Family fam_mx_matmul_tiled = {
     mxmt_params, NULL, mxmt_draw, mxmm_layout, mxmt_describe, mxmt_kernels, mxmt_launch, mxmm_ref };
 
 // ----------------------------------------------------------------------------
-// Matrix-vector products y = A x (+ b): inputs A [rows, cols], x [cols] (, b [rows]),
-// output y [rows]. Both families have the parameters rows, cols first and bias sixth,
-// and share the task (layout, ref), the tensor names and the description's first sentence.
+// Matrix-vector products y = A x (+ b): inputs A [rows, cols], x [cols] (, b [rows]), output y [rows]. Both families
+// have the parameters rows, cols first and bias sixth, and share the task (layout, ref), the tensor names and the
+// description's first sentence.
 
 #define MXMV_ROWS_PICK "128 256 500 1000 1024 2048 4096 5000 8192 10000"
 #define MXMV_COLS_PICK "32 64 100 128 256 500 512 1000 1024 2048 4096"
 enum { MXMV_ROWS, MXMV_COLS, MXMV_MODE, MXMV_BLOCK, MXMV_LOOP, MXMV_BIAS, MXMV_ACC, MXMV_CAP, MXMV_KNAME, MXMV_NAMES,
-       MXMV_TNAME, MXMV_DNAMES, MXMV_NP };
+       MXMV_TNAME, MXMV_DNAMES };
 // the matrix, the vector, the bias (when there is one), the output
 static const char *const mxmv_names[] = { "A x b y", "mat vec bias out", "W v bvec result",
                                           "weights input offset output", "M_in x_in b_in y_out" };
 
 static void mxmv_layout(Task *t) {
-    const char *const *dn = mx_dnames[mx_par(t, "dnames")];
     long R = t->p[MXMV_ROWS], C = t->p[MXMV_COLS];
     int bias = t->p[MXMV_BIAS];
-    mx_begin(t, bias ? 3 : 2, dn, R, C, 0);
+    mx_begin(t, bias ? 3 : 2, mx_dnames[mx_par(t, "dnames")], R, C, 0);
     mx_f32(&t->in[0], R, C, 0, 1, 1);
     mx_f32(&t->in[1], C, 0, 1, -1, 1);
     if (bias) mx_f32(&t->in[2], R, 0, 0, -1, 1);
@@ -816,13 +776,10 @@ static void mxmv_ref(const Task *t, const void *const *in, void *const *out) {
 
 static const char *const mxmv_modes[] = { "global", "shared_x", NULL };
 static const ParamDesc mxmv_params[] = {
-    [MXMV_ROWS] = { "rows", NULL, 1, MXMV_ROWS_PICK }, [MXMV_COLS] = { "cols", NULL, 1, MXMV_COLS_PICK },
-    [MXMV_MODE] = { "mode", mxmv_modes, 1, "*" }, [MXMV_BLOCK] = { "block", NULL, 1, "64 128 256 256 512" },
-    [MXMV_LOOP] = { "loop", loop_names, 1, NULL }, [MXMV_BIAS] = { "bias", NULL, 1, "0 0 1" },
-    [MXMV_ACC] = { "acc", NULL, 0, "0..1" }, [MXMV_CAP] = { "cap", NULL, 0, NULL },
-    [MXMV_KNAME] = { "kname", NULL, 0, "0..3" }, [MXMV_NAMES] = { "names", NULL, 0, "0..4" },
-    [MXMV_TNAME] = { "tname", NULL, 0, "0..2" }, [MXMV_DNAMES] = { "dnames", NULL, 0, "0..3" },
-    [MXMV_NP] = { NULL, NULL, 0, NULL } };
+    { "rows", NULL, 1, MXMV_ROWS_PICK }, { "cols", NULL, 1, MXMV_COLS_PICK }, { "mode", mxmv_modes, 1, "*" },
+    { "block", NULL, 1, "64 128 256 256 512" }, { "loop", loop_names, 1, NULL }, { "bias", NULL, 1, "0 0 1" },
+    { "acc", NULL, 0, "0..1" }, { "cap", NULL, 0, NULL }, { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..4" },
+    { "tname", NULL, 0, "0..2" }, { "dnames", NULL, 0, "0..3" }, { 0 } };
 static const char *const mxmv_kn[] = { "matvec", "gemv_row_per_thread", "matVecKernel", "mv_rows" };
 
 static void mxmv_draw(Task *t, Rng *r) {
@@ -867,9 +824,8 @@ if (row < $R) $y[row] = acc$bias;
 )";
 
 static void mxmv_kernels(const Task *t, Emit *e) {
-    const char *const *dn = mx_dnames[t->p[MXMV_DNAMES]];
+    const char *const *dn = mx_dnames[t->p[MXMV_DNAMES]], *R = dn[0], *C = dn[1], *i = IDX(t);
     const char *A = t->in[0].name, *x = t->in[1].name, *b = t->p[MXMV_BIAS] ? t->in[2].name : NULL, *y = t->out[0].name;
-    const char *R = dn[0], *C = dn[1], *i = IDX(t);
     int mode = t->p[MXMV_MODE];
     const char *fma_fmt = t->p[MXMV_ACC] ? "acc = fmaf(%s, %s, acc);" : "acc += %s * %s;";
     const char *body =
@@ -882,16 +838,16 @@ static void mxmv_kernels(const Task *t, Emit *e) {
     mx_kernel(e, t, mode ? fmt(chunk, t->p[MXMV_BLOCK]) : "", "",
               mode ? fmt("One thread per row of %s; the block shares chunks of %s through shared memory.", A, x)
                    : fmt("One thread per row: %s[r] = dot(row r of %s, %s).", y, A, x),
-              fmt("%s, int %s, int %s", kernel_params(t), R, C), body);
+              fmt("int %s, int %s", R, C), body);
 }
 
 static void mxmv_launch(const Task *t, Emit *e, const Host *h) {
     if (t->p[MXMV_MODE] == 0) {
         launch_1d(e, t, t->kname[0], h->size[0], t->p[MXMV_BLOCK], t->p[MXMV_CAP], kernel_args(h, 2));
-        return;
+    } else {
+        em_line(e, "const int blocks = (%s + CHUNK - 1) / CHUNK;", h->size[0]);
+        em_launch(e, t->kname[0], "blocks, CHUNK", kernel_args(h, 2));
     }
-    em_line(e, "const int blocks = (%s + CHUNK - 1) / CHUNK;", h->size[0]);
-    em_launch(e, t->kname[0], "blocks, CHUNK", kernel_args(h, 2));
 }
 
 static const Family fam_mx_matvec_thread = {
@@ -903,7 +859,7 @@ static const Family fam_mx_matvec_thread = {
 // Matrix-vector product, one warp per row with shuffles
 
 enum { MXMW_ROWS, MXMW_COLS, MXMW_BLOCK, MXMW_SHFL, MXMW_VEC, MXMW_BIAS, MXMW_HELPER, MXMW_MASK, MXMW_CFG, MXMW_KNAME,
-       MXMW_NAMES, MXMW_TNAME, MXMW_DNAMES, MXMW_NP };
+       MXMW_NAMES, MXMW_TNAME, MXMW_DNAMES };
 _Static_assert((int)MXMW_BIAS == (int)MXMV_BIAS, "mxmv_layout, mxmv_describe_task and mxmv_ref read bias there");
 static const char *const mxmw_shfl[] = { "down", "xor", NULL };
 static const char *const mxmw_vec[] = { "scalar", "float4", NULL };
@@ -932,8 +888,7 @@ static void mxmw_describe(const Task *t, Buf *name, Buf *desc) {
                t->p[MXMW_VEC] ? " with float4 loads" : "", t->p[MXMW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync");
 }
 
-// Lanes stride over the row (scalar or float4 loads), then a shuffle reduction (the loop
-// rw_shuffle and the helper rw_helper of reduce_warp).
+// Lanes stride over the row (scalar or float4 loads), then a shuffle reduction (reduce_warp's rw_shuffle, rw_helper).
 static const char mxmw_body_tpl[] = R"(
 $index
 if (row >= $R) return; // the whole warp leaves together
@@ -955,10 +910,6 @@ for (int c = lane; c < $C / 4; c += 32) {
     sum += p.x * q.x + p.y * q.y + p.z * q.z + p.w * q.w;
 }
 )" };
-static const char mxmw_pre_tpl[] = R"(
-$mask_define
-$helper
-)";
 
 static void mxmw_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[MXMW_DNAMES]];
@@ -982,11 +933,9 @@ static void mxmw_kernels(const Task *t, Emit *e) {
         t->p[MXMW_HELPER] ? fmt("sum = %s(sum);", t->kname[1])
                           : FRAG(rw_shuffle, "step", fmt("sum += %s;", fmt(sh, "sum"))),
         "bias", t->p[MXMW_BIAS] ? fmt(" + %s[row]", t->in[2].name) : "");
-    mx_kernel(e, t,
-              FRAG(mxmw_pre_tpl, "mask_define", t->p[MXMW_MASK] == 2 ? "#define FULL_MASK 0xffffffffu\n\n" : "",
-                   "helper", helper),
-              "", fmt("One warp per row of %s: strided partial dot products, then a shuffle reduction.", A),
-              fmt("%s, int %s, int %s", kernel_params(t), R, C), body);
+    mx_kernel(e, t, fmt("%s%s", t->p[MXMW_MASK] == 2 ? "#define FULL_MASK 0xffffffffu\n\n" : "", helper), "",
+              fmt("One warp per row of %s: strided partial dot products, then a shuffle reduction.", A),
+              fmt("int %s, int %s", R, C), body);
 }
 
 static void mxmw_launch(const Task *t, Emit *e, const Host *h) {
@@ -1004,7 +953,7 @@ static const Family fam_mx_matvec_warp = {
 // Vector-matrix product y = x^T A (and column sums)
 
 enum { MXVM_OP, MXVM_ROWS, MXVM_COLS, MXVM_MODE, MXVM_BLOCK, MXVM_BY, MXVM_CHUNK, MXVM_LOOP, MXVM_DIMS, MXVM_KNAME,
-       MXVM_NAMES, MXVM_TNAME, MXVM_DNAMES, MXVM_NP };
+       MXVM_NAMES, MXVM_TNAME, MXVM_DNAMES };
 static const char *const mxvm_ops[] = { "xta", "colsum", NULL };
 static const char *const mxvm_modes[] = { "thread_per_col", "row_chunks_atomic", "block_reduce_2d", NULL };
 static const ParamDesc mxvm_params[] = {
@@ -1029,9 +978,8 @@ static void mxvm_draw(Task *t, Rng *r) {
 }
 
 static void mxvm_layout(Task *t) {
-    const char *const *dn = mx_dnames[t->p[MXVM_DNAMES]];
     long R = t->p[MXVM_ROWS], C = t->p[MXVM_COLS];
-    mx_begin(t, t->p[MXVM_OP] == 0 ? 2 : 1, dn, R, C, 0);
+    mx_begin(t, t->p[MXVM_OP] == 0 ? 2 : 1, mx_dnames[t->p[MXVM_DNAMES]], R, C, 0);
     mx_f32(&t->in[0], R, C, 0, 1, 1);
     mx_f32(&t->in[1], R, 0, 0, -1, 1);
     mx_f32(&t->out[0], C, 0, 1, -1, 0);
@@ -1063,8 +1011,7 @@ static void mxvm_describe(const Task *t, Buf *name, Buf *desc) {
                    "stride down the rows, and the partial sums are combined in shared memory.", by, by);
 }
 
-// One thread per column; chunks of rows on blockIdx.y added with atomicAdd; or 32 x BY
-// blocks whose rows of threads split the rows and reduce in shared memory.
+// A thread per column; chunks of rows on blockIdx.y added with atomicAdd; or 32 x BY blocks reducing in shared memory.
 static const char *const mxvm_body_tpl[] = { R"(
 const int col = blockIdx.x * blockDim.x + threadIdx.x;
 $guarded
@@ -1097,9 +1044,8 @@ $y[col] = acc;
 )";
 
 static void mxvm_kernels(const Task *t, Emit *e) {
-    const char *const *dn = mx_dnames[t->p[MXVM_DNAMES]];
-    const char *A = t->in[0].name, *x = t->p[MXVM_OP] == 0 ? t->in[1].name : NULL, *y = t->out[0].name, *R = dn[0],
-               *C = dn[1];
+    const char *const *dn = mx_dnames[t->p[MXVM_DNAMES]], *R = dn[0], *C = dn[1];
+    const char *A = t->in[0].name, *x = t->p[MXVM_OP] == 0 ? t->in[1].name : NULL, *y = t->out[0].name;
     int mode = t->p[MXVM_MODE];
     const char *term = x ? fmt("%s[r] * %s[(size_t)r * %s + col]", x, A, C) : fmt("%s[(size_t)r * %s + col]", A, C);
     const char *column = FRAG(mxvm_column_tpl, "R", R, "term", term, "y", y);
@@ -1112,7 +1058,7 @@ static void mxvm_kernels(const Task *t, Emit *e) {
                         "blockIdx.y picks a chunk of rows; partial column sums are added with atomicAdd.",
                         "A 32-wide block of columns; the block's rows of threads split the rows, then reduce in "
                         "shared memory.")),
-              fmt("%s, int %s, int %s", kernel_params(t), R, C),
+              fmt("int %s, int %s", R, C),
               FRAG(mxvm_body_tpl[mode], "C", C, "R", R, "y", y, "term", term, "guarded",
                    mx_guard(t->p[MXVM_LOOP], fmt("col < %s", C), fmt("col >= %s", C), column)));
 }
@@ -1149,7 +1095,7 @@ static const Family fam_mx_vecmat = {
 
 #define MX_SIDES "64 100 128 250 256 300 500 512 640 768 1000 1024 1500 2048"
 enum { MXOP_OP, MXOP_M, MXOP_N, MXOP_MODE, MXOP_BDIM, MXOP_BLOCK, MXOP_CAP, MXOP_GUARD, MXOP_DIMS, MXOP_KNAME,
-       MXOP_NAMES, MXOP_TNAME, MXOP_DNAMES, MXOP_NP };
+       MXOP_NAMES, MXOP_TNAME, MXOP_DNAMES };
 static const char *const mxop_ops[] = { "outer", "scaled", "ger", NULL };
 static const char *const mxop_modes[] = { "grid_2d", "shared_vectors", "flat_grid_stride", NULL };
 static const ParamDesc mxop_params[] = {
@@ -1184,10 +1130,9 @@ static void mxop_draw(Task *t, Rng *r) {
 }
 
 static void mxop_layout(Task *t) {
-    const char *const *dn = mx_dnames[t->p[MXOP_DNAMES]];
     long M = t->p[MXOP_M], N = t->p[MXOP_N];
     int ger = t->p[MXOP_OP] == 2;
-    mx_begin(t, ger ? 3 : 2, dn, M, N, 0);
+    mx_begin(t, ger ? 3 : 2, mx_dnames[t->p[MXOP_DNAMES]], M, N, 0);
     mx_f32(&t->in[0], M, N, 0, 1, 1); // A of ger (x otherwise: the next line sets it again)
     mx_f32(&t->in[ger], M, 0, 0, -1, 2);
     mx_f32(&t->in[ger + 1], N, 0, 1, -1, 2);
@@ -1217,8 +1162,7 @@ static void mxop_describe(const Task *t, Buf *name, Buf *desc) {
                          "columns)."));
 }
 
-// One thread per element on a 2-D grid (mx_loop2d), the block's slices of the vectors
-// staged in shared memory first, or a flat grid-stride loop (mx_flat).
+// One thread per element on a 2-D grid (mx_loop2d), the block's vector slices staged in shared memory, or mx_flat.
 static const char mxop_shared_tpl[] = R"(
 __shared__ float xs[BLOCK_Y];
 __shared__ float ys[BLOCK_X];
@@ -1234,10 +1178,9 @@ if (row < $M && col < $N) {
 )";
 
 static void mxop_kernels(const Task *t, Emit *e) {
-    const char *const *dn = mx_dnames[t->p[MXOP_DNAMES]];
+    const char *const *dn = mx_dnames[t->p[MXOP_DNAMES]], *M = dn[0], *N = dn[1], *i = IDX(t);
     int ger = t->p[MXOP_OP] == 2, mode = t->p[MXOP_MODE];
-    const char *A = t->in[0].name, *x = t->in[ger].name, *y = t->in[ger + 1].name, *c = t->out[0].name, *M = dn[0],
-               *N = dn[1], *i = IDX(t);
+    const char *A = t->in[0].name, *x = t->in[ger].name, *y = t->in[ger + 1].name, *c = t->out[0].name;
     const char *al = t->p[MXOP_OP] ? fmt("%s * ", flit(t->f[0])) : "", *Ai = ger ? fmt("%s[idx] + ", A) : "";
     const int *bd = mx_bdims[t->p[MXOP_BDIM]];
     const char *product = fmt("%s%s[row] * %s[col];", al, x, y); // what ger adds to A
@@ -1251,7 +1194,7 @@ static void mxop_kernels(const Task *t, Emit *e) {
               fmt("%s[i][j] = %s%s%s[i] * %s[j]%s.", c, ger ? fmt("%s[i][j] + ", A) : "",
                   t->p[MXOP_OP] ? fmt("%s * ", fnum(t->f[0])) : "", x, y,
                   mode == 1 ? "; the block's slices of the vectors are staged in shared memory" : ""),
-              fmt("%s, int %s, int %s", kernel_params(t), M, N), body);
+              fmt("int %s, int %s", M, N), body);
 }
 
 static void mxop_launch(const Task *t, Emit *e, const Host *h) {
@@ -1282,7 +1225,7 @@ static const Family fam_mx_outer = {
 // Batched small matrix multiply, the batch index in blockIdx.z
 
 enum { MXBM_SHAPE, MXBM_N, MXBM_BATCH, MXBM_MODE, MXBM_BDIM, MXBM_TDEF, MXBM_PAD, MXBM_GUARD, MXBM_DIMS, MXBM_KNAME,
-       MXBM_NAMES, MXBM_TNAME, MXBM_DNAMES, MXBM_NP };
+       MXBM_NAMES, MXBM_TNAME, MXBM_DNAMES };
 static const char *const mxbm_shapes[] = { "both_batched", "shared_rhs", NULL };
 static const char *const mxbm_modes[] = { "global", "shared", NULL };
 static const ParamDesc mxbm_params[] = {
@@ -1316,9 +1259,8 @@ static void mxbm_batched(Tensor *x, long B, long N) {
 }
 
 static void mxbm_layout(Task *t) {
-    const char *const *dn = mxbm_dnames[t->p[MXBM_DNAMES]];
     long B = t->p[MXBM_BATCH], N = t->p[MXBM_N];
-    mx_begin(t, 2, dn, B, N, N * N); // sizes: batch, n, n * n
+    mx_begin(t, 2, mxbm_dnames[t->p[MXBM_DNAMES]], B, N, N * N); // sizes: batch, n, n * n
     mxbm_batched(&t->in[0], B, N);
     if (t->p[MXBM_SHAPE] == 1) tshape(&t->in[1], DT_F32, 2, N, N, 1, 1); // one matrix for all
     else mxbm_batched(&t->in[1], B, N);
@@ -1345,8 +1287,7 @@ static void mxbm_describe(const Task *t, Buf *name, Buf *desc) {
                    "into shared memory, synchronise, then each thread computes one output element.", N, N);
 }
 
-// A 3-D grid with one thread per output element, or one N x N block per matrix with both
-// operands in shared memory; blockIdx.z is the batch index.
+// A 3-D grid, one thread per output element, or one N x N block per matrix with both operands in shared memory.
 static const char *const mxbm_body_tpl[] = { R"(
 const int item = blockIdx.z;
 $index
@@ -1390,12 +1331,12 @@ static void mxbm_kernels(const Task *t, Emit *e) {
         mx_kernel(e, t, "", "",
                   fmt("%s[item] = %s[item] * %s%s; blockIdx.z selects the matrix, one thread per output element.", c,
                       a, b, shared_rhs ? "" : "[item]"),
-                  fmt("%s, int %s, int %s", kernel_params(t), B, n), body);
+                  fmt("int %s, int %s", B, n), body);
     else
         mx_kernel(e, t, tmpl ? "" : fmt("#define MAT_DIM %d\n\n", t->p[MXBM_N]), tmpl ? "template <int TILE_N>" : "",
                   fmt("One %s x %s block per matrix (blockIdx.z): both operands in shared memory, one thread per "
                       "output element.", D, D),
-                  fmt("%s, int %s", kernel_params(t), B), body);
+                  fmt("int %s", B), body);
 }
 
 static const char *const mxbm_launch_tpl[] = { R"(
