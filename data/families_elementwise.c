@@ -25,6 +25,10 @@ static const char *const map_fp[] = { "a", "b", NULL };
       [M_NAMES] = { "names", NULL, 0, NULL },     [M_CAP] = { "cap", NULL, 0, "0 256 1024 4096" },                  \
       [M_TNAME] = { "tname", NULL, 0, "0..2" },   [M_DESC] = { "desc", NULL, 0, "0..2" },                           \
       [M_FN] = { "fn", NULL, 0, "0..3" },         [M_NP] = { NULL, NULL, 0, NULL } }
+// A map family's descriptor: its name, summary and op names (the values of op).
+#define MAP_FAMILY(name, summary, opnames)                                                                           \
+    { name, summary, (const ParamDesc[])MAP_PARAMS(opnames), map_fp, map_draw, map_layout, map_describe, map_kernels, \
+      map_launch, map_ref }
 #define MAP_SIZES "1000 1024 4096 10000 16384 50000 65536 100000 262144 1000000 1048576"
 
 // The operands of an op's CPU reference, as doubles (float16 inputs widened), and the
@@ -131,18 +135,15 @@ static void map_layout(Task *t) {
     t->rtol = k->rtol;
 }
 
+// The Task Description, by desc ($f: the formula).
+static const char *const map_desc_tpl[] = {
+    "Compute $out[i] = $f for every i in [0, $n).", "Element-wise over $n elements: $out[i] = $f.",
+    "For each of the $n elements, set $out[i] = $f, one GPU thread per element or a grid-stride loop." };
 static void map_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, word(map_op(t)->task, t->p[M_TNAME]));
-    const char *f = map_formula(t), *out = t->out[0].name;
-    long n = t->p[M_N];
-    switch (t->p[M_DESC]) {
-    case 0: buf_printf(desc, "Compute %s[i] = %s for every i in [0, %ld).", out, f, n); break;
-    case 1: buf_printf(desc, "Element-wise over %ld elements: %s[i] = %s.", n, out, f); break;
-    default:
-        buf_printf(desc, "For each of the %ld elements, set %s[i] = %s, one GPU thread per element or a grid-stride "
-                   "loop.", n, out, f);
-        break;
-    }
+    const char *d = FRAG(map_desc_tpl[t->p[M_DESC]], "out", t->out[0].name, "f", map_formula(t), "n",
+                         fmt("%d", t->p[M_N]));
+    buf_putn(desc, d, strcspn(d, "\n"));
     if (t->p[M_LOOP] == LOOP_VEC4) buf_puts(desc, " Use float4 vector loads and stores.");
 }
 
@@ -333,11 +334,8 @@ static const char *const un_op_names[] = { "relu", "leaky_relu", "scale_shift", 
                                            "exp", "softplus", "silu", NULL };
 static const char *const un_tensor_names[] = { "x y", "input output", "in out", "src dst", "data result", "a b" };
 static const MapKind un_kind = { un_ops, un_tensor_names, NELEM(un_tensor_names), 1e-6, 1e-5 };
-static const ParamDesc un_params[] = MAP_PARAMS(un_op_names);
-static const Family fam_unary = {
-    "elementwise_unary",
-    "y = f(x) for activation-style f, optional __device__ helper, float4 path",
-    un_params, map_fp, map_draw, map_layout, map_describe, map_kernels, map_launch, map_ref };
+static const Family fam_unary = MAP_FAMILY("elementwise_unary",
+    "y = f(x) for activation-style f, optional __device__ helper, float4 path", un_op_names);
 
 // ----------------------------------------------------------------------------
 // Binary operations
@@ -381,11 +379,8 @@ static const char *const bin_op_names[] = { "add", "sub", "mul", "div", "max", "
 static const char *const bin_tensor_names[] = { "a b c", "x y z", "lhs rhs out",
                                                 "in1 in2 result", "input_a input_b output", "x y out" };
 static const MapKind bin_kind = { bin_ops, bin_tensor_names, NELEM(bin_tensor_names), 1e-5, 1e-5 };
-static const ParamDesc bin_params[] = MAP_PARAMS(bin_op_names);
-static const Family fam_binary = {
-    "elementwise_binary",
-    "c = a (op) b: add, sub, mul, div, max, min, axpy, squared difference",
-    bin_params, map_fp, map_draw, map_layout, map_describe, map_kernels, map_launch, map_ref };
+static const Family fam_binary = MAP_FAMILY("elementwise_binary",
+    "c = a (op) b: add, sub, mul, div, max, min, axpy, squared difference", bin_op_names);
 
 // ----------------------------------------------------------------------------
 // Ternary operations
@@ -420,11 +415,8 @@ static const MapOp ter_ops[] = {
 };
 static const char *const ter_op_names[] = { "fma", "where", "clamp", "lerp", NULL };
 static const MapKind ter_kind = { ter_ops, ter_tensor_names, NELEM(ter_tensor_names), 1e-5, 1e-5 };
-static const ParamDesc ter_params[] = MAP_PARAMS(ter_op_names);
-static const Family fam_ternary = {
-    "elementwise_ternary",
-    "d = f(a, b, c): fma, where (select by an int mask), clamp to bounds, lerp",
-    ter_params, map_fp, map_draw, map_layout, map_describe, map_kernels, map_launch, map_ref };
+static const Family fam_ternary = MAP_FAMILY("elementwise_ternary",
+    "d = f(a, b, c): fma, where (select by an int mask), clamp to bounds, lerp", ter_op_names);
 
 // ----------------------------------------------------------------------------
 // float32 -> int32 / uint8
@@ -477,11 +469,8 @@ static const MapOp f2i_ops[] = {
 static const char *const f2i_op_names[] = { "round", "trunc", "floor", "ceil", "scale_round", "quantize_u8", NULL };
 static const char *const f2i_tensor_names[] = { "x q", "input output", "values ints", "src dst", "f i32" };
 static const MapKind f2i_kind = { f2i_ops, f2i_tensor_names, NELEM(f2i_tensor_names), 0, 0 };
-static const ParamDesc f2i_params[] = MAP_PARAMS(f2i_op_names);
-static const Family fam_f2i = {
-    "convert_float_to_int",
-    "float32 -> int32 (round/trunc/floor/ceil/fixed point), float32 -> uint8 quantisation",
-    f2i_params, map_fp, map_draw, map_layout, map_describe, map_kernels, map_launch, map_ref };
+static const Family fam_f2i = MAP_FAMILY("convert_float_to_int",
+    "float32 -> int32 (round/trunc/floor/ceil/fixed point), float32 -> uint8 quantisation", f2i_op_names);
 
 // ----------------------------------------------------------------------------
 // int32 / uint8 -> float32
@@ -515,11 +504,8 @@ static const MapOp i2f_ops[] = {
 static const char *const i2f_op_names[] = { "dequantize", "scale_bias", "normalize_u8", "to_float", NULL };
 static const char *const i2f_tensor_names[] = { "q x", "input output", "codes values", "src dst", "ints floats" };
 static const MapKind i2f_kind = { i2f_ops, i2f_tensor_names, NELEM(i2f_tensor_names), 1e-6, 1e-6 };
-static const ParamDesc i2f_params[] = MAP_PARAMS(i2f_op_names);
-static const Family fam_i2f = {
-    "convert_int_to_float",
-    "int32 -> float32 (dequantise, scale+bias, plain cast), uint8 pixels -> normalised float32",
-    i2f_params, map_fp, map_draw, map_layout, map_describe, map_kernels, map_launch, map_ref };
+static const Family fam_i2f = MAP_FAMILY("convert_int_to_float",
+    "int32 -> float32 (dequantise, scale+bias, plain cast), uint8 pixels -> normalised float32", i2f_op_names);
 
 // ----------------------------------------------------------------------------
 // float32 <-> float16 (float16 operands reach the references widened to double)
@@ -552,21 +538,14 @@ static const MapOp half_ops[] = {
 static const char *const half_op_names[] = { "to_half", "from_half", "roundtrip", "half_add", NULL };
 static const char *const half_tensor_names[] = { "x w y", "input other output", "src src2 dst", "a b c" };
 static const MapKind half_kind = { half_ops, half_tensor_names, NELEM(half_tensor_names), 1e-7, 1e-3 };
-static const ParamDesc half_params[] = MAP_PARAMS(half_op_names);
-static const Family fam_half = {
-    "convert_half",
-    "float32 <-> float16 with __float2half/__half2float, half round trip, __hadd",
-    half_params, map_fp, map_draw, map_layout, map_describe, map_kernels, map_launch, map_ref };
-
-static const MapKind *map_kind(const Task *t) {
-    const Family *f = t->fam;
-    if (f == &fam_unary) return &un_kind;
-    if (f == &fam_binary) return &bin_kind;
-    if (f == &fam_ternary) return &ter_kind;
-    if (f == &fam_f2i) return &f2i_kind;
-    if (f == &fam_i2f) return &i2f_kind;
-    return &half_kind;
-}
+static const Family fam_half = MAP_FAMILY("convert_half",
+    "float32 <-> float16 with __float2half/__half2float, half round trip, __hadd", half_op_names);
 
 static const Family *const families_elementwise[] = { &fam_unary, &fam_binary, &fam_ternary, &fam_f2i, &fam_i2f,
                                                       &fam_half, NULL };
+static const MapKind *const map_kinds[] = { &un_kind, &bin_kind, &ter_kind, &f2i_kind, &i2f_kind, &half_kind };
+static const MapKind *map_kind(const Task *t) {
+    int k = 0;
+    while (families_elementwise[k] != t->fam) k++;
+    return map_kinds[k];
+}
