@@ -1,13 +1,11 @@
 // families_elementwise.c - element-wise families: unary maps, binary and ternary
 // operations, and type conversions (float -> int, int -> float, float <-> half).
-// Included by corpus.c after corpus.h.
 //
 // All six are map families: a kernel computes out[i] = EXPR(in0[i], in1[i], in2[i]) for
 // i < n, with an optional __device__ helper holding EXPR, in one of the loop styles
-// (if-guard, early return, grid-stride, and for float unary maps float4 vectors). They
-// share one parameter layout (M_*) and one set of family functions (map_*); a family is
-// a table of operations (MapOp), one row per op saying everything about it: names, types,
-// input ranges, its CUDA expression, its formula for the prompt and its CPU reference.
+// (if-guard, early return, grid-stride, float4 for float unary maps). They share one
+// parameter layout (M_*) and the family functions map_*; a family is a table of ops
+// (MapOp), a row saying all about one op: names, types, ranges, CUDA, prompt, reference.
 
 enum { M_OP, M_N, M_BLOCK, M_LOOP, M_HELPER, M_KNAME, M_NAMES, M_CAP, M_TNAME, M_DESC, M_FN, M_NP };
 enum { MF_A, MF_B };
@@ -33,23 +31,17 @@ static const char *const map_fp[] = { "a", "b", NULL };
 
 // The operands of an op's CPU reference, as doubles (float16 inputs widened), and the
 // float parameters a, b as nvcc reads their literals.
-typedef struct {
-    double a, b, c;
-    float A, B;
-} MapArgs;
+typedef struct { double a, b, c; float A, B; } MapArgs;
 
 // The values a float parameter of an op is drawn from: MAP_VALUES(0.5, 2, 4).
-typedef struct {
-    const double *v;
-    int n;
-} MapValues;
+typedef struct { const double *v; int n; } MapValues;
 #define MAP_VALUES(...) { (const double[]){ __VA_ARGS__ }, NELEM(((const double[]){ __VA_ARGS__ })) }
 
 // An operation of a map family. Its texts have placeholders (filled by map_text): $a $b $c
 // the operands (in CUDA the kernel's operand expressions, in the prompt the elements x[i]
 // of the inputs), $A $B the float parameters a, b (CUDA literals or prompt numbers), $zp
 // parameter b as an integer (a zero point) and $input the first input's name.
-// A row of an op table reads: the id and Task Names; the kernel names; the types, ranges,
+// A row of an op table reads: the id, Task Names and kernel names; the types, ranges,
 // reference and parameter values; the CUDA spellings and the formula.
 typedef struct {
     const char *id;
@@ -62,7 +54,7 @@ typedef struct {
     double (*ref)(const MapArgs *v); // one element; map_store converts it to the output type
     MapValues A, B;            // the values of the float parameters (none: the parameter is 0)
     int paired;                // B takes the value at A's index (a mean and its std)
-    const char *const *names; // the op's own tensor name sets (NULL: the family's)
+    const char *const *names;  // the op's own tensor name sets (NULL: the family's)
     const char *expr[4];       // EXPR in CUDA, one spelling per value of fn (fn modulo their number)
     const char *formula;       // EXPR for the prompt
 } MapOp;
@@ -187,19 +179,20 @@ static void map_kernels(const Task *t, Emit *e) {
     const char *const *lv = o->arity == 1 ? (const char *const[]){ "v", "", "" }
                                           : (const char *const[]){ "va", "vb", "vc" };
     const char *x[3] = { "", "", "" };
-    Buf hparams = { 0 }, locals = { 0 }, args = { 0 };
+    char hparams[512] = "", args[512] = "";
+    Buf locals = { 0 };
     for (int j = 0; j < o->arity; j++) {
-        const char *ct = dt_ctypes[o->in_dt[j]], *sep = j ? ", " : "";
+        const char *ct = dt_ctypes[o->in_dt[j]];
         x[j] = fmt("%s[%s]", t->in[j].name, i);
-        buf_printf(&hparams, "%s%s %s", sep, ct, hv[j]);
+        list_add(hparams, fmt("%s %s", ct, hv[j]));
         buf_printf(&locals, "const %s %s = %s;\n", ct, lv[j], x[j]);
-        buf_printf(&args, "%s%s", sep, x[j]);
+        list_add(args, x[j]);
     }
     if (helper) {
         static const char *const spec[] = { "", "__device__ %s", "__device__ __forceinline__ %s",
                                             "static __device__ inline %s" };
         TPL(e, t, map_helper_tpl, "task", word(o->task, 0), "spec", fmt(spec[helper], out_ct), "helper", t->kname[1],
-            "params", buf_str(&hparams), "expr", map_expr(t, hv));
+            "params", hparams, "expr", map_expr(t, hv));
     }
     const char *body;
     if (vec4) {
@@ -212,7 +205,7 @@ static void map_kernels(const Task *t, Emit *e) {
         body = FRAG(map_vec4_tpl, "in", t->in[0].name, "i", i, "components", buf_str(&c), "out", out);
         buf_free(&c);
     } else if (helper) {
-        body = FRAG(map_call_tpl, "out", out, "i", i, "helper", t->kname[1], "args", buf_str(&args));
+        body = FRAG(map_call_tpl, "out", out, "i", i, "helper", t->kname[1], "args", args);
     } else if (o->repeat || t->p[M_FN] == 3) {
         body = FRAG(map_locals_tpl, "locals", buf_str(&locals), "out", out, "i", i, "expr", map_expr(t, lv));
     } else {
@@ -226,9 +219,7 @@ static void map_kernels(const Task *t, Emit *e) {
         : vec4            ? "Each thread handles one float4 (four elements)."
                           : "One thread per element.",
         "loop", loop_frag(t, vec4 ? LOOP_IF : loop, vec4 ? "n4" : "n", body));
-    buf_free(&hparams);
     buf_free(&locals);
-    buf_free(&args);
 }
 
 static void map_launch(const Task *t, Emit *e, const Host *h) {
