@@ -262,6 +262,7 @@ static void map_store(DType dt, void *p, long i, double y) {
     }
 }
 
+static double map_convert(const MapArgs *v) { return v->a; } // a plain conversion: map_store does it
 static void map_ref(const Task *t, const void *const *in, void *const *out) {
     const MapOp *o = map_op(t);
     MapArgs v = { 0, 0, 0, fpar(t, MF_A), fpar(t, MF_B) };
@@ -469,7 +470,6 @@ static const Family fam_f2i = MAP_FAMILY("convert_float_to_int",
 static double i2f_dequantize(const MapArgs *v) { return (v->a - (int)v->B) * v->A; }
 static double i2f_scale_bias(const MapArgs *v) { return v->a * v->A + v->B; }
 static double i2f_normalize_u8(const MapArgs *v) { return (v->a - v->A) / v->B; }
-static double i2f_to_float(const MapArgs *v) { return v->a; }
 
 static const MapOp i2f_ops[] = {
     { "dequantize", "Dequantize_Int8 Int_Dequantization Affine_Dequantize",
@@ -489,7 +489,7 @@ static const MapOp i2f_ops[] = {
       .expr = { "((float)$a - $A) / $B" }, .formula = "(float($a) - $A) / $B" },
     { "to_float", "Int_To_Float Integer_To_Float_Cast Int32_To_Float32",
       "int2float_kernel intToFloat cast_to_float to_float",
-      1, { DT_I32 }, DT_F32, { -10000000 }, { 10000000 }, 0, i2f_to_float,
+      1, { DT_I32 }, DT_F32, { -10000000 }, { 10000000 }, 0, map_convert,
       .expr = { "(float)$a", "__int2float_rn($a)" }, .formula = "$a converted to float32 (round to nearest)" },
 };
 static const char *const i2f_op_names[] = { "dequantize", "scale_bias", "normalize_u8", "to_float", NULL };
@@ -499,17 +499,15 @@ static const Family fam_i2f = MAP_FAMILY("convert_int_to_float",
     "int32 -> float32 (dequantise, scale+bias, plain cast), uint8 pixels -> normalised float32", i2f_op_names);
 
 // ----------------------------------------------------------------------------
-// float32 <-> float16 (float16 operands reach the references widened to double)
+// float32 <-> float16 (float16 operands reach the references widened to double, map_store rounds once)
 
-static double half_to_half(const MapArgs *v) { return v->a; }
 static double half_from_half(const MapArgs *v) { return (float)v->a * v->A; }
 static double half_roundtrip(const MapArgs *v) { return f16_to_f32(f32_to_f16((float)v->a)); }
-static double half_add(const MapArgs *v) { return v->a + v->b; } // exact; map_store rounds it once
 
 static const MapOp half_ops[] = {
     { "to_half", "Float_To_Half FP32_To_FP16 Half_Precision_Cast",
       "to_half_kernel floatToHalf f32_to_f16 convert_to_half",
-      1, { DT_F32 }, DT_F16, { -100 }, { 100 }, 0, half_to_half,
+      1, { DT_F32 }, DT_F16, { -100 }, { 100 }, 0, map_convert,
       .expr = { "__float2half($a)", "__float2half_rn($a)" },
       .formula = "$a converted to float16 (round to nearest even)" },
     { "from_half", "Half_To_Float_Scaled FP16_To_FP32_Scale Half_Dequantize",
@@ -522,7 +520,7 @@ static const MapOp half_ops[] = {
       .expr = { "__half2float(__float2half($a))", "__half2float(__float2half_rn($a))" },
       .formula = "$a rounded to float16 (nearest even) and converted back to float32" },
     { "half_add", "Half_Precision_Add FP16_Vector_Add Half_Add", "hadd_kernel halfAdd add_half fp16_add",
-      2, { DT_F16, DT_F16 }, DT_F16, { -10, -10 }, { 10, 10 }, 0, half_add,
+      2, { DT_F16, DT_F16 }, DT_F16, { -10, -10 }, { 10, 10 }, 0, bin_add,
       .expr = { "__float2half(__half2float($a) + __half2float($b))", "__hadd($a, $b)" },
       .formula = "$a + $b in float16 (round to nearest even)" },
 };
