@@ -15,6 +15,7 @@ static const char *const map_loop_names[] = { "if_guard", "early_return", "grid_
 static const char *const map_helper_names[] = { "inline", "device_fn", "forceinline", "static_inline", NULL };
 static const char *const map_fp[] = { "a", "b", NULL };
 
+#define MAP_SIZES "1000 1024 4096 10000 16384 50000 65536 100000 262144 1000000 1048576"
 // The parameters of every map family (M_*): the op, size, block and loop are the combination.
 #define MAP_PARAMS(opnames)                                                                                          \
     { [M_OP] = { "op", opnames, 1, "*" },         [M_N] = { "n", NULL, 1, MAP_SIZES },                              \
@@ -27,7 +28,6 @@ static const char *const map_fp[] = { "a", "b", NULL };
 #define MAP_FAMILY(name, summary, opnames)                                                                           \
     { name, summary, (const ParamDesc[])MAP_PARAMS(opnames), map_fp, map_draw, map_layout, map_describe, map_kernels, \
       map_launch, map_ref }
-#define MAP_SIZES "1000 1024 4096 10000 16384 50000 65536 100000 262144 1000000 1048576"
 
 // The operands of an op's CPU reference, as doubles (float16 inputs widened), and the
 // float parameters a, b as nvcc reads their literals.
