@@ -5,8 +5,18 @@
 
 #define RED_SIZES "1000 4096 65536 100000 262144 1000000 1048576"
 
-// A reduction over n values in [-1, 1): float sums differ with the order of additions.
-static void red_tolerance(Task *t, long n, int exact) {
+// nin arrays of n values in [-1, 1) reduced to one value (accumulated by atomics where
+// zero_init). Float sums differ with the order of additions: the tolerance grows with n.
+static void red_layout(Task *t, int nin, long n, int zero_init, int exact) {
+    int s = add_size(t, "n", n);
+    t->nin = nin;
+    t->nout = 1;
+    for (int k = 0; k < nin; k++) {
+        tshape(&t->in[k], DT_F32, 1, n, 0, s, -1);
+        trange(&t->in[k], -1, 1, 0);
+    }
+    tshape(&t->out[0], DT_F32, 1, 1, 0, -1, -1);
+    t->out[0].zero_init = zero_init;
     t->atol = exact ? 0 : 1e-4 * sqrt((double)n) + 1e-5;
     t->rtol = exact ? 0 : 1e-4;
 }
@@ -45,15 +55,7 @@ static void rb_draw(Task *t, Rng *r) {
                rb_ops[t->p[RB_OP]]);
 }
 
-static void rb_layout(Task *t) {
-    t->nin = t->nout = 1;
-    int n = add_size(t, "n", t->p[RB_N]);
-    tshape(&t->in[0], DT_F32, 1, t->p[RB_N], 0, n, -1);
-    trange(&t->in[0], -1, 1, 0);
-    tshape(&t->out[0], DT_F32, 1, 1, 0, -1, -1);
-    t->out[0].zero_init = t->p[RB_FINISH] == 1;
-    red_tolerance(t, t->p[RB_N], t->p[RB_OP] == 2);
-}
+static void rb_layout(Task *t) { red_layout(t, 1, t->p[RB_N], t->p[RB_FINISH] == 1, t->p[RB_OP] == 2); }
 
 static void rb_describe(const Task *t, Buf *name, Buf *desc) {
     static const char *const finish[] = { "; a second kernel launch reduces the per-block partial results.",
@@ -250,17 +252,13 @@ static void rw_draw(Task *t, Rng *r) {
 }
 
 static void rw_layout(Task *t) {
-    t->nin = t->nout = 1;
-    trange(&t->in[0], -1, 1, 0);
     t->need_math = t->p[RW_OP] == 4;
     if (!rw_is_row(t)) {
-        int n = add_size(t, "n", t->p[RW_N]);
-        tshape(&t->in[0], DT_F32, 1, t->p[RW_N], 0, n, -1);
-        tshape(&t->out[0], DT_F32, 1, 1, 0, -1, -1);
-        t->out[0].zero_init = 1;
-        red_tolerance(t, t->p[RW_N], 0);
+        red_layout(t, 1, t->p[RW_N], 1, 0);
         return;
     }
+    t->nin = t->nout = 1;
+    trange(&t->in[0], -1, 1, 0);
     int rr = add_size(t, "rows", t->p[RW_ROWS]), cc = add_size(t, "cols", t->p[RW_COLS]);
     tshape(&t->in[0], DT_F32, 2, t->p[RW_ROWS], t->p[RW_COLS], rr, cc);
     tshape(&t->out[0], DT_F32, 1, t->p[RW_ROWS], 0, rr, -1);
@@ -428,15 +426,7 @@ static void dp_draw(Task *t, Rng *r) {
     task_names(t, 2, names[t->p[DP_NAMES]], kn[t->p[DP_KNAME]], "dot");
 }
 static void dp_layout(Task *t) {
-    t->nin = 2;
-    t->nout = 1;
-    int n = add_size(t, "n", t->p[DP_N]);
-    for (int k = 0; k < 2; k++) {
-        tshape(&t->in[k], DT_F32, 1, t->p[DP_N], 0, n, -1);
-        trange(&t->in[k], -1, 1, 0);
-    }
-    tshape(&t->out[0], DT_F32, 1, 1, 0, -1, -1);
-    t->out[0].zero_init = 1;
+    red_layout(t, 2, t->p[DP_N], 1, 0);
     // products of two values in [-1, 1): standard deviation 1/3, mixed signs; a plain
     // left-to-right float loop is off by about 8e-9 * n (one standard deviation)
     t->atol = 1e-5 + 5e-8 * t->p[DP_N];
