@@ -5,8 +5,18 @@
 
 #define RED_SIZES "1000 4096 65536 100000 262144 1000000 1048576"
 
-// A reduction over n values in [-1, 1): float sums differ with the order of additions.
-static void red_tolerance(Task *t, long n, int exact) {
+// nin arrays of n values in [-1, 1) reduced to one value (accumulated by atomics where
+// zero_init). Float sums differ with the order of additions: the tolerance grows with n.
+static void red_layout(Task *t, int nin, long n, int zero_init, int exact) {
+    int s = add_size(t, "n", n);
+    t->nin = nin;
+    t->nout = 1;
+    for (int k = 0; k < nin; k++) {
+        tshape(&t->in[k], DT_F32, 1, n, 0, s, -1);
+        trange(&t->in[k], -1, 1, 0);
+    }
+    tshape(&t->out[0], DT_F32, 1, 1, 0, -1, -1);
+    t->out[0].zero_init = zero_init;
     t->atol = exact ? 0 : 1e-4 * sqrt((double)n) + 1e-5;
     t->rtol = exact ? 0 : 1e-4;
 }
@@ -28,14 +38,12 @@ static const ParamDesc rb_params[] = {
     [RB_NP] = { NULL, NULL, 0, NULL } };
 
 // The operations, by op: kernel names (by kname), Task Names (by tname), the prompt's formula.
-static const struct { const char *kn[4], *tname[3], *what; } rb_op[] = {
-    { { "reduce_sum", "blockReduceSum", "sum_kernel", "reduce_block" },
-      { "Sum_Reduction", "Array_Sum", "Parallel_Reduction_Sum" }, "the sum of all %d elements of %s" },
-    { { "reduce_sumsq", "sumOfSquares", "sumsq_kernel", "reduce_squares" },
-      { "Sum_Of_Squares", "Squared_Norm", "Sum_Squares_Reduction" },
+static const struct { const char *kn, *tname, *what; } rb_op[] = {
+    { "reduce_sum blockReduceSum sum_kernel reduce_block", "Sum_Reduction Array_Sum Parallel_Reduction_Sum",
+      "the sum of all %d elements of %s" },
+    { "reduce_sumsq sumOfSquares sumsq_kernel reduce_squares", "Sum_Of_Squares Squared_Norm Sum_Squares_Reduction",
       "the sum of the squares of all %d elements of %s" },
-    { { "reduce_absmax", "absMaxKernel", "absmax_kernel", "reduce_max_abs" },
-      { "Max_Abs_Reduction", "Absolute_Maximum", "Infinity_Norm" },
+    { "reduce_absmax absMaxKernel absmax_kernel reduce_max_abs", "Max_Abs_Reduction Absolute_Maximum Infinity_Norm",
       "the largest absolute value among the %d elements of %s" } };
 static const char *const rb_names[] = { "x sum", "input total", "values result", "data out" };
 static const char *const rb_pass2_names[] = { "reduce_final", "finalReduce", "reduce_partials", "finish_reduction" };
@@ -43,26 +51,18 @@ static const char *const rb_pass2_names[] = { "reduce_final", "finalReduce", "re
 static void rb_draw(Task *t, Rng *r) {
     (void)r;
     int k = t->p[RB_KNAME];
-    task_names(t, 1, rb_names[t->p[RB_NAMES]], fmt("%s %s", rb_op[t->p[RB_OP]].kn[k], rb_pass2_names[k]),
+    task_names(t, 1, rb_names[t->p[RB_NAMES]], fmt("%s %s", word(rb_op[t->p[RB_OP]].kn, k), rb_pass2_names[k]),
                rb_ops[t->p[RB_OP]]);
 }
 
-static void rb_layout(Task *t) {
-    t->nin = t->nout = 1;
-    int n = add_size(t, "n", t->p[RB_N]);
-    tshape(&t->in[0], DT_F32, 1, t->p[RB_N], 0, n, -1);
-    trange(&t->in[0], -1, 1, 0);
-    tshape(&t->out[0], DT_F32, 1, 1, 0, -1, -1);
-    t->out[0].zero_init = t->p[RB_FINISH] == 1;
-    red_tolerance(t, t->p[RB_N], t->p[RB_OP] == 2);
-}
+static void rb_layout(Task *t) { red_layout(t, 1, t->p[RB_N], t->p[RB_FINISH] == 1, t->p[RB_OP] == 2); }
 
 static void rb_describe(const Task *t, Buf *name, Buf *desc) {
     static const char *const finish[] = { "; a second kernel launch reduces the per-block partial results.",
                                           "; block results are combined with atomicAdd.",
                                           "; block results are combined with atomicMax on the float bits (valid "
                                           "because they are non-negative)." };
-    buf_puts(name, rb_op[t->p[RB_OP]].tname[t->p[RB_TNAME]]);
+    buf_puts(name, word(rb_op[t->p[RB_OP]].tname, t->p[RB_TNAME]));
     buf_printf(desc, "Compute %s[0] = ", t->out[0].name);
     buf_printf(desc, rb_op[t->p[RB_OP]].what, t->p[RB_N], t->in[0].name);
     buf_puts(desc, ". Each block reduces its part in shared memory with a tree of __syncthreads() steps");
@@ -217,20 +217,18 @@ static const ParamDesc rw_params[] = {
 // The operations, by op: kernel names (by kname), Task Names (by tname), and the prompt's
 // formula: for the whole-array sums how the warps' sums are combined (%s: the output), for
 // the row operations the value of row r.
-static const struct { const char *kn[4], *tname[3], *what; } rw_op[] = {
-    { { "warp_sum_kernel", "warpReduceSumKernel", "sum_shfl", "reduce_warp" },
-      { "Warp_Shuffle_Sum", "Sum_With_Warp_Shuffles", "Shuffle_Reduction" },
+static const struct { const char *kn, *tname, *what; } rw_op[] = {
+    { "warp_sum_kernel warpReduceSumKernel sum_shfl reduce_warp",
+      "Warp_Shuffle_Sum Sum_With_Warp_Shuffles Shuffle_Reduction",
       "; lane 0 of each warp adds its warp's sum to %s[0] with atomicAdd." },
-    { { "block_sum_kernel", "blockSumWarps", "sum_two_level", "reduce_block_warps" },
-      { "Two_Level_Warp_Sum", "Block_Sum_Warp_Shuffle", "Hierarchical_Sum" },
+    { "block_sum_kernel blockSumWarps sum_two_level reduce_block_warps",
+      "Two_Level_Warp_Sum Block_Sum_Warp_Shuffle Hierarchical_Sum",
       ", combine the warp sums of a block through shared memory with a second warp-level step, then atomicAdd the "
       "block sum." },
-    { { "row_sum_kernel", "rowSumWarp", "row_sums", "sum_rows" }, { "Row_Sum", "Matrix_Row_Sums", "Row_Wise_Sum" },
-      "the sum of row r" },
-    { { "row_max_kernel", "rowMaxWarp", "row_max", "max_rows" }, { "Row_Max", "Matrix_Row_Maximum", "Row_Wise_Max" },
-      "the maximum of row r" },
-    { { "row_norm_kernel", "rowNormWarp", "row_l2_norm", "norm_rows" },
-      { "Row_L2_Norm", "Matrix_Row_Norms", "Row_Wise_Euclidean_Norm" }, "sqrt(sum of squares of row r)" } };
+    { "row_sum_kernel rowSumWarp row_sums sum_rows", "Row_Sum Matrix_Row_Sums Row_Wise_Sum", "the sum of row r" },
+    { "row_max_kernel rowMaxWarp row_max max_rows", "Row_Max Matrix_Row_Maximum Row_Wise_Max", "the maximum of row r" },
+    { "row_norm_kernel rowNormWarp row_l2_norm norm_rows", "Row_L2_Norm Matrix_Row_Norms Row_Wise_Euclidean_Norm",
+      "sqrt(sum of squares of row r)" } };
 static const char *const rw_names[] = { "x out", "input result", "values sums", "data reduced" };
 static const char *const rw_helper_names[] = { "warp_reduce", "warpReduce", "warp_allreduce", "shfl_reduce" };
 
@@ -244,40 +242,33 @@ static void rw_draw(Task *t, Rng *r) {
             t->p[RW_ROWS] = rng_pick(r, "128 1000 4096 10000");
             t->p[RW_COLS] = rng_pick(r, "32 100 256 1000 1024 4096");
         } while ((long)t->p[RW_ROWS] * t->p[RW_COLS] > 2100000);
-        t->p[RW_BLOCK] = rng_pick(r, "32 64 128 256");
-    } else {
-        t->p[RW_BLOCK] = rng_pick(r, "128 256 512 1024");
     }
+    t->p[RW_BLOCK] = rng_pick(r, rw_is_row(t) ? "32 64 128 256" : "128 256 512 1024");
     int k = t->p[RW_KNAME], camel = k == 1;
     task_names(t, 1, rw_names[t->p[RW_NAMES]],
-               fmt("%s %s%s", rw_op[t->p[RW_OP]].kn[k], rw_helper_names[k],
+               fmt("%s %s%s", word(rw_op[t->p[RW_OP]].kn, k), rw_helper_names[k],
                    t->p[RW_OP] == 3 ? (camel ? "Max" : "_max") : (camel ? "Sum" : "_sum")),
                rw_ops[t->p[RW_OP]]);
 }
 
 static void rw_layout(Task *t) {
-    t->nin = t->nout = 1;
-    trange(&t->in[0], -1, 1, 0);
     t->need_math = t->p[RW_OP] == 4;
     if (!rw_is_row(t)) {
-        int n = add_size(t, "n", t->p[RW_N]);
-        tshape(&t->in[0], DT_F32, 1, t->p[RW_N], 0, n, -1);
-        tshape(&t->out[0], DT_F32, 1, 1, 0, -1, -1);
-        t->out[0].zero_init = 1;
-        red_tolerance(t, t->p[RW_N], 0);
+        red_layout(t, 1, t->p[RW_N], 1, 0);
         return;
     }
+    t->nin = t->nout = 1;
+    trange(&t->in[0], -1, 1, 0);
     int rr = add_size(t, "rows", t->p[RW_ROWS]), cc = add_size(t, "cols", t->p[RW_COLS]);
     tshape(&t->in[0], DT_F32, 2, t->p[RW_ROWS], t->p[RW_COLS], rr, cc);
     tshape(&t->out[0], DT_F32, 1, t->p[RW_ROWS], 0, rr, -1);
-    if (t->p[RW_OP] == 3) t->atol = t->rtol = 0;
-    else if (t->p[RW_OP] == 4) t->atol = 1e-6, t->rtol = 1e-5;
-    else t->atol = 1e-5 * sqrt((double)t->p[RW_COLS]) + 1e-6, t->rtol = 1e-5;
+    t->atol = t->p[RW_OP] == 3 ? 0 : t->p[RW_OP] == 4 ? 1e-6 : 1e-5 * sqrt((double)t->p[RW_COLS]) + 1e-6;
+    t->rtol = t->p[RW_OP] == 3 ? 0 : 1e-5;
 }
 
 static void rw_describe(const Task *t, Buf *name, Buf *desc) {
     const char *x = t->in[0].name, *o = t->out[0].name, *sh = t->p[RW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync";
-    buf_puts(name, rw_op[t->p[RW_OP]].tname[t->p[RW_TNAME]]);
+    buf_puts(name, word(rw_op[t->p[RW_OP]].tname, t->p[RW_TNAME]));
     if (rw_is_row(t)) {
         buf_printf(desc, "%s is a %d x %d row-major matrix. Compute %s[r] = %s, one warp per row, reducing across "
                    "lanes with %s.", x, t->p[RW_ROWS], t->p[RW_COLS], o, rw_op[t->p[RW_OP]].what, sh);
@@ -435,15 +426,7 @@ static void dp_draw(Task *t, Rng *r) {
     task_names(t, 2, names[t->p[DP_NAMES]], kn[t->p[DP_KNAME]], "dot");
 }
 static void dp_layout(Task *t) {
-    t->nin = 2;
-    t->nout = 1;
-    int n = add_size(t, "n", t->p[DP_N]);
-    for (int k = 0; k < 2; k++) {
-        tshape(&t->in[k], DT_F32, 1, t->p[DP_N], 0, n, -1);
-        trange(&t->in[k], -1, 1, 0);
-    }
-    tshape(&t->out[0], DT_F32, 1, 1, 0, -1, -1);
-    t->out[0].zero_init = 1;
+    red_layout(t, 2, t->p[DP_N], 1, 0);
     // products of two values in [-1, 1): standard deviation 1/3, mixed signs; a plain
     // left-to-right float loop is off by about 8e-9 * n (one standard deviation)
     t->atol = 1e-5 + 5e-8 * t->p[DP_N];
@@ -451,16 +434,14 @@ static void dp_layout(Task *t) {
 }
 static void dp_describe(const Task *t, Buf *name, Buf *desc) {
     static const char *const nm[] = { "Dot_Product", "Vector_Dot_Product", "Inner_Product_Atomic" };
-    const char *o = t->out[0].name;
+    const char *o = t->out[0].name, *vec = t->p[DP_VEC4] ? " with float4 loads" : "";
+    const char *how = t->p[DP_RED] == RO_TREE ? "in a shared-memory tree"
+                                               : "with warp shuffles and a shared array of warp sums";
     buf_puts(name, nm[t->p[DP_TNAME]]);
-    buf_printf(
-        desc,
-        "Compute %s[0] = sum over i of %s[i] * %s[i] for the %d elements (values in [-1, 1)). Each thread accumulates "
-        "a grid-stride share%s, each block of %d threads reduces its partial sums %s, and thread 0 adds the block's "
-        "sum to %s[0] with atomicAdd (%s[0] starts at zero).",
-        o, t->in[0].name, t->in[1].name, t->p[DP_N], t->p[DP_VEC4] ? " with float4 loads" : "", t->p[DP_BLOCK],
-        t->p[DP_RED] == RO_TREE ? "in a shared-memory tree" : "with warp shuffles and a shared array of warp sums", o,
-        o);
+    buf_printf(desc, "Compute %s[0] = sum over i of %s[i] * %s[i] for the %d elements (values in [-1, 1)). Each "
+               "thread accumulates a grid-stride share%s, each block of %d threads reduces its partial sums %s, and "
+               "thread 0 adds the block's sum to %s[0] with atomicAdd (%s[0] starts at zero).",
+               o, t->in[0].name, t->in[1].name, t->p[DP_N], vec, t->p[DP_BLOCK], how, o, o);
 }
 static const char dp_kernel_tpl[] = R"(
 $prelude
