@@ -1,10 +1,8 @@
-// families_pipeline.c - tasks that take two or three kernels in a row, with scratch
-// buffers between them: standardizing a vector (mean and variance by reduction, then
-// normalize), softmax / log-softmax of a whole vector (atomic float max, atomicAdd of the
-// exponentials, divide), SAXPY then the L2 norm, and row normalization then a
-// matrix-vector product. Included by corpus.c, after families_matrix.c (mx_* helpers) and
-// families_select.c (sl_pick_real).
-//
+// families_pipeline.c - tasks of two or three kernels in a row with scratch buffers between
+// them: standardize a vector (mean and variance by reduction, then normalize), softmax /
+// log-softmax of a whole vector (atomic float max, atomicAdd of the exponentials, divide),
+// SAXPY then the L2 norm, and row normalization then a matrix-vector product. Included by
+// corpus.c after families_matrix.c (mx_* helpers) and families_select.c (sl_pick_real).
 // Tolerances: float sums reduced on the GPU in another order (mx_red_rel), see each layout.
 
 #define PL_SIZES "1000 4096 10000 65536 100000 262144 1000000 1048576"
@@ -17,10 +15,9 @@ static const char *const pl_helper_names[][2] = { { "block_sum", "block_max" }, 
                                                   { "reduce_block_sum", "reduce_block_max" },
                                                   { "block_total", "block_maximum" } };
 
-// __device__ float NAME(float v): the sum (op 0) or maximum (op 1) of v over the block,
-// valid in thread 0: a shared-memory tree over BLOCK_SIZE floats (the block size, a power of
-// two), or warp shuffles and the warps' results through shared memory. Ends with
-// __syncthreads(), so a kernel may call it several times in a row.
+// __device__ float NAME(float v): the sum (op 0) or maximum (op 1) of v over the block, valid
+// in thread 0: a shared-memory tree over BLOCK_SIZE floats (a power of two), or warp shuffles.
+// Ends with __syncthreads(), so a kernel may call it several times in a row.
 static const char *const pl_block_reduce_tpl[] = { R"(
 /// Block-wide $what of v (blockDim.x == BLOCK_SIZE threads); the result is valid in thread 0.
 $spec $name(float v) {
@@ -63,8 +60,8 @@ static const char *pl_block_reduce(const Task *t, int kind, int op, int kname) {
                    : "v += __shfl_down_sync(0xffffffff, v, offset);",
                 "identity", op ? "-3.402823466e+38f" : "0.0f");
 }
-// Host lines: threads and the grid of the reduction passes (at most cap blocks when cap >
-// 0) and of the element-wise passes (one thread per element).
+// Host lines: the grids of the reduction passes (at most cap blocks when cap > 0) and of
+// the element-wise passes (one thread per element).
 static const char *pl_grids(const char *n, int cap) {
     return fmt("const int threads = BLOCK_SIZE;\nconst int elem_blocks = (%s + threads - 1) / threads;\n"
                "const int red_blocks = %s;",
@@ -78,8 +75,8 @@ static const char *pl_stride(const char *n, const char *body) {
 }
 static const char *pl_free(const Task *t, const char *buf) { return checked(t, fmt("cudaFree(%s)", buf)); }
 
-// The layout of a vector pipeline: the size constant N (named pl_dn[dname]), nin inputs of
-// N floats in [lo, hi) and nout outputs of N floats (a family adds its scalar outputs).
+// A vector pipeline's layout: size constant N (named pl_dn[dname]), nin inputs of N floats
+// in [lo, hi), nout outputs of N floats (a family adds its scalar outputs).
 static void pl_vectors(Task *t, int dname, long N, int nin, int nout, double lo, double hi) {
     int n = add_size(t, pl_dn[dname], N);
     t->nin = nin;
@@ -91,8 +88,8 @@ static void pl_vectors(Task *t, int dname, long N, int nin, int nout, double lo,
     for (int k = 0; k < nout; k++) tshape(&t->out[k], DT_F32, 1, N, 0, n, -1);
 }
 
-// The host code of the three vector pipelines: the grids, scratch buffers and their
-// initialisation, the first pass, what comes between, the last pass, the frees.
+// The host code of the three vector pipelines: grids, scratch buffers, first pass, what
+// comes between, last pass, frees.
 static const char pl_launch_tpl[] = R"(
 $grids
 $alloc
@@ -149,9 +146,8 @@ static void ps_layout(Task *t) {
         t->nout = 2;
         tshape(&t->out[1], DT_F32, 1, 2, 0, add_size(t, "nstats", 2), -1);
     }
-    // Error budget (sums in float on the GPU, in double in the reference): the mean is off
-    // by about c * (|mu| + sigma), the variance by a relative c (centered) or
-    // 3 c E[x^2] / var (E[x^2] - mean^2); y = (x - mean) / sqrt(var + eps) inherits
+    // Error budget (float sums on the GPU): the mean is off by about c * (|mu| + sigma), the
+    // variance by a relative c (centered) or 3 c E[x^2] / var (E[x^2] - mean^2); y inherits
     // d(mean) / sigma absolutely and half the variance's error relatively.
     double mu = (rg[0] + rg[1]) / 2, sd = (rg[1] - rg[0]) / sqrt(12.0), c = mx_red_rel(N);
     double factor = t->p[PS_METHOD] == 1 ? 1 : 3 * (mu * mu + sd * sd) / (sd * sd);
@@ -180,9 +176,8 @@ static void ps_describe(const Task *t, Buf *name, Buf *desc) {
                t->p[PS_REDUCE] ? "warp shuffles (__shfl_down_sync)" : "a shared-memory tree with __syncthreads()");
 }
 
-// Pass 1 reduces sum(x) (and sum(x^2)) into acc (atomics) or per-block partials; the
-// centered method's pass 2 reduces the squared deviations, the partials' pass 2 reduces
-// the partials in one block; the last pass normalizes.
+// Pass 1 reduces sum(x) (and sum(x^2)) into acc or per-block partials; pass 2 (centered:
+// the squared deviations; partials: the partials, in one block); the last pass normalizes.
 static const char ps_kernels_tpl[] = R"(
 #define BLOCK_SIZE $B
 #define EPS $eps
@@ -373,8 +368,7 @@ static void pm_describe(const Task *t, Buf *name, Buf *desc) {
 }
 
 // An atomic float max (a CAS loop, or int / unsigned atomics on the bits), the block
-// reductions, then: the maximum into red[0], the sum of exponentials into red[1], and the
-// element-wise last pass.
+// reductions, then: max into red[0], sum of exponentials into red[1], element-wise last pass.
 static const char *const pm_atomic_max_tpl[] = { R"(
 /// Atomic maximum of a float through atomicCAS on its bits; returns the old value.
 __device__ float $name(float *addr, float value) {
@@ -696,8 +690,8 @@ static void pr_describe(const Task *t, Buf *name, Buf *desc) {
                                      "matrix-vector kernel with one thread per row.");
 }
 
-// Three kernels (row norms with one warp per row, a 2-D scale, a matvec with one thread per
-// row), or two (one block per row reduces the norm and scales, a matvec with one warp per row).
+// Three kernels (warp-per-row norms, 2-D scale, thread-per-row matvec), or two (block-per-row
+// normalize, warp-per-row matvec).
 static const char *const pr_kernels_tpl[] = { R"(
 /// Kernel 1: norms[r] = the $L norm of row r of $A; one warp per row.
 __global__ void $k1($Ap, $normsp, int $R, int $C) {
