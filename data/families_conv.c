@@ -28,7 +28,7 @@ static void mxcv_correlate(const float *x, const float *w, float *y, long R, lon
 // 1-D convolution with the filter in __constant__ memory
 
 enum { MXC1_N, MXC1_TAPS, MXC1_PAD, MXC1_MODE, MXC1_CAPACITY, MXC1_BLOCK, MXC1_CAP, MXC1_LOOP, MXC1_KNAME, MXC1_NAMES,
-       MXC1_TNAME, MXC1_DNAMES, MXC1_CNAME, MXC1_NP };
+       MXC1_TNAME, MXC1_DNAMES, MXC1_CNAME };
 static const char *const mxcv_pads[] = { "same", "valid", NULL };
 static const char *const mxc1_modes[] = { "global", "shared_tile", "grid_stride", NULL };
 static const char *const mxc1_capacity[] = { "exact", "max_taps", NULL };
@@ -186,7 +186,7 @@ static const Family fam_mx_conv1d = {
 // 2-D convolution with a 3x3 or 5x5 filter
 
 enum { MXC2_SIZE, MXC2_K, MXC2_PAD, MXC2_FLIP, MXC2_MODE, MXC2_FMEM, MXC2_BDIM, MXC2_DIMS, MXC2_KNAME, MXC2_NAMES,
-       MXC2_TNAME, MXC2_DNAMES, MXC2_MACROS, MXC2_NP };
+       MXC2_TNAME, MXC2_DNAMES, MXC2_MACROS };
 static const char *const mxc2_flips[] = { "correlation", "convolution", NULL };
 static const char *const mxc2_modes[] = { "global", "shared_tile", NULL };
 static const char *const mxc2_fmems[] = { "constant", "global", NULL };
