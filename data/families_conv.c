@@ -58,15 +58,11 @@ static long mxc1_nout(const Task *t) { return t->p[MXC1_PAD] == 0 ? t->p[MXC1_N]
 static void mxc1_layout(Task *t) {
     const char *const *dn = mxc1_dnames[t->p[MXC1_DNAMES]];
     long N = t->p[MXC1_N], K = t->p[MXC1_TAPS];
-    int nn = add_size(t, dn[0], N), kk = add_size(t, dn[1], K);
-    int oo = t->p[MXC1_PAD] == 1 ? add_size(t, dn[2], mxc1_nout(t)) : nn;
-    t->nin = 2;
-    t->nout = 1;
-    tshape(&t->in[0], DT_F32, 1, N, 0, nn, -1);
-    trange(&t->in[0], -1, 1, 0);
-    tshape(&t->in[1], DT_F32, 1, K, 0, kk, -1);
-    trange(&t->in[1], -1, 1, 0);
-    tshape(&t->out[0], DT_F32, 1, mxc1_nout(t), 0, oo, -1);
+    mx_begin(t, 2, dn, N, K, 0);
+    int out = t->p[MXC1_PAD] == 1 ? add_size(t, dn[2], mxc1_nout(t)) : 0; // valid: a size of its own
+    mx_f32(&t->in[0], N, 0, 0, -1, 1);
+    mx_f32(&t->in[1], K, 0, 1, -1, 1);
+    mx_f32(&t->out[0], mxc1_nout(t), 0, out, -1, 0);
     mx_sum_tol(t, K, 1.0);
 }
 
@@ -220,16 +216,13 @@ static void mxc2_draw(Task *t, Rng *r) {
 static void mxc2_layout(Task *t) {
     const char *const *dn = mxc2_dnames[t->p[MXC2_DNAMES]];
     long R = mxc2_sizes[t->p[MXC2_SIZE]][0], C = mxc2_sizes[t->p[MXC2_SIZE]][1], K = t->p[MXC2_K];
-    int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C), kk = add_size(t, dn[2], K);
-    int orr = t->p[MXC2_PAD] ? add_size(t, dn[3], mxc2_out(t, 0)) : rr;
-    int occ = t->p[MXC2_PAD] ? add_size(t, dn[4], mxc2_out(t, 1)) : cc;
-    t->nin = 2;
-    t->nout = 1;
-    tshape(&t->in[0], DT_F32, 2, R, C, rr, cc);
+    mx_begin(t, 2, dn, R, C, K);
+    int orr = t->p[MXC2_PAD] ? add_size(t, dn[3], mxc2_out(t, 0)) : 0; // valid: sizes of their own
+    int occ = t->p[MXC2_PAD] ? add_size(t, dn[4], mxc2_out(t, 1)) : 1;
+    mx_f32(&t->in[0], R, C, 0, 1, 0);
     trange(&t->in[0], (t->p[MXC2_NAMES] & 1) ? 0 : -1, 1, 0);
-    tshape(&t->in[1], DT_F32, 2, K, K, kk, kk);
-    trange(&t->in[1], -1, 1, 0);
-    tshape(&t->out[0], DT_F32, 2, mxc2_out(t, 0), mxc2_out(t, 1), orr, occ);
+    mx_f32(&t->in[1], K, K, 2, 2, 1);
+    mx_f32(&t->out[0], mxc2_out(t, 0), mxc2_out(t, 1), orr, occ, 0);
     mx_sum_tol(t, K * K, 1.0);
 }
 

@@ -647,16 +647,13 @@ static void pr_draw(Task *t, Rng *r) {
     task_names(t, 2, names[t->p[PR_NAMES]], kn[t->p[PR_STAGES]][t->p[PR_KNAME]], "rownorm_matvec");
 }
 static void pr_layout(Task *t) {
-    const char *const *dn = mx_dnames[t->p[PR_DNAMES]];
     long R = t->p[PR_ROWS], C = t->p[PR_COLS];
-    int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
-    t->nin = t->nout = 2;
-    tshape(&t->in[0], DT_F32, 2, R, C, rr, cc);
-    trange(&t->in[0], -1, 1, 0);
-    tshape(&t->in[1], DT_F32, 1, C, 0, cc, -1);
-    trange(&t->in[1], -1, 1, 0);
-    tshape(&t->out[0], DT_F32, 2, R, C, rr, cc);
-    tshape(&t->out[1], DT_F32, 1, R, 0, rr, -1);
+    mx_begin(t, 2, mx_dnames[t->p[PR_DNAMES]], R, C, 0);
+    t->nout = 2;
+    mx_f32(&t->in[0], R, C, 0, 1, 1);
+    mx_f32(&t->in[1], C, 0, 1, -1, 1);
+    mx_f32(&t->out[0], R, C, 0, 1, 0);
+    mx_f32(&t->out[1], R, 0, 0, -1, 0);
     t->need_math = 1;
     // the normalized entries carry the relative error of the row's float norm; y is a
     // float sum of C products whose size is about 3.5 / sqrt(C) (L2) or 4 / C (L1)
