@@ -71,15 +71,13 @@ static void mxc1_describe(const Task *t, Buf *name, Buf *desc) {
     const char *x = t->in[0].name, *w = t->in[1].name, *y = t->out[0].name;
     int N = t->p[MXC1_N], K = t->p[MXC1_TAPS];
     if (t->p[MXC1_PAD] == 0)
-        buf_printf(desc,
-                   "%s has %d elements and %s holds %d filter taps (odd, radius %d). Compute the same-size 1-D "
-                   "convolution %s[i] = sum over j in [0, %d) of %s[j] * %s[i + j - %d], "
-                   "with elements of %s outside [0, %d) taken as 0.",
+        buf_printf(desc, "%s has %d elements and %s holds %d filter taps (odd, radius %d). Compute the same-size "
+                   "1-D convolution %s[i] = sum over j in [0, %d) of %s[j] * %s[i + j - %d], with elements of %s "
+                   "outside [0, %d) taken as 0.",
                    x, N, w, K, K / 2, y, K, w, x, K / 2, x, N);
     else
-        buf_printf(desc,
-                   "%s has %d elements and %s holds %d filter taps. Compute the valid 1-D convolution (no padding) "
-                   "%s[i] = sum over j in [0, %d) of %s[j] * %s[i + j] for i in [0, %ld).",
+        buf_printf(desc, "%s has %d elements and %s holds %d filter taps. Compute the valid 1-D convolution (no "
+                   "padding) %s[i] = sum over j in [0, %d) of %s[j] * %s[i + j] for i in [0, %ld).",
                    x, N, w, K, y, K, w, x, mxc1_nout(t));
     buf_puts(desc, " The filter is not flipped (cross-correlation form).");
     buf_printf(desc, " Keep the filter in __constant__ memory (cudaMemcpyToSymbol from the device buffer of %s)%s.", w,
@@ -235,14 +233,12 @@ static void mxc2_describe(const Task *t, Buf *name, Buf *desc) {
     const char *wt = t->p[MXC2_FLIP] ? fmt("%s[%d - i][%d - j]", w, K - 1, K - 1) : fmt("%s[i][j]", w);
     buf_printf(desc, "%s is a %d x %d row-major float32 image and %s a %d x %d filter. ", x, R, C, w, K, K);
     if (t->p[MXC2_PAD] == 0)
-        buf_printf(desc,
-                   "Compute the same-size output %s[r][c] = sum over i, j in [0, %d) of %s * %s[r + i - %d][c + j - "
-                   "%d], with pixels outside the image taken as 0.",
+        buf_printf(desc, "Compute the same-size output %s[r][c] = sum over i, j in [0, %d) of %s * "
+                   "%s[r + i - %d][c + j - %d], with pixels outside the image taken as 0.",
                    y, K, wt, x, H, H);
     else
-        buf_printf(desc,
-                   "Compute the valid output (%ld x %ld, no padding) %s[r][c] = sum over i, j in [0, %d) of %s * %s[r "
-                   "+ i][c + j].",
+        buf_printf(desc, "Compute the valid output (%ld x %ld, no padding) %s[r][c] = sum over i, j in [0, %d) of "
+                   "%s * %s[r + i][c + j].",
                    mxc2_out(t, 0), mxc2_out(t, 1), y, K, wt, x);
     if (t->p[MXC2_FLIP]) buf_puts(desc, " This is a true convolution: the filter is flipped in both directions.");
     buf_printf(desc, " One thread per output pixel on a 2-D grid of 2-D blocks (dim3)%s; the filter %s.",

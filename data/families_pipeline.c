@@ -165,11 +165,11 @@ static void ps_describe(const Task *t, Buf *name, Buf *desc) {
     const char *x = t->in[0].name, *y = t->out[0].name;
     long N = t->p[PS_N];
     buf_puts(name, pick3(t->p[PS_TNAME], "Standardize_Vector", "Z_Score_Normalization", "Mean_Variance_Normalize"));
-    buf_printf(
-        desc,
-        "Standardize the %ld values of %s: mean = sum(%s) / %ld, var = sum((%s - mean)^2) / %s, and %s[i] = (%s[i] - "
-        "mean) / sqrt(var + %s).",
-        N, x, x, N, x, t->p[PS_DDOF] ? fmt("%ld (the unbiased estimate)", N - 1) : fmt("%ld", N), y, x, fnum(t->f[0]));
+    buf_printf(desc,
+               "Standardize the %ld values of %s: mean = sum(%s) / %ld, var = sum((%s - mean)^2) / %s, and %s[i] = "
+               "(%s[i] - mean) / sqrt(var + %s).",
+               N, x, x, N, x, t->p[PS_DDOF] ? fmt("%ld (the unbiased estimate)", N - 1) : fmt("%ld", N), y, x,
+               fnum(t->f[0]));
     if (t->p[PS_STATS]) buf_printf(desc, " Also write %s[0] = mean and %s[1] = var.", t->out[1].name, t->out[1].name);
     buf_printf(desc, "%s Block reductions use %s.", how[t->p[PS_METHOD]],
                t->p[PS_REDUCE] ? "warp shuffles (__shfl_down_sync)" : "a shared-memory tree with __syncthreads()");
@@ -351,11 +351,10 @@ static void pm_describe(const Task *t, Buf *name, Buf *desc) {
                                           { "Log_Softmax_Vector", "Global_Log_Softmax", "Log_Softmax_Three_Pass" } };
     const char *x = t->in[0].name, *y = t->out[0].name;
     buf_puts(name, nm[t->p[PM_OP]][t->p[PM_TNAME]]);
-    buf_printf(
-        desc,
-        "Compute the %s over all %d elements of %s: %s[i] = %s with m = max(%s) and S = sum over j of exp(%s[j] - m).",
-        t->p[PM_OP] ? "log-softmax" : "softmax", t->p[PM_N], x, y,
-        t->p[PM_OP] ? fmt("%s[i] - m - log(S)", x) : fmt("exp(%s[i] - m) / S", x), x, x);
+    buf_printf(desc, "Compute the %s over all %d elements of %s: %s[i] = %s with m = max(%s) and S = sum over j of "
+               "exp(%s[j] - m).",
+               t->p[PM_OP] ? "log-softmax" : "softmax", t->p[PM_N], x, y,
+               t->p[PM_OP] ? fmt("%s[i] - m - log(S)", x) : fmt("exp(%s[i] - m) / S", x), x, x);
     buf_printf(desc,
                " Use three kernels: a block-reduced maximum combined across blocks with an atomic float max (%s), "
                "a block-reduced sum of exponentials combined with atomicAdd%s, and a final element-wise kernel.",
@@ -517,11 +516,9 @@ static void pn_layout(Task *t) {
 static void pn_describe(const Task *t, Buf *name, Buf *desc) {
     const char *x = t->in[0].name, *y = t->in[1].name, *z = t->out[0].name, *nr = t->out[1].name;
     buf_puts(name, pick3(t->p[PN_TNAME], "SAXPY_Then_L2_Norm", "Axpy_And_Norm", "SAXPY_Norm_Pipeline"));
-    buf_printf(
-        desc,
-        "%s and %s have %d elements. First compute %s[i] = %s * %s[i] + %s[i] (SAXPY), then %s[0] = sqrt(sum over i of "
-        "%s[i]^2), the L2 norm of %s, with a second kernel that reads %s.",
-        x, y, t->p[PN_N], z, fnum(t->f[0]), x, y, nr, z, z, z);
+    buf_printf(desc, "%s and %s have %d elements. First compute %s[i] = %s * %s[i] + %s[i] (SAXPY), then %s[0] = "
+               "sqrt(sum over i of %s[i]^2), the L2 norm of %s, with a second kernel that reads %s.",
+               x, y, t->p[PN_N], z, fnum(t->f[0]), x, y, nr, z, z, z);
     buf_puts(desc, t->p[PN_NORM] ? " The norm kernel writes one partial sum of squares per block; a single-block "
                                    "kernel adds the partials and writes the square root."
                                  : fmt(" The norm kernel adds each block's sum of squares into %s[0] (zeroed first) "
@@ -665,13 +662,11 @@ static void pr_describe(const Task *t, Buf *name, Buf *desc) {
     int R = t->p[PR_ROWS], C = t->p[PR_COLS];
     buf_puts(name, pick3(t->p[PR_TNAME], "Row_Normalize_Then_Matvec", "Normalized_Rows_Times_Vector",
                          t->p[PR_NORM] ? "L1_Row_Normalize_Matvec" : "Cosine_Scores_Pipeline"));
-    buf_printf(
-        desc,
-        "%s is a %d x %d row-major float32 matrix and %s a vector of %d. First divide each row of %s by its %s norm "
-        "and store the result in %s (%d x %d); then compute %s = %s * %s (%s[r] = sum over c of %s[r][c] * %s[c]) "
-        "from %s with a separate kernel.",
-        A, R, C, x, C, A, t->p[PR_NORM] ? "L1 (sum of absolute values)" : "L2 (Euclidean)", An, R, C, y, An, x, y, An,
-        x, An);
+    buf_printf(desc, "%s is a %d x %d row-major float32 matrix and %s a vector of %d. First divide each row of %s "
+               "by its %s norm and store the result in %s (%d x %d); then compute %s = %s * %s (%s[r] = sum over c "
+               "of %s[r][c] * %s[c]) from %s with a separate kernel.",
+               A, R, C, x, C, A, t->p[PR_NORM] ? "L1 (sum of absolute values)" : "L2 (Euclidean)", An, R, C, y, An, x,
+               y, An, x, An);
     buf_puts(desc, t->p[PR_STAGES] ? " Use two kernels: one block per row reduces the row's norm and scales the row, "
                                      "then a matrix-vector kernel with one warp per row and shuffle reductions."
                                    : " Use three kernels: row norms (one warp per row, shuffle reduction) into a "
