@@ -1,7 +1,6 @@
-// families_conv.c - convolutions: 1-D with the filter in __constant__ memory (global
-// loads, a shared tile with halo, or grid-stride), and 2-D correlation / convolution with a
-// 3x3 or 5x5 filter (constant or global memory; direct, or a shared tile with halo).
-// Included by corpus.c, after families_matrix.c (mx_* helpers and its conventions: kernel
+// families_conv.c - convolutions: 1-D with the filter in __constant__ memory (global loads, a shared tile with halo, or
+// grid-stride), and 2-D correlation / convolution with a 3x3 or 5x5 filter (constant or global memory; direct, or a
+// shared tile with halo). Included by corpus.c, after families_matrix.c (mx_* helpers and its conventions: kernel
 // parameters and locals lower case, macros never an upper-cased size name).
 
 // The reference of both families: y = the correlation of the R x C image x with the KR x KC
@@ -28,7 +27,7 @@ static void mxcv_correlate(const float *x, const float *w, float *y, long R, lon
 // 1-D convolution with the filter in __constant__ memory
 
 enum { MXC1_N, MXC1_TAPS, MXC1_PAD, MXC1_MODE, MXC1_CAPACITY, MXC1_BLOCK, MXC1_CAP, MXC1_LOOP, MXC1_KNAME, MXC1_NAMES,
-       MXC1_TNAME, MXC1_DNAMES, MXC1_CNAME, MXC1_NP };
+       MXC1_TNAME, MXC1_DNAMES, MXC1_CNAME };
 static const char *const mxcv_pads[] = { "same", "valid", NULL };
 static const char *const mxc1_modes[] = { "global", "shared_tile", "grid_stride", NULL };
 static const char *const mxc1_capacity[] = { "exact", "max_taps", NULL };
@@ -58,15 +57,11 @@ static long mxc1_nout(const Task *t) { return t->p[MXC1_PAD] == 0 ? t->p[MXC1_N]
 static void mxc1_layout(Task *t) {
     const char *const *dn = mxc1_dnames[t->p[MXC1_DNAMES]];
     long N = t->p[MXC1_N], K = t->p[MXC1_TAPS];
-    int nn = add_size(t, dn[0], N), kk = add_size(t, dn[1], K);
-    int oo = t->p[MXC1_PAD] == 1 ? add_size(t, dn[2], mxc1_nout(t)) : nn;
-    t->nin = 2;
-    t->nout = 1;
-    tshape(&t->in[0], DT_F32, 1, N, 0, nn, -1);
-    trange(&t->in[0], -1, 1, 0);
-    tshape(&t->in[1], DT_F32, 1, K, 0, kk, -1);
-    trange(&t->in[1], -1, 1, 0);
-    tshape(&t->out[0], DT_F32, 1, mxc1_nout(t), 0, oo, -1);
+    mx_begin(t, 2, dn, N, K, 0);
+    int out = t->p[MXC1_PAD] == 1 ? add_size(t, dn[2], mxc1_nout(t)) : 0; // valid: a size of its own
+    mx_f32(&t->in[0], N, 0, 0, -1, 1);
+    mx_f32(&t->in[1], K, 0, 1, -1, 1);
+    mx_f32(&t->out[0], mxc1_nout(t), 0, out, -1, 0);
     mx_sum_tol(t, K, 1.0);
 }
 
@@ -75,15 +70,13 @@ static void mxc1_describe(const Task *t, Buf *name, Buf *desc) {
     const char *x = t->in[0].name, *w = t->in[1].name, *y = t->out[0].name;
     int N = t->p[MXC1_N], K = t->p[MXC1_TAPS];
     if (t->p[MXC1_PAD] == 0)
-        buf_printf(desc,
-                   "%s has %d elements and %s holds %d filter taps (odd, radius %d). Compute the same-size 1-D "
-                   "convolution %s[i] = sum over j in [0, %d) of %s[j] * %s[i + j - %d], "
-                   "with elements of %s outside [0, %d) taken as 0.",
+        buf_printf(desc, "%s has %d elements and %s holds %d filter taps (odd, radius %d). Compute the same-size "
+                   "1-D convolution %s[i] = sum over j in [0, %d) of %s[j] * %s[i + j - %d], with elements of %s "
+                   "outside [0, %d) taken as 0.",
                    x, N, w, K, K / 2, y, K, w, x, K / 2, x, N);
     else
-        buf_printf(desc,
-                   "%s has %d elements and %s holds %d filter taps. Compute the valid 1-D convolution (no padding) "
-                   "%s[i] = sum over j in [0, %d) of %s[j] * %s[i + j] for i in [0, %ld).",
+        buf_printf(desc, "%s has %d elements and %s holds %d filter taps. Compute the valid 1-D convolution (no "
+                   "padding) %s[i] = sum over j in [0, %d) of %s[j] * %s[i + j] for i in [0, %ld).",
                    x, N, w, K, y, K, w, x, mxc1_nout(t));
     buf_puts(desc, " The filter is not flipped (cross-correlation form).");
     buf_printf(desc, " Keep the filter in __constant__ memory (cudaMemcpyToSymbol from the device buffer of %s)%s.", w,
@@ -92,9 +85,8 @@ static void mxc1_describe(const Task *t, Buf *name, Buf *desc) {
                                       : "; one thread per output element");
 }
 
-// The filter in __constant__ memory (FILTER_TAPS of it, or a MAX_TAPS capacity and the
-// count as an argument); one thread per output, a shared tile with the halo, or a
-// grid-stride loop.
+// The filter in __constant__ memory (FILTER_TAPS of it, or a MAX_TAPS capacity and the count as an argument); one
+// thread per output, a shared tile with the halo, or a grid-stride loop.
 static const char mxc1_kernel_tpl[] = R"(
 $capacity
 $block_size
@@ -186,7 +178,7 @@ static const Family fam_mx_conv1d = {
 // 2-D convolution with a 3x3 or 5x5 filter
 
 enum { MXC2_SIZE, MXC2_K, MXC2_PAD, MXC2_FLIP, MXC2_MODE, MXC2_FMEM, MXC2_BDIM, MXC2_DIMS, MXC2_KNAME, MXC2_NAMES,
-       MXC2_TNAME, MXC2_DNAMES, MXC2_MACROS, MXC2_NP };
+       MXC2_TNAME, MXC2_DNAMES, MXC2_MACROS };
 static const char *const mxc2_flips[] = { "correlation", "convolution", NULL };
 static const char *const mxc2_modes[] = { "global", "shared_tile", NULL };
 static const char *const mxc2_fmems[] = { "constant", "global", NULL };
@@ -220,16 +212,13 @@ static void mxc2_draw(Task *t, Rng *r) {
 static void mxc2_layout(Task *t) {
     const char *const *dn = mxc2_dnames[t->p[MXC2_DNAMES]];
     long R = mxc2_sizes[t->p[MXC2_SIZE]][0], C = mxc2_sizes[t->p[MXC2_SIZE]][1], K = t->p[MXC2_K];
-    int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C), kk = add_size(t, dn[2], K);
-    int orr = t->p[MXC2_PAD] ? add_size(t, dn[3], mxc2_out(t, 0)) : rr;
-    int occ = t->p[MXC2_PAD] ? add_size(t, dn[4], mxc2_out(t, 1)) : cc;
-    t->nin = 2;
-    t->nout = 1;
-    tshape(&t->in[0], DT_F32, 2, R, C, rr, cc);
+    mx_begin(t, 2, dn, R, C, K);
+    int orr = t->p[MXC2_PAD] ? add_size(t, dn[3], mxc2_out(t, 0)) : 0; // valid: sizes of their own
+    int occ = t->p[MXC2_PAD] ? add_size(t, dn[4], mxc2_out(t, 1)) : 1;
+    mx_f32(&t->in[0], R, C, 0, 1, 0);
     trange(&t->in[0], (t->p[MXC2_NAMES] & 1) ? 0 : -1, 1, 0);
-    tshape(&t->in[1], DT_F32, 2, K, K, kk, kk);
-    trange(&t->in[1], -1, 1, 0);
-    tshape(&t->out[0], DT_F32, 2, mxc2_out(t, 0), mxc2_out(t, 1), orr, occ);
+    mx_f32(&t->in[1], K, K, 2, 2, 1);
+    mx_f32(&t->out[0], mxc2_out(t, 0), mxc2_out(t, 1), orr, occ, 0);
     mx_sum_tol(t, K * K, 1.0);
 }
 
@@ -242,14 +231,12 @@ static void mxc2_describe(const Task *t, Buf *name, Buf *desc) {
     const char *wt = t->p[MXC2_FLIP] ? fmt("%s[%d - i][%d - j]", w, K - 1, K - 1) : fmt("%s[i][j]", w);
     buf_printf(desc, "%s is a %d x %d row-major float32 image and %s a %d x %d filter. ", x, R, C, w, K, K);
     if (t->p[MXC2_PAD] == 0)
-        buf_printf(desc,
-                   "Compute the same-size output %s[r][c] = sum over i, j in [0, %d) of %s * %s[r + i - %d][c + j - "
-                   "%d], with pixels outside the image taken as 0.",
+        buf_printf(desc, "Compute the same-size output %s[r][c] = sum over i, j in [0, %d) of %s * "
+                   "%s[r + i - %d][c + j - %d], with pixels outside the image taken as 0.",
                    y, K, wt, x, H, H);
     else
-        buf_printf(desc,
-                   "Compute the valid output (%ld x %ld, no padding) %s[r][c] = sum over i, j in [0, %d) of %s * %s[r "
-                   "+ i][c + j].",
+        buf_printf(desc, "Compute the valid output (%ld x %ld, no padding) %s[r][c] = sum over i, j in [0, %d) of "
+                   "%s * %s[r + i][c + j].",
                    mxc2_out(t, 0), mxc2_out(t, 1), y, K, wt, x);
     if (t->p[MXC2_FLIP]) buf_puts(desc, " This is a true convolution: the filter is flipped in both directions.");
     buf_printf(desc, " One thread per output pixel on a 2-D grid of 2-D blocks (dim3)%s; the filter %s.",
@@ -258,9 +245,8 @@ static void mxc2_describe(const Task *t, Buf *name, Buf *desc) {
                t->p[MXC2_FMEM] ? "is read from global memory" : "lives in __constant__ memory (cudaMemcpyToSymbol)");
 }
 
-// One thread per output pixel: the neighbourhood read from global memory (skipping pixels
-// outside the image), or from a shared tile loaded with its halo; the filter in
-// __constant__ memory or a kernel argument.
+// One thread per output pixel: the neighbourhood read from global memory (skipping pixels outside the image), or from a
+// shared tile loaded with its halo; the filter in __constant__ memory or a kernel argument.
 static const char mxc2_kernel_tpl[] = R"(
 #define $FD $K
 #define $FR ($FD / 2)

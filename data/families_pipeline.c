@@ -1,11 +1,9 @@
-// families_pipeline.c - tasks that take two or three kernels in a row, with scratch
-// buffers between them: standardizing a vector (mean and variance by reduction, then
-// normalize), softmax / log-softmax of a whole vector (atomic float max, atomicAdd of the
-// exponentials, divide), SAXPY then the L2 norm, and row normalization then a
-// matrix-vector product. Included by corpus.c, after families_matrix.c (mx_* helpers) and
-// families_select.c (sl_pick_real).
-//
-// Tolerances: float sums reduced on the GPU in another order (mx_red_rel), see each layout.
+// families_pipeline.c - tasks of two or three kernels in a row with scratch buffers between them: standardize a vector
+// (mean and variance by reduction, then normalize), softmax / log-softmax of a whole vector (atomic float max,
+// atomicAdd of the exponentials, divide), SAXPY then the L2 norm, and row normalization then a matrix-vector product.
+// Included by corpus.c after families_matrix.c (mx_* helpers) and families_select.c (sl_pick_real).
+// Tolerances: float sums reduced on the GPU in another order (mx_red_rel), see each layout. Each ParamDesc table
+// lists the parameters in the order of its family's enum.
 
 #define PL_SIZES "1000 4096 10000 65536 100000 262144 1000000 1048576"
 #define PL_BLOCKS "128 256 256 512 1024"
@@ -17,10 +15,9 @@ static const char *const pl_helper_names[][2] = { { "block_sum", "block_max" }, 
                                                   { "reduce_block_sum", "reduce_block_max" },
                                                   { "block_total", "block_maximum" } };
 
-// __device__ float NAME(float v): the sum (op 0) or maximum (op 1) of v over the block,
-// valid in thread 0: a shared-memory tree over BLOCK_SIZE floats (the block size, a power of
-// two), or warp shuffles and the warps' results through shared memory. Ends with
-// __syncthreads(), so a kernel may call it several times in a row.
+// __device__ float NAME(float v): the sum (op 0) or maximum (op 1) of v over the block, valid
+// in thread 0: a shared-memory tree over BLOCK_SIZE floats (a power of two), or warp shuffles.
+// Ends with __syncthreads(), so a kernel may call it several times in a row.
 static const char *const pl_block_reduce_tpl[] = { R"(
 /// Block-wide $what of v (blockDim.x == BLOCK_SIZE threads); the result is valid in thread 0.
 $spec $name(float v) {
@@ -63,8 +60,8 @@ static const char *pl_block_reduce(const Task *t, int kind, int op, int kname) {
                    : "v += __shfl_down_sync(0xffffffff, v, offset);",
                 "identity", op ? "-3.402823466e+38f" : "0.0f");
 }
-// Host lines: threads and the grid of the reduction passes (at most cap blocks when cap >
-// 0) and of the element-wise passes (one thread per element).
+// Host lines: the grids of the reduction passes (at most cap blocks when cap > 0) and of
+// the element-wise passes (one thread per element).
 static const char *pl_grids(const char *n, int cap) {
     return fmt("const int threads = BLOCK_SIZE;\nconst int elem_blocks = (%s + threads - 1) / threads;\n"
                "const int red_blocks = %s;",
@@ -78,8 +75,8 @@ static const char *pl_stride(const char *n, const char *body) {
 }
 static const char *pl_free(const Task *t, const char *buf) { return checked(t, fmt("cudaFree(%s)", buf)); }
 
-// The layout of a vector pipeline: the size constant N (named pl_dn[dname]), nin inputs of
-// N floats in [lo, hi) and nout outputs of N floats (a family adds its scalar outputs).
+// A vector pipeline's layout: size constant N (named pl_dn[dname]), nin inputs of N floats
+// in [lo, hi), nout outputs of N floats (a family adds its scalar outputs).
 static void pl_vectors(Task *t, int dname, long N, int nin, int nout, double lo, double hi) {
     int n = add_size(t, pl_dn[dname], N);
     t->nin = nin;
@@ -91,8 +88,8 @@ static void pl_vectors(Task *t, int dname, long N, int nin, int nout, double lo,
     for (int k = 0; k < nout; k++) tshape(&t->out[k], DT_F32, 1, N, 0, n, -1);
 }
 
-// The host code of the three vector pipelines: the grids, scratch buffers and their
-// initialisation, the first pass, what comes between, the last pass, the frees.
+// The host code of the three vector pipelines: grids, scratch buffers, first pass, what
+// comes between, last pass, frees.
 static const char pl_launch_tpl[] = R"(
 $grids
 $alloc
@@ -109,16 +106,14 @@ $free
 // Pipeline: standardize a vector (mean and variance by reduction, then normalize)
 
 enum { PS_N, PS_METHOD, PS_REDUCE, PS_BLOCK, PS_DDOF, PS_STATS, PS_RANGE, PS_CAP, PS_LOOP, PS_INV, PS_KNAME, PS_NAMES,
-       PS_TNAME, PS_DNAME, PS_NP };
+       PS_TNAME, PS_DNAME };
 static const char *const ps_methods[] = { "two_moment", "centered", "partials", NULL };
 static const ParamDesc ps_params[] = {
-    [PS_N] = { "n", NULL, 1, PL_SIZES }, [PS_METHOD] = { "method", ps_methods, 1, "*" },
-    [PS_REDUCE] = { "reduce", pl_reduces, 1, "*" }, [PS_BLOCK] = { "block", NULL, 1, PL_BLOCKS },
-    [PS_DDOF] = { "ddof", NULL, 1, "0 0 1" }, [PS_STATS] = { "stats", NULL, 1, "0 0 0 1 1" },
-    [PS_RANGE] = { "range", NULL, 0, "=0..6" }, [PS_CAP] = { "cap", NULL, 0, PL_CAPS },
-    [PS_LOOP] = { "loop", loop_names, 0, "*" }, [PS_INV] = { "inv", NULL, 0, "0..1" },
-    [PS_KNAME] = { "kname", NULL, 0, "0..3" }, [PS_NAMES] = { "names", NULL, 0, "0..4" },
-    [PS_TNAME] = { "tname", NULL, 0, "0..2" }, [PS_DNAME] = { "dname", NULL, 0, "0..2" }, [PS_NP] = { NULL } };
+    { "n", NULL, 1, PL_SIZES }, { "method", ps_methods, 1, "*" }, { "reduce", pl_reduces, 1, "*" },
+    { "block", NULL, 1, PL_BLOCKS }, { "ddof", NULL, 1, "0 0 1" }, { "stats", NULL, 1, "0 0 0 1 1" },
+    { "range", NULL, 0, "=0..6" }, { "cap", NULL, 0, PL_CAPS }, { "loop", loop_names, 0, "*" },
+    { "inv", NULL, 0, "0..1" }, { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..4" },
+    { "tname", NULL, 0, "0..2" }, { "dname", NULL, 0, "0..2" }, { 0 } };
 static const double ps_ranges[][2] = { { -1, 1 }, { 0, 1 }, { 0, 10 }, { -5, 15 }, { -100, 100 }, { 10, 12 },
                                        { 100, 104 } };
 static const char *const ps_fp[] = { "eps", NULL };
@@ -149,9 +144,8 @@ static void ps_layout(Task *t) {
         t->nout = 2;
         tshape(&t->out[1], DT_F32, 1, 2, 0, add_size(t, "nstats", 2), -1);
     }
-    // Error budget (sums in float on the GPU, in double in the reference): the mean is off
-    // by about c * (|mu| + sigma), the variance by a relative c (centered) or
-    // 3 c E[x^2] / var (E[x^2] - mean^2); y = (x - mean) / sqrt(var + eps) inherits
+    // Error budget (float sums on the GPU): the mean is off by about c * (|mu| + sigma), the
+    // variance by a relative c (centered) or 3 c E[x^2] / var (E[x^2] - mean^2); y inherits
     // d(mean) / sigma absolutely and half the variance's error relatively.
     double mu = (rg[0] + rg[1]) / 2, sd = (rg[1] - rg[0]) / sqrt(12.0), c = mx_red_rel(N);
     double factor = t->p[PS_METHOD] == 1 ? 1 : 3 * (mu * mu + sd * sd) / (sd * sd);
@@ -170,19 +164,18 @@ static void ps_describe(const Task *t, Buf *name, Buf *desc) {
     const char *x = t->in[0].name, *y = t->out[0].name;
     long N = t->p[PS_N];
     buf_puts(name, pick3(t->p[PS_TNAME], "Standardize_Vector", "Z_Score_Normalization", "Mean_Variance_Normalize"));
-    buf_printf(
-        desc,
-        "Standardize the %ld values of %s: mean = sum(%s) / %ld, var = sum((%s - mean)^2) / %s, and %s[i] = (%s[i] - "
-        "mean) / sqrt(var + %s).",
-        N, x, x, N, x, t->p[PS_DDOF] ? fmt("%ld (the unbiased estimate)", N - 1) : fmt("%ld", N), y, x, fnum(t->f[0]));
+    buf_printf(desc,
+               "Standardize the %ld values of %s: mean = sum(%s) / %ld, var = sum((%s - mean)^2) / %s, and %s[i] = "
+               "(%s[i] - mean) / sqrt(var + %s).",
+               N, x, x, N, x, t->p[PS_DDOF] ? fmt("%ld (the unbiased estimate)", N - 1) : fmt("%ld", N), y, x,
+               fnum(t->f[0]));
     if (t->p[PS_STATS]) buf_printf(desc, " Also write %s[0] = mean and %s[1] = var.", t->out[1].name, t->out[1].name);
     buf_printf(desc, "%s Block reductions use %s.", how[t->p[PS_METHOD]],
                t->p[PS_REDUCE] ? "warp shuffles (__shfl_down_sync)" : "a shared-memory tree with __syncthreads()");
 }
 
-// Pass 1 reduces sum(x) (and sum(x^2)) into acc (atomics) or per-block partials; the
-// centered method's pass 2 reduces the squared deviations, the partials' pass 2 reduces
-// the partials in one block; the last pass normalizes.
+// Pass 1 reduces sum(x) (and sum(x^2)) into acc or per-block partials; pass 2 (centered:
+// the squared deviations; partials: the partials, in one block); the last pass normalizes.
 static const char ps_kernels_tpl[] = R"(
 #define BLOCK_SIZE $B
 #define EPS $eps
@@ -320,19 +313,17 @@ static const Family fam_pl_standardize = {
 // Pipeline: softmax over a whole vector in three kernels (max, sum of exp, divide)
 
 enum { PM_N, PM_OP, PM_MAXOP, PM_REDUCE, PM_STORE, PM_BLOCK, PM_RANGE, PM_INIT, PM_CAP, PM_LOOP, PM_KNAME, PM_NAMES,
-       PM_TNAME, PM_DNAME, PM_NP };
+       PM_TNAME, PM_DNAME };
 static const char *const pm_ops[] = { "softmax", "log_softmax", NULL };
 static const char *const pm_maxops[] = { "cas_loop", "ordered_int", NULL };
 static const char *const pm_stores[] = { "recompute", "store_exp", NULL };
 static const char *const pm_inits[] = { "memcpy", "init_kernel", NULL };
 static const ParamDesc pm_params[] = {
-    [PM_N] = { "n", NULL, 1, PL_SIZES }, [PM_OP] = { "op", pm_ops, 1, "0 0 1" },
-    [PM_MAXOP] = { "max_atomic", pm_maxops, 1, "*" }, [PM_REDUCE] = { "reduce", pl_reduces, 1, "*" },
-    [PM_STORE] = { "store", pm_stores, 1, "*" }, [PM_BLOCK] = { "block", NULL, 1, PL_BLOCKS },
-    [PM_RANGE] = { "range", NULL, 0, "0..4" }, [PM_INIT] = { "init", pm_inits, 0, "*" },
-    [PM_CAP] = { "cap", NULL, 0, PL_CAPS }, [PM_LOOP] = { "loop", loop_names, 0, "*" },
-    [PM_KNAME] = { "kname", NULL, 0, "0..3" }, [PM_NAMES] = { "names", NULL, 0, "0..4" },
-    [PM_TNAME] = { "tname", NULL, 0, "0..2" }, [PM_DNAME] = { "dname", NULL, 0, "0..2" }, [PM_NP] = { NULL } };
+    { "n", NULL, 1, PL_SIZES }, { "op", pm_ops, 1, "0 0 1" }, { "max_atomic", pm_maxops, 1, "*" },
+    { "reduce", pl_reduces, 1, "*" }, { "store", pm_stores, 1, "*" }, { "block", NULL, 1, PL_BLOCKS },
+    { "range", NULL, 0, "0..4" }, { "init", pm_inits, 0, "*" }, { "cap", NULL, 0, PL_CAPS },
+    { "loop", loop_names, 0, "*" }, { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..4" },
+    { "tname", NULL, 0, "0..2" }, { "dname", NULL, 0, "0..2" }, { 0 } };
 static const double pm_ranges[][2] = { { -4, 4 }, { -10, 10 }, { 0, 20 }, { -1, 1 }, { -30, 0 } };
 
 static void pm_draw(Task *t, Rng *r) {
@@ -359,11 +350,10 @@ static void pm_describe(const Task *t, Buf *name, Buf *desc) {
                                           { "Log_Softmax_Vector", "Global_Log_Softmax", "Log_Softmax_Three_Pass" } };
     const char *x = t->in[0].name, *y = t->out[0].name;
     buf_puts(name, nm[t->p[PM_OP]][t->p[PM_TNAME]]);
-    buf_printf(
-        desc,
-        "Compute the %s over all %d elements of %s: %s[i] = %s with m = max(%s) and S = sum over j of exp(%s[j] - m).",
-        t->p[PM_OP] ? "log-softmax" : "softmax", t->p[PM_N], x, y,
-        t->p[PM_OP] ? fmt("%s[i] - m - log(S)", x) : fmt("exp(%s[i] - m) / S", x), x, x);
+    buf_printf(desc, "Compute the %s over all %d elements of %s: %s[i] = %s with m = max(%s) and S = sum over j of "
+               "exp(%s[j] - m).",
+               t->p[PM_OP] ? "log-softmax" : "softmax", t->p[PM_N], x, y,
+               t->p[PM_OP] ? fmt("%s[i] - m - log(S)", x) : fmt("exp(%s[i] - m) / S", x), x, x);
     buf_printf(desc,
                " Use three kernels: a block-reduced maximum combined across blocks with an atomic float max (%s), "
                "a block-reduced sum of exponentials combined with atomicAdd%s, and a final element-wise kernel.",
@@ -373,8 +363,7 @@ static void pm_describe(const Task *t, Buf *name, Buf *desc) {
 }
 
 // An atomic float max (a CAS loop, or int / unsigned atomics on the bits), the block
-// reductions, then: the maximum into red[0], the sum of exponentials into red[1], and the
-// element-wise last pass.
+// reductions, then: max into red[0], sum of exponentials into red[1], element-wise last pass.
 static const char *const pm_atomic_max_tpl[] = { R"(
 /// Atomic maximum of a float through atomicCAS on its bits; returns the old value.
 __device__ float $name(float *addr, float value) {
@@ -493,16 +482,13 @@ static const Family fam_pl_softmax = {
 // ----------------------------------------------------------------------------
 // Pipeline: SAXPY, then the L2 norm of the result
 
-enum { PN_N, PN_LOOP, PN_NORM, PN_REDUCE, PN_BLOCK, PN_CAP, PN_ALPHA_ARG, PN_KNAME, PN_NAMES, PN_TNAME, PN_DNAME, PN_NP
-       };
+enum { PN_N, PN_LOOP, PN_NORM, PN_REDUCE, PN_BLOCK, PN_CAP, PN_ALPHA_ARG, PN_KNAME, PN_NAMES, PN_TNAME, PN_DNAME };
 static const char *const pn_norms[] = { "atomic_then_sqrt", "partials_then_block", NULL };
 static const ParamDesc pn_params[] = {
-    [PN_N] = { "n", NULL, 1, PL_SIZES }, [PN_LOOP] = { "loop", loop_names, 1, "*" },
-    [PN_NORM] = { "norm", pn_norms, 1, "*" }, [PN_REDUCE] = { "reduce", pl_reduces, 1, "*" },
-    [PN_BLOCK] = { "block", NULL, 1, PL_BLOCKS }, [PN_CAP] = { "cap", NULL, 0, NULL },
-    [PN_ALPHA_ARG] = { "alpha_arg", NULL, 0, "0..1" }, [PN_KNAME] = { "kname", NULL, 0, "0..3" },
-    [PN_NAMES] = { "names", NULL, 0, "0..3" }, [PN_TNAME] = { "tname", NULL, 0, "0..2" },
-    [PN_DNAME] = { "dname", NULL, 0, "0..2" }, [PN_NP] = { NULL } };
+    { "n", NULL, 1, PL_SIZES }, { "loop", loop_names, 1, "*" }, { "norm", pn_norms, 1, "*" },
+    { "reduce", pl_reduces, 1, "*" }, { "block", NULL, 1, PL_BLOCKS }, { "cap", NULL, 0, NULL },
+    { "alpha_arg", NULL, 0, "0..1" }, { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..3" },
+    { "tname", NULL, 0, "0..2" }, { "dname", NULL, 0, "0..2" }, { 0 } };
 static const char *const pn_fp[] = { "alpha", NULL };
 
 static void pn_draw(Task *t, Rng *r) {
@@ -529,11 +515,9 @@ static void pn_layout(Task *t) {
 static void pn_describe(const Task *t, Buf *name, Buf *desc) {
     const char *x = t->in[0].name, *y = t->in[1].name, *z = t->out[0].name, *nr = t->out[1].name;
     buf_puts(name, pick3(t->p[PN_TNAME], "SAXPY_Then_L2_Norm", "Axpy_And_Norm", "SAXPY_Norm_Pipeline"));
-    buf_printf(
-        desc,
-        "%s and %s have %d elements. First compute %s[i] = %s * %s[i] + %s[i] (SAXPY), then %s[0] = sqrt(sum over i of "
-        "%s[i]^2), the L2 norm of %s, with a second kernel that reads %s.",
-        x, y, t->p[PN_N], z, fnum(t->f[0]), x, y, nr, z, z, z);
+    buf_printf(desc, "%s and %s have %d elements. First compute %s[i] = %s * %s[i] + %s[i] (SAXPY), then %s[0] = "
+               "sqrt(sum over i of %s[i]^2), the L2 norm of %s, with a second kernel that reads %s.",
+               x, y, t->p[PN_N], z, fnum(t->f[0]), x, y, nr, z, z, z);
     buf_puts(desc, t->p[PN_NORM] ? " The norm kernel writes one partial sum of squares per block; a single-block "
                                    "kernel adds the partials and writes the square root."
                                  : fmt(" The norm kernel adds each block's sum of squares into %s[0] (zeroed first) "
@@ -629,17 +613,15 @@ static const Family fam_pl_saxpy_norm = {
 // Pipeline: normalize the rows of a matrix, then multiply by a vector
 
 enum { PR_ROWS, PR_COLS, PR_NORM, PR_STAGES, PR_BLOCK, PR_BDIM, PR_MVBLOCK, PR_REDUCE, PR_DIMS, PR_KNAME, PR_NAMES,
-       PR_TNAME, PR_DNAMES, PR_NP };
+       PR_TNAME, PR_DNAMES };
 static const char *const pr_norms[] = { "l2", "l1", NULL };
 static const char *const pr_stages[] = { "norms_scale_matvec", "block_normalize_warp_matvec", NULL };
 static const ParamDesc pr_params[] = {
-    [PR_ROWS] = { "rows", NULL, 1, MXMV_ROWS_PICK }, [PR_COLS] = { "cols", NULL, 1, MXMV_COLS_PICK },
-    [PR_NORM] = { "norm", pr_norms, 1, "0 0 1" }, [PR_STAGES] = { "stages", pr_stages, 1, "*" },
-    [PR_BLOCK] = { "block", NULL, 1, "64 128 256 256 512" }, [PR_BDIM] = { "bdim", NULL, 1, "0..6" },
-    [PR_MVBLOCK] = { "mv_block", NULL, 0, "64 128 256 256 512" }, [PR_REDUCE] = { "reduce", pl_reduces, 0, "*" },
-    [PR_DIMS] = { "dims", NULL, 0, "0..3" }, [PR_KNAME] = { "kname", NULL, 0, "0..3" },
-    [PR_NAMES] = { "names", NULL, 0, "0..3" }, [PR_TNAME] = { "tname", NULL, 0, "0..2" },
-    [PR_DNAMES] = { "dnames", NULL, 0, "0..3" }, [PR_NP] = { NULL } };
+    { "rows", NULL, 1, MXMV_ROWS_PICK }, { "cols", NULL, 1, MXMV_COLS_PICK }, { "norm", pr_norms, 1, "0 0 1" },
+    { "stages", pr_stages, 1, "*" }, { "block", NULL, 1, "64 128 256 256 512" }, { "bdim", NULL, 1, "0..6" },
+    { "mv_block", NULL, 0, "64 128 256 256 512" }, { "reduce", pl_reduces, 0, "*" }, { "dims", NULL, 0, "0..3" },
+    { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..3" }, { "tname", NULL, 0, "0..2" },
+    { "dnames", NULL, 0, "0..3" }, { 0 } };
 
 static void pr_draw(Task *t, Rng *r) {
     static const char *const names[] = { "A x A_norm y", "mat vec mat_normed out", "W v W_hat result",
@@ -661,16 +643,13 @@ static void pr_draw(Task *t, Rng *r) {
     task_names(t, 2, names[t->p[PR_NAMES]], kn[t->p[PR_STAGES]][t->p[PR_KNAME]], "rownorm_matvec");
 }
 static void pr_layout(Task *t) {
-    const char *const *dn = mx_dnames[t->p[PR_DNAMES]];
     long R = t->p[PR_ROWS], C = t->p[PR_COLS];
-    int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
-    t->nin = t->nout = 2;
-    tshape(&t->in[0], DT_F32, 2, R, C, rr, cc);
-    trange(&t->in[0], -1, 1, 0);
-    tshape(&t->in[1], DT_F32, 1, C, 0, cc, -1);
-    trange(&t->in[1], -1, 1, 0);
-    tshape(&t->out[0], DT_F32, 2, R, C, rr, cc);
-    tshape(&t->out[1], DT_F32, 1, R, 0, rr, -1);
+    mx_begin(t, 2, mx_dnames[t->p[PR_DNAMES]], R, C, 0);
+    t->nout = 2;
+    mx_f32(&t->in[0], R, C, 0, 1, 1);
+    mx_f32(&t->in[1], C, 0, 1, -1, 1);
+    mx_f32(&t->out[0], R, C, 0, 1, 0);
+    mx_f32(&t->out[1], R, 0, 0, -1, 0);
     t->need_math = 1;
     // the normalized entries carry the relative error of the row's float norm; y is a
     // float sum of C products whose size is about 3.5 / sqrt(C) (L2) or 4 / C (L1)
@@ -682,13 +661,11 @@ static void pr_describe(const Task *t, Buf *name, Buf *desc) {
     int R = t->p[PR_ROWS], C = t->p[PR_COLS];
     buf_puts(name, pick3(t->p[PR_TNAME], "Row_Normalize_Then_Matvec", "Normalized_Rows_Times_Vector",
                          t->p[PR_NORM] ? "L1_Row_Normalize_Matvec" : "Cosine_Scores_Pipeline"));
-    buf_printf(
-        desc,
-        "%s is a %d x %d row-major float32 matrix and %s a vector of %d. First divide each row of %s by its %s norm "
-        "and store the result in %s (%d x %d); then compute %s = %s * %s (%s[r] = sum over c of %s[r][c] * %s[c]) "
-        "from %s with a separate kernel.",
-        A, R, C, x, C, A, t->p[PR_NORM] ? "L1 (sum of absolute values)" : "L2 (Euclidean)", An, R, C, y, An, x, y, An,
-        x, An);
+    buf_printf(desc, "%s is a %d x %d row-major float32 matrix and %s a vector of %d. First divide each row of %s "
+               "by its %s norm and store the result in %s (%d x %d); then compute %s = %s * %s (%s[r] = sum over c "
+               "of %s[r][c] * %s[c]) from %s with a separate kernel.",
+               A, R, C, x, C, A, t->p[PR_NORM] ? "L1 (sum of absolute values)" : "L2 (Euclidean)", An, R, C, y, An, x,
+               y, An, x, An);
     buf_puts(desc, t->p[PR_STAGES] ? " Use two kernels: one block per row reduces the row's norm and scales the row, "
                                      "then a matrix-vector kernel with one warp per row and shuffle reductions."
                                    : " Use three kernels: row norms (one warp per row, shuffle reduction) into a "
@@ -696,8 +673,8 @@ static void pr_describe(const Task *t, Buf *name, Buf *desc) {
                                      "matrix-vector kernel with one thread per row.");
 }
 
-// Three kernels (row norms with one warp per row, a 2-D scale, a matvec with one thread per
-// row), or two (one block per row reduces the norm and scales, a matvec with one warp per row).
+// Three kernels (warp-per-row norms, 2-D scale, thread-per-row matvec), or two (block-per-row
+// normalize, warp-per-row matvec).
 static const char *const pr_kernels_tpl[] = { R"(
 /// Kernel 1: norms[r] = the $L norm of row r of $A; one warp per row.
 __global__ void $k1($Ap, $normsp, int $R, int $C) {
