@@ -663,16 +663,11 @@ static const char *fnum(double v) { return fmt("%.9g", v); }
 // ----------------------------------------------------------------------------
 // Host code (generic): includes, error checks, size constants, file I/O, buffers, main
 
-static const char *const dev_affix[][2] = { { "d_", "" }, { "", "_d" }, { "dev_", "" }, { "", "_dev" } };
-static const char *const host_affix[][2] = { { "h_", "" }, { "", "_h" }, { "host_", "" }, { "", "_host" } };
-
 // The device and host variable names of a tensor or buffer n: d_x, x_d, dev_x, ...
-static const char *dname(const Task *t, const char *n) {
-    return fmt("%s%s%s", dev_affix[t->st.devname][0], n, dev_affix[t->st.devname][1]);
-}
-static const char *hname(const Task *t, const char *n) {
-    return fmt("%s%s%s", host_affix[t->st.hostname][0], n, host_affix[t->st.hostname][1]);
-}
+static const char *const dev_names[] = { "d_%s", "%s_d", "dev_%s", "%s_dev" };
+static const char *const host_names[] = { "h_%s", "%s_h", "host_%s", "%s_host" };
+static const char *dname(const Task *t, const char *n) { return fmt(dev_names[t->st.devname], n); }
+static const char *hname(const Task *t, const char *n) { return fmt(host_names[t->st.hostname], n); }
 
 // The program's name of size constant k: n (local), N (#define, constexpr), kN (global).
 static const char *size_name(const Task *t, int k) {
@@ -683,6 +678,10 @@ static const char *size_name(const Task *t, int k) {
     for (int j = 0; j < 23 && b[j]; j++) s[j] = (char)toupper(b[j]);
     return fmt("%s", s);
 }
+// Its declaration (name, value) in main or at file level, as t->st.sizes says.
+static const char *const size_decls[] = { [SIZES_LOCAL] = "const int %s = %s;", [SIZES_DEFINE] = "#define %s %s",
+                                          [SIZES_GLOBAL] = "static const int %s = %s;",
+                                          [SIZES_CONSTEXPR] = "constexpr int %s = %s;" };
 // Its value: 4096, or (1 << 12) in programs that write powers of two so.
 static const char *size_value(const Task *t, int k) {
     long v = t->size[k].value;
@@ -885,12 +884,7 @@ static void emit_file_top(Emit *e, const Task *t) {
         TPL(e, t, check_macro_tpl, "name", t->st.check == CHECK_MACRO ? "CUDA_CHECK" : "CHECK_CUDA");
     else if (t->st.check == CHECK_FUNC) TPL(e, t, check_func_tpl, NULL);
     if (t->st.sizes == SIZES_LOCAL || t->nsize == 0) return;
-    for (int k = 0; k < t->nsize; k++) {
-        if (t->st.sizes == SIZES_DEFINE) em_line(e, "#define %s %s", size_name(t, k), size_value(t, k));
-        else if (t->st.sizes == SIZES_GLOBAL)
-            em_line(e, "static const int %s = %s;", size_name(t, k), size_value(t, k));
-        else em_line(e, "constexpr int %s = %s;", size_name(t, k), size_value(t, k));
-    }
+    for (int k = 0; k < t->nsize; k++) em_line(e, size_decls[t->st.sizes], size_name(t, k), size_value(t, k));
     em_blank(e);
 }
 
@@ -1078,7 +1072,7 @@ static void emit_main(Emit *e, const Task *t, const struct Host *h) {
         em_line(e, "(void)argv;");
     }
     for (int k = 0; s->sizes == SIZES_LOCAL && k < t->nsize; k++)
-        em_line(e, "const int %s = %s;", size_name(t, k), size_value(t, k));
+        em_line(e, size_decls[SIZES_LOCAL], size_name(t, k), size_value(t, k));
     for (int k = 0; s->bytesvar && k < t->nin + t->nout; k++) {
         const Tensor *x = tensor_at(t, k);
         em_line(e, "const size_t %s_bytes = %s * sizeof(%s);", x->name, count_expr(t, x), dt_ctypes[x->dt]);
