@@ -1,37 +1,34 @@
 // corpus.h - the framework of the CUDA task corpus generator (data/corpus.c).
 //
-// A sample is a CUDA programming task: a five-field prompt, a complete CUDA program as the
-// target, the CUDA-sensitive character spans of that program (METHOD.md item 3, found by
-// the annotator, data/annotate.h, in the finished program), a test spec (inputs with value
-// ranges, outputs, seed, tolerance) and a CPU reference that computes the expected outputs
-// from the inputs.
+// A sample is a CUDA programming task: a five-field prompt, a complete CUDA program as the target,
+// the CUDA-sensitive character spans of that program (METHOD.md item 3, found in the finished
+// program by the annotator, data/annotate.h), a test spec (inputs with value ranges, outputs, seed,
+// tolerance) and a CPU reference that computes the expected outputs from the inputs.
 //
-// A family is a kind of task (unary maps, stencils, reductions, ...): a Family descriptor
-// (below) with its parameters (ParamDesc: name, enum values, whether it belongs to the
-// held-out combination, how params_draw draws it) and six functions, in reading order:
+// A family is a kind of task (unary maps, stencils, reductions, ...): a Family descriptor (below)
+// with its parameters (ParamDesc: name, enum values, whether it belongs to the held-out
+// combination, how params_draw draws it) and six functions, in reading order:
 //   draw      after params_draw: what depends on other parameters, and the names;
-//   layout    derives the spec from the parameters: tensor shapes, dtypes, value ranges,
-//             size constants, tolerance. Deterministic: --materialize calls it again on the
-//             parameters stored in the JSONL to rebuild the task;
+//   layout    the spec from the parameters: tensor shapes, dtypes, value ranges, size constants,
+//             tolerance. Deterministic: --materialize calls it again on the JSONL's parameters;
 //   describe  writes the Task Name and the one-line Task Description;
 //   kernels   writes the device code, from templates of CUDA text (TPL, FRAG below);
 //   launch    writes the host statements that configure and launch the kernel(s);
 //   ref       computes the outputs from the inputs on the CPU.
-// Everything else (the prompt's Input/Output/GPU lines, includes, error checking, reading
-// NAME.bin, cudaMalloc/cudaMemcpy, writing NAME.bin, freeing) is generic: emit_program.
+// Everything else (the prompt's Input/Output/GPU lines, includes, error checks, file I/O, device
+// buffers, freeing) is generic: emit_program.
 //
-// The I/O convention of every program: each input NAME is read from "NAME.bin" in the
-// working directory (raw little-endian values, no header, row-major), each output is
-// written to "NAME.bin". The harness puts the expected outputs in NAME.expected.bin.
+// Every program reads each input NAME from "NAME.bin" in the working directory (raw little-endian
+// values, no header, row-major) and writes each output to "NAME.bin". The harness puts the
+// expected outputs in NAME.expected.bin.
 //
-// Adding families (README, "Adding a family"; test/family_example.c is the smallest whole
-// one): write data/families_NAME.c with static family functions and a NULL-terminated list
+// Adding families (README, "Adding a family"; test/family_example.c is the smallest whole one):
+// write data/families_NAME.c with static family functions and a NULL-terminated list
 // `static const Family *const families_NAME[]`, then add one #include and one list entry in
-// corpus.c. All family files share one translation unit, so give every file-level name
-// (enums, tables, functions) a prefix of the file's own.
-// Names of parameters (ParamDesc) are what the JSONL's spec.params holds; parameters
-// marked combo form the "parameter combination" that decides which combinations are held
-// out for the test split.
+// corpus.c. All family files share one translation unit: give every file-level name (enums,
+// tables, functions) a prefix of the file's own. The parameters' names are the keys of the JSONL's
+// spec.params; those marked combo form the "parameter combination" that decides which
+// combinations are held out for the test split.
 #ifndef CORPUS_H
 #define CORPUS_H
 
