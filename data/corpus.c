@@ -795,12 +795,8 @@ int main(int argc, char **argv) {
     if (commands > 1)
         die("%d commands given; give one of --out, --materialize, --compare, --reference, --emit-family, --list",
             commands);
-    const char *command = out    ? "--out"
-                          : emit ? "--emit-family"
-                          : mat  ? "--materialize"
-                          : list ? "--list"
-                          : cmp  ? "--compare"
-                                 : "--reference";
+    const char *command = out ? "--out" : emit ? "--emit-family" : mat ? "--materialize" : list ? "--list"
+                          : cmp ? "--compare" : "--reference";
     unsigned takes = out ? TAKES_OUT : emit ? TAKES_EMIT : mat ? TAKES_MATERIALIZE : 0;
     for (int k = 0; k < NELEM(options); k++)
         if (given & ~takes & (1u << k))

@@ -597,13 +597,12 @@ static void tpl_emit(Emit *e, const Task *t, const char *text, const char *const
 // Loops and launches
 
 // The global thread index expression "blockIdx.x * blockDim.x + threadIdx.x" (varied).
+static const char *const gidx_forms[] = { "blockIdx.x * blockDim.x + threadIdx.x",
+                                          "threadIdx.x + blockIdx.x * blockDim.x",
+                                          "blockDim.x * blockIdx.x + threadIdx.x" };
 static const char *gidx_expr(const Task *t, int size_t_idx) {
     if (size_t_idx) return "(size_t)blockIdx.x * blockDim.x + threadIdx.x";
-    switch ((t->st.idxname + t->st.devname) % 3) {
-    case 0: return "blockIdx.x * blockDim.x + threadIdx.x";
-    case 1: return "threadIdx.x + blockIdx.x * blockDim.x";
-    default: return "blockDim.x * blockIdx.x + threadIdx.x";
-    }
+    return gidx_forms[(t->st.idxname + t->st.devname) % 3];
 }
 
 // The element loop of a 1-D kernel over n elements, index IDX(t) (of type int, or size_t
