@@ -5,12 +5,11 @@
 //   The commands and what they write: usage() below (corpus --help prints it).
 //
 // One JSON object per line: {"prompt", "completion", "family", "id", "spans": [[start, end,
-// "global"|"device"|"launch"|"dim3"], ...] (byte ranges of the completion, found by the
-// annotator data/annotate.h), "spec": {"family", "params", "inputs": [{name, dtype, shape,
-// lo, hi, integer, gen}], "outputs": [{name, dtype, shape}], "seed", "atol", "rtol"}, "combo": the
-// parameter combination ("op=relu,n=4096,..."), "heldout": true when that combination never
-// occurs in train/val}. An output passes when |got - expected| <= atol + rtol * |expected| for
-// every element.
+// "global"|"device"|"launch"|"dim3"], ...] (byte ranges of the completion, found by the annotator
+// data/annotate.h), "spec": {"family", "params", "inputs": [{name, dtype, shape, lo, hi, integer,
+// gen}], "outputs": [{name, dtype, shape}], "seed", "atol", "rtol"}, "combo": the parameter
+// combination ("op=relu,n=4096,..."), "heldout": true when that combination never occurs in
+// train/val}. An output passes when |got - expected| <= atol + rtol * |expected| for every element.
 //
 // Splits. Every family has combo parameters (ParamDesc.combo: op, sizes, block size, loop
 // style, ...); a hash of the family name and their values puts 15% of the combinations
@@ -157,10 +156,8 @@ static const char *combo_key(const Task *t) {
     s[0] = 0;
     for (int k = 0; f->ip[k].name; k++) {
         size_t l = strlen(s);
-        if (!f->ip[k].combo) continue;
-        if (f->ip[k].values)
-            snprintf(s + l, sizeof s - l, "%s%s=%s", l ? "," : "", f->ip[k].name, f->ip[k].values[t->p[k]]);
-        else snprintf(s + l, sizeof s - l, "%s%s=%d", l ? "," : "", f->ip[k].name, t->p[k]);
+        const char *value = f->ip[k].values ? f->ip[k].values[t->p[k]] : fmt("%d", t->p[k]);
+        if (f->ip[k].combo) snprintf(s + l, sizeof s - l, "%s%s=%s", l ? "," : "", f->ip[k].name, value);
     }
     return s;
 }
@@ -367,8 +364,7 @@ static int jparse_text(const char *s, size_t n, CusetJDoc *d, const char **err) 
     return -1;
 }
 
-// A tensor of a spec (object node v): name, dtype and shape; inputs also how their data is
-// drawn.
+// A tensor of a spec (object node v): name, dtype and shape; inputs also how their data is drawn.
 static const char *read_tensor(const CusetJDoc *d, int v, Tensor *x, int is_input) {
     const char *name = jstr(d, v, "name"), *dt = jstr(d, v, "dtype");
     int shape = cuset_jdoc_get(d, v, "shape", CUSET_JARR), ndim = shape < 0 ? 0 : cuset_jdoc_count(d, shape);

@@ -425,10 +425,9 @@ static void params_redraw(Task *t, Rng *r, int a, int b, long lo, long hi) {
         t->p[b] = param_pick(&t->fam->ip[b], r);
     }
 }
-// Names a task: tensors lists the inputs (its first nin words), then the outputs; kernels
-// the kernel and helper names (kname[0..2]; "-" leaves one unset); slug the operation's
-// short name. A family may name every tensor it can have: the layout's nin and nout say
-// which exist.
+// Names a task: tensors lists the inputs (its first nin words), then the outputs; kernels the
+// kernel and helper names (kname[0..2]; "-" leaves one unset); slug the operation's short name. A
+// family may name every tensor it can have: the layout's nin and nout say which exist.
 static void task_names(Task *t, int nin, const char *tensors, const char *kernels, const char *slug) {
     for (int k = 0; k < nin + MAX_T; k++) {
         char *name = k < nin ? t->in[k].name : t->out[k - nin].name;
@@ -884,9 +883,8 @@ static void emit_file_top(Emit *e, const Task *t) {
     em_blank(e);
 }
 
-// The file helpers of HOST_C/HOST_LAUNCHER programs (C stdio, two spellings of their names)
-// and HOST_CPP programs (templates over std::vector); HOST_INLINE programs read and write
-// in main.
+// The file helpers of HOST_C/HOST_LAUNCHER programs (C stdio, two spellings of their names) and
+// HOST_CPP programs (templates over std::vector); HOST_INLINE programs read and write in main.
 static const char io_cpp_tpl[] = R"(
 /// Reads count values of type T from a raw binary file.
 template <typename T>
@@ -949,10 +947,9 @@ static void emit_io_helpers(Emit *e, const Task *t) {
     else TPL(e, t, io_c_tpl, "read", io_name(t, 1), "write", io_name(t, 0));
 }
 
-// main, part by part: inputs read into host buffers, device buffers, the launch (timed or
-// not), results written, everything freed.
-// One file read into a host buffer (read = 1) or written from one: with the file helpers,
-// or (HOST_INLINE programs) with stdio in main.
+// main, part by part: inputs read into host buffers, device buffers, the launch (timed or not),
+// results written, everything freed. One file read into a host buffer (read = 1) or written from
+// one: with the file helpers, or (HOST_INLINE programs) with stdio in main.
 static const char io_inline_tpl[] = R"(
 $alloc
 FILE *$f = fopen("$x.bin", "$mode");
@@ -1083,9 +1080,8 @@ static void emit_main(Emit *e, const Task *t, const struct Host *h) {
     em_line(e, "}");
 }
 
-// The whole program: a header comment (in some), the file top, the kernels, the file
-// helpers (before the kernels in some programs), the launcher function of HOST_LAUNCHER
-// programs, main.
+// The whole program: a header comment (in some), the file top, the kernels, the file helpers
+// (before the kernels in some programs), the launcher function of HOST_LAUNCHER programs, main.
 static void emit_program(const Task *t, Emit *e) {
     const Style *s = &t->st;
     struct Host h = { .t = t };
@@ -1218,8 +1214,7 @@ static void json_num(Buf *b, double v) {
     buf_puts(b, s);
 }
 
-// The spec object: family, params, inputs (with how their data is drawn), outputs, seed,
-// tolerance.
+// The spec object: family, params, inputs (with how their data is drawn), outputs, seed, tolerance.
 static void json_spec(Buf *b, const Task *t) {
     const Family *f = t->fam;
     int n = 0;
