@@ -5,12 +5,11 @@
 //   The commands and what they write: usage() below (corpus --help prints it).
 //
 // One JSON object per line: {"prompt", "completion", "family", "id", "spans": [[start, end,
-// "global"|"device"|"launch"|"dim3"], ...] (byte ranges of the completion, found by the
-// annotator data/annotate.h), "spec": {"family", "params", "inputs": [{name, dtype, shape,
-// lo, hi, integer, gen}], "outputs": [{name, dtype, shape}], "seed", "atol", "rtol"}, "combo": the
-// parameter combination ("op=relu,n=4096,..."), "heldout": true when that combination never
-// occurs in train/val}. An output passes when |got - expected| <= atol + rtol * |expected| for
-// every element.
+// "global"|"device"|"launch"|"dim3"], ...] (byte ranges of the completion, found by the annotator
+// data/annotate.h), "spec": {"family", "params", "inputs": [{name, dtype, shape, lo, hi, integer,
+// gen}], "outputs": [{name, dtype, shape}], "seed", "atol", "rtol"}, "combo": the parameter
+// combination ("op=relu,n=4096,..."), "heldout": true when that combination never occurs in
+// train/val}. An output passes when |got - expected| <= atol + rtol * |expected| for every element.
 //
 // Splits. Every family has combo parameters (ParamDesc.combo: op, sizes, block size, loop
 // style, ...); a hash of the family name and their values puts 15% of the combinations
@@ -157,10 +156,8 @@ static const char *combo_key(const Task *t) {
     s[0] = 0;
     for (int k = 0; f->ip[k].name; k++) {
         size_t l = strlen(s);
-        if (!f->ip[k].combo) continue;
-        if (f->ip[k].values)
-            snprintf(s + l, sizeof s - l, "%s%s=%s", l ? "," : "", f->ip[k].name, f->ip[k].values[t->p[k]]);
-        else snprintf(s + l, sizeof s - l, "%s%s=%d", l ? "," : "", f->ip[k].name, t->p[k]);
+        const char *value = f->ip[k].values ? f->ip[k].values[t->p[k]] : fmt("%d", t->p[k]);
+        if (f->ip[k].combo) snprintf(s + l, sizeof s - l, "%s%s=%s", l ? "," : "", f->ip[k].name, value);
     }
     return s;
 }
@@ -217,6 +214,12 @@ static char *read_file(const char *path, size_t *len) {
     fclose(f);
     *len = b.len;
     return b.s;
+}
+// The same, or die with the reason.
+static char *read_or_die(const char *path, size_t *len) {
+    char *text = read_file(path, len);
+    if (!text) die("cannot read %s: %s", path, strerror(errno));
+    return text;
 }
 // DIR/NAME, for the work directory's files (a ring of 8, so a call may use several; fmt's
 // strings are too short for a deep directory).
@@ -361,8 +364,7 @@ static int jparse_text(const char *s, size_t n, CusetJDoc *d, const char **err) 
     return -1;
 }
 
-// A tensor of a spec (object node v): name, dtype and shape; inputs also how their data is
-// drawn.
+// A tensor of a spec (object node v): name, dtype and shape; inputs also how their data is drawn.
 static const char *read_tensor(const CusetJDoc *d, int v, Tensor *x, int is_input) {
     const char *name = jstr(d, v, "name"), *dt = jstr(d, v, "dtype");
     int shape = cuset_jdoc_get(d, v, "shape", CUSET_JARR), ndim = shape < 0 ? 0 : cuset_jdoc_count(d, shape);
@@ -480,25 +482,20 @@ static const char *task_from_spec(const CusetJDoc *d, int spec, Task *t) {
     return task_problem(t);
 }
 
-// The task of WORKDIR/spec.json (0), or -1 after a message.
-static int spec_load(const char *dir, Task *t) {
+// The task of WORKDIR/spec.json (dies when it cannot make one).
+static void spec_load(const char *dir, Task *t) {
     char path[4200];
     size_t len;
     CusetJDoc spec;
     const char *why = NULL;
     snprintf(path, sizeof path, "%s/spec.json", dir);
-    char *text = read_file(path, &len);
-    if (!text) {
-        fprintf(stderr, "corpus: cannot read %s: %s\n", path, strerror(errno));
-        return -1;
-    }
+    char *text = read_or_die(path, &len);
     if (jparse_text(text, len, &spec, &why) == 0) {
         why = task_from_spec(&spec, 0, t);
         cuset_jdoc_free(&spec);
     }
     free(text);
-    if (why) fprintf(stderr, "corpus: %s: %s\n", path, why);
-    return why ? -1 : 0;
+    if (why) die("%s: %s", path, why);
 }
 
 // ----------------------------------------------------------------------------
@@ -568,14 +565,13 @@ static int materialize(const char *cdir, const char *split, long index, const ch
     char path[4200];
     size_t len, llen = 0;
     snprintf(path, sizeof path, "%s/%s.jsonl", cdir, split);
-    char *text = read_file(path, &len), *line = NULL;
-    if (!text) { fprintf(stderr, "corpus: cannot read %s: %s\n", path, strerror(errno)); return 2; }
+    char *text = read_or_die(path, &len), *line = NULL;
     long k = 0;
     for (size_t i = 0, j; i < len && !line; i = j + 1) {
         j = i + strcspn(text + i, "\n");
         if (j > i && k++ == index) line = text + i, llen = j - i;
     }
-    if (!line) { fprintf(stderr, "corpus: %s has %ld samples, no index %ld\n", path, k, index); free(text); return 2; }
+    if (!line) die("%s has %ld samples, no index %ld", path, k, index);
     CusetJDoc obj;
     Task t;
     const char *why = NULL;
@@ -583,12 +579,8 @@ static int materialize(const char *cdir, const char *split, long index, const ch
         int spec = cuset_jdoc_get(&obj, 0, "spec", -1);
         why = spec >= 0 ? task_from_spec(&obj, spec, &t) : "no \"spec\"";
     }
+    if (why) die("%s:%ld: %s", path, index + 1, why);
     free(text);
-    if (why) {
-        fprintf(stderr, "corpus: %s:%ld: %s\n", path, index + 1, why);
-        cuset_jdoc_free(&obj);
-        return 2;
-    }
     const char *completion = jstr(&obj, 0, "completion"), *id = jstr(&obj, 0, "id");
     if (!id) id = "";
     make_dir(wdir);
@@ -618,16 +610,12 @@ static int materialize(const char *cdir, const char *split, long index, const ch
 static int reference(const char *wdir) {
     Task t;
     void *in[MAX_T];
-    if (spec_load(wdir, &t)) return 2;
+    spec_load(wdir, &t);
     for (int k = 0; k < t.nin; k++) {
         const char *path = path_in(wdir, fmt("%s.bin", t.in[k].name));
         size_t len;
-        in[k] = read_file(path, &len);
-        if (!in[k]) { fprintf(stderr, "corpus: cannot read %s: %s\n", path, strerror(errno)); return 2; }
-        if (len != tensor_bytes(&t.in[k])) {
-            fprintf(stderr, "corpus: %s: %zu bytes, expected %zu\n", path, len, tensor_bytes(&t.in[k]));
-            return 2;
-        }
+        in[k] = read_or_die(path, &len);
+        if (len != tensor_bytes(&t.in[k])) die("%s: %zu bytes, expected %zu", path, len, tensor_bytes(&t.in[k]));
     }
     run_reference(&t, in, wdir);
     for (int k = 0; k < t.nin; k++) free(in[k]);
@@ -657,18 +645,16 @@ static int compare_values(const Tensor *x, const void *got, const void *expected
            worst_i, elem(got, x->dt, worst_i), elem(expected, x->dt, worst_i));
     return nbad > 0;
 }
-// Output x of WORKDIR (NAME.bin) against NAME.expected.bin: 0 pass, 1 fail (a line on
-// stdout says why), 2 when the expected file is missing or has the wrong size.
+// Output x of WORKDIR (NAME.bin) against NAME.expected.bin: 0 pass, 1 fail (a line on stdout
+// says why); dies when the expected file is missing or has the wrong size.
 static int compare_output(const char *wdir, const Tensor *x, double atol, double rtol) {
     const char *pg = path_in(wdir, fmt("%s.bin", x->name)),
                *pe = path_in(wdir, fmt("%s.expected.bin", x->name));
     size_t lg, le, want = tensor_bytes(x);
     char *ex = read_file(pe, &le), *g = NULL;
     int rc = 1;
-    if (!ex || le != want) {
-        fprintf(stderr, "corpus: %s: %s\n", pe, ex ? "wrong size" : strerror(errno));
-        rc = 2;
-    } else if (!(g = read_file(pg, &lg))) printf("FAIL %s: %s.bin was not written\n", x->name, x->name);
+    if (!ex || le != want) die("%s: %s", pe, ex ? "wrong size" : strerror(errno));
+    if (!(g = read_file(pg, &lg))) printf("FAIL %s: %s.bin was not written\n", x->name, x->name);
     else if (lg != want)
         printf("FAIL %s: %s.bin has %zu bytes, expected %zu (%ld x %s)\n", x->name, x->name, lg, want,
                tensor_count(x), dt_names[x->dt]);
@@ -682,12 +668,9 @@ static int compare_output(const char *wdir, const Tensor *x, double atol, double
 static int compare(const char *wdir) {
     Task t;
     int ok = 1;
-    if (spec_load(wdir, &t)) return 2;
-    for (int k = 0; k < t.nout; k++) {
-        int rc = compare_output(wdir, &t.out[k], t.atol, t.rtol);
-        if (rc == 2) return 2;
-        if (rc) ok = 0;
-    }
+    spec_load(wdir, &t);
+    for (int k = 0; k < t.nout; k++)
+        if (compare_output(wdir, &t.out[k], t.atol, t.rtol)) ok = 0;
     printf("%s\n", ok ? "PASS" : "FAIL");
     return ok ? 0 : 1;
 }
@@ -808,12 +791,8 @@ int main(int argc, char **argv) {
     if (commands > 1)
         die("%d commands given; give one of --out, --materialize, --compare, --reference, --emit-family, --list",
             commands);
-    const char *command = out    ? "--out"
-                          : emit ? "--emit-family"
-                          : mat  ? "--materialize"
-                          : list ? "--list"
-                          : cmp  ? "--compare"
-                                 : "--reference";
+    const char *command = out ? "--out" : emit ? "--emit-family" : mat ? "--materialize" : list ? "--list"
+                          : cmp ? "--compare" : "--reference";
     unsigned takes = out ? TAKES_OUT : emit ? TAKES_EMIT : mat ? TAKES_MATERIALIZE : 0;
     for (int k = 0; k < NELEM(options); k++)
         if (given & ~takes & (1u << k))

@@ -1,37 +1,34 @@
 // corpus.h - the framework of the CUDA task corpus generator (data/corpus.c).
 //
-// A sample is a CUDA programming task: a five-field prompt, a complete CUDA program as the
-// target, the CUDA-sensitive character spans of that program (METHOD.md item 3, found by
-// the annotator, data/annotate.h, in the finished program), a test spec (inputs with value
-// ranges, outputs, seed, tolerance) and a CPU reference that computes the expected outputs
-// from the inputs.
+// A sample is a CUDA programming task: a five-field prompt, a complete CUDA program as the target,
+// the CUDA-sensitive character spans of that program (METHOD.md item 3, found in the finished
+// program by the annotator, data/annotate.h), a test spec (inputs with value ranges, outputs, seed,
+// tolerance) and a CPU reference that computes the expected outputs from the inputs.
 //
-// A family is a kind of task (unary maps, stencils, reductions, ...): a Family descriptor
-// (below) with its parameters (ParamDesc: name, enum values, whether it belongs to the
-// held-out combination, how params_draw draws it) and six functions, in reading order:
+// A family is a kind of task (unary maps, stencils, reductions, ...): a Family descriptor (below)
+// with its parameters (ParamDesc: name, enum values, whether it belongs to the held-out
+// combination, how params_draw draws it) and six functions, in reading order:
 //   draw      after params_draw: what depends on other parameters, and the names;
-//   layout    derives the spec from the parameters: tensor shapes, dtypes, value ranges,
-//             size constants, tolerance. Deterministic: --materialize calls it again on the
-//             parameters stored in the JSONL to rebuild the task;
+//   layout    the spec from the parameters: tensor shapes, dtypes, value ranges, size constants,
+//             tolerance. Deterministic: --materialize calls it again on the JSONL's parameters;
 //   describe  writes the Task Name and the one-line Task Description;
 //   kernels   writes the device code, from templates of CUDA text (TPL, FRAG below);
 //   launch    writes the host statements that configure and launch the kernel(s);
 //   ref       computes the outputs from the inputs on the CPU.
-// Everything else (the prompt's Input/Output/GPU lines, includes, error checking, reading
-// NAME.bin, cudaMalloc/cudaMemcpy, writing NAME.bin, freeing) is generic: emit_program.
+// Everything else (the prompt's Input/Output/GPU lines, includes, error checks, file I/O, device
+// buffers, freeing) is generic: emit_program.
 //
-// The I/O convention of every program: each input NAME is read from "NAME.bin" in the
-// working directory (raw little-endian values, no header, row-major), each output is
-// written to "NAME.bin". The harness puts the expected outputs in NAME.expected.bin.
+// Every program reads each input NAME from "NAME.bin" in the working directory (raw little-endian
+// values, no header, row-major) and writes each output to "NAME.bin". The harness puts the
+// expected outputs in NAME.expected.bin.
 //
-// Adding families (README, "Adding a family"; test/family_example.c is the smallest whole
-// one): write data/families_NAME.c with static family functions and a NULL-terminated list
+// Adding families (README, "Adding a family"; test/family_example.c is the smallest whole one):
+// write data/families_NAME.c with static family functions and a NULL-terminated list
 // `static const Family *const families_NAME[]`, then add one #include and one list entry in
-// corpus.c. All family files share one translation unit, so give every file-level name
-// (enums, tables, functions) a prefix of the file's own.
-// Names of parameters (ParamDesc) are what the JSONL's spec.params holds; parameters
-// marked combo form the "parameter combination" that decides which combinations are held
-// out for the test split.
+// corpus.c. All family files share one translation unit: give every file-level name (enums,
+// tables, functions) a prefix of the file's own. The parameters' names are the keys of the JSONL's
+// spec.params; those marked combo form the "parameter combination" that decides which
+// combinations are held out for the test split.
 #ifndef CORPUS_H
 #define CORPUS_H
 
@@ -428,10 +425,9 @@ static void params_redraw(Task *t, Rng *r, int a, int b, long lo, long hi) {
         t->p[b] = param_pick(&t->fam->ip[b], r);
     }
 }
-// Names a task: tensors lists the inputs (its first nin words), then the outputs; kernels
-// the kernel and helper names (kname[0..2]; "-" leaves one unset); slug the operation's
-// short name. A family may name every tensor it can have: the layout's nin and nout say
-// which exist.
+// Names a task: tensors lists the inputs (its first nin words), then the outputs; kernels the
+// kernel and helper names (kname[0..2]; "-" leaves one unset); slug the operation's short name. A
+// family may name every tensor it can have: the layout's nin and nout say which exist.
 static void task_names(Task *t, int nin, const char *tensors, const char *kernels, const char *slug) {
     for (int k = 0; k < nin + MAX_T; k++) {
         char *name = k < nin ? t->in[k].name : t->out[k - nin].name;
@@ -600,13 +596,12 @@ static void tpl_emit(Emit *e, const Task *t, const char *text, const char *const
 // Loops and launches
 
 // The global thread index expression "blockIdx.x * blockDim.x + threadIdx.x" (varied).
+static const char *const gidx_forms[] = { "blockIdx.x * blockDim.x + threadIdx.x",
+                                          "threadIdx.x + blockIdx.x * blockDim.x",
+                                          "blockDim.x * blockIdx.x + threadIdx.x" };
 static const char *gidx_expr(const Task *t, int size_t_idx) {
     if (size_t_idx) return "(size_t)blockIdx.x * blockDim.x + threadIdx.x";
-    switch ((t->st.idxname + t->st.devname) % 3) {
-    case 0: return "blockIdx.x * blockDim.x + threadIdx.x";
-    case 1: return "threadIdx.x + blockIdx.x * blockDim.x";
-    default: return "blockDim.x * blockIdx.x + threadIdx.x";
-    }
+    return gidx_forms[(t->st.idxname + t->st.devname) % 3];
 }
 
 // The element loop of a 1-D kernel over n elements, index IDX(t) (of type int, or size_t
@@ -663,16 +658,11 @@ static const char *fnum(double v) { return fmt("%.9g", v); }
 // ----------------------------------------------------------------------------
 // Host code (generic): includes, error checks, size constants, file I/O, buffers, main
 
-static const char *const dev_affix[][2] = { { "d_", "" }, { "", "_d" }, { "dev_", "" }, { "", "_dev" } };
-static const char *const host_affix[][2] = { { "h_", "" }, { "", "_h" }, { "host_", "" }, { "", "_host" } };
-
 // The device and host variable names of a tensor or buffer n: d_x, x_d, dev_x, ...
-static const char *dname(const Task *t, const char *n) {
-    return fmt("%s%s%s", dev_affix[t->st.devname][0], n, dev_affix[t->st.devname][1]);
-}
-static const char *hname(const Task *t, const char *n) {
-    return fmt("%s%s%s", host_affix[t->st.hostname][0], n, host_affix[t->st.hostname][1]);
-}
+static const char *const dev_names[] = { "d_%s", "%s_d", "dev_%s", "%s_dev" };
+static const char *const host_names[] = { "h_%s", "%s_h", "host_%s", "%s_host" };
+static const char *dname(const Task *t, const char *n) { return fmt(dev_names[t->st.devname], n); }
+static const char *hname(const Task *t, const char *n) { return fmt(host_names[t->st.hostname], n); }
 
 // The program's name of size constant k: n (local), N (#define, constexpr), kN (global).
 static const char *size_name(const Task *t, int k) {
@@ -683,6 +673,10 @@ static const char *size_name(const Task *t, int k) {
     for (int j = 0; j < 23 && b[j]; j++) s[j] = (char)toupper(b[j]);
     return fmt("%s", s);
 }
+// Its declaration (name, value) in main or at file level, as t->st.sizes says.
+static const char *const size_decls[] = { [SIZES_LOCAL] = "const int %s = %s;", [SIZES_DEFINE] = "#define %s %s",
+                                          [SIZES_GLOBAL] = "static const int %s = %s;",
+                                          [SIZES_CONSTEXPR] = "constexpr int %s = %s;" };
 // Its value: 4096, or (1 << 12) in programs that write powers of two so.
 static const char *size_value(const Task *t, int k) {
     long v = t->size[k].value;
@@ -885,18 +879,12 @@ static void emit_file_top(Emit *e, const Task *t) {
         TPL(e, t, check_macro_tpl, "name", t->st.check == CHECK_MACRO ? "CUDA_CHECK" : "CHECK_CUDA");
     else if (t->st.check == CHECK_FUNC) TPL(e, t, check_func_tpl, NULL);
     if (t->st.sizes == SIZES_LOCAL || t->nsize == 0) return;
-    for (int k = 0; k < t->nsize; k++) {
-        if (t->st.sizes == SIZES_DEFINE) em_line(e, "#define %s %s", size_name(t, k), size_value(t, k));
-        else if (t->st.sizes == SIZES_GLOBAL)
-            em_line(e, "static const int %s = %s;", size_name(t, k), size_value(t, k));
-        else em_line(e, "constexpr int %s = %s;", size_name(t, k), size_value(t, k));
-    }
+    for (int k = 0; k < t->nsize; k++) em_line(e, size_decls[t->st.sizes], size_name(t, k), size_value(t, k));
     em_blank(e);
 }
 
-// The file helpers of HOST_C/HOST_LAUNCHER programs (C stdio, two spellings of their names)
-// and HOST_CPP programs (templates over std::vector); HOST_INLINE programs read and write
-// in main.
+// The file helpers of HOST_C/HOST_LAUNCHER programs (C stdio, two spellings of their names) and
+// HOST_CPP programs (templates over std::vector); HOST_INLINE programs read and write in main.
 static const char io_cpp_tpl[] = R"(
 /// Reads count values of type T from a raw binary file.
 template <typename T>
@@ -959,10 +947,9 @@ static void emit_io_helpers(Emit *e, const Task *t) {
     else TPL(e, t, io_c_tpl, "read", io_name(t, 1), "write", io_name(t, 0));
 }
 
-// main, part by part: inputs read into host buffers, device buffers, the launch (timed or
-// not), results written, everything freed.
-// One file read into a host buffer (read = 1) or written from one: with the file helpers,
-// or (HOST_INLINE programs) with stdio in main.
+// main, part by part: inputs read into host buffers, device buffers, the launch (timed or not),
+// results written, everything freed. One file read into a host buffer (read = 1) or written from
+// one: with the file helpers, or (HOST_INLINE programs) with stdio in main.
 static const char io_inline_tpl[] = R"(
 $alloc
 FILE *$f = fopen("$x.bin", "$mode");
@@ -1078,7 +1065,7 @@ static void emit_main(Emit *e, const Task *t, const struct Host *h) {
         em_line(e, "(void)argv;");
     }
     for (int k = 0; s->sizes == SIZES_LOCAL && k < t->nsize; k++)
-        em_line(e, "const int %s = %s;", size_name(t, k), size_value(t, k));
+        em_line(e, size_decls[SIZES_LOCAL], size_name(t, k), size_value(t, k));
     for (int k = 0; s->bytesvar && k < t->nin + t->nout; k++) {
         const Tensor *x = tensor_at(t, k);
         em_line(e, "const size_t %s_bytes = %s * sizeof(%s);", x->name, count_expr(t, x), dt_ctypes[x->dt]);
@@ -1093,9 +1080,8 @@ static void emit_main(Emit *e, const Task *t, const struct Host *h) {
     em_line(e, "}");
 }
 
-// The whole program: a header comment (in some), the file top, the kernels, the file
-// helpers (before the kernels in some programs), the launcher function of HOST_LAUNCHER
-// programs, main.
+// The whole program: a header comment (in some), the file top, the kernels, the file helpers
+// (before the kernels in some programs), the launcher function of HOST_LAUNCHER programs, main.
 static void emit_program(const Task *t, Emit *e) {
     const Style *s = &t->st;
     struct Host h = { .t = t };
@@ -1228,8 +1214,7 @@ static void json_num(Buf *b, double v) {
     buf_puts(b, s);
 }
 
-// The spec object: family, params, inputs (with how their data is drawn), outputs, seed,
-// tolerance.
+// The spec object: family, params, inputs (with how their data is drawn), outputs, seed, tolerance.
 static void json_spec(Buf *b, const Task *t) {
     const Family *f = t->fam;
     int n = 0;
