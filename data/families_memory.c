@@ -1,10 +1,8 @@
 // families_memory.c - indexed memory access: gather (1-D and embedding rows), scatter
 // (permutation, scatter-add and scatter-max with atomics) and histograms (global
 // atomics, or privatised per block in shared memory). Included by corpus.c.
-//
-// Every kernel takes the task's tensors in order (kernel_params), then its sizes.
 
-// A kernel over the task's tensors, then the size parameters sizes.
+// A kernel over the task's tensors in order (kernel_params), then the size parameters sizes.
 static const char mem_kernel_tpl[] = R"(
 /// $comment
 __global__ void $kname($params, $sizes) {
@@ -30,12 +28,14 @@ static const ParamDesc gather_params[] = {
     [G_LOOP] = { "loop", gather_loops, 1, NULL }, [G_KNAME] = { "kname", NULL, 0, "0..3" },
     [G_NAMES] = { "names", NULL, 0, "0..3" }, [G_CAP] = { "cap", NULL, 0, "1024 4096" },
     [G_TNAME] = { "tname", NULL, 0, "0..2" }, [G_FN] = { "fn", NULL, 0, "0..3" }, [G_NP] = { NULL, NULL, 0, NULL } };
-static const char *const gather1d_names[] = { "src idx out", "table indices gathered", "values ids result",
-                                              "x positions y" };
-static const char *const gather_rows_names[] = { "table ids out", "embeddings tokens vectors",
-                                                 "weight indices rows_out", "emb idx result" };
-static const char *const gather1d_kn[] = { "gather_kernel", "gatherKernel", "gather", "indexed_load" };
-static const char *const gather_rows_kn[] = { "embedding_lookup", "gatherRows", "embedding_forward", "gather_rows" };
+// The ops: tensor names (by names), kernel names (by kname), slug and Task Names (by tname).
+static const struct { const char *names[4], *kn[4], *slug, *tname[3]; } gather_op[] = {
+    { { "src idx out", "table indices gathered", "values ids result", "x positions y" },
+      { "gather_kernel", "gatherKernel", "gather", "indexed_load" }, "gather",
+      { "Gather", "Indexed_Gather", "Gather_By_Index" } },
+    { { "table ids out", "embeddings tokens vectors", "weight indices rows_out", "emb idx result" },
+      { "embedding_lookup", "gatherRows", "embedding_forward", "gather_rows" }, "embedding",
+      { "Embedding_Lookup", "Gather_Rows", "Embedding_Gather" } } };
 
 // The sizes depend on the op: n indices into m values, or n rows of a vocab (m) x dim (d)
 // table of at most 2,000,000 values (and at most 1,100,000 output values).
@@ -55,8 +55,7 @@ static void gather_draw(Task *t, Rng *r) {
         t->p[G_LOOP] = rng_int(r, 0, 4);
     }
     if (t->p[G_LOOP] == GL_BLOCK_ROW && t->p[G_BLOCK] > 256) t->p[G_BLOCK] = 128;
-    task_names(t, 2, (rows ? gather_rows_names : gather1d_names)[t->p[G_NAMES]],
-               (rows ? gather_rows_kn : gather1d_kn)[t->p[G_KNAME]], rows ? "embedding" : "gather");
+    task_names(t, 2, gather_op[rows].names[t->p[G_NAMES]], gather_op[rows].kn[t->p[G_KNAME]], gather_op[rows].slug);
 }
 
 static void gather_layout(Task *t) {
@@ -76,13 +75,12 @@ static void gather_layout(Task *t) {
 
 static void gather_describe(const Task *t, Buf *name, Buf *desc) {
     const char *s = t->in[0].name, *ix = t->in[1].name, *o = t->out[0].name;
+    buf_puts(name, gather_op[t->p[G_OP]].tname[t->p[G_TNAME]]);
     if (t->p[G_OP] == 0) {
-        buf_puts(name, pick3(t->p[G_TNAME], "Gather", "Indexed_Gather", "Gather_By_Index"));
         buf_printf(desc, "Gather values by index: %s[i] = %s[%s[i]] for i in [0, %d). Every index in %s lies in "
                    "[0, %d).", o, s, ix, t->p[G_N], ix, t->p[G_M]);
         return;
     }
-    buf_puts(name, pick3(t->p[G_TNAME], "Embedding_Lookup", "Gather_Rows", "Embedding_Gather"));
     buf_printf(desc, "Embedding lookup: row r of %s is row %s[r] of the %d x %d table %s, for r in [0, %d). "
                "Indices lie in [0, %d); matrices are row-major.", o, ix, t->p[G_M], t->p[G_D], s, t->p[G_N], t->p[G_M]);
     if (t->p[G_LOOP] == GL_BLOCK_ROW) buf_puts(desc, " Use one thread block per output row.");
