@@ -188,23 +188,27 @@ static const ParamDesc scatter_params[] = {
     [SC_TNAME] = { "tname", NULL, 0, "0..2" }, [SC_FN] = { "fn", NULL, 0, "0..3" }, [SC_NP] = { NULL, NULL, 0, NULL } };
 static const char *const scatter_names[] = { "src idx out", "values targets acc", "x index_map y",
                                              "updates positions result" };
-static const char *const scatter_kn[][4] = {
-    { "scatter_kernel", "scatterPerm", "permute_scatter", "scatter" },
-    { "scatter_add_kernel", "scatterAdd", "index_add", "scatter_add" },
-    { "scatter_add_kernel", "scatterAddInt", "index_add_int", "scatter_add_i32" },
-    { "scatter_max_kernel", "scatterMax", "index_max", "scatter_max" } };
-static const char *const scatter_slugs[] = { "scatter", "scatter_add", "scatter_add", "scatter_max" };
+// The ops: kernel names (by kname), slug, Task Names (by tname), what a thread does (the
+// kernel's comment) and the range [-range, range] of the values.
+static const struct { const char *kn[4], *slug, *tname[3], *what; double range; } scatter_op[] = {
+    { { "scatter_kernel", "scatterPerm", "permute_scatter", "scatter" }, "scatter",
+      { "Scatter", "Permutation_Scatter", "Scatter_By_Index" }, "writes its element to the permuted position", 100 },
+    { { "scatter_add_kernel", "scatterAdd", "index_add", "scatter_add" }, "scatter_add",
+      { "Scatter_Add", "Index_Add", "Atomic_Scatter_Add" }, "adds its value atomically", 8 },
+    { { "scatter_add_kernel", "scatterAddInt", "index_add_int", "scatter_add_i32" }, "scatter_add",
+      { "Scatter_Add", "Index_Add", "Atomic_Scatter_Add" }, "adds its value atomically", 1000 },
+    { { "scatter_max_kernel", "scatterMax", "index_max", "scatter_max" }, "scatter_max",
+      { "Scatter_Max", "Index_Max", "Atomic_Scatter_Max" }, "raises the target with atomicMax", 1000 } };
 
 static void scatter_draw(Task *t, Rng *r) {
     (void)r;
     if (t->p[SC_OP] == 0) t->p[SC_M] = t->p[SC_N]; // a permutation
-    task_names(t, 2, scatter_names[t->p[SC_NAMES]], scatter_kn[t->p[SC_OP]][t->p[SC_KNAME]],
-               scatter_slugs[t->p[SC_OP]]);
+    task_names(t, 2, scatter_names[t->p[SC_NAMES]], scatter_op[t->p[SC_OP]].kn[t->p[SC_KNAME]],
+               scatter_op[t->p[SC_OP]].slug);
 }
 
 static void scatter_layout(Task *t) {
     int op = t->p[SC_OP];
-    static const double range[] = { 100, 8, 1000, 1000 }; // the values lie in [-range, range]
     t->nsize = 0;
     t->nin = 2;
     t->nout = 1;
@@ -212,7 +216,7 @@ static void scatter_layout(Task *t) {
     int m = op == 0 ? n : add_size(t, "m", t->p[SC_M]);
     DType vt = op == 0 || op == 1 ? DT_F32 : DT_I32;
     tshape(&t->in[0], vt, 1, t->p[SC_N], 0, n, -1);
-    trange(&t->in[0], -range[op], range[op], op != 0); // whole numbers where they are summed
+    trange(&t->in[0], -scatter_op[op].range, scatter_op[op].range, op != 0); // whole numbers where they are summed
     tshape(&t->in[1], DT_I32, 1, t->p[SC_N], 0, n, -1);
     trange(&t->in[1], 0, t->p[SC_M] - 1, 1);
     if (op == 0) t->in[1].gen = GEN_PERM;
@@ -223,37 +227,28 @@ static void scatter_layout(Task *t) {
 
 static void scatter_describe(const Task *t, Buf *name, Buf *desc) {
     const char *s = t->in[0].name, *ix = t->in[1].name, *o = t->out[0].name;
-    int k = t->p[SC_TNAME], n = t->p[SC_N], m = t->p[SC_M];
-    switch (t->p[SC_OP]) {
-    case 0:
-        buf_puts(name, pick3(k, "Scatter", "Permutation_Scatter", "Scatter_By_Index"));
+    int op = t->p[SC_OP], n = t->p[SC_N], m = t->p[SC_M];
+    buf_puts(name, scatter_op[op].tname[t->p[SC_TNAME]]);
+    if (op == 0)
         buf_printf(desc, "Scatter: %s[%s[i]] = %s[i] for i in [0, %d). %s is a permutation of 0..%d, so every output "
                    "is written once.", o, ix, s, n, ix, n - 1);
-        break;
-    case 1:
-    case 2:
-        buf_puts(name, pick3(k, "Scatter_Add", "Index_Add", "Atomic_Scatter_Add"));
+    else if (op <= 2)
         buf_printf(desc, "Scatter-add: %s starts at zero, then for every i in [0, %d), %s[i] is added to %s[%s[i]]. "
                    "Indices lie in [0, %d) and repeat, so use atomic additions.%s", o, n, s, o, ix, m,
-                   t->p[SC_OP] == 1 ? " The values are whole numbers, so the sums are exact." : "");
-        break;
-    default:
-        buf_puts(name, pick3(k, "Scatter_Max", "Index_Max", "Atomic_Scatter_Max"));
+                   op == 1 ? " The values are whole numbers, so the sums are exact." : "");
+    else
         buf_printf(desc, "Scatter-max: %s starts at zero, then for every i in [0, %d), %s[%s[i]] = max(%s[%s[i]], "
                    "%s[i]). Indices lie in [0, %d) and repeat, so use atomicMax.", o, n, o, ix, o, ix, s, m);
-        break;
-    }
 }
 
 static void scatter_kernels(const Task *t, Emit *e) {
     const char *s = t->in[0].name, *ix = t->in[1].name, *o = t->out[0].name, *i = IDX(t);
     int op = t->p[SC_OP];
-    static const char *const what[] = { "writes its element to the permuted position", "adds its value atomically",
-                                        "adds its value atomically", "raises the target with atomicMax" };
     const char *target = t->p[SC_FN] & 1 ? fmt("%s + %s[%s]", o, ix, i) : fmt("&%s[%s[%s]]", o, ix, i);
     const char *body = op == 0 ? fmt("%s[%s[%s]] = %s[%s];", o, ix, i, s, i)
                                : fmt("%s(%s, %s[%s]);", op == 3 ? "atomicMax" : "atomicAdd", target, s, i);
-    mem_kernel(e, t, fmt("Each thread %s.", what[op]), count_param(t, "n"), loop_frag(t, t->p[SC_LOOP], "n", body));
+    mem_kernel(e, t, fmt("Each thread %s.", scatter_op[op].what), count_param(t, "n"),
+               loop_frag(t, t->p[SC_LOOP], "n", body));
 }
 
 static void scatter_launch(const Task *t, Emit *e, const Host *h) {
