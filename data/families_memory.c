@@ -300,6 +300,17 @@ static const ParamDesc hist_params[] = {
     [H_NP] = { NULL, NULL, 0, NULL } };
 static const char *const hist_names[] = { "data hist", "values counts", "samples histogram", "keys freq" };
 static const char *const hist_pix_names[] = { "pixels hist", "image histogram", "img counts", "gray bins_out" };
+// The inputs, by op: Task Names (by tname), the description (%1$s the input, %2$s the output,
+// %3$d the bins, %4$d the last bin) and the input's type.
+static const struct { const char *tname[3], *desc; DType dt; } hist_op[] = {
+    { { "Histogram", "Integer_Histogram", "Value_Counts" },
+      "Count how many elements of %1$s take each value: %2$s[b] = number of i with %1$s[i] == b, for %3$d bins. "
+      "Every value lies in [0, %3$d).", DT_I32 },
+    { { "Image_Histogram", "Grayscale_Histogram", "Pixel_Histogram" },
+      "Compute the 256-bin histogram of the 8-bit pixels in %1$s: %2$s[v] = number of pixels equal to v.", DT_U8 },
+    { { "Float_Histogram", "Uniform_Bin_Histogram", "Binned_Counts" },
+      "Histogram of values in [0, 1) with %3$d equal bins: element x goes to bin (int)(x * %3$d) computed in float32, "
+      "clamped to %4$d; %2$s[b] counts the elements of %1$s in bin b.", DT_F32 } };
 static const char *const hist_kn[][4] = {
     { "histogram_kernel", "histogramGlobal", "hist_atomic", "count_values" },
     { "histogram_shared", "histogramShared", "hist_privatized", "block_histogram" } };
@@ -316,8 +327,7 @@ static void hist_layout(Task *t) {
     t->nin = 1;
     t->nout = 1;
     int n = add_size(t, "n", t->p[H_N]), b = add_size(t, "bins", t->p[H_BINS]);
-    static const DType in_dt[] = { DT_I32, DT_U8, DT_F32 };
-    tshape(&t->in[0], in_dt[t->p[H_OP]], 1, t->p[H_N], 0, n, -1);
+    tshape(&t->in[0], hist_op[t->p[H_OP]].dt, 1, t->p[H_N], 0, n, -1);
     trange(&t->in[0], 0, t->p[H_OP] == 2 ? 1 : t->p[H_BINS] - 1, t->p[H_OP] != 2); // floats in [0, 1), or bins
     tshape(&t->out[0], t->p[H_CTYPE] ? DT_I32 : DT_U32, 1, t->p[H_BINS], 0, b, -1);
     t->out[0].zero_init = 1;
@@ -325,26 +335,8 @@ static void hist_layout(Task *t) {
 }
 
 static void hist_describe(const Task *t, Buf *name, Buf *desc) {
-    const char *x = t->in[0].name, *o = t->out[0].name;
-    int k = t->p[H_TNAME], bins = t->p[H_BINS];
-    switch (t->p[H_OP]) {
-    case 0:
-        buf_puts(name, pick3(k, "Histogram", "Integer_Histogram", "Value_Counts"));
-        buf_printf(desc, "Count how many elements of %s take each value: %s[b] = number of i with %s[i] == b, for %d "
-                   "bins. Every value lies in [0, %d).", x, o, x, bins, bins);
-        break;
-    case 1:
-        buf_puts(name, pick3(k, "Image_Histogram", "Grayscale_Histogram", "Pixel_Histogram"));
-        buf_printf(desc, "Compute the 256-bin histogram of the 8-bit pixels in %s: %s[v] = number of pixels equal "
-                   "to v.", x, o);
-        break;
-    default:
-        buf_puts(name, pick3(k, "Float_Histogram", "Uniform_Bin_Histogram", "Binned_Counts"));
-        buf_printf(desc, "Histogram of values in [0, 1) with %d equal bins: element x goes to bin (int)(x * %d) "
-                   "computed in float32, clamped to %d; %s[b] counts the elements of %s in bin b.", bins, bins,
-                   bins - 1, o, x);
-        break;
-    }
+    buf_puts(name, hist_op[t->p[H_OP]].tname[t->p[H_TNAME]]);
+    buf_printf(desc, hist_op[t->p[H_OP]].desc, t->in[0].name, t->out[0].name, t->p[H_BINS], t->p[H_BINS] - 1);
     buf_puts(desc, t->p[H_VARIANT] == 1 ? " Privatise the histogram per thread block in shared memory, then merge it "
                                           "into the output with atomics."
                                         : " Use atomicAdd on the output counts.");
