@@ -324,8 +324,7 @@ static void hist_draw(Task *t, Rng *r) {
 
 static void hist_layout(Task *t) {
     t->nsize = 0;
-    t->nin = 1;
-    t->nout = 1;
+    t->nin = t->nout = 1;
     int n = add_size(t, "n", t->p[H_N]), b = add_size(t, "bins", t->p[H_BINS]);
     tshape(&t->in[0], hist_op[t->p[H_OP]].dt, 1, t->p[H_N], 0, n, -1);
     trange(&t->in[0], 0, t->p[H_OP] == 2 ? 1 : t->p[H_BINS] - 1, t->p[H_OP] != 2); // floats in [0, 1), or bins
