@@ -57,17 +57,16 @@ static void s1_layout(Task *t) {
 static const char *s1_sum(const Task *t, const char *x, const char *i, int literals) {
     const int *num = s1_num(t);
     int R = t->p[S1_R];
-    Buf s = { 0 };
+    const char *sum = "";
     for (int k = -R; k <= R; k++) {
         int w = num[k + R];
         const char *term = k == 0 ? fmt("%s[%s]", x, i)
                                   : fmt(literals ? "%s[%s %c %d]" : "%s[%s%c%d]", x, i, k < 0 ? '-' : '+', abs(k));
         const char *coef = abs(w) == 1 ? "" : literals ? fmt("%s * ", flit(abs(w))) : fmt("%d*", abs(w));
-        buf_printf(&s, k == -R ? "%s%s%s" : " %s %s%s", k == -R ? (w < 0 ? "-" : "") : (w < 0 ? "-" : "+"), coef, term);
+        const char *sign = w < 0 ? "-" : k == -R ? "" : "+";
+        sum = fmt(k == -R ? "%s%s%s%s" : "%s %s %s%s", sum, sign, coef, term);
     }
-    const char *r = fmt("%s", buf_str(&s));
-    buf_free(&s);
-    return r;
+    return sum;
 }
 
 static void s1_describe(const Task *t, Buf *name, Buf *desc) {
@@ -141,9 +140,9 @@ static void s1_kernels(const Task *t, Emit *e) {
     for (int k = 0; k < 3; k++)
         load[k] = lf ? fmt("%s = %s(%s, %s, n);", dst[k], t->kname[1], x, j[k])
                      : FRAG(s1_load_tpl, "j", j[k], "dst", dst[k], "value", value);
-    Buf w = { 0 };
+    const char *weights = ""; // the __constant__ table's initializers
     for (int k = 0; lit == 0 && k < 2 * R + 1; k++)
-        buf_printf(&w, "%s%s", k ? ", " : "", flit((double)(float)((double)num[k] / den)));
+        weights = fmt("%s%s%s", weights, k ? ", " : "", flit((double)(float)((double)num[k] / den)));
     static const char *const spec[] = { "", "__device__ float", "__device__ __forceinline__ float",
                                         "static __device__ inline float" };
     const char *sum = lit ? fmt("const float acc = %s;\n%s[g] = acc%s;", s1_sum(t, "tile", "l", 1), y,
@@ -153,7 +152,7 @@ static void s1_kernels(const Task *t, Emit *e) {
         sh == 1   ? ""
         : sh == 0 ? fmt("#define RADIUS %d\n#define BLOCK_SIZE %d\n\n", R, t->p[S1_BLOCK])
                   : fmt("#define RADIUS %d\n\n", R),
-        "weights", lit ? "" : FRAG(s1_weights_tpl, "taps", fmt("%d", 2 * R + 1), "weights", buf_str(&w)), "load_fn",
+        "weights", lit ? "" : FRAG(s1_weights_tpl, "taps", fmt("%d", 2 * R + 1), "weights", weights), "load_fn",
         lf ? FRAG(s1_load_fn_tpl, "spec", spec[lf], "load", t->kname[1], "xparam", ptr_param(t, "float", x, 1), "value",
                   value, "what",
                   t->p[S1_BOUND] == 0 ? "x[j], or 0 outside [0, n)." : "x[j] with j clamped to [0, n - 1].")
@@ -163,7 +162,6 @@ static void s1_kernels(const Task *t, Emit *e) {
         sh == 2 ? "extern __shared__ float tile[]; // blockDim.x + 2 * RADIUS floats"
                 : fmt("__shared__ float tile[%s + 2 * RADIUS];", BS),
         "load_g", load[0], "load_left", load[1], "load_right", load[2], "sum", sum);
-    buf_free(&w);
 }
 
 static const char *const s1_launch_tpl[] = { R"(
@@ -245,7 +243,8 @@ static const struct { const char *kn[4], *tname[3], *formula; int w[9], div; } s
       { 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 9 },
     { { "gaussian_blur3x3", "gaussBlur3x3", "gauss_filter", "smooth9" },
       { "Gaussian_Blur_3x3", "Gaussian_Smoothing_3x3", "Binomial_Blur_2D" },
-      "Compute %1$s[r][c], the 3x3 Gaussian blur with weights [[1, 2, 1], [2, 4, 2], [1, 2, 1]] / 16 over %2$s[r+dr][c+dc].",
+      "Compute %1$s[r][c], the 3x3 Gaussian blur with weights [[1, 2, 1], [2, 4, 2], [1, 2, 1]] / 16 over "
+      "%2$s[r+dr][c+dc].",
       { 1, 2, 1, 2, 4, 2, 1, 2, 1 }, 16 } };
 // The boundaries, by boundary, as the prompt says them (%s: the input).
 static const char *const s2_bound_desc[] = {
@@ -278,8 +277,7 @@ static void s2_layout(Task *t) {
     tshape(&t->in[0], DT_F32, 2, R, C, rr, cc);
     trange(&t->in[0], t->p[S2_OP] >= 2 ? 0 : -1, 1, 0);
     tshape(&t->out[0], DT_F32, 2, R, C, rr, cc);
-    t->atol = 1e-5;
-    t->rtol = 1e-5;
+    t->atol = t->rtol = 1e-5;
 }
 
 static void s2_describe(const Task *t, Buf *name, Buf *desc) {
