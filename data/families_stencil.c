@@ -157,8 +157,8 @@ static void s1_kernels(const Task *t, Emit *e) {
                   value, "what",
                   t->p[S1_BOUND] == 0 ? "x[j], or 0 outside [0, n)." : "x[j] with j clamped to [0, n - 1].")
            : "",
-        "x", x, "y", y, "template", sh == 1 ? "template <int BLOCK, int RADIUS>" : "", "kname", t->kname[0], "params",
-        fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", y, 0)), "tile",
+        "x", x, "y", y, "template", sh == 1 ? "template <int BLOCK, int RADIUS>" : "", "kname", t->kname[0],
+        "params", kernel_params(t), "tile",
         sh == 2 ? "extern __shared__ float tile[]; // blockDim.x + 2 * RADIUS floats"
                 : fmt("__shared__ float tile[%s + 2 * RADIUS];", BS),
         "load_g", load[0], "load_left", load[1], "load_right", load[2], "sum", sum);
@@ -180,7 +180,7 @@ $k<<<blocks, threads, shmem>>>($args);
 static void s1_launch(const Task *t, Emit *e, const Host *h) {
     int B = t->p[S1_BLOCK];
     TPL(e, t, s1_launch_tpl[t->p[S1_SHMEM]], "n", h->size[0], "k", t->kname[0], "B", fmt("%d", B), "B1",
-        fmt("%d", B - 1), "R", fmt("%d", t->p[S1_R]), "args", fmt("%s, %s, %s", h->in[0], h->out[0], h->size[0]));
+        fmt("%d", B - 1), "R", fmt("%d", t->p[S1_R]), "args", kernel_args(h, 1));
 }
 
 static void s1_ref(const Task *t, const void *const *in, void *const *out) {
@@ -396,8 +396,8 @@ static void s2_kernels(const Task *t, Emit *e) {
         op == 3 ? s2_gauss_tpl : "", "cell_fn", cell_fn, "comment",
         shared ? "One thread per output cell; the block's tile plus a one-cell halo is staged in shared memory."
                : "One thread per output cell, reading its neighbours from global memory.",
-        "template", shared && tmpl ? "template <int TX, int TY>" : "", "kname", t->kname[0], "params",
-        fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", y, 0)), "R", R, "C", C, "setup",
+        "template", shared && tmpl ? "template <int TX, int TY>" : "", "kname", t->kname[0], "params", kernel_params(t),
+        "R", R, "C", C, "setup",
         shared ? FRAG(s2_shared_setup, "TX", TX, "TY", TY, "cell", t->kname[1], "x", x, "R", R, "C", C)
                : s2_global_setup,
         "copy_border", bound == 2 ? FRAG(s2_copy_border, "R", R, "C", C, "dst", dst, "x", x) : "", "body", body);
@@ -407,9 +407,8 @@ static void s2_kernels(const Task *t, Emit *e) {
 static void s2_launch(const Task *t, Emit *e, const Host *h) {
     int bx = t->p[S2_BX], by = t->p[S2_BY], named = t->p[S2_SHARED] && !t->p[S2_TDEF];
     const char *k = t->p[S2_SHARED] && t->p[S2_TDEF] ? fmt("%s<%d, %d>", t->kname[0], bx, by) : t->kname[0];
-    const char *args = fmt("%s, %s, %s, %s", h->in[0], h->out[0], h->size[0], h->size[1]);
     launch_2d(e, t, t->p[S2_DIMS], k, named ? "TILE_X" : fmt("%d", bx), named ? "TILE_Y" : fmt("%d", by), NULL, NULL,
-              h->size[1], h->size[0], NULL, 0, NULL, args);
+              h->size[1], h->size[0], NULL, 0, NULL, kernel_args(h, 2));
 }
 
 static void s2_ref(const Task *t, const void *const *in, void *const *out) {
