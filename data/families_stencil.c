@@ -232,8 +232,7 @@ static const struct { const char *kn[4], *tname[3], *formula; int w[9], div; } s
     { { "laplacian5", "laplace_kernel", "stencil5_laplace", "laplacian2D" },
       { "Laplacian_5pt", "Discrete_Laplacian", "Five_Point_Laplacian" },
       "Compute the 5-point Laplacian %1$s[r][c] = %2$s[r-1][c] + %2$s[r+1][c] + %2$s[r][c-1] + %2$s[r][c+1] - 4 * "
-      "%2$s[r][c].",
-      { 0, 1, 0, 1, -4, 1, 0, 1, 0 }, 1 },
+      "%2$s[r][c].", { 0, 1, 0, 1, -4, 1, 0, 1, 0 }, 1 },
     { { "box_blur3x3", "boxFilter3x3", "mean_filter", "blur9" },
       { "Box_Blur_3x3", "Mean_Filter_3x3", "Box_Filter_2D" },
       "Compute the 3x3 box blur: %1$s[r][c] is the mean of the 9 cells %2$s[r+dr][c+dc], dr, dc in {-1, 0, 1}.",
@@ -241,8 +240,7 @@ static const struct { const char *kn[4], *tname[3], *formula; int w[9], div; } s
     { { "gaussian_blur3x3", "gaussBlur3x3", "gauss_filter", "smooth9" },
       { "Gaussian_Blur_3x3", "Gaussian_Smoothing_3x3", "Binomial_Blur_2D" },
       "Compute %1$s[r][c], the 3x3 Gaussian blur with weights [[1, 2, 1], [2, 4, 2], [1, 2, 1]] / 16 over "
-      "%2$s[r+dr][c+dc].",
-      { 1, 2, 1, 2, 4, 2, 1, 2, 1 }, 16 } };
+      "%2$s[r+dr][c+dc].", { 1, 2, 1, 2, 4, 2, 1, 2, 1 }, 16 } };
 // The boundaries, by boundary, as the prompt says them (%s: the input).
 static const char *const s2_bound_desc[] = {
     " Cells outside the grid count as 0.", " Coordinates outside the grid are clamped to the nearest edge cell.",
@@ -256,7 +254,7 @@ static const char *const s2_dnames[][2] = { { "rows", "cols" }, { "height", "wid
 // rows x cols and the block shape, each a pair from its table.
 static void s2_draw(Task *t, Rng *r) {
     static const char *const at[] = { "at", "cell", "pixel", "load_cell" };
-    int sz = rng_int(r, 0, NELEM(s2_sizes) - 1), bd = rng_int(r, 0, NELEM(s2_bdims) - 1);
+    int sz = RPICK(r, s2_sizes), bd = RPICK(r, s2_bdims);
     t->p[S2_ROWS] = s2_sizes[sz][0];
     t->p[S2_COLS] = s2_sizes[sz][1];
     t->p[S2_BX] = s2_bdims[bd][0];
