@@ -1,10 +1,8 @@
 // families_memory.c - indexed memory access: gather (1-D and embedding rows), scatter
 // (permutation, scatter-add and scatter-max with atomics) and histograms (global
 // atomics, or privatised per block in shared memory). Included by corpus.c.
-//
-// Every kernel takes the task's tensors in order (kernel_params), then its sizes.
 
-// A kernel over the task's tensors, then the size parameters sizes.
+// A kernel over the task's tensors in order (kernel_params), then the size parameters sizes.
 static const char mem_kernel_tpl[] = R"(
 /// $comment
 __global__ void $kname($params, $sizes) {
@@ -30,12 +28,14 @@ static const ParamDesc gather_params[] = {
     [G_LOOP] = { "loop", gather_loops, 1, NULL }, [G_KNAME] = { "kname", NULL, 0, "0..3" },
     [G_NAMES] = { "names", NULL, 0, "0..3" }, [G_CAP] = { "cap", NULL, 0, "1024 4096" },
     [G_TNAME] = { "tname", NULL, 0, "0..2" }, [G_FN] = { "fn", NULL, 0, "0..3" }, [G_NP] = { NULL, NULL, 0, NULL } };
-static const char *const gather1d_names[] = { "src idx out", "table indices gathered", "values ids result",
-                                              "x positions y" };
-static const char *const gather_rows_names[] = { "table ids out", "embeddings tokens vectors",
-                                                 "weight indices rows_out", "emb idx result" };
-static const char *const gather1d_kn[] = { "gather_kernel", "gatherKernel", "gather", "indexed_load" };
-static const char *const gather_rows_kn[] = { "embedding_lookup", "gatherRows", "embedding_forward", "gather_rows" };
+// The ops: tensor names (by names), kernel names (by kname), slug and Task Names (by tname).
+static const struct { const char *names[4], *kn[4], *slug, *tname[3]; } gather_op[] = {
+    { { "src idx out", "table indices gathered", "values ids result", "x positions y" },
+      { "gather_kernel", "gatherKernel", "gather", "indexed_load" }, "gather",
+      { "Gather", "Indexed_Gather", "Gather_By_Index" } },
+    { { "table ids out", "embeddings tokens vectors", "weight indices rows_out", "emb idx result" },
+      { "embedding_lookup", "gatherRows", "embedding_forward", "gather_rows" }, "embedding",
+      { "Embedding_Lookup", "Gather_Rows", "Embedding_Gather" } } };
 
 // The sizes depend on the op: n indices into m values, or n rows of a vocab (m) x dim (d)
 // table of at most 2,000,000 values (and at most 1,100,000 output values).
@@ -55,8 +55,7 @@ static void gather_draw(Task *t, Rng *r) {
         t->p[G_LOOP] = rng_int(r, 0, 4);
     }
     if (t->p[G_LOOP] == GL_BLOCK_ROW && t->p[G_BLOCK] > 256) t->p[G_BLOCK] = 128;
-    task_names(t, 2, (rows ? gather_rows_names : gather1d_names)[t->p[G_NAMES]],
-               (rows ? gather_rows_kn : gather1d_kn)[t->p[G_KNAME]], rows ? "embedding" : "gather");
+    task_names(t, 2, gather_op[rows].names[t->p[G_NAMES]], gather_op[rows].kn[t->p[G_KNAME]], gather_op[rows].slug);
 }
 
 static void gather_layout(Task *t) {
@@ -76,13 +75,12 @@ static void gather_layout(Task *t) {
 
 static void gather_describe(const Task *t, Buf *name, Buf *desc) {
     const char *s = t->in[0].name, *ix = t->in[1].name, *o = t->out[0].name;
+    buf_puts(name, gather_op[t->p[G_OP]].tname[t->p[G_TNAME]]);
     if (t->p[G_OP] == 0) {
-        buf_puts(name, pick3(t->p[G_TNAME], "Gather", "Indexed_Gather", "Gather_By_Index"));
         buf_printf(desc, "Gather values by index: %s[i] = %s[%s[i]] for i in [0, %d). Every index in %s lies in "
                    "[0, %d).", o, s, ix, t->p[G_N], ix, t->p[G_M]);
         return;
     }
-    buf_puts(name, pick3(t->p[G_TNAME], "Embedding_Lookup", "Gather_Rows", "Embedding_Gather"));
     buf_printf(desc, "Embedding lookup: row r of %s is row %s[r] of the %d x %d table %s, for r in [0, %d). "
                "Indices lie in [0, %d); matrices are row-major.", o, ix, t->p[G_M], t->p[G_D], s, t->p[G_N], t->p[G_M]);
     if (t->p[G_LOOP] == GL_BLOCK_ROW) buf_puts(desc, " Use one thread block per output row.");
@@ -190,23 +188,27 @@ static const ParamDesc scatter_params[] = {
     [SC_TNAME] = { "tname", NULL, 0, "0..2" }, [SC_FN] = { "fn", NULL, 0, "0..3" }, [SC_NP] = { NULL, NULL, 0, NULL } };
 static const char *const scatter_names[] = { "src idx out", "values targets acc", "x index_map y",
                                              "updates positions result" };
-static const char *const scatter_kn[][4] = {
-    { "scatter_kernel", "scatterPerm", "permute_scatter", "scatter" },
-    { "scatter_add_kernel", "scatterAdd", "index_add", "scatter_add" },
-    { "scatter_add_kernel", "scatterAddInt", "index_add_int", "scatter_add_i32" },
-    { "scatter_max_kernel", "scatterMax", "index_max", "scatter_max" } };
-static const char *const scatter_slugs[] = { "scatter", "scatter_add", "scatter_add", "scatter_max" };
+// The ops: kernel names (by kname), slug, Task Names (by tname), what a thread does (the
+// kernel's comment) and the range [-range, range] of the values.
+static const struct { const char *kn[4], *slug, *tname[3], *what; double range; } scatter_op[] = {
+    { { "scatter_kernel", "scatterPerm", "permute_scatter", "scatter" }, "scatter",
+      { "Scatter", "Permutation_Scatter", "Scatter_By_Index" }, "writes its element to the permuted position", 100 },
+    { { "scatter_add_kernel", "scatterAdd", "index_add", "scatter_add" }, "scatter_add",
+      { "Scatter_Add", "Index_Add", "Atomic_Scatter_Add" }, "adds its value atomically", 8 },
+    { { "scatter_add_kernel", "scatterAddInt", "index_add_int", "scatter_add_i32" }, "scatter_add",
+      { "Scatter_Add", "Index_Add", "Atomic_Scatter_Add" }, "adds its value atomically", 1000 },
+    { { "scatter_max_kernel", "scatterMax", "index_max", "scatter_max" }, "scatter_max",
+      { "Scatter_Max", "Index_Max", "Atomic_Scatter_Max" }, "raises the target with atomicMax", 1000 } };
 
 static void scatter_draw(Task *t, Rng *r) {
     (void)r;
     if (t->p[SC_OP] == 0) t->p[SC_M] = t->p[SC_N]; // a permutation
-    task_names(t, 2, scatter_names[t->p[SC_NAMES]], scatter_kn[t->p[SC_OP]][t->p[SC_KNAME]],
-               scatter_slugs[t->p[SC_OP]]);
+    task_names(t, 2, scatter_names[t->p[SC_NAMES]], scatter_op[t->p[SC_OP]].kn[t->p[SC_KNAME]],
+               scatter_op[t->p[SC_OP]].slug);
 }
 
 static void scatter_layout(Task *t) {
     int op = t->p[SC_OP];
-    static const double range[] = { 100, 8, 1000, 1000 }; // the values lie in [-range, range]
     t->nsize = 0;
     t->nin = 2;
     t->nout = 1;
@@ -214,7 +216,7 @@ static void scatter_layout(Task *t) {
     int m = op == 0 ? n : add_size(t, "m", t->p[SC_M]);
     DType vt = op == 0 || op == 1 ? DT_F32 : DT_I32;
     tshape(&t->in[0], vt, 1, t->p[SC_N], 0, n, -1);
-    trange(&t->in[0], -range[op], range[op], op != 0); // whole numbers where they are summed
+    trange(&t->in[0], -scatter_op[op].range, scatter_op[op].range, op != 0); // whole numbers where they are summed
     tshape(&t->in[1], DT_I32, 1, t->p[SC_N], 0, n, -1);
     trange(&t->in[1], 0, t->p[SC_M] - 1, 1);
     if (op == 0) t->in[1].gen = GEN_PERM;
@@ -225,37 +227,28 @@ static void scatter_layout(Task *t) {
 
 static void scatter_describe(const Task *t, Buf *name, Buf *desc) {
     const char *s = t->in[0].name, *ix = t->in[1].name, *o = t->out[0].name;
-    int k = t->p[SC_TNAME], n = t->p[SC_N], m = t->p[SC_M];
-    switch (t->p[SC_OP]) {
-    case 0:
-        buf_puts(name, pick3(k, "Scatter", "Permutation_Scatter", "Scatter_By_Index"));
+    int op = t->p[SC_OP], n = t->p[SC_N], m = t->p[SC_M];
+    buf_puts(name, scatter_op[op].tname[t->p[SC_TNAME]]);
+    if (op == 0)
         buf_printf(desc, "Scatter: %s[%s[i]] = %s[i] for i in [0, %d). %s is a permutation of 0..%d, so every output "
                    "is written once.", o, ix, s, n, ix, n - 1);
-        break;
-    case 1:
-    case 2:
-        buf_puts(name, pick3(k, "Scatter_Add", "Index_Add", "Atomic_Scatter_Add"));
+    else if (op <= 2)
         buf_printf(desc, "Scatter-add: %s starts at zero, then for every i in [0, %d), %s[i] is added to %s[%s[i]]. "
                    "Indices lie in [0, %d) and repeat, so use atomic additions.%s", o, n, s, o, ix, m,
-                   t->p[SC_OP] == 1 ? " The values are whole numbers, so the sums are exact." : "");
-        break;
-    default:
-        buf_puts(name, pick3(k, "Scatter_Max", "Index_Max", "Atomic_Scatter_Max"));
+                   op == 1 ? " The values are whole numbers, so the sums are exact." : "");
+    else
         buf_printf(desc, "Scatter-max: %s starts at zero, then for every i in [0, %d), %s[%s[i]] = max(%s[%s[i]], "
                    "%s[i]). Indices lie in [0, %d) and repeat, so use atomicMax.", o, n, o, ix, o, ix, s, m);
-        break;
-    }
 }
 
 static void scatter_kernels(const Task *t, Emit *e) {
     const char *s = t->in[0].name, *ix = t->in[1].name, *o = t->out[0].name, *i = IDX(t);
     int op = t->p[SC_OP];
-    static const char *const what[] = { "writes its element to the permuted position", "adds its value atomically",
-                                        "adds its value atomically", "raises the target with atomicMax" };
     const char *target = t->p[SC_FN] & 1 ? fmt("%s + %s[%s]", o, ix, i) : fmt("&%s[%s[%s]]", o, ix, i);
     const char *body = op == 0 ? fmt("%s[%s[%s]] = %s[%s];", o, ix, i, s, i)
                                : fmt("%s(%s, %s[%s]);", op == 3 ? "atomicMax" : "atomicAdd", target, s, i);
-    mem_kernel(e, t, fmt("Each thread %s.", what[op]), count_param(t, "n"), loop_frag(t, t->p[SC_LOOP], "n", body));
+    mem_kernel(e, t, fmt("Each thread %s.", scatter_op[op].what), count_param(t, "n"),
+               loop_frag(t, t->p[SC_LOOP], "n", body));
 }
 
 static void scatter_launch(const Task *t, Emit *e, const Host *h) {
@@ -307,6 +300,17 @@ static const ParamDesc hist_params[] = {
     [H_NP] = { NULL, NULL, 0, NULL } };
 static const char *const hist_names[] = { "data hist", "values counts", "samples histogram", "keys freq" };
 static const char *const hist_pix_names[] = { "pixels hist", "image histogram", "img counts", "gray bins_out" };
+// The inputs, by op: Task Names (by tname), the description (%1$s the input, %2$s the output,
+// %3$d the bins, %4$d the last bin) and the input's type.
+static const struct { const char *tname[3], *desc; DType dt; } hist_op[] = {
+    { { "Histogram", "Integer_Histogram", "Value_Counts" },
+      "Count how many elements of %1$s take each value: %2$s[b] = number of i with %1$s[i] == b, for %3$d bins. "
+      "Every value lies in [0, %3$d).", DT_I32 },
+    { { "Image_Histogram", "Grayscale_Histogram", "Pixel_Histogram" },
+      "Compute the 256-bin histogram of the 8-bit pixels in %1$s: %2$s[v] = number of pixels equal to v.", DT_U8 },
+    { { "Float_Histogram", "Uniform_Bin_Histogram", "Binned_Counts" },
+      "Histogram of values in [0, 1) with %3$d equal bins: element x goes to bin (int)(x * %3$d) computed in float32, "
+      "clamped to %4$d; %2$s[b] counts the elements of %1$s in bin b.", DT_F32 } };
 static const char *const hist_kn[][4] = {
     { "histogram_kernel", "histogramGlobal", "hist_atomic", "count_values" },
     { "histogram_shared", "histogramShared", "hist_privatized", "block_histogram" } };
@@ -320,11 +324,9 @@ static void hist_draw(Task *t, Rng *r) {
 
 static void hist_layout(Task *t) {
     t->nsize = 0;
-    t->nin = 1;
-    t->nout = 1;
+    t->nin = t->nout = 1;
     int n = add_size(t, "n", t->p[H_N]), b = add_size(t, "bins", t->p[H_BINS]);
-    static const DType in_dt[] = { DT_I32, DT_U8, DT_F32 };
-    tshape(&t->in[0], in_dt[t->p[H_OP]], 1, t->p[H_N], 0, n, -1);
+    tshape(&t->in[0], hist_op[t->p[H_OP]].dt, 1, t->p[H_N], 0, n, -1);
     trange(&t->in[0], 0, t->p[H_OP] == 2 ? 1 : t->p[H_BINS] - 1, t->p[H_OP] != 2); // floats in [0, 1), or bins
     tshape(&t->out[0], t->p[H_CTYPE] ? DT_I32 : DT_U32, 1, t->p[H_BINS], 0, b, -1);
     t->out[0].zero_init = 1;
@@ -332,33 +334,14 @@ static void hist_layout(Task *t) {
 }
 
 static void hist_describe(const Task *t, Buf *name, Buf *desc) {
-    const char *x = t->in[0].name, *o = t->out[0].name;
-    int k = t->p[H_TNAME], bins = t->p[H_BINS];
-    switch (t->p[H_OP]) {
-    case 0:
-        buf_puts(name, pick3(k, "Histogram", "Integer_Histogram", "Value_Counts"));
-        buf_printf(desc, "Count how many elements of %s take each value: %s[b] = number of i with %s[i] == b, for %d "
-                   "bins. Every value lies in [0, %d).", x, o, x, bins, bins);
-        break;
-    case 1:
-        buf_puts(name, pick3(k, "Image_Histogram", "Grayscale_Histogram", "Pixel_Histogram"));
-        buf_printf(desc, "Compute the 256-bin histogram of the 8-bit pixels in %s: %s[v] = number of pixels equal "
-                   "to v.", x, o);
-        break;
-    default:
-        buf_puts(name, pick3(k, "Float_Histogram", "Uniform_Bin_Histogram", "Binned_Counts"));
-        buf_printf(desc, "Histogram of values in [0, 1) with %d equal bins: element x goes to bin (int)(x * %d) "
-                   "computed in float32, clamped to %d; %s[b] counts the elements of %s in bin b.", bins, bins,
-                   bins - 1, o, x);
-        break;
-    }
+    buf_puts(name, hist_op[t->p[H_OP]].tname[t->p[H_TNAME]]);
+    buf_printf(desc, hist_op[t->p[H_OP]].desc, t->in[0].name, t->out[0].name, t->p[H_BINS], t->p[H_BINS] - 1);
     buf_puts(desc, t->p[H_VARIANT] == 1 ? " Privatise the histogram per thread block in shared memory, then merge it "
                                           "into the output with atomics."
                                         : " Use atomicAdd on the output counts.");
 }
 
-// Global atomics on the output, or a private histogram per block in shared memory merged
-// into the output at the end.
+// Global atomics on the output, or a private histogram per block in shared memory merged into the output at the end.
 static const char hist_shared_tpl[] = R"(
 $define
 /// Each block builds a private histogram in shared memory, then adds it to the global one.

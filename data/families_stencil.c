@@ -1,6 +1,5 @@
-// families_stencil.c - stencils: 1-D with a shared-memory tile and halo, 2-D 5- and
-// 9-point stencils over a row-major grid (direct global loads or a shared tile with a
-// one-cell halo). Included by corpus.c.
+// families_stencil.c - stencils: 1-D with a shared-memory tile and halo, 2-D 5- and 9-point stencils over a row-major
+// grid (direct global loads or a shared tile with a one-cell halo). Included by corpus.c.
 
 static const char *const bound_names[] = { "zero", "clamp", "copy", NULL };
 
@@ -22,8 +21,7 @@ static const ParamDesc s1_params[] = {
 static const char *const s1_names[] = { "in out", "x y", "signal filtered", "input output", "u result" };
 static const char *const s1_kn[] = { "stencil_1d", "stencil1D", "conv1d_shared", "apply_stencil" };
 
-// The weights, by weights: Task Names (by tname), and for radius 1, 2, 3 the taps
-// w[k + R] = num[k + R] / den.
+// The weights, by weights: Task Names (by tname), and for radius 1, 2, 3 the taps w[k + R] = num[k + R] / den.
 static const struct { const char *tname[3]; int num[3][7], den[3]; } s1_w[] = {
     { { "Moving_Average_1D", "Box_Filter_1D", "Stencil_1D_Average" },
       { { 1, 1, 1 }, { 1, 1, 1, 1, 1 }, { 1, 1, 1, 1, 1, 1, 1 } }, { 3, 5, 7 } },
@@ -57,17 +55,16 @@ static void s1_layout(Task *t) {
 static const char *s1_sum(const Task *t, const char *x, const char *i, int literals) {
     const int *num = s1_num(t);
     int R = t->p[S1_R];
-    Buf s = { 0 };
+    const char *sum = "";
     for (int k = -R; k <= R; k++) {
         int w = num[k + R];
         const char *term = k == 0 ? fmt("%s[%s]", x, i)
                                   : fmt(literals ? "%s[%s %c %d]" : "%s[%s%c%d]", x, i, k < 0 ? '-' : '+', abs(k));
         const char *coef = abs(w) == 1 ? "" : literals ? fmt("%s * ", flit(abs(w))) : fmt("%d*", abs(w));
-        buf_printf(&s, k == -R ? "%s%s%s" : " %s %s%s", k == -R ? (w < 0 ? "-" : "") : (w < 0 ? "-" : "+"), coef, term);
+        const char *sign = w < 0 ? "-" : k == -R ? "" : "+";
+        sum = fmt(k == -R ? "%s%s%s%s" : "%s %s %s%s", sum, sign, coef, term);
     }
-    const char *r = fmt("%s", buf_str(&s));
-    buf_free(&s);
-    return r;
+    return sum;
 }
 
 static void s1_describe(const Task *t, Buf *name, Buf *desc) {
@@ -141,9 +138,9 @@ static void s1_kernels(const Task *t, Emit *e) {
     for (int k = 0; k < 3; k++)
         load[k] = lf ? fmt("%s = %s(%s, %s, n);", dst[k], t->kname[1], x, j[k])
                      : FRAG(s1_load_tpl, "j", j[k], "dst", dst[k], "value", value);
-    Buf w = { 0 };
+    const char *weights = ""; // the __constant__ table's initializers
     for (int k = 0; lit == 0 && k < 2 * R + 1; k++)
-        buf_printf(&w, "%s%s", k ? ", " : "", flit((double)(float)((double)num[k] / den)));
+        weights = fmt("%s%s%s", weights, k ? ", " : "", flit((double)(float)((double)num[k] / den)));
     static const char *const spec[] = { "", "__device__ float", "__device__ __forceinline__ float",
                                         "static __device__ inline float" };
     const char *sum = lit ? fmt("const float acc = %s;\n%s[g] = acc%s;", s1_sum(t, "tile", "l", 1), y,
@@ -153,17 +150,16 @@ static void s1_kernels(const Task *t, Emit *e) {
         sh == 1   ? ""
         : sh == 0 ? fmt("#define RADIUS %d\n#define BLOCK_SIZE %d\n\n", R, t->p[S1_BLOCK])
                   : fmt("#define RADIUS %d\n\n", R),
-        "weights", lit ? "" : FRAG(s1_weights_tpl, "taps", fmt("%d", 2 * R + 1), "weights", buf_str(&w)), "load_fn",
+        "weights", lit ? "" : FRAG(s1_weights_tpl, "taps", fmt("%d", 2 * R + 1), "weights", weights), "load_fn",
         lf ? FRAG(s1_load_fn_tpl, "spec", spec[lf], "load", t->kname[1], "xparam", ptr_param(t, "float", x, 1), "value",
                   value, "what",
                   t->p[S1_BOUND] == 0 ? "x[j], or 0 outside [0, n)." : "x[j] with j clamped to [0, n - 1].")
            : "",
-        "x", x, "y", y, "template", sh == 1 ? "template <int BLOCK, int RADIUS>" : "", "kname", t->kname[0], "params",
-        fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", y, 0)), "tile",
+        "x", x, "y", y, "template", sh == 1 ? "template <int BLOCK, int RADIUS>" : "", "kname", t->kname[0],
+        "params", kernel_params(t), "tile",
         sh == 2 ? "extern __shared__ float tile[]; // blockDim.x + 2 * RADIUS floats"
                 : fmt("__shared__ float tile[%s + 2 * RADIUS];", BS),
         "load_g", load[0], "load_left", load[1], "load_right", load[2], "sum", sum);
-    buf_free(&w);
 }
 
 static const char *const s1_launch_tpl[] = { R"(
@@ -182,7 +178,7 @@ $k<<<blocks, threads, shmem>>>($args);
 static void s1_launch(const Task *t, Emit *e, const Host *h) {
     int B = t->p[S1_BLOCK];
     TPL(e, t, s1_launch_tpl[t->p[S1_SHMEM]], "n", h->size[0], "k", t->kname[0], "B", fmt("%d", B), "B1",
-        fmt("%d", B - 1), "R", fmt("%d", t->p[S1_R]), "args", fmt("%s, %s, %s", h->in[0], h->out[0], h->size[0]));
+        fmt("%d", B - 1), "R", fmt("%d", t->p[S1_R]), "args", kernel_args(h, 1));
 }
 
 static void s1_ref(const Task *t, const void *const *in, void *const *out) {
@@ -225,10 +221,9 @@ static const ParamDesc s2_params[] = {
     [S2_DIMS] = { "dims", NULL, 0, "0..3" }, [S2_DNAMES] = { "dnames", NULL, 0, "0..2" },
     [S2_NP] = { NULL, NULL, 0, NULL } };
 
-// The stencils, by op: kernel names (by kname), Task Names (by tname), the prompt's formula
-// (%1$s the output, %2$s the input; each formula names both: glibc's checked printf aborts
-// on a format that skips a numbered argument), and for the CPU reference the weights of the
-// 3 x 3 neighbourhood (row by row) and their divisor.
+// The stencils, by op: kernel names (by kname), Task Names (by tname), the prompt's formula (%1$s the output, %2$s the
+// input; each formula names both: glibc's checked printf aborts on a format that skips a numbered argument), and for
+// the CPU reference the weights of the 3 x 3 neighbourhood (row by row) and their divisor.
 static const struct { const char *kn[4], *tname[3], *formula; int w[9], div; } s2_op[] = {
     { { "jacobi5", "average5_kernel", "stencil5_avg", "jacobiStep" },
       { "Jacobi_Average_5pt", "Five_Point_Average", "Stencil_2D_Average" },
@@ -237,16 +232,15 @@ static const struct { const char *kn[4], *tname[3], *formula; int w[9], div; } s
     { { "laplacian5", "laplace_kernel", "stencil5_laplace", "laplacian2D" },
       { "Laplacian_5pt", "Discrete_Laplacian", "Five_Point_Laplacian" },
       "Compute the 5-point Laplacian %1$s[r][c] = %2$s[r-1][c] + %2$s[r+1][c] + %2$s[r][c-1] + %2$s[r][c+1] - 4 * "
-      "%2$s[r][c].",
-      { 0, 1, 0, 1, -4, 1, 0, 1, 0 }, 1 },
+      "%2$s[r][c].", { 0, 1, 0, 1, -4, 1, 0, 1, 0 }, 1 },
     { { "box_blur3x3", "boxFilter3x3", "mean_filter", "blur9" },
       { "Box_Blur_3x3", "Mean_Filter_3x3", "Box_Filter_2D" },
       "Compute the 3x3 box blur: %1$s[r][c] is the mean of the 9 cells %2$s[r+dr][c+dc], dr, dc in {-1, 0, 1}.",
       { 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 9 },
     { { "gaussian_blur3x3", "gaussBlur3x3", "gauss_filter", "smooth9" },
       { "Gaussian_Blur_3x3", "Gaussian_Smoothing_3x3", "Binomial_Blur_2D" },
-      "Compute %1$s[r][c], the 3x3 Gaussian blur with weights [[1, 2, 1], [2, 4, 2], [1, 2, 1]] / 16 over %2$s[r+dr][c+dc].",
-      { 1, 2, 1, 2, 4, 2, 1, 2, 1 }, 16 } };
+      "Compute %1$s[r][c], the 3x3 Gaussian blur with weights [[1, 2, 1], [2, 4, 2], [1, 2, 1]] / 16 over "
+      "%2$s[r+dr][c+dc].", { 1, 2, 1, 2, 4, 2, 1, 2, 1 }, 16 } };
 // The boundaries, by boundary, as the prompt says them (%s: the input).
 static const char *const s2_bound_desc[] = {
     " Cells outside the grid count as 0.", " Coordinates outside the grid are clamped to the nearest edge cell.",
@@ -260,7 +254,7 @@ static const char *const s2_dnames[][2] = { { "rows", "cols" }, { "height", "wid
 // rows x cols and the block shape, each a pair from its table.
 static void s2_draw(Task *t, Rng *r) {
     static const char *const at[] = { "at", "cell", "pixel", "load_cell" };
-    int sz = rng_int(r, 0, NELEM(s2_sizes) - 1), bd = rng_int(r, 0, NELEM(s2_bdims) - 1);
+    int sz = RPICK(r, s2_sizes), bd = RPICK(r, s2_bdims);
     t->p[S2_ROWS] = s2_sizes[sz][0];
     t->p[S2_COLS] = s2_sizes[sz][1];
     t->p[S2_BX] = s2_bdims[bd][0];
@@ -278,8 +272,7 @@ static void s2_layout(Task *t) {
     tshape(&t->in[0], DT_F32, 2, R, C, rr, cc);
     trange(&t->in[0], t->p[S2_OP] >= 2 ? 0 : -1, 1, 0);
     tshape(&t->out[0], DT_F32, 2, R, C, rr, cc);
-    t->atol = 1e-5;
-    t->rtol = 1e-5;
+    t->atol = t->rtol = 1e-5;
 }
 
 static void s2_describe(const Task *t, Buf *name, Buf *desc) {
@@ -398,8 +391,8 @@ static void s2_kernels(const Task *t, Emit *e) {
         op == 3 ? s2_gauss_tpl : "", "cell_fn", cell_fn, "comment",
         shared ? "One thread per output cell; the block's tile plus a one-cell halo is staged in shared memory."
                : "One thread per output cell, reading its neighbours from global memory.",
-        "template", shared && tmpl ? "template <int TX, int TY>" : "", "kname", t->kname[0], "params",
-        fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", y, 0)), "R", R, "C", C, "setup",
+        "template", shared && tmpl ? "template <int TX, int TY>" : "", "kname", t->kname[0], "params", kernel_params(t),
+        "R", R, "C", C, "setup",
         shared ? FRAG(s2_shared_setup, "TX", TX, "TY", TY, "cell", t->kname[1], "x", x, "R", R, "C", C)
                : s2_global_setup,
         "copy_border", bound == 2 ? FRAG(s2_copy_border, "R", R, "C", C, "dst", dst, "x", x) : "", "body", body);
@@ -409,9 +402,8 @@ static void s2_kernels(const Task *t, Emit *e) {
 static void s2_launch(const Task *t, Emit *e, const Host *h) {
     int bx = t->p[S2_BX], by = t->p[S2_BY], named = t->p[S2_SHARED] && !t->p[S2_TDEF];
     const char *k = t->p[S2_SHARED] && t->p[S2_TDEF] ? fmt("%s<%d, %d>", t->kname[0], bx, by) : t->kname[0];
-    const char *args = fmt("%s, %s, %s, %s", h->in[0], h->out[0], h->size[0], h->size[1]);
     launch_2d(e, t, t->p[S2_DIMS], k, named ? "TILE_X" : fmt("%d", bx), named ? "TILE_Y" : fmt("%d", by), NULL, NULL,
-              h->size[1], h->size[0], NULL, 0, NULL, args);
+              h->size[1], h->size[0], NULL, 0, NULL, kernel_args(h, 2));
 }
 
 static void s2_ref(const Task *t, const void *const *in, void *const *out) {
