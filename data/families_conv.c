@@ -1,7 +1,8 @@
-// families_conv.c - convolutions: 1-D with the filter in __constant__ memory (global loads, a shared tile with halo, or
-// grid-stride), and 2-D correlation / convolution with a 3x3 or 5x5 filter (constant or global memory; direct, or a
-// shared tile with halo). Included by corpus.c, after families_matrix.c (mx_* helpers and its conventions: kernel
-// parameters and locals lower case, macros never an upper-cased size name).
+// families_conv.c - convolutions: 1-D with the filter in __constant__ memory (global loads, a
+// shared tile with halo, or grid-stride), and 2-D correlation / convolution with a 3x3 or 5x5
+// filter (constant or global memory; direct, or a shared tile with halo). Included by corpus.c,
+// after families_matrix.c (mx_* helpers and its conventions: kernel parameters and locals lower
+// case, macros never an upper-cased size name).
 
 // The reference of both families: y = the correlation of the R x C image x with the KR x KC
 // filter w (flipped in both directions when flip), same size (the filter centred, pixels
@@ -85,8 +86,8 @@ static void mxc1_describe(const Task *t, Buf *name, Buf *desc) {
                                       : "; one thread per output element");
 }
 
-// The filter in __constant__ memory (FILTER_TAPS of it, or a MAX_TAPS capacity and the count as an argument); one
-// thread per output, a shared tile with the halo, or a grid-stride loop.
+// The filter in __constant__ memory (FILTER_TAPS of it, or a MAX_TAPS capacity and the count as
+// an argument); one thread per output, a shared tile with the halo, or a grid-stride loop.
 static const char mxc1_kernel_tpl[] = R"(
 $capacity
 $block_size
@@ -245,8 +246,9 @@ static void mxc2_describe(const Task *t, Buf *name, Buf *desc) {
                t->p[MXC2_FMEM] ? "is read from global memory" : "lives in __constant__ memory (cudaMemcpyToSymbol)");
 }
 
-// One thread per output pixel: the neighbourhood read from global memory (skipping pixels outside the image), or from a
-// shared tile loaded with its halo; the filter in __constant__ memory or a kernel argument.
+// One thread per output pixel: the neighbourhood read from global memory (skipping pixels
+// outside the image), or from a shared tile loaded with its halo; the filter in __constant__
+// memory or a kernel argument.
 static const char mxc2_kernel_tpl[] = R"(
 #define $FD $K
 #define $FR ($FD / 2)

@@ -1,6 +1,7 @@
-// families_matrix.c - dense matrix families: transposes (naive, through a padded shared tile), 2-D element-wise
-// operations, matrix products (naive, shared-memory tiled, batched over blockIdx.z), matrix-vector products (a thread
-// or a warp per row), vector-matrix and outer products. The helpers (mx_*) serve families_conv.c and _pipeline.c too.
+// families_matrix.c - dense matrix families: transposes (naive, through a padded shared tile),
+// 2-D element-wise operations, matrix products (naive, shared-memory tiled, batched over
+// blockIdx.z), matrix-vector products (a thread or a warp per row), vector-matrix and outer
+// products. The helpers (mx_*) serve families_conv.c and _pipeline.c too.
 //
 // Conventions: kernel parameters and locals are lower case, so they never meet a size
 // constant spelled as a macro (#define ROWS ...); kernel macros and template parameters
@@ -30,7 +31,8 @@ static void mx_f32(Tensor *x, long d0, long d1, int f0, int f1, double range) {
     tshape(x, DT_F32, d1 ? 2 : 1, d0, d1, f0, f1);
     if (range > 0) trange(x, -range, range, 0);
 }
-// The start of a layout: nin inputs, one output, the size constants dn[0], dn[1] (and dn[2] when v2 > 0) = v0, v1, v2.
+// The start of a layout: nin inputs, one output, the size constants dn[0], dn[1] (and dn[2]
+// when v2 > 0) = v0, v1, v2.
 static void mx_begin(Task *t, int nin, const char *const *dn, long v0, long v1, long v2) {
     t->nin = nin;
     t->nout = 1;
@@ -40,16 +42,18 @@ static void mx_begin(Task *t, int nin, const char *const *dn, long v0, long v1, 
     if (v2 > 0) add_size(t, dn[2], v2);
 }
 
-// Parameter name of the task (0 if its family has none), for functions shared by families with other parameters.
+// Parameter name of the task (0 if its family has none), for functions shared by families with
+// other parameters.
 static int mx_par(const Task *t, const char *name) {
     int k = param_index(t->fam, name);
     return k < 0 ? 0 : t->p[k];
 }
 
-// Tolerance of outputs that are float32 sums of len terms of magnitude up to mag, added in an order the reference
-// (which sums in double) does not know. The rounding errors of a running float sum grow like a random walk over the
-// partial sums, about 2^-25 * sigma * len with sigma ~ mag / 3 for terms of both signs; this allows ~20 times that,
-// plus a relative 1e-5 for the last roundings and sums of one sign.
+// Tolerance of outputs that are float32 sums of len terms of magnitude up to mag, added in an
+// order the reference (which sums in double) does not know. The rounding errors of a running
+// float sum grow like a random walk over the partial sums, about 2^-25 * sigma * len with sigma
+// ~ mag / 3 for terms of both signs; this allows ~20 times that, plus a relative 1e-5 for the
+// last roundings and sums of one sign.
 static void mx_sum_tol(Task *t, long len, double mag) {
     t->atol = mag * (1e-6 + 1.2e-7 * (double)len);
     t->rtol = 1e-5;
@@ -58,7 +62,8 @@ static void mx_sum_tol(Task *t, long len, double mag) {
 // partial sums, block trees or shuffles, atomics or a second pass over the partials).
 static double mx_red_rel(long n) { return 2e-6 + 2e-8 * sqrt((double)n); }
 
-// A kernel of this file: what precedes it (macros, helpers), its comment, template head, size parameters and body.
+// A kernel of this file: what precedes it (macros, helpers), its comment, template head, size
+// parameters and body.
 static const char mx_kernel_tpl[] = R"(
 $pre
 /// $comment
@@ -101,8 +106,9 @@ static const char *mx_index2d(const Task *t, const char *rv, const char *cv, int
     return fmt("%sint %s = %s;\n%sint %s = %s;", q, a, xs, q, b, ys);
 }
 
-// The elements (row, col) of an R x C matrix in a 2-D kernel, around stmt: one thread per element behind a guard
-// (if, or an early return: early), or grid-stride loops in both directions (stride). swap: thread x runs along rows.
+// The elements (row, col) of an R x C matrix in a 2-D kernel, around stmt: one thread per
+// element behind a guard (if, or an early return: early), or grid-stride loops in both
+// directions (stride). swap: thread x runs along rows.
 static const char *const mx_loop2d_tpl[] = { R"(
 $index
 $guarded
@@ -119,7 +125,8 @@ static const char *mx_loop2d(const Task *t, int stride, int early, int swap, con
                 stride ? "" : mx_guard_rc(early, "row", R, "col", C, stmt), "stmt", stmt, "outer", swap ? "col" : "row",
                 "inner", swap ? "row" : "col", "olen", swap ? C : R, "ilen", swap ? R : C);
 }
-// The same with a 1-D launch over the flat index (loop: a loop_frag style), the row rv and column cv from / and %.
+// The same with a 1-D launch over the flat index (loop: a loop_frag style), the row rv and
+// column cv from / and %.
 static const char mx_flat_tpl[] = R"(
 const int total = $R * $C;
 $loop
@@ -140,8 +147,9 @@ static void mx_launch_bd(Emit *e, const Task *t, int dims, int bdim, const char 
 }
 
 // ----------------------------------------------------------------------------
-// Transposes: in (R, C) float32 or int32 -> out (C, R), an exact copy. Both families have the parameters dtype,
-// rows, cols first, and share the task (layout, ref), the tensor names and part of the description.
+// Transposes: in (R, C) float32 or int32 -> out (C, R), an exact copy. Both families have the
+// parameters dtype, rows, cols first, and share the task (layout, ref), the tensor names and
+// part of the description.
 
 enum { MXT_DT, MXT_ROWS, MXT_COLS };
 static const char *const mxt_names[] = { "in out", "src dst", "A A_t", "mat mat_t", "input transposed", "a b" };
@@ -395,7 +403,8 @@ static void mxme_layout(Task *t) {
     t->rtol = 1e-6;
 }
 
-// The operation's formula on a and b, the coefficients as numbers (prompt), float literals or alpha and beta (kernel).
+// The operation's formula on a and b, the coefficients as numbers (prompt), float literals or
+// alpha and beta (kernel).
 static const char *mxme_formula(const Task *t, const char *a, const char *b, int prompt) {
     const char *al = prompt ? fnum(t->f[MX_F_A]) : flit(t->f[MX_F_A]),
                *be = prompt ? fnum(t->f[MX_F_B]) : flit(t->f[MX_F_B]);
@@ -520,7 +529,8 @@ static void mxmm_ref_core(int op, long M, long N, long K, const float *A, const 
     free(row);
 }
 
-// The naive and the tiled product share the task: parameters op (none in the tiled one: A B), m, n, k and dnames.
+// The naive and the tiled product share the task: parameters op (none in the tiled one: A B),
+// m, n, k and dnames.
 
 static void mxmm_layout(Task *t) {
     int op = mx_par(t, "op"), M = mx_par(t, "m"), N = mx_par(t, "n"), K = mx_par(t, "k");
@@ -729,9 +739,9 @@ static const Family fam_mx_matmul_tiled = {
     mxmt_params, NULL, mxmt_draw, mxmm_layout, mxmt_describe, mxmt_kernels, mxmt_launch, mxmm_ref };
 
 // ----------------------------------------------------------------------------
-// Matrix-vector products y = A x (+ b): inputs A [rows, cols], x [cols] (, b [rows]), output y [rows]. Both families
-// have the parameters rows, cols first and bias sixth, and share the task (layout, ref), the tensor names and the
-// description's first sentence.
+// Matrix-vector products y = A x (+ b): inputs A [rows, cols], x [cols] (, b [rows]), output y
+// [rows]. Both families have the parameters rows, cols first and bias sixth, and share the task
+// (layout, ref), the tensor names and the description's first sentence.
 
 #define MXMV_ROWS_PICK "128 256 500 1000 1024 2048 4096 5000 8192 10000"
 #define MXMV_COLS_PICK "32 64 100 128 256 500 512 1000 1024 2048 4096"
@@ -888,7 +898,8 @@ static void mxmw_describe(const Task *t, Buf *name, Buf *desc) {
                t->p[MXMW_VEC] ? " with float4 loads" : "", t->p[MXMW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync");
 }
 
-// Lanes stride over the row (scalar or float4 loads), then a shuffle reduction (reduce_warp's rw_shuffle, rw_helper).
+// Lanes stride over the row (scalar or float4 loads), then a shuffle reduction (reduce_warp's
+// rw_shuffle, rw_helper).
 static const char mxmw_body_tpl[] = R"(
 $index
 if (row >= $R) return; // the whole warp leaves together
@@ -1011,7 +1022,8 @@ static void mxvm_describe(const Task *t, Buf *name, Buf *desc) {
                    "stride down the rows, and the partial sums are combined in shared memory.", by, by);
 }
 
-// A thread per column; chunks of rows on blockIdx.y added with atomicAdd; or 32 x BY blocks reducing in shared memory.
+// A thread per column; chunks of rows on blockIdx.y added with atomicAdd; or 32 x BY blocks
+// reducing in shared memory.
 static const char *const mxvm_body_tpl[] = { R"(
 const int col = blockIdx.x * blockDim.x + threadIdx.x;
 $guarded
@@ -1162,7 +1174,8 @@ static void mxop_describe(const Task *t, Buf *name, Buf *desc) {
                          "columns)."));
 }
 
-// One thread per element on a 2-D grid (mx_loop2d), the block's vector slices staged in shared memory, or mx_flat.
+// One thread per element on a 2-D grid (mx_loop2d), the block's vector slices staged in shared
+// memory, or mx_flat.
 static const char mxop_shared_tpl[] = R"(
 __shared__ float xs[BLOCK_Y];
 __shared__ float ys[BLOCK_X];
@@ -1287,7 +1300,8 @@ static void mxbm_describe(const Task *t, Buf *name, Buf *desc) {
                    "into shared memory, synchronise, then each thread computes one output element.", N, N);
 }
 
-// A 3-D grid, one thread per output element, or one N x N block per matrix with both operands in shared memory.
+// A 3-D grid, one thread per output element, or one N x N block per matrix with both operands
+// in shared memory.
 static const char *const mxbm_body_tpl[] = { R"(
 const int item = blockIdx.z;
 $index

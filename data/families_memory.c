@@ -341,7 +341,8 @@ static void hist_describe(const Task *t, Buf *name, Buf *desc) {
                                         : " Use atomicAdd on the output counts.");
 }
 
-// Global atomics on the output, or a private histogram per block in shared memory merged into the output at the end.
+// Global atomics on the output, or a private histogram per block in shared memory merged into
+// the output at the end.
 static const char hist_shared_tpl[] = R"(
 $define
 /// Each block builds a private histogram in shared memory, then adds it to the global one.

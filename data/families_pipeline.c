@@ -1,9 +1,10 @@
-// families_pipeline.c - tasks of two or three kernels in a row with scratch buffers between them: standardize a vector
-// (mean and variance by reduction, then normalize), softmax / log-softmax of a whole vector (atomic float max,
-// atomicAdd of the exponentials, divide), SAXPY then the L2 norm, and row normalization then a matrix-vector product.
-// Included by corpus.c after families_matrix.c (mx_* helpers) and families_select.c (sl_pick_real).
-// Tolerances: float sums reduced on the GPU in another order (mx_red_rel), see each layout. Each ParamDesc table
-// lists the parameters in the order of its family's enum.
+// families_pipeline.c - tasks of two or three kernels in a row with scratch buffers between
+// them: standardize a vector (mean and variance by reduction, then normalize), softmax /
+// log-softmax of a whole vector (atomic float max, atomicAdd of the exponentials, divide),
+// SAXPY then the L2 norm, and row normalization then a matrix-vector product. Included by
+// corpus.c after families_matrix.c (mx_* helpers) and families_select.c (sl_pick_real).
+// Tolerances: float sums reduced on the GPU in another order (mx_red_rel), see each layout.
+// Each ParamDesc table lists the parameters in the order of its family's enum.
 
 #define PL_SIZES "1000 4096 10000 65536 100000 262144 1000000 1048576"
 #define PL_BLOCKS "128 256 256 512 1024"

@@ -1,5 +1,6 @@
-// families_stencil.c - stencils: 1-D with a shared-memory tile and halo, 2-D 5- and 9-point stencils over a row-major
-// grid (direct global loads or a shared tile with a one-cell halo). Included by corpus.c.
+// families_stencil.c - stencils: 1-D with a shared-memory tile and halo, 2-D 5- and 9-point
+// stencils over a row-major grid (direct global loads or a shared tile with a one-cell halo).
+// Included by corpus.c.
 
 static const char *const bound_names[] = { "zero", "clamp", "copy", NULL };
 
@@ -21,7 +22,8 @@ static const ParamDesc s1_params[] = {
 static const char *const s1_names[] = { "in out", "x y", "signal filtered", "input output", "u result" };
 static const char *const s1_kn[] = { "stencil_1d", "stencil1D", "conv1d_shared", "apply_stencil" };
 
-// The weights, by weights: Task Names (by tname), and for radius 1, 2, 3 the taps w[k + R] = num[k + R] / den.
+// The weights, by weights: Task Names (by tname), and for radius 1, 2, 3 the taps w[k + R] =
+// num[k + R] / den.
 static const struct { const char *tname[3]; int num[3][7], den[3]; } s1_w[] = {
     { { "Moving_Average_1D", "Box_Filter_1D", "Stencil_1D_Average" },
       { { 1, 1, 1 }, { 1, 1, 1, 1, 1 }, { 1, 1, 1, 1, 1, 1, 1 } }, { 3, 5, 7 } },
@@ -221,9 +223,10 @@ static const ParamDesc s2_params[] = {
     [S2_DIMS] = { "dims", NULL, 0, "0..3" }, [S2_DNAMES] = { "dnames", NULL, 0, "0..2" },
     [S2_NP] = { NULL, NULL, 0, NULL } };
 
-// The stencils, by op: kernel names (by kname), Task Names (by tname), the prompt's formula (%1$s the output, %2$s the
-// input; each formula names both: glibc's checked printf aborts on a format that skips a numbered argument), and for
-// the CPU reference the weights of the 3 x 3 neighbourhood (row by row) and their divisor.
+// The stencils, by op: kernel names (by kname), Task Names (by tname), the prompt's formula
+// (%1$s the output, %2$s the input; each formula names both: glibc's checked printf aborts on a
+// format that skips a numbered argument), and for the CPU reference the weights of the 3 x 3
+// neighbourhood (row by row) and their divisor.
 static const struct { const char *kn[4], *tname[3], *formula; int w[9], div; } s2_op[] = {
     { { "jacobi5", "average5_kernel", "stencil5_avg", "jacobiStep" },
       { "Jacobi_Average_5pt", "Five_Point_Average", "Stencil_2D_Average" },
