@@ -5,11 +5,12 @@
 //   The commands and what they write: usage() below (corpus --help prints it).
 //
 // One JSON object per line: {"prompt", "completion", "family", "id", "spans": [[start, end,
-// "global"|"device"|"launch"|"dim3"], ...] (byte ranges of the completion, found by the annotator
-// data/annotate.h), "spec": {"family", "params", "inputs": [{name, dtype, shape, lo, hi, integer,
-// gen}], "outputs": [{name, dtype, shape}], "seed", "atol", "rtol"}, "combo": the parameter
-// combination ("op=relu,n=4096,..."), "heldout": true when that combination never occurs in
-// train/val}. An output passes when |got - expected| <= atol + rtol * |expected| for every element.
+// "global"|"device"|"launch"|"dim3"], ...] (byte ranges of the completion, found by the
+// annotator data/annotate.h), "spec": {"family", "params", "inputs": [{name, dtype, shape,
+// lo, hi, integer, gen}], "outputs": [{name, dtype, shape}], "seed", "atol", "rtol"},
+// "combo": the parameter combination ("op=relu,n=4096,..."), "heldout": true when that
+// combination never occurs in train/val}. An output passes when |got - expected| <= atol +
+// rtol * |expected| for every element.
 //
 // Splits. Every family has combo parameters (ParamDesc.combo: op, sizes, block size, loop
 // style, ...); a hash of the family name and their values puts 15% of the combinations
@@ -155,9 +156,10 @@ static const char *combo_key(const Task *t) {
     const Family *f = t->fam;
     s[0] = 0;
     for (int k = 0; f->ip[k].name; k++) {
+        if (!f->ip[k].combo) continue;
         size_t l = strlen(s);
         const char *value = f->ip[k].values ? f->ip[k].values[t->p[k]] : fmt("%d", t->p[k]);
-        if (f->ip[k].combo) snprintf(s + l, sizeof s - l, "%s%s=%s", l ? "," : "", f->ip[k].name, value);
+        snprintf(s + l, sizeof s - l, "%s%s=%s", l ? "," : "", f->ip[k].name, value);
     }
     return s;
 }
@@ -364,7 +366,8 @@ static int jparse_text(const char *s, size_t n, CusetJDoc *d, const char **err) 
     return -1;
 }
 
-// A tensor of a spec (object node v): name, dtype and shape; inputs also how their data is drawn.
+// A tensor of a spec (object node v): name, dtype and shape; inputs also how their data is
+// drawn.
 static const char *read_tensor(const CusetJDoc *d, int v, Tensor *x, int is_input) {
     const char *name = jstr(d, v, "name"), *dt = jstr(d, v, "dtype");
     int shape = cuset_jdoc_get(d, v, "shape", CUSET_JARR), ndim = shape < 0 ? 0 : cuset_jdoc_count(d, shape);
@@ -561,6 +564,7 @@ static void run_reference(const Task *t, void *const *in, const char *dir) {
 
 // --materialize: line `index` of DIR/SPLIT.jsonl (0-based, blank lines not counted) into
 // WORKDIR: its inputs, expected outputs, spec.json (with the sample's id) and reference.cu.
+// Returns 0; an error dies (exit 2), as in --reference.
 static int materialize(const char *cdir, const char *split, long index, const char *wdir) {
     char path[4200];
     size_t len, llen = 0;
@@ -678,7 +682,8 @@ static int compare(const char *wdir) {
 // ----------------------------------------------------------------------------
 // Command line
 
-// The commands: --help asks for them (stdout, exit 0); a wrong command line gets them on stderr, exit 2.
+// The commands: --help asks for them (stdout, exit 0); a wrong command line gets them on
+// stderr, exit 2.
 static void usage(int asked) {
     fputs("usage:\n"
           "  corpus --out DIR [--seed S] [--train N] [--val N] [--test N] [--families A,B,..] [--style varied|plain]\n"
@@ -791,8 +796,12 @@ int main(int argc, char **argv) {
     if (commands > 1)
         die("%d commands given; give one of --out, --materialize, --compare, --reference, --emit-family, --list",
             commands);
-    const char *command = out ? "--out" : emit ? "--emit-family" : mat ? "--materialize" : list ? "--list"
-                          : cmp ? "--compare" : "--reference";
+    const char *command = out    ? "--out"
+                          : emit ? "--emit-family"
+                          : mat  ? "--materialize"
+                          : list ? "--list"
+                          : cmp  ? "--compare"
+                                 : "--reference";
     unsigned takes = out ? TAKES_OUT : emit ? TAKES_EMIT : mat ? TAKES_MATERIALIZE : 0;
     for (int k = 0; k < NELEM(options); k++)
         if (given & ~takes & (1u << k))

@@ -1,13 +1,14 @@
 // corpus.h - the framework of the CUDA task corpus generator (data/corpus.c).
 //
-// A sample is a CUDA programming task: a five-field prompt, a complete CUDA program as the target,
-// the CUDA-sensitive character spans of that program (METHOD.md item 3, found in the finished
-// program by the annotator, data/annotate.h), a test spec (inputs with value ranges, outputs, seed,
-// tolerance) and a CPU reference that computes the expected outputs from the inputs.
+// A sample is a CUDA programming task: a five-field prompt, a complete CUDA program as the
+// target, the CUDA-sensitive character spans of that program (METHOD.md item 3, found in
+// the finished program by the annotator, data/annotate.h), a test spec (inputs with value
+// ranges, outputs, seed, tolerance) and a CPU reference that computes the expected outputs
+// from the inputs.
 //
-// A family is a kind of task (unary maps, stencils, reductions, ...): a Family descriptor (below)
-// with its parameters (ParamDesc: name, enum values, whether it belongs to the held-out
-// combination, how params_draw draws it) and six functions, in reading order:
+// A family is a kind of task (unary maps, stencils, reductions, ...): a Family descriptor
+// (below) with its parameters (ParamDesc: name, enum values, whether it belongs to the
+// held-out combination, how params_draw draws it) and six functions, in reading order:
 //   draw      after params_draw: what depends on other parameters, and the names;
 //   layout    the spec from the parameters: tensor shapes, dtypes, value ranges, size constants,
 //             tolerance. Deterministic: --materialize calls it again on the JSONL's parameters;
@@ -15,20 +16,20 @@
 //   kernels   writes the device code, from templates of CUDA text (TPL, FRAG below);
 //   launch    writes the host statements that configure and launch the kernel(s);
 //   ref       computes the outputs from the inputs on the CPU.
-// Everything else (the prompt's Input/Output/GPU lines, includes, error checks, file I/O, device
-// buffers, freeing) is generic: emit_program.
+// Everything else (the prompt's Input/Output/GPU lines, includes, error checks, file I/O,
+// device buffers, freeing) is generic: emit_program.
 //
-// Every program reads each input NAME from "NAME.bin" in the working directory (raw little-endian
-// values, no header, row-major) and writes each output to "NAME.bin". The harness puts the
-// expected outputs in NAME.expected.bin.
+// Every program reads each input NAME from "NAME.bin" in the working directory (raw
+// little-endian values, no header, row-major) and writes each output to "NAME.bin". The
+// harness puts the expected outputs in NAME.expected.bin.
 //
-// Adding families (README, "Adding a family"; test/family_example.c is the smallest whole one):
-// write data/families_NAME.c with static family functions and a NULL-terminated list
+// Adding families (README, "Adding a family"; test/family_example.c is the smallest whole
+// one): write data/families_NAME.c with static family functions and a NULL-terminated list
 // `static const Family *const families_NAME[]`, then add one #include and one list entry in
 // corpus.c. All family files share one translation unit: give every file-level name (enums,
-// tables, functions) a prefix of the file's own. The parameters' names are the keys of the JSONL's
-// spec.params; those marked combo form the "parameter combination" that decides which
-// combinations are held out for the test split.
+// tables, functions) a prefix of the file's own. The parameters' names are the keys of the
+// JSONL's spec.params; those marked combo form the "parameter combination" that decides
+// which combinations are held out for the test split.
 #ifndef CORPUS_H
 #define CORPUS_H
 
@@ -425,9 +426,10 @@ static void params_redraw(Task *t, Rng *r, int a, int b, long lo, long hi) {
         t->p[b] = param_pick(&t->fam->ip[b], r);
     }
 }
-// Names a task: tensors lists the inputs (its first nin words), then the outputs; kernels the
-// kernel and helper names (kname[0..2]; "-" leaves one unset); slug the operation's short name. A
-// family may name every tensor it can have: the layout's nin and nout say which exist.
+// Names a task: tensors lists the inputs (its first nin words), then the outputs; kernels
+// the kernel and helper names (kname[0..2]; "-" leaves one unset); slug the operation's
+// short name. A family may name every tensor it can have: the layout's nin and nout say
+// which exist.
 static void task_names(Task *t, int nin, const char *tensors, const char *kernels, const char *slug) {
     for (int k = 0; k < nin + MAX_T; k++) {
         char *name = k < nin ? t->in[k].name : t->out[k - nin].name;
@@ -772,8 +774,9 @@ static void launch_1d(Emit *e, const Task *t, const char *kname, const char *cou
 
 // The generic 2-D (or 3-D) launch: blocks of bx x by threads, each covering tx x ty
 // elements (NULL: its own extent) of an xc-wide, yc-high (NULL: one block high) index
-// space, zc grid layers (NULL: none). Four spellings (dims); ycap > 0 caps grid.y (grid-stride kernels;
-// the const spelling has no room for it); shmem: dynamic bytes or NULL.
+// space, zc grid layers (NULL: none). Four spellings (dims); ycap > 0 caps grid.y
+// (grid-stride kernels; the const spelling has no room for it); shmem: dynamic bytes or
+// NULL.
 static const char *const launch_2d_tpl[] = { R"(
 dim3 block($bx, $by);
 dim3 grid($gx, $gy$z);
@@ -813,7 +816,8 @@ static void launch_2d(Emit *e, const Task *t, int dims, const char *k, const cha
 // device buffers and the first nsize size constants).
 static void list_add(char list[512], const char *item) {
     size_t l = strlen(list);
-    snprintf(list + l, 512 - l, "%s%s", l ? ", " : "", item);
+    if (snprintf(list + l, 512 - l, "%s%s", l ? ", " : "", item) >= (int)(512 - l))
+        die("list_add: a list longer than 511 characters");
 }
 static const char *kernel_params(const Task *t) {
     char s[512] = "";
@@ -947,9 +951,9 @@ static void emit_io_helpers(Emit *e, const Task *t) {
     else TPL(e, t, io_c_tpl, "read", io_name(t, 1), "write", io_name(t, 0));
 }
 
-// main, part by part: inputs read into host buffers, device buffers, the launch (timed or not),
-// results written, everything freed. One file read into a host buffer (read = 1) or written from
-// one: with the file helpers, or (HOST_INLINE programs) with stdio in main.
+// main, part by part: inputs read into host buffers, device buffers, the launch (timed or
+// not), results written, everything freed. One file read into a host buffer (read = 1) or
+// written from one: with the file helpers, or (HOST_INLINE programs) with stdio in main.
 static const char io_inline_tpl[] = R"(
 $alloc
 FILE *$f = fopen("$x.bin", "$mode");
@@ -1214,7 +1218,8 @@ static void json_num(Buf *b, double v) {
     buf_puts(b, s);
 }
 
-// The spec object: family, params, inputs (with how their data is drawn), outputs, seed, tolerance.
+// The spec object: family, params, inputs (with how their data is drawn), outputs, seed,
+// tolerance.
 static void json_spec(Buf *b, const Task *t) {
     const Family *f = t->fam;
     int n = 0;

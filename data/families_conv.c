@@ -213,7 +213,7 @@ static void mxc2_draw(Task *t, Rng *r) {
 static void mxc2_layout(Task *t) {
     const char *const *dn = mxc2_dnames[t->p[MXC2_DNAMES]];
     long R = mxc2_sizes[t->p[MXC2_SIZE]][0], C = mxc2_sizes[t->p[MXC2_SIZE]][1], K = t->p[MXC2_K];
-    mx_begin(t, 2, dn, R, C, K);
+    mx_begin(t, 2, dn, R, C, K); // size constants 0 rows, 1 cols, 2 the filter's side
     int orr = t->p[MXC2_PAD] ? add_size(t, dn[3], mxc2_out(t, 0)) : 0; // valid: sizes of their own
     int occ = t->p[MXC2_PAD] ? add_size(t, dn[4], mxc2_out(t, 1)) : 1;
     mx_f32(&t->in[0], R, C, 0, 1, 0);

@@ -1,7 +1,7 @@
 // families_matrix.c - dense matrix families: transposes (naive, through a padded shared tile),
 // 2-D element-wise operations, matrix products (naive, shared-memory tiled, batched over
 // blockIdx.z), matrix-vector products (a thread or a warp per row), vector-matrix and outer
-// products. The helpers (mx_*) serve families_conv.c and _pipeline.c too.
+// products. The helpers (mx_*) serve families_conv.c and families_pipeline.c too.
 //
 // Conventions: kernel parameters and locals are lower case, so they never meet a size
 // constant spelled as a macro (#define ROWS ...); kernel macros and template parameters
@@ -72,10 +72,11 @@ __global__ void $kname($params) {
     $body
 }
 )";
+// rest: the parameters after the tensors (the sizes, and any scalars).
 static void mx_kernel(Emit *e, const Task *t, const char *pre, const char *tmpl, const char *comment,
-                      const char *sizes, const char *body) {
+                      const char *rest, const char *body) {
     TPL(e, t, mx_kernel_tpl, "pre", pre, "comment", comment, "template", tmpl, "kname", t->kname[0], "params",
-        fmt("%s, %s", kernel_params(t), sizes), "body", body);
+        fmt("%s, %s", kernel_params(t), rest), "body", body);
 }
 
 // body under a bounds guard: if (in) { body } (early = 0) or an early return (early = 1).
@@ -302,6 +303,10 @@ for (int j = 0; j < $TD; j += BLOCK_ROWS) {
 }
 )" };
 
+// Element (row yv (+ j when not full), column xv) of a matrix m with len columns.
+static const char *mxtt_elem(int full, const char *m, const char *yv, const char *len, const char *xv) {
+    return full ? fmt("%s[%s * %s + %s]", m, yv, len, xv) : fmt("%s[(%s + j) * %s + %s]", m, yv, len, xv);
+}
 static void mxtt_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[MXTT_DNAMES]];
     const char *ct = t->p[MXTT_DT] ? "int" : "float", *x = t->in[0].name, *y = t->out[0].name, *R = dn[0], *C = dn[1];
@@ -313,11 +318,10 @@ static void mxtt_kernels(const Task *t, Emit *e) {
         const char *f = td == 0 ? "#define %s %d\n" : "constexpr int %s = %d;\n";
         defines = fmt("%s%s\n", fmt(f, "TILE_DIM", T), full ? "" : fmt(f, "BLOCK_ROWS", B));
     }
-    const char *elem = full ? "%s[%s * %s + %s]" : "%s[(%s + j) * %s + %s]"; // of a matrix, at row yv (+ j)
     const char *load = FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", C, "ylen", R, "TD", TD, "to",
-                            fmt("tile[threadIdx.y%s][threadIdx.x]", j), "from", fmt(elem, x, yv, C, xv));
+                            fmt("tile[threadIdx.y%s][threadIdx.x]", j), "from", mxtt_elem(full, x, yv, C, xv));
     const char *store = FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", R, "ylen", C, "TD", TD, "to",
-                             fmt(elem, y, yv, R, xv), "from", fmt("tile[threadIdx.x][threadIdx.y%s]", j));
+                             mxtt_elem(full, y, yv, R, xv), "from", fmt("tile[threadIdx.x][threadIdx.y%s]", j));
     mx_kernel(e, t, defines,
               td != 1 ? "" : full ? "template <int TILE>" : "template <int TILE, int BLOCK_ROWS>",
               fmt("Transpose through a shared tile: coalesced reads of %s, coalesced writes of %s. The extra column "

@@ -300,8 +300,9 @@ static const ParamDesc hist_params[] = {
     [H_NP] = { NULL, NULL, 0, NULL } };
 static const char *const hist_names[] = { "data hist", "values counts", "samples histogram", "keys freq" };
 static const char *const hist_pix_names[] = { "pixels hist", "image histogram", "img counts", "gray bins_out" };
-// The inputs, by op: Task Names (by tname), the description (%1$s the input, %2$s the output,
-// %3$d the bins, %4$d the last bin) and the input's type.
+// The ops: Task Names (by tname), the description (%1$s the input, %2$s the output, %3$d
+// the bins, %4$d the last bin: numbered printf arguments, where a format may leave off the
+// last ones but never skip a number, or the checked printf aborts) and the input's type.
 static const struct { const char *tname[3], *desc; DType dt; } hist_op[] = {
     { { "Histogram", "Integer_Histogram", "Value_Counts" },
       "Count how many elements of %1$s take each value: %2$s[b] = number of i with %1$s[i] == b, for %3$d bins. "

@@ -646,7 +646,7 @@ static void pr_draw(Task *t, Rng *r) {
 static void pr_layout(Task *t) {
     long R = t->p[PR_ROWS], C = t->p[PR_COLS];
     mx_begin(t, 2, mx_dnames[t->p[PR_DNAMES]], R, C, 0);
-    t->nout = 2;
+    t->nout = 2; // y and the row norms
     mx_f32(&t->in[0], R, C, 0, 1, 1);
     mx_f32(&t->in[1], C, 0, 1, -1, 1);
     mx_f32(&t->out[0], R, C, 0, 1, 0);

@@ -22,8 +22,8 @@ static const ParamDesc s1_params[] = {
 static const char *const s1_names[] = { "in out", "x y", "signal filtered", "input output", "u result" };
 static const char *const s1_kn[] = { "stencil_1d", "stencil1D", "conv1d_shared", "apply_stencil" };
 
-// The weights, by weights: Task Names (by tname), and for radius 1, 2, 3 the taps w[k + R] =
-// num[k + R] / den.
+// The weights, by weights: Task Names (by tname), and for radius 1, 2, 3 the taps
+// w[k + R] = num[k + R] / den.
 static const struct { const char *tname[3]; int num[3][7], den[3]; } s1_w[] = {
     { { "Moving_Average_1D", "Box_Filter_1D", "Stencil_1D_Average" },
       { { 1, 1, 1 }, { 1, 1, 1, 1, 1 }, { 1, 1, 1, 1, 1, 1, 1 } }, { 3, 5, 7 } },
