@@ -385,7 +385,8 @@ static void ro_kernel(Emit *e, const Task *t, const char *helpers, const char *c
                                                      : "(blockIdx.x * blockDim.x + threadIdx.x) / 32"));
 }
 // The body of a row kernel: the row's pointers (yr where the output is a matrix), the
-// statistics, then the writes.
+// statistics, then the writes (a kernel that computes and writes in one loop, the
+// cumulative sum, passes it all as stats).
 static const char ro_body_tpl[] = R"(
 const $T *xr = $x + (size_t)row * cols;
 $yr
