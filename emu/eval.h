@@ -1017,13 +1017,18 @@ static void cuset__eval_on_signal(int sig) { // Ctrl-C: take the running program
     raise(sig);
 }
 
-// The start of a worker (a forked child of gen, given gen's pid): it forgets gen's list of
-// workers and is sent SIGTERM when gen dies, even by SIGKILL, so that its handler above
-// takes its running program down instead of letting it run on to its timeout.
-static void cuset__eval_worker_begin(pid_t gen_pid) {
-    memset(cuset__eval_workers, 0, sizeof cuset__eval_workers);
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != gen_pid) raise(SIGTERM); // gen died before prctl
+// Forks a worker, as fork() returns. The worker forgets gen's list of workers and is sent
+// SIGTERM when gen dies, even by SIGKILL, so that its handler above takes its running
+// program down instead of letting it run on to its timeout.
+static pid_t cuset__eval_fork_worker(void) {
+    fflush(NULL); // nothing buffered twice
+    pid_t gen_pid = getpid(), pid = fork();
+    if (pid == 0) {
+        memset(cuset__eval_workers, 0, sizeof cuset__eval_workers);
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != gen_pid) raise(SIGTERM); // gen died before prctl
+    }
+    return pid;
 }
 
 // A guardian removes the work directory root when gen ends without doing so (Ctrl-C, a
@@ -1198,10 +1203,8 @@ static void cuset__eval_cache_put(const char *path, const cuset__EvalResult *r) 
 // Evaluates program p (index i of the run) in a forked worker; the result comes back
 // through fd. Returns the worker's pid, or -1 (then *res holds the error).
 static pid_t cuset__eval_start(const cuset__EvalEnv *E, const char *taskdir, const cuset__EvalProgram *p, int i, int fd) {
-    fflush(NULL);
-    pid_t gen_pid = getpid(), pid = fork();
+    pid_t pid = cuset__eval_fork_worker();
     if (pid != 0) return pid;
-    cuset__eval_worker_begin(gen_pid);
     cuset__EvalResult res;
     char dir[4300], name[64];
     snprintf(name, sizeof name, "program-%d", i);
@@ -1331,15 +1334,9 @@ static void cuset__eval_sample_forked(const cuset__EvalEnv *E, const CusetEvalSa
     for (int w = 0; w < jobs; w++) {
         int pfd[2];
         if (pipe(pfd)) cuset__eval_fail("pipe: %s", strerror(errno));
-        fflush(NULL);
-        pid_t gen_pid = getpid();
-        pids[w] = fork();
+        pids[w] = cuset__eval_fork_worker();
         if (pids[w] < 0) cuset__eval_fail("fork: %s", strerror(errno));
-        if (pids[w] == 0) {
-            cuset__eval_worker_begin(gen_pid);
-            close(pfd[0]);
-            cuset__eval_sampling_worker(sampler, tasks, progs, n, w, jobs, pfd[1]);
-        }
+        if (pids[w] == 0) { close(pfd[0]); cuset__eval_sampling_worker(sampler, tasks, progs, n, w, jobs, pfd[1]); }
         close(pfd[1]);
         fds[w] = pfd[0];
         cuset__eval_workers[w] = pids[w];
