@@ -564,8 +564,8 @@ static void run_reference(const Task *t, void *const *in, const char *dir) {
 
 // --materialize: line `index` of DIR/SPLIT.jsonl (0-based, blank lines not counted) into
 // WORKDIR: its inputs, expected outputs, spec.json (with the sample's id) and reference.cu.
-// Returns 0; an error dies (exit 2), as in --reference.
-static int materialize(const char *cdir, const char *split, long index, const char *wdir) {
+// An error dies (exit 2), as in --reference.
+static void materialize(const char *cdir, const char *split, long index, const char *wdir) {
     char path[4200];
     size_t len, llen = 0;
     snprintf(path, sizeof path, "%s/%s.jsonl", cdir, split);
@@ -607,11 +607,10 @@ static int materialize(const char *cdir, const char *split, long index, const ch
     fprintf(stderr, "%s %s:%ld (%s) -> %s: %d inputs, %d outputs\n", id, split, index, t.fam->name, wdir, t.nin,
             t.nout);
     cuset_jdoc_free(&obj);
-    return 0;
 }
 
 // --reference: the expected outputs of WORKDIR's spec.json and inputs.
-static int reference(const char *wdir) {
+static void reference(const char *wdir) {
     Task t;
     void *in[MAX_T];
     spec_load(wdir, &t);
@@ -623,7 +622,6 @@ static int reference(const char *wdir) {
     }
     run_reference(&t, in, wdir);
     for (int k = 0; k < t.nin; k++) free(in[k]);
-    return 0;
 }
 
 // The values got of output x against the expected ones: prints the PASS/FAIL line (the worst
@@ -808,11 +806,12 @@ int main(int argc, char **argv) {
             die("%s does not go with %s (--help lists each command's options)", options[k], command);
     if (list) return list_families();
     if (cmp) return compare(cmp);
-    if (ref) return reference(ref);
+    if (ref) { reference(ref); return 0; }
     if (emit) return emit_family(emit, seed, prompt);
     if (!mat) return generate(out, seed, count);
     if (!split || index < 0 || !to)
         die("--materialize needs %s (--help shows the command)", !split ? "--split" : index < 0 ? "--index" : "--to");
     if (strcmp(split, "train") && strcmp(split, "val") && strcmp(split, "test")) die("--split: train, val or test");
-    return materialize(mat, split, index, to);
+    materialize(mat, split, index, to);
+    return 0;
 }
