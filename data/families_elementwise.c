@@ -532,11 +532,14 @@ static const Family fam_half = MAP_FAMILY("convert_half",
 
 static const Family *const families_elementwise[] = { &fam_unary, &fam_binary, &fam_ternary, &fam_f2i, &fam_i2f,
                                                       &fam_half, NULL };
-// The kind of each family, in the order of families_elementwise.
-static const MapKind *const map_kinds[] = { &un_kind, &bin_kind, &ter_kind, &f2i_kind, &i2f_kind, &half_kind };
-_Static_assert(NELEM(map_kinds) == NELEM(families_elementwise) - 1, "a kind for each elementwise family");
+
 static const MapKind *map_kind(const Task *t) {
-    for (int k = 0; k < NELEM(map_kinds); k++)
-        if (families_elementwise[k] == t->fam) return map_kinds[k];
-    die("map_kind: %s is not an elementwise family", t->fam->name);
+    const Family *f = t->fam;
+    if (f == &fam_unary) return &un_kind;
+    if (f == &fam_binary) return &bin_kind;
+    if (f == &fam_ternary) return &ter_kind;
+    if (f == &fam_f2i) return &f2i_kind;
+    if (f == &fam_i2f) return &i2f_kind;
+    if (f == &fam_half) return &half_kind;
+    die("map_kind: %s is not an elementwise family", f->name);
 }
