@@ -300,18 +300,17 @@ static const ParamDesc hist_params[] = {
     [H_NP] = { NULL, NULL, 0, NULL } };
 static const char *const hist_names[] = { "data hist", "values counts", "samples histogram", "keys freq" };
 static const char *const hist_pix_names[] = { "pixels hist", "image histogram", "img counts", "gray bins_out" };
-// The ops: Task Names (by tname), the description (%1$s the input, %2$s the output, %3$d
-// the bins, %4$d the last bin: numbered printf arguments, where a format may leave off the
-// last ones but never skip a number, or the checked printf aborts) and the input's type.
+// The ops: Task Names (by tname), the description (a template: $x the input, $y the output,
+// $bins the bins, $last the last bin) and the input's type.
 static const struct { const char *tname[3], *desc; DType dt; } hist_op[] = {
     { { "Histogram", "Integer_Histogram", "Value_Counts" },
-      "Count how many elements of %1$s take each value: %2$s[b] = number of i with %1$s[i] == b, for %3$d bins. "
-      "Every value lies in [0, %3$d).", DT_I32 },
+      "Count how many elements of $x take each value: $y[b] = number of i with $x[i] == b, for $bins bins. "
+      "Every value lies in [0, $bins).", DT_I32 },
     { { "Image_Histogram", "Grayscale_Histogram", "Pixel_Histogram" },
-      "Compute the 256-bin histogram of the 8-bit pixels in %1$s: %2$s[v] = number of pixels equal to v.", DT_U8 },
+      "Compute the 256-bin histogram of the 8-bit pixels in $x: $y[v] = number of pixels equal to v.", DT_U8 },
     { { "Float_Histogram", "Uniform_Bin_Histogram", "Binned_Counts" },
-      "Histogram of values in [0, 1) with %3$d equal bins: element x goes to bin (int)(x * %3$d) computed in float32, "
-      "clamped to %4$d; %2$s[b] counts the elements of %1$s in bin b.", DT_F32 } };
+      "Histogram of values in [0, 1) with $bins equal bins: element x goes to bin (int)(x * $bins) computed in "
+      "float32, clamped to $last; $y[b] counts the elements of $x in bin b.", DT_F32 } };
 static const char *const hist_kn[][4] = {
     { "histogram_kernel", "histogramGlobal", "hist_atomic", "count_values" },
     { "histogram_shared", "histogramShared", "hist_privatized", "block_histogram" } };
@@ -336,7 +335,9 @@ static void hist_layout(Task *t) {
 
 static void hist_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, hist_op[t->p[H_OP]].tname[t->p[H_TNAME]]);
-    buf_printf(desc, hist_op[t->p[H_OP]].desc, t->in[0].name, t->out[0].name, t->p[H_BINS], t->p[H_BINS] - 1);
+    const char *d = FRAG(hist_op[t->p[H_OP]].desc, "x", t->in[0].name, "y", t->out[0].name, "bins",
+                         fmt("%d", t->p[H_BINS]), "last", fmt("%d", t->p[H_BINS] - 1));
+    buf_putn(desc, d, strcspn(d, "\n")); // the one line, without its newline
     buf_puts(desc, t->p[H_VARIANT] == 1 ? " Privatise the histogram per thread block in shared memory, then merge it "
                                           "into the output with atomics."
                                         : " Use atomicAdd on the output counts.");
