@@ -308,7 +308,9 @@ struct Host;
 // the listed numbers (a number listed twice is twice as likely), "0..3" a number in the
 // range, "*" one of the enum values; NULL: the family's draw function sets it; "=0..6":
 // draw sets it to a number in the range (a choice among variants that depends on other
-// parameters; the range is for checking specs read back, param_bounds).
+// parameters; the range is for checking specs read back, param_bounds). A family's table is
+// indexed by its enum of parameters and ends with an entry whose name is NULL (the model:
+// test/family_example.c).
 typedef struct {
     const char *name;            // the key in spec.params
     const char *const *values;   // enum names (NULL-terminated) or NULL for a number

@@ -28,16 +28,18 @@ static void mxcv_correlate(const float *x, const float *w, float *y, long R, lon
 // 1-D convolution with the filter in __constant__ memory
 
 enum { MXC1_N, MXC1_TAPS, MXC1_PAD, MXC1_MODE, MXC1_CAPACITY, MXC1_BLOCK, MXC1_CAP, MXC1_LOOP, MXC1_KNAME, MXC1_NAMES,
-       MXC1_TNAME, MXC1_DNAMES, MXC1_CNAME };
+       MXC1_TNAME, MXC1_DNAMES, MXC1_CNAME, MXC1_NP };
 static const char *const mxcv_pads[] = { "same", "valid", NULL };
 static const char *const mxc1_modes[] = { "global", "shared_tile", "grid_stride", NULL };
 static const char *const mxc1_capacity[] = { "exact", "max_taps", NULL };
 static const ParamDesc mxc1_params[] = {
-    { "n", NULL, 1, "1000 4096 10000 65536 100000 262144 1000000" }, { "taps", NULL, 1, "3 5 7 9 11 15 17 25 31" },
-    { "pad", mxcv_pads, 1, "*" }, { "mode", mxc1_modes, 1, "*" }, { "capacity", mxc1_capacity, 1, "*" },
-    { "block", NULL, 1, "64 128 256 256 512" }, { "cap", NULL, 0, "256 512 1024 2048" }, { "loop", NULL, 0, "0..1" },
-    { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..4" }, { "tname", NULL, 0, "0..2" },
-    { "dnames", NULL, 0, "0..2" }, { "cname", NULL, 0, "0..3" }, { 0 } };
+    [MXC1_N] = { "n", NULL, 1, "1000 4096 10000 65536 100000 262144 1000000" },
+    [MXC1_TAPS] = { "taps", NULL, 1, "3 5 7 9 11 15 17 25 31" }, [MXC1_PAD] = { "pad", mxcv_pads, 1, "*" },
+    [MXC1_MODE] = { "mode", mxc1_modes, 1, "*" }, [MXC1_CAPACITY] = { "capacity", mxc1_capacity, 1, "*" },
+    [MXC1_BLOCK] = { "block", NULL, 1, "64 128 256 256 512" }, [MXC1_CAP] = { "cap", NULL, 0, "256 512 1024 2048" },
+    [MXC1_LOOP] = { "loop", NULL, 0, "0..1" }, [MXC1_KNAME] = { "kname", NULL, 0, "0..3" },
+    [MXC1_NAMES] = { "names", NULL, 0, "0..4" }, [MXC1_TNAME] = { "tname", NULL, 0, "0..2" },
+    [MXC1_DNAMES] = { "dnames", NULL, 0, "0..2" }, [MXC1_CNAME] = { "cname", NULL, 0, "0..3" }, [MXC1_NP] = { NULL } };
 static const char *const mxc1_dnames[][3] = { { "n", "taps", "n_out" }, { "len", "ksize", "out_len" },
                                               { "length", "width", "result_len" } };
 // the input, the filter, the output
@@ -179,16 +181,18 @@ static const Family fam_mx_conv1d = {
 // 2-D convolution with a 3x3 or 5x5 filter
 
 enum { MXC2_SIZE, MXC2_K, MXC2_PAD, MXC2_FLIP, MXC2_MODE, MXC2_FMEM, MXC2_BDIM, MXC2_DIMS, MXC2_KNAME, MXC2_NAMES,
-       MXC2_TNAME, MXC2_DNAMES, MXC2_MACROS };
+       MXC2_TNAME, MXC2_DNAMES, MXC2_MACROS, MXC2_NP };
 static const char *const mxc2_flips[] = { "correlation", "convolution", NULL };
 static const char *const mxc2_modes[] = { "global", "shared_tile", NULL };
 static const char *const mxc2_fmems[] = { "constant", "global", NULL };
 static const ParamDesc mxc2_params[] = {
-    { "size", NULL, 1, "0..9" }, { "ksize", NULL, 1, "3 3 3 5 5" }, { "pad", mxcv_pads, 1, "*" },
-    { "flip", mxc2_flips, 1, "0 0 1" }, { "mode", mxc2_modes, 1, "*" }, { "filter_mem", mxc2_fmems, 1, "0 0 0 1 1" },
-    { "bdim", NULL, 1, "0 1 2 4 5" }, { "dims", NULL, 0, "0..3" }, { "kname", NULL, 0, "0..3" },
-    { "names", NULL, 0, "0..4" }, { "tname", NULL, 0, "0..2" }, { "dnames", NULL, 0, "0..2" },
-    { "macros", NULL, 0, "0..2" }, { 0 } };
+    [MXC2_SIZE] = { "size", NULL, 1, "0..9" }, [MXC2_K] = { "ksize", NULL, 1, "3 3 3 5 5" },
+    [MXC2_PAD] = { "pad", mxcv_pads, 1, "*" }, [MXC2_FLIP] = { "flip", mxc2_flips, 1, "0 0 1" },
+    [MXC2_MODE] = { "mode", mxc2_modes, 1, "*" }, [MXC2_FMEM] = { "filter_mem", mxc2_fmems, 1, "0 0 0 1 1" },
+    [MXC2_BDIM] = { "bdim", NULL, 1, "0 1 2 4 5" }, [MXC2_DIMS] = { "dims", NULL, 0, "0..3" },
+    [MXC2_KNAME] = { "kname", NULL, 0, "0..3" }, [MXC2_NAMES] = { "names", NULL, 0, "0..4" },
+    [MXC2_TNAME] = { "tname", NULL, 0, "0..2" }, [MXC2_DNAMES] = { "dnames", NULL, 0, "0..2" },
+    [MXC2_MACROS] = { "macros", NULL, 0, "0..2" }, [MXC2_NP] = { NULL } };
 static const int mxc2_sizes[][2] = { { 64, 64 }, { 100, 200 }, { 256, 256 }, { 333, 555 }, { 480, 640 }, { 512, 512 },
                                      { 1000, 1000 }, { 768, 1024 }, { 1024, 1024 }, { 2048, 512 } };
 static const char *const mxc2_dnames[][5] = { { "rows", "cols", "ksize", "out_rows", "out_cols" },

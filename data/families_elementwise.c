@@ -23,7 +23,7 @@ static const char *const map_fp[] = { "a", "b", NULL };
       [M_HELPER] = { "helper", map_helper_names, 0, "0 0 0 1 2 3" }, [M_KNAME] = { "kname", NULL, 0, "0..3" },      \
       [M_NAMES] = { "names", NULL, 0, NULL },     [M_CAP] = { "cap", NULL, 0, "0 256 1024 4096" },                  \
       [M_TNAME] = { "tname", NULL, 0, "0..2" },   [M_DESC] = { "desc", NULL, 0, "0..2" },                           \
-      [M_FN] = { "fn", NULL, 0, "0..3" },         [M_NP] = { NULL, NULL, 0, NULL } }
+      [M_FN] = { "fn", NULL, 0, "0..3" },         [M_NP] = { NULL } }
 // A map family's descriptor: its name, summary and op names (the values of op).
 #define MAP_FAMILY(name, summary, opnames)                                                                           \
     { name, summary, (const ParamDesc[])MAP_PARAMS(opnames), map_fp, map_draw, map_layout, map_describe, map_kernels, \

@@ -7,7 +7,6 @@
 // constant spelled as a macro (#define ROWS ...); kernel macros and template parameters
 // (TILE_DIM, BLOCK_ROWS, ...) never equal an upper-cased size name; tensors are never named
 // M, N or K. A kernel's parameters are the task's tensors (kernel_params), then its sizes.
-// Each ParamDesc table lists the parameters in the order of its family's enum.
 
 // ----------------------------------------------------------------------------
 // Shared helpers
@@ -185,15 +184,17 @@ static void mxt_ref(const Task *t, const void *const *in, void *const *out) {
 // Naive transpose: one thread per element
 
 enum { MXTN_DT, MXTN_ROWS, MXTN_COLS, MXTN_MODE, MXTN_BDIM, MXTN_BLOCK, MXTN_MAP, MXTN_GUARD, MXTN_CAP, MXTN_DIMS,
-       MXTN_KNAME, MXTN_NAMES, MXTN_TNAME, MXTN_DNAMES };
+       MXTN_KNAME, MXTN_NAMES, MXTN_TNAME, MXTN_DNAMES, MXTN_NP };
 static const char *const mxtn_modes[] = { "grid_2d", "flat_1d", "grid_stride_2d", NULL };
 static const char *const mxtn_maps[] = { "x_along_cols", "x_along_rows", NULL };
 static const ParamDesc mxtn_params[] = {
-    { "dtype", mx_dtypes, 1, "0 0 0 0 0 0 0 1 1 1" }, { "rows", NULL, 1, NULL }, { "cols", NULL, 1, NULL },
-    { "mode", mxtn_modes, 1, "*" }, { "bdim", NULL, 1, NULL }, { "block", NULL, 1, NULL },
-    { "map", mxtn_maps, 0, NULL }, { "guard", NULL, 0, NULL }, { "cap", NULL, 0, NULL }, { "dims", NULL, 0, "0..3" },
-    { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..5" }, { "tname", NULL, 0, "0..2" },
-    { "dnames", NULL, 0, "0..3" }, { 0 } };
+    [MXTN_DT] = { "dtype", mx_dtypes, 1, "0 0 0 0 0 0 0 1 1 1" }, [MXTN_ROWS] = { "rows", NULL, 1, NULL },
+    [MXTN_COLS] = { "cols", NULL, 1, NULL }, [MXTN_MODE] = { "mode", mxtn_modes, 1, "*" },
+    [MXTN_BDIM] = { "bdim", NULL, 1, NULL }, [MXTN_BLOCK] = { "block", NULL, 1, NULL },
+    [MXTN_MAP] = { "map", mxtn_maps, 0, NULL }, [MXTN_GUARD] = { "guard", NULL, 0, NULL },
+    [MXTN_CAP] = { "cap", NULL, 0, NULL }, [MXTN_DIMS] = { "dims", NULL, 0, "0..3" },
+    [MXTN_KNAME] = { "kname", NULL, 0, "0..3" }, [MXTN_NAMES] = { "names", NULL, 0, "0..5" },
+    [MXTN_TNAME] = { "tname", NULL, 0, "0..2" }, [MXTN_DNAMES] = { "dnames", NULL, 0, "0..3" }, [MXTN_NP] = { NULL } };
 static const char *const mxtn_kn[] = { "transpose_naive", "transposeNaive", "transpose_kernel", "naive_transpose" };
 
 static void mxtn_draw(Task *t, Rng *r) {
@@ -256,13 +257,15 @@ static const Family fam_mx_transpose_naive = {
 // Transpose through a shared-memory tile padded by one column
 
 enum { MXTT_DT, MXTT_ROWS, MXTT_COLS, MXTT_TILE, MXTT_BROWS, MXTT_TDEF, MXTT_DIMS, MXTT_KNAME, MXTT_NAMES, MXTT_TNAME,
-       MXTT_DNAMES, MXTT_VARS };
+       MXTT_DNAMES, MXTT_VARS, MXTT_NP };
 static const char *const mx_tdefs[] = { "define", "template", "constexpr", NULL };
 static const ParamDesc mxtt_params[] = {
-    { "dtype", mx_dtypes, 1, "0 0 0 1" }, { "rows", NULL, 1, NULL }, { "cols", NULL, 1, NULL },
-    { "tile", NULL, 1, "16 32" }, { "block_rows", NULL, 1, "0 8 4 8" }, { "tdef", mx_tdefs, 0, "*" },
-    { "dims", NULL, 0, "0..3" }, { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..5" },
-    { "tname", NULL, 0, "0..2" }, { "dnames", NULL, 0, "0..3" }, { "vars", NULL, 0, "0..1" }, { 0 } };
+    [MXTT_DT] = { "dtype", mx_dtypes, 1, "0 0 0 1" }, [MXTT_ROWS] = { "rows", NULL, 1, NULL },
+    [MXTT_COLS] = { "cols", NULL, 1, NULL }, [MXTT_TILE] = { "tile", NULL, 1, "16 32" },
+    [MXTT_BROWS] = { "block_rows", NULL, 1, "0 8 4 8" }, [MXTT_TDEF] = { "tdef", mx_tdefs, 0, "*" },
+    [MXTT_DIMS] = { "dims", NULL, 0, "0..3" }, [MXTT_KNAME] = { "kname", NULL, 0, "0..3" },
+    [MXTT_NAMES] = { "names", NULL, 0, "0..5" }, [MXTT_TNAME] = { "tname", NULL, 0, "0..2" },
+    [MXTT_DNAMES] = { "dnames", NULL, 0, "0..3" }, [MXTT_VARS] = { "vars", NULL, 0, "0..1" }, [MXTT_NP] = { NULL } };
 static const char *const mxtt_kn[] = { "transpose_shared", "transposeCoalesced", "transpose_tiled", "smem_transpose" };
 
 static void mxtt_draw(Task *t, Rng *r) {
@@ -349,16 +352,18 @@ static const Family fam_mx_transpose_tiled = {
 // Element-wise matrix operations on a 2-D grid
 
 enum { MXME_OP, MXME_ROWS, MXME_COLS, MXME_MODE, MXME_BDIM, MXME_GUARD, MXME_CAP, MXME_COEF, MXME_HELPER, MXME_DIMS,
-       MXME_KNAME, MXME_NAMES, MXME_TNAME, MXME_DNAMES };
+       MXME_KNAME, MXME_NAMES, MXME_TNAME, MXME_DNAMES, MXME_NP };
 static const char *const mxme_ops[] = { "add", "sub", "mul", "scale", "axpby", NULL };
 static const char *const mxme_modes[] = { "grid_2d", "grid_stride_2d", NULL };
 static const char *const mxme_coefs[] = { "literal", "kernel_arg", NULL };
 static const ParamDesc mxme_params[] = {
-    { "op", mxme_ops, 1, "*" }, { "rows", NULL, 1, NULL }, { "cols", NULL, 1, NULL },
-    { "mode", mxme_modes, 1, "0 0 1" }, { "bdim", NULL, 1, "0..6" }, { "guard", NULL, 0, NULL },
-    { "cap", NULL, 0, NULL }, { "coef", mxme_coefs, 0, NULL }, { "helper", NULL, 0, "0..2" },
-    { "dims", NULL, 0, "0..3" }, { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..4" },
-    { "tname", NULL, 0, "0..2" }, { "dnames", NULL, 0, "0..3" }, { 0 } };
+    [MXME_OP] = { "op", mxme_ops, 1, "*" }, [MXME_ROWS] = { "rows", NULL, 1, NULL },
+    [MXME_COLS] = { "cols", NULL, 1, NULL }, [MXME_MODE] = { "mode", mxme_modes, 1, "0 0 1" },
+    [MXME_BDIM] = { "bdim", NULL, 1, "0..6" }, [MXME_GUARD] = { "guard", NULL, 0, NULL },
+    [MXME_CAP] = { "cap", NULL, 0, NULL }, [MXME_COEF] = { "coef", mxme_coefs, 0, NULL },
+    [MXME_HELPER] = { "helper", NULL, 0, "0..2" }, [MXME_DIMS] = { "dims", NULL, 0, "0..3" },
+    [MXME_KNAME] = { "kname", NULL, 0, "0..3" }, [MXME_NAMES] = { "names", NULL, 0, "0..4" },
+    [MXME_TNAME] = { "tname", NULL, 0, "0..2" }, [MXME_DNAMES] = { "dnames", NULL, 0, "0..3" }, [MXME_NP] = { NULL } };
 // the inputs a and b (a unary operation has only a), the output
 static const char *const mxme_names[] = { "A B C", "x y z", "lhs rhs out", "mat_a mat_b result", "P Q S" };
 // The operations (in the order of mxme_ops): the formula as a printf format of (a, b) or,
@@ -572,13 +577,15 @@ static void mxmm_ref(const Task *t, const void *const *in, void *const *out) {
 // Naive matrix multiply: one thread per output element
 
 enum { MXMN_OP, MXMN_M, MXMN_N, MXMN_K, MXMN_BDIM, MXMN_GUARD, MXMN_ACC, MXMN_DIMS, MXMN_KNAME, MXMN_NAMES, MXMN_TNAME,
-       MXMN_DNAMES, MXMN_VARS };
+       MXMN_DNAMES, MXMN_VARS, MXMN_NP };
 static const char *const mxmn_accs[] = { "plain", "fmaf", "dot_helper", NULL };
 static const ParamDesc mxmn_params[] = {
-    { "op", mxmm_ops, 1, "0 0 0 1 2" }, { "m", NULL, 1, NULL }, { "n", NULL, 1, NULL }, { "k", NULL, 1, NULL },
-    { "bdim", NULL, 1, "0..4" }, { "guard", NULL, 0, "0..1" }, { "acc", mxmn_accs, 0, "*" },
-    { "dims", NULL, 0, "0..3" }, { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..4" },
-    { "tname", NULL, 0, "0..2" }, { "dnames", NULL, 0, "0..3" }, { "vars", NULL, 0, "0..2" }, { 0 } };
+    [MXMN_OP] = { "op", mxmm_ops, 1, "0 0 0 1 2" }, [MXMN_M] = { "m", NULL, 1, NULL },
+    [MXMN_N] = { "n", NULL, 1, NULL }, [MXMN_K] = { "k", NULL, 1, NULL }, [MXMN_BDIM] = { "bdim", NULL, 1, "0..4" },
+    [MXMN_GUARD] = { "guard", NULL, 0, "0..1" }, [MXMN_ACC] = { "acc", mxmn_accs, 0, "*" },
+    [MXMN_DIMS] = { "dims", NULL, 0, "0..3" }, [MXMN_KNAME] = { "kname", NULL, 0, "0..3" },
+    [MXMN_NAMES] = { "names", NULL, 0, "0..4" }, [MXMN_TNAME] = { "tname", NULL, 0, "0..2" },
+    [MXMN_DNAMES] = { "dnames", NULL, 0, "0..3" }, [MXMN_VARS] = { "vars", NULL, 0, "0..2" }, [MXMN_NP] = { NULL } };
 static const char *const mxmn_kn[] = { "matmul_naive", "matMulKernel", "gemm_naive", "matrix_multiply" };
 static const char *const mxmn_vars[][3] = { { "row", "col", "p" }, { "r", "c", "kk" }, { "i", "j", "e" } };
 
@@ -650,13 +657,15 @@ static const Family fam_mx_matmul_naive = {
 // Tiled matrix multiply with shared-memory tiles
 
 enum { MXMT_M, MXMT_N, MXMT_K, MXMT_ALIGNED, MXMT_TILE, MXMT_CHECKS, MXMT_TDEF, MXMT_LOOP, MXMT_UNROLL, MXMT_DIMS,
-       MXMT_KNAME, MXMT_NAMES, MXMT_TNAME, MXMT_DNAMES, MXMT_SHN };
+       MXMT_KNAME, MXMT_NAMES, MXMT_TNAME, MXMT_DNAMES, MXMT_SHN, MXMT_NP };
 static const ParamDesc mxmt_params[] = {
-    { "m", NULL, 1, NULL }, { "n", NULL, 1, NULL }, { "k", NULL, 1, NULL }, { "aligned", NULL, 1, "0..1" },
-    { "tile", NULL, 1, "8 16 16 32" }, { "checks", NULL, 1, NULL }, { "tdef", mx_tdefs, 0, "*" },
-    { "loop", NULL, 0, "0..1" }, { "unroll", NULL, 0, "0..1" }, { "dims", NULL, 0, "0..3" },
-    { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..4" }, { "tname", NULL, 0, "0..2" },
-    { "dnames", NULL, 0, "0..3" }, { "shnames", NULL, 0, "0..3" }, { 0 } };
+    [MXMT_M] = { "m", NULL, 1, NULL }, [MXMT_N] = { "n", NULL, 1, NULL }, [MXMT_K] = { "k", NULL, 1, NULL },
+    [MXMT_ALIGNED] = { "aligned", NULL, 1, "0..1" }, [MXMT_TILE] = { "tile", NULL, 1, "8 16 16 32" },
+    [MXMT_CHECKS] = { "checks", NULL, 1, NULL }, [MXMT_TDEF] = { "tdef", mx_tdefs, 0, "*" },
+    [MXMT_LOOP] = { "loop", NULL, 0, "0..1" }, [MXMT_UNROLL] = { "unroll", NULL, 0, "0..1" },
+    [MXMT_DIMS] = { "dims", NULL, 0, "0..3" }, [MXMT_KNAME] = { "kname", NULL, 0, "0..3" },
+    [MXMT_NAMES] = { "names", NULL, 0, "0..4" }, [MXMT_TNAME] = { "tname", NULL, 0, "0..2" },
+    [MXMT_DNAMES] = { "dnames", NULL, 0, "0..3" }, [MXMT_SHN] = { "shnames", NULL, 0, "0..3" }, [MXMT_NP] = { NULL } };
 static const char *const mxmt_kn[] = { "matmul_tiled", "matMulShared", "gemm_tiled", "tiled_matmul" };
 static const char *const mxmt_shn[][2] = { { "As", "Bs" }, { "tile_a", "tile_b" }, { "sA", "sB" },
                                            { "a_tile", "b_tile" } };
@@ -750,7 +759,7 @@ static const Family fam_mx_matmul_tiled = {
 #define MXMV_ROWS_PICK "128 256 500 1000 1024 2048 4096 5000 8192 10000"
 #define MXMV_COLS_PICK "32 64 100 128 256 500 512 1000 1024 2048 4096"
 enum { MXMV_ROWS, MXMV_COLS, MXMV_MODE, MXMV_BLOCK, MXMV_LOOP, MXMV_BIAS, MXMV_ACC, MXMV_CAP, MXMV_KNAME, MXMV_NAMES,
-       MXMV_TNAME, MXMV_DNAMES };
+       MXMV_TNAME, MXMV_DNAMES, MXMV_NP };
 // the matrix, the vector, the bias (when there is one), the output
 static const char *const mxmv_names[] = { "A x b y", "mat vec bias out", "W v bvec result",
                                           "weights input offset output", "M_in x_in b_in y_out" };
@@ -790,10 +799,12 @@ static void mxmv_ref(const Task *t, const void *const *in, void *const *out) {
 
 static const char *const mxmv_modes[] = { "global", "shared_x", NULL };
 static const ParamDesc mxmv_params[] = {
-    { "rows", NULL, 1, MXMV_ROWS_PICK }, { "cols", NULL, 1, MXMV_COLS_PICK }, { "mode", mxmv_modes, 1, "*" },
-    { "block", NULL, 1, "64 128 256 256 512" }, { "loop", loop_names, 1, NULL }, { "bias", NULL, 1, "0 0 1" },
-    { "acc", NULL, 0, "0..1" }, { "cap", NULL, 0, NULL }, { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..4" },
-    { "tname", NULL, 0, "0..2" }, { "dnames", NULL, 0, "0..3" }, { 0 } };
+    [MXMV_ROWS] = { "rows", NULL, 1, MXMV_ROWS_PICK }, [MXMV_COLS] = { "cols", NULL, 1, MXMV_COLS_PICK },
+    [MXMV_MODE] = { "mode", mxmv_modes, 1, "*" }, [MXMV_BLOCK] = { "block", NULL, 1, "64 128 256 256 512" },
+    [MXMV_LOOP] = { "loop", loop_names, 1, NULL }, [MXMV_BIAS] = { "bias", NULL, 1, "0 0 1" },
+    [MXMV_ACC] = { "acc", NULL, 0, "0..1" }, [MXMV_CAP] = { "cap", NULL, 0, NULL },
+    [MXMV_KNAME] = { "kname", NULL, 0, "0..3" }, [MXMV_NAMES] = { "names", NULL, 0, "0..4" },
+    [MXMV_TNAME] = { "tname", NULL, 0, "0..2" }, [MXMV_DNAMES] = { "dnames", NULL, 0, "0..3" }, [MXMV_NP] = { NULL } };
 static const char *const mxmv_kn[] = { "matvec", "gemv_row_per_thread", "matVecKernel", "mv_rows" };
 
 static void mxmv_draw(Task *t, Rng *r) {
@@ -873,16 +884,18 @@ static const Family fam_mx_matvec_thread = {
 // Matrix-vector product, one warp per row with shuffles
 
 enum { MXMW_ROWS, MXMW_COLS, MXMW_BLOCK, MXMW_SHFL, MXMW_VEC, MXMW_BIAS, MXMW_HELPER, MXMW_MASK, MXMW_CFG, MXMW_KNAME,
-       MXMW_NAMES, MXMW_TNAME, MXMW_DNAMES };
+       MXMW_NAMES, MXMW_TNAME, MXMW_DNAMES, MXMW_NP };
 _Static_assert((int)MXMW_BIAS == (int)MXMV_BIAS, "mxmv_layout, mxmv_describe_task and mxmv_ref read bias there");
 static const char *const mxmw_shfl[] = { "down", "xor", NULL };
 static const char *const mxmw_vec[] = { "scalar", "float4", NULL };
 static const ParamDesc mxmw_params[] = {
-    { "rows", NULL, 1, MXMV_ROWS_PICK }, { "cols", NULL, 1, MXMV_COLS_PICK }, { "block", NULL, 1, "64 128 256 512" },
-    { "shfl", mxmw_shfl, 1, "*" }, { "vec", mxmw_vec, 1, "0 0 0 1 1" }, { "bias", NULL, 1, "0 0 1" },
-    { "helper", NULL, 0, "0..2" }, { "mask", NULL, 0, "0..2" }, { "cfg", NULL, 0, "0..1" },
-    { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..4" }, { "tname", NULL, 0, "0..2" },
-    { "dnames", NULL, 0, "0..3" }, { 0 } };
+    [MXMW_ROWS] = { "rows", NULL, 1, MXMV_ROWS_PICK }, [MXMW_COLS] = { "cols", NULL, 1, MXMV_COLS_PICK },
+    [MXMW_BLOCK] = { "block", NULL, 1, "64 128 256 512" }, [MXMW_SHFL] = { "shfl", mxmw_shfl, 1, "*" },
+    [MXMW_VEC] = { "vec", mxmw_vec, 1, "0 0 0 1 1" }, [MXMW_BIAS] = { "bias", NULL, 1, "0 0 1" },
+    [MXMW_HELPER] = { "helper", NULL, 0, "0..2" }, [MXMW_MASK] = { "mask", NULL, 0, "0..2" },
+    [MXMW_CFG] = { "cfg", NULL, 0, "0..1" }, [MXMW_KNAME] = { "kname", NULL, 0, "0..3" },
+    [MXMW_NAMES] = { "names", NULL, 0, "0..4" }, [MXMW_TNAME] = { "tname", NULL, 0, "0..2" },
+    [MXMW_DNAMES] = { "dnames", NULL, 0, "0..3" }, [MXMW_NP] = { NULL } };
 // the kernel, then the warp's sum
 static const char *const mxmw_kn[] = { "matvec_warp warp_reduce_sum", "gemvWarpPerRow warpSum",
                                        "warp_matvec warp_allreduce_sum", "mv_warp_rows shfl_sum" };
@@ -968,15 +981,17 @@ static const Family fam_mx_matvec_warp = {
 // Vector-matrix product y = x^T A (and column sums)
 
 enum { MXVM_OP, MXVM_ROWS, MXVM_COLS, MXVM_MODE, MXVM_BLOCK, MXVM_BY, MXVM_CHUNK, MXVM_LOOP, MXVM_DIMS, MXVM_KNAME,
-       MXVM_NAMES, MXVM_TNAME, MXVM_DNAMES };
+       MXVM_NAMES, MXVM_TNAME, MXVM_DNAMES, MXVM_NP };
 static const char *const mxvm_ops[] = { "xta", "colsum", NULL };
 static const char *const mxvm_modes[] = { "thread_per_col", "row_chunks_atomic", "block_reduce_2d", NULL };
 static const ParamDesc mxvm_params[] = {
-    { "op", mxvm_ops, 1, "*" }, { "rows", NULL, 1, MXMV_ROWS_PICK }, { "cols", NULL, 1, MXMV_COLS_PICK },
-    { "mode", mxvm_modes, 1, "*" }, { "block", NULL, 1, "64 128 256 256 512" }, { "by", NULL, 1, "4 8 16" },
-    { "chunk", NULL, 1, "32 64 128 256" }, { "loop", NULL, 0, "0..1" }, { "dims", NULL, 0, "0..3" },
-    { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..3" }, { "tname", NULL, 0, "0..2" },
-    { "dnames", NULL, 0, "0..3" }, { 0 } };
+    [MXVM_OP] = { "op", mxvm_ops, 1, "*" }, [MXVM_ROWS] = { "rows", NULL, 1, MXMV_ROWS_PICK },
+    [MXVM_COLS] = { "cols", NULL, 1, MXMV_COLS_PICK }, [MXVM_MODE] = { "mode", mxvm_modes, 1, "*" },
+    [MXVM_BLOCK] = { "block", NULL, 1, "64 128 256 256 512" }, [MXVM_BY] = { "by", NULL, 1, "4 8 16" },
+    [MXVM_CHUNK] = { "chunk", NULL, 1, "32 64 128 256" }, [MXVM_LOOP] = { "loop", NULL, 0, "0..1" },
+    [MXVM_DIMS] = { "dims", NULL, 0, "0..3" }, [MXVM_KNAME] = { "kname", NULL, 0, "0..3" },
+    [MXVM_NAMES] = { "names", NULL, 0, "0..3" }, [MXVM_TNAME] = { "tname", NULL, 0, "0..2" },
+    [MXVM_DNAMES] = { "dnames", NULL, 0, "0..3" }, [MXVM_NP] = { NULL } };
 // the matrix, the vector (vecmat only), the output
 static const char *const mxvm_names[] = { "A x y", "mat w out", "data coef result", "M_in u v" };
 static const char *const mxvm_kn[2][4] = { { "vecmat", "xTA_kernel", "vector_matrix", "gevm_col_per_thread" },
@@ -1111,14 +1126,17 @@ static const Family fam_mx_vecmat = {
 
 #define MX_SIDES "64 100 128 250 256 300 500 512 640 768 1000 1024 1500 2048"
 enum { MXOP_OP, MXOP_M, MXOP_N, MXOP_MODE, MXOP_BDIM, MXOP_BLOCK, MXOP_CAP, MXOP_GUARD, MXOP_DIMS, MXOP_KNAME,
-       MXOP_NAMES, MXOP_TNAME, MXOP_DNAMES };
+       MXOP_NAMES, MXOP_TNAME, MXOP_DNAMES, MXOP_NP };
 static const char *const mxop_ops[] = { "outer", "scaled", "ger", NULL };
 static const char *const mxop_modes[] = { "grid_2d", "shared_vectors", "flat_grid_stride", NULL };
 static const ParamDesc mxop_params[] = {
-    { "op", mxop_ops, 1, "*" }, { "m", NULL, 1, MX_SIDES }, { "n", NULL, 1, MX_SIDES }, { "mode", mxop_modes, 1, "*" },
-    { "bdim", NULL, 1, "0..6" }, { "block", NULL, 1, "64 128 256 256 512" }, { "cap", NULL, 0, "1024 2048 4096" },
-    { "guard", NULL, 0, "0..1" }, { "dims", NULL, 0, "0..3" }, { "kname", NULL, 0, "0..3" },
-    { "names", NULL, 0, "0..3" }, { "tname", NULL, 0, "0..2" }, { "dnames", NULL, 0, "0..3" }, { 0 } };
+    [MXOP_OP] = { "op", mxop_ops, 1, "*" }, [MXOP_M] = { "m", NULL, 1, MX_SIDES },
+    [MXOP_N] = { "n", NULL, 1, MX_SIDES }, [MXOP_MODE] = { "mode", mxop_modes, 1, "*" },
+    [MXOP_BDIM] = { "bdim", NULL, 1, "0..6" }, [MXOP_BLOCK] = { "block", NULL, 1, "64 128 256 256 512" },
+    [MXOP_CAP] = { "cap", NULL, 0, "1024 2048 4096" }, [MXOP_GUARD] = { "guard", NULL, 0, "0..1" },
+    [MXOP_DIMS] = { "dims", NULL, 0, "0..3" }, [MXOP_KNAME] = { "kname", NULL, 0, "0..3" },
+    [MXOP_NAMES] = { "names", NULL, 0, "0..3" }, [MXOP_TNAME] = { "tname", NULL, 0, "0..2" },
+    [MXOP_DNAMES] = { "dnames", NULL, 0, "0..3" }, [MXOP_NP] = { NULL } };
 // The tensor names: ger's input matrix A, the vectors x and y, the output.
 static const char *const mxop_names[] = { "A x y C", "base u v outer", "mat a b result", "A_in col_vec row_vec A_out" };
 // The operations (in the order of mxop_ops): kernel names and task names.
@@ -1242,15 +1260,18 @@ static const Family fam_mx_outer = {
 // Batched small matrix multiply, the batch index in blockIdx.z
 
 enum { MXBM_SHAPE, MXBM_N, MXBM_BATCH, MXBM_MODE, MXBM_BDIM, MXBM_TDEF, MXBM_PAD, MXBM_GUARD, MXBM_DIMS, MXBM_KNAME,
-       MXBM_NAMES, MXBM_TNAME, MXBM_DNAMES };
+       MXBM_NAMES, MXBM_TNAME, MXBM_DNAMES, MXBM_NP };
 static const char *const mxbm_shapes[] = { "both_batched", "shared_rhs", NULL };
 static const char *const mxbm_modes[] = { "global", "shared", NULL };
 static const ParamDesc mxbm_params[] = {
-    { "shape", mxbm_shapes, 1, "0 0 0 0 0 0 0 1 1 1" }, { "n", NULL, 1, "4 8 16 24 32 48 64" },
-    { "batch", NULL, 1, "16 32 64 100 128 256 500 1000 2048" }, { "mode", mxbm_modes, 1, "*" },
-    { "bdim", NULL, 1, "0 2 4 1" }, { "tdef", NULL, 0, "0..1" }, { "pad", NULL, 0, "0..1" },
-    { "guard", NULL, 0, "0..1" }, { "dims", NULL, 0, "0..3" }, { "kname", NULL, 0, "0..3" },
-    { "names", NULL, 0, "0..3" }, { "tname", NULL, 0, "0..2" }, { "dnames", NULL, 0, "0..2" }, { 0 } };
+    [MXBM_SHAPE] = { "shape", mxbm_shapes, 1, "0 0 0 0 0 0 0 1 1 1" },
+    [MXBM_N] = { "n", NULL, 1, "4 8 16 24 32 48 64" },
+    [MXBM_BATCH] = { "batch", NULL, 1, "16 32 64 100 128 256 500 1000 2048" },
+    [MXBM_MODE] = { "mode", mxbm_modes, 1, "*" }, [MXBM_BDIM] = { "bdim", NULL, 1, "0 2 4 1" },
+    [MXBM_TDEF] = { "tdef", NULL, 0, "0..1" }, [MXBM_PAD] = { "pad", NULL, 0, "0..1" },
+    [MXBM_GUARD] = { "guard", NULL, 0, "0..1" }, [MXBM_DIMS] = { "dims", NULL, 0, "0..3" },
+    [MXBM_KNAME] = { "kname", NULL, 0, "0..3" }, [MXBM_NAMES] = { "names", NULL, 0, "0..3" },
+    [MXBM_TNAME] = { "tname", NULL, 0, "0..2" }, [MXBM_DNAMES] = { "dnames", NULL, 0, "0..2" }, [MXBM_NP] = { NULL } };
 static const char *const mxbm_dnames[][3] = { { "batch", "n", "nn" }, { "count", "dim", "elems" },
                                               { "num_mats", "order", "mat_size" } };
 static const char *const mxbm_names[] = { "A B C", "lhs rhs out", "X W Y", "mats_a mats_b mats_c" };

@@ -27,7 +27,7 @@ static const ParamDesc gather_params[] = {
     [G_D] = { "d", NULL, 1, NULL }, [G_BLOCK] = { "block", NULL, 1, "128 256 512" },
     [G_LOOP] = { "loop", gather_loops, 1, NULL }, [G_KNAME] = { "kname", NULL, 0, "0..3" },
     [G_NAMES] = { "names", NULL, 0, "0..3" }, [G_CAP] = { "cap", NULL, 0, "1024 4096" },
-    [G_TNAME] = { "tname", NULL, 0, "0..2" }, [G_FN] = { "fn", NULL, 0, "0..3" }, [G_NP] = { NULL, NULL, 0, NULL } };
+    [G_TNAME] = { "tname", NULL, 0, "0..2" }, [G_FN] = { "fn", NULL, 0, "0..3" }, [G_NP] = { NULL } };
 // The ops: tensor names (by names), kernel names (by kname), slug and Task Names (by tname).
 static const struct { const char *names[4], *kn[4], *slug, *tname[3]; } gather_op[] = {
     { { "src idx out", "table indices gathered", "values ids result", "x positions y" },
@@ -185,7 +185,7 @@ static const ParamDesc scatter_params[] = {
     [SC_M] = { "m", NULL, 1, "16 100 1000 4096 65536" }, [SC_BLOCK] = { "block", NULL, 1, "128 256 512 1024" },
     [SC_LOOP] = { "loop", loop_names, 1, "*" }, [SC_KNAME] = { "kname", NULL, 0, "0..3" },
     [SC_NAMES] = { "names", NULL, 0, "0..3" }, [SC_CAP] = { "cap", NULL, 0, "1024 2048" },
-    [SC_TNAME] = { "tname", NULL, 0, "0..2" }, [SC_FN] = { "fn", NULL, 0, "0..3" }, [SC_NP] = { NULL, NULL, 0, NULL } };
+    [SC_TNAME] = { "tname", NULL, 0, "0..2" }, [SC_FN] = { "fn", NULL, 0, "0..3" }, [SC_NP] = { NULL } };
 static const char *const scatter_names[] = { "src idx out", "values targets acc", "x index_map y",
                                              "updates positions result" };
 // The ops: kernel names (by kname), slug, Task Names (by tname), what a thread does (the
@@ -296,8 +296,7 @@ static const ParamDesc hist_params[] = {
     [H_VARIANT] = { "variant", hist_variants, 1, "*" }, [H_LOOP] = { "loop", hist_loops, 1, "*" },
     [H_SHMEM] = { "shmem", hist_shmem, 0, "*" }, [H_CTYPE] = { "count_type", hist_ctypes, 0, "0 0 0 0 0 0 0 1 1 1" },
     [H_KNAME] = { "kname", NULL, 0, "0..3" }, [H_NAMES] = { "names", NULL, 0, "0..3" },
-    [H_CAP] = { "cap", NULL, 0, "256 1024" }, [H_TNAME] = { "tname", NULL, 0, "0..2" },
-    [H_NP] = { NULL, NULL, 0, NULL } };
+    [H_CAP] = { "cap", NULL, 0, "256 1024" }, [H_TNAME] = { "tname", NULL, 0, "0..2" }, [H_NP] = { NULL } };
 static const char *const hist_names[] = { "data hist", "values counts", "samples histogram", "keys freq" };
 static const char *const hist_pix_names[] = { "pixels hist", "image histogram", "img counts", "gray bins_out" };
 // The ops: Task Names (by tname), the description (a template: $x the input, $y the output,

@@ -4,7 +4,6 @@
 // SAXPY then the L2 norm, and row normalization then a matrix-vector product. Included by
 // corpus.c after families_matrix.c (mx_* helpers) and families_select.c (sl_pick_real).
 // Tolerances: float sums reduced on the GPU in another order (mx_red_rel), see each layout.
-// Each ParamDesc table lists the parameters in the order of its family's enum.
 
 #define PL_SIZES "1000 4096 10000 65536 100000 262144 1000000 1048576"
 #define PL_BLOCKS "128 256 256 512 1024"
@@ -107,14 +106,16 @@ $free
 // Pipeline: standardize a vector (mean and variance by reduction, then normalize)
 
 enum { PS_N, PS_METHOD, PS_REDUCE, PS_BLOCK, PS_DDOF, PS_STATS, PS_RANGE, PS_CAP, PS_LOOP, PS_INV, PS_KNAME, PS_NAMES,
-       PS_TNAME, PS_DNAME };
+       PS_TNAME, PS_DNAME, PS_NP };
 static const char *const ps_methods[] = { "two_moment", "centered", "partials", NULL };
 static const ParamDesc ps_params[] = {
-    { "n", NULL, 1, PL_SIZES }, { "method", ps_methods, 1, "*" }, { "reduce", pl_reduces, 1, "*" },
-    { "block", NULL, 1, PL_BLOCKS }, { "ddof", NULL, 1, "0 0 1" }, { "stats", NULL, 1, "0 0 0 1 1" },
-    { "range", NULL, 0, "=0..6" }, { "cap", NULL, 0, PL_CAPS }, { "loop", loop_names, 0, "*" },
-    { "inv", NULL, 0, "0..1" }, { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..4" },
-    { "tname", NULL, 0, "0..2" }, { "dname", NULL, 0, "0..2" }, { 0 } };
+    [PS_N] = { "n", NULL, 1, PL_SIZES }, [PS_METHOD] = { "method", ps_methods, 1, "*" },
+    [PS_REDUCE] = { "reduce", pl_reduces, 1, "*" }, [PS_BLOCK] = { "block", NULL, 1, PL_BLOCKS },
+    [PS_DDOF] = { "ddof", NULL, 1, "0 0 1" }, [PS_STATS] = { "stats", NULL, 1, "0 0 0 1 1" },
+    [PS_RANGE] = { "range", NULL, 0, "=0..6" }, [PS_CAP] = { "cap", NULL, 0, PL_CAPS },
+    [PS_LOOP] = { "loop", loop_names, 0, "*" }, [PS_INV] = { "inv", NULL, 0, "0..1" },
+    [PS_KNAME] = { "kname", NULL, 0, "0..3" }, [PS_NAMES] = { "names", NULL, 0, "0..4" },
+    [PS_TNAME] = { "tname", NULL, 0, "0..2" }, [PS_DNAME] = { "dname", NULL, 0, "0..2" }, [PS_NP] = { NULL } };
 static const double ps_ranges[][2] = { { -1, 1 }, { 0, 1 }, { 0, 10 }, { -5, 15 }, { -100, 100 }, { 10, 12 },
                                        { 100, 104 } };
 static const char *const ps_fp[] = { "eps", NULL };
@@ -314,17 +315,19 @@ static const Family fam_pl_standardize = {
 // Pipeline: softmax over a whole vector in three kernels (max, sum of exp, divide)
 
 enum { PM_N, PM_OP, PM_MAXOP, PM_REDUCE, PM_STORE, PM_BLOCK, PM_RANGE, PM_INIT, PM_CAP, PM_LOOP, PM_KNAME, PM_NAMES,
-       PM_TNAME, PM_DNAME };
+       PM_TNAME, PM_DNAME, PM_NP };
 static const char *const pm_ops[] = { "softmax", "log_softmax", NULL };
 static const char *const pm_maxops[] = { "cas_loop", "ordered_int", NULL };
 static const char *const pm_stores[] = { "recompute", "store_exp", NULL };
 static const char *const pm_inits[] = { "memcpy", "init_kernel", NULL };
 static const ParamDesc pm_params[] = {
-    { "n", NULL, 1, PL_SIZES }, { "op", pm_ops, 1, "0 0 1" }, { "max_atomic", pm_maxops, 1, "*" },
-    { "reduce", pl_reduces, 1, "*" }, { "store", pm_stores, 1, "*" }, { "block", NULL, 1, PL_BLOCKS },
-    { "range", NULL, 0, "0..4" }, { "init", pm_inits, 0, "*" }, { "cap", NULL, 0, PL_CAPS },
-    { "loop", loop_names, 0, "*" }, { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..4" },
-    { "tname", NULL, 0, "0..2" }, { "dname", NULL, 0, "0..2" }, { 0 } };
+    [PM_N] = { "n", NULL, 1, PL_SIZES }, [PM_OP] = { "op", pm_ops, 1, "0 0 1" },
+    [PM_MAXOP] = { "max_atomic", pm_maxops, 1, "*" }, [PM_REDUCE] = { "reduce", pl_reduces, 1, "*" },
+    [PM_STORE] = { "store", pm_stores, 1, "*" }, [PM_BLOCK] = { "block", NULL, 1, PL_BLOCKS },
+    [PM_RANGE] = { "range", NULL, 0, "0..4" }, [PM_INIT] = { "init", pm_inits, 0, "*" },
+    [PM_CAP] = { "cap", NULL, 0, PL_CAPS }, [PM_LOOP] = { "loop", loop_names, 0, "*" },
+    [PM_KNAME] = { "kname", NULL, 0, "0..3" }, [PM_NAMES] = { "names", NULL, 0, "0..4" },
+    [PM_TNAME] = { "tname", NULL, 0, "0..2" }, [PM_DNAME] = { "dname", NULL, 0, "0..2" }, [PM_NP] = { NULL } };
 static const double pm_ranges[][2] = { { -4, 4 }, { -10, 10 }, { 0, 20 }, { -1, 1 }, { -30, 0 } };
 
 static void pm_draw(Task *t, Rng *r) {
@@ -483,13 +486,16 @@ static const Family fam_pl_softmax = {
 // ----------------------------------------------------------------------------
 // Pipeline: SAXPY, then the L2 norm of the result
 
-enum { PN_N, PN_LOOP, PN_NORM, PN_REDUCE, PN_BLOCK, PN_CAP, PN_ALPHA_ARG, PN_KNAME, PN_NAMES, PN_TNAME, PN_DNAME };
+enum { PN_N, PN_LOOP, PN_NORM, PN_REDUCE, PN_BLOCK, PN_CAP, PN_ALPHA_ARG, PN_KNAME, PN_NAMES, PN_TNAME, PN_DNAME,
+       PN_NP };
 static const char *const pn_norms[] = { "atomic_then_sqrt", "partials_then_block", NULL };
 static const ParamDesc pn_params[] = {
-    { "n", NULL, 1, PL_SIZES }, { "loop", loop_names, 1, "*" }, { "norm", pn_norms, 1, "*" },
-    { "reduce", pl_reduces, 1, "*" }, { "block", NULL, 1, PL_BLOCKS }, { "cap", NULL, 0, NULL },
-    { "alpha_arg", NULL, 0, "0..1" }, { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..3" },
-    { "tname", NULL, 0, "0..2" }, { "dname", NULL, 0, "0..2" }, { 0 } };
+    [PN_N] = { "n", NULL, 1, PL_SIZES }, [PN_LOOP] = { "loop", loop_names, 1, "*" },
+    [PN_NORM] = { "norm", pn_norms, 1, "*" }, [PN_REDUCE] = { "reduce", pl_reduces, 1, "*" },
+    [PN_BLOCK] = { "block", NULL, 1, PL_BLOCKS }, [PN_CAP] = { "cap", NULL, 0, NULL },
+    [PN_ALPHA_ARG] = { "alpha_arg", NULL, 0, "0..1" }, [PN_KNAME] = { "kname", NULL, 0, "0..3" },
+    [PN_NAMES] = { "names", NULL, 0, "0..3" }, [PN_TNAME] = { "tname", NULL, 0, "0..2" },
+    [PN_DNAME] = { "dname", NULL, 0, "0..2" }, [PN_NP] = { NULL } };
 static const char *const pn_fp[] = { "alpha", NULL };
 
 static void pn_draw(Task *t, Rng *r) {
@@ -614,15 +620,17 @@ static const Family fam_pl_saxpy_norm = {
 // Pipeline: normalize the rows of a matrix, then multiply by a vector
 
 enum { PR_ROWS, PR_COLS, PR_NORM, PR_STAGES, PR_BLOCK, PR_BDIM, PR_MVBLOCK, PR_REDUCE, PR_DIMS, PR_KNAME, PR_NAMES,
-       PR_TNAME, PR_DNAMES };
+       PR_TNAME, PR_DNAMES, PR_NP };
 static const char *const pr_norms[] = { "l2", "l1", NULL };
 static const char *const pr_stages[] = { "norms_scale_matvec", "block_normalize_warp_matvec", NULL };
 static const ParamDesc pr_params[] = {
-    { "rows", NULL, 1, MXMV_ROWS_PICK }, { "cols", NULL, 1, MXMV_COLS_PICK }, { "norm", pr_norms, 1, "0 0 1" },
-    { "stages", pr_stages, 1, "*" }, { "block", NULL, 1, "64 128 256 256 512" }, { "bdim", NULL, 1, "0..6" },
-    { "mv_block", NULL, 0, "64 128 256 256 512" }, { "reduce", pl_reduces, 0, "*" }, { "dims", NULL, 0, "0..3" },
-    { "kname", NULL, 0, "0..3" }, { "names", NULL, 0, "0..3" }, { "tname", NULL, 0, "0..2" },
-    { "dnames", NULL, 0, "0..3" }, { 0 } };
+    [PR_ROWS] = { "rows", NULL, 1, MXMV_ROWS_PICK }, [PR_COLS] = { "cols", NULL, 1, MXMV_COLS_PICK },
+    [PR_NORM] = { "norm", pr_norms, 1, "0 0 1" }, [PR_STAGES] = { "stages", pr_stages, 1, "*" },
+    [PR_BLOCK] = { "block", NULL, 1, "64 128 256 256 512" }, [PR_BDIM] = { "bdim", NULL, 1, "0..6" },
+    [PR_MVBLOCK] = { "mv_block", NULL, 0, "64 128 256 256 512" }, [PR_REDUCE] = { "reduce", pl_reduces, 0, "*" },
+    [PR_DIMS] = { "dims", NULL, 0, "0..3" }, [PR_KNAME] = { "kname", NULL, 0, "0..3" },
+    [PR_NAMES] = { "names", NULL, 0, "0..3" }, [PR_TNAME] = { "tname", NULL, 0, "0..2" },
+    [PR_DNAMES] = { "dnames", NULL, 0, "0..3" }, [PR_NP] = { NULL } };
 
 static void pr_draw(Task *t, Rng *r) {
     static const char *const names[] = { "A x A_norm y", "mat vec mat_normed out", "W v W_hat result",

@@ -34,8 +34,7 @@ static const ParamDesc rb_params[] = {
     [RB_BLOCK] = { "block", NULL, 1, "128 256 512 1024" }, [RB_FINISH] = { "finish", rb_finish, 1, "*" },
     [RB_LOAD] = { "load", rb_loads, 1, "*" }, [RB_SHMEM] = { "shmem", rb_shmem, 0, "*" },
     [RB_KNAME] = { "kname", NULL, 0, "0..3" }, [RB_NAMES] = { "names", NULL, 0, "0..3" },
-    [RB_TNAME] = { "tname", NULL, 0, "0..2" }, [RB_CAP] = { "cap", NULL, 0, "128 256 1024" },
-    [RB_NP] = { NULL, NULL, 0, NULL } };
+    [RB_TNAME] = { "tname", NULL, 0, "0..2" }, [RB_CAP] = { "cap", NULL, 0, "128 256 1024" }, [RB_NP] = { NULL } };
 
 // The operations, by op: kernel names (by kname), Task Names (by tname), the prompt's formula.
 static const struct { const char *kn, *tname, *what; } rb_op[] = {
@@ -212,7 +211,7 @@ static const ParamDesc rw_params[] = {
     [RW_SHFL] = { "shfl", rw_shfl, 1, "*" }, [RW_HELPER] = { "helper", NULL, 0, "0..2" },
     [RW_MASK] = { "mask", NULL, 0, "0..2" }, [RW_KNAME] = { "kname", NULL, 0, "0..3" },
     [RW_NAMES] = { "names", NULL, 0, "0..3" }, [RW_TNAME] = { "tname", NULL, 0, "0..2" },
-    [RW_CAP] = { "cap", NULL, 0, "256 1024 2048" }, [RW_NP] = { NULL, NULL, 0, NULL } };
+    [RW_CAP] = { "cap", NULL, 0, "256 1024 2048" }, [RW_NP] = { NULL } };
 
 // The operations, by op: kernel names (by kname), Task Names (by tname), and the prompt's
 // formula: for the whole-array sums how the warps' sums are combined (%s: the output), for

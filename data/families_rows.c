@@ -38,12 +38,14 @@ enum { RO_SUM, RO_MAX, RO_MIN };
 // family's own follow from RP_X on. block, reduce, shmem and helper follow the mapping
 // (ro_draw).
 enum { RP_ROWS, RP_COLS, RP_MAP, RP_BLOCK, RP_RED, RP_SHMEM, RP_HELPER, RP_MASK, RP_KNAME, RP_NAMES, RP_TNAME, RP_X };
-#define RO_PARAMS(maps)                                                                                   \
-    { "rows", NULL, 1, "64 128 256 500 1000 2048 4096" },                                                 \
-    { "cols", NULL, 1, "32 64 100 128 256 500 768 1000 1024 2048 4096" }, { "map", ro_maps, 1, maps },      \
-    { "block", NULL, 1, NULL }, { "reduce", ro_reds, 1, NULL }, { "shmem", ro_shmems, 0, NULL },            \
-    { "helper", NULL, 0, NULL }, { "mask", NULL, 0, "0..2" }, { "kname", NULL, 0, "0..3" },               \
-    { "names", NULL, 0, "0..3" }, { "tname", NULL, 0, "0..2" }
+#define RO_PARAMS(maps)                                                                      \
+    [RP_ROWS] = { "rows", NULL, 1, "64 128 256 500 1000 2048 4096" },                        \
+    [RP_COLS] = { "cols", NULL, 1, "32 64 100 128 256 500 768 1000 1024 2048 4096" },        \
+    [RP_MAP] = { "map", ro_maps, 1, maps }, [RP_BLOCK] = { "block", NULL, 1, NULL },         \
+    [RP_RED] = { "reduce", ro_reds, 1, NULL }, [RP_SHMEM] = { "shmem", ro_shmems, 0, NULL }, \
+    [RP_HELPER] = { "helper", NULL, 0, NULL }, [RP_MASK] = { "mask", NULL, 0, "0..2" },      \
+    [RP_KNAME] = { "kname", NULL, 0, "0..3" }, [RP_NAMES] = { "names", NULL, 0, "0..3" },    \
+    [RP_TNAME] = { "tname", NULL, 0, "0..2" }
 
 static int ro_map(const Task *t) { return t->p[RP_MAP]; }
 static int ro_tree(const Task *t) { return t->p[RP_MAP] == RO_BLOCK && t->p[RP_RED] == RO_TREE; }
@@ -464,14 +466,17 @@ static const char *const sm_stores[] = { "recompute", "store", NULL };
 static const char *const sm_algos[] = { "two_pass", "online", NULL };
 static const char *const sm_logs[] = { "logf", "__logf", NULL };
 static const ParamDesc smb_params[] = {
-    RO_PARAMS("0"), { "exp", sm_exps, 1, "*" }, { "store", sm_stores, 1, "*" }, { "range", NULL, 1, "1 4 10" },
-    { "algo", sm_algos, 0, "0" }, { "vars", NULL, 0, "0..2" }, { 0 } };
+    RO_PARAMS("0"), [SM_EXP] = { "exp", sm_exps, 1, "*" }, [SM_STORE] = { "store", sm_stores, 1, "*" },
+    [SM_RANGE] = { "range", NULL, 1, "1 4 10" }, [SM_ALGO] = { "algo", sm_algos, 0, "0" },
+    [SM_VARS] = { "vars", NULL, 0, "0..2" }, [SM_LOG] = { NULL } };
 static const ParamDesc smw_params[] = {
-    RO_PARAMS("1"), { "exp", sm_exps, 1, "*" }, { "store", sm_stores, 0, "*" }, { "range", NULL, 1, "1 4 10" },
-    { "algo", sm_algos, 1, "*" }, { "vars", NULL, 0, "0..2" }, { 0 } };
+    RO_PARAMS("1"), [SM_EXP] = { "exp", sm_exps, 1, "*" }, [SM_STORE] = { "store", sm_stores, 0, "*" },
+    [SM_RANGE] = { "range", NULL, 1, "1 4 10" }, [SM_ALGO] = { "algo", sm_algos, 1, "*" },
+    [SM_VARS] = { "vars", NULL, 0, "0..2" }, [SM_LOG] = { NULL } };
 static const ParamDesc lsm_params[] = {
-    RO_PARAMS("0 1"), { "exp", sm_exps, 1, "*" }, { "store", sm_stores, 0, "0" }, { "range", NULL, 1, "1 4 10" },
-    { "algo", sm_algos, 0, "0" }, { "vars", NULL, 0, "0..2" }, { "log", sm_logs, 1, "*" }, { 0 } };
+    RO_PARAMS("0 1"), [SM_EXP] = { "exp", sm_exps, 1, "*" }, [SM_STORE] = { "store", sm_stores, 0, "0" },
+    [SM_RANGE] = { "range", NULL, 1, "1 4 10" }, [SM_ALGO] = { "algo", sm_algos, 0, "0" },
+    [SM_VARS] = { "vars", NULL, 0, "0..2" }, [SM_LOG] = { "log", sm_logs, 1, "*" }, [SM_NP] = { NULL } };
 static const char *const sm_names[] = { "x y", "logits probs", "scores weights", "input output" };
 static const char *const lsm_names[] = { "x y", "logits log_probs", "scores logp", "input output" };
 // the kernel, then the helper that merges two lanes' (max, sum)
@@ -645,16 +650,18 @@ static const Family fam_log_softmax = {
 // LayerNorm and RMSNorm per row
 
 enum { LN_STATS = RP_X, LN_RSQRT, LN_SAVE, LN_RANGE, LN_DIV, LN_NP };
-enum { LNF_EPS, };
+enum { LNF_EPS };
 static const char *const ln_stats[] = { "two_pass", "one_pass", NULL };
 static const char *const ln_rsqrts[] = { "rsqrtf", "one_over_sqrtf", NULL };
 static const char *const ln_fp[] = { "eps", NULL };
 static const ParamDesc ln_params[] = {
-    RO_PARAMS("0 1"), { "stats", ln_stats, 1, "*" }, { "rsqrt", ln_rsqrts, 0, "*" }, { "save_stats", NULL, 1, "0 0 1" },
-    { "range", NULL, 1, "0..3" }, { "div", NULL, 0, "0..2" }, { 0 } };
+    RO_PARAMS("0 1"), [LN_STATS] = { "stats", ln_stats, 1, "*" }, [LN_RSQRT] = { "rsqrt", ln_rsqrts, 0, "*" },
+    [LN_SAVE] = { "save_stats", NULL, 1, "0 0 1" }, [LN_RANGE] = { "range", NULL, 1, "0..3" },
+    [LN_DIV] = { "div", NULL, 0, "0..2" }, [LN_NP] = { NULL } };
 static const ParamDesc rms_params[] = {
-    RO_PARAMS("0 1"), { "stats", ln_stats, 0, "0" }, { "rsqrt", ln_rsqrts, 0, "*" }, { "save_stats", NULL, 0, "0" },
-    { "range", NULL, 1, "0..2" }, { "div", NULL, 0, "0..2" }, { 0 } };
+    RO_PARAMS("0 1"), [LN_STATS] = { "stats", ln_stats, 0, "0" }, [LN_RSQRT] = { "rsqrt", ln_rsqrts, 0, "*" },
+    [LN_SAVE] = { "save_stats", NULL, 0, "0" }, [LN_RANGE] = { "range", NULL, 1, "0..2" },
+    [LN_DIV] = { "div", NULL, 0, "0..2" }, [LN_NP] = { NULL } };
 // input ranges [lo, hi) and E[x^2] / var of each (how much one-pass variances lose)
 static const double ln_lo[] = { -1, -3, 0, 0 }, ln_hi[] = { 1, 3, 2, 4 }, ln_amp[] = { 1, 1, 4, 4 };
 static const char *const ln_names[] = { "x gamma beta y mean inv_std", "input weight bias output means rstds",
@@ -799,7 +806,8 @@ static const Family fam_rmsnorm = {
 enum { MV_ALGO = RP_X, MV_DDOF, MV_RANGE, MV_NP };
 static const char *const mv_algos[] = { "two_pass", "sum_of_squares", "welford", NULL };
 static const ParamDesc mv_params[] = {
-    RO_PARAMS("0..2"), { "algo", mv_algos, 1, "*" }, { "ddof", NULL, 1, "0 1" }, { "range", NULL, 1, "0..3" }, { 0 } };
+    RO_PARAMS("0..2"), [MV_ALGO] = { "algo", mv_algos, 1, "*" }, [MV_DDOF] = { "ddof", NULL, 1, "0 1" },
+    [MV_RANGE] = { "range", NULL, 1, "0..3" }, [MV_NP] = { NULL } };
 static const double mv_lo[] = { -1, -10, 0, 0 }, mv_hi[] = { 1, 10, 10, 1 }, mv_amp[] = { 1, 1, 4, 4 };
 static const char *const mv_names[] = { "x mean var", "data means variances", "samples avg variance",
                                         "input row_mean row_var" };
@@ -957,7 +965,8 @@ static const Family fam_mean_var = {
 enum { AM_DTYPE = RP_X, AM_DATA, AM_NP };
 static const char *const am_data[] = { "real", "small_ints", NULL };
 static const ParamDesc am_params[] = {
-    RO_PARAMS("0 1"), { "dtype", ro_dtypes, 1, "*" }, { "data", am_data, 1, "*" }, { 0 } };
+    RO_PARAMS("0 1"), [AM_DTYPE] = { "dtype", ro_dtypes, 1, "*" }, [AM_DATA] = { "data", am_data, 1, "*" },
+    [AM_NP] = { NULL } };
 static const char *const am_names[] = { "x min_val min_idx", "scores low low_idx", "dist nearest_dist nearest",
                                         "input values indices" };
 static const char *const am_kn[] = { "row_argmin", "rowArgMin", "argmin_rows", "argmin_kernel" };
@@ -1032,8 +1041,8 @@ enum { TK_K = RP_X, TK_ORDER, TK_DATA, TK_KSTYLE, TK_NP };
 static const char *const tk_orders[] = { "largest", "smallest", NULL };
 static const char *const tk_kstyles[] = { "template", "kmax", NULL };
 static const ParamDesc tk_params[] = {
-    RO_PARAMS("0..2"), { "k", NULL, 1, "1 2 3 4 5 8" }, { "order", tk_orders, 1, "0 0 1" }, { "data", am_data, 1, "*" },
-    { "kstyle", tk_kstyles, 0, "*" }, { 0 } };
+    RO_PARAMS("0..2"), [TK_K] = { "k", NULL, 1, "1 2 3 4 5 8" }, [TK_ORDER] = { "order", tk_orders, 1, "0 0 1" },
+    [TK_DATA] = { "data", am_data, 1, "*" }, [TK_KSTYLE] = { "kstyle", tk_kstyles, 0, "*" }, [TK_NP] = { NULL } };
 static const char *const tk_names[] = { "x top_vals top_idx", "scores values indices", "logits topk_val topk_idx",
                                         "input best_vals best_ids" };
 static const char *const tk_kn[] = { "topk_rows", "topKPerRow", "row_topk", "select_topk" };
@@ -1191,8 +1200,8 @@ enum { CS_DTYPE = RP_X, CS_KIND, CS_DIR, CS_NP };
 static const char *const cs_kinds[] = { "inclusive", "exclusive", NULL };
 static const char *const cs_dirs[] = { "forward", "reverse", NULL };
 static const ParamDesc cs_params[] = {
-    RO_PARAMS("0..2"), { "dtype", ro_dtypes, 1, "*" }, { "kind", cs_kinds, 1, "*" },
-    { "direction", cs_dirs, 1, "0 0 1" }, { 0 } };
+    RO_PARAMS("0..2"), [CS_DTYPE] = { "dtype", ro_dtypes, 1, "*" }, [CS_KIND] = { "kind", cs_kinds, 1, "*" },
+    [CS_DIR] = { "direction", cs_dirs, 1, "0 0 1" }, [CS_NP] = { NULL } };
 static const char *const cs_names[] = { "x y", "input cumsum", "values prefix", "data running" };
 // the kernel, then the warp's inclusive scan
 static const char *const cs_kn[] = { "row_cumsum warp_inclusive_scan", "rowCumSum warpScanInclusive",

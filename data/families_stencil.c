@@ -18,7 +18,7 @@ static const ParamDesc s1_params[] = {
     [S1_BLOCK] = { "block", NULL, 1, "128 256 512" }, [S1_SHMEM] = { "shmem", s1_shmem, 1, "*" },
     [S1_WSTYLE] = { "wstyle", s1_wstyles, 0, "*" }, [S1_LOADFN] = { "loadfn", NULL, 0, "0..3" },
     [S1_KNAME] = { "kname", NULL, 0, "0..3" }, [S1_NAMES] = { "names", NULL, 0, "0..4" },
-    [S1_TNAME] = { "tname", NULL, 0, "0..2" }, [S1_NP] = { NULL, NULL, 0, NULL } };
+    [S1_TNAME] = { "tname", NULL, 0, "0..2" }, [S1_NP] = { NULL } };
 static const char *const s1_names[] = { "in out", "x y", "signal filtered", "input output", "u result" };
 static const char *const s1_kn[] = { "stencil_1d", "stencil1D", "conv1d_shared", "apply_stencil" };
 
@@ -220,8 +220,7 @@ static const ParamDesc s2_params[] = {
     [S2_BY] = { "by", NULL, 1, NULL }, [S2_SHARED] = { "shared", s2_shared, 1, "*" },
     [S2_TDEF] = { "tdef", NULL, 0, "0..1" }, [S2_KNAME] = { "kname", NULL, 0, "0..3" },
     [S2_NAMES] = { "names", NULL, 0, "0..5" }, [S2_TNAME] = { "tname", NULL, 0, "0..2" },
-    [S2_DIMS] = { "dims", NULL, 0, "0..3" }, [S2_DNAMES] = { "dnames", NULL, 0, "0..2" },
-    [S2_NP] = { NULL, NULL, 0, NULL } };
+    [S2_DIMS] = { "dims", NULL, 0, "0..3" }, [S2_DNAMES] = { "dnames", NULL, 0, "0..2" }, [S2_NP] = { NULL } };
 
 // The stencils, by op: kernel names (by kname), Task Names (by tname), the prompt's formula
 // (%1$s the output, %2$s the input; each formula names both: glibc's checked printf aborts on a

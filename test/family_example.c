@@ -17,7 +17,7 @@ static const ParamDesc rv_params[] = {
     [RV_LOOP] = { "loop", loop_names, 1, "*" }, // if_guard, early_return, grid_stride
     [RV_KNAME] = { "kname", NULL, 0, "0..1" },
     [RV_TNAME] = { "tname", NULL, 0, "0..1" },
-    [RV_NP] = { NULL, NULL, 0, NULL } };
+    [RV_NP] = { NULL } }; // the end of the table
 
 // After params_draw: the names (and whatever depends on other parameters; nothing here).
 static void rv_draw(Task *t, Rng *r) {
