@@ -633,10 +633,10 @@ for ($type $i = $start; $i < $n; $i += $stride) {
 static const char *loop_frag(const Task *t, int loop, const char *n, const char *body) {
     const char *ty = t->st.idxtype ? "size_t" : "int", *cast = t->st.idxtype ? "(size_t)" : "";
     int stride_var = t->st.idxname & 1;
-    return FRAG(loop_tpl[loop], "const", t->st.idxname == 2 ? "const " : "", "type", ty, "i", IDX(t), "n", n, "body",
-                body, "start", gidx_expr(t, t->st.idxtype), "stride_decl",
-                stride_var ? fmt("const %s stride = %sblockDim.x * gridDim.x;", ty, cast) : "", "stride",
-                stride_var ? "stride" : fmt("%sblockDim.x * gridDim.x", cast));
+    return FRAG(loop_tpl[loop], "const", t->st.idxname == 2 ? "const " : "", "type", ty, "i", IDX(t), "n", n,
+                "body", body, "start", gidx_expr(t, t->st.idxtype),
+                "stride_decl", stride_var ? fmt("const %s stride = %sblockDim.x * gridDim.x;", ty, cast) : "",
+                "stride", stride_var ? "stride" : fmt("%sblockDim.x * gridDim.x", cast));
 }
 // The kernel parameter for an element count: "int n" or "size_t n".
 static const char *count_param(const Task *t, const char *name) {
@@ -741,8 +741,8 @@ ${const}int blocks = ($n + threads - 1) / threads;
 $cap
 )";
 static const char *grid_1d(const char *threads, const char *n, int cap) {
-    return FRAG(grid_1d_tpl, "threads", threads, "n", n, "const", cap > 0 ? "" : "const ", "cap",
-                cap > 0 ? fmt("if (blocks > %d) blocks = %d;", cap, cap) : "");
+    return FRAG(grid_1d_tpl, "threads", threads, "n", n, "const", cap > 0 ? "" : "const ",
+                "cap", cap > 0 ? fmt("if (blocks > %d) blocks = %d;", cap, cap) : "");
 }
 
 // The generic 1-D launch: `blocks` over `count` elements with `block` threads, in one of
@@ -770,8 +770,8 @@ static void launch_1d(Emit *e, const Task *t, const char *kname, const char *cou
     if (cfg == 0) grid = grid_1d(B, count, grid_cap);
     if (cfg == 2) grid = grid_cap > 0 ? fmt("min((unsigned int)(%s), %du)", blocks, grid_cap) : blocks;
     const char *cap = grid_cap > 0 ? fmt("grid_size = grid_size < %d ? grid_size : %d;", grid_cap, grid_cap) : "";
-    TPL(e, t, launch_1d_tpl[cfg], "grid", grid, "k", kname, "args", args, "block", B, "n", count, "last",
-        fmt("%d", block - 1), "cap", cap);
+    TPL(e, t, launch_1d_tpl[cfg], "grid", grid, "k", kname, "args", args, "block", B, "n", count,
+        "last", fmt("%d", block - 1), "cap", cap);
 }
 
 // The generic 2-D (or 3-D) launch: blocks of bx x by threads, each covering tx x ty
@@ -808,10 +808,11 @@ static void launch_2d(Emit *e, const Task *t, int dims, const char *k, const cha
     if (ycap && dims == 1) dims = 0;
     const char *g = dims == 3 ? "grid_dim" : "grid", *b = dims == 3 ? "block_dim" : "block";
     const char *ux = dims == 0 || dims == 3 ? fmt("%s.x", b) : bx, *uy = dims == 0 || dims == 3 ? fmt("%s.y", b) : by;
-    TPL(e, t, launch_2d_tpl[dims], "bx", bx, "by", by, "gx", ceil_div(xc, tx ? tx : ux), "gy",
-        yc ? ceil_div(yc, ty ? ty : uy) : "1", "z", zc && dims != 3 ? fmt(", %s", zc) : "", "zc",
-        zc ? fmt("grid_dim.z = %s;", zc) : "", "cap", ycap ? fmt("if (%s.y > %d) %s.y = %d;", g, ycap, g, ycap) : "",
-        "k", k, "shmem", shmem ? fmt(", %s", shmem) : "", "args", args);
+    TPL(e, t, launch_2d_tpl[dims], "bx", bx, "by", by, "gx", ceil_div(xc, tx ? tx : ux),
+        "gy", yc ? ceil_div(yc, ty ? ty : uy) : "1", "z", zc && dims != 3 ? fmt(", %s", zc) : "",
+        "zc", zc ? fmt("grid_dim.z = %s;", zc) : "",
+        "cap", ycap ? fmt("if (%s.y > %d) %s.y = %d;", g, ycap, g, ycap) : "", "k", k,
+        "shmem", shmem ? fmt(", %s", shmem) : "", "args", args);
 }
 // Comma lists over the task's tensors (inputs first, inputs const) for kernels and the
 // launcher function of HOST_LAUNCHER programs: parameters, then the matching arguments (the
@@ -878,9 +879,9 @@ static void check(cudaError_t err, const char *what) {
 
 )";
 static void emit_file_top(Emit *e, const Task *t) {
-    TPL(e, t, includes_tpl, "std", includes_std[is_cpp(t)], "math",
-        !t->need_math ? "" : is_cpp(t) ? "#include <cmath>" : "#include <math.h>", "fp16",
-        t->need_fp16 ? "#include <cuda_fp16.h>" : "");
+    TPL(e, t, includes_tpl, "std", includes_std[is_cpp(t)],
+        "math", !t->need_math ? "" : is_cpp(t) ? "#include <cmath>" : "#include <math.h>",
+        "fp16", t->need_fp16 ? "#include <cuda_fp16.h>" : "");
     if (t->st.check == CHECK_MACRO || t->st.check == CHECK_MACRO2)
         TPL(e, t, check_macro_tpl, "name", t->st.check == CHECK_MACRO ? "CUDA_CHECK" : "CHECK_CUDA");
     else if (t->st.check == CHECK_FUNC) TPL(e, t, check_func_tpl, NULL);
@@ -972,8 +973,8 @@ static void main_io(Emit *e, const Task *t, const Tensor *x, int read) {
         em_line(e, "std::vector<%s> %s = read_binary<%s>(\"%s.bin\", %s);", ct, h, ct, x->name, count);
     else if (is_cpp(t)) em_line(e, "write_binary(\"%s.bin\", %s);", x->name, h);
     else if (t->st.host == HOST_INLINE)
-        TPL(e, t, io_inline_tpl, "alloc", read ? alloc : "", "f", fmt("%c_%s", read ? 'f' : 'g', x->name), "x",
-            x->name, "mode", read ? "rb" : "wb", "call", read ? "fread" : "fwrite", "h", h, "ct", ct, "count", count,
+        TPL(e, t, io_inline_tpl, "alloc", read ? alloc : "", "f", fmt("%c_%s", read ? 'f' : 'g', x->name), "x", x->name,
+            "mode", read ? "rb" : "wb", "call", read ? "fread" : "fwrite", "h", h, "ct", ct, "count", count,
             "what", read ? "read" : "write");
     else {
         if (read) em_line(e, "%s", alloc);

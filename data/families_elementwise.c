@@ -73,8 +73,8 @@ static const MapOp *map_op(const Task *t) { return &map_kind(t)->ops[t->p[M_OP]]
 // An op's text with its placeholders filled (see MapOp); a: the three operands.
 static const char *map_text(const Task *t, const char *text, const char *const *a, int cuda) {
     const char *(*num)(double) = cuda ? flit : fnum;
-    const char *s = FRAG(text, "a", a[0], "b", a[1], "c", a[2], "A", num(t->f[MF_A]), "B", num(t->f[MF_B]), "zp",
-                         fmt("%d", (int)t->f[MF_B]), "input", t->in[0].name);
+    const char *s = FRAG(text, "a", a[0], "b", a[1], "c", a[2], "A", num(t->f[MF_A]), "B", num(t->f[MF_B]),
+                         "zp", fmt("%d", (int)t->f[MF_B]), "input", t->in[0].name);
     return fmt("%.*s", (int)strcspn(s, "\n"), s); // the one line, without its newline
 }
 // EXPR in CUDA for operands a, in the spelling that fn picks.
@@ -133,8 +133,8 @@ static const char *const map_desc_tpl[] = {
     "For each of the $n elements, set $out[i] = $f, one GPU thread per element or a grid-stride loop." };
 static void map_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, word(map_op(t)->task, t->p[M_TNAME]));
-    const char *d = FRAG(map_desc_tpl[t->p[M_DESC]], "out", t->out[0].name, "f", map_formula(t), "n",
-                         fmt("%d", t->p[M_N]));
+    const char *d = FRAG(map_desc_tpl[t->p[M_DESC]], "out", t->out[0].name, "f", map_formula(t),
+                         "n", fmt("%d", t->p[M_N]));
     buf_putn(desc, d, strcspn(d, "\n"));
     if (t->p[M_LOOP] == LOOP_VEC4) buf_puts(desc, " Use float4 vector loads and stores.");
 }

@@ -74,8 +74,8 @@ __global__ void $kname($params) {
 // rest: the parameters after the tensors (the sizes, and any scalars).
 static void mx_kernel(Emit *e, const Task *t, const char *pre, const char *tmpl, const char *comment,
                       const char *rest, const char *body) {
-    TPL(e, t, mx_kernel_tpl, "pre", pre, "comment", comment, "template", tmpl, "kname", t->kname[0], "params",
-        fmt("%s, %s", kernel_params(t), rest), "body", body);
+    TPL(e, t, mx_kernel_tpl, "pre", pre, "comment", comment, "template", tmpl, "kname", t->kname[0],
+        "params", fmt("%s, %s", kernel_params(t), rest), "body", body);
 }
 
 // body under a bounds guard: if (in) { body } (early = 0) or an early return (early = 1).
@@ -121,9 +121,10 @@ for (int $outer = blockIdx.y * blockDim.y + threadIdx.y; $outer < $olen; $outer 
 )" };
 static const char *mx_loop2d(const Task *t, int stride, int early, int swap, const char *R, const char *C,
                              const char *stmt) {
-    return FRAG(mx_loop2d_tpl[stride], "index", mx_index2d(t, "row", "col", swap), "guarded",
-                stride ? "" : mx_guard_rc(early, "row", R, "col", C, stmt), "stmt", stmt, "outer", swap ? "col" : "row",
-                "inner", swap ? "row" : "col", "olen", swap ? C : R, "ilen", swap ? R : C);
+    return FRAG(mx_loop2d_tpl[stride], "index", mx_index2d(t, "row", "col", swap),
+                "guarded", stride ? "" : mx_guard_rc(early, "row", R, "col", C, stmt), "stmt", stmt,
+                "outer", swap ? "col" : "row", "inner", swap ? "row" : "col", "olen", swap ? C : R,
+                "ilen", swap ? R : C);
 }
 // The same with a 1-D launch over the flat index (loop: a loop_frag style), the row rv and
 // column cv from / and %.
@@ -135,8 +136,8 @@ static const char *mx_flat(const Task *t, int loop, const char *rv, const char *
                            const char *stmt) {
     const char *i = IDX(t), *split = t->st.idxtype ? "const int %s = (int)(%s / %s), %s = (int)(%s %% %s);"
                                                    : "const int %s = %s / %s, %s = %s %% %s;";
-    return FRAG(mx_flat_tpl, "R", R, "C", C, "loop",
-                loop_frag(t, loop, "total", fmt("%s\n%s", fmt(split, rv, i, C, cv, i, C), stmt)));
+    return FRAG(mx_flat_tpl, "R", R, "C", C,
+                "loop", loop_frag(t, loop, "total", fmt("%s\n%s", fmt(split, rv, i, C, cv, i, C), stmt)));
 }
 
 // launch_2d with blocks of mx_bdims[bdim] threads, one thread per element.
@@ -321,10 +322,10 @@ static void mxtt_kernels(const Task *t, Emit *e) {
         const char *f = td == 0 ? "#define %s %d\n" : "constexpr int %s = %d;\n";
         defines = fmt("%s%s\n", fmt(f, "TILE_DIM", T), full ? "" : fmt(f, "BLOCK_ROWS", B));
     }
-    const char *load = FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", C, "ylen", R, "TD", TD, "to",
-                            fmt("tile[threadIdx.y%s][threadIdx.x]", j), "from", mxtt_elem(full, x, yv, C, xv));
-    const char *store = FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", R, "ylen", C, "TD", TD, "to",
-                             mxtt_elem(full, y, yv, R, xv), "from", fmt("tile[threadIdx.x][threadIdx.y%s]", j));
+    const char *load = FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", C, "ylen", R, "TD", TD,
+                            "to", fmt("tile[threadIdx.y%s][threadIdx.x]", j), "from", mxtt_elem(full, x, yv, C, xv));
+    const char *store = FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", R, "ylen", C, "TD", TD,
+                             "to", mxtt_elem(full, y, yv, R, xv), "from", fmt("tile[threadIdx.x][threadIdx.y%s]", j));
     mx_kernel(e, t, defines,
               td != 1 ? "" : full ? "template <int TILE>" : "template <int TILE, int BLOCK_ROWS>",
               fmt("Transpose through a shared tile: coalesced reads of %s, coalesced writes of %s. The extra column "
@@ -453,8 +454,8 @@ static void mxme_kernels(const Task *t, Emit *e) {
     const char *spec = helper == 1 ? "__device__ float" : "__device__ __forceinline__ float";
     mx_kernel(e, t,
               !helper ? ""
-                      : FRAG(mxme_helper_tpl, "spec", spec, "helper", t->kname[1], "v", b ? ", float v" : "", "coefs",
-                             coefs, "formula", mxme_formula(t, "u", "v", 0)),
+                      : FRAG(mxme_helper_tpl, "spec", spec, "helper", t->kname[1], "v", b ? ", float v" : "",
+                             "coefs", coefs, "formula", mxme_formula(t, "u", "v", 0)),
               "",
               fmt("%s[r][c] = %s; %s", c, mxme_formula(t, fmt("%s[r][c]", a), b ? fmt("%s[r][c]", b) : "", 1),
                   mode ? "grid-stride loops in both dimensions." : "one thread per element."),
@@ -640,8 +641,8 @@ static void mxmn_kernels(const Task *t, Emit *e) {
     mx_kernel(e, t, acc == 2 ? FRAG(mxmn_helper_tpl, "spec", spec, "helper", h) : "", "",
               fmt("One thread computes %s[%s][%s] as a dot product over the %s dimension.", c, row, col, k),
               fmt("int %s, int %s, int %s", m, n, k),
-              FRAG(mx_loop2d_tpl[0], "index", mx_index2d(t, row, col, 0), "guarded",
-                   mx_guard_rc(t->p[MXMN_GUARD], row, m, col, n, body)));
+              FRAG(mx_loop2d_tpl[0], "index", mx_index2d(t, row, col, 0),
+                   "guarded", mx_guard_rc(t->p[MXMN_GUARD], row, m, col, n, body)));
 }
 
 static void mxmn_launch(const Task *t, Emit *e, const Host *h) {
@@ -857,8 +858,8 @@ static void mxmv_kernels(const Task *t, Emit *e) {
         mode == 0 ? loop_frag(t, t->p[MXMV_LOOP], R,
                               FRAG(mxmv_row_tpl, "init", b ? fmt("%s[%s]", b, i) : "0.0f", "C", C, "y", y, "i", i,
                                    "step", fmt(fma_fmt, fmt("%s[(size_t)%s * %s + c]", A, i, C), fmt("%s[c]", x))))
-                  : FRAG(mxmv_shared_tpl, "C", C, "R", R, "x", x, "y", y, "bias", b ? fmt(" + %s[row]", b) : "", "step",
-                         fmt(fma_fmt, fmt("%s[(size_t)row * %s + c0 + j]", A, C), "xs[j]"));
+                  : FRAG(mxmv_shared_tpl, "C", C, "R", R, "x", x, "y", y, "bias", b ? fmt(" + %s[row]", b) : "",
+                         "step", fmt(fma_fmt, fmt("%s[(size_t)row * %s + c0 + j]", A, C), "xs[j]"));
     const char *chunk = "#define CHUNK %d // threads per block = vector elements staged per step\n\n";
     mx_kernel(e, t, mode ? fmt(chunk, t->p[MXMV_BLOCK]) : "", "",
               mode ? fmt("One thread per row of %s; the block shares chunks of %s through shared memory.", A, x)
@@ -1090,8 +1091,8 @@ static void mxvm_kernels(const Task *t, Emit *e) {
                         "A 32-wide block of columns; the block's rows of threads split the rows, then reduce in "
                         "shared memory.")),
               fmt("int %s, int %s", R, C),
-              FRAG(mxvm_body_tpl[mode], "C", C, "R", R, "y", y, "term", term, "guarded",
-                   mx_guard(t->p[MXVM_LOOP], fmt("col < %s", C), fmt("col >= %s", C), column)));
+              FRAG(mxvm_body_tpl[mode], "C", C, "R", R, "y", y, "term", term,
+                   "guarded", mx_guard(t->p[MXVM_LOOP], fmt("col < %s", C), fmt("col >= %s", C), column)));
 }
 
 static void mxvm_launch(const Task *t, Emit *e, const Host *h) {

@@ -154,8 +154,8 @@ static void gather_launch(const Task *t, Emit *e, const Host *h) {
         TPL(e, t, "const int threads = $b;\n$k<<<$n, threads>>>($args);", "b", fmt("%d", b), "k", t->kname[0], "n", n,
             "args", args);
     else if (loop == GL_GRID2D)
-        TPL(e, t, gather_grid2d_launch[t->st.cfg & 1], "by", fmt("%d", b / 32), "by1", fmt("%d", b / 32 - 1), "dim",
-            dim, "n", n, "k", t->kname[0], "args", args);
+        TPL(e, t, gather_grid2d_launch[t->st.cfg & 1], "by", fmt("%d", b / 32), "by1", fmt("%d", b / 32 - 1),
+            "dim", dim, "n", n, "k", t->kname[0], "args", args);
     else launch_1d(e, t, t->kname[0], fmt("%s * %s", n, dim), b, cap, args);
 }
 
@@ -334,8 +334,8 @@ static void hist_layout(Task *t) {
 
 static void hist_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, hist_op[t->p[H_OP]].tname[t->p[H_TNAME]]);
-    const char *d = FRAG(hist_op[t->p[H_OP]].desc, "x", t->in[0].name, "y", t->out[0].name, "bins",
-                         fmt("%d", t->p[H_BINS]), "last", fmt("%d", t->p[H_BINS] - 1));
+    const char *d = FRAG(hist_op[t->p[H_OP]].desc, "x", t->in[0].name, "y", t->out[0].name,
+                         "bins", fmt("%d", t->p[H_BINS]), "last", fmt("%d", t->p[H_BINS] - 1));
     buf_putn(desc, d, strcspn(d, "\n")); // the one line, without its newline
     buf_puts(desc, t->p[H_VARIANT] == 1 ? " Privatise the histogram per thread block in shared memory, then merge it "
                                           "into the output with atomics."

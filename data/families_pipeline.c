@@ -743,13 +743,13 @@ static void pr_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[PR_DNAMES]];
     const char *A = t->in[0].name, *x = t->in[1].name, *An = t->out[0].name, *y = t->out[1].name;
     int l1 = t->p[PR_NORM] == 1;
-    TPL(e, t, pr_kernels_tpl[t->p[PR_STAGES]], "L", l1 ? "L1" : "L2", "A", A, "An", An, "x", x, "y", y, "R", dn[0], "C",
-        dn[1], "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "Ap", ptr_param(t, "float", A, 1), "Anp",
-        ptr_param(t, "float", An, 0), "Ancp", ptr_param(t, "float", An, 1), "xp", ptr_param(t, "float", x, 1), "yp",
-        ptr_param(t, "float", y, 0), "normsp", ptr_param(t, "float", "norms", 0), "normscp",
-        ptr_param(t, "float", "norms", 1), "term", l1 ? "fabsf(arow[c])" : "arow[c] * arow[c]", "fin",
-        l1 ? "s" : "sqrtf(s)", "index", mx_index2d(t, "row", "col", 0), "B", fmt("%d", t->p[PR_BLOCK]), "bsum_fn",
-        pl_block_reduce(t, t->p[PR_REDUCE], 0, t->p[PR_KNAME]), "bsum", pl_helper_names[t->p[PR_KNAME]][0]);
+    TPL(e, t, pr_kernels_tpl[t->p[PR_STAGES]], "L", l1 ? "L1" : "L2", "A", A, "An", An, "x", x, "y", y, "R", dn[0],
+        "C", dn[1], "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "Ap", ptr_param(t, "float", A, 1),
+        "Anp", ptr_param(t, "float", An, 0), "Ancp", ptr_param(t, "float", An, 1), "xp", ptr_param(t, "float", x, 1),
+        "yp", ptr_param(t, "float", y, 0), "normsp", ptr_param(t, "float", "norms", 0),
+        "normscp", ptr_param(t, "float", "norms", 1), "term", l1 ? "fabsf(arow[c])" : "arow[c] * arow[c]",
+        "fin", l1 ? "s" : "sqrtf(s)", "index", mx_index2d(t, "row", "col", 0), "B", fmt("%d", t->p[PR_BLOCK]),
+        "bsum_fn", pl_block_reduce(t, t->p[PR_REDUCE], 0, t->p[PR_KNAME]), "bsum", pl_helper_names[t->p[PR_KNAME]][0]);
 }
 static void pr_launch(const Task *t, Emit *e, const Host *h) {
     const char *R = h->size[0], *C = h->size[1], *A = h->in[0], *x = h->in[1], *An = h->out[0], *y = h->out[1];
@@ -764,14 +764,14 @@ static void pr_launch(const Task *t, Emit *e, const Host *h) {
     }
     const char *nm = dname(t, "norms");
     TPL(e, t, "$alloc\nconst int warp_blocks = ($R * 32 + $B - 1) / $B;\n$k1<<<warp_blocks, $B>>>($A, $norms, $R, $C);",
-        "alloc", dev_alloc(t, "float", nm, R), "R", R, "C", C, "B", fmt("%d", B), "k1", t->kname[0], "A", A, "norms",
-        nm);
+        "alloc", dev_alloc(t, "float", nm, R), "R", R, "C", C, "B", fmt("%d", B), "k1", t->kname[0], "A", A,
+        "norms", nm);
     const int *bd = mx_bdims[t->p[PR_BDIM]];
     launch_2d(e, t, t->p[PR_DIMS], t->kname[1], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, C, R, NULL, 0, NULL,
               fmt("%s, %s, %s, %s, %s", A, nm, An, R, C));
     TPL(e, t, "$k3<<<($R + $MB1) / $MB, $MB>>>($An, $x, $y, $R, $C);\n$sync\n$free", "k3", t->kname[2], "R", R, "C", C,
-        "MB1", fmt("%d", MB - 1), "MB", fmt("%d", MB), "An", An, "x", x, "y", y, "sync",
-        checked(t, "cudaDeviceSynchronize()"), "free", pl_free(t, nm));
+        "MB1", fmt("%d", MB - 1), "MB", fmt("%d", MB), "An", An, "x", x, "y", y,
+        "sync", checked(t, "cudaDeviceSynchronize()"), "free", pl_free(t, nm));
 }
 static void pr_ref(const Task *t, const void *const *in, void *const *out) {
     const float *A = in[0], *x = in[1];

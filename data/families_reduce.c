@@ -488,8 +488,9 @@ $k<<<blocks, threads>>>($args);
 )";
 static void dp_launch(const Task *t, Emit *e, const Host *h) {
     const char *threads = t->p[DP_RED] == RO_TREE ? "BLOCK_SIZE" : fmt("%d", t->p[DP_BLOCK]);
-    TPL(e, t, dp_launch_tpl, "grid", grid_1d(threads, t->p[DP_VEC4] ? fmt("%s / 4", h->size[0]) : h->size[0],
-        t->p[DP_CAP]), "k", t->kname[0], "args", kernel_args(h, 1));
+    TPL(e, t, dp_launch_tpl,
+        "grid", grid_1d(threads, t->p[DP_VEC4] ? fmt("%s / 4", h->size[0]) : h->size[0], t->p[DP_CAP]),
+        "k", t->kname[0], "args", kernel_args(h, 1));
 }
 static void dp_ref(const Task *t, const void *const *in, void *const *out) {
     const float *a = in[0], *b = in[1];

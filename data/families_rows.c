@@ -262,14 +262,14 @@ static const char *ro_helpers(const Task *t, int ops) {
             if (!((ops >> op) & 1)) continue;
             const char *what = ro_opname(op), *wn = ro_fn(t, "warp", what);
             if (!block)
-                buf_puts(&b, FRAG(ro_warp_fn_tpl, "what", what, "how", how, "name", wn, "spec", spec, "params",
-                                  "float v", "shuffle", ro_shfl(t, ro_step(t, "v", op), "v", NULL), "ret",
-                                  "return v;"));
-            else
-                buf_puts(&b, FRAG(ro_block_fn_tpl, "what", what, "type", "float", "T", "float", "name",
-                                  ro_fn(t, "block", what), "params", "float v", "shared_idx", "", "store_idx", "",
-                                  "load_idx", "", "identity", ro_identity(op), "warp_call", fmt("v = %s(v);", wn),
+                buf_puts(&b, FRAG(ro_warp_fn_tpl, "what", what, "how", how, "name", wn, "spec", spec,
+                                  "params", "float v", "shuffle", ro_shfl(t, ro_step(t, "v", op), "v", NULL),
                                   "ret", "return v;"));
+            else
+                buf_puts(&b, FRAG(ro_block_fn_tpl, "what", what, "type", "float", "T", "float",
+                                  "name", ro_fn(t, "block", what), "params", "float v", "shared_idx", "",
+                                  "store_idx", "", "load_idx", "", "identity", ro_identity(op),
+                                  "warp_call", fmt("v = %s(v);", wn), "ret", "return v;"));
         }
     const char *s = FRAG("$s", "s", buf_str(&b));
     buf_free(&b);
@@ -279,10 +279,10 @@ static const char *ro_helpers(const Task *t, int ops) {
 static const char *ro_arg_helpers(const Task *t, const char *T, int dir) {
     if (!ro_has_helpers(t)) return "";
     const char *what = ro_argname(dir), *wn = ro_fn(t, "warp", what), *params = fmt("%s &v, int &i", T);
-    const char *w = FRAG(ro_warp_fn_tpl, "what", fmt("%s of (v, i) pairs", what), "how",
-                         "the lower index wins ties; all lanes end with it.", "name", wn, "spec",
-                         "__device__ __forceinline__ void", "params", params, "shuffle",
-                         ro_shfl(t, ro_arg_step(t, T, "v", "i", dir), "v", "i"), "ret", "");
+    const char *w = FRAG(ro_warp_fn_tpl, "what", fmt("%s of (v, i) pairs", what),
+                         "how", "the lower index wins ties; all lanes end with it.", "name", wn,
+                         "spec", "__device__ __forceinline__ void", "params", params,
+                         "shuffle", ro_shfl(t, ro_arg_step(t, T, "v", "i", dir), "v", "i"), "ret", "");
     if (ro_map(t) != RO_BLOCK) return w;
     return FRAG("$w$b", "w", w, "b",
                 FRAG(ro_block_fn_tpl, "what", what, "type", "void", "T", T, "name", ro_fn(t, "block", what), "params",
@@ -327,8 +327,8 @@ __syncthreads();
 static const char *ro_arg_allreduce(const Task *t, const char *T, const char *v, const char *i, int op) {
     if (ro_map(t) == RO_THREAD) return "";
     if (ro_tree(t) && i)
-        return FRAG(ro_arg_tree_tpl, "v", v, "i", i, "T", T, "B", ro_B(t), "better",
-                    ro_better(op, "ov", "oi", "sval[tid]", "sidx[tid]"));
+        return FRAG(ro_arg_tree_tpl, "v", v, "i", i, "T", T, "B", ro_B(t),
+                    "better", ro_better(op, "ov", "oi", "sval[tid]", "sidx[tid]"));
     if (ro_tree(t)) return FRAG(ro_tree_tpl, "v", v, "B", ro_B(t), "comb", ro_comb(op, "sdata[tid]", "sdata[tid + s]"));
     if (ro_map(t) == RO_WARP && !t->p[RP_HELPER])
         return ro_shfl(t, i ? ro_arg_step(t, T, v, i, op) : ro_step(t, v, op), v, i);
@@ -400,8 +400,8 @@ $save
 static const char *ro_body(const Task *t, const char *stats, const char *scale, const char *write, const char *save) {
     const Tensor *y = &t->out[0];
     const char *yr = y->ndim == 2 ? fmt("%s *yr = %s + (size_t)row * cols;", dt_ctypes[y->dt], y->name) : "";
-    return FRAG(ro_body_tpl, "T", dt_ctypes[t->in[0].dt], "x", t->in[0].name, "yr", yr, "stats", stats, "scale",
-                scale, "write", write, "save", save);
+    return FRAG(ro_body_tpl, "T", dt_ctypes[t->in[0].dt], "x", t->in[0].name, "yr", yr, "stats", stats, "scale", scale,
+                "write", write, "save", save);
 }
 // The kernel's parameters: the tensors, rows and cols.
 static const char *ro_sig(const Task *t) { return fmt("%s, int rows, int cols", kernel_params(t)); }
@@ -595,16 +595,16 @@ static void sm_kernels(const Task *t, Emit *e) {
     int online = t->p[SM_ALGO] == 1, lg = sm_is_log(t), store = t->p[SM_STORE] && !lg && !online;
     const char *xm = sm_exp(t, fmt("xr[c] - %s", M)), *stats, *helpers;
     if (online) {
-        const char *step = FRAG(sm_online_step_tpl, "M", M, "S", S, "e_mv", sm_exp(t, fmt("%s - v", M)), "e_vm",
-                                sm_exp(t, fmt("v - %s", M)));
+        const char *step = FRAG(sm_online_step_tpl, "M", M, "S", S, "e_mv", sm_exp(t, fmt("%s - v", M)),
+                                "e_vm", sm_exp(t, fmt("v - %s", M)));
         const char *merge = t->p[RP_HELPER] ? fmt("%s(%s, %s);", t->kname[1], M, S) : sm_merge(t, M, S);
         stats = FRAG(sm_online_tpl, "M", M, "S", S, "loop", ro_cols(t, step), "merge", merge);
         helpers = t->p[RP_HELPER] ? FRAG(sm_merge_fn_tpl, "name", t->kname[1], "merge", sm_merge(t, "m", "s")) : "";
     } else {
         const char *sum = store ? fmt("const float ev = %s;\nyr[c] = ev;\n%s += ev;", xm, S) : fmt("%s += %s;", S, xm);
         stats = FRAG(sm_two_pass_tpl, "M", M, "S", S, "max_loop", ro_cols(t, fmt("%s = fmaxf(%s, xr[c]);", M, M)),
-                     "max_reduce", ro_allreduce(t, M, RO_MAX), "sum_loop", ro_cols(t, sum), "sum_reduce",
-                     ro_allreduce(t, S, RO_SUM));
+                     "max_reduce", ro_allreduce(t, M, RO_MAX), "sum_loop", ro_cols(t, sum),
+                     "sum_reduce", ro_allreduce(t, S, RO_SUM));
         helpers = ro_helpers(t, (1 << RO_MAX) | (1 << RO_SUM));
     }
     const char *scale = lg ? fmt("const float lse = %s + %s(%s);", M, t->p[SM_LOG] ? "__logf" : "logf", S)
@@ -756,13 +756,15 @@ static void ln_kernels(const Task *t, Emit *e) {
     const char *w = t->in[1].name, *eps = flit(t->f[LNF_EPS]);
     const char *dv = pick3(t->p[LN_DIV], "%s / cols", "%s / (float)cols", "%s * (1.0f / cols)");
     const char *rs = t->p[LN_RSQRT] ? "1.0f / sqrtf(%s + %s)" : "rsqrtf(%s + %s)";
-    const char *stats = FRAG(
-        ln_stats_tpl[rms ? 2 : one], "sum_loop", ro_cols(t, "sum += xr[c];"), "mean", fmt(dv, "sum"), "var_loop",
-        ro_cols(t, "const float d = xr[c] - mu;\nvar += d * d;"), "mean_sq", fmt(dv, "sq"), "sumsq_loop",
-        ro_cols(t, "const float v = xr[c];\nsum += v;\nsq += v * v;"), "sq_loop",
-        ro_cols(t, "const float v = xr[c];\nsq += v * v;"), "sum_reduce", ro_allreduce(t, "sum", RO_SUM), "var_reduce",
-        ro_allreduce(t, "var", RO_SUM), "sq_reduce", ro_allreduce(t, "sq", RO_SUM), "rstd_var",
-        fmt(rs, fmt(dv, "var"), eps), "rstd_onepass", fmt(rs, "var", eps), "rstd_rms", fmt(rs, fmt(dv, "sq"), eps));
+    const char *stats = FRAG(ln_stats_tpl[rms ? 2 : one], "sum_loop", ro_cols(t, "sum += xr[c];"),
+                             "mean", fmt(dv, "sum"),
+                             "var_loop", ro_cols(t, "const float d = xr[c] - mu;\nvar += d * d;"),
+                             "mean_sq", fmt(dv, "sq"),
+                             "sumsq_loop", ro_cols(t, "const float v = xr[c];\nsum += v;\nsq += v * v;"),
+                             "sq_loop", ro_cols(t, "const float v = xr[c];\nsq += v * v;"),
+                             "sum_reduce", ro_allreduce(t, "sum", RO_SUM), "var_reduce", ro_allreduce(t, "var", RO_SUM),
+                             "sq_reduce", ro_allreduce(t, "sq", RO_SUM), "rstd_var", fmt(rs, fmt(dv, "var"), eps),
+                             "rstd_onepass", fmt(rs, "var", eps), "rstd_rms", fmt(rs, fmt(dv, "sq"), eps));
     const char *write =
         rms ? (t->p[LN_DIV] == 1 ? fmt("yr[c] = %s[c] * (xr[c] * rstd);", w) : fmt("yr[c] = xr[c] * rstd * %s[c];", w))
             : fmt("yr[c] = (xr[c] - mu) * rstd * %s[c] + %s[c];", w, t->in[2].name);
@@ -912,11 +914,11 @@ static void mv_kernels(const Task *t, Emit *e) {
     int algo = t->p[MV_ALGO], m = ro_map(t);
     const char *B = ro_B(t), *merge = t->kname[1], *stats, *shared = "float", *helpers = "";
     if (algo < 2) {
-        stats = FRAG(mv_stats_tpl[algo], "sum_loop", ro_cols(t, "total += xr[c];"), "sumsq_loop",
-                     ro_cols(t, "const float v = xr[c];\ntotal += v;\ntotal_sq += v * v;"), "dev_loop",
-                     ro_cols(t, "const float d = xr[c] - mu;\nm2 += d * d;"), "total_reduce",
-                     ro_allreduce(t, "total", RO_SUM), "sq_reduce", ro_allreduce(t, "total_sq", RO_SUM), "m2_reduce",
-                     ro_allreduce(t, "m2", RO_SUM));
+        stats = FRAG(mv_stats_tpl[algo], "sum_loop", ro_cols(t, "total += xr[c];"),
+                     "sumsq_loop", ro_cols(t, "const float v = xr[c];\ntotal += v;\ntotal_sq += v * v;"),
+                     "dev_loop", ro_cols(t, "const float d = xr[c] - mu;\nm2 += d * d;"),
+                     "total_reduce", ro_allreduce(t, "total", RO_SUM), "sq_reduce", ro_allreduce(t, "total_sq", RO_SUM),
+                     "m2_reduce", ro_allreduce(t, "m2", RO_SUM));
         helpers = ro_helpers(t, 1 << RO_SUM);
     } else {
         // Welford: the threads' states merged through a shared tree (sn, smu, sm2) or shuffles
@@ -1010,9 +1012,9 @@ static void am_kernels(const Task *t, Emit *e) {
     const char *T = t->p[AM_DTYPE] ? "int" : "float";
     ro_kernel(e, t, ro_arg_helpers(t, T, RO_MIN),
               fmt("Minimum of each row and its lowest column index, %s.", ro_how(t)), ro_sig(t), fmt("arg:%s", T),
-              ro_body(t, FRAG(am_stats_tpl, "T", T, "identity", ro_arg_identity(RO_MIN, T), "loop",
-                              ro_cols(t, FRAG(am_step_tpl, "T", T)), "reduce",
-                              ro_arg_allreduce(t, T, "best", "best_i", RO_MIN)), "", "",
+              ro_body(t, FRAG(am_stats_tpl, "T", T, "identity", ro_arg_identity(RO_MIN, T),
+                              "loop", ro_cols(t, FRAG(am_step_tpl, "T", T)),
+                              "reduce", ro_arg_allreduce(t, T, "best", "best_i", RO_MIN)), "", "",
                       ro_lead(t, fmt("%s[row] = best;\n%s[row] = best_i;", t->out[0].name, t->out[1].name))));
 }
 static void am_launch(const Task *t, Emit *e, const Host *h) {
@@ -1142,10 +1144,11 @@ static void tk_kernels(const Task *t, Emit *e) {
     const char *x = t->in[0].name, *ov = t->out[0].name, *oi = t->out[1].name, *lt = sm ? ">" : "<",
                *gt = sm ? "<" : ">";
     if (ro_map(t) == RO_THREAD) {
-        TPL(e, t, tk_thread_tpl, "kmax", tmpl ? "" : "#define KMAX 8\n\n", "K", tmpl ? "K" : "k", "KMAX",
-            tmpl ? "K" : "KMAX", "order", sm ? "smallest" : "largest", "template", tmpl ? "template <int K>" : "",
-            "kname", t->kname[0], "params", fmt("%s%s", ro_sig(t), tmpl ? "" : ", int k"), "gidx", gidx_expr(t, 0), "x",
-            x, "unroll", tmpl ? "#pragma unroll" : "", "identity", ro_arg_identity(dir, "float"), "gt", gt, "lt", lt,
+        TPL(e, t, tk_thread_tpl, "kmax", tmpl ? "" : "#define KMAX 8\n\n", "K", tmpl ? "K" : "k",
+            "KMAX", tmpl ? "K" : "KMAX", "order", sm ? "smallest" : "largest",
+            "template", tmpl ? "template <int K>" : "", "kname", t->kname[0],
+            "params", fmt("%s%s", ro_sig(t), tmpl ? "" : ", int k"), "gidx", gidx_expr(t, 0), "x", x,
+            "unroll", tmpl ? "#pragma unroll" : "", "identity", ro_arg_identity(dir, "float"), "gt", gt, "lt", lt,
             "ov", ov, "oi", oi);
         return;
     }
@@ -1154,10 +1157,10 @@ static void tk_kernels(const Task *t, Emit *e) {
         fmt("Top-k (%s first) of each row, %s, in k rounds: round r selects the best element ranking after pick r - 1.",
             sm ? "smallest" : "largest", ro_how(t)),
         fmt("%s, int k", ro_sig(t)), "arg:float",
-        FRAG(tk_rounds_tpl, "x", x, "identity", ro_arg_identity(dir, "float"), "loop",
-             ro_cols(t, FRAG(tk_step_tpl, "lt", lt, "gt", gt)), "reduce",
-             ro_arg_allreduce(t, "float", "best", "best_i", dir), "write",
-             ro_lead(t, fmt("%s[(size_t)row * k + r] = best;\n%s[(size_t)row * k + r] = best_i;", ov, oi))));
+        FRAG(tk_rounds_tpl, "x", x, "identity", ro_arg_identity(dir, "float"),
+             "loop", ro_cols(t, FRAG(tk_step_tpl, "lt", lt, "gt", gt)),
+             "reduce", ro_arg_allreduce(t, "float", "best", "best_i", dir),
+             "write", ro_lead(t, fmt("%s[(size_t)row * k + r] = best;\n%s[(size_t)row * k + r] = best_i;", ov, oi))));
 }
 static void tk_launch(const Task *t, Emit *e, const Host *h) {
     if (ro_map(t) == RO_THREAD && t->p[TK_KSTYLE] == 0)

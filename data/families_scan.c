@@ -426,9 +426,8 @@ static void se_launch(const Task *t, Emit *e, const Host *h) {
     int dyn = t->p[SE_SHMEM] == 1;
     TPL(e, t, se_launch_tpl, "threads", dyn ? fmt("%d", t->p[SE_BLOCK]) : "BLOCK_SIZE", "n", h->size[0], "per", per,
         "alloc", dev_alloc(t, T, sums, "blocks"),
-        "smem", dyn ? fmt("const size_t smem = %s * sizeof(%s);", per, T) : "",
-        "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "sm1", dyn ? ", smem" : "", "in", h->in[0],
-        "out", h->out[0], "sums", sums,
+        "smem", dyn ? fmt("const size_t smem = %s * sizeof(%s);", per, T) : "", "k1", t->kname[0], "k2", t->kname[1],
+        "k3", t->kname[2], "sm1", dyn ? ", smem" : "", "in", h->in[0], "out", h->out[0], "sums", sums,
         "cfg2", t->p[SE_SUMS] ? "1" : dyn ? fmt("threads, threads * sizeof(%s)", T) : "threads",
         "sync", checked(t, "cudaDeviceSynchronize()"), "free", checked(t, fmt("cudaFree(%s)", sums)));
 }

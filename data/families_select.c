@@ -451,8 +451,8 @@ static void mm_kernels(const Task *t, Emit *e) {
              "update", mm_each(t, NULL, "$update", "\n"), "store", mm_each(t, NULL, "$s[tid] = $v;", "\n"),
              "tree", mm_each(t, NULL, "$s[tid] = $f($s[tid], $s[tid + s]);", "\n"));
     TPL(e, t, mm_kernel_tpl, "prelude", agg ? ro_prelude(&tt) : "", "helpers", buf_str(&helpers),
-        "init", t->p[MM_INIT] ? "" : init, "decode", meth == 2 ? decode : "", "comment", comment[agg],
-        "k", t->kname[0], "params", kernel_params(t),
+        "init", t->p[MM_INIT] ? "" : init, "decode", meth == 2 ? decode : "", "comment", comment[agg], "k", t->kname[0],
+        "params", kernel_params(t),
         "shared", agg == 2 ? mm_each(t, NULL, fmt("__shared__ %s $s[BLOCK_SIZE];", T), "\n") : "",
         "locals", agg ? mm_each(t, NULL, fmt("%s $v = $ident;", T), "\n") : "", "step", step, "combine", combine);
     buf_free(&helpers);
@@ -763,8 +763,9 @@ static void ci_kernels(const Task *t, Emit *e) {
 }
 static void ci_launch(const Task *t, Emit *e, const Host *h) {
     if (t->p[CI_LOOP])
-        TPL(e, t, "$grid\n$k<<<blocks, threads>>>($args);", "grid",
-            grid_1d(fmt("%d", t->p[CI_BLOCK]), h->size[0], t->p[CI_CAP]), "k", t->kname[0], "args", kernel_args(h, 1));
+        TPL(e, t, "$grid\n$k<<<blocks, threads>>>($args);",
+            "grid", grid_1d(fmt("%d", t->p[CI_BLOCK]), h->size[0], t->p[CI_CAP]), "k", t->kname[0],
+            "args", kernel_args(h, 1));
     else launch_1d(e, t, t->kname[0], h->size[0], t->p[CI_BLOCK], 0, kernel_args(h, 1));
 }
 static void ci_ref(const Task *t, const void *const *in, void *const *out) {

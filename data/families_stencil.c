@@ -179,8 +179,8 @@ $k<<<blocks, threads, shmem>>>($args);
 
 static void s1_launch(const Task *t, Emit *e, const Host *h) {
     int B = t->p[S1_BLOCK];
-    TPL(e, t, s1_launch_tpl[t->p[S1_SHMEM]], "n", h->size[0], "k", t->kname[0], "B", fmt("%d", B), "B1",
-        fmt("%d", B - 1), "R", fmt("%d", t->p[S1_R]), "args", kernel_args(h, 1));
+    TPL(e, t, s1_launch_tpl[t->p[S1_SHMEM]], "n", h->size[0], "k", t->kname[0], "B", fmt("%d", B),
+        "B1", fmt("%d", B - 1), "R", fmt("%d", t->p[S1_R]), "args", kernel_args(h, 1));
 }
 
 static void s1_ref(const Task *t, const void *const *in, void *const *out) {
@@ -377,15 +377,15 @@ static void s2_kernels(const Task *t, Emit *e) {
                                        : fmt("%s(%s, r%%s, c%%s, %s, %s)", t->kname[1], x, R, C);
 #define CELL(dr, dc) fmt(cellfmt, s2_off(dr), s2_off(dc))
     const char *body =
-        FRAG(s2_body_tpl[op < 2 ? op : 2], "dst", dst, "c00", CELL(0, 0), "cm0", CELL(-1, 0), "cp0", CELL(1, 0), "c0m",
-             CELL(0, -1), "c0p", CELL(0, 1), "cdd", fmt(cellfmt, " + dr", " + dc"), "weight",
-             op == 3 ? "c_gauss[dr + 1][dc + 1] * " : "", "result", op == 2 ? "acc / 9.0f" : "acc");
+        FRAG(s2_body_tpl[op < 2 ? op : 2], "dst", dst, "c00", CELL(0, 0), "cm0", CELL(-1, 0), "cp0", CELL(1, 0),
+             "c0m", CELL(0, -1), "c0p", CELL(0, 1), "cdd", fmt(cellfmt, " + dr", " + dc"),
+             "weight", op == 3 ? "c_gauss[dr + 1][dc + 1] * " : "", "result", op == 2 ? "acc / 9.0f" : "acc");
 #undef CELL
     if (shared) body = fmt("const int ly = threadIdx.y + 1, lx = threadIdx.x + 1;\n%s", body);
     const char *cell_fn =
         bound != 2 || shared // the loader: zero padding or clamping (a copied border clamps in the tile)
-            ? FRAG(s2_cell_tpl[bound == 1], "spec",
-                   t->st.allman ? "__device__ __forceinline__ float" : "__device__ float", "cell", t->kname[1],
+            ? FRAG(s2_cell_tpl[bound == 1],
+                   "spec", t->st.allman ? "__device__ __forceinline__ float" : "__device__ float", "cell", t->kname[1],
                    "xparam", ptr_param(t, "float", x, 1), "R", R, "C", C, "x", x)
             : "";
     TPL(e, t, s2_kernel_tpl, "tile_defines",
