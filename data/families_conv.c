@@ -139,19 +139,18 @@ static void mxc1_kernels(const Task *t, Emit *e) {
         same ? fmt("const int src = (int)%s + j - %s / 2;\nif (src >= 0 && src < %s) acc += %s[j] * %s[src];", i, TAPS,
                    n, cn, x)
              : fmt("acc += %s[j] * %s[%s + j];", cn, x, i);
-    TPL(e, t, mxc1_kernel_tpl, "cn", cn, "CAPN", CAPN, "y", y, "x", x, "center", center, "kname", t->kname[0],
-        "capacity",
+    const char *capacity =
         cap ? "#define MAX_TAPS 64 // capacity of the constant filter; the kernel takes the actual count"
-            : fmt("#define FILTER_TAPS %d", t->p[MXC1_TAPS]),
-        "block_size", mode == 1 ? fmt("#define BLOCK_SIZE %d", t->p[MXC1_BLOCK]) : "", "zero",
-        same ? " (zero outside the input)" : "", "params",
-        fmt("%s, %s, int %s%s%s", ptr_param(t, "float", x, 1), ptr_param(t, "float", y, 0), n,
-            same ? "" : fmt(", int %s", dn[2]), cap ? fmt(", int %s", kk) : ""),
-        "body",
-        mode == 1 ? FRAG(mxc1_tile_tpl, "CAPN", CAPN, "TAPS", TAPS, "center", center, "n", n, "x", x, "nout", nout,
-                         "cn", cn, "y", y, "unroll", cap ? "" : "#pragma unroll")
-                  : loop_frag(t, mode == 2 ? LOOP_GRID : t->p[MXC1_LOOP], nout,
-                              FRAG(mxc1_dot_tpl, "TAPS", TAPS, "step", step, "y", y, "i", i)));
+            : fmt("#define FILTER_TAPS %d", t->p[MXC1_TAPS]);
+    const char *params = fmt("%s, %s, int %s%s%s", ptr_param(t, "float", x, 1), ptr_param(t, "float", y, 0), n,
+                             same ? "" : fmt(", int %s", dn[2]), cap ? fmt(", int %s", kk) : "");
+    const char *body = mode == 1 ? FRAG(mxc1_tile_tpl, "CAPN", CAPN, "TAPS", TAPS, "center", center, "n", n, "x", x,
+                                        "nout", nout, "cn", cn, "y", y, "unroll", cap ? "" : "#pragma unroll")
+                                 : loop_frag(t, mode == 2 ? LOOP_GRID : t->p[MXC1_LOOP], nout,
+                                             FRAG(mxc1_dot_tpl, "TAPS", TAPS, "step", step, "y", y, "i", i));
+    TPL(e, t, mxc1_kernel_tpl, "cn", cn, "CAPN", CAPN, "y", y, "x", x, "center", center, "kname", t->kname[0],
+        "capacity", capacity, "block_size", mode == 1 ? fmt("#define BLOCK_SIZE %d", t->p[MXC1_BLOCK]) : "",
+        "zero", same ? " (zero outside the input)" : "", "params", params, "body", body);
 }
 
 static void mxc1_launch(const Task *t, Emit *e, const Host *h) {
@@ -308,18 +307,20 @@ static void mxc2_kernels(const Task *t, Emit *e) {
     const char *wx =
         t->p[MXC2_FLIP] ? fmt("%s[(%s - 1 - i) * %s + (%s - 1 - j)]", ws, FD, FD, FD) : fmt("%s[i * %s + j]", ws, FD);
     const char *orows = same ? R : "orows", *ocols = same ? C : "ocols";
+    const char *cmask =
+        cmem ? fmt("/// The filter, row-major, in constant memory.\n__constant__ float c_mask[%s * %s];\n\n", FD, FD)
+             : "";
+    const char *params =
+        cmem ? fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", y, 0)) : kernel_params(t);
+    const char *body = FRAG(mxc2_body_tpl[shared], "index", mx_index2d(t, "row", "col", 0), "orows", orows,
+                            "ocols", ocols, "FD", FD, "R", R, "C", C, "x", x, "w", wx,
+                            "minus_r", same ? fmt(" - %s", FR) : "",
+                            "skip_r", same ? fmt("if (rr < 0 || rr >= %s) continue;", R) : "",
+                            "skip_c", same ? fmt("if (cc < 0 || cc >= %s) continue;", C) : "");
     TPL(e, t, mxc2_kernel_tpl, "FD", FD, "FR", FR, "K", fmt("%d", t->p[MXC2_K]), "kname", t->kname[0], "R", R, "C", C,
         "y", y, "ocols", ocols, "tile", shared ? fmt("#define TILE_W %d\n#define TILE_H %d", bd[0], bd[1]) : "",
-        "cmask",
-        cmem ? fmt("/// The filter, row-major, in constant memory.\n__constant__ float c_mask[%s * %s];\n\n", FD, FD)
-             : "",
-        "how", shared ? " read from a shared tile with a halo" : "", "params",
-        cmem ? fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", y, 0)) : kernel_params(t), "out_size",
-        same ? "" : fmt("const int orows = %s - %s + 1, ocols = %s - %s + 1;", R, FD, C, FD), "body",
-        FRAG(mxc2_body_tpl[shared], "index", mx_index2d(t, "row", "col", 0), "orows", orows, "ocols", ocols, "FD", FD,
-             "R", R, "C", C, "x", x, "w", wx, "minus_r", same ? fmt(" - %s", FR) : "", "skip_r",
-             same ? fmt("if (rr < 0 || rr >= %s) continue;", R) : "", "skip_c",
-             same ? fmt("if (cc < 0 || cc >= %s) continue;", C) : ""));
+        "cmask", cmask, "how", shared ? " read from a shared tile with a halo" : "", "params", params,
+        "out_size", same ? "" : fmt("const int orows = %s - %s + 1, ocols = %s - %s + 1;", R, FD, C, FD), "body", body);
 }
 
 static void mxc2_launch(const Task *t, Emit *e, const Host *h) {

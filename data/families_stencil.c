@@ -148,20 +148,20 @@ static void s1_kernels(const Task *t, Emit *e) {
     const char *sum = lit ? fmt("const float acc = %s;\n%s[g] = acc%s;", s1_sum(t, "tile", "l", 1), y,
                                 den == 1 ? "" : fmt(" / %s", flit(den)))
                           : FRAG(s1_loop_sum_tpl, "y", y);
-    TPL(e, t, s1_kernel_tpl, "defines",
-        sh == 1   ? ""
-        : sh == 0 ? fmt("#define RADIUS %d\n#define BLOCK_SIZE %d\n\n", R, t->p[S1_BLOCK])
-                  : fmt("#define RADIUS %d\n\n", R),
-        "weights", lit ? "" : FRAG(s1_weights_tpl, "taps", fmt("%d", 2 * R + 1), "weights", weights), "load_fn",
-        lf ? FRAG(s1_load_fn_tpl, "spec", spec[lf], "load", t->kname[1], "xparam", ptr_param(t, "float", x, 1), "value",
-                  value, "what",
-                  t->p[S1_BOUND] == 0 ? "x[j], or 0 outside [0, n)." : "x[j] with j clamped to [0, n - 1].")
-           : "",
-        "x", x, "y", y, "template", sh == 1 ? "template <int BLOCK, int RADIUS>" : "", "kname", t->kname[0],
-        "params", kernel_params(t), "tile",
-        sh == 2 ? "extern __shared__ float tile[]; // blockDim.x + 2 * RADIUS floats"
-                : fmt("__shared__ float tile[%s + 2 * RADIUS];", BS),
-        "load_g", load[0], "load_left", load[1], "load_right", load[2], "sum", sum);
+    const char *defines = sh == 1   ? ""
+                          : sh == 0 ? fmt("#define RADIUS %d\n#define BLOCK_SIZE %d\n\n", R, t->p[S1_BLOCK])
+                                    : fmt("#define RADIUS %d\n\n", R);
+    const char *what = t->p[S1_BOUND] == 0 ? "x[j], or 0 outside [0, n)." : "x[j] with j clamped to [0, n - 1].";
+    const char *load_fn = !lf ? ""
+                              : FRAG(s1_load_fn_tpl, "spec", spec[lf], "load", t->kname[1],
+                                     "xparam", ptr_param(t, "float", x, 1), "value", value, "what", what);
+    const char *tile = sh == 2 ? "extern __shared__ float tile[]; // blockDim.x + 2 * RADIUS floats"
+                               : fmt("__shared__ float tile[%s + 2 * RADIUS];", BS);
+    TPL(e, t, s1_kernel_tpl, "defines", defines,
+        "weights", lit ? "" : FRAG(s1_weights_tpl, "taps", fmt("%d", 2 * R + 1), "weights", weights),
+        "load_fn", load_fn, "x", x, "y", y, "template", sh == 1 ? "template <int BLOCK, int RADIUS>" : "",
+        "kname", t->kname[0], "params", kernel_params(t), "tile", tile, "load_g", load[0], "load_left", load[1],
+        "load_right", load[2], "sum", sum);
 }
 
 static const char *const s1_launch_tpl[] = { R"(
@@ -388,15 +388,16 @@ static void s2_kernels(const Task *t, Emit *e) {
                    "spec", t->st.allman ? "__device__ __forceinline__ float" : "__device__ float", "cell", t->kname[1],
                    "xparam", ptr_param(t, "float", x, 1), "R", R, "C", C, "x", x)
             : "";
-    TPL(e, t, s2_kernel_tpl, "tile_defines",
-        shared && !tmpl ? fmt("#define TILE_X %d\n#define TILE_Y %d\n\n", t->p[S2_BX], t->p[S2_BY]) : "", "gauss",
-        op == 3 ? s2_gauss_tpl : "", "cell_fn", cell_fn, "comment",
+    const char *tile_defines =
+        shared && !tmpl ? fmt("#define TILE_X %d\n#define TILE_Y %d\n\n", t->p[S2_BX], t->p[S2_BY]) : "";
+    const char *comment =
         shared ? "One thread per output cell; the block's tile plus a one-cell halo is staged in shared memory."
-               : "One thread per output cell, reading its neighbours from global memory.",
-        "template", shared && tmpl ? "template <int TX, int TY>" : "", "kname", t->kname[0], "params", kernel_params(t),
-        "R", R, "C", C, "setup",
-        shared ? FRAG(s2_shared_setup, "TX", TX, "TY", TY, "cell", t->kname[1], "x", x, "R", R, "C", C)
-               : s2_global_setup,
+               : "One thread per output cell, reading its neighbours from global memory.";
+    const char *setup = shared ? FRAG(s2_shared_setup, "TX", TX, "TY", TY, "cell", t->kname[1], "x", x, "R", R, "C", C)
+                               : s2_global_setup;
+    TPL(e, t, s2_kernel_tpl, "tile_defines", tile_defines, "gauss", op == 3 ? s2_gauss_tpl : "", "cell_fn", cell_fn,
+        "comment", comment, "template", shared && tmpl ? "template <int TX, int TY>" : "", "kname", t->kname[0],
+        "params", kernel_params(t), "R", R, "C", C, "setup", setup,
         "copy_border", bound == 2 ? FRAG(s2_copy_border, "R", R, "C", C, "dst", dst, "x", x) : "", "body", body);
 }
 
