@@ -213,11 +213,11 @@ static void map_kernels(const Task *t, Emit *e) {
     }
     const char *params = vec4 ? fmt("%s, %s", ptr_param(t, "float4", t->in[0].name, 1), ptr_param(t, "float4", out, 0))
                               : kernel_params(t);
+    const char *how = loop == LOOP_GRID ? "Grid-stride loop over the elements."
+                      : vec4            ? "Each thread handles one float4 (four elements)."
+                                        : "One thread per element.";
     TPL(e, t, map_kernel_tpl, "task", word(o->task, 0), "out", out, "formula", map_formula(t), "kname", t->kname[0],
-        "params", fmt("%s, %s", params, count_param(t, vec4 ? "n4" : "n")), "how",
-        loop == LOOP_GRID ? "Grid-stride loop over the elements."
-        : vec4            ? "Each thread handles one float4 (four elements)."
-                          : "One thread per element.",
+        "params", fmt("%s, %s", params, count_param(t, vec4 ? "n4" : "n")), "how", how,
         "loop", loop_frag(t, vec4 ? LOOP_IF : loop, vec4 ? "n4" : "n", body));
     buf_free(&locals);
 }

@@ -380,10 +380,11 @@ static void hist_kernels(const Task *t, Emit *e) {
         mem_kernel(e, t, "Every element increments its bin in global memory with atomicAdd.", "int n, int bins", lp);
         return;
     }
-    TPL(e, t, hist_shared_tpl, "define", sh == 0 ? fmt("#define NUM_BINS %d\n\n", t->p[H_BINS]) : "", "template",
-        sh == 1 ? "template <int NBINS>" : "", "kname", t->kname[0], "nb", nb, "loop", lp, "o", o,
-        "params", fmt("%s, int n%s", kernel_params(t), sh == 1 ? "" : ", int bins"), "local_hist",
-        sh == 2 ? fmt("extern __shared__ %s local_hist[];", ct) : fmt("__shared__ %s local_hist[%s];", ct, nb));
+    const char *local_hist =
+        sh == 2 ? fmt("extern __shared__ %s local_hist[];", ct) : fmt("__shared__ %s local_hist[%s];", ct, nb);
+    TPL(e, t, hist_shared_tpl, "define", sh == 0 ? fmt("#define NUM_BINS %d\n\n", t->p[H_BINS]) : "",
+        "template", sh == 1 ? "template <int NBINS>" : "", "kname", t->kname[0], "nb", nb, "loop", lp, "o", o,
+        "params", fmt("%s, int n%s", kernel_params(t), sh == 1 ? "" : ", int bins"), "local_hist", local_hist);
 }
 
 static const char hist_dynamic_launch[] = R"(
