@@ -720,17 +720,18 @@ static void mxmt_kernels(const Task *t, Emit *e) {
     int T = t->p[MXMT_TILE], td = t->p[MXMT_TDEF], chk = t->p[MXMT_CHECKS], counted = t->p[MXMT_LOOP];
     const char *TL = td == 1 ? "TILE" : mxmt_macros[t->p[MXMT_KNAME]], *t0 = counted ? "base" : "t0";
     const char *la = fmt("%s[row * %s + %s + tx]", a, k, t0), *lb = fmt("%s[(%s + ty) * %s + col]", b, t0, n);
-    const char *body = FRAG(
-        mxmt_body_tpl, "TL", TL, "sa", sh[0], "sb", sh[1], "tile_loop",
+    const char *tile_loop =
         counted ? fmt("const int num_tiles = (%s + %s - 1) / %s;\nfor (int tt = 0; tt < num_tiles; ++tt)", k, TL, TL)
-                : fmt("for (int t0 = 0; t0 < %s; t0 += %s)", k, TL),
-        "base", counted ? fmt("const int base = tt * %s;", TL) : "", "load_a",
-        fmt("%s[ty][tx] = %s;", sh[0], chk ? fmt("(row < %s && %s + tx < %s) ? %s : 0.0f", m, t0, k, la) : la),
-        "load_b",
-        fmt("%s[ty][tx] = %s;", sh[1], chk ? fmt("(%s + ty < %s && col < %s) ? %s : 0.0f", t0, k, n, lb) : lb),
-        "unroll", t->p[MXMT_UNROLL] ? "#pragma unroll" : "", "store",
-        chk ? fmt("if (row < %s && col < %s) %s[row * %s + col] = acc;", m, n, c, n)
-            : fmt("%s[row * %s + col] = acc;", c, n));
+                : fmt("for (int t0 = 0; t0 < %s; t0 += %s)", k, TL);
+    const char *a_val = chk ? fmt("(row < %s && %s + tx < %s) ? %s : 0.0f", m, t0, k, la) : la;
+    const char *b_val = chk ? fmt("(%s + ty < %s && col < %s) ? %s : 0.0f", t0, k, n, lb) : lb;
+    const char *store = chk ? fmt("if (row < %s && col < %s) %s[row * %s + col] = acc;", m, n, c, n)
+                            : fmt("%s[row * %s + col] = acc;", c, n);
+    const char *body = FRAG(mxmt_body_tpl, "TL", TL, "sa", sh[0], "sb", sh[1], "tile_loop", tile_loop,
+                            "base", counted ? fmt("const int base = tt * %s;", TL) : "",
+                            "load_a", fmt("%s[ty][tx] = %s;", sh[0], a_val),
+                            "load_b", fmt("%s[ty][tx] = %s;", sh[1], b_val),
+                            "unroll", t->p[MXMT_UNROLL] ? "#pragma unroll" : "", "store", store);
     mx_kernel(e, t, td == 0 ? fmt("#define %s %d\n\n", TL, T) : td == 2 ? fmt("constexpr int %s = %d;\n\n", TL, T) : "",
               td == 1 ? "template <int TILE>" : "",
               fmt("%s = %s * %s with %s x %s tiles of both inputs staged in shared memory; one thread per output "
@@ -945,23 +946,24 @@ static void mxmw_kernels(const Task *t, Emit *e) {
     const char *A = t->in[0].name, *x = t->in[1].name, *y = t->out[0].name, *R = dn[0], *C = dn[1];
     const char *mask = pick3(t->p[MXMW_MASK], "0xffffffff", "0xFFFFFFFFu", "FULL_MASK");
     const char *sh = fmt("%s(%s, %%s, offset)", t->p[MXMW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync", mask);
+    const char *comment = t->p[MXMW_SHFL] ? "Sum over the 32 lanes of a warp; every lane gets the total."
+                                          : "Sum over the 32 lanes of a warp; lane 0 gets the total.";
     const char *helper =
-        !t->p[MXMW_HELPER]
-            ? ""
-            : FRAG(rw_helper, "spec", t->p[MXMW_HELPER] == 1 ? "__device__ float" : "__inline__ __device__ float",
-                   "helper", t->kname[1], "shuffle", FRAG(rw_shuffle, "step", fmt("v += %s;", fmt(sh, "v"))),
-                   "comment",
-                   t->p[MXMW_SHFL] ? "Sum over the 32 lanes of a warp; every lane gets the total."
-                                   : "Sum over the 32 lanes of a warp; lane 0 gets the total.");
-    const char *body = FRAG(
-        mxmw_body_tpl, "R", R, "y", y, "index",
+        !t->p[MXMW_HELPER] ? ""
+                           : FRAG(rw_helper,
+                                  "spec", t->p[MXMW_HELPER] == 1 ? "__device__ float" : "__inline__ __device__ float",
+                                  "helper", t->kname[1],
+                                  "shuffle", FRAG(rw_shuffle, "step", fmt("v += %s;", fmt(sh, "v"))),
+                                  "comment", comment);
+    const char *index =
         t->p[MXMW_KNAME] & 1
             ? "const int lane = threadIdx.x & 31;\nconst int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);"
-            : "const int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;\nconst int lane = threadIdx.x % 32;",
-        "loop", FRAG(mxmw_loop_tpl[t->p[MXMW_VEC]], "A", A, "C", C, "x", x), "reduce",
-        t->p[MXMW_HELPER] ? fmt("sum = %s(sum);", t->kname[1])
-                          : FRAG(rw_shuffle, "step", fmt("sum += %s;", fmt(sh, "sum"))),
-        "bias", t->p[MXMW_BIAS] ? fmt(" + %s[row]", t->in[2].name) : "");
+            : "const int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;\nconst int lane = threadIdx.x % 32;";
+    const char *reduce = t->p[MXMW_HELPER] ? fmt("sum = %s(sum);", t->kname[1])
+                                           : FRAG(rw_shuffle, "step", fmt("sum += %s;", fmt(sh, "sum")));
+    const char *body = FRAG(mxmw_body_tpl, "R", R, "y", y, "index", index,
+                            "loop", FRAG(mxmw_loop_tpl[t->p[MXMW_VEC]], "A", A, "C", C, "x", x), "reduce", reduce,
+                            "bias", t->p[MXMW_BIAS] ? fmt(" + %s[row]", t->in[2].name) : "");
     mx_kernel(e, t, fmt("%s%s", t->p[MXMW_MASK] == 2 ? "#define FULL_MASK 0xffffffffu\n\n" : "", helper), "",
               fmt("One warp per row of %s: strided partial dot products, then a shuffle reduction.", A),
               fmt("int %s, int %s", R, C), body);
@@ -1362,11 +1364,11 @@ static void mxbm_kernels(const Task *t, Emit *e) {
     int shared_rhs = t->p[MXBM_SHAPE] == 1, tmpl = t->p[MXBM_TDEF], mode = t->p[MXBM_MODE];
     const char *D = tmpl ? "TILE_N" : "MAT_DIM";
     const char *product = FRAG(mxbm_product_tpl, "n", n, "a", a, "b", b, "c", c, "b_off", shared_rhs ? "" : " + off");
-    const char *body = FRAG(mxbm_body_tpl[mode], "a", a, "b", b, "c", c, "B", B, "D", D, "pad",
-                            t->p[MXBM_PAD] ? " + 1" : "", "off", shared_rhs ? "" : "off + ", "index",
-                            mx_index2d(t, "row", "col", 0), "guarded",
-                            mx_guard(t->p[MXBM_GUARD], fmt("item < %s && row < %s && col < %s", B, n, n),
-                                     fmt("item >= %s || row >= %s || col >= %s", B, n, n), product));
+    const char *guarded = mx_guard(t->p[MXBM_GUARD], fmt("item < %s && row < %s && col < %s", B, n, n),
+                                   fmt("item >= %s || row >= %s || col >= %s", B, n, n), product);
+    const char *body = FRAG(mxbm_body_tpl[mode], "a", a, "b", b, "c", c, "B", B, "D", D,
+                            "pad", t->p[MXBM_PAD] ? " + 1" : "", "off", shared_rhs ? "" : "off + ",
+                            "index", mx_index2d(t, "row", "col", 0), "guarded", guarded);
     if (mode == 0)
         mx_kernel(e, t, "", "",
                   fmt("%s[item] = %s[item] * %s%s; blockIdx.z selects the matrix, one thread per output element.", c,
