@@ -51,14 +51,13 @@ $spec $name(float v) {
 
 )" };
 static const char *pl_block_reduce(const Task *t, int kind, int op, int kname) {
-    return FRAG(pl_block_reduce_tpl[kind], "what", op ? "maximum" : "sum", "name", pl_helper_names[kname][op], "spec",
-                t->st.idxname & 1 ? "__device__ __forceinline__ float" : "__device__ float", "tree",
-                op ? "buf[threadIdx.x] = fmaxf(buf[threadIdx.x], buf[threadIdx.x + s]);"
-                   : "buf[threadIdx.x] += buf[threadIdx.x + s];",
-                "shfl",
-                op ? "v = fmaxf(v, __shfl_down_sync(0xffffffff, v, offset));"
-                   : "v += __shfl_down_sync(0xffffffff, v, offset);",
-                "identity", op ? "-3.402823466e+38f" : "0.0f");
+    const char *tree = op ? "buf[threadIdx.x] = fmaxf(buf[threadIdx.x], buf[threadIdx.x + s]);"
+                          : "buf[threadIdx.x] += buf[threadIdx.x + s];";
+    const char *shfl = op ? "v = fmaxf(v, __shfl_down_sync(0xffffffff, v, offset));"
+                          : "v += __shfl_down_sync(0xffffffff, v, offset);";
+    return FRAG(pl_block_reduce_tpl[kind], "what", op ? "maximum" : "sum", "name", pl_helper_names[kname][op],
+                "spec", t->st.idxname & 1 ? "__device__ __forceinline__ float" : "__device__ float", "tree", tree,
+                "shfl", shfl, "identity", op ? "-3.402823466e+38f" : "0.0f");
 }
 // Host lines: the grids of the reduction passes (at most cap blocks when cap > 0) and of
 // the element-wise passes (one thread per element).
@@ -68,11 +67,12 @@ static const char *pl_grids(const char *n, int cap) {
                n, cap ? fmt("elem_blocks < %d ? elem_blocks : %d", cap, cap) : "elem_blocks");
 }
 // The grid-stride loop over n of the reduction passes, around body.
-static const char *pl_stride(const char *n, const char *body) {
-    return FRAG(
-        "for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < $n; i += blockDim.x * gridDim.x) {\n    $body\n}", "n",
-        n, "body", body);
+static const char pl_stride_tpl[] = R"(
+for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < $n; i += blockDim.x * gridDim.x) {
+    $body
 }
+)";
+static const char *pl_stride(const char *n, const char *body) { return FRAG(pl_stride_tpl, "n", n, "body", body); }
 static const char *pl_free(const Task *t, const char *buf) { return checked(t, fmt("cudaFree(%s)", buf)); }
 
 // A vector pipeline's layout: size constant N (named pl_dn[dname]), nin inputs of N floats
@@ -249,24 +249,24 @@ static void ps_kernels(const Task *t, Emit *e) {
         : method == 1 ? fmt("const float mean = acc[0] / %s;\nconst float var = acc[1] / %s;", n, ddof ? nm1 : n)
                       : fmt("const float mean = acc[0] / %s;\nconst float var = fmaxf(%s, 0.0f);", n,
                             ddof ? fmt("(acc[1] - mean * acc[0]) / %s", nm1) : fmt("acc[1] / %s - mean * mean", n));
-    TPL(e, t, ps_kernels_tpl, "B", fmt("%d", t->p[PS_BLOCK]), "eps", flit(t->f[0]), "bsum_fn",
-        pl_block_reduce(t, t->p[PS_REDUCE], 0, t->p[PS_KNAME]), "comment1", comment1[method], "k1", t->kname[0], "xp",
-        xp, "accp", ptr_param(t, "float", method == 2 ? "partial" : "acc", 0), "n", n, "q",
-        method == 1 ? "" : ", q = 0.0f", "bsum", bsum, "qsum", method == 1 ? "" : fmt("q = %s(q);", bsum), "publish",
-        publish[method], "loop1",
-        pl_stride(n,
-                  method == 1 ? fmt("s += %s[i];", x) : fmt("const float val = %s[i];\ns += val;\nq += val * val;", x)),
-        "pass2",
-        FRAG(ps_pass2_tpl[method], "k2", t->kname[1], "xp", xp, "n", n, "bsum", bsum, "pp",
-             ptr_param(t, "float", "partial", 1), "loop",
-             pl_stride(n, fmt("const float d = %s[i] - mean;\nq += d * d;", x)), "var",
-             ddof ? fmt("fmaxf((q - mean * s) / %s, 0.0f)", nm1) : fmt("fmaxf(q / %s - mean * mean, 0.0f)", n)),
-        "y", y, "x", x, "k3", t->kname[2], "stats", stats, "inv",
-        t->p[PS_INV] ? "rsqrtf(var + EPS)" : "1.0f / sqrtf(var + EPS)", "params3",
-        fmt("%s, const float *acc, %s%s, int %s", xp, ptr_param(t, "float", y, 0),
-            st ? fmt(", %s", ptr_param(t, "float", st, 0)) : "", n),
-        "write_stats",
-        st ? fmt("if (blockIdx.x == 0 && threadIdx.x == 0) {\n    %s[0] = mean;\n    %s[1] = var;\n}", st, st) : "",
+    const char *sums =
+        method == 1 ? fmt("s += %s[i];", x) : fmt("const float val = %s[i];\ns += val;\nq += val * val;", x);
+    const char *var2 =
+        ddof ? fmt("fmaxf((q - mean * s) / %s, 0.0f)", nm1) : fmt("fmaxf(q / %s - mean * mean, 0.0f)", n);
+    const char *pass2 = FRAG(ps_pass2_tpl[method], "k2", t->kname[1], "xp", xp, "n", n, "bsum", bsum,
+                             "pp", ptr_param(t, "float", "partial", 1),
+                             "loop", pl_stride(n, fmt("const float d = %s[i] - mean;\nq += d * d;", x)), "var", var2);
+    const char *params3 = fmt("%s, const float *acc, %s%s, int %s", xp, ptr_param(t, "float", y, 0),
+                              st ? fmt(", %s", ptr_param(t, "float", st, 0)) : "", n);
+    const char *write_stats =
+        st ? fmt("if (blockIdx.x == 0 && threadIdx.x == 0) {\n    %s[0] = mean;\n    %s[1] = var;\n}", st, st) : "";
+    TPL(e, t, ps_kernels_tpl, "B", fmt("%d", t->p[PS_BLOCK]), "eps", flit(t->f[0]),
+        "bsum_fn", pl_block_reduce(t, t->p[PS_REDUCE], 0, t->p[PS_KNAME]), "comment1", comment1[method],
+        "k1", t->kname[0], "xp", xp, "accp", ptr_param(t, "float", method == 2 ? "partial" : "acc", 0), "n", n,
+        "q", method == 1 ? "" : ", q = 0.0f", "bsum", bsum, "qsum", method == 1 ? "" : fmt("q = %s(q);", bsum),
+        "publish", publish[method], "loop1", pl_stride(n, sums), "pass2", pass2, "y", y, "x", x, "k3", t->kname[2],
+        "stats", stats, "inv", t->p[PS_INV] ? "rsqrtf(var + EPS)" : "1.0f / sqrtf(var + EPS)", "params3", params3,
+        "write_stats", write_stats,
         "loop3", loop_frag(t, t->p[PS_LOOP], n, fmt("%s[%s] = (%s[%s] - mean) * inv;", y, i, x, i)));
 }
 // Pass 1 adds into acc (zeroed first), or writes 2 * red_blocks partials that pass 2 sums in
@@ -275,19 +275,18 @@ static void ps_launch(const Task *t, Emit *e, const Host *h) {
     const char *n = h->size[0], *x = h->in[0], *y = h->out[0];
     const char *acc = dname(t, "acc"), *part = dname(t, "partial");
     int method = t->p[PS_METHOD];
-    TPL(e, t, pl_launch_tpl, "grids", pl_grids(n, method == 2 && !t->p[PS_CAP] ? 1024 : t->p[PS_CAP]), "alloc",
-        dev_alloc(t, "float", acc, "2"), "init",
-        method == 2 ? dev_alloc(t, "float", part, "2 * red_blocks")
-                    : checked(t, fmt("cudaMemset(%s, 0, 2 * sizeof(float))", acc)),
-        "k1", t->kname[0], "grid1", "red_blocks", "args1", fmt("%s, %s, %s", x, method == 2 ? part : acc, n),
-        "alloc2", "", "launch2",
-        method == 1   ? fmt("%s<<<red_blocks, threads>>>(%s, %s, %s);", t->kname[1], x, acc, n)
-        : method == 2 ? fmt("%s<<<1, threads>>>(%s, red_blocks, %s, %s);", t->kname[1], part, acc, n)
-                      : "",
-        "k3", t->kname[2], "cfg3", t->p[PS_LOOP] == LOOP_GRID ? "red_blocks, threads" : "elem_blocks, threads",
-        "args3", fmt("%s, %s, %s, %s%s", x, acc, y, t->p[PS_STATS] ? fmt("%s, ", h->out[1]) : "", n), "sync",
-        checked(t, "cudaDeviceSynchronize()"), "free",
-        method == 2 ? fmt("%s\n%s", pl_free(t, acc), pl_free(t, part)) : pl_free(t, acc));
+    const char *init = method == 2 ? dev_alloc(t, "float", part, "2 * red_blocks")
+                                   : checked(t, fmt("cudaMemset(%s, 0, 2 * sizeof(float))", acc));
+    const char *launch2 = method == 1   ? fmt("%s<<<red_blocks, threads>>>(%s, %s, %s);", t->kname[1], x, acc, n)
+                          : method == 2 ? fmt("%s<<<1, threads>>>(%s, red_blocks, %s, %s);", t->kname[1], part, acc, n)
+                                        : "";
+    TPL(e, t, pl_launch_tpl, "grids", pl_grids(n, method == 2 && !t->p[PS_CAP] ? 1024 : t->p[PS_CAP]),
+        "alloc", dev_alloc(t, "float", acc, "2"), "init", init, "k1", t->kname[0], "grid1", "red_blocks",
+        "args1", fmt("%s, %s, %s", x, method == 2 ? part : acc, n), "alloc2", "", "launch2", launch2, "k3", t->kname[2],
+        "cfg3", t->p[PS_LOOP] == LOOP_GRID ? "red_blocks, threads" : "elem_blocks, threads",
+        "args3", fmt("%s, %s, %s, %s%s", x, acc, y, t->p[PS_STATS] ? fmt("%s, ", h->out[1]) : "", n),
+        "sync", checked(t, "cudaDeviceSynchronize()"),
+        "free", method == 2 ? fmt("%s\n%s", pl_free(t, acc), pl_free(t, part)) : pl_free(t, acc));
 }
 static void ps_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0];
@@ -441,32 +440,36 @@ static void pm_kernels(const Task *t, Emit *e) {
     const char *xp = ptr_param(t, "float", x, 1), *yp = ptr_param(t, "float", y, 0);
     int store = t->p[PM_STORE], kn = t->p[PM_KNAME];
     const char *const *last = pm_last[t->p[PM_OP] ? 0 : store ? 1 : 2];
-    TPL(e, t, pm_kernels_tpl, "B", fmt("%d", t->p[PM_BLOCK]), "atomic_max",
-        FRAG(pm_atomic_max_tpl[t->p[PM_MAXOP]], "name", amn[kn]), "bmax_fn", pl_block_reduce(t, t->p[PM_REDUCE], 1, kn),
-        "bsum_fn", pl_block_reduce(t, t->p[PM_REDUCE], 0, kn), "init", t->p[PM_INIT] ? pm_init_tpl : "", "k1",
-        t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "xp", xp, "x", x, "n", n, "loop1",
-        pl_stride(n, fmt("m = fmaxf(m, %s[i]);", x)), "bmax", pl_helper_names[kn][1], "am", amn[kn], "bsum",
-        pl_helper_names[kn][0], "stored", store ? fmt("; %s[i] = exp(%s[i] - red[0])", y, x) : "", "params2",
-        fmt("%s, float *red, %sint %s", xp, store ? fmt("%s, ", yp) : "", n), "loop2",
-        pl_stride(n, fmt("const float ex = expf(%s[i] - m);\n%ss += ex;", x, store ? fmt("%s[i] = ex;\n", y) : "")),
-        "comment3", FRAG(last[0], "x", x, "y", y), "head3", last[1], "params3",
-        fmt("%sconst float *red, %s, int %s", store ? "" : fmt("%s, ", xp), yp, n), "loop3",
-        loop_frag(t, t->p[PM_LOOP], n, FRAG(last[2], "x", x, "y", y, "i", i)));
+    const char *exps = fmt("const float ex = expf(%s[i] - m);\n%ss += ex;", x, store ? fmt("%s[i] = ex;\n", y) : "");
+    TPL(e, t, pm_kernels_tpl, "B", fmt("%d", t->p[PM_BLOCK]),
+        "atomic_max", FRAG(pm_atomic_max_tpl[t->p[PM_MAXOP]], "name", amn[kn]),
+        "bmax_fn", pl_block_reduce(t, t->p[PM_REDUCE], 1, kn), "bsum_fn", pl_block_reduce(t, t->p[PM_REDUCE], 0, kn),
+        "init", t->p[PM_INIT] ? pm_init_tpl : "", "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "xp", xp,
+        "x", x, "n", n, "loop1", pl_stride(n, fmt("m = fmaxf(m, %s[i]);", x)), "bmax", pl_helper_names[kn][1],
+        "am", amn[kn], "bsum", pl_helper_names[kn][0],
+        "stored", store ? fmt("; %s[i] = exp(%s[i] - red[0])", y, x) : "",
+        "params2", fmt("%s, float *red, %sint %s", xp, store ? fmt("%s, ", yp) : "", n), "loop2", pl_stride(n, exps),
+        "comment3", FRAG(last[0], "x", x, "y", y), "head3", last[1],
+        "params3", fmt("%sconst float *red, %s, int %s", store ? "" : fmt("%s, ", xp), yp, n),
+        "loop3", loop_frag(t, t->p[PM_LOOP], n, FRAG(last[2], "x", x, "y", y, "i", i)));
 }
 // red[0] starts at -FLT_MAX (a copy from the host, or a one-thread kernel), red[1] at 0.
 static void pm_launch(const Task *t, Emit *e, const Host *h) {
     const char *n = h->size[0], *x = h->in[0], *y = h->out[0], *red = dname(t, "red");
     int store = t->p[PM_STORE];
-    TPL(e, t, pl_launch_tpl, "grids", pl_grids(n, t->p[PM_CAP]), "alloc", dev_alloc(t, "float", red, "2"), "init",
+    const char *init =
         t->p[PM_INIT]
             ? fmt("init_reduction<<<1, 1>>>(%s);", red)
             : fmt("const float red_init[2] = { -3.402823466e+38f, 0.0f }; // max starts at -FLT_MAX, sum at 0\n%s",
-                  checked(t, fmt("cudaMemcpy(%s, red_init, sizeof(red_init), cudaMemcpyHostToDevice)", red))),
-        "k1", t->kname[0], "grid1", "red_blocks", "args1", fmt("%s, %s, %s", x, red, n), "alloc2", "", "launch2",
-        fmt("%s<<<red_blocks, threads>>>(%s, %s, %s%s);", t->kname[1], x, red, store ? fmt("%s, ", y) : "", n),
-        "k3", t->kname[2], "cfg3", t->p[PM_LOOP] == LOOP_GRID ? "red_blocks, threads" : "elem_blocks, threads",
-        "args3", fmt("%s%s, %s, %s", store ? "" : fmt("%s, ", x), red, y, n), "sync",
-        checked(t, "cudaDeviceSynchronize()"), "free", pl_free(t, red));
+                  checked(t, fmt("cudaMemcpy(%s, red_init, sizeof(red_init), cudaMemcpyHostToDevice)", red)));
+    const char *launch2 =
+        fmt("%s<<<red_blocks, threads>>>(%s, %s, %s%s);", t->kname[1], x, red, store ? fmt("%s, ", y) : "", n);
+    TPL(e, t, pl_launch_tpl, "grids", pl_grids(n, t->p[PM_CAP]), "alloc", dev_alloc(t, "float", red, "2"), "init", init,
+        "k1", t->kname[0], "grid1", "red_blocks", "args1", fmt("%s, %s, %s", x, red, n), "alloc2", "",
+        "launch2", launch2, "k3", t->kname[2],
+        "cfg3", t->p[PM_LOOP] == LOOP_GRID ? "red_blocks, threads" : "elem_blocks, threads",
+        "args3", fmt("%s%s, %s, %s", store ? "" : fmt("%s, ", x), red, y, n),
+        "sync", checked(t, "cudaDeviceSynchronize()"), "free", pl_free(t, red));
 }
 static void pm_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0];
@@ -572,33 +575,34 @@ static void pn_kernels(const Task *t, Emit *e) {
     const char *bsum = pl_helper_names[t->p[PN_KNAME]][0], *i = IDX(t),
                *alpha = t->p[PN_ALPHA_ARG] ? "alpha" : flit(t->f[0]);
     int part = t->p[PN_NORM];
-    TPL(e, t, pn_kernels_tpl, "B", fmt("%d", t->p[PN_BLOCK]), "bsum_fn",
-        pl_block_reduce(t, t->p[PN_REDUCE], 0, t->p[PN_KNAME]), "z", z, "x", x, "y", y, "n", n, "alpha_c",
-        t->p[PN_ALPHA_ARG] ? "alpha" : fnum(t->f[0]), "k1", t->kname[0], "params1",
-        fmt("%s%s, %s, %s, int %s", t->p[PN_ALPHA_ARG] ? "float alpha, " : "", ptr_param(t, "float", x, 1),
-            ptr_param(t, "float", y, 1), ptr_param(t, "float", z, 0), n),
+    const char *params1 = fmt("%s%s, %s, %s, int %s", t->p[PN_ALPHA_ARG] ? "float alpha, " : "",
+                              ptr_param(t, "float", x, 1), ptr_param(t, "float", y, 1), ptr_param(t, "float", z, 0), n);
+    const char *comment2 = part ? fmt("partial[b] = the sum of %s[i]^2 over block b's elements.", z)
+                                : fmt("%s[0] += the sum of %s[i]^2 over the block's elements.", nr, z);
+    const char *publish =
+        part ? "if (threadIdx.x == 0) partial[blockIdx.x] = s;" : fmt("if (threadIdx.x == 0) atomicAdd(%s, s);", nr);
+    const char *finish = FRAG(pn_finish_tpl[part], "k3", t->kname[2], "nr", nr, "nrp", ptr_param(t, "float", nr, 0),
+                              "pp", ptr_param(t, "float", "partial", 1), "bsum", bsum);
+    TPL(e, t, pn_kernels_tpl, "B", fmt("%d", t->p[PN_BLOCK]),
+        "bsum_fn", pl_block_reduce(t, t->p[PN_REDUCE], 0, t->p[PN_KNAME]), "z", z, "x", x, "y", y, "n", n,
+        "alpha_c", t->p[PN_ALPHA_ARG] ? "alpha" : fnum(t->f[0]), "k1", t->kname[0], "params1", params1,
         "loop1", loop_frag(t, t->p[PN_LOOP], n, fmt("%s[%s] = %s * %s[%s] + %s[%s];", z, i, alpha, x, i, y, i)),
-        "comment2",
-        part ? fmt("partial[b] = the sum of %s[i]^2 over block b's elements.", z)
-             : fmt("%s[0] += the sum of %s[i]^2 over the block's elements.", nr, z),
-        "k2", t->kname[1], "zp", ptr_param(t, "float", z, 1), "dstp", ptr_param(t, "float", part ? "partial" : nr, 0),
-        "loop2", pl_stride(n, fmt("s += %s[i] * %s[i];", z, z)), "bsum", bsum, "publish",
-        part ? "if (threadIdx.x == 0) partial[blockIdx.x] = s;" : fmt("if (threadIdx.x == 0) atomicAdd(%s, s);", nr),
-        "finish",
-        FRAG(pn_finish_tpl[part], "k3", t->kname[2], "nr", nr, "nrp", ptr_param(t, "float", nr, 0), "pp",
-             ptr_param(t, "float", "partial", 1), "bsum", bsum));
+        "comment2", comment2, "k2", t->kname[1], "zp", ptr_param(t, "float", z, 1),
+        "dstp", ptr_param(t, "float", part ? "partial" : nr, 0),
+        "loop2", pl_stride(n, fmt("s += %s[i] * %s[i];", z, z)), "bsum", bsum, "publish", publish, "finish", finish);
 }
 // The partials: a buffer of red_blocks floats, summed by one block of the last pass.
 static void pn_launch(const Task *t, Emit *e, const Host *h) {
     const char *n = h->size[0], *z = h->out[0], *nr = h->out[1], *pn = dname(t, "partial");
     int part = t->p[PN_NORM];
-    TPL(e, t, pl_launch_tpl, "grids", pl_grids(n, t->p[PN_CAP]), "alloc", "", "init", "", "k1", t->kname[0], "grid1",
-        t->p[PN_LOOP] == LOOP_GRID ? "red_blocks" : "elem_blocks", "args1",
-        fmt("%s%s, %s, %s, %s", t->p[PN_ALPHA_ARG] ? fmt("%s, ", flit(t->f[0])) : "", h->in[0], h->in[1], z, n),
-        "alloc2", part ? dev_alloc(t, "float", pn, "red_blocks") : "", "launch2",
-        fmt("%s<<<red_blocks, threads>>>(%s, %s, %s);", t->kname[1], z, part ? pn : nr, n), "k3", t->kname[2],
-        "cfg3", part ? "1, threads" : "1, 1", "args3", part ? fmt("%s, red_blocks, %s", pn, nr) : nr, "sync",
-        part ? checked(t, "cudaDeviceSynchronize()") : "", "free", part ? pl_free(t, pn) : "");
+    const char *alpha = t->p[PN_ALPHA_ARG] ? fmt("%s, ", flit(t->f[0])) : "";
+    const char *args1 = fmt("%s%s, %s, %s, %s", alpha, h->in[0], h->in[1], z, n);
+    TPL(e, t, pl_launch_tpl, "grids", pl_grids(n, t->p[PN_CAP]), "alloc", "", "init", "", "k1", t->kname[0],
+        "grid1", t->p[PN_LOOP] == LOOP_GRID ? "red_blocks" : "elem_blocks", "args1", args1,
+        "alloc2", part ? dev_alloc(t, "float", pn, "red_blocks") : "",
+        "launch2", fmt("%s<<<red_blocks, threads>>>(%s, %s, %s);", t->kname[1], z, part ? pn : nr, n),
+        "k3", t->kname[2], "cfg3", part ? "1, threads" : "1, 1", "args3", part ? fmt("%s, red_blocks, %s", pn, nr) : nr,
+        "sync", part ? checked(t, "cudaDeviceSynchronize()") : "", "free", part ? pl_free(t, pn) : "");
 }
 static void pn_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0], *y = in[1];
@@ -751,27 +755,39 @@ static void pr_kernels(const Task *t, Emit *e) {
         "fin", l1 ? "s" : "sqrtf(s)", "index", mx_index2d(t, "row", "col", 0), "B", fmt("%d", t->p[PR_BLOCK]),
         "bsum_fn", pl_block_reduce(t, t->p[PR_REDUCE], 0, t->p[PR_KNAME]), "bsum", pl_helper_names[t->p[PR_KNAME]][0]);
 }
+// The launches: two kernels (normalize each row in one block, then the product), or three
+// (the norms, the scaling on a 2-D grid, the product).
+static const char pr_fused_launch_tpl[] = R"(
+$k1<<<$R, BLOCK_SIZE>>>($A, $An, $R, $C);
+const int rows_per_block = $rpb;
+$k2<<<($R + rows_per_block - 1) / rows_per_block, rows_per_block * 32>>>($An, $x, $y, $R, $C);
+)";
+static const char pr_norms_launch_tpl[] = R"(
+$alloc
+const int warp_blocks = ($R * 32 + $B - 1) / $B;
+$k1<<<warp_blocks, $B>>>($A, $norms, $R, $C);
+)";
+static const char pr_product_launch_tpl[] = R"(
+$k3<<<($R + $MB1) / $MB, $MB>>>($An, $x, $y, $R, $C);
+$sync
+$free
+)";
 static void pr_launch(const Task *t, Emit *e, const Host *h) {
     const char *R = h->size[0], *C = h->size[1], *A = h->in[0], *x = h->in[1], *An = h->out[0], *y = h->out[1];
     int B = t->p[PR_BLOCK], MB = t->p[PR_MVBLOCK];
     if (t->p[PR_STAGES]) {
-        TPL(e, t,
-            "$k1<<<$R, BLOCK_SIZE>>>($A, $An, $R, $C);\nconst int rows_per_block = $rpb;\n"
-            "$k2<<<($R + rows_per_block - 1) / rows_per_block, rows_per_block * 32>>>($An, $x, $y, $R, $C);",
-            "k1", t->kname[0], "k2", t->kname[1], "R", R, "C", C, "A", A, "An", An, "x", x, "y", y, "rpb",
-            fmt("%d", MB / 32));
+        TPL(e, t, pr_fused_launch_tpl, "k1", t->kname[0], "k2", t->kname[1], "R", R, "C", C, "A", A, "An", An, "x", x,
+            "y", y, "rpb", fmt("%d", MB / 32));
         return;
     }
     const char *nm = dname(t, "norms");
-    TPL(e, t, "$alloc\nconst int warp_blocks = ($R * 32 + $B - 1) / $B;\n$k1<<<warp_blocks, $B>>>($A, $norms, $R, $C);",
-        "alloc", dev_alloc(t, "float", nm, R), "R", R, "C", C, "B", fmt("%d", B), "k1", t->kname[0], "A", A,
-        "norms", nm);
+    TPL(e, t, pr_norms_launch_tpl, "alloc", dev_alloc(t, "float", nm, R), "R", R, "C", C, "B", fmt("%d", B),
+        "k1", t->kname[0], "A", A, "norms", nm);
     const int *bd = mx_bdims[t->p[PR_BDIM]];
     launch_2d(e, t, t->p[PR_DIMS], t->kname[1], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, C, R, NULL, 0, NULL,
               fmt("%s, %s, %s, %s, %s", A, nm, An, R, C));
-    TPL(e, t, "$k3<<<($R + $MB1) / $MB, $MB>>>($An, $x, $y, $R, $C);\n$sync\n$free", "k3", t->kname[2], "R", R, "C", C,
-        "MB1", fmt("%d", MB - 1), "MB", fmt("%d", MB), "An", An, "x", x, "y", y,
-        "sync", checked(t, "cudaDeviceSynchronize()"), "free", pl_free(t, nm));
+    TPL(e, t, pr_product_launch_tpl, "k3", t->kname[2], "R", R, "C", C, "MB1", fmt("%d", MB - 1), "MB", fmt("%d", MB),
+        "An", An, "x", x, "y", y, "sync", checked(t, "cudaDeviceSynchronize()"), "free", pl_free(t, nm));
 }
 static void pr_ref(const Task *t, const void *const *in, void *const *out) {
     const float *A = in[0], *x = in[1];
