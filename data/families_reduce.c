@@ -130,14 +130,15 @@ static void rb_kernels(const Task *t, Emit *e) {
     const char *finish = fin == 0 ? "partial[blockIdx.x] = sdata[0];"
                          : op == 2 ? fmt("atomicMax((int *)%s, __float_as_int(sdata[0]));", o)
                                    : fmt("atomicAdd(%s, sdata[0]);", o);
-    TPL(e, t, rb_kernel, "define", sh == 0 ? fmt("#define BLOCK_SIZE %d\n\n", t->p[RB_BLOCK]) : "", "comment",
+    const char *comment =
         fin == 0 ? "Pass 1: each block reduces its elements and writes one partial result."
-                 : "Each block reduces its elements in shared memory; thread 0 adds the block's result to the output.",
+                 : "Each block reduces its elements in shared memory; thread 0 adds the block's result to the output.";
+    const char *load = FRAG(rb_load[t->p[RB_LOAD]], "f_i", rb_f(t, xi), "combine_i", rb_comb(t, "v", rb_f(t, xi)),
+                            "combine_next", rb_comb(t, "v", rb_f(t, fmt("%s[i + blockDim.x]", x))));
+    TPL(e, t, rb_kernel, "define", sh == 0 ? fmt("#define BLOCK_SIZE %d\n\n", t->p[RB_BLOCK]) : "", "comment", comment,
         "template", tmpl, "kname", t->kname[0], "n", "n", "sdata", sdata, "B", B,
         "params", fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", fin == 0 ? "partial" : o, 0)),
-        "load", FRAG(rb_load[t->p[RB_LOAD]], "f_i", rb_f(t, xi), "combine_i", rb_comb(t, "v", rb_f(t, xi)),
-                     "combine_next", rb_comb(t, "v", rb_f(t, fmt("%s[i + blockDim.x]", x)))),
-        "tree_combine", rb_comb(t, "sdata[tid]", "sdata[tid + s]"),
+        "load", load, "tree_combine", rb_comb(t, "sdata[tid]", "sdata[tid + s]"),
         "finish", FRAG("if (tid == 0) {\n    $finish\n}", "finish", finish));
     if (fin == 1 || rb_self_pass2(t)) return;
     em_blank(e);
@@ -174,13 +175,14 @@ static void rb_launch(const Task *t, Emit *e, const Host *h) {
     const char *k1 = sh == 1 ? fmt("%s<%d>", t->kname[0], B) : t->kname[0];
     const char *k2 = rb_self_pass2(t) ? k1 : sh == 1 ? fmt("%s<%d>", t->kname[1], B) : t->kname[1];
     const char *pn = dname(t, "partial"), *smem = sh == 2 ? ", threads, threads * sizeof(float)" : ", threads";
+    const char *pass2 = !two ? ""
+                             : FRAG(rb_pass2_launch, "k2", k2, "smem", smem, "partial", pn, "out", h->out[0],
+                                    "sync", checked(t, "cudaDeviceSynchronize()"),
+                                    "free", checked(t, fmt("cudaFree(%s)", pn)));
     TPL(e, t, rb_launch_tpl, "threads", sh == 0 ? "BLOCK_SIZE" : fmt("%d", B),
         "blocks", FRAG(rb_blocks[t->p[RB_LOAD]], "n", h->size[0], "cap", fmt("%d", t->p[RB_CAP])),
         "alloc", two ? dev_alloc(t, "float", pn, "blocks") : "", "k1", k1, "smem", smem, "in", h->in[0],
-        "out1", two ? pn : h->out[0], "n", h->size[0],
-        "pass2", !two ? "" : FRAG(rb_pass2_launch, "k2", k2, "smem", smem, "partial", pn, "out", h->out[0],
-                                  "sync", checked(t, "cudaDeviceSynchronize()"),
-                                  "free", checked(t, fmt("cudaFree(%s)", pn))));
+        "out1", two ? pn : h->out[0], "n", h->size[0], "pass2", pass2);
 }
 
 static void rb_ref(const Task *t, const void *const *in, void *const *out) {
@@ -341,25 +343,29 @@ static void rw_kernels(const Task *t, Emit *e) {
     const char *reduce = t->p[RW_HELPER] ? fmt("v = %s(v);", t->kname[1]) : shuffle;
     const char *params = fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", o, 0));
     if (t->p[RW_MASK] == 2) TPL(e, t, "#define FULL_MASK 0xffffffffu\n\n", NULL);
-    if (t->p[RW_HELPER])
-        TPL(e, t, rw_helper, "spec",
-            t->p[RW_HELPER] == 1 ? "__inline__ __device__ float" : "__device__ __forceinline__ float", "helper",
-            t->kname[1], "shuffle", shuffle, "comment",
-            t->p[RW_SHFL] ? "Butterfly reduction across the 32 lanes of a warp; every lane gets the result."
-                          : "Reduction across the 32 lanes of a warp; lane 0 gets the result.");
+    if (t->p[RW_HELPER]) {
+        const char *comment = t->p[RW_SHFL]
+                                  ? "Butterfly reduction across the 32 lanes of a warp; every lane gets the result."
+                                  : "Reduction across the 32 lanes of a warp; lane 0 gets the result.";
+        TPL(e, t, rw_helper,
+            "spec", t->p[RW_HELPER] == 1 ? "__inline__ __device__ float" : "__device__ __forceinline__ float",
+            "helper", t->kname[1], "shuffle", shuffle, "comment", comment);
+    }
     if (rw_is_row(t))
         TPL(e, t, rw_row_kernel, "kname", t->kname[0], "params", params, "lane", t->p[RW_KNAME] & 1 ? "& 31" : "% 32",
             "x", x, "init", op == 3 ? "-3.402823466e+38f" : "0.0f", "reduce", reduce, "out", o,
             "accumulate", pick3(op - 2, "v += row[c];", "v = fmaxf(v, row[c]);", "v += row[c] * row[c];"),
             "result", op == 4 ? "sqrtf(v)" : "v");
-    else
-        TPL(e, t, rw_total_kernel, "kname", t->kname[0], "params", params, "x", x, "reduce", reduce, "comment",
+    else {
+        const char *comment =
             op == 0
                 ? "Grid-stride partial sums per thread, a warp-level shuffle reduction, one atomicAdd per warp."
-                : "Per-thread partial sums, warp shuffles, warp sums through shared memory, one atomicAdd per block.",
-            "shared", op == 1 ? "__shared__ float warp_sums[32];" : "", "finish",
-            op == 0 ? fmt("if ((threadIdx.x & 31) == 0) atomicAdd(%s, v);", o)
-                    : FRAG(rw_two_level, "reduce", reduce, "out", o));
+                : "Per-thread partial sums, warp shuffles, warp sums through shared memory, one atomicAdd per block.";
+        const char *finish = op == 0 ? fmt("if ((threadIdx.x & 31) == 0) atomicAdd(%s, v);", o)
+                                     : FRAG(rw_two_level, "reduce", reduce, "out", o);
+        TPL(e, t, rw_total_kernel, "kname", t->kname[0], "params", params, "x", x, "reduce", reduce, "comment", comment,
+            "shared", op == 1 ? "__shared__ float warp_sums[32];" : "", "finish", finish);
+    }
 }
 
 static const char *const rw_row_launch[] = { R"(
