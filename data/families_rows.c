@@ -284,11 +284,12 @@ static const char *ro_arg_helpers(const Task *t, const char *T, int dir) {
                          "spec", "__device__ __forceinline__ void", "params", params,
                          "shuffle", ro_shfl(t, ro_arg_step(t, T, "v", "i", dir), "v", "i"), "ret", "");
     if (ro_map(t) != RO_BLOCK) return w;
-    return FRAG("$w$b", "w", w, "b",
-                FRAG(ro_block_fn_tpl, "what", what, "type", "void", "T", T, "name", ro_fn(t, "block", what), "params",
-                     params, "shared_idx", "__shared__ int warp_idx[32];", "store_idx", "warp_idx[wid] = i;",
-                     "load_idx", "i = lane < nwarps ? warp_idx[lane] : " RO_INT_MAX ";", "identity",
-                     ro_arg_identity(dir, T), "warp_call", fmt("%s(v, i);", wn), "ret", ""));
+    const char *b = FRAG(ro_block_fn_tpl, "what", what, "type", "void", "T", T, "name", ro_fn(t, "block", what),
+                         "params", params, "shared_idx", "__shared__ int warp_idx[32];",
+                         "store_idx", "warp_idx[wid] = i;",
+                         "load_idx", "i = lane < nwarps ? warp_idx[lane] : " RO_INT_MAX ";",
+                         "identity", ro_arg_identity(dir, T), "warp_call", fmt("%s(v, i);", wn), "ret", "");
+    return FRAG("$w$b", "w", w, "b", b);
 }
 
 static const char ro_tree_tpl[] = R"(
@@ -379,12 +380,13 @@ static const char *ro_shared(const Task *t, const char *shared) {
 }
 static void ro_kernel(Emit *e, const Task *t, const char *helpers, const char *comment, const char *params,
                       const char *shared, const char *body) {
+    const char *warp_row = t->p[RP_KNAME] & 1 ? "blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32"
+                                              : "(blockIdx.x * blockDim.x + threadIdx.x) / 32";
+    const char *index = FRAG(ro_index_tpl[ro_map(t)], "gidx", gidx_expr(t, 0),
+                             "lane", t->p[RP_NAMES] & 1 ? "& 31" : "% 32", "warp_row", warp_row);
     TPL(e, t, ro_kernel_tpl, "prelude", ro_prelude(t), "helpers", helpers, "comment", comment, "kname", t->kname[0],
-        "template", ro_tree(t) && t->p[RP_SHMEM] == RO_TEMPLATE ? "template <int BLOCK>" : "",
-        "params", params, "shared", ro_shared(t, shared), "body", body,
-        "index", FRAG(ro_index_tpl[ro_map(t)], "gidx", gidx_expr(t, 0), "lane", t->p[RP_NAMES] & 1 ? "& 31" : "% 32",
-                      "warp_row", t->p[RP_KNAME] & 1 ? "blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32"
-                                                     : "(blockIdx.x * blockDim.x + threadIdx.x) / 32"));
+        "template", ro_tree(t) && t->p[RP_SHMEM] == RO_TEMPLATE ? "template <int BLOCK>" : "", "params", params,
+        "shared", ro_shared(t, shared), "body", body, "index", index);
 }
 // The body of a row kernel: the row's pointers (yr where the output is a matrix), the
 // statistics, then the writes (a kernel that computes and writes in one loop, the
@@ -1299,14 +1301,16 @@ static void cs_kernels(const Task *t, Emit *e) {
     const char *T = t->p[CS_DTYPE] ? "int" : "float", *Z = t->p[CS_DTYPE] ? "0" : "0.0f";
     int ex = t->p[CS_KIND], rev = t->p[CS_DIR], helper = ro_map(t) == RO_WARP && t->p[RP_HELPER];
     const char *scan = FRAG(cs_scan_tpl, "T", T, "mask", ro_mask(t));
-    const char *body =
-        FRAG(cs_body_tpl[ro_map(t)], "T", T, "zero", Z, "B", ro_B(t), "mask", ro_mask(t), "col",
-             rev ? "const int col = cols - 1 - c;" : "", "at", rev ? "col" : "c", "block_value",
-             ex ? fmt("(tid > 0 ? sdata[tid - 1] : %s)", Z) : "sdata[tid]", "scan",
-             helper ? fmt("v = %s(v, lane);", t->kname[1]) : scan, "warp_value", ex ? "before" : "v", "before",
-             ex ? fmt("%s before = __shfl_up_sync(%s, v, 1);\nif (lane == 0) before = %s;", T, ro_mask(t), Z) : "",
-             "loop", rev ? "for (int c = cols - 1; c >= 0; c--)" : "for (int c = 0; c < cols; c++)", "step",
-             ex ? "yr[c] = acc;\nacc += xr[c];" : "acc += xr[c];\nyr[c] = acc;");
+    // exclusive: the value before each element (the warp's left neighbour, or 0 for lane 0)
+    const char *before =
+        ex ? fmt("%s before = __shfl_up_sync(%s, v, 1);\nif (lane == 0) before = %s;", T, ro_mask(t), Z) : "";
+    const char *body = FRAG(cs_body_tpl[ro_map(t)], "T", T, "zero", Z, "B", ro_B(t), "mask", ro_mask(t),
+                            "col", rev ? "const int col = cols - 1 - c;" : "", "at", rev ? "col" : "c",
+                            "block_value", ex ? fmt("(tid > 0 ? sdata[tid - 1] : %s)", Z) : "sdata[tid]",
+                            "scan", helper ? fmt("v = %s(v, lane);", t->kname[1]) : scan,
+                            "warp_value", ex ? "before" : "v", "before", before,
+                            "loop", rev ? "for (int c = cols - 1; c >= 0; c--)" : "for (int c = 0; c < cols; c++)",
+                            "step", ex ? "yr[c] = acc;\nacc += xr[c];" : "acc += xr[c];\nyr[c] = acc;");
     ro_kernel(e, t, helper ? FRAG(cs_helper_tpl, "T", T, "name", t->kname[1], "scan", scan) : "",
               fmt("%s %s cumulative sum of each row, %s.", ex ? "Exclusive" : "Inclusive",
                   rev ? "right-to-left" : "left-to-right",
