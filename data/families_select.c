@@ -26,9 +26,9 @@ __device__ __forceinline__ unsigned int ordered_bits($T v) {
 static const char *sl_ordered(int is_int) {
     if (is_int) return FRAG(sl_ordered_tpl, "what", "int", "how", "flip the sign bit", "T", "int",
                             "body", "return (unsigned int)v ^ 0x80000000u;");
-    return FRAG(sl_ordered_tpl, "what", "float bits", "how",
-                "flip all bits of negatives, only the sign bit of the rest", "T", "float", "body",
-                "const unsigned int u = __float_as_uint(v);\nreturn (u & 0x80000000u) ? ~u : (u | 0x80000000u);");
+    const char *body = "const unsigned int u = __float_as_uint(v);\nreturn (u & 0x80000000u) ? ~u : (u | 0x80000000u);";
+    return FRAG(sl_ordered_tpl, "what", "float bits",
+                "how", "flip all bits of negatives, only the sign bit of the rest", "T", "float", "body", body);
 }
 static const char *sl_unordered(int is_int, const char *k) {
     return is_int ? fmt("(int)(%s ^ 0x80000000u)", k)
@@ -223,13 +223,13 @@ static void ax_launch(const Task *t, Emit *e, const Host *h) {
     int packed = t->p[AX_ALGO] == 2;
     // the 64-bit key (zeroed), or the blocks' values and indices
     const char *buf = dname(t, packed ? "key" : "part_val"), *pi = dname(t, "part_idx");
+    const char *alloc2 = packed ? checked(t, fmt("cudaMemset(%s, 0, sizeof(unsigned long long))", buf))
+                                : dev_alloc(t, "int", pi, "blocks");
     TPL(e, t, ax_launch_tpl,
         "grid", grid_1d(t->p[AX_ALGO] == 0 ? "BLOCK_SIZE" : fmt("%d", t->p[AX_BLOCK]), h->size[0], t->p[AX_CAP]),
         "alloc", dev_alloc(t, packed ? "unsigned long long" : sc_ct(t->p[AX_DTYPE]), buf, packed ? "1" : "blocks"),
-        "alloc2", packed ? checked(t, fmt("cudaMemset(%s, 0, sizeof(unsigned long long))", buf))
-                         : dev_alloc(t, "int", pi, "blocks"),
-        "k1", t->kname[0], "in", h->in[0], "bufs", packed ? buf : fmt("%s, %s", buf, pi), "n", h->size[0],
-        "k2", t->kname[packed ? 2 : 1], "cfg2", packed ? "1, 1" : "1, threads",
+        "alloc2", alloc2, "k1", t->kname[0], "in", h->in[0], "bufs", packed ? buf : fmt("%s, %s", buf, pi),
+        "n", h->size[0], "k2", t->kname[packed ? 2 : 1], "cfg2", packed ? "1, 1" : "1, threads",
         "outs", fmt("%s, %s", h->out[0], h->out[1]), "count", packed ? "" : ", blocks",
         "sync", checked(t, "cudaDeviceSynchronize()"), "free", checked(t, fmt("cudaFree(%s)", buf)),
         "free2", packed ? "" : checked(t, fmt("cudaFree(%s)", pi)));
@@ -431,11 +431,11 @@ static void mm_kernels(const Task *t, Emit *e) {
                                     "worse", m ? ">" : "<"));
     if (meth == 2) buf_puts(&helpers, sl_ordered(0));
     // the one-thread kernels: the identities into the outputs, the ordered bits back to floats
-    const char *init = FRAG(mm_small_kernel_tpl, "k", t->kname[1], "params", ptrs,
-                            "comment", meth == 2 ? "Puts the identities (as ordered bits) into the outputs."
-                                                 : "Puts the identities into the outputs.",
-                            "body", mm_each(t, NULL, meth == 2 ? "*(unsigned int *)$o = $ident;" : "$o[0] = $ident;",
-                                            "\n"));
+    const char *init_comment = meth == 2 ? "Puts the identities (as ordered bits) into the outputs."
+                                         : "Puts the identities into the outputs.";
+    const char *set = meth == 2 ? "*(unsigned int *)$o = $ident;" : "$o[0] = $ident;";
+    const char *init = FRAG(mm_small_kernel_tpl, "k", t->kname[1], "params", ptrs, "comment", init_comment,
+                            "body", mm_each(t, NULL, set, "\n"));
     const char *unmap = fmt("const unsigned int $k = *(const unsigned int *)$o;\n$o[0] = %s;", sl_unordered(0, "$k"));
     const char *decode = FRAG(mm_small_kernel_tpl, "k", t->kname[2],
                               "params", mm_each(t, NULL, ptr_param(t, "float", "$o", 0), ", "),
