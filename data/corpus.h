@@ -595,6 +595,9 @@ static void tpl_emit(Emit *e, const Task *t, const char *text, const char *const
 }
 #define TPL(e, t, text, ...) tpl_emit((e), (t), (text), (const char *const[]){ __VA_ARGS__, NULL })
 #define FRAG(text, ...) tpl_frag((text), (const char *const[]){ __VA_ARGS__, NULL })
+// The first line of a fragment, without its newline: a one-line template as a sentence of a
+// prompt.
+static void buf_put_line(Buf *b, const char *frag) { buf_putn(b, frag, strcspn(frag, "\n")); }
 
 // ----------------------------------------------------------------------------
 // Loops and launches

@@ -334,9 +334,8 @@ static void hist_layout(Task *t) {
 
 static void hist_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, hist_op[t->p[H_OP]].tname[t->p[H_TNAME]]);
-    const char *d = FRAG(hist_op[t->p[H_OP]].desc, "x", t->in[0].name, "y", t->out[0].name,
-                         "bins", fmt("%d", t->p[H_BINS]), "last", fmt("%d", t->p[H_BINS] - 1));
-    buf_putn(desc, d, strcspn(d, "\n")); // the one line, without its newline
+    buf_put_line(desc, FRAG(hist_op[t->p[H_OP]].desc, "x", t->in[0].name, "y", t->out[0].name,
+                            "bins", fmt("%d", t->p[H_BINS]), "last", fmt("%d", t->p[H_BINS] - 1)));
     buf_puts(desc, t->p[H_VARIANT] == 1 ? " Privatise the histogram per thread block in shared memory, then merge it "
                                           "into the output with atomics."
                                         : " Use atomicAdd on the output counts.");

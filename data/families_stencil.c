@@ -223,26 +223,25 @@ static const ParamDesc s2_params[] = {
     [S2_DIMS] = { "dims", NULL, 0, "0..3" }, [S2_DNAMES] = { "dnames", NULL, 0, "0..2" }, [S2_NP] = { NULL } };
 
 // The stencils, by op: kernel names (by kname), Task Names (by tname), the prompt's formula
-// (%1$s the output, %2$s the input; each formula names both: glibc's checked printf aborts on a
-// format that skips a numbered argument), and for the CPU reference the weights of the 3 x 3
-// neighbourhood (row by row) and their divisor.
+// (a template: $y the output, $x the input), and for the CPU reference the weights of the
+// 3 x 3 neighbourhood (row by row) and their divisor.
 static const struct { const char *kn[4], *tname[3], *formula; int w[9], div; } s2_op[] = {
     { { "jacobi5", "average5_kernel", "stencil5_avg", "jacobiStep" },
       { "Jacobi_Average_5pt", "Five_Point_Average", "Stencil_2D_Average" },
-      "Compute %1$s[r][c] = (%2$s[r][c] + %2$s[r-1][c] + %2$s[r+1][c] + %2$s[r][c-1] + %2$s[r][c+1]) / 5.",
+      "Compute $y[r][c] = ($x[r][c] + $x[r-1][c] + $x[r+1][c] + $x[r][c-1] + $x[r][c+1]) / 5.",
       { 0, 1, 0, 1, 1, 1, 0, 1, 0 }, 5 },
     { { "laplacian5", "laplace_kernel", "stencil5_laplace", "laplacian2D" },
       { "Laplacian_5pt", "Discrete_Laplacian", "Five_Point_Laplacian" },
-      "Compute the 5-point Laplacian %1$s[r][c] = %2$s[r-1][c] + %2$s[r+1][c] + %2$s[r][c-1] + %2$s[r][c+1] - 4 * "
-      "%2$s[r][c].", { 0, 1, 0, 1, -4, 1, 0, 1, 0 }, 1 },
+      "Compute the 5-point Laplacian $y[r][c] = $x[r-1][c] + $x[r+1][c] + $x[r][c-1] + $x[r][c+1] - 4 * "
+      "$x[r][c].", { 0, 1, 0, 1, -4, 1, 0, 1, 0 }, 1 },
     { { "box_blur3x3", "boxFilter3x3", "mean_filter", "blur9" },
       { "Box_Blur_3x3", "Mean_Filter_3x3", "Box_Filter_2D" },
-      "Compute the 3x3 box blur: %1$s[r][c] is the mean of the 9 cells %2$s[r+dr][c+dc], dr, dc in {-1, 0, 1}.",
+      "Compute the 3x3 box blur: $y[r][c] is the mean of the 9 cells $x[r+dr][c+dc], dr, dc in {-1, 0, 1}.",
       { 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 9 },
     { { "gaussian_blur3x3", "gaussBlur3x3", "gauss_filter", "smooth9" },
       { "Gaussian_Blur_3x3", "Gaussian_Smoothing_3x3", "Binomial_Blur_2D" },
-      "Compute %1$s[r][c], the 3x3 Gaussian blur with weights [[1, 2, 1], [2, 4, 2], [1, 2, 1]] / 16 over "
-      "%2$s[r+dr][c+dc].", { 1, 2, 1, 2, 4, 2, 1, 2, 1 }, 16 } };
+      "Compute $y[r][c], the 3x3 Gaussian blur with weights [[1, 2, 1], [2, 4, 2], [1, 2, 1]] / 16 over "
+      "$x[r+dr][c+dc].", { 1, 2, 1, 2, 4, 2, 1, 2, 1 }, 16 } };
 // The boundaries, by boundary, as the prompt says them (%s: the input).
 static const char *const s2_bound_desc[] = {
     " Cells outside the grid count as 0.", " Coordinates outside the grid are clamped to the nearest edge cell.",
@@ -282,7 +281,7 @@ static void s2_describe(const Task *t, Buf *name, Buf *desc) {
     int R = t->p[S2_ROWS], C = t->p[S2_COLS];
     buf_puts(name, s2_op[t->p[S2_OP]].tname[t->p[S2_TNAME]]);
     buf_printf(desc, "%s is a %d x %d row-major grid (%d rows, %d columns). ", x, R, C, R, C);
-    buf_printf(desc, s2_op[t->p[S2_OP]].formula, y, x);
+    buf_put_line(desc, FRAG(s2_op[t->p[S2_OP]].formula, "y", y, "x", x));
     buf_printf(desc, s2_bound_desc[t->p[S2_BOUND]], x);
     if (t->p[S2_SHARED]) buf_puts(desc, " Stage each block's tile with a one-cell halo in shared memory.");
 }
