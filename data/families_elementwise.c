@@ -133,9 +133,8 @@ static const char *const map_desc_tpl[] = {
     "For each of the $n elements, set $out[i] = $f, one GPU thread per element or a grid-stride loop." };
 static void map_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, word(map_op(t)->task, t->p[M_TNAME]));
-    const char *d = FRAG(map_desc_tpl[t->p[M_DESC]], "out", t->out[0].name, "f", map_formula(t),
-                         "n", fmt("%d", t->p[M_N]));
-    buf_putn(desc, d, strcspn(d, "\n"));
+    buf_put_line(desc, FRAG(map_desc_tpl[t->p[M_DESC]], "out", t->out[0].name, "f", map_formula(t),
+                            "n", fmt("%d", t->p[M_N])));
     if (t->p[M_LOOP] == LOOP_VEC4) buf_puts(desc, " Use float4 vector loads and stores.");
 }
 
