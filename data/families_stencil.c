@@ -233,7 +233,8 @@ static const struct { const char *kn[4], *tname[3], *formula; int w[9], div; } s
     { { "laplacian5", "laplace_kernel", "stencil5_laplace", "laplacian2D" },
       { "Laplacian_5pt", "Discrete_Laplacian", "Five_Point_Laplacian" },
       "Compute the 5-point Laplacian $y[r][c] = $x[r-1][c] + $x[r+1][c] + $x[r][c-1] + $x[r][c+1] - 4 * "
-      "$x[r][c].", { 0, 1, 0, 1, -4, 1, 0, 1, 0 }, 1 },
+      "$x[r][c].",
+      { 0, 1, 0, 1, -4, 1, 0, 1, 0 }, 1 },
     { { "box_blur3x3", "boxFilter3x3", "mean_filter", "blur9" },
       { "Box_Blur_3x3", "Mean_Filter_3x3", "Box_Filter_2D" },
       "Compute the 3x3 box blur: $y[r][c] is the mean of the 9 cells $x[r+dr][c+dc], dr, dc in {-1, 0, 1}.",
@@ -241,7 +242,8 @@ static const struct { const char *kn[4], *tname[3], *formula; int w[9], div; } s
     { { "gaussian_blur3x3", "gaussBlur3x3", "gauss_filter", "smooth9" },
       { "Gaussian_Blur_3x3", "Gaussian_Smoothing_3x3", "Binomial_Blur_2D" },
       "Compute $y[r][c], the 3x3 Gaussian blur with weights [[1, 2, 1], [2, 4, 2], [1, 2, 1]] / 16 over "
-      "$x[r+dr][c+dc].", { 1, 2, 1, 2, 4, 2, 1, 2, 1 }, 16 } };
+      "$x[r+dr][c+dc].",
+      { 1, 2, 1, 2, 4, 2, 1, 2, 1 }, 16 } };
 // The boundaries, by boundary, as the prompt says them (%s: the input).
 static const char *const s2_bound_desc[] = {
     " Cells outside the grid count as 0.", " Coordinates outside the grid are clamped to the nearest edge cell.",
