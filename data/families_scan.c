@@ -316,7 +316,8 @@ static void sb_ref(const Task *t, const void *const *in, void *const *out) {
         ro_put(out[0], is_int, i, acc);
     }
 }
-static const Family fam_scan_block = { "scan_block",
+static const Family fam_scan_block = {
+    "scan_block",
     "inclusive sum/max scan of each block-sized segment in shared memory: Hillis-Steele (double or single buffer) or "
     "Blelloch (optionally padded)",
     sb_params, NULL, sb_draw, sb_layout, sb_describe, sb_kernels, sb_launch, sb_ref };
@@ -438,7 +439,8 @@ static void se_ref(const Task *t, const void *const *in, void *const *out) {
         acc += ro_get(in[0], t->p[SE_DTYPE], i);
     }
 }
-static const Family fam_scan_exclusive = { "scan_exclusive",
+static const Family fam_scan_exclusive = {
+    "scan_exclusive",
     "exclusive prefix sum of a long array in three kernels: per-block scan (Hillis-Steele or Blelloch), scan of block "
     "totals, add offsets",
     se_params, NULL, se_draw, se_layout, se_describe, se_kernels, se_launch, se_ref };

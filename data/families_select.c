@@ -242,7 +242,8 @@ static void ax_ref(const Task *t, const void *const *in, void *const *out) {
     ro_put(out[0], is_int, 0, ro_get(in[0], is_int, best));
     ((int *)out[1])[0] = (int)best;
 }
-static const Family fam_argmax = { "argmax_array",
+static const Family fam_argmax = {
+    "argmax_array",
     "argmax of an array with its value, first index on ties: two passes over (value, index) pairs (shared tree or "
     "shuffles) or 64-bit packed atomicMax",
     ax_params, NULL, ax_draw, ax_layout, ax_describe, ax_kernels, ax_launch, ax_ref };
@@ -484,7 +485,8 @@ static void mm_ref(const Task *t, const void *const *in, void *const *out) {
     ro_put(out[0], t->p[MM_DTYPE], 0, t->p[MM_OP] == 1 ? lo : hi);
     if (t->nout == 2) ro_put(out[1], t->p[MM_DTYPE], 0, lo);
 }
-static const Family fam_atomic_minmax = { "atomic_minmax",
+static const Family fam_atomic_minmax = {
+    "atomic_minmax",
     "max / min / both of an array with atomics: atomicMax/Min on int, float via sign-split int/uint bits, ordered uint "
     "bits or an atomicCAS loop",
     mm_params, NULL, mm_draw, mm_layout, mm_describe, mm_kernels, mm_launch, mm_ref };
@@ -655,7 +657,8 @@ static void cp_ref(const Task *t, const void *const *in, void *const *out) {
     // the rest stays zero (outputs start zeroed)
     ((int *)out[1])[0] = (int)k;
 }
-static const Family fam_compact = { "stream_compact",
+static const Family fam_compact = {
+    "stream_compact",
     "deterministic stream compaction (keep x > t or |x| > t in order): block counts, exclusive scan, ranked scatter "
     "(shared scan or ballot/popc)",
     cp_params, cp_fp, cp_draw, cp_layout, cp_describe, cp_kernels, cp_launch, cp_ref };
@@ -775,7 +778,8 @@ static void ci_ref(const Task *t, const void *const *in, void *const *out) {
     for (long i = 0; i < t->p[CI_N]; i++) k += sl_holds(t->p[CI_PRED], ro_get(in[0], is_int, i), a, b);
     ((uint32_t *)out[0])[0] = (uint32_t)k; // int32 or uint32: the same bits
 }
-static const Family fam_count_if = { "count_if",
+static const Family fam_count_if = {
+    "count_if",
     "count elements matching a predicate with atomicAdd: per element, warp-aggregated ballot/popc, shared counter, "
     "__syncthreads_count",
     ci_params, ci_fp, ci_draw, ci_layout, ci_describe, ci_kernels, ci_launch, ci_ref };
