@@ -595,8 +595,8 @@ static void pn_kernels(const Task *t, Emit *e) {
 static void pn_launch(const Task *t, Emit *e, const Host *h) {
     const char *n = h->size[0], *z = h->out[0], *nr = h->out[1], *pn = dname(t, "partial");
     int part = t->p[PN_NORM];
-    const char *alpha = t->p[PN_ALPHA_ARG] ? fmt("%s, ", flit(t->f[0])) : "";
-    const char *args1 = fmt("%s%s, %s, %s, %s", alpha, h->in[0], h->in[1], z, n);
+    const char *alpha_arg = t->p[PN_ALPHA_ARG] ? fmt("%s, ", flit(t->f[0])) : "";
+    const char *args1 = fmt("%s%s, %s, %s, %s", alpha_arg, h->in[0], h->in[1], z, n);
     TPL(e, t, pl_launch_tpl, "grids", pl_grids(n, t->p[PN_CAP]), "alloc", "", "init", "", "k1", t->kname[0],
         "grid1", t->p[PN_LOOP] == LOOP_GRID ? "red_blocks" : "elem_blocks", "args1", args1,
         "alloc2", part ? dev_alloc(t, "float", pn, "red_blocks") : "",
@@ -658,7 +658,7 @@ static void pr_draw(Task *t, Rng *r) {
 static void pr_layout(Task *t) {
     long R = t->p[PR_ROWS], C = t->p[PR_COLS];
     mx_begin(t, 2, mx_dnames[t->p[PR_DNAMES]], R, C, 0);
-    t->nout = 2; // y and the row norms
+    t->nout = 2; // the normalized matrix and y
     mx_f32(&t->in[0], R, C, 0, 1, 1);
     mx_f32(&t->in[1], C, 0, 1, -1, 1);
     mx_f32(&t->out[0], R, C, 0, 1, 0);
