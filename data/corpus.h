@@ -777,24 +777,30 @@ static void launch_1d(Emit *e, const Task *t, const char *kname, const char *cou
         "last", fmt("%d", block - 1), "cap", cap);
 }
 
-// The generic 2-D (or 3-D) launch: blocks of bx x by threads, each covering tx x ty
-// elements (NULL: its own extent) of an xc-wide, yc-high (NULL: one block high) index
-// space, zc grid layers (NULL: none). Four spellings (dims); ycap > 0 caps grid.y
-// (grid-stride kernels; the const spelling has no room for it); shmem: dynamic bytes or
-// NULL.
+// The generic 2-D (or 3-D) launch, described by the fields of a Launch2D (a call names only the
+// ones it sets: launch_2d(e, t, (Launch2D){ .dims = ..., .bx = "16", ... })).
+typedef struct {
+    int dims;                 // the spelling: an index into launch_2d_tpl
+    const char *k;            // the kernel, with any template arguments (NULL: t->kname[0])
+    const char *bx, *by;      // block of bx x by threads
+    const char *tx, *ty;      // elements a block covers in x and y (NULL: bx, by)
+    const char *xc, *yc, *zc; // index space: xc wide, yc high (NULL: one block high), zc layers (NULL: none)
+    int ycap;                 // > 0: grid.y capped (grid-stride kernels; spelling 1, const, becomes 0)
+    const char *args;         // the argument list
+} Launch2D;
 static const char *const launch_2d_tpl[] = { R"(
 dim3 block($bx, $by);
 dim3 grid($gx, $gy$z);
 $cap
-$k<<<grid, block$shmem>>>($args);
+$k<<<grid, block>>>($args);
 )", R"(
 const dim3 threads($bx, $by);
 const dim3 blocks($gx, $gy$z);
-$k<<<blocks, threads$shmem>>>($args);
+$k<<<blocks, threads>>>($args);
 )", R"(
 dim3 block($bx, $by), grid($gx, $gy$z);
 $cap
-$k<<<grid, block$shmem>>>($args);
+$k<<<grid, block>>>($args);
 )", R"(
 dim3 block_dim($bx, $by);
 dim3 grid_dim;
@@ -802,20 +808,19 @@ grid_dim.x = $gx;
 grid_dim.y = $gy;
 $cap
 $zc
-$k<<<grid_dim, block_dim$shmem>>>($args);
+$k<<<grid_dim, block_dim>>>($args);
 )" };
 static const char *ceil_div(const char *n, const char *d) { return fmt("(%s + %s - 1) / %s", n, d, d); }
-static void launch_2d(Emit *e, const Task *t, int dims, const char *k, const char *bx, const char *by, const char *tx,
-                      const char *ty, const char *xc, const char *yc, const char *zc, int ycap, const char *shmem,
-                      const char *args) {
-    if (ycap && dims == 1) dims = 0;
+static void launch_2d(Emit *e, const Task *t, Launch2D l) {
+    int dims = l.ycap && l.dims == 1 ? 0 : l.dims;
     const char *g = dims == 3 ? "grid_dim" : "grid", *b = dims == 3 ? "block_dim" : "block";
-    const char *ux = dims == 0 || dims == 3 ? fmt("%s.x", b) : bx, *uy = dims == 0 || dims == 3 ? fmt("%s.y", b) : by;
-    TPL(e, t, launch_2d_tpl[dims], "bx", bx, "by", by, "gx", ceil_div(xc, tx ? tx : ux),
-        "gy", yc ? ceil_div(yc, ty ? ty : uy) : "1", "z", zc && dims != 3 ? fmt(", %s", zc) : "",
-        "zc", zc ? fmt("grid_dim.z = %s;", zc) : "",
-        "cap", ycap ? fmt("if (%s.y > %d) %s.y = %d;", g, ycap, g, ycap) : "", "k", k,
-        "shmem", shmem ? fmt(", %s", shmem) : "", "args", args);
+    int named = dims == 0 || dims == 3; // spellings whose grid reads the block's extent from its dim3
+    const char *ux = named ? fmt("%s.x", b) : l.bx, *uy = named ? fmt("%s.y", b) : l.by;
+    TPL(e, t, launch_2d_tpl[dims], "bx", l.bx, "by", l.by, "gx", ceil_div(l.xc, l.tx ? l.tx : ux),
+        "gy", l.yc ? ceil_div(l.yc, l.ty ? l.ty : uy) : "1", "z", l.zc && dims != 3 ? fmt(", %s", l.zc) : "",
+        "zc", l.zc ? fmt("grid_dim.z = %s;", l.zc) : "",
+        "cap", l.ycap ? fmt("if (%s.y > %d) %s.y = %d;", g, l.ycap, g, l.ycap) : "", "k", l.k ? l.k : t->kname[0],
+        "args", l.args);
 }
 // Comma lists over the task's tensors (inputs first, inputs const) for kernels and the
 // launcher function of HOST_LAUNCHER programs: parameters, then the matching arguments (the

@@ -333,8 +333,8 @@ static void mxc2_launch(const Task *t, Emit *e, const Host *h) {
     // the filter is a kernel argument when it stays in global memory; shared tiles are TILE_W x TILE_H
     const char *args = fmt("%s, %s%s, %s, %s", h->in[0], cmem ? "" : fmt("%s, ", h->in[1]), h->out[0], R, C);
     const int *bd = mx_bdims[t->p[MXC2_BDIM]];
-    launch_2d(e, t, t->p[MXC2_DIMS], t->kname[0], shared ? "TILE_W" : fmt("%d", bd[0]),
-              shared ? "TILE_H" : fmt("%d", bd[1]), NULL, NULL, occ, orr, NULL, 0, NULL, args);
+    launch_2d(e, t, (Launch2D){ .dims = t->p[MXC2_DIMS], .bx = shared ? "TILE_W" : fmt("%d", bd[0]),
+                                .by = shared ? "TILE_H" : fmt("%d", bd[1]), .xc = occ, .yc = orr, .args = args });
 }
 
 static void mxc2_ref(const Task *t, const void *const *in, void *const *out) {

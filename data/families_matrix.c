@@ -140,11 +140,11 @@ static const char *mx_flat(const Task *t, int loop, const char *rv, const char *
                 "loop", loop_frag(t, loop, "total", fmt("%s\n%s", fmt(split, rv, i, C, cv, i, C), stmt)));
 }
 
-// launch_2d with blocks of mx_bdims[bdim] threads, one thread per element.
-static void mx_launch_bd(Emit *e, const Task *t, int dims, int bdim, const char *xc, const char *yc, const char *zc,
-                         int ycap, const char *args) {
-    const int *bd = mx_bdims[bdim];
-    launch_2d(e, t, dims, t->kname[0], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, xc, yc, zc, ycap, NULL, args);
+// launch_2d with blocks of mx_bdims[bdim] threads (l.bx and l.by set here).
+static void mx_launch_bd(Emit *e, const Task *t, int bdim, Launch2D l) {
+    l.bx = fmt("%d", mx_bdims[bdim][0]);
+    l.by = fmt("%d", mx_bdims[bdim][1]);
+    launch_2d(e, t, l);
 }
 
 // ----------------------------------------------------------------------------
@@ -245,8 +245,8 @@ static void mxtn_launch(const Task *t, Emit *e, const Host *h) {
     int sw = t->p[MXTN_MAP];
     if (t->p[MXTN_MODE] == 1)
         launch_1d(e, t, t->kname[0], fmt("%s * %s", R, C), t->p[MXTN_BLOCK], t->p[MXTN_CAP], kernel_args(h, 2));
-    else mx_launch_bd(e, t, t->p[MXTN_DIMS], t->p[MXTN_BDIM], sw ? R : C, sw ? C : R, NULL, t->p[MXTN_CAP],
-                      kernel_args(h, 2));
+    else mx_launch_bd(e, t, t->p[MXTN_BDIM], (Launch2D){ .dims = t->p[MXTN_DIMS], .xc = sw ? R : C, .yc = sw ? C : R,
+                                                         .ycap = t->p[MXTN_CAP], .args = kernel_args(h, 2) });
 }
 
 static const Family fam_mx_transpose_naive = {
@@ -339,8 +339,8 @@ static void mxtt_launch(const Task *t, Emit *e, const Host *h) {
     const char *k = !tmpl ? t->kname[0] : full ? fmt("%s<%d>", t->kname[0], T) : fmt("%s<%d, %d>", t->kname[0], T, B);
     const char *bx = tmpl ? fmt("%d", T) : "TILE_DIM", *by = tmpl ? fmt("%d", B) : full ? "TILE_DIM" : "BLOCK_ROWS";
     // the grid covers tiles of TILE x TILE, not blocks of threads
-    launch_2d(e, t, t->p[MXTT_DIMS], k, bx, by, bx, full ? NULL : bx, h->size[1], h->size[0], NULL, 0, NULL,
-              kernel_args(h, 2));
+    launch_2d(e, t, (Launch2D){ .dims = t->p[MXTT_DIMS], .k = k, .bx = bx, .by = by, .tx = bx, .ty = full ? NULL : bx,
+                                .xc = h->size[1], .yc = h->size[0], .args = kernel_args(h, 2) });
 }
 
 static const Family fam_mx_transpose_tiled = {
@@ -468,8 +468,9 @@ static void mxme_launch(const Task *t, Emit *e, const Host *h) {
     const char *coefs = !t->p[MXME_COEF]     ? ""
                         : t->p[MXME_OP] == 4 ? fmt(", %s, %s", flit(t->f[MX_F_A]), flit(t->f[MX_F_B]))
                                              : fmt(", %s", flit(t->f[MX_F_A]));
-    mx_launch_bd(e, t, t->p[MXME_DIMS], t->p[MXME_BDIM], h->size[1], h->size[0], NULL, t->p[MXME_CAP],
-                 fmt("%s%s", kernel_args(h, 2), coefs));
+    mx_launch_bd(e, t, t->p[MXME_BDIM], (Launch2D){ .dims = t->p[MXME_DIMS], .xc = h->size[1], .yc = h->size[0],
+                                                    .ycap = t->p[MXME_CAP],
+                                                    .args = fmt("%s%s", kernel_args(h, 2), coefs) });
 }
 
 static void mxme_ref(const Task *t, const void *const *in, void *const *out) {
@@ -646,7 +647,8 @@ static void mxmn_kernels(const Task *t, Emit *e) {
 }
 
 static void mxmn_launch(const Task *t, Emit *e, const Host *h) {
-    mx_launch_bd(e, t, t->p[MXMN_DIMS], t->p[MXMN_BDIM], h->size[1], h->size[0], NULL, 0, kernel_args(h, 3));
+    mx_launch_bd(e, t, t->p[MXMN_BDIM], (Launch2D){ .dims = t->p[MXMN_DIMS], .xc = h->size[1], .yc = h->size[0],
+                                                    .args = kernel_args(h, 3) });
 }
 
 static const Family fam_mx_matmul_naive = {
@@ -743,8 +745,8 @@ static void mxmt_launch(const Task *t, Emit *e, const Host *h) {
     int tmpl = t->p[MXMT_TDEF] == 1;
     const char *k = tmpl ? fmt("%s<%d>", t->kname[0], t->p[MXMT_TILE]) : t->kname[0];
     const char *ts = tmpl ? fmt("%d", t->p[MXMT_TILE]) : mxmt_macros[t->p[MXMT_KNAME]];
-    launch_2d(e, t, t->p[MXMT_DIMS], k, ts, ts, NULL, NULL, h->size[1], h->size[0], NULL, 0, NULL,
-              kernel_args(h, 3));
+    launch_2d(e, t, (Launch2D){ .dims = t->p[MXMT_DIMS], .k = k, .bx = ts, .by = ts, .xc = h->size[1], .yc = h->size[0],
+                                .args = kernel_args(h, 3) });
 }
 
 static const Family fam_mx_matmul_tiled = {
@@ -1102,10 +1104,10 @@ static void mxvm_launch(const Task *t, Emit *e, const Host *h) {
     int mode = t->p[MXVM_MODE];
     if (mode == 0) launch_1d(e, t, t->kname[0], C, t->p[MXVM_BLOCK], 0, args);
     else if (mode == 1)
-        launch_2d(e, t, t->p[MXVM_DIMS], t->kname[0], fmt("%d", t->p[MXVM_BLOCK]), "1", NULL, "ROWS_PER_CHUNK", C, R,
-                  NULL, 0, NULL, args);
+        launch_2d(e, t, (Launch2D){ .dims = t->p[MXVM_DIMS], .bx = fmt("%d", t->p[MXVM_BLOCK]), .by = "1",
+                                    .ty = "ROWS_PER_CHUNK", .xc = C, .yc = R, .args = args });
     else
-        launch_2d(e, t, t->p[MXVM_DIMS], t->kname[0], "BLOCK_X", "BLOCK_Y", NULL, NULL, C, NULL, NULL, 0, NULL, args);
+        launch_2d(e, t, (Launch2D){ .dims = t->p[MXVM_DIMS], .bx = "BLOCK_X", .by = "BLOCK_Y", .xc = C, .args = args });
 }
 
 static void mxvm_ref(const Task *t, const void *const *in, void *const *out) {
@@ -1240,8 +1242,9 @@ static void mxop_launch(const Task *t, Emit *e, const Host *h) {
     if (t->p[MXOP_MODE] == 2)
         launch_1d(e, t, t->kname[0], fmt("%s * %s", M, N), t->p[MXOP_BLOCK], t->p[MXOP_CAP], args);
     else if (t->p[MXOP_MODE] == 1)
-        launch_2d(e, t, t->p[MXOP_DIMS], t->kname[0], "BLOCK_X", "BLOCK_Y", NULL, NULL, N, M, NULL, 0, NULL, args);
-    else mx_launch_bd(e, t, t->p[MXOP_DIMS], t->p[MXOP_BDIM], N, M, NULL, 0, args);
+        launch_2d(e, t, (Launch2D){ .dims = t->p[MXOP_DIMS], .bx = "BLOCK_X", .by = "BLOCK_Y", .xc = N, .yc = M,
+                                    .args = args });
+    else mx_launch_bd(e, t, t->p[MXOP_BDIM], (Launch2D){ .dims = t->p[MXOP_DIMS], .xc = N, .yc = M, .args = args });
 }
 
 static void mxop_ref(const Task *t, const void *const *in, void *const *out) {
@@ -1399,7 +1402,9 @@ $k<<<grid_dim, block_dim>>>($args);
 
 static void mxbm_launch(const Task *t, Emit *e, const Host *h) {
     const char *B = h->size[0], *n = h->size[1];
-    if (t->p[MXBM_MODE] == 0) mx_launch_bd(e, t, t->p[MXBM_DIMS], t->p[MXBM_BDIM], n, n, B, 0, kernel_args(h, 2));
+    if (t->p[MXBM_MODE] == 0)
+        mx_launch_bd(e, t, t->p[MXBM_BDIM], (Launch2D){ .dims = t->p[MXBM_DIMS], .xc = n, .yc = n, .zc = B,
+                                                        .args = kernel_args(h, 2) });
     else TPL(e, t, mxbm_launch_tpl[t->p[MXBM_DIMS]], "D", n, "B", B, "args", kernel_args(h, 1),
              "k", t->p[MXBM_TDEF] ? fmt("%s<%d>", t->kname[0], t->p[MXBM_N]) : t->kname[0]);
 }

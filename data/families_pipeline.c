@@ -783,9 +783,8 @@ static void pr_launch(const Task *t, Emit *e, const Host *h) {
     const char *nm = dname(t, "norms");
     TPL(e, t, pr_norms_launch_tpl, "alloc", dev_alloc(t, "float", nm, R), "R", R, "C", C, "B", fmt("%d", B),
         "k1", t->kname[0], "A", A, "norms", nm);
-    const int *bd = mx_bdims[t->p[PR_BDIM]];
-    launch_2d(e, t, t->p[PR_DIMS], t->kname[1], fmt("%d", bd[0]), fmt("%d", bd[1]), NULL, NULL, C, R, NULL, 0, NULL,
-              fmt("%s, %s, %s, %s, %s", A, nm, An, R, C));
+    mx_launch_bd(e, t, t->p[PR_BDIM], (Launch2D){ .dims = t->p[PR_DIMS], .k = t->kname[1], .xc = C, .yc = R,
+                                                  .args = fmt("%s, %s, %s, %s, %s", A, nm, An, R, C) });
     TPL(e, t, pr_product_launch_tpl, "k3", t->kname[2], "R", R, "C", C, "MB1", fmt("%d", MB - 1), "MB", fmt("%d", MB),
         "An", An, "x", x, "y", y, "sync", checked(t, "cudaDeviceSynchronize()"), "free", pl_free(t, nm));
 }

@@ -406,8 +406,9 @@ static void s2_kernels(const Task *t, Emit *e) {
 static void s2_launch(const Task *t, Emit *e, const Host *h) {
     int bx = t->p[S2_BX], by = t->p[S2_BY], named = t->p[S2_SHARED] && !t->p[S2_TDEF];
     const char *k = t->p[S2_SHARED] && t->p[S2_TDEF] ? fmt("%s<%d, %d>", t->kname[0], bx, by) : t->kname[0];
-    launch_2d(e, t, t->p[S2_DIMS], k, named ? "TILE_X" : fmt("%d", bx), named ? "TILE_Y" : fmt("%d", by), NULL, NULL,
-              h->size[1], h->size[0], NULL, 0, NULL, kernel_args(h, 2));
+    launch_2d(e, t, (Launch2D){ .dims = t->p[S2_DIMS], .k = k, .bx = named ? "TILE_X" : fmt("%d", bx),
+                                .by = named ? "TILE_Y" : fmt("%d", by), .xc = h->size[1], .yc = h->size[0],
+                                .args = kernel_args(h, 2) });
 }
 
 static void s2_ref(const Task *t, const void *const *in, void *const *out) {
