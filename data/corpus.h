@@ -487,12 +487,11 @@ static const char *ptr_param(const Task *t, const char *ctype, const char *name,
                t->st.restrict_ ? "__restrict__ " : "", name);
 }
 
-// A comment before a function or a block, in the program's comment style. text may hold
-// several sentences; CMT_NONE writes nothing unless force.
-static void em_comment(Emit *e, const Task *t, const char *text, int force) {
+// A comment before a function or a block, in the program's comment style (CMT_NONE: none).
+// text may hold several sentences.
+static void em_comment(Emit *e, const Task *t, const char *text) {
     int c = t->st.cmt;
-    if (c == CMT_NONE && !force) return;
-    if (c == CMT_NONE) c = CMT_LINE;
+    if (c == CMT_NONE) return;
     if (c == CMT_LINE) em_line(e, "// %s", text);
     else if (c == CMT_BLOCK) em_line(e, "/* %s */", text);
     else {
@@ -580,7 +579,7 @@ static void tpl_emit(Emit *e, const Task *t, const char *text, const char *const
                 eol = next + strcspn(next, "\n");
                 buf_printf(&c, " %.*s", (int)(eol - next) - 1, next + 1);
             }
-            em_comment(e, t, buf_str(&c), 0);
+            em_comment(e, t, buf_str(&c));
             buf_free(&c);
         }
         else if (strncmp(body, "//?", 3) == 0) { if (t->st.verbose) em_line(e, "//%.*s", len - 3, body + 3); }
@@ -1119,7 +1118,7 @@ static void emit_program(const Task *t, Emit *e) {
     em_blank(e);
     if (!helpers_first) emit_io_helpers(e, t);
     if (s->host == HOST_LAUNCHER) {
-        em_comment(e, t, "Configures and launches the kernel(s); the caller synchronises.", 0);
+        em_comment(e, t, "Configures and launches the kernel(s); the caller synchronises.");
         em_line(e, "static void run_%s(%s) {", t->slug, launcher_params(&h));
         em_in(e);
         t->fam->launch(t, e, &h);

@@ -17,11 +17,12 @@ static const int mx_bdims[][2] = { { 16, 16 }, { 32, 8 }, { 8, 8 }, { 32, 32 }, 
 static const int mx_sides[] = { 64, 100, 128, 250, 256, 300, 500, 512, 640, 768, 1000, 1024, 1500, 2048 };
 static const char *const mx_dnames[][2] = { { "rows", "cols" }, { "height", "width" }, { "ny", "nx" }, { "m", "n" } };
 
-static void mx_draw_rc(Rng *r, int *rows, int *cols, long minel, long maxel) {
+// Draws the sides of a matrix of 4,096 to 4,200,000 elements.
+static void mx_draw_rc(Rng *r, int *rows, int *cols) {
     do {
         *rows = mx_sides[RPICK(r, mx_sides)];
         *cols = mx_sides[RPICK(r, mx_sides)];
-    } while ((long)*rows * *cols > maxel || (long)*rows * *cols < minel);
+    } while ((long)*rows * *cols > 4200000 || (long)*rows * *cols < 4096);
 }
 
 // A float32 tensor of shape [d0, d1] (or [d0] when d1 = 0) with size[f0] * size[f1]
@@ -199,7 +200,7 @@ static const ParamDesc mxtn_params[] = {
 static const char *const mxtn_kn[] = { "transpose_naive", "transposeNaive", "transpose_kernel", "naive_transpose" };
 
 static void mxtn_draw(Task *t, Rng *r) {
-    mx_draw_rc(r, &t->p[MXTN_ROWS], &t->p[MXTN_COLS], 4096, 4200000);
+    mx_draw_rc(r, &t->p[MXTN_ROWS], &t->p[MXTN_COLS]);
     if (t->p[MXTN_MODE] == 1) { // flat 1-D: a loop style of loop_frag
         t->p[MXTN_BLOCK] = rng_pick(r, "64 128 256 256 512");
         t->p[MXTN_GUARD] = rng_int(r, 0, 2);
@@ -270,7 +271,7 @@ static const ParamDesc mxtt_params[] = {
 static const char *const mxtt_kn[] = { "transpose_shared", "transposeCoalesced", "transpose_tiled", "smem_transpose" };
 
 static void mxtt_draw(Task *t, Rng *r) {
-    mx_draw_rc(r, &t->p[MXTT_ROWS], &t->p[MXTT_COLS], 4096, 4200000);
+    mx_draw_rc(r, &t->p[MXTT_ROWS], &t->p[MXTT_COLS]);
     if (t->p[MXTT_BROWS] == 0) t->p[MXTT_BROWS] = t->p[MXTT_TILE]; // the full tile: one element per thread
     task_names(t, 1, mxt_names[t->p[MXTT_NAMES]], mxtt_kn[t->p[MXTT_KNAME]], "transpose_tiled");
 }
@@ -392,7 +393,7 @@ static int mxme_binary(const Task *t) { return t->p[MXME_OP] != 3; }
 static void mxme_draw(Task *t, Rng *r) {
     static const char *const hn[] = { "combine", "elem_op", "apply_op", "op2" };
     int op = t->p[MXME_OP];
-    mx_draw_rc(r, &t->p[MXME_ROWS], &t->p[MXME_COLS], 4096, 4200000);
+    mx_draw_rc(r, &t->p[MXME_ROWS], &t->p[MXME_COLS]);
     t->p[MXME_GUARD] = t->p[MXME_MODE] == 0 ? rng_int(r, 0, 1) : 0;
     t->p[MXME_CAP] = t->p[MXME_MODE] == 1 ? rng_pick(r, "16 32 64 128") : 0;
     t->p[MXME_COEF] = op >= 3 ? rng_int(r, 0, 1) : 0;
@@ -507,13 +508,14 @@ static const char *const mxmm_dnames[][3] = { { "m", "n", "k" }, { "rows", "cols
 static const char *const mxmm_names[] = { "A B C", "lhs rhs out", "X W Y", "mat_a mat_b mat_c", "left right prod" };
 static const char *const mxmm_ops[] = { "ab", "abt", "atb", NULL };
 
-// Draws M, N, K from a list with M*N*K bounded (the CPU reference does M*N*K steps).
-static void mxmm_draw_mnk(Rng *r, const int *list, int nlist, int *m, int *n, int *k, long max_mnk) {
+// Draws M, N, K from a list with M*N*K at most 1.4e8 (the CPU reference does M*N*K steps)
+// and M*N at least 4,096.
+static void mxmm_draw_mnk(Rng *r, const int *list, int nlist, int *m, int *n, int *k) {
     do {
         *m = list[rng_int(r, 0, nlist - 1)];
         *n = list[rng_int(r, 0, nlist - 1)];
         *k = list[rng_int(r, 0, nlist - 1)];
-    } while ((long)*m * *n * *k > max_mnk || (long)*m * *n < 4096);
+    } while ((long)*m * *n * *k > 140000000L || (long)*m * *n < 4096);
 }
 
 // C = op(A) op(B) in double; op 0: A[M][K] B[K][N], 1: A[M][K] B[N][K] (B transposed),
@@ -593,7 +595,7 @@ static const char *const mxmn_vars[][3] = { { "row", "col", "p" }, { "r", "c", "
 
 static void mxmn_draw(Task *t, Rng *r) {
     static const char *const hn[] = { "dot_strided", "strided_dot", "dotProduct", "dot" };
-    mxmm_draw_mnk(r, mxmm_sides, NELEM(mxmm_sides), &t->p[MXMN_M], &t->p[MXMN_N], &t->p[MXMN_K], 140000000L);
+    mxmm_draw_mnk(r, mxmm_sides, NELEM(mxmm_sides), &t->p[MXMN_M], &t->p[MXMN_N], &t->p[MXMN_K]);
     task_names(t, 2, mxmm_names[t->p[MXMN_NAMES]], fmt("%s %s", mxmn_kn[t->p[MXMN_KNAME]], hn[t->p[MXMN_KNAME]]),
                "matmul");
 }
@@ -677,7 +679,7 @@ static const char *const mxmt_macros[] = { "TILE", "TILE_SIZE", "BLOCK_SIZE", "T
 static void mxmt_draw(Task *t, Rng *r) {
     int aligned = t->p[MXMT_ALIGNED];
     mxmm_draw_mnk(r, aligned ? mxmm_aligned : mxmm_ragged, aligned ? NELEM(mxmm_aligned) : NELEM(mxmm_ragged),
-                  &t->p[MXMT_M], &t->p[MXMT_N], &t->p[MXMT_K], 140000000L);
+                  &t->p[MXMT_M], &t->p[MXMT_N], &t->p[MXMT_K]);
     t->p[MXMT_CHECKS] = aligned ? rng_int(r, 0, 1) : 1;
     task_names(t, 2, mxmm_names[t->p[MXMT_NAMES]], mxmt_kn[t->p[MXMT_KNAME]], "matmul_tiled");
 }

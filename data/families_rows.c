@@ -93,7 +93,7 @@ static void ro_layout(Task *t, int nin, int nout, DType dt) {
     int rr = add_size(t, "rows", t->p[RP_ROWS]), cc = add_size(t, "cols", t->p[RP_COLS]);
     tshape(&t->in[0], dt, 2, t->p[RP_ROWS], t->p[RP_COLS], rr, cc);
 }
-static void ro_out_matrix(Task *t, Tensor *x, DType dt) { tshape(x, dt, 2, t->p[RP_ROWS], t->p[RP_COLS], 0, 1); }
+static void ro_out_matrix(Task *t, DType dt) { tshape(&t->out[0], dt, 2, t->p[RP_ROWS], t->p[RP_COLS], 0, 1); }
 static void ro_out_rows(Task *t, Tensor *x, DType dt) { tshape(x, dt, 1, t->p[RP_ROWS], 0, 0, -1); }
 
 // How a row is mapped, for task descriptions.
@@ -504,7 +504,7 @@ static void sm_layout(Task *t) {
     ro_layout(t, 1, 1, DT_F32);
     double R = t->p[SM_RANGE];
     trange(&t->in[0], -R, R, 0);
-    ro_out_matrix(t, &t->out[0], DT_F32);
+    ro_out_matrix(t, DT_F32);
     long C = t->p[RP_COLS];
     if (sm_is_log(t)) {
         // y = x - max - log(sum): absolute errors from the sum, exp, log and the final subtraction
@@ -691,7 +691,7 @@ static void ln_layout(Task *t) {
         tshape(&t->in[k], DT_F32, 1, t->p[RP_COLS], 0, 1, -1);
         trange(&t->in[k], k == 1 ? 0.5 : -0.5, k == 1 ? 1.5 : 0.5, 0);
     }
-    ro_out_matrix(t, &t->out[0], DT_F32);
+    ro_out_matrix(t, DT_F32);
     for (int k = 1; k < t->nout; k++) ro_out_rows(t, &t->out[k], DT_F32);
     double sr = ro_sum_rel(t->p[RP_COLS]);
     // RMSNorm: relative errors only. LayerNorm: |y - beta| <= about 3, so the variance's
@@ -1222,7 +1222,7 @@ static void cs_layout(Task *t) {
     ro_layout(t, 1, 1, dt);
     if (dt == DT_I32) trange(&t->in[0], -100, 100, 1);
     else trange(&t->in[0], 0, 1, 0);
-    ro_out_matrix(t, &t->out[0], dt);
+    ro_out_matrix(t, dt);
     t->atol = dt == DT_I32 ? 0 : 1e-6;
     t->rtol = dt == DT_I32 ? 0 : ro_sum_rel(t->p[RP_COLS]);
 }
