@@ -321,7 +321,7 @@ static void mm_describe(const Task *t, Buf *name, Buf *desc) {
 // kernels that set the identities and decode ordered bits, and the kernel: an atomic per
 // element, or per warp / block after a shuffle / shared-memory reduction. Pieces written
 // once per wanted extreme (m = 0 max, 1 min) are templates over $o (the output), $v (the
-// thread's value), $s (its shared array), $f (fmaxf / max / ...), $A (atomicMax / ...).
+// thread's value), $s (its shared array), $f (fmaxf / max / ...), $update (its atomic).
 static const char *const mm_float_atomic_tpl[] = { NULL, R"(
 /// Float atomic$M through the bits: ints order non-negative floats, unsigned ints order negative floats backwards.
 __device__ void $fn(float *addr, float v) {
@@ -406,7 +406,7 @@ static const char *mm_each(const Task *t, const Host *h, const char *text, const
                              : meth == 2 ? fmt("%s((unsigned int *)%s, ordered_bits(%s));", A, o, val)
                                          : fmt("%s(%s, %s);", mm_fn(t, m), o, val);
         const char *ident = meth == 2 ? (m ? "0xffffffffu" : "0u") : m ? sl_highest(is_int) : sl_lowest(is_int);
-        const char *one = FRAG(text, "o", o, "v", v, "s", sh, "A", A, "update", update, "ident", ident,
+        const char *one = FRAG(text, "o", o, "v", v, "s", sh, "update", update, "ident", ident,
                                "k", fmt("k%d", m), "f", is_int ? (m ? "min" : "max") : (m ? "fminf" : "fmaxf"),
                                "mask", sl_mask(t->p[MM_MASK]), "var", m ? "init_min" : "init_max",
                                "byte", m ? "0xff" : "0");
