@@ -220,11 +220,6 @@ static void em_blank(Emit *e) { buf_putn(&e->b, "\n", 1); }
 static void em_in(Emit *e) { e->ind++; }
 static void em_out(Emit *e) { if (--e->ind < 0) die("emitter: indentation below zero"); }
 
-// A launch statement `kexpr<<<cfg>>>(args);` on its own line.
-static void em_launch(Emit *e, const char *kexpr, const char *cfg, const char *args) {
-    em_line(e, "%s<<<%s>>>(%s);", kexpr, cfg, args);
-}
-
 // Checks the finished text: indentation back at 0, printable ASCII only. Dies on a
 // violation: that is a bug in a family, not in the data.
 static void em_check(const Emit *e, const char *who) {
@@ -444,23 +439,17 @@ static void task_names(Task *t, int nin, const char *tensors, const char *kernel
     snprintf(t->slug, sizeof t->slug, "%s", slug);
 }
 
-// Tensor setup helpers for layout functions.
-static void tset(Tensor *x, DType dt, int ndim, long d0, long d1) {
+// Tensor setup for layout functions: the type, the shape [d0, d1] (a third side, set after,
+// when ndim is 3), and the element count in the host code: size[f0] * size[f1] (f1 < 0:
+// size[f0]; f0 < 0: 1).
+static void tshape(Tensor *x, DType dt, int ndim, long d0, long d1, int f0, int f1) {
     x->dt = dt;
     x->ndim = ndim;
     x->shape[0] = d0;
     x->shape[1] = d1;
     x->nfac = 0;
-}
-static void tfac(Tensor *x, int f0, int f1) { // count = size[f0] (* size[f1] when f1 >= 0), f0 < 0: 1
-    x->nfac = 0;
     if (f0 >= 0) x->fac[x->nfac++] = f0;
     if (f1 >= 0) x->fac[x->nfac++] = f1;
-}
-// Both: the type and shape, and the element count as size[f0] * size[f1].
-static void tshape(Tensor *x, DType dt, int ndim, long d0, long d1, int f0, int f1) {
-    tset(x, dt, ndim, d0, d1);
-    tfac(x, f0, f1);
 }
 static void trange(Tensor *x, double lo, double hi, int integer) {
     x->lo = lo;

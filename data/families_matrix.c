@@ -876,8 +876,8 @@ static void mxmv_launch(const Task *t, Emit *e, const Host *h) {
     if (t->p[MXMV_MODE] == 0) {
         launch_1d(e, t, t->kname[0], h->size[0], t->p[MXMV_BLOCK], t->p[MXMV_CAP], kernel_args(h, 2));
     } else {
-        em_line(e, "const int blocks = (%s + CHUNK - 1) / CHUNK;", h->size[0]);
-        em_launch(e, t->kname[0], "blocks, CHUNK", kernel_args(h, 2));
+        TPL(e, t, "const int blocks = ($n + CHUNK - 1) / CHUNK;\n$k<<<blocks, CHUNK>>>($args);", "n", h->size[0],
+            "k", t->kname[0], "args", kernel_args(h, 2));
     }
 }
 
@@ -1299,9 +1299,8 @@ static void mxbm_draw(Task *t, Rng *r) {
 
 // A [B, N, N] tensor, batch * (n * n) elements (size constants 0 and 2).
 static void mxbm_batched(Tensor *x, long B, long N) {
-    tset(x, DT_F32, 3, B, N);
+    tshape(x, DT_F32, 3, B, N, 0, 2);
     x->shape[2] = N;
-    tfac(x, 0, 2);
 }
 
 static void mxbm_layout(Task *t) {
