@@ -257,7 +257,8 @@ static const char *ro_helpers(const Task *t, int ops) {
                                                : "a __shfl_xor_sync butterfly; every lane ends with it.";
     const char *spec = t->p[RP_KNAME] & 1 ? "__inline__ __device__ float" : "__device__ __forceinline__ float";
     Buf b = { 0 };
-    for (int block = 0; block <= (ro_map(t) == RO_BLOCK); block++)
+    int levels = ro_map(t) == RO_BLOCK ? 2 : 1; // the warp's helpers, then the block's
+    for (int block = 0; block < levels; block++)
         for (int op = 0; op < 3; op++) {
             if (!((ops >> op) & 1)) continue;
             const char *what = ro_opname(op), *wn = ro_fn(t, "warp", what);
