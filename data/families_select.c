@@ -393,7 +393,9 @@ static const char *mm_fn(const Task *t, int m) {
 }
 // text once per wanted output (m = 0 the maximum, 1 the minimum), joined by sep: a template
 // over the output's name $o (in the kernels, or the host's h), its pieces (above), the
-// thread's $update, the $ident(ity) of the atomics and the host's initial value $var, $byte.
+// thread's $update, the extreme's identity as a value of the element type ($identity: what
+// a thread's running extreme starts from) and as the output holds it ($ident: ordered bits
+// in ordered_uint programs), and the host's initial value $var, $byte.
 static const char *mm_each(const Task *t, const Host *h, const char *text, const char *sep) {
     int op = t->p[MM_OP], is_int = t->p[MM_DTYPE], meth = t->p[MM_METHOD], agg = t->p[MM_AGG];
     const char *s = "";
@@ -405,8 +407,9 @@ static const char *mm_each(const Task *t, const Host *h, const char *text, const
         const char *update = meth == 0 ? fmt("%s(%s, %s);", A, o, val)
                              : meth == 2 ? fmt("%s((unsigned int *)%s, ordered_bits(%s));", A, o, val)
                                          : fmt("%s(%s, %s);", mm_fn(t, m), o, val);
-        const char *ident = meth == 2 ? (m ? "0xffffffffu" : "0u") : m ? sl_highest(is_int) : sl_lowest(is_int);
-        const char *one = FRAG(text, "o", o, "v", v, "s", sh, "update", update, "ident", ident,
+        const char *identity = m ? sl_highest(is_int) : sl_lowest(is_int);
+        const char *ident = meth == 2 ? (m ? "0xffffffffu" : "0u") : identity;
+        const char *one = FRAG(text, "o", o, "v", v, "s", sh, "update", update, "identity", identity, "ident", ident,
                                "k", fmt("k%d", m), "f", is_int ? (m ? "min" : "max") : (m ? "fminf" : "fmaxf"),
                                "mask", sl_mask(t->p[MM_MASK]), "var", m ? "init_min" : "init_max",
                                "byte", m ? "0xff" : "0");
@@ -455,7 +458,7 @@ static void mm_kernels(const Task *t, Emit *e) {
         "init", t->p[MM_INIT] ? "" : init, "decode", meth == 2 ? decode : "", "comment", comment[agg], "k", t->kname[0],
         "params", kernel_params(t),
         "shared", agg == 2 ? mm_each(t, NULL, fmt("__shared__ %s $s[BLOCK_SIZE];", T), "\n") : "",
-        "locals", agg ? mm_each(t, NULL, fmt("%s $v = $ident;", T), "\n") : "", "step", step, "combine", combine);
+        "locals", agg ? mm_each(t, NULL, fmt("%s $v = $identity;", T), "\n") : "", "step", step, "combine", combine);
     buf_free(&helpers);
 }
 static const char mm_launch_tpl[] = R"(

@@ -644,6 +644,29 @@ else
             ok "corpus_tolerances_hold $how (seed $ulp): $(tail -1 "$TMP/gpumath.out" | sed 's/^emu_corpus: //')"
         else bad "corpus_tolerances_hold $how (seed $ulp)" "$(grep -m3 -E '^FAIL|passed, ' "$TMP/gpumath.out" | tr '\n' '|')"; fi
     done
+    # atomic min/max on one-signed inputs (all negative, or all positive), in the programs
+    # where each thread's running extreme starts from the identity before its warp or block
+    # meets the atomics: an identity that is not the type's extreme (the ordered-bits
+    # programs once started the float maximum at 0u) shows only here. One fresh task per
+    # (method, op, data) the draw of 240 holds
+    mm=$TMP/minmax seed=$RANDOM
+    ./data/corpus --out "$mm" --seed $seed --train 0 --val 0 --test 240 --families atomic_minmax >/dev/null 2>&1
+    mkdir -p "$mm/one_signed"
+    "$PYTHON" - "$mm/test.jsonl" >"$mm/one_signed/test.jsonl" <<'PY'
+import json, sys
+seen = set()
+for line in open(sys.argv[1]):
+    p = json.loads(line)["spec"]["params"]
+    key = (p["method"], p["op"], p["data"])
+    if p["data"] != 0 and p["agg"] != "per_element" and key not in seen:
+        seen.add(key)
+        print(line, end="")
+PY
+    if [ "$(wc -l <"$mm/one_signed/test.jsonl")" -lt 12 ]; then
+        bad "atomic_minmax_one_signed" "seed $seed: $(wc -l <"$mm/one_signed/test.jsonl") of the 24 combinations among 240 tasks"
+    elif bash test/emu_corpus.sh "$mm/one_signed" test --all >"$mm/out" 2>&1; then
+        ok "atomic_minmax_one_signed (seed $seed): $(tail -1 "$mm/out" | sed 's/^emu_corpus: //')"
+    else bad "atomic_minmax_one_signed (seed $seed)" "$(grep -m3 -E '^FAIL|passed, ' "$mm/out" | tr '\n' '|')"; fi
     # README's "Adding a family", step by step, with the model family test/family_example.c:
     # a copy of the generator with it added builds without a warning, and every test-split
     # program of the family (fresh seed) passes under the emulator and compiles with nvcc
