@@ -246,8 +246,17 @@ static void write_file(const char *path, const void *data, size_t len) {
         die("cannot write %s: %s", path, strerror(e));
     }
 }
+// Creates directory path and any missing parents (as mkdir -p).
 static void make_dir(const char *path) {
-    if (mkdir(path, 0755) && errno != EEXIST) die("cannot create %s: %s", path, strerror(errno));
+    char p[4200];
+    if (snprintf(p, sizeof p, "%s", path) >= (int)sizeof p) die("path too long: %.60s...", path);
+    for (char *s = p + 1;; s++) {
+        if (*s && *s != '/') continue;
+        char c = *s;
+        *s = 0; // p is now the path up to this separator
+        if (mkdir(p, 0755) && errno != EEXIST) die("cannot create %s: %s", p, strerror(errno));
+        if (!(*s = c)) break;
+    }
 }
 // The bytes of a tensor.
 static size_t tensor_bytes(const Tensor *x) { return (size_t)tensor_count(x) * (size_t)dt_sizes[x->dt]; }

@@ -975,6 +975,21 @@ static void cli_checks(void) {
                   wrote ? ", and it wrote D" : "");
         free(text);
     }
+    // --out and --to create the directories they name, parents included; one under a file
+    // is refused with the path that could not be made
+    int made = sh("cd '%s' && '%s' --out D/a/b --train 1 --val 1 --test 1 >/dev/null 2>&1 && test -s D/a/b/test.jsonl &&"
+                  " '%s' --materialize D/a/b --split test --index 0 --to D/w/x >/dev/null 2>&1 && test -s D/w/x/spec.json",
+                  tmpdir, corpus, corpus) == 0;
+    if (made) pass("cli_out_makes_parents");
+    else fail("cli_out_makes_parents", "--out D/a/b or --materialize ... --to D/w/x failed or wrote nothing");
+    char err[400];
+    snprintf(err, sizeof err, "%s/cli.err", tmpdir);
+    int rc = sh("cd '%s' && rm -rf D && touch F && '%s' --out F/sub 2> '%s' >/dev/null", tmpdir, corpus, err);
+    char *text = slurp(err, NULL);
+    if (rc == 2 && text && strstr(text, "cannot create F/sub")) pass("cli_out_under_a_file");
+    else fail("cli_out_under_a_file", "exit %d (want 2), stderr %.200s", rc, text ? text : "(none)");
+    free(text);
+    sh("cd '%s' && rm -f F", tmpdir);
 }
 
 // ----------------------------------------------------------------------------
