@@ -629,6 +629,13 @@ if [ ! -f emu/cuemu.h ]; then
 else
     tally < <(bash test/emu_corpus.sh; echo "exit $?" >"$TMP/rc")
     grep -q "exit 0" "$TMP/rc" || bad "emu_corpus_exit" "$(cat "$TMP/rc")"
+    # the same with one fresh task per family: the default corpus above is the same every
+    # run, a new seed gives rare combinations of parameters their turn over runs
+    fresh=$((RANDOM + 1))
+    ./data/corpus --out "$TMP/fresh" --seed $fresh --train 0 --val 0 --test 45 >/dev/null 2>&1
+    if bash test/emu_corpus.sh "$TMP/fresh" test >"$TMP/fresh.out" 2>&1; then
+        ok "emu_corpus_fresh (seed $fresh): $(tail -1 "$TMP/fresh.out" | sed 's/^emu_corpus: //')"
+    else bad "emu_corpus_fresh (seed $fresh)" "$(grep -m3 -E '^FAIL|passed, ' "$TMP/fresh.out" | tr '\n' '|')"; fi
     # the references' tolerances hold against a GPU's math, not only the host's: the fast
     # intrinsics and rsqrtf off by as much as CUDA allows (a fresh seed: up or down), and
     # a * b + c fused as nvcc fuses it by default (fresh tasks of the families that use them)
