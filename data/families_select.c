@@ -394,8 +394,8 @@ static const char *mm_fn(const Task *t, int m) {
 // text once per wanted output (m = 0 the maximum, 1 the minimum), joined by sep: a template
 // over the output's name $o (in the kernels, or the host's h), its pieces (above), the
 // thread's $update, the extreme's identity as a value of the element type ($identity: what
-// a thread's running extreme starts from) and as the output holds it ($ident: ordered bits
-// in ordered_uint programs), and the host's initial value $var, $byte.
+// a thread's running extreme starts from) and as the output holds it ($out_identity:
+// ordered bits in ordered_uint programs), and the host's initial value $var, $byte.
 static const char *mm_each(const Task *t, const Host *h, const char *text, const char *sep) {
     int op = t->p[MM_OP], is_int = t->p[MM_DTYPE], meth = t->p[MM_METHOD], agg = t->p[MM_AGG];
     const char *s = "";
@@ -408,9 +408,10 @@ static const char *mm_each(const Task *t, const Host *h, const char *text, const
                              : meth == 2 ? fmt("%s((unsigned int *)%s, ordered_bits(%s));", A, o, val)
                                          : fmt("%s(%s, %s);", mm_fn(t, m), o, val);
         const char *identity = m ? sl_highest(is_int) : sl_lowest(is_int);
-        const char *ident = meth == 2 ? (m ? "0xffffffffu" : "0u") : identity;
-        const char *one = FRAG(text, "o", o, "v", v, "s", sh, "update", update, "identity", identity, "ident", ident,
-                               "k", fmt("k%d", m), "f", is_int ? (m ? "min" : "max") : (m ? "fminf" : "fmaxf"),
+        const char *out_identity = meth == 2 ? (m ? "0xffffffffu" : "0u") : identity;
+        const char *one = FRAG(text, "o", o, "v", v, "s", sh, "update", update, "identity", identity,
+                               "out_identity", out_identity, "k", fmt("k%d", m),
+                               "f", is_int ? (m ? "min" : "max") : (m ? "fminf" : "fmaxf"),
                                "mask", sl_mask(t->p[MM_MASK]), "var", m ? "init_min" : "init_max",
                                "byte", m ? "0xff" : "0");
         s = fmt("%s%s%.*s", s, *s ? sep : "", (int)strlen(one) - 1, one); // without the fragment's last newline
@@ -437,7 +438,7 @@ static void mm_kernels(const Task *t, Emit *e) {
     // the one-thread kernels: the identities into the outputs, the ordered bits back to floats
     const char *init_comment = meth == 2 ? "Puts the identities (as ordered bits) into the outputs."
                                          : "Puts the identities into the outputs.";
-    const char *set = meth == 2 ? "*(unsigned int *)$o = $ident;" : "$o[0] = $ident;";
+    const char *set = meth == 2 ? "*(unsigned int *)$o = $out_identity;" : "$o[0] = $out_identity;";
     const char *init = FRAG(mm_small_kernel_tpl, "k", t->kname[1], "params", ptrs, "comment", init_comment,
                             "body", mm_each(t, NULL, set, "\n"));
     const char *unmap = fmt("const unsigned int $k = *(const unsigned int *)$o;\n$o[0] = %s;", sl_unordered(0, "$k"));
@@ -470,7 +471,7 @@ $decode
 static void mm_launch(const Task *t, Emit *e, const Host *h) {
     const char *T = sc_ct(t->p[MM_DTYPE]), *outs = mm_each(t, h, "$o", ", ");
     const char *set = t->p[MM_METHOD] == 2 ? checked(t, "cudaMemset($o, $byte, sizeof(unsigned int))")
-                      : fmt("const %s $var = $ident;\n%s", T,
+                      : fmt("const %s $var = $out_identity;\n%s", T,
                             checked(t, fmt("cudaMemcpy($o, &$var, sizeof(%s), cudaMemcpyHostToDevice)", T)));
     TPL(e, t, mm_launch_tpl,
         "init", t->p[MM_INIT] ? mm_each(t, h, set, "\n") : fmt("%s<<<1, 1>>>(%s);", t->kname[1], outs),
