@@ -249,6 +249,7 @@ static void write_file(const char *path, const void *data, size_t len) {
 // Creates directory path and any missing parents (as mkdir -p).
 static void make_dir(const char *path) {
     char p[4200];
+    if (!*path) die("an empty directory name");
     if (snprintf(p, sizeof p, "%s", path) >= (int)sizeof p) die("path too long: %.60s...", path);
     for (char *s = p + 1;; s++) {
         if (*s && *s != '/') continue;
