@@ -20,6 +20,14 @@ tally() { # count PASS/FAIL/SKIP lines of a test program's output (on stdin), ec
 }
 ok() { echo "PASS $1"; pass=$((pass + 1)); }
 bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
+# emu_check NAME DIR ARGS...: the test split of the corpus in DIR under the emulator
+# (test/emu_corpus.sh DIR test ARGS...) as one check, its summary or first failures shown
+emu_check() {
+    local name=$1 dir=$2; shift 2
+    if bash test/emu_corpus.sh "$dir" test "$@" >"$dir.out" 2>&1; then
+        ok "$name: $(tail -1 "$dir.out" | sed 's/^emu_corpus: //')"
+    else bad "$name" "$(grep -m3 -E '^FAIL|passed, ' "$dir.out" | tr '\n' '|')"; fi
+}
 
 # why emu/nvcc-emu refuses --fma here (a CPU without fused multiply-adds); nothing, and a
 # non-zero status, when it fuses
@@ -633,9 +641,7 @@ else
     # run, a new seed gives rare combinations of parameters their turn over runs
     fresh=$((RANDOM + 1))
     ./data/corpus --out "$TMP/fresh" --seed $fresh --train 0 --val 0 --test 45 >/dev/null 2>&1
-    if bash test/emu_corpus.sh "$TMP/fresh" test >"$TMP/fresh.out" 2>&1; then
-        ok "emu_corpus_fresh (seed $fresh): $(tail -1 "$TMP/fresh.out" | sed 's/^emu_corpus: //')"
-    else bad "emu_corpus_fresh (seed $fresh)" "$(grep -m3 -E '^FAIL|passed, ' "$TMP/fresh.out" | tr '\n' '|')"; fi
+    emu_check "emu_corpus_fresh (seed $fresh)" "$TMP/fresh"
     # the references' tolerances hold against a GPU's math, not only the host's: the fast
     # intrinsics and rsqrtf off by as much as CUDA allows (a fresh seed: up or down), and
     # a * b + c fused as nvcc fuses it by default (fresh tasks of the families that use them)
@@ -647,9 +653,7 @@ else
         if [ "$how" = --fma ] && why=$(fma_refused); then
             echo "SKIP corpus_tolerances_hold --fma: $why"; skip=$((skip + 1)); continue
         fi
-        if bash test/emu_corpus.sh "$TMP/gpumath" test --all $how >"$TMP/gpumath.out" 2>&1; then
-            ok "corpus_tolerances_hold $how (seed $ulp): $(tail -1 "$TMP/gpumath.out" | sed 's/^emu_corpus: //')"
-        else bad "corpus_tolerances_hold $how (seed $ulp)" "$(grep -m3 -E '^FAIL|passed, ' "$TMP/gpumath.out" | tr '\n' '|')"; fi
+        emu_check "corpus_tolerances_hold $how (seed $ulp)" "$TMP/gpumath" --all $how
     done
     # atomic min/max on one-signed inputs (all negative, or all positive), in the programs
     # where each thread's running extreme starts from the identity before its warp or block
@@ -671,9 +675,7 @@ for line in open(sys.argv[1]):
 PY
     if [ "$(wc -l <"$mm/one_signed/test.jsonl")" -lt 12 ]; then
         bad "atomic_minmax_one_signed" "seed $seed: $(wc -l <"$mm/one_signed/test.jsonl") of the 24 combinations among 240 tasks"
-    elif bash test/emu_corpus.sh "$mm/one_signed" test --all >"$mm/out" 2>&1; then
-        ok "atomic_minmax_one_signed (seed $seed): $(tail -1 "$mm/out" | sed 's/^emu_corpus: //')"
-    else bad "atomic_minmax_one_signed (seed $seed)" "$(grep -m3 -E '^FAIL|passed, ' "$mm/out" | tr '\n' '|')"; fi
+    else emu_check "atomic_minmax_one_signed (seed $seed)" "$mm/one_signed" --all; fi
     # README's "Adding a family", step by step, with the model family test/family_example.c:
     # a copy of the generator with it added builds without a warning, and every test-split
     # program of the family (fresh seed) passes under the emulator and compiles with nvcc
