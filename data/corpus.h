@@ -349,6 +349,7 @@ typedef struct Host {
     const Task *t;
     char in[MAX_T][40], out[MAX_T][40];  // device pointers
     char size[MAX_SIZES][24];            // size constants
+    unsigned launcher_sizes;             // HOST_LAUNCHER: the sizes its launcher reads (bit k: size[k])
 } Host;
 
 static int param_count(const Family *f) { int k = 0; while (f->ip[k].name) k++; return k; }
@@ -811,8 +812,8 @@ static void launch_2d(Emit *e, const Task *t, Launch2D l) {
         "args", l.args);
 }
 // Comma lists over the task's tensors (inputs first, inputs const) for kernels and the
-// launcher function of HOST_LAUNCHER programs: parameters, then the matching arguments (the
-// device buffers and the first nsize size constants).
+// launcher function of HOST_LAUNCHER programs: a kernel's parameters, a launch's arguments
+// (the device buffers and the first nsize size constants), the launcher's both.
 static void list_add(char list[512], const char *item) {
     size_t l = strlen(list);
     if (snprintf(list + l, 512 - l, "%s%s", l ? ", " : "", item) >= (int)(512 - l))
@@ -832,13 +833,27 @@ static const char *kernel_args(const struct Host *h, int nsize) {
     for (int k = 0; k < nsize; k++) list_add(s, h->size[k]);
     return fmt("%s", s);
 }
-static const char *launcher_params(const struct Host *h) {
+// The launcher function's parameters (or, with types 0, the call's arguments): the device
+// buffers and the sizes its body reads.
+static const char *launcher_list(const struct Host *h, int types) {
     const Task *t = h->t;
     char s[512] = "";
     for (int k = 0; k < t->nin + t->nout; k++)
-        list_add(s, fmt("%s%s *%s", k < t->nin ? "const " : "", dt_ctypes[tensor_at(t, k)->dt], dev_buf(h, k)));
-    for (int k = 0; k < t->nsize; k++) list_add(s, fmt("int %s", h->size[k]));
+        list_add(s, !types ? dev_buf(h, k)
+                           : fmt("%s%s *%s", k < t->nin ? "const " : "", dt_ctypes[tensor_at(t, k)->dt], dev_buf(h, k)));
+    for (int k = 0; k < t->nsize; k++)
+        if (h->launcher_sizes >> k & 1) list_add(s, fmt("%s%s", types ? "int " : "", h->size[k]));
     return fmt("%s", s);
+}
+// Whether text mentions name as a whole identifier.
+static int mentions(const char *text, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = strstr(text, name); p; p = strstr(p + 1, name)) {
+        int before = p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '_');
+        int after = isalnum((unsigned char)p[n]) || p[n] == '_';
+        if (!before && !after) return 1;
+    }
+    return 0;
 }
 
 // The top of the file: the includes (C or C++ standard headers, <cuda_fp16.h> if needed),
@@ -1015,7 +1030,7 @@ static void main_launch(Emit *e, const Task *t, const struct Host *h) {
         host_call(e, t, "cudaEventCreate(&stop)");
         host_call(e, t, "cudaEventRecord(start)");
     }
-    if (t->st.host == HOST_LAUNCHER) em_line(e, "run_%s(%s);", t->slug, kernel_args(h, t->nsize));
+    if (t->st.host == HOST_LAUNCHER) em_line(e, "run_%s(%s);", t->slug, launcher_list(h, 0));
     else {
         if (t->st.cmt != CMT_NONE) em_line(e, "// Launch");
         t->fam->launch(t, e, h);
@@ -1106,14 +1121,19 @@ static void emit_program(const Task *t, Emit *e) {
     t->fam->kernels(t, e);
     em_blank(e);
     if (!helpers_first) emit_io_helpers(e, t);
-    if (s->host == HOST_LAUNCHER) {
+    if (s->host == HOST_LAUNCHER) { // the body first: the function takes the sizes it reads
+        Emit body;
+        em_init(&body, e->iw);
+        em_in(&body);
+        t->fam->launch(t, &body, &h);
+        em_out(&body);
+        for (int k = 0; k < t->nsize; k++) h.launcher_sizes |= (unsigned)mentions(buf_str(&body.b), h.size[k]) << k;
         em_comment(e, t, "Configures and launches the kernel(s); the caller synchronises.");
-        em_line(e, "static void run_%s(%s) {", t->slug, launcher_params(&h));
-        em_in(e);
-        t->fam->launch(t, e, &h);
-        em_out(e);
+        em_line(e, "static void run_%s(%s) {", t->slug, launcher_list(&h, 1));
+        buf_putn(&e->b, body.b.s, body.b.len);
         em_line(e, "}");
         em_blank(e);
+        em_free(&body);
     }
     emit_main(e, t, &h);
 }

@@ -642,6 +642,40 @@ else
     fresh=$((RANDOM + 1))
     ./data/corpus --out "$TMP/fresh" --seed $fresh --train 0 --val 0 --test 45 >/dev/null 2>&1
     emu_check "emu_corpus_fresh (seed $fresh)" "$TMP/fresh"
+    # the references compile without a warning of g++ -Wall -Wextra (on the emulator's C++
+    # rewrite; nvcc applies no host warnings to device code, so three CUDA idioms are let
+    # through: int/unsigned comparisons with threadIdx, #pragma unroll, and the parentheses
+    # of the rewritten __shared__ declarations). A kernel takes its task's sizes whether it
+    # reads them or not (a block-per-row kernel need not read rows); any other function's
+    # unused parameter, such as a launcher's size it never passes on, is a warning. One fresh
+    # program per family, one with a launcher function where the draw of five has one
+    warn=$TMP/warn seed=$RANDOM
+    ./data/corpus --out "$warn" --seed $seed --train 0 --val 0 --test 225 >/dev/null 2>&1
+    "$PYTHON" - "$warn/test.jsonl" "$warn" <<'PY'
+import json, sys
+pick = {}
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    launcher = "static void run_" in d["completion"]
+    if d["family"] not in pick or (launcher and not pick[d["family"]][0]):
+        pick[d["family"]] = (launcher, d["completion"])
+for fam, (_, program) in pick.items():
+    open(f"{sys.argv[2]}/{fam}.cu", "w").write(program)
+PY
+    warnings=0 programs=0 first=""
+    for cu in "$warn"/*.cu; do
+        programs=$((programs + 1))
+        emu/nvcc-emu --rewrite-only "$cu" >"${cu%.cu}.cpp" 2>"$warn/rewrite.err" || { first=${first:-"$(basename "$cu"): rewrite failed"}; warnings=$((warnings + 1)); continue; }
+        g++ -std=c++17 -fsyntax-only -Wall -Wextra -Wno-sign-compare -Wno-unknown-pragmas -Wno-parentheses \
+            -isystem emu/include -isystem emu -include cuemu.h "${cu%.cu}.cpp" 2>&1 | grep -F 'warning:' >"$warn/w.txt"
+        while IFS=: read -r file line _; do
+            if sed -n "${line}p" "$file" | grep -q __global__ && grep -q -- '-Wunused-parameter' <<<"$(grep -m1 "^$file:$line:" "$warn/w.txt")"; then continue; fi
+            warnings=$((warnings + 1)); first=${first:-"$(basename "$file"):$line: $(grep -m1 "^$file:$line:" "$warn/w.txt" | sed 's/.*warning: //')"}
+        done <"$warn/w.txt"
+    done
+    if [ "$programs" -lt 45 ]; then bad "references_warning_free" "seed $seed: $programs programs, want one per family (45)"
+    elif [ "$warnings" -eq 0 ]; then ok "references_warning_free (seed $seed): $programs programs, $(grep -l 'static void run_' "$warn"/*.cu | wc -l) with a launcher"
+    else bad "references_warning_free" "seed $seed: $warnings warnings, the first: $first"; fi
     # the references' tolerances hold against a GPU's math, not only the host's: the fast
     # intrinsics and rsqrtf off by as much as CUDA allows (a fresh seed: up or down), and
     # a * b + c fused as nvcc fuses it by default (fresh tasks of the families that use them)
