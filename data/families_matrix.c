@@ -768,7 +768,7 @@ enum { MXMV_ROWS, MXMV_COLS, MXMV_MODE, MXMV_BLOCK, MXMV_LOOP, MXMV_BIAS, MXMV_A
        MXMV_TNAME, MXMV_DNAMES, MXMV_NP };
 // the matrix, the vector, the bias (when there is one), the output
 static const char *const mxmv_names[] = { "A x b y", "mat vec bias out", "W v bvec result",
-                                          "weights input offset output", "M_in x_in b_in y_out" };
+                                          "weights input bias output", "M_in x_in b_in y_out" };
 
 static void mxmv_layout(Task *t) {
     long R = t->p[MXMV_ROWS], C = t->p[MXMV_COLS];

@@ -642,13 +642,14 @@ else
     fresh=$((RANDOM + 1))
     ./data/corpus --out "$TMP/fresh" --seed $fresh --train 0 --val 0 --test 45 >/dev/null 2>&1
     emu_check "emu_corpus_fresh (seed $fresh)" "$TMP/fresh"
-    # the references compile without a warning of g++ -Wall -Wextra (on the emulator's C++
+    # the references compile without a warning of g++ -Wall -Wextra -Wshadow (on the emulator's C++
     # rewrite; nvcc applies no host warnings to device code, so three CUDA idioms are let
     # through: int/unsigned comparisons with threadIdx, #pragma unroll, and the parentheses
     # of the rewritten __shared__ declarations). A kernel takes its task's sizes whether it
     # reads them or not (a block-per-row kernel need not read rows); any other function's
-    # unused parameter, such as a launcher's size it never passes on, is a warning. One fresh
-    # program per family, one with a launcher function where the draw of five has one
+    # unused parameter, such as a launcher's size it never passes on, is a warning, as is a
+    # local that hides a tensor (-Wshadow: a warp loop's `offset` hid a bias named offset).
+    # One fresh program per family, one with a launcher function where the draw of five has one
     warn=$TMP/warn seed=$RANDOM
     ./data/corpus --out "$warn" --seed $seed --train 0 --val 0 --test 225 >/dev/null 2>&1
     "$PYTHON" - "$warn/test.jsonl" "$warn" <<'PY'
@@ -666,7 +667,7 @@ PY
     for cu in "$warn"/*.cu; do
         programs=$((programs + 1))
         emu/nvcc-emu --rewrite-only "$cu" >"${cu%.cu}.cpp" 2>"$warn/rewrite.err" || { first=${first:-"$(basename "$cu"): rewrite failed"}; warnings=$((warnings + 1)); continue; }
-        g++ -std=c++17 -fsyntax-only -Wall -Wextra -Wno-sign-compare -Wno-unknown-pragmas -Wno-parentheses \
+        g++ -std=c++17 -fsyntax-only -Wall -Wextra -Wshadow -Wno-sign-compare -Wno-unknown-pragmas -Wno-parentheses \
             -isystem emu/include -isystem emu -include cuemu.h "${cu%.cu}.cpp" 2>&1 | grep -F 'warning:' >"$warn/w.txt"
         while IFS=: read -r file line _; do
             if sed -n "${line}p" "$file" | grep -q __global__ && grep -q -- '-Wunused-parameter' <<<"$(grep -m1 "^$file:$line:" "$warn/w.txt")"; then continue; fi
