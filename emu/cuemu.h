@@ -326,8 +326,9 @@ inline size_t g_runq_head;
 inline void (*g_body)(void *);
 inline void *g_body_ctx;
 
-// Fibers: started lazily, never freed; idle ones are reused across blocks and launches.
-inline std::vector<Fiber *> g_idle_fibers;
+// Fibers: started lazily, never freed; idle ones are reused across blocks and launches. The
+// list itself is never destroyed either, so the fibers stay reachable for LeakSanitizer at exit.
+inline std::vector<Fiber *> &g_idle_fibers = *new std::vector<Fiber *>;
 inline ucontext_t g_sched_ctx;
 inline Fiber *g_entering;           // the fiber the scheduler switches to
 inline void *g_sched_fake_stack;
