@@ -3,13 +3,14 @@
 # of that family in the split (or, with --all, every sample) is materialized
 # (data/corpus --materialize), built with emu/nvcc-emu, run in its directory and checked
 # against the generator's expected outputs (data/corpus --compare).
-#   test/emu_corpus.sh [DIR] [SPLIT] [--all] [--reorder SEED] [--ulp SEED] [--fma] [--asan] [--jobs N] [--timeout S] [--keep]
+#   test/emu_corpus.sh [DIR] [SPLIT] [--all] [--reorder SEED] [--ulp SEED] [--fma] [--asan] [--leaks] [--jobs N] [--timeout S] [--keep]
 #     DIR      the corpus directory (default data/default; made with `make data` when absent)
 #     SPLIT    train, val or test (default test)
 #     --reorder SEED  run with CUEMU_REORDER=SEED (the runtime's thread-order shuffle)
 #     --ulp SEED      run with CUEMU_ULP=SEED (fast intrinsics as far off as CUDA allows)
 #     --fma    contract a * b + c into fused multiply-adds, as nvcc does by default (--fmad=true)
 #     --asan   build with AddressSanitizer;  --keep  keep the work directories of failures
+#     --leaks  --asan, and memory (host or device) a program leaves allocated at exit fails it
 # One line per sample: "PASS family (split:index) 1.2 s (build 3.4 s)" or
 # "FAIL family (split:index): reason"; then a summary. Exit 1 when any sample fails.
 # NVCC_EMU overrides the driver (default emu/nvcc-emu), CORPUS the generator that
@@ -17,7 +18,7 @@
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-dir=data/default split=test all=0 reorder="" ulp="" fma="" asan="" jobs=$(nproc) timeout_s=120 keep=0 npos=0
+dir=data/default split=test all=0 reorder="" ulp="" fma="" asan="" leaks=0 jobs=$(nproc) timeout_s=120 keep=0 npos=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --all) all=1 ;;
@@ -26,6 +27,7 @@ while [ $# -gt 0 ]; do
                [[ $ulp =~ ^[1-9][0-9]*$ ]] || { echo "emu_corpus.sh: --ulp needs a seed above 0 (0 is off)" >&2; exit 2; } ;;
         --fma) fma=--fma ;;
         --asan) asan=--asan ;;
+        --leaks) asan=--asan leaks=1 ;;
         --jobs) jobs=${2:?--jobs needs a number}; shift ;;
         --timeout) timeout_s=${2:?--timeout needs seconds}; shift ;;
         --keep) keep=1 ;;
@@ -74,7 +76,9 @@ run_one() {
         echo "FAIL $tag: compile error (exit $rc): $(grep -m3 -E 'error|nvcc-emu' "$w/build.log" | tr '\n' '|' | cut -c1-400)"
         [ $keep -eq 1 ] && touch "$w/.keep"; return
     fi
-    (cd "$w" && CUEMU_REORDER=$reorder CUEMU_ULP=$ulp timeout -k 5 "$timeout_s" ./prog >run.out 2>run.err)
+    local asan_options=${ASAN_OPTIONS:-}
+    [ "$leaks" = 1 ] && asan_options+="${asan_options:+:}detect_leaks=1"
+    (cd "$w" && ASAN_OPTIONS=$asan_options CUEMU_REORDER=$reorder CUEMU_ULP=$ulp timeout -k 5 "$timeout_s" ./prog >run.out 2>run.err)
     rc=$?
     t2=$(date +%s.%N)
     local secs build
@@ -95,9 +99,10 @@ run_one() {
 }
 export -f run_one
 export NVCC_EMU=${NVCC_EMU:-$ROOT/emu/nvcc-emu} CORPUS=${CORPUS:-$ROOT/data/corpus}
-export TMP ROOT dir split asan fma reorder ulp timeout_s keep
+export TMP ROOT dir split asan leaks fma reorder ulp timeout_s keep
 
-echo "emu_corpus: $(wc -l <"$TMP/samples") samples of $dir/$split.jsonl, $jobs jobs${reorder:+, CUEMU_REORDER=$reorder}${ulp:+, CUEMU_ULP=$ulp}${fma:+, fused multiply-adds}"
+checks=${asan:+, AddressSanitizer}; [ $leaks = 1 ] && checks+=" and leak checks"
+echo "emu_corpus: $(wc -l <"$TMP/samples") samples of $dir/$split.jsonl, $jobs jobs${checks}${reorder:+, CUEMU_REORDER=$reorder}${ulp:+, CUEMU_ULP=$ulp}${fma:+, fused multiply-adds}"
 start=$(date +%s)
 xargs -P "$jobs" -L 1 bash -c 'run_one "$0" "$1"' <"$TMP/samples" | tee "$TMP/results"
 end=$(date +%s)

@@ -638,10 +638,11 @@ else
     tally < <(bash test/emu_corpus.sh; echo "exit $?" >"$TMP/rc")
     grep -q "exit 0" "$TMP/rc" || bad "emu_corpus_exit" "$(cat "$TMP/rc")"
     # the same with one fresh task per family: the default corpus above is the same every
-    # run, a new seed gives rare combinations of parameters their turn over runs
+    # run, a new seed gives rare combinations of parameters their turn over runs; built with
+    # AddressSanitizer, and a program that leaves host or device memory allocated fails
     fresh=$((RANDOM + 1))
     ./data/corpus --out "$TMP/fresh" --seed $fresh --train 0 --val 0 --test 45 >/dev/null 2>&1
-    emu_check "emu_corpus_fresh (seed $fresh)" "$TMP/fresh"
+    emu_check "emu_corpus_fresh (seed $fresh)" "$TMP/fresh" --leaks
     # the references compile without a warning of g++ -Wall -Wextra -Wshadow (on the emulator's C++
     # rewrite; nvcc applies no host warnings to device code, so three CUDA idioms are let
     # through: int/unsigned comparisons with threadIdx, #pragma unroll, and the parentheses
