@@ -813,7 +813,8 @@ static void launch_2d(Emit *e, const Task *t, Launch2D l) {
 }
 // Comma lists over the task's tensors (inputs first, inputs const) for kernels and the
 // launcher function of HOST_LAUNCHER programs: a kernel's parameters, a launch's arguments
-// (the device buffers and the first nsize size constants), the launcher's both.
+// (the device buffers and the first nsize size constants), the launcher's parameters and
+// the arguments of its call.
 static void list_add(char list[512], const char *item) {
     size_t l = strlen(list);
     if (snprintf(list + l, 512 - l, "%s%s", l ? ", " : "", item) >= (int)(512 - l))

@@ -86,6 +86,9 @@ run_one() {
     build=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
     if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
         echo "FAIL $tag: timeout after ${timeout_s} s"; [ $keep -eq 1 ] && touch "$w/.keep"; return
+    elif grep -q 'LeakSanitizer: detected memory leaks' "$w/run.err"; then
+        echo "FAIL $tag: $(grep -m1 -o '[0-9]* byte(s) leaked in [0-9]* allocation(s)' "$w/run.err"), the first at $(grep -m1 -o '[^ /]*\.cu:[0-9]*' "$w/run.err")"
+        [ $keep -eq 1 ] && touch "$w/.keep"; return
     elif [ $rc -ne 0 ]; then
         echo "FAIL $tag: exit $rc: $(tail -3 "$w/run.err" | tr '\n' '|' | cut -c1-400)"; [ $keep -eq 1 ] && touch "$w/.keep"; return
     fi
