@@ -812,9 +812,8 @@ static void launch_2d(Emit *e, const Task *t, Launch2D l) {
         "args", l.args);
 }
 // Comma lists over the task's tensors (inputs first, inputs const) for kernels and the
-// launcher function of HOST_LAUNCHER programs: a kernel's parameters, a launch's arguments
-// (the device buffers and the first nsize size constants), the launcher's parameters and
-// the arguments of its call.
+// launcher function of HOST_LAUNCHER programs: parameters, then the matching arguments (the
+// device buffers, then size constants).
 static void list_add(char list[512], const char *item) {
     size_t l = strlen(list);
     if (snprintf(list + l, 512 - l, "%s%s", l ? ", " : "", item) >= (int)(512 - l))
@@ -828,22 +827,24 @@ static const char *kernel_params(const Task *t) {
     }
     return fmt("%s", s);
 }
-static const char *kernel_args(const struct Host *h, int nsize) {
+// The device buffers, then the size constants of the mask sizes (bit k: size[k]).
+static const char *buffer_size_args(const struct Host *h, unsigned sizes) {
     char s[512] = "";
     for (int k = 0; k < h->t->nin + h->t->nout; k++) list_add(s, dev_buf(h, k));
-    for (int k = 0; k < nsize; k++) list_add(s, h->size[k]);
+    for (int k = 0; k < h->t->nsize; k++)
+        if (sizes >> k & 1) list_add(s, h->size[k]);
     return fmt("%s", s);
 }
-// The launcher function's parameters (or, with types 0, the call's arguments): the device
-// buffers and the sizes its body reads.
-static const char *launcher_list(const struct Host *h, int types) {
+// A kernel launch's arguments: the device buffers and the first nsize size constants.
+static const char *kernel_args(const struct Host *h, int nsize) { return buffer_size_args(h, (1u << nsize) - 1); }
+// The launcher function's parameters: the device buffers and the sizes its body reads.
+static const char *launcher_params(const struct Host *h) {
     const Task *t = h->t;
     char s[512] = "";
     for (int k = 0; k < t->nin + t->nout; k++)
-        list_add(s, !types ? dev_buf(h, k)
-                           : fmt("%s%s *%s", k < t->nin ? "const " : "", dt_ctypes[tensor_at(t, k)->dt], dev_buf(h, k)));
+        list_add(s, fmt("%s%s *%s", k < t->nin ? "const " : "", dt_ctypes[tensor_at(t, k)->dt], dev_buf(h, k)));
     for (int k = 0; k < t->nsize; k++)
-        if (h->launcher_sizes >> k & 1) list_add(s, fmt("%s%s", types ? "int " : "", h->size[k]));
+        if (h->launcher_sizes >> k & 1) list_add(s, fmt("int %s", h->size[k]));
     return fmt("%s", s);
 }
 // Whether text mentions name as a whole identifier.
@@ -1031,7 +1032,7 @@ static void main_launch(Emit *e, const Task *t, const struct Host *h) {
         host_call(e, t, "cudaEventCreate(&stop)");
         host_call(e, t, "cudaEventRecord(start)");
     }
-    if (t->st.host == HOST_LAUNCHER) em_line(e, "run_%s(%s);", t->slug, launcher_list(h, 0));
+    if (t->st.host == HOST_LAUNCHER) em_line(e, "run_%s(%s);", t->slug, buffer_size_args(h, h->launcher_sizes));
     else {
         if (t->st.cmt != CMT_NONE) em_line(e, "// Launch");
         t->fam->launch(t, e, h);
@@ -1130,7 +1131,7 @@ static void emit_program(const Task *t, Emit *e) {
         em_out(&body);
         for (int k = 0; k < t->nsize; k++) h.launcher_sizes |= (unsigned)mentions(buf_str(&body.b), h.size[k]) << k;
         em_comment(e, t, "Configures and launches the kernel(s); the caller synchronises.");
-        em_line(e, "static void run_%s(%s) {", t->slug, launcher_list(&h, 1));
+        em_line(e, "static void run_%s(%s) {", t->slug, launcher_params(&h));
         buf_putn(&e->b, body.b.s, body.b.len);
         em_line(e, "}");
         em_blank(e);
