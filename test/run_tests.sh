@@ -670,9 +670,10 @@ PY
         emu/nvcc-emu --rewrite-only "$cu" >"${cu%.cu}.cpp" 2>"$warn/rewrite.err" || { first=${first:-"$(basename "$cu"): rewrite failed"}; warnings=$((warnings + 1)); continue; }
         g++ -std=c++17 -fsyntax-only -Wall -Wextra -Wshadow -Wno-sign-compare -Wno-unknown-pragmas -Wno-parentheses \
             -isystem emu/include -isystem emu -include cuemu.h "${cu%.cu}.cpp" 2>&1 | grep -F 'warning:' >"$warn/w.txt"
-        while IFS=: read -r file line _; do
-            if sed -n "${line}p" "$file" | grep -q __global__ && grep -q -- '-Wunused-parameter' <<<"$(grep -m1 "^$file:$line:" "$warn/w.txt")"; then continue; fi
-            warnings=$((warnings + 1)); first=${first:-"$(basename "$file"):$line: $(grep -m1 "^$file:$line:" "$warn/w.txt" | sed 's/.*warning: //')"}
+        while IFS= read -r w; do # FILE:LINE:COLUMN: warning: TEXT [-Wflag]
+            wfile=${w%%:*} wline=${w#*:} wline=${wline%%:*}
+            [[ $w == *-Wunused-parameter* ]] && sed -n "${wline}p" "$wfile" | grep -q __global__ && continue
+            warnings=$((warnings + 1)); first=${first:-"$(basename "$wfile"):$wline: ${w#*warning: }"}
         done <"$warn/w.txt"
     done
     if [ "$programs" -lt 45 ]; then bad "references_warning_free" "seed $seed: $programs programs, want one per family (45)"
