@@ -26,7 +26,9 @@
 # All of it stays within 8 minutes (--long: 25); each stage has its own share. The log and
 # each stage's output go to $OUT when set (the device tool's folder that comes back), else
 # to a folder in /tmp named at the end.
-#   bash test/gpu_check.sh [--long] [--no-bench] [--dry-run]
+#   bash test/gpu_check.sh [--long] [--no-bench] [--dry-run] [--only STAGES]
+#   --only     a rerun after a fix: tools, gpu and build, then only the stages named
+#              (comma-separated, e.g. kernels,native); the others are NOT-RUN
 #   --dry-run  without a GPU, run every stage anyway (built for sm_90, 25 minutes allowed):
 #              each stage after the build must reach its "no GPU" failure cleanly, reported as
 #              NO-GPU; this checks the script itself
@@ -37,9 +39,17 @@
 #       device tool: carry [".gpu_carry"]).
 set -u
 cd "$(dirname "$0")/.."
-long=0 bench=1 dry=0 nogpu=0
-for arg in "$@"; do
+long=0 bench=1 dry=0 nogpu=0 only=""
+stages="kernels train sanitizer native experiment bench"
+while [ $# -gt 0 ]; do
+    arg=$1; shift
     case "$arg" in
+        --only)
+            only=${1:-}; shift
+            for s in ${only//,/ }; do
+                [[ " $stages " == *" $s "* ]] || { echo "gpu_check.sh: --only takes some of: ${stages// /,} (not '$s')" >&2; exit 2; }
+            done
+            [ -n "$only" ] || { echo "gpu_check.sh: --only needs a list of stages (${stages// /,})" >&2; exit 2; } ;;
         --long) long=1 ;;
         --no-bench) bench=0 ;;
         --dry-run) dry=1 ;;
@@ -314,16 +324,19 @@ stage_bench() {
 
 main() {
     echo "gpu_check: $(date -u +%FT%TZ) on $(hostname), $(nproc) cores, budget $(( deadline - SECONDS )) s$([ $long -eq 1 ] && echo ", --long")"
-    local later="build kernels train sanitizer native experiment bench"
+    local later="build $stages"
     if ! stage_tools; then
         for s in gpu $later; do report $s NOT-RUN "the tools are missing"; done
     elif ! stage_gpu && ! { [ $dry -eq 1 ] && [[ $verdicts == *NO-GPU* ]] && nogpu=1 SM=90; }; then
         local why; why=$([[ $verdicts == *NO-GPU* ]] && echo NO-GPU || echo NOT-RUN)
         for s in $later; do report $s "$why" "needs a GPU whose driver fits the toolkit (--dry-run runs them anyway)"; done
     elif ! stage_build; then
-        for s in kernels train sanitizer native experiment bench; do report $s NOT-RUN "the build did not pass"; done
+        for s in $stages; do report $s NOT-RUN "the build did not pass"; done
     else
-        stage_kernels; stage_train; stage_sanitizer; stage_native; stage_experiment; stage_bench
+        for s in $stages; do
+            if [ -z "$only" ] || [[ ",$only," == *",$s,"* ]]; then "stage_$s"
+            else report $s NOT-RUN "not asked for (--only $only)"; fi
+        done
     fi
     echo
     if [[ $verdicts == *FAIL* || $verdicts == *TIMEOUT* ]]; then
