@@ -502,21 +502,30 @@ static void test_steps(const StepShape *s, CusetObjective obj, int trajectory) {
     check_params(label, &cpu, back.params_memory, o.max_lr / o.warmup);
     if (!back.m_memory) { printf("FAIL %s: no moments downloaded\n", label); failures++; }
 
-    // the loss trajectory; the models drift apart by tf32 rounding, and a confidence may
-    // cross tau in one and not the other: 2e-2 relative per step
+    // the trajectory: both models train on, and each step's sum of -log c over the same
+    // tokens must agree within 2e-2 (the two trainings stay together; tf32 rounding makes
+    // them drift, and a confidence may cross tau in one and not the other). The objective's
+    // own value is printed, not checked: DFT's (the mean of -c log c) collapses on random targets
+    // to ~3e-9 within 4 steps (c ~ 1e-10, 20+ units below the log-sum-exp), where tf32's
+    // errors of the logits move it by percents. On the CPU alone, rounding the initial
+    // weights to tf32 moved DFT's value by up to 1.3-8.1% over 20 steps and its -log c by
+    // 5e-4-4.1e-3 (3 seeds; SFT, PROFIT and EAFT, 2 seeds: 3e-5-1.2e-4 either way); the H100's
+    // first run of this test failed on DFT's value (18%, 2026-12-05).
     if (trajectory > 0) {
-        double tw = 0.0;
+        double worst_ce = 0.0, worst_loss = 0.0;
         for (int k = 1; k <= trajectory; k++) {
             CusetStats a = {0}, b = {0};
             float n2;
             cuset_gpt_step(NULL, NULL, g, batches + k * s->accum, s->accum, &obj, &a, &n2, err, sizeof err);
             cuset_cuda_update(g, &o, k, n2);
             cpu_step(&cpu, asft ? &ref : NULL, batches + k * s->accum, s->accum, &obj, &o, k, &b);
-            double e = fabs(a.loss - b.loss) / fmax(fabs(b.loss), 1e-30);
-            if (!(e <= tw)) tw = e;
+            double e_ce = fabs(a.ce - b.ce) / b.ce, e_loss = fabs(a.loss - b.loss) / fmax(fabs(b.loss), 1e-30);
+            if (!(e_ce <= worst_ce)) worst_ce = e_ce;
+            if (!(e_loss <= worst_loss)) worst_loss = e_loss;
         }
-        snprintf(name, sizeof name, "%s: loss trajectory over %d more steps", label, trajectory);
-        report(name, tw, 2e-2);
+        snprintf(name, sizeof name, "%s: %d more steps, each one's sum of -log c (its objective value, printed only: max rel err %.2e)",
+                 label, trajectory, worst_loss);
+        report(name, worst_ce, 2e-2);
     }
     free(grads);
     cuset_gpt_free(&back);
@@ -624,7 +633,7 @@ int main(int argc, char **argv) {
     printf("time: the kernels %.1f s\n", seconds() - t0);
     printf("steps: L=%d C=%d NH=%d T=%d B=%d V=%d accum=%d\n", s.L, s.C, s.NH, s.T, s.B, s.V, s.accum);
     fflush(stdout);
-    const int traj = 20; // every objective: one step in detail, then a 20-step loss trajectory
+    const int traj = 20; // every objective: one step in detail, then 20 more steps side by side
     for (int k = 0; k < CUSET_OBJ_COUNT; k++) {
         if (k == CUSET_OBJ_CUSET) continue;
         CusetObjective o = cuset_objective_default((CusetObjectiveKind)k);
