@@ -766,6 +766,30 @@ else
     bad "cuset_cu_nvcc_clean" "$(echo "$out" | head -5)"
 fi
 
+echo "== test/gpu_check.sh --dry-run on a copy of the tree: each stage ends cleanly without a GPU"
+# the script runs only on a borrowed GPU, for minutes: a fault in it must show here first
+if [ -z "$nvcc_bin" ]; then
+    echo "SKIP gpu_check_dry_run: no nvcc"; skip=$((skip + 1))
+elif nvidia-smi -L >/dev/null 2>&1; then
+    echo "SKIP gpu_check_dry_run: a GPU is here, where a dry run is a real one (run bash test/gpu_check.sh)"; skip=$((skip + 1))
+elif ! git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    echo "SKIP gpu_check_dry_run: not a git checkout (it copies the tracked files)"; skip=$((skip + 1))
+else
+    mkdir -p "$TMP/gck"
+    git ls-files -z | xargs -0 cp --parents -t "$TMP/gck"
+    PATH="$(dirname "$nvcc_bin"):$PATH" OUT="$TMP/gck_logs" bash "$TMP/gck/test/gpu_check.sh" --dry-run >"$TMP/gck.out" 2>&1
+    rc=$?
+    stages=$(grep -cE '^\[(tools|gpu|build|kernels|train|sanitizer|native|experiment|bench)\] ' "$TMP/gck.out")
+    if [ $rc -eq 2 ] && [ "$stages" -eq 9 ] && grep -q '^\[build\] PASS' "$TMP/gck.out" \
+        && ! grep -qE '^\[[a-z]+\] (FAIL|TIMEOUT)' "$TMP/gck.out" && tail -1 "$TMP/gck.out" | grep -q '^gpu_check: INCOMPLETE'; then
+        ok "gpu_check_dry_run: $(grep -oE '^\[[a-z]+\] [A-Z-]+' "$TMP/gck.out" | tr -d '[]' | paste -sd, | sed 's/,/, /g')"
+    else
+        bad "gpu_check_dry_run" "exit $rc (2 expected), $stages of 9 stage lines; $(grep -E '^\[[a-z]+\] (FAIL|TIMEOUT)' "$TMP/gck.out" \
+            | head -2 | tr '\n' '|') last line: $(tail -1 "$TMP/gck.out")"
+    fi
+    rm -rf "$TMP/gck" "$TMP/gck_logs"
+fi
+
 echo "== the GPU backend (cuset.cu) under the CPU emulator: each kernel, whole steps, every objective"
 if [ ! -x emu/nvcc-emu ] || [ ! -f emu/cuemu.h ]; then
     echo "SKIP test_gpu_emu: no emulator (make emu/nvcc-emu; emu/cuemu.h)"; skip=$((skip + 1))
