@@ -207,7 +207,8 @@ loss_drift() {
                                   split(substr(line, RSTART, RLENGTH), f, /[:,] */); step = f[2]; return f[4] }
          NR == FNR { v = loss($0); if (v != "") ref[step] = v; next }
          { v = loss($0); if (v == "") next; n++; if (!(step in ref)) { unmatched++; next }
-           e = (ref[step] - v) / v; if (e < 0) e = -e; if (e > worst) worst = e }
+           e = ref[step] - v; d = v; if (e < 0) e = -e; if (d < 0) d = -d; if (d < 1e-30) d = 1e-30
+           if (e / d > worst) worst = e / d }
          END { printf "%d %d %.2e\n", n, unmatched, worst }' "$1" "$2"
 }
 train_checks() { # DIR: prints what passed, or what failed (exit 1; 124 when out of time)
