@@ -507,6 +507,8 @@ static void em_comment(Emit *e, const Task *t, const char *text) {
 //   a top-level line ending in ") {" (a function's head) puts '{' on its own line in
 //   Allman-style programs.
 
+static int ident_char(char c) { return isalnum((unsigned char)c) || c == '_'; } // of a C identifier
+
 static const char *tpl_value(const char *const *kv, const char *name, size_t n) {
     for (int k = 0; kv[k]; k += 2) {
         if (!kv[k + 1]) die("template: $%s has no value (NULL)", kv[k]);
@@ -525,7 +527,7 @@ static void tpl_expand(Buf *out, const char *text, const char *const *kv) {
             int brace = p[1] == '{';
             const char *name = p + 1 + brace;
             size_t n = 0;
-            while (isalnum((unsigned char)name[n]) || name[n] == '_') n++;
+            while (ident_char(name[n])) n++;
             if (n == 0 || (brace && name[n] != '}')) die("template: bad placeholder at \"%.30s\"", p);
             const char *v = tpl_value(kv, name, n);
             if (*v == '\n') v++; // a template used as a value as it is
@@ -850,11 +852,8 @@ static const char *launcher_params(const struct Host *h) {
 // Whether text mentions name as a whole identifier.
 static int mentions(const char *text, const char *name) {
     size_t n = strlen(name);
-    for (const char *p = strstr(text, name); p; p = strstr(p + 1, name)) {
-        int before = p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '_');
-        int after = isalnum((unsigned char)p[n]) || p[n] == '_';
-        if (!before && !after) return 1;
-    }
+    for (const char *p = strstr(text, name); p; p = strstr(p + 1, name))
+        if (!(p > text && ident_char(p[-1])) && !ident_char(p[n])) return 1;
     return 0;
 }
 
