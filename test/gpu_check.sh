@@ -201,22 +201,21 @@ stage_train() {
     elif [ $rc -eq 124 ]; then report train TIMEOUT "$why"
     else report train FAIL "$why"; fi
 }
+# losses LOG: a training log's "step": N, "loss": X pairs, a line each
+losses() { grep -o '"step": [0-9]*, "loss": [-0-9.e]*' "$1"; }
 # loss_drift REF LOG: of LOG's training steps, how many, how many REF lacks, and the largest
 # relative difference of their losses from REF's at the same step
 loss_drift() {
-    awk 'function loss(line, f) { if (!match(line, /"step": [0-9]+, "loss": [-0-9.e+]+/)) return ""
-                                  split(substr(line, RSTART, RLENGTH), f, /[:,] */); step = f[2]; return f[4] }
-         NR == FNR { v = loss($0); if (v != "") ref[step] = v; next }
-         { v = loss($0); if (v == "") next; n++; if (!(step in ref)) { unmatched++; next }
-           e = ref[step] - v; d = v; if (e < 0) e = -e; if (d < 0) d = -d; if (d < 1e-30) d = 1e-30
-           if (e / d > worst) worst = e / d }
-         END { printf "%d %d %.2e\n", n, unmatched, worst }' "$1" "$2"
+    awk -F'[:,] *' 'NR == FNR { ref[$2] = $4; next }
+        { n++; if (!($2 in ref)) { unmatched++; next }
+          e = ref[$2] - $4; d = $4; if (e < 0) e = -e; if (d < 0) d = -d; if (d < 1e-30) d = 1e-30
+          if (e / d > worst) worst = e / d }
+        END { printf "%d %d %.2e\n", n, unmatched, worst }' <(losses "$1") <(losses "$2")
 }
 train_checks() { # DIR: prints what passed, or what failed (exit 1; 124 when out of time)
     local T=$1 log="$LOGS/train.log" tiny run
     tiny=(--layers 2 --heads 2 --embd 64 --ctx 64 --seq 64 --vocab 64 --batch 8 --synthetic-n 512 --synthetic-len 4:20)
     run=(./train "${tiny[@]}" --device cuda --steps 40 --objective cuset --window 8 --accum 2)
-    losses() { grep -o '"step": [0-9]*, "loss": [-0-9.e]*' "$1"; }
     must() { # WHAT CAP CMD...: CMD through timed; on failure says WHAT failed and returns its exit
         local what=$1 cap=$2 rc; shift 2
         timed "$cap" "$log" "$@"; rc=$?
