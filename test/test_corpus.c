@@ -919,7 +919,10 @@ static void emit_checks(char **families, int nfam) {
     // threads per block on sm_90 (65,536 registers per block); one with more would fail there
     // with "too many resources requested for launch", which the emulator does not model
     const int max_regs = 64;
-    int bad = 0, total = 0, kernels = 0, most = 0;
+    // and without a warning from nvcc's front end or, with these flags, from the host
+    // compiler: the programs are what a model learns to write
+    const char *warn_flags = "-Xcompiler -Wall,-Wextra,-Wshadow,-Wconversion";
+    int bad = 0, warned = 0, total = 0, kernels = 0, most = 0;
     for (int f = 0; f < nfam; f++)
         for (int seed = 1; seed <= seeds; seed++) {
             char src[400], log[400];
@@ -927,11 +930,18 @@ static void emit_checks(char **families, int nfam) {
             snprintf(log, sizeof log, "%s/nv.log", tmpdir);
             sh("'%s' --emit-family %s --seed %d > '%s'", corpus, families[f], seed * 7 + f, src);
             total++;
-            int rc = sh("nvcc -arch=sm_90 -Xptxas -v -o '%s/nv.bin' '%s' > '%s' 2>&1", tmpdir, src, log);
+            int rc = sh("nvcc -arch=sm_90 -Xptxas -v %s -o '%s/nv.bin' '%s' > '%s' 2>&1", warn_flags, tmpdir, src,
+                        log);
             char *l = slurp(log, NULL);
+            const char *warning = l ? strstr(l, "warning") : NULL;
             if (rc != 0) {
                 fail("nvcc_compiles", "%s seed %d: %.300s", families[f], seed * 7 + f, l ? l : "");
                 bad++;
+            } else if (warning) {
+                const char *line = warning;
+                while (line > l && line[-1] != '\n') line--;
+                fail("nvcc_no_warnings", "%s seed %d: %.300s", families[f], seed * 7 + f, line);
+                warned++;
             }
             for (const char *p = l; p && (p = strstr(p, "Used ")); p += 5) {
                 int regs = atoi(p + 5);
@@ -943,6 +953,7 @@ static void emit_checks(char **families, int nfam) {
             free(l);
         }
     if (!bad) printf("PASS nvcc_compiles (%d programs, %d per family)\n", total, seeds);
+    if (!bad && !warned) printf("PASS nvcc_no_warnings (%s)\n", warn_flags);
     if (kernels && most <= max_regs) printf("PASS nvcc_registers (%d kernels, at most %d registers per thread)\n", kernels, most);
     else if (!kernels) fail("nvcc_registers", "no 'Used N registers' line from ptxas -v");
 }
