@@ -8,9 +8,10 @@ command -v nvcc >/dev/null || { echo "compile_split: nvcc not found (the CUDA to
 [ -f "$dir/$split.jsonl" ] || { echo "compile_split: no $dir/$split.jsonl: run make data first" >&2; exit 1; }
 tmp=$(mktemp -d /tmp/cuset_compile.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-# a program that compiles with a warning (nvcc's own, or the host compiler's under these
-# flags) fails too: the programs are what a model learns to write
-flags=(-arch=sm_90 -Xcompiler -Wall,-Wextra,-Wshadow,-Wconversion)
+# a program that compiles with a warning (nvcc's own, the host compiler's under these
+# flags, or ptxas's for double-precision arithmetic in a kernel) fails too: the programs
+# are what a model learns to write
+flags=(-arch=sm_90 -Xcompiler -Wall,-Wextra,-Wshadow,-Wconversion -Xptxas -warn-double-usage)
 n=$(wc -l <"$dir/$split.jsonl") pass=0 fail=0
 for k in $(seq 0 $((n - 1))); do
     ./data/corpus --materialize "$dir" --split "$split" --index "$k" --to "$tmp/$k" >/dev/null 2>&1
