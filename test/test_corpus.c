@@ -920,9 +920,9 @@ static void emit_checks(char **families, int nfam) {
     // with "too many resources requested for launch", which the emulator does not model
     const int max_regs = 64;
     // and without a warning from nvcc's front end or, with these flags, from the host
-    // compiler, nor double-precision arithmetic in a kernel (a float kernel that meets a
-    // division by 3.0 or a call like sqrt(x) promotes to double, many times slower on most
-    // GPUs): the programs are what a model learns to write
+    // compiler, nor double-precision arithmetic in a kernel (a float kernel that divides by
+    // 3.0 or calls sqrt(x) computes in double, many times slower on most GPUs): the
+    // programs are what a model learns to write
     const char *warn_flags = "-Xcompiler -Wall,-Wextra,-Wshadow,-Wconversion -Xptxas -warn-double-usage";
     // fresh programs each run (--emit-family --seed base + 100 k + family's index), so that
     // rare parameter combinations get their turn over runs; CUSET_NVCC_SEED repeats a run
