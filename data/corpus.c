@@ -145,6 +145,8 @@ static void sample_text(Sample *s) {
     em_free(&s->code);
     em_init(&s->code, s->t.st.iw);
     emit_program(&s->t, &s->code);
+    tidy_signs(&s->prompt);
+    tidy_signs(&s->code.b);
     em_check(&s->code, s->t.fam->name);
     s->hash = hash_bytes(s->code.b.s, s->code.b.len, hash_bytes(s->prompt.s, s->prompt.len, 0x5eed));
 }

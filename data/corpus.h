@@ -220,6 +220,24 @@ static void em_blank(Emit *e) { buf_putn(&e->b, "\n", 1); }
 static void em_in(Emit *e) { e->ind++; }
 static void em_out(Emit *e) { if (--e->ind < 0) die("emitter: indentation below zero"); }
 
+// Writes "a + -2" as "a - 2" and "a - -2" as "a + 2": formulas built from signed parameters
+// (in the prompt and in the program alike) read as a person writes them. The same value in C:
+// negating a literal is exact, and nvcc contracts a - b * c as it does a + -b * c.
+static void tidy_signs(Buf *b) {
+    size_t w = 0;
+    for (size_t r = 0; r < b->len; r++) {
+        const char *p = b->s + r;
+        if (r > 0 && p[-1] == ' ' && (p[0] == '+' || p[0] == '-') && r + 3 < b->len && p[1] == ' ' && p[2] == '-' &&
+            isdigit((unsigned char)p[3])) {
+            b->s[w++] = p[0] == '+' ? '-' : '+';
+            b->s[w++] = ' ';
+            r += 2;
+        } else b->s[w++] = p[0];
+    }
+    b->len = w;
+    if (b->s) b->s[w] = 0;
+}
+
 // Checks the finished text: indentation back at 0, printable ASCII only. Dies on a
 // violation: that is a bug in a family, not in the data.
 static void em_check(const Emit *e, const char *who) {
@@ -650,8 +668,16 @@ static const char *flit(double v) {
 // Float parameter k of a task as nvcc reads its literal (flit prints "%.9g" + "f"), for the
 // CPU references.
 static float fpar(const Task *t, int k) { return strtof(fmt("%.9g", t->f[k]), NULL); }
-// The same number for prompts: 2.5 -> "2.5", 2 -> "2".
-static const char *fnum(double v) { return fmt("%.9g", v); }
+// "a 4096" or "an 8192": the number with the article its English reading takes (an eight...,
+// an eleven..., an eighteen...).
+static const char *a_num(long n) {
+    char d[24];
+    int len = snprintf(d, sizeof d, "%ld", n);
+    int an = d[0] == '8' || (len % 3 == 2 && d[0] == '1' && (d[1] == '1' || d[1] == '8'));
+    return fmt("%s %ld", an ? "an" : "a", n);
+}
+// The same number for prompts: 2.5 -> "2.5", 2 -> "2", 1e9 -> "1000000000" (whole numbers in digits).
+static const char *fnum(double v) { return fmt(v == floor(v) && fabs(v) < 1e15 ? "%.0f" : "%.9g", v); }
 
 // ----------------------------------------------------------------------------
 // Host code (generic): includes, error checks, size constants, file I/O, buffers, main
@@ -689,10 +715,14 @@ static const char *count_expr(const Task *t, const Tensor *x) {
     if (x->nfac == 1) return size_name(t, x->fac[0]);
     return fmt("%s * %s", size_name(t, x->fac[0]), size_name(t, x->fac[1]));
 }
-// Its size in bytes: "x_bytes" where the program has such variables, else "n * sizeof(float)".
+// The bytes of count elements of ctype: "n * sizeof(float)", or "sizeof(float)" for one.
+static const char *count_bytes(const char *count, const char *ctype) {
+    return strcmp(count, "1") == 0 ? fmt("sizeof(%s)", ctype) : fmt("%s * sizeof(%s)", count, ctype);
+}
+// Its size in bytes: "x_bytes" where the program has such variables, else count_bytes.
 static const char *bytes_expr(const Task *t, const Tensor *x) {
     if (t->st.bytesvar) return fmt("%s_bytes", x->name);
-    return fmt("%s * sizeof(%s)", count_expr(t, x), dt_ctypes[x->dt]);
+    return count_bytes(count_expr(t, x), dt_ctypes[x->dt]);
 }
 static int is_cpp(const Task *t) { return t->st.host == HOST_CPP; }
 
@@ -723,7 +753,7 @@ static void host_call(Emit *e, const Task *t, const char *f, ...) {
 static const char *dev_alloc(const Task *t, const char *ctype, const char *name, const char *count) {
     const char *init = t->st.nullinit == 0 ? " = nullptr" : t->st.nullinit == 1 ? " = NULL" : "";
     const char *call =
-        fmt("cudaMalloc(%s&%s, %s * sizeof(%s))", t->st.nullinit == 2 ? "(void **)" : "", name, count, ctype);
+        fmt("cudaMalloc(%s&%s, %s)", t->st.nullinit == 2 ? "(void **)" : "", name, count_bytes(count, ctype));
     return fmt("%s *%s%s;\n%s", ctype, name, init, checked(t, call));
 }
 
@@ -1087,7 +1117,7 @@ static void emit_main(Emit *e, const Task *t, const struct Host *h) {
         em_line(e, size_decls[SIZES_LOCAL], size_name(t, k), size_value(t, k));
     for (int k = 0; s->bytesvar && k < t->nin + t->nout; k++) {
         const Tensor *x = tensor_at(t, k);
-        em_line(e, "const size_t %s_bytes = %s * sizeof(%s);", x->name, count_expr(t, x), dt_ctypes[x->dt]);
+        em_line(e, "const size_t %s_bytes = %s;", x->name, count_bytes(count_expr(t, x), dt_ctypes[x->dt]));
     }
     em_blank(e);
     main_inputs(e, t, h);

@@ -233,7 +233,7 @@ static void mxc2_describe(const Task *t, Buf *name, Buf *desc) {
     const char *x = t->in[0].name, *w = t->in[1].name, *y = t->out[0].name;
     int R = mxc2_sizes[t->p[MXC2_SIZE]][0], C = mxc2_sizes[t->p[MXC2_SIZE]][1], K = t->p[MXC2_K], H = K / 2;
     const char *wt = t->p[MXC2_FLIP] ? fmt("%s[%d - i][%d - j]", w, K - 1, K - 1) : fmt("%s[i][j]", w);
-    buf_printf(desc, "%s is a %d x %d row-major float32 image and %s a %d x %d filter. ", x, R, C, w, K, K);
+    buf_printf(desc, "%s is %s x %d row-major float32 image and %s a %d x %d filter. ", x, a_num(R), C, w, K, K);
     if (t->p[MXC2_PAD] == 0)
         buf_printf(desc, "Compute the same-size output %s[r][c] = sum over i, j in [0, %d) of %s * "
                    "%s[r + i - %d][c + j - %d], with pixels outside the image taken as 0.",

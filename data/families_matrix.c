@@ -171,8 +171,8 @@ static void mxt_layout(Task *t) {
 static void mxt_describe_task(const Task *t, Buf *desc, int tiled) {
     const char *x = t->in[0].name, *y = t->out[0].name;
     int R = t->p[MXT_ROWS], C = t->p[MXT_COLS];
-    buf_printf(desc, "%s is a %d x %d row-major %s matrix%s its transpose to %s (%d x %d%s): %s[c][r] = %s[r][c].", x,
-               R, C, t->p[MXT_DT] ? "int32" : "float32", tiled ? "; write" : ". Write", y, C, R,
+    buf_printf(desc, "%s is %s x %d row-major %s matrix%s its transpose to %s (%d x %d%s): %s[c][r] = %s[r][c].", x,
+               a_num(R), C, t->p[MXT_DT] ? "int32" : "float32", tiled ? "; write" : ". Write", y, C, R,
                tiled ? "" : ", row-major", y, x);
 }
 
@@ -385,8 +385,8 @@ static const struct {
       { "Matrix_AXPBY", "Scaled_Matrix_Sum", "Linear_Combination_Of_Matrices" } } };
 static const char *const mxme_fp[] = { "alpha", "beta", NULL };
 enum { MX_F_A, MX_F_B };
-static const double mxme_alphas[] = { 0.5, 2, -1, 1.5, 0.25, 3, -0.75 };
-static const double mxme_betas[] = { 1, -1, 0.5, 2, -2.5 };
+static const double mxme_alphas[] = { 0.5, 2, -1.25, 1.5, 0.25, 3, -0.75 };
+static const double mxme_betas[] = { 0.75, -1.5, 0.5, 2, -2.5 };
 
 static int mxme_binary(const Task *t) { return t->p[MXME_OP] != 3; }
 
@@ -784,10 +784,10 @@ static void mxmv_layout(Task *t) {
 static void mxmv_describe_task(const Task *t, Buf *desc) {
     const char *A = t->in[0].name, *x = t->in[1].name, *y = t->out[0].name;
     const char *b = t->p[MXMV_BIAS] ? t->in[2].name : NULL;
-    buf_printf(desc, "%s is a %d x %d row-major float32 matrix and %s a vector of %d. Compute %s = %s * %s%s%s, i.e. "
+    buf_printf(desc, "%s is %s x %d row-major float32 matrix and %s a vector of %d. Compute %s = %s * %s%s%s, i.e. "
                "%s[r] = sum over c of %s[r][c] * %s[c]%s%s.",
-               A, t->p[MXMV_ROWS], t->p[MXMV_COLS], x, t->p[MXMV_COLS], y, A, x, b ? " + " : "", b ? b : "", y, A, x,
-               b ? " + " : "", b ? fmt("%s[r]", b) : "");
+               A, a_num(t->p[MXMV_ROWS]), t->p[MXMV_COLS], x, t->p[MXMV_COLS], y, A, x, b ? " + " : "", b ? b : "", y,
+               A, x, b ? " + " : "", b ? fmt("%s[r]", b) : "");
 }
 
 static void mxmv_ref(const Task *t, const void *const *in, void *const *out) {
@@ -1031,11 +1031,11 @@ static void mxvm_describe(const Task *t, Buf *name, Buf *desc) {
     const char *A = t->in[0].name, *x = t->in[1].name, *y = t->out[0].name;
     int R = t->p[MXVM_ROWS], C = t->p[MXVM_COLS], by = t->p[MXVM_BY];
     if (t->p[MXVM_OP] == 0)
-        buf_printf(desc, "%s is a %d x %d row-major float32 matrix and %s a vector of %d. Compute the row vector "
-                   "%s = %s^T * %s: %s[c] = sum over r of %s[r] * %s[r][c].", A, R, C, x, R, y, x, A, y, x, A);
+        buf_printf(desc, "%s is %s x %d row-major float32 matrix and %s a vector of %d. Compute the row vector "
+                   "%s = %s^T * %s: %s[c] = sum over r of %s[r] * %s[r][c].", A, a_num(R), C, x, R, y, x, A, y, x, A);
     else
-        buf_printf(desc, "%s is a %d x %d row-major float32 matrix. Compute %s[c] = sum over r of %s[r][c] (the sum "
-                   "of each column).", A, R, C, y, A);
+        buf_printf(desc, "%s is %s x %d row-major float32 matrix. Compute %s[c] = sum over r of %s[r][c] (the sum "
+                   "of each column).", A, a_num(R), C, y, A);
     if (t->p[MXVM_MODE] == 0)
         buf_puts(desc, " One thread per column, looping down the rows, so neighbouring threads read neighbouring "
                        "addresses.");
@@ -1154,7 +1154,7 @@ static const char *const mxop_kn[3][4] = {
 static const char *const mxop_tn[3][3] = { { "Outer_Product", "Vector_Outer_Product", "Rank_One_Matrix" },
                                            { "Scaled_Outer_Product", "Alpha_Outer_Product", "Scaled_Rank_One_Matrix" },
                                            { "Rank_One_Update", "GER_Update", "Outer_Product_Accumulate" } };
-static const double mxop_alphas[] = { 0.5, 2, -1, -0.25, 1.5, 3 };
+static const double mxop_alphas[] = { 0.5, 2, -2, -0.25, 1.5, 3 };
 static const char *const mxop_fp[] = { "alpha", NULL };
 
 // The inputs are x, y (outer, scaled) or A, x, y (ger).
@@ -1194,8 +1194,8 @@ static void mxop_describe(const Task *t, Buf *name, Buf *desc) {
     else if (!ger)
         buf_printf(desc, "Compute the %d x %d row-major matrix %s[i][j] = %s * %s[i] * %s[j].", M, N, c, al, x, y);
     else
-        buf_printf(desc, "%s is a %d x %d row-major float32 matrix. Compute the rank-1 update %s[i][j] = %s[i][j] + "
-                   "%s * %s[i] * %s[j].", A, M, N, c, A, al, x, y);
+        buf_printf(desc, "%s is %s x %d row-major float32 matrix. Compute the rank-1 update %s[i][j] = %s[i][j] + "
+                   "%s * %s[i] * %s[j].", A, a_num(M), N, c, A, al, x, y);
     buf_puts(desc, pick3(t->p[MXOP_MODE], " One thread per output element on a 2-D grid of 2-D blocks (dim3).",
                          " Use a 2-D grid of 2-D blocks (dim3); each block first stages the slices of both vectors "
                          "it needs in shared memory.",

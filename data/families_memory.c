@@ -306,7 +306,8 @@ static const struct { const char *tname[3], *desc; DType dt; } hist_op[] = {
       "Count how many elements of $x take each value: $y[b] = number of i with $x[i] == b, for $bins bins. "
       "Every value lies in [0, $bins).", DT_I32 },
     { { "Image_Histogram", "Grayscale_Histogram", "Pixel_Histogram" },
-      "Compute the 256-bin histogram of the 8-bit pixels in $x: $y[v] = number of pixels equal to v.", DT_U8 },
+      "$x is an 8-bit grayscale image. Compute its 256-bin histogram: $y[v] = the number of pixels equal to v.",
+      DT_U8 },
     { { "Float_Histogram", "Uniform_Bin_Histogram", "Binned_Counts" },
       "Histogram of values in [0, 1) with $bins equal bins: element x goes to bin (int)(x * $bins) computed in "
       "float32, clamped to $last; $y[b] counts the elements of $x in bin b.", DT_F32 } };

@@ -157,11 +157,11 @@ static void ps_layout(Task *t) {
 }
 static void ps_describe(const Task *t, Buf *name, Buf *desc) {
     static const char *const how[] = {
-        " Use two kernels: the first reduces sum(x) and sum(x^2) (block reductions, then atomicAdd into a two-float "
+        " Use two kernels: the first reduces sum($x) and sum($x^2) (block reductions, then atomicAdd into a two-float "
         "buffer); the second derives mean and var from them and normalizes.",
-        " Use three kernels: reduce sum(x) (atomicAdd), then reduce the squared deviations from the mean (atomicAdd), "
+        " Use three kernels: reduce sum($x) (atomicAdd), then reduce the squared deviations from the mean (atomicAdd), "
         "then normalize.",
-        " Use three kernels: each block writes its partial sum(x) and sum(x^2); a single block reduces the partials "
+        " Use three kernels: each block writes its partial sum($x) and sum($x^2); a single block reduces the partials "
         "into mean and var; a third kernel normalizes." };
     const char *x = t->in[0].name, *y = t->out[0].name;
     long N = t->p[PS_N];
@@ -172,7 +172,8 @@ static void ps_describe(const Task *t, Buf *name, Buf *desc) {
                N, x, x, N, x, t->p[PS_DDOF] ? fmt("%ld (the unbiased estimate)", N - 1) : fmt("%ld", N), y, x,
                fnum(t->f[0]));
     if (t->p[PS_STATS]) buf_printf(desc, " Also write %s[0] = mean and %s[1] = var.", t->out[1].name, t->out[1].name);
-    buf_printf(desc, "%s Block reductions use %s.", how[t->p[PS_METHOD]],
+    buf_put_line(desc, FRAG(how[t->p[PS_METHOD]], "x", x));
+    buf_printf(desc, " Block reductions use %s.",
                t->p[PS_REDUCE] ? "warp shuffles (__shfl_down_sync)" : "a shared-memory tree with __syncthreads()");
 }
 
@@ -233,9 +234,9 @@ __global__ void $k2($pp, int nblocks, float *acc, int $n) {
 )" };
 static void ps_kernels(const Task *t, Emit *e) {
     static const char *const comment1[] = {
-        "Pass 1: sum(x) and sum(x^2) of each block, added into acc[0] and acc[1].",
-        "Pass 1: the sum of x, accumulated into acc[0].",
-        "Pass 1: each block writes its sum(x) to partial[b] and its sum(x^2) to partial[gridDim.x + b]." };
+        "Pass 1: sum($x) and sum($x^2) of each block, added into acc[0] and acc[1].",
+        "Pass 1: the sum of $x, accumulated into acc[0].",
+        "Pass 1: each block writes its sum($x) to partial[b] and its sum($x^2) to partial[gridDim.x + b]." };
     static const char *const publish[] = { "atomicAdd(&acc[0], s);\natomicAdd(&acc[1], q);", "atomicAdd(&acc[0], s);",
                                            "partial[blockIdx.x] = s;\npartial[gridDim.x + blockIdx.x] = q;" };
     const char *x = t->in[0].name, *y = t->out[0].name, *st = t->p[PS_STATS] ? t->out[1].name : NULL,
@@ -261,7 +262,7 @@ static void ps_kernels(const Task *t, Emit *e) {
     const char *write_stats =
         st ? fmt("if (blockIdx.x == 0 && threadIdx.x == 0) {\n    %s[0] = mean;\n    %s[1] = var;\n}", st, st) : "";
     TPL(e, t, ps_kernels_tpl, "B", fmt("%d", t->p[PS_BLOCK]), "eps", flit(t->f[0]),
-        "bsum_fn", pl_block_reduce(t, t->p[PS_REDUCE], 0, t->p[PS_KNAME]), "comment1", comment1[method],
+        "bsum_fn", pl_block_reduce(t, t->p[PS_REDUCE], 0, t->p[PS_KNAME]), "comment1", FRAG(comment1[method], "x", x),
         "k1", t->kname[0], "xp", xp, "accp", ptr_param(t, "float", method == 2 ? "partial" : "acc", 0), "n", n,
         "q", method == 1 ? "" : ", q = 0.0f", "bsum", bsum, "qsum", method == 1 ? "" : fmt("q = %s(q);", bsum),
         "publish", publish[method], "loop1", pl_stride(n, sums), "pass2", pass2, "y", y, "x", x, "k3", t->kname[2],
@@ -507,7 +508,7 @@ static void pn_draw(Task *t, Rng *r) {
                                       "axpy sumsq_pass norm_final", "saxpyKernel sumSquares finishNorm" };
     // the partials need a fixed grid: at most cap blocks, cap > 0
     t->p[PN_CAP] = rng_pick(r, t->p[PN_NORM] ? "64 128 256 512 1024" : PL_CAPS);
-    t->f[0] = sl_pick_real(r, "2 0.5 -1 1.5 -0.25 3 4");
+    t->f[0] = sl_pick_real(r, "2 0.5 -2 1.5 -0.25 3 4");
     task_names(t, 2, names[t->p[PN_NAMES]], kn[t->p[PN_KNAME]], "saxpy_norm");
 }
 static void pn_layout(Task *t) {
@@ -674,11 +675,11 @@ static void pr_describe(const Task *t, Buf *name, Buf *desc) {
     int R = t->p[PR_ROWS], C = t->p[PR_COLS];
     buf_puts(name, pick3(t->p[PR_TNAME], "Row_Normalize_Then_Matvec", "Normalized_Rows_Times_Vector",
                          t->p[PR_NORM] ? "L1_Row_Normalize_Matvec" : "Cosine_Scores_Pipeline"));
-    buf_printf(desc, "%s is a %d x %d row-major float32 matrix and %s a vector of %d. First divide each row of %s "
+    buf_printf(desc, "%s is %s x %d row-major float32 matrix and %s a vector of %d. First divide each row of %s "
                "by its %s norm and store the result in %s (%d x %d); then compute %s = %s * %s (%s[r] = sum over c "
                "of %s[r][c] * %s[c]) from %s with a separate kernel.",
-               A, R, C, x, C, A, t->p[PR_NORM] ? "L1 (sum of absolute values)" : "L2 (Euclidean)", An, R, C, y, An, x,
-               y, An, x, An);
+               A, a_num(R), C, x, C, A, t->p[PR_NORM] ? "L1 (sum of absolute values)" : "L2 (Euclidean)", An, R, C, y,
+               An, x, y, An, x, An);
     buf_puts(desc, t->p[PR_STAGES] ? " Use two kernels: one block per row reduces the row's norm and scales the row, "
                                      "then a matrix-vector kernel with one warp per row and shuffle reductions."
                                    : " Use three kernels: row norms (one warp per row, shuffle reduction) into a "

@@ -44,14 +44,14 @@ static const struct { const char *kn, *tname, *what; } rb_op[] = {
       "the sum of the squares of all %d elements of %s" },
     { "reduce_absmax absMaxKernel absmax_kernel reduce_max_abs", "Max_Abs_Reduction Absolute_Maximum Infinity_Norm",
       "the largest absolute value among the %d elements of %s" } };
-static const char *const rb_names[] = { "x sum", "input total", "values result", "data out" };
+static const char *const rb_names[] = { "x %s", "input total", "values result", "data out" }; // %s: rb_ops
 static const char *const rb_pass2_names[] = { "reduce_final", "finalReduce", "reduce_partials", "finish_reduction" };
 
 static void rb_draw(Task *t, Rng *r) {
     (void)r;
     int k = t->p[RB_KNAME];
-    task_names(t, 1, rb_names[t->p[RB_NAMES]], fmt("%s %s", word(rb_op[t->p[RB_OP]].kn, k), rb_pass2_names[k]),
-               rb_ops[t->p[RB_OP]]);
+    task_names(t, 1, fmt(rb_names[t->p[RB_NAMES]], rb_ops[t->p[RB_OP]]),
+               fmt("%s %s", word(rb_op[t->p[RB_OP]].kn, k), rb_pass2_names[k]), rb_ops[t->p[RB_OP]]);
 }
 
 static void rb_layout(Task *t) { red_layout(t, 1, t->p[RB_N], t->p[RB_FINISH] == 1, t->p[RB_OP] == 2); }
@@ -230,7 +230,7 @@ static const struct { const char *kn, *tname, *what; } rw_op[] = {
     { "row_max_kernel rowMaxWarp row_max max_rows", "Row_Max Matrix_Row_Maximum Row_Wise_Max", "the maximum of row r" },
     { "row_norm_kernel rowNormWarp row_l2_norm norm_rows", "Row_L2_Norm Matrix_Row_Norms Row_Wise_Euclidean_Norm",
       "sqrt(sum of squares of row r)" } };
-static const char *const rw_names[] = { "x out", "input result", "values sums", "data reduced" };
+static const char *const rw_names[] = { "x out", "input result", "values %s", "data reduced" }; // %s: sums, ...
 static const char *const rw_helper_names[] = { "warp_reduce", "warpReduce", "warp_allreduce", "shfl_reduce" };
 
 static int rw_is_row(const Task *t) { return t->p[RW_OP] >= 2; }
@@ -246,7 +246,8 @@ static void rw_draw(Task *t, Rng *r) {
     }
     t->p[RW_BLOCK] = rng_pick(r, rw_is_row(t) ? "32 64 128 256" : "128 256 512 1024");
     int k = t->p[RW_KNAME], camel = k == 1;
-    task_names(t, 1, rw_names[t->p[RW_NAMES]],
+    const char *values = t->p[RW_OP] == 3 ? "maxima" : t->p[RW_OP] == 4 ? "norms" : "sums";
+    task_names(t, 1, fmt(rw_names[t->p[RW_NAMES]], values),
                fmt("%s %s%s", word(rw_op[t->p[RW_OP]].kn, k), rw_helper_names[k],
                    t->p[RW_OP] == 3 ? (camel ? "Max" : "_max") : (camel ? "Sum" : "_sum")),
                rw_ops[t->p[RW_OP]]);
@@ -271,8 +272,8 @@ static void rw_describe(const Task *t, Buf *name, Buf *desc) {
     const char *x = t->in[0].name, *o = t->out[0].name, *sh = t->p[RW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync";
     buf_puts(name, word(rw_op[t->p[RW_OP]].tname, t->p[RW_TNAME]));
     if (rw_is_row(t)) {
-        buf_printf(desc, "%s is a %d x %d row-major matrix. Compute %s[r] = %s, one warp per row, reducing across "
-                   "lanes with %s.", x, t->p[RW_ROWS], t->p[RW_COLS], o, rw_op[t->p[RW_OP]].what, sh);
+        buf_printf(desc, "%s is %s x %d row-major matrix. Compute %s[r] = %s, one warp per row, reducing across "
+                   "lanes with %s.", x, a_num(t->p[RW_ROWS]), t->p[RW_COLS], o, rw_op[t->p[RW_OP]].what, sh);
         return;
     }
     buf_printf(desc, "Compute %s[0] = the sum of the %d elements of %s. Reduce within each warp with %s", o,

@@ -113,7 +113,7 @@ static const char *ro_map_desc(const Task *t) {
 // closed for whole numbers.
 static void ro_intro(Buf *desc, const Task *t, const char *what) {
     const Tensor *x = &t->in[0];
-    buf_printf(desc, "%s is a %d x %d row-major %s in [%s, %s%s. ", x->name, t->p[RP_ROWS], t->p[RP_COLS], what,
+    buf_printf(desc, "%s is %s x %d row-major %s in [%s, %s%s. ", x->name, a_num(t->p[RP_ROWS]), t->p[RP_COLS], what,
                fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")");
 }
 static const char *ro_how(const Task *t) {
@@ -842,8 +842,10 @@ static void mv_describe(const Task *t, Buf *name, Buf *desc) {
                t->p[MV_DDOF] ? "sample (unbiased)" : "population", t->p[MV_DDOF] ? "cols - 1" : "cols",
                pick3(t->p[MV_ALGO], "Two passes: the mean, then the squared deviations.",
                      "One pass accumulating the sum and the sum of squares.",
-                     "Welford's algorithm: each thread keeps (count, mean, M2) and the partial states are merged with "
-                     "Chan's formula."),
+                     ro_map(t) == RO_THREAD ? "Welford's algorithm: keep (count, mean, M2) and update it with each "
+                                              "element of the row."
+                                            : "Welford's algorithm: each thread keeps (count, mean, M2) and the "
+                                              "partial states are merged with Chan's formula."),
                ro_map_desc(t));
 }
 
@@ -1070,14 +1072,20 @@ static void tk_describe(const Task *t, Buf *name, Buf *desc) {
     int sm = t->p[TK_ORDER], K = t->p[TK_K];
     buf_puts(name, nm[sm][t->p[RP_TNAME]]);
     ro_intro(desc, t, t->in[0].integer ? "matrix of whole numbers stored as float32" : "matrix of float32 values");
-    buf_printf(desc, "For every row r, write the %d %s values of the row in %s order to %s[r][0..%d) and their column "
-                     "indices to %s[r][0..%d); equal values are ordered by column index, the lower index first (so "
-                     "the selection is unique). %s", K, sm ? "smallest" : "largest", sm ? "increasing" : "decreasing",
-               t->out[0].name, K, t->out[1].name, K, ro_map_desc(t));
-    if (ro_map(t) != RO_THREAD)
-        buf_printf(desc, " Select in %d rounds: each round picks the best element that ranks after the previous "
-                         "pick.", K);
+    if (K == 1)
+        buf_printf(desc, "For every row r, write the %s value of the row to %s[r][0] and its column index to %s[r][0], "
+                         "the lowest index among equal values. %s", sm ? "smallest" : "largest", t->out[0].name,
+                   t->out[1].name, ro_map_desc(t));
     else
+        buf_printf(desc, "For every row r, write the %d %s values of the row in %s order to %s[r][0..%d) and their "
+                         "column indices to %s[r][0..%d); equal values are ordered by column index, the lower index "
+                         "first (so the selection is unique). %s", K, sm ? "smallest" : "largest",
+                   sm ? "increasing" : "decreasing", t->out[0].name, K, t->out[1].name, K, ro_map_desc(t));
+    if (ro_map(t) != RO_THREAD) {
+        if (K > 1)
+            buf_printf(desc, " Select in %d rounds: each round picks the best element that ranks after the previous "
+                             "pick.", K);
+    } else
         buf_puts(desc, " Each thread keeps a sorted list of its best k in registers and inserts every element of the "
                        "row.");
 }

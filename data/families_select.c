@@ -295,14 +295,14 @@ static void mm_describe(const Task *t, Buf *name, Buf *desc) {
     static const char *const nm[3][3] = { { "Atomic_Max", "Global_Max_Atomic", "Array_Maximum" },
                                           { "Atomic_Min", "Global_Min_Atomic", "Array_Minimum" },
                                           { "Atomic_Min_Max", "Global_Extrema_Atomic", "Array_Min_And_Max" } };
+    // $atomic: atomicMax, atomicMin or both, as the operation needs
     static const char *const how[] = {
-        " (atomicMax / atomicMin on int)",
-        ": floats have no atomicMax, so use their bits: non-negative floats order like their int bits "
-        "(atomicMax/atomicMin on int), negative ones in reverse like their unsigned bits (atomicMin/atomicMax on "
-        "unsigned int)",
-        ": map each float to order-preserving unsigned bits (flip all bits of negatives, only the sign bit "
-        "otherwise), use atomicMax/atomicMin on unsigned int, and decode the result in a one-thread kernel",
-        ": an atomicCAS loop on the float's bits that retries while the stored value is still worse" };
+        " Use $atomic on int.",
+        " Floats have no atomicMax, so use their bits: non-negative floats order like their int bits (atomicMax/"
+        "atomicMin on int), negative ones in reverse like their unsigned bits (atomicMin/atomicMax on unsigned int).",
+        " Map each float to order-preserving unsigned bits (flip all bits of negatives, only the sign bit otherwise), "
+        "use $atomic on unsigned int, and decode the result in a one-thread kernel.",
+        " Use an atomicCAS loop on the float's bits that retries while the stored value is still worse." };
     static const char *const agg[] = { ", one atomic per element (grid-stride loop).",
                                        ", one atomic per warp after a shuffle reduction.",
                                        ", one atomic per block after a shared-memory reduction." };
@@ -312,7 +312,9 @@ static void mm_describe(const Task *t, Buf *name, Buf *desc) {
     if (op == 2)
         buf_printf(desc, "Compute %s[0] = the largest and %s[0] = the smallest value ", t->out[0].name, t->out[1].name);
     else buf_printf(desc, "Compute %s[0] = the %s value ", t->out[0].name, op ? "smallest" : "largest");
-    buf_printf(desc, "with atomic operations on the output%s%s", how[t->p[MM_METHOD]], agg[t->p[MM_AGG]]);
+    buf_printf(desc, "with atomic operations on the output%s", agg[t->p[MM_AGG]]);
+    const char *atomic = pick3(op, "atomicMax", "atomicMin", "atomicMax and atomicMin");
+    buf_put_line(desc, FRAG(how[t->p[MM_METHOD]], "atomic", atomic));
     buf_puts(desc, t->p[MM_INIT] ? " Initialise the output from the host before the launch."
                                  : " Initialise the output with a one-thread kernel.");
 }

@@ -95,6 +95,7 @@ __global__ void $kname($params, int n) {
     //? the element of this thread, then the halo on both sides
     $load_g
     if (threadIdx.x < RADIUS) {
+        $halo
         $load_left
         $load_right
     }
@@ -116,12 +117,6 @@ $spec $load($xparam, int j, int n) {
 }
 
 )";
-static const char s1_load_tpl[] = R"(
-{
-    const int j = $j;
-    $dst = $value;
-}
-)";
 static const char s1_loop_sum_tpl[] = R"(
 float acc = 0.0f;
 #pragma unroll
@@ -135,11 +130,16 @@ static void s1_kernels(const Task *t, Emit *e) {
     const char *x = t->in[0].name, *y = t->out[0].name, *BS = pick3(sh, "BLOCK_SIZE", "BLOCK", "blockDim.x");
     const char *value = t->p[S1_BOUND] == 0 ? fmt("(j >= 0 && j < n) ? %s[j] : 0.0f", x)
                                             : fmt("%s[j < 0 ? 0 : (j >= n ? n - 1 : j)]", x);
-    const char *load[3], *dst[3] = { "tile[l]", "tile[l - RADIUS]", fmt("tile[l + %s]", BS) },
-                         *j[3] = { "g", "g - RADIUS", fmt("g + %s", BS) };
+    // The loads of the thread's element and of the halo on its left and right: through the load
+    // function, or inline, checking only the end that each can cross (g >= 0, left < n).
+    int zero = t->p[S1_BOUND] == 0;
+    const char *dst[3] = { "tile[l]", "tile[l - RADIUS]", fmt("tile[l + %s]", BS) },
+               *j[3] = { "g", "g - RADIUS", fmt("g + %s", BS) },
+               *inl[3] = { zero ? fmt("g < n ? %s[g] : 0.0f", x) : fmt("%s[min(g, n - 1)]", x),
+                           zero ? fmt("left >= 0 ? %s[left] : 0.0f", x) : fmt("%s[max(left, 0)]", x),
+                           zero ? fmt("right < n ? %s[right] : 0.0f", x) : fmt("%s[min(right, n - 1)]", x) }, *load[3];
     for (int k = 0; k < 3; k++)
-        load[k] = lf ? fmt("%s = %s(%s, %s, n);", dst[k], t->kname[1], x, j[k])
-                     : FRAG(s1_load_tpl, "j", j[k], "dst", dst[k], "value", value);
+        load[k] = lf ? fmt("%s = %s(%s, %s, n);", dst[k], t->kname[1], x, j[k]) : fmt("%s = %s;", dst[k], inl[k]);
     const char *weights = ""; // the __constant__ table's initializers
     for (int k = 0; lit == 0 && k < 2 * R + 1; k++)
         weights = fmt("%s%s%s", weights, k ? ", " : "", flit((double)(float)((double)num[k] / den)));
@@ -161,7 +161,7 @@ static void s1_kernels(const Task *t, Emit *e) {
         "weights", lit ? "" : FRAG(s1_weights_tpl, "taps", fmt("%d", 2 * R + 1), "weights", weights),
         "load_fn", load_fn, "x", x, "y", y, "template", sh == 1 ? "template <int BLOCK, int RADIUS>" : "",
         "kname", t->kname[0], "params", kernel_params(t), "tile", tile, "load_g", load[0], "load_left", load[1],
-        "load_right", load[2], "sum", sum);
+        "load_right", load[2], "halo", lf ? "" : fmt("const int left = g - RADIUS, right = g + %s;", BS), "sum", sum);
 }
 
 static const char *const s1_launch_tpl[] = { R"(
@@ -282,7 +282,7 @@ static void s2_describe(const Task *t, Buf *name, Buf *desc) {
     const char *x = t->in[0].name, *y = t->out[0].name;
     int R = t->p[S2_ROWS], C = t->p[S2_COLS];
     buf_puts(name, s2_op[t->p[S2_OP]].tname[t->p[S2_TNAME]]);
-    buf_printf(desc, "%s is a %d x %d row-major grid (%d rows, %d columns). ", x, R, C, R, C);
+    buf_printf(desc, "%s is %s x %d row-major grid (%d rows, %d columns). ", x, a_num(R), C, R, C);
     buf_put_line(desc, FRAG(s2_op[t->p[S2_OP]].formula, "y", y, "x", x));
     buf_printf(desc, s2_bound_desc[t->p[S2_BOUND]], x);
     if (t->p[S2_SHARED]) buf_puts(desc, " Stage each block's tile with a one-cell halo in shared memory.");
