@@ -960,7 +960,7 @@ void write_binary(const std::string &path, const std::vector<T> &v) {
 
 )";
 static const char io_c_tpl[] = R"(
-/// Reads exactly bytes bytes from path into dst.
+/// Reads the given number of bytes from path into dst; exits if the file is shorter.
 static void $read(const char *path, void *dst, size_t bytes) {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -975,7 +975,7 @@ static void $read(const char *path, void *dst, size_t bytes) {
     }
 }
 
-/// Writes bytes bytes from src to path.
+/// Writes the given number of bytes from src to path.
 static void $write(const char *path, const void *src, size_t bytes) {
     FILE *f = fopen(path, "wb");
     if (!f || fwrite(src, 1, bytes, f) != bytes) {
@@ -1119,7 +1119,7 @@ static void emit_main(Emit *e, const Task *t, const struct Host *h) {
         const Tensor *x = tensor_at(t, k);
         em_line(e, "const size_t %s_bytes = %s;", x->name, count_bytes(count_expr(t, x), dt_ctypes[x->dt]));
     }
-    em_blank(e);
+    if (s->mainsig == 2 || (s->sizes == SIZES_LOCAL && t->nsize > 0) || s->bytesvar) em_blank(e);
     main_inputs(e, t, h);
     main_launch(e, t, h);
     main_outputs(e, t, h);

@@ -235,11 +235,11 @@ static void mxc2_describe(const Task *t, Buf *name, Buf *desc) {
     const char *wt = t->p[MXC2_FLIP] ? fmt("%s[%d - i][%d - j]", w, K - 1, K - 1) : fmt("%s[i][j]", w);
     buf_printf(desc, "%s is %s x %d row-major float32 image and %s a %d x %d filter. ", x, a_num(R), C, w, K, K);
     if (t->p[MXC2_PAD] == 0)
-        buf_printf(desc, "Compute the same-size output %s[r][c] = sum over i, j in [0, %d) of %s * "
+        buf_printf(desc, "Compute the same-size output: %s[r][c] = sum over i, j in [0, %d) of %s * "
                    "%s[r + i - %d][c + j - %d], with pixels outside the image taken as 0.",
                    y, K, wt, x, H, H);
     else
-        buf_printf(desc, "Compute the valid output (%ld x %ld, no padding) %s[r][c] = sum over i, j in [0, %d) of "
+        buf_printf(desc, "Compute the valid output (%ld x %ld, no padding): %s[r][c] = sum over i, j in [0, %d) of "
                    "%s * %s[r + i][c + j].",
                    mxc2_out(t, 0), mxc2_out(t, 1), y, K, wt, x);
     if (t->p[MXC2_FLIP]) buf_puts(desc, " This is a true convolution: the filter is flipped in both directions.");

@@ -81,8 +81,8 @@ static void gather_describe(const Task *t, Buf *name, Buf *desc) {
                    "[0, %d).", o, s, ix, t->p[G_N], ix, t->p[G_M]);
         return;
     }
-    buf_printf(desc, "Embedding lookup: row r of %s is row %s[r] of the %d x %d table %s, for r in [0, %d). "
-               "Indices lie in [0, %d); matrices are row-major.", o, ix, t->p[G_M], t->p[G_D], s, t->p[G_N], t->p[G_M]);
+    buf_printf(desc, "Embedding lookup: row r of %s is row %s[r] of %s, a %d x %d table, for r in [0, %d). "
+               "Indices lie in [0, %d); matrices are row-major.", o, ix, s, t->p[G_M], t->p[G_D], t->p[G_N], t->p[G_M]);
     if (t->p[G_LOOP] == GL_BLOCK_ROW) buf_puts(desc, " Use one thread block per output row.");
     if (t->p[G_LOOP] == GL_GRID2D) buf_puts(desc, " Use a 2-D grid: x over columns, y over rows.");
 }
