@@ -939,8 +939,8 @@ static void mv_kernels(const Task *t, Emit *e) {
         helpers = m != RO_THREAD ? FRAG(mv_merge_fn_tpl, "name", merge) : "";
     }
     ro_kernel(e, t, helpers,
-              fmt("Mean and %s variance of each row (%s), %s.", t->p[MV_DDOF] ? "sample" : "population", mv_algos[algo],
-                  ro_how(t)),
+              fmt("Mean and %s variance of each row (%s), %s.", t->p[MV_DDOF] ? "sample" : "population",
+                  pick3(algo, "two passes", "sum and sum of squares", "Welford"), ro_how(t)),
               ro_sig(t), shared,
               ro_body(t, stats, "", "",
                       ro_lead(t, fmt("%s[row] = mu;\n%s[row] = m2 / %s;", t->out[0].name, t->out[1].name,

@@ -293,7 +293,7 @@ static void sb_kernels(const Task *t, Emit *e) {
 }
 static const char sb_launch_tpl[] = R"(
 const int threads = $threads;
-const int blocks = ($n + $per - 1) / ($per);
+const int blocks = ($n + $per - 1) / $den;
 $smem
 $k<<<blocks, threads$sm>>>($args);
 )";
@@ -301,8 +301,10 @@ static void sb_launch(const Task *t, Emit *e, const Host *h) {
     int sh = t->p[SB_SHMEM], B = t->p[SB_BLOCK];
     const char *smem = t->p[SB_ALGO] && t->p[SB_PAD] ? "(2 * threads + ((2 * threads) >> 5))"
                        : t->p[SB_ALGO] || !t->p[SB_BUFFER] ? "2 * threads" : "threads";
+    int two = t->p[SB_ALGO]; // Blelloch: two elements a thread
     TPL(e, t, sb_launch_tpl, "threads", sh == 0 ? "BLOCK_SIZE" : fmt("%d", B), "n", h->size[0],
-        "per", t->p[SB_ALGO] ? "2 * threads" : "threads", "k", sh == 1 ? fmt("%s<%d>", t->kname[0], B) : t->kname[0],
+        "per", two ? "2 * threads" : "threads", "den", two ? "(2 * threads)" : "threads",
+        "k", sh == 1 ? fmt("%s<%d>", t->kname[0], B) : t->kname[0],
         "smem", sh == 2 ? fmt("const size_t smem = %s * sizeof(%s);", smem, sc_ct(t->p[SB_DTYPE])) : "",
         "sm", sh == 2 ? ", smem" : "", "args", kernel_args(h, 1));
 }
@@ -412,7 +414,7 @@ static void se_kernels(const Task *t, Emit *e) {
 }
 static const char se_launch_tpl[] = R"(
 const int threads = $threads;
-const int blocks = ($n + $per - 1) / ($per);
+const int blocks = ($n + $per - 1) / $den;
 $alloc
 $smem
 $k1<<<blocks, threads$sm1>>>($in, $out, $sums, $n);
@@ -426,7 +428,7 @@ static void se_launch(const Task *t, Emit *e, const Host *h) {
     const char *sums = dname(t, "block_sums");
     int dyn = t->p[SE_SHMEM] == 1;
     TPL(e, t, se_launch_tpl, "threads", dyn ? fmt("%d", t->p[SE_BLOCK]) : "BLOCK_SIZE", "n", h->size[0], "per", per,
-        "alloc", dev_alloc(t, T, sums, "blocks"),
+        "den", t->p[SE_ALGO] ? "(2 * threads)" : "threads", "alloc", dev_alloc(t, T, sums, "blocks"),
         "smem", dyn ? fmt("const size_t smem = %s * sizeof(%s);", per, T) : "", "k1", t->kname[0], "k2", t->kname[1],
         "k3", t->kname[2], "sm1", dyn ? ", smem" : "", "in", h->in[0], "out", h->out[0], "sums", sums,
         "cfg2", t->p[SE_SUMS] ? "1" : dyn ? fmt("threads, threads * sizeof(%s)", T) : "threads",

@@ -367,19 +367,25 @@ $dst = $result;
 )" };
 
 static const char *s2_off(int d) { return d == 0 ? "" : d < 0 ? fmt(" - %d", -d) : fmt(" + %d", d); }
+// The input cell at row offset dr and column offset dc (" - 1", " + dr", "" for none): in the
+// shared tile, in global memory, or through the loader function.
+static const char *s2_cell(const Task *t, const char *dr, const char *dc) {
+    const char *const *dn = s2_dnames[t->p[S2_DNAMES]];
+    const char *x = t->in[0].name, *R = dn[0], *C = dn[1];
+    if (t->p[S2_SHARED]) return fmt("tile[ly%s][lx%s]", dr, dc);
+    if (t->p[S2_BOUND] == 2) return fmt("%s[%s * %s + c%s]", x, *dr ? fmt("(r%s)", dr) : "r", C, dc);
+    return fmt("%s(%s, r%s, c%s, %s, %s)", t->kname[1], x, dr, dc, R, C);
+}
 
 static void s2_kernels(const Task *t, Emit *e) {
     const char *const *dn = s2_dnames[t->p[S2_DNAMES]];
     const char *x = t->in[0].name, *y = t->out[0].name, *R = dn[0], *C = dn[1];
     int shared = t->p[S2_SHARED], tmpl = t->p[S2_TDEF], bound = t->p[S2_BOUND], op = t->p[S2_OP];
     const char *TX = tmpl ? "TX" : "TILE_X", *TY = tmpl ? "TY" : "TILE_Y", *dst = fmt("%s[r * %s + c]", y, C);
-    const char *cellfmt = shared       ? "tile[ly%s][lx%s]"
-                          : bound == 2 ? fmt("%s[(r%%s) * %s + (c%%s)]", x, C)
-                                       : fmt("%s(%s, r%%s, c%%s, %s, %s)", t->kname[1], x, R, C);
-#define CELL(dr, dc) fmt(cellfmt, s2_off(dr), s2_off(dc))
+#define CELL(dr, dc) s2_cell(t, s2_off(dr), s2_off(dc))
     const char *body =
         FRAG(s2_body_tpl[op < 2 ? op : 2], "dst", dst, "c00", CELL(0, 0), "cm0", CELL(-1, 0), "cp0", CELL(1, 0),
-             "c0m", CELL(0, -1), "c0p", CELL(0, 1), "cdd", fmt(cellfmt, " + dr", " + dc"),
+             "c0m", CELL(0, -1), "c0p", CELL(0, 1), "cdd", s2_cell(t, " + dr", " + dc"),
              "weight", op == 3 ? "c_gauss[dr + 1][dc + 1] * " : "", "result", op == 2 ? "acc / 9.0f" : "acc");
 #undef CELL
     if (shared) body = fmt("const int ly = threadIdx.y + 1, lx = threadIdx.x + 1;\n%s", body);
