@@ -1002,7 +1002,7 @@ static void emit_io_helpers(Emit *e, const Task *t) {
 static const char io_inline_tpl[] = R"(
 $alloc
 FILE *$f = fopen("$x.bin", "$mode");
-if (!$f || $call($h, sizeof($ct), $count, $f) != (size_t)($count)) {
+if (!$f || $call($h, sizeof($ct), $count, $f) != (size_t)$paren_count) {
     fprintf(stderr, "cannot $what $x.bin\n");
     return 1;
 }
@@ -1017,7 +1017,7 @@ static void main_io(Emit *e, const Task *t, const Tensor *x, int read) {
     else if (t->st.host == HOST_INLINE)
         TPL(e, t, io_inline_tpl, "alloc", read ? alloc : "", "f", fmt("%c_%s", read ? 'f' : 'g', x->name), "x", x->name,
             "mode", read ? "rb" : "wb", "call", read ? "fread" : "fwrite", "h", h, "ct", ct, "count", count,
-            "what", read ? "read" : "write");
+            "paren_count", strchr(count, ' ') ? fmt("(%s)", count) : count, "what", read ? "read" : "write");
     else {
         if (read) em_line(e, "%s", alloc);
         em_line(e, "%s(\"%s.bin\", %s, %s);", io_name(t, read), x->name, h, bytes_expr(t, x));
