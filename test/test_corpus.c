@@ -16,6 +16,7 @@
 #define CUSET_TEXTDATA_IMPLEMENTATION
 #include "../data/textdata.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,6 +224,35 @@ static const char *prompt_problem(const char *p) {
     return NULL;
 }
 
+// Text that no person writes, in a prompt or a program: "x + -2" or "x - -2", "1 * sizeof",
+// and in prompts "a 8192" or a word twice in a row (but "long long"). NULL when clean; else
+// what, with the text around it.
+static const char *clumsy_text(const char *s, int prompt) {
+    static char why[160];
+    const char *what = NULL, *p = s;
+    for (; *p && !what; p++) {
+        if (p > s && p[-1] == ' ' && (p[0] == '+' || p[0] == '-') && p[1] == ' ' && p[2] == '-' &&
+            p[3] >= '0' && p[3] <= '9')
+            what = "a sign pair";
+        else if (!strncmp(p, " 1 * sizeof", 11) || !strncmp(p, "(1 * sizeof", 11)) what = "a product with 1";
+        else if (prompt && !strncmp(p, " a 8", 4)) what = "'a' before 8...";
+        else if (prompt && p > s && p[-1] == ' ' && isalpha((unsigned char)p[0])) { // a word: the same again?
+            size_t n = 0;
+            while (isalnum((unsigned char)p[n]) || p[n] == '_') n++;
+            // (strncmp stops at the end of the text; when equal, p[2 * n + 1] is within it)
+            if (p[n] == ' ' && !strncmp(p, p + n + 1, n) && !isalnum((unsigned char)p[2 * n + 1]) &&
+                p[2 * n + 1] != '_' && strncmp(p, "long ", 5))
+                what = "a word twice";
+        }
+    }
+    if (!what) return NULL;
+    const char *at = p - 1, *from = at; // the match, and up to 40 characters before it on its line
+    while (from > s && from[-1] != '\n' && at - from < 40) from--;
+    size_t len = strcspn(from, "\n");
+    snprintf(why, sizeof why, "%s: \"%.*s\"", what, (int)(len < 60 ? len : 60), from);
+    return why;
+}
+
 // "x (float32, [4096]), y (int32, [2, 3])" from a spec's tensor array.
 static void tensor_line(const J *arr, char *out, size_t cap) {
     out[0] = 0;
@@ -241,8 +271,9 @@ static void tensor_line(const J *arr, char *out, size_t cap) {
 }
 
 static void check_samples(Split *sp) {
-    long bad_prompt = 0, bad_spans = 0, bad_counts = 0, bad_io = 0, bad_spec = 0, total = 0, nspans[5] = { 0 };
-    char first_prompt[300] = "", first_spans[300] = "", first_counts[300] = "", first_io[300] = "", first_spec[300] = "";
+    long bad_prompt = 0, bad_spans = 0, bad_counts = 0, bad_io = 0, bad_spec = 0, bad_text = 0, total = 0, nspans[5] = { 0 };
+    char first_prompt[300] = "", first_spans[300] = "", first_counts[300] = "", first_io[300] = "", first_spec[300] = "",
+         first_text[300] = "";
     for (int s = 0; s < 3; s++)
         for (int i = 0; i < sp[s].n; i++) {
             total++;
@@ -253,6 +284,9 @@ static void check_samples(Split *sp) {
             if (pp) {
                 if (!bad_prompt++) snprintf(first_prompt, sizeof first_prompt, "%s: %s", id, pp);
             }
+            const char *clumsy = clumsy_text(ts->prompt, 1);
+            if (!clumsy) clumsy = clumsy_text(ts->completion, 0);
+            if (clumsy && !bad_text++) snprintf(first_text, sizeof first_text, "%s: %s", id, clumsy);
             // spans: exactly what the annotator finds (the generator takes them from it)
             CusetSpan *want = NULL;
             size_t nw = cuset_annotate(ts->completion, ts->completion_len, &want);
@@ -314,6 +348,8 @@ static void check_samples(Split *sp) {
         }
     if (bad_prompt) fail("prompt_five_fields", "%ld of %ld prompts, first %s", bad_prompt, total, first_prompt);
     else pass("prompt_five_fields");
+    if (bad_text) fail("text_reads_as_written", "%ld of %ld samples, first %s", bad_text, total, first_text);
+    else pass("text_reads_as_written (no '+ -2', '1 * sizeof', 'a 8192' or doubled word)");
     if (bad_spans) fail("spans_equal_annotator", "%ld of %ld samples, first %s", bad_spans, total, first_spans);
     else printf("PASS spans_equal_annotator (%ld samples; %ld global, %ld device, %ld launch, %ld dim3 spans)\n", total,
                 nspans[1], nspans[2], nspans[3], nspans[4]);
