@@ -715,6 +715,8 @@ static const char *count_expr(const Task *t, const Tensor *x) {
     if (x->nfac == 1) return size_name(t, x->fac[0]);
     return fmt("%s * %s", size_name(t, x->fac[0]), size_name(t, x->fac[1]));
 }
+// An expression as an operand of * / or a cast: "n" as it is, "rows * cols" in parentheses.
+static const char *paren(const char *expr) { return strchr(expr, ' ') ? fmt("(%s)", expr) : expr; }
 // The bytes of count elements of ctype: "n * sizeof(float)", or "sizeof(float)" for one.
 static const char *count_bytes(const char *count, const char *ctype) {
     return strcmp(count, "1") == 0 ? fmt("sizeof(%s)", ctype) : fmt("%s * sizeof(%s)", count, ctype);
@@ -1017,7 +1019,7 @@ static void main_io(Emit *e, const Task *t, const Tensor *x, int read) {
     else if (t->st.host == HOST_INLINE)
         TPL(e, t, io_inline_tpl, "alloc", read ? alloc : "", "f", fmt("%c_%s", read ? 'f' : 'g', x->name), "x", x->name,
             "mode", read ? "rb" : "wb", "call", read ? "fread" : "fwrite", "h", h, "ct", ct, "count", count,
-            "paren_count", strchr(count, ' ') ? fmt("(%s)", count) : count, "what", read ? "read" : "write");
+            "paren_count", paren(count), "what", read ? "read" : "write");
     else {
         if (read) em_line(e, "%s", alloc);
         em_line(e, "%s(\"%s.bin\", %s, %s);", io_name(t, read), x->name, h, bytes_expr(t, x));
@@ -1109,6 +1111,7 @@ static void emit_main(Emit *e, const Task *t, const struct Host *h) {
     const Style *s = &t->st;
     em_line(e, "%s {", main_heads[s->mainsig]);
     em_in(e);
+    size_t head = e->b.len; // what main declares before its inputs, then a blank line
     if (s->mainsig == 2) {
         em_line(e, "(void)argc;");
         em_line(e, "(void)argv;");
@@ -1119,7 +1122,7 @@ static void emit_main(Emit *e, const Task *t, const struct Host *h) {
         const Tensor *x = tensor_at(t, k);
         em_line(e, "const size_t %s_bytes = %s;", x->name, count_bytes(count_expr(t, x), dt_ctypes[x->dt]));
     }
-    if (s->mainsig == 2 || (s->sizes == SIZES_LOCAL && t->nsize > 0) || s->bytesvar) em_blank(e);
+    if (e->b.len > head) em_blank(e);
     main_inputs(e, t, h);
     main_launch(e, t, h);
     main_outputs(e, t, h);

@@ -1081,13 +1081,12 @@ static void tk_describe(const Task *t, Buf *name, Buf *desc) {
                          "column indices to %s[r][0..%d); equal values are ordered by column index, the lower index "
                          "first (so the selection is unique). %s", K, sm ? "smallest" : "largest",
                    sm ? "increasing" : "decreasing", t->out[0].name, K, t->out[1].name, K, ro_map_desc(t));
-    if (ro_map(t) != RO_THREAD) {
-        if (K > 1)
-            buf_printf(desc, " Select in %d rounds: each round picks the best element that ranks after the previous "
-                             "pick.", K);
-    } else
+    if (ro_map(t) == RO_THREAD)
         buf_puts(desc, " Each thread keeps a sorted list of its best k in registers and inserts every element of the "
                        "row.");
+    else if (K > 1)
+        buf_printf(desc, " Select in %d rounds: each round picks the best element that ranks after the previous pick.",
+                   K);
 }
 // One thread per row: insertion into a sorted list in registers (K a template parameter,
 // or k at run time in arrays of KMAX). Blocks and warps: k selection rounds.

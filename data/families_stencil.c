@@ -128,11 +128,11 @@ static void s1_kernels(const Task *t, Emit *e) {
     const int *num = s1_num(t);
     int den = s1_den(t), R = t->p[S1_R], sh = t->p[S1_SHMEM], lit = t->p[S1_WSTYLE], lf = t->p[S1_LOADFN];
     const char *x = t->in[0].name, *y = t->out[0].name, *BS = pick3(sh, "BLOCK_SIZE", "BLOCK", "blockDim.x");
-    const char *value = t->p[S1_BOUND] == 0 ? fmt("(j >= 0 && j < n) ? %s[j] : 0.0f", x)
-                                            : fmt("%s[j < 0 ? 0 : (j >= n ? n - 1 : j)]", x);
+    int zero = t->p[S1_BOUND] == 0; // outside [0, n): 0, or the nearest end
+    const char *value =
+        zero ? fmt("(j >= 0 && j < n) ? %s[j] : 0.0f", x) : fmt("%s[j < 0 ? 0 : (j >= n ? n - 1 : j)]", x);
     // The loads of the thread's element and of the halo on its left and right: through the load
     // function, or inline, checking only the end that each can cross (g >= 0, left < n).
-    int zero = t->p[S1_BOUND] == 0;
     const char *dst[3] = { "tile[l]", "tile[l - RADIUS]", fmt("tile[l + %s]", BS) },
                *j[3] = { "g", "g - RADIUS", fmt("g + %s", BS) },
                *inl[3] = { zero ? fmt("g < n ? %s[g] : 0.0f", x) : fmt("%s[min(g, n - 1)]", x),
