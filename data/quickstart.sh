@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The quick start (`make quickstart`): build; write a small corpus of CUDA tasks (one
 # family, element-wise binary operations, in one plain style: the easiest of the
-# experiment's cpu preset, so that ~10 minutes of CPU training can pass some tasks); train
+# experiment's cpu preset, so that ~10 minutes of CPU training can pass its tasks); train
 # a small GPT on it with plain SFT; fine-tune that base model with CuSeT; then score the
 # CuSeT model on test tasks it never saw (compile with nvcc, run under the CPU emulator or
 # on a GPU, compare the outputs) and print a program it wrote that passes.
@@ -9,7 +9,9 @@
 # so the base model comes first. Override the lengths with SFT_STEPS=N CUSET_STEPS=N.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SFT_STEPS=${SFT_STEPS:-1500}
+# At 1,500 SFT steps the score hung on the training seed (7 to 25 of the 30 test tasks over
+# five seeds); at 2,500 the two weakest of those seeds passed all 30.
+SFT_STEPS=${SFT_STEPS:-2500}
 CUSET_STEPS=${CUSET_STEPS:-40}
 TASKS=${TASKS:-10}
 for v in SFT_STEPS CUSET_STEPS TASKS; do
