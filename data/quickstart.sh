@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # At 1,500 SFT steps the score hung on the training seed (7 to 25 of the 30 test tasks over
-# five seeds); at 2,500 the three tried, the two weakest among them, passed all 30.
+# five seeds); at 2,500 each of the three seeds tried (the two weakest among them) passed all 30.
 SFT_STEPS=${SFT_STEPS:-2500}
 CUSET_STEPS=${CUSET_STEPS:-40}
 TASKS=${TASKS:-10}
