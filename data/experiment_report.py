@@ -243,12 +243,12 @@ def markdown(res, settings, seconds, shown_seed, vs=None):
     st = settings
     kind = next(iter(res.values()))["metrics"]["all"]["functional@1"]["kind"]
     L = ["# CuSeT in miniature: results", ""]
-    L.append("Preset %s%s; seeds: %s; machine: %s. Base model: %s, SFT for %s steps on %s tasks; every fine-tuned row: "
+    L.append("Preset %s%s; seeds: %s; machine: %s. Base model: %s, SFT for %s steps (training seed %s) on %s tasks; every fine-tuned row: "
              "%s steps from that checkpoint on %s other tasks, same data order, schedule and seed. Scored on the first %s "
              "test tasks (half with held-out parameter combinations): n = %s programs per task at temperature %s. "
              "Numbers are percentages; the spread is the %s." %
              (st.get("preset"), " with %s" % st["set"] if st.get("set") else "", st.get("seeds"), st.get("machine", "?"), st.get("model"), st.get("base_steps"),
-              st.get("base_tasks"), st.get("ft_steps"), st.get("ft_tasks"), st.get("eval_tasks", st.get("test_tasks")), st.get("samples"),
+              st.get("base_seed", 1337), st.get("base_tasks"), st.get("ft_steps"), st.get("ft_tasks"), st.get("eval_tasks", st.get("test_tasks")), st.get("samples"),
               st.get("temperature"), kind))
     new = [f for f in st.get("new_families", "").split(",") if f]
     if new:

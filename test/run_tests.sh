@@ -998,6 +998,17 @@ PY
        grep -q '"tau":0.05' "$tau/base.analysis.json" && grep -q '"tau": 0.05' "$tau/results.json"; then ok "experiment_set_tau"
     else bad "experiment_set_tau" "kept: ${kept:-nothing}; $(grep '^objective: ' "$TMP/tau.out" | head -4 | tr '\n' ' ')"; fi
     expect "experiment_set_tau_range" 2 "TAU \\(2\\) is a confidence threshold: at most 1" env PRESET=smoke SET="TAU=2" RUN="$TMP/x" bash data/experiment.sh
+    # SET="BASE_SEED=..." (the base model's training seed) trains another base model: of a
+    # finished run it keeps only the corpus
+    bseed=$TMP/experiment_base_seed && rm -rf "$bseed"
+    OMP_NUM_THREADS=1 PRESET=smoke RUN="$bseed" REUSE="$exp" SET="BASE_SEED=7" bash data/experiment.sh >"$TMP/base_seed.out" 2>&1
+    linked=$(grep -o "done before in $exp (same settings), linked: $bseed/.*" "$TMP/base_seed.out" | sed "s|.*$bseed/||" | paste -sd' ')
+    if [ "$linked" = data ] && grep -q " seed=7$" "$bseed/base.ckpt.key" && ! grep -q " seed=" "$exp/base.ckpt.key" &&
+       ! cmp -s "$bseed/base.ckpt" "$exp/base.ckpt" && grep -q '"base_seed": 7' "$bseed/results.json" &&
+       grep -q "base model: plain SFT on the base part, 6 steps, seed 7" "$TMP/base_seed.out"; then ok "experiment_set_base_seed"
+    else bad "experiment_set_base_seed" "linked: ${linked:-nothing}; key: $(cat "$bseed/base.ckpt.key" 2>&1 | tail -c 60); $(tail -2 "$TMP/base_seed.out")"; fi
+    expect "experiment_set_base_seed_range" 2 "BASE_SEED \\(4294967296\\) is train's --seed: at most 2147483647" \
+        env PRESET=smoke SET="BASE_SEED=4294967296" RUN="$TMP/x" bash data/experiment.sh
     # a changed run in a directory of its own links the stages it shares with a finished run
     # (REUSE) instead of running them, and leaves that run as it was
     reuse=$TMP/experiment_reuse && rm -rf "$reuse"
