@@ -245,11 +245,14 @@ static void test_runner(void) {
     check(cuset_run_current_pgid == 0, "run_current_pgid_cleared", "%d", cuset_run_current_pgid);
     // the disk watch (limit 8 MiB): 20 MiB written in the child's directory stops it either
     // way; 20 MiB written beside it, as another job might, stops it only when the watch is
-    // the file system's free space, not what the directory holds
+    // the file system's free space, not what the directory holds. The child then waits 3 s
+    // for the watch to look (a child that has ended is not stopped): with 1 s the directory
+    // case went unstopped once on a loaded machine (CI at nice 10 beside an experiment,
+    // 2026-12-06; 3 reruns there passed).
     mkdir(path_in("disk"), 0755);
     char inside[600], beside[600];
-    snprintf(inside, sizeof inside, "dd if=/dev/zero of=big bs=1M count=20 2>/dev/null; sync; sleep 1");
-    snprintf(beside, sizeof beside, "dd if=/dev/zero of=%s bs=1M count=20 2>/dev/null; sync; sleep 1", path_in("beside"));
+    snprintf(inside, sizeof inside, "dd if=/dev/zero of=big bs=1M count=20 2>/dev/null; sync; sleep 3");
+    snprintf(beside, sizeof beside, "dd if=/dev/zero of=%s bs=1M count=20 2>/dev/null; sync; sleep 3", path_in("beside"));
     int full[2][2];
     for (int in_dir = 0; in_dir < 2; in_dir++)
         for (int where = 0; where < 2; where++) {
