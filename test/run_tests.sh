@@ -1196,7 +1196,7 @@ st = json.load(open(run + "/results.json"))["settings"]
 nbase = sum(fams["base"].values())
 assert st["new_families"] == "convert_int_to_float" and st["base_tasks"] == nbase < 48, st
 md = open(run + "/results.md").read()
-for want in ("SFT for 6 steps on %d tasks" % nbase, "New in fine-tuning: convert_int_to_float.", "| convert_int_to_float (new) |"):
+for want in ("SFT for 6 steps (training seed 1337) on %d tasks" % nbase, "New in fine-tuning: convert_int_to_float.", "| convert_int_to_float (new) |"):
     assert want in md, "results.md lacks %r" % want
 print("base part: %d tasks, none of convert_int_to_float; fine-tuning part: %d of its %d; results.md marks it new"
       % (nbase, fams["ft"]["convert_int_to_float"], sum(fams["ft"].values())))
