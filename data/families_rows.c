@@ -160,12 +160,9 @@ static const char *ro_comb(int op, const char *a, const char *b) {
 static const char *ro_identity(int op) { return pick3(op, "0.0f", RO_LOWEST, RO_HIGHEST); }
 // Helper names in the kernel name's spelling: warp_reduce_sum, warpReduceSum, warp_allsum.
 static const char *ro_fn(const Task *t, const char *scope, const char *what) {
-    const char *cap = fmt("%c%s", what[0] - 32, what + 1);
-    switch (t->p[RP_KNAME] % 3) {
-    case 0: return fmt("%s_reduce_%s", scope, what);
-    case 1: return fmt("%sReduce%s", scope, cap);
-    default: return fmt("%s_all%s", scope, what);
-    }
+    int k = t->p[RP_KNAME] % 3;
+    const char *w = k == 1 ? fmt("%c%s", what[0] - 32, what + 1) : what; // camel case: Sum
+    return fmt(pick3(k, "%s_reduce_%s", "%sReduce%s", "%s_all%s"), scope, w);
 }
 
 // A shuffle loop over offsets 16..1 around step; with __shfl_down_sync lane 0 ends with the
@@ -615,10 +612,9 @@ static void sm_kernels(const Task *t, Emit *e) {
     const char *write = lg ? "yr[c] = xr[c] - lse;" : store ? "yr[c] *= inv;"
                       : t->p[SM_VARS] == 1 ? fmt("yr[c] = %s / %s;", xm, S) : fmt("yr[c] = %s * inv;", xm);
     ro_kernel(e, t, helpers,
-              fmt("%s, %s.", lg ? "Log-softmax of each row" : "Softmax of each row",
-                  ro_map(t) == RO_BLOCK ? "one block per row: max, then sum of exponentials, then normalise"
-                  : online ? "one warp per row: an online pass for (max, sum), then a pass writing the outputs"
-                           : "one warp per row: max, then sum of exponentials, then normalise"),
+              fmt("%s, %s: %s.", lg ? "Log-softmax of each row" : "Softmax of each row", ro_how(t),
+                  online ? "an online pass for (max, sum), then a pass writing the outputs"
+                         : "max, then sum of exponentials, then normalise"),
               ro_sig(t), "float", ro_body(t, stats, scale, ro_cols(t, write), ""));
 }
 
@@ -1074,12 +1070,12 @@ static void tk_describe(const Task *t, Buf *name, Buf *desc) {
     ro_intro(desc, t, t->in[0].integer ? "matrix of whole numbers stored as float32" : "matrix of float32 values");
     if (K == 1)
         buf_printf(desc, "For every row r, write the %s value of the row to %s[r][0] and its column index to %s[r][0], "
-                         "the lowest index among equal values. %s", sm ? "smallest" : "largest", t->out[0].name,
+                         "the lowest index among equal values. %s", tk_orders[sm], t->out[0].name,
                    t->out[1].name, ro_map_desc(t));
     else
         buf_printf(desc, "For every row r, write the %d %s values of the row in %s order to %s[r][0..%d) and their "
                          "column indices to %s[r][0..%d); equal values are ordered by column index, the lower index "
-                         "first (so the selection is unique). %s", K, sm ? "smallest" : "largest",
+                         "first (so the selection is unique). %s", K, tk_orders[sm],
                    sm ? "increasing" : "decreasing", t->out[0].name, K, t->out[1].name, K, ro_map_desc(t));
     if (ro_map(t) == RO_THREAD)
         buf_puts(desc, " Each thread keeps a sorted list of its best k in registers and inserts every element of the "
@@ -1155,7 +1151,7 @@ static void tk_kernels(const Task *t, Emit *e) {
                *gt = sm ? "<" : ">";
     if (ro_map(t) == RO_THREAD) {
         TPL(e, t, tk_thread_tpl, "kmax", tmpl ? "" : "#define KMAX 8\n\n", "K", tmpl ? "K" : "k",
-            "KMAX", tmpl ? "K" : "KMAX", "order", sm ? "smallest" : "largest",
+            "KMAX", tmpl ? "K" : "KMAX", "order", tk_orders[sm],
             "template", tmpl ? "template <int K>" : "", "kname", t->kname[0],
             "params", fmt("%s%s", ro_sig(t), tmpl ? "" : ", int k"), "gidx", gidx_expr(t, 0), "x", x,
             "unroll", tmpl ? "#pragma unroll" : "", "identity", ro_arg_identity(dir, "float"), "gt", gt, "lt", lt,
@@ -1165,7 +1161,7 @@ static void tk_kernels(const Task *t, Emit *e) {
     ro_kernel(
         e, t, ro_arg_helpers(t, "float", dir),
         fmt("Top-k (%s first) of each row, %s, in k rounds: round r selects the best element ranking after pick r - 1.",
-            sm ? "smallest" : "largest", ro_how(t)),
+            tk_orders[sm], ro_how(t)),
         fmt("%s, int k", ro_sig(t)), "arg:float",
         FRAG(tk_rounds_tpl, "x", x, "identity", ro_arg_identity(dir, "float"),
              "loop", ro_cols(t, FRAG(tk_step_tpl, "lt", lt, "gt", gt)),
@@ -1242,7 +1238,7 @@ static void cs_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, nm[rev][t->p[RP_TNAME]]);
     ro_intro(desc, t, fmt("%s matrix with values", dt_names[x->dt]));
     buf_printf(desc, "Compute the %s %scumulative sum along each row%s: %s[r][c] = sum of %s[r][j] for j %s%s c.",
-               ex ? "exclusive" : "inclusive", rev ? "reverse " : "", rev ? " (from the right end)" : "",
+               cs_kinds[ex], rev ? "reverse " : "", rev ? " (from the right end)" : "",
                t->out[0].name, x->name, rev ? ">" : "<", ex ? "" : "=");
     if (ro_map(t) == RO_BLOCK)
         buf_printf(desc, " Use one block of %d threads per row, scanning chunks of the row in shared memory "
