@@ -50,6 +50,12 @@ enum { RP_ROWS, RP_COLS, RP_MAP, RP_BLOCK, RP_RED, RP_SHMEM, RP_HELPER, RP_MASK,
 static int ro_map(const Task *t) { return t->p[RP_MAP]; }
 static int ro_tree(const Task *t) { return t->p[RP_MAP] == RO_BLOCK && t->p[RP_RED] == RO_TREE; }
 static int ro_shuffles(const Task *t) { return t->p[RP_MAP] != RO_THREAD && t->p[RP_RED] != RO_TREE; }
+// Whether the row reduces through a shared-memory tree whose size is given as shmem (RO_DEFINE: BLOCK_SIZE,
+// RO_TEMPLATE: the template parameter BLOCK, RO_DYNAMIC: blockDim.x and dynamic shared memory).
+static int ro_tree_shmem(const Task *t, int shmem) { return ro_tree(t) && t->p[RP_SHMEM] == shmem; }
+static const char *ro_shfl_fn(const Task *t) {
+    return t->p[RP_RED] == RO_DOWN ? "__shfl_down_sync" : "__shfl_xor_sync";
+}
 
 // After params_draw: rows x cols at most maxprod, and what follows from the mapping.
 // tree_only: block mappings always use the shared-memory tree.
@@ -98,16 +104,15 @@ static void ro_out_rows(Task *t, Tensor *x, DType dt) { tshape(x, dt, 1, t->p[RP
 
 // How a row is mapped, for task descriptions.
 static const char *ro_map_desc(const Task *t) {
-    const char *sh = t->p[RP_RED] == RO_XOR ? "__shfl_xor_sync" : "__shfl_down_sync";
     if (ro_map(t) == RO_THREAD) return "Use one thread per row.";
     if (ro_tree(t))
         return fmt("Use one thread block of %d threads per row, reducing through a shared-memory tree.",
                    t->p[RP_BLOCK]);
     if (ro_map(t) == RO_BLOCK)
         return fmt("Use one thread block of %d threads per row, reducing with %s inside each warp and shared memory "
-                   "across warps.", t->p[RP_BLOCK], sh);
+                   "across warps.", t->p[RP_BLOCK], ro_shfl_fn(t));
     return fmt("Use one warp per row (%d warp%s per block), reducing across lanes with %s.", t->p[RP_BLOCK] / 32,
-               t->p[RP_BLOCK] > 32 ? "s" : "", sh);
+               t->p[RP_BLOCK] > 32 ? "s" : "", ro_shfl_fn(t));
 }
 // The first sentence of a description: "X is a R x C row-major <what> in [lo, hi)", the range
 // closed for whole numbers.
@@ -149,7 +154,7 @@ static const char *ro_B(const Task *t) {
 // The #defines the kernels need: FULL_MASK, BLOCK_SIZE (a fragment, "" for none).
 static const char *ro_prelude(const Task *t) {
     const char *mask = ro_shuffles(t) && t->p[RP_MASK] == 2 ? "#define FULL_MASK 0xffffffffu\n" : "";
-    const char *bs = ro_tree(t) && t->p[RP_SHMEM] == RO_DEFINE ? fmt("#define BLOCK_SIZE %d\n", t->p[RP_BLOCK]) : "";
+    const char *bs = ro_tree_shmem(t, RO_DEFINE) ? fmt("#define BLOCK_SIZE %d\n", t->p[RP_BLOCK]) : "";
     return *mask || *bs ? fmt("%s%s\n", mask, bs) : "";
 }
 static const char *ro_opname(int op) { return pick3(op, "sum", "max", "min"); }
@@ -179,9 +184,6 @@ static const char *ro_shfl(const Task *t, const char *step, const char *v, const
     const char *b1 = down ? fmt("%s = __shfl_sync(%s, %s, 0);", v, ro_mask(t), v) : "";
     const char *b2 = down && i ? fmt("\n%s = __shfl_sync(%s, %s, 0);", i, ro_mask(t), i) : "";
     return FRAG(ro_shfl_tpl, "step", step, "bcast", fmt("%s%s", b1, b2));
-}
-static const char *ro_shfl_fn(const Task *t) {
-    return t->p[RP_RED] == RO_DOWN ? "__shfl_down_sync" : "__shfl_xor_sync";
 }
 // One combining step of v with the lane offset away.
 static const char *ro_step(const Task *t, const char *v, int op) {
@@ -364,10 +366,9 @@ const int row = $gidx;
 if (row >= rows) return;
 )" };
 static const char *ro_shared(const Task *t, const char *shared) {
-    const char *B = ro_B(t);
-    int dyn = t->p[RP_SHMEM] == RO_DYNAMIC;
     if (!ro_tree(t) || !*shared) return "";
-    int arg = strncmp(shared, "arg:", 4) == 0;
+    const char *B = ro_B(t);
+    int dyn = t->p[RP_SHMEM] == RO_DYNAMIC, arg = strncmp(shared, "arg:", 4) == 0;
     const char *T = arg ? shared + 4 : shared;
     if (arg && dyn)
         return fmt("extern __shared__ int smem_raw[];\n%s *sval = (%s *)smem_raw;\nint *sidx = smem_raw + blockDim.x;",
@@ -383,7 +384,7 @@ static void ro_kernel(Emit *e, const Task *t, const char *helpers, const char *c
     const char *index = FRAG(ro_index_tpl[ro_map(t)], "gidx", gidx_expr(t, 0),
                              "lane", t->p[RP_NAMES] & 1 ? "& 31" : "% 32", "warp_row", warp_row);
     TPL(e, t, ro_kernel_tpl, "prelude", ro_prelude(t), "helpers", helpers, "comment", comment, "kname", t->kname[0],
-        "template", ro_tree(t) && t->p[RP_SHMEM] == RO_TEMPLATE ? "template <int BLOCK>" : "", "params", params,
+        "template", ro_tree_shmem(t, RO_TEMPLATE) ? "template <int BLOCK>" : "", "params", params,
         "shared", ro_shared(t, shared), "body", body, "index", index);
 }
 // The body of a row kernel: the row's pointers (yr where the output is a matrix), the
@@ -440,14 +441,14 @@ dim3 grid(($rows * 32 + block.x - 1) / block.x);
 $k<<<grid, block>>>($args);
 )" };
 static void ro_launch(Emit *e, const Task *t, const Host *h, const char *args, const char *smem) {
-    int B = t->p[RP_BLOCK], dyn = ro_tree(t) && t->p[RP_SHMEM] == RO_DYNAMIC;
+    int B = t->p[RP_BLOCK], dyn = ro_tree_shmem(t, RO_DYNAMIC);
     if (ro_map(t) == RO_THREAD) {
         launch_1d(e, t, t->kname[0], h->size[0], B, 0, args);
         return;
     }
     TPL(e, t, ro_launch_tpl[2 * ro_map(t) + !(t->st.cfg & 1)], "rows", h->size[0], "args", args, "block", fmt("%d", B),
-        "warps", fmt("%d", B / 32), "threads", ro_tree(t) && t->p[RP_SHMEM] == RO_DEFINE ? "BLOCK_SIZE" : fmt("%d", B),
-        "k", ro_tree(t) && t->p[RP_SHMEM] == RO_TEMPLATE ? fmt("%s<%d>", t->kname[0], B) : t->kname[0],
+        "warps", fmt("%d", B / 32), "threads", ro_tree_shmem(t, RO_DEFINE) ? "BLOCK_SIZE" : fmt("%d", B),
+        "k", ro_tree_shmem(t, RO_TEMPLATE) ? fmt("%s<%d>", t->kname[0], B) : t->kname[0],
         "smem", dyn ? fmt("const size_t smem = threads * %s;", smem) : "", "sm", dyn ? ", smem" : "");
 }
 
@@ -607,7 +608,7 @@ static void sm_kernels(const Task *t, Emit *e) {
                      "sum_reduce", ro_allreduce(t, S, RO_SUM));
         helpers = ro_helpers(t, (1 << RO_MAX) | (1 << RO_SUM));
     }
-    const char *scale = lg ? fmt("const float lse = %s + %s(%s);", M, t->p[SM_LOG] ? "__logf" : "logf", S)
+    const char *scale = lg ? fmt("const float lse = %s + %s(%s);", M, sm_logs[t->p[SM_LOG]], S)
                       : t->p[SM_VARS] == 1 && !store ? "" : fmt("const float inv = 1.0f / %s;", S);
     const char *write = lg ? "yr[c] = xr[c] - lse;" : store ? "yr[c] *= inv;"
                       : t->p[SM_VARS] == 1 ? fmt("yr[c] = %s / %s;", xm, S) : fmt("yr[c] = %s * inv;", xm);
