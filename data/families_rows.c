@@ -177,13 +177,14 @@ static const char ro_shfl_tpl[] = R"(
 for (int offset = 16; offset > 0; offset >>= 1) {
     $step
 }
-$bcast
+$bcast_v
+$bcast_i
 )";
 static const char *ro_shfl(const Task *t, const char *step, const char *v, const char *i) {
     int down = t->p[RP_RED] == RO_DOWN;
-    const char *b1 = down ? fmt("%s = __shfl_sync(%s, %s, 0);", v, ro_mask(t), v) : "";
-    const char *b2 = down && i ? fmt("\n%s = __shfl_sync(%s, %s, 0);", i, ro_mask(t), i) : "";
-    return FRAG(ro_shfl_tpl, "step", step, "bcast", fmt("%s%s", b1, b2));
+    const char *bv = down ? fmt("%s = __shfl_sync(%s, %s, 0);", v, ro_mask(t), v) : "";
+    const char *bi = down && i ? fmt("%s = __shfl_sync(%s, %s, 0);", i, ro_mask(t), i) : "";
+    return FRAG(ro_shfl_tpl, "step", step, "bcast_v", bv, "bcast_i", bi);
 }
 // One combining step of v with the lane offset away.
 static const char *ro_step(const Task *t, const char *v, int op) {
@@ -924,10 +925,9 @@ static void mv_kernels(const Task *t, Emit *e) {
         helpers = ro_helpers(t, 1 << RO_SUM);
     } else {
         // Welford: the threads' states merged through a shared tree (sn, smu, sm2) or shuffles
-        const char *merge_all = m == RO_BLOCK ? FRAG(mv_merge_tree_tpl, "B", B, "merge", merge)
-                                : m == RO_WARP ? FRAG(mv_merge_shfl_tpl, "fn", ro_shfl_fn(t), "mask", ro_mask(t),
-                                                      "merge", merge)
-                                               : "";
+        const char *merge_all = pick3(m, FRAG(mv_merge_tree_tpl, "B", B, "merge", merge),
+                                      FRAG(mv_merge_shfl_tpl, "fn", ro_shfl_fn(t), "mask", ro_mask(t), "merge", merge),
+                                      "");
         stats = FRAG(mv_stats_tpl[algo], "welford_loop", ro_cols(t, mv_welford_step), "merge", merge_all);
         shared = t->p[RP_SHMEM] != RO_DYNAMIC
                      ? fmt("__shared__ float sn[%s], smu[%s], sm2[%s];", B, B, B)
