@@ -114,15 +114,16 @@ static const char *ro_map_desc(const Task *t) {
     return fmt("Use one warp per row (%d warp%s per block), reducing across lanes with %s.", t->p[RP_BLOCK] / 32,
                t->p[RP_BLOCK] > 32 ? "s" : "", ro_shfl_fn(t));
 }
+// The same in a few words, for kernel comments.
+static const char *ro_how(const Task *t) {
+    return pick3(ro_map(t), "one block per row", "one warp per row", "one thread per row");
+}
 // The first sentence of a description: "X is a R x C row-major <what> in [lo, hi)", the range
 // closed for whole numbers.
 static void ro_intro(Buf *desc, const Task *t, const char *what) {
     const Tensor *x = &t->in[0];
     buf_printf(desc, "%s is %s x %d row-major %s in [%s, %s%s. ", x->name, a_num(t->p[RP_ROWS]), t->p[RP_COLS], what,
                fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")");
-}
-static const char *ro_how(const Task *t) {
-    return pick3(ro_map(t), "one block per row", "one warp per row", "one thread per row");
 }
 
 // CPU references: element k of a float32 or int32 array (exact in double), and a store.
