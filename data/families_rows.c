@@ -50,9 +50,10 @@ enum { RP_ROWS, RP_COLS, RP_MAP, RP_BLOCK, RP_RED, RP_SHMEM, RP_HELPER, RP_MASK,
 static int ro_map(const Task *t) { return t->p[RP_MAP]; }
 static int ro_tree(const Task *t) { return t->p[RP_MAP] == RO_BLOCK && t->p[RP_RED] == RO_TREE; }
 static int ro_shuffles(const Task *t) { return t->p[RP_MAP] != RO_THREAD && t->p[RP_RED] != RO_TREE; }
-// Whether the row reduces through a shared-memory tree whose size is given as shmem (RO_DEFINE: BLOCK_SIZE,
-// RO_TEMPLATE: the template parameter BLOCK, RO_DYNAMIC: blockDim.x and dynamic shared memory).
+// Whether the row reduces through a shared-memory tree sized as shmem says (RO_DEFINE:
+// BLOCK_SIZE, RO_TEMPLATE: the template parameter BLOCK, RO_DYNAMIC: blockDim.x, dynamic).
 static int ro_tree_shmem(const Task *t, int shmem) { return ro_tree(t) && t->p[RP_SHMEM] == shmem; }
+// The intrinsic that shuffle reductions combine lanes with.
 static const char *ro_shfl_fn(const Task *t) {
     return t->p[RP_RED] == RO_DOWN ? "__shfl_down_sync" : "__shfl_xor_sync";
 }
