@@ -21,6 +21,16 @@ static void red_layout(Task *t, int nin, long n, int zero_init, int exact) {
     t->rtol = exact ? 0 : 1e-4;
 }
 
+// The grid of a launch over n elements, `threads` threads a block: grid_1d's (cap: at most
+// that many blocks, for grid-stride kernels), or with two elements a thread half as many blocks.
+static const char red_grid2_tpl[] = R"(
+const int threads = $threads;
+const int blocks = ($n + 2 * threads - 1) / (2 * threads);
+)";
+static const char *red_grid(const char *threads, const char *n, int two_per_thread, int cap) {
+    return two_per_thread ? FRAG(red_grid2_tpl, "threads", threads, "n", n) : grid_1d(threads, n, cap);
+}
+
 // ----------------------------------------------------------------------------
 // reduce_block: a tree in shared memory per block, then a second pass or atomics
 
@@ -153,17 +163,11 @@ static void rb_kernels(const Task *t, Emit *e) {
 // The launch: blocks by load (two elements a thread, or a capped grid-stride grid), pass 1,
 // and with two_pass pass 2 over the partials in a scratch buffer.
 static const char rb_launch_tpl[] = R"(
-const int threads = $threads;
-$blocks
+$grid
 $alloc
 $k1<<<blocks$smem>>>($in, $out1, $n);
 $pass2
 )";
-static const char *const rb_blocks[] = { "const int blocks = ($n + threads - 1) / threads;",
-                                         "const int blocks = ($n + 2 * threads - 1) / (2 * threads);", R"(
-int blocks = ($n + threads - 1) / threads;
-if (blocks > $cap) blocks = $cap;
-)" };
 static const char rb_pass2_launch[] = R"(
 $k2<<<1$smem>>>($partial, $out, blocks);
 $sync
@@ -171,16 +175,16 @@ $free
 )";
 
 static void rb_launch(const Task *t, Emit *e, const Host *h) {
-    int sh = t->p[RB_SHMEM], B = t->p[RB_BLOCK], two = t->p[RB_FINISH] == 0;
-    const char *k1 = sh == 1 ? fmt("%s<%d>", t->kname[0], B) : t->kname[0];
-    const char *k2 = rb_self_pass2(t) ? k1 : sh == 1 ? fmt("%s<%d>", t->kname[1], B) : t->kname[1];
+    int sh = t->p[RB_SHMEM], B = t->p[RB_BLOCK], two = t->p[RB_FINISH] == 0, load = t->p[RB_LOAD];
+    const char *inst = sh == 1 ? fmt("<%d>", B) : ""; // templates: the instance for this block size
+    const char *k1 = fmt("%s%s", t->kname[0], inst), *k2 = rb_self_pass2(t) ? k1 : fmt("%s%s", t->kname[1], inst);
     const char *pn = dname(t, "partial"), *smem = sh == 2 ? ", threads, threads * sizeof(float)" : ", threads";
     const char *pass2 = !two ? ""
                              : FRAG(rb_pass2_launch, "k2", k2, "smem", smem, "partial", pn, "out", h->out[0],
                                     "sync", checked(t, "cudaDeviceSynchronize()"),
                                     "free", checked(t, fmt("cudaFree(%s)", pn)));
-    TPL(e, t, rb_launch_tpl, "threads", sh == 0 ? "BLOCK_SIZE" : fmt("%d", B),
-        "blocks", FRAG(rb_blocks[t->p[RB_LOAD]], "n", h->size[0], "cap", fmt("%d", t->p[RB_CAP])),
+    const char *threads = sh == 0 ? "BLOCK_SIZE" : fmt("%d", B);
+    TPL(e, t, rb_launch_tpl, "grid", red_grid(threads, h->size[0], load == 1, load == 2 ? t->p[RB_CAP] : 0),
         "alloc", two ? dev_alloc(t, "float", pn, "blocks") : "", "k1", k1, "smem", smem, "in", h->in[0],
         "out1", two ? pn : h->out[0], "n", h->size[0], "pass2", pass2);
 }

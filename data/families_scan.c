@@ -292,8 +292,7 @@ static void sb_kernels(const Task *t, Emit *e) {
         "params", fmt("%s, int n", kernel_params(t)), "shared", sc_scan_shared(&o), "body", sc_scan_body(t, &o));
 }
 static const char sb_launch_tpl[] = R"(
-const int threads = $threads;
-const int blocks = ($n + $per - 1) / $den;
+$grid
 $smem
 $k<<<blocks, threads$sm>>>($args);
 )";
@@ -301,9 +300,9 @@ static void sb_launch(const Task *t, Emit *e, const Host *h) {
     int sh = t->p[SB_SHMEM], B = t->p[SB_BLOCK];
     const char *smem = t->p[SB_ALGO] && t->p[SB_PAD] ? "(2 * threads + ((2 * threads) >> 5))"
                        : t->p[SB_ALGO] || !t->p[SB_BUFFER] ? "2 * threads" : "threads";
-    const char *per = t->p[SB_ALGO] ? "2 * threads" : "threads"; // Blelloch: two elements a thread
-    TPL(e, t, sb_launch_tpl, "threads", sh == 0 ? "BLOCK_SIZE" : fmt("%d", B), "n", h->size[0], "per", per,
-        "den", paren(per), "k", sh == 1 ? fmt("%s<%d>", t->kname[0], B) : t->kname[0],
+    const char *threads = sh == 0 ? "BLOCK_SIZE" : fmt("%d", B);
+    TPL(e, t, sb_launch_tpl, "grid", red_grid(threads, h->size[0], t->p[SB_ALGO], 0), // Blelloch: two a thread
+        "k", sh == 1 ? fmt("%s<%d>", t->kname[0], B) : t->kname[0],
         "smem", sh == 2 ? fmt("const size_t smem = %s * sizeof(%s);", smem, sc_ct(t->p[SB_DTYPE])) : "",
         "sm", sh == 2 ? ", smem" : "", "args", kernel_args(h, 1));
 }
@@ -412,8 +411,7 @@ static void se_kernels(const Task *t, Emit *e) {
         "add2", bl ? fmt("if (i + blockDim.x < n) %s[i + blockDim.x] += add;", y) : "");
 }
 static const char se_launch_tpl[] = R"(
-const int threads = $threads;
-const int blocks = ($n + $per - 1) / $den;
+$grid
 $alloc
 $smem
 $k1<<<blocks, threads$sm1>>>($in, $out, $sums, $n);
@@ -426,8 +424,9 @@ static void se_launch(const Task *t, Emit *e, const Host *h) {
     const char *T = sc_ct(t->p[SE_DTYPE]), *per = t->p[SE_ALGO] ? "2 * threads" : "threads";
     const char *sums = dname(t, "block_sums");
     int dyn = t->p[SE_SHMEM] == 1;
-    TPL(e, t, se_launch_tpl, "threads", dyn ? fmt("%d", t->p[SE_BLOCK]) : "BLOCK_SIZE", "n", h->size[0], "per", per,
-        "den", paren(per), "alloc", dev_alloc(t, T, sums, "blocks"),
+    const char *threads = dyn ? fmt("%d", t->p[SE_BLOCK]) : "BLOCK_SIZE";
+    TPL(e, t, se_launch_tpl, "grid", red_grid(threads, h->size[0], t->p[SE_ALGO], 0), "n", h->size[0],
+        "alloc", dev_alloc(t, T, sums, "blocks"),
         "smem", dyn ? fmt("const size_t smem = %s * sizeof(%s);", per, T) : "", "k1", t->kname[0], "k2", t->kname[1],
         "k3", t->kname[2], "sm1", dyn ? ", smem" : "", "in", h->in[0], "out", h->out[0], "sums", sums,
         "cfg2", t->p[SE_SUMS] ? "1" : dyn ? fmt("threads, threads * sizeof(%s)", T) : "threads",
