@@ -38,11 +38,10 @@ enum { RB_OP, RB_N, RB_BLOCK, RB_FINISH, RB_LOAD, RB_SHMEM, RB_KNAME, RB_NAMES, 
 static const char *const rb_ops[] = { "sum", "sumsq", "absmax", NULL };
 static const char *const rb_finish[] = { "two_pass", "atomic", NULL };
 static const char *const rb_loads[] = { "one_per_thread", "two_per_thread", "grid_stride", NULL };
-static const char *const rb_shmem[] = { "define", "template", "dynamic", NULL };
 static const ParamDesc rb_params[] = {
     [RB_OP] = { "op", rb_ops, 1, "*" }, [RB_N] = { "n", NULL, 1, RED_SIZES },
     [RB_BLOCK] = { "block", NULL, 1, "128 256 512 1024" }, [RB_FINISH] = { "finish", rb_finish, 1, "*" },
-    [RB_LOAD] = { "load", rb_loads, 1, "*" }, [RB_SHMEM] = { "shmem", rb_shmem, 0, "*" },
+    [RB_LOAD] = { "load", rb_loads, 1, "*" }, [RB_SHMEM] = { "shmem", ro_shmems, 0, "*" },
     [RB_KNAME] = { "kname", NULL, 0, "0..3" }, [RB_NAMES] = { "names", NULL, 0, "0..3" },
     [RB_TNAME] = { "tname", NULL, 0, "0..2" }, [RB_CAP] = { "cap", NULL, 0, "128 256 1024" }, [RB_NP] = { NULL } };
 
@@ -135,8 +134,8 @@ static int rb_self_pass2(const Task *t) { return t->p[RB_LOAD] == 2 && t->p[RB_O
 static void rb_kernels(const Task *t, Emit *e) {
     int sh = t->p[RB_SHMEM], fin = t->p[RB_FINISH], op = t->p[RB_OP];
     const char *B = pick3(sh, "BLOCK_SIZE", "BLOCK", "blockDim.x"), *x = t->in[0].name, *o = t->out[0].name;
-    const char *tmpl = sh == 1 ? "template <int BLOCK>" : "", *xi = fmt("%s[i]", x);
-    const char *sdata = sh == 2 ? "extern __shared__ float sdata[];" : fmt("__shared__ float sdata[%s];", B);
+    const char *tmpl = sh == RO_TEMPLATE ? "template <int BLOCK>" : "", *xi = fmt("%s[i]", x);
+    const char *sdata = sh == RO_DYNAMIC ? "extern __shared__ float sdata[];" : fmt("__shared__ float sdata[%s];", B);
     const char *finish = fin == 0 ? "partial[blockIdx.x] = sdata[0];"
                          : op == 2 ? fmt("atomicMax((int *)%s, __float_as_int(sdata[0]));", o)
                                    : fmt("atomicAdd(%s, sdata[0]);", o);
@@ -145,8 +144,8 @@ static void rb_kernels(const Task *t, Emit *e) {
                  : "Each block reduces its elements in shared memory; thread 0 adds the block's result to the output.";
     const char *load = FRAG(rb_load[t->p[RB_LOAD]], "f_i", rb_f(t, xi), "combine_i", rb_comb(t, "v", rb_f(t, xi)),
                             "combine_next", rb_comb(t, "v", rb_f(t, fmt("%s[i + blockDim.x]", x))));
-    TPL(e, t, rb_kernel, "define", sh == 0 ? fmt("#define BLOCK_SIZE %d\n\n", t->p[RB_BLOCK]) : "", "comment", comment,
-        "template", tmpl, "kname", t->kname[0], "n", "n", "sdata", sdata, "B", B,
+    TPL(e, t, rb_kernel, "define", sh == RO_DEFINE ? fmt("#define BLOCK_SIZE %d\n\n", t->p[RB_BLOCK]) : "",
+        "comment", comment, "template", tmpl, "kname", t->kname[0], "n", "n", "sdata", sdata, "B", B,
         "params", fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", fin == 0 ? "partial" : o, 0)),
         "load", load, "tree_combine", rb_comb(t, "sdata[tid]", "sdata[tid + s]"),
         "finish", FRAG("if (tid == 0) {\n    $finish\n}", "finish", finish));
@@ -176,14 +175,14 @@ $free
 
 static void rb_launch(const Task *t, Emit *e, const Host *h) {
     int sh = t->p[RB_SHMEM], B = t->p[RB_BLOCK], two = t->p[RB_FINISH] == 0, load = t->p[RB_LOAD];
-    const char *inst = sh == 1 ? fmt("<%d>", B) : ""; // templates: the instance for this block size
+    const char *inst = sh == RO_TEMPLATE ? fmt("<%d>", B) : ""; // templates: the instance for this block size
     const char *k1 = fmt("%s%s", t->kname[0], inst), *k2 = rb_self_pass2(t) ? k1 : fmt("%s%s", t->kname[1], inst);
-    const char *pn = dname(t, "partial"), *smem = sh == 2 ? ", threads, threads * sizeof(float)" : ", threads";
+    const char *pn = dname(t, "partial"), *smem = sh == RO_DYNAMIC ? ", threads, threads * sizeof(float)" : ", threads";
     const char *pass2 = !two ? ""
                              : FRAG(rb_pass2_launch, "k2", k2, "smem", smem, "partial", pn, "out", h->out[0],
                                     "sync", checked(t, "cudaDeviceSynchronize()"),
                                     "free", checked(t, fmt("cudaFree(%s)", pn)));
-    const char *threads = sh == 0 ? "BLOCK_SIZE" : fmt("%d", B);
+    const char *threads = sh == RO_DEFINE ? "BLOCK_SIZE" : fmt("%d", B);
     TPL(e, t, rb_launch_tpl, "grid", red_grid(threads, h->size[0], load == 1, load == 2 ? t->p[RB_CAP] : 0),
         "alloc", two ? dev_alloc(t, "float", pn, "blocks") : "", "k1", k1, "smem", smem, "in", h->in[0],
         "out1", two ? pn : h->out[0], "n", h->size[0], "pass2", pass2);
@@ -346,7 +345,6 @@ static void rw_kernels(const Task *t, Emit *e) {
     const char *shfl = fmt("%s(%s, v, offset)", t->p[RW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync", mask);
     const char *shuffle = FRAG(rw_shuffle, "step", op == 3 ? fmt("v = fmaxf(v, %s);", shfl) : fmt("v += %s;", shfl));
     const char *reduce = t->p[RW_HELPER] ? fmt("v = %s(v);", t->kname[1]) : shuffle;
-    const char *params = fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", o, 0));
     if (t->p[RW_MASK] == 2) TPL(e, t, "#define FULL_MASK 0xffffffffu\n\n", NULL);
     if (t->p[RW_HELPER]) {
         const char *comment = t->p[RW_SHFL]
@@ -357,8 +355,9 @@ static void rw_kernels(const Task *t, Emit *e) {
             "helper", t->kname[1], "shuffle", shuffle, "comment", comment);
     }
     if (rw_is_row(t))
-        TPL(e, t, rw_row_kernel, "kname", t->kname[0], "params", params, "lane", t->p[RW_KNAME] & 1 ? "& 31" : "% 32",
-            "x", x, "init", op == 3 ? "-3.402823466e+38f" : "0.0f", "reduce", reduce, "out", o,
+        TPL(e, t, rw_row_kernel, "kname", t->kname[0], "params", kernel_params(t), "x", x,
+            "lane", t->p[RW_KNAME] & 1 ? "& 31" : "% 32", "init", op == 3 ? "-3.402823466e+38f" : "0.0f",
+            "reduce", reduce, "out", o,
             "accumulate", pick3(op - 2, "v += row[c];", "v = fmaxf(v, row[c]);", "v += row[c] * row[c];"),
             "result", op == 4 ? "sqrtf(v)" : "v");
     else {
@@ -368,8 +367,8 @@ static void rw_kernels(const Task *t, Emit *e) {
                 : "Per-thread partial sums, warp shuffles, warp sums through shared memory, one atomicAdd per block.";
         const char *finish = op == 0 ? fmt("if ((threadIdx.x & 31) == 0) atomicAdd(%s, v);", o)
                                      : FRAG(rw_two_level, "reduce", reduce, "out", o);
-        TPL(e, t, rw_total_kernel, "kname", t->kname[0], "params", params, "x", x, "reduce", reduce, "comment", comment,
-            "shared", op == 1 ? "__shared__ float warp_sums[32];" : "", "finish", finish);
+        TPL(e, t, rw_total_kernel, "kname", t->kname[0], "params", kernel_params(t), "x", x, "reduce", reduce,
+            "comment", comment, "shared", op == 1 ? "__shared__ float warp_sums[32];" : "", "finish", finish);
     }
 }
 
@@ -386,11 +385,11 @@ $k<<<blocks, warps_per_block * 32>>>($args);
 static void rw_launch(const Task *t, Emit *e, const Host *h) {
     int B = t->p[RW_BLOCK];
     if (!rw_is_row(t)) {
-        launch_1d(e, t, t->kname[0], h->size[0], B, t->p[RW_CAP], fmt("%s, %s, %s", h->in[0], h->out[0], h->size[0]));
+        launch_1d(e, t, t->kname[0], h->size[0], B, t->p[RW_CAP], kernel_args(h, 1));
         return;
     }
     TPL(e, t, rw_row_launch[t->st.cfg & 1], "block", fmt("%d", B), "warps", fmt("%d", B / 32), "rows", h->size[0],
-        "k", t->kname[0], "args", fmt("%s, %s, %s, %s", h->in[0], h->out[0], h->size[0], h->size[1]));
+        "k", t->kname[0], "args", kernel_args(h, 2));
 }
 
 // A whole-array sum is the sum of one row of n values.
