@@ -141,7 +141,7 @@ static void rb_kernels(const Task *t, Emit *e) {
     const char *sdata = sh == RO_DYNAMIC ? "extern __shared__ float sdata[];" : fmt("__shared__ float sdata[%s];", B);
     const char *finish = two_pass ? "partial[blockIdx.x] = sdata[0];"
                          : op == RB_ABSMAX ? fmt("atomicMax((int *)%s, __float_as_int(sdata[0]));", o)
-                                   : fmt("atomicAdd(%s, sdata[0]);", o);
+                                           : fmt("atomicAdd(%s, sdata[0]);", o);
     const char *comment =
         two_pass ? "Pass 1: each block reduces its elements and writes one partial result."
                  : "Each block reduces its elements in shared memory; thread 0 adds the block's result to the output.";
