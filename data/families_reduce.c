@@ -21,18 +21,30 @@ static void red_layout(Task *t, int nin, long n, int zero_init, int exact) {
     t->rtol = exact ? 0 : 1e-4;
 }
 
+// The grid of a launch over n elements, `threads` threads a block: grid_1d's (cap: at most
+// that many blocks, for grid-stride kernels), or with two elements a thread half as many blocks.
+static const char red_grid2_tpl[] = R"(
+const int threads = $threads;
+const int blocks = ($n + 2 * threads - 1) / (2 * threads);
+)";
+static const char *red_grid(const char *threads, const char *n, int two_per_thread, int cap) {
+    return two_per_thread ? FRAG(red_grid2_tpl, "threads", threads, "n", n) : grid_1d(threads, n, cap);
+}
+
 // ----------------------------------------------------------------------------
 // reduce_block: a tree in shared memory per block, then a second pass or atomics
 
 enum { RB_OP, RB_N, RB_BLOCK, RB_FINISH, RB_LOAD, RB_SHMEM, RB_KNAME, RB_NAMES, RB_TNAME, RB_CAP, RB_NP };
 static const char *const rb_ops[] = { "sum", "sumsq", "absmax", NULL };
+enum { RB_SUM, RB_SUMSQ, RB_ABSMAX };
 static const char *const rb_finish[] = { "two_pass", "atomic", NULL };
+enum { RB_TWO_PASS, RB_ATOMIC };
 static const char *const rb_loads[] = { "one_per_thread", "two_per_thread", "grid_stride", NULL };
-static const char *const rb_shmem[] = { "define", "template", "dynamic", NULL };
+enum { RB_ONE_PER_THREAD, RB_TWO_PER_THREAD, RB_GRID_STRIDE };
 static const ParamDesc rb_params[] = {
     [RB_OP] = { "op", rb_ops, 1, "*" }, [RB_N] = { "n", NULL, 1, RED_SIZES },
     [RB_BLOCK] = { "block", NULL, 1, "128 256 512 1024" }, [RB_FINISH] = { "finish", rb_finish, 1, "*" },
-    [RB_LOAD] = { "load", rb_loads, 1, "*" }, [RB_SHMEM] = { "shmem", rb_shmem, 0, "*" },
+    [RB_LOAD] = { "load", rb_loads, 1, "*" }, [RB_SHMEM] = { "shmem", ro_shmems, 0, "*" },
     [RB_KNAME] = { "kname", NULL, 0, "0..3" }, [RB_NAMES] = { "names", NULL, 0, "0..3" },
     [RB_TNAME] = { "tname", NULL, 0, "0..2" }, [RB_CAP] = { "cap", NULL, 0, "128 256 1024" }, [RB_NP] = { NULL } };
 
@@ -54,7 +66,7 @@ static void rb_draw(Task *t, Rng *r) {
                fmt("%s %s", word(rb_op[t->p[RB_OP]].kn, k), rb_pass2_names[k]), rb_ops[t->p[RB_OP]]);
 }
 
-static void rb_layout(Task *t) { red_layout(t, 1, t->p[RB_N], t->p[RB_FINISH] == 1, t->p[RB_OP] == 2); }
+static void rb_layout(Task *t) { red_layout(t, 1, t->p[RB_N], t->p[RB_FINISH] == RB_ATOMIC, t->p[RB_OP] == RB_ABSMAX); }
 
 static void rb_describe(const Task *t, Buf *name, Buf *desc) {
     static const char *const finish[] = { "; a second kernel launch reduces the per-block partial results.",
@@ -65,7 +77,7 @@ static void rb_describe(const Task *t, Buf *name, Buf *desc) {
     buf_printf(desc, "Compute %s[0] = ", t->out[0].name);
     buf_printf(desc, rb_op[t->p[RB_OP]].what, t->p[RB_N], t->in[0].name);
     buf_puts(desc, ". Each block reduces its part in shared memory with a tree of __syncthreads() steps");
-    buf_puts(desc, finish[t->p[RB_FINISH] == 0 ? 0 : t->p[RB_OP] == 2 ? 2 : 1]);
+    buf_puts(desc, finish[t->p[RB_FINISH] == RB_TWO_PASS ? 0 : t->p[RB_OP] == RB_ABSMAX ? 2 : 1]);
 }
 
 // A block's reduction in sdata: the kernel (pass 1), and with two_pass the same kernel shape
@@ -113,34 +125,34 @@ sdata[tid] = v;
 
 // The value an element contributes, and how two values combine.
 static const char *rb_f(const Task *t, const char *v) {
-    return t->p[RB_OP] == 0 ? v : t->p[RB_OP] == 1 ? fmt("%s * %s", v, v) : fmt("fabsf(%s)", v);
+    return pick3(t->p[RB_OP], v, fmt("%s * %s", v, v), fmt("fabsf(%s)", v));
 }
 static const char *rb_comb(const Task *t, const char *a, const char *b) {
-    return t->p[RB_OP] == 2 ? fmt("fmaxf(%s, %s)", a, b) : fmt("%s + %s", a, b);
+    return t->p[RB_OP] == RB_ABSMAX ? fmt("fmaxf(%s, %s)", a, b) : fmt("%s + %s", a, b);
 }
 // With a grid-stride load, the pass-1 kernel of sum or absmax serves as pass 2 too (that of
 // sumsq would square the partials).
-static int rb_self_pass2(const Task *t) { return t->p[RB_LOAD] == 2 && t->p[RB_OP] != 1; }
+static int rb_self_pass2(const Task *t) { return t->p[RB_LOAD] == RB_GRID_STRIDE && t->p[RB_OP] != RB_SUMSQ; }
 
 static void rb_kernels(const Task *t, Emit *e) {
-    int sh = t->p[RB_SHMEM], fin = t->p[RB_FINISH], op = t->p[RB_OP];
+    int sh = t->p[RB_SHMEM], two_pass = t->p[RB_FINISH] == RB_TWO_PASS, op = t->p[RB_OP];
     const char *B = pick3(sh, "BLOCK_SIZE", "BLOCK", "blockDim.x"), *x = t->in[0].name, *o = t->out[0].name;
-    const char *tmpl = sh == 1 ? "template <int BLOCK>" : "", *xi = fmt("%s[i]", x);
-    const char *sdata = sh == 2 ? "extern __shared__ float sdata[];" : fmt("__shared__ float sdata[%s];", B);
-    const char *finish = fin == 0 ? "partial[blockIdx.x] = sdata[0];"
-                         : op == 2 ? fmt("atomicMax((int *)%s, __float_as_int(sdata[0]));", o)
-                                   : fmt("atomicAdd(%s, sdata[0]);", o);
+    const char *tmpl = sh == RO_TEMPLATE ? "template <int BLOCK>" : "", *xi = fmt("%s[i]", x);
+    const char *sdata = sh == RO_DYNAMIC ? "extern __shared__ float sdata[];" : fmt("__shared__ float sdata[%s];", B);
+    const char *finish = two_pass ? "partial[blockIdx.x] = sdata[0];"
+                         : op == RB_ABSMAX ? fmt("atomicMax((int *)%s, __float_as_int(sdata[0]));", o)
+                                           : fmt("atomicAdd(%s, sdata[0]);", o);
     const char *comment =
-        fin == 0 ? "Pass 1: each block reduces its elements and writes one partial result."
+        two_pass ? "Pass 1: each block reduces its elements and writes one partial result."
                  : "Each block reduces its elements in shared memory; thread 0 adds the block's result to the output.";
     const char *load = FRAG(rb_load[t->p[RB_LOAD]], "f_i", rb_f(t, xi), "combine_i", rb_comb(t, "v", rb_f(t, xi)),
                             "combine_next", rb_comb(t, "v", rb_f(t, fmt("%s[i + blockDim.x]", x))));
-    TPL(e, t, rb_kernel, "define", sh == 0 ? fmt("#define BLOCK_SIZE %d\n\n", t->p[RB_BLOCK]) : "", "comment", comment,
-        "template", tmpl, "kname", t->kname[0], "n", "n", "sdata", sdata, "B", B,
-        "params", fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", fin == 0 ? "partial" : o, 0)),
+    TPL(e, t, rb_kernel, "define", sh == RO_DEFINE ? fmt("#define BLOCK_SIZE %d\n\n", t->p[RB_BLOCK]) : "",
+        "comment", comment, "template", tmpl, "kname", t->kname[0], "n", "n", "sdata", sdata, "B", B,
+        "params", fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", two_pass ? "partial" : o, 0)),
         "load", load, "tree_combine", rb_comb(t, "sdata[tid]", "sdata[tid + s]"),
         "finish", FRAG("if (tid == 0) {\n    $finish\n}", "finish", finish));
-    if (fin == 1 || rb_self_pass2(t)) return;
+    if (!two_pass || rb_self_pass2(t)) return;
     em_blank(e);
     TPL(e, t, rb_kernel, "define", "", "comment", "Pass 2: one block reduces the per-block partial results.",
         "template", tmpl, "kname", t->kname[1], "n", "count", "sdata", sdata, "B", B,
@@ -153,17 +165,11 @@ static void rb_kernels(const Task *t, Emit *e) {
 // The launch: blocks by load (two elements a thread, or a capped grid-stride grid), pass 1,
 // and with two_pass pass 2 over the partials in a scratch buffer.
 static const char rb_launch_tpl[] = R"(
-const int threads = $threads;
-$blocks
+$grid
 $alloc
 $k1<<<blocks$smem>>>($in, $out1, $n);
 $pass2
 )";
-static const char *const rb_blocks[] = { "const int blocks = ($n + threads - 1) / threads;",
-                                         "const int blocks = ($n + 2 * threads - 1) / (2 * threads);", R"(
-int blocks = ($n + threads - 1) / threads;
-if (blocks > $cap) blocks = $cap;
-)" };
 static const char rb_pass2_launch[] = R"(
 $k2<<<1$smem>>>($partial, $out, blocks);
 $sync
@@ -171,26 +177,26 @@ $free
 )";
 
 static void rb_launch(const Task *t, Emit *e, const Host *h) {
-    int sh = t->p[RB_SHMEM], B = t->p[RB_BLOCK], two = t->p[RB_FINISH] == 0;
-    const char *k1 = sh == 1 ? fmt("%s<%d>", t->kname[0], B) : t->kname[0];
-    const char *k2 = rb_self_pass2(t) ? k1 : sh == 1 ? fmt("%s<%d>", t->kname[1], B) : t->kname[1];
-    const char *pn = dname(t, "partial"), *smem = sh == 2 ? ", threads, threads * sizeof(float)" : ", threads";
-    const char *pass2 = !two ? ""
-                             : FRAG(rb_pass2_launch, "k2", k2, "smem", smem, "partial", pn, "out", h->out[0],
-                                    "sync", checked(t, "cudaDeviceSynchronize()"),
-                                    "free", checked(t, fmt("cudaFree(%s)", pn)));
-    TPL(e, t, rb_launch_tpl, "threads", sh == 0 ? "BLOCK_SIZE" : fmt("%d", B),
-        "blocks", FRAG(rb_blocks[t->p[RB_LOAD]], "n", h->size[0], "cap", fmt("%d", t->p[RB_CAP])),
-        "alloc", two ? dev_alloc(t, "float", pn, "blocks") : "", "k1", k1, "smem", smem, "in", h->in[0],
-        "out1", two ? pn : h->out[0], "n", h->size[0], "pass2", pass2);
+    int sh = t->p[RB_SHMEM], B = t->p[RB_BLOCK], load = t->p[RB_LOAD], two_pass = t->p[RB_FINISH] == RB_TWO_PASS;
+    const char *inst = sh == RO_TEMPLATE ? fmt("<%d>", B) : ""; // templates: the instance for this block size
+    const char *k1 = fmt("%s%s", t->kname[0], inst), *k2 = rb_self_pass2(t) ? k1 : fmt("%s%s", t->kname[1], inst);
+    const char *pn = dname(t, "partial"), *smem = sh == RO_DYNAMIC ? ", threads, threads * sizeof(float)" : ", threads";
+    const char *pass2 = !two_pass ? ""
+                                  : FRAG(rb_pass2_launch, "k2", k2, "smem", smem, "partial", pn, "out", h->out[0],
+                                         "sync", checked(t, "cudaDeviceSynchronize()"),
+                                         "free", checked(t, fmt("cudaFree(%s)", pn)));
+    const char *threads = sh == RO_DEFINE ? "BLOCK_SIZE" : fmt("%d", B), *n = h->size[0];
+    const char *grid = red_grid(threads, n, load == RB_TWO_PER_THREAD, load == RB_GRID_STRIDE ? t->p[RB_CAP] : 0);
+    TPL(e, t, rb_launch_tpl, "grid", grid, "alloc", two_pass ? dev_alloc(t, "float", pn, "blocks") : "", "k1", k1,
+        "smem", smem, "in", h->in[0], "out1", two_pass ? pn : h->out[0], "n", n, "pass2", pass2);
 }
 
 static void rb_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0];
     double acc = 0;
     for (long i = 0; i < t->p[RB_N]; i++) {
-        double v = t->p[RB_OP] == 0 ? x[i] : t->p[RB_OP] == 1 ? (double)x[i] * x[i] : fabs(x[i]);
-        acc = t->p[RB_OP] == 2 ? fmax(acc, v) : acc + v;
+        double v = t->p[RB_OP] == RB_SUM ? x[i] : t->p[RB_OP] == RB_SUMSQ ? (double)x[i] * x[i] : fabs(x[i]);
+        acc = t->p[RB_OP] == RB_ABSMAX ? fmax(acc, v) : acc + v;
     }
     ((float *)out[0])[0] = (float)acc;
 }
@@ -206,6 +212,7 @@ static const Family fam_reduce_block = {
 enum { RW_OP, RW_N, RW_ROWS, RW_COLS, RW_BLOCK, RW_SHFL, RW_HELPER, RW_MASK, RW_KNAME, RW_NAMES, RW_TNAME, RW_CAP, RW_NP
        };
 static const char *const rw_ops[] = { "total_sum", "block_sum", "row_sum", "row_max", "row_norm", NULL };
+enum { RW_TOTAL_SUM, RW_BLOCK_SUM, RW_ROW_SUM, RW_ROW_MAX, RW_ROW_NORM };
 static const char *const rw_shfl[] = { "down", "xor", NULL };
 static const ParamDesc rw_params[] = {
     [RW_OP] = { "op", rw_ops, 1, "*" }, [RW_N] = { "n", NULL, 1, RED_SIZES }, [RW_ROWS] = { "rows", NULL, 1, NULL },
@@ -233,7 +240,7 @@ static const struct { const char *kn, *tname, *what; } rw_op[] = {
 static const char *const rw_names[] = { "x out", "input result", "values %s", "data reduced" }; // %s: sums, ...
 static const char *const rw_helper_names[] = { "warp_reduce", "warpReduce", "warp_allreduce", "shfl_reduce" };
 
-static int rw_is_row(const Task *t) { return t->p[RW_OP] >= 2; }
+static int rw_is_row(const Task *t) { return t->p[RW_OP] >= RW_ROW_SUM; }
 
 // Row operations: rows x cols (at most 2.1 M values) and 1-8 warps a block; whole-array sums: n.
 static void rw_draw(Task *t, Rng *r) {
@@ -245,16 +252,16 @@ static void rw_draw(Task *t, Rng *r) {
         } while ((long)t->p[RW_ROWS] * t->p[RW_COLS] > 2100000);
     }
     t->p[RW_BLOCK] = rng_pick(r, rw_is_row(t) ? "32 64 128 256" : "128 256 512 1024");
-    int k = t->p[RW_KNAME], camel = k == 1;
-    const char *values = t->p[RW_OP] == 3 ? "maxima" : t->p[RW_OP] == 4 ? "norms" : "sums";
+    int op = t->p[RW_OP], k = t->p[RW_KNAME], camel = k == 1;
+    const char *values = op == RW_ROW_MAX ? "maxima" : op == RW_ROW_NORM ? "norms" : "sums";
+    const char *suffix = op == RW_ROW_MAX ? (camel ? "Max" : "_max") : (camel ? "Sum" : "_sum"); // the helper's
     task_names(t, 1, fmt(rw_names[t->p[RW_NAMES]], values),
-               fmt("%s %s%s", word(rw_op[t->p[RW_OP]].kn, k), rw_helper_names[k],
-                   t->p[RW_OP] == 3 ? (camel ? "Max" : "_max") : (camel ? "Sum" : "_sum")),
-               rw_ops[t->p[RW_OP]]);
+               fmt("%s %s%s", word(rw_op[op].kn, k), rw_helper_names[k], suffix), rw_ops[op]);
 }
 
 static void rw_layout(Task *t) {
-    t->need_math = t->p[RW_OP] == 4;
+    int op = t->p[RW_OP];
+    t->need_math = op == RW_ROW_NORM;
     if (!rw_is_row(t)) {
         red_layout(t, 1, t->p[RW_N], 1, 0);
         return;
@@ -264,8 +271,8 @@ static void rw_layout(Task *t) {
     int rr = add_size(t, "rows", t->p[RW_ROWS]), cc = add_size(t, "cols", t->p[RW_COLS]);
     tshape(&t->in[0], DT_F32, 2, t->p[RW_ROWS], t->p[RW_COLS], rr, cc);
     tshape(&t->out[0], DT_F32, 1, t->p[RW_ROWS], 0, rr, -1);
-    t->atol = t->p[RW_OP] == 3 ? 0 : t->p[RW_OP] == 4 ? 1e-6 : 1e-5 * sqrt((double)t->p[RW_COLS]) + 1e-6;
-    t->rtol = t->p[RW_OP] == 3 ? 0 : 1e-5;
+    t->atol = op == RW_ROW_MAX ? 0 : op == RW_ROW_NORM ? 1e-6 : 1e-5 * sqrt((double)t->p[RW_COLS]) + 1e-6;
+    t->rtol = op == RW_ROW_MAX ? 0 : 1e-5;
 }
 
 static void rw_describe(const Task *t, Buf *name, Buf *desc) {
@@ -340,9 +347,9 @@ static void rw_kernels(const Task *t, Emit *e) {
     int op = t->p[RW_OP];
     const char *mask = pick3(t->p[RW_MASK], "0xffffffff", "0xFFFFFFFFu", "FULL_MASK");
     const char *shfl = fmt("%s(%s, v, offset)", t->p[RW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync", mask);
-    const char *shuffle = FRAG(rw_shuffle, "step", op == 3 ? fmt("v = fmaxf(v, %s);", shfl) : fmt("v += %s;", shfl));
+    const char *step = op == RW_ROW_MAX ? fmt("v = fmaxf(v, %s);", shfl) : fmt("v += %s;", shfl);
+    const char *shuffle = FRAG(rw_shuffle, "step", step);
     const char *reduce = t->p[RW_HELPER] ? fmt("v = %s(v);", t->kname[1]) : shuffle;
-    const char *params = fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", o, 0));
     if (t->p[RW_MASK] == 2) TPL(e, t, "#define FULL_MASK 0xffffffffu\n\n", NULL);
     if (t->p[RW_HELPER]) {
         const char *comment = t->p[RW_SHFL]
@@ -353,19 +360,21 @@ static void rw_kernels(const Task *t, Emit *e) {
             "helper", t->kname[1], "shuffle", shuffle, "comment", comment);
     }
     if (rw_is_row(t))
-        TPL(e, t, rw_row_kernel, "kname", t->kname[0], "params", params, "lane", t->p[RW_KNAME] & 1 ? "& 31" : "% 32",
-            "x", x, "init", op == 3 ? "-3.402823466e+38f" : "0.0f", "reduce", reduce, "out", o,
-            "accumulate", pick3(op - 2, "v += row[c];", "v = fmaxf(v, row[c]);", "v += row[c] * row[c];"),
-            "result", op == 4 ? "sqrtf(v)" : "v");
+        TPL(e, t, rw_row_kernel, "kname", t->kname[0], "params", kernel_params(t), "x", x,
+            "lane", t->p[RW_KNAME] & 1 ? "& 31" : "% 32", "init", op == RW_ROW_MAX ? "-3.402823466e+38f" : "0.0f",
+            "reduce", reduce, "out", o,
+            "accumulate", pick3(op - RW_ROW_SUM, "v += row[c];", "v = fmaxf(v, row[c]);", "v += row[c] * row[c];"),
+            "result", op == RW_ROW_NORM ? "sqrtf(v)" : "v");
     else {
         const char *comment =
-            op == 0
+            op == RW_TOTAL_SUM
                 ? "Grid-stride partial sums per thread, a warp-level shuffle reduction, one atomicAdd per warp."
                 : "Per-thread partial sums, warp shuffles, warp sums through shared memory, one atomicAdd per block.";
-        const char *finish = op == 0 ? fmt("if ((threadIdx.x & 31) == 0) atomicAdd(%s, v);", o)
-                                     : FRAG(rw_two_level, "reduce", reduce, "out", o);
-        TPL(e, t, rw_total_kernel, "kname", t->kname[0], "params", params, "x", x, "reduce", reduce, "comment", comment,
-            "shared", op == 1 ? "__shared__ float warp_sums[32];" : "", "finish", finish);
+        const char *finish = op == RW_TOTAL_SUM ? fmt("if ((threadIdx.x & 31) == 0) atomicAdd(%s, v);", o)
+                                                : FRAG(rw_two_level, "reduce", reduce, "out", o);
+        TPL(e, t, rw_total_kernel, "kname", t->kname[0], "params", kernel_params(t), "x", x, "reduce", reduce,
+            "comment", comment, "shared", op == RW_BLOCK_SUM ? "__shared__ float warp_sums[32];" : "",
+            "finish", finish);
     }
 }
 
@@ -382,11 +391,11 @@ $k<<<blocks, warps_per_block * 32>>>($args);
 static void rw_launch(const Task *t, Emit *e, const Host *h) {
     int B = t->p[RW_BLOCK];
     if (!rw_is_row(t)) {
-        launch_1d(e, t, t->kname[0], h->size[0], B, t->p[RW_CAP], fmt("%s, %s, %s", h->in[0], h->out[0], h->size[0]));
+        launch_1d(e, t, t->kname[0], h->size[0], B, t->p[RW_CAP], kernel_args(h, 1));
         return;
     }
     TPL(e, t, rw_row_launch[t->st.cfg & 1], "block", fmt("%d", B), "warps", fmt("%d", B / 32), "rows", h->size[0],
-        "k", t->kname[0], "args", fmt("%s, %s, %s, %s", h->in[0], h->out[0], h->size[0], h->size[1]));
+        "k", t->kname[0], "args", kernel_args(h, 2));
 }
 
 // A whole-array sum is the sum of one row of n values.
@@ -396,13 +405,13 @@ static void rw_ref(const Task *t, const void *const *in, void *const *out) {
     int op = t->p[RW_OP];
     long R = rw_is_row(t) ? t->p[RW_ROWS] : 1, C = rw_is_row(t) ? t->p[RW_COLS] : t->p[RW_N];
     for (long r = 0; r < R; r++) {
-        double s = op == 3 ? -INFINITY : 0;
+        double s = op == RW_ROW_MAX ? -INFINITY : 0;
         for (long c = 0; c < C; c++) {
             double v = x[r * C + c];
-            if (op == 3) s = v > s ? v : s;
-            else s += op == 4 ? v * v : v;
+            if (op == RW_ROW_MAX) s = v > s ? v : s;
+            else s += op == RW_ROW_NORM ? v * v : v;
         }
-        o[r] = (float)(op == 4 ? sqrt(s) : s);
+        o[r] = (float)(op == RW_ROW_NORM ? sqrt(s) : s);
     }
 }
 

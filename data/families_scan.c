@@ -2,9 +2,10 @@
 // segment (Hillis-Steele with one or two buffers, or Blelloch with optionally padded indices),
 // and the exclusive prefix sum of a long array in three kernels (scan each block, scan the
 // block totals, add the offsets). Row-wise cumulative sums are in families_rows.c. Included
-// after families_rows.c (ro_sum_rel, ro_get) and before families_select.c, which uses the 1-D
-// pieces and the shared-memory scans below. Tolerances: float sums in another order, as in
-// families_rows.c; maxima and integer scans are exact.
+// after families_rows.c (ro_sum_rel, ro_get, ro_shmems) and families_reduce.c (red_grid), and
+// before families_select.c, which uses the 1-D pieces and the shared-memory scans below.
+// Tolerances: float sums in another order, as in families_rows.c; maxima and integer scans
+// are exact.
 
 static const char *const sc_algos[] = { "hillis_steele", "blelloch", NULL };
 static const char *const sc_dtypes[] = { "float32", "int32", NULL };
@@ -212,13 +213,12 @@ static const char *sc_scan_body(const Task *t, const ScScan *o) {
 enum { SB_N, SB_BLOCK, SB_ALGO, SB_BUFFER, SB_PAD, SB_DTYPE, SB_OP, SB_SHMEM, SB_KNAME, SB_NAMES, SB_TNAME, SB_NP };
 static const char *const sb_buffers[] = { "double", "single", NULL };
 static const char *const sb_ops[] = { "sum", "max", NULL };
-static const char *const sb_shmems[] = { "define", "template", "dynamic", NULL };
 static const ParamDesc sb_params[] = {
     [SB_N] = { "n", NULL, 1, "1000 4096 10000 65536 100000 262144 1000000" },
     [SB_BLOCK] = { "block", NULL, 1, "64 128 256 512 1024" }, [SB_ALGO] = { "algo", sc_algos, 1, "*" },
     [SB_BUFFER] = { "buffer", sb_buffers, 0, "*" }, [SB_PAD] = { "padding", NULL, 0, "0..1" },
     [SB_DTYPE] = { "dtype", sc_dtypes, 1, "*" }, [SB_OP] = { "op", sb_ops, 1, "0 0 1" },
-    [SB_SHMEM] = { "shmem", sb_shmems, 0, "*" }, [SB_KNAME] = { "kname", NULL, 0, "0..3" },
+    [SB_SHMEM] = { "shmem", ro_shmems, 0, "*" }, [SB_KNAME] = { "kname", NULL, 0, "0..3" },
     [SB_NAMES] = { "names", NULL, 0, "0..3" }, [SB_TNAME] = { "tname", NULL, 0, "0..2" }, [SB_NP] = { NULL } };
 
 // The segment: a block's elements, one per thread (Hillis-Steele) or two (Blelloch); at
@@ -275,25 +275,24 @@ __global__ void $kname($params) {
 }
 )";
 static void sb_kernels(const Task *t, Emit *e) {
-    const char *T = sc_ct(t->p[SB_DTYPE]), *B = pick3(t->p[SB_SHMEM], "BLOCK_SIZE", "BLOCK", "blockDim.x");
+    int sh = t->p[SB_SHMEM], pad = t->p[SB_PAD], dbl = !t->p[SB_ALGO] && !t->p[SB_BUFFER];
+    const char *T = sc_ct(t->p[SB_DTYPE]), *B = pick3(sh, "BLOCK_SIZE", "BLOCK", "blockDim.x");
     const char *I = t->p[SB_OP] ? (t->p[SB_DTYPE] ? RO_INT_MIN : RO_LOWEST) : t->p[SB_DTYPE] ? "0" : "0.0f";
-    int pad = t->p[SB_PAD], dbl = !t->p[SB_ALGO] && !t->p[SB_BUFFER];
-    ScScan o = { .blelloch = t->p[SB_ALGO], .dbl = dbl, .pad = pad, .dyn = t->p[SB_SHMEM] == 2, .max = t->p[SB_OP],
+    ScScan o = { .blelloch = t->p[SB_ALGO], .dbl = dbl, .pad = pad, .dyn = sh == RO_DYNAMIC, .max = t->p[SB_OP],
                  .is_int = t->p[SB_DTYPE], .T = T, .B = B, .I = I };
     const char *defines =
-        fmt("%s%s", t->p[SB_SHMEM] == 0 ? fmt("#define BLOCK_SIZE %d\n", t->p[SB_BLOCK]) : "",
+        fmt("%s%s", sh == RO_DEFINE ? fmt("#define BLOCK_SIZE %d\n", t->p[SB_BLOCK]) : "",
             pad ? "#define LOG_NUM_BANKS 5\n#define CONFLICT_FREE_OFFSET(k) ((k) >> LOG_NUM_BANKS)\n" : "");
     const char *what = t->p[SB_ALGO] ? fmt("2 * %s elements: Blelloch's work-efficient scan in shared memory%s", B,
                                            pad ? " with padded indices" : "")
                                      : fmt("%s elements (Hillis-Steele, %s)", B,
                                            dbl ? "double-buffered" : "single buffer");
     TPL(e, t, sb_kernel_tpl, "defines", *defines ? fmt("%s\n", defines) : "", "op", t->p[SB_OP] ? "max" : "sum",
-        "what", what, "template", t->p[SB_SHMEM] == 1 ? "template <int BLOCK>" : "", "kname", t->kname[0],
+        "what", what, "template", sh == RO_TEMPLATE ? "template <int BLOCK>" : "", "kname", t->kname[0],
         "params", fmt("%s, int n", kernel_params(t)), "shared", sc_scan_shared(&o), "body", sc_scan_body(t, &o));
 }
 static const char sb_launch_tpl[] = R"(
-const int threads = $threads;
-const int blocks = ($n + $per - 1) / $den;
+$grid
 $smem
 $k<<<blocks, threads$sm>>>($args);
 )";
@@ -301,11 +300,11 @@ static void sb_launch(const Task *t, Emit *e, const Host *h) {
     int sh = t->p[SB_SHMEM], B = t->p[SB_BLOCK];
     const char *smem = t->p[SB_ALGO] && t->p[SB_PAD] ? "(2 * threads + ((2 * threads) >> 5))"
                        : t->p[SB_ALGO] || !t->p[SB_BUFFER] ? "2 * threads" : "threads";
-    const char *per = t->p[SB_ALGO] ? "2 * threads" : "threads"; // Blelloch: two elements a thread
-    TPL(e, t, sb_launch_tpl, "threads", sh == 0 ? "BLOCK_SIZE" : fmt("%d", B), "n", h->size[0], "per", per,
-        "den", paren(per), "k", sh == 1 ? fmt("%s<%d>", t->kname[0], B) : t->kname[0],
-        "smem", sh == 2 ? fmt("const size_t smem = %s * sizeof(%s);", smem, sc_ct(t->p[SB_DTYPE])) : "",
-        "sm", sh == 2 ? ", smem" : "", "args", kernel_args(h, 1));
+    const char *threads = sh == RO_DEFINE ? "BLOCK_SIZE" : fmt("%d", B);
+    TPL(e, t, sb_launch_tpl, "grid", red_grid(threads, h->size[0], t->p[SB_ALGO], 0), // Blelloch: two a thread
+        "k", sh == RO_TEMPLATE ? fmt("%s<%d>", t->kname[0], B) : t->kname[0],
+        "smem", sh == RO_DYNAMIC ? fmt("const size_t smem = %s * sizeof(%s);", smem, sc_ct(t->p[SB_DTYPE])) : "",
+        "sm", sh == RO_DYNAMIC ? ", smem" : "", "args", kernel_args(h, 1));
 }
 static void sb_ref(const Task *t, const void *const *in, void *const *out) {
     long seg = sb_seg(t);
@@ -412,8 +411,7 @@ static void se_kernels(const Task *t, Emit *e) {
         "add2", bl ? fmt("if (i + blockDim.x < n) %s[i + blockDim.x] += add;", y) : "");
 }
 static const char se_launch_tpl[] = R"(
-const int threads = $threads;
-const int blocks = ($n + $per - 1) / $den;
+$grid
 $alloc
 $smem
 $k1<<<blocks, threads$sm1>>>($in, $out, $sums, $n);
@@ -426,8 +424,9 @@ static void se_launch(const Task *t, Emit *e, const Host *h) {
     const char *T = sc_ct(t->p[SE_DTYPE]), *per = t->p[SE_ALGO] ? "2 * threads" : "threads";
     const char *sums = dname(t, "block_sums");
     int dyn = t->p[SE_SHMEM] == 1;
-    TPL(e, t, se_launch_tpl, "threads", dyn ? fmt("%d", t->p[SE_BLOCK]) : "BLOCK_SIZE", "n", h->size[0], "per", per,
-        "den", paren(per), "alloc", dev_alloc(t, T, sums, "blocks"),
+    const char *threads = dyn ? fmt("%d", t->p[SE_BLOCK]) : "BLOCK_SIZE";
+    TPL(e, t, se_launch_tpl, "grid", red_grid(threads, h->size[0], t->p[SE_ALGO], 0), "n", h->size[0],
+        "alloc", dev_alloc(t, T, sums, "blocks"),
         "smem", dyn ? fmt("const size_t smem = %s * sizeof(%s);", per, T) : "", "k1", t->kname[0], "k2", t->kname[1],
         "k3", t->kname[2], "sm1", dyn ? ", smem" : "", "in", h->in[0], "out", h->out[0], "sums", sums,
         "cfg2", t->p[SE_SUMS] ? "1" : dyn ? fmt("threads, threads * sizeof(%s)", T) : "threads",
