@@ -157,7 +157,10 @@ __global__ void $kname($params) {
 )";
 static const char map_vec4_tpl[] = R"(
 float4 v = $in[$i];
-$components
+v.x = $x;
+v.y = $y;
+v.z = $z;
+v.w = $w;
 $out[$i] = v;
 )";
 static const char map_locals_tpl[] = R"(
@@ -197,14 +200,12 @@ static void map_kernels(const Task *t, Emit *e) {
     }
     const char *body;
     if (vec4) {
-        Buf c = { 0 };
-        for (const char *comp = "xyzw"; *comp; comp++) {
-            const char *v = fmt("v.%c", *comp);
-            buf_printf(&c, "%s = %s;\n", v,
-                       helper ? fmt("%s(%s)", t->kname[1], v) : map_expr(t, (const char *const[]){ v, "", "" }));
+        const char *c[4]; // the new value of each component
+        for (int k = 0; k < 4; k++) {
+            const char *v = fmt("v.%c", "xyzw"[k]);
+            c[k] = helper ? fmt("%s(%s)", t->kname[1], v) : map_expr(t, (const char *const[]){ v, "", "" });
         }
-        body = FRAG(map_vec4_tpl, "in", t->in[0].name, "i", i, "components", buf_str(&c), "out", out);
-        buf_free(&c);
+        body = FRAG(map_vec4_tpl, "in", t->in[0].name, "i", i, "x", c[0], "y", c[1], "z", c[2], "w", c[3], "out", out);
     } else if (helper) {
         body = FRAG(map_call_tpl, "out", out, "i", i, "helper", t->kname[1], "args", args);
     } else if (o->repeat || t->p[M_FN] == 3) {
