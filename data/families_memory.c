@@ -13,6 +13,13 @@ static void mem_kernel(Emit *e, const Task *t, const char *comment, const char *
     TPL(e, t, mem_kernel_tpl, "comment", comment, "kname", t->kname[0], "params", kernel_params(t), "sizes", sizes,
         "body", body);
 }
+// The element loop (loop_frag) with an int index whatever the program's index type: for
+// kernels whose count is an int (a product of sizes, or an "int n" parameter).
+static const char *mem_int_loop(const Task *t, int loop, const char *n, const char *body) {
+    Task ti = *t;
+    ti.st.idxtype = 0;
+    return loop_frag(&ti, loop, n, body);
+}
 
 // ----------------------------------------------------------------------------
 // Gather
@@ -128,11 +135,9 @@ static void gather_kernels(const Task *t, Emit *e) {
         mem_kernel(e, t, "2-D grid: x covers the columns, y the rows.", "int n, int dim",
                    FRAG(gather_grid2d_tpl, "s", s, "ix", ix, "o", o));
     } else {
-        Task t2 = *t; // an int index: total is an int
-        t2.st.idxtype = 0;
         mem_kernel(e, t, "One thread per output element of the n x dim result (flattened).", "int n, int dim",
                    fmt("const int total = n * dim;\n%s",
-                       loop_frag(&t2, loop, "total", FRAG(gather_flat_tpl, "i", i, "s", s, "ix", ix, "o", o))));
+                       mem_int_loop(t, loop, "total", FRAG(gather_flat_tpl, "i", i, "s", s, "ix", ix, "o", o))));
     }
 }
 
@@ -364,8 +369,6 @@ static void hist_kernels(const Task *t, Emit *e) {
     const char *x = t->in[0].name, *o = t->out[0].name, *i = IDX(t);
     const char *ct = dt_ctypes[t->out[0].dt], *one = t->p[H_CTYPE] ? "1" : "1u";
     int loop = t->p[H_LOOP] == 1 ? LOOP_GRID : LOOP_IF, shared = t->p[H_VARIANT] == 1, sh = t->p[H_SHMEM];
-    Task t2 = *t; // an int index
-    t2.st.idxtype = 0;
     const char *nb = !shared ? "bins" : pick3(sh, "NUM_BINS", "NBINS", "bins"), *hist = shared ? "local_hist" : o;
     const char *v = fmt("%s[%s]", x, i);
     const char *bin = t->p[H_OP] == 2   ? fmt("min((int)(%s * %s), %s - 1)", v, nb, nb)
@@ -373,7 +376,7 @@ static void hist_kernels(const Task *t, Emit *e) {
                                         : v;
     const char *body = t->p[H_OP] == 0 ? fmt("atomicAdd(&%s[%s], %s);", hist, v, one)
                                        : fmt("const int b = %s;\natomicAdd(&%s[b], %s);", bin, hist, one);
-    const char *lp = loop_frag(&t2, loop, "n", body);
+    const char *lp = mem_int_loop(t, loop, "n", body);
     if (!shared) {
         mem_kernel(e, t, "Every element increments its bin in global memory with atomicAdd.", "int n, int bins", lp);
         return;
@@ -393,10 +396,12 @@ $k<<<blocks, threads, shmem>>>($args);
 )";
 
 static void hist_launch(const Task *t, Emit *e, const Host *h) {
-    int shared = t->p[H_VARIANT] == 1, sh = t->p[H_SHMEM], grid = t->p[H_LOOP] == 1;
-    const char *args = kernel_args(h, shared && sh == 1 ? 1 : 2); // a template kernel knows its bins
-    const char *kname = shared && sh == 1 ? fmt("%s<%d>", t->kname[0], t->p[H_BINS]) : t->kname[0];
-    if (!(shared && sh == 2)) launch_1d(e, t, kname, h->size[0], t->p[H_BLOCK], grid ? t->p[H_CAP] : 0, args);
+    int shared = t->p[H_VARIANT] == 1, grid = t->p[H_LOOP] == 1;
+    // the bins as a template argument, or the shared memory's size given at the launch
+    int tmpl = shared && t->p[H_SHMEM] == 1, dynamic = shared && t->p[H_SHMEM] == 2;
+    const char *args = kernel_args(h, tmpl ? 1 : 2); // a template kernel knows its bins
+    const char *kname = tmpl ? fmt("%s<%d>", t->kname[0], t->p[H_BINS]) : t->kname[0];
+    if (!dynamic) launch_1d(e, t, kname, h->size[0], t->p[H_BLOCK], grid ? t->p[H_CAP] : 0, args);
     else TPL(e, t, hist_dynamic_launch, "block", fmt("%d", t->p[H_BLOCK]), "bins", h->size[1], "k", kname, "args", args,
              "blocks", grid ? fmt("%d", t->p[H_CAP]) : fmt("(%s + threads - 1) / threads", h->size[0]),
              "ct", dt_ctypes[t->out[0].dt]);
