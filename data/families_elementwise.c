@@ -4,8 +4,9 @@
 // All six are map families: a kernel computes out[i] = EXPR(in0[i], in1[i], in2[i]) for
 // i < n, with an optional __device__ helper holding EXPR, in one of the loop styles
 // (if-guard, early return, grid-stride, float4 for float unary maps). They share one
-// parameter layout (M_*) and the family functions map_*; a family is a table of ops
-// (MapOp), a row saying all about one op: names, types, ranges, CUDA, prompt, reference.
+// parameter layout (M_*) and the family functions map_*; a family is a MapKind: its
+// descriptor and a table of ops (MapOp), a row saying all about one op: names, types,
+// ranges, CUDA, prompt, reference.
 
 enum { M_OP, M_N, M_BLOCK, M_LOOP, M_HELPER, M_KNAME, M_NAMES, M_CAP, M_TNAME, M_DESC, M_FN, M_NP };
 enum { MF_A, MF_B };
