@@ -4,8 +4,9 @@
 // All six are map families: a kernel computes out[i] = EXPR(in0[i], in1[i], in2[i]) for
 // i < n, with an optional __device__ helper holding EXPR, in one of the loop styles
 // (if-guard, early return, grid-stride, float4 for float unary maps). They share one
-// parameter layout (M_*) and the family functions map_*; a family is a table of ops
-// (MapOp), a row saying all about one op: names, types, ranges, CUDA, prompt, reference.
+// parameter layout (M_*) and the family functions map_*; a family is a MapKind: its
+// descriptor and a table of ops (MapOp), a row saying all about one op: names, types,
+// ranges, CUDA, prompt, reference.
 
 enum { M_OP, M_N, M_BLOCK, M_LOOP, M_HELPER, M_KNAME, M_NAMES, M_CAP, M_TNAME, M_DESC, M_FN, M_NP };
 enum { MF_A, MF_B };
@@ -24,7 +25,7 @@ static const char *const map_fp[] = { "a", "b", NULL };
       [M_NAMES] = { "names", NULL, 0, NULL },     [M_CAP] = { "cap", NULL, 0, "0 256 1024 4096" },                  \
       [M_TNAME] = { "tname", NULL, 0, "0..2" },   [M_DESC] = { "desc", NULL, 0, "0..2" },                           \
       [M_FN] = { "fn", NULL, 0, "0..3" },         [M_NP] = { NULL } }
-// A map family's descriptor: its name, summary and op names (the values of op).
+// The Family of a map family's MapKind: its name, summary and op names (the values of op).
 #define MAP_FAMILY(name, summary, opnames)                                                                           \
     { name, summary, (const ParamDesc[])MAP_PARAMS(opnames), map_fp, map_draw, map_layout, map_describe, map_kernels, \
       map_launch, map_ref }
@@ -59,15 +60,17 @@ typedef struct {
     const char *formula;       // EXPR for the prompt
 } MapOp;
 
-// A map family: its ops, its tensor name sets (in0, in1, in2, out) and its tolerance.
+// A map family: its descriptor, its ops, its tensor name sets (in0, in1, in2, out) and its
+// tolerance. The descriptor comes first, so that a task's family is its MapKind.
 typedef struct {
+    Family fam;
     const MapOp *ops;   // in the order of the op parameter's values
     const char *const *names;
     int nnames;
     double atol, rtol;
 } MapKind;
 
-static const MapKind *map_kind(const Task *t);
+static const MapKind *map_kind(const Task *t) { return (const MapKind *)t->fam; }
 static const MapOp *map_op(const Task *t) { return &map_kind(t)->ops[t->p[M_OP]]; }
 
 // An op's text with its placeholders filled (see MapOp); a: the three operands.
@@ -155,7 +158,10 @@ __global__ void $kname($params) {
 )";
 static const char map_vec4_tpl[] = R"(
 float4 v = $in[$i];
-$components
+v.x = $x;
+v.y = $y;
+v.z = $z;
+v.w = $w;
 $out[$i] = v;
 )";
 static const char map_locals_tpl[] = R"(
@@ -195,14 +201,12 @@ static void map_kernels(const Task *t, Emit *e) {
     }
     const char *body;
     if (vec4) {
-        Buf c = { 0 };
-        for (const char *comp = "xyzw"; *comp; comp++) {
-            const char *v = fmt("v.%c", *comp);
-            buf_printf(&c, "%s = %s;\n", v,
-                       helper ? fmt("%s(%s)", t->kname[1], v) : map_expr(t, (const char *const[]){ v, "", "" }));
+        const char *c[4]; // the new value of each component
+        for (int k = 0; k < 4; k++) {
+            const char *v = fmt("v.%c", "xyzw"[k]);
+            c[k] = helper ? fmt("%s(%s)", t->kname[1], v) : map_expr(t, (const char *const[]){ v, "", "" });
         }
-        body = FRAG(map_vec4_tpl, "in", t->in[0].name, "i", i, "components", buf_str(&c), "out", out);
-        buf_free(&c);
+        body = FRAG(map_vec4_tpl, "in", t->in[0].name, "i", i, "x", c[0], "y", c[1], "z", c[2], "w", c[3], "out", out);
     } else if (helper) {
         body = FRAG(map_call_tpl, "out", out, "i", i, "helper", t->kname[1], "args", args);
     } else if (o->repeat || t->p[M_FN] == 3) {
@@ -324,9 +328,10 @@ static const MapOp un_ops[] = {
 static const char *const un_op_names[] = { "relu", "leaky_relu", "scale_shift", "sigmoid", "abs", "square", "tanh",
                                            "exp", "softplus", "silu", NULL };
 static const char *const un_tensor_names[] = { "x y", "input output", "in out", "src dst", "data result", "a b" };
-static const MapKind un_kind = { un_ops, un_tensor_names, NELEM(un_tensor_names), 1e-6, 1e-5 };
-static const Family fam_unary = MAP_FAMILY("elementwise_unary",
-    "y = f(x) for activation-style f, optional __device__ helper, float4 path", un_op_names);
+static const MapKind un_kind = {
+    MAP_FAMILY("elementwise_unary",
+               "y = f(x) for activation-style f, optional __device__ helper, float4 path", un_op_names),
+    un_ops, un_tensor_names, NELEM(un_tensor_names), 1e-6, 1e-5 };
 
 // ----------------------------------------------------------------------------
 // Binary operations
@@ -369,9 +374,10 @@ static const MapOp bin_ops[] = {
 static const char *const bin_op_names[] = { "add", "sub", "mul", "div", "max", "min", "axpy", "sqdiff", NULL };
 static const char *const bin_tensor_names[] = { "a b c", "x y z", "lhs rhs out",
                                                 "in1 in2 result", "input_a input_b output", "x y out" };
-static const MapKind bin_kind = { bin_ops, bin_tensor_names, NELEM(bin_tensor_names), 1e-5, 1e-5 };
-static const Family fam_binary = MAP_FAMILY("elementwise_binary",
-    "c = a (op) b: add, sub, mul, div, max, min, axpy, squared difference", bin_op_names);
+static const MapKind bin_kind = {
+    MAP_FAMILY("elementwise_binary",
+               "c = a (op) b: add, sub, mul, div, max, min, axpy, squared difference", bin_op_names),
+    bin_ops, bin_tensor_names, NELEM(bin_tensor_names), 1e-5, 1e-5 };
 
 // ----------------------------------------------------------------------------
 // Ternary operations
@@ -405,9 +411,10 @@ static const MapOp ter_ops[] = {
       .expr = { "$a + $c * ($b - $a)" }, .formula = "$a + $c * ($b - $a), with $c in [0, 1)" },
 };
 static const char *const ter_op_names[] = { "fma", "where", "clamp", "lerp", NULL };
-static const MapKind ter_kind = { ter_ops, ter_tensor_names, NELEM(ter_tensor_names), 1e-5, 1e-5 };
-static const Family fam_ternary = MAP_FAMILY("elementwise_ternary",
-    "d = f(a, b, c): fma, where (select by an int mask), clamp to bounds, lerp", ter_op_names);
+static const MapKind ter_kind = {
+    MAP_FAMILY("elementwise_ternary",
+               "d = f(a, b, c): fma, where (select by an int mask), clamp to bounds, lerp", ter_op_names),
+    ter_ops, ter_tensor_names, NELEM(ter_tensor_names), 1e-5, 1e-5 };
 
 // ----------------------------------------------------------------------------
 // float32 -> int32 / uint8
@@ -459,9 +466,10 @@ static const MapOp f2i_ops[] = {
 };
 static const char *const f2i_op_names[] = { "round", "trunc", "floor", "ceil", "scale_round", "quantize_u8", NULL };
 static const char *const f2i_tensor_names[] = { "x q", "input output", "values ints", "src dst", "f i32" };
-static const MapKind f2i_kind = { f2i_ops, f2i_tensor_names, NELEM(f2i_tensor_names), 0, 0 };
-static const Family fam_f2i = MAP_FAMILY("convert_float_to_int",
-    "float32 -> int32 (round/trunc/floor/ceil/fixed point), float32 -> uint8 quantisation", f2i_op_names);
+static const MapKind f2i_kind = {
+    MAP_FAMILY("convert_float_to_int",
+               "float32 -> int32 (round/trunc/floor/ceil/fixed point), float32 -> uint8 quantisation", f2i_op_names),
+    f2i_ops, f2i_tensor_names, NELEM(f2i_tensor_names), 0, 0 };
 
 // ----------------------------------------------------------------------------
 // int32 / uint8 -> float32
@@ -493,9 +501,11 @@ static const MapOp i2f_ops[] = {
 };
 static const char *const i2f_op_names[] = { "dequantize", "scale_bias", "normalize_u8", "to_float", NULL };
 static const char *const i2f_tensor_names[] = { "q x", "input output", "codes values", "src dst", "ints floats" };
-static const MapKind i2f_kind = { i2f_ops, i2f_tensor_names, NELEM(i2f_tensor_names), 1e-6, 1e-6 };
-static const Family fam_i2f = MAP_FAMILY("convert_int_to_float",
-    "int32 -> float32 (dequantise, scale+bias, plain cast), uint8 pixels -> normalised float32", i2f_op_names);
+static const MapKind i2f_kind = {
+    MAP_FAMILY("convert_int_to_float",
+               "int32 -> float32 (dequantise, scale+bias, plain cast), uint8 pixels -> normalised float32",
+               i2f_op_names),
+    i2f_ops, i2f_tensor_names, NELEM(i2f_tensor_names), 1e-6, 1e-6 };
 
 // ----------------------------------------------------------------------------
 // float32 <-> float16 (float16 operands reach the references widened to double, map_store rounds once)
@@ -525,20 +535,10 @@ static const MapOp half_ops[] = {
 };
 static const char *const half_op_names[] = { "to_half", "from_half", "roundtrip", "half_add", NULL };
 static const char *const half_tensor_names[] = { "x w y", "input other output", "src src2 dst", "a b c" };
-static const MapKind half_kind = { half_ops, half_tensor_names, NELEM(half_tensor_names), 1e-7, 1e-3 };
-static const Family fam_half = MAP_FAMILY("convert_half",
-    "float32 <-> float16 with __float2half/__half2float, half round trip, __hadd", half_op_names);
+static const MapKind half_kind = {
+    MAP_FAMILY("convert_half",
+               "float32 <-> float16 with __float2half/__half2float, half round trip, __hadd", half_op_names),
+    half_ops, half_tensor_names, NELEM(half_tensor_names), 1e-7, 1e-3 };
 
-static const Family *const families_elementwise[] = { &fam_unary, &fam_binary, &fam_ternary, &fam_f2i, &fam_i2f,
-                                                      &fam_half, NULL };
-
-static const MapKind *map_kind(const Task *t) {
-    const Family *f = t->fam;
-    if (f == &fam_unary) return &un_kind;
-    if (f == &fam_binary) return &bin_kind;
-    if (f == &fam_ternary) return &ter_kind;
-    if (f == &fam_f2i) return &f2i_kind;
-    if (f == &fam_i2f) return &i2f_kind;
-    if (f == &fam_half) return &half_kind;
-    die("map_kind: %s is not an elementwise family", f->name);
-}
+static const Family *const families_elementwise[] = { &un_kind.fam, &bin_kind.fam, &ter_kind.fam, &f2i_kind.fam,
+                                                      &i2f_kind.fam, &half_kind.fam, NULL };

@@ -13,6 +13,13 @@ static void mem_kernel(Emit *e, const Task *t, const char *comment, const char *
     TPL(e, t, mem_kernel_tpl, "comment", comment, "kname", t->kname[0], "params", kernel_params(t), "sizes", sizes,
         "body", body);
 }
+// The element loop (loop_frag) with an int index whatever the program's index type: for
+// kernels whose count is an int (a product of sizes, or an "int n" parameter).
+static const char *mem_int_loop(const Task *t, int loop, const char *n, const char *body) {
+    Task ti = *t;
+    ti.st.idxtype = 0;
+    return loop_frag(&ti, loop, n, body);
+}
 
 // ----------------------------------------------------------------------------
 // Gather
@@ -28,14 +35,18 @@ static const ParamDesc gather_params[] = {
     [G_LOOP] = { "loop", gather_loops, 1, NULL }, [G_KNAME] = { "kname", NULL, 0, "0..3" },
     [G_NAMES] = { "names", NULL, 0, "0..3" }, [G_CAP] = { "cap", NULL, 0, "1024 4096" },
     [G_TNAME] = { "tname", NULL, 0, "0..2" }, [G_FN] = { "fn", NULL, 0, "0..3" }, [G_NP] = { NULL } };
-// The ops: tensor names (by names), kernel names (by kname), slug and Task Names (by tname).
-static const struct { const char *names[4], *kn[4], *slug, *tname[3]; } gather_op[] = {
+// The ops: tensor names (by names), kernel names (by kname), slug, Task Names (by tname) and
+// the description (a template: $s the values, $ix the indices, $o the output, $n $m $d the sizes).
+static const struct { const char *names[4], *kn[4], *slug, *tname[3], *desc; } gather_op[] = {
     { { "src idx out", "table indices gathered", "values ids result", "x positions y" },
       { "gather_kernel", "gatherKernel", "gather", "indexed_load" }, "gather",
-      { "Gather", "Indexed_Gather", "Gather_By_Index" } },
+      { "Gather", "Indexed_Gather", "Gather_By_Index" },
+      "Gather values by index: $o[i] = $s[$ix[i]] for i in [0, $n). Every index in $ix lies in [0, $m)." },
     { { "table ids out", "embeddings tokens vectors", "weight indices rows_out", "emb idx result" },
       { "embedding_lookup", "gatherRows", "embedding_forward", "gather_rows" }, "embedding",
-      { "Embedding_Lookup", "Gather_Rows", "Embedding_Gather" } } };
+      { "Embedding_Lookup", "Gather_Rows", "Embedding_Gather" },
+      "Embedding lookup: row r of $o is row $ix[r] of $s, a $m x $d table, for r in [0, $n). Indices lie in "
+      "[0, $m); matrices are row-major." } };
 
 // The sizes depend on the op: n indices into m values, or n rows of a vocab (m) x dim (d)
 // table of at most 2,000,000 values (and at most 1,100,000 output values).
@@ -73,16 +84,11 @@ static void gather_layout(Task *t) {
     t->atol = t->rtol = 0;
 }
 
+// The op's description, then the kernel's shape where the embedding's loop prescribes one.
 static void gather_describe(const Task *t, Buf *name, Buf *desc) {
-    const char *s = t->in[0].name, *ix = t->in[1].name, *o = t->out[0].name;
     buf_puts(name, gather_op[t->p[G_OP]].tname[t->p[G_TNAME]]);
-    if (t->p[G_OP] == 0) {
-        buf_printf(desc, "Gather values by index: %s[i] = %s[%s[i]] for i in [0, %d). Every index in %s lies in "
-                   "[0, %d).", o, s, ix, t->p[G_N], ix, t->p[G_M]);
-        return;
-    }
-    buf_printf(desc, "Embedding lookup: row r of %s is row %s[r] of %s, a %d x %d table, for r in [0, %d). "
-               "Indices lie in [0, %d); matrices are row-major.", o, ix, s, t->p[G_M], t->p[G_D], t->p[G_N], t->p[G_M]);
+    buf_put_line(desc, FRAG(gather_op[t->p[G_OP]].desc, "s", t->in[0].name, "ix", t->in[1].name, "o", t->out[0].name,
+                            "n", fmt("%d", t->p[G_N]), "m", fmt("%d", t->p[G_M]), "d", fmt("%d", t->p[G_D])));
     if (t->p[G_LOOP] == GL_BLOCK_ROW) buf_puts(desc, " Use one thread block per output row.");
     if (t->p[G_LOOP] == GL_GRID2D) buf_puts(desc, " Use a 2-D grid: x over columns, y over rows.");
 }
@@ -129,11 +135,9 @@ static void gather_kernels(const Task *t, Emit *e) {
         mem_kernel(e, t, "2-D grid: x covers the columns, y the rows.", "int n, int dim",
                    FRAG(gather_grid2d_tpl, "s", s, "ix", ix, "o", o));
     } else {
-        Task t2 = *t; // an int index: total is an int
-        t2.st.idxtype = 0;
         mem_kernel(e, t, "One thread per output element of the n x dim result (flattened).", "int n, int dim",
                    fmt("const int total = n * dim;\n%s",
-                       loop_frag(&t2, loop, "total", FRAG(gather_flat_tpl, "i", i, "s", s, "ix", ix, "o", o))));
+                       mem_int_loop(t, loop, "total", FRAG(gather_flat_tpl, "i", i, "s", s, "ix", ix, "o", o))));
     }
 }
 
@@ -189,16 +193,25 @@ static const ParamDesc scatter_params[] = {
 static const char *const scatter_names[] = { "src idx out", "values targets acc", "x index_map y",
                                              "updates positions result" };
 // The ops: kernel names (by kname), slug, Task Names (by tname), what a thread does (the
-// kernel's comment) and the range [-range, range] of the values.
-static const struct { const char *kn[4], *slug, *tname[3], *what; double range; } scatter_op[] = {
+// kernel's comment), the range [-range, range] of the values and the description (a template:
+// $s the values, $ix the indices, $o the output, $n the values' count, $m the output's).
+#define SCATTER_ADD_DESC                                                                                    \
+    "Scatter-add: $o starts at zero, then for every i in [0, $n), $s[i] is added to $o[$ix[i]]. Indices lie " \
+    "in [0, $m) and repeat, so use atomic additions."
+static const struct { const char *kn[4], *slug, *tname[3], *what; double range; const char *desc; } scatter_op[] = {
     { { "scatter_kernel", "scatterPerm", "permute_scatter", "scatter" }, "scatter",
-      { "Scatter", "Permutation_Scatter", "Scatter_By_Index" }, "writes its element to the permuted position", 100 },
+      { "Scatter", "Permutation_Scatter", "Scatter_By_Index" }, "writes its element to the permuted position", 100,
+      "Scatter: $o[$ix[i]] = $s[i] for i in [0, $n). $ix is a permutation of 0..$last, so every output is written "
+      "once." },
     { { "scatter_add_kernel", "scatterAdd", "index_add", "scatter_add" }, "scatter_add",
-      { "Scatter_Add", "Index_Add", "Atomic_Scatter_Add" }, "adds its value atomically", 8 },
+      { "Scatter_Add", "Index_Add", "Atomic_Scatter_Add" }, "adds its value atomically", 8,
+      SCATTER_ADD_DESC " The values are whole numbers, so the sums are exact." },
     { { "scatter_add_kernel", "scatterAddInt", "index_add_int", "scatter_add_i32" }, "scatter_add",
-      { "Scatter_Add", "Index_Add", "Atomic_Scatter_Add" }, "adds its value atomically", 1000 },
+      { "Scatter_Add", "Index_Add", "Atomic_Scatter_Add" }, "adds its value atomically", 1000, SCATTER_ADD_DESC },
     { { "scatter_max_kernel", "scatterMax", "index_max", "scatter_max" }, "scatter_max",
-      { "Scatter_Max", "Index_Max", "Atomic_Scatter_Max" }, "raises the target with atomicMax", 1000 } };
+      { "Scatter_Max", "Index_Max", "Atomic_Scatter_Max" }, "raises the target with atomicMax", 1000,
+      "Scatter-max: $o starts at zero, then for every i in [0, $n), $o[$ix[i]] = max($o[$ix[i]], $s[i]). Indices "
+      "lie in [0, $m) and repeat, so use atomicMax." } };
 
 static void scatter_draw(Task *t, Rng *r) {
     (void)r;
@@ -226,19 +239,9 @@ static void scatter_layout(Task *t) {
 }
 
 static void scatter_describe(const Task *t, Buf *name, Buf *desc) {
-    const char *s = t->in[0].name, *ix = t->in[1].name, *o = t->out[0].name;
-    int op = t->p[SC_OP], n = t->p[SC_N], m = t->p[SC_M];
-    buf_puts(name, scatter_op[op].tname[t->p[SC_TNAME]]);
-    if (op == 0)
-        buf_printf(desc, "Scatter: %s[%s[i]] = %s[i] for i in [0, %d). %s is a permutation of 0..%d, so every output "
-                   "is written once.", o, ix, s, n, ix, n - 1);
-    else if (op <= 2)
-        buf_printf(desc, "Scatter-add: %s starts at zero, then for every i in [0, %d), %s[i] is added to %s[%s[i]]. "
-                   "Indices lie in [0, %d) and repeat, so use atomic additions.%s", o, n, s, o, ix, m,
-                   op == 1 ? " The values are whole numbers, so the sums are exact." : "");
-    else
-        buf_printf(desc, "Scatter-max: %s starts at zero, then for every i in [0, %d), %s[%s[i]] = max(%s[%s[i]], "
-                   "%s[i]). Indices lie in [0, %d) and repeat, so use atomicMax.", o, n, o, ix, o, ix, s, m);
+    buf_puts(name, scatter_op[t->p[SC_OP]].tname[t->p[SC_TNAME]]);
+    buf_put_line(desc, FRAG(scatter_op[t->p[SC_OP]].desc, "s", t->in[0].name, "ix", t->in[1].name, "o", t->out[0].name,
+                            "n", fmt("%d", t->p[SC_N]), "m", fmt("%d", t->p[SC_M]), "last", fmt("%d", t->p[SC_N] - 1)));
 }
 
 static void scatter_kernels(const Task *t, Emit *e) {
@@ -366,8 +369,6 @@ static void hist_kernels(const Task *t, Emit *e) {
     const char *x = t->in[0].name, *o = t->out[0].name, *i = IDX(t);
     const char *ct = dt_ctypes[t->out[0].dt], *one = t->p[H_CTYPE] ? "1" : "1u";
     int loop = t->p[H_LOOP] == 1 ? LOOP_GRID : LOOP_IF, shared = t->p[H_VARIANT] == 1, sh = t->p[H_SHMEM];
-    Task t2 = *t; // an int index
-    t2.st.idxtype = 0;
     const char *nb = !shared ? "bins" : pick3(sh, "NUM_BINS", "NBINS", "bins"), *hist = shared ? "local_hist" : o;
     const char *v = fmt("%s[%s]", x, i);
     const char *bin = t->p[H_OP] == 2   ? fmt("min((int)(%s * %s), %s - 1)", v, nb, nb)
@@ -375,7 +376,7 @@ static void hist_kernels(const Task *t, Emit *e) {
                                         : v;
     const char *body = t->p[H_OP] == 0 ? fmt("atomicAdd(&%s[%s], %s);", hist, v, one)
                                        : fmt("const int b = %s;\natomicAdd(&%s[b], %s);", bin, hist, one);
-    const char *lp = loop_frag(&t2, loop, "n", body);
+    const char *lp = mem_int_loop(t, loop, "n", body);
     if (!shared) {
         mem_kernel(e, t, "Every element increments its bin in global memory with atomicAdd.", "int n, int bins", lp);
         return;
@@ -395,10 +396,12 @@ $k<<<blocks, threads, shmem>>>($args);
 )";
 
 static void hist_launch(const Task *t, Emit *e, const Host *h) {
-    int shared = t->p[H_VARIANT] == 1, sh = t->p[H_SHMEM], grid = t->p[H_LOOP] == 1;
-    const char *args = kernel_args(h, shared && sh == 1 ? 1 : 2); // a template kernel knows its bins
-    const char *kname = shared && sh == 1 ? fmt("%s<%d>", t->kname[0], t->p[H_BINS]) : t->kname[0];
-    if (!(shared && sh == 2)) launch_1d(e, t, kname, h->size[0], t->p[H_BLOCK], grid ? t->p[H_CAP] : 0, args);
+    int shared = t->p[H_VARIANT] == 1, grid = t->p[H_LOOP] == 1;
+    // the bins as a template argument, or the shared memory's size given at the launch
+    int tmpl = shared && t->p[H_SHMEM] == 1, dynamic = shared && t->p[H_SHMEM] == 2;
+    const char *args = kernel_args(h, tmpl ? 1 : 2); // a template kernel knows its bins
+    const char *kname = tmpl ? fmt("%s<%d>", t->kname[0], t->p[H_BINS]) : t->kname[0];
+    if (!dynamic) launch_1d(e, t, kname, h->size[0], t->p[H_BLOCK], grid ? t->p[H_CAP] : 0, args);
     else TPL(e, t, hist_dynamic_launch, "block", fmt("%d", t->p[H_BLOCK]), "bins", h->size[1], "k", kname, "args", args,
              "blocks", grid ? fmt("%d", t->p[H_CAP]) : fmt("(%s + threads - 1) / threads", h->size[0]),
              "ct", dt_ctypes[t->out[0].dt]);
