@@ -11,6 +11,8 @@ static const char *sl_lowest(int is_int) { return is_int ? RO_INT_MIN : RO_LOWES
 static const char *sl_highest(int is_int) { return is_int ? RO_INT_MAX : RO_HIGHEST; }
 // The full mask of warp votes and shuffles, in three spellings (FULL_MASK is #defined).
 static const char *sl_mask(int k) { return pick3(k, "0xffffffff", "0xffffffffu", "FULL_MASK"); }
+// The #define of FULL_MASK, for kernels that vote and spell the mask so ("" for the others).
+static const char *sl_mask_define(int votes, int k) { return votes && k == 2 ? "#define FULL_MASK 0xffffffffu" : ""; }
 // One of the numbers of a list ("0 0.5 -0.25"), each as likely.
 static double sl_pick_real(Rng *r, const char *list) {
     return atof(word_at(list, rng_int(r, 0, word_count(list) - 1)));
@@ -628,11 +630,10 @@ static void cp_kernels(const Task *t, Emit *e) {
                             "hs", hs, "n", "nblocks", "a", "block_counts", "B", "BLOCK_SIZE",
                             "guard", "threadIdx.x != 0", "v", "c",
                             "total", serial ? fmt("%s[0] = run;", c) : fmt("if (tid == 0) %s[0] = carry;", c));
-    TPL(e, t, cp_kernels_tpl, "B", fmt("%d", t->p[CP_BLOCK]),
-        "full_mask", ballot && t->p[CP_MASK] == 2 ? "#define FULL_MASK 0xffffffffu" : "", "k1", t->kname[0],
-        "k2", t->kname[1], "k3", t->kname[2], "xparam", ptr_param(t, T, x, 1), "pred", cp_pred(t, fmt("%s[i]", x), 0),
-        "cparam", ptr_param(t, "int", c, 0), "oparam", ptr_param(t, T, o, 0), "count", cp_count_tpl[ballot],
-        "scan", scan,
+    TPL(e, t, cp_kernels_tpl, "B", fmt("%d", t->p[CP_BLOCK]), "full_mask", sl_mask_define(ballot, t->p[CP_MASK]),
+        "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "xparam", ptr_param(t, T, x, 1),
+        "pred", cp_pred(t, fmt("%s[i]", x), 0), "cparam", ptr_param(t, "int", c, 0), "oparam", ptr_param(t, T, o, 0),
+        "count", cp_count_tpl[ballot], "scan", scan,
         "how", ballot ? "ballot + popc per warp, then the warp counts" : "a shared-memory scan of the flags",
         "scatter", FRAG(cp_scatter_tpl[ballot], "hs", hs, "o", o, "x", x, "mask", sl_mask(t->p[CP_MASK])));
 }
@@ -744,18 +745,18 @@ static const char *const ci_loop_tpl[2][2] = { // [vote][grid-stride]: the loop 
     { "const int i = blockIdx.x * blockDim.x + threadIdx.x;\n$body",
       "for (int base = blockIdx.x * blockDim.x; base < n; base += blockDim.x * gridDim.x) {\n"
       "    const int i = base + threadIdx.x;\n    $body\n}" } };
+// A thread's vote (ballots, __syncthreads_count): whether its element, if it has one, matches.
+static const char ci_hit_tpl[] = "int hit = 0;\nif (i < n) {\n    const $T v = $x[i];\n    hit = $pred;\n}";
 static const char *const ci_parts[][3] = { // before the loop, its body, after it
     { "", "const $T v = $x[i];\nif ($pred) atomicAdd($c, $one);", "" },
-    { "", "int hit = 0;\nif (i < n) {\n    const $T v = $x[i];\n    hit = $pred;\n}\n"
-          "const unsigned int votes = __ballot_sync($mask, hit);\n"
+    { "", "$hit\nconst unsigned int votes = __ballot_sync($mask, hit);\n"
           "if ((threadIdx.x & 31) == 0 && votes) atomicAdd($c, ($U)__popc(votes));", "" },
     { "__shared__ $U block_count;\nif (threadIdx.x == 0) block_count = 0;\n__syncthreads();\n$U mine = 0;",
       "const $T v = $x[i];\nif ($pred) mine++;",
       "if (mine) atomicAdd(&block_count, mine);\n__syncthreads();\nif (threadIdx.x == 0 && block_count) atomicAdd($c, "
       "block_count);" },
-    { "$U block_total = 0;", "int hit = 0;\nif (i < n) {\n    const $T v = $x[i];\n    hit = $pred;\n}\n"
-                             "block_total += __syncthreads_count(hit);",
-                             "if (threadIdx.x == 0 && block_total) atomicAdd($c, block_total);" } };
+    { "$U block_total = 0;", "$hit\nblock_total += __syncthreads_count(hit);",
+      "if (threadIdx.x == 0 && block_total) atomicAdd($c, block_total);" } };
 static void ci_kernels(const Task *t, Emit *e) {
     static const char *const how[] = { "one atomicAdd per match.",
                                        "the warp votes with __ballot_sync and lane 0 adds the number of set bits.",
@@ -763,10 +764,10 @@ static void ci_kernels(const Task *t, Emit *e) {
                                        "__syncthreads_count counts the block's matches in the barrier itself." };
     int agg = t->p[CI_AGG], vote = agg == 1 || agg == 3;
     const char *T = sc_ct(t->p[CI_DTYPE]), *U = t->p[CI_OUT] ? "unsigned int" : "int", *const *p = ci_parts[agg];
-    const char *kv[] = { "T", T, "U", U, "x", t->in[0].name, "c", t->out[0].name, "one", t->p[CI_OUT] ? "1u" : "1",
-                         "pred", sl_pred(t, t->p[CI_PRED], t->p[CI_DTYPE], "v", 0), "mask", sl_mask(t->p[CI_MASK]),
-                         NULL };
-    TPL(e, t, ci_kernel_tpl, "full_mask", agg == 1 && t->p[CI_MASK] == 2 ? "#define FULL_MASK 0xffffffffu\n" : "",
+    const char *x = t->in[0].name, *pred = sl_pred(t, t->p[CI_PRED], t->p[CI_DTYPE], "v", 0);
+    const char *kv[] = { "T", T, "U", U, "x", x, "c", t->out[0].name, "one", t->p[CI_OUT] ? "1u" : "1", "pred", pred,
+                         "hit", FRAG(ci_hit_tpl, "T", T, "x", x, "pred", pred), "mask", sl_mask(t->p[CI_MASK]), NULL };
+    TPL(e, t, ci_kernel_tpl, "full_mask", sl_mask_define(agg == 1, t->p[CI_MASK]),
         "how", how[agg], "k", t->kname[0], "params", kernel_params(t), "head", tpl_frag(p[0], kv),
         "loop", FRAG(ci_loop_tpl[vote][t->p[CI_LOOP]], "body", tpl_frag(p[1], kv)), "tail", tpl_frag(p[2], kv));
 }
