@@ -267,9 +267,6 @@ static const ParamDesc mm_params[] = {
     [MM_CAP] = { "cap", NULL, 0, "256 1024 4096" }, [MM_MASK] = { "mask", NULL, 0, "0..2" },
     [MM_KNAME] = { "kname", NULL, 0, "0..3" }, [MM_NAMES] = { "names", NULL, 0, "0..3" },
     [MM_TNAME] = { "tname", NULL, 0, "0..2" }, [MM_NP] = { NULL } };
-// The value ranges of the data kinds (both signs, negative only, positive only): floats, ints.
-static const double mm_lo[2][3] = { { -1000, -50, 0.5 }, { -1000000, -1000, 0 } };
-static const double mm_hi[2][3] = { { 1000, -1, 100 }, { 1000000, -1, 1000000000 } };
 
 static void mm_draw(Task *t, Rng *r) {
     (void)r;
@@ -281,16 +278,18 @@ static void mm_draw(Task *t, Rng *r) {
         "atomicMaxReduce atomicMinReduce atomicMinMaxReduce initExtrema decodeOrdered",
         "global_max global_min global_minmax set_identity from_ordered_bits",
         "max_atomic min_atomic minmax_atomic reset_output unmap_output" };
-    int op = t->p[MM_OP];
-    const char *nm = names[t->p[MM_NAMES]];
     if (t->p[MM_DTYPE]) t->p[MM_METHOD] = 0; // ints have atomicMax/atomicMin
-    const char *k = kn[t->p[MM_KNAME]];
+    int op = t->p[MM_OP];
+    const char *nm = names[t->p[MM_NAMES]], *k = kn[t->p[MM_KNAME]];
     task_names(t, 1, op == 1 ? fmt("%s %s", word(nm, 0), word(nm, 2)) : nm,
                fmt("%s %s %s", word(k, op), word(k, 3), word(k, 4)), op == 2 ? "minmax" : mm_ops[op]);
 }
 static void mm_layout(Task *t) {
+    // the value ranges of the data kinds (both signs, negative only, positive only): floats, ints
+    static const double lo[2][3] = { { -1000, -50, 0.5 }, { -1000000, -1000, 0 } };
+    static const double hi[2][3] = { { 1000, -1, 100 }, { 1000000, -1, 1000000000 } };
     int is_int = t->p[MM_DTYPE], d = t->p[MM_DATA];
-    sc_input(t, t->p[MM_N], is_int, mm_lo[is_int][d], mm_hi[is_int][d], is_int);
+    sc_input(t, t->p[MM_N], is_int, lo[is_int][d], hi[is_int][d], is_int);
     for (int k = 0; k < (t->p[MM_OP] == 2 ? 2 : 1); k++) sc_output(t, t->in[0].dt, 0);
 }
 static void mm_describe(const Task *t, Buf *name, Buf *desc) {
