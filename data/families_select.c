@@ -134,30 +134,17 @@ for ($loop) {
     }
 }
 )";
-static const char ax_two_pass_tpl[] = R"(
-$prelude
-$helpers
-/// Pass 1: every block reduces its grid-stride share to one (value, index) pair.
-__global__ void $k1($params1) {
+// A pass of the two-pass kernels: each thread's best pair, the block's best, stored by thread 0.
+static const char ax_pass_tpl[] = R"(
+/// $what
+__global__ void $k($params) {
     $shared
     const int tid = threadIdx.x;
     $scan
     $reduce
     if (tid == 0) {
-        part_val[blockIdx.x] = best;
-        part_idx[blockIdx.x] = best_i;
-    }
-}
-
-/// Pass 2: one block reduces the per-block pairs; on equal values the lower index wins.
-__global__ void $k2($params2) {
-    $shared
-    const int tid = threadIdx.x;
-    $scan2
-    $reduce
-    if (tid == 0) {
-        $val[0] = best;
-        $idx[0] = best_i;
+        $val = best;
+        $idx = best_i;
     }
 }
 )";
@@ -196,20 +183,29 @@ static void ax_kernels(const Task *t, Emit *e) {
                              "loop", "int j = tid; j < count; j += blockDim.x", "index", "const int i = part_idx[j];",
                              "better", ro_better(RO_MAX, "v", "i", "best", "best_i"));
     const char *outs = fmt("%s, %s", ptr_param(t, T, val, 0), ptr_param(t, "int", idx, 0));
-    const char *parts[2]; // the per-block pairs: written by pass 1, read by pass 2
-    for (int c = 0; c < 2; c++)
-        parts[c] = fmt("%s, %s", ptr_param(t, T, "part_val", c), ptr_param(t, "int", "part_idx", c));
-    if (algo == 2)
+    if (algo == 2) {
         TPL(e, t, ax_packed_tpl, "prelude", ro_prelude(&tt), "helpers", ro_arg_helpers(&tt, T, RO_MAX),
             "ordered", sl_ordered(is_int), "k1", t->kname[0], "xparam", ptr_param(t, T, x, 1), "scan", scan,
             "warp", ro_fn(&tt, "warp", "argmax"), "k3", t->kname[2], "outs", outs, "val", val, "idx", idx,
             "decode", sl_unordered(is_int, "hi"));
-    else
-        TPL(e, t, ax_two_pass_tpl, "prelude", ro_prelude(&tt), "helpers", ro_arg_helpers(&tt, T, RO_MAX),
-            "k1", t->kname[0], "params1", fmt("%s, %s, int n", ptr_param(t, T, x, 1), parts[0]),
-            "shared", ro_shared(&tt, fmt("arg:%s", T)), "scan", scan,
-            "reduce", ro_arg_allreduce(&tt, T, "best", "best_i", RO_MAX), "k2", t->kname[1], "scan2", scan2,
-            "params2", fmt("%s, %s, int count", parts[1], outs), "val", val, "idx", idx);
+        return;
+    }
+    const char *parts[2]; // the per-block pairs: written by pass 1, read by pass 2
+    for (int c = 0; c < 2; c++)
+        parts[c] = fmt("%s, %s", ptr_param(t, T, "part_val", c), ptr_param(t, "int", "part_idx", c));
+    const char *shared = ro_shared(&tt, fmt("arg:%s", T));
+    const char *reduce = ro_arg_allreduce(&tt, T, "best", "best_i", RO_MAX);
+    const char *pass1 = FRAG(ax_pass_tpl, "k", t->kname[0], "shared", shared, "scan", scan, "reduce", reduce,
+                             "what", "Pass 1: every block reduces its grid-stride share to one (value, index) pair.",
+                             "params", fmt("%s, %s, int n", ptr_param(t, T, x, 1), parts[0]),
+                             "val", "part_val[blockIdx.x]", "idx", "part_idx[blockIdx.x]");
+    const char *pass2 = FRAG(ax_pass_tpl, "k", t->kname[1], "shared", shared, "scan", scan2, "reduce", reduce,
+                             "what", "Pass 2: one block reduces the per-block pairs; on equal values the lower index "
+                                     "wins.",
+                             "params", fmt("%s, %s, int count", parts[1], outs),
+                             "val", fmt("%s[0]", val), "idx", fmt("%s[0]", idx));
+    TPL(e, t, "$prelude\n$helpers\n$pass1\n\n$pass2", "prelude", ro_prelude(&tt),
+        "helpers", ro_arg_helpers(&tt, T, RO_MAX), "pass1", pass1, "pass2", pass2);
 }
 static const char ax_launch_tpl[] = R"(
 $grid
