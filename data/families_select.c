@@ -384,6 +384,7 @@ __global__ void $k($params) {
 }
 
 )";
+// The name of the float atomic helper of extreme m (0 the maximum, 1 the minimum).
 static const char *mm_fn(const Task *t, int m) {
     static const char *const f[4][2] = { { "atomic_max_float", "atomic_min_float" },
                                          { "atomicMaxFloat", "atomicMinFloat" },
@@ -403,9 +404,8 @@ static const char *mm_each(const Task *t, const Host *h, const char *text, const
         const char *o = h ? h->out[op == 2 ? m : 0] : t->out[op == 2 ? m : 0].name;
         const char *A = m ? "atomicMin" : "atomicMax", *v = m ? "lo" : "hi", *sh = m ? "slo" : "shi";
         const char *val = agg == 0 ? "v" : agg == 1 ? v : fmt("%s[0]", sh);
-        const char *update = meth == 0 ? fmt("%s(%s, %s);", A, o, val)
-                             : meth == 2 ? fmt("%s((unsigned int *)%s, ordered_bits(%s));", A, o, val)
-                                         : fmt("%s(%s, %s);", mm_fn(t, m), o, val);
+        const char *update = meth == 2 ? fmt("%s((unsigned int *)%s, ordered_bits(%s));", A, o, val)
+                                       : fmt("%s(%s, %s);", meth ? mm_fn(t, m) : A, o, val);
         const char *identity = m ? sl_highest(is_int) : sl_lowest(is_int);
         const char *out_identity = meth == 2 ? (m ? "0xffffffffu" : "0u") : identity;
         const char *one = FRAG(text, "o", o, "v", v, "s", sh, "update", update, "identity", identity,
