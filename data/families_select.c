@@ -17,21 +17,21 @@ static const char *sl_mask_define(int votes, int k) { return votes && k == 2 ? "
 static double sl_pick_real(Rng *r, const char *list) {
     return atof(word_at(list, rng_int(r, 0, word_count(list) - 1)));
 }
-// Order-preserving map of a float's (or int's) bits to unsigned int, and back.
-static const char sl_ordered_tpl[] = R"(
-/// Order-preserving map of $what to unsigned: $how.
-__device__ __forceinline__ unsigned int ordered_bits($T v) {
-    $body
+// Order-preserving map of a float's (or int's, [is_int]) bits to unsigned int, and back.
+static const char *const sl_ordered_tpl[] = { R"(
+/// Order-preserving map of float bits to unsigned: flip all bits of negatives, only the sign bit of the rest.
+__device__ __forceinline__ unsigned int ordered_bits(float v) {
+    const unsigned int u = __float_as_uint(v);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
-)";
-static const char *sl_ordered(int is_int) {
-    if (is_int) return FRAG(sl_ordered_tpl, "what", "int", "how", "flip the sign bit", "T", "int",
-                            "body", "return (unsigned int)v ^ 0x80000000u;");
-    const char *body = "const unsigned int u = __float_as_uint(v);\nreturn (u & 0x80000000u) ? ~u : (u | 0x80000000u);";
-    return FRAG(sl_ordered_tpl, "what", "float bits",
-                "how", "flip all bits of negatives, only the sign bit of the rest", "T", "float", "body", body);
+)", R"(
+/// Order-preserving map of int to unsigned: flip the sign bit.
+__device__ __forceinline__ unsigned int ordered_bits(int v) {
+    return (unsigned int)v ^ 0x80000000u;
 }
+
+)" };
 static const char *sl_unordered(int is_int, const char *k) {
     return is_int ? fmt("(int)(%s ^ 0x80000000u)", k)
                   : fmt("__uint_as_float((%s & 0x80000000u) ? (%s & 0x7fffffffu) : ~%s)", k, k, k);
@@ -185,7 +185,7 @@ static void ax_kernels(const Task *t, Emit *e) {
     const char *outs = fmt("%s, %s", ptr_param(t, T, val, 0), ptr_param(t, "int", idx, 0));
     if (algo == 2) {
         TPL(e, t, ax_packed_tpl, "prelude", ro_prelude(&tt), "helpers", ro_arg_helpers(&tt, T, RO_MAX),
-            "ordered", sl_ordered(is_int), "k1", t->kname[0], "xparam", ptr_param(t, T, x, 1), "scan", scan,
+            "ordered", sl_ordered_tpl[is_int], "k1", t->kname[0], "xparam", ptr_param(t, T, x, 1), "scan", scan,
             "warp", ro_fn(&tt, "warp", "argmax"), "k3", t->kname[2], "outs", outs, "val", val, "idx", idx,
             "decode", sl_unordered(is_int, "hi"));
         return;
@@ -426,14 +426,13 @@ static void mm_kernels(const Task *t, Emit *e) {
     const char *T = sc_ct(is_int), *x = t->in[0].name, *ptrs = mm_each(t, NULL, ptr_param(t, T, "$o", 0), ", ");
     Task tt = ro_as_block(t, agg == 1 ? RO_WARP : RO_BLOCK, t->p[MM_BLOCK], agg == 1 ? RO_XOR : RO_TREE,
                           t->p[MM_MASK], 0);
-    Buf helpers = { 0 };
+    Buf helpers = { 0 }; // sign_split's and cas_loop's float atomics (ordered_uint has sl_ordered_tpl)
     for (int m = 0; m < 2 && (meth == 1 || meth == 3); m++)
         if (t->p[MM_OP] == 2 || t->p[MM_OP] == m)
             buf_puts(&helpers, FRAG(mm_float_atomic_tpl[meth], "M", m ? "Min" : "Max", "m", m ? "min" : "max",
                                     "fn", mm_fn(t, m), "A", m ? "atomicMin" : "atomicMax",
                                     "B", m ? "atomicMax" : "atomicMin", "bound", m ? "at most" : "at least",
                                     "worse", m ? ">" : "<"));
-    if (meth == 2) buf_puts(&helpers, sl_ordered(0));
     // the one-thread kernels: the identities into the outputs, the ordered bits back to floats
     const char *init_comment = meth == 2 ? "Puts the identities (as ordered bits) into the outputs."
                                          : "Puts the identities into the outputs.";
@@ -454,9 +453,9 @@ static void mm_kernels(const Task *t, Emit *e) {
         FRAG(mm_combine_tpl[agg], "shfl", mm_each(t, NULL, "$v = $f($v, __shfl_xor_sync($mask, $v, offset));", "\n"),
              "update", mm_each(t, NULL, "$update", "\n"), "store", mm_each(t, NULL, "$s[tid] = $v;", "\n"),
              "tree", mm_each(t, NULL, "$s[tid] = $f($s[tid], $s[tid + s]);", "\n"));
-    TPL(e, t, mm_kernel_tpl, "prelude", agg ? ro_prelude(&tt) : "", "helpers", buf_str(&helpers),
-        "init", t->p[MM_INIT] ? "" : init, "decode", meth == 2 ? decode : "", "comment", comment[agg], "k", t->kname[0],
-        "params", kernel_params(t),
+    TPL(e, t, mm_kernel_tpl, "prelude", agg ? ro_prelude(&tt) : "",
+        "helpers", meth == 2 ? sl_ordered_tpl[0] : buf_str(&helpers), "init", t->p[MM_INIT] ? "" : init,
+        "decode", meth == 2 ? decode : "", "comment", comment[agg], "k", t->kname[0], "params", kernel_params(t),
         "shared", agg == 2 ? mm_each(t, NULL, fmt("__shared__ %s $s[BLOCK_SIZE];", T), "\n") : "",
         "locals", agg ? mm_each(t, NULL, fmt("%s $v = $identity;", T), "\n") : "", "step", step, "combine", combine);
     buf_free(&helpers);
