@@ -11,25 +11,27 @@ static const char *sl_lowest(int is_int) { return is_int ? RO_INT_MIN : RO_LOWES
 static const char *sl_highest(int is_int) { return is_int ? RO_INT_MAX : RO_HIGHEST; }
 // The full mask of warp votes and shuffles, in three spellings (FULL_MASK is #defined).
 static const char *sl_mask(int k) { return pick3(k, "0xffffffff", "0xffffffffu", "FULL_MASK"); }
+// The #define of FULL_MASK, for kernels that vote and spell the mask so ("" for the others).
+static const char *sl_mask_define(int votes, int k) { return votes && k == 2 ? "#define FULL_MASK 0xffffffffu" : ""; }
 // One of the numbers of a list ("0 0.5 -0.25"), each as likely.
 static double sl_pick_real(Rng *r, const char *list) {
     return atof(word_at(list, rng_int(r, 0, word_count(list) - 1)));
 }
-// Order-preserving map of a float's (or int's) bits to unsigned int, and back.
-static const char sl_ordered_tpl[] = R"(
-/// Order-preserving map of $what to unsigned: $how.
-__device__ __forceinline__ unsigned int ordered_bits($T v) {
-    $body
+// Order-preserving map of a float's (or int's, [is_int]) bits to unsigned int, and back.
+static const char *const sl_ordered_tpl[] = { R"(
+/// Order-preserving map of float bits to unsigned: flip all bits of negatives, only the sign bit of the rest.
+__device__ __forceinline__ unsigned int ordered_bits(float v) {
+    const unsigned int u = __float_as_uint(v);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
-)";
-static const char *sl_ordered(int is_int) {
-    if (is_int) return FRAG(sl_ordered_tpl, "what", "int", "how", "flip the sign bit", "T", "int",
-                            "body", "return (unsigned int)v ^ 0x80000000u;");
-    const char *body = "const unsigned int u = __float_as_uint(v);\nreturn (u & 0x80000000u) ? ~u : (u | 0x80000000u);";
-    return FRAG(sl_ordered_tpl, "what", "float bits",
-                "how", "flip all bits of negatives, only the sign bit of the rest", "T", "float", "body", body);
+)", R"(
+/// Order-preserving map of int to unsigned: flip the sign bit.
+__device__ __forceinline__ unsigned int ordered_bits(int v) {
+    return (unsigned int)v ^ 0x80000000u;
 }
+
+)" };
 static const char *sl_unordered(int is_int, const char *k) {
     return is_int ? fmt("(int)(%s ^ 0x80000000u)", k)
                   : fmt("__uint_as_float((%s & 0x80000000u) ? (%s & 0x7fffffffu) : ~%s)", k, k, k);
@@ -132,30 +134,17 @@ for ($loop) {
     }
 }
 )";
-static const char ax_two_pass_tpl[] = R"(
-$prelude
-$helpers
-/// Pass 1: every block reduces its grid-stride share to one (value, index) pair.
-__global__ void $k1($params1) {
+// A pass of the two-pass kernels: each thread's best pair, the block's best, stored by thread 0.
+static const char ax_pass_tpl[] = R"(
+/// $what
+__global__ void $k($params) {
     $shared
     const int tid = threadIdx.x;
     $scan
     $reduce
     if (tid == 0) {
-        part_val[blockIdx.x] = best;
-        part_idx[blockIdx.x] = best_i;
-    }
-}
-
-/// Pass 2: one block reduces the per-block pairs; on equal values the lower index wins.
-__global__ void $k2($params2) {
-    $shared
-    const int tid = threadIdx.x;
-    $scan2
-    $reduce
-    if (tid == 0) {
-        $val[0] = best;
-        $idx[0] = best_i;
+        $val = best;
+        $idx = best_i;
     }
 }
 )";
@@ -194,20 +183,29 @@ static void ax_kernels(const Task *t, Emit *e) {
                              "loop", "int j = tid; j < count; j += blockDim.x", "index", "const int i = part_idx[j];",
                              "better", ro_better(RO_MAX, "v", "i", "best", "best_i"));
     const char *outs = fmt("%s, %s", ptr_param(t, T, val, 0), ptr_param(t, "int", idx, 0));
+    if (algo == 2) {
+        TPL(e, t, ax_packed_tpl, "prelude", ro_prelude(&tt), "helpers", ro_arg_helpers(&tt, T, RO_MAX),
+            "ordered", sl_ordered_tpl[is_int], "k1", t->kname[0], "xparam", ptr_param(t, T, x, 1), "scan", scan,
+            "warp", ro_fn(&tt, "warp", "argmax"), "k3", t->kname[2], "outs", outs, "val", val, "idx", idx,
+            "decode", sl_unordered(is_int, "hi"));
+        return;
+    }
     const char *parts[2]; // the per-block pairs: written by pass 1, read by pass 2
     for (int c = 0; c < 2; c++)
         parts[c] = fmt("%s, %s", ptr_param(t, T, "part_val", c), ptr_param(t, "int", "part_idx", c));
-    if (algo == 2)
-        TPL(e, t, ax_packed_tpl, "prelude", ro_prelude(&tt), "helpers", ro_arg_helpers(&tt, T, RO_MAX),
-            "ordered", sl_ordered(is_int), "k1", t->kname[0], "xparam", ptr_param(t, T, x, 1), "scan", scan,
-            "warp", ro_fn(&tt, "warp", "argmax"), "k3", t->kname[2], "outs", outs, "val", val, "idx", idx,
-            "decode", sl_unordered(is_int, "hi"));
-    else
-        TPL(e, t, ax_two_pass_tpl, "prelude", ro_prelude(&tt), "helpers", ro_arg_helpers(&tt, T, RO_MAX),
-            "k1", t->kname[0], "params1", fmt("%s, %s, int n", ptr_param(t, T, x, 1), parts[0]),
-            "shared", ro_shared(&tt, fmt("arg:%s", T)), "scan", scan,
-            "reduce", ro_arg_allreduce(&tt, T, "best", "best_i", RO_MAX), "k2", t->kname[1], "scan2", scan2,
-            "params2", fmt("%s, %s, int count", parts[1], outs), "val", val, "idx", idx);
+    const char *shared = ro_shared(&tt, fmt("arg:%s", T));
+    const char *reduce = ro_arg_allreduce(&tt, T, "best", "best_i", RO_MAX);
+    const char *pass1 = FRAG(ax_pass_tpl, "k", t->kname[0], "shared", shared, "scan", scan, "reduce", reduce,
+                             "what", "Pass 1: every block reduces its grid-stride share to one (value, index) pair.",
+                             "params", fmt("%s, %s, int n", ptr_param(t, T, x, 1), parts[0]),
+                             "val", "part_val[blockIdx.x]", "idx", "part_idx[blockIdx.x]");
+    const char *pass2 = FRAG(ax_pass_tpl, "k", t->kname[1], "shared", shared, "scan", scan2, "reduce", reduce,
+                             "what", "Pass 2: one block reduces the per-block pairs; on equal values the lower index "
+                                     "wins.",
+                             "params", fmt("%s, %s, int count", parts[1], outs),
+                             "val", fmt("%s[0]", val), "idx", fmt("%s[0]", idx));
+    TPL(e, t, "$prelude\n$helpers\n$pass1\n\n$pass2", "prelude", ro_prelude(&tt),
+        "helpers", ro_arg_helpers(&tt, T, RO_MAX), "pass1", pass1, "pass2", pass2);
 }
 static const char ax_launch_tpl[] = R"(
 $grid
@@ -265,9 +263,6 @@ static const ParamDesc mm_params[] = {
     [MM_CAP] = { "cap", NULL, 0, "256 1024 4096" }, [MM_MASK] = { "mask", NULL, 0, "0..2" },
     [MM_KNAME] = { "kname", NULL, 0, "0..3" }, [MM_NAMES] = { "names", NULL, 0, "0..3" },
     [MM_TNAME] = { "tname", NULL, 0, "0..2" }, [MM_NP] = { NULL } };
-// The value ranges of the data kinds (both signs, negative only, positive only): floats, ints.
-static const double mm_lo[2][3] = { { -1000, -50, 0.5 }, { -1000000, -1000, 0 } };
-static const double mm_hi[2][3] = { { 1000, -1, 100 }, { 1000000, -1, 1000000000 } };
 
 static void mm_draw(Task *t, Rng *r) {
     (void)r;
@@ -279,16 +274,18 @@ static void mm_draw(Task *t, Rng *r) {
         "atomicMaxReduce atomicMinReduce atomicMinMaxReduce initExtrema decodeOrdered",
         "global_max global_min global_minmax set_identity from_ordered_bits",
         "max_atomic min_atomic minmax_atomic reset_output unmap_output" };
-    int op = t->p[MM_OP];
-    const char *nm = names[t->p[MM_NAMES]];
     if (t->p[MM_DTYPE]) t->p[MM_METHOD] = 0; // ints have atomicMax/atomicMin
-    const char *k = kn[t->p[MM_KNAME]];
+    int op = t->p[MM_OP];
+    const char *nm = names[t->p[MM_NAMES]], *k = kn[t->p[MM_KNAME]];
     task_names(t, 1, op == 1 ? fmt("%s %s", word(nm, 0), word(nm, 2)) : nm,
                fmt("%s %s %s", word(k, op), word(k, 3), word(k, 4)), op == 2 ? "minmax" : mm_ops[op]);
 }
 static void mm_layout(Task *t) {
+    // the value ranges of the data kinds (both signs, negative only, positive only): floats, ints
+    static const double lo[2][3] = { { -1000, -50, 0.5 }, { -1000000, -1000, 0 } };
+    static const double hi[2][3] = { { 1000, -1, 100 }, { 1000000, -1, 1000000000 } };
     int is_int = t->p[MM_DTYPE], d = t->p[MM_DATA];
-    sc_input(t, t->p[MM_N], is_int, mm_lo[is_int][d], mm_hi[is_int][d], is_int);
+    sc_input(t, t->p[MM_N], is_int, lo[is_int][d], hi[is_int][d], is_int);
     for (int k = 0; k < (t->p[MM_OP] == 2 ? 2 : 1); k++) sc_output(t, t->in[0].dt, 0);
 }
 static void mm_describe(const Task *t, Buf *name, Buf *desc) {
@@ -387,6 +384,7 @@ __global__ void $k($params) {
 }
 
 )";
+// The name of the float atomic helper of extreme m (0 the maximum, 1 the minimum).
 static const char *mm_fn(const Task *t, int m) {
     static const char *const f[4][2] = { { "atomic_max_float", "atomic_min_float" },
                                          { "atomicMaxFloat", "atomicMinFloat" },
@@ -406,9 +404,8 @@ static const char *mm_each(const Task *t, const Host *h, const char *text, const
         const char *o = h ? h->out[op == 2 ? m : 0] : t->out[op == 2 ? m : 0].name;
         const char *A = m ? "atomicMin" : "atomicMax", *v = m ? "lo" : "hi", *sh = m ? "slo" : "shi";
         const char *val = agg == 0 ? "v" : agg == 1 ? v : fmt("%s[0]", sh);
-        const char *update = meth == 0 ? fmt("%s(%s, %s);", A, o, val)
-                             : meth == 2 ? fmt("%s((unsigned int *)%s, ordered_bits(%s));", A, o, val)
-                                         : fmt("%s(%s, %s);", mm_fn(t, m), o, val);
+        const char *update = meth == 2 ? fmt("%s((unsigned int *)%s, ordered_bits(%s));", A, o, val)
+                                       : fmt("%s(%s, %s);", meth ? mm_fn(t, m) : A, o, val);
         const char *identity = m ? sl_highest(is_int) : sl_lowest(is_int);
         const char *out_identity = meth == 2 ? (m ? "0xffffffffu" : "0u") : identity;
         const char *one = FRAG(text, "o", o, "v", v, "s", sh, "update", update, "identity", identity,
@@ -429,14 +426,13 @@ static void mm_kernels(const Task *t, Emit *e) {
     const char *T = sc_ct(is_int), *x = t->in[0].name, *ptrs = mm_each(t, NULL, ptr_param(t, T, "$o", 0), ", ");
     Task tt = ro_as_block(t, agg == 1 ? RO_WARP : RO_BLOCK, t->p[MM_BLOCK], agg == 1 ? RO_XOR : RO_TREE,
                           t->p[MM_MASK], 0);
-    Buf helpers = { 0 };
+    Buf helpers = { 0 }; // sign_split's and cas_loop's float atomics (ordered_uint has sl_ordered_tpl)
     for (int m = 0; m < 2 && (meth == 1 || meth == 3); m++)
         if (t->p[MM_OP] == 2 || t->p[MM_OP] == m)
             buf_puts(&helpers, FRAG(mm_float_atomic_tpl[meth], "M", m ? "Min" : "Max", "m", m ? "min" : "max",
                                     "fn", mm_fn(t, m), "A", m ? "atomicMin" : "atomicMax",
                                     "B", m ? "atomicMax" : "atomicMin", "bound", m ? "at most" : "at least",
                                     "worse", m ? ">" : "<"));
-    if (meth == 2) buf_puts(&helpers, sl_ordered(0));
     // the one-thread kernels: the identities into the outputs, the ordered bits back to floats
     const char *init_comment = meth == 2 ? "Puts the identities (as ordered bits) into the outputs."
                                          : "Puts the identities into the outputs.";
@@ -457,9 +453,9 @@ static void mm_kernels(const Task *t, Emit *e) {
         FRAG(mm_combine_tpl[agg], "shfl", mm_each(t, NULL, "$v = $f($v, __shfl_xor_sync($mask, $v, offset));", "\n"),
              "update", mm_each(t, NULL, "$update", "\n"), "store", mm_each(t, NULL, "$s[tid] = $v;", "\n"),
              "tree", mm_each(t, NULL, "$s[tid] = $f($s[tid], $s[tid + s]);", "\n"));
-    TPL(e, t, mm_kernel_tpl, "prelude", agg ? ro_prelude(&tt) : "", "helpers", buf_str(&helpers),
-        "init", t->p[MM_INIT] ? "" : init, "decode", meth == 2 ? decode : "", "comment", comment[agg], "k", t->kname[0],
-        "params", kernel_params(t),
+    TPL(e, t, mm_kernel_tpl, "prelude", agg ? ro_prelude(&tt) : "",
+        "helpers", meth == 2 ? sl_ordered_tpl[0] : buf_str(&helpers), "init", t->p[MM_INIT] ? "" : init,
+        "decode", meth == 2 ? decode : "", "comment", comment[agg], "k", t->kname[0], "params", kernel_params(t),
         "shared", agg == 2 ? mm_each(t, NULL, fmt("__shared__ %s $s[BLOCK_SIZE];", T), "\n") : "",
         "locals", agg ? mm_each(t, NULL, fmt("%s $v = $identity;", T), "\n") : "", "step", step, "combine", combine);
     buf_free(&helpers);
@@ -628,11 +624,10 @@ static void cp_kernels(const Task *t, Emit *e) {
                             "hs", hs, "n", "nblocks", "a", "block_counts", "B", "BLOCK_SIZE",
                             "guard", "threadIdx.x != 0", "v", "c",
                             "total", serial ? fmt("%s[0] = run;", c) : fmt("if (tid == 0) %s[0] = carry;", c));
-    TPL(e, t, cp_kernels_tpl, "B", fmt("%d", t->p[CP_BLOCK]),
-        "full_mask", ballot && t->p[CP_MASK] == 2 ? "#define FULL_MASK 0xffffffffu" : "", "k1", t->kname[0],
-        "k2", t->kname[1], "k3", t->kname[2], "xparam", ptr_param(t, T, x, 1), "pred", cp_pred(t, fmt("%s[i]", x), 0),
-        "cparam", ptr_param(t, "int", c, 0), "oparam", ptr_param(t, T, o, 0), "count", cp_count_tpl[ballot],
-        "scan", scan,
+    TPL(e, t, cp_kernels_tpl, "B", fmt("%d", t->p[CP_BLOCK]), "full_mask", sl_mask_define(ballot, t->p[CP_MASK]),
+        "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "xparam", ptr_param(t, T, x, 1),
+        "pred", cp_pred(t, fmt("%s[i]", x), 0), "cparam", ptr_param(t, "int", c, 0), "oparam", ptr_param(t, T, o, 0),
+        "count", cp_count_tpl[ballot], "scan", scan,
         "how", ballot ? "ballot + popc per warp, then the warp counts" : "a shared-memory scan of the flags",
         "scatter", FRAG(cp_scatter_tpl[ballot], "hs", hs, "o", o, "x", x, "mask", sl_mask(t->p[CP_MASK])));
 }
@@ -744,18 +739,18 @@ static const char *const ci_loop_tpl[2][2] = { // [vote][grid-stride]: the loop 
     { "const int i = blockIdx.x * blockDim.x + threadIdx.x;\n$body",
       "for (int base = blockIdx.x * blockDim.x; base < n; base += blockDim.x * gridDim.x) {\n"
       "    const int i = base + threadIdx.x;\n    $body\n}" } };
+// A thread's vote (ballots, __syncthreads_count): whether its element, if it has one, matches.
+static const char ci_hit_tpl[] = "int hit = 0;\nif (i < n) {\n    const $T v = $x[i];\n    hit = $pred;\n}";
 static const char *const ci_parts[][3] = { // before the loop, its body, after it
     { "", "const $T v = $x[i];\nif ($pred) atomicAdd($c, $one);", "" },
-    { "", "int hit = 0;\nif (i < n) {\n    const $T v = $x[i];\n    hit = $pred;\n}\n"
-          "const unsigned int votes = __ballot_sync($mask, hit);\n"
+    { "", "$hit\nconst unsigned int votes = __ballot_sync($mask, hit);\n"
           "if ((threadIdx.x & 31) == 0 && votes) atomicAdd($c, ($U)__popc(votes));", "" },
     { "__shared__ $U block_count;\nif (threadIdx.x == 0) block_count = 0;\n__syncthreads();\n$U mine = 0;",
       "const $T v = $x[i];\nif ($pred) mine++;",
       "if (mine) atomicAdd(&block_count, mine);\n__syncthreads();\nif (threadIdx.x == 0 && block_count) atomicAdd($c, "
       "block_count);" },
-    { "$U block_total = 0;", "int hit = 0;\nif (i < n) {\n    const $T v = $x[i];\n    hit = $pred;\n}\n"
-                             "block_total += __syncthreads_count(hit);",
-                             "if (threadIdx.x == 0 && block_total) atomicAdd($c, block_total);" } };
+    { "$U block_total = 0;", "$hit\nblock_total += __syncthreads_count(hit);",
+      "if (threadIdx.x == 0 && block_total) atomicAdd($c, block_total);" } };
 static void ci_kernels(const Task *t, Emit *e) {
     static const char *const how[] = { "one atomicAdd per match.",
                                        "the warp votes with __ballot_sync and lane 0 adds the number of set bits.",
@@ -763,10 +758,10 @@ static void ci_kernels(const Task *t, Emit *e) {
                                        "__syncthreads_count counts the block's matches in the barrier itself." };
     int agg = t->p[CI_AGG], vote = agg == 1 || agg == 3;
     const char *T = sc_ct(t->p[CI_DTYPE]), *U = t->p[CI_OUT] ? "unsigned int" : "int", *const *p = ci_parts[agg];
-    const char *kv[] = { "T", T, "U", U, "x", t->in[0].name, "c", t->out[0].name, "one", t->p[CI_OUT] ? "1u" : "1",
-                         "pred", sl_pred(t, t->p[CI_PRED], t->p[CI_DTYPE], "v", 0), "mask", sl_mask(t->p[CI_MASK]),
-                         NULL };
-    TPL(e, t, ci_kernel_tpl, "full_mask", agg == 1 && t->p[CI_MASK] == 2 ? "#define FULL_MASK 0xffffffffu\n" : "",
+    const char *x = t->in[0].name, *pred = sl_pred(t, t->p[CI_PRED], t->p[CI_DTYPE], "v", 0);
+    const char *kv[] = { "T", T, "U", U, "x", x, "c", t->out[0].name, "one", t->p[CI_OUT] ? "1u" : "1", "pred", pred,
+                         "hit", FRAG(ci_hit_tpl, "T", T, "x", x, "pred", pred), "mask", sl_mask(t->p[CI_MASK]), NULL };
+    TPL(e, t, ci_kernel_tpl, "full_mask", sl_mask_define(agg == 1, t->p[CI_MASK]),
         "how", how[agg], "k", t->kname[0], "params", kernel_params(t), "head", tpl_frag(p[0], kv),
         "loop", FRAG(ci_loop_tpl[vote][t->p[CI_LOOP]], "body", tpl_frag(p[1], kv)), "tail", tpl_frag(p[2], kv));
 }
