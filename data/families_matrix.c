@@ -13,15 +13,15 @@
 
 static const char *const mx_dtypes[] = { "float32", "int32", NULL };
 static const int mx_bdims[][2] = { { 16, 16 }, { 32, 8 }, { 8, 8 }, { 32, 32 }, { 16, 8 }, { 32, 4 }, { 64, 4 } };
-// Matrix sides: powers of two and sizes that are not multiples of any block or tile.
-static const int mx_sides[] = { 64, 100, 128, 250, 256, 300, 500, 512, 640, 768, 1000, 1024, 1500, 2048 };
+// Matrix sides (a pick list): powers of two and sizes that are not multiples of any block or tile.
+#define MX_SIDES "64 100 128 250 256 300 500 512 640 768 1000 1024 1500 2048"
 static const char *const mx_dnames[][2] = { { "rows", "cols" }, { "height", "width" }, { "ny", "nx" }, { "m", "n" } };
 
 // Draws the sides of a matrix of 4,096 to 4,200,000 elements.
 static void mx_draw_rc(Rng *r, int *rows, int *cols) {
     do {
-        *rows = mx_sides[RPICK(r, mx_sides)];
-        *cols = mx_sides[RPICK(r, mx_sides)];
+        *rows = rng_pick(r, MX_SIDES);
+        *cols = rng_pick(r, MX_SIDES);
     } while ((long)*rows * *cols > 4200000 || (long)*rows * *cols < 4096);
 }
 
@@ -500,9 +500,10 @@ static const Family fam_mx_matrix_ew2d = {
 // ----------------------------------------------------------------------------
 // Matrix products: shared pieces
 
-static const int mxmm_sides[] = { 64, 96, 100, 128, 200, 256, 300, 384, 500, 512, 640, 1000, 1024 };
-static const int mxmm_aligned[] = { 64, 128, 192, 256, 384, 512, 768, 1024 };
-static const int mxmm_ragged[] = { 100, 129, 200, 250, 257, 300, 333, 500, 600, 1000 };
+// Pick lists of the sides M, N, K: any, multiples of every tile (aligned), mostly not (ragged).
+#define MXMM_SIDES "64 96 100 128 200 256 300 384 500 512 640 1000 1024"
+#define MXMM_ALIGNED "64 128 192 256 384 512 768 1024"
+#define MXMM_RAGGED "100 129 200 250 257 300 333 500 600 1000"
 static const char *const mxmm_dnames[][3] = { { "m", "n", "k" }, { "rows", "cols", "inner" }, { "m", "n", "depth" },
                                               { "n_rows", "n_cols", "n_inner" } };
 static const char *const mxmm_names[] = { "A B C", "lhs rhs out", "X W Y", "mat_a mat_b mat_c", "left right prod" };
@@ -510,11 +511,11 @@ static const char *const mxmm_ops[] = { "ab", "abt", "atb", NULL };
 
 // Draws M, N, K from a list with M*N*K at most 1.4e8 (the CPU reference does M*N*K steps)
 // and M*N at least 4,096.
-static void mxmm_draw_mnk(Rng *r, const int *list, int nlist, int *m, int *n, int *k) {
+static void mxmm_draw_mnk(Rng *r, const char *list, int *m, int *n, int *k) {
     do {
-        *m = list[rng_int(r, 0, nlist - 1)];
-        *n = list[rng_int(r, 0, nlist - 1)];
-        *k = list[rng_int(r, 0, nlist - 1)];
+        *m = rng_pick(r, list);
+        *n = rng_pick(r, list);
+        *k = rng_pick(r, list);
     } while ((long)*m * *n * *k > 140000000L || (long)*m * *n < 4096);
 }
 
@@ -595,7 +596,7 @@ static const char *const mxmn_vars[][3] = { { "row", "col", "p" }, { "r", "c", "
 
 static void mxmn_draw(Task *t, Rng *r) {
     static const char *const hn[] = { "dot_strided", "strided_dot", "dotProduct", "dot" };
-    mxmm_draw_mnk(r, mxmm_sides, NELEM(mxmm_sides), &t->p[MXMN_M], &t->p[MXMN_N], &t->p[MXMN_K]);
+    mxmm_draw_mnk(r, MXMM_SIDES, &t->p[MXMN_M], &t->p[MXMN_N], &t->p[MXMN_K]);
     task_names(t, 2, mxmm_names[t->p[MXMN_NAMES]], fmt("%s %s", mxmn_kn[t->p[MXMN_KNAME]], hn[t->p[MXMN_KNAME]]),
                "matmul");
 }
@@ -678,8 +679,7 @@ static const char *const mxmt_macros[] = { "TILE", "TILE_SIZE", "BLOCK_SIZE", "T
 
 static void mxmt_draw(Task *t, Rng *r) {
     int aligned = t->p[MXMT_ALIGNED];
-    mxmm_draw_mnk(r, aligned ? mxmm_aligned : mxmm_ragged, aligned ? NELEM(mxmm_aligned) : NELEM(mxmm_ragged),
-                  &t->p[MXMT_M], &t->p[MXMT_N], &t->p[MXMT_K]);
+    mxmm_draw_mnk(r, aligned ? MXMM_ALIGNED : MXMM_RAGGED, &t->p[MXMT_M], &t->p[MXMT_N], &t->p[MXMT_K]);
     t->p[MXMT_CHECKS] = aligned ? rng_int(r, 0, 1) : 1;
     task_names(t, 2, mxmm_names[t->p[MXMT_NAMES]], mxmt_kn[t->p[MXMT_KNAME]], "matmul_tiled");
 }
@@ -1131,7 +1131,6 @@ static const Family fam_mx_vecmat = {
 // ----------------------------------------------------------------------------
 // Outer product and rank-1 update
 
-#define MX_SIDES "64 100 128 250 256 300 500 512 640 768 1000 1024 1500 2048"
 enum { MXOP_OP, MXOP_M, MXOP_N, MXOP_MODE, MXOP_BDIM, MXOP_BLOCK, MXOP_CAP, MXOP_GUARD, MXOP_DIMS, MXOP_KNAME,
        MXOP_NAMES, MXOP_TNAME, MXOP_DNAMES, MXOP_NP };
 static const char *const mxop_ops[] = { "outer", "scaled", "ger", NULL };
