@@ -435,6 +435,13 @@ static void mxme_describe(const Task *t, Buf *name, Buf *desc) {
     else buf_puts(desc, " on a 2-D grid of 2-D thread blocks (dim3) with grid-stride loops over rows and columns.");
 }
 
+// The coefficients passed as kernel arguments (coef kernel_arg), as a list's tail: ", alpha" or
+// ", alpha, beta" (axpby) in the form given; "" when they are literals in the formula.
+static const char *mxme_coef_list(const Task *t, const char *alpha, const char *beta) {
+    if (!t->p[MXME_COEF]) return "";
+    return t->p[MXME_OP] == 4 ? fmt(", %s, %s", alpha, beta) : fmt(", %s", alpha);
+}
+
 static const char mxme_helper_tpl[] = R"(
 /// The operation on one element.
 $spec $helper(float u$v$coefs) {
@@ -447,8 +454,7 @@ static void mxme_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[MXME_DNAMES]], *R = dn[0], *C = dn[1];
     const char *a = t->in[0].name, *b = mxme_binary(t) ? t->in[1].name : NULL, *c = t->out[0].name;
     int helper = t->p[MXME_HELPER], mode = t->p[MXME_MODE];
-    const char *coefs = !t->p[MXME_COEF] ? "" : t->p[MXME_OP] == 4 ? ", float alpha, float beta" : ", float alpha";
-    const char *coef_args = !t->p[MXME_COEF] ? "" : t->p[MXME_OP] == 4 ? ", alpha, beta" : ", alpha";
+    const char *coefs = mxme_coef_list(t, "float alpha", "float beta"), *coef_args = mxme_coef_list(t, "alpha", "beta");
     const char *ai = fmt("%s[idx]", a), *bi = b ? fmt("%s[idx]", b) : "";
     const char *val =
         helper ? fmt("%s(%s%s%s%s)", t->kname[1], ai, b ? ", " : "", bi, coef_args) : mxme_formula(t, ai, bi, 0);
@@ -466,9 +472,7 @@ static void mxme_kernels(const Task *t, Emit *e) {
 }
 
 static void mxme_launch(const Task *t, Emit *e, const Host *h) {
-    const char *coefs = !t->p[MXME_COEF]     ? ""
-                        : t->p[MXME_OP] == 4 ? fmt(", %s, %s", flit(t->f[MX_F_A]), flit(t->f[MX_F_B]))
-                                             : fmt(", %s", flit(t->f[MX_F_A]));
+    const char *coefs = mxme_coef_list(t, flit(t->f[MX_F_A]), flit(t->f[MX_F_B]));
     mx_launch_bd(e, t, t->p[MXME_BDIM], (Launch2D){ .dims = t->p[MXME_DIMS], .xc = h->size[1], .yc = h->size[0],
                                                     .ycap = t->p[MXME_CAP],
                                                     .args = fmt("%s%s", kernel_args(h, 2), coefs) });
