@@ -141,6 +141,15 @@ static const char *mx_flat(const Task *t, int loop, const char *rv, const char *
                 "loop", loop_frag(t, loop, "total", fmt("%s\n%s", fmt(split, rv, i, C, cv, i, C), stmt)));
 }
 
+// A thread's dot product: acc starts at init, step adds the term of index p < len, out gets the sum.
+static const char mx_dot_tpl[] = R"(
+float acc = $init;
+for (int $p = 0; $p < $len; ++$p) {
+    $step
+}
+$out = acc;
+)";
+
 // launch_2d with blocks of mx_bdims[bdim] threads (l.bx and l.by set here).
 static void mx_launch_bd(Emit *e, const Task *t, int bdim, Launch2D l) {
     l.bx = fmt("%d", mx_bdims[bdim][0]);
@@ -624,13 +633,6 @@ $spec $helper(const float *u, int su, const float *v, int sv, int len) {
 }
 
 )";
-static const char mxmn_loop_tpl[] = R"(
-float acc = 0.0f;
-for (int $p = 0; $p < $k; ++$p) {
-    $step
-}
-$c[$row * $n + $col] = acc;
-)";
 
 static void mxmn_kernels(const Task *t, Emit *e) {
     const char *const *dn = mxmm_dnames[t->p[MXMN_DNAMES]], *const *v = mxmn_vars[t->p[MXMN_VARS]];
@@ -642,9 +644,10 @@ static void mxmn_kernels(const Task *t, Emit *e) {
     const char *call = op == 0 ? fmt("%s(%s + %s * %s, 1, %s + %s, %s, %s)", h, a, row, k, b, col, n, k)
                      : op == 1 ? fmt("%s(%s + %s * %s, 1, %s + %s * %s, 1, %s)", h, a, row, k, b, col, k, k)
                                : fmt("%s(%s + %s, %s, %s + %s, %s, %s)", h, a, row, m, b, col, n, k);
-    const char *body = acc == 2 ? fmt("%s[%s * %s + %s] = %s;", c, row, n, col, call)
-        : FRAG(mxmn_loop_tpl, "p", p, "k", k, "c", c, "row", row, "n", n, "col", col,
-               "step", acc == 1 ? fmt("acc = fmaf(%s, %s, acc);", ai, bi) : fmt("acc += %s * %s;", ai, bi));
+    const char *out = fmt("%s[%s * %s + %s]", c, row, n, col);
+    const char *step = acc == 1 ? fmt("acc = fmaf(%s, %s, acc);", ai, bi) : fmt("acc += %s * %s;", ai, bi);
+    const char *body = acc == 2 ? fmt("%s = %s;", out, call)
+                                : FRAG(mx_dot_tpl, "init", "0.0f", "p", p, "len", k, "step", step, "out", out);
     const char *spec = t->p[MXMN_KNAME] & 1 ? "__device__ __forceinline__ float" : "__device__ float";
     mx_kernel(e, t, acc == 2 ? FRAG(mxmn_helper_tpl, "spec", spec, "helper", h) : "", "",
               fmt("One thread computes %s[%s][%s] as a dot product over the %s dimension.", c, row, col, k),
@@ -832,13 +835,6 @@ static void mxmv_describe(const Task *t, Buf *name, Buf *desc) {
                         "a time.");
 }
 
-static const char mxmv_row_tpl[] = R"(
-float acc = $init;
-for (int c = 0; c < $C; ++c) {
-    $step
-}
-$y[$i] = acc;
-)";
 static const char mxmv_shared_tpl[] = R"(
 __shared__ float xs[CHUNK];
 const int row = blockIdx.x * blockDim.x + threadIdx.x;
@@ -863,12 +859,13 @@ static void mxmv_kernels(const Task *t, Emit *e) {
     const char *A = t->in[0].name, *x = t->in[1].name, *b = t->p[MXMV_BIAS] ? t->in[2].name : NULL, *y = t->out[0].name;
     int mode = t->p[MXMV_MODE];
     const char *fma_fmt = t->p[MXMV_ACC] ? "acc = fmaf(%s, %s, acc);" : "acc += %s * %s;";
-    const char *body =
-        mode == 0 ? loop_frag(t, t->p[MXMV_LOOP], R,
-                              FRAG(mxmv_row_tpl, "init", b ? fmt("%s[%s]", b, i) : "0.0f", "C", C, "y", y, "i", i,
-                                   "step", fmt(fma_fmt, fmt("%s[(size_t)%s * %s + c]", A, i, C), fmt("%s[c]", x))))
-                  : FRAG(mxmv_shared_tpl, "C", C, "R", R, "x", x, "y", y, "bias", b ? fmt(" + %s[row]", b) : "",
-                         "step", fmt(fma_fmt, fmt("%s[(size_t)row * %s + c0 + j]", A, C), "xs[j]"));
+    const char *row = FRAG(mx_dot_tpl, "init", b ? fmt("%s[%s]", b, i) : "0.0f", "p", "c", "len", C,
+                           "step", fmt(fma_fmt, fmt("%s[(size_t)%s * %s + c]", A, i, C), fmt("%s[c]", x)),
+                           "out", fmt("%s[%s]", y, i));
+    const char *body = mode == 0 ? loop_frag(t, t->p[MXMV_LOOP], R, row)
+                                 : FRAG(mxmv_shared_tpl, "C", C, "R", R, "x", x, "y", y,
+                                        "bias", b ? fmt(" + %s[row]", b) : "",
+                                        "step", fmt(fma_fmt, fmt("%s[(size_t)row * %s + c0 + j]", A, C), "xs[j]"));
     const char *chunk = "#define CHUNK %d // threads per block = vector elements staged per step\n\n";
     mx_kernel(e, t, mode ? fmt(chunk, t->p[MXMV_BLOCK]) : "", "",
               mode ? fmt("One thread per row of %s; the block shares chunks of %s through shared memory.", A, x)
