@@ -874,12 +874,10 @@ static void mxmv_kernels(const Task *t, Emit *e) {
 }
 
 static void mxmv_launch(const Task *t, Emit *e, const Host *h) {
-    if (t->p[MXMV_MODE] == 0) {
-        launch_1d(e, t, t->kname[0], h->size[0], t->p[MXMV_BLOCK], t->p[MXMV_CAP], kernel_args(h, 2));
-    } else {
-        TPL(e, t, "const int blocks = ($n + CHUNK - 1) / CHUNK;\n$k<<<blocks, CHUNK>>>($args);", "n", h->size[0],
-            "k", t->kname[0], "args", kernel_args(h, 2));
-    }
+    const char *args = kernel_args(h, 2);
+    if (t->p[MXMV_MODE] == 0) launch_1d(e, t, t->kname[0], h->size[0], t->p[MXMV_BLOCK], t->p[MXMV_CAP], args);
+    else TPL(e, t, "const int blocks = ($n + CHUNK - 1) / CHUNK;\n$k<<<blocks, CHUNK>>>($args);", "n", h->size[0],
+             "k", t->kname[0], "args", args);
 }
 
 static const Family fam_mx_matvec_thread = {
