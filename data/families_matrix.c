@@ -107,7 +107,7 @@ static const char *mx_index2d(const Task *t, const char *rv, const char *cv, int
     return fmt("%sint %s = %s;\n%sint %s = %s;", q, a, xs, q, b, ys);
 }
 
-// The elements (row, col) of an R x C matrix in a 2-D kernel, around stmt: one thread per
+// The elements (rv, cv) of an R x C matrix in a 2-D kernel, around stmt: one thread per
 // element behind a guard (if, or an early return: early), or grid-stride loops in both
 // directions (stride). swap: thread x runs along rows.
 static const char *const mx_loop2d_tpl[] = { R"(
@@ -120,12 +120,11 @@ for (int $outer = blockIdx.y * blockDim.y + threadIdx.y; $outer < $olen; $outer 
     }
 }
 )" };
-static const char *mx_loop2d(const Task *t, int stride, int early, int swap, const char *R, const char *C,
-                             const char *stmt) {
-    return FRAG(mx_loop2d_tpl[stride], "index", mx_index2d(t, "row", "col", swap),
-                "guarded", stride ? "" : mx_guard_rc(early, "row", R, "col", C, stmt), "stmt", stmt,
-                "outer", swap ? "col" : "row", "inner", swap ? "row" : "col", "olen", swap ? C : R,
-                "ilen", swap ? R : C);
+static const char *mx_loop2d(const Task *t, int stride, int early, int swap, const char *rv, const char *cv,
+                             const char *R, const char *C, const char *stmt) {
+    return FRAG(mx_loop2d_tpl[stride], "index", mx_index2d(t, rv, cv, swap),
+                "guarded", stride ? "" : mx_guard_rc(early, rv, R, cv, C, stmt), "stmt", stmt,
+                "outer", swap ? cv : rv, "inner", swap ? rv : cv, "olen", swap ? C : R, "ilen", swap ? R : C);
 }
 // The same with a 1-D launch over the flat index (loop: a loop_frag style), the row rv and
 // column cv from / and %.
@@ -241,7 +240,7 @@ static void mxtn_kernels(const Task *t, Emit *e) {
     const char *copy = fmt("%s[col * %s + row] = %s[row * %s + col];", y, R, x, C);
     const char *body = mode == 1 ? mx_flat(t, t->p[MXTN_GUARD], "r", "c", R, C,
                                            fmt("%s[(size_t)c * %s + r] = %s[%s];", y, R, x, IDX(t)))
-                                 : mx_loop2d(t, mode == 2, t->p[MXTN_GUARD], sw, R, C, copy);
+                                 : mx_loop2d(t, mode == 2, t->p[MXTN_GUARD], sw, "row", "col", R, C, copy);
     const char *what = sw && mode != 1
                            ? "Thread x runs along the input rows, so the writes are coalesced and the reads strided."
                            : pick3(mode, "One thread per element: reads are coalesced along a row, writes are strided.",
@@ -476,7 +475,7 @@ static void mxme_kernels(const Task *t, Emit *e) {
               fmt("%s[r][c] = %s; %s", c, mxme_formula(t, fmt("%s[r][c]", a), b ? fmt("%s[r][c]", b) : "", 1),
                   mode ? "grid-stride loops in both dimensions." : "one thread per element."),
               fmt("int %s, int %s%s", R, C, coefs),
-              mx_loop2d(t, mode, t->p[MXME_GUARD], 0, R, C,
+              mx_loop2d(t, mode, t->p[MXME_GUARD], 0, "row", "col", R, C,
                         fmt("const int idx = row * %s + col;\n%s[idx] = %s;", C, c, val)));
 }
 
@@ -652,8 +651,7 @@ static void mxmn_kernels(const Task *t, Emit *e) {
     mx_kernel(e, t, acc == 2 ? FRAG(mxmn_helper_tpl, "spec", spec, "helper", h) : "", "",
               fmt("One thread computes %s[%s][%s] as a dot product over the %s dimension.", c, row, col, k),
               fmt("int %s, int %s, int %s", m, n, k),
-              FRAG(mx_loop2d_tpl[0], "index", mx_index2d(t, row, col, 0),
-                   "guarded", mx_guard_rc(t->p[MXMN_GUARD], row, m, col, n, body)));
+              mx_loop2d(t, 0, t->p[MXMN_GUARD], 0, row, col, m, n, body));
 }
 
 static void mxmn_launch(const Task *t, Emit *e, const Host *h) {
@@ -1225,7 +1223,7 @@ static void mxop_kernels(const Task *t, Emit *e) {
     const int *bd = mx_bdims[t->p[MXOP_BDIM]];
     const char *product = fmt("%s%s[row] * %s[col];", al, x, y); // what ger adds to A
     const char *body =
-        mode == 0 ? mx_loop2d(t, 0, t->p[MXOP_GUARD], 0, M, N,
+        mode == 0 ? mx_loop2d(t, 0, t->p[MXOP_GUARD], 0, "row", "col", M, N,
                               fmt("const int idx = row * %s + col;\n%s[idx] = %s%s", N, c, Ai, product))
         : mode == 1 ? FRAG(mxop_shared_tpl, "M", M, "N", N, "x", x, "y", y, "c", c, "A_idx", Ai, "alpha", al)
                     : mx_flat(t, LOOP_GRID, "row", "col", M, N,
