@@ -789,10 +789,9 @@ static void mxmv_layout(Task *t) {
 static void mxmv_describe_task(const Task *t, Buf *desc) {
     const char *A = t->in[0].name, *x = t->in[1].name, *y = t->out[0].name;
     const char *b = t->p[MXMV_BIAS] ? t->in[2].name : NULL;
-    buf_printf(desc, "%s is %s x %d row-major float32 matrix and %s a vector of %d. Compute %s = %s * %s%s%s, i.e. "
-               "%s[r] = sum over c of %s[r][c] * %s[c]%s%s.",
-               A, a_num(t->p[MXMV_ROWS]), t->p[MXMV_COLS], x, t->p[MXMV_COLS], y, A, x, b ? " + " : "", b ? b : "", y,
-               A, x, b ? " + " : "", b ? fmt("%s[r]", b) : "");
+    buf_printf(desc, "%s is %s x %d row-major float32 matrix and %s a vector of %d. Compute %s = %s * %s%s, i.e. "
+               "%s[r] = sum over c of %s[r][c] * %s[c]%s.", A, a_num(t->p[MXMV_ROWS]), t->p[MXMV_COLS], x,
+               t->p[MXMV_COLS], y, A, x, b ? fmt(" + %s", b) : "", y, A, x, b ? fmt(" + %s[r]", b) : "");
 }
 
 static void mxmv_ref(const Task *t, const void *const *in, void *const *out) {
