@@ -13,7 +13,7 @@
 
 static const char *const mx_dtypes[] = { "float32", "int32", NULL };
 static const int mx_bdims[][2] = { { 16, 16 }, { 32, 8 }, { 8, 8 }, { 32, 32 }, { 16, 8 }, { 32, 4 }, { 64, 4 } };
-// Matrix sides (a pick list): powers of two and sizes that are not multiples of any block or tile.
+// Matrix sides (a pick list): powers of two and sizes that no block or tile divides.
 #define MX_SIDES "64 100 128 250 256 300 500 512 640 768 1000 1024 1500 2048"
 static const char *const mx_dnames[][2] = { { "rows", "cols" }, { "height", "width" }, { "ny", "nx" }, { "m", "n" } };
 
@@ -140,7 +140,7 @@ static const char *mx_flat(const Task *t, int loop, const char *rv, const char *
                 "loop", loop_frag(t, loop, "total", fmt("%s\n%s", fmt(split, rv, i, C, cv, i, C), stmt)));
 }
 
-// A thread's dot product: acc starts at init, step adds the term of index p < len, out gets the sum.
+// A thread's dot product: acc starts at init, step adds term p (p < len), out gets the sum.
 static const char mx_dot_tpl[] = R"(
 float acc = $init;
 for (int $p = 0; $p < $len; ++$p) {
