@@ -1152,7 +1152,7 @@ static const char *const mxop_tn[3][3] = { { "Outer_Product", "Vector_Outer_Prod
 static const double mxop_alphas[] = { 0.5, 2, -2, -0.25, 1.5, 3 };
 static const char *const mxop_fp[] = { "alpha", NULL };
 
-// The inputs are x, y (outer, scaled) or A, x, y (ger).
+// The inputs are A, x, y (ger) or x, y (outer, scaled: the names from the second word on).
 static void mxop_draw(Task *t, Rng *r) {
     int mode = t->p[MXOP_MODE], ger = t->p[MXOP_OP] == 2;
     params_redraw(t, r, MXOP_M, MXOP_N, 4096, 4200000);
@@ -1160,8 +1160,7 @@ static void mxop_draw(Task *t, Rng *r) {
     else t->p[MXOP_BLOCK] = t->p[MXOP_CAP] = 0;
     if (mode == 1) t->p[MXOP_GUARD] = 0;
     t->f[0] = t->p[MXOP_OP] ? mxop_alphas[RPICK(r, mxop_alphas)] : 0;
-    const char *nm = mxop_names[t->p[MXOP_NAMES]];
-    task_names(t, ger ? 3 : 2, ger ? nm : strchr(nm, ' ') + 1, mxop_kn[t->p[MXOP_OP]][t->p[MXOP_KNAME]],
+    task_names(t, ger ? 3 : 2, word_at(mxop_names[t->p[MXOP_NAMES]], !ger), mxop_kn[t->p[MXOP_OP]][t->p[MXOP_KNAME]],
                ger ? "ger" : "outer");
 }
 
