@@ -13,15 +13,15 @@
 
 static const char *const mx_dtypes[] = { "float32", "int32", NULL };
 static const int mx_bdims[][2] = { { 16, 16 }, { 32, 8 }, { 8, 8 }, { 32, 32 }, { 16, 8 }, { 32, 4 }, { 64, 4 } };
-// Matrix sides: powers of two and sizes that are not multiples of any block or tile.
-static const int mx_sides[] = { 64, 100, 128, 250, 256, 300, 500, 512, 640, 768, 1000, 1024, 1500, 2048 };
+// Matrix sides (a pick list): powers of two and sizes that no block or tile divides.
+#define MX_SIDES "64 100 128 250 256 300 500 512 640 768 1000 1024 1500 2048"
 static const char *const mx_dnames[][2] = { { "rows", "cols" }, { "height", "width" }, { "ny", "nx" }, { "m", "n" } };
 
 // Draws the sides of a matrix of 4,096 to 4,200,000 elements.
 static void mx_draw_rc(Rng *r, int *rows, int *cols) {
     do {
-        *rows = mx_sides[RPICK(r, mx_sides)];
-        *cols = mx_sides[RPICK(r, mx_sides)];
+        *rows = rng_pick(r, MX_SIDES);
+        *cols = rng_pick(r, MX_SIDES);
     } while ((long)*rows * *cols > 4200000 || (long)*rows * *cols < 4096);
 }
 
@@ -107,7 +107,7 @@ static const char *mx_index2d(const Task *t, const char *rv, const char *cv, int
     return fmt("%sint %s = %s;\n%sint %s = %s;", q, a, xs, q, b, ys);
 }
 
-// The elements (row, col) of an R x C matrix in a 2-D kernel, around stmt: one thread per
+// The elements (rv, cv) of an R x C matrix in a 2-D kernel, around stmt: one thread per
 // element behind a guard (if, or an early return: early), or grid-stride loops in both
 // directions (stride). swap: thread x runs along rows.
 static const char *const mx_loop2d_tpl[] = { R"(
@@ -120,12 +120,11 @@ for (int $outer = blockIdx.y * blockDim.y + threadIdx.y; $outer < $olen; $outer 
     }
 }
 )" };
-static const char *mx_loop2d(const Task *t, int stride, int early, int swap, const char *R, const char *C,
-                             const char *stmt) {
-    return FRAG(mx_loop2d_tpl[stride], "index", mx_index2d(t, "row", "col", swap),
-                "guarded", stride ? "" : mx_guard_rc(early, "row", R, "col", C, stmt), "stmt", stmt,
-                "outer", swap ? "col" : "row", "inner", swap ? "row" : "col", "olen", swap ? C : R,
-                "ilen", swap ? R : C);
+static const char *mx_loop2d(const Task *t, int stride, int early, int swap, const char *rv, const char *cv,
+                             const char *R, const char *C, const char *stmt) {
+    return FRAG(mx_loop2d_tpl[stride], "index", mx_index2d(t, rv, cv, swap),
+                "guarded", stride ? "" : mx_guard_rc(early, rv, R, cv, C, stmt), "stmt", stmt,
+                "outer", swap ? cv : rv, "inner", swap ? rv : cv, "olen", swap ? C : R, "ilen", swap ? R : C);
 }
 // The same with a 1-D launch over the flat index (loop: a loop_frag style), the row rv and
 // column cv from / and %.
@@ -140,6 +139,15 @@ static const char *mx_flat(const Task *t, int loop, const char *rv, const char *
     return FRAG(mx_flat_tpl, "R", R, "C", C,
                 "loop", loop_frag(t, loop, "total", fmt("%s\n%s", fmt(split, rv, i, C, cv, i, C), stmt)));
 }
+
+// A thread's dot product: acc starts at init, step adds term p (p < len), out gets the sum.
+static const char mx_dot_tpl[] = R"(
+float acc = $init;
+for (int $p = 0; $p < $len; ++$p) {
+    $step
+}
+$out = acc;
+)";
 
 // launch_2d with blocks of mx_bdims[bdim] threads (l.bx and l.by set here).
 static void mx_launch_bd(Emit *e, const Task *t, int bdim, Launch2D l) {
@@ -232,7 +240,7 @@ static void mxtn_kernels(const Task *t, Emit *e) {
     const char *copy = fmt("%s[col * %s + row] = %s[row * %s + col];", y, R, x, C);
     const char *body = mode == 1 ? mx_flat(t, t->p[MXTN_GUARD], "r", "c", R, C,
                                            fmt("%s[(size_t)c * %s + r] = %s[%s];", y, R, x, IDX(t)))
-                                 : mx_loop2d(t, mode == 2, t->p[MXTN_GUARD], sw, R, C, copy);
+                                 : mx_loop2d(t, mode == 2, t->p[MXTN_GUARD], sw, "row", "col", R, C, copy);
     const char *what = sw && mode != 1
                            ? "Thread x runs along the input rows, so the writes are coalesced and the reads strided."
                            : pick3(mode, "One thread per element: reads are coalesced along a row, writes are strided.",
@@ -435,6 +443,13 @@ static void mxme_describe(const Task *t, Buf *name, Buf *desc) {
     else buf_puts(desc, " on a 2-D grid of 2-D thread blocks (dim3) with grid-stride loops over rows and columns.");
 }
 
+// The coefficients passed as kernel arguments (coef kernel_arg), as a list's tail: ", alpha" or
+// ", alpha, beta" (axpby) in the form given; "" when they are literals in the formula.
+static const char *mxme_coef_list(const Task *t, const char *alpha, const char *beta) {
+    if (!t->p[MXME_COEF]) return "";
+    return t->p[MXME_OP] == 4 ? fmt(", %s, %s", alpha, beta) : fmt(", %s", alpha);
+}
+
 static const char mxme_helper_tpl[] = R"(
 /// The operation on one element.
 $spec $helper(float u$v$coefs) {
@@ -447,8 +462,7 @@ static void mxme_kernels(const Task *t, Emit *e) {
     const char *const *dn = mx_dnames[t->p[MXME_DNAMES]], *R = dn[0], *C = dn[1];
     const char *a = t->in[0].name, *b = mxme_binary(t) ? t->in[1].name : NULL, *c = t->out[0].name;
     int helper = t->p[MXME_HELPER], mode = t->p[MXME_MODE];
-    const char *coefs = !t->p[MXME_COEF] ? "" : t->p[MXME_OP] == 4 ? ", float alpha, float beta" : ", float alpha";
-    const char *coef_args = !t->p[MXME_COEF] ? "" : t->p[MXME_OP] == 4 ? ", alpha, beta" : ", alpha";
+    const char *coefs = mxme_coef_list(t, "float alpha", "float beta"), *coef_args = mxme_coef_list(t, "alpha", "beta");
     const char *ai = fmt("%s[idx]", a), *bi = b ? fmt("%s[idx]", b) : "";
     const char *val =
         helper ? fmt("%s(%s%s%s%s)", t->kname[1], ai, b ? ", " : "", bi, coef_args) : mxme_formula(t, ai, bi, 0);
@@ -461,14 +475,12 @@ static void mxme_kernels(const Task *t, Emit *e) {
               fmt("%s[r][c] = %s; %s", c, mxme_formula(t, fmt("%s[r][c]", a), b ? fmt("%s[r][c]", b) : "", 1),
                   mode ? "grid-stride loops in both dimensions." : "one thread per element."),
               fmt("int %s, int %s%s", R, C, coefs),
-              mx_loop2d(t, mode, t->p[MXME_GUARD], 0, R, C,
+              mx_loop2d(t, mode, t->p[MXME_GUARD], 0, "row", "col", R, C,
                         fmt("const int idx = row * %s + col;\n%s[idx] = %s;", C, c, val)));
 }
 
 static void mxme_launch(const Task *t, Emit *e, const Host *h) {
-    const char *coefs = !t->p[MXME_COEF]     ? ""
-                        : t->p[MXME_OP] == 4 ? fmt(", %s, %s", flit(t->f[MX_F_A]), flit(t->f[MX_F_B]))
-                                             : fmt(", %s", flit(t->f[MX_F_A]));
+    const char *coefs = mxme_coef_list(t, flit(t->f[MX_F_A]), flit(t->f[MX_F_B]));
     mx_launch_bd(e, t, t->p[MXME_BDIM], (Launch2D){ .dims = t->p[MXME_DIMS], .xc = h->size[1], .yc = h->size[0],
                                                     .ycap = t->p[MXME_CAP],
                                                     .args = fmt("%s%s", kernel_args(h, 2), coefs) });
@@ -500,9 +512,10 @@ static const Family fam_mx_matrix_ew2d = {
 // ----------------------------------------------------------------------------
 // Matrix products: shared pieces
 
-static const int mxmm_sides[] = { 64, 96, 100, 128, 200, 256, 300, 384, 500, 512, 640, 1000, 1024 };
-static const int mxmm_aligned[] = { 64, 128, 192, 256, 384, 512, 768, 1024 };
-static const int mxmm_ragged[] = { 100, 129, 200, 250, 257, 300, 333, 500, 600, 1000 };
+// Pick lists of the sides M, N, K: any, multiples of every tile (aligned), mostly not (ragged).
+#define MXMM_SIDES "64 96 100 128 200 256 300 384 500 512 640 1000 1024"
+#define MXMM_ALIGNED "64 128 192 256 384 512 768 1024"
+#define MXMM_RAGGED "100 129 200 250 257 300 333 500 600 1000"
 static const char *const mxmm_dnames[][3] = { { "m", "n", "k" }, { "rows", "cols", "inner" }, { "m", "n", "depth" },
                                               { "n_rows", "n_cols", "n_inner" } };
 static const char *const mxmm_names[] = { "A B C", "lhs rhs out", "X W Y", "mat_a mat_b mat_c", "left right prod" };
@@ -510,11 +523,11 @@ static const char *const mxmm_ops[] = { "ab", "abt", "atb", NULL };
 
 // Draws M, N, K from a list with M*N*K at most 1.4e8 (the CPU reference does M*N*K steps)
 // and M*N at least 4,096.
-static void mxmm_draw_mnk(Rng *r, const int *list, int nlist, int *m, int *n, int *k) {
+static void mxmm_draw_mnk(Rng *r, const char *list, int *m, int *n, int *k) {
     do {
-        *m = list[rng_int(r, 0, nlist - 1)];
-        *n = list[rng_int(r, 0, nlist - 1)];
-        *k = list[rng_int(r, 0, nlist - 1)];
+        *m = rng_pick(r, list);
+        *n = rng_pick(r, list);
+        *k = rng_pick(r, list);
     } while ((long)*m * *n * *k > 140000000L || (long)*m * *n < 4096);
 }
 
@@ -595,7 +608,7 @@ static const char *const mxmn_vars[][3] = { { "row", "col", "p" }, { "r", "c", "
 
 static void mxmn_draw(Task *t, Rng *r) {
     static const char *const hn[] = { "dot_strided", "strided_dot", "dotProduct", "dot" };
-    mxmm_draw_mnk(r, mxmm_sides, NELEM(mxmm_sides), &t->p[MXMN_M], &t->p[MXMN_N], &t->p[MXMN_K]);
+    mxmm_draw_mnk(r, MXMM_SIDES, &t->p[MXMN_M], &t->p[MXMN_N], &t->p[MXMN_K]);
     task_names(t, 2, mxmm_names[t->p[MXMN_NAMES]], fmt("%s %s", mxmn_kn[t->p[MXMN_KNAME]], hn[t->p[MXMN_KNAME]]),
                "matmul");
 }
@@ -619,13 +632,6 @@ $spec $helper(const float *u, int su, const float *v, int sv, int len) {
 }
 
 )";
-static const char mxmn_loop_tpl[] = R"(
-float acc = 0.0f;
-for (int $p = 0; $p < $k; ++$p) {
-    $step
-}
-$c[$row * $n + $col] = acc;
-)";
 
 static void mxmn_kernels(const Task *t, Emit *e) {
     const char *const *dn = mxmm_dnames[t->p[MXMN_DNAMES]], *const *v = mxmn_vars[t->p[MXMN_VARS]];
@@ -637,15 +643,15 @@ static void mxmn_kernels(const Task *t, Emit *e) {
     const char *call = op == 0 ? fmt("%s(%s + %s * %s, 1, %s + %s, %s, %s)", h, a, row, k, b, col, n, k)
                      : op == 1 ? fmt("%s(%s + %s * %s, 1, %s + %s * %s, 1, %s)", h, a, row, k, b, col, k, k)
                                : fmt("%s(%s + %s, %s, %s + %s, %s, %s)", h, a, row, m, b, col, n, k);
-    const char *body = acc == 2 ? fmt("%s[%s * %s + %s] = %s;", c, row, n, col, call)
-        : FRAG(mxmn_loop_tpl, "p", p, "k", k, "c", c, "row", row, "n", n, "col", col,
-               "step", acc == 1 ? fmt("acc = fmaf(%s, %s, acc);", ai, bi) : fmt("acc += %s * %s;", ai, bi));
+    const char *out = fmt("%s[%s * %s + %s]", c, row, n, col);
+    const char *step = acc == 1 ? fmt("acc = fmaf(%s, %s, acc);", ai, bi) : fmt("acc += %s * %s;", ai, bi);
+    const char *body = acc == 2 ? fmt("%s = %s;", out, call)
+                                : FRAG(mx_dot_tpl, "init", "0.0f", "p", p, "len", k, "step", step, "out", out);
     const char *spec = t->p[MXMN_KNAME] & 1 ? "__device__ __forceinline__ float" : "__device__ float";
     mx_kernel(e, t, acc == 2 ? FRAG(mxmn_helper_tpl, "spec", spec, "helper", h) : "", "",
               fmt("One thread computes %s[%s][%s] as a dot product over the %s dimension.", c, row, col, k),
               fmt("int %s, int %s, int %s", m, n, k),
-              FRAG(mx_loop2d_tpl[0], "index", mx_index2d(t, row, col, 0),
-                   "guarded", mx_guard_rc(t->p[MXMN_GUARD], row, m, col, n, body)));
+              mx_loop2d(t, 0, t->p[MXMN_GUARD], 0, row, col, m, n, body));
 }
 
 static void mxmn_launch(const Task *t, Emit *e, const Host *h) {
@@ -678,8 +684,7 @@ static const char *const mxmt_macros[] = { "TILE", "TILE_SIZE", "BLOCK_SIZE", "T
 
 static void mxmt_draw(Task *t, Rng *r) {
     int aligned = t->p[MXMT_ALIGNED];
-    mxmm_draw_mnk(r, aligned ? mxmm_aligned : mxmm_ragged, aligned ? NELEM(mxmm_aligned) : NELEM(mxmm_ragged),
-                  &t->p[MXMT_M], &t->p[MXMT_N], &t->p[MXMT_K]);
+    mxmm_draw_mnk(r, aligned ? MXMM_ALIGNED : MXMM_RAGGED, &t->p[MXMT_M], &t->p[MXMT_N], &t->p[MXMT_K]);
     t->p[MXMT_CHECKS] = aligned ? rng_int(r, 0, 1) : 1;
     task_names(t, 2, mxmm_names[t->p[MXMT_NAMES]], mxmt_kn[t->p[MXMT_KNAME]], "matmul_tiled");
 }
@@ -784,10 +789,9 @@ static void mxmv_layout(Task *t) {
 static void mxmv_describe_task(const Task *t, Buf *desc) {
     const char *A = t->in[0].name, *x = t->in[1].name, *y = t->out[0].name;
     const char *b = t->p[MXMV_BIAS] ? t->in[2].name : NULL;
-    buf_printf(desc, "%s is %s x %d row-major float32 matrix and %s a vector of %d. Compute %s = %s * %s%s%s, i.e. "
-               "%s[r] = sum over c of %s[r][c] * %s[c]%s%s.",
-               A, a_num(t->p[MXMV_ROWS]), t->p[MXMV_COLS], x, t->p[MXMV_COLS], y, A, x, b ? " + " : "", b ? b : "", y,
-               A, x, b ? " + " : "", b ? fmt("%s[r]", b) : "");
+    buf_printf(desc, "%s is %s x %d row-major float32 matrix and %s a vector of %d. Compute %s = %s * %s%s, i.e. "
+               "%s[r] = sum over c of %s[r][c] * %s[c]%s.", A, a_num(t->p[MXMV_ROWS]), t->p[MXMV_COLS], x,
+               t->p[MXMV_COLS], y, A, x, b ? fmt(" + %s", b) : "", y, A, x, b ? fmt(" + %s[r]", b) : "");
 }
 
 static void mxmv_ref(const Task *t, const void *const *in, void *const *out) {
@@ -828,13 +832,6 @@ static void mxmv_describe(const Task *t, Buf *name, Buf *desc) {
                         "a time.");
 }
 
-static const char mxmv_row_tpl[] = R"(
-float acc = $init;
-for (int c = 0; c < $C; ++c) {
-    $step
-}
-$y[$i] = acc;
-)";
 static const char mxmv_shared_tpl[] = R"(
 __shared__ float xs[CHUNK];
 const int row = blockIdx.x * blockDim.x + threadIdx.x;
@@ -859,12 +856,13 @@ static void mxmv_kernels(const Task *t, Emit *e) {
     const char *A = t->in[0].name, *x = t->in[1].name, *b = t->p[MXMV_BIAS] ? t->in[2].name : NULL, *y = t->out[0].name;
     int mode = t->p[MXMV_MODE];
     const char *fma_fmt = t->p[MXMV_ACC] ? "acc = fmaf(%s, %s, acc);" : "acc += %s * %s;";
-    const char *body =
-        mode == 0 ? loop_frag(t, t->p[MXMV_LOOP], R,
-                              FRAG(mxmv_row_tpl, "init", b ? fmt("%s[%s]", b, i) : "0.0f", "C", C, "y", y, "i", i,
-                                   "step", fmt(fma_fmt, fmt("%s[(size_t)%s * %s + c]", A, i, C), fmt("%s[c]", x))))
-                  : FRAG(mxmv_shared_tpl, "C", C, "R", R, "x", x, "y", y, "bias", b ? fmt(" + %s[row]", b) : "",
-                         "step", fmt(fma_fmt, fmt("%s[(size_t)row * %s + c0 + j]", A, C), "xs[j]"));
+    const char *row = FRAG(mx_dot_tpl, "init", b ? fmt("%s[%s]", b, i) : "0.0f", "p", "c", "len", C,
+                           "step", fmt(fma_fmt, fmt("%s[(size_t)%s * %s + c]", A, i, C), fmt("%s[c]", x)),
+                           "out", fmt("%s[%s]", y, i));
+    const char *body = mode == 0 ? loop_frag(t, t->p[MXMV_LOOP], R, row)
+                                 : FRAG(mxmv_shared_tpl, "C", C, "R", R, "x", x, "y", y,
+                                        "bias", b ? fmt(" + %s[row]", b) : "",
+                                        "step", fmt(fma_fmt, fmt("%s[(size_t)row * %s + c0 + j]", A, C), "xs[j]"));
     const char *chunk = "#define CHUNK %d // threads per block = vector elements staged per step\n\n";
     mx_kernel(e, t, mode ? fmt(chunk, t->p[MXMV_BLOCK]) : "", "",
               mode ? fmt("One thread per row of %s; the block shares chunks of %s through shared memory.", A, x)
@@ -873,12 +871,10 @@ static void mxmv_kernels(const Task *t, Emit *e) {
 }
 
 static void mxmv_launch(const Task *t, Emit *e, const Host *h) {
-    if (t->p[MXMV_MODE] == 0) {
-        launch_1d(e, t, t->kname[0], h->size[0], t->p[MXMV_BLOCK], t->p[MXMV_CAP], kernel_args(h, 2));
-    } else {
-        TPL(e, t, "const int blocks = ($n + CHUNK - 1) / CHUNK;\n$k<<<blocks, CHUNK>>>($args);", "n", h->size[0],
-            "k", t->kname[0], "args", kernel_args(h, 2));
-    }
+    const char *args = kernel_args(h, 2);
+    if (t->p[MXMV_MODE] == 0) launch_1d(e, t, t->kname[0], h->size[0], t->p[MXMV_BLOCK], t->p[MXMV_CAP], args);
+    else TPL(e, t, "const int blocks = ($n + CHUNK - 1) / CHUNK;\n$k<<<blocks, CHUNK>>>($args);", "n", h->size[0],
+             "k", t->kname[0], "args", args);
 }
 
 static const Family fam_mx_matvec_thread = {
@@ -1131,7 +1127,6 @@ static const Family fam_mx_vecmat = {
 // ----------------------------------------------------------------------------
 // Outer product and rank-1 update
 
-#define MX_SIDES "64 100 128 250 256 300 500 512 640 768 1000 1024 1500 2048"
 enum { MXOP_OP, MXOP_M, MXOP_N, MXOP_MODE, MXOP_BDIM, MXOP_BLOCK, MXOP_CAP, MXOP_GUARD, MXOP_DIMS, MXOP_KNAME,
        MXOP_NAMES, MXOP_TNAME, MXOP_DNAMES, MXOP_NP };
 static const char *const mxop_ops[] = { "outer", "scaled", "ger", NULL };
@@ -1157,7 +1152,7 @@ static const char *const mxop_tn[3][3] = { { "Outer_Product", "Vector_Outer_Prod
 static const double mxop_alphas[] = { 0.5, 2, -2, -0.25, 1.5, 3 };
 static const char *const mxop_fp[] = { "alpha", NULL };
 
-// The inputs are x, y (outer, scaled) or A, x, y (ger).
+// The inputs are A, x, y (ger) or x, y (outer, scaled: the names from the second word on).
 static void mxop_draw(Task *t, Rng *r) {
     int mode = t->p[MXOP_MODE], ger = t->p[MXOP_OP] == 2;
     params_redraw(t, r, MXOP_M, MXOP_N, 4096, 4200000);
@@ -1165,8 +1160,7 @@ static void mxop_draw(Task *t, Rng *r) {
     else t->p[MXOP_BLOCK] = t->p[MXOP_CAP] = 0;
     if (mode == 1) t->p[MXOP_GUARD] = 0;
     t->f[0] = t->p[MXOP_OP] ? mxop_alphas[RPICK(r, mxop_alphas)] : 0;
-    const char *nm = mxop_names[t->p[MXOP_NAMES]];
-    task_names(t, ger ? 3 : 2, ger ? nm : strchr(nm, ' ') + 1, mxop_kn[t->p[MXOP_OP]][t->p[MXOP_KNAME]],
+    task_names(t, ger ? 3 : 2, word_at(mxop_names[t->p[MXOP_NAMES]], !ger), mxop_kn[t->p[MXOP_OP]][t->p[MXOP_KNAME]],
                ger ? "ger" : "outer");
 }
 
@@ -1227,7 +1221,7 @@ static void mxop_kernels(const Task *t, Emit *e) {
     const int *bd = mx_bdims[t->p[MXOP_BDIM]];
     const char *product = fmt("%s%s[row] * %s[col];", al, x, y); // what ger adds to A
     const char *body =
-        mode == 0 ? mx_loop2d(t, 0, t->p[MXOP_GUARD], 0, M, N,
+        mode == 0 ? mx_loop2d(t, 0, t->p[MXOP_GUARD], 0, "row", "col", M, N,
                               fmt("const int idx = row * %s + col;\n%s[idx] = %s%s", N, c, Ai, product))
         : mode == 1 ? FRAG(mxop_shared_tpl, "M", M, "N", N, "x", x, "y", y, "c", c, "A_idx", Ai, "alpha", al)
                     : mx_flat(t, LOOP_GRID, "row", "col", M, N,
