@@ -132,7 +132,7 @@ static void s1_kernels(const Task *t, Emit *e) {
     const char *value =
         zero ? fmt("(j >= 0 && j < n) ? %s[j] : 0.0f", x) : fmt("%s[j < 0 ? 0 : (j >= n ? n - 1 : j)]", x);
     // The loads of the thread's element and of the halo on its left and right: through the load
-    // function, or inline, checking only the end that each can cross (g >= 0, left < n).
+    // function, or inline, checking only the end that each can cross (g < n, left >= 0, right < n).
     const char *dst[3] = { "tile[l]", "tile[l - RADIUS]", fmt("tile[l + %s]", BS) },
                *j[3] = { "g", "g - RADIUS", fmt("g + %s", BS) },
                *inl[3] = { zero ? fmt("g < n ? %s[g] : 0.0f", x) : fmt("%s[min(g, n - 1)]", x),
@@ -311,22 +311,19 @@ __constant__ float c_gauss[3][3] = {
     { 0.0625f, 0.125f, 0.0625f } };
 
 )";
-static const char *const s2_cell_tpl[] = { R"(
-/// The cell (r, c), or 0 outside the grid.
+// The cell loader: zero outside the grid, or clamping (by boundary).
+static const char s2_cell_tpl[] = R"(
+/// The cell (r, c)$what.
 $spec $cell($xparam, int r, int c, int $R, int $C) {
-    if (r < 0 || r >= $R || c < 0 || c >= $C) return 0.0f;
+    $bound
     return $x[r * $C + c];
 }
 
-)", R"(
-/// The cell (r, c) with both coordinates clamped to the grid.
-$spec $cell($xparam, int r, int c, int $R, int $C) {
-    r = r < 0 ? 0 : (r >= $R ? $R - 1 : r);
-    c = c < 0 ? 0 : (c >= $C ? $C - 1 : c);
-    return $x[r * $C + c];
-}
-
-)" };
+)";
+static const char *const s2_cell_bound[][2] = {
+    { ", or 0 outside the grid", "if (r < 0 || r >= $R || c < 0 || c >= $C) return 0.0f;" },
+    { " with both coordinates clamped to the grid",
+      "r = r < 0 ? 0 : (r >= $R ? $R - 1 : r);\nc = c < 0 ? 0 : (c >= $C ? $C - 1 : c);" } };
 static const char s2_shared_setup[] = R"(
 __shared__ float tile[$TY + 2][$TX + 2];
 const int r0 = blockIdx.y * $TY, c0 = blockIdx.x * $TX;
@@ -376,22 +373,23 @@ static const char *s2_cell(const Task *t, const char *dr, const char *dc) {
     if (t->p[S2_BOUND] == 2) return fmt("%s[%s * %s + c%s]", x, *dr ? fmt("(r%s)", dr) : "r", C, dc);
     return fmt("%s(%s, r%s, c%s, %s, %s)", t->kname[1], x, dr, dc, R, C);
 }
+// The input cell at the fixed offset (dr, dc).
+static const char *s2_at(const Task *t, int dr, int dc) { return s2_cell(t, s2_off(dr), s2_off(dc)); }
 
 static void s2_kernels(const Task *t, Emit *e) {
     const char *const *dn = s2_dnames[t->p[S2_DNAMES]];
     const char *x = t->in[0].name, *y = t->out[0].name, *R = dn[0], *C = dn[1];
     int shared = t->p[S2_SHARED], tmpl = t->p[S2_TDEF], bound = t->p[S2_BOUND], op = t->p[S2_OP];
     const char *TX = tmpl ? "TX" : "TILE_X", *TY = tmpl ? "TY" : "TILE_Y", *dst = fmt("%s[r * %s + c]", y, C);
-#define CELL(dr, dc) s2_cell(t, s2_off(dr), s2_off(dc))
-    const char *body =
-        FRAG(s2_body_tpl[op < 2 ? op : 2], "dst", dst, "c00", CELL(0, 0), "cm0", CELL(-1, 0), "cp0", CELL(1, 0),
-             "c0m", CELL(0, -1), "c0p", CELL(0, 1), "cdd", s2_cell(t, " + dr", " + dc"),
-             "weight", op == 3 ? "c_gauss[dr + 1][dc + 1] * " : "", "result", op == 2 ? "acc / 9.0f" : "acc");
-#undef CELL
+    const char *body = FRAG(s2_body_tpl[op < 2 ? op : 2], "dst", dst, "c00", s2_at(t, 0, 0), "cm0", s2_at(t, -1, 0),
+                            "cp0", s2_at(t, 1, 0), "c0m", s2_at(t, 0, -1), "c0p", s2_at(t, 0, 1),
+                            "cdd", s2_cell(t, " + dr", " + dc"), "weight", op == 3 ? "c_gauss[dr + 1][dc + 1] * " : "",
+                            "result", op == 2 ? "acc / 9.0f" : "acc");
     if (shared) body = fmt("const int ly = threadIdx.y + 1, lx = threadIdx.x + 1;\n%s", body);
     const char *cell_fn =
         bound != 2 || shared // the loader: zero padding or clamping (a copied border clamps in the tile)
-            ? FRAG(s2_cell_tpl[bound == 1],
+            ? FRAG(s2_cell_tpl, "what", s2_cell_bound[bound == 1][0],
+                   "bound", FRAG(s2_cell_bound[bound == 1][1], "R", R, "C", C),
                    "spec", t->st.allman ? "__device__ __forceinline__ float" : "__device__ float", "cell", t->kname[1],
                    "xparam", ptr_param(t, "float", x, 1), "R", R, "C", C, "x", x)
             : "";
