@@ -129,8 +129,23 @@ static void s1_kernels(const Task *t, Emit *e) {
     int den = s1_den(t), R = t->p[S1_R], sh = t->p[S1_SHMEM], lit = t->p[S1_WSTYLE], lf = t->p[S1_LOADFN];
     const char *x = t->in[0].name, *y = t->out[0].name, *BS = pick3(sh, "BLOCK_SIZE", "BLOCK", "blockDim.x");
     int zero = t->p[S1_BOUND] == 0; // outside [0, n): 0, or the nearest end
+    const char *defines = sh == 1   ? ""
+                          : sh == 0 ? fmt("#define RADIUS %d\n#define BLOCK_SIZE %d\n\n", R, t->p[S1_BLOCK])
+                                    : fmt("#define RADIUS %d\n\n", R);
+    const char *weights = ""; // the __constant__ table's initializers
+    for (int k = 0; lit == 0 && k < 2 * R + 1; k++)
+        weights = fmt("%s%s%s", weights, k ? ", " : "", flit((double)(float)((double)num[k] / den)));
+    // The load function x[j] (loadfn 1..3, its spelling), for loads at any j.
+    static const char *const spec[] = { "", "__device__ float", "__device__ __forceinline__ float",
+                                        "static __device__ inline float" };
     const char *value =
         zero ? fmt("(j >= 0 && j < n) ? %s[j] : 0.0f", x) : fmt("%s[j < 0 ? 0 : (j >= n ? n - 1 : j)]", x);
+    const char *what = zero ? "x[j], or 0 outside [0, n)." : "x[j] with j clamped to [0, n - 1].";
+    const char *load_fn = !lf ? ""
+                              : FRAG(s1_load_fn_tpl, "spec", spec[lf], "load", t->kname[1],
+                                     "xparam", ptr_param(t, "float", x, 1), "value", value, "what", what);
+    const char *tile = sh == 2 ? "extern __shared__ float tile[]; // blockDim.x + 2 * RADIUS floats"
+                               : fmt("__shared__ float tile[%s + 2 * RADIUS];", BS);
     // The loads of the thread's element and of the halo on its left and right: through the load
     // function, or inline, checking only the end that each can cross (g < n, left >= 0, right < n).
     const char *dst[3] = { "tile[l]", "tile[l - RADIUS]", fmt("tile[l + %s]", BS) },
@@ -140,23 +155,9 @@ static void s1_kernels(const Task *t, Emit *e) {
                            zero ? fmt("right < n ? %s[right] : 0.0f", x) : fmt("%s[min(right, n - 1)]", x) }, *load[3];
     for (int k = 0; k < 3; k++)
         load[k] = lf ? fmt("%s = %s(%s, %s, n);", dst[k], t->kname[1], x, j[k]) : fmt("%s = %s;", dst[k], inl[k]);
-    const char *weights = ""; // the __constant__ table's initializers
-    for (int k = 0; lit == 0 && k < 2 * R + 1; k++)
-        weights = fmt("%s%s%s", weights, k ? ", " : "", flit((double)(float)((double)num[k] / den)));
-    static const char *const spec[] = { "", "__device__ float", "__device__ __forceinline__ float",
-                                        "static __device__ inline float" };
     const char *sum = lit ? fmt("const float acc = %s;\n%s[g] = acc%s;", s1_sum(t, "tile", "l", 1), y,
                                 den == 1 ? "" : fmt(" / %s", flit(den)))
                           : FRAG(s1_loop_sum_tpl, "y", y);
-    const char *defines = sh == 1   ? ""
-                          : sh == 0 ? fmt("#define RADIUS %d\n#define BLOCK_SIZE %d\n\n", R, t->p[S1_BLOCK])
-                                    : fmt("#define RADIUS %d\n\n", R);
-    const char *what = t->p[S1_BOUND] == 0 ? "x[j], or 0 outside [0, n)." : "x[j] with j clamped to [0, n - 1].";
-    const char *load_fn = !lf ? ""
-                              : FRAG(s1_load_fn_tpl, "spec", spec[lf], "load", t->kname[1],
-                                     "xparam", ptr_param(t, "float", x, 1), "value", value, "what", what);
-    const char *tile = sh == 2 ? "extern __shared__ float tile[]; // blockDim.x + 2 * RADIUS floats"
-                               : fmt("__shared__ float tile[%s + 2 * RADIUS];", BS);
     TPL(e, t, s1_kernel_tpl, "defines", defines,
         "weights", lit ? "" : FRAG(s1_weights_tpl, "taps", fmt("%d", 2 * R + 1), "weights", weights),
         "load_fn", load_fn, "x", x, "y", y, "template", sh == 1 ? "template <int BLOCK, int RADIUS>" : "",
