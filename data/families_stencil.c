@@ -312,7 +312,8 @@ __constant__ float c_gauss[3][3] = {
     { 0.0625f, 0.125f, 0.0625f } };
 
 )";
-// The cell loader: zero outside the grid, or clamping (by boundary).
+// The cell loader; s2_cell_bound holds, by boundary (zero, clamp), the end of its comment and
+// its bounds handling.
 static const char s2_cell_tpl[] = R"(
 /// The cell (r, c)$what.
 $spec $cell($xparam, int r, int c, int $R, int $C) {
@@ -347,7 +348,8 @@ if (r == 0 || c == 0 || r == $R - 1 || c == $C - 1) {
     return;
 }
 )";
-// The stencils over cell(dr, dc), written through cellfmt (two %s: the offsets).
+// The stencils, by op (the two 3x3 ones share a loop): $c00, $cm0, ... are the cells at fixed
+// offsets (m: -1, p: +1, 0: none), $cdd the cell at (dr, dc) (s2_cell).
 static const char *const s2_body_tpl[] = { R"(
 $dst = ($c00 + $cm0 + $cp0 +
         $c0m + $c0p) / 5.0f;
