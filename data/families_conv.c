@@ -154,8 +154,8 @@ static void mxc1_kernels(const Task *t, Emit *e) {
 }
 
 static void mxc1_launch(const Task *t, Emit *e, const Host *h) {
-    const char *n = h->size[0], *kk = h->size[1], *no = t->p[MXC1_PAD] == 1 ? h->size[2] : n;
     int same = t->p[MXC1_PAD] == 0, cap = t->p[MXC1_CAPACITY] == 1;
+    const char *n = h->size[0], *kk = h->size[1], *no = same ? n : h->size[2];
     const char *cn = mxc1_cnames[t->p[MXC1_CNAME]];
     const char *args =
         fmt("%s, %s, %s%s%s", h->in[0], h->out[0], n, same ? "" : fmt(", %s", no), cap ? fmt(", %s", kk) : "");
