@@ -172,16 +172,16 @@ $k<<<blocks, BLOCK_SIZE>>>($args);
 const int blocks = ($n + $B1) / $B;
 $k<$B, $R><<<blocks, $B>>>($args);
 )", R"(
-const int threads = $B;
-const int blocks = ($n + threads - 1) / threads;
+$grid
 const size_t shmem = (threads + 2 * RADIUS) * sizeof(float);
 $k<<<blocks, threads, shmem>>>($args);
 )" };
 
 static void s1_launch(const Task *t, Emit *e, const Host *h) {
     int B = t->p[S1_BLOCK];
-    TPL(e, t, s1_launch_tpl[t->p[S1_SHMEM]], "n", h->size[0], "k", t->kname[0], "B", fmt("%d", B),
-        "B1", fmt("%d", B - 1), "R", fmt("%d", t->p[S1_R]), "args", kernel_args(h, 1));
+    const char *n = h->size[0], *threads = fmt("%d", B);
+    TPL(e, t, s1_launch_tpl[t->p[S1_SHMEM]], "n", n, "k", t->kname[0], "B", threads, "B1", fmt("%d", B - 1),
+        "R", fmt("%d", t->p[S1_R]), "grid", grid_1d(threads, n, 0), "args", kernel_args(h, 1));
 }
 
 static void s1_ref(const Task *t, const void *const *in, void *const *out) {
