@@ -72,20 +72,20 @@ static void mxc1_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(name, pick3(t->p[MXC1_TNAME], "Convolution_1D", "FIR_Filter_Constant_Memory", "Conv1D_Constant_Filter"));
     const char *x = t->in[0].name, *w = t->in[1].name, *y = t->out[0].name;
     int N = t->p[MXC1_N], K = t->p[MXC1_TAPS];
+    buf_printf(desc, "%s has %d elements and %s holds %d filter taps", x, N, w, K);
     if (t->p[MXC1_PAD] == 0)
-        buf_printf(desc, "%s has %d elements and %s holds %d filter taps (odd, radius %d). Compute the same-size "
-                   "1-D convolution %s[i] = sum over j in [0, %d) of %s[j] * %s[i + j - %d], with elements of %s "
-                   "outside [0, %d) taken as 0.",
-                   x, N, w, K, K / 2, y, K, w, x, K / 2, x, N);
+        buf_printf(desc, " (odd, radius %d). Compute the same-size 1-D convolution %s[i] = sum over j in [0, %d) of "
+                   "%s[j] * %s[i + j - %d], with elements of %s outside [0, %d) taken as 0.",
+                   K / 2, y, K, w, x, K / 2, x, N);
     else
-        buf_printf(desc, "%s has %d elements and %s holds %d filter taps. Compute the valid 1-D convolution (no "
-                   "padding) %s[i] = sum over j in [0, %d) of %s[j] * %s[i + j] for i in [0, %ld).",
-                   x, N, w, K, y, K, w, x, mxc1_nout(t));
+        buf_printf(desc, ". Compute the valid 1-D convolution (no padding) %s[i] = sum over j in [0, %d) of %s[j] * "
+                   "%s[i + j] for i in [0, %ld).",
+                   y, K, w, x, mxc1_nout(t));
     buf_puts(desc, " The filter is not flipped (cross-correlation form).");
     buf_printf(desc, " Keep the filter in __constant__ memory (cudaMemcpyToSymbol from the device buffer of %s)%s.", w,
-               t->p[MXC1_MODE] == 1   ? "; each block stages its input window plus the filter's halo in shared memory"
-               : t->p[MXC1_MODE] == 2 ? "; threads walk the outputs with a grid-stride loop"
-                                      : "; one thread per output element");
+               pick3(t->p[MXC1_MODE], "; one thread per output element",
+                     "; each block stages its input window plus the filter's halo in shared memory",
+                     "; threads walk the outputs with a grid-stride loop"));
 }
 
 // The filter in __constant__ memory (FILTER_TAPS of it, or a MAX_TAPS capacity and the count as
@@ -154,8 +154,8 @@ static void mxc1_kernels(const Task *t, Emit *e) {
 }
 
 static void mxc1_launch(const Task *t, Emit *e, const Host *h) {
-    const char *n = h->size[0], *kk = h->size[1], *no = t->p[MXC1_PAD] == 1 ? h->size[2] : n;
     int same = t->p[MXC1_PAD] == 0, cap = t->p[MXC1_CAPACITY] == 1;
+    const char *n = h->size[0], *kk = h->size[1], *no = same ? n : h->size[2];
     const char *cn = mxc1_cnames[t->p[MXC1_CNAME]];
     const char *args =
         fmt("%s, %s, %s%s%s", h->in[0], h->out[0], n, same ? "" : fmt(", %s", no), cap ? fmt(", %s", kk) : "");
@@ -203,10 +203,9 @@ static const char *const mxc2_macros[][2] = { { "FILTER_DIM", "FILTER_RADIUS" },
                                               { "KW", "KR" } };
 static const char *const mxc2_kn[] = { "conv2d", "convolution2D", "conv2d_kernel", "filter2d" };
 
-// The output's rows (d = 0) or columns (d = 1): the input's, less K - 1 when valid.
-static long mxc2_out(const Task *t, int d) {
-    return mxc2_sizes[t->p[MXC2_SIZE]][d] - (t->p[MXC2_PAD] ? t->p[MXC2_K] - 1 : 0);
-}
+// The input's rows (d = 0) or columns (d = 1), and the output's: the input's, less K - 1 when valid.
+static long mxc2_in(const Task *t, int d) { return mxc2_sizes[t->p[MXC2_SIZE]][d]; }
+static long mxc2_out(const Task *t, int d) { return mxc2_in(t, d) - (t->p[MXC2_PAD] ? t->p[MXC2_K] - 1 : 0); }
 
 static void mxc2_draw(Task *t, Rng *r) {
     (void)r;
@@ -215,7 +214,7 @@ static void mxc2_draw(Task *t, Rng *r) {
 
 static void mxc2_layout(Task *t) {
     const char *const *dn = mxc2_dnames[t->p[MXC2_DNAMES]];
-    long R = mxc2_sizes[t->p[MXC2_SIZE]][0], C = mxc2_sizes[t->p[MXC2_SIZE]][1], K = t->p[MXC2_K];
+    long R = mxc2_in(t, 0), C = mxc2_in(t, 1), K = t->p[MXC2_K];
     mx_begin(t, 2, dn, R, C, K); // size constants 0 rows, 1 cols, 2 the filter's side
     int orr = t->p[MXC2_PAD] ? add_size(t, dn[3], mxc2_out(t, 0)) : 0; // valid: sizes of their own
     int occ = t->p[MXC2_PAD] ? add_size(t, dn[4], mxc2_out(t, 1)) : 1;
@@ -231,9 +230,10 @@ static void mxc2_describe(const Task *t, Buf *name, Buf *desc) {
                                           { "True_Convolution_2D", "Flipped_Kernel_Conv2D", "Image_Convolution" } };
     buf_puts(name, nm[t->p[MXC2_FLIP]][t->p[MXC2_TNAME]]);
     const char *x = t->in[0].name, *w = t->in[1].name, *y = t->out[0].name;
-    int R = mxc2_sizes[t->p[MXC2_SIZE]][0], C = mxc2_sizes[t->p[MXC2_SIZE]][1], K = t->p[MXC2_K], H = K / 2;
+    long R = mxc2_in(t, 0), C = mxc2_in(t, 1);
+    int K = t->p[MXC2_K], H = K / 2;
     const char *wt = t->p[MXC2_FLIP] ? fmt("%s[%d - i][%d - j]", w, K - 1, K - 1) : fmt("%s[i][j]", w);
-    buf_printf(desc, "%s is %s x %d row-major float32 image and %s a %d x %d filter. ", x, a_num(R), C, w, K, K);
+    buf_printf(desc, "%s is %s x %ld row-major float32 image and %s a %d x %d filter. ", x, a_num(R), C, w, K, K);
     if (t->p[MXC2_PAD] == 0)
         buf_printf(desc, "Compute the same-size output: %s[r][c] = sum over i, j in [0, %d) of %s * "
                    "%s[r + i - %d][c + j - %d], with pixels outside the image taken as 0.",
@@ -250,8 +250,8 @@ static void mxc2_describe(const Task *t, Buf *name, Buf *desc) {
 }
 
 // One thread per output pixel: the neighbourhood read from global memory (skipping pixels
-// outside the image), or from a shared tile loaded with its halo; the filter in __constant__
-// memory or a kernel argument.
+// outside the image), or from a shared tile loaded with its halo (mxc2_tile_tpl, then the sum
+// of mxc2_sum_tpl); the filter in __constant__ memory or a kernel argument.
 static const char mxc2_kernel_tpl[] = R"(
 #define $FD $K
 #define $FR ($FD / 2)
@@ -261,24 +261,14 @@ $cmask
 /// One thread per output pixel: a $FD x $FD weighted sum of the neighbourhood$how.
 __global__ void $kname($params, int $R, int $C) {
     $out_size
-    $body
+    $setup
+    if (row >= $orows || col >= $ocols) return;
+    float acc = 0.0f;
+    $sum
     $y[row * $ocols + col] = acc;
 }
 )";
-static const char *const mxc2_body_tpl[] = { R"(
-$index
-if (row >= $orows || col >= $ocols) return;
-float acc = 0.0f;
-for (int i = 0; i < $FD; ++i) {
-    const int rr = row + i$minus_r;
-    $skip_r
-    for (int j = 0; j < $FD; ++j) {
-        const int cc = col + j$minus_r;
-        $skip_c
-        acc += $w * $x[rr * $C + cc];
-    }
-}
-)", R"(
+static const char mxc2_tile_tpl[] = R"(
 __shared__ float tile[TILE_H + $FD - 1][TILE_W + $FD - 1];
 const int r0 = blockIdx.y * TILE_H, c0 = blockIdx.x * TILE_W;
 const int oy = r0$minus_r, ox = c0$minus_r; // the tile's top-left input pixel
@@ -290,8 +280,18 @@ for (int ty = threadIdx.y; ty < TILE_H + $FD - 1; ty += TILE_H) {
 }
 __syncthreads();
 const int row = r0 + threadIdx.y, col = c0 + threadIdx.x;
-if (row >= $orows || col >= $ocols) return;
-float acc = 0.0f;
+)";
+static const char *const mxc2_sum_tpl[] = { R"(
+for (int i = 0; i < $FD; ++i) {
+    const int rr = row + i$minus_r;
+    $skip_r
+    for (int j = 0; j < $FD; ++j) {
+        const int cc = col + j$minus_r;
+        $skip_c
+        acc += $w * $x[rr * $C + cc];
+    }
+}
+)", R"(
 for (int i = 0; i < $FD; ++i) {
     for (int j = 0; j < $FD; ++j) acc += $w * tile[threadIdx.y + i][threadIdx.x + j];
 }
@@ -312,15 +312,17 @@ static void mxc2_kernels(const Task *t, Emit *e) {
              : "";
     const char *params =
         cmem ? fmt("%s, %s", ptr_param(t, "float", x, 1), ptr_param(t, "float", y, 0)) : kernel_params(t);
-    const char *body = FRAG(mxc2_body_tpl[shared], "index", mx_index2d(t, "row", "col", 0), "orows", orows,
-                            "ocols", ocols, "FD", FD, "R", R, "C", C, "x", x, "w", wx,
-                            "minus_r", same ? fmt(" - %s", FR) : "",
-                            "skip_r", same ? fmt("if (rr < 0 || rr >= %s) continue;", R) : "",
-                            "skip_c", same ? fmt("if (cc < 0 || cc >= %s) continue;", C) : "");
+    const char *minus_r = same ? fmt(" - %s", FR) : "";
+    const char *setup = shared ? FRAG(mxc2_tile_tpl, "FD", FD, "R", R, "C", C, "x", x, "minus_r", minus_r)
+                               : mx_index2d(t, "row", "col", 0);
+    const char *sum = FRAG(mxc2_sum_tpl[shared], "FD", FD, "C", C, "x", x, "w", wx, "minus_r", minus_r,
+                           "skip_r", same ? fmt("if (rr < 0 || rr >= %s) continue;", R) : "",
+                           "skip_c", same ? fmt("if (cc < 0 || cc >= %s) continue;", C) : "");
     TPL(e, t, mxc2_kernel_tpl, "FD", FD, "FR", FR, "K", fmt("%d", t->p[MXC2_K]), "kname", t->kname[0], "R", R, "C", C,
-        "y", y, "ocols", ocols, "tile", shared ? fmt("#define TILE_W %d\n#define TILE_H %d", bd[0], bd[1]) : "",
-        "cmask", cmask, "how", shared ? " read from a shared tile with a halo" : "", "params", params,
-        "out_size", same ? "" : fmt("const int orows = %s - %s + 1, ocols = %s - %s + 1;", R, FD, C, FD), "body", body);
+        "y", y, "orows", orows, "ocols", ocols, "cmask", cmask, "params", params, "setup", setup, "sum", sum,
+        "tile", shared ? fmt("#define TILE_W %d\n#define TILE_H %d", bd[0], bd[1]) : "",
+        "how", shared ? " read from a shared tile with a halo" : "",
+        "out_size", same ? "" : fmt("const int orows = %s - %s + 1, ocols = %s - %s + 1;", R, FD, C, FD));
 }
 
 static void mxc2_launch(const Task *t, Emit *e, const Host *h) {
@@ -338,9 +340,8 @@ static void mxc2_launch(const Task *t, Emit *e, const Host *h) {
 }
 
 static void mxc2_ref(const Task *t, const void *const *in, void *const *out) {
-    const int *sz = mxc2_sizes[t->p[MXC2_SIZE]];
     int K = t->p[MXC2_K];
-    mxcv_correlate(in[0], in[1], out[0], sz[0], sz[1], K, K, t->p[MXC2_PAD] == 0, t->p[MXC2_FLIP]);
+    mxcv_correlate(in[0], in[1], out[0], mxc2_in(t, 0), mxc2_in(t, 1), K, K, t->p[MXC2_PAD] == 0, t->p[MXC2_FLIP]);
 }
 
 static const Family fam_mx_conv2d = {

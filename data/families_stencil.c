@@ -129,10 +129,25 @@ static void s1_kernels(const Task *t, Emit *e) {
     int den = s1_den(t), R = t->p[S1_R], sh = t->p[S1_SHMEM], lit = t->p[S1_WSTYLE], lf = t->p[S1_LOADFN];
     const char *x = t->in[0].name, *y = t->out[0].name, *BS = pick3(sh, "BLOCK_SIZE", "BLOCK", "blockDim.x");
     int zero = t->p[S1_BOUND] == 0; // outside [0, n): 0, or the nearest end
+    const char *defines = sh == 1   ? ""
+                          : sh == 0 ? fmt("#define RADIUS %d\n#define BLOCK_SIZE %d\n\n", R, t->p[S1_BLOCK])
+                                    : fmt("#define RADIUS %d\n\n", R);
+    const char *weights = ""; // the __constant__ table's initializers
+    for (int k = 0; lit == 0 && k < 2 * R + 1; k++)
+        weights = fmt("%s%s%s", weights, k ? ", " : "", flit((double)(float)((double)num[k] / den)));
+    // The load function x[j] (loadfn 1..3, its spelling), for loads at any j.
+    static const char *const spec[] = { "", "__device__ float", "__device__ __forceinline__ float",
+                                        "static __device__ inline float" };
     const char *value =
         zero ? fmt("(j >= 0 && j < n) ? %s[j] : 0.0f", x) : fmt("%s[j < 0 ? 0 : (j >= n ? n - 1 : j)]", x);
+    const char *what = zero ? "x[j], or 0 outside [0, n)." : "x[j] with j clamped to [0, n - 1].";
+    const char *load_fn = !lf ? ""
+                              : FRAG(s1_load_fn_tpl, "spec", spec[lf], "load", t->kname[1],
+                                     "xparam", ptr_param(t, "float", x, 1), "value", value, "what", what);
+    const char *tile = sh == 2 ? "extern __shared__ float tile[]; // blockDim.x + 2 * RADIUS floats"
+                               : fmt("__shared__ float tile[%s + 2 * RADIUS];", BS);
     // The loads of the thread's element and of the halo on its left and right: through the load
-    // function, or inline, checking only the end that each can cross (g >= 0, left < n).
+    // function, or inline, checking only the end that each can cross (g < n, left >= 0, right < n).
     const char *dst[3] = { "tile[l]", "tile[l - RADIUS]", fmt("tile[l + %s]", BS) },
                *j[3] = { "g", "g - RADIUS", fmt("g + %s", BS) },
                *inl[3] = { zero ? fmt("g < n ? %s[g] : 0.0f", x) : fmt("%s[min(g, n - 1)]", x),
@@ -140,23 +155,9 @@ static void s1_kernels(const Task *t, Emit *e) {
                            zero ? fmt("right < n ? %s[right] : 0.0f", x) : fmt("%s[min(right, n - 1)]", x) }, *load[3];
     for (int k = 0; k < 3; k++)
         load[k] = lf ? fmt("%s = %s(%s, %s, n);", dst[k], t->kname[1], x, j[k]) : fmt("%s = %s;", dst[k], inl[k]);
-    const char *weights = ""; // the __constant__ table's initializers
-    for (int k = 0; lit == 0 && k < 2 * R + 1; k++)
-        weights = fmt("%s%s%s", weights, k ? ", " : "", flit((double)(float)((double)num[k] / den)));
-    static const char *const spec[] = { "", "__device__ float", "__device__ __forceinline__ float",
-                                        "static __device__ inline float" };
     const char *sum = lit ? fmt("const float acc = %s;\n%s[g] = acc%s;", s1_sum(t, "tile", "l", 1), y,
                                 den == 1 ? "" : fmt(" / %s", flit(den)))
                           : FRAG(s1_loop_sum_tpl, "y", y);
-    const char *defines = sh == 1   ? ""
-                          : sh == 0 ? fmt("#define RADIUS %d\n#define BLOCK_SIZE %d\n\n", R, t->p[S1_BLOCK])
-                                    : fmt("#define RADIUS %d\n\n", R);
-    const char *what = t->p[S1_BOUND] == 0 ? "x[j], or 0 outside [0, n)." : "x[j] with j clamped to [0, n - 1].";
-    const char *load_fn = !lf ? ""
-                              : FRAG(s1_load_fn_tpl, "spec", spec[lf], "load", t->kname[1],
-                                     "xparam", ptr_param(t, "float", x, 1), "value", value, "what", what);
-    const char *tile = sh == 2 ? "extern __shared__ float tile[]; // blockDim.x + 2 * RADIUS floats"
-                               : fmt("__shared__ float tile[%s + 2 * RADIUS];", BS);
     TPL(e, t, s1_kernel_tpl, "defines", defines,
         "weights", lit ? "" : FRAG(s1_weights_tpl, "taps", fmt("%d", 2 * R + 1), "weights", weights),
         "load_fn", load_fn, "x", x, "y", y, "template", sh == 1 ? "template <int BLOCK, int RADIUS>" : "",
@@ -171,16 +172,16 @@ $k<<<blocks, BLOCK_SIZE>>>($args);
 const int blocks = ($n + $B1) / $B;
 $k<$B, $R><<<blocks, $B>>>($args);
 )", R"(
-const int threads = $B;
-const int blocks = ($n + threads - 1) / threads;
+$grid
 const size_t shmem = (threads + 2 * RADIUS) * sizeof(float);
 $k<<<blocks, threads, shmem>>>($args);
 )" };
 
 static void s1_launch(const Task *t, Emit *e, const Host *h) {
     int B = t->p[S1_BLOCK];
-    TPL(e, t, s1_launch_tpl[t->p[S1_SHMEM]], "n", h->size[0], "k", t->kname[0], "B", fmt("%d", B),
-        "B1", fmt("%d", B - 1), "R", fmt("%d", t->p[S1_R]), "args", kernel_args(h, 1));
+    const char *n = h->size[0], *threads = fmt("%d", B);
+    TPL(e, t, s1_launch_tpl[t->p[S1_SHMEM]], "n", n, "k", t->kname[0], "B", threads, "B1", fmt("%d", B - 1),
+        "R", fmt("%d", t->p[S1_R]), "grid", grid_1d(threads, n, 0), "args", kernel_args(h, 1));
 }
 
 static void s1_ref(const Task *t, const void *const *in, void *const *out) {
@@ -311,22 +312,20 @@ __constant__ float c_gauss[3][3] = {
     { 0.0625f, 0.125f, 0.0625f } };
 
 )";
-static const char *const s2_cell_tpl[] = { R"(
-/// The cell (r, c), or 0 outside the grid.
+// The cell loader; s2_cell_bound holds, by boundary (zero, clamp), the end of its comment and
+// its bounds handling.
+static const char s2_cell_tpl[] = R"(
+/// The cell (r, c)$what.
 $spec $cell($xparam, int r, int c, int $R, int $C) {
-    if (r < 0 || r >= $R || c < 0 || c >= $C) return 0.0f;
+    $bound
     return $x[r * $C + c];
 }
 
-)", R"(
-/// The cell (r, c) with both coordinates clamped to the grid.
-$spec $cell($xparam, int r, int c, int $R, int $C) {
-    r = r < 0 ? 0 : (r >= $R ? $R - 1 : r);
-    c = c < 0 ? 0 : (c >= $C ? $C - 1 : c);
-    return $x[r * $C + c];
-}
-
-)" };
+)";
+static const char *const s2_cell_bound[][2] = {
+    { ", or 0 outside the grid", "if (r < 0 || r >= $R || c < 0 || c >= $C) return 0.0f;" },
+    { " with both coordinates clamped to the grid",
+      "r = r < 0 ? 0 : (r >= $R ? $R - 1 : r);\nc = c < 0 ? 0 : (c >= $C ? $C - 1 : c);" } };
 static const char s2_shared_setup[] = R"(
 __shared__ float tile[$TY + 2][$TX + 2];
 const int r0 = blockIdx.y * $TY, c0 = blockIdx.x * $TX;
@@ -349,7 +348,8 @@ if (r == 0 || c == 0 || r == $R - 1 || c == $C - 1) {
     return;
 }
 )";
-// The stencils over cell(dr, dc), written through cellfmt (two %s: the offsets).
+// The stencils, by op (the two 3x3 ones share a loop): $c00, $cm0, ... are the cells at fixed
+// offsets (m: -1, p: +1, 0: none), $cdd the cell at (dr, dc) (s2_cell).
 static const char *const s2_body_tpl[] = { R"(
 $dst = ($c00 + $cm0 + $cp0 +
         $c0m + $c0p) / 5.0f;
@@ -376,22 +376,23 @@ static const char *s2_cell(const Task *t, const char *dr, const char *dc) {
     if (t->p[S2_BOUND] == 2) return fmt("%s[%s * %s + c%s]", x, *dr ? fmt("(r%s)", dr) : "r", C, dc);
     return fmt("%s(%s, r%s, c%s, %s, %s)", t->kname[1], x, dr, dc, R, C);
 }
+// The input cell at the fixed offset (dr, dc).
+static const char *s2_at(const Task *t, int dr, int dc) { return s2_cell(t, s2_off(dr), s2_off(dc)); }
 
 static void s2_kernels(const Task *t, Emit *e) {
     const char *const *dn = s2_dnames[t->p[S2_DNAMES]];
     const char *x = t->in[0].name, *y = t->out[0].name, *R = dn[0], *C = dn[1];
     int shared = t->p[S2_SHARED], tmpl = t->p[S2_TDEF], bound = t->p[S2_BOUND], op = t->p[S2_OP];
     const char *TX = tmpl ? "TX" : "TILE_X", *TY = tmpl ? "TY" : "TILE_Y", *dst = fmt("%s[r * %s + c]", y, C);
-#define CELL(dr, dc) s2_cell(t, s2_off(dr), s2_off(dc))
-    const char *body =
-        FRAG(s2_body_tpl[op < 2 ? op : 2], "dst", dst, "c00", CELL(0, 0), "cm0", CELL(-1, 0), "cp0", CELL(1, 0),
-             "c0m", CELL(0, -1), "c0p", CELL(0, 1), "cdd", s2_cell(t, " + dr", " + dc"),
-             "weight", op == 3 ? "c_gauss[dr + 1][dc + 1] * " : "", "result", op == 2 ? "acc / 9.0f" : "acc");
-#undef CELL
+    const char *body = FRAG(s2_body_tpl[op < 2 ? op : 2], "dst", dst, "c00", s2_at(t, 0, 0), "cm0", s2_at(t, -1, 0),
+                            "cp0", s2_at(t, 1, 0), "c0m", s2_at(t, 0, -1), "c0p", s2_at(t, 0, 1),
+                            "cdd", s2_cell(t, " + dr", " + dc"), "weight", op == 3 ? "c_gauss[dr + 1][dc + 1] * " : "",
+                            "result", op == 2 ? "acc / 9.0f" : "acc");
     if (shared) body = fmt("const int ly = threadIdx.y + 1, lx = threadIdx.x + 1;\n%s", body);
     const char *cell_fn =
         bound != 2 || shared // the loader: zero padding or clamping (a copied border clamps in the tile)
-            ? FRAG(s2_cell_tpl[bound == 1],
+            ? FRAG(s2_cell_tpl, "what", s2_cell_bound[bound == 1][0],
+                   "bound", FRAG(s2_cell_bound[bound == 1][1], "R", R, "C", C),
                    "spec", t->st.allman ? "__device__ __forceinline__ float" : "__device__ float", "cell", t->kname[1],
                    "xparam", ptr_param(t, "float", x, 1), "R", R, "C", C, "x", x)
             : "";
