@@ -16,8 +16,9 @@ static const char *const pl_helper_names[][2] = { { "block_sum", "block_max" }, 
                                                   { "block_total", "block_maximum" } };
 
 // __device__ float NAME(float v): the sum (op 0) or maximum (op 1) of v over the block, valid
-// in thread 0: a shared-memory tree over BLOCK_SIZE floats (a power of two), or warp shuffles.
-// Ends with __syncthreads(), so a kernel may call it several times in a row.
+// in thread 0: a shared-memory tree over BLOCK_SIZE floats (a power of two), or warp shuffles
+// (the task's parameter "reduce"). Ends with __syncthreads(), so a kernel may call it several
+// times in a row. Its name follows the task's parameter "kname" (pl_reduce_name).
 static const char *const pl_block_reduce_tpl[] = { R"(
 /// Block-wide $what of v (blockDim.x == BLOCK_SIZE threads); the result is valid in thread 0.
 $spec $name(float v) {
@@ -50,14 +51,16 @@ $spec $name(float v) {
 }
 
 )" };
-static const char *pl_block_reduce(const Task *t, int kind, int op, int kname) {
+static const char *pl_reduce_name(const Task *t, int op) { return pl_helper_names[mx_par(t, "kname")][op]; }
+static const char *pl_block_reduce(const Task *t, int op) {
     const char *tree = op ? "buf[threadIdx.x] = fmaxf(buf[threadIdx.x], buf[threadIdx.x + s]);"
                           : "buf[threadIdx.x] += buf[threadIdx.x + s];";
     const char *shfl = op ? "v = fmaxf(v, __shfl_down_sync(0xffffffff, v, offset));"
                           : "v += __shfl_down_sync(0xffffffff, v, offset);";
-    return FRAG(pl_block_reduce_tpl[kind], "what", op ? "maximum" : "sum", "name", pl_helper_names[kname][op],
-                "spec", t->st.idxname & 1 ? "__device__ __forceinline__ float" : "__device__ float", "tree", tree,
-                "shfl", shfl, "identity", op ? "-3.402823466e+38f" : "0.0f");
+    return FRAG(pl_block_reduce_tpl[mx_par(t, "reduce")], "what", op ? "maximum" : "sum",
+                "spec", t->st.idxname & 1 ? "__device__ __forceinline__ float" : "__device__ float",
+                "name", pl_reduce_name(t, op), "tree", tree, "shfl", shfl,
+                "identity", op ? "-3.402823466e+38f" : "0.0f");
 }
 // Host lines: the grids of the reduction passes (at most cap blocks when cap > 0) and of
 // the element-wise passes (one thread per element).
@@ -73,6 +76,10 @@ for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < $n; i += blockDim.x * gr
 }
 )";
 static const char *pl_stride(const char *n, const char *body) { return FRAG(pl_stride_tpl, "n", n, "body", body); }
+// A float pointer parameter of a kernel: "const float *__restrict__ x" in some programs.
+static const char *pl_fptr(const Task *t, const char *name, int is_const) {
+    return ptr_param(t, "float", name, is_const);
+}
 static const char *pl_free(const Task *t, const char *buf) { return checked(t, fmt("cudaFree(%s)", buf)); }
 
 // A vector pipeline's layout: size constant N (named pl_dn[dname]), nin inputs of N floats
@@ -232,6 +239,11 @@ __global__ void $k2($pp, int nblocks, float *acc, int $n) {
 }
 
 )" };
+// The two-moment variance from the sum s and the sum of squares q, with mean = s / n.
+static const char *ps_var(const char *s, const char *q, const char *n, int ddof) {
+    if (ddof) return fmt("fmaxf((%s - mean * %s) / (%s - 1), 0.0f)", q, s, n);
+    return fmt("fmaxf(%s / %s - mean * mean, 0.0f)", q, n);
+}
 static void ps_kernels(const Task *t, Emit *e) {
     static const char *const comment1[] = {
         "Pass 1: sum($x) and sum($x^2) of each block, added into acc[0] and acc[1].",
@@ -239,31 +251,27 @@ static void ps_kernels(const Task *t, Emit *e) {
         "Pass 1: each block writes its sum($x) to partial[b] and its sum($x^2) to partial[gridDim.x + b]." };
     static const char *const publish[] = { "atomicAdd(&acc[0], s);\natomicAdd(&acc[1], q);", "atomicAdd(&acc[0], s);",
                                            "partial[blockIdx.x] = s;\npartial[gridDim.x + blockIdx.x] = q;" };
-    const char *x = t->in[0].name, *y = t->out[0].name, *st = t->p[PS_STATS] ? t->out[1].name : NULL,
-               *n = pl_dn[t->p[PS_DNAME]];
-    const char *bsum = pl_helper_names[t->p[PS_KNAME]][0], *i = IDX(t), *xp = ptr_param(t, "float", x, 1);
+    const char *x = t->in[0].name, *y = t->out[0].name, *st = t->p[PS_STATS] ? t->out[1].name : NULL;
+    const char *n = pl_dn[t->p[PS_DNAME]], *bsum = pl_reduce_name(t, 0), *i = IDX(t), *xp = pl_fptr(t, x, 1);
     int method = t->p[PS_METHOD], ddof = t->p[PS_DDOF];
-    const char *nm1 = fmt("(%s - 1)", n);
     // what the last pass reads: acc holds the sums, or (partials) the mean and the variance
+    const char *var = method == 2   ? "acc[1]"
+                      : method == 1 ? fmt("acc[1] / %s", ddof ? fmt("(%s - 1)", n) : n)
+                                    : ps_var("acc[0]", "acc[1]", n, ddof);
     const char *stats =
-        method == 2   ? "const float mean = acc[0];\nconst float var = acc[1];"
-        : method == 1 ? fmt("const float mean = acc[0] / %s;\nconst float var = acc[1] / %s;", n, ddof ? nm1 : n)
-                      : fmt("const float mean = acc[0] / %s;\nconst float var = fmaxf(%s, 0.0f);", n,
-                            ddof ? fmt("(acc[1] - mean * acc[0]) / %s", nm1) : fmt("acc[1] / %s - mean * mean", n));
+        fmt("const float mean = acc[0]%s;\nconst float var = %s;", method == 2 ? "" : fmt(" / %s", n), var);
     const char *sums =
         method == 1 ? fmt("s += %s[i];", x) : fmt("const float val = %s[i];\ns += val;\nq += val * val;", x);
-    const char *var2 =
-        ddof ? fmt("fmaxf((q - mean * s) / %s, 0.0f)", nm1) : fmt("fmaxf(q / %s - mean * mean, 0.0f)", n);
     const char *pass2 = FRAG(ps_pass2_tpl[method], "k2", t->kname[1], "xp", xp, "n", n, "bsum", bsum,
-                             "pp", ptr_param(t, "float", "partial", 1),
-                             "loop", pl_stride(n, fmt("const float d = %s[i] - mean;\nq += d * d;", x)), "var", var2);
-    const char *params3 = fmt("%s, const float *acc, %s%s, int %s", xp, ptr_param(t, "float", y, 0),
-                              st ? fmt(", %s", ptr_param(t, "float", st, 0)) : "", n);
+                             "pp", pl_fptr(t, "partial", 1), "var", ps_var("s", "q", n, ddof),
+                             "loop", pl_stride(n, fmt("const float d = %s[i] - mean;\nq += d * d;", x)));
+    const char *params3 =
+        fmt("%s, const float *acc, %s%s, int %s", xp, pl_fptr(t, y, 0), st ? fmt(", %s", pl_fptr(t, st, 0)) : "", n);
     const char *write_stats =
         st ? fmt("if (blockIdx.x == 0 && threadIdx.x == 0) {\n    %s[0] = mean;\n    %s[1] = var;\n}", st, st) : "";
     TPL(e, t, ps_kernels_tpl, "B", fmt("%d", t->p[PS_BLOCK]), "eps", flit(t->f[0]),
-        "bsum_fn", pl_block_reduce(t, t->p[PS_REDUCE], 0, t->p[PS_KNAME]), "comment1", FRAG(comment1[method], "x", x),
-        "k1", t->kname[0], "xp", xp, "accp", ptr_param(t, "float", method == 2 ? "partial" : "acc", 0), "n", n,
+        "bsum_fn", pl_block_reduce(t, 0), "comment1", FRAG(comment1[method], "x", x),
+        "k1", t->kname[0], "xp", xp, "accp", pl_fptr(t, method == 2 ? "partial" : "acc", 0), "n", n,
         "q", method == 1 ? "" : ", q = 0.0f", "bsum", bsum, "qsum", method == 1 ? "" : fmt("q = %s(q);", bsum),
         "publish", publish[method], "loop1", pl_stride(n, sums), "pass2", pass2, "y", y, "x", x, "k3", t->kname[2],
         "stats", stats, "inv", t->p[PS_INV] ? "rsqrtf(var + EPS)" : "1.0f / sqrtf(var + EPS)", "params3", params3,
@@ -438,21 +446,19 @@ static const char *const pm_last[][3] = {
 static void pm_kernels(const Task *t, Emit *e) {
     static const char *const amn[] = { "atomic_max_float", "atomicMaxFloat", "atomic_fmax", "atomicMaxF" };
     const char *x = t->in[0].name, *y = t->out[0].name, *n = pl_dn[t->p[PM_DNAME]], *i = IDX(t);
-    const char *xp = ptr_param(t, "float", x, 1), *yp = ptr_param(t, "float", y, 0);
-    int store = t->p[PM_STORE], kn = t->p[PM_KNAME];
+    const char *xp = pl_fptr(t, x, 1), *yp = pl_fptr(t, y, 0), *am = amn[t->p[PM_KNAME]];
+    int store = t->p[PM_STORE];
     const char *const *last = pm_last[t->p[PM_OP] ? 0 : store ? 1 : 2];
     const char *exps = fmt("const float ex = expf(%s[i] - m);\n%ss += ex;", x, store ? fmt("%s[i] = ex;\n", y) : "");
     TPL(e, t, pm_kernels_tpl, "B", fmt("%d", t->p[PM_BLOCK]),
-        "atomic_max", FRAG(pm_atomic_max_tpl[t->p[PM_MAXOP]], "name", amn[kn]),
-        "bmax_fn", pl_block_reduce(t, t->p[PM_REDUCE], 1, kn), "bsum_fn", pl_block_reduce(t, t->p[PM_REDUCE], 0, kn),
-        "init", t->p[PM_INIT] ? pm_init_tpl : "", "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "xp", xp,
-        "x", x, "n", n, "loop1", pl_stride(n, fmt("m = fmaxf(m, %s[i]);", x)), "bmax", pl_helper_names[kn][1],
-        "am", amn[kn], "bsum", pl_helper_names[kn][0],
-        "stored", store ? fmt("; %s[i] = exp(%s[i] - red[0])", y, x) : "",
-        "params2", fmt("%s, float *red, %sint %s", xp, store ? fmt("%s, ", yp) : "", n), "loop2", pl_stride(n, exps),
-        "comment3", FRAG(last[0], "x", x, "y", y), "head3", last[1],
-        "params3", fmt("%sconst float *red, %s, int %s", store ? "" : fmt("%s, ", xp), yp, n),
-        "loop3", loop_frag(t, t->p[PM_LOOP], n, FRAG(last[2], "x", x, "y", y, "i", i)));
+        "atomic_max", FRAG(pm_atomic_max_tpl[t->p[PM_MAXOP]], "name", am), "bmax_fn", pl_block_reduce(t, 1),
+        "bsum_fn", pl_block_reduce(t, 0), "init", t->p[PM_INIT] ? pm_init_tpl : "", "x", x, "n", n,
+        "k1", t->kname[0], "xp", xp, "loop1", pl_stride(n, fmt("m = fmaxf(m, %s[i]);", x)),
+        "bmax", pl_reduce_name(t, 1), "am", am, "stored", store ? fmt("; %s[i] = exp(%s[i] - red[0])", y, x) : "",
+        "k2", t->kname[1], "params2", fmt("%s, float *red, %sint %s", xp, store ? fmt("%s, ", yp) : "", n),
+        "loop2", pl_stride(n, exps), "bsum", pl_reduce_name(t, 0), "comment3", FRAG(last[0], "x", x, "y", y),
+        "k3", t->kname[2], "params3", fmt("%sconst float *red, %s, int %s", store ? "" : fmt("%s, ", xp), yp, n),
+        "head3", last[1], "loop3", loop_frag(t, t->p[PM_LOOP], n, FRAG(last[2], "x", x, "y", y, "i", i)));
 }
 // red[0] starts at -FLT_MAX (a copy from the host, or a one-thread kernel), red[1] at 0.
 static void pm_launch(const Task *t, Emit *e, const Host *h) {
@@ -571,25 +577,22 @@ __global__ void $k3($pp, int count, $nrp) {
 }
 )" };
 static void pn_kernels(const Task *t, Emit *e) {
-    const char *x = t->in[0].name, *y = t->in[1].name, *z = t->out[0].name, *nr = t->out[1].name,
-               *n = pl_dn[t->p[PN_DNAME]];
-    const char *bsum = pl_helper_names[t->p[PN_KNAME]][0], *i = IDX(t),
-               *alpha = t->p[PN_ALPHA_ARG] ? "alpha" : flit(t->f[0]);
+    const char *x = t->in[0].name, *y = t->in[1].name, *z = t->out[0].name, *nr = t->out[1].name;
+    const char *n = pl_dn[t->p[PN_DNAME]], *bsum = pl_reduce_name(t, 0), *i = IDX(t);
+    const char *alpha = t->p[PN_ALPHA_ARG] ? "alpha" : flit(t->f[0]);
     int part = t->p[PN_NORM];
-    const char *params1 = fmt("%s%s, %s, %s, int %s", t->p[PN_ALPHA_ARG] ? "float alpha, " : "",
-                              ptr_param(t, "float", x, 1), ptr_param(t, "float", y, 1), ptr_param(t, "float", z, 0), n);
+    const char *params1 = fmt("%s%s, %s, %s, int %s", t->p[PN_ALPHA_ARG] ? "float alpha, " : "", pl_fptr(t, x, 1),
+                              pl_fptr(t, y, 1), pl_fptr(t, z, 0), n);
     const char *comment2 = part ? fmt("partial[b] = the sum of %s[i]^2 over block b's elements.", z)
                                 : fmt("%s[0] += the sum of %s[i]^2 over the block's elements.", nr, z);
     const char *publish =
         part ? "if (threadIdx.x == 0) partial[blockIdx.x] = s;" : fmt("if (threadIdx.x == 0) atomicAdd(%s, s);", nr);
-    const char *finish = FRAG(pn_finish_tpl[part], "k3", t->kname[2], "nr", nr, "nrp", ptr_param(t, "float", nr, 0),
-                              "pp", ptr_param(t, "float", "partial", 1), "bsum", bsum);
-    TPL(e, t, pn_kernels_tpl, "B", fmt("%d", t->p[PN_BLOCK]),
-        "bsum_fn", pl_block_reduce(t, t->p[PN_REDUCE], 0, t->p[PN_KNAME]), "z", z, "x", x, "y", y, "n", n,
-        "alpha_c", t->p[PN_ALPHA_ARG] ? "alpha" : fnum(t->f[0]), "k1", t->kname[0], "params1", params1,
+    const char *finish = FRAG(pn_finish_tpl[part], "k3", t->kname[2], "nr", nr, "nrp", pl_fptr(t, nr, 0),
+                              "pp", pl_fptr(t, "partial", 1), "bsum", bsum);
+    TPL(e, t, pn_kernels_tpl, "B", fmt("%d", t->p[PN_BLOCK]), "bsum_fn", pl_block_reduce(t, 0), "z", z, "x", x,
+        "y", y, "n", n, "alpha_c", t->p[PN_ALPHA_ARG] ? "alpha" : fnum(t->f[0]), "k1", t->kname[0], "params1", params1,
         "loop1", loop_frag(t, t->p[PN_LOOP], n, fmt("%s[%s] = %s * %s[%s] + %s[%s];", z, i, alpha, x, i, y, i)),
-        "comment2", comment2, "k2", t->kname[1], "zp", ptr_param(t, "float", z, 1),
-        "dstp", ptr_param(t, "float", part ? "partial" : nr, 0),
+        "comment2", comment2, "k2", t->kname[1], "zp", pl_fptr(t, z, 1), "dstp", pl_fptr(t, part ? "partial" : nr, 0),
         "loop2", pl_stride(n, fmt("s += %s[i] * %s[i];", z, z)), "bsum", bsum, "publish", publish, "finish", finish);
 }
 // The partials: a buffer of red_blocks floats, summed by one block of the last pass.
@@ -749,12 +752,12 @@ static void pr_kernels(const Task *t, Emit *e) {
     const char *A = t->in[0].name, *x = t->in[1].name, *An = t->out[0].name, *y = t->out[1].name;
     int l1 = t->p[PR_NORM] == 1;
     TPL(e, t, pr_kernels_tpl[t->p[PR_STAGES]], "L", l1 ? "L1" : "L2", "A", A, "An", An, "x", x, "y", y, "R", dn[0],
-        "C", dn[1], "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "Ap", ptr_param(t, "float", A, 1),
-        "Anp", ptr_param(t, "float", An, 0), "Ancp", ptr_param(t, "float", An, 1), "xp", ptr_param(t, "float", x, 1),
-        "yp", ptr_param(t, "float", y, 0), "normsp", ptr_param(t, "float", "norms", 0),
-        "normscp", ptr_param(t, "float", "norms", 1), "term", l1 ? "fabsf(arow[c])" : "arow[c] * arow[c]",
-        "fin", l1 ? "s" : "sqrtf(s)", "index", mx_index2d(t, "row", "col", 0), "B", fmt("%d", t->p[PR_BLOCK]),
-        "bsum_fn", pl_block_reduce(t, t->p[PR_REDUCE], 0, t->p[PR_KNAME]), "bsum", pl_helper_names[t->p[PR_KNAME]][0]);
+        "C", dn[1], "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "Ap", pl_fptr(t, A, 1),
+        "Anp", pl_fptr(t, An, 0), "Ancp", pl_fptr(t, An, 1), "xp", pl_fptr(t, x, 1), "yp", pl_fptr(t, y, 0),
+        "normsp", pl_fptr(t, "norms", 0), "normscp", pl_fptr(t, "norms", 1),
+        "term", l1 ? "fabsf(arow[c])" : "arow[c] * arow[c]", "fin", l1 ? "s" : "sqrtf(s)",
+        "index", mx_index2d(t, "row", "col", 0), "B", fmt("%d", t->p[PR_BLOCK]), "bsum_fn", pl_block_reduce(t, 0),
+        "bsum", pl_reduce_name(t, 0));
 }
 // The launches: two kernels (normalize each row in one block, then the product), or three
 // (the norms, the scaling on a 2-D grid, the product).
