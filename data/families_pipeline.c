@@ -62,13 +62,6 @@ static const char *pl_block_reduce(const Task *t, int op) {
                 "name", pl_reduce_name(t, op), "tree", tree, "shfl", shfl,
                 "identity", op ? "-3.402823466e+38f" : "0.0f");
 }
-// Host lines: the grids of the reduction passes (at most cap blocks when cap > 0) and of
-// the element-wise passes (one thread per element).
-static const char *pl_grids(const char *n, int cap) {
-    return fmt("const int threads = BLOCK_SIZE;\nconst int elem_blocks = (%s + threads - 1) / threads;\n"
-               "const int red_blocks = %s;",
-               n, cap ? fmt("elem_blocks < %d ? elem_blocks : %d", cap, cap) : "elem_blocks");
-}
 // The grid-stride loop over n of the reduction passes, around body.
 static const char pl_stride_tpl[] = R"(
 for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < $n; i += blockDim.x * gridDim.x) {
@@ -80,7 +73,11 @@ static const char *pl_stride(const char *n, const char *body) { return FRAG(pl_s
 static const char *pl_fptr(const Task *t, const char *name, int is_const) {
     return ptr_param(t, "float", name, is_const);
 }
-static const char *pl_free(const Task *t, const char *buf) { return checked(t, fmt("cudaFree(%s)", buf)); }
+// The host lines after the last pass: wait for it, then free the scratch buffer a (and b).
+static const char *pl_sync_free(const Task *t, const char *a, const char *b) {
+    const char *sync = checked(t, "cudaDeviceSynchronize()"), *free_a = checked(t, fmt("cudaFree(%s)", a));
+    return b ? fmt("%s\n%s\n%s", sync, free_a, checked(t, fmt("cudaFree(%s)", b))) : fmt("%s\n%s", sync, free_a);
+}
 
 // A vector pipeline's layout: size constant N (named pl_dn[dname]), nin inputs of N floats
 // in [lo, hi), an output of N floats (a family adds its scalar outputs).
@@ -95,19 +92,24 @@ static void pl_vectors(Task *t, int dname, long N, int nin, double lo, double hi
     tshape(&t->out[0], DT_F32, 1, N, 0, n, -1);
 }
 
-// The host code of the three vector pipelines: grids, scratch buffers, first pass, what
-// comes between, last pass, frees.
+// The host code of the three vector pipelines: the grids of the element-wise passes (one
+// thread per element) and of the reduction passes (at most cap blocks when cap > 0, see
+// pl_red_blocks), scratch buffers, first pass, what comes between, last pass, and the frees.
 static const char pl_launch_tpl[] = R"(
-$grids
+const int threads = BLOCK_SIZE;
+const int elem_blocks = ($n + threads - 1) / threads;
+const int red_blocks = $red_blocks;
 $alloc
 $init
 $k1<<<$grid1, threads>>>($args1);
 $alloc2
 $launch2
 $k3<<<$cfg3>>>($args3);
-$sync
 $free
 )";
+static const char *pl_red_blocks(int cap) {
+    return cap ? fmt("elem_blocks < %d ? elem_blocks : %d", cap, cap) : "elem_blocks";
+}
 
 // ----------------------------------------------------------------------------
 // Pipeline: standardize a vector (mean and variance by reduction, then normalize)
@@ -289,13 +291,12 @@ static void ps_launch(const Task *t, Emit *e, const Host *h) {
     const char *launch2 = method == 1   ? fmt("%s<<<red_blocks, threads>>>(%s, %s, %s);", t->kname[1], x, acc, n)
                           : method == 2 ? fmt("%s<<<1, threads>>>(%s, red_blocks, %s, %s);", t->kname[1], part, acc, n)
                                         : "";
-    TPL(e, t, pl_launch_tpl, "grids", pl_grids(n, method == 2 && !t->p[PS_CAP] ? 1024 : t->p[PS_CAP]),
+    TPL(e, t, pl_launch_tpl, "n", n, "red_blocks", pl_red_blocks(method == 2 && !t->p[PS_CAP] ? 1024 : t->p[PS_CAP]),
         "alloc", dev_alloc(t, "float", acc, "2"), "init", init, "k1", t->kname[0], "grid1", "red_blocks",
         "args1", fmt("%s, %s, %s", x, method == 2 ? part : acc, n), "alloc2", "", "launch2", launch2, "k3", t->kname[2],
         "cfg3", t->p[PS_LOOP] == LOOP_GRID ? "red_blocks, threads" : "elem_blocks, threads",
         "args3", fmt("%s, %s, %s, %s%s", x, acc, y, t->p[PS_STATS] ? fmt("%s, ", h->out[1]) : "", n),
-        "sync", checked(t, "cudaDeviceSynchronize()"),
-        "free", method == 2 ? fmt("%s\n%s", pl_free(t, acc), pl_free(t, part)) : pl_free(t, acc));
+        "free", pl_sync_free(t, acc, method == 2 ? part : NULL));
 }
 static void ps_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0];
@@ -471,12 +472,11 @@ static void pm_launch(const Task *t, Emit *e, const Host *h) {
                   checked(t, fmt("cudaMemcpy(%s, red_init, sizeof(red_init), cudaMemcpyHostToDevice)", red)));
     const char *launch2 =
         fmt("%s<<<red_blocks, threads>>>(%s, %s, %s%s);", t->kname[1], x, red, store ? fmt("%s, ", y) : "", n);
-    TPL(e, t, pl_launch_tpl, "grids", pl_grids(n, t->p[PM_CAP]), "alloc", dev_alloc(t, "float", red, "2"), "init", init,
-        "k1", t->kname[0], "grid1", "red_blocks", "args1", fmt("%s, %s, %s", x, red, n), "alloc2", "",
-        "launch2", launch2, "k3", t->kname[2],
+    TPL(e, t, pl_launch_tpl, "n", n, "red_blocks", pl_red_blocks(t->p[PM_CAP]),
+        "alloc", dev_alloc(t, "float", red, "2"), "init", init, "k1", t->kname[0], "grid1", "red_blocks",
+        "args1", fmt("%s, %s, %s", x, red, n), "alloc2", "", "launch2", launch2, "k3", t->kname[2],
         "cfg3", t->p[PM_LOOP] == LOOP_GRID ? "red_blocks, threads" : "elem_blocks, threads",
-        "args3", fmt("%s%s, %s, %s", store ? "" : fmt("%s, ", x), red, y, n),
-        "sync", checked(t, "cudaDeviceSynchronize()"), "free", pl_free(t, red));
+        "args3", fmt("%s%s, %s, %s", store ? "" : fmt("%s, ", x), red, y, n), "free", pl_sync_free(t, red, NULL));
 }
 static void pm_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0];
@@ -601,12 +601,12 @@ static void pn_launch(const Task *t, Emit *e, const Host *h) {
     int part = t->p[PN_NORM];
     const char *alpha_arg = t->p[PN_ALPHA_ARG] ? fmt("%s, ", flit(t->f[0])) : "";
     const char *args1 = fmt("%s%s, %s, %s, %s", alpha_arg, h->in[0], h->in[1], z, n);
-    TPL(e, t, pl_launch_tpl, "grids", pl_grids(n, t->p[PN_CAP]), "alloc", "", "init", "", "k1", t->kname[0],
-        "grid1", t->p[PN_LOOP] == LOOP_GRID ? "red_blocks" : "elem_blocks", "args1", args1,
+    TPL(e, t, pl_launch_tpl, "n", n, "red_blocks", pl_red_blocks(t->p[PN_CAP]), "alloc", "", "init", "",
+        "k1", t->kname[0], "grid1", t->p[PN_LOOP] == LOOP_GRID ? "red_blocks" : "elem_blocks", "args1", args1,
         "alloc2", part ? dev_alloc(t, "float", pn, "red_blocks") : "",
         "launch2", fmt("%s<<<red_blocks, threads>>>(%s, %s, %s);", t->kname[1], z, part ? pn : nr, n),
         "k3", t->kname[2], "cfg3", part ? "1, threads" : "1, 1", "args3", part ? fmt("%s, red_blocks, %s", pn, nr) : nr,
-        "sync", part ? checked(t, "cudaDeviceSynchronize()") : "", "free", part ? pl_free(t, pn) : "");
+        "free", part ? pl_sync_free(t, pn, NULL) : "");
 }
 static void pn_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0], *y = in[1];
@@ -773,7 +773,6 @@ $k1<<<warp_blocks, $B>>>($A, $norms, $R, $C);
 )";
 static const char pr_product_launch_tpl[] = R"(
 $k3<<<($R + $MB1) / $MB, $MB>>>($An, $x, $y, $R, $C);
-$sync
 $free
 )";
 static void pr_launch(const Task *t, Emit *e, const Host *h) {
@@ -790,7 +789,7 @@ static void pr_launch(const Task *t, Emit *e, const Host *h) {
     mx_launch_bd(e, t, t->p[PR_BDIM], (Launch2D){ .dims = t->p[PR_DIMS], .k = t->kname[1], .xc = C, .yc = R,
                                                   .args = fmt("%s, %s, %s, %s, %s", A, nm, An, R, C) });
     TPL(e, t, pr_product_launch_tpl, "k3", t->kname[2], "R", R, "C", C, "MB1", fmt("%d", MB - 1), "MB", fmt("%d", MB),
-        "An", An, "x", x, "y", y, "sync", checked(t, "cudaDeviceSynchronize()"), "free", pl_free(t, nm));
+        "An", An, "x", x, "y", y, "free", pl_sync_free(t, nm, NULL));
 }
 static void pr_ref(const Task *t, const void *const *in, void *const *out) {
     const float *A = in[0], *x = in[1];
