@@ -175,11 +175,10 @@ static void ps_describe(const Task *t, Buf *name, Buf *desc) {
     const char *x = t->in[0].name, *y = t->out[0].name;
     long N = t->p[PS_N];
     buf_puts(name, pick3(t->p[PS_TNAME], "Standardize_Vector", "Z_Score_Normalization", "Mean_Variance_Normalize"));
-    buf_printf(desc,
-               "Standardize the %ld values of %s: mean = sum(%s) / %ld, var = sum((%s - mean)^2) / %s, and %s[i] = "
-               "(%s[i] - mean) / sqrt(var + %s).",
-               N, x, x, N, x, t->p[PS_DDOF] ? fmt("%ld (the unbiased estimate)", N - 1) : fmt("%ld", N), y, x,
-               fnum(t->f[0]));
+    buf_put_line(desc, FRAG("Standardize the $N values of $x: mean = sum($x) / $N, var = sum(($x - mean)^2) / $div, "
+                            "and $y[i] = ($x[i] - mean) / sqrt(var + $eps).",
+                            "N", fmt("%ld", N), "x", x, "y", y, "eps", fnum(t->f[0]),
+                            "div", t->p[PS_DDOF] ? fmt("%ld (the unbiased estimate)", N - 1) : fmt("%ld", N)));
     if (t->p[PS_STATS]) buf_printf(desc, " Also write %s[0] = mean and %s[1] = var.", t->out[1].name, t->out[1].name);
     buf_put_line(desc, FRAG(how[t->p[PS_METHOD]], "x", x));
     buf_printf(desc, " Block reductions use %s.",
@@ -532,9 +531,10 @@ static void pn_layout(Task *t) {
 static void pn_describe(const Task *t, Buf *name, Buf *desc) {
     const char *x = t->in[0].name, *y = t->in[1].name, *z = t->out[0].name, *nr = t->out[1].name;
     buf_puts(name, pick3(t->p[PN_TNAME], "SAXPY_Then_L2_Norm", "Axpy_And_Norm", "SAXPY_Norm_Pipeline"));
-    buf_printf(desc, "%s and %s have %d elements. First compute %s[i] = %s * %s[i] + %s[i] (SAXPY), then %s[0] = "
-               "sqrt(sum over i of %s[i]^2), the L2 norm of %s, with a second kernel that reads %s.",
-               x, y, t->p[PN_N], z, fnum(t->f[0]), x, y, nr, z, z, z);
+    buf_put_line(desc, FRAG("$x and $y have $N elements. First compute $z[i] = $alpha * $x[i] + $y[i] (SAXPY), then "
+                            "$nr[0] = sqrt(sum over i of $z[i]^2), the L2 norm of $z, "
+                            "with a second kernel that reads $z.",
+                            "x", x, "y", y, "z", z, "nr", nr, "N", fmt("%d", t->p[PN_N]), "alpha", fnum(t->f[0])));
     buf_puts(desc, t->p[PN_NORM] ? " The norm kernel writes one partial sum of squares per block; a single-block "
                                    "kernel adds the partials and writes the square root."
                                  : fmt(" The norm kernel adds each block's sum of squares into %s[0] (zeroed first) "
@@ -678,11 +678,11 @@ static void pr_describe(const Task *t, Buf *name, Buf *desc) {
     int R = t->p[PR_ROWS], C = t->p[PR_COLS];
     buf_puts(name, pick3(t->p[PR_TNAME], "Row_Normalize_Then_Matvec", "Normalized_Rows_Times_Vector",
                          t->p[PR_NORM] ? "L1_Row_Normalize_Matvec" : "Cosine_Scores_Pipeline"));
-    buf_printf(desc, "%s is %s x %d row-major float32 matrix and %s a vector of %d. First divide each row of %s "
-               "by its %s norm and store the result in %s (%d x %d); then compute %s = %s * %s (%s[r] = sum over c "
-               "of %s[r][c] * %s[c]) from %s with a separate kernel.",
-               A, a_num(R), C, x, C, A, t->p[PR_NORM] ? "L1 (sum of absolute values)" : "L2 (Euclidean)", An, R, C, y,
-               An, x, y, An, x, An);
+    buf_put_line(desc, FRAG("$A is $a_R x $C row-major float32 matrix and $x a vector of $C. First divide each row of "
+                            "$A by its $norm norm and store the result in $An ($R x $C); then compute $y = $An * $x "
+                            "($y[r] = sum over c of $An[r][c] * $x[c]) from $An with a separate kernel.",
+                            "A", A, "An", An, "x", x, "y", y, "R", fmt("%d", R), "a_R", a_num(R), "C", fmt("%d", C),
+                            "norm", t->p[PR_NORM] ? "L1 (sum of absolute values)" : "L2 (Euclidean)"));
     buf_puts(desc, t->p[PR_STAGES] ? " Use two kernels: one block per row reduces the row's norm and scales the row, "
                                      "then a matrix-vector kernel with one warp per row and shuffle reductions."
                                    : " Use three kernels: row norms (one warp per row, shuffle reduction) into a "
