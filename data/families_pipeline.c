@@ -116,6 +116,7 @@ static const char *pl_red_blocks(int cap) {
 
 enum { PS_N, PS_METHOD, PS_REDUCE, PS_BLOCK, PS_DDOF, PS_STATS, PS_RANGE, PS_CAP, PS_LOOP, PS_INV, PS_KNAME, PS_NAMES,
        PS_TNAME, PS_DNAME, PS_NP };
+enum { PS_TWO_MOMENT, PS_CENTERED, PS_PARTIALS };
 static const char *const ps_methods[] = { "two_moment", "centered", "partials", NULL };
 static const ParamDesc ps_params[] = {
     [PS_N] = { "n", NULL, 1, PL_SIZES }, [PS_METHOD] = { "method", ps_methods, 1, "*" },
@@ -141,7 +142,7 @@ static void ps_draw(Task *t, Rng *r) {
           "moments_pass1 moments_pass2 apply_standardize", "partialMoments finalizeStats normalizeKernel" } };
     // the two-moment variance (E[x^2] - mean^2) cancels badly when |mean| >> std: offset
     // ranges only for the centered method
-    t->p[PS_RANGE] = rng_int(r, 0, t->p[PS_METHOD] == 1 ? NELEM(ps_ranges) - 1 : 4);
+    t->p[PS_RANGE] = rng_int(r, 0, t->p[PS_METHOD] == PS_CENTERED ? NELEM(ps_ranges) - 1 : 4);
     t->f[0] = sl_pick_real(r, "1e-5 1e-6 1e-8 1e-12");
     int k = t->p[PS_KNAME];
     task_names(t, 1, fmt("%s %s", pl_vnames[t->p[PS_NAMES]], stat_names[k % 3]), kn[t->p[PS_METHOD]][k],
@@ -159,7 +160,7 @@ static void ps_layout(Task *t) {
     // variance by a relative c (centered) or 3 c E[x^2] / var (E[x^2] - mean^2); y inherits
     // d(mean) / sigma absolutely and half the variance's error relatively.
     double mu = (rg[0] + rg[1]) / 2, sd = (rg[1] - rg[0]) / sqrt(12.0), c = mx_red_rel(N);
-    double factor = t->p[PS_METHOD] == 1 ? 1 : 3 * (mu * mu + sd * sd) / (sd * sd);
+    double factor = t->p[PS_METHOD] == PS_CENTERED ? 1 : 3 * (mu * mu + sd * sd) / (sd * sd);
     double am = c * (fabs(mu) + sd);
     t->atol = am / sd + 2e-7 * (fabs(mu) + sd) / sd + 1e-6 + (t->p[PS_STATS] ? am : 0);
     t->rtol = factor * c + 1e-5;
@@ -254,15 +255,16 @@ static void ps_kernels(const Task *t, Emit *e) {
                                            "partial[blockIdx.x] = s;\npartial[gridDim.x + blockIdx.x] = q;" };
     const char *x = t->in[0].name, *y = t->out[0].name, *st = t->p[PS_STATS] ? t->out[1].name : NULL;
     const char *n = pl_dn[t->p[PS_DNAME]], *bsum = pl_reduce_name(t, 0), *i = IDX(t), *xp = pl_fptr(t, x, 1);
-    int method = t->p[PS_METHOD], ddof = t->p[PS_DDOF];
+    int method = t->p[PS_METHOD], centered = method == PS_CENTERED, partials = method == PS_PARTIALS;
+    int ddof = t->p[PS_DDOF];
     // what the last pass reads: acc holds the sums, or (partials) the mean and the variance
-    const char *var = method == 2   ? "acc[1]"
-                      : method == 1 ? fmt("acc[1] / %s", ddof ? fmt("(%s - 1)", n) : n)
-                                    : ps_var("acc[0]", "acc[1]", n, ddof);
+    const char *var = partials   ? "acc[1]"
+                      : centered ? fmt("acc[1] / %s", ddof ? fmt("(%s - 1)", n) : n)
+                                 : ps_var("acc[0]", "acc[1]", n, ddof);
     const char *stats =
-        fmt("const float mean = acc[0]%s;\nconst float var = %s;", method == 2 ? "" : fmt(" / %s", n), var);
+        fmt("const float mean = acc[0]%s;\nconst float var = %s;", partials ? "" : fmt(" / %s", n), var);
     const char *sums =
-        method == 1 ? fmt("s += %s[i];", x) : fmt("const float val = %s[i];\ns += val;\nq += val * val;", x);
+        centered ? fmt("s += %s[i];", x) : fmt("const float val = %s[i];\ns += val;\nq += val * val;", x);
     const char *pass2 = FRAG(ps_pass2_tpl[method], "k2", t->kname[1], "xp", xp, "n", n, "bsum", bsum,
                              "pp", pl_fptr(t, "partial", 1), "var", ps_var("s", "q", n, ddof),
                              "loop", pl_stride(n, fmt("const float d = %s[i] - mean;\nq += d * d;", x)));
@@ -272,8 +274,8 @@ static void ps_kernels(const Task *t, Emit *e) {
         st ? fmt("if (blockIdx.x == 0 && threadIdx.x == 0) {\n    %s[0] = mean;\n    %s[1] = var;\n}", st, st) : "";
     TPL(e, t, ps_kernels_tpl, "B", fmt("%d", t->p[PS_BLOCK]), "eps", flit(t->f[0]),
         "bsum_fn", pl_block_reduce(t, 0), "comment1", FRAG(comment1[method], "x", x),
-        "k1", t->kname[0], "xp", xp, "accp", pl_fptr(t, method == 2 ? "partial" : "acc", 0), "n", n,
-        "q", method == 1 ? "" : ", q = 0.0f", "bsum", bsum, "qsum", method == 1 ? "" : fmt("q = %s(q);", bsum),
+        "k1", t->kname[0], "xp", xp, "accp", pl_fptr(t, partials ? "partial" : "acc", 0), "n", n,
+        "q", centered ? "" : ", q = 0.0f", "bsum", bsum, "qsum", centered ? "" : fmt("q = %s(q);", bsum),
         "publish", publish[method], "loop1", pl_stride(n, sums), "pass2", pass2, "y", y, "x", x, "k3", t->kname[2],
         "stats", stats, "inv", t->p[PS_INV] ? "rsqrtf(var + EPS)" : "1.0f / sqrtf(var + EPS)", "params3", params3,
         "write_stats", write_stats,
@@ -284,18 +286,18 @@ static void ps_kernels(const Task *t, Emit *e) {
 static void ps_launch(const Task *t, Emit *e, const Host *h) {
     const char *n = h->size[0], *x = h->in[0], *y = h->out[0];
     const char *acc = dname(t, "acc"), *part = dname(t, "partial");
-    int method = t->p[PS_METHOD];
-    const char *init = method == 2 ? dev_alloc(t, "float", part, "2 * red_blocks")
-                                   : checked(t, fmt("cudaMemset(%s, 0, 2 * sizeof(float))", acc));
-    const char *launch2 = method == 1   ? fmt("%s<<<red_blocks, threads>>>(%s, %s, %s);", t->kname[1], x, acc, n)
-                          : method == 2 ? fmt("%s<<<1, threads>>>(%s, red_blocks, %s, %s);", t->kname[1], part, acc, n)
-                                        : "";
-    TPL(e, t, pl_launch_tpl, "n", n, "red_blocks", pl_red_blocks(method == 2 && !t->p[PS_CAP] ? 1024 : t->p[PS_CAP]),
+    int centered = t->p[PS_METHOD] == PS_CENTERED, partials = t->p[PS_METHOD] == PS_PARTIALS;
+    const char *init = partials ? dev_alloc(t, "float", part, "2 * red_blocks")
+                                : checked(t, fmt("cudaMemset(%s, 0, 2 * sizeof(float))", acc));
+    const char *launch2 = centered   ? fmt("%s<<<red_blocks, threads>>>(%s, %s, %s);", t->kname[1], x, acc, n)
+                          : partials ? fmt("%s<<<1, threads>>>(%s, red_blocks, %s, %s);", t->kname[1], part, acc, n)
+                                     : "";
+    TPL(e, t, pl_launch_tpl, "n", n, "red_blocks", pl_red_blocks(partials && !t->p[PS_CAP] ? 1024 : t->p[PS_CAP]),
         "alloc", dev_alloc(t, "float", acc, "2"), "init", init, "k1", t->kname[0], "grid1", "red_blocks",
-        "args1", fmt("%s, %s, %s", x, method == 2 ? part : acc, n), "alloc2", "", "launch2", launch2, "k3", t->kname[2],
+        "args1", fmt("%s, %s, %s", x, partials ? part : acc, n), "alloc2", "", "launch2", launch2, "k3", t->kname[2],
         "cfg3", t->p[PS_LOOP] == LOOP_GRID ? "red_blocks, threads" : "elem_blocks, threads",
         "args3", fmt("%s, %s, %s, %s%s", x, acc, y, t->p[PS_STATS] ? fmt("%s, ", h->out[1]) : "", n),
-        "free", pl_sync_free(t, acc, method == 2 ? part : NULL));
+        "free", pl_sync_free(t, acc, partials ? part : NULL));
 }
 static void ps_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0];
