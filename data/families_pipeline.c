@@ -92,9 +92,9 @@ static void pl_vectors(Task *t, int dname, long N, int nin, double lo, double hi
     tshape(&t->out[0], DT_F32, 1, N, 0, n, -1);
 }
 
-// The host code of the three vector pipelines: the grids of the element-wise passes (one
-// thread per element) and of the reduction passes (at most cap blocks when cap > 0, see
-// pl_red_blocks), scratch buffers, first pass, what comes between, last pass, and the frees.
+// The host code of the three vector pipelines: the grids (elem_blocks: one thread per element;
+// red_blocks, pl_red_blocks: as many, at most cap when cap > 0, for the reduction passes),
+// scratch buffers, first pass, what comes between, last pass, then pl_sync_free's lines.
 static const char pl_launch_tpl[] = R"(
 const int threads = BLOCK_SIZE;
 const int elem_blocks = ($n + threads - 1) / threads;
