@@ -207,7 +207,8 @@ __global__ void $k1($xp, $accp, int $n) {
 $pass2
 /// Last pass: $y[i] = ($x[i] - mean) / sqrt(var + eps), one element per thread.
 __global__ void $k3($params3) {
-    $stats
+    const float mean = $mean;
+    const float var = $var;
     const float inv = $inv;
     $write_stats
     $loop3
@@ -261,8 +262,6 @@ static void ps_kernels(const Task *t, Emit *e) {
     const char *var = partials   ? "acc[1]"
                       : centered ? fmt("acc[1] / %s", ddof ? fmt("(%s - 1)", n) : n)
                                  : ps_var("acc[0]", "acc[1]", n, ddof);
-    const char *stats =
-        fmt("const float mean = acc[0]%s;\nconst float var = %s;", partials ? "" : fmt(" / %s", n), var);
     const char *sums =
         centered ? fmt("s += %s[i];", x) : fmt("const float val = %s[i];\ns += val;\nq += val * val;", x);
     const char *pass2 = FRAG(ps_pass2_tpl[method], "k2", t->kname[1], "xp", xp, "n", n, "bsum", bsum,
@@ -277,8 +276,8 @@ static void ps_kernels(const Task *t, Emit *e) {
         "k1", t->kname[0], "xp", xp, "accp", pl_fptr(t, partials ? "partial" : "acc", 0), "n", n,
         "q", centered ? "" : ", q = 0.0f", "bsum", bsum, "qsum", centered ? "" : fmt("q = %s(q);", bsum),
         "publish", publish[method], "loop1", pl_stride(n, sums), "pass2", pass2, "y", y, "x", x, "k3", t->kname[2],
-        "stats", stats, "inv", t->p[PS_INV] ? "rsqrtf(var + EPS)" : "1.0f / sqrtf(var + EPS)", "params3", params3,
-        "write_stats", write_stats,
+        "params3", params3, "mean", partials ? "acc[0]" : fmt("acc[0] / %s", n), "var", var,
+        "inv", t->p[PS_INV] ? "rsqrtf(var + EPS)" : "1.0f / sqrtf(var + EPS)", "write_stats", write_stats,
         "loop3", loop_frag(t, t->p[PS_LOOP], n, fmt("%s[%s] = (%s[%s] - mean) * inv;", y, i, x, i)));
 }
 // Pass 1 adds into acc (zeroed first), or writes 2 * red_blocks partials that pass 2 sums in
