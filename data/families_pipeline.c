@@ -558,7 +558,7 @@ __global__ void $k2($zp, $dstp, int $n) {
     float s = 0.0f;
     $loop2
     s = $bsum(s);
-    $publish
+    if (threadIdx.x == 0) $publish;
 }
 
 $finish
@@ -586,8 +586,7 @@ static void pn_kernels(const Task *t, Emit *e) {
                               pl_fptr(t, y, 1), pl_fptr(t, z, 0), n);
     const char *comment2 = part ? fmt("partial[b] = the sum of %s[i]^2 over block b's elements.", z)
                                 : fmt("%s[0] += the sum of %s[i]^2 over the block's elements.", nr, z);
-    const char *publish =
-        part ? "if (threadIdx.x == 0) partial[blockIdx.x] = s;" : fmt("if (threadIdx.x == 0) atomicAdd(%s, s);", nr);
+    const char *publish = part ? "partial[blockIdx.x] = s" : fmt("atomicAdd(%s, s)", nr);
     const char *finish = FRAG(pn_finish_tpl[part], "k3", t->kname[2], "nr", nr, "nrp", pl_fptr(t, nr, 0),
                               "pp", pl_fptr(t, "partial", 1), "bsum", bsum);
     TPL(e, t, pn_kernels_tpl, "B", fmt("%d", t->p[PN_BLOCK]), "bsum_fn", pl_block_reduce(t, 0), "z", z, "x", x,
