@@ -363,10 +363,10 @@ static void pm_describe(const Task *t, Buf *name, Buf *desc) {
                                           { "Log_Softmax_Vector", "Global_Log_Softmax", "Log_Softmax_Three_Pass" } };
     const char *x = t->in[0].name, *y = t->out[0].name;
     buf_puts(name, nm[t->p[PM_OP]][t->p[PM_TNAME]]);
-    buf_printf(desc, "Compute the %s over all %d elements of %s: %s[i] = %s with m = max(%s) and S = sum over j of "
-               "exp(%s[j] - m).",
-               t->p[PM_OP] ? "log-softmax" : "softmax", t->p[PM_N], x, y,
-               t->p[PM_OP] ? fmt("%s[i] - m - log(S)", x) : fmt("exp(%s[i] - m) / S", x), x, x);
+    buf_put_line(desc, FRAG("Compute the $op over all $N elements of $x: $y[i] = $formula with m = max($x) and S = sum "
+                            "over j of exp($x[j] - m).",
+                            "op", t->p[PM_OP] ? "log-softmax" : "softmax", "N", fmt("%d", t->p[PM_N]), "x", x, "y", y,
+                            "formula", t->p[PM_OP] ? fmt("%s[i] - m - log(S)", x) : fmt("exp(%s[i] - m) / S", x)));
     buf_printf(desc,
                " Use three kernels: a block-reduced maximum combined across blocks with an atomic float max (%s), "
                "a block-reduced sum of exponentials combined with atomicAdd%s, and a final element-wise kernel.",
