@@ -16,8 +16,9 @@ static const char *const pl_helper_names[][2] = { { "block_sum", "block_max" }, 
                                                   { "block_total", "block_maximum" } };
 
 // __device__ float NAME(float v): the sum (op 0) or maximum (op 1) of v over the block, valid
-// in thread 0: a shared-memory tree over BLOCK_SIZE floats (a power of two), or warp shuffles.
-// Ends with __syncthreads(), so a kernel may call it several times in a row.
+// in thread 0: a shared-memory tree over BLOCK_SIZE floats (a power of two), or warp shuffles
+// (the task's parameter "reduce"). Ends with __syncthreads(), so a kernel may call it several
+// times in a row. Its name follows the task's parameter "kname" (pl_reduce_name).
 static const char *const pl_block_reduce_tpl[] = { R"(
 /// Block-wide $what of v (blockDim.x == BLOCK_SIZE threads); the result is valid in thread 0.
 $spec $name(float v) {
@@ -50,21 +51,16 @@ $spec $name(float v) {
 }
 
 )" };
-static const char *pl_block_reduce(const Task *t, int kind, int op, int kname) {
+static const char *pl_reduce_name(const Task *t, int op) { return pl_helper_names[mx_par(t, "kname")][op]; }
+static const char *pl_block_reduce(const Task *t, int op) {
     const char *tree = op ? "buf[threadIdx.x] = fmaxf(buf[threadIdx.x], buf[threadIdx.x + s]);"
                           : "buf[threadIdx.x] += buf[threadIdx.x + s];";
     const char *shfl = op ? "v = fmaxf(v, __shfl_down_sync(0xffffffff, v, offset));"
                           : "v += __shfl_down_sync(0xffffffff, v, offset);";
-    return FRAG(pl_block_reduce_tpl[kind], "what", op ? "maximum" : "sum", "name", pl_helper_names[kname][op],
-                "spec", t->st.idxname & 1 ? "__device__ __forceinline__ float" : "__device__ float", "tree", tree,
-                "shfl", shfl, "identity", op ? "-3.402823466e+38f" : "0.0f");
-}
-// Host lines: the grids of the reduction passes (at most cap blocks when cap > 0) and of
-// the element-wise passes (one thread per element).
-static const char *pl_grids(const char *n, int cap) {
-    return fmt("const int threads = BLOCK_SIZE;\nconst int elem_blocks = (%s + threads - 1) / threads;\n"
-               "const int red_blocks = %s;",
-               n, cap ? fmt("elem_blocks < %d ? elem_blocks : %d", cap, cap) : "elem_blocks");
+    return FRAG(pl_block_reduce_tpl[mx_par(t, "reduce")], "what", op ? "maximum" : "sum",
+                "spec", t->st.idxname & 1 ? "__device__ __forceinline__ float" : "__device__ float",
+                "name", pl_reduce_name(t, op), "tree", tree, "shfl", shfl,
+                "identity", op ? "-3.402823466e+38f" : "0.0f");
 }
 // The grid-stride loop over n of the reduction passes, around body.
 static const char pl_stride_tpl[] = R"(
@@ -73,7 +69,15 @@ for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < $n; i += blockDim.x * gr
 }
 )";
 static const char *pl_stride(const char *n, const char *body) { return FRAG(pl_stride_tpl, "n", n, "body", body); }
-static const char *pl_free(const Task *t, const char *buf) { return checked(t, fmt("cudaFree(%s)", buf)); }
+// A float pointer parameter of a kernel: "const float *__restrict__ x" in some programs.
+static const char *pl_fptr(const Task *t, const char *name, int is_const) {
+    return ptr_param(t, "float", name, is_const);
+}
+// The host lines after the last pass: wait for it, then free the scratch buffer a (and b).
+static const char *pl_sync_free(const Task *t, const char *a, const char *b) {
+    const char *sync = checked(t, "cudaDeviceSynchronize()"), *free_a = checked(t, fmt("cudaFree(%s)", a));
+    return b ? fmt("%s\n%s\n%s", sync, free_a, checked(t, fmt("cudaFree(%s)", b))) : fmt("%s\n%s", sync, free_a);
+}
 
 // A vector pipeline's layout: size constant N (named pl_dn[dname]), nin inputs of N floats
 // in [lo, hi), an output of N floats (a family adds its scalar outputs).
@@ -88,25 +92,31 @@ static void pl_vectors(Task *t, int dname, long N, int nin, double lo, double hi
     tshape(&t->out[0], DT_F32, 1, N, 0, n, -1);
 }
 
-// The host code of the three vector pipelines: grids, scratch buffers, first pass, what
-// comes between, last pass, frees.
+// The host code of the three vector pipelines: the grids (elem_blocks: one thread per element;
+// red_blocks, pl_red_blocks: as many, at most cap when cap > 0, for the reduction passes),
+// scratch buffers, first pass, what comes between, last pass, then pl_sync_free's lines.
 static const char pl_launch_tpl[] = R"(
-$grids
+const int threads = BLOCK_SIZE;
+const int elem_blocks = ($n + threads - 1) / threads;
+const int red_blocks = $red_blocks;
 $alloc
 $init
 $k1<<<$grid1, threads>>>($args1);
 $alloc2
 $launch2
 $k3<<<$cfg3>>>($args3);
-$sync
 $free
 )";
+static const char *pl_red_blocks(int cap) {
+    return cap ? fmt("elem_blocks < %d ? elem_blocks : %d", cap, cap) : "elem_blocks";
+}
 
 // ----------------------------------------------------------------------------
 // Pipeline: standardize a vector (mean and variance by reduction, then normalize)
 
 enum { PS_N, PS_METHOD, PS_REDUCE, PS_BLOCK, PS_DDOF, PS_STATS, PS_RANGE, PS_CAP, PS_LOOP, PS_INV, PS_KNAME, PS_NAMES,
        PS_TNAME, PS_DNAME, PS_NP };
+enum { PS_TWO_MOMENT, PS_CENTERED, PS_PARTIALS };
 static const char *const ps_methods[] = { "two_moment", "centered", "partials", NULL };
 static const ParamDesc ps_params[] = {
     [PS_N] = { "n", NULL, 1, PL_SIZES }, [PS_METHOD] = { "method", ps_methods, 1, "*" },
@@ -132,7 +142,7 @@ static void ps_draw(Task *t, Rng *r) {
           "moments_pass1 moments_pass2 apply_standardize", "partialMoments finalizeStats normalizeKernel" } };
     // the two-moment variance (E[x^2] - mean^2) cancels badly when |mean| >> std: offset
     // ranges only for the centered method
-    t->p[PS_RANGE] = rng_int(r, 0, t->p[PS_METHOD] == 1 ? NELEM(ps_ranges) - 1 : 4);
+    t->p[PS_RANGE] = rng_int(r, 0, t->p[PS_METHOD] == PS_CENTERED ? NELEM(ps_ranges) - 1 : 4);
     t->f[0] = sl_pick_real(r, "1e-5 1e-6 1e-8 1e-12");
     int k = t->p[PS_KNAME];
     task_names(t, 1, fmt("%s %s", pl_vnames[t->p[PS_NAMES]], stat_names[k % 3]), kn[t->p[PS_METHOD]][k],
@@ -150,7 +160,7 @@ static void ps_layout(Task *t) {
     // variance by a relative c (centered) or 3 c E[x^2] / var (E[x^2] - mean^2); y inherits
     // d(mean) / sigma absolutely and half the variance's error relatively.
     double mu = (rg[0] + rg[1]) / 2, sd = (rg[1] - rg[0]) / sqrt(12.0), c = mx_red_rel(N);
-    double factor = t->p[PS_METHOD] == 1 ? 1 : 3 * (mu * mu + sd * sd) / (sd * sd);
+    double factor = t->p[PS_METHOD] == PS_CENTERED ? 1 : 3 * (mu * mu + sd * sd) / (sd * sd);
     double am = c * (fabs(mu) + sd);
     t->atol = am / sd + 2e-7 * (fabs(mu) + sd) / sd + 1e-6 + (t->p[PS_STATS] ? am : 0);
     t->rtol = factor * c + 1e-5;
@@ -166,11 +176,10 @@ static void ps_describe(const Task *t, Buf *name, Buf *desc) {
     const char *x = t->in[0].name, *y = t->out[0].name;
     long N = t->p[PS_N];
     buf_puts(name, pick3(t->p[PS_TNAME], "Standardize_Vector", "Z_Score_Normalization", "Mean_Variance_Normalize"));
-    buf_printf(desc,
-               "Standardize the %ld values of %s: mean = sum(%s) / %ld, var = sum((%s - mean)^2) / %s, and %s[i] = "
-               "(%s[i] - mean) / sqrt(var + %s).",
-               N, x, x, N, x, t->p[PS_DDOF] ? fmt("%ld (the unbiased estimate)", N - 1) : fmt("%ld", N), y, x,
-               fnum(t->f[0]));
+    buf_put_line(desc, FRAG("Standardize the $N values of $x: mean = sum($x) / $N, var = sum(($x - mean)^2) / $div, "
+                            "and $y[i] = ($x[i] - mean) / sqrt(var + $eps).",
+                            "N", fmt("%ld", N), "x", x, "y", y, "eps", fnum(t->f[0]),
+                            "div", t->p[PS_DDOF] ? fmt("%ld (the unbiased estimate)", N - 1) : fmt("%ld", N)));
     if (t->p[PS_STATS]) buf_printf(desc, " Also write %s[0] = mean and %s[1] = var.", t->out[1].name, t->out[1].name);
     buf_put_line(desc, FRAG(how[t->p[PS_METHOD]], "x", x));
     buf_printf(desc, " Block reductions use %s.",
@@ -198,7 +207,8 @@ __global__ void $k1($xp, $accp, int $n) {
 $pass2
 /// Last pass: $y[i] = ($x[i] - mean) / sqrt(var + eps), one element per thread.
 __global__ void $k3($params3) {
-    $stats
+    const float mean = $mean;
+    const float var = $var;
     const float inv = $inv;
     $write_stats
     $loop3
@@ -232,6 +242,11 @@ __global__ void $k2($pp, int nblocks, float *acc, int $n) {
 }
 
 )" };
+// The two-moment variance from the sum s and the sum of squares q, with mean = s / n.
+static const char *ps_var(const char *s, const char *q, const char *n, int ddof) {
+    if (ddof) return fmt("fmaxf((%s - mean * %s) / (%s - 1), 0.0f)", q, s, n);
+    return fmt("fmaxf(%s / %s - mean * mean, 0.0f)", q, n);
+}
 static void ps_kernels(const Task *t, Emit *e) {
     static const char *const comment1[] = {
         "Pass 1: sum($x) and sum($x^2) of each block, added into acc[0] and acc[1].",
@@ -239,35 +254,30 @@ static void ps_kernels(const Task *t, Emit *e) {
         "Pass 1: each block writes its sum($x) to partial[b] and its sum($x^2) to partial[gridDim.x + b]." };
     static const char *const publish[] = { "atomicAdd(&acc[0], s);\natomicAdd(&acc[1], q);", "atomicAdd(&acc[0], s);",
                                            "partial[blockIdx.x] = s;\npartial[gridDim.x + blockIdx.x] = q;" };
-    const char *x = t->in[0].name, *y = t->out[0].name, *st = t->p[PS_STATS] ? t->out[1].name : NULL,
-               *n = pl_dn[t->p[PS_DNAME]];
-    const char *bsum = pl_helper_names[t->p[PS_KNAME]][0], *i = IDX(t), *xp = ptr_param(t, "float", x, 1);
-    int method = t->p[PS_METHOD], ddof = t->p[PS_DDOF];
-    const char *nm1 = fmt("(%s - 1)", n);
+    const char *x = t->in[0].name, *y = t->out[0].name, *st = t->p[PS_STATS] ? t->out[1].name : NULL;
+    const char *n = pl_dn[t->p[PS_DNAME]], *bsum = pl_reduce_name(t, 0), *i = IDX(t), *xp = pl_fptr(t, x, 1);
+    int method = t->p[PS_METHOD], centered = method == PS_CENTERED, partials = method == PS_PARTIALS;
+    int ddof = t->p[PS_DDOF];
     // what the last pass reads: acc holds the sums, or (partials) the mean and the variance
-    const char *stats =
-        method == 2   ? "const float mean = acc[0];\nconst float var = acc[1];"
-        : method == 1 ? fmt("const float mean = acc[0] / %s;\nconst float var = acc[1] / %s;", n, ddof ? nm1 : n)
-                      : fmt("const float mean = acc[0] / %s;\nconst float var = fmaxf(%s, 0.0f);", n,
-                            ddof ? fmt("(acc[1] - mean * acc[0]) / %s", nm1) : fmt("acc[1] / %s - mean * mean", n));
+    const char *var = partials   ? "acc[1]"
+                      : centered ? fmt("acc[1] / %s", ddof ? fmt("(%s - 1)", n) : n)
+                                 : ps_var("acc[0]", "acc[1]", n, ddof);
     const char *sums =
-        method == 1 ? fmt("s += %s[i];", x) : fmt("const float val = %s[i];\ns += val;\nq += val * val;", x);
-    const char *var2 =
-        ddof ? fmt("fmaxf((q - mean * s) / %s, 0.0f)", nm1) : fmt("fmaxf(q / %s - mean * mean, 0.0f)", n);
+        centered ? fmt("s += %s[i];", x) : fmt("const float val = %s[i];\ns += val;\nq += val * val;", x);
     const char *pass2 = FRAG(ps_pass2_tpl[method], "k2", t->kname[1], "xp", xp, "n", n, "bsum", bsum,
-                             "pp", ptr_param(t, "float", "partial", 1),
-                             "loop", pl_stride(n, fmt("const float d = %s[i] - mean;\nq += d * d;", x)), "var", var2);
-    const char *params3 = fmt("%s, const float *acc, %s%s, int %s", xp, ptr_param(t, "float", y, 0),
-                              st ? fmt(", %s", ptr_param(t, "float", st, 0)) : "", n);
+                             "pp", pl_fptr(t, "partial", 1), "var", ps_var("s", "q", n, ddof),
+                             "loop", pl_stride(n, fmt("const float d = %s[i] - mean;\nq += d * d;", x)));
+    const char *params3 =
+        fmt("%s, const float *acc, %s%s, int %s", xp, pl_fptr(t, y, 0), st ? fmt(", %s", pl_fptr(t, st, 0)) : "", n);
     const char *write_stats =
         st ? fmt("if (blockIdx.x == 0 && threadIdx.x == 0) {\n    %s[0] = mean;\n    %s[1] = var;\n}", st, st) : "";
     TPL(e, t, ps_kernels_tpl, "B", fmt("%d", t->p[PS_BLOCK]), "eps", flit(t->f[0]),
-        "bsum_fn", pl_block_reduce(t, t->p[PS_REDUCE], 0, t->p[PS_KNAME]), "comment1", FRAG(comment1[method], "x", x),
-        "k1", t->kname[0], "xp", xp, "accp", ptr_param(t, "float", method == 2 ? "partial" : "acc", 0), "n", n,
-        "q", method == 1 ? "" : ", q = 0.0f", "bsum", bsum, "qsum", method == 1 ? "" : fmt("q = %s(q);", bsum),
+        "bsum_fn", pl_block_reduce(t, 0), "comment1", FRAG(comment1[method], "x", x),
+        "k1", t->kname[0], "xp", xp, "accp", pl_fptr(t, partials ? "partial" : "acc", 0), "n", n,
+        "q", centered ? "" : ", q = 0.0f", "bsum", bsum, "qsum", centered ? "" : fmt("q = %s(q);", bsum),
         "publish", publish[method], "loop1", pl_stride(n, sums), "pass2", pass2, "y", y, "x", x, "k3", t->kname[2],
-        "stats", stats, "inv", t->p[PS_INV] ? "rsqrtf(var + EPS)" : "1.0f / sqrtf(var + EPS)", "params3", params3,
-        "write_stats", write_stats,
+        "params3", params3, "mean", partials ? "acc[0]" : fmt("acc[0] / %s", n), "var", var,
+        "inv", t->p[PS_INV] ? "rsqrtf(var + EPS)" : "1.0f / sqrtf(var + EPS)", "write_stats", write_stats,
         "loop3", loop_frag(t, t->p[PS_LOOP], n, fmt("%s[%s] = (%s[%s] - mean) * inv;", y, i, x, i)));
 }
 // Pass 1 adds into acc (zeroed first), or writes 2 * red_blocks partials that pass 2 sums in
@@ -275,19 +285,18 @@ static void ps_kernels(const Task *t, Emit *e) {
 static void ps_launch(const Task *t, Emit *e, const Host *h) {
     const char *n = h->size[0], *x = h->in[0], *y = h->out[0];
     const char *acc = dname(t, "acc"), *part = dname(t, "partial");
-    int method = t->p[PS_METHOD];
-    const char *init = method == 2 ? dev_alloc(t, "float", part, "2 * red_blocks")
-                                   : checked(t, fmt("cudaMemset(%s, 0, 2 * sizeof(float))", acc));
-    const char *launch2 = method == 1   ? fmt("%s<<<red_blocks, threads>>>(%s, %s, %s);", t->kname[1], x, acc, n)
-                          : method == 2 ? fmt("%s<<<1, threads>>>(%s, red_blocks, %s, %s);", t->kname[1], part, acc, n)
-                                        : "";
-    TPL(e, t, pl_launch_tpl, "grids", pl_grids(n, method == 2 && !t->p[PS_CAP] ? 1024 : t->p[PS_CAP]),
+    int centered = t->p[PS_METHOD] == PS_CENTERED, partials = t->p[PS_METHOD] == PS_PARTIALS;
+    const char *init = partials ? dev_alloc(t, "float", part, "2 * red_blocks")
+                                : checked(t, fmt("cudaMemset(%s, 0, 2 * sizeof(float))", acc));
+    const char *launch2 = centered   ? fmt("%s<<<red_blocks, threads>>>(%s, %s, %s);", t->kname[1], x, acc, n)
+                          : partials ? fmt("%s<<<1, threads>>>(%s, red_blocks, %s, %s);", t->kname[1], part, acc, n)
+                                     : "";
+    TPL(e, t, pl_launch_tpl, "n", n, "red_blocks", pl_red_blocks(partials && !t->p[PS_CAP] ? 1024 : t->p[PS_CAP]),
         "alloc", dev_alloc(t, "float", acc, "2"), "init", init, "k1", t->kname[0], "grid1", "red_blocks",
-        "args1", fmt("%s, %s, %s", x, method == 2 ? part : acc, n), "alloc2", "", "launch2", launch2, "k3", t->kname[2],
+        "args1", fmt("%s, %s, %s", x, partials ? part : acc, n), "alloc2", "", "launch2", launch2, "k3", t->kname[2],
         "cfg3", t->p[PS_LOOP] == LOOP_GRID ? "red_blocks, threads" : "elem_blocks, threads",
         "args3", fmt("%s, %s, %s, %s%s", x, acc, y, t->p[PS_STATS] ? fmt("%s, ", h->out[1]) : "", n),
-        "sync", checked(t, "cudaDeviceSynchronize()"),
-        "free", method == 2 ? fmt("%s\n%s", pl_free(t, acc), pl_free(t, part)) : pl_free(t, acc));
+        "free", pl_sync_free(t, acc, partials ? part : NULL));
 }
 static void ps_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0];
@@ -354,10 +363,10 @@ static void pm_describe(const Task *t, Buf *name, Buf *desc) {
                                           { "Log_Softmax_Vector", "Global_Log_Softmax", "Log_Softmax_Three_Pass" } };
     const char *x = t->in[0].name, *y = t->out[0].name;
     buf_puts(name, nm[t->p[PM_OP]][t->p[PM_TNAME]]);
-    buf_printf(desc, "Compute the %s over all %d elements of %s: %s[i] = %s with m = max(%s) and S = sum over j of "
-               "exp(%s[j] - m).",
-               t->p[PM_OP] ? "log-softmax" : "softmax", t->p[PM_N], x, y,
-               t->p[PM_OP] ? fmt("%s[i] - m - log(S)", x) : fmt("exp(%s[i] - m) / S", x), x, x);
+    buf_put_line(desc, FRAG("Compute the $op over all $N elements of $x: $y[i] = $formula with m = max($x) and S = sum "
+                            "over j of exp($x[j] - m).",
+                            "op", t->p[PM_OP] ? "log-softmax" : "softmax", "N", fmt("%d", t->p[PM_N]), "x", x, "y", y,
+                            "formula", t->p[PM_OP] ? fmt("%s[i] - m - log(S)", x) : fmt("exp(%s[i] - m) / S", x)));
     buf_printf(desc,
                " Use three kernels: a block-reduced maximum combined across blocks with an atomic float max (%s), "
                "a block-reduced sum of exponentials combined with atomicAdd%s, and a final element-wise kernel.",
@@ -438,21 +447,19 @@ static const char *const pm_last[][3] = {
 static void pm_kernels(const Task *t, Emit *e) {
     static const char *const amn[] = { "atomic_max_float", "atomicMaxFloat", "atomic_fmax", "atomicMaxF" };
     const char *x = t->in[0].name, *y = t->out[0].name, *n = pl_dn[t->p[PM_DNAME]], *i = IDX(t);
-    const char *xp = ptr_param(t, "float", x, 1), *yp = ptr_param(t, "float", y, 0);
-    int store = t->p[PM_STORE], kn = t->p[PM_KNAME];
+    const char *xp = pl_fptr(t, x, 1), *yp = pl_fptr(t, y, 0), *am = amn[t->p[PM_KNAME]];
+    int store = t->p[PM_STORE];
     const char *const *last = pm_last[t->p[PM_OP] ? 0 : store ? 1 : 2];
     const char *exps = fmt("const float ex = expf(%s[i] - m);\n%ss += ex;", x, store ? fmt("%s[i] = ex;\n", y) : "");
     TPL(e, t, pm_kernels_tpl, "B", fmt("%d", t->p[PM_BLOCK]),
-        "atomic_max", FRAG(pm_atomic_max_tpl[t->p[PM_MAXOP]], "name", amn[kn]),
-        "bmax_fn", pl_block_reduce(t, t->p[PM_REDUCE], 1, kn), "bsum_fn", pl_block_reduce(t, t->p[PM_REDUCE], 0, kn),
-        "init", t->p[PM_INIT] ? pm_init_tpl : "", "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "xp", xp,
-        "x", x, "n", n, "loop1", pl_stride(n, fmt("m = fmaxf(m, %s[i]);", x)), "bmax", pl_helper_names[kn][1],
-        "am", amn[kn], "bsum", pl_helper_names[kn][0],
-        "stored", store ? fmt("; %s[i] = exp(%s[i] - red[0])", y, x) : "",
-        "params2", fmt("%s, float *red, %sint %s", xp, store ? fmt("%s, ", yp) : "", n), "loop2", pl_stride(n, exps),
-        "comment3", FRAG(last[0], "x", x, "y", y), "head3", last[1],
-        "params3", fmt("%sconst float *red, %s, int %s", store ? "" : fmt("%s, ", xp), yp, n),
-        "loop3", loop_frag(t, t->p[PM_LOOP], n, FRAG(last[2], "x", x, "y", y, "i", i)));
+        "atomic_max", FRAG(pm_atomic_max_tpl[t->p[PM_MAXOP]], "name", am), "bmax_fn", pl_block_reduce(t, 1),
+        "bsum_fn", pl_block_reduce(t, 0), "init", t->p[PM_INIT] ? pm_init_tpl : "", "x", x, "n", n,
+        "k1", t->kname[0], "xp", xp, "loop1", pl_stride(n, fmt("m = fmaxf(m, %s[i]);", x)),
+        "bmax", pl_reduce_name(t, 1), "am", am, "stored", store ? fmt("; %s[i] = exp(%s[i] - red[0])", y, x) : "",
+        "k2", t->kname[1], "params2", fmt("%s, float *red, %sint %s", xp, store ? fmt("%s, ", yp) : "", n),
+        "loop2", pl_stride(n, exps), "bsum", pl_reduce_name(t, 0), "comment3", FRAG(last[0], "x", x, "y", y),
+        "k3", t->kname[2], "params3", fmt("%sconst float *red, %s, int %s", store ? "" : fmt("%s, ", xp), yp, n),
+        "head3", last[1], "loop3", loop_frag(t, t->p[PM_LOOP], n, FRAG(last[2], "x", x, "y", y, "i", i)));
 }
 // red[0] starts at -FLT_MAX (a copy from the host, or a one-thread kernel), red[1] at 0.
 static void pm_launch(const Task *t, Emit *e, const Host *h) {
@@ -465,12 +472,11 @@ static void pm_launch(const Task *t, Emit *e, const Host *h) {
                   checked(t, fmt("cudaMemcpy(%s, red_init, sizeof(red_init), cudaMemcpyHostToDevice)", red)));
     const char *launch2 =
         fmt("%s<<<red_blocks, threads>>>(%s, %s, %s%s);", t->kname[1], x, red, store ? fmt("%s, ", y) : "", n);
-    TPL(e, t, pl_launch_tpl, "grids", pl_grids(n, t->p[PM_CAP]), "alloc", dev_alloc(t, "float", red, "2"), "init", init,
-        "k1", t->kname[0], "grid1", "red_blocks", "args1", fmt("%s, %s, %s", x, red, n), "alloc2", "",
-        "launch2", launch2, "k3", t->kname[2],
+    TPL(e, t, pl_launch_tpl, "n", n, "red_blocks", pl_red_blocks(t->p[PM_CAP]),
+        "alloc", dev_alloc(t, "float", red, "2"), "init", init, "k1", t->kname[0], "grid1", "red_blocks",
+        "args1", fmt("%s, %s, %s", x, red, n), "alloc2", "", "launch2", launch2, "k3", t->kname[2],
         "cfg3", t->p[PM_LOOP] == LOOP_GRID ? "red_blocks, threads" : "elem_blocks, threads",
-        "args3", fmt("%s%s, %s, %s", store ? "" : fmt("%s, ", x), red, y, n),
-        "sync", checked(t, "cudaDeviceSynchronize()"), "free", pl_free(t, red));
+        "args3", fmt("%s%s, %s, %s", store ? "" : fmt("%s, ", x), red, y, n), "free", pl_sync_free(t, red, NULL));
 }
 static void pm_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0];
@@ -526,9 +532,10 @@ static void pn_layout(Task *t) {
 static void pn_describe(const Task *t, Buf *name, Buf *desc) {
     const char *x = t->in[0].name, *y = t->in[1].name, *z = t->out[0].name, *nr = t->out[1].name;
     buf_puts(name, pick3(t->p[PN_TNAME], "SAXPY_Then_L2_Norm", "Axpy_And_Norm", "SAXPY_Norm_Pipeline"));
-    buf_printf(desc, "%s and %s have %d elements. First compute %s[i] = %s * %s[i] + %s[i] (SAXPY), then %s[0] = "
-               "sqrt(sum over i of %s[i]^2), the L2 norm of %s, with a second kernel that reads %s.",
-               x, y, t->p[PN_N], z, fnum(t->f[0]), x, y, nr, z, z, z);
+    buf_put_line(desc, FRAG("$x and $y have $N elements. First compute $z[i] = $alpha * $x[i] + $y[i] (SAXPY), then "
+                            "$nr[0] = sqrt(sum over i of $z[i]^2), the L2 norm of $z, "
+                            "with a second kernel that reads $z.",
+                            "x", x, "y", y, "z", z, "nr", nr, "N", fmt("%d", t->p[PN_N]), "alpha", fnum(t->f[0])));
     buf_puts(desc, t->p[PN_NORM] ? " The norm kernel writes one partial sum of squares per block; a single-block "
                                    "kernel adds the partials and writes the square root."
                                  : fmt(" The norm kernel adds each block's sum of squares into %s[0] (zeroed first) "
@@ -551,7 +558,7 @@ __global__ void $k2($zp, $dstp, int $n) {
     float s = 0.0f;
     $loop2
     s = $bsum(s);
-    $publish
+    if (threadIdx.x == 0) $publish;
 }
 
 $finish
@@ -571,25 +578,21 @@ __global__ void $k3($pp, int count, $nrp) {
 }
 )" };
 static void pn_kernels(const Task *t, Emit *e) {
-    const char *x = t->in[0].name, *y = t->in[1].name, *z = t->out[0].name, *nr = t->out[1].name,
-               *n = pl_dn[t->p[PN_DNAME]];
-    const char *bsum = pl_helper_names[t->p[PN_KNAME]][0], *i = IDX(t),
-               *alpha = t->p[PN_ALPHA_ARG] ? "alpha" : flit(t->f[0]);
+    const char *x = t->in[0].name, *y = t->in[1].name, *z = t->out[0].name, *nr = t->out[1].name;
+    const char *n = pl_dn[t->p[PN_DNAME]], *bsum = pl_reduce_name(t, 0), *i = IDX(t);
+    const char *alpha = t->p[PN_ALPHA_ARG] ? "alpha" : flit(t->f[0]);
     int part = t->p[PN_NORM];
-    const char *params1 = fmt("%s%s, %s, %s, int %s", t->p[PN_ALPHA_ARG] ? "float alpha, " : "",
-                              ptr_param(t, "float", x, 1), ptr_param(t, "float", y, 1), ptr_param(t, "float", z, 0), n);
+    const char *params1 = fmt("%s%s, %s, %s, int %s", t->p[PN_ALPHA_ARG] ? "float alpha, " : "", pl_fptr(t, x, 1),
+                              pl_fptr(t, y, 1), pl_fptr(t, z, 0), n);
     const char *comment2 = part ? fmt("partial[b] = the sum of %s[i]^2 over block b's elements.", z)
                                 : fmt("%s[0] += the sum of %s[i]^2 over the block's elements.", nr, z);
-    const char *publish =
-        part ? "if (threadIdx.x == 0) partial[blockIdx.x] = s;" : fmt("if (threadIdx.x == 0) atomicAdd(%s, s);", nr);
-    const char *finish = FRAG(pn_finish_tpl[part], "k3", t->kname[2], "nr", nr, "nrp", ptr_param(t, "float", nr, 0),
-                              "pp", ptr_param(t, "float", "partial", 1), "bsum", bsum);
-    TPL(e, t, pn_kernels_tpl, "B", fmt("%d", t->p[PN_BLOCK]),
-        "bsum_fn", pl_block_reduce(t, t->p[PN_REDUCE], 0, t->p[PN_KNAME]), "z", z, "x", x, "y", y, "n", n,
-        "alpha_c", t->p[PN_ALPHA_ARG] ? "alpha" : fnum(t->f[0]), "k1", t->kname[0], "params1", params1,
+    const char *publish = part ? "partial[blockIdx.x] = s" : fmt("atomicAdd(%s, s)", nr);
+    const char *finish = FRAG(pn_finish_tpl[part], "k3", t->kname[2], "nr", nr, "nrp", pl_fptr(t, nr, 0),
+                              "pp", pl_fptr(t, "partial", 1), "bsum", bsum);
+    TPL(e, t, pn_kernels_tpl, "B", fmt("%d", t->p[PN_BLOCK]), "bsum_fn", pl_block_reduce(t, 0), "z", z, "x", x,
+        "y", y, "n", n, "alpha_c", t->p[PN_ALPHA_ARG] ? "alpha" : fnum(t->f[0]), "k1", t->kname[0], "params1", params1,
         "loop1", loop_frag(t, t->p[PN_LOOP], n, fmt("%s[%s] = %s * %s[%s] + %s[%s];", z, i, alpha, x, i, y, i)),
-        "comment2", comment2, "k2", t->kname[1], "zp", ptr_param(t, "float", z, 1),
-        "dstp", ptr_param(t, "float", part ? "partial" : nr, 0),
+        "comment2", comment2, "k2", t->kname[1], "zp", pl_fptr(t, z, 1), "dstp", pl_fptr(t, part ? "partial" : nr, 0),
         "loop2", pl_stride(n, fmt("s += %s[i] * %s[i];", z, z)), "bsum", bsum, "publish", publish, "finish", finish);
 }
 // The partials: a buffer of red_blocks floats, summed by one block of the last pass.
@@ -598,12 +601,12 @@ static void pn_launch(const Task *t, Emit *e, const Host *h) {
     int part = t->p[PN_NORM];
     const char *alpha_arg = t->p[PN_ALPHA_ARG] ? fmt("%s, ", flit(t->f[0])) : "";
     const char *args1 = fmt("%s%s, %s, %s, %s", alpha_arg, h->in[0], h->in[1], z, n);
-    TPL(e, t, pl_launch_tpl, "grids", pl_grids(n, t->p[PN_CAP]), "alloc", "", "init", "", "k1", t->kname[0],
-        "grid1", t->p[PN_LOOP] == LOOP_GRID ? "red_blocks" : "elem_blocks", "args1", args1,
+    TPL(e, t, pl_launch_tpl, "n", n, "red_blocks", pl_red_blocks(t->p[PN_CAP]), "alloc", "", "init", "",
+        "k1", t->kname[0], "grid1", t->p[PN_LOOP] == LOOP_GRID ? "red_blocks" : "elem_blocks", "args1", args1,
         "alloc2", part ? dev_alloc(t, "float", pn, "red_blocks") : "",
         "launch2", fmt("%s<<<red_blocks, threads>>>(%s, %s, %s);", t->kname[1], z, part ? pn : nr, n),
         "k3", t->kname[2], "cfg3", part ? "1, threads" : "1, 1", "args3", part ? fmt("%s, red_blocks, %s", pn, nr) : nr,
-        "sync", part ? checked(t, "cudaDeviceSynchronize()") : "", "free", part ? pl_free(t, pn) : "");
+        "free", part ? pl_sync_free(t, pn, NULL) : "");
 }
 static void pn_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0], *y = in[1];
@@ -675,11 +678,11 @@ static void pr_describe(const Task *t, Buf *name, Buf *desc) {
     int R = t->p[PR_ROWS], C = t->p[PR_COLS];
     buf_puts(name, pick3(t->p[PR_TNAME], "Row_Normalize_Then_Matvec", "Normalized_Rows_Times_Vector",
                          t->p[PR_NORM] ? "L1_Row_Normalize_Matvec" : "Cosine_Scores_Pipeline"));
-    buf_printf(desc, "%s is %s x %d row-major float32 matrix and %s a vector of %d. First divide each row of %s "
-               "by its %s norm and store the result in %s (%d x %d); then compute %s = %s * %s (%s[r] = sum over c "
-               "of %s[r][c] * %s[c]) from %s with a separate kernel.",
-               A, a_num(R), C, x, C, A, t->p[PR_NORM] ? "L1 (sum of absolute values)" : "L2 (Euclidean)", An, R, C, y,
-               An, x, y, An, x, An);
+    buf_put_line(desc, FRAG("$A is $a_R x $C row-major float32 matrix and $x a vector of $C. First divide each row of "
+                            "$A by its $norm norm and store the result in $An ($R x $C); then compute $y = $An * $x "
+                            "($y[r] = sum over c of $An[r][c] * $x[c]) from $An with a separate kernel.",
+                            "A", A, "An", An, "x", x, "y", y, "R", fmt("%d", R), "a_R", a_num(R), "C", fmt("%d", C),
+                            "norm", t->p[PR_NORM] ? "L1 (sum of absolute values)" : "L2 (Euclidean)"));
     buf_puts(desc, t->p[PR_STAGES] ? " Use two kernels: one block per row reduces the row's norm and scales the row, "
                                      "then a matrix-vector kernel with one warp per row and shuffle reductions."
                                    : " Use three kernels: row norms (one warp per row, shuffle reduction) into a "
@@ -749,12 +752,12 @@ static void pr_kernels(const Task *t, Emit *e) {
     const char *A = t->in[0].name, *x = t->in[1].name, *An = t->out[0].name, *y = t->out[1].name;
     int l1 = t->p[PR_NORM] == 1;
     TPL(e, t, pr_kernels_tpl[t->p[PR_STAGES]], "L", l1 ? "L1" : "L2", "A", A, "An", An, "x", x, "y", y, "R", dn[0],
-        "C", dn[1], "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "Ap", ptr_param(t, "float", A, 1),
-        "Anp", ptr_param(t, "float", An, 0), "Ancp", ptr_param(t, "float", An, 1), "xp", ptr_param(t, "float", x, 1),
-        "yp", ptr_param(t, "float", y, 0), "normsp", ptr_param(t, "float", "norms", 0),
-        "normscp", ptr_param(t, "float", "norms", 1), "term", l1 ? "fabsf(arow[c])" : "arow[c] * arow[c]",
-        "fin", l1 ? "s" : "sqrtf(s)", "index", mx_index2d(t, "row", "col", 0), "B", fmt("%d", t->p[PR_BLOCK]),
-        "bsum_fn", pl_block_reduce(t, t->p[PR_REDUCE], 0, t->p[PR_KNAME]), "bsum", pl_helper_names[t->p[PR_KNAME]][0]);
+        "C", dn[1], "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "Ap", pl_fptr(t, A, 1),
+        "Anp", pl_fptr(t, An, 0), "Ancp", pl_fptr(t, An, 1), "xp", pl_fptr(t, x, 1), "yp", pl_fptr(t, y, 0),
+        "normsp", pl_fptr(t, "norms", 0), "normscp", pl_fptr(t, "norms", 1),
+        "term", l1 ? "fabsf(arow[c])" : "arow[c] * arow[c]", "fin", l1 ? "s" : "sqrtf(s)",
+        "index", mx_index2d(t, "row", "col", 0), "B", fmt("%d", t->p[PR_BLOCK]), "bsum_fn", pl_block_reduce(t, 0),
+        "bsum", pl_reduce_name(t, 0));
 }
 // The launches: two kernels (normalize each row in one block, then the product), or three
 // (the norms, the scaling on a 2-D grid, the product).
@@ -770,7 +773,6 @@ $k1<<<warp_blocks, $B>>>($A, $norms, $R, $C);
 )";
 static const char pr_product_launch_tpl[] = R"(
 $k3<<<($R + $MB1) / $MB, $MB>>>($An, $x, $y, $R, $C);
-$sync
 $free
 )";
 static void pr_launch(const Task *t, Emit *e, const Host *h) {
@@ -787,7 +789,7 @@ static void pr_launch(const Task *t, Emit *e, const Host *h) {
     mx_launch_bd(e, t, t->p[PR_BDIM], (Launch2D){ .dims = t->p[PR_DIMS], .k = t->kname[1], .xc = C, .yc = R,
                                                   .args = fmt("%s, %s, %s, %s, %s", A, nm, An, R, C) });
     TPL(e, t, pr_product_launch_tpl, "k3", t->kname[2], "R", R, "C", C, "MB1", fmt("%d", MB - 1), "MB", fmt("%d", MB),
-        "An", An, "x", x, "y", y, "sync", checked(t, "cudaDeviceSynchronize()"), "free", pl_free(t, nm));
+        "An", An, "x", x, "y", y, "free", pl_sync_free(t, nm, NULL));
 }
 static void pr_ref(const Task *t, const void *const *in, void *const *out) {
     const float *A = in[0], *x = in[1];
