@@ -273,6 +273,17 @@ static int cmp_size(const void *a, const void *b) {
     size_t x = *(const size_t *)a, y = *(const size_t *)b;
     return x < y ? -1 : x > y;
 }
+// The line on split sp that generate prints: the samples, how many are held-out
+// combinations, and the programs' lengths lens[0..n) (mean, p95, max; sorts lens).
+static void split_report(int sp, size_t *lens, int n, int nheld, const char *path) {
+    double mean = 0;
+    for (int i = 0; i < n; i++) mean += (double)lens[i];
+    mean = n ? mean / n : 0;
+    qsort(lens, (size_t)n, sizeof *lens, cmp_size); // p95: the nearest rank, ceil(0.95 n)
+    fprintf(stderr, "%s: %d sample%s (%d held-out combinations), target chars mean %.0f, p95 %zu, max %zu -> %s\n",
+            split_names[sp], n, n == 1 ? "" : "s", nheld, mean, n ? lens[(n * 95 + 99) / 100 - 1] : 0,
+            n ? lens[n - 1] : 0, path);
+}
 
 // The hashes of the texts written so far: a set, open addressing with linear probing in a
 // power-of-two table at most half full (slot 0 = empty; the hash 0 is a flag of its own).
@@ -320,8 +331,7 @@ static int generate(const char *dir, uint64_t seed, const int count[3]) {
     make_dir(dir);
     TextSet used = { 0 };
     long draws = 0;
-    Sample s = { 0 };
-    em_init(&s.code, 4);
+    Sample s = { 0 }; // sample_text sets up s.code
     for (int sp = 0; sp < 3; sp++) {
         Rng r = rng_seeded(seed, 1000 + (uint64_t)sp);
         Buf out = { 0 };
@@ -338,13 +348,7 @@ static int generate(const char *dir, uint64_t seed, const int count[3]) {
         }
         const char *path = path_in(dir, fmt("%s.jsonl", split_names[sp]));
         write_file(path, out.s, out.len);
-        double mean = 0;
-        for (int i = 0; i < n; i++) mean += (double)lens[i];
-        mean = n ? mean / n : 0;
-        qsort(lens, (size_t)n, sizeof *lens, cmp_size); // p95: the nearest rank, ceil(0.95 n)
-        fprintf(stderr, "%s: %d sample%s (%d held-out combinations), target chars mean %.0f, p95 %zu, max %zu -> %s\n",
-                split_names[sp], n, n == 1 ? "" : "s", nheld, mean, n ? lens[(n * 95 + 99) / 100 - 1] : 0,
-                n ? lens[n - 1] : 0, path);
+        split_report(sp, lens, n, nheld, path);
         buf_free(&out);
         free(lens);
     }
@@ -574,20 +578,32 @@ static void run_reference(const Task *t, void *const *in, const char *dir) {
     }
 }
 
+// Line index (0-based, blank lines not counted) of text[0..len) and its length; NULL when
+// there are fewer lines (*nlines: how many).
+static const char *nth_line(const char *text, size_t len, long index, size_t *llen, long *nlines) {
+    long k = 0;
+    for (size_t i = 0, j; i < len; i = j + 1) {
+        j = i + strcspn(text + i, "\n");
+        if (j > i && k++ == index) {
+            *llen = j - i;
+            return text + i;
+        }
+    }
+    *nlines = k;
+    return NULL;
+}
+
 // --materialize: line `index` of DIR/SPLIT.jsonl (0-based, blank lines not counted) into
 // WORKDIR: its inputs, expected outputs, spec.json (with the sample's id) and reference.cu.
 // An error dies (exit 2), as in --reference.
 static void materialize(const char *cdir, const char *split, long index, const char *wdir) {
     char path[4200];
     size_t len, llen = 0;
+    long nlines = 0;
     snprintf(path, sizeof path, "%s/%s.jsonl", cdir, split);
-    char *text = read_or_die(path, &len), *line = NULL;
-    long k = 0;
-    for (size_t i = 0, j; i < len && !line; i = j + 1) {
-        j = i + strcspn(text + i, "\n");
-        if (j > i && k++ == index) line = text + i, llen = j - i;
-    }
-    if (!line) die("%s has %ld samples, no index %ld", path, k, index);
+    char *text = read_or_die(path, &len);
+    const char *line = nth_line(text, len, index, &llen, &nlines);
+    if (!line) die("%s has %ld samples, no index %ld", path, nlines, index);
     CusetJDoc obj;
     Task t;
     const char *why = NULL;
@@ -717,6 +733,13 @@ static void usage(int asked) {
     exit(asked ? 0 : 2);
 }
 
+// Whether argument a is flag, a flag that takes a value: dies when a is the last argument.
+static int is_flag_with_value(const char *a, const char *flag, int has_value) {
+    if (strcmp(a, flag) != 0) return 0;
+    if (!has_value) die("%s needs a value", flag);
+    return 1;
+}
+
 static long parse_long(const char *s, const char *flag, long lo, long hi) {
     char *end;
     errno = 0;
@@ -743,8 +766,7 @@ static int emit_family(const char *name, uint64_t seed, int prompt) {
     const Family *f = family_by_name(name);
     if (!f) die("unknown family '%s' (--list lists them)", name);
     Rng r = rng_seeded(seed, hash_str(f->name, 77)); // styles differ between families for one seed
-    Sample s = { 0 };
-    em_init(&s.code, 4);
+    Sample s = { 0 }; // sample_text sets up s.code
     task_draw(&s.t, f, &r);
     sample_text(&s);
     if (prompt) fprintf(stderr, "%s\n", s.prompt.s);
@@ -774,23 +796,22 @@ int main(int argc, char **argv) {
         int has = i + 1 < argc;
         for (int k = 0; k < NELEM(options); k++)
             if (strcmp(a, options[k]) == 0) given |= 1u << k;
-#define ARG(name) (strcmp(a, name) == 0 && (has || (die("%s needs a value", name), 0)))
         const char **dst = NULL; // the flags whose value is kept as it is
         for (int k = 0; k < NELEM(text_flags); k++)
-            if (ARG(text_flags[k].flag)) dst = text_flags[k].value;
+            if (is_flag_with_value(a, text_flags[k].flag, has)) dst = text_flags[k].value;
         if (dst) *dst = argv[++i];
-        else if (ARG("--seed")) {
+        else if (is_flag_with_value(a, "--seed", has)) {
             char *end;
             errno = 0;
             seed = strtoull(argv[++i], &end, 10);
             if (errno || *end || end == argv[i] || argv[i][0] == '-')
                 die("--seed: expected a whole number, got '%s'", argv[i]);
-        } else if (ARG("--train")) count[0] = (int)parse_long(argv[++i], a, 0, 10000000);
-        else if (ARG("--val")) count[1] = (int)parse_long(argv[++i], a, 0, 10000000);
-        else if (ARG("--test")) count[2] = (int)parse_long(argv[++i], a, 0, 10000000);
-        else if (ARG("--index")) index = parse_long(argv[++i], a, 0, 1000000000);
-        else if (ARG("--families")) families_keep(argv[++i]);
-        else if (ARG("--style")) {
+        } else if (is_flag_with_value(a, "--train", has)) count[0] = (int)parse_long(argv[++i], a, 0, 10000000);
+        else if (is_flag_with_value(a, "--val", has)) count[1] = (int)parse_long(argv[++i], a, 0, 10000000);
+        else if (is_flag_with_value(a, "--test", has)) count[2] = (int)parse_long(argv[++i], a, 0, 10000000);
+        else if (is_flag_with_value(a, "--index", has)) index = parse_long(argv[++i], a, 0, 1000000000);
+        else if (is_flag_with_value(a, "--families", has)) families_keep(argv[++i]);
+        else if (is_flag_with_value(a, "--style", has)) {
             const char *v = argv[++i];
             if (strcmp(v, "plain") && strcmp(v, "varied")) die("--style: plain or varied, got '%s'", v);
             plain_style = strcmp(v, "plain") == 0;
@@ -799,7 +820,6 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--prompt") == 0) prompt = 1;
         else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) usage(1);
         else die("unknown argument '%s' (--help lists the commands)", a);
-#undef ARG
     }
     int commands = (out != NULL) + (mat != NULL) + (cmp != NULL) + (ref != NULL) + (emit != NULL) + list;
     if (commands == 0) usage(0);
