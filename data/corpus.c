@@ -181,17 +181,12 @@ static int instance_split(uint64_t hash) {
 // finished program; span_names are their names, indexed by CusetSpanKind.
 static const char *const span_names[] = { "?", "global", "device", "launch", "dim3" };
 static void json_line(Buf *b, const Sample *s, const char *id) {
-    const char *combo = combo_key(&s->t);
     CusetSpan *sp = NULL;
     size_t nsp = cuset_annotate(s->code.b.s, s->code.b.len, &sp);
-    json_key(b, "{", "prompt");
-    json_str(b, s->prompt.s, s->prompt.len);
-    json_key(b, ",", "completion");
-    json_str(b, s->code.b.s, s->code.b.len);
-    json_key(b, ",", "family");
-    json_str(b, s->t.fam->name, strlen(s->t.fam->name));
-    json_key(b, ",", "id");
-    json_str(b, id, strlen(id));
+    json_key_str(b, "{", "prompt", s->prompt.s);
+    json_key_str(b, ",", "completion", s->code.b.s);
+    json_key_str(b, ",", "family", s->t.fam->name);
+    json_key_str(b, ",", "id", id);
     json_key(b, ",", "spans");
     buf_puts(b, "[");
     for (size_t k = 0; k < nsp; k++)
@@ -199,8 +194,7 @@ static void json_line(Buf *b, const Sample *s, const char *id) {
     arrfree(sp);
     json_key(b, "],", "spec");
     json_spec(b, &s->t);
-    json_key(b, ",", "combo");
-    json_str(b, combo, strlen(combo));
+    json_key_str(b, ",", "combo", combo_key(&s->t));
     buf_printf(b, ",\"heldout\":%s}\n", s->heldout ? "true" : "false");
 }
 
@@ -626,8 +620,7 @@ static void materialize(const char *cdir, const char *split, long index, const c
     Buf b = { 0 };
     json_spec(&b, &t);
     b.len--; // reopen the object to add the sample id
-    json_key(&b, ",", "id");
-    json_str(&b, id, strlen(id));
+    json_key_str(&b, ",", "id", id);
     buf_puts(&b, "}\n");
     write_file(path_in(wdir, "spec.json"), b.s, b.len);
     buf_free(&b);

@@ -1270,14 +1270,22 @@ static void json_num(Buf *b, double v) {
     }
     buf_puts(b, s);
 }
+// A member with a string value, `,"key":"value"`, and one with a number value.
+static void json_key_str(Buf *b, const char *sep, const char *key, const char *value) {
+    json_key(b, sep, key);
+    json_str(b, value, strlen(value));
+}
+static void json_key_num(Buf *b, const char *sep, const char *key, double v) {
+    json_key(b, sep, key);
+    json_num(b, v);
+}
 
 // The spec object: family, params, inputs (with how their data is drawn), outputs, seed,
 // tolerance.
 static void json_spec(Buf *b, const Task *t) {
     const Family *f = t->fam;
     int n = 0;
-    json_key(b, "{", "family");
-    json_str(b, f->name, strlen(f->name));
+    json_key_str(b, "{", "family", f->name);
     json_key(b, ",", "params");
     buf_puts(b, "{");
     for (int k = 0; f->ip[k].name; k++) {
@@ -1285,33 +1293,25 @@ static void json_spec(Buf *b, const Task *t) {
         if (f->ip[k].values) json_str(b, f->ip[k].values[t->p[k]], strlen(f->ip[k].values[t->p[k]]));
         else buf_printf(b, "%d", t->p[k]);
     }
-    for (int k = 0; f->fp && f->fp[k]; k++) {
-        json_key(b, n++ ? "," : "", f->fp[k]);
-        json_num(b, t->f[k]);
-    }
+    for (int k = 0; f->fp && f->fp[k]; k++) json_key_num(b, n++ ? "," : "", f->fp[k], t->f[k]);
     buf_puts(b, "},\"inputs\":[");
     for (int k = 0; k < t->nin + t->nout; k++) {
         const Tensor *x = tensor_at(t, k);
         buf_puts(b, k == t->nin ? "],\"outputs\":[" : k ? "," : "");
-        json_key(b, "{", "name");
-        json_str(b, x->name, strlen(x->name));
+        json_key_str(b, "{", "name", x->name);
         buf_printf(b, ",\"dtype\":\"%s\",\"shape\":[", dt_names[x->dt]);
         for (int d = 0; d < x->ndim; d++) buf_printf(b, "%s%ld", d ? "," : "", x->shape[d]);
         buf_puts(b, "]");
         if (k < t->nin) {
-            json_key(b, ",", "lo");
-            json_num(b, x->lo);
-            json_key(b, ",", "hi");
-            json_num(b, x->hi);
+            json_key_num(b, ",", "lo", x->lo);
+            json_key_num(b, ",", "hi", x->hi);
             buf_printf(b, ",\"integer\":%s,\"gen\":\"%s\"", x->integer ? "true" : "false", gen_names[x->gen]);
         }
         buf_puts(b, "}");
     }
     buf_printf(b, "],\"seed\":%llu", (unsigned long long)t->seed);
-    json_key(b, ",", "atol");
-    json_num(b, t->atol);
-    json_key(b, ",", "rtol");
-    json_num(b, t->rtol);
+    json_key_num(b, ",", "atol", t->atol);
+    json_key_num(b, ",", "rtol", t->rtol);
     buf_puts(b, "}");
 }
 
