@@ -750,13 +750,16 @@ static void host_call(Emit *e, const Task *t, const char *f, ...) {
     va_end(ap);
     em_line(e, "%s", checked(t, call));
 }
+// The allocation of device buffer name, bytes long: the cudaMalloc call, checked (its
+// pointer cast to void ** in programs that leave the pointers uninitialised).
+static const char *malloc_call(const Task *t, const char *name, const char *bytes) {
+    return checked(t, fmt("cudaMalloc(%s&%s, %s)", t->st.nullinit == 2 ? "(void **)" : "", name, bytes));
+}
 // The declaration and allocation of a device buffer of count elements of ctype (a
 // family's scratch buffer), two statements.
 static const char *dev_alloc(const Task *t, const char *ctype, const char *name, const char *count) {
     const char *init = t->st.nullinit == 0 ? " = nullptr" : t->st.nullinit == 1 ? " = NULL" : "";
-    const char *call =
-        fmt("cudaMalloc(%s&%s, %s)", t->st.nullinit == 2 ? "(void **)" : "", name, count_bytes(count, ctype));
-    return fmt("%s *%s%s;\n%s", ctype, name, init, checked(t, call));
+    return fmt("%s *%s%s;\n%s", ctype, name, init, malloc_call(t, name, count_bytes(count, ctype)));
 }
 
 // The grid of a 1-D launch: `threads` threads a block over n elements, at most cap blocks
@@ -1043,9 +1046,7 @@ static void main_inputs(Emit *e, const Task *t, const struct Host *h) {
     if (t->st.cmt != CMT_NONE) em_line(e, "// Device buffers");
     const char *init = t->st.nullinit == 0 && is_cpp(t) ? " = nullptr" : t->st.nullinit <= 1 ? " = NULL" : "";
     for (int k = 0; k < n; k++) em_line(e, "%s *%s%s;", dt_ctypes[tensor_at(t, k)->dt], dev_buf(h, k), init);
-    for (int k = 0; k < n; k++)
-        host_call(e, t, "cudaMalloc(%s&%s, %s)", t->st.nullinit == 2 ? "(void **)" : "", dev_buf(h, k),
-                  bytes_expr(t, tensor_at(t, k)));
+    for (int k = 0; k < n; k++) em_line(e, "%s", malloc_call(t, dev_buf(h, k), bytes_expr(t, tensor_at(t, k))));
     for (int k = 0; k < t->nin; k++)
         host_call(e, t, "cudaMemcpy(%s, %s%s, %s, cudaMemcpyHostToDevice)", h->in[k], hname(t, t->in[k].name),
                   is_cpp(t) ? ".data()" : "", bytes_expr(t, &t->in[k]));
