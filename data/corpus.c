@@ -497,11 +497,10 @@ static const char *task_from_spec(const CusetJDoc *d, int spec, Task *t) {
 
 // The task of WORKDIR/spec.json (dies when it cannot make one).
 static void spec_load(const char *dir, Task *t) {
-    char path[4200];
+    const char *path = path_in(dir, "spec.json");
     size_t len;
     CusetJDoc spec;
     const char *why = NULL;
-    snprintf(path, sizeof path, "%s/spec.json", dir);
     char *text = read_or_die(path, &len);
     if (jparse_text(text, len, &spec, &why) == 0) {
         why = task_from_spec(&spec, 0, t);
@@ -587,14 +586,32 @@ static const char *nth_line(const char *text, size_t len, long index, size_t *ll
     return NULL;
 }
 
+// Task t's files in WORKDIR: its inputs (NAME.bin), expected outputs (NAME.expected.bin)
+// and spec.json, with the sample's id.
+static void write_task(const Task *t, const char *id, const char *wdir) {
+    void *in[MAX_T];
+    for (int j = 0; j < t->nin; j++) {
+        in[j] = make_input(&t->in[j], t->seed, j);
+        write_file(path_in(wdir, fmt("%s.bin", t->in[j].name)), in[j], tensor_bytes(&t->in[j]));
+    }
+    run_reference(t, in, wdir);
+    for (int j = 0; j < t->nin; j++) free(in[j]);
+    Buf b = { 0 };
+    json_spec(&b, t);
+    b.len--; // reopen the object to add the sample id
+    json_key_str(&b, ",", "id", id);
+    buf_puts(&b, "}\n");
+    write_file(path_in(wdir, "spec.json"), b.s, b.len);
+    buf_free(&b);
+}
+
 // --materialize: line `index` of DIR/SPLIT.jsonl (0-based, blank lines not counted) into
 // WORKDIR: its inputs, expected outputs, spec.json (with the sample's id) and reference.cu.
 // An error dies (exit 2), as in --reference.
 static void materialize(const char *cdir, const char *split, long index, const char *wdir) {
-    char path[4200];
+    const char *path = path_in(cdir, fmt("%s.jsonl", split));
     size_t len, llen = 0;
     long nlines = 0;
-    snprintf(path, sizeof path, "%s/%s.jsonl", cdir, split);
     char *text = read_or_die(path, &len);
     const char *line = nth_line(text, len, index, &llen, &nlines);
     if (!line) die("%s has %ld samples, no index %ld", path, nlines, index);
@@ -610,20 +627,7 @@ static void materialize(const char *cdir, const char *split, long index, const c
     const char *completion = jstr(&obj, 0, "completion"), *id = jstr(&obj, 0, "id");
     if (!id) id = "";
     make_dir(wdir);
-    void *in[MAX_T];
-    for (int j = 0; j < t.nin; j++) {
-        in[j] = make_input(&t.in[j], t.seed, j);
-        write_file(path_in(wdir, fmt("%s.bin", t.in[j].name)), in[j], tensor_bytes(&t.in[j]));
-    }
-    run_reference(&t, in, wdir);
-    for (int j = 0; j < t.nin; j++) free(in[j]);
-    Buf b = { 0 };
-    json_spec(&b, &t);
-    b.len--; // reopen the object to add the sample id
-    json_key_str(&b, ",", "id", id);
-    buf_puts(&b, "}\n");
-    write_file(path_in(wdir, "spec.json"), b.s, b.len);
-    buf_free(&b);
+    write_task(&t, id, wdir);
     if (completion) write_file(path_in(wdir, "reference.cu"), completion, strlen(completion));
     fprintf(stderr, "%s %s:%ld (%s) -> %s: %d inputs, %d outputs\n", id, split, index, t.fam->name, wdir, t.nin,
             t.nout);
