@@ -818,21 +818,23 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) usage(1);
         else die("unknown argument '%s' (--help lists the commands)", a);
     }
-    int commands = (out != NULL) + (mat != NULL) + (cmp != NULL) + (ref != NULL) + (emit != NULL) + list;
-    if (commands == 0) usage(0);
-    if (commands > 1)
+    // The one command given (c), and the options it takes.
+    const struct { const char *flag; int given; unsigned takes; } commands[] = {
+        { "--out", out != NULL, TAKES_OUT },         { "--materialize", mat != NULL, TAKES_MATERIALIZE },
+        { "--compare", cmp != NULL, 0 },             { "--reference", ref != NULL, 0 },
+        { "--emit-family", emit != NULL, TAKES_EMIT }, { "--list", list, 0 } };
+    int ncommands = 0, c = 0;
+    for (int k = 0; k < NELEM(commands); k++) {
+        ncommands += commands[k].given;
+        if (commands[k].given) c = k;
+    }
+    if (ncommands == 0) usage(0);
+    if (ncommands > 1)
         die("%d commands given; give one of --out, --materialize, --compare, --reference, --emit-family, --list",
-            commands);
-    const char *command = out    ? "--out"
-                          : emit ? "--emit-family"
-                          : mat  ? "--materialize"
-                          : list ? "--list"
-                          : cmp  ? "--compare"
-                                 : "--reference";
-    unsigned takes = out ? TAKES_OUT : emit ? TAKES_EMIT : mat ? TAKES_MATERIALIZE : 0;
+            ncommands);
     for (int k = 0; k < NELEM(options); k++)
-        if (given & ~takes & (1u << k))
-            die("%s does not go with %s (--help lists each command's options)", options[k], command);
+        if (given & ~commands[c].takes & (1u << k))
+            die("%s does not go with %s (--help lists each command's options)", options[k], commands[c].flag);
     if (list) return list_families();
     if (cmp) return compare(cmp);
     if (ref) { reference(ref); return 0; }
