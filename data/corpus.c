@@ -461,15 +461,13 @@ static const char *task_from_spec(const CusetJDoc *d, int spec, Task *t) {
         if ((why = read_param(t, d->text + d->node[c].key, &d->node[c], cuset_jdoc_str(d, c)))) return why;
     int nin = arrs[0] < 0 ? -1 : cuset_jdoc_count(d, arrs[0]), nout = arrs[1] < 0 ? -1 : cuset_jdoc_count(d, arrs[1]);
     if (nin < 0 || nout < 0 || nin > MAX_T || nout > MAX_T) return "spec without \"inputs\" and \"outputs\" arrays";
-    int item[2 * MAX_T], n = 0; // the tensors' nodes, inputs then outputs
-    for (int a = 0; a < 2; a++)
-        for (int c = arrs[a] + 1; c < d->node[arrs[a]].end; c = d->node[c].end) item[n++] = c;
-    for (int k = 0; k < n; k++) {
-        if ((why = read_tensor(d, item[k], &js[k], k < nin))) return why;
-        if (tensor_count(&js[k]) > 100000000L) return fmt("%s: too large", js[k].name); // before the reference
-        Tensor *named = k < nin ? &t->in[k] : &t->out[k - nin]; // layout keeps the names
-        memcpy(named->name, js[k].name, sizeof named->name);
-    }
+    for (int a = 0, k = 0; a < 2; a++) // the tensors: inputs (a = 0), then outputs
+        for (int c = arrs[a] + 1; c < d->node[arrs[a]].end; c = d->node[c].end, k++) {
+            if ((why = read_tensor(d, c, &js[k], a == 0))) return why;
+            if (tensor_count(&js[k]) > 100000000L) return fmt("%s: too large", js[k].name); // before the reference
+            Tensor *named = a == 0 ? &t->in[k] : &t->out[k - nin]; // layout keeps the names
+            memcpy(named->name, js[k].name, sizeof named->name);
+        }
     t->fam->layout(t);
     if (t->nin != nin || t->nout != nout)
         return fmt("%s with these params has %d inputs and %d outputs, the spec lists %d and %d", t->fam->name,
