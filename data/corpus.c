@@ -331,12 +331,12 @@ static int generate(const char *dir, uint64_t seed, const int count[3]) {
         Buf out = { 0 };
         size_t *lens = malloc(sizeof *lens * (size_t)(count[sp] + 1));
         int nheld = 0, n = count[sp];
-        for (int i = 0; i < n; i++) { // families take turns; half of test is held-out combinations:
-            char id[64];                // a family's turns alternate, whatever the number of families
+        // Families take turns; half of test is held-out combinations, and a family's turns
+        // alternate between the two, whatever the number of families.
+        for (int i = 0; i < n; i++) {
             int round = i / nfams, turn = i % nfams;
             sample_draw(&s, fams[(i + 3 * sp) % nfams], sp, sp == 2 && (round + turn) % 2 == 0, &r, &used, &draws);
-            snprintf(id, sizeof id, "%s-%05d", split_names[sp], i);
-            json_line(&out, &s, id);
+            json_line(&out, &s, fmt("%s-%05d", split_names[sp], i));
             lens[i] = s.code.b.len;
             nheld += s.heldout;
         }
@@ -376,6 +376,12 @@ static int jparse_text(const char *s, size_t n, CusetJDoc *d, const char **err) 
     return -1;
 }
 
+// Whether make_input draws whole numbers for tensor x: for the integer types, and for float
+// tensors marked integer.
+static int draws_whole(const Tensor *x) {
+    return x->integer || x->dt == DT_I32 || x->dt == DT_U32 || x->dt == DT_U8;
+}
+
 // A tensor of a spec (object node v): name, dtype and shape; inputs also how their data is
 // drawn.
 static const char *read_tensor(const CusetJDoc *d, int v, Tensor *x, int is_input) {
@@ -400,7 +406,7 @@ static const char *read_tensor(const CusetJDoc *d, int v, Tensor *x, int is_inpu
     // the range make_input draws from: within the type (whole floats exact in float32), and
     // holding a whole number where it draws whole numbers
     x->integer = in && in->num != 0;
-    int whole = x->integer || x->dt == DT_I32 || x->dt == DT_U32 || x->dt == DT_U8;
+    int whole = draws_whole(x);
     double most = x->dt == DT_F32 && whole ? 16777216.0 : dt_max[x->dt];
     double least = x->dt == DT_U32 || x->dt == DT_U8 ? 0 : x->dt == DT_I32 ? -most - 1 : -most;
     if (!lo || !hi || !(lo->num >= least && lo->num <= hi->num && hi->num <= most) ||
@@ -531,7 +537,7 @@ static void *make_input(const Tensor *x, uint64_t seed, int k) {
     }
     for (long i = 0; i < n; i++) {
         double v;
-        if (x->integer || x->dt == DT_I32 || x->dt == DT_U32 || x->dt == DT_U8) {
+        if (draws_whole(x)) {
             long lo = (long)ceil(x->lo), hi = (long)floor(x->hi);
             v = (double)(lo + (long)(rng_next(&r) % (uint64_t)(hi - lo + 1)));
         } else {
