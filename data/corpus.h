@@ -1013,18 +1013,24 @@ if (!$f || $call($h, sizeof($ct), $count, $f) != (size_t)$paren_count) {
 }
 fclose($f);
 )";
+// The host buffer of tensor x: "std::vector<float> h_x(n);" in C++ programs, else
+// "float *h_x = (float *)malloc(n * sizeof(float));".
+static const char *host_buffer(const Task *t, const Tensor *x) {
+    const char *ct = dt_ctypes[x->dt], *h = hname(t, x->name);
+    if (is_cpp(t)) return fmt("std::vector<%s> %s(%s);", ct, h, count_expr(t, x));
+    return fmt("%s *%s = (%s *)malloc(%s);", ct, h, ct, bytes_expr(t, x));
+}
 static void main_io(Emit *e, const Task *t, const Tensor *x, int read) {
     const char *ct = dt_ctypes[x->dt], *h = hname(t, x->name), *count = count_expr(t, x);
-    const char *alloc = fmt("%s *%s = (%s *)malloc(%s);", ct, h, ct, bytes_expr(t, x));
     if (is_cpp(t) && read)
         em_line(e, "std::vector<%s> %s = read_binary<%s>(\"%s.bin\", %s);", ct, h, ct, x->name, count);
     else if (is_cpp(t)) em_line(e, "write_binary(\"%s.bin\", %s);", x->name, h);
     else if (t->st.host == HOST_INLINE)
-        TPL(e, t, io_inline_tpl, "alloc", read ? alloc : "", "f", fmt("%c_%s", read ? 'f' : 'g', x->name), "x", x->name,
-            "mode", read ? "rb" : "wb", "call", read ? "fread" : "fwrite", "h", h, "ct", ct, "count", count,
-            "paren_count", paren(count), "what", read ? "read" : "write");
+        TPL(e, t, io_inline_tpl, "alloc", read ? host_buffer(t, x) : "", "f", fmt("%c_%s", read ? 'f' : 'g', x->name),
+            "x", x->name, "mode", read ? "rb" : "wb", "call", read ? "fread" : "fwrite", "h", h, "ct", ct,
+            "count", count, "paren_count", paren(count), "what", read ? "read" : "write");
     else {
-        if (read) em_line(e, "%s", alloc);
+        if (read) em_line(e, "%s", host_buffer(t, x));
         em_line(e, "%s(\"%s.bin\", %s, %s);", io_name(t, read), x->name, h, bytes_expr(t, x));
     }
 }
@@ -1035,13 +1041,8 @@ static void main_inputs(Emit *e, const Task *t, const struct Host *h) {
     int n = t->nin + t->nout;
     if (t->st.cmt != CMT_NONE)
         em_line(e, "// Inputs from %s", t->nin > 1 ? "their .bin files" : fmt("%s.bin", t->in[0].name));
-    for (int k = 0; k < n; k++) {
-        const Tensor *x = tensor_at(t, k);
-        const char *ct = dt_ctypes[x->dt], *hn = hname(t, x->name);
-        if (k < t->nin) main_io(e, t, x, 1);
-        else if (is_cpp(t)) em_line(e, "std::vector<%s> %s(%s);", ct, hn, count_expr(t, x));
-        else em_line(e, "%s *%s = (%s *)malloc(%s);", ct, hn, ct, bytes_expr(t, x));
-    }
+    for (int k = 0; k < t->nin; k++) main_io(e, t, &t->in[k], 1);
+    for (int k = 0; k < t->nout; k++) em_line(e, "%s", host_buffer(t, &t->out[k]));
     em_blank(e);
     if (t->st.cmt != CMT_NONE) em_line(e, "// Device buffers");
     const char *init = t->st.nullinit == 0 && is_cpp(t) ? " = nullptr" : t->st.nullinit <= 1 ? " = NULL" : "";
@@ -1133,6 +1134,23 @@ static void emit_main(Emit *e, const Task *t, const struct Host *h) {
     em_line(e, "}");
 }
 
+// The launcher function of HOST_LAUNCHER programs, run_SLUG: the family's launch as its body,
+// written first, since the function takes the sizes the body reads.
+static void emit_launcher(Emit *e, const Task *t, struct Host *h) {
+    Emit body;
+    em_init(&body, e->iw);
+    em_in(&body);
+    t->fam->launch(t, &body, h);
+    em_out(&body);
+    for (int k = 0; k < t->nsize; k++) h->launcher_sizes |= (unsigned)mentions(buf_str(&body.b), h->size[k]) << k;
+    em_comment(e, t, "Configures and launches the kernel(s); the caller synchronises.");
+    em_line(e, "static void run_%s(%s) {", t->slug, launcher_params(h));
+    buf_putn(&e->b, body.b.s, body.b.len);
+    em_line(e, "}");
+    em_blank(e);
+    em_free(&body);
+}
+
 // The whole program: a header comment (in some), the file top, the kernels, the file helpers
 // (before the kernels in some programs), the launcher function of HOST_LAUNCHER programs, main.
 static void emit_program(const Task *t, Emit *e) {
@@ -1156,20 +1174,7 @@ static void emit_program(const Task *t, Emit *e) {
     t->fam->kernels(t, e);
     em_blank(e);
     if (!helpers_first) emit_io_helpers(e, t);
-    if (s->host == HOST_LAUNCHER) { // the body first: the function takes the sizes it reads
-        Emit body;
-        em_init(&body, e->iw);
-        em_in(&body);
-        t->fam->launch(t, &body, &h);
-        em_out(&body);
-        for (int k = 0; k < t->nsize; k++) h.launcher_sizes |= (unsigned)mentions(buf_str(&body.b), h.size[k]) << k;
-        em_comment(e, t, "Configures and launches the kernel(s); the caller synchronises.");
-        em_line(e, "static void run_%s(%s) {", t->slug, launcher_params(&h));
-        buf_putn(&e->b, body.b.s, body.b.len);
-        em_line(e, "}");
-        em_blank(e);
-        em_free(&body);
-    }
+    if (s->host == HOST_LAUNCHER) emit_launcher(e, t, &h);
     emit_main(e, t, &h);
 }
 
