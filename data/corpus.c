@@ -741,6 +741,13 @@ static int is_flag_with_value(const char *a, const char *flag, int has_value) {
     return 1;
 }
 
+// Whether list (words separated by spaces) holds word w.
+static int has_word(const char *list, const char *w) {
+    for (int k = 0; k < word_count(list); k++)
+        if (strcmp(word(list, k), w) == 0) return 1;
+    return 0;
+}
+
 static long parse_long(const char *s, const char *flag, long lo, long hi) {
     char *end;
     errno = 0;
@@ -786,17 +793,15 @@ int main(int argc, char **argv) {
     const struct { const char *flag, **value; } text_flags[] = {
         { "--out", &out }, { "--materialize", &mat }, { "--split", &split }, { "--to", &to },
         { "--compare", &cmp }, { "--reference", &ref }, { "--emit-family", &emit } };
-    // The options given (bits in the order of options), and those each command takes.
+    // The options that go with some commands only (commands below says which), and whether given.
     static const char *const options[] = { "--seed", "--train", "--val", "--test", "--families", "--style",
                                            "--prompt", "--split", "--index", "--to" };
-    enum { TAKES_OUT = 0x3f /* --seed .. --style */, TAKES_EMIT = 0x61 /* --seed --style --prompt */,
-           TAKES_MATERIALIZE = 0x380 /* --split --index --to */ };
-    unsigned given = 0;
+    int given[NELEM(options)] = { 0 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has = i + 1 < argc;
         for (int k = 0; k < NELEM(options); k++)
-            if (strcmp(a, options[k]) == 0) given |= 1u << k;
+            if (strcmp(a, options[k]) == 0) given[k] = 1;
         const char **dst = NULL; // the flags whose value is kept as it is
         for (int k = 0; k < NELEM(text_flags); k++)
             if (is_flag_with_value(a, text_flags[k].flag, has)) dst = text_flags[k].value;
@@ -823,10 +828,13 @@ int main(int argc, char **argv) {
         else die("unknown argument '%s' (--help lists the commands)", a);
     }
     // The one command given (c), and the options it takes.
-    const struct { const char *flag; int given; unsigned takes; } commands[] = {
-        { "--out", out != NULL, TAKES_OUT },         { "--materialize", mat != NULL, TAKES_MATERIALIZE },
-        { "--compare", cmp != NULL, 0 },             { "--reference", ref != NULL, 0 },
-        { "--emit-family", emit != NULL, TAKES_EMIT }, { "--list", list, 0 } };
+    const struct { const char *flag; int given; const char *takes; } commands[] = {
+        { "--out", out != NULL, "--seed --train --val --test --families --style" },
+        { "--materialize", mat != NULL, "--split --index --to" },
+        { "--compare", cmp != NULL, "" },
+        { "--reference", ref != NULL, "" },
+        { "--emit-family", emit != NULL, "--seed --style --prompt" },
+        { "--list", list, "" } };
     int ncommands = 0, c = 0;
     for (int k = 0; k < NELEM(commands); k++) {
         ncommands += commands[k].given;
@@ -837,7 +845,7 @@ int main(int argc, char **argv) {
         die("%d commands given; give one of --out, --materialize, --compare, --reference, --emit-family, --list",
             ncommands);
     for (int k = 0; k < NELEM(options); k++)
-        if (given & ~commands[c].takes & (1u << k))
+        if (given[k] && !has_word(commands[c].takes, options[k]))
             die("%s does not go with %s (--help lists each command's options)", options[k], commands[c].flag);
     if (list) return list_families();
     if (cmp) return compare(cmp);
