@@ -1081,8 +1081,10 @@ static void main_launch(Emit *e, const Task *t, const struct Host *h) {
         em_line(e, "cudaError_t err = cudaGetLastError();");
         em_line(e, "if (err == cudaSuccess) err = cudaDeviceSynchronize();");
         em_line(e, "if (err != cudaSuccess) {");
-        em_line(e, "%*sfprintf(stderr, \"CUDA error: %%s\\n\", cudaGetErrorString(err));", t->st.iw, "");
-        em_line(e, "%*sreturn 1;", t->st.iw, "");
+        em_in(e);
+        em_line(e, "fprintf(stderr, \"CUDA error: %%s\\n\", cudaGetErrorString(err));");
+        em_line(e, "return 1;");
+        em_out(e);
         em_line(e, "}");
     } else {
         host_call(e, t, "cudaGetLastError()");
