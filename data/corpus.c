@@ -575,21 +575,6 @@ static void run_reference(const Task *t, void *const *in, const char *dir) {
     }
 }
 
-// Line index (0-based, blank lines not counted) of text[0..len) and its length; NULL when
-// there are fewer lines (*nlines: how many).
-static const char *nth_line(const char *text, size_t len, long index, size_t *llen, long *nlines) {
-    long k = 0;
-    for (size_t i = 0, j; i < len; i = j + 1) {
-        j = i + strcspn(text + i, "\n");
-        if (j > i && k++ == index) {
-            *llen = j - i;
-            return text + i;
-        }
-    }
-    *nlines = k;
-    return NULL;
-}
-
 // Task t's files in WORKDIR: its inputs (NAME.bin), expected outputs (NAME.expected.bin)
 // and spec.json, with the sample's id.
 static void write_task(const Task *t, const char *id, const char *wdir) {
@@ -615,10 +600,13 @@ static void write_task(const Task *t, const char *id, const char *wdir) {
 static void materialize(const char *cdir, const char *split, long index, const char *wdir) {
     const char *path = path_in(cdir, fmt("%s.jsonl", split));
     size_t len, llen = 0;
-    long nlines = 0;
-    char *text = read_or_die(path, &len);
-    const char *line = nth_line(text, len, index, &llen, &nlines);
-    if (!line) die("%s has %ld samples, no index %ld", path, nlines, index);
+    char *text = read_or_die(path, &len), *line = NULL;
+    long k = 0;
+    for (size_t i = 0, j; i < len && !line; i = j + 1) {
+        j = i + strcspn(text + i, "\n");
+        if (j > i && k++ == index) line = text + i, llen = j - i;
+    }
+    if (!line) die("%s has %ld samples, no index %ld", path, k, index);
     CusetJDoc obj;
     Task t;
     const char *why = NULL;
@@ -827,7 +815,7 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) usage(1);
         else die("unknown argument '%s' (--help lists the commands)", a);
     }
-    // The one command given (c), and the options it takes.
+    // The one command given (cmd), and the options it takes.
     const struct { const char *flag; int given; const char *takes; } commands[] = {
         { "--out", out != NULL, "--seed --train --val --test --families --style" },
         { "--materialize", mat != NULL, "--split --index --to" },
@@ -835,18 +823,18 @@ int main(int argc, char **argv) {
         { "--reference", ref != NULL, "" },
         { "--emit-family", emit != NULL, "--seed --style --prompt" },
         { "--list", list, "" } };
-    int ncommands = 0, c = 0;
+    int ncommands = 0, cmd = 0;
     for (int k = 0; k < NELEM(commands); k++) {
         ncommands += commands[k].given;
-        if (commands[k].given) c = k;
+        if (commands[k].given) cmd = k;
     }
     if (ncommands == 0) usage(0);
     if (ncommands > 1)
         die("%d commands given; give one of --out, --materialize, --compare, --reference, --emit-family, --list",
             ncommands);
     for (int k = 0; k < NELEM(options); k++)
-        if (given[k] && !has_word(commands[c].takes, options[k]))
-            die("%s does not go with %s (--help lists each command's options)", options[k], commands[c].flag);
+        if (given[k] && !has_word(commands[cmd].takes, options[k]))
+            die("%s does not go with %s (--help lists each command's options)", options[k], commands[cmd].flag);
     if (list) return list_families();
     if (cmp) return compare(cmp);
     if (ref) { reference(ref); return 0; }
