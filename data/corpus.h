@@ -1297,9 +1297,9 @@ static void json_spec(Buf *b, const Task *t) {
     json_key(b, ",", "params");
     buf_puts(b, "{");
     for (int k = 0; f->ip[k].name; k++) {
-        json_key(b, n++ ? "," : "", f->ip[k].name);
-        if (f->ip[k].values) json_str(b, f->ip[k].values[t->p[k]], strlen(f->ip[k].values[t->p[k]]));
-        else buf_printf(b, "%d", t->p[k]);
+        const char *sep = n++ ? "," : "";
+        if (f->ip[k].values) json_key_str(b, sep, f->ip[k].name, f->ip[k].values[t->p[k]]);
+        else json_key_num(b, sep, f->ip[k].name, t->p[k]); // a whole number: written as %d writes it
     }
     for (int k = 0; f->fp && f->fp[k]; k++) json_key_num(b, n++ ? "," : "", f->fp[k], t->f[k]);
     buf_puts(b, "},\"inputs\":[");
