@@ -376,11 +376,8 @@ static int jparse_text(const char *s, size_t n, CusetJDoc *d, const char **err) 
     return -1;
 }
 
-// Whether make_input draws whole numbers for tensor x: for the integer types, and for float
-// tensors marked integer.
-static int draws_whole(const Tensor *x) {
-    return x->integer || x->dt == DT_I32 || x->dt == DT_U32 || x->dt == DT_U8;
-}
+// Whether make_input draws whole numbers for x: integer types, and float tensors marked integer.
+static int draws_whole(const Tensor *x) { return x->integer || x->dt == DT_I32 || x->dt == DT_U32 || x->dt == DT_U8; }
 
 // A tensor of a spec (object node v): name, dtype and shape; inputs also how their data is
 // drawn.
