@@ -181,17 +181,12 @@ static int instance_split(uint64_t hash) {
 // finished program; span_names are their names, indexed by CusetSpanKind.
 static const char *const span_names[] = { "?", "global", "device", "launch", "dim3" };
 static void json_line(Buf *b, const Sample *s, const char *id) {
-    const char *combo = combo_key(&s->t);
     CusetSpan *sp = NULL;
     size_t nsp = cuset_annotate(s->code.b.s, s->code.b.len, &sp);
-    json_key(b, "{", "prompt");
-    json_str(b, s->prompt.s, s->prompt.len);
-    json_key(b, ",", "completion");
-    json_str(b, s->code.b.s, s->code.b.len);
-    json_key(b, ",", "family");
-    json_str(b, s->t.fam->name, strlen(s->t.fam->name));
-    json_key(b, ",", "id");
-    json_str(b, id, strlen(id));
+    json_key_str(b, "{", "prompt", s->prompt.s);
+    json_key_str(b, ",", "completion", s->code.b.s);
+    json_key_str(b, ",", "family", s->t.fam->name);
+    json_key_str(b, ",", "id", id);
     json_key(b, ",", "spans");
     buf_puts(b, "[");
     for (size_t k = 0; k < nsp; k++)
@@ -199,8 +194,7 @@ static void json_line(Buf *b, const Sample *s, const char *id) {
     arrfree(sp);
     json_key(b, "],", "spec");
     json_spec(b, &s->t);
-    json_key(b, ",", "combo");
-    json_str(b, combo, strlen(combo));
+    json_key_str(b, ",", "combo", combo_key(&s->t));
     buf_printf(b, ",\"heldout\":%s}\n", s->heldout ? "true" : "false");
 }
 
@@ -273,6 +267,17 @@ static int cmp_size(const void *a, const void *b) {
     size_t x = *(const size_t *)a, y = *(const size_t *)b;
     return x < y ? -1 : x > y;
 }
+// The line on split sp that generate prints: the samples, how many are held-out
+// combinations, and the programs' lengths lens[0..n) (mean, p95, max; sorts lens).
+static void split_report(int sp, size_t *lens, int n, int nheld, const char *path) {
+    double mean = 0;
+    for (int i = 0; i < n; i++) mean += (double)lens[i];
+    mean = n ? mean / n : 0;
+    qsort(lens, (size_t)n, sizeof *lens, cmp_size); // p95: the nearest rank, ceil(0.95 n)
+    fprintf(stderr, "%s: %d sample%s (%d held-out combinations), target chars mean %.0f, p95 %zu, max %zu -> %s\n",
+            split_names[sp], n, n == 1 ? "" : "s", nheld, mean, n ? lens[(n * 95 + 99) / 100 - 1] : 0,
+            n ? lens[n - 1] : 0, path);
+}
 
 // The hashes of the texts written so far: a set, open addressing with linear probing in a
 // power-of-two table at most half full (slot 0 = empty; the hash 0 is a flag of its own).
@@ -320,31 +325,24 @@ static int generate(const char *dir, uint64_t seed, const int count[3]) {
     make_dir(dir);
     TextSet used = { 0 };
     long draws = 0;
-    Sample s = { 0 };
-    em_init(&s.code, 4);
+    Sample s = { 0 }; // sample_text sets up s.code
     for (int sp = 0; sp < 3; sp++) {
         Rng r = rng_seeded(seed, 1000 + (uint64_t)sp);
         Buf out = { 0 };
         size_t *lens = malloc(sizeof *lens * (size_t)(count[sp] + 1));
         int nheld = 0, n = count[sp];
-        for (int i = 0; i < n; i++) { // families take turns; half of test is held-out combinations:
-            char id[64];                // a family's turns alternate, whatever the number of families
+        // Families take turns; half of test is held-out combinations, and a family's turns
+        // alternate between the two, whatever the number of families.
+        for (int i = 0; i < n; i++) {
             int round = i / nfams, turn = i % nfams;
             sample_draw(&s, fams[(i + 3 * sp) % nfams], sp, sp == 2 && (round + turn) % 2 == 0, &r, &used, &draws);
-            snprintf(id, sizeof id, "%s-%05d", split_names[sp], i);
-            json_line(&out, &s, id);
+            json_line(&out, &s, fmt("%s-%05d", split_names[sp], i));
             lens[i] = s.code.b.len;
             nheld += s.heldout;
         }
         const char *path = path_in(dir, fmt("%s.jsonl", split_names[sp]));
         write_file(path, out.s, out.len);
-        double mean = 0;
-        for (int i = 0; i < n; i++) mean += (double)lens[i];
-        mean = n ? mean / n : 0;
-        qsort(lens, (size_t)n, sizeof *lens, cmp_size); // p95: the nearest rank, ceil(0.95 n)
-        fprintf(stderr, "%s: %d sample%s (%d held-out combinations), target chars mean %.0f, p95 %zu, max %zu -> %s\n",
-                split_names[sp], n, n == 1 ? "" : "s", nheld, mean, n ? lens[(n * 95 + 99) / 100 - 1] : 0,
-                n ? lens[n - 1] : 0, path);
+        split_report(sp, lens, n, nheld, path);
         buf_free(&out);
         free(lens);
     }
@@ -378,6 +376,9 @@ static int jparse_text(const char *s, size_t n, CusetJDoc *d, const char **err) 
     return -1;
 }
 
+// Whether make_input draws whole numbers for x: integer types, and float tensors marked integer.
+static int draws_whole(const Tensor *x) { return x->integer || x->dt == DT_I32 || x->dt == DT_U32 || x->dt == DT_U8; }
+
 // A tensor of a spec (object node v): name, dtype and shape; inputs also how their data is
 // drawn.
 static const char *read_tensor(const CusetJDoc *d, int v, Tensor *x, int is_input) {
@@ -402,7 +403,7 @@ static const char *read_tensor(const CusetJDoc *d, int v, Tensor *x, int is_inpu
     // the range make_input draws from: within the type (whole floats exact in float32), and
     // holding a whole number where it draws whole numbers
     x->integer = in && in->num != 0;
-    int whole = x->integer || x->dt == DT_I32 || x->dt == DT_U32 || x->dt == DT_U8;
+    int whole = draws_whole(x);
     double most = x->dt == DT_F32 && whole ? 16777216.0 : dt_max[x->dt];
     double least = x->dt == DT_U32 || x->dt == DT_U8 ? 0 : x->dt == DT_I32 ? -most - 1 : -most;
     if (!lo || !hi || !(lo->num >= least && lo->num <= hi->num && hi->num <= most) ||
@@ -463,15 +464,13 @@ static const char *task_from_spec(const CusetJDoc *d, int spec, Task *t) {
         if ((why = read_param(t, d->text + d->node[c].key, &d->node[c], cuset_jdoc_str(d, c)))) return why;
     int nin = arrs[0] < 0 ? -1 : cuset_jdoc_count(d, arrs[0]), nout = arrs[1] < 0 ? -1 : cuset_jdoc_count(d, arrs[1]);
     if (nin < 0 || nout < 0 || nin > MAX_T || nout > MAX_T) return "spec without \"inputs\" and \"outputs\" arrays";
-    int item[2 * MAX_T], n = 0; // the tensors' nodes, inputs then outputs
-    for (int a = 0; a < 2; a++)
-        for (int c = arrs[a] + 1; c < d->node[arrs[a]].end; c = d->node[c].end) item[n++] = c;
-    for (int k = 0; k < n; k++) {
-        if ((why = read_tensor(d, item[k], &js[k], k < nin))) return why;
-        if (tensor_count(&js[k]) > 100000000L) return fmt("%s: too large", js[k].name); // before the reference
-        Tensor *named = k < nin ? &t->in[k] : &t->out[k - nin]; // layout keeps the names
-        memcpy(named->name, js[k].name, sizeof named->name);
-    }
+    for (int a = 0, k = 0; a < 2; a++) // the tensors: inputs (a = 0), then outputs
+        for (int c = arrs[a] + 1; c < d->node[arrs[a]].end; c = d->node[c].end, k++) {
+            if ((why = read_tensor(d, c, &js[k], a == 0))) return why;
+            if (tensor_count(&js[k]) > 100000000L) return fmt("%s: too large", js[k].name); // before the reference
+            Tensor *named = a == 0 ? &t->in[k] : &t->out[k - nin]; // layout keeps the names
+            memcpy(named->name, js[k].name, sizeof named->name);
+        }
     t->fam->layout(t);
     if (t->nin != nin || t->nout != nout)
         return fmt("%s with these params has %d inputs and %d outputs, the spec lists %d and %d", t->fam->name,
@@ -499,11 +498,10 @@ static const char *task_from_spec(const CusetJDoc *d, int spec, Task *t) {
 
 // The task of WORKDIR/spec.json (dies when it cannot make one).
 static void spec_load(const char *dir, Task *t) {
-    char path[4200];
+    const char *path = path_in(dir, "spec.json");
     size_t len;
     CusetJDoc spec;
     const char *why = NULL;
-    snprintf(path, sizeof path, "%s/spec.json", dir);
     char *text = read_or_die(path, &len);
     if (jparse_text(text, len, &spec, &why) == 0) {
         why = task_from_spec(&spec, 0, t);
@@ -536,7 +534,7 @@ static void *make_input(const Tensor *x, uint64_t seed, int k) {
     }
     for (long i = 0; i < n; i++) {
         double v;
-        if (x->integer || x->dt == DT_I32 || x->dt == DT_U32 || x->dt == DT_U8) {
+        if (draws_whole(x)) {
             long lo = (long)ceil(x->lo), hi = (long)floor(x->hi);
             v = (double)(lo + (long)(rng_next(&r) % (uint64_t)(hi - lo + 1)));
         } else {
@@ -574,13 +572,31 @@ static void run_reference(const Task *t, void *const *in, const char *dir) {
     }
 }
 
+// Task t's files in WORKDIR: its inputs (NAME.bin), expected outputs (NAME.expected.bin)
+// and spec.json, with the sample's id.
+static void write_task(const Task *t, const char *id, const char *wdir) {
+    void *in[MAX_T];
+    for (int j = 0; j < t->nin; j++) {
+        in[j] = make_input(&t->in[j], t->seed, j);
+        write_file(path_in(wdir, fmt("%s.bin", t->in[j].name)), in[j], tensor_bytes(&t->in[j]));
+    }
+    run_reference(t, in, wdir);
+    for (int j = 0; j < t->nin; j++) free(in[j]);
+    Buf b = { 0 };
+    json_spec(&b, t);
+    b.len--; // reopen the object to add the sample id
+    json_key_str(&b, ",", "id", id);
+    buf_puts(&b, "}\n");
+    write_file(path_in(wdir, "spec.json"), b.s, b.len);
+    buf_free(&b);
+}
+
 // --materialize: line `index` of DIR/SPLIT.jsonl (0-based, blank lines not counted) into
 // WORKDIR: its inputs, expected outputs, spec.json (with the sample's id) and reference.cu.
 // An error dies (exit 2), as in --reference.
 static void materialize(const char *cdir, const char *split, long index, const char *wdir) {
-    char path[4200];
+    const char *path = path_in(cdir, fmt("%s.jsonl", split));
     size_t len, llen = 0;
-    snprintf(path, sizeof path, "%s/%s.jsonl", cdir, split);
     char *text = read_or_die(path, &len), *line = NULL;
     long k = 0;
     for (size_t i = 0, j; i < len && !line; i = j + 1) {
@@ -600,21 +616,7 @@ static void materialize(const char *cdir, const char *split, long index, const c
     const char *completion = jstr(&obj, 0, "completion"), *id = jstr(&obj, 0, "id");
     if (!id) id = "";
     make_dir(wdir);
-    void *in[MAX_T];
-    for (int j = 0; j < t.nin; j++) {
-        in[j] = make_input(&t.in[j], t.seed, j);
-        write_file(path_in(wdir, fmt("%s.bin", t.in[j].name)), in[j], tensor_bytes(&t.in[j]));
-    }
-    run_reference(&t, in, wdir);
-    for (int j = 0; j < t.nin; j++) free(in[j]);
-    Buf b = { 0 };
-    json_spec(&b, &t);
-    b.len--; // reopen the object to add the sample id
-    json_key(&b, ",", "id");
-    json_str(&b, id, strlen(id));
-    buf_puts(&b, "}\n");
-    write_file(path_in(wdir, "spec.json"), b.s, b.len);
-    buf_free(&b);
+    write_task(&t, id, wdir);
     if (completion) write_file(path_in(wdir, "reference.cu"), completion, strlen(completion));
     fprintf(stderr, "%s %s:%ld (%s) -> %s: %d inputs, %d outputs\n", id, split, index, t.fam->name, wdir, t.nin,
             t.nout);
@@ -717,6 +719,20 @@ static void usage(int asked) {
     exit(asked ? 0 : 2);
 }
 
+// Whether argument a is flag, a flag that takes a value: dies when a is the last argument.
+static int is_flag_with_value(const char *a, const char *flag, int has_value) {
+    if (strcmp(a, flag) != 0) return 0;
+    if (!has_value) die("%s needs a value", flag);
+    return 1;
+}
+
+// Whether list (words separated by spaces) holds word w.
+static int has_word(const char *list, const char *w) {
+    for (int k = 0; k < word_count(list); k++)
+        if (strcmp(word(list, k), w) == 0) return 1;
+    return 0;
+}
+
 static long parse_long(const char *s, const char *flag, long lo, long hi) {
     char *end;
     errno = 0;
@@ -743,8 +759,7 @@ static int emit_family(const char *name, uint64_t seed, int prompt) {
     const Family *f = family_by_name(name);
     if (!f) die("unknown family '%s' (--list lists them)", name);
     Rng r = rng_seeded(seed, hash_str(f->name, 77)); // styles differ between families for one seed
-    Sample s = { 0 };
-    em_init(&s.code, 4);
+    Sample s = { 0 }; // sample_text sets up s.code
     task_draw(&s.t, f, &r);
     sample_text(&s);
     if (prompt) fprintf(stderr, "%s\n", s.prompt.s);
@@ -763,34 +778,31 @@ int main(int argc, char **argv) {
     const struct { const char *flag, **value; } text_flags[] = {
         { "--out", &out }, { "--materialize", &mat }, { "--split", &split }, { "--to", &to },
         { "--compare", &cmp }, { "--reference", &ref }, { "--emit-family", &emit } };
-    // The options given (bits in the order of options), and those each command takes.
+    // The options that go with some commands only (commands below says which), and whether given.
     static const char *const options[] = { "--seed", "--train", "--val", "--test", "--families", "--style",
                                            "--prompt", "--split", "--index", "--to" };
-    enum { TAKES_OUT = 0x3f /* --seed .. --style */, TAKES_EMIT = 0x61 /* --seed --style --prompt */,
-           TAKES_MATERIALIZE = 0x380 /* --split --index --to */ };
-    unsigned given = 0;
+    int given[NELEM(options)] = { 0 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has = i + 1 < argc;
         for (int k = 0; k < NELEM(options); k++)
-            if (strcmp(a, options[k]) == 0) given |= 1u << k;
-#define ARG(name) (strcmp(a, name) == 0 && (has || (die("%s needs a value", name), 0)))
+            if (strcmp(a, options[k]) == 0) given[k] = 1;
         const char **dst = NULL; // the flags whose value is kept as it is
         for (int k = 0; k < NELEM(text_flags); k++)
-            if (ARG(text_flags[k].flag)) dst = text_flags[k].value;
+            if (is_flag_with_value(a, text_flags[k].flag, has)) dst = text_flags[k].value;
         if (dst) *dst = argv[++i];
-        else if (ARG("--seed")) {
+        else if (is_flag_with_value(a, "--seed", has)) {
             char *end;
             errno = 0;
             seed = strtoull(argv[++i], &end, 10);
             if (errno || *end || end == argv[i] || argv[i][0] == '-')
                 die("--seed: expected a whole number, got '%s'", argv[i]);
-        } else if (ARG("--train")) count[0] = (int)parse_long(argv[++i], a, 0, 10000000);
-        else if (ARG("--val")) count[1] = (int)parse_long(argv[++i], a, 0, 10000000);
-        else if (ARG("--test")) count[2] = (int)parse_long(argv[++i], a, 0, 10000000);
-        else if (ARG("--index")) index = parse_long(argv[++i], a, 0, 1000000000);
-        else if (ARG("--families")) families_keep(argv[++i]);
-        else if (ARG("--style")) {
+        } else if (is_flag_with_value(a, "--train", has)) count[0] = (int)parse_long(argv[++i], a, 0, 10000000);
+        else if (is_flag_with_value(a, "--val", has)) count[1] = (int)parse_long(argv[++i], a, 0, 10000000);
+        else if (is_flag_with_value(a, "--test", has)) count[2] = (int)parse_long(argv[++i], a, 0, 10000000);
+        else if (is_flag_with_value(a, "--index", has)) index = parse_long(argv[++i], a, 0, 1000000000);
+        else if (is_flag_with_value(a, "--families", has)) families_keep(argv[++i]);
+        else if (is_flag_with_value(a, "--style", has)) {
             const char *v = argv[++i];
             if (strcmp(v, "plain") && strcmp(v, "varied")) die("--style: plain or varied, got '%s'", v);
             plain_style = strcmp(v, "plain") == 0;
@@ -799,23 +811,27 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--prompt") == 0) prompt = 1;
         else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) usage(1);
         else die("unknown argument '%s' (--help lists the commands)", a);
-#undef ARG
     }
-    int commands = (out != NULL) + (mat != NULL) + (cmp != NULL) + (ref != NULL) + (emit != NULL) + list;
-    if (commands == 0) usage(0);
-    if (commands > 1)
+    // The one command given (cmd), and the options it takes.
+    const struct { const char *flag; int given; const char *takes; } commands[] = {
+        { "--out", out != NULL, "--seed --train --val --test --families --style" },
+        { "--materialize", mat != NULL, "--split --index --to" },
+        { "--compare", cmp != NULL, "" },
+        { "--reference", ref != NULL, "" },
+        { "--emit-family", emit != NULL, "--seed --style --prompt" },
+        { "--list", list, "" } };
+    int ncommands = 0, cmd = 0;
+    for (int k = 0; k < NELEM(commands); k++) {
+        ncommands += commands[k].given;
+        if (commands[k].given) cmd = k;
+    }
+    if (ncommands == 0) usage(0);
+    if (ncommands > 1)
         die("%d commands given; give one of --out, --materialize, --compare, --reference, --emit-family, --list",
-            commands);
-    const char *command = out    ? "--out"
-                          : emit ? "--emit-family"
-                          : mat  ? "--materialize"
-                          : list ? "--list"
-                          : cmp  ? "--compare"
-                                 : "--reference";
-    unsigned takes = out ? TAKES_OUT : emit ? TAKES_EMIT : mat ? TAKES_MATERIALIZE : 0;
+            ncommands);
     for (int k = 0; k < NELEM(options); k++)
-        if (given & ~takes & (1u << k))
-            die("%s does not go with %s (--help lists each command's options)", options[k], command);
+        if (given[k] && !has_word(commands[cmd].takes, options[k]))
+            die("%s does not go with %s (--help lists each command's options)", options[k], commands[cmd].flag);
     if (list) return list_families();
     if (cmp) return compare(cmp);
     if (ref) { reference(ref); return 0; }

@@ -750,13 +750,16 @@ static void host_call(Emit *e, const Task *t, const char *f, ...) {
     va_end(ap);
     em_line(e, "%s", checked(t, call));
 }
+// The allocation of device buffer name, bytes long: the cudaMalloc call, checked (its
+// pointer cast to void ** in programs that leave the pointers uninitialised).
+static const char *malloc_call(const Task *t, const char *name, const char *bytes) {
+    return checked(t, fmt("cudaMalloc(%s&%s, %s)", t->st.nullinit == 2 ? "(void **)" : "", name, bytes));
+}
 // The declaration and allocation of a device buffer of count elements of ctype (a
 // family's scratch buffer), two statements.
 static const char *dev_alloc(const Task *t, const char *ctype, const char *name, const char *count) {
     const char *init = t->st.nullinit == 0 ? " = nullptr" : t->st.nullinit == 1 ? " = NULL" : "";
-    const char *call =
-        fmt("cudaMalloc(%s&%s, %s)", t->st.nullinit == 2 ? "(void **)" : "", name, count_bytes(count, ctype));
-    return fmt("%s *%s%s;\n%s", ctype, name, init, checked(t, call));
+    return fmt("%s *%s%s;\n%s", ctype, name, init, malloc_call(t, name, count_bytes(count, ctype)));
 }
 
 // The grid of a 1-D launch: `threads` threads a block over n elements, at most cap blocks
@@ -1010,18 +1013,24 @@ if (!$f || $call($h, sizeof($ct), $count, $f) != (size_t)$paren_count) {
 }
 fclose($f);
 )";
+// The host buffer of tensor x: "std::vector<float> h_x(n);" in C++ programs, else
+// "float *h_x = (float *)malloc(n * sizeof(float));".
+static const char *host_buffer(const Task *t, const Tensor *x) {
+    const char *ct = dt_ctypes[x->dt], *h = hname(t, x->name);
+    if (is_cpp(t)) return fmt("std::vector<%s> %s(%s);", ct, h, count_expr(t, x));
+    return fmt("%s *%s = (%s *)malloc(%s);", ct, h, ct, bytes_expr(t, x));
+}
 static void main_io(Emit *e, const Task *t, const Tensor *x, int read) {
     const char *ct = dt_ctypes[x->dt], *h = hname(t, x->name), *count = count_expr(t, x);
-    const char *alloc = fmt("%s *%s = (%s *)malloc(%s);", ct, h, ct, bytes_expr(t, x));
     if (is_cpp(t) && read)
         em_line(e, "std::vector<%s> %s = read_binary<%s>(\"%s.bin\", %s);", ct, h, ct, x->name, count);
     else if (is_cpp(t)) em_line(e, "write_binary(\"%s.bin\", %s);", x->name, h);
     else if (t->st.host == HOST_INLINE)
-        TPL(e, t, io_inline_tpl, "alloc", read ? alloc : "", "f", fmt("%c_%s", read ? 'f' : 'g', x->name), "x", x->name,
-            "mode", read ? "rb" : "wb", "call", read ? "fread" : "fwrite", "h", h, "ct", ct, "count", count,
-            "paren_count", paren(count), "what", read ? "read" : "write");
+        TPL(e, t, io_inline_tpl, "alloc", read ? host_buffer(t, x) : "", "f", fmt("%c_%s", read ? 'f' : 'g', x->name),
+            "x", x->name, "mode", read ? "rb" : "wb", "call", read ? "fread" : "fwrite", "h", h, "ct", ct,
+            "count", count, "paren_count", paren(count), "what", read ? "read" : "write");
     else {
-        if (read) em_line(e, "%s", alloc);
+        if (read) em_line(e, "%s", host_buffer(t, x));
         em_line(e, "%s(\"%s.bin\", %s, %s);", io_name(t, read), x->name, h, bytes_expr(t, x));
     }
 }
@@ -1032,20 +1041,13 @@ static void main_inputs(Emit *e, const Task *t, const struct Host *h) {
     int n = t->nin + t->nout;
     if (t->st.cmt != CMT_NONE)
         em_line(e, "// Inputs from %s", t->nin > 1 ? "their .bin files" : fmt("%s.bin", t->in[0].name));
-    for (int k = 0; k < n; k++) {
-        const Tensor *x = tensor_at(t, k);
-        const char *ct = dt_ctypes[x->dt], *hn = hname(t, x->name);
-        if (k < t->nin) main_io(e, t, x, 1);
-        else if (is_cpp(t)) em_line(e, "std::vector<%s> %s(%s);", ct, hn, count_expr(t, x));
-        else em_line(e, "%s *%s = (%s *)malloc(%s);", ct, hn, ct, bytes_expr(t, x));
-    }
+    for (int k = 0; k < t->nin; k++) main_io(e, t, &t->in[k], 1);
+    for (int k = 0; k < t->nout; k++) em_line(e, "%s", host_buffer(t, &t->out[k]));
     em_blank(e);
     if (t->st.cmt != CMT_NONE) em_line(e, "// Device buffers");
     const char *init = t->st.nullinit == 0 && is_cpp(t) ? " = nullptr" : t->st.nullinit <= 1 ? " = NULL" : "";
     for (int k = 0; k < n; k++) em_line(e, "%s *%s%s;", dt_ctypes[tensor_at(t, k)->dt], dev_buf(h, k), init);
-    for (int k = 0; k < n; k++)
-        host_call(e, t, "cudaMalloc(%s&%s, %s)", t->st.nullinit == 2 ? "(void **)" : "", dev_buf(h, k),
-                  bytes_expr(t, tensor_at(t, k)));
+    for (int k = 0; k < n; k++) em_line(e, "%s", malloc_call(t, dev_buf(h, k), bytes_expr(t, tensor_at(t, k))));
     for (int k = 0; k < t->nin; k++)
         host_call(e, t, "cudaMemcpy(%s, %s%s, %s, cudaMemcpyHostToDevice)", h->in[k], hname(t, t->in[k].name),
                   is_cpp(t) ? ".data()" : "", bytes_expr(t, &t->in[k]));
@@ -1079,8 +1081,10 @@ static void main_launch(Emit *e, const Task *t, const struct Host *h) {
         em_line(e, "cudaError_t err = cudaGetLastError();");
         em_line(e, "if (err == cudaSuccess) err = cudaDeviceSynchronize();");
         em_line(e, "if (err != cudaSuccess) {");
-        em_line(e, "%*sfprintf(stderr, \"CUDA error: %%s\\n\", cudaGetErrorString(err));", t->st.iw, "");
-        em_line(e, "%*sreturn 1;", t->st.iw, "");
+        em_in(e);
+        em_line(e, "fprintf(stderr, \"CUDA error: %%s\\n\", cudaGetErrorString(err));");
+        em_line(e, "return 1;");
+        em_out(e);
         em_line(e, "}");
     } else {
         host_call(e, t, "cudaGetLastError()");
@@ -1132,6 +1136,23 @@ static void emit_main(Emit *e, const Task *t, const struct Host *h) {
     em_line(e, "}");
 }
 
+// The launcher function of HOST_LAUNCHER programs, run_SLUG: the family's launch as its body,
+// written first, since the function takes the sizes the body reads.
+static void emit_launcher(Emit *e, const Task *t, struct Host *h) {
+    Emit body;
+    em_init(&body, e->iw);
+    em_in(&body);
+    t->fam->launch(t, &body, h);
+    em_out(&body);
+    for (int k = 0; k < t->nsize; k++) h->launcher_sizes |= (unsigned)mentions(buf_str(&body.b), h->size[k]) << k;
+    em_comment(e, t, "Configures and launches the kernel(s); the caller synchronises.");
+    em_line(e, "static void run_%s(%s) {", t->slug, launcher_params(h));
+    buf_putn(&e->b, body.b.s, body.b.len);
+    em_line(e, "}");
+    em_blank(e);
+    em_free(&body);
+}
+
 // The whole program: a header comment (in some), the file top, the kernels, the file helpers
 // (before the kernels in some programs), the launcher function of HOST_LAUNCHER programs, main.
 static void emit_program(const Task *t, Emit *e) {
@@ -1155,20 +1176,7 @@ static void emit_program(const Task *t, Emit *e) {
     t->fam->kernels(t, e);
     em_blank(e);
     if (!helpers_first) emit_io_helpers(e, t);
-    if (s->host == HOST_LAUNCHER) { // the body first: the function takes the sizes it reads
-        Emit body;
-        em_init(&body, e->iw);
-        em_in(&body);
-        t->fam->launch(t, &body, &h);
-        em_out(&body);
-        for (int k = 0; k < t->nsize; k++) h.launcher_sizes |= (unsigned)mentions(buf_str(&body.b), h.size[k]) << k;
-        em_comment(e, t, "Configures and launches the kernel(s); the caller synchronises.");
-        em_line(e, "static void run_%s(%s) {", t->slug, launcher_params(&h));
-        buf_putn(&e->b, body.b.s, body.b.len);
-        em_line(e, "}");
-        em_blank(e);
-        em_free(&body);
-    }
+    if (s->host == HOST_LAUNCHER) emit_launcher(e, t, &h);
     emit_main(e, t, &h);
 }
 
@@ -1270,48 +1278,48 @@ static void json_num(Buf *b, double v) {
     }
     buf_puts(b, s);
 }
+// A member with a string value, `,"key":"value"`, and one with a number value.
+static void json_key_str(Buf *b, const char *sep, const char *key, const char *value) {
+    json_key(b, sep, key);
+    json_str(b, value, strlen(value));
+}
+static void json_key_num(Buf *b, const char *sep, const char *key, double v) {
+    json_key(b, sep, key);
+    json_num(b, v);
+}
 
 // The spec object: family, params, inputs (with how their data is drawn), outputs, seed,
 // tolerance.
 static void json_spec(Buf *b, const Task *t) {
     const Family *f = t->fam;
     int n = 0;
-    json_key(b, "{", "family");
-    json_str(b, f->name, strlen(f->name));
+    json_key_str(b, "{", "family", f->name);
     json_key(b, ",", "params");
     buf_puts(b, "{");
     for (int k = 0; f->ip[k].name; k++) {
-        json_key(b, n++ ? "," : "", f->ip[k].name);
-        if (f->ip[k].values) json_str(b, f->ip[k].values[t->p[k]], strlen(f->ip[k].values[t->p[k]]));
-        else buf_printf(b, "%d", t->p[k]);
+        const char *sep = n++ ? "," : "";
+        if (f->ip[k].values) json_key_str(b, sep, f->ip[k].name, f->ip[k].values[t->p[k]]);
+        else json_key_num(b, sep, f->ip[k].name, t->p[k]); // a whole number: written as %d writes it
     }
-    for (int k = 0; f->fp && f->fp[k]; k++) {
-        json_key(b, n++ ? "," : "", f->fp[k]);
-        json_num(b, t->f[k]);
-    }
+    for (int k = 0; f->fp && f->fp[k]; k++) json_key_num(b, n++ ? "," : "", f->fp[k], t->f[k]);
     buf_puts(b, "},\"inputs\":[");
     for (int k = 0; k < t->nin + t->nout; k++) {
         const Tensor *x = tensor_at(t, k);
         buf_puts(b, k == t->nin ? "],\"outputs\":[" : k ? "," : "");
-        json_key(b, "{", "name");
-        json_str(b, x->name, strlen(x->name));
+        json_key_str(b, "{", "name", x->name);
         buf_printf(b, ",\"dtype\":\"%s\",\"shape\":[", dt_names[x->dt]);
         for (int d = 0; d < x->ndim; d++) buf_printf(b, "%s%ld", d ? "," : "", x->shape[d]);
         buf_puts(b, "]");
         if (k < t->nin) {
-            json_key(b, ",", "lo");
-            json_num(b, x->lo);
-            json_key(b, ",", "hi");
-            json_num(b, x->hi);
+            json_key_num(b, ",", "lo", x->lo);
+            json_key_num(b, ",", "hi", x->hi);
             buf_printf(b, ",\"integer\":%s,\"gen\":\"%s\"", x->integer ? "true" : "false", gen_names[x->gen]);
         }
         buf_puts(b, "}");
     }
     buf_printf(b, "],\"seed\":%llu", (unsigned long long)t->seed);
-    json_key(b, ",", "atol");
-    json_num(b, t->atol);
-    json_key(b, ",", "rtol");
-    json_num(b, t->rtol);
+    json_key_num(b, ",", "atol", t->atol);
+    json_key_num(b, ",", "rtol", t->rtol);
     buf_puts(b, "}");
 }
 
