@@ -685,7 +685,10 @@ static const char *fnum(double v) { return fmt(v == floor(v) && fabs(v) < 1e15 ?
 // The device and host variable names of a tensor or buffer n: d_x, x_d, dev_x, ...
 static const char *const dev_names[] = { "d_%s", "%s_d", "dev_%s", "%s_dev" };
 static const char *const host_names[] = { "h_%s", "%s_h", "host_%s", "%s_host" };
-static const char *dname(const Task *t, const char *n) { return fmt(dev_names[t->st.devname], n); }
+static const char *dname(const Task *t, const char *n) {
+    const char *s = fmt(dev_names[t->st.devname], n);
+    return strcmp(s, "dev_t") == 0 ? fmt("d_%s", n) : s; // dev_t is a type of <sys/types.h>: g++ -Wshadow warns
+}
 static const char *hname(const Task *t, const char *n) { return fmt(host_names[t->st.hostname], n); }
 
 // The program's name of size constant k: n (local), N (#define, constexpr), kN (global).
