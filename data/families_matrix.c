@@ -36,7 +36,6 @@ static void mx_f32(Tensor *x, long d0, long d1, int f0, int f1, double range) {
 static void mx_begin(Task *t, int nin, const char *const *dn, long v0, long v1, long v2) {
     t->nin = nin;
     t->nout = 1;
-    t->nsize = 0;
     add_size(t, dn[0], v0);
     add_size(t, dn[1], v1);
     if (v2 > 0) add_size(t, dn[2], v2);

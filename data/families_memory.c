@@ -71,7 +71,6 @@ static void gather_draw(Task *t, Rng *r) {
 
 static void gather_layout(Task *t) {
     int rows = t->p[G_OP] == 1, dim = rows ? t->p[G_D] : 0;
-    t->nsize = 0;
     t->nin = 2;
     t->nout = 1;
     int n = add_size(t, "n", t->p[G_N]), m = add_size(t, rows ? "vocab" : "m", t->p[G_M]);
@@ -222,7 +221,6 @@ static void scatter_draw(Task *t, Rng *r) {
 
 static void scatter_layout(Task *t) {
     int op = t->p[SC_OP];
-    t->nsize = 0;
     t->nin = 2;
     t->nout = 1;
     int n = add_size(t, "n", t->p[SC_N]);
@@ -326,7 +324,6 @@ static void hist_draw(Task *t, Rng *r) {
 }
 
 static void hist_layout(Task *t) {
-    t->nsize = 0;
     t->nin = t->nout = 1;
     int n = add_size(t, "n", t->p[H_N]), b = add_size(t, "bins", t->p[H_BINS]);
     tshape(&t->in[0], hist_op[t->p[H_OP]].dt, 1, t->p[H_N], 0, n, -1);

@@ -94,7 +94,6 @@ static void ro_names(Task *t, int nin, const char *const *names, const char *con
 // Input 0 is rows x cols (size constants 0 and 1); outputs: whole rows (matrix) or one
 // value per row.
 static void ro_layout(Task *t, int nin, int nout, DType dt) {
-    t->nsize = 0;
     t->nin = nin;
     t->nout = nout;
     int rr = add_size(t, "rows", t->p[RP_ROWS]), cc = add_size(t, "cols", t->p[RP_COLS]);
