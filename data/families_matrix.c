@@ -970,7 +970,7 @@ static void mxmw_kernels(const Task *t, Emit *e) {
 
 static void mxmw_launch(const Task *t, Emit *e, const Host *h) {
     int B = t->p[MXMW_BLOCK];
-    TPL(e, t, rw_row_launch[t->p[MXMW_CFG]], "block", fmt("%d", B), "warps", fmt("%d", B / 32), "rows", h->size[0],
+    TPL(e, t, ro_warp_launch_tpl[t->p[MXMW_CFG]], "block", fmt("%d", B), "warps", fmt("%d", B / 32), "rows", h->size[0],
         "k", t->kname[0], "args", kernel_args(h, 2));
 }
 

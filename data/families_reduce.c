@@ -378,23 +378,13 @@ static void rw_kernels(const Task *t, Emit *e) {
     }
 }
 
-static const char *const rw_row_launch[] = { R"(
-dim3 block($block);
-dim3 grid(($rows * 32 + block.x - 1) / block.x);
-$k<<<grid, block>>>($args);
-)", R"(
-const int warps_per_block = $warps;
-const int blocks = ($rows + warps_per_block - 1) / warps_per_block;
-$k<<<blocks, warps_per_block * 32>>>($args);
-)" };
-
 static void rw_launch(const Task *t, Emit *e, const Host *h) {
     int B = t->p[RW_BLOCK];
     if (!rw_is_row(t)) {
         launch_1d(e, t, t->kname[0], h->size[0], B, t->p[RW_CAP], kernel_args(h, 1));
         return;
     }
-    TPL(e, t, rw_row_launch[t->st.cfg & 1], "block", fmt("%d", B), "warps", fmt("%d", B / 32), "rows", h->size[0],
+    TPL(e, t, ro_warp_launch_tpl[t->st.cfg & 1], "block", fmt("%d", B), "warps", fmt("%d", B / 32), "rows", h->size[0],
         "k", t->kname[0], "args", kernel_args(h, 2));
 }
 

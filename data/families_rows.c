@@ -420,8 +420,8 @@ static const char *ro_lead(const Task *t, const char *body) {
     if (ro_map(t) == RO_THREAD) return body;
     return FRAG("if ($lead) {\n    $body\n}", "lead", ro_map(t) == RO_BLOCK ? "tid == 0" : "lane == 0", "body", body);
 }
-// The launch of a row kernel. smem: the dynamic shared bytes per thread ("sizeof(float)"),
-// for dynamic shared trees.
+// The launch of a row kernel, one block per row in two spellings. smem: the dynamic shared
+// bytes per thread ("sizeof(float)"), for dynamic shared trees.
 static const char *const ro_launch_tpl[] = { R"(
 const int threads = $threads;
 $smem
@@ -433,14 +433,17 @@ $smem
 dim3 grid($rows);
 dim3 block(threads);
 $k<<<grid, block$sm>>>($args);
+)" };
+// One warp per row, in two spellings: a grid of blocks of $block threads, or $warps warps a
+// block. reduce_warp and matvec_warp_per_row launch their warps per row so too.
+static const char *const ro_warp_launch_tpl[] = { R"(
+dim3 block($block);
+dim3 grid(($rows * 32 + block.x - 1) / block.x);
+$k<<<grid, block>>>($args);
 )", R"(
 const int warps_per_block = $warps;
 const int blocks = ($rows + warps_per_block - 1) / warps_per_block;
 $k<<<blocks, warps_per_block * 32>>>($args);
-)", R"(
-dim3 block($block);
-dim3 grid(($rows * 32 + block.x - 1) / block.x);
-$k<<<grid, block>>>($args);
 )" };
 static void ro_launch(Emit *e, const Task *t, const Host *h, const char *args, const char *smem) {
     int B = t->p[RP_BLOCK], dyn = ro_tree_shmem(t, RO_DYNAMIC);
@@ -448,7 +451,8 @@ static void ro_launch(Emit *e, const Task *t, const Host *h, const char *args, c
         launch_1d(e, t, t->kname[0], h->size[0], B, 0, args);
         return;
     }
-    TPL(e, t, ro_launch_tpl[2 * ro_map(t) + !(t->st.cfg & 1)], "rows", h->size[0], "args", args, "block", fmt("%d", B),
+    const char *tpl = ro_map(t) == RO_WARP ? ro_warp_launch_tpl[t->st.cfg & 1] : ro_launch_tpl[!(t->st.cfg & 1)];
+    TPL(e, t, tpl, "rows", h->size[0], "args", args, "block", fmt("%d", B),
         "warps", fmt("%d", B / 32), "threads", ro_tree_shmem(t, RO_DEFINE) ? "BLOCK_SIZE" : fmt("%d", B),
         "k", ro_tree_shmem(t, RO_TEMPLATE) ? fmt("%s<%d>", t->kname[0], B) : t->kname[0],
         "smem", dyn ? fmt("const size_t smem = threads * %s;", smem) : "", "sm", dyn ? ", smem" : "");
