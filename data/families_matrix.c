@@ -916,8 +916,8 @@ static void mxmw_describe(const Task *t, Buf *name, Buf *desc) {
                t->p[MXMW_VEC] ? " with float4 loads" : "", t->p[MXMW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync");
 }
 
-// Lanes stride over the row (scalar or float4 loads), then a shuffle reduction (reduce_warp's
-// rw_shuffle, rw_helper).
+// Lanes stride over the row (scalar or float4 loads), then a shuffle reduction (the row
+// families' ro_shfl_loop_tpl, reduce_warp's rw_helper).
 static const char mxmw_body_tpl[] = R"(
 $index
 if (row >= $R) return; // the whole warp leaves together
@@ -952,14 +952,14 @@ static void mxmw_kernels(const Task *t, Emit *e) {
                            : FRAG(rw_helper,
                                   "spec", t->p[MXMW_HELPER] == 1 ? "__device__ float" : "__inline__ __device__ float",
                                   "helper", t->kname[1],
-                                  "shuffle", FRAG(rw_shuffle, "step", fmt("v += %s;", fmt(sh, "v"))),
+                                  "shuffle", FRAG(ro_shfl_loop_tpl, "step", fmt("v += %s;", fmt(sh, "v"))),
                                   "comment", comment);
     const char *index =
         t->p[MXMW_KNAME] & 1
             ? "const int lane = threadIdx.x & 31;\nconst int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);"
             : "const int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;\nconst int lane = threadIdx.x % 32;";
     const char *reduce = t->p[MXMW_HELPER] ? fmt("sum = %s(sum);", t->kname[1])
-                                           : FRAG(rw_shuffle, "step", fmt("sum += %s;", fmt(sh, "sum")));
+                                           : FRAG(ro_shfl_loop_tpl, "step", fmt("sum += %s;", fmt(sh, "sum")));
     const char *body = FRAG(mxmw_body_tpl, "R", R, "y", y, "index", index,
                             "loop", FRAG(mxmw_loop_tpl[t->p[MXMW_VEC]], "A", A, "C", C, "x", x), "reduce", reduce,
                             "bias", t->p[MXMW_BIAS] ? fmt(" + %s[row]", t->in[2].name) : "");

@@ -171,21 +171,22 @@ static const char *ro_fn(const Task *t, const char *scope, const char *what) {
     return fmt(pick3(k, "%s_reduce_%s", "%sReduce%s", "%s_all%s"), scope, w);
 }
 
-// A shuffle loop over offsets 16..1 around step; with __shfl_down_sync lane 0 ends with the
-// result and broadcasts v (and i, unless NULL) to the warp.
-static const char ro_shfl_tpl[] = R"(
+// A shuffle loop over offsets 16..1 around step (reduce_warp and matvec_warp_per_row use it
+// too).
+static const char ro_shfl_loop_tpl[] = R"(
 #pragma unroll
 for (int offset = 16; offset > 0; offset >>= 1) {
     $step
 }
-$bcast_v
-$bcast_i
 )";
+// The loop; with __shfl_down_sync lane 0 ends with the result and broadcasts v (and i,
+// unless NULL) to the warp.
 static const char *ro_shfl(const Task *t, const char *step, const char *v, const char *i) {
     int down = t->p[RP_RED] == RO_DOWN;
     const char *bv = down ? fmt("%s = __shfl_sync(%s, %s, 0);", v, ro_mask(t), v) : "";
     const char *bi = down && i ? fmt("%s = __shfl_sync(%s, %s, 0);", i, ro_mask(t), i) : "";
-    return FRAG(ro_shfl_tpl, "step", step, "bcast_v", bv, "bcast_i", bi);
+    const char *loop = FRAG(ro_shfl_loop_tpl, "step", step);
+    return FRAG("$loop\n$bcast_v\n$bcast_i", "loop", loop, "bcast_v", bv, "bcast_i", bi);
 }
 // One combining step of v with the lane offset away.
 static const char *ro_step(const Task *t, const char *v, int op) {
