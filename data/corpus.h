@@ -867,6 +867,22 @@ static const char *kernel_params(const Task *t) {
     }
     return fmt("%s", s);
 }
+// A kernel t->kname[0] over the task's tensors (kernel_params), then the parameters rest (the
+// sizes, any scalars): what precedes it (macros, helpers), its comment, template head ("" for
+// none) and body.
+static const char kernel_tpl[] = R"(
+$pre
+/// $comment
+$template
+__global__ void $kname($params) {
+    $body
+}
+)";
+static void emit_kernel(Emit *e, const Task *t, const char *pre, const char *tmpl, const char *comment,
+                        const char *rest, const char *body) {
+    TPL(e, t, kernel_tpl, "pre", pre, "comment", comment, "template", tmpl, "kname", t->kname[0],
+        "params", fmt("%s, %s", kernel_params(t), rest), "body", body);
+}
 // The device buffers, then the size constants of the mask sizes (bit k: size[k]).
 static const char *buffer_size_args(const struct Host *h, unsigned sizes) {
     char s[512] = "";

@@ -116,7 +116,6 @@ static void map_draw(Task *t, Rng *r) {
 static void map_layout(Task *t) {
     const MapKind *k = map_kind(t);
     const MapOp *o = map_op(t);
-    t->nsize = 0;
     int n = add_size(t, "n", t->p[M_N]);
     t->nin = o->arity;
     for (int j = 0; j < o->arity; j++) {

@@ -36,7 +36,6 @@ static void mx_f32(Tensor *x, long d0, long d1, int f0, int f1, double range) {
 static void mx_begin(Task *t, int nin, const char *const *dn, long v0, long v1, long v2) {
     t->nin = nin;
     t->nout = 1;
-    t->nsize = 0;
     add_size(t, dn[0], v0);
     add_size(t, dn[1], v1);
     if (v2 > 0) add_size(t, dn[2], v2);
@@ -61,23 +60,6 @@ static void mx_sum_tol(Task *t, long len, double mag) {
 // Relative error allowance of a float sum of n values reduced on the GPU (per-thread
 // partial sums, block trees or shuffles, atomics or a second pass over the partials).
 static double mx_red_rel(long n) { return 2e-6 + 2e-8 * sqrt((double)n); }
-
-// A kernel of this file: what precedes it (macros, helpers), its comment, template head, size
-// parameters and body.
-static const char mx_kernel_tpl[] = R"(
-$pre
-/// $comment
-$template
-__global__ void $kname($params) {
-    $body
-}
-)";
-// rest: the parameters after the tensors (the sizes, and any scalars).
-static void mx_kernel(Emit *e, const Task *t, const char *pre, const char *tmpl, const char *comment,
-                      const char *rest, const char *body) {
-    TPL(e, t, mx_kernel_tpl, "pre", pre, "comment", comment, "template", tmpl, "kname", t->kname[0],
-        "params", fmt("%s, %s", kernel_params(t), rest), "body", body);
-}
 
 // body under a bounds guard: if (in) { body } (early = 0) or an early return (early = 1).
 static const char *const mx_guard_tpl[] = { R"(
@@ -246,7 +228,7 @@ static void mxtn_kernels(const Task *t, Emit *e) {
                            : pick3(mode, "One thread per element: reads are coalesced along a row, writes are strided.",
                                    "One thread per element of the flat index; row = i / cols, column = i % cols.",
                                    "2-D grid-stride loops: each thread transposes several elements.");
-    mx_kernel(e, t, "", "", fmt("%s[c][r] = %s[r][c]. %s", y, x, what), fmt("int %s, int %s", R, C), body);
+    emit_kernel(e, t, "", "", fmt("%s[c][r] = %s[r][c]. %s", y, x, what), fmt("int %s, int %s", R, C), body);
 }
 
 static void mxtn_launch(const Task *t, Emit *e, const Host *h) {
@@ -335,12 +317,12 @@ static void mxtt_kernels(const Task *t, Emit *e) {
                             "to", fmt("tile[threadIdx.y%s][threadIdx.x]", j), "from", mxtt_elem(full, x, yv, C, xv));
     const char *store = FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", R, "ylen", C, "TD", TD,
                              "to", mxtt_elem(full, y, yv, R, xv), "from", fmt("tile[threadIdx.x][threadIdx.y%s]", j));
-    mx_kernel(e, t, defines,
-              td != 1 ? "" : full ? "template <int TILE>" : "template <int TILE, int BLOCK_ROWS>",
-              fmt("Transpose through a shared tile: coalesced reads of %s, coalesced writes of %s. The extra column "
-                  "of the tile puts the elements of a tile column in different banks.", x, y),
-              fmt("int %s, int %s", R, C),
-              FRAG(mxtt_body_tpl, "ct", ct, "TD", TD, "xv", xv, "yv", yv, "load", load, "store", store));
+    emit_kernel(e, t, defines,
+                td != 1 ? "" : full ? "template <int TILE>" : "template <int TILE, int BLOCK_ROWS>",
+                fmt("Transpose through a shared tile: coalesced reads of %s, coalesced writes of %s. The extra column "
+                    "of the tile puts the elements of a tile column in different banks.", x, y),
+                fmt("int %s, int %s", R, C),
+                FRAG(mxtt_body_tpl, "ct", ct, "TD", TD, "xv", xv, "yv", yv, "load", load, "store", store));
 }
 
 static void mxtt_launch(const Task *t, Emit *e, const Host *h) {
@@ -467,16 +449,16 @@ static void mxme_kernels(const Task *t, Emit *e) {
     const char *val =
         helper ? fmt("%s(%s%s%s%s)", t->kname[1], ai, b ? ", " : "", bi, coef_args) : mxme_formula(t, ai, bi, 0);
     const char *spec = helper == 1 ? "__device__ float" : "__device__ __forceinline__ float";
-    mx_kernel(e, t,
-              !helper ? ""
-                      : FRAG(mxme_helper_tpl, "spec", spec, "helper", t->kname[1], "v", b ? ", float v" : "",
-                             "coefs", coefs, "formula", mxme_formula(t, "u", "v", 0)),
-              "",
-              fmt("%s[r][c] = %s; %s", c, mxme_formula(t, fmt("%s[r][c]", a), b ? fmt("%s[r][c]", b) : "", 1),
-                  mode ? "grid-stride loops in both dimensions." : "one thread per element."),
-              fmt("int %s, int %s%s", R, C, coefs),
-              mx_loop2d(t, mode, t->p[MXME_GUARD], 0, "row", "col", R, C,
-                        fmt("const int idx = row * %s + col;\n%s[idx] = %s;", C, c, val)));
+    emit_kernel(e, t,
+                !helper ? ""
+                        : FRAG(mxme_helper_tpl, "spec", spec, "helper", t->kname[1], "v", b ? ", float v" : "",
+                               "coefs", coefs, "formula", mxme_formula(t, "u", "v", 0)),
+                "",
+                fmt("%s[r][c] = %s; %s", c, mxme_formula(t, fmt("%s[r][c]", a), b ? fmt("%s[r][c]", b) : "", 1),
+                    mode ? "grid-stride loops in both dimensions." : "one thread per element."),
+                fmt("int %s, int %s%s", R, C, coefs),
+                mx_loop2d(t, mode, t->p[MXME_GUARD], 0, "row", "col", R, C,
+                          fmt("const int idx = row * %s + col;\n%s[idx] = %s;", C, c, val)));
 }
 
 static void mxme_launch(const Task *t, Emit *e, const Host *h) {
@@ -648,10 +630,10 @@ static void mxmn_kernels(const Task *t, Emit *e) {
     const char *body = acc == 2 ? fmt("%s = %s;", out, call)
                                 : FRAG(mx_dot_tpl, "init", "0.0f", "p", p, "len", k, "step", step, "out", out);
     const char *spec = t->p[MXMN_KNAME] & 1 ? "__device__ __forceinline__ float" : "__device__ float";
-    mx_kernel(e, t, acc == 2 ? FRAG(mxmn_helper_tpl, "spec", spec, "helper", h) : "", "",
-              fmt("One thread computes %s[%s][%s] as a dot product over the %s dimension.", c, row, col, k),
-              fmt("int %s, int %s, int %s", m, n, k),
-              mx_loop2d(t, 0, t->p[MXMN_GUARD], 0, row, col, m, n, body));
+    emit_kernel(e, t, acc == 2 ? FRAG(mxmn_helper_tpl, "spec", spec, "helper", h) : "", "",
+                fmt("One thread computes %s[%s][%s] as a dot product over the %s dimension.", c, row, col, k),
+                fmt("int %s, int %s, int %s", m, n, k),
+                mx_loop2d(t, 0, t->p[MXMN_GUARD], 0, row, col, m, n, body));
 }
 
 static void mxmn_launch(const Task *t, Emit *e, const Host *h) {
@@ -741,11 +723,12 @@ static void mxmt_kernels(const Task *t, Emit *e) {
                             "load_a", fmt("%s[ty][tx] = %s;", sh[0], a_val),
                             "load_b", fmt("%s[ty][tx] = %s;", sh[1], b_val),
                             "unroll", t->p[MXMT_UNROLL] ? "#pragma unroll" : "", "store", store);
-    mx_kernel(e, t, td == 0 ? fmt("#define %s %d\n\n", TL, T) : td == 2 ? fmt("constexpr int %s = %d;\n\n", TL, T) : "",
-              td == 1 ? "template <int TILE>" : "",
-              fmt("%s = %s * %s with %s x %s tiles of both inputs staged in shared memory; one thread per output "
-                  "element.", c, a, b, TL, TL),
-              fmt("int %s, int %s, int %s", m, n, k), body);
+    emit_kernel(e, t,
+                td == 0 ? fmt("#define %s %d\n\n", TL, T) : td == 2 ? fmt("constexpr int %s = %d;\n\n", TL, T) : "",
+                td == 1 ? "template <int TILE>" : "",
+                fmt("%s = %s * %s with %s x %s tiles of both inputs staged in shared memory; one thread per output "
+                    "element.", c, a, b, TL, TL),
+                fmt("int %s, int %s, int %s", m, n, k), body);
 }
 
 static void mxmt_launch(const Task *t, Emit *e, const Host *h) {
@@ -864,10 +847,10 @@ static void mxmv_kernels(const Task *t, Emit *e) {
                                         "bias", b ? fmt(" + %s[row]", b) : "",
                                         "step", fmt(fma_fmt, fmt("%s[(size_t)row * %s + c0 + j]", A, C), "xs[j]"));
     const char *chunk = "#define CHUNK %d // threads per block = vector elements staged per step\n\n";
-    mx_kernel(e, t, mode ? fmt(chunk, t->p[MXMV_BLOCK]) : "", "",
-              mode ? fmt("One thread per row of %s; the block shares chunks of %s through shared memory.", A, x)
-                   : fmt("One thread per row: %s[r] = dot(row r of %s, %s).", y, A, x),
-              fmt("int %s, int %s", R, C), body);
+    emit_kernel(e, t, mode ? fmt(chunk, t->p[MXMV_BLOCK]) : "", "",
+                mode ? fmt("One thread per row of %s; the block shares chunks of %s through shared memory.", A, x)
+                     : fmt("One thread per row: %s[r] = dot(row r of %s, %s).", y, A, x),
+                fmt("int %s, int %s", R, C), body);
 }
 
 static void mxmv_launch(const Task *t, Emit *e, const Host *h) {
@@ -917,8 +900,8 @@ static void mxmw_describe(const Task *t, Buf *name, Buf *desc) {
                t->p[MXMW_VEC] ? " with float4 loads" : "", t->p[MXMW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync");
 }
 
-// Lanes stride over the row (scalar or float4 loads), then a shuffle reduction (reduce_warp's
-// rw_shuffle, rw_helper).
+// Lanes stride over the row (scalar or float4 loads), then a shuffle reduction (the row
+// families' ro_shfl_loop_tpl, reduce_warp's rw_helper).
 static const char mxmw_body_tpl[] = R"(
 $index
 if (row >= $R) return; // the whole warp leaves together
@@ -953,25 +936,25 @@ static void mxmw_kernels(const Task *t, Emit *e) {
                            : FRAG(rw_helper,
                                   "spec", t->p[MXMW_HELPER] == 1 ? "__device__ float" : "__inline__ __device__ float",
                                   "helper", t->kname[1],
-                                  "shuffle", FRAG(rw_shuffle, "step", fmt("v += %s;", fmt(sh, "v"))),
+                                  "shuffle", FRAG(ro_shfl_loop_tpl, "step", fmt("v += %s;", fmt(sh, "v"))),
                                   "comment", comment);
     const char *index =
         t->p[MXMW_KNAME] & 1
             ? "const int lane = threadIdx.x & 31;\nconst int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);"
             : "const int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;\nconst int lane = threadIdx.x % 32;";
     const char *reduce = t->p[MXMW_HELPER] ? fmt("sum = %s(sum);", t->kname[1])
-                                           : FRAG(rw_shuffle, "step", fmt("sum += %s;", fmt(sh, "sum")));
+                                           : FRAG(ro_shfl_loop_tpl, "step", fmt("sum += %s;", fmt(sh, "sum")));
     const char *body = FRAG(mxmw_body_tpl, "R", R, "y", y, "index", index,
                             "loop", FRAG(mxmw_loop_tpl[t->p[MXMW_VEC]], "A", A, "C", C, "x", x), "reduce", reduce,
                             "bias", t->p[MXMW_BIAS] ? fmt(" + %s[row]", t->in[2].name) : "");
-    mx_kernel(e, t, fmt("%s%s", t->p[MXMW_MASK] == 2 ? "#define FULL_MASK 0xffffffffu\n\n" : "", helper), "",
-              fmt("One warp per row of %s: strided partial dot products, then a shuffle reduction.", A),
-              fmt("int %s, int %s", R, C), body);
+    emit_kernel(e, t, fmt("%s%s", t->p[MXMW_MASK] == 2 ? "#define FULL_MASK 0xffffffffu\n\n" : "", helper), "",
+                fmt("One warp per row of %s: strided partial dot products, then a shuffle reduction.", A),
+                fmt("int %s, int %s", R, C), body);
 }
 
 static void mxmw_launch(const Task *t, Emit *e, const Host *h) {
     int B = t->p[MXMW_BLOCK];
-    TPL(e, t, rw_row_launch[t->p[MXMW_CFG]], "block", fmt("%d", B), "warps", fmt("%d", B / 32), "rows", h->size[0],
+    TPL(e, t, ro_warp_launch_tpl[t->p[MXMW_CFG]], "block", fmt("%d", B), "warps", fmt("%d", B / 32), "rows", h->size[0],
         "k", t->kname[0], "args", kernel_args(h, 2));
 }
 
@@ -1083,18 +1066,18 @@ static void mxvm_kernels(const Task *t, Emit *e) {
     int mode = t->p[MXVM_MODE];
     const char *term = x ? fmt("%s[r] * %s[(size_t)r * %s + col]", x, A, C) : fmt("%s[(size_t)r * %s + col]", A, C);
     const char *column = FRAG(mxvm_column_tpl, "R", R, "term", term, "y", y);
-    mx_kernel(e, t,
-              pick3(mode, "", fmt("#define ROWS_PER_CHUNK %d\n\n", t->p[MXVM_CHUNK]),
-                    fmt("#define BLOCK_X 32\n#define BLOCK_Y %d\n\n", t->p[MXVM_BY])),
-              "",
-              fmt("%s[c] = sum over r of %s. %s", y, x ? fmt("%s[r] * %s[r][c]", x, A) : fmt("%s[r][c]", A),
-                  pick3(mode, "One thread per column: coalesced reads down the rows.",
-                        "blockIdx.y picks a chunk of rows; partial column sums are added with atomicAdd.",
-                        "A 32-wide block of columns; the block's rows of threads split the rows, then reduce in "
-                        "shared memory.")),
-              fmt("int %s, int %s", R, C),
-              FRAG(mxvm_body_tpl[mode], "C", C, "R", R, "y", y, "term", term,
-                   "guarded", mx_guard(t->p[MXVM_LOOP], fmt("col < %s", C), fmt("col >= %s", C), column)));
+    emit_kernel(e, t,
+                pick3(mode, "", fmt("#define ROWS_PER_CHUNK %d\n\n", t->p[MXVM_CHUNK]),
+                      fmt("#define BLOCK_X 32\n#define BLOCK_Y %d\n\n", t->p[MXVM_BY])),
+                "",
+                fmt("%s[c] = sum over r of %s. %s", y, x ? fmt("%s[r] * %s[r][c]", x, A) : fmt("%s[r][c]", A),
+                    pick3(mode, "One thread per column: coalesced reads down the rows.",
+                          "blockIdx.y picks a chunk of rows; partial column sums are added with atomicAdd.",
+                          "A 32-wide block of columns; the block's rows of threads split the rows, then reduce in "
+                          "shared memory.")),
+                fmt("int %s, int %s", R, C),
+                FRAG(mxvm_body_tpl[mode], "C", C, "R", R, "y", y, "term", term,
+                     "guarded", mx_guard(t->p[MXVM_LOOP], fmt("col < %s", C), fmt("col >= %s", C), column)));
 }
 
 static void mxvm_launch(const Task *t, Emit *e, const Host *h) {
@@ -1226,11 +1209,11 @@ static void mxop_kernels(const Task *t, Emit *e) {
         : mode == 1 ? FRAG(mxop_shared_tpl, "M", M, "N", N, "x", x, "y", y, "c", c, "A_idx", Ai, "alpha", al)
                     : mx_flat(t, LOOP_GRID, "row", "col", M, N,
                               fmt("%s[%s] = %s%s", c, i, ger ? fmt("%s[%s] + ", A, i) : "", product));
-    mx_kernel(e, t, mode == 1 ? fmt("#define BLOCK_X %d\n#define BLOCK_Y %d\n\n", bd[0], bd[1]) : "", "",
-              fmt("%s[i][j] = %s%s%s[i] * %s[j]%s.", c, ger ? fmt("%s[i][j] + ", A) : "",
-                  t->p[MXOP_OP] ? fmt("%s * ", fnum(t->f[0])) : "", x, y,
-                  mode == 1 ? "; the block's slices of the vectors are staged in shared memory" : ""),
-              fmt("int %s, int %s", M, N), body);
+    emit_kernel(e, t, mode == 1 ? fmt("#define BLOCK_X %d\n#define BLOCK_Y %d\n\n", bd[0], bd[1]) : "", "",
+                fmt("%s[i][j] = %s%s%s[i] * %s[j]%s.", c, ger ? fmt("%s[i][j] + ", A) : "",
+                    t->p[MXOP_OP] ? fmt("%s * ", fnum(t->f[0])) : "", x, y,
+                    mode == 1 ? "; the block's slices of the vectors are staged in shared memory" : ""),
+                fmt("int %s, int %s", M, N), body);
 }
 
 static void mxop_launch(const Task *t, Emit *e, const Host *h) {
@@ -1368,15 +1351,15 @@ static void mxbm_kernels(const Task *t, Emit *e) {
                             "pad", t->p[MXBM_PAD] ? " + 1" : "", "off", shared_rhs ? "" : "off + ",
                             "index", mx_index2d(t, "row", "col", 0), "guarded", guarded);
     if (mode == 0)
-        mx_kernel(e, t, "", "",
-                  fmt("%s[item] = %s[item] * %s%s; blockIdx.z selects the matrix, one thread per output element.", c,
-                      a, b, shared_rhs ? "" : "[item]"),
-                  fmt("int %s, int %s", B, n), body);
+        emit_kernel(e, t, "", "",
+                    fmt("%s[item] = %s[item] * %s%s; blockIdx.z selects the matrix, one thread per output element.", c,
+                        a, b, shared_rhs ? "" : "[item]"),
+                    fmt("int %s, int %s", B, n), body);
     else
-        mx_kernel(e, t, tmpl ? "" : fmt("#define MAT_DIM %d\n\n", t->p[MXBM_N]), tmpl ? "template <int TILE_N>" : "",
-                  fmt("One %s x %s block per matrix (blockIdx.z): both operands in shared memory, one thread per "
-                      "output element.", D, D),
-                  fmt("int %s", B), body);
+        emit_kernel(e, t, tmpl ? "" : fmt("#define MAT_DIM %d\n\n", t->p[MXBM_N]), tmpl ? "template <int TILE_N>" : "",
+                    fmt("One %s x %s block per matrix (blockIdx.z): both operands in shared memory, one thread per "
+                        "output element.", D, D),
+                    fmt("int %s", B), body);
 }
 
 static const char *const mxbm_launch_tpl[] = { R"(

@@ -2,17 +2,6 @@
 // (permutation, scatter-add and scatter-max with atomics) and histograms (global
 // atomics, or privatised per block in shared memory). Included by corpus.c.
 
-// A kernel over the task's tensors in order (kernel_params), then the size parameters sizes.
-static const char mem_kernel_tpl[] = R"(
-/// $comment
-__global__ void $kname($params, $sizes) {
-    $body
-}
-)";
-static void mem_kernel(Emit *e, const Task *t, const char *comment, const char *sizes, const char *body) {
-    TPL(e, t, mem_kernel_tpl, "comment", comment, "kname", t->kname[0], "params", kernel_params(t), "sizes", sizes,
-        "body", body);
-}
 // The element loop (loop_frag) with an int index whatever the program's index type: for
 // kernels whose count is an int (a product of sizes, or an "int n" parameter).
 static const char *mem_int_loop(const Task *t, int loop, const char *n, const char *body) {
@@ -71,7 +60,6 @@ static void gather_draw(Task *t, Rng *r) {
 
 static void gather_layout(Task *t) {
     int rows = t->p[G_OP] == 1, dim = rows ? t->p[G_D] : 0;
-    t->nsize = 0;
     t->nin = 2;
     t->nout = 1;
     int n = add_size(t, "n", t->p[G_N]), m = add_size(t, rows ? "vocab" : "m", t->p[G_M]);
@@ -126,18 +114,18 @@ static void gather_kernels(const Task *t, Emit *e) {
         const char *load = !ldg ? fmt("%s[%s]", s, j) : local ? fmt("__ldg(&%s[j])", s) : fmt("__ldg(%s + %s)", s, j);
         const char *body = fmt("%s%s[%s] = %s;", local ? fmt("const int j = %s[%s];\n", ix, i) : "", o, i, load);
         const char *how = loop == GL_GRID ? "grid-stride loop" : "one thread per output";
-        mem_kernel(e, t, fmt("%s[i] = %s[%s[i]]: %s.", o, s, ix, how), count_param(t, "n"),
-                   loop_frag(t, loop, "n", body));
+        emit_kernel(e, t, "", "", fmt("%s[i] = %s[%s[i]]: %s.", o, s, ix, how), count_param(t, "n"),
+                    loop_frag(t, loop, "n", body));
     } else if (loop == GL_BLOCK_ROW) {
-        mem_kernel(e, t, "One block per output row; its threads copy the row's columns.", "int n, int dim",
-                   FRAG(gather_block_row_tpl, "s", s, "ix", ix, "o", o));
+        emit_kernel(e, t, "", "", "One block per output row; its threads copy the row's columns.", "int n, int dim",
+                    FRAG(gather_block_row_tpl, "s", s, "ix", ix, "o", o));
     } else if (loop == GL_GRID2D) {
-        mem_kernel(e, t, "2-D grid: x covers the columns, y the rows.", "int n, int dim",
-                   FRAG(gather_grid2d_tpl, "s", s, "ix", ix, "o", o));
+        emit_kernel(e, t, "", "", "2-D grid: x covers the columns, y the rows.", "int n, int dim",
+                    FRAG(gather_grid2d_tpl, "s", s, "ix", ix, "o", o));
     } else {
-        mem_kernel(e, t, "One thread per output element of the n x dim result (flattened).", "int n, int dim",
-                   fmt("const int total = n * dim;\n%s",
-                       mem_int_loop(t, loop, "total", FRAG(gather_flat_tpl, "i", i, "s", s, "ix", ix, "o", o))));
+        emit_kernel(e, t, "", "", "One thread per output element of the n x dim result (flattened).", "int n, int dim",
+                    fmt("const int total = n * dim;\n%s",
+                        mem_int_loop(t, loop, "total", FRAG(gather_flat_tpl, "i", i, "s", s, "ix", ix, "o", o))));
     }
 }
 
@@ -222,7 +210,6 @@ static void scatter_draw(Task *t, Rng *r) {
 
 static void scatter_layout(Task *t) {
     int op = t->p[SC_OP];
-    t->nsize = 0;
     t->nin = 2;
     t->nout = 1;
     int n = add_size(t, "n", t->p[SC_N]);
@@ -250,8 +237,8 @@ static void scatter_kernels(const Task *t, Emit *e) {
     const char *target = t->p[SC_FN] & 1 ? fmt("%s + %s[%s]", o, ix, i) : fmt("&%s[%s[%s]]", o, ix, i);
     const char *body = op == 0 ? fmt("%s[%s[%s]] = %s[%s];", o, ix, i, s, i)
                                : fmt("%s(%s, %s[%s]);", op == 3 ? "atomicMax" : "atomicAdd", target, s, i);
-    mem_kernel(e, t, fmt("Each thread %s.", scatter_op[op].what), count_param(t, "n"),
-               loop_frag(t, t->p[SC_LOOP], "n", body));
+    emit_kernel(e, t, "", "", fmt("Each thread %s.", scatter_op[op].what), count_param(t, "n"),
+                loop_frag(t, t->p[SC_LOOP], "n", body));
 }
 
 static void scatter_launch(const Task *t, Emit *e, const Host *h) {
@@ -326,7 +313,6 @@ static void hist_draw(Task *t, Rng *r) {
 }
 
 static void hist_layout(Task *t) {
-    t->nsize = 0;
     t->nin = t->nout = 1;
     int n = add_size(t, "n", t->p[H_N]), b = add_size(t, "bins", t->p[H_BINS]);
     tshape(&t->in[0], hist_op[t->p[H_OP]].dt, 1, t->p[H_N], 0, n, -1);
@@ -378,7 +364,8 @@ static void hist_kernels(const Task *t, Emit *e) {
                                        : fmt("const int b = %s;\natomicAdd(&%s[b], %s);", bin, hist, one);
     const char *lp = mem_int_loop(t, loop, "n", body);
     if (!shared) {
-        mem_kernel(e, t, "Every element increments its bin in global memory with atomicAdd.", "int n, int bins", lp);
+        emit_kernel(e, t, "", "", "Every element increments its bin in global memory with atomicAdd.",
+                    "int n, int bins", lp);
         return;
     }
     const char *local_hist =

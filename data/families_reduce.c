@@ -288,14 +288,8 @@ static void rw_describe(const Task *t, Buf *name, Buf *desc) {
     buf_printf(desc, rw_op[t->p[RW_OP]].what, o);
 }
 
-// The shuffle loop over offsets 16, 8, 4, 2, 1; the optional helper holding it; the
-// kernels (one warp per row, or the whole array).
-static const char rw_shuffle[] = R"(
-#pragma unroll
-for (int offset = 16; offset > 0; offset >>= 1) {
-    $step
-}
-)";
+// The optional helper holding the shuffle loop (ro_shfl_loop_tpl, offsets 16, 8, 4, 2, 1);
+// the kernels (one warp per row, or the whole array).
 static const char rw_helper[] = R"(
 /// $comment
 $spec $helper(float v) {
@@ -348,7 +342,7 @@ static void rw_kernels(const Task *t, Emit *e) {
     const char *mask = pick3(t->p[RW_MASK], "0xffffffff", "0xFFFFFFFFu", "FULL_MASK");
     const char *shfl = fmt("%s(%s, v, offset)", t->p[RW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync", mask);
     const char *step = op == RW_ROW_MAX ? fmt("v = fmaxf(v, %s);", shfl) : fmt("v += %s;", shfl);
-    const char *shuffle = FRAG(rw_shuffle, "step", step);
+    const char *shuffle = FRAG(ro_shfl_loop_tpl, "step", step);
     const char *reduce = t->p[RW_HELPER] ? fmt("v = %s(v);", t->kname[1]) : shuffle;
     if (t->p[RW_MASK] == 2) TPL(e, t, "#define FULL_MASK 0xffffffffu\n\n", NULL);
     if (t->p[RW_HELPER]) {
@@ -378,23 +372,13 @@ static void rw_kernels(const Task *t, Emit *e) {
     }
 }
 
-static const char *const rw_row_launch[] = { R"(
-dim3 block($block);
-dim3 grid(($rows * 32 + block.x - 1) / block.x);
-$k<<<grid, block>>>($args);
-)", R"(
-const int warps_per_block = $warps;
-const int blocks = ($rows + warps_per_block - 1) / warps_per_block;
-$k<<<blocks, warps_per_block * 32>>>($args);
-)" };
-
 static void rw_launch(const Task *t, Emit *e, const Host *h) {
     int B = t->p[RW_BLOCK];
     if (!rw_is_row(t)) {
         launch_1d(e, t, t->kname[0], h->size[0], B, t->p[RW_CAP], kernel_args(h, 1));
         return;
     }
-    TPL(e, t, rw_row_launch[t->st.cfg & 1], "block", fmt("%d", B), "warps", fmt("%d", B / 32), "rows", h->size[0],
+    TPL(e, t, ro_warp_launch_tpl[t->st.cfg & 1], "block", fmt("%d", B), "warps", fmt("%d", B / 32), "rows", h->size[0],
         "k", t->kname[0], "args", kernel_args(h, 2));
 }
 

@@ -94,7 +94,6 @@ static void ro_names(Task *t, int nin, const char *const *names, const char *con
 // Input 0 is rows x cols (size constants 0 and 1); outputs: whole rows (matrix) or one
 // value per row.
 static void ro_layout(Task *t, int nin, int nout, DType dt) {
-    t->nsize = 0;
     t->nin = nin;
     t->nout = nout;
     int rr = add_size(t, "rows", t->p[RP_ROWS]), cc = add_size(t, "cols", t->p[RP_COLS]);
@@ -172,21 +171,22 @@ static const char *ro_fn(const Task *t, const char *scope, const char *what) {
     return fmt(pick3(k, "%s_reduce_%s", "%sReduce%s", "%s_all%s"), scope, w);
 }
 
-// A shuffle loop over offsets 16..1 around step; with __shfl_down_sync lane 0 ends with the
-// result and broadcasts v (and i, unless NULL) to the warp.
-static const char ro_shfl_tpl[] = R"(
+// A shuffle loop over offsets 16..1 around step (reduce_warp and matvec_warp_per_row use it
+// too).
+static const char ro_shfl_loop_tpl[] = R"(
 #pragma unroll
 for (int offset = 16; offset > 0; offset >>= 1) {
     $step
 }
-$bcast_v
-$bcast_i
 )";
+// The loop; with __shfl_down_sync lane 0 ends with the result and broadcasts v (and i,
+// unless NULL) to the warp.
 static const char *ro_shfl(const Task *t, const char *step, const char *v, const char *i) {
     int down = t->p[RP_RED] == RO_DOWN;
     const char *bv = down ? fmt("%s = __shfl_sync(%s, %s, 0);", v, ro_mask(t), v) : "";
     const char *bi = down && i ? fmt("%s = __shfl_sync(%s, %s, 0);", i, ro_mask(t), i) : "";
-    return FRAG(ro_shfl_tpl, "step", step, "bcast_v", bv, "bcast_i", bi);
+    const char *loop = FRAG(ro_shfl_loop_tpl, "step", step);
+    return FRAG("$loop\n$bcast_v\n$bcast_i", "loop", loop, "bcast_v", bv, "bcast_i", bi);
 }
 // One combining step of v with the lane offset away.
 static const char *ro_step(const Task *t, const char *v, int op) {
@@ -421,8 +421,8 @@ static const char *ro_lead(const Task *t, const char *body) {
     if (ro_map(t) == RO_THREAD) return body;
     return FRAG("if ($lead) {\n    $body\n}", "lead", ro_map(t) == RO_BLOCK ? "tid == 0" : "lane == 0", "body", body);
 }
-// The launch of a row kernel. smem: the dynamic shared bytes per thread ("sizeof(float)"),
-// for dynamic shared trees.
+// The launch of a row kernel, one block per row in two spellings. smem: the dynamic shared
+// bytes per thread ("sizeof(float)"), for dynamic shared trees.
 static const char *const ro_launch_tpl[] = { R"(
 const int threads = $threads;
 $smem
@@ -434,14 +434,17 @@ $smem
 dim3 grid($rows);
 dim3 block(threads);
 $k<<<grid, block$sm>>>($args);
+)" };
+// One warp per row, in two spellings: a grid of blocks of $block threads, or $warps warps a
+// block. reduce_warp and matvec_warp_per_row launch their warps per row so too.
+static const char *const ro_warp_launch_tpl[] = { R"(
+dim3 block($block);
+dim3 grid(($rows * 32 + block.x - 1) / block.x);
+$k<<<grid, block>>>($args);
 )", R"(
 const int warps_per_block = $warps;
 const int blocks = ($rows + warps_per_block - 1) / warps_per_block;
 $k<<<blocks, warps_per_block * 32>>>($args);
-)", R"(
-dim3 block($block);
-dim3 grid(($rows * 32 + block.x - 1) / block.x);
-$k<<<grid, block>>>($args);
 )" };
 static void ro_launch(Emit *e, const Task *t, const Host *h, const char *args, const char *smem) {
     int B = t->p[RP_BLOCK], dyn = ro_tree_shmem(t, RO_DYNAMIC);
@@ -449,7 +452,8 @@ static void ro_launch(Emit *e, const Task *t, const Host *h, const char *args, c
         launch_1d(e, t, t->kname[0], h->size[0], B, 0, args);
         return;
     }
-    TPL(e, t, ro_launch_tpl[2 * ro_map(t) + !(t->st.cfg & 1)], "rows", h->size[0], "args", args, "block", fmt("%d", B),
+    const char *tpl = ro_map(t) == RO_WARP ? ro_warp_launch_tpl[t->st.cfg & 1] : ro_launch_tpl[!(t->st.cfg & 1)];
+    TPL(e, t, tpl, "rows", h->size[0], "args", args, "block", fmt("%d", B),
         "warps", fmt("%d", B / 32), "threads", ro_tree_shmem(t, RO_DEFINE) ? "BLOCK_SIZE" : fmt("%d", B),
         "k", ro_tree_shmem(t, RO_TEMPLATE) ? fmt("%s<%d>", t->kname[0], B) : t->kname[0],
         "smem", dyn ? fmt("const size_t smem = threads * %s;", smem) : "", "sm", dyn ? ", smem" : "");

@@ -42,7 +42,6 @@ static void s1_draw(Task *t, Rng *r) {
 }
 
 static void s1_layout(Task *t) {
-    t->nsize = 0;
     t->nin = t->nout = 1;
     int n = add_size(t, "n", t->p[S1_N]);
     tshape(&t->in[0], DT_F32, 1, t->p[S1_N], 0, n, -1);
@@ -270,7 +269,6 @@ static void s2_draw(Task *t, Rng *r) {
 static void s2_layout(Task *t) {
     const char *const *dn = s2_dnames[t->p[S2_DNAMES]];
     int R = t->p[S2_ROWS], C = t->p[S2_COLS];
-    t->nsize = 0;
     int rr = add_size(t, dn[0], R), cc = add_size(t, dn[1], C);
     t->nin = t->nout = 1;
     tshape(&t->in[0], DT_F32, 2, R, C, rr, cc);

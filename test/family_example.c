@@ -25,10 +25,9 @@ static void rv_draw(Task *t, Rng *r) {
     task_names(t, 1, "x y", t->p[RV_KNAME] ? "reverseKernel" : "reverse_array", "reverse");
 }
 
-// The spec, from the parameters alone (--materialize calls it again): the size constant
-// n, the input x (n floats in [-10, 10)), the output y; a copy, so exact.
+// The spec, from the parameters alone (--materialize calls it again, on a zeroed Task):
+// the size constant n, the input x (n floats in [-10, 10)), the output y; a copy, so exact.
 static void rv_layout(Task *t) {
-    t->nsize = 0;
     int n = add_size(t, "n", t->p[RV_N]);
     t->nin = t->nout = 1;
     tshape(&t->in[0], DT_F32, 1, t->p[RV_N], 0, n, -1);
