@@ -947,6 +947,20 @@ static void emit_checks(char **families, int nfam) {
         }
     if (ok) pass("emit_family (3 seeds per family: a kernel, a launch, a main)");
 
+    // no variable named dev_t, a type of <sys/types.h> (g++ -Wshadow warns): the device buffer
+    // of a tensor named t in the dev_NAME style is d_t. Seed 566357 draws that case (lerp's t).
+    char path[400];
+    snprintf(path, sizeof path, "%s/dev_t.cu", tmpdir);
+    sh("'%s' --emit-family elementwise_ternary --seed 566357 > '%s'", corpus, path);
+    char *src = slurp(path, NULL);
+    const char *dev_t_at = src ? strstr(src, "dev_t") : NULL;
+    while (dev_t_at && (isalnum((unsigned char)dev_t_at[5]) || dev_t_at[5] == '_')) dev_t_at = strstr(dev_t_at + 1, "dev_t");
+    if (src && strstr(src, "float *dev_a;") && strstr(src, "float *d_t;") && !dev_t_at)
+        pass("device_names_shadow_no_type (lerp's t in the dev_NAME style is d_t)");
+    else fail("device_names_shadow_no_type", "elementwise_ternary seed 566357: %s",
+              !src ? "no program" : dev_t_at ? "a variable named dev_t" : "not the dev_NAME style with a tensor t any more");
+    free(src);
+
     const char *env = getenv("CUSET_TEST_NVCC");
     int seeds = env ? atoi(env) : 1;
     if (seeds <= 0) { skip("nvcc_compiles", "CUSET_TEST_NVCC=0"); return; }
