@@ -74,6 +74,8 @@ static const char *usage_text =
     "                        from the checkpoint; give the same data flags)\n"
     "  --stop-at N           stop after step N, checkpointed, as if interrupted (for time-limited jobs)\n"
     "  --val-every N         validate every N steps (0: only at the end)        [0]\n"
+    "  --until-val-loss X    stop, checkpointed, at the first validation (--val-every) whose loss is\n"
+    "                        X or lower: --steps becomes a limit (and sets the schedule)\n"
     "  --log FILE            append per-step numbers as JSON lines              [PATH of --ckpt + .jsonl]\n"
     "  --device D            cpu | cuda | auto                                  [auto]\n"
     "  --threads N           OpenMP threads                                     [all cores]\n"
@@ -156,7 +158,7 @@ static const char *resume_check(const CusetCheckpointInfo *in, char *why, size_t
 typedef struct {
     const char *data, *val_data, *init, *ckpt, *log, *device;
     int synthetic_n, syn_min, syn_max, vocab, resume, threads, quiet, stop_at, keep_every;
-    double ckpt_minutes;
+    double ckpt_minutes, until_val_loss;
     const char *given[64];    // the flags given, each once
     int ngiven;
     const char *src[3];       // where batch, seq and accum come from: "flag", "checkpoint", "default"
@@ -218,6 +220,7 @@ static void parse_args(int argc, char **argv, Args *a) {
         else if (IS("--log")) a->log = v;
         else if (IS("--device")) a->device = v;
         else if (IS("--stop-at")) a->stop_at = (int)num(k, v, 1, 1e9, 1);
+        else if (IS("--until-val-loss")) a->until_val_loss = num(k, v, 1e-9, 1e9, 0);
         else if (IS("--keep-every")) a->keep_every = (int)num(k, v, 1, 1e9, 1);
         else if (IS("--ckpt-minutes")) a->ckpt_minutes = num(k, v, 0, 1e6, 0);
         else if (IS("--threads")) a->threads = (int)num(k, v, 1, 1024, 1);
@@ -548,6 +551,11 @@ static int open_splits(Run *r) {
         else if (s->val_every > 0)
             printf("note: --val-every %d does nothing: --val-frac 0 holds out no validation samples\n", s->val_every);
     }
+    if (a->until_val_loss > 0 && (r->nval == 0 || s->val_every == 0)) {
+        fprintf(stderr, "train: --until-val-loss %g needs a validation every few steps: %s\n", a->until_val_loss,
+                r->nval == 0 ? "there are no validation samples (above)" : "give --val-every N");
+        return 2;
+    }
     check_row_length(r);
     r->perm = (int *)CUSET_CALLOC(r->ntrain, sizeof(int));
     r->batch_ids = (int *)CUSET_CALLOC(s->B, sizeof(int));
@@ -703,8 +711,8 @@ static void log_step(Run *r, int step, const CusetStats *st, float lr, float nor
     log_flush(r, step + 1);
 }
 
-// Mean objective value and cross-entropy over the held-out samples.
-static int validate(Run *r, int step, CusetBatch *b) {
+// Mean objective value (into *loss) and cross-entropy over the held-out samples.
+static int validate(Run *r, int step, CusetBatch *b, double *loss) {
     CusetStats vs;
     char err[512];
     if (cuset_gpt_validate(&r->model, r->ref, r->gpu, r->val, r->val_order, r->nval, b, &r->s->obj, &vs, err, sizeof err)) {
@@ -715,6 +723,7 @@ static int validate(Run *r, int step, CusetBatch *b) {
     printf("val  %5d | loss %.4f | ce %.4f | conf %.3f\n", step + 1, vs.loss, vce, vs.ntok ? vs.conf / vs.ntok : 0);
     fprintf(r->log, "{\"step\": %d, \"val_loss\": %.6f, \"val_ce\": %.6f}\n", step + 1, vs.loss, vce);
     log_flush(r, step + 1);
+    *loss = vs.loss;
     return 0;
 }
 
@@ -800,7 +809,8 @@ int main(int argc, char **argv) {
     double t_start = cuset_time(), tokens_done = 0, train_seconds = 0, last_save = t_start;
     char err[512];
 
-    for (; step < s->steps && !stop_requested; step++) {
+    int reached = 0; // --until-val-loss: the run ends at this step
+    for (; step < s->steps && !stop_requested && !reached; step++) {
         double t0 = cuset_time();
         if (next_batches(r, batches, step, &truncated)) return 1;
         CusetStats st = {0};
@@ -822,9 +832,16 @@ int main(int argc, char **argv) {
         train_seconds += dt;
         log_step(r, step, &st, lr, norm, dt, cuset_time() - t_start, truncated);
         int last = step + 1 == s->steps;
-        if (r->nval > 0 && ((s->val_every && (step + 1) % s->val_every == 0) || last) && validate(r, step, &val_batch))
+        double val_loss = INFINITY;
+        if (r->nval > 0 && ((s->val_every && (step + 1) % s->val_every == 0) || last) &&
+            validate(r, step, &val_batch, &val_loss))
             return 1;
         if (r->a.stop_at == step + 1) stop_requested = 2;
+        if (r->a.until_val_loss > 0 && val_loss <= r->a.until_val_loss) {
+            printf("validation loss %.4f <= %g (--until-val-loss) at step %d of %d\n", val_loss, r->a.until_val_loss,
+                   step + 1, s->steps);
+            last = reached = 1;
+        }
         int stale = r->a.ckpt_minutes > 0 && cuset_time() - last_save >= 60 * r->a.ckpt_minutes;
         int keep = r->a.keep_every && (step + 1) % r->a.keep_every == 0;
         if ((s->ckpt_every && (step + 1) % s->ckpt_every == 0) || keep || stale || last || stop_requested) {

@@ -7,7 +7,7 @@
 #   bash data/experiment.sh --help                   prints this
 #
 # SET changes a preset's settings, e.g. SET="BASE_STEPS=900 FT_STEPS=400": the corpus sizes
-# (NBASE NFT NVAL NTEST EVAL_TASKS), training (BASE_STEPS BASE_LR BASE_SEED FT_STEPS FT_LR BATCH) and
+# (NBASE NFT NVAL NTEST EVAL_TASKS), training (BASE_STEPS BASE_LOSS BASE_LR BASE_SEED FT_STEPS FT_LR BATCH) and
 # evaluation (SAMPLES TEMPERATURE MAX_TOKENS ANALYZE WINDOW TAU). SET="NEW_FAMILIES=a,b" leaves
 # those families out of the base part, so the fine-tuning part teaches them new.
 #
@@ -51,6 +51,7 @@ WINDOW=256                       # CuSeT's l (the paper's default)
 TAU=0.1                          # the confidence threshold of ProFit's and CuSeT's masks (the paper's default)
 NEW_FAMILIES=                    # families left out of the base part (none: every family in both parts)
 BASE_SEED=1337                   # the base model's training seed (initial weights, data order); SEEDS: the fine-tuning's
+BASE_LOSS=0                      # the base model's SFT stops at this validation loss (0: it trains all BASE_STEPS)
 case "$PRESET" in
 smoke) # every stage end to end in a couple of minutes (CI runs it); measures nothing
     FAMILIES=elementwise_binary,convert_int_to_float STYLE=plain
@@ -81,9 +82,9 @@ for kv in "${sets[@]}"; do # the preset's settings that SET changes, each checke
     case "$name" in
     NBASE|NFT|NVAL|NTEST|EVAL_TASKS|BASE_STEPS|FT_STEPS|BATCH|SAMPLES|MAX_TOKENS|ANALYZE|WINDOW) pattern='^[1-9][0-9]*$' what="a whole number, at least 1" ;;
     BASE_SEED) pattern='^(0|[1-9][0-9]*)$' what="a whole number (no leading zeros)" ;;
-    BASE_LR|FT_LR|TEMPERATURE|TAU) pattern='^(0|[1-9][0-9]*)(\.[0-9]+)?(e-?[0-9]+)?$' what="a number such as 5e-4 or 0.2" ;;
+    BASE_LR|BASE_LOSS|FT_LR|TEMPERATURE|TAU) pattern='^(0|[1-9][0-9]*)(\.[0-9]+)?(e-?[0-9]+)?$' what="a number such as 5e-4 or 0.2" ;;
     NEW_FAMILIES) pattern='^[a-z0-9_]+(,[a-z0-9_]+)*$' what="family names separated by commas" ;;
-    *) echo "experiment: SET: '$name' is not a setting it can change (NBASE NFT NVAL NTEST EVAL_TASKS BASE_STEPS BASE_LR BASE_SEED FT_STEPS FT_LR BATCH SAMPLES TEMPERATURE MAX_TOKENS ANALYZE WINDOW TAU NEW_FAMILIES)" >&2; exit 2 ;;
+    *) echo "experiment: SET: '$name' is not a setting it can change (NBASE NFT NVAL NTEST EVAL_TASKS BASE_STEPS BASE_LOSS BASE_LR BASE_SEED FT_STEPS FT_LR BATCH SAMPLES TEMPERATURE MAX_TOKENS ANALYZE WINDOW TAU NEW_FAMILIES)" >&2; exit 2 ;;
     esac
     [[ $value =~ $pattern ]] || { echo "experiment: SET: $name wants $what, got '${value}' in '$kv'" >&2; exit 2; }
     printf -v "$name" '%s' "$value"
@@ -115,7 +116,7 @@ check_new_families() {
 check_new_families "$FAMILIES"
 [ "$SAMPLES" -ge "${KS##*,}" ] || { echo "experiment: SAMPLES ($SAMPLES) is below the largest k of pass@k (KS=$KS): it needs k programs per task" >&2; exit 2; }
 if [ "${1:-}" = --settings ]; then # as shell assignments (make test checks that each preset's context fits its corpus)
-    declare -p PRESET SET FAMILIES NEW_FAMILIES STYLE NBASE NFT NVAL NTEST EVAL_TASKS MODEL SEQ BATCH BASE_STEPS BASE_LR BASE_SEED FT_STEPS FT_LR \
+    declare -p PRESET SET FAMILIES NEW_FAMILIES STYLE NBASE NFT NVAL NTEST EVAL_TASKS MODEL SEQ BATCH BASE_STEPS BASE_LOSS BASE_LR BASE_SEED FT_STEPS FT_LR \
         MAX_TOKENS ANALYZE TEMPERATURE SAMPLES KS WINDOW TAU RUN REUSE
     exit 0
 fi
@@ -247,12 +248,22 @@ train_stage() {
 }
 
 # --- 2. the base model -------------------------------------------------------------------
-say "base model: plain SFT on the base part, $BASE_STEPS steps, seed $BASE_SEED"
+# With BASE_LOSS, it validates 30 times along its schedule of BASE_STEPS and stops at the first
+# validation loss at or below BASE_LOSS (train --until-val-loss): the base model is then as good
+# whatever the seed and the corpus's draw (README, "The experiment").
 bs=; [ "$BASE_SEED" = 1337 ] || bs=" seed=$BASE_SEED" # (the default unnamed: runs made before BASE_SEED existed stay done)
+until=(--val-every 0)
+if awk -v x="$BASE_LOSS" 'BEGIN { exit !(x > 0) }'; then
+    until=(--val-every $(( (BASE_STEPS + 29) / 30 )) --until-val-loss "$BASE_LOSS") bs+=" until=$BASE_LOSS"
+    say "base model: plain SFT on the base part until validation loss $BASE_LOSS (at most $BASE_STEPS steps), seed $BASE_SEED"
+else say "base model: plain SFT on the base part, $BASE_STEPS steps, seed $BASE_SEED"; fi
 train_stage "$RUN/base.ckpt" "$(cat "$DATA/ft.jsonl.key") base_steps=$BASE_STEPS lr=$BASE_LR$bs" "$BASE_STEPS" \
     --data "$DATA/base.jsonl" --val-data "$DATA/val.jsonl" "${MODEL[@]}" --seq "$SEQ" --batch "$BATCH" \
     --objective sft --steps "$BASE_STEPS" --lr "$BASE_LR" --min-lr "$(awk "BEGIN{print $BASE_LR/10}")" \
-    --warmup $((BASE_STEPS / 20 + 1)) --val-every 0 --seed "$BASE_SEED"
+    --warmup $((BASE_STEPS / 20 + 1)) "${until[@]}" --seed "$BASE_SEED"
+# the steps it trained and its last validation loss, for the report
+read -r base_trained base_val < <(grep -o '"step": [0-9]*, "val_loss": [0-9.]*' "$RUN/base.ckpt.jsonl" | tr -d '",:' |
+    awk '{ s = $2; v = $4 } END { print s + 0, (NR ? v : "null") }')
 
 # --- 3. fine-tuning: one model per objective and seed, all from base.ckpt ----------------
 for s in "${seeds[@]}"; do
@@ -306,8 +317,8 @@ done < <(models)
 
 # --- 6. the report -----------------------------------------------------------------------
 say "report: $RUN/results.json, results.md, report.html"
-settings=$(printf '{"preset":"%s","set":"%s","seeds":"%s","families":"%s","new_families":"%s","style":"%s","model":"%s","seq":%d,"batch":%d,"base_tasks":%d,"ft_tasks":%d,"val_tasks":%d,"test_tasks":%d,"eval_tasks":%d,"base_steps":%d,"base_lr":%s,"base_seed":%d,"ft_steps":%d,"ft_lr":%s,"window":%d,"tau":%s,"samples":%d,"temperature":%s,"max_tokens":%d,"analyzed":%d,"started":"%s","machine":"%s"}' \
-    "$PRESET" "$SET" "$SEEDS" "$FAMILIES" "$NEW_FAMILIES" "$STYLE" "${MODEL[*]}" "$SEQ" "$BATCH" "$(wc -l <"$DATA/base.jsonl")" "$NFT" "$NVAL" "$NTEST" "$EVAL_TASKS" "$BASE_STEPS" "$BASE_LR" "$BASE_SEED" \
+settings=$(printf '{"preset":"%s","set":"%s","seeds":"%s","families":"%s","new_families":"%s","style":"%s","model":"%s","seq":%d,"batch":%d,"base_tasks":%d,"ft_tasks":%d,"val_tasks":%d,"test_tasks":%d,"eval_tasks":%d,"base_steps":%d,"base_loss":%s,"base_trained_steps":%d,"base_val_loss":%s,"base_lr":%s,"base_seed":%d,"ft_steps":%d,"ft_lr":%s,"window":%d,"tau":%s,"samples":%d,"temperature":%s,"max_tokens":%d,"analyzed":%d,"started":"%s","machine":"%s"}' \
+    "$PRESET" "$SET" "$SEEDS" "$FAMILIES" "$NEW_FAMILIES" "$STYLE" "${MODEL[*]}" "$SEQ" "$BATCH" "$(wc -l <"$DATA/base.jsonl")" "$NFT" "$NVAL" "$NTEST" "$EVAL_TASKS" "$BASE_STEPS" "$BASE_LOSS" "$base_trained" "$base_val" "$BASE_LR" "$BASE_SEED" \
     "$FT_STEPS" "$FT_LR" "$WINDOW" "$TAU" "$SAMPLES" "$TEMPERATURE" "$MAX_TOKENS" "$ANALYZE" "$(date -u -d @"$T0" +%FT%TZ)" \
     "$(nproc --all) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//; s/"//g')")
 "${PYTHON:-/usr/bin/python3}" data/experiment_report.py "$RUN" --settings "$settings" --seconds $(( $(date +%s) - T0 )) \

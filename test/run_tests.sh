@@ -279,6 +279,21 @@ cmp -s "$TMP/k10.ckpt" "$TMP/k.ckpt" && ok "keep_every_copy_resumes" || bad "kee
 mkdir -p "$TMP/kd.ckpt.step5" # a copy that cannot be written stops the run, the checkpoint holding it
 expect "keep_every_unwritable" 1 "step 5: --keep-every: .*kd.ckpt.step5.*continue with --resume --ckpt .*kd.ckpt" \
     "${run[@]}" --ckpt "$TMP/kd.ckpt" --log "$TMP/kd.jsonl" --keep-every 5
+# --until-val-loss X ends the run, checkpointed, at the first validation whose loss is X or
+# lower (here the lowest loss of a reference run's first three validations, as logged to 6
+# decimals, plus half the last digit); the steps before are the reference's, and --steps is a
+# limit only
+"${run[@]}" --steps 40 --val-every 5 --ckpt "$TMP/u_ref.ckpt" --log "$TMP/u_ref.jsonl" >/dev/null 2>&1
+read -r target first < <(grep -o '"step": [0-9]*, "val_loss": [0-9.]*' "$TMP/u_ref.jsonl" | tr -d '",:' |
+    awk 'NR <= 3 && (NR == 1 || $4 < min) { min = $4 } { v[NR] = $4; s[NR] = $2 }
+         END { for (i = 1; i <= NR; i++) if (v[i] <= min) { printf "%.7f %d\n", min + 5e-7, s[i]; exit } }')
+expect "until_val_loss_stops" 0 "\\(--until-val-loss\\) at step $first of 40" \
+    "${run[@]}" --steps 40 --val-every 5 --ckpt "$TMP/u.ckpt" --log "$TMP/u.jsonl" --until-val-loss "$target"
+losses "$TMP/u_ref.jsonl" | head -n "$first" >"$TMP/u_ref.losses"
+same_losses "until_val_loss_trains_alike" "$TMP/u_ref.losses" "$TMP/u.jsonl"
+expect "until_val_loss_checkpoint_step" 0 "trained $first steps" ./gen --model "$TMP/u.ckpt" --info
+expect "until_val_loss_needs_val_every" 2 "needs a validation every few steps: give --val-every N" \
+    "${run[@]}" --ckpt "$TMP/u2.ckpt" --until-val-loss 1
 # an interrupted run (SIGINT during training) saves the step it finished and resumes exactly
 # (1,200 steps: on a quiet machine 60 took 0.1 s and could end before the signal came)
 long=(./train "${tiny[@]}" --steps 1200 --objective asft --accum 2 --quiet)
@@ -1009,6 +1024,16 @@ PY
     else bad "experiment_set_base_seed" "linked: ${linked:-nothing}; key: $(cat "$bseed/base.ckpt.key" 2>&1 | tail -c 60); $(tail -2 "$TMP/base_seed.out")"; fi
     expect "experiment_set_base_seed_range" 2 "BASE_SEED \\(4294967296\\) is train's --seed: at most 2147483647" \
         env PRESET=smoke SET="BASE_SEED=4294967296" RUN="$TMP/x" bash data/experiment.sh
+    # SET="BASE_LOSS=X" stops the base model's SFT at the first validation loss at or below X
+    # (validated every ceil(6 / 30) = 1 step: with X = 100, the first); the report says where
+    bloss=$TMP/experiment_base_loss && rm -rf "$bloss"
+    OMP_NUM_THREADS=1 PRESET=smoke RUN="$bloss" REUSE="$exp" SET="BASE_LOSS=100" bash data/experiment.sh >"$TMP/base_loss.out" 2>&1
+    if grep -q " until=100$" "$bloss/base.ckpt.key" && grep -q '"base_trained_steps": 1,' "$bloss/results.json" &&
+       grep -q "until validation loss 100 (at most 6 steps)" "$TMP/base_loss.out" &&
+       [ "$(grep -c '"val_loss"' "$bloss/base.ckpt.jsonl")" = 1 ] &&
+       grep -q "SFT until a validation loss of 100: 1 of at most 6 steps, validation loss [0-9.]*" "$bloss/results.md"
+    then ok "experiment_set_base_loss"
+    else bad "experiment_set_base_loss" "key: $(tail -c 40 "$bloss/base.ckpt.key" 2>&1); $(grep -o 'Base model: [^(]*' "$bloss/results.md" 2>&1); $(tail -2 "$TMP/base_loss.out")"; fi
     # a changed run in a directory of its own links the stages it shares with a finished run
     # (REUSE) instead of running them, and leaves that run as it was
     reuse=$TMP/experiment_reuse && rm -rf "$reuse"
