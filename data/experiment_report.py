@@ -247,14 +247,13 @@ def markdown(res, settings, seconds, shown_seed, vs=None):
     if st.get("base_loss"):  # (runs made before BASE_LOSS existed have none of these)
         base = "SFT until a validation loss of %s: %s of at most %s steps" % (st["base_loss"], st.get("base_trained_steps"),
                                                                                st.get("base_steps"))
-    if st.get("base_val_loss") is not None:
-        base += ", validation loss %.4f" % st["base_val_loss"]
-    L.append("Preset %s%s; seeds: %s; machine: %s. Base model: %s, %s (training seed %s) on %s tasks; every fine-tuned row: "
+    base_val = ", validation loss %.4f" % st["base_val_loss"] if st.get("base_val_loss") is not None else ""
+    L.append("Preset %s%s; seeds: %s; machine: %s. Base model: %s, %s (training seed %s) on %s tasks%s; every fine-tuned row: "
              "%s steps from that checkpoint on %s other tasks, same data order, schedule and seed. Scored on the first %s "
              "test tasks (half with held-out parameter combinations): n = %s programs per task at temperature %s. "
              "Numbers are percentages; the spread is the %s." %
              (st.get("preset"), " with %s" % st["set"] if st.get("set") else "", st.get("seeds"), st.get("machine", "?"), st.get("model"), base,
-              st.get("base_seed", 1337), st.get("base_tasks"), st.get("ft_steps"), st.get("ft_tasks"), st.get("eval_tasks", st.get("test_tasks")), st.get("samples"),
+              st.get("base_seed", 1337), st.get("base_tasks"), base_val, st.get("ft_steps"), st.get("ft_tasks"), st.get("eval_tasks", st.get("test_tasks")), st.get("samples"),
               st.get("temperature"), kind))
     new = [f for f in st.get("new_families", "").split(",") if f]
     if new:

@@ -1031,7 +1031,7 @@ PY
     if grep -q " until=100$" "$bloss/base.ckpt.key" && grep -q '"base_trained_steps": 1,' "$bloss/results.json" &&
        grep -q "until validation loss 100 (at most 6 steps)" "$TMP/base_loss.out" &&
        [ "$(grep -c '"val_loss"' "$bloss/base.ckpt.jsonl")" = 1 ] &&
-       grep -q "SFT until a validation loss of 100: 1 of at most 6 steps, validation loss [0-9.]*" "$bloss/results.md"
+       grep -q "SFT until a validation loss of 100: 1 of at most 6 steps (training seed 1337) on 48 tasks, validation loss [0-9.]*;" "$bloss/results.md"
     then ok "experiment_set_base_loss"
     else bad "experiment_set_base_loss" "key: $(tail -c 40 "$bloss/base.ckpt.key" 2>&1); $(grep -o 'Base model: [^(]*' "$bloss/results.md" 2>&1); $(tail -2 "$TMP/base_loss.out")"; fi
     # a changed run in a directory of its own links the stages it shares with a finished run
