@@ -687,7 +687,10 @@ static void test_kv_cache(void) {
         for (int v = 0; v < cfg.padded_vocab_size; v++) { num += (got[v] - want[v]) * (got[v] - want[v]); den += want[v] * want[v]; }
         worst = fmax(worst, sqrt(num / den));
     }
-    check(worst < 1e-5, "kv_cache_matches_full_forward", "worst relative error %.2e over 37 positions", worst);
+    // float32 rounding in another order: over 3,000 seeds the median 2.9e-6, the worst 1.1e-5
+    // (1.2e-5 and 1.8e-5 in two of 1,500 more, which the old bound of 1e-5 failed); a cache
+    // read at a wrong position or layer is off by far more than 1e-4
+    check(worst < 1e-4, "kv_cache_matches_full_forward", "worst relative error %.2e over 37 positions", worst);
     printf("# kv cache vs full forward: worst relative error %.2e\n", worst);
     cuset_kv_free(&kv);
     cuset_gpt_free(&m);
