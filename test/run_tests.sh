@@ -1104,7 +1104,7 @@ PY
     out=
     if OMP_NUM_THREADS=1 PRESET=smoke SEEDS=1,2 RUN="$exp" bash data/experiment.sh >"$TMP/experiment3.out" 2>&1 &&
        out=$("$PYTHON" - "$exp" "$(grep -c 'done before' "$TMP/experiment3.out")" <<'PY' 2>&1
-import json, statistics, sys
+import fractions, json, statistics, sys
 run, skipped = sys.argv[1], int(sys.argv[2])
 assert skipped >= 27, "%d stages skipped, expected at least the 27 of seed 1 (corpus, base, its rows, scores and analyses)" % skipped
 rows = json.load(open(run + "/results.json"))["rows"]
@@ -1124,8 +1124,8 @@ def task_means(row):
     v = {}
     for s in (1, 2):
         for t in json.load(open("%s/seed%d/%s.eval.json" % (run, s, row)))["per_task"]:
-            v.setdefault(t["id"], []).append(t["result"]["functional"]["1"])
-    return {t: statistics.mean(x) for t, x in v.items()}
+            v.setdefault(t["id"], []).append(fractions.Fraction(t["passed"], t["n"]))
+    return {t: float(statistics.mean(x)) for t, x in v.items()}
 a = task_means("cuset")
 for row in ("vanilla", "sft", "cuset_conf_rew"):
     b, p = task_means(row), rows["cuset"]["paired"][row]
@@ -1162,6 +1162,22 @@ assert svg.count("<rect") == 4, "histogram: %d bars for 4 non-empty bins" % svg.
 pts = experiment_report.block_means([(i, float(i)) for i in range(1, 102)])
 assert len(pts) == 51 and pts[0] == (2, 1.5) and pts[49] == (100, 99.5) and pts[50] == (101, 101.0), pts[:2] + pts[-2:]
 assert experiment_report.block_means([(1, 4.0), (2, 5.0)]) == [(1, 4.0), (2, 5.0)]
+# a task passed 1, 3, 1 of 3 times by one row and 2, 2, 1 by another (gen writes 0.333333,
+# 1, 0.333333 and 0.666667, 0.666667, 0.333333) has the same pass@1 in both: a tie
+import os, shutil, tempfile
+syn = tempfile.mkdtemp()
+for s, counts in ((1, (1, 2)), (2, (3, 2)), (3, (1, 1))):
+    os.makedirs("%s/seed%d" % (syn, s))
+    for row, c in zip(("cuset", "sft"), counts):
+        e = json.load(open("%s/seed1/%s.eval.json" % (run, row)))
+        for t in e["per_task"]:
+            t["n"], t["passed"] = 3, c
+            t["result"]["functional"]["1"] = float("%.6f" % (c / 3))
+        json.dump(e, open("%s/seed%d/%s.eval.json" % (syn, s, row), "w"))
+got = experiment_report.gather(syn, ["1", "2", "3"])
+shutil.rmtree(syn)
+tie = experiment_report.paired(got["cuset"]["task_functional@1"], got["sft"]["task_functional@1"])
+assert (tie["mean"], tie["lo"], tie["hi"], tie["higher"], tie["lower"]) == (0, 0, 0, 0, 0), tie
 print("%d numbers = mean and std of two seeds or paired differences; %d stages of seed 1 skipped; 50/70/90%% -> 70.0 ± 20.0" % (n, skipped))
 PY
        ); then ok "experiment_two_seeds: $out"
