@@ -1057,7 +1057,7 @@ assert vs["set"] == "" and "## This run against" in open("results.md").read()
 p = "seed1/cuset.eval.json"
 e = json.load(open(p))
 for t in e["per_task"][:2]:
-    t["result"]["functional"]["1"] = 1.0
+    t["passed"], t["result"]["functional"]["1"] = t["n"], 1.0
 json.dump(e, open(p + ".new", "w"))
 PY
        ) && mv "$reuse/seed1/cuset.eval.json.new" "$reuse/seed1/cuset.eval.json" &&
