@@ -1164,18 +1164,17 @@ assert len(pts) == 51 and pts[0] == (2, 1.5) and pts[49] == (100, 99.5) and pts[
 assert experiment_report.block_means([(1, 4.0), (2, 5.0)]) == [(1, 4.0), (2, 5.0)]
 # a task passed 1, 3, 1 of 3 times by one row and 2, 2, 1 by another (gen writes 0.333333,
 # 1, 0.333333 and 0.666667, 0.666667, 0.333333) has the same pass@1 in both: a tie
-import os, shutil, tempfile
-syn = tempfile.mkdtemp()
-for s, counts in ((1, (1, 2)), (2, (3, 2)), (3, (1, 1))):
-    os.makedirs("%s/seed%d" % (syn, s))
-    for row, c in zip(("cuset", "sft"), counts):
-        e = json.load(open("%s/seed1/%s.eval.json" % (run, row)))
-        for t in e["per_task"]:
-            t["n"], t["passed"] = 3, c
-            t["result"]["functional"]["1"] = float("%.6f" % (c / 3))
-        json.dump(e, open("%s/seed%d/%s.eval.json" % (syn, s, row), "w"))
-got = experiment_report.gather(syn, ["1", "2", "3"])
-shutil.rmtree(syn)
+import os, tempfile
+with tempfile.TemporaryDirectory() as syn:
+    for s, counts in ((1, (1, 2)), (2, (3, 2)), (3, (1, 1))):
+        os.makedirs("%s/seed%d" % (syn, s))
+        for row, c in zip(("cuset", "sft"), counts):
+            e = json.load(open("%s/seed1/%s.eval.json" % (run, row)))
+            for t in e["per_task"]:
+                t["n"], t["passed"] = 3, c
+                t["result"]["functional"]["1"] = float("%.6f" % (c / 3))
+            json.dump(e, open("%s/seed%d/%s.eval.json" % (syn, s, row), "w"))
+    got = experiment_report.gather(syn, ["1", "2", "3"])
 tie = experiment_report.paired(got["cuset"]["task_functional@1"], got["sft"]["task_functional@1"])
 assert (tie["mean"], tie["lo"], tie["hi"], tie["higher"], tie["lower"]) == (0, 0, 0, 0, 0), tie
 print("%d numbers = mean and std of two seeds or paired differences; %d stages of seed 1 skipped; 50/70/90%% -> 70.0 ± 20.0" % (n, skipped))
