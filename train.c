@@ -505,7 +505,7 @@ static int open_model(Run *r) {
 
 static int cmp_int(const void *x, const void *y) { return *(const int *)x - *(const int *)y; }
 
-// A warning when most training targets do not fit the row (they are truncated), with the
+// A warning when most training samples do not fit the row (their targets are truncated), with the
 // --seq that fits 95% of the training samples. A sample needs np + nt - 1 positions.
 static void check_row_length(Run *r) {
     int n = r->ntrain, T = r->s->T, over = 0, *need = (int *)CUSET_CALLOC(n, sizeof(int));
@@ -517,8 +517,8 @@ static void check_row_length(Run *r) {
     if (2 * over > n) {
         qsort(need, n, sizeof(int), cmp_int);
         int p95 = need[(int)ceil(0.95 * n) - 1], ctx = r->model.cfg.max_seq_len;
-        fprintf(stderr, "warning: %d of %d training targets (%.0f%%) are longer than the row of %d tokens and are "
-                        "truncated; --seq %d fits 95%% of the samples", over, n, 100.0 * over / n, T, p95);
+        fprintf(stderr, "warning: %d of %d training samples (%.0f%%) do not fit in the row of %d tokens: their targets "
+                        "are truncated; --seq %d fits 95%% of the samples", over, n, 100.0 * over / n, T, p95);
         if (p95 > ctx) fprintf(stderr, " (more than the model's context of %d: a new model needs --ctx %d)", ctx, p95);
         fprintf(stderr, "\n");
     }
@@ -686,7 +686,8 @@ static int next_batches(Run *r, CusetBatch *batches, int step, long *truncated) 
         int t = cuset_batch_from_dataset(&batches[i], &r->data, r->batch_ids, s->B, err, sizeof err);
         if (t < 0) { fprintf(stderr, "train: %s\n", err); return 1; }
         if (t > 0 && *truncated == 0)
-            printf("note: targets longer than the row of %d tokens are truncated (the log counts them)\n", s->T);
+            printf("note: targets that do not fit in the row of %d tokens after their prompt are truncated (the log's "
+                   "\"truncated\" counts such rows)\n", s->T);
         *truncated += t;
     }
     return 0;

@@ -365,7 +365,7 @@ expect "init_ignores_model_flags" 0 "--init takes the model from the checkpoint:
     ./train --init "$TMP/r.ckpt" "${tiny[@]}" --embd 32 --steps 1 --ckpt "$TMP/z.ckpt"
 expect "new_run_settings_sources" 0 "settings: batch 4 \(flag\), seq 32 \(flag\), accum 1 \(default\)" \
     ./train "${tiny[@]}" --steps 1 --ckpt "$TMP/z.ckpt"
-expect "truncation_warning" 0 "warning: [0-9]+ of [0-9]+ training targets .* truncated; --seq [0-9]+ fits 95% of the samples" \
+expect "truncation_warning" 0 "warning: [0-9]+ of [0-9]+ training samples .* truncated; --seq [0-9]+ fits 95% of the samples" \
     ./train "${tiny[@]}" --synthetic-len 20:30 --steps 1 --ckpt "$TMP/z.ckpt"
 expect "gen_samples" 0 "tokens/s" ./gen --model "$TMP/full.ckpt" --prompt-ids "1 5 7 9" --max-tokens 5
 expect "gen_info" 0 "trained 6 steps with cuset" ./gen --model "$TMP/full.ckpt" --info
