@@ -67,7 +67,7 @@ cpu) # sized for 2 CPU cores: see README, "The experiment"
     MODEL=(--layers 4 --heads 4 --embd 128 --ctx 1024 --vocab 2048) SEQ=1024 BATCH=4
     BASE_STEPS=3000 BASE_LOSS=0.009 BASE_LR=2e-3 FT_STEPS=250 FT_LR=5e-4 MAX_TOKENS=1000 ANALYZE=20 EVAL_TASKS=60 ;;
 gpu) # the whole corpus and a larger model, for one H100/H200-class GPU. Its varied-style
-    # samples take up to 1,855 tokens, their targets up to 1,665 (the 8,000 base tasks of seed 1
+    # samples take up to 1,922 tokens, their targets up to 1,713 (the 8,000 base tasks of seed 1
     # with their 4096-id tokenizer; 52% of them are over 1,024): a context of 2048 holds them whole
     FAMILIES=all STYLE=varied
     NBASE=8000 NFT=2000 NVAL=200 NTEST=100 EVAL_TASKS=100
