@@ -87,7 +87,8 @@ static inline int cuset__ceil_div(long a, long b) { return (int)((a + b - 1) / b
 // The dK/dV kernel holds four vectors per lane (k, v, dk, dv) where the others hold two or
 // three: where D = 16 it uses twice the lanes, GK = 2G per key (DK = 8), so that a lane
 // needs at most 64 registers (at HS = 128: 1024 threads, 32 resident warps per SM, where
-// 8 lanes per key took 123 registers x 512 threads, 16 warps).
+// 8 lanes per key took 123 registers x 512 threads, 16 warps). At HS = 48 and 96 (D = 12)
+// it keeps GK = G: 88 and 98 registers (ptxas, sm_90).
 template <int HS> struct CusetAttnShape {
     static constexpr int G = HS <= 16 ? 1 : HS <= 32 ? 2 : HS <= 64 ? 4 : 8;
     static constexpr int D = HS / G;
@@ -122,7 +123,8 @@ static __device__ __forceinline__ void cuset__load_tile(float *tile, const float
 // Attention forward. One block: CUSET_ATT_BQ queries of one (batch, head), G lanes per query
 // (CUSET_ATT_BQ * G threads). grid (B * NH, ceil(T / CUSET_ATT_BQ)); the heaviest query
 // tiles (late ones, most keys) are launched first. Key and value tiles of CUSET_ATT_BK rows
-// stream through shared memory up to the block's last query; per tile the lanes compute
+// (2 x CUSET_ATT_BK x HS floats of static shared memory: 32 KiB at HS = 128) stream through
+// shared memory up to the block's last query; per tile the lanes compute
 // the tile's scores into registers, rescale the running sum and output once, then add the
 // tile's values. qkv (B,T,3C) -> out (B,T,C), lse (B,NH,T) of the scaled scores.
 template <int HS>
@@ -200,8 +202,8 @@ static __global__ void cuset__attention_delta_kernel(float *delta, const float *
 
 // Attention backward, keys' side. One block: CUSET_ATT_BQ keys j of one (batch, head), GK
 // lanes per key holding k_j, v_j and their gradients; grid (B * NH, ceil(T / CUSET_ATT_BQ)).
-// Tiles of CUSET_ATT_BK queries (q, dout, lse, delta) stream through shared memory from
-// the diagonal to T. Per query i >= j: P_ij = exp(scale q_i.k_j - lse_i),
+// Tiles of CUSET_ATT_BK queries (q, dout, lse, delta: 2 x CUSET_ATT_BK x (HS + 1) floats,
+// static) stream through shared memory from the diagonal to T. Per query i >= j: P_ij = exp(scale q_i.k_j - lse_i),
 // dV_j += P_ij dout_i, dS_ij = P_ij (dout_i.v_j - delta_i), dK_j += scale dS_ij q_i.
 // Writes (not accumulates) the k and v parts of dqkv (B,T,3C).
 template <int HS>
@@ -266,7 +268,8 @@ cuset__attention_backward_dkdv_kernel(float *dqkv, const float *dout, const floa
 
 // Attention backward, queries' side. One block: CUSET_ATT_BQ queries i of one (batch, head),
 // G lanes per query holding q_i, dout_i, dQ_i; grid (B * NH, ceil(T / CUSET_ATT_BQ)), late
-// tiles first. Key and value tiles stream through shared memory up to the diagonal; per
+// tiles first. Key and value tiles (2 x CUSET_ATT_BK x HS floats, static) stream through
+// shared memory up to the diagonal; per
 // key j <= i: P_ij recomputed from lse_i, dS_ij = P_ij (dout_i.v_j - delta_i),
 // dQ_i += scale dS_ij k_j. Writes the q part of dqkv (B,T,3C).
 template <int HS>
@@ -387,8 +390,8 @@ static void cuset__cuda_attention_backward(float *dqkv, float *delta, const floa
 //   phase 3  one block per row: coefficient, dlogits in place, the row's stat terms
 //   sums     one thread per sample: the sample's stat sums, in the order of cuset_loss
 // then (when stats is given) one copy of B x 6 doubles and the final sum on the host.
-// Rows are read as float4s when Vp % 4 == 0 and logits are 16-byte aligned (always, for
-// cudaMalloc'd (B,T,Vp) tensors with Vp a multiple of 64).
+// Rows are read as float4s when Vp % 4 == 0 and logits (and ASFT's ref_logits) are 16-byte
+// aligned (always, for cudaMalloc'd (B,T,Vp) tensors with Vp a multiple of 64).
 
 #define CUSET_LOSS_THREADS 256
 #define CUSET_LOSS_SAMPLE_FIELDS 6 // loss, ce, conf, pass, w, tgt_len
@@ -496,7 +499,8 @@ static __device__ float cuset__block_row_lse(const float *row, int V, int Vp, bo
 // B*T; rows that are not target positions leave at once. One read of the row: its lse over
 // the V real columns, c = exp(z[target] - lse), and with EAFT the top-20 logits (each
 // thread keeps its own top-20 with cuset_topk_push during the same pass, then the lists are
-// merged pairwise in shared memory, 8 levels) and their weight cuset_eaft_weight. With ASFT
+// merged pairwise in shared memory, 8 levels: 256 x 21 floats and 256 ints, 22 KiB static)
+// and their weight cuset_eaft_weight. With ASFT
 // also the lse of the reference row (its one read before phase 3).
 template <bool EAFT>
 static __global__ void __launch_bounds__(CUSET_LOSS_THREADS)
@@ -772,7 +776,8 @@ static __global__ void __launch_bounds__(CUSET_MM_THREADS) cuset__matmul_kernel(
     }
 
     // Epilogue: the accumulators go through shared memory (tiles, as a [64][68] tile), then
-    // each thread writes whole rows of the output in order: coalesced, bounds-checked.
+    // the block writes the output row by row, consecutive threads on consecutive columns
+    // (thread t: elements t, t + 128, ...): coalesced, bounds-checked.
     const int ldc_s = CUSET_MM_BN + CUSET_MM_PAD;
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++)
@@ -832,7 +837,7 @@ static __global__ void cuset__sum_partials_kernel(float *dst, const float *parti
 
 // ---- LayerNorm --------------------------------------------------------------------------------
 
-// out (N, C) = (inp - mean) * rstd * w + b per row; saves mean and rstd (N). As
+// out (N, C) = (inp - mean) * rstd * w + b per row; saves mean and rstd (N). As cuset.h's
 // cuset__layernorm_forward. Launch: one warp per row, 4 rows per block of 128 threads.
 static __global__ void cuset__layernorm_forward_kernel(float *out, float *mean, float *rstd, const float *inp, const float *w,
                                          const float *b, int N, int C) {
@@ -850,7 +855,7 @@ static __global__ void cuset__layernorm_forward_kernel(float *out, float *mean, 
 }
 
 // dinp (N, C) += the gradient through the normalisation, per row, as the first loop of
-// cuset__layernorm_backward. Launch: one warp per row, 4 rows per block of 128 threads.
+// cuset.h's cuset__layernorm_backward. Launch: one warp per row, 4 rows per block of 128 threads.
 static __global__ void cuset__layernorm_backward_kernel(float *dinp, const float *dout, const float *inp, const float *w,
                                           const float *mean, const float *rstd, int N, int C) {
     int row = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -1251,7 +1256,8 @@ struct CusetCudaModel {
     CusetCudaActs acts;
     CusetCudaGradActs gacts;
     float *ref_logits;                  // (B, T, Vp) ASFT: the reference's logits, or NULL
-    float *partial;                     // column-sum partials: 2 ceil(BT / 256) max(4C, 2C)
+    float *partial;                     // column-sum partials: ceil(BT / 256) x 4C, the most a bias
+                                        // (OC <= 4C) or a LayerNorm (2C) needs
     double *norm_partial;               // CUSET_NORM_BLOCKS
     float *norm;                        // 1: the gradient norm
     void *loss_workspace;               // cuset_cuda_loss_workspace_bytes(B, T)
@@ -1302,7 +1308,7 @@ static size_t cuset__model_layout(CusetCudaModel *g, char *base, int with_ref) {
     float **dp = (float **)&g->gacts;
     for (int i = 0; i < CUSET_CUDA_NUM_GRAD_ACTS; i++) dp[i] = (float *)cuset__bump(&b, d[i] * F);
     g->ref_logits = with_ref ? (float *)cuset__bump(&b, BT * Vp * F) : NULL;
-    g->partial = (float *)cuset__bump(&b, 2 * (size_t)cuset__ceil_div(BT, CUSET_COLSUM_ROWS) * 4 * C * F);
+    g->partial = (float *)cuset__bump(&b, (size_t)cuset__ceil_div(BT, CUSET_COLSUM_ROWS) * 4 * C * F);
     g->norm_partial = (double *)cuset__bump(&b, CUSET_NORM_BLOCKS * sizeof(double));
     g->norm = (float *)cuset__bump(&b, F);
     g->loss_workspace = cuset__bump(&b, cuset_cuda_loss_workspace_bytes((int)B, (int)T));
@@ -1467,8 +1473,8 @@ static int cuset__forward_loss(CusetCudaModel *g, const CusetObjective *obj, flo
 
 // ---- the C ABI --------------------------------------------------------------------------------------
 
-// Writes 1: when this runs, the build holds code that the device can run (machine code
-// for its architecture, or PTX that the driver compiles for it).
+// flag (1 int) = 1: when this runs, the build holds code that the device can run (machine
+// code for its architecture, or PTX that the driver compiles for it). Launch: 1 x 1.
 static __global__ void cuset__probe_kernel(int *flag) { *flag = 1; }
 
 #define CUSET__STR(...) #__VA_ARGS__
