@@ -15,8 +15,10 @@
    3 implementation: utilities, parameters, matmul, layers forward/backward, the model,
    incremental decoding, the loss, AdamW, batches and data, sampling, checkpoints.
    The data side lives in its own headers: data/tokenizer.h, data/annotate.h (eq. 3's
-   spans) and data/textdata.h (text files, token files, checkpoints with a tokenizer).
-   Depends on libc, libm and OpenMP (optional). */
+   spans), data/textdata.h (text files, token files, checkpoints with a tokenizer),
+   data/confidence.h (the confidence analysis), data/gpt2.h and data/json.h (GPT-2 models).
+   Depends on libc, libm, POSIX (stat, fsync, getpid), OpenMP (optional) and GCC/Clang's
+   weak symbols (the GPU stand-ins below). */
 #ifndef CUSET_H
 #define CUSET_H
 
@@ -138,6 +140,7 @@ typedef struct {
     float alpha;       // EAFT exponent, default 1
     float beta;        // ASFT KL weight, default 0.1
 } CusetObjective;
+// kind with CuSeT's paper defaults: every switch on, tau 0.1, lambda 1, l 256, alpha 1, beta 0.1.
 CusetObjective cuset_objective_default(CusetObjectiveKind kind);
 
 // Sums over the target tokens (and samples) of one or more micro-batches; divide by ntok
@@ -175,10 +178,13 @@ typedef struct {
     float weight_decay;     // decoupled, on the tensors of cuset_tensor_decay
     float grad_clip;        // global-norm clip; 0 disables
 } CusetOptim;
+// lr 3e-4 falling to 3e-5, no warmup, betas 0.9 / 0.95, eps 1e-8, weight decay 0.1, clip 1.
 CusetOptim cuset_optim_default(void);
 float cuset_lr_at(const CusetOptim *o, int step);
 
 // Model.
+// 0, or -1 and why: vocabulary in [2, 2^24] and padded by cuset_pad_vocab, context in
+// [1, 65536], 1..256 layers, n_embd in [1, 16384] and a multiple of n_head.
 int cuset_config_check(const CusetConfig *c, char *err, size_t errlen);
 int cuset_pad_vocab(int V);
 void cuset_gpt_init(CusetGPT *m, const CusetConfig *cfg);           // allocate parameters
@@ -201,9 +207,9 @@ size_t cuset_cuda_loss_workspace_bytes(int B, int T);
 int cuset_cuda_loss(float *logits, const float *ref_logits, const int *targets, const unsigned char *is_target,
                     const unsigned char *is_cuda, const int *tgt_start, const int *tgt_len, int B, int T, int V, int Vp,
                     const CusetObjective *obj, float inv_norm, void *workspace, CusetStats *stats, void *stream);
-void cuset_gpt_zero_grad(CusetGPT *m);
+void cuset_gpt_zero_grad(CusetGPT *m);                     // grads = 0 (allocated on first use)
 void cuset_gpt_backward(CusetGPT *m, const int *inputs);   // accumulates into grads
-float cuset_gpt_grad_norm(const CusetGPT *m);
+float cuset_gpt_grad_norm(const CusetGPT *m);              // the global L2 norm of all grads
 // Clips to o->grad_clip (if > 0) using norm, then one AdamW step; step is 0-based.
 void cuset_gpt_update(CusetGPT *m, const CusetOptim *o, int step, float grad_norm);
 
@@ -217,6 +223,8 @@ int cuset_batch_set_row(CusetBatch *b, int n, const int *prompt, int np, const i
                         const unsigned char *target_cuda, int nt);
 // Row n as padding only, no target (a batch with fewer samples than rows).
 void cuset_batch_clear_row(CusetBatch *b, int n);
+// 0, or -1 and the first row and position where tokens leave [0, vocab_size), is_target
+// disagrees with tgt_start/tgt_len, or a CUDA flag sits outside the target.
 int cuset_batch_check(const CusetBatch *b, int vocab_size, char *err, size_t errlen);
 int cuset_batch_target_tokens(const CusetBatch *b);
 
@@ -240,6 +248,7 @@ uint64_t cuset_dataset_fingerprint(const CusetDataset *d);
 // tokens at the row's end; -1 and a message in err if a prompt does not fit.
 int cuset_batch_from_dataset(CusetBatch *b, const CusetDataset *d, const int *ids, int count, char *err,
                              size_t errlen);
+// order = a permutation of 0..n-1, a pure function of (seed, epoch) (cuset_split uses epoch -1).
 void cuset_shuffle(int *order, int n, uint64_t seed, int epoch);
 // The samples whose prompt fits a row of T tokens, shuffled by the seed and split into
 // training and validation lists (val_frac of them). Returns how many fit; *train (which
@@ -345,7 +354,9 @@ int cuset_parse_number(const char *flag, const char *v, double lo, double hi, in
 // cuset_cuda_update, exactly like the CPU's. Functions that can fail return -1 (NULL) and
 // write the reason into err. A program without cuset.cu gets stand-ins from cuset.h's
 // implementation (weak symbols: cuset.cu's replace them when linked) that answer "no GPU
-// backend", so the mains need no #ifdef.
+// backend", so the mains need no #ifdef; cuset_cuda_loss, its workspace size,
+// cuset_cuda_download_grads and cuset_cuda_decoder_len have none (only programs built
+// with cuset.cu call them).
 typedef struct CusetCudaDecoder CusetCudaDecoder;
 // 1 when a CUDA device can be used (its name in why); 0 with the reason in why (no driver:
 // cudaGetDeviceCount error 35, no device, ...); -1 when the program has no GPU backend.
@@ -376,7 +387,7 @@ void cuset_cuda_download_grads(const CusetCudaModel *g, float *grads);
 // next position and returns the logits (Vp floats, host memory, valid until the next call).
 CusetCudaDecoder *cuset_cuda_decoder_new(const CusetGPT *m, char *err, size_t errlen);
 const float *cuset_cuda_decode(CusetCudaDecoder *d, int token);
-int cuset_cuda_decoder_len(const CusetCudaDecoder *d);
+int cuset_cuda_decoder_len(const CusetCudaDecoder *d);  // positions in the cache
 void cuset_cuda_decoder_reset(CusetCudaDecoder *d);   // empties the cache (a new prompt)
 void cuset_cuda_decoder_free(CusetCudaDecoder *d);
 #ifdef CUSET_CUDA_INTERNALS

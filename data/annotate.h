@@ -6,7 +6,7 @@
    stb style: include it anywhere for the declarations; in exactly one C file write
        #define CUSET_ANNOTATE_IMPLEMENTATION
        #include "data/annotate.h"
-   Depends on libc, libm and stb_ds (Debian libstb-dev), like data/tokenizer.h. */
+   Depends on libc and stb_ds (Debian libstb-dev), like data/tokenizer.h. */
 #ifndef CUSET_ANNOTATE_H
 #define CUSET_ANNOTATE_H
 
@@ -134,7 +134,6 @@ const char *cuset_span_kind_name(CusetSpanKind kind);
 #ifndef CUSET_ANNOTATE_IMPLEMENTATION_DONE
 #define CUSET_ANNOTATE_IMPLEMENTATION_DONE
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #if !defined(CUSET__STB_DS_COMPILED) && !defined(CUSET_NO_STB_DS_IMPLEMENTATION)

@@ -84,7 +84,8 @@ void cuset_conf_report(const CusetConfSample *s, int n, const char *const *texts
 
 // The whole analysis of a prompt/completion file (JSON lines) with model m and its
 // tokenizer: samples first .. first+count-1 (count < 0: to the end), the JSON summary to
-// json and the text report to text (may be NULL). Returns 0, or -1 with a message in err.
+// json and the text report to text (may be NULL). l and probe are at least 1, tau lies in
+// [0, 1]. Returns 0, or -1 with a message in err.
 int cuset_conf_analyze_file(CusetGPT *m, const CusetTokenizer *tk, const char *path, int first, int count, int l,
                             int probe, float tau, int nview, FILE *json, FILE *text, char *err, size_t errlen);
 
@@ -93,7 +94,7 @@ int cuset_conf_analyze_file(CusetGPT *m, const CusetTokenizer *tk, const char *p
 typedef struct {
     int first, count;         // the samples first .. first+count-1 (count <= 0: to the end)
     int window, probe, views; // eq. 7's l; the window of the low-confidence search; samples shown token by token
-    float tau;                // eq. 2's threshold (< 0: the checkpoint's training setting)
+    float tau;                // eq. 2's threshold (gen passes the checkpoint's unless --tau is given)
     const char *json_path;    // where the JSON goes (NULL: MODEL_PATH.analysis.json)
 } CusetConfOpts;
 // cuset_conf_analyze_file with the JSON written whole or not at all (to json_path.tmp.PID,
@@ -543,6 +544,9 @@ void cuset_conf_report(const CusetConfSample *s, int n, const char *const *texts
 
 int cuset_conf_analyze_file(CusetGPT *m, const CusetTokenizer *tk, const char *path, int first, int count, int l,
                             int probe, float tau, int nview, FILE *json, FILE *text, char *err, size_t errlen) {
+    if (l < 1 || probe < 1 || !(tau >= 0.0f && tau <= 1.0f) || first < 0)
+        return cuset__err(err, errlen, "window l = %d, probe %d, tau %g, first sample %d: l and probe are at least 1, "
+                          "tau lies in [0, 1], the first sample is at least 0", l, probe, tau, first);
     CusetTextSample *s = NULL;
     if (cuset_jsonl_read(path, &s, err, errlen)) return -1;
     int n = (int)arrlen(s);

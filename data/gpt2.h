@@ -70,8 +70,9 @@ int cuset_gpt2_recognize(const char *path);
 // an llm.c .bin. Refuses a tokenizer with more ids than the model. perm: as above, or NULL.
 int cuset_gpt2_import(const char *path, const char *tok_path, CusetGPT *m, CusetTokenizer *tk, int **perm, char *err,
                       size_t errlen);
-// Writes a Hugging Face directory (created if missing; each file written to .tmp, then
-// renamed): config.json, model.safetensors (float32), tokenizer.json, tokenizer_config.json.
+// Writes a Hugging Face directory (created if missing; each file written to NAME.tmp.PID,
+// all renamed once all are written): config.json, model.safetensors (float32),
+// tokenizer.json, tokenizer_config.json. 0, or -1 with a message.
 int cuset_gpt2_export(const char *dir, const CusetGPT *m, const CusetTokenizer *tk, char *err, size_t errlen);
 // The regex that expresses data/tokenizer.h's pre-split in tokenizer.json (onig syntax).
 // Exact when every chunk of 64 characters or fewer also has 64 bytes or fewer (always for
@@ -104,7 +105,7 @@ extern const char cuset_gpt2_cuset_split_regex[];
 
 // ---- files ------------------------------------------------------------------------------
 
-// A whole file, read-only, mapped (empty files give data NULL, size 0).
+// A whole file, read-only, mapped (an empty file: size 0, data a valid empty string).
 typedef struct { const unsigned char *data; size_t size; } cuset__g2_file;
 
 static int cuset__g2_map(const char *path, cuset__g2_file *f, char *err, size_t errlen) {
@@ -920,8 +921,9 @@ int cuset_gpt2_import(const char *path, const char *tok_path, CusetGPT *m, Cuset
 // ---- export: a Hugging Face directory ------------------------------------------------------------
 
 // The files of an export. Each is first written to NAME.tmp.PID (cuset__g2_stage); only when
-// all four are written are they renamed into place, so a failed export (a full disk) leaves
-// the directory as it was, not a new config.json beside an older model.
+// all four are written are they renamed into place, so a failed write (a full disk) leaves
+// the directory as it was, not a new config.json beside an older model. (The renames, in
+// one directory, need no space; a failure among them would leave the first ones done.)
 static const char *const cuset__g2_export_files[] = { "config.json", "model.safetensors", "tokenizer.json",
                                                       "tokenizer_config.json" };
 #define CUSET__G2_NEXPORT (int)(sizeof cuset__g2_export_files / sizeof cuset__g2_export_files[0])

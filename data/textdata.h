@@ -135,9 +135,10 @@ uint64_t cuset_tok_fingerprint(const CusetTokenizer *tk);
 //                          its nt target ids (a sample's tokens are contiguous)
 //   ...+4(P+Q)  Q          target CUDA flags, one byte (0 or 1) per target token, sample
 //                          by sample
-// The file is exactly 72 + K + 8N + 4(P+Q) + Q bytes (K is a multiple of 8, so the ids
-// are 4-byte aligned). Version 1 (still read) has a 64-byte header without the
-// tokenizer fingerprint: a damaged merge that still names valid ids passes there. Every sample has the layout of cuset_sample_from_text: np >= 2,
+// The file is exactly 72 + K + 8N + 4(P+Q) + Q bytes (K is a multiple of 4, of 8 for the
+// project's own tokenizer, so the ids are 4-byte aligned). Version 1 (still read) has a
+// 64-byte header without the tokenizer fingerprint: a damaged merge that still names
+// valid ids passes there. Every sample has the layout of cuset_sample_from_text: np >= 2,
 // nt >= 1, ids in [0, V), the prompt opens with CUSET_TOK_PROMPT and closes with
 // CUSET_TOK_TARGET, the target closes with CUSET_TOK_EOS, and no special id occurs
 // anywhere else; flags are 0 or 1.
@@ -179,7 +180,7 @@ int cuset_data_open(const char *src, const CusetTokenizer *fixed, int vocab_size
 // end); returns 0, or -1 with a message.
 int cuset_read_file(const char *path, unsigned char **buf, size_t *len, char *err, size_t errlen);
 // JSON members of one line, and JSON strings out (the evaluation harness emu/eval.h and the
-// corpus tools use them besides the JSON-lines reader above).
+// confidence analysis data/confidence.h use them besides the JSON-lines reader above).
 //
 // One top-level member of the JSON object on one line of JSON lines (a line of
 // cuset_jsonl_parse's format): finds member `key` and reports its type ('s' string, 'n'
@@ -197,7 +198,8 @@ void cuset_json_write_string(FILE *f, const char *s, size_t len);
 // Checkpoints with their tokenizer: cuset.h's cuset_checkpoint_save and _load with tk as
 // its cuset_tok_save bytes. tk may be NULL (save: no tokenizer; load: skip it). Load
 // checks the tokenizer and that it matches the model's vocabulary ("its tokenizer: ...");
-// tk (cuset_tok_init'ed) is left as it was when the file has none or on failure.
+// tk (cuset_tok_init'ed) is left as it was when the file has none or the checkpoint fails
+// to load, and reset by cuset_tok_init when its tokenizer fails (or does not match).
 int cuset_checkpoint_save_tok(const char *path, const CusetGPT *m, const CusetGPT *ref, const CusetTokenizer *tk,
                               const CusetCheckpointInfo *info, int with_optimizer, char *err, size_t errlen);
 int cuset_checkpoint_load_tok(const char *path, CusetGPT *m, CusetGPT *ref, CusetTokenizer *tk, int want_optimizer,

@@ -24,7 +24,8 @@
        #define CUSET_EVAL_IMPLEMENTATION
        #include "emu/eval.h"
    after data/textdata.h's implementation (CUSET_TEXTDATA_IMPLEMENTATION).
-   POSIX only (fork, execv, setpgid, setrlimit, waitpid). Messages start with
+   Linux (prctl's PR_SET_PDEATHSIG; bubblewrap through emu/sandbox.h) and POSIX (fork,
+   execv, setpgid, setrlimit, waitpid). Messages start with
    CUSET_EVAL_WHO ("gen" unless defined before the include). */
 #ifndef CUSET_EVAL_H
 #define CUSET_EVAL_H
@@ -39,14 +40,15 @@ extern "C" {
 #endif
 
 // ---------------------------------------------------------------------------------------
-// pass@k, the unbiased estimator over n samples with c successes (METHOD.md):
+// pass@k, the unbiased estimator over n samples with c successes (README, "Evaluation"):
 //     1 - C(n-c, k) / C(n, k) = 1 - prod_{i=n-c+1}^{n} (1 - k / i)
 // computed as that product (no binomials, so no overflow for any n); exactly 1.0 when
 // n - c < k (every k-subset holds a success). Invalid arguments - n < 1, c < 0, c > n,
 // k < 1 or k > n (k samples cannot be drawn from n) - return NAN: callers check with isnan.
 double cuset_pass_at_k(int n, int c, int k);
 
-// Runs argv (argv[0] looked up on PATH by execvp) as a child in its own process group,
+// Runs argv (argv[0] as given when it holds a '/', else the first executable PATH/argv[0],
+// run with execv) as a child in its own process group,
 // in directory dir (NULL: the current one), with stdin from /dev/null and stdout/stderr
 // to out_path/err_path (created or truncated; NULL: /dev/null), under resource limits
 // (CusetRunLimits), and kills the whole group with SIGKILL when timeout_s of wall-clock
@@ -99,7 +101,8 @@ char *cuset_make_temp_dir(const char *prefix, char *err, size_t errlen);
 // Removes path and everything under it (symbolic links are removed, never followed).
 // Returns 0, or -1 when something could not be removed (it carries on with the rest).
 int cuset_remove_tree(const char *path);
-// Copies file src to dst (created or truncated, mode 0644). 0, or -1 with a message.
+// Copies file src to dst (created or truncated; a new file gets mode 0666 less the umask).
+// 0, or -1 with a message.
 int cuset_copy_file(const char *src, const char *dst, char *err, size_t errlen);
 // Writes len bytes to path (created or truncated). 0, or -1 with a message.
 int cuset_write_file(const char *path, const void *data, size_t len, char *err, size_t errlen);
@@ -806,8 +809,8 @@ static void cuset__eval_head_or_line(const char *path, const char *needle, char 
 }
 
 // Runs argv in dir, in the sandbox, with the run limits (program) or the compile limits
-// (compilers: no address-space or CPU limit, the wall clock only); stdout/stderr to
-// dir/NAME.out/.err, made anew (what a program left under those names may be a link).
+// (compilers: no address-space or CPU-time limit, 1024 open files; the wall clock, the
+// file size and the disk watch as for programs); stdout/stderr to dir/NAME.out/.err, made anew (what a program left under those names may be a link).
 static void cuset__eval_run(const cuset__EvalEnv *E, const char *const argv[], const char *dir, const char *name,
                             int program, uint64_t as_bytes, CusetRunResult *r, char *err_path, size_t cap) {
     char out_path[4200], file[64];
