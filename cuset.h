@@ -303,6 +303,9 @@ int cuset_checkpoint_save(const char *path, const CusetGPT *m, const CusetGPT *r
 // Whether a file can be written at path the way the writers here do it (path.tmp.PID, then
 // a rename onto path): for a long run to find out before it starts. 0, or -1 with why.
 int cuset_check_writable(const char *path, char *err, size_t errlen);
+// 1 when paths a and b name one file: the same inode when both exist, else the same name
+// in the same directory (a run's outputs checked against its inputs and each other).
+int cuset_same_file(const char *a, const char *b);
 // 1 when the checkpoint was trained by CuSeT with reweighting under the window rule
 // before the 2026-12-01 correction of eq. 5 (checkpoint version 1: a target shorter than
 // the window was one window, so C_n differed for ceil(l/2) < T_n < l); the layout is the
@@ -2065,6 +2068,25 @@ int cuset_check_writable(const char *path, char *err, size_t errlen) {
     fclose(f);
     remove(tmp);
     return 0;
+}
+
+// The directory part of path ("." when it has none) has the inode of *st.
+static int cuset__dir_stat(const char *path, struct stat *st) {
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + 1 : 1, slash ? path : ".");
+    return stat(dir, st);
+}
+
+int cuset_same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    if (ea || eb) return ea && eb && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    const char *na = strrchr(a, '/'), *nb = strrchr(b, '/');
+    na = na ? na + 1 : a;
+    nb = nb ? nb + 1 : b;
+    return strcmp(na, nb) == 0 && cuset__dir_stat(a, &sa) == 0 && cuset__dir_stat(b, &sb) == 0 &&
+           sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 int cuset_checkpoint_save(const char *path, const CusetGPT *m, const CusetGPT *ref, const void *tok, size_t tok_len,

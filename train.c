@@ -76,7 +76,7 @@ static const char *usage_text =
     "  --val-every N         validate every N steps (0: only at the end)        [0]\n"
     "  --until-val-loss X    stop, checkpointed, at the first validation (--val-every) whose loss is\n"
     "                        X or lower: --steps becomes a limit (and sets the schedule)\n"
-    "  --log FILE            append per-step numbers as JSON lines              [PATH of --ckpt + .jsonl]\n"
+    "  --log FILE            per-step numbers as JSON lines (--resume appends)  [PATH of --ckpt + .jsonl]\n"
     "  --device D            cpu | cuda | auto                                  [auto]\n"
     "  --threads N           OpenMP threads                                     [all cores]\n"
     "  --quiet               print every 10th step only\n"
@@ -604,16 +604,22 @@ static int trim_log(const char *path, int step) {
     return 0;
 }
 
-// 1 when the run would write over one of its data files (say --ckpt tasks with --data
-// tasks.jsonl: the log is tasks.jsonl), after a message.
-static int writes_over_data(const Run *r, const char *flag, const char *path) {
-    const char *data[2] = {r->synthetic ? NULL : r->a.data, r->a.val_data};
-    struct stat out, in;
-    if (stat(path, &out)) return 0; // not there yet: nothing to write over
-    for (int i = 0; i < 2; i++)
-        if (data[i] && stat(data[i], &in) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino) {
-            fprintf(stderr, "train: %s %s is %s %s: the run would write over its data; give another path\n", flag, path,
-                    i ? "--val-data" : "--data", data[i]);
+// 1 when the output `flag path` would write over a file the run reads (its data, their
+// token caches DATA.tok, the --init checkpoint) or its other output (say --ckpt tasks with
+// --data tasks.jsonl: the log is tasks.jsonl), after a message.
+static int writes_over(const Run *r, const char *flag, const char *path, const char *other_flag, const char *other) {
+    const Args *a = &r->a;
+    const char *data = r->synthetic ? NULL : a->data;
+    char cache[2][4200];
+    snprintf(cache[0], sizeof cache[0], "%s.tok", data ? data : "");
+    snprintf(cache[1], sizeof cache[1], "%s.tok", a->val_data ? a->val_data : "");
+    const struct { const char *what, *path; } used[] = {
+        {"--data", data}, {"--val-data", a->val_data}, {"--data's token cache", data ? cache[0] : NULL},
+        {"--val-data's token cache", a->val_data ? cache[1] : NULL}, {"--init", a->init}, {other_flag, other}};
+    for (size_t i = 0; i < sizeof used / sizeof used[0]; i++)
+        if (used[i].path && cuset_same_file(path, used[i].path)) {
+            fprintf(stderr, "train: %s %s is also %s %s: the run would write over it; give another path\n", flag, path,
+                    used[i].what, used[i].path);
             return 1;
         }
     return 0;
@@ -632,7 +638,9 @@ static int open_log_and_device(Run *r) {
     }
     snprintf(r->log_path, sizeof r->log_path, "%s", a->log ? a->log : a->ckpt);
     if (!a->log) strncat(r->log_path, ".jsonl", sizeof r->log_path - strlen(r->log_path) - 1);
-    if (writes_over_data(r, "--ckpt", a->ckpt) || writes_over_data(r, a->log ? "--log" : "the log", r->log_path)) return 1;
+    const char *log_flag = a->log ? "--log" : "the log";
+    if (writes_over(r, "--ckpt", a->ckpt, log_flag, r->log_path) || writes_over(r, log_flag, r->log_path, NULL, NULL))
+        return 1;
     if (a->resume && trim_log(r->log_path, r->start_step)) return 1;
     r->log = fopen(r->log_path, a->resume ? "a" : "w");
     if (!r->log) { fprintf(stderr, "train: --log %s: cannot open for writing (%s)\n", r->log_path, strerror(errno)); return 1; }

@@ -68,12 +68,14 @@ static void families_init(void) {
 
 // --families a,b,c: keep only the named families, in the order given.
 static void families_keep(const char *list) {
+    static int given;
+    if (given++) die("--families given twice: name every family in one list (--families A,B)");
     const Family *keep[MAX_FAMILIES];
     int nkeep = 0;
     char name[64];
     for (const char *p = list; *p;) {
         size_t n = strcspn(p, ",");
-        if (n == 0 || n >= sizeof name) die("--families: expected names separated by commas, got '%s'", list);
+        if (n == 0 || n >= sizeof name || (p[n] == ',' && !p[n + 1])) die("--families: expected names separated by commas, got '%s'", list);
         snprintf(name, sizeof name, "%.*s", (int)n, p);
         const Family *f = family_by_name(name);
         if (!f) die("--families: unknown family '%s' (corpus --list lists them)", name);
@@ -714,7 +716,9 @@ static void usage(int asked) {
           "  corpus --emit-family NAME [--seed S] [--style varied|plain] [--prompt]\n"
           "      prints one target program of the family (with --prompt, the prompt first, to stderr)\n"
           "  corpus --list\n"
-          "      lists the families and their parameters\n",
+          "      lists the families and their parameters\n"
+          "  corpus --help\n"
+          "      this text\n",
           asked ? stdout : stderr);
     exit(asked ? 0 : 2);
 }

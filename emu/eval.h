@@ -1620,17 +1620,32 @@ static int cuset__eval_gpu_runs(const cuset__EvalEnv *E, char *why, size_t cap) 
     return ok;
 }
 
-// The results file (--results, else NAME.eval.jsonl) and the private work directory, open
-// to the sandbox's user; Ctrl-C from now on takes the running programs down too.
-static void cuset__eval_open_run(cuset__EvalRun *R) {
+// The results file (--results, else NAME.eval.jsonl); stops when it or the summary would
+// write over a file the run reads (the tasks, the programs, the model) or over each other.
+static void cuset__eval_choose_outputs(cuset__EvalRun *R) {
     const CusetEvalOpts *o = R->o;
-    cuset__EvalEnv *E = &R->E;
-    char err[1200];
     R->results_path = o->results_path;
     if (!R->results_path) {
         snprintf(R->results_default, sizeof R->results_default, "%s.eval.jsonl", R->sampler ? R->sampler->name : o->programs_path);
         R->results_path = R->results_default;
     }
+    const struct { const char *flag, *path; } out[] = {{"--results", R->results_path}, {"--summary", o->summary_path}},
+                                              in[] = {{"--eval", o->tasks_path}, {"--programs", o->programs_path},
+                                                      {"--model", R->sampler ? R->sampler->name : NULL},
+                                                      {"--results", R->results_path}};
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 4 && out[i].path; k++)
+            if (in[k].path && strcmp(in[k].flag, out[i].flag) && cuset_same_file(out[i].path, in[k].path))
+                cuset__eval_fail("%s %s is also %s %s: the evaluation would write over it; give another path",
+                                 out[i].flag, out[i].path, in[k].flag, in[k].path);
+}
+
+// The results file and the private work directory, open to the sandbox's user; Ctrl-C
+// from now on takes the running programs down too.
+static void cuset__eval_open_run(cuset__EvalRun *R) {
+    const CusetEvalOpts *o = R->o;
+    cuset__EvalEnv *E = &R->E;
+    char err[1200];
     R->rf = fopen(R->results_path, "w");
     if (!R->rf) cuset__eval_fail("%s: cannot create: %s", R->results_path, strerror(errno));
     if (o->summary_path && cuset_check_writable(o->summary_path, err, sizeof err)) // written at the end
@@ -1867,6 +1882,7 @@ int cuset_eval_main(const CusetEvalOpts *o, const CusetEvalSampler *sampler) {
     cuset__EvalRun R = {.o = o, .sampler = sampler, .E = {.tasks_path = o->tasks_path, .keep_dirs = o->keep_dirs,
                         .timeout = o->timeout, .compile_timeout = o->compile_timeout, .disk_mib = o->disk_mib}};
     cuset__eval_check_options(&R);
+    cuset__eval_choose_outputs(&R);
     cuset__eval_locate_split(&R.E, o->tasks_path);
     cuset__eval_find_tools(&R.E, o);
     cuset__eval_isolate(&R.E, o->unsafe_no_sandbox);

@@ -425,13 +425,24 @@ expect "text_tok_file_directly" 0 "24 samples from .*tasks.jsonl.tok" ./train --
 expect "finetune_uses_cache_of_same_tokenizer" 0 "data: 24 samples from .*tasks.jsonl \(tokenized cache .*tasks.jsonl.tok\)" \
     ./train --init "$TMP/t.ckpt" --data "$TMP/tasks.jsonl" --seq 96 --batch 4 --steps 1 --ckpt "$TMP/ft1.ckpt"
 head -5 "$TMP/tasks.jsonl" >"$TMP/val.jsonl"
+expect "gen_analyze_json_over_model" 1 "the JSON path .*t.ckpt is also the model: the analysis would write over it" \
+    ./gen --model "$TMP/t.ckpt" --analyze "$TMP/tasks.jsonl" --json "$TMP/t.ckpt"
+expect "gen_analyze_json_over_data" 1 "the JSON path .*tasks.jsonl is also the data file" \
+    ./gen --model "$TMP/t.ckpt" --analyze "$TMP/tasks.jsonl" --json "$TMP/./tasks.jsonl"
 expect "gen_analyze_json_unwritable" 1 "none/a.json: cannot be written there \(the save writes .*\.tmp\.[0-9]* first: No such file" \
     ./gen --model "$TMP/t.ckpt" --analyze "$TMP/tasks.jsonl" --json "$TMP/none/a.json"
-# the log of --ckpt tasks is tasks.jsonl: the run would write over its data
-expect "train_log_over_data" 1 "the log .*tasks.jsonl is --data .*tasks.jsonl: the run would write over its data" \
+# the log of --ckpt tasks is tasks.jsonl: the run would write over its data; and no output
+# over a token cache, the --init checkpoint or the other output (as a new file too)
+expect "train_log_over_data" 1 "the log .*tasks.jsonl is also --data .*tasks.jsonl: the run would write over it" \
     ./train --data "$TMP/tasks.jsonl" "${text[@]}" --ckpt "$TMP/tasks"
-expect "train_ckpt_over_val_data" 1 "--ckpt .*val.jsonl is --val-data .*val.jsonl: the run would write over its data" \
+expect "train_ckpt_over_val_data" 1 "--ckpt .*val.jsonl is also --val-data .*val.jsonl: the run would write over it" \
     ./train --data "$TMP/tasks.jsonl" --val-data "$TMP/val.jsonl" "${text_model[@]}" --ckpt "$TMP/val.jsonl"
+expect "train_ckpt_over_token_cache" 1 "--ckpt .*tasks.jsonl.tok is also --data's token cache" \
+    ./train --data "$TMP/tasks.jsonl" "${text[@]}" --ckpt "$TMP/tasks.jsonl.tok"
+expect "train_log_over_init" 1 "--log .*t.ckpt is also --init .*t.ckpt" \
+    ./train --init "$TMP/t.ckpt" --data "$TMP/tasks.jsonl" --steps 1 --ckpt "$TMP/ft2.ckpt" --log "$TMP/t.ckpt"
+expect "train_log_over_ckpt" 1 "--ckpt .*new_same.ckpt is also --log .*new_same.ckpt" \
+    ./train --data "$TMP/tasks.jsonl" "${text[@]}" --ckpt "$TMP/new_same.ckpt" --log "$TMP/./new_same.ckpt"
 expect "text_val_data" 0 "validation data: 5 samples from .*val.jsonl" ./train --data "$TMP/tasks.jsonl" --val-data "$TMP/val.jsonl" \
     "${text_model[@]}" --ckpt "$TMP/v.ckpt"
 grep -q "24 train / 5 validation" <(./train --data "$TMP/tasks.jsonl" --val-data "$TMP/val.jsonl" "${text_model[@]}" --ckpt "$TMP/v.ckpt") \
@@ -549,6 +560,17 @@ if grep -q "0 results from the cache" <<<"$first" && grep -q "2 results from the
 else bad "eval_cache_reuses_results" "first: $first; second: $second"; fi
 echo "// changed" >>"$TMP/emu2/cuemu.h"
 expect "eval_cache_misses_a_changed_emulator" 0 "0 results from the cache" cache_run
+# an output never writes over an input or the other output: the files stay whole
+cp "$TMP/evi/test.jsonl" "$TMP/evi/test.keep" && cp "$TMP/evi/programs.jsonl" "$TMP/evi/programs.keep"
+expect "eval_results_over_tasks" 2 "--results .*test.jsonl is also --eval .*test.jsonl: the evaluation would write over it" \
+    ./gen --eval "$TMP/evi/test.jsonl" --programs "$TMP/evi/programs.jsonl" --count 1 --results "$TMP/evi/test.jsonl"
+expect "eval_summary_over_programs" 2 "--summary .*programs.jsonl is also --programs .*programs.jsonl" \
+    ./gen --eval "$TMP/evi/test.jsonl" --programs "$TMP/evi/programs.jsonl" --count 1 --summary "$TMP/evi/../evi/programs.jsonl"
+expect "eval_summary_over_results" 2 "--summary .*new.json is also --results .*new.json" ./gen --eval "$TMP/evi/test.jsonl" \
+    --programs "$TMP/evi/programs.jsonl" --count 1 --results "$TMP/evi/new.json" --summary "$TMP/evi/./new.json"
+if cmp -s "$TMP/evi/test.jsonl" "$TMP/evi/test.keep" && cmp -s "$TMP/evi/programs.jsonl" "$TMP/evi/programs.keep"; then
+    ok "eval_inputs_kept_whole"
+else bad "eval_inputs_kept_whole" "the tasks or programs file changed"; fi
 # without a GPU, a launch that a GPU would refuse fails under the emulator too. refused_eval
 # NAME ERROR KERNEL LAUNCH BIG SMALL: two programs, task 0's reference run after KERNEL's
 # LAUNCH (%d: the threads per block) with BIG threads (refused: the program exits 1, a crash

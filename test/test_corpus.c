@@ -1025,6 +1025,8 @@ static void cli_checks(void) {
         { "unknown_flag", "--bogus", "err", "unknown argument '--bogus'", 2 },
         { "unknown_family", "--out D --families nope", "err", "unknown family 'nope'", 2 },
         { "empty_families", "--out D --families ''", "err", "got an empty list", 2 },
+        { "families_trailing_comma", "--out D --families reduce_block,", "err", "got 'reduce_block,'", 2 },
+        { "families_twice", "--out D --families reduce_block --families scan_block", "err", "--families given twice", 2 },
         { "empty_out", "--out ''", "err", "an empty directory name", 2 },
         { "bad_count", "--out D --train -3", "err", "--train", 2 },
         { "two_commands", "--list --compare D", "err", "2 commands given; give one of --out", 2 },
