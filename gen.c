@@ -317,7 +317,7 @@ static GenArgs parse_args(int argc, char **argv) {
         else if (IS("--temperature")) a.so.temperature = (float)num(k, v, 0, 100, 0), a.sample_flag = k;
         else if (IS("--top-k")) a.so.top_k = (int)num(k, v, 0, 1 << 24, 1), a.sample_flag = k;
         else if (IS("--top-p")) a.so.top_p = (float)num(k, v, 1e-6, 1, 0), a.sample_flag = k;
-        else if (IS("--seed")) a.seed = (uint64_t)num(k, v, 0, 1e18, 1), a.sample_flag = k;
+        else if (IS("--seed")) a.seed = (uint64_t)num(k, v, 0, 2147483647, 1), a.sample_flag = k; // as train's
         else if (IS("--stop")) a.so.stop = (int)num(k, v, -1, 1 << 24, 1), a.prompt_flag = k;
         else if (IS("--device")) device_flag = v;
         else if (IS("--analyze")) a.analyze_path = v;
@@ -435,6 +435,7 @@ int main(int argc, char **argv) {
     if (a.analyze_flag && !a.analyze_path) fail(a.analyze_flag, " goes with --analyze FILE");
     if (a.pick_flag && !a.ev.tasks_path && !a.analyze_path) fail(a.pick_flag, " goes with --eval or --analyze");
     if (a.index_given && !a.prompt_jsonl) fail("--index goes with --prompt-jsonl FILE", "");
+    if (a.show_prompt && a.prompt_ids) fail("--show-prompt goes with a text prompt (--prompt, --prompt-file, --prompt-jsonl)", "");
     int sampling = !a.analyze_path && !a.info_only && !a.export_dir; // a prompt, or --eval
     int from_prompt = sampling && !a.ev.tasks_path;
     if (a.sample_flag && !sampling) fail(a.sample_flag, " goes with a prompt or --eval (it is an option of sampling)");

@@ -203,10 +203,11 @@ static void parse_args(int argc, char **argv, Args *a) {
         } else if (IS("--data")) a->data = v;
         else if (IS("--synthetic-n")) a->synthetic_n = (int)num(k, v, 2, 1e8, 1);
         else if (IS("--synthetic-len")) {
-            int used = 0;
-            if (sscanf(v, "%d:%d%n", &a->syn_min, &a->syn_max, &used) != 2 || v[used] || a->syn_min < 1 ||
-                a->syn_max < a->syn_min)
-                fail("--synthetic-len expects MIN:MAX with 1 <= MIN <= MAX, got '%s'%s", v, "");
+            char *end;
+            long lo = strtol(v, &end, 10), hi = *end == ':' ? strtol(end + 1, &end, 10) : 0;
+            if (*end || lo < 1 || hi < lo || hi > 65536)
+                fail("--synthetic-len expects MIN:MAX with 1 <= MIN <= MAX <= 65536, got '%s'%s", v, "");
+            a->syn_min = (int)lo, a->syn_max = (int)hi;
         } else if (IS("--val-frac")) a->val_frac = num(k, v, 0, 0.5, 0);
         else if (IS("--val-data")) a->val_data = v;
         else if (IS("--layers")) a->cfg.n_layer = (int)num(k, v, 1, 256, 1);
@@ -413,6 +414,9 @@ static int open_checkpoint(Run *r) {
         r->start_step = r->saved_step = r->info.step;
         if (r->info.has_reference) r->ref = &r->ref_model;
         printf("resuming %s at step %d of %d\n", path, r->start_step, a->s.steps);
+        if (r->start_step >= a->s.steps)
+            printf("note: the run is complete: nothing to train; to train it further, fine-tune from it (--init %s "
+                   "--steps N)\n", path);
     } else {
         printf("fine-tuning from %s (trained %d steps with %s)\n", path, r->info.step,
                cuset_objective_names[r->info.settings.obj.kind]);
@@ -561,7 +565,15 @@ static int open_splits(Run *r) {
     r->batch_ids = (int *)CUSET_CALLOC(s->B, sizeof(int));
     r->shuffled_epoch = -1;
     if (a->resume) return 0;
-    if (a->epochs != 0) s->steps = (int)ceil(a->epochs * r->ntrain / ((long)s->B * s->accum));
+    if (a->epochs != 0) {
+        double steps = ceil(a->epochs * r->ntrain / ((double)s->B * s->accum));
+        if (steps > 1e9) {
+            fprintf(stderr, "train: --epochs %g of %d samples in batches of %d is %.0f steps, more than 1e9; give fewer\n",
+                    a->epochs, r->ntrain, s->B * s->accum, steps);
+            return 2;
+        }
+        s->steps = (int)steps;
+    }
     if (s->steps < 1) {
         fprintf(stderr, "train: nothing to do: the run has %d steps; give --steps N or --epochs E with N, E > 0\n", s->steps);
         return 2;
@@ -796,6 +808,15 @@ static void close_run(Run *r, CusetBatch *batches, CusetBatch *val_batch) {
     if (r->ref) cuset_gpt_free(r->ref);
 }
 
+// --stop-at N must be a step the run trains: after its start, at most its last.
+static int check_stop_at(const Run *r) {
+    int n = r->a.stop_at, first = r->start_step + 1, last = r->s->steps;
+    if (!n || (n >= first && n <= last)) return 0;
+    if (first > last) fprintf(stderr, "train: --stop-at %d: the run is complete (step %d of %d)\n", n, last, last);
+    else fprintf(stderr, "train: --stop-at %d: the run trains steps %d..%d; give one of them\n", n, first, last);
+    return 2;
+}
+
 int main(int argc, char **argv) {
     Run run = {.saved_step = -1}, *r = &run;
     parse_args(argc, argv, &r->a);
@@ -805,7 +826,7 @@ int main(int argc, char **argv) {
 #endif
     int rc;
     if ((rc = open_device(r)) || (rc = open_checkpoint(r)) || (rc = open_data(r)) || (rc = open_model(r)) ||
-        (rc = open_splits(r)) || (rc = open_log_and_device(r)))
+        (rc = open_splits(r)) || (rc = check_stop_at(r)) || (rc = open_log_and_device(r)))
         return rc;
     CusetTrainSettings *s = r->s;
     signal(SIGINT, on_signal);

@@ -266,6 +266,17 @@ expect "stop_at_keeps_checkpoint" 0 "stopped after step 5" "${run[@]}" --ckpt "$
 cp "$TMP/p.ckpt" "$TMP/p5.ckpt"
 expect "resume_from_step_5" 0 "resuming .* at step 5 of 12" ./train --resume --ckpt "$TMP/p.ckpt" "${tiny[@]}" --log "$TMP/p.jsonl"
 same_losses "resume_is_exact" "$TMP/r.jsonl" "$TMP/p.jsonl"
+# --stop-at outside the steps a run trains is refused, not ignored; a complete run says so
+cp "$TMP/p5.ckpt" "$TMP/x5.ckpt" && cp "$TMP/r.ckpt" "$TMP/x12.ckpt"
+expect "stop_at_before_resumed_step" 2 "--stop-at 3: the run trains steps 6..12; give one of them" \
+    ./train --resume --ckpt "$TMP/x5.ckpt" "${tiny[@]}" --stop-at 3 --log "$TMP/x.jsonl"
+expect "stop_at_past_last_step" 2 "--stop-at 13: the run trains steps 1..12" "${run[@]}" --ckpt "$TMP/x.ckpt" --stop-at 13
+expect "resume_complete_run" 0 "note: the run is complete: nothing to train; .*--init .*x12.ckpt" \
+    ./train --resume --ckpt "$TMP/x12.ckpt" "${tiny[@]}" --log "$TMP/x.jsonl"
+expect "epochs_too_many_steps" 2 "--epochs 1e\+06 of [0-9]+ samples in batches of 4 is [0-9]+ steps, more than 1e9" \
+    ./train "${tiny[@]}" --synthetic-n 10000 --epochs 1e6 --ckpt "$TMP/x.ckpt"
+expect "synthetic_len_too_long" 2 "--synthetic-len expects MIN:MAX with 1 <= MIN <= MAX <= 65536, got '3:99999999999'" \
+    ./train "${tiny[@]}" --synthetic-len 3:99999999999 --steps 1 --ckpt "$TMP/x.ckpt"
 # --keep-every 5 of 12 steps keeps steps 5 and 10 as whole checkpoints: step 5's is the bytes a
 # run stopped there saved, and resuming step 10's gives the end's bytes; training is unchanged
 "${run[@]}" --ckpt "$TMP/k.ckpt" --log "$TMP/k.jsonl" --keep-every 5 >/dev/null 2>&1
@@ -487,6 +498,8 @@ expect "gen_ids_model_needs_ids" 2 "no tokenizer" ./gen --model "$TMP/full.ckpt"
 expect "gen_prompt_from_jsonl" 0 "Task Name: scale 3" ./gen --model "$TMP/t.ckpt" --prompt-jsonl "$TMP/tasks.jsonl" --index 2 \
     --show-prompt --max-tokens 4
 expect "gen_jsonl_index_past_end" 2 "holds 24 tasks" ./gen --model "$TMP/t.ckpt" --prompt-jsonl "$TMP/tasks.jsonl" --index 24
+expect "gen_show_prompt_of_ids" 2 "--show-prompt goes with a text prompt" ./gen --model "$TMP/full.ckpt" --prompt-ids 1 --show-prompt
+expect "gen_seed_out_of_range" 2 "--seed .*2147483647" ./gen --model "$TMP/full.ckpt" --prompt-ids 1 --seed 9007199254740993
 expect "gen_missing_prompt_file" 1 "the prompt: .*cannot open" ./gen --model "$TMP/t.ckpt" --prompt-file "$TMP/none.txt"
 
 echo "== the CUDA task corpus (data/): determinism, splits, spans against the annotator, references, nvcc"
