@@ -2089,6 +2089,20 @@ int cuset_same_file(const char *a, const char *b) {
            sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+// 1 when a value of x (m->num_params floats laid out as m's tensors: its parameters, a
+// moment, ...) is not finite, with why naming the first: "TENSOR PART holds nan at element E".
+static int cuset__find_nonfinite(const CusetGPT *m, const float *x, const char *part, char *why, size_t n) {
+    for (size_t i = 0; i < m->num_params; i++)
+        if (!isfinite(x[i])) {
+            int t = 0;
+            size_t at = i;
+            while (at >= m->tensor_sizes[t]) at -= m->tensor_sizes[t++];
+            snprintf(why, n, "%s%s holds %g at element %zu", cuset_tensor_names[t], part, x[i], at);
+            return 1;
+        }
+    return 0;
+}
+
 int cuset_checkpoint_save(const char *path, const CusetGPT *m, const CusetGPT *ref, const void *tok, size_t tok_len,
                           const CusetCheckpointInfo *info, int with_optimizer, char *err, size_t errlen) {
     unsigned char h[CUSET_CKPT_HEADER] = {0};
@@ -2252,14 +2266,8 @@ int cuset_checkpoint_load(const char *path, CusetGPT *m, CusetGPT *ref, unsigned
     static const char *const part_names[4] = {"", " (first optimizer moment)", " (second optimizer moment)",
                                               " (ASFT reference)"};
     for (int p = 0; p < 4 && !why[0]; p++)
-        for (size_t i = 0; parts[p] && i < np && !why[0]; i++)
-            if (!isfinite(parts[p][i])) {
-                int t = 0;
-                size_t at = i;
-                while (at >= m->tensor_sizes[t]) at -= m->tensor_sizes[t++];
-                snprintf(why, sizeof why, "%s%s holds %g at element %zu: a damaged file, or saved from a run that "
-                         "diverged", cuset_tensor_names[t], part_names[p], parts[p][i], at);
-            }
+        if (parts[p] && cuset__find_nonfinite(m, parts[p], part_names[p], why, sizeof why))
+            strncat(why, ": a damaged file, or saved from a run that diverged", sizeof why - strlen(why) - 1);
     if (why[0]) {
         cuset_gpt_free(m);
         if (ref) cuset_gpt_free(ref);

@@ -189,7 +189,8 @@ static void cuset__g2_printf(char **out, const char *fmt, ...) {
 // An 8-byte little-endian header length N, N bytes of JSON {name: {"dtype", "shape",
 // "data_offsets": [begin, end]}, "__metadata__": {...}}, then the data; offsets count from
 // the end of the header. Every entry is checked: a known dtype, the size its shape implies,
-// inside the file, not overlapping another.
+// inside the file; together they cover the data bytes exactly, without overlap, gap or
+// trailing bytes (as the safetensors library requires).
 
 enum { CUSET__ST_F32, CUSET__ST_F16, CUSET__ST_BF16 };
 typedef struct {
@@ -282,13 +283,21 @@ static int cuset__g2_st_open(cuset__g2_st *st, const char *path, char *err, size
         t.data = d + base + t.begin;
         arrput(st->t, t);
     }
-    if (!why[0] && arrlen(st->t)) {
-        cuset__g2_tensor *s = (cuset__g2_tensor *)malloc(arrlenu(st->t) * sizeof *s);
-        memcpy(s, st->t, arrlenu(st->t) * sizeof *s);
-        qsort(s, arrlenu(st->t), sizeof *s, cuset__g2_by_begin);
-        for (ptrdiff_t i = 1; i < arrlen(st->t) && !why[0]; i++)
-            if (s[i].begin < s[i - 1].end)
+    if (!why[0]) {
+        ptrdiff_t n = arrlen(st->t);
+        cuset__g2_tensor *s = (cuset__g2_tensor *)malloc((size_t)(n ? n : 1) * sizeof *s);
+        if (n) memcpy(s, st->t, (size_t)n * sizeof *s);
+        qsort(s, (size_t)n, sizeof *s, cuset__g2_by_begin);
+        size_t at = 0; // where the next tensor must begin
+        for (ptrdiff_t i = 0; i < n && !why[0]; i++) {
+            if (s[i].begin < at)
                 snprintf(why, sizeof why, "tensors %s and %s overlap (data_offsets)", s[i - 1].name, s[i].name);
+            else if (s[i].begin > at)
+                snprintf(why, sizeof why, "a gap of %zu bytes before tensor %s (data_offsets)", s[i].begin - at, s[i].name);
+            at = s[i].end;
+        }
+        if (!why[0] && at != avail)
+            snprintf(why, sizeof why, "%zu bytes after the last tensor's data (damaged?)", avail - at);
         free(s);
     }
     if (why[0]) {
@@ -507,7 +516,13 @@ static int cuset__g2_load_llmc(const char *path, CusetGPT *m, char *err, size_t 
 }
 
 int cuset_gpt2_load_model(const char *path, CusetGPT *m, char *err, size_t errlen) {
-    return cuset__g2_is_dir(path) ? cuset__g2_load_hf(path, m, err, errlen) : cuset__g2_load_llmc(path, m, err, errlen);
+    int rc = cuset__g2_is_dir(path) ? cuset__g2_load_hf(path, m, err, errlen) : cuset__g2_load_llmc(path, m, err, errlen);
+    char why[200];
+    if (rc == 0 && cuset__find_nonfinite(m, m->params_memory, "", why, sizeof why)) {
+        cuset_gpt_free(m);
+        return cuset__err(err, errlen, "%s: %s: the model cannot be trained or sampled from", path, why);
+    }
+    return rc;
 }
 
 // ---- tokenizer files ------------------------------------------------------------------------------
@@ -875,6 +890,10 @@ int cuset_gpt2_recognize(const char *path) {
 int cuset_gpt2_import(const char *path, const char *tok_path, CusetGPT *m, CusetTokenizer *tk, int **perm_out, char *err,
                       size_t errlen) {
     char def[4096];
+    struct stat st;
+    snprintf(def, sizeof def, "%s/config.json", path);
+    if (cuset__g2_is_dir(path) && stat(def, &st) != 0)
+        return cuset__err(err, errlen, "%s is a directory without config.json: not a Hugging Face model", path);
     if (!tok_path) {
         const char *slash = strrchr(path, '/');
         if (cuset__g2_is_dir(path)) snprintf(def, sizeof def, "%s", path);

@@ -1210,8 +1210,8 @@ int cuset_data_open(const char *src, const CusetTokenizer *fixed, int vocab_size
         if (cuset_data_load(src, d, tk, &stamp, err, errlen) != 0) return -1;
         if (fixed && cuset_tok_fingerprint(fixed) != cuset_tok_fingerprint(tk)) {
             cuset_dataset_free(d);
-            return cuset__err(err, errlen, "%s was tokenized with another tokenizer than the checkpoint's; give its "
-                                           "source (.jsonl or directory) instead, to tokenize it with the checkpoint's", src);
+            return cuset__err(err, errlen, "%s was tokenized with another tokenizer than the model's; give its "
+                                           "source (.jsonl or directory) instead, to tokenize it with the model's", src);
         }
         snprintf(note, notelen, "data: %d samples from %s", d->n, src);
         return 0;

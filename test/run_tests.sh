@@ -348,6 +348,9 @@ head -c 5000 "$TMP/full.ckpt" >"$TMP/trunc.ckpt"
 expect "resume_truncated" 1 "truncated: file has 5000 bytes" ./train --resume --ckpt "$TMP/trunc.ckpt" --log "$TMP/x.jsonl"
 expect "finetune_asft_from_checkpoint" 0 "objective: asft" ./train --init "$TMP/full.ckpt" \
     --objective asft --steps 2 --seq 32 --batch 4 --synthetic-n 64 --synthetic-len 3:10 --ckpt "$TMP/ft.ckpt" --log "$TMP/ft.jsonl"
+mkdir -p "$TMP/not_a_model"
+expect "finetune_from_a_plain_directory" 1 "not_a_model is a directory without config.json: not a Hugging Face model" \
+    ./train --init "$TMP/not_a_model" --steps 1 --ckpt "$TMP/z.ckpt"
 expect "finetune_seq_beyond_context" 2 "longer than the model's context of 32" ./train --init "$TMP/full.ckpt" --seq 33 --steps 1 \
     --ckpt "$TMP/z.ckpt"
 # a run from a checkpoint keeps its batch, sequence and accumulation unless given, and says so
@@ -472,7 +475,7 @@ expect "export_hf_into_a_file" 1 "--export-hf: .*t2.ckpt exists and is not a dir
     --export-hf "$TMP/t2.ckpt"
 expect "text_cu_directory" 0 "2 samples from .*kernels" ./train --data "$TMP/kernels/" "${text[@]}" --val-frac 0 --ckpt "$TMP/k.ckpt"
 [ -f "$TMP/kernels.tok" ] && ok "cu_directory_cache_beside_it" || bad "cu_directory_cache_beside_it" "no $TMP/kernels.tok"
-expect "finetune_rejects_foreign_tok_file" 1 "another tokenizer than the checkpoint's" ./train --init "$TMP/k.ckpt" \
+expect "finetune_rejects_foreign_tok_file" 1 "another tokenizer than the model's" ./train --init "$TMP/k.ckpt" \
     --data "$TMP/tasks.jsonl.tok" --seq 96 --batch 4 --steps 1 --ckpt "$TMP/ft3.ckpt"
 expect "finetune_uses_checkpoint_tokenizer" 0 "tokenized with the model's tokenizer" ./train --init "$TMP/k.ckpt" \
     --data "$TMP/tasks.jsonl" --seq 96 --batch 4 --steps 1 --ckpt "$TMP/ft2.ckpt"

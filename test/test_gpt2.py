@@ -363,6 +363,13 @@ def bad_inputs(good, tmp, V):
     variant("truncated", lambda d: open(os.path.join(d, "model.safetensors"), "wb").write(raw[:len(raw) // 2]))
     variant("truncated_header", lambda d: open(os.path.join(d, "model.safetensors"), "wb").write(raw[:100]))
     variant("offsets", lambda d: rewrite(d, shift))
+    variant("trailing", lambda d: open(os.path.join(d, "model.safetensors"), "wb").write(raw + bytes(4)))
+    nan_bits = {"F32": b"\x00\x00\xc0\x7f", "F16": b"\x00\x7e", "BF16": b"\xc0\x7f"}
+    def nan_weight(d):  # a NaN as the first number of c_attn's weight
+        at = 8 + hlen + header[name]["data_offsets"][0]
+        bits = nan_bits[header[name]["dtype"]]
+        open(os.path.join(d, "model.safetensors"), "wb").write(raw[:at] + bits + raw[at + len(bits):])
+    variant("nan", nan_weight)
     variant("outside", lambda d: rewrite(d, far))
     variant("shape", lambda d: rewrite(d, shape))
     variant("architecture", lambda d: set_field(d, "model_type", "llama"))
@@ -372,7 +379,9 @@ def bad_inputs(good, tmp, V):
         shutil.copytree(os.path.join(tmp, "tiny_float32"), d)
         shutil.copy(os.path.join(tmp, "bpe", "tokenizer.json"), d)
     variant("vocab", small_model)
-    want = {"truncated": "reach beyond the [0-9]+ data bytes of the file \\(truncated", "offsets": "overlap|span",
+    want = {"truncated": "reach beyond the [0-9]+ data bytes of the file \\(truncated", "offsets": "overlap|span|a gap of 4 bytes",
+            "trailing": "4 bytes after the last tensor's data",
+            "nan": "qkvw holds nan at element 0: the model cannot be trained or sampled from",
             "truncated_header": "truncated or not safetensors: 100 bytes", "outside": "reach beyond",
             "shape": "has shape \\(96, 32\\), the config needs \\(32, 96\\)", "architecture": "model_type \"llama\" is not supported",
             "activation": "activation_function \"gelu\" is not supported", "vocab": "tokenizer has %d ids but the model .* only 100" % V}
