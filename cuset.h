@@ -333,7 +333,8 @@ void cuset_kv_free(CusetKVCache *kv);
 const float *cuset_gpt_decode(const CusetGPT *m, CusetKVCache *kv, int token);
 
 // Sampling: a token from one row of logits (the V real columns) with temperature
-// (0: greedy), top-k (0: off) and top-p (1: off); work holds V entries.
+// (0: greedy), top-k (0: off) and top-p (1: off); work holds V entries. -1 when a logit is
+// not finite (weights that overflow: a damaged or diverged model).
 typedef struct { float prob; int id; } CusetProbId;
 int cuset_sample(const float *logits, int V, float temperature, int top_k, float top_p, uint64_t *rng, CusetProbId *work);
 
@@ -1963,7 +1964,10 @@ static int cuset__by_prob_desc(const void *a, const void *b) {
 
 int cuset_sample(const float *logits, int V, float temperature, int top_k, float top_p, uint64_t *rng, CusetProbId *w) {
     int best = 0;
-    for (int v = 1; v < V; v++) if (logits[v] > logits[best]) best = v;
+    for (int v = 0; v < V; v++) {
+        if (!isfinite(logits[v])) return -1;
+        if (logits[v] > logits[best]) best = v;
+    }
     if (temperature <= 0.0f) return best;
     double sum = 0.0;
     for (int v = 0; v < V; v++) { w[v].prob = expf((logits[v] - logits[best]) / temperature); w[v].id = v; sum += w[v].prob; }

@@ -151,11 +151,14 @@ static const float *decode_step(Model *md, int token) {
     return cuset_gpt_decode(&md->m, &md->kv, token);
 }
 
+static const char nonfinite_logits[] = "the model's logits are not finite (weights that overflow: a damaged or "
+                                       "diverged checkpoint)";
+
 // Fills the KV cache with the prompt (emptied first), then samples up to max_tokens
 // tokens (or until the stop token or the end of the context) with the rng seeded by
 // seed. With a tokenizer (tk) each token's bytes go to stream (if not NULL) and to *text
 // (an stb_ds char array, if not NULL); without one, the ids, space-separated. Returns the
-// number of tokens sampled, the stop token included.
+// number of tokens sampled, the stop token included, or -1 when the logits are not finite.
 static int sample_completion(Model *md, const CusetTokenizer *tk, const int *prompt, int n, const SampleOpts *o,
                              uint64_t seed, FILE *stream, char **text) {
     const CusetConfig *c = &md->m.cfg;
@@ -167,6 +170,7 @@ static int sample_completion(Model *md, const CusetTokenizer *tk, const int *pro
     int produced = 0;
     while (produced < o->max_tokens) {
         int next = cuset_sample(logits, c->vocab_size, o->temperature, o->top_k, o->top_p, &rng, md->work);
+        if (next < 0) return -1;
         produced++;
         if (next == o->stop) break;
         char idbuf[16];
@@ -217,7 +221,10 @@ static int eval_sample(void *ctx, int task, const char *prompt, size_t len, uint
         snprintf(err, errlen, "task %d's prompt is %d tokens, but the model's context is %d", task, n, ctx_len);
         return -1;
     }
-    sample_completion(&e->md, &e->md.tk, e->prompt, n, &e->so, seed, NULL, program);
+    if (sample_completion(&e->md, &e->md.tk, e->prompt, n, &e->so, seed, NULL, program) < 0) {
+        snprintf(err, errlen, "task %d: %s", task, nonfinite_logits);
+        return -1;
+    }
     return 0;
 }
 
@@ -417,6 +424,10 @@ static int generate(const GenArgs *a, Model *md) {
     double t0 = cuset_time();
     const CusetTokenizer *tk = md->info.has_tokenizer && !a->prompt_ids ? &md->tk : NULL;
     int produced = sample_completion(md, tk, tokens, n, &so, a->seed, stdout, NULL);
+    if (produced < 0) {
+        fprintf(stderr, "\ngen: %s\n", nonfinite_logits);
+        return 1;
+    }
     double dt = cuset_time() - t0;
     printf("\n");
     fprintf(stderr, "gen: %d prompt tokens, %d generated in %.2fs (%.1f tokens/s)%s\n", n, produced, dt,

@@ -395,6 +395,11 @@ expect "train_init_damaged_accum" 1 "holds --accum 16711681, outside \[1, 65536\
 cp "$TMP/full.ckpt" "$TMP/nan.ckpt" && printf '\000\000\300\177' | dd of="$TMP/nan.ckpt" bs=1 seek=256 conv=notrunc status=none
 expect "gen_refuses_nan_weights" 1 "wte holds nan at element 0: a damaged file, or saved from a run that diverged" \
     ./gen --model "$TMP/nan.ckpt" --prompt-ids 1
+# finite weights whose products overflow (four of 3e38 in wte's first row) give inf logits:
+# refused when sampling, not sampled from
+cp "$TMP/full.ckpt" "$TMP/big.ckpt"
+for at in 256 260 264 268; do printf '\346\261\141\177' | dd of="$TMP/big.ckpt" bs=1 seek=$at conv=notrunc status=none; done
+expect "gen_refuses_nonfinite_logits" 1 "the model's logits are not finite" ./gen --model "$TMP/big.ckpt" --prompt-ids 1
 # a version-1 checkpoint (trained before the eq. 5 correction) still loads, and says so
 cp "$TMP/full.ckpt" "$TMP/v1.ckpt" && printf '\001' | dd of="$TMP/v1.ckpt" bs=1 seek=8 conv=notrunc status=none
 expect "gen_info_version_1" 0 "checkpoint version 1: CuSeT's windows before the eq. 5 correction" ./gen --model "$TMP/v1.ckpt" --info

@@ -487,6 +487,9 @@ static void test_sampling(void) {
         worst = fmax(worst, fabs(count[v] / (double)n - p) / sd);
     }
     check(worst < 5.0, "sample_follows_softmax", "a frequency is %.1f standard deviations off", worst);
+    float bad[2][3] = {{0.0f, NAN, 1.0f}, {0.0f, 1.0f, INFINITY}};
+    check(cuset_sample(bad[0], 3, 0.0f, 0, 1.0f, &r, work) == -1 && cuset_sample(bad[1], 3, 0.8f, 0, 1.0f, &r, work) == -1,
+          "sample_refuses_nonfinite_logits", "a token from logits holding NaN or inf");
 }
 
 static void test_split(void) {
