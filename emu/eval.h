@@ -1448,7 +1448,7 @@ static void cuset__eval_check_options(cuset__EvalRun *R) {
 // The corpus of the tasks file DIR/SPLIT.jsonl: E->corpus_dir = DIR, E->split = SPLIT.
 static void cuset__eval_locate_split(cuset__EvalEnv *E, const char *tasks_path) {
     char tmp[4096];
-    if (!realpath(tasks_path, tmp)) cuset__eval_fail("%s: %s", tasks_path, strerror(errno));
+    if (!realpath(tasks_path, tmp)) cuset__eval_fail("--eval %s: %s", tasks_path, strerror(errno));
     char *slash = strrchr(tmp, '/');
     const char *base = slash + 1;
     size_t bl = strlen(base);
