@@ -1115,12 +1115,13 @@ static void hostile_inputs(const char *asan, int nfam) {
     char wd[300], path[400], out[400];
     snprintf(wd, sizeof wd, "%s/hostile_inputs", tmpdir);
     snprintf(out, sizeof out, "%s/hostile_inputs.err", tmpdir);
-    int runs = 0;
+    int runs = 0, covered = 0; // families whose every input was filled
     for (int i = 0; i < nfam; i++) {
         snprintf(path, sizeof path, "%s/work%d/spec.json", tmpdir, i);
         char *spec = slurp(path, NULL);
         J root;
         if (!spec || !jp_value(spec, &root)) { free(spec); continue; }
+        int before = runs;
         const J *ins = j_get(&root, "inputs");
         for (int k = 0; ins && k < ins->n; k++)
             for (size_t f = 0; f < sizeof fills; f++) {
@@ -1128,7 +1129,7 @@ static void hostile_inputs(const char *asan, int nfam) {
                 snprintf(path, sizeof path, "%s/%s.bin", wd, j_str(&ins->kid[k], "name"));
                 size_t len;
                 char *data = slurp(path, &len);
-                if (!data) continue;
+                if (!data) break; // this family is not covered
                 memset(data, fills[f], len);
                 spit(path, data, len);
                 free(data);
@@ -1148,10 +1149,14 @@ static void hostile_inputs(const char *asan, int nfam) {
                 }
                 free(err);
             }
+        covered += ins && ins->n > 0 && runs - before == (int)sizeof fills * ins->n;
         j_free(&root);
         free(spec);
     }
-    printf("PASS hostile_inputs (%d runs: each input of each family's sample filled with 0xff, 0x7f, 0x80)\n", runs);
+    if (covered < nfam)
+        fail("hostile_inputs", "%d of %d families had each input filled: a spec that does not parse or an input missing",
+             covered, nfam);
+    else printf("PASS hostile_inputs (%d runs: each input of each family's sample filled with 0xff, 0x7f, 0x80)\n", runs);
 }
 
 // corpus --reference, --compare and --materialize (the ASan/UBSan build asan) on mutated
@@ -1218,7 +1223,8 @@ static void hostile_specs(const char *asan, const char *cdir, int nsamples) {
         }
     }
     free(split);
-    if (!bad) printf("PASS hostile_specs (%d runs on mutated specs and JSONL lines, seed %u)\n", runs, seed);
+    if (!bad && runs < 150) fail("hostile_specs", "%d runs for 150 mutants: a spec or the split missing", runs);
+    else if (!bad) printf("PASS hostile_specs (%d runs on mutated specs and JSONL lines, seed %u)\n", runs, seed);
 }
 
 // Both of the above, through one build of data/corpus with AddressSanitizer and UBSan.
@@ -1301,9 +1307,8 @@ int main(void) {
     if (rc != 0) { fail("generate_default", "exit %d", rc); return 1; }
     if (secs < 60) printf("PASS generate_default (%.2f s)\n", secs);
     else fail("generate_default", "%.1f s, want well under a minute", secs);
-    sh("'%s' --out '%s' --seed 1 2>/dev/null", corpus, b);
-    sh("'%s' --out '%s' --seed 2 2>/dev/null", corpus, c);
-    int same = 1, differ = 1;
+    int same = sh("'%s' --out '%s' --seed 1 2>/dev/null", corpus, b) == 0;
+    int differ = sh("'%s' --out '%s' --seed 2 2>/dev/null", corpus, c) == 0;
     for (int s = 0; s < 3; s++) {
         same &= sh("cmp -s '%s/%s.jsonl' '%s/%s.jsonl'", a, split_names[s], b, split_names[s]) == 0;
         differ &= sh("cmp -s '%s/%s.jsonl' '%s/%s.jsonl'", a, split_names[s], c, split_names[s]) != 0;

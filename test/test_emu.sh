@@ -97,8 +97,9 @@ fi
 build resources resources_none -DNO_REPORT && expect_ok "resources (no report: every launch runs)" resources_none
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 if [ -x "$NVCC" ]; then
-    if "$NVCC" -arch=sm_90 -Xptxas -v -I $SRC $SRC/registers.cu -o "$TMP/registers_gpu" 2>"$TMP/registers.ptxas" \
-        && build registers registers --ptxas-info "$TMP/registers.ptxas"; then
+    if ! "$NVCC" -arch=sm_90 -Xptxas -v -I $SRC $SRC/registers.cu -o "$TMP/registers_gpu" 2>"$TMP/registers.ptxas"; then
+        fail "registers (nvcc's report)" "nvcc failed: $(head -c 300 "$TMP/registers.ptxas" | tr '\n' ' ')"
+    elif build registers registers --ptxas-info "$TMP/registers.ptxas"; then
         "$TMP/registers" >"$TMP/registers.out" 2>&1
         # each kernel: refused at 1024 threads (through the table and by name), run at 256,
         # and cudaFuncGetAttributes gives the report's count
