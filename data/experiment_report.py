@@ -443,10 +443,13 @@ def svg_lines(series, key, title, w=300, h=170):
     sy = lambda y: mt + (1 - (y - y0) / (y1 - y0)) * (h - mt - mb)
     o = ['<svg width="%d" height="%d" viewBox="0 0 %d %d" class="chart">' % (w, h, w, h),
          '<text x="%d" y="13" class="t">%s</text>' % (ml, html.escape(title))]
-    for frac in (0, 0.5, 1):
-        y = y0 + frac * (y1 - y0)
+    ticks = [y0 + frac * (y1 - y0) for frac in (0, 0.5, 1)]
+    digits = 3  # significant digits: as many as it takes for the three labels to differ
+    while digits < 9 and len({"%.*g" % (digits, y) for y in ticks}) < 3:
+        digits += 1
+    for y in ticks:
         o.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" class="grid"/><text x="%d" y="%.1f" class="ax" '
-                 'text-anchor="end">%.3g</text>' % (ml, w - mr, sy(y), sy(y), ml - 3, sy(y) + 3, y))
+                 'text-anchor="end">%.*g</text>' % (ml, w - mr, sy(y), sy(y), ml - 3, sy(y) + 3, digits, y))
     o.append('<text x="%d" y="%d" class="ax">step %d</text><text x="%d" y="%d" class="ax" text-anchor="end">%d</text>'
              % (ml, h - 6, x0, w - mr, h - 6, x1))
     for row, s in series.items():
