@@ -2074,7 +2074,7 @@ int cuset_check_writable(const char *path, char *err, size_t errlen) {
     return 0;
 }
 
-// The directory part of path ("." when it has none) has the inode of *st.
+// stat of the directory part of path ("." when it has none).
 static int cuset__dir_stat(const char *path, struct stat *st) {
     const char *slash = strrchr(path, '/');
     char dir[4096];

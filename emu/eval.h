@@ -810,7 +810,8 @@ static void cuset__eval_head_or_line(const char *path, const char *needle, char 
 
 // Runs argv in dir, in the sandbox, with the run limits (program) or the compile limits
 // (compilers: no address-space or CPU-time limit, 1024 open files; the wall clock, the
-// file size and the disk watch as for programs); stdout/stderr to dir/NAME.out/.err, made anew (what a program left under those names may be a link).
+// file size and the disk watch as for programs); stdout/stderr to dir/NAME.out/.err, made
+// anew (what a program left under those names may be a link).
 static void cuset__eval_run(const cuset__EvalEnv *E, const char *const argv[], const char *dir, const char *name,
                             int program, uint64_t as_bytes, CusetRunResult *r, char *err_path, size_t cap) {
     char out_path[4200], file[64];
