@@ -32,6 +32,9 @@
 # where a run stopped; an interrupted training stage resumes from its checkpoint. Ctrl-C
 # leaves nothing half-written: outputs appear under their names only when complete.
 set -euo pipefail
+for v in RUN REUSE; do # a relative RUN or REUSE names a directory where the command was given
+    [ -z "${!v:-}" ] || [[ ${!v} == /* ]] || printf -v "$v" '%s/%s' "$PWD" "${!v}"
+done
 cd "$(dirname "$0")/.."
 if [ "$*" = --help ] || [ "$*" = -h ]; then sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0; fi
 [ $# -eq 0 ] || [ "$*" = --settings ] || { echo "experiment: unknown arguments '$*' (settings come from PRESET, SEEDS, RUN, JOBS, SET; --settings prints a preset's, --help the usage)" >&2; exit 2; }
@@ -77,9 +80,12 @@ gpu) # the whole corpus and a larger model, for one H100/H200-class GPU. Its var
 esac
 SET=${SET:-}
 read -r -a sets <<<"$SET"
+given=" "
 for kv in "${sets[@]}"; do # the preset's settings that SET changes, each checked before anything runs
     [[ $kv == *=* ]] || { echo "experiment: SET: '$kv' is not NAME=VALUE" >&2; exit 2; }
     name=${kv%%=*} value=${kv#*=}
+    [[ $given != *" $name "* ]] || { echo "experiment: SET: $name given twice in '$SET'" >&2; exit 2; }
+    given+="$name "
     case "$name" in
     NBASE|NFT|NVAL|NTEST|EVAL_TASKS|BASE_STEPS|FT_STEPS|BATCH|SAMPLES|MAX_TOKENS|ANALYZE|WINDOW) pattern='^[1-9][0-9]*$' what="a whole number, at least 1" ;;
     BASE_SEED) pattern='^(0|[1-9][0-9]*)$' what="a whole number (no leading zeros)" ;;
@@ -100,7 +106,14 @@ if [ -z "${RUN:-}" ]; then # the preset's run; with SET, a run of its own that r
 fi
 [ -z "$REUSE" ] || [ -d "$REUSE" ] || { echo "experiment: REUSE: '$REUSE' is not a directory (give a finished run's RUN: its stages made with the same settings are linked in)" >&2; exit 2; }
 [ ${#BASE_SEED} -le 10 ] && [ "$BASE_SEED" -le 2147483647 ] || { echo "experiment: BASE_SEED ($BASE_SEED) is train's --seed: at most 2147483647" >&2; exit 2; }
-awk -v t="$TAU" 'BEGIN { exit !(t <= 1) }' || { echo "experiment: TAU ($TAU) is a confidence threshold: at most 1" >&2; exit 2; }
+# at_most NAME HI [WHY]: train's and gen's limits, checked now rather than after hours of training
+at_most() { awk -v x="${!1}" -v hi="$2" 'BEGIN { exit !(x <= hi) }' || { echo "experiment: $1 (${!1})${3:-}: at most $2" >&2; exit 2; }; }
+at_most TAU 1 " is a confidence threshold"; at_most TEMPERATURE 100; at_most WINDOW 1048576; at_most MAX_TOKENS 1048576
+at_most BASE_LR 10; at_most FT_LR 10
+for v in BASE_LR FT_LR; do
+    awk -v x="${!v}" 'BEGIN { exit !(x > 0) }' || { echo "experiment: $v is 0: the model would not change" >&2; exit 2; }
+done
+[ "$(tr , '\n' <<<"$NEW_FAMILIES" | sort | uniq -d)" = "" ] || { echo "experiment: SET: NEW_FAMILIES names a family twice ($NEW_FAMILIES)" >&2; exit 2; }
 [ "$EVAL_TASKS" -le "$NTEST" ] || { echo "experiment: EVAL_TASKS ($EVAL_TASKS) is more than the test split holds (NTEST $NTEST)" >&2; exit 2; }
 [ "$ANALYZE" -le "$NVAL" ] || { echo "experiment: ANALYZE ($ANALYZE) is more than the validation split holds (NVAL $NVAL)" >&2; exit 2; }
 # check_new_families FAMILY_LIST: checks NEW_FAMILIES against the families the corpus draws (a
@@ -116,6 +129,14 @@ check_new_families() {
 }
 check_new_families "$FAMILIES"
 [ "$SAMPLES" -ge "${KS##*,}" ] || { echo "experiment: SAMPLES ($SAMPLES) is below the largest k of pass@k (KS=$KS): it needs k programs per task" >&2; exit 2; }
+IFS=, read -r -a seeds <<<"$SEEDS"
+[[ $SEEDS != *, ]] || seeds+=("") # a trailing comma: an empty seed, refused below
+for s in "${seeds[@]}"; do
+    [[ $s =~ ^(0|[1-9][0-9]*)$ ]] && [ ${#s} -le 10 ] && [ "$s" -le 2147483647 ] ||
+        { echo "experiment: SEEDS: whole numbers up to 2147483647 (no leading zeros) separated by commas, got '$SEEDS'" >&2; exit 2; }
+done
+[ -z "$(printf '%s\n' "${seeds[@]}" | sort | uniq -d)" ] || { echo "experiment: SEEDS: each seed once (a repeat would count one run twice in the spread), got '$SEEDS'" >&2; exit 2; }
+[[ $JOBS =~ ^[1-9][0-9]*$ ]] || { echo "experiment: JOBS: a whole number of parallel jobs, at least 1, got '$JOBS'" >&2; exit 2; }
 if [ "${1:-}" = --settings ]; then # as shell assignments (make test checks that each preset's context fits its corpus)
     declare -p PRESET SET FAMILIES NEW_FAMILIES STYLE NBASE NFT NVAL NTEST EVAL_TASKS MODEL SEQ BATCH BASE_STEPS BASE_LOSS BASE_LR BASE_SEED FT_STEPS FT_LR \
         MAX_TOKENS ANALYZE TEMPERATURE SAMPLES KS WINDOW TAU RUN REUSE
@@ -133,18 +154,21 @@ row_flags() {
     *) echo "--objective $1" ;;
     esac
 }
-IFS=, read -r -a seeds <<<"$SEEDS"
-for s in "${seeds[@]}"; do [[ $s =~ ^(0|[1-9][0-9]*)$ ]] || { echo "experiment: SEEDS: whole numbers (no leading zeros) separated by commas, got '$SEEDS'" >&2; exit 2; }; done
-[ -z "$(printf '%s\n' "${seeds[@]}" | sort | uniq -d)" ] || { echo "experiment: SEEDS: each seed once (a repeat would count one run twice in the spread), got '$SEEDS'" >&2; exit 2; }
-[[ $JOBS =~ ^[1-9][0-9]*$ ]] || { echo "experiment: JOBS: a whole number of parallel jobs, at least 1, got '$JOBS'" >&2; exit 2; }
 
 # --- bookkeeping: stage keys, atomic outputs, progress -----------------------------------
-mkdir -p "$RUN"
+mkdir -p "$RUN" 2>/dev/null && [ -w "$RUN" ] ||
+    { echo "experiment: RUN: cannot write to the directory '$RUN' (a file of that name, or no permission): give another RUN=DIR" >&2; exit 1; }
 exec 9>"$RUN/.lock" # one run per directory: a second one would write into the same files
 flock -n 9 || { echo "experiment: another run is using $RUN (wait for it, or give another RUN=DIR)" >&2; exit 1; }
+T0=$(date +%s)
+# the run's time over every invocation, for the report: RUN/.elapsed holds the seconds of the
+# earlier ones, how many there were and when the first started
+read -r prior_s prior_n first_start 2>/dev/null <"$RUN/.elapsed" || true
+[[ ${prior_s:-} =~ ^[0-9]+$ && ${prior_n:-} =~ ^[0-9]+$ && ${first_start:-} =~ ^[0-9]+$ ]] || prior_s=0 prior_n=0 first_start=$T0
+save_elapsed() { echo "$(( prior_s + $(date +%s) - T0 )) $(( prior_n + 1 )) $first_start" >"$RUN/.elapsed"; }
+trap save_elapsed EXIT # finished, failed or interrupted
 interrupted() { echo; echo "experiment: interrupted; rerun the same command to continue (finished stages are kept)" >&2; exit 130; }
 trap interrupted INT TERM # train catches Ctrl-C itself (saves, exits 130), and then the shell does not see it
-T0=$(date +%s)
 # done_with FILE KEY: FILE exists and was made with exactly these settings
 done_with() { [ -f "$1" ] && [ -f "$1.key" ] && [ "$(cat "$1.key")" = "$2" ]; }
 mark() { printf '%s' "$2" >"$1.key.tmp" && mv "$1.key.tmp" "$1.key"; }
@@ -215,6 +239,7 @@ if ! found "$DATA/ft.jsonl" "$k" "$DATA"; then
     if [ -n "$NEW_FAMILIES" ]; then # the base part without their tasks (that much smaller)
         grep -vE "\"family\": *\"(${NEW_FAMILIES//,/|})\"" "$DATA.tmp/base.jsonl" >"$DATA.tmp/base.kept" || [ $? -eq 1 ]
         mv "$DATA.tmp/base.kept" "$DATA.tmp/base.jsonl"
+        [ -s "$DATA.tmp/base.jsonl" ] || { echo "experiment: the base part's $NBASE tasks are all of NEW_FAMILIES ($NEW_FAMILIES): raise NBASE" >&2; exit 2; }
     fi
     tail -n "$NFT" "$DATA.tmp/train.jsonl" >"$DATA.tmp/ft.jsonl"
     rm -rf "$DATA" && mv "$DATA.tmp" "$DATA"
@@ -318,11 +343,11 @@ done < <(models)
 
 # --- 6. the report -----------------------------------------------------------------------
 say "report: $RUN/results.json, results.md, report.html"
-settings=$(printf '{"preset":"%s","set":"%s","seeds":"%s","families":"%s","new_families":"%s","style":"%s","model":"%s","seq":%d,"batch":%d,"base_tasks":%d,"ft_tasks":%d,"val_tasks":%d,"test_tasks":%d,"eval_tasks":%d,"base_steps":%d,"base_loss":%s,"base_trained_steps":%d,"base_val_loss":%s,"base_lr":%s,"base_seed":%d,"ft_steps":%d,"ft_lr":%s,"window":%d,"tau":%s,"samples":%d,"temperature":%s,"max_tokens":%d,"analyzed":%d,"started":"%s","machine":"%s"}' \
+settings=$(printf '{"preset":"%s","set":"%s","seeds":"%s","families":"%s","new_families":"%s","style":"%s","model":"%s","seq":%d,"batch":%d,"base_tasks":%d,"ft_tasks":%d,"val_tasks":%d,"test_tasks":%d,"eval_tasks":%d,"base_steps":%d,"base_loss":%s,"base_trained_steps":%d,"base_val_loss":%s,"base_lr":%s,"base_seed":%d,"ft_steps":%d,"ft_lr":%s,"window":%d,"tau":%s,"samples":%d,"temperature":%s,"max_tokens":%d,"analyzed":%d,"started":"%s","invocations":%d,"machine":"%s"}' \
     "$PRESET" "$SET" "$SEEDS" "$FAMILIES" "$NEW_FAMILIES" "$STYLE" "${MODEL[*]}" "$SEQ" "$BATCH" "$(wc -l <"$DATA/base.jsonl")" "$NFT" "$NVAL" "$NTEST" "$EVAL_TASKS" "$BASE_STEPS" "$BASE_LOSS" "$base_trained" "$base_val" "$BASE_LR" "$BASE_SEED" \
-    "$FT_STEPS" "$FT_LR" "$WINDOW" "$TAU" "$SAMPLES" "$TEMPERATURE" "$MAX_TOKENS" "$ANALYZE" "$(date -u -d @"$T0" +%FT%TZ)" \
-    "$(nproc --all) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//; s/"//g')")
-"${PYTHON:-/usr/bin/python3}" data/experiment_report.py "$RUN" --settings "$settings" --seconds $(( $(date +%s) - T0 )) \
+    "$FT_STEPS" "$FT_LR" "$WINDOW" "$TAU" "$SAMPLES" "$TEMPERATURE" "$MAX_TOKENS" "$ANALYZE" "$(date -u -d @"$first_start" +%FT%TZ)" \
+    "$(( prior_n + 1 ))" "$(nproc --all) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//; s/"//g')")
+"${PYTHON:-/usr/bin/python3}" data/experiment_report.py "$RUN" --settings "$settings" --seconds $(( prior_s + $(date +%s) - T0 )) \
     ${REUSE:+--against "$REUSE"} # (the rows this run scored otherwise, paired with the reused run's)
 el=$(( $(date +%s) - T0 ))
 echo

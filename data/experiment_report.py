@@ -266,7 +266,9 @@ def markdown(res, settings, seconds, shown_seed, vs=None):
               "them; the fine-tuning part and the test split have them (marked \"new\" per family)." % ", ".join(new)]
     if seconds:
         L.append("")
-        L.append("Started %s; took %d min." % (st.get("started", "?"), round(seconds / 60)))
+        runs = st.get("invocations", 1)
+        L.append("Started %s; took %d min%s." % (st.get("started", "?"), round(seconds / 60),
+                                                 " over %d invocations (each continued the last)" % runs if runs > 1 else ""))
     L += ["", "## Table 2: objectives", "",
           "| model | compile pass@1 | compile pass@3 | functional pass@1 | functional pass@3 | functional pass@1, seen | functional pass@1, held-out |",
           "| --- | --- | --- | --- | --- | --- | --- |"]

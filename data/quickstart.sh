@@ -8,6 +8,7 @@
 # CuSeT is a post-training objective: from random weights every confidence is below tau,
 # so the base model comes first. Override the lengths with SFT_STEPS=N CUSET_STEPS=N.
 set -euo pipefail
+[ -z "${RUN:-}" ] || [[ $RUN == /* ]] || RUN=$PWD/$RUN # a relative RUN names a directory where the command was given
 cd "$(dirname "$0")/.."
 # At 1,500 SFT steps the score hung on the training seed (7 to 25 of the 30 test tasks over
 # five seeds); at 2,500 each of the three seeds tried (the two weakest among them) passed all 30.
@@ -17,6 +18,12 @@ TASKS=${TASKS:-10}
 for v in SFT_STEPS CUSET_STEPS TASKS; do
     [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "quickstart: $v: a whole number, at least 1, got '${!v}'" >&2; exit 2; }
 done
+[ "$TASKS" -le 30 ] || { echo "quickstart: TASKS: at most 30 (the test tasks of its corpus), got $TASKS" >&2; exit 2; }
+# train_phase ARGS...: train; Ctrl-C there (train saves and exits 130) ends the quick start
+# with what a rerun does (train's own --resume hint would need every flag of this script)
+train_phase() {
+    ./train "$@" || { local rc=$?; [ $rc != 130 ] || echo "quickstart: interrupted; make quickstart starts again from phase 1" >&2; exit $rc; }
+}
 RUN=${RUN:-runs/quickstart}
 DATA=$RUN/data
 
@@ -34,12 +41,12 @@ model=(--layers 4 --heads 4 --embd 128 --ctx 1024 --seq 1024 --batch 4)
 
 echo
 echo "== phase 1 on $where: a base model, plain SFT, $SFT_STEPS steps (progress every 10 steps)"
-./train --data "$DATA/train.jsonl" --val-data "$DATA/val.jsonl" "${model[@]}" --objective sft \
+train_phase --data "$DATA/train.jsonl" --val-data "$DATA/val.jsonl" "${model[@]}" --objective sft \
     --steps "$SFT_STEPS" --lr 2e-3 --min-lr 2e-4 --warmup 20 --val-every 0 --quiet --ckpt "$RUN/base.ckpt"
 
 echo
 echo "== phase 2: CuSeT fine-tuning of the base model, $CUSET_STEPS steps"
-./train --init "$RUN/base.ckpt" --data "$DATA/train.jsonl" --val-data "$DATA/val.jsonl" --objective cuset \
+train_phase --init "$RUN/base.ckpt" --data "$DATA/train.jsonl" --val-data "$DATA/val.jsonl" --objective cuset \
     --steps "$CUSET_STEPS" --lr 5e-4 --min-lr 5e-5 --warmup 5 --val-every 0 --quiet --ckpt "$RUN/cuset.ckpt"
 
 echo

@@ -1271,6 +1271,16 @@ PY
         env PRESET=smoke SET="NEW_FAMILIES=convert_int_to_float,softmax" RUN="$exp" bash data/experiment.sh
     expect "experiment_new_families_all" 2 "NEW_FAMILIES leaves no family for the base part" \
         env PRESET=smoke SET="NEW_FAMILIES=convert_int_to_float,elementwise_binary" RUN="$exp" bash data/experiment.sh
+    # what train or gen would refuse only after hours of training is refused before the first stage
+    expect "experiment_temperature_range" 2 "TEMPERATURE \\(200\\): at most 100" env PRESET=smoke SET="TEMPERATURE=200" RUN="$exp" bash data/experiment.sh
+    expect "experiment_zero_lr" 2 "FT_LR is 0: the model would not change" env PRESET=smoke SET="FT_LR=0" RUN="$exp" bash data/experiment.sh
+    expect "experiment_seed_range" 2 "SEEDS: whole numbers up to 2147483647 .*got '99999999999'" \
+        env PRESET=smoke SEEDS=99999999999 RUN="$exp" bash data/experiment.sh
+    expect "experiment_seeds_trailing_comma" 2 "SEEDS: .*got '1,2,'" env PRESET=smoke SEEDS=1,2, RUN="$exp" bash data/experiment.sh
+    expect "experiment_set_twice" 2 "SET: FT_STEPS given twice" env PRESET=smoke SET="FT_STEPS=4 FT_STEPS=5" RUN="$exp" bash data/experiment.sh
+    touch "$TMP/run_file"
+    expect "experiment_run_is_a_file" 1 "RUN: cannot write to the directory '.*run_file'" env PRESET=smoke RUN="$TMP/run_file" bash data/experiment.sh
+    expect "experiment_relative_run" 0 "RUN=\"$TMP/here/mine\"" sh -c "mkdir -p '$TMP/here' && cd '$TMP/here' && PRESET=smoke RUN=mine bash '$PWD/data/experiment.sh' --settings"
     out=
     if OMP_NUM_THREADS=1 PRESET=smoke SET="EVAL_TASKS=2" RUN="$exp" bash data/experiment.sh >"$TMP/experiment4.out" 2>&1 &&
        out=$("$PYTHON" - "$exp" "$(grep -c 'done before' "$TMP/experiment4.out")" <<'PY' 2>&1
