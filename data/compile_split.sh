@@ -3,7 +3,9 @@
 #   bash data/compile_split.sh [DIR] [SPLIT]      defaults: data/default test
 set -uo pipefail
 cd "$(dirname "$0")/.."
+case "${1:-}" in -h|--help) sed -n '2,3s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 dir=${1:-data/default} split=${2:-test}
+case "$split" in train|val|test) ;; *) echo "compile_split: SPLIT must be train, val or test, got '$split'" >&2; exit 2 ;; esac
 command -v nvcc >/dev/null || { echo "compile_split: nvcc not found (the CUDA toolkit is needed)" >&2; exit 1; }
 [ -f "$dir/$split.jsonl" ] || { echo "compile_split: no $dir/$split.jsonl: run make data first" >&2; exit 1; }
 tmp=$(mktemp -d /tmp/cuset_compile.XXXXXX)
@@ -14,7 +16,9 @@ trap 'rm -rf "$tmp"' EXIT
 flags=(-arch=sm_90 -Xcompiler -Wall,-Wextra,-Wshadow,-Wconversion -Xptxas -warn-double-usage)
 n=$(wc -l <"$dir/$split.jsonl") pass=0 fail=0
 for k in $(seq 0 $((n - 1))); do
-    ./data/corpus --materialize "$dir" --split "$split" --index "$k" --to "$tmp/$k" >/dev/null 2>&1
+    if ! out=$(./data/corpus --materialize "$dir" --split "$split" --index "$k" --to "$tmp/$k" 2>&1 >/dev/null); then
+        fail=$((fail + 1)); echo "FAIL $split:$k: $out"; continue
+    fi
     if out=$(nvcc "${flags[@]}" -o "$tmp/$k/prog" "$tmp/$k/reference.cu" 2>&1) && [ -z "$out" ]; then pass=$((pass + 1))
     else fail=$((fail + 1)); echo "FAIL $split:$k: $(echo "$out" | head -2)"; fi
     rm -rf "$tmp/$k"

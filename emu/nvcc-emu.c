@@ -1063,11 +1063,11 @@ static void usage(FILE *f) {
             "Each .cu/.cuh/.cpp/.cc/.cxx input is rewritten and compiled as C++; other inputs (.c, .o, .a)\n"
             "go to the compiler as they are. Files reached by #include are not rewritten: keep kernels\n"
             "and launches in the files named here. Each source's directory is on the quote-include path.\n"
-            "  -o OUT            the executable (default a.out)\n"
-            "  -I DIR, -IDIR     include directory (passed to the compiler)\n"
-            "  -D NAME[=V]       macro definition (passed to the compiler)\n"
-            "  -l LIB, -lLIB     link a library; -L DIR likewise\n"
-            "  -c                compile only (an object file)\n"
+            "  -o OUT            the executable (default a.out; with -c, SOURCE.o); never an input\n"
+            "  -I DIR, -IDIR     include directory (passed to the compiler; also --include-path DIR)\n"
+            "  -D NAME[=V]       macro definition (passed to the compiler; also --define-macro)\n"
+            "  -l LIB, -lLIB     link a library; -L DIR likewise (also --library, --library-path)\n"
+            "  -c                compile one source only (an object file; also --compile, -dc)\n"
             "  --asan            build with AddressSanitizer (-fsanitize=address)\n"
             "  --fma             contract a * b + c into fused multiply-adds, as nvcc does by default\n"
             "                    (--fmad=true); the CPU must have them (x86-64 with FMA, or aarch64)\n"
@@ -1082,7 +1082,8 @@ static void usage(FILE *f) {
             "Accepted and ignored (they only matter for a GPU): -O*, -g, -G, -lineinfo, -arch=*, -arch X,\n"
             "  -code=*, -gencode X, -std=* (always C++17), --use_fast_math, -Xptxas X, -Xcompiler X,\n"
             "  -Xlinker X, -ccbin X, -maxrregcount N, -rdc X, -x cu, -m64, --expt-*, -Wno-* and any\n"
-            "  other option starting with '-'.\n"
+            "  other option starting with '-' but these, refused (they ask for another output): -E, -M,\n"
+            "  -MM, -MD, -MMD, -ptx, -cubin, -fatbin, -lib, -dlink, -run and their long forms.\n"
             "Environment: CXX (default g++). Exit status: the compiler's; 3 when the program uses a\n"
             "CUDA feature the emulator does not model (textures, inline PTX, grid-wide sync, dynamic\n"
             "parallelism, CUDA graphs, cuBLAS/cuFFT/cuRAND/Thrust/CUB, ...); 2 for a usage error.\n");
@@ -1203,7 +1204,7 @@ static int ptxas_table(const char *path, Buf *out) {
 
 int main(int argc, char **argv) {
     signal(SIGCHLD, SIG_DFL); // inherited as SIG_IGN, it would have the kernel reap g++ before waitpid sees it
-    const char *out = "a.out";
+    const char *out = NULL; // -o, else a.out (with -c: the source's name with .o, as nvcc)
     int asan = 0, fma = 0, rewrite_only = 0, keep = 0, compile_only = 0, pch_only = 0;
     const char *ptxas_info = NULL;
     char **pass = xrealloc(NULL, sizeof(char *) * (size_t)(2 * argc + 2)); // -I/-D/-l/-L passed through
@@ -1214,16 +1215,38 @@ int main(int argc, char **argv) {
                                                 "--linker-options", "--ptxas-options", "-t", "--threads", "-diag-suppress",
                                                 "--diag-suppress", "--default-stream", "-Xcudafe", "--gpu-architecture",
                                                 "--gpu-code", "-std", "--std", "-ptxas-options", "-Xnvlink", NULL };
+    // nvcc's long forms of -I -D -l -L, and outputs other than an executable or an object
+    static const char *const long_form[][2] = { { "--include-path", "-I" }, { "--define-macro", "-D" },
+                                                { "--library", "-l" }, { "--library-path", "-L" } };
+    static const char *unsupported[] = { "-E", "--preprocess", "-M", "-MM", "-MD", "-MMD", "--generate-dependencies",
+                                         "-ptx", "--ptx", "-cubin", "--cubin", "-fatbin", "--fatbin", "-lib", "--lib",
+                                         "-dlink", "--device-link", "-run", "--run", NULL };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has = i + 1 < argc;
+        for (int j = 0; unsupported[j]; j++)
+            if (strcmp(a, unsupported[j]) == 0) {
+                fprintf(stderr, "nvcc-emu: %s is not supported: it builds an executable, or an object with -c\n", a);
+                return 2;
+            }
+        for (size_t j = 0; j < sizeof long_form / sizeof long_form[0]; j++)
+            if (strcmp(a, long_form[j][0]) == 0) {
+                if (!has) { fprintf(stderr, "nvcc-emu: %s needs a value\n", a); return 2; }
+                pass[npass++] = strdup(long_form[j][1]);
+                pass[npass++] = argv[++i];
+                a = NULL;
+                break;
+            }
+        if (!a) continue;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { usage(stdout); return 0; }
         else if (strcmp(a, "--asan") == 0) asan = 1;
         else if (strcmp(a, "--fma") == 0) fma = 1;
         else if (strcmp(a, "--rewrite-only") == 0) rewrite_only = 1;
         else if (strcmp(a, "--keep") == 0) keep = 1;
         else if (strcmp(a, "--build-pch") == 0) pch_only = 1;
-        else if (strcmp(a, "-c") == 0) compile_only = 1;
+        else if (strcmp(a, "-c") == 0 || strcmp(a, "--compile") == 0 || strcmp(a, "-dc") == 0 ||
+                 strcmp(a, "--device-c") == 0)
+            compile_only = 1;
         else if (strcmp(a, "-o") == 0 || strcmp(a, "--output-file") == 0 || strcmp(a, "--ptxas-info") == 0) {
             if (!has) { fprintf(stderr, "nvcc-emu: %s needs a value\n", a); return 2; }
             if (strcmp(a, "--ptxas-info") == 0) ptxas_info = argv[++i];
@@ -1246,6 +1269,22 @@ int main(int argc, char **argv) {
         } else inputs[ninput++] = a;
     }
     if (!ninput && !pch_only) { usage(stderr); return 2; }
+    if (compile_only && ninput > 1) { fprintf(stderr, "nvcc-emu: -c takes one source file (compile each on its own)\n"); return 2; }
+    char object[PATH_MAX];
+    if (!out && compile_only) { // nvcc's name: the source's, in the current directory, with .o
+        const char *base = strrchr(inputs[0], '/') ? strrchr(inputs[0], '/') + 1 : inputs[0];
+        const char *dot = strrchr(base, '.');
+        snprintf(object, sizeof object, "%.*s.o", dot ? (int)(dot - base) : (int)strlen(base), base);
+        out = object;
+    }
+    if (!out) out = "a.out";
+    for (int j = 0; j < ninput; j++) {
+        struct stat si, so;
+        if (stat(inputs[j], &si) == 0 && stat(out, &so) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
+            fprintf(stderr, "nvcc-emu: -o %s is the input %s: it would be overwritten\n", out, inputs[j]);
+            return 2;
+        }
+    }
     if (ninput && pch_only) { fprintf(stderr, "nvcc-emu: --build-pch takes no input files\n"); return 2; }
     Buf table = { 0 };
     if (ptxas_info && ptxas_table(ptxas_info, &table)) return 2;

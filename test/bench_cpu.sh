@@ -13,6 +13,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-/usr/bin/python3}
+if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0; fi
+[ $# -le 1 ] && [[ ${1:-10} =~ ^[1-9][0-9]*$ ]] || { echo "bench_cpu.sh: usage: bash test/bench_cpu.sh [steps, at least 1] (--help)" >&2; exit 2; }
 STEPS=${1:-10}
 THREADS=${THREADS:-$(nproc)}
 TORCH_THREADS=${TORCH_THREADS:-$( [ "$THREADS" -gt 1 ] && echo "1 $THREADS" || echo 1)}

@@ -9,6 +9,8 @@
 # Any failure stops the script with a message and a non-zero exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; echo "Settings: L H C T B V STEPS (environment)."; exit 0; fi
+[ $# -eq 0 ] || { echo "bench_gpu.sh: takes no arguments (settings come from L H C T B V STEPS; --help)" >&2; exit 2; }
 PYTHON=${PYTHON:-python3}
 L=${L:-6} H=${H:-12} C=${C:-768} T=${T:-1024} B=${B:-8} V=${V:-8192} STEPS=${STEPS:-30}
 TMP=$(mktemp -d /tmp/cuset_bench_gpu.XXXXXX)

@@ -25,7 +25,8 @@ set -u
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 PYTHON=${PYTHON:-/usr/bin/python3}
-file=../shared/cudabench/cudabench-dev.jsonl smallest=0 names="" ids="" jobs=$(nproc) timeout_s=120 reorder="" asan="" keep=0
+default_file=../shared/cudabench/cudabench-dev.jsonl
+file=$default_file smallest=0 names="" ids="" jobs=$(nproc) timeout_s=120 reorder="" asan="" keep=0
 nvcc=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -45,17 +46,24 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-if [ ! -f "$file" ]; then echo "SKIP cudabench: $file is absent"; exit 0; fi
+[[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "cudabench.sh: --jobs expects a whole number, at least 1, got '$jobs'" >&2; exit 2; }
+if [ ! -f "$file" ]; then
+    [ "$file" = "$default_file" ] || { echo "cudabench.sh: --file $file: not a readable file" >&2; exit 2; }
+    echo "SKIP cudabench: $file is absent"; exit 0 # (the benchmark beside the checkout: optional)
+fi
 if ! "$PYTHON" -c "import numpy" 2>/dev/null; then echo "SKIP cudabench: $PYTHON cannot import numpy"; exit 0; fi
 [ -x emu/nvcc-emu ] && [ emu/nvcc-emu -nt emu/nvcc-emu.c ] || make -s emu/nvcc-emu >/dev/null || exit 2
 
 TMP=$(mktemp -d /tmp/cuset_cudabench.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 # unpack the chosen tasks into $TMP/tasks/ID/{bench.cu,gen.py,compare.py}; list "ID NAME"
-"$PYTHON" - "$file" "$TMP/tasks" "$smallest" "$names" "$ids" >"$TMP/list" <<'EOF' || { echo "cudabench.sh: cannot read $file" >&2; exit 2; }
+"$PYTHON" - "$file" "$TMP/tasks" "$smallest" "$names" "$ids" >"$TMP/list" <<'EOF' || exit 2
 import json, math, os, re, sys
 path, out, smallest, names, ids = sys.argv[1], sys.argv[2], sys.argv[3] == "1", sys.argv[4], sys.argv[5]
-tasks = [json.loads(line) for line in open(path) if line.strip()]
+try:
+    tasks = [json.loads(line) for line in open(path) if line.strip()]
+except (OSError, ValueError) as e:
+    sys.exit("cudabench.sh: cannot read %s: %s" % (path, e))
 if names:
     want = set(names.split(","))
     unknown = want - {t["task_name"] for t in tasks}
@@ -66,6 +74,9 @@ size = {"float16": 2, "float64": 8, "int64": 8, "uint64": 8, "int8": 1, "uint8":
 def nbytes(t):
     return sum(math.prod(int(d) for d in re.findall(r"\d+", x["shape"])) * size.get(x["dtype"], 4) for x in t["inputs"])
 if ids:
+    unknown = set(ids.split(",")) - {str(t["id"]) for t in tasks}
+    if unknown:
+        sys.exit("cudabench.sh: no task with id " + ", ".join(sorted(unknown)))
     tasks = [t for t in tasks if str(t["id"]) in ids.split(",")]
 if smallest:
     best = {}
@@ -142,7 +153,7 @@ export TMP ROOT PYTHON asan reorder timeout_s keep gpu_needed nvcc
 ntask=$(wc -l <"$TMP/list")
 echo "cudabench: $ntask tasks from $file, $jobs jobs, timeout ${timeout_s} s${reorder:+, CUEMU_REORDER=$reorder}${nvcc:+, with the register counts of $nvcc -Xptxas -v}"
 start=$(date +%s)
-xargs -P "$jobs" -L 1 bash -c 'run_task "$0" "$1"' <"$TMP/list" | tee "$TMP/results"
+xargs -r -P "$jobs" -L 1 bash -c 'run_task "$0" "$1"' <"$TMP/list" | tee "$TMP/results"
 end=$(date +%s)
 npass=$(grep -c '^PASS' "$TMP/results")
 nuns=$(grep -c '^UNSUPPORTED' "$TMP/results")
@@ -161,4 +172,6 @@ if [ $keep -eq 1 ] && [ "$nfail" -gt 0 ]; then
     for k in "$TMP"/tasks/*/.keep; do [ -e "$k" ] && mv "$(dirname "$k")" "$kept/"; done
     echo "cudabench: failing task directories kept in $kept"
 fi
+nreported=$(grep -cE '^(PASS|FAIL|UNSUPPORTED|SLOW|NEEDS-GPU|GEN-ERROR) ' "$TMP/results")
+[ "$nreported" -eq "$ntask" ] || { echo "cudabench.sh: $nreported of $ntask tasks reported a result" >&2; exit 1; }
 [ "$nfail" -eq 0 ] # SLOW, NEEDS-GPU and GEN-ERROR tasks are reported above, not failures

@@ -38,6 +38,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 case "$split" in train|val|test) ;; *) echo "emu_corpus.sh: split must be train, val or test" >&2; exit 2 ;; esac
+[[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "emu_corpus.sh: --jobs expects a whole number, at least 1, got '$jobs'" >&2; exit 2; }
 [ -x data/corpus ] && [ data/corpus -nt data/corpus.c ] || make -s data/corpus >/dev/null || exit 2
 [ -x emu/nvcc-emu ] && [ emu/nvcc-emu -nt emu/nvcc-emu.c ] || make -s emu/nvcc-emu >/dev/null || exit 2
 if [ ! -f "$dir/$split.jsonl" ]; then

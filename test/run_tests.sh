@@ -819,6 +819,18 @@ PY
     grep -q "exit 0" "$TMP/rc" || bad "cudabench_exit" "$(cat "$TMP/rc")"
     grep -q "^cudabench: 4 passed, 0 unsupported, 0 not finished" "$TMP/cudabench.out" && ok "cudabench_all_four_pass" \
         || bad "cudabench_all_four_pass" "$(grep -E '^cudabench: [0-9]+ passed' "$TMP/cudabench.out")"
+    expect "cudabench_no_such_id" 2 "no task with id 99999" bash test/cudabench.sh --file test/cudabench_smallest.jsonl --ids 99999
+    expect "cudabench_missing_file" 2 "--file $TMP/none.jsonl: not a readable file" bash test/cudabench.sh --file "$TMP/none.jsonl"
+    # nvcc-emu as nvcc: -c names the object after the source; what it cannot build, and an
+    # output over its input, are refused
+    mkdir -p "$TMP/nvemu" && printf '__global__ void k(int *y) { y[0] = 1; }\n' >"$TMP/nvemu/c1.cu"
+    if (cd "$TMP/nvemu" && "$OLDPWD/emu/nvcc-emu" -c c1.cu) && [ -s "$TMP/nvemu/c1.o" ] && [ ! -e "$TMP/nvemu/a.out" ]; then
+        ok "nvcc_emu_object_named_after_source"
+    else bad "nvcc_emu_object_named_after_source" "$(ls "$TMP/nvemu")"; fi
+    expect "nvcc_emu_output_over_input" 2 "-o .*c1.cu is the input .*c1.cu: it would be overwritten" \
+        emu/nvcc-emu "$TMP/nvemu/c1.cu" -o "$TMP/nvemu/c1.cu"
+    expect "nvcc_emu_ptx_refused" 2 "-ptx is not supported: it builds an executable, or an object with -c" \
+        emu/nvcc-emu -ptx "$TMP/nvemu/c1.cu"
     # a task whose input generator needs a missing module or a GPU is its own category, not a failure
     "$PYTHON" - "$TMP/gen_fails.jsonl" <<'EOF'
 import json, sys
