@@ -606,9 +606,11 @@ int cuset_conf_analyze_to_json(CusetGPT *m, const CusetTokenizer *tk, const char
     const char *json_path = o->json_path;
     if (!json_path) snprintf(json_default, sizeof json_default, "%s.analysis.json", model_path), json_path = json_default;
     if (cuset_check_writable(json_path, err, errlen)) return -1;
-    if (cuset_same_file(json_path, model_path) || cuset_same_file(json_path, data_path))
+    const char *input = cuset_same_file(json_path, model_path) ? "model"
+                        : cuset_same_file(json_path, data_path)  ? "data file" : NULL;
+    if (input)
         return cuset__err(err, errlen, "the JSON path %s is also the %s: the analysis would write over it; give another path",
-                          json_path, cuset_same_file(json_path, model_path) ? "model" : "data file");
+                          json_path, input);
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", json_path, (long)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f) return cuset__err(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
