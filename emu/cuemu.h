@@ -77,6 +77,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -407,6 +408,48 @@ inline std::string ranges(const std::vector<int> &ids) {
     return s;
 }
 inline std::string site(const Thread *t) { return format("%s (%s:%d)", t->what, t->file, t->line); }
+
+// A kernel that faults (a wild or host pointer, an overflow of its thread's stack, an integer
+// division by zero) dies of the signal as any program would, but first names the kernel,
+// block and thread, since nothing else would (on a GPU the launch fails, or an integer
+// division by zero gives an unspecified value). Installed at the first launch; an --asan
+// build leaves faults to AddressSanitizer, whose report says more.
+inline void on_kernel_fault(int sig, siginfo_t *info, void *) { // async-signal-safe: snprintf, write
+    if (!g_in_kernel) return; // SA_RESETHAND: the fault repeats and kills as usual
+    const Fiber *f = g_cur->fiber;
+    const char *addr = (const char *)info->si_addr;
+    bool overflow = f && addr < (const char *)f->stack && addr >= (const char *)f->stack - 65536;
+    char why[256];
+    if (sig == SIGFPE) snprintf(why, sizeof why, "SIGFPE, an integer division by zero (or INT_MIN / -1)");
+    else if (sig == SIGILL) snprintf(why, sizeof why, "SIGILL, an illegal instruction");
+    else if (overflow)
+        snprintf(why, sizeof why, "SIGSEGV, the thread's stack of %zu KiB overflowed (deep recursion or large "
+                 "local arrays; CUEMU_STACK_KB sets its size)", f->size / 1024);
+    else
+        snprintf(why, sizeof why, "%s, an invalid memory access (out of bounds, or a host pointer); an --asan "
+                 "build of the program shows where", sig == SIGBUS ? "SIGBUS" : "SIGSEGV");
+    char msg[768];
+    int n = snprintf(msg, sizeof msg, "cuemu: error: %s (%s:%d), block (%u,%u,%u) thread (%u,%u,%u): %s\n",
+                     g_kernel, g_launch_file, g_launch_line, g_block_idx.x, g_block_idx.y, g_block_idx.z,
+                     g_cur->tid.x, g_cur->tid.y, g_cur->tid.z, why);
+    if (n > 0 && write(2, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1) < 0) return; // stderr gone
+}
+inline void report_kernel_faults() {
+#ifndef CUEMU_ASAN
+    static bool installed;
+    if (installed) return;
+    installed = true;
+    static char alt_stack[64 * 1024]; // the handler runs here: a fiber's stack may be the fault
+    stack_t ss{};
+    ss.ss_sp = alt_stack;
+    ss.ss_size = sizeof alt_stack;
+    sigaltstack(&ss, nullptr);
+    struct sigaction sa{};
+    sa.sa_sigaction = on_kernel_fault;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) sigaction(sig, &sa, nullptr);
+#endif
+}
 
 // ---------------------------------------------------------------------------------------
 // Fiber switching
@@ -1050,6 +1093,7 @@ inline void launch(const Config &c, const char *kernel, const char *file, int li
     g_launch_file = file;
     g_launch_line = line;
     g_over_bound = false;
+    report_kernel_faults();
     std::apply([](const auto &...v) { int i = 0; (check_arg(v, i++), ...); }, argv);
     auto body = [&] { std::apply(f, argv); };
     g_body = &call_body<decltype(body)>;

@@ -186,6 +186,21 @@ expect_86 bug_divergent_barrier "barrier divergence"
 expect_86 bug_exited_lane "exited without reaching it"
 expect_86 bug_host_pointer "not device memory"
 
+# Faults in kernels (plain builds): the program still dies of the signal, as it would
+# natively, but first names the kernel, block and thread and the likely cause.
+expect_fault() {
+    local t=$1 sig=$2 pattern=$3
+    build $t $t || return
+    { "$TMP/$t" >"$TMP/$t.stdout" 2>"$TMP/$t.stderr"; } 2>/dev/null # (bash's "Segmentation fault" line)
+    local rc=$?
+    if [ $rc -eq $((128 + sig)) ] && grep -q "^cuemu: error: .*$pattern" "$TMP/$t.stderr" \
+        && ! grep -q finished "$TMP/$t.stdout"; then pass "$t: signal $sig, \"$pattern\""
+    else fail "$t" "exit $rc (want $((128 + sig)) and \"$pattern\"): $(head -c 300 "$TMP/$t.stderr" | tr '\n' ' ')"; fi
+}
+expect_fault bug_wild_index 11 "scale_rows (.*bug_wild_index.cu:15), block (0,0,0) thread (1,0,0): SIGSEGV, an invalid memory access"
+expect_fault bug_div_zero 8 "bucketize (.*bug_div_zero.cu:17), block (0,0,0) thread (0,0,0): SIGFPE, an integer division by zero"
+expect_fault bug_stack_overflow 11 "triangle (.*), block (0,0,0) thread (0,0,0): SIGSEGV, the thread's stack of 256 KiB overflowed"
+
 # Speed: printed, with only a loose bound (a 1M elementwise launch well under a second,
 # a 64K shared-memory reduction a few seconds at most).
 if build speed speed; then
