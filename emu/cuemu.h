@@ -441,13 +441,20 @@ inline void report_kernel_faults() {
     installed = true;
     static char alt_stack[64 * 1024]; // the handler runs here: a fiber's stack may be the fault
     stack_t ss{};
-    ss.ss_sp = alt_stack;
-    ss.ss_size = sizeof alt_stack;
-    sigaltstack(&ss, nullptr);
+    if (sigaltstack(nullptr, &ss) == 0 && (ss.ss_flags & SS_DISABLE)) { // unless the program has one
+        ss = stack_t{};
+        ss.ss_sp = alt_stack;
+        ss.ss_size = sizeof alt_stack;
+        sigaltstack(&ss, nullptr);
+    }
     struct sigaction sa{};
     sa.sa_sigaction = on_kernel_fault;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
-    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) sigaction(sig, &sa, nullptr);
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) { // a program's own handler stays
+        struct sigaction old{};
+        if (sigaction(sig, nullptr, &old) == 0 && !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL)
+            sigaction(sig, &sa, nullptr);
+    }
 #endif
 }
 
