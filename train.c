@@ -45,7 +45,7 @@ static const char *usage_text =
     "                        llm.c .bin with gpt2_tokenizer.bin beside it (data/gpt2.h)\n"
     "training\n"
     "  --batch B             rows (samples) per micro-batch                     [8]\n"
-    "  --seq T               tokens per row, at most the model's context        [256]\n"
+    "  --seq T               tokens per row, at most the model's context        [min(256, context)]\n"
     "  --accum A             micro-batches per optimizer step                   [1]\n"
     "  --steps N | --epochs E  length of the run (one of the two is required)\n"
     "  --lr X --min-lr X     peak and final learning rate                       [3e-4, 3e-5]\n"
@@ -161,7 +161,8 @@ typedef struct {
     double ckpt_minutes, until_val_loss;
     const char *given[64];    // the flags given, each once
     int ngiven;
-    const char *src[3];       // where batch, seq and accum come from: "flag", "checkpoint", "default"
+    const char *src[3];       // where batch, seq and accum come from: "flag", "checkpoint", "default",
+                              // "the model's context" (seq: the default capped)
     double val_frac, epochs;
     CusetConfig cfg;
     CusetTrainSettings s;
@@ -433,6 +434,12 @@ static int open_checkpoint(Run *r) {
 static int open_data(Run *r) {
     Args *a = &r->a;
     char err[512], note[512];
+    // --seq not given, nor taken from a checkpoint: 256, or the model's context when shorter
+    int ctx = r->have_model ? r->model.cfg.max_seq_len : a->cfg.max_seq_len;
+    if (!strcmp(a->src[1], "default") && r->s->T > ctx) {
+        r->s->T = ctx;
+        a->src[1] = "the model's context";
+    }
     const char *ckpt = a->resume ? a->ckpt : a->init;
     r->synthetic = !strcmp(a->data, "synthetic");
     if (r->synthetic) {

@@ -221,6 +221,9 @@ expect "train_resume_and_init" 2 "give --resume \(continue this run\) or --init 
 expect "train_other_objectives_flag" 0 "note: --alpha is eaft's; --objective sft does not use it" ./train "${tiny[@]}" \
     --objective sft --alpha 2 --steps 1 --ckpt "$TMP/z.ckpt"
 expect "train_seq_beyond_context" 2 "longer than the model's context" ./train "${tiny[@]}" --seq 64 --steps 1 --ckpt "$TMP/z.ckpt"
+# without --seq, rows are the model's context where it is shorter than the default 256
+expect "train_default_seq_is_context" 0 "seq 48 \(the model's context\)" ./train --layers 1 --heads 2 --embd 16 \
+    --ctx 48 --vocab 40 --batch 4 --synthetic-n 64 --synthetic-len 3:10 --steps 1 --ckpt "$TMP/z.ckpt"
 expect "train_bad_objective" 2 "unknown objective 'xent'" ./train --objective xent --steps 1
 expect "train_bad_model" 2 "multiple of n_head" ./train "${tiny[@]}" --heads 3 --steps 1 --ckpt "$TMP/z.ckpt"
 # --device cuda without a GPU (or without the backend) is an error; auto falls back to the CPU
