@@ -887,14 +887,13 @@ int main(int argc, char **argv) {
         }
     }
     double elapsed = cuset_time() - t_start;
-    if (stop_requested) {
+    if (stop_requested)
         printf("stopped after step %d; checkpoint %s holds it: continue with --resume --ckpt %s\n", step, r->a.ckpt,
                r->a.ckpt);
-        return stop_requested == 2 ? 0 : 130;
-    }
-    printf("done: %d steps in %.1fs (%.0f training tok/s); checkpoint %s\n", step - r->start_step, elapsed,
-           tokens_done / (train_seconds > 0 ? train_seconds : 1), r->a.ckpt);
+    else
+        printf("done: %d steps in %.1fs (%.0f training tok/s); checkpoint %s\n", step - r->start_step, elapsed,
+               tokens_done / (train_seconds > 0 ? train_seconds : 1), r->a.ckpt);
     if (r->log_failed_at) printf("note: the log %s misses lines from step %d (a write failed)\n", r->log_path, r->log_failed_at);
     close_run(r, batches, &val_batch);
-    return 0;
+    return stop_requested == 1 ? 130 : 0; // 2: --stop-at
 }

@@ -705,6 +705,37 @@ PY
     ); then ok "ks_against_scipy: $out"; else bad "ks_against_scipy" "$out"; fi
 else echo "SKIP ks_against_scipy: $PYTHON cannot import scipy (bash test/deps.sh test installs python3-scipy)"; skip=$((skip + 1)); fi
 
+echo "== train, gen and the corpus under AddressSanitizer and UBSan (the CPU path, every objective)"
+# Built at -O1 with -fsanitize=address,undefined (leaks reported): a small corpus, each
+# objective for 2 steps on it, a resume, a fine-tune, sampling, the confidence analysis and
+# gen --eval of 2 tasks under the emulator. Each run must exit 0 without a sanitizer report.
+asan=(-std=gnu11 -O1 -g -fopenmp -fsanitize=address,undefined -fno-sanitize-recover=all -I .)
+mkdir -p "$TMP/asan" && chmod o+x "$TMP" "$TMP/asan" # gen --eval's programs run as nobody under root
+if gcc "${asan[@]}" -o "$TMP/asan/train" train.c -lm 2>"$TMP/asan/build.err" \
+    && gcc "${asan[@]}" -o "$TMP/asan/gen" gen.c -lm 2>>"$TMP/asan/build.err" \
+    && gcc "${asan[@]}" -o "$TMP/asan/corpus" data/corpus.c -lm 2>>"$TMP/asan/build.err"; then
+    A=$TMP/asan aseed=$RANDOM
+    small=(--vocab 512 --layers 2 --heads 2 --embd 64 --ctx 1024 --seq 256 --batch 2) # prompts fit the context
+    asan_run() { # NAME COMMAND...: exit 0 and no report
+        local name=$1; shift
+        ASAN_OPTIONS=detect_leaks=1 "$@" >"$A/out" 2>&1; local rc=$?
+        if [ $rc -eq 0 ] && ! grep -qE "Sanitizer|runtime error" "$A/out"; then ok "asan_$name"
+        else bad "asan_$name" "exit $rc: $(grep -m3 -E 'ERROR|runtime error|SUMMARY' "$A/out" || tail -2 "$A/out")"; fi
+    }
+    asan_run "corpus (seed $aseed)" "$A/corpus" --out "$A/c" --train 60 --val 10 --test 4 --seed "$aseed"
+    for obj in sft dft profit eaft asft cuset; do # each stopped halfway; sft's run is resumed
+        asan_run "train_$obj" "$A/train" --data "$A/c/train.jsonl" "${small[@]}" --objective "$obj" --steps 4 \
+            --stop-at 2 --accum 2 --ckpt "$A/$obj.ckpt"
+    done
+    asan_run train_resume "$A/train" --data "$A/c/train.jsonl" --resume --ckpt "$A/sft.ckpt"
+    asan_run train_finetune "$A/train" --data "$A/c/train.jsonl" --val-data "$A/c/val.jsonl" --init "$A/sft.ckpt" \
+        --objective cuset --tau 0.001 --steps 2 --ckpt "$A/ft.ckpt" --log "$A/ft.log"
+    asan_run gen_sample "$A/gen" --model "$A/ft.ckpt" --prompt-jsonl "$A/c/test.jsonl" --max-tokens 20 --top-k 20 --top-p 0.9
+    asan_run gen_analyze "$A/gen" --model "$A/ft.ckpt" --analyze "$A/c/val.jsonl" --count 3 --json "$A/an.json"
+    asan_run gen_eval "$A/gen" --model "$A/ft.ckpt" --eval "$A/c/test.jsonl" --count 2 --samples 2 --k 1,2 \
+        --max-tokens 40 --nvcc none --corpus "$A/corpus" --emu emu/nvcc-emu --results "$A/ev.jsonl" --jobs 2
+else bad "asan_build" "$(head -3 "$TMP/asan/build.err")"; fi
+
 echo "== CUDA on the CPU: emu/nvcc-emu's rewrite, one program per corpus family, a few CUDABench tasks"
 tally < <(bash test/test_emu_rewrite.sh; echo "exit $?" >"$TMP/rc")
 grep -q "exit 0" "$TMP/rc" || bad "test_emu_rewrite_exit" "$(cat "$TMP/rc")"
