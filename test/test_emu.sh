@@ -198,7 +198,9 @@ expect_fault() {
     else fail "$t" "exit $rc (want $((128 + sig)) and \"$pattern\"): $(head -c 300 "$TMP/$t.stderr" | tr '\n' ' ')"; fi
 }
 expect_fault bug_wild_index 11 "scale_rows (.*bug_wild_index.cu:15), block (0,0,0) thread (1,0,0): SIGSEGV, an invalid memory access"
-expect_fault bug_div_zero 8 "bucketize (.*bug_div_zero.cu:17), block (0,0,0) thread (0,0,0): SIGFPE, an integer division by zero"
+if [ "$(uname -m)" = x86_64 ]; then # (aarch64's division gives 0 without a trap, as a GPU goes on)
+    expect_fault bug_div_zero 8 "bucketize (.*bug_div_zero.cu:17), block (0,0,0) thread (0,0,0): SIGFPE, an integer division by zero"
+else echo "SKIP bug_div_zero: $(uname -m) does not trap an integer division by zero"; fi
 expect_fault bug_stack_overflow 11 "triangle (.*), block (0,0,0) thread (0,0,0): SIGSEGV, the thread's stack of 256 KiB overflowed"
 
 # Speed: printed, with only a loose bound (a 1M elementwise launch well under a second,
