@@ -305,11 +305,8 @@ static void mxtt_kernels(const Task *t, Emit *e) {
     int T = t->p[MXTT_TILE], B = t->p[MXTT_BROWS], td = t->p[MXTT_TDEF], full = B == T;
     const char *TD = td == 1 ? "TILE" : "TILE_DIM", *xv = t->p[MXTT_VARS] ? "x" : "col",
                *yv = t->p[MXTT_VARS] ? "y" : "row";
-    const char *defines = "", *j = full ? "" : " + j";
-    if (td != 1) {
-        const char *f = td == 0 ? "#define %s %d\n" : "constexpr int %s = %d;\n";
-        defines = fmt("%s%s\n", fmt(f, "TILE_DIM", T), full ? "" : fmt(f, "BLOCK_ROWS", B));
-    }
+    const char *f = td == 0 ? "#define %s %d\n" : "constexpr int %s = %d;\n", *j = full ? "" : " + j";
+    const char *defines = td == 1 ? "" : fmt("%s%s\n", fmt(f, "TILE_DIM", T), full ? "" : fmt(f, "BLOCK_ROWS", B));
     const char *load = FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", C, "ylen", R, "TD", TD,
                             "to", fmt("tile[threadIdx.y%s][threadIdx.x]", j), "from", mxtt_elem(full, x, yv, C, xv));
     const char *store = FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", R, "ylen", C, "TD", TD,
@@ -516,18 +513,9 @@ static void mxmm_ref_core(int op, long M, long N, long K, const float *A, const 
     double *row = malloc(sizeof *row * (size_t)N);
     for (long i = 0; i < M; i++) {
         for (long j = 0; j < N; j++) row[j] = 0;
-        if (op == 1) {
-            for (long j = 0; j < N; j++) {
-                double s = 0;
-                for (long p = 0; p < K; p++) s += (double)A[i * K + p] * B[j * K + p];
-                row[j] = s;
-            }
-        } else {
-            for (long p = 0; p < K; p++) {
-                double a = op == 0 ? A[i * K + p] : A[p * M + i];
-                const float *b = B + p * N;
-                for (long j = 0; j < N; j++) row[j] += a * b[j];
-            }
+        for (long p = 0; p < K; p++) {
+            double a = op == 2 ? A[p * M + i] : A[i * K + p];
+            for (long j = 0; j < N; j++) row[j] += a * (op == 1 ? B[j * K + p] : B[p * N + j]);
         }
         for (long j = 0; j < N; j++) C[i * N + j] = (float)row[j];
     }
@@ -1009,16 +997,14 @@ static void mxvm_describe(const Task *t, Buf *name, Buf *desc) {
     else
         buf_printf(desc, "%s is %s x %d row-major float32 matrix. Compute %s[c] = sum over r of %s[r][c] (the sum "
                    "of each column).", A, a_num(R), C, y, A);
-    if (t->p[MXVM_MODE] == 0)
-        buf_puts(desc, " One thread per column, looping down the rows, so neighbouring threads read neighbouring "
-                       "addresses.");
-    else if (t->p[MXVM_MODE] == 1)
-        buf_printf(desc, " Split the rows into chunks of %d: a 2-D grid (dim3) with blockIdx.y selecting the chunk; "
-                   "each thread sums its column over the chunk and adds it to the output with atomicAdd (the output "
-                   "starts at zero).", t->p[MXVM_CHUNK]);
-    else
-        buf_printf(desc, " Use 32 x %d thread blocks (dim3): threadIdx.x picks the column, the %d rows of threads "
-                   "stride down the rows, and the partial sums are combined in shared memory.", by, by);
+    buf_puts(desc, pick3(t->p[MXVM_MODE],
+                         " One thread per column, looping down the rows, so neighbouring threads read neighbouring "
+                         "addresses.",
+                         fmt(" Split the rows into chunks of %d: a 2-D grid (dim3) with blockIdx.y selecting the chunk;"
+                             " each thread sums its column over the chunk and adds it to the output with atomicAdd (the"
+                             " output starts at zero).", t->p[MXVM_CHUNK]),
+                         fmt(" Use 32 x %d thread blocks (dim3): threadIdx.x picks the column, the %d rows of threads "
+                             "stride down the rows, and the partial sums are combined in shared memory.", by, by)));
 }
 
 // A thread per column; chunks of rows on blockIdx.y added with atomicAdd; or 32 x BY blocks
