@@ -73,11 +73,6 @@ $body
 static const char *mx_guard(int early, const char *cond_in, const char *cond_out, const char *body) {
     return FRAG(mx_guard_tpl[early], "in", cond_in, "out", cond_out, "body", body);
 }
-// The guard of row r < R and column c < C.
-static const char *mx_guard_rc(int early, const char *r, const char *R, const char *c, const char *C,
-                               const char *body) {
-    return mx_guard(early, fmt("%s < %s && %s < %s", r, R, c, C), fmt("%s >= %s || %s >= %s", r, R, c, C), body);
-}
 
 // The 2-D thread coordinates: the column from x, the row from y (or swapped).
 static const char *mx_index2d(const Task *t, const char *rv, const char *cv, int swap) {
@@ -105,7 +100,9 @@ for (int $outer = blockIdx.y * blockDim.y + threadIdx.y; $outer < $olen; $outer 
 static const char *mx_loop2d(const Task *t, int stride, int early, int swap, const char *rv, const char *cv,
                              const char *R, const char *C, const char *stmt) {
     return FRAG(mx_loop2d_tpl[stride], "index", mx_index2d(t, rv, cv, swap),
-                "guarded", stride ? "" : mx_guard_rc(early, rv, R, cv, C, stmt), "stmt", stmt,
+                "guarded", stride ? "" : mx_guard(early, fmt("%s < %s && %s < %s", rv, R, cv, C),
+                                                  fmt("%s >= %s || %s >= %s", rv, R, cv, C), stmt),
+                "stmt", stmt,
                 "outer", swap ? cv : rv, "inner", swap ? rv : cv, "olen", swap ? C : R, "ilen", swap ? R : C);
 }
 // The same with a 1-D launch over the flat index (loop: a loop_frag style), the row rv and
@@ -308,11 +305,8 @@ static void mxtt_kernels(const Task *t, Emit *e) {
     int T = t->p[MXTT_TILE], B = t->p[MXTT_BROWS], td = t->p[MXTT_TDEF], full = B == T;
     const char *TD = td == 1 ? "TILE" : "TILE_DIM", *xv = t->p[MXTT_VARS] ? "x" : "col",
                *yv = t->p[MXTT_VARS] ? "y" : "row";
-    const char *defines = "", *j = full ? "" : " + j";
-    if (td != 1) {
-        const char *f = td == 0 ? "#define %s %d\n" : "constexpr int %s = %d;\n";
-        defines = fmt("%s%s\n", fmt(f, "TILE_DIM", T), full ? "" : fmt(f, "BLOCK_ROWS", B));
-    }
+    const char *f = td == 0 ? "#define %s %d\n" : "constexpr int %s = %d;\n", *j = full ? "" : " + j";
+    const char *defines = td == 1 ? "" : fmt("%s%s\n", fmt(f, "TILE_DIM", T), full ? "" : fmt(f, "BLOCK_ROWS", B));
     const char *load = FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", C, "ylen", R, "TD", TD,
                             "to", fmt("tile[threadIdx.y%s][threadIdx.x]", j), "from", mxtt_elem(full, x, yv, C, xv));
     const char *store = FRAG(mxtt_move_tpl[!full], "xv", xv, "yv", yv, "xlen", R, "ylen", C, "TD", TD,
@@ -519,18 +513,9 @@ static void mxmm_ref_core(int op, long M, long N, long K, const float *A, const 
     double *row = malloc(sizeof *row * (size_t)N);
     for (long i = 0; i < M; i++) {
         for (long j = 0; j < N; j++) row[j] = 0;
-        if (op == 1) {
-            for (long j = 0; j < N; j++) {
-                double s = 0;
-                for (long p = 0; p < K; p++) s += (double)A[i * K + p] * B[j * K + p];
-                row[j] = s;
-            }
-        } else {
-            for (long p = 0; p < K; p++) {
-                double a = op == 0 ? A[i * K + p] : A[p * M + i];
-                const float *b = B + p * N;
-                for (long j = 0; j < N; j++) row[j] += a * b[j];
-            }
+        for (long p = 0; p < K; p++) {
+            double a = op == 2 ? A[p * M + i] : A[i * K + p];
+            for (long j = 0; j < N; j++) row[j] += a * (op == 1 ? B[j * K + p] : B[p * N + j]);
         }
         for (long j = 0; j < N; j++) C[i * N + j] = (float)row[j];
     }
@@ -929,15 +914,12 @@ static void mxmw_kernels(const Task *t, Emit *e) {
     const char *A = t->in[0].name, *x = t->in[1].name, *y = t->out[0].name, *R = dn[0], *C = dn[1];
     const char *mask = pick3(t->p[MXMW_MASK], "0xffffffff", "0xFFFFFFFFu", "FULL_MASK");
     const char *sh = fmt("%s(%s, %%s, offset)", t->p[MXMW_SHFL] ? "__shfl_xor_sync" : "__shfl_down_sync", mask);
-    const char *comment = t->p[MXMW_SHFL] ? "Sum over the 32 lanes of a warp; every lane gets the total."
-                                          : "Sum over the 32 lanes of a warp; lane 0 gets the total.";
-    const char *helper =
-        !t->p[MXMW_HELPER] ? ""
-                           : FRAG(rw_helper,
-                                  "spec", t->p[MXMW_HELPER] == 1 ? "__device__ float" : "__inline__ __device__ float",
-                                  "helper", t->kname[1],
-                                  "shuffle", FRAG(ro_shfl_loop_tpl, "step", fmt("v += %s;", fmt(sh, "v"))),
-                                  "comment", comment);
+    const char *helper = "";
+    if (t->p[MXMW_HELPER])
+        helper = FRAG(rw_helper, "spec", t->p[MXMW_HELPER] == 1 ? "__device__ float" : "__inline__ __device__ float",
+                      "helper", t->kname[1], "shuffle", FRAG(ro_shfl_loop_tpl, "step", fmt("v += %s;", fmt(sh, "v"))),
+                      "comment", fmt("Sum over the 32 lanes of a warp; %s gets the total.",
+                                     t->p[MXMW_SHFL] ? "every lane" : "lane 0"));
     const char *index =
         t->p[MXMW_KNAME] & 1
             ? "const int lane = threadIdx.x & 31;\nconst int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);"
@@ -1015,16 +997,14 @@ static void mxvm_describe(const Task *t, Buf *name, Buf *desc) {
     else
         buf_printf(desc, "%s is %s x %d row-major float32 matrix. Compute %s[c] = sum over r of %s[r][c] (the sum "
                    "of each column).", A, a_num(R), C, y, A);
-    if (t->p[MXVM_MODE] == 0)
-        buf_puts(desc, " One thread per column, looping down the rows, so neighbouring threads read neighbouring "
-                       "addresses.");
-    else if (t->p[MXVM_MODE] == 1)
-        buf_printf(desc, " Split the rows into chunks of %d: a 2-D grid (dim3) with blockIdx.y selecting the chunk; "
-                   "each thread sums its column over the chunk and adds it to the output with atomicAdd (the output "
-                   "starts at zero).", t->p[MXVM_CHUNK]);
-    else
-        buf_printf(desc, " Use 32 x %d thread blocks (dim3): threadIdx.x picks the column, the %d rows of threads "
-                   "stride down the rows, and the partial sums are combined in shared memory.", by, by);
+    buf_puts(desc, pick3(t->p[MXVM_MODE],
+                         " One thread per column, looping down the rows, so neighbouring threads read neighbouring "
+                         "addresses.",
+                         fmt(" Split the rows into chunks of %d: a 2-D grid (dim3) with blockIdx.y selecting the chunk;"
+                             " each thread sums its column over the chunk and adds it to the output with atomicAdd (the"
+                             " output starts at zero).", t->p[MXVM_CHUNK]),
+                         fmt(" Use 32 x %d thread blocks (dim3): threadIdx.x picks the column, the %d rows of threads "
+                             "stride down the rows, and the partial sums are combined in shared memory.", by, by)));
 }
 
 // A thread per column; chunks of rows on blockIdx.y added with atomicAdd; or 32 x BY blocks
@@ -1350,16 +1330,15 @@ static void mxbm_kernels(const Task *t, Emit *e) {
     const char *body = FRAG(mxbm_body_tpl[mode], "a", a, "b", b, "c", c, "B", B, "D", D,
                             "pad", t->p[MXBM_PAD] ? " + 1" : "", "off", shared_rhs ? "" : "off + ",
                             "index", mx_index2d(t, "row", "col", 0), "guarded", guarded);
-    if (mode == 0)
-        emit_kernel(e, t, "", "",
-                    fmt("%s[item] = %s[item] * %s%s; blockIdx.z selects the matrix, one thread per output element.", c,
-                        a, b, shared_rhs ? "" : "[item]"),
-                    fmt("int %s, int %s", B, n), body);
-    else
-        emit_kernel(e, t, tmpl ? "" : fmt("#define MAT_DIM %d\n\n", t->p[MXBM_N]), tmpl ? "template <int TILE_N>" : "",
-                    fmt("One %s x %s block per matrix (blockIdx.z): both operands in shared memory, one thread per "
-                        "output element.", D, D),
-                    fmt("int %s", B), body);
+    const char *comment =
+        mode ? fmt("One %s x %s block per matrix (blockIdx.z): both operands in shared memory, one thread per output "
+                   "element.", D, D)
+             : fmt("%s[item] = %s[item] * %s%s; blockIdx.z selects the matrix, one thread per output element.", c, a,
+                   b, shared_rhs ? "" : "[item]");
+    // the global kernel has no tile constant (draw sets tdef 0), and it reads n too
+    emit_kernel(e, t, mode && !tmpl ? fmt("#define MAT_DIM %d\n\n", t->p[MXBM_N]) : "",
+                tmpl ? "template <int TILE_N>" : "", comment, mode ? fmt("int %s", B) : fmt("int %s, int %s", B, n),
+                body);
 }
 
 static const char *const mxbm_launch_tpl[] = { R"(
