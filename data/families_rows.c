@@ -343,20 +343,10 @@ static const char *ro_allreduce(const Task *t, const char *v, int op) {
     return ro_arg_allreduce(t, "float", v, NULL, op);
 }
 
-// A row kernel: the prelude and helpers, the signature, the shared arrays, the row (and
-// tid or lane) of this thread, the body. shared: the element type of sdata[] ("" none),
-// or "arg:T" for the pair arrays sval (T) and sidx (int); a declaration of its own otherwise.
-static const char ro_kernel_tpl[] = R"(
-$prelude
-$helpers
-/// $comment
-$template
-__global__ void $kname($params) {
-    $shared
-    $index
-    $body
-}
-)";
+// A row kernel (emit_kernel): the prelude and helpers, the signature (the tensors, rows,
+// cols, then extra: "" or ", int k"), the shared arrays, the row (and tid or lane) of this
+// thread, the body. shared: the element type of sdata[] ("" none), or "arg:T" for the pair
+// arrays sval (T) and sidx (int); a declaration of its own otherwise.
 static const char *const ro_index_tpl[] = { R"(
 const int row = blockIdx.x;
 const int tid = threadIdx.x;
@@ -380,15 +370,15 @@ static const char *ro_shared(const Task *t, const char *shared) {
     if (strchr(shared, ';')) return shared;
     return dyn ? fmt("extern __shared__ %s sdata[];", shared) : fmt("__shared__ %s sdata[%s];", shared, B);
 }
-static void ro_kernel(Emit *e, const Task *t, const char *helpers, const char *comment, const char *params,
+static void ro_kernel(Emit *e, const Task *t, const char *helpers, const char *comment, const char *extra,
                       const char *shared, const char *body) {
     const char *warp_row = t->p[RP_KNAME] & 1 ? "blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32"
                                               : "(blockIdx.x * blockDim.x + threadIdx.x) / 32";
     const char *index = FRAG(ro_index_tpl[ro_map(t)], "gidx", gidx_expr(t, 0),
                              "lane", t->p[RP_NAMES] & 1 ? "& 31" : "% 32", "warp_row", warp_row);
-    TPL(e, t, ro_kernel_tpl, "prelude", ro_prelude(t), "helpers", helpers, "comment", comment, "kname", t->kname[0],
-        "template", ro_tree_shmem(t, RO_TEMPLATE) ? "template <int BLOCK>" : "", "params", params,
-        "shared", ro_shared(t, shared), "body", body, "index", index);
+    emit_kernel(e, t, FRAG("$prelude\n$helpers", "prelude", ro_prelude(t), "helpers", helpers),
+                ro_tree_shmem(t, RO_TEMPLATE) ? "template <int BLOCK>" : "", comment, fmt("int rows, int cols%s", extra),
+                FRAG("$shared\n$index\n$body", "shared", ro_shared(t, shared), "index", index, "body", body));
 }
 // The body of a row kernel: the row's pointers (yr where the output is a matrix), the
 // statistics, then the writes (a kernel that computes and writes in one loop, the
@@ -407,8 +397,6 @@ static const char *ro_body(const Task *t, const char *stats, const char *scale, 
     return FRAG(ro_body_tpl, "T", dt_ctypes[t->in[0].dt], "x", t->in[0].name, "yr", yr, "stats", stats, "scale", scale,
                 "write", write, "save", save);
 }
-// The kernel's parameters: the tensors, rows and cols.
-static const char *ro_sig(const Task *t) { return fmt("%s, int rows, int cols", kernel_params(t)); }
 // for (int c = first; c < cols; c += stride) { body }
 static const char *ro_cols(const Task *t, const char *body) {
     const char *head = ro_map(t) == RO_THREAD ? "for (int c = 0; c < cols; c++) {"
@@ -623,7 +611,7 @@ static void sm_kernels(const Task *t, Emit *e) {
               fmt("%s, %s: %s.", lg ? "Log-softmax of each row" : "Softmax of each row", ro_how(t),
                   online ? "an online pass for (max, sum), then a pass writing the outputs"
                          : "max, then sum of exponentials, then normalise"),
-              ro_sig(t), "float", ro_body(t, stats, scale, ro_cols(t, write), ""));
+              "", "float", ro_body(t, stats, scale, ro_cols(t, write), ""));
 }
 
 static void sm_ref(const Task *t, const void *const *in, void *const *out) {
@@ -780,7 +768,7 @@ static void ln_kernels(const Task *t, Emit *e) {
     ro_kernel(e, t, ro_helpers(t, 1 << RO_SUM),
               rms ? fmt("RMSNorm of each row: y = x / sqrt(mean(x^2) + eps) * w, %s.", ro_how(t))
                   : fmt("LayerNorm of each row (%s statistics), %s.", one ? "one-pass" : "two-pass", ro_how(t)),
-              ro_sig(t), "float", ro_body(t, stats, "", ro_cols(t, write), save));
+              "", "float", ro_body(t, stats, "", ro_cols(t, write), save));
 }
 
 static void ln_ref(const Task *t, const void *const *in, void *const *out) {
@@ -944,7 +932,7 @@ static void mv_kernels(const Task *t, Emit *e) {
     ro_kernel(e, t, helpers,
               fmt("Mean and %s variance of each row (%s), %s.", t->p[MV_DDOF] ? "sample" : "population",
                   pick3(algo, "two passes", "sum and sum of squares", "Welford"), ro_how(t)),
-              ro_sig(t), shared,
+              "", shared,
               ro_body(t, stats, "", "",
                       ro_lead(t, fmt("%s[row] = mu;\n%s[row] = m2 / %s;", t->out[0].name, t->out[1].name,
                                      t->p[MV_DDOF] ? "(cols - 1)" : "cols"))));
@@ -1019,7 +1007,7 @@ if (v < best) {
 static void am_kernels(const Task *t, Emit *e) {
     const char *T = t->p[AM_DTYPE] ? "int" : "float";
     ro_kernel(e, t, ro_arg_helpers(t, T, RO_MIN),
-              fmt("Minimum of each row and its lowest column index, %s.", ro_how(t)), ro_sig(t), fmt("arg:%s", T),
+              fmt("Minimum of each row and its lowest column index, %s.", ro_how(t)), "", fmt("arg:%s", T),
               ro_body(t, FRAG(am_stats_tpl, "T", T, "identity", ro_arg_identity(RO_MIN, T),
                               "loop", ro_cols(t, FRAG(am_step_tpl, "T", T)),
                               "reduce", ro_arg_allreduce(t, T, "best", "best_i", RO_MIN)), "", "",
@@ -1094,39 +1082,34 @@ static void tk_describe(const Task *t, Buf *name, Buf *desc) {
 // One thread per row: insertion into a sorted list in registers (K a template parameter,
 // or k at run time in arrays of KMAX). Blocks and warps: k selection rounds.
 static const char tk_thread_tpl[] = R"(
-$kmax
-/// Top-$K ($order first) of each row, one thread per row: insertion into a sorted list kept in registers.
-$template
-__global__ void $kname($params) {
-    const int row = $gidx;
-    if (row >= rows) return;
-    const float *xr = $x + (size_t)row * cols;
-    float bv[$KMAX];
-    int bi[$KMAX];
-    $unroll
-    for (int j = 0; j < $K; j++) {
-        bv[j] = $identity;
-        bi[j] = -1;
-    }
-    for (int c = 0; c < cols; c++) {
-        const float v = xr[c];
-        //? strict comparisons: an equal value seen later stays behind the earlier one
-        if (v $gt bv[$K - 1]) {
-            int j = $K - 1;
-            while (j > 0 && bv[j - 1] $lt v) {
-                bv[j] = bv[j - 1];
-                bi[j] = bi[j - 1];
-                j--;
-            }
-            bv[j] = v;
-            bi[j] = c;
+const int row = $gidx;
+if (row >= rows) return;
+const float *xr = $x + (size_t)row * cols;
+float bv[$KMAX];
+int bi[$KMAX];
+$unroll
+for (int j = 0; j < $K; j++) {
+    bv[j] = $identity;
+    bi[j] = -1;
+}
+for (int c = 0; c < cols; c++) {
+    const float v = xr[c];
+    //? strict comparisons: an equal value seen later stays behind the earlier one
+    if (v $gt bv[$K - 1]) {
+        int j = $K - 1;
+        while (j > 0 && bv[j - 1] $lt v) {
+            bv[j] = bv[j - 1];
+            bi[j] = bi[j - 1];
+            j--;
         }
+        bv[j] = v;
+        bi[j] = c;
     }
-    $unroll
-    for (int j = 0; j < $K; j++) {
-        $ov[(size_t)row * $K + j] = bv[j];
-        $oi[(size_t)row * $K + j] = bi[j];
-    }
+}
+$unroll
+for (int j = 0; j < $K; j++) {
+    $ov[(size_t)row * $K + j] = bv[j];
+    $oi[(size_t)row * $K + j] = bi[j];
 }
 )";
 static const char tk_rounds_tpl[] = R"(
@@ -1157,19 +1140,20 @@ static void tk_kernels(const Task *t, Emit *e) {
     const char *x = t->in[0].name, *ov = t->out[0].name, *oi = t->out[1].name, *lt = sm ? ">" : "<",
                *gt = sm ? "<" : ">";
     if (ro_map(t) == RO_THREAD) {
-        TPL(e, t, tk_thread_tpl, "kmax", tmpl ? "" : "#define KMAX 8\n\n", "K", tmpl ? "K" : "k",
-            "KMAX", tmpl ? "K" : "KMAX", "order", tk_orders[sm],
-            "template", tmpl ? "template <int K>" : "", "kname", t->kname[0],
-            "params", fmt("%s%s", ro_sig(t), tmpl ? "" : ", int k"), "gidx", gidx_expr(t, 0), "x", x,
-            "unroll", tmpl ? "#pragma unroll" : "", "identity", ro_arg_identity(dir, "float"), "gt", gt, "lt", lt,
-            "ov", ov, "oi", oi);
+        const char *K = tmpl ? "K" : "k";
+        emit_kernel(e, t, tmpl ? "" : "#define KMAX 8\n\n", tmpl ? "template <int K>" : "",
+                    fmt("Top-%s (%s first) of each row, one thread per row: insertion into a sorted list kept in "
+                        "registers.", K, tk_orders[sm]), tmpl ? "int rows, int cols" : "int rows, int cols, int k",
+                    FRAG(tk_thread_tpl, "K", K, "KMAX", tmpl ? "K" : "KMAX", "gidx", gidx_expr(t, 0), "x", x,
+                         "unroll", tmpl ? "#pragma unroll" : "", "identity", ro_arg_identity(dir, "float"),
+                         "gt", gt, "lt", lt, "ov", ov, "oi", oi));
         return;
     }
     ro_kernel(
         e, t, ro_arg_helpers(t, "float", dir),
         fmt("Top-k (%s first) of each row, %s, in k rounds: round r selects the best element ranking after pick r - 1.",
             tk_orders[sm], ro_how(t)),
-        fmt("%s, int k", ro_sig(t)), "arg:float",
+        ", int k", "arg:float",
         FRAG(tk_rounds_tpl, "x", x, "identity", ro_arg_identity(dir, "float"),
              "loop", ro_cols(t, FRAG(tk_step_tpl, "lt", lt, "gt", gt)),
              "reduce", ro_arg_allreduce(t, "float", "best", "best_i", dir),
@@ -1327,7 +1311,7 @@ static void cs_kernels(const Task *t, Emit *e) {
                   rev ? "right-to-left" : "left-to-right",
                   pick3(ro_map(t), "one block per row, chunk by chunk through a shared-memory scan",
                         "one warp per row, 32 columns at a time", "one thread per row")),
-              ro_sig(t), T, ro_body(t, body, "", "", ""));
+              "", T, ro_body(t, body, "", "", ""));
 }
 static void cs_launch(const Task *t, Emit *e, const Host *h) {
     ro_launch(e, t, h, kernel_args(h, 2), t->p[CS_DTYPE] ? "sizeof(int)" : "sizeof(float)");
