@@ -295,34 +295,29 @@ static const char *ro_arg_helpers(const Task *t, const char *T, int dir) {
     return FRAG("$w$b", "w", w, "b", b);
 }
 
+// A shared-memory tree over the block's threads: store puts this thread's value(s) in the
+// shared arrays, step merges element tid + s into element tid, load reads the result.
 static const char ro_tree_tpl[] = R"(
-sdata[tid] = $v;
+$store
 __syncthreads();
 for (int s = $B / 2; s > 0; s >>= 1) {
-    if (tid < s) sdata[tid] = $comb;
+    $step
     __syncthreads();
 }
-$v = sdata[0];
-__syncthreads();
+$load
 )";
-static const char ro_arg_tree_tpl[] = R"(
-sval[tid] = $v;
-sidx[tid] = $i;
-__syncthreads();
-for (int s = $B / 2; s > 0; s >>= 1) {
-    if (tid < s) {
-        const $T ov = sval[tid + s];
-        const int oi = sidx[tid + s];
-        if ($better) {
-            sval[tid] = ov;
-            sidx[tid] = oi;
-        }
-    }
-    __syncthreads();
+static const char *ro_tree_frag(const Task *t, const char *store, const char *step, const char *load) {
+    return FRAG(ro_tree_tpl, "B", ro_B(t), "store", store, "step", step, "load", load);
 }
-$v = sval[0];
-$i = sidx[0];
-__syncthreads();
+static const char ro_arg_tree_step_tpl[] = R"(
+if (tid < s) {
+    const $T ov = sval[tid + s];
+    const int oi = sidx[tid + s];
+    if ($better) {
+        sval[tid] = ov;
+        sidx[tid] = oi;
+    }
+}
 )";
 // All-reduce over a row's threads. With i NULL: of v with op (block trees use sdata[],
 // ro_tree_tpl); otherwise of the pair (v, i) of type T, best in direction op (block trees use
@@ -331,9 +326,14 @@ __syncthreads();
 static const char *ro_arg_allreduce(const Task *t, const char *T, const char *v, const char *i, int op) {
     if (ro_map(t) == RO_THREAD) return "";
     if (ro_tree(t) && i)
-        return FRAG(ro_arg_tree_tpl, "v", v, "i", i, "T", T, "B", ro_B(t),
-                    "better", ro_better(op, "ov", "oi", "sval[tid]", "sidx[tid]"));
-    if (ro_tree(t)) return FRAG(ro_tree_tpl, "v", v, "B", ro_B(t), "comb", ro_comb(op, "sdata[tid]", "sdata[tid + s]"));
+        return ro_tree_frag(t, fmt("sval[tid] = %s;\nsidx[tid] = %s;", v, i),
+                            FRAG(ro_arg_tree_step_tpl, "T", T,
+                                 "better", ro_better(op, "ov", "oi", "sval[tid]", "sidx[tid]")),
+                            fmt("%s = sval[0];\n%s = sidx[0];\n__syncthreads();", v, i));
+    if (ro_tree(t))
+        return ro_tree_frag(t, fmt("sdata[tid] = %s;", v),
+                            fmt("if (tid < s) sdata[tid] = %s;", ro_comb(op, "sdata[tid]", "sdata[tid + s]")),
+                            fmt("%s = sdata[0];\n__syncthreads();", v));
     if (ro_map(t) == RO_WARP && !t->p[RP_HELPER])
         return ro_shfl(t, i ? ro_arg_step(t, T, v, i, op) : ro_step(t, v, op), v, i);
     const char *fn = ro_fn(t, ro_map(t) == RO_BLOCK ? "block" : "warp", i ? ro_argname(op) : ro_opname(op));
@@ -376,8 +376,9 @@ static void ro_kernel(Emit *e, const Task *t, const char *helpers, const char *c
                                               : "(blockIdx.x * blockDim.x + threadIdx.x) / 32";
     const char *index = FRAG(ro_index_tpl[ro_map(t)], "gidx", gidx_expr(t, 0),
                              "lane", t->p[RP_NAMES] & 1 ? "& 31" : "% 32", "warp_row", warp_row);
-    emit_kernel(e, t, FRAG("$prelude\n$helpers", "prelude", ro_prelude(t), "helpers", helpers),
-                ro_tree_shmem(t, RO_TEMPLATE) ? "template <int BLOCK>" : "", comment, fmt("int rows, int cols%s", extra),
+    const char *tmpl = ro_tree_shmem(t, RO_TEMPLATE) ? "template <int BLOCK>" : "";
+    emit_kernel(e, t, FRAG("$prelude\n$helpers", "prelude", ro_prelude(t), "helpers", helpers), tmpl, comment,
+                fmt("int rows, int cols%s", extra),
                 FRAG("$shared\n$index\n$body", "shared", ro_shared(t, shared), "index", index, "body", body));
 }
 // The body of a row kernel: the row's pointers (yr where the output is a matrix), the
@@ -883,19 +884,11 @@ __device__ __forceinline__ void $name(float &n, float &mean, float &m2, float nb
 }
 
 )";
-static const char mv_merge_tree_tpl[] = R"(
-sn[tid] = cnt;
-smu[tid] = mu;
-sm2[tid] = m2;
-__syncthreads();
-for (int s = $B / 2; s > 0; s >>= 1) {
-    if (tid < s) {
-        $merge(cnt, mu, m2, sn[tid + s], smu[tid + s], sm2[tid + s]);
-        sn[tid] = cnt;
-        smu[tid] = mu;
-        sm2[tid] = m2;
-    }
-    __syncthreads();
+// One step of the shared tree (ro_tree_frag): merge the state tid + s into tid's, store it.
+static const char mv_tree_step_tpl[] = R"(
+if (tid < s) {
+    $merge(cnt, mu, m2, sn[tid + s], smu[tid + s], sm2[tid + s]);
+    $store
 }
 )";
 static const char mv_merge_shfl_tpl[] = R"(
@@ -919,7 +912,9 @@ static void mv_kernels(const Task *t, Emit *e) {
         helpers = ro_helpers(t, 1 << RO_SUM);
     } else {
         // Welford: the threads' states merged through a shared tree (sn, smu, sm2) or shuffles
-        const char *merge_all = pick3(m, FRAG(mv_merge_tree_tpl, "B", B, "merge", merge),
+        const char *store = "sn[tid] = cnt;\nsmu[tid] = mu;\nsm2[tid] = m2;";
+        const char *step = FRAG(mv_tree_step_tpl, "merge", merge, "store", store);
+        const char *merge_all = pick3(m, ro_tree_frag(t, store, step, ""),
                                       FRAG(mv_merge_shfl_tpl, "fn", ro_shfl_fn(t), "mask", ro_mask(t), "merge", merge),
                                       "");
         stats = FRAG(mv_stats_tpl[algo], "welford_loop", ro_cols(t, mv_welford_step), "merge", merge_all);
