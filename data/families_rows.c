@@ -985,27 +985,36 @@ static void am_describe(const Task *t, Buf *name, Buf *desc) {
                      "the minimum occurs several times, take the lowest column index. %s",
                t->out[0].name, t->out[1].name, ro_map_desc(t));
 }
-static const char am_stats_tpl[] = R"(
+// The best (value, index) of a row, the lowest index among equal values: each thread scans
+// its columns (after: statements before the test, take: the test), then the row's threads
+// reduce their pairs. Argmin, and each round of top-k.
+static const char am_search_tpl[] = R"(
 $T best = $identity;
 int best_i = 2147483647;
-//? columns are visited in increasing order: a strict < keeps the first minimum
+$note
 $loop
 $reduce
 )";
 static const char am_step_tpl[] = R"(
 const $T v = xr[c];
-if (v < best) {
+$after
+if ($take) {
     best = v;
     best_i = c;
 }
 )";
+static const char *am_search(const Task *t, const char *T, int dir, const char *note, const char *after,
+                             const char *take) {
+    return FRAG(am_search_tpl, "T", T, "identity", ro_arg_identity(dir, T), "note", note,
+                "loop", ro_cols(t, FRAG(am_step_tpl, "T", T, "after", after, "take", take)),
+                "reduce", ro_arg_allreduce(t, T, "best", "best_i", dir));
+}
 static void am_kernels(const Task *t, Emit *e) {
     const char *T = t->p[AM_DTYPE] ? "int" : "float";
     ro_kernel(e, t, ro_arg_helpers(t, T, RO_MIN),
               fmt("Minimum of each row and its lowest column index, %s.", ro_how(t)), "", fmt("arg:%s", T),
-              ro_body(t, FRAG(am_stats_tpl, "T", T, "identity", ro_arg_identity(RO_MIN, T),
-                              "loop", ro_cols(t, FRAG(am_step_tpl, "T", T)),
-                              "reduce", ro_arg_allreduce(t, T, "best", "best_i", RO_MIN)), "", "",
+              ro_body(t, am_search(t, T, RO_MIN, "//? columns are visited in increasing order: a strict < keeps the "
+                                                 "first minimum", "", "v < best"), "", "",
                       ro_lead(t, fmt("%s[row] = best;\n%s[row] = best_i;", t->out[0].name, t->out[1].name))));
 }
 static void am_launch(const Task *t, Emit *e, const Host *h) {
@@ -1112,22 +1121,10 @@ const float *xr = $x + (size_t)row * cols;
 float prev_v = 0.0f;
 int prev_i = -1;
 for (int r = 0; r < k; r++) {
-    float best = $identity;
-    int best_i = 2147483647;
-    $loop
-    $reduce
+    $search
     $write
     prev_v = best;
     prev_i = best_i;
-}
-)";
-static const char tk_step_tpl[] = R"(
-const float v = xr[c];
-//? only elements ranked after the previous pick (value, then index) take part
-const bool after = r == 0 || v $lt prev_v || (v == prev_v && c > prev_i);
-if (after && v $gt best) {
-    best = v;
-    best_i = c;
 }
 )";
 static void tk_kernels(const Task *t, Emit *e) {
@@ -1144,14 +1141,14 @@ static void tk_kernels(const Task *t, Emit *e) {
                          "gt", gt, "lt", lt, "ov", ov, "oi", oi));
         return;
     }
+    const char *after = fmt("//? only elements ranked after the previous pick (value, then index) take part\n"
+                            "const bool after = r == 0 || v %s prev_v || (v == prev_v && c > prev_i);", lt);
     ro_kernel(
         e, t, ro_arg_helpers(t, "float", dir),
         fmt("Top-k (%s first) of each row, %s, in k rounds: round r selects the best element ranking after pick r - 1.",
             tk_orders[sm], ro_how(t)),
         ", int k", "arg:float",
-        FRAG(tk_rounds_tpl, "x", x, "identity", ro_arg_identity(dir, "float"),
-             "loop", ro_cols(t, FRAG(tk_step_tpl, "lt", lt, "gt", gt)),
-             "reduce", ro_arg_allreduce(t, "float", "best", "best_i", dir),
+        FRAG(tk_rounds_tpl, "x", x, "search", am_search(t, "float", dir, "", after, fmt("after && v %s best", gt)),
              "write", ro_lead(t, fmt("%s[(size_t)row * k + r] = best;\n%s[(size_t)row * k + r] = best_i;", ov, oi))));
 }
 static void tk_launch(const Task *t, Emit *e, const Host *h) {
