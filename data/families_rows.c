@@ -118,9 +118,10 @@ static const char *ro_map_desc(const Task *t) {
 static const char *ro_how(const Task *t) {
     return pick3(ro_map(t), "one block per row", "one warp per row", "one thread per row");
 }
-// The first sentence of a description: "X is a R x C row-major <what> in [lo, hi)", the range
-// closed for whole numbers.
-static void ro_intro(Buf *desc, const Task *t, const char *what) {
+// The Task Name (title), and the first sentence of the description: "X is a R x C row-major
+// <what> in [lo, hi)", the range closed for whole numbers.
+static void ro_intro(Buf *name, Buf *desc, const Task *t, const char *title, const char *what) {
+    buf_puts(name, title);
     const Tensor *x = &t->in[0];
     buf_printf(desc, "%s is %s x %d row-major %s in [%s, %s%s. ", x->name, a_num(t->p[RP_ROWS]), t->p[RP_COLS], what,
                fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")");
@@ -519,8 +520,8 @@ static void sm_describe(const Task *t, Buf *name, Buf *desc) {
                                           { "Log_Softmax", "Row_Log_Softmax", "LogSoftmax" } };
     int lg = sm_is_log(t);
     const char *x = t->in[0].name, *y = t->out[0].name;
-    buf_puts(name, nm[lg ? 3 : t->p[SM_ALGO] ? 2 : t->fam == &fam_softmax_warp][t->p[RP_TNAME]]);
-    ro_intro(desc, t, "matrix with values");
+    ro_intro(name, desc, t, nm[lg ? 3 : t->p[SM_ALGO] ? 2 : t->fam == &fam_softmax_warp][t->p[RP_TNAME]],
+             "matrix with values");
     if (lg)
         buf_printf(desc, "Compute the log-softmax of every row: %s[r][c] = %s[r][c] - m_r - "
                          "log(sum_j exp(%s[r][j] - m_r)), with m_r the maximum of row r. ", y, x, x);
@@ -701,8 +702,7 @@ static void ln_describe(const Task *t, Buf *name, Buf *desc) {
                                           { "RMSNorm", "RMS_Normalization", "Root_Mean_Square_Norm" } };
     int rms = ln_is_rms(t);
     const char *x = t->in[0].name, *w = t->in[1].name, *y = t->out[0].name, *eps = fnum(t->f[LNF_EPS]);
-    buf_puts(name, nm[rms][t->p[RP_TNAME]]);
-    ro_intro(desc, t, "matrix with values");
+    ro_intro(name, desc, t, nm[rms][t->p[RP_TNAME]], "matrix with values");
     if (rms) {
         buf_printf(desc, "RMS-normalise every row and scale it: %s[r][c] = %s[r][c] / sqrt(mean_c(%s[r][c]^2) + %s) "
                          "* %s[c].", y, x, x, eps, w);
@@ -828,8 +828,8 @@ static void mv_layout(Task *t) {
 }
 
 static void mv_describe(const Task *t, Buf *name, Buf *desc) {
-    buf_puts(name, pick3(t->p[RP_TNAME], "Row_Mean_And_Variance", "Row_Moments", "Per_Row_Mean_Var"));
-    ro_intro(desc, t, "matrix with values");
+    ro_intro(name, desc, t, pick3(t->p[RP_TNAME], "Row_Mean_And_Variance", "Row_Moments", "Per_Row_Mean_Var"),
+             "matrix with values");
     buf_printf(desc, "For every row r compute %s[r] = the mean of the row and %s[r] = its %s variance (sum of squared "
                      "deviations divided by %s). %s %s", t->out[0].name, t->out[1].name,
                t->p[MV_DDOF] ? "sample (unbiased)" : "population", t->p[MV_DDOF] ? "cols - 1" : "cols",
@@ -979,8 +979,8 @@ static void am_layout(Task *t) {
     t->atol = t->rtol = 0;
 }
 static void am_describe(const Task *t, Buf *name, Buf *desc) {
-    buf_puts(name, pick3(t->p[RP_TNAME], "Row_Argmin", "Argmin_Per_Row", "Row_Minimum_With_Index"));
-    ro_intro(desc, t, fmt("%s matrix with %svalues", dt_names[t->in[0].dt], t->in[0].integer ? "whole-number " : ""));
+    ro_intro(name, desc, t, pick3(t->p[RP_TNAME], "Row_Argmin", "Argmin_Per_Row", "Row_Minimum_With_Index"),
+             fmt("%s matrix with %svalues", dt_names[t->in[0].dt], t->in[0].integer ? "whole-number " : ""));
     buf_printf(desc, "For every row r write %s[r] = the smallest value of the row and %s[r] = its column index; when "
                      "the minimum occurs several times, take the lowest column index. %s",
                t->out[0].name, t->out[1].name, ro_map_desc(t));
@@ -1065,8 +1065,8 @@ static void tk_describe(const Task *t, Buf *name, Buf *desc) {
     static const char *const nm[2][3] = { { "Top_K_Per_Row", "Row_TopK", "TopK_Selection" },
                                           { "Bottom_K_Per_Row", "Row_K_Smallest", "K_Smallest_Selection" } };
     int sm = t->p[TK_ORDER], K = t->p[TK_K];
-    buf_puts(name, nm[sm][t->p[RP_TNAME]]);
-    ro_intro(desc, t, t->in[0].integer ? "matrix of whole numbers stored as float32" : "matrix of float32 values");
+    ro_intro(name, desc, t, nm[sm][t->p[RP_TNAME]],
+             t->in[0].integer ? "matrix of whole numbers stored as float32" : "matrix of float32 values");
     if (K == 1)
         buf_printf(desc, "For every row r, write the %s value of the row to %s[r][0] and its column index to %s[r][0], "
                          "the lowest index among equal values. %s", tk_orders[sm], t->out[0].name,
@@ -1218,8 +1218,7 @@ static void cs_describe(const Task *t, Buf *name, Buf *desc) {
                                           { "Reverse_Row_Cumsum", "Suffix_Sum_Along_Rows", "Row_Suffix_Sum" } };
     int ex = t->p[CS_KIND], rev = t->p[CS_DIR], B = t->p[RP_BLOCK];
     const Tensor *x = &t->in[0];
-    buf_puts(name, nm[rev][t->p[RP_TNAME]]);
-    ro_intro(desc, t, fmt("%s matrix with values", dt_names[x->dt]));
+    ro_intro(name, desc, t, nm[rev][t->p[RP_TNAME]], fmt("%s matrix with values", dt_names[x->dt]));
     buf_printf(desc, "Compute the %s %scumulative sum along each row%s: %s[r][c] = sum of %s[r][j] for j %s%s c.",
                cs_kinds[ex], rev ? "reverse " : "", rev ? " (from the right end)" : "",
                t->out[0].name, x->name, rev ? ">" : "<", ex ? "" : "=");
