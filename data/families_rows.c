@@ -260,21 +260,17 @@ static const char *ro_helpers(const Task *t, int ops) {
                                                : "a __shfl_xor_sync butterfly; every lane ends with it.";
     const char *spec = t->p[RP_KNAME] & 1 ? "__inline__ __device__ float" : "__device__ __forceinline__ float";
     Buf b = { 0 };
-    int levels = ro_map(t) == RO_BLOCK ? 2 : 1; // the warp's helpers, then the block's
-    for (int block = 0; block < levels; block++)
-        for (int op = 0; op < 3; op++) {
-            if (!((ops >> op) & 1)) continue;
-            const char *what = ro_opname(op), *wn = ro_fn(t, "warp", what);
-            if (!block)
-                buf_puts(&b, FRAG(ro_warp_fn_tpl, "what", what, "how", how, "name", wn, "spec", spec,
-                                  "params", "float v", "shuffle", ro_shfl(t, ro_step(t, "v", op), "v", NULL),
-                                  "ret", "return v;"));
-            else
-                buf_puts(&b, FRAG(ro_block_fn_tpl, "what", what, "type", "float", "T", "float",
-                                  "name", ro_fn(t, "block", what), "params", "float v", "shared_idx", "",
-                                  "store_idx", "", "load_idx", "", "identity", ro_identity(op),
-                                  "warp_call", fmt("v = %s(v);", wn), "ret", "return v;"));
-        }
+    for (int op = 0; op < 3; op++)
+        if ((ops >> op) & 1)
+            buf_puts(&b, FRAG(ro_warp_fn_tpl, "what", ro_opname(op), "how", how, "spec", spec,
+                              "name", ro_fn(t, "warp", ro_opname(op)), "params", "float v",
+                              "shuffle", ro_shfl(t, ro_step(t, "v", op), "v", NULL), "ret", "return v;"));
+    for (int op = 0; op < 3 && ro_map(t) == RO_BLOCK; op++)
+        if ((ops >> op) & 1)
+            buf_puts(&b, FRAG(ro_block_fn_tpl, "what", ro_opname(op), "type", "float", "T", "float",
+                              "name", ro_fn(t, "block", ro_opname(op)), "params", "float v", "shared_idx", "",
+                              "store_idx", "", "load_idx", "", "identity", ro_identity(op),
+                              "warp_call", fmt("v = %s(v);", ro_fn(t, "warp", ro_opname(op))), "ret", "return v;"));
     const char *s = FRAG("$s", "s", buf_str(&b));
     buf_free(&b);
     return s;
