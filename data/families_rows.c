@@ -316,10 +316,9 @@ if (tid < s) {
     }
 }
 )";
-// All-reduce over a row's threads. With i NULL: of v with op (block trees use sdata[],
-// ro_tree_tpl); otherwise of the pair (v, i) of type T, best in direction op (block trees use
-// sval[] and sidx[], ro_arg_tree_tpl). Shuffles inline, or a call of the helper (ro_helpers,
-// ro_arg_helpers).
+// All-reduce over a row's threads. With i NULL: of v with op (block trees use sdata[]);
+// otherwise of the pair (v, i) of type T, best in direction op (block trees use sval[] and
+// sidx[]). Shuffles inline, or a call of the helper (ro_helpers, ro_arg_helpers).
 static const char *ro_arg_allreduce(const Task *t, const char *T, const char *v, const char *i, int op) {
     if (ro_map(t) == RO_THREAD) return "";
     if (ro_tree(t) && i)
