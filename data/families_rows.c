@@ -118,9 +118,10 @@ static const char *ro_map_desc(const Task *t) {
 static const char *ro_how(const Task *t) {
     return pick3(ro_map(t), "one block per row", "one warp per row", "one thread per row");
 }
-// The first sentence of a description: "X is a R x C row-major <what> in [lo, hi)", the range
-// closed for whole numbers.
-static void ro_intro(Buf *desc, const Task *t, const char *what) {
+// The Task Name (title), and the first sentence of the description: "X is a R x C row-major
+// <what> in [lo, hi)", the range closed for whole numbers.
+static void ro_intro(Buf *name, Buf *desc, const Task *t, const char *title, const char *what) {
+    buf_puts(name, title);
     const Tensor *x = &t->in[0];
     buf_printf(desc, "%s is %s x %d row-major %s in [%s, %s%s. ", x->name, a_num(t->p[RP_ROWS]), t->p[RP_COLS], what,
                fnum(x->lo), fnum(x->hi), x->integer ? "]" : ")");
@@ -259,21 +260,17 @@ static const char *ro_helpers(const Task *t, int ops) {
                                                : "a __shfl_xor_sync butterfly; every lane ends with it.";
     const char *spec = t->p[RP_KNAME] & 1 ? "__inline__ __device__ float" : "__device__ __forceinline__ float";
     Buf b = { 0 };
-    int levels = ro_map(t) == RO_BLOCK ? 2 : 1; // the warp's helpers, then the block's
-    for (int block = 0; block < levels; block++)
-        for (int op = 0; op < 3; op++) {
-            if (!((ops >> op) & 1)) continue;
-            const char *what = ro_opname(op), *wn = ro_fn(t, "warp", what);
-            if (!block)
-                buf_puts(&b, FRAG(ro_warp_fn_tpl, "what", what, "how", how, "name", wn, "spec", spec,
-                                  "params", "float v", "shuffle", ro_shfl(t, ro_step(t, "v", op), "v", NULL),
-                                  "ret", "return v;"));
-            else
-                buf_puts(&b, FRAG(ro_block_fn_tpl, "what", what, "type", "float", "T", "float",
-                                  "name", ro_fn(t, "block", what), "params", "float v", "shared_idx", "",
-                                  "store_idx", "", "load_idx", "", "identity", ro_identity(op),
-                                  "warp_call", fmt("v = %s(v);", wn), "ret", "return v;"));
-        }
+    for (int op = 0; op < 3; op++)
+        if ((ops >> op) & 1)
+            buf_puts(&b, FRAG(ro_warp_fn_tpl, "what", ro_opname(op), "how", how, "spec", spec,
+                              "name", ro_fn(t, "warp", ro_opname(op)), "params", "float v",
+                              "shuffle", ro_shfl(t, ro_step(t, "v", op), "v", NULL), "ret", "return v;"));
+    for (int op = 0; op < 3 && ro_map(t) == RO_BLOCK; op++)
+        if ((ops >> op) & 1)
+            buf_puts(&b, FRAG(ro_block_fn_tpl, "what", ro_opname(op), "type", "float", "T", "float",
+                              "name", ro_fn(t, "block", ro_opname(op)), "params", "float v", "shared_idx", "",
+                              "store_idx", "", "load_idx", "", "identity", ro_identity(op),
+                              "warp_call", fmt("v = %s(v);", ro_fn(t, "warp", ro_opname(op))), "ret", "return v;"));
     const char *s = FRAG("$s", "s", buf_str(&b));
     buf_free(&b);
     return s;
@@ -295,45 +292,44 @@ static const char *ro_arg_helpers(const Task *t, const char *T, int dir) {
     return FRAG("$w$b", "w", w, "b", b);
 }
 
+// A shared-memory tree over the block's threads: store puts this thread's value(s) in the
+// shared arrays, step merges element tid + s into element tid, load reads the result.
 static const char ro_tree_tpl[] = R"(
-sdata[tid] = $v;
+$store
 __syncthreads();
 for (int s = $B / 2; s > 0; s >>= 1) {
-    if (tid < s) sdata[tid] = $comb;
+    $step
     __syncthreads();
 }
-$v = sdata[0];
-__syncthreads();
+$load
 )";
-static const char ro_arg_tree_tpl[] = R"(
-sval[tid] = $v;
-sidx[tid] = $i;
-__syncthreads();
-for (int s = $B / 2; s > 0; s >>= 1) {
-    if (tid < s) {
-        const $T ov = sval[tid + s];
-        const int oi = sidx[tid + s];
-        if ($better) {
-            sval[tid] = ov;
-            sidx[tid] = oi;
-        }
+static const char *ro_tree_frag(const Task *t, const char *store, const char *step, const char *load) {
+    return FRAG(ro_tree_tpl, "B", ro_B(t), "store", store, "step", step, "load", load);
+}
+static const char ro_arg_tree_step_tpl[] = R"(
+if (tid < s) {
+    const $T ov = sval[tid + s];
+    const int oi = sidx[tid + s];
+    if ($better) {
+        sval[tid] = ov;
+        sidx[tid] = oi;
     }
-    __syncthreads();
 }
-$v = sval[0];
-$i = sidx[0];
-__syncthreads();
 )";
-// All-reduce over a row's threads. With i NULL: of v with op (block trees use sdata[],
-// ro_tree_tpl); otherwise of the pair (v, i) of type T, best in direction op (block trees use
-// sval[] and sidx[], ro_arg_tree_tpl). Shuffles inline, or a call of the helper (ro_helpers,
-// ro_arg_helpers).
+// All-reduce over a row's threads. With i NULL: of v with op (block trees use sdata[]);
+// otherwise of the pair (v, i) of type T, best in direction op (block trees use sval[] and
+// sidx[]). Shuffles inline, or a call of the helper (ro_helpers, ro_arg_helpers).
 static const char *ro_arg_allreduce(const Task *t, const char *T, const char *v, const char *i, int op) {
     if (ro_map(t) == RO_THREAD) return "";
     if (ro_tree(t) && i)
-        return FRAG(ro_arg_tree_tpl, "v", v, "i", i, "T", T, "B", ro_B(t),
-                    "better", ro_better(op, "ov", "oi", "sval[tid]", "sidx[tid]"));
-    if (ro_tree(t)) return FRAG(ro_tree_tpl, "v", v, "B", ro_B(t), "comb", ro_comb(op, "sdata[tid]", "sdata[tid + s]"));
+        return ro_tree_frag(t, fmt("sval[tid] = %s;\nsidx[tid] = %s;", v, i),
+                            FRAG(ro_arg_tree_step_tpl, "T", T,
+                                 "better", ro_better(op, "ov", "oi", "sval[tid]", "sidx[tid]")),
+                            fmt("%s = sval[0];\n%s = sidx[0];\n__syncthreads();", v, i));
+    if (ro_tree(t))
+        return ro_tree_frag(t, fmt("sdata[tid] = %s;", v),
+                            fmt("if (tid < s) sdata[tid] = %s;", ro_comb(op, "sdata[tid]", "sdata[tid + s]")),
+                            fmt("%s = sdata[0];\n__syncthreads();", v));
     if (ro_map(t) == RO_WARP && !t->p[RP_HELPER])
         return ro_shfl(t, i ? ro_arg_step(t, T, v, i, op) : ro_step(t, v, op), v, i);
     const char *fn = ro_fn(t, ro_map(t) == RO_BLOCK ? "block" : "warp", i ? ro_argname(op) : ro_opname(op));
@@ -343,20 +339,10 @@ static const char *ro_allreduce(const Task *t, const char *v, int op) {
     return ro_arg_allreduce(t, "float", v, NULL, op);
 }
 
-// A row kernel: the prelude and helpers, the signature, the shared arrays, the row (and
-// tid or lane) of this thread, the body. shared: the element type of sdata[] ("" none),
-// or "arg:T" for the pair arrays sval (T) and sidx (int); a declaration of its own otherwise.
-static const char ro_kernel_tpl[] = R"(
-$prelude
-$helpers
-/// $comment
-$template
-__global__ void $kname($params) {
-    $shared
-    $index
-    $body
-}
-)";
+// A row kernel (emit_kernel): the prelude and helpers, the signature (the tensors, rows,
+// cols, then extra: "" or ", int k"), the shared arrays, the row (and tid or lane) of this
+// thread, the body. shared: the element type of sdata[] ("" none), or "arg:T" for the pair
+// arrays sval (T) and sidx (int); a declaration of its own otherwise.
 static const char *const ro_index_tpl[] = { R"(
 const int row = blockIdx.x;
 const int tid = threadIdx.x;
@@ -380,15 +366,16 @@ static const char *ro_shared(const Task *t, const char *shared) {
     if (strchr(shared, ';')) return shared;
     return dyn ? fmt("extern __shared__ %s sdata[];", shared) : fmt("__shared__ %s sdata[%s];", shared, B);
 }
-static void ro_kernel(Emit *e, const Task *t, const char *helpers, const char *comment, const char *params,
+static void ro_kernel(Emit *e, const Task *t, const char *helpers, const char *comment, const char *extra,
                       const char *shared, const char *body) {
     const char *warp_row = t->p[RP_KNAME] & 1 ? "blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32"
                                               : "(blockIdx.x * blockDim.x + threadIdx.x) / 32";
     const char *index = FRAG(ro_index_tpl[ro_map(t)], "gidx", gidx_expr(t, 0),
                              "lane", t->p[RP_NAMES] & 1 ? "& 31" : "% 32", "warp_row", warp_row);
-    TPL(e, t, ro_kernel_tpl, "prelude", ro_prelude(t), "helpers", helpers, "comment", comment, "kname", t->kname[0],
-        "template", ro_tree_shmem(t, RO_TEMPLATE) ? "template <int BLOCK>" : "", "params", params,
-        "shared", ro_shared(t, shared), "body", body, "index", index);
+    const char *tmpl = ro_tree_shmem(t, RO_TEMPLATE) ? "template <int BLOCK>" : "";
+    emit_kernel(e, t, FRAG("$prelude\n$helpers", "prelude", ro_prelude(t), "helpers", helpers), tmpl, comment,
+                fmt("int rows, int cols%s", extra),
+                FRAG("$shared\n$index\n$body", "shared", ro_shared(t, shared), "index", index, "body", body));
 }
 // The body of a row kernel: the row's pointers (yr where the output is a matrix), the
 // statistics, then the writes (a kernel that computes and writes in one loop, the
@@ -407,8 +394,6 @@ static const char *ro_body(const Task *t, const char *stats, const char *scale, 
     return FRAG(ro_body_tpl, "T", dt_ctypes[t->in[0].dt], "x", t->in[0].name, "yr", yr, "stats", stats, "scale", scale,
                 "write", write, "save", save);
 }
-// The kernel's parameters: the tensors, rows and cols.
-static const char *ro_sig(const Task *t) { return fmt("%s, int rows, int cols", kernel_params(t)); }
 // for (int c = first; c < cols; c += stride) { body }
 static const char *ro_cols(const Task *t, const char *body) {
     const char *head = ro_map(t) == RO_THREAD ? "for (int c = 0; c < cols; c++) {"
@@ -530,8 +515,8 @@ static void sm_describe(const Task *t, Buf *name, Buf *desc) {
                                           { "Log_Softmax", "Row_Log_Softmax", "LogSoftmax" } };
     int lg = sm_is_log(t);
     const char *x = t->in[0].name, *y = t->out[0].name;
-    buf_puts(name, nm[lg ? 3 : t->p[SM_ALGO] ? 2 : t->fam == &fam_softmax_warp][t->p[RP_TNAME]]);
-    ro_intro(desc, t, "matrix with values");
+    ro_intro(name, desc, t, nm[lg ? 3 : t->p[SM_ALGO] ? 2 : t->fam == &fam_softmax_warp][t->p[RP_TNAME]],
+             "matrix with values");
     if (lg)
         buf_printf(desc, "Compute the log-softmax of every row: %s[r][c] = %s[r][c] - m_r - "
                          "log(sum_j exp(%s[r][j] - m_r)), with m_r the maximum of row r. ", y, x, x);
@@ -623,7 +608,7 @@ static void sm_kernels(const Task *t, Emit *e) {
               fmt("%s, %s: %s.", lg ? "Log-softmax of each row" : "Softmax of each row", ro_how(t),
                   online ? "an online pass for (max, sum), then a pass writing the outputs"
                          : "max, then sum of exponentials, then normalise"),
-              ro_sig(t), "float", ro_body(t, stats, scale, ro_cols(t, write), ""));
+              "", "float", ro_body(t, stats, scale, ro_cols(t, write), ""));
 }
 
 static void sm_ref(const Task *t, const void *const *in, void *const *out) {
@@ -712,8 +697,7 @@ static void ln_describe(const Task *t, Buf *name, Buf *desc) {
                                           { "RMSNorm", "RMS_Normalization", "Root_Mean_Square_Norm" } };
     int rms = ln_is_rms(t);
     const char *x = t->in[0].name, *w = t->in[1].name, *y = t->out[0].name, *eps = fnum(t->f[LNF_EPS]);
-    buf_puts(name, nm[rms][t->p[RP_TNAME]]);
-    ro_intro(desc, t, "matrix with values");
+    ro_intro(name, desc, t, nm[rms][t->p[RP_TNAME]], "matrix with values");
     if (rms) {
         buf_printf(desc, "RMS-normalise every row and scale it: %s[r][c] = %s[r][c] / sqrt(mean_c(%s[r][c]^2) + %s) "
                          "* %s[c].", y, x, x, eps, w);
@@ -780,7 +764,7 @@ static void ln_kernels(const Task *t, Emit *e) {
     ro_kernel(e, t, ro_helpers(t, 1 << RO_SUM),
               rms ? fmt("RMSNorm of each row: y = x / sqrt(mean(x^2) + eps) * w, %s.", ro_how(t))
                   : fmt("LayerNorm of each row (%s statistics), %s.", one ? "one-pass" : "two-pass", ro_how(t)),
-              ro_sig(t), "float", ro_body(t, stats, "", ro_cols(t, write), save));
+              "", "float", ro_body(t, stats, "", ro_cols(t, write), save));
 }
 
 static void ln_ref(const Task *t, const void *const *in, void *const *out) {
@@ -839,8 +823,8 @@ static void mv_layout(Task *t) {
 }
 
 static void mv_describe(const Task *t, Buf *name, Buf *desc) {
-    buf_puts(name, pick3(t->p[RP_TNAME], "Row_Mean_And_Variance", "Row_Moments", "Per_Row_Mean_Var"));
-    ro_intro(desc, t, "matrix with values");
+    ro_intro(name, desc, t, pick3(t->p[RP_TNAME], "Row_Mean_And_Variance", "Row_Moments", "Per_Row_Mean_Var"),
+             "matrix with values");
     buf_printf(desc, "For every row r compute %s[r] = the mean of the row and %s[r] = its %s variance (sum of squared "
                      "deviations divided by %s). %s %s", t->out[0].name, t->out[1].name,
                t->p[MV_DDOF] ? "sample (unbiased)" : "population", t->p[MV_DDOF] ? "cols - 1" : "cols",
@@ -895,19 +879,11 @@ __device__ __forceinline__ void $name(float &n, float &mean, float &m2, float nb
 }
 
 )";
-static const char mv_merge_tree_tpl[] = R"(
-sn[tid] = cnt;
-smu[tid] = mu;
-sm2[tid] = m2;
-__syncthreads();
-for (int s = $B / 2; s > 0; s >>= 1) {
-    if (tid < s) {
-        $merge(cnt, mu, m2, sn[tid + s], smu[tid + s], sm2[tid + s]);
-        sn[tid] = cnt;
-        smu[tid] = mu;
-        sm2[tid] = m2;
-    }
-    __syncthreads();
+// One step of the shared tree (ro_tree_frag): merge the state tid + s into tid's, store it.
+static const char mv_tree_step_tpl[] = R"(
+if (tid < s) {
+    $merge(cnt, mu, m2, sn[tid + s], smu[tid + s], sm2[tid + s]);
+    $store
 }
 )";
 static const char mv_merge_shfl_tpl[] = R"(
@@ -931,7 +907,9 @@ static void mv_kernels(const Task *t, Emit *e) {
         helpers = ro_helpers(t, 1 << RO_SUM);
     } else {
         // Welford: the threads' states merged through a shared tree (sn, smu, sm2) or shuffles
-        const char *merge_all = pick3(m, FRAG(mv_merge_tree_tpl, "B", B, "merge", merge),
+        const char *store = "sn[tid] = cnt;\nsmu[tid] = mu;\nsm2[tid] = m2;";
+        const char *step = FRAG(mv_tree_step_tpl, "merge", merge, "store", store);
+        const char *merge_all = pick3(m, ro_tree_frag(t, store, step, ""),
                                       FRAG(mv_merge_shfl_tpl, "fn", ro_shfl_fn(t), "mask", ro_mask(t), "merge", merge),
                                       "");
         stats = FRAG(mv_stats_tpl[algo], "welford_loop", ro_cols(t, mv_welford_step), "merge", merge_all);
@@ -944,7 +922,7 @@ static void mv_kernels(const Task *t, Emit *e) {
     ro_kernel(e, t, helpers,
               fmt("Mean and %s variance of each row (%s), %s.", t->p[MV_DDOF] ? "sample" : "population",
                   pick3(algo, "two passes", "sum and sum of squares", "Welford"), ro_how(t)),
-              ro_sig(t), shared,
+              "", shared,
               ro_body(t, stats, "", "",
                       ro_lead(t, fmt("%s[row] = mu;\n%s[row] = m2 / %s;", t->out[0].name, t->out[1].name,
                                      t->p[MV_DDOF] ? "(cols - 1)" : "cols"))));
@@ -996,33 +974,42 @@ static void am_layout(Task *t) {
     t->atol = t->rtol = 0;
 }
 static void am_describe(const Task *t, Buf *name, Buf *desc) {
-    buf_puts(name, pick3(t->p[RP_TNAME], "Row_Argmin", "Argmin_Per_Row", "Row_Minimum_With_Index"));
-    ro_intro(desc, t, fmt("%s matrix with %svalues", dt_names[t->in[0].dt], t->in[0].integer ? "whole-number " : ""));
+    ro_intro(name, desc, t, pick3(t->p[RP_TNAME], "Row_Argmin", "Argmin_Per_Row", "Row_Minimum_With_Index"),
+             fmt("%s matrix with %svalues", dt_names[t->in[0].dt], t->in[0].integer ? "whole-number " : ""));
     buf_printf(desc, "For every row r write %s[r] = the smallest value of the row and %s[r] = its column index; when "
                      "the minimum occurs several times, take the lowest column index. %s",
                t->out[0].name, t->out[1].name, ro_map_desc(t));
 }
-static const char am_stats_tpl[] = R"(
+// The best (value, index) of a row, the lowest index among equal values: each thread scans
+// its columns (after: statements before the test, take: the test), then the row's threads
+// reduce their pairs. Argmin, and each round of top-k.
+static const char am_search_tpl[] = R"(
 $T best = $identity;
 int best_i = 2147483647;
-//? columns are visited in increasing order: a strict < keeps the first minimum
+$note
 $loop
 $reduce
 )";
 static const char am_step_tpl[] = R"(
 const $T v = xr[c];
-if (v < best) {
+$after
+if ($take) {
     best = v;
     best_i = c;
 }
 )";
+static const char *am_search(const Task *t, const char *T, int dir, const char *note, const char *after,
+                             const char *take) {
+    return FRAG(am_search_tpl, "T", T, "identity", ro_arg_identity(dir, T), "note", note,
+                "loop", ro_cols(t, FRAG(am_step_tpl, "T", T, "after", after, "take", take)),
+                "reduce", ro_arg_allreduce(t, T, "best", "best_i", dir));
+}
 static void am_kernels(const Task *t, Emit *e) {
     const char *T = t->p[AM_DTYPE] ? "int" : "float";
     ro_kernel(e, t, ro_arg_helpers(t, T, RO_MIN),
-              fmt("Minimum of each row and its lowest column index, %s.", ro_how(t)), ro_sig(t), fmt("arg:%s", T),
-              ro_body(t, FRAG(am_stats_tpl, "T", T, "identity", ro_arg_identity(RO_MIN, T),
-                              "loop", ro_cols(t, FRAG(am_step_tpl, "T", T)),
-                              "reduce", ro_arg_allreduce(t, T, "best", "best_i", RO_MIN)), "", "",
+              fmt("Minimum of each row and its lowest column index, %s.", ro_how(t)), "", fmt("arg:%s", T),
+              ro_body(t, am_search(t, T, RO_MIN, "//? columns are visited in increasing order: a strict < keeps the "
+                                                 "first minimum", "", "v < best"), "", "",
                       ro_lead(t, fmt("%s[row] = best;\n%s[row] = best_i;", t->out[0].name, t->out[1].name))));
 }
 static void am_launch(const Task *t, Emit *e, const Host *h) {
@@ -1073,8 +1060,8 @@ static void tk_describe(const Task *t, Buf *name, Buf *desc) {
     static const char *const nm[2][3] = { { "Top_K_Per_Row", "Row_TopK", "TopK_Selection" },
                                           { "Bottom_K_Per_Row", "Row_K_Smallest", "K_Smallest_Selection" } };
     int sm = t->p[TK_ORDER], K = t->p[TK_K];
-    buf_puts(name, nm[sm][t->p[RP_TNAME]]);
-    ro_intro(desc, t, t->in[0].integer ? "matrix of whole numbers stored as float32" : "matrix of float32 values");
+    ro_intro(name, desc, t, nm[sm][t->p[RP_TNAME]],
+             t->in[0].integer ? "matrix of whole numbers stored as float32" : "matrix of float32 values");
     if (K == 1)
         buf_printf(desc, "For every row r, write the %s value of the row to %s[r][0] and its column index to %s[r][0], "
                          "the lowest index among equal values. %s", tk_orders[sm], t->out[0].name,
@@ -1094,39 +1081,34 @@ static void tk_describe(const Task *t, Buf *name, Buf *desc) {
 // One thread per row: insertion into a sorted list in registers (K a template parameter,
 // or k at run time in arrays of KMAX). Blocks and warps: k selection rounds.
 static const char tk_thread_tpl[] = R"(
-$kmax
-/// Top-$K ($order first) of each row, one thread per row: insertion into a sorted list kept in registers.
-$template
-__global__ void $kname($params) {
-    const int row = $gidx;
-    if (row >= rows) return;
-    const float *xr = $x + (size_t)row * cols;
-    float bv[$KMAX];
-    int bi[$KMAX];
-    $unroll
-    for (int j = 0; j < $K; j++) {
-        bv[j] = $identity;
-        bi[j] = -1;
-    }
-    for (int c = 0; c < cols; c++) {
-        const float v = xr[c];
-        //? strict comparisons: an equal value seen later stays behind the earlier one
-        if (v $gt bv[$K - 1]) {
-            int j = $K - 1;
-            while (j > 0 && bv[j - 1] $lt v) {
-                bv[j] = bv[j - 1];
-                bi[j] = bi[j - 1];
-                j--;
-            }
-            bv[j] = v;
-            bi[j] = c;
+const int row = $gidx;
+if (row >= rows) return;
+const float *xr = $x + (size_t)row * cols;
+float bv[$KMAX];
+int bi[$KMAX];
+$unroll
+for (int j = 0; j < $K; j++) {
+    bv[j] = $identity;
+    bi[j] = -1;
+}
+for (int c = 0; c < cols; c++) {
+    const float v = xr[c];
+    //? strict comparisons: an equal value seen later stays behind the earlier one
+    if (v $gt bv[$K - 1]) {
+        int j = $K - 1;
+        while (j > 0 && bv[j - 1] $lt v) {
+            bv[j] = bv[j - 1];
+            bi[j] = bi[j - 1];
+            j--;
         }
+        bv[j] = v;
+        bi[j] = c;
     }
-    $unroll
-    for (int j = 0; j < $K; j++) {
-        $ov[(size_t)row * $K + j] = bv[j];
-        $oi[(size_t)row * $K + j] = bi[j];
-    }
+}
+$unroll
+for (int j = 0; j < $K; j++) {
+    $ov[(size_t)row * $K + j] = bv[j];
+    $oi[(size_t)row * $K + j] = bi[j];
 }
 )";
 static const char tk_rounds_tpl[] = R"(
@@ -1134,22 +1116,10 @@ const float *xr = $x + (size_t)row * cols;
 float prev_v = 0.0f;
 int prev_i = -1;
 for (int r = 0; r < k; r++) {
-    float best = $identity;
-    int best_i = 2147483647;
-    $loop
-    $reduce
+    $search
     $write
     prev_v = best;
     prev_i = best_i;
-}
-)";
-static const char tk_step_tpl[] = R"(
-const float v = xr[c];
-//? only elements ranked after the previous pick (value, then index) take part
-const bool after = r == 0 || v $lt prev_v || (v == prev_v && c > prev_i);
-if (after && v $gt best) {
-    best = v;
-    best_i = c;
 }
 )";
 static void tk_kernels(const Task *t, Emit *e) {
@@ -1157,22 +1127,23 @@ static void tk_kernels(const Task *t, Emit *e) {
     const char *x = t->in[0].name, *ov = t->out[0].name, *oi = t->out[1].name, *lt = sm ? ">" : "<",
                *gt = sm ? "<" : ">";
     if (ro_map(t) == RO_THREAD) {
-        TPL(e, t, tk_thread_tpl, "kmax", tmpl ? "" : "#define KMAX 8\n\n", "K", tmpl ? "K" : "k",
-            "KMAX", tmpl ? "K" : "KMAX", "order", tk_orders[sm],
-            "template", tmpl ? "template <int K>" : "", "kname", t->kname[0],
-            "params", fmt("%s%s", ro_sig(t), tmpl ? "" : ", int k"), "gidx", gidx_expr(t, 0), "x", x,
-            "unroll", tmpl ? "#pragma unroll" : "", "identity", ro_arg_identity(dir, "float"), "gt", gt, "lt", lt,
-            "ov", ov, "oi", oi);
+        const char *K = tmpl ? "K" : "k";
+        emit_kernel(e, t, tmpl ? "" : "#define KMAX 8\n\n", tmpl ? "template <int K>" : "",
+                    fmt("Top-%s (%s first) of each row, one thread per row: insertion into a sorted list kept in "
+                        "registers.", K, tk_orders[sm]), tmpl ? "int rows, int cols" : "int rows, int cols, int k",
+                    FRAG(tk_thread_tpl, "K", K, "KMAX", tmpl ? "K" : "KMAX", "gidx", gidx_expr(t, 0), "x", x,
+                         "unroll", tmpl ? "#pragma unroll" : "", "identity", ro_arg_identity(dir, "float"),
+                         "gt", gt, "lt", lt, "ov", ov, "oi", oi));
         return;
     }
+    const char *after = fmt("//? only elements ranked after the previous pick (value, then index) take part\n"
+                            "const bool after = r == 0 || v %s prev_v || (v == prev_v && c > prev_i);", lt);
     ro_kernel(
         e, t, ro_arg_helpers(t, "float", dir),
         fmt("Top-k (%s first) of each row, %s, in k rounds: round r selects the best element ranking after pick r - 1.",
             tk_orders[sm], ro_how(t)),
-        fmt("%s, int k", ro_sig(t)), "arg:float",
-        FRAG(tk_rounds_tpl, "x", x, "identity", ro_arg_identity(dir, "float"),
-             "loop", ro_cols(t, FRAG(tk_step_tpl, "lt", lt, "gt", gt)),
-             "reduce", ro_arg_allreduce(t, "float", "best", "best_i", dir),
+        ", int k", "arg:float",
+        FRAG(tk_rounds_tpl, "x", x, "search", am_search(t, "float", dir, "", after, fmt("after && v %s best", gt)),
              "write", ro_lead(t, fmt("%s[(size_t)row * k + r] = best;\n%s[(size_t)row * k + r] = best_i;", ov, oi))));
 }
 static void tk_launch(const Task *t, Emit *e, const Host *h) {
@@ -1242,8 +1213,7 @@ static void cs_describe(const Task *t, Buf *name, Buf *desc) {
                                           { "Reverse_Row_Cumsum", "Suffix_Sum_Along_Rows", "Row_Suffix_Sum" } };
     int ex = t->p[CS_KIND], rev = t->p[CS_DIR], B = t->p[RP_BLOCK];
     const Tensor *x = &t->in[0];
-    buf_puts(name, nm[rev][t->p[RP_TNAME]]);
-    ro_intro(desc, t, fmt("%s matrix with values", dt_names[x->dt]));
+    ro_intro(name, desc, t, nm[rev][t->p[RP_TNAME]], fmt("%s matrix with values", dt_names[x->dt]));
     buf_printf(desc, "Compute the %s %scumulative sum along each row%s: %s[r][c] = sum of %s[r][j] for j %s%s c.",
                cs_kinds[ex], rev ? "reverse " : "", rev ? " (from the right end)" : "",
                t->out[0].name, x->name, rev ? ">" : "<", ex ? "" : "=");
@@ -1327,7 +1297,7 @@ static void cs_kernels(const Task *t, Emit *e) {
                   rev ? "right-to-left" : "left-to-right",
                   pick3(ro_map(t), "one block per row, chunk by chunk through a shared-memory scan",
                         "one warp per row, 32 columns at a time", "one thread per row")),
-              ro_sig(t), T, ro_body(t, body, "", "", ""));
+              "", T, ro_body(t, body, "", "", ""));
 }
 static void cs_launch(const Task *t, Emit *e, const Host *h) {
     ro_launch(e, t, h, kernel_args(h, 2), t->p[CS_DTYPE] ? "sizeof(int)" : "sizeof(float)");
