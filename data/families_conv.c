@@ -1,8 +1,7 @@
-// families_conv.c - convolutions: 1-D with the filter in __constant__ memory (global loads, a
-// shared tile with halo, or grid-stride), and 2-D correlation / convolution with a 3x3 or 5x5
-// filter (constant or global memory; direct, or a shared tile with halo). Included by corpus.c,
-// after families_matrix.c (mx_* helpers and its conventions: kernel parameters and locals lower
-// case, macros never an upper-cased size name).
+// families_conv.c - convolutions: 1-D with the filter in __constant__ memory (global loads, a shared
+// tile with halo, or grid-stride); 2-D correlation / convolution, 3x3 or 5x5 filter in constant or global
+// memory, direct or a shared tile with halo. Included by corpus.c after families_matrix.c (mx_* helpers,
+// its conventions: kernel parameters and locals lower case, macros never an upper-cased size name).
 
 // The reference of both families: y = the correlation of the R x C image x with the KR x KC
 // filter w (flipped in both directions when flip), same size (the filter centred, pixels
