@@ -1,8 +1,7 @@
-// families_conv.c - convolutions: 1-D with the filter in __constant__ memory (global loads, a
-// shared tile with halo, or grid-stride), and 2-D correlation / convolution with a 3x3 or 5x5
-// filter (constant or global memory; direct, or a shared tile with halo). Included by corpus.c,
-// after families_matrix.c (mx_* helpers and its conventions: kernel parameters and locals lower
-// case, macros never an upper-cased size name).
+// families_conv.c - convolutions: 1-D with the filter in __constant__ memory (global loads, a shared
+// tile with halo, or grid-stride); 2-D correlation / convolution, 3x3 or 5x5 filter in constant or global
+// memory, direct or a shared tile with halo. Included by corpus.c after families_matrix.c (mx_* helpers,
+// its conventions: kernel parameters and locals lower case, macros never an upper-cased size name).
 
 // The reference of both families: y = the correlation of the R x C image x with the KR x KC
 // filter w (flipped in both directions when flip), same size (the filter centred, pixels
@@ -89,7 +88,8 @@ static void mxc1_describe(const Task *t, Buf *name, Buf *desc) {
 }
 
 // The filter in __constant__ memory (FILTER_TAPS of it, or a MAX_TAPS capacity and the count as
-// an argument); one thread per output, a shared tile with the halo, or a grid-stride loop.
+// an argument); one thread per output or a grid-stride loop (mx_dot_tpl in a loop_frag), or a
+// shared tile with the halo.
 static const char mxc1_kernel_tpl[] = R"(
 $capacity
 $block_size
@@ -120,13 +120,6 @@ if (i < $nout) {
     $y[i] = acc;
 }
 )";
-static const char mxc1_dot_tpl[] = R"(
-float acc = 0.0f;
-for (int j = 0; j < $TAPS; ++j) {
-    $step
-}
-$y[$i] = acc;
-)";
 
 static void mxc1_kernels(const Task *t, Emit *e) {
     const char *const *dn = mxc1_dnames[t->p[MXC1_DNAMES]];
@@ -147,7 +140,8 @@ static void mxc1_kernels(const Task *t, Emit *e) {
     const char *body = mode == 1 ? FRAG(mxc1_tile_tpl, "CAPN", CAPN, "TAPS", TAPS, "center", center, "n", n, "x", x,
                                         "nout", nout, "cn", cn, "y", y, "unroll", cap ? "" : "#pragma unroll")
                                  : loop_frag(t, mode == 2 ? LOOP_GRID : t->p[MXC1_LOOP], nout,
-                                             FRAG(mxc1_dot_tpl, "TAPS", TAPS, "step", step, "y", y, "i", i));
+                                             FRAG(mx_dot_tpl, "init", "0.0f", "p", "j", "len", TAPS, "step", step,
+                                                  "out", fmt("%s[%s]", y, i)));
     TPL(e, t, mxc1_kernel_tpl, "cn", cn, "CAPN", CAPN, "y", y, "x", x, "center", center, "kname", t->kname[0],
         "capacity", capacity, "block_size", mode == 1 ? fmt("#define BLOCK_SIZE %d", t->p[MXC1_BLOCK]) : "",
         "zero", same ? " (zero outside the input)" : "", "params", params, "body", body);
@@ -155,8 +149,7 @@ static void mxc1_kernels(const Task *t, Emit *e) {
 
 static void mxc1_launch(const Task *t, Emit *e, const Host *h) {
     int same = t->p[MXC1_PAD] == 0, cap = t->p[MXC1_CAPACITY] == 1;
-    const char *n = h->size[0], *kk = h->size[1], *no = same ? n : h->size[2];
-    const char *cn = mxc1_cnames[t->p[MXC1_CNAME]];
+    const char *n = h->size[0], *kk = h->size[1], *no = same ? n : h->size[2], *cn = mxc1_cnames[t->p[MXC1_CNAME]];
     const char *args =
         fmt("%s, %s, %s%s%s", h->in[0], h->out[0], n, same ? "" : fmt(", %s", no), cap ? fmt(", %s", kk) : "");
     host_call(e, t, "cudaMemcpyToSymbol(%s, %s, %s * sizeof(float), 0, cudaMemcpyDeviceToDevice)", cn, h->in[1], kk);

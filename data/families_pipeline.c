@@ -15,10 +15,9 @@ static const char *const pl_helper_names[][2] = { { "block_sum", "block_max" }, 
                                                   { "reduce_block_sum", "reduce_block_max" },
                                                   { "block_total", "block_maximum" } };
 
-// __device__ float NAME(float v): the sum (op 0) or maximum (op 1) of v over the block, valid
-// in thread 0: a shared-memory tree over BLOCK_SIZE floats (a power of two), or warp shuffles
-// (the task's parameter "reduce"). Ends with __syncthreads(), so a kernel may call it several
-// times in a row. Its name follows the task's parameter "kname" (pl_reduce_name).
+// __device__ float NAME(float v), NAME from pl_reduce_name: the block's sum (op 0) or maximum (op 1)
+// of v, valid in thread 0, by a shared-memory tree over BLOCK_SIZE floats (a power of two) or warp
+// shuffles (parameter "reduce"). Ends with __syncthreads(), so a kernel may call it several times.
 static const char *const pl_block_reduce_tpl[] = { R"(
 /// Block-wide $what of v (blockDim.x == BLOCK_SIZE threads); the result is valid in thread 0.
 $spec $name(float v) {
