@@ -206,7 +206,8 @@ static const char *sc_scan_body(const Task *t, const ScScan *o) {
                                      : fmt("if (i < n) %s[i] = s[tid];", y));
     const char *out = sc_buf(o->dyn, "pout", ""), *in = sc_buf(o->dyn, "pin", "");
     const char *other = sc_buf(o->dyn, "pin", " - off");
-    return FRAG(sc_hs_body_tpl, "shared", sh, "load", fmt("int pout = 0, pin = 1;\n%s = i < n ? %s[i] : %s;", out, x, I),
+    return FRAG(sc_hs_body_tpl, "shared", sh,
+                "load", fmt("int pout = 0, pin = 1;\n%s = i < n ? %s[i] : %s;", out, x, I),
                 "scan", FRAG(sc_double_tpl, "B", B, "out", out, "in", in, "comb", sc_op(o, other, in)),
                 "store", fmt("if (i < n) %s[i] = %s;", y, out));
 }
@@ -285,17 +286,12 @@ static void sb_kernels(const Task *t, Emit *e) {
                 fmt("Inclusive %s scan of each block's %s.", t->p[SB_OP] ? "max" : "sum", what), "int n",
                 sc_scan_body(t, &o));
 }
-static const char sb_launch_tpl[] = R"(
-$grid
-$smem
-$k<<<blocks, threads$sm>>>($args);
-)";
 static void sb_launch(const Task *t, Emit *e, const Host *h) {
     int sh = t->p[SB_SHMEM], B = t->p[SB_BLOCK];
     const char *smem = t->p[SB_ALGO] && t->p[SB_PAD] ? "(2 * threads + ((2 * threads) >> 5))"
                        : t->p[SB_ALGO] || !t->p[SB_BUFFER] ? "2 * threads" : "threads";
     const char *threads = sh == RO_DEFINE ? "BLOCK_SIZE" : fmt("%d", B);
-    TPL(e, t, sb_launch_tpl, "grid", red_grid(threads, h->size[0], t->p[SB_ALGO], 0), // Blelloch: two a thread
+    TPL(e, t, "$grid\n$smem\n$k<<<blocks, threads$sm>>>($args);", "grid", red_grid(threads, h->size[0], t->p[SB_ALGO], 0), // Blelloch: two a thread
         "k", sh == RO_TEMPLATE ? fmt("%s<%d>", t->kname[0], B) : t->kname[0],
         "smem", sh == RO_DYNAMIC ? fmt("const size_t smem = %s * sizeof(%s);", smem, sc_ct(t->p[SB_DTYPE])) : "",
         "sm", sh == RO_DYNAMIC ? ", smem" : "", "args", kernel_args(h, 1));
