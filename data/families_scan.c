@@ -291,7 +291,8 @@ static void sb_launch(const Task *t, Emit *e, const Host *h) {
     const char *smem = t->p[SB_ALGO] && t->p[SB_PAD] ? "(2 * threads + ((2 * threads) >> 5))"
                        : t->p[SB_ALGO] || !t->p[SB_BUFFER] ? "2 * threads" : "threads";
     const char *threads = sh == RO_DEFINE ? "BLOCK_SIZE" : fmt("%d", B);
-    TPL(e, t, "$grid\n$smem\n$k<<<blocks, threads$sm>>>($args);", "grid", red_grid(threads, h->size[0], t->p[SB_ALGO], 0), // Blelloch: two a thread
+    TPL(e, t, "$grid\n$smem\n$k<<<blocks, threads$sm>>>($args);",
+        "grid", red_grid(threads, h->size[0], t->p[SB_ALGO], 0), // Blelloch: two a thread
         "k", sh == RO_TEMPLATE ? fmt("%s<%d>", t->kname[0], B) : t->kname[0],
         "smem", sh == RO_DYNAMIC ? fmt("const size_t smem = %s * sizeof(%s);", smem, sc_ct(t->p[SB_DTYPE])) : "",
         "sm", sh == RO_DYNAMIC ? ", smem" : "", "args", kernel_args(h, 1));
