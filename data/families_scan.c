@@ -114,8 +114,8 @@ for (int b = 0; b < $n; b++) {
 $total
 )" };
 
-// One block's scan of its elements of x into y in shared memory (the kernel declares the
-// array, sc_scan_shared, and tid): Hillis-Steele, one element per thread, in one array s or
+// One block's scan of its elements of x into y in shared memory, a kernel's whole body (the
+// array, sc_scan_shared, then tid and the scan): Hillis-Steele, one element per thread, in one array s or
 // in two that swap roles each step (buf[pin], buf[pout]); or Blelloch, two elements per
 // thread in temp (pad: indices padded against bank conflicts). Inclusive (scan_block), or
 // exclusive with the block's total into block_sums (step 1 of scan_exclusive).
@@ -124,6 +124,8 @@ typedef struct {
     const char *T, *B, *I; // the element type, the block size, the identity of the operation
 } ScScan;
 static const char sc_hs_body_tpl[] = R"(
+$shared
+const int tid = threadIdx.x;
 const int i = blockIdx.x * blockDim.x + tid;
 $load
 __syncthreads();
@@ -146,6 +148,8 @@ for (int off = 1; off < $B; off <<= 1) {
 }
 )";
 static const char sc_blelloch_body_tpl[] = R"(
+$shared
+const int tid = threadIdx.x;
 const int nseg = 2 * $B;
 const int base = blockIdx.x * nseg;
 const int ai = tid, bi = tid + nseg / 2;
@@ -179,7 +183,7 @@ static const char *sc_scan_shared(const ScScan *o) {
     return o->dyn ? fmt("extern __shared__ %s %s[];", o->T, arr) : fmt("__shared__ %s %s%s;", o->T, arr, dims);
 }
 static const char *sc_scan_body(const Task *t, const ScScan *o) {
-    const char *x = t->in[0].name, *y = t->out[0].name, *T = o->T, *B = o->B, *I = o->I;
+    const char *x = t->in[0].name, *y = t->out[0].name, *T = o->T, *B = o->B, *I = o->I, *sh = sc_scan_shared(o);
     if (o->blelloch) {
         const char *last = o->pad ? "nseg - 1 + CONFLICT_FREE_OFFSET(nseg - 1)" : "nseg - 1";
         const char *pa = o->pad ? "pa" : "ai", *pb = o->pad ? "pb" : "bi";
@@ -190,19 +194,20 @@ static const char *sc_scan_body(const Task *t, const ScScan *o) {
                                 "down", sc_op(o, "temp[b]", "tmp"),
                                 "pad", o->pad ? "a += CONFLICT_FREE_OFFSET(a);\nb += CONFLICT_FREE_OFFSET(b);" : "");
         const char *out_a = fmt("temp[%s]", pa), *out_b = fmt("temp[%s]", pb);
-        return FRAG(sc_blelloch_body_tpl, "B", B, "T", T, "x", x, "y", y, "I", I, "pa", pa, "pb", pb,
+        return FRAG(sc_blelloch_body_tpl, "shared", sh, "B", B, "T", T, "x", x, "y", y, "I", I, "pa", pa, "pb", pb,
                     "pads", o->pad ? pads : "", "scan", scan,
                     "why", o->excl ? "" : "//? inclusive = exclusive combined with the element itself",
                     "out_a", o->excl ? out_a : sc_op(o, out_a, "xa"), "out_b", o->excl ? out_b : sc_op(o, out_b, "xb"));
     }
     if (!o->dbl)
-        return FRAG(sc_hs_body_tpl, "load", fmt("s[tid] = i < n ? %s[i] : %s;", x, I),
+        return FRAG(sc_hs_body_tpl, "shared", sh, "load", fmt("s[tid] = i < n ? %s[i] : %s;", x, I),
                     "scan", FRAG(sc_hs_tpl, "B", B, "T", T, "I", I, "comb", sc_op(o, "s[tid]", "other")),
                     "store", o->excl ? FRAG(sc_hs_exclusive_tpl, "y", y, "I", I)
                                      : fmt("if (i < n) %s[i] = s[tid];", y));
     const char *out = sc_buf(o->dyn, "pout", ""), *in = sc_buf(o->dyn, "pin", "");
     const char *other = sc_buf(o->dyn, "pin", " - off");
-    return FRAG(sc_hs_body_tpl, "load", fmt("int pout = 0, pin = 1;\n%s = i < n ? %s[i] : %s;", out, x, I),
+    return FRAG(sc_hs_body_tpl, "shared", sh,
+                "load", fmt("int pout = 0, pin = 1;\n%s = i < n ? %s[i] : %s;", out, x, I),
                 "scan", FRAG(sc_double_tpl, "B", B, "out", out, "in", in, "comb", sc_op(o, other, in)),
                 "store", fmt("if (i < n) %s[i] = %s;", y, out));
 }
@@ -264,16 +269,6 @@ static void sb_describe(const Task *t, Buf *name, Buf *desc) {
 }
 
 // One kernel: the block's scan (sc_scan_body) of its segment.
-static const char sb_kernel_tpl[] = R"(
-$defines
-/// Inclusive $op scan of each block's $what.
-$template
-__global__ void $kname($params) {
-    $shared
-    const int tid = threadIdx.x;
-    $body
-}
-)";
 static void sb_kernels(const Task *t, Emit *e) {
     int sh = t->p[SB_SHMEM], pad = t->p[SB_PAD], dbl = !t->p[SB_ALGO] && !t->p[SB_BUFFER];
     const char *T = sc_ct(t->p[SB_DTYPE]), *B = pick3(sh, "BLOCK_SIZE", "BLOCK", "blockDim.x");
@@ -287,21 +282,17 @@ static void sb_kernels(const Task *t, Emit *e) {
                                            pad ? " with padded indices" : "")
                                      : fmt("%s elements (Hillis-Steele, %s)", B,
                                            dbl ? "double-buffered" : "single buffer");
-    TPL(e, t, sb_kernel_tpl, "defines", *defines ? fmt("%s\n", defines) : "", "op", t->p[SB_OP] ? "max" : "sum",
-        "what", what, "template", sh == RO_TEMPLATE ? "template <int BLOCK>" : "", "kname", t->kname[0],
-        "params", fmt("%s, int n", kernel_params(t)), "shared", sc_scan_shared(&o), "body", sc_scan_body(t, &o));
+    emit_kernel(e, t, *defines ? fmt("%s\n", defines) : "", sh == RO_TEMPLATE ? "template <int BLOCK>" : "",
+                fmt("Inclusive %s scan of each block's %s.", t->p[SB_OP] ? "max" : "sum", what), "int n",
+                sc_scan_body(t, &o));
 }
-static const char sb_launch_tpl[] = R"(
-$grid
-$smem
-$k<<<blocks, threads$sm>>>($args);
-)";
 static void sb_launch(const Task *t, Emit *e, const Host *h) {
     int sh = t->p[SB_SHMEM], B = t->p[SB_BLOCK];
     const char *smem = t->p[SB_ALGO] && t->p[SB_PAD] ? "(2 * threads + ((2 * threads) >> 5))"
                        : t->p[SB_ALGO] || !t->p[SB_BUFFER] ? "2 * threads" : "threads";
     const char *threads = sh == RO_DEFINE ? "BLOCK_SIZE" : fmt("%d", B);
-    TPL(e, t, sb_launch_tpl, "grid", red_grid(threads, h->size[0], t->p[SB_ALGO], 0), // Blelloch: two a thread
+    TPL(e, t, "$grid\n$smem\n$k<<<blocks, threads$sm>>>($args);",
+        "grid", red_grid(threads, h->size[0], t->p[SB_ALGO], 0), // Blelloch: two a thread
         "k", sh == RO_TEMPLATE ? fmt("%s<%d>", t->kname[0], B) : t->kname[0],
         "smem", sh == RO_DYNAMIC ? fmt("const size_t smem = %s * sizeof(%s);", smem, sc_ct(t->p[SB_DTYPE])) : "",
         "sm", sh == RO_DYNAMIC ? ", smem" : "", "args", kernel_args(h, 1));
@@ -365,17 +356,9 @@ static void se_describe(const Task *t, Buf *name, Buf *desc) {
                              : "one block scans the block totals in chunks, carrying the running total");
 }
 
-// Step 1 scans each block's elements (sc_scan_body, exclusive) and writes the block's total;
-// step 2 scans the totals (one thread, or one block chunk by chunk); step 3 adds the offsets.
+// Step 1 (emit_kernel) scans each block's elements (sc_scan_body, exclusive) and writes the block's
+// total; step 2 scans the totals (one thread, or one block chunk by chunk); step 3 adds the offsets.
 static const char se_kernels_tpl[] = R"(
-$define
-/// Step 1: exclusive scan of each block's $per elements in shared memory; the block's total goes to block_sums.
-__global__ void $k1($params1) {
-    $shared1
-    const int tid = threadIdx.x;
-    $step1
-}
-
 /// $comment2
 __global__ void $k2($params2) {
     $step2
@@ -393,16 +376,17 @@ static void se_kernels(const Task *t, Emit *e) {
     const char *T = sc_ct(t->p[SE_DTYPE]), *Z = t->p[SE_DTYPE] ? "0" : "0.0f";
     const char *y = t->out[0].name;
     int dyn = t->p[SE_SHMEM] == 1, bl = t->p[SE_ALGO];
-    const char *B = dyn ? "blockDim.x" : "BLOCK_SIZE";
+    const char *B = dyn ? "blockDim.x" : "BLOCK_SIZE", *per = bl ? "2 * blockDim.x" : "blockDim.x";
     const char *shared = dyn ? fmt("extern __shared__ %s s[];", T) : fmt("__shared__ %s s[%s];", T, B);
     ScScan o = { .blelloch = bl, .dyn = dyn, .is_int = t->p[SE_DTYPE], .excl = 1, .T = T, .B = B, .I = Z };
     const char *step2 = FRAG(sc_offsets_tpl[t->p[SE_SUMS]], "shared", shared, "T", T, "Z", Z, "hs", sc_hs_sum(B, T),
                              "n", "count", "a", "sums", "B", "blockDim.x",
                              "guard", "threadIdx.x != 0 || blockIdx.x != 0", "v", "v", "total", "");
-    TPL(e, t, se_kernels_tpl, "define", dyn ? "" : fmt("#define BLOCK_SIZE %d\n", t->p[SE_BLOCK]), "T", T, "y", y,
-        "per", bl ? "2 * blockDim.x" : "blockDim.x", "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2],
-        "params1", fmt("%s, %s, int n", kernel_params(t), ptr_param(t, T, "block_sums", 0)),
-        "shared1", sc_scan_shared(&o), "step1", sc_scan_body(t, &o),
+    emit_kernel(e, t, dyn ? "" : fmt("#define BLOCK_SIZE %d\n", t->p[SE_BLOCK]), "",
+                fmt("Step 1: exclusive scan of each block's %s elements in shared memory; the block's total goes to "
+                    "block_sums.", per), fmt("%s, int n", ptr_param(t, T, "block_sums", 0)), sc_scan_body(t, &o));
+    em_blank(e);
+    TPL(e, t, se_kernels_tpl, "T", T, "y", y, "per", per, "k2", t->kname[1], "k3", t->kname[2],
         "comment2", t->p[SE_SUMS] ? "Step 2: one thread turns the block totals into exclusive offsets."
                                   : "Step 2: one block turns the block totals into exclusive offsets, a chunk of "
                                     "blockDim.x at a time.",

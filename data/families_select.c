@@ -460,18 +460,12 @@ static void mm_kernels(const Task *t, Emit *e) {
         "locals", agg ? mm_each(t, NULL, fmt("%s $v = $identity;", T), "\n") : "", "step", step, "combine", combine);
     buf_free(&helpers);
 }
-static const char mm_launch_tpl[] = R"(
-$init
-$grid
-$k<<<blocks, threads>>>($x, $outs, $n);
-$decode
-)";
 static void mm_launch(const Task *t, Emit *e, const Host *h) {
     const char *T = sc_ct(t->p[MM_DTYPE]), *outs = mm_each(t, h, "$o", ", ");
     const char *set = t->p[MM_METHOD] == 2 ? checked(t, "cudaMemset($o, $byte, sizeof(unsigned int))")
                       : fmt("const %s $var = $out_identity;\n%s", T,
                             checked(t, fmt("cudaMemcpy($o, &$var, sizeof(%s), cudaMemcpyHostToDevice)", T)));
-    TPL(e, t, mm_launch_tpl,
+    TPL(e, t, "$init\n$grid\n$k<<<blocks, threads>>>($x, $outs, $n);\n$decode",
         "init", t->p[MM_INIT] ? mm_each(t, h, set, "\n") : fmt("%s<<<1, 1>>>(%s);", t->kname[1], outs),
         "grid", grid_1d(t->p[MM_AGG] == 2 ? "BLOCK_SIZE" : fmt("%d", t->p[MM_BLOCK]), h->size[0], t->p[MM_CAP]),
         "n", h->size[0], "k", t->kname[0], "x", h->in[0], "outs", outs,
