@@ -116,16 +116,15 @@ static void gather_kernels(const Task *t, Emit *e) {
         const char *how = loop == GL_GRID ? "grid-stride loop" : "one thread per output";
         emit_kernel(e, t, "", "", fmt("%s[i] = %s[%s[i]]: %s.", o, s, ix, how), count_param(t, "n"),
                     loop_frag(t, loop, "n", body));
-    } else if (loop == GL_BLOCK_ROW) {
-        emit_kernel(e, t, "", "", "One block per output row; its threads copy the row's columns.", "int n, int dim",
-                    FRAG(gather_block_row_tpl, "s", s, "ix", ix, "o", o));
-    } else if (loop == GL_GRID2D) {
-        emit_kernel(e, t, "", "", "2-D grid: x covers the columns, y the rows.", "int n, int dim",
-                    FRAG(gather_grid2d_tpl, "s", s, "ix", ix, "o", o));
-    } else {
-        emit_kernel(e, t, "", "", "One thread per output element of the n x dim result (flattened).", "int n, int dim",
-                    fmt("const int total = n * dim;\n%s",
-                        mem_int_loop(t, loop, "total", FRAG(gather_flat_tpl, "i", i, "s", s, "ix", ix, "o", o))));
+    } else { // rows: one block per row, a 2-D grid, or a 1-D loop over the flattened result
+        const char *tpl = loop == GL_BLOCK_ROW ? gather_block_row_tpl : loop == GL_GRID2D ? gather_grid2d_tpl
+                                                                                          : gather_flat_tpl;
+        const char *comment = loop == GL_BLOCK_ROW ? "One block per output row; its threads copy the row's columns."
+                              : loop == GL_GRID2D  ? "2-D grid: x covers the columns, y the rows."
+                                                   : "One thread per output element of the n x dim result (flattened).";
+        const char *body = FRAG(tpl, "i", i, "s", s, "ix", ix, "o", o);
+        if (loop < GL_BLOCK_ROW) body = fmt("const int total = n * dim;\n%s", mem_int_loop(t, loop, "total", body));
+        emit_kernel(e, t, "", "", comment, "int n, int dim", body);
     }
 }
 
@@ -332,22 +331,17 @@ static void hist_describe(const Task *t, Buf *name, Buf *desc) {
 }
 
 // Global atomics on the output, or a private histogram per block in shared memory merged into
-// the output at the end.
+// the output at the end (the body below).
 static const char hist_shared_tpl[] = R"(
-$define
-/// Each block builds a private histogram in shared memory, then adds it to the global one.
-$template
-__global__ void $kname($params) {
-    $local_hist
-    //? zero the block's private copy
-    for (int b = threadIdx.x; b < $nb; b += blockDim.x) local_hist[b] = 0;
-    __syncthreads();
-    $loop
-    __syncthreads();
-    //? merge into the global histogram
-    for (int b = threadIdx.x; b < $nb; b += blockDim.x) {
-        if (local_hist[b] != 0) atomicAdd(&$o[b], local_hist[b]);
-    }
+$local_hist
+//? zero the block's private copy
+for (int b = threadIdx.x; b < $nb; b += blockDim.x) local_hist[b] = 0;
+__syncthreads();
+$loop
+__syncthreads();
+//? merge into the global histogram
+for (int b = threadIdx.x; b < $nb; b += blockDim.x) {
+    if (local_hist[b] != 0) atomicAdd(&$o[b], local_hist[b]);
 }
 )";
 
@@ -370,9 +364,10 @@ static void hist_kernels(const Task *t, Emit *e) {
     }
     const char *local_hist =
         sh == 2 ? fmt("extern __shared__ %s local_hist[];", ct) : fmt("__shared__ %s local_hist[%s];", ct, nb);
-    TPL(e, t, hist_shared_tpl, "define", sh == 0 ? fmt("#define NUM_BINS %d\n\n", t->p[H_BINS]) : "",
-        "template", sh == 1 ? "template <int NBINS>" : "", "kname", t->kname[0], "nb", nb, "loop", lp, "o", o,
-        "params", fmt("%s, int n%s", kernel_params(t), sh == 1 ? "" : ", int bins"), "local_hist", local_hist);
+    emit_kernel(e, t, sh == 0 ? fmt("#define NUM_BINS %d\n\n", t->p[H_BINS]) : "", sh == 1 ? "template <int NBINS>" : "",
+                "Each block builds a private histogram in shared memory, then adds it to the global one.",
+                sh == 1 ? "int n" : "int n, int bins", FRAG(hist_shared_tpl, "local_hist", local_hist, "nb", nb,
+                                                            "loop", lp, "o", o));
 }
 
 static const char hist_dynamic_launch[] = R"(
