@@ -128,14 +128,11 @@ static void gather_kernels(const Task *t, Emit *e) {
     }
 }
 
-static const char *const gather_grid2d_launch[] = { R"(
+// The 2-D grid: blocks 32 wide, in a spelling of its own or launch_2d's first.
+static const char gather_grid2d_launch[] = R"(
 dim3 block(32, $by), grid(($dim + 31) / 32, ($n + $by1) / $by);
 $k<<<grid, block>>>($args);
-)", R"(
-dim3 block(32, $by);
-dim3 grid(($dim + block.x - 1) / block.x, ($n + block.y - 1) / block.y);
-$k<<<grid, block>>>($args);
-)" };
+)";
 
 static void gather_launch(const Task *t, Emit *e, const Host *h) {
     int loop = t->p[G_LOOP], b = t->p[G_BLOCK], cap = loop == GL_GRID ? t->p[G_CAP] : 0;
@@ -144,9 +141,11 @@ static void gather_launch(const Task *t, Emit *e, const Host *h) {
     else if (loop == GL_BLOCK_ROW)
         TPL(e, t, "const int threads = $b;\n$k<<<$n, threads>>>($args);", "b", fmt("%d", b), "k", t->kname[0], "n", n,
             "args", args);
+    else if (loop == GL_GRID2D && t->st.cfg & 1)
+        launch_2d(e, t, (Launch2D){ .dims = 0, .bx = "32", .by = fmt("%d", b / 32), .xc = dim, .yc = n, .args = args });
     else if (loop == GL_GRID2D)
-        TPL(e, t, gather_grid2d_launch[t->st.cfg & 1], "by", fmt("%d", b / 32), "by1", fmt("%d", b / 32 - 1),
-            "dim", dim, "n", n, "k", t->kname[0], "args", args);
+        TPL(e, t, gather_grid2d_launch, "by", fmt("%d", b / 32), "by1", fmt("%d", b / 32 - 1), "dim", dim, "n", n,
+            "k", t->kname[0], "args", args);
     else launch_1d(e, t, t->kname[0], fmt("%s * %s", n, dim), b, cap, args);
 }
 
