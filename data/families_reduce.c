@@ -74,10 +74,9 @@ static void rb_describe(const Task *t, Buf *name, Buf *desc) {
                                           "; block results are combined with atomicMax on the float bits (valid "
                                           "because they are non-negative)." };
     buf_puts(name, word(rb_op[t->p[RB_OP]].tname, t->p[RB_TNAME]));
-    buf_printf(desc, "Compute %s[0] = ", t->out[0].name);
-    buf_printf(desc, rb_op[t->p[RB_OP]].what, t->p[RB_N], t->in[0].name);
-    buf_puts(desc, ". Each block reduces its part in shared memory with a tree of __syncthreads() steps");
-    buf_puts(desc, finish[t->p[RB_FINISH] == RB_TWO_PASS ? 0 : t->p[RB_OP] == RB_ABSMAX ? 2 : 1]);
+    buf_printf(desc, "Compute %s[0] = %s. Each block reduces its part in shared memory with a tree of __syncthreads() "
+               "steps%s", t->out[0].name, fmt(rb_op[t->p[RB_OP]].what, t->p[RB_N], t->in[0].name),
+               finish[t->p[RB_FINISH] == RB_TWO_PASS ? 0 : t->p[RB_OP] == RB_ABSMAX ? 2 : 1]);
 }
 
 // A block's reduction in sdata: the kernel (pass 1), and with two_pass the same kernel shape
