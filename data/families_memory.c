@@ -363,10 +363,11 @@ static void hist_kernels(const Task *t, Emit *e) {
     }
     const char *local_hist =
         sh == 2 ? fmt("extern __shared__ %s local_hist[];", ct) : fmt("__shared__ %s local_hist[%s];", ct, nb);
-    emit_kernel(e, t, sh == 0 ? fmt("#define NUM_BINS %d\n\n", t->p[H_BINS]) : "", sh == 1 ? "template <int NBINS>" : "",
+    const char *define = sh == 0 ? fmt("#define NUM_BINS %d\n\n", t->p[H_BINS]) : "";
+    emit_kernel(e, t, define, sh == 1 ? "template <int NBINS>" : "",
                 "Each block builds a private histogram in shared memory, then adds it to the global one.",
-                sh == 1 ? "int n" : "int n, int bins", FRAG(hist_shared_tpl, "local_hist", local_hist, "nb", nb,
-                                                            "loop", lp, "o", o));
+                sh == 1 ? "int n" : "int n, int bins",
+                FRAG(hist_shared_tpl, "local_hist", local_hist, "nb", nb, "loop", lp, "o", o));
 }
 
 static const char hist_dynamic_launch[] = R"(
