@@ -116,27 +116,23 @@ static void gather_kernels(const Task *t, Emit *e) {
         const char *how = loop == GL_GRID ? "grid-stride loop" : "one thread per output";
         emit_kernel(e, t, "", "", fmt("%s[i] = %s[%s[i]]: %s.", o, s, ix, how), count_param(t, "n"),
                     loop_frag(t, loop, "n", body));
-    } else if (loop == GL_BLOCK_ROW) {
-        emit_kernel(e, t, "", "", "One block per output row; its threads copy the row's columns.", "int n, int dim",
-                    FRAG(gather_block_row_tpl, "s", s, "ix", ix, "o", o));
-    } else if (loop == GL_GRID2D) {
-        emit_kernel(e, t, "", "", "2-D grid: x covers the columns, y the rows.", "int n, int dim",
-                    FRAG(gather_grid2d_tpl, "s", s, "ix", ix, "o", o));
-    } else {
-        emit_kernel(e, t, "", "", "One thread per output element of the n x dim result (flattened).", "int n, int dim",
-                    fmt("const int total = n * dim;\n%s",
-                        mem_int_loop(t, loop, "total", FRAG(gather_flat_tpl, "i", i, "s", s, "ix", ix, "o", o))));
+    } else { // rows: one block per row, a 2-D grid, or a 1-D loop over the flattened result
+        const char *tpl = loop == GL_BLOCK_ROW ? gather_block_row_tpl : loop == GL_GRID2D ? gather_grid2d_tpl
+                                                                                          : gather_flat_tpl;
+        const char *comment = loop == GL_BLOCK_ROW ? "One block per output row; its threads copy the row's columns."
+                              : loop == GL_GRID2D  ? "2-D grid: x covers the columns, y the rows."
+                                                   : "One thread per output element of the n x dim result (flattened).";
+        const char *body = FRAG(tpl, "i", i, "s", s, "ix", ix, "o", o);
+        if (loop < GL_BLOCK_ROW) body = fmt("const int total = n * dim;\n%s", mem_int_loop(t, loop, "total", body));
+        emit_kernel(e, t, "", "", comment, "int n, int dim", body);
     }
 }
 
-static const char *const gather_grid2d_launch[] = { R"(
+// The 2-D grid: blocks 32 wide, in a spelling of its own or launch_2d's first.
+static const char gather_grid2d_launch[] = R"(
 dim3 block(32, $by), grid(($dim + 31) / 32, ($n + $by1) / $by);
 $k<<<grid, block>>>($args);
-)", R"(
-dim3 block(32, $by);
-dim3 grid(($dim + block.x - 1) / block.x, ($n + block.y - 1) / block.y);
-$k<<<grid, block>>>($args);
-)" };
+)";
 
 static void gather_launch(const Task *t, Emit *e, const Host *h) {
     int loop = t->p[G_LOOP], b = t->p[G_BLOCK], cap = loop == GL_GRID ? t->p[G_CAP] : 0;
@@ -145,9 +141,11 @@ static void gather_launch(const Task *t, Emit *e, const Host *h) {
     else if (loop == GL_BLOCK_ROW)
         TPL(e, t, "const int threads = $b;\n$k<<<$n, threads>>>($args);", "b", fmt("%d", b), "k", t->kname[0], "n", n,
             "args", args);
+    else if (loop == GL_GRID2D && t->st.cfg & 1)
+        launch_2d(e, t, (Launch2D){ .dims = 0, .bx = "32", .by = fmt("%d", b / 32), .xc = dim, .yc = n, .args = args });
     else if (loop == GL_GRID2D)
-        TPL(e, t, gather_grid2d_launch[t->st.cfg & 1], "by", fmt("%d", b / 32), "by1", fmt("%d", b / 32 - 1),
-            "dim", dim, "n", n, "k", t->kname[0], "args", args);
+        TPL(e, t, gather_grid2d_launch, "by", fmt("%d", b / 32), "by1", fmt("%d", b / 32 - 1), "dim", dim, "n", n,
+            "k", t->kname[0], "args", args);
     else launch_1d(e, t, t->kname[0], fmt("%s * %s", n, dim), b, cap, args);
 }
 
@@ -332,22 +330,17 @@ static void hist_describe(const Task *t, Buf *name, Buf *desc) {
 }
 
 // Global atomics on the output, or a private histogram per block in shared memory merged into
-// the output at the end.
+// the output at the end (the body below).
 static const char hist_shared_tpl[] = R"(
-$define
-/// Each block builds a private histogram in shared memory, then adds it to the global one.
-$template
-__global__ void $kname($params) {
-    $local_hist
-    //? zero the block's private copy
-    for (int b = threadIdx.x; b < $nb; b += blockDim.x) local_hist[b] = 0;
-    __syncthreads();
-    $loop
-    __syncthreads();
-    //? merge into the global histogram
-    for (int b = threadIdx.x; b < $nb; b += blockDim.x) {
-        if (local_hist[b] != 0) atomicAdd(&$o[b], local_hist[b]);
-    }
+$local_hist
+//? zero the block's private copy
+for (int b = threadIdx.x; b < $nb; b += blockDim.x) local_hist[b] = 0;
+__syncthreads();
+$loop
+__syncthreads();
+//? merge into the global histogram
+for (int b = threadIdx.x; b < $nb; b += blockDim.x) {
+    if (local_hist[b] != 0) atomicAdd(&$o[b], local_hist[b]);
 }
 )";
 
@@ -370,9 +363,11 @@ static void hist_kernels(const Task *t, Emit *e) {
     }
     const char *local_hist =
         sh == 2 ? fmt("extern __shared__ %s local_hist[];", ct) : fmt("__shared__ %s local_hist[%s];", ct, nb);
-    TPL(e, t, hist_shared_tpl, "define", sh == 0 ? fmt("#define NUM_BINS %d\n\n", t->p[H_BINS]) : "",
-        "template", sh == 1 ? "template <int NBINS>" : "", "kname", t->kname[0], "nb", nb, "loop", lp, "o", o,
-        "params", fmt("%s, int n%s", kernel_params(t), sh == 1 ? "" : ", int bins"), "local_hist", local_hist);
+    const char *define = sh == 0 ? fmt("#define NUM_BINS %d\n\n", t->p[H_BINS]) : "";
+    emit_kernel(e, t, define, sh == 1 ? "template <int NBINS>" : "",
+                "Each block builds a private histogram in shared memory, then adds it to the global one.",
+                sh == 1 ? "int n" : "int n, int bins",
+                FRAG(hist_shared_tpl, "local_hist", local_hist, "nb", nb, "loop", lp, "o", o));
 }
 
 static const char hist_dynamic_launch[] = R"(

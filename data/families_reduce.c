@@ -74,10 +74,9 @@ static void rb_describe(const Task *t, Buf *name, Buf *desc) {
                                           "; block results are combined with atomicMax on the float bits (valid "
                                           "because they are non-negative)." };
     buf_puts(name, word(rb_op[t->p[RB_OP]].tname, t->p[RB_TNAME]));
-    buf_printf(desc, "Compute %s[0] = ", t->out[0].name);
-    buf_printf(desc, rb_op[t->p[RB_OP]].what, t->p[RB_N], t->in[0].name);
-    buf_puts(desc, ". Each block reduces its part in shared memory with a tree of __syncthreads() steps");
-    buf_puts(desc, finish[t->p[RB_FINISH] == RB_TWO_PASS ? 0 : t->p[RB_OP] == RB_ABSMAX ? 2 : 1]);
+    buf_printf(desc, "Compute %s[0] = %s. Each block reduces its part in shared memory with a tree of __syncthreads() "
+               "steps%s", t->out[0].name, fmt(rb_op[t->p[RB_OP]].what, t->p[RB_N], t->in[0].name),
+               finish[t->p[RB_FINISH] == RB_TWO_PASS ? 0 : t->p[RB_OP] == RB_ABSMAX ? 2 : 1]);
 }
 
 // A block's reduction in sdata: the kernel (pass 1), and with two_pass the same kernel shape
@@ -289,7 +288,7 @@ static void rw_describe(const Task *t, Buf *name, Buf *desc) {
 }
 
 // The optional helper holding the shuffle loop (ro_shfl_loop_tpl, offsets 16, 8, 4, 2, 1);
-// the kernels (one warp per row, or the whole array).
+// the kernels' bodies (one warp per row, or the whole array).
 static const char rw_helper[] = R"(
 /// $comment
 $spec $helper(float v) {
@@ -298,32 +297,26 @@ $spec $helper(float v) {
 }
 
 )";
-static const char rw_row_kernel[] = R"(
-/// One warp per row: lanes stride over the columns, then reduce with shuffles.
-__global__ void $kname($params, int rows, int cols) {
-    const int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
-    const int lane = threadIdx.x $lane;
-    if (warp >= rows) return; // whole warps leave together
-    const float *row = $x + (size_t)warp * cols;
-    float v = $init;
-    for (int c = lane; c < cols; c += 32) {
-        $accumulate
-    }
-    $reduce
-    if (lane == 0) $out[warp] = $result;
+static const char rw_row_body[] = R"(
+const int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+const int lane = threadIdx.x $lane;
+if (warp >= rows) return; // whole warps leave together
+const float *row = $x + (size_t)warp * cols;
+float v = $init;
+for (int c = lane; c < cols; c += 32) {
+    $accumulate
 }
+$reduce
+if (lane == 0) $out[warp] = $result;
 )";
-static const char rw_total_kernel[] = R"(
-/// $comment
-__global__ void $kname($params, int n) {
-    $shared
-    float v = 0.0f;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
-        v += $x[i];
-    }
-    $reduce
-    $finish
+static const char rw_total_body[] = R"(
+$shared
+float v = 0.0f;
+for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    v += $x[i];
 }
+$reduce
+$finish
 )";
 static const char rw_two_level[] = R"(
 const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -354,11 +347,13 @@ static void rw_kernels(const Task *t, Emit *e) {
             "helper", t->kname[1], "shuffle", shuffle, "comment", comment);
     }
     if (rw_is_row(t))
-        TPL(e, t, rw_row_kernel, "kname", t->kname[0], "params", kernel_params(t), "x", x,
-            "lane", t->p[RW_KNAME] & 1 ? "& 31" : "% 32", "init", op == RW_ROW_MAX ? "-3.402823466e+38f" : "0.0f",
-            "reduce", reduce, "out", o,
-            "accumulate", pick3(op - RW_ROW_SUM, "v += row[c];", "v = fmaxf(v, row[c]);", "v += row[c] * row[c];"),
-            "result", op == RW_ROW_NORM ? "sqrtf(v)" : "v");
+        emit_kernel(e, t, "", "", "One warp per row: lanes stride over the columns, then reduce with shuffles.",
+                    "int rows, int cols",
+                    FRAG(rw_row_body, "x", x, "lane", t->p[RW_KNAME] & 1 ? "& 31" : "% 32",
+                         "init", op == RW_ROW_MAX ? "-3.402823466e+38f" : "0.0f", "reduce", reduce, "out", o,
+                         "accumulate", pick3(op - RW_ROW_SUM, "v += row[c];", "v = fmaxf(v, row[c]);",
+                                             "v += row[c] * row[c];"),
+                         "result", op == RW_ROW_NORM ? "sqrtf(v)" : "v"));
     else {
         const char *comment =
             op == RW_TOTAL_SUM
@@ -366,9 +361,9 @@ static void rw_kernels(const Task *t, Emit *e) {
                 : "Per-thread partial sums, warp shuffles, warp sums through shared memory, one atomicAdd per block.";
         const char *finish = op == RW_TOTAL_SUM ? fmt("if ((threadIdx.x & 31) == 0) atomicAdd(%s, v);", o)
                                                 : FRAG(rw_two_level, "reduce", reduce, "out", o);
-        TPL(e, t, rw_total_kernel, "kname", t->kname[0], "params", kernel_params(t), "x", x, "reduce", reduce,
-            "comment", comment, "shared", op == RW_BLOCK_SUM ? "__shared__ float warp_sums[32];" : "",
-            "finish", finish);
+        emit_kernel(e, t, "", "", comment, "int n",
+                    FRAG(rw_total_body, "x", x, "reduce", reduce, "finish", finish,
+                         "shared", op == RW_BLOCK_SUM ? "__shared__ float warp_sums[32];" : ""));
     }
 }
 
@@ -482,13 +477,9 @@ static void dp_kernels(const Task *t, Emit *e) {
         "vec", vec4 ? FRAG(dp_vec4_tpl, "a", a, "b", b) : "", "step", FRAG(dp_step[vec4][t->p[DP_FMA]], "a", a, "b", b),
         "reduce", ro_allreduce(&tt, "acc", RO_SUM), "o", t->out[0].name);
 }
-static const char dp_launch_tpl[] = R"(
-$grid
-$k<<<blocks, threads>>>($args);
-)";
 static void dp_launch(const Task *t, Emit *e, const Host *h) {
     const char *threads = t->p[DP_RED] == RO_TREE ? "BLOCK_SIZE" : fmt("%d", t->p[DP_BLOCK]);
-    TPL(e, t, dp_launch_tpl,
+    TPL(e, t, "$grid\n$k<<<blocks, threads>>>($args);",
         "grid", grid_1d(threads, t->p[DP_VEC4] ? fmt("%s / 4", h->size[0]) : h->size[0], t->p[DP_CAP]),
         "k", t->kname[0], "args", kernel_args(h, 1));
 }
