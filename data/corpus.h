@@ -201,10 +201,7 @@ typedef struct {
     int iw;    // spaces per level
 } Emit;
 
-static void em_init(Emit *e, int indent_width) {
-    memset(e, 0, sizeof *e);
-    e->iw = indent_width;
-}
+static void em_init(Emit *e, int indent_width) { *e = (Emit){ .iw = indent_width }; }
 static void em_free(Emit *e) { buf_free(&e->b); }
 // One line at the current indentation ("" writes an empty line without spaces).
 __attribute__((format(printf, 2, 3)))
