@@ -885,9 +885,10 @@ static void emit_kernel(Emit *e, const Task *t, const char *pre, const char *tmp
 static const char *buffer_size_list(const struct Host *h, unsigned sizes, int typed) {
     const Task *t = h->t;
     char s[512] = "";
-    for (int k = 0; k < t->nin + t->nout; k++)
-        list_add(s, !typed ? dev_buf(h, k)
-                           : fmt("%s%s *%s", k < t->nin ? "const " : "", dt_ctypes[tensor_at(t, k)->dt], dev_buf(h, k)));
+    for (int k = 0; k < t->nin + t->nout; k++) {
+        const char *type = typed ? fmt("%s%s *", k < t->nin ? "const " : "", dt_ctypes[tensor_at(t, k)->dt]) : "";
+        list_add(s, typed ? fmt("%s%s", type, dev_buf(h, k)) : dev_buf(h, k));
+    }
     for (int k = 0; k < t->nsize; k++)
         if (sizes >> k & 1) list_add(s, typed ? fmt("int %s", h->size[k]) : h->size[k]);
     return fmt("%s", s);
