@@ -75,7 +75,8 @@ static void families_keep(const char *list) {
     char name[64];
     for (const char *p = list; *p;) {
         size_t n = strcspn(p, ",");
-        if (n == 0 || n >= sizeof name || (p[n] == ',' && !p[n + 1])) die("--families: expected names separated by commas, got '%s'", list);
+        if (n == 0 || n >= sizeof name || (p[n] == ',' && !p[n + 1]))
+            die("--families: expected names separated by commas, got '%s'", list);
         snprintf(name, sizeof name, "%.*s", (int)n, p);
         const Family *f = family_by_name(name);
         if (!f) die("--families: unknown family '%s' (corpus --list lists them)", name);
@@ -94,9 +95,11 @@ static int plain_style; // --style plain: every task written in style_plain, par
 // ----------------------------------------------------------------------------
 // Tasks and their text
 
+// Whether s is a C identifier (the name of a tensor, its variables and its file).
 static int valid_ident(const char *s) {
-    static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_";
-    return s[0] && !isdigit((unsigned char)s[0]) && s[strspn(s, chars)] == 0;
+    size_t n = 0;
+    while (ident_char(s[n])) n++;
+    return n > 0 && !isdigit((unsigned char)s[0]) && s[n] == 0;
 }
 
 // Checks what layout produced: a problem it found, names valid and unique, counts equal to

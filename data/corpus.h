@@ -201,10 +201,7 @@ typedef struct {
     int iw;    // spaces per level
 } Emit;
 
-static void em_init(Emit *e, int indent_width) {
-    memset(e, 0, sizeof *e);
-    e->iw = indent_width;
-}
+static void em_init(Emit *e, int indent_width) { *e = (Emit){ .iw = indent_width }; }
 static void em_free(Emit *e) { buf_free(&e->b); }
 // One line at the current indentation ("" writes an empty line without spaces).
 __attribute__((format(printf, 2, 3)))
@@ -883,26 +880,21 @@ static void emit_kernel(Emit *e, const Task *t, const char *pre, const char *tmp
     TPL(e, t, kernel_tpl, "pre", pre, "comment", comment, "template", tmpl, "kname", t->kname[0],
         "params", fmt("%s, %s", kernel_params(t), rest), "body", body);
 }
-// The device buffers, then the size constants of the mask sizes (bit k: size[k]).
-static const char *buffer_size_args(const struct Host *h, unsigned sizes) {
+// The device buffers, then the size constants of the mask sizes (bit k: size[k]): a launch's
+// arguments, or (typed) the launcher function's parameters, "const float *d_x, int n".
+static const char *buffer_size_list(const struct Host *h, unsigned sizes, int typed) {
+    const Task *t = h->t;
     char s[512] = "";
-    for (int k = 0; k < h->t->nin + h->t->nout; k++) list_add(s, dev_buf(h, k));
-    for (int k = 0; k < h->t->nsize; k++)
-        if (sizes >> k & 1) list_add(s, h->size[k]);
+    for (int k = 0; k < t->nin + t->nout; k++) {
+        const char *type = typed ? fmt("%s%s *", k < t->nin ? "const " : "", dt_ctypes[tensor_at(t, k)->dt]) : "";
+        list_add(s, typed ? fmt("%s%s", type, dev_buf(h, k)) : dev_buf(h, k));
+    }
+    for (int k = 0; k < t->nsize; k++)
+        if (sizes >> k & 1) list_add(s, typed ? fmt("int %s", h->size[k]) : h->size[k]);
     return fmt("%s", s);
 }
 // A kernel launch's arguments: the device buffers and the first nsize size constants.
-static const char *kernel_args(const struct Host *h, int nsize) { return buffer_size_args(h, (1u << nsize) - 1); }
-// The launcher function's parameters: the device buffers and the sizes its body reads.
-static const char *launcher_params(const struct Host *h) {
-    const Task *t = h->t;
-    char s[512] = "";
-    for (int k = 0; k < t->nin + t->nout; k++)
-        list_add(s, fmt("%s%s *%s", k < t->nin ? "const " : "", dt_ctypes[tensor_at(t, k)->dt], dev_buf(h, k)));
-    for (int k = 0; k < t->nsize; k++)
-        if (h->launcher_sizes >> k & 1) list_add(s, fmt("int %s", h->size[k]));
-    return fmt("%s", s);
-}
+static const char *kernel_args(const struct Host *h, int nsize) { return buffer_size_list(h, (1u << nsize) - 1, 0); }
 // Whether text mentions name as a whole identifier.
 static int mentions(const char *text, const char *name) {
     size_t n = strlen(name);
@@ -1084,7 +1076,7 @@ static void main_launch(Emit *e, const Task *t, const struct Host *h) {
         host_call(e, t, "cudaEventCreate(&stop)");
         host_call(e, t, "cudaEventRecord(start)");
     }
-    if (t->st.host == HOST_LAUNCHER) em_line(e, "run_%s(%s);", t->slug, buffer_size_args(h, h->launcher_sizes));
+    if (t->st.host == HOST_LAUNCHER) em_line(e, "run_%s(%s);", t->slug, buffer_size_list(h, h->launcher_sizes, 0));
     else {
         if (t->st.cmt != CMT_NONE) em_line(e, "// Launch");
         t->fam->launch(t, e, h);
@@ -1165,7 +1157,7 @@ static void emit_launcher(Emit *e, const Task *t, struct Host *h) {
     em_out(&body);
     for (int k = 0; k < t->nsize; k++) h->launcher_sizes |= (unsigned)mentions(buf_str(&body.b), h->size[k]) << k;
     em_comment(e, t, "Configures and launches the kernel(s); the caller synchronises.");
-    em_line(e, "static void run_%s(%s) {", t->slug, launcher_params(h));
+    em_line(e, "static void run_%s(%s) {", t->slug, buffer_size_list(h, h->launcher_sizes, 1));
     buf_putn(&e->b, body.b.s, body.b.len);
     em_line(e, "}");
     em_blank(e);
