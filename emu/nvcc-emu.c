@@ -1056,6 +1056,31 @@ static int build_pch(const char *emudir, char **cxx, int ncxx) {
 // ----------------------------------------------------------------------------
 // Driver
 
+// The edit distance of a and b (insertions, deletions, substitutions), capped at 3: how a
+// mistyped option of nvcc-emu's own is told from an nvcc option it ignores.
+static int edit_distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 32 || lb > 32 || (la > lb ? la - lb : lb - la) > 3) return 3;
+    int d[33][33];
+    for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            int sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]), del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
+            d[i][j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+    return d[la][lb] < 3 ? d[la][lb] : 3;
+}
+// nvcc-emu's own option that a an unknown option is one or two typos away from (--asna,
+// -asan), or NULL: such a mistake must not silently build without what was asked.
+static const char *own_option_near(const char *a) {
+    static const char *const own[] = { "--asan", "--fma", "--keep", "--rewrite-only", "--build-pch", "--ptxas-info",
+                                       "--help", NULL };
+    for (int j = 0; own[j]; j++)
+        if (edit_distance(a, own[j]) <= 2) return own[j];
+    return NULL;
+}
+
 static void usage(FILE *f) {
     fprintf(f,
             "usage: nvcc-emu [options] FILE.cu [FILE.cu | FILE.c | FILE.o ...]\n"
@@ -1075,15 +1100,16 @@ static void usage(FILE *f) {
             "                    report (its stderr): a launch a GPU would refuse for them fails as there\n"
             "                    (cudaErrorLaunchOutOfResources, cudaErrorInvalidValue)\n"
             "  --rewrite-only    print the rewritten source to stdout; compile nothing\n"
-            "  --keep            keep the rewritten temporary file and print its path\n"
+            "  --keep            keep the rewritten temporary file and print its path (also -keep)\n"
             "  --build-pch       precompile the runtime (EMUDIR/pch/cuemu.h.gch), which makes builds\n"
             "                    about 40%% faster; make does it\n"
             "  --help            this text\n"
             "Accepted and ignored (they only matter for a GPU): -O*, -g, -G, -lineinfo, -arch=*, -arch X,\n"
             "  -code=*, -gencode X, -std=* (always C++17), --use_fast_math, -Xptxas X, -Xcompiler X,\n"
-            "  -Xlinker X, -ccbin X, -maxrregcount N, -rdc X, -x cu, -m64, --expt-*, -Wno-* and any\n"
-            "  other option starting with '-' but these, refused (they ask for another output): -E, -M,\n"
-            "  -MM, -MD, -MMD, -ptx, -cubin, -fatbin, -lib, -dlink, -run and their long forms.\n"
+            "  -Xlinker X, -ccbin X, -maxrregcount N, -rdc X, -x cu, -m64, -cudart X, --keep-dir X,\n"
+            "  --expt-*, -Wno-* and any other option starting with '-' but these, refused: -E, -M, -MM,\n"
+            "  -MD, -MMD, -ptx, -cubin, -fatbin, -lib, -dlink, -run and their long forms (they ask for\n"
+            "  another output), and options a typo or two away from the ones above (--asna, -asan).\n"
             "Environment: CXX (default g++). Exit status: the compiler's; 3 when the program uses a\n"
             "CUDA feature the emulator does not model (textures, inline PTX, grid-wide sync, dynamic\n"
             "parallelism, CUDA graphs, cuBLAS/cuFFT/cuRAND/Thrust/CUB, ...); 2 for a usage error.\n");
@@ -1214,7 +1240,9 @@ int main(int argc, char **argv) {
                                                 "-maxrregcount", "--maxrregcount", "-rdc", "-x", "--compiler-options",
                                                 "--linker-options", "--ptxas-options", "-t", "--threads", "-diag-suppress",
                                                 "--diag-suppress", "--default-stream", "-Xcudafe", "--gpu-architecture",
-                                                "--gpu-code", "-std", "--std", "-ptxas-options", "-Xnvlink", NULL };
+                                                "--gpu-code", "-std", "--std", "-ptxas-options", "-Xnvlink", "--keep-dir",
+                                                "-keep-dir", "-odir", "--output-directory", "--generate-code",
+                                                "-cudart", "--cudart", "--compiler-bindir", "-Xarchive", NULL };
     // nvcc's long forms of -I -D -l -L, and outputs other than an executable or an object
     static const char *const long_form[][2] = { { "--include-path", "-I" }, { "--define-macro", "-D" },
                                                 { "--library", "-l" }, { "--library-path", "-L" } };
@@ -1238,11 +1266,11 @@ int main(int argc, char **argv) {
                 break;
             }
         if (!a) continue;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { usage(stdout); return 0; }
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-help") == 0 || strcmp(a, "-h") == 0) { usage(stdout); return 0; }
         else if (strcmp(a, "--asan") == 0) asan = 1;
         else if (strcmp(a, "--fma") == 0) fma = 1;
         else if (strcmp(a, "--rewrite-only") == 0) rewrite_only = 1;
-        else if (strcmp(a, "--keep") == 0) keep = 1;
+        else if (strcmp(a, "--keep") == 0 || strcmp(a, "-keep") == 0) keep = 1; // (nvcc spells it both ways)
         else if (strcmp(a, "--build-pch") == 0) pch_only = 1;
         else if (strcmp(a, "-c") == 0 || strcmp(a, "--compile") == 0 || strcmp(a, "-dc") == 0 ||
                  strcmp(a, "--device-c") == 0)
@@ -1260,12 +1288,19 @@ int main(int argc, char **argv) {
             pass[npass++] = strdup(flag);
             pass[npass++] = (char *)v;
         } else if (a[0] == '-' && a[1]) {
-            for (int j = 0; ignored_with_value[j]; j++)
+            int known = 0;
+            for (int j = 0; ignored_with_value[j] && !known; j++)
                 if (strcmp(a, ignored_with_value[j]) == 0) {
                     if (!has) { fprintf(stderr, "nvcc-emu: %s needs a value\n", a); return 2; }
                     i++;
-                    break;
+                    known = 1;
                 }
+            const char *near = known ? NULL : own_option_near(a);
+            if (near) {
+                fprintf(stderr, "nvcc-emu: unknown option %s: did you mean %s? (nvcc's own options are accepted and "
+                                "ignored; nvcc-emu --help lists its options)\n", a, near);
+                return 2;
+            }
         } else inputs[ninput++] = a;
     }
     if (!ninput && !pch_only) { usage(stderr); return 2; }

@@ -865,6 +865,12 @@ PY
         emu/nvcc-emu "$TMP/nvemu/c1.cu" -o "$TMP/nvemu/c1.cu"
     expect "nvcc_emu_ptx_refused" 2 "-ptx is not supported: it builds an executable, or an object with -c" \
         emu/nvcc-emu -ptx "$TMP/nvemu/c1.cu"
+    # a typo of nvcc-emu's own options is refused (it would build without AddressSanitizer);
+    # nvcc's options, with their values, are still ignored
+    expect "nvcc_emu_typo_refused" 2 "unknown option -asan: did you mean --asan\?" \
+        emu/nvcc-emu -asan "$TMP/nvemu/c1.cu" -o "$TMP/nvemu/typo"
+    expect "nvcc_emu_nvcc_options_ignored" 0 "" emu/nvcc-emu -O3 -lineinfo --keep-dir "$TMP" -cudart static \
+        --fmad=true -Wno-deprecated-gpu-targets "$TMP/nvemu/c1.cu" -o "$TMP/nvemu/ignored"
     # a task whose input generator needs a missing module or a GPU is its own category, not a failure
     "$PYTHON" - "$TMP/gen_fails.jsonl" <<'EOF'
 import json, sys
