@@ -762,6 +762,12 @@ static const char *dev_alloc(const Task *t, const char *ctype, const char *name,
     return fmt("%s *%s%s;\n%s", ctype, name, init, malloc_call(t, name, count_bytes(count, ctype)));
 }
 
+// The host lines after a family's last pass: wait for it, then free the scratch buffer a (and b).
+static const char *sync_free(const Task *t, const char *a, const char *b) {
+    const char *sync = checked(t, "cudaDeviceSynchronize()"), *free_a = checked(t, fmt("cudaFree(%s)", a));
+    return b ? fmt("%s\n%s\n%s", sync, free_a, checked(t, fmt("cudaFree(%s)", b))) : fmt("%s\n%s", sync, free_a);
+}
+
 // The grid of a 1-D launch: `threads` threads a block over n elements, at most cap blocks
 // when cap > 0 (grid-stride kernels). Families with launches of their own write it too.
 static const char grid_1d_tpl[] = R"(

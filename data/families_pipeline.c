@@ -72,11 +72,6 @@ static const char *pl_stride(const char *n, const char *body) { return FRAG(pl_s
 static const char *pl_fptr(const Task *t, const char *name, int is_const) {
     return ptr_param(t, "float", name, is_const);
 }
-// The host lines after the last pass: wait for it, then free the scratch buffer a (and b).
-static const char *pl_sync_free(const Task *t, const char *a, const char *b) {
-    const char *sync = checked(t, "cudaDeviceSynchronize()"), *free_a = checked(t, fmt("cudaFree(%s)", a));
-    return b ? fmt("%s\n%s\n%s", sync, free_a, checked(t, fmt("cudaFree(%s)", b))) : fmt("%s\n%s", sync, free_a);
-}
 
 // A vector pipeline's layout: size constant N (named pl_dn[dname]), nin inputs of N floats
 // in [lo, hi), an output of N floats (a family adds its scalar outputs).
@@ -93,7 +88,7 @@ static void pl_vectors(Task *t, int dname, long N, int nin, double lo, double hi
 
 // The host code of the three vector pipelines: the grids (elem_blocks: one thread per element;
 // red_blocks, pl_red_blocks: as many, at most cap when cap > 0, for the reduction passes),
-// scratch buffers, first pass, what comes between, last pass, then pl_sync_free's lines.
+// scratch buffers, first pass, what comes between, last pass, then sync_free's lines.
 static const char pl_launch_tpl[] = R"(
 const int threads = BLOCK_SIZE;
 const int elem_blocks = ($n + threads - 1) / threads;
@@ -295,7 +290,7 @@ static void ps_launch(const Task *t, Emit *e, const Host *h) {
         "args1", fmt("%s, %s, %s", x, partials ? part : acc, n), "alloc2", "", "launch2", launch2, "k3", t->kname[2],
         "cfg3", t->p[PS_LOOP] == LOOP_GRID ? "red_blocks, threads" : "elem_blocks, threads",
         "args3", fmt("%s, %s, %s, %s%s", x, acc, y, t->p[PS_STATS] ? fmt("%s, ", h->out[1]) : "", n),
-        "free", pl_sync_free(t, acc, partials ? part : NULL));
+        "free", sync_free(t, acc, partials ? part : NULL));
 }
 static void ps_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0];
@@ -475,7 +470,7 @@ static void pm_launch(const Task *t, Emit *e, const Host *h) {
         "alloc", dev_alloc(t, "float", red, "2"), "init", init, "k1", t->kname[0], "grid1", "red_blocks",
         "args1", fmt("%s, %s, %s", x, red, n), "alloc2", "", "launch2", launch2, "k3", t->kname[2],
         "cfg3", t->p[PM_LOOP] == LOOP_GRID ? "red_blocks, threads" : "elem_blocks, threads",
-        "args3", fmt("%s%s, %s, %s", store ? "" : fmt("%s, ", x), red, y, n), "free", pl_sync_free(t, red, NULL));
+        "args3", fmt("%s%s, %s, %s", store ? "" : fmt("%s, ", x), red, y, n), "free", sync_free(t, red, NULL));
 }
 static void pm_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0];
@@ -605,7 +600,7 @@ static void pn_launch(const Task *t, Emit *e, const Host *h) {
         "alloc2", part ? dev_alloc(t, "float", pn, "red_blocks") : "",
         "launch2", fmt("%s<<<red_blocks, threads>>>(%s, %s, %s);", t->kname[1], z, part ? pn : nr, n),
         "k3", t->kname[2], "cfg3", part ? "1, threads" : "1, 1", "args3", part ? fmt("%s, red_blocks, %s", pn, nr) : nr,
-        "free", part ? pl_sync_free(t, pn, NULL) : "");
+        "free", part ? sync_free(t, pn, NULL) : "");
 }
 static void pn_ref(const Task *t, const void *const *in, void *const *out) {
     const float *x = in[0], *y = in[1];
@@ -788,7 +783,7 @@ static void pr_launch(const Task *t, Emit *e, const Host *h) {
     mx_launch_bd(e, t, t->p[PR_BDIM], (Launch2D){ .dims = t->p[PR_DIMS], .k = t->kname[1], .xc = C, .yc = R,
                                                   .args = fmt("%s, %s, %s, %s, %s", A, nm, An, R, C) });
     TPL(e, t, pr_product_launch_tpl, "k3", t->kname[2], "R", R, "C", C, "MB1", fmt("%d", MB - 1), "MB", fmt("%d", MB),
-        "An", An, "x", x, "y", y, "free", pl_sync_free(t, nm, NULL));
+        "An", An, "x", x, "y", y, "free", sync_free(t, nm, NULL));
 }
 static void pr_ref(const Task *t, const void *const *in, void *const *out) {
     const float *A = in[0], *x = in[1];

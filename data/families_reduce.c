@@ -171,7 +171,6 @@ $pass2
 )";
 static const char rb_pass2_launch[] = R"(
 $k2<<<1$smem>>>($partial, $out, blocks);
-$sync
 $free
 )";
 
@@ -182,8 +181,7 @@ static void rb_launch(const Task *t, Emit *e, const Host *h) {
     const char *pn = dname(t, "partial"), *smem = sh == RO_DYNAMIC ? ", threads, threads * sizeof(float)" : ", threads";
     const char *pass2 = !two_pass ? ""
                                   : FRAG(rb_pass2_launch, "k2", k2, "smem", smem, "partial", pn, "out", h->out[0],
-                                         "sync", checked(t, "cudaDeviceSynchronize()"),
-                                         "free", checked(t, fmt("cudaFree(%s)", pn)));
+                                         "free", sync_free(t, pn, NULL));
     const char *threads = sh == RO_DEFINE ? "BLOCK_SIZE" : fmt("%d", B), *n = h->size[0];
     const char *grid = red_grid(threads, n, load == RB_TWO_PER_THREAD, load == RB_GRID_STRIDE ? t->p[RB_CAP] : 0);
     TPL(e, t, rb_launch_tpl, "grid", grid, "alloc", two_pass ? dev_alloc(t, "float", pn, "blocks") : "", "k1", k1,

@@ -401,7 +401,6 @@ $smem
 $k1<<<blocks, threads$sm1>>>($in, $out, $sums, $n);
 $k2<<<1, $cfg2>>>($sums, blocks);
 $k3<<<blocks, threads>>>($out, $sums, $n);
-$sync
 $free
 )";
 static void se_launch(const Task *t, Emit *e, const Host *h) {
@@ -414,7 +413,7 @@ static void se_launch(const Task *t, Emit *e, const Host *h) {
         "smem", dyn ? fmt("const size_t smem = %s * sizeof(%s);", per, T) : "", "k1", t->kname[0], "k2", t->kname[1],
         "k3", t->kname[2], "sm1", dyn ? ", smem" : "", "in", h->in[0], "out", h->out[0], "sums", sums,
         "cfg2", t->p[SE_SUMS] ? "1" : dyn ? fmt("threads, threads * sizeof(%s)", T) : "threads",
-        "sync", checked(t, "cudaDeviceSynchronize()"), "free", checked(t, fmt("cudaFree(%s)", sums)));
+        "free", sync_free(t, sums, NULL));
 }
 static void se_ref(const Task *t, const void *const *in, void *const *out) {
     double acc = 0;

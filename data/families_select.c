@@ -213,9 +213,7 @@ $alloc
 $alloc2
 $k1<<<blocks, threads>>>($in, $bufs, $n);
 $k2<<<$cfg2>>>($bufs, $outs$count);
-$sync
 $free
-$free2
 )";
 static void ax_launch(const Task *t, Emit *e, const Host *h) {
     int packed = t->p[AX_ALGO] == 2;
@@ -229,8 +227,7 @@ static void ax_launch(const Task *t, Emit *e, const Host *h) {
         "alloc2", alloc2, "k1", t->kname[0], "in", h->in[0], "bufs", packed ? buf : fmt("%s, %s", buf, pi),
         "n", h->size[0], "k2", t->kname[packed ? 2 : 1], "cfg2", packed ? "1, 1" : "1, threads",
         "outs", fmt("%s, %s", h->out[0], h->out[1]), "count", packed ? "" : ", blocks",
-        "sync", checked(t, "cudaDeviceSynchronize()"), "free", checked(t, fmt("cudaFree(%s)", buf)),
-        "free2", packed ? "" : checked(t, fmt("cudaFree(%s)", pi)));
+        "free", sync_free(t, buf, packed ? NULL : pi));
 }
 static void ax_ref(const Task *t, const void *const *in, void *const *out) {
     int is_int = t->p[AX_DTYPE];
@@ -631,7 +628,6 @@ $alloc
 $k1<<<blocks, threads>>>($x, $bc, $n);
 $k2<<<1, $t2>>>($bc, $count, blocks);
 $k3<<<blocks, threads>>>($x, $bc, $out, $n);
-$sync
 $free
 )";
 static void cp_launch(const Task *t, Emit *e, const Host *h) {
@@ -639,7 +635,7 @@ static void cp_launch(const Task *t, Emit *e, const Host *h) {
     TPL(e, t, cp_launch_tpl, "grid", grid_1d("BLOCK_SIZE", h->size[0], 0), "n", h->size[0],
         "alloc", dev_alloc(t, "int", bc, "blocks"), "bc", bc, "x", h->in[0], "out", h->out[0], "count", h->out[1],
         "k1", t->kname[0], "k2", t->kname[1], "k3", t->kname[2], "t2", t->p[CP_SUMS] ? "1" : "threads",
-        "sync", checked(t, "cudaDeviceSynchronize()"), "free", checked(t, fmt("cudaFree(%s)", bc)));
+        "free", sync_free(t, bc, NULL));
 }
 static void cp_ref(const Task *t, const void *const *in, void *const *out) {
     int is_int = t->p[CP_DTYPE], pred = t->p[CP_PRED] ? SL_ABS_GREATER : SL_GREATER;
