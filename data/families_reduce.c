@@ -425,11 +425,10 @@ static void dp_layout(Task *t) {
     t->rtol = 1e-5;
 }
 static void dp_describe(const Task *t, Buf *name, Buf *desc) {
-    static const char *const nm[] = { "Dot_Product", "Vector_Dot_Product", "Inner_Product_Atomic" };
     const char *o = t->out[0].name, *vec = t->p[DP_VEC4] ? " with float4 loads" : "";
     const char *how = t->p[DP_RED] == RO_TREE ? "in a shared-memory tree"
                                                : "with warp shuffles and a shared array of warp sums";
-    buf_puts(name, nm[t->p[DP_TNAME]]);
+    buf_puts(name, pick3(t->p[DP_TNAME], "Dot_Product", "Vector_Dot_Product", "Inner_Product_Atomic"));
     buf_printf(desc, "Compute %s[0] = sum over i of %s[i] * %s[i] for the %d elements (values in [-1, 1)). Each "
                "thread accumulates a grid-stride share%s, each block of %d threads reduces its partial sums %s, and "
                "thread 0 adds the block's sum to %s[0] with atomicAdd (%s[0] starts at zero).",

@@ -342,10 +342,9 @@ static void se_layout(Task *t) {
     t->rtol = t->p[SE_DTYPE] ? 0 : ro_sum_rel(t->p[SE_N]);
 }
 static void se_describe(const Task *t, Buf *name, Buf *desc) {
-    static const char *const nm[] = { "Exclusive_Scan", "Exclusive_Prefix_Sum", "Large_Array_Prefix_Sum" };
     const char *x = t->in[0].name, *y = t->out[0].name;
     int B = t->p[SE_BLOCK];
-    buf_puts(name, nm[t->p[SE_TNAME]]);
+    buf_puts(name, pick3(t->p[SE_TNAME], "Exclusive_Scan", "Exclusive_Prefix_Sum", "Large_Array_Prefix_Sum"));
     buf_printf(desc,
                "Compute the exclusive prefix sum of the %d %s values of %s (in %s): %s[0] = 0 and %s[i] = %s[0] + "
                "... + %s[i-1]. Use three kernels: each block of %d threads scans its %d elements in shared memory (%s) "

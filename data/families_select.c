@@ -99,7 +99,6 @@ static void ax_layout(Task *t) {
     sc_output(t, DT_I32, 0);
 }
 static void ax_describe(const Task *t, Buf *name, Buf *desc) {
-    static const char *const nm[] = { "Argmax", "Array_Argmax", "Max_With_Index" };
     static const char *const how[] = {
         "Reduce (value, index) pairs: a grid-stride loop per thread, a shared-memory tree per block of %d threads "
         "writing one pair per block, and a second single-block kernel over the block results.",
@@ -109,7 +108,7 @@ static void ax_describe(const Task *t, Buf *name, Buf *desc) {
         "complemented index in the low word), combine the keys with atomicMax on unsigned long long, then decode the "
         "key in a one-thread kernel." };
     const Tensor *x = &t->in[0];
-    buf_puts(name, nm[t->p[AX_TNAME]]);
+    buf_puts(name, pick3(t->p[AX_TNAME], "Argmax", "Array_Argmax", "Max_With_Index"));
     buf_printf(desc,
                "%s holds %d %s values (%s in %s). Write %s[0] = the largest value and %s[0] = the index of its first "
                "occurrence (the lowest index among equal maxima). ",
@@ -524,9 +523,8 @@ static const char *cp_pred(const Task *t, const char *v, int prompt) {
     return sl_pred(t, t->p[CP_PRED] ? SL_ABS_GREATER : SL_GREATER, t->p[CP_DTYPE], v, prompt);
 }
 static void cp_describe(const Task *t, Buf *name, Buf *desc) {
-    static const char *const nm[] = { "Stream_Compaction", "Filter_By_Threshold", "Select_If" };
     const char *o = t->out[0].name, *c = t->out[1].name;
-    buf_puts(name, nm[t->p[CP_TNAME]]);
+    buf_puts(name, pick3(t->p[CP_TNAME], "Stream_Compaction", "Filter_By_Threshold", "Select_If"));
     sc_holds(desc, t);
     buf_printf(desc,
                "Keep the elements with %s, in their original order: %s[0..k) = the kept values, %s[k..%d) = 0, and "
@@ -693,13 +691,12 @@ static void ci_layout(Task *t) {
         t->problem = "params.a: multiple_of needs a whole number >= 1";
 }
 static void ci_describe(const Task *t, Buf *name, Buf *desc) {
-    static const char *const nm[] = { "Count_If", "Predicate_Count", "Count_Matching_Elements" };
     static const char *const how[] = {
         "one atomicAdd per matching element.", "warp-aggregated, one atomicAdd of __popc(__ballot_sync(...)) per warp.",
         "each thread counts its elements, the block adds them into a __shared__ counter with shared-memory atomics, "
         "and one thread adds the block's count to the output.",
         "__syncthreads_count gives each block's count, which thread 0 adds to the output." };
-    buf_puts(name, nm[t->p[CI_TNAME]]);
+    buf_puts(name, pick3(t->p[CI_TNAME], "Count_If", "Predicate_Count", "Count_Matching_Elements"));
     sc_holds(desc, t);
     buf_printf(desc,
                "Count the elements with %s and write the count to %s[0] (%s, zeroed before the launch), accumulating "
