@@ -479,6 +479,18 @@ static int add_size(Task *t, const char *base, long value) {
     t->size[t->nsize].value = value;
     return t->nsize++;
 }
+// The common 1-D layout: size constant base = N, nin inputs of N floats in [lo, hi), an
+// output of N floats (a family changes or adds outputs after).
+static void vectors_1d(Task *t, const char *base, long N, int nin, double lo, double hi) {
+    int n = add_size(t, base, N);
+    t->nin = nin;
+    t->nout = 1;
+    for (int k = 0; k < nin; k++) {
+        tshape(&t->in[k], DT_F32, 1, N, 0, n, -1);
+        trange(&t->in[k], lo, hi, 0);
+    }
+    tshape(&t->out[0], DT_F32, 1, N, 0, n, -1);
+}
 
 // ----------------------------------------------------------------------------
 // Cosmetic helpers for kernels

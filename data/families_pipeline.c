@@ -73,19 +73,6 @@ static const char *pl_fptr(const Task *t, const char *name, int is_const) {
     return ptr_param(t, "float", name, is_const);
 }
 
-// A vector pipeline's layout: size constant N (named pl_dn[dname]), nin inputs of N floats
-// in [lo, hi), an output of N floats (a family adds its scalar outputs).
-static void pl_vectors(Task *t, int dname, long N, int nin, double lo, double hi) {
-    int n = add_size(t, pl_dn[dname], N);
-    t->nin = nin;
-    t->nout = 1;
-    for (int k = 0; k < nin; k++) {
-        tshape(&t->in[k], DT_F32, 1, N, 0, n, -1);
-        trange(&t->in[k], lo, hi, 0);
-    }
-    tshape(&t->out[0], DT_F32, 1, N, 0, n, -1);
-}
-
 // The host code of the three vector pipelines: the grids (elem_blocks: one thread per element;
 // red_blocks, pl_red_blocks: as many, at most cap when cap > 0, for the reduction passes),
 // scratch buffers, first pass, what comes between, last pass, then sync_free's lines.
@@ -145,7 +132,7 @@ static void ps_draw(Task *t, Rng *r) {
 static void ps_layout(Task *t) {
     long N = t->p[PS_N];
     const double *rg = ps_ranges[t->p[PS_RANGE]];
-    pl_vectors(t, t->p[PS_DNAME], N, 1, rg[0], rg[1]);
+    vectors_1d(t, pl_dn[t->p[PS_DNAME]], N, 1, rg[0], rg[1]);
     if (t->p[PS_STATS]) {
         t->nout = 2;
         tshape(&t->out[1], DT_F32, 1, 2, 0, add_size(t, "nstats", 2), -1);
@@ -344,7 +331,7 @@ static void pm_draw(Task *t, Rng *r) {
 static void pm_layout(Task *t) {
     long N = t->p[PM_N];
     const double *rg = pm_ranges[t->p[PM_RANGE]];
-    pl_vectors(t, t->p[PM_DNAME], N, 1, rg[0], rg[1]);
+    vectors_1d(t, pl_dn[t->p[PM_DNAME]], N, 1, rg[0], rg[1]);
     t->need_math = 1;
     // the sum of exponentials is off by a relative c; expf by ~2 ulp; x - max rounds by
     // half an ulp of the range, which expf turns into a relative error
@@ -513,7 +500,7 @@ static void pn_draw(Task *t, Rng *r) {
 }
 static void pn_layout(Task *t) {
     long N = t->p[PN_N];
-    pl_vectors(t, t->p[PN_DNAME], N, 2, -5, 5);
+    vectors_1d(t, pl_dn[t->p[PN_DNAME]], N, 2, -5, 5);
     t->nout = 2;
     tshape(&t->out[1], DT_F32, 1, 1, 0, -1, -1);
     t->out[1].zero_init = t->p[PN_NORM] == 0;

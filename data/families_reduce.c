@@ -8,14 +8,8 @@
 // nin arrays of n values in [-1, 1) reduced to one value (accumulated by atomics where
 // zero_init). Float sums differ with the order of additions: the tolerance grows with n.
 static void red_layout(Task *t, int nin, long n, int zero_init, int exact) {
-    int s = add_size(t, "n", n);
-    t->nin = nin;
-    t->nout = 1;
-    for (int k = 0; k < nin; k++) {
-        tshape(&t->in[k], DT_F32, 1, n, 0, s, -1);
-        trange(&t->in[k], -1, 1, 0);
-    }
-    tshape(&t->out[0], DT_F32, 1, 1, 0, -1, -1);
+    vectors_1d(t, "n", n, nin, -1, 1);
+    tshape(&t->out[0], DT_F32, 1, 1, 0, -1, -1); // one value
     t->out[0].zero_init = zero_init;
     t->atol = exact ? 0 : 1e-4 * sqrt((double)n) + 1e-5;
     t->rtol = exact ? 0 : 1e-4;

@@ -42,11 +42,7 @@ static void s1_draw(Task *t, Rng *r) {
 }
 
 static void s1_layout(Task *t) {
-    t->nin = t->nout = 1;
-    int n = add_size(t, "n", t->p[S1_N]);
-    tshape(&t->in[0], DT_F32, 1, t->p[S1_N], 0, n, -1);
-    trange(&t->in[0], -1, 1, 0);
-    tshape(&t->out[0], DT_F32, 1, t->p[S1_N], 0, n, -1);
+    vectors_1d(t, "n", t->p[S1_N], 1, -1, 1);
     t->atol = 2e-5;
     t->rtol = 1e-5;
 }
