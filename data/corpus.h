@@ -898,6 +898,11 @@ static void emit_kernel(Emit *e, const Task *t, const char *pre, const char *tmp
     TPL(e, t, kernel_tpl, "pre", pre, "comment", comment, "template", tmpl, "kname", t->kname[0],
         "params", fmt("%s, %s", kernel_params(t), rest), "body", body);
 }
+// Any kernel k(params) with its comment and body, as a fragment (a family's other kernels).
+static const char *kernel_frag(const char *k, const char *comment, const char *params, const char *body) {
+    return FRAG(kernel_tpl, "pre", "", "template", "", "comment", comment, "kname", k, "params", params,
+                "body", body);
+}
 // The device buffers, then the size constants of the mask sizes (bit k: size[k]): a launch's
 // arguments, or (typed) the launcher function's parameters, "const float *d_x, int n".
 static const char *buffer_size_list(const struct Host *h, unsigned sizes, int typed) {

@@ -373,13 +373,6 @@ if (tid == 0) {
     $update
 }
 )" };
-static const char mm_small_kernel_tpl[] = R"(
-/// $comment
-__global__ void $k($params) {
-    $body
-}
-
-)";
 // The name of the float atomic helper of extreme m (0 the maximum, 1 the minimum).
 static const char *mm_fn(const Task *t, int m) {
     static const char *const f[4][2] = { { "atomic_max_float", "atomic_min_float" },
@@ -429,17 +422,15 @@ static void mm_kernels(const Task *t, Emit *e) {
                                     "fn", mm_fn(t, m), "A", m ? "atomicMin" : "atomicMax",
                                     "B", m ? "atomicMax" : "atomicMin", "bound", m ? "at most" : "at least",
                                     "worse", m ? ">" : "<"));
-    // the one-thread kernels: the identities into the outputs, the ordered bits back to floats
+    // the one-thread kernels, each then a blank line: the outputs' identities, ordered bits back to floats
     const char *init_comment = meth == 2 ? "Puts the identities (as ordered bits) into the outputs."
                                          : "Puts the identities into the outputs.";
     const char *set = meth == 2 ? "*(unsigned int *)$o = $out_identity;" : "$o[0] = $out_identity;";
-    const char *init = FRAG(mm_small_kernel_tpl, "k", t->kname[1], "params", ptrs, "comment", init_comment,
-                            "body", mm_each(t, NULL, set, "\n"));
+    const char *init = fmt("%s\n", kernel_frag(t->kname[1], init_comment, ptrs, mm_each(t, NULL, set, "\n")));
     const char *unmap = fmt("const unsigned int $k = *(const unsigned int *)$o;\n$o[0] = %s;", sl_unordered(0, "$k"));
-    const char *decode = FRAG(mm_small_kernel_tpl, "k", t->kname[2],
-                              "params", mm_each(t, NULL, ptr_param(t, "float", "$o", 0), ", "),
-                              "comment", "Turns the ordered bits back into floats, in place.",
-                              "body", mm_each(t, NULL, unmap, "\n"));
+    const char *decode = fmt("%s\n", kernel_frag(t->kname[2], "Turns the ordered bits back into floats, in place.",
+                                                 mm_each(t, NULL, ptr_param(t, "float", "$o", 0), ", "),
+                                                 mm_each(t, NULL, unmap, "\n")));
     // the kernel: each thread's elements (straight to the atomics, or into its own extremes), then its combine
     const char *load = fmt("const %s v = %s[i];", T, x);
     const char *step = agg == 0 ? fmt("%s\n%s", load, mm_each(t, NULL, "$update", "\n"))
