@@ -358,10 +358,7 @@ static void se_describe(const Task *t, Buf *name, Buf *desc) {
 // Step 1 (emit_kernel) scans each block's elements (sc_scan_body, exclusive) and writes the block's
 // total; step 2 scans the totals (one thread, or one block chunk by chunk); step 3 adds the offsets.
 static const char se_kernels_tpl[] = R"(
-/// $comment2
-__global__ void $k2($params2) {
-    $step2
-}
+$kernel2
 
 /// Step 3: add each block's offset to its elements.
 __global__ void $k3($params3) {
@@ -385,11 +382,11 @@ static void se_kernels(const Task *t, Emit *e) {
                 fmt("Step 1: exclusive scan of each block's %s elements in shared memory; the block's total goes to "
                     "block_sums.", per), fmt("%s, int n", ptr_param(t, T, "block_sums", 0)), sc_scan_body(t, &o));
     em_blank(e);
-    TPL(e, t, se_kernels_tpl, "T", T, "y", y, "per", per, "k2", t->kname[1], "k3", t->kname[2],
-        "comment2", t->p[SE_SUMS] ? "Step 2: one thread turns the block totals into exclusive offsets."
-                                  : "Step 2: one block turns the block totals into exclusive offsets, a chunk of "
-                                    "blockDim.x at a time.",
-        "params2", fmt("%s, int count", ptr_param(t, T, "sums", 0)), "step2", step2,
+    const char *comment2 = t->p[SE_SUMS] ? "Step 2: one thread turns the block totals into exclusive offsets."
+                                         : "Step 2: one block turns the block totals into exclusive offsets, a chunk "
+                                           "of blockDim.x at a time.";
+    TPL(e, t, se_kernels_tpl, "T", T, "y", y, "per", per, "k3", t->kname[2],
+        "kernel2", kernel_frag(t->kname[1], comment2, fmt("%s, int count", ptr_param(t, T, "sums", 0)), step2),
         "params3", fmt("%s, %s, int n", ptr_param(t, T, y, 0), ptr_param(t, T, "sums", 1)),
         "add2", bl ? fmt("if (i + blockDim.x < n) %s[i + blockDim.x] += add;", y) : "");
 }
