@@ -422,15 +422,15 @@ static void mm_kernels(const Task *t, Emit *e) {
                                     "fn", mm_fn(t, m), "A", m ? "atomicMin" : "atomicMax",
                                     "B", m ? "atomicMax" : "atomicMin", "bound", m ? "at most" : "at least",
                                     "worse", m ? ">" : "<"));
-    // the one-thread kernels, each then a blank line: the outputs' identities, ordered bits back to floats
+    // the one-thread kernels: the identities into the outputs, the ordered bits back to floats
     const char *init_comment = meth == 2 ? "Puts the identities (as ordered bits) into the outputs."
                                          : "Puts the identities into the outputs.";
     const char *set = meth == 2 ? "*(unsigned int *)$o = $out_identity;" : "$o[0] = $out_identity;";
-    const char *init = fmt("%s\n", kernel_frag(t->kname[1], init_comment, ptrs, mm_each(t, NULL, set, "\n")));
+    const char *init = kernel_frag(t->kname[1], init_comment, ptrs, mm_each(t, NULL, set, "\n"));
     const char *unmap = fmt("const unsigned int $k = *(const unsigned int *)$o;\n$o[0] = %s;", sl_unordered(0, "$k"));
-    const char *decode = fmt("%s\n", kernel_frag(t->kname[2], "Turns the ordered bits back into floats, in place.",
-                                                 mm_each(t, NULL, ptr_param(t, "float", "$o", 0), ", "),
-                                                 mm_each(t, NULL, unmap, "\n")));
+    const char *decode = kernel_frag(t->kname[2], "Turns the ordered bits back into floats, in place.",
+                                     mm_each(t, NULL, ptr_param(t, "float", "$o", 0), ", "),
+                                     mm_each(t, NULL, unmap, "\n"));
     // the kernel: each thread's elements (straight to the atomics, or into its own extremes), then its combine
     const char *load = fmt("const %s v = %s[i];", T, x);
     const char *step = agg == 0 ? fmt("%s\n%s", load, mm_each(t, NULL, "$update", "\n"))
@@ -441,8 +441,9 @@ static void mm_kernels(const Task *t, Emit *e) {
              "update", mm_each(t, NULL, "$update", "\n"), "store", mm_each(t, NULL, "$s[tid] = $v;", "\n"),
              "tree", mm_each(t, NULL, "$s[tid] = $f($s[tid], $s[tid + s]);", "\n"));
     TPL(e, t, mm_kernel_tpl, "prelude", agg ? ro_prelude(&tt) : "",
-        "helpers", meth == 2 ? sl_ordered_tpl[0] : buf_str(&helpers), "init", t->p[MM_INIT] ? "" : init,
-        "decode", meth == 2 ? decode : "", "comment", comment[agg], "k", t->kname[0], "params", kernel_params(t),
+        "helpers", meth == 2 ? sl_ordered_tpl[0] : buf_str(&helpers), // then the one-thread kernels, blank after
+        "init", t->p[MM_INIT] ? "" : FRAG("$k\n\n", "k", init), "decode", meth == 2 ? FRAG("$k\n\n", "k", decode) : "",
+        "comment", comment[agg], "k", t->kname[0], "params", kernel_params(t),
         "shared", agg == 2 ? mm_each(t, NULL, fmt("__shared__ %s $s[BLOCK_SIZE];", T), "\n") : "",
         "locals", agg ? mm_each(t, NULL, fmt("%s $v = $identity;", T), "\n") : "", "step", step, "combine", combine);
     buf_free(&helpers);
