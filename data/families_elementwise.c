@@ -149,12 +149,6 @@ $spec $helper($params) {
 }
 
 )";
-static const char map_kernel_tpl[] = R"(
-/// $task: $out[i] = $formula. $how
-__global__ void $kname($params) {
-    $loop
-}
-)";
 static const char map_vec4_tpl[] = R"(
 float4 v = $in[$i];
 v.x = $x;
@@ -192,12 +186,11 @@ static void map_kernels(const Task *t, Emit *e) {
         buf_printf(&locals, "const %s %s = %s;\n", ct, lv[j], x[j]);
         list_add(args, x[j]);
     }
-    if (helper) {
-        static const char *const spec[] = { "", "__device__ %s", "__device__ __forceinline__ %s",
-                                            "static __device__ inline %s" };
-        TPL(e, t, map_helper_tpl, "task", word(o->task, 0), "spec", fmt(spec[helper], out_ct), "helper", t->kname[1],
-            "params", hparams, "expr", map_expr(t, hv));
-    }
+    static const char *const spec[] = { "", "__device__ %s", "__device__ __forceinline__ %s",
+                                        "static __device__ inline %s" };
+    const char *helper_fn = !helper ? "" : FRAG(map_helper_tpl, "task", word(o->task, 0), "spec",
+                                                fmt(spec[helper], out_ct), "helper", t->kname[1], "params", hparams,
+                                                "expr", map_expr(t, hv));
     const char *body;
     if (vec4) {
         const char *c[4]; // the new value of each component
@@ -218,9 +211,11 @@ static void map_kernels(const Task *t, Emit *e) {
     const char *how = loop == LOOP_GRID ? "Grid-stride loop over the elements."
                       : vec4            ? "Each thread handles one float4 (four elements)."
                                         : "One thread per element.";
-    TPL(e, t, map_kernel_tpl, "task", word(o->task, 0), "out", out, "formula", map_formula(t), "kname", t->kname[0],
-        "params", fmt("%s, %s", params, count_param(t, vec4 ? "n4" : "n")), "how", how,
-        "loop", loop_frag(t, vec4 ? LOOP_IF : loop, vec4 ? "n4" : "n", body));
+    const char *comment = FRAG("$task: $out[i] = $formula. $how", "task", word(o->task, 0), "out", out,
+                               "formula", map_formula(t), "how", how);
+    TPL(e, t, "$helper\n$kernel", "helper", helper_fn,
+        "kernel", kernel_frag(t->kname[0], comment, fmt("%s, %s", params, count_param(t, vec4 ? "n4" : "n")),
+                              loop_frag(t, vec4 ? LOOP_IF : loop, vec4 ? "n4" : "n", body)));
     buf_free(&locals);
 }
 
