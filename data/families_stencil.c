@@ -283,21 +283,6 @@ static void s2_describe(const Task *t, Buf *name, Buf *desc) {
     if (t->p[S2_SHARED]) buf_puts(desc, " Stage each block's tile with a one-cell halo in shared memory.");
 }
 
-// The kernel: an optional __constant__ table and cell loader, then one thread per cell
-// reading its neighbours from global memory or from a shared tile with a one-cell halo.
-static const char s2_kernel_tpl[] = R"(
-$tile_defines
-$gauss
-$cell_fn
-/// $comment
-$template
-__global__ void $kname($params, int $R, int $C) {
-    $setup
-    if (r >= $R || c >= $C) return;
-    $copy_border
-    $body
-}
-)";
 static const char s2_gauss_tpl[] = R"(
 /// 3x3 Gaussian weights (sum 1).
 __constant__ float c_gauss[3][3] = {
@@ -373,6 +358,8 @@ static const char *s2_cell(const Task *t, const char *dr, const char *dc) {
 // The input cell at the fixed offset (dr, dc).
 static const char *s2_at(const Task *t, int dr, int dc) { return s2_cell(t, s2_off(dr), s2_off(dc)); }
 
+// The kernel: an optional __constant__ table and cell loader, then one thread per cell
+// reading its neighbours from global memory or from a shared tile with a one-cell halo.
 static void s2_kernels(const Task *t, Emit *e) {
     const char *const *dn = s2_dnames[t->p[S2_DNAMES]];
     const char *x = t->in[0].name, *y = t->out[0].name, *R = dn[0], *C = dn[1];
@@ -397,10 +384,12 @@ static void s2_kernels(const Task *t, Emit *e) {
                : "One thread per output cell, reading its neighbours from global memory.";
     const char *setup = shared ? FRAG(s2_shared_setup, "TX", TX, "TY", TY, "cell", t->kname[1], "x", x, "R", R, "C", C)
                                : s2_global_setup;
-    TPL(e, t, s2_kernel_tpl, "tile_defines", tile_defines, "gauss", op == 3 ? s2_gauss_tpl : "", "cell_fn", cell_fn,
-        "comment", comment, "template", shared && tmpl ? "template <int TX, int TY>" : "", "kname", t->kname[0],
-        "params", kernel_params(t), "R", R, "C", C, "setup", setup,
-        "copy_border", bound == 2 ? FRAG(s2_copy_border, "R", R, "C", C, "dst", dst, "x", x) : "", "body", body);
+    emit_kernel(e, t, FRAG("$tile_defines\n$gauss\n$cell_fn", "tile_defines", tile_defines,
+                           "gauss", op == 3 ? s2_gauss_tpl : "", "cell_fn", cell_fn),
+                shared && tmpl ? "template <int TX, int TY>" : "", comment, fmt("int %s, int %s", R, C),
+                FRAG("$setup\nif (r >= $R || c >= $C) return;\n$copy_border\n$body", "setup", setup, "R", R, "C", C,
+                     "copy_border", bound == 2 ? FRAG(s2_copy_border, "R", R, "C", C, "dst", dst, "x", x) : "",
+                     "body", body));
 }
 
 // The 2-D launch configuration, in one of launch_2d's four spellings.
