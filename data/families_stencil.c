@@ -76,28 +76,22 @@ static void s1_describe(const Task *t, Buf *name, Buf *desc) {
     buf_puts(desc, "Load each block's tile plus a halo into shared memory first.");
 }
 
-static const char s1_kernel_tpl[] = R"(
-$defines
-$weights
-$load_fn
-/// $y[i] = weighted sum of $x[i - R .. i + R]; each block stages its tile and a halo of R on each
-/// side in shared memory.
-$template
-__global__ void $kname($params, int n) {
-    $tile
-    const int g = blockIdx.x * blockDim.x + threadIdx.x;
-    const int l = threadIdx.x + RADIUS;
-    //? the element of this thread, then the halo on both sides
-    $load_g
-    if (threadIdx.x < RADIUS) {
-        $halo
-        $load_left
-        $load_right
-    }
-    __syncthreads();
-    if (g < n) {
-        $sum
-    }
+// The kernel (after any #defines, the __constant__ weights and the load function): each block
+// stages its tile and halo in shared memory, then each thread sums its taps.
+static const char s1_body_tpl[] = R"(
+$tile
+const int g = blockIdx.x * blockDim.x + threadIdx.x;
+const int l = threadIdx.x + RADIUS;
+//? the element of this thread, then the halo on both sides
+$load_g
+if (threadIdx.x < RADIUS) {
+    $halo
+    $load_left
+    $load_right
+}
+__syncthreads();
+if (g < n) {
+    $sum
 }
 )";
 static const char s1_weights_tpl[] = R"(
@@ -153,11 +147,13 @@ static void s1_kernels(const Task *t, Emit *e) {
     const char *sum = lit ? fmt("const float acc = %s;\n%s[g] = acc%s;", s1_sum(t, "tile", "l", 1), y,
                                 den == 1 ? "" : fmt(" / %s", flit(den)))
                           : FRAG(s1_loop_sum_tpl, "y", y);
-    TPL(e, t, s1_kernel_tpl, "defines", defines,
-        "weights", lit ? "" : FRAG(s1_weights_tpl, "taps", fmt("%d", 2 * R + 1), "weights", weights),
-        "load_fn", load_fn, "x", x, "y", y, "template", sh == 1 ? "template <int BLOCK, int RADIUS>" : "",
-        "kname", t->kname[0], "params", kernel_params(t), "tile", tile, "load_g", load[0], "load_left", load[1],
-        "load_right", load[2], "halo", lf ? "" : fmt("const int left = g - RADIUS, right = g + %s;", BS), "sum", sum);
+    emit_kernel(e, t, FRAG("$defines\n$weights\n$load_fn", "defines", defines, "load_fn", load_fn,
+                           "weights", lit ? "" : FRAG(s1_weights_tpl, "taps", fmt("%d", 2 * R + 1), "weights", weights)),
+                sh == 1 ? "template <int BLOCK, int RADIUS>" : "",
+                fmt("%s[i] = weighted sum of %s[i - R .. i + R]; each block stages its tile and a halo of R on each "
+                    "side in shared memory.", y, x), "int n",
+                FRAG(s1_body_tpl, "tile", tile, "load_g", load[0], "load_left", load[1], "load_right", load[2],
+                     "halo", lf ? "" : fmt("const int left = g - RADIUS, right = g + %s;", BS), "sum", sum));
 }
 
 static const char *const s1_launch_tpl[] = { R"(
