@@ -428,21 +428,17 @@ static void dp_describe(const Task *t, Buf *name, Buf *desc) {
                "thread 0 adds the block's sum to %s[0] with atomicAdd (%s[0] starts at zero).",
                o, t->in[0].name, t->in[1].name, t->p[DP_N], vec, t->p[DP_BLOCK], how, o, o);
 }
-static const char dp_kernel_tpl[] = R"(
-$prelude
-$helpers
-/// Dot product: grid-stride partial sums, a block reduction, one atomicAdd per block.
-__global__ void $k($params, int n) {
-    $shared
-    const int tid = threadIdx.x;
-    float acc = 0.0f;
-    $vec
-    for (int i = blockIdx.x * blockDim.x + tid; i < $count; i += blockDim.x * gridDim.x) {
-        $step
-    }
-    $reduce
-    if (tid == 0) atomicAdd($o, acc);
+// The kernel's body (after the reductions' prelude and helpers).
+static const char dp_body_tpl[] = R"(
+$shared
+const int tid = threadIdx.x;
+float acc = 0.0f;
+$vec
+for (int i = blockIdx.x * blockDim.x + tid; i < $count; i += blockDim.x * gridDim.x) {
+    $step
 }
+$reduce
+if (tid == 0) atomicAdd($o, acc);
 )";
 // The accumulation of one index, by vec4 then fma, and the float4 views of vec4 kernels.
 static const char *const dp_step[2][2] = { { "acc += $a[i] * $b[i];", "acc = fmaf($a[i], $b[i], acc);" }, { R"(
@@ -463,10 +459,12 @@ static void dp_kernels(const Task *t, Emit *e) {
     Task tt = ro_as_block(t, RO_BLOCK, t->p[DP_BLOCK], t->p[DP_RED], t->p[DP_MASK], t->p[DP_KNAME] % 3);
     const char *a = t->in[0].name, *b = t->in[1].name;
     int vec4 = t->p[DP_VEC4];
-    TPL(e, t, dp_kernel_tpl, "prelude", ro_prelude(&tt), "helpers", ro_helpers(&tt, 1 << RO_SUM), "k", t->kname[0],
-        "params", kernel_params(t), "shared", ro_shared(&tt, "float"), "count", vec4 ? "n / 4" : "n",
-        "vec", vec4 ? FRAG(dp_vec4_tpl, "a", a, "b", b) : "", "step", FRAG(dp_step[vec4][t->p[DP_FMA]], "a", a, "b", b),
-        "reduce", ro_allreduce(&tt, "acc", RO_SUM), "o", t->out[0].name);
+    emit_kernel(e, t, FRAG("$prelude\n$helpers", "prelude", ro_prelude(&tt), "helpers", ro_helpers(&tt, 1 << RO_SUM)),
+                "", "Dot product: grid-stride partial sums, a block reduction, one atomicAdd per block.", "int n",
+                FRAG(dp_body_tpl, "shared", ro_shared(&tt, "float"), "count", vec4 ? "n / 4" : "n",
+                     "vec", vec4 ? FRAG(dp_vec4_tpl, "a", a, "b", b) : "",
+                     "step", FRAG(dp_step[vec4][t->p[DP_FMA]], "a", a, "b", b),
+                     "reduce", ro_allreduce(&tt, "acc", RO_SUM), "o", t->out[0].name));
 }
 static void dp_launch(const Task *t, Emit *e, const Host *h) {
     const char *threads = t->p[DP_RED] == RO_TREE ? "BLOCK_SIZE" : fmt("%d", t->p[DP_BLOCK]);
