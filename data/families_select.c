@@ -703,15 +703,6 @@ static void ci_describe(const Task *t, Buf *name, Buf *desc) {
 // Per element or a per-thread count into a __shared__ counter: a loop over the thread's
 // elements. Ballots and __syncthreads_count need every thread of the warp (block) at the
 // vote, so their grid-stride loop strides by whole blocks and guards the element instead.
-static const char ci_kernel_tpl[] = R"(
-$full_mask
-/// Counts matching elements: $how
-__global__ void $k($params, int n) {
-    $head
-    $loop
-    $tail
-}
-)";
 static const char *const ci_loop_tpl[2][2] = { // [vote][grid-stride]: the loop around $body
     { "const int i = blockIdx.x * blockDim.x + threadIdx.x;\nif (i < n) {\n    $body\n}",
       "for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {\n    $body\n}" },
@@ -740,9 +731,9 @@ static void ci_kernels(const Task *t, Emit *e) {
     const char *x = t->in[0].name, *pred = sl_pred(t, t->p[CI_PRED], t->p[CI_DTYPE], "v", 0);
     const char *kv[] = { "T", T, "U", U, "x", x, "c", t->out[0].name, "one", t->p[CI_OUT] ? "1u" : "1", "pred", pred,
                          "hit", FRAG(ci_hit_tpl, "T", T, "x", x, "pred", pred), "mask", sl_mask(t->p[CI_MASK]), NULL };
-    TPL(e, t, ci_kernel_tpl, "full_mask", sl_mask_define(agg == 1, t->p[CI_MASK]),
-        "how", how[agg], "k", t->kname[0], "params", kernel_params(t), "head", tpl_frag(p[0], kv),
-        "loop", FRAG(ci_loop_tpl[vote][t->p[CI_LOOP]], "body", tpl_frag(p[1], kv)), "tail", tpl_frag(p[2], kv));
+    emit_kernel(e, t, sl_mask_define(agg == 1, t->p[CI_MASK]), "", fmt("Counts matching elements: %s", how[agg]),
+                "int n", FRAG("$head\n$loop\n$tail", "head", tpl_frag(p[0], kv), "tail", tpl_frag(p[2], kv),
+                              "loop", FRAG(ci_loop_tpl[vote][t->p[CI_LOOP]], "body", tpl_frag(p[1], kv))));
 }
 static void ci_launch(const Task *t, Emit *e, const Host *h) {
     if (t->p[CI_LOOP])
