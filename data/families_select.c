@@ -337,20 +337,14 @@ __device__ void $fn(float *addr, float v) {
 }
 
 )" };
-static const char mm_kernel_tpl[] = R"(
-$prelude
-$helpers
-$init
-$decode
-/// $comment
-__global__ void $k($params, int n) {
-    $shared
-    $locals
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
-        $step
-    }
-    $combine
+// The kernel's body: each thread's grid-stride share, then its combine.
+static const char mm_body_tpl[] = R"(
+$shared
+$locals
+for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    $step
 }
+$combine
 )";
 static const char *const mm_combine_tpl[] = { "", R"(
 for (int offset = 16; offset > 0; offset >>= 1) {
@@ -422,7 +416,8 @@ static void mm_kernels(const Task *t, Emit *e) {
                                     "fn", mm_fn(t, m), "A", m ? "atomicMin" : "atomicMax",
                                     "B", m ? "atomicMax" : "atomicMin", "bound", m ? "at most" : "at least",
                                     "worse", m ? ">" : "<"));
-    // the one-thread kernels: the identities into the outputs, the ordered bits back to floats
+    // before the kernel: the prelude, helpers, then the one-thread kernels (each then a blank line): the
+    // identities into the outputs, the ordered bits back to floats
     const char *init_comment = meth == 2 ? "Puts the identities (as ordered bits) into the outputs."
                                          : "Puts the identities into the outputs.";
     const char *set = meth == 2 ? "*(unsigned int *)$o = $out_identity;" : "$o[0] = $out_identity;";
@@ -431,6 +426,10 @@ static void mm_kernels(const Task *t, Emit *e) {
     const char *decode = kernel_frag(t->kname[2], "Turns the ordered bits back into floats, in place.",
                                      mm_each(t, NULL, ptr_param(t, "float", "$o", 0), ", "),
                                      mm_each(t, NULL, unmap, "\n"));
+    const char *pre = FRAG("$prelude\n$helpers\n$init\n$decode", "prelude", agg ? ro_prelude(&tt) : "",
+                           "helpers", meth == 2 ? sl_ordered_tpl[0] : buf_str(&helpers),
+                           "init", t->p[MM_INIT] ? "" : FRAG("$k\n\n", "k", init),
+                           "decode", meth == 2 ? FRAG("$k\n\n", "k", decode) : "");
     // the kernel: each thread's elements (straight to the atomics, or into its own extremes), then its combine
     const char *load = fmt("const %s v = %s[i];", T, x);
     const char *step = agg == 0 ? fmt("%s\n%s", load, mm_each(t, NULL, "$update", "\n"))
@@ -440,12 +439,10 @@ static void mm_kernels(const Task *t, Emit *e) {
         FRAG(mm_combine_tpl[agg], "shfl", mm_each(t, NULL, "$v = $f($v, __shfl_xor_sync($mask, $v, offset));", "\n"),
              "update", mm_each(t, NULL, "$update", "\n"), "store", mm_each(t, NULL, "$s[tid] = $v;", "\n"),
              "tree", mm_each(t, NULL, "$s[tid] = $f($s[tid], $s[tid + s]);", "\n"));
-    TPL(e, t, mm_kernel_tpl, "prelude", agg ? ro_prelude(&tt) : "",
-        "helpers", meth == 2 ? sl_ordered_tpl[0] : buf_str(&helpers), // then the one-thread kernels, blank after
-        "init", t->p[MM_INIT] ? "" : FRAG("$k\n\n", "k", init), "decode", meth == 2 ? FRAG("$k\n\n", "k", decode) : "",
-        "comment", comment[agg], "k", t->kname[0], "params", kernel_params(t),
-        "shared", agg == 2 ? mm_each(t, NULL, fmt("__shared__ %s $s[BLOCK_SIZE];", T), "\n") : "",
-        "locals", agg ? mm_each(t, NULL, fmt("%s $v = $identity;", T), "\n") : "", "step", step, "combine", combine);
+    const char *shared = agg == 2 ? mm_each(t, NULL, fmt("__shared__ %s $s[BLOCK_SIZE];", T), "\n") : "";
+    const char *locals = agg ? mm_each(t, NULL, fmt("%s $v = $identity;", T), "\n") : "";
+    emit_kernel(e, t, pre, "", comment[agg], "int n",
+                FRAG(mm_body_tpl, "shared", shared, "locals", locals, "step", step, "combine", combine));
     buf_free(&helpers);
 }
 static void mm_launch(const Task *t, Emit *e, const Host *h) {
