@@ -898,7 +898,7 @@ static void emit_kernel(Emit *e, const Task *t, const char *pre, const char *tmp
     TPL(e, t, kernel_tpl, "pre", pre, "comment", comment, "template", tmpl, "kname", t->kname[0],
         "params", fmt("%s, %s", kernel_params(t), rest), "body", body);
 }
-// Any kernel k(params) with its comment and body, as a fragment (a family's other kernels).
+// Any kernel k(params) with its comment and body, as a fragment (emit_kernel's: kname[0] over the tensors).
 static const char *kernel_frag(const char *k, const char *comment, const char *params, const char *body) {
     return FRAG(kernel_tpl, "pre", "", "template", "", "comment", comment, "kname", k, "params", params,
                 "body", body);
