@@ -147,8 +147,9 @@ static void s1_kernels(const Task *t, Emit *e) {
     const char *sum = lit ? fmt("const float acc = %s;\n%s[g] = acc%s;", s1_sum(t, "tile", "l", 1), y,
                                 den == 1 ? "" : fmt(" / %s", flit(den)))
                           : FRAG(s1_loop_sum_tpl, "y", y);
-    emit_kernel(e, t, FRAG("$defines\n$weights\n$load_fn", "defines", defines, "load_fn", load_fn,
-                           "weights", lit ? "" : FRAG(s1_weights_tpl, "taps", fmt("%d", 2 * R + 1), "weights", weights)),
+    emit_kernel(e, t,
+                FRAG("$defines\n$weights\n$load_fn", "defines", defines, "load_fn", load_fn,
+                     "weights", lit ? "" : FRAG(s1_weights_tpl, "taps", fmt("%d", 2 * R + 1), "weights", weights)),
                 sh == 1 ? "template <int BLOCK, int RADIUS>" : "",
                 fmt("%s[i] = weighted sum of %s[i - R .. i + R]; each block stages its tile and a halo of R on each "
                     "side in shared memory.", y, x), "int n",
