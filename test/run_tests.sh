@@ -869,8 +869,9 @@ PY
     # nvcc's options, with their values, are still ignored
     expect "nvcc_emu_typo_refused" 2 "unknown option -asan: did you mean --asan\?" \
         emu/nvcc-emu -asan "$TMP/nvemu/c1.cu" -o "$TMP/nvemu/typo"
-    expect "nvcc_emu_nvcc_options_ignored" 0 "" emu/nvcc-emu -O3 -lineinfo --keep-dir "$TMP" -cudart static \
-        --fmad=true -Wno-deprecated-gpu-targets "$TMP/nvemu/c1.cu" -o "$TMP/nvemu/ignored"
+    printf '#include <cstdio>\nint main() { printf("built\\n"); }\n' >"$TMP/nvemu/main.cu"
+    expect "nvcc_emu_nvcc_options_ignored" 0 "^built$" bash -c 'emu/nvcc-emu -O3 -lineinfo --keep-dir "$1" -cudart static \
+        --fmad=true -Wno-deprecated-gpu-targets "$1/main.cu" -o "$1/ignored" && "$1/ignored"' _ "$TMP/nvemu"
     # a task whose input generator needs a missing module or a GPU is its own category, not a failure
     "$PYTHON" - "$TMP/gen_fails.jsonl" <<'EOF'
 import json, sys
