@@ -431,15 +431,20 @@ static int open_checkpoint(Run *r) {
 }
 
 // The data; text data brings or trains the tokenizer, and the tokenizer sets the vocabulary.
-static int open_data(Run *r) {
+// --seq neither given nor taken from a checkpoint: 256, or the model's context when shorter
+// (known once the checkpoint, if any, is open; the data's rows are cut to it).
+static void default_seq(Run *r) {
     Args *a = &r->a;
-    char err[512], note[512];
-    // --seq not given, nor taken from a checkpoint: 256, or the model's context when shorter
     int ctx = r->have_model ? r->model.cfg.max_seq_len : a->cfg.max_seq_len;
     if (!strcmp(a->src[1], "default") && r->s->T > ctx) {
         r->s->T = ctx;
         a->src[1] = "the model's context";
     }
+}
+
+static int open_data(Run *r) {
+    Args *a = &r->a;
+    char err[512], note[512];
     const char *ckpt = a->resume ? a->ckpt : a->init;
     r->synthetic = !strcmp(a->data, "synthetic");
     if (r->synthetic) {
@@ -832,8 +837,10 @@ int main(int argc, char **argv) {
     if (r->a.threads) omp_set_num_threads(r->a.threads);
 #endif
     int rc;
-    if ((rc = open_device(r)) || (rc = open_checkpoint(r)) || (rc = open_data(r)) || (rc = open_model(r)) ||
-        (rc = open_splits(r)) || (rc = check_stop_at(r)) || (rc = open_log_and_device(r)))
+    if ((rc = open_device(r)) || (rc = open_checkpoint(r))) return rc;
+    default_seq(r);
+    if ((rc = open_data(r)) || (rc = open_model(r)) || (rc = open_splits(r)) || (rc = check_stop_at(r)) ||
+        (rc = open_log_and_device(r)))
         return rc;
     CusetTrainSettings *s = r->s;
     signal(SIGINT, on_signal);

@@ -54,8 +54,8 @@ for prog in test_tokenizer test_annotate test_data; do
 done
 # the annotator's checks size every buffer exactly, so that a read past its end shows: once
 # more under AddressSanitizer and UBSan, where it does
-if gcc -std=gnu11 -O1 -g -fopenmp -fsanitize=address,undefined -fno-sanitize-recover=all -I . \
-    -o "$TMP/test_annotate_asan" test/test_annotate.c -lm 2>"$TMP/asan_build.err"; then
+asan=(-std=gnu11 -O1 -g -fopenmp -fsanitize=address,undefined -fno-sanitize-recover=all -I .) # (the CPU path's too)
+if gcc "${asan[@]}" -o "$TMP/test_annotate_asan" test/test_annotate.c -lm 2>"$TMP/asan_build.err"; then
     "$TMP/test_annotate_asan" >"$TMP/annotate_asan.out" 2>&1; rc=$?
     if [ $rc -eq 0 ] && ! grep -qE "^FAIL|Sanitizer|runtime error" "$TMP/annotate_asan.out"; then
         ok "test_annotate_under_asan ($(grep -c '^PASS' "$TMP/annotate_asan.out") checks, no report)"
@@ -706,10 +706,9 @@ PY
 else echo "SKIP ks_against_scipy: $PYTHON cannot import scipy (bash test/deps.sh test installs python3-scipy)"; skip=$((skip + 1)); fi
 
 echo "== train, gen and the corpus under AddressSanitizer and UBSan (the CPU path, every objective)"
-# Built at -O1 with -fsanitize=address,undefined (leaks reported): a small corpus, each
+# Built with the flags of test_annotate's run above (leaks reported): a small corpus, each
 # objective for 2 steps on it, a resume, a fine-tune, sampling, the confidence analysis and
 # gen --eval of 2 tasks under the emulator. Each run must exit 0 without a sanitizer report.
-asan=(-std=gnu11 -O1 -g -fopenmp -fsanitize=address,undefined -fno-sanitize-recover=all -I .)
 mkdir -p "$TMP/asan" && chmod o+x "$TMP" "$TMP/asan" # gen --eval's programs run as nobody under root
 if gcc "${asan[@]}" -o "$TMP/asan/train" train.c -lm 2>"$TMP/asan/build.err" \
     && gcc "${asan[@]}" -o "$TMP/asan/gen" gen.c -lm 2>>"$TMP/asan/build.err" \
