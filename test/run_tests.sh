@@ -7,19 +7,20 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 TMP=$(mktemp -d /tmp/cuset_tests.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 pass=0 fail=0 skip=0
+failures=() # each FAIL line, repeated above the summary so that a log's tail names them
 
 tally() { # count PASS/FAIL/SKIP lines of a test program's output (on stdin), echoing them
     while IFS= read -r line; do
         echo "$line"
         case "$line" in
             PASS*) pass=$((pass + 1)) ;;
-            FAIL*) fail=$((fail + 1)) ;;
+            FAIL*) fail=$((fail + 1)); failures+=("$line") ;;
             SKIP*) skip=$((skip + 1)) ;;
         esac
     done
 }
 ok() { echo "PASS $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
+bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); failures+=("FAIL $1: $2"); }
 # emu_check NAME DIR ARGS...: the test split of the corpus in DIR under the emulator
 # (test/emu_corpus.sh DIR test ARGS...) as one check, its summary or first failures shown
 emu_check() {
@@ -1373,5 +1374,9 @@ PY
     else bad "experiment_new_families" "${out:-exit $?: $(tail -3 "$TMP/experiment5.out")}"; fi
 fi
 
+if [ "$fail" -gt 0 ]; then
+    echo "== the $fail failed checks, again"
+    printf '%.400s\n' "${failures[@]}"
+fi
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
