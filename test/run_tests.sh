@@ -21,6 +21,13 @@ tally() { # count PASS/FAIL/SKIP lines of a test program's output (on stdin), ec
 }
 ok() { echo "PASS $1"; pass=$((pass + 1)); }
 bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); failures+=("FAIL $1: $2"); }
+# checks NAME CMD...: a test program's PASS/FAIL/SKIP lines counted; a non-zero exit with no
+# FAIL line among them (a crash, a check that printed nothing) is one failure more, NAME_exit
+checks() {
+    local name=$1 before=$fail; shift
+    tally < <("$@"; echo "exit $?" >"$TMP/rc")
+    grep -q "exit 0" "$TMP/rc" || [ "$fail" -gt "$before" ] || bad "${name}_exit" "$(cat "$TMP/rc"), no FAIL line"
+}
 # emu_check NAME DIR ARGS...: the test split of the corpus in DIR under the emulator
 # (test/emu_corpus.sh DIR test ARGS...) as one check, its summary or first failures shown
 emu_check() {
@@ -45,13 +52,11 @@ expect() {
 }
 
 echo "== unit tests (test/test_cuset)"
-tally < <(./test/test_cuset; echo "exit $?" >"$TMP/unit_rc")
-grep -q "exit 0" "$TMP/unit_rc" || bad "test_cuset_exit" "$(cat "$TMP/unit_rc")"
+checks test_cuset ./test/test_cuset
 
 echo "== tokenizer, annotator, data layer (test/test_tokenizer, test_annotate, test_data)"
 for prog in test_tokenizer test_annotate test_data; do
-    tally < <(./test/$prog; echo "exit $?" >"$TMP/rc")
-    grep -q "exit 0" "$TMP/rc" || bad "${prog}_exit" "$(cat "$TMP/rc")"
+    checks ${prog} ./test/$prog
 done
 # the annotator's checks size every buffer exactly, so that a read past its end shows: once
 # more under AddressSanitizer and UBSan, where it does
@@ -127,13 +132,10 @@ emu/eval.h CUSET_EVAL:emu/eval.h CUSET:cuset.h CUSET_TOKENIZER:data/tokenizer.h 
 EOF
 
 echo "== GPT-2-family models in and out (test/test_gpt2 selftest; data/json.h against Python's json; test/test_gpt2.py against transformers and tokenizers)"
-tally < <(./test/test_gpt2 selftest; echo "exit $?" >"$TMP/rc")
-grep -q "exit 0" "$TMP/rc" || bad "test_gpt2_selftest_exit" "$(cat "$TMP/rc")"
-tally < <("$PYTHON" test/test_json.py; echo "exit $?" >"$TMP/rc")
-grep -q "exit 0" "$TMP/rc" || bad "test_json_exit" "$(cat "$TMP/rc")"
+checks test_gpt2_selftest ./test/test_gpt2 selftest
+checks test_json "$PYTHON" test/test_json.py
 # (with the Hugging Face libraries that make test installed from PyPI: test/deps.sh)
-tally < <("$(PYTHON=$PYTHON bash test/deps.sh --hf-python)" test/test_gpt2.py --tmp "$TMP/gpt2"; echo "exit $?" >"$TMP/rc")
-grep -q "exit 0" "$TMP/rc" || bad "test_gpt2_exit" "$(cat "$TMP/rc")"
+checks test_gpt2 "$(PYTHON=$PYTHON bash test/deps.sh --hf-python)" test/test_gpt2.py --tmp "$TMP/gpt2"
 
 echo "== oracle: C float32 against PyTorch float64 (test/oracle.py)"
 if ! "$PYTHON" -c "import torch, numpy" 2>/dev/null; then
@@ -531,8 +533,7 @@ expect "gen_seed_out_of_range" 2 "--seed .*2147483647" ./gen --model "$TMP/full.
 expect "gen_missing_prompt_file" 1 "the prompt: .*cannot open" ./gen --model "$TMP/t.ckpt" --prompt-file "$TMP/none.txt"
 
 echo "== the CUDA task corpus (data/): determinism, splits, spans against the annotator, references, nvcc"
-tally < <(./test/test_corpus; echo "exit $?" >"$TMP/rc")
-grep -q "exit 0" "$TMP/rc" || bad "test_corpus_exit" "$(cat "$TMP/rc")"
+checks test_corpus ./test/test_corpus
 
 # a seed gives the same corpus on every machine: data/corpus built by the Makefile's own
 # command for a CPU with fused multiply-adds (x86-64-v3; aarch64 has them always) writes the
@@ -552,8 +553,7 @@ if [ "$(uname -m)" = x86_64 ] && grep -qw fma /proc/cpuinfo; then
 else echo "SKIP corpus_same_bytes_with_fma: not an x86-64 CPU with FMA"; skip=$((skip + 1)); fi
 
 echo "== evaluation: pass@k, the sandboxed runner, gen --eval end to end (test/test_eval)"
-tally < <(./test/test_eval; echo "exit $?" >"$TMP/rc")
-grep -q "exit 0" "$TMP/rc" || bad "test_eval_exit" "$(cat "$TMP/rc")"
+checks test_eval ./test/test_eval
 
 # Ctrl-C during gen --eval, or `pkill -9 -f` of its command line, leaves no work directory
 # behind (its guardian, a process with another command line, removes it)
@@ -686,12 +686,10 @@ SH
 else echo "SKIP eval_builds_for_the_gpu_present: no nvcc"; skip=$((skip + 1)); fi
 
 echo "== the sandbox: hostile generated programs through gen --eval are contained (test/test_sandbox)"
-tally < <(./test/test_sandbox; echo "exit $?" >"$TMP/rc")
-grep -q "exit 0" "$TMP/rc" || bad "test_sandbox_exit" "$(cat "$TMP/rc")"
+checks test_sandbox ./test/test_sandbox
 
 echo "== the confidence analysis (data/confidence.h): hand-made cases; KS p-value against scipy"
-tally < <(./test/test_confidence "$TMP/ks.txt"; echo "exit $?" >"$TMP/rc")
-grep -q "exit 0" "$TMP/rc" || bad "test_confidence_exit" "$(cat "$TMP/rc")"
+checks test_confidence ./test/test_confidence "$TMP/ks.txt"
 if "$PYTHON" -c "import scipy" 2>/dev/null; then
     # a fresh random case: D as scipy.stats.ks_2samp computes it, p from the Kolmogorov
     # limiting distribution (scipy.stats.kstwobign) that cuset_ks_pvalue implements
@@ -737,17 +735,14 @@ if gcc "${asan[@]}" -o "$TMP/asan/train" train.c -lm 2>"$TMP/asan/build.err" \
 else bad "asan_build" "$(head -3 "$TMP/asan/build.err")"; fi
 
 echo "== CUDA on the CPU: emu/nvcc-emu's rewrite, one program per corpus family, a few CUDABench tasks"
-tally < <(bash test/test_emu_rewrite.sh; echo "exit $?" >"$TMP/rc")
-grep -q "exit 0" "$TMP/rc" || bad "test_emu_rewrite_exit" "$(cat "$TMP/rc")"
+checks test_emu_rewrite bash test/test_emu_rewrite.sh
 if [ -f test/test_emu.sh ] && [ -f emu/cuemu.h ]; then
-    tally < <(bash test/test_emu.sh; echo "exit $?" >"$TMP/rc")
-    grep -q "exit 0" "$TMP/rc" || bad "test_emu_exit" "$(cat "$TMP/rc")"
+    checks test_emu bash test/test_emu.sh
 fi
 if [ ! -f emu/cuemu.h ]; then
     echo "SKIP emu_corpus, cudabench: no emulator runtime emu/cuemu.h"; skip=$((skip + 1))
 else
-    tally < <(bash test/emu_corpus.sh; echo "exit $?" >"$TMP/rc")
-    grep -q "exit 0" "$TMP/rc" || bad "emu_corpus_exit" "$(cat "$TMP/rc")"
+    checks emu_corpus bash test/emu_corpus.sh
     # the same with one fresh task per family: the default corpus above is the same every
     # run, a new seed gives rare combinations of parameters their turn over runs; built with
     # AddressSanitizer, and a program that leaves host or device memory allocated fails
@@ -848,9 +843,8 @@ PY
     # the smallest size of tasks using shared memory (DB4, FDTD_3D), atomics (Max_Subarray_Sum,
     # BCE loss) and cooperative groups (FDTD_3D), copied into test/ from CUDABench
     # (all four pass: one that became unsupported, slow or ungenerated fails here, not only FAILs)
-    tally < <(PYTHON=$PYTHON bash test/cudabench.sh --file test/cudabench_smallest.jsonl | tee "$TMP/cudabench.out"
-              echo "exit ${PIPESTATUS[0]}" >"$TMP/rc")
-    grep -q "exit 0" "$TMP/rc" || bad "cudabench_exit" "$(cat "$TMP/rc")"
+    checks cudabench env PYTHON="$PYTHON" bash -c 'bash test/cudabench.sh --file test/cudabench_smallest.jsonl | tee "$1"
+        exit ${PIPESTATUS[0]}' - "$TMP/cudabench.out"
     grep -q "^cudabench: 4 passed, 0 unsupported, 0 not finished" "$TMP/cudabench.out" && ok "cudabench_all_four_pass" \
         || bad "cudabench_all_four_pass" "$(grep -E '^cudabench: [0-9]+ passed' "$TMP/cudabench.out")"
     expect "cudabench_no_such_id" 2 "no task with id 99999" bash test/cudabench.sh --file test/cudabench_smallest.jsonl --ids 99999
@@ -933,8 +927,7 @@ else
             bad "${t}_emu_build" "$(tail -5 "$TMP/emu_build.out")"
             continue
         fi
-        tally < <("$TMP/$t" --small; echo "exit $?" >"$TMP/rc")
-        grep -q "exit 0" "$TMP/rc" || bad "${t}_emu_exit" "$(cat "$TMP/rc")"
+        checks ${t}_emu "$TMP/$t" --small
     done
     # the fused attention and loss again, with the threads of each block in a fresh random
     # order between barriers (a missing __syncthreads fails here, not in plain order) and
