@@ -130,6 +130,7 @@ static void task_draw(Task *t, const Family *f, Rng *r) {
     if (plain_style) params_pin(t);
     f->draw(t, r);
     f->layout(t);
+    buffer_names_resolve(t);
     t->seed = rng_next(r) >> 20; // 44 bits: exact as a JSON number
     const char *why = task_problem(t);
     if (why) die("family %s: %s", f->name, why);

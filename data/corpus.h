@@ -742,6 +742,32 @@ static int is_cpp(const Task *t) { return t->st.host == HOST_CPP; }
 
 // Tensor k of the task, counting the inputs first, and its device buffer.
 static const Tensor *tensor_at(const Task *t, int k) { return k < t->nin ? &t->in[k] : &t->out[k - t->nin]; }
+// Whether a buffer's host or device name is also a size constant's or a tensor's name (with
+// the x_h style, conv2d's output out beside its height out_h), or another buffer's.
+static int buffer_names_clash(const Task *t) {
+    int nt = t->nin + t->nout;
+    for (int k = 0; k < nt; k++)
+        for (int dev = 0; dev < 2; dev++) {
+            const char *own = (dev ? dname : hname)(t, tensor_at(t, k)->name);
+            for (int j = 0; j < t->nsize; j++)
+                if (strcmp(own, size_name(t, j)) == 0) return 1;
+            for (int j = 0; j < nt; j++) {
+                const char *x = tensor_at(t, j)->name;
+                if (strcmp(own, x) == 0 || (j != k && (strcmp(own, hname(t, x)) == 0 || strcmp(own, dname(t, x)) == 0)))
+                    return 1;
+            }
+        }
+    return 0;
+}
+// After layout: the next host naming style (then device style) while a buffer name clashes;
+// no random draw, so a task without a clash is unchanged.
+static void buffer_names_resolve(Task *t) {
+    for (int tries = 1; buffer_names_clash(t); tries++) {
+        if (tries > 16) die("family %s: no naming style gives its buffers names of their own", t->fam->name);
+        t->st.hostname = (t->st.hostname + 1) % NELEM(host_names);
+        if (tries % NELEM(host_names) == 0) t->st.devname = (t->st.devname + 1) % NELEM(dev_names);
+    }
+}
 static const char *dev_buf(const struct Host *h, int k) { return k < h->t->nin ? h->in[k] : h->out[k - h->t->nin]; }
 
 // A checked CUDA runtime call as a statement, in the program's error-check style.

@@ -534,6 +534,14 @@ expect "gen_missing_prompt_file" 1 "the prompt: .*cannot open" ./gen --model "$T
 
 echo "== the CUDA task corpus (data/): determinism, splits, spans against the annotator, references, nvcc"
 checks test_corpus ./test/test_corpus
+# no program declares a name twice in one block of main (one of the default corpus's did), read
+# from the text: the default corpus (as `make data` writes it) and 10,000 tasks of a fresh seed
+names_seed=$((RANDOM + 1)) out="data/corpus failed"
+if ./data/corpus --out "$TMP/names_default" >/dev/null 2>&1 \
+    && ./data/corpus --out "$TMP/names" --seed $names_seed --train 10000 --val 0 --test 0 >/dev/null 2>&1 \
+    && out=$("$PYTHON" test/check_names.py "$TMP"/names_default/*.jsonl "$TMP/names/train.jsonl" 2>&1); then
+    ok "corpus_names_declared_once (seed $names_seed): $out"
+else bad "corpus_names_declared_once" "seed $names_seed: $(echo "$out" | head -3 | tr '\n' ' ')"; fi
 
 # a seed gives the same corpus on every machine: data/corpus built by the Makefile's own
 # command for a CPU with fused multiply-adds (x86-64-v3; aarch64 has them always) writes the
