@@ -191,7 +191,8 @@ expect_86 bug_host_pointer "not device memory"
 expect_fault() {
     local t=$1 sig=$2 pattern=$3
     build $t $t || return
-    { "$TMP/$t" >"$TMP/$t.stdout" 2>"$TMP/$t.stderr"; } 2>/dev/null # (bash's "Segmentation fault" line)
+    # (no core file left in the checkout; 2>/dev/null: bash's "Segmentation fault" line)
+    { (ulimit -c 0; exec "$TMP/$t") >"$TMP/$t.stdout" 2>"$TMP/$t.stderr"; } 2>/dev/null
     local rc=$?
     if [ $rc -eq $((128 + sig)) ] && grep -q "^cuemu: error: .*$pattern" "$TMP/$t.stderr" \
         && ! grep -q finished "$TMP/$t.stdout"; then pass "$t: signal $sig, \"$pattern\""
