@@ -534,7 +534,7 @@ expect "gen_missing_prompt_file" 1 "the prompt: .*cannot open" ./gen --model "$T
 
 echo "== the CUDA task corpus (data/): determinism, splits, spans against the annotator, references, nvcc"
 checks test_corpus ./test/test_corpus
-# no program declares a name twice in one block of main (one of the default corpus's did), read
+# no program declares a name twice in one block of a function (one of the default corpus's did), read
 # from the text: the default corpus (as `make data` writes it) and 10,000 tasks of a fresh seed
 names_seed=$((RANDOM + 1)) out="data/corpus failed"
 if ./data/corpus --out "$TMP/names_default" >/dev/null 2>&1 \
