@@ -743,7 +743,8 @@ static int is_cpp(const Task *t) { return t->st.host == HOST_CPP; }
 // Tensor k of the task, counting the inputs first, and its device buffer.
 static const Tensor *tensor_at(const Task *t, int k) { return k < t->nin ? &t->in[k] : &t->out[k - t->nin]; }
 // Whether a buffer's host or device name is also a size constant's or a tensor's name (with
-// the x_h style, conv2d's output out beside its height out_h), or another buffer's.
+// the x_h style, conv2d's output out beside its height out_h), or a buffer's of the other
+// kind (two of one kind differ: the tensors' names do).
 static int buffer_names_clash(const Task *t) {
     int nt = t->nin + t->nout;
     for (int k = 0; k < nt; k++)
@@ -753,8 +754,7 @@ static int buffer_names_clash(const Task *t) {
                 if (strcmp(own, size_name(t, j)) == 0) return 1;
             for (int j = 0; j < nt; j++) {
                 const char *x = tensor_at(t, j)->name;
-                if (strcmp(own, x) == 0 || (j != k && (strcmp(own, hname(t, x)) == 0 || strcmp(own, dname(t, x)) == 0)))
-                    return 1;
+                if (strcmp(own, x) == 0 || strcmp(own, (dev ? hname : dname)(t, x)) == 0) return 1;
             }
         }
     return 0;
