@@ -321,19 +321,28 @@ cuset__attention_backward_dq_kernel(float *dqkv, const float *dout, const float 
     }
 }
 
-// Calls LAUNCH(HS) for the head size hs, or reports an unsupported one and exits.
-#define CUSET__ATT_DISPATCH(hs, LAUNCH)                                                              \
-    switch (hs) {                                                                                    \
-    case 16: LAUNCH(16); break;                                                                      \
-    case 32: LAUNCH(32); break;                                                                      \
-    case 48: LAUNCH(48); break;                                                                      \
-    case 64: LAUNCH(64); break;                                                                      \
-    case 96: LAUNCH(96); break;                                                                      \
-    case 128: LAUNCH(128); break;                                                                    \
-    default:                                                                                         \
-        fprintf(stderr, "cuset attention: head size %d unsupported (16, 32, 48, 64, 96, 128)\n", hs); \
-        exit(EXIT_FAILURE);                                                                          \
+// Calls LAUNCH(HS) for a head size hs the attention kernels are built for, else runs
+// OTHERWISE. cuset_cuda_model_new refuses a model of another head size (through
+// cuset__attention_head_size_ok), so the launchers' OTHERWISE is an internal error.
+#define CUSET__ATT_DISPATCH(hs, LAUNCH, OTHERWISE) \
+    switch (hs) {                                   \
+    case 16: LAUNCH(16); break;                     \
+    case 32: LAUNCH(32); break;                     \
+    case 48: LAUNCH(48); break;                     \
+    case 64: LAUNCH(64); break;                     \
+    case 96: LAUNCH(96); break;                     \
+    case 128: LAUNCH(128); break;                   \
+    default: OTHERWISE;                             \
     }
+#define CUSET__ATT_HEAD_SIZES "16, 32, 48, 64, 96 or 128"
+#define CUSET__ATT_UNSUPPORTED(hs) \
+    (fprintf(stderr, "cuset attention: head size %d unsupported (" CUSET__ATT_HEAD_SIZES ")\n", hs), exit(EXIT_FAILURE))
+
+static bool cuset__attention_head_size_ok(int hs) {
+#define CUSET__ATT_OK(HS) return true
+    CUSET__ATT_DISPATCH(hs, CUSET__ATT_OK, return false)
+#undef CUSET__ATT_OK
+}
 
 static void cuset__attention_check(int B, int T, int C, int NH) {
     if (B < 1 || T < 1 || NH < 1 || C % NH != 0) {
@@ -352,7 +361,7 @@ static void cuset__cuda_attention_forward(float *out, float *lse, const float *q
     dim3 grid(B * NH, cuset__ceil_div(T, CUSET_ATT_BQ));
 #define CUSET__ATT_FWD(HS) \
     cuset__attention_forward_kernel<HS><<<grid, CUSET_ATT_BQ * CusetAttnShape<HS>::G, 0, s>>>(out, lse, qkv, T, C, NH, scale)
-    CUSET__ATT_DISPATCH(hs, CUSET__ATT_FWD)
+    CUSET__ATT_DISPATCH(hs, CUSET__ATT_FWD, CUSET__ATT_UNSUPPORTED(hs))
 #undef CUSET__ATT_FWD
     CUSET_CHECK_LAUNCH();
 }
@@ -378,7 +387,7 @@ static void cuset__cuda_attention_backward(float *dqkv, float *delta, const floa
             dqkv, dout, qkv, lse, delta, T, C, NH, scale);                                         \
         CUSET_CHECK_LAUNCH();                                                                      \
     } while (0)
-    CUSET__ATT_DISPATCH(hs, CUSET__ATT_BWD)
+    CUSET__ATT_DISPATCH(hs, CUSET__ATT_BWD, CUSET__ATT_UNSUPPORTED(hs))
 #undef CUSET__ATT_BWD
 }
 
@@ -1549,6 +1558,16 @@ extern "C" CusetCudaModel *cuset_cuda_model_new(const CusetGPT *m, const CusetGP
         return NULL;
     }
     if (ref && ref->num_params != m->num_params) { snprintf(err, errlen, "the reference model has another shape"); return NULL; }
+    int C = m->cfg.n_embd, NH = m->cfg.n_head;
+    if (!cuset__attention_head_size_ok(C / NH)) {
+        snprintf(err, errlen, "head size %d (%d channels / %d heads): the attention kernels take " CUSET__ATT_HEAD_SIZES,
+                 C / NH, C, NH);
+        return NULL;
+    }
+    if (cuset__ceil_div((long)B * T, CUSET_MM_BM) > 65535) {
+        snprintf(err, errlen, "batch %d x %d: a matmul's rows are at most 65535 x %d", B, T, CUSET_MM_BM);
+        return NULL;
+    }
     CusetCudaModel *g = (CusetCudaModel *)calloc(1, sizeof *g);
     cuset__copy_tensor_sizes(g, m);
     g->B = B; g->T = T;

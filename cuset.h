@@ -367,7 +367,9 @@ typedef struct CusetCudaDecoder CusetCudaDecoder;
 // Never crashes.
 int cuset_cuda_available(char *why, size_t n);
 // Uploads m's parameters (and its AdamW moments if m has them) and ref's (ASFT's frozen
-// reference; may be NULL) and allocates everything a (B, T) micro-batch needs.
+// reference; may be NULL) and allocates everything a (B, T) micro-batch needs. NULL, with
+// the reason in err, when no device answers, when memory runs short, or when the kernels
+// do not take the shape (an attention head size other than 16, 32, 48, 64, 96 or 128).
 CusetCudaModel *cuset_cuda_model_new(const CusetGPT *m, const CusetGPT *ref, int B, int T, char *err, size_t errlen);
 void cuset_cuda_model_free(CusetCudaModel *g);
 // cuset_gpt_step's device half: zero the gradients, then for each of the accum

@@ -683,11 +683,14 @@ static int open_log_and_device(Run *r) {
     printf("\ndata: %s, %d train / %d validation samples; batch %d x %d tokens x %d accum; %d steps; lr %g -> %g, warmup %d\n",
            a->data, r->ntrain, r->nval, s->B, s->T, s->accum, s->steps, s->optim.max_lr, s->optim.min_lr, s->optim.warmup);
     printf("settings: batch %d (%s), seq %d (%s), accum %d (%s)\n", s->B, a->src[0], s->T, a->src[1], s->accum, a->src[2]);
-    if (r->use_gpu) {
-        r->gpu = cuset_cuda_model_new(&r->model, r->ref, s->B, s->T, err, sizeof err);
-        if (!r->gpu) { fprintf(stderr, "train: --device %s: %s\n", a->device, err); return 1; }
-        printf("device: cuda (%s); checkpoint %s; log %s\n", r->device_name, a->ckpt, r->log_path);
-    } else {
+    // --device auto trains on the CPU what the GPU backend refuses (a head size its
+    // attention kernels do not take, a model beyond the device's memory), and says why
+    if (r->use_gpu && !(r->gpu = cuset_cuda_model_new(&r->model, r->ref, s->B, s->T, err, sizeof err))) {
+        if (strcmp(a->device, "auto")) { fprintf(stderr, "train: --device %s: %s\n", a->device, err); return 1; }
+        printf("note: the GPU (%s) cannot train this model: %s; training on the CPU\n", r->device_name, err);
+    }
+    if (r->gpu) printf("device: cuda (%s); checkpoint %s; log %s\n", r->device_name, a->ckpt, r->log_path);
+    else {
         int threads = 1;
 #ifdef _OPENMP
         threads = omp_get_max_threads();

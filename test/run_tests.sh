@@ -937,6 +937,17 @@ else
         fi
         checks ${t}_emu "$TMP/$t" --small
     done
+    # train linked with the emulated backend: a head size the attention kernels do not take
+    # is refused before training; --device auto then trains on the CPU, --device cuda stops
+    if emu/nvcc-emu -c -I . -o "$TMP/cuset_emu.o" cuset.cu >"$TMP/emu_build.out" 2>&1 \
+        && gcc -O2 -fopenmp -std=gnu11 -c -o "$TMP/train_emu.o" train.c 2>>"$TMP/emu_build.out" \
+        && emu/nvcc-emu -o "$TMP/train_emu" "$TMP/train_emu.o" "$TMP/cuset_emu.o" -lgomp >>"$TMP/emu_build.out" 2>&1; then
+        hs8=(--heads 8 --embd 64 --layers 1 --ctx 32 --seq 32 --vocab 40 --batch 4 --synthetic-n 64 --steps 1)
+        expect "train_emu_head_size_auto_uses_cpu" 0 "cannot train this model: head size 8 .*training on the CPU" \
+            "$TMP/train_emu" "${hs8[@]}" --device auto --ckpt "$TMP/hs8.ckpt"
+        expect "train_emu_head_size_cuda_refused" 1 "^train: --device cuda: head size 8 " \
+            "$TMP/train_emu" "${hs8[@]}" --device cuda --ckpt "$TMP/hs8.ckpt"
+    else bad "train_emu_build" "$(tail -5 "$TMP/emu_build.out")"; fi
     # the fused attention and loss again, with the threads of each block in a fresh random
     # order between barriers (a missing __syncthreads fails here, not in plain order) and
     # every device and shared-memory access bounds-checked by AddressSanitizer

@@ -538,6 +538,30 @@ static void test_steps(const StepShape *s, CusetObjective obj, int trajectory) {
     printf("time: %s %.1f s\n", label, seconds() - t0);
 }
 
+// cuset_cuda_model_new refuses, with a reason and before allocating, what the kernels do
+// not take: a head size without an attention kernel, a batch whose B x T rows exceed a
+// matmul's grid (65535 row blocks of 64). A supported head size of the same width is taken.
+static void test_model_refusals(void) {
+    struct { int C, NH, B, T; const char *why; } cases[] = {
+        {64, 8, 1, 8, "head size 8 (64 channels / 8 heads)"},
+        {160, 2, 1, 8, "head size 80 (160 channels / 2 heads)"},
+        {32, 1, 4097, 1024, "batch 4097 x 1024"},
+        {64, 4, 2, 8, NULL},
+    };
+    for (auto &c : cases) {
+        CusetConfig cfg = make_config(50, 1024, 1, c.NH, c.C);
+        CusetGPT m;
+        cuset_gpt_init(&m, &cfg);
+        char err[256] = "";
+        CusetCudaModel *g = cuset_cuda_model_new(&m, NULL, c.B, c.T, err, sizeof err);
+        int ok = c.why ? !g && strstr(err, c.why) != NULL : g != NULL;
+        if (ok) { printf("PASS cuset_cuda_model_new C=%d NH=%d batch %dx%d: %s\n", c.C, c.NH, c.B, c.T, g ? "taken" : err); passes++; }
+        else { printf("FAIL cuset_cuda_model_new C=%d NH=%d batch %dx%d: %s\n", c.C, c.NH, c.B, c.T, g ? "taken" : err); failures++; }
+        cuset_cuda_model_free(g);
+        cuset_gpt_free(&m);
+    }
+}
+
 // Two runs of 3 steps from the same weights and batches: bit-identical losses and norms.
 // Also cuset_cuda_eval gives the forward_backward loss of the same weights.
 static void test_determinism(const StepShape *s) {
@@ -647,6 +671,7 @@ int main(int argc, char **argv) {
         test_steps(&s, o, w[0] && w[1] && w[2] ? traj : 0);
     }
     test_determinism(&s);
+    test_model_refusals();
     printf("test_gpu: %d passed, %d failed (seed %llu)\n", passes, failures, (unsigned long long)seed);
     return failures ? 1 : 0;
 }
