@@ -277,6 +277,7 @@ typedef struct {
     CusetTokenizer tk;
     CusetCheckpointInfo info;          // of --resume / --init
     int have_model, start_step, synthetic;
+    int said_untrained;                // say_untrained's note was printed
     int saved_step;                    // the step --ckpt holds from this run or the resumed one (-1: none)
     CusetDataset data, val_data, *val; // val: &data (held out) or &val_data (--val-data)
     int *train_ids, *val_ids, *val_order, ntrain, nval;
@@ -823,6 +824,21 @@ static void close_run(Run *r, CusetBatch *batches, CusetBatch *val_batch) {
     if (r->ref) cuset_gpt_free(r->ref);
 }
 
+// A step whose gradient is exactly 0 trained nothing: say so once, and why when the
+// objective's confidence mask is the cause (a model that does not yet predict its data
+// has every confidence far below tau: about 1/V at random weights).
+static void say_untrained(Run *r, int step) {
+    const CusetObjective *o = &r->s->obj;
+    r->said_untrained = 1;
+    printf("note: step %d trained nothing (gradient 0)", step + 1);
+    if (o->kind == CUSET_OBJ_PROFIT || (o->kind == CUSET_OBJ_CUSET && o->conf_mask))
+        printf(": no target token's confidence reached --tau %g%s. %s fine-tunes a model that already predicts its "
+               "data: train one with --objective sft first and start from its checkpoint (--init), or lower --tau",
+               o->tau, o->kind == CUSET_OBJ_CUSET && o->cuda_mask ? " and none is CUDA-sensitive" : "",
+               o->kind == CUSET_OBJ_PROFIT ? "ProFit" : "CuSeT");
+    printf("\n");
+}
+
 // --stop-at N must be a step the run trains: after its start, at most its last.
 static int check_stop_at(const Run *r) {
     int n = r->a.stop_at, first = r->start_step + 1, last = r->s->steps;
@@ -871,6 +887,7 @@ int main(int argc, char **argv) {
                             "lower --lr; the last checkpoint is untouched\n", step + 1, st.loss, norm);
             return 1;
         }
+        if (norm == 0 && !r->said_untrained) say_untrained(r, step);
         float lr = cuset_lr_at(&s->optim, step);
         if (r->gpu) cuset_cuda_update(r->gpu, &s->optim, step, norm);
         else cuset_gpt_update(&r->model, &s->optim, step, norm);

@@ -229,6 +229,12 @@ expect "train_default_seq_is_context" 0 "seq 48 \(the model's context\)" ./train
     --ctx 48 --vocab 40 --batch 4 --synthetic-n 64 --synthetic-len 3:10 --steps 1 --ckpt "$TMP/z.ckpt"
 expect "train_bad_objective" 2 "unknown objective 'xent'" ./train --objective xent --steps 1
 expect "train_bad_model" 2 "multiple of n_head" ./train "${tiny[@]}" --heads 3 --steps 1 --ckpt "$TMP/z.ckpt"
+# a step that trains nothing says so once, and why: CuSeT from random weights (every
+# confidence about 1/V, below tau) without the CUDA mask; SFT at the same weights trains
+expect "train_untrained_step_noted" 0 "^note: step 1 trained nothing \(gradient 0\): no target token's confidence reached --tau 0.1\. CuSeT" \
+    ./train "${tiny[@]}" --no-cuda-mask --steps 2 --device cpu --ckpt "$TMP/z.ckpt"
+expect "train_sft_step_not_noted" 0 "^sft trains$" bash -c '"$@" | grep -q "trained nothing" || echo sft trains' _ \
+    ./train "${tiny[@]}" --objective sft --steps 2 --device cpu --ckpt "$TMP/z.ckpt"
 # --device cuda without a GPU (or without the backend) is an error; auto falls back to the CPU
 # (the skip asks the driver whether there is a GPU, not train, so a train that ran --device
 # cuda on the CPU fails here)
