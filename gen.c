@@ -382,8 +382,10 @@ static int *prompt_tokens(const GenArgs *a, const Model *md) {
             if (!*p) break;
             char *end;
             long id = strtol(p, &end, 10);
-            if (end == p || id < 0 || id >= vocab) {
-                fprintf(stderr, "gen: --prompt-ids: '%.16s' is not a token id in [0, %d)\n", p, vocab);
+            if (end == p || (*end && *end != ' ' && *end != ',') || id < 0 || id >= vocab) {
+                int len = (int)strcspn(p, " ,"); // the offending item, cut at 40 characters
+                fprintf(stderr, "gen: --prompt-ids: '%.*s%s' is not a token id in [0, %d)\n", len < 40 ? len : 40, p,
+                        len > 40 ? "..." : "", vocab);
                 exit(2);
             }
             arrput(tokens, (int)id);

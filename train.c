@@ -593,6 +593,16 @@ static int open_splits(Run *r) {
     }
     if (s->optim.warmup < 0) s->optim.warmup = s->steps / 20;
     s->optim.total = s->steps;
+    if (s->optim.warmup >= s->steps)
+        printf("note: --warmup %d is not shorter than the run's %d steps: the learning rate never reaches --lr %g\n",
+               s->optim.warmup, s->steps, s->optim.max_lr);
+    long per_step = (long)s->B * s->accum;
+    if (per_step > r->ntrain) {
+        printf("note: a step takes %ld samples (batch %d x accum %d) and the training split holds %d: a step sees "
+               "each about %.0f times", per_step, s->B, s->accum, r->ntrain, (double)per_step / r->ntrain);
+        if (a->epochs != 0) printf(", so --epochs %g is %.0f epochs", a->epochs, (double)s->steps * per_step / r->ntrain);
+        printf("; lower --batch\n");
+    }
     return 0;
 }
 

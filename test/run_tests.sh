@@ -235,6 +235,13 @@ expect "train_untrained_step_noted" 0 "^note: step 1 trained nothing \(gradient 
     ./train "${tiny[@]}" --no-cuda-mask --steps 2 --device cpu --ckpt "$TMP/z.ckpt"
 expect "train_sft_step_not_noted" 0 "^sft trains$" bash -c '"$@" | grep -q "trained nothing" || echo sft trains' _ \
     ./train "${tiny[@]}" --objective sft --steps 2 --device cpu --ckpt "$TMP/z.ckpt"
+# settings that make a run other than it looks are said at start-up: a warmup as long as
+# the run, a step larger than the training split (and what that makes of --epochs)
+expect "train_warmup_longer_than_run_noted" 0 "^note: --warmup 5 is not shorter than the run's 3 steps" \
+    ./train "${tiny[@]}" --warmup 5 --steps 3 --device cpu --ckpt "$TMP/z.ckpt"
+expect "train_batch_beyond_split_noted" 0 "^note: a step takes 1000 samples .* holds 4: .*--epochs 1 is 250 epochs" \
+    ./train --layers 1 --heads 2 --embd 16 --ctx 32 --vocab 40 --synthetic-len 3:10 --batch 1000 --synthetic-n 4 \
+    --epochs 1 --device cpu --ckpt "$TMP/z.ckpt"
 # --device cuda without a GPU (or without the backend) is an error; auto falls back to the CPU
 # (the skip asks the driver whether there is a GPU, not train, so a train that ran --device
 # cuda on the CPU fails here)
@@ -438,6 +445,10 @@ expect "gen_eval_option_alone" 2 "--jobs goes with --eval TASKS.jsonl" ./gen --m
 expect "gen_analyze_option_alone" 2 "--probe goes with --analyze FILE" ./gen --model "$TMP/full.ckpt" --prompt-ids 1 --probe 8
 expect "gen_index_without_jsonl" 2 "--index goes with --prompt-jsonl" ./gen --model "$TMP/full.ckpt" --prompt-ids 1 --index 3
 expect "gen_bad_token" 2 "not a token id" ./gen --model "$TMP/full.ckpt" --prompt-ids "1 99999"
+# the message quotes the whole bad item: a long number, digits with letters after them
+expect "gen_bad_token_quoted_whole" 2 "'99999999999999999999' is not a token id" ./gen --model "$TMP/full.ckpt" \
+    --prompt-ids "1 99999999999999999999 2"
+expect "gen_token_with_suffix" 2 "'12x' is not a token id" ./gen --model "$TMP/full.ckpt" --prompt-ids "1,12x,3"
 # sampling's options (--seed, --temperature, ...) do nothing for --info, --analyze, --export-hf;
 # --stop and --show-prompt nothing for --eval (its programs end at the end-of-sample token)
 expect "gen_sampling_option_with_info" 2 "--seed goes with a prompt or --eval" ./gen --model "$TMP/full.ckpt" --info --seed 3
