@@ -285,6 +285,8 @@ typedef struct {
     int32_t val_every, ckpt_every;
     CusetObjective obj;
     CusetOptim optim;
+    float val_frac;          // share of the data held out for validation (0 with --val-data);
+                             // -1: unknown (read from a checkpoint before version 3, or saved from one)
 } CusetTrainSettings;
 typedef struct {
     CusetConfig cfg;
@@ -2037,11 +2039,12 @@ CUSET__WEAK void cuset_cuda_decoder_free(CusetCudaDecoder *d) { (void)d; }
 // data/tokenizer.h's cuset_tok_save writes it (opaque bytes here).
 //   slot 0-1 magic "CUSETCKP", 2 version, 3 header bytes, 4-9 config (V, Vp, maxT, L, NH, C),
 //   10 contents flags, 11 step, 12-13 number of parameters (uint64), 14-15 data
-//   fingerprint (uint64), 16-40 CusetTrainSettings, 62-63 tokenizer bytes (uint64).
-// Versions: 2 since the eq. 5 correction (2026-12-01); 1 before it, the same layout, read
-// too (the version tells which window rule trained the model).
+//   fingerprint (uint64), 16-41 CusetTrainSettings, 62-63 tokenizer bytes (uint64).
+// Versions: 3 since 2026-12-07, the settings' validation share in slot 41; 2 since the
+// eq. 5 correction (2026-12-01), slot 41 reserved; 1 before it, the same layout. All are
+// read (the version tells which window rule trained the model, and whether the share is known).
 #define CUSET_CKPT_MAGIC "CUSETCKP"
-#define CUSET_CKPT_VERSION 2
+#define CUSET_CKPT_VERSION 3
 #define CUSET_CKPT_OLDEST_VERSION 1
 #define CUSET_CKPT_HEADER 256
 #define CUSET_CKPT_OPTIMIZER 1
@@ -2180,6 +2183,7 @@ static int cuset__ckpt_open(const char *path, FILE **fp, CusetCheckpointInfo *in
     info->step = slot[11];
     memcpy(&info->data_fingerprint, &slot[14], 8);
     memcpy(&info->settings, &slot[16], sizeof info->settings);
+    if (info->version < 3) info->settings.val_frac = -1; // not recorded (those bytes were reserved)
     memcpy(tok_bytes, &slot[CUSET_CKPT_TOK_SLOT], 8);
     info->has_optimizer = !!(*contents & CUSET_CKPT_OPTIMIZER);
     info->has_reference = !!(*contents & CUSET_CKPT_REFERENCE);
@@ -2188,9 +2192,11 @@ static int cuset__ckpt_open(const char *path, FILE **fp, CusetCheckpointInfo *in
     uint64_t np_file;
     memcpy(&np_file, &slot[12], 8);
     char cfg_why[256];
+    // the settings' bytes in this version's header (before version 3, val_frac's were reserved)
+    size_t settings_bytes = info->version < 3 ? offsetof(CusetTrainSettings, val_frac) : sizeof info->settings;
     if (cuset_config_check(&info->cfg, cfg_why, sizeof cfg_why) != 0) {
         snprintf(why, sizeof why, "bad model config in header: %s", cfg_why);
-    } else if (cuset__nonzero(h + 64 + sizeof info->settings, CUSET_CKPT_TOK_SLOT * 4 - 64 - sizeof info->settings) ||
+    } else if (cuset__nonzero(h + 64 + settings_bytes, CUSET_CKPT_TOK_SLOT * 4 - 64 - settings_bytes) ||
                cuset__nonzero(h + CUSET_CKPT_TOK_SLOT * 4 + 8, CUSET_CKPT_HEADER - CUSET_CKPT_TOK_SLOT * 4 - 8)) {
         snprintf(why, sizeof why, "bad header: reserved bytes are not zero");
     } else if (*contents & ~(CUSET_CKPT_OPTIMIZER | CUSET_CKPT_REFERENCE | CUSET_CKPT_TOKENIZER) || info->step < 0 ||

@@ -117,7 +117,7 @@ static const struct { const char *flag; size_t offset; char type; double lo, hi;
     SETTING("--lr", optim.max_lr, 'f', 0, 10), SETTING("--min-lr", optim.min_lr, 'f', 0, 10),
     SETTING("--warmup", optim.warmup, 'i', 0, 1e9), SETTING("--wd", optim.weight_decay, 'f', 0, 10),
     SETTING("--clip", optim.grad_clip, 'f', 0, 1e9), SETTING("--beta1", optim.beta1, 'f', 0, 0.999999),
-    SETTING("--beta2", optim.beta2, 'f', 0, 0.999999)};
+    SETTING("--beta2", optim.beta2, 'f', 0, 0.999999), SETTING("--val-frac", val_frac, 'f', 0, 0.5)};
 #define NUM_SETTING_FLAGS (int)(sizeof setting_flags / sizeof *setting_flags)
 
 static int setting_index(const char *flag) {
@@ -163,7 +163,7 @@ typedef struct {
     int ngiven;
     const char *src[3];       // where batch, seq and accum come from: "flag", "checkpoint", "default",
                               // "the model's context" (seq: the default capped)
-    double val_frac, epochs;
+    double epochs;
     CusetConfig cfg;
     CusetTrainSettings s;
 } Args;
@@ -177,9 +177,10 @@ static int flag_given(const Args *a, const char *flag) {
 static void parse_args(int argc, char **argv, Args *a) {
     memset(a, 0, sizeof *a);
     a->data = "synthetic"; a->ckpt = "model.ckpt"; a->device = "auto";
-    a->synthetic_n = 4096; a->syn_min = 8; a->syn_max = 48; a->vocab = 2048; a->val_frac = 0.05; a->ckpt_minutes = 10;
+    a->synthetic_n = 4096; a->syn_min = 8; a->syn_max = 48; a->vocab = 2048; a->ckpt_minutes = 10;
     a->cfg = (CusetConfig){0, 0, 256, 4, 4, 128};
-    a->s = (CusetTrainSettings){8, 256, 1, 0, 1337, 0, 0, cuset_objective_default(CUSET_OBJ_CUSET), cuset_optim_default()};
+    a->s = (CusetTrainSettings){8, 256, 1, 0, 1337, 0, 0, cuset_objective_default(CUSET_OBJ_CUSET), cuset_optim_default(),
+                                0.05f};
     a->s.optim.warmup = -1;
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i];
@@ -209,8 +210,7 @@ static void parse_args(int argc, char **argv, Args *a) {
             if (*end || lo < 1 || hi < lo || hi > 65536)
                 fail("--synthetic-len expects MIN:MAX with 1 <= MIN <= MAX <= 65536, got '%s'%s", v, "");
             a->syn_min = (int)lo, a->syn_max = (int)hi;
-        } else if (IS("--val-frac")) a->val_frac = num(k, v, 0, 0.5, 0);
-        else if (IS("--val-data")) a->val_data = v;
+        } else if (IS("--val-data")) a->val_data = v;
         else if (IS("--layers")) a->cfg.n_layer = (int)num(k, v, 1, 256, 1);
         else if (IS("--heads")) a->cfg.n_head = (int)num(k, v, 1, 1024, 1);
         else if (IS("--embd")) a->cfg.n_embd = (int)num(k, v, 1, 16384, 1);
@@ -407,6 +407,12 @@ static int open_checkpoint(Run *r) {
     CusetTrainSettings flags = a->s;
     if (a->resume) {
         char why[160];
+        if (r->info.settings.val_frac < 0) { // unknown (before version 3): the flag's share, as before
+            r->info.settings.val_frac = a->val_data ? 0 : flags.val_frac;
+            printf("note: %s does not record the run's validation share (a checkpoint from before version 3): it "
+                   "goes on with --val-frac %g, the same split only if the run started with it\n", path,
+                   r->info.settings.val_frac);
+        }
         if (resume_check(&r->info, why, sizeof why)) {
             fprintf(stderr, "train: --resume: %s holds settings that no run can continue from (%s): the file is "
                             "damaged, or was not written by train\n", path, why);
@@ -484,7 +490,12 @@ static int open_data(Run *r) {
         cuset_tok_free(&val_tk); // the same tokenizer as tk
         printf("validation %s\n", note);
         r->val = &r->val_data;
-        a->val_frac = 0;
+        if (a->resume && a->s.val_frac > 0) {
+            fprintf(stderr, "train: --resume: the run held out --val-frac %g of its data for validation; resume it "
+                            "without --val-data (the training split would take those samples)\n", a->s.val_frac);
+            return 2;
+        }
+        a->s.val_frac = 0;
     }
     if (a->resume && r->info.data_fingerprint != r->data.fingerprint) {
         fprintf(stderr, "train: --resume: the data differs from the data the checkpoint was trained on "
@@ -547,7 +558,7 @@ static void check_row_length(Run *r) {
 static int open_splits(Run *r) {
     Args *a = &r->a;
     CusetTrainSettings *s = r->s;
-    int nusable = cuset_split(&r->data, s->T, a->val_frac, (uint64_t)s->seed, &r->train_ids, &r->ntrain, &r->val_order,
+    int nusable = cuset_split(&r->data, s->T, s->val_frac, (uint64_t)s->seed, &r->train_ids, &r->ntrain, &r->val_order,
                               &r->nval);
     int nval_unused;
     if (r->val != &r->data)
@@ -562,9 +573,9 @@ static int open_splits(Run *r) {
     if (r->nval == 0) { // say why there is no validation, unless --val-frac 0 asked for none
         if (r->val != &r->data)
             printf("note: no validation: every --val-data sample's prompt fills the row of %d tokens\n", s->T);
-        else if (a->val_frac > 0)
+        else if (s->val_frac > 0)
             printf("note: no validation: --val-frac %g of %d samples holds out none (raise it, or give --val-data)\n",
-                   a->val_frac, nusable);
+                   s->val_frac, nusable);
         else if (s->val_every > 0)
             printf("note: --val-every %d does nothing: --val-frac 0 holds out no validation samples\n", s->val_every);
     }

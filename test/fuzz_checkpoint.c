@@ -66,7 +66,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         unsigned char *back = (unsigned char *)malloc(size + 1);
         size_t n = fread(back, 1, size + 1, g);
         fclose(g);
-        if (n == size && info.version != CUSET_CKPT_VERSION) memcpy(back + 8, data + 8, 4); // slot 2: version
+        if (n == size && info.version != CUSET_CKPT_VERSION) { // the save writes the current version
+            memcpy(back + 8, data + 8, 4);                          // slot 2: the version
+            if (info.version < 3) memcpy(back + 164, data + 164, 4); // slot 41: unknown val_frac -1, reserved 0 before
+        }
         if (n != size || memcmp(back, data, size) != 0) abort(); // not a fixed point of load + save
         free(back);
         cuset_gpt_free(&m);

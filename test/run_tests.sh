@@ -401,6 +401,20 @@ out=$(./train --resume --ckpt "$TMP/r.ckpt" "${run[@]:1}" --objective cuset --lr
 if [ $rc -ne 0 ] || ! grep -q "resuming .* at step 12 of 12" <<<"$out"; then bad "resume_same_flags_quiet" "exit $rc: $(tail -2 <<<"$out")"
 elif grep -q "is ignored" <<<"$out"; then bad "resume_same_flags_quiet" "$(grep "is ignored" <<<"$out" | head -1)"
 else ok "resume_same_flags_quiet"; fi
+# the validation share is one of the run's settings (checkpoint version 3): a resumed run
+# keeps its split, and a version 2 checkpoint, which lacks it, goes on with the flag's and says so
+./train "${tiny[@]}" --val-frac 0.2 --steps 3 --stop-at 1 --ckpt "$TMP/vf.ckpt" --log "$TMP/vf.jsonl" >/dev/null 2>&1
+cp "$TMP/vf.ckpt" "$TMP/vf2.ckpt"
+expect "resume_keeps_val_frac" 0 "keeps the checkpoint's --val-frac 0.2; --val-frac 0.5 is ignored" \
+    ./train --resume --ckpt "$TMP/vf.ckpt" "${tiny[@]}" --val-frac 0.5 --stop-at 2 --log "$TMP/vf.jsonl"
+expect "resume_keeps_val_frac_split" 0 "52 train / 12 validation" ./train --resume --ckpt "$TMP/vf.ckpt" "${tiny[@]}" \
+    --log "$TMP/vf.jsonl"
+printf '\x02' | dd of="$TMP/vf2.ckpt" bs=1 seek=8 conv=notrunc 2>/dev/null # version 2, slot 41 (val_frac) reserved
+cp "$TMP/vf2.ckpt" "$TMP/vf2_slot41.ckpt"
+printf '\0\0\0\0' | dd of="$TMP/vf2.ckpt" bs=1 seek=164 conv=notrunc 2>/dev/null
+expect "resume_version_2_val_frac_unknown" 0 "does not record the run's validation share .*: it goes on with --val-frac 0.2" \
+    ./train --resume --ckpt "$TMP/vf2.ckpt" "${tiny[@]}" --val-frac 0.2 --log "$TMP/vf2.jsonl"
+expect "ckpt_version_2_slot_41_reserved" 1 "reserved bytes are not zero" ./gen --model "$TMP/vf2_slot41.ckpt" --info
 # the header's settings (from byte 64: batch, seq, accum, steps, seed, val_every, ckpt_every, objective, ...) are
 # checked: a damaged one is refused, not trained on (a batch of 0 made the resumed run loop forever)
 cp "$TMP/r.ckpt" "$TMP/b0.ckpt" && printf '\000\000\000\000' | dd of="$TMP/b0.ckpt" bs=1 seek=64 conv=notrunc status=none
@@ -476,6 +490,9 @@ text_model=(--layers 1 --heads 2 --embd 16 --ctx 96 --seq 96 --batch 4 --vocab 3
 text=("${text_model[@]}" --val-frac 0.1)
 expect "text_jsonl_trains_tokenizer" 0 "24 samples from .*tokenizer trained on it .*cached in .*tasks.jsonl.tok" \
     ./train --data "$TMP/tasks.jsonl" "${text[@]}" --ckpt "$TMP/t.ckpt"
+# --val-data on resuming a run that held out --val-frac would train on those samples
+expect "resume_val_data_refused" 2 "held out --val-frac 0.1 of its data for validation; resume it without --val-data" \
+    ./train --resume --data "$TMP/tasks.jsonl" "${text_model[@]}" --val-data "$TMP/tasks.jsonl" --ckpt "$TMP/t.ckpt"
 expect "text_jsonl_uses_cache" 0 "tokenized cache .*tasks.jsonl.tok" ./train --data "$TMP/tasks.jsonl" "${text[@]}" --ckpt "$TMP/t2.ckpt"
 expect "text_tok_file_directly" 0 "24 samples from .*tasks.jsonl.tok" ./train --data "$TMP/tasks.jsonl.tok" "${text[@]}" --ckpt "$TMP/t3.ckpt"
 # fine-tuning the model on the text it was trained on uses the cache its run made (the same tokenizer)

@@ -555,12 +555,13 @@ static void test_checkpoints(void) {
     CusetCheckpointInfo info = {.cfg = m.cfg, .step = 2, .data_fingerprint = 0xABCDEF};
     info.settings.obj = cuset_objective_default(CUSET_OBJ_ASFT);
     info.settings.steps = 17;
+    info.settings.val_frac = 0.25f;
     char err[512];
     int rc = cuset_checkpoint_save(path, &m, &r, NULL, 0, &info, 1, err, sizeof err);
     CusetCheckpointInfo got;
     rc |= cuset_checkpoint_load(path, &l, &lr, NULL, NULL, 1, &got, err, sizeof err);
     int ok = rc == 0 && got.step == 2 && got.has_optimizer && got.has_reference && got.data_fingerprint == 0xABCDEF &&
-             got.settings.steps == 17 && got.settings.obj.kind == CUSET_OBJ_ASFT &&
+             got.settings.steps == 17 && got.settings.obj.kind == CUSET_OBJ_ASFT && got.settings.val_frac == 0.25f &&
              !memcmp(l.params_memory, m.params_memory, m.num_params * 4) &&
              !memcmp(l.m_memory, m.m_memory, m.num_params * 4) && !memcmp(l.v_memory, m.v_memory, m.num_params * 4) &&
              !memcmp(lr.params_memory, r.params_memory, m.num_params * 4);
@@ -617,7 +618,14 @@ static void test_checkpoints(void) {
         if (r2 == 0) { cuset_gpt_free(&x); cuset_gpt_free(&xr); }
         free(copy);
     }
-    // version 1 (before the eq. 5 correction, same layout) still loads, and says so
+    // version 1 (before the eq. 5 correction, same layout) still loads, and says so; so does
+    // version 2, whose settings lack the validation share (slot 41, reserved then): -1, unknown
+    memset(bytes + 41 * 4, 0, 4);
+    bytes[8] = 2;
+    write_bytes(path, bytes, n);
+    rc = cuset_checkpoint_info(path, &got, err, sizeof err);
+    check(rc == 0 && got.version == 2 && got.settings.val_frac == -1, "checkpoint_version_2_val_frac_unknown", "%s",
+          rc ? err : "wrong version or validation share");
     bytes[8] = 1;
     write_bytes(path, bytes, n);
     got.settings.obj = cuset_objective_default(CUSET_OBJ_CUSET);
