@@ -448,8 +448,10 @@ expect "gen_refuses_nan_weights" 1 "wte holds nan at element 0: a damaged file, 
 cp "$TMP/full.ckpt" "$TMP/big.ckpt"
 for at in 256 260 264 268; do printf '\346\261\141\177' | dd of="$TMP/big.ckpt" bs=1 seek=$at conv=notrunc status=none; done
 expect "gen_refuses_nonfinite_logits" 1 "the model's logits are not finite" ./gen --model "$TMP/big.ckpt" --prompt-ids 1
-# a version-1 checkpoint (trained before the eq. 5 correction) still loads, and says so
-cp "$TMP/full.ckpt" "$TMP/v1.ckpt" && printf '\001' | dd of="$TMP/v1.ckpt" bs=1 seek=8 conv=notrunc status=none
+# a version-1 checkpoint (trained before the eq. 5 correction) still loads, and says so (made
+# from a version 3 one: its version, and slot 41, the validation share, zero: reserved then)
+cp "$TMP/full.ckpt" "$TMP/v1.ckpt" && printf '\001' | dd of="$TMP/v1.ckpt" bs=1 seek=8 conv=notrunc status=none \
+    && printf '\0\0\0\0' | dd of="$TMP/v1.ckpt" bs=1 seek=164 conv=notrunc status=none
 expect "gen_info_version_1" 0 "checkpoint version 1: CuSeT's windows before the eq. 5 correction" ./gen --model "$TMP/v1.ckpt" --info
 expect "train_init_version_1_note" 0 "trained with CuSeT's window rule before the eq. 5 correction" \
     ./train "${tiny[@]}" --init "$TMP/v1.ckpt" --steps 1 --ckpt "$TMP/v1b.ckpt"
