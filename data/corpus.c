@@ -676,7 +676,10 @@ static int compare_output(const char *wdir, const Tensor *x, double atol, double
     char *ex = read_file(pe, &le), *g = NULL;
     int rc = 1;
     if (!ex || le != want) die("%s: %s", pe, ex ? "wrong size" : strerror(errno));
-    if (!(g = read_file(pg, &lg))) printf("FAIL %s: %s.bin was not written\n", x->name, x->name);
+    struct stat st; // the program's output: a regular file (not a link, a directory or a pipe that blocks the read)
+    if (lstat(pg, &st) == 0 && !S_ISREG(st.st_mode))
+        printf("FAIL %s: %s.bin is not a regular file\n", x->name, x->name);
+    else if (!(g = read_file(pg, &lg))) printf("FAIL %s: %s.bin was not written\n", x->name, x->name);
     else if (lg != want)
         printf("FAIL %s: %s.bin has %zu bytes, expected %zu (%ld x %s)\n", x->name, x->name, lg, want,
                tensor_count(x), dt_names[x->dt]);

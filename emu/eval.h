@@ -809,9 +809,9 @@ static void cuset__eval_head_or_line(const char *path, const char *needle, char 
 }
 
 // Runs argv in dir, in the sandbox, with the run limits (program) or the compile limits
-// (compilers: no address-space or CPU-time limit, 1024 open files; the wall clock, the
-// file size and the disk watch as for programs); stdout/stderr to dir/NAME.out/.err, made
-// anew (what a program left under those names may be a link).
+// (compilers: no CPU-time limit, 1024 open files; the wall clock, the file size and the
+// disk watch as for programs); as_bytes: the address-space limit (0: none); stdout/stderr
+// to dir/NAME.out/.err, made anew (what a program left under those names may be a link).
 static void cuset__eval_run(const cuset__EvalEnv *E, const char *const argv[], const char *dir, const char *name,
                             int program, uint64_t as_bytes, CusetRunResult *r, char *err_path, size_t cap) {
     char out_path[4200], file[64];
@@ -851,8 +851,9 @@ static int cuset__eval_uses_asan(const char *path) {
 }
 
 // Copies the files of the materialized task directory into dir: inputs and spec.json
-// before the run (expected = 0), the expected outputs after it (expected = 1), over
-// anything the program wrote under their names.
+// before the run (expected = 0), the expected outputs and spec.json again after it
+// (expected = 1: the comparison reads the task's tolerances, not what the program may have
+// written there), over anything the program left under their names, directories included.
 static int cuset__eval_copy_task_files(const char *taskdir, const char *dir, int expected, char *err, size_t errlen) {
     DIR *d = opendir(taskdir);
     if (!d) { snprintf(err, errlen, "%s: %s", taskdir, strerror(errno)); return -1; }
@@ -862,12 +863,12 @@ static int cuset__eval_copy_task_files(const char *taskdir, const char *dir, int
         const char *n = e->d_name;
         size_t len = strlen(n);
         int is_expected = len > 13 && !strcmp(n + len - 13, ".expected.bin");
-        int is_input = !is_expected && ((len > 4 && !strcmp(n + len - 4, ".bin")) || !strcmp(n, "spec.json"));
-        if (expected ? !is_expected : !is_input) continue;
+        int is_spec = !strcmp(n, "spec.json"), is_input = !is_expected && len > 4 && !strcmp(n + len - 4, ".bin");
+        if (!is_spec && (expected ? !is_expected : !is_input)) continue;
         char src[4200], dst[4200];
         cuset__eval_join(src, sizeof src, taskdir, n);
         cuset__eval_join(dst, sizeof dst, dir, n);
-        unlink(dst); // the program may have left a link or a read-only file there
+        cuset_remove_tree(dst); // the program may have left a link, a read-only file or a directory there
         rc = cuset_copy_file(src, dst, err, errlen);
     }
     closedir(d);
@@ -887,6 +888,10 @@ static const char *cuset__eval_disk_why(const cuset__EvalEnv *E, const char *wha
     return out;
 }
 
+// What a compiler may take of the address space: a program can make one take all the
+// memory there is (#include "/dev/zero"); the programs of the corpus build in under 2 GiB.
+#define CUSET__EVAL_COMPILE_AS (8ull << 30)
+
 // The compilation check: nvcc. For the emulator, with ptxas's report of each kernel's
 // registers and shared memory (-Xptxas -v, into nvcc.err), which its build takes.
 static int cuset__eval_compile(const cuset__EvalEnv *E, const char *dir, cuset__EvalResult *res) {
@@ -896,7 +901,7 @@ static int cuset__eval_compile(const cuset__EvalEnv *E, const char *dir, cuset__
     snprintf(arch, sizeof arch, "-arch=%s", E->arch);
     const char *report = E->use_gpu ? NULL : "-Xptxas"; // (NULL ends the list there)
     const char *argv[] = {E->nvcc, arch, "-o", "prog", "prog.cu", report, "-v", NULL};
-    cuset__eval_run(E, argv, dir, "nvcc", 0, 0, &r, err_path, sizeof err_path);
+    cuset__eval_run(E, argv, dir, "nvcc", 0, CUSET__EVAL_COMPILE_AS, &r, err_path, sizeof err_path);
     if (r.status == CUSET_RUN_ERROR) return cuset__eval_verdict(res, CUSET_EVAL_ERROR, "%s", r.error);
     if (r.status != CUSET_RUN_EXITED || r.exit_code != 0) {
         if (r.timed_out)
@@ -920,7 +925,7 @@ static int cuset__eval_build_emu(const cuset__EvalEnv *E, const char *dir, cuset
     CusetRunResult r;
     const char *resources = E->have_nvcc ? "--ptxas-info" : NULL; // (NULL ends the list there)
     const char *argv[] = {E->emu, "prog.cu", "-o", "prog_emu", resources, "nvcc.err", NULL};
-    cuset__eval_run(E, argv, dir, "emu_build", 0, 0, &r, err_path, sizeof err_path);
+    cuset__eval_run(E, argv, dir, "emu_build", 0, CUSET__EVAL_COMPILE_AS, &r, err_path, sizeof err_path);
     if (r.status == CUSET_RUN_ERROR) return cuset__eval_verdict(res, CUSET_EVAL_ERROR, "%s", r.error);
     if (r.status == CUSET_RUN_EXITED && r.exit_code == 3) {
         res->status = CUSET_EVAL_UNSUPPORTED;
@@ -988,6 +993,7 @@ static void cuset__eval_compare(const cuset__EvalEnv *E, const char *taskdir, co
         res->status = CUSET_EVAL_WRONG_ANSWER;
         cuset__eval_head_or_line(out_path, "FAIL", res->detail, sizeof res->detail);
     } else if (r.status == CUSET_RUN_ERROR) cuset__eval_verdict(res, CUSET_EVAL_ERROR, "%s", r.error);
+    else if (r.timed_out) cuset__eval_verdict(res, CUSET_EVAL_ERROR, "the comparison did not finish in %g s", E->compile_timeout);
     else {
         res->status = CUSET_EVAL_ERROR;
         cuset__eval_head_or_line(err_path, NULL, res->detail, sizeof res->detail);
@@ -1075,9 +1081,18 @@ static int cuset__eval_materialize(const cuset__EvalEnv *E, int index, const cha
     CusetRunLimits lim = cuset_run_default_limits(0);
     lim.as_bytes = 0;
     cuset_run_limited_ex((char *const *)argv, NULL, 300, NULL, log, &lim, &r); // execv's type
-    if (r.status == CUSET_RUN_EXITED && r.exit_code == 0) return 0;
-    char head[400];
+    char head[400], spec[4200];
+    if (r.status == CUSET_RUN_EXITED && r.exit_code == 0) {
+        if (access(cuset__eval_join(spec, sizeof spec, dir, "spec.json"), R_OK) == 0) return 0;
+        snprintf(err, errlen, "%.300s --materialize exited 0 for task %d but wrote no spec.json in %.600s: is --corpus "
+                 "cuset's data/corpus?", E->corpus, index, dir);
+        return -1;
+    }
     if (r.status == CUSET_RUN_ERROR) snprintf(head, sizeof head, "%s", r.error);
+    else if (r.status == CUSET_RUN_SIGNALED)
+        snprintf(head, sizeof head, "killed by signal %d (%s)%s", r.signal, strsignal(r.signal),
+                 r.signal == SIGXFSZ ? ": a file of the task is over the 256 MiB file-size limit" : "");
+    else if (r.status == CUSET_RUN_TIMEOUT) snprintf(head, sizeof head, "it did not finish in 300 s");
     else cuset_file_head(log, 3, head, sizeof head);
     snprintf(err, errlen, "data/corpus --materialize failed for task %d: %s", index, head);
     return -1;
@@ -1798,7 +1813,7 @@ static void cuset__eval_run_all(cuset__EvalRun *R) {
         const cuset__EvalTask *t = &R->tasks[R->progs[i].task];
         double el = cuset_time() - R->t_eval;
         fprintf(stderr, "eval: %d/%d task %s (%s) sample %d: %s (%.1f s) | %.2f programs/s, %d from the cache\n", done,
-                total, t->id, t->family, R->progs[i].sample + 1, cuset_eval_status_names[R->results[i].status],
+                total, t->id, t->family, R->progs[i].sample, cuset_eval_status_names[R->results[i].status],
                 R->results[i].seconds, done / (el > 0 ? el : 1), R->cached);
     }
     free(fds), free(pids);

@@ -606,6 +606,9 @@ checks test_eval ./test/test_eval
 for i, l in enumerate(open(sys.argv[1])): print(json.dumps({"index": i, "program": json.loads(l)["completion"]}))' \
     "$TMP/evi/test.jsonl" >"$TMP/evi/programs.jsonl"
 mkdir -p "$TMP/evi/tmp" && chmod o+x "$TMP" "$TMP/evi" "$TMP/evi/tmp" # the programs run as nobody under root
+# a --corpus that is not cuset's data/corpus (it writes no task) stops the run, not one task
+expect "eval_corpus_not_cuset" 1 "--materialize exited 0 for task 0 but wrote no spec.json .*is --corpus cuset's data/corpus" \
+    ./gen --eval "$TMP/evi/test.jsonl" --programs "$TMP/evi/programs.jsonl" --count 1 --corpus /bin/true --results "$TMP/evi/t.jsonl"
 for how in interrupted:-INT pkill_9_f:-9; do # (in a subshell that keeps its "Killed" line to itself)
     out="$TMP/evi/out.${how%%:*}"
     (TMPDIR="$TMP/evi/tmp" ./gen --eval "$TMP/evi/test.jsonl" --programs "$TMP/evi/programs.jsonl" >"$out" 2>&1; true) 2>/dev/null &

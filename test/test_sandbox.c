@@ -86,6 +86,26 @@ static char *hostile(const char *body, int port) {
     return s;
 }
 
+// For the attacks on the comparison: outputs() reads the task's outputs (name, bytes) from
+// the spec.json beside the program, into spec.
+#define SPEC_OUTPUTS                                                                                          \
+    "#include <sys/stat.h>\n"                                                                                 \
+    "static char spec[1 << 20];\n"                                                                            \
+    "static int outputs(char name[][128], long bytes[]) {\n"                                                  \
+    "    FILE *f = fopen(\"spec.json\", \"rb\");\n"                                                           \
+    "    size_t n = f ? fread(spec, 1, sizeof spec - 1, f) : 0;\n"                                            \
+    "    if (f) fclose(f);\n"                                                                                 \
+    "    spec[n] = 0;\n"                                                                                      \
+    "    int k = 0;\n"                                                                                        \
+    "    for (char *p = strstr(spec, \"\\\"outputs\\\":[\"); p && k < 8 && (p = strstr(p + 1, \"{\\\"name\\\"\")); k++) {\n" \
+    "        char dt[16];\n"                                                                                  \
+    "        long a = 1, b = 1;\n"                                                                            \
+    "        if (sscanf(p, \"{\\\"name\\\":\\\"%127[^\\\"]\\\",\\\"dtype\\\":\\\"%15[^\\\"]\\\",\\\"shape\\\":[%ld,%ld\", name[k], dt, &a, &b) < 3) break;\n" \
+    "        bytes[k] = a * b * (!strcmp(dt, \"float16\") ? 2 : !strcmp(dt, \"uint8\") ? 1 : 4);\n"           \
+    "    }\n"                                                                                                 \
+    "    return k;\n"                                                                                         \
+    "}\n"
+
 // The attacks, each with the status gen must report.
 static const struct { const char *name, *want, *body; } attacks[] = {
     {"write_outside", "crash",
@@ -180,6 +200,58 @@ static const struct { const char *name, *want, *body; } attacks[] = {
      "    name();\n"
      "    for (;;) sleep(1000);\n"
      "}\n"},
+    // outputs of zeros, and a spec.json that allows any error: the comparison reads the task's own
+    {"spec_rewritten", "wrong_answer",
+     SPEC_OUTPUTS
+     "int main() {\n"
+     "    name();\n"
+     "    char out[8][128], path[160];\n"
+     "    long bytes[8];\n"
+     "    for (int i = 0, k = outputs(out, bytes); i < k; i++) {\n"
+     "        snprintf(path, sizeof path, \"%s.bin\", out[i]);\n"
+     "        FILE *o = fopen(path, \"wb\");\n"
+     "        for (long j = 0; o && j < bytes[i]; j++) fputc(0, o);\n"
+     "        if (o) fclose(o);\n"
+     "    }\n"
+     "    char *at = strstr(spec, \"\\\"atol\\\":\"), *id = strstr(spec, \"\\\"id\\\":\");\n"
+     "    FILE *f = fopen(\"spec.json\", \"wb\");\n"
+     "    if (f && at && id) { fwrite(spec, 1, at - spec, f); fputs(\"\\\"atol\\\":1e30,\\\"rtol\\\":1e30,\", f); fputs(id, f); }\n"
+     "    if (f) fclose(f);\n"
+     "    return 0;\n"
+     "}\n"},
+    // outputs that are pipes (a read would wait forever) and directories where the expected
+    // outputs go: the program's failure, not the harness's
+    {"outputs_are_pipes", "wrong_answer",
+     SPEC_OUTPUTS
+     "int main() {\n"
+     "    name();\n"
+     "    char out[8][128], path[160];\n"
+     "    long bytes[8];\n"
+     "    for (int i = 0, k = outputs(out, bytes); i < k; i++) {\n"
+     "        snprintf(path, sizeof path, \"%s.bin\", out[i]);\n"
+     "        mkfifo(path, 0666);\n"
+     "    }\n"
+     "    return 0;\n"
+     "}\n"},
+    {"expected_names_are_directories", "wrong_answer",
+     SPEC_OUTPUTS
+     "int main() {\n"
+     "    name();\n"
+     "    char out[8][128], path[200];\n"
+     "    long bytes[8];\n"
+     "    for (int i = 0, k = outputs(out, bytes); i < k; i++) {\n"
+     "        snprintf(path, sizeof path, \"%s.expected.bin\", out[i]);\n"
+     "        mkdir(path, 0777);\n"
+     "        snprintf(path, sizeof path, \"%s.expected.bin/x\", out[i]);\n"
+     "        mkdir(path, 0777);\n"
+     "    }\n"
+     "    return 0;\n"
+     "}\n"},
+    // a program whose compilation would take all the memory there is: the compiler's
+    // address-space limit stops it (at 8 GiB; it touches about 4 GiB for a few seconds)
+    {"compiler_memory", "compile_error",
+     "#include \"/dev/zero\"\n"
+     "int main() { name(); }\n"},
 };
 #define N_ATTACKS (int)(sizeof attacks / sizeof attacks[0])
 
