@@ -110,6 +110,11 @@ fi
 at_most() { awk -v x="${!1}" -v hi="$2" 'BEGIN { exit !(x <= hi) }' || { echo "experiment: $1 (${!1})${3:-}: at most $2" >&2; exit 2; }; }
 at_most TAU 1 " is a confidence threshold"; at_most TEMPERATURE 100; at_most WINDOW 1048576; at_most MAX_TOKENS 1048576
 at_most BASE_LR 10; at_most FT_LR 10
+at_most BASE_STEPS 1000000000 " is train's --steps"; at_most FT_STEPS 1000000000 " is train's --steps"
+at_most BATCH 65536 " is train's --batch"; at_most SAMPLES 1000 " is gen's --samples"
+at_most NVAL 10000000 " is data/corpus's --val"; at_most NTEST 10000000 " is data/corpus's --test"
+awk -v x="$((NBASE + NFT))" 'BEGIN { exit !(x <= 10000000 && '"${#NBASE}"' < 10 && '"${#NFT}"' < 10) }' ||
+    { echo "experiment: NBASE + NFT ($NBASE + $NFT) is data/corpus's --train: at most 10000000" >&2; exit 2; }
 for v in BASE_LR FT_LR; do
     awk -v x="${!v}" 'BEGIN { exit !(x > 0) }' || { echo "experiment: $v is 0: the model would not change" >&2; exit 2; }
 done
@@ -168,6 +173,13 @@ read -r prior_s prior_n first_start 2>/dev/null <"$RUN/.elapsed" || true
 save_elapsed() { echo "$(( prior_s + $(date +%s) - T0 )) $(( prior_n + 1 )) $first_start" >"$RUN/.elapsed"; }
 trap save_elapsed EXIT # finished, failed or interrupted
 interrupted() { echo; echo "experiment: interrupted; rerun the same command to continue (finished stages are kept)" >&2; exit 130; }
+# failed RC: a stage's program failed (its message above)
+failed() {
+    [ "$1" != 130 ] || interrupted
+    echo "experiment: that stage failed (exit $1); finished stages are kept. If the message names a damaged file of" \
+        "this run, remove it and the FILE.key beside it; then rerun the same command" >&2
+    exit "$1"
+}
 trap interrupted INT TERM # train catches Ctrl-C itself (saves, exits 130), and then the shell does not see it
 # done_with FILE KEY: FILE exists and was made with exactly these settings
 done_with() { [ -f "$1" ] && [ -f "$1.key" ] && [ "$(cat "$1.key")" = "$2" ]; }
@@ -251,17 +263,22 @@ train_stage() {
     local ckpt=$1 key=$2 steps=$3 secs nsteps rc; shift 3
     if ! found "$ckpt" "$key" "$ckpt" "$ckpt.jsonl"; then
         local args=("$@") a skip=0
-        if [ -f "$ckpt" ] && [ -f "$ckpt.started" ] && [ "$(cat "$ckpt.started")" = "$key" ]; then
+        local started=; [ -f "$ckpt.started" ] && started=$(cat "$ckpt.started")
+        if [ -f "$ckpt" ] && [ "$started" = "$key" ]; then
             echo "   resuming the interrupted run in $ckpt"
             args=(--resume) # the same arguments without --init FILE: the checkpoint has the weights
             for a in "$@"; do
                 if [ $skip = 1 ]; then skip=0; elif [ "$a" = --init ]; then skip=1; else args+=("$a"); fi
             done
-        else
+        else # say what is discarded, if anything
+            if [ "$started" = "$key" ]; then
+                echo "   starting over: the interrupted run in $ckpt stopped before its first checkpoint (train writes one every 10 minutes)"
+            elif [ -n "$started" ]; then echo "   starting over: the interrupted run in $ckpt was started with other settings"
+            elif [ -f "$ckpt.key" ]; then echo "   training again: $ckpt was made with other settings"; fi
             rm -f "$ckpt" "$ckpt.jsonl" "$ckpt.key"
             printf '%s' "$key" >"$ckpt.started"
         fi
-        ./train "${args[@]}" --ckpt "$ckpt" --quiet || { rc=$?; [ $rc = 130 ] && interrupted; exit $rc; }
+        ./train "${args[@]}" --ckpt "$ckpt" --quiet || { rc=$?; [ $rc = 130 ] && interrupted; failed $rc; }
         mark "$ckpt" "$key"
         rm -f "$ckpt.started"
     fi
@@ -315,7 +332,7 @@ while read -r row s ckpt; do
     if ! found "$out.eval.json" "$k" "$out.eval.json" "$out.eval.jsonl" "$out.eval.txt"; then
         ./gen --model "$ckpt" --eval "$DATA/test.jsonl" --count "$EVAL_TASKS" --samples "$SAMPLES" --k "$KS" --temperature "$TEMPERATURE" \
             --max-tokens "$MAX_TOKENS" --seed "$s" --jobs "$JOBS" --cache "$RUN/eval-cache" \
-            --results "$out.eval.jsonl.tmp" --summary "$out.eval.json.tmp" >"$out.eval.txt.tmp"
+            --results "$out.eval.jsonl.tmp" --summary "$out.eval.json.tmp" >"$out.eval.txt.tmp" || failed $?
         mv "$out.eval.jsonl.tmp" "$out.eval.jsonl"; mv "$out.eval.txt.tmp" "$out.eval.txt"; mv "$out.eval.json.tmp" "$out.eval.json"
         mark "$out.eval.json" "$k"
         grep -E "^(compilation|functional)" "$out.eval.txt" | sed 's/^/   /' || true
@@ -334,7 +351,7 @@ while read -r row s ckpt; do
     t0=$(date +%s)
     if ! found "$out.analysis.json" "$k" "$out.analysis.json" "$out.analysis.txt"; then
         ./gen --model "$ckpt" --analyze "$DATA/val.jsonl" --count "$ANALYZE" --window "$WINDOW" --tau "$TAU" \
-            --json "$out.analysis.json.tmp" >"$out.analysis.txt.tmp"
+            --json "$out.analysis.json.tmp" >"$out.analysis.txt.tmp" || failed $?
         mv "$out.analysis.txt.tmp" "$out.analysis.txt"; mv "$out.analysis.json.tmp" "$out.analysis.json"
         mark "$out.analysis.json" "$k"
         eval_s=$((eval_s + $(date +%s) - t0)) # the ETA counts the analyses with the evaluations

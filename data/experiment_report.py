@@ -52,7 +52,11 @@ COLORS = {"vanilla": "#888888", "sft": "#1f77b4", "dft": "#ff7f0e", "profit": "#
 
 def load_json(path):
     with open(path, encoding="utf-8", errors="replace") as f:
-        return json.load(f)
+        try:
+            return json.load(f)
+        except ValueError as e:
+            sys.exit("experiment_report: %s is not valid JSON (%s): cut short? Remove it (and %s.key beside it, if "
+                     "any) and rerun make experiment with the same settings to make it again" % (path, e, path))
 
 
 def load_log(path):
@@ -243,23 +247,31 @@ def against(run, res, other, seeds):
 
 # ---- markdown ---------------------------------------------------------------------------
 
-def markdown(res, settings, seconds, shown_seed, vs=None):
-    """the report as markdown; shown_seed: the seed whose models' curves and analyses gather read"""
+def markdown(res, settings, seconds, shown_seed, vs=None, missing=()):
+    """the report as markdown; shown_seed: the seed whose models' curves and analyses gather read;
+    missing: the scorings (row and seed) not found, so the run is unfinished"""
     st = settings
     kind = next(iter(res.values()))["metrics"]["all"]["functional@1"]["kind"]
     L = ["# CuSeT in miniature: results", ""]
+    if missing:
+        L += ["**Unfinished run**: not scored yet: %s. Its rows are left out or stand on fewer seeds; rerun "
+              "`make experiment` with the same settings to finish it." % ", ".join(missing), ""]
+    if not st:
+        L += ["**Settings unknown**: the run has no results.json (the experiment writes it at its end) and none were "
+              "given (--settings).", ""]
     base = "SFT for %s steps" % st.get("base_steps")
     if st.get("base_loss"):  # (runs made before BASE_LOSS existed have none of these)
         base = "SFT until a validation loss of %s: %s of at most %s steps" % (st["base_loss"], st.get("base_trained_steps"),
                                                                                st.get("base_steps"))
     base_val = ", validation loss %.4f" % st["base_val_loss"] if st.get("base_val_loss") is not None else ""
-    L.append("Preset %s%s; seeds: %s; machine: %s. Base model: %s, %s (training seed %s) on %s tasks%s; every fine-tuned row: "
-             "%s steps from that checkpoint on %s other tasks, same data order, schedule and seed. Scored on the first %s "
-             "test tasks (half with held-out parameter combinations): n = %s programs per task at temperature %s. "
-             "Numbers are percentages; the spread is the %s." %
-             (st.get("preset"), " with %s" % st["set"] if st.get("set") else "", st.get("seeds"), st.get("machine", "?"), st.get("model"), base,
-              st.get("base_seed", 1337), st.get("base_tasks"), base_val, st.get("ft_steps"), st.get("ft_tasks"), st.get("eval_tasks", st.get("test_tasks")), st.get("samples"),
-              st.get("temperature"), kind))
+    if st:
+        L.append("Preset %s%s; seeds: %s; machine: %s. Base model: %s, %s (training seed %s) on %s tasks%s; every fine-tuned row: "
+                 "%s steps from that checkpoint on %s other tasks, same data order, schedule and seed. Scored on the first %s "
+                 "test tasks (half with held-out parameter combinations): n = %s programs per task at temperature %s. "
+                 "Numbers are percentages; the spread is the %s." %
+                 (st.get("preset"), " with %s" % st["set"] if st.get("set") else "", st.get("seeds"), st.get("machine", "?"), st.get("model"), base,
+                  st.get("base_seed", 1337), st.get("base_tasks"), base_val, st.get("ft_steps"), st.get("ft_tasks"), st.get("eval_tasks", st.get("test_tasks")), st.get("samples"),
+                  st.get("temperature"), kind))
     new = [f for f in st.get("new_families", "").split(",") if f]
     if new:
         L += ["", "New in fine-tuning: %s. The base part leaves these families out, so the base model has never seen "
@@ -679,7 +691,12 @@ def main():
     if a.against and not vs:
         print("experiment_report: --against %s has none of this run's seeds (%s): no comparison" % (
             a.against, ",".join(seeds)), file=sys.stderr)
-    md = markdown(res, settings, seconds, seeds[0], vs)
+    missing = ["%s (seed %s)" % (row, s) for row, _, _ in ROWS for s in seeds
+               if not os.path.exists(os.path.join(a.run, "seed%s" % s, row + ".eval.json"))]
+    if missing:
+        print("experiment_report: unfinished run, not scored yet: %s (the report says so)" % ", ".join(missing),
+              file=sys.stderr)
+    md = markdown(res, settings, seconds, seeds[0], vs, missing)
     doc = {"settings": settings, "seconds": seconds, "rows": res}
     if vs:
         doc["against"] = vs
