@@ -677,6 +677,8 @@ def main():
         return
     if not a.run:
         ap.error("give RUN (the experiment's directory) or --view FILE")
+    if not os.path.isdir(a.run):
+        sys.exit("experiment_report: %s: not a directory (give the experiment's RUN)" % a.run)
     made = os.path.join(a.run, "results.json")  # the report made before: settings and time when not given
     made = load_json(made) if (a.settings is None or a.seconds is None) and os.path.exists(made) else {}
     settings = json.loads(a.settings) if a.settings is not None else made.get("settings", {})

@@ -1266,6 +1266,20 @@ PY
        grep -q "<h2>Training curves (seed 7; " "$TMP/seed7/report.html"
     then ok "experiment_report_shown_seed"
     else bad "experiment_report_shown_seed" "${out:0:300} $(grep -o -E '(Training curves|Confidence analysis) \([^)]*\)' "$TMP/seed7/report.html" | head -2)"; fi
+    # an unfinished run's report says what is missing; a results file cut short is named
+    cp -r "$reuse" "$TMP/unfinished" && rm "$TMP/unfinished/seed1/asft.eval.json" "$TMP/unfinished/results.json"
+    "$PYTHON" data/experiment_report.py "$TMP/unfinished" >/dev/null 2>&1
+    if grep -q '^\*\*Unfinished run\*\*: not scored yet: asft (seed 1)\.' "$TMP/unfinished/results.md" &&
+       grep -q '^\*\*Settings unknown\*\*' "$TMP/unfinished/results.md" && ! grep -q "Preset None" "$TMP/unfinished/results.md"
+    then ok "experiment_report_unfinished_run"
+    else bad "experiment_report_unfinished_run" "$(head -5 "$TMP/unfinished/results.md")"; fi
+    head -c 200 "$reuse/seed1/sft.eval.json" >"$TMP/unfinished/seed1/sft.eval.json"
+    expect "experiment_report_cut_json" 1 "unfinished/seed1/sft.eval.json is not valid JSON .*Remove it" \
+        "$PYTHON" data/experiment_report.py "$TMP/unfinished"
+    expect "experiment_report_not_a_dir" 1 "none: not a directory" "$PYTHON" data/experiment_report.py "$TMP/none"
+    # a setting beyond the limit of the flag it becomes is refused before anything runs
+    expect "experiment_steps_beyond_train" 2 "FT_STEPS \(2000000000\) is train's --steps: at most 1000000000" \
+        env PRESET=smoke SET="FT_STEPS=2000000000" bash data/experiment.sh --settings
     expect "experiment_reuse_missing" 2 "REUSE: '$TMP/none' is not a directory" env PRESET=smoke REUSE="$TMP/none" RUN="$TMP/x" bash data/experiment.sh
     expect "experiment_set_run_dir" 0 'RUN="runs/experiment-smoke\+TAU=0.05\+FT_STEPS=4"' \
         env PRESET=smoke SET="TAU=0.05 FT_STEPS=4" bash data/experiment.sh --settings
