@@ -18,11 +18,15 @@ TASKS=${TASKS:-10}
 for v in SFT_STEPS CUSET_STEPS TASKS; do
     [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "quickstart: $v: a whole number, at least 1, got '${!v}'" >&2; exit 2; }
 done
-[ "$TASKS" -le 30 ] || { echo "quickstart: TASKS: at most 30 (the test tasks of its corpus), got $TASKS" >&2; exit 2; }
+[ ${#TASKS} -le 2 ] && [ "$TASKS" -le 30 ] || { echo "quickstart: TASKS: at most 30 (the test tasks of its corpus), got $TASKS" >&2; exit 2; }
+for v in SFT_STEPS CUSET_STEPS; do
+    n=${!v}
+    [ ${#n} -le 9 ] || [ "$n" = 1000000000 ] || { echo "quickstart: $v: at most 1000000000 (train's --steps), got $n" >&2; exit 2; }
+done
 # train_phase ARGS...: train; Ctrl-C there (train saves and exits 130) ends the quick start
 # with what a rerun does (train's own --resume hint would need every flag of this script)
 train_phase() {
-    ./train "$@" || { local rc=$?; [ $rc != 130 ] || echo "quickstart: interrupted; make quickstart starts again from phase 1" >&2; exit $rc; }
+    ./train "$@" || { local rc=$?; [ $rc != 130 ] || echo "quickstart: interrupted; rerun make quickstart to continue (phase 1 resumes from its checkpoint, or is kept once done)" >&2; exit $rc; }
 }
 RUN=${RUN:-runs/quickstart}
 DATA=$RUN/data
@@ -41,20 +45,37 @@ model=(--layers 4 --heads 4 --embd 128 --ctx 1024 --seq 1024 --batch 4)
 
 echo
 echo "== phase 1 on $where: a base model, plain SFT, $SFT_STEPS steps (progress every 10 steps)"
-train_phase --data "$DATA/train.jsonl" --val-data "$DATA/val.jsonl" "${model[@]}" --objective sft \
-    --steps "$SFT_STEPS" --lr 2e-3 --min-lr 2e-4 --warmup 20 --val-every 0 --quiet --ckpt "$RUN/base.ckpt"
+# kept across reruns: base.ckpt.done names the steps of a finished phase 1, base.ckpt.started
+# those of one that was interrupted (train checkpointed it: the rerun resumes it)
+data_flags=(--data "$DATA/train.jsonl" --val-data "$DATA/val.jsonl")
+if [ "$(cat "$RUN/base.ckpt.done" 2>/dev/null)" = "$SFT_STEPS" ] && [ -f "$RUN/base.ckpt" ]; then
+    echo "   done before: $RUN/base.ckpt ($SFT_STEPS steps) is kept (remove it to train it again)"
+elif [ "$(cat "$RUN/base.ckpt.started" 2>/dev/null)" = "$SFT_STEPS" ] && [ -f "$RUN/base.ckpt" ]; then
+    echo "   resuming the interrupted phase 1 from $RUN/base.ckpt"
+    train_phase --resume "${data_flags[@]}" --quiet --ckpt "$RUN/base.ckpt"
+else
+    rm -f "$RUN/base.ckpt" "$RUN/base.ckpt.done" "$RUN/base.ckpt.jsonl"
+    echo "$SFT_STEPS" >"$RUN/base.ckpt.started"
+    train_phase "${data_flags[@]}" "${model[@]}" --objective sft --steps "$SFT_STEPS" --lr 2e-3 --min-lr 2e-4 \
+        --warmup 20 --val-every 0 --quiet --ckpt "$RUN/base.ckpt"
+fi
+mv "$RUN/base.ckpt.started" "$RUN/base.ckpt.done" 2>/dev/null || true
 
 echo
 echo "== phase 2: CuSeT fine-tuning of the base model, $CUSET_STEPS steps"
-train_phase --init "$RUN/base.ckpt" --data "$DATA/train.jsonl" --val-data "$DATA/val.jsonl" --objective cuset \
+train_phase --init "$RUN/base.ckpt" "${data_flags[@]}" --objective cuset \
     --steps "$CUSET_STEPS" --lr 5e-4 --min-lr 5e-5 --warmup 5 --val-every 0 --quiet --ckpt "$RUN/cuset.ckpt"
 
 echo
 echo "== phase 3: the CuSeT model writes a program for each of $TASKS test tasks (greedy); each is compiled,"
 echo "   run and its outputs compared with the task's (gen --eval; details in $RUN/eval.jsonl)"
-./gen --model "$RUN/cuset.ckpt" --eval "$DATA/test.jsonl" --count "$TASKS" --samples 1 --k 1 --temperature 0 \
-    --max-tokens 1000 --jobs 2 --results "$RUN/eval.jsonl" --summary "$RUN/eval.json" 2>"$RUN/eval.log" |
-    grep -E "^(compilation|functional) +pass|^outcomes"
+if ! ./gen --model "$RUN/cuset.ckpt" --eval "$DATA/test.jsonl" --count "$TASKS" --samples 1 --k 1 --temperature 0 \
+    --max-tokens 1000 --jobs 2 --results "$RUN/eval.jsonl" --summary "$RUN/eval.json" 2>"$RUN/eval.log" >"$RUN/eval.txt"; then
+    echo "quickstart: gen --eval failed; the end of its log, $RUN/eval.log:" >&2
+    tail -n 4 "$RUN/eval.log" >&2
+    exit 1
+fi
+grep -E "^(compilation|functional) +pass|^outcomes" "$RUN/eval.txt"
 # the first task it passed; greedy decoding writes the same program again
 pass=$(grep -m1 '"status": "pass"' "$RUN/eval.jsonl" | sed 's/^{"task": \([0-9]*\),.*/\1/' || true)
 echo

@@ -1035,6 +1035,14 @@ if OMP_NUM_THREADS=1 RUN="$TMP/quickstart" SFT_STEPS=3 CUSET_STEPS=2 TASKS=1 bas
    grep -q "^== done: checkpoints" "$TMP/quickstart.out" && [ -s "$TMP/quickstart/cuset.ckpt" ] && [ -s "$TMP/quickstart/eval.json" ]
 then ok "quickstart_runs ($(grep -m1 -oE '^(== a passing program|== no test task passed)' "$TMP/quickstart.out"))"
 else bad "quickstart_runs" "exit $?: $(tail -3 "$TMP/quickstart.out")"; fi
+# a rerun keeps the finished base model; a failing scoring shows gen's message (a bubblewrap
+# that cannot make a sandbox, as in a container without user namespaces)
+mkdir -p "$TMP/nobwrap" && printf '#!/bin/sh\nexit 1\n' >"$TMP/nobwrap/bwrap" && chmod +x "$TMP/nobwrap/bwrap"
+out=$(PATH="$TMP/nobwrap:$PATH" OMP_NUM_THREADS=1 RUN="$TMP/quickstart" SFT_STEPS=3 CUSET_STEPS=2 TASKS=1 \
+    bash data/quickstart.sh 2>&1); rc=$?
+if [ $rc = 1 ] && grep -q "done before: .*base.ckpt (3 steps) is kept" <<<"$out" &&
+   grep -q "^gen: cannot isolate the programs" <<<"$out"; then ok "quickstart_rerun_keeps_base_and_shows_eval_failure"
+else bad "quickstart_rerun_keeps_base_and_shows_eval_failure" "exit $rc: $(tail -3 <<<"$out")"; fi
 # every preset's rows hold its samples whole and its evaluation lets a program run to its
 # end: the samples of a corpus drawn as the preset draws it (1,000 tasks), tokenized with a
 # tokenizer of the preset's vocabulary trained on them, against SEQ and MAX_TOKENS
