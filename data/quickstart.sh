@@ -45,17 +45,18 @@ model=(--layers 4 --heads 4 --embd 128 --ctx 1024 --seq 1024 --batch 4)
 
 echo
 echo "== phase 1 on $where: a base model, plain SFT, $SFT_STEPS steps (progress every 10 steps)"
-# kept across reruns: base.ckpt.done names the steps of a finished phase 1, base.ckpt.started
-# those of one that was interrupted (train checkpointed it: the rerun resumes it)
+# kept across reruns: base.ckpt.done holds the key (steps, data) of a finished phase 1,
+# base.ckpt.started that of one that was interrupted (train checkpointed it: the rerun resumes it)
 data_flags=(--data "$DATA/train.jsonl" --val-data "$DATA/val.jsonl")
-if [ "$(cat "$RUN/base.ckpt.done" 2>/dev/null)" = "$SFT_STEPS" ] && [ -f "$RUN/base.ckpt" ]; then
-    echo "   done before: $RUN/base.ckpt ($SFT_STEPS steps) is kept (remove it to train it again)"
-elif [ "$(cat "$RUN/base.ckpt.started" 2>/dev/null)" = "$SFT_STEPS" ] && [ -f "$RUN/base.ckpt" ]; then
+key="steps=$SFT_STEPS data=$(cat "$DATA/train.jsonl" "$DATA/val.jsonl" | cksum | cut -d' ' -f1)"
+if [ "$(cat "$RUN/base.ckpt.done" 2>/dev/null)" = "$key" ] && [ -f "$RUN/base.ckpt" ]; then
+    echo "   done before: $RUN/base.ckpt ($SFT_STEPS steps on the same data) is kept (remove it to train it again)"
+elif [ "$(cat "$RUN/base.ckpt.started" 2>/dev/null)" = "$key" ] && [ -f "$RUN/base.ckpt" ]; then
     echo "   resuming the interrupted phase 1 from $RUN/base.ckpt"
     train_phase --resume "${data_flags[@]}" --quiet --ckpt "$RUN/base.ckpt"
 else
     rm -f "$RUN/base.ckpt" "$RUN/base.ckpt.done" "$RUN/base.ckpt.jsonl"
-    echo "$SFT_STEPS" >"$RUN/base.ckpt.started"
+    echo "$key" >"$RUN/base.ckpt.started"
     train_phase "${data_flags[@]}" "${model[@]}" --objective sft --steps "$SFT_STEPS" --lr 2e-3 --min-lr 2e-4 \
         --warmup 20 --val-every 0 --quiet --ckpt "$RUN/base.ckpt"
 fi

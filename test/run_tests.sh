@@ -1040,7 +1040,7 @@ else bad "quickstart_runs" "exit $?: $(tail -3 "$TMP/quickstart.out")"; fi
 mkdir -p "$TMP/nobwrap" && printf '#!/bin/sh\nexit 1\n' >"$TMP/nobwrap/bwrap" && chmod +x "$TMP/nobwrap/bwrap"
 out=$(PATH="$TMP/nobwrap:$PATH" OMP_NUM_THREADS=1 RUN="$TMP/quickstart" SFT_STEPS=3 CUSET_STEPS=2 TASKS=1 \
     bash data/quickstart.sh 2>&1); rc=$?
-if [ $rc = 1 ] && grep -q "done before: .*base.ckpt (3 steps) is kept" <<<"$out" &&
+if [ $rc = 1 ] && grep -q "done before: .*base.ckpt (3 steps on the same data) is kept" <<<"$out" &&
    grep -q "^gen: cannot isolate the programs" <<<"$out"; then ok "quickstart_rerun_keeps_base_and_shows_eval_failure"
 else bad "quickstart_rerun_keeps_base_and_shows_eval_failure" "exit $rc: $(tail -3 <<<"$out")"; fi
 # every preset's rows hold its samples whole and its evaluation lets a program run to its
