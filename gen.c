@@ -108,6 +108,14 @@ static int load_model(const char *path, Model *md) {
     cuset_tok_init(&md->tk);
     if (cuset_checkpoint_load_tok(path, &md->m, NULL, &md->tk, 0, &md->info, err, sizeof err)) {
         fprintf(stderr, "gen: %s\n", err);
+        struct stat st;
+        char config[4200];
+        snprintf(config, sizeof config, "%s/config.json", path);
+        int is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+        if (is_dir ? access(config, R_OK) == 0 : cuset_gpt2_recognize(path)) // GPT-2's family: train imports it
+            fprintf(stderr, "gen: %s is a GPT-2-family model (Hugging Face or llm.c), not a cuset checkpoint: fine-tune "
+                            "it with ./train --init %s --data TASKS.jsonl --steps N --ckpt FILE, then gen --model FILE\n",
+                    path, path);
         return -1;
     }
     return 0;

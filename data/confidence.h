@@ -36,6 +36,7 @@ enum { CUSET_CONF_DEF = 1, CUSET_CONF_LAUNCH = 2, CUSET_CONF_DIM3 = 4 };
 
 typedef struct {
     int nt;                // target tokens analysed
+    int cut;               // target tokens past the model's context, not analysed
     float *conf;           // (nt) confidence of the true token
     unsigned char *kinds;  // (nt) CUSET_CONF_* bits of the spans the token overlaps; 0 = neutral
     unsigned char *given;  // (nt) 1 when the token overlaps a number the prompt states (cuset_given_numbers)
@@ -67,8 +68,8 @@ typedef struct { size_t start, end; } CusetConfRange;
 size_t cuset_given_numbers(const char *prompt, size_t np, const char *text, size_t n, CusetConfRange **out);
 
 // Analyses one sample with model m (CPU). l: CuSeT's window for eq. 7; probe: the window
-// of the low-confidence search (64 in the paper). Returns 0, or -1 when the prompt leaves
-// no room for a target token in the model's context.
+// of the low-confidence search (64 in the paper). Returns 0; -1 when the prompt leaves no
+// room for a target token in the model's context, -2 when the completion has no token.
 int cuset_conf_sample(CusetGPT *m, const CusetTokenizer *tk, const char *prompt, size_t np, const char *completion,
                       size_t nc, int l, int probe, CusetConfSample *out);
 void cuset_conf_sample_free(CusetConfSample *s);
@@ -241,10 +242,10 @@ int cuset_conf_sample(CusetGPT *m, const CusetTokenizer *tk, const char *prompt,
     CusetSample s;
     cuset_sample_from_text(&s, tk, prompt, np, completion, nc);
     int ctx = m->cfg.max_seq_len, nt = s.nt - 1; // without the end-of-sample token
-    if (nt > ctx - s.np + 1) nt = ctx - s.np + 1;
+    if (nt > ctx - s.np + 1) out->cut = nt - (ctx - s.np + 1), nt = ctx - s.np + 1;
     if (nt < 1) {
         free(s.prompt), free(s.target), free(s.target_cuda);
-        return -1;
+        return s.nt - 1 < 1 ? -2 : -1;
     }
     // teacher forcing: position np - 1 + k sees the prompt and targets 0..k-1, predicts target k
     int T = s.np + nt - 1, V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab_size;
@@ -558,20 +559,29 @@ int cuset_conf_analyze_file(CusetGPT *m, const CusetTokenizer *tk, const char *p
     int last = count < 0 || first + count > n ? n : first + count;
     CusetConfSample *res = (CusetConfSample *)calloc((size_t)(last - first), sizeof *res);
     const char **texts = (const char **)calloc((size_t)(last - first), sizeof *texts);
-    int kept = 0, skipped = 0;
+    int kept = 0, full = 0, empty = 0, cut = 0; // samples left out (prompt fills the context, no target), cut short
+    long cut_tokens = 0;
     double t0 = cuset_time();
     for (int i = first; i < last; i++) {
-        if (cuset_conf_sample(m, tk, s[i].prompt, s[i].prompt_len, s[i].completion, s[i].completion_len, l, probe,
-                              &res[kept]) == 0)
+        int rc = cuset_conf_sample(m, tk, s[i].prompt, s[i].prompt_len, s[i].completion, s[i].completion_len, l, probe,
+                                   &res[kept]);
+        if (rc == 0) {
+            cut += res[kept].cut > 0, cut_tokens += res[kept].cut;
             texts[kept++] = s[i].completion;
-        else skipped++;
+        } else if (rc == -2) empty++;
+        else full++;
         if (text && ((i - first + 1) % 10 == 0 || i + 1 == last))
             fprintf(stderr, "analyze: %d/%d samples (%.1f s)\n", i - first + 1, last - first, cuset_time() - t0);
     }
-    if (skipped && text) fprintf(text, "note: %d samples left out: their prompt fills the model's context\n", skipped);
+    if (full && text) fprintf(text, "note: %d samples left out: their prompt fills the model's context\n", full);
+    if (empty && text) fprintf(text, "note: %d samples left out: their completion is empty\n", empty);
+    if (cut && text)
+        fprintf(text, "note: %d samples cut at the model's context of %d tokens: %ld of their target tokens not analysed\n",
+                cut, m->cfg.max_seq_len, cut_tokens);
     if (!kept) {
-        snprintf(err, errlen, "%s: no sample of %d..%d leaves room for a target token in the model's context", path, first,
-                 last - 1);
+        snprintf(err, errlen, "%s: no sample of %d..%d has a target token to analyse (%d with a prompt that fills the "
+                 "model's context of %d tokens, %d with an empty completion)", path, first, last - 1, full,
+                 m->cfg.max_seq_len, empty);
     } else cuset_conf_report(res, kept, texts, l, probe, tau, nview, json, text);
     for (int i = 0; i < kept; i++) cuset_conf_sample_free(&res[i]);
     free(res);

@@ -507,6 +507,15 @@ expect "gen_analyze_json_over_data" 1 "the JSON path .*tasks.jsonl is also the d
     ./gen --model "$TMP/t.ckpt" --analyze "$TMP/tasks.jsonl" --json "$TMP/./tasks.jsonl"
 expect "gen_analyze_json_unwritable" 1 "none/a.json: cannot be written there \(the save writes .*\.tmp\.[0-9]* first: No such file" \
     ./gen --model "$TMP/t.ckpt" --analyze "$TMP/tasks.jsonl" --json "$TMP/none/a.json"
+# samples the analysis leaves out or cuts short are counted, each with its reason (context 96)
+{ head -2 "$TMP/tasks.jsonl"; echo '{"prompt": "Task Name: none", "completion": ""}'
+  printf '{"prompt": "Task Name: long", "completion": "%s"}\n' "$(printf 'x = x + 1; %.0s' $(seq 60))"; } >"$TMP/odd.jsonl"
+expect "gen_analyze_notes_left_out_and_cut" 0 "note: 1 samples left out: their completion is empty" \
+    ./gen --model "$TMP/t.ckpt" --analyze "$TMP/odd.jsonl" --json "$TMP/odd.json"
+expect "gen_analyze_notes_cut" 0 "note: 1 samples cut at the model's context of 96 tokens: [0-9]+ of their target tokens" \
+    ./gen --model "$TMP/t.ckpt" --analyze "$TMP/odd.jsonl" --json "$TMP/odd.json"
+expect "gen_analyze_only_empty" 1 "no sample of 2..2 has a target token to analyse \(0 with a prompt that fills .*, 1 with an empty completion\)" \
+    ./gen --model "$TMP/t.ckpt" --analyze "$TMP/odd.jsonl" --first 2 --count 1 --json "$TMP/odd.json"
 # the log of --ckpt tasks is tasks.jsonl: the run would write over its data; and no output
 # over a token cache, the --init checkpoint or the other output (as a new file too)
 expect "train_log_over_data" 1 "the log .*tasks.jsonl is also --data .*tasks.jsonl: the run would write over it" \
@@ -533,6 +542,10 @@ expect "val_every_without_validation" 0 "note: --val-every 1 does nothing: --val
     ./train --data "$TMP/tasks.jsonl" "${text_model[@]}" --val-frac 0 --val-every 1 --ckpt "$TMP/v.ckpt"
 expect "text_nothing_fits" 2 "no sample fits: each prompt fills the row of 8 tokens; raise --seq" ./train \
     --data "$TMP/tasks.jsonl" "${text[@]}" --seq 8 --ckpt "$TMP/v.ckpt"
+# gen given an exported (Hugging Face) directory says how to make a checkpoint of it
+./gen --model "$TMP/t.ckpt" --export-hf "$TMP/hf_t" >/dev/null 2>&1
+expect "gen_model_is_hf_directory" 1 "hf_t is a GPT-2-family model .*fine-tune it with ./train --init" \
+    ./gen --model "$TMP/hf_t" --prompt "x"
 expect "export_hf_into_a_file" 1 "--export-hf: .*t2.ckpt exists and is not a directory" ./gen --model "$TMP/t.ckpt" \
     --export-hf "$TMP/t2.ckpt"
 expect "text_cu_directory" 0 "2 samples from .*kernels" ./train --data "$TMP/kernels/" "${text[@]}" --val-frac 0 --ckpt "$TMP/k.ckpt"
