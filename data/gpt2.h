@@ -374,19 +374,24 @@ static int cuset__g2_read_config(const char *dir, CusetConfig *cfg, char *err, s
     CusetJDoc j;
     if (cuset__g2_json_file(&j, path, err, errlen) != 0) return -1;
     char why[512] = "";
-    const char *type = cuset_jdoc_str(&j, cuset_jdoc_get(&j, 0, "model_type", -1));
+    int type_at = cuset_jdoc_get(&j, 0, "model_type", -1);
+    const char *type = cuset_jdoc_str(&j, type_at);
     const char *act = cuset_jdoc_str(&j, cuset_jdoc_get(&j, 0, "activation_function", -1));
     int v[5];
     const char *names[5] = {"vocab_size", "n_positions", "n_layer", "n_head", "n_embd"};
     if (!type || strcmp(type, "gpt2") != 0) {
         snprintf(why, sizeof why, "model_type \"%s\" is not supported: only GPT-2's architecture (model_type \"gpt2\": "
-                 "gpt2, gpt2-medium/large/xl, distilgpt2, codeparrot, ...)", type ? type : "(missing)");
+                 "gpt2, gpt2-medium/large/xl, distilgpt2, codeparrot, ...)",
+                 type ? type : type_at >= 0 ? "(not a string)" : "(missing)");
     }
     for (int i = 0; i < 5 && !why[0]; i++) {
         int k = cuset_jdoc_get(&j, 0, names[i], -1);
         if (k < 0 && i == 1) k = cuset_jdoc_get(&j, 0, "n_ctx", -1);
-        if (k < 0 || j.node[k].type != CUSET_JNUM || j.node[k].num < 1 || j.node[k].num > (1 << 24) || j.node[k].num != (int)j.node[k].num)
+        if (k < 0 || j.node[k].type != CUSET_JNUM || j.node[k].num < 1 || j.node[k].num != floor(j.node[k].num))
             snprintf(why, sizeof why, "%s is missing or not a positive integer", names[i]);
+        else if (j.node[k].num > (1 << 24))
+            snprintf(why, sizeof why, "%s %.0f is beyond what this project reads (at most %d)", names[i], j.node[k].num,
+                     1 << 24);
         else v[i] = (int)j.node[k].num;
     }
     int inner = cuset_jdoc_get(&j, 0, "n_inner", -1), eps = cuset_jdoc_get(&j, 0, "layer_norm_epsilon", -1);
@@ -398,6 +403,8 @@ static int cuset__g2_read_config(const char *dir, CusetConfig *cfg, char *err, s
                  "gelu_pytorch_tanh, gelu_fast)", act);
     } else if (inner >= 0 && j.node[inner].type != CUSET_JNULL && j.node[inner].num != 4.0 * v[4]) {
         snprintf(why, sizeof why, "n_inner %.0f is not supported (null or 4 n_embd = %d)", j.node[inner].num, 4 * v[4]);
+    } else if (eps >= 0 && j.node[eps].type != CUSET_JNUM) {
+        snprintf(why, sizeof why, "layer_norm_epsilon is not a number (1e-5)");
     } else if (eps >= 0 && fabs(j.node[eps].num - 1e-5) > 1e-12) {
         snprintf(why, sizeof why, "layer_norm_epsilon %g is not supported (1e-5)", j.node[eps].num);
     }
@@ -699,8 +706,10 @@ static int cuset__g2_load_json(cuset__g2_vocab *v, const char *path, char *err, 
     const char *sub = cuset_jdoc_str(&j, cuset_jdoc_get(&j, model, "continuing_subword_prefix", -1));
     const char *eow = cuset_jdoc_str(&j, cuset_jdoc_get(&j, model, "end_of_word_suffix", -1));
     char why[256] = "";
-    if (model < 0 || (mtype && strcmp(mtype, "BPE")) || merges < 0 || j.node[merges].type != CUSET_JARR)
-        snprintf(why, sizeof why, "model is not BPE with a merges list (type %s)", mtype ? mtype : "?");
+    if (model < 0 || (mtype && strcmp(mtype, "BPE")))
+        snprintf(why, sizeof why, "model is not BPE (type %s)", mtype ? mtype : model < 0 ? "missing" : "?");
+    else if (merges < 0 || j.node[merges].type != CUSET_JARR)
+        snprintf(why, sizeof why, "the BPE model has no merges list");
     else if (norm >= 0 && j.node[norm].type != CUSET_JNULL) snprintf(why, sizeof why, "a normalizer is not supported");
     else if ((v->split = cuset__g2_pretokenizer(&j, cuset_jdoc_get(&j, 0, "pre_tokenizer", -1), why, sizeof why)) < 0) {}
     else if ((sub && sub[0]) || (eow && eow[0]))
@@ -860,7 +869,11 @@ int cuset_gpt2_tok_load(CusetTokenizer *tk, int **perm, int *n, const char *path
     int rc;
     if (cuset__g2_is_dir(path)) {
         snprintf(p, sizeof p, "%s/tokenizer.json", path);
-        rc = cuset__g2_exists(p) ? cuset__g2_load_json(&v, p, err, errlen) : cuset__g2_load_vocab_merges(&v, path, err, errlen);
+        char vocab[4096];
+        snprintf(vocab, sizeof vocab, "%s/vocab.json", path);
+        if (cuset__g2_exists(p)) rc = cuset__g2_load_json(&v, p, err, errlen);
+        else if (cuset__g2_exists(vocab)) rc = cuset__g2_load_vocab_merges(&v, path, err, errlen);
+        else rc = cuset__err(err, errlen, "%s: no tokenizer: neither tokenizer.json nor vocab.json + merges.txt", path);
     } else {
         FILE *f = fopen(path, "rb");
         int c = f ? fgetc(f) : EOF;

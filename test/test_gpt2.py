@@ -374,6 +374,9 @@ def bad_inputs(good, tmp, V):
     variant("shape", lambda d: rewrite(d, shape))
     variant("architecture", lambda d: set_field(d, "model_type", "llama"))
     variant("activation", lambda d: set_field(d, "activation_function", "gelu"))
+    variant("epsilon_type", lambda d: set_field(d, "layer_norm_epsilon", "x"))
+    variant("layers_too_many", lambda d: set_field(d, "n_layer", 10 ** 12))
+    variant("model_type_type", lambda d: set_field(d, "model_type", ["gpt2"]))
     def small_model(d):  # the 100-id model of part 1 with the 2000-id tokenizer
         shutil.rmtree(d)
         shutil.copytree(os.path.join(tmp, "tiny_float32"), d)
@@ -384,7 +387,9 @@ def bad_inputs(good, tmp, V):
             "nan": "qkvw holds nan at element 0: the model cannot be trained or sampled from",
             "truncated_header": "truncated or not safetensors: 100 bytes", "outside": "reach beyond",
             "shape": "has shape \\(96, 32\\), the config needs \\(32, 96\\)", "architecture": "model_type \"llama\" is not supported",
-            "activation": "activation_function \"gelu\" is not supported", "vocab": "tokenizer has %d ids but the model .* only 100" % V}
+            "activation": "activation_function \"gelu\" is not supported",
+            "epsilon_type": "layer_norm_epsilon is not a number", "layers_too_many": "n_layer 1000000000000 is beyond",
+            "model_type_type": "model_type \"\\(not a string\\)\" is not supported", "vocab": "tokenizer has %d ids but the model .* only 100" % V}
     import re
     for name, d in cases:
         r = tool("import", d, check=False)
