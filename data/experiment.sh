@@ -167,7 +167,7 @@ exec 9>"$RUN/.lock" # one run per directory: a second one would write into the s
 flock -n 9 || { echo "experiment: another run is using $RUN (wait for it, or give another RUN=DIR)" >&2; exit 1; }
 T0=$(date +%s)
 # the run's time over every invocation, for the report: RUN/.elapsed holds the seconds of the
-# earlier ones, how many there were and when the first started
+# earlier ones, how many there were and when the first started (written at each stage and at the end)
 read -r prior_s prior_n first_start 2>/dev/null <"$RUN/.elapsed" || true
 [[ ${prior_s:-} =~ ^[0-9]+$ && ${prior_n:-} =~ ^[0-9]+$ && ${first_start:-} =~ ^[0-9]+$ ]] || prior_s=0 prior_n=0 first_start=$T0
 save_elapsed() { echo "$(( prior_s + $(date +%s) - T0 )) $(( prior_n + 1 )) $first_start" >"$RUN/.elapsed"; }
@@ -224,7 +224,8 @@ time_left() {
     [ "$progs_left" -gt 0 ] && t=$(( t + progs_left * eval_s / eval_done ))
     echo "$(about "$t") left"
 }
-say() {
+say() { # (and the run's time so far: a kill, which runs no EXIT trap, loses one stage's at most)
+    save_elapsed
     stage_no=$((stage_no + 1))
     local el=$(( $(date +%s) - T0 ))
     printf '\n== [%d/%d] %s  (elapsed %dm%02ds, %s)\n' "$stage_no" "$stages" "$1" $((el / 60)) $((el % 60)) "$(time_left)"
