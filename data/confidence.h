@@ -508,8 +508,8 @@ void cuset_conf_report(const CusetConfSample *s, int n, const char *const *texts
         fprintf(text, "  mean confidence   CUDA-sensitive %.3f, neutral %.3f (medians %.3f, %.3f)\n", mean_c, mean_n, med_c,
                 med_n);
         fprintf(text, "  two-sample KS     D = %.4f, p = %.3g\n", ks, p);
-        fprintf(text, "  low regions       %.1f%% of samples have a %d-token window below the neutral mean;\n",
-                100 * CUSET__SHARE(low, n), probe);
+        fprintf(text, "  low regions       %.1f%% of samples have a %d-token window (the whole target where shorter) "
+                      "below the neutral mean;\n", 100 * CUSET__SHARE(low, n), probe);
         fprintf(text, "                    %.1f%% of those windows touch CUDA-sensitive spans (definitions %.1f%%, "
                       "launches %.1f%%, dim3 %.1f%%)\n", 100 * CUSET__SHARE(touch[0], low), 100 * CUSET__SHARE(touch[1], low),
                 100 * CUSET__SHARE(touch[2], low), 100 * CUSET__SHARE(touch[3], low));
