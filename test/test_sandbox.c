@@ -86,24 +86,23 @@ static char *hostile(const char *body, int port) {
     return s;
 }
 
-// For the attacks on the comparison: outputs() reads the task's outputs (name, bytes) from
-// the spec.json beside the program, into spec.
+// For the attacks on the comparison: for_each_output(SUFFIX, f) calls f(NAME SUFFIX, bytes) for
+// each output of the task, as the spec.json beside the program lists them (read into spec).
 #define SPEC_OUTPUTS                                                                                          \
     "#include <sys/stat.h>\n"                                                                                 \
     "static char spec[1 << 20];\n"                                                                            \
-    "static int outputs(char name[][128], long bytes[]) {\n"                                                  \
-    "    FILE *f = fopen(\"spec.json\", \"rb\");\n"                                                           \
-    "    size_t n = f ? fread(spec, 1, sizeof spec - 1, f) : 0;\n"                                            \
-    "    if (f) fclose(f);\n"                                                                                 \
+    "static void for_each_output(const char *suffix, void (*f)(const char *path, long bytes)) {\n"            \
+    "    FILE *s = fopen(\"spec.json\", \"rb\");\n"                                                           \
+    "    size_t n = s ? fread(spec, 1, sizeof spec - 1, s) : 0;\n"                                            \
+    "    if (s) fclose(s);\n"                                                                                 \
     "    spec[n] = 0;\n"                                                                                      \
-    "    int k = 0;\n"                                                                                        \
-    "    for (char *p = strstr(spec, \"\\\"outputs\\\":[\"); p && k < 8 && (p = strstr(p + 1, \"{\\\"name\\\"\")); k++) {\n" \
-    "        char dt[16];\n"                                                                                  \
+    "    for (char *p = strstr(spec, \"\\\"outputs\\\":[\"); p && (p = strstr(p + 1, \"{\\\"name\\\"\"));) {\n" \
+    "        char name[128], dt[16], path[200];\n"                                                            \
     "        long a = 1, b = 1;\n"                                                                            \
-    "        if (sscanf(p, \"{\\\"name\\\":\\\"%127[^\\\"]\\\",\\\"dtype\\\":\\\"%15[^\\\"]\\\",\\\"shape\\\":[%ld,%ld\", name[k], dt, &a, &b) < 3) break;\n" \
-    "        bytes[k] = a * b * (!strcmp(dt, \"float16\") ? 2 : !strcmp(dt, \"uint8\") ? 1 : 4);\n"           \
+    "        if (sscanf(p, \"{\\\"name\\\":\\\"%127[^\\\"]\\\",\\\"dtype\\\":\\\"%15[^\\\"]\\\",\\\"shape\\\":[%ld,%ld\", name, dt, &a, &b) < 3) break;\n" \
+    "        snprintf(path, sizeof path, \"%s%s\", name, suffix);\n"                                          \
+    "        f(path, a * b * (!strcmp(dt, \"float16\") ? 2 : !strcmp(dt, \"uint8\") ? 1 : 4));\n"             \
     "    }\n"                                                                                                 \
-    "    return k;\n"                                                                                         \
     "}\n"
 
 // The attacks, each with the status gen must report.
@@ -203,16 +202,14 @@ static const struct { const char *name, *want, *body; } attacks[] = {
     // outputs of zeros, and a spec.json that allows any error: the comparison reads the task's own
     {"spec_rewritten", "wrong_answer",
      SPEC_OUTPUTS
+     "static void zeros(const char *path, long bytes) {\n"
+     "    FILE *o = fopen(path, \"wb\");\n"
+     "    for (long j = 0; o && j < bytes; j++) fputc(0, o);\n"
+     "    if (o) fclose(o);\n"
+     "}\n"
      "int main() {\n"
      "    name();\n"
-     "    char out[8][128], path[160];\n"
-     "    long bytes[8];\n"
-     "    for (int i = 0, k = outputs(out, bytes); i < k; i++) {\n"
-     "        snprintf(path, sizeof path, \"%s.bin\", out[i]);\n"
-     "        FILE *o = fopen(path, \"wb\");\n"
-     "        for (long j = 0; o && j < bytes[i]; j++) fputc(0, o);\n"
-     "        if (o) fclose(o);\n"
-     "    }\n"
+     "    for_each_output(\".bin\", zeros);\n"
      "    char *at = strstr(spec, \"\\\"atol\\\":\"), *id = strstr(spec, \"\\\"id\\\":\");\n"
      "    FILE *f = fopen(\"spec.json\", \"wb\");\n"
      "    if (f && at && id) { fwrite(spec, 1, at - spec, f); fputs(\"\\\"atol\\\":1e30,\\\"rtol\\\":1e30,\", f); fputs(id, f); }\n"
@@ -223,30 +220,17 @@ static const struct { const char *name, *want, *body; } attacks[] = {
     // outputs go: the program's failure, not the harness's
     {"outputs_are_pipes", "wrong_answer",
      SPEC_OUTPUTS
-     "int main() {\n"
-     "    name();\n"
-     "    char out[8][128], path[160];\n"
-     "    long bytes[8];\n"
-     "    for (int i = 0, k = outputs(out, bytes); i < k; i++) {\n"
-     "        snprintf(path, sizeof path, \"%s.bin\", out[i]);\n"
-     "        mkfifo(path, 0666);\n"
-     "    }\n"
-     "    return 0;\n"
-     "}\n"},
+     "static void fifo(const char *path, long) { mkfifo(path, 0666); }\n"
+     "int main() { name(); for_each_output(\".bin\", fifo); return 0; }\n"},
     {"expected_names_are_directories", "wrong_answer",
      SPEC_OUTPUTS
-     "int main() {\n"
-     "    name();\n"
-     "    char out[8][128], path[200];\n"
-     "    long bytes[8];\n"
-     "    for (int i = 0, k = outputs(out, bytes); i < k; i++) {\n"
-     "        snprintf(path, sizeof path, \"%s.expected.bin\", out[i]);\n"
-     "        mkdir(path, 0777);\n"
-     "        snprintf(path, sizeof path, \"%s.expected.bin/x\", out[i]);\n"
-     "        mkdir(path, 0777);\n"
-     "    }\n"
-     "    return 0;\n"
-     "}\n"},
+     "static void dirs(const char *path, long) {\n"
+     "    char sub[300];\n"
+     "    snprintf(sub, sizeof sub, \"%s/x\", path);\n"
+     "    mkdir(path, 0777);\n"
+     "    mkdir(sub, 0777);\n"
+     "}\n"
+     "int main() { name(); for_each_output(\".expected.bin\", dirs); return 0; }\n"},
     // a program whose compilation would take all the memory there is: the compiler's
     // address-space limit stops it (at 8 GiB; it touches about 4 GiB for a few seconds)
     {"compiler_memory", "compile_error",
