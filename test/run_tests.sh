@@ -507,12 +507,13 @@ expect "gen_analyze_json_over_data" 1 "the JSON path .*tasks.jsonl is also the d
     ./gen --model "$TMP/t.ckpt" --analyze "$TMP/tasks.jsonl" --json "$TMP/./tasks.jsonl"
 expect "gen_analyze_json_unwritable" 1 "none/a.json: cannot be written there \(the save writes .*\.tmp\.[0-9]* first: No such file" \
     ./gen --model "$TMP/t.ckpt" --analyze "$TMP/tasks.jsonl" --json "$TMP/none/a.json"
-# samples the analysis leaves out or cuts short are counted, each with its reason (context 96)
+# samples the analysis leaves out or cuts short are counted, each with its reason (context 96:
+# the two tasks and the long one are cut, the empty one left out)
 { head -2 "$TMP/tasks.jsonl"; echo '{"prompt": "Task Name: none", "completion": ""}'
   printf '{"prompt": "Task Name: long", "completion": "%s"}\n' "$(printf 'x = x + 1; %.0s' $(seq 60))"; } >"$TMP/odd.jsonl"
 expect "gen_analyze_notes_left_out_and_cut" 0 "note: 1 samples left out: their completion is empty" \
     ./gen --model "$TMP/t.ckpt" --analyze "$TMP/odd.jsonl" --json "$TMP/odd.json"
-expect "gen_analyze_notes_cut" 0 "note: 1 samples cut at the model's context of 96 tokens: [0-9]+ of their target tokens" \
+expect "gen_analyze_notes_cut" 0 "note: 3 samples cut at the model's context of 96 tokens: [0-9]+ of their target tokens" \
     ./gen --model "$TMP/t.ckpt" --analyze "$TMP/odd.jsonl" --json "$TMP/odd.json"
 expect "gen_analyze_only_empty" 1 "no sample of 2..2 has a target token to analyse \(0 with a prompt that fills .*, 1 with an empty completion\)" \
     ./gen --model "$TMP/t.ckpt" --analyze "$TMP/odd.jsonl" --first 2 --count 1 --json "$TMP/odd.json"
