@@ -889,7 +889,7 @@ static const char *cuset__eval_disk_why(const cuset__EvalEnv *E, const char *wha
 }
 
 // What a compiler may take of the address space: a program can make one take all the
-// memory there is (#include "/dev/zero"); the programs of the corpus build in under 2 GiB.
+// memory there is (#include "/dev/zero"); a corpus program builds (nvcc, the emulator) in 2 GiB.
 #define CUSET__EVAL_COMPILE_AS (8ull << 30)
 
 // The compilation check: nvcc. For the emulator, with ptxas's report of each kernel's
