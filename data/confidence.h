@@ -98,8 +98,8 @@ typedef struct {
     float tau;                // eq. 2's threshold (gen passes the checkpoint's unless --tau is given)
     const char *json_path;    // where the JSON goes (NULL: MODEL_PATH.analysis.json)
 } CusetConfOpts;
-// cuset_conf_analyze_file with the JSON written whole or not at all (to json_path.tmp.PID,
-// renamed when complete) and the text report to text, between a line of the settings and
+// cuset_conf_analyze_file with the JSON written whole or not at all (built in memory, then
+// written to json_path.tmp.PID and renamed) and the text report to text, between a line of the settings and
 // one with the JSON's path. 0, or -1 with a message in err.
 int cuset_conf_analyze_to_json(CusetGPT *m, const CusetTokenizer *tk, const char *model_path, const char *data_path,
                                const CusetConfOpts *o, FILE *text, char *err, size_t errlen);
@@ -561,7 +561,7 @@ int cuset_conf_analyze_file(CusetGPT *m, const CusetTokenizer *tk, const char *p
     const char **texts = (const char **)calloc((size_t)(last - first), sizeof *texts);
     int kept = 0, full = 0, empty = 0, cut = 0; // samples left out (prompt fills the context, no target), cut short
     long cut_tokens = 0;
-    double t0 = cuset_time();
+    double t0 = cuset_time(), shown = t0; // progress: a line every 2 s and at the end
     for (int i = first; i < last; i++) {
         int rc = cuset_conf_sample(m, tk, s[i].prompt, s[i].prompt_len, s[i].completion, s[i].completion_len, l, probe,
                                    &res[kept]);
@@ -570,8 +570,12 @@ int cuset_conf_analyze_file(CusetGPT *m, const CusetTokenizer *tk, const char *p
             texts[kept++] = s[i].completion;
         } else if (rc == -2) empty++;
         else full++;
-        if (text && ((i - first + 1) % 10 == 0 || i + 1 == last))
-            fprintf(stderr, "analyze: %d/%d samples (%.1f s)\n", i - first + 1, last - first, cuset_time() - t0);
+        double now = cuset_time();
+        if (text && (now - shown >= 2.0 || i + 1 == last)) {
+            shown = now;
+            fprintf(stderr, "analyze: %d/%d samples (%.1f s, %.1f samples/s)\n", i - first + 1, last - first, now - t0,
+                    (i - first + 1) / (now - t0 > 0 ? now - t0 : 1e-9));
+        }
     }
     if (full && text) fprintf(text, "note: %d samples left out: their prompt fills the model's context\n", full);
     if (empty && text) fprintf(text, "note: %d samples left out: their completion is empty\n", empty);
@@ -621,20 +625,30 @@ int cuset_conf_analyze_to_json(CusetGPT *m, const CusetTokenizer *tk, const char
     if (input)
         return cuset__err(err, errlen, "the JSON path %s is also the %s: the analysis would write over it; give another path",
                           json_path, input);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", json_path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) return cuset__err(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
+    // the JSON grows in memory and goes to disk only when complete: an interrupted
+    // analysis (it can take minutes) leaves no partial file behind
+    char *json = NULL;
+    size_t json_len = 0;
+    FILE *f = open_memstream(&json, &json_len);
+    if (!f) return cuset__err(err, errlen, "out of memory for the JSON");
     fprintf(text, "model %s, data %s, window l = %d, probe %d tokens, tau %g\n", model_path, data_path, o->window, o->probe,
             o->tau);
     int rc = cuset_conf_analyze_file(m, tk, data_path, o->first, o->count > 0 ? o->count : -1, o->window, o->probe,
                                      o->tau, o->views, f, text, err, errlen);
-    int failed = ferror(f); // a flush along the way failed
-    if ((fclose(f) != 0 || failed) && !rc)
-        rc = cuset__err(err, errlen, "%s: cannot write: %s", json_path,
-                        failed ? "a write failed (disk full?)" : strerror(errno));
-    if (!rc && rename(tmp, json_path)) rc = cuset__err(err, errlen, "%s: cannot rename to %s: %s", tmp, json_path, strerror(errno));
-    if (rc) unlink(tmp);
-    else fprintf(text, "json: %s\n", json_path);
+    if ((fclose(f) != 0 || !json) && !rc) rc = cuset__err(err, errlen, "out of memory for the JSON");
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", json_path, (long)getpid());
+    FILE *out = rc ? NULL : fopen(tmp, "w");
+    if (!rc && !out) rc = cuset__err(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
+    if (out) {
+        int written = fwrite(json, 1, json_len, out) == json_len;
+        if ((fclose(out) != 0 || !written) && !rc)
+            rc = cuset__err(err, errlen, "%s: cannot write: %s", json_path, written ? strerror(errno) : "disk full?");
+        if (!rc && rename(tmp, json_path))
+            rc = cuset__err(err, errlen, "%s: cannot rename to %s: %s", tmp, json_path, strerror(errno));
+        if (rc) unlink(tmp);
+    }
+    free(json);
+    if (!rc) fprintf(text, "json: %s\n", json_path);
     return rc;
 }
 

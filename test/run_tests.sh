@@ -517,6 +517,17 @@ expect "gen_analyze_notes_cut" 0 "note: 3 samples cut at the model's context of 
     ./gen --model "$TMP/t.ckpt" --analyze "$TMP/odd.jsonl" --json "$TMP/odd.json"
 expect "gen_analyze_only_empty" 1 "no sample of 2..2 has a target token to analyse \(0 with a prompt that fills .*, 1 with an empty completion\)" \
     ./gen --model "$TMP/t.ckpt" --analyze "$TMP/odd.jsonl" --first 2 --count 1 --json "$TMP/odd.json"
+# an analysis stopped half way leaves no file (the JSON is built in memory, written when complete);
+# SIGTERM, as a background job ignores SIGINT
+for i in $(seq 2000); do cat "$TMP/tasks.jsonl"; done >"$TMP/many.jsonl" # 48,000 samples: 10 s or more
+./gen --model "$TMP/t.ckpt" --analyze "$TMP/many.jsonl" --json "$TMP/many.json" >/dev/null 2>"$TMP/many.err" &
+pid=$!
+until grep -q "^analyze: " "$TMP/many.err" || ! kill -0 $pid 2>/dev/null; do sleep 0.1; done # 2 s in
+kill -TERM $pid 2>/dev/null; wait $pid; rc=$?
+left=$(ls "$TMP" | grep -E '^many\.json($|\.tmp)')
+if [ $rc -ne 143 ]; then bad "gen_analyze_interrupted_leaves_nothing" "exit $rc before the interrupt (make many.jsonl longer)"
+elif [ -n "$left" ]; then bad "gen_analyze_interrupted_leaves_nothing" "left $left"
+else ok "gen_analyze_interrupted_leaves_nothing"; fi
 # the log of --ckpt tasks is tasks.jsonl: the run would write over its data; and no output
 # over a token cache, the --init checkpoint or the other output (as a new file too)
 expect "train_log_over_data" 1 "the log .*tasks.jsonl is also --data .*tasks.jsonl: the run would write over it" \
