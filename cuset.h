@@ -617,7 +617,11 @@ static void cuset__die(const char *file, int line, const char *fmt, ...) {
 
 static void *cuset__calloc(size_t n, size_t size, const char *file, int line) {
     void *p = calloc(n ? n : 1, size);
-    if (!p) cuset__die(file, line, "out of memory allocating %zu x %zu bytes", n, size);
+    if (!p) { // the big ones are the model's parameters, optimizer state and activations
+        double gib = (double)n * (double)size / (1u << 30);
+        cuset__die(file, line, "out of memory allocating %zu x %zu bytes (%.2f GiB)%s", n, size, gib,
+                   gib >= 1 ? ": a smaller model (layers, width, vocabulary) or batch (rows, tokens per row) needs less" : "");
+    }
     return p;
 }
 #define CUSET_CALLOC(n, size) cuset__calloc((n), (size), __FILE__, __LINE__)

@@ -280,7 +280,8 @@ def markdown(res, settings, seconds, shown_seed, vs=None, missing=()):
         L.append("")
         runs = st.get("invocations", 1)
         L.append("Started %s; took %d min%s." % (st.get("started", "?"), round(seconds / 60),
-                                                 " over %d invocations (each continued the last)" % runs if runs > 1 else ""))
+                                                 " over %d invocations (each resumed the run; stages redone after a change of settings count "
+                                                 "too)" % runs if runs > 1 else ""))
     L += ["", "## Table 2: objectives", "",
           "| model | compile pass@1 | compile pass@3 | functional pass@1 | functional pass@3 | functional pass@1, seen | functional pass@1, held-out |",
           "| --- | --- | --- | --- | --- | --- | --- |"]

@@ -223,6 +223,10 @@ expect "train_resume_and_init" 2 "give --resume \(continue this run\) or --init 
     ./train "${tiny[@]}" --resume --init "$TMP/z.ckpt" --ckpt "$TMP/z.ckpt"
 expect "train_other_objectives_flag" 0 "note: --alpha is eaft's; --objective sft does not use it" ./train "${tiny[@]}" \
     --objective sft --alpha 2 --steps 1 --ckpt "$TMP/z.ckpt"
+# a model too big for memory (38.7 GB of parameters; address space capped, so it fails whatever
+# the kernel's overcommit): its size in GiB and what to make smaller, exit 1
+expect "train_out_of_memory" 1 "out of memory allocating [0-9]+ x 4 bytes \(36\.04 GiB\): a smaller model" \
+    bash -c 'ulimit -v 8000000; exec ./train --layers 48 --heads 32 --embd 4096 --steps 1 --ckpt "$1/z.ckpt"' _ "$TMP"
 expect "train_seq_beyond_context" 2 "longer than the model's context" ./train "${tiny[@]}" --seq 64 --steps 1 --ckpt "$TMP/z.ckpt"
 # without --seq, rows are the model's context where it is shorter than the default 256
 expect "train_default_seq_is_context" 0 "seq 48 \(the model's context\)" ./train --layers 1 --heads 2 --embd 16 \
