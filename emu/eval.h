@@ -1315,6 +1315,14 @@ static void cuset__eval_summary(const char *path, const cuset__EvalTask *tasks, 
     }
 }
 
+// A NUL-terminated copy of the len bytes at s (a program may hold NUL bytes: strndup would
+// stop at the first and leave len bytes claimed of a shorter copy).
+static char *cuset__eval_copy(const char *s, size_t len) {
+    char *c = (char *)CUSET_CALLOC(len + 1, 1);
+    if (len) memcpy(c, s, len);
+    return c;
+}
+
 // Asks the sampler for program p's text (an stb_ds char array in *text). 0, or -1 with a message in err.
 static int cuset__eval_sample_one(const CusetEvalSampler *sampler, const cuset__EvalTask *tasks,
                                   const cuset__EvalProgram *p, char **text, char *err, size_t errlen) {
@@ -1405,7 +1413,7 @@ static void cuset__eval_sample_all(const cuset__EvalEnv *E, const CusetEvalSampl
             cuset__eval_fail("%s", err);
         }
         p->len = arrlenu(text);
-        p->text = strndup(text ? text : "", p->len);
+        p->text = cuset__eval_copy(text, p->len);
         arrfree(text);
         if ((i + 1) % 10 == 0 || i + 1 == n)
             fprintf(stderr, "eval: sampled %d/%d programs (%.1f s)\n", i + 1, n, cuset_time() - t0);
@@ -1721,7 +1729,7 @@ static void cuset__eval_collect(cuset__EvalRun *R) {
             if (R->given) {
                 while (R->given[gi].task != t) gi++;
                 p = R->given[gi++];
-                p.text = strndup(p.text ? p.text : "", p.len);
+                p.text = cuset__eval_copy(p.text, p.len);
             } else {
                 p.has_seed = 1;
                 p.seed = R->sampler->seed + 1000ull * (uint64_t)t + (uint64_t)s;
