@@ -237,8 +237,10 @@ expect "train_bad_model" 2 "multiple of n_head" ./train "${tiny[@]}" --heads 3 -
 # confidence about 1/V, below tau) without the CUDA mask; SFT at the same weights trains
 expect "train_untrained_step_noted" 0 "^note: step 1 trained nothing \(gradient 0\): no target token's confidence reached --tau 0.1\. CuSeT" \
     ./train "${tiny[@]}" --no-cuda-mask --steps 2 --device cpu --ckpt "$TMP/z.ckpt"
-expect "train_sft_step_not_noted" 0 "^sft trains$" bash -c '"$@" | grep -q "trained nothing" || echo sft trains' _ \
-    ./train "${tiny[@]}" --objective sft --steps 2 --device cpu --ckpt "$TMP/z.ckpt"
+out=$(./train "${tiny[@]}" --objective sft --steps 2 --device cpu --ckpt "$TMP/z.ckpt" 2>&1); rc=$?
+if [ $rc -ne 0 ] || ! grep -q "^done: 2 steps" <<<"$out"; then bad "train_sft_step_not_noted" "exit $rc: $(tail -2 <<<"$out")"
+elif grep -q "trained nothing" <<<"$out"; then bad "train_sft_step_not_noted" "noted: $(grep "trained nothing" <<<"$out")"
+else ok "train_sft_step_not_noted"; fi
 # settings that make a run other than it looks are said at start-up: a warmup as long as
 # the run, a step larger than the training split (and what that makes of --epochs)
 expect "train_warmup_longer_than_run_noted" 0 "^note: --warmup 5 is not shorter than the run's 3 steps" \
@@ -546,8 +548,8 @@ expect "train_log_over_ckpt" 1 "--ckpt .*new_same.ckpt is also --log .*new_same.
     ./train --data "$TMP/tasks.jsonl" "${text[@]}" --ckpt "$TMP/new_same.ckpt" --log "$TMP/./new_same.ckpt"
 expect "text_val_data" 0 "validation data: 5 samples from .*val.jsonl" ./train --data "$TMP/tasks.jsonl" --val-data "$TMP/val.jsonl" \
     "${text_model[@]}" --ckpt "$TMP/v.ckpt"
-grep -q "24 train / 5 validation" <(./train --data "$TMP/tasks.jsonl" --val-data "$TMP/val.jsonl" "${text_model[@]}" --ckpt "$TMP/v.ckpt") \
-    && ok "val_data_holds_nothing_out" || bad "val_data_holds_nothing_out" "training samples were held out"
+expect "val_data_holds_nothing_out" 0 "24 train / 5 validation" \
+    ./train --data "$TMP/tasks.jsonl" --val-data "$TMP/val.jsonl" "${text_model[@]}" --ckpt "$TMP/v.ckpt"
 expect "val_frac_and_val_data" 2 "give --val-frac F or --val-data SRC, not both" ./train --data "$TMP/tasks.jsonl" \
     --val-data "$TMP/val.jsonl" "${text[@]}" --ckpt "$TMP/v.ckpt"
 expect "synthetic_flag_with_text" 2 "--synthetic-len goes with --data synthetic" ./train --data "$TMP/tasks.jsonl" \
@@ -668,6 +670,17 @@ busy=$!
 expect "eval_disk_limit_ignores_other_jobs" 0 "functional +pass@1 100.00%" ./gen --eval "$TMP/evi/test.jsonl" \
     --programs "$TMP/evi/programs.jsonl" --count 3 --disk-limit 16 --results "$TMP/evi/r.jsonl"
 kill $busy; wait $busy 2>/dev/null; rm -f "$TMP/evi/busy"
+# a program is its bytes, NUL bytes included (a model can write one): the results file holds it
+# whole (a copy that stopped at the NUL made the rest bytes read past the copy's end)
+"$PYTHON" -c 'import json, sys
+p = json.loads(open(sys.argv[1]).readline())["completion"].replace("\n", "\n// \u0000 a NUL byte\n", 1)
+print(json.dumps({"index": 0, "program": p}))' "$TMP/evi/test.jsonl" >"$TMP/evi/nul.jsonl"
+./gen --eval "$TMP/evi/test.jsonl" --programs "$TMP/evi/nul.jsonl" --count 1 --results "$TMP/evi/nul_r.jsonl" >/dev/null 2>&1
+if "$PYTHON" -c 'import json, sys
+given = json.loads(open(sys.argv[1]).readline())["program"]
+got = json.loads(open(sys.argv[2]).readline())["program"]
+sys.exit(0 if given == got and "\0" in got else 1)' "$TMP/evi/nul.jsonl" "$TMP/evi/nul_r.jsonl"; then ok "eval_program_with_nul_byte"
+else bad "eval_program_with_nul_byte" "the results file's program differs from the one given: $(head -c 300 "$TMP/evi/nul_r.jsonl")"; fi
 # --cache: a rerun takes every result from the cache, with the same numbers; a changed tool
 # (here the emulator's runtime, in a copy of emu/) is not answered with the old one's results
 cp -r emu "$TMP/emu2" && chmod -R o+rX "$TMP/emu2"
@@ -1138,7 +1151,9 @@ PY
     temperature=$("$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["settings"]["temperature"])' "$exp/results.json")
     ./gen --model "$exp/seed1/cuset.ckpt" --eval "$exp/data/test.jsonl" --samples 3 --k 1,3 --temperature "$temperature" \
         --max-tokens 160 --seed 1 --summary "$TMP/hand.json" --results "$TMP/hand.jsonl" >/dev/null 2>"$TMP/hand.err"
-    if out=$("$PYTHON" - "$exp/results.json" "$TMP/hand.json" <<'PY' 2>&1
+    # (the smoke models pass nothing, so the 12 numbers are zeros: the programs themselves, one
+    # by one, are what shows that the row is CuSeT's seed 1)
+    if out=$("$PYTHON" - "$exp/results.json" "$TMP/hand.json" "$exp/seed1/cuset.eval.jsonl" "$TMP/hand.jsonl" <<'PY' 2>&1
 import json, sys
 row = json.load(open(sys.argv[1]))["rows"]["cuset"]["metrics"]
 hand = json.load(open(sys.argv[2]))
@@ -1147,7 +1162,14 @@ for part in ("all", "seen", "heldout"):
         for k in ("1", "3"):
             got, want = row[part]["%s@%s" % (kind, k)]["mean"], hand[part][kind][k]
             assert abs(got - want) < 1e-9, "%s %s@%s: the table says %s, gen --eval by hand %s" % (part, kind, k, got, want)
-print("12 numbers equal")
+def programs(path):
+    return [(r["task"], r["sample"], r["status"], r["program"]) for r in map(json.loads, open(path))]
+run, by_hand = programs(sys.argv[3]), programs(sys.argv[4])
+assert len(run) == len(by_hand) > 0, "%d programs in the run, %d by hand" % (len(run), len(by_hand))
+differ = [a[:2] for a, b in zip(run, by_hand) if a != b]
+assert not differ, "%d of %d programs or verdicts differ, first (task, sample) %s" % (len(differ), len(run), differ[0])
+assert len(set(p for *_, p in run)) > 1, "every program is the same text"
+print("12 numbers equal; the same %d programs, the same verdicts" % len(run))
 PY
     ); then ok "experiment_equals_gen_eval: $out"; else bad "experiment_equals_gen_eval" "$out $(tail -2 "$TMP/hand.err")"; fi
     ./gen --model "$exp/base.ckpt" --analyze "$exp/data/val.jsonl" --views 100 --json "$TMP/analysis.json" >/dev/null 2>&1
@@ -1386,6 +1408,7 @@ assert experiment_report.block_means([(1, 4.0), (2, 5.0)]) == [(1, 4.0), (2, 5.0
 # a task passed 1, 3, 1 of 3 times by one row and 2, 2, 1 by another (gen writes 0.333333,
 # 1, 0.333333 and 0.666667, 0.666667, 0.333333) has the same pass@1 in both: a tie
 import os, tempfile
+# (the seeds' overall pass@1 made 50%, 70%, 90% for CuSeT: the row's spread is theirs)
 with tempfile.TemporaryDirectory() as syn:
     for s, counts in ((1, (1, 2)), (2, (3, 2)), (3, (1, 1))):
         os.makedirs("%s/seed%d" % (syn, s))
@@ -1394,24 +1417,39 @@ with tempfile.TemporaryDirectory() as syn:
             for t in e["per_task"]:
                 t["n"], t["passed"] = 3, c
                 t["result"]["functional"]["1"] = float("%.6f" % (c / 3))
+            e["all"]["functional"]["1"] = (0.5, 0.7, 0.9)[s - 1]
             json.dump(e, open("%s/seed%d/%s.eval.json" % (syn, s, row), "w"))
     got = experiment_report.gather(syn, ["1", "2", "3"])
 tie = experiment_report.paired(got["cuset"]["task_functional@1"], got["sft"]["task_functional@1"])
 assert (tie["mean"], tie["lo"], tie["hi"], tie["higher"], tie["lower"]) == (0, 0, 0, 0, 0), tie
+f1 = got["cuset"]["metrics"]["all"]["functional@1"]
+assert abs(f1["mean"] - 0.7) < 1e-12 and abs(f1["std"] - 0.2) < 1e-12, f1
+assert got["cuset"]["seed_functional@1"] == [0.5, 0.7, 0.9] and got["cuset"]["seeds"] == 3, got["cuset"]["seed_functional@1"]
+assert all(abs(v - 5 / 9) < 1e-12 for v in got["cuset"]["task_functional@1"].values()), "tasks passed 1, 3, 1 of 3: 5/9"
 print("%d numbers = mean and std of two seeds or paired differences; %d stages of seed 1 skipped; 50/70/90%% -> 70.0 ± 20.0" % (n, skipped))
 PY
        ); then ok "experiment_two_seeds: $out"
     else bad "experiment_two_seeds" "${out:-exit $?: $(tail -3 "$TMP/experiment3.out")}"; fi
     # --against a run with fewer seeds: compared over the seeds both have (here seed 1), so
     # "this run" is seed 1's pass@1, not the mean of seeds 1 and 2
+    # (seed 2's CuSeT made to pass every task here, so that the mean of the seeds is not seed 1's)
     cp -r "$exp" "$TMP/two_seeds"
-    if out=$("$PYTHON" data/experiment_report.py "$TMP/two_seeds" --against "$reuse" 2>&1 && "$PYTHON" - "$TMP/two_seeds" <<'PY' 2>&1
+    if out=$("$PYTHON" - "$TMP/two_seeds" <<'PY' 2>&1
+import json, sys
+p = sys.argv[1] + "/seed2/cuset.eval.json"
+e = json.load(open(p))
+for t in e["per_task"]:
+    t["passed"], t["result"]["functional"]["1"] = t["n"], 1.0
+e["all"]["functional"]["1"] = 1.0
+json.dump(e, open(p, "w"))
+PY
+       ) && out=$("$PYTHON" data/experiment_report.py "$TMP/two_seeds" --against "$reuse" 2>&1 && "$PYTHON" - "$TMP/two_seeds" <<'PY' 2>&1
 import json, sys
 run = sys.argv[1]
 vs = json.load(open(run + "/results.json"))["against"]
 assert vs["seeds"] == ["1"], vs["seeds"]
 want = json.load(open(run + "/seed1/cuset.eval.json"))["all"]["functional"]["1"]
-assert abs(vs["rows"]["cuset"]["this"] - want) < 1e-12, (vs["rows"]["cuset"], want)
+assert want < 1.0 and abs(vs["rows"]["cuset"]["this"] - want) < 1e-12, (vs["rows"]["cuset"], want)
 assert "; seeds 1)" in open(run + "/results.md").read()
 print("over seed 1 only")
 PY

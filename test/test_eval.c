@@ -384,7 +384,7 @@ static void test_eval_end_to_end(void) {
         fail("eval_end_to_end", "needs ./gen and ./data/corpus (make gen data/corpus)");
         return;
     }
-    // a fresh small corpus: test split only
+    // a small corpus, test split only (data/corpus's default seed 1: written afresh, the same tasks each run)
     char *mk[] = {"./data/corpus", "--out", path_in("corpus"), "--train", "0", "--val", "0", "--test", "12", NULL};
     CusetRunResult r;
     cuset_run_limited(mk, NULL, 120, NULL, path_in("corpus.err"), &r);

@@ -5,7 +5,7 @@ saved with save_pretrained (F32, F16, BF16), a byte-level BPE trained with token
 CUDABench's programs (../shared/cudabench; a small built-in corpus when absent), an llm.c
 checkpoint and tokenizer written from them. Drives test/test_gpt2 (the C side).
 Prints PASS/FAIL/SKIP lines; exit 1 on any FAIL.
-    test/test_gpt2.py [--tmp DIR]
+    test/test_gpt2.py [--tmp DIR] [--seed N]
 """
 import json, os, random, struct, subprocess, sys, tempfile
 
@@ -106,8 +106,11 @@ def main():
     torch.set_num_threads(1)
     print("  transformers %s, tokenizers %s, safetensors %s, torch %s" % (
         transformers.__version__, tokenizers.__version__, safetensors.__version__, torch.__version__))
-    rng = random.Random(14)
-    torch.manual_seed(14)
+    # fresh models, ids and texts each run; --seed N reproduces one
+    seed = int(sys.argv[sys.argv.index("--seed") + 1]) if "--seed" in sys.argv else random.randrange(1 << 30)
+    print("  seed %d (test/test_gpt2.py --seed %d reproduces)" % (seed, seed))
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
 
     # 1. logits of imported models: F32, F16, BF16 against transformers in float64
     for dtype in ("float32", "float16", "bfloat16"):
