@@ -1,12 +1,13 @@
 /* cuset.cu — the GPU backend of cuset: every CUDA kernel of the training step and of
    incremental decoding, and the C ABI declared in cuset.h ("The GPU backend").
 
-   The CPU code of cuset.h is the reference; every kernel here computes the same thing as
-   one CPU function (named in its comment) and test/test_gpu.cu checks each against it.
+   The CPU code of cuset.h is the reference: test/test_gpu.cu checks every kernel here
+   against the CPU function that computes the same thing (attention against the
+   materialised cuset__attention_forward/_backward).
    Layout: utilities; fused causal attention and the fused loss; matmul (tensor cores);
    column sums; layernorm; elementwise layers; the embedding; AdamW and the gradient
-   norm; the model (one allocation, forward, backward, the step); decoding; the C ABI;
-   entry points for the tests.
+   norm; the decoding kernels; host launchers; the model (one allocation, forward,
+   backward); the C ABI (the step); decoding; entry points for the tests.
 
    Matmuls run on tensor cores through the WMMA API (nvcuda::wmma) with precision::tf32,
    shape m16n16k8, accumulating in fp32. Why tf32: the tensors stay fp32 in memory (no
@@ -43,9 +44,13 @@ static void cuset__cuda_check(cudaError_t e, const char *file, int line) {
         exit(1);
     }
 }
-#ifndef CUSET_CHECK
 #define CUSET_CHECK(call) cuset__cuda_check((call), __FILE__, __LINE__)
-#endif
+// calloc of host memory, or an exit saying how much ran short.
+static void *cuset__host_calloc(size_t n, size_t size) {
+    void *p = calloc(n ? n : 1, size);
+    if (!p) { fprintf(stderr, "cuset: out of host memory allocating %zu x %zu bytes\n", n, size); exit(1); }
+    return p;
+}
 // The error of the launch just made (a bad configuration, no kernel image for the device);
 // with CUSET_DEBUG also of its execution.
 static cudaError_t cuset__launch_error(void) {
@@ -58,6 +63,12 @@ static cudaError_t cuset__launch_error(void) {
 #define CUSET_CHECK_LAUNCH() cuset__cuda_check(cuset__launch_error(), __FILE__, __LINE__)
 
 static inline int cuset__ceil_div(long a, long b) { return (int)((a + b - 1) / b); }
+
+// Sum over the 32 lanes of a warp by butterfly: every lane gets the same, fixed-order sum.
+static __device__ __forceinline__ float cuset__warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
 
 // ---- fused causal attention (forward, backward) and the fused loss ---------------------
 //
@@ -196,7 +207,7 @@ static __global__ void cuset__attention_delta_kernel(float *delta, const float *
     const float *dy = dout + (size_t)bt * C + h * hs, *y = out + (size_t)bt * C + h * hs;
     float x = 0.0f;
     for (int d = lane; d < hs; d += 32) x += dy[d] * y[d];
-    for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+    x = cuset__warp_sum(x);
     if (lane == 0) delta[((size_t)b * NH + h) * T + t] = x;
 }
 
@@ -636,15 +647,11 @@ static __global__ void cuset__loss_sums_kernel(CusetLossWork w, const int *tgt_l
     out[5] = tgt_len[n];
 }
 
-// The final sum on the host of the loss's per-sample sums h (B, 6), sample by sample,
-// exactly as cuset_loss adds into stats.
+// The final sum on the host of the loss's per-sample sums h (B, 6), sample by sample, as
+// cuset_loss adds into stats.
 static void cuset__loss_stats_add(CusetStats *stats, const double *h, int B) {
-    for (int n = 0; n < B; n++) {
-        const double *r = h + CUSET_LOSS_SAMPLE_FIELDS * (size_t)n;
-        stats->loss += r[0]; stats->ce += r[1]; stats->conf += r[2]; stats->pass += r[3];
-        stats->ntok += r[5];
-        if (r[5] > 0) { stats->weight += r[4]; stats->nsamples += 1; }
-    }
+    for (const double *r = h; r < h + CUSET_LOSS_SAMPLE_FIELDS * (size_t)B; r += CUSET_LOSS_SAMPLE_FIELDS)
+        cuset_stats_add_sample(stats, r[0], r[1], r[2], r[3], r[4], (int)r[5]);
 }
 
 extern "C" int cuset_cuda_loss(float *logits, const float *ref_logits, const int *targets,
@@ -683,12 +690,6 @@ extern "C" int cuset_cuda_loss(float *logits, const float *ref_logits, const int
     if (err == cudaSuccess) cuset__loss_stats_add(stats, h, B);
     free(h);
     return (int)err;
-}
-
-// Sum over the 32 lanes of a warp by butterfly: every lane gets the same, fixed-order sum.
-static __device__ __forceinline__ float cuset__warp_sum(float v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
 }
 
 // ---- matmul on tensor cores ------------------------------------------------------------------
@@ -974,18 +975,12 @@ static __global__ void cuset__wte_backward_sum_kernel(float *dwte, const float *
 
 // ---- AdamW and the global gradient norm --------------------------------------------------------
 
-// One AdamW step on n parameters of one tensor, as cuset_gpt_update: gradient scaled by
-// clip, moments, bias correction (bc1, bc2), decoupled weight decay wd (0 for tensors
-// without decay). Launch: ceil(n / 256) x 256 threads.
-static __global__ void cuset__adamw_kernel(float *params, float *m, float *v, const float *grads, size_t n, float lr, float beta1,
-                             float beta2, float bc1, float bc2, float eps, float wd, float clip) {
+// One AdamW step on the n parameters of one tensor, as cuset_gpt_update: cuset_adamw_one
+// with the step's scalars a and the tensor's weight decay wd. Launch: ceil(n / 256) x 256.
+static __global__ void cuset__adamw_kernel(float *params, float *m, float *v, const float *grads, size_t n, CusetAdamW a,
+                                           float wd) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    float g = grads[i] * clip;
-    float mi = m[i] = beta1 * m[i] + (1.0f - beta1) * g;
-    float vi = v[i] = beta2 * v[i] + (1.0f - beta2) * g * g;
-    float p = params[i];
-    params[i] = p - lr * ((mi / bc1) / (sqrtf(vi / bc2) + eps) + wd * p);
+    if (i < n) cuset_adamw_one(params + i, m + i, v + i, grads[i], a, wd);
 }
 
 // Pass 1 of the sum of squares: block b sums x[i]^2 (in double) over i = b*256 + t +
@@ -1216,30 +1211,6 @@ static void cuset__global_norm(float *out, const float *x, size_t n, double *par
 
 // ---- the model on the device: one allocation, named pointers ---------------------------------
 
-// Forward activations of a (B, T) micro-batch: CusetActs without the (T, T) attention
-// matrices (the fused attention keeps each row's log-sum-exp instead).
-typedef struct {
-    float *encoded;   // (B, T, C)
-    float *ln1;       // (L, B, T, C)
-    float *ln1_mean;  // (L, B, T)
-    float *ln1_rstd;  // (L, B, T)
-    float *qkv;       // (L, B, T, 3C)
-    float *att_lse;   // (L, B, NH, T)  log-sum-exp of each softmax row, for the backward
-    float *atty;      // (L, B, T, C)
-    float *residual2; // (L, B, T, C)
-    float *ln2;       // (L, B, T, C)
-    float *ln2_mean;  // (L, B, T)
-    float *ln2_rstd;  // (L, B, T)
-    float *fch;       // (L, B, T, 4C)  before GELU
-    float *fch_gelu;  // (L, B, T, 4C)
-    float *residual3; // (L, B, T, C)
-    float *lnf;       // (B, T, C)
-    float *lnf_mean;  // (B, T)
-    float *lnf_rstd;  // (B, T)
-    float *logits;    // (B, T, Vp)     the loss overwrites it with dlogits
-} CusetCudaActs;
-#define CUSET_CUDA_NUM_ACTS 18
-
 // Backward scratch, reused layer after layer.
 typedef struct {
     float *dresidual; // (B, T, C)
@@ -1262,7 +1233,7 @@ struct CusetCudaModel {
     float *ref;                         // ASFT's frozen reference parameters, or NULL
     CusetParams p, g, rp;               // named tensors of params, grads, ref
     int has_moments;                    // the moments hold optimizer state (uploaded or updated)
-    CusetCudaActs acts;
+    CusetActs acts;
     CusetCudaGradActs gacts;
     float *ref_logits;                  // (B, T, Vp) ASFT: the reference's logits, or NULL
     float *partial;                     // column-sum partials: ceil(BT / 256) x 4C, the most a bias
@@ -1301,18 +1272,17 @@ static void cuset__point_tensors(CusetParams *p, float *memory, const size_t *si
 
 static size_t cuset__model_layout(CusetCudaModel *g, char *base, int with_ref) {
     CusetBump b = {base, 0};
-    size_t L = g->cfg.n_layer, C = g->cfg.n_embd, NH = g->cfg.n_head, Vp = g->cfg.padded_vocab_size;
+    size_t C = g->cfg.n_embd, NH = g->cfg.n_head, Vp = g->cfg.padded_vocab_size;
     size_t B = g->B, T = g->T, BT = B * T, np = g->num_params, F = sizeof(float);
     g->params = (float *)cuset__bump(&b, np * F);
     g->grads = (float *)cuset__bump(&b, np * F);
     g->m = (float *)cuset__bump(&b, np * F);
     g->v = (float *)cuset__bump(&b, np * F);
     g->ref = with_ref ? (float *)cuset__bump(&b, np * F) : NULL;
-    size_t a[CUSET_CUDA_NUM_ACTS] = {BT * C, L * BT * C, L * BT, L * BT, L * BT * 3 * C, L * B * NH * T,
-                                     L * BT * C, L * BT * C, L * BT * C, L * BT, L * BT, L * BT * 4 * C,
-                                     L * BT * 4 * C, L * BT * C, BT * C, BT, BT, BT * Vp};
+    size_t a[CUSET_NUM_ACTS];
+    cuset_acts_sizes(&g->cfg, g->B, g->T, a);
     float **ap = (float **)&g->acts;
-    for (int i = 0; i < CUSET_CUDA_NUM_ACTS; i++) ap[i] = (float *)cuset__bump(&b, a[i] * F);
+    for (int i = 0; i < CUSET_NUM_ACTS; i++) ap[i] = (float *)cuset__bump(&b, a[i] * F);
     size_t d[CUSET_CUDA_NUM_GRAD_ACTS] = {BT * C, BT * C, BT * C, BT * 3 * C, BT * 4 * C, B * NH * T};
     float **dp = (float **)&g->gacts;
     for (int i = 0; i < CUSET_CUDA_NUM_GRAD_ACTS; i++) dp[i] = (float *)cuset__bump(&b, d[i] * F);
@@ -1376,7 +1346,7 @@ static void cuset__upload_batch(CusetCudaModel *g, const CusetBatch *b) {
 static void cuset__gpt_forward(CusetCudaModel *g, const CusetParams *p) {
     int B = g->B, T = g->T, L = g->cfg.n_layer, C = g->cfg.n_embd, NH = g->cfg.n_head;
     int Vp = g->cfg.padded_vocab_size, BT = B * T;
-    CusetCudaActs a = g->acts;
+    CusetActs a = g->acts;
     cudaStream_t s = g->stream;
     size_t btc = (size_t)BT * C;
     float *tmp = g->gacts.dbt_c; // the projections' output before the residual add
@@ -1406,7 +1376,7 @@ static void cuset__gpt_backward(CusetCudaModel *g) {
     int B = g->B, T = g->T, L = g->cfg.n_layer, C = g->cfg.n_embd, NH = g->cfg.n_head;
     int Vp = g->cfg.padded_vocab_size, BT = B * T;
     CusetParams p = g->p, gr = g->g;
-    CusetCudaActs a = g->acts;
+    CusetActs a = g->acts;
     CusetCudaGradActs d = g->gacts;
     cudaStream_t s = g->stream;
     size_t btc = (size_t)BT * C;
@@ -1564,16 +1534,24 @@ extern "C" CusetCudaModel *cuset_cuda_model_new(const CusetGPT *m, const CusetGP
                  C / NH, C, NH);
         return NULL;
     }
+    // a matmul's rows (grid.y blocks of CUSET_MM_BM): the batch's B x T, and the head's
+    // weight gradient's Vp (the widest of the weights: 4C <= 65536 takes any width)
     if (cuset__ceil_div((long)B * T, CUSET_MM_BM) > 65535) {
         snprintf(err, errlen, "batch %d x %d: a matmul's rows are at most 65535 x %d", B, T, CUSET_MM_BM);
         return NULL;
     }
-    CusetCudaModel *g = (CusetCudaModel *)calloc(1, sizeof *g);
+    if (cuset__ceil_div((long)m->cfg.padded_vocab_size, CUSET_MM_BM) > 65535) {
+        snprintf(err, errlen, "vocabulary %d (padded): the head's weight gradient, a matmul with a row per token, has "
+                 "at most 65535 x %d rows", m->cfg.padded_vocab_size, CUSET_MM_BM);
+        return NULL;
+    }
+    CusetCudaModel *g = (CusetCudaModel *)cuset__host_calloc(1, sizeof *g);
     cuset__copy_tensor_sizes(g, m);
     g->B = B; g->T = T;
     g->memory_bytes = cuset__model_layout(g, NULL, ref != NULL);
     cudaError_t e = cudaMalloc(&g->memory, g->memory_bytes);
     if (e != cudaSuccess) {
+        cudaGetLastError(); // clear it, or the next launch check would report it
         snprintf(err, errlen, "cudaMalloc of %.1f MB for the model and a %d x %d batch failed: %s", g->memory_bytes / 1e6,
                  B, T, cudaGetErrorString(e));
         free(g);
@@ -1614,8 +1592,7 @@ extern "C" CusetCudaModel *cuset_cuda_model_new(const CusetGPT *m, const CusetGP
         }
     }
     CUSET_CHECK(cudaEventCreateWithFlags(&g->staged, cudaEventDisableTiming));
-    g->h_order = (CusetTokPos *)malloc(BT * sizeof(CusetTokPos));
-    if (!g->h_order) { fprintf(stderr, "cuset: out of host memory\n"); exit(1); }
+    g->h_order = (CusetTokPos *)cuset__host_calloc(BT, sizeof(CusetTokPos));
     return g;
 }
 
@@ -1660,16 +1637,13 @@ extern "C" int cuset_cuda_forward_backward(CusetCudaModel *g, const CusetBatch *
 }
 
 extern "C" void cuset_cuda_update(CusetCudaModel *g, const CusetOptim *o, int step, float grad_norm) {
-    // the scalars exactly as cuset_gpt_update computes them
-    float lr = cuset_lr_at(o, step), clip = 1.0f;
-    if (o->grad_clip > 0.0f && grad_norm > o->grad_clip) clip = o->grad_clip / grad_norm;
-    float bc1 = 1.0f - powf(o->beta1, step + 1), bc2 = 1.0f - powf(o->beta2, step + 1);
+    CusetAdamW a = cuset_adamw_at(o, step, grad_norm);
     size_t off = 0;
     for (int t = 0; t < CUSET_NUM_TENSORS; t++) {
         size_t n = g->tensor_sizes[t];
         float wd = cuset_tensor_decay[t] ? o->weight_decay : 0.0f;
         cuset__adamw_kernel<<<cuset__ceil_div((long)n, 256), 256, 0, g->stream>>>(g->params + off, g->m + off, g->v + off, g->grads + off,
-                                                                   n, lr, o->beta1, o->beta2, bc1, bc2, o->eps, wd, clip);
+                                                                   n, a, wd);
         CUSET_CHECK_LAUNCH();
         off += n;
     }
@@ -1692,9 +1666,8 @@ extern "C" void cuset_cuda_model_download(const CusetCudaModel *g, CusetGPT *m) 
     CUSET_CHECK(cudaStreamSynchronize(g->stream));
     CUSET_CHECK(cudaMemcpy(m->params_memory, g->params, bytes, cudaMemcpyDeviceToHost));
     if (!g->has_moments) return;
-    if (!m->m_memory) m->m_memory = (float *)calloc(g->num_params, sizeof(float));
-    if (!m->v_memory) m->v_memory = (float *)calloc(g->num_params, sizeof(float));
-    if (!m->m_memory || !m->v_memory) { fprintf(stderr, "cuset: out of host memory\n"); exit(1); }
+    if (!m->m_memory) m->m_memory = (float *)cuset__host_calloc(g->num_params, sizeof(float));
+    if (!m->v_memory) m->v_memory = (float *)cuset__host_calloc(g->num_params, sizeof(float));
     CUSET_CHECK(cudaMemcpy(m->m_memory, g->m, bytes, cudaMemcpyDeviceToHost));
     CUSET_CHECK(cudaMemcpy(m->v_memory, g->v, bytes, cudaMemcpyDeviceToHost));
 }
@@ -1722,7 +1695,7 @@ struct CusetCudaDecoder {
 
 extern "C" CusetCudaDecoder *cuset_cuda_decoder_new(const CusetGPT *m, char *err, size_t errlen) {
     if (!cuset_cuda_available(err, errlen)) return NULL;
-    CusetCudaDecoder *d = (CusetCudaDecoder *)calloc(1, sizeof *d);
+    CusetCudaDecoder *d = (CusetCudaDecoder *)cuset__host_calloc(1, sizeof *d);
     d->cfg = m->cfg;
     size_t L = m->cfg.n_layer, C = m->cfg.n_embd, NH = m->cfg.n_head, maxT = m->cfg.max_seq_len;
     size_t Vp = m->cfg.padded_vocab_size, F = sizeof(float);
@@ -1742,6 +1715,7 @@ extern "C" CusetCudaDecoder *cuset_cuda_decoder_new(const CusetGPT *m, char *err
         if (pass == 0) {
             cudaError_t e = cudaMalloc(&d->memory, b.off);
             if (e != cudaSuccess) {
+                cudaGetLastError(); // clear it, or the next launch check would report it
                 snprintf(err, errlen, "cudaMalloc of %.1f MB for the decoder failed: %s", b.off / 1e6, cudaGetErrorString(e));
                 free(d);
                 return NULL;
@@ -1753,7 +1727,7 @@ extern "C" CusetCudaDecoder *cuset_cuda_decoder_new(const CusetGPT *m, char *err
             CUSET_CHECK(cudaMemcpy(params, m->params_memory, m->num_params * F, cudaMemcpyHostToDevice));
         }
     }
-    d->host_logits = (float *)malloc(Vp * F);
+    d->host_logits = (float *)cuset__host_calloc(Vp, F);
     CUSET_CHECK(cudaStreamCreate(&d->stream));
     return d;
 }
@@ -1882,9 +1856,9 @@ extern "C" void cuset__cuda_test_encoder_backward(float *dwte, float *dwpe, cons
     free(h);
 }
 
-extern "C" void cuset__cuda_test_adamw(float *params, float *m, float *v, const float *grads, size_t n, float lr,
-                                       float beta1, float beta2, float bc1, float bc2, float eps, float wd, float clip) {
-    cuset__adamw_kernel<<<cuset__ceil_div((long)n, 256), 256>>>(params, m, v, grads, n, lr, beta1, beta2, bc1, bc2, eps, wd, clip);
+extern "C" void cuset__cuda_test_adamw(float *params, float *m, float *v, const float *grads, size_t n, CusetAdamW a,
+                                       float wd) {
+    cuset__adamw_kernel<<<cuset__ceil_div((long)n, 256), 256>>>(params, m, v, grads, n, a, wd);
     CUSET_CHECK_LAUNCH();
     CUSET_CHECK(cudaDeviceSynchronize());
 }

@@ -12,8 +12,8 @@
    CUDA loss kernel calls the very same functions as the CPU loss.
 
    Sections: 1 types and declarations, 2 the objective's math (the equations),
-   3 implementation: utilities, parameters, matmul, layers forward/backward, the model,
-   incremental decoding, the loss, AdamW, batches and data, sampling, checkpoints.
+   3 implementation: utilities, parameters, matmul, layers forward/backward, the model
+   (forward, backward), incremental decoding, the loss, AdamW, batches and data, sampling, checkpoints.
    The data side lives in its own headers: data/tokenizer.h, data/annotate.h (eq. 3's
    spans), data/textdata.h (text files, token files, checkpoints with a tokenizer),
    data/confidence.h (the confidence analysis), data/gpt2.h and data/json.h (GPT-2 models).
@@ -95,6 +95,9 @@ typedef struct {
     float *logits;    // (B, T, Vp)     the loss overwrites it with d(loss)/d(logits)
 } CusetActs;
 #define CUSET_NUM_ACTS 18
+// The sizes in floats of the tensors of CusetActs, in order, for a (B, T) batch: one table
+// for both backends (the GPU's activations are the same struct).
+void cuset_acts_sizes(const CusetConfig *c, int B, int T, size_t sizes[CUSET_NUM_ACTS]);
 
 // Backward scratch: gradients of activations, reused layer after layer.
 typedef struct {
@@ -154,6 +157,8 @@ typedef struct {
     double ntok;     // target tokens
     double nsamples; // samples with at least one target token
 } CusetStats;
+// Adds one sample's sums over its ntok target tokens (and its w_n) into s: both backends.
+void cuset_stats_add_sample(CusetStats *s, double loss, double ce, double conf, double pass, double wn, int ntok);
 
 typedef struct {
     CusetConfig cfg;
@@ -178,6 +183,11 @@ typedef struct {
     float weight_decay;     // decoupled, on the tensors of cuset_tensor_decay
     float grad_clip;        // global-norm clip; 0 disables
 } CusetOptim;
+// The scalars of one AdamW step (cuset_adamw_one), the same for every parameter.
+typedef struct { float lr, clip, beta1, beta2, bc1, bc2, eps; } CusetAdamW;
+// Those of optimizer step `step` (0-based) for gradients of norm grad_norm: the schedule's
+// rate, the clip factor, the bias corrections.
+CusetAdamW cuset_adamw_at(const CusetOptim *o, int step, float grad_norm);
 // lr 3e-4 falling to 3e-5, no warmup, betas 0.9 / 0.95, eps 1e-8, weight decay 0.1, clip 1.
 CusetOptim cuset_optim_default(void);
 float cuset_lr_at(const CusetOptim *o, int step);
@@ -326,7 +336,7 @@ int cuset_checkpoint_load(const char *path, CusetGPT *m, CusetGPT *ref, unsigned
 typedef struct {
     int len;          // positions cached
     float *k, *v;     // (L, maxT, C) each
-    float *buf;       // one position's activations: x, ln, qkv, att, y, fch, logits
+    float *buf;       // one position's activations: x (C), ln (C), qkv (3C), y (C), fch (4C), att (maxT), logits (Vp)
 } CusetKVCache;
 void cuset_kv_init(CusetKVCache *kv, const CusetConfig *cfg);
 void cuset_kv_free(CusetKVCache *kv);
@@ -370,8 +380,10 @@ typedef struct CusetCudaDecoder CusetCudaDecoder;
 int cuset_cuda_available(char *why, size_t n);
 // Uploads m's parameters (and its AdamW moments if m has them) and ref's (ASFT's frozen
 // reference; may be NULL) and allocates everything a (B, T) micro-batch needs. NULL, with
-// the reason in err, when no device answers, when memory runs short, or when the kernels
-// do not take the shape (an attention head size other than 16, 32, 48, 64, 96 or 128).
+// the reason in err, when no device answers, when device memory runs short, or when the
+// kernels do not take the shape (an attention head size other than 16, 32, 48, 64, 96 or
+// 128, a batch of more than 65535 x 64 rows, a padded vocabulary of more than 65535 x 64).
+// Exits when host memory runs short.
 CusetCudaModel *cuset_cuda_model_new(const CusetGPT *m, const CusetGPT *ref, int B, int T, char *err, size_t errlen);
 void cuset_cuda_model_free(CusetCudaModel *g);
 // cuset_gpt_step's device half: zero the gradients, then for each of the accum
@@ -401,7 +413,8 @@ void cuset_cuda_decoder_free(CusetCudaDecoder *d);
 #ifdef CUSET_CUDA_INTERNALS
 // Single kernels for test/test_gpu.cu and test/bench_gpu.cu: device pointers, the default
 // stream, synchronous. Shapes and semantics as the CPU functions named in cuset.cu (except
-// that matmul_backward overwrites dinp, times gelu'(pre) when pre is non-NULL).
+// that matmul_backward overwrites dinp, times gelu'(pre) when pre is non-NULL, and
+// attention_backward overwrites dqkv; the CPU functions accumulate into both).
 void cuset__cuda_test_matmul_forward(float *out, float *pre, const float *inp, const float *w, const float *bias,
                                      int N, int IC, int OC);
 void cuset__cuda_test_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
@@ -413,8 +426,7 @@ void cuset__cuda_test_layernorm_backward(float *dinp, float *dw, float *db, cons
 void cuset__cuda_test_residual_forward(float *out, const float *a, const float *b, size_t n);
 void cuset__cuda_test_encoder_forward(float *out, const int *inputs, const float *wte, const float *wpe, int B, int T, int C);
 void cuset__cuda_test_encoder_backward(float *dwte, float *dwpe, const float *dout, const int *host_inputs, int B, int T, int C);
-void cuset__cuda_test_adamw(float *params, float *m, float *v, const float *grads, size_t n, float lr, float beta1,
-                            float beta2, float bc1, float bc2, float eps, float wd, float clip);
+void cuset__cuda_test_adamw(float *params, float *m, float *v, const float *grads, size_t n, CusetAdamW a, float wd);
 float cuset__cuda_test_global_norm(const float *x, size_t n);
 void cuset__cuda_test_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C, int NH);
 void cuset__cuda_test_attention_backward(float *dqkv, float *delta, const float *dout, const float *qkv, const float *out,
@@ -463,7 +475,10 @@ CUSET_HD static inline void cuset_window(int j, int n, int l, int *lo, int *hi) 
 // windows included, whatever n is), so C_n moves by at most one token's share when a
 // token is appended. conf holds the n confidences of the sample in order; n = 0 gives 1.
 // Both window ends only move forward with j, so one running sum in double does it: O(n).
-CUSET_HD static inline float cuset_hardest_window(const float *conf, int n, int l) {
+// [*best_lo, *best_hi] gets that window (the first of equal means; 0, -1 for n = 0): the
+// confidence analysis shows it.
+CUSET_HD static inline float cuset_hardest_window_at(const float *conf, int n, int l, int *best_lo, int *best_hi) {
+    *best_lo = 0, *best_hi = -1;
     if (n <= 0) return 1.0f;
     double sum = 0.0, best = 1e30;
     int lo = 0, hi = -1; // the running window [lo, hi]
@@ -473,9 +488,13 @@ CUSET_HD static inline float cuset_hardest_window(const float *conf, int n, int 
         while (hi < whi) sum += conf[++hi];
         while (lo < wlo) sum -= conf[lo++];
         double mean = sum / (hi - lo + 1);
-        if (mean < best) best = mean;
+        if (mean < best) best = mean, *best_lo = lo, *best_hi = hi;
     }
     return (float)best;
+}
+CUSET_HD static inline float cuset_hardest_window(const float *conf, int n, int l) {
+    int lo, hi;
+    return cuset_hardest_window_at(conf, n, l, &lo, &hi);
 }
 
 // Eq. 8: sample weight w_n = 1 - C_n.
@@ -556,6 +575,17 @@ CUSET_HD static inline float cuset_gelu_grad_th(float x, float th) {
 CUSET_HD static inline float cuset_gelu(float x) { return cuset_gelu_th(x, tanhf(cuset_gelu_arg(x))); }
 CUSET_HD static inline float cuset_gelu_grad(float x) { return cuset_gelu_grad_th(x, tanhf(cuset_gelu_arg(x))); }
 
+// AdamW on one parameter p with moments m, v (updated in place) from its gradient g: g
+// times the clip factor, the moments, their bias corrections bc1 = 1 - beta1^(step+1) and
+// bc2 = 1 - beta2^(step+1), the decoupled weight decay wd (0 for tensors without decay).
+// cuset_adamw_at gives the step's scalars.
+CUSET_HD static inline void cuset_adamw_one(float *p, float *m, float *v, float g, CusetAdamW a, float wd) {
+    g *= a.clip;
+    float mi = *m = a.beta1 * *m + (1.0f - a.beta1) * g;
+    float vi = *v = a.beta2 * *v + (1.0f - a.beta2) * g * g;
+    *p -= a.lr * ((mi / a.bc1) / (sqrtf(vi / a.bc2) + a.eps) + wd * *p);
+}
+
 #endif // CUSET_H
 
 /* ------------------------------------------------------------------------------------ */
@@ -565,7 +595,6 @@ CUSET_HD static inline float cuset_gelu_grad(float x) { return cuset_gelu_grad_t
 #ifndef CUSET_IMPLEMENTATION_DONE
 #define CUSET_IMPLEMENTATION_DONE
 
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -573,7 +602,6 @@ CUSET_HD static inline float cuset_gelu_grad(float x) { return cuset_gelu_grad_t
 #include <errno.h>
 #include <time.h>
 #include <unistd.h>
-#include <dirent.h>
 #include <sys/stat.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -750,14 +778,19 @@ void cuset_gpt_init_random(CusetGPT *m, uint64_t seed, float std) {
     }
 }
 
+void cuset_acts_sizes(const CusetConfig *c, int B, int T, size_t a[CUSET_NUM_ACTS]) {
+    size_t L = c->n_layer, C = c->n_embd, NH = c->n_head, Vp = c->padded_vocab_size, BT = (size_t)B * T;
+    size_t s[CUSET_NUM_ACTS] = {BT * C, L * BT * C, L * BT, L * BT, L * BT * 3 * C, L * B * NH * T,
+                                L * BT * C, L * BT * C, L * BT * C, L * BT, L * BT, L * BT * 4 * C,
+                                L * BT * 4 * C, L * BT * C, BT * C, BT, BT, BT * Vp};
+    memcpy(a, s, sizeof s);
+}
+
 static void cuset__alloc_acts(CusetGPT *m, int B, int T) {
     if (m->acts_memory && m->B == B && m->T == T) return;
     free(m->acts_memory); free(m->gacts_memory); free(m->scratch); free(m->loss_scratch);
-    size_t L = m->cfg.n_layer, C = m->cfg.n_embd, NH = m->cfg.n_head, Vp = m->cfg.padded_vocab_size;
-    size_t BT = (size_t)B * T;
-    size_t a[CUSET_NUM_ACTS] = {BT * C, L * BT * C, L * BT, L * BT, L * BT * 3 * C, L * B * NH * T,
-                                L * BT * C, L * BT * C, L * BT * C, L * BT, L * BT, L * BT * 4 * C,
-                                L * BT * 4 * C, L * BT * C, BT * C, BT, BT, BT * Vp};
+    size_t C = m->cfg.n_embd, Vp = m->cfg.padded_vocab_size, BT = (size_t)B * T, a[CUSET_NUM_ACTS];
+    cuset_acts_sizes(&m->cfg, B, T, a);
     size_t g[CUSET_NUM_GRAD_ACTS] = {BT * C, BT * C, BT * C, BT * 3 * C, BT * 4 * C, 2 * BT * C};
     size_t na = 0, ng = 0;
     for (int i = 0; i < CUSET_NUM_ACTS; i++) na += a[i];
@@ -1089,14 +1122,6 @@ static void cuset__layernorm_backward(float *dinp, float *dw, float *db, const f
     }
 }
 
-// Causal multi-head attention, materialised: the reference that the flash-style version
-// below (which training runs) and the GPU kernels are tested against. One (batch, head)
-// pair per task, its products done by the register tiles: only the tiles on or below the
-// diagonal of the T x T score matrix are computed, and the products with att stop at the
-// diagonal too. qkv (B,T,3C) holds q, k, v; head h uses channels h*hs..(h+1)*hs-1 of each
-// (row stride 3C). att (B,NH,T,T) keeps the softmax rows (zero above the diagonal); out
-// (B,T,C). kv_t (B,NH,hs,T) is scratch for K^T.
-
 // Tiles of C (T, N) += A (T, K) B (K, N) where row block i of A is zero past column
 // i + MR - 1 (lower triangular A: att, dpre): K shrinks with the block.
 static void cuset__gemm_lower(int T, int N, const float *A, int lda, const float *B, int ldb, float *C, int ldc) {
@@ -1139,6 +1164,13 @@ static void cuset__transpose_serial(float *out, const float *in, int rows, int c
     }
 }
 
+// Causal multi-head attention, materialised: the reference that the flash-style version
+// below (which training runs) and the GPU kernels are tested against. One (batch, head)
+// pair per task, its products done by the register tiles: only the tiles on or below the
+// diagonal of the T x T score matrix are computed, and the products with att stop at the
+// diagonal too. qkv (B,T,3C) holds q, k, v; head h uses channels h*hs..(h+1)*hs-1 of each
+// (row stride 3C). att (B,NH,T,T) keeps the softmax rows (zero above the diagonal); out
+// (B,T,C). kv_t (B,NH,hs,T) is scratch for K^T.
 static void cuset__attention_forward(float *out, float *att, float *kv_t, const float *qkv, int B, int T, int C, int NH) {
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
@@ -1353,6 +1385,7 @@ static void cuset__gelu_backward(float *dinp, const float *inp, const float *dou
     }
 }
 
+// out (n) = a + b: the residual connection (out may be a).
 static void cuset__residual_forward(float *out, const float *a, const float *b, size_t n) {
 #pragma omp parallel for schedule(static) if (n >= CUSET_PAR_MIN)
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
@@ -1419,82 +1452,6 @@ static void cuset__gpt_forward(CusetGPT *m, const int *inputs, int B, int T, con
 
 void cuset_gpt_forward(CusetGPT *m, const int *inputs, int B, int T) { cuset__gpt_forward(m, inputs, B, T, NULL); }
 
-// ---- incremental decoding ------------------------------------------------------------------
-
-void cuset_kv_init(CusetKVCache *kv, const CusetConfig *c) {
-    size_t n = (size_t)c->n_layer * c->max_seq_len * c->n_embd;
-    kv->len = 0;
-    kv->k = (float *)CUSET_CALLOC(n, sizeof(float));
-    kv->v = (float *)CUSET_CALLOC(n, sizeof(float));
-    kv->buf = (float *)CUSET_CALLOC(11 * (size_t)c->n_embd + c->max_seq_len + c->padded_vocab_size, sizeof(float));
-}
-
-void cuset_kv_free(CusetKVCache *kv) {
-    free(kv->k); free(kv->v); free(kv->buf);
-    memset(kv, 0, sizeof *kv);
-}
-
-// out (OC) = W (OC, IC) x + b, one dot product per output (decoding: one token at a time).
-// Threads split the outputs only for a matrix of a million entries or more: below that the
-// dot products take microseconds and a parallel region costs as much, or, when another
-// program holds a core, a whole scheduler slice (gen with 2 threads on a busy machine).
-static void cuset__matvec(float *out, const float *x, const float *w, const float *b, int IC, int OC) {
-#pragma omp parallel for schedule(static) if ((size_t)OC * IC >= ((size_t)1 << 20))
-    for (int o = 0; o < OC; o++) {
-        const float *row = w + (size_t)o * IC;
-        float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-        for (int i = 0; i < IC; i++) s += row[i] * x[i];
-        out[o] = s + (b ? b[o] : 0.0f);
-    }
-}
-
-// The forward pass of cuset_gpt_forward for one position t = kv->len, reading the
-// keys and values of positions 0..t-1 from the cache; the layers are the same functions
-// with N = 1 row.
-const float *cuset_gpt_decode(const CusetGPT *m, CusetKVCache *kv, int token) {
-    const CusetConfig *c = &m->cfg;
-    int L = c->n_layer, C = c->n_embd, NH = c->n_head, hs = C / NH, T = c->max_seq_len, t = kv->len;
-    if (t >= T) CUSET_DIE("KV cache full: the context holds %d tokens", T);
-    CusetParams p = m->params;
-    float *x = kv->buf, *ln = x + C, *qkv = ln + C, *y = qkv + 3 * C, *fch = y + C, *att = fch + 4 * C;
-    float *logits = att + T, mean, rstd;
-    cuset__encoder_forward(x, &token, p.wte, p.wpe + (size_t)t * C, 1, 1, C);
-    for (int l = 0; l < L; l++) {
-        float *kc = kv->k + (size_t)l * T * C, *vc = kv->v + (size_t)l * T * C;
-        cuset__layernorm_forward(ln, &mean, &rstd, x, p.ln1w + l * C, p.ln1b + l * C, 1, C);
-        cuset__matvec(qkv, ln, p.qkvw + (size_t)l * 3 * C * C, p.qkvb + l * 3 * C, C, 3 * C);
-        memcpy(kc + (size_t)t * C, qkv + C, C * sizeof(float));
-        memcpy(vc + (size_t)t * C, qkv + 2 * C, C * sizeof(float));
-        for (int h = 0; h < NH; h++) { // softmax(q k^T / sqrt(hs)) v over positions 0..t
-            const float *q = qkv + h * hs;
-            float maxv = -INFINITY, sum = 0.0f;
-            for (int t2 = 0; t2 <= t; t2++) {
-                const float *k = kc + (size_t)t2 * C + h * hs;
-                float s = 0.0f;
-                for (int i = 0; i < hs; i++) s += q[i] * k[i];
-                att[t2] = s / sqrtf((float)hs);
-                maxv = fmaxf(maxv, att[t2]);
-            }
-            for (int t2 = 0; t2 <= t; t2++) { att[t2] = expf(att[t2] - maxv); sum += att[t2]; }
-            for (int i = 0; i < hs; i++) y[h * hs + i] = 0.0f;
-            for (int t2 = 0; t2 <= t; t2++)
-                for (int i = 0; i < hs; i++) y[h * hs + i] += att[t2] / sum * vc[(size_t)t2 * C + h * hs + i];
-        }
-        cuset__matvec(ln, y, p.attprojw + (size_t)l * C * C, p.attprojb + l * C, C, C);
-        cuset__residual_forward(x, x, ln, C);
-        cuset__layernorm_forward(ln, &mean, &rstd, x, p.ln2w + l * C, p.ln2b + l * C, 1, C);
-        cuset__matvec(fch, ln, p.fcw + (size_t)l * 4 * C * C, p.fcb + l * 4 * C, C, 4 * C);
-        cuset__gelu_forward(fch, fch, 4 * C);
-        cuset__matvec(ln, fch, p.fcprojw + (size_t)l * 4 * C * C, p.fcprojb + l * C, 4 * C, C);
-        cuset__residual_forward(x, x, ln, C);
-    }
-    cuset__layernorm_forward(ln, &mean, &rstd, x, p.lnfw, p.lnfb, 1, C);
-    cuset__matvec(logits, ln, p.wte, NULL, C, c->padded_vocab_size);
-    kv->len = t + 1;
-    return logits;
-}
-
 void cuset_gpt_zero_grad(CusetGPT *m) {
     if (!m->grads_memory) {
         m->grads_memory = (float *)CUSET_CALLOC(m->num_params, sizeof(float));
@@ -1520,7 +1477,8 @@ void cuset_gpt_backward(CusetGPT *m, const int *inputs) {
     CusetActs a = m->acts;
     CusetGradActs d = m->gacts;
     size_t btc = (size_t)BT * C;
-    double mm = 4.0 * BT * C * C, at = 4.0 * B * NH * (T * (T + 1.0) / 2) * (C / NH) * 2; // as in the forward, twice
+    // flop as in the forward, twice (attention: dP, dV, dQ, dK; the recomputed scores not counted)
+    double mm = 4.0 * BT * C * C, at = 4.0 * B * NH * (T * (T + 1.0) / 2) * (C / NH) * 2;
     // head and final LayerNorm: dresidual = d(loss)/d(last layer output). The rows of dlogits
     // outside the targets are zero (cuset_loss writes zeros there) and add nothing, so the
     // head's products run over each run of nonzero rows, in row order: the same sums.
@@ -1579,22 +1537,94 @@ void cuset_gpt_backward(CusetGPT *m, const int *inputs) {
     (void)mm; (void)at;
 }
 
+// ---- incremental decoding ------------------------------------------------------------------
+
+void cuset_kv_init(CusetKVCache *kv, const CusetConfig *c) {
+    size_t n = (size_t)c->n_layer * c->max_seq_len * c->n_embd;
+    kv->len = 0;
+    kv->k = (float *)CUSET_CALLOC(n, sizeof(float));
+    kv->v = (float *)CUSET_CALLOC(n, sizeof(float));
+    kv->buf = (float *)CUSET_CALLOC(10 * (size_t)c->n_embd + c->max_seq_len + c->padded_vocab_size, sizeof(float));
+}
+
+void cuset_kv_free(CusetKVCache *kv) {
+    free(kv->k); free(kv->v); free(kv->buf);
+    memset(kv, 0, sizeof *kv);
+}
+
+// out (OC) = W (OC, IC) x + b, one dot product per output (decoding: one token at a time).
+// Threads split the outputs only for a matrix of a million entries or more: below that the
+// dot products take microseconds and a parallel region costs as much, or, when another
+// program holds a core, a whole scheduler slice (gen with 2 threads on a busy machine).
+static void cuset__matvec(float *out, const float *x, const float *w, const float *b, int IC, int OC) {
+#pragma omp parallel for schedule(static) if ((size_t)OC * IC >= ((size_t)1 << 20))
+    for (int o = 0; o < OC; o++) {
+        const float *row = w + (size_t)o * IC;
+        float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+        for (int i = 0; i < IC; i++) s += row[i] * x[i];
+        out[o] = s + (b ? b[o] : 0.0f);
+    }
+}
+
+// The forward pass of cuset_gpt_forward for one position t = kv->len, reading the
+// keys and values of positions 0..t-1 from the cache: the same LayerNorm, GELU, residual
+// and embedding functions with one row, the matmuls as matrix-vector products
+// (cuset__matvec) and attention written out for the one query.
+const float *cuset_gpt_decode(const CusetGPT *m, CusetKVCache *kv, int token) {
+    const CusetConfig *c = &m->cfg;
+    int L = c->n_layer, C = c->n_embd, NH = c->n_head, hs = C / NH, T = c->max_seq_len, t = kv->len;
+    if (t >= T) CUSET_DIE("KV cache full: the context holds %d tokens", T);
+    CusetParams p = m->params;
+    float *x = kv->buf, *ln = x + C, *qkv = ln + C, *y = qkv + 3 * C, *fch = y + C, *att = fch + 4 * C;
+    float *logits = att + T, mean, rstd;
+    cuset__encoder_forward(x, &token, p.wte, p.wpe + (size_t)t * C, 1, 1, C);
+    for (int l = 0; l < L; l++) {
+        float *kc = kv->k + (size_t)l * T * C, *vc = kv->v + (size_t)l * T * C;
+        cuset__layernorm_forward(ln, &mean, &rstd, x, p.ln1w + l * C, p.ln1b + l * C, 1, C);
+        cuset__matvec(qkv, ln, p.qkvw + (size_t)l * 3 * C * C, p.qkvb + l * 3 * C, C, 3 * C);
+        memcpy(kc + (size_t)t * C, qkv + C, C * sizeof(float));
+        memcpy(vc + (size_t)t * C, qkv + 2 * C, C * sizeof(float));
+        for (int h = 0; h < NH; h++) { // softmax(q k^T / sqrt(hs)) v over positions 0..t
+            const float *q = qkv + h * hs;
+            float maxv = -INFINITY, sum = 0.0f;
+            for (int t2 = 0; t2 <= t; t2++) {
+                const float *k = kc + (size_t)t2 * C + h * hs;
+                float s = 0.0f;
+                for (int i = 0; i < hs; i++) s += q[i] * k[i];
+                att[t2] = s / sqrtf((float)hs);
+                maxv = fmaxf(maxv, att[t2]);
+            }
+            for (int t2 = 0; t2 <= t; t2++) { att[t2] = expf(att[t2] - maxv); sum += att[t2]; }
+            for (int i = 0; i < hs; i++) y[h * hs + i] = 0.0f;
+            for (int t2 = 0; t2 <= t; t2++)
+                for (int i = 0; i < hs; i++) y[h * hs + i] += att[t2] / sum * vc[(size_t)t2 * C + h * hs + i];
+        }
+        cuset__matvec(ln, y, p.attprojw + (size_t)l * C * C, p.attprojb + l * C, C, C);
+        cuset__residual_forward(x, x, ln, C);
+        cuset__layernorm_forward(ln, &mean, &rstd, x, p.ln2w + l * C, p.ln2b + l * C, 1, C);
+        cuset__matvec(fch, ln, p.fcw + (size_t)l * 4 * C * C, p.fcb + l * 4 * C, C, 4 * C);
+        cuset__gelu_forward(fch, fch, 4 * C);
+        cuset__matvec(ln, fch, p.fcprojw + (size_t)l * 4 * C * C, p.fcprojb + l * C, 4 * C, C);
+        cuset__residual_forward(x, x, ln, C);
+    }
+    cuset__layernorm_forward(ln, &mean, &rstd, x, p.lnfw, p.lnfb, 1, C);
+    cuset__matvec(logits, ln, p.wte, NULL, C, c->padded_vocab_size);
+    kv->len = t + 1;
+    return logits;
+}
+
 // ---- the loss: three phases, no probability tensor kept ----------------------------------
 
 // Phase 1, one row of logits: the log-sum-exp over the V real columns and, for EAFT, the
 // top-20 weight. Returns lse. Reference: maxv = max of z[v]; sum = sum of expf(z[v] - maxv)
-// over v in order; lse = maxv + logf(sum). Here the max and the sum run in 16 lanes (lane j
-// takes the v = j mod 16), the lanes then added in order: a fixed order, which gcc
-// vectorises, with exp as cuset__expf.
+// over v in order; lse = maxv + logf(sum). Here the max (cuset__max_lanes) and the sum run
+// in 16 lanes (lane j takes the v = j mod 16), the lanes then added in order: a fixed
+// order, which gcc vectorises, with exp as cuset__expf.
 static float cuset__row_lse(const float *z, int V, const CusetObjective *o, float *eaft) {
     enum { W = 16 };
-    float lmax[W], lsum[W], maxv = -INFINITY, sum = 0.0f;
-    for (int j = 0; j < W; j++) { lmax[j] = -INFINITY; lsum[j] = 0.0f; }
+    float lsum[W] = {0}, maxv = cuset__max_lanes(z, V), sum = 0.0f;
     int vw = V / W * W; // whole groups of 16, then the rest
-    for (int v0 = 0; v0 < vw; v0 += W)
-        for (int j = 0; j < W; j++) lmax[j] = z[v0 + j] > lmax[j] ? z[v0 + j] : lmax[j];
-    for (int v = vw; v < V; v++) lmax[v - vw] = z[v] > lmax[v - vw] ? z[v] : lmax[v - vw];
-    for (int j = 0; j < W; j++) maxv = lmax[j] > maxv ? lmax[j] : maxv;
     for (int v0 = 0; v0 < vw; v0 += W)
         for (int j = 0; j < W; j++) lsum[j] += cuset__expf(z[v0 + j] - maxv);
     for (int v = vw; v < V; v++) lsum[v - vw] += cuset__expf(z[v] - maxv);
@@ -1658,11 +1688,14 @@ void cuset_loss(CusetGPT *m, const CusetBatch *b, const CusetObjective *obj, con
             row_pass[n] += c > obj->tau;
         }
     }
-    for (int n = 0; n < B; n++) {
-        stats->loss += row_loss[n]; stats->ce += row_ce[n]; stats->conf += row_conf[n]; stats->pass += row_pass[n];
-        stats->ntok += b->tgt_len[n];
-        if (b->tgt_len[n] > 0) { stats->weight += wn[n]; stats->nsamples += 1; }
-    }
+    for (int n = 0; n < B; n++)
+        cuset_stats_add_sample(stats, row_loss[n], row_ce[n], row_conf[n], row_pass[n], wn[n], b->tgt_len[n]);
+}
+
+void cuset_stats_add_sample(CusetStats *s, double loss, double ce, double conf, double pass, double wn, int ntok) {
+    s->loss += loss; s->ce += ce; s->conf += conf; s->pass += pass;
+    s->ntok += ntok;
+    if (ntok > 0) { s->weight += wn; s->nsamples += 1; }
 }
 
 // ---- AdamW -------------------------------------------------------------------------------------
@@ -1690,17 +1723,23 @@ float cuset_gpt_grad_norm(const CusetGPT *m) {
     return (float)sqrt(s);
 }
 
-// AdamW on n parameters: m, v updated with the clipped gradient, then p -= lr (m^ / (sqrt(v^)
-// + eps) + wd p); the loop at the end is the reference. gcc does not vectorise sqrtf (errno),
-// so with AVX-512 16 parameters at a time in intrinsics (the same operations; sqrt and
-// division correctly rounded either way).
+CusetAdamW cuset_adamw_at(const CusetOptim *o, int step, float grad_norm) {
+    CusetAdamW a = {cuset_lr_at(o, step), 1.0f, o->beta1, o->beta2, 1.0f - powf(o->beta1, step + 1),
+                    1.0f - powf(o->beta2, step + 1), o->eps};
+    if (o->grad_clip > 0.0f && grad_norm > o->grad_clip) a.clip = o->grad_clip / grad_norm;
+    return a;
+}
+
+// cuset_adamw_one on n parameters; the loop at the end is the reference. gcc does not
+// vectorise sqrtf (errno), so with AVX-512 16 parameters at a time in intrinsics (the same
+// operations in the same order; sqrt and division correctly rounded either way).
 static void cuset__adamw(float *__restrict p, float *__restrict m, float *__restrict v, const float *__restrict g, size_t n,
-                         float clip, float lr, float b1, float b2, float bc1, float bc2, float eps, float wd) {
+                         CusetAdamW a, float wd) {
     size_t i = 0;
 #ifdef __AVX512F__
-    __m512 vclip = _mm512_set1_ps(clip), vb1 = _mm512_set1_ps(b1), vb2 = _mm512_set1_ps(b2);
-    __m512 va1 = _mm512_set1_ps(1.0f - b1), va2 = _mm512_set1_ps(1.0f - b2), vbc1 = _mm512_set1_ps(bc1);
-    __m512 vbc2 = _mm512_set1_ps(bc2), veps = _mm512_set1_ps(eps), vlr = _mm512_set1_ps(lr), vwd = _mm512_set1_ps(wd);
+    __m512 vclip = _mm512_set1_ps(a.clip), vb1 = _mm512_set1_ps(a.beta1), vb2 = _mm512_set1_ps(a.beta2);
+    __m512 va1 = _mm512_set1_ps(1.0f - a.beta1), va2 = _mm512_set1_ps(1.0f - a.beta2), vbc1 = _mm512_set1_ps(a.bc1);
+    __m512 vbc2 = _mm512_set1_ps(a.bc2), veps = _mm512_set1_ps(a.eps), vlr = _mm512_set1_ps(a.lr), vwd = _mm512_set1_ps(wd);
     for (; i + 16 <= n; i += 16) {
         __m512 gi = _mm512_mul_ps(_mm512_loadu_ps(g + i), vclip), pi = _mm512_loadu_ps(p + i);
         __m512 mi = _mm512_fmadd_ps(vb1, _mm512_loadu_ps(m + i), _mm512_mul_ps(va1, gi));
@@ -1712,12 +1751,7 @@ static void cuset__adamw(float *__restrict p, float *__restrict m, float *__rest
         _mm512_storeu_ps(p + i, _mm512_fnmadd_ps(vlr, upd, pi));
     }
 #endif
-    for (; i < n; i++) {
-        float gi = g[i] * clip;
-        float mi = m[i] = b1 * m[i] + (1.0f - b1) * gi;
-        float vi = v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
-        p[i] -= lr * ((mi / bc1) / (sqrtf(vi / bc2) + eps) + wd * p[i]);
-    }
+    for (; i < n; i++) cuset_adamw_one(p + i, m + i, v + i, g[i], a, wd);
 }
 
 // Elementwise over all parameters in one parallel region, threads splitting chunks of
@@ -1727,9 +1761,7 @@ void cuset_gpt_update(CusetGPT *m, const CusetOptim *o, int step, float grad_nor
         m->m_memory = (float *)CUSET_CALLOC(m->num_params, sizeof(float));
         m->v_memory = (float *)CUSET_CALLOC(m->num_params, sizeof(float));
     }
-    float lr = cuset_lr_at(o, step), clip = 1.0f;
-    if (o->grad_clip > 0.0f && grad_norm > o->grad_clip) clip = o->grad_clip / grad_norm;
-    float bc1 = 1.0f - powf(o->beta1, step + 1), bc2 = 1.0f - powf(o->beta2, step + 1);
+    CusetAdamW a = cuset_adamw_at(o, step, grad_norm);
     enum { CHUNK = 1 << 14 };
 #pragma omp parallel if (m->num_params >= 4 * CHUNK)
     {
@@ -1741,7 +1773,7 @@ void cuset_gpt_update(CusetGPT *m, const CusetOptim *o, int step, float grad_nor
             for (size_t c = 0; c < n; c += CHUNK) {
                 size_t i = off + c;
                 cuset__adamw(m->params_memory + i, m->m_memory + i, m->v_memory + i, m->grads_memory + i,
-                             n - c < CHUNK ? n - c : CHUNK, clip, lr, o->beta1, o->beta2, bc1, bc2, o->eps, wd);
+                             n - c < CHUNK ? n - c : CHUNK, a, wd);
             }
             off += n;
         }
@@ -2131,7 +2163,8 @@ int cuset_checkpoint_save(const char *path, const CusetGPT *m, const CusetGPT *r
     memcpy(&slot[14], &info->data_fingerprint, 8);
     memcpy(&slot[16], &info->settings, sizeof info->settings);
     memcpy(&slot[CUSET_CKPT_TOK_SLOT], &tok_bytes, 8);
-    char tmp[4096];
+    char tmp[4352]; // path.tmp.PID in full (cut short it could name path itself)
+    if (strlen(path) >= 4096) return cuset__err(err, errlen, "a path of %zu bytes: too long", strlen(path));
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
     FILE *f = fopen(tmp, "wb");
     if (!f) return cuset__err(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));

@@ -135,8 +135,9 @@ static void setting_set(CusetTrainSettings *s, int k, double v) {
     else *(int32_t *)field = (int32_t)v;
 }
 
-// Why a checkpoint's settings cannot be resumed (each within its flag's range, the run not
-// over, its rows within the model's context, the optimizer's own constants sane), or NULL.
+// Why a checkpoint's settings cannot be resumed (each within its flag's range, its step
+// not beyond the run's length: a finished run gets a note later, its rows within the
+// model's context, the optimizer's own constants sane), or NULL.
 static const char *resume_check(const CusetCheckpointInfo *in, char *why, size_t n) {
     const CusetTrainSettings *s = &in->settings;
     for (int k = 0; k < NUM_SETTING_FLAGS; k++) {
@@ -280,7 +281,7 @@ typedef struct {
     int said_untrained;                // say_untrained's note was printed
     int saved_step;                    // the step --ckpt holds from this run or the resumed one (-1: none)
     CusetDataset data, val_data, *val; // val: &data (held out) or &val_data (--val-data)
-    int *train_ids, *val_ids, *val_order, ntrain, nval;
+    int *train_ids, *val_file_train, *val_order, ntrain, nval;
     int *perm, shuffled_epoch;         // the order of the training split in epoch shuffled_epoch
     int *batch_ids;                    // (B) the samples of one micro-batch
     FILE *log;
@@ -560,9 +561,9 @@ static int open_splits(Run *r) {
     CusetTrainSettings *s = r->s;
     int nusable = cuset_split(&r->data, s->T, s->val_frac, (uint64_t)s->seed, &r->train_ids, &r->ntrain, &r->val_order,
                               &r->nval);
-    int nval_unused;
+    int none; // --val-data validates whole: a share of 1.0 leaves its training part empty
     if (r->val != &r->data)
-        cuset_split(r->val, s->T, 1.0, (uint64_t)s->seed, &r->val_ids, &nval_unused, &r->val_order, &r->nval);
+        cuset_split(r->val, s->T, 1.0, (uint64_t)s->seed, &r->val_file_train, &none, &r->val_order, &r->nval);
     if (nusable < r->data.n)
         printf("note: %d of %d samples sit out: their prompt fills the row of %d tokens (raise --seq to keep them)\n",
                r->data.n - nusable, r->data.n, s->T);
@@ -837,7 +838,7 @@ static void close_run(Run *r, CusetBatch *batches, CusetBatch *val_batch) {
     for (int i = 0; i < r->s->accum; i++) cuset_batch_free(&batches[i]);
     cuset_batch_free(val_batch);
     cuset_dataset_free(&r->data);
-    if (r->val != &r->data) { cuset_dataset_free(&r->val_data); free(r->val_ids); }
+    if (r->val != &r->data) { cuset_dataset_free(&r->val_data); free(r->val_file_train); }
     cuset_tok_free(&r->tk);
     free(r->train_ids); free(r->perm); free(r->batch_ids);
     cuset_cuda_model_free(r->gpu);

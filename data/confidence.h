@@ -55,9 +55,6 @@ double cuset_ks_pvalue(double d, size_t na, size_t nb);
 // The start of the window of min(w, n) consecutive values with the least mean (the first
 // of equals); *mean gets that mean.
 int cuset_lowest_window(const float *c, int n, int w, float *mean);
-// Eq. 7 located: the t whose window R_t (eq. 5, cuset_window) has the least mean; writes
-// the window's bounds and mean. n >= 1.
-void cuset_hardest_window_at(const float *c, int n, int l, int *lo, int *hi, float *mean);
 
 // The numbers of a program that its prompt states too: decimal literals of two or more
 // characters (digits with an optional fraction; a suffix f, u or l is not part of the
@@ -176,21 +173,6 @@ int cuset_lowest_window(const float *c, int n, int w, float *mean) {
     return at;
 }
 
-void cuset_hardest_window_at(const float *c, int n, int l, int *lo, int *hi, float *mean) {
-    double *prefix = (double *)malloc(((size_t)n + 1) * sizeof *prefix); // prefix[k] = c[0] + ... + c[k-1]
-    prefix[0] = 0.0;
-    for (int k = 0; k < n; k++) prefix[k + 1] = prefix[k] + c[k];
-    double best = 2.0;
-    for (int t = 0; t < n; t++) {
-        int a, b;
-        cuset_window(t, n, l, &a, &b);
-        double m = (prefix[b + 1] - prefix[a]) / (b - a + 1);
-        if (m < best - 1e-12) best = m, *lo = a, *hi = b;
-    }
-    *mean = (float)best;
-    free(prefix);
-}
-
 static unsigned char cuset__conf_kind(CusetSpanKind k) {
     return k == CUSET_SPAN_LAUNCH ? CUSET_CONF_LAUNCH : k == CUSET_SPAN_DIM3 ? CUSET_CONF_DIM3 : CUSET_CONF_DEF;
 }
@@ -299,7 +281,7 @@ int cuset_conf_sample(CusetGPT *m, const CusetTokenizer *tk, const char *prompt,
 }
 
 void cuset_conf_windows(CusetConfSample *s, int l, int probe) {
-    cuset_hardest_window_at(s->conf, s->nt, l, &s->hard_lo, &s->hard_hi, &s->C);
+    s->C = cuset_hardest_window_at(s->conf, s->nt, l, &s->hard_lo, &s->hard_hi); // eq. 7, as training computes it
     s->w = cuset_sample_weight(s->C);
     s->low_n = probe < s->nt ? probe : s->nt;
     s->low_lo = cuset_lowest_window(s->conf, s->nt, probe, &s->low_mean);

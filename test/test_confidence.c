@@ -59,19 +59,32 @@ static void test_windows(void) {
     // the worked case of eq. 5 (l = 7, T = 6): the window of t = 6 (1-based) is 3..6, mean 0.3
     const float w[] = {0.9f, 0.9f, 0.9f, 0.1f, 0.1f, 0.1f};
     int lo, hi;
-    cuset_hardest_window_at(w, 6, 7, &lo, &hi, &mean);
+    mean = cuset_hardest_window_at(w, 6, 7, &lo, &hi);
     if (lo == 2 && hi == 5 && close_to(mean, 0.3, 1e-6)) pass("hardest_window_at_worked_case");
     else fail("hardest_window_at_worked_case", "window %d..%d mean %.4f, want 2..5 and 0.3", lo, hi, mean);
-    // fresh random inputs: the located window's mean is eq. 7's C_n
+    // fresh random inputs: the located window is one of eq. 5's, its mean (summed here) is
+    // the C_n returned, and no window's mean (each summed here) is below it
     int bad = 0;
     for (int rep = 0; rep < 300; rep++) {
-        int n = 1 + (int)(cuset_rng_next(&rng) % 300), l = 1 + (int)(cuset_rng_next(&rng) % 80);
+        int n = 1 + (int)(cuset_rng_next(&rng) % 300), l = 1 + (int)(cuset_rng_next(&rng) % 80), is_window = 0;
         float x[300];
         for (int k = 0; k < n; k++) x[k] = cuset_rng_uniform(&rng);
-        cuset_hardest_window_at(x, n, l, &lo, &hi, &mean);
-        float C = cuset_hardest_window(x, n, l);
-        if (!close_to(mean, C, 1e-5) || lo < 0 || hi >= n || lo > hi) {
-            if (!bad++) fail("hardest_window_at_random", "n %d l %d: window %d..%d mean %.6f, C_n %.6f", n, l, lo, hi, mean, C);
+        float C = cuset_hardest_window_at(x, n, l, &lo, &hi);
+        double least = 2.0, located = 0.0;
+        for (int t = 0; t < n; t++) {
+            int a, b;
+            cuset_window(t, n, l, &a, &b);
+            double s = 0.0;
+            for (int k = a; k <= b; k++) s += x[k];
+            if (s / (b - a + 1) < least) least = s / (b - a + 1);
+            is_window |= a == lo && b == hi;
+        }
+        for (int k = lo; k <= hi; k++) located += x[k];
+        located /= hi - lo + 1;
+        if (!is_window || !close_to(located, C, 1e-5) || !close_to(least, C, 1e-5)) {
+            if (!bad++)
+                fail("hardest_window_at_random", "n %d l %d: window %d..%d (of eq. 5: %d) mean %.6f, returned %.6f, least %.6f",
+                     n, l, lo, hi, is_window, located, C, least);
         }
     }
     if (!bad) pass("hardest_window_at_random (300 fresh cases)");
