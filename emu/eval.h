@@ -243,7 +243,8 @@ const char cuset_eval_usage[] =
     "sandbox (emu/sandbox.h: bubblewrap; only its private directory writable, the system\n"
     "read-only, the rest of the file system hidden, no network, its own PID namespace, not\n"
     "root), with stdin from /dev/null, its output in files, and limits on time, CPU time,\n"
-    "processes (256), file size (256 MiB), memory (8 GiB, emulator only), open files and disk.\n"
+    "processes (256), file size (256 MiB), address space (8 GiB: compilers, and programs\n"
+    "under the emulator), open files and disk.\n"
     "Without a working bubblewrap gen refuses to run programs unless --unsafe-no-sandbox.\n";
 
 CusetEvalOpts cuset_eval_defaults(void) {
@@ -838,16 +839,13 @@ static void cuset__eval_run(const cuset__EvalEnv *E, const char *const argv[], c
     if (sig) { r->status = CUSET_RUN_SIGNALED; r->signal = sig; r->exit_code = -1; }
 }
 
-// Does the file hold AddressSanitizer's runtime? (It reserves terabytes of address
-// space, so RLIMIT_AS would kill it at start.)
-static int cuset__eval_uses_asan(const char *path) {
-    unsigned char *b;
-    size_t n;
-    if (cuset_read_file(path, &b, &n, NULL, 0)) return 0;
-    int hit = 0;
-    for (size_t i = 0; i + 11 <= n && !hit; i++) hit = b[i] == '_' && memcmp(b + i, "__asan_init", 11) == 0;
-    free(b);
-    return hit;
+// Does the emulator build its programs with AddressSanitizer? Only when the compiler it
+// calls (CXX) asks for it: AddressSanitizer reserves terabytes of address space, so
+// RLIMIT_AS would kill it at start. (Decided from how gen builds, never from the program:
+// the bytes of a program's binary are the program's to choose.)
+static int cuset__eval_asan_build(void) {
+    const char *cxx = getenv("CXX");
+    return cxx && strstr(cxx, "-fsanitize=") && strstr(cxx, "address");
 }
 
 // Copies the files of the materialized task directory into dir: inputs and spec.json
@@ -943,7 +941,7 @@ static int cuset__eval_build_emu(const cuset__EvalEnv *E, const char *dir, cuset
     }
     if (!E->have_nvcc) res->compile_ok = 1;
     cuset__eval_join(path, sizeof path, dir, "prog_emu");
-    *as = cuset__eval_uses_asan(path) ? 0 : 8ull << 30;
+    *as = cuset__eval_asan_build() ? 0 : 8ull << 30;
     return 1;
 }
 
@@ -1169,11 +1167,21 @@ static void cuset__eval_print_families(const cuset__EvalTask *tasks, const cuset
 // ---- the result cache: one small file per (task, program, how it was built and run) -----
 // Greedy programs of different models are often the same text, and a rerun of an
 // experiment meets every program again: a result found here is not recomputed. The key
-// covers the task's whole line, the program's text, the compiler and runner, the limits,
-// and the tools' files as they are (E->tools_stamp: the compiler, the corpus binary and,
-// under the CPU emulator, its driver, runtime and headers), so that a fixed or upgraded
-// tool is not answered with the old one's results. File: two lines,
-// "cuset-eval-cache 1 STATUS COMPILE_OK EXIT SIGNAL SECONDS" and the detail.
+// covers the task's whole line, the program's text, the compiler and runner, the limits
+// (the CPU-time limit too: it is per core), the environment that reaches the builds and
+// the programs (the sandbox's list: CXX, the emulator's CUEMU_* and NVCC_EMU_* settings,
+// PATH, ...) and the tools' files as they are (E->tools_stamp: the compiler, the corpus
+// binary and, under the CPU emulator, its driver, runtime and headers), so that a fixed or
+// upgraded tool, or another setting, is not answered with the old one's results. File:
+// "cuset-eval-cache 1 STATUS COMPILE_OK EXIT SIGNAL SECONDS", a newline, the detail.
+
+// The variables of the environment that the sandbox passes on, hashed in any order.
+static uint64_t cuset__eval_env_stamp(void) {
+    uint64_t s = 0;
+    for (char **e = environ; *e; e++)
+        if (cuset__sb_env_passes(*e)) s += cuset__eval_hash(*e, strlen(*e), 0);
+    return s;
+}
 
 // An entry's path, modification time and size, hashed (summed over a tree: in any order).
 static uint64_t cuset__eval_entry_stamp(const char *path, const struct stat *st) {
@@ -1184,9 +1192,10 @@ static uint64_t cuset__eval_entry_stamp(const char *path, const struct stat *st)
 static void cuset__eval_cache_path(const cuset__EvalEnv *E, const char *dir, const cuset__EvalTask *t,
                                    const cuset__EvalProgram *p, char *out, size_t cap) {
     char how[12400];
-    snprintf(how, sizeof how, "%s|%s %s|%s|%d|%g|%g|%g|%016llx", E->use_gpu ? "gpu" : E->emu,
-             E->have_nvcc ? E->nvcc : "-", E->arch, E->corpus, E->sb.isolated, E->timeout, E->compile_timeout,
-             E->disk_mib, (unsigned long long)E->tools_stamp);
+    snprintf(how, sizeof how, "%s|%s %s|%s|%d|%g|%g|%g|%g|%016llx|%016llx", E->use_gpu ? "gpu" : E->emu,
+             E->have_nvcc ? E->nvcc : "-", E->arch, E->corpus, E->sb.isolated, E->timeout,
+             cuset_run_default_limits(E->timeout).cpu_s, E->compile_timeout, E->disk_mib,
+             (unsigned long long)E->tools_stamp, (unsigned long long)cuset__eval_env_stamp());
     uint64_t a = cuset__eval_hash(how, strlen(how), t->key), b = 0x9e3779b97f4a7c15ull ^ a;
     a = cuset__eval_hash(p->text ? p->text : "", p->len, a);
     b = cuset__eval_hash(p->text ? p->text : "", p->len, cuset__eval_hash(how, strlen(how), b ^ t->key));
@@ -1199,8 +1208,8 @@ static int cuset__eval_cache_get(const char *path, cuset__EvalResult *r) {
     memset(r, 0, sizeof *r);
     int ok = fscanf(f, "cuset-eval-cache 1 %d %d %d %d %lf", &r->status, &r->compile_ok, &r->exit_code, &r->signal,
                     &r->seconds) == 5 && fgetc(f) == '\n' && r->status >= 0 && r->status < CUSET_EVAL_NSTATUS;
-    if (ok && !fgets(r->detail, sizeof r->detail, f)) r->detail[0] = 0;
-    r->detail[strcspn(r->detail, "\n")] = 0;
+    size_t n = ok ? fread(r->detail, 1, sizeof r->detail - 1, f) : 0; // the detail, its newlines kept
+    r->detail[n] = 0;
     fclose(f);
     return ok;
 }
@@ -1210,11 +1219,8 @@ static void cuset__eval_cache_put(const char *path, const cuset__EvalResult *r) 
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f) return; // a cache that cannot be written only costs time
-    char detail[sizeof r->detail];
-    snprintf(detail, sizeof detail, "%s", r->detail);
-    for (char *c = detail; *c; c++) if (*c == '\n') *c = ' ';
-    fprintf(f, "cuset-eval-cache 1 %d %d %d %d %.3f\n%s\n", r->status, r->compile_ok, r->exit_code, r->signal, r->seconds,
-            detail);
+    fprintf(f, "cuset-eval-cache 1 %d %d %d %d %.3f\n%s", r->status, r->compile_ok, r->exit_code, r->signal, r->seconds,
+            r->detail);
     if (fclose(f) == 0) rename(tmp, path); else unlink(tmp);
 }
 

@@ -670,6 +670,22 @@ busy=$!
 expect "eval_disk_limit_ignores_other_jobs" 0 "functional +pass@1 100.00%" ./gen --eval "$TMP/evi/test.jsonl" \
     --programs "$TMP/evi/programs.jsonl" --count 3 --disk-limit 16 --results "$TMP/evi/r.jsonl"
 kill $busy; wait $busy 2>/dev/null; rm -f "$TMP/evi/busy"
+# a program cannot lift its own 8 GiB address-space limit by holding the name of
+# AddressSanitizer's runtime (the harness once looked for those bytes in the binary)
+"$PYTHON" -c 'import json, sys
+guard = """#include <stdio.h>
+#include <unistd.h>
+#include <sys/resource.h>
+static const char *marker = "__asan_init";
+__attribute__((constructor)) static void limit_or_fail(void) {
+    struct rlimit r;
+    if (getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur == RLIM_INFINITY) { fputs(marker, stderr); _exit(1); }
+}
+"""
+print(json.dumps({"index": 0, "program": guard + json.loads(open(sys.argv[1]).readline())["completion"]}))' \
+    "$TMP/evi/test.jsonl" >"$TMP/evi/asan_name.jsonl"
+expect "eval_memory_limit_not_lifted_by_program" 0 "functional +pass@1 100.00%" ./gen --eval "$TMP/evi/test.jsonl" \
+    --programs "$TMP/evi/asan_name.jsonl" --count 1 --runner emu --results "$TMP/evi/asan_r.jsonl"
 # a program is its bytes, NUL bytes included (a model can write one): the results file holds it
 # whole (a copy that stopped at the NUL made the rest bytes read past the copy's end)
 "$PYTHON" -c 'import json, sys
@@ -693,6 +709,11 @@ if grep -q "0 results from the cache" <<<"$first" && grep -q "2 results from the
 else bad "eval_cache_reuses_results" "first: $first; second: $second"; fi
 echo "// changed" >>"$TMP/emu2/cuemu.h"
 expect "eval_cache_misses_a_changed_emulator" 0 "0 results from the cache" cache_run
+# the environment that reaches the programs (here an emulator setting) is part of the key too
+cache_run >/dev/null # the changed emulator's results, cached
+out=$(CUEMU_REORDER=1 cache_run)
+if grep -q "0 results from the cache" <<<"$out"; then ok "eval_cache_misses_another_setting"
+else bad "eval_cache_misses_another_setting" "with CUEMU_REORDER=1: $out"; fi
 # an output never writes over an input or the other output: the files stay whole
 cp "$TMP/evi/test.jsonl" "$TMP/evi/test.keep" && cp "$TMP/evi/programs.jsonl" "$TMP/evi/programs.keep"
 expect "eval_results_over_tasks" 2 "--results .*test.jsonl is also --eval .*test.jsonl: the evaluation would write over it" \
