@@ -759,7 +759,8 @@ inline const std::pair<const uintptr_t, Region> *find_region(const void *p, size
     auto it = g_regions.upper_bound(a);
     if (it == g_regions.begin()) return nullptr;
     --it;
-    if (a - it->first + n > it->second.size + (n == 0)) return nullptr;
+    size_t at = a - it->first; // within the region from here: n more bytes must fit (no wrap for a huge n)
+    if (at > it->second.size || n > it->second.size - at + (n == 0)) return nullptr;
     return &*it;
 }
 extern "C" char __start_cuemu_managed[] __attribute__((weak));
@@ -2002,6 +2003,8 @@ template <class T> inline cudaError_t cudaHostAlloc(T **p, size_t n, unsigned) {
 template <class T> inline cudaError_t cudaMallocPitch(T **p, size_t *pitch, size_t width, size_t height) {
     if (!pitch) return ::cuemu::set_error(cudaErrorInvalidValue);
     *pitch = (width + 511) / 512 * 512;
+    if (*pitch < width || (height && *pitch > SIZE_MAX / height)) // the size wraps: more than any device holds
+        return ::cuemu::api_fail(cudaErrorMemoryAllocation, "cudaMallocPitch: %zu x %zu bytes", width, height);
     return ::cuemu::device_alloc((void **)p, *pitch * height, ::cuemu::Mem::device, "cudaMallocPitch");
 }
 inline cudaError_t cudaFree(void *p) { return ::cuemu::device_free(p, false, "cudaFree"); }
@@ -2050,14 +2053,14 @@ inline cudaError_t cudaMemset2D(void *p, size_t pitch, int v, size_t width, size
 // Symbols are ordinary globals; the API takes them by reference, as CUDA's templates do.
 template <class T> inline cudaError_t cudaMemcpyToSymbol(const T &sym, const void *src, size_t n, size_t off = 0,
                                                          cudaMemcpyKind kind = cudaMemcpyHostToDevice) {
-    if (off + n > sizeof(T)) return ::cuemu::api_fail(cudaErrorInvalidValue, "cudaMemcpyToSymbol: %zu bytes at offset %zu exceed the symbol's %zu", n, off, sizeof(T));
+    if (off > sizeof(T) || n > sizeof(T) - off) return ::cuemu::api_fail(cudaErrorInvalidValue, "cudaMemcpyToSymbol: %zu bytes at offset %zu exceed the symbol's %zu", n, off, sizeof(T));
     (void)kind;
     memmove((char *)&sym + off, src, n);
     return cudaSuccess;
 }
 template <class T> inline cudaError_t cudaMemcpyFromSymbol(void *dst, const T &sym, size_t n, size_t off = 0,
                                                            cudaMemcpyKind kind = cudaMemcpyDeviceToHost) {
-    if (off + n > sizeof(T)) return ::cuemu::api_fail(cudaErrorInvalidValue, "cudaMemcpyFromSymbol: %zu bytes at offset %zu exceed the symbol's %zu", n, off, sizeof(T));
+    if (off > sizeof(T) || n > sizeof(T) - off) return ::cuemu::api_fail(cudaErrorInvalidValue, "cudaMemcpyFromSymbol: %zu bytes at offset %zu exceed the symbol's %zu", n, off, sizeof(T));
     (void)kind;
     memmove(dst, (const char *)&sym + off, n);
     return cudaSuccess;

@@ -956,8 +956,9 @@ static int cuset__eval_execute(const cuset__EvalEnv *E, const char *dir, uint64_
     res->signal = r.signal;
     if (r.status == CUSET_RUN_ERROR) return cuset__eval_verdict(res, CUSET_EVAL_ERROR, "%s", r.error);
     if (r.status == CUSET_RUN_TIMEOUT || (r.status == CUSET_RUN_SIGNALED && r.signal == SIGXCPU))
-        return cuset__eval_verdict(res, CUSET_EVAL_TIMEOUT, r.timed_out ? "killed after %g s" : "CPU time limit of %g s",
-                                   E->timeout);
+        return r.timed_out ? cuset__eval_verdict(res, CUSET_EVAL_TIMEOUT, "killed after %g s", E->timeout)
+                           : cuset__eval_verdict(res, CUSET_EVAL_TIMEOUT, "CPU time limit of %g s (%g s a core)",
+                                                 cuset_run_default_limits(E->timeout).cpu_s, E->timeout);
     if (r.status == CUSET_RUN_EXITED && r.exit_code == 0) return 1;
     cuset__eval_head_or_line(err_path, NULL, head, sizeof head);
     if (r.status == CUSET_RUN_EXITED && r.exit_code == 3 && strstr(head, "unsupported feature")) {
@@ -1535,7 +1536,8 @@ static void cuset__eval_find_tools(cuset__EvalEnv *E, const CusetEvalOpts *o) {
     if (o->corpus) snprintf(path, sizeof path, "%s", o->corpus); else cuset__eval_beside_exe("data/corpus", path, sizeof path);
     if (!cuset__eval_is_executable(path) || !realpath(path, E->corpus))
         cuset__eval_fail("the corpus program %s is missing (make data/corpus builds it; --corpus PATH gives another)", path);
-    if (!o->nvcc) E->have_nvcc = cuset__eval_find_nvcc(E->nvcc, sizeof E->nvcc);
+    if (!o->nvcc) // an absolute path, also from a relative PATH entry (the programs build in their own directory)
+        E->have_nvcc = cuset__eval_find_nvcc(path, sizeof path) && realpath(path, E->nvcc);
     else if (strcmp(o->nvcc, "none")) {
         if (!cuset__eval_is_executable(o->nvcc) || !realpath(o->nvcc, E->nvcc))
             cuset__eval_fail("--nvcc %s: not an executable file", o->nvcc);

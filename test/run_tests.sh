@@ -686,6 +686,11 @@ print(json.dumps({"index": 0, "program": guard + json.loads(open(sys.argv[1]).re
     "$TMP/evi/test.jsonl" >"$TMP/evi/asan_name.jsonl"
 expect "eval_memory_limit_not_lifted_by_program" 0 "functional +pass@1 100.00%" ./gen --eval "$TMP/evi/test.jsonl" \
     --programs "$TMP/evi/asan_name.jsonl" --count 1 --runner emu --results "$TMP/evi/asan_r.jsonl"
+# nvcc found through a relative PATH entry still builds the programs (in their own directories)
+if [ -x /usr/local/cuda/bin/nvcc ]; then
+    expect "eval_nvcc_from_relative_path" 0 "functional +pass@1 100.00%" bash -c 'cd /usr/local/cuda && PATH=bin:$PATH exec \
+        "$1/gen" --eval "$2/test.jsonl" --programs "$2/programs.jsonl" --count 1 --results "$2/rel.jsonl"' _ "$PWD" "$TMP/evi"
+else echo "SKIP eval_nvcc_from_relative_path: no /usr/local/cuda/bin/nvcc"; skip=$((skip + 1)); fi
 # a program is its bytes, NUL bytes included (a model can write one): the results file holds it
 # whole (a copy that stopped at the NUL made the rest bytes read past the copy's end)
 "$PYTHON" -c 'import json, sys

@@ -1,11 +1,12 @@
 // Runtime error codes: an invalid launch configuration sets a sticky last error that
-// cudaGetLastError returns once; copies in the wrong direction and bad frees fail; error
-// strings and names exist.
+// cudaGetLastError returns once; copies in the wrong direction, too long or with sizes
+// that wrap around, and bad frees fail; error strings and names exist.
 #include <cuda_runtime.h>
 #include <string.h>
 #include "common.h"
 
 __global__ void touch(int *p) { p[threadIdx.x] = 1; }
+__device__ int sym[4];
 
 int main() {
     int bad = 0, *d, host[4] = {0}, count = -1;
@@ -33,6 +34,14 @@ int main() {
     bad += cudaGetLastError() != cudaErrorInvalidValue;
     bad += cudaMemcpy(host, d, 8192 * sizeof(int), cudaMemcpyDeviceToHost) != cudaErrorInvalidValue; // too long
     bad += cudaFree(host) != cudaErrorInvalidValue;
+    // sizes whose sums wrap around: refused, not taken for small ones
+    int v = 7;
+    bad += cudaMemcpyToSymbol(sym, &v, sizeof v, (size_t)-4) != cudaErrorInvalidValue;
+    bad += cudaMemcpyFromSymbol(&v, sym, sizeof v, (size_t)-4) != cudaErrorInvalidValue;
+    bad += cudaMemcpy(host, d + 1, (size_t)-2, cudaMemcpyDeviceToHost) != cudaErrorInvalidValue;
+    int *pitched = NULL;
+    size_t pitch = 0;
+    bad += cudaMallocPitch(&pitched, &pitch, (size_t)1 << 40, (size_t)1 << 30) != cudaErrorMemoryAllocation;
     cudaGetLastError();
     CHECK(cudaMemcpy(host, d, sizeof host, cudaMemcpyDeviceToHost));
     bad += host[0] != 1 || host[3] != 1;
