@@ -370,7 +370,8 @@ static uint64_t cuset__tree_sum(const char *path, uint64_t (*of)(const char *pat
     uint64_t n = of(path, &st);
     if (!S_ISDIR(st.st_mode)) return n;
     DIR *d = opendir(path);
-    if (!d && reopen && !chmod(path, 0700)) d = opendir(path);
+    // (not chmod: a program may have put a link there since the lstat, to a file of the user)
+    if (!d && reopen && !fchmodat(AT_FDCWD, path, 0700, AT_SYMLINK_NOFOLLOW)) d = opendir(path);
     if (!d) return n;
     for (struct dirent *e; (e = readdir(d));) {
         char sub[4096];
@@ -588,8 +589,8 @@ const char *const cuset_eval_status_names[CUSET_EVAL_NSTATUS] = {"pass", "compil
                                                                   "timeout", "wrong_answer", "error"};
 
 typedef struct {
-    char *prompt, *reference, *id, *family; // from the task's line
-    size_t prompt_len, reference_len;
+    char *prompt, *id, *family; // from the task's line
+    size_t prompt_len;
     int heldout;   // the line's "heldout": a parameter combination that training never saw
     uint64_t key;  // a hash of the whole line (spec included): the task, for the cache
 } cuset__EvalTask;
@@ -709,7 +710,24 @@ static uint64_t cuset__eval_hash(const void *data, size_t n, uint64_t h) {
     return h;
 }
 
-// Tasks: prompt and reference from the strict JSON-lines reader; id, family and spec
+// JSON lines: the next line of buf with more than blanks, from *at on (a byte order mark at
+// the start skipped, as the JSON-lines reader does), as [*start, *end); advances *at and
+// counts *line_no. 0 at the end.
+static int cuset__eval_next_line(const unsigned char *buf, size_t len, size_t *at, size_t *line_no, size_t *start,
+                                 size_t *end) {
+    if (*at == 0 && len >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3)) *at = 3;
+    while (*at < len) {
+        size_t i = *at, j = i, k = i;
+        while (j < len && buf[j] != '\n') j++;
+        ++*line_no;
+        *at = j + 1;
+        while (k < j && (buf[k] == ' ' || buf[k] == '\t' || buf[k] == '\r')) k++;
+        if (k < j) { *start = i, *end = j; return 1; }
+    }
+    return 0;
+}
+
+// Tasks: the prompt from the strict JSON-lines reader; id, family and spec
 // (which marks a corpus split file) from each line.
 static cuset__EvalTask *cuset__eval_load_tasks(const char *path) {
     char err[600];
@@ -720,38 +738,30 @@ static cuset__EvalTask *cuset__eval_load_tasks(const char *path) {
     if (cuset_jsonl_parse((const char *)buf, len, path, &s, err, sizeof err)) cuset__eval_fail("%s", err);
     cuset__EvalTask *tasks = NULL;
     size_t line_no = 0;
-    for (size_t i = len >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3) ? 3 : 0; i < len;) { // after a byte order mark
-        size_t j = i;
-        while (j < len && buf[j] != '\n') j++;
-        line_no++;
-        size_t k = i;
-        while (k < j && (buf[k] == ' ' || buf[k] == '\t' || buf[k] == '\r')) k++;
-        if (k < j) { // not blank: the next sample
-            size_t t = arrlenu(tasks);
-            cuset__EvalTask task = {s[t].prompt, s[t].completion, NULL, NULL, s[t].prompt_len, s[t].completion_len, 0,
-                                    cuset__eval_hash(buf + i, j - i, 0)};
-            char type = 0;
-            int found = cuset_json_member((const char *)buf + i, j - i, path, line_no, "spec", &type, NULL, NULL, NULL,
-                                          err, sizeof err);
-            if (found < 0) cuset__eval_fail("%s", err);
-            if (!found || type != 'o')
-                cuset__eval_fail("%s:%zu: the task has no \"spec\" object: --eval needs a split file written by "
-                                 "data/corpus (DIR/test.jsonl after make data), whose tasks carry their test spec",
-                                 path, line_no);
-            cuset_json_member((const char *)buf + i, j - i, path, line_no, "id", &type, &task.id, NULL, NULL, err, sizeof err);
-            cuset_json_member((const char *)buf + i, j - i, path, line_no, "family", &type, &task.family, NULL, NULL, err,
-                              sizeof err);
-            double held = 0;
-            if (cuset_json_member((const char *)buf + i, j - i, path, line_no, "heldout", &type, NULL, NULL, &held, err,
-                                  sizeof err) == 1 && type == 't')
-                task.heldout = 1;
-            if (!task.id) task.id = strdup("");
-            if (!task.family) task.family = strdup("?");
-            arrput(tasks, task);
-        }
-        i = j + 1;
+    for (size_t at = 0, i, j; cuset__eval_next_line(buf, len, &at, &line_no, &i, &j);) { // sample t's line
+        size_t t = arrlenu(tasks);
+        cuset__EvalTask task = {s[t].prompt, NULL, NULL, s[t].prompt_len, 0, cuset__eval_hash(buf + i, j - i, 0)};
+        free(s[t].completion); // the reference program: the corpus materializes what the comparison needs
+        char type = 0;
+        int found = cuset_json_member((const char *)buf + i, j - i, path, line_no, "spec", &type, NULL, NULL, NULL,
+                                      err, sizeof err);
+        if (found < 0) cuset__eval_fail("%s", err);
+        if (!found || type != 'o')
+            cuset__eval_fail("%s:%zu: the task has no \"spec\" object: --eval needs a split file written by "
+                             "data/corpus (DIR/test.jsonl after make data), whose tasks carry their test spec",
+                             path, line_no);
+        cuset_json_member((const char *)buf + i, j - i, path, line_no, "id", &type, &task.id, NULL, NULL, err, sizeof err);
+        cuset_json_member((const char *)buf + i, j - i, path, line_no, "family", &type, &task.family, NULL, NULL, err,
+                          sizeof err);
+        double held = 0;
+        if (cuset_json_member((const char *)buf + i, j - i, path, line_no, "heldout", &type, NULL, NULL, &held, err,
+                              sizeof err) == 1 && type == 't')
+            task.heldout = 1;
+        if (!task.id) task.id = strdup("");
+        if (!task.family) task.family = strdup("?");
+        arrput(tasks, task);
     }
-    arrfree(s); // the strings now belong to the tasks
+    arrfree(s); // the prompts now belong to the tasks
     free(buf);
     return tasks;
 }
@@ -763,31 +773,23 @@ static cuset__EvalProgram *cuset__eval_load_programs(const char *path, int ntask
     size_t len;
     if (cuset_read_file(path, &buf, &len, err, sizeof err)) cuset__eval_fail("%s", err);
     cuset__EvalProgram *progs = NULL;
-    int *per_task = (int *)calloc(ntasks, sizeof(int));
+    int *per_task = (int *)CUSET_CALLOC(ntasks, sizeof(int));
     size_t line_no = 0;
-    for (size_t i = 0; i < len;) {
-        size_t j = i;
-        while (j < len && buf[j] != '\n') j++;
-        line_no++;
-        size_t k = i;
-        while (k < j && (buf[k] == ' ' || buf[k] == '\t' || buf[k] == '\r')) k++;
-        if (k < j) {
-            const char *line = (const char *)buf + i;
-            char type = 0;
-            double index = -1;
-            cuset__EvalProgram p = {0};
-            int found = cuset_json_member(line, j - i, path, line_no, "index", &type, NULL, NULL, &index, err, sizeof err);
-            if (found < 0) cuset__eval_fail("%s", err);
-            if (!found || type != 'n' || index != floor(index) || index < 0 || index >= ntasks)
-                cuset__eval_fail("%s:%zu: \"index\" must be a task index in [0, %d) of the tasks file", path, line_no,
-                                 ntasks);
-            found = cuset_json_member(line, j - i, path, line_no, "program", &type, &p.text, &p.len, NULL, err, sizeof err);
-            if (found < 1 || type != 's') cuset__eval_fail("%s:%zu: every line needs a \"program\" string", path, line_no);
-            p.task = (int)index;
-            p.sample = per_task[p.task]++;
-            arrput(progs, p);
-        }
-        i = j + 1;
+    for (size_t at = 0, i, j; cuset__eval_next_line(buf, len, &at, &line_no, &i, &j);) {
+        const char *line = (const char *)buf + i;
+        char type = 0;
+        double index = -1;
+        cuset__EvalProgram p = {0};
+        int found = cuset_json_member(line, j - i, path, line_no, "index", &type, NULL, NULL, &index, err, sizeof err);
+        if (found < 0) cuset__eval_fail("%s", err);
+        if (!found || type != 'n' || index != floor(index) || index < 0 || index >= ntasks)
+            cuset__eval_fail("%s:%zu: \"index\" must be a task index in [0, %d) of the tasks file", path, line_no,
+                             ntasks);
+        found = cuset_json_member(line, j - i, path, line_no, "program", &type, &p.text, &p.len, NULL, err, sizeof err);
+        if (found < 1 || type != 's') cuset__eval_fail("%s:%zu: every line needs a \"program\" string", path, line_no);
+        p.task = (int)index;
+        p.sample = per_task[p.task]++;
+        arrput(progs, p);
     }
     if (!arrlen(progs)) cuset__eval_fail("%s: no programs (one {\"index\": K, \"program\": \"...\"} per line)", path);
     free(per_task);
@@ -1460,8 +1462,9 @@ static void cuset__eval_check_options(cuset__EvalRun *R) {
     for (const char *p = o->k_list; *p;) {
         char *end;
         long k = strtol(p, &end, 10);
-        if (end == p || k < 1 || k > 1000 || R->nk == 16 || (*end && *end != ','))
+        if (end == p || k < 1 || k > 1000 || (*end && *end != ',') || (*end == ',' && !end[1]))
             cuset__eval_fail("--k expects values like 1,3 (each in [1, 1000]), got '%s'", o->k_list);
+        if (R->nk == 16) cuset__eval_fail("--k takes at most 16 values, got '%s'", o->k_list);
         for (int i = 0; i < R->nk; i++)
             if (R->ks[i] == k) cuset__eval_fail("--k lists %ld twice, got '%s'", k, o->k_list);
         R->ks[R->nk++] = (int)k;
@@ -1896,7 +1899,7 @@ static void cuset__eval_report(const cuset__EvalRun *R) {
 static void cuset__eval_free(cuset__EvalRun *R) {
     for (int t = 0; t < R->ntasks; t++) {
         cuset__EvalTask *k = &R->tasks[t];
-        free(k->prompt), free(k->reference), free(k->id), free(k->family);
+        free(k->prompt), free(k->id), free(k->family);
     }
     arrfree(R->tasks);
     for (int i = 0; i < (int)arrlen(R->given); i++) free(R->given[i].text);

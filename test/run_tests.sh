@@ -480,6 +480,9 @@ expect "gen_eval_model_and_programs" 2 "give --eval one of --model CKPT .* or --
     ./gen --model "$TMP/full.ckpt" --eval x.jsonl --programs p.jsonl
 expect "gen_programs_with_sampling_option" 2 "--temperature goes with sampling, not with --programs" \
     ./gen --eval x.jsonl --programs p.jsonl --temperature 0.5
+expect "gen_k_trailing_comma" 2 "--k expects values like 1,3 \(each in \[1, 1000\]\), got '1,3,'" \
+    ./gen --eval x.jsonl --programs p.jsonl --k 1,3,
+expect "gen_k_too_many" 2 "--k takes at most 16 values" ./gen --eval x.jsonl --programs p.jsonl --k "$(seq -s, 17)"
 expect "gen_programs_with_samples" 2 "--samples goes with --model \(sampling\)" ./gen --eval x.jsonl --programs p.jsonl \
     --samples 3
 expect "gen_stop_beyond_vocab" 2 "--stop 99999 is not a token id of this model" ./gen --model "$TMP/full.ckpt" \
@@ -691,6 +694,10 @@ if [ -x /usr/local/cuda/bin/nvcc ]; then
     expect "eval_nvcc_from_relative_path" 0 "functional +pass@1 100.00%" bash -c 'cd /usr/local/cuda && PATH=bin:$PATH exec \
         "$1/gen" --eval "$2/test.jsonl" --programs "$2/programs.jsonl" --count 1 --results "$2/rel.jsonl"' _ "$PWD" "$TMP/evi"
 else echo "SKIP eval_nvcc_from_relative_path: no /usr/local/cuda/bin/nvcc"; skip=$((skip + 1)); fi
+# a programs file that starts with a byte order mark reads like a tasks file that does
+{ printf '\xEF\xBB\xBF'; cat "$TMP/evi/programs.jsonl"; } >"$TMP/evi/bom.jsonl"
+expect "eval_programs_with_byte_order_mark" 0 "functional +pass@1 100.00%" ./gen --eval "$TMP/evi/test.jsonl" \
+    --programs "$TMP/evi/bom.jsonl" --count 1 --results "$TMP/evi/bom_r.jsonl"
 # a program is its bytes, NUL bytes included (a model can write one): the results file holds it
 # whole (a copy that stopped at the NUL made the rest bytes read past the copy's end)
 "$PYTHON" -c 'import json, sys
