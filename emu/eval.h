@@ -83,7 +83,7 @@ typedef struct {
                          // which can write nowhere else on disk); 0: the free space of the
                          // file system holding dir (then others' writes count too)
 } CusetRunLimits;        // RLIMIT_CORE is always 0: no core files
-// The defaults of cuset_run_limited: CPU time timeout_s x the number of CPUs + 1 s (the
+// The defaults of cuset_run_limited: CPU time ceil(timeout_s) x the number of CPUs + 1 s (the
 // wall clock is the real limit; this is a backstop), files 256 MiB, address space 8 GiB,
 // 256 descriptors.
 CusetRunLimits cuset_run_default_limits(double timeout_s);

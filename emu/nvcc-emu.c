@@ -983,16 +983,16 @@ static time_t newest_in(const char *dir) {
 }
 
 // The .gch is used when it is at least as new as the runtime and every stand-in header
-// (g++ would take a stale one without a word). Not with AddressSanitizer: instrumented
-// builds parse the runtime themselves.
-static int use_pch(const char *emudir, int asan) {
+// (g++ would take a stale one without a word). Not for a build with other code generation
+// (AddressSanitizer, --fma): such builds parse the runtime themselves.
+static int use_pch(const char *emudir, int other_codegen) {
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/pch/cuemu.h.gch", emudir);
     time_t gch = mtime_of(path);
     snprintf(path, sizeof path, "%s/cuemu.h", emudir);
     char inc[PATH_MAX + 16];
     snprintf(inc, sizeof inc, "%s/include", emudir);
-    return !asan && gch && gch >= mtime_of(path) && gch >= newest_in(inc);
+    return !other_codegen && gch && gch >= mtime_of(path) && gch >= newest_in(inc);
 }
 
 // --fma: the flags that make g++ fuse a * b + c as nvcc does by default (at -O1 it fuses

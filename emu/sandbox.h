@@ -33,7 +33,8 @@
 //   or keys of the caller's), with HOME set to the work directory and TMPDIR to /tmp.
 // What it does not do:
 // - Limit time, CPU, memory, file sizes or the disk: the runner does that (rlimits, the
-//   wall clock, a watch on the disk's free space). Memory is then limited per process
+//   wall clock, a watch on the disk: what the work directory holds when the program is
+//   isolated, the file system's free space when not). Memory is then limited per process
 //   only: up to CUSET_SANDBOX_NPROC processes can together still exhaust the machine's.
 // - Protect against kernel bugs: same kernel, no seccomp filter.
 // - Hide world-readable system files (/etc/passwd, installed packages), or the GPU: with
