@@ -125,7 +125,7 @@ static int cuset__conf_cmp(const void *a, const void *b) {
 
 double cuset_ks_statistic(const float *a, size_t na, const float *b, size_t nb) {
     if (!na || !nb) return 0.0;
-    float *x = (float *)malloc(na * sizeof *x), *y = (float *)malloc(nb * sizeof *y);
+    float *x = (float *)CUSET_CALLOC(na, sizeof *x), *y = (float *)CUSET_CALLOC(nb, sizeof *y);
     memcpy(x, a, na * sizeof *x);
     memcpy(y, b, nb * sizeof *y);
     qsort(x, na, sizeof *x, cuset__conf_cmp);
@@ -231,16 +231,16 @@ int cuset_conf_sample(CusetGPT *m, const CusetTokenizer *tk, const char *prompt,
     }
     // teacher forcing: position np - 1 + k sees the prompt and targets 0..k-1, predicts target k
     int T = s.np + nt - 1, V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab_size;
-    int *inputs = (int *)malloc((size_t)T * sizeof *inputs);
+    int *inputs = (int *)CUSET_CALLOC((size_t)T, sizeof *inputs);
     memcpy(inputs, s.prompt, (size_t)s.np * sizeof *inputs);
     memcpy(inputs + s.np, s.target, (size_t)(nt - 1) * sizeof *inputs);
     cuset_gpt_forward(m, inputs, 1, T);
     out->nt = nt;
-    out->conf = (float *)malloc((size_t)nt * sizeof *out->conf);
-    out->kinds = (unsigned char *)calloc((size_t)nt, 1);
-    out->given = (unsigned char *)calloc((size_t)nt, 1);
-    out->eaft = (float *)malloc((size_t)nt * sizeof *out->eaft);
-    out->byte_start = (size_t *)malloc(((size_t)nt + 1) * sizeof *out->byte_start);
+    out->conf = (float *)CUSET_CALLOC((size_t)nt, sizeof *out->conf);
+    out->kinds = (unsigned char *)CUSET_CALLOC((size_t)nt, 1);
+    out->given = (unsigned char *)CUSET_CALLOC((size_t)nt, 1);
+    out->eaft = (float *)CUSET_CALLOC((size_t)nt, sizeof *out->eaft);
+    out->byte_start = (size_t *)CUSET_CALLOC((size_t)nt + 1, sizeof *out->byte_start);
     for (int k = 0; k < nt; k++) {
         const float *z = m->acts.logits + (size_t)(s.np - 1 + k) * Vp;
         float top[CUSET_EAFT_TOPK] = {0.0f}; // the largest logits, for EAFT's weight; top[0] the max
@@ -325,7 +325,7 @@ static void cuset__conf_masked(const CusetConfSample *s, int n, const char *cons
                                FILE *text) {
     size_t ntok = 0, nd = 0, ncuda = 0, ngiven = 0, ng = 0;
     for (int i = 0; i < n; i++) ntok += (size_t)s[i].nt;
-    CusetConfDropped *d = (CusetConfDropped *)malloc((ntok + 1) * sizeof *d);
+    CusetConfDropped *d = (CusetConfDropped *)CUSET_CALLOC(ntok + 1, sizeof *d);
     double nll = 0, nll_dropped = 0;
     for (int i = 0; i < n; i++)
         for (int k = 0; k < s[i].nt; k++) {
@@ -445,7 +445,7 @@ void cuset_conf_report(const CusetConfSample *s, int n, const char *const *texts
     enum { BINS = 20 };
     size_t ntok = 0;
     for (int i = 0; i < n; i++) ntok += (size_t)s[i].nt;
-    float *cuda = (float *)malloc((ntok + 1) * sizeof *cuda), *neutral = (float *)malloc((ntok + 1) * sizeof *neutral);
+    float *cuda = (float *)CUSET_CALLOC(ntok + 1, sizeof *cuda), *neutral = (float *)CUSET_CALLOC(ntok + 1, sizeof *neutral);
     size_t nc = 0, nn = 0;
     double sum_c = 0, sum_n = 0, sum_w = 0;
     float hist_c[BINS] = {0}, hist_n[BINS] = {0};
@@ -539,8 +539,8 @@ int cuset_conf_analyze_file(CusetGPT *m, const CusetTokenizer *tk, const char *p
         return -1;
     }
     int last = count < 0 || first + count > n ? n : first + count;
-    CusetConfSample *res = (CusetConfSample *)calloc((size_t)(last - first), sizeof *res);
-    const char **texts = (const char **)calloc((size_t)(last - first), sizeof *texts);
+    CusetConfSample *res = (CusetConfSample *)CUSET_CALLOC((size_t)(last - first), sizeof *res);
+    const char **texts = (const char **)CUSET_CALLOC((size_t)(last - first), sizeof *texts);
     int kept = 0, full = 0, empty = 0, cut = 0; // samples left out (prompt fills the context, no target), cut short
     long cut_tokens = 0;
     double t0 = cuset_time(), shown = t0; // progress: a line every 2 s and at the end

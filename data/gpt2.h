@@ -176,13 +176,20 @@ static void cuset__g2_jwrite_str(char **out, const char *s, size_t n) {
     arrput(*out, '"');
 }
 
+// Appends the formatted text to *out (an stb_ds char array), however long it is.
 static void cuset__g2_printf(char **out, const char *fmt, ...) {
-    char buf[512];
-    va_list ap;
+    va_list ap, again;
     va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    memcpy(arraddnptr(*out, (size_t)n), buf, (size_t)n);
+    if (n > 0) {
+        size_t at = arrlenu(*out);
+        arrsetlen(*out, at + (size_t)n + 1); // room for vsnprintf's NUL, then dropped
+        vsnprintf(*out + at, (size_t)n + 1, fmt, again);
+        arrsetlen(*out, at + (size_t)n);
+    }
+    va_end(again);
 }
 
 // ---- safetensors ---------------------------------------------------------------------------
@@ -285,7 +292,7 @@ static int cuset__g2_st_open(cuset__g2_st *st, const char *path, char *err, size
     }
     if (!why[0]) {
         ptrdiff_t n = arrlen(st->t);
-        cuset__g2_tensor *s = (cuset__g2_tensor *)malloc((size_t)(n ? n : 1) * sizeof *s);
+        cuset__g2_tensor *s = (cuset__g2_tensor *)CUSET_CALLOC((size_t)n, sizeof *s);
         if (n) memcpy(s, st->t, (size_t)n * sizeof *s);
         qsort(s, (size_t)n, sizeof *s, cuset__g2_by_begin);
         size_t at = 0; // where the next tensor must begin
@@ -439,6 +446,19 @@ static int cuset__g2_load_hf(const char *dir, CusetGPT *m, char *err, size_t err
     }
     cuset__g2_st st;
     if (cuset__g2_st_open(&st, path, err, errlen) != 0) return -1;
+    // config.json's sizes against the file's, before allocating what config.json asks for:
+    // every parameter but wte's padding rows is in the file, in 2 bytes at least
+    size_t sizes[CUSET_NUM_TENSORS], need = 0, have = 0;
+    cuset__tensor_sizes(&cfg, sizes);
+    for (int i = 0; i < CUSET_NUM_TENSORS; i++) need += sizes[i];
+    need = 2 * (need - (size_t)(cfg.padded_vocab_size - cfg.vocab_size) * cfg.n_embd);
+    for (ptrdiff_t i = 0; i < arrlen(st.t); i++) have += st.t[i].end - st.t[i].begin;
+    if (have < need) {
+        cuset__g2_st_close(&st);
+        return cuset__err(err, errlen, "%s: %zu bytes of tensors, but the model of config.json (%d layers, %d channels, "
+                          "vocabulary %d, %d positions) needs %zu at least", path, have, cfg.n_layer, cfg.n_embd,
+                          cfg.vocab_size, cfg.max_seq_len, need);
+    }
     cuset_gpt_init(m, &cfg);
     const char *pre = "";
     for (ptrdiff_t i = 0; i < arrlen(st.t); i++) if (!strncmp(st.t[i].name, "transformer.", 12)) pre = "transformer.";
@@ -492,23 +512,22 @@ static int cuset__g2_load_llmc(const char *path, CusetGPT *m, char *err, size_t 
     else if (h[1] != 3 && h[1] != 5) snprintf(why, sizeof why, "llm.c checkpoint version %d: versions 3 (float32) and 5 (bfloat16) are read", h[1]);
     CusetConfig cfg = {0};
     if (!why[0]) {
-        cfg = (CusetConfig){h[3], cuset_pad_vocab(h[3]), h[2], h[4], h[5], h[6]};
+        int V = h[3], Vp = V >= 2 && V <= 1 << 24 ? cuset_pad_vocab(V) : 0; // (the check below names a bad V)
+        cfg = (CusetConfig){V, Vp, h[2], h[4], h[5], h[6]};
         if (cuset_config_check(&cfg, why, sizeof why) == 0 && h[7] < h[3])
             snprintf(why, sizeof why, "padded vocabulary %d smaller than the vocabulary %d", h[7], h[3]);
     }
     size_t esize = !why[0] && h[1] == 5 ? 2 : 4, np = 0, s[CUSET_NUM_TENSORS];
-    if (!why[0]) {
-        cuset_gpt_init(m, &cfg);
-        memcpy(s, m->tensor_sizes, sizeof s);
+    if (!why[0]) { // the file's size from the header, before any allocation the header asks for
+        cuset__tensor_sizes(&cfg, s);
         s[0] = (size_t)h[7] * cfg.n_embd;
         for (int i = 0; i < CUSET_NUM_TENSORS; i++) np += s[i];
-        if (f.size != sizeof h + np * esize) {
+        if (f.size != sizeof h + np * esize)
             snprintf(why, sizeof why, "%s: %zu bytes, the header implies %zu", f.size < sizeof h + np * esize ? "truncated" :
                      "trailing bytes", f.size, sizeof h + np * esize);
-            cuset_gpt_free(m);
-        }
     }
     if (why[0]) { cuset__g2_unmap(&f); return cuset__err(err, errlen, "%s: %s", path, why); }
+    cuset_gpt_init(m, &cfg);
     cuset__g2_tensor t = {0};
     t.dtype = esize == 2 ? CUSET__ST_BF16 : CUSET__ST_F32;
     t.data = f.data + sizeof h;
@@ -851,6 +870,8 @@ static int cuset__g2_convert(const cuset__g2_vocab *v, CusetTokenizer *tk, int *
             rc = cuset__err(err, errlen, "%s: merge %d repeats the pair (%d, %d)", where, k, a, b);
         else if (cuset_tok_bytes(tk, a, &la), cuset_tok_bytes(tk, b, &lb), la + lb > max_token)
             rc = cuset__err(err, errlen, "%s: token %d has %zu bytes, more than %zu", where, made, la + lb, max_token);
+        else if (arrlenu(tk->bytes) + la + lb > UINT32_MAX) // the tokenizer's offsets are 32-bit
+            rc = cuset__err(err, errlen, "%s: the tokens' bytes pass 4 GiB at merge %d", where, k);
         else {
             perm[made] = tk->vocab_size;
             cuset__tok_add_merge(tk, a, b);
@@ -931,8 +952,8 @@ int cuset_gpt2_import(const char *path, const char *tok_path, CusetGPT *m, Cuset
     cfg.padded_vocab_size = cuset_pad_vocab(t.vocab_size);
     cuset_gpt_init(m, &cfg);
     size_t C = (size_t)cfg.n_embd;
-    unsigned char *filled = (unsigned char *)calloc((size_t)t.vocab_size, 1);
-    float *mean = (float *)calloc(C, sizeof(float));
+    unsigned char *filled = (unsigned char *)CUSET_CALLOC((size_t)t.vocab_size, 1);
+    float *mean = (float *)CUSET_CALLOC(C, sizeof(float));
     for (int i = 0; i < n; i++) {
         memcpy(m->params.wte + (size_t)perm[i] * C, src.params.wte + (size_t)i * C, C * sizeof(float));
         filled[perm[i]] = 1;
@@ -1046,7 +1067,7 @@ const char cuset_gpt2_cuset_split_regex[] =
 // specials as added tokens, merges in order) with the tokenizer's pre-split.
 static int cuset__g2_export_tokenizer(const char *dir, const CusetTokenizer *tk, int max_len, char *err, size_t errlen) {
     int V = tk->vocab_size, rc = 0;
-    char **text = (char **)calloc((size_t)V, sizeof(char *)); // each token's text, NUL-terminated
+    char **text = (char **)CUSET_CALLOC((size_t)V, sizeof(char *)); // each token's text, NUL-terminated
     cuset__g2_strmap *seen = NULL;
     for (int id = 0; id < V && !rc; id++) {
         size_t n;

@@ -153,7 +153,8 @@ uint64_t cuset_tok_fingerprint(const CusetTokenizer *tk);
 // On success it overwrites *d (not freed first, pass a zeroed or freed one), replaces
 // what *tk held (tk must be cuset_tok_init'ed or zeroed), sets *source_stamp (if not
 // NULL) and returns 0; on failure it changes nothing and returns -1. name (NULL:
-// "<data>") is used in messages. A file parsed and serialized again gives the same bytes.
+// "<data>") is used in messages. A version-2 file parsed and serialized again gives the
+// same bytes (a version-1 file comes back as version 2).
 #define CUSET_DATA_MAGIC "CUSETDAT"
 #define CUSET_DATA_VERSION 2
 #define CUSET_DATA_HEADER 72    // version 1's: 64, without the tokenizer fingerprint
@@ -171,7 +172,8 @@ int cuset_data_load(const char *path, CusetDataset *d, CusetTokenizer *tk, uint6
 // the source (SRC without its trailing '/' for a directory), and the cache is reused when
 // it was made from the same text for the same tokenizer. fixed: the tokenizer the data
 // must use (a checkpoint's), or NULL to reuse the cache's or train one of vocab_size ids
-// on the text. tk must be cuset_tok_init'ed. On success d and tk hold the data and its
+// on the text (with fixed, vocab_size is the size a new model's run asked for, so that
+// its cache is found when its tokenizer ran out of pairs before). tk must be cuset_tok_init'ed. On success d and tk hold the data and its
 // tokenizer and note says what was done.
 int cuset_data_open(const char *src, const CusetTokenizer *fixed, int vocab_size, CusetDataset *d, CusetTokenizer *tk,
                     char *note, size_t notelen, char *err, size_t errlen);
@@ -1236,10 +1238,12 @@ int cuset_data_open(const char *src, const CusetTokenizer *fixed, int vocab_size
     cuset_tok_init(&cached);
     if (cuset_data_load(cache, d, &cached, &cached_stamp, ignored, sizeof ignored) == 0) {
         // made from this text with this tokenizer; for a checkpoint's, also a cache a new model's
-        // run made from this text (its stamp has the vocabulary size) whose tokenizer is the same
+        // run made from this text whose tokenizer is the same (its stamp has the vocabulary size
+        // asked for: the size reached, or, where training ran out of pairs first, as here)
         int same_tokenizer = fixed && cuset_tok_fingerprint(&cached) == cuset_tok_fingerprint(fixed);
         if (cached_stamp == stamp ||
-            (same_tokenizer && cached_stamp == cuset__data_stamp(texts, n, NULL, cached.vocab_size))) {
+            (same_tokenizer && (cached_stamp == cuset__data_stamp(texts, n, NULL, cached.vocab_size) ||
+                                cached_stamp == cuset__data_stamp(texts, n, NULL, vocab_size)))) {
             cuset_tok_free(tk);
             *tk = cached;
             cuset_text_samples_free(texts);
@@ -1323,12 +1327,11 @@ int cuset_json_member(const char *line, size_t len, const char *name, size_t lin
             found = 1;
             char t = c == '"' ? 's' : c == '{' ? 'o' : c == '[' ? 'a' : c == 't' ? 't' : c == 'f' ? 'f' : c == 'n' ? 'z' : 'n';
             if (type) *type = t;
-            if (t == 'n' && num) {
-                char tmp[64];
-                size_t n = J.i - at < sizeof tmp - 1 ? J.i - at : sizeof tmp - 1;
-                memcpy(tmp, J.s + at, n);
-                tmp[n] = 0;
+            if (t == 'n' && num) { // the whole literal (JSON puts no bound on its digits)
+                char *tmp = (char *)CUSET_CALLOC(J.i - at + 1, 1);
+                memcpy(tmp, J.s + at, J.i - at);
                 *num = strtod(tmp, NULL);
+                free(tmp);
             }
         }
         cuset__json_ws(&J);

@@ -60,7 +60,8 @@ extern "C" {
 // Chunks are at most CUSET_TOK_MAX_CHUNK (64) bytes: a longer run is cut into pieces of
 // 64 bytes. This bounds the work per chunk (encoding is O(64^2) at worst per chunk, so
 // linear in the input), the length of every token, and the memory a hostile tokenizer
-// file can make us allocate.
+// file can make us allocate. (GPT-2's pre-split, for imported tokenizers, has no such
+// bound on a piece: there encoding a run of one character is quadratic in its length.)
 //
 // Operators. A punctuation run is one chunk and may merge freely within itself, so
 // frequent operators and operator clusters become single tokens: <<<, >>>, ->, ::, ++,
@@ -866,6 +867,8 @@ int cuset_tok_load(CusetTokenizer *tk, const unsigned char *buf, size_t len,
         if (tlen > max_token)
             CUSET__TOK_FAIL("tokenizer: merge for id %u at byte %zu: token of %zu bytes, longer"
                             " than %zu", id, at, tlen, max_token);
+        if (arrlenu(nt.bytes) + tlen > UINT32_MAX) // the offsets are 32-bit
+            CUSET__TOK_FAIL("tokenizer: merge for id %u at byte %zu: the tokens' bytes pass 4 GiB", id, at);
         cuset__tok_add_merge(&nt, (int)ab[0], (int)ab[1]);
     }
 #undef CUSET__TOK_FAIL

@@ -509,6 +509,11 @@ expect "text_tok_file_directly" 0 "24 samples from .*tasks.jsonl.tok" ./train --
 # fine-tuning the model on the text it was trained on uses the cache its run made (the same tokenizer)
 expect "finetune_uses_cache_of_same_tokenizer" 0 "data: 24 samples from .*tasks.jsonl \(tokenized cache .*tasks.jsonl.tok\)" \
     ./train --init "$TMP/t.ckpt" --data "$TMP/tasks.jsonl" --seq 96 --batch 4 --steps 1 --ckpt "$TMP/ft1.ckpt"
+# ... also when the new model's tokenizer ran out of pairs before the --vocab asked for (2048 by default)
+head -6 "$TMP/tasks.jsonl" >"$TMP/few.jsonl"
+./train --data "$TMP/few.jsonl" "${text_model[@]}" --vocab 2048 --steps 1 --ckpt "$TMP/few.ckpt" >/dev/null 2>&1
+expect "finetune_uses_cache_when_vocab_not_reached" 0 "data: 6 samples from .*few.jsonl \(tokenized cache .*few.jsonl.tok\)" \
+    ./train --init "$TMP/few.ckpt" --data "$TMP/few.jsonl" --seq 96 --batch 4 --steps 1 --ckpt "$TMP/few2.ckpt"
 head -5 "$TMP/tasks.jsonl" >"$TMP/val.jsonl"
 expect "gen_analyze_json_over_model" 1 "the JSON path .*t.ckpt is also the model: the analysis would write over it" \
     ./gen --model "$TMP/t.ckpt" --analyze "$TMP/tasks.jsonl" --json "$TMP/t.ckpt"

@@ -288,7 +288,11 @@ static void test_json(void) {
     const char *badline = "{\"index\": 12, \"program\" \"x\"}";
     int c = cuset_json_member(badline, strlen(badline), "p.jsonl", 4, "program", &type, NULL, NULL, NULL, err, sizeof err);
     ok = ok && c == -1 && strstr(err, "p.jsonl:4:25:");
-    check(ok, "json_member", "index %d program %d bad line %d '%s'", a, b, c, err);
+    // a number of more digits than any buffer: its whole literal (7e-73, not 0)
+    const char *longnum = "{\"index\": 0.00000000000000000000000000000000000000000000000000000000000000000000000007}";
+    int d = cuset_json_member(longnum, strlen(longnum), "t", 1, "index", &type, NULL, NULL, &num, err, sizeof err);
+    ok = ok && d == 1 && num == strtod(strchr(longnum, '0'), NULL) && num > 0;
+    check(ok, "json_member", "index %d program %d bad line %d '%s', long number %d %g", a, b, c, err, d, num);
     // written strings read back: escapes, control bytes, invalid UTF-8 becomes U+FFFD
     const char raw[] = "q\"b\\s\n\t\x01 \xc3\xa9 \xff \xe2\x82 \xed\xa0\x80 end";
     FILE *f = fopen(path_in("w.jsonl"), "wb");

@@ -151,6 +151,39 @@ static int selftest(void) {
     arrfree(bytes);
     cuset_tok_free(&tk);
     cuset_tok_free(&back);
+    // merges of long tokens (up to 256 + 256 bytes: 512 as text) go through tokenizer.json
+    // whole: GPT-2's pre-split puts no bound on a token below 1024 bytes
+    unsigned char *tf = NULL;
+    memcpy(arraddnptr(tf, 8), "CUSETTOK", 8);
+    uint32_t head[3] = {2, 259 + 9, CUSET_TOK_SPLIT_GPT2}, prev = 'a'; // version, ids, pre-split
+    memcpy(arraddnptr(tf, 12), head, 12);
+    for (uint32_t k = 0; k < 9; k++, prev = 259 + k - 1) { // a+a, aa+aa, ... : 2, 4, ..., 512 a's
+        uint32_t pair[2] = {prev, prev};
+        memcpy(arraddnptr(tf, 8), pair, 8);
+    }
+    CusetTokenizer longt = {0}, longback = {0};
+    CusetGPT tiny, tinyback;
+    char dir[] = "/tmp/cuset_gpt2_selftest.XXXXXX";
+    int long_ok = cuset_tok_load(&longt, tf, arrlenu(tf), err, sizeof err) == 0 && mkdtemp(dir);
+    if (long_ok) {
+        CusetConfig cfg = {longt.vocab_size, cuset_pad_vocab(longt.vocab_size), 8, 1, 1, 8};
+        cuset_gpt_init(&tiny, &cfg);
+        long_ok = cuset_gpt2_export(dir, &tiny, &longt, err, sizeof err) == 0 &&
+                  cuset_gpt2_import(dir, NULL, &tinyback, &longback, NULL, err, sizeof err) == 0;
+        if (long_ok) {
+            long_ok = same_tokenizer(&longt, &longback);
+            cuset_gpt_free(&tinyback);
+        }
+        cuset_gpt_free(&tiny);
+        char rm[128];
+        snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+        if (system(rm)) long_ok = 0;
+    }
+    printf("%s gpt2_long_merges_exported: 9 merges up to 512 bytes, exported and imported again%s%s\n",
+           long_ok ? "PASS" : "FAIL", long_ok ? "" : ": ", long_ok ? "" : err);
+    arrfree(tf);
+    cuset_tok_free(&longt);
+    cuset_tok_free(&longback);
     // data/json.h finds a member by its whole key ("a" is not "a\u0000b"), the first of twins,
     // and only with the type asked for
     const char *doc = "{\"a\\u0000b\": 1, \"a\": 2, \"a\": 3}", *why;
@@ -160,7 +193,7 @@ static int selftest(void) {
     int found = k > 0 && d.node[k].num == 2 && cuset_jdoc_get(&d, 0, "a", CUSET_JSTR) < 0;
     printf("%s json_member_lookup: %s\n", found ? "PASS" : "FAIL", doc);
     cuset_jdoc_free(&d);
-    return fails || !ok || !found;
+    return fails || !ok || !found || !long_ok;
 }
 
 int main(int argc, char **argv) {

@@ -380,6 +380,10 @@ def bad_inputs(good, tmp, V):
     variant("epsilon_type", lambda d: set_field(d, "layer_norm_epsilon", "x"))
     variant("layers_too_many", lambda d: set_field(d, "n_layer", 10 ** 12))
     variant("model_type_type", lambda d: set_field(d, "model_type", ["gpt2"]))
+    def huge(d):  # a config.json of 3.3 TB of parameters over the tiny model's file: refused before allocating
+        set_field(d, "n_layer", 256)
+        set_field(d, "n_embd", 16384)
+    variant("config_beyond_file", huge)
     def small_model(d):  # the 100-id model of part 1 with the 2000-id tokenizer
         shutil.rmtree(d)
         shutil.copytree(os.path.join(tmp, "tiny_float32"), d)
@@ -392,7 +396,8 @@ def bad_inputs(good, tmp, V):
             "shape": "has shape \\(96, 32\\), the config needs \\(32, 96\\)", "architecture": "model_type \"llama\" is not supported",
             "activation": "activation_function \"gelu\" is not supported",
             "epsilon_type": "layer_norm_epsilon is not a number", "layers_too_many": "n_layer 1000000000000 is beyond",
-            "model_type_type": "model_type \"\\(not a string\\)\" is not supported", "vocab": "tokenizer has %d ids but the model .* only 100" % V}
+            "model_type_type": "model_type \"\\(not a string\\)\" is not supported", "vocab": "tokenizer has %d ids but the model .* only 100" % V,
+            "config_beyond_file": "bytes of tensors, but the model of config.json \\(256 layers, 16384 channels.* needs [0-9]+ at least"}
     import re
     for name, d in cases:
         r = tool("import", d, check=False)
