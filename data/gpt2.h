@@ -148,11 +148,24 @@ static int cuset__g2_exists(const char *path) {
 // Documents are read with data/json.h; these say which file a failure is in.
 
 // Parses n bytes; on error says where (byte offset) and what, prefixed by name.
+// A key or string of the document that holds a NUL byte (\u0000) is refused: the reader
+// takes names, types and tokens as C strings, so "gpt2\u0000llama" would pass for "gpt2".
+// (No file of a GPT-2 model has one: byte-level BPE spells byte 0 as U+0100.)
 static int cuset__g2_json_parse(CusetJDoc *j, const char *s, size_t n, const char *name, char *err, size_t errlen) {
     const char *why;
     size_t at;
-    if (cuset_jdoc_parse(j, s, n, &why, &at) == 0) return 0;
-    return cuset__err(err, errlen, "%s: not valid JSON at byte %zu: %s", name, at, why);
+    if (cuset_jdoc_parse(j, s, n, &why, &at) != 0)
+        return cuset__err(err, errlen, "%s: not valid JSON at byte %zu: %s", name, at, why);
+    for (int i = 0; i < j->nnode; i++) {
+        const CusetJNode *v = &j->node[i];
+        int bad_key = v->key >= 0 && memchr(j->text + v->key, 0, (size_t)v->klen) != NULL;
+        if (bad_key || (v->type == CUSET_JSTR && memchr(j->text + v->str, 0, (size_t)v->slen) != NULL)) {
+            cuset_jdoc_free(j);
+            return cuset__err(err, errlen, "%s: a %s holds a NUL byte (\\u0000): not something GPT-2's files hold", name,
+                              bad_key ? "key" : "string");
+        }
+    }
+    return 0;
 }
 
 // Parses the JSON file at path, a whole document.

@@ -384,6 +384,7 @@ def bad_inputs(good, tmp, V):
         set_field(d, "n_layer", 256)
         set_field(d, "n_embd", 16384)
     variant("config_beyond_file", huge)
+    variant("nul_in_string", lambda d: set_field(d, "model_type", "gpt2\u0000llama"))
     def small_model(d):  # the 100-id model of part 1 with the 2000-id tokenizer
         shutil.rmtree(d)
         shutil.copytree(os.path.join(tmp, "tiny_float32"), d)
@@ -397,7 +398,8 @@ def bad_inputs(good, tmp, V):
             "activation": "activation_function \"gelu\" is not supported",
             "epsilon_type": "layer_norm_epsilon is not a number", "layers_too_many": "n_layer 1000000000000 is beyond",
             "model_type_type": "model_type \"\\(not a string\\)\" is not supported", "vocab": "tokenizer has %d ids but the model .* only 100" % V,
-            "config_beyond_file": "bytes of tensors, but the model of config.json \\(256 layers, 16384 channels.* needs [0-9]+ at least"}
+            "config_beyond_file": "bytes of tensors, but the model of config.json \\(256 layers, 16384 channels.* needs [0-9]+ at least",
+            "nul_in_string": "config.json: a string holds a NUL byte"}
     import re
     for name, d in cases:
         r = tool("import", d, check=False)
