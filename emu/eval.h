@@ -1121,25 +1121,35 @@ static void cuset__eval_write_result(FILE *f, const cuset__EvalTask *t, const cu
 
 typedef struct { int n, c_compile, c_pass, n_unsupported; } cuset__EvalTally;
 
-// One report line: pass@k for each k, averaged over the tasks [first, last) that have at
-// least k programs; what = 0 compilation, 1 functional, 2 functional with the programs
-// the emulator cannot run left out.
-static void cuset__eval_print_pass_at_k(const char *label, int what, const cuset__EvalTally *tally, int first, int last, const int *ks,
-                            int nk, int evaluated_tasks) {
+// pass@k averaged over the tasks [first, last) of a group (heldout -1 all, 0 seen, 1
+// held-out combinations; family NULL every family) that have at least k programs; what = 0
+// compilation, 1 functional, 2 functional with the programs the emulator cannot run left
+// out. *used: the tasks averaged (0: there is no mean, and 0 is returned).
+static double cuset__eval_mean_pass(const cuset__EvalTask *tasks, const cuset__EvalTally *tally, int first, int last,
+                                    int k, int what, int heldout, const char *family, int *used) {
+    double sum = 0;
+    *used = 0;
+    for (int t = first; t < last; t++) {
+        int n = tally[t].n - (what == 2 ? tally[t].n_unsupported : 0);
+        if (n < k || (heldout >= 0 && tasks[t].heldout != heldout) || (family && strcmp(family, tasks[t].family))) continue;
+        sum += cuset_pass_at_k(n, what ? tally[t].c_pass : tally[t].c_compile, k);
+        ++*used;
+    }
+    return *used ? sum / *used : 0;
+}
+
+// One report line: pass@k for each k over the tasks [first, last) (cuset__eval_mean_pass).
+static void cuset__eval_print_pass_at_k(const char *label, int what, const cuset__EvalTask *tasks,
+                                        const cuset__EvalTally *tally, int first, int last, const int *ks, int nk,
+                                        int evaluated_tasks) {
     printf("%s", label);
     for (int j = 0; j < nk; j++) {
-        double sum = 0;
-        int used = 0;
-        for (int t = first; t < last; t++) {
-            int n = tally[t].n - (what == 2 ? tally[t].n_unsupported : 0);
-            if (n < ks[j] || n < 1) continue;
-            sum += cuset_pass_at_k(n, what ? tally[t].c_pass : tally[t].c_compile, ks[j]);
-            used++;
-        }
+        int used;
+        double mean = cuset__eval_mean_pass(tasks, tally, first, last, ks[j], what, -1, NULL, &used);
         if (!used) printf("  pass@%d    n/a", ks[j]);
-        else if (what == 2) printf("  pass@%d %6.2f%% (%d tasks)", ks[j], 100 * sum / used, used);
+        else if (what == 2) printf("  pass@%d %6.2f%% (%d tasks)", ks[j], 100 * mean, used);
         else {
-            printf("  pass@%d %6.2f%%", ks[j], 100 * sum / used);
+            printf("  pass@%d %6.2f%%", ks[j], 100 * mean);
             if (used < evaluated_tasks) printf(" (%d tasks with >= %d programs)", used, ks[j]);
         }
     }
@@ -1259,16 +1269,10 @@ static void cuset__eval_group_json(FILE *f, const cuset__EvalTask *tasks, const 
     for (int what = 0; what < 2; what++) {
         fprintf(f, ", \"%s\": {", what ? "functional" : "compile");
         for (int j = 0; j < nk; j++) {
-            double sum = 0;
-            int used = 0;
-            for (int t = first; t < last; t++) {
-                if (tally[t].n < ks[j] || (heldout >= 0 && tasks[t].heldout != heldout) || (family && strcmp(family, tasks[t].family)))
-                    continue;
-                sum += cuset_pass_at_k(tally[t].n, what ? tally[t].c_pass : tally[t].c_compile, ks[j]);
-                used++;
-            }
+            int used;
+            double mean = cuset__eval_mean_pass(tasks, tally, first, last, ks[j], what, heldout, family, &used);
             fprintf(f, "%s\"%d\": ", j ? ", " : "", ks[j]);
-            if (used) fprintf(f, "%.6f", sum / used); else fprintf(f, "null");
+            if (used) fprintf(f, "%.6f", mean); else fprintf(f, "null");
         }
         fprintf(f, "}");
     }
@@ -1879,10 +1883,10 @@ static void cuset__eval_report(const cuset__EvalRun *R) {
     printf("compilation check: %s\n", cuset__eval_compiler(E));
     printf("runs: %s%s, %g s limit\n", E->use_gpu ? "on the GPU (nvcc's binary)" : "on the CPU emulator ", E->use_gpu ? "" : E->emu,
            E->timeout);
-    cuset__eval_print_pass_at_k("compilation ", 0, R->tally, R->first, R->last, R->ks, R->nk, R->evaluated_tasks);
-    cuset__eval_print_pass_at_k("functional  ", 1, R->tally, R->first, R->last, R->ks, R->nk, R->evaluated_tasks);
+    cuset__eval_print_pass_at_k("compilation ", 0, R->tasks, R->tally, R->first, R->last, R->ks, R->nk, R->evaluated_tasks);
+    cuset__eval_print_pass_at_k("functional  ", 1, R->tasks, R->tally, R->first, R->last, R->ks, R->nk, R->evaluated_tasks);
     if (R->counts[CUSET_EVAL_UNSUPPORTED]) // the same without the programs the emulator cannot run
-        cuset__eval_print_pass_at_k("functional, unsupported left out:", 2, R->tally, R->first, R->last, R->ks, R->nk,
+        cuset__eval_print_pass_at_k("functional, unsupported left out:", 2, R->tasks, R->tally, R->first, R->last, R->ks, R->nk,
                                     R->evaluated_tasks);
     printf("outcomes of %d programs:", total);
     for (int s = 0; s < CUSET_EVAL_NSTATUS; s++)
