@@ -59,6 +59,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cerrno>
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <ctime>
@@ -203,15 +204,28 @@ struct Settings {
     size_t stack_bytes;
     bool no_device;
 };
-inline Settings read_settings() {
-    Settings s{0, 0, 256 * 1024, false};
-    if (const char *e = getenv("CUEMU_REORDER")) s.reorder_seed = strtoull(e, nullptr, 10);
-    if (const char *e = getenv("CUEMU_ULP")) s.ulp_seed = strtoull(e, nullptr, 10);
-    if (const char *e = getenv("CUEMU_STACK_KB")) {
-        long kb = atol(e);
-        if (kb >= 16) s.stack_bytes = (size_t)kb * 1024;
+// CUEMU_NAME as a whole number in [lo, hi], or dflt when unset or empty; anything else
+// stops the program with a message (a setting misspelt would otherwise test something else
+// quietly).
+inline uint64_t setting(const char *name, uint64_t lo, uint64_t hi, uint64_t dflt) {
+    const char *e = getenv(name);
+    if (!e || !*e) return dflt;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(e, &end, 10);
+    if (end == e || *end || errno || *e == '-' || v < lo || v > hi) {
+        fprintf(stderr, "cuemu: %s='%s': a whole number in [%llu, %llu] is expected\n", name, e,
+                (unsigned long long)lo, (unsigned long long)hi);
+        exit(2);
     }
-    if (const char *e = getenv("CUEMU_NO_DEVICE")) s.no_device = atoi(e) != 0;
+    return v;
+}
+inline Settings read_settings() {
+    Settings s;
+    s.reorder_seed = setting("CUEMU_REORDER", 0, UINT64_MAX, 0);
+    s.ulp_seed = setting("CUEMU_ULP", 0, UINT64_MAX, 0);
+    s.stack_bytes = setting("CUEMU_STACK_KB", 16, 1 << 30, 256) * 1024;
+    s.no_device = setting("CUEMU_NO_DEVICE", 0, 1, 0) != 0;
     return s;
 }
 inline const Settings g_settings = read_settings();

@@ -45,6 +45,16 @@ for t in reduce_shared warp_shuffle block_scan matmul_tiled histogram votes cg_r
     expect_ok "$t (CUEMU_REORDER=3)" $t CUEMU_REORDER=3
 done
 [ -x "$TMP/errors" ] && expect_ok "errors (CUEMU_NO_DEVICE=1)" errors CUEMU_NO_DEVICE=1
+# a setting that is not a number in its range stops the program and says so (it used to
+# mean 0, or the default, without a word)
+for setting in CUEMU_REORDER=abc CUEMU_STACK_KB=8 CUEMU_NO_DEVICE=yes; do
+    [ -x "$TMP/errors" ] || break
+    env "$setting" "$TMP/errors" >/dev/null 2>"$TMP/setting.err"
+    rc=$?
+    if [ $rc = 2 ] && grep -q "^cuemu: ${setting%%=*}='${setting#*=}': a whole number in" "$TMP/setting.err"; then
+        pass "setting_refused ($setting)"
+    else fail "setting_refused ($setting)" "exit $rc: $(head -c 200 "$TMP/setting.err")"; fi
+done
 # started with SIGCHLD ignored (SIG_IGN survives exec; some daemons and shells do it), the
 # driver still sees the compiler's exit status: a build succeeds, a broken source fails
 ignoring_sigchld() { perl -e '$SIG{CHLD} = "IGNORE"; exec @ARGV or die "exec: $!"' "$@"; }
