@@ -121,10 +121,12 @@ static int load_model(const char *path, Model *md) {
     return 0;
 }
 
-// The KV cache, the device (--device) and the scratch of cuset_sample.
+// The device (--device), the KV cache (on the CPU only: the GPU's decoder holds its own;
+// kv.len counts positions either way) and the scratch of cuset_sample.
 static void ready_to_sample(Model *md) {
-    cuset_kv_init(&md->kv, &md->m.cfg);
     use_device(&md->m);
+    md->kv = (CusetKVCache){0};
+    if (!gpu_decoder) cuset_kv_init(&md->kv, &md->m.cfg);
     md->work = (CusetProbId *)CUSET_CALLOC(md->m.cfg.vocab_size, sizeof *md->work);
 }
 
