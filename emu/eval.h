@@ -337,8 +337,10 @@ static void cuset__setlimit(int fd, int resource, uint64_t v) {
 // ECHILD instead of giving their exit status.
 static void cuset__wait_for_children(void) { signal(SIGCHLD, SIG_DFL); }
 
-// argv[0] as execv needs it: as given when it holds a '/', else the first executable
-// regular file PATH/argv[0]. 0, or -1 when there is none.
+// argv[0] as execv needs it: as given when it holds a '/' (then relative to the directory
+// the command runs in), else the first executable regular file PATH/argv[0], made absolute
+// (the command may run in another directory than a relative PATH entry meant). 0, or -1
+// when there is none.
 static int cuset__find_program(const char *name, char *out, size_t cap) {
     if (strchr(name, '/')) { snprintf(out, cap, "%s", name); return 0; }
     const char *path = getenv("PATH");
@@ -348,7 +350,11 @@ static int cuset__find_program(const char *name, char *out, size_t cap) {
         size_t n = e ? (size_t)(e - p) : strlen(p);
         int k = snprintf(out, cap, "%.*s%s%s", (int)n, p, n ? "/" : "", name);
         struct stat st;
-        if (k > 0 && (size_t)k < cap && stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0) return 0;
+        if (k > 0 && (size_t)k < cap && stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0) {
+            char abs[PATH_MAX];
+            if (out[0] != '/' && realpath(out, abs)) snprintf(out, cap, "%s", abs);
+            return 0;
+        }
         if (!e) return -1;
         p = e + 1;
     }
@@ -688,16 +694,9 @@ static int cuset__eval_is_executable(const char *path) {
     return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
 }
 
-// nvcc on PATH, else /usr/local/cuda/bin/nvcc.
+// nvcc on PATH (absolute entries: the sandbox's rule), else /usr/local/cuda/bin/nvcc.
 static int cuset__eval_find_nvcc(char *out, size_t cap) {
-    const char *path = getenv("PATH");
-    for (const char *p = path ? path : ""; p && *p;) {
-        const char *e = strchr(p, ':');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        snprintf(out, cap, "%.*s/nvcc", (int)n, p);
-        if (n && cuset__eval_is_executable(out)) return 1;
-        p = e ? e + 1 : NULL;
-    }
+    if (cuset__sb_which("nvcc", out, cap) == 0) return 1;
     snprintf(out, cap, "/usr/local/cuda/bin/nvcc");
     return cuset__eval_is_executable(out);
 }
