@@ -628,7 +628,7 @@ cuset__loss_phase3_kernel(CusetLossWork w, float *logits, const float *ref_logit
         row[0] = cuset_loss_term(&obj, a, nll, kl, inv_norm);
         row[1] = nll;
         row[2] = c;
-        row[3] = c > obj.tau;
+        row[3] = cuset_conf_mask(c, obj.tau); // the pass statistic: eq. 2
     }
 }
 

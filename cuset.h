@@ -1685,7 +1685,7 @@ void cuset_loss(CusetGPT *m, const CusetBatch *b, const CusetObjective *obj, con
             row_loss[n] += cuset_loss_term(obj, a, nll, kl, inv_norm);
             row_ce[n] += nll;
             row_conf[n] += c;
-            row_pass[n] += c > obj->tau;
+            row_pass[n] += cuset_conf_mask(c, obj->tau); // the pass statistic: eq. 2
         }
     }
     for (int n = 0; n < B; n++)

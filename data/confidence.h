@@ -331,7 +331,7 @@ static void cuset__conf_masked(const CusetConfSample *s, int n, const char *cons
         for (int k = 0; k < s[i].nt; k++) {
             double c = s[i].conf[k], term = -log(c > 1e-30 ? c : 1e-30);
             nll += term;
-            if (c > tau) continue;
+            if (cuset_conf_mask(s[i].conf[k], tau)) continue; // eq. 2 keeps it
             nll_dropped += term, ncuda += s[i].kinds[k] != 0, ngiven += s[i].given[k];
             CusetConfDropped *t = &d[nd++];
             t->p = texts[i] + s[i].byte_start[k], t->len = s[i].byte_start[k + 1] - s[i].byte_start[k];
