@@ -61,7 +61,7 @@ extern "C" {
 // 64 bytes. This bounds the work per chunk (encoding is O(64^2) at worst per chunk, so
 // linear in the input), the length of every token, and the memory a hostile tokenizer
 // file can make us allocate. (GPT-2's pre-split, for imported tokenizers, has no such
-// bound on a piece: there encoding a run of one character is quadratic in its length.)
+// bound on a piece: a longer one is encoded with a heap, O(n log n).)
 //
 // Operators. A punctuation run is one chunk and may merge freely within itself, so
 // frequent operators and operator clusters become single tokens: <<<, >>>, ->, ::, ++,
@@ -547,14 +547,85 @@ const char *cuset_tok_bytes(const CusetTokenizer *tk, int id, size_t *len) {
 // ----------------------------------------------------------------------------
 // encode / decode
 
+// A max-heap (stb_ds array) of (count, key) items: the highest count, then the smallest
+// key, on top. Training keeps its pairs by count in it; encoding a long piece its pairs by
+// merge id (count = -id) and position (key).
+typedef struct { long long count; unsigned long long key; } cuset__tok_heap_item;
+
+static inline int cuset__tok_heap_above(cuset__tok_heap_item x, cuset__tok_heap_item y) {
+    return x.count > y.count || (x.count == y.count && x.key < y.key);
+}
+
+static void cuset__tok_heap_push(cuset__tok_heap_item **heap, cuset__tok_heap_item it) {
+    cuset__tok_heap_item *h;
+    size_t i = arrlenu(*heap);
+    arrput(*heap, it);
+    h = *heap;
+    while (i > 0 && cuset__tok_heap_above(h[i], h[(i - 1) / 2])) {
+        cuset__tok_heap_item tmp = h[i]; h[i] = h[(i - 1) / 2]; h[(i - 1) / 2] = tmp;
+        i = (i - 1) / 2;
+    }
+}
+
+static cuset__tok_heap_item cuset__tok_heap_pop(cuset__tok_heap_item **heap) {
+    cuset__tok_heap_item *h = *heap, top = h[0];
+    size_t n = arrlenu(h) - 1, i = 0;
+    h[0] = h[n];
+    arrsetlen(*heap, n); // shrinking: no reallocation, h stays valid
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && cuset__tok_heap_above(h[l], h[m])) m = l;
+        if (r < n && cuset__tok_heap_above(h[r], h[m])) m = r;
+        if (m == i) break;
+        cuset__tok_heap_item tmp = h[i]; h[i] = h[m]; h[m] = tmp;
+        i = m;
+    }
+    return top;
+}
+
+// cuset__tok_encode_chunk for a long piece (GPT-2's pre-split puts no bound on one, and
+// rescanning it after every merge is quadratic): the tokens in a linked list, every adjacent
+// pair in the heap, so the pair taken is still the earliest-learned merge, leftmost on ties
+// (list order is position order); a pair popped that no longer stands (a side merged since)
+// is skipped, and each merge pushes the two pairs it makes. O(n log n).
+static void cuset__tok_encode_long(const CusetTokenizer *tk, const unsigned char *c, int n, int **ids) {
+    int *t = NULL; // t[i]: the token at list node i (-1: merged into the node before), next, prev
+    arrsetlen(t, 3 * (size_t)n);
+    int *next = t + n, *prev = next + n;
+    cuset__tok_heap_item *heap = NULL; // (-merge id, node): the earliest merge, then the leftmost
+    for (int i = 0; i < n; i++) t[i] = c[i], next[i] = i + 1, prev[i] = i - 1;
+    for (int i = 0; i + 1 < n; i++) {
+        int r = cuset__tok_rank(tk, t[i], t[i + 1]);
+        if (r != INT_MAX) cuset__tok_heap_push(&heap, (cuset__tok_heap_item){-(long long)r, (unsigned)i});
+    }
+    while (arrlenu(heap) > 0) {
+        cuset__tok_heap_item p = cuset__tok_heap_pop(&heap);
+        int rank = (int)-p.count, a = (int)p.key, b = next[a];
+        if (t[a] < 0 || b >= n || cuset__tok_rank(tk, t[a], t[b]) != rank) continue; // stale
+        t[a] = rank, t[b] = -1; // b merged into a
+        next[a] = next[b];
+        if (next[a] < n) prev[next[a]] = a;
+        for (int side = 0; side < 2; side++) { // the new pairs: (prev, a) and (a, next)
+            int at = side ? a : prev[a];
+            int r = at >= 0 && next[at] < n ? cuset__tok_rank(tk, t[at], t[next[at]]) : INT_MAX;
+            if (r != INT_MAX) cuset__tok_heap_push(&heap, (cuset__tok_heap_item){-(long long)r, (unsigned)at});
+        }
+    }
+    for (int i = 0; i < n; i = next[i]) arrput(*ids, t[i]);
+    arrfree(t);
+    arrfree(heap);
+}
+
 // Encodes one chunk of n >= 1 bytes: start from the bytes and
 // repeatedly apply the earliest-learned merge among adjacent pairs (leftmost on ties),
 // which is exactly what training did to this chunk. r[i] caches the merge of (t[i],t[i+1])
-// so each step costs a scan of ints and two hash lookups.
+// so each step costs a scan of ints and two hash lookups: quadratic in n, fine for the
+// project's chunks of at most 64 bytes; a longer piece (GPT-2's pre-split) goes to
+// cuset__tok_encode_long.
 static void cuset__tok_encode_chunk(const CusetTokenizer *tk, const unsigned char *c, int n,
                                     int **ids) {
-    int small[2 * CUSET_TOK_MAX_CHUNK]; // GPT-2's pieces may be longer: then on the heap
-    int *t = n <= CUSET_TOK_MAX_CHUNK ? small : (int *)malloc(2 * (size_t)n * sizeof(int)), *r = t + n;
+    if (n > CUSET_TOK_MAX_CHUNK) { cuset__tok_encode_long(tk, c, n, ids); return; }
+    int t[CUSET_TOK_MAX_CHUNK], r[CUSET_TOK_MAX_CHUNK];
     for (int i = 0; i < n; i++) t[i] = c[i];
     for (int i = 0; i + 1 < n; i++) r[i] = cuset__tok_rank(tk, t[i], t[i + 1]);
     while (n > 1) {
@@ -569,7 +640,6 @@ static void cuset__tok_encode_chunk(const CusetTokenizer *tk, const unsigned cha
         if (best + 1 < n) r[best] = cuset__tok_rank(tk, t[best], t[best + 1]);
     }
     memcpy(arraddnptr(*ids, n), t, (size_t)n * sizeof *t);
-    if (t != small) free(t);
 }
 
 size_t cuset_tok_encode(const CusetTokenizer *tk, const char *s, size_t n, int **ids) {
@@ -605,8 +675,6 @@ typedef struct { int start, len, stamp; long long count; } cuset__tok_word;
 typedef struct { long long count, pushed; int *where; } cuset__tok_stat;
 typedef struct { unsigned long long key; cuset__tok_stat value; } cuset__tok_stat_entry;
 
-// Max-heap entry: the pair with the highest count, then the smallest key, is on top.
-typedef struct { long long count; unsigned long long key; } cuset__tok_heap_item;
 
 typedef struct {
     int *tok;                      // stb_ds: token ids of all words, back to back
@@ -615,37 +683,6 @@ typedef struct {
     cuset__tok_heap_item *heap;    // stb_ds binary heap, lazily invalidated
     ptrdiff_t *touched;            // stb_ds: stats entries changed by the current merge
 } cuset__tok_train_state;
-
-static inline int cuset__tok_heap_above(cuset__tok_heap_item x, cuset__tok_heap_item y) {
-    return x.count > y.count || (x.count == y.count && x.key < y.key);
-}
-
-static void cuset__tok_heap_push(cuset__tok_heap_item **heap, cuset__tok_heap_item it) {
-    cuset__tok_heap_item *h;
-    size_t i = arrlenu(*heap);
-    arrput(*heap, it);
-    h = *heap;
-    while (i > 0 && cuset__tok_heap_above(h[i], h[(i - 1) / 2])) {
-        cuset__tok_heap_item tmp = h[i]; h[i] = h[(i - 1) / 2]; h[(i - 1) / 2] = tmp;
-        i = (i - 1) / 2;
-    }
-}
-
-static cuset__tok_heap_item cuset__tok_heap_pop(cuset__tok_heap_item **heap) {
-    cuset__tok_heap_item *h = *heap, top = h[0];
-    size_t n = arrlenu(h) - 1, i = 0;
-    h[0] = h[n];
-    arrsetlen(*heap, n); // shrinking: no reallocation, h stays valid
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < n && cuset__tok_heap_above(h[l], h[m])) m = l;
-        if (r < n && cuset__tok_heap_above(h[r], h[m])) m = r;
-        if (m == i) break;
-        cuset__tok_heap_item tmp = h[i]; h[i] = h[m]; h[m] = tmp;
-        i = m;
-    }
-    return top;
-}
 
 // Adds delta to the count of pair (a, b); records word w as containing it when w >= 0.
 static void cuset__tok_count(cuset__tok_train_state *st, int a, int b, long long delta, int w) {

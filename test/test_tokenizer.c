@@ -266,6 +266,45 @@ static void test_reference_encode(const CusetTokenizer *tk, char **progs) {
     shfree(seen); arrfree(fast); arrfree(ref);
 }
 
+// Long pieces (GPT-2's pre-split has no bound on one: cuset__tok_encode_long, a heap) give
+// what applying the merges in order does, and on chunks of at most 64 bytes the heap and
+// the rescanning loop agree. Fresh random strings over a few bytes the corpus merges often.
+static void reference_encode_piece(const CusetTokenizer *tk, const unsigned char *u, int len, int **ids) {
+    int *t = (int *)malloc((size_t)len * sizeof *t);
+    for (int k = 0; k < len; k++) t[k] = u[k];
+    for (int m = 0; m < (int)arrlen(tk->merges) / 2 && len > 1; m++) {
+        int a = tk->merges[2 * m], b = tk->merges[2 * m + 1], j = 0;
+        for (int k = 0; k < len; j++) {
+            if (k + 1 < len && t[k] == a && t[k + 1] == b) { t[j] = CUSET_TOK_FIRST_MERGE + m; k += 2; }
+            else t[j] = t[k++];
+        }
+        len = j;
+    }
+    for (int k = 0; k < len; k++) arrput(*ids, t[k]);
+    free(t);
+}
+static void test_long_pieces(const CusetTokenizer *tk) {
+    static const char alphabet[] = "    ==**//__ee00xx\n";
+    int *got = NULL, *want = NULL, bad = 0, longest = 0;
+    unsigned char buf[4000];
+    for (int rep = 0; rep < 200 && !bad; rep++) {
+        int n = rep < 100 ? 2 + (int)rng_below(CUSET_TOK_MAX_CHUNK - 1) : 65 + (int)rng_below(sizeof buf - 65);
+        for (int k = 0; k < n; k++) buf[k] = (unsigned char)alphabet[rng_below(sizeof alphabet - 1)];
+        if (n > longest) longest = n;
+        arrsetlen(got, 0); arrsetlen(want, 0);
+        cuset__tok_encode_long(tk, buf, n, &got);
+        if (n <= CUSET_TOK_MAX_CHUNK) cuset__tok_encode_chunk(tk, buf, n, &want); // the rescanning loop
+        else reference_encode_piece(tk, buf, n, &want);
+        if (arrlen(got) != arrlen(want) || memcmp(got, want, sizeof *got * (size_t)arrlen(got)) != 0) {
+            fail("encode_long_pieces", "a piece of %d bytes: %td tokens, %td from the %s", n, arrlen(got), arrlen(want),
+                 n <= CUSET_TOK_MAX_CHUNK ? "rescanning loop" : "reference");
+            bad = 1;
+        }
+    }
+    if (!bad) printf("PASS encode_long_pieces (200 random pieces of 2 to %d bytes)\n", longest);
+    arrfree(got); arrfree(want);
+}
+
 static void test_determinism(const char *const *texts, const size_t *lens, size_t n, int vocab) {
     CusetTokenizer a = {0}, b = {0};
     unsigned char *ba = NULL, *bb = NULL;
@@ -461,6 +500,7 @@ int main(void) {
     test_random_roundtrip(&tk, train, train_len, ntrain, seed);
     test_corpus_roundtrip(have_bench ? "roundtrip_cudabench" : "roundtrip_snippet", &tk, progs);
     test_reference_encode(&tk, progs);
+    test_long_pieces(&tk);
     test_specials(&tk);
     test_determinism(train, train_len, ntrain, CUSET_TOK_DEFAULT_VOCAB);
     test_reference_train(train, train_len, ntrain < 48 ? ntrain : 48, 1200);
