@@ -268,21 +268,8 @@ static void test_reference_encode(const CusetTokenizer *tk, char **progs) {
 
 // Long pieces (GPT-2's pre-split has no bound on one: cuset__tok_encode_long, a heap) give
 // what applying the merges in order does, and on chunks of at most 64 bytes the heap and
-// the rescanning loop agree. Fresh random strings over a few bytes the corpus merges often.
-static void reference_encode_piece(const CusetTokenizer *tk, const unsigned char *u, int len, int **ids) {
-    int *t = (int *)malloc((size_t)len * sizeof *t);
-    for (int k = 0; k < len; k++) t[k] = u[k];
-    for (int m = 0; m < (int)arrlen(tk->merges) / 2 && len > 1; m++) {
-        int a = tk->merges[2 * m], b = tk->merges[2 * m + 1], j = 0;
-        for (int k = 0; k < len; j++) {
-            if (k + 1 < len && t[k] == a && t[k + 1] == b) { t[j] = CUSET_TOK_FIRST_MERGE + m; k += 2; }
-            else t[j] = t[k++];
-        }
-        len = j;
-    }
-    for (int k = 0; k < len; k++) arrput(*ids, t[k]);
-    free(t);
-}
+// the rescanning loop agree (the reference: tok_testlib.h's reference_encode_piece). Fresh
+// random strings over a few bytes the corpus merges often.
 static void test_long_pieces(const CusetTokenizer *tk) {
     static const char alphabet[] = "    ==**//__ee00xx\n";
     int *got = NULL, *want = NULL, bad = 0, longest = 0;

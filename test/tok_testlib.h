@@ -202,27 +202,34 @@ TOK_TEST_FN void tok_test_free_progs(char **progs) {
     arrfree(progs);
 }
 
-// Reference encoder, straight from the definition: cut into chunks, then apply every
-// merge in the order learned, left to right, to each chunk.
+// Reference encoder, straight from the definition: apply every merge in the order learned,
+// left to right, to one piece of any length (reference_encode_piece), and to each chunk of
+// a text (reference_encode).
 #if defined(__clang__)
 __attribute__((no_sanitize("coverage"))) // a checker, not code to explore
 #endif
+static void reference_encode_piece(const CusetTokenizer *tk, const unsigned char *u, int len, int **ids) {
+    int *t = (int *)malloc((size_t)(len > 0 ? len : 1) * sizeof *t);
+    for (int k = 0; k < len; k++) t[k] = u[k];
+    for (int m = 0; m < (int)arrlen(tk->merges) / 2 && len > 1; m++) {
+        int a = tk->merges[2 * m], b = tk->merges[2 * m + 1], j = 0;
+        for (int k = 0; k < len; j++) {
+            if (k + 1 < len && t[k] == a && t[k + 1] == b) { t[j] = CUSET_TOK_FIRST_MERGE + m; k += 2; }
+            else t[j] = t[k++];
+        }
+        len = j;
+    }
+    for (int k = 0; k < len; k++) arrput(*ids, t[k]);
+    free(t);
+}
+#if defined(__clang__)
+__attribute__((no_sanitize("coverage")))
+#endif
 static void reference_encode(const CusetTokenizer *tk, const char *s, size_t n, int **ids) {
     const unsigned char *u = (const unsigned char *)s;
-    int t[CUSET_TOK_MAX_CHUNK];
     for (size_t i = 0, end; i < n; i = end) {
         end = cuset__tok_chunk_end(u, n, i);
-        int len = (int)(end - i);
-        for (int k = 0; k < len; k++) t[k] = u[i + k];
-        for (int m = 0; m < (int)arrlen(tk->merges) / 2 && len > 1; m++) {
-            int a = tk->merges[2 * m], b = tk->merges[2 * m + 1], j = 0;
-            for (int k = 0; k < len; j++) {
-                if (k + 1 < len && t[k] == a && t[k + 1] == b) { t[j] = CUSET_TOK_FIRST_MERGE + m; k += 2; }
-                else t[j] = t[k++];
-            }
-            len = j;
-        }
-        for (int k = 0; k < len; k++) arrput(*ids, t[k]);
+        reference_encode_piece(tk, u + i, (int)(end - i), ids);
     }
 }
 
