@@ -621,7 +621,7 @@ typedef struct {
     char corpus[4096], emu[4096], nvcc[4096];
     char arch[16];   // nvcc's -arch: the GPU's, from nvidia-smi (sm_86, sm_90, ...); sm_90 without one
     int have_nvcc, use_gpu, keep_dirs;
-    uint64_t tools_stamp; // the result cache's key of the tools' files (cuset__eval_stamp_tools)
+    uint64_t tools_stamp; // the result cache's key of the tools' files and the environment (cuset__eval_stamp_tools)
     double timeout, compile_timeout, disk_mib;
     char *root;      // the private temporary directory of this run
     CusetSandbox sb; // where every compilation and run happens (sb.isolated 0: --unsafe-no-sandbox)
@@ -1182,8 +1182,8 @@ static void cuset__eval_print_families(const cuset__EvalTask *tasks, const cuset
 // covers the task's whole line, the program's text, the compiler and runner, the limits
 // (the CPU-time limit too: it is per core), the environment that reaches the builds and
 // the programs (the sandbox's list: CXX, the emulator's CUEMU_* and NVCC_EMU_* settings,
-// PATH, ...) and the tools' files as they are (E->tools_stamp: the compiler, the corpus
-// binary and, under the CPU emulator, its driver, runtime and headers), so that a fixed or
+// PATH, ...) and the tools' files as they are (both in E->tools_stamp: the compiler, the
+// corpus binary and, under the CPU emulator, its driver, runtime and headers), so that a fixed or
 // upgraded tool, or another setting, is not answered with the old one's results. File:
 // "cuset-eval-cache 1 STATUS COMPILE_OK EXIT SIGNAL SECONDS", a newline, the detail.
 
@@ -1204,10 +1204,10 @@ static uint64_t cuset__eval_entry_stamp(const char *path, const struct stat *st)
 static void cuset__eval_cache_path(const cuset__EvalEnv *E, const char *dir, const cuset__EvalTask *t,
                                    const cuset__EvalProgram *p, char *out, size_t cap) {
     char how[12400];
-    snprintf(how, sizeof how, "%s|%s %s|%s|%d|%g|%g|%g|%g|%016llx|%016llx", E->use_gpu ? "gpu" : E->emu,
+    snprintf(how, sizeof how, "%s|%s %s|%s|%d|%g|%g|%g|%g|%016llx", E->use_gpu ? "gpu" : E->emu,
              E->have_nvcc ? E->nvcc : "-", E->arch, E->corpus, E->sb.isolated, E->timeout,
              cuset_run_default_limits(E->timeout).cpu_s, E->compile_timeout, E->disk_mib,
-             (unsigned long long)E->tools_stamp, (unsigned long long)cuset__eval_env_stamp());
+             (unsigned long long)E->tools_stamp);
     uint64_t a = cuset__eval_hash(how, strlen(how), t->key), b = 0x9e3779b97f4a7c15ull ^ a;
     a = cuset__eval_hash(p->text ? p->text : "", p->len, a);
     b = cuset__eval_hash(p->text ? p->text : "", p->len, cuset__eval_hash(how, strlen(how), b ^ t->key));
@@ -1583,12 +1583,12 @@ static int cuset__eval_sandbox_add_emulator(cuset__EvalEnv *E, char *err, size_t
     return E->sb.isolated ? cuset_sandbox_add_tool(&E->sb, cuset__eval_emu_path(E, "", dir, sizeof dir), err, cap) : 0;
 }
 
-// The result cache's key of the tools' files, once the runner is settled: modification
-// times and sizes of nvcc, the corpus program and, under the emulator, nvcc-emu, its
-// runtime and its headers (pch/ is made from the runtime).
+// The result cache's key of the tools, once the runner is settled: modification times and
+// sizes of nvcc, the corpus program and, under the emulator, nvcc-emu, its runtime and its
+// headers (pch/ is made from the runtime); and the environment the sandbox passes on.
 static void cuset__eval_stamp_tools(cuset__EvalEnv *E) {
     char runtime[4200], headers[4200];
-    E->tools_stamp = cuset__tree_sum(E->corpus, cuset__eval_entry_stamp, 0) +
+    E->tools_stamp = cuset__eval_env_stamp() + cuset__tree_sum(E->corpus, cuset__eval_entry_stamp, 0) +
                      (E->have_nvcc ? cuset__tree_sum(E->nvcc, cuset__eval_entry_stamp, 0) : 0);
     if (!E->use_gpu)
         E->tools_stamp += cuset__tree_sum(E->emu, cuset__eval_entry_stamp, 0) +
