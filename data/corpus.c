@@ -419,6 +419,11 @@ static const char *read_tensor(const CusetJDoc *d, int v, Tensor *x, int is_inpu
     x->lo = lo->num;
     x->hi = hi->num;
     x->gen = gen && strcmp(gen, "perm") == 0 ? GEN_PERM : GEN_UNIFORM;
+    const CusetJNode *grid = jget(d, v, "grid", CUSET_JNUM), *on_grid = jget(d, v, "on_grid", CUSET_JNUM);
+    x->grid = grid ? grid->num : 0;
+    x->on_grid = on_grid ? on_grid->num : 1;
+    if (grid && (whole || !(x->grid > 0 && x->grid <= x->hi - x->lo) || !(x->on_grid > 0 && x->on_grid <= 1)))
+        return fmt("%s: bad grid/on_grid (want floats, 0 < grid <= hi - lo and 0 < on_grid <= 1)", x->name);
     return NULL;
 }
 
@@ -521,8 +526,10 @@ static void spec_load(const char *dir, Task *t) {
 // Test data
 
 // The inputs of a spec: for input k a generator seeded with (seed, k + 1); floats are
-// lo + (hi - lo) * u, u uniform in [0, 1) (53 bits), rounded to float32 (or float16);
-// integers lo + (draw mod (hi - lo + 1)); "perm" a Fisher-Yates shuffle of 0..count-1.
+// lo + (hi - lo) * u, u uniform in [0, 1) (53 bits), on a grid snapped down to lo + a
+// multiple of grid (a share on_grid of them: one more draw each when below 1), rounded to
+// float32 (or float16); integers lo + (draw mod (hi - lo + 1)); "perm" a Fisher-Yates
+// shuffle of 0..count-1.
 static void *make_input(const Tensor *x, uint64_t seed, int k) {
     long n = tensor_count(x);
     void *buf = malloc(tensor_bytes(x) + 1);
@@ -545,6 +552,8 @@ static void *make_input(const Tensor *x, uint64_t seed, int k) {
             v = (double)(lo + (long)(rng_next(&r) % (uint64_t)(hi - lo + 1)));
         } else {
             v = x->lo + (x->hi - x->lo) * rng_unit(&r);
+            if (x->grid > 0 && (x->on_grid >= 1 || rng_unit(&r) < x->on_grid))
+                v = x->lo + x->grid * floor((v - x->lo) / x->grid);
         }
         switch (x->dt) {
         case DT_F32: ((float *)buf)[i] = (float)v; break;

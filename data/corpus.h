@@ -265,6 +265,8 @@ typedef struct {
     double lo, hi;     // value range, inclusive for integers, [lo, hi) for floats
     int integer;       // whole numbers (float tensors may hold whole numbers too)
     int gen;           // GEN_UNIFORM, or GEN_PERM: a random permutation of 0..count-1
+    double grid;       // floats: > 0 snaps a share on_grid of them down to lo + a multiple of grid (a
+    double on_grid;    // grid of 2^-k makes float sums exact in any order; a half-step grid plants ties)
     // host code
     int fac[2], nfac;  // element count = product of the size constants fac[0..nfac)
     int zero_init;     // outputs: cudaMemset to 0 before the launch (accumulated with atomics)
@@ -472,6 +474,12 @@ static void trange(Tensor *x, double lo, double hi, int integer) {
     x->hi = hi;
     x->integer = integer;
     x->gen = GEN_UNIFORM;
+    x->grid = x->on_grid = 0;
+}
+// Draws share (0, 1] of the floats of x on a grid of step (see Tensor), after trange.
+static void tgrid(Tensor *x, double step, double share) {
+    x->grid = step;
+    x->on_grid = share;
 }
 static int add_size(Task *t, const char *base, long value) {
     if (t->nsize == MAX_SIZES) die("too many size constants");
@@ -1374,6 +1382,14 @@ static void json_spec(Buf *b, const Task *t) {
             json_key_num(b, ",", "lo", x->lo);
             json_key_num(b, ",", "hi", x->hi);
             buf_printf(b, ",\"integer\":%s,\"gen\":\"%s\"", x->integer ? "true" : "false", gen_names[x->gen]);
+            if (x->grid > 0) {
+                json_key_num(b, ",", "grid", x->grid);
+                json_key_num(b, ",", "on_grid", x->on_grid);
+            }
+            if (x->grid > 0) {
+                json_key_num(b, ",", "grid", x->grid);
+                json_key_num(b, ",", "on_grid", x->on_grid);
+            }
         }
         buf_puts(b, "}");
     }

@@ -55,6 +55,9 @@ typedef struct {
     double (*ref)(const MapArgs *v); // one element; map_store converts it to the output type
     MapValues A, B;            // the values of the float parameters (none: the parameter is 0)
     int paired;                // B takes the value at A's index (a mean and its std)
+    int ties;                  // rounds to nearest: a quarter of the inputs x make x * A (A: 1 when the op has
+                               // none) a tie, half-way between integers, where 1 / A is a power of two
+    double grid;               // > 0: the inputs lie on a grid of this step (sums of float16 values exact in float)
     const char *const *names;  // the op's own tensor name sets (NULL: the family's)
     const char *expr[4];       // EXPR in CUDA, one spelling per value of fn (fn modulo their number)
     const char *formula;       // EXPR for the prompt
@@ -121,7 +124,10 @@ static void map_layout(Task *t) {
     for (int j = 0; j < o->arity; j++) {
         tshape(&t->in[j], o->in_dt[j], 1, t->p[M_N], 0, n, -1);
         trange(&t->in[j], o->lo[j], o->hi[j], o->in_dt[j] == DT_I32 || o->in_dt[j] == DT_U8);
+        if (o->grid > 0) tgrid(&t->in[j], o->grid, 1);
     }
+    double tie_step = 0.5 / (o->A.n ? t->f[MF_A] : 1); // x on odd multiples of it: x * A ends in .5
+    if (o->ties && tie_step == ldexp(1, ilogb(tie_step))) tgrid(&t->in[0], tie_step, 0.25);
     t->nout = 1;
     tshape(&t->out[0], o->out_dt, 1, t->p[M_N], 0, n, -1);
     t->need_fp16 = strcmp(t->fam->name, "convert_half") == 0; // every op with a float16 in or out is there
@@ -431,7 +437,7 @@ static double f2i_quantize_u8(const MapArgs *v) {
 static const MapOp f2i_ops[] = {
     { "round", "Float_To_Int_Round Round_To_Nearest_Int Float_Rounding",
       "round_kernel float2intRound to_int_rn round_to_int",
-      1, { DT_F32 }, DT_I32, { -1000 }, { 1000 }, 0, f2i_round,
+      1, { DT_F32 }, DT_I32, { -1000 }, { 1000 }, 0, f2i_round, .ties = 1,
       .expr = { "__float2int_rn($a)", "(int)rintf($a)", "(int)lrintf($a)", "(int)nearbyintf($a)" },
       .formula = "$a rounded to the nearest integer, ties to even, as int32" },
     { "trunc", "Float_To_Int_Truncate Truncate_To_Int Float_Truncation",
@@ -447,13 +453,14 @@ static const MapOp f2i_ops[] = {
     { "scale_round", "Fixed_Point_Conversion Scaled_Round_To_Int Float_To_Fixed",
       "to_fixed_kernel floatToFixed quantize_fixed fixed_point",
       1, { DT_F32 }, DT_I32, { -50 }, { 50 }, 0, f2i_scale_round, .A = MAP_VALUES(2, 4, 10, 16, 100, 256, 1000),
+      .ties = 1,
       .expr = { "(int)rintf($a * $A)", "__float2int_rn($a * $A)" },
       .formula = "round($a * $A) as int32 (fixed point with $A steps per unit; the product is computed in float32 "
                  "and rounded to nearest, ties to even)" },
     { "quantize_u8", "Quantize_To_Uint8 Uint8_Quantization Affine_Quantize",
       "quantize_kernel quantizeU8 quantize_uint8 to_uint8",
       1, { DT_F32 }, DT_U8, { -3 }, { 3 }, 0, f2i_quantize_u8, .A = MAP_VALUES(16, 32, 40, 42.5, 50),
-      .B = MAP_VALUES(128, 127, 100, 64),
+      .B = MAP_VALUES(128, 127, 100, 64), .ties = 1,
       .expr = { "(unsigned char)min(max(__float2int_rn($a * $A) + $zp, 0), 255)" },
       .formula = "clamp(round($a * $A) + $zp, 0, 255) as uint8 (the product in float32, rounded to nearest, "
                  "ties to even)" },
@@ -502,7 +509,10 @@ static const MapKind i2f_kind = {
     i2f_ops, i2f_tensor_names, NELEM(i2f_tensor_names), 1e-6, 1e-6 };
 
 // ----------------------------------------------------------------------------
-// float32 <-> float16 (float16 operands reach the references widened to double, map_store rounds once)
+// float32 <-> float16 (float16 operands reach the references widened to double, map_store rounds once).
+// Compared exactly: each op rounds once (half_add's inputs on a grid of 2^-8 make the float
+// sum of two of them exact, so adding in float then rounding to float16 rounds once too),
+// and a conversion that truncates, or none at all, is within 1e-3 of the right one.
 
 static double half_from_half(const MapArgs *v) { return (float)v->a * v->A; }
 static double half_roundtrip(const MapArgs *v) { return f16_to_f32(f32_to_f16((float)v->a)); }
@@ -523,7 +533,7 @@ static const MapOp half_ops[] = {
       .expr = { "__half2float(__float2half($a))", "__half2float(__float2half_rn($a))" },
       .formula = "$a rounded to float16 (nearest even) and converted back to float32" },
     { "half_add", "Half_Precision_Add FP16_Vector_Add Half_Add", "hadd_kernel halfAdd add_half fp16_add",
-      2, { DT_F16, DT_F16 }, DT_F16, { -10, -10 }, { 10, 10 }, 0, bin_add,
+      2, { DT_F16, DT_F16 }, DT_F16, { -10, -10 }, { 10, 10 }, 0, bin_add, .grid = 1.0 / 256,
       .expr = { "__float2half(__half2float($a) + __half2float($b))", "__hadd($a, $b)" },
       .formula = "$a + $b in float16 (round to nearest even)" },
 };
@@ -532,7 +542,7 @@ static const char *const half_tensor_names[] = { "x w y", "input other output", 
 static const MapKind half_kind = {
     MAP_FAMILY("convert_half",
                "float32 <-> float16 with __float2half/__half2float, half round trip, __hadd", half_op_names),
-    half_ops, half_tensor_names, NELEM(half_tensor_names), 1e-7, 1e-3 };
+    half_ops, half_tensor_names, NELEM(half_tensor_names), 0, 0 };
 
 static const Family *const families_elementwise[] = { &un_kind.fam, &bin_kind.fam, &ter_kind.fam, &f2i_kind.fam,
                                                       &i2f_kind.fam, &half_kind.fam, NULL };

@@ -6,13 +6,18 @@
 #define RED_SIZES "1000 4096 65536 100000 262144 1000000 1048576"
 
 // nin arrays of n values in [-1, 1) reduced to one value (accumulated by atomics where
-// zero_init). Float sums differ with the order of additions: the tolerance grows with n.
-static void red_layout(Task *t, int nin, long n, int zero_init, int exact) {
+// zero_init), compared exactly. For a sum the values lie on a grid of step 2^-k (RED_GRID,
+// coarser for squares and products, whose terms need twice the bits), so that every
+// partial sum in any order of additions is a float: all orders give the exact sum, and one
+// value left out shows (with floats drawn freely, the tolerance a long float sum needs
+// let a program pass that dropped the last partial block). step 0: no grid (max |x|).
+#define RED_GRID (1.0 / 64)
+static void red_layout(Task *t, int nin, long n, int zero_init, double step) {
     vectors_1d(t, "n", n, nin, -1, 1);
+    for (int k = 0; k < nin && step > 0; k++) tgrid(&t->in[k], step, 1);
     tshape(&t->out[0], DT_F32, 1, 1, 0, -1, -1); // one value
     t->out[0].zero_init = zero_init;
-    t->atol = exact ? 0 : 1e-4 * sqrt((double)n) + 1e-5;
-    t->rtol = exact ? 0 : 1e-4;
+    t->atol = t->rtol = 0;
 }
 
 // The grid of a launch over n elements, `threads` threads a block: grid_1d's (cap: at most
@@ -60,7 +65,11 @@ static void rb_draw(Task *t, Rng *r) {
                fmt("%s %s", word(rb_op[t->p[RB_OP]].kn, k), rb_pass2_names[k]), rb_ops[t->p[RB_OP]]);
 }
 
-static void rb_layout(Task *t) { red_layout(t, 1, t->p[RB_N], t->p[RB_FINISH] == RB_ATOMIC, t->p[RB_OP] == RB_ABSMAX); }
+// Squares of values on a grid of 1/4 are multiples of 1/16: sums up to 2^20 (n <= 2^20 squares) stay floats.
+static void rb_layout(Task *t) {
+    int op = t->p[RB_OP];
+    red_layout(t, 1, t->p[RB_N], t->p[RB_FINISH] == RB_ATOMIC, op == RB_ABSMAX ? 0 : op == RB_SUMSQ ? 0.25 : RED_GRID);
+}
 
 static void rb_describe(const Task *t, Buf *name, Buf *desc) {
     static const char *const finish[] = { "; a second kernel launch reduces the per-block partial results.",
@@ -254,16 +263,17 @@ static void rw_layout(Task *t) {
     int op = t->p[RW_OP];
     t->need_math = op == RW_ROW_NORM;
     if (!rw_is_row(t)) {
-        red_layout(t, 1, t->p[RW_N], 1, 0);
+        red_layout(t, 1, t->p[RW_N], 1, RED_GRID);
         return;
     }
     t->nin = t->nout = 1;
     trange(&t->in[0], -1, 1, 0);
+    if (op == RW_ROW_SUM) tgrid(&t->in[0], RED_GRID, 1); // exact, as red_layout's sums
     int rr = add_size(t, "rows", t->p[RW_ROWS]), cc = add_size(t, "cols", t->p[RW_COLS]);
     tshape(&t->in[0], DT_F32, 2, t->p[RW_ROWS], t->p[RW_COLS], rr, cc);
     tshape(&t->out[0], DT_F32, 1, t->p[RW_ROWS], 0, rr, -1);
-    t->atol = op == RW_ROW_MAX ? 0 : op == RW_ROW_NORM ? 1e-6 : 1e-5 * sqrt((double)t->p[RW_COLS]) + 1e-6;
-    t->rtol = op == RW_ROW_MAX ? 0 : 1e-5;
+    t->atol = op == RW_ROW_NORM ? 1e-6 : 0;
+    t->rtol = op == RW_ROW_NORM ? 1e-5 : 0;
 }
 
 static void rw_describe(const Task *t, Buf *name, Buf *desc) {
@@ -412,11 +422,9 @@ static void dp_draw(Task *t, Rng *r) {
     task_names(t, 2, names[t->p[DP_NAMES]], kn[t->p[DP_KNAME]], "dot");
 }
 static void dp_layout(Task *t) {
-    red_layout(t, 2, t->p[DP_N], 1, 0);
-    // products of two values in [-1, 1): standard deviation 1/3, mixed signs; a plain
-    // left-to-right float loop is off by about 8e-9 * n (one standard deviation)
-    t->atol = 1e-5 + 5e-8 * t->p[DP_N];
-    t->rtol = 1e-5;
+    // products of values on a grid of 1/32 are multiples of 2^-10 in (-1, 1], with mixed
+    // signs: partial sums stay far below 2^14, where they would stop being floats
+    red_layout(t, 2, t->p[DP_N], 1, 1.0 / 32);
 }
 static void dp_describe(const Task *t, Buf *name, Buf *desc) {
     const char *o = t->out[0].name, *vec = t->p[DP_VEC4] ? " with float4 loads" : "";

@@ -92,7 +92,9 @@ static void ax_draw(Task *t, Rng *r) {
 }
 static void ax_layout(Task *t) {
     int is_int = t->p[AX_DTYPE];
-    if (t->p[AX_DATA]) sc_input(t, t->p[AX_N], is_int, 0, 100, 1);
+    // small_ints: whole numbers up to n / 2, so that the maximum repeats (a tie in most
+    // tasks) and its first occurrence lies anywhere (with [0, 100] it was in block 0)
+    if (t->p[AX_DATA]) sc_input(t, t->p[AX_N], is_int, 0, t->p[AX_N] / 2, 1);
     else if (is_int) sc_input(t, t->p[AX_N], 1, -1000000000, 1000000000, 1);
     else sc_input(t, t->p[AX_N], 0, -1000, 1000, 0);
     sc_output(t, t->in[0].dt, 0);

@@ -809,6 +809,8 @@ static void bad_specs(void) {
         { "unknown_param", "{\"family\":\"elementwise_unary\",\"params\":{\"op\":\"relu\",\"n\":6,\"bogus\":1},\"inputs\":[{\"name\":\"x\",\"dtype\":\"float32\",\"shape\":[6],\"lo\":0,\"hi\":1,\"integer\":false,\"gen\":\"uniform\"}],\"outputs\":[{\"name\":\"y\",\"dtype\":\"float32\",\"shape\":[6]}],\"seed\":1,\"atol\":0,\"rtol\":0}", "params.bogus: unknown parameter" },
         { "unknown_family", "{\"family\":\"nope\",\"params\":{},\"inputs\":[],\"outputs\":[],\"seed\":1,\"atol\":0,\"rtol\":0}", "unknown family nope" },
         { "negative_atol", "{\"family\":\"elementwise_unary\",\"params\":{\"op\":\"relu\",\"n\":6},\"inputs\":[{\"name\":\"x\",\"dtype\":\"float32\",\"shape\":[6],\"lo\":0,\"hi\":1,\"integer\":false,\"gen\":\"uniform\"}],\"outputs\":[{\"name\":\"y\",\"dtype\":\"float32\",\"shape\":[6]}],\"seed\":1,\"atol\":-1,\"rtol\":0}", "a negative \"atol\" or \"rtol\"" },
+        { "grid_on_whole_numbers", "{\"family\":\"elementwise_unary\",\"params\":{\"op\":\"relu\",\"n\":6},\"inputs\":[{\"name\":\"x\",\"dtype\":\"float32\",\"shape\":[6],\"lo\":0,\"hi\":1,\"integer\":true,\"gen\":\"uniform\",\"grid\":0.5}],\"outputs\":[{\"name\":\"y\",\"dtype\":\"float32\",\"shape\":[6]}],\"seed\":1,\"atol\":0,\"rtol\":0}", "x: bad grid/on_grid" },
+        { "grid_share_above_1", "{\"family\":\"elementwise_unary\",\"params\":{\"op\":\"relu\",\"n\":6},\"inputs\":[{\"name\":\"x\",\"dtype\":\"float32\",\"shape\":[6],\"lo\":0,\"hi\":1,\"integer\":false,\"gen\":\"uniform\",\"grid\":0.25,\"on_grid\":2}],\"outputs\":[{\"name\":\"y\",\"dtype\":\"float32\",\"shape\":[6]}],\"seed\":1,\"atol\":0,\"rtol\":0}", "x: bad grid/on_grid" },
         { "truncated_json", "{\"family\":\"elementwise_unary\",\"params\":{\"op\":\"relu\"", "unexpected end" },
         { "zero_divisor", zero_divisor, "params.a: multiple_of needs a whole number >= 1" },
         { "huge_threshold", huge_threshold, "params.a: not a number in [-1e6, 1e6]" },
@@ -919,6 +921,111 @@ static void materialize_and_compare(const char *cdir, Split *test, int nfam) {
     r4 = sh("'%s' --compare '%s' >/dev/null", corpus, wd);
     if (r1 == 0 && r2 == 1 && r3 == 1 && r4 == 1) pass("compare_tolerance (atol + rtol*|expected|, NaN fails)");
     else fail("compare_tolerance", "exits %d %d %d %d, want 0 1 1 1", r1, r2, r3, r4);
+}
+
+// ----------------------------------------------------------------------------
+// Comparisons that are exact by their inputs: float sums on a grid, conversions and
+// rounding with ties planted. A legitimate program passes whatever its order of additions;
+// one that leaves a term out, or rounds the wrong way, fails (with a tolerance instead,
+// such programs passed). Fresh tasks each run.
+
+typedef enum { EX_SKIP, EX_SUM, EX_SUMSQ, EX_DOT, EX_XSCAN, EX_ROUND_AWAY, EX_NO_CONVERSION } ExactKind;
+
+static float *read_floats(const char *wd, const char *name, long n) {
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s.bin", wd, name);
+    size_t len = 0;
+    float *x = (float *)slurp(path, &len);
+    if (x && len == (size_t)n * 4) return x;
+    free(x);
+    return NULL;
+}
+static float exact_term(ExactKind k, const float *x, const float *y, long i, long skip) {
+    return i == skip ? 0 : k == EX_SUMSQ ? x[i] * x[i] : k == EX_DOT ? x[i] * y[i] : x[i];
+}
+// The sum (or exclusive scan) of a task in float32, term `skip` (>= 0) left out: in order, or
+// blocked: blocks of 256 terms whose partials are added last to first (a scan: each block's
+// own scan plus the running total of the blocks before it).
+static void exact_compute(ExactKind k, const float *x, const float *y, long n, int blocked, long skip, float *out) {
+    int scan = k == EX_XSCAN;
+    long nb = blocked ? (n + 255) / 256 : 1, len = blocked ? 256 : n;
+    float *part = (float *)calloc((size_t)nb, sizeof *part), total = 0;
+    for (long b = 0; b < nb; b++)
+        for (long i = b * len; i < n && i < (b + 1) * len; i++) {
+            if (scan) out[i] = part[b];
+            part[b] += exact_term(k, x, y, i, skip);
+        }
+    for (long b = scan ? 0 : nb - 1; scan ? b < nb : b >= 0; b += scan ? 1 : -1) {
+        for (long i = b * len; scan && i < n && i < (b + 1) * len; i++) out[i] += total;
+        total += part[b];
+    }
+    if (!scan) out[0] = total;
+    free(part);
+}
+
+static void exact_comparisons(void) {
+    unsigned seed = (unsigned)time(NULL) % 100000;
+    char dir[300], wd[320];
+    snprintf(dir, sizeof dir, "%s/exact", tmpdir);
+    snprintf(wd, sizeof wd, "%s/exact_work", tmpdir);
+    int rc = sh("'%s' --out '%s' --train 0 --val 0 --test 36 --seed %u --families "
+                "reduce_block,reduce_warp,dot_atomic,scan_exclusive,convert_half,convert_float_to_int 2>/dev/null",
+                corpus, dir, seed);
+    Split s;
+    if (rc != 0 || load_split(dir, 2, &s)) { fail("exact_comparisons", "corpus exit %d (seed %u)", rc, seed); return; }
+    int tasks = 0, bad = 0;
+    for (int i = 0; i < s.n && bad < 3; i++) {
+        const J *spec = j_get(&s.obj[i], "spec"), *params = j_get(spec, "params");
+        const char *fam = j_str(spec, "family"), *op = j_get(params, "op") ? j_str(params, "op") : "";
+        const J *in = j_get(spec, "inputs"), *out = &j_get(spec, "outputs")->kid[0];
+        ExactKind k = !strcmp(fam, "dot_atomic") ? EX_DOT
+                      : !strcmp(fam, "reduce_block") ? (!strcmp(op, "sum") ? EX_SUM : !strcmp(op, "sumsq") ? EX_SUMSQ : EX_SKIP)
+                      : !strcmp(fam, "reduce_warp") ? (!strcmp(op, "total_sum") ? EX_SUM : EX_SKIP)
+                      : !strcmp(fam, "scan_exclusive") ? (!strcmp(j_str(&in->kid[0], "dtype"), "float32") ? EX_XSCAN : EX_SKIP)
+                      : !strcmp(fam, "convert_half") ? (!strcmp(op, "roundtrip") ? EX_NO_CONVERSION : EX_SKIP)
+                      : !strcmp(op, "round") ? EX_ROUND_AWAY : EX_SKIP;
+        if (k == EX_SKIP) continue;
+        tasks++;
+        long n = (long)j_get(&in->kid[0], "shape")->kid[0].num, nout = k == EX_XSCAN || k >= EX_ROUND_AWAY ? n : 1;
+        sh("rm -rf '%s'", wd);
+        if (sh("'%s' --materialize '%s' --split test --index %d --to '%s' 2>/dev/null", corpus, dir, i, wd)) {
+            fail("exact_comparisons", "materialize test %d (seed %u)", i, seed);
+            bad++;
+            continue;
+        }
+        float *x = read_floats(wd, j_str(&in->kid[0], "name"), n);
+        float *y = k == EX_DOT ? read_floats(wd, j_str(&in->kid[1], "name"), n) : NULL;
+        float *o = (float *)calloc((size_t)n + 2, sizeof *o);
+        int32_t *r = (int32_t *)o;
+        char path[400];
+        snprintf(path, sizeof path, "%s/%s.bin", wd, j_str(out, "name"));
+        // two legitimate orders, then one term left out (the middle one, or the next that is not 0)
+        long skip = n / 2;
+        while (x && skip < n - 1 && (x[skip] == 0 || (y && y[skip] == 0))) skip++;
+        int want[3] = { 0, 0, 1 }, got[3] = { -1, -1, -1 }, runs = k >= EX_ROUND_AWAY ? 1 : 3;
+        for (int run = 0; run < runs && x && (y || k != EX_DOT); run++) {
+            memset(o, 0, ((size_t)n + 2) * sizeof *o);
+            if (k == EX_NO_CONVERSION) memcpy(o, x, (size_t)n * 4);           // the input as it is
+            else if (k == EX_ROUND_AWAY) for (long j = 0; j < n; j++) r[j] = (int32_t)roundf(x[j]); // ties away from 0
+            else exact_compute(k, x, y, n, run == 1, run == 2 ? skip : -1, o);
+            spit(path, o, (size_t)nout * 4);
+            got[run] = sh("'%s' --compare '%s' >/dev/null", corpus, wd);
+        }
+        if (runs == 1) want[0] = 1;
+        if (got[0] != want[0] || (runs == 3 && (got[1] != want[1] || got[2] != want[2]))) {
+            fail("exact_comparisons", "test %d (%s %s, n %ld, seed %u): --compare exits %d %d %d, want %d %d %d", i, fam,
+                 op, n, seed, got[0], got[1], got[2], want[0], runs == 3 ? want[1] : -1, runs == 3 ? want[2] : -1);
+            bad++;
+        }
+        free(x);
+        free(y);
+        free(o);
+    }
+    if (!bad && tasks >= 8)
+        printf("PASS exact_comparisons (%d tasks, seed %u: float sums in two orders pass, one term left out fails; a "
+               "half round trip without the conversion and rounding ties away from zero fail)\n", tasks, seed);
+    else if (!bad) fail("exact_comparisons", "only %d tasks of the kinds checked (seed %u)", tasks, seed);
+    free_split(&s);
 }
 
 // ----------------------------------------------------------------------------
@@ -1356,6 +1463,7 @@ int main(void) {
     check_splits(sp, families, nfam);
     hand_cases();
     bad_specs();
+    exact_comparisons();
     materialize_and_compare(a, &sp[2], nfam);
     hostile_checks(a, nfam);
     emit_checks(families, nfam);
