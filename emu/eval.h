@@ -1155,15 +1155,21 @@ static void cuset__eval_print_pass_at_k(const char *label, int what, const cuset
     printf("\n");
 }
 
+// Is task t the first scored task of its family among tasks[first..t]? (Families are
+// listed once each, in the order of their first task.)
+static int cuset__eval_family_first(const cuset__EvalTask *tasks, const cuset__EvalTally *tally, int first, int t) {
+    if (!tally[t].n) return 0;
+    for (int u = first; u < t; u++)
+        if (tally[u].n && !strcmp(tasks[u].family, tasks[t].family)) return 0;
+    return 1;
+}
+
 // Functional pass@1 per family, each family once, in the order of its first task.
 static void cuset__eval_print_families(const cuset__EvalTask *tasks, const cuset__EvalTally *tally, int first, int last) {
     printf("functional pass@1 by family:\n");
     printf("  %-28s %6s %9s %8s\n", "family", "tasks", "programs", "pass@1");
     for (int t = first; t < last; t++) {
-        if (!tally[t].n) continue;
-        int seen = 0;
-        for (int u = first; u < t && !seen; u++) seen = tally[u].n && !strcmp(tasks[u].family, tasks[t].family);
-        if (seen) continue;
+        if (!cuset__eval_family_first(tasks, tally, first, t)) continue;
         int nt = 0, np = 0;
         double sum = 0;
         for (int u = t; u < last; u++) {
@@ -1296,10 +1302,8 @@ static void cuset__eval_summary(const char *path, const cuset__EvalTask *tasks, 
     for (int s = 0; s < CUSET_EVAL_NSTATUS; s++) fprintf(f, "%s\"%s\": %d", s ? ", " : "", cuset_eval_status_names[s], counts[s]);
     fprintf(f, "},\n \"families\": {");
     int nf = 0;
-    for (int t = first; t < last; t++) { // each family once, in the order of its first task
-        int seen = !tally[t].n;
-        for (int u = first; u < t && !seen; u++) seen = tally[u].n && !strcmp(tasks[u].family, tasks[t].family);
-        if (seen) continue;
+    for (int t = first; t < last; t++) {
+        if (!cuset__eval_family_first(tasks, tally, first, t)) continue;
         fprintf(f, "%s\n  ", nf++ ? "," : "");
         cuset_json_write_string(f, tasks[t].family, strlen(tasks[t].family));
         fprintf(f, ": ");
