@@ -179,8 +179,9 @@ static const ParamDesc scatter_params[] = {
 static const char *const scatter_names[] = { "src idx out", "values targets acc", "x index_map y",
                                              "updates positions result" };
 // The ops: kernel names (by kname), slug, Task Names (by tname), what a thread does (the
-// kernel's comment), the range [-range, range] of the values and the description (a template:
-// $s the values, $ix the indices, $o the output, $n the values' count, $m the output's).
+// kernel's comment), the range [-range, range] of the values (max_i32: at least [-n, n])
+// and the description (a template: $s the values, $ix the indices, $o the output, $n the
+// values' count, $m the output's).
 #define SCATTER_ADD_DESC                                                                                    \
     "Scatter-add: $o starts at zero, then for every i in [0, $n), $s[i] is added to $o[$ix[i]]. Indices lie " \
     "in [0, $m) and repeat, so use atomic additions."
@@ -214,7 +215,10 @@ static void scatter_layout(Task *t) {
     int m = op == 0 ? n : add_size(t, "m", t->p[SC_M]);
     DType vt = op == 0 || op == 1 ? DT_F32 : DT_I32;
     tshape(&t->in[0], vt, 1, t->p[SC_N], 0, n, -1);
-    trange(&t->in[0], -scatter_op[op].range, scatter_op[op].range, op != 0); // whole numbers where they are summed
+    // whole numbers where they are summed; maxima over [-n, n] at least, so that a bucket's
+    // maximum is not reached early (1000 is, after 2000 draws: the rest of the input untested)
+    double range = op == 3 && t->p[SC_N] > scatter_op[op].range ? t->p[SC_N] : scatter_op[op].range;
+    trange(&t->in[0], -range, range, op != 0);
     tshape(&t->in[1], DT_I32, 1, t->p[SC_N], 0, n, -1);
     trange(&t->in[1], 0, t->p[SC_M] - 1, 1);
     if (op == 0) t->in[1].gen = GEN_PERM;
