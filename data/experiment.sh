@@ -334,6 +334,8 @@ while read -r row s ckpt; do
         ./gen --model "$ckpt" --eval "$DATA/test.jsonl" --count "$EVAL_TASKS" --samples "$SAMPLES" --k "$KS" --temperature "$TEMPERATURE" \
             --max-tokens "$MAX_TOKENS" --seed "$s" --jobs "$JOBS" --cache "$RUN/eval-cache" \
             --results "$out.eval.jsonl.tmp" --summary "$out.eval.json.tmp" >"$out.eval.txt.tmp" || failed $?
+        # gen names the files it wrote, the temporary names: the record names them as they are kept
+        sed -E -i '/^(results|summary): /s/\.tmp$//' "$out.eval.txt.tmp"
         mv "$out.eval.jsonl.tmp" "$out.eval.jsonl"; mv "$out.eval.txt.tmp" "$out.eval.txt"; mv "$out.eval.json.tmp" "$out.eval.json"
         mark "$out.eval.json" "$k"
         grep -E "^(compilation|functional)" "$out.eval.txt" | sed 's/^/   /' || true

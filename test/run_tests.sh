@@ -1185,6 +1185,11 @@ for x in rows[1:]:
 print("9 rows x 3 parts x 4 metrics, analysis, curves, families, the gradient table; report.html self-contained")
 PY
     ); then ok "experiment_tables: $out"; else bad "experiment_tables" "$out"; fi
+    # each scoring's record (ROW.eval.txt) names the files kept, not gen's temporary names
+    if grep -qFx "results: $exp/seed1/cuset.eval.jsonl" "$exp/seed1/cuset.eval.txt" &&
+       grep -qFx "summary: $exp/seed1/cuset.eval.json" "$exp/seed1/cuset.eval.txt" &&
+       ! grep -q '\.tmp$' "$exp"/seed1/*.eval.txt; then ok "experiment_eval_txt_names_kept_files"
+    else bad "experiment_eval_txt_names_kept_files" "$(grep -hE '^(results|summary): ' "$exp"/seed1/*.eval.txt | grep -m2 '\.tmp$')"; fi
     # the CuSeT row by hand: the same programs (seeded), the same verdicts
     temperature=$("$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["settings"]["temperature"])' "$exp/results.json")
     ./gen --model "$exp/seed1/cuset.ckpt" --eval "$exp/data/test.jsonl" --samples 3 --k 1,3 --temperature "$temperature" \
