@@ -659,9 +659,22 @@ def view_only(path, out):
             "<h1>Confidence view: %s</h1>" % html.escape(path), svg_hist(a)]
     body += [sample_view(v, "sample %d" % v["index"]) for v in a["views"]]
     body.append("</body></html>")
-    with open(out + ".tmp", "w", encoding="utf-8") as f:
-        f.write("\n".join(body))
-    os.replace(out + ".tmp", out)
+    write(out, "\n".join(body), "give --out a path you can write to")
+
+
+def write(path, text, what_to_do):
+    """text into path, through path.tmp (a reader never sees half a file); a failure (a read-only
+    run, a full disk) stops with a message that names the file and what_to_do, not a traceback"""
+    try:
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(path + ".tmp", path)
+    except OSError as e:
+        try:
+            os.remove(path + ".tmp")
+        except OSError:
+            pass
+        sys.exit("experiment_report: cannot write %s (%s): %s" % (path, e.strerror or e, what_to_do))
 
 
 def main():
@@ -705,10 +718,9 @@ def main():
         doc["against"] = vs
     for name, text in (("results.json", json.dumps(doc, indent=1)),
                        ("results.md", md), ("report.html", report_html(res, md, seeds[0]))):
-        path = os.path.join(a.run, name)
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(path + ".tmp", path)
+        write(os.path.join(a.run, name), text,
+              "the report goes into the run's directory %s. Make it writable (chmod u+w), or copy the run "
+              "(cp -r %s COPY) and make the report there" % (a.run, a.run))
 
 
 if __name__ == "__main__":

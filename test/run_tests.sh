@@ -1379,6 +1379,14 @@ PY
     expect "experiment_report_cut_json" 1 "unfinished/seed1/sft.eval.json is not valid JSON .*Remove it" \
         "$PYTHON" data/experiment_report.py "$TMP/unfinished"
     expect "experiment_report_not_a_dir" 1 "none: not a directory" "$PYTHON" data/experiment_report.py "$TMP/none"
+    # a run it cannot write into (read-only; and, for root, whom a mode does not stop, a directory in
+    # the way of results.json.tmp): a message naming the file and what to do, exit 1, no traceback
+    cp -r "$reuse" "$TMP/readonly" && mkdir "$TMP/readonly/results.json.tmp" && chmod a-w "$TMP/readonly"
+    out=$("$PYTHON" data/experiment_report.py "$TMP/readonly" 2>&1); rc=$?
+    chmod u+w "$TMP/readonly"
+    if [ $rc = 1 ] && grep -q "^experiment_report: cannot write $TMP/readonly/results.json (.*copy the run" <<<"$out" &&
+       ! grep -q Traceback <<<"$out"; then ok "experiment_report_read_only_run"
+    else bad "experiment_report_read_only_run" "exit $rc: $(tail -2 <<<"$out")"; fi
     # a setting beyond the limit of the flag it becomes is refused before anything runs
     expect "experiment_steps_beyond_train" 2 "FT_STEPS \(2000000000\) is train's --steps: at most 1000000000" \
         env PRESET=smoke SET="FT_STEPS=2000000000" bash data/experiment.sh --settings
