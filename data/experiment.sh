@@ -9,7 +9,9 @@
 # SET changes a preset's settings, e.g. SET="BASE_STEPS=900 FT_STEPS=400": the corpus sizes
 # (NBASE NFT NVAL NTEST EVAL_TASKS), training (BASE_STEPS BASE_LOSS BASE_LR BASE_SEED FT_STEPS FT_LR BATCH) and
 # evaluation (SAMPLES TEMPERATURE MAX_TOKENS ANALYZE WINDOW TAU). SET="NEW_FAMILIES=a,b" leaves
-# those families out of the base part, so the fine-tuning part teaches them new.
+# those families out of the base part, so the fine-tuning part teaches them new. SET is the
+# one way to change them: one given otherwise (make experiment FT_STEPS=5, an exported
+# variable), which the preset would replace without a word, is refused.
 #
 # RUN, where everything goes: runs/experiment-PRESET, or with SET runs/experiment-PRESET+SET
 # (its words joined by +), so a changed run keeps the preset's results. REUSE=DIR: a
@@ -38,6 +40,29 @@ done
 cd "$(dirname "$0")/.."
 if [ "$*" = --help ] || [ "$*" = -h ]; then sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0; fi
 [ $# -eq 0 ] || [ "$*" = --settings ] || { echo "experiment: unknown arguments '$*' (settings come from PRESET, SEEDS, RUN, JOBS, SET; --settings prints a preset's, --help the usage)" >&2; exit 2; }
+# the settings SET may change. The preset assigns each of them, so a value in the environment
+# would be replaced without a word (`make experiment FT_STEPS=5`, which make exports to this
+# script, ran the preset's steps): SET is the one way in, and a name set in the environment
+# (to something other than empty) is refused unless SET gives it the same value
+SETTINGS=(NBASE NFT NVAL NTEST EVAL_TASKS BASE_STEPS BASE_LOSS BASE_LR BASE_SEED FT_STEPS FT_LR BATCH SAMPLES TEMPERATURE
+          MAX_TOKENS ANALYZE WINDOW TAU NEW_FAMILIES)
+outside=() differ=()
+for name in "${SETTINGS[@]}"; do
+    [ -n "${!name:-}" ] || continue
+    if [[ " ${SET:-} " == *" $name="* ]]; then
+        [[ " ${SET:-} " == *" $name=${!name} "* ]] || differ+=("$name")
+    else outside+=("$name=${!name}"); fi
+done
+if [ ${#differ[@]} -gt 0 ]; then
+    echo "experiment: ${differ[*]}: set both in the environment (a make command-line variable is one) and in SET" \
+        "('${SET:-}'), to other values: give each once, in SET" >&2
+    exit 2
+elif [ ${#outside[@]} -gt 0 ]; then
+    read -r -a want <<<"${SET:-} ${outside[*]}" # (SET's words and these, as one SET)
+    echo "experiment: ${outside[*]}: set in the environment (a make command-line variable is one), where the preset" \
+        "would replace it: give it through SET, as in make experiment SET=\"${want[*]}\" (or unset it)" >&2
+    exit 2
+fi
 PRESET=${PRESET:-}
 if [ -z "$PRESET" ]; then
     if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then PRESET=gpu; else PRESET=cpu; fi
@@ -91,7 +116,7 @@ for kv in "${sets[@]}"; do # the preset's settings that SET changes, each checke
     BASE_SEED) pattern='^(0|[1-9][0-9]*)$' what="a whole number (no leading zeros)" ;;
     BASE_LR|BASE_LOSS|FT_LR|TEMPERATURE|TAU) pattern='^(0|[1-9][0-9]*)(\.[0-9]+)?(e-?[0-9]+)?$' what="a number such as 5e-4 or 0.2" ;;
     NEW_FAMILIES) pattern='^[a-z0-9_]+(,[a-z0-9_]+)*$' what="family names separated by commas" ;;
-    *) echo "experiment: SET: '$name' is not a setting it can change (NBASE NFT NVAL NTEST EVAL_TASKS BASE_STEPS BASE_LOSS BASE_LR BASE_SEED FT_STEPS FT_LR BATCH SAMPLES TEMPERATURE MAX_TOKENS ANALYZE WINDOW TAU NEW_FAMILIES)" >&2; exit 2 ;;
+    *) echo "experiment: SET: '$name' is not a setting it can change (${SETTINGS[*]})" >&2; exit 2 ;;
     esac
     [[ $value =~ $pattern ]] || { echo "experiment: SET: $name wants $what, got '${value}' in '$kv'" >&2; exit 2; }
     printf -v "$name" '%s' "$value"

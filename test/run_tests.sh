@@ -1102,6 +1102,16 @@ expect "experiment_bad_seeds" 2 "SEEDS: whole numbers .*separated by commas, got
     env PRESET=smoke SEEDS=1,a RUN="$TMP/x" bash data/experiment.sh
 expect "experiment_repeated_seed" 2 "SEEDS: each seed once .*, got '1,2,1'" \
     env PRESET=smoke SEEDS=1,2,1 RUN="$TMP/x" bash data/experiment.sh
+# a setting given as a make variable (make exports it to the script) or an exported one, which the
+# preset would replace without a word, is refused with the SET that gives it; SEEDS still passes
+expect "experiment_setting_outside_set" 2 'FT_STEPS=5: set in the environment .*SET="FT_STEPS=5"' \
+    make -s experiment PRESET=smoke RUN="$TMP/x" FT_STEPS=5 SEED=2
+expect "experiment_setting_in_set_and_environment" 2 "FT_STEPS: set both in the environment .* and in SET \('FT_STEPS=5'\)" \
+    env PRESET=smoke SET="FT_STEPS=5" FT_STEPS=7 RUN="$TMP/x" bash data/experiment.sh
+expect "experiment_setting_in_set_and_environment_agree" 0 'FT_STEPS="5"' \
+    env PRESET=smoke SET="FT_STEPS=5" FT_STEPS=5 bash data/experiment.sh --settings
+expect "experiment_seeds_through_make" 2 "SEEDS: each seed once .*, got '1,2,1'" \
+    make -s experiment PRESET=smoke SEEDS=1,2,1 RUN="$TMP/x"
 if ! { command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; }; then
     expect "experiment_gpu_preset_needs_gpu" 2 "PRESET=gpu needs a GPU" env PRESET=gpu RUN="$TMP/x" bash data/experiment.sh
 fi
