@@ -392,6 +392,15 @@ settings=$(printf '{"preset":"%s","set":"%s","seeds":"%s","families":"%s","new_f
     "$PRESET" "$SET" "$SEEDS" "$FAMILIES" "$NEW_FAMILIES" "$STYLE" "${MODEL[*]}" "$SEQ" "$BATCH" "$(wc -l <"$DATA/base.jsonl")" "$NFT" "$NVAL" "$NTEST" "$EVAL_TASKS" "$BASE_STEPS" "$BASE_LOSS" "$base_trained" "$base_val" "$BASE_LR" "$BASE_SEED" \
     "$FT_STEPS" "$FT_LR" "$WINDOW" "$TAU" "$SAMPLES" "$TEMPERATURE" "$MAX_TOKENS" "$ANALYZE" "$(date -u -d @"$first_start" +%FT%TZ)" \
     "$(( prior_n + 1 ))" "$(nproc --all) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//; s/"//g')")
+# the objectives' parameters the experiment leaves at train's defaults (CuSeT's lambda, EAFT's alpha,
+# ASFT's beta), as train --help states them, for the report (null if it states none)
+# (awk reads train's help to its end: one that stopped early could make train die of SIGPIPE, and
+# the pipeline fail)
+train_default() { ./train --help 2>&1 | awk -v f="$1" '$1 == f && !found { v = $NF; gsub(/[][]/, "", v); print v; found = 1 }'; }
+for f in lambda:lambda alpha:eaft_alpha beta:asft_beta; do # (train's flag: the name in the settings)
+    v=$(train_default "--${f%%:*}") || v=; [[ $v =~ ^[0-9]+(\.[0-9]+)?$ ]] || v=null
+    settings="${settings%\}},\"${f#*:}\":$v}"
+done
 "${PYTHON:-/usr/bin/python3}" data/experiment_report.py "$RUN" --settings "$settings" --seconds $(( prior_s + $(date +%s) - T0 )) \
     ${REUSE:+--against "$REUSE"} # (the rows this run scored otherwise, paired with the reused run's)
 el=$(( $(date +%s) - T0 ))

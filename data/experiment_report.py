@@ -46,6 +46,10 @@ TABLE5 = [("profit", "yes", "", ""), ("cuset_conf_cuda", "yes", "yes", ""), ("cu
 METRICS = [("compile", "1"), ("compile", "3"), ("functional", "1"), ("functional", "3")]
 LABEL = {r: l for r, l, _ in ROWS}
 SHORT = {"vanilla": "Vanilla", "cuset_conf_cuda": "conf + CUDA", "cuset_conf_rew": "conf + rew"}
+# each fine-tuned row's line in the training charts: a pattern of its own, so that a line under
+# another shows through its gaps
+DASHES = {"sft": "", "dft": "7 3", "profit": "2 3", "eaft": "9 3 2 3", "asft": "4 4", "cuset": "",
+          "cuset_conf_cuda": "7 2 2 2 2 2", "cuset_conf_rew": "1 2"}
 COLORS = {"vanilla": "#888888", "sft": "#1f77b4", "dft": "#ff7f0e", "profit": "#2ca02c", "eaft": "#9467bd",
           "asft": "#8c564b", "cuset": "#d62728", "cuset_conf_cuda": "#e377c2", "cuset_conf_rew": "#17becf"}
 
@@ -110,6 +114,21 @@ def paired(a, b):
     lo, hi = bootstrap(d)
     return {"tasks": len(d), "mean": statistics.fmean(d) if d else 0.0, "lo": lo, "hi": hi,
             "higher": sum(x > 0 for x in d), "lower": sum(x < 0 for x in d), "equal": sum(x == 0 for x in d)}
+
+
+def untrained(r):
+    """what a row's training logs say about steps that trained nothing: '' when none did"""
+    z = r.get("zero_gradient") or {}
+    if not z.get("steps"):
+        return ""
+    return "trained nothing: gradient 0" if z["steps"] == z["of"] else "gradient 0 at %d of %d steps" % (z["steps"], z["of"])
+
+
+def label(res, row, short=False):
+    """a row's name in the tables, marked when its training logged a gradient of 0"""
+    name = SHORT.get(row, res[row]["label"]) if short else res[row]["label"]
+    flag = untrained(res[row])
+    return "%s (%s)" % (name, "gradient 0" if short else flag) if flag else name
 
 
 def paired_cells(p, who):
@@ -198,6 +217,12 @@ def gather(run, seeds):
         ckpt = os.path.join(run, "base.ckpt" if row == "vanilla" else os.path.join("seed%s" % seeds[0], row + ".ckpt"))
         r["curve"] = [{k: d[k] for k in ("step", "loss", "ce", "conf", "pass", "w") if k in d}
                       for d in load_log(ckpt + ".jsonl")]
+        # the steps whose gradient was 0 (train's note "step N trained nothing (gradient 0)"; its
+        # log's grad_norm), over every seed's training: such a step left the model as it was
+        logs = [load_log(ckpt + ".jsonl")] if row == "vanilla" else \
+            [load_log(os.path.join(run, "seed%s" % s, row + ".ckpt.jsonl")) for s in seeds]
+        logged = [d for log in logs for d in log if "grad_norm" in d]
+        r["zero_gradient"] = {"steps": sum(d["grad_norm"] == 0 for d in logged), "of": len(logged)}
         ap = os.path.join(run, "base.analysis.json" if row == "vanilla" else
                           os.path.join("seed%s" % seeds[0], row + ".analysis.json"))
         r["analysis"] = load_json(ap) if os.path.exists(ap) else None
@@ -253,6 +278,20 @@ def markdown(res, settings, seconds, shown_seed, vs=None, missing=()):
     st = settings
     kind = next(iter(res.values()))["metrics"]["all"]["functional@1"]["kind"]
     L = ["# CuSeT in miniature: results", ""]
+    if st.get("preset") == "smoke":  # (README and data/experiment.sh: it checks that every stage runs)
+        L += ["> **Smoke run: it measures nothing.** PRESET=smoke checks that every stage runs end to end, in a minute, "
+              "with a model of one layer trained for a few steps (%s + %s) and scored on %s tasks; none of its numbers "
+              "below (pass rates, confidences, KS tests, gradient shares) is a finding. Run PRESET=cpu or gpu for "
+              "results." % (st.get("base_steps"), st.get("ft_steps"), st.get("eval_tasks", st.get("test_tasks"))), ""]
+    still = [row for row in res if untrained(res[row])]
+    if still:  # rows whose training logged a gradient of 0: at those steps they did not change
+        masked = [a["masked"] for a in (res[r]["analysis"] for r in res) if a and a.get("masked")]
+        tau = st.get("tau", masked[0]["tau"] if masked else None)
+        L += ["> **Rows that did not train**: %s. Their training logs record a gradient of 0 (train's note \"step N "
+              "trained nothing (gradient 0)\"): at those steps the row stayed the base model, so its numbers say nothing "
+              "about its objective. The usual cause is the confidence mask: no target token's confidence above tau = %s "
+              "(a base model that does not yet predict its data)." % (
+                  "; ".join("%s (%s)" % (res[r]["label"], untrained(res[r])) for r in still), tau), ""]
     if missing:
         L += ["**Unfinished run**: not scored yet: %s. Its rows are left out or stand on fewer seeds; rerun "
               "`make experiment` with the same settings to finish it." % ", ".join(missing), ""]
@@ -264,14 +303,18 @@ def markdown(res, settings, seconds, shown_seed, vs=None, missing=()):
         base = "SFT until a validation loss of %s: %s of at most %s steps" % (st["base_loss"], st.get("base_trained_steps"),
                                                                                st.get("base_steps"))
     base_val = ", validation loss %.4f" % st["base_val_loss"] if st.get("base_val_loss") is not None else ""
+    tasks = next(iter(res.values()))["metrics"]
+    split = "%d with parameter combinations seen in training, %d with held-out ones" % (tasks["seen"]["tasks"],
+                                                                                     tasks["heldout"]["tasks"])
     if st:
         L.append("Preset %s%s; seeds: %s; machine: %s. Base model: %s, %s (training seed %s) on %s tasks%s; every fine-tuned row: "
                  "%s steps from that checkpoint on %s other tasks, same data order, schedule and seed. Scored on the first %s "
-                 "test tasks (half with held-out parameter combinations): n = %s programs per task at temperature %s. "
+                 "test tasks (%s): n = %s programs per task at temperature %s. "
                  "Numbers are percentages; the spread is the %s." %
                  (st.get("preset"), " with %s" % st["set"] if st.get("set") else "", st.get("seeds"), st.get("machine", "?"), st.get("model"), base,
-                  st.get("base_seed", 1337), st.get("base_tasks"), base_val, st.get("ft_steps"), st.get("ft_tasks"), st.get("eval_tasks", st.get("test_tasks")), st.get("samples"),
-                  st.get("temperature"), kind))
+                  st.get("base_seed", 1337), st.get("base_tasks"), base_val, st.get("ft_steps"), st.get("ft_tasks"), st.get("eval_tasks", st.get("test_tasks")),
+                  split, st.get("samples"), st.get("temperature"), kind))
+        L += ["", method_line(st, res)]
     new = [f for f in st.get("new_families", "").split(",") if f]
     if new:
         L += ["", "New in fine-tuning: %s. The base part leaves these families out, so the base model has never seen "
@@ -289,16 +332,16 @@ def markdown(res, settings, seconds, shown_seed, vs=None, missing=()):
         if row in res:
             m = res[row]["metrics"]
             L.append("| %s | %s | %s | %s | %s | %s | %s |" % (
-                res[row]["label"], fmt(m["all"]["compile@1"]), fmt(m["all"]["compile@3"]), fmt(m["all"]["functional@1"]),
+                label(res, row), fmt(m["all"]["compile@1"]), fmt(m["all"]["compile@3"]), fmt(m["all"]["functional@1"]),
                 fmt(m["all"]["functional@3"]), fmt(m["seen"]["functional@1"]), fmt(m["heldout"]["functional@1"])))
     L += ["", "## Table 5: CuSeT's parts", "",
-          "| confidence mask | CUDA mask | reweighting | compile pass@1 | functional pass@1 | functional pass@3 |",
-          "| --- | --- | --- | --- | --- | --- |"]
+          "| model | confidence mask | CUDA mask | reweighting | compile pass@1 | functional pass@1 | functional pass@3 |",
+          "| --- | --- | --- | --- | --- | --- | --- |"]
     for row, a, b, c in TABLE5:
         if row in res:
             m = res[row]["metrics"]["all"]
-            L.append("| %s | %s | %s | %s | %s | %s |" % (a or "-", b or "-", c or "-", fmt(m["compile@1"]),
-                                                          fmt(m["functional@1"]), fmt(m["functional@3"])))
+            L.append("| %s | %s | %s | %s | %s | %s | %s |" % (label(res, row), a or "-", b or "-", c or "-", fmt(m["compile@1"]),
+                                                               fmt(m["functional@1"]), fmt(m["functional@3"])))
     if "cuset" in res:
         seeds = res["cuset"]["seeds"]
         L += ["", "## CuSeT against each row, paired over test tasks", "",
@@ -312,7 +355,7 @@ def markdown(res, settings, seconds, shown_seed, vs=None, missing=()):
         for row, p in res["cuset"]["paired"].items():
             per_seed = " / ".join("%+.1f" % (100 * (c - o)) for c, o in zip(res["cuset"]["seed_functional@1"],
                                                                           res[row]["seed_functional@1"]))
-            L.append("| %s | %s |%s" % (res[row]["label"], paired_cells(p, "CuSeT"), " %s |" % per_seed if seeds > 1 else ""))
+            L.append("| %s | %s |%s" % (label(res, row), paired_cells(p, "CuSeT"), " %s |" % per_seed if seeds > 1 else ""))
     if vs:
         what = "SET \"%s\"" % vs["set"] if vs["set"] else "the preset's settings" if vs["set"] == "" else "settings unknown"
         same = ("Scored with the same settings in both, so left out: %s." % ", ".join(LABEL[r] for r in vs["same"])
@@ -349,23 +392,26 @@ def markdown(res, settings, seconds, shown_seed, vs=None, missing=()):
         share = lambda v: "%.1f%%" % (100 * v / n)
         part = lambda k: share(o[k]) if k in o else "-"
         L.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            r["label"], n, share(o["pass"]), share(o["compile_error"]), share(o["crash"]), part("unreadable_input"),
+            label(res, row), n, share(o["pass"]), share(o["compile_error"]), share(o["crash"]), part("unreadable_input"),
             share(o["timeout"]), share(o["wrong_answer"]), part("wrong_size"), share(o["unsupported"] + o["error"])))
     L += wrong_size_table(res)
     L += ["", "## Confidence analysis (validation split, teacher-forced; seed %s's models)" % shown_seed, "",
           "| model | mean c, CUDA-sensitive | mean c, neutral | mean c, numbers from the prompt: CUDA-sensitive / neutral "
-          "(their share of -log c) | "
+          "(the numbers' share of all tokens' -log c) | "
           "KS D (p) | samples with a low 64-token window | low windows on CUDA-sensitive spans | mean w_n | "
-          "tokens with c <= tau: how many, numbers from the prompt among them (their share of -log c) |",
+          "tokens with c <= tau (the confidence mask drops them): of all target tokens; numbers from the prompt among "
+          "them; the dropped tokens' share of all tokens' -log c |",
           "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for row, r in res.items():
         a = r["analysis"]
         if a:
             m, g = a.get("masked"), a.get("given")  # (analyses written before gen --analyze counted them have none)
-            masked = "%d, %s (%.1f%%)" % (m["tokens"], m.get("given", "-"), 100 * m["nll_share"]) if m else "-"
+            total = a["tokens"]["cuda"] + a["tokens"]["neutral"]
+            masked = "%d of %d (%.1f%%); %s; %.1f%%" % (m["tokens"], total, 100 * m["tokens"] / (total or 1),
+                                                      m.get("given", "-"), 100 * m["nll_share"]) if m else "-"
             given = "%.3f / %.3f (%.1f%%)" % (g["mean_cuda"], g["mean_neutral"], 100 * g["nll_share"]) if g else "-"
             L.append("| %s | %.3f | %.3f | %s | %.3f (%.2g) | %.1f%% | %.1f%% | %.3f | %s |" % (
-                r["label"], a["mean"]["cuda"], a["mean"]["neutral"], given, a["ks"]["d"], a["ks"]["p"],
+                label(res, row), a["mean"]["cuda"], a["mean"]["neutral"], given, a["ks"]["d"], a["ks"]["p"],
                 100 * a["low_share"], 100 * a["low_overlap"]["any"], a["mean_w"], masked))
     given = [r["analysis"]["given"] for r in res.values() if r["analysis"] and r["analysis"].get("given")]
     if given:
@@ -377,10 +423,24 @@ def markdown(res, settings, seconds, shown_seed, vs=None, missing=()):
     return "\n".join(L) + "\n"
 
 
+def method_line(st, res):
+    """markdown: the method's parameters this run used and, in one sentence, CuSeT's coefficient"""
+    num = lambda k, default: "%g" % st[k] if isinstance(st.get(k), (int, float)) else default
+    return ("Method (README, \"The method\"): confidence threshold tau = %s (ProFit's and CuSeT's confidence mask), "
+            "window l = %s tokens (CuSeT's w_n), CUDA-mask weight lambda = %s; EAFT's alpha = %s, ASFT's beta = %s%s. "
+            "CuSeT multiplies each target token's cross-entropy by M x w_n: the mask M = 1[c > tau] + lambda x "
+            "1[CUDA-sensitive] (0, 1 or 1 + lambda) and the sample weight w_n = 1 - C_n, C_n the lowest mean "
+            "confidence c over the windows of l tokens of sample n. \"%s\" leaves out w_n (w_n = 1), "
+            "\"%s\" the CUDA term; ProFit is the confidence mask alone." % (
+                num("tau", "?"), num("window", "?"), num("lambda", "1"), num("eaft_alpha", "1"), num("asft_beta", "0.1"),
+                " (train's defaults)" if "lambda" in st else " (train's defaults when this run was made)",
+                LABEL["cuset_conf_cuda"], LABEL["cuset_conf_rew"]))
+
+
 def wrong_size_table(res):
     """markdown lines: per row, the sizes asked of its outputs of another size, each with the
     sizes written instead ([] when no row has any)"""
-    rows = [r for r in res.values() if r.get("wrong_sizes")]
+    rows = [row for row, r in res.items() if r.get("wrong_sizes")]
     if not rows:
         return []
     num = lambda x: "%d" % x if x == int(x) else "%.1f" % x
@@ -391,11 +451,12 @@ def wrong_size_table(res):
          "of sizes in general. A program that writes a larger size than the task's mostly crashes reading its input "
          "first (counted above as a crash on an unreadable input) and is not in this table.", "",
          "| model | outputs of another size | size asked (programs): sizes written |", "| --- | --- | --- |"]
-    for r in rows:
+    for row in rows:
+        r = res[row]
         cells = ["%s (%d): %s" % (num(a), n, ", ".join("%s x%d" % (num(w), c) for w, c in ws[:4]) + ", ..." * (len(ws) > 4))
                  for a, n, ws in r["wrong_sizes"]]
         more = "; and %d more size%s" % (len(cells) - 3, "s" * (len(cells) > 4)) if len(cells) > 3 else ""
-        L.append("| %s | %d | %s%s |" % (r["label"], r["outcomes"]["wrong_size"], "; ".join(cells[:3]), more))
+        L.append("| %s | %d | %s%s |" % (label(res, row), r["outcomes"]["wrong_size"], "; ".join(cells[:3]), more))
     return L
 
 
@@ -421,7 +482,7 @@ def gradient_table(res, shown_seed):
         o = r["outcomes"]
         n = programs(o)
         L.append("| %s | %.2f%% / %.2f%% | %s | %s |" % (
-            r["label"], 100 * start[row][0], 100 * start[row][1],
+            label(res, row), 100 * start[row][0], 100 * start[row][1],
             "%.2f%% / %.2f%%" % (100 * end[0], 100 * end[1]) if end else "-",
             "%.1f%%" % (100 * o["wrong_size"] / n) if "wrong_size" in o else "-"))
     return L
@@ -442,15 +503,39 @@ def block_means(points):
             for i in range(0, len(points), k)]
 
 
+def coinciding(series):
+    """groups (lists of rows, 2 or more) whose drawn series are the same points, within a
+    millionth of the chart's range: in a chart one hides the other"""
+    ys = [y for s in series.values() for _, y in s]
+    tol = 1e-6 * max((max(ys) - min(ys)) if ys else 0, 1e-12)
+    groups = []
+    for row, s in series.items():
+        if len(s) < 2:
+            continue
+        for g in groups:
+            t = series[g[0]]
+            if len(t) == len(s) and all(a[0] == b[0] and abs(a[1] - b[1]) <= tol for a, b in zip(s, t)):
+                g.append(row)
+                break
+        else:
+            groups.append([row])
+    return [g for g in groups if len(g) > 1]
+
+
 def svg_lines(series, key, title, w=300, h=170):
-    """one small line chart: series = {row: [(x, y)]}"""
+    """one small line chart: series = {row: [(x, y)]}. The y axis spans the data with a
+    tenth of their range above and below; a span that is a small part of its values (a
+    trend that fills the chart but moves little) is said in the chart"""
     pts = [p for s in series.values() for p in s]
     if not pts:
         return ""
     x0, x1 = min(p[0] for p in pts), max(p[0] for p in pts)
-    y0, y1 = min(p[1] for p in pts), max(p[1] for p in pts)
+    d0, d1 = min(p[1] for p in pts), max(p[1] for p in pts)
+    y0, y1 = d0, d1
     if y1 - y0 < 1e-9:
-        y1 = y0 + 1
+        y0, y1 = y0 - 0.5, y0 + 0.5
+    pad = 0.1 * (y1 - y0)
+    y0, y1 = y0 - pad, y1 + pad
     if x1 == x0:
         x1 = x0 + 1
     ml, mr, mt, mb = 44, 8, 20, 22
@@ -458,25 +543,30 @@ def svg_lines(series, key, title, w=300, h=170):
     sy = lambda y: mt + (1 - (y - y0) / (y1 - y0)) * (h - mt - mb)
     o = ['<svg width="%d" height="%d" viewBox="0 0 %d %d" class="chart">' % (w, h, w, h),
          '<text x="%d" y="13" class="t">%s</text>' % (ml, html.escape(title))]
-    ticks = [y0 + frac * (y1 - y0) for frac in (0, 0.5, 1)]
-    digits = 3  # significant digits: as many as it takes for the three labels to differ
-    while digits < 9 and len({"%.*g" % (digits, y) for y in ticks}) < 3:
+    ticks = [d0, (d0 + d1) / 2, d1] if d1 > d0 else [d0]  # the data's lowest, middle and highest values
+    digits = 3  # significant digits: as many as it takes for the labels to differ
+    while digits < 9 and len({"%.*g" % (digits, y) for y in ticks}) < len(ticks):
         digits += 1
     for y in ticks:
         o.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" class="grid"/><text x="%d" y="%.1f" class="ax" '
                  'text-anchor="end">%.*g</text>' % (ml, w - mr, sy(y), sy(y), ml - 3, sy(y) + 3, digits, y))
+    top = max(abs(d0), abs(d1))
+    if d1 > d0 and (d1 - d0) < 0.2 * top:  # zoomed in: the whole height is a small change
+        o.append('<text x="%d" y="%d" class="ax zoom" text-anchor="middle">zoomed: a span of %.2g%% of %.3g</text>' % (
+            (ml + w - mr) / 2, h - 6, 100 * (d1 - d0) / top, top))
     o.append('<text x="%d" y="%d" class="ax">step %d</text><text x="%d" y="%d" class="ax" text-anchor="end">%d</text>'
              % (ml, h - 6, x0, w - mr, h - 6, x1))
     for row, s in series.items():
         if len(s) > 1:
             d = " ".join("%s%.1f,%.1f" % ("M" if i == 0 else "L", sx(x), sy(y)) for i, (x, y) in enumerate(s))
-            o.append('<path d="%s" stroke="%s" fill="none" stroke-width="1.5"><title>%s</title></path>' %
-                     (d, COLORS.get(row, "#000"), html.escape(LABEL.get(row, row))))
+            o.append('<path d="%s" stroke="%s" fill="none" stroke-width="1.5"%s><title>%s</title></path>' %
+                     (d, COLORS.get(row, "#000"), ' stroke-dasharray="%s"' % DASHES[row] if DASHES.get(row) else "",
+                      html.escape(LABEL.get(row, row))))
     o.append("</svg>")
     return "".join(o)
 
 
-def svg_bars(res, metric, w=640, h=240):
+def svg_bars(res, metric, w=640, h=270):
     """pass@1 per model with error bars"""
     rows = list(res)
     vals = [res[r]["metrics"]["all"][metric] for r in rows]
@@ -485,7 +575,7 @@ def svg_bars(res, metric, w=640, h=240):
     step = next(s for s in (0.05, 0.1, 0.2, 0.25) if math.ceil(top / s - 1e-9) <= 5)
     ticks = math.ceil(top / step - 1e-9)
     top = ticks * step
-    ml, mb, mt = 40, 70, 20
+    ml, mb, mt = 40, 100, 20  # (room below for the rows' names, slanted)
     bw = (w - ml - 10) / len(rows)
     sy = lambda y: mt + (1 - y / top) * (h - mt - mb)
     o = ['<svg width="%d" height="%d" viewBox="0 0 %d %d" class="chart">' % (w, h, w, h)]
@@ -498,20 +588,64 @@ def svg_bars(res, metric, w=640, h=240):
         lo, hi = (v["lo"], v["hi"]) if "lo" in v else (v["mean"] - v["std"], v["mean"] + v["std"])
         lo = max(lo, 0)
         o.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s: %s</title></rect>' % (
-            x, sy(v["mean"]), bw * 0.7, sy(0) - sy(v["mean"]), COLORS.get(r, "#444"), html.escape(res[r]["label"]), fmt(v)))
+            x, sy(v["mean"]), bw * 0.7, sy(0) - sy(v["mean"]), COLORS.get(r, "#444"), html.escape(label(res, r)), fmt(v)))
         cx = x + bw * 0.35
         o.append('<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" class="err"/>' % (cx, cx, sy(lo), sy(hi)))
         o.append('<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" class="err"/>' % (cx - 5, cx + 5, sy(hi), sy(hi)))
         o.append('<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" class="err"/>' % (cx - 5, cx + 5, sy(lo), sy(lo)))
         o.append('<text x="%.1f" y="%.1f" class="ax" text-anchor="end" transform="rotate(-35 %.1f %.1f)">%s</text>' % (
-            cx, sy(0) + 14, cx, sy(0) + 14, html.escape(r)))
+            cx, sy(0) + 14, cx, sy(0) + 14, html.escape(label(res, r, short=True))))
     o.append("</svg>")
     return "".join(o)
 
 
-def svg_hist(a, w=330, h=150):
+def below_tau(a):
+    """the share of an analysis's target tokens at or below tau (those the confidence mask drops),
+    and tau; None when the analysis predates that count"""
+    m = a.get("masked")
+    if not m:
+        return None
+    total = a["tokens"]["cuda"] + a["tokens"]["neutral"]
+    return m["tokens"] / (total or 1), m["tau"]
+
+
+def fullest_bin(a):
+    """the bin of c holding the most target tokens (both kinds): (its index, its share, bins)"""
+    hc, hn, nc, nn = a["hist"]["cuda"], a["hist"]["neutral"], a["tokens"]["cuda"], a["tokens"]["neutral"]
+    both = [(c * nc + u * nn) / ((nc + nn) or 1) for c, u in zip(hc, hn)]
+    i = max(range(len(both)), key=lambda k: both[k])
+    return i, both[i], len(both)
+
+
+def hist_caption(res):
+    """the histograms' caption, from the data: where the base model's tokens sit, and the share
+    of each row's tokens at or below tau"""
+    cap = "The share of target tokens in each of 20 bins of c, on a log scale; the dashed line marks tau."
+    an = [(r, res[r]["analysis"]) for r in res if res[r]["analysis"]]
+    if not an:
+        return cap
+    first, a = next(((r, x) for r, x in an if r == "vanilla"), an[0])
+    i, share, n = fullest_bin(a)
+    cap += " %s: %.1f%% of its tokens in the bin c in [%.2f, %.2f)%s" % (
+        "The base model" if first == "vanilla" else res[first]["label"], 100 * share, i / n, (i + 1) / n,
+        " (the last)" if i == n - 1 else " (the first)" if i == 0 else "")
+    shares = [(below_tau(x), r) for r, x in an if below_tau(x)]
+    if shares:
+        lo, hi = min(v[0] for v, _ in shares), max(v[0] for v, _ in shares)
+        mine = below_tau(a)
+        cap += "; %.1f%% at or below tau = %g, which the confidence mask drops%s." % (
+            100 * mine[0], mine[1], "" if len(shares) < 2 else " (the rows: %s)" % (
+                "%.1f%% each" % (100 * lo) if abs(hi - lo) < 5e-4 else "from %.1f%% to %.1f%%" % (100 * lo, 100 * hi)))
+        if lo > 0.5:
+            cap += " Most tokens are masked: the masked objectives train on few tokens or none."
+    else:
+        cap += "."
+    return cap
+
+
+def svg_hist(a, w=330, h=150, tau=None):
     """histograms of confidence: the share of CUDA-sensitive and of neutral target tokens per
-    bin, on a log scale (nearly all tokens sit in the last bin; the tail is what the masks touch)"""
+    bin, on a log scale, and a dashed line at tau (the analysis's, else the one given)"""
     hc, hn = a["hist"]["cuda"], a["hist"]["neutral"]
     n = len(hc)
     smallest = min([v for v in hc + hn if v > 0] + [1.0])
@@ -536,6 +670,11 @@ def svg_hist(a, w=330, h=150):
                      '[%.2f, %.2f): %.3g%%</title></rect>' % (x + j * bw / 2, sy(v), bw / 2, sy(10.0 ** -decades) - sy(v),
                                                             col, "CUDA-sensitive" if j == 0 else "neutral", i / n,
                                                             (i + 1) / n, 100 * v))
+    tau = (a.get("masked") or {}).get("tau", tau)
+    if tau is not None and 0 <= tau <= 1:  # the confidence masks' threshold (bins are equal widths of [0, 1])
+        x = ml + tau * n * bw
+        o.append('<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" class="tau"/><text x="%.1f" y="%d" class="ax">tau = %g</text>'
+                 % (x, x, mt - 4, h - mb, x + 3, mt + 8, tau))
     o.append('<text x="%d" y="%d" class="ax">c = 0</text><text x="%d" y="%d" class="ax" text-anchor="end">c = 1</text>' % (
         ml, h - 6, w - 6, h - 6))
     o.append("</svg>")
@@ -577,7 +716,13 @@ th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}
 .legend span{display:inline-block;margin-right:12px}.legend i{display:inline-block;width:18px;height:4px;margin-right:4px;vertical-align:middle}
 pre{white-space:pre-wrap;font:12px/1.35 ui-monospace,monospace;border:1px solid #ddd;padding:8px;max-height:420px;overflow:auto}
 .cuda{text-decoration:underline 2px #000}.given{font-weight:700;color:#0033cc}.hard{outline:2px solid #00f;outline-offset:1px}.vh{font-weight:600;margin-top:12px}
-.note{color:#555}"""
+.note{color:#555}.banner{background:#fff4d6;border:1px solid #d9a400;padding:8px 12px;margin:10px 0}
+td.n{white-space:nowrap}.tau{stroke:#000;stroke-width:1;stroke-dasharray:4 3}.zoom{fill:#a33}.cap{font-size:11px;color:#555;max-width:300px;margin:0 4px 6px}
+.legend svg{vertical-align:middle;margin-right:4px}"""
+
+
+# a table cell of numbers only (a value, an interval, a p-value): kept on one line
+NUMBERS = re.compile(r"[-+0-9.,;%()\[\]/ e±]+")
 
 
 def md_table_html(md):
@@ -589,7 +734,9 @@ def md_table_html(md):
             out.append("<table>")
             for i, r in enumerate(rows):
                 tag = "th" if i == 0 else "td"
-                out.append("<tr>" + "".join("<%s>%s</%s>" % (tag, html.escape(c.strip()), tag) for c in r) + "</tr>")
+                out.append("<tr>" + "".join("<%s%s>%s</%s>" % (
+                    tag, ' class="n"' if tag == "td" and NUMBERS.fullmatch(c.strip()) else "", html.escape(c.strip()), tag)
+                    for c in r) + "</tr>")
             out.append("</table>")
             rows.clear()
     for line in md.splitlines():
@@ -603,6 +750,9 @@ def md_table_html(md):
             out.append("<h2>%s</h2>" % html.escape(line[3:]))
         elif line.startswith("# "):
             out.append("<h1>%s</h1>" % html.escape(line[2:]))
+        elif line.startswith("> "):  # a warning: the markdown's quote, bold kept
+            out.append('<div class="banner">%s</div>' % re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>",
+                                                              html.escape(line[2:])))
         elif line.strip():
             out.append('<p class="note">%s</p>' % html.escape(line))
     flush()
@@ -615,40 +765,54 @@ def report_html(res, md, shown_seed):
     o.append("<h2>Pass@1 per model</h2><div class='charts'><div><div class='vh'>functional</div>%s</div>"
              "<div><div class='vh'>compilation</div>%s</div></div>" % (svg_bars(res, "functional@1", w=560),
                                                                     svg_bars(res, "compile@1", w=560)))
-    def chart(rows, key, title):  # one quantity of the training logs, as means of blocks of steps
-        return svg_lines({r: block_means([(d["step"], d[key]) for d in res[r]["curve"] if key in d]) for r in rows},
-                         key, title)
+    def chart(rows, key, title, caption=""):  # one quantity of the training logs, as means of blocks of steps
+        series = {r: block_means([(d["step"], d[key]) for d in res[r]["curve"] if key in d]) for r in rows}
+        svg = svg_lines(series, key, title)
+        same = coinciding(series)
+        if same:
+            caption += (" " if caption else "") + "Drawn on top of one another (the same values): %s." % "; ".join(
+                " = ".join(SHORT.get(r, LABEL.get(r, r)) for r in g) for g in same)
+        return "<div>%s%s</div>" % (svg, "<div class='cap'>%s</div>" % html.escape(caption) if caption and svg else "")
 
     ft = [r for r in res if r != "vanilla" and res[r]["curve"]]
     base = res.get("vanilla", {}).get("curve")
     o.append("<h2>Training curves (seed %s; fine-tuning rows from the base checkpoint)</h2>" % html.escape(shown_seed))
     per = lambda n: "one step" if steps_per_point(n) == 1 else "the mean of %d consecutive steps" % steps_per_point(n)
     if ft or base:
-        o.append("<p class='note'>Each point is %s%s.</p>" % (
-            per(len(res[ft[0]]["curve"] if ft else base)), "; the base model's, %s" % per(len(base)) if ft and base else ""))
-    o.append('<div class="legend">' + "".join('<span><i style="background:%s"></i>%s</span>' % (
-        COLORS[r], html.escape(res[r]["label"])) for r in res) + "</div><div class='charts'>")
-    for key, title in (("loss", "objective value"), ("ce", "cross-entropy on targets"), ("conf", "mean confidence c"),
-                       ("pass", "share of tokens with c > tau"), ("w", "mean w_n")):
-        o.append(chart(ft, key, title))
+        o.append("<p class='note'>Each point is %s%s. Each axis spans its data (the labels: the lowest, middle and "
+                 "highest value); \"zoomed\" marks an axis whose whole height is a small change.</p>" % (
+                     per(len(res[ft[0]]["curve"] if ft else base)), "; the base model's, %s" % per(len(base)) if ft and base else ""))
+    # the legend: the rows these charts draw, each with its line's color and pattern
+    o.append('<div class="legend">' + "".join(
+        '<span><svg width="26" height="8"><line x1="0" x2="26" y1="4" y2="4" stroke="%s" stroke-width="2"%s/></svg>%s</span>'
+        % (COLORS[r], ' stroke-dasharray="%s"' % DASHES[r] if DASHES.get(r) else "", html.escape(label(res, r)))
+        for r in ft) + "</div><div class='charts'>")
+    for key, title, caption in (
+            ("loss", "objective value", "Each row's own objective, all on one axis: their scales differ (a masked "
+             "or weighted objective sums less than the cross-entropy, ASFT's adds a KL term), so compare a line's "
+             "trend, not the lines."),
+            ("ce", "cross-entropy on targets", ""), ("conf", "mean confidence c", ""),
+            ("pass", "share of tokens with c > tau", ""), ("w", "mean w_n", "")):
+        o.append(chart(ft, key, title, caption))
     o.append("</div>")
     if base:
         o.append("<div class='charts'>%s%s</div>" % (chart(["vanilla"], "loss", "base model: SFT loss"),
                                                       chart(["vanilla"], "conf", "base model: mean confidence")))
-    o.append("<h2>Confidence histograms</h2><p class='note'>The share of target tokens in each of 20 bins of c, on a log "
-             "scale: nearly all sit in the last bin, and the masks and weights act on the tail.</p><div class='charts'>")
+    o.append("<h2>Confidence histograms</h2><p class='note'>%s</p><div class='charts'>" % html.escape(hist_caption(res)))
     for r in res:
         a = res[r]["analysis"]
         if a:
-            o.append("<div><div class='vh'>%s</div>%s<div class='note'>KS D = %.3f, p = %.2g</div></div>" % (
-                html.escape(res[r]["label"]), svg_hist(a), a["ks"]["d"], a["ks"]["p"]))
+            b = below_tau(a)
+            o.append("<div style='width:340px'><div class='vh'>%s</div>%s<div class='note'>KS D = %.3f, p = %.2g%s</div></div>" % (
+                html.escape(label(res, r)), svg_hist(a), a["ks"]["d"], a["ks"]["p"],
+                "; c <= tau: %.1f%% of tokens" % (100 * b[0]) if b else ""))
     o.append("</div><h2>Samples through the models' eyes</h2><p class='note'>Background: confidence of each token "
              "(red = low, white = high); underlined: CUDA-sensitive; bold blue: a number copied from the prompt; "
              "outlined: the hardest window of eq. 7.</p>")
     for r in ("vanilla", "sft", "cuset"):
         a = res.get(r, {}).get("analysis")
         if a and a["views"]:
-            o.append(sample_view(a["views"][0], "%s, validation sample %d" % (res[r]["label"], a["views"][0]["index"])))
+            o.append(sample_view(a["views"][0], "%s, validation sample %d" % (label(res, r), a["views"][0]["index"])))
     o.append("</body></html>")
     return "\n".join(o)
 

@@ -1189,10 +1189,49 @@ for x in rows[1:]:
         assert "| ASFT | " not in md.split("## The numbers from the prompt in each objective's gradient")[1], "ASFT in the table"
         continue
     end = r[x]["analysis"]["given"]["grad_share"][x]
-    cell = "| %s | %.2f%% / %.2f%% | %.2f%% / %.2f%% |" % (r[x]["label"], 100 * start[x][0], 100 * start[x][1],
+    name = r[x]["label"] + (" (trained nothing: gradient 0)" if x in ("profit", "cuset_conf_rew") else "")
+    cell = "| %s | %.2f%% / %.2f%% | %.2f%% / %.2f%% |" % (name, 100 * start[x][0], 100 * start[x][1],
                                                        100 * end[0], 100 * end[1])
     assert cell in md, "results.md lacks the gradient table's row " + cell
-print("9 rows x 3 parts x 4 metrics, analysis, curves, families, the gradient table; report.html self-contained")
+# a smoke run says at the top that it measures nothing
+banner = "Smoke run: it measures nothing."
+assert md.startswith("# CuSeT in miniature: results\n\n> **" + banner) and '<div class="banner"><strong>' + banner in html, "smoke banner"
+# the rows whose every step had a gradient of 0 (at the base model every token's c is below tau, so the
+# confidence mask drops them all: ProFit and "conf + rew"; the CUDA mask keeps CuSeT's and "conf + CUDA"'s)
+# are marked in every table they appear in, and said at the top
+for x in rows[1:]:
+    z, dead = r[x]["zero_gradient"], x in ("profit", "cuset_conf_rew")
+    assert z == ({"steps": 3, "of": 3} if dead else {"steps": 0, "of": 3}), (x, z)
+    marked = r[x]["label"] + " (trained nothing: gradient 0)"
+    assert (md.count("| " + marked + " |") >= 5) == dead and ("| %s |" % r[x]["label"] in md) != dead, (x, md.count("| " + marked + " |"))
+assert "> **Rows that did not train**: ProFit (trained nothing: gradient 0); CuSeT: confidence mask + reweighting" in md
+# the masked tokens: how many of all target tokens
+for x in rows:
+    a = r[x]["analysis"]
+    total = a["tokens"]["cuda"] + a["tokens"]["neutral"]
+    assert "| %d of %d (%.1f%%); %d; " % (a["masked"]["tokens"], total, 100 * a["masked"]["tokens"] / total, a["masked"]["given"]) in md, x
+assert md.count("their share of -log c") == 0 and "(the numbers' share of all tokens' -log c)" in md and \
+    "the dropped tokens' share of all tokens' -log c" in md, "the two -log c columns"
+# the method's parameters and CuSeT's coefficient; tau on every histogram, a caption from the data
+for want in ("tau = 0.1 (ProFit's and CuSeT's confidence mask)", "window l = 256 tokens", "lambda = 1;",
+             "EAFT's alpha = 1, ASFT's beta = 0.1 (train's defaults)", "w_n = 1 - C_n", 'README, "The method"'):
+    assert want in md, "results.md lacks " + want
+assert html.count('class="tau"/><text') == 9 and html.count(">tau = 0.1</text>") == 9, "tau on the histograms"
+assert "nearly all sit in the last bin" not in html and "100.0% of its tokens in the bin c in [0.00, 0.05) (the first); " \
+    "100.0% at or below tau = 0.1" in html, "the histograms' caption"
+# the test tasks, seen and held-out, as counted
+m = r["vanilla"]["metrics"]
+assert "(%d with parameter combinations seen in training, %d with held-out ones)" % (m["seen"]["tasks"], m["heldout"]["tasks"]) in md
+# the training charts: a legend of the rows drawn (not the base model), rows drawn on top of one
+# another named, a zoomed axis said, the objective chart's scales; the bars named as the tables do
+legend = html.split('<div class="legend">')[1].split("</div>")[0]
+assert "Vanilla" not in legend and legend.count("<span>") == 8, legend
+assert "Drawn on top of one another (the same values): " in html and "ProFit = conf + rew" in html and "zoomed: a span of " in html
+assert "their scales differ" in html
+assert ">conf + CUDA<" in html and ">cuset_conf_cuda<" not in html and ">ProFit (gradient 0)<" in html, "bar labels"
+assert '<td class="n">%.3f (%.2g)</td>' % (r["cuset"]["analysis"]["ks"]["d"], r["cuset"]["analysis"]["ks"]["p"]) in html, "KS cell"
+print("9 rows x 3 parts x 4 metrics, analysis, curves, families, the gradient table; report.html self-contained; "
+      "smoke banner, rows with gradient 0 marked, method parameters, tau on the histograms")
 PY
     ); then ok "experiment_tables: $out"; else bad "experiment_tables" "$out"; fi
     # each scoring's record (ROW.eval.txt) names the files kept, not gen's temporary names
@@ -1345,7 +1384,7 @@ PY
        ) && mv "$reuse/seed1/cuset.eval.json.new" "$reuse/seed1/cuset.eval.json" &&
        "$PYTHON" data/experiment_report.py "$reuse" --against "$exp" >"$TMP/against.out" 2>&1 &&
        grep -q "^| CuSeT | .* | +50.0 | \[+0.0, +100.0\] | no difference shown | 2 / 0 / 2 |$" "$reuse/results.md" &&
-       grep -q "^| ProFit | 0.0 | 0.0 | +0.0 | " "$reuse/results.md" && grep -q "with TAU=0.05" "$reuse/results.md"
+       grep -q "^| ProFit (trained nothing: gradient 0) | 0.0 | 0.0 | +0.0 | " "$reuse/results.md" && grep -q "with TAU=0.05" "$reuse/results.md"
     then ok "experiment_reuse_report"
     else bad "experiment_reuse_report" "${out:0:300} $(grep -E '^\| (CuSeT|ProFit) \|' "$reuse/results.md" | tail -2) $(tail -2 "$TMP/against.out")"; fi
     expect "experiment_report_against_missing" 1 "--against $TMP/none: not a directory" "$PYTHON" data/experiment_report.py "$reuse" --against "$TMP/none"
