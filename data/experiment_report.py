@@ -262,9 +262,11 @@ def against(run, res, other, seeds):
         if None not in k and k == keys(other, row):
             same.append(row)
             continue
-        rows[row] = dict(paired(res[row]["task_functional@1"], theirs[row]["task_functional@1"]),
-                         this=res[row]["metrics"]["all"]["functional@1"]["mean"],
-                         that=theirs[row]["metrics"]["all"]["functional@1"]["mean"])
+        a, b = res[row]["task_functional@1"], theirs[row]["task_functional@1"]
+        shared = sorted(set(a) & set(b))  # both columns over these, as the difference is: they agree
+        rows[row] = dict(paired(a, b), this=statistics.fmean(a[t] for t in shared) if shared else 0.0,
+                         that=statistics.fmean(b[t] for t in shared) if shared else 0.0,
+                         this_tasks=len(a), that_tasks=len(b))
     p = os.path.join(other, "results.json")
     return {"run": other, "set": load_json(p)["settings"].get("set") if os.path.exists(p) else None,
             "seeds": seeds, "rows": rows, "same": same}
@@ -364,15 +366,21 @@ def markdown(res, settings, seconds, shown_seed, vs=None, missing=()):
         if not vs["rows"]:
             L.append("No row scored in both runs was scored with other settings there. " + same)
         else:
-            L += ["Functional pass@1 of this run minus that run's, in points, paired over the test tasks both scored "
-                  "(95% bootstrap interval over tasks), for the rows scored with other settings there. " + same, "",
-                  "| row | this run | that run | difference | 95% interval | reads | tasks higher / lower / equal here |",
+            counts = {(p["tasks"], p.get("this_tasks", p["tasks"]), p.get("that_tasks", p["tasks"])) for p in vs["rows"].values()}
+            shared = ", ".join("%d: of this run's %d and that run's %d" % c if c[1:] != (c[0], c[0]) else
+                               "all %d" % c[0] for c in sorted(counts))
+            L += ["Functional pass@1 of this run and of that run, and this run's minus that run's, in points, all three "
+                  "over the test tasks both runs scored (%s; a task's pass@1 averaged over the seeds first), with a 95%% "
+                  "bootstrap interval over tasks, for the rows scored with other settings there. %s" % (shared, same), "",
+                  "| row | this run, shared tasks | that run, shared tasks | difference | 95% interval | reads | "
+                  "tasks higher / lower / equal here |",
                   "| --- | --- | --- | --- | --- | --- | --- |"]
             for row, p in vs["rows"].items():
-                L.append("| %s | %.1f | %.1f | %s |" % (LABEL[row], 100 * p["this"], 100 * p["that"], paired_cells(p, "this run")))
+                L.append("| %s | %.1f | %.1f | %s |" % (label(res, row), 100 * p["this"], 100 * p["that"],
+                                                       paired_cells(p, "this run")))
     fams = sorted({f for r in res.values() for f in r["families"]})
     L += ["", "## Functional pass@1 per family (mean over seeds)", "",
-          "| family | " + " | ".join(SHORT.get(r, res[r]["label"]) for r in res) + " |",
+          "| family | " + " | ".join(label(res, r, short=True) for r in res) + " |",
           "| --- |" + " --- |" * len(res)]
     for f in fams:
         L.append("| %s | %s |" % (f + " (new)" * (f in new), " | ".join("%.1f" % (100 * res[r]["families"].get(f, 0)) for r in res)))

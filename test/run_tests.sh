@@ -1383,10 +1383,24 @@ json.dump(e, open(p + ".new", "w"))
 PY
        ) && mv "$reuse/seed1/cuset.eval.json.new" "$reuse/seed1/cuset.eval.json" &&
        "$PYTHON" data/experiment_report.py "$reuse" --against "$exp" >"$TMP/against.out" 2>&1 &&
-       grep -q "^| CuSeT | .* | +50.0 | \[+0.0, +100.0\] | no difference shown | 2 / 0 / 2 |$" "$reuse/results.md" &&
-       grep -q "^| ProFit (trained nothing: gradient 0) | 0.0 | 0.0 | +0.0 | " "$reuse/results.md" && grep -q "with TAU=0.05" "$reuse/results.md"
+       grep -q "^| CuSeT | 50.0 | 0.0 | +50.0 | \[+0.0, +100.0\] | no difference shown | 2 / 0 / 2 |$" "$reuse/results.md" &&
+       grep -q "^| ProFit (trained nothing: gradient 0) | 0.0 | 0.0 | +0.0 | " "$reuse/results.md" &&
+       grep -q "with TAU=0.05" "$reuse/results.md" && grep -q "over the test tasks both runs scored (all 4;" "$reuse/results.md"
     then ok "experiment_reuse_report"
     else bad "experiment_reuse_report" "${out:0:300} $(grep -E '^\| (CuSeT|ProFit) \|' "$reuse/results.md" | tail -2) $(tail -2 "$TMP/against.out")"; fi
+    # runs that scored different tasks: both pass@1 columns are over the tasks both scored, as the
+    # difference is (this run's CuSeT without its last task: 2 of 3 pass, against 0 of 4 there)
+    cp -r "$reuse" "$TMP/against3"
+    "$PYTHON" - "$TMP/against3/seed1/cuset.eval.json" <<'PY'
+import json, sys
+e = json.load(open(sys.argv[1]))
+e["per_task"] = e["per_task"][:-1]
+json.dump(e, open(sys.argv[1], "w"))
+PY
+    "$PYTHON" data/experiment_report.py "$TMP/against3" --against "$exp" >"$TMP/against3.out" 2>&1
+    if grep -q "^| CuSeT | 66.7 | 0.0 | +66.7 | .* | 2 / 0 / 1 |$" "$TMP/against3/results.md" &&
+       grep -q "over the test tasks both runs scored (3: of this run's 3 and that run's 4;" "$TMP/against3/results.md"; then ok "experiment_report_against_shared_tasks"
+    else bad "experiment_report_against_shared_tasks" "$(grep -E '^\| CuSeT \| [0-9]' "$TMP/against3/results.md") $(tail -2 "$TMP/against3.out")"; fi
     expect "experiment_report_against_missing" 1 "--against $TMP/none: not a directory" "$PYTHON" data/experiment_report.py "$reuse" --against "$TMP/none"
     # the outcomes table: wrong answers with an output of another size, counted from CuSeT's
     # programs' results made up by hand (2 of these 5: data/corpus --compare's size line), and
