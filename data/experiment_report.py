@@ -366,9 +366,12 @@ def markdown(res, settings, seconds, shown_seed, vs=None, missing=()):
         if not vs["rows"]:
             L.append("No row scored in both runs was scored with other settings there. " + same)
         else:
-            counts = {(p["tasks"], p.get("this_tasks", p["tasks"]), p.get("that_tasks", p["tasks"])) for p in vs["rows"].values()}
-            shared = ", ".join("%d: of this run's %d and that run's %d" % c if c[1:] != (c[0], c[0]) else
-                               "all %d" % c[0] for c in sorted(counts))
+            counts = {}  # (shared, this run's, that run's) -> the rows with those task counts
+            for row, p in vs["rows"].items():
+                counts.setdefault((p["tasks"], p.get("this_tasks", p["tasks"]), p.get("that_tasks", p["tasks"])), []).append(row)
+            says = lambda c: "all %d" % c[0] if c[1:] == (c[0], c[0]) else "%d of this run's %d and that run's %d" % c
+            shared = says(next(iter(counts))) if len(counts) == 1 else "; ".join(
+                "%s: %s" % (", ".join(SHORT.get(r, LABEL[r]) for r in rows), says(c)) for c, rows in counts.items())
             L += ["Functional pass@1 of this run and of that run, and this run's minus that run's, in points, all three "
                   "over the test tasks both runs scored (%s; a task's pass@1 averaged over the seeds first), with a 95%% "
                   "bootstrap interval over tasks, for the rows scored with other settings there. %s" % (shared, same), "",
