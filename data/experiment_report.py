@@ -648,7 +648,8 @@ def hist_caption(res):
             100 * mine[0], mine[1], "" if len(shares) < 2 else " (the rows: %s)" % (
                 "%.1f%% each" % (100 * lo) if abs(hi - lo) < 5e-4 else "from %.1f%% to %.1f%%" % (100 * lo, 100 * hi)))
         if lo > 0.5:
-            cap += " Most tokens are masked: the masked objectives train on few tokens or none."
+            cap += (" Most tokens are below tau: ProFit, and CuSeT's rows but for their CUDA term, train on few tokens "
+                    "or none.")
     else:
         cap += "."
     return cap
@@ -814,7 +815,7 @@ def report_html(res, md, shown_seed):
         a = res[r]["analysis"]
         if a:
             b = below_tau(a)
-            o.append("<div style='width:340px'><div class='vh'>%s</div>%s<div class='note'>KS D = %.3f, p = %.2g%s</div></div>" % (
+            o.append("<div style='width:340px;margin-right:10px'><div class='vh'>%s</div>%s<div class='note'>KS D = %.3f, p = %.2g%s</div></div>" % (
                 html.escape(label(res, r)), svg_hist(a), a["ks"]["d"], a["ks"]["p"],
                 "; c <= tau: %.1f%% of tokens" % (100 * b[0]) if b else ""))
     o.append("</div><h2>Samples through the models' eyes</h2><p class='note'>Background: confidence of each token "
