@@ -378,18 +378,21 @@ static float pick_tau(CusetGPT *m, CusetBatch *batches, int nbatches, int below,
 //   TOL_STEP_LOSS = 1e-2: the objective value and the sums of -log c, c and w_n: the
 //     logits carry absolute errors of ~1e-3 |z| from tf32, and c = exp(z - lse) turns
 //     them into relative errors of c of the same size (logits of a few units here);
-//   TOL_STEP_GRAD = 3e-2: gradient tensors, relative to their largest element: tf32
-//     errors of ~1e-3 enter at each of the ~6L+2 products of the forward and backward
-//     (measured under the emulator, 8 seeds: worst 1.05e-2; sums of c: worst 2.9e-3).
-//     EAFT gets twice that: its coefficient, an entropy of each row's top 20 logits,
-//     carries the logits' tf32 errors into every row's weight (seed 653985 under the
-//     emulator: 3.39e-2 on wte, the one failure in 6 runs of this session);
+//   TOL_STEP_GRAD = 6e-2: gradient tensors, relative to their largest element: tf32
+//     errors of ~1e-3 enter at each of the ~6L+2 products of the forward and backward,
+//     and an element that is a sum with cancellation (wte's, the head's weight gradient
+//     summed over positions) keeps the terms' error but not their size. Measured under the
+//     emulator, 6 seeds x 13 steps (2026-12-07): median 3.9e-3, 90th percentile 6.1e-3,
+//     worst 3.11e-2 (ProFit, wte, seed 202); earlier: EAFT 3.39e-2 on wte (seed 653985), 8
+//     seeds worst 1.05e-2. At 3e-2 about one run in six failed; a wrong coefficient is far
+//     beyond (ProFit's forced to 1 in the loss kernel: 0.74). Sums of c: worst 2.9e-3;
+//   TOL_STEP_NORM = 3e-2: the gradient's norm, a sum over every element (92 steps: worst 5.6e-3);
 //   parameters after AdamW: the first steps move each parameter by about lr * sign(g), so a
 //     gradient element near zero whose sign differs between the two moves by 2 lr;
 //     allowed: every |dp| <= 2.05 lr, and at most 1% of parameters with |dp| > 0.1 lr.
 #define TOL_STEP_LOSS 1e-2
-#define TOL_STEP_GRAD 3e-2
-#define TOL_STEP_GRAD_EAFT 6e-2
+#define TOL_STEP_GRAD 6e-2
+#define TOL_STEP_NORM 3e-2
 
 // The weights' spread for the step tests: 0.3, or 2.1 / sqrt(C) where that is smaller, gives
 // logits of rms ~2 (confidences spread over (0, 1), so that tau masks some tokens) and a
@@ -504,9 +507,9 @@ static void test_steps(const StepShape *s, CusetObjective obj, int trajectory) {
         off += cpu.tensor_sizes[t];
     }
     snprintf(name, sizeof name, "%s: all 16 gradient tensors (worst %s)", label, worst_name);
-    report(name, worst, obj.kind == CUSET_OBJ_EAFT ? TOL_STEP_GRAD_EAFT : TOL_STEP_GRAD);
+    report(name, worst, TOL_STEP_GRAD);
     snprintf(name, sizeof name, "%s: gradient norm", label);
-    report(name, cnorm > 0 ? fabs(gnorm - cnorm) / cnorm : fabs(gnorm), TOL_STEP_GRAD);
+    report(name, cnorm > 0 ? fabs(gnorm - cnorm) / cnorm : fabs(gnorm), TOL_STEP_NORM);
     if (!(cnorm > 0)) { printf("FAIL %s: the CPU gradient is zero: the test's tau masks every token\n", label); failures++; }
     cuset_cuda_update(g, &o, 0, gnorm);
     cuset_gpt_update(&cpu, &o, 0, cnorm);
