@@ -11,6 +11,7 @@
 #include "data/textdata.h"
 #define CUSET_GPT2_IMPLEMENTATION
 #include "data/gpt2.h"
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -287,6 +288,7 @@ typedef struct {
     FILE *log;
     char log_path[4096];
     int log_failed_at;                 // the first step whose log line could not be written (0: none)
+    long truncated;                    // rows truncated so far (the log's "truncated"; a resumed run's from its log)
 } Run;
 
 // Pushes the log's lines out; the first failure (a full disk) is said once, and the run goes
@@ -620,8 +622,9 @@ static int open_splits(Run *r) {
 
 // A run resumed at a checkpoint's step drops the log's lines of later steps, which the run
 // that stopped had logged after it (after a crash, up to --ckpt-minutes of them), so that
-// the log holds each step once. 0, or 1 after saying why.
-static int trim_log(const char *path, int step) {
+// the log holds each step once; *truncated gets the count of the last line kept, so the
+// log goes on as one run's. 0, or 1 after saying why.
+static int trim_log(const char *path, int step, long *truncated) {
     size_t n;
     unsigned char *bytes;
     char err[512];
@@ -638,8 +641,11 @@ static int trim_log(const char *path, int step) {
     for (char *line = text, *end; ok && line < text + n; line = end + 1) {
         end = memchr(line, '\n', (size_t)(text + n - line));
         if (!end) break; // a line cut by the crash
-        if (sscanf(line, "{\"step\": %d", &line_step) != 1 || line_step <= step)
-            ok = fwrite(line, 1, (size_t)(end - line + 1), f) == (size_t)(end - line + 1);
+        if (sscanf(line, "{\"step\": %d", &line_step) == 1 && line_step > step) continue;
+        ok = fwrite(line, 1, (size_t)(end - line + 1), f) == (size_t)(end - line + 1);
+        *end = 0; // the line as a string, for strstr
+        const char *field = strstr(line, "\"truncated\": ");
+        if (field) *truncated = strtol(field + 13, NULL, 10);
     }
     if (f) ok = (fclose(f) == 0) && ok;
     free(text);
@@ -688,7 +694,7 @@ static int open_log_and_device(Run *r) {
     const char *log_flag = a->log ? "--log" : "the log";
     if (writes_over(r, "--ckpt", a->ckpt, log_flag, r->log_path) || writes_over(r, log_flag, r->log_path, NULL, NULL))
         return 1;
-    if (a->resume && trim_log(r->log_path, r->start_step)) return 1;
+    if (a->resume && trim_log(r->log_path, r->start_step, &r->truncated)) return 1;
     r->log = fopen(r->log_path, a->resume ? "a" : "w");
     if (!r->log) { fprintf(stderr, "train: --log %s: cannot open for writing (%s)\n", r->log_path, strerror(errno)); return 1; }
     const CusetConfig *cfg = &r->model.cfg;
@@ -795,6 +801,16 @@ static int write_ckpt(Run *r, const char *path, int step, char *err, size_t errl
 // Saves the run at step. When --ckpt cannot be written (a full disk, a directory removed
 // meanwhile), the run goes to a rescue file in $TMPDIR (or /tmp) instead, so that its work is
 // not lost, and stops: 1.
+// The flags that continue this run: --resume --ckpt and the options of this invocation that
+// the checkpoint does not keep (the checkpoint holds the settings; these end or copy a run).
+static const char *resume_flags(const Run *r) {
+    static char flags[4400];
+    int n = snprintf(flags, sizeof flags, "--resume --ckpt %s", r->a.ckpt);
+    if (r->a.until_val_loss > 0) n += snprintf(flags + n, sizeof flags - n, " --until-val-loss %g", r->a.until_val_loss);
+    if (r->a.keep_every) snprintf(flags + n, sizeof flags - n, " --keep-every %d", r->a.keep_every);
+    return flags;
+}
+
 static int save(Run *r, int step) {
     char err[512], rescue[4096];
     if (r->gpu) cuset_cuda_model_download(r->gpu, &r->model); // parameters and moments, for the checkpoint
@@ -813,7 +829,7 @@ static int save(Run *r, int step) {
                 r->a.ckpt, last);
     else {
         char resume[4200] = ""; // a finished run has nothing to continue
-        if (step < r->s->steps) snprintf(resume, sizeof resume, " and continue with --resume --ckpt %s", r->a.ckpt);
+        if (step < r->s->steps) snprintf(resume, sizeof resume, " and continue with %s", resume_flags(r));
         fprintf(stderr, "train: step %d saved to %s instead (%s: %s); once it can be written, mv %s %s%s\n", step,
                 rescue, r->a.ckpt, last, rescue, r->a.ckpt, resume);
     }
@@ -827,10 +843,43 @@ static int keep_copy(Run *r, int step) {
     snprintf(path, sizeof path, "%s.step%d", r->a.ckpt, step);
     if (!write_ckpt(r, path, step, err, sizeof err)) return 0;
     if (step < r->s->steps)
-        fprintf(stderr, "train: step %d: --keep-every: %s; the run is saved in %s: continue with --resume --ckpt %s\n",
-                step, err, r->a.ckpt, r->a.ckpt);
+        fprintf(stderr, "train: step %d: --keep-every: %s; the run is saved in %s: continue with %s\n", step, err,
+                r->a.ckpt, resume_flags(r));
     else fprintf(stderr, "train: step %d: --keep-every: %s; the finished run is in %s\n", step, err, r->a.ckpt);
     return 1;
+}
+
+// Before training: what a run killed while saving (kill -9, a power cut) left. Its
+// temporary files (CKPT.tmp.PID, CKPT.stepN.tmp.PID, of processes no longer running) are
+// removed; a resumed run at a multiple of --keep-every whose copy is missing (the kill came
+// between the checkpoint and its copy) writes it, the model being that step's. 0, or 1.
+static int tidy_after_kill(Run *r) {
+    char dir[4096];
+    const char *slash = strrchr(r->a.ckpt, '/'), *base = slash ? slash + 1 : r->a.ckpt;
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - r->a.ckpt) + 1 : 1, slash ? r->a.ckpt : ".");
+    size_t nb = strlen(base);
+    int removed = 0;
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        const char *tmp = strncmp(e->d_name, base, nb) || e->d_name[nb] != '.' ? NULL : strstr(e->d_name + nb, ".tmp.");
+        char *end;
+        long pid = tmp ? strtol(tmp + 5, &end, 10) : 0;
+        if (pid <= 0 || *end || pid == getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        char path[8200];
+        snprintf(path, sizeof path, "%s%s", slash ? dir : "", e->d_name);
+        removed += unlink(path) == 0;
+    }
+    if (d) closedir(d);
+    if (removed)
+        printf("note: removed %d temporary file%s (%s.*.tmp.PID) of a run killed while saving\n", removed,
+               removed > 1 ? "s" : "", r->a.ckpt);
+    int k = r->a.keep_every, step = r->start_step;
+    if (!r->a.resume || !k || step == 0 || step % k) return 0;
+    char copy[4200];
+    snprintf(copy, sizeof copy, "%s.step%d", r->a.ckpt, step);
+    if (access(copy, F_OK) == 0) return 0;
+    printf("note: --keep-every: writing %s, which the run that stopped did not get to\n", copy);
+    return keep_copy(r, step);
 }
 
 static void close_run(Run *r, CusetBatch *batches, CusetBatch *val_batch) {
@@ -883,13 +932,13 @@ int main(int argc, char **argv) {
     if ((rc = open_data(r)) || (rc = open_model(r)) || (rc = open_splits(r)) || (rc = check_stop_at(r)) ||
         (rc = open_log_and_device(r)))
         return rc;
+    if (tidy_after_kill(r)) return 1;
     CusetTrainSettings *s = r->s;
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     CusetBatch batches[s->accum], val_batch;
     for (int i = 0; i < s->accum; i++) cuset_batch_alloc(&batches[i], s->B, s->T);
     cuset_batch_alloc(&val_batch, s->B, s->T);
-    long truncated = 0;
     int step = r->start_step;
     double t_start = cuset_time(), tokens_done = 0, train_seconds = 0, last_save = t_start;
     char err[512];
@@ -897,7 +946,7 @@ int main(int argc, char **argv) {
     int reached = 0; // --until-val-loss: the run ends at this step
     for (; step < s->steps && !stop_requested && !reached; step++) {
         double t0 = cuset_time();
-        if (next_batches(r, batches, step, &truncated)) return 1;
+        if (next_batches(r, batches, step, &r->truncated)) return 1;
         CusetStats st = {0};
         float norm;
         if (cuset_gpt_step(&r->model, r->ref, r->gpu, batches, s->accum, &s->obj, &st, &norm, err, sizeof err)) {
@@ -916,7 +965,7 @@ int main(int argc, char **argv) {
         double dt = cuset_time() - t0;
         tokens_done += (double)s->B * s->accum * s->T;
         train_seconds += dt;
-        log_step(r, step, &st, lr, norm, dt, cuset_time() - t_start, truncated);
+        log_step(r, step, &st, lr, norm, dt, cuset_time() - t_start, r->truncated);
         int last = step + 1 == s->steps;
         double val_loss = INFINITY;
         if (r->nval > 0 && ((s->val_every && (step + 1) % s->val_every == 0) || last) &&
@@ -935,10 +984,12 @@ int main(int argc, char **argv) {
             last_save = cuset_time();
         }
     }
+    // a signal that came after the step's save check (or before the first step) ends the
+    // loop without a save: the checkpoint must hold the step the message names
+    if (stop_requested && r->saved_step != step && save(r, step)) return 1;
     double elapsed = cuset_time() - t_start;
     if (stop_requested)
-        printf("stopped after step %d; checkpoint %s holds it: continue with --resume --ckpt %s\n", step, r->a.ckpt,
-               r->a.ckpt);
+        printf("stopped after step %d; checkpoint %s holds it: continue with %s\n", step, r->a.ckpt, resume_flags(r));
     else
         printf("done: %d steps in %.1fs (%.0f training tok/s); checkpoint %s\n", step - r->start_step, elapsed,
                tokens_done / (train_seconds > 0 ? train_seconds : 1), r->a.ckpt);

@@ -327,6 +327,25 @@ cmp -s "$TMP/k10.ckpt" "$TMP/k.ckpt" && ok "keep_every_copy_resumes" || bad "kee
 mkdir -p "$TMP/kd.ckpt.step5" # a copy that cannot be written stops the run, the checkpoint holding it
 expect "keep_every_unwritable" 1 "step 5: --keep-every: .*kd.ckpt.step5.*continue with --resume --ckpt .*kd.ckpt" \
     "${run[@]}" --ckpt "$TMP/kd.ckpt" --log "$TMP/kd.jsonl" --keep-every 5
+# What a run killed while saving leaves, tidied by the resumed run: a --keep-every copy the
+# kill came before (the checkpoint was renamed into place, its copy not yet written) is
+# written; a temporary file of a process no longer running is removed. The resumed log counts
+# truncated rows on from the stopped run's (rows of 32 tokens truncate samples of 20-40).
+long=(./train "${tiny[@]}" --synthetic-len 20:40 --steps 12)
+"${long[@]}" --ckpt "$TMP/t.ckpt" --log "$TMP/t.jsonl" --keep-every 5 >/dev/null 2>&1
+"${long[@]}" --ckpt "$TMP/u.ckpt" --log "$TMP/u.jsonl" --keep-every 5 --stop-at 10 >/dev/null 2>&1
+rm -f "$TMP/u.ckpt.step10"
+true & dead=$!; wait $dead
+echo partial >"$TMP/u.ckpt.tmp.$dead"
+out=$(./train --resume --ckpt "$TMP/u.ckpt" "${tiny[@]}" --synthetic-len 20:40 --log "$TMP/u.jsonl" --keep-every 5 2>&1)
+if grep -q "removed 1 temporary file" <<<"$out" && [ ! -e "$TMP/u.ckpt.tmp.$dead" ] && grep -q "writing .*u.ckpt.step10" <<<"$out" \
+    && cmp -s "$TMP/u.ckpt.step10" "$TMP/t.ckpt.step10" && cmp -s "$TMP/u.ckpt" "$TMP/t.ckpt"; then
+    ok "resume_tidies_after_kill"
+else bad "resume_tidies_after_kill" "$(tail -3 <<<"$out" | tr '\n' ' ')"; fi
+truncated() { grep -o '"truncated": [0-9]*' "$1" | grep -o '[0-9]*$'; } # each step's count so far
+if [ "$(truncated "$TMP/t.jsonl")" = "$(truncated "$TMP/u.jsonl")" ] && [ "$(truncated "$TMP/t.jsonl" | tail -1)" -gt 0 ]
+then ok "resume_log_counts_truncated_on"
+else bad "resume_log_counts_truncated_on" "$(diff <(truncated "$TMP/t.jsonl") <(truncated "$TMP/u.jsonl") | head -3 | tr '\n' ' ')"; fi
 # --until-val-loss X ends the run, checkpointed, at the first validation whose loss is X or
 # lower (here the lowest loss of a reference run's first three validations, as logged to 6
 # decimals, plus half the last digit); the steps before are the reference's, and --steps is a
