@@ -271,9 +271,11 @@ void cuset_dataset_synthetic(CusetDataset *d, int n, int vocab_size, int min_len
 
 // One training step, the same entry for the CPU and the GPU. gpu: the model on the device
 // (cuset_cuda_model_new; then m and ref are not touched) or NULL: m on the CPU, with ref
-// ASFT's frozen model (or NULL). Counts eq. 9's N = every target token of the accum
-// micro-batches, masked or not; then per micro-batch ASFT's reference forward, the
-// forward, the loss with 1/N and the backward, gradients summed from zero; *grad_norm is
+// ASFT's frozen model (NULL unless the objective is ASFT; the step refuses ASFT without one),
+// input and target ids checked against the vocabulary, rows against the context. Counts
+// eq. 9's N = every target token of the accum micro-batches, masked or not; then per
+// micro-batch ASFT's reference forward, the forward, the loss with 1/N and the backward,
+// gradients summed from zero; *grad_norm is
 // the global gradient norm before clipping. stats += the step's sums. The update follows:
 // cuset_gpt_update, or cuset_cuda_update on the GPU. Returns 0, or -1 with a message.
 typedef struct CusetCudaModel CusetCudaModel; // the GPU backend's model (end of this section)
@@ -325,7 +327,8 @@ int cuset_same_file(const char *a, const char *b);
 int cuset_checkpoint_old_windows(const CusetCheckpointInfo *info);
 // Reads the header only.
 int cuset_checkpoint_info(const char *path, CusetCheckpointInfo *info, char *err, size_t errlen);
-// Allocates m (and ref when non-NULL and the file has one) and reads them; loads the
+// Allocates m (and ref when non-NULL and the file has one: neither may hold a model, which
+// would leak; cuset_gpt_free it first) and reads them; loads the
 // optimizer moments when the file has them and want_optimizer is set; when tok is non-NULL,
 // *tok (malloc'd) and *tok_len receive the tokenizer's bytes (NULL and 0 if it has none).
 int cuset_checkpoint_load(const char *path, CusetGPT *m, CusetGPT *ref, unsigned char **tok, size_t *tok_len,
@@ -715,7 +718,7 @@ float cuset_lr_at(const CusetOptim *o, int step) {
     int span = o->total - o->warmup > 1 ? o->total - o->warmup : 1;
     double progress = (double)(step - o->warmup) / span;
     if (progress > 1.0) progress = 1.0;
-    return (float)(o->min_lr + 0.5 * (o->max_lr - o->min_lr) * (1.0 + cos(M_PI * progress)));
+    return (float)(o->min_lr + 0.5 * (o->max_lr - o->min_lr) * (1.0 + cos(3.14159265358979323846 * progress)));
 }
 
 // ---- parameters -----------------------------------------------------------------------
@@ -1170,8 +1173,8 @@ static void cuset__transpose_serial(float *out, const float *in, int rows, int c
 // diagonal of the T x T score matrix are computed, and the products with att stop at the
 // diagonal too. qkv (B,T,3C) holds q, k, v; head h uses channels h*hs..(h+1)*hs-1 of each
 // (row stride 3C). att (B,NH,T,T) keeps the softmax rows (zero above the diagonal); out
-// (B,T,C). kv_t (B,NH,hs,T) is scratch for K^T.
-static void cuset__attention_forward(float *out, float *att, float *kv_t, const float *qkv, int B, int T, int C, int NH) {
+// (B,T,C). kv_t (B,NH,hs,T) is scratch for K^T. (Unused outside the tests: marked so.)
+__attribute__((unused)) static void cuset__attention_forward(float *out, float *att, float *kv_t, const float *qkv, int B, int T, int C, int NH) {
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
 #pragma omp parallel for collapse(2) schedule(static)
@@ -1197,7 +1200,7 @@ static void cuset__attention_forward(float *out, float *att, float *kv_t, const 
 
 // Given dout (B,T,C): dqkv (B,T,3C) += the gradient through attention. datt (B,NH,T,T)
 // becomes d(scores); att_t and kv_t are scratch.
-static void cuset__attention_backward(float *dqkv, float *datt, float *att_t, float *kv_t, const float *dout,
+__attribute__((unused)) static void cuset__attention_backward(float *dqkv, float *datt, float *att_t, float *kv_t, const float *dout,
                                       const float *qkv, const float *att, int B, int T, int C, int NH) {
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
@@ -1401,6 +1404,9 @@ static void cuset__residual_forward(float *out, const float *a, const float *b, 
 static void cuset__gpt_forward(CusetGPT *m, const int *inputs, int B, int T, const unsigned char *need_logits) {
     const CusetConfig *c = &m->cfg;
     if (T > c->max_seq_len) CUSET_DIE("sequence length %d exceeds the model's context %d", T, c->max_seq_len);
+    for (long i = 0; i < (long)B * T; i++)
+        if (inputs[i] < 0 || inputs[i] >= c->vocab_size)
+            CUSET_DIE("input %ld: token %d outside the vocabulary [0, %d)", i, inputs[i], c->vocab_size);
     cuset__alloc_acts(m, B, T);
     int L = c->n_layer, C = c->n_embd, NH = c->n_head, Vp = c->padded_vocab_size, BT = B * T;
     CusetParams p = m->params;
@@ -1575,6 +1581,7 @@ const float *cuset_gpt_decode(const CusetGPT *m, CusetKVCache *kv, int token) {
     const CusetConfig *c = &m->cfg;
     int L = c->n_layer, C = c->n_embd, NH = c->n_head, hs = C / NH, T = c->max_seq_len, t = kv->len;
     if (t >= T) CUSET_DIE("KV cache full: the context holds %d tokens", T);
+    if (token < 0 || token >= c->vocab_size) CUSET_DIE("token %d outside the vocabulary [0, %d)", token, c->vocab_size);
     CusetParams p = m->params;
     float *x = kv->buf, *ln = x + C, *qkv = ln + C, *y = qkv + 3 * C, *fch = y + C, *att = fch + 4 * C;
     float *logits = att + T, mean, rstd;
@@ -1799,11 +1806,35 @@ static void cuset__forward_loss(CusetGPT *m, CusetGPT *ref, const CusetBatch *b,
     CUSET__LAP("loss", 0);
 }
 
+// What a CPU step needs to stay within its buffers: ASFT's reference model, rows no longer
+// than the context, input ids and target ids (where is_target) in the vocabulary. 0, or -1.
+static int cuset__step_inputs_ok(const CusetGPT *m, const CusetGPT *ref, const CusetBatch *batches, int accum,
+                                 const CusetObjective *obj, char *err, size_t errlen) {
+    int V = m->cfg.vocab_size;
+    if (obj->kind == CUSET_OBJ_ASFT && !ref)
+        return cuset__err(err, errlen, "ASFT needs its reference model (ref: a frozen copy of the model it starts from)");
+    for (int i = 0; i < accum; i++) {
+        const CusetBatch *b = &batches[i];
+        if (b->T > m->cfg.max_seq_len)
+            return cuset__err(err, errlen, "micro-batch %d: rows of %d tokens, longer than the model's context %d", i,
+                              b->T, m->cfg.max_seq_len);
+        for (long k = 0; k < (long)b->B * b->T; k++) {
+            int in = b->inputs[k], tg = b->targets[k];
+            int bad_in = in < 0 || in >= V, bad_tg = b->is_target[k] && (tg < 0 || tg >= V);
+            if (bad_in || bad_tg)
+                return cuset__err(err, errlen, "micro-batch %d, row %ld, position %ld: %s %d outside the vocabulary "
+                                  "[0, %d)", i, k / b->T, k % b->T, bad_in ? "input" : "target", bad_in ? in : tg, V);
+        }
+    }
+    return 0;
+}
+
 int cuset_gpt_step(CusetGPT *m, CusetGPT *ref, CusetCudaModel *gpu, const CusetBatch *batches, int accum,
                    const CusetObjective *obj, CusetStats *stats, float *grad_norm, char *err, size_t errlen) {
     long ntok = cuset__target_tokens(batches, accum);
     float inv_norm = ntok ? 1.0f / ntok : 0.0f;
     if (gpu) return cuset_cuda_forward_backward(gpu, batches, accum, obj, inv_norm, stats, grad_norm, err, errlen);
+    if (cuset__step_inputs_ok(m, ref, batches, accum, obj, err, errlen)) return -1;
     cuset_gpt_zero_grad(m);
     CUSET__LAP("zero grad", 0);
     for (int i = 0; i < accum; i++) {
@@ -1832,6 +1863,7 @@ int cuset_gpt_validate(CusetGPT *m, CusetGPT *ref, CusetCudaModel *gpu, const Cu
         ntok += cuset_batch_target_tokens(b);
     }
     float inv_norm = ntok ? 1.0f / ntok : 0.0f;
+    if (!gpu && cuset__step_inputs_ok(m, ref, b, 1, obj, err, errlen)) return -1; // ref; the rows' length
     for (int first = 0; first < n; first += b->B) {
         cuset__validation_batch(b, d, order, n, first, err, errlen); // checked above
         if (!gpu) cuset__forward_loss(m, ref, b, obj, inv_norm, stats);
@@ -1974,6 +2006,9 @@ int cuset_batch_from_dataset(CusetBatch *b, const CusetDataset *d, const int *id
 }
 
 void cuset_dataset_synthetic(CusetDataset *d, int n, int vocab_size, int min_len, int max_len, uint64_t seed) {
+    if (n < 1 || vocab_size < 4 || min_len < 1 || max_len < min_len)
+        CUSET_DIE("cuset_dataset_synthetic: want n >= 1, vocab_size >= 4 (3 special ids and one more), 1 <= min_len <= "
+                  "max_len; got %d, %d, %d, %d", n, vocab_size, min_len, max_len);
     memset(d, 0, sizeof *d);
     d->n = n; d->vocab_size = vocab_size;
     d->samples = (CusetSample *)CUSET_CALLOC(n, sizeof(CusetSample));

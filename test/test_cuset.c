@@ -427,6 +427,41 @@ static void test_batches(void) {
     b.is_target[1 * 8 + 6] = 0;
     check(cuset_batch_check(&b, 12, err, sizeof err) != 0 && strstr(err, "vocabulary"), "batch_check_rejects_token", "%s", err);
     cuset_batch_free(&b);
+
+    // a step refuses what would take it outside its buffers, with a message, not a crash:
+    // ASFT without its reference, a row longer than the context, ids outside the vocabulary
+    CusetConfig cfg = {20, 64, 8, 1, 2, 16}; // context 8, vocabulary 20
+    CusetGPT m;
+    cuset_gpt_init(&m, &cfg);
+    cuset_gpt_init_random(&m, 3, 0.02f);
+    CusetBatch rows[2];
+    cuset_batch_alloc(&rows[0], 2, 8);
+    cuset_batch_alloc(&rows[1], 1, 16);
+    for (int r = 0; r < 2; r++) {
+        cuset_batch_set_row(&rows[r], 0, prompt, 3, target, cuda, 3);
+        cuset_batch_set_row(&rows[r], rows[r].B - 1, prompt, 3, target, cuda, 3);
+    }
+    CusetObjective sft = cuset_objective_default(CUSET_OBJ_SFT), asft = cuset_objective_default(CUSET_OBJ_ASFT);
+    CusetStats st;
+    float norm;
+    const struct { const char *name, *want; int batch; const CusetObjective *obj; int *id, bad; } cases[] = {
+        {"step_takes_good_batch", NULL, 0, &sft, NULL, 0},
+        {"step_refuses_asft_without_ref", "ASFT needs its reference", 0, &asft, NULL, 0},
+        {"step_refuses_row_longer_than_context", "rows of 16 tokens, longer than the model's context 8", 1, &sft, NULL, 0},
+        {"step_refuses_input_outside_vocabulary", "input 500 outside the vocabulary [0, 20)", 0, &sft, &rows[0].inputs[9], 500},
+        {"step_refuses_target_outside_vocabulary", "target -3 outside the vocabulary", 0, &sft, &rows[0].targets[3], -3},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        int saved = cases[k].id ? *cases[k].id : 0;
+        if (cases[k].id) *cases[k].id = cases[k].bad;
+        memset(&st, 0, sizeof st);
+        int rc = cuset_gpt_step(&m, NULL, NULL, &rows[cases[k].batch], 1, cases[k].obj, &st, &norm, err, sizeof err);
+        if (cases[k].id) *cases[k].id = saved;
+        check(cases[k].want ? rc == -1 && strstr(err, cases[k].want) : rc == 0, cases[k].name, "rc %d: %s", rc, rc ? err : "");
+    }
+    cuset_batch_free(&rows[0]);
+    cuset_batch_free(&rows[1]);
+    cuset_gpt_free(&m);
 }
 
 // Validation over 7 samples in batches of 4 counts each sample once (the last batch's
