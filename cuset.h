@@ -197,7 +197,7 @@ float cuset_lr_at(const CusetOptim *o, int step);
 // [1, 65536], 1..256 layers, n_embd in [1, 16384] and a multiple of n_head.
 int cuset_config_check(const CusetConfig *c, char *err, size_t errlen);
 int cuset_pad_vocab(int V);
-void cuset_gpt_init(CusetGPT *m, const CusetConfig *cfg);           // allocate parameters
+void cuset_gpt_init(CusetGPT *m, const CusetConfig *cfg);           // allocate parameters (cfg checked: stops if bad)
 void cuset_gpt_init_random(CusetGPT *m, uint64_t seed, float std);  // GPT-2 style init
 void cuset_gpt_free(CusetGPT *m);
 void cuset_gpt_forward(CusetGPT *m, const int *inputs, int B, int T);  // fills acts.logits
@@ -757,6 +757,8 @@ static void cuset__point(float **table, int n, const size_t *sizes, float *memor
 }
 
 void cuset_gpt_init(CusetGPT *m, const CusetConfig *cfg) {
+    char why[300];
+    if (cuset_config_check(cfg, why, sizeof why)) CUSET_DIE("cuset_gpt_init: %s", why); // a caller's precondition
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     cuset__tensor_sizes(cfg, m->tensor_sizes);
