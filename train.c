@@ -798,9 +798,6 @@ static int write_ckpt(Run *r, const char *path, int step, char *err, size_t errl
     return cuset_checkpoint_save_tok(path, &r->model, r->ref, r->synthetic ? NULL : &r->tk, &out, 1, err, errlen);
 }
 
-// Saves the run at step. When --ckpt cannot be written (a full disk, a directory removed
-// meanwhile), the run goes to a rescue file in $TMPDIR (or /tmp) instead, so that its work is
-// not lost, and stops: 1.
 // The flags that continue this run: --resume --ckpt and the options of this invocation that
 // the checkpoint does not keep (the checkpoint holds the settings; these end or copy a run).
 static const char *resume_flags(const Run *r) {
@@ -811,6 +808,9 @@ static const char *resume_flags(const Run *r) {
     return flags;
 }
 
+// Saves the run at step. When --ckpt cannot be written (a full disk, a directory removed
+// meanwhile), the run goes to a rescue file in $TMPDIR (or /tmp) instead, so that its work is
+// not lost, and stops: 1.
 static int save(Run *r, int step) {
     char err[512], rescue[4096];
     if (r->gpu) cuset_cuda_model_download(r->gpu, &r->model); // parameters and moments, for the checkpoint
@@ -854,19 +854,19 @@ static int keep_copy(Run *r, int step) {
 // removed; a resumed run at a multiple of --keep-every whose copy is missing (the kill came
 // between the checkpoint and its copy) writes it, the model being that step's. 0, or 1.
 static int tidy_after_kill(Run *r) {
-    char dir[4096];
+    char dir[4096]; // the checkpoint's directory with its '/', or "" for the working directory
     const char *slash = strrchr(r->a.ckpt, '/'), *base = slash ? slash + 1 : r->a.ckpt;
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - r->a.ckpt) + 1 : 1, slash ? r->a.ckpt : ".");
+    snprintf(dir, sizeof dir, "%.*s", (int)(base - r->a.ckpt), r->a.ckpt);
     size_t nb = strlen(base);
     int removed = 0;
-    DIR *d = opendir(dir);
+    DIR *d = opendir(dir[0] ? dir : ".");
     for (struct dirent *e; d && (e = readdir(d));) {
         const char *tmp = strncmp(e->d_name, base, nb) || e->d_name[nb] != '.' ? NULL : strstr(e->d_name + nb, ".tmp.");
         char *end;
         long pid = tmp ? strtol(tmp + 5, &end, 10) : 0;
         if (pid <= 0 || *end || pid == getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
         char path[8200];
-        snprintf(path, sizeof path, "%s%s", slash ? dir : "", e->d_name);
+        snprintf(path, sizeof path, "%s%s", dir, e->d_name);
         removed += unlink(path) == 0;
     }
     if (d) closedir(d);
