@@ -123,9 +123,12 @@ quickstart:
 # gpu with a GPU, else cpu), SEEDS=1,2,3, SET="BASE_STEPS=900 ..." (a preset's settings
 # changed; data/experiment.sh lists them), RUN=DIR (default runs/experiment-PRESET, with SET
 # runs/experiment-PRESET+SET), REUSE=DIR (a finished run whose stages with the same settings
-# are linked in; a SET run in its default RUN reuses runs/experiment-PRESET).
+# are linked in; a SET run in its default RUN reuses runs/experiment-PRESET). The names of
+# make's command-line variables go along, so that one nothing reads (SEED=2) is refused.
 experiment:
-	PRESET="$(PRESET)" SEEDS="$(SEEDS)" RUN="$(RUN)" REUSE="$(REUSE)" SET="$(SET)" bash data/experiment.sh
+	PRESET="$(PRESET)" SEEDS="$(SEEDS)" RUN="$(RUN)" REUSE="$(REUSE)" SET="$(SET)" \
+	MAKE_VARIABLES="$(strip $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))" \
+	bash data/experiment.sh
 
 compile-test-split: data
 	bash data/compile_split.sh data/default test

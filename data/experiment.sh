@@ -63,6 +63,15 @@ elif [ ${#outside[@]} -gt 0 ]; then
         "would replace it: give it through SET, as in make experiment SET=\"${want[*]}\" (or unset it)" >&2
     exit 2
 fi
+# a make command-line variable that neither this script nor the build reads: a typo (SEED=2
+# for SEEDS=2) would run the preset's defaults without a word. The build's are the Makefile's.
+for name in ${MAKE_VARIABLES:-}; do
+    [[ " PRESET SEEDS RUN REUSE SET JOBS ${SETTINGS[*]} " == *" $name "* ]] && continue
+    grep -qE "^$name[[:space:]]*[?:+]?=|\\\$[({]$name[:)}]" Makefile && continue
+    echo "experiment: $name: a make variable that neither the experiment nor the build reads (the experiment's" \
+        "are PRESET, SEEDS, RUN, REUSE, SET and JOBS; a preset's settings go in SET; bash data/experiment.sh --help)" >&2
+    exit 2
+done
 PRESET=${PRESET:-}
 if [ -z "$PRESET" ]; then
     if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then PRESET=gpu; else PRESET=cpu; fi

@@ -1125,6 +1125,11 @@ expect "experiment_repeated_seed" 2 "SEEDS: each seed once .*, got '1,2,1'" \
 # preset would replace without a word, is refused with the SET that gives it; SEEDS still passes
 expect "experiment_setting_outside_set" 2 'FT_STEPS=5: set in the environment .*SET="FT_STEPS=5"' \
     make -s experiment PRESET=smoke RUN="$TMP/x" FT_STEPS=5 SEED=2
+# a make variable nothing reads (a typo for SEEDS) is refused; the build's own (CC) pass
+expect "experiment_unread_make_variable" 2 "SEED: a make variable that neither the experiment nor the build reads" \
+    make -s experiment PRESET=smoke RUN="$TMP/x" SEED=2
+expect "experiment_build_make_variable" 0 'PRESET="smoke"' env MAKE_VARIABLES="CC CFLAGS NVCC SEEDS" PRESET=smoke \
+    bash data/experiment.sh --settings
 expect "experiment_setting_in_set_and_environment" 2 "FT_STEPS: set both in the environment .* and in SET \('FT_STEPS=5'\)" \
     env PRESET=smoke SET="FT_STEPS=5" FT_STEPS=7 RUN="$TMP/x" bash data/experiment.sh
 expect "experiment_setting_in_set_and_environment_agree" 0 'FT_STEPS="5"' \
