@@ -255,7 +255,8 @@ void cuset_dataset_free(CusetDataset *d);
 uint64_t cuset_dataset_fingerprint(const CusetDataset *d);
 // Fills row k of the batch with sample ids[k] of d for k < count (at most B), and the rows
 // from count on with padding (no target). Returns how many of the samples lost target
-// tokens at the row's end; -1 and a message in err if a prompt does not fit.
+// tokens at the row's end; -1 and a message in err, the batch unchanged, if an id is outside
+// the data or a prompt does not fit.
 int cuset_batch_from_dataset(CusetBatch *b, const CusetDataset *d, const int *ids, int count, char *err,
                              size_t errlen);
 // order = a permutation of 0..n-1, a pure function of (seed, epoch) (cuset_split uses epoch -1).
@@ -1993,16 +1994,19 @@ int cuset_split(const CusetDataset *d, int T, double val_frac, uint64_t seed, in
 int cuset_batch_from_dataset(CusetBatch *b, const CusetDataset *d, const int *ids, int count, char *err,
                              size_t errlen) {
     if (count < 0 || count > b->B) return cuset__err(err, errlen, "%d samples for a batch of %d rows", count, b->B);
+    for (int n = 0; n < count; n++) { // every sample checked before a row changes: a refused batch is left as it was
+        if (ids[n] < 0 || ids[n] >= d->n)
+            return cuset__err(err, errlen, "row %d: sample %d outside the data's [0, %d)", n, ids[n], d->n);
+        const CusetSample *s = &d->samples[ids[n]];
+        if (s->np < 1 || s->np > b->T)
+            return cuset__err(err, errlen, "sample %d: prompt of %d tokens leaves no room for a target in a row of %d",
+                              ids[n], s->np, b->T);
+    }
     int truncated = 0;
     for (int n = 0; n < b->B; n++) {
         if (n >= count) { cuset_batch_clear_row(b, n); continue; }
-        int idx = ids[n];
-        const CusetSample *s = &d->samples[idx];
-        int dropped = cuset_batch_set_row(b, n, s->prompt, s->np, s->target, s->target_cuda, s->nt);
-        if (dropped < 0)
-            return cuset__err(err, errlen, "sample %d: prompt of %d tokens leaves no room for a target in a row of %d",
-                              idx, s->np, b->T);
-        truncated += dropped > 0;
+        const CusetSample *s = &d->samples[ids[n]];
+        truncated += cuset_batch_set_row(b, n, s->prompt, s->np, s->target, s->target_cuda, s->nt) > 0;
     }
     return truncated;
 }

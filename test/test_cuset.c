@@ -495,6 +495,20 @@ static void test_validation(void) {
           err, by4.ntok, by1.ntok, ntok, by4.nsamples, by1.nsamples, by4.loss, by1.loss);
     check(cuset_batch_from_dataset(&b4, &d, order, 5, err, sizeof err) == -1 && strstr(err, "5 samples"),
           "batch_refuses_more_samples_than_rows", "%s", err);
+    // a refused batch is left as it was: its rows before the bad sample too
+    cuset_batch_from_dataset(&b4, &d, order, 4, err, sizeof err);
+    int before[4 * 24];
+    memcpy(before, b4.inputs, sizeof before);
+    int bad_id[4] = {order[4], order[5], 7, order[6]}, long_prompt[4] = {order[4], order[5], order[6], order[0]};
+    check(cuset_batch_from_dataset(&b4, &d, bad_id, 4, err, sizeof err) == -1 && strstr(err, "sample 7 outside") &&
+              !memcmp(before, b4.inputs, sizeof before),
+          "batch_refuses_sample_outside_data", "%s", err);
+    int np = d.samples[order[0]].np;
+    d.samples[order[0]].np = 25; // longer than the row (refused before it is read)
+    check(cuset_batch_from_dataset(&b4, &d, long_prompt, 4, err, sizeof err) == -1 && strstr(err, "prompt of 25") &&
+              !memcmp(before, b4.inputs, sizeof before),
+          "batch_refused_left_unchanged", "%s", err);
+    d.samples[order[0]].np = np;
     cuset_batch_free(&b4);
     cuset_batch_free(&b1);
     cuset_dataset_free(&d);
