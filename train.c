@@ -823,7 +823,9 @@ static int save(Run *r, int step) {
     snprintf(rescue, sizeof rescue, "%s/%s.rescue.%d", tmpdir && *tmpdir ? tmpdir : "/tmp", name ? name + 1 : r->a.ckpt,
              (int)getpid());
     char last[64] = "it has no save of this run";
-    if (r->saved_step >= 0) snprintf(last, sizeof last, "its last save was step %d", r->saved_step);
+    if (r->saved_step >= 0) // (the file may have gone with its directory)
+        snprintf(last, sizeof last, access(r->a.ckpt, F_OK) ? "its last save, of step %d, is gone" :
+                 "its last save was step %d", r->saved_step);
     if (write_ckpt(r, rescue, step, err, sizeof err))
         fprintf(stderr, "train: the rescue copy failed too (%s): the steps after %s's last save are lost (%s)\n", err,
                 r->a.ckpt, last);

@@ -399,6 +399,16 @@ else bad "unwritable_checkpoint_goes_to_rescue_file" "exit $rc: $(tail -1 "$TMP/
 mkdir -p "$TMP/gone" && mv "$rescue" "$TMP/gone/g.ckpt" 2>/dev/null
 ./train --resume --ckpt "$TMP/gone/g.ckpt" "${tiny[@]}" --log "$TMP/g.jsonl" --quiet >/dev/null 2>&1
 same_losses "rescue_resume_is_exact" "$TMP/c_ref.jsonl" "$TMP/g.jsonl"
+# the same after saves: the rescue message says the last save went with its directory
+mkdir -p "$TMP/gone2"
+TMPDIR="$TMP" "${crash[@]}" --ckpt-every 2 --ckpt "$TMP/gone2/g.ckpt" --log "$TMP/g2.jsonl" >"$TMP/g2.out" 2>&1 &
+pid=$!
+for _ in $(seq 200); do [ -f "$TMP/gone2/g.ckpt" ] && break; sleep 0.05; done
+rm -rf "$TMP/gone2"; kill -INT $pid; wait $pid; rc=$?
+if [ $rc -eq 1 ] && grep -q "saved to .*rescue.* instead (.*g.ckpt: its last save, of step [0-9]*, is gone)" "$TMP/g2.out"
+then ok "rescue_message_says_last_save_is_gone"
+else bad "rescue_message_says_last_save_is_gone" "exit $rc: $(tail -1 "$TMP/g2.out")"; fi
+rm -f "$TMP"/g.ckpt.rescue.*
 expect "resume_other_data" 1 "data differs" ./train --resume --ckpt "$TMP/p.ckpt" "${tiny[@]}" --synthetic-n 65 --log "$TMP/x.jsonl"
 head -c 5000 "$TMP/full.ckpt" >"$TMP/trunc.ckpt"
 expect "resume_truncated" 1 "truncated: file has 5000 bytes" ./train --resume --ckpt "$TMP/trunc.ckpt" --log "$TMP/x.jsonl"
