@@ -1527,7 +1527,10 @@ extern "C" CusetCudaModel *cuset_cuda_model_new(const CusetGPT *m, const CusetGP
         snprintf(err, errlen, "batch %d x %d does not fit the model (context %d)", B, T, m->cfg.max_seq_len);
         return NULL;
     }
-    if (ref && ref->num_params != m->num_params) { snprintf(err, errlen, "the reference model has another shape"); return NULL; }
+    if (ref && memcmp(&ref->cfg, &m->cfg, sizeof m->cfg)) { // (the same count of parameters is not the same model)
+        snprintf(err, errlen, "the reference model has another configuration");
+        return NULL;
+    }
     int C = m->cfg.n_embd, NH = m->cfg.n_head;
     if (!cuset__attention_head_size_ok(C / NH)) {
         snprintf(err, errlen, "head size %d (%d channels / %d heads): the attention kernels take " CUSET__ATT_HEAD_SIZES,
@@ -1608,19 +1611,23 @@ extern "C" void cuset_cuda_model_free(CusetCudaModel *g) {
     free(g);
 }
 
-static int cuset__check_batch(const CusetCudaModel *g, const CusetBatch *b, char *err, size_t errlen) {
-    if (b->B != g->B || b->T != g->T) {
-        snprintf(err, errlen, "batch %d x %d, but the device model was made for %d x %d", b->B, b->T, g->B, g->T);
-        return -1;
-    }
-    return 0;
+// The accum micro-batches have the device model's shape and fit the model (their ids in the
+// vocabulary: a kernel reads wte's row of each). 0, or -1 with a message.
+static int cuset__check_batches(const CusetCudaModel *g, const CusetBatch *batches, int accum, char *err,
+                                size_t errlen) {
+    for (int i = 0; i < accum; i++)
+        if (batches[i].B != g->B || batches[i].T != g->T) {
+            snprintf(err, errlen, "micro-batch %d: %d x %d, but the device model was made for %d x %d", i, batches[i].B,
+                     batches[i].T, g->B, g->T);
+            return -1;
+        }
+    return cuset_batches_fit(batches, accum, g->cfg.vocab_size, g->cfg.max_seq_len, err, errlen);
 }
 
 extern "C" int cuset_cuda_forward_backward(CusetCudaModel *g, const CusetBatch *batches, int accum,
                                            const CusetObjective *obj, float inv_norm, CusetStats *stats,
                                            float *grad_norm, char *err, size_t errlen) {
-    for (int i = 0; i < accum; i++)
-        if (cuset__check_batch(g, &batches[i], err, errlen)) return -1;
+    if (cuset__check_batches(g, batches, accum, err, errlen)) return -1;
     double *sums = stats ? cuset__loss_sums_room(g, accum) : NULL;
     size_t slot = CUSET_LOSS_SAMPLE_FIELDS * (size_t)g->B;
     CUSET_CHECK(cudaMemsetAsync(g->grads, 0, g->num_params * sizeof(float), g->stream));
@@ -1652,7 +1659,7 @@ extern "C" void cuset_cuda_update(CusetCudaModel *g, const CusetOptim *o, int st
 
 extern "C" int cuset_cuda_eval(CusetCudaModel *g, const CusetBatch *b, const CusetObjective *obj, float inv_norm,
                                CusetStats *stats, char *err, size_t errlen) {
-    if (cuset__check_batch(g, b, err, errlen)) return -1;
+    if (cuset__check_batches(g, b, 1, err, errlen)) return -1;
     cuset__upload_batch(g, b);
     double *sums = stats ? cuset__loss_sums_room(g, 1) : NULL;
     int rc = cuset__forward_loss(g, obj, inv_norm, sums, err, errlen);
@@ -1737,6 +1744,10 @@ extern "C" const float *cuset_cuda_decode(CusetCudaDecoder *d, int token) {
     const CusetConfig *c = &d->cfg;
     int L = c->n_layer, C = c->n_embd, NH = c->n_head, T = c->max_seq_len, Vp = c->padded_vocab_size, t = d->len;
     if (t >= T) { fprintf(stderr, "cuset: KV cache full: the context holds %d tokens\n", T); exit(1); }
+    if (token < 0 || token >= c->vocab_size) {
+        fprintf(stderr, "cuset: token %d outside the vocabulary [0, %d)\n", token, c->vocab_size);
+        exit(1);
+    }
     CusetParams p = d->p;
     cudaStream_t s = d->stream;
     float *mean = d->stat, *rstd = d->stat + 1;

@@ -24,6 +24,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <math.h>
 
 #ifdef __CUDACC__
@@ -124,6 +125,31 @@ typedef struct {
     int *tgt_start;           // (B)
     int *tgt_len;             // (B) T_n
 } CusetBatch;
+
+// What a step needs of its accum micro-batches to stay within the model's buffers, checked
+// by both backends before they read a token: rows no longer than the context max_T, input
+// ids and target ids (where is_target) in [0, V). 0, or -1 and the first offence in err.
+static inline int cuset_batches_fit(const CusetBatch *batches, int accum, int V, int max_T, char *err,
+                                    size_t errlen) {
+    for (int i = 0; i < accum; i++) {
+        const CusetBatch *b = &batches[i];
+        if (b->T > max_T) {
+            snprintf(err, errlen, "micro-batch %d: rows of %d tokens, longer than the model's context %d", i, b->T,
+                     max_T);
+            return -1;
+        }
+        for (long k = 0; k < (long)b->B * b->T; k++) {
+            int in = b->inputs[k], tg = b->targets[k];
+            int bad_in = in < 0 || in >= V, bad_tg = b->is_target[k] && (tg < 0 || tg >= V);
+            if (bad_in || bad_tg) {
+                snprintf(err, errlen, "micro-batch %d, row %ld, position %ld: %s %d outside the vocabulary [0, %d)", i,
+                         k / b->T, k % b->T, bad_in ? "input" : "target", bad_in ? in : tg, V);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
 
 typedef enum {
     CUSET_OBJ_SFT = 0, CUSET_OBJ_DFT, CUSET_OBJ_PROFIT, CUSET_OBJ_EAFT, CUSET_OBJ_ASFT, CUSET_OBJ_CUSET,
@@ -1809,27 +1835,13 @@ static void cuset__forward_loss(CusetGPT *m, CusetGPT *ref, const CusetBatch *b,
     CUSET__LAP("loss", 0);
 }
 
-// What a CPU step needs to stay within its buffers: ASFT's reference model, rows no longer
-// than the context, input ids and target ids (where is_target) in the vocabulary. 0, or -1.
+// What a CPU step needs to stay within its buffers: ASFT's reference model, and batches
+// that fit the model (cuset_batches_fit). 0, or -1.
 static int cuset__step_inputs_ok(const CusetGPT *m, const CusetGPT *ref, const CusetBatch *batches, int accum,
                                  const CusetObjective *obj, char *err, size_t errlen) {
-    int V = m->cfg.vocab_size;
     if (obj->kind == CUSET_OBJ_ASFT && !ref)
         return cuset__err(err, errlen, "ASFT needs its reference model (ref: a frozen copy of the model it starts from)");
-    for (int i = 0; i < accum; i++) {
-        const CusetBatch *b = &batches[i];
-        if (b->T > m->cfg.max_seq_len)
-            return cuset__err(err, errlen, "micro-batch %d: rows of %d tokens, longer than the model's context %d", i,
-                              b->T, m->cfg.max_seq_len);
-        for (long k = 0; k < (long)b->B * b->T; k++) {
-            int in = b->inputs[k], tg = b->targets[k];
-            int bad_in = in < 0 || in >= V, bad_tg = b->is_target[k] && (tg < 0 || tg >= V);
-            if (bad_in || bad_tg)
-                return cuset__err(err, errlen, "micro-batch %d, row %ld, position %ld: %s %d outside the vocabulary "
-                                  "[0, %d)", i, k / b->T, k % b->T, bad_in ? "input" : "target", bad_in ? in : tg, V);
-        }
-    }
-    return 0;
+    return cuset_batches_fit(batches, accum, m->cfg.vocab_size, m->cfg.max_seq_len, err, errlen);
 }
 
 int cuset_gpt_step(CusetGPT *m, CusetGPT *ref, CusetCudaModel *gpu, const CusetBatch *batches, int accum,

@@ -39,6 +39,11 @@ static double seconds(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
+// A check's line: PASS name, or FAIL name: why.
+static void verdict(bool ok, const char *name, const char *why) {
+    printf("%s %s%s%s\n", ok ? "PASS" : "FAIL", name, ok ? "" : ": ", ok ? "" : why);
+    ok ? passes++ : failures++;
+}
 static float unif(float lo, float hi) { return lo + (hi - lo) * cuset_rng_uniform(&rng); }
 static int irand(int lo, int hi) { return lo + (int)(cuset_rng_next(&rng) % (uint64_t)(hi - lo + 1)); } // [lo, hi]
 static float *hrand(size_t n, float scale) {
@@ -571,6 +576,40 @@ static void test_model_refusals(void) {
     }
 }
 
+// A step and an evaluation refuse a batch that does not fit the model, as the CPU's do, before
+// a kernel reads a row of wte for it: an input id at V (< Vp, so inside the padded table) and
+// a target id past it; and cuset_cuda_model_new a reference of another configuration with as
+// many parameters (two heads for one).
+static void test_batch_refusals(void) {
+    CusetConfig cfg = make_config(50, 16, 1, 1, 32), two_heads = make_config(50, 16, 1, 2, 32);
+    CusetGPT m, ref;
+    cuset_gpt_init(&m, &cfg);
+    cuset_gpt_init(&ref, &two_heads);
+    char err[256] = "";
+    CusetObjective obj = cuset_objective_default(CUSET_OBJ_CUSET);
+    CusetBatch b[2];
+    for (auto &x : b) { cuset_batch_alloc(&x, 2, 8); random_batch(&x, 50); }
+    b[1].inputs[5] = 50;
+    CusetStats st = {0};
+    float norm = 0.0f;
+    CusetCudaModel *g = cuset_cuda_model_new(&m, NULL, 2, 8, err, sizeof err);
+    int step = g ? cuset_gpt_step(NULL, NULL, g, b, 2, &obj, &st, &norm, err, sizeof err) : 0;
+    verdict(g && step == -1 && strstr(err, "micro-batch 1, row 0, position 5: input 50 outside the vocabulary [0, 50)"),
+            "a step refuses an input id outside the vocabulary", err);
+    b[1].inputs[5] = 0;
+    b[0].targets[b[0].tgt_start[0]] = 1000;
+    int eval = g ? cuset_cuda_eval(g, &b[0], &obj, 1.0f, &st, err, sizeof err) : 0;
+    verdict(g && eval == -1 && strstr(err, "target 1000 outside"), "an evaluation refuses a target id outside the vocabulary",
+            err);
+    CusetCudaModel *with_ref = cuset_cuda_model_new(&m, &ref, 2, 8, err, sizeof err);
+    verdict(!with_ref && strstr(err, "another configuration"), "a reference of another configuration is refused", err);
+    cuset_cuda_model_free(g);
+    cuset_cuda_model_free(with_ref);
+    for (auto &x : b) cuset_batch_free(&x);
+    cuset_gpt_free(&m);
+    cuset_gpt_free(&ref);
+}
+
 // Two runs of 3 steps from the same weights and batches: bit-identical losses and norms.
 // Also cuset_cuda_eval gives the forward_backward loss of the same weights.
 static void test_determinism(const StepShape *s) {
@@ -687,6 +726,7 @@ int main(int argc, char **argv) {
     }
     test_determinism(&s);
     test_model_refusals();
+    test_batch_refusals();
     printf("test_gpu: %d passed, %d failed (seed %llu)\n", passes, failures, (unsigned long long)seed);
     return failures ? 1 : 0;
 }
