@@ -2,8 +2,9 @@
    incremental decoding, and the C ABI declared in cuset.h ("The GPU backend").
 
    The CPU code of cuset.h is the reference: test/test_gpu.cu checks every kernel here
-   against the CPU function that computes the same thing (attention against the
-   materialised cuset__attention_forward/_backward).
+   against the CPU function that computes the same thing, and test/test_gpu_attn_loss.cu
+   the fused attention (against the materialised cuset__attention_forward/_backward) and
+   the fused loss.
    Layout: utilities; fused causal attention and the fused loss; matmul (tensor cores);
    column sums; layernorm; elementwise layers; the embedding; AdamW and the gradient
    norm; the decoding kernels; host launchers; the model (one allocation, forward,
@@ -15,7 +16,9 @@
    each input is rounded to tf32 (10 explicit mantissa bits) as it is loaded into a
    fragment, and products are summed in fp32, so a dot product of length K has a relative
    error of about 1e-3 (2^-11 per rounded input) -- plenty for training, and the tests
-   state that tolerance. Everything else is fp32 with fp32 arithmetic.
+   state that tolerance. Everything else is fp32 with fp32 arithmetic, but for sums kept in
+   double: the loss's per-position and per-sample terms and ASFT's KL sum, CuSeT's
+   hardest-window search, and the gradient norm.
 
    Determinism: no floating-point atomics anywhere. Every sum (matmul tiles, column sums
    for bias and LayerNorm gradients, the embedding gradient, the gradient norm) runs in an
@@ -110,6 +113,7 @@ template <int HS> struct CusetAttnShape {
 
 #define CUSET_ATT_BQ 64  // queries per block (forward, dQ); keys per block (dK dV)
 #define CUSET_ATT_BK 32  // rows per shared-memory tile streamed through a block
+static_assert(CUSET_ATT_BQ % CUSET_ATT_BK == 0, "a block's first row starts a tile");
 
 // Sum of x over the G lanes of a group; every lane of the warp must call it.
 template <int G> static __device__ __forceinline__ float cuset__group_sum(float x) {
@@ -146,7 +150,7 @@ cuset__attention_forward_kernel(float *out, float *lse, const float *qkv, int T,
     __shared__ __align__(16) float vs[CUSET_ATT_BK * HS];
     int bh = blockIdx.x, b = bh / NH, h = bh % NH;
     int q0 = (gridDim.y - 1 - blockIdx.y) * CUSET_ATT_BQ;
-    int g = threadIdx.x % G, i = q0 + threadIdx.x / G; // this lane's query and part of it
+    int g = threadIdx.x % G, i = q0 + threadIdx.x / G; // this lane's part of the head and its query
     size_t stride = 3 * (size_t)C;
     const float *qbase = qkv + (size_t)b * T * stride + h * HS, *kbase = qbase + C, *vbase = qbase + 2 * C;
 
@@ -201,9 +205,10 @@ cuset__attention_forward_kernel(float *out, float *lse, const float *qkv, int T,
 // channels, then a shuffle reduction. grid ceil(B*T*NH / 8) x 256 threads.
 static __global__ void cuset__attention_delta_kernel(float *delta, const float *dout, const float *out, int B, int T,
                                               int C, int NH) {
-    int w = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (w >= B * T * NH) return; // a whole warp leaves together
-    int hs = C / NH, h = w % NH, bt = w / NH, b = bt / T, t = bt % T;
+    long w = (long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, bt = w / NH; // (B * T * NH may pass 2^31)
+    int lane = threadIdx.x % 32;
+    if (w >= (long)B * T * NH) return; // a whole warp leaves together
+    int hs = C / NH, h = (int)(w % NH), b = (int)(bt / T), t = (int)(bt % T);
     const float *dy = dout + (size_t)bt * C + h * hs, *y = out + (size_t)bt * C + h * hs;
     float x = 0.0f;
     for (int d = lane; d < hs; d += 32) x += dy[d] * y[d];
@@ -239,7 +244,7 @@ cuset__attention_backward_dkdv_kernel(float *dqkv, const float *dout, const floa
         v[d] = j < T ? vbase[(size_t)j * stride + d * G + g] : 0.0f;
         dk[d] = dv[d] = 0.0f;
     }
-    for (int i0 = k0 / BK * BK; i0 < T; i0 += BK) {
+    for (int i0 = k0; i0 < T; i0 += BK) { // (k0, a multiple of CUSET_ATT_BQ, is one of BK)
         __syncthreads();
         cuset__load_tile<HS>(qs, qbase, i0, T, stride);
         cuset__load_tile<HS>(dos, dobase, i0, T, C);
@@ -385,7 +390,7 @@ static void cuset__cuda_attention_backward(float *dqkv, float *delta, const floa
     cuset__attention_check(B, T, C, NH);
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
-    int rows = B * T * NH;
+    long rows = (long)B * T * NH;
     cuset__attention_delta_kernel<<<cuset__ceil_div(rows, 8), 256, 0, s>>>(delta, dout, out, B, T, C, NH);
     CUSET_CHECK_LAUNCH();
     dim3 grid(B * NH, cuset__ceil_div(T, CUSET_ATT_BQ));
@@ -592,7 +597,7 @@ cuset__loss_phase3_kernel(CusetLossWork w, float *logits, const float *ref_logit
         if (threadIdx.x == 0) row[0] = row[1] = row[2] = row[3] = 0.0;
         return;
     }
-    int asft = obj.kind == CUSET_OBJ_ASFT && ref_logits != NULL, tgt = targets[i];
+    int asft = obj.kind == CUSET_OBJ_ASFT, tgt = targets[i]; // (ASFT always comes with ref_logits)
     float lse = w.lse[i], c = w.conf[i], zt = z[tgt];
     float a = cuset_token_coef(&obj, c, is_cuda[i], w.wn[i / T], obj.kind == CUSET_OBJ_EAFT ? w.eaft[i] : 0.0f);
     float lse_ref = asft ? w.lse_ref[i] : 0.0f;
@@ -847,11 +852,15 @@ static __global__ void cuset__sum_partials_kernel(float *dst, const float *parti
 
 // ---- LayerNorm --------------------------------------------------------------------------------
 
+// The row kernels (LayerNorm's, decoding's matrix-vector product) give each row a warp,
+// CUSET_ROW_WARPS rows to a block.
+#define CUSET_ROW_WARPS 4
+
 // out (N, C) = (inp - mean) * rstd * w + b per row; saves mean and rstd (N). As cuset.h's
-// cuset__layernorm_forward. Launch: one warp per row, 4 rows per block of 128 threads.
+// cuset__layernorm_forward. Launch: ceil(N / CUSET_ROW_WARPS) x 32 CUSET_ROW_WARPS threads.
 static __global__ void cuset__layernorm_forward_kernel(float *out, float *mean, float *rstd, const float *inp, const float *w,
                                          const float *b, int N, int C) {
-    int row = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
+    int row = blockIdx.x * CUSET_ROW_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (row >= N) return;
     const float *x = inp + (size_t)row * C;
     float s = 0.0f;
@@ -859,16 +868,16 @@ static __global__ void cuset__layernorm_forward_kernel(float *out, float *mean, 
     float m = cuset__warp_sum(s) / C;
     float v = 0.0f;
     for (int c = lane; c < C; c += 32) v += (x[c] - m) * (x[c] - m);
-    float r = 1.0f / sqrtf(cuset__warp_sum(v) / C + 1e-5f);
+    float r = 1.0f / sqrtf(cuset__warp_sum(v) / C + CUSET_LN_EPS);
     for (int c = lane; c < C; c += 32) out[(size_t)row * C + c] = (x[c] - m) * r * w[c] + b[c];
     if (lane == 0) { mean[row] = m; rstd[row] = r; }
 }
 
 // dinp (N, C) += the gradient through the normalisation, per row, as the first loop of
-// cuset.h's cuset__layernorm_backward. Launch: one warp per row, 4 rows per block of 128 threads.
+// cuset.h's cuset__layernorm_backward. Launch: as the forward's.
 static __global__ void cuset__layernorm_backward_kernel(float *dinp, const float *dout, const float *inp, const float *w,
                                           const float *mean, const float *rstd, int N, int C) {
-    int row = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
+    int row = blockIdx.x * CUSET_ROW_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (row >= N) return;
     const float *x = inp + (size_t)row * C, *dy = dout + (size_t)row * C;
     float m = mean[row], r = rstd[row], a = 0.0f, bsum = 0.0f;
@@ -983,34 +992,42 @@ static __global__ void cuset__adamw_kernel(float *params, float *m, float *v, co
     if (i < n) cuset_adamw_one(params + i, m + i, v + i, grads[i], a, wd);
 }
 
-// Pass 1 of the sum of squares: block b sums x[i]^2 (in double) over i = b*256 + t +
-// k*CUSET_NORM_BLOCKS*256, then a fixed tree in shared memory. CUSET_NORM_BLOCKS is a constant, not
-// a function of the GPU, so the grouping (and the result) never changes.
-// Launch: CUSET_NORM_BLOCKS x 256 threads.
+// The gradient norm in two passes of CUSET_NORM_THREADS threads: CUSET_NORM_BLOCKS
+// partial sums, then one block adds them, a thread each. Constants, not functions of the
+// GPU, so the grouping (and the result) never changes.
 #define CUSET_NORM_BLOCKS 256
-static __global__ void cuset__sumsq_partial_kernel(double *partial, const float *x, size_t n) {
-    __shared__ double sh[256];
-    double s = 0.0;
-    for (size_t i = (size_t)blockIdx.x * 256 + threadIdx.x; i < n; i += (size_t)CUSET_NORM_BLOCKS * 256)
-        s += (double)x[i] * x[i];
-    sh[threadIdx.x] = s;
+#define CUSET_NORM_THREADS 256
+static_assert(CUSET_NORM_BLOCKS == CUSET_NORM_THREADS, "pass 2 gives each partial one thread");
+
+// The block's sum of sh[0 .. CUSET_NORM_THREADS - 1] by a fixed tree, left in sh[0].
+static __device__ void cuset__norm_tree(double *sh) {
     __syncthreads();
-    for (int w = 128; w > 0; w >>= 1) {
+    for (int w = CUSET_NORM_THREADS / 2; w > 0; w >>= 1) {
         if (threadIdx.x < w) sh[threadIdx.x] += sh[threadIdx.x + w];
         __syncthreads();
     }
+}
+
+// Pass 1 of the sum of squares: block b sums x[i]^2 (in double) over i = b*256 + t +
+// k*CUSET_NORM_BLOCKS*256 (256 = CUSET_NORM_THREADS), then the tree.
+// Launch: CUSET_NORM_BLOCKS x CUSET_NORM_THREADS.
+static __global__ void cuset__sumsq_partial_kernel(double *partial, const float *x, size_t n) {
+    __shared__ double sh[CUSET_NORM_THREADS];
+    double s = 0.0;
+    for (size_t i = (size_t)blockIdx.x * CUSET_NORM_THREADS + threadIdx.x; i < n;
+         i += (size_t)CUSET_NORM_BLOCKS * CUSET_NORM_THREADS)
+        s += (double)x[i] * x[i];
+    sh[threadIdx.x] = s;
+    cuset__norm_tree(sh);
     if (threadIdx.x == 0) partial[blockIdx.x] = sh[0];
 }
 
-// Pass 2: out[0] = sqrt(sum of the CUSET_NORM_BLOCKS partials), the same tree. Launch: 1 x 256.
+// Pass 2: out[0] = sqrt(sum of the CUSET_NORM_BLOCKS partials), the same tree.
+// Launch: 1 x CUSET_NORM_THREADS.
 static __global__ void cuset__sumsq_final_kernel(float *out, const double *partial) {
-    __shared__ double sh[256];
-    sh[threadIdx.x] = threadIdx.x < CUSET_NORM_BLOCKS ? partial[threadIdx.x] : 0.0;
-    __syncthreads();
-    for (int w = 128; w > 0; w >>= 1) {
-        if (threadIdx.x < w) sh[threadIdx.x] += sh[threadIdx.x + w];
-        __syncthreads();
-    }
+    __shared__ double sh[CUSET_NORM_THREADS];
+    sh[threadIdx.x] = partial[threadIdx.x];
+    cuset__norm_tree(sh);
     if (threadIdx.x == 0) out[0] = (float)sqrt(sh[0]);
 }
 
@@ -1022,16 +1039,22 @@ static __global__ void cuset__embed_one_kernel(float *x, const float *wte, const
     if (c < C) x[c] = wte[(size_t)token * C + c] + wpe[(size_t)t * C + c];
 }
 
-// out (OC) = W (OC, IC) x + b (b may be NULL), as cuset__matvec: one warp per output, its
-// lanes striding the row (coalesced), a butterfly sum. Launch: ceil(OC / 8) x 256 threads.
+// out (OC) = W (OC, IC) x + b (b may be NULL), as cuset.h's cuset__matvec: one warp per output, its
+// lanes striding the row (coalesced), a butterfly sum. Launch: cuset__matvec.
 static __global__ void cuset__matvec_kernel(float *out, const float *x, const float *w, const float *b, int IC, int OC) {
-    int o = blockIdx.x * 8 + threadIdx.x / 32, lane = threadIdx.x % 32;
+    int o = blockIdx.x * CUSET_ROW_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (o >= OC) return;
     const float *row = w + (size_t)o * IC;
     float s = 0.0f;
     for (int i = lane; i < IC; i += 32) s += row[i] * x[i];
     s = cuset__warp_sum(s);
     if (lane == 0) out[o] = s + (b ? b[o] : 0.0f);
+}
+
+// Launches cuset__matvec_kernel: ceil(OC / CUSET_ROW_WARPS) x 32 CUSET_ROW_WARPS threads.
+static void cuset__matvec(float *out, const float *x, const float *w, const float *b, int IC, int OC, cudaStream_t s) {
+    cuset__matvec_kernel<<<cuset__ceil_div(OC, CUSET_ROW_WARPS), 32 * CUSET_ROW_WARPS, 0, s>>>(out, x, w, b, IC, OC);
+    CUSET_CHECK_LAUNCH();
 }
 
 // Attention of the new position t over the cache: for each head h, scores q . k[t2] /
@@ -1120,7 +1143,7 @@ static void cuset__matmul_backward(float *dinp, float *dw, float *dbias, const f
 
 static void cuset__layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w, const float *b,
                               int N, int C, cudaStream_t s) {
-    cuset__layernorm_forward_kernel<<<cuset__ceil_div(N, 4), 128, 0, s>>>(out, mean, rstd, inp, w, b, N, C);
+    cuset__layernorm_forward_kernel<<<cuset__ceil_div(N, CUSET_ROW_WARPS), 32 * CUSET_ROW_WARPS, 0, s>>>(out, mean, rstd, inp, w, b, N, C);
     CUSET_CHECK_LAUNCH();
 }
 
@@ -1128,7 +1151,7 @@ static void cuset__layernorm_forward(float *out, float *mean, float *rstd, const
 // 2 * ceil(N / 256) * C floats.
 static void cuset__layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp, const float *w,
                                const float *mean, const float *rstd, int N, int C, float *partial, cudaStream_t s) {
-    cuset__layernorm_backward_kernel<<<cuset__ceil_div(N, 4), 128, 0, s>>>(dinp, dout, inp, w, mean, rstd, N, C);
+    cuset__layernorm_backward_kernel<<<cuset__ceil_div(N, CUSET_ROW_WARPS), 32 * CUSET_ROW_WARPS, 0, s>>>(dinp, dout, inp, w, mean, rstd, N, C);
     CUSET_CHECK_LAUNCH();
     int nchunks = cuset__ceil_div(N, CUSET_COLSUM_ROWS);
     float *pw = partial, *pb = partial + (size_t)nchunks * C;
@@ -1203,9 +1226,9 @@ static void cuset__encoder_backward(float *dwte, float *dwpe, const float *dout,
 
 // out[0] (device) = the L2 norm of x (n), deterministic; partial holds CUSET_NORM_BLOCKS doubles.
 static void cuset__global_norm(float *out, const float *x, size_t n, double *partial, cudaStream_t s) {
-    cuset__sumsq_partial_kernel<<<CUSET_NORM_BLOCKS, 256, 0, s>>>(partial, x, n);
+    cuset__sumsq_partial_kernel<<<CUSET_NORM_BLOCKS, CUSET_NORM_THREADS, 0, s>>>(partial, x, n);
     CUSET_CHECK_LAUNCH();
-    cuset__sumsq_final_kernel<<<1, 256, 0, s>>>(out, partial);
+    cuset__sumsq_final_kernel<<<1, CUSET_NORM_THREADS, 0, s>>>(out, partial);
     CUSET_CHECK_LAUNCH();
 }
 
@@ -1538,7 +1561,8 @@ extern "C" CusetCudaModel *cuset_cuda_model_new(const CusetGPT *m, const CusetGP
         return NULL;
     }
     // a matmul's rows (grid.y blocks of CUSET_MM_BM): the batch's B x T, and the head's
-    // weight gradient's Vp (the widest of the weights: 4C <= 65536 takes any width)
+    // weight gradient's Vp (the other weights' gradients have at most 4C <= 65536 rows, as
+    // cuset_config_check keeps C <= 16384: at most 1024 blocks)
     if (cuset__ceil_div((long)B * T, CUSET_MM_BM) > 65535) {
         snprintf(err, errlen, "batch %d x %d: a matmul's rows are at most 65535 x %d", B, T, CUSET_MM_BM);
         return NULL;
@@ -1756,27 +1780,22 @@ extern "C" const float *cuset_cuda_decode(CusetCudaDecoder *d, int token) {
     for (int l = 0; l < L; l++) {
         float *kc = d->k + (size_t)l * T * C, *vc = d->v + (size_t)l * T * C;
         cuset__layernorm_forward(d->ln, mean, rstd, d->x, p.ln1w + l * C, p.ln1b + l * C, 1, C, s);
-        cuset__matvec_kernel<<<cuset__ceil_div(3 * C, 8), 256, 0, s>>>(d->qkv, d->ln, p.qkvw + (size_t)l * 3 * C * C, p.qkvb + l * 3 * C, C, 3 * C);
-        CUSET_CHECK_LAUNCH();
+        cuset__matvec(d->qkv, d->ln, p.qkvw + (size_t)l * 3 * C * C, p.qkvb + l * 3 * C, C, 3 * C, s);
         CUSET_CHECK(cudaMemcpyAsync(kc + (size_t)t * C, d->qkv + C, C * sizeof(float), cudaMemcpyDeviceToDevice, s));
         CUSET_CHECK(cudaMemcpyAsync(vc + (size_t)t * C, d->qkv + 2 * C, C * sizeof(float), cudaMemcpyDeviceToDevice, s));
         cuset__decode_attention_kernel<<<NH, 256, 0, s>>>(d->y, d->att, d->qkv, kc, vc, t, C, NH, T);
         CUSET_CHECK_LAUNCH();
-        cuset__matvec_kernel<<<cuset__ceil_div(C, 8), 256, 0, s>>>(d->ln, d->y, p.attprojw + (size_t)l * C * C, p.attprojb + l * C, C, C);
-        CUSET_CHECK_LAUNCH();
+        cuset__matvec(d->ln, d->y, p.attprojw + (size_t)l * C * C, p.attprojb + l * C, C, C, s);
         cuset__residual_forward(d->x, d->x, d->ln, C, s);
         cuset__layernorm_forward(d->ln, mean, rstd, d->x, p.ln2w + l * C, p.ln2b + l * C, 1, C, s);
-        cuset__matvec_kernel<<<cuset__ceil_div(4 * C, 8), 256, 0, s>>>(d->fch, d->ln, p.fcw + (size_t)l * 4 * C * C, p.fcb + l * 4 * C, C, 4 * C);
-        CUSET_CHECK_LAUNCH();
+        cuset__matvec(d->fch, d->ln, p.fcw + (size_t)l * 4 * C * C, p.fcb + l * 4 * C, C, 4 * C, s);
         cuset__gelu_forward_kernel<<<cuset__ceil_div(4 * C, 256), 256, 0, s>>>(d->fch, d->fch, 4 * C);
         CUSET_CHECK_LAUNCH();
-        cuset__matvec_kernel<<<cuset__ceil_div(C, 8), 256, 0, s>>>(d->ln, d->fch, p.fcprojw + (size_t)l * 4 * C * C, p.fcprojb + l * C, 4 * C, C);
-        CUSET_CHECK_LAUNCH();
+        cuset__matvec(d->ln, d->fch, p.fcprojw + (size_t)l * 4 * C * C, p.fcprojb + l * C, 4 * C, C, s);
         cuset__residual_forward(d->x, d->x, d->ln, C, s);
     }
     cuset__layernorm_forward(d->ln, mean, rstd, d->x, p.lnfw, p.lnfb, 1, C, s);
-    cuset__matvec_kernel<<<cuset__ceil_div(Vp, 8), 256, 0, s>>>(d->logits, d->ln, p.wte, nullptr, C, Vp);
-    CUSET_CHECK_LAUNCH();
+    cuset__matvec(d->logits, d->ln, p.wte, nullptr, C, Vp, s);
     CUSET_CHECK(cudaMemcpyAsync(d->host_logits, d->logits, Vp * sizeof(float), cudaMemcpyDeviceToHost, s));
     CUSET_CHECK(cudaStreamSynchronize(s));
     d->len = t + 1;
@@ -1888,13 +1907,11 @@ extern "C" float cuset__cuda_test_global_norm(const float *x, size_t n) {
 
 extern "C" void cuset__cuda_test_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C, int NH) {
     cuset__cuda_attention_forward(out, lse, qkv, B, T, C, NH, 0);
-    CUSET_CHECK_LAUNCH();
     CUSET_CHECK(cudaDeviceSynchronize());
 }
 
 extern "C" void cuset__cuda_test_attention_backward(float *dqkv, float *delta, const float *dout, const float *qkv,
                                                     const float *out, const float *lse, int B, int T, int C, int NH) {
     cuset__cuda_attention_backward(dqkv, delta, dout, qkv, out, lse, B, T, C, NH, 0);
-    CUSET_CHECK_LAUNCH();
     CUSET_CHECK(cudaDeviceSynchronize());
 }

@@ -197,7 +197,7 @@ typedef struct {
     float *acts_memory;  CusetActs acts;
     float *gacts_memory; CusetGradActs gacts;
     float *scratch;      // the matmuls' packed operand
-    float *loss_scratch; // per position lse, conf, aux (3 B T) and per row w (B)
+    float *loss_scratch; // per position lse, conf, EAFT weight (3 B T) and per row w_n (B)
 } CusetGPT;
 
 // Optimizer and schedule.
@@ -604,6 +604,8 @@ CUSET_HD static inline float cuset_gelu_grad_th(float x, float th) {
 }
 CUSET_HD static inline float cuset_gelu(float x) { return cuset_gelu_th(x, tanhf(cuset_gelu_arg(x))); }
 CUSET_HD static inline float cuset_gelu_grad(float x) { return cuset_gelu_grad_th(x, tanhf(cuset_gelu_arg(x))); }
+// LayerNorm's epsilon, added to the variance (GPT-2's).
+#define CUSET_LN_EPS 1e-5f
 
 // AdamW on one parameter p with moments m, v (updated in place) from its gradient g: g
 // times the clip factor, the moments, their bias corrections bc1 = 1 - beta1^(step+1) and
@@ -1106,7 +1108,7 @@ static void cuset__layernorm_forward(float *out, float *mean, float *rstd, const
         const float *x = inp + (size_t)i * C;
         float *o = out + (size_t)i * C, m = cuset__dot_lanes(x, NULL, C) / C;
         for (int c = 0; c < C; c++) o[c] = x[c] - m;
-        float s = 1.0f / sqrtf(cuset__dot_lanes(o, o, C) / C + 1e-5f);
+        float s = 1.0f / sqrtf(cuset__dot_lanes(o, o, C) / C + CUSET_LN_EPS);
         for (int c = 0; c < C; c++) o[c] = o[c] * s * w[c] + b[c];
         mean[i] = m; rstd[i] = s;
     }
