@@ -190,6 +190,8 @@ echo "== command line: bad input gives a clear message and a non-zero exit"
 tiny=(--layers 1 --heads 2 --embd 16 --ctx 32 --seq 32 --vocab 40 --batch 4 --synthetic-n 64 --synthetic-len 3:10)
 expect "train_help" 0 "usage: train" ./train --help
 expect "gen_help" 0 "usage: gen" ./gen --help
+# --stop's token ends the sample and is not printed (it read "stop after this token")
+expect "gen_help_stop_not_printed" 0 "the token that ends the sample \(not printed\)" ./gen --help
 expect "train_unknown_flag" 2 "unknown option '--bogus'" ./train --bogus 1
 expect "train_missing_value" 2 "needs a value" ./train --steps
 # a misspelt flag given last is unknown, not a flag without its value
