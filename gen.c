@@ -361,8 +361,15 @@ static char *prompt_text(const GenArgs *a, size_t *n) {
         return strdup(a->prompt);
     }
     if (a->prompt_jsonl) {
-        CusetTextSample *tasks = NULL;
-        if (cuset_jsonl_read(a->prompt_jsonl, &tasks, err, sizeof err)) { fprintf(stderr, "gen: %s\n", err); exit(1); }
+        CusetTextSample *tasks = NULL; // the prompts alone: a completion is not needed
+        unsigned char *buf = NULL;
+        size_t len = 0;
+        if (cuset_read_file(a->prompt_jsonl, &buf, &len, err, sizeof err) ||
+            cuset_jsonl_parse_keys((const char *)buf, len, a->prompt_jsonl, "prompt", NULL, &tasks, err, sizeof err)) {
+            fprintf(stderr, "gen: %s\n", err);
+            exit(1);
+        }
+        free(buf);
         if (a->index >= (int)arrlen(tasks)) {
             fprintf(stderr, "gen: %s holds %d tasks; --index %d is past the end\n", a->prompt_jsonl, (int)arrlen(tasks),
                     a->index);

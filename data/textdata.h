@@ -78,7 +78,8 @@ void cuset_text_samples_free(CusetTextSample *samples); // an stb_ds array; NULL
 int cuset_jsonl_parse(const char *buf, size_t len, const char *name, CusetTextSample **out,
                       char *err, size_t errlen);
 // The same with other member names for the two strings, e.g. ("instruction", "output")
-// or CUDABench's ("level1_prompt", "bench.cu").
+// or CUDABench's ("level1_prompt", "bench.cu"); completion_key NULL reads the prompts alone
+// (a "completion" member is then optional, skipped as any other, and completion NULL).
 int cuset_jsonl_parse_keys(const char *buf, size_t len, const char *name, const char *prompt_key,
                            const char *completion_key, CusetTextSample **out, char *err, size_t errlen);
 // Reads the file and parses it, with the path as NAME.
@@ -581,7 +582,7 @@ static int cuset__json_object(cuset__json *J, int depth, CusetTextSample *top, c
             arrsetlen(J->buf, 0);
             if (cuset__json_string(J, 1)) return -1;
             for (int k = 0; k < 2; k++)
-                if (arrlenu(J->buf) == strlen(keys[k]) && memcmp(J->buf, keys[k], arrlenu(J->buf)) == 0) which = k;
+                if (keys[k] && arrlenu(J->buf) == strlen(keys[k]) && memcmp(J->buf, keys[k], arrlenu(J->buf)) == 0) which = k;
         } else if (cuset__json_string(J, 0)) return -1;
         cuset__json_ws(J);
         if (J->i >= J->n || J->s[J->i] != ':') return cuset__json_expected(J, "':' after the member name");
@@ -630,7 +631,9 @@ static int cuset__json_object(cuset__json *J, int depth, CusetTextSample *top, c
     }
 done:
     J->open = save_open; J->open_kind = save_kind;
-    if (top && !(have[0] && have[1])) {
+    if (top && !(have[0] && (have[1] || !keys[1]))) {
+        if (!keys[1])
+            return cuset__json_fail(J, open, "the object has no \"%s\" member (a string)", keys[0]);
         if (!have[0] && !have[1])
             return cuset__json_fail(J, open, "the object has neither a \"%s\" nor a \"%s\" member (every sample"
                                     " needs both, as strings)", keys[0], keys[1]);
@@ -643,6 +646,9 @@ done:
 int cuset_jsonl_parse_keys(const char *buf, size_t len, const char *name, const char *prompt_key,
                            const char *completion_key, CusetTextSample **out, char *err, size_t errlen) {
     const char *const keys[2] = {prompt_key, completion_key};
+    char members[300]; // what a line holds, for the messages
+    snprintf(members, sizeof members, completion_key ? "string members \"%s\" and \"%s\"" : "a string member \"%s\"",
+             prompt_key, completion_key);
     cuset__json J = {0};
     J.s = (const unsigned char *)buf; J.n = buf ? len : 0;
     J.line = 1; J.name = name ? name : "<input>"; J.err = err; J.errlen = errlen;
@@ -655,8 +661,7 @@ int cuset_jsonl_parse_keys(const char *buf, size_t len, const char *name, const 
         if (J.s[J.i] != '{') {
             char b[32];
             cuset__json_fail(&J, J.i, "expected '{' opening a sample, found %s (every non-blank line must be one"
-                             " JSON object with string members \"%s\" and \"%s\")",
-                             cuset__json_found(&J, J.i, b, sizeof b), keys[0], keys[1]);
+                             " JSON object with %s)", cuset__json_found(&J, J.i, b, sizeof b), members);
             goto fail;
         }
         CusetTextSample smp = {0};
@@ -675,7 +680,7 @@ int cuset_jsonl_parse_keys(const char *buf, size_t len, const char *name, const 
     }
     if (arrlenu(*out) == before) {
         cuset__err(err, errlen, "%s: no samples: the input is empty or has only blank lines (expected one JSON"
-                   " object with \"%s\" and \"%s\" per line)", J.name, keys[0], keys[1]);
+                   " object with %s per line)", J.name, members);
         goto fail;
     }
     arrfree(J.buf);

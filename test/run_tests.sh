@@ -633,6 +633,10 @@ expect "gen_long_text_prompt" 2 "the model's context is 96" ./gen --model "$TMP/
 expect "gen_ids_model_needs_ids" 2 "no tokenizer" ./gen --model "$TMP/full.ckpt" --prompt "hello"
 expect "gen_prompt_from_jsonl" 0 "Task Name: scale 3" ./gen --model "$TMP/t.ckpt" --prompt-jsonl "$TMP/tasks.jsonl" --index 2 \
     --show-prompt --max-tokens 4
+# --prompt-jsonl reads the "prompt" member alone: a task without a "completion" is a prompt too
+printf '{"prompt": "Task Name: scale"}\n' >"$TMP/prompt_only.jsonl"
+expect "gen_prompt_jsonl_without_completion" 0 "prompt tokens, 2 generated" ./gen --model "$TMP/t.ckpt" \
+    --prompt-jsonl "$TMP/prompt_only.jsonl" --max-tokens 2 --stop -1
 expect "gen_jsonl_index_past_end" 2 "holds 24 tasks" ./gen --model "$TMP/t.ckpt" --prompt-jsonl "$TMP/tasks.jsonl" --index 24
 expect "gen_show_prompt_of_ids" 2 "--show-prompt goes with a text prompt" ./gen --model "$TMP/full.ckpt" --prompt-ids 1 --show-prompt
 expect "gen_seed_out_of_range" 2 "--seed .*2147483647" ./gen --model "$TMP/full.ckpt" --prompt-ids 1 --seed 9007199254740993
