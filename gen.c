@@ -52,6 +52,14 @@ static const char *usage_text =
     "  -h, --help            this text\n"
     "The completion goes to stdout; the speed (tokens/s) to stderr.\n";
 
+// rc, or 1 when stdout did not take all that went to it (a full disk, a closed pipe): a
+// completion or report cut short is no success.
+static int stdout_written(int rc) {
+    if (fflush(stdout) == 0 && !ferror(stdout)) return rc;
+    fprintf(stderr, "gen: writing to standard output failed: %s\n", strerror(errno));
+    return rc ? rc : 1;
+}
+
 static void fail(const char *msg, const char *arg) {
     fprintf(stderr, "gen: %s%s\n(gen --help lists the options)\n", msg, arg);
     exit(2);
@@ -309,7 +317,7 @@ static GenArgs parse_args(int argc, char **argv) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(k, "-h") || !strcmp(k, "--help")) {
             printf("%s%s%s", usage_text, cuset_eval_usage, cuset_conf_usage);
-            exit(0);
+            exit(stdout_written(0));
         }
         if (!strcmp(k, "--info")) { a.info_only = 1; continue; }
         if (!strcmp(k, "--show-prompt")) { a.show_prompt = 1, a.prompt_flag = k; continue; }
@@ -474,9 +482,9 @@ int main(int argc, char **argv) {
     if (a.sample_flag && a.ev.programs_path) fail(a.sample_flag, " goes with sampling, not with --programs (programs given)");
     if (a.analyze_path) {
         if (!a.model_path) fail("--analyze needs --model FILE", "");
-        return analyze(a.model_path, a.analyze_path, a.co);
+        return stdout_written(analyze(a.model_path, a.analyze_path, a.co));
     }
-    if (a.ev.tasks_path) return run_eval(&a.ev, a.model_path, a.so, a.seed);
+    if (a.ev.tasks_path) return stdout_written(run_eval(&a.ev, a.model_path, a.so, a.seed));
     if (!a.model_path) fail("--model FILE is required", "");
     Model md;
     if (load_model(a.model_path, &md)) return 1;
@@ -485,5 +493,5 @@ int main(int argc, char **argv) {
     else if (a.export_dir) rc = export_hf(a.export_dir, a.model_path, &md);
     else rc = generate(&a, &md);
     free_model(&md);
-    return rc;
+    return stdout_written(rc);
 }

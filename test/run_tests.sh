@@ -468,6 +468,11 @@ expect "truncation_warning" 0 "warning: [0-9]+ of [0-9]+ training samples .* tru
 expect "gen_samples" 0 "4 prompt tokens, 5 generated in .*tokens/s" ./gen --model "$TMP/full.ckpt" --prompt-ids "1 5 7 9" \
     --max-tokens 5 --stop -1
 expect "gen_info" 0 "trained 6 steps with cuset" ./gen --model "$TMP/full.ckpt" --info
+# what stdout does not take (/dev/full: a full disk) is a failure, not a success
+expect "gen_sample_stdout_full" 1 "gen: writing to standard output failed: No space left on device" \
+    sh -c './gen --model "$1" --prompt-ids 1 --max-tokens 5 >/dev/full' _ "$TMP/full.ckpt"
+expect "gen_info_stdout_full" 1 "gen: writing to standard output failed" sh -c './gen --model "$1" --info >/dev/full' \
+    _ "$TMP/full.ckpt"
 expect "gen_info_and_export" 2 "give one of --analyze, --eval, --info, --export-hf or a prompt" ./gen --model "$TMP/full.ckpt" --info \
     --export-hf "$TMP/hf"
 expect "gen_info_and_prompt" 2 "give one of --analyze, --eval, --info, --export-hf or a prompt" ./gen --model "$TMP/full.ckpt" --info \
@@ -550,6 +555,8 @@ expect "gen_analyze_json_over_model" 1 "the JSON path .*t.ckpt is also the model
     ./gen --model "$TMP/t.ckpt" --analyze "$TMP/tasks.jsonl" --json "$TMP/t.ckpt"
 expect "gen_analyze_json_over_data" 1 "the JSON path .*tasks.jsonl is also the data file" \
     ./gen --model "$TMP/t.ckpt" --analyze "$TMP/tasks.jsonl" --json "$TMP/./tasks.jsonl"
+expect "gen_analyze_stdout_full" 1 "gen: writing to standard output failed" \
+    sh -c './gen --model "$1" --analyze "$2" --json "$3" >/dev/full' _ "$TMP/t.ckpt" "$TMP/val.jsonl" "$TMP/val.json"
 expect "gen_analyze_json_unwritable" 1 "none/a.json: cannot be written there \(the save writes .*\.tmp\.[0-9]* first: No such file" \
     ./gen --model "$TMP/t.ckpt" --analyze "$TMP/tasks.jsonl" --json "$TMP/none/a.json"
 # samples the analysis leaves out or cuts short are counted, each with its reason (context 96:
