@@ -48,7 +48,7 @@ static const char *usage_text =
     "  --stop ID             the token that ends the sample (not printed), -1 = never\n"
     "                                               [end of sample; 2 without a tokenizer]\n"
     "  --seed N              sampling seed                                [1]\n"
-    "  --device D            cpu | cuda | auto (the GPU when there is one) [auto]\n"
+    "  --device D            where sampling runs: cpu | cuda | auto (a GPU when there is one) [auto]\n"
     "  -h, --help            this text\n"
     "The completion goes to stdout; the speed (tokens/s) to stderr.\n";
 
@@ -87,8 +87,6 @@ static CusetCudaDecoder *gpu_decoder = NULL;
 
 // Picks the device for model m per --device; exits with a message when --device cuda has none.
 static void use_device(const CusetGPT *m) {
-    if (strcmp(device_flag, "cpu") && strcmp(device_flag, "cuda") && strcmp(device_flag, "auto"))
-        fail("--device expects cpu, cuda or auto, got ", device_flag);
     if (!strcmp(device_flag, "cpu")) return;
     char why[256];
     int avail = cuset_cuda_available(why, sizeof why); // -1: a build without the GPU backend
@@ -345,7 +343,10 @@ static GenArgs parse_args(int argc, char **argv) {
         else if (IS("--top-p")) a.so.top_p = (float)num(k, v, 1e-6, 1, 0), a.sample_flag = k;
         else if (IS("--seed")) a.seed = (uint64_t)num(k, v, 0, 2147483647, 1), a.sample_flag = k; // as train's
         else if (IS("--stop")) a.so.stop = (int)num(k, v, -1, 1 << 24, 1), a.prompt_flag = k;
-        else if (IS("--device")) device_flag = v;
+        else if (IS("--device")) {
+            if (strcmp(v, "cpu") && strcmp(v, "cuda") && strcmp(v, "auto")) fail("--device expects cpu, cuda or auto, got ", v);
+            device_flag = v;
+        }
         else if (IS("--analyze")) a.analyze_path = v;
         else if (IS("--window")) a.co.window = (int)num(k, v, 1, 1 << 24, 1), a.analyze_flag = k;
         else if (IS("--probe")) a.co.probe = (int)num(k, v, 1, 1 << 24, 1), a.analyze_flag = k;
@@ -480,6 +481,14 @@ int main(int argc, char **argv) {
     if (a.sample_flag && !sampling) fail(a.sample_flag, " goes with a prompt or --eval (it is an option of sampling)");
     if (a.prompt_flag && !from_prompt) fail(a.prompt_flag, " goes with a prompt");
     if (a.sample_flag && a.ev.programs_path) fail(a.sample_flag, " goes with sampling, not with --programs (programs given)");
+    const char *cpu_mode = a.analyze_path ? "--analyze" : a.info_only ? "--info" : a.export_dir ? "--export-hf"
+                         : a.ev.tasks_path && !a.model_path ? "--eval --programs" : NULL; // no sampling: no GPU
+    if (cpu_mode && !strcmp(device_flag, "cuda")) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "--device cuda: %s runs no model on the GPU (only sampling does: a prompt, --eval "
+                                  "--model); ", cpu_mode);
+        fail(msg, "leave --device out");
+    }
     if (a.analyze_path) {
         if (!a.model_path) fail("--analyze needs --model FILE", "");
         return stdout_written(analyze(a.model_path, a.analyze_path, a.co));

@@ -263,6 +263,11 @@ else
         expect "train_device_auto_notice" 0 "note: no usable GPU .*training on the CPU" ./train "${tiny[@]}" --steps 1 --ckpt "$TMP/z.ckpt"
     fi
 fi
+# --device is checked in every mode; where no model runs on the GPU, --device cuda is refused, not ignored
+expect "gen_device_bogus_with_info" 2 "--device expects cpu, cuda or auto, got bogus" ./gen --model "$TMP/z.ckpt" --info \
+    --device bogus
+expect "gen_device_cuda_with_info" 2 "--device cuda: --info runs no model on the GPU" ./gen --model "$TMP/z.ckpt" --info \
+    --device cuda
 # a checkpoint that cannot be written stops the run before it trains, not after
 expect "train_ckpt_unwritable" 1 "--ckpt .*/none/m.ckpt: cannot be written there \(the save writes .*\.tmp\.[0-9]* first: No such file" \
     ./train "${tiny[@]}" --steps 1 --log "$TMP/l.jsonl" --ckpt "$TMP/none/m.ckpt"
