@@ -1527,13 +1527,18 @@ static void cuset__eval_gpu_arch(char *arch, size_t cap) {
                 arch);
 }
 
-// Programs run under the CPU emulator (emu/nvcc-emu beside the executable, or --emu),
-// built by nvcc for sm_90 (the compilation check).
+// The CPU emulator: --emu, else emu/nvcc-emu beside the executable.
+static char *cuset__eval_emulator_path(const CusetEvalOpts *o, char *path, size_t cap) {
+    if (o->emu) snprintf(path, cap, "%s", o->emu); else cuset__eval_beside_exe("emu/nvcc-emu", path, cap);
+    return path;
+}
+
+// Programs run under the CPU emulator, built by nvcc for sm_90 (the compilation check).
 static void cuset__eval_find_emulator(cuset__EvalEnv *E, const CusetEvalOpts *o) {
     char path[4096];
     E->use_gpu = 0;
     snprintf(E->arch, sizeof E->arch, "sm_90");
-    if (o->emu) snprintf(path, sizeof path, "%s", o->emu); else cuset__eval_beside_exe("emu/nvcc-emu", path, sizeof path);
+    cuset__eval_emulator_path(o, path, sizeof path);
     if (!cuset__eval_is_executable(path) || !realpath(path, E->emu))
         cuset__eval_fail("no GPU, and the CPU emulator %s is missing (make emu/nvcc-emu builds it; --emu PATH gives "
                          "another)", path);
@@ -1663,9 +1668,12 @@ static int cuset__eval_gpu_runs(const cuset__EvalEnv *E, char *why, size_t cap) 
 }
 
 // The results file (--results, else NAME.eval.jsonl); stops when it or the summary would
-// write over a file the run reads (the tasks, the programs, the model) or over each other.
+// write over a file the run reads or runs (the tasks, the programs, the model, the corpus
+// program, the emulator, nvcc) or over each other. After cuset__eval_find_tools.
 static void cuset__eval_choose_outputs(cuset__EvalRun *R) {
     const CusetEvalOpts *o = R->o;
+    char emu[4096]; // the emulator also where the GPU runs the programs: it is their fallback
+    cuset__eval_emulator_path(o, emu, sizeof emu);
     R->results_path = o->results_path;
     if (!R->results_path) {
         snprintf(R->results_default, sizeof R->results_default, "%s.eval.jsonl", R->sampler ? R->sampler->name : o->programs_path);
@@ -1674,9 +1682,10 @@ static void cuset__eval_choose_outputs(cuset__EvalRun *R) {
     const struct { const char *flag, *path; } out[] = {{"--results", R->results_path}, {"--summary", o->summary_path}},
                                               in[] = {{"--eval", o->tasks_path}, {"--programs", o->programs_path},
                                                       {"--model", R->sampler ? R->sampler->name : NULL},
-                                                      {"--results", R->results_path}};
+                                                      {"--results", R->results_path}, {"--corpus", R->E.corpus},
+                                                      {"--emu", emu}, {"--nvcc", R->E.have_nvcc ? R->E.nvcc : NULL}};
     for (int i = 0; i < 2; i++)
-        for (int k = 0; k < 4 && out[i].path; k++)
+        for (int k = 0; k < (int)(sizeof in / sizeof in[0]) && out[i].path; k++)
             if (in[k].path && strcmp(in[k].flag, out[i].flag) && cuset_same_file(out[i].path, in[k].path))
                 cuset__eval_fail("%s %s is also %s %s: the evaluation would write over it; give another path",
                                  out[i].flag, out[i].path, in[k].flag, in[k].path);
@@ -1924,9 +1933,9 @@ int cuset_eval_main(const CusetEvalOpts *o, const CusetEvalSampler *sampler) {
     cuset__EvalRun R = {.o = o, .sampler = sampler, .E = {.tasks_path = o->tasks_path, .keep_dirs = o->keep_dirs,
                         .timeout = o->timeout, .compile_timeout = o->compile_timeout, .disk_mib = o->disk_mib}};
     cuset__eval_check_options(&R);
-    cuset__eval_choose_outputs(&R);
     cuset__eval_locate_split(&R.E, o->tasks_path);
     cuset__eval_find_tools(&R.E, o);
+    cuset__eval_choose_outputs(&R);
     cuset__eval_isolate(&R.E, o->unsafe_no_sandbox);
     cuset__eval_load(&R);
     if (sampler && sampler->open(sampler->ctx, R.samples)) { cuset__eval_free(&R); return 1; }

@@ -789,6 +789,18 @@ expect "eval_summary_over_results" 2 "--summary .*new.json is also --results .*n
 if cmp -s "$TMP/evi/test.jsonl" "$TMP/evi/test.keep" && cmp -s "$TMP/evi/programs.jsonl" "$TMP/evi/programs.keep"; then
     ok "eval_inputs_kept_whole"
 else bad "eval_inputs_kept_whole" "the tasks or programs file changed"; fi
+# ... nor over a tool the run runs: the corpus program, the emulator, nvcc
+cp data/corpus "$TMP/evi/corpus.copy" && printf '#!/bin/sh\nexit 1\n' >"$TMP/evi/nvcc" && chmod +x "$TMP/evi/nvcc"
+expect "eval_results_over_corpus" 2 "--results .*corpus.copy is also --corpus .*corpus.copy: the evaluation would write over it" \
+    ./gen --eval "$TMP/evi/test.jsonl" --programs "$TMP/evi/programs.jsonl" --count 1 --corpus "$TMP/evi/corpus.copy" \
+    --results "$TMP/evi/corpus.copy"
+expect "eval_results_over_emulator" 2 "--results .*nvcc-emu is also --emu .*nvcc-emu" ./gen --eval "$TMP/evi/test.jsonl" \
+    --programs "$TMP/evi/programs.jsonl" --count 1 --runner emu --emu "$TMP/emu2/nvcc-emu" --results "$TMP/emu2/nvcc-emu"
+expect "eval_summary_over_nvcc" 2 "--summary .*nvcc is also --nvcc .*nvcc" ./gen --eval "$TMP/evi/test.jsonl" \
+    --programs "$TMP/evi/programs.jsonl" --count 1 --nvcc "$TMP/evi/nvcc" --summary "$TMP/evi/nvcc"
+if cmp -s data/corpus "$TMP/evi/corpus.copy" && cmp -s emu/nvcc-emu "$TMP/emu2/nvcc-emu" && [ -s "$TMP/evi/nvcc" ]; then
+    ok "eval_tools_kept_whole"
+else bad "eval_tools_kept_whole" "the corpus program, the emulator or nvcc changed"; fi
 # without a GPU, a launch that a GPU would refuse fails under the emulator too. refused_eval
 # NAME ERROR KERNEL LAUNCH BIG SMALL: two programs, task 0's reference run after KERNEL's
 # LAUNCH (%d: the threads per block) with BIG threads (refused: the program exits 1, a crash
