@@ -1018,8 +1018,13 @@ static void cuset__eval_program(const cuset__EvalEnv *E, const char *taskdir, co
 
 
 static pid_t cuset__eval_workers[256]; // the running workers (0: a free slot), for Ctrl-C
+// The output being written (PATH.tmp.PID, set while cuset__eval_partial_open): an output
+// is renamed over PATH only when complete, so an interrupted run leaves the old file whole.
+static char cuset__eval_partial[4352];
+static volatile sig_atomic_t cuset__eval_partial_open;
 
 static void cuset__eval_on_signal(int sig) { // Ctrl-C: take the running programs down with us
+    if (cuset__eval_partial_open) unlink(cuset__eval_partial);
     if (cuset_run_current_pgid) kill(-cuset_run_current_pgid, SIGKILL);
     for (int w = 0; w < 256; w++)
         if (cuset__eval_workers[w] > 0) kill(cuset__eval_workers[w], SIGTERM);
@@ -1284,12 +1289,29 @@ static void cuset__eval_group_json(FILE *f, const cuset__EvalTask *tasks, const 
     fprintf(f, "}");
 }
 
+// An output: written to cuset__eval_partial, renamed over path by cuset__eval_commit.
+static FILE *cuset__eval_create(const char *path) {
+    snprintf(cuset__eval_partial, sizeof cuset__eval_partial, "%s.tmp.%ld", path, (long)getpid());
+    cuset__eval_partial_open = 1;
+    FILE *f = fopen(cuset__eval_partial, "w");
+    if (!f) cuset__eval_fail("%s: cannot create: %s", cuset__eval_partial, strerror(errno));
+    return f;
+}
+
+// Closes f and renames it over path; when a write failed, removes it and stops the run.
+static void cuset__eval_commit(FILE *f, const char *path) {
+    int failed = ferror(f);
+    if (fclose(f) != 0 || failed || rename(cuset__eval_partial, path) != 0) {
+        const char *why = failed ? "a write failed (disk full?)" : strerror(errno);
+        remove(cuset__eval_partial); // nothing half-written stays behind
+        cuset__eval_fail("%s: cannot write: %s", path, why);
+    }
+    cuset__eval_partial_open = 0;
+}
+
 static void cuset__eval_summary(const char *path, const cuset__EvalTask *tasks, const cuset__EvalTally *tally, int first,
                                 int last, const int *ks, int nk, const int *counts, int samples, double seconds) {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) cuset__eval_fail("%s: cannot create: %s", tmp, strerror(errno));
+    FILE *f = cuset__eval_create(path);
     fprintf(f, "{\"samples\": %d, \"seconds\": %.1f, \"k\": [", samples, seconds);
     for (int j = 0; j < nk; j++) fprintf(f, "%s%d", j ? ", " : "", ks[j]);
     fprintf(f, "],\n \"all\": ");
@@ -1323,12 +1345,7 @@ static void cuset__eval_summary(const char *path, const cuset__EvalTask *tasks, 
         fprintf(f, "}");
     }
     fprintf(f, "]}\n");
-    int failed = ferror(f);
-    if (fclose(f) != 0 || failed || rename(tmp, path) != 0) {
-        const char *why = failed ? "a write failed (disk full?)" : strerror(errno);
-        remove(tmp); // nothing half-written stays behind
-        cuset__eval_fail("%s: cannot write: %s", path, why);
-    }
+    cuset__eval_commit(f, path);
 }
 
 // A NUL-terminated copy of the len bytes at s (a program may hold NUL bytes: strndup would
@@ -1453,7 +1470,6 @@ typedef struct {
     int evaluated_tasks, cached, jobs;
     const char *results_path;
     char results_default[4200];
-    FILE *rf;                        // the results file, one JSON line per program
     double t_start, t_eval;          // when the tasks were first touched; when evaluating began
 } cuset__EvalRun;
 
@@ -1691,16 +1707,14 @@ static void cuset__eval_choose_outputs(cuset__EvalRun *R) {
                                  out[i].flag, out[i].path, in[k].flag, in[k].path);
 }
 
-// The results file and the private work directory, open to the sandbox's user; Ctrl-C
-// from now on takes the running programs down too.
+// The outputs, checked (written at the end), and the private work directory, open to the
+// sandbox's user; Ctrl-C from now on takes the running programs down too.
 static void cuset__eval_open_run(cuset__EvalRun *R) {
     const CusetEvalOpts *o = R->o;
     cuset__EvalEnv *E = &R->E;
     char err[1200];
-    R->rf = fopen(R->results_path, "w");
-    if (!R->rf) cuset__eval_fail("%s: cannot create: %s", R->results_path, strerror(errno));
-    if (o->summary_path && cuset_check_writable(o->summary_path, err, sizeof err)) // written at the end
-        cuset__eval_fail("--summary %s", err);
+    if (cuset_check_writable(R->results_path, err, sizeof err)) cuset__eval_fail("--results %s", err);
+    if (o->summary_path && cuset_check_writable(o->summary_path, err, sizeof err)) cuset__eval_fail("--summary %s", err);
     if (o->cache_dir) { // made now, not after the sampling
         struct stat st;
         if ((mkdir(o->cache_dir, 0755) && errno != EEXIST) || stat(o->cache_dir, &st))
@@ -1859,9 +1873,10 @@ static void cuset__eval_run_all(cuset__EvalRun *R) {
 static void cuset__eval_record(cuset__EvalRun *R) {
     int total = (int)arrlen(R->progs);
     R->tally = (cuset__EvalTally *)calloc(R->ntasks, sizeof *R->tally);
+    FILE *rf = cuset__eval_create(R->results_path);
     for (int i = 0; i < total; i++) {
         const cuset__EvalResult *r = &R->results[i];
-        cuset__eval_write_result(R->rf, &R->tasks[R->progs[i].task], &R->progs[i], r);
+        cuset__eval_write_result(rf, &R->tasks[R->progs[i].task], &R->progs[i], r);
         cuset__EvalTally *ty = &R->tally[R->progs[i].task];
         ty->n++;
         ty->c_compile += r->compile_ok;
@@ -1869,10 +1884,8 @@ static void cuset__eval_record(cuset__EvalRun *R) {
         ty->n_unsupported += r->status == CUSET_EVAL_UNSUPPORTED;
         R->counts[r->status]++;
     }
-    int failed = ferror(R->rf);
-    failed |= fclose(R->rf) != 0; // it flushes what is left
     if (!R->E.keep_dirs) cuset_remove_tree(R->E.root);
-    if (failed) cuset__eval_fail("%s: writing the results failed (disk full?)", R->results_path);
+    cuset__eval_commit(rf, R->results_path);
     if (!total)
         cuset__eval_fail("no program to evaluate for tasks %d..%d (check --first, --count and the indexes in %s)", R->first,
                          R->last - 1, R->o->programs_path ? R->o->programs_path : "");

@@ -686,7 +686,8 @@ echo "== evaluation: pass@k, the sandboxed runner, gen --eval end to end (test/t
 checks test_eval ./test/test_eval
 
 # Ctrl-C during gen --eval, or `pkill -9 -f` of its command line, leaves no work directory
-# behind (its guardian, a process with another command line, removes it)
+# behind (its guardian, a process with another command line, removes it), and the results
+# file of an earlier run as it was (written beside it and renamed when complete)
 ./data/corpus --out "$TMP/evi" --families elementwise_binary --train 1 --val 1 --test 6 --seed 5 >/dev/null 2>&1
 "$PYTHON" -c 'import json, sys
 for i, l in enumerate(open(sys.argv[1])): print(json.dumps({"index": i, "program": json.loads(l)["completion"]}))' \
@@ -697,7 +698,9 @@ expect "eval_corpus_not_cuset" 1 "--materialize exited 0 for task 0 but wrote no
     ./gen --eval "$TMP/evi/test.jsonl" --programs "$TMP/evi/programs.jsonl" --count 1 --corpus /bin/true --results "$TMP/evi/t.jsonl"
 for how in interrupted:-INT pkill_9_f:-9; do # (in a subshell that keeps its "Killed" line to itself)
     out="$TMP/evi/out.${how%%:*}"
-    (TMPDIR="$TMP/evi/tmp" ./gen --eval "$TMP/evi/test.jsonl" --programs "$TMP/evi/programs.jsonl" >"$out" 2>&1; true) 2>/dev/null &
+    echo '{"earlier": 1}' >"$TMP/evi/earlier.jsonl"
+    (TMPDIR="$TMP/evi/tmp" ./gen --eval "$TMP/evi/test.jsonl" --programs "$TMP/evi/programs.jsonl" \
+        --results "$TMP/evi/earlier.jsonl" >"$out" 2>&1; true) 2>/dev/null &
     for _ in $(seq 300); do grep -q "task test-00000" "$out" && break; sleep 0.1; done
     killed=0; pkill "${how#*:}" -f "gen --eval $TMP/evi/test.jsonl" && killed=1; wait $!
     for _ in $(seq 100); do [ -z "$(ls "$TMP/evi/tmp")" ] && break; sleep 0.1; done
@@ -705,6 +708,9 @@ for how in interrupted:-INT pkill_9_f:-9; do # (in a subshell that keeps its "Ki
     if [ $killed = 1 ] && grep -q "task test-00000" "$out" && ! grep -qE "^functional +pass@1" "$out" \
         && [ -z "$(ls "$TMP/evi/tmp")" ]; then ok "eval_${how%%:*}_leaves_no_work_dir"
     else bad "eval_${how%%:*}_leaves_no_work_dir" "signalled: $killed; left: $(ls "$TMP/evi/tmp") $(tail -c 200 "$out")"; fi
+    if [ "$(cat "$TMP/evi/earlier.jsonl")" = '{"earlier": 1}' ] && ! ls "$TMP/evi" | grep -q 'earlier.jsonl.tmp'; then
+        ok "eval_${how%%:*}_keeps_earlier_results"
+    else bad "eval_${how%%:*}_keeps_earlier_results" "$(ls "$TMP/evi" | grep earlier) $(head -c 100 "$TMP/evi/earlier.jsonl")"; fi
 done
 # `kill -9` of gen alone (not its workers): each worker learns of it (PR_SET_PDEATHSIG) and
 # takes its program down, so a program that would run to its 60 s timeout is gone at once

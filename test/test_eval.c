@@ -358,9 +358,10 @@ static void test_eval_errors(const char *tasks) {
          "--cache"},
         {"eval_cache_not_a_directory", {"--eval", tasks, "--programs", path_in("one.jsonl"), "--cache", path_in("one.jsonl")},
          "not a directory"},
-        // a full disk (/dev/full: every write fails with ENOSPC) is reported, not a short results file
-        {"eval_results_disk_full", {"--eval", tasks, "--programs", path_in("one.jsonl"), "--results", "/dev/full"},
-         "/dev/full: writing the results failed"},
+        // the results file is written beside its path and renamed over it: not onto a device
+        // (/dev/full: every write fails with ENOSPC), refused before the run
+        {"eval_results_device", {"--eval", tasks, "--programs", path_in("one.jsonl"), "--results", "/dev/full"},
+         "--results /dev/full: cannot be written there (it is not a regular file"},
     };
     mkdir(path_in("nospec"), 0700);
     const char *nospec = "{\"prompt\": \"p\", \"completion\": \"c\"}\n";
