@@ -225,19 +225,28 @@ static int eval_open(void *ctx, int samples) {
     return 0;
 }
 
-static int eval_sample(void *ctx, int task, const char *prompt, size_t len, uint64_t seed, char **program, char *err,
-                       size_t errlen) {
-    EvalModel *e = (EvalModel *)ctx;
+// Task `task`'s prompt as token ids in e->prompt (encoded once for its samples); their number.
+static int eval_encode(EvalModel *e, int task, const char *prompt, size_t len) {
     if (task != e->task) {
         arrsetlen(e->prompt, 0);
         encode_prompt(&e->md.tk, prompt, len, &e->prompt);
         e->task = task;
     }
-    int n = (int)arrlen(e->prompt), ctx_len = e->md.m.cfg.max_seq_len;
-    if (n >= ctx_len) {
-        snprintf(err, errlen, "task %d's prompt is %d tokens, but the model's context is %d", task, n, ctx_len);
-        return -1;
-    }
+    return (int)arrlen(e->prompt);
+}
+
+static int eval_fits(void *ctx, int task, const char *prompt, size_t len, char *why, size_t whylen) {
+    EvalModel *e = (EvalModel *)ctx;
+    int n = eval_encode(e, task, prompt, len), ctx_len = e->md.m.cfg.max_seq_len;
+    if (n < ctx_len) return 1;
+    snprintf(why, whylen, "task %d's prompt is %d tokens, but the model's context is %d", task, n, ctx_len);
+    return 0;
+}
+
+static int eval_sample(void *ctx, int task, const char *prompt, size_t len, uint64_t seed, char **program, char *err,
+                       size_t errlen) {
+    EvalModel *e = (EvalModel *)ctx;
+    int n = eval_encode(e, task, prompt, len); // fits the context: eval_fits said so
     if (sample_completion(&e->md, &e->md.tk, e->prompt, n, &e->so, seed, NULL, program) < 0) {
         snprintf(err, errlen, "task %d: %s", task, nonfinite_logits);
         return -1;
@@ -261,7 +270,7 @@ static int eval_prepare_fork(void *ctx) {
 static int run_eval(const CusetEvalOpts *ev, const char *model_path, SampleOpts so, uint64_t seed) {
     if (!model_path) return cuset_eval_main(ev, NULL);
     EvalModel e = {.path = model_path, .so = so};
-    CusetEvalSampler s = {&e, eval_open, eval_sample, eval_prepare_fork, model_path, "", seed};
+    CusetEvalSampler s = {&e, eval_open, eval_fits, eval_sample, eval_prepare_fork, model_path, "", seed};
     snprintf(s.settings, sizeof s.settings, "temperature %g, top-k %d, top-p %g", so.temperature, so.top_k, so.top_p);
     int rc = cuset_eval_main(ev, &s);
     free_model(&e.md);

@@ -135,12 +135,15 @@ extern const char cuset_eval_usage[];
 
 // Where programs come from when there is no --programs file: a model. open is called once,
 // after the options and tasks are checked (return non-zero to stop: the harness returns 1);
+// then fits for each task evaluated, before any is sampled (0 with why in `why`: the run
+// stops, naming the tasks, exit 2), so that sample is called only for prompts that fit;
 // sample writes sample program number s of task `task` (prompt: its prompt's bytes) with
 // the given seed into *program (an stb_ds char array, appended to); non-zero with a
 // message in err stops the run (exit 2). seed: sample s of task t uses seed + 1000 t + s.
 typedef struct {
     void *ctx;
     int (*open)(void *ctx, int samples);
+    int (*fits)(void *ctx, int task, const char *prompt, size_t len, char *why, size_t whylen);
     int (*sample)(void *ctx, int task, const char *prompt, size_t len, uint64_t seed, char **program, char *err,
                   size_t errlen);
     // Optional: called before sampling in forked processes (--jobs > 1); returns 0 when
@@ -1749,6 +1752,23 @@ static void cuset__eval_open_run(cuset__EvalRun *R) {
             E->sb.isolated ? "isolated by bubblewrap" : "NOT ISOLATED");
 }
 
+// Every prompt fits the sampler (a model's context) before any is sampled: else the run
+// stops with the first misfit's reason, the others' count and indexes, and what to do.
+static void cuset__eval_check_prompts(const cuset__EvalRun *R) {
+    const CusetEvalSampler *sp = R->sampler;
+    char why[600] = "", w[600], also[120] = "";
+    int bad = 0;
+    for (int t = R->first; t < R->last; t++) {
+        if (sp->fits(sp->ctx, t, R->tasks[t].prompt, R->tasks[t].prompt_len, w, sizeof w)) continue;
+        if (!bad++) snprintf(why, sizeof why, "%s", w);
+        else if (bad <= 6) snprintf(also + strlen(also), sizeof also - strlen(also), "%s%d", bad > 2 ? ", " : "", t);
+    }
+    if (bad)
+        cuset__eval_fail("%s; %d of tasks %d..%d have a prompt too long for the model%s%s%s: sample from a model with a "
+                         "longer context, or leave them out with --first and --count", why, bad, R->first, R->last - 1,
+                         bad > 1 ? " (also tasks " : "", also, bad > 6 ? ", ...)" : bad > 1 ? ")" : "");
+}
+
 // Each task with programs gets its files (ROOT/task-T, from data/corpus) and its programs
 // a place in R->progs: the --programs file's, or `samples` to sample, each with its seed.
 static void cuset__eval_collect(cuset__EvalRun *R) {
@@ -1952,6 +1972,7 @@ int cuset_eval_main(const CusetEvalOpts *o, const CusetEvalSampler *sampler) {
     cuset__eval_isolate(&R.E, o->unsafe_no_sandbox);
     cuset__eval_load(&R);
     if (sampler && sampler->open(sampler->ctx, R.samples)) { cuset__eval_free(&R); return 1; }
+    if (sampler) cuset__eval_check_prompts(&R);
     cuset__eval_open_run(&R);
     cuset__eval_collect(&R);
     if (!R.given) cuset__eval_sample_all(&R.E, sampler, R.tasks, R.progs, (int)arrlen(R.progs), o->jobs);

@@ -807,6 +807,12 @@ expect "eval_summary_over_nvcc" 2 "--summary .*nvcc is also --nvcc .*nvcc" ./gen
 if cmp -s data/corpus "$TMP/evi/corpus.copy" && cmp -s emu/nvcc-emu "$TMP/emu2/nvcc-emu" && [ -s "$TMP/evi/nvcc" ]; then
     ok "eval_tools_kept_whole"
 else bad "eval_tools_kept_whole" "the corpus program, the emulator or nvcc changed"; fi
+# prompts longer than the model's context (96: the text model's) stop the run before any is
+# sampled, with one message that counts and names them (it stopped at the first, once per
+# sampling process); nothing runs, so no sandbox is needed
+expect "eval_prompts_too_long_before_sampling" 2 "^gen: task 0's prompt is [0-9]+ tokens, but the model's context is 96; 3 of tasks 0..2 have a prompt too long for the model \(also tasks 1, 2\): sample from a model with a longer context, or leave them out with --first and --count$" \
+    ./gen --model "$TMP/t.ckpt" --eval "$TMP/evi/test.jsonl" --count 3 --samples 1 --k 1 --jobs 2 --unsafe-no-sandbox \
+    --results "$TMP/evi/long.jsonl"
 # without a GPU, a launch that a GPU would refuse fails under the emulator too. refused_eval
 # NAME ERROR KERNEL LAUNCH BIG SMALL: two programs, task 0's reference run after KERNEL's
 # LAUNCH (%d: the threads per block) with BIG threads (refused: the program exits 1, a crash
