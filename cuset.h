@@ -379,6 +379,10 @@ const float *cuset_gpt_decode(const CusetGPT *m, CusetKVCache *kv, int token);
 // not finite (weights that overflow: a damaged or diverged model).
 typedef struct { float prob; int id; } CusetProbId;
 int cuset_sample(const float *logits, int V, float temperature, int top_k, float top_p, uint64_t *rng, CusetProbId *work);
+// cuset_sample's check: 1 when the V logits are finite, 0 when not, said so as CUSET_NONFINITE_LOGITS.
+int cuset_logits_finite(const float *logits, int V);
+#define CUSET_NONFINITE_LOGITS \
+    "the model's logits are not finite (weights that overflow: a damaged or diverged checkpoint)"
 
 
 // Small utilities used by the mains.
@@ -2057,12 +2061,17 @@ static int cuset__by_prob_desc(const void *a, const void *b) {
     return x->id - y->id;
 }
 
+int cuset_logits_finite(const float *logits, int V) {
+    for (int v = 0; v < V; v++)
+        if (!isfinite(logits[v])) return 0;
+    return 1;
+}
+
 int cuset_sample(const float *logits, int V, float temperature, int top_k, float top_p, uint64_t *rng, CusetProbId *w) {
+    if (!cuset_logits_finite(logits, V)) return -1;
     int best = 0;
-    for (int v = 0; v < V; v++) {
-        if (!isfinite(logits[v])) return -1;
+    for (int v = 0; v < V; v++)
         if (logits[v] > logits[best]) best = v;
-    }
     if (temperature <= 0.0f) return best;
     double sum = 0.0;
     for (int v = 0; v < V; v++) { w[v].prob = expf((logits[v] - logits[best]) / temperature); w[v].id = v; sum += w[v].prob; }

@@ -168,9 +168,6 @@ static const float *decode_step(Model *md, int token) {
     return cuset_gpt_decode(&md->m, &md->kv, token);
 }
 
-static const char nonfinite_logits[] = "the model's logits are not finite (weights that overflow: a damaged or "
-                                       "diverged checkpoint)";
-
 // Fills the KV cache with the prompt (emptied first), then samples up to max_tokens
 // tokens (or until the stop token or the end of the context) with the rng seeded by
 // seed. With a tokenizer (tk) each token's bytes go to stream (if not NULL) and to *text
@@ -248,7 +245,7 @@ static int eval_sample(void *ctx, int task, const char *prompt, size_t len, uint
     EvalModel *e = (EvalModel *)ctx;
     int n = eval_encode(e, task, prompt, len); // fits the context: eval_fits said so
     if (sample_completion(&e->md, &e->md.tk, e->prompt, n, &e->so, seed, NULL, program) < 0) {
-        snprintf(err, errlen, "task %d: %s", task, nonfinite_logits);
+        snprintf(err, errlen, "task %d: " CUSET_NONFINITE_LOGITS, task);
         return -1;
     }
     return 0;
@@ -463,7 +460,7 @@ static int generate(const GenArgs *a, Model *md) {
     const CusetTokenizer *tk = md->info.has_tokenizer && !a->prompt_ids ? &md->tk : NULL;
     int produced = sample_completion(md, tk, tokens, n, &so, a->seed, stdout, NULL);
     if (produced < 0) {
-        fprintf(stderr, "\ngen: %s\n", nonfinite_logits);
+        fprintf(stderr, "\ngen: " CUSET_NONFINITE_LOGITS "\n");
         return 1;
     }
     double dt = cuset_time() - t0;

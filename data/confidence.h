@@ -66,7 +66,8 @@ size_t cuset_given_numbers(const char *prompt, size_t np, const char *text, size
 
 // Analyses one sample with model m (CPU). l: CuSeT's window for eq. 7; probe: the window
 // of the low-confidence search (64 in the paper). Returns 0; -1 when the prompt leaves no
-// room for a target token in the model's context, -2 when the completion has no token.
+// room for a target token in the model's context, -2 when the completion has no token, -3
+// when the model's logits are not finite (cuset_logits_finite).
 int cuset_conf_sample(CusetGPT *m, const CusetTokenizer *tk, const char *prompt, size_t np, const char *completion,
                       size_t nc, int l, int probe, CusetConfSample *out);
 void cuset_conf_sample_free(CusetConfSample *s);
@@ -243,6 +244,12 @@ int cuset_conf_sample(CusetGPT *m, const CusetTokenizer *tk, const char *prompt,
     out->byte_start = (size_t *)CUSET_CALLOC((size_t)nt + 1, sizeof *out->byte_start);
     for (int k = 0; k < nt; k++) {
         const float *z = m->acts.logits + (size_t)(s.np - 1 + k) * Vp;
+        if (!cuset_logits_finite(z, V)) { // no confidence to give
+            cuset_conf_sample_free(out);
+            free(inputs);
+            free(s.prompt), free(s.target), free(s.target_cuda);
+            return -3;
+        }
         float top[CUSET_EAFT_TOPK] = {0.0f}; // the largest logits, for EAFT's weight; top[0] the max
         int ntop = 0;
         for (int v = 0; v < V; v++) cuset_topk_push(top, &ntop, V < CUSET_EAFT_TOPK ? V : CUSET_EAFT_TOPK, z[v]);
@@ -542,6 +549,7 @@ int cuset_conf_analyze_file(CusetGPT *m, const CusetTokenizer *tk, const char *p
     CusetConfSample *res = (CusetConfSample *)CUSET_CALLOC((size_t)(last - first), sizeof *res);
     const char **texts = (const char **)CUSET_CALLOC((size_t)(last - first), sizeof *texts);
     int kept = 0, full = 0, empty = 0, cut = 0; // samples left out (prompt fills the context, no target), cut short
+    int nonfinite = -1;                         // the sample whose logits are not finite: the analysis stops
     long cut_tokens = 0;
     double t0 = cuset_time(), shown = t0; // progress: a line every 2 s and at the end
     for (int i = first; i < last; i++) {
@@ -550,6 +558,9 @@ int cuset_conf_analyze_file(CusetGPT *m, const CusetTokenizer *tk, const char *p
         if (rc == 0) {
             cut += res[kept].cut > 0, cut_tokens += res[kept].cut;
             texts[kept++] = s[i].completion;
+        } else if (rc == -3) {
+            nonfinite = i;
+            break;
         } else if (rc == -2) empty++;
         else full++;
         double now = cuset_time();
@@ -559,21 +570,24 @@ int cuset_conf_analyze_file(CusetGPT *m, const CusetTokenizer *tk, const char *p
                     (i - first + 1) / (now - t0 > 0 ? now - t0 : 1e-9));
         }
     }
-    if (full && text) fprintf(text, "note: %d samples left out: their prompt fills the model's context\n", full);
-    if (empty && text) fprintf(text, "note: %d samples left out: their completion is empty\n", empty);
-    if (cut && text)
-        fprintf(text, "note: %d samples cut at the model's context of %d tokens: %ld of their target tokens not analysed\n",
-                cut, m->cfg.max_seq_len, cut_tokens);
-    if (!kept) {
-        snprintf(err, errlen, "%s: no sample of %d..%d has a target token to analyse (%d with a prompt that fills the "
-                 "model's context of %d tokens, %d with an empty completion)", path, first, last - 1, full,
-                 m->cfg.max_seq_len, empty);
-    } else cuset_conf_report(res, kept, texts, l, probe, tau, nview, json, text);
+    if (nonfinite >= 0) snprintf(err, errlen, "%s: sample %d: " CUSET_NONFINITE_LOGITS, path, nonfinite);
+    else {
+        if (full && text) fprintf(text, "note: %d samples left out: their prompt fills the model's context\n", full);
+        if (empty && text) fprintf(text, "note: %d samples left out: their completion is empty\n", empty);
+        if (cut && text)
+            fprintf(text, "note: %d samples cut at the model's context of %d tokens: %ld of their target tokens not "
+                    "analysed\n", cut, m->cfg.max_seq_len, cut_tokens);
+        if (!kept)
+            snprintf(err, errlen, "%s: no sample of %d..%d has a target token to analyse (%d with a prompt that fills "
+                     "the model's context of %d tokens, %d with an empty completion)", path, first, last - 1, full,
+                     m->cfg.max_seq_len, empty);
+        else cuset_conf_report(res, kept, texts, l, probe, tau, nview, json, text);
+    }
     for (int i = 0; i < kept; i++) cuset_conf_sample_free(&res[i]);
     free(res);
     free(texts);
     cuset_text_samples_free(s);
-    return kept ? 0 : -1;
+    return kept && nonfinite < 0 ? 0 : -1;
 }
 
 const char cuset_conf_usage[] =

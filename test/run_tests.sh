@@ -564,6 +564,14 @@ expect "gen_analyze_stdout_full" 1 "gen: writing to standard output failed" \
     sh -c './gen --model "$1" --analyze "$2" --json "$3" >/dev/full' _ "$TMP/t.ckpt" "$TMP/val.jsonl" "$TMP/val.json"
 expect "gen_analyze_json_unwritable" 1 "none/a.json: cannot be written there \(the save writes .*\.tmp\.[0-9]* first: No such file" \
     ./gen --model "$TMP/t.ckpt" --analyze "$TMP/tasks.jsonl" --json "$TMP/none/a.json"
+# finite weights whose logits overflow (as gen_refuses_nonfinite_logits) stop the analysis:
+# no report of nan, no JSON with bare nan in it
+cp "$TMP/t.ckpt" "$TMP/big_t.ckpt"
+for at in 256 260 264 268; do printf '\346\261\141\177' | dd of="$TMP/big_t.ckpt" bs=1 seek=$at conv=notrunc status=none; done
+expect "gen_analyze_refuses_nonfinite_logits" 1 "val.jsonl: sample 0: the model's logits are not finite" \
+    ./gen --model "$TMP/big_t.ckpt" --analyze "$TMP/val.jsonl" --json "$TMP/big_t.json"
+[ ! -e "$TMP/big_t.json" ] && ok "gen_analyze_nonfinite_writes_no_json" || bad "gen_analyze_nonfinite_writes_no_json" \
+    "$(head -c 200 "$TMP/big_t.json")"
 # samples the analysis leaves out or cuts short are counted, each with its reason (context 96:
 # the two tasks and the long one are cut, the empty one left out)
 { head -2 "$TMP/tasks.jsonl"; echo '{"prompt": "Task Name: none", "completion": ""}'
