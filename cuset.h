@@ -729,8 +729,8 @@ int cuset_parse_number(const char *flag, const char *v, double lo, double hi, in
     double x = strtod(v, &end);
     int decimal = v[strspn(v, "0123456789+-.eE")] == '\0'; // strtod also takes " 5", 0x5 and infinity
     if (*v == '\0' || *end != '\0' || !decimal || !(x >= lo && x <= hi) || (whole && x != floor(x)))
-        return cuset__err(err, errlen, "%s expects a %snumber in [%.10g, %.10g], got '%s'", flag, whole ? "whole " : "",
-                          lo, hi, v);
+        return cuset__err(err, errlen, "%s expects a %snumber in [%.16g, %.16g], got '%s'", flag, whole ? "whole " : "",
+                          lo, hi, v); // %.16g: every whole number a double holds exactly (to 2^53)
     *out = x;
     return 0;
 }

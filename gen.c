@@ -347,7 +347,7 @@ static GenArgs parse_args(int argc, char **argv) {
         else if (IS("--temperature")) a.so.temperature = (float)num(k, v, 0, 100, 0), a.sample_flag = k;
         else if (IS("--top-k")) a.so.top_k = (int)num(k, v, 0, 1 << 24, 1), a.sample_flag = k;
         else if (IS("--top-p")) a.so.top_p = (float)num(k, v, 1e-6, 1, 0), a.sample_flag = k;
-        else if (IS("--seed")) a.seed = (uint64_t)num(k, v, 0, 2147483647, 1), a.sample_flag = k; // as train's
+        else if (IS("--seed")) a.seed = (uint64_t)num(k, v, 0, CUSET_EVAL_SEED_MAX, 1), a.sample_flag = k;
         else if (IS("--stop")) a.so.stop = (int)num(k, v, -1, 1 << 24, 1), a.prompt_flag = k;
         else if (IS("--device")) {
             if (strcmp(v, "cpu") && strcmp(v, "cuda") && strcmp(v, "auto")) fail("--device expects cpu, cuda or auto, got ", v);

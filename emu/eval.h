@@ -151,8 +151,11 @@ typedef struct {
     int (*prepare_fork)(void *ctx);
     const char *name;    // the model, for the report and the default results path NAME.eval.jsonl
     char settings[160];  // the sampling settings, for the report
-    uint64_t seed;
+    uint64_t seed;       // at most CUSET_EVAL_SEED_MAX, as every sample's seed must be
 } CusetEvalSampler;
+// The largest sampling seed: 2^53 - 1, the largest whole number a command line's number (a
+// double) holds exactly, so that gen --seed takes every sample's seed and draws it again.
+#define CUSET_EVAL_SEED_MAX 9007199254740991ull
 
 // What became of a program; the results file writes the name.
 enum { CUSET_EVAL_PASS, CUSET_EVAL_COMPILE_ERROR, CUSET_EVAL_UNSUPPORTED, CUSET_EVAL_CRASH, CUSET_EVAL_TIMEOUT,
@@ -1646,7 +1649,8 @@ static void cuset__eval_isolate(cuset__EvalEnv *E, int unsafe_no_sandbox) {
         cuset__eval_fail("the sandbox: %s", err);
 }
 
-// The tasks, the range [first, last) that --first and --count pick, and the --programs file.
+// The tasks, the range [first, last) that --first and --count pick, and the --programs file;
+// when sampling, stops unless every sample's seed is one that --seed takes.
 static void cuset__eval_load(cuset__EvalRun *R) {
     const CusetEvalOpts *o = R->o;
     R->tasks = cuset__eval_load_tasks(o->tasks_path);
@@ -1656,6 +1660,12 @@ static void cuset__eval_load(cuset__EvalRun *R) {
     R->first = o->first;
     R->last = o->count > 0 && o->first + o->count < R->ntasks ? o->first + o->count : R->ntasks;
     R->given = o->programs_path ? cuset__eval_load_programs(o->programs_path, R->ntasks) : NULL;
+    if (!R->sampler) return;
+    uint64_t seed = R->sampler->seed, last = seed + 1000ull * (uint64_t)(R->last - 1) + (uint64_t)(R->samples - 1);
+    if (last > CUSET_EVAL_SEED_MAX) // (no overflow: the seed is at most that, the rest below 2^41)
+        cuset__eval_fail("--seed %llu: the last sample, of task %d, would take seed %llu (SEED + 1000 K + s), past %llu, "
+                         "the largest --seed that draws it again; give a smaller --seed", (unsigned long long)seed,
+                         R->last - 1, (unsigned long long)last, CUSET_EVAL_SEED_MAX);
 }
 
 // Whether programs built here run on the GPU, in the sandbox as every program will: 1, or 0

@@ -659,7 +659,11 @@ expect "gen_prompt_jsonl_without_completion" 0 "prompt tokens, 2 generated" ./ge
     --prompt-jsonl "$TMP/prompt_only.jsonl" --max-tokens 2 --stop -1
 expect "gen_jsonl_index_past_end" 2 "holds 24 tasks" ./gen --model "$TMP/t.ckpt" --prompt-jsonl "$TMP/tasks.jsonl" --index 24
 expect "gen_show_prompt_of_ids" 2 "--show-prompt goes with a text prompt" ./gen --model "$TMP/full.ckpt" --prompt-ids 1 --show-prompt
-expect "gen_seed_out_of_range" 2 "--seed .*2147483647" ./gen --model "$TMP/full.ckpt" --prompt-ids 1 --seed 9007199254740993
+expect "gen_seed_out_of_range" 2 "--seed expects a whole number in \[0, 9007199254740991\], got '9007199254740993'" \
+    ./gen --model "$TMP/full.ckpt" --prompt-ids 1 --seed 9007199254740993
+# a seed past 2^31, as --eval gives its samples (SEED + 1000 K + s), draws that sample again
+expect "gen_seed_of_an_eval_sample" 0 "1 prompt tokens, 2 generated" ./gen --model "$TMP/full.ckpt" --prompt-ids 1 \
+    --seed 2147486648 --max-tokens 2 --stop -1
 expect "gen_missing_prompt_file" 1 "the prompt: .*cannot open" ./gen --model "$TMP/t.ckpt" --prompt-file "$TMP/none.txt"
 
 echo "== the CUDA task corpus (data/): determinism, splits, spans against the annotator, references, nvcc"
@@ -821,6 +825,10 @@ else bad "eval_tools_kept_whole" "the corpus program, the emulator or nvcc chang
 expect "eval_prompts_too_long_before_sampling" 2 "^gen: task 0's prompt is [0-9]+ tokens, but the model's context is 96; 3 of tasks 0..2 have a prompt too long for the model \(also tasks 1, 2\): sample from a model with a longer context, or leave them out with --first and --count$" \
     ./gen --model "$TMP/t.ckpt" --eval "$TMP/evi/test.jsonl" --count 3 --samples 1 --k 1 --jobs 2 --unsafe-no-sandbox \
     --results "$TMP/evi/long.jsonl"
+# every sample's seed (SEED + 1000 K + s) is one --seed takes, to draw that sample again
+expect "eval_sample_seeds_past_largest" 2 "--seed 9007199254740991: the last sample, of task 1, would take seed 9007199254741991 .*give a smaller --seed" \
+    ./gen --model "$TMP/t.ckpt" --eval "$TMP/evi/test.jsonl" --count 2 --samples 1 --k 1 --seed 9007199254740991 \
+    --unsafe-no-sandbox --results "$TMP/evi/seed.jsonl"
 # without a GPU, a launch that a GPU would refuse fails under the emulator too. refused_eval
 # NAME ERROR KERNEL LAUNCH BIG SMALL: two programs, task 0's reference run after KERNEL's
 # LAUNCH (%d: the threads per block) with BIG threads (refused: the program exits 1, a crash
