@@ -50,7 +50,7 @@ static const char *usage_text =
     "  --seed N              sampling seed                                [1]\n"
     "  --device D            where sampling runs: cpu | cuda | auto (a GPU when there is one) [auto]\n"
     "  -h, --help            this text\n"
-    "The completion goes to stdout; the speed (tokens/s) to stderr.\n";
+    "The completion goes to stdout; the speed (tokens/s, the prompt's prefill timed apart) to stderr.\n";
 
 // rc, or 1 when stdout did not take all that went to it (a full disk, a closed pipe): a
 // completion or report cut short is no success.
@@ -106,6 +106,7 @@ typedef struct {
     CusetCheckpointInfo info;
     CusetKVCache kv;
     CusetProbId *work; // NULL until ready_to_sample
+    double prefill_s;  // how long sample_completion's last prefill of the prompt took
 } Model;
 
 // Loads the checkpoint at path into md; on failure says why and returns -1.
@@ -180,7 +181,9 @@ static int sample_completion(Model *md, const CusetTokenizer *tk, const int *pro
     const float *logits = NULL;
     md->kv.len = 0;
     if (gpu_decoder) cuset_cuda_decoder_reset(gpu_decoder);
+    double t0 = cuset_time();
     for (int i = 0; i < n; i++) logits = decode_step(md, prompt[i]);
+    md->prefill_s = cuset_time() - t0;
     int produced = 0;
     while (produced < o->max_tokens) {
         int next = cuset_sample(logits, c->vocab_size, o->temperature, o->top_k, o->top_p, &rng, md->work);
@@ -436,7 +439,7 @@ static int *prompt_tokens(const GenArgs *a, const Model *md) {
 }
 
 // Prefills the KV cache with the prompt, then samples and streams the completion; the
-// speed goes to stderr.
+// speed of each goes to stderr.
 static int generate(const GenArgs *a, Model *md) {
     const CusetConfig *c = &md->m.cfg;
     int *tokens = prompt_tokens(a, md);
@@ -463,10 +466,11 @@ static int generate(const GenArgs *a, Model *md) {
         fprintf(stderr, "\ngen: " CUSET_NONFINITE_LOGITS "\n");
         return 1;
     }
-    double dt = cuset_time() - t0;
+    double dt = cuset_time() - t0 - md->prefill_s; // the generation's speed, not the prompt's
     printf("\n");
-    fprintf(stderr, "gen: %d prompt tokens, %d generated in %.2fs (%.1f tokens/s)%s\n", n, produced, dt,
-            produced / (dt > 0 ? dt : 1), md->kv.len == c->max_seq_len ? ", stopped at the context length" : "");
+    fprintf(stderr, "gen: %d prompt tokens, %d generated in %.2fs (%.1f tokens/s; the prompt's prefill took %.2fs)%s\n",
+            n, produced, dt, produced / (dt > 0 ? dt : 1), md->prefill_s,
+            md->kv.len == c->max_seq_len ? ", stopped at the context length" : "");
     arrfree(tokens);
     return 0;
 }

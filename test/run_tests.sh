@@ -470,6 +470,9 @@ expect "new_run_settings_sources" 0 "settings: batch 4 \(flag\), seq 32 \(flag\)
     ./train "${tiny[@]}" --steps 1 --ckpt "$TMP/z.ckpt"
 expect "truncation_warning" 0 "warning: [0-9]+ of [0-9]+ training samples .* truncated; --seq [0-9]+ fits 95% of the samples" \
     ./train "${tiny[@]}" --synthetic-len 20:30 --steps 1 --ckpt "$TMP/z.ckpt"
+# the speed is the generation's: the prompt's prefill is timed apart (it counted in the tokens/s)
+expect "gen_speed_without_prefill" 0 "20 prompt tokens, 2 generated in [0-9.]+s \([0-9.]+ tokens/s; the prompt's prefill took [0-9.]+s\)" \
+    ./gen --model "$TMP/full.ckpt" --prompt-ids "$(seq -s ' ' 1 20)" --max-tokens 2 --stop -1
 expect "gen_samples" 0 "4 prompt tokens, 5 generated in .*tokens/s" ./gen --model "$TMP/full.ckpt" --prompt-ids "1 5 7 9" \
     --max-tokens 5 --stop -1
 expect "gen_info" 0 "trained 6 steps with cuset" ./gen --model "$TMP/full.ckpt" --info
