@@ -316,6 +316,12 @@ typedef struct {
     CusetConfOpts co; // --analyze's
 } GenArgs;
 
+// A prompt flag's value; the same flag twice is two prompts, refused as two flags are.
+static const char *one_prompt(const char *had, const char *flag, const char *v) {
+    if (had) fail(flag, " is given twice: give one prompt");
+    return v;
+}
+
 static GenArgs parse_args(int argc, char **argv) {
     GenArgs a = {.so = {.temperature = 0.8f, .top_p = 1.0f, .stop = -2}, .seed = 1, .ev = cuset_eval_defaults(),
                  .co = {.probe = 64, .views = 3, .tau = -1}};
@@ -341,10 +347,10 @@ static GenArgs parse_args(int argc, char **argv) {
 #define IS(flag) (!strcmp(k, flag) && (v || (fail("missing value for ", k), 0)))
         if (IS("--model")) a.model_path = v;
         else if (IS("--export-hf")) a.export_dir = v;
-        else if (IS("--prompt")) a.prompt = v;
-        else if (IS("--prompt-file")) a.prompt_file = v;
-        else if (IS("--prompt-ids")) a.prompt_ids = v;
-        else if (IS("--prompt-jsonl")) a.prompt_jsonl = v;
+        else if (IS("--prompt")) a.prompt = one_prompt(a.prompt, k, v);
+        else if (IS("--prompt-file")) a.prompt_file = one_prompt(a.prompt_file, k, v);
+        else if (IS("--prompt-ids")) a.prompt_ids = one_prompt(a.prompt_ids, k, v);
+        else if (IS("--prompt-jsonl")) a.prompt_jsonl = one_prompt(a.prompt_jsonl, k, v);
         else if (IS("--index")) a.index = (int)num(k, v, 0, 1e9, 1), a.index_given = 1;
         else if (IS("--max-tokens")) a.so.max_tokens = (int)num(k, v, 1, 1 << 20, 1), a.sample_flag = k;
         else if (IS("--temperature")) a.so.temperature = (float)num(k, v, 0, 100, 0), a.sample_flag = k;

@@ -1148,6 +1148,9 @@ static double cuset__eval_mean_pass(const cuset__EvalTask *tasks, const cuset__E
     return *used ? sum / *used : 0;
 }
 
+// "s" after a count other than 1 ("1 task", "2 tasks").
+static const char *cuset__eval_s(long n) { return n == 1 ? "" : "s"; }
+
 // One report line: pass@k for each k over the tasks [first, last) (cuset__eval_mean_pass).
 static void cuset__eval_print_pass_at_k(const char *label, int what, const cuset__EvalTask *tasks,
                                         const cuset__EvalTally *tally, int first, int last, const int *ks, int nk,
@@ -1157,10 +1160,11 @@ static void cuset__eval_print_pass_at_k(const char *label, int what, const cuset
         int used;
         double mean = cuset__eval_mean_pass(tasks, tally, first, last, ks[j], what, -1, NULL, &used);
         if (!used) printf("  pass@%d    n/a", ks[j]);
-        else if (what == 2) printf("  pass@%d %6.2f%% (%d tasks)", ks[j], 100 * mean, used);
+        else if (what == 2) printf("  pass@%d %6.2f%% (%d task%s)", ks[j], 100 * mean, used, cuset__eval_s(used));
         else {
             printf("  pass@%d %6.2f%%", ks[j], 100 * mean);
-            if (used < evaluated_tasks) printf(" (%d tasks with >= %d programs)", used, ks[j]);
+            if (used < evaluated_tasks)
+                printf(" (%d task%s with >= %d program%s)", used, cuset__eval_s(used), ks[j], cuset__eval_s(ks[j]));
         }
     }
     printf("\n");
@@ -1927,14 +1931,16 @@ static void cuset__eval_report(const cuset__EvalRun *R) {
     const cuset__EvalEnv *E = &R->E;
     int total = (int)arrlen(R->progs);
     double el = cuset_time() - R->t_eval;
-    printf("eval: %s, %d tasks (of tasks %d..%d)\n", o->tasks_path, R->evaluated_tasks, R->first, R->last - 1);
+    printf("eval: %s, %d task%s (of tasks %d..%d)\n", o->tasks_path, R->evaluated_tasks, cuset__eval_s(R->evaluated_tasks),
+           R->first, R->last - 1);
     if (R->sampler)
         printf("programs: sampled from %s, %d per task (%s, seed %llu)\n", R->sampler->name, R->samples,
                R->sampler->settings, (unsigned long long)R->sampler->seed);
     else
         printf("programs: %d from %s\n", total, o->programs_path);
-    printf("evaluated: %d programs in %.1f s (%.2f per minute, %d jobs), %d results from the cache%s%s\n", total, el,
-           60.0 * total / (el > 0 ? el : 1), R->jobs, R->cached, o->cache_dir ? " " : "", o->cache_dir ? o->cache_dir : "");
+    printf("evaluated: %d program%s in %.1f s (%.2f per minute, %d job%s), %d result%s from the cache%s%s\n", total,
+           cuset__eval_s(total), el, 60.0 * total / (el > 0 ? el : 1), R->jobs, cuset__eval_s(R->jobs), R->cached,
+           cuset__eval_s(R->cached), o->cache_dir ? " " : "", o->cache_dir ? o->cache_dir : "");
     printf("compilation check: %s\n", cuset__eval_compiler(E));
     printf("runs: %s%s, %g s limit\n", E->use_gpu ? "on the GPU (nvcc's binary)" : "on the CPU emulator ", E->use_gpu ? "" : E->emu,
            E->timeout);
@@ -1943,7 +1949,7 @@ static void cuset__eval_report(const cuset__EvalRun *R) {
     if (R->counts[CUSET_EVAL_UNSUPPORTED]) // the same without the programs the emulator cannot run
         cuset__eval_print_pass_at_k("functional, unsupported left out:", 2, R->tasks, R->tally, R->first, R->last, R->ks, R->nk,
                                     R->evaluated_tasks);
-    printf("outcomes of %d programs:", total);
+    printf("outcomes of %d program%s:", total, cuset__eval_s(total));
     for (int s = 0; s < CUSET_EVAL_NSTATUS; s++)
         printf(" %s %d%s", cuset_eval_status_names[s], R->counts[s], s + 1 < CUSET_EVAL_NSTATUS ? "," : "\n");
     if (!E->use_gpu)

@@ -509,6 +509,8 @@ expect "gen_prompt_beyond_context" 2 "the model.s context is 32" ./gen --model "
     --prompt-ids "$(seq -s ' ' 1 33)"
 expect "gen_eval_option_alone" 2 "--jobs goes with --eval TASKS.jsonl" ./gen --model "$TMP/full.ckpt" --prompt-ids 1 --jobs 2
 expect "gen_analyze_option_alone" 2 "--probe goes with --analyze FILE" ./gen --model "$TMP/full.ckpt" --prompt-ids 1 --probe 8
+# a second --prompt is a second prompt, refused as --prompt with --prompt-file is (the last one won)
+expect "gen_prompt_twice" 2 "--prompt is given twice: give one prompt" ./gen --model "$TMP/full.ckpt" --prompt x --prompt y
 expect "gen_index_without_jsonl" 2 "--index goes with --prompt-jsonl" ./gen --model "$TMP/full.ckpt" --prompt-ids 1 --index 3
 expect "gen_bad_token" 2 "not a token id" ./gen --model "$TMP/full.ckpt" --prompt-ids "1 99999"
 # the message quotes the whole bad item: a long number, digits with letters after them
@@ -575,6 +577,10 @@ expect "gen_analyze_refuses_nonfinite_logits" 1 "val.jsonl: sample 0: the model'
     ./gen --model "$TMP/big_t.ckpt" --analyze "$TMP/val.jsonl" --json "$TMP/big_t.json"
 [ ! -e "$TMP/big_t.json" ] && ok "gen_analyze_nonfinite_writes_no_json" || bad "gen_analyze_nonfinite_writes_no_json" \
     "$(head -c 200 "$TMP/big_t.json")"
+# with no CUDA-sensitive token there is nothing to compare: n/a, not the statistics of an empty set
+echo '{"prompt": "Task Name: plain", "completion": "int x = 1; int y = x + 2;"}' >"$TMP/plain.jsonl"
+expect "gen_analyze_no_cuda_tokens" 0 "mean confidence +n/a \(no CUDA-sensitive tokens\).*two-sample KS +n/a" \
+    sh -c './gen --model "$1" --analyze "$2" --json "$3" | tr "\n" " "' _ "$TMP/t.ckpt" "$TMP/plain.jsonl" "$TMP/plain.json"
 # samples the analysis leaves out or cuts short are counted, each with its reason (context 96:
 # the two tasks and the long one are cut, the empty one left out)
 { head -2 "$TMP/tasks.jsonl"; echo '{"prompt": "Task Name: none", "completion": ""}'
@@ -822,6 +828,10 @@ expect "eval_summary_over_nvcc" 2 "--summary .*nvcc is also --nvcc .*nvcc" ./gen
 if cmp -s data/corpus "$TMP/evi/corpus.copy" && cmp -s emu/nvcc-emu "$TMP/emu2/nvcc-emu" && [ -s "$TMP/evi/nvcc" ]; then
     ok "eval_tools_kept_whole"
 else bad "eval_tools_kept_whole" "the corpus program, the emulator or nvcc changed"; fi
+# the report says 1 program, 1 job, 1 task (it said 1 programs, 1 jobs, 1 tasks)
+expect "eval_report_singular" 0 "eval: .*, 1 task \(of tasks 0..0\).*evaluated: 1 program in .* 1 job\), 0 results from the cache.*outcomes of 1 program:" \
+    sh -c './gen --eval "$1" --programs "$2" --count 1 --results "$3" | tr "\n" " "' _ "$TMP/evi/test.jsonl" \
+    "$TMP/evi/programs.jsonl" "$TMP/evi/one.jsonl"
 # prompts longer than the model's context (96: the text model's) stop the run before any is
 # sampled, with one message that counts and names them (it stopped at the first, once per
 # sampling process); nothing runs, so no sandbox is needed

@@ -547,7 +547,7 @@ static void test_eval_end_to_end(void) {
     int nvcc = access("/usr/local/cuda/bin/nvcc", X_OK) == 0 || nr.status == CUSET_RUN_EXITED;
     double c1 = nvcc ? (6.0 / 7 + 1) / 2 : (5.0 / 7 + 1) / 2;
     char wf[200], wc[200];
-    snprintf(wf, sizeof wf, "functional    pass@1 %6.2f%%  pass@3 %6.2f%% (1 tasks with >= 3 programs)", 100 * f1, 100 * f3);
+    snprintf(wf, sizeof wf, "functional    pass@1 %6.2f%%  pass@3 %6.2f%% (1 task with >= 3 programs)", 100 * f1, 100 * f3);
     snprintf(wc, sizeof wc, "compilation   pass@1 %6.2f%%", 100 * c1);
     check(rep && strstr(rep, wf), "eval_report_functional_pass_at_k", "report lacks '%s'", wf);
     check(rep && strstr(rep, wc), "eval_report_compilation_pass_at_k", "report lacks '%s'", wc);
