@@ -359,7 +359,8 @@ static GenArgs parse_args(int argc, char **argv) {
         else if (IS("--seed")) a.seed = (uint64_t)num(k, v, 0, CUSET_EVAL_SEED_MAX, 1), a.sample_flag = k;
         else if (IS("--stop")) a.so.stop = (int)num(k, v, -1, 1 << 24, 1), a.prompt_flag = k;
         else if (IS("--device")) {
-            if (strcmp(v, "cpu") && strcmp(v, "cuda") && strcmp(v, "auto")) fail("--device expects cpu, cuda or auto, got ", v);
+            if (strcmp(v, "cpu") && strcmp(v, "cuda") && strcmp(v, "auto"))
+                fail("--device expects cpu, cuda or auto, got ", v);
             device_flag = v;
         }
         else if (IS("--analyze")) a.analyze_path = v;
@@ -445,7 +446,7 @@ static int *prompt_tokens(const GenArgs *a, const Model *md) {
 }
 
 // Prefills the KV cache with the prompt, then samples and streams the completion; the
-// speed of each goes to stderr.
+// generation's speed and the prefill's time go to stderr.
 static int generate(const GenArgs *a, Model *md) {
     const CusetConfig *c = &md->m.cfg;
     int *tokens = prompt_tokens(a, md);

@@ -495,10 +495,12 @@ void cuset_conf_report(const CusetConfSample *s, int n, const char *const *texts
     if (text) { // the text report in the order of the JSON
         fprintf(text, "confidence analysis: %d samples, %zu CUDA-sensitive and %zu neutral target tokens\n", n, nc, nn);
         const char *none = !nc ? "CUDA-sensitive" : !nn ? "neutral" : NULL; // no two sets to compare
-        if (none) fprintf(text, "  mean confidence   n/a (no %s tokens)\n  two-sample KS     n/a (no %s tokens)\n", none, none);
+        if (none)
+            fprintf(text, "  mean confidence   n/a (no %s tokens)\n  two-sample KS     n/a (no %s tokens)\n", none,
+                    none);
         else {
-            fprintf(text, "  mean confidence   CUDA-sensitive %.3f, neutral %.3f (medians %.3f, %.3f)\n", mean_c, mean_n,
-                    med_c, med_n);
+            fprintf(text, "  mean confidence   CUDA-sensitive %.3f, neutral %.3f (medians %.3f, %.3f)\n", mean_c,
+                    mean_n, med_c, med_n);
             fprintf(text, "  two-sample KS     D = %.4f, p = %.3g\n", ks, p);
         }
         fprintf(text, "  low regions       %.1f%% of samples have a %d-token window (the whole target where shorter) "

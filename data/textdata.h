@@ -582,7 +582,8 @@ static int cuset__json_object(cuset__json *J, int depth, CusetTextSample *top, c
             arrsetlen(J->buf, 0);
             if (cuset__json_string(J, 1)) return -1;
             for (int k = 0; k < 2; k++)
-                if (keys[k] && arrlenu(J->buf) == strlen(keys[k]) && memcmp(J->buf, keys[k], arrlenu(J->buf)) == 0) which = k;
+                if (keys[k] && arrlenu(J->buf) == strlen(keys[k]) && memcmp(J->buf, keys[k], arrlenu(J->buf)) == 0)
+                    which = k;
         } else if (cuset__json_string(J, 0)) return -1;
         cuset__json_ws(J);
         if (J->i >= J->n || J->s[J->i] != ':') return cuset__json_expected(J, "':' after the member name");

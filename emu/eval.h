@@ -1667,9 +1667,9 @@ static void cuset__eval_load(cuset__EvalRun *R) {
     if (!R->sampler) return;
     uint64_t seed = R->sampler->seed, last = seed + 1000ull * (uint64_t)(R->last - 1) + (uint64_t)(R->samples - 1);
     if (last > CUSET_EVAL_SEED_MAX) // (no overflow: the seed is at most that, the rest below 2^41)
-        cuset__eval_fail("--seed %llu: the last sample, of task %d, would take seed %llu (SEED + 1000 K + s), past %llu, "
-                         "the largest --seed that draws it again; give a smaller --seed", (unsigned long long)seed,
-                         R->last - 1, (unsigned long long)last, CUSET_EVAL_SEED_MAX);
+        cuset__eval_fail("--seed %llu: the last sample, of task %d, would take seed %llu (SEED + 1000 K + s), past "
+                         "%llu, the largest --seed that draws it again; give a smaller --seed",
+                         (unsigned long long)seed, R->last - 1, (unsigned long long)last, CUSET_EVAL_SEED_MAX);
 }
 
 // Whether programs built here run on the GPU, in the sandbox as every program will: 1, or 0
@@ -1731,7 +1731,8 @@ static void cuset__eval_open_run(cuset__EvalRun *R) {
     cuset__EvalEnv *E = &R->E;
     char err[1200];
     if (cuset_check_writable(R->results_path, err, sizeof err)) cuset__eval_fail("--results %s", err);
-    if (o->summary_path && cuset_check_writable(o->summary_path, err, sizeof err)) cuset__eval_fail("--summary %s", err);
+    if (o->summary_path && cuset_check_writable(o->summary_path, err, sizeof err))
+        cuset__eval_fail("--summary %s", err);
     if (o->cache_dir) { // made now, not after the sampling
         struct stat st;
         if ((mkdir(o->cache_dir, 0755) && errno != EEXIST) || stat(o->cache_dir, &st))
@@ -1778,9 +1779,9 @@ static void cuset__eval_check_prompts(const cuset__EvalRun *R) {
         else if (bad <= 6) snprintf(also + strlen(also), sizeof also - strlen(also), "%s%d", bad > 2 ? ", " : "", t);
     }
     if (bad)
-        cuset__eval_fail("%s; %d of tasks %d..%d have a prompt too long for the model%s%s%s: sample from a model with a "
-                         "longer context, or leave them out with --first and --count", why, bad, R->first, R->last - 1,
-                         bad > 1 ? " (also tasks " : "", also, bad > 6 ? ", ...)" : bad > 1 ? ")" : "");
+        cuset__eval_fail("%s; %d of tasks %d..%d have a prompt too long for the model%s%s%s: sample from a model with "
+                         "a longer context, or leave them out with --first and --count", why, bad, R->first,
+                         R->last - 1, bad > 1 ? " (also tasks " : "", also, bad > 6 ? ", ...)" : bad > 1 ? ")" : "");
 }
 
 // Each task with programs gets its files (ROOT/task-T, from data/corpus) and its programs
@@ -1931,8 +1932,8 @@ static void cuset__eval_report(const cuset__EvalRun *R) {
     const cuset__EvalEnv *E = &R->E;
     int total = (int)arrlen(R->progs);
     double el = cuset_time() - R->t_eval;
-    printf("eval: %s, %d task%s (of tasks %d..%d)\n", o->tasks_path, R->evaluated_tasks, cuset__eval_s(R->evaluated_tasks),
-           R->first, R->last - 1);
+    printf("eval: %s, %d task%s (of tasks %d..%d)\n", o->tasks_path, R->evaluated_tasks,
+           cuset__eval_s(R->evaluated_tasks), R->first, R->last - 1);
     if (R->sampler)
         printf("programs: sampled from %s, %d per task (%s, seed %llu)\n", R->sampler->name, R->samples,
                R->sampler->settings, (unsigned long long)R->sampler->seed);
