@@ -194,6 +194,102 @@ static void run_loss(CusetGPT *m, const CusetBatch *b, const CusetObjective *o, 
     *loss = st.loss;
 }
 
+// The method's numbers one by one, worked by hand from METHOD.md: the paper's defaults, the
+// masks at tau (CuSeT's > against ProFit's >=), the CUDA mask's lambda, DFT's coefficient,
+// ASFT's loss and logit gradients on a two-word vocabulary, the first of equal windows.
+static void test_method_by_hand(void) {
+    CusetObjective d = cuset_objective_default(CUSET_OBJ_CUSET);
+    check(d.tau == 0.1f && d.lambda == 1.0f && d.window == 256 && d.alpha == 1.0f && d.beta == 0.1f && d.conf_mask &&
+              d.cuda_mask && d.reweight, "defaults_are_the_papers",
+          "tau %g lambda %g l %d alpha %g beta %g switches %d %d %d", d.tau, d.lambda, d.window, d.alpha, d.beta,
+          d.conf_mask, d.cuda_mask, d.reweight);
+    CusetObjective profit = cuset_objective_default(CUSET_OBJ_PROFIT), dft = cuset_objective_default(CUSET_OBJ_DFT);
+    profit.tau = 0.25f;
+    check(cuset_conf_mask(0.25f, 0.25f) == 0.0f && cuset_token_coef(&profit, 0.25f, 0, 1, 0) == 1.0f,
+          "masks_at_tau", "eq. 2: 1[c > tau] is 0 at c = tau; ProFit's 1[p >= tau] is 1");
+    CusetObjective cuda = d; // eq. 4: M = Mconf + lambda 1[CUDA]; without reweighting w_n = 1
+    cuda.lambda = 1.5f, cuda.reweight = 0, cuda.conf_mask = 0;
+    float cuda_off = cuset_token_coef(&cuda, 0.05f, 0, 0.3f, 0), cuda_on = cuset_token_coef(&cuda, 0.05f, 1, 0.3f, 0);
+    cuda.conf_mask = 1; // c = 0.05 < tau: only the CUDA mask is left
+    float masked_off = cuset_token_coef(&cuda, 0.05f, 0, 0.3f, 0), masked_on = cuset_token_coef(&cuda, 0.05f, 1, 0.3f, 0);
+    cuda.reweight = 1;
+    float weighted = cuset_token_coef(&cuda, 0.5f, 1, 0.3f, 0);
+    check(cuda_off == 1.0f && cuda_on == 2.5f && masked_off == 0.0f && masked_on == 1.5f && fabsf(weighted - 0.75f) < 1e-6f,
+          "cuda_mask_lambda", "coefficients %g %g, below tau %g %g, w_n 0.3 with c > tau %g (want 1 2.5 0 1.5 0.75)",
+          cuda_off, cuda_on, masked_off, masked_on, weighted);
+    check(cuset_token_coef(&dft, 0.3f, 0, 0, 0) == 0.3f, "dft_coefficient_is_p", "%g", cuset_token_coef(&dft, 0.3f, 0, 0, 0));
+
+    // ASFT, vocabulary {0, 1}, target 1, logits (0, ln 3): p = (1/4, 3/4); the reference's
+    // (0, 0): p_ref = (1/2, 1/2); beta 0.1, N = 2. a = c = 3/4 (the DFT part);
+    // KL(p_ref || p) = 1/2 ln 2 + 1/2 ln(2/3) = 1/2 ln(4/3); loss = (3/4 ln(4/3) + 0.1 KL) / 2;
+    // dz_v = (a (p_v - 1[v = 1]) + 0.1 (p_v - p_ref_v)) / 2: (0.1625, -0.1625) / 2.
+    CusetObjective asft = cuset_objective_default(CUSET_OBJ_ASFT);
+    float lse = logf(4.0f), lp[2] = {-lse, logf(3.0f) - lse}, lp_ref = -logf(2.0f);
+    float c = cuset_confidence(logf(3.0f), lse), a = cuset_token_coef(&asft, c, 0, 1, 0);
+    double kl = (double)cuset_kl_term(lp_ref, lp[0]) + cuset_kl_term(lp_ref, lp[1]);
+    double loss = cuset_loss_term(&asft, a, -logf(c), kl, 0.5f), want = (0.75 * log(4.0 / 3) + 0.05 * log(4.0 / 3)) / 2;
+    float g0 = cuset_logit_grad(&asft, a, lp[0], lp_ref, 0, 0.5f), g1 = cuset_logit_grad(&asft, a, lp[1], lp_ref, 1, 0.5f);
+    check(fabs(loss - want) < 1e-6 && fabsf(g0 - 0.08125f) < 1e-6f && fabsf(g1 + 0.08125f) < 1e-6f, "asft_by_hand",
+          "c %g a %g KL %.7g loss %.7g (want %.7g), gradients %.7g %.7g (want 0.08125, -0.08125)", c, a, kl, loss, want,
+          g0, g1);
+
+    const float flat[4] = {0.5f, 0.5f, 0.5f, 0.5f};
+    int lo, hi;
+    cuset_hardest_window_at(flat, 4, 1, &lo, &hi);
+    check(lo == 0 && hi == 0, "hardest_window_first_of_equal_means", "window [%d, %d], want [0, 0]", lo, hi);
+}
+
+// Gradient accumulation: N is the step's target tokens over all its micro-batches (eq. 9),
+// so a step over micro-batches X and Y gives the gradients and loss of one step over one
+// batch holding X's and Y's rows (their target counts differ).
+static void test_accumulation(void) {
+    CusetConfig cfg = {50, 64, 16, 1, 2, 16};
+    CusetGPT m, ref;
+    cuset_gpt_init(&m, &cfg);
+    cuset_gpt_init_random(&m, cuset_rng_next(&rng), 0.5f);
+    cuset_gpt_init(&ref, &cfg);
+    cuset_gpt_init_random(&ref, cuset_rng_next(&rng), 0.5f);
+    CusetDataset d;
+    cuset_dataset_synthetic(&d, 4, 50, 2, 7, cuset_rng_next(&rng)); // rows of at most 16 tokens
+    int ids[4] = {0, 1, 2, 3};
+    char err[256] = "";
+    CusetBatch xy[2], whole;
+    cuset_batch_alloc(&xy[0], 2, 16);
+    cuset_batch_alloc(&xy[1], 2, 16);
+    cuset_batch_alloc(&whole, 4, 16);
+    cuset_batch_from_dataset(&xy[0], &d, ids, 2, err, sizeof err);
+    cuset_batch_from_dataset(&xy[1], &d, ids + 2, 2, err, sizeof err);
+    cuset_batch_from_dataset(&whole, &d, ids, 4, err, sizeof err);
+    float *split = malloc(m.num_params * sizeof(float));
+    const CusetObjectiveKind kinds[2] = {CUSET_OBJ_CUSET, CUSET_OBJ_ASFT};
+    for (int k = 0; k < 2; k++) {
+        CusetObjective o = cuset_objective_default(kinds[k]);
+        o.window = 3;
+        CusetStats s2 = {0}, s1 = {0};
+        float n2, n1;
+        int rc = cuset_gpt_step(&m, &ref, NULL, xy, 2, &o, &s2, &n2, err, sizeof err);
+        memcpy(split, m.grads_memory, m.num_params * sizeof(float));
+        rc |= cuset_gpt_step(&m, &ref, NULL, &whole, 1, &o, &s1, &n1, err, sizeof err);
+        double worst = 0, largest = 0;
+        for (size_t i = 0; i < m.num_params; i++) {
+            worst = fmax(worst, fabs(split[i] - m.grads_memory[i]));
+            largest = fmax(largest, fabs(m.grads_memory[i]));
+        }
+        char name[64];
+        snprintf(name, sizeof name, "accumulation_is_one_batch_%s", cuset_objective_names[kinds[k]]);
+        check(!rc && worst <= 1e-5 * largest && fabs(s2.loss - s1.loss) <= 1e-5 * fabs(s1.loss) && s2.ntok == s1.ntok,
+              name, "%s; gradients differ by %.3g of the largest %.3g, loss %.7g against %.7g, N %g against %g", err,
+              worst, largest, s2.loss, s1.loss, s2.ntok, s1.ntok);
+    }
+    free(split);
+    cuset_batch_free(&xy[0]);
+    cuset_batch_free(&xy[1]);
+    cuset_batch_free(&whole);
+    cuset_dataset_free(&d);
+    cuset_gpt_free(&m);
+    cuset_gpt_free(&ref);
+}
+
 static void test_identities(void) {
     int V = 70, B = 6, T = 24;
     CusetGPT m;
@@ -761,7 +857,9 @@ int main(void) {
     test_windows();
     test_eaft_and_topk();
     test_lr_schedule();
+    test_method_by_hand();
     test_identities();
+    test_accumulation();
     test_finite_differences();
     test_attention_flash();
     test_batches();
