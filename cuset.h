@@ -384,7 +384,6 @@ int cuset_logits_finite(const float *logits, int V);
 #define CUSET_NONFINITE_LOGITS \
     "the model's logits are not finite (weights that overflow: a damaged or diverged checkpoint)"
 
-
 // Small utilities used by the mains.
 uint64_t cuset_rng_next(uint64_t *state);
 float cuset_rng_uniform(uint64_t *state);   // [0, 1)
