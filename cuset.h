@@ -1885,9 +1885,12 @@ int cuset_gpt_validate(CusetGPT *m, CusetGPT *ref, CusetCudaModel *gpu, const Cu
     float inv_norm = ntok ? 1.0f / ntok : 0.0f;
     for (int first = 0; first < n; first += b->B) {
         cuset__validation_batch(b, d, order, n, first, err, errlen); // checked above
-        if (!gpu && cuset__step_inputs_ok(m, ref, b, 1, obj, err, errlen)) return -1;
-        if (!gpu) cuset__forward_loss(m, ref, b, obj, inv_norm, stats);
-        else if (cuset_cuda_eval(gpu, b, obj, inv_norm, stats, err, errlen)) return -1;
+        if (gpu) {
+            if (cuset_cuda_eval(gpu, b, obj, inv_norm, stats, err, errlen)) return -1;
+        } else {
+            if (cuset__step_inputs_ok(m, ref, b, 1, obj, err, errlen)) return -1;
+            cuset__forward_loss(m, ref, b, obj, inv_norm, stats);
+        }
     }
     return 0;
 }

@@ -732,9 +732,9 @@ static int open_log_and_device(Run *r) {
 
 // The step's micro-batches. The run reads the training split as one stream of rows: row g
 // is sample g % ntrain of epoch g / ntrain's order, so every epoch has each sample once,
-// also when a micro-batch spans two epochs. Returns 0, or 1 after a message; *truncated
+// also when a micro-batch spans two epochs. Returns 0, or 1 after a message; r->truncated
 // counts the samples whose target was cut off at the row's end.
-static int next_batches(Run *r, CusetBatch *batches, int step, long *truncated) {
+static int next_batches(Run *r, CusetBatch *batches, int step) {
     CusetTrainSettings *s = r->s;
     char err[512];
     for (int i = 0; i < s->accum; i++) {
@@ -749,17 +749,16 @@ static int next_batches(Run *r, CusetBatch *batches, int step, long *truncated) 
         }
         int t = cuset_batch_from_dataset(&batches[i], &r->data, r->batch_ids, s->B, err, sizeof err);
         if (t < 0) { fprintf(stderr, "train: %s\n", err); return 1; }
-        if (t > 0 && *truncated == 0)
+        if (t > 0 && r->truncated == 0)
             printf("note: targets that do not fit in the row of %d tokens after their prompt are truncated (the log's "
                    "\"truncated\" counts such rows)\n", s->T);
-        *truncated += t;
+        r->truncated += t;
     }
     return 0;
 }
 
 // The progress line and the step's JSON line.
-static void log_step(Run *r, int step, const CusetStats *st, float lr, float norm, double dt, double elapsed,
-                     long truncated) {
+static void log_step(Run *r, int step, const CusetStats *st, float lr, float norm, double dt, double elapsed) {
     CusetTrainSettings *s = r->s;
     double tokens = (double)s->B * s->accum * s->T, eta = elapsed / (step + 1 - r->start_step) * (s->steps - step - 1);
     double ce = st->ntok ? st->ce / st->ntok : 0, conf = st->ntok ? st->conf / st->ntok : 0;
@@ -771,7 +770,7 @@ static void log_step(Run *r, int step, const CusetStats *st, float lr, float nor
                step + 1, s->steps, 100.0 * (step + 1) / s->steps, st->loss, ce, conf, pass, w, lr, norm, tokens / dt, etas);
     fprintf(r->log, "{\"step\": %d, \"loss\": %.6f, \"ce\": %.6f, \"conf\": %.6f, \"pass\": %.6f, \"w\": %.6f, "
                     "\"lr\": %.6e, \"grad_norm\": %.6f, \"tokens_per_s\": %.1f, \"truncated\": %ld, \"elapsed_s\": %.3f}\n",
-            step + 1, st->loss, ce, conf, pass, w, lr, norm, tokens / dt, truncated, elapsed);
+            step + 1, st->loss, ce, conf, pass, w, lr, norm, tokens / dt, r->truncated, elapsed);
     fflush(stdout);
     log_flush(r, step + 1);
 }
@@ -948,7 +947,7 @@ int main(int argc, char **argv) {
     int reached = 0; // --until-val-loss: the run ends at this step
     for (; step < s->steps && !stop_requested && !reached; step++) {
         double t0 = cuset_time();
-        if (next_batches(r, batches, step, &r->truncated)) return 1;
+        if (next_batches(r, batches, step)) return 1;
         CusetStats st = {0};
         float norm;
         if (cuset_gpt_step(&r->model, r->ref, r->gpu, batches, s->accum, &s->obj, &st, &norm, err, sizeof err)) {
@@ -967,7 +966,7 @@ int main(int argc, char **argv) {
         double dt = cuset_time() - t0;
         tokens_done += (double)s->B * s->accum * s->T;
         train_seconds += dt;
-        log_step(r, step, &st, lr, norm, dt, cuset_time() - t_start, r->truncated);
+        log_step(r, step, &st, lr, norm, dt, cuset_time() - t_start);
         int last = step + 1 == s->steps;
         double val_loss = INFINITY;
         if (r->nval > 0 && ((s->val_every && (step + 1) % s->val_every == 0) || last) &&

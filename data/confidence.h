@@ -236,6 +236,14 @@ int cuset_conf_sample(CusetGPT *m, const CusetTokenizer *tk, const char *prompt,
     memcpy(inputs, s.prompt, (size_t)s.np * sizeof *inputs);
     memcpy(inputs + s.np, s.target, (size_t)(nt - 1) * sizeof *inputs);
     cuset_gpt_forward(m, inputs, 1, T);
+    free(inputs);
+    int finite = 1; // logits that are not finite give no confidence
+    for (int k = 0; k < nt && finite; k++)
+        finite = cuset_logits_finite(m->acts.logits + (size_t)(s.np - 1 + k) * Vp, V);
+    if (!finite) {
+        free(s.prompt), free(s.target), free(s.target_cuda);
+        return -3;
+    }
     out->nt = nt;
     out->conf = (float *)CUSET_CALLOC((size_t)nt, sizeof *out->conf);
     out->kinds = (unsigned char *)CUSET_CALLOC((size_t)nt, 1);
@@ -244,12 +252,6 @@ int cuset_conf_sample(CusetGPT *m, const CusetTokenizer *tk, const char *prompt,
     out->byte_start = (size_t *)CUSET_CALLOC((size_t)nt + 1, sizeof *out->byte_start);
     for (int k = 0; k < nt; k++) {
         const float *z = m->acts.logits + (size_t)(s.np - 1 + k) * Vp;
-        if (!cuset_logits_finite(z, V)) { // no confidence to give
-            cuset_conf_sample_free(out);
-            free(inputs);
-            free(s.prompt), free(s.target), free(s.target_cuda);
-            return -3;
-        }
         float top[CUSET_EAFT_TOPK] = {0.0f}; // the largest logits, for EAFT's weight; top[0] the max
         int ntop = 0;
         for (int v = 0; v < V; v++) cuset_topk_push(top, &ntop, V < CUSET_EAFT_TOPK ? V : CUSET_EAFT_TOPK, z[v]);
@@ -282,7 +284,6 @@ int cuset_conf_sample(CusetGPT *m, const CusetTokenizer *tk, const char *prompt,
             if (cuset__tok_overlaps(out, k, numbers[j].start, numbers[j].end)) out->given[k] = 1;
     arrfree(numbers);
     cuset_conf_windows(out, l, probe);
-    free(inputs);
     free(s.prompt), free(s.target), free(s.target_cuda);
     return 0;
 }
