@@ -46,7 +46,9 @@ static int target_confidences(const CusetGPT *m, const CusetBatch *b, float *out
 
 // A batch with uneven target lengths (some empty, some filling the row) whose target
 // tokens are half the model's current argmax, half random, so confidences spread over (0, 1).
-static void make_batch(CusetGPT *m, CusetBatch *b, uint64_t *rng) {
+// Where the row has room, row 0's target has ceil(l/2) < T_n < l tokens (l: the window), the
+// length at which eq. 5 clips windows on both sides.
+static void make_batch(CusetGPT *m, CusetBatch *b, int l, uint64_t *rng) {
     int B = b->B, T = b->T, V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab_size;
     int prompt[T], target[T];
     unsigned char cuda[T];
@@ -56,6 +58,9 @@ static void make_batch(CusetGPT *m, CusetBatch *b, uint64_t *rng) {
         int room = T - np[n] + 1;
         int kind = (int)(cuset_rng_next(rng) % 4);
         nt[n] = kind == 0 ? 0 : kind == 1 ? room : 1 + (int)(cuset_rng_next(rng) % (uint64_t)room);
+        int clipped_lo = (l + 1) / 2 + 1, clipped_hi = l - 1 < room ? l - 1 : room;
+        if (n == 0 && clipped_lo <= clipped_hi)
+            nt[n] = clipped_lo + (int)(cuset_rng_next(rng) % (uint64_t)(clipped_hi - clipped_lo + 1));
         for (int t = 0; t < np[n]; t++) prompt[t] = (int)(cuset_rng_next(rng) % (uint64_t)V);
         for (int k = 0; k < nt[n]; k++) { target[k] = 0; cuda[k] = cuset_rng_uniform(rng) < 0.4f; }
         cuset_batch_set_row(b, n, prompt, np[n], target, cuda, nt[n]);
@@ -134,7 +139,7 @@ int main(int argc, char **argv) {
     CusetBatch batches[steps * accum];
     for (int i = 0; i < steps * accum; i++) {
         cuset_batch_alloc(&batches[i], B, T);
-        make_batch(&model, &batches[i], &rng);
+        make_batch(&model, &batches[i], obj.window, &rng);
     }
     // tau: the middle of the widest gap between sorted step-0 confidences in the middle half
     float confs[accum * B * T];
