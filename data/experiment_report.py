@@ -777,9 +777,9 @@ def report_html(res, md, shown_seed):
     o.append("<h2>Pass@1 per model</h2><div class='charts'><div><div class='vh'>functional</div>%s</div>"
              "<div><div class='vh'>compilation</div>%s</div></div>" % (svg_bars(res, "functional@1", w=560),
                                                                     svg_bars(res, "compile@1", w=560)))
-    def chart(rows, key, title, caption=""):  # one quantity of the training logs, as means of blocks of steps
+    def chart(rows, key, title, caption="", w=300, h=170):  # one quantity of the training logs, as block means
         series = {r: block_means([(d["step"], d[key]) for d in res[r]["curve"] if key in d]) for r in rows}
-        svg = svg_lines(series, key, title)
+        svg = svg_lines(series, key, title, w, h)
         same = coinciding(series)
         if same:
             caption += (" " if caption else "") + "Drawn on top of one another (the same values): %s." % "; ".join(
@@ -799,14 +799,16 @@ def report_html(res, md, shown_seed):
         '<span><svg width="26" height="8"><line x1="0" x2="26" y1="4" y2="4" stroke="%s" stroke-width="2"%s/></svg>%s</span>'
         % (COLORS[r], ' stroke-dasharray="%s"' % DASHES[r] if DASHES.get(r) else "", html.escape(label(res, r)))
         for r in ft) + "</div><div class='charts'>")
-    for key, title, caption in (
-            ("loss", "objective value", "Each row's own objective, all on one axis: their scales differ (a masked "
-             "or weighted objective sums less than the cross-entropy, ASFT's adds a KL term), so compare a line's "
-             "trend, not the lines."),
-            ("ce", "cross-entropy on targets", ""), ("conf", "mean confidence c", ""),
-            ("pass", "share of tokens with c > tau", ""), ("w", "mean w_n", "")):
-        o.append(chart(ft, key, title, caption))
+    for key, title in (("ce", "cross-entropy on targets"), ("conf", "mean confidence c"),
+                       ("pass", "share of tokens with c > tau"), ("w", "mean w_n")):
+        o.append(chart(ft, key, title))
     o.append("</div>")
+    if ft:  # the objectives' scales differ, so each gets its own axis
+        o.append("<p class='note'>The objective each row minimizes, one chart each, every one on its own axis: their "
+                 "scales differ (a masked or weighted objective sums less than the cross-entropy, ASFT's adds a KL "
+                 "term), so read each line's trend; the cross-entropy above compares the rows.</p><div class='charts'>"
+                 + "".join(chart([r], "loss", "objective: %s" % label(res, r, short=True), h=150) for r in ft)
+                 + "</div>")
     if base:
         o.append("<div class='charts'>%s%s</div>" % (chart(["vanilla"], "loss", "base model: SFT loss"),
                                                       chart(["vanilla"], "conf", "base model: mean confidence")))

@@ -1328,11 +1328,11 @@ assert "nearly all sit in the last bin" not in html and "100.0% of its tokens in
 m = r["vanilla"]["metrics"]
 assert "(%d with parameter combinations seen in training, %d with held-out ones)" % (m["seen"]["tasks"], m["heldout"]["tasks"]) in md
 # the training charts: a legend of the rows drawn (not the base model), rows drawn on top of one
-# another named, a zoomed axis said, the objective chart's scales; the bars named as the tables do
+# another named, a zoomed axis said, one objective chart per row (their scales differ); the bars named as the tables do
 legend = html.split('<div class="legend">')[1].split("</div>")[0]
 assert "Vanilla" not in legend and legend.count("<span>") == 8, legend
 assert "Drawn on top of one another (the same values): " in html and "ProFit = conf + rew" in html and "zoomed: a span of " in html
-assert "their scales differ" in html
+assert "their scales differ" in html and html.count('class="t">objective: ') == 8, "one objective chart per row"
 assert ">conf + CUDA<" in html and ">cuset_conf_cuda<" not in html and ">ProFit (gradient 0)<" in html, "bar labels"
 assert '<td class="n">%.3f (%.2g)</td>' % (r["cuset"]["analysis"]["ks"]["d"], r["cuset"]["analysis"]["ks"]["p"]) in html, "KS cell"
 print("9 rows x 3 parts x 4 metrics, analysis, curves, families, the gradient table; report.html self-contained; "
