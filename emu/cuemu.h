@@ -17,7 +17,9 @@
 // and deadlocks stop the program with a message and exit status 86. Device memory is
 // malloc'd and filled with garbage (0xCD bytes), shared memory is garbage (0xFF bytes) at
 // the start of every block, so missing initialisation shows; under AddressSanitizer
-// out-of-bounds accesses to global, static shared and dynamic shared memory are reported.
+// out-of-bounds accesses to global, static shared and dynamic shared memory are reported,
+// and without it a write just past a shared array stops the program (exit 86) when its
+// block ends.
 // Kernel pointer arguments must point into device-accessible memory (cudaMalloc,
 // cudaMallocManaged, cudaMallocHost, symbols, __managed__ variables). With
 // CUEMU_REORDER=SEED the order of blocks, of thread starts and of resumptions after each
@@ -722,35 +724,62 @@ inline void run_block() {
 // ---------------------------------------------------------------------------------------
 constexpr size_t max_dyn_smem = 228 * 1024;
 constexpr size_t smem_optin_limit = 227 * 1024;
-alignas(128) inline unsigned char dyn_smem[max_dyn_smem];
+// Without AddressSanitizer, a write past the end of a __shared__ variable or of the launch's
+// dynamic shared memory is found when the block ends: each is followed by a guard of
+// smem_guard bytes of guard_byte, checked then (a write landing beyond the guard, or one
+// that writes guard_byte, goes unseen, as do reads). Under AddressSanitizer every access is
+// checked instead, against the exact bounds.
+#ifdef CUEMU_ASAN
+constexpr size_t smem_guard = 0;
+#else
+constexpr size_t smem_guard = 256;
+#endif
+constexpr unsigned char guard_byte = 0xA7;
+alignas(128) inline unsigned char dyn_smem[max_dyn_smem + smem_guard];
+inline size_t g_dyn_smem_size; // of the current launch
 constexpr size_t smem_default = 48 * 1024;
 inline size_t g_smem_optin = smem_default; // raised by cudaFuncSetAttribute
+
+// Stops the program if the guard after [mem, mem + size) was written; what: the memory's name.
+inline void check_smem_guard(const unsigned char *mem, size_t size, const char *what) {
+    for (size_t i = 0; i < smem_guard; i++)
+        if (mem[size + i] != guard_byte)
+            fail(nullptr, "block (%u,%u,%u) wrote past the end of %s of %zu bytes (at byte %zu past it); a GPU "
+                          "would fault or overwrite other shared data", g_block_idx.x, g_block_idx.y, g_block_idx.z,
+                 what, size, i);
+}
 
 // A __shared__ variable declared in a function lives in the current block: the driver
 // rewrites `__shared__ float s[N];` into `float (&s)[N] = shared_var<float[N]>(&key);`
 // (key: a static char of that declaration, so one per template instantiation). The first
 // thread of the block to reach the declaration allocates it - on the heap, so that
-// AddressSanitizer sees its bounds - filled with garbage; the others get the same memory;
-// the block's variables are freed when the block ends.
+// AddressSanitizer sees its bounds - filled with garbage and followed by the guard; the
+// others get the same memory; the block's variables are checked and freed when it ends.
 struct SharedVar {
     const void *key;
     void *mem;
+    size_t size;
 };
 inline std::vector<SharedVar> g_block_shared;
 template <class T> inline T &shared_var(const void *key) {
     for (const SharedVar &v : g_block_shared)
         if (v.key == key) return *static_cast<T *>(v.mem);
-    void *mem = ::operator new(sizeof(T), std::align_val_t(128));
+    void *mem = ::operator new(sizeof(T) + smem_guard, std::align_val_t(128));
     fill_garbage(mem, sizeof(T), 0xFF);
-    g_block_shared.push_back({key, mem});
+    memset((unsigned char *)mem + sizeof(T), guard_byte, smem_guard);
+    g_block_shared.push_back({key, mem, sizeof(T)});
     return *static_cast<T *>(mem);
 }
-inline void free_block_shared() {
+// At the end of a block: the guards of its shared memory, static and dynamic, then the frees.
+inline void end_block_shared() {
+    check_smem_guard(dyn_smem, g_dyn_smem_size, "its dynamic shared memory");
+    for (const SharedVar &v : g_block_shared) check_smem_guard((unsigned char *)v.mem, v.size, "a __shared__ variable");
     for (const SharedVar &v : g_block_shared) ::operator delete(v.mem, std::align_val_t(128));
     g_block_shared.clear();
 }
 // Dynamic shared memory: only [0, size) of the buffer is addressable during a launch.
 inline void set_dyn_smem_size(size_t size) {
+    g_dyn_smem_size = size;
 #ifdef CUEMU_ASAN
     ASAN_UNPOISON_MEMORY_REGION(dyn_smem, size);
     ASAN_POISON_MEMORY_REGION(dyn_smem + size, max_dyn_smem - size);
@@ -1093,8 +1122,9 @@ inline void run_grid(const Config &c) {
         g_block_idx = uint3{(unsigned)(k % c.grid.x), (unsigned)(k / c.grid.x % c.grid.y),
                             (unsigned)(k / ((uint64_t)c.grid.x * c.grid.y))};
         fill_garbage(dyn_smem, c.dyn_smem, 0xFF);
+        memset(dyn_smem + c.dyn_smem, guard_byte, smem_guard);
         run_block();
-        free_block_shared();
+        end_block_shared();
     }
     g_in_kernel = false;
 }

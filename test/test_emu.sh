@@ -2,7 +2,8 @@
 # Tests of the CUDA CPU emulator (emu/cuemu.h built through emu/nvcc-emu): correct programs
 # under test/emu/ must match their own CPU references (in plain and reordered runs), and
 # planted bugs must be caught (a race by reordering, out-of-bounds writes by
-# AddressSanitizer, broken collectives with exit status 86).
+# AddressSanitizer and shared-memory overruns also without it, broken collectives with
+# exit status 86).
 # Prints PASS/FAIL/SKIP per check; exits non-zero if any check failed.
 cd "$(dirname "$0")/.." || exit 2
 make -s emu/nvcc-emu >/dev/null || { echo "FAIL build: make emu/nvcc-emu"; exit 1; }
@@ -166,6 +167,16 @@ for t in bug_oob_global bug_oob_static_shared bug_oob_template_shared bug_oob_dy
     if [ $rc -ne 0 ] && grep -q AddressSanitizer "$TMP/$t.stderr"; then
         pass "$t: $(grep -o 'AddressSanitizer: [a-z-]*' "$TMP/$t.stderr" | head -1)"
     else fail "$t" "exit $rc, no AddressSanitizer report"; fi
+done
+# ... and without AddressSanitizer, the guard after each shared array stops the program (exit 86)
+# when its block ends.
+for t in bug_oob_static_shared bug_oob_template_shared bug_oob_dynamic_shared; do
+    build $t plain_$t || continue
+    "$TMP/plain_$t" >"$TMP/plain_$t.stdout" 2>"$TMP/plain_$t.stderr"
+    rc=$?
+    if [ $rc -eq 86 ] && grep -q "wrote past the end of .* (at byte 0 past it)" "$TMP/plain_$t.stderr"; then
+        pass "$t without ASan: $(grep -o 'wrote past the end of [a-z_ ]*of [0-9]* bytes' "$TMP/plain_$t.stderr")"
+    else fail "$t without ASan" "exit $rc (86 expected): $(head -c 300 "$TMP/plain_$t.stderr" | tr '\n' ' ')"; fi
 done
 # ... and correct programs raise no false reports under ASan (fiber stacks, dynamic smem).
 for t in reduce_shared matmul_tiled cg_reduce warp_shuffle; do

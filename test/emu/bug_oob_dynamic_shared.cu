@@ -1,4 +1,5 @@
-// Planted bug: a write past the launch's dynamic shared memory (AddressSanitizer must say so).
+// Planted bug: a write past the launch's dynamic shared memory (AddressSanitizer must say
+// so, and without it the guard after the buffer).
 #include <cuda_runtime.h>
 #include <stdio.h>
 

@@ -1,4 +1,5 @@
-// Planted bug: a write one past a static __shared__ array (AddressSanitizer must say so).
+// Planted bug: a write one past a static __shared__ array (AddressSanitizer must say so, and
+// without it the guard after the array).
 #include <cuda_runtime.h>
 #include <stdio.h>
 

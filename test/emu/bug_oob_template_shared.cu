@@ -1,5 +1,6 @@
 // Planted bug: a write one past a __shared__ tile of a template kernel (the common
-// TILE-parameter form), which AddressSanitizer must report too.
+// TILE-parameter form), which AddressSanitizer must report too, and without it the guard
+// after the tile.
 #include <cuda_runtime.h>
 #include <stdio.h>
 
