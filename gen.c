@@ -49,6 +49,9 @@ static const char *usage_text =
     "                                               [end of sample; 2 without a tokenizer]\n"
     "  --seed N              sampling seed                                [1]\n"
     "  --device D            where sampling runs: cpu | cuda | auto (a GPU when there is one) [auto]\n"
+    "  --threads N           OpenMP threads                               [all cores]\n"
+    "                        (of the model on the CPU: sampling, --analyze; --eval --jobs N\n"
+    "                        samples in N processes of 1 thread each: give one or the other)\n"
     "  -h, --help            this text\n"
     "The completion goes to stdout; the speed (tokens/s, the prompt's prefill timed apart) to stderr.\n";
 
@@ -307,7 +310,7 @@ static int export_hf(const char *dir, const char *path, const Model *md) {
 // ---- the command line ----------------------------------------------------------------------
 typedef struct {
     const char *model_path, *export_dir, *prompt, *prompt_file, *prompt_ids, *prompt_jsonl, *analyze_path;
-    int info_only, index, index_given, show_prompt;
+    int info_only, index, index_given, show_prompt, threads; // threads: 0 = OpenMP's default
     const char *eval_flag, *analyze_flag, *pick_flag; // an option given of --eval's, --analyze's, both's
     const char *sample_flag, *prompt_flag;            // of sampling's (a prompt and --eval), a prompt's alone
     SampleOpts so;    // max_tokens 0 and stop -2 until the mode sets them
@@ -363,6 +366,7 @@ static GenArgs parse_args(int argc, char **argv) {
                 fail("--device expects cpu, cuda or auto, got ", v);
             device_flag = v;
         }
+        else if (IS("--threads")) a.threads = (int)num(k, v, 1, 1024, 1);
         else if (IS("--analyze")) a.analyze_path = v;
         else if (IS("--window")) a.co.window = (int)num(k, v, 1, 1 << 24, 1), a.analyze_flag = k;
         else if (IS("--probe")) a.co.probe = (int)num(k, v, 1, 1 << 24, 1), a.analyze_flag = k;
@@ -506,6 +510,13 @@ int main(int argc, char **argv) {
                                   "--model); ", cpu_mode);
         fail(msg, "leave --device out");
     }
+    if (a.threads && cpu_mode && strcmp(cpu_mode, "--analyze"))
+        fail(cpu_mode, " runs no model: --threads goes with a prompt, --eval --model or --analyze");
+    if (a.threads && a.ev.tasks_path && a.ev.jobs > 1) // (eval_prepare_fork)
+        fail("--threads goes with --jobs 1: --eval --jobs N samples in N processes of 1 thread each", "");
+#ifdef _OPENMP
+    if (a.threads) omp_set_num_threads(a.threads);
+#endif
     if (a.analyze_path) {
         if (!a.model_path) fail("--analyze needs --model FILE", "");
         return stdout_written(analyze(a.model_path, a.analyze_path, a.co));
