@@ -476,6 +476,18 @@ expect "gen_speed_without_prefill" 0 "20 prompt tokens, 2 generated in [0-9.]+s 
 expect "gen_samples" 0 "4 prompt tokens, 5 generated in .*tokens/s" ./gen --model "$TMP/full.ckpt" --prompt-ids "1 5 7 9" \
     --max-tokens 5 --stop -1
 expect "gen_info" 0 "trained 6 steps with cuset" ./gen --model "$TMP/full.ckpt" --info
+# --threads, as train's: OpenMP threads in [1, 1024], for the modes that run the model on the
+# CPU; not with --jobs N, whose sampling processes run 1 thread each, nor where no model runs
+expect "gen_threads_zero" 2 "--threads expects a whole number in \[1, 1024\], got '0'" ./gen --model "$TMP/full.ckpt" \
+    --prompt-ids 1 --threads 0
+expect "gen_threads_not_a_number" 2 "--threads expects a whole number in \[1, 1024\], got 'x'" ./gen --model "$TMP/full.ckpt" \
+    --prompt-ids 1 --threads x
+expect "gen_threads_one" 0 "1 prompt tokens, 5 generated in .*tokens/s" ./gen --model "$TMP/full.ckpt" --prompt-ids 1 \
+    --max-tokens 5 --stop -1 --threads 1
+expect "gen_threads_with_info" 2 "--info runs no model: --threads goes with a prompt, --eval --model or --analyze" \
+    ./gen --model "$TMP/full.ckpt" --info --threads 1
+expect "gen_threads_with_jobs" 2 "--threads goes with --jobs 1: --eval --jobs N samples in N processes of 1 thread each" \
+    ./gen --model "$TMP/full.ckpt" --eval x.jsonl --jobs 2 --threads 1
 # what stdout does not take (/dev/full: a full disk) is a failure, not a success
 expect "gen_sample_stdout_full" 1 "gen: writing to standard output failed: No space left on device" \
     sh -c './gen --model "$1" --prompt-ids 1 --max-tokens 5 >/dev/full' _ "$TMP/full.ckpt"
@@ -565,6 +577,8 @@ expect "gen_analyze_json_over_model" 1 "the JSON path .*t.ckpt is also the model
     ./gen --model "$TMP/t.ckpt" --analyze "$TMP/tasks.jsonl" --json "$TMP/t.ckpt"
 expect "gen_analyze_json_over_data" 1 "the JSON path .*tasks.jsonl is also the data file" \
     ./gen --model "$TMP/t.ckpt" --analyze "$TMP/tasks.jsonl" --json "$TMP/./tasks.jsonl"
+expect "gen_analyze_threads_one" 0 "confidence analysis: 5 samples" ./gen --model "$TMP/t.ckpt" --analyze "$TMP/val.jsonl" \
+    --json "$TMP/threads.json" --threads 1
 expect "gen_analyze_stdout_full" 1 "gen: writing to standard output failed" \
     sh -c './gen --model "$1" --analyze "$2" --json "$3" >/dev/full' _ "$TMP/t.ckpt" "$TMP/val.jsonl" "$TMP/val.json"
 expect "gen_analyze_json_unwritable" 1 "none/a.json: cannot be written there \(the save writes .*\.tmp\.[0-9]* first: No such file" \
