@@ -388,6 +388,11 @@ int cuset_logits_finite(const float *logits, int V);
 uint64_t cuset_rng_next(uint64_t *state);
 float cuset_rng_uniform(uint64_t *state);   // [0, 1)
 double cuset_time(void);
+// Flushes stdout: 0 when it took all that was written to it, else the failure's errno (a
+// full disk, a closed pipe; when an earlier write failed and this flush had nothing left to
+// write, errno as that write left it, EIO if 0). The mains count output cut short as a
+// failure (gen: exit 1; train too, saying what its run saved).
+int cuset_stdout_error(void);
 // A command-line number, strictly: all of v is a decimal number in [lo, hi], and a whole number
 // when whole (a count). Returns 0 with *out, or -1 with "FLAG expects a [whole ]number in
 // [lo, hi], got 'v'" in err.
@@ -720,6 +725,11 @@ double cuset_time(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+int cuset_stdout_error(void) {
+    if (fflush(stdout) == 0 && !ferror(stdout)) return 0;
+    return errno ? errno : EIO;
 }
 
 int cuset_parse_number(const char *flag, const char *v, double lo, double hi, int whole, double *out, char *err,

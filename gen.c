@@ -58,8 +58,9 @@ static const char *usage_text =
 // rc, or 1 when stdout did not take all that went to it (a full disk, a closed pipe): a
 // completion or report cut short is no success.
 static int stdout_written(int rc) {
-    if (fflush(stdout) == 0 && !ferror(stdout)) return rc;
-    fprintf(stderr, "gen: writing to standard output failed: %s\n", strerror(errno));
+    int e = cuset_stdout_error();
+    if (!e) return rc;
+    fprintf(stderr, "gen: writing to standard output failed: %s\n", strerror(e));
     return rc ? rc : 1;
 }
 

@@ -83,6 +83,17 @@ static const char *usage_text =
     "  --quiet               print every 10th step only\n"
     "  -h, --help            this text\n";
 
+// rc, or 1 when stdout did not take all that went to it (a full disk, a closed pipe): the
+// messages are lost, which is no success, though not the run's work when it saved (`saved`
+// says what holds it; NULL when nothing ran).
+static int stdout_written(int rc, const char *saved) {
+    int e = cuset_stdout_error();
+    if (!e) return rc;
+    fprintf(stderr, "train: writing to standard output failed: %s%s%s\n", strerror(e),
+            saved ? "; the run's messages are lost, not its work: " : "", saved ? saved : "");
+    return rc ? rc : 1;
+}
+
 static volatile sig_atomic_t stop_requested = 0;
 static void on_signal(int sig) { (void)sig; stop_requested = 1; }
 
@@ -186,7 +197,7 @@ static void parse_args(int argc, char **argv, Args *a) {
     a->s.optim.warmup = -1;
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i];
-        if (!strcmp(k, "-h") || !strcmp(k, "--help")) { fputs(usage_text, stdout); exit(0); }
+        if (!strcmp(k, "-h") || !strcmp(k, "--help")) { fputs(usage_text, stdout); exit(stdout_written(0, NULL)); }
         if (!flag_given(a, k) && a->ngiven < (int)(sizeof a->given / sizeof *a->given)) a->given[a->ngiven++] = k;
         if (!strcmp(k, "--resume")) { a->resume = 1; continue; }
         if (!strcmp(k, "--quiet")) { a->quiet = 1; continue; }
@@ -995,6 +1006,9 @@ int main(int argc, char **argv) {
         printf("done: %d steps in %.1fs (%.0f training tok/s); checkpoint %s\n", step - r->start_step, elapsed,
                tokens_done / (train_seconds > 0 ? train_seconds : 1), r->a.ckpt);
     if (r->log_failed_at) printf("note: the log %s misses lines from step %d (a write failed)\n", r->log_path, r->log_failed_at);
+    char saved[9000]; // for stdout_written: what the lost lines said
+    int n = snprintf(saved, sizeof saved, "checkpoint %s holds step %d of %d", r->a.ckpt, step, s->steps);
+    if (stop_requested) snprintf(saved + n, sizeof saved - n, " (continue with %s)", resume_flags(r));
     close_run(r, batches, &val_batch);
-    return stop_requested == 1 ? 130 : 0; // 2: --stop-at
+    return stdout_written(stop_requested == 1 ? 130 : 0, saved); // 2: --stop-at
 }
