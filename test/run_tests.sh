@@ -221,6 +221,14 @@ expect "train_log_disk_full" 0 "warning: --log /dev/full: writing failed at step
     ./train "${tiny[@]}" --steps 2 --ckpt "$TMP/z.ckpt" --log /dev/full
 expect "train_log_disk_full_summary" 0 "note: the log /dev/full misses lines from step 1" \
     ./train "${tiny[@]}" --steps 2 --ckpt "$TMP/z.ckpt" --log /dev/full
+# what stdout does not take (/dev/full) is a failure, as in gen; the message says what the
+# lost lines did: the checkpoint and its step (and how to continue a run stopped early)
+expect "train_stdout_full" 1 "train: writing to standard output failed: No space left on device; the run's messages are \
+lost, not its work: checkpoint .*/z.ckpt holds step 2 of 2$" sh -c './train "$@" >/dev/full' _ "${tiny[@]}" --steps 2 \
+    --ckpt "$TMP/z.ckpt"
+expect "train_stopped_stdout_full" 1 "checkpoint .*/z.ckpt holds step 1 of 3 \(continue with --resume --ckpt .*/z.ckpt\)" \
+    sh -c './train "$@" >/dev/full' _ "${tiny[@]}" --steps 3 --stop-at 1 --ckpt "$TMP/z.ckpt"
+expect "train_help_stdout_full" 1 "train: writing to standard output failed" sh -c './train --help >/dev/full'
 expect "train_resume_and_init" 2 "give --resume \(continue this run\) or --init FILE \(fine-tune from it\), not both" \
     ./train "${tiny[@]}" --resume --init "$TMP/z.ckpt" --ckpt "$TMP/z.ckpt"
 expect "train_other_objectives_flag" 0 "note: --alpha is eaft's; --objective sft does not use it" ./train "${tiny[@]}" \
