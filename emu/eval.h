@@ -1700,28 +1700,60 @@ static int cuset__eval_gpu_runs(const cuset__EvalEnv *E, char *why, size_t cap) 
     return ok;
 }
 
+// 1 when path lies in the directory dir, or under it, or is it (by inode, as cuset_same_file:
+// links and other spellings count); a path not yet there, when the directory it would be
+// written in does.
+static int cuset__eval_inside(const char *path, const char *dir) {
+    struct stat sd, st;
+    char at[4096], real[PATH_MAX];
+    if (stat(dir, &sd) || !S_ISDIR(sd.st_mode)) return 0;
+    if (!realpath(path, real)) {
+        const char *slash = strrchr(path, '/');
+        snprintf(at, sizeof at, "%.*s", slash ? (int)(slash - path) + 1 : 1, slash ? path : ".");
+        if (!realpath(at, real)) return 0; // no such directory: nothing can be written there
+    }
+    for (char *up;; *up = 0) {
+        if (!stat(real, &st) && st.st_dev == sd.st_dev && st.st_ino == sd.st_ino) return 1;
+        if (!(up = strrchr(real, '/')) || up == real) return 0; // (dir is not the root)
+    }
+}
+
 // The results file (--results, else NAME.eval.jsonl); stops when it or the summary would
-// write over a file the run reads or runs (the tasks, the programs, the model, the corpus
-// program, the emulator, nvcc) or over each other. After cuset__eval_find_tools.
+// write over a file the run reads or runs: the tasks, the programs, the model, the corpus
+// program, the emulator and its runtime (cuemu.h, pch/, include/ beside it, where nvcc-emu
+// finds them), nvcc, and the program running the evaluation (gen); or over each other.
+// After cuset__eval_find_tools.
 static void cuset__eval_choose_outputs(cuset__EvalRun *R) {
     const CusetEvalOpts *o = R->o;
-    char emu[4096]; // the emulator also where the GPU runs the programs: it is their fallback
-    cuset__eval_emulator_path(o, emu, sizeof emu);
+    char emu[4096], emudir[PATH_MAX], runtime[PATH_MAX + 16], pch[PATH_MAX + 16], headers[PATH_MAX + 16], self[4096];
+    cuset__eval_emulator_path(o, emu, sizeof emu); // also where the GPU runs the programs: it is their fallback
+    if (!realpath(emu, emudir)) snprintf(emudir, sizeof emudir, "%s", emu); // nvcc-emu's own directory, links resolved
+    if (strrchr(emudir, '/')) *strrchr(emudir, '/') = 0; else snprintf(emudir, sizeof emudir, ".");
+    snprintf(runtime, sizeof runtime, "%s/cuemu.h", emudir);
+    snprintf(pch, sizeof pch, "%s/pch", emudir);
+    snprintf(headers, sizeof headers, "%s/include", emudir);
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[n > 0 ? n : 0] = 0;
     R->results_path = o->results_path;
     if (!R->results_path) {
         snprintf(R->results_default, sizeof R->results_default, "%s.eval.jsonl", R->sampler ? R->sampler->name : o->programs_path);
         R->results_path = R->results_default;
     }
-    const struct { const char *flag, *path; } out[] = {{"--results", R->results_path}, {"--summary", o->summary_path}},
-                                              in[] = {{"--eval", o->tasks_path}, {"--programs", o->programs_path},
-                                                      {"--model", R->sampler ? R->sampler->name : NULL},
-                                                      {"--results", R->results_path}, {"--corpus", R->E.corpus},
-                                                      {"--emu", emu}, {"--nvcc", R->E.have_nvcc ? R->E.nvcc : NULL}};
+    // tree: a directory, none of whose files (nor a new one) an output may be
+    const struct { const char *flag, *path; int tree; } out[] = {{"--results", R->results_path, 0},
+                                                                  {"--summary", o->summary_path, 0}},
+        in[] = {{"--eval", o->tasks_path, 0}, {"--programs", o->programs_path, 0},
+                {"--model", R->sampler ? R->sampler->name : NULL, 0}, {"--results", R->results_path, 0},
+                {"--corpus", R->E.corpus, 0}, {"--emu", emu, 0}, {"the emulator's runtime", runtime, 0},
+                {"the emulator's precompiled runtime", pch, 1}, {"the emulator's headers", headers, 1},
+                {"--nvcc", R->E.have_nvcc ? R->E.nvcc : NULL, 0}, {CUSET_EVAL_WHO "'s own executable", n > 0 ? self : NULL, 0}};
     for (int i = 0; i < 2; i++)
         for (int k = 0; k < (int)(sizeof in / sizeof in[0]) && out[i].path; k++)
-            if (in[k].path && strcmp(in[k].flag, out[i].flag) && cuset_same_file(out[i].path, in[k].path))
-                cuset__eval_fail("%s %s is also %s %s: the evaluation would write over it; give another path",
-                                 out[i].flag, out[i].path, in[k].flag, in[k].path);
+            if (in[k].path && strcmp(in[k].flag, out[i].flag) &&
+                (in[k].tree ? cuset__eval_inside(out[i].path, in[k].path) : cuset_same_file(out[i].path, in[k].path)))
+                cuset__eval_fail("%s %s is %s %s %s: the evaluation would write %s; give another path", out[i].flag,
+                                 out[i].path, in[k].tree ? "inside" : "also", in[k].flag, in[k].path,
+                                 in[k].tree ? "into it" : "over it");
 }
 
 // The outputs, checked (written at the end), and the private work directory, open to the
