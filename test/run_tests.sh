@@ -847,9 +847,25 @@ expect "eval_results_over_emulator" 2 "--results .*nvcc-emu is also --emu .*nvcc
     --programs "$TMP/evi/programs.jsonl" --count 1 --runner emu --emu "$TMP/emu2/nvcc-emu" --results "$TMP/emu2/nvcc-emu"
 expect "eval_summary_over_nvcc" 2 "--summary .*nvcc is also --nvcc .*nvcc" ./gen --eval "$TMP/evi/test.jsonl" \
     --programs "$TMP/evi/programs.jsonl" --count 1 --nvcc "$TMP/evi/nvcc" --summary "$TMP/evi/nvcc"
-if cmp -s data/corpus "$TMP/evi/corpus.copy" && cmp -s emu/nvcc-emu "$TMP/emu2/nvcc-emu" && [ -s "$TMP/evi/nvcc" ]; then
+# ... nor into the emulator's runtime beside it (cuemu.h, pch/, include/: new files count) or
+# over gen itself (a copy of it, here, run with the tools of the checkout)
+expect "eval_results_over_emulator_runtime" 2 "--results .*emu2/include/cuda.h is inside the emulator's headers .*emu2/include: \
+the evaluation would write into it" ./gen --eval "$TMP/evi/test.jsonl" --programs "$TMP/evi/programs.jsonl" --count 1 \
+    --runner emu --emu "$TMP/emu2/nvcc-emu" --results "$TMP/emu2/include/cuda.h"
+expect "eval_summary_over_emulator_pch" 2 "--summary .*emu2/pch/new.json is inside the emulator's precompiled runtime" \
+    ./gen --eval "$TMP/evi/test.jsonl" --programs "$TMP/evi/programs.jsonl" --count 1 --runner emu --emu "$TMP/emu2/nvcc-emu" \
+    --summary "$TMP/emu2/pch/new.json"
+expect "eval_results_over_emulator_header" 2 "--results .*emu2/\./cuemu.h is also the emulator's runtime .*emu2/cuemu.h" \
+    ./gen --eval "$TMP/evi/test.jsonl" --programs "$TMP/evi/programs.jsonl" --count 1 --runner emu --emu "$TMP/emu2/nvcc-emu" \
+    --results "$TMP/emu2/./cuemu.h"
+cp gen "$TMP/evi/gen.copy"
+expect "eval_results_over_gen" 2 "--results .*gen.copy is also gen's own executable .*gen.copy: the evaluation would write over it" \
+    "$TMP/evi/gen.copy" --eval "$TMP/evi/test.jsonl" --programs "$TMP/evi/programs.jsonl" --count 1 --corpus data/corpus \
+    --runner emu --emu emu/nvcc-emu --results "$TMP/evi/gen.copy"
+if cmp -s data/corpus "$TMP/evi/corpus.copy" && cmp -s emu/nvcc-emu "$TMP/emu2/nvcc-emu" && cmp -s emu/include/cuda.h "$TMP/emu2/include/cuda.h" \
+    && cmp -s gen "$TMP/evi/gen.copy" && [ ! -e "$TMP/emu2/pch/new.json" ] && [ -s "$TMP/evi/nvcc" ]; then
     ok "eval_tools_kept_whole"
-else bad "eval_tools_kept_whole" "the corpus program, the emulator or nvcc changed"; fi
+else bad "eval_tools_kept_whole" "the corpus program, the emulator, its runtime, gen or nvcc changed"; fi
 # the report says 1 program, 1 job, 1 task (it said 1 programs, 1 jobs, 1 tasks)
 expect "eval_report_singular" 0 "eval: .*, 1 task \(of tasks 0..0\).*evaluated: 1 program in .* 1 job\), 0 results from the cache.*outcomes of 1 program:" \
     sh -c './gen --eval "$1" --programs "$2" --count 1 --results "$3" | tr "\n" " "' _ "$TMP/evi/test.jsonl" \
