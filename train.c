@@ -1008,7 +1008,7 @@ int main(int argc, char **argv) {
     if (r->log_failed_at) printf("note: the log %s misses lines from step %d (a write failed)\n", r->log_path, r->log_failed_at);
     char saved[9000]; // for stdout_written: what the lost lines said
     int n = snprintf(saved, sizeof saved, "checkpoint %s holds step %d of %d", r->a.ckpt, step, s->steps);
-    if (stop_requested) snprintf(saved + n, sizeof saved - n, " (continue with %s)", resume_flags(r));
+    if (stop_requested && n < (int)sizeof saved) snprintf(saved + n, sizeof saved - n, " (continue with %s)", resume_flags(r));
     close_run(r, batches, &val_batch);
     return stdout_written(stop_requested == 1 ? 130 : 0, saved); // 2: --stop-at
 }

@@ -1712,9 +1712,11 @@ static int cuset__eval_inside(const char *path, const char *dir) {
         snprintf(at, sizeof at, "%.*s", slash ? (int)(slash - path) + 1 : 1, slash ? path : ".");
         if (!realpath(at, real)) return 0; // no such directory: nothing can be written there
     }
-    for (char *up;; *up = 0) {
+    for (;;) { // real, then each directory above it (dir is not the root)
         if (!stat(real, &st) && st.st_dev == sd.st_dev && st.st_ino == sd.st_ino) return 1;
-        if (!(up = strrchr(real, '/')) || up == real) return 0; // (dir is not the root)
+        char *up = strrchr(real, '/');
+        if (!up || up == real) return 0;
+        *up = 0;
     }
 }
 
