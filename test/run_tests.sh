@@ -419,7 +419,9 @@ mkdir -p "$TMP/gone2"
 TMPDIR="$TMP" "${crash[@]}" --ckpt-every 2 --ckpt "$TMP/gone2/g.ckpt" --log "$TMP/g2.jsonl" >"$TMP/g2.out" 2>&1 &
 pid=$!
 for _ in $(seq 200); do [ -f "$TMP/gone2/g.ckpt" ] && break; sleep 0.05; done
-rm -rf "$TMP/gone2"; kill -INT $pid; wait $pid; rc=$?
+# (train stopped meanwhile: a save running beside rm made rmdir fail, "Directory not empty",
+# or looked for the checkpoint before rm reached it)
+kill -STOP $pid; rm -rf "$TMP/gone2"; kill -CONT $pid; kill -INT $pid 2>/dev/null; wait $pid; rc=$?
 if [ $rc -eq 1 ] && grep -q "saved to .*rescue.* instead (.*g.ckpt: its last save, of step [0-9]*, is gone)" "$TMP/g2.out"
 then ok "rescue_message_says_last_save_is_gone"
 else bad "rescue_message_says_last_save_is_gone" "exit $rc: $(tail -1 "$TMP/g2.out")"; fi
