@@ -823,21 +823,35 @@ static __global__ void __launch_bounds__(CUSET_MM_THREADS) cuset__matmul_kernel(
 // a second kernel adds the partials in order, so the sums are reproducible bit for bit.
 #define CUSET_COLSUM_ROWS 256
 
-// partial (nchunks, OC): partial[c][o] = sum of dout[r][o] over rows r of chunk c.
-// Launch: grid (ceil(OC / 32), ceil(N / 256)), block (32, 8): 32 columns, 8 row strides.
-static __global__ void cuset__bias_grad_partial_kernel(float *partial, const float *dout, int N, int OC) {
-    __shared__ float sh[8][33];
-    int o = blockIdx.x * 32 + threadIdx.x, r0 = blockIdx.y * CUSET_COLSUM_ROWS;
+// The column sums of chunk c of CUSET_COLSUM_ROWS rows of dout (N, C), r over its rows:
+// pb[c][j] = sum of dout[r][j] (a bias's or a LayerNorm's db), and with NORM also
+// pw[c][j] = sum of dout[r][j] * (inp[r][j] - mean[r]) * rstd[r] (a LayerNorm's dw).
+// pb, pw (ceil(N / 256), C). Launch: grid (ceil(C / 32), ceil(N / 256)), block (32, 8):
+// 32 columns, 8 row strides.
+template <bool NORM>
+static __global__ void cuset__colsum_partial_kernel(float *pb, float *pw, const float *dout, const float *inp,
+                                                    const float *mean, const float *rstd, int N, int C) {
+    __shared__ float shb[8][33], shw[NORM ? 8 : 1][33]; // shw: pw's, unused without NORM
+    int j = blockIdx.x * 32 + threadIdx.x, r0 = blockIdx.y * CUSET_COLSUM_ROWS;
     int r1 = min(r0 + CUSET_COLSUM_ROWS, N);
-    float s = 0.0f;
-    if (o < OC)
-        for (int r = r0 + threadIdx.y; r < r1; r += 8) s += dout[(size_t)r * OC + o];
-    sh[threadIdx.y][threadIdx.x] = s;
+    float sb = 0.0f, sw = 0.0f;
+    if (j < C)
+        for (int r = r0 + threadIdx.y; r < r1; r += 8) {
+            float dy = dout[(size_t)r * C + j];
+            sb += dy;
+            if constexpr (NORM) sw += dy * (inp[(size_t)r * C + j] - mean[r]) * rstd[r];
+        }
+    shb[threadIdx.y][threadIdx.x] = sb;
+    if constexpr (NORM) shw[threadIdx.y][threadIdx.x] = sw;
     __syncthreads();
-    if (threadIdx.y == 0 && o < OC) {
-        float t = 0.0f;
-        for (int i = 0; i < 8; i++) t += sh[i][threadIdx.x];
-        partial[(size_t)blockIdx.y * OC + o] = t;
+    if (threadIdx.y == 0 && j < C) {
+        float tb = 0.0f, tw = 0.0f;
+        for (int i = 0; i < 8; i++) {
+            tb += shb[i][threadIdx.x];
+            if constexpr (NORM) tw += shw[i][threadIdx.x];
+        }
+        pb[(size_t)blockIdx.y * C + j] = tb;
+        if constexpr (NORM) pw[(size_t)blockIdx.y * C + j] = tw;
     }
 }
 
@@ -890,32 +904,6 @@ static __global__ void cuset__layernorm_backward_kernel(float *dinp, const float
     for (int c = lane; c < C; c += 32) {
         float norm = (x[c] - m) * r, dnorm = w[c] * dy[c];
         dinp[(size_t)row * C + c] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * r;
-    }
-}
-
-// The LayerNorm parameter gradients of chunk c of 256 rows: pw[c][j] = sum dy * norm,
-// pb[c][j] = sum dy (the partials of dw, db). Launch: grid (ceil(C / 32), ceil(N / 256)),
-// block (32, 8), like bias_grad_partial_kernel.
-static __global__ void cuset__layernorm_param_partial_kernel(float *pw, float *pb, const float *dout, const float *inp,
-                                               const float *mean, const float *rstd, int N, int C) {
-    __shared__ float shw[8][33], shb[8][33];
-    int j = blockIdx.x * 32 + threadIdx.x, r0 = blockIdx.y * CUSET_COLSUM_ROWS;
-    int r1 = min(r0 + CUSET_COLSUM_ROWS, N);
-    float sw = 0.0f, sb = 0.0f;
-    if (j < C)
-        for (int r = r0 + threadIdx.y; r < r1; r += 8) {
-            float dy = dout[(size_t)r * C + j];
-            sw += dy * (inp[(size_t)r * C + j] - mean[r]) * rstd[r];
-            sb += dy;
-        }
-    shw[threadIdx.y][threadIdx.x] = sw;
-    shb[threadIdx.y][threadIdx.x] = sb;
-    __syncthreads();
-    if (threadIdx.y == 0 && j < C) {
-        float tw = 0.0f, tb = 0.0f;
-        for (int i = 0; i < 8; i++) { tw += shw[i][threadIdx.x]; tb += shb[i][threadIdx.x]; }
-        pw[(size_t)blockIdx.y * C + j] = tw;
-        pb[(size_t)blockIdx.y * C + j] = tb;
     }
 }
 
@@ -1109,6 +1097,25 @@ static dim3 cuset__matmul_grid(int M, int N) {
     return dim3(cuset__ceil_div(N, CUSET_MM_BN), cuset__ceil_div(M, CUSET_MM_BM));
 }
 
+// db (C) += the column sums of dout (N, C); with dw non-NULL (a LayerNorm: inp, mean and
+// rstd as saved by its forward) also dw (C) += the column sums of dout * the normalised inp.
+// partial holds ceil(N / 256) * C floats, twice that with dw.
+static void cuset__colsums(float *db, float *dw, const float *dout, const float *inp, const float *mean,
+                           const float *rstd, int N, int C, float *partial, cudaStream_t s) {
+    int nchunks = cuset__ceil_div(N, CUSET_COLSUM_ROWS);
+    dim3 grid(cuset__ceil_div(C, 32), nchunks), block(32, 8);
+    float *pb = partial, *pw = partial + (size_t)nchunks * C;
+    if (dw) cuset__colsum_partial_kernel<true><<<grid, block, 0, s>>>(pb, pw, dout, inp, mean, rstd, N, C);
+    else cuset__colsum_partial_kernel<false><<<grid, block, 0, s>>>(pb, NULL, dout, NULL, NULL, NULL, N, C);
+    CUSET_CHECK_LAUNCH();
+    cuset__sum_partials_kernel<<<cuset__ceil_div(C, 256), 256, 0, s>>>(db, pb, nchunks, C);
+    CUSET_CHECK_LAUNCH();
+    if (dw) {
+        cuset__sum_partials_kernel<<<cuset__ceil_div(C, 256), 256, 0, s>>>(dw, pw, nchunks, C);
+        CUSET_CHECK_LAUNCH();
+    }
+}
+
 // out (N, OC) = inp (N, IC) W (OC, IC)^T + bias, as cuset__matmul_forward. With pre
 // non-NULL the GELU is fused: pre = that product, out = gelu(pre).
 static void cuset__matmul_forward(float *out, float *pre, const float *inp, const float *w, const float *bias, int N, int IC,
@@ -1132,13 +1139,7 @@ static void cuset__matmul_backward(float *dinp, float *dw, float *dbias, const f
     dim3 gw = cuset__matmul_grid(OC, IC);
     cuset__matmul_kernel<false, true, CUSET_EPI_ACCUM><<<gw, CUSET_MM_THREADS, 0, s>>>(dw, nullptr, dout, OC, inp, IC, nullptr, OC, IC, N);
     CUSET_CHECK_LAUNCH();
-    if (dbias) {
-        int nchunks = cuset__ceil_div(N, CUSET_COLSUM_ROWS);
-        cuset__bias_grad_partial_kernel<<<dim3(cuset__ceil_div(OC, 32), nchunks), dim3(32, 8), 0, s>>>(partial, dout, N, OC);
-        CUSET_CHECK_LAUNCH();
-        cuset__sum_partials_kernel<<<cuset__ceil_div(OC, 256), 256, 0, s>>>(dbias, partial, nchunks, OC);
-        CUSET_CHECK_LAUNCH();
-    }
+    if (dbias) cuset__colsums(dbias, NULL, dout, NULL, NULL, NULL, N, OC, partial, s);
 }
 
 static void cuset__layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w, const float *b,
@@ -1153,14 +1154,7 @@ static void cuset__layernorm_backward(float *dinp, float *dw, float *db, const f
                                const float *mean, const float *rstd, int N, int C, float *partial, cudaStream_t s) {
     cuset__layernorm_backward_kernel<<<cuset__ceil_div(N, CUSET_ROW_WARPS), 32 * CUSET_ROW_WARPS, 0, s>>>(dinp, dout, inp, w, mean, rstd, N, C);
     CUSET_CHECK_LAUNCH();
-    int nchunks = cuset__ceil_div(N, CUSET_COLSUM_ROWS);
-    float *pw = partial, *pb = partial + (size_t)nchunks * C;
-    cuset__layernorm_param_partial_kernel<<<dim3(cuset__ceil_div(C, 32), nchunks), dim3(32, 8), 0, s>>>(pw, pb, dout, inp, mean, rstd, N, C);
-    CUSET_CHECK_LAUNCH();
-    cuset__sum_partials_kernel<<<cuset__ceil_div(C, 256), 256, 0, s>>>(dw, pw, nchunks, C);
-    CUSET_CHECK_LAUNCH();
-    cuset__sum_partials_kernel<<<cuset__ceil_div(C, 256), 256, 0, s>>>(db, pb, nchunks, C);
-    CUSET_CHECK_LAUNCH();
+    cuset__colsums(db, dw, dout, inp, mean, rstd, N, C, partial, s);
 }
 
 static void cuset__residual_forward(float *out, const float *a, const float *b, size_t n, cudaStream_t s) {
