@@ -1258,14 +1258,15 @@ struct CusetCudaModel {
     double *norm_partial;               // CUSET_NORM_BLOCKS
     float *norm;                        // 1: the gradient norm
     void *loss_workspace;               // cuset_cuda_loss_workspace_bytes(B, T)
-    int *inputs, *targets, *tgt_start, *tgt_len;  // the micro-batch: (B, T), (B, T), (B), (B)
-    unsigned char *is_target, *is_cuda;           // (B, T)
-    CusetTokenIndex emb;                     // its token index (4 BT + 2 ints), for the wte gradient
+    CusetBatch batch;                   // the micro-batch
+    CusetTokenIndex emb;                // its token index (4 BT + 2 ints), for the wte gradient
     // The host side, page-locked so that copies from and to it are asynchronous: the
     // micro-batch and its token index as uploaded (free again once the event `staged` has
-    // passed), and the loss's per-sample sums of each micro-batch of a step (B x 6 doubles
-    // for each of loss_sums_slots), added into the stats after the step's one sync.
+    // passed; stage_bytes, laid out as batch and emb above), and the loss's per-sample sums
+    // of each micro-batch of a step (B x 6 doubles for each of loss_sums_slots), added into
+    // the stats after the step's one sync.
     void *h_stage;
+    size_t stage_bytes;
     CusetBatch h_batch;
     CusetTokenIndex h_emb;
     cudaEvent_t staged;
@@ -1282,9 +1283,20 @@ static void *cuset__bump(CusetBump *b, size_t bytes) {
     return b->base ? b->base + o : NULL;
 }
 
-static void cuset__point_tensors(CusetParams *p, float *memory, const size_t *sizes) {
-    float **t = (float **)p;
-    for (int i = 0; i < CUSET_NUM_TENSORS; i++) { t[i] = memory; memory += sizes[i]; }
+// A micro-batch (B, T) and its token index, carved from b in one order for the device
+// block and the page-locked staging block: both carvings start on a 256-byte boundary, so
+// the two are laid out alike and one copy uploads them.
+static void cuset__batch_carve(CusetBump *b, CusetBatch *batch, CusetTokenIndex *ix, int B, int T) {
+    size_t BT = (size_t)B * T;
+    batch->B = B; batch->T = T;
+    batch->inputs = (int *)cuset__bump(b, BT * sizeof(int));
+    batch->targets = (int *)cuset__bump(b, BT * sizeof(int));
+    batch->tgt_start = (int *)cuset__bump(b, B * sizeof(int));
+    batch->tgt_len = (int *)cuset__bump(b, B * sizeof(int));
+    batch->is_target = (unsigned char *)cuset__bump(b, BT);
+    batch->is_cuda = (unsigned char *)cuset__bump(b, BT);
+    int *emb = (int *)cuset__bump(b, (4 * BT + 2) * sizeof(int));
+    if (b->base) cuset__token_index_carve(ix, emb, (int)BT);
 }
 
 static size_t cuset__model_layout(CusetCudaModel *g, char *base, int with_ref) {
@@ -1308,18 +1320,11 @@ static size_t cuset__model_layout(CusetCudaModel *g, char *base, int with_ref) {
     g->norm_partial = (double *)cuset__bump(&b, CUSET_NORM_BLOCKS * sizeof(double));
     g->norm = (float *)cuset__bump(&b, F);
     g->loss_workspace = cuset__bump(&b, cuset_cuda_loss_workspace_bytes((int)B, (int)T));
-    g->inputs = (int *)cuset__bump(&b, BT * sizeof(int));
-    g->targets = (int *)cuset__bump(&b, BT * sizeof(int));
-    g->tgt_start = (int *)cuset__bump(&b, B * sizeof(int));
-    g->tgt_len = (int *)cuset__bump(&b, B * sizeof(int));
-    g->is_target = (unsigned char *)cuset__bump(&b, BT);
-    g->is_cuda = (unsigned char *)cuset__bump(&b, BT);
-    int *emb = (int *)cuset__bump(&b, (4 * BT + 2) * sizeof(int));
+    cuset__batch_carve(&b, &g->batch, &g->emb, (int)B, (int)T);
     if (base) {
-        cuset__token_index_carve(&g->emb, emb, (int)BT);
-        cuset__point_tensors(&g->p, g->params, g->tensor_sizes);
-        cuset__point_tensors(&g->g, g->grads, g->tensor_sizes);
-        if (g->ref) cuset__point_tensors(&g->rp, g->ref, g->tensor_sizes);
+        cuset__point((float **)&g->p, CUSET_NUM_TENSORS, g->tensor_sizes, g->params);
+        cuset__point((float **)&g->g, CUSET_NUM_TENSORS, g->tensor_sizes, g->grads);
+        if (g->ref) cuset__point((float **)&g->rp, CUSET_NUM_TENSORS, g->tensor_sizes, g->ref);
     }
     return b.off;
 }
@@ -1347,14 +1352,8 @@ static void cuset__upload_batch(CusetCudaModel *g, const CusetBatch *b) {
     cuset__build_token_index(b->inputs, BT, g->h_order, &g->h_emb);
     g->emb.nu = g->h_emb.nu;
     g->emb.nseg = g->h_emb.nseg;
-    CUSET_CHECK(cudaMemcpyAsync(g->inputs, h->inputs, BT * sizeof(int), cudaMemcpyHostToDevice, s));
-    CUSET_CHECK(cudaMemcpyAsync(g->targets, h->targets, BT * sizeof(int), cudaMemcpyHostToDevice, s));
-    CUSET_CHECK(cudaMemcpyAsync(g->is_target, h->is_target, BT, cudaMemcpyHostToDevice, s));
-    CUSET_CHECK(cudaMemcpyAsync(g->is_cuda, h->is_cuda, BT, cudaMemcpyHostToDevice, s));
-    CUSET_CHECK(cudaMemcpyAsync(g->tgt_start, h->tgt_start, B * sizeof(int), cudaMemcpyHostToDevice, s));
-    CUSET_CHECK(cudaMemcpyAsync(g->tgt_len, h->tgt_len, B * sizeof(int), cudaMemcpyHostToDevice, s));
-    CUSET_CHECK(cudaMemcpyAsync(g->emb.tokens, g->h_emb.tokens, (4 * (size_t)BT + 2) * sizeof(int),
-                                cudaMemcpyHostToDevice, s)); // the whole index: its four arrays are contiguous
+    // the batch and the whole index at once: the device's are laid out as the staging block
+    CUSET_CHECK(cudaMemcpyAsync(g->batch.inputs, h->inputs, g->stage_bytes, cudaMemcpyHostToDevice, s));
     CUSET_CHECK(cudaEventRecord(g->staged, s));
 }
 
@@ -1367,7 +1366,7 @@ static void cuset__gpt_forward(CusetCudaModel *g, const CusetParams *p) {
     cudaStream_t s = g->stream;
     size_t btc = (size_t)BT * C;
     float *tmp = g->gacts.dbt_c; // the projections' output before the residual add
-    cuset__encoder_forward(a.encoded, g->inputs, p->wte, p->wpe, BT, T, C, s);
+    cuset__encoder_forward(a.encoded, g->batch.inputs, p->wte, p->wpe, BT, T, C, s);
     for (int l = 0; l < L; l++) {
         const float *residual = l == 0 ? a.encoded : a.residual3 + (size_t)(l - 1) * btc;
         size_t lc = (size_t)l * btc;
@@ -1451,8 +1450,9 @@ static int cuset__forward_loss(CusetCudaModel *g, const CusetObjective *obj, flo
         ref_logits = g->ref_logits;
     }
     cuset__gpt_forward(g, &g->p);
-    int rc = cuset_cuda_loss(g->acts.logits, ref_logits, g->targets, g->is_target, g->is_cuda, g->tgt_start,
-                             g->tgt_len, g->B, g->T, g->cfg.vocab_size, g->cfg.padded_vocab_size, obj, inv_norm,
+    const CusetBatch *b = &g->batch;
+    int rc = cuset_cuda_loss(g->acts.logits, ref_logits, b->targets, b->is_target, b->is_cuda, b->tgt_start,
+                             b->tgt_len, g->B, g->T, g->cfg.vocab_size, g->cfg.padded_vocab_size, obj, inv_norm,
                              g->loss_workspace, NULL, (void *)g->stream);
     if (rc) {
         snprintf(err, errlen, "the fused loss failed: %s", cudaGetErrorString((cudaError_t)rc));
@@ -1592,28 +1592,15 @@ extern "C" CusetCudaModel *cuset_cuda_model_new(const CusetGPT *m, const CusetGP
         CUSET_CHECK(cudaMemset(g->v, 0, bytes));
     }
     if (ref) CUSET_CHECK(cudaMemcpy(g->ref, ref->params_memory, bytes, cudaMemcpyHostToDevice));
-    size_t BT = (size_t)B * T;
     CusetBump hb = {NULL, 0};
-    for (int pass = 0; pass < 2; pass++) { // measure, then carve the page-locked block
-        CusetBatch *h = &g->h_batch;
-        h->B = B; h->T = T;
-        h->inputs = (int *)cuset__bump(&hb, BT * sizeof(int));
-        h->targets = (int *)cuset__bump(&hb, BT * sizeof(int));
-        h->tgt_start = (int *)cuset__bump(&hb, B * sizeof(int));
-        h->tgt_len = (int *)cuset__bump(&hb, B * sizeof(int));
-        h->is_target = (unsigned char *)cuset__bump(&hb, BT);
-        h->is_cuda = (unsigned char *)cuset__bump(&hb, BT);
-        int *emb = (int *)cuset__bump(&hb, (4 * BT + 2) * sizeof(int));
-        if (pass == 0) {
-            CUSET_CHECK(cudaMallocHost(&g->h_stage, hb.off));
-            hb.base = (char *)g->h_stage;
-            hb.off = 0;
-        } else {
-            cuset__token_index_carve(&g->h_emb, emb, (int)BT);
-        }
-    }
+    cuset__batch_carve(&hb, &g->h_batch, &g->h_emb, B, T); // measure, then carve the page-locked block
+    g->stage_bytes = hb.off;
+    CUSET_CHECK(cudaMallocHost(&g->h_stage, g->stage_bytes));
+    hb.base = (char *)g->h_stage;
+    hb.off = 0;
+    cuset__batch_carve(&hb, &g->h_batch, &g->h_emb, B, T);
     CUSET_CHECK(cudaEventCreateWithFlags(&g->staged, cudaEventDisableTiming));
-    g->h_order = (CusetTokPos *)cuset__host_calloc(BT, sizeof(CusetTokPos));
+    g->h_order = (CusetTokPos *)cuset__host_calloc((size_t)B * T, sizeof(CusetTokPos));
     return g;
 }
 
@@ -1748,7 +1735,7 @@ extern "C" CusetCudaDecoder *cuset_cuda_decoder_new(const CusetGPT *m, char *err
             b.base = (char *)d->memory;
             b.off = 0;
         } else {
-            cuset__point_tensors(&d->p, params, m->tensor_sizes);
+            cuset__point((float **)&d->p, CUSET_NUM_TENSORS, m->tensor_sizes, params);
             CUSET_CHECK(cudaMemcpy(params, m->params_memory, m->num_params * F, cudaMemcpyHostToDevice));
         }
     }

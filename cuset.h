@@ -111,6 +111,13 @@ typedef struct {
 } CusetGradActs;
 #define CUSET_NUM_GRAD_ACTS 6
 
+// Points the n named pointers of `table` (a struct of float*: CusetParams, CusetActs, ...) one
+// after another into one block, sizes[i] floats each: the CPU backend's parameters and
+// activations, the GPU backend's parameter tensors.
+static inline void cuset__point(float **table, int n, const size_t *sizes, float *memory) {
+    for (int i = 0; i < n; i++) { table[i] = memory; memory += sizes[i]; }
+}
+
 // One sample per row, padded. Row n holds prompt then target; position t predicts
 // targets[t]. The target positions of a row are contiguous: tgt_start[n] ..
 // tgt_start[n] + tgt_len[n] - 1. is_target marks them; is_cuda marks target tokens that
@@ -791,11 +798,6 @@ static void cuset__tensor_sizes(const CusetConfig *c, size_t *s) {
     s[10] = L * 4 * C * C; s[11] = L * 4 * C;
     s[12] = L * C * 4 * C; s[13] = L * C;
     s[14] = C;      s[15] = C;
-}
-
-// Points the n named pointers of `table` (a struct of float*) into one block.
-static void cuset__point(float **table, int n, const size_t *sizes, float *memory) {
-    for (int i = 0; i < n; i++) { table[i] = memory; memory += sizes[i]; }
 }
 
 void cuset_gpt_init(CusetGPT *m, const CusetConfig *cfg) {
