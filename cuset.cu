@@ -135,6 +135,14 @@ static __device__ __forceinline__ void cuset__load_tile(float *tile, const float
     }
 }
 
+// Lane g's D floats of row r (row stride `stride` floats) of a head's matrix: x[d] = column
+// d * G + g, zeros where r >= T. The G lanes of a row hold it all.
+template <int G, int D>
+static __device__ __forceinline__ void cuset__load_lane_row(float *x, const float *src, int r, int T, size_t stride, int g) {
+#pragma unroll
+    for (int d = 0; d < D; d++) x[d] = r < T ? src[(size_t)r * stride + d * G + g] : 0.0f;
+}
+
 // Attention forward. One block: CUSET_ATT_BQ queries of one (batch, head), G lanes per query
 // (CUSET_ATT_BQ * G threads). grid (B * NH, ceil(T / CUSET_ATT_BQ)); the heaviest query
 // tiles (late ones, most keys) are launched first. Key and value tiles of CUSET_ATT_BK rows
@@ -154,12 +162,8 @@ cuset__attention_forward_kernel(float *out, float *lse, const float *qkv, int T,
     size_t stride = 3 * (size_t)C;
     const float *qbase = qkv + (size_t)b * T * stride + h * HS, *kbase = qbase + C, *vbase = qbase + 2 * C;
 
-    float q[D], acc[D];
-#pragma unroll
-    for (int d = 0; d < D; d++) {
-        q[d] = i < T ? qbase[(size_t)i * stride + d * G + g] : 0.0f;
-        acc[d] = 0.0f;
-    }
+    float q[D], acc[D] = {};
+    cuset__load_lane_row<G, D>(q, qbase, i, T, stride, g);
     float m = -INFINITY, l = 0.0f; // running max and sum of exp(score - m)
     int kend = min(T, q0 + CUSET_ATT_BQ); // keys 0..kend-1 are visible to some query here
     for (int k0 = 0; k0 < kend; k0 += BK) {
@@ -301,13 +305,9 @@ cuset__attention_backward_dq_kernel(float *dqkv, const float *dout, const float 
     size_t stride = 3 * (size_t)C;
     const float *qbase = qkv + (size_t)b * T * stride + h * HS, *kbase = qbase + C, *vbase = qbase + 2 * C;
 
-    float q[D], dy[D], dq[D];
-#pragma unroll
-    for (int d = 0; d < D; d++) {
-        q[d] = i < T ? qbase[(size_t)i * stride + d * G + g] : 0.0f;
-        dy[d] = i < T ? dout[((size_t)b * T + i) * C + h * HS + d * G + g] : 0.0f;
-        dq[d] = 0.0f;
-    }
+    float q[D], dy[D], dq[D] = {};
+    cuset__load_lane_row<G, D>(q, qbase, i, T, stride, g);
+    cuset__load_lane_row<G, D>(dy, dout + (size_t)b * T * C + h * HS, i, T, C, g);
     float lse_i = i < T ? lse[(size_t)bh * T + i] : 0.0f, delta_i = i < T ? delta[(size_t)bh * T + i] : 0.0f;
     int kend = min(T, q0 + CUSET_ATT_BQ);
     for (int k0 = 0; k0 < kend; k0 += BK) {
