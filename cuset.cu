@@ -947,7 +947,7 @@ static __global__ void cuset__wpe_backward_kernel(float *dwpe, const float *dout
 // pad) is summed by many blocks, not one.
 // Pass 1: partial (nseg, C): segment s's sum of dout over its positions, in increasing order.
 // Launch: grid (segments), block min(C, 256) threads striding channels.
-#define CUSET_WTE_SEGMENT 32
+#define CUSET_WTE_SEGMENT 32 // bounds a pass-1 block's serial sum; a token at n positions leaves ceil(n / 32) partials
 static __global__ void cuset__wte_backward_partial_kernel(float *partial, const float *dout, const int *segment,
                                                           const int *positions, int C) {
     int sg = blockIdx.x, lo = segment[sg], hi = segment[sg + 1];
