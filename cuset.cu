@@ -1117,7 +1117,8 @@ static void cuset__colsums(float *db, float *dw, const float *dout, const float 
 }
 
 // out (N, OC) = inp (N, IC) W (OC, IC)^T + bias, as cuset__matmul_forward. With pre
-// non-NULL the GELU is fused: pre = that product, out = gelu(pre).
+// non-NULL the GELU is fused: pre = that product, out = gelu(pre). A layer's rows are N, as
+// in cuset.h; the kernel, a plain GEMM, calls its output (M, N): here (M, N, K) = (N, OC, IC).
 static void cuset__matmul_forward(float *out, float *pre, const float *inp, const float *w, const float *bias, int N, int IC,
                            int OC, cudaStream_t s) {
     dim3 grid = cuset__matmul_grid(N, OC);
@@ -1129,7 +1130,8 @@ static void cuset__matmul_forward(float *out, float *pre, const float *inp, cons
 // Given dout (N, OC), as cuset__matmul_backward except that dinp is overwritten:
 // dinp (N, IC) = dout W (times gelu'(pre) when pre is non-NULL: the GELU's backward fused),
 // dw (OC, IC) += dout^T inp, dbias (OC) += column sums of dout (dbias may be NULL; partial
-// holds ceil(N / 256) * OC floats).
+// holds ceil(N / 256) * OC floats). The kernel's (M, N, K): (N, IC, OC) for dinp, (OC, IC, N)
+// for dw.
 static void cuset__matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp, const float *w,
                             const float *pre, int N, int IC, int OC, float *partial, cudaStream_t s) {
     dim3 gi = cuset__matmul_grid(N, IC);
