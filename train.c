@@ -75,8 +75,10 @@ static const char *usage_text =
     "                        from the checkpoint; give the same data flags)\n"
     "  --stop-at N           stop after step N, checkpointed, as if interrupted (for time-limited jobs)\n"
     "  --val-every N         validate every N steps (0: only at the end)        [0]\n"
-    "  --until-val-loss X    stop, checkpointed, at the first validation (--val-every) whose loss is\n"
-    "                        X or lower: --steps becomes a limit (and sets the schedule)\n"
+    "  --until-val-loss X    stop, checkpointed, at the first validation (--val-every) whose\n"
+    "                        cross-entropy on the targets is X or lower (not the objective's value,\n"
+    "                        which a masked objective can bring to 0): --steps becomes a limit\n"
+    "                        (and sets the schedule)\n"
     "  --log FILE            per-step numbers as JSON lines (--resume appends)  [PATH of --ckpt + .jsonl]\n"
     "  --device D            cpu | cuda | auto                                  [auto]\n"
     "  --threads N           OpenMP threads                                     [all cores]\n"
@@ -94,8 +96,10 @@ static int stdout_written(int rc, const char *saved) {
     return rc ? rc : 1;
 }
 
+// 1: Ctrl-C or SIGTERM; 2: --stop-at; 3: stdout's reader went away (a closed pipe: `| head`,
+// a tee ended by the same Ctrl-C), so the run stops as if interrupted instead of dying unsaved.
 static volatile sig_atomic_t stop_requested = 0;
-static void on_signal(int sig) { (void)sig; stop_requested = 1; }
+static void on_signal(int sig) { stop_requested = sig == SIGPIPE ? 3 : 1; }
 
 static void fail(const char *fmt, const char *a, const char *b) {
     fprintf(stderr, "train: ");
@@ -270,6 +274,11 @@ static void parse_args(int argc, char **argv, Args *a) {
     for (int i = 0; i < 3; i++) a->src[i] = flag_given(a, shape_flags[i]) ? "flag" : "default";
     if (strcmp(a->device, "cpu") && strcmp(a->device, "cuda") && strcmp(a->device, "auto"))
         fail("--device expects cpu, cuda or auto, got '%s'%s", a->device, "");
+    if (strcmp(a->data, "synthetic") && flag_given(a, "--vocab") && a->vocab < CUSET_TOK_FIRST_MERGE) {
+        char v[16], lo[64];
+        snprintf(v, sizeof v, "%d", a->vocab), snprintf(lo, sizeof lo, "%d", CUSET_TOK_FIRST_MERGE);
+        fail("--vocab %s: a tokenizer for --data needs at least %s ids (the 256 bytes and 3 special tokens)", v, lo);
+    }
 }
 
 static void fmt_duration(char *buf, size_t n, double s) {
@@ -470,7 +479,8 @@ static int open_data(Run *r) {
     r->synthetic = !strcmp(a->data, "synthetic");
     if (r->synthetic) {
         if (r->have_model && r->info.has_tokenizer) {
-            fprintf(stderr, "train: %s was trained on text; the synthetic task needs a model without a tokenizer\n", ckpt);
+            fprintf(stderr, "train: %s was trained on text; the synthetic task needs a model without a tokenizer%s\n",
+                    ckpt, a->resume ? " (give the run's --data FILE)" : "");
             return 2;
         }
         int V = r->have_model ? r->model.cfg.vocab_size : a->vocab;
@@ -513,8 +523,9 @@ static int open_data(Run *r) {
     }
     if (a->resume && r->info.data_fingerprint != r->data.fingerprint) {
         fprintf(stderr, "train: --resume: the data differs from the data the checkpoint was trained on "
-                        "(fingerprint %016llx, checkpoint %016llx); pass the same --data flags\n",
-                (unsigned long long)r->data.fingerprint, (unsigned long long)r->info.data_fingerprint);
+                        "(fingerprint %016llx, checkpoint %016llx): give the run's %s\n",
+                (unsigned long long)r->data.fingerprint, (unsigned long long)r->info.data_fingerprint,
+                r->synthetic ? "--synthetic-n and --synthetic-len" : "--data, its file as it was");
         return 1;
     }
     return 0;
@@ -786,8 +797,9 @@ static void log_step(Run *r, int step, const CusetStats *st, float lr, float nor
     log_flush(r, step + 1);
 }
 
-// Mean objective value (into *loss) and cross-entropy over the held-out samples.
-static int validate(Run *r, int step, CusetBatch *b, double *loss) {
+// The mean objective value and cross-entropy over the held-out samples, printed and logged
+// at step (0-based); *ce: the cross-entropy per target token.
+static int validate(Run *r, int step, CusetBatch *b, double *ce) {
     CusetStats vs;
     char err[512];
     if (cuset_gpt_validate(&r->model, r->ref, r->gpu, r->val, r->val_order, r->nval, b, &r->s->obj, &vs, err, sizeof err)) {
@@ -798,7 +810,7 @@ static int validate(Run *r, int step, CusetBatch *b, double *loss) {
     printf("val  %5d | loss %.4f | ce %.4f | conf %.3f\n", step + 1, vs.loss, vce, vs.ntok ? vs.conf / vs.ntok : 0);
     fprintf(r->log, "{\"step\": %d, \"val_loss\": %.6f, \"val_ce\": %.6f}\n", step + 1, vs.loss, vce);
     log_flush(r, step + 1);
-    *loss = vs.loss;
+    *ce = vce;
     return 0;
 }
 
@@ -808,14 +820,44 @@ static int write_ckpt(Run *r, const char *path, int step, char *err, size_t errl
     return cuset_checkpoint_save_tok(path, &r->model, r->ref, r->synthetic ? NULL : &r->tk, &out, 1, err, errlen);
 }
 
-// The flags that continue this run: --resume --ckpt and the options of this invocation that
-// the checkpoint does not keep (the checkpoint holds the settings; these end or copy a run).
+// Appends " FLAG VALUE" to the command line cmd (of size cap), the value quoted for the shell
+// where it holds anything but letters, digits and -_./:=+,@%.
+static void cmd_add(char *cmd, size_t cap, const char *flag, const char *value) {
+    size_t n = strlen(cmd);
+    n += snprintf(cmd + n, cap - n, " %s ", flag);
+    if (n >= cap) return;
+    if (value[0] && value[strspn(value, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_./:=+,@%")] == 0) {
+        snprintf(cmd + n, cap - n, "%s", value);
+        return;
+    }
+    cmd[n++] = '\'';
+    for (const char *c = value; *c && n + 5 < cap; c++) {
+        if (*c == '\'') n += snprintf(cmd + n, cap - n, "'\\''"); // a quote: close, an escaped one, reopen
+        else cmd[n++] = *c;
+    }
+    snprintf(cmd + n, cap - n, "'");
+}
+
+// The flags that continue this run: --resume --ckpt, the data flags (the checkpoint checks the
+// data, it does not name it) and the options of this invocation the checkpoint does not keep
+// (the checkpoint holds the settings; these say where the run reads and logs, or end or copy it).
 static const char *resume_flags(const Run *r) {
-    static char flags[4400];
-    int n = snprintf(flags, sizeof flags, "--resume --ckpt %s", r->a.ckpt);
-    if (r->a.until_val_loss > 0) n += snprintf(flags + n, sizeof flags - n, " --until-val-loss %g", r->a.until_val_loss);
-    if (r->a.keep_every) snprintf(flags + n, sizeof flags - n, " --keep-every %d", r->a.keep_every);
-    return flags;
+    static char flags[16500];
+    const Args *a = &r->a;
+    char num[32];
+    flags[0] = 0;
+    cmd_add(flags, sizeof flags, "--resume --ckpt", a->ckpt);
+    if (!r->synthetic) cmd_add(flags, sizeof flags, "--data", a->data);
+    if (a->val_data) cmd_add(flags, sizeof flags, "--val-data", a->val_data);
+    if (r->synthetic && flag_given(a, "--synthetic-n"))
+        snprintf(num, sizeof num, "%d", a->synthetic_n), cmd_add(flags, sizeof flags, "--synthetic-n", num);
+    if (r->synthetic && flag_given(a, "--synthetic-len"))
+        snprintf(num, sizeof num, "%d:%d", a->syn_min, a->syn_max), cmd_add(flags, sizeof flags, "--synthetic-len", num);
+    if (flag_given(a, "--log")) cmd_add(flags, sizeof flags, "--log", a->log);
+    if (a->until_val_loss > 0)
+        snprintf(num, sizeof num, "%g", a->until_val_loss), cmd_add(flags, sizeof flags, "--until-val-loss", num);
+    if (a->keep_every) snprintf(num, sizeof num, "%d", a->keep_every), cmd_add(flags, sizeof flags, "--keep-every", num);
+    return flags + 1; // past the first space
 }
 
 // Saves the run at step. When --ckpt cannot be written (a full disk, a directory removed
@@ -948,6 +990,7 @@ int main(int argc, char **argv) {
     CusetTrainSettings *s = r->s;
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
+    signal(SIGPIPE, on_signal);
     CusetBatch batches[s->accum], val_batch;
     for (int i = 0; i < s->accum; i++) cuset_batch_alloc(&batches[i], s->B, s->T);
     cuset_batch_alloc(&val_batch, s->B, s->T);
@@ -979,13 +1022,13 @@ int main(int argc, char **argv) {
         train_seconds += dt;
         log_step(r, step, &st, lr, norm, dt, cuset_time() - t_start);
         int last = step + 1 == s->steps;
-        double val_loss = INFINITY;
+        double val_ce = INFINITY;
         if (r->nval > 0 && ((s->val_every && (step + 1) % s->val_every == 0) || last) &&
-            validate(r, step, &val_batch, &val_loss))
+            validate(r, step, &val_batch, &val_ce))
             return 1;
         if (r->a.stop_at == step + 1) stop_requested = 2;
-        if (r->a.until_val_loss > 0 && val_loss <= r->a.until_val_loss) {
-            printf("validation loss %.4f <= %g (--until-val-loss) at step %d of %d\n", val_loss, r->a.until_val_loss,
+        if (r->a.until_val_loss > 0 && val_ce <= r->a.until_val_loss) {
+            printf("validation cross-entropy %.4f <= %g (--until-val-loss) at step %d of %d\n", val_ce, r->a.until_val_loss,
                    step + 1, s->steps);
             last = reached = 1;
         }
@@ -996,19 +1039,22 @@ int main(int argc, char **argv) {
             last_save = cuset_time();
         }
     }
+    // stopped short of its end (a run that reached it is done, whatever came during its last
+    // step: a --stop-at at its last step, a late Ctrl-C)
+    int stopped = stop_requested && step < s->steps && !reached;
     // a signal that came after the step's save check (or before the first step) ends the
     // loop without a save: the checkpoint must hold the step the message names
-    if (stop_requested && r->saved_step != step && save(r, step)) return 1;
+    if (stopped && r->saved_step != step && save(r, step)) return 1;
     double elapsed = cuset_time() - t_start;
-    if (stop_requested)
+    if (stopped)
         printf("stopped after step %d; checkpoint %s holds it: continue with %s\n", step, r->a.ckpt, resume_flags(r));
     else
         printf("done: %d steps in %.1fs (%.0f training tok/s); checkpoint %s\n", step - r->start_step, elapsed,
                tokens_done / (train_seconds > 0 ? train_seconds : 1), r->a.ckpt);
     if (r->log_failed_at) printf("note: the log %s misses lines from step %d (a write failed)\n", r->log_path, r->log_failed_at);
-    char saved[9000]; // for stdout_written: what the lost lines said
+    char saved[17000]; // for stdout_written: what the lost lines said
     int n = snprintf(saved, sizeof saved, "checkpoint %s holds step %d of %d", r->a.ckpt, step, s->steps);
-    if (stop_requested && n < (int)sizeof saved) snprintf(saved + n, sizeof saved - n, " (continue with %s)", resume_flags(r));
+    if (stopped && n < (int)sizeof saved) snprintf(saved + n, sizeof saved - n, " (continue with %s)", resume_flags(r));
     close_run(r, batches, &val_batch);
-    return stdout_written(stop_requested == 1 ? 130 : 0, saved); // 2: --stop-at
+    return stdout_written(stopped && stop_requested == 1 ? 130 : 0, saved); // (a closed pipe: 1, from stdout's error)
 }

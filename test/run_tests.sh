@@ -226,8 +226,13 @@ expect "train_log_disk_full_summary" 0 "note: the log /dev/full misses lines fro
 expect "train_stdout_full" 1 "train: writing to standard output failed: No space left on device; the run's messages are \
 lost, not its work: checkpoint .*/z.ckpt holds step 2 of 2$" sh -c './train "$@" >/dev/full' _ "${tiny[@]}" --steps 2 \
     --ckpt "$TMP/z.ckpt"
-expect "train_stopped_stdout_full" 1 "checkpoint .*/z.ckpt holds step 1 of 3 \(continue with --resume --ckpt .*/z.ckpt\)" \
-    sh -c './train "$@" >/dev/full' _ "${tiny[@]}" --steps 3 --stop-at 1 --ckpt "$TMP/z.ckpt"
+expect "train_stopped_stdout_full" 1 "checkpoint .*/z.ckpt holds step 1 of 3 \(continue with --resume --ckpt .*/z.ckpt \
+--synthetic-n 64 --synthetic-len 3:10\)" sh -c './train "$@" >/dev/full' _ "${tiny[@]}" --steps 3 --stop-at 1 --ckpt "$TMP/z.ckpt"
+# a closed pipe (| head) stops the run as Ctrl-C does, saved, exit 1 (SIGPIPE killed it unsaved)
+{ ./train "${tiny[@]}" --steps 3000 --ckpt "$TMP/pp.ckpt" 2>"$TMP/pp.err"; echo $? >"$TMP/pp.rc"; } | head -2 >/dev/null
+if [ "$(cat "$TMP/pp.rc")" = 1 ] && grep -q "Broken pipe; .* holds step [0-9]* of 3000 (continue with --resume" "$TMP/pp.err" &&
+   ./train --resume --ckpt "$TMP/pp.ckpt" "${tiny[@]}" --stop-at 3 >/dev/null 2>&1; then ok "train_closed_pipe_saves_and_stops"
+else bad "train_closed_pipe_saves_and_stops" "exit $(cat "$TMP/pp.rc"): $(tail -1 "$TMP/pp.err")"; fi
 expect "train_help_stdout_full" 1 "train: writing to standard output failed" sh -c './train --help >/dev/full'
 expect "train_resume_and_init" 2 "give --resume \(continue this run\) or --init FILE \(fine-tune from it\), not both" \
     ./train "${tiny[@]}" --resume --init "$TMP/z.ckpt" --ckpt "$TMP/z.ckpt"
@@ -323,6 +328,8 @@ cp "$TMP/p5.ckpt" "$TMP/x5.ckpt" && cp "$TMP/r.ckpt" "$TMP/x12.ckpt"
 expect "stop_at_before_resumed_step" 2 "--stop-at 3: the run trains steps 6..12; give one of them" \
     ./train --resume --ckpt "$TMP/x5.ckpt" "${tiny[@]}" --stop-at 3 --log "$TMP/x.jsonl"
 expect "stop_at_past_last_step" 2 "--stop-at 13: the run trains steps 1..12" "${run[@]}" --ckpt "$TMP/x.ckpt" --stop-at 13
+# --stop-at at the last step: the run is done, not stopped (it printed a resume command for a complete run)
+expect "stop_at_last_step_is_done" 0 "^done: 12 steps" "${run[@]}" --ckpt "$TMP/sl.ckpt" --log "$TMP/sl.jsonl" --stop-at 12
 expect "resume_complete_run" 0 "note: the run is complete: nothing to train; .*--init .*x12.ckpt" \
     ./train --resume --ckpt "$TMP/x12.ckpt" "${tiny[@]}" --log "$TMP/x.jsonl"
 expect "epochs_too_many_steps" 2 "--epochs 1e\+06 of [0-9]+ samples in batches of 4 is [0-9]+ steps, more than 1e9" \
@@ -361,19 +368,22 @@ truncated() { grep -o '"truncated": [0-9]*' "$1" | grep -o '[0-9]*$'; } # each s
 if [ "$(truncated "$TMP/t.jsonl")" = "$(truncated "$TMP/u.jsonl")" ] && [ "$(truncated "$TMP/t.jsonl" | tail -1)" -gt 0 ]
 then ok "resume_log_counts_truncated_on"
 else bad "resume_log_counts_truncated_on" "$(diff <(truncated "$TMP/t.jsonl") <(truncated "$TMP/u.jsonl") | head -3 | tr '\n' ' ')"; fi
-# --until-val-loss X ends the run, checkpointed, at the first validation whose loss is X or
-# lower (here the lowest loss of a reference run's first three validations, as logged to 6
+# --until-val-loss X ends the run, checkpointed, at the first validation whose cross-entropy
+# is X or lower (here the lowest of a reference run's first three validations, as logged to 6
 # decimals, plus half the last digit); the steps before are the reference's, and --steps is a
 # limit only
 "${run[@]}" --steps 40 --val-every 5 --ckpt "$TMP/u_ref.ckpt" --log "$TMP/u_ref.jsonl" >/dev/null 2>&1
-read -r target first < <(grep -o '"step": [0-9]*, "val_loss": [0-9.]*' "$TMP/u_ref.jsonl" | tr -d '",:' |
-    awk 'NR <= 3 && (NR == 1 || $4 < min) { min = $4 } { v[NR] = $4; s[NR] = $2 }
+read -r target first < <(grep -o '"step": [0-9]*, "val_loss": [0-9.]*, "val_ce": [0-9.]*' "$TMP/u_ref.jsonl" |
+    tr -d '",:' | awk '{ $4 = $6 } NR <= 3 && (NR == 1 || $4 < min) { min = $4 } { v[NR] = $4; s[NR] = $2 }
          END { for (i = 1; i <= NR; i++) if (v[i] <= min) { printf "%.7f %d\n", min + 5e-7, s[i]; exit } }')
 expect "until_val_loss_stops" 0 "\\(--until-val-loss\\) at step $first of 40" \
     "${run[@]}" --steps 40 --val-every 5 --ckpt "$TMP/u.ckpt" --log "$TMP/u.jsonl" --until-val-loss "$target"
 losses "$TMP/u_ref.jsonl" | head -n "$first" >"$TMP/u_ref.losses"
 same_losses "until_val_loss_trains_alike" "$TMP/u_ref.losses" "$TMP/u.jsonl"
 expect "until_val_loss_checkpoint_step" 0 "trained $first steps" ./gen --model "$TMP/u.ckpt" --info
+# ... not the objective's value: ProFit at tau 0.99 keeps no token, its loss is 0 from the start
+expect "until_val_loss_is_cross_entropy" 0 "^done: 10 steps" \
+    ./train "${tiny[@]}" --steps 10 --objective profit --tau 0.99 --val-every 5 --ckpt "$TMP/u3.ckpt" --until-val-loss 0.01
 expect "until_val_loss_needs_val_every" 2 "needs a validation every few steps: give --val-every N" \
     "${run[@]}" --ckpt "$TMP/u2.ckpt" --until-val-loss 1
 # an interrupted run (SIGINT during training) saves the step it finished and resumes exactly
@@ -572,6 +582,18 @@ expect "text_jsonl_trains_tokenizer" 0 "24 samples from .*tokenizer trained on i
 # --val-data on resuming a run that held out --val-frac would train on those samples
 expect "resume_val_data_refused" 2 "held out --val-frac 0.1 of its data for validation; resume it without --val-data" \
     ./train --resume --data "$TMP/tasks.jsonl" "${text_model[@]}" --val-data "$TMP/tasks.jsonl" --ckpt "$TMP/t.ckpt"
+# the command a stopped run prints continues it as it is, run verbatim: its data, its validation
+# set and its log (a path with a space and a quote in it)
+mkdir -p "$TMP/rc d'ir"
+./train --data "$TMP/tasks.jsonl" --val-data "$TMP/tasks.jsonl" "${text_model[@]}" --steps 3 --val-every 1 --stop-at 1 \
+    --ckpt "$TMP/rc d'ir/r.ckpt" --log "$TMP/rc d'ir/r.jsonl" >"$TMP/rc.out" 2>&1
+continue_with=$(sed -n 's/^stopped after step 1; .* continue with //p' "$TMP/rc.out")
+if [ -n "$continue_with" ] && eval "./train $continue_with" >"$TMP/rc2.out" 2>&1 && grep -q "^done: 2 steps" "$TMP/rc2.out" &&
+   [ "$(grep -c '"val_loss"' "$TMP/rc d'ir/r.jsonl")" = 3 ]; then ok "resume_command_printed_runs_verbatim"
+else bad "resume_command_printed_runs_verbatim" "'$continue_with': $(tail -1 "$TMP/rc2.out" 2>/dev/null || tail -1 "$TMP/rc.out")"; fi
+# a vocabulary too small for a tokenizer is the flag's error (exit 2), not the data's (it said "--data: ...", exit 1)
+expect "text_vocab_too_small" 2 "^train: --vocab 100: a tokenizer for --data needs at least 259 ids" \
+    ./train --data "$TMP/tasks.jsonl" "${text_model[@]}" --vocab 100 --ckpt "$TMP/v100.ckpt"
 expect "text_jsonl_uses_cache" 0 "tokenized cache .*tasks.jsonl.tok" ./train --data "$TMP/tasks.jsonl" "${text[@]}" --ckpt "$TMP/t2.ckpt"
 expect "text_tok_file_directly" 0 "24 samples from .*tasks.jsonl.tok" ./train --data "$TMP/tasks.jsonl.tok" "${text[@]}" --ckpt "$TMP/t3.ckpt"
 # fine-tuning the model on the text it was trained on uses the cache its run made (the same tokenizer)
