@@ -606,7 +606,9 @@ static int open_splits(Run *r) {
     }
     if (a->until_val_loss > 0 && (r->nval == 0 || s->val_every == 0)) {
         fprintf(stderr, "train: --until-val-loss %g needs a validation every few steps: %s\n", a->until_val_loss,
-                r->nval == 0 ? "there are no validation samples (above)" : "give --val-every N");
+                r->nval == 0 ? "there are no validation samples (above)"
+                : a->resume ? "the checkpoint's run has --val-every 0, which --resume keeps"
+                            : "give --val-every N");
         return 2;
     }
     check_row_length(r);

@@ -386,6 +386,9 @@ expect "until_val_loss_is_cross_entropy" 0 "^done: 10 steps" \
     ./train "${tiny[@]}" --steps 10 --objective profit --tau 0.99 --val-every 5 --ckpt "$TMP/u3.ckpt" --until-val-loss 0.01
 expect "until_val_loss_needs_val_every" 2 "needs a validation every few steps: give --val-every N" \
     "${run[@]}" --ckpt "$TMP/u2.ckpt" --until-val-loss 1
+# (resumed, --val-every is the checkpoint's: the advice to give it was one that could not be followed)
+expect "until_val_loss_resume_without_validation" 2 "the checkpoint's run has --val-every 0, which --resume keeps" \
+    ./train --resume --ckpt "$TMP/p.ckpt" "${tiny[@]}" --until-val-loss 1 --val-every 2 --log "$TMP/p2.jsonl"
 # an interrupted run (SIGINT during training) saves the step it finished and resumes exactly
 # (1,200 steps: on a quiet machine 60 took 0.1 s and could end before the signal came)
 long=(./train "${tiny[@]}" --steps 1200 --objective asft --accum 2 --quiet)
