@@ -591,6 +591,9 @@ static int open_splits(Run *r) {
     if (nusable < r->data.n)
         printf("note: %d of %d samples sit out: their prompt fills the row of %d tokens (raise --seq to keep them)\n",
                r->data.n - nusable, r->data.n, s->T);
+    if (r->val != &r->data && r->nval > 0 && r->nval < r->val->n)
+        printf("note: %d of %d --val-data samples sit out: their prompt fills the row of %d tokens (raise --seq to "
+               "keep them)\n", r->val->n - r->nval, r->val->n, s->T);
     if (nusable == 0) { // else a sample trains: --val-frac holds out at most half
         fprintf(stderr, "train: no sample fits: each prompt fills the row of %d tokens; raise --seq (and --ctx)\n", s->T);
         return 2;

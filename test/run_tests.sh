@@ -665,6 +665,11 @@ expect "train_log_over_ckpt" 1 "--ckpt .*new_same.ckpt is also --log .*new_same.
     ./train --data "$TMP/tasks.jsonl" "${text[@]}" --ckpt "$TMP/new_same.ckpt" --log "$TMP/./new_same.ckpt"
 expect "text_val_data" 0 "validation data: 5 samples from .*val.jsonl" ./train --data "$TMP/tasks.jsonl" --val-data "$TMP/val.jsonl" \
     "${text_model[@]}" --ckpt "$TMP/v.ckpt"
+# --val-data samples whose prompt fills the row sit out with a note, as --data's do (they went unsaid)
+{ head -3 "$TMP/val.jsonl"; for i in 1 2; do printf '{"prompt": "%s", "completion": "x"}\n' "$(printf 'long prompt %d ' $(seq 60))"
+  done; } >"$TMP/val_long.jsonl"
+expect "val_data_sit_out_note" 0 "note: 2 of 5 --val-data samples sit out: their prompt fills the row of 96 tokens" \
+    ./train --data "$TMP/tasks.jsonl" --val-data "$TMP/val_long.jsonl" "${text_model[@]}" --ckpt "$TMP/v.ckpt"
 expect "val_data_holds_nothing_out" 0 "24 train / 5 validation" \
     ./train --data "$TMP/tasks.jsonl" --val-data "$TMP/val.jsonl" "${text_model[@]}" --ckpt "$TMP/v.ckpt"
 expect "val_frac_and_val_data" 2 "give --val-frac F or --val-data SRC, not both" ./train --data "$TMP/tasks.jsonl" \
