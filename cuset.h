@@ -695,7 +695,8 @@ static void *cuset__calloc(size_t n, size_t size, const char *file, int line) {
     if (!p) { // the big ones are the model's parameters, optimizer state and activations
         double gib = (double)n * (double)size / (1u << 30);
         cuset__die(file, line, "out of memory allocating %zu x %zu bytes (%.2f GiB)%s", n, size, gib,
-                   gib >= 1 ? ": a smaller model (layers, width, vocabulary) or batch (rows, tokens per row) needs less" : "");
+                   gib >= 1 ? ": a smaller model (layers, width, vocabulary), batch (rows, tokens per row) or data set "
+                              "needs less" : "");
     }
     return p;
 }
