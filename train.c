@@ -307,6 +307,7 @@ typedef struct {
     int *batch_ids;                    // (B) the samples of one micro-batch
     FILE *log;
     char log_path[4096];
+    char log_file[4096], ckpt_file[4096]; // the log and --ckpt with their symlinks followed: the files written
     int log_failed_at;                 // the first step whose log line could not be written (0: none)
     long truncated;                    // rows truncated so far (the log's "truncated"; a resumed run's from its log)
 } Run;
@@ -647,22 +648,61 @@ static int open_splits(Run *r) {
     return 0;
 }
 
+// PATH with its symbolic links followed (also a link to a file not there yet), into out: the
+// file that writing through PATH reaches. The writers here put a temporary file beside
+// their file and rename it over it, which over a link would replace the link and leave its
+// target as it was; they go to out instead. 0, or 1 after a message (a loop of links).
+static int follow_links(const char *flag, const char *path, char *out, size_t n) {
+    char cur[4096], link[4096];
+    snprintf(cur, sizeof cur, "%s", path);
+    for (int hops = 0;; hops++) {
+        struct stat st;
+        if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode)) break;
+        ssize_t len = hops < 40 ? readlink(cur, link, sizeof link - 1) : -1;
+        if (len < 0) {
+            fprintf(stderr, "train: %s %s: cannot follow its link %s (%s)\n", flag, path, cur,
+                    hops < 40 ? strerror(errno) : "a loop of links");
+            return 1;
+        }
+        link[len] = 0;
+        const char *slash = strrchr(cur, '/'); // a relative link is relative to its own directory
+        char next[4096];
+        int m = snprintf(next, sizeof next, "%.*s%s", link[0] == '/' || !slash ? 0 : (int)(slash - cur + 1), cur, link);
+        if (m >= (int)sizeof next) {
+            fprintf(stderr, "train: %s %s: its link %s leads to a path too long\n", flag, path, cur);
+            return 1;
+        }
+        memcpy(cur, next, (size_t)m + 1);
+    }
+    if (strlen(cur) >= n) { fprintf(stderr, "train: %s %s: path too long\n", flag, path); return 1; }
+    snprintf(out, n, "%s", cur);
+    return 0;
+}
+
 // A run resumed at a checkpoint's step drops the log's lines of later steps, which the run
 // that stopped had logged after it (after a crash, up to --ckpt-minutes of them), so that
 // the log holds each step once; *truncated gets the count of the last line kept, so the
-// log goes on as one run's. 0, or 1 after saying why.
-static int trim_log(const char *path, int step, long *truncated) {
+// log goes on as one run's. The log is rewritten as FILE (PATH with its links followed).
+// A log that is not a regular file (a device such as /dev/null, a pipe) is appended to
+// as it is: a rewrite would replace it with a regular file. 0, or 1 after saying why.
+static int trim_log(const char *path, const char *file, int step, long *truncated) {
     size_t n;
     unsigned char *bytes;
     char err[512];
-    if (access(path, F_OK) != 0) return 0; // no log yet: nothing to trim
+    struct stat st;
+    if (stat(file, &st) != 0) return 0; // no log yet: nothing to trim
+    if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        printf("note: --log %s is not a regular file (a device or a pipe): it is appended to, not trimmed of the "
+               "steps after %d\n", path, step);
+        return 0;
+    }
     if (cuset_read_file(path, &bytes, &n, err, sizeof err)) {
         fprintf(stderr, "train: --log %s\n", err);
         return 1;
     }
     char *text = (char *)bytes;
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", file, (int)getpid());
     FILE *f = fopen(tmp, "w");
     int ok = f != NULL, line_step;
     for (char *line = text, *end; ok && line < text + n; line = end + 1) {
@@ -676,7 +716,7 @@ static int trim_log(const char *path, int step, long *truncated) {
     }
     if (f) ok = (fclose(f) == 0) && ok;
     free(text);
-    if (!ok || rename(tmp, path) != 0) {
+    if (!ok || rename(tmp, file) != 0) {
         fprintf(stderr, "train: --log %s: cannot rewrite it: %s\n", path, strerror(errno));
         remove(tmp);
         return 1;
@@ -712,7 +752,9 @@ static int open_log_and_device(Run *r) {
     char err[512];
     // The checkpoint is written at the end (and every --ckpt-every steps): a place where it
     // cannot be written stops the run now, not after the training it would hold.
-    if (cuset_check_writable(a->ckpt, err, sizeof err)) {
+    // A --ckpt that is a symlink is saved through it (ckpt_file).
+    if (follow_links("--ckpt", a->ckpt, r->ckpt_file, sizeof r->ckpt_file)) return 1;
+    if (cuset_check_writable(r->ckpt_file, err, sizeof err)) {
         fprintf(stderr, "train: --ckpt %s; give a file in a writable directory\n", err);
         return 1;
     }
@@ -721,7 +763,8 @@ static int open_log_and_device(Run *r) {
     const char *log_flag = a->log ? "--log" : "the log";
     if (writes_over(r, "--ckpt", a->ckpt, log_flag, r->log_path) || writes_over(r, log_flag, r->log_path, NULL, NULL))
         return 1;
-    if (a->resume && trim_log(r->log_path, r->start_step, &r->truncated)) return 1;
+    if (follow_links(log_flag, r->log_path, r->log_file, sizeof r->log_file)) return 1;
+    if (a->resume && trim_log(r->log_path, r->log_file, r->start_step, &r->truncated)) return 1;
     r->log = fopen(r->log_path, a->resume ? "a" : "w");
     if (!r->log) { fprintf(stderr, "train: --log %s: cannot open for writing (%s)\n", r->log_path, strerror(errno)); return 1; }
     const CusetConfig *cfg = &r->model.cfg;
@@ -871,7 +914,7 @@ static const char *resume_flags(const Run *r) {
 static int save(Run *r, int step) {
     char err[512], rescue[4096];
     if (r->gpu) cuset_cuda_model_download(r->gpu, &r->model); // parameters and moments, for the checkpoint
-    if (!write_ckpt(r, r->a.ckpt, step, err, sizeof err)) {
+    if (!write_ckpt(r, r->ckpt_file, step, err, sizeof err)) {
         r->saved_step = step;
         return 0;
     }
@@ -898,8 +941,9 @@ static int save(Run *r, int step) {
 // --keep-every: the checkpoint just saved, again as PATH.stepN. A copy that cannot be
 // written stops the run (the checkpoint itself holds it), rather than leave a gap unseen.
 static int keep_copy(Run *r, int step) {
-    char err[512], path[4096];
-    snprintf(path, sizeof path, "%s.step%d", r->a.ckpt, step);
+    char err[512], copy[4200], path[4096];
+    snprintf(copy, sizeof copy, "%s.step%d", r->a.ckpt, step);
+    if (follow_links("--keep-every", copy, path, sizeof path)) return 1; // a link is written through, as --ckpt
     if (!write_ckpt(r, path, step, err, sizeof err)) return 0;
     if (step < r->s->steps)
         fprintf(stderr, "train: step %d: --keep-every: %s; the run is saved in %s: continue with %s\n", step, err,
@@ -913,22 +957,26 @@ static int keep_copy(Run *r, int step) {
 // removed; a resumed run at a multiple of --keep-every whose copy is missing (the kill came
 // between the checkpoint and its copy) writes it, the model being that step's. 0, or 1.
 static int tidy_after_kill(Run *r) {
-    char dir[4096]; // the checkpoint's directory with its '/', or "" for the working directory
-    const char *slash = strrchr(r->a.ckpt, '/'), *base = slash ? slash + 1 : r->a.ckpt;
-    snprintf(dir, sizeof dir, "%.*s", (int)(base - r->a.ckpt), r->a.ckpt);
-    size_t nb = strlen(base);
     int removed = 0;
-    DIR *d = opendir(dir[0] ? dir : ".");
-    for (struct dirent *e; d && (e = readdir(d));) {
-        const char *tmp = strncmp(e->d_name, base, nb) || e->d_name[nb] != '.' ? NULL : strstr(e->d_name + nb, ".tmp.");
-        char *end;
-        long pid = tmp ? strtol(tmp + 5, &end, 10) : 0;
-        if (pid <= 0 || *end || pid == getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
-        char path[8200];
-        snprintf(path, sizeof path, "%s%s", dir, e->d_name);
-        removed += unlink(path) == 0;
+    // (a --ckpt that is a link saves beside its target, its copies beside the link)
+    for (int i = 0; i < 2 && (i == 0 || strcmp(r->ckpt_file, r->a.ckpt)); i++) {
+        const char *ckpt = i ? r->ckpt_file : r->a.ckpt;
+        char dir[4096]; // the checkpoint's directory with its '/', or "" for the working directory
+        const char *slash = strrchr(ckpt, '/'), *base = slash ? slash + 1 : ckpt;
+        snprintf(dir, sizeof dir, "%.*s", (int)(base - ckpt), ckpt);
+        size_t nb = strlen(base);
+        DIR *d = opendir(dir[0] ? dir : ".");
+        for (struct dirent *e; d && (e = readdir(d));) {
+            const char *tmp = strncmp(e->d_name, base, nb) || e->d_name[nb] != '.' ? NULL : strstr(e->d_name + nb, ".tmp.");
+            char *end;
+            long pid = tmp ? strtol(tmp + 5, &end, 10) : 0;
+            if (pid <= 0 || *end || pid == getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+            char path[8200];
+            snprintf(path, sizeof path, "%s%s", dir, e->d_name);
+            removed += unlink(path) == 0;
+        }
+        if (d) closedir(d);
     }
-    if (d) closedir(d);
     if (removed)
         printf("note: removed %d temporary file%s (%s.*.tmp.PID) of a run killed while saving\n", removed,
                removed > 1 ? "s" : "", r->a.ckpt);
