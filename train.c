@@ -696,6 +696,10 @@ static int trim_log(const char *path, const char *file, int step, long *truncate
                "steps after %d\n", path, step);
         return 0;
     }
+    if (access(file, W_OK) != 0) { // the rename below would replace a log the run may not write
+        fprintf(stderr, "train: --log %s: cannot open for writing (%s)\n", path, strerror(errno));
+        return 1;
+    }
     if (cuset_read_file(path, &bytes, &n, err, sizeof err)) {
         fprintf(stderr, "train: --log %s\n", err);
         return 1;
@@ -752,10 +756,16 @@ static int open_log_and_device(Run *r) {
     char err[512];
     // The checkpoint is written at the end (and every --ckpt-every steps): a place where it
     // cannot be written stops the run now, not after the training it would hold.
-    // A --ckpt that is a symlink is saved through it (ckpt_file).
+    // A --ckpt that is a symlink is saved through it (ckpt_file); one that the run has no
+    // permission to write stops it too, though the save's rename would replace it.
     if (follow_links("--ckpt", a->ckpt, r->ckpt_file, sizeof r->ckpt_file)) return 1;
     if (cuset_check_writable(r->ckpt_file, err, sizeof err)) {
         fprintf(stderr, "train: --ckpt %s; give a file in a writable directory\n", err);
+        return 1;
+    }
+    if (access(r->ckpt_file, F_OK) == 0 && access(r->ckpt_file, W_OK) != 0) {
+        fprintf(stderr, "train: --ckpt %s: no permission to write it (%s); give another path, or make it writable\n",
+                a->ckpt, strerror(errno));
         return 1;
     }
     snprintf(r->log_path, sizeof r->log_path, "%s", a->log ? a->log : a->ckpt);
