@@ -728,9 +728,42 @@ static int trim_log(const char *path, const char *file, int step, long *truncate
     return 0;
 }
 
+// (is_keep_copy: whether NAME, a file name, is CKPT.stepN of such a step, with the copy's path)
+static int keep_copy_name(const Run *r, const char *name, char *copy, size_t n) {
+    const char *ckpt = r->a.ckpt, *slash = strrchr(ckpt, '/'), *base = slash ? slash + 1 : ckpt;
+    size_t nb = strlen(base);
+    if (strncmp(name, base, nb) || strncmp(name + nb, ".step", 5) || name[nb + 5] < '0' || name[nb + 5] > '9') return 0;
+    char *end;
+    long step = strtol(name + nb + 5, &end, 10);
+    int k = r->a.keep_every;
+    if (*end || step <= r->start_step || step > r->s->steps || step % k) return 0;
+    snprintf(copy, n, "%s.step%ld", ckpt, step);
+    return 1;
+}
+
+// 1 when FILE is, or where it is not there yet would be, one of the copies CKPT.stepN that
+// --keep-every N writes in this run (the steps after its start, to its last, that are
+// multiples of N), with that copy's name in copy: FILE by its own name, and the copies
+// already in the checkpoint's directory (a link or a second name of FILE among them).
+static int is_keep_copy(const Run *r, const char *file, char *copy, size_t n) {
+    if (!r->a.keep_every) return 0;
+    const char *name = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+    if (keep_copy_name(r, name, copy, n) && cuset_same_file(file, copy)) return 1;
+    char dir[4096]; // the checkpoint's directory with its '/', or "" for the working directory
+    const char *slash = strrchr(r->a.ckpt, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - r->a.ckpt + 1) : 0, r->a.ckpt);
+    DIR *d = opendir(dir[0] ? dir : ".");
+    int found = 0;
+    for (struct dirent *e; d && !found && (e = readdir(d));)
+        found = keep_copy_name(r, e->d_name, copy, n) && cuset_same_file(file, copy);
+    if (d) closedir(d);
+    return found;
+}
+
 // 1 when the output `flag path` would write over a file the run reads (its data, their
 // token caches DATA.tok, the --init checkpoint) or its other output (say --ckpt tasks with
-// --data tasks.jsonl: the log is tasks.jsonl), after a message.
+// --data tasks.jsonl: the log is tasks.jsonl), after a message. A NULL path: the copies
+// that --keep-every writes (say --init q.ckpt.step4 with --ckpt q.ckpt --keep-every 2).
 static int writes_over(const Run *r, const char *flag, const char *path, const char *other_flag, const char *other) {
     const Args *a = &r->a;
     const char *data = r->synthetic ? NULL : a->data;
@@ -740,10 +773,11 @@ static int writes_over(const Run *r, const char *flag, const char *path, const c
     const struct { const char *what, *path; } used[] = {
         {"--data", data}, {"--val-data", a->val_data}, {"--data's token cache", data ? cache[0] : NULL},
         {"--val-data's token cache", a->val_data ? cache[1] : NULL}, {"--init", a->init}, {other_flag, other}};
+    char copy[4200];
     for (size_t i = 0; i < sizeof used / sizeof used[0]; i++)
-        if (used[i].path && cuset_same_file(path, used[i].path)) {
-            fprintf(stderr, "train: %s %s is also %s %s: the run would write over it; give another path\n", flag, path,
-                    used[i].what, used[i].path);
+        if (used[i].path && (path ? cuset_same_file(path, used[i].path) : is_keep_copy(r, used[i].path, copy, sizeof copy))) {
+            fprintf(stderr, "train: %s %s is also %s %s: the run would write over it; give another path\n", flag,
+                    path ? path : copy, used[i].what, used[i].path);
             return 1;
         }
     return 0;
@@ -771,7 +805,8 @@ static int open_log_and_device(Run *r) {
     snprintf(r->log_path, sizeof r->log_path, "%s", a->log ? a->log : a->ckpt);
     if (!a->log) strncat(r->log_path, ".jsonl", sizeof r->log_path - strlen(r->log_path) - 1);
     const char *log_flag = a->log ? "--log" : "the log";
-    if (writes_over(r, "--ckpt", a->ckpt, log_flag, r->log_path) || writes_over(r, log_flag, r->log_path, NULL, NULL))
+    if (writes_over(r, "--ckpt", a->ckpt, log_flag, r->log_path) || writes_over(r, log_flag, r->log_path, NULL, NULL) ||
+        writes_over(r, "--keep-every's copy", NULL, log_flag, r->log_path))
         return 1;
     if (follow_links(log_flag, r->log_path, r->log_file, sizeof r->log_file)) return 1;
     if (a->resume && trim_log(r->log_path, r->log_file, r->start_step, &r->truncated)) return 1;
