@@ -13,10 +13,12 @@
 #include "data/gpt2.h"
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -783,6 +785,40 @@ static int writes_over(const Run *r, const char *flag, const char *path, const c
     return 0;
 }
 
+// One run at a time on a checkpoint: an exclusive flock on CKPT.lock (beside the file the
+// saves reach), held while the process lives, so that a second run (a --resume beside the
+// run still going) stops before it trims the log both write or saves over the other's
+// steps. The lock ends with the process, a kill -9 too; the file stays, and holds the
+// process id of the run that has it, for the message. 0, or 1 after a message.
+static int lock_checkpoint(const Run *r) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s.lock", r->ckpt_file);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "train: --ckpt %s: cannot open its lock file %s (%s)\n", r->a.ckpt, path, strerror(errno));
+        return 1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno != EWOULDBLOCK) { // a file system without locks (ENOLCK): the run goes on unguarded
+            printf("note: --ckpt %s: cannot lock %s (%s): a second run on this checkpoint would not be noticed\n",
+                   r->a.ckpt, path, strerror(errno));
+            return 0;
+        }
+        char pid[32] = "";
+        ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
+        pid[n > 0 ? n : 0] = 0;
+        pid[strcspn(pid, "\n")] = 0;
+        fprintf(stderr, "train: --ckpt %s is in use by another run (process %s, which holds %s); wait for it to end, "
+                        "or give another --ckpt\n", r->a.ckpt, pid[0] ? pid : "unknown", path);
+        close(fd);
+        return 1;
+    }
+    char pid[32];
+    int n = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n) {} // (only the message would miss it)
+    return 0; // fd stays open: the lock is the process's until it ends
+}
+
 // The log, what the run is, and the model on the device.
 static int open_log_and_device(Run *r) {
     Args *a = &r->a;
@@ -802,6 +838,7 @@ static int open_log_and_device(Run *r) {
                 a->ckpt, strerror(errno));
         return 1;
     }
+    if (lock_checkpoint(r)) return 1;
     snprintf(r->log_path, sizeof r->log_path, "%s", a->log ? a->log : a->ckpt);
     if (!a->log) strncat(r->log_path, ".jsonl", sizeof r->log_path - strlen(r->log_path) - 1);
     const char *log_flag = a->log ? "--log" : "the log";
