@@ -349,6 +349,52 @@ cmp -s "$TMP/k10.ckpt" "$TMP/k.ckpt" && ok "keep_every_copy_resumes" || bad "kee
 mkdir -p "$TMP/kd.ckpt.step5" # a copy that cannot be written stops the run, the checkpoint holding it
 expect "keep_every_unwritable" 1 "step 5: --keep-every: .*kd.ckpt.step5.*continue with --resume --ckpt .*kd.ckpt" \
     "${run[@]}" --ckpt "$TMP/kd.ckpt" --log "$TMP/kd.jsonl" --keep-every 5
+# a --keep-every copy that the run will write may not be one of its inputs or its log (a
+# copy saved as its own --init source, a checkpoint in place of the log): refused before training
+cp "$TMP/p5.ckpt" "$TMP/q.ckpt.step2"
+expect "keep_every_copy_is_init" 1 "--keep-every's copy .*q.ckpt.step2 is also --init .*q.ckpt.step2: the run would write over it" \
+    ./train --init "$TMP/q.ckpt.step2" --steps 2 --ckpt "$TMP/q.ckpt" --keep-every 2 --log "$TMP/q.jsonl"
+cmp -s "$TMP/q.ckpt.step2" "$TMP/p5.ckpt" && ok "keep_every_copy_is_init_kept" || bad "keep_every_copy_is_init_kept" "--init changed"
+expect "keep_every_copy_is_log" 1 "--keep-every's copy .*o.ckpt.step1 is also --log .*o.ckpt.step1: the run would write over it" \
+    ./train "${tiny[@]}" --steps 2 --ckpt "$TMP/o.ckpt" --log "$TMP/o.ckpt.step1" --keep-every 1
+# A --ckpt or --log that is a symbolic link is written through to its target (the save and the
+# resumed log's trim write a temporary file and rename it: over the link they replaced it, and
+# the target never changed); a log that is not a regular file (a pipe, a device) is appended
+# to as it is, not trimmed (the trim read the pipe, waiting for ever, or replaced a device)
+mkdir -p "$TMP/lt" && ln -s lt/t.ckpt "$TMP/lk.ckpt" # (a link to a file not there yet)
+./train "${tiny[@]}" --steps 3 --ckpt "$TMP/lk.ckpt" --log "$TMP/lk.jsonl" >"$TMP/lk.out" 2>&1
+if [ -L "$TMP/lk.ckpt" ] && ./gen --model "$TMP/lt/t.ckpt" --info 2>&1 | grep -q "trained 3 steps"; then ok "ckpt_symlink_written_through"
+else bad "ckpt_symlink_written_through" "$(ls -l "$TMP/lk.ckpt" "$TMP/lt" | tr '\n' ' ') $(tail -1 "$TMP/lk.out")"; fi
+cp "$TMP/p5.ckpt" "$TMP/ls.ckpt" && cp "$TMP/r.jsonl" "$TMP/lt/real.jsonl" && ln -s lt/real.jsonl "$TMP/ls.jsonl"
+./train --resume --ckpt "$TMP/ls.ckpt" "${tiny[@]}" --log "$TMP/ls.jsonl" >"$TMP/ls.out" 2>&1
+if [ -L "$TMP/ls.jsonl" ] && [ "$(losses "$TMP/lt/real.jsonl" | wc -l)" -eq 12 ] && diff <(losses "$TMP/r.jsonl") \
+    <(losses "$TMP/lt/real.jsonl") >/dev/null; then ok "resumed_log_symlink_trimmed_through"
+else bad "resumed_log_symlink_trimmed_through" "$(ls -l "$TMP/ls.jsonl" | cut -c1-10) $(losses "$TMP/lt/real.jsonl" | wc -l) steps"; fi
+cp "$TMP/p5.ckpt" "$TMP/lp.ckpt" && mkfifo "$TMP/lp.pipe"
+timeout 60 cat "$TMP/lp.pipe" >"$TMP/lp.read" &
+reader=$!
+expect "resumed_log_pipe_not_trimmed" 0 "note: --log .*lp.pipe is not a regular file \(a device or a pipe\): it is appended to, not trimmed" \
+    timeout 30 ./train --resume --ckpt "$TMP/lp.ckpt" "${tiny[@]}" --log "$TMP/lp.pipe"
+kill $reader 2>/dev/null; wait $reader 2>/dev/null
+[ -p "$TMP/lp.pipe" ] && [ "$(losses "$TMP/lp.read" | wc -l)" -eq 7 ] && ok "resumed_log_pipe_kept" \
+    || bad "resumed_log_pipe_kept" "$(ls -l "$TMP/lp.pipe" | cut -c1-10), $(losses "$TMP/lp.read" | wc -l) steps read"
+# a --ckpt the run may not write (read-only, in a directory it may write) stops the run before
+# training, as a read-only --log does: the save's rename would have replaced it. Root, whom a
+# mode does not stop, would write over it: the check runs as nobody there.
+mkdir -p "$TMP/ro" && cp "$TMP/p5.ckpt" "$TMP/ro/r.ckpt" && chmod 444 "$TMP/ro/r.ckpt"
+cp "$TMP/p5.ckpt" "$TMP/ro/s.ckpt" && cp "$TMP/p.jsonl" "$TMP/ro/s.jsonl" && chmod 444 "$TMP/ro/s.jsonl"
+as=()
+[ "$(id -u)" = 0 ] && chmod o+x "$TMP" && chown -R nobody "$TMP/ro" && as=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+if [ ${#as[@]} -gt 0 ] && ! "${as[@]}" ./train --help >/dev/null 2>&1; then
+    echo "SKIP train_ckpt_read_only, resume_log_read_only: root, and nobody cannot run ./train here"; skip=$((skip + 2))
+else
+    expect "train_ckpt_read_only" 1 "--ckpt .*ro/r.ckpt: no permission to write it \(Permission denied\)" \
+        "${as[@]}" ./train "${tiny[@]}" --steps 1 --ckpt "$TMP/ro/r.ckpt" --log "$TMP/ro/r.jsonl"
+    cmp -s "$TMP/ro/r.ckpt" "$TMP/p5.ckpt" && [ "$(stat -c %a "$TMP/ro/r.ckpt")" = 444 ] && ok "train_ckpt_read_only_kept" \
+        || bad "train_ckpt_read_only_kept" "$(ls -l "$TMP/ro/r.ckpt")"
+    expect "resume_log_read_only" 1 "--log .*ro/s.jsonl: cannot open for writing \(Permission denied\)" \
+        "${as[@]}" ./train --resume --ckpt "$TMP/ro/s.ckpt" "${tiny[@]}" --log "$TMP/ro/s.jsonl"
+fi
 # What a run killed while saving leaves, tidied by the resumed run: a --keep-every copy the
 # kill came before (the checkpoint was renamed into place, its copy not yet written) is
 # written; a temporary file of a process no longer running is removed. The resumed log counts
