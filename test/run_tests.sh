@@ -447,6 +447,17 @@ if [ $rc -eq 130 ] && grep -q "continue with --resume" "$TMP/i.out"; then ok "si
 else bad "sigint_saves_and_exits_130" "exit $rc: $(tail -1 "$TMP/i.out")"; fi
 ./train --resume --ckpt "$TMP/i.ckpt" "${tiny[@]}" --log "$TMP/i.jsonl" >/dev/null 2>&1
 same_losses "sigint_resume_is_exact" "$TMP/l.jsonl" "$TMP/i.jsonl"
+# one run at a time on a checkpoint: a second (a --resume beside the run still going, stopped
+# here meanwhile) stops before it starts, naming the first, whose log it would have trimmed;
+# a run killed outright (kill -9) leaves no lock behind, only the file CKPT.lock
+"${long[@]}" --ckpt "$TMP/two.ckpt" --log "$TMP/two.jsonl" --ckpt-every 1 >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 200); do [ -f "$TMP/two.ckpt" ] && break; sleep 0.05; done
+kill -STOP $pid
+expect "second_run_on_checkpoint_refused" 1 "--ckpt .*two.ckpt is in use by another run \(process $pid, which holds .*two.ckpt.lock\)" \
+    ./train --resume --ckpt "$TMP/two.ckpt" "${tiny[@]}" --log "$TMP/two.jsonl"
+kill -9 $pid; kill -CONT $pid; wait $pid 2>/dev/null
+expect "checkpoint_lock_ends_with_its_run" 0 "done: 1 steps" ./train "${tiny[@]}" --steps 1 --ckpt "$TMP/two.ckpt" --log "$TMP/two.jsonl"
 # a run killed outright (SIGKILL: no handler runs) resumes from its last timed checkpoint
 # (--ckpt-minutes) exactly, and its log keeps each step once
 crash=(./train "${tiny[@]}" --steps 1200 --objective cuset --window 4 --accum 2 --quiet)
