@@ -17,6 +17,7 @@
 #include "data/confidence.h"
 #define CUSET_GPT2_IMPLEMENTATION
 #include "data/gpt2.h"
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -487,7 +488,13 @@ static int generate(const GenArgs *a, Model *md) {
     return 0;
 }
 
+// A closed stdout (gen ... | head) fails the writes to it instead of killing gen, so that what
+// gen writes to files (--results, --summary, --json) is completed, and gen exits 1 saying so
+// (stdout_written). A handler, not SIG_IGN: the programs --eval runs get the default on exec.
+static void on_sigpipe(int sig) { (void)sig; }
+
 int main(int argc, char **argv) {
+    signal(SIGPIPE, on_sigpipe);
     GenArgs a = parse_args(argc, argv);
     int prompts = !!a.prompt + !!a.prompt_file + !!a.prompt_ids + !!a.prompt_jsonl;
     if (prompts > 1) fail("give one of --prompt, --prompt-file, --prompt-jsonl, --prompt-ids", "");

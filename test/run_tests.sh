@@ -673,6 +673,18 @@ expect "gen_analyze_threads_one" 0 "confidence analysis: 5 samples" ./gen --mode
     --json "$TMP/threads.json" --threads 1
 expect "gen_analyze_stdout_full" 1 "gen: writing to standard output failed" \
     sh -c './gen --model "$1" --analyze "$2" --json "$3" >/dev/full' _ "$TMP/t.ckpt" "$TMP/val.jsonl" "$TMP/val.json"
+# a closed pipe (gen ... | head) fails the writes, not gen (SIGPIPE killed it): --json is written whole, exit 1
+out=$("$PYTHON" - ./gen --model "$TMP/t.ckpt" --analyze "$TMP/val.jsonl" --json "$TMP/pipe.json" <<'PY' 2>&1
+import os, subprocess, sys
+r, w = os.pipe()
+os.close(r)  # stdout: a pipe whose reader is gone
+p = subprocess.run(sys.argv[1:], stdout=w, stderr=subprocess.PIPE)
+print(p.returncode, p.stderr.decode().strip().splitlines()[-1:])
+PY
+)
+if [ "$out" = "1 ['gen: writing to standard output failed: Broken pipe']" ] &&
+   "$PYTHON" -c 'import json, sys; json.load(open(sys.argv[1]))' "$TMP/pipe.json"; then ok "gen_closed_pipe_completes_json"
+else bad "gen_closed_pipe_completes_json" "$out"; fi
 expect "gen_analyze_json_unwritable" 1 "none/a.json: cannot be written there \(the save writes .*\.tmp\.[0-9]* first: No such file" \
     ./gen --model "$TMP/t.ckpt" --analyze "$TMP/tasks.jsonl" --json "$TMP/none/a.json"
 # finite weights whose logits overflow (as gen_refuses_nonfinite_logits) stop the analysis:
