@@ -265,6 +265,8 @@ static void parse_args(int argc, char **argv, Args *a) {
             printf("note: %s is %s's; --objective %s does not use it\n", own[i].flag,
                    cuset_objective_names[own[i].kind], cuset_objective_names[a->s.obj.kind]);
     CusetOptim *o = &a->s.optim; // the schedule falls from --lr to --min-lr, never rises
+    if (!a->resume && o->max_lr == 0)
+        fail("--lr: a learning rate of 0 trains nothing (%s); give one above 0%s", "below 1e-45 is 0 as a float", "");
     if (!a->resume && o->min_lr > o->max_lr) {
         char lo[32], hi[32];
         snprintf(lo, sizeof lo, "%g", o->min_lr), snprintf(hi, sizeof hi, "%g", o->max_lr);

@@ -234,6 +234,10 @@ if [ "$(cat "$TMP/pp.rc")" = 1 ] && grep -q "Broken pipe; .* holds step [0-9]* o
    ./train --resume --ckpt "$TMP/pp.ckpt" "${tiny[@]}" --stop-at 3 >/dev/null 2>&1; then ok "train_closed_pipe_saves_and_stops"
 else bad "train_closed_pipe_saves_and_stops" "exit $(cat "$TMP/pp.rc"): $(tail -1 "$TMP/pp.err")"; fi
 expect "train_help_stdout_full" 1 "train: writing to standard output failed" sh -c './train --help >/dev/full'
+# a learning rate of 0 (or one that is 0 as a float) trains nothing: refused, not run with a note
+expect "train_lr_zero" 2 "^train: --lr: a learning rate of 0 trains nothing" ./train "${tiny[@]}" --lr 0 --steps 1 --ckpt "$TMP/z0.ckpt"
+expect "train_lr_underflow" 2 "^train: --lr: a learning rate of 0 trains nothing" ./train "${tiny[@]}" --lr 1e-50 --steps 1 \
+    --ckpt "$TMP/z0.ckpt"
 expect "train_resume_and_init" 2 "give --resume \(continue this run\) or --init FILE \(fine-tune from it\), not both" \
     ./train "${tiny[@]}" --resume --init "$TMP/z.ckpt" --ckpt "$TMP/z.ckpt"
 expect "train_other_objectives_flag" 0 "note: --alpha is eaft's; --objective sft does not use it" ./train "${tiny[@]}" \
