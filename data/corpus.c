@@ -418,7 +418,11 @@ static const char *read_tensor(const CusetJDoc *d, int v, Tensor *x, int is_inpu
                    least, most, whole ? ", and a whole number between" : "");
     x->lo = lo->num;
     x->hi = hi->num;
+    if (gen && strcmp(gen, "uniform") && strcmp(gen, "perm"))
+        return fmt("%s: bad gen '%s' (uniform or perm)", x->name, gen);
     x->gen = gen && strcmp(gen, "perm") == 0 ? GEN_PERM : GEN_UNIFORM;
+    if (x->gen == GEN_PERM && x->dt != DT_I32) // make_input writes the permutation as int32
+        return fmt("%s: gen perm (a permutation of 0..count-1) needs dtype int32, not %s", x->name, dt_names[x->dt]);
     const CusetJNode *grid = jget(d, v, "grid", CUSET_JNUM), *on_grid = jget(d, v, "on_grid", CUSET_JNUM);
     x->grid = grid ? grid->num : 0;
     x->on_grid = on_grid ? on_grid->num : 1;
@@ -661,7 +665,7 @@ static int compare_values(const Tensor *x, const void *got, const void *expected
     for (long i = 0; i < tensor_count(x); i++) {
         double a = elem(got, x->dt, i), e = elem(expected, x->dt, i), d = fabs(a - e), ratio;
         if (isnan(e) && isnan(a)) continue;
-        if (isnan(a) || isnan(e) || (isinf(a) && a != e)) ratio = INFINITY, d = INFINITY;
+        if (isnan(a) || isnan(e) || ((isinf(a) || isinf(e)) && a != e)) ratio = INFINITY, d = INFINITY;
         else if (a == e) ratio = 0;
         else ratio = atol + rtol * fabs(e) > 0 ? d / (atol + rtol * fabs(e)) : INFINITY;
         if (ratio > 1) nbad++;

@@ -804,6 +804,16 @@ expect "gen_missing_prompt_file" 1 "the prompt: .*cannot open" ./gen --model "$T
 
 echo "== the CUDA task corpus (data/): determinism, splits, spans against the annotator, references, nvcc"
 checks test_corpus ./test/test_corpus
+# a spec read back may ask for "perm" (a permutation, written as int32) on int32 inputs only:
+# on float16 it overran the input's buffer (a segfault in --materialize); an unknown gen is refused
+./data/corpus --out "$TMP/perm" --families convert_half --train 0 --val 0 --test 1 --seed 3 >/dev/null 2>&1
+mkdir -p "$TMP/perm_half" "$TMP/perm_gauss"
+sed 's/"gen":"uniform"/"gen":"perm"/' "$TMP/perm/test.jsonl" >"$TMP/perm_half/test.jsonl"
+sed 's/"gen":"uniform"/"gen":"gauss"/' "$TMP/perm/test.jsonl" >"$TMP/perm_gauss/test.jsonl"
+expect "corpus_spec_perm_needs_int32" 2 "gen perm \(a permutation of 0..count-1\) needs dtype int32, not float" \
+    ./data/corpus --materialize "$TMP/perm_half" --split test --index 0 --to "$TMP/perm_wd"
+expect "corpus_spec_unknown_gen" 2 "bad gen 'gauss' \(uniform or perm\)" \
+    ./data/corpus --materialize "$TMP/perm_gauss" --split test --index 0 --to "$TMP/perm_wd2"
 # no program declares a name twice in one block of a function (one of the default corpus's did), read
 # from the text: the default corpus (as `make data` writes it) and 10,000 tasks of a fresh seed
 names_seed=$((RANDOM + 1)) out="data/corpus failed"

@@ -921,6 +921,20 @@ static void materialize_and_compare(const char *cdir, Split *test, int nfam) {
     r4 = sh("'%s' --compare '%s' >/dev/null", corpus, wd);
     if (r1 == 0 && r2 == 1 && r3 == 1 && r4 == 1) pass("compare_tolerance (atol + rtol*|expected|, NaN fails)");
     else fail("compare_tolerance", "exits %d %d %d %d, want 0 1 1 1", r1, r2, r3, r4);
+    // an infinite expected value: a finite output fails (inf / inf made the ratio NaN, and NaN > 1
+    // is false: 0 passed for +inf), the same infinity passes, the other one fails
+    float inf_e[] = { INFINITY, 100 }, inf_zero[] = { 0, 100 }, inf_same[] = { INFINITY, 100 }, inf_neg[] = { -INFINITY, 100 };
+    snprintf(path, sizeof path, "%s/y.expected.bin", wd);
+    spit(path, inf_e, sizeof inf_e);
+    snprintf(path, sizeof path, "%s/y.bin", wd);
+    spit(path, inf_zero, sizeof inf_zero);
+    r1 = sh("'%s' --compare '%s' >/dev/null", corpus, wd);
+    spit(path, inf_same, sizeof inf_same);
+    r2 = sh("'%s' --compare '%s' >/dev/null", corpus, wd);
+    spit(path, inf_neg, sizeof inf_neg);
+    r3 = sh("'%s' --compare '%s' >/dev/null", corpus, wd);
+    if (r1 == 1 && r2 == 0 && r3 == 1) pass("compare_infinite_expected (a finite or opposite output fails, inf passes)");
+    else fail("compare_infinite_expected", "exits %d %d %d, want 1 0 1", r1, r2, r3);
 }
 
 // ----------------------------------------------------------------------------
