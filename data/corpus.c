@@ -16,8 +16,10 @@
 // style, ...); a hash of the family name and their values puts 15% of the combinations
 // aside ("held out"): they only occur in test. Other instances go to train, val or test by
 // a hash of the prompt and program text (80/10/10), so one text can only ever land in one
-// split, whatever the seed. Half of the test split is held-out combinations, half unseen
-// instances of seen combinations. Families take turns, so each split covers all of them.
+// split, whatever the seed. Half of the test split is held-out combinations, half instances
+// of the other ("seen") combinations: those may also be drawn for training, by chance (the
+// space is large: in the default corpus, 4 of 100 were). Families take turns, so each split
+// covers all of them.
 #define _GNU_SOURCE
 #include "corpus.h"
 #define CUSET_ANNOTATE_IMPLEMENTATION

@@ -306,8 +306,8 @@ def markdown(res, settings, seconds, shown_seed, vs=None, missing=()):
                                                                                st.get("base_steps"))
     base_val = ", validation loss %.4f" % st["base_val_loss"] if st.get("base_val_loss") is not None else ""
     tasks = next(iter(res.values()))["metrics"]
-    split = "%d with parameter combinations seen in training, %d with held-out ones" % (tasks["seen"]["tasks"],
-                                                                                     tasks["heldout"]["tasks"])
+    split = ("%d with parameter combinations not held out (\"seen\": training may hold them, by chance), %d with "
+             "held-out ones" % (tasks["seen"]["tasks"], tasks["heldout"]["tasks"]))
     if st:
         L.append("Preset %s%s; seeds: %s; machine: %s. Base model: %s, %s (training seed %s) on %s tasks%s; every fine-tuned row: "
                  "%s steps from that checkpoint on %s other tasks, same data order, schedule and seed. Scored on the first %s "

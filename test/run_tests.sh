@@ -1479,7 +1479,8 @@ assert "nearly all sit in the last bin" not in html and "100.0% of its tokens in
     "100.0% at or below tau = 0.1" in html, "the histograms' caption"
 # the test tasks, seen and held-out, as counted
 m = r["vanilla"]["metrics"]
-assert "(%d with parameter combinations seen in training, %d with held-out ones)" % (m["seen"]["tasks"], m["heldout"]["tasks"]) in md
+assert "(%d with parameter combinations not held out (\"seen\": training may hold them, by chance), %d with held-out ones)" % (
+    m["seen"]["tasks"], m["heldout"]["tasks"]) in md
 # the training charts: a legend of the rows drawn (not the base model), rows drawn on top of one
 # another named, a zoomed axis said, one objective chart per row (their scales differ); the bars named as the tables do
 legend = html.split('<div class="legend">')[1].split("</div>")[0]
