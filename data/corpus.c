@@ -233,6 +233,7 @@ static const char *path_in(const char *dir, const char *name) {
     static char ring[8][4200];
     static int k;
     char *p = ring[k++ & 7];
+    if (!*dir) die("an empty directory name (give . for the working directory)"); // "" + "/NAME" is the root's
     if (snprintf(p, sizeof ring[0], "%s/%s", dir, name) >= (int)sizeof ring[0]) die("path too long: %.60s...", dir);
     return p;
 }
@@ -690,7 +691,8 @@ static int compare_output(const char *wdir, const Tensor *x, double atol, double
     size_t lg, le, want = tensor_bytes(x);
     char *ex = read_file(pe, &le), *g = NULL;
     int rc = 1;
-    if (!ex || le != want) die("%s: %s", pe, ex ? "wrong size" : strerror(errno));
+    if (!ex) die("%s: %s", pe, strerror(errno));
+    if (le != want) die("%s: %zu bytes, expected %zu (%ld x %s)", pe, le, want, tensor_count(x), dt_names[x->dt]);
     struct stat st; // the program's output: a regular file (not a link, a directory or a pipe that blocks the read)
     if (lstat(pg, &st) == 0 && !S_ISREG(st.st_mode))
         printf("FAIL %s: %s.bin is not a regular file\n", x->name, x->name);
@@ -725,7 +727,8 @@ static void usage(int asked) {
           "  corpus --out DIR [--seed S] [--train N] [--val N] [--test N] [--families A,B,..] [--style varied|plain]\n"
           "      writes DIR/train.jsonl, DIR/val.jsonl, DIR/test.jsonl (defaults 2000/200/200, seed 1);\n"
           "      --families keeps only the named families; --style plain writes every program in one\n"
-          "      short style (I/O inline in main, no comments, one name per kernel and helper)\n"
+          "      short style (I/O inline in main, no comments but a few in the kernels' own text,\n"
+          "      one name per kernel and helper)\n"
           "      instead of drawing a style and names per task\n"
           "  corpus --materialize DIR --split train|val|test --index K --to WORKDIR\n"
           "      writes task K's inputs (NAME.bin), expected outputs (NAME.expected.bin), spec.json\n"
@@ -821,7 +824,7 @@ int main(int argc, char **argv) {
             char *end;
             errno = 0;
             seed = strtoull(argv[++i], &end, 10);
-            if (errno || *end || end == argv[i] || argv[i][0] == '-')
+            if (errno || *end || end == argv[i] || !isdigit((unsigned char)argv[i][0])) // (strtoull takes " -1")
                 die("--seed: expected a whole number, got '%s'", argv[i]);
         } else if (is_flag_with_value(a, "--train", has)) count[0] = (int)parse_long(argv[++i], a, 0, 10000000);
         else if (is_flag_with_value(a, "--val", has)) count[1] = (int)parse_long(argv[++i], a, 0, 10000000);

@@ -1306,7 +1306,8 @@ static void style_draw(Style *s, Rng *r) {
 }
 
 // The one style of `--style plain` corpora: shortest host code (I/O inline in main), no
-// comments; params_pin fixes the names. Drawn after style_draw, so the rest of a task's
+// function or verbose comments (the few plain "//" lines of the templates stay); params_pin
+// fixes the names. Drawn after style_draw, so the rest of a task's
 // draws (and with them its parameters) are the same as in a varied corpus of the same seed.
 static void style_plain(Style *s) {
     *s = (Style){ .host = HOST_INLINE, .sizes = SIZES_LOCAL, .check = CHECK_MACRO, .cmt = CMT_NONE, .iw = 4,

@@ -1149,6 +1149,9 @@ static void cli_checks(void) {
         { "families_trailing_comma", "--out D --families reduce_block,", "err", "got 'reduce_block,'", 2 },
         { "families_twice", "--out D --families reduce_block --families scan_block", "err", "--families given twice", 2 },
         { "empty_out", "--out ''", "err", "an empty directory name", 2 },
+        // an empty WORKDIR read /spec.json: "" + "/NAME" is a file of the root
+        { "empty_workdir", "--compare ''", "err", "an empty directory name (give . for the working directory)", 2 },
+        { "seed_with_space", "--out D --seed ' -1'", "err", "--seed: expected a whole number, got ' -1'", 2 },
         { "bad_count", "--out D --train -3", "err", "--train", 2 },
         { "two_commands", "--list --compare D", "err", "2 commands given; give one of --out", 2 },
         { "materialize_without_to", "--materialize D --split test --index 0", "err", "--materialize needs --to", 2 },
