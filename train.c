@@ -1036,31 +1036,35 @@ static int keep_copy(Run *r, int step) {
     return 1;
 }
 
+// Removes the temporary files CKPT.*.tmp.PID beside ckpt whose process is gone; their count.
+static int remove_stale_temporaries(const char *ckpt) {
+    char dir[4096]; // the checkpoint's directory with its '/', or "" for the working directory
+    const char *slash = strrchr(ckpt, '/'), *base = slash ? slash + 1 : ckpt;
+    snprintf(dir, sizeof dir, "%.*s", (int)(base - ckpt), ckpt);
+    size_t nb = strlen(base);
+    int removed = 0;
+    DIR *d = opendir(dir[0] ? dir : ".");
+    for (struct dirent *e; d && (e = readdir(d));) {
+        const char *tmp = strncmp(e->d_name, base, nb) || e->d_name[nb] != '.' ? NULL : strstr(e->d_name + nb, ".tmp.");
+        char *end;
+        long pid = tmp ? strtol(tmp + 5, &end, 10) : 0;
+        if (pid <= 0 || *end || pid == getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        char path[8200];
+        snprintf(path, sizeof path, "%s%s", dir, e->d_name);
+        removed += unlink(path) == 0;
+    }
+    if (d) closedir(d);
+    return removed;
+}
+
 // Before training: what a run killed while saving (kill -9, a power cut) left. Its
 // temporary files (CKPT.tmp.PID, CKPT.stepN.tmp.PID, of processes no longer running) are
 // removed; a resumed run at a multiple of --keep-every whose copy is missing (the kill came
 // between the checkpoint and its copy) writes it, the model being that step's. 0, or 1.
 static int tidy_after_kill(Run *r) {
-    int removed = 0;
     // (a --ckpt that is a link saves beside its target, its copies beside the link)
-    for (int i = 0; i < 2 && (i == 0 || strcmp(r->ckpt_file, r->a.ckpt)); i++) {
-        const char *ckpt = i ? r->ckpt_file : r->a.ckpt;
-        char dir[4096]; // the checkpoint's directory with its '/', or "" for the working directory
-        const char *slash = strrchr(ckpt, '/'), *base = slash ? slash + 1 : ckpt;
-        snprintf(dir, sizeof dir, "%.*s", (int)(base - ckpt), ckpt);
-        size_t nb = strlen(base);
-        DIR *d = opendir(dir[0] ? dir : ".");
-        for (struct dirent *e; d && (e = readdir(d));) {
-            const char *tmp = strncmp(e->d_name, base, nb) || e->d_name[nb] != '.' ? NULL : strstr(e->d_name + nb, ".tmp.");
-            char *end;
-            long pid = tmp ? strtol(tmp + 5, &end, 10) : 0;
-            if (pid <= 0 || *end || pid == getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
-            char path[8200];
-            snprintf(path, sizeof path, "%s%s", dir, e->d_name);
-            removed += unlink(path) == 0;
-        }
-        if (d) closedir(d);
-    }
+    int removed = remove_stale_temporaries(r->a.ckpt);
+    if (strcmp(r->ckpt_file, r->a.ckpt)) removed += remove_stale_temporaries(r->ckpt_file);
     if (removed)
         printf("note: removed %d temporary file%s (%s.*.tmp.PID) of a run killed while saving\n", removed,
                removed > 1 ? "s" : "", r->a.ckpt);
