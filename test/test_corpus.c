@@ -840,6 +840,17 @@ static void bad_specs(void) {
 }
 
 // ----------------------------------------------------------------------------
+// The exit of corpus --compare in wd (its spec.json: one float32 output y of n elements) with
+// y.expected.bin = expected and y.bin = got.
+static int compare_exit(const char *wd, const float *expected, const float *got, int n) {
+    char path[400];
+    snprintf(path, sizeof path, "%s/y.expected.bin", wd);
+    spit(path, expected, (size_t)n * sizeof *expected);
+    snprintf(path, sizeof path, "%s/y.bin", wd);
+    spit(path, got, (size_t)n * sizeof *got);
+    return sh("'%s' --compare '%s' >/dev/null", corpus, wd);
+}
+
 // --materialize and --compare on real test samples
 
 static void materialize_and_compare(const char *cdir, Split *test, int nfam) {
@@ -907,32 +918,14 @@ static void materialize_and_compare(const char *cdir, Split *test, int nfam) {
     snprintf(path, sizeof path, "%s/spec.json", wd);
     spit(path, spec, strlen(spec));
     float e[] = { 1, 100 }, near[] = { 1.105f, 109 }, far1[] = { 1.115f, 100 }, far2[] = { 1, 110.5f }, nan[] = { NAN, 100 };
-    snprintf(path, sizeof path, "%s/y.expected.bin", wd);
-    spit(path, e, sizeof e);
-    snprintf(path, sizeof path, "%s/y.bin", wd);
-    int r1, r2, r3, r4;
-    spit(path, near, sizeof near);
-    r1 = sh("'%s' --compare '%s' >/dev/null", corpus, wd);
-    spit(path, far1, sizeof far1);
-    r2 = sh("'%s' --compare '%s' >/dev/null", corpus, wd);
-    spit(path, far2, sizeof far2);
-    r3 = sh("'%s' --compare '%s' >/dev/null", corpus, wd);
-    spit(path, nan, sizeof nan);
-    r4 = sh("'%s' --compare '%s' >/dev/null", corpus, wd);
+    int r1 = compare_exit(wd, e, near, 2), r2 = compare_exit(wd, e, far1, 2), r3 = compare_exit(wd, e, far2, 2),
+        r4 = compare_exit(wd, e, nan, 2);
     if (r1 == 0 && r2 == 1 && r3 == 1 && r4 == 1) pass("compare_tolerance (atol + rtol*|expected|, NaN fails)");
     else fail("compare_tolerance", "exits %d %d %d %d, want 0 1 1 1", r1, r2, r3, r4);
     // an infinite expected value: a finite output fails (inf / inf made the ratio NaN, and NaN > 1
     // is false: 0 passed for +inf), the same infinity passes, the other one fails
-    float inf_e[] = { INFINITY, 100 }, inf_zero[] = { 0, 100 }, inf_same[] = { INFINITY, 100 }, inf_neg[] = { -INFINITY, 100 };
-    snprintf(path, sizeof path, "%s/y.expected.bin", wd);
-    spit(path, inf_e, sizeof inf_e);
-    snprintf(path, sizeof path, "%s/y.bin", wd);
-    spit(path, inf_zero, sizeof inf_zero);
-    r1 = sh("'%s' --compare '%s' >/dev/null", corpus, wd);
-    spit(path, inf_same, sizeof inf_same);
-    r2 = sh("'%s' --compare '%s' >/dev/null", corpus, wd);
-    spit(path, inf_neg, sizeof inf_neg);
-    r3 = sh("'%s' --compare '%s' >/dev/null", corpus, wd);
+    float inf_e[] = { INFINITY, 100 }, inf_zero[] = { 0, 100 }, inf_neg[] = { -INFINITY, 100 };
+    r1 = compare_exit(wd, inf_e, inf_zero, 2), r2 = compare_exit(wd, inf_e, inf_e, 2), r3 = compare_exit(wd, inf_e, inf_neg, 2);
     if (r1 == 1 && r2 == 0 && r3 == 1) pass("compare_infinite_expected (a finite or opposite output fails, inf passes)");
     else fail("compare_infinite_expected", "exits %d %d %d, want 1 0 1", r1, r2, r3);
 }
